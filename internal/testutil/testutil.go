@@ -1,0 +1,88 @@
+// Package testutil holds the helpers tests share: the rule for privileged tests (skip with a
+// reason on a laptop, fail under CI=true) and building the victim programs in testdata.
+package testutil
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// InCI reports whether the tests run in CI, where a missing capability is a failure.
+func InCI() bool { return os.Getenv("CI") != "" }
+
+// RequireRoot skips the test when not root, unless CI is set: then it fails.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if InCI() {
+		t.Fatalf("this test needs root (BPF, namespaces, seccomp) and CI=true: run the suite as root")
+	}
+	t.Skip("needs root (BPF, namespaces, seccomp); run as root or set CI=true to make this a failure")
+}
+
+// RequireNoErr is for capability probes: when err is non-nil the test skips with the reason on a
+// laptop and fails under CI=true.
+func RequireNoErr(t testing.TB, what string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if InCI() {
+		t.Fatalf("%s: %v (CI=true: a missing capability is a failure)", what, err)
+	}
+	t.Skipf("%s not available here: %v", what, err)
+}
+
+// RequireTool skips (or fails in CI) when a program the test drives is missing.
+func RequireTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	RequireNoErr(t, "tool "+name, err)
+	return p
+}
+
+// RepoRoot returns the repository's top directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Testdata returns a path under the repository's testdata directory.
+func Testdata(elem ...string) string {
+	return filepath.Join(append([]string{RepoRoot(), "testdata"}, elem...)...)
+}
+
+var (
+	buildMu    sync.Mutex
+	buildCache = map[string]string{}
+)
+
+// BuildC compiles testdata/<rel> (a C file) with cc into a temp dir once per test binary and
+// returns the executable's path. extra are additional compiler flags.
+func BuildC(t testing.TB, rel string, extra ...string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := buildCache[rel]; ok {
+		return p
+	}
+	cc := RequireTool(t, "cc")
+	dir, err := os.MkdirTemp("", "sysprof-victim-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, filepath.Base(rel[:len(rel)-len(filepath.Ext(rel))]))
+	args := append([]string{"-O1", "-Wall", "-o", out, Testdata(rel)}, extra...)
+	args = append(args, "-lpthread")
+	if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", rel, err, b)
+	}
+	buildCache[rel] = out
+	return out
+}

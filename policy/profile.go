@@ -1,0 +1,122 @@
+package policy
+
+// APIVersion and Kind head every profile file.
+const (
+	APIVersion = "sysprof.dev/v1"
+	Kind       = "Profile"
+)
+
+// Profile is the policy for one command: what it may do and nothing else. It is plain data,
+// identical on every machine; the enforcer compiles it for a host without changing it.
+// Every list is kept sorted (see Normalize) so that the file is deterministic.
+type Profile struct {
+	APIVersion string     `yaml:"apiVersion" json:"apiVersion"`
+	Kind       string     `yaml:"kind" json:"kind"`
+	Metadata   Metadata   `yaml:"metadata" json:"metadata"`
+	Syscalls   Syscalls   `yaml:"syscalls" json:"syscalls"`
+	Filesystem Filesystem `yaml:"filesystem" json:"filesystem"`
+	Network    Network    `yaml:"network" json:"network"`
+	// Binaries lists every executable the command ran, with its hash for provenance.
+	Binaries []Binary `yaml:"binaries,omitempty" json:"binaries,omitempty"`
+}
+
+// Metadata says where a profile came from. Nothing here widens or narrows the policy.
+type Metadata struct {
+	Name           string   `yaml:"name" json:"name"` // e.g. cargo-build
+	Command        []string `yaml:"command" json:"command"`
+	SysprofVersion string   `yaml:"sysprofVersion,omitempty" json:"sysprofVersion,omitempty"`
+	Kernel         string   `yaml:"kernel,omitempty" json:"kernel,omitempty"`
+	Created        string   `yaml:"created,omitempty" json:"created,omitempty"` // RFC 3339, UTC
+	Updated        string   `yaml:"updated,omitempty" json:"updated,omitempty"`
+	// Runs is how many learn runs were merged into this profile; Seen counts are out of it.
+	Runs int `yaml:"runs" json:"runs"`
+	// Incomplete marks a profile that may miss behaviour (lost events, interrupted run).
+	Incomplete        bool     `yaml:"incomplete" json:"incomplete"`
+	IncompleteReasons []string `yaml:"incompleteReasons,omitempty" json:"incompleteReasons,omitempty"`
+}
+
+// Provenance says why an allowance exists: the executable that first needed it and in how many
+// of the merged runs it was seen. It is written as `by: /usr/bin/cc` and `seen: 3` (out of
+// metadata.runs). Provenance never changes what is allowed.
+type Provenance struct {
+	By   string `yaml:"by,omitempty" json:"by,omitempty"`
+	Seen int    `yaml:"seen,omitempty" json:"seen,omitempty"`
+}
+
+// Syscalls is the seccomp part of the policy.
+type Syscalls struct {
+	// Architectures the command may enter the kernel through, by name: x86_64, i386, x32,
+	// aarch64. Anything else is denied.
+	Architectures []string  `yaml:"architectures" json:"architectures"`
+	Allow         []Syscall `yaml:"allow" json:"allow"`
+	// Args restricts argument values of allowed syscalls. Rules for one syscall are ANDed.
+	Args []ArgRule `yaml:"args,omitempty" json:"args,omitempty"`
+}
+
+// Syscall is one allowed syscall, by name (never by number).
+type Syscall struct {
+	Name       string `yaml:"name" json:"name"`
+	Provenance `yaml:",inline" json:",inline"`
+	// Base is true for the mandatory base set every process may need on rare paths.
+	Base bool `yaml:"base,omitempty" json:"base,omitempty"`
+}
+
+// ArgRule limits one argument of one syscall. A call whose argument matches no Values (after
+// Mask) or sets a bit outside Flags fails with Errno (EPERM when empty).
+type ArgRule struct {
+	Syscall string `yaml:"syscall" json:"syscall"`
+	Arg     int    `yaml:"arg" json:"arg"`                       // 0..5
+	Name    string `yaml:"name,omitempty" json:"name,omitempty"` // what the argument is: domain, flags
+	// Mask is applied before comparing with Values (socket type & 0xf drops SOCK_CLOEXEC).
+	Mask string `yaml:"mask,omitempty" json:"mask,omitempty"`
+	// Values: the argument must equal one of these. Symbolic (AF_INET) or numeric (0x10).
+	Values []string `yaml:"values,omitempty" json:"values,omitempty"`
+	// Flags: the argument may only have these bits set. Symbolic or numeric.
+	Flags      []string `yaml:"flags,omitempty" json:"flags,omitempty"`
+	Errno      string   `yaml:"errno,omitempty" json:"errno,omitempty"`
+	Provenance `yaml:",inline" json:",inline"`
+}
+
+// Filesystem is the mount-namespace and Landlock part of the policy. Paths may start with a
+// variable ($WORKDIR, $HOME, $TMPDIR, $CARGO_HOME, $RUSTUP_HOME, $GOROOT, $GOMODCACHE, $GOCACHE,
+// $NPM_CACHE) and may end in a glob (`$TMPDIR/go-build*`). A path covers everything below it.
+type Filesystem struct {
+	Read  []PathRule `yaml:"read,omitempty" json:"read,omitempty"`
+	Write []PathRule `yaml:"write,omitempty" json:"write,omitempty"`
+	Exec  []PathRule `yaml:"exec,omitempty" json:"exec,omitempty"`
+	// Hidden paths are absent inside the sandbox even when a broader read or write rule covers them.
+	Hidden []PathRule `yaml:"hidden,omitempty" json:"hidden,omitempty"`
+	// PrivateTmp gives the command an empty /tmp of its own.
+	PrivateTmp bool `yaml:"privateTmp" json:"privateTmp"`
+}
+
+// PathRule is one path with why it is there.
+type PathRule struct {
+	Path       string `yaml:"path" json:"path"`
+	Provenance `yaml:",inline" json:",inline"`
+	// Note is a human reason (e.g. "credential store", "rolled up from 42 files").
+	Note string `yaml:"note,omitempty" json:"note,omitempty"`
+}
+
+// Network is the network allowlist. Empty means no network at all (a private namespace with
+// only loopback).
+type Network struct {
+	Connect []Endpoint `yaml:"connect,omitempty" json:"connect,omitempty"`
+	Send    []Endpoint `yaml:"send,omitempty" json:"send,omitempty"`
+	Bind    []Endpoint `yaml:"bind,omitempty" json:"bind,omitempty"`
+}
+
+// Endpoint is host:port, CIDR:port, [v6]:port or unix:PATH (unix:@name for abstract sockets).
+// Port 0 in a bind endpoint means any ephemeral port.
+type Endpoint struct {
+	Endpoint   string `yaml:"endpoint" json:"endpoint"`
+	Proto      string `yaml:"proto,omitempty" json:"proto,omitempty"` // tcp, udp, mptcp; empty for unix
+	Provenance `yaml:",inline" json:",inline"`
+}
+
+// Binary is an executable the command ran.
+type Binary struct {
+	Path       string `yaml:"path" json:"path"`
+	SHA256     string `yaml:"sha256,omitempty" json:"sha256,omitempty"`
+	Provenance `yaml:",inline" json:",inline"`
+}

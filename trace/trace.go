@@ -1,0 +1,156 @@
+// Package trace defines Trace, the raw record of one learn run: what a command's whole process
+// tree was seen doing, exactly as observed. It is plain data (JSON on disk) shared by the profiler,
+// which fills it, and the synthesizer, which turns it into a policy. It does no I/O besides
+// reading and writing its own file.
+package trace
+
+import "time"
+
+// Version is the trace file format version; bump it when a field changes meaning.
+const Version = 1
+
+// Access kinds of a file observation.
+const (
+	AccessRead     = "read"
+	AccessWrite    = "write"
+	AccessCreate   = "create"
+	AccessDelete   = "delete"
+	AccessExec     = "exec"
+	AccessList     = "list"
+	AccessMetadata = "metadata"
+)
+
+// Architectures a syscall can be made through. On amd64 a 64-bit process can still enter the
+// kernel through the i386 compat entry (int 0x80) or with the x32 bit set.
+const (
+	ArchX86_64  = "x86_64"
+	ArchI386    = "i386"
+	ArchX32     = "x32"
+	ArchAArch64 = "aarch64"
+	ArchARM     = "arm"
+)
+
+// Network operations.
+const (
+	OpConnect = "connect"
+	OpSend    = "send"
+	OpBind    = "bind"
+)
+
+// Trace is everything one learn run observed.
+type Trace struct {
+	Version int      `json:"version"`
+	Command []string `json:"command"`
+	// Context holds the machine-specific values synthesis turns into portable variables:
+	// WORKDIR (where the command ran), HOME, TMPDIR, USER, and toolchain roots such as
+	// CARGO_HOME, RUSTUP_HOME, GOROOT, GOMODCACHE, GOCACHE, NPM_CACHE when known.
+	Context map[string]string `json:"context"`
+
+	Host     Host      `json:"host"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	ExitCode int       `json:"exit_code"`
+
+	Processes []Process       `json:"processes"`
+	Syscalls  []SyscallCount  `json:"syscalls"`
+	Args      []ArgValue      `json:"args,omitempty"`
+	Files     []FileAccess    `json:"files,omitempty"`
+	Network   []NetworkAccess `json:"network,omitempty"`
+	DNS       []DNSAnswer     `json:"dns,omitempty"`
+
+	Loss Loss `json:"loss"`
+	// Incomplete is true when the trace may not hold everything the command did: events were
+	// lost, the run was interrupted, or a process was still alive when recording stopped.
+	Incomplete bool     `json:"incomplete"`
+	Reasons    []string `json:"incomplete_reasons,omitempty"`
+}
+
+// Host describes the machine the trace was recorded on.
+type Host struct {
+	Kernel   string `json:"kernel"`
+	Arch     string `json:"arch"` // native syscall arch, e.g. x86_64
+	Hostname string `json:"hostname,omitempty"`
+}
+
+// Process is one exec'd program instance in the tree (a process that execs twice appears twice,
+// the second with Parent set to the first's ID).
+type Process struct {
+	ID     int    `json:"id"`     // unique within the trace
+	Parent int    `json:"parent"` // ID of the process that forked or exec'd it; 0 for the root
+	PID    int    `json:"pid"`
+	Exe    string `json:"exe"` // absolute, resolved path of the executable
+	Argv0  string `json:"argv0,omitempty"`
+	SHA256 string `json:"sha256,omitempty"` // of the binary, computed in user space
+	// ExecOf is true when this entry replaced its parent's image (exec chain), false when it is
+	// a forked child that then exec'd.
+	ExecOf   bool      `json:"exec_of,omitempty"`
+	Start    time.Time `json:"start"`
+	ExitCode *int      `json:"exit_code,omitempty"` // nil if not seen exiting
+	Signal   int       `json:"signal,omitempty"`    // terminating signal, if any
+}
+
+// SyscallCount is how often one executable made one syscall through one architecture entry.
+type SyscallCount struct {
+	Exe   string `json:"exe"`
+	Arch  string `json:"arch"`
+	Name  string `json:"name"` // "syscall_<nr>" when the number has no name in that arch's table
+	Nr    int    `json:"nr"`
+	Count uint64 `json:"count"`
+}
+
+// ArgValue is one observed value of a risk-deciding syscall argument.
+// Kind names what Value means: "socket" (Value = domain<<32|type<<16... see Fields), "clone_flags",
+// "clone3_flags", "unshare_flags", "setns_nstype", "prctl_option", "personality",
+// "ioctl_request", "mmap_prot", "mprotect_prot".
+type ArgValue struct {
+	Exe     string `json:"exe"`
+	Syscall string `json:"syscall"`
+	Kind    string `json:"kind"`
+	Value   uint64 `json:"value"`
+	// Fields holds decoded parts where one value is not enough (socket: domain, type, protocol).
+	Fields map[string]uint64 `json:"fields,omitempty"`
+	Count  uint64            `json:"count"`
+}
+
+// FileAccess is one path accessed by one executable in one way.
+type FileAccess struct {
+	Exe    string `json:"exe"`
+	Path   string `json:"path"` // absolute, cleaned; symlinks resolved where the kernel resolved them
+	Access string `json:"access"`
+	OK     bool   `json:"ok"`              // false: the call failed (e.g. a probe for a missing file)
+	Errno  int    `json:"errno,omitempty"` // when !OK
+	Dir    bool   `json:"dir,omitempty"`   // the path is a directory
+	Count  uint64 `json:"count"`
+}
+
+// NetworkAccess is one endpoint an executable connected to, sent to or bound.
+type NetworkAccess struct {
+	Exe    string `json:"exe"`
+	Op     string `json:"op"`
+	Family string `json:"family"` // inet, inet6, unix
+	Proto  string `json:"proto"`  // tcp, udp, mptcp, raw, stream, dgram, seqpacket
+	Addr   string `json:"addr,omitempty"`
+	Port   int    `json:"port,omitempty"`
+	// Path is the unix socket path; abstract names start with "@".
+	Path  string `json:"path,omitempty"`
+	Host  string `json:"host,omitempty"` // DNS name that resolved to Addr during the run
+	OK    bool   `json:"ok"`
+	Count uint64 `json:"count"`
+}
+
+// DNSAnswer ties a looked-up name to the addresses that came back.
+type DNSAnswer struct {
+	Name  string   `json:"name"`
+	Addrs []string `json:"addrs,omitempty"`
+	// Server is the resolver the query went to (addr:port).
+	Server string `json:"server,omitempty"`
+}
+
+// Loss counts what the kernel side could not deliver.
+type Loss struct {
+	RingbufDrops uint64 `json:"ringbuf_drops"` // ring buffer reservations that failed
+	MapFull      uint64 `json:"map_full"`      // in-kernel aggregation maps that ran out of room
+}
+
+// Any reports whether anything was lost.
+func (l Loss) Any() bool { return l.RingbufDrops > 0 || l.MapFull > 0 }
