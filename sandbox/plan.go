@@ -1,0 +1,42 @@
+// Package sandbox applies the kernel layers of a sandbox from inside the init stage: the mount
+// namespace layout (read-only root, writable binds, hidden paths, private /tmp), the network
+// namespace's loopback, Landlock, and dropping capabilities. It takes a Plan with absolute host
+// paths and numbers only; turning a profile into a Plan is the enforcer's job, and seccomp is
+// installed by the enforcer last, right before exec.
+package sandbox
+
+// Plan is what the init stage applies, in this order: mounts, network, Landlock, capabilities.
+// Every field uses absolute, already-expanded host paths.
+type Plan struct {
+	// Mounts. The init stage runs in a fresh mount namespace (and user namespace when not root).
+	ReadOnlyRoot bool     `json:"read_only_root"`
+	Writable     []string `json:"writable,omitempty"` // stay writable under the read-only root
+	Hidden       []string `json:"hidden,omitempty"`   // made empty/absent (tmpfs on dirs, empty file on files)
+	PrivateTmp   bool     `json:"private_tmp"`        // fresh tmpfs on /tmp (and /var/tmp)
+
+	// Network.
+	NetNS bool `json:"netns"` // the process is in a new network namespace: bring loopback up
+
+	// Landlock; nil means the layer is not requested.
+	Landlock *Landlock `json:"landlock,omitempty"`
+
+	// DropCaps clears every capability (all sets, ambient, bounding) before exec.
+	DropCaps bool `json:"drop_caps"`
+}
+
+// Landlock is the irrevocable filesystem/network/scope layer.
+type Landlock struct {
+	Read  []string `json:"read,omitempty"`  // read files and list directories below
+	Write []string `json:"write,omitempty"` // read, write, create, delete, rename, truncate below
+	Exec  []string `json:"exec,omitempty"`  // execute (files or everything below a directory)
+	// Devices lists paths (e.g. /dev/null, /dev/tty) that need read/write and ioctl_dev.
+	Devices []string `json:"devices,omitempty"`
+
+	ConnectTCP []uint16 `json:"connect_tcp,omitempty"`
+	BindTCP    []uint16 `json:"bind_tcp,omitempty"`
+	// RestrictTCP handles TCP connect/bind at all (false: Landlock leaves TCP alone).
+	RestrictTCP bool `json:"restrict_tcp"`
+
+	ScopeSignals      bool `json:"scope_signals"`       // no signals to processes outside the sandbox
+	ScopeAbstractUnix bool `json:"scope_abstract_unix"` // no connect to abstract unix sockets outside
+}
