@@ -1,0 +1,3 @@
+module example.com/sysprof/gomod
+
+go 1.26
