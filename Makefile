@@ -1,0 +1,42 @@
+# sysprof — see README.md. `make demo` shows the main job; `make test` runs the tests.
+GO       ?= go
+BIN      := bin/sysprof
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X main.version=$(VERSION)
+# Pure-Go packages get the race detector; the rest run once without it (BPF and namespaces).
+RACE_PKGS := ./policy/... ./synth/... ./report/... ./diffreport/... ./trace/...
+
+.PHONY: all build test vet fmt-check generate check-generate bench demo clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sysprof
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_bpfel.go$$')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+test: build vet fmt-check
+	$(GO) test -count=1 -timeout 40m ./...
+	$(GO) test -count=1 -race $(RACE_PKGS)
+
+# Regenerates the eBPF objects (needs Debian's clang, llvm, libbpf-dev and bpftool).
+generate:
+	$(GO) generate ./bpf/...
+
+# Fails when the committed eBPF objects differ from what the C sources generate.
+check-generate: generate
+	git diff --exit-code -- bpf/
+
+bench: build
+	./scripts/bench.sh
+
+demo: build
+	./scripts/demo.sh
+
+clean:
+	rm -rf bin
