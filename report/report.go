@@ -1,0 +1,281 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+)
+
+// Version is the report format version written into every report.
+const Version = 1
+
+// Kind is what a denial was about.
+type Kind string
+
+// Denial kinds.
+const (
+	KindSyscall Kind = "syscall"
+	KindFile    Kind = "file"
+	KindNetwork Kind = "network"
+)
+
+// Risk is how dangerous it would be to allow a denied operation.
+type Risk string
+
+// Risk classes, from harmless to "this is what an escape looks like".
+const (
+	RiskLow    Risk = "low"
+	RiskMedium Risk = "medium"
+	RiskHigh   Risk = "high"
+)
+
+// Layer states.
+const (
+	LayerApplied      = "applied"
+	LayerDegraded     = "degraded"      // the profile asked for it, the host could not, --degrade ran without it
+	LayerNotRequested = "not-requested" // the profile does not ask for it
+)
+
+// Layer is one sandbox layer and whether it was in force.
+type Layer struct {
+	Name   string `json:"name"`             // seccomp, mount, landlock, netns, userns, caps, ...
+	State  string `json:"state"`            // applied, degraded, not-requested
+	Detail string `json:"detail,omitempty"` // why it was degraded, or what form it took
+}
+
+// Report is the result of one enforced (or audited) run.
+type Report struct {
+	Version     int       `json:"version"`
+	Command     []string  `json:"command"`
+	ProfilePath string    `json:"profile,omitempty"`
+	Audit       bool      `json:"audit"` // complain mode: denials were reported but let through
+	Started     time.Time `json:"started"`
+	Finished    time.Time `json:"finished"`
+	ExitCode    int       `json:"exitCode"`
+	Layers      []Layer   `json:"layers,omitempty"`
+	Denials     []Denial  `json:"denials"`
+	// Unobservable names kinds of denials this run could not see (for example "file denials as
+	// an ordinary user"): an empty Denials list says nothing about them.
+	Unobservable []string `json:"unobservable,omitempty"`
+	// Notes are what the compile step did that a reviewer should know (hardening, widening).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Denial is one kind of refused operation by one executable, aggregated over the run.
+type Denial struct {
+	Kind Kind `json:"kind"`
+	// What was refused: "ptrace(PTRACE_ATTACH)", "/home/u/.ssh/id_ed25519 read", "10.0.0.1:443 tcp".
+	What string `json:"what"`
+	// Structured forms of What, for refine. Only the fields of the denial's kind are set.
+	Syscall  string `json:"syscall,omitempty"`
+	Arch     string `json:"arch,omitempty"`
+	Path     string `json:"path,omitempty"`
+	Access   string `json:"access,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
+	Proto    string `json:"proto,omitempty"`
+	Host     string `json:"host,omitempty"`
+
+	Exe     string    `json:"exe"`
+	Parents []string  `json:"parents,omitempty"` // executables from the parent up to the sandbox root
+	Count   int       `json:"count"`
+	First   time.Time `json:"first"`
+	// Suggest is the one-line profile change that would allow it, e.g. "syscalls.allow: + ptrace".
+	Suggest string `json:"suggest"`
+	Risk    Risk   `json:"risk"`
+	// Allowed is true when the operation went through anyway (audit mode).
+	Allowed bool `json:"allowed,omitempty"`
+}
+
+// key identifies the denials that are aggregated into one entry.
+func (d *Denial) key() string {
+	return string(d.Kind) + "\x00" + d.What + "\x00" + d.Exe + "\x00" + d.Suggest
+}
+
+// New returns an empty report for a command.
+func New(command []string, profilePath string, audit bool) *Report {
+	return &Report{Version: Version, Command: slices.Clone(command), ProfilePath: profilePath, Audit: audit, Denials: []Denial{}}
+}
+
+// Add records a denial, merging it into an existing entry with the same kind, what, executable
+// and suggestion (counts add up, the earliest First wins).
+func (r *Report) Add(d Denial) {
+	if d.Count == 0 {
+		d.Count = 1
+	}
+	k := d.key()
+	for i := range r.Denials {
+		e := &r.Denials[i]
+		if e.key() != k {
+			continue
+		}
+		e.Count += d.Count
+		if !d.First.IsZero() && (e.First.IsZero() || d.First.Before(e.First)) {
+			e.First = d.First
+		}
+		if len(e.Parents) == 0 {
+			e.Parents = d.Parents
+		}
+		return
+	}
+	r.Denials = append(r.Denials, d)
+}
+
+// SetLayer records the state of a layer, replacing an earlier entry of the same name.
+func (r *Report) SetLayer(l Layer) {
+	for i := range r.Layers {
+		if r.Layers[i].Name == l.Name {
+			r.Layers[i] = l
+			return
+		}
+	}
+	r.Layers = append(r.Layers, l)
+}
+
+// Degraded returns the layers that the profile asked for but that were not in force.
+func (r *Report) Degraded() []Layer {
+	var out []Layer
+	for _, l := range r.Layers {
+		if l.State == LayerDegraded {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Sort puts denials in their stable order: kind, what, executable.
+func (r *Report) Sort() {
+	slices.SortFunc(r.Denials, func(a, b Denial) int {
+		if c := strings.Compare(string(a.Kind), string(b.Kind)); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.What, b.What); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Exe, b.Exe); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Suggest, b.Suggest)
+	})
+}
+
+// WriteJSON writes the report as indented JSON with denials in their stable order.
+func (r *Report) WriteJSON(w io.Writer) error {
+	r.Sort()
+	if r.Denials == nil {
+		r.Denials = []Denial{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// Save writes the report to path atomically (a temporary file in the same directory, renamed).
+func (r *Report) Save(path string) error {
+	var buf bytes.Buffer
+	if err := r.WriteJSON(&buf); err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("save report: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		f.Close()
+		return fmt.Errorf("save report: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("save report: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("save report: %w", err)
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		return fmt.Errorf("save report: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("save report: %w", err)
+	}
+	return nil
+}
+
+// Load reads a report written by Save or WriteJSON.
+func Load(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load report: %w", err)
+	}
+	return Parse(b)
+}
+
+// Parse decodes a report. Unknown fields are ignored so that newer reports still load; a newer
+// major version is refused.
+func Parse(b []byte) (*Report, error) {
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("parse report: %w", err)
+	}
+	if r.Version > Version {
+		return nil, fmt.Errorf("parse report: version %d is newer than this sysprof understands (%d): upgrade sysprof", r.Version, Version)
+	}
+	if r.Denials == nil {
+		r.Denials = []Denial{}
+	}
+	r.Sort()
+	return &r, nil
+}
+
+// WriteTable prints the denials as a table, followed by one line per degraded layer. It prints
+// nothing at all when there were no denials and no degraded layers.
+func (r *Report) WriteTable(w io.Writer) error {
+	r.Sort()
+	degraded := r.Degraded()
+	if len(r.Denials) == 0 && len(degraded) == 0 {
+		return nil
+	}
+	if len(r.Denials) > 0 {
+		verb := "denied"
+		if r.Audit {
+			verb = "would be denied (audit: allowed)"
+		}
+		fmt.Fprintf(w, "sysprof: %d operation(s) %s:\n", r.total(), verb)
+		t := tablewriter.NewTable(w, tablewriter.WithRenderer(renderer.NewBlueprint()))
+		t.Header("Kind", "What", "Executable", "Parents", "Count", "Risk", "To allow")
+		for _, d := range r.Denials {
+			if err := t.Append(string(d.Kind), d.What, d.Exe, strings.Join(d.Parents, " < "), strconv.Itoa(d.Count), string(d.Risk), d.Suggest); err != nil {
+				return fmt.Errorf("table: %w", err)
+			}
+		}
+		if err := t.Render(); err != nil {
+			return fmt.Errorf("table: %w", err)
+		}
+	}
+	for _, l := range degraded {
+		fmt.Fprintf(w, "sysprof: layer %s was NOT applied (degraded): %s\n", l.Name, l.Detail)
+	}
+	if len(r.Denials) > 0 && len(r.Unobservable) > 0 {
+		fmt.Fprintf(w, "sysprof: not observable in this run: %s\n", strings.Join(r.Unobservable, "; "))
+	}
+	return nil
+}
+
+func (r *Report) total() int {
+	n := 0
+	for _, d := range r.Denials {
+		n += d.Count
+	}
+	return n
+}

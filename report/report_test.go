@@ -1,0 +1,117 @@
+package report
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func sample() *Report {
+	r := New([]string{"cargo", "build"}, ".sysprof/cargo-build.yaml", false)
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r.Add(Denial{Kind: KindSyscall, What: "ptrace(PTRACE_ATTACH)", Syscall: "ptrace", Arch: "x86_64", Exe: "/usr/bin/evil",
+		Parents: []string{"/usr/bin/cargo"}, First: t0.Add(time.Second), Suggest: "syscalls.allow: + ptrace", Risk: RiskHigh})
+	r.Add(Denial{Kind: KindSyscall, What: "ptrace(PTRACE_ATTACH)", Syscall: "ptrace", Arch: "x86_64", Exe: "/usr/bin/evil",
+		First: t0, Suggest: "syscalls.allow: + ptrace", Risk: RiskHigh})
+	r.Add(Denial{Kind: KindFile, What: "$HOME/.ssh/id_ed25519 read", Path: "$HOME/.ssh/id_ed25519", Access: "read",
+		Exe: "/usr/bin/cat", First: t0, Suggest: "filesystem.read: + $HOME/.ssh", Risk: RiskHigh})
+	r.SetLayer(Layer{Name: "seccomp", State: LayerApplied})
+	r.SetLayer(Layer{Name: "landlock", State: LayerDegraded, Detail: "kernel has no Landlock"})
+	return r
+}
+
+func TestAddAggregates(t *testing.T) {
+	r := sample()
+	if len(r.Denials) != 2 {
+		t.Fatalf("denials = %d, want 2 (same kind/what/exe aggregate)", len(r.Denials))
+	}
+	d := r.Denials[0]
+	if d.Count != 2 || !d.First.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) {
+		t.Errorf("aggregate = count %d first %v, want 2 and the earliest time", d.Count, d.First)
+	}
+}
+
+func TestSaveLoadRoundTrip(t *testing.T) {
+	r := sample()
+	path := filepath.Join(t.TempDir(), "report.json")
+	if err := r.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(r, got); diff != "" {
+		t.Errorf("round trip changed the report (-saved +loaded):\n%s", diff)
+	}
+	var a, b bytes.Buffer
+	if err := r.WriteJSON(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := got.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != b.String() {
+		t.Errorf("JSON is not stable across save/load")
+	}
+	if !strings.Contains(a.String(), `"kind": "file"`) || strings.Index(a.String(), `"kind": "file"`) > strings.Index(a.String(), `"kind": "syscall"`) {
+		t.Errorf("denials are not sorted by kind:\n%s", a.String())
+	}
+}
+
+func TestParseRefusesNewerVersion(t *testing.T) {
+	if _, err := Parse([]byte(`{"version": 99}`)); err == nil {
+		t.Fatal("a report from a newer sysprof was accepted")
+	}
+	r, err := Parse([]byte(`{"version": 1, "futureField": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Denials == nil {
+		t.Error("Denials is nil after Parse; want empty")
+	}
+}
+
+func TestWriteTableEmptyPrintsNothing(t *testing.T) {
+	r := New([]string{"true"}, "", false)
+	r.SetLayer(Layer{Name: "seccomp", State: LayerApplied})
+	var buf bytes.Buffer
+	if err := r.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() != 0 {
+		t.Errorf("no denials printed %q, want nothing", buf.String())
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	r := sample()
+	r.Unobservable = []string{"file denials as an ordinary user"}
+	var buf bytes.Buffer
+	if err := r.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"ptrace(PTRACE_ATTACH)", "syscalls.allow: + ptrace", "filesystem.read: + $HOME/.ssh",
+		"/usr/bin/evil", "layer landlock was NOT applied", "3 operation(s) denied", "not observable"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestWriteTableDegradedOnly(t *testing.T) {
+	r := New([]string{"true"}, "", false)
+	r.SetLayer(Layer{Name: "netns", State: LayerDegraded, Detail: "no user namespaces"})
+	var buf bytes.Buffer
+	if err := r.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "netns") {
+		t.Errorf("degraded layer not printed: %q", buf.String())
+	}
+}
