@@ -72,8 +72,15 @@ type ArgRule struct {
 	// Values: the argument must equal one of these. Symbolic (AF_INET) or numeric (0x10).
 	Values []string `yaml:"values,omitempty" json:"values,omitempty"`
 	// Flags: the argument may only have these bits set. Symbolic or numeric.
-	Flags      []string `yaml:"flags,omitempty" json:"flags,omitempty"`
-	Errno      string   `yaml:"errno,omitempty" json:"errno,omitempty"`
+	Flags []string `yaml:"flags,omitempty" json:"flags,omitempty"`
+	// Deny: the argument must not equal any of these (after Mask); a call that does fails with
+	// Errno. It is the one deny-list form, for values that must never pass whatever else is
+	// allowed (ioctl TIOCSTI and TIOCLINUX on any fd). Symbolic or numeric.
+	Deny []string `yaml:"deny,omitempty" json:"deny,omitempty"`
+	// A rule with Errno set and no Values, Flags or Deny answers every call of the syscall with
+	// Errno without running it: clone3 answered ENOSYS, because seccomp cannot read the flags
+	// inside struct clone_args and libc then falls back to clone, whose flags it can check.
+	Errno      string `yaml:"errno,omitempty" json:"errno,omitempty"`
 	Provenance `yaml:",inline" json:",inline"`
 }
 
