@@ -1,0 +1,1166 @@
+//go:build ignore
+
+// learn.c: the kernel side of `sysprof learn`.
+//
+// Everything here is gated on the run's cgroup2 id (target_cgid, set before load) and on the
+// `tasks` map: a thread group is recorded only once it (or an ancestor) exec'd inside the run's
+// cgroup, so nothing the launcher does between fork and exec is seen.
+//
+//   sched_process_exec   mark the tgid, record its executable        -> exec event
+//   sched_process_fork   copy the mark to a new process              -> fork event
+//   sched_process_exit   forget the tgid once the whole group is dead -> exit event
+//   raw_syscalls/sys_enter  count {exe, arch, nr} in a hash map (never through the ring buffer),
+//                       aggregate argument domains, stash path-syscall arguments
+//   syscalls/sys_exit_*  (one program, attached to the path syscalls only) read the stashed
+//                       strings, resolve fds and the cwd with a dentry walk   -> file / unix events
+//   cgroup/{connect,sendmsg,bind}{4,6}  inet endpoints                       -> net events
+//   cgroup_skb/{egress,ingress}         UDP port 53 payloads                  -> dns events
+//
+// Syscall numbers never appear in this file: user space fills `sc_ops` (nr -> op) from the
+// go-seccomp-bpf x86_64 table, so there is no second table to keep in sync.
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_endian.h>
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define X32_SYSCALL_BIT 0x40000000
+#define TS_COMPAT 0x0002
+#define AT_FDCWD -100
+#define PROT_EXEC 0x4
+#define O_ACCMODE 00000003
+#define O_CREAT 00000100
+#define O_TRUNC 00001000
+#define O_DIRECTORY 00200000
+#define AT_REMOVEDIR 0x200
+#define AF_UNIX 1
+#define AF_INET 2
+#define AF_INET6 10
+#define S_IFMT 00170000
+#define S_IFDIR 0040000
+
+#define NAME_SZ 256      // one dentry name incl. NUL
+#define PATH_SZ 4096     // one user path incl. NUL
+#define DATA_MASK 8191   // offsets into scratch data are masked with this
+#define SCRATCH_SZ 16384 // > DATA_MASK + NAME_SZ + header
+#define DNS_MAX 512
+#define SC_OPS_MAX 1024
+
+// ---- shared with Go (bpf2go -type) -----------------------------------------------------------
+
+enum ev_kind {
+	EV_EXEC = 1,
+	EV_FORK = 2,
+	EV_EXIT = 3,
+	EV_FILE = 4,
+	EV_NET = 5,
+	EV_DNS = 6,
+	EV_UNIX = 7,
+};
+
+// What a syscall number means to this program; user space fills sc_ops[nr] with these.
+enum sc_op {
+	SCOP_NONE = 0,
+	// argument domains
+	SCOP_SOCKET,
+	SCOP_CLONE,
+	SCOP_CLONE3,
+	SCOP_UNSHARE,
+	SCOP_SETNS,
+	SCOP_PRCTL,
+	SCOP_PERSONALITY,
+	SCOP_IOCTL,
+	SCOP_MMAP,
+	SCOP_MPROTECT,
+	// path syscalls (stashed at enter, handled at exit)
+	SCOP_PATH_FIRST,
+	SCOP_OPEN = SCOP_PATH_FIRST, // path a0, flags a1
+	SCOP_OPENAT,               // dirfd a0, path a1, flags a2
+	SCOP_OPENAT2,              // dirfd a0, path a1, how a2
+	SCOP_CREAT,                // path a0
+	SCOP_STAT,                 // path a0 (stat, lstat, access, readlink)
+	SCOP_STATAT,               // dirfd a0, path a1 (newfstatat, statx, faccessat*, readlinkat)
+	SCOP_EXECVE,               // path a0
+	SCOP_EXECVEAT,             // dirfd a0, path a1
+	SCOP_UNLINK,               // path a0 (unlink, rmdir)
+	SCOP_UNLINKAT,             // dirfd a0, path a1
+	SCOP_RENAME,               // old a0, new a1
+	SCOP_RENAMEAT,             // olddirfd a0, old a1, newdirfd a2, new a3 (renameat, renameat2)
+	SCOP_LINK,                 // old a0, new a1
+	SCOP_LINKAT,               // olddirfd a0, old a1, newdirfd a2, new a3
+	SCOP_SYMLINK,              // target a0, linkpath a1
+	SCOP_SYMLINKAT,            // target a0, newdirfd a1, linkpath a2
+	SCOP_MKDIR,                // path a0 (mkdir, mknod)
+	SCOP_MKDIRAT,              // dirfd a0, path a1 (mkdirat, mknodat)
+	SCOP_CHANGE,               // path a0 (chmod, chown, lchown, truncate)
+	SCOP_CHANGEAT,             // dirfd a0, path a1 (fchmodat, fchmodat2, fchownat, utimensat)
+	SCOP_CONNECT,              // fd a0, addr a1, len a2 (connect, bind: unix only)
+	SCOP_BIND,
+	SCOP_SENDTO,               // fd a0, addr a4, len a5
+	SCOP_SENDMSG,              // fd a0, msghdr a1
+	SCOP_LAST,
+};
+
+// Argument kinds; the names in trace.ArgValue.Kind are in the same order.
+enum arg_kind {
+	ARGK_SOCKET = 1,
+	ARGK_CLONE_FLAGS,
+	ARGK_CLONE3_FLAGS,
+	ARGK_UNSHARE_FLAGS,
+	ARGK_SETNS_NSTYPE,
+	ARGK_PRCTL_OPTION,
+	ARGK_PERSONALITY,
+	ARGK_IOCTL_REQUEST,
+	ARGK_MMAP_PROT,
+	ARGK_MPROTECT_PROT,
+};
+
+enum access_kind {
+	ACC_READ = 1,
+	ACC_WRITE,
+	ACC_CREATE,
+	ACC_DELETE,
+	ACC_EXEC,
+	ACC_LIST,
+	ACC_METADATA,
+};
+
+enum arch_kind {
+	SCARCH_X86_64 = 0,
+	SCARCH_I386 = 1,
+	SCARCH_X32 = 2,
+};
+
+enum counter {
+	CNT_RINGBUF_DROPS = 0, // ring buffer reserve/output failures
+	CNT_SYSCALLS_FULL,     // syscall count map full
+	CNT_ARGS_FULL,         // argument map full
+	CNT_TASKS_FULL,        // tasks map full: a process is not recorded
+	CNT_STASH_FULL,        // stash map full: a path syscall is not recorded
+	CNT_SEEN_FULL,         // dedup map full: events sent without dedup (not a loss)
+	CNT_SCRATCH_BUSY,      // scratch buffer in use: event dropped
+	CNT_MAX,
+};
+
+struct task_info {
+	__u64 exe_key;
+	__u32 flags;
+	__u32 pad;
+};
+
+struct sc_key {
+	__u64 exe_key;
+	__u32 arch;
+	__u32 nr;
+};
+
+struct arg_key {
+	__u64 exe_key;
+	__u32 nr;
+	__u32 kind;
+	__u64 value;
+};
+
+struct stash {
+	__u64 exe_key;
+	__u64 args[6];
+	__u32 nr;
+	__u32 op;
+};
+
+struct seen_key {
+	__u64 exe_key;
+	__u32 kind; // event kind << 8 | access
+	__s32 err;  // 0 = ok, else errno
+	__u64 a;    // dev or string hash
+	__u64 b;    // ino or base ino
+};
+
+struct exec_event {
+	__u32 kind;
+	__u32 tgid;
+	__u32 pid;
+	__u32 old_pid;
+	__u64 ts;
+	__u64 exe_key;
+	__u16 exe_len;   // bytes of exe path components (leaf first, NUL-separated)
+	__u16 argv0_len; // bytes of argv[0] incl. NUL, after the components
+	__u8 exe_trunc;
+	__u8 pad[3];
+};
+
+struct fork_event {
+	__u32 kind;
+	__u32 tgid;
+	__u32 parent_tgid;
+	__u32 pad;
+	__u64 ts;
+	__u64 exe_key;
+};
+
+struct exit_event {
+	__u32 kind;
+	__u32 tgid;
+	__u64 ts;
+	__u32 exit_code; // task->exit_code: status << 8 | signal
+	__u32 pad;
+};
+
+struct file_event {
+	__u32 kind;
+	__u32 tgid;
+	__u64 exe_key;
+	__u32 op;
+	__u32 access;
+	__s32 err;      // 0 = ok, else errno
+	__u8 resolved;  // 1: path = dentry components of the opened file; 0: path = user string
+	__u8 is_dir;
+	__u8 path_trunc;
+	__u8 base_trunc;
+	__u16 path_len; // bytes of path (components or string incl. NUL)
+	__u16 base_len; // bytes of base components (0: no base, the string is absolute)
+	__u32 pad;
+};
+
+struct unix_event {
+	__u32 kind;
+	__u32 tgid;
+	__u64 exe_key;
+	__u32 op;
+	__s32 err;
+	__u16 sock_type;
+	__u16 path_len; // bytes of sun_path that are valid
+	__u8 abstract;
+	__u8 pad[3];
+	char path[108];
+	__u8 pad2[4];
+};
+
+struct net_event {
+	__u32 kind;
+	__u32 tgid;
+	__u64 exe_key;
+	__u32 op; // SCOP_CONNECT, SCOP_SENDMSG, SCOP_BIND
+	__u32 family;
+	__u32 type;
+	__u32 protocol;
+	__u32 port; // host order
+	__u32 pad;
+	__u8 addr[16];
+};
+
+struct dns_event {
+	__u32 kind;
+	__u32 egress;
+	__u32 family;
+	__u16 sport;
+	__u16 dport;
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u32 len;
+	__u32 pad;
+	__u8 data[DNS_MAX];
+};
+
+const struct exec_event *unused_exec __attribute__((unused));
+const struct fork_event *unused_fork __attribute__((unused));
+const struct exit_event *unused_exit __attribute__((unused));
+const struct file_event *unused_file __attribute__((unused));
+const struct unix_event *unused_unix __attribute__((unused));
+const struct net_event *unused_net __attribute__((unused));
+const struct dns_event *unused_dns __attribute__((unused));
+const struct sc_key *unused_sc __attribute__((unused));
+const struct arg_key *unused_arg __attribute__((unused));
+const struct task_info *unused_task __attribute__((unused));
+const enum sc_op *unused_op __attribute__((unused));
+const enum ev_kind *unused_kind __attribute__((unused));
+const enum arg_kind *unused_argk __attribute__((unused));
+const enum access_kind *unused_acc __attribute__((unused));
+const enum arch_kind *unused_arch __attribute__((unused));
+const enum counter *unused_cnt __attribute__((unused));
+
+// ---- configuration and maps ------------------------------------------------------------------
+
+volatile const __u64 target_cgid = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20); // user space overrides
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct task_info);
+} tasks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sc_key);
+	__type(value, __u64);
+} syscalls SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct arg_key);
+	__type(value, __u64);
+} args SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct stash);
+} stashes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 262144);
+	__type(key, struct seen_key);
+	__type(value, __u8);
+} seen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SC_OPS_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} sc_ops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+// Per-CPU scratch for variable-length events, one slot per program family so that a softirq
+// program cannot overwrite what a tracepoint program on the same CPU is building.
+#define SLOT_SYSEXIT 0
+#define SLOT_EXEC 1
+struct scratch {
+	__u32 busy;
+	__u32 off;   // walk: where the next component goes in data
+	__u32 limit; // walk: no component starts beyond this
+	__u32 trunc; // walk: the path was longer than the room for it
+	__u8 data[SCRATCH_SZ];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
+	if (c)
+		__sync_fetch_and_add(c, 1); // a softirq program may interrupt a tracepoint one
+}
+
+static __always_inline void add_count(void *map, void *key, __u32 full_counter)
+{
+	__u64 *c = bpf_map_lookup_elem(map, key);
+	if (c) {
+		__sync_fetch_and_add(c, 1);
+		return;
+	}
+	__u64 one = 1;
+	if (bpf_map_update_elem(map, key, &one, BPF_NOEXIST) == 0)
+		return;
+	c = bpf_map_lookup_elem(map, key); // lost a race with another CPU
+	if (c)
+		__sync_fetch_and_add(c, 1);
+	else
+		count(full_counter);
+}
+
+// seen_before records key and reports whether it was already there. A full map reports false
+// (the event is sent; user space dedupes as well).
+static __always_inline int seen_before(struct seen_key *k)
+{
+	__u8 v = 1;
+	long err = bpf_map_update_elem(&seen, k, &v, BPF_NOEXIST);
+	if (err == 0)
+		return 0;
+	if (bpf_map_lookup_elem(&seen, k))
+		return 1;
+	count(CNT_SEEN_FULL);
+	return 0;
+}
+
+static __always_inline __u64 exe_key_of(struct file *f)
+{
+	__u64 ino = BPF_CORE_READ(f, f_inode, i_ino);
+	__u64 dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	return (dev << 40) ^ ino;
+}
+
+// ---- dentry walk -----------------------------------------------------------------------------
+
+struct walk_ctx {
+	struct dentry *dentry;
+	struct mount *mnt;
+	struct dentry *mnt_root;
+	__u32 slot;
+};
+
+// The walk keeps its write offset in the scratch map value, not in walk_ctx: a map value is an
+// unknown scalar to the verifier, so the bpf_loop callback converges instead of being explored
+// once per possible offset (that blew the 1M instruction limit).
+static long walk_step(__u32 i, struct walk_ctx *c)
+{
+	__u32 slot = c->slot;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	if (!s)
+		return 1;
+	struct dentry *d = c->dentry;
+	struct dentry *parent = BPF_CORE_READ(d, d_parent);
+	if (d == c->mnt_root || d == parent) {
+		struct mount *m = c->mnt;
+		struct mount *mp = BPF_CORE_READ(m, mnt_parent);
+		if (d != c->mnt_root || mp == m || !mp)
+			return 1; // the root, or a tree without a mount above it
+		c->dentry = BPF_CORE_READ(m, mnt_mountpoint);
+		c->mnt = mp;
+		c->mnt_root = BPF_CORE_READ(mp, mnt.mnt_root);
+		return 0;
+	}
+	__u32 off = s->off;
+	if (off > s->limit) {
+		s->trunc = 1;
+		return 1;
+	}
+	const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+	long n = bpf_probe_read_kernel_str(&s->data[off & DATA_MASK], NAME_SZ, name);
+	if (n <= 0)
+		return 1;
+	s->off = off + n;
+	c->dentry = parent;
+	return 0;
+}
+
+// walk writes the components of path (leaf first, each NUL-terminated) into scratch slot data
+// at off, at most max bytes. Returns the bytes written; *trunc is set when the path was longer.
+static __always_inline __u32 walk(struct scratch *s, struct path *path, __u32 slot, __u32 off, __u32 max,
+				  __u8 *trunc)
+{
+	struct walk_ctx c = {};
+	struct vfsmount *vm = BPF_CORE_READ(path, mnt);
+	c.dentry = BPF_CORE_READ(path, dentry);
+	c.mnt = (struct mount *)((void *)vm - bpf_core_field_offset(struct mount, mnt));
+	c.mnt_root = BPF_CORE_READ(vm, mnt_root);
+	c.slot = slot;
+	s->off = off;
+	s->limit = off + max - NAME_SZ;
+	s->trunc = 0;
+	bpf_loop(PATH_SZ / 2, walk_step, &c, 0);
+	*trunc = s->trunc;
+	return s->off - off;
+}
+
+static __always_inline struct file *fd_file(struct task_struct *task, long fd)
+{
+	struct files_struct *files = BPF_CORE_READ(task, files);
+	struct fdtable *fdt = BPF_CORE_READ(files, fdt);
+	unsigned int max = BPF_CORE_READ(fdt, max_fds);
+	if (fd < 0 || fd >= max)
+		return 0;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = 0;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+// ---- process tree ----------------------------------------------------------------------------
+
+SEC("tracepoint/sched/sched_process_exec")
+int sched_exec(struct trace_event_raw_sched_process_exec *ctx)
+{
+	if (bpf_get_current_cgroup_id() != target_cgid)
+		return 0;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct file *exe = BPF_CORE_READ(task, mm, exe_file);
+	struct task_info ti = {};
+	ti.exe_key = exe_key_of(exe);
+	if (bpf_map_update_elem(&tasks, &tgid, &ti, BPF_ANY)) {
+		count(CNT_TASKS_FULL);
+		return 0;
+	}
+
+	__u32 slot = SLOT_EXEC;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	if (!s)
+		return 0;
+	if (s->busy) {
+		count(CNT_SCRATCH_BUSY);
+		return 0;
+	}
+	s->busy = 1;
+	struct exec_event *e = (void *)s->data;
+	e->kind = EV_EXEC;
+	e->tgid = tgid;
+	e->pid = (__u32)id;
+	e->old_pid = ctx->old_pid;
+	e->ts = bpf_ktime_get_ns();
+	e->exe_key = ti.exe_key;
+	__u8 trunc = 0;
+	struct path p;
+	BPF_CORE_READ_INTO(&p, exe, f_path);
+	__u32 n = walk(s, &p, SLOT_EXEC, sizeof(*e), PATH_SZ, &trunc);
+	n &= PATH_SZ - 1;
+	e->exe_len = n;
+	e->exe_trunc = trunc;
+	unsigned long arg_start = BPF_CORE_READ(task, mm, arg_start);
+	__u32 off = sizeof(*e) + n;
+	long m = bpf_probe_read_user_str(&s->data[off & DATA_MASK], NAME_SZ, (void *)arg_start);
+	if (m < 0)
+		m = 0;
+	e->argv0_len = m;
+	__u32 size = (off + m) & (SCRATCH_SZ - 1);
+	if (bpf_ringbuf_output(&events, s->data, size, 0))
+		count(CNT_RINGBUF_DROPS);
+	s->busy = 0;
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
+{
+	if (child->pid != child->tgid)
+		return 0; // a thread: same process
+	__u32 ptgid = parent->tgid;
+	struct task_info *pti = bpf_map_lookup_elem(&tasks, &ptgid);
+	if (!pti)
+		return 0;
+	struct task_info ti = *pti;
+	__u32 tgid = child->tgid;
+	if (bpf_map_update_elem(&tasks, &tgid, &ti, BPF_ANY)) {
+		count(CNT_TASKS_FULL);
+		return 0;
+	}
+	struct fork_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_RINGBUF_DROPS);
+		return 0;
+	}
+	e->kind = EV_FORK;
+	e->tgid = tgid;
+	e->parent_tgid = ptgid;
+	e->pad = 0;
+	e->ts = bpf_ktime_get_ns();
+	e->exe_key = ti.exe_key;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(sched_exit, struct task_struct *p, bool group_dead)
+{
+	__u64 id = ((__u64)p->tgid << 32) | (__u32)p->pid;
+	bpf_map_delete_elem(&stashes, &id);
+	if (!group_dead)
+		return 0; // other threads of the group still run
+	__u32 tgid = p->tgid;
+	if (!bpf_map_lookup_elem(&tasks, &tgid))
+		return 0;
+	bpf_map_delete_elem(&tasks, &tgid);
+	struct exit_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_RINGBUF_DROPS);
+		return 0;
+	}
+	e->kind = EV_EXIT;
+	e->tgid = tgid;
+	e->ts = bpf_ktime_get_ns();
+	e->exit_code = p->exit_code;
+	e->pad = 0;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+// ---- syscalls --------------------------------------------------------------------------------
+
+static __always_inline void arg(__u64 exe_key, __u32 nr, __u32 kind, __u64 value)
+{
+	struct arg_key k = {.exe_key = exe_key, .nr = nr, .kind = kind, .value = value};
+	add_count(&args, &k, CNT_ARGS_FULL);
+}
+
+SEC("tracepoint/raw_syscalls/sys_enter")
+int sys_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct task_info *ti = bpf_map_lookup_elem(&tasks, &tgid);
+	if (!ti)
+		return 0;
+	__u64 exe_key = ti->exe_key;
+	long raw = ctx->id;
+	struct sc_key k = {.exe_key = exe_key};
+	if (raw & X32_SYSCALL_BIT) {
+		k.arch = SCARCH_X32;
+		k.nr = raw & ~X32_SYSCALL_BIT;
+	} else {
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+		__u32 status = BPF_CORE_READ(task, thread_info.status);
+		k.arch = (status & TS_COMPAT) ? SCARCH_I386 : SCARCH_X86_64;
+		k.nr = raw;
+	}
+	add_count(&syscalls, &k, CNT_SYSCALLS_FULL);
+	if (k.arch != SCARCH_X86_64)
+		return 0;
+
+	__u32 nr = k.nr;
+	__u32 *opp = bpf_map_lookup_elem(&sc_ops, &nr);
+	if (!opp || *opp == SCOP_NONE)
+		return 0;
+	__u32 op = *opp;
+	unsigned long a0 = ctx->args[0], a1 = ctx->args[1], a2 = ctx->args[2];
+	switch (op) {
+	case SCOP_SOCKET:
+		arg(exe_key, nr, ARGK_SOCKET, ((__u64)(a0 & 0xffff) << 32) | ((a1 & 0xf) << 16) | (a2 & 0xffff));
+		return 0;
+	case SCOP_CLONE:
+		arg(exe_key, nr, ARGK_CLONE_FLAGS, a0);
+		return 0;
+	case SCOP_CLONE3: {
+		__u64 flags = 0;
+		if (bpf_probe_read_user(&flags, sizeof(flags), (void *)a0) == 0)
+			arg(exe_key, nr, ARGK_CLONE3_FLAGS, flags);
+		return 0;
+	}
+	case SCOP_UNSHARE:
+		arg(exe_key, nr, ARGK_UNSHARE_FLAGS, a0);
+		return 0;
+	case SCOP_SETNS:
+		arg(exe_key, nr, ARGK_SETNS_NSTYPE, a1);
+		return 0;
+	case SCOP_PRCTL:
+		arg(exe_key, nr, ARGK_PRCTL_OPTION, a0);
+		return 0;
+	case SCOP_PERSONALITY:
+		arg(exe_key, nr, ARGK_PERSONALITY, a0);
+		return 0;
+	case SCOP_IOCTL:
+		arg(exe_key, nr, ARGK_IOCTL_REQUEST, a1 & 0xffffffff);
+		return 0;
+	case SCOP_MMAP:
+		if (a2 & PROT_EXEC)
+			arg(exe_key, nr, ARGK_MMAP_PROT, a2);
+		return 0;
+	case SCOP_MPROTECT:
+		if (a2 & PROT_EXEC)
+			arg(exe_key, nr, ARGK_MPROTECT_PROT, a2);
+		return 0;
+	}
+	if (op < SCOP_PATH_FIRST || op >= SCOP_LAST)
+		return 0;
+	struct stash st = {};
+	st.exe_key = exe_key;
+	st.nr = nr;
+	st.op = op;
+	st.args[0] = a0;
+	st.args[1] = a1;
+	st.args[2] = a2;
+	st.args[3] = ctx->args[3];
+	st.args[4] = ctx->args[4];
+	st.args[5] = ctx->args[5];
+	if (bpf_map_update_elem(&stashes, &id, &st, BPF_ANY))
+		count(CNT_STASH_FULL);
+	return 0;
+}
+
+// The context of every syscalls/sys_exit_<name> tracepoint.
+struct sys_exit_ctx {
+	__u64 common;
+	int nr;
+	int pad;
+	long ret;
+};
+
+struct hash_ctx {
+	__u64 h;
+	__u32 start;
+	__u32 len;
+};
+
+static long hash_step(__u32 i, struct hash_ctx *c)
+{
+	if (i >= c->len)
+		return 1;
+	__u32 slot = SLOT_SYSEXIT;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	if (!s)
+		return 1;
+	c->h = (c->h ^ s->data[(c->start + i) & DATA_MASK]) * 0x100000001b3ULL;
+	return 0;
+}
+
+// emit_path sends one file event for the user string at ptr, relative to dirfd (AT_FDCWD: the
+// cwd). The string is read now (at exit: at enter it may not be paged in yet).
+struct path_req {
+	long dirfd;
+	unsigned long ptr;
+	__u32 access;
+	__s32 err;
+};
+
+static __attribute__((noinline)) int emit_path(struct scratch *s, struct stash *st, struct path_req *r)
+{
+	if (!s || !st || !r)
+		return 0;
+	long dirfd = r->dirfd;
+	unsigned long ptr = r->ptr;
+	__u32 access = r->access;
+	__s32 err = r->err;
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct file_event *e = (void *)s->data;
+	__u32 start = sizeof(*e);
+	long n = bpf_probe_read_user_str(&s->data[start], PATH_SZ, (void *)ptr);
+	if (n <= 1)
+		return 0; // NULL or "" (an fd operation: AT_EMPTY_PATH, utimensat(fd, NULL))
+	n &= PATH_SZ - 1;
+
+	// Base: none for an absolute path, else the dirfd's file or the cwd.
+	struct path base = {};
+	int has_base = 0;
+	if (s->data[start] != '/') {
+		if (dirfd == AT_FDCWD) {
+			BPF_CORE_READ_INTO(&base, task, fs, pwd);
+			has_base = 1;
+		} else {
+			struct file *f = fd_file(task, dirfd);
+			if (f) {
+				BPF_CORE_READ_INTO(&base, f, f_path);
+				has_base = 1;
+			}
+		}
+	}
+
+	struct hash_ctx hc = {.h = 0xcbf29ce484222325ULL, .start = start, .len = n};
+	bpf_loop(PATH_SZ, hash_step, &hc, 0);
+	struct seen_key k = {.exe_key = st->exe_key, .kind = (EV_FILE << 8) | access, .err = err, .a = hc.h};
+	if (has_base) {
+		struct dentry *bd = base.dentry;
+		k.b = BPF_CORE_READ(bd, d_inode, i_ino) ^ ((__u64)BPF_CORE_READ(bd, d_sb, s_dev) << 40);
+	}
+	if (seen_before(&k))
+		return 0;
+
+	e->kind = EV_FILE;
+	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	e->exe_key = st->exe_key;
+	e->op = st->op;
+	e->access = access;
+	e->err = err;
+	e->resolved = 0;
+	e->is_dir = 0;
+	e->path_trunc = 0;
+	e->base_trunc = 0;
+	e->path_len = n;
+	e->base_len = 0;
+	e->pad = 0;
+	__u32 bl = 0;
+	if (has_base) {
+		__u8 trunc = 0;
+		bl = walk(s, &base, SLOT_SYSEXIT, start + n, PATH_SZ, &trunc);
+		bl &= PATH_SZ - 1;
+		e->base_len = bl;
+		e->base_trunc = trunc;
+	}
+	__u32 size = (start + n + bl) & (SCRATCH_SZ - 1);
+	if (bpf_ringbuf_output(&events, s->data, size, 0))
+		count(CNT_RINGBUF_DROPS);
+	return 0;
+}
+
+// emit_fd sends one file event for the file an open returned, resolved by a dentry walk.
+static __always_inline void emit_fd(struct scratch *s, struct stash *st, struct task_struct *task,
+				    long fd, __u32 access)
+{
+	struct file *f = fd_file(task, fd);
+	if (!f)
+		return;
+	struct inode *ino = BPF_CORE_READ(f, f_inode);
+	__u16 mode = BPF_CORE_READ(ino, i_mode);
+	__u8 is_dir = (mode & S_IFMT) == S_IFDIR;
+	if (is_dir && access == ACC_READ)
+		access = ACC_LIST;
+	struct seen_key k = {.exe_key = st->exe_key, .kind = (EV_FILE << 8) | access};
+	k.a = BPF_CORE_READ(ino, i_sb, s_dev);
+	k.b = BPF_CORE_READ(ino, i_ino);
+	if (seen_before(&k))
+		return;
+	struct file_event *e = (void *)s->data;
+	e->kind = EV_FILE;
+	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	e->exe_key = st->exe_key;
+	e->op = st->op;
+	e->access = access;
+	e->err = 0;
+	e->resolved = 1;
+	e->is_dir = is_dir;
+	e->base_trunc = 0;
+	e->base_len = 0;
+	e->pad = 0;
+	struct path p;
+	BPF_CORE_READ_INTO(&p, f, f_path);
+	__u8 trunc = 0;
+	__u32 n = walk(s, &p, SLOT_SYSEXIT, sizeof(*e), PATH_SZ, &trunc);
+	n &= PATH_SZ - 1;
+	e->path_len = n;
+	e->path_trunc = trunc;
+	__u32 size = (sizeof(*e) + n) & (SCRATCH_SZ - 1);
+	if (bpf_ringbuf_output(&events, s->data, size, 0))
+		count(CNT_RINGBUF_DROPS);
+}
+
+static __always_inline __u32 open_access(__u64 flags)
+{
+	if (flags & O_CREAT)
+		return ACC_CREATE;
+	if ((flags & O_ACCMODE) != 0 || (flags & O_TRUNC))
+		return ACC_WRITE;
+	if (flags & O_DIRECTORY)
+		return ACC_LIST;
+	return ACC_READ;
+}
+
+// emit_unix reports a connect/bind/sendto/sendmsg whose address is a unix socket.
+static __attribute__((noinline)) int emit_unix(struct stash *st, long fd, unsigned long addr,
+						unsigned long alen, __s32 err)
+{
+	if (!st)
+		return 0;
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	if (!addr || alen < 3)
+		return 0;
+	__u16 family = 0;
+	if (bpf_probe_read_user(&family, sizeof(family), (void *)addr) || family != AF_UNIX)
+		return 0;
+	struct unix_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_RINGBUF_DROPS);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = EV_UNIX;
+	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	e->exe_key = st->exe_key;
+	e->op = st->op;
+	e->err = err;
+	__u32 n = alen - 2;
+	if (n > sizeof(e->path))
+		n = sizeof(e->path);
+	bpf_probe_read_user(e->path, sizeof(e->path), (void *)(addr + 2));
+	e->path_len = n;
+	e->abstract = e->path[0] == 0;
+	struct file *f = fd_file(task, fd);
+	if (f) {
+		struct socket *sock = BPF_CORE_READ(f, private_data);
+		e->sock_type = BPF_CORE_READ(sock, type);
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_path")
+int sys_exit_path(struct sys_exit_ctx *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct stash *sp = bpf_map_lookup_elem(&stashes, &id);
+	if (!sp)
+		return 0;
+	struct stash st = *sp;
+	bpf_map_delete_elem(&stashes, &id);
+	if (st.nr != (__u32)ctx->nr)
+		return 0;
+	long ret = ctx->ret;
+	__s32 err = ret < 0 ? -ret : 0;
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+	switch (st.op) {
+	case SCOP_CONNECT:
+	case SCOP_BIND:
+		emit_unix(&st, st.args[0], st.args[1], st.args[2], err);
+		return 0;
+	case SCOP_SENDTO:
+		emit_unix(&st, st.args[0], st.args[4], st.args[5], err);
+		return 0;
+	case SCOP_SENDMSG: {
+		struct user_msghdr m = {};
+		if (bpf_probe_read_user(&m, sizeof(m), (void *)st.args[1]))
+			return 0;
+		emit_unix(&st, st.args[0], (unsigned long)m.msg_name, m.msg_namelen, err);
+		return 0;
+	}
+	}
+
+	__u32 slot = SLOT_SYSEXIT;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	if (!s)
+		return 0;
+	if (s->busy) {
+		count(CNT_SCRATCH_BUSY);
+		return 0;
+	}
+	s->busy = 1;
+
+#define PATH(d, p, a)                                                                      \
+	do {                                                                                       \
+		struct path_req r = {.dirfd = (d), .ptr = (p), .access = (a), .err = err};          \
+		emit_path(s, &st, &r);                                                             \
+	} while (0)
+	long dirfd = AT_FDCWD;
+	unsigned long path = st.args[0];
+	__u32 access = ACC_METADATA;
+	switch (st.op) {
+	case SCOP_OPEN:
+	case SCOP_OPENAT:
+	case SCOP_OPENAT2:
+	case SCOP_CREAT: {
+		__u64 flags = st.args[1];
+		if (st.op == SCOP_OPENAT) {
+			flags = st.args[2];
+		} else if (st.op == SCOP_OPENAT2) {
+			flags = 0;
+			bpf_probe_read_user(&flags, sizeof(flags), (void *)st.args[2]);
+		} else if (st.op == SCOP_CREAT) {
+			flags = O_CREAT | O_TRUNC | 1;
+		}
+		if (st.op == SCOP_OPENAT || st.op == SCOP_OPENAT2) {
+			dirfd = (int)st.args[0];
+			path = st.args[1];
+		}
+		access = open_access(flags);
+		if (ret >= 0)
+			emit_fd(s, &st, task, ret, access);
+		else
+			PATH(dirfd, path, access);
+		break;
+	}
+	case SCOP_STAT:
+		PATH(AT_FDCWD, path, ACC_METADATA);
+		break;
+	case SCOP_STATAT:
+		PATH((int)st.args[0], st.args[1], ACC_METADATA);
+		break;
+	case SCOP_EXECVE:
+		if (ret < 0) // a successful exec is reported by sched_process_exec
+			PATH(AT_FDCWD, path, ACC_EXEC);
+		break;
+	case SCOP_EXECVEAT:
+		if (ret < 0)
+			PATH((int)st.args[0], st.args[1], ACC_EXEC);
+		break;
+	case SCOP_UNLINK:
+		PATH(AT_FDCWD, path, ACC_DELETE);
+		break;
+	case SCOP_UNLINKAT:
+		PATH((int)st.args[0], st.args[1], ACC_DELETE);
+		break;
+	case SCOP_RENAME:
+		PATH(AT_FDCWD, st.args[0], ACC_DELETE);
+		PATH(AT_FDCWD, st.args[1], ACC_CREATE);
+		break;
+	case SCOP_RENAMEAT:
+		PATH((int)st.args[0], st.args[1], ACC_DELETE);
+		PATH((int)st.args[2], st.args[3], ACC_CREATE);
+		break;
+	case SCOP_LINK:
+		PATH(AT_FDCWD, st.args[0], ACC_METADATA);
+		PATH(AT_FDCWD, st.args[1], ACC_CREATE);
+		break;
+	case SCOP_LINKAT:
+		PATH((int)st.args[0], st.args[1], ACC_METADATA);
+		PATH((int)st.args[2], st.args[3], ACC_CREATE);
+		break;
+	case SCOP_SYMLINK:
+		PATH(AT_FDCWD, st.args[1], ACC_CREATE);
+		break;
+	case SCOP_SYMLINKAT:
+		PATH((int)st.args[1], st.args[2], ACC_CREATE);
+		break;
+	case SCOP_MKDIR:
+		PATH(AT_FDCWD, path, ACC_CREATE);
+		break;
+	case SCOP_MKDIRAT:
+		PATH((int)st.args[0], st.args[1], ACC_CREATE);
+		break;
+	case SCOP_CHANGE:
+		PATH(AT_FDCWD, path, ACC_WRITE);
+		break;
+	case SCOP_CHANGEAT:
+		PATH((int)st.args[0], st.args[1], ACC_WRITE);
+		break;
+	}
+	s->busy = 0;
+	return 0;
+}
+
+// ---- network ---------------------------------------------------------------------------------
+
+static __always_inline void emit_net(struct bpf_sock_addr *ctx, __u32 op, int v6)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct task_info *ti = bpf_map_lookup_elem(&tasks, &tgid);
+	if (!ti)
+		return;
+	struct net_event ev = {};
+	ev.kind = EV_NET;
+	ev.tgid = tgid;
+	ev.exe_key = ti->exe_key;
+	ev.op = op;
+	ev.family = ctx->user_family;
+	ev.type = ctx->type;
+	ev.protocol = ctx->protocol;
+	ev.port = bpf_ntohs(ctx->user_port);
+	if (v6) {
+		__u32 *a = (__u32 *)ev.addr;
+		a[0] = ctx->user_ip6[0];
+		a[1] = ctx->user_ip6[1];
+		a[2] = ctx->user_ip6[2];
+		a[3] = ctx->user_ip6[3];
+	} else {
+		*(__u32 *)ev.addr = ctx->user_ip4;
+	}
+	struct seen_key k = {.exe_key = ev.exe_key, .kind = (EV_NET << 8) | op};
+	k.a = *(__u64 *)&ev.addr[0] ^ ((__u64)ev.port << 32) ^ ((__u64)ev.protocol << 48) ^ ev.type;
+	k.b = *(__u64 *)&ev.addr[8] ^ ev.family;
+	if (seen_before(&k))
+		return;
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0))
+		count(CNT_RINGBUF_DROPS);
+}
+
+SEC("cgroup/connect4")
+int connect4(struct bpf_sock_addr *ctx)
+{
+	emit_net(ctx, SCOP_CONNECT, 0);
+	return 1;
+}
+
+SEC("cgroup/connect6")
+int connect6(struct bpf_sock_addr *ctx)
+{
+	emit_net(ctx, SCOP_CONNECT, 1);
+	return 1;
+}
+
+SEC("cgroup/sendmsg4")
+int sendmsg4(struct bpf_sock_addr *ctx)
+{
+	emit_net(ctx, SCOP_SENDMSG, 0);
+	return 1;
+}
+
+SEC("cgroup/sendmsg6")
+int sendmsg6(struct bpf_sock_addr *ctx)
+{
+	emit_net(ctx, SCOP_SENDMSG, 1);
+	return 1;
+}
+
+SEC("cgroup/bind4")
+int bind4(struct bpf_sock_addr *ctx)
+{
+	emit_net(ctx, SCOP_BIND, 0);
+	return 1;
+}
+
+SEC("cgroup/bind6")
+int bind6(struct bpf_sock_addr *ctx)
+{
+	emit_net(ctx, SCOP_BIND, 1);
+	return 1;
+}
+
+// ---- DNS -------------------------------------------------------------------------------------
+
+static __always_inline void dns(struct __sk_buff *skb, __u32 egress)
+{
+	__u8 vbyte = 0;
+	if (bpf_skb_load_bytes(skb, 0, &vbyte, 1))
+		return;
+	__u32 family, l4;
+	struct dns_event *e;
+	__u8 saddr[16] = {}, daddr[16] = {};
+	if ((vbyte >> 4) == 4) {
+		struct iphdr ip;
+		if (bpf_skb_load_bytes(skb, 0, &ip, sizeof(ip)) || ip.protocol != IPPROTO_UDP)
+			return;
+		family = AF_INET;
+		l4 = (vbyte & 0xf) * 4;
+		*(__u32 *)saddr = ip.saddr;
+		*(__u32 *)daddr = ip.daddr;
+	} else if ((vbyte >> 4) == 6) {
+		struct ipv6hdr ip6;
+		if (bpf_skb_load_bytes(skb, 0, &ip6, sizeof(ip6)) || ip6.nexthdr != IPPROTO_UDP)
+			return;
+		family = AF_INET6;
+		l4 = sizeof(ip6);
+		__builtin_memcpy(saddr, &ip6.saddr, 16);
+		__builtin_memcpy(daddr, &ip6.daddr, 16);
+	} else {
+		return;
+	}
+	struct udphdr udp;
+	if (bpf_skb_load_bytes(skb, l4, &udp, sizeof(udp)))
+		return;
+	__u16 sport = bpf_ntohs(udp.source), dport = bpf_ntohs(udp.dest);
+	if (sport != 53 && dport != 53)
+		return;
+	__u32 off = l4 + sizeof(udp);
+	if (skb->len <= off)
+		return;
+	__u32 len = skb->len - off;
+	if (len > DNS_MAX)
+		len = DNS_MAX;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_RINGBUF_DROPS);
+		return;
+	}
+	e->kind = EV_DNS;
+	e->egress = egress;
+	e->family = family;
+	e->sport = sport;
+	e->dport = dport;
+	__builtin_memcpy(e->saddr, saddr, 16);
+	__builtin_memcpy(e->daddr, daddr, 16);
+	e->pad = 0;
+	__u64 n = len;
+	asm volatile("%0 &= 0x3ff" : "+r"(n)); // clang 14: keep an explicit bound for the verifier
+	if (n > DNS_MAX || n == 0 || bpf_skb_load_bytes(skb, off, e->data, n)) {
+		bpf_ringbuf_discard(e, 0);
+		return;
+	}
+	e->len = n;
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("cgroup_skb/egress")
+int dns_egress(struct __sk_buff *skb)
+{
+	dns(skb, 1);
+	return 1;
+}
+
+SEC("cgroup_skb/ingress")
+int dns_ingress(struct __sk_buff *skb)
+{
+	dns(skb, 0);
+	return 1;
+}
