@@ -34,7 +34,7 @@ say "2. the profile it wrote ($profile)"
 "$sysprof" show -p "$profile"
 
 say "3. enforce: the same build under the profile (no denials expected)"
-(cd "$work/app" && make -s clean && "$sysprof" enforce -p "$profile" -- make && ./hello)
+(cd "$work/app" && make -s clean && "$sysprof" enforce -p "$profile" -- make && out/hello)
 
 say "4. the malicious twin: same build, plus a step that sends ~/.ssh/id_demo to 127.0.0.1 and edits ~/.bashrc"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
