@@ -6,27 +6,33 @@ import (
 )
 
 // Normalize sorts every list and drops exact duplicates so that the same policy always
-// serializes to the same bytes. It never removes an allowance.
+// serializes to the same bytes. It never removes an allowance. Sorting is stable, so when a
+// list holds two entries for one key (two rules for one path) the first one written is kept,
+// whatever order the rest of the list was in; argument rules for the same syscall and argument
+// are ordered by their content.
 func Normalize(p *Profile) {
 	p.Syscalls.Architectures = sortedUnique(p.Syscalls.Architectures)
-	slices.SortFunc(p.Syscalls.Allow, func(a, b Syscall) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(p.Syscalls.Allow, func(a, b Syscall) int { return strings.Compare(a.Name, b.Name) })
 	p.Syscalls.Allow = slices.CompactFunc(p.Syscalls.Allow, func(a, b Syscall) bool { return a.Name == b.Name })
-	slices.SortFunc(p.Syscalls.Args, func(a, b ArgRule) int {
-		if c := strings.Compare(a.Syscall, b.Syscall); c != 0 {
-			return c
-		}
-		return a.Arg - b.Arg
-	})
 	for i := range p.Syscalls.Args {
 		p.Syscalls.Args[i].Values = sortedUnique(p.Syscalls.Args[i].Values)
 		p.Syscalls.Args[i].Flags = sortedUnique(p.Syscalls.Args[i].Flags)
 	}
+	slices.SortStableFunc(p.Syscalls.Args, func(a, b ArgRule) int {
+		if c := strings.Compare(a.Syscall, b.Syscall); c != 0 {
+			return c
+		}
+		if a.Arg != b.Arg {
+			return a.Arg - b.Arg
+		}
+		return compareArgRule(a, b)
+	})
 	for _, l := range []*[]PathRule{&p.Filesystem.Read, &p.Filesystem.Write, &p.Filesystem.Exec, &p.Filesystem.Hidden} {
-		slices.SortFunc(*l, func(a, b PathRule) int { return strings.Compare(a.Path, b.Path) })
+		slices.SortStableFunc(*l, func(a, b PathRule) int { return strings.Compare(a.Path, b.Path) })
 		*l = slices.CompactFunc(*l, func(a, b PathRule) bool { return a.Path == b.Path })
 	}
 	for _, l := range []*[]Endpoint{&p.Network.Connect, &p.Network.Send, &p.Network.Bind} {
-		slices.SortFunc(*l, func(a, b Endpoint) int {
+		slices.SortStableFunc(*l, func(a, b Endpoint) int {
 			if c := strings.Compare(a.Endpoint, b.Endpoint); c != 0 {
 				return c
 			}
@@ -34,11 +40,30 @@ func Normalize(p *Profile) {
 		})
 		*l = slices.CompactFunc(*l, func(a, b Endpoint) bool { return a.Endpoint == b.Endpoint && a.Proto == b.Proto })
 	}
-	slices.SortFunc(p.Binaries, func(a, b Binary) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortStableFunc(p.Binaries, func(a, b Binary) int {
+		if c := strings.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		return strings.Compare(a.SHA256, b.SHA256)
+	})
 	p.Binaries = slices.CompactFunc(p.Binaries, func(a, b Binary) bool { return a.Path == b.Path && a.SHA256 == b.SHA256 })
 }
 
 func sortedUnique(s []string) []string {
 	slices.Sort(s)
 	return slices.Compact(s)
+}
+
+func compareArgRule(a, b ArgRule) int {
+	for _, p := range [][2]string{
+		{a.Name, b.Name}, {a.Mask, b.Mask},
+		{strings.Join(a.Values, ","), strings.Join(b.Values, ",")},
+		{strings.Join(a.Flags, ","), strings.Join(b.Flags, ",")},
+		{a.Errno, b.Errno}, {a.By, b.By},
+	} {
+		if c := strings.Compare(p[0], p[1]); c != 0 {
+			return c
+		}
+	}
+	return a.Seen - b.Seen
 }
