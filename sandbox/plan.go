@@ -1,8 +1,3 @@
-// Package sandbox applies the kernel layers of a sandbox from inside the init stage: the mount
-// namespace layout (read-only root, writable binds, hidden paths, private /tmp), the network
-// namespace's loopback, Landlock, and dropping capabilities. It takes a Plan with absolute host
-// paths and numbers only; turning a profile into a Plan is the enforcer's job, and seccomp is
-// installed by the enforcer last, right before exec.
 package sandbox
 
 // Plan is what the init stage applies, in this order: mounts, network, Landlock, capabilities.
@@ -22,6 +17,11 @@ type Plan struct {
 
 	// DropCaps clears every capability (all sets, ambient, bounding) before exec.
 	DropCaps bool `json:"drop_caps"`
+
+	// Degrade lets Apply continue when the kernel cannot enforce part of the Landlock layer
+	// (see Downgrade); what was dropped is listed in the Result. False (the default) fails
+	// closed with a *LayerError naming what is missing.
+	Degrade bool `json:"degrade,omitempty"`
 }
 
 // Landlock is the irrevocable filesystem/network/scope layer.

@@ -1,0 +1,51 @@
+// Package sandbox applies the kernel layers of a sandbox from inside the init stage: the mount
+// namespace layout (read-only root, writable binds, hidden paths, private /tmp), the network
+// namespace's loopback, Landlock, and dropping capabilities. It takes a Plan with absolute host
+// paths and numbers only; turning a profile into a Plan is the enforcer's job, and seccomp is
+// installed by the enforcer last, right before exec. This package does not start processes,
+// read profiles, or report denials.
+//
+// # Using it from the init stage
+//
+// The parent starts the init stage with the namespaces from [Plan.NamespaceAttr] (or, piece by
+// piece, [Plan.CloneFlags], [UserNSMappings] and [InitAmbientCaps]). The init stage, on the
+// goroutine that will later exec the tool, calls [Plan.Apply] (or [Plan.ApplyResult] to learn
+// which paths were skipped and what was degraded), installs seccomp, and execs. Apply locks the
+// calling goroutine to its OS thread and never unlocks it: Landlock, no_new_privs, securebits and
+// the capability sets are per-thread attributes that survive execve only from that thread. The
+// other runtime threads of the init stage keep their privileges until execve kills them; they
+// never run tool code.
+//
+// # Order of operations
+//
+//  1. Mounts (needs CAP_SYS_ADMIN in the mount namespace's user namespace; Landlock would forbid
+//     mount changes once applied).
+//  2. Network: bring lo up in the new network namespace (needs CAP_NET_ADMIN).
+//  3. Landlock (needs no_new_privs or CAP_SYS_ADMIN; it is the irrevocable layer: even a process
+//     that somehow regained capabilities cannot lift it or change mounts).
+//  4. Capabilities: securebits locked, bounding set emptied, ambient cleared, capset to zero
+//     (needs CAP_SETPCAP, so it comes last).
+//
+// # User namespaces
+//
+// When sysprof does not run as root, the init stage runs in a new user namespace in which the
+// caller's uid and gid are mapped to themselves (not to root), so files the tool creates keep
+// their owner and tools that compare the uid with file owners (git's safe.directory, ssh, gcc's
+// temp files) behave as outside. A non-root uid loses its capabilities at execve, so the parent
+// passes CAP_SYS_ADMIN, CAP_NET_ADMIN and CAP_SETPCAP as ambient capabilities (Go raises them in
+// the child after the uid/gid maps are written); Apply drops them before the tool runs.
+//
+// # Graceful degradation
+//
+// Landlock features depend on the kernel's ABI version. [Downgrade] is the pure function that
+// decides what of a Landlock layer can be enforced at a given ABI; it never forbids something the
+// plan allowed and lists everything it could not enforce. Apply refuses to run (a *LayerError
+// for layer "landlock") when anything would be dropped, unless Plan.Degrade is set; then the
+// dropped features are listed in the Result.
+//
+// # Kernel requirements
+//
+// Linux 5.12 for mount_setattr, 5.2 for open_tree/move_mount/fsopen, Landlock ABI 1 (5.13) for
+// any filesystem rule, ABI 2 (5.19) for Write paths (refer), ABI 3 (6.2) truncate, ABI 4 (6.7)
+// TCP ports, ABI 5 (6.10) ioctl_dev, ABI 6 (6.12) signal and abstract unix socket scoping.
+package sandbox

@@ -1,0 +1,183 @@
+package sandbox
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+)
+
+// listenTCP starts a loopback listener that accepts and closes connections.
+func listenTCP(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go acceptLoop(l)
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func acceptLoop(l net.Listener) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
+}
+
+// freePort returns a loopback port nobody listens on (bound then released).
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// sleeper is a process outside the sandbox, owned by the sandboxed uid, to send signals to.
+func sleeper(t *testing.T, uid int) int {
+	t.Helper()
+	cmd := exec.Command("sleep", "300")
+	if uid != os.Getuid() {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd.Process.Pid
+}
+
+// systemRead and systemExec let the probe (a dynamically linked Go test binary) start and run
+// /usr/bin/true.
+var (
+	systemRead = []string{"/usr", "/lib", "/lib64", "/etc", "/proc", "/sys"}
+	systemExec = []string{"/proc/self/exe", "/usr/bin/true", "/usr/lib", "/lib", "/lib64"}
+)
+
+// TestLandlock: reads outside Read fail with EACCES, writes outside Write too, exec outside Exec
+// (including a binary the tool copied into its writable directory) fails, TCP connect to a
+// port not in ConnectTCP and bind to one not in BindTCP fail with EACCES while the allowed ones
+// work, a signal to a process outside fails with EPERM (ScopeSignals), an abstract unix connect
+// to a listener outside fails with EPERM (ScopeAbstractUnix). The "control" run has the same
+// plan without the scopes, so the EPERMs are Landlock's and not a uid or namespace effect.
+func TestLandlock(t *testing.T) {
+	abi, err := LandlockABI()
+	testutil.RequireNoErr(t, "landlock", err)
+	if abi < 6 {
+		testutil.RequireNoErr(t, "landlock", fmt.Errorf("ABI %d < 6 (scopes)", abi))
+	}
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(t, mode)
+			readable := f.file(t, "readable/f", "r")
+			other := f.file(t, "other/f", "o")
+			work := f.dir(t, "work")
+			mytrue := f.file(t, "work/mytrue", "")
+			b, err := os.ReadFile("/usr/bin/true")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(mytrue, b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			allowed, denied := listenTCP(t), listenTCP(t)
+			bindOK, bindDenied := freePort(t), freePort(t)
+			abstract := fmt.Sprintf("@sysprof-sandbox-test-%d-%s", os.Getpid(), mode)
+			ul, err := net.Listen("unix", abstract)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ul.Close() })
+			go acceptLoop(ul)
+			victim := sleeper(t, f.uid)
+			nonexistent := "/nonexistent-sysprof-sandbox-test"
+
+			ll := &Landlock{
+				Read:        append([]string{f.path("readable"), nonexistent}, systemRead...),
+				Write:       []string{work},
+				Exec:        systemExec,
+				Devices:     []string{"/dev/null"},
+				RestrictTCP: true,
+				ConnectTCP:  []uint16{uint16(allowed)},
+				BindTCP:     []uint16{uint16(bindOK)},
+			}
+			checks := []check{
+				{op{Op: "read", Path: readable}, "ok:r"},
+				{op{Op: "read", Path: other}, "EACCES"},
+				{op{Op: "readdir", Path: f.path("other")}, "EACCES"},
+				{op{Op: "write", Path: filepath.Join(work, "x"), Arg: "w"}, "ok"},
+				{op{Op: "read", Path: filepath.Join(work, "x")}, "ok:w"},
+				{op{Op: "rename", Arg: filepath.Join(work, "x"), Path: filepath.Join(work, "y")}, "ok"},
+				{op{Op: "write", Path: filepath.Join(f.path("readable"), "x")}, "EACCES"},
+				{op{Op: "write", Path: "/dev/null", Arg: "x"}, "ok"},
+				{op{Op: "exec", Path: "/usr/bin/true"}, "ok"},
+				{op{Op: "exec", Path: "/usr/bin/false"}, "EACCES"},
+				{op{Op: "exec", Path: mytrue}, "EACCES"},
+				{op{Op: "connect", Port: allowed}, "ok"},
+				{op{Op: "connect", Port: denied}, "EACCES"},
+				{op{Op: "bind", Port: bindOK}, "ok"},
+				{op{Op: "bind", Port: bindDenied}, "EACCES"},
+			}
+			scoped := []check{
+				{op{Op: "kill0", Port: victim}, "EPERM"},
+				{op{Op: "abstract", Arg: abstract}, "EPERM"},
+			}
+			control := []check{
+				{op{Op: "kill0", Port: victim}, "ok"},
+				{op{Op: "abstract", Arg: abstract}, "ok"},
+			}
+
+			t.Run("control", func(t *testing.T) {
+				runChecks(t, mode, Plan{Landlock: ll, DropCaps: true}, 0, control)
+			})
+			ls := *ll
+			ls.ScopeSignals, ls.ScopeAbstractUnix = true, true
+			out := runChecks(t, mode, Plan{Landlock: &ls, DropCaps: true}, 0, append(checks, scoped...))
+			if !hasSkipped(out.Result, LayerLandlock, nonexistent) {
+				t.Errorf("result does not report %s as skipped: %+v", nonexistent, out.Result)
+			}
+			if out.Result.LandlockABI != abi || len(out.Result.Dropped) != 0 {
+				t.Errorf("result = %+v, want ABI %d and nothing dropped", out.Result, abi)
+			}
+
+			// Known kernel gap (KERNEL-NOTES.md): MPTCP sockets are not subject to Landlock's TCP
+			// rules. The enforcer closes it with seccomp or cgroup hooks; log what this kernel does.
+			mp := run(t, mode, spec{Plan: Plan{Landlock: &ls}, Ops: []op{{Op: "mptcp", Port: denied}}})
+			t.Logf("MPTCP connect to a port Landlock denies for TCP: %q (ok = Landlock bypassed; close it in seccomp)", mp.Got)
+		})
+	}
+}
+
+// TestNetNS: in a new network namespace only lo exists and it is up; a listener the test runs
+// in the host namespace is unreachable.
+func TestNetNS(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			host := listenTCP(t)
+			runChecks(t, mode, Plan{NetNS: true, DropCaps: true}, 0, []check{
+				{op{Op: "ifaces"}, "ok:lo:up"},
+				{op{Op: "connect", Port: host}, "ECONNREFUSED"},
+			})
+		})
+	}
+}
+
+// TestApplyErrorsNameTheLayer: a plan that cannot be applied fails closed with the layer named.
+func TestApplyErrorsNameTheLayer(t *testing.T) {
+	out := run(t, "root", spec{Plan: Plan{ReadOnlyRoot: true, Landlock: &Landlock{Read: []string{"relative/path"}}}})
+	if out.ApplyLayer != LayerLandlock {
+		t.Errorf("apply error layer = %q (%s), want %q", out.ApplyLayer, out.ApplyErr, LayerLandlock)
+	}
+}

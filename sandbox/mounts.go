@@ -1,0 +1,423 @@
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// privateTmpDirs get a fresh tmpfs each when Plan.PrivateTmp is set. /dev/shm is included: it
+// is where POSIX shared memory lives, a channel to host processes that a new IPC namespace does
+// not close.
+var privateTmpDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
+
+func (p *Plan) wantsMounts() bool {
+	return p.ReadOnlyRoot || p.PrivateTmp || len(p.Writable) > 0 || len(p.Hidden) > 0
+}
+
+// applyMounts lays out the mount namespace. Steps, and why in this order:
+//
+//  1. make every mount private, so nothing propagates back to the host;
+//  2. clone each writable tree (open_tree OPEN_TREE_CLONE|AT_RECURSIVE) while the host view is
+//     still uncovered: a writable path under /tmp survives the private tmpfs that way;
+//  3. fresh tmpfs on /tmp, /var/tmp, /dev/shm;
+//  4. attach the clones onto their own paths (creating the mount point inside a private tmpfs
+//     when needed): each writable path is now a separate mount;
+//  5. hidden paths: an empty read-only directory or file cloned from a small detached tmpfs,
+//     mounted on top (after the writable binds, so a secret inside a writable directory is
+//     still hidden);
+//  6. a fresh /proc when this process is PID 1 of a new PID namespace;
+//  7. read-only: mount_setattr(AT_RECURSIVE, RDONLY) on /, then clear it on the writable mounts
+//     and private tmpfs, then put it back on hidden mounts and on mounts below a writable path
+//     that were read-only before.
+func (p *Plan) applyMounts(res *Result) error {
+	if !p.wantsMounts() {
+		return nil
+	}
+	if err := checkNewMountNS(); err != nil {
+		return err
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / rprivate: %w", err)
+	}
+
+	// 2. Clone writable trees.
+	type clone struct {
+		path string
+		fd   int
+		dir  bool
+	}
+	var clones []clone
+	defer func() {
+		for _, c := range clones {
+			unix.Close(c.fd)
+		}
+	}()
+	for _, w := range topLevel(p.Writable) {
+		real, err := filepath.EvalSymlinks(w)
+		if errors.Is(err, os.ErrNotExist) {
+			res.skip(LayerMounts, w, "writable path does not exist")
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("resolve writable %s: %w", w, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(real, &st); err != nil {
+			return fmt.Errorf("stat writable %s: %w", real, err)
+		}
+		var sfs unix.Statfs_t
+		if err := unix.Statfs(real, &sfs); err != nil {
+			return fmt.Errorf("statfs writable %s: %w", real, err)
+		}
+		if sfs.Flags&unix.ST_RDONLY != 0 {
+			res.skip(LayerMounts, w, "read-only on the host: stays read-only")
+			continue
+		}
+		fd, err := unix.OpenTree(unix.AT_FDCWD, real, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return fmt.Errorf("clone writable %s (open_tree): %w", real, err)
+		}
+		clones = append(clones, clone{path: real, fd: fd, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR})
+	}
+
+	// 3. Private tmp.
+	var tmpRoots []string
+	if p.PrivateTmp {
+		for _, d := range privateTmpDirs {
+			var st unix.Stat_t
+			if err := unix.Lstat(d, &st); err != nil {
+				if errors.Is(err, unix.ENOENT) {
+					continue
+				}
+				return fmt.Errorf("lstat %s: %w", d, err)
+			}
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				// A symlink (e.g. /var/tmp -> /tmp) leads into a private tmp already, or
+				// somewhere this layer does not own: leave it, say so.
+				res.skip(LayerMounts, d, "not a directory (symlink?): no private tmpfs mounted on it")
+				continue
+			}
+			if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+				return fmt.Errorf("private tmpfs on %s: %w", d, err)
+			}
+			tmpRoots = append(tmpRoots, d)
+		}
+	}
+
+	// 4. Attach the writable clones.
+	var writableRoots []string
+	for _, c := range clones {
+		if under(c.path, tmpRoots) {
+			if err := makeMountPoint(c.path, c.dir); err != nil {
+				return fmt.Errorf("mount point for writable %s in private tmp: %w", c.path, err)
+			}
+		}
+		if err := unix.MoveMount(c.fd, "", unix.AT_FDCWD, c.path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("bind writable %s (move_mount): %w", c.path, err)
+		}
+		writableRoots = append(writableRoots, c.path)
+	}
+
+	// 5. Hidden paths.
+	hiddenMounts, err := mountHidden(p.Hidden, res)
+	if err != nil {
+		return err
+	}
+
+	// 6. /proc for a new PID namespace.
+	if os.Getpid() == 1 {
+		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("mount /proc for the new PID namespace: %w", err)
+		}
+	}
+
+	// 7. Read-only root.
+	if p.ReadOnlyRoot {
+		if err := readOnlyExcept(append(writableRoots, tmpRoots...), hiddenMounts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mountHidden covers each existing hidden path with an empty read-only directory or file, and
+// returns the paths it mounted on.
+//
+// A hidden path that does not exist is skipped and stays absent: nothing is created on the host
+// to mount on. If its parent is writable the tool can create it, but what it creates is its own
+// file, not the credential the path names (Landlock has no deny rule that could forbid the
+// creation without forbidding the whole writable directory).
+func mountHidden(hidden []string, res *Result) ([]string, error) {
+	var (
+		mfd     = -1
+		mounted []string
+	)
+	defer func() {
+		if mfd >= 0 {
+			unix.Close(mfd)
+		}
+	}()
+	for _, h := range sortedClean(hidden) {
+		var st unix.Stat_t
+		if err := unix.Stat(h, &st); err != nil {
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+				res.skip(LayerMounts, h, "hidden path does not exist: stays absent")
+				continue
+			}
+			return nil, fmt.Errorf("stat hidden %s: %w", h, err)
+		}
+		if mfd < 0 {
+			var err error
+			if mfd, err = emptyTmpfs(); err != nil {
+				return nil, err
+			}
+		}
+		src := "f"
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			src = "d"
+		}
+		fd, err := unix.OpenTree(mfd, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+		if err != nil {
+			return nil, fmt.Errorf("clone empty %s for hidden %s: %w", src, h, err)
+		}
+		err = unix.MoveMount(fd, "", unix.AT_FDCWD, h, unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_SYMLINKS)
+		unix.Close(fd)
+		if err != nil {
+			return nil, fmt.Errorf("hide %s (move_mount): %w", h, err)
+		}
+		real, err := filepath.EvalSymlinks(h)
+		if err != nil {
+			return nil, fmt.Errorf("resolve hidden %s: %w", h, err)
+		}
+		mounted = append(mounted, real)
+	}
+	return mounted, nil
+}
+
+// emptyTmpfs makes a small detached, read-only tmpfs (its root owned by the caller with mode
+// 0755, so that an unprivileged init stage without CAP_DAC_OVERRIDE can fill it) holding an empty directory "d" (mode 0555)
+// and an empty file "f" (mode 0444), and returns its mount fd. It is never attached itself;
+// clones of d and f are mounted over hidden paths.
+func emptyTmpfs() (int, error) {
+	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("fsopen tmpfs: %w", err)
+	}
+	defer unix.Close(fsfd)
+	for _, kv := range [][2]string{{"mode", "0755"}, {"size", "4k"}, {"nr_inodes", "8"}} {
+		if err := unix.FsconfigSetString(fsfd, kv[0], kv[1]); err != nil {
+			return -1, fmt.Errorf("fsconfig tmpfs %s=%s: %w", kv[0], kv[1], err)
+		}
+	}
+	if err := unix.FsconfigCreate(fsfd); err != nil {
+		return -1, fmt.Errorf("fsconfig tmpfs create: %w", err)
+	}
+	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("fsmount tmpfs: %w", err)
+	}
+	if err := unix.Mkdirat(mfd, "d", 0o555); err != nil {
+		unix.Close(mfd)
+		return -1, fmt.Errorf("mkdir in empty tmpfs: %w", err)
+	}
+	f, err := unix.Openat(mfd, "f", unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_CLOEXEC, 0o444)
+	if err != nil {
+		unix.Close(mfd)
+		return -1, fmt.Errorf("create in empty tmpfs: %w", err)
+	}
+	unix.Close(f)
+	if err := unix.MountSetattr(mfd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		unix.Close(mfd)
+		return -1, fmt.Errorf("make empty tmpfs read-only: %w", err)
+	}
+	return mfd, nil
+}
+
+// readOnlyExcept makes every mount read-only except the writable roots (and what is below them),
+// keeping hidden mounts and mounts that were read-only before read-only.
+func readOnlyExcept(writable, hidden []string) error {
+	before, err := readMountinfo()
+	if err != nil {
+		return err
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return fmt.Errorf("make / read-only (mount_setattr): %w", err)
+	}
+	slices.Sort(writable)
+	for _, w := range writable {
+		err := unix.MountSetattr(unix.AT_FDCWD, w, unix.AT_RECURSIVE, &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY})
+		if errors.Is(err, unix.EPERM) {
+			// A mount below w is locked read-only (inherited from a more privileged namespace):
+			// the recursive change is refused as a whole. Clear w itself; the locked mount
+			// stays read-only, as it is on the host.
+			err = unix.MountSetattr(unix.AT_FDCWD, w, 0, &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY})
+		}
+		if err != nil {
+			return fmt.Errorf("keep %s writable (mount_setattr): %w", w, err)
+		}
+	}
+	// Put read-only back where the recursive clear went too far.
+	again := slices.Clone(hidden)
+	for _, m := range before {
+		if m.ro && under(m.mountPoint, writable) && !slices.Contains(writable, m.mountPoint) {
+			again = append(again, m.mountPoint)
+		}
+	}
+	for _, h := range again {
+		err := unix.MountSetattr(unix.AT_FDCWD, h, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+		if err != nil && !slices.Contains(hidden, h) && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT)) {
+			continue // covered by a later mount (e.g. the private tmpfs): not reachable
+		}
+		if err != nil {
+			return fmt.Errorf("keep %s read-only (mount_setattr): %w", h, err)
+		}
+	}
+	return nil
+}
+
+// checkNewMountNS refuses to touch the mounts of the parent's mount namespace: a missing
+// CLONE_NEWNS in the enforcer must not make the host's / read-only. The reference is the parent
+// process (sysprof itself), else PID 1. When neither can be looked at (an unprivileged init stage
+// may not inspect processes outside its user namespace; here even root may not read PID 1's),
+// the host's mounts are out of reach for this process anyway, or the check cannot be made; it is
+// a guard against a programming error, not a security boundary.
+func checkNewMountNS() error {
+	var self unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/mnt", &self); err != nil {
+		return fmt.Errorf("stat /proc/self/ns/mnt: %w", err)
+	}
+	var refs []string
+	if ppid := os.Getppid(); ppid > 0 {
+		refs = append(refs, fmt.Sprintf("/proc/%d/ns/mnt", ppid))
+	}
+	if os.Getpid() != 1 {
+		refs = append(refs, "/proc/1/ns/mnt")
+	}
+	for _, ref := range refs {
+		var st unix.Stat_t
+		if err := unix.Stat(ref, &st); err != nil {
+			continue
+		}
+		if self.Ino == st.Ino && self.Dev == st.Dev {
+			return fmt.Errorf("BUG: in the same mount namespace as %s (start the init stage with CLONE_NEWNS)", strings.TrimSuffix(ref, "/ns/mnt"))
+		}
+	}
+	return nil
+}
+
+func makeMountPoint(path string, dir bool) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if dir {
+		if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+type mountEntry struct {
+	id, parent int
+	mountPoint string
+	ro         bool
+}
+
+func readMountinfo() ([]mountEntry, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read mountinfo: %w", err)
+	}
+	defer f.Close()
+	return parseMountinfo(f)
+}
+
+// parseMountinfo reads proc(5) mountinfo lines:
+// "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue".
+func parseMountinfo(f io.Reader) ([]mountEntry, error) {
+	var out []mountEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := slices.Index(fields, "-")
+		if len(fields) < 6 || sep < 6 || len(fields) < sep+4 {
+			return nil, fmt.Errorf("parse mountinfo line %q", sc.Text())
+		}
+		var e mountEntry
+		if _, err := fmt.Sscan(fields[0], &e.id); err != nil {
+			return nil, fmt.Errorf("parse mountinfo id %q: %w", fields[0], err)
+		}
+		if _, err := fmt.Sscan(fields[1], &e.parent); err != nil {
+			return nil, fmt.Errorf("parse mountinfo parent %q: %w", fields[1], err)
+		}
+		e.mountPoint = unescapeMountinfo(fields[4])
+		e.ro = slices.Contains(strings.Split(fields[5], ","), "ro") ||
+			slices.Contains(strings.Split(fields[sep+3], ","), "ro")
+		out = append(out, e)
+	}
+	return out, sc.Err()
+}
+
+// unescapeMountinfo undoes the octal escapes (\040 space, \011 tab, \012 newline, \134
+// backslash) the kernel writes in mountinfo paths.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
+			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
+			i += 3
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+
+// under reports whether p is one of roots or below one of them.
+func under(p string, roots []string) bool {
+	for _, r := range roots {
+		if p == r || r == "/" || strings.HasPrefix(p, r+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedClean(paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		out = append(out, filepath.Clean(p))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// topLevel drops paths below another path of the list (their tree is cloned with it).
+func topLevel(paths []string) []string {
+	var out []string
+	for _, p := range sortedClean(paths) {
+		if !under(p, out) {
+			out = append(out, p)
+		}
+	}
+	return out
+}

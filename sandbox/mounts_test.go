@@ -1,0 +1,200 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestMountLayer: read-only root gives EROFS outside Writable, Writable works, hidden dirs are
+// empty, hidden files read as empty and cannot be written, reached through a symlink they are
+// still empty, a hard link to them fails (EXDEV: the name resolves to the empty file on its own
+// mount, and link(2) never crosses mounts), a hidden path that does not exist stays absent, the
+// tool cannot undo the mounts (capabilities dropped), /dev/null stays writable.
+func TestMountLayer(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(t, mode)
+			work := f.dir(t, "work")
+			env := f.file(t, "work/.env", "SECRET-ENV")
+			ro := f.file(t, "ro.txt", "host")
+			f.file(t, "home/.ssh/id_rsa", "SECRET-KEY")
+			ssh := f.path("home/.ssh")
+			netrc := f.file(t, "home/.netrc", "SECRET-NETRC")
+			missing := f.path("home/missing")
+			wantID := "ok:uid=0,gid=0"
+			if f.uid != 0 {
+				wantID = fmt.Sprintf("ok:uid=%d,gid=%d", f.uid, f.uid)
+			}
+			zero := "0000000000000000"
+			wantCaps := "ok:CapInh:" + zero + ",CapPrm:" + zero + ",CapEff:" + zero + ",CapBnd:" + zero + ",CapAmb:" + zero + ",NoNewPrivs:0"
+
+			plan := Plan{
+				ReadOnlyRoot: true,
+				Writable:     []string{work},
+				Hidden:       []string{ssh, netrc, env, missing},
+				DropCaps:     true,
+			}
+			out := runChecks(t, mode, plan, 0, []check{
+				{op{Op: "write", Path: ro, Arg: "pwned"}, "EROFS"},
+				{op{Op: "write", Path: "/etc/sysprof-sandbox-test"}, "EROFS"},
+				{op{Op: "write", Path: filepath.Join(work, "new"), Arg: "x"}, "ok"},
+				{op{Op: "read", Path: filepath.Join(work, "new")}, "ok:x"},
+				{op{Op: "readdir", Path: ssh}, "ok:"},
+				{op{Op: "read", Path: filepath.Join(ssh, "id_rsa")}, "ENOENT"},
+				{op{Op: "read", Path: netrc}, "ok:"},
+				{op{Op: "write", Path: netrc, Arg: "x"}, "EROFS"},
+				{op{Op: "read", Path: env}, "ok:"},
+				{op{Op: "write", Path: env, Arg: "x"}, "EROFS"},
+				{op{Op: "rename", Arg: env, Path: filepath.Join(work, "moved")}, "EBUSY"},
+				{op{Op: "symlink", Arg: netrc, Path: filepath.Join(work, "ln")}, "ok"},
+				{op{Op: "read", Path: filepath.Join(work, "ln")}, "ok:"},
+				{op{Op: "link", Arg: netrc, Path: filepath.Join(work, "hl")}, "EXDEV"},
+				{op{Op: "link", Arg: filepath.Join(ssh, "id_rsa"), Path: filepath.Join(work, "hl2")}, "ENOENT"},
+				{op{Op: "stat", Path: missing}, "ENOENT"},
+				{op{Op: "write", Path: "/dev/null", Arg: "x"}, "ok"},
+				{op{Op: "umount", Path: ssh}, "EPERM"},
+				{op{Op: "umount", Path: work}, "EPERM"},
+				{op{Op: "remount-rw", Path: "/"}, "EPERM"},
+				{op{Op: "mount-tmpfs", Path: work}, "EPERM"},
+				{op{Op: "id"}, wantID},
+				{op{Op: "caps"}, wantCaps},
+			})
+			// The host saw the writable write, and nothing else changed.
+			if b, err := os.ReadFile(filepath.Join(work, "new")); err != nil || string(b) != "x" {
+				t.Errorf("host: work/new = %q, %v; want the sandbox's write", b, err)
+			}
+			for p, want := range map[string]string{ro: "host", netrc: "SECRET-NETRC", env: "SECRET-ENV"} {
+				if b, err := os.ReadFile(p); err != nil || string(b) != want {
+					t.Errorf("host: %s = %q, %v; want %q", p, b, err, want)
+				}
+			}
+			var st unix.Stat_t
+			if err := unix.Stat(filepath.Join(work, "new"), &st); err != nil || int(st.Uid) != f.uid {
+				t.Errorf("host: work/new owner = %d, %v; want %d (the caller, not root)", st.Uid, err, f.uid)
+			}
+			if !hasSkipped(out.Result, LayerMounts, missing) {
+				t.Errorf("result does not report the missing hidden path as skipped: %+v", out.Result)
+			}
+		})
+	}
+}
+
+// TestPrivateTmp: /tmp, /var/tmp and /dev/shm are fresh and empty, writes there do not reach the
+// host, and a writable directory below /tmp (t.TempDir, $TMPDIR builds) is bound back in.
+func TestPrivateTmp(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(t, mode) // under the host's /tmp
+			work := f.dir(t, "work")
+			f.file(t, "work/in", "hostdata")
+			marker, err := os.CreateTemp("", "sysprof-marker-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			marker.Close()
+			t.Cleanup(func() { os.Remove(marker.Name()) })
+			private := fmt.Sprintf("/tmp/sysprof-private-%d", os.Getpid())
+			t.Cleanup(func() { os.Remove(private) })
+
+			checks := []check{
+				{op{Op: "stat", Path: marker.Name()}, "ENOENT"},
+				{op{Op: "readdir", Path: "/tmp"}, "ok:" + filepath.Base(f.base)},
+				{op{Op: "readdir", Path: f.base}, "ok:work"},
+				{op{Op: "write", Path: private, Arg: "p"}, "ok"},
+				{op{Op: "read", Path: private}, "ok:p"},
+				{op{Op: "read", Path: filepath.Join(work, "in")}, "ok:hostdata"},
+				{op{Op: "write", Path: filepath.Join(work, "out"), Arg: "y"}, "ok"},
+				{op{Op: "write", Path: filepath.Join(f.base, "beside-work"), Arg: "z"}, "ok"}, // private tmpfs
+			}
+			for _, d := range []string{"/var/tmp", "/dev/shm"} {
+				if st, err := os.Lstat(d); err == nil && st.IsDir() {
+					checks = append(checks,
+						check{op{Op: "readdir", Path: d}, "ok:"},
+						check{op{Op: "write", Path: filepath.Join(d, "sysprof-x"), Arg: "x"}, "ok"})
+				}
+			}
+			runChecks(t, mode, Plan{ReadOnlyRoot: true, PrivateTmp: true, Writable: []string{work}, DropCaps: true}, 0, checks)
+			for _, p := range []string{private, filepath.Join(f.base, "beside-work"), "/var/tmp/sysprof-x", "/dev/shm/sysprof-x"} {
+				if _, err := os.Stat(p); err == nil {
+					os.Remove(p)
+					t.Errorf("host: %s exists: a private tmp write reached the host", p)
+				}
+			}
+			if b, err := os.ReadFile(filepath.Join(work, "out")); err != nil || string(b) != "y" {
+				t.Errorf("host: work/out = %q, %v; want the sandbox's write through the bind", b, err)
+			}
+		})
+	}
+}
+
+// TestPIDNamespaceProc: when the enforcer adds CLONE_NEWPID, Apply mounts a /proc that shows the
+// new namespace only.
+func TestPIDNamespaceProc(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			runChecks(t, mode, Plan{ReadOnlyRoot: true, DropCaps: true}, unix.CLONE_NEWPID, []check{
+				{op{Op: "pid"}, "ok:1"},
+				{op{Op: "stat", Path: fmt.Sprintf("/proc/%d", os.Getpid())}, "ENOENT"},
+				{op{Op: "stat", Path: "/proc/self/status"}, "ok"},
+			})
+		})
+	}
+}
+
+// TestRefusesHostNamespaces: the guards that keep a missing clone flag from touching the host.
+// They only look (no mount, no ioctl that changes anything), so they run in the test process.
+func TestRefusesHostNamespaces(t *testing.T) {
+	if os.Getpid() == 1 {
+		t.Skip("test process is PID 1")
+	}
+	if os.Geteuid() == 0 {
+		if err := checkNewMountNS(); err == nil || !strings.Contains(err.Error(), "same mount namespace") {
+			t.Errorf("checkNewMountNS in the host mount namespace = %v, want a refusal", err)
+		}
+	}
+	if err := bringUpLoopback(); err == nil || !strings.Contains(err.Error(), "already up") {
+		t.Errorf("bringUpLoopback in the host network namespace = %v, want a refusal", err)
+	}
+}
+
+func TestParseMountinfo(t *testing.T) {
+	in := "22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n" +
+		"36 35 98:0 /mnt1 /mnt\\040space ro,noatime master:1 - ext3 /dev/root rw,errors=continue\n" +
+		"40 22 0:30 / /sb-ro rw - ext4 /dev/sdb ro\n"
+	got, err := parseMountinfo(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []mountEntry{{22, 1, "/proc", false}, {36, 35, "/mnt space", true}, {40, 22, "/sb-ro", true}}
+	if !slices.Equal(got, want) {
+		t.Errorf("parseMountinfo = %+v, want %+v", got, want)
+	}
+	if _, err := parseMountinfo(strings.NewReader("garbage\n")); err == nil {
+		t.Error("parseMountinfo accepted a malformed line")
+	}
+}
+
+func TestTopLevel(t *testing.T) {
+	got := topLevel([]string{"/a/b", "/a", "/ab", "/c/", "/a/b/c", "/c"})
+	if want := []string{"/a", "/ab", "/c"}; !slices.Equal(got, want) {
+		t.Errorf("topLevel = %q, want %q", got, want)
+	}
+}
+
+func hasSkipped(r *Result, layer, path string) bool {
+	if r == nil {
+		return false
+	}
+	for _, s := range r.Skipped {
+		if s.Layer == layer && s.Path == path {
+			return true
+		}
+	}
+	return false
+}
