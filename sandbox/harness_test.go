@@ -176,6 +176,50 @@ func (o op) run() string {
 			names = append(names, e.Name())
 		}
 		return "ok:" + strings.Join(names, ",")
+	case "openrw":
+		fd, err := unix.Open(o.Path, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return errno(err)
+	case "read1":
+		fd, err := unix.Open(o.Path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return errno(err)
+		}
+		defer unix.Close(fd)
+		n, err := unix.Read(fd, make([]byte, 1))
+		if err != nil {
+			return errno(err)
+		}
+		return fmt.Sprintf("ok:%d", n)
+	case "openpty":
+		// What openpty(3) does: open the multiplexer, unlock, ask the number, open the peer.
+		fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+		if err != nil {
+			return "ptmx:" + errno(err)
+		}
+		defer unix.Close(fd)
+		if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+			return "unlock:" + errno(err)
+		}
+		n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+		if err != nil {
+			return "ptn:" + errno(err)
+		}
+		pfd, err := unix.Open(fmt.Sprintf("/dev/pts/%d", n), unix.O_RDWR|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+		if err != nil {
+			return "pts:" + errno(err)
+		}
+		unix.Close(pfd)
+		return "ok"
+	case "unix":
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return "socket:" + errno(err)
+		}
+		defer unix.Close(fd)
+		return errno(unix.Connect(fd, &unix.SockaddrUnix{Name: o.Path}))
 	case "stat":
 		_, err := os.Lstat(o.Path)
 		return errno(err)
@@ -336,9 +380,16 @@ type fixture struct {
 
 func newFixture(t *testing.T, mode string) *fixture {
 	t.Helper()
-	base, err := os.MkdirTemp("", "sysprof-sandbox-")
+	return newFixtureIn(t, mode, "")
+}
+
+// newFixtureIn makes the fixture below dir ("" for the host's temp dir). Tests that combine
+// PrivateTmp with host files outside Writable need a dir that is not covered by the private tmp.
+func newFixtureIn(t *testing.T, mode, dir string) *fixture {
+	t.Helper()
+	base, err := os.MkdirTemp(dir, "sysprof-sandbox-")
 	if err != nil {
-		t.Fatal(err)
+		testutil.RequireNoErr(t, "fixture dir in "+dir, err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
 	if err := os.Chmod(base, 0o755); err != nil {

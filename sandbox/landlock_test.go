@@ -108,7 +108,7 @@ func TestLandlock(t *testing.T) {
 				Read:        append([]string{f.path("readable"), nonexistent}, systemRead...),
 				Write:       []string{work},
 				Exec:        systemExec,
-				Devices:     []string{"/dev/null"},
+				Devices:     []string{"/dev/null", "/dev/ptmx", "/dev/pts"},
 				RestrictTCP: true,
 				ConnectTCP:  []uint16{uint16(allowed)},
 				BindTCP:     []uint16{uint16(bindOK)},
@@ -121,7 +121,10 @@ func TestLandlock(t *testing.T) {
 				{op{Op: "read", Path: filepath.Join(work, "x")}, "ok:w"},
 				{op{Op: "rename", Arg: filepath.Join(work, "x"), Path: filepath.Join(work, "y")}, "ok"},
 				{op{Op: "write", Path: filepath.Join(f.path("readable"), "x")}, "EACCES"},
+				{op{Op: "link", Arg: readable, Path: filepath.Join(work, "hl")}, "EXDEV"}, // no refer outside Write
 				{op{Op: "write", Path: "/dev/null", Arg: "x"}, "ok"},
+				{op{Op: "openpty"}, "ok"},
+				{op{Op: "openrw", Path: "/dev/zero"}, "EACCES"},
 				{op{Op: "exec", Path: "/usr/bin/true"}, "ok"},
 				{op{Op: "exec", Path: "/usr/bin/false"}, "EACCES"},
 				{op{Op: "exec", Path: mytrue}, "EACCES"},
@@ -179,5 +182,62 @@ func TestApplyErrorsNameTheLayer(t *testing.T) {
 	out := run(t, "root", spec{Plan: Plan{ReadOnlyRoot: true, Landlock: &Landlock{Read: []string{"relative/path"}}}})
 	if out.ApplyLayer != LayerLandlock {
 		t.Errorf("apply error layer = %q (%s), want %q", out.ApplyLayer, out.ApplyErr, LayerLandlock)
+	}
+}
+
+// TestAllLayersTogether is the composition the enforcer builds: read-only root, private /tmp
+// that Landlock lets the tool write (the rule is added after the mounts, so it names the
+// sandbox's tmpfs, not the host's /tmp it covers), a hidden credential under a readable home, an
+// empty network namespace with Landlock TCP rules, scopes, and no capabilities.
+func TestAllLayersTogether(t *testing.T) {
+	_, err := LandlockABI()
+	testutil.RequireNoErr(t, "landlock", err)
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixtureIn(t, mode, "/var/lib") // not under the private /tmp or /var/tmp
+			work := f.dir(t, "work")
+			netrc := f.file(t, "home/.netrc", "SECRET")
+			f.file(t, "home/.gitconfig", "[user]")
+			other := f.file(t, "other/f", "o")
+			hostMarker, err := os.CreateTemp("", "sysprof-marker-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			hostMarker.Close()
+			t.Cleanup(func() { os.Remove(hostMarker.Name()) })
+			plan := Plan{
+				ReadOnlyRoot: true,
+				Writable:     []string{work},
+				Hidden:       []string{netrc},
+				PrivateTmp:   true,
+				NetNS:        true,
+				DropCaps:     true,
+				Landlock: &Landlock{
+					Read:              append([]string{f.path("home")}, systemRead...),
+					Write:             []string{work, "/tmp"},
+					Exec:              systemExec,
+					Devices:           []string{"/dev/null"},
+					RestrictTCP:       true,
+					ConnectTCP:        []uint16{8443},
+					ScopeSignals:      true,
+					ScopeAbstractUnix: true,
+				},
+			}
+			runChecks(t, mode, plan, 0, []check{
+				{op{Op: "write", Path: "/tmp/x", Arg: "t"}, "ok"},
+				{op{Op: "read", Path: "/tmp/x"}, "ok:t"},
+				{op{Op: "stat", Path: hostMarker.Name()}, "ENOENT"},
+				{op{Op: "write", Path: filepath.Join(work, "o"), Arg: "w"}, "ok"},
+				{op{Op: "read", Path: f.path("home/.gitconfig")}, "ok:[user]"},
+				{op{Op: "read", Path: netrc}, "ok:"},
+				{op{Op: "write", Path: f.path("home/new"), Arg: "x"}, "EROFS"}, // the mount answers before Landlock
+				{op{Op: "read", Path: other}, "EACCES"},
+				{op{Op: "exec", Path: "/usr/bin/true"}, "ok"},
+				{op{Op: "connect", Port: 8443}, "ECONNREFUSED"}, // allowed, nothing listens in the netns
+				{op{Op: "connect", Port: 8444}, "EACCES"},
+				{op{Op: "ifaces"}, "ok:lo:up"},
+				{op{Op: "kill0", Port: os.Getpid()}, "EPERM"},
+			})
+		})
 	}
 }

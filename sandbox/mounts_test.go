@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,8 @@ func TestMountLayer(t *testing.T) {
 			ssh := f.path("home/.ssh")
 			netrc := f.file(t, "home/.netrc", "SECRET-NETRC")
 			missing := f.path("home/missing")
+			daemon := unixListener(t, f.path("run/daemon.sock"))
+			otherDaemon := unixListener(t, f.path("run/other.sock"))
 			wantID := "ok:uid=0,gid=0"
 			if f.uid != 0 {
 				wantID = fmt.Sprintf("ok:uid=%d,gid=%d", f.uid, f.uid)
@@ -37,7 +40,7 @@ func TestMountLayer(t *testing.T) {
 			plan := Plan{
 				ReadOnlyRoot: true,
 				Writable:     []string{work},
-				Hidden:       []string{ssh, netrc, env, missing},
+				Hidden:       []string{ssh, netrc, env, missing, daemon},
 				DropCaps:     true,
 			}
 			out := runChecks(t, mode, plan, 0, []check{
@@ -58,6 +61,11 @@ func TestMountLayer(t *testing.T) {
 				{op{Op: "link", Arg: filepath.Join(ssh, "id_rsa"), Path: filepath.Join(work, "hl2")}, "ENOENT"},
 				{op{Op: "stat", Path: missing}, "ENOENT"},
 				{op{Op: "write", Path: "/dev/null", Arg: "x"}, "ok"},
+				{op{Op: "openrw", Path: "/dev/zero"}, "ok"},
+				{op{Op: "read1", Path: "/dev/urandom"}, "ok:1"},
+				{op{Op: "openpty"}, "ok"},
+				{op{Op: "unix", Path: daemon}, "EACCES"},  // a hidden daemon socket: covered by an empty 0444 file
+				{op{Op: "unix", Path: otherDaemon}, "ok"}, // control: not hidden
 				{op{Op: "umount", Path: ssh}, "EPERM"},
 				{op{Op: "umount", Path: work}, "EPERM"},
 				{op{Op: "remount-rw", Path: "/"}, "EPERM"},
@@ -93,6 +101,7 @@ func TestPrivateTmp(t *testing.T) {
 			f := newFixture(t, mode) // under the host's /tmp
 			work := f.dir(t, "work")
 			f.file(t, "work/in", "hostdata")
+			single := f.file(t, "single.log", "")
 			marker, err := os.CreateTemp("", "sysprof-marker-")
 			if err != nil {
 				t.Fatal(err)
@@ -105,7 +114,8 @@ func TestPrivateTmp(t *testing.T) {
 			checks := []check{
 				{op{Op: "stat", Path: marker.Name()}, "ENOENT"},
 				{op{Op: "readdir", Path: "/tmp"}, "ok:" + filepath.Base(f.base)},
-				{op{Op: "readdir", Path: f.base}, "ok:work"},
+				{op{Op: "readdir", Path: f.base}, "ok:single.log,work"},
+				{op{Op: "write", Path: single, Arg: "log"}, "ok"},
 				{op{Op: "write", Path: private, Arg: "p"}, "ok"},
 				{op{Op: "read", Path: private}, "ok:p"},
 				{op{Op: "read", Path: filepath.Join(work, "in")}, "ok:hostdata"},
@@ -119,12 +129,15 @@ func TestPrivateTmp(t *testing.T) {
 						check{op{Op: "write", Path: filepath.Join(d, "sysprof-x"), Arg: "x"}, "ok"})
 				}
 			}
-			runChecks(t, mode, Plan{ReadOnlyRoot: true, PrivateTmp: true, Writable: []string{work}, DropCaps: true}, 0, checks)
+			runChecks(t, mode, Plan{ReadOnlyRoot: true, PrivateTmp: true, Writable: []string{work, single}, DropCaps: true}, 0, checks)
 			for _, p := range []string{private, filepath.Join(f.base, "beside-work"), "/var/tmp/sysprof-x", "/dev/shm/sysprof-x"} {
 				if _, err := os.Stat(p); err == nil {
 					os.Remove(p)
 					t.Errorf("host: %s exists: a private tmp write reached the host", p)
 				}
+			}
+			if b, err := os.ReadFile(single); err != nil || string(b) != "log" {
+				t.Errorf("host: single.log = %q, %v; want the sandbox's write through the file bind", b, err)
 			}
 			if b, err := os.ReadFile(filepath.Join(work, "out")); err != nil || string(b) != "y" {
 				t.Errorf("host: work/out = %q, %v; want the sandbox's write through the bind", b, err)
@@ -185,6 +198,24 @@ func TestTopLevel(t *testing.T) {
 	if want := []string{"/a", "/ab", "/c"}; !slices.Equal(got, want) {
 		t.Errorf("topLevel = %q, want %q", got, want)
 	}
+}
+
+// unixListener listens on a pathname unix socket any uid may connect to, like a daemon's.
+func unixListener(t *testing.T, path string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if err := os.Chmod(path, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	go acceptLoop(l)
+	return path
 }
 
 func hasSkipped(r *Result, layer, path string) bool {
