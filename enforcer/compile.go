@@ -1,0 +1,554 @@
+package enforcer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/sandbox"
+)
+
+// Env is what a profile's portable names mean on this host.
+type Env struct {
+	// Vars expands $VARS in profile paths: WORKDIR, HOME, TMPDIR, CARGO_HOME, ... (see HostEnv).
+	Vars map[string]string
+	// Arch is the host's architecture as go-seccomp-bpf names it ("x86_64"); empty: this host.
+	Arch string
+}
+
+// HostEnv returns the Env of this process for a command run in workdir: the variables a profile
+// may use, from the environment or their tools' defaults.
+func HostEnv(workdir string) Env {
+	get := func(k string) string { return os.Getenv(k) }
+	home := get("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	tmp := get("TMPDIR")
+	if tmp == "" {
+		tmp = "/tmp"
+	}
+	v := map[string]string{"WORKDIR": workdir, "HOME": home, "TMPDIR": tmp}
+	def := func(k, d string) {
+		if x := get(k); x != "" {
+			v[k] = x
+		} else if d != "" {
+			v[k] = d
+		}
+	}
+	def("CARGO_HOME", filepath.Join(home, ".cargo"))
+	def("RUSTUP_HOME", filepath.Join(home, ".rustup"))
+	gopath := get("GOPATH")
+	if gopath == "" {
+		gopath = filepath.Join(home, "go")
+	}
+	def("GOMODCACHE", filepath.Join(gopath, "pkg", "mod"))
+	cache := get("XDG_CACHE_HOME")
+	if cache == "" {
+		cache = filepath.Join(home, ".cache")
+	}
+	def("GOCACHE", filepath.Join(cache, "go-build"))
+	def("GOROOT", runtime.GOROOT())
+	def("NPM_CACHE", filepath.Join(home, ".npm"))
+	return Env{Vars: v}
+}
+
+// Compiled is a profile compiled for one host: the seccomp program, the sandbox plan, and what
+// the compile step had to leave out or add. It is what the init stage receives.
+type Compiled struct {
+	Arch   string               `json:"arch"`
+	Filter []bpf.RawInstruction `json:"filter"`
+	Plan   sandbox.Plan         `json:"plan"`
+	// Layers the profile asks for, in the order they are applied; Run marks each one applied
+	// or degraded in the report.
+	Layers []string `json:"layers"`
+	// Dropped lists profile entries that mean nothing on this host (a syscall this
+	// architecture does not have, an architecture it cannot run). Dropping them forbids nothing
+	// that could run here.
+	Dropped []string `json:"dropped,omitempty"`
+	// Notes say what compile added or widened: hardening rules, clone3's ENOSYS, globs that
+	// became directories.
+	Notes []string `json:"notes,omitempty"`
+	// Unenforceable lists parts of the profile no layer here can enforce (for example network
+	// addresses without cgroup hooks). Run refuses unless degrading.
+	Unenforceable []string `json:"unenforceable,omitempty"`
+	// MissingWritable are writable directories that do not exist yet; Run creates them.
+	MissingWritable []string `json:"missingWritable,omitempty"`
+
+	spec *filterSpec
+}
+
+// Layer names, as they appear in reports and errors.
+const (
+	LayerSeccomp  = "seccomp"
+	LayerMounts   = "mounts"
+	LayerLandlock = "landlock"
+	LayerNetNS    = "netns"
+	LayerNetwork  = "network-allowlist"
+	LayerCaps     = "capabilities"
+	LayerUserNS   = "userns"
+)
+
+// alwaysAllowed cannot widen what a process reaches and only crash it when denied.
+var alwaysAllowed = []string{"exit", "exit_group", "rt_sigreturn", "restart_syscall"}
+
+// Compile turns a profile into what this host runs. It never modifies p.
+func Compile(p *policy.Profile, env Env) (*Compiled, error) {
+	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
+		return nil, errors.New("seccomp compile: big-endian hosts are not supported")
+	}
+	hostName := env.Arch
+	if hostName == "" {
+		hostName = runtime.GOARCH
+	}
+	host, err := arch.GetInfo(hostName)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp compile: %w", err)
+	}
+	c := &Compiled{Arch: host.Name}
+	spec, err := c.compileSyscalls(p, host)
+	if err != nil {
+		return nil, err
+	}
+	c.spec = spec
+	if c.Filter, err = spec.program(); err != nil {
+		return nil, fmt.Errorf("seccomp compile: %w", err)
+	}
+	if err := c.compilePlan(p, env); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// mptcpLearned reports whether the profile lets the command use MPTCP.
+func mptcpLearned(p *policy.Profile) bool {
+	for _, l := range [][]policy.Endpoint{p.Network.Connect, p.Network.Send, p.Network.Bind} {
+		for _, e := range l {
+			if strings.EqualFold(e.Proto, "mptcp") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hardening are argument checks compile adds to allowed syscalls unless the profile has its own
+// rule for the same argument: they close known bypasses of the other layers.
+func hardening(p *policy.Profile) map[string]argCheck {
+	h := map[string]argCheck{
+		"clone": {arg: 0, width32: true, mask: ^uint64(0), denyBits: namespaceFlags, fail: retNotify,
+			why: "namespace flags (new namespaces escape the sandbox's view)"},
+		"ioctl": {arg: 1, width32: true, mask: ^uint64(0), denyValues: []uint64{unix.TIOCSTI, unix.TIOCLINUX}, fail: retNotify,
+			why: "TIOCSTI/TIOCLINUX (terminal input injection)"},
+	}
+	if !mptcpLearned(p) {
+		h["socket"] = argCheck{arg: 2, width32: true, mask: ^uint64(0), denyValues: []uint64{ipprotoMPTCP}, fail: retNotify,
+			why: "IPPROTO_MPTCP (bypasses Landlock TCP rules)"}
+	}
+	return h
+}
+
+// int32Args marks arguments the kernel reads as 32-bit ints: checks look at the low word only,
+// so that garbage in the high word can neither bypass a deny nor cause a false denial.
+var int32Args = map[string][]int{
+	"socket": {0, 1, 2}, "socketpair": {0, 1, 2}, "ioctl": {1}, "fcntl": {1}, "setns": {1},
+	"prctl": {0}, "personality": {0}, "kill": {1}, "tkill": {1}, "tgkill": {2}, "clone": {0},
+	"open": {1}, "openat": {2}, "madvise": {2}, "setsockopt": {1, 2}, "getsockopt": {1, 2},
+	"bpf": {0}, "keyctl": {0}, "seccomp": {0}, "flock": {1},
+}
+
+func isInt32Arg(name string, i int) bool { return slices.Contains(int32Args[name], i) }
+
+func (c *Compiled) compileSyscalls(p *policy.Profile, host *arch.Info) (*filterSpec, error) {
+	names := map[string]bool{}
+	for _, s := range p.Syscalls.Allow {
+		names[s.Name] = true
+	}
+	for _, s := range alwaysAllowed {
+		names[s] = true
+	}
+	rulesFor := map[string][]policy.ArgRule{}
+	for _, r := range p.Syscalls.Args {
+		rulesFor[r.Syscall] = append(rulesFor[r.Syscall], r)
+	}
+	archs := slices.Clone(p.Syscalls.Architectures)
+	if len(archs) == 0 {
+		archs = []string{host.Name}
+	}
+	abis := []*arch.Info{host}
+	for _, a := range archs {
+		info, err := arch.GetInfo(a)
+		if err != nil {
+			c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.architectures: %s (unknown)", a))
+			continue
+		}
+		switch {
+		case info == host:
+		case host == arch.X86_64 && (info == arch.I386 || info == arch.X32):
+			abis = append(abis, info)
+		default:
+			c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.architectures: %s (cannot run on %s)", a, host.Name))
+		}
+	}
+	hard := hardening(p)
+	spec := &filterSpec{}
+	for _, info := range abis {
+		abi := &abiSpec{info: info, allowed: true, rules: map[uint32]*sysRule{}, known: map[uint32]string{}}
+		mask := uint32(info.SeccompMask)
+		for nr, name := range info.SyscallNumbers {
+			n := uint32(nr) | mask
+			abi.known[n] = name
+			abi.max = max(abi.max, n)
+		}
+		// By number: some tables (x32) give one name several numbers.
+		byName := map[string][]int{}
+		for nr, name := range info.SyscallNumbers {
+			byName[name] = append(byName[name], nr)
+		}
+		for _, name := range sortedKeys(names) {
+			nrs, ok := byName[name]
+			if !ok && info == host && !slices.Contains(alwaysAllowed, name) {
+				c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.allow: %s (no such syscall on %s)", name, info.Name))
+			}
+			for _, nr := range nrs {
+				rule := &sysRule{name: name, ret: retAllow}
+				for _, ar := range rulesFor[name] {
+					chk, errnoOnly, err := compileArgRule(ar)
+					if err != nil {
+						return nil, err
+					}
+					if errnoOnly {
+						continue
+					}
+					rule.checks = append(rule.checks, chk)
+				}
+				if h, ok := hard[name]; ok && !explicitlyAllows(rule.checks, h) {
+					rule.checks = append(rule.checks, h)
+					if info == host {
+						c.Notes = append(c.Notes, fmt.Sprintf("%s: denies %s unless the profile's argument rules allow it", name, h.why))
+					}
+				}
+				abi.rules[uint32(nr)|mask] = rule
+			}
+		}
+		// Errno-only rules answer every call of their syscall, allowed or not.
+		for name, rules := range rulesFor {
+			for _, ar := range rules {
+				chk, errnoOnly, err := compileArgRule(ar)
+				if err != nil {
+					return nil, err
+				}
+				for _, nr := range byName[name] {
+					if errnoOnly {
+						abi.rules[uint32(nr)|mask] = &sysRule{name: name, ret: chk.fail}
+					}
+				}
+			}
+		}
+		// clone3 passes its flags in memory that seccomp cannot read, so namespace flags could
+		// not be denied: answer ENOSYS and libc falls back to clone(2), whose flags are checked.
+		for _, nr := range byName["clone3"] {
+			abi.rules[uint32(nr)|mask] = &sysRule{name: "clone3", ret: retErrno(unix.ENOSYS)}
+		}
+		spec.abis = append(spec.abis, abi)
+	}
+	c.Notes = append(c.Notes, "clone3: answers ENOSYS (its flags cannot be checked; libc falls back to clone)")
+	for name, rules := range rulesFor {
+		if names[name] {
+			continue
+		}
+		for _, r := range rules {
+			if _, errnoOnly, _ := compileArgRule(r); !errnoOnly {
+				c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.args: rule for %s arg %d, which is not allowed", name, r.Arg))
+			}
+		}
+	}
+	sort.Strings(c.Dropped)
+	return spec, nil
+}
+
+// compileArgRule compiles one profile rule. errnoOnly reports a rule with Errno and no
+// Values, Flags or Deny: it answers every call of the syscall with the errno (chk.fail).
+func compileArgRule(r policy.ArgRule) (chk argCheck, errnoOnly bool, err error) {
+	where := fmt.Sprintf("syscalls.args: %s arg %d", r.Syscall, r.Arg)
+	if r.Arg < 0 || r.Arg > 5 {
+		return argCheck{}, false, fmt.Errorf("%s: argument index must be 0..5", where)
+	}
+	c := argCheck{arg: r.Arg, width32: isInt32Arg(r.Syscall, r.Arg), mask: ^uint64(0), fail: retNotify, why: "profile rule"}
+	if r.Mask != "" {
+		m, err := parseValue(r.Mask)
+		if err != nil {
+			return c, false, fmt.Errorf("%s: mask: %w", where, err)
+		}
+		c.mask = m
+	}
+	for _, v := range r.Values {
+		x, err := parseValue(v)
+		if err != nil {
+			return c, false, fmt.Errorf("%s: values: %w", where, err)
+		}
+		c.values = append(c.values, x)
+		c.hasValues = true
+	}
+	for _, f := range r.Flags {
+		x, err := parseValue(f)
+		if err != nil {
+			return c, false, fmt.Errorf("%s: flags: %w", where, err)
+		}
+		c.allowedBits |= x
+		c.hasAllowedBits = true
+	}
+	for _, d := range r.Deny {
+		x, err := parseValue(d)
+		if err != nil {
+			return c, false, fmt.Errorf("%s: deny: %w", where, err)
+		}
+		c.denyValues = append(c.denyValues, x)
+	}
+	if r.Errno != "" {
+		e, err := parseErrno(r.Errno)
+		if err != nil {
+			return c, false, fmt.Errorf("%s: errno: %w", where, err)
+		}
+		c.fail = retErrno(e)
+	}
+	errnoOnly = r.Errno != "" && len(r.Values)+len(r.Flags)+len(r.Deny) == 0
+	return c, errnoOnly, nil
+}
+
+// explicitlyAllows reports whether the profile's own checks on the hardened argument let through
+// something the hardening check would deny: then the profile's word wins.
+func explicitlyAllows(checks []argCheck, h argCheck) bool {
+	for _, c := range checks {
+		if c.arg != h.arg {
+			continue
+		}
+		for _, v := range c.values {
+			if !h.ok(v & c.mask) {
+				return true
+			}
+		}
+		if c.hasAllowedBits && c.allowedBits&c.mask&h.denyBits != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ---- sandbox plan ----------------------------------------------------------------------------
+
+// expand replaces a leading $VAR (or ${VAR}) and cleans the path.
+func expand(path string, env Env) (string, error) {
+	if !strings.HasPrefix(path, "$") {
+		if !filepath.IsAbs(path) {
+			return "", fmt.Errorf("path %q is neither absolute nor $VAR-relative", path)
+		}
+		return filepath.Clean(path), nil
+	}
+	rest := path[1:]
+	var name string
+	if strings.HasPrefix(rest, "{") {
+		end := strings.IndexByte(rest, '}')
+		if end < 0 {
+			return "", fmt.Errorf("path %q: unterminated ${", path)
+		}
+		name, rest = rest[1:end], rest[end+1:]
+	} else {
+		end := strings.IndexFunc(rest, func(r rune) bool {
+			return !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+		})
+		if end < 0 {
+			end = len(rest)
+		}
+		name, rest = rest[:end], rest[end:]
+	}
+	val, ok := env.Vars[name]
+	if !ok || val == "" {
+		return "", fmt.Errorf("path %q: $%s is not set on this host", path, name)
+	}
+	if !filepath.IsAbs(val) {
+		return "", fmt.Errorf("path %q: $%s=%q is not absolute", path, name, val)
+	}
+	return filepath.Clean(val + rest), nil
+}
+
+// expandRules expands a rule list; a glob becomes the directory that holds it (mounts and
+// Landlock cannot express globs), which compile notes as a widening.
+func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env) ([]string, error) {
+	var out []string
+	for _, r := range rules {
+		p, err := expand(r.Path, env)
+		if err != nil {
+			return nil, fmt.Errorf("filesystem.%s: %w", section, err)
+		}
+		if strings.ContainsAny(p, "*?[") {
+			dir := p
+			for strings.ContainsAny(dir, "*?[") {
+				dir = filepath.Dir(dir)
+			}
+			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.%s: %s widened to %s (globs cannot be enforced)", section, r.Path, dir))
+			p = dir
+		}
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
+	fs := p.Filesystem
+	read, err := c.expandRules("read", fs.Read, env)
+	if err != nil {
+		return err
+	}
+	write, err := c.expandRules("write", fs.Write, env)
+	if err != nil {
+		return err
+	}
+	exec, err := c.expandRules("exec", fs.Exec, env)
+	if err != nil {
+		return err
+	}
+	hidden, err := c.expandRules("hidden", fs.Hidden, env)
+	if err != nil {
+		return err
+	}
+	c.Layers = append(c.Layers, LayerSeccomp)
+	plan := &c.Plan
+	plan.DropCaps = true
+	c.Layers = append(c.Layers, LayerCaps)
+
+	wantFS := len(read)+len(write)+len(exec)+len(hidden) > 0 || fs.PrivateTmp
+	if wantFS {
+		plan.ReadOnlyRoot = true
+		plan.PrivateTmp = fs.PrivateTmp
+		for _, w := range write {
+			if _, err := os.Stat(w); errors.Is(err, os.ErrNotExist) {
+				c.MissingWritable = append(c.MissingWritable, w)
+			}
+			if isDevice(w) {
+				continue
+			}
+			plan.Writable = append(plan.Writable, w)
+		}
+		for _, h := range hidden {
+			if _, err := os.Lstat(h); err == nil {
+				plan.Hidden = append(plan.Hidden, h)
+			}
+		}
+		ll := &sandbox.Landlock{RestrictTCP: true, ScopeSignals: true, ScopeAbstractUnix: true}
+		for _, r := range read {
+			if isDevice(r) {
+				ll.Devices = append(ll.Devices, r)
+				continue
+			}
+			ll.Read = append(ll.Read, r)
+		}
+		for _, w := range write {
+			if isDevice(w) {
+				ll.Devices = append(ll.Devices, w)
+				continue
+			}
+			ll.Write = append(ll.Write, w)
+		}
+		ll.Exec = exec
+		slices.Sort(ll.Devices)
+		ll.Devices = slices.Compact(ll.Devices)
+		plan.Landlock = ll
+		c.Layers = append(c.Layers, LayerMounts, LayerLandlock)
+	}
+
+	n := p.Network
+	if len(n.Connect)+len(n.Send)+len(n.Bind) == 0 {
+		plan.NetNS = true
+		c.Layers = append(c.Layers, LayerNetNS)
+		return nil
+	}
+	// A network allowlist: Landlock can hold TCP ports; addresses, UDP and unix paths need
+	// cgroup connect/sendmsg/bind hooks, which this enforcer does not install yet.
+	c.Layers = append(c.Layers, LayerNetwork)
+	if plan.Landlock == nil {
+		plan.Landlock = &sandbox.Landlock{RestrictTCP: true, ScopeSignals: true, ScopeAbstractUnix: true}
+	}
+	for _, set := range []struct {
+		name string
+		eps  []policy.Endpoint
+		dst  *[]uint16
+	}{{"connect", n.Connect, &plan.Landlock.ConnectTCP}, {"send", n.Send, nil}, {"bind", n.Bind, &plan.Landlock.BindTCP}} {
+		for _, e := range set.eps {
+			if strings.HasPrefix(e.Endpoint, "unix:@") {
+				plan.Landlock.ScopeAbstractUnix = false
+				c.Notes = append(c.Notes, fmt.Sprintf("network.%s: %s needs abstract unix sockets outside the sandbox: abstract-unix scoping is off", set.name, e.Endpoint))
+			}
+			if strings.HasPrefix(e.Endpoint, "unix:") {
+				continue
+			}
+			port, err := endpointPort(e.Endpoint)
+			if err != nil {
+				return fmt.Errorf("network.%s: %w", set.name, err)
+			}
+			proto := strings.ToLower(e.Proto)
+			if set.dst != nil && (proto == "" || proto == "tcp" || proto == "mptcp") {
+				*set.dst = append(*set.dst, port)
+			}
+		}
+		c.Unenforceable = append(c.Unenforceable, fmt.Sprintf("network.%s: addresses, UDP and unix paths (needs cgroup hooks; only TCP ports are enforced, by Landlock)", set.name))
+	}
+	for _, l := range []*[]uint16{&plan.Landlock.ConnectTCP, &plan.Landlock.BindTCP} {
+		slices.Sort(*l)
+		*l = slices.Compact(*l)
+	}
+	c.Unenforceable = slices.Compact(c.Unenforceable)
+	return nil
+}
+
+func isDevice(p string) bool { return strings.HasPrefix(p, "/dev/") }
+
+// endpointPort returns the port of host:port, CIDR:port or [v6]:port.
+func endpointPort(ep string) (uint16, error) {
+	i := strings.LastIndexByte(ep, ':')
+	if i < 0 {
+		return 0, fmt.Errorf("endpoint %q has no port", ep)
+	}
+	n, err := strconv.ParseUint(ep[i+1:], 10, 16)
+	if err != nil {
+		return 0, fmt.Errorf("endpoint %q: port: %w", ep, err)
+	}
+	return uint16(n), nil
+}
+
+// SyscallName names syscall nr of the ABI given by an audit arch value (x32 included).
+func SyscallName(auditArch, nr uint32) (name, abi string) {
+	switch {
+	case auditArch == uint32(arch.X86_64.ID) && nr&x32Bit != 0:
+		return arch.X32.SyscallNumbers[int(nr&^x32Bit)], arch.X32.Name
+	case auditArch == uint32(arch.X86_64.ID):
+		return arch.X86_64.SyscallNumbers[int(nr)], arch.X86_64.Name
+	case auditArch == uint32(arch.I386.ID):
+		return arch.I386.SyscallNumbers[int(nr)], arch.I386.Name
+	case auditArch == uint32(arch.AARCH64.ID):
+		return arch.AARCH64.SyscallNumbers[int(nr)], arch.AARCH64.Name
+	}
+	return "", arch.AuditArch(auditArch).String()
+}

@@ -1,0 +1,51 @@
+// Package enforcer owns running a command under its profile: it compiles a policy.Profile for
+// this host (seccomp program, sandbox.Plan), starts the init stage (sysprof re-executed with a
+// hidden argument) in new namespaces, and supervises the seccomp listener to explain every
+// denied call in a report.Report. It does not apply mounts, Landlock or capabilities itself
+// (package sandbox does, called from the init stage), and it does not parse profiles.
+//
+// # Compiling
+//
+// Compile never modifies the profile. Syscall names become numbers from go-seccomp-bpf's tables
+// (never a hand-kept table). The BPF program is generated here, not by go-seccomp-bpf's
+// assembler, because enforcement needs what that library cannot express: masked argument
+// compares, several ABIs in one program, USER_NOTIF as the default and ENOSYS for unknown
+// numbers. The program:
+//
+//   - checks the audit arch first: x86_64, plus i386 and x32 only when the profile lists them;
+//     any other arch (int 0x80 from a 64-bit process when i386 is not listed) is reported;
+//   - x32 numbers (bit 0x40000000) go to their own table, reported unless x32 is listed;
+//   - a binary search over syscall numbers; allowed syscalls without argument rules return
+//     ALLOW on their own (so the kernel's action cache makes them free);
+//   - syscalls in the table but not in the profile go to the supervisor (USER_NOTIF), which
+//     records them and answers EPERM (or lets them continue under audit);
+//   - numbers the table does not know (newer than sysprof) answer ENOSYS so libc falls back;
+//   - clone3 always answers ENOSYS: its flags are in memory seccomp cannot read, and libc then
+//     uses clone(2), whose flags are checked;
+//   - hardening added to allowed syscalls unless the profile's own rules allow it: clone with
+//     namespace flags, ioctl TIOCSTI/TIOCLINUX, and socket(…, IPPROTO_MPTCP) unless the
+//     profile has an mptcp endpoint (MPTCP bypasses Landlock's TCP rules);
+//   - arguments the kernel reads as int are compared on their low 32 bits only.
+//
+// The program is tested without a kernel through golang.org/x/net/bpf's VM, table-driven and
+// against a plain Go model of the profile's meaning.
+//
+// # Running
+//
+// Run starts /proc/self/exe with the hidden argument (MaybeInit must be the first call in
+// main), the compiled policy on an inherited memfd, in a new session (no terminal injection into
+// the caller's terminal), with SIGKILL as parent-death signal. The init stage applies the
+// sandbox plan, marks every fd above 2 close-on-exec, sets no_new_privs, installs the filter on
+// its locked thread with SECCOMP_FILTER_FLAG_NEW_LISTENER, and blocks on a sync pipe. The parent
+// takes the listener with pidfd_getfd (it cannot deadlock: the child only waits), starts the
+// supervisor, releases the child, and the child execs the command. Calls the init stage itself
+// makes between the filter and exec are let through: the supervisor tells them apart by the
+// init stage's close-on-exec status pipe still being open.
+//
+// # Fail closed
+//
+// A layer the profile needs that this host or build cannot apply makes Run return a
+// *LayerError (exit 125) unless Options.Degrade; then the report lists the layer as degraded.
+//
+// Requires Linux 5.9 (USER_NOTIF with CONTINUE, close_range, pidfd_getfd).
+package enforcer

@@ -1,0 +1,48 @@
+package enforcer
+
+import (
+	"errors"
+	"fmt"
+)
+
+var errSandboxMissing = errors.New("this sysprof was built without the sandbox layers")
+
+// layerError is a sandbox layer that could not be applied.
+type layerError struct {
+	layer string
+	err   error
+}
+
+func (e *layerError) Error() string { return e.layer + ": " + e.err.Error() }
+func (e *layerError) Unwrap() error { return e.err }
+
+// LayerError says which layer of the profile could not be applied and why. Run returns it
+// (fail closed) unless Options.Degrade is set.
+type LayerError struct {
+	Layer  string // seccomp, mounts, landlock, netns, capabilities, network-allowlist, ...
+	Reason string
+}
+
+func (e *LayerError) Error() string {
+	return fmt.Sprintf("cannot apply the %s layer: %s (rerun with --degrade to run without it)", e.Layer, e.Reason)
+}
+
+// ExecError is the command could not be started inside the sandbox: not found (127) or not
+// executable (126).
+type ExecError struct {
+	Command string
+	Reason  string
+	Code    int
+}
+
+func (e *ExecError) Error() string { return e.Command + ": " + e.Reason }
+
+// ExitCode is the process exit status the CLI should use for an error from Run: the command's
+// 126/127 for an ExecError, 125 (sysprof's own failure) for anything else.
+func ExitCode(err error) int {
+	var ee *ExecError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return 125
+}

@@ -1,0 +1,241 @@
+package enforcer
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/report"
+)
+
+// highRisk are syscalls whose only use in a dev tool is reaching outside its sandbox or into
+// the kernel: allowing one deserves a second look.
+var highRisk = map[string]bool{
+	"ptrace": true, "process_vm_readv": true, "process_vm_writev": true, "bpf": true, "mount": true,
+	"umount2": true, "unshare": true, "setns": true, "keyctl": true, "add_key": true, "request_key": true,
+	"perf_event_open": true, "io_uring_setup": true, "io_uring_enter": true, "io_uring_register": true,
+	"kexec_load": true, "kexec_file_load": true, "init_module": true, "finit_module": true,
+	"delete_module": true, "pivot_root": true, "chroot": true, "open_by_handle_at": true,
+	"name_to_handle_at": true, "userfaultfd": true, "fsopen": true, "fsmount": true, "fsconfig": true,
+	"move_mount": true, "open_tree": true, "open_tree_attr": true, "fspick": true, "mount_setattr": true,
+	"swapon": true, "swapoff": true, "reboot": true, "iopl": true, "ioperm": true, "pidfd_getfd": true,
+	"kcmp": true, "process_madvise": true, "quotactl": true, "quotactl_fd": true, "settimeofday": true,
+	"clock_settime": true, "adjtimex": true, "clock_adjtime": true, "sethostname": true,
+	"setdomainname": true, "syslog": true, "vhangup": true, "acct": true, "uselib": true,
+	"lookup_dcookie": true, "modify_ldt": true, "personality": true, "fanotify_init": true,
+}
+
+var mediumRisk = map[string]bool{
+	"socket": true, "socketpair": true, "connect": true, "bind": true, "listen": true, "accept": true,
+	"accept4": true, "sendto": true, "sendmsg": true, "sendmmsg": true, "execveat": true,
+	"memfd_create": true, "memfd_secret": true, "pidfd_open": true, "pidfd_send_signal": true,
+	"kill": true, "tkill": true, "tgkill": true, "setuid": true, "setgid": true, "setreuid": true,
+	"setregid": true, "setresuid": true, "setresgid": true, "setgroups": true, "capset": true,
+	"prctl": true, "seccomp": true, "ioctl": true, "clone": true, "vfork": true, "fork": true,
+}
+
+func riskOf(name string) report.Risk {
+	switch {
+	case highRisk[name]:
+		return report.RiskHigh
+	case mediumRisk[name]:
+		return report.RiskMedium
+	}
+	return report.RiskLow
+}
+
+// suggest returns the one-line profile change that would allow a reported call, and its risk.
+func (c *Compiled) suggest(abi, name string, auditArch, nr uint32, args [6]uint64) (string, report.Risk) {
+	var spec *abiSpec
+	for _, a := range c.spec.abis {
+		if uint32(a.info.ID) == auditArch && (a.info.SeccompMask != 0) == (auditArch == uint32(0xc000003e) && nr&x32Bit != 0) {
+			spec = a
+		}
+	}
+	if spec == nil {
+		return "syscalls.architectures: + " + abi, report.RiskHigh
+	}
+	rule := spec.rules[nr]
+	if rule == nil {
+		return "syscalls.allow: + " + name, riskOf(name)
+	}
+	for i := range rule.checks {
+		chk := &rule.checks[i]
+		v := args[chk.arg]
+		if chk.ok(v) {
+			continue
+		}
+		if chk.width32 {
+			v &= 0xffffffff
+		}
+		shown := argValue(name, chk.arg, v&chk.mask)
+		if chk.hasAllowedBits || chk.denyBits != 0 {
+			bad := v & chk.mask &^ chk.allowedBits
+			if !chk.hasAllowedBits {
+				bad = v & chk.denyBits
+			}
+			shown = argValue(name, chk.arg, bad)
+		}
+		risk := riskOf(name)
+		if chk.why != "profile rule" {
+			risk = report.RiskHigh
+		}
+		if name == "socket" && chk.arg == 2 && v == ipprotoMPTCP {
+			return "network.connect: + ENDPOINT proto: mptcp (or syscalls.args: socket arg 2: + IPPROTO_MPTCP)", report.RiskMedium
+		}
+		return fmt.Sprintf("syscalls.args: %s arg %d: + %s", name, chk.arg, shown), risk
+	}
+	return "syscalls.allow: + " + name, riskOf(name)
+}
+
+// argValue renders an argument value with the symbols known for that syscall argument.
+func argValue(name string, arg int, v uint64) string {
+	switch {
+	case (name == "socket" || name == "socketpair") && arg == 0:
+		return nameOf(addressFamilies, v)
+	case (name == "socket" || name == "socketpair") && arg == 1:
+		t := nameOf(socketTypes, v&0xf)
+		if f := v &^ 0xf; f != 0 {
+			t += "|" + flagNames(socketTypeFlags, f)
+		}
+		return t
+	case (name == "socket" || name == "socketpair") && arg == 2:
+		if v == 0 {
+			return "0"
+		}
+		return nameOf(ipProtocols, v)
+	case (name == "clone" && arg == 0) || (name == "unshare" && arg == 0) || (name == "setns" && arg == 1):
+		s := flagNames(cloneFlags, v&^0xff)
+		if sig := v & 0xff; sig != 0 && name == "clone" {
+			s += "|" + unix.SignalName(unix.Signal(sig))
+		}
+		return s
+	case name == "ioctl" && arg == 1:
+		return nameOf(ioctlRequests, v)
+	case name == "ptrace" && arg == 0:
+		return nameOf(ptraceRequests, v)
+	}
+	return "0x" + strconv.FormatUint(v, 16)
+}
+
+// pathArgs lists the arguments that are pathnames, by syscall.
+var pathArgs = map[string][]int{
+	"open": {0}, "openat": {1}, "openat2": {1}, "creat": {0}, "execve": {0}, "execveat": {1},
+	"stat": {0}, "lstat": {0}, "newfstatat": {1}, "statx": {1}, "access": {0}, "faccessat": {1},
+	"faccessat2": {1}, "readlink": {0}, "readlinkat": {1}, "unlink": {0}, "unlinkat": {1},
+	"mkdir": {0}, "mkdirat": {1}, "rmdir": {0}, "rename": {0, 1}, "renameat": {1, 3}, "renameat2": {1, 3},
+	"link": {0, 1}, "linkat": {1, 3}, "symlink": {0, 1}, "symlinkat": {0, 2}, "chmod": {0},
+	"fchmodat": {1}, "fchmodat2": {1}, "chown": {0}, "lchown": {0}, "fchownat": {1}, "truncate": {0},
+	"chdir": {0}, "chroot": {0}, "mount": {0, 1, 2}, "umount2": {0}, "pivot_root": {0, 1}, "mknod": {0},
+	"mknodat": {1}, "utimensat": {1}, "swapon": {0}, "swapoff": {0}, "acct": {0}, "statfs": {0},
+	"name_to_handle_at": {1}, "open_tree": {1}, "move_mount": {1, 3}, "fsopen": {0}, "fspick": {1},
+	"mount_setattr": {1}, "inotify_add_watch": {1}, "memfd_create": {0}, "setxattr": {0}, "getxattr": {0},
+	"listxattr": {0}, "removexattr": {0}, "lsetxattr": {0}, "lgetxattr": {0}, "uselib": {0},
+}
+
+// describeCall renders a denied call for the report: the syscall with its meaningful arguments
+// decoded (symbols, paths read from the task's memory, socket addresses). Pointers and file
+// descriptors are left out so that repeated calls aggregate.
+func describeCall(pid int, name string, args [6]uint64) string {
+	var parts []string
+	switch name {
+	case "socket", "socketpair":
+		parts = []string{argValue(name, 0, args[0]&0xffffffff), argValue(name, 1, args[1]&0xffffffff), argValue(name, 2, args[2]&0xffffffff)}
+	case "clone":
+		parts = []string{argValue(name, 0, args[0]&0xffffffff)}
+	case "unshare":
+		parts = []string{argValue(name, 0, args[0])}
+	case "setns":
+		parts = []string{argValue(name, 1, args[1]&0xffffffff)}
+	case "ptrace":
+		parts = []string{argValue(name, 0, args[0]), "pid " + strconv.FormatInt(int64(int32(args[1])), 10)}
+	case "process_vm_readv", "process_vm_writev", "pidfd_open", "kcmp":
+		parts = []string{"pid " + strconv.FormatInt(int64(int32(args[0])), 10)}
+	case "kill", "tkill":
+		parts = []string{"pid " + strconv.FormatInt(int64(int32(args[0])), 10), unix.SignalName(unix.Signal(args[1] & 0xff))}
+	case "ioctl":
+		parts = []string{argValue(name, 1, args[1]&0xffffffff)}
+	case "bpf", "keyctl", "prctl", "personality", "seccomp":
+		parts = []string{strconv.FormatUint(args[0]&0xffffffff, 10)}
+	case "connect", "bind", "sendto":
+		ai, li := 1, 2
+		if name == "sendto" {
+			ai, li = 4, 5
+		}
+		if s := readSockaddr(pid, args[ai], args[li]); s != "" {
+			parts = []string{s}
+		}
+	}
+	for _, i := range pathArgs[name] {
+		if s, ok := readString(pid, args[i]); ok {
+			parts = append(parts, strconv.Quote(s))
+		}
+	}
+	return name + "(" + strings.Join(parts, ", ") + ")"
+}
+
+// readMem reads n bytes at addr of pid's memory (the task is stopped in the notification).
+func readMem(pid int, addr uint64, n int) ([]byte, bool) {
+	if addr == 0 || n <= 0 {
+		return nil, false
+	}
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mem")
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	m, _ := f.ReadAt(b, int64(addr))
+	return b[:m], m > 0
+}
+
+func readString(pid int, addr uint64) (string, bool) {
+	b, ok := readMem(pid, addr, unix.PathMax)
+	if !ok {
+		return "", false
+	}
+	if i := strings.IndexByte(string(b), 0); i >= 0 {
+		return string(b[:i]), true
+	}
+	return string(b), true
+}
+
+// readSockaddr decodes a sockaddr: "127.0.0.1:80", "[::1]:80", "unix:/path", "unix:@name".
+func readSockaddr(pid int, addr, length uint64) string {
+	if length < 2 || length > 128 {
+		return ""
+	}
+	b, ok := readMem(pid, addr, int(length))
+	if !ok || len(b) < 2 {
+		return ""
+	}
+	switch binary.NativeEndian.Uint16(b) {
+	case unix.AF_INET:
+		if len(b) < 8 {
+			return ""
+		}
+		ip := netip.AddrFrom4([4]byte(b[4:8]))
+		return netip.AddrPortFrom(ip, binary.BigEndian.Uint16(b[2:4])).String()
+	case unix.AF_INET6:
+		if len(b) < 24 {
+			return ""
+		}
+		ip := netip.AddrFrom16([16]byte(b[8:24]))
+		return netip.AddrPortFrom(ip, binary.BigEndian.Uint16(b[2:4])).String()
+	case unix.AF_UNIX:
+		p := b[2:]
+		if len(p) > 0 && p[0] == 0 {
+			return "unix:@" + strings.TrimRight(string(p[1:]), "\x00")
+		}
+		if i := strings.IndexByte(string(p), 0); i >= 0 {
+			p = p[:i]
+		}
+		return "unix:" + string(p)
+	}
+	return ""
+}

@@ -1,0 +1,121 @@
+package enforcer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaybeInit must be the first thing main (and TestMain of packages that run the enforcer) calls.
+// When the process is sysprof's init stage (argv[1] is the hidden init argument) it runs the
+// stage and never returns: it execs the command or exits. Otherwise it returns at once.
+func MaybeInit() {
+	if len(os.Args) < 2 || os.Args[1] != initArg {
+		return
+	}
+	// Everything that must survive exec (Landlock, capabilities, no_new_privs, the filter) is
+	// per thread: stay on this one.
+	runtime.LockOSThread()
+	os.Exit(initStage())
+}
+
+// initStage runs inside the new namespaces: sandbox layers, close-on-exec for every inherited
+// fd but 0-2, no_new_privs, seccomp with a listener, wait for the parent to take the listener,
+// exec. It returns the exit status only when it could not exec.
+func initStage() int {
+	status := os.NewFile(fdStatus, "status")
+	unix.CloseOnExec(fdStatus)
+	enc := json.NewEncoder(status)
+	fail := func(st initStatus) int {
+		if st.Exit == 0 {
+			st.Exit = 125
+		}
+		_ = enc.Encode(st)
+		return st.Exit
+	}
+
+	cfgFile := os.NewFile(fdConfig, "config")
+	b, err := io.ReadAll(cfgFile)
+	cfgFile.Close()
+	if err != nil {
+		return fail(initStatus{Stage: "config", Error: err.Error()})
+	}
+	var cfg initConfig
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return fail(initStatus{Stage: "config", Error: err.Error()})
+	}
+	if len(cfg.Argv) == 0 {
+		return fail(initStatus{Stage: "config", Error: "BUG: empty command"})
+	}
+
+	// The sandbox dies with sysprof. (Go set it at fork; set it again in case creds changed.)
+	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
+	if os.Getppid() == 1 {
+		return fail(initStatus{Stage: "config", Error: "sysprof exited before the sandbox started"})
+	}
+
+	if cfg.Sandbox {
+		layers, skipped, err := applySandbox(&cfg.Plan, cfg.Degrade)
+		if err != nil {
+			var le *layerError
+			st := initStatus{Stage: "sandbox", Error: err.Error()}
+			if errors.As(err, &le) {
+				st.Layer = le.layer
+			}
+			return fail(st)
+		}
+		if len(layers) > 0 || len(skipped) > 0 {
+			_ = enc.Encode(initStatus{Layers: layers, Skipped: skipped})
+		}
+	}
+
+	// Resolve the command in the sandbox's view of the filesystem, before seccomp.
+	path, err := exec.LookPath(cfg.Argv[0])
+	if err != nil {
+		return fail(initStatus{Stage: "lookup", Error: err.Error(), Exit: lookupExit(err)})
+	}
+
+	// No fd but 0, 1, 2 reaches the command.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fail(initStatus{Stage: "seccomp", Error: fmt.Sprintf("close_range: %v", err)})
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fail(initStatus{Stage: "seccomp", Error: fmt.Sprintf("no_new_privs: %v", err)})
+	}
+	listener, err := installFilter(cfg.Filter)
+	if err != nil {
+		return fail(initStatus{Stage: "seccomp", Error: err.Error()})
+	}
+	// From here on every syscall goes through the filter; the parent's supervisor lets this
+	// stage's own calls through until the exec (it sees the status pipe close).
+	_ = enc.Encode(initStatus{Ready: true, Listener: listener})
+	var one [1]byte
+	if n, err := unix.Read(fdSync, one[:]); n != 1 || err != nil {
+		return fail(initStatus{Stage: "sync", Error: "sysprof did not take over the seccomp listener"})
+	}
+	unix.Close(listener) // the parent holds its own copy now
+	err = syscall.Exec(path, cfg.Argv, os.Environ())
+	return fail(initStatus{Stage: "exec", Error: fmt.Sprintf("exec %s: %v", path, err), Exit: execExit(err)})
+}
+
+// lookupExit maps a command lookup failure to a shell's status: 127 not found, 126 otherwise.
+func lookupExit(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return 127
+	}
+	return 126
+}
+
+func execExit(err error) int {
+	if errors.Is(err, syscall.ENOENT) {
+		return 127
+	}
+	return 126
+}

@@ -1,0 +1,48 @@
+package enforcer
+
+import (
+	"github.com/sysprof/sysprof/sandbox"
+	"golang.org/x/net/bpf"
+)
+
+// initArg is the hidden first argument that makes sysprof's main run the init stage.
+const initArg = "__sysprof_init__"
+
+// Inherited file descriptors of the init stage (exec.Cmd.ExtraFiles start at 3).
+const (
+	fdConfig = 3 // initConfig as JSON (a memfd), read once and closed
+	fdSync   = 4 // read end: the parent writes one byte once it holds the seccomp listener
+	fdStatus = 5 // write end, close-on-exec: JSON status lines; EOF without an error = exec done
+)
+
+// initConfig is what the init stage receives: everything it needs, nothing it must compute.
+type initConfig struct {
+	Argv    []string             `json:"argv"`
+	Filter  []bpf.RawInstruction `json:"filter"`
+	Plan    sandbox.Plan         `json:"plan"`
+	Sandbox bool                 `json:"sandbox"` // apply Plan (false only when degrading without the sandbox package)
+	Degrade bool                 `json:"degrade"`
+}
+
+// initStatus is one line the init stage writes to its parent.
+type initStatus struct {
+	// Ready: the filter is installed; Listener is its fd number in the init stage.
+	Ready    bool `json:"ready,omitempty"`
+	Listener int  `json:"listener,omitempty"`
+	// Layers the init stage applied or degraded.
+	Layers []layerState `json:"layers,omitempty"`
+	// Skipped paths and dropped Landlock features, from the sandbox.
+	Skipped []string `json:"skipped,omitempty"`
+	// Failure: Stage is sandbox, seccomp, lookup or exec; Exit is the status the init stage
+	// exits with (125 for sysprof's own failures, 126/127 for the command).
+	Stage string `json:"stage,omitempty"`
+	Layer string `json:"layer,omitempty"`
+	Error string `json:"error,omitempty"`
+	Exit  int    `json:"exit,omitempty"`
+}
+
+type layerState struct {
+	Name     string `json:"name"`
+	Degraded bool   `json:"degraded,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+}

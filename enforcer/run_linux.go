@@ -1,0 +1,376 @@
+package enforcer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
+)
+
+// Options is one enforced run.
+type Options struct {
+	Profile     *policy.Profile
+	ProfilePath string   // for the report
+	Command     []string // argv; Command[0] is looked up in PATH inside the sandbox
+	Dir         string   // working directory ($WORKDIR); empty: the current one
+	Env         []string // the command's environment; nil: sysprof's
+	// Vars overrides the host values of profile variables ($HOME, $WORKDIR, ...).
+	Vars map[string]string
+	// Audit lets every call the profile does not allow through, and reports it.
+	Audit bool
+	// Degrade runs even when a layer the profile needs cannot be applied here; the report lists
+	// the degraded layers. Without it Run refuses with a *LayerError (fail closed).
+	Degrade bool
+
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Run runs the command under the profile and returns the report, the command's exit status
+// (128+N when a signal killed it) and an error only when the command could not be run as asked:
+// a *LayerError (a layer the profile needs cannot be applied; exit 125), an *ExecError (126/127),
+// or another setup failure (125). Use ExitCode(err) for the CLI's status. The context kills the
+// command when done.
+//
+// Requires Linux 5.9 (SECCOMP_USER_NOTIF_FLAG_CONTINUE, close_range, pidfd_getfd) and the
+// process's main to call MaybeInit first.
+func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
+	if len(opts.Command) == 0 {
+		return nil, 125, errors.New("enforce: no command")
+	}
+	if opts.Profile == nil {
+		return nil, 125, errors.New("enforce: no profile")
+	}
+	dir := opts.Dir
+	if dir == "" {
+		d, err := os.Getwd()
+		if err != nil {
+			return nil, 125, fmt.Errorf("enforce: %w", err)
+		}
+		dir = d
+	}
+	env := HostEnv(dir)
+	for k, v := range opts.Vars {
+		env.Vars[k] = v
+	}
+	compiled, err := Compile(opts.Profile, env)
+	if err != nil {
+		return nil, 125, fmt.Errorf("compile profile: %w", err)
+	}
+	rep := report.New(opts.Command, opts.ProfilePath, opts.Audit)
+	rep.Started = time.Now().UTC()
+	rep.Notes = append(rep.Notes, compiled.Notes...)
+	for _, d := range compiled.Dropped {
+		rep.Notes = append(rep.Notes, "dropped (means nothing on this host): "+d)
+	}
+	rep.Unobservable = []string{
+		"file denials (Landlock answers EACCES/EROFS without a record the enforcer can read)",
+		"network denials by Landlock or the empty network namespace (the call fails; no record)",
+	}
+
+	// Fail closed: every layer the profile needs must be applicable, or the user degrades.
+	asRoot := os.Geteuid() == 0
+	needSandbox := false
+	for _, l := range compiled.Layers {
+		switch l {
+		case LayerSeccomp:
+		case LayerNetwork:
+		default:
+			needSandbox = true
+			if !sandboxAvailable {
+				if !opts.Degrade {
+					return rep, 125, &LayerError{Layer: l, Reason: errSandboxMissing.Error()}
+				}
+				rep.SetLayer(report.Layer{Name: l, State: report.LayerDegraded, Detail: errSandboxMissing.Error()})
+			}
+		}
+	}
+	for _, u := range compiled.Unenforceable {
+		if !opts.Degrade {
+			return rep, 125, &LayerError{Layer: LayerNetwork, Reason: u}
+		}
+		rep.SetLayer(report.Layer{Name: LayerNetwork, State: report.LayerDegraded, Detail: strings.Join(compiled.Unenforceable, "; ")})
+	}
+	for _, w := range compiled.MissingWritable {
+		if err := os.MkdirAll(w, 0o755); err != nil {
+			return rep, 125, fmt.Errorf("create writable directory %s: %w", w, err)
+		}
+	}
+
+	res, err := start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep)
+	rep.Finished = time.Now().UTC()
+	for _, d := range res.denials {
+		rep.Add(d)
+	}
+	rep.Sort()
+	rep.ExitCode = res.exit
+	if err != nil {
+		return rep, ExitCode(err), err
+	}
+	return rep, res.exit, nil
+}
+
+type runResult struct {
+	exit    int
+	denials []report.Denial
+}
+
+func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, applySandbox bool, rep *report.Report) (runResult, error) {
+	var res runResult
+	cfg := initConfig{Argv: opts.Command, Filter: c.Filter, Plan: c.Plan, Sandbox: applySandbox, Degrade: opts.Degrade}
+	cfgFile, err := memfile("sysprof-init-config", cfg)
+	if err != nil {
+		return res, err
+	}
+	defer cfgFile.Close()
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
+		return res, err
+	}
+	defer syncW.Close()
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		syncR.Close()
+		return res, err
+	}
+	defer statusR.Close()
+
+	attr := namespaceAttr(&c.Plan, asRoot, os.Getuid(), os.Getgid())
+	if !applySandbox {
+		attr = &syscall.SysProcAttr{}
+	}
+	attr.Setsid = true                // a new session: no controlling terminal to inject input into
+	attr.Pdeathsig = syscall.SIGKILL // the sandbox dies with sysprof
+	pidfd := -1
+	attr.PidFD = &pidfd
+
+	cmd := &exec.Cmd{
+		Path:        "/proc/self/exe",
+		Args:        []string{"sysprof-init", initArg},
+		Env:         opts.Env,
+		Dir:         dir,
+		Stdin:       opts.Stdin,
+		Stdout:      opts.Stdout,
+		Stderr:      opts.Stderr,
+		ExtraFiles:  []*os.File{cfgFile, syncR, statusW},
+		SysProcAttr: attr,
+	}
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	// Pdeathsig fires when the thread that forked exits: keep this goroutine on its thread
+	// until the command is gone.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cmd.Start(); err != nil {
+		syncR.Close()
+		statusW.Close()
+		return res, fmt.Errorf("start init stage: %w", err)
+	}
+	syncR.Close()
+	statusW.Close()
+	pid := cmd.Process.Pid
+	defer func() {
+		if pidfd >= 0 {
+			unix.Close(pidfd)
+		}
+	}()
+	if applySandbox && !asRoot {
+		rep.SetLayer(report.Layer{Name: LayerUserNS, State: report.LayerApplied, Detail: "unprivileged: uid/gid mapped to themselves"})
+	}
+
+	// The supervisor's own view of the status pipe, to tell the init stage from the command.
+	statusDup, err := unix.FcntlInt(statusR.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return res, fmt.Errorf("dup status pipe: %w", err)
+	}
+	defer unix.Close(statusDup)
+
+	msgs := make(chan initStatus, 16)
+	go func() {
+		dec := json.NewDecoder(statusR)
+		for {
+			var st initStatus
+			if err := dec.Decode(&st); err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- st
+		}
+	}()
+
+	abort := func(err error) (runResult, error) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return res, err
+	}
+	var failure *initStatus
+	handle := func(st initStatus) {
+		for _, l := range st.Layers {
+			state := report.Layer{Name: l.Name, State: report.LayerApplied, Detail: l.Detail}
+			if l.Degraded {
+				state.State = report.LayerDegraded
+			}
+			rep.SetLayer(state)
+		}
+		for _, s := range st.Skipped {
+			rep.Notes = append(rep.Notes, "skipped: "+s)
+		}
+		if st.Stage != "" && failure == nil {
+			f := st
+			failure = &f
+		}
+	}
+
+	// Take the listener: from the ready message, or (when the init stage's write is itself
+	// waiting for a supervisor) by looking for it in /proc/PID/fd.
+	listenerNum := -1
+	tick := time.NewTicker(5 * time.Millisecond)
+	for listenerNum < 0 && failure == nil {
+		select {
+		case st, ok := <-msgs:
+			if !ok {
+				if failure == nil {
+					return abort(fmt.Errorf("init stage exited before installing seccomp"))
+				}
+				break
+			}
+			handle(st)
+			if st.Ready {
+				listenerNum = st.Listener
+			}
+		case <-tick.C:
+			if n, err := findListener(pid); err == nil {
+				listenerNum = n
+			}
+		case <-ctx.Done():
+			tick.Stop()
+			return abort(ctx.Err())
+		}
+	}
+	tick.Stop()
+	if failure != nil {
+		cmd.Wait()
+		return res, initFailure(failure, opts.Command[0])
+	}
+	listener, err := unix.PidfdGetfd(pidfd, listenerNum, 0)
+	if err != nil {
+		return abort(fmt.Errorf("take seccomp listener (pidfd_getfd): %w", err))
+	}
+	defer unix.Close(listener)
+	if link, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", listener)); link != "anon_inode:seccomp notify" {
+		return abort(fmt.Errorf("BUG: fd %d of the init stage is %q, not a seccomp listener", listenerNum, link))
+	}
+	rep.SetLayer(report.Layer{Name: LayerSeccomp, State: report.LayerApplied})
+	sup, err := newSupervisor(listener, statusDup, pid, c, opts.Audit)
+	if err != nil {
+		return abort(fmt.Errorf("supervisor: %w", err))
+	}
+	go sup.run()
+	if _, err := syncW.Write([]byte{1}); err != nil {
+		sup.stop()
+		return abort(fmt.Errorf("release init stage: %w", err))
+	}
+	syncW.Close()
+
+	// Forward the signals a user sends to sysprof.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	waitDone := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				cmd.Process.Signal(s)
+			case <-ctx.Done():
+				cmd.Process.Kill()
+				return
+			case <-waitDone:
+				return
+			}
+		}
+	}()
+
+	for st := range msgs { // EOF: the exec happened (or the init stage died)
+		handle(st)
+	}
+	werr := cmd.Wait()
+	close(waitDone)
+	// Nothing of the sandbox outlives the command: kill what is left of its process group.
+	_ = unix.Kill(-pid, unix.SIGKILL)
+	sup.stop()
+	res.denials = sup.take()
+	res.exit = exitStatus(cmd.ProcessState)
+	if failure != nil {
+		return res, initFailure(failure, opts.Command[0])
+	}
+	if werr != nil && cmd.ProcessState == nil {
+		return res, fmt.Errorf("wait: %w", werr)
+	}
+	return res, nil
+}
+
+func initFailure(st *initStatus, command string) error {
+	switch st.Stage {
+	case "lookup", "exec":
+		return &ExecError{Command: command, Reason: st.Error, Code: st.Exit}
+	case "sandbox":
+		layer := st.Layer
+		if layer == "" {
+			layer = "sandbox"
+		}
+		return &LayerError{Layer: layer, Reason: st.Error}
+	case "seccomp":
+		return &LayerError{Layer: LayerSeccomp, Reason: st.Error}
+	}
+	return fmt.Errorf("init stage (%s): %s", st.Stage, st.Error)
+}
+
+// exitStatus is the command's status as a shell reports it: 128+N for a signal.
+func exitStatus(ps *os.ProcessState) int {
+	if ps == nil {
+		return 125
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// memfile returns a sealed-size in-memory file holding v as JSON, positioned at the start.
+func memfile(name string, v any) (*os.File, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode init config: %w", err)
+	}
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("memfd_create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}

@@ -1,0 +1,63 @@
+//go:build sysprof_sandbox
+
+package enforcer
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/sysprof/sysprof/sandbox"
+)
+
+// sandboxAvailable reports whether this build applies the sandbox layers.
+const sandboxAvailable = true
+
+// namespaceAttr is the namespace part of starting the init stage.
+func namespaceAttr(p *sandbox.Plan, asRoot bool, uid, gid int) *syscall.SysProcAttr {
+	return p.NamespaceAttr(asRoot, uid, gid)
+}
+
+// applySandbox applies the plan one layer at a time, in the sandbox's order, so that with
+// degrade a layer the host cannot apply is skipped and named while the others still apply.
+func applySandbox(p *sandbox.Plan, degrade bool) ([]layerState, []string, error) {
+	steps := []struct {
+		name string
+		sub  sandbox.Plan
+		want bool
+	}{
+		{LayerMounts, sandbox.Plan{ReadOnlyRoot: p.ReadOnlyRoot, Writable: p.Writable, Hidden: p.Hidden, PrivateTmp: p.PrivateTmp},
+			p.ReadOnlyRoot || len(p.Writable)+len(p.Hidden) > 0 || p.PrivateTmp},
+		{LayerNetNS, sandbox.Plan{NetNS: p.NetNS}, p.NetNS},
+		{LayerLandlock, sandbox.Plan{Landlock: p.Landlock, Degrade: degrade}, p.Landlock != nil},
+		{LayerCaps, sandbox.Plan{DropCaps: p.DropCaps}, p.DropCaps},
+	}
+	var layers []layerState
+	var skipped []string
+	for _, s := range steps {
+		if !s.want {
+			continue
+		}
+		res, err := s.sub.ApplyResult()
+		if res != nil {
+			for _, sk := range res.Skipped {
+				skipped = append(skipped, fmt.Sprintf("%s: %s: %s", sk.Layer, sk.Path, sk.Reason))
+			}
+			if len(res.Dropped) > 0 {
+				layers = append(layers, layerState{Name: s.name, Degraded: true, Detail: fmt.Sprintf("kernel cannot enforce: %v", res.Dropped)})
+				continue
+			}
+		}
+		if err != nil {
+			if !degrade {
+				return layers, skipped, &layerError{layer: s.name, err: err}
+			}
+			layers = append(layers, layerState{Name: s.name, Degraded: true, Detail: err.Error()})
+			continue
+		}
+		layers = append(layers, layerState{Name: s.name})
+	}
+	return layers, skipped, nil
+}
+
+var _ = errors.New

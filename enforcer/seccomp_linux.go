@@ -1,0 +1,100 @@
+package enforcer
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// seccompNotif is struct seccomp_notif (80 bytes).
+type seccompNotif struct {
+	ID    uint64
+	Pid   uint32
+	Flags uint32
+	Data  seccompData
+}
+
+// seccompData is struct seccomp_data (64 bytes).
+type seccompData struct {
+	Nr                 int32
+	Arch               uint32
+	InstructionPointer uint64
+	Args               [6]uint64
+}
+
+// seccompNotifResp is struct seccomp_notif_resp (24 bytes).
+type seccompNotifResp struct {
+	ID    uint64
+	Val   int64
+	Error int32
+	Flags uint32
+}
+
+// installFilter installs the program on the calling thread only (no TSYNC) and returns the
+// notification listener. The caller must have set no_new_privs (or hold CAP_SYS_ADMIN) and be
+// locked to its OS thread. Requires Linux 5.0 (SECCOMP_FILTER_FLAG_NEW_LISTENER).
+func installFilter(raw []bpf.RawInstruction) (int, error) {
+	if len(raw) == 0 {
+		return -1, fmt.Errorf("seccomp: empty program")
+	}
+	prog := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		prog[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	fd, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
+	if errno != 0 {
+		return -1, fmt.Errorf("seccomp(SET_MODE_FILTER, NEW_LISTENER): %w", errno)
+	}
+	return int(fd), nil
+}
+
+func notifRecv(fd int, n *seccompNotif) error {
+	*n = seccompNotif{} // the kernel refuses a non-zeroed buffer
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_RECV), uintptr(unsafe.Pointer(n)))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+func notifSend(fd int, r *seccompNotifResp) error {
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_SEND), uintptr(unsafe.Pointer(r)))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// notifIDValid reports whether the notification is still pending (its task has not died or been
+// replaced), so that what was read from /proc/PID belongs to that task.
+func notifIDValid(fd int, id uint64) bool {
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ID_VALID), uintptr(unsafe.Pointer(&id)))
+	return errno == 0
+}
+
+// findListener returns the fd number in pid's table that is a seccomp notification listener.
+func findListener(pid int) (int, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return -1, err
+	}
+	for _, e := range ents {
+		link, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err != nil || link != "anon_inode:seccomp notify" {
+			continue
+		}
+		n, err := strconv.Atoi(e.Name())
+		if err == nil {
+			return n, nil
+		}
+	}
+	return -1, os.ErrNotExist
+}

@@ -1,0 +1,209 @@
+package enforcer
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/report"
+)
+
+// supervisor answers the filter's USER_NOTIF decisions: it records who asked for what and
+// replies EPERM, or lets the call continue in audit mode.
+type supervisor struct {
+	listener int
+	audit    bool
+	rootPid  int
+	compiled *Compiled
+	// status is the parent's copy of the init stage's close-on-exec status pipe: while it has
+	// a writer the init stage has not exec'd yet, and its own calls (the Go runtime's, between
+	// installing the filter and exec) are let through unrecorded.
+	status   int
+	execDone atomic.Bool
+	stopR    int
+	stopW    int
+
+	mu      sync.Mutex
+	denials []report.Denial
+	pending int // notifications seen (for tests)
+	done    chan struct{}
+}
+
+func newSupervisor(listener, status, rootPid int, c *Compiled, audit bool) (*supervisor, error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return nil, err
+	}
+	return &supervisor{listener: listener, status: status, rootPid: rootPid, compiled: c, audit: audit,
+		stopR: p[0], stopW: p[1], done: make(chan struct{})}, nil
+}
+
+// run serves notifications until every task using the filter is gone (the listener reports
+// POLLHUP) or stop is called. It never blocks in RECV: it polls first.
+func (s *supervisor) run() {
+	defer close(s.done)
+	var n seccompNotif
+	for {
+		fds := []unix.PollFd{{Fd: int32(s.listener), Events: unix.POLLIN}, {Fd: int32(s.stopR), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return
+		}
+		if fds[0].Revents&unix.POLLIN != 0 {
+			if err := notifRecv(s.listener, &n); err != nil {
+				// ENOENT: the task died or was interrupted before we received it.
+				if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ENOENT) {
+					continue
+				}
+				return
+			}
+			s.handle(&n)
+			continue
+		}
+		if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 || fds[1].Revents != 0 {
+			return
+		}
+	}
+}
+
+// stop ends run and waits for it.
+func (s *supervisor) stop() {
+	unix.Write(s.stopW, []byte{0})
+	<-s.done
+	unix.Close(s.stopR)
+	unix.Close(s.stopW)
+}
+
+// preExec reports whether the init stage has not exec'd yet.
+func (s *supervisor) preExec() bool {
+	if s.execDone.Load() {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(s.status), Events: unix.POLLIN}}
+	if _, err := unix.Poll(fds, 0); err == nil && fds[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0 {
+		s.execDone.Store(true)
+		return false
+	}
+	return true
+}
+
+func (s *supervisor) handle(n *seccompNotif) {
+	resp := seccompNotifResp{ID: n.ID}
+	if s.preExec() {
+		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+		_ = notifSend(s.listener, &resp)
+		return
+	}
+	d := s.explain(n)
+	valid := notifIDValid(s.listener, n.ID) // what explain read from /proc belongs to this task
+	if s.audit {
+		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+		d.Allowed = true
+	} else {
+		resp.Error = -int32(unix.EPERM)
+	}
+	_ = notifSend(s.listener, &resp) // ENOENT: the task is gone; still worth reporting
+	if !valid {
+		d.Exe, d.Parents = "(exited)", nil
+	}
+	s.mu.Lock()
+	s.denials = append(s.denials, d)
+	s.mu.Unlock()
+}
+
+// explain turns a notification into a denial: who, what, and the profile change to allow it.
+func (s *supervisor) explain(n *seccompNotif) report.Denial {
+	pid := int(n.Pid)
+	d := report.Denial{Kind: report.KindSyscall, First: time.Now().UTC(), Count: 1}
+	d.Exe = exeOf(pid)
+	d.Parents = s.parents(pid)
+	name, abi := SyscallName(n.Data.Arch, uint32(n.Data.Nr))
+	d.Arch = abi
+	if name == "" {
+		name = "syscall_" + strconv.Itoa(int(n.Data.Nr))
+	}
+	d.Syscall = name
+	d.What = describeCall(pid, name, n.Data.Args)
+	if abi != s.compiled.Arch {
+		d.What = abi + " " + d.What
+	}
+	d.Suggest, d.Risk = s.compiled.suggest(abi, name, n.Data.Arch, uint32(n.Data.Nr), n.Data.Args)
+	return d
+}
+
+// take returns the denials collected so far.
+func (s *supervisor) take() []report.Denial {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.denials
+	s.denials = nil
+	return out
+}
+
+func exeOf(pid int) string {
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil {
+		return "(unknown)"
+	}
+	return exe
+}
+
+// parents returns the executables from pid's parent up to the sandbox's root process.
+func (s *supervisor) parents(pid int) []string {
+	var out []string
+	cur := tgidOf(pid)
+	for range 32 {
+		if cur == s.rootPid || cur <= 1 {
+			break
+		}
+		pp := ppidOf(cur)
+		if pp <= 1 {
+			break
+		}
+		out = append(out, exeOf(pp))
+		cur = pp
+	}
+	return out
+}
+
+func tgidOf(tid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return tid
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				return n
+			}
+		}
+	}
+	return tid
+}
+
+func ppidOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid ...: comm may contain spaces and parentheses.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
+}

@@ -1,0 +1,181 @@
+// escape: a victim for sysprof's enforcer tests. Each argument is one action; for each the
+// program prints "ACTION: ok" or "ACTION: ERRNONAME" (and some print what they saw), then goes
+// on with the next. It makes exactly the syscall an escape would make, nothing cleverer.
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#ifndef IPPROTO_MPTCP
+#define IPPROTO_MPTCP 262
+#endif
+#define X32_BIT 0x40000000
+
+static void result(const char *what, long rc) {
+	if (rc < 0) {
+		const char *n = strerrorname_np(errno);
+		printf("%s: %s\n", what, n ? n : "E?");
+	} else {
+		printf("%s: ok\n", what);
+	}
+	fflush(stdout);
+}
+
+// i386 getpid through the 32-bit entry point.
+static long int80_getpid(void) {
+	long ret;
+	__asm__ volatile("int $0x80" : "=a"(ret) : "a"(20) : "memory");
+	if (ret < 0 && ret > -4096) {
+		errno = -ret;
+		return -1;
+	}
+	return ret;
+}
+
+int main(int argc, char **argv) {
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		char *arg = strchr(a, '=');
+		char name[64];
+		snprintf(name, sizeof name, "%.*s", arg ? (int)(arg - a) : (int)strlen(a), a);
+		if (arg) arg++;
+		errno = 0;
+		if (!strcmp(name, "ok")) {
+			printf("ok\n");
+			fflush(stdout);
+		} else if (!strcmp(name, "ptrace")) {
+			result(name, ptrace(PTRACE_ATTACH, atoi(arg), 0, 0));
+		} else if (!strcmp(name, "vmread")) {
+			char buf[8], *remote = (char *)0x400000;
+			struct iovec l = {buf, sizeof buf}, r = {remote, sizeof buf};
+			result(name, process_vm_readv(atoi(arg), &l, 1, &r, 1, 0));
+		} else if (!strcmp(name, "unshare-user")) {
+			result(name, unshare(CLONE_NEWUSER));
+		} else if (!strcmp(name, "setns")) {
+			int fd = open("/proc/self/ns/uts", O_RDONLY);
+			result(name, setns(fd, CLONE_NEWUTS));
+		} else if (!strcmp(name, "mount")) {
+			result(name, mount("none", "/tmp", "tmpfs", 0, NULL));
+		} else if (!strcmp(name, "bpf")) {
+			char attr[128] = {0};
+			result(name, syscall(SYS_bpf, 0, attr, sizeof attr));
+		} else if (!strcmp(name, "keyctl")) {
+			result(name, syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3, 0));
+		} else if (!strcmp(name, "perf")) {
+			struct perf_event_attr pe = {.type = PERF_TYPE_SOFTWARE, .size = sizeof pe, .config = PERF_COUNT_SW_CPU_CLOCK};
+			result(name, syscall(SYS_perf_event_open, &pe, 0, -1, -1, 0));
+		} else if (!strcmp(name, "iouring")) {
+			char params[120] = {0};
+			result(name, syscall(SYS_io_uring_setup, 1, params));
+		} else if (!strcmp(name, "int80")) {
+			result(name, int80_getpid());
+		} else if (!strcmp(name, "x32")) {
+			result(name, syscall(X32_BIT | 39 /* getpid */));
+		} else if (!strcmp(name, "clone-newns")) {
+			long pid = syscall(SYS_clone, CLONE_NEWNS | SIGCHLD, 0, 0, 0, 0);
+			if (pid == 0) _exit(0);
+			if (pid > 0) waitpid(pid, NULL, 0);
+			result(name, pid);
+		} else if (!strcmp(name, "mptcp")) {
+			result(name, socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP));
+		} else if (!strcmp(name, "tcp")) {
+			result(name, socket(AF_INET, SOCK_STREAM, 0));
+		} else if (!strcmp(name, "sysinfo")) {
+			char buf[256];
+			result(name, syscall(SYS_sysinfo, buf));
+		} else if (!strcmp(name, "tiocsti")) {
+			char c = 'x';
+			result(name, ioctl(0, TIOCSTI, &c));
+		} else if (!strcmp(name, "fds")) {
+			DIR *d = opendir("/proc/self/fd");
+			if (!d) { result(name, -1); continue; }
+			printf("fds:");
+			struct dirent *e;
+			while ((e = readdir(d))) {
+				if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d)) continue;
+				printf(" %s", e->d_name);
+			}
+			printf("\n");
+			fflush(stdout);
+			closedir(d);
+		} else if (!strcmp(name, "sid")) {
+			printf("sid: %ld\n", (long)getsid(0));
+			fflush(stdout);
+		} else if (!strcmp(name, "exit")) {
+			exit(atoi(arg));
+		} else if (!strcmp(name, "kill-self")) {
+			fflush(stdout);
+			kill(getpid(), atoi(arg));
+			pause();
+		} else if (!strcmp(name, "read")) {
+			int fd = open(arg, O_RDONLY);
+			result(name, fd);
+		} else if (!strcmp(name, "write")) {
+			int fd = open(arg, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (fd >= 0) result(name, write(fd, "x", 1));
+			else result(name, -1);
+		} else if (!strcmp(name, "symlink-read")) {
+			// arg: TARGET,LINK — make a symlink in a writable dir, then read through it
+			char *comma = strchr(arg, ',');
+			*comma = 0;
+			unlink(comma + 1);
+			if (symlink(arg, comma + 1) < 0) { result("symlink", -1); continue; }
+			result(name, open(comma + 1, O_RDONLY));
+		} else if (!strcmp(name, "hardlink-read")) {
+			char *comma = strchr(arg, ',');
+			*comma = 0;
+			unlink(comma + 1);
+			if (link(arg, comma + 1) < 0) { result(name, -1); continue; }
+			result(name, open(comma + 1, O_RDONLY));
+		} else if (!strcmp(name, "connect")) {
+			// arg: 127.0.0.1:PORT
+			char *colon = strrchr(arg, ':');
+			*colon = 0;
+			struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(atoi(colon + 1))};
+			inet_pton(AF_INET, arg, &sa.sin_addr);
+			int fd = socket(AF_INET, SOCK_STREAM, 0);
+			result(name, fd < 0 ? -1 : connect(fd, (struct sockaddr *)&sa, sizeof sa));
+		} else if (!strcmp(name, "connect-unix")) {
+			struct sockaddr_un sa = {.sun_family = AF_UNIX};
+			socklen_t len;
+			if (arg[0] == '@') {
+				strncpy(sa.sun_path + 1, arg + 1, sizeof sa.sun_path - 2);
+				len = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(arg + 1);
+			} else {
+				strncpy(sa.sun_path, arg, sizeof sa.sun_path - 1);
+				len = sizeof sa;
+			}
+			int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+			result(name, fd < 0 ? -1 : connect(fd, (struct sockaddr *)&sa, len));
+		} else if (!strcmp(name, "exec")) {
+			fflush(stdout);
+			char *args[] = {arg, NULL};
+			execv(arg, args);
+			result(name, -1);
+		} else if (!strcmp(name, "kill")) {
+			result(name, kill(atoi(arg), 0));
+		} else {
+			printf("%s: unknown action\n", name);
+			return 2;
+		}
+	}
+	return 0;
+}
