@@ -42,7 +42,7 @@ type filterSpec struct {
 // abiSpec is one syscall ABI: an audit arch plus, for x32, the number bit.
 type abiSpec struct {
 	info    *arch.Info
-	allowed bool              // false: every known syscall of this ABI is reported (arch not in the profile)
+	allowed bool                // false: every known syscall of this ABI is reported (arch not in the profile)
 	rules   map[uint32]*sysRule // by number, x32 bit included
 	max     uint32              // highest number in the ABI's table, x32 bit included
 	known   map[uint32]string   // number → name, x32 bit included
@@ -167,7 +167,7 @@ func (a *asm) set(l label)     { a.nodes = append(a.nodes, node{mark: l}) }
 func (a *asm) emit(i bpf.Instruction) {
 	a.nodes = append(a.nodes, node{ins: i, mark: -1})
 }
-func (a *asm) ret(k uint32)   { a.emit(bpf.RetConstant{Val: k}) }
+func (a *asm) ret(k uint32)    { a.emit(bpf.RetConstant{Val: k}) }
 func (a *asm) load(off uint32) { a.emit(bpf.LoadAbsolute{Off: off, Size: 4}) }
 func (a *asm) and(m uint32)    { a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: m}) }
 func (a *asm) jmp(l label)     { a.nodes = append(a.nodes, node{isJump: true, jt: l, mark: -1}) }

@@ -82,13 +82,13 @@ func testProfile() *policy.Profile {
 }
 
 const (
-	x86 = uint32(0xc000003e)
+	x86  = uint32(0xc000003e)
 	i386 = uint32(0x40000003)
-	a64 = uint32(0xc00000b7)
+	a64  = uint32(0xc00000b7)
 )
 
-func nr64(name string) uint32 { return uint32(arch.X86_64.SyscallNames[name]) }
-func nr32(name string) uint32 { return uint32(arch.I386.SyscallNames[name]) }
+func nr64(name string) uint32  { return uint32(arch.X86_64.SyscallNames[name]) }
+func nr32(name string) uint32  { return uint32(arch.I386.SyscallNames[name]) }
 func nrx32(name string) uint32 { return uint32(arch.X32.SyscallNames[name]) | x32Bit }
 
 func TestFilterTable(t *testing.T) {

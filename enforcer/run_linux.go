@@ -152,7 +152,7 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 	if !applySandbox {
 		attr = &syscall.SysProcAttr{}
 	}
-	attr.Setsid = true                // a new session: no controlling terminal to inject input into
+	attr.Setsid = true               // a new session: no controlling terminal to inject input into
 	attr.Pdeathsig = syscall.SIGKILL // the sandbox dies with sysprof
 	pidfd := -1
 	attr.PidFD = &pidfd
