@@ -194,7 +194,12 @@ func TestAllLayersTogether(t *testing.T) {
 	testutil.RequireNoErr(t, "landlock", err)
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
-			f := newFixtureIn(t, mode, "/var/lib") // not under the private /tmp or /var/tmp
+			// Host files outside Writable must not be under the private /tmp or /var/tmp.
+			outside := "/var/lib"
+			if os.Geteuid() != 0 {
+				outside, _ = os.UserHomeDir()
+			}
+			f := newFixtureIn(t, mode, outside)
 			work := f.dir(t, "work")
 			netrc := f.file(t, "home/.netrc", "SECRET")
 			f.file(t, "home/.gitconfig", "[user]")
