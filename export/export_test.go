@@ -1,0 +1,217 @@
+package export
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
+	"go.yaml.in/yaml/v3"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/export")
+
+// loadFixture reads a profile from testdata/export strictly (unknown fields are errors).
+func loadFixture(t *testing.T, name string) *policy.Profile {
+	t.Helper()
+	b, err := os.ReadFile(testutil.Testdata("export", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var p policy.Profile
+	if err := dec.Decode(&p); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	policy.Normalize(&p)
+	return &p
+}
+
+// fakeHost builds a small home and work tree under a temp dir, the way a developer machine
+// looks, and returns its root and the Env for it. Golden output replaces the root with /host.
+func fakeHost(t *testing.T) (string, Env) {
+	t.Helper()
+	root := t.TempDir()
+	env := Env{
+		"HOME":        root + "/home/dev",
+		"WORKDIR":     root + "/home/dev/src/hello",
+		"TMPDIR":      root + "/tmp",
+		"CARGO_HOME":  root + "/home/dev/.cargo",
+		"RUSTUP_HOME": root + "/home/dev/.rustup",
+	}
+	for _, d := range []string{
+		"home/dev/src/hello/target", "home/dev/.cargo/registry", "home/dev/.cargo/bin",
+		"home/dev/.ssh", "home/dev/.gnupg", "home/dev/.rustup/toolchains", "tmp/rustc1a2b3c",
+	} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"home/dev/.cargo/credentials.toml", "home/dev/.git-credentials", "home/dev/.ssh/id_ed25519", "home/dev/src/hello/.env"} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte("secret\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root, env
+}
+
+func fakeFilter(*policy.Profile) ([]byte, error) {
+	// Two instructions: ld [0]; ret ALLOW. Only the bytes matter here.
+	return []byte{0x20, 0, 0, 0, 0, 0, 0, 0, 0x06, 0, 0, 0, 0, 0, 0xff, 0x7f}, nil
+}
+
+func goldenOptions(env Env) Options {
+	return Options{Env: env, BPFFilter: fakeFilter, SeccompFDPath: "/host/home/dev/.sysprof/cargo-build.bpf"}
+}
+
+var goldenExt = map[string]string{"oci": "json", "spo": "yaml", "systemd": "conf", "bwrap": "sh", "bpf": "bpf"}
+
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := testutil.Testdata("export", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./export -update to create it)", err)
+	}
+	if d := cmp.Diff(string(want), string(got)); d != "" {
+		t.Errorf("%s differs (-want +got; go test ./export -update refreshes):\n%s", name, d)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	p := loadFixture(t, "cargo-build.yaml")
+	root, env := fakeHost(t)
+	opts := goldenOptions(env)
+	var notes bytes.Buffer
+	for _, format := range Formats() {
+		t.Run(format, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Write(&buf, p, format, opts); err != nil {
+				t.Fatal(err)
+			}
+			got := []byte(strings.ReplaceAll(buf.String(), root, "/host"))
+			checkGolden(t, "cargo-build."+format+".golden."+goldenExt[format], got)
+			n, err := Notes(p, format, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes.WriteString("== " + format + "\n")
+			for _, l := range n {
+				notes.WriteString(strings.ReplaceAll(l, root, "/host") + "\n")
+			}
+		})
+	}
+	checkGolden(t, "cargo-build.notes.golden.txt", notes.Bytes())
+}
+
+func TestDeterministicAndPure(t *testing.T) {
+	p := loadFixture(t, "cargo-build.yaml")
+	before := loadFixture(t, "cargo-build.yaml")
+	_, env := fakeHost(t)
+	opts := goldenOptions(env)
+	for _, format := range Formats() {
+		var a, b bytes.Buffer
+		if err := Write(&a, p, format, opts); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		if err := Write(&b, p, format, opts); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		if !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Errorf("%s: two exports of one profile differ", format)
+		}
+	}
+	if d := cmp.Diff(before, p); d != "" {
+		t.Errorf("export changed the profile (-before +after):\n%s", d)
+	}
+}
+
+func TestUnknownFormat(t *testing.T) {
+	p := loadFixture(t, "cargo-build.yaml")
+	err := Write(&bytes.Buffer{}, p, "docker", Options{})
+	if err == nil || !strings.Contains(err.Error(), "oci") {
+		t.Fatalf("unknown format: got %v, want an error listing the formats", err)
+	}
+}
+
+func TestBPF(t *testing.T) {
+	p := loadFixture(t, "cargo-build.yaml")
+	err := Write(&bytes.Buffer{}, p, "bpf", Options{})
+	if err == nil || !strings.Contains(err.Error(), "enforcer") {
+		t.Fatalf("bpf without a compiler: got %v, want an error naming the enforcer", err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, p, "bpf", Options{BPFFilter: fakeFilter}); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := fakeFilter(p)
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Errorf("bpf wrote %x, want the compiler's bytes %x", buf.Bytes(), want)
+	}
+	bad := func(*policy.Profile) ([]byte, error) { return []byte{1, 2, 3}, nil }
+	if err := Write(&bytes.Buffer{}, p, "bpf", Options{BPFFilter: bad}); err == nil {
+		t.Error("a filter that is not a whole number of sock_filter instructions was accepted")
+	}
+}
+
+func TestExpand(t *testing.T) {
+	env := Env{"HOME": "/home/dev", "WORKDIR": "/src/app/"}
+	for _, tc := range []struct {
+		in, want string
+		err      bool
+	}{
+		{in: "$HOME/.ssh", want: "/home/dev/.ssh"},
+		{in: "${HOME}/.ssh", want: "/home/dev/.ssh"},
+		{in: "$WORKDIR/target", want: "/src/app/target"},
+		{in: "$WORKDIR", want: "/src/app"},
+		{in: "/usr/lib", want: "/usr/lib"},
+		{in: "$CARGO_HOME/bin", err: true},
+		{in: "relative/path", err: true},
+	} {
+		got, err := env.Expand(tc.in)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("Expand(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestHiddenPathNeedsItsVariable(t *testing.T) {
+	p := loadFixture(t, "cargo-build.yaml")
+	_, env := fakeHost(t)
+	delete(env, "CARGO_HOME")
+	for _, format := range []string{"bwrap", "systemd"} {
+		err := Write(&bytes.Buffer{}, p, format, Options{Env: env})
+		if err == nil || !strings.Contains(err.Error(), "$CARGO_HOME") {
+			t.Errorf("%s: a hidden path with an unset variable gave %v, want an error naming $CARGO_HOME", format, err)
+		}
+	}
+}
+
+func TestDNSLabel(t *testing.T) {
+	for in, want := range map[string]string{
+		"cargo-build":                  "cargo-build",
+		"Cargo Build!!":                "cargo-build",
+		"go_test ./...":                "go-test",
+		"--npm--":                      "npm",
+		"":                             "sysprof",
+		"Ünïcode":                      "n-code",
+		strings.Repeat("a", 70):        strings.Repeat("a", 63),
+		strings.Repeat("a", 62) + ".b": strings.Repeat("a", 62),
+	} {
+		if got := dnsLabel(in); got != want {
+			t.Errorf("dnsLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,350 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sysprof/sysprof/policy"
+)
+
+// decodeOCI reads an oci export strictly into the runtime-spec type runc itself uses.
+func decodeOCI(t *testing.T, b []byte) specs.LinuxSeccomp {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var s specs.LinuxSeccomp
+	if err := dec.Decode(&s); err != nil {
+		t.Fatalf("oci export does not decode as specs.LinuxSeccomp: %v", err)
+	}
+	return s
+}
+
+func exportOCI(t *testing.T, p *policy.Profile) specs.LinuxSeccomp {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := Write(&buf, p, "oci", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return decodeOCI(t, buf.Bytes())
+}
+
+func TestOCIFields(t *testing.T) {
+	s := exportOCI(t, loadFixture(t, "cargo-build.yaml"))
+	if s.DefaultAction != specs.ActErrno || s.DefaultErrnoRet == nil || *s.DefaultErrnoRet != 1 {
+		t.Errorf("default: %v errno %v, want SCMP_ACT_ERRNO with EPERM", s.DefaultAction, s.DefaultErrnoRet)
+	}
+	if want := []specs.Arch{specs.ArchAARCH64, specs.ArchX86_64}; !slices.Equal(s.Architectures, want) {
+		t.Errorf("architectures %v, want %v", s.Architectures, want)
+	}
+	first := s.Syscalls[0]
+	if first.Action != specs.ActAllow || len(first.Args) != 0 || !slices.Contains(first.Names, "read") || slices.Contains(first.Names, "socket") {
+		t.Errorf("first entry should allow the rule-free syscalls (read) and not socket: %+v", first)
+	}
+	count := map[string]int{}
+	for _, sc := range s.Syscalls {
+		for _, a := range sc.Args {
+			if a.Op != specs.OpEqualTo && a.Op != specs.OpMaskedEqual && a.Op != specs.OpLessThan && a.Op != specs.OpGreaterThan {
+				t.Errorf("%v: unexpected op %s", sc.Names, a.Op)
+			}
+		}
+		seen := map[uint]bool{}
+		for _, a := range sc.Args {
+			if seen[a.Index] {
+				t.Errorf("%v: two comparisons of argument %d in one entry (libseccomp rejects that)", sc.Names, a.Index)
+			}
+			seen[a.Index] = true
+		}
+		if sc.Action == specs.ActAllow && len(sc.Args) > 0 {
+			count[sc.Names[0]]++
+		}
+		if sc.Names[0] == "clone3" && (sc.Action != specs.ActErrno || sc.ErrnoRet == nil || *sc.ErrnoRet != 38) {
+			t.Errorf("clone3 should answer ENOSYS (38): %+v", sc)
+		}
+	}
+	// socket: 3 domains × 2 types; personality: 2 values; prctl: 3 options; clone: 1 mask.
+	for name, want := range map[string]int{"socket": 6, "personality": 2, "prctl": 3, "clone": 1} {
+		if count[name] != want {
+			t.Errorf("%s: %d conditional allow entries, want %d", name, count[name], want)
+		}
+	}
+}
+
+// verdict is what a seccomp filter answers: allow, or an errno.
+type verdict struct {
+	allow bool
+	errno uint
+}
+
+// evalOCI runs a call through the exported entries the way libseccomp's filter does. It
+// returns every verdict of the matching entries (the default's when none match) and fails when
+// an allow and a deny entry match one call: libseccomp's answer would then depend on its rule
+// order. Two errnos may match (a call breaking two rules); either is a right answer.
+func evalOCI(t *testing.T, s specs.LinuxSeccomp, name string, args [6]uint64) []verdict {
+	t.Helper()
+	var got []verdict
+	for _, sc := range s.Syscalls {
+		if !slices.Contains(sc.Names, name) || !argsMatch(sc.Args, args) {
+			continue
+		}
+		v := verdict{allow: sc.Action == specs.ActAllow}
+		if sc.Action == specs.ActErrno {
+			v.errno = 1
+			if sc.ErrnoRet != nil {
+				v.errno = *sc.ErrnoRet
+			}
+		}
+		if len(got) > 0 && got[0].allow != v.allow {
+			t.Fatalf("%s%v matches both an allow and a deny entry", name, args)
+		}
+		if !slices.Contains(got, v) {
+			got = append(got, v)
+		}
+	}
+	if len(got) == 0 {
+		return []verdict{{errno: *s.DefaultErrnoRet}}
+	}
+	return got
+}
+
+func argsMatch(cmp []specs.LinuxSeccompArg, args [6]uint64) bool {
+	for _, a := range cmp {
+		x := args[a.Index]
+		var ok bool
+		switch a.Op {
+		case specs.OpEqualTo:
+			ok = x == a.Value
+		case specs.OpNotEqual:
+			ok = x != a.Value
+		case specs.OpLessThan:
+			ok = x < a.Value
+		case specs.OpGreaterThan:
+			ok = x > a.Value
+		case specs.OpMaskedEqual:
+			ok = x&a.Value == a.ValueTwo
+		default:
+			panic("unknown op " + a.Op)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func mustValue(t *testing.T, s string) uint64 {
+	t.Helper()
+	v, err := policy.ParseValue(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func mustValues(t *testing.T, ss []string) []uint64 {
+	var out []uint64
+	for _, s := range ss {
+		out = append(out, mustValue(t, s))
+	}
+	return out
+}
+
+// model answers a call from the profile's own definition of ArgRule: allowed when the syscall
+// is allowed and every rule passes; otherwise the errnos any failing rule may answer with.
+func model(t *testing.T, p *policy.Profile, name string, args [6]uint64) (allow bool, errnos []uint) {
+	allowed := slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == name })
+	errnoOf := func(r policy.ArgRule) uint {
+		if r.Errno == "" {
+			return 1
+		}
+		return uint(mustValue(t, r.Errno))
+	}
+	var failing []uint
+	for _, r := range p.Syscalls.Args {
+		if r.Syscall != name {
+			continue
+		}
+		if len(r.Values) == 0 && len(r.Flags) == 0 && len(r.Deny) == 0 {
+			return false, []uint{errnoOf(r)}
+		}
+		if !allowed {
+			continue
+		}
+		mask := ^uint64(0)
+		if r.Mask != "" {
+			mask = mustValue(t, r.Mask)
+		}
+		x := args[r.Arg]
+		pass := true
+		if len(r.Values) > 0 && !slices.Contains(mustValues(t, r.Values), x&mask) {
+			pass = false
+		}
+		if len(r.Deny) > 0 && slices.Contains(mustValues(t, r.Deny), x&mask) {
+			pass = false
+		}
+		if len(r.Flags) > 0 {
+			var f uint64
+			for _, v := range mustValues(t, r.Flags) {
+				f |= v
+			}
+			if x&^f != 0 {
+				pass = false
+			}
+		}
+		if !pass {
+			e := errnoOf(r)
+			failing = append(failing, e)
+			if len(r.Flags) > 0 && e != 1 {
+				failing = append(failing, 1) // not expressible: EPERM, with a note
+			}
+		}
+	}
+	if !allowed {
+		return false, []uint{1}
+	}
+	return len(failing) == 0, failing
+}
+
+// interesting returns argument values near the profile's constants for one syscall's rules.
+func interesting(t *testing.T, p *policy.Profile, name string, arg int) []uint64 {
+	vs := []uint64{0, 1, ^uint64(0), 1 << 32, 0xffffffff}
+	for _, r := range p.Syscalls.Args {
+		if r.Syscall != name || r.Arg != arg {
+			continue
+		}
+		for _, l := range [][]string{r.Values, r.Deny, r.Flags} {
+			for _, v := range mustValues(t, l) {
+				vs = append(vs, v, v-1, v+1, v|1<<32, v|0x80000, v|0x40000000)
+			}
+		}
+	}
+	return vs
+}
+
+// TestOCIMatchesModel checks, call by call, that the oci export allows exactly what the
+// profile allows and answers with the rule's errno: table cases first, then random calls
+// built around the profile's constants.
+func TestOCIMatchesModel(t *testing.T) {
+	for _, fixture := range []string{"cargo-build.yaml", "rules.yaml"} {
+		t.Run(fixture, func(t *testing.T) {
+			p := loadFixture(t, fixture)
+			s := exportOCI(t, p)
+			check := func(name string, args [6]uint64) {
+				t.Helper()
+				allow, errnos := model(t, p, name, args)
+				for _, got := range evalOCI(t, s, name, args) {
+					if got.allow != allow {
+						t.Fatalf("%s%x: export allow=%v, profile allow=%v", name, args, got.allow, allow)
+					}
+					if !allow && !slices.Contains(errnos, got.errno) {
+						t.Fatalf("%s%x: export answers errno %d, profile wants one of %v", name, args, got.errno, errnos)
+					}
+				}
+			}
+			var names []string
+			for _, sc := range p.Syscalls.Allow {
+				names = append(names, sc.Name)
+			}
+			for _, r := range p.Syscalls.Args {
+				names = append(names, r.Syscall)
+			}
+			names = append(names, "ptrace", "mount")
+			rng := rand.New(rand.NewPCG(1, 2))
+			for _, name := range names {
+				var pools [6][]uint64
+				for i := range pools {
+					pools[i] = interesting(t, p, name, i)
+				}
+				for range 3000 {
+					var args [6]uint64
+					for i := range args {
+						if rng.IntN(8) == 0 {
+							args[i] = rng.Uint64()
+						} else {
+							args[i] = pools[i][rng.IntN(len(pools[i]))]
+						}
+					}
+					check(name, args)
+				}
+			}
+		})
+	}
+}
+
+func TestOCITable(t *testing.T) {
+	p := loadFixture(t, "rules.yaml")
+	s := exportOCI(t, p)
+	v := func(name string) uint64 { return mustValue(t, name) }
+	for _, tc := range []struct {
+		name string
+		call string
+		args [6]uint64
+		want verdict
+	}{
+		{"tcp socket", "socket", [6]uint64{v("AF_INET"), v("SOCK_STREAM") | v("SOCK_CLOEXEC"), 6}, verdict{allow: true}},
+		{"netlink socket", "socket", [6]uint64{v("AF_NETLINK"), v("SOCK_DGRAM"), 0}, verdict{errno: 97}},
+		{"raw socket", "socket", [6]uint64{v("AF_INET"), v("SOCK_RAW"), 0}, verdict{errno: 22}},
+		{"mptcp", "socket", [6]uint64{v("AF_INET"), v("SOCK_STREAM"), v("IPPROTO_MPTCP")}, verdict{errno: 1}},
+		{"unknown socket type flag", "socket", [6]uint64{v("AF_INET"), v("SOCK_STREAM") | 0x100, 0}, verdict{errno: 1}},
+		{"thread", "clone", [6]uint64{v("CLONE_VM") | v("CLONE_THREAD") | v("CLONE_SIGHAND")}, verdict{allow: true}},
+		{"new user ns", "clone", [6]uint64{v("CLONE_NEWUSER") | v("SIGCHLD")}, verdict{errno: 1}},
+		{"clone3", "clone3", [6]uint64{0, 88}, verdict{errno: 38}},
+		{"tiocsti", "ioctl", [6]uint64{0, v("TIOCSTI")}, verdict{errno: 1}},
+		{"tcgets", "ioctl", [6]uint64{0, v("TCGETS")}, verdict{allow: true}},
+		{"fcntl denied", "fcntl", [6]uint64{3, 1033}, verdict{errno: 13}},
+		{"fcntl denied, other", "fcntl", [6]uint64{3, 1034}, verdict{errno: 13}},
+		{"fcntl high bits", "fcntl", [6]uint64{3, 1 | 1<<40}, verdict{errno: 1}},
+		{"fcntl getfd", "fcntl", [6]uint64{3, 1}, verdict{allow: true}},
+		{"mmap rw", "mmap", [6]uint64{0, 4096, 3}, verdict{allow: true}},
+		{"mmap wx", "mmap", [6]uint64{0, 4096, 6}, verdict{errno: 1}},
+		{"personality query", "personality", [6]uint64{0xffffffff}, verdict{allow: true}},
+		{"personality other", "personality", [6]uint64{v("ADDR_NO_RANDOMIZE")}, verdict{errno: 1}},
+		{"prctl other", "prctl", [6]uint64{v("PR_SET_SECCOMP")}, verdict{errno: 22}},
+		{"not allowed", "ptrace", [6]uint64{}, verdict{errno: 1}},
+	} {
+		if got := evalOCI(t, s, tc.call, tc.args); len(got) != 1 || got[0] != tc.want {
+			t.Errorf("%s: %s%x = %+v, want %+v", tc.name, tc.call, tc.args, got, tc.want)
+		}
+	}
+}
+
+func TestOCIRulesGolden(t *testing.T) {
+	p := loadFixture(t, "rules.yaml")
+	var buf bytes.Buffer
+	if err := Write(&buf, p, "oci", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "rules.oci.golden.json", buf.Bytes())
+}
+
+func TestComplementBlocks(t *testing.T) {
+	// Every value of a small mask is in exactly one of: the set, or one block.
+	for _, set := range [][]uint64{{0}, {15}, {3}, {0, 15}, {1, 2, 9}, {}} {
+		cs, err := complement(0, 0xf, set, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for x := uint64(0); x < 64; x++ {
+			n := 0
+			for _, c := range cs {
+				if x&c.Mask == c.Value {
+					n++
+				}
+			}
+			want := 1
+			if slices.Contains(set, x&0xf) {
+				want = 0
+			}
+			if n != want {
+				t.Errorf("set %v, x %d: matched by %d blocks, want %d", set, x, n, want)
+			}
+		}
+	}
+	if _, err := complement(0, 0xf0, []uint64{0x10}, false); err == nil || !strings.Contains(err.Error(), "contiguous") {
+		t.Errorf("a non-contiguous mask: got %v", err)
+	}
+}
