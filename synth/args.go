@@ -1,0 +1,454 @@
+package synth
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sysprof/sysprof/policy"
+)
+
+// Symbolic constants written into argument rules. The names and values are Linux's generic
+// ABI, the same on x86_64, i386, x32 and aarch64.
+//
+// TODO(lead): policy is growing policy.Symbol/ParseValue over the same names; switch to them
+// once they are committed and drop these tables.
+var (
+	afNames = map[uint64]string{
+		0: "AF_UNSPEC", 1: "AF_UNIX", 2: "AF_INET", 3: "AF_AX25", 4: "AF_IPX", 5: "AF_APPLETALK",
+		6: "AF_NETROM", 7: "AF_BRIDGE", 8: "AF_ATMPVC", 9: "AF_X25", 10: "AF_INET6", 11: "AF_ROSE",
+		12: "AF_DECnet", 13: "AF_NETBEUI", 14: "AF_SECURITY", 15: "AF_KEY", 16: "AF_NETLINK",
+		17: "AF_PACKET", 18: "AF_ASH", 19: "AF_ECONET", 20: "AF_ATMSVC", 21: "AF_RDS", 22: "AF_SNA",
+		23: "AF_IRDA", 24: "AF_PPPOX", 25: "AF_WANPIPE", 26: "AF_LLC", 27: "AF_IB", 28: "AF_MPLS",
+		29: "AF_CAN", 30: "AF_TIPC", 31: "AF_BLUETOOTH", 32: "AF_IUCV", 33: "AF_RXRPC", 34: "AF_ISDN",
+		35: "AF_PHONET", 36: "AF_IEEE802154", 37: "AF_CAIF", 38: "AF_ALG", 39: "AF_NFC", 40: "AF_VSOCK",
+		41: "AF_KCM", 42: "AF_QIPCRTR", 43: "AF_SMC", 44: "AF_XDP", 45: "AF_MCTP",
+	}
+	sockNames = map[uint64]string{
+		1: "SOCK_STREAM", 2: "SOCK_DGRAM", 3: "SOCK_RAW", 4: "SOCK_RDM", 5: "SOCK_SEQPACKET",
+		6: "SOCK_DCCP", 10: "SOCK_PACKET",
+	}
+	// Protocol names only mean something for AF_INET/AF_INET6 (netlink reuses the numbers).
+	ipprotoNames = map[uint64]string{
+		1: "IPPROTO_ICMP", 6: "IPPROTO_TCP", 17: "IPPROTO_UDP", 58: "IPPROTO_ICMPV6",
+		132: "IPPROTO_SCTP", 136: "IPPROTO_UDPLITE", 255: "IPPROTO_RAW", 262: "IPPROTO_MPTCP",
+	}
+	prctlNames = map[uint64]string{
+		1: "PR_SET_PDEATHSIG", 2: "PR_GET_PDEATHSIG", 3: "PR_GET_DUMPABLE", 4: "PR_SET_DUMPABLE",
+		7: "PR_GET_KEEPCAPS", 8: "PR_SET_KEEPCAPS", 15: "PR_SET_NAME", 16: "PR_GET_NAME",
+		21: "PR_GET_SECCOMP", 22: "PR_SET_SECCOMP", 23: "PR_CAPBSET_READ", 24: "PR_CAPBSET_DROP",
+		27: "PR_GET_SECUREBITS", 28: "PR_SET_SECUREBITS", 29: "PR_SET_TIMERSLACK",
+		30: "PR_GET_TIMERSLACK", 35: "PR_SET_MM", 36: "PR_SET_CHILD_SUBREAPER",
+		37: "PR_GET_CHILD_SUBREAPER", 38: "PR_SET_NO_NEW_PRIVS", 39: "PR_GET_NO_NEW_PRIVS",
+		40: "PR_GET_TID_ADDRESS", 41: "PR_SET_THP_DISABLE", 42: "PR_GET_THP_DISABLE",
+		47: "PR_CAP_AMBIENT", 52: "PR_GET_SPECULATION_CTRL", 53: "PR_SET_SPECULATION_CTRL",
+		0x59616d61: "PR_SET_PTRACER", 0x53564d41: "PR_SET_VMA",
+	}
+	personalityNames = map[uint64]string{0: "PER_LINUX", 8: "PER_LINUX32", 0xffffffff: "0xffffffff"}
+	ioctlNames       = map[uint64]string{0x5412: "TIOCSTI", 0x541C: "TIOCLINUX"}
+)
+
+// Clone flag bits. The namespace flags are the dangerous ones: they are denied unless seen.
+var (
+	cloneNamespaceFlags = []struct {
+		name string
+		bit  uint64
+	}{
+		{"CLONE_NEWTIME", 0x80}, {"CLONE_NEWNS", 0x20000}, {"CLONE_NEWCGROUP", 0x02000000},
+		{"CLONE_NEWUTS", 0x04000000}, {"CLONE_NEWIPC", 0x08000000}, {"CLONE_NEWUSER", 0x10000000},
+		{"CLONE_NEWPID", 0x20000000}, {"CLONE_NEWNET", 0x40000000},
+	}
+	cloneOtherFlags = []struct {
+		name string
+		bit  uint64
+	}{
+		// clone(2)'s low byte is the exit signal (SIGCHLD), not flags; CLONE_NEWTIME (0x80)
+		// lives there too, but clone(2) cannot request it (only clone3 and unshare can).
+		{"CSIGNAL", 0xff},
+		{"CLONE_VM", 0x100}, {"CLONE_FS", 0x200}, {"CLONE_FILES", 0x400}, {"CLONE_SIGHAND", 0x800},
+		{"CLONE_PIDFD", 0x1000}, {"CLONE_PTRACE", 0x2000}, {"CLONE_VFORK", 0x4000},
+		{"CLONE_PARENT", 0x8000}, {"CLONE_THREAD", 0x10000}, {"CLONE_SYSVSEM", 0x40000},
+		{"CLONE_SETTLS", 0x80000}, {"CLONE_PARENT_SETTID", 0x100000},
+		{"CLONE_CHILD_CLEARTID", 0x200000}, {"CLONE_DETACHED", 0x400000},
+		{"CLONE_UNTRACED", 0x800000}, {"CLONE_CHILD_SETTID", 0x1000000}, {"CLONE_IO", 0x80000000},
+	}
+)
+
+const nsMask = 0x80 | 0x20000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
+
+// symbolValue parses a value as argument rules write it: a name from the tables above, a
+// CLONE_* flag, decimal or 0x hex, or an OR of those.
+func symbolValue(s string) (uint64, bool) {
+	if strings.Contains(s, "|") {
+		var v uint64
+		for part := range strings.SplitSeq(s, "|") {
+			p, ok := symbolValue(part)
+			if !ok {
+				return 0, false
+			}
+			v |= p
+		}
+		return v, true
+	}
+	for _, t := range []map[uint64]string{afNames, sockNames, ipprotoNames, prctlNames, personalityNames, ioctlNames} {
+		for v, n := range t {
+			if n == s {
+				return v, true
+			}
+		}
+	}
+	for _, f := range cloneNamespaceFlags {
+		if f.name == s {
+			return f.bit, true
+		}
+	}
+	for _, f := range cloneOtherFlags {
+		if f.name == s {
+			return f.bit, true
+		}
+	}
+	v, err := strconv.ParseUint(s, 0, 64)
+	return v, err == nil
+}
+
+func numeric(v uint64) string {
+	if v < 0x100 {
+		return strconv.FormatUint(v, 10)
+	}
+	return "0x" + strconv.FormatUint(v, 16)
+}
+
+func nameOr(t map[uint64]string, v uint64) string {
+	if n, ok := t[v]; ok {
+		return n
+	}
+	return numeric(v)
+}
+
+// cloneFlagNames names every bit of v (CSIGNAL for the low byte when clone is true).
+func cloneFlagNames(v uint64, clone bool) []string {
+	var out []string
+	if clone && v&0xff != 0 {
+		out = append(out, "CSIGNAL")
+		v &^= 0xff
+	}
+	for _, f := range append(slices.Clone(cloneNamespaceFlags), cloneOtherFlags...) {
+		if f.name == "CSIGNAL" {
+			continue
+		}
+		if v&f.bit != 0 {
+			out = append(out, f.name)
+			v &^= f.bit
+		}
+	}
+	for b := uint64(1); v != 0 && b != 0; b <<= 1 {
+		if v&b != 0 {
+			out = append(out, numeric(b))
+			v &^= b
+		}
+	}
+	return out
+}
+
+// argSet collects the values of one argument of one syscall with their provenance.
+type argSet struct {
+	vals map[uint64]prov
+}
+
+func (a *argSet) add(v uint64, pr prov) {
+	if a.vals == nil {
+		a.vals = map[uint64]prov{}
+	}
+	a.vals[v] = earliest(a.vals[v], pr)
+}
+
+func (a *argSet) prov() prov {
+	var pr prov
+	for _, p := range a.vals {
+		pr = earliest(pr, p)
+	}
+	return pr
+}
+
+func (a *argSet) sorted() []uint64 {
+	out := make([]uint64, 0, len(a.vals))
+	for v := range a.vals {
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (a *argSet) union() uint64 {
+	var u uint64
+	for v := range a.vals {
+		u |= v
+	}
+	return u
+}
+
+// passArgs turns the learned argument domains into argument rules for the allowed syscalls.
+// The rule forms, as the enforcer compiles them:
+//   - Values: the (masked) argument must equal one of them;
+//   - Flags: the argument may set only these bits;
+//   - Deny: the (masked) argument must not equal any of them;
+//   - Errno with nothing else: the syscall is answered with that errno and never runs (clone3
+//     answered ENOSYS: seccomp cannot read struct clone_args, and libc falls back to clone).
+func (s *state) passArgs() []string {
+	sets := map[string]*argSet{} // "syscall/kind/field"
+	get := func(k string) *argSet {
+		if sets[k] == nil {
+			sets[k] = &argSet{}
+		}
+		return sets[k]
+	}
+	var execProt []string
+	for _, a := range s.args {
+		pr := s.provOf(a.exe)
+		if a.seen > 0 {
+			pr.seen = a.seen
+		}
+		switch a.kind {
+		case "socket":
+			f := a.fields
+			if f == nil {
+				f = map[string]uint64{"domain": a.value >> 32, "type": (a.value >> 16) & 0xffff, "protocol": a.value & 0xffff}
+			}
+			for _, field := range []string{"domain", "type", "protocol"} {
+				if v, ok := f[field]; ok {
+					if field == "type" {
+						v &= 0xf
+					}
+					get(a.syscall+"/socket/"+field).add(v, pr)
+				}
+			}
+		case "mmap_prot", "mprotect_prot":
+			if a.value&0x4 != 0 { // PROT_EXEC
+				execProt = append(execProt, a.exe+" "+a.syscall)
+			}
+		default:
+			get(a.syscall+"/"+a.kind).add(a.value, pr)
+		}
+	}
+	var msgs []string
+	var rules []policy.ArgRule
+	allowed := func(name string) *sysRule { return s.syscalls[name] }
+
+	// socket and socketpair: domain, type (& 0xf: SOCK_NONBLOCK|SOCK_CLOEXEC dropped), protocol.
+	for _, sc := range []string{"socket", "socketpair"} {
+		if allowed(sc) == nil {
+			continue
+		}
+		dom := sets[sc+"/socket/domain"]
+		if dom == nil {
+			msgs = append(msgs, sc+": allowed without argument rules (no argument values were recorded)")
+			continue
+		}
+		inet := true
+		var doms []string
+		for _, v := range dom.sorted() {
+			doms = append(doms, nameOr(afNames, v))
+			inet = inet && (v == 2 || v == 10)
+		}
+		rules = append(rules, policy.ArgRule{Syscall: sc, Arg: 0, Name: "domain", Values: doms, Provenance: dom.prov().policy()})
+		if t := sets[sc+"/socket/type"]; t != nil {
+			var ts []string
+			for _, v := range t.sorted() {
+				ts = append(ts, nameOr(sockNames, v))
+			}
+			rules = append(rules, policy.ArgRule{Syscall: sc, Arg: 1, Name: "type", Mask: "0xf", Values: ts, Provenance: t.prov().policy()})
+		}
+		if p := sets[sc+"/socket/protocol"]; p != nil {
+			var ps []string
+			for _, v := range p.sorted() {
+				if inet {
+					ps = append(ps, nameOr(ipprotoNames, v))
+				} else {
+					ps = append(ps, numeric(v))
+				}
+			}
+			rules = append(rules, policy.ArgRule{Syscall: sc, Arg: 2, Name: "protocol", Values: ps, Provenance: p.prov().policy()})
+		}
+		msgs = append(msgs, fmt.Sprintf("%s: domains %s only (AF_ALG, AF_VSOCK, AF_PACKET, raw and MPTCP sockets denied unless listed)", sc, strings.Join(doms, ", ")))
+	}
+
+	// clone: any non-namespace flag, namespace flags only as seen.
+	if r := allowed("clone"); r != nil {
+		set := sets["clone/clone_flags"]
+		if set == nil {
+			set = &argSet{}
+		}
+		bits := set.union() &^ 0xff
+		for _, f := range cloneOtherFlags {
+			bits |= f.bit
+		}
+		pr := set.prov()
+		if pr.by == "" {
+			pr = r.prov
+		}
+		rules = append(rules, policy.ArgRule{Syscall: "clone", Arg: 0, Name: "flags", Flags: cloneFlagNames(bits, true), Provenance: pr.policy()})
+		if ns := set.union() & nsMask &^ 0xff; ns != 0 {
+			msgs = append(msgs, "clone: namespace flags seen and allowed: "+strings.Join(cloneFlagNames(ns, false), ", "))
+		} else {
+			msgs = append(msgs, "clone: namespace flags (CLONE_NEWUSER, NEWNS, NEWNET, NEWPID, NEWIPC, NEWUTS, NEWCGROUP) denied: none seen")
+		}
+	}
+
+	// clone3: flags live in a struct seccomp cannot read.
+	if r := allowed("clone3"); r != nil {
+		set := sets["clone3/clone3_flags"]
+		if set != nil && set.union()&nsMask != 0 || s.clone3Plain {
+			w := "clone3 allowed without argument checks: it was seen creating namespaces"
+			if set != nil && set.union()&nsMask != 0 {
+				w += " (" + strings.Join(cloneFlagNames(set.union()&nsMask, false), ", ") + ")"
+			}
+			w += ", and seccomp cannot inspect its flags"
+			msgs = append(msgs, w)
+			s.warnings = append(s.warnings, w)
+		} else {
+			rules = append(rules, policy.ArgRule{Syscall: "clone3", Arg: 0, Name: "clone_args", Errno: "ENOSYS", Provenance: r.prov.policy()})
+			msgs = append(msgs, "clone3: answered ENOSYS (seccomp cannot inspect struct clone_args; libc falls back to clone, whose flags are checked)")
+		}
+	}
+
+	// unshare: only the flags seen.
+	if r := allowed("unshare"); r != nil {
+		set := sets["unshare/unshare_flags"]
+		var bits uint64
+		pr := r.prov
+		if set != nil {
+			bits, pr = set.union(), set.prov()
+		} else {
+			bits = 0x200 | 0x400 | 0x40000 // CLONE_FS|CLONE_FILES|CLONE_SYSVSEM: no namespace
+		}
+		names := cloneFlagNames(bits, false)
+		if bits == 0 {
+			names = []string{"0"}
+		}
+		rules = append(rules, policy.ArgRule{Syscall: "unshare", Arg: 0, Name: "flags", Flags: names, Provenance: pr.policy()})
+		msgs = append(msgs, "unshare: only flags "+strings.Join(names, ", "))
+	}
+
+	// setns, personality, prctl: only the values seen.
+	for _, v := range []struct {
+		sc, kind, name string
+		arg            int
+		names          map[uint64]string
+	}{
+		{"setns", "setns_nstype", "nstype", 1, nil},
+		{"personality", "personality", "persona", 0, personalityNames},
+		{"prctl", "prctl_option", "option", 0, prctlNames},
+	} {
+		if allowed(v.sc) == nil {
+			continue
+		}
+		set := sets[v.sc+"/"+v.kind]
+		if set == nil {
+			msgs = append(msgs, v.sc+": allowed without argument rules (no argument values were recorded)")
+			continue
+		}
+		var vals []string
+		for _, x := range set.sorted() {
+			switch {
+			case v.names != nil:
+				vals = append(vals, nameOr(v.names, x))
+			case x == 0:
+				vals = append(vals, "0")
+			default:
+				vals = append(vals, strings.Join(cloneFlagNames(x, false), "|"))
+			}
+		}
+		rules = append(rules, policy.ArgRule{Syscall: v.sc, Arg: v.arg, Name: v.name, Values: vals, Provenance: set.prov().policy()})
+		msgs = append(msgs, fmt.Sprintf("%s: only %s", v.sc, strings.Join(vals, ", ")))
+	}
+
+	// ioctl: terminal injection is denied whatever else the tool does with ttys. The request is
+	// an unsigned int: masked to 32 bits so that high garbage cannot slip past the deny list.
+	if r := allowed("ioctl"); r != nil {
+		rules = append(rules, policy.ArgRule{Syscall: "ioctl", Arg: 1, Name: "request", Mask: "0xffffffff",
+			Deny: []string{"TIOCLINUX", "TIOCSTI"}, Provenance: r.prov.policy()})
+		msg := "ioctl: TIOCSTI and TIOCLINUX (terminal input injection) always denied"
+		if set := sets["ioctl/ioctl_request"]; set != nil {
+			for _, v := range set.sorted() {
+				if v&0xffffffff == 0x5412 || v&0xffffffff == 0x541C {
+					w := fmt.Sprintf("%s used ioctl %s during learning; it stays denied", set.vals[v].by, ioctlNames[v&0xffffffff])
+					s.warnings = append(s.warnings, w)
+					msg += "; " + w
+				}
+			}
+		}
+		msgs = append(msgs, msg)
+	}
+
+	if len(execProt) > 0 {
+		slices.Sort(execProt)
+		execProt = slices.Compact(execProt)
+		msgs = append(msgs, "PROT_EXEC mappings seen (info only, not restricted: JITs and the dynamic loader need them): "+strings.Join(execProt, ", "))
+	}
+	s.argRules = rules
+	return msgs
+}
+
+// argObsFromRules reads argument rules back as the values they allow (Resynthesize). It also
+// reports whether clone3 is allowed without its ENOSYS rule.
+func argObsFromRules(p *policy.Profile) ([]argObs, bool, error) {
+	var out []argObs
+	enosys := false
+	for _, r := range p.Syscalls.Args {
+		pr := r.Provenance
+		parse := func(vs []string) ([]uint64, error) {
+			var out []uint64
+			for _, v := range vs {
+				x, ok := symbolValue(v)
+				if !ok {
+					return nil, fmt.Errorf("%s arg %d: unknown value %q", r.Syscall, r.Arg, v)
+				}
+				out = append(out, x)
+			}
+			return out, nil
+		}
+		vals, err := parse(r.Values)
+		if err != nil {
+			return nil, false, err
+		}
+		flags, err := parse(r.Flags)
+		if err != nil {
+			return nil, false, err
+		}
+		var union uint64
+		for _, f := range flags {
+			union |= f
+		}
+		add := func(kind string, v uint64, fields map[string]uint64) {
+			out = append(out, argObs{exe: pr.By, syscall: r.Syscall, kind: kind, value: v, fields: fields, seen: pr.Seen})
+		}
+		switch {
+		case r.Syscall == "socket" || r.Syscall == "socketpair":
+			field := map[int]string{0: "domain", 1: "type", 2: "protocol"}[r.Arg]
+			for _, v := range vals {
+				add("socket", 0, map[string]uint64{field: v})
+			}
+		case r.Syscall == "clone3" && r.Errno == "ENOSYS":
+			enosys = true
+		case r.Syscall == "clone" && r.Arg == 0:
+			add("clone_flags", union&nsMask&^0xff, nil) // the rest is always allowed
+		case r.Syscall == "unshare" && r.Arg == 0:
+			add("unshare_flags", union, nil)
+		case r.Syscall == "setns" && r.Arg == 1:
+			for _, v := range vals {
+				add("setns_nstype", v, nil)
+			}
+		case r.Syscall == "personality":
+			for _, v := range vals {
+				add("personality", v, nil)
+			}
+		case r.Syscall == "prctl":
+			for _, v := range vals {
+				add("prctl_option", v, nil)
+			}
+		}
+	}
+	clone3 := slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == "clone3" })
+	return out, clone3 && !enosys, nil
+}

@@ -1,0 +1,44 @@
+// Package synth turns what one learn run observed (a trace.Trace) into the smallest portable
+// policy (a policy.Profile) that still lets the command do exactly that. It is pure: no I/O,
+// no clock unless Options.Now is nil, and the same trace always gives the same profile bytes.
+// It does not record anything (profiler/), store or merge profiles (policy/), or compile and
+// enforce them (enforcer/).
+//
+// # Pipeline
+//
+// Synthesize runs small passes over an intermediate rule set, in order; each does one thing and
+// says what it did (Result.Explain, printed by `sysprof learn --explain`):
+//
+//   - portable-paths: $WORKDIR, $HOME, $TMPDIR and toolchain roots replace machine prefixes
+//     (longest wins); per-run random names become globs ($TMPDIR/go-build*, see GlobComponent);
+//     /proc/<pid> becomes /proc/self or /proc/*.
+//   - credentials: CredentialStores (and the ssh-agent socket) are hidden in every profile; an
+//     access to one is dropped with a loud warning unless Options.AllowSecrets names it.
+//   - failed-probes: failed accesses get no rule — they fail the same way under enforcement.
+//   - source-tree, read, write, exec: reads under $WORKDIR become one read-only $WORKDIR rule;
+//     other reads and listings become exact rules (metadata needs none); writes are granted on
+//     the narrowest directory the tool created or wrote in, never $WORKDIR, $HOME or $TMPDIR
+//     whole; exec only on binaries that ran.
+//   - rollup-read, rollup-write: at least RollupThreshold rules under one directory of a system
+//     tree (/usr, /lib, /etc/…, toolchain roots) become that directory, deepest first, until
+//     nothing changes; never / or $HOME.
+//   - coverage: rules a broader rule covers are dropped (write implies read).
+//   - private-tmp, syscalls, base, portable-syscalls, args, network, metadata.
+//
+// # Argument rules
+//
+// policy.ArgRule is compiled by the enforcer as: Values — the masked argument equals one of
+// them; Flags — only these bits may be set; Deny — the masked argument equals none of them
+// (ioctl TIOCSTI/TIOCLINUX); Errno with none of the three — the syscall is answered with Errno
+// and never runs. The last form is how clone3 is handled: seccomp cannot read the flags inside
+// struct clone_args, so clone3 gets ENOSYS and libc falls back to clone, whose namespace flags
+// the clone rule checks. Only a run that saw clone3 create namespaces keeps clone3 plainly
+// allowed (with a warning).
+//
+// # Checking a profile
+//
+// Allows is the plain-Go model of the filesystem policy (hidden wins, write implies read,
+// metadata needs visibility only); Expand turns portable paths back into host paths.
+// Resynthesize runs the passes over a profile read back as observations: on a profile
+// Synthesize made it changes nothing.
+package synth

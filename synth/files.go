@@ -1,0 +1,696 @@
+package synth
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/sysprof/sysprof/trace"
+)
+
+// passPortable rewrites every machine-specific path (files, exes, unix sockets, the command)
+// into its portable form. A profile read back is portable already: nothing to do.
+func (s *state) passPortable() []string {
+	if s.trace == nil {
+		return nil
+	}
+	perVar := map[string]map[string]bool{}
+	globbed := map[string]map[string]bool{} // glob prefix → distinct originals
+	var procSelf, procAny int
+	conv := func(p, exe string) string {
+		if p == "" || !path.IsAbs(p) {
+			return p
+		}
+		out := portablePath(p, s.vars, s.exePIDs[exe])
+		if strings.HasPrefix(out, "$") {
+			name := strings.SplitN(out[1:], "/", 2)[0]
+			if perVar[name] == nil {
+				perVar[name] = map[string]bool{}
+			}
+			perVar[name][p] = true
+		}
+		switch {
+		case strings.HasPrefix(out, "/proc/self") && !strings.HasPrefix(p, "/proc/self"):
+			procSelf++
+		case strings.HasPrefix(out, "/proc/*"):
+			procAny++
+		case strings.Contains(out, "*"):
+			comps := strings.Split(out, "/")
+			for i, c := range comps {
+				if strings.Contains(c, "*") {
+					key := strings.Join(comps[:i+1], "/")
+					if globbed[key] == nil {
+						globbed[key] = map[string]bool{}
+					}
+					globbed[key][p] = true
+					break
+				}
+			}
+		}
+		return out
+	}
+	rank := map[string]int{}
+	for exe, r := range s.rank {
+		pe := conv(exe, "")
+		if cur, ok := rank[pe]; !ok || r < cur {
+			rank[pe] = r
+		}
+	}
+	for i := range s.files {
+		f := &s.files[i]
+		f.path = conv(f.path, f.exe)
+		f.exe = conv(f.exe, "")
+	}
+	for i := range s.procs {
+		p := &s.procs[i]
+		p.exe, p.parent = conv(p.exe, ""), conv(p.parent, "")
+	}
+	for i := range s.sys {
+		s.sys[i].exe = conv(s.sys[i].exe, "")
+	}
+	for i := range s.args {
+		s.args[i].exe = conv(s.args[i].exe, "")
+	}
+	for i := range s.net {
+		n := &s.net[i]
+		if !strings.HasPrefix(n.path, "@") {
+			n.path = conv(n.path, n.exe)
+		}
+		n.exe = conv(n.exe, "")
+	}
+	for i, a := range s.command {
+		s.command[i] = conv(a, "")
+	}
+	s.rank = rank
+
+	var msgs []string
+	for _, v := range s.vars {
+		if n := len(perVar[v.name]); n > 0 {
+			msgs = append(msgs, fmt.Sprintf("%s → $%s (%s)", v.value, v.name, plural(n, "path")))
+		}
+	}
+	// One line per directory: its collapsed names, and how many paths they stand for.
+	byDir := map[string][]string{}
+	count := map[string]int{}
+	for key, origs := range globbed {
+		d := parentDir(key)
+		byDir[d] = append(byDir[d], key[len(d)+1:])
+		count[d] += len(origs)
+	}
+	for _, d := range sortedKeys(byDir) {
+		names := byDir[d]
+		slices.Sort(names)
+		msgs = append(msgs, fmt.Sprintf("per-run names collapsed in %s: %s (%s)", d, strings.Join(names, ", "), plural(count[d], "path")))
+	}
+	if procSelf+procAny > 0 {
+		msgs = append(msgs, fmt.Sprintf("/proc/<pid>: %s to the process's own pid → /proc/self, %d to other pids → /proc/*", plural(procSelf, "access"), procAny))
+	}
+	return msgs
+}
+
+// secretPattern turns an --allow-secret argument into the portable form hidden paths use.
+func (s *state) secretPattern(a string) string {
+	a = strings.TrimSpace(a)
+	switch {
+	case a == "~":
+		a = "$HOME"
+	case strings.HasPrefix(a, "~/"):
+		a = "$HOME" + a[1:]
+	case path.IsAbs(a):
+		a = portablePath(a, s.vars, nil)
+	}
+	if strings.HasPrefix(a, "${") {
+		if i := strings.IndexByte(a, '}'); i > 0 {
+			a = "$" + a[2:i] + a[i+1:]
+		}
+	}
+	return path.Clean(a)
+}
+
+// passCredentials hides the credential stores in every profile and drops any observed access
+// to them, with a loud warning, unless the user allowed that secret.
+func (s *state) passCredentials() []string {
+	var msgs []string
+	add := func(p, note string) {
+		if _, ok := s.hidden[p]; !ok {
+			s.hidden[p] = &pathRule{note: note}
+		}
+	}
+	for _, c := range CredentialStores {
+		if s.trace == nil && s.hidden[c] == nil && s.allowsUnder(c) {
+			// A profile read back that allows something inside a store it does not hide got
+			// there through --allow-secret (or an equally explicit edit): keep that choice.
+			msgs = append(msgs, fmt.Sprintf("%s not hidden: the profile allows a path inside it", c))
+			continue
+		}
+		add(c, "credential store")
+	}
+	add("$TMPDIR/ssh-*", "ssh-agent socket")
+	if sock := s.ctx["SSH_AUTH_SOCK"]; path.IsAbs(sock) {
+		p := portablePath(sock, s.vars, nil)
+		if dir := parentDir(p); depth(dir) >= 2 && !strings.HasPrefix(dir, "$WORKDIR") {
+			p = dir
+		}
+		add(p, "ssh-agent socket")
+	}
+	var allowed []string
+	for _, a := range s.opts.AllowSecrets {
+		allowed = append(allowed, s.secretPattern(a))
+	}
+	slices.Sort(allowed)
+	allowed = slices.Compact(allowed)
+	for _, h := range sortedKeys(s.hidden) {
+		for _, a := range allowed {
+			if Covers(h, a) || Covers(a, h) {
+				delete(s.hidden, h)
+				msgs = append(msgs, fmt.Sprintf("%s not hidden: --allow-secret %s", h, a))
+				break
+			}
+		}
+	}
+	hiddenBy := func(p string) string {
+		for _, h := range sortedKeys(s.hidden) {
+			if Covers(h, p) {
+				return h
+			}
+		}
+		return ""
+	}
+	seen := map[string]bool{}
+	warn := func(exe, what, p, h string) {
+		w := fmt.Sprintf("credential store touched: %s %s %s — the profile keeps %s hidden and does not allow it; "+
+			"if the tool really needs it, learn again with --allow-secret %s", exe, what, p, h, p)
+		if !seen[w] {
+			seen[w] = true
+			s.warnings = append(s.warnings, w)
+		}
+	}
+	dropped := 0
+	kept := s.files[:0]
+	for _, f := range s.files {
+		h := hiddenBy(f.path)
+		if h == "" {
+			kept = append(kept, f)
+			continue
+		}
+		dropped++
+		// A failed probe for a missing file (git looking for ~/.netrc) is not worth a warning.
+		if f.ok || f.errno != errENOENT && f.errno != errENOTDIR {
+			what := verbOf(f.access)
+			if !f.ok {
+				what = "tried to " + f.access + fmt.Sprintf(" (%s)", errnoName(f.errno))
+			}
+			warn(f.exe, what, f.path, h)
+		}
+	}
+	s.files = kept
+	keptNet := s.net[:0]
+	for _, n := range s.net {
+		if n.family == "unix" && !strings.HasPrefix(n.path, "@") {
+			if h := hiddenBy(n.path); h != "" {
+				dropped++
+				warn(n.exe, n.op+" to socket", n.path, h)
+				continue
+			}
+		}
+		keptNet = append(keptNet, n)
+	}
+	s.net = keptNet
+	if dropped > 0 {
+		msgs = append(msgs, fmt.Sprintf("dropped %s to credential stores (see warnings)", plural(dropped, "access")))
+	}
+	msgs = append(msgs, fmt.Sprintf("%s hidden in every profile (credential stores, ssh-agent socket, .env files)", plural(len(s.hidden), "path")))
+	return msgs
+}
+
+// allowsUnder reports whether a read, write or exec rule lies at or below pattern c.
+func (s *state) allowsUnder(c string) bool {
+	for _, m := range []map[string]*pathRule{s.read, s.write, s.exec} {
+		for p := range m {
+			if Covers(c, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func verbOf(access string) string {
+	switch access {
+	case trace.AccessRead:
+		return "read"
+	case trace.AccessList:
+		return "listed"
+	case trace.AccessMetadata:
+		return "looked up"
+	case trace.AccessExec:
+		return "executed"
+	case trace.AccessCreate:
+		return "created"
+	case trace.AccessDelete:
+		return "deleted"
+	}
+	return "wrote"
+}
+
+// passFailedProbes drops every failed access. A failed probe (ENOENT of an optional config
+// file, EEXIST of `mkdir -p`) needs no allowance to fail again: path lookup errors come before
+// any Landlock or mount check, so under enforcement the tool sees the same errno and no false
+// denial. Recording them as rules would only widen the policy — under an already readable or
+// writable path such a rule is redundant, anywhere else it grants what the tool never got.
+func (s *state) passFailedProbes() []string {
+	byErrno := map[string]int{}
+	n := 0
+	kept := s.files[:0]
+	for _, f := range s.files {
+		if f.ok {
+			kept = append(kept, f)
+			continue
+		}
+		n++
+		byErrno[errnoName(f.errno)]++
+	}
+	s.files = kept
+	if n == 0 {
+		return nil
+	}
+	var parts []string
+	for _, e := range sortedKeys(byErrno) {
+		parts = append(parts, fmt.Sprintf("%s %d", e, byErrno[e]))
+	}
+	return []string{fmt.Sprintf("ignored %s (%s): they fail the same way under enforcement, so they need no rule and cause no false denial",
+		plural(n, "failed access"), strings.Join(parts, ", "))}
+}
+
+// Errnos named in explain lines.
+const (
+	errENOENT  = 2
+	errENOTDIR = 20
+)
+
+func errnoName(e int) string {
+	switch e {
+	case 1:
+		return "EPERM"
+	case errENOENT:
+		return "ENOENT"
+	case 13:
+		return "EACCES"
+	case 17:
+		return "EEXIST"
+	case errENOTDIR:
+		return "ENOTDIR"
+	case 21:
+		return "EISDIR"
+	case 22:
+		return "EINVAL"
+	case 30:
+		return "EROFS"
+	case 36:
+		return "ENAMETOOLONG"
+	case 39:
+		return "ENOTEMPTY"
+	case 40:
+		return "ELOOP"
+	case 0:
+		return "unknown errno"
+	}
+	return fmt.Sprintf("errno %d", e)
+}
+
+func isReadKind(a string) bool { return a == trace.AccessRead || a == trace.AccessList }
+
+func isWriteKind(a string) bool {
+	return a == trace.AccessWrite || a == trace.AccessCreate || a == trace.AccessDelete
+}
+
+// addRule merges one observation into a rule map.
+func addRule(m map[string]*pathRule, p string, pr prov, note string) {
+	if r := m[p]; r != nil {
+		r.prov = earliest(r.prov, pr)
+		if r.note == "" {
+			r.note = note
+		}
+		return
+	}
+	m[p] = &pathRule{prov: pr, note: note, files: 1}
+}
+
+// passSourceTree makes the source tree one read-only rule: a build reads its sources, which
+// files exactly is not the policy's business.
+func (s *state) passSourceTree() []string {
+	if s.ctx["WORKDIR"] == "" {
+		return nil
+	}
+	paths := map[string]bool{}
+	var pr prov
+	for _, f := range s.files {
+		if isReadKind(f.access) && Covers("$WORKDIR", f.path) {
+			paths[f.path] = true
+			pr = earliest(pr, s.provOf(f.exe))
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	addRule(s.read, "$WORKDIR", pr, "source tree, read-only")
+	return []string{fmt.Sprintf("source tree: %s read under $WORKDIR → $WORKDIR (read)", plural(len(paths), "path"))}
+}
+
+// passRead turns successful reads and directory listings into read rules. Decisions:
+//   - a listing needs read on the directory (Landlock's READ_DIR), so the directory becomes a
+//     rule — except / and $HOME, which would make the whole disk or home readable: those are
+//     not granted and the tool gets EACCES on that readdir;
+//   - metadata-only accesses (stat, access, readlink) need no rule: no Landlock right guards
+//     them, the path only has to be visible, and it is unless hidden;
+//   - /dev nodes (/dev/null, /dev/tty, /dev/urandom) stay exact rules, never rolled up.
+func (s *state) passRead() []string {
+	var files, dirs, meta, refused int
+	for _, f := range s.files {
+		switch {
+		case f.access == trace.AccessMetadata:
+			meta++
+		case f.access == trace.AccessList || f.access == trace.AccessRead && f.dir:
+			if f.path == "/" || f.path == "$HOME" {
+				refused++
+				continue
+			}
+			if !Covers("$WORKDIR", f.path) || s.read["$WORKDIR"] == nil {
+				addRule(s.read, f.path, s.provOf(f.exe), "")
+			}
+			dirs++
+		case f.access == trace.AccessRead:
+			if !Covers("$WORKDIR", f.path) || s.read["$WORKDIR"] == nil {
+				addRule(s.read, f.path, s.provOf(f.exe), "")
+			}
+			files++
+		}
+	}
+	var msgs []string
+	if files+dirs > 0 {
+		msgs = append(msgs, fmt.Sprintf("%s from %s read and %s listed", plural(len(s.read), "read rule"), plural(files, "file"), plural(dirs, "directory")))
+	}
+	if meta > 0 {
+		msgs = append(msgs, fmt.Sprintf("%s: no rule needed, stat works on any path that is not hidden", plural(meta, "metadata-only access")))
+	}
+	if refused > 0 {
+		msgs = append(msgs, fmt.Sprintf("not granted: %s of / or $HOME (a read rule there would expose the whole tree)", plural(refused, "listing")))
+	}
+	return msgs
+}
+
+// cacheRoots are tool-owned caches granted whole when the tool writes anywhere in them.
+// $CARGO_HOME is not one: it also holds bin/ (installed tools) and credentials, so a write there
+// grants only the first directory below it ($CARGO_HOME/registry, $CARGO_HOME/git).
+var cacheRoots = []string{"$GOCACHE", "$GOMODCACHE", "$NPM_CACHE"}
+
+// writeAnchor returns the directory a write at p is granted on because p lies in a cache.
+func writeAnchor(p string) string {
+	for _, r := range cacheRoots {
+		if Covers(r, p) {
+			return r
+		}
+	}
+	if strings.HasPrefix(p, "$CARGO_HOME/") {
+		if c := strings.Split(p, "/"); len(c) >= 3 {
+			return strings.Join(c[:2], "/")
+		}
+	}
+	return ""
+}
+
+// protectedDirs are never granted for writing as a whole because one file in them was
+// created; beside these, nothing at depth 1 or less (/, /tmp, /etc, $HOME, $WORKDIR, $TMPDIR,
+// $GOROOT) is.
+var protectedDirs = []string{
+	"/var/tmp", "/var/lib", "/var/cache", "/run/user", "/run/user/*", "/usr/local", "/usr/lib",
+	"/usr/share", "/usr/bin", "/dev/shm", "/dev/pts",
+	"$HOME/.cache", "$HOME/.config", "$HOME/.local", "$HOME/.local/share", "$HOME/.local/bin",
+	"$CARGO_HOME/bin", "$GOROOT/bin", "$GOROOT/pkg",
+}
+
+func protectedDir(d string) bool {
+	if depth(d) <= 1 || slices.Contains(protectedDirs, d) {
+		return true
+	}
+	for _, pre := range []string{"/dev/", "/proc/", "/sys/"} {
+		if strings.HasPrefix(d, pre) {
+			return true
+		}
+	}
+	return false
+}
+
+// passWrite grants writes on the narrowest directories the tool created or wrote in:
+//   - anything in a tool cache ($GOCACHE, $GOMODCACHE, npm's cache) grants the cache;
+//   - a directory the tool created is granted whole ($WORKDIR/target, $TMPDIR/go-build*);
+//   - an existing file the tool modified is granted as that file;
+//   - a file created or deleted needs the right on its directory, which is granted — unless
+//     that directory is a protected one ($WORKDIR, $HOME, $TMPDIR, /tmp, …): then only the
+//     file is granted, so one go.sum never makes the work tree writable.
+func (s *state) passWrite() []string {
+	var n, created, anchored, exact int
+	for _, f := range s.files {
+		if !isWriteKind(f.access) {
+			continue
+		}
+		n++
+		pr := s.provOf(f.exe)
+		switch a := writeAnchor(f.path); {
+		case a != "":
+			addRule(s.write, a, pr, "tool cache")
+			anchored++
+		case f.access == trace.AccessCreate && f.dir:
+			addRule(s.write, f.path, pr, "created by the tool")
+			created++
+		case f.access == trace.AccessWrite || protectedDir(parentDir(f.path)):
+			addRule(s.write, f.path, pr, "")
+			exact++
+		default:
+			addRule(s.write, parentDir(f.path), pr, "")
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%s → %s (%d in tool caches, %d in directories the tool created, %d exact files; "+
+		"never $WORKDIR, $HOME or $TMPDIR whole)", plural(n, "write"), plural(len(s.write), "write rule"), anchored, created, exact)}
+}
+
+// passExec grants exec on exactly the binaries that ran.
+func (s *state) passExec() []string {
+	n := 0
+	for _, p := range s.procs {
+		addRule(s.exec, p.exe, s.provOf(p.parent), "")
+		s.exeRules[p.exe] = true
+		n++
+	}
+	for _, f := range s.files {
+		if f.access == trace.AccessExec {
+			addRule(s.exec, f.path, s.provOf(f.exe), "")
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("exec only on the %s that ran", plural(len(s.exec), "binary"))}
+}
+
+// readRoot is a system tree whose read-only files roll up to directories.
+type readRoot struct {
+	path string
+	self bool // the root itself may become the rule
+}
+
+var readRoots = []readRoot{
+	{"/usr", true}, {"/lib", true}, {"/lib32", true}, {"/lib64", true}, {"/libx32", true},
+	{"/bin", true}, {"/sbin", true}, {"/opt", false},
+	{"/etc", false}, // /etc/passwd, /etc/ssl/certs/…: roll up below /etc, never /etc itself
+	{"/proc/self", true}, {"/sys", false},
+	{"$GOROOT", true}, {"$RUSTUP_HOME", true}, {"$GOMODCACHE", true}, {"$GOCACHE", true},
+	{"$NPM_CACHE", true}, {"$CARGO_HOME", false},
+}
+
+func readRollupAllowed(d string) bool {
+	for _, r := range readRoots {
+		if d == r.path {
+			return r.self
+		}
+		if Covers(r.path, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// rollup replaces, deepest directory first, every set of at least threshold rules under one
+// allowed directory by that directory, until nothing changes. It returns the directories it
+// made, with how many files each stands for.
+func rollup(rules map[string]*pathRule, threshold int, allowed, blocked func(string) bool) []string {
+	cands := map[string]bool{}
+	for p := range rules {
+		for d := parentDir(p); d != "" && d != "/"; d = parentDir(d) {
+			if allowed(d) {
+				cands[d] = true
+			}
+		}
+	}
+	byDepth := map[int][]string{}
+	maxDepth := 0
+	for d := range cands {
+		byDepth[depth(d)] = append(byDepth[depth(d)], d)
+		maxDepth = max(maxDepth, depth(d))
+	}
+	var made []string
+	for dd := maxDepth; dd > 0; dd-- {
+		dirs := byDepth[dd]
+		slices.Sort(dirs)
+		for _, d := range dirs {
+			var under []string
+			for p := range rules {
+				if p != d && under1(d, p) {
+					under = append(under, p)
+				}
+			}
+			if len(under) < threshold || blocked(d) {
+				continue
+			}
+			slices.Sort(under)
+			r := &pathRule{}
+			if old := rules[d]; old != nil {
+				*r = *old
+			}
+			for _, p := range under {
+				r.prov = earliest(r.prov, rules[p].prov)
+				r.files += max(rules[p].files, 1)
+				delete(rules, p)
+			}
+			r.note = fmt.Sprintf("rolled up from %d files", r.files)
+			rules[d] = r
+			made = append(made, d)
+		}
+	}
+	slices.Sort(made)
+	return slices.Compact(made)
+}
+
+// under1 reports whether p lies below (or at) d; a fast path for glob-free d.
+func under1(d, p string) bool {
+	if !strings.Contains(d, "*") {
+		return p == d || strings.HasPrefix(p, d+"/")
+	}
+	return Covers(d, p)
+}
+
+// passRollupRead rolls up what the tool only read in system trees and toolchain roots.
+func (s *state) passRollupRead() []string {
+	blocked := func(d string) bool { // a tree the tool also wrote in is not "only read"
+		for w := range s.write {
+			if under1(d, w) {
+				return true
+			}
+		}
+		return false
+	}
+	var msgs []string
+	for _, d := range rollup(s.read, s.opts.RollupThreshold, readRollupAllowed, blocked) {
+		if r := s.read[d]; r != nil {
+			msgs = append(msgs, fmt.Sprintf("rolled up %d files under %s → %s (read)", r.files, d, d))
+		}
+	}
+	return msgs
+}
+
+// passRollupWrite rolls up write rules below one unprotected directory ($WORKDIR/target/debug
+// with its deps, build and .fingerprint directories becomes one rule).
+func (s *state) passRollupWrite() []string {
+	allowed := func(d string) bool { return !protectedDir(d) }
+	var msgs []string
+	for _, d := range rollup(s.write, s.opts.RollupThreshold, allowed, func(string) bool { return false }) {
+		if r := s.write[d]; r != nil {
+			msgs = append(msgs, fmt.Sprintf("rolled up %d files under %s → %s (write)", r.files, d, d))
+		}
+	}
+	return msgs
+}
+
+// passCoverage drops rules a broader rule already covers: reads under a read or write rule
+// (write implies read), writes under a write rule, execs under an exec rule.
+func (s *state) passCoverage() []string {
+	// drop removes the rules of m covered by another rule of m or by a rule of also.
+	drop := func(m, also map[string]*pathRule) int {
+		n := 0
+		keys := sortedKeys(m)
+		var alsoKeys []string
+		if also != nil {
+			alsoKeys = sortedKeys(also)
+		}
+		for _, p := range keys {
+			var into *pathRule
+			for _, q := range alsoKeys {
+				if Covers(q, p) {
+					into = also[q]
+					break
+				}
+			}
+			for _, q := range keys {
+				if into != nil {
+					break
+				}
+				if q != p && m[q] != nil && Covers(q, p) {
+					into = m[q]
+				}
+			}
+			if into != nil {
+				into.prov = earliest(into.prov, m[p].prov)
+				delete(m, p)
+				n++
+			}
+		}
+		return n
+	}
+	n := drop(s.write, nil)
+	n += drop(s.read, s.write)
+	n += drop(s.exec, nil)
+	if n == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("dropped %s covered by broader rules", plural(n, "rule"))}
+}
+
+var tmpRoots = []string{"/tmp", "/var/tmp", "$TMPDIR"}
+
+// passPrivateTmp gives the command a private /tmp unless it used something in /tmp it did not
+// create itself (then a fresh tmpfs would break it).
+func (s *state) passPrivateTmp() []string {
+	if s.trace == nil {
+		return nil // a profile read back keeps its choice
+	}
+	var created []string
+	for _, f := range s.files {
+		if f.access == trace.AccessCreate {
+			created = append(created, f.path)
+		}
+	}
+	inTmp := func(p string) bool {
+		for _, r := range tmpRoots {
+			if Covers(r, p) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, f := range s.files {
+		if f.access == trace.AccessCreate || f.access == trace.AccessMetadata || !inTmp(f.path) {
+			continue
+		}
+		if !slices.ContainsFunc(created, func(c string) bool { return Covers(c, f.path) }) {
+			s.privateTmp = false
+			return []string{fmt.Sprintf("no private /tmp: %s used %s, which it did not create", f.exe, f.path)}
+		}
+	}
+	s.privateTmp = true
+	return []string{"private /tmp: the command only used temp files it created"}
+}

@@ -1,0 +1,177 @@
+package synth
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/trace"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/synth")
+
+const goldenDir = "../testdata/synth"
+
+func testOpts() Options {
+	return Options{
+		SysprofVersion: "0.0.0-test",
+		Now:            func() time.Time { return time.Date(2026, 11, 30, 4, 20, 0, 0, time.UTC) },
+	}
+}
+
+func loadTrace(t *testing.T, name string) *trace.Trace {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(goldenDir, name+".trace.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr trace.Trace
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return &tr
+}
+
+// marshal is the profile as the golden files hold it.
+// TODO: switch to policy.Marshal once it is committed.
+func marshal(t *testing.T, p *policy.Profile) []byte {
+	t.Helper()
+	b, err := yaml.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func explainText(r *Result) []byte {
+	var b strings.Builder
+	for _, s := range r.Explain {
+		b.WriteString(s.String() + "\n")
+	}
+	for _, w := range r.Warnings {
+		b.WriteString("WARNING: " + w + "\n")
+	}
+	return []byte(b.String())
+}
+
+// goldenCases are the fixtures; a case with its own options names the trace it reuses.
+type goldenCase struct {
+	name, trace string
+	opts        func(*Options)
+}
+
+func goldenCases(t *testing.T) []goldenCase {
+	matches, err := filepath.Glob(filepath.Join(goldenDir, "*.trace.json"))
+	if err != nil || len(matches) == 0 {
+		t.Fatalf("no traces in %s: %v", goldenDir, err)
+	}
+	var cases []goldenCase
+	for _, m := range matches {
+		n := strings.TrimSuffix(filepath.Base(m), ".trace.json")
+		cases = append(cases, goldenCase{name: n, trace: n})
+	}
+	return append(cases,
+		goldenCase{name: "ssh-reader-allowed", trace: "ssh-reader", opts: func(o *Options) {
+			o.AllowSecrets = []string{"~/.npmrc", "/home/alice/.aws/credentials"}
+		}},
+		goldenCase{name: "go-build-portable", trace: "go-build", opts: func(o *Options) { o.Portable = true }},
+	)
+}
+
+func TestGolden(t *testing.T) {
+	for _, c := range goldenCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			opts := testOpts()
+			if c.opts != nil {
+				c.opts(&opts)
+			}
+			res, err := Synthesize(loadTrace(t, c.trace), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, filepath.Join(goldenDir, c.name+".golden.yaml"), marshal(t, res.Profile))
+			checkGolden(t, filepath.Join(goldenDir, c.name+".explain.golden"), explainText(res))
+		})
+	}
+}
+
+func checkGolden(t *testing.T, file string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(file, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run go test ./synth -update to create it)", err)
+	}
+	if d := cmp.Diff(string(want), string(got)); d != "" {
+		t.Errorf("%s differs (-want +got), refresh with go test ./synth -update if intended:\n%s", file, d)
+	}
+}
+
+// TestDeterministic: the same trace gives byte-identical profiles, whatever the order of its
+// observations.
+func TestDeterministic(t *testing.T) {
+	for _, c := range goldenCases(t) {
+		tr := loadTrace(t, c.trace)
+		a, err := Synthesize(tr, testOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev := *tr
+		rev.Files = reversed(tr.Files)
+		rev.Processes = reversed(tr.Processes)
+		rev.Syscalls = reversed(tr.Syscalls)
+		rev.Args = reversed(tr.Args)
+		rev.Network = reversed(tr.Network)
+		b, err := Synthesize(&rev, testOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(string(marshal(t, a.Profile)), string(marshal(t, b.Profile))); d != "" {
+			t.Errorf("%s: order of observations changed the profile:\n%s", c.name, d)
+		}
+	}
+}
+
+func reversed[T any](s []T) []T {
+	out := make([]T, len(s))
+	for i, v := range s {
+		out[len(s)-1-i] = v
+	}
+	return out
+}
+
+// TestIdempotent: running synthesis on its own output changes nothing.
+func TestIdempotent(t *testing.T) {
+	for _, c := range goldenCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			opts := testOpts()
+			if c.opts != nil {
+				c.opts(&opts)
+			}
+			first, err := Synthesize(loadTrace(t, c.trace), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := Resynthesize(first.Profile, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(string(marshal(t, first.Profile)), string(marshal(t, again.Profile))); d != "" {
+				t.Errorf("resynthesis changed the profile (-first +again):\n%s", d)
+			}
+		})
+	}
+}

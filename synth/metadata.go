@@ -1,0 +1,107 @@
+package synth
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+)
+
+// maxNameLen caps profile names (they become file names: .sysprof/<name>.yaml).
+const maxNameLen = 64
+
+// Name derives a profile name from a command: the base name of argv0 and up to two
+// subcommand-like arguments before the first flag, lower case, with anything but letters,
+// digits, `.` and `_` turned into `-`, capped at 64 characters. Paths and assignments are
+// skipped: `cargo build --release` → cargo-build, `go build -o hello .` → go-build,
+// `go test ./...` → go-test, `/usr/bin/npm run build` → npm-run-build. An empty result is
+// "profile".
+func Name(cmd []string) string {
+	if len(cmd) == 0 {
+		return "profile"
+	}
+	parts := []string{}
+	if p := sanitizeName(path.Base(cmd[0])); p != "" {
+		parts = append(parts, p)
+	}
+	for _, a := range cmd[1:] {
+		if len(parts) == 3 {
+			break
+		}
+		if strings.HasPrefix(a, "-") {
+			break // subcommands come before flags; what follows a flag may be its value
+		}
+		if strings.ContainsAny(a, "/=") {
+			continue
+		}
+		if p := sanitizeName(a); p != "" {
+			parts = append(parts, p)
+		}
+	}
+	name := strings.Join(parts, "-")
+	if len(name) > maxNameLen {
+		name = strings.TrimRight(name[:maxNameLen], "-.")
+	}
+	if name == "" {
+		return "profile"
+	}
+	return name
+}
+
+func sanitizeName(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	out := b.String()
+	for strings.Contains(out, "--") {
+		out = strings.ReplaceAll(out, "--", "-")
+	}
+	return strings.Trim(out, "-.")
+}
+
+// passMetadata fills metadata and the binaries with their hashes.
+func (s *state) passMetadata() []string {
+	now := s.opts.Now().UTC().Format(time.RFC3339)
+	if s.trace == nil {
+		s.meta.Updated = now
+		if s.opts.SysprofVersion != "" {
+			s.meta.SysprofVersion = s.opts.SysprofVersion
+		}
+		return nil
+	}
+	t := s.trace
+	s.meta.Name = Name(t.Command)
+	s.meta.Command = s.command
+	s.meta.SysprofVersion = s.opts.SysprofVersion
+	s.meta.Kernel = t.Host.Kernel
+	s.meta.Created, s.meta.Updated = now, now
+	s.meta.Runs = 1
+	s.meta.Incomplete = t.Incomplete || t.Loss.Any()
+	s.meta.IncompleteReasons = slices.Clone(t.Reasons)
+	if t.Loss.Any() {
+		r := fmt.Sprintf("lost kernel events: %d ring buffer drops, %d map-full", t.Loss.RingbufDrops, t.Loss.MapFull)
+		if !slices.Contains(s.meta.IncompleteReasons, r) {
+			s.meta.IncompleteReasons = append(s.meta.IncompleteReasons, r)
+		}
+	}
+	for _, p := range s.procs {
+		k := [2]string{p.exe, p.sha}
+		s.binaries[k] = earliest(s.binaries[k], s.provOf(p.parent))
+	}
+	msgs := []string{fmt.Sprintf("name %s, %s with their sha256", s.meta.Name, plural(len(s.binaries), "binary"))}
+	if s.meta.Incomplete {
+		reasons := strings.Join(s.meta.IncompleteReasons, "; ")
+		if reasons == "" {
+			reasons = "the trace says so"
+		}
+		msgs = append(msgs, "INCOMPLETE: "+reasons)
+	}
+	return msgs
+}

@@ -1,0 +1,88 @@
+package synth
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/sysprof/sysprof/trace"
+)
+
+// endpoint renders one observed network access as a profile endpoint and its proto:
+//   - host:port when the name that resolved to the address is known (the enforcer resolves it
+//     again at run time: addresses of registries move), else addr:port, [v6]:port;
+//   - loopback stays the exact address, whatever name resolved to it;
+//   - a bind to the unspecified address is :port (an ephemeral bind is :0);
+//   - unix:/path (portable) and unix:@name for abstract sockets, with no proto.
+func (s *state) endpoint(n netObs) (string, string) {
+	if n.family == "unix" {
+		return "unix:" + n.path, ""
+	}
+	proto := strings.ToLower(n.proto)
+	addr, err := netip.ParseAddr(n.addr)
+	port := strconv.Itoa(n.port)
+	if n.op == trace.OpBind && (n.addr == "" || err == nil && addr.IsUnspecified()) {
+		return ":" + port, proto
+	}
+	host := n.host
+	if host == "" {
+		host = s.dnsName[n.addr]
+	}
+	switch {
+	case err == nil && addr.IsLoopback():
+	case host != "":
+		return strings.TrimSuffix(host, ".") + ":" + port, proto
+	}
+	if err == nil && addr.Is6() && !addr.Is4In6() {
+		return "[" + addr.String() + "]:" + port, proto
+	}
+	if err == nil {
+		return addr.Unmap().String() + ":" + port, proto
+	}
+	return n.addr + ":" + port, proto
+}
+
+// passNetwork turns the observed endpoints into the allowlist. DNS needs nothing special: the
+// query to the resolver (udp 53) was itself observed as a connect or send and is allowed as
+// seen. Failed attempts (connection refused, unreachable) are not granted.
+func (s *state) passNetwork() []string {
+	failed := 0
+	dns := map[string]bool{}
+	for _, n := range s.net {
+		if !n.ok {
+			failed++
+			continue
+		}
+		ep, proto := s.endpoint(n)
+		k := epKey{n.op, ep, proto}
+		s.endpoints[k] = earliest(s.endpoints[k], s.provOf(n.exe))
+		if n.port == 53 && n.op != trace.OpBind {
+			dns[ep+" ("+proto+")"] = true
+		}
+	}
+	var counts [3]int
+	for k := range s.endpoints {
+		switch k.op {
+		case trace.OpConnect:
+			counts[0]++
+		case trace.OpSend:
+			counts[1]++
+		case trace.OpBind:
+			counts[2]++
+		}
+	}
+	var msgs []string
+	if len(s.endpoints) == 0 {
+		msgs = append(msgs, "no network: the command gets a private network namespace with only loopback")
+	} else {
+		msgs = append(msgs, fmt.Sprintf("%s allowed: connect %d, send %d, bind %d", plural(len(s.endpoints), "endpoint"), counts[0], counts[1], counts[2]))
+	}
+	if len(dns) > 0 {
+		msgs = append(msgs, "DNS: resolver "+strings.Join(sortedKeys(dns), ", ")+" allowed as seen")
+	}
+	if failed > 0 {
+		msgs = append(msgs, fmt.Sprintf("not granted: %s that failed during learning", plural(failed, "network attempt")))
+	}
+	return msgs
+}

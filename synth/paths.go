@@ -1,0 +1,260 @@
+package synth
+
+import (
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// PathVars are the variables a portable path may start with, in the order the portable-paths
+// pass prefers them when two have the same value. Each is looked up without the `$` in
+// trace.Context and in the ctx map of Expand.
+var PathVars = []string{
+	"WORKDIR", "GOCACHE", "GOMODCACHE", "GOROOT", "CARGO_HOME", "RUSTUP_HOME", "NPM_CACHE",
+	"TMPDIR", "HOME",
+}
+
+// variable is one path variable with its value on the machine that recorded the trace.
+type variable struct{ name, value string }
+
+// pathVars returns the usable path variables of ctx, longest value first so that the longest
+// prefix wins ($GOCACHE=/home/a/.cache/go-build beats $HOME=/home/a).
+func pathVars(ctx map[string]string) []variable {
+	var vs []variable
+	for _, name := range PathVars {
+		v := path.Clean(ctx[name])
+		if ctx[name] == "" || !path.IsAbs(v) || v == "/" {
+			continue
+		}
+		vs = append(vs, variable{name, v})
+	}
+	slices.SortStableFunc(vs, func(a, b variable) int { return len(b.value) - len(a.value) })
+	return vs
+}
+
+// Expand turns a portable path back into a host path: a leading $VAR (or ${VAR}) is replaced
+// by ctx[VAR] (keys without the `$`). A path with an unknown variable comes back unchanged, so
+// that a caller can refuse it; globs (`*`, `**`) are left for the matcher.
+func Expand(p string, ctx map[string]string) string {
+	if !strings.HasPrefix(p, "$") {
+		return p
+	}
+	name, rest := p[1:], ""
+	if i := strings.IndexByte(name, '/'); i >= 0 {
+		name, rest = name[:i], name[i:]
+	}
+	name = strings.TrimSuffix(strings.TrimPrefix(name, "{"), "}")
+	v, ok := ctx[name]
+	if !ok || v == "" {
+		return p
+	}
+	return path.Clean(v + rest)
+}
+
+// portablePath rewrites one absolute host path into its portable form: /proc/<pid> becomes
+// /proc/self (when pid is one of exePIDs, the pids of the process image that made the access)
+// or /proc/*, the longest variable prefix is substituted, and per-run random components
+// collapse to globs. Relative or empty paths come back unchanged.
+func portablePath(p string, vars []variable, exePIDs map[string]bool) string {
+	if p == "" || !path.IsAbs(p) {
+		return p
+	}
+	p = path.Clean(p)
+	comps := strings.Split(p[1:], "/")
+	switch {
+	case len(comps) >= 2 && comps[0] == "proc" && allDigits(comps[1]):
+		if exePIDs[comps[1]] {
+			comps[1] = "self"
+		} else {
+			comps[1] = "*"
+		}
+		if len(comps) >= 4 && comps[2] == "task" && allDigits(comps[3]) {
+			comps[3] = "*"
+		}
+		return "/" + strings.Join(comps, "/")
+	case len(comps) >= 4 && comps[0] == "proc" && (comps[1] == "self" || comps[1] == "thread-self") && comps[2] == "task" && allDigits(comps[3]):
+		comps[3] = "*"
+		return "/" + strings.Join(comps, "/")
+	case len(comps) == 3 && comps[0] == "dev" && comps[1] == "pts" && allDigits(comps[2]):
+		return "/dev/pts/*"
+	case comps[0] == "proc" || comps[0] == "sys" || comps[0] == "dev":
+		return p
+	}
+	prefix, rest := "", comps
+	for _, v := range vars {
+		if p == v.value || strings.HasPrefix(p, v.value+"/") {
+			prefix = "$" + v.name
+			rest = strings.Split(strings.TrimPrefix(p[len(v.value):], "/"), "/")
+			if p == v.value {
+				rest = nil
+			}
+			break
+		}
+	}
+	for i, c := range rest {
+		rest[i] = GlobComponent(c)
+	}
+	if prefix == "" {
+		return "/" + strings.Join(rest, "/")
+	}
+	if len(rest) == 0 {
+		return prefix
+	}
+	return prefix + "/" + strings.Join(rest, "/")
+}
+
+// randomPrefixes are temp-name makers whose random part has no digits often enough that the
+// generic rules would miss it: the prefix is kept and the random run after it becomes `*`.
+var randomPrefixes = []struct {
+	prefix   string
+	min, max int
+	mixed    bool // the run must hold an upper-case letter or a digit (it is mkstemp's alphabet)
+}{
+	{"tmp.", 6, 16, false}, // mktemp(1): tmp.XXXXXXXXXX
+	{".tmp", 6, 6, false},  // Rust's tempfile crate (cargo): .tmpXXXXXX
+	{"rustc", 6, 6, true},  // rustc's temp dirs: rustcXXXXXX
+	{"cc", 6, 6, true},     // gcc's temp files: ccXXXXXX.s, ccXXXXXX.o
+	{"ssh-", 6, 16, false}, // ssh-agent's socket dir: ssh-XXXXXXXXXX
+}
+
+// timestampRE matches a date-time stamp in a name (npm's 2026-11-30T04_00_00_000Z-debug.log).
+var timestampRE = regexp.MustCompile(`\d{4}-?\d{2}-?\d{2}[T_ -]?\d{2}[_:.-]?\d{2}[_:.-]?\d{2}([_:.,]\d{1,9})?Z?`)
+
+// GlobComponent returns one path component with its per-run random parts replaced by `*`, or
+// the component unchanged when nothing in it looks random. It is a heuristic over runs of
+// letters and digits:
+//
+//   - a known temp-name prefix followed by its random run (tmp.XXXXXXXXXX, .tmpXXXXXX,
+//     rustcXXXXXX, ccXXXXXX.o, ssh-XXXXXXXXXX);
+//   - a run of 4 or more digits only (pids, uids, timestamps: agent.12345, 1000);
+//   - a hex run of 8 or more holding both a digit and a letter a-f (build hashes:
+//     serde-1a2b3c4d5e6f7a8b);
+//   - a run of 6 or more mixing upper case, lower case and digits (mkstemp: XyZ12a);
+//   - inside any other run, a stretch of 5 or more digits (go-build123456789);
+//   - a date-time stamp (2026-11-30T04_00_00_000Z, 20261130-040000).
+//
+// Version numbers (1.75.0, python3.11, x86_64) stay as they are.
+func GlobComponent(c string) string {
+	if c == "" || strings.ContainsAny(c, "*$") {
+		return c
+	}
+	c = timestampRE.ReplaceAllString(c, "*")
+	for _, rp := range randomPrefixes {
+		if !strings.HasPrefix(c, rp.prefix) {
+			continue
+		}
+		rest := c[len(rp.prefix):]
+		n := 0
+		for n < len(rest) && isAlnum(rest[n]) {
+			n++
+		}
+		if n < rp.min || n > rp.max || rp.mixed && !strings.ContainsFunc(rest[:n], func(r rune) bool {
+			return r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		}) {
+			continue
+		}
+		return rp.prefix + "*" + GlobComponent(rest[n:])
+	}
+	var b strings.Builder
+	for i := 0; i < len(c); {
+		if !isAlnum(c[i]) {
+			b.WriteByte(c[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(c) && isAlnum(c[j]) {
+			j++
+		}
+		b.WriteString(globRun(c[i:j]))
+		i = j
+	}
+	out := b.String()
+	for strings.Contains(out, "**") {
+		out = strings.ReplaceAll(out, "**", "*")
+	}
+	return out
+}
+
+// globRun applies the generic rules of GlobComponent to one run of letters and digits.
+func globRun(r string) string {
+	var upper, lower, digit, nonHex bool
+	for i := 0; i < len(r); i++ {
+		switch c := r[i]; {
+		case c >= '0' && c <= '9':
+			digit = true
+		case c >= 'A' && c <= 'Z':
+			upper = true
+			nonHex = nonHex || c > 'F'
+		default:
+			lower = true
+			nonHex = nonHex || c > 'f'
+		}
+	}
+	switch {
+	case allDigits(r) && len(r) >= 4:
+		return "*"
+	case len(r) >= 8 && digit && !nonHex && (upper != lower):
+		return "*"
+	case len(r) >= 6 && upper && lower && digit:
+		return "*"
+	}
+	// A long digit stretch inside a word: go-build123456789 → go-build*.
+	var b strings.Builder
+	for i := 0; i < len(r); {
+		j := i
+		for j < len(r) && r[j] >= '0' && r[j] <= '9' {
+			j++
+		}
+		if j-i >= 5 {
+			b.WriteByte('*')
+			i = j
+			continue
+		}
+		if j > i {
+			b.WriteString(r[i:j])
+			i = j
+			continue
+		}
+		b.WriteByte(r[i])
+		i++
+	}
+	return b.String()
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// parentDir is path.Dir for portable paths ("$WORKDIR" has no parent inside the profile).
+func parentDir(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	switch {
+	case i < 0:
+		return ""
+	case i == 0:
+		return "/"
+	}
+	return p[:i]
+}
+
+// depth counts components: "/" is 0, "/usr" 1, "$HOME" 1, "$HOME/.cache" 2.
+func depth(p string) int {
+	if p == "/" || p == "" {
+		return 0
+	}
+	return len(strings.Split(strings.TrimPrefix(p, "/"), "/"))
+}

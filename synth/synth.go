@@ -1,0 +1,442 @@
+package synth
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/trace"
+)
+
+// DefaultRollupThreshold is how many distinct rules under one system directory make the
+// directory itself the rule (Options.RollupThreshold).
+const DefaultRollupThreshold = 8
+
+// Options tune synthesis. The zero value is usable.
+type Options struct {
+	// RollupThreshold is the minimum number of distinct paths read (or written) under one
+	// directory before the directory replaces them; 0 means DefaultRollupThreshold.
+	RollupThreshold int
+	// Portable adds the libc-variant syscall families (open/openat, stat/newfstatat/statx, …)
+	// of every family the command used, so that a profile learned with one libc runs with another.
+	Portable bool
+	// AllowSecrets are credential-store paths the user explicitly allows (--allow-secret), as
+	// given: absolute, $HOME/..., or ~/....
+	AllowSecrets []string
+	// SysprofVersion is written to metadata.sysprofVersion.
+	SysprofVersion string
+	// Now gives the metadata timestamps; nil means time.Now.
+	Now func() time.Time
+}
+
+// Step is one line of what a pass did, printed by `sysprof learn --explain`.
+type Step struct{ Pass, Message string }
+
+func (s Step) String() string { return s.Pass + ": " + s.Message }
+
+// Result is a synthesized profile with the story of how it was made.
+type Result struct {
+	Profile *policy.Profile
+	// Explain holds what each pass did, in pipeline order.
+	Explain []Step
+	// Warnings are for the user's eyes now, e.g. the command touched a credential store.
+	Warnings []string
+}
+
+// Synthesize turns one learn run into the smallest portable profile that lets the command do
+// what it was seen doing. It is pure: it reads nothing but t and opts (Now included), and the
+// same input always gives the same profile.
+func Synthesize(t *trace.Trace, opts Options) (*Result, error) {
+	if t == nil {
+		return nil, fmt.Errorf("synthesize: nil trace")
+	}
+	if t.Version > trace.Version {
+		return nil, fmt.Errorf("synthesize: trace format version %d is newer than this sysprof (%d): upgrade sysprof", t.Version, trace.Version)
+	}
+	s := newState(opts)
+	s.ingestTrace(t)
+	return s.run(), nil
+}
+
+// Resynthesize runs the pipeline again over a profile, read back as observations: every rule
+// is one observation of its own path, every allowed syscall one observation by its `by`, every
+// argument rule the values it lists, every endpoint one connection. A profile Synthesize made
+// comes back unchanged (apart from metadata.updated) — the passes are idempotent — and a
+// hand-edited one comes back normalized, with the credential stores hidden, the base syscalls
+// present and the argument rules every allowed syscall needs.
+func Resynthesize(p *policy.Profile, opts Options) (*Result, error) {
+	if p == nil {
+		return nil, fmt.Errorf("resynthesize: nil profile")
+	}
+	s := newState(opts)
+	if err := s.ingestProfile(p); err != nil {
+		return nil, fmt.Errorf("resynthesize: %w", err)
+	}
+	return s.run(), nil
+}
+
+// pass is one step of the pipeline. It changes the state and says what it did, one line per
+// thing; a pass with nothing to do says nothing.
+type pass struct {
+	name string
+	run  func(*state) []string
+}
+
+// pipeline is the order synthesis runs in. File passes go from raw observations to rules,
+// then shrink the rules (roll-ups run to a fixed point inside their pass; coverage only
+// removes, so nothing after it can enable another roll-up).
+var pipeline = []pass{
+	{"portable-paths", (*state).passPortable},
+	{"credentials", (*state).passCredentials},
+	{"failed-probes", (*state).passFailedProbes},
+	{"source-tree", (*state).passSourceTree},
+	{"read", (*state).passRead},
+	{"write", (*state).passWrite},
+	{"exec", (*state).passExec},
+	{"rollup-read", (*state).passRollupRead},
+	{"rollup-write", (*state).passRollupWrite},
+	{"coverage", (*state).passCoverage},
+	{"private-tmp", (*state).passPrivateTmp},
+	{"syscalls", (*state).passSyscalls},
+	{"base", (*state).passBase},
+	{"portable-syscalls", (*state).passPortableSyscalls},
+	{"args", (*state).passArgs},
+	{"network", (*state).passNetwork},
+	{"metadata", (*state).passMetadata},
+}
+
+func (s *state) run() *Result {
+	res := &Result{}
+	for _, p := range pipeline {
+		for _, m := range p.run(s) {
+			res.Explain = append(res.Explain, Step{Pass: p.name, Message: m})
+		}
+	}
+	res.Profile = s.emit()
+	res.Warnings = s.warnings
+	return res
+}
+
+// prov is the provenance of a rule while it is built: the portable exe that needed it, the
+// rank of that exe's first process start (lower is earlier), and in how many runs it was seen.
+type prov struct {
+	by   string
+	rank int
+	seen int
+}
+
+// earliest keeps the provenance of whichever came first (rank, then exe name) and the
+// highest seen count.
+func earliest(a, b prov) prov {
+	out := a
+	switch {
+	case a.by == "":
+		out = b
+	case b.by == "":
+	case b.rank < a.rank || b.rank == a.rank && b.by < a.by:
+		out = b
+	}
+	out.seen = max(a.seen, b.seen)
+	return out
+}
+
+func (p prov) policy() policy.Provenance { return policy.Provenance{By: p.by, Seen: p.seen} }
+
+// pathRule is one filesystem rule in the making.
+type pathRule struct {
+	prov
+	note  string
+	files int // distinct observed paths the rule stands for
+}
+
+type fileObs struct {
+	path, access, exe string
+	ok, dir           bool
+	errno             int
+}
+
+type procObs struct {
+	exe, parent, sha string
+}
+
+type sysObs struct {
+	name, arch, exe string
+	nr              int
+	seen            int
+}
+
+type argObs struct {
+	exe, syscall, kind string
+	value              uint64
+	fields             map[string]uint64
+	seen               int
+}
+
+type netObs struct {
+	exe, op, family, proto, addr, path, host string
+	port                                     int
+	ok                                       bool
+}
+
+type epKey struct{ op, endpoint, proto string }
+
+// state is the intermediate rule set the passes work on.
+type state struct {
+	opts Options
+	ctx  map[string]string
+	vars []variable
+	// rank orders exes by their first process start; exePIDs maps an absolute exe to its pids
+	// (to turn /proc/<pid> into /proc/self).
+	rank    map[string]int
+	exePIDs map[string]map[string]bool
+
+	// Observations (from a trace, or a profile read back).
+	command []string
+	files   []fileObs
+	procs   []procObs
+	sys     []sysObs
+	args    []argObs
+	net     []netObs
+	dnsName map[string]string // address → name that resolved to it
+
+	// Rules.
+	read, write, exec, hidden map[string]*pathRule
+	privateTmp                bool
+	syscalls                  map[string]*sysRule
+	arches                    map[string]bool
+	argRules                  []policy.ArgRule
+	clone3Plain               bool // a profile read back allows clone3 without the ENOSYS rule
+	endpoints                 map[epKey]prov
+	binaries                  map[[2]string]prov
+	exeRules                  map[string]bool // exec rules that came from processes (for binaries)
+	meta                      policy.Metadata
+	haveMeta                  bool
+	trace                     *trace.Trace
+	warnings                  []string
+}
+
+type sysRule struct {
+	prov
+	base bool
+}
+
+func newState(opts Options) *state {
+	if opts.RollupThreshold <= 0 {
+		opts.RollupThreshold = DefaultRollupThreshold
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &state{
+		opts:      opts,
+		ctx:       map[string]string{},
+		rank:      map[string]int{},
+		exePIDs:   map[string]map[string]bool{},
+		dnsName:   map[string]string{},
+		read:      map[string]*pathRule{},
+		write:     map[string]*pathRule{},
+		exec:      map[string]*pathRule{},
+		hidden:    map[string]*pathRule{},
+		syscalls:  map[string]*sysRule{},
+		arches:    map[string]bool{},
+		endpoints: map[epKey]prov{},
+		binaries:  map[[2]string]prov{},
+		exeRules:  map[string]bool{},
+	}
+}
+
+// provOf is the provenance of an observation made by exe (already portable).
+func (s *state) provOf(exe string) prov {
+	r, ok := s.rank[exe]
+	if !ok {
+		r = len(s.rank) + 1<<20 // exes never seen starting come after every process
+	}
+	return prov{by: exe, rank: r, seen: 1}
+}
+
+// ingestTrace copies the observations of t into the state, in a deterministic order.
+func (s *state) ingestTrace(t *trace.Trace) {
+	s.trace = t
+	for k, v := range t.Context {
+		s.ctx[k] = v
+	}
+	s.vars = pathVars(s.ctx)
+	s.command = slices.Clone(t.Command)
+
+	procs := slices.Clone(t.Processes)
+	slices.SortStableFunc(procs, func(a, b trace.Process) int {
+		if c := a.Start.Compare(b.Start); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	byID := map[int]trace.Process{}
+	for _, p := range t.Processes {
+		byID[p.ID] = p
+	}
+	for i, p := range procs {
+		if _, ok := s.rank[p.Exe]; !ok {
+			s.rank[p.Exe] = i
+		}
+		if s.exePIDs[p.Exe] == nil {
+			s.exePIDs[p.Exe] = map[string]bool{}
+		}
+		s.exePIDs[p.Exe][fmt.Sprint(p.PID)] = true
+		parent := p.Exe
+		if pp, ok := byID[p.Parent]; ok && p.Parent != 0 {
+			parent = pp.Exe
+		}
+		s.procs = append(s.procs, procObs{exe: p.Exe, parent: parent, sha: p.SHA256})
+	}
+	for _, f := range t.Files {
+		s.files = append(s.files, fileObs{path: f.Path, access: f.Access, exe: f.Exe, ok: f.OK, dir: f.Dir, errno: f.Errno})
+	}
+	for _, c := range t.Syscalls {
+		if c.Count == 0 {
+			continue
+		}
+		s.sys = append(s.sys, sysObs{name: c.Name, arch: c.Arch, exe: c.Exe, nr: c.Nr, seen: 1})
+	}
+	for _, a := range t.Args {
+		s.args = append(s.args, argObs{exe: a.Exe, syscall: a.Syscall, kind: a.Kind, value: a.Value, fields: a.Fields, seen: 1})
+	}
+	for _, n := range t.Network {
+		s.net = append(s.net, netObs{exe: n.Exe, op: n.Op, family: n.Family, proto: n.Proto, addr: n.Addr,
+			port: n.Port, path: n.Path, host: n.Host, ok: n.OK})
+	}
+	for _, d := range t.DNS {
+		for _, a := range d.Addrs {
+			if cur, ok := s.dnsName[a]; !ok || d.Name < cur {
+				s.dnsName[a] = d.Name
+			}
+		}
+	}
+}
+
+// ingestProfile reads a profile back as observations and rules (see Resynthesize).
+func (s *state) ingestProfile(p *policy.Profile) error {
+	s.meta = p.Metadata
+	s.meta.Command = slices.Clone(p.Metadata.Command)
+	s.meta.IncompleteReasons = slices.Clone(p.Metadata.IncompleteReasons)
+	s.haveMeta = true
+	s.command = slices.Clone(p.Metadata.Command)
+	fromRules := func(dst map[string]*pathRule, rules []policy.PathRule) {
+		for _, r := range rules {
+			files := 1
+			var n int
+			if _, err := fmt.Sscanf(r.Note, "rolled up from %d files", &n); err == nil && n > 0 {
+				files = n
+			}
+			pr := prov{by: r.By, seen: r.Seen}
+			if old := dst[r.Path]; old != nil {
+				pr = earliest(old.prov, pr)
+			}
+			dst[r.Path] = &pathRule{prov: pr, note: r.Note, files: files}
+		}
+	}
+	fromRules(s.read, p.Filesystem.Read)
+	fromRules(s.write, p.Filesystem.Write)
+	fromRules(s.exec, p.Filesystem.Exec)
+	fromRules(s.hidden, p.Filesystem.Hidden)
+	s.privateTmp = p.Filesystem.PrivateTmp
+	for _, a := range p.Syscalls.Architectures {
+		s.arches[a] = true
+	}
+	for _, sc := range p.Syscalls.Allow {
+		if sc.Base && sc.By == "" {
+			continue // the base pass puts it back
+		}
+		s.sys = append(s.sys, sysObs{name: sc.Name, exe: sc.By, seen: sc.Seen})
+	}
+	args, clone3Plain, err := argObsFromRules(p)
+	if err != nil {
+		return err
+	}
+	s.args = args
+	s.clone3Plain = clone3Plain
+	for _, l := range []struct {
+		op  string
+		eps []policy.Endpoint
+	}{{trace.OpConnect, p.Network.Connect}, {trace.OpSend, p.Network.Send}, {trace.OpBind, p.Network.Bind}} {
+		for _, e := range l.eps {
+			k := epKey{l.op, e.Endpoint, e.Proto}
+			s.endpoints[k] = earliest(s.endpoints[k], prov{by: e.By, seen: e.Seen})
+		}
+	}
+	for _, b := range p.Binaries {
+		k := [2]string{b.Path, b.SHA256}
+		s.binaries[k] = earliest(s.binaries[k], prov{by: b.By, seen: b.Seen})
+	}
+	return nil
+}
+
+// emit builds the normalized profile from the rules.
+func (s *state) emit() *policy.Profile {
+	p := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind, Metadata: s.meta}
+	for a := range s.arches {
+		p.Syscalls.Architectures = append(p.Syscalls.Architectures, a)
+	}
+	for name, r := range s.syscalls {
+		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: name, Provenance: r.policy(), Base: r.base})
+	}
+	p.Syscalls.Args = slices.Clone(s.argRules)
+	rules := func(m map[string]*pathRule) []policy.PathRule {
+		var out []policy.PathRule
+		for path, r := range m {
+			out = append(out, policy.PathRule{Path: path, Provenance: r.policy(), Note: r.note})
+		}
+		return out
+	}
+	p.Filesystem.Read = rules(s.read)
+	p.Filesystem.Write = rules(s.write)
+	p.Filesystem.Exec = rules(s.exec)
+	p.Filesystem.Hidden = rules(s.hidden)
+	p.Filesystem.PrivateTmp = s.privateTmp
+	for k, pr := range s.endpoints {
+		e := policy.Endpoint{Endpoint: k.endpoint, Proto: k.proto, Provenance: pr.policy()}
+		switch k.op {
+		case trace.OpConnect:
+			p.Network.Connect = append(p.Network.Connect, e)
+		case trace.OpSend:
+			p.Network.Send = append(p.Network.Send, e)
+		case trace.OpBind:
+			p.Network.Bind = append(p.Network.Bind, e)
+		}
+	}
+	for k, pr := range s.binaries {
+		p.Binaries = append(p.Binaries, policy.Binary{Path: k[0], SHA256: k[1], Provenance: pr.policy()})
+	}
+	policy.Normalize(p)
+	// Normalize does not know Deny yet; keep it sorted here.
+	for i := range p.Syscalls.Args {
+		slices.Sort(p.Syscalls.Args[i].Deny)
+	}
+	return p
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// plural formats "1 file" / "3 files".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	switch {
+	case strings.HasSuffix(word, "s") || strings.HasSuffix(word, "x"):
+		return fmt.Sprintf("%d %ses", n, word)
+	case strings.HasSuffix(word, "y"):
+		return fmt.Sprintf("%d %sies", n, word[:len(word)-1])
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

@@ -1,0 +1,248 @@
+package synth
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"github.com/sysprof/sysprof/trace"
+)
+
+// archInfo returns the syscall table of a trace architecture name, or nil.
+func archInfo(name string) *arch.Info {
+	switch name {
+	case trace.ArchX86_64:
+		return arch.X86_64
+	case trace.ArchI386:
+		return arch.I386
+	case trace.ArchX32:
+		return arch.X32
+	case trace.ArchAArch64:
+		return arch.AARCH64
+	case trace.ArchARM:
+		return arch.ARM
+	}
+	return nil
+}
+
+// syscallName resolves an observed syscall to a name: the trace's name when it has one, else
+// the name of its number in the architecture's table (go-seccomp-bpf), else "" .
+func syscallName(o sysObs) string {
+	if o.name != "" && !strings.HasPrefix(o.name, "syscall_") {
+		return o.name
+	}
+	nr := o.nr
+	if n, err := strconv.Atoi(strings.TrimPrefix(o.name, "syscall_")); err == nil && o.name != "" {
+		nr = n
+	}
+	if info := archInfo(o.arch); info != nil {
+		if name, ok := info.SyscallNumbers[nr]; ok {
+			return name
+		}
+	}
+	return ""
+}
+
+// passSyscalls allows the learned syscall set, by name, and records the architectures it was
+// entered through. Only the architectures seen are listed: an x86_64 tool that never used
+// int 0x80 gets no i386, so the enforcer denies the whole compat table.
+func (s *state) passSyscalls() []string {
+	var unnamed []string
+	perArch := map[string]map[string]bool{}
+	for _, o := range s.sys {
+		name := syscallName(o)
+		if name == "" {
+			// No name in any table we have: keep it number-named so the run still works on this
+			// architecture, and say so; it cannot be compiled for another one.
+			name = o.name
+			if !strings.HasPrefix(name, "syscall_") {
+				name = fmt.Sprintf("syscall_%d", o.nr)
+			}
+			unnamed = append(unnamed, fmt.Sprintf("%s nr %d (%s)", o.arch, o.nr, o.exe))
+		}
+		pr := s.provOf(o.exe)
+		if o.seen > 0 {
+			pr.seen = o.seen
+		}
+		if r := s.syscalls[name]; r != nil {
+			r.prov = earliest(r.prov, pr)
+		} else {
+			s.syscalls[name] = &sysRule{prov: pr}
+		}
+		if o.arch != "" {
+			s.arches[o.arch] = true
+			if perArch[o.arch] == nil {
+				perArch[o.arch] = map[string]bool{}
+			}
+			perArch[o.arch][name] = true
+		}
+	}
+	if len(s.sys) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, a := range sortedKeys(perArch) {
+		parts = append(parts, fmt.Sprintf("%s %d", a, len(perArch[a])))
+	}
+	msgs := []string{fmt.Sprintf("%s learned", plural(len(s.syscalls), "syscall"))}
+	if len(parts) > 0 {
+		msgs[0] += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if s.arches[trace.ArchI386] || s.arches[trace.ArchX32] {
+		msgs = append(msgs, "compat architecture seen ("+strings.Join(compatSeen(s.arches), ", ")+"): it stays allowed; "+
+			"profiles without it deny every syscall made through it")
+	}
+	slices.Sort(unnamed)
+	for _, u := range slices.Compact(unnamed) {
+		msg := "syscall without a name in the go-seccomp-bpf tables kept by number: " + u
+		msgs = append(msgs, msg)
+		s.warnings = append(s.warnings, msg)
+	}
+	return msgs
+}
+
+func compatSeen(arches map[string]bool) []string {
+	var out []string
+	for _, a := range []string{trace.ArchI386, trace.ArchX32} {
+		if arches[a] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// baseSyscalls are allowed in every profile, because a process can need them on paths a
+// learn run rarely exercises. Kept deliberately small; each has its reason.
+var baseSyscalls = []struct{ name, why string }{
+	// The kernel's signal trampoline calls it when a handler returns; a run with no signal
+	// delivered never shows it, and without it the first SIGCHLD/SIGINT handler kills the tool.
+	{"rt_sigreturn", "return from a signal handler"},
+	// Made by the kernel itself to resume an interrupted sleep after SIGSTOP/SIGCONT (Ctrl-Z).
+	{"restart_syscall", "resume a syscall interrupted by a stop signal"},
+	// A thread's or process's last call; the tracer may miss it when recording stops first.
+	{"exit", "thread exit"},
+	{"exit_group", "process exit"},
+	// The target's own first exec happens before recording starts (the enforcer's init stage
+	// execs it after installing the filter), so it is never in the learned set of the root.
+	{"execve", "the command's own first exec precedes recording"},
+}
+
+// passBase adds the base syscalls, marked base.
+func (s *state) passBase() []string {
+	var added []string
+	names := make([]string, 0, len(baseSyscalls)+1)
+	for _, b := range baseSyscalls {
+		names = append(names, b.name)
+	}
+	if s.arches[trace.ArchI386] {
+		// i386's non-rt signal return, for handlers installed without SA_SIGINFO.
+		names = append(names, "sigreturn")
+	}
+	for _, n := range names {
+		r := s.syscalls[n]
+		if r == nil {
+			r = &sysRule{}
+			s.syscalls[n] = r
+			added = append(added, n)
+		}
+		r.base = true
+	}
+	msg := fmt.Sprintf("base set always allowed: %s", strings.Join(names, ", "))
+	if len(added) > 0 {
+		msg += fmt.Sprintf(" (%d not seen during learning: %s)", len(added), strings.Join(added, ", "))
+	}
+	return []string{msg}
+}
+
+// syscallFamilies are the libc-variant groups: one libc (or one version) calls one member,
+// another libc another. With Options.Portable, seeing any member allows all of them.
+var syscallFamilies = [][]string{
+	{"open", "openat", "openat2", "creat"},
+	{"stat", "lstat", "fstat", "newfstatat", "statx", "stat64", "lstat64", "fstat64", "fstatat64"},
+	{"access", "faccessat", "faccessat2"},
+	{"dup2", "dup3"},
+	{"pipe", "pipe2"},
+	{"fork", "vfork", "clone", "clone3"},
+	{"wait4", "waitid", "waitpid"},
+	{"getdents", "getdents64"},
+	{"poll", "ppoll"},
+	{"select", "pselect6", "_newselect"},
+	{"epoll_create", "epoll_create1"},
+	{"epoll_wait", "epoll_pwait", "epoll_pwait2"},
+	{"eventfd", "eventfd2"},
+	{"signalfd", "signalfd4"},
+	{"inotify_init", "inotify_init1"},
+	{"rename", "renameat", "renameat2"},
+	{"unlink", "unlinkat", "rmdir"},
+	{"mkdir", "mkdirat"},
+	{"link", "linkat"},
+	{"symlink", "symlinkat"},
+	{"readlink", "readlinkat"},
+	{"chmod", "fchmodat", "fchmodat2"},
+	{"chown", "lchown", "fchownat"},
+	{"utime", "utimes", "futimesat", "utimensat"},
+	{"getrlimit", "setrlimit", "prlimit64", "ugetrlimit"},
+	{"accept", "accept4"},
+	{"mmap", "mmap2"},
+	{"sendfile", "sendfile64"},
+	{"truncate", "truncate64"},
+	{"ftruncate", "ftruncate64"},
+	{"fcntl", "fcntl64"},
+	{"statfs", "statfs64"},
+	{"fstatfs", "fstatfs64"},
+	{"sigaction", "rt_sigaction"},
+	{"sigprocmask", "rt_sigprocmask"},
+	{"time", "clock_gettime", "gettimeofday"},
+}
+
+// passPortableSyscalls adds every member of a family the command used, when Options.Portable
+// asks for it; the explain line states the cost.
+func (s *state) passPortableSyscalls() []string {
+	if !s.opts.Portable {
+		return nil
+	}
+	var added []string
+	for _, fam := range syscallFamilies {
+		var pr prov
+		used := false
+		for _, n := range fam {
+			if r := s.syscalls[n]; r != nil && (!r.base || r.by != "") {
+				used = true
+				pr = earliest(pr, r.prov)
+			}
+		}
+		if !used {
+			continue
+		}
+		for _, n := range fam {
+			if s.syscalls[n] == nil && s.knownName(n) {
+				s.syscalls[n] = &sysRule{prov: pr}
+				added = append(added, n)
+			}
+		}
+	}
+	slices.Sort(added)
+	if len(added) == 0 {
+		return []string{"portable: every libc variant of the syscalls used is already allowed (cost: 0 syscalls)"}
+	}
+	return []string{fmt.Sprintf("portable: cost %s added for other libcs: %s", plural(len(added), "syscall"), strings.Join(added, ", "))}
+}
+
+// knownName reports whether name is a syscall on one of the profile's architectures (all of
+// the tables when none is known yet).
+func (s *state) knownName(name string) bool {
+	arches := sortedKeys(s.arches)
+	if len(arches) == 0 {
+		arches = []string{trace.ArchX86_64, trace.ArchAArch64}
+	}
+	for _, a := range arches {
+		if info := archInfo(a); info != nil {
+			if _, ok := info.SyscallNames[name]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
