@@ -276,3 +276,15 @@ func TestLandlockABIProbe(t *testing.T) {
 	}
 	t.Logf("Landlock ABI %d", abi)
 }
+
+// TestUserNamespacesProbe: the probe answers with a typed result; on this machine kind
+// (KERNEL-NOTES: unprivileged user namespaces allowed) it says available.
+func TestUserNamespacesProbe(t *testing.T) {
+	err := UserNamespaces()
+	var ue *UnsupportedError
+	var pe *ProbeError
+	if err != nil && !errors.As(err, &ue) && !errors.As(err, &pe) {
+		t.Fatalf("UserNamespaces error is untyped: %v", err)
+	}
+	testutil.RequireNoErr(t, "unprivileged user namespaces", err)
+}

@@ -45,6 +45,7 @@ const (
 type spec struct {
 	Plan       Plan
 	ExtraClone uintptr // added to CloneFlags, e.g. CLONE_NEWPID
+	FakeABI    int     // when > 0, the init stage pretends the kernel has this Landlock ABI
 	Ops        []op
 }
 
@@ -111,6 +112,9 @@ func launcherMain() {
 func initMain() {
 	runtime.LockOSThread()
 	s := readSpec()
+	if s.FakeABI > 0 {
+		landlockABI = func() (int, error) { return s.FakeABI, nil }
+	}
 	res, err := s.Plan.ApplyResult()
 	if err != nil {
 		out := output{ApplyErr: err.Error(), Result: res}

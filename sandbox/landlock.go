@@ -9,6 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// landlockABI is what Apply asks; tests of the degrade path replace it in their init stage.
+var landlockABI = LandlockABI
+
 var (
 	abiOnce sync.Once
 	abiVal  int
@@ -67,7 +70,7 @@ const (
 // are skipped and recorded in res. It fails with a *DegradedError when the kernel cannot enforce
 // all of l, unless degrade is set.
 func applyLandlock(l *Landlock, degrade bool, res *Result) error {
-	abi, err := LandlockABI()
+	abi, err := landlockABI()
 	if err != nil && !errors.Is(err, ErrNotSupported) {
 		return err // could not tell: fail closed even when degrading
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -244,5 +246,34 @@ func TestAllLayersTogether(t *testing.T) {
 				{op{Op: "kill0", Port: os.Getpid()}, "EPERM"},
 			})
 		})
+	}
+}
+
+// TestDegrade: on a kernel whose Landlock ABI lacks what the plan asks (simulated: ABI 5 has no
+// scopes), Apply fails closed naming the layer and the missing feature; with Plan.Degrade it
+// runs, lists what it dropped, and still enforces the rest.
+func TestDegrade(t *testing.T) {
+	abi, err := LandlockABI()
+	testutil.RequireNoErr(t, "landlock", err)
+	if abi < 5 {
+		testutil.RequireNoErr(t, "landlock", fmt.Errorf("ABI %d < 5", abi))
+	}
+	f := newFixture(t, "root")
+	other := f.file(t, "other/f", "o")
+	ll := &Landlock{Read: systemRead, Exec: systemExec, ScopeSignals: true}
+	ops := []op{{Op: "kill0", Port: os.Getpid()}, {Op: "read", Path: other}}
+
+	out := run(t, "root", spec{Plan: Plan{Landlock: ll}, FakeABI: 5, Ops: ops})
+	if out.ApplyLayer != LayerLandlock || !strings.Contains(out.ApplyErr, "scope signal") || out.Got != nil {
+		t.Errorf("without Degrade: layer %q err %q ran %q; want a refusal naming landlock scope signal", out.ApplyLayer, out.ApplyErr, out.Got)
+	}
+
+	out = run(t, "root", spec{Plan: Plan{Landlock: ll, Degrade: true}, FakeABI: 5, Ops: ops})
+	mustApply(t, "root", out)
+	if len(out.Result.Dropped) != 1 || !strings.Contains(out.Result.Dropped[0], "scope signal") {
+		t.Errorf("dropped = %q, want the signal scope", out.Result.Dropped)
+	}
+	if want := []string{"ok", "EACCES"}; !slices.Equal(out.Got, want) {
+		t.Errorf("degraded run: got %q, want %q (signal allowed, file rules still enforced)", out.Got, want)
 	}
 }
