@@ -160,7 +160,11 @@ func (s *state) passCredentials() []string {
 	}
 	slices.Sort(allowed)
 	allowed = slices.Compact(allowed)
-	for _, h := range sortedKeys(s.hidden) {
+	// Accesses are judged against every store, hidden or allowed: allowing
+	// $HOME/.ssh/known_hosts un-hides $HOME/.ssh (a mount cannot hide around one file) but
+	// keeps dropping what the tool did to $HOME/.ssh/id_rsa, so only the named path is allowed.
+	stores := sortedKeys(s.hidden)
+	for _, h := range stores {
 		for _, a := range allowed {
 			if Covers(h, a) || Covers(a, h) {
 				delete(s.hidden, h)
@@ -170,7 +174,12 @@ func (s *state) passCredentials() []string {
 		}
 	}
 	hiddenBy := func(p string) string {
-		for _, h := range sortedKeys(s.hidden) {
+		for _, a := range allowed {
+			if Covers(a, p) {
+				return ""
+			}
+		}
+		for _, h := range stores {
 			if Covers(h, p) {
 				return h
 			}
@@ -179,8 +188,8 @@ func (s *state) passCredentials() []string {
 	}
 	seen := map[string]bool{}
 	warn := func(exe, what, p, h string) {
-		w := fmt.Sprintf("credential store touched: %s %s %s — the profile keeps %s hidden and does not allow it; "+
-			"if the tool really needs it, learn again with --allow-secret %s", exe, what, p, h, p)
+		w := fmt.Sprintf("credential store touched: %s %s %s — the profile does not allow it and keeps %s hidden "+
+			"unless --allow-secret names it; if the tool really needs it, learn again with --allow-secret %s", exe, what, p, h, p)
 		if !seen[w] {
 			seen[w] = true
 			s.warnings = append(s.warnings, w)

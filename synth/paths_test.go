@@ -1,0 +1,193 @@
+package synth
+
+import (
+	"testing"
+
+	"github.com/sysprof/sysprof/trace"
+)
+
+func TestGlobComponent(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		// per-run names
+		{"go-build3411254890", "go-build*"},
+		{"go-link-123456", "go-link-*"},
+		{"tmp.Qw3rTy8UiO", "tmp.*"},
+		{"tmp.abcdefghij", "tmp.*"},
+		{".tmpAb3dEf", ".tmp*"},
+		{".tmpabcdef", ".tmp*"},
+		{"rustcXk3Lm9", "rustc*"},
+		{"ccA1b2C3.o", "cc*.o"},
+		{"ccQz9Yx8.res", "cc*.res"},
+		{"ssh-XXXXk3j9QmZp", "ssh-*"},
+		{"agent.4242", "agent.*"},
+		{"1000", "*"},
+		{"hello-rs-1a2b3c4d5e6f7a8b", "hello-rs-*"},
+		{"libstd-9c3a1b2d.rlib", "libstd-*.rlib"},
+		{"3f8a1c0d92b7e4f6a5c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1-a", "*-a"},
+		{"systemd-private-0123456789abcdef0123456789abcdef-chronyd.service-AbC123", "systemd-private-*-chronyd.service-*"},
+		{"XyZ12a", "*"},
+		{"2026-11-30T04_00_00_000Z-debug-0.log", "*-debug-0.log"},
+		{"index.crates.io-6f17d22bba15001f", "index.crates.io-*"},
+		// stable names
+		{"go", "go"},
+		{"rustc", "rustc"},
+		{"cc", "cc"},
+		{"cc1plus", "cc1plus"},
+		{"ccache", "ccache"},
+		{"x86_64-linux-gnu", "x86_64-linux-gnu"},
+		{"libc.so.6", "libc.so.6"},
+		{"ld-linux-x86-64.so.2", "ld-linux-x86-64.so.2"},
+		{"python3.11", "python3.11"},
+		{"serde-1.0.197", "serde-1.0.197"},
+		{"go1.26.0", "go1.26.0"},
+		{"linux_amd64", "linux_amd64"},
+		{"stable-x86_64-unknown-linux-gnu", "stable-x86_64-unknown-linux-gnu"},
+		{"libLLVM.so.19.1-rust-1.86.0-stable", "libLLVM.so.19.1-rust-1.86.0-stable"},
+		{"CMakeLists.txt", "CMakeLists.txt"},
+		{"Cargo.toml", "Cargo.toml"},
+		{"README", "README"},
+		{"deadbeef", "deadbeef"}, // hex letters only: a word, not a hash
+		{"sha256", "sha256"},
+		{"ab", "ab"},
+		{"b001", "b001"},
+		{"123", "123"},
+		{"$TMPDIR", "$TMPDIR"},
+		{"go-build*", "go-build*"},
+		{"", ""},
+	} {
+		if got := GlobComponent(c.in); got != c.want {
+			t.Errorf("GlobComponent(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestPortablePath(t *testing.T) {
+	vars := pathVars(map[string]string{
+		"WORKDIR": "/home/alice/src/proj", "HOME": "/home/alice", "TMPDIR": "/tmp",
+		"GOCACHE": "/home/alice/.cache/go-build", "GOROOT": "/usr/local/go", "USER": "alice",
+		"CARGO_HOME": "relative/ignored",
+	})
+	pids := map[string]bool{"4100": true}
+	for _, c := range []struct{ in, want string }{
+		{"/home/alice/src/proj/main.go", "$WORKDIR/main.go"},
+		{"/home/alice/src/proj", "$WORKDIR"},
+		{"/home/alice/src/projother/x", "$HOME/src/projother/x"},
+		{"/home/alice/.cache/go-build/ab/abc", "$GOCACHE/ab/abc"},
+		{"/home/alice/.cache/other", "$HOME/.cache/other"},
+		{"/home/alice2/x", "/home/alice2/x"},
+		{"/tmp/go-build3411254890/b001/_pkg_.a", "$TMPDIR/go-build*/b001/_pkg_.a"},
+		{"/usr/local/go/pkg/tool/linux_amd64/compile", "$GOROOT/pkg/tool/linux_amd64/compile"},
+		{"/proc/4100/status", "/proc/self/status"},
+		{"/proc/4111/status", "/proc/*/status"},
+		{"/proc/4100/task/4105/stat", "/proc/self/task/*/stat"},
+		{"/proc/self/task/4105/stat", "/proc/self/task/*/stat"},
+		{"/proc/sys/kernel/pid_max", "/proc/sys/kernel/pid_max"},
+		{"/dev/pts/3", "/dev/pts/*"},
+		{"/dev/null", "/dev/null"},
+		{"/sys/devices/system/cpu/cpu12345/online", "/sys/devices/system/cpu/cpu12345/online"},
+		{"/run/user/1000/bus", "/run/user/*/bus"},
+		{"/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6"},
+		{"/a/../home/alice/x", "$HOME/x"},
+		{"relative/path", "relative/path"},
+	} {
+		if got := portablePath(c.in, vars, pids); got != c.want {
+			t.Errorf("portablePath(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestExpand(t *testing.T) {
+	ctx := map[string]string{"HOME": "/home/bob", "WORKDIR": "/srv/build/x", "TMPDIR": "/tmp"}
+	for _, c := range []struct{ in, want string }{
+		{"$HOME/.gitconfig", "/home/bob/.gitconfig"},
+		{"${HOME}/.gitconfig", "/home/bob/.gitconfig"},
+		{"$WORKDIR", "/srv/build/x"},
+		{"$TMPDIR/go-build*", "/tmp/go-build*"},
+		{"$WORKDIR/**/.env", "/srv/build/x/**/.env"},
+		{"$GOCACHE/x", "$GOCACHE/x"}, // unknown: unchanged, for the caller to refuse
+		{"/usr/lib", "/usr/lib"},
+	} {
+		if got := Expand(c.in, ctx); got != c.want {
+			t.Errorf("Expand(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestPortableAcrossUsers: learned by alice in ~/src/proj, enforced for bob in /srv/build/x.
+func TestPortableAcrossUsers(t *testing.T) {
+	alice := map[string]string{"HOME": "/home/alice", "WORKDIR": "/home/alice/src/proj", "TMPDIR": "/tmp",
+		"GOCACHE": "/home/alice/.cache/go-build"}
+	bob := map[string]string{"HOME": "/home/bob", "WORKDIR": "/srv/build/x", "TMPDIR": "/var/tmp/bob",
+		"GOCACHE": "/home/bob/.cache/go-build"}
+	exe := "/usr/bin/tool"
+	tr := &trace.Trace{
+		Version: trace.Version, Command: []string{"tool"}, Context: alice,
+		Processes: []trace.Process{{ID: 1, PID: 10, Exe: exe}},
+		Files: []trace.FileAccess{
+			{Exe: exe, Path: "/home/alice/src/proj/main.go", Access: trace.AccessRead, OK: true},
+			{Exe: exe, Path: "/home/alice/src/proj/out", Access: trace.AccessCreate, OK: true, Dir: true},
+			{Exe: exe, Path: "/home/alice/.cache/go-build/ab/abcdef", Access: trace.AccessCreate, OK: true},
+			{Exe: exe, Path: "/home/alice/.toolrc", Access: trace.AccessRead, OK: true},
+			{Exe: exe, Path: "/tmp/go-build123456/b001", Access: trace.AccessCreate, OK: true, Dir: true},
+			{Exe: exe, Path: "/tmp/go-build123456", Access: trace.AccessCreate, OK: true, Dir: true},
+		},
+	}
+	res, err := Synthesize(tr, testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Profile
+	var got []string
+	for _, r := range append(append([]string{}, paths(p.Filesystem.Read)...), paths(p.Filesystem.Write)...) {
+		got = append(got, Expand(r, bob))
+	}
+	want := []string{"/home/bob/.toolrc", "/srv/build/x", "/home/bob/.cache/go-build", "/var/tmp/bob/go-build*", "/srv/build/x/out"}
+	if !sameSet(got, want) {
+		t.Errorf("expanded for bob: %q, want %q", got, want)
+	}
+	for _, a := range []Access{
+		{Kind: trace.AccessRead, Path: "/srv/build/x/main.go"},
+		{Kind: trace.AccessWrite, Path: "/srv/build/x/out/bin"},
+		{Kind: trace.AccessCreate, Path: "/home/bob/.cache/go-build/cd/cdef"},
+		{Kind: trace.AccessCreate, Path: "/var/tmp/bob/go-build987654/b002/x.a"},
+		{Kind: trace.AccessRead, Path: "/home/bob/.toolrc"},
+	} {
+		if !Allows(p, bob, a) {
+			t.Errorf("bob: %s %s denied", a.Kind, a.Path)
+		}
+	}
+	for _, a := range []Access{
+		{Kind: trace.AccessRead, Path: "/home/alice/src/proj/main.go"},
+		{Kind: trace.AccessWrite, Path: "/srv/build/x/main.go"},
+		{Kind: trace.AccessRead, Path: "/home/bob/.ssh/id_ed25519"},
+		{Kind: trace.AccessRead, Path: "/srv/build/x/deploy/.env"},
+	} {
+		if Allows(p, bob, a) {
+			t.Errorf("bob: %s %s allowed", a.Kind, a.Path)
+		}
+	}
+}
+
+func paths(rules []policyPathRule) []string {
+	var out []string
+	for _, r := range rules {
+		out = append(out, r.Path)
+	}
+	return out
+}
+
+func sameSet(a, b []string) bool {
+	m := map[string]int{}
+	for _, x := range a {
+		m[x]++
+	}
+	for _, x := range b {
+		m[x]--
+	}
+	for _, n := range m {
+		if n != 0 {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
