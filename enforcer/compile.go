@@ -62,6 +62,7 @@ func HostEnv(workdir string) Env {
 	def("GOCACHE", filepath.Join(cache, "go-build"))
 	def("GOROOT", runtime.GOROOT())
 	def("NPM_CACHE", filepath.Join(home, ".npm"))
+	def("XDG_RUNTIME_DIR", "")
 	return Env{Vars: v}
 }
 
@@ -457,6 +458,18 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 				plan.Hidden = append(plan.Hidden, h)
 			}
 		}
+		// Pathname unix sockets of daemons outside the sandbox (tmux, docker, dbus, agents) are
+		// reachable through a read-only mount and Landlock has no rule for them: cover each
+		// one the host has now with an empty read-only file, unless the profile connects to it.
+		for _, sock := range daemonSockets(env, p.Network) {
+			if !slices.Contains(plan.Hidden, sock) {
+				plan.Hidden = append(plan.Hidden, sock)
+			}
+		}
+		slices.Sort(plan.Hidden)
+		if n := len(plan.Hidden) - len(hidden); n > 0 {
+			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.hidden: + %d unix socket(s) of daemons outside the sandbox", n))
+		}
 		ll := &sandbox.Landlock{RestrictTCP: true, ScopeSignals: true, ScopeAbstractUnix: true}
 		for _, r := range read {
 			if isDevice(r) {
@@ -551,4 +564,58 @@ func SyscallName(auditArch, nr uint32) (name, abi string) {
 		return arch.AARCH64.SyscallNumbers[int(nr)], arch.AARCH64.Name
 	}
 	return "", arch.AuditArch(auditArch).String()
+}
+
+// socketDirs are where daemons put pathname unix sockets, searched a few levels deep.
+var socketDirs = []string{"/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm"}
+
+// daemonSockets lists the pathname unix sockets on this host that a sandboxed command could
+// connect to, except those the profile's network section names (unix:PATH).
+func daemonSockets(env Env, n policy.Network) []string {
+	allowed := map[string]bool{}
+	for _, l := range [][]policy.Endpoint{n.Connect, n.Send} {
+		for _, e := range l {
+			if p, ok := strings.CutPrefix(e.Endpoint, "unix:"); ok && !strings.HasPrefix(p, "@") {
+				if x, err := expand(p, env); err == nil {
+					allowed[x] = true
+				}
+			}
+		}
+	}
+	dirs := slices.Clone(socketDirs)
+	if x := env.Vars["XDG_RUNTIME_DIR"]; x != "" {
+		dirs = append(dirs, x)
+	}
+	var out []string
+	seen := map[string]bool{}
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			if len(out) >= 512 {
+				return
+			}
+			p := filepath.Join(dir, e.Name())
+			switch t := e.Type(); {
+			case t&os.ModeSocket != 0:
+				if !allowed[p] && !seen[p] {
+					seen[p] = true
+					out = append(out, p)
+				}
+			case t.IsDir() && depth > 0:
+				walk(p, depth-1)
+			}
+		}
+	}
+	for _, d := range dirs {
+		if real, err := filepath.EvalSymlinks(d); err == nil && real != d && slices.Contains(dirs, real) {
+			continue // /var/run -> /run
+		}
+		walk(d, 3)
+	}
+	slices.Sort(out)
+	return out
 }

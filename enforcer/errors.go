@@ -46,3 +46,5 @@ func ExitCode(err error) int {
 	}
 	return 125
 }
+
+func asLayerError(err error, target **LayerError) bool { return errors.As(err, target) }
