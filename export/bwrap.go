@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -74,8 +75,16 @@ func bwrapGroups(p *policy.Profile, opts Options) ([][]string, []string, error) 
 	if len(p.Filesystem.Exec) > 0 {
 		notes = append(notes, "bwrap cannot limit exec to the listed binaries: everything readable is executable")
 	}
+	wd := opts.Env["WORKDIR"]
+	if wd != "" {
+		wd = filepath.Clean(wd)
+	}
 	if p.Filesystem.PrivateTmp {
 		g = append(g, []string{"--tmpfs", "/tmp"})
+		// The private /tmp would hide a work tree that lives under /tmp: show it again, read-only.
+		if wd != "" && underTmp(wd) {
+			g = append(g, []string{"--ro-bind", wd, wd})
+		}
 	}
 	writes, n, err := expandPaths(p.Filesystem.Write, opts.Env, "write", false, exists)
 	if err != nil {
@@ -97,7 +106,7 @@ func bwrapGroups(p *policy.Profile, opts Options) ([][]string, []string, error) 
 			g = append(g, []string{"--ro-bind", "/dev/null", h.path})
 		}
 	}
-	if wd, ok := opts.Env["WORKDIR"]; ok && wd != "" {
+	if wd != "" {
 		g = append(g, []string{"--chdir", wd})
 	}
 	if opts.SeccompFDPath != "" {
@@ -136,6 +145,10 @@ func renderBwrap(p *policy.Profile, opts Options) (result, error) {
 	}
 	buf.WriteString("\n")
 	return result{out: buf.Bytes(), notes: notes}, nil
+}
+
+func underTmp(path string) bool {
+	return path == "/tmp" || strings.HasPrefix(path, "/tmp/")
 }
 
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)

@@ -35,9 +35,14 @@ func loadFixture(t *testing.T, name string) *policy.Profile {
 
 // fakeHost builds a small home and work tree under a temp dir, the way a developer machine
 // looks, and returns its root and the Env for it. Golden output replaces the root with /host.
+// The root is under /var/tmp: a work tree under /tmp would add a re-bind for the private /tmp.
 func fakeHost(t *testing.T) (string, Env) {
 	t.Helper()
-	root := t.TempDir()
+	root, err := os.MkdirTemp("/var/tmp", "sysprof-export-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
 	env := Env{
 		"HOME":        root + "/home/dev",
 		"WORKDIR":     root + "/home/dev/src/hello",

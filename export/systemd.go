@@ -163,6 +163,10 @@ func renderSystemd(p *policy.Profile, opts Options) (result, error) {
 	}
 	if p.Filesystem.PrivateTmp {
 		set("PrivateTmp", "yes")
+		// The private /tmp would hide a work tree that lives under /tmp: show it again, read-only.
+		if wd := opts.Env["WORKDIR"]; wd != "" && underTmp(wd) {
+			set("BindReadOnlyPaths", systemdPath(wd))
+		}
 	}
 	if !needsHostNetwork(eps) {
 		set("PrivateNetwork", "yes")

@@ -1,0 +1,263 @@
+package export
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
+	"golang.org/x/net/bpf"
+)
+
+// bwrapHost is a small tree for running bubblewrap against: a read-only source tree with a
+// writable out/ and a .env, and a home with credentials. Its root has a space and a quote in
+// its name so the shell form's quoting is exercised.
+type bwrapHost struct {
+	root, home, work string
+	env              Env
+}
+
+func newBwrapHost(t *testing.T) bwrapHost {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "it's a host")
+	h := bwrapHost{root: root, home: filepath.Join(root, "home"), work: filepath.Join(root, "work")}
+	for _, d := range []string{h.work + "/out", h.home + "/.ssh"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for path, data := range map[string]string{
+		h.work + "/src.txt":    "source\n",
+		h.work + "/.env":       "TOKEN=TOPSECRET-ENV\n",
+		h.home + "/.netrc":     "machine x password TOPSECRET-NETRC\n",
+		h.home + "/.ssh/id_ed": "TOPSECRET-KEY\n",
+	} {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.env = Env{"HOME": h.home, "WORKDIR": h.work}
+	return h
+}
+
+func (h bwrapHost) profile(script string) *policy.Profile {
+	return &policy.Profile{
+		Metadata: policy.Metadata{Name: "bwrap-test", Command: []string{"sh", "-c", script}},
+		Filesystem: policy.Filesystem{
+			Read:   []policy.PathRule{{Path: "$WORKDIR"}, {Path: "/usr"}},
+			Write:  []policy.PathRule{{Path: "$WORKDIR/out"}, {Path: "$WORKDIR/not-there"}},
+			Hidden: []policy.PathRule{{Path: "$HOME/.netrc"}, {Path: "$HOME/.ssh"}, {Path: "$WORKDIR/.env"}, {Path: "$HOME/.aws"}},
+		},
+	}
+}
+
+// runBwrap runs bubblewrap with the exported arguments and returns its combined output.
+func runBwrap(t *testing.T, p *policy.Profile, opts Options) (string, error) {
+	t.Helper()
+	args, _, err := BwrapArgs(p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bwrap", args...)
+	if opts.SeccompFDPath != "" {
+		f, err := os.Open(opts.SeccompFDPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd.ExtraFiles = []*os.File{f} // fd 3
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func requireBwrap(t *testing.T) {
+	t.Helper()
+	testutil.RequireRoot(t)
+	testutil.RequireTool(t, "bwrap")
+	// bwrap needs namespaces; a host that refuses them is a missing capability, not a pass.
+	out, err := exec.Command("bwrap", "--ro-bind", "/", "/", "--unshare-all", "true").CombinedOutput()
+	testutil.RequireNoErr(t, "bwrap namespaces", wrapOut(err, out))
+}
+
+func wrapOut(err error, out []byte) error {
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+func TestBwrapFilesystem(t *testing.T) {
+	requireBwrap(t)
+	h := newBwrapHost(t)
+	for _, tc := range []struct {
+		name, script string
+		ok           bool
+		notIn        string // output must not contain it
+		in           string // output must contain it: the failure is the sandbox's doing
+	}{
+		{name: "write to the read-only source tree fails", script: `echo x > src.txt`, in: "Read-only file system"},
+		{name: "create in the read-only source tree fails", script: `touch new-file`, in: "Read-only file system"},
+		{name: "write to a writable dir works", script: `echo hello > out/f && cat out/f`, ok: true},
+		{name: "a hidden file is empty", script: `cat "$HOME/.netrc" .env; true`, ok: true, notIn: "TOPSECRET"},
+		{name: "a hidden dir is empty", script: `ls -A "$HOME/.ssh"; cat "$HOME/.ssh/id_ed"`, notIn: "TOPSECRET", in: "No such file"},
+		{name: "a hidden dir is read-only", script: `touch "$HOME/.ssh/planted"`, in: "Read-only file system"},
+		{name: "the source tree is readable", script: `cat src.txt`, ok: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := runBwrap(t, h.profile(tc.script), Options{Env: h.env})
+			if (err == nil) != tc.ok {
+				t.Errorf("%s: err=%v, want success=%v; output:\n%s", tc.script, err, tc.ok, out)
+			}
+			if !strings.Contains(out, tc.in) {
+				t.Errorf("%s: output lacks %q:\n%s", tc.script, tc.in, out)
+			}
+			if tc.notIn != "" && strings.Contains(out, tc.notIn) {
+				t.Errorf("%s: output shows %q:\n%s", tc.script, tc.notIn, out)
+			}
+		})
+	}
+	if b, err := os.ReadFile(filepath.Join(h.work, "out", "f")); err != nil || string(b) != "hello\n" {
+		t.Errorf("the write inside the sandbox did not reach the host: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(h.home, ".ssh", "planted")); err == nil {
+		t.Error("a file planted in a hidden dir reached the host")
+	}
+}
+
+func TestBwrapPrivateTmp(t *testing.T) {
+	requireBwrap(t)
+	h := newBwrapHost(t)
+	marker, err := os.CreateTemp("/tmp", "sysprof-export-marker-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker.Close()
+	defer os.Remove(marker.Name())
+	p := h.profile(fmt.Sprintf(`test ! -e %s && cat src.txt && echo y > out/g && echo t > /tmp/scratch`, shellQuote(marker.Name())))
+	p.Filesystem.PrivateTmp = true
+	if out, err := runBwrap(t, p, Options{Env: h.env}); err != nil {
+		t.Fatalf("private /tmp: %v\n%s", err, out)
+	}
+	if _, err := os.Stat("/tmp/scratch"); err == nil {
+		t.Error("a file written to the private /tmp reached the host's /tmp")
+	}
+}
+
+func TestBwrapNetwork(t *testing.T) {
+	requireBwrap(t)
+	testutil.RequireTool(t, "ip")
+	testutil.RequireTool(t, "bash")
+	h := newBwrapHost(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	connect := fmt.Sprintf(`exec bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d'`, port)
+
+	// No endpoints: a private network namespace with nothing but a loopback.
+	out, err := runBwrap(t, h.profile(`ip -o link`), Options{Env: h.env})
+	if err != nil {
+		t.Fatalf("ip link: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.Contains(line, ": lo:") {
+			t.Errorf("a profile without network sees an interface other than lo: %s", line)
+		}
+	}
+	if out, err := runBwrap(t, h.profile(connect), Options{Env: h.env}); err == nil || !strings.Contains(out, "refused") {
+		t.Errorf("a profile without network: connect to the host's loopback listener gave %v, want connection refused:\n%s", err, out)
+	}
+
+	// With an endpoint the network is shared, and the same connect works: the check above is
+	// not vacuous.
+	p := h.profile(connect)
+	p.Network.Connect = []policy.Endpoint{{Endpoint: fmt.Sprintf("127.0.0.1:%d", port), Proto: "tcp"}}
+	if out, err := runBwrap(t, p, Options{Env: h.env}); err != nil {
+		t.Errorf("a profile with a loopback endpoint could not connect: %v\n%s", err, out)
+	}
+}
+
+// denyMkdirFilter compiles a small real filter (allow all but mkdir/mkdirat → EPERM) to the raw
+// struct sock_filter array bwrap reads, the way the enforcer's compiler will.
+func denyMkdirFilter(*policy.Profile) ([]byte, error) {
+	pol := seccomp.Policy{
+		DefaultAction: seccomp.ActionAllow,
+		Syscalls:      []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: []string{"mkdir", "mkdirat"}}},
+	}
+	insts, err := pol.Assemble()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := bpf.Assemble(insts)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	for _, r := range raw {
+		if err := binary.Write(&buf, binary.NativeEndian, struct {
+			Op     uint16
+			Jt, Jf uint8
+			K      uint32
+		}{r.Op, r.Jt, r.Jf, r.K}); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+func TestBwrapSeccomp(t *testing.T) {
+	requireBwrap(t)
+	h := newBwrapHost(t)
+	p := h.profile(`mkdir out/d`)
+	var filter bytes.Buffer
+	if err := Write(&filter, p, "bpf", Options{BPFFilter: denyMkdirFilter}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(h.root, "filter.bpf")
+	if err := os.WriteFile(path, filter.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Env: h.env, SeccompFDPath: path}
+
+	out, err := runBwrap(t, p, opts)
+	if err == nil || !strings.Contains(out, "Operation not permitted") {
+		t.Errorf("mkdir under the exported filter: err=%v, want EPERM; output:\n%s", err, out)
+	}
+	// The rendered script: quoting of a path with a space and a quote, and the 3<FILE redirect.
+	var script bytes.Buffer
+	if err := Write(&script, p, "bwrap", opts); err != nil {
+		t.Fatal(err)
+	}
+	sh := filepath.Join(h.root, "run.sh")
+	if err := os.WriteFile(sh, script.Bytes(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := exec.Command("sh", sh).CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "Operation not permitted") {
+		t.Errorf("the bwrap script: err=%v, want mkdir to fail with EPERM; output:\n%s\nscript:\n%s", err, b, script.String())
+	}
+	// Control: without the filter the same mkdir works.
+	if out, err := runBwrap(t, p, Options{Env: h.env}); err != nil {
+		t.Errorf("mkdir without a filter failed: %v\n%s", err, out)
+	}
+}
