@@ -22,9 +22,37 @@
 //     mount changes once applied).
 //  2. Network: bring lo up in the new network namespace (needs CAP_NET_ADMIN).
 //  3. Landlock (needs no_new_privs or CAP_SYS_ADMIN; it is the irrevocable layer: even a process
-//     that somehow regained capabilities cannot lift it or change mounts).
+//     that somehow regained capabilities cannot lift it or change mounts). It comes after the
+//     mounts because its rules name inodes: a rule on /tmp must name the private tmpfs, not the
+//     host's /tmp it covers; and a Landlock-restricted process may not mount at all.
 //  4. Capabilities: securebits locked, bounding set emptied, ambient cleared, capset to zero
 //     (needs CAP_SETPCAP, so it comes last).
+//
+// # Hidden paths
+//
+// An existing hidden directory is covered by an empty read-only directory (mode 0555), a hidden
+// file, socket or other non-directory by an empty read-only file (mode 0444), both cloned from
+// one small detached tmpfs. A symlink to a hidden path, made anywhere, resolves to the cover. A
+// hard link cannot reach the content: link(2) takes the name, which resolves to the cover on its
+// own mount, and links never cross mounts (EXDEV); Landlock also refuses cross-directory links
+// from outside Write (no refer right; EXDEV). open_by_handle_at would bypass names but needs
+// CAP_DAC_READ_SEARCH, which is dropped. A hidden daemon socket (e.g. /run/docker.sock) becomes
+// an unconnectable file (EACCES). A hidden path that does not exist is skipped and stays absent;
+// if its parent is writable the tool may create it, but then it is the tool's own file, not the
+// credential (Landlock has no deny rule to prevent that without taking the whole directory).
+// A hidden path inside a writable directory is still hidden (covers are mounted after the
+// writable binds).
+//
+// # Which layer answers
+//
+// The read-only mount answers first for writes outside Writable (EROFS, also where Landlock
+// would deny: creating a file checks the mount before the LSM), Landlock for reads, execs and
+// writes it does not allow (EACCES; EXDEV for cross-directory rename/link), and its scopes with
+// EPERM. Device nodes stay writable on a read-only mount (the kernel skips the mount's write
+// check for special files), so /dev/null, /dev/zero, /dev/urandom, /dev/tty and pty allocation
+// through /dev/ptmx work; under Landlock they must be listed in Devices. Write does not include
+// execute: a binary the tool writes is not runnable unless its directory is also in Exec
+// (go test's and cargo's build directories, configure checks).
 //
 // # User namespaces
 //
@@ -42,6 +70,11 @@
 // plan allowed and lists everything it could not enforce. Apply refuses to run (a *LayerError
 // for layer "landlock") when anything would be dropped, unless Plan.Degrade is set; then the
 // dropped features are listed in the Result.
+//
+// Landlock is applied with raw syscalls (golang.org/x/sys/unix), not go-landlock: the ruleset
+// must be built on the thread that execs (as above), which the raw calls do, whereas go-landlock
+// restricts every thread through libpsx, a module this repository does not carry; and the raw
+// calls let Apply report each skipped path and fail closed on anything Downgrade drops.
 //
 // # Kernel requirements
 //
