@@ -32,6 +32,7 @@ var scArch = map[string]struct {
 	"i386":    {"SCMP_ARCH_X86", arch.I386},
 	"x32":     {"SCMP_ARCH_X32", arch.X32},
 	"aarch64": {"SCMP_ARCH_AARCH64", arch.AARCH64},
+	"arm":     {"SCMP_ARCH_ARM", arch.ARM},
 }
 
 // scArg is one argument comparison, as libseccomp and OCI write it: for SCMP_CMP_MASKED_EQ,
@@ -329,7 +330,7 @@ func architectures(p *policy.Profile) ([]string, []*arch.Info, error) {
 	for _, a := range p.Syscalls.Architectures {
 		m, ok := scArch[a]
 		if !ok {
-			return nil, nil, fmt.Errorf("architecture %q is not one of x86_64, i386, x32, aarch64", a)
+			return nil, nil, fmt.Errorf("architecture %q is not one of x86_64, i386, x32, aarch64, arm", a)
 		}
 		names = append(names, m.scmp)
 		infos = append(infos, m.info)

@@ -16,6 +16,7 @@ var systemdArch = map[string]string{
 	"i386":    "x86",
 	"x32":     "x32",
 	"aarch64": "arm64",
+	"arm":     "arm",
 }
 
 // nsTypes maps clone flags to RestrictNamespaces= names, in systemd's order.
@@ -66,7 +67,7 @@ func renderSystemd(p *policy.Profile, opts Options) (result, error) {
 	for _, a := range p.Syscalls.Architectures {
 		s, ok := systemdArch[a]
 		if !ok {
-			return result{}, fmt.Errorf("architecture %q is not one of x86_64, i386, x32, aarch64", a)
+			return result{}, fmt.Errorf("architecture %q is not one of x86_64, i386, x32, aarch64, arm", a)
 		}
 		archs = append(archs, s)
 	}
