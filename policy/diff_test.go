@@ -60,7 +60,9 @@ func TestDiffRisk(t *testing.T) {
 		{"unchanged", func(p *Profile) {}, nil},
 		{"provenance only", func(p *Profile) { p.Syscalls.Allow[0].Seen = 9; p.Metadata.Runs = 9 }, nil},
 		// Syscalls.
-		{"ordinary syscall", func(p *Profile) { p.Syscalls.Allow = append(p.Syscalls.Allow, Syscall{Name: "getrandom", Provenance: Provenance{By: "/usr/bin/cc"}}) },
+		{"ordinary syscall", func(p *Profile) {
+			p.Syscalls.Allow = append(p.Syscalls.Allow, Syscall{Name: "getrandom", Provenance: Provenance{By: "/usr/bin/cc"}})
+		},
 			[]want{{Added, SectionSyscalls, "getrandom", RiskLow, true}}},
 		{"privileged mount", func(p *Profile) { p.Syscalls.Allow = append(p.Syscalls.Allow, Syscall{Name: "mount"}) },
 			[]want{{Added, SectionSyscalls, "mount", RiskCritical, true}}},
@@ -122,7 +124,10 @@ func TestDiffRisk(t *testing.T) {
 		{"new architecture", func(p *Profile) { p.Syscalls.Architectures = append(p.Syscalls.Architectures, "i386") },
 			[]want{{Added, SectionArchitectures, "i386", RiskHigh, true}}},
 		// Filesystem.
-		{"credential store readable", func(p *Profile) { p.Filesystem.Hidden = hiddenWithout(p, "$HOME/.ssh"); p.Filesystem.Read = append(p.Filesystem.Read, PathRule{Path: "$HOME/.ssh"}) },
+		{"credential store readable", func(p *Profile) {
+			p.Filesystem.Hidden = hiddenWithout(p, "$HOME/.ssh")
+			p.Filesystem.Read = append(p.Filesystem.Read, PathRule{Path: "$HOME/.ssh"})
+		},
 			[]want{{Added, SectionRead, "$HOME/.ssh", RiskCritical, true}, {Removed, SectionHidden, "$HOME/.ssh", RiskCritical, true}}},
 		{"credential file by absolute home path", func(p *Profile) {
 			p.Filesystem.Hidden = nil
@@ -134,13 +139,17 @@ func TestDiffRisk(t *testing.T) {
 		}, []want{{Added, SectionRead, "$HOME", RiskCritical, true}, {Removed, SectionHidden, "$HOME/.kube", RiskCritical, true}}},
 		{"broad home read with every store hidden", func(p *Profile) { p.Filesystem.Read = append(p.Filesystem.Read, PathRule{Path: "$HOME"}) },
 			[]want{{Added, SectionRead, "$HOME", RiskHigh, true}}},
-		{"read inside hidden store", func(p *Profile) { p.Filesystem.Read = append(p.Filesystem.Read, PathRule{Path: "$HOME/.ssh/known_hosts"}) },
+		{"read inside hidden store", func(p *Profile) {
+			p.Filesystem.Read = append(p.Filesystem.Read, PathRule{Path: "$HOME/.ssh/known_hosts"})
+		},
 			[]want{{Added, SectionRead, "$HOME/.ssh/known_hosts", RiskLow, true}}},
 		{"dotenv exposed by unhiding", func(p *Profile) { p.Filesystem.Hidden = hiddenWithout(p, "$WORKDIR/.env") },
 			[]want{{Removed, SectionHidden, "$WORKDIR/.env", RiskCritical, true}}},
 		{"system read", func(p *Profile) { p.Filesystem.Read = append(p.Filesystem.Read, PathRule{Path: "/lib64"}) },
 			[]want{{Added, SectionRead, "/lib64", RiskLow, true}}},
-		{"covered read is no change", func(p *Profile) { p.Filesystem.Read = append(p.Filesystem.Read, PathRule{Path: "/usr/lib/x86_64-linux-gnu"}) }, nil},
+		{"covered read is no change", func(p *Profile) {
+			p.Filesystem.Read = append(p.Filesystem.Read, PathRule{Path: "/usr/lib/x86_64-linux-gnu"})
+		}, nil},
 		{"system secret read", func(p *Profile) { p.Filesystem.Read = append(p.Filesystem.Read, PathRule{Path: "/etc/shadow"}) }, nil /* covered by /etc: no change */},
 		{"read outside everything", func(p *Profile) { p.Filesystem.Read = append(p.Filesystem.Read, PathRule{Path: "/srv/data"}) },
 			[]want{{Added, SectionRead, "/srv/data", RiskHigh, true}}},
@@ -162,7 +171,9 @@ func TestDiffRisk(t *testing.T) {
 			[]want{{Added, SectionExec, "/usr/bin/curl", RiskHigh, true}}},
 		{"privateTmp off", func(p *Profile) { p.Filesystem.PrivateTmp = false },
 			[]want{{Widened, SectionPrivateTmp, "privateTmp: false", RiskHigh, true}}},
-		{"hidden added", func(p *Profile) { p.Filesystem.Hidden = append(p.Filesystem.Hidden, PathRule{Path: "$HOME/.config/secret-tool"}) },
+		{"hidden added", func(p *Profile) {
+			p.Filesystem.Hidden = append(p.Filesystem.Hidden, PathRule{Path: "$HOME/.config/secret-tool"})
+		},
 			[]want{{Added, SectionHidden, "$HOME/.config/secret-tool", RiskNone, false}}},
 		{"path removed", func(p *Profile) { p.Filesystem.Write = p.Filesystem.Write[1:] },
 			[]want{{Removed, SectionWrite, "$WORKDIR/out", RiskNone, false}}},
@@ -170,49 +181,84 @@ func TestDiffRisk(t *testing.T) {
 		{"new registry-class host", func(p *Profile) {
 			p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "mirror.example:443", Proto: "tcp"})
 		}, []want{{Added, SectionConnect, "tcp mirror.example:443", RiskHigh, true}}},
-		{"git ssh remote", func(p *Profile) { p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "git.example:22", Proto: "tcp"}) },
+		{"git ssh remote", func(p *Profile) {
+			p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "git.example:22", Proto: "tcp"})
+		},
 			[]want{{Added, SectionConnect, "tcp git.example:22", RiskHigh, true}}},
-		{"git protocol", func(p *Profile) { p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "git.example:9418", Proto: "tcp"}) },
+		{"git protocol", func(p *Profile) {
+			p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "git.example:9418", Proto: "tcp"})
+		},
 			[]want{{Added, SectionConnect, "tcp git.example:9418", RiskHigh, true}}},
-		{"named host odd port", func(p *Profile) { p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "c2.example:4444", Proto: "tcp"}) },
+		{"named host odd port", func(p *Profile) {
+			p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "c2.example:4444", Proto: "tcp"})
+		},
 			[]want{{Added, SectionConnect, "tcp c2.example:4444", RiskCritical, true}}},
-		{"named host udp 443", func(p *Profile) { p.Network.Send = append(p.Network.Send, Endpoint{Endpoint: "quic.example:443", Proto: "udp"}) },
+		{"named host udp 443", func(p *Profile) {
+			p.Network.Send = append(p.Network.Send, Endpoint{Endpoint: "quic.example:443", Proto: "udp"})
+		},
 			[]want{{Added, SectionSend, "udp quic.example:443", RiskCritical, true}}},
-		{"raw ip on 443", func(p *Profile) { p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "192.0.2.7:443", Proto: "tcp"}) },
+		{"raw ip on 443", func(p *Profile) {
+			p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "192.0.2.7:443", Proto: "tcp"})
+		},
 			[]want{{Added, SectionConnect, "tcp 192.0.2.7:443", RiskCritical, true}}},
-		{"new loopback port", func(p *Profile) { p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "127.0.0.1:41234", Proto: "tcp"}) },
+		{"new loopback port", func(p *Profile) {
+			p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "127.0.0.1:41234", Proto: "tcp"})
+		},
 			[]want{{Added, SectionConnect, "tcp 127.0.0.1:41234", RiskCritical, true}}},
-		{"cidr", func(p *Profile) { p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "[2001:db8::/32]:443", Proto: "tcp"}) },
+		{"cidr", func(p *Profile) {
+			p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "[2001:db8::/32]:443", Proto: "tcp"})
+		},
 			[]want{{Added, SectionConnect, "tcp [2001:db8::/32]:443", RiskCritical, true}}},
-		{"dns", func(p *Profile) { p.Network.Send = append(p.Network.Send, Endpoint{Endpoint: "127.0.0.53:53", Proto: "udp"}) },
+		{"dns", func(p *Profile) {
+			p.Network.Send = append(p.Network.Send, Endpoint{Endpoint: "127.0.0.53:53", Proto: "udp"})
+		},
 			[]want{{Added, SectionSend, "udp 127.0.0.53:53", RiskHigh, true}}},
-		{"docker socket", func(p *Profile) { p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "unix:/var/run/docker.sock"}) },
+		{"docker socket", func(p *Profile) {
+			p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "unix:/var/run/docker.sock"})
+		},
 			[]want{{Added, SectionConnect, "unix:/var/run/docker.sock", RiskCritical, true}}},
-		{"ssh agent socket", func(p *Profile) { p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "unix:$TMPDIR/ssh-XXXX/agent.123"}) },
+		{"ssh agent socket", func(p *Profile) {
+			p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "unix:$TMPDIR/ssh-XXXX/agent.123"})
+		},
 			[]want{{Added, SectionConnect, "unix:$TMPDIR/ssh-XXXX/agent.123", RiskCritical, true}}},
-		{"nscd socket", func(p *Profile) { p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "unix:/run/nscd/socket"}) },
+		{"nscd socket", func(p *Profile) {
+			p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "unix:/run/nscd/socket"})
+		},
 			[]want{{Added, SectionConnect, "unix:/run/nscd/socket", RiskLow, true}}},
-		{"other unix socket", func(p *Profile) { p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "unix:@some-daemon"}) },
+		{"other unix socket", func(p *Profile) {
+			p.Network.Connect = append(p.Network.Connect, Endpoint{Endpoint: "unix:@some-daemon"})
+		},
 			[]want{{Added, SectionConnect, "unix:@some-daemon", RiskHigh, true}}},
-		{"bind ephemeral loopback", func(p *Profile) { p.Network.Bind = append(p.Network.Bind, Endpoint{Endpoint: "127.0.0.1:0", Proto: "tcp"}) },
+		{"bind ephemeral loopback", func(p *Profile) {
+			p.Network.Bind = append(p.Network.Bind, Endpoint{Endpoint: "127.0.0.1:0", Proto: "tcp"})
+		},
 			[]want{{Added, SectionBind, "tcp 127.0.0.1:0", RiskLow, true}}},
-		{"bind fixed loopback", func(p *Profile) { p.Network.Bind = append(p.Network.Bind, Endpoint{Endpoint: "[::1]:8080", Proto: "tcp"}) },
+		{"bind fixed loopback", func(p *Profile) {
+			p.Network.Bind = append(p.Network.Bind, Endpoint{Endpoint: "[::1]:8080", Proto: "tcp"})
+		},
 			[]want{{Added, SectionBind, "tcp [::1]:8080", RiskHigh, true}}},
-		{"bind any address", func(p *Profile) { p.Network.Bind = append(p.Network.Bind, Endpoint{Endpoint: "0.0.0.0/0:8080", Proto: "tcp"}) },
+		{"bind any address", func(p *Profile) {
+			p.Network.Bind = append(p.Network.Bind, Endpoint{Endpoint: "0.0.0.0/0:8080", Proto: "tcp"})
+		},
 			[]want{{Added, SectionBind, "tcp 0.0.0.0/0:8080", RiskCritical, true}}},
 		{"bind unix in temp", func(p *Profile) { p.Network.Bind = append(p.Network.Bind, Endpoint{Endpoint: "unix:$TMPDIR/x.sock"}) },
 			[]want{{Added, SectionBind, "unix:$TMPDIR/x.sock", RiskLow, true}}},
 		{"endpoint removed", func(p *Profile) { p.Network.Connect = nil },
 			[]want{{Removed, SectionConnect, "tcp registry.example:443", RiskNone, false}}},
 		// Binaries.
-		{"new binary", func(p *Profile) { p.Binaries = append(p.Binaries, Binary{Path: "/usr/bin/curl", SHA256: strings.Repeat("c", 64)}) },
+		{"new binary", func(p *Profile) {
+			p.Binaries = append(p.Binaries, Binary{Path: "/usr/bin/curl", SHA256: strings.Repeat("c", 64)})
+		},
 			[]want{{Added, SectionBinaries, "/usr/bin/curl", RiskHigh, true}}},
 		{"changed binary", func(p *Profile) { p.Binaries[1].SHA256 = strings.Repeat("d", 64) },
 			[]want{{Widened, SectionBinaries, "/usr/bin/cc sha256:dddddddddddd", RiskHigh, true}}},
 		{"binary removed", func(p *Profile) { p.Binaries = p.Binaries[:1] },
 			[]want{{Removed, SectionBinaries, "/usr/bin/cc", RiskNone, false}}},
 		// Metadata.
-		{"incomplete on", func(p *Profile) { p.Metadata.Incomplete = true; p.Metadata.IncompleteReasons = []string{"lost 3 events"} },
+		{"incomplete on", func(p *Profile) {
+			p.Metadata.Incomplete = true
+			p.Metadata.IncompleteReasons = []string{"lost 3 events"}
+		},
 			[]want{{Added, SectionIncomplete, "incomplete: true", RiskNone, false}}},
 	}
 	for _, tt := range tests {
@@ -319,7 +365,11 @@ func TestDiffOrderAndWidens(t *testing.T) {
 			t.Errorf("Widens(%v) = %v", tt.at, !tt.want)
 		}
 	}
-	onlyLow := Diff(old, func() *Profile { p := baseProfile(); p.Syscalls.Allow = append(p.Syscalls.Allow, Syscall{Name: "getrandom"}); return p }())
+	onlyLow := Diff(old, func() *Profile {
+		p := baseProfile()
+		p.Syscalls.Allow = append(p.Syscalls.Allow, Syscall{Name: "getrandom"})
+		return p
+	}())
 	if !Widens(onlyLow, RiskLow) || Widens(onlyLow, RiskHigh) {
 		t.Error("Widens threshold wrong for a low change")
 	}
