@@ -35,6 +35,18 @@ var scArch = map[string]struct {
 	"arm":     {"SCMP_ARCH_ARM", arch.ARM},
 }
 
+// multiplexedOnX86 are the syscalls i386 also reaches through socketcall(2) or ipc(2), whose
+// argument rules libseccomp rewrites.
+var multiplexedOnX86 = map[string]bool{
+	"socket": true, "bind": true, "connect": true, "listen": true, "accept": true, "accept4": true,
+	"getsockname": true, "getpeername": true, "socketpair": true, "send": true, "recv": true,
+	"sendto": true, "recvfrom": true, "shutdown": true, "setsockopt": true, "getsockopt": true,
+	"sendmsg": true, "recvmsg": true, "recvmmsg": true, "sendmmsg": true,
+	"semop": true, "semget": true, "semctl": true, "semtimedop": true, "msgsnd": true,
+	"msgrcv": true, "msgget": true, "msgctl": true, "shmat": true, "shmdt": true, "shmget": true,
+	"shmctl": true,
+}
+
 // scArg is one argument comparison, as libseccomp and OCI write it: for SCMP_CMP_MASKED_EQ,
 // Value is the mask and ValueTwo the value the masked argument must equal.
 type scArg struct {
@@ -399,6 +411,7 @@ func buildSeccomp(p *policy.Profile) (seccompPolicy, error) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
+	x86 := slices.Contains(archNames, "SCMP_ARCH_X86")
 	var errnoEntries []scEntry
 	for _, name := range names {
 		var prs []parsedRule
@@ -460,6 +473,10 @@ func buildSeccomp(p *policy.Profile) (seccompPolicy, error) {
 		// rejects on its argument. They are disjoint from the allow entries on that argument.
 		for _, r := range prs {
 			if r.errno == 0 {
+				continue
+			}
+			if x86 && multiplexedOnX86[name] {
+				sp.Notes = append(sp.Notes, fmt.Sprintf("%s arg %d: rejected calls fail with EPERM, not %s: on i386 libseccomp folds %s into socketcall/ipc and rejects such errno rules (EEXIST)", name, r.Arg, r.Errno, name))
 				continue
 			}
 			rejected, err := rejectedSet(r, argUses[r.Arg] == 1)

@@ -3,12 +3,18 @@ package export
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
 )
 
@@ -346,5 +352,39 @@ func TestComplementBlocks(t *testing.T) {
 	}
 	if _, err := complement(0, 0xf0, []uint64{0x10}, false); err == nil || !strings.Contains(err.Error(), "contiguous") {
 		t.Errorf("a non-contiguous mask: got %v", err)
+	}
+}
+
+// TestOCILoadsInLibseccomp hands the exports to libseccomp itself, rule by rule as runc does:
+// it rejects what the JSON schema allows but the library does not (two comparisons of one
+// argument: EINVAL; an errno rule beside an unconditional allow: EACCES; rule clashes after
+// i386's socketcall rewrite: EEXIST).
+func TestOCILoadsInLibseccomp(t *testing.T) {
+	py := testutil.RequireTool(t, "python3")
+	script := testutil.Testdata("export", "libseccomp_load.py")
+	rules := loadFixture(t, "rules.yaml")
+	compat := loadFixture(t, "rules.yaml")
+	compat.Syscalls.Architectures = []string{"i386", "x32", "x86_64"}
+	for name, p := range map[string]*policy.Profile{
+		"cargo-build":        loadFixture(t, "cargo-build.yaml"),
+		"rules":              rules,
+		"rules-i386-and-x32": compat,
+	} {
+		var buf bytes.Buffer
+		if err := Write(&buf, p, "oci", Options{}); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), name+".json")
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(py, script, path).CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 2 {
+			testutil.RequireNoErr(t, "libseccomp", fmt.Errorf("%s", bytes.TrimSpace(out)))
+		}
+		if err != nil {
+			t.Errorf("%s: libseccomp rejects the oci export: %v\n%s", name, err, out)
+		}
 	}
 }
