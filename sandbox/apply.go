@@ -15,7 +15,10 @@ type Result struct {
 	LandlockHandledFS string `json:"landlock_handled_fs,omitempty"`
 	// Dropped lists Landlock features the kernel could not enforce (only non-empty when the
 	// plan allowed degrading).
-	Dropped []string  `json:"dropped,omitempty"`
+	Dropped []string `json:"dropped,omitempty"`
+	// Implied lists rules Apply added that the plan implies, each with its reason, e.g.
+	// "exec /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2: ELF interpreter of /usr/bin/git".
+	Implied []string  `json:"implied,omitempty"`
 	Skipped []Skipped `json:"skipped,omitempty"`
 }
 

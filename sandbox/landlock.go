@@ -97,7 +97,9 @@ func applyLandlock(l *Landlock, degrade bool, res *Result) error {
 	rulesetFd := int(r)
 	defer unix.Close(rulesetFd)
 
-	for _, pr := range rs.Paths {
+	implied, notes := interpreterRules(rs.Paths, rightsExec&rs.HandledFS)
+	res.Implied = append(res.Implied, notes...)
+	for _, pr := range append(rs.Paths, implied...) {
 		if err := addPathRule(rulesetFd, pr, res); err != nil {
 			return err
 		}

@@ -277,3 +277,28 @@ func TestDegrade(t *testing.T) {
 		t.Errorf("degraded run: got %q, want %q (signal allowed, file rules still enforced)", out.Got, want)
 	}
 }
+
+// TestLandlockELFInterpreter: Landlock checks EXECUTE on the ELF interpreter the kernel opens
+// for a dynamically linked binary. A plan that allows only the binaries (what a learn run sees)
+// still runs them: Apply adds the interpreter and says so in Result.Implied.
+func TestLandlockELFInterpreter(t *testing.T) {
+	_, err := LandlockABI()
+	testutil.RequireNoErr(t, "landlock", err)
+	interp := elfInterpreter("/usr/bin/true")
+	if interp == "" {
+		t.Skip("/usr/bin/true is not dynamically linked here")
+	}
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			ll := &Landlock{Read: systemRead, Exec: []string{"/proc/self/exe", "/usr/bin/true"}, Devices: []string{"/dev/null"}}
+			out := runChecks(t, mode, Plan{Landlock: ll, DropCaps: true}, 0, []check{
+				{op{Op: "exec", Path: "/usr/bin/true"}, "ok"},
+				{op{Op: "exec", Path: "/usr/bin/false"}, "EACCES"},
+			})
+			real, _ := filepath.EvalSymlinks(interp)
+			if !slices.ContainsFunc(out.Result.Implied, func(s string) bool { return strings.HasPrefix(s, "exec "+real+": ELF interpreter of ") }) {
+				t.Errorf("Result.Implied = %q, want the interpreter %s", out.Result.Implied, real)
+			}
+		})
+	}
+}
