@@ -234,7 +234,7 @@ func (o op) run() string {
 	case "rename":
 		return errno(os.Rename(o.Arg, o.Path))
 	case "exec":
-		return errno(exec.Command(o.Path).Run())
+		return errno(exec.Command(o.Path, strings.Fields(o.Arg)...).Run())
 	case "connect", "mptcp":
 		proto := 0
 		if o.Op == "mptcp" {
