@@ -52,7 +52,12 @@
 // check for special files), so /dev/null, /dev/zero, /dev/urandom, /dev/tty and pty allocation
 // through /dev/ptmx work; under Landlock they must be listed in Devices. Write does not include
 // execute: a binary the tool writes is not runnable unless its directory is also in Exec
-// (go test's and cargo's build directories, configure checks).
+// (go test's and cargo's build directories, configure checks). That holds for execve only: the
+// ELF interpreter, which every dynamically linked Exec binary needs (Apply adds it, see
+// Result.Implied), can be run directly on any readable binary ("ld.so ./payload") and maps it
+// with read_file alone. Closing that needs noexec on writable mounts, which would break dlopen
+// of build outputs (rustc proc-macros, Python extensions); it is left open and tested as a
+// known limit.
 //
 // # User namespaces
 //
