@@ -167,6 +167,8 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 		Stderr:      opts.Stderr,
 		ExtraFiles:  []*os.File{cfgFile, syncR, statusW},
 		SysProcAttr: attr,
+		// A child that left the process group may hold stdout open: stop waiting for it.
+		WaitDelay: 2 * time.Second,
 	}
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
@@ -310,10 +312,20 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 	for st := range msgs { // EOF: the exec happened (or the init stage died)
 		handle(st)
 	}
+	// Nothing of the sandbox outlives the command: when it exits, kill what is left of its
+	// process group (a lingering child would also keep cmd.Wait waiting for stdout's EOF).
+	go func() {
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		for {
+			if _, err := unix.Poll(fds, -1); err != nil && errors.Is(err, unix.EINTR) {
+				continue
+			}
+			break
+		}
+		_ = unix.Kill(-pid, unix.SIGKILL)
+	}()
 	werr := cmd.Wait()
 	close(waitDone)
-	// Nothing of the sandbox outlives the command: kill what is left of its process group.
-	_ = unix.Kill(-pid, unix.SIGKILL)
 	sup.stop()
 	res.denials = sup.take()
 	res.exit = exitStatus(cmd.ProcessState)

@@ -1,6 +1,8 @@
 // escape: a victim for sysprof's enforcer tests. Each argument is one action; for each the
 // program prints "ACTION: ok" or "ACTION: ERRNONAME" (and some print what they saw), then goes
 // on with the next. It makes exactly the syscall an escape would make, nothing cleverer.
+// "fork" runs the next action in a child; "linger" leaves a child behind; "pause" waits
+// for a signal.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -51,8 +53,34 @@ static long int80_getpid(void) {
 }
 
 int main(int argc, char **argv) {
+	int in_child = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
+		if (!strcmp(a, "fork")) {
+			// The next action runs in a child process; the parent waits for it.
+			fflush(stdout);
+			pid_t pid = fork();
+			if (pid == 0) {
+				in_child = 1;
+				continue;
+			}
+			waitpid(pid, NULL, 0);
+			i++;
+			continue;
+		}
+		if (!strcmp(a, "linger")) {
+			// Leave a child behind that outlives this process.
+			if (fork() == 0) {
+				for (;;) pause();
+			}
+			continue;
+		}
+		if (!strcmp(a, "pause")) {
+			printf("paused\n");
+			fflush(stdout);
+			pause();
+			continue;
+		}
 		char *arg = strchr(a, '=');
 		char name[64];
 		snprintf(name, sizeof name, "%.*s", arg ? (int)(arg - a) : (int)strlen(a), a);
@@ -176,6 +204,7 @@ int main(int argc, char **argv) {
 			printf("%s: unknown action\n", name);
 			return 2;
 		}
+		if (in_child) _exit(0);
 	}
 	return 0;
 }

@@ -1,0 +1,188 @@
+package enforcer
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
+)
+
+func fullProfile() *policy.Profile {
+	p := testProfile()
+	p.Syscalls.Architectures = []string{"aarch64", "i386", "x86_64"}
+	p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: "no_such_syscall"}, policy.Syscall{Name: "rt_sigreturn", Base: true})
+	p.Syscalls.Args = append(p.Syscalls.Args, policy.ArgRule{Syscall: "clone3", Arg: 0, Errno: "ENOSYS"},
+		policy.ArgRule{Syscall: "ioctl", Arg: 1, Deny: []string{"TIOCSTI", "TIOCLINUX"}})
+	rules := func(paths ...string) (out []policy.PathRule) {
+		for _, p := range paths {
+			out = append(out, policy.PathRule{Path: p})
+		}
+		return out
+	}
+	p.Filesystem = policy.Filesystem{
+		Read:       rules("/usr", "$HOME/.gitconfig", "/dev/urandom"),
+		Write:      rules("$WORKDIR", "$TMPDIR/go-build*", "/dev/null"),
+		Exec:       rules("/usr/bin"),
+		Hidden:     rules("$HOME/.ssh"),
+		PrivateTmp: true,
+	}
+	p.Network.Connect = []policy.Endpoint{{Endpoint: "127.0.0.1:8080", Proto: "tcp"}, {Endpoint: "unix:@dbus", Proto: ""}}
+	p.Network.Bind = []policy.Endpoint{{Endpoint: "127.0.0.1:0", Proto: "tcp"}}
+	return p
+}
+
+func TestCompileDoesNotModifyProfile(t *testing.T) {
+	p := fullProfile()
+	before, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	if _, err := Compile(p, Env{Vars: map[string]string{"HOME": home, "WORKDIR": "/w", "TMPDIR": "/tmp"}, Arch: "x86_64"}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := json.Marshal(p)
+	if diff := cmp.Diff(string(before), string(after)); diff != "" {
+		t.Errorf("Compile modified the profile:\n%s", diff)
+	}
+}
+
+func TestCompilePlan(t *testing.T) {
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	work := t.TempDir()
+	c, err := Compile(fullProfile(), Env{Vars: map[string]string{"HOME": home, "WORKDIR": work, "TMPDIR": "/tmp"}, Arch: "x86_64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := c.Plan
+	if !pl.ReadOnlyRoot || !pl.PrivateTmp || !pl.DropCaps || pl.NetNS {
+		t.Errorf("plan flags: %+v", pl)
+	}
+	if !slices.Equal(pl.Writable, []string{"/tmp", work}) {
+		t.Errorf("writable = %v, want the glob's directory and $WORKDIR", pl.Writable)
+	}
+	if !slices.Contains(pl.Hidden, filepath.Join(home, ".ssh")) {
+		t.Errorf("hidden = %v, want $HOME/.ssh", pl.Hidden)
+	}
+	ll := pl.Landlock
+	if ll == nil {
+		t.Fatal("no Landlock layer")
+	}
+	if !slices.Equal(ll.Devices, []string{"/dev/null", "/dev/urandom"}) || !slices.Equal(ll.Exec, []string{"/usr/bin"}) ||
+		!slices.Equal(ll.ConnectTCP, []uint16{8080}) || !slices.Equal(ll.BindTCP, []uint16{0}) || ll.ScopeAbstractUnix || !ll.ScopeSignals {
+		t.Errorf("landlock = %+v", *ll)
+	}
+	if !slices.Contains(c.Layers, LayerNetwork) || len(c.Unenforceable) == 0 {
+		t.Errorf("a network allowlist must be marked unenforceable without cgroup hooks: layers %v", c.Layers)
+	}
+	joined := strings.Join(c.Dropped, "\n")
+	for _, want := range []string{"no_such_syscall", "aarch64"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("dropped %q not reported: %v", want, c.Dropped)
+		}
+	}
+	if !strings.Contains(strings.Join(c.Notes, "\n"), "go-build* widened to /tmp") {
+		t.Errorf("glob widening not noted: %v", c.Notes)
+	}
+}
+
+func TestCompileNoNetworkMeansNetNS(t *testing.T) {
+	c, err := Compile(testProfile(), Env{Arch: "x86_64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Plan.NetNS || !slices.Contains(c.Layers, LayerNetNS) || c.Plan.Landlock != nil {
+		t.Errorf("no network and no filesystem: plan %+v layers %v", c.Plan, c.Layers)
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	for name, mutate := range map[string]func(*policy.Profile){
+		"unset variable":  func(p *policy.Profile) { p.Filesystem.Read = []policy.PathRule{{Path: "$NOPE/x"}} },
+		"relative path":   func(p *policy.Profile) { p.Filesystem.Read = []policy.PathRule{{Path: "src"}} },
+		"unknown symbol":  func(p *policy.Profile) { p.Syscalls.Args[0].Values = []string{"AF_NOPE"} },
+		"bad errno":       func(p *policy.Profile) { p.Syscalls.Args[0].Errno = "EWHAT" },
+		"argument index":  func(p *policy.Profile) { p.Syscalls.Args[0].Arg = 6 },
+		"bad port":        func(p *policy.Profile) { p.Network.Connect = []policy.Endpoint{{Endpoint: "host:http"}} },
+		"unknown host arch": func(p *policy.Profile) {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := testProfile()
+			mutate(p)
+			env := Env{Vars: map[string]string{"HOME": "/h"}, Arch: "x86_64"}
+			if name == "unknown host arch" {
+				env.Arch = "sparc"
+			}
+			if _, err := Compile(p, env); err == nil {
+				t.Errorf("compiled without error")
+			}
+		})
+	}
+}
+
+func TestExpand(t *testing.T) {
+	env := Env{Vars: map[string]string{"HOME": "/home/u", "WORKDIR": "/src/p"}}
+	for in, want := range map[string]string{
+		"$HOME/.ssh": "/home/u/.ssh", "${HOME}/.cargo": "/home/u/.cargo", "$WORKDIR": "/src/p",
+		"/usr/lib/../bin": "/usr/bin", "$HOMEX": "",
+	} {
+		got, err := expand(in, env)
+		if (err != nil) != (want == "") || got != want {
+			t.Errorf("expand(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+func TestFailClosedWithoutSandbox(t *testing.T) {
+	testutil.RequireRoot(t)
+	saved := sandboxAvailable
+	sandboxAvailable = false
+	defer func() { sandboxAvailable = saved }()
+	p := victimProfile() // no network: needs the netns layer
+	_, code, err := Run(context.Background(), Options{Profile: p, Command: []string{"true"}})
+	var le *LayerError
+	if !asLayerError(err, &le) || code != 125 {
+		t.Fatalf("ran without a layer the profile needs: code %d err %v", code, err)
+	}
+	if !strings.Contains(err.Error(), "--degrade") {
+		t.Errorf("error does not say how to run anyway: %v", err)
+	}
+	rep, code, err := Run(context.Background(), Options{Profile: p, Command: []string{testutil.BuildC(t, "escape/escape.c"), "ok"}, Degrade: true})
+	if err != nil || code != 0 {
+		t.Fatalf("degraded run: code %d err %v", code, err)
+	}
+	var degraded []string
+	for _, l := range rep.Degraded() {
+		degraded = append(degraded, l.Name)
+	}
+	if !slices.Contains(degraded, LayerNetNS) {
+		t.Errorf("degraded layers %v, want netns listed", degraded)
+	}
+	var b strings.Builder
+	rep.WriteTable(&b)
+	if !strings.Contains(b.String(), "netns was NOT applied") {
+		t.Errorf("degraded layer not printed:\n%s", b.String())
+	}
+	if l := findLayer(rep, LayerSeccomp); l == nil || l.State != report.LayerApplied {
+		t.Errorf("seccomp not applied: %+v", rep.Layers)
+	}
+}
+
+func findLayer(r *report.Report, name string) *report.Layer {
+	for i := range r.Layers {
+		if r.Layers[i].Name == name {
+			return &r.Layers[i]
+		}
+	}
+	return nil
+}
