@@ -137,23 +137,33 @@ func (s *state) passCredentials() []string {
 			s.hidden[p] = &pathRule{note: note}
 		}
 	}
-	for _, c := range CredentialStores {
+	stores := map[string]bool{}
+	for p := range s.hidden {
+		stores[p] = true
+	}
+	for _, c := range append(slices.Clone(CredentialStores), sshAgentDefault) {
+		stores[c] = true
 		if s.trace == nil && s.hidden[c] == nil && s.allowsUnder(c) {
 			// A profile read back that allows something inside a store it does not hide got
 			// there through --allow-secret (or an equally explicit edit): keep that choice.
 			msgs = append(msgs, fmt.Sprintf("%s not hidden: the profile allows a path inside it", c))
 			continue
 		}
-		add(c, "credential store")
+		if c == sshAgentDefault {
+			add(c, "ssh-agent socket")
+		} else {
+			add(c, "credential store")
+		}
 	}
-	add("$TMPDIR/ssh-*", "ssh-agent socket")
 	if sock := s.ctx["SSH_AUTH_SOCK"]; path.IsAbs(sock) {
 		p := portablePath(sock, s.vars, nil)
 		if dir := parentDir(p); depth(dir) >= 2 && !strings.HasPrefix(dir, "$WORKDIR") {
 			p = dir
 		}
+		stores[p] = true
 		add(p, "ssh-agent socket")
 	}
+	s.stores = sortedKeys(stores)
 	var allowed []string
 	for _, a := range s.opts.AllowSecrets {
 		allowed = append(allowed, s.secretPattern(a))
@@ -163,8 +173,7 @@ func (s *state) passCredentials() []string {
 	// Accesses are judged against every store, hidden or allowed: allowing
 	// $HOME/.ssh/known_hosts un-hides $HOME/.ssh (a mount cannot hide around one file) but
 	// keeps dropping what the tool did to $HOME/.ssh/id_rsa, so only the named path is allowed.
-	stores := sortedKeys(s.hidden)
-	for _, h := range stores {
+	for _, h := range sortedKeys(s.hidden) {
 		for _, a := range allowed {
 			if Covers(h, a) || Covers(a, h) {
 				delete(s.hidden, h)
@@ -179,7 +188,7 @@ func (s *state) passCredentials() []string {
 				return ""
 			}
 		}
-		for _, h := range stores {
+		for _, h := range s.stores {
 			if Covers(h, p) {
 				return h
 			}
@@ -369,8 +378,8 @@ func (s *state) passSourceTree() []string {
 
 // passRead turns successful reads and directory listings into read rules. Decisions:
 //   - a listing needs read on the directory (Landlock's READ_DIR), so the directory becomes a
-//     rule — except / and $HOME, which would make the whole disk or home readable: those are
-//     not granted and the tool gets EACCES on that readdir;
+//     rule — except /, $HOME, /etc, /tmp and the like (tooBroadToReadPaths), which would make
+//     the whole disk, home or /etc readable: those are not granted and the tool gets EACCES;
 //   - metadata-only accesses (stat, access, readlink) need no rule: no Landlock right guards
 //     them, the path only has to be visible, and it is unless hidden;
 //   - /dev nodes (/dev/null, /dev/tty, /dev/urandom) stay exact rules, never rolled up.
@@ -380,20 +389,17 @@ func (s *state) passRead() []string {
 		switch {
 		case f.access == trace.AccessMetadata:
 			meta++
-		case f.access == trace.AccessList || f.access == trace.AccessRead && f.dir:
-			if f.path == "/" || f.path == "$HOME" {
-				refused++
-				continue
-			}
+		case isReadKind(f.access) && tooBroadToRead(f.path):
+			refused++
+		case isReadKind(f.access):
 			if !Covers("$WORKDIR", f.path) || s.read["$WORKDIR"] == nil {
 				addRule(s.read, f.path, s.provOf(f.exe), "")
 			}
-			dirs++
-		case f.access == trace.AccessRead:
-			if !Covers("$WORKDIR", f.path) || s.read["$WORKDIR"] == nil {
-				addRule(s.read, f.path, s.provOf(f.exe), "")
+			if f.access == trace.AccessList || f.dir {
+				dirs++
+			} else {
+				files++
 			}
-			files++
 		}
 	}
 	var msgs []string
@@ -404,7 +410,7 @@ func (s *state) passRead() []string {
 		msgs = append(msgs, fmt.Sprintf("%s: no rule needed, stat works on any path that is not hidden", plural(meta, "metadata-only access")))
 	}
 	if refused > 0 {
-		msgs = append(msgs, fmt.Sprintf("not granted: %s of / or $HOME (a read rule there would expose the whole tree)", plural(refused, "listing")))
+		msgs = append(msgs, fmt.Sprintf("not granted: %s of /, $HOME, /etc, /tmp or the like (a read rule there would expose the whole tree)", plural(refused, "read")))
 	}
 	return msgs
 }
@@ -460,32 +466,96 @@ func protectedDir(d string) bool {
 //     file is granted, so one go.sum never makes the work tree writable.
 func (s *state) passWrite() []string {
 	var n, created, anchored, exact int
+	var refused []string
 	for _, f := range s.files {
 		if !isWriteKind(f.access) {
 			continue
 		}
 		n++
-		pr := s.provOf(f.exe)
-		switch a := writeAnchor(f.path); {
-		case a != "":
-			addRule(s.write, a, pr, "tool cache")
+		target, note := writeTarget(f.path, f.access, f.dir, s.stores)
+		switch {
+		case target == "":
+			refused = append(refused, f.path)
+			continue
+		case note == noteCache:
 			anchored++
-		case f.access == trace.AccessCreate && f.dir:
-			addRule(s.write, f.path, pr, "created by the tool")
+		case note == noteCreated:
 			created++
-		case f.access == trace.AccessWrite || protectedDir(parentDir(f.path)):
-			addRule(s.write, f.path, pr, "")
+		case target == f.path:
 			exact++
-		default:
-			addRule(s.write, parentDir(f.path), pr, "")
 		}
+		addRule(s.write, target, s.provOf(f.exe), note)
 	}
 	if n == 0 {
 		return nil
 	}
-	return []string{fmt.Sprintf("%s → %s (%d in tool caches, %d in directories the tool created, %d exact files; "+
+	msgs := []string{fmt.Sprintf("%s → %s (%d in tool caches, %d in directories the tool created, %d exact files; "+
 		"never $WORKDIR, $HOME or $TMPDIR whole)", plural(n, "write"), plural(len(s.write), "write rule"), anchored, created, exact)}
+	if len(refused) > 0 {
+		slices.Sort(refused)
+		refused = slices.Compact(refused)
+		msgs = append(msgs, fmt.Sprintf("not granted: writing %s itself (too broad; the tool gets EACCES or EROFS there)", strings.Join(refused, ", ")))
+	}
+	return msgs
 }
+
+// Notes on write rules.
+const (
+	noteCache   = "tool cache"
+	noteCreated = "created by the tool"
+)
+
+// writeTarget is the rule one successful write-kind access at p (portable) needs, with its
+// note, or "" when that rule would be too broad to grant (a write on $WORKDIR or $HOME itself).
+//
+// Inside a credential store (reachable only through --allow-secret) only the exact path is
+// granted, never its directory: allowing ~/.ssh/known_hosts must not make ~/.ssh writable.
+func writeTarget(p, access string, dir bool, stores []string) (string, string) {
+	var target, note string
+	switch a := writeAnchor(p); {
+	case a != "" && !touchesStore(a, stores):
+		return a, noteCache
+	case access == trace.AccessCreate && dir:
+		target, note = p, noteCreated
+	case access == trace.AccessWrite || protectedDir(parentDir(p)) || touchesStore(parentDir(p), stores):
+		target = p
+	default:
+		target = parentDir(p)
+	}
+	if tooBroadToWrite(target) {
+		return "", ""
+	}
+	return target, note
+}
+
+// touchesStore reports whether a rule on d would reach into a credential store: d lies in one
+// or contains one.
+func touchesStore(d string, stores []string) bool {
+	for _, st := range stores {
+		if Covers(st, d) || Covers(d, st) {
+			return true
+		}
+	}
+	return false
+}
+
+// tooBroadToWrite: never a write rule on these, even when the tool wrote that very path.
+func tooBroadToWrite(p string) bool {
+	return depth(p) <= 1 || slices.Contains(protectedDirs, p)
+}
+
+// tooBroadToReadPaths are never read rules, even when the tool listed them: a read rule covers
+// everything below, and these hold the whole disk, every user's files, devices or secrets.
+var tooBroadToReadPaths = []string{
+	"/", "/etc", "/tmp", "/home", "/root", "/var", "/var/tmp", "/run", "/dev", "/mnt", "/media",
+	"/srv", "/boot", "$HOME", "$TMPDIR",
+}
+
+func tooBroadToRead(p string) bool { return slices.Contains(tooBroadToReadPaths, p) }
+
+// tooBroadToExec: an exec rule covers everything below it, so it is never one of the broad
+// directories (an exec observation names a file; this guards against a bogus one).
+func tooBroadToExec(p string) bool { return tooBroadToRead(p) || tooBroadToWrite(p) }
 
 // passExec grants exec on exactly the binaries that ran.
 func (s *state) passExec() []string {
@@ -495,16 +565,27 @@ func (s *state) passExec() []string {
 		s.exeRules[p.exe] = true
 		n++
 	}
+	var refused []string
 	for _, f := range s.files {
-		if f.access == trace.AccessExec {
-			addRule(s.exec, f.path, s.provOf(f.exe), "")
-			n++
+		if f.access != trace.AccessExec {
+			continue
 		}
+		if tooBroadToExec(f.path) {
+			refused = append(refused, f.path)
+			continue
+		}
+		addRule(s.exec, f.path, s.provOf(f.exe), "")
+		n++
 	}
-	if n == 0 {
+	if n+len(refused) == 0 {
 		return nil
 	}
-	return []string{fmt.Sprintf("exec only on the %s that ran", plural(len(s.exec), "binary"))}
+	msgs := []string{fmt.Sprintf("exec only on the %s that ran", plural(len(s.exec), "binary"))}
+	if len(refused) > 0 {
+		slices.Sort(refused)
+		msgs = append(msgs, "not granted: exec on directories "+strings.Join(slices.Compact(refused), ", "))
+	}
+	return msgs
 }
 
 // readRoot is a system tree whose read-only files roll up to directories.
@@ -596,6 +677,9 @@ func under1(d, p string) bool {
 // passRollupRead rolls up what the tool only read in system trees and toolchain roots.
 func (s *state) passRollupRead() []string {
 	blocked := func(d string) bool { // a tree the tool also wrote in is not "only read"
+		if touchesStore(d, s.stores) {
+			return true
+		}
 		for w := range s.write {
 			if under1(d, w) {
 				return true
@@ -616,8 +700,9 @@ func (s *state) passRollupRead() []string {
 // with its deps, build and .fingerprint directories becomes one rule).
 func (s *state) passRollupWrite() []string {
 	allowed := func(d string) bool { return !protectedDir(d) }
+	blocked := func(d string) bool { return touchesStore(d, s.stores) }
 	var msgs []string
-	for _, d := range rollup(s.write, s.opts.RollupThreshold, allowed, func(string) bool { return false }) {
+	for _, d := range rollup(s.write, s.opts.RollupThreshold, allowed, blocked) {
 		if r := s.write[d]; r != nil {
 			msgs = append(msgs, fmt.Sprintf("rolled up %d files under %s → %s (write)", r.files, d, d))
 		}

@@ -34,3 +34,7 @@ var CredentialStores = []string{
 	"$WORKDIR/**/.env",
 	"$WORKDIR/**/.env.*",
 }
+
+// sshAgentDefault is where ssh-agent puts its socket unless told otherwise; the trace's
+// SSH_AUTH_SOCK, when known, is hidden too.
+const sshAgentDefault = "$TMPDIR/ssh-*"

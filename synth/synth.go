@@ -204,18 +204,21 @@ type state struct {
 
 	// Rules.
 	read, write, exec, hidden map[string]*pathRule
-	privateTmp                bool
-	syscalls                  map[string]*sysRule
-	arches                    map[string]bool
-	argRules                  []policy.ArgRule
-	clone3Plain               bool // a profile read back allows clone3 without the ENOSYS rule
-	endpoints                 map[epKey]prov
-	binaries                  map[[2]string]prov
-	exeRules                  map[string]bool // exec rules that came from processes (for binaries)
-	meta                      policy.Metadata
-	haveMeta                  bool
-	trace                     *trace.Trace
-	warnings                  []string
+	// stores are the credential stores of this profile, hidden or allowed: no roll-up or
+	// directory grant may reach into one.
+	stores      []string
+	privateTmp  bool
+	syscalls    map[string]*sysRule
+	arches      map[string]bool
+	argRules    []policy.ArgRule
+	clone3Plain bool // a profile read back allows clone3 without the ENOSYS rule
+	endpoints   map[epKey]prov
+	binaries    map[[2]string]prov
+	exeRules    map[string]bool // exec rules that came from processes (for binaries)
+	meta        policy.Metadata
+	haveMeta    bool
+	trace       *trace.Trace
+	warnings    []string
 }
 
 type sysRule struct {
