@@ -108,12 +108,12 @@ func TestCompileNoNetworkMeansNetNS(t *testing.T) {
 
 func TestCompileErrors(t *testing.T) {
 	for name, mutate := range map[string]func(*policy.Profile){
-		"unset variable":  func(p *policy.Profile) { p.Filesystem.Read = []policy.PathRule{{Path: "$NOPE/x"}} },
-		"relative path":   func(p *policy.Profile) { p.Filesystem.Read = []policy.PathRule{{Path: "src"}} },
-		"unknown symbol":  func(p *policy.Profile) { p.Syscalls.Args[0].Values = []string{"AF_NOPE"} },
-		"bad errno":       func(p *policy.Profile) { p.Syscalls.Args[0].Errno = "EWHAT" },
-		"argument index":  func(p *policy.Profile) { p.Syscalls.Args[0].Arg = 6 },
-		"bad port":        func(p *policy.Profile) { p.Network.Connect = []policy.Endpoint{{Endpoint: "host:http"}} },
+		"unset variable":    func(p *policy.Profile) { p.Filesystem.Read = []policy.PathRule{{Path: "$NOPE/x"}} },
+		"relative path":     func(p *policy.Profile) { p.Filesystem.Read = []policy.PathRule{{Path: "src"}} },
+		"unknown symbol":    func(p *policy.Profile) { p.Syscalls.Args[0].Values = []string{"AF_NOPE"} },
+		"bad errno":         func(p *policy.Profile) { p.Syscalls.Args[0].Errno = "EWHAT" },
+		"argument index":    func(p *policy.Profile) { p.Syscalls.Args[0].Arg = 6 },
+		"bad port":          func(p *policy.Profile) { p.Network.Connect = []policy.Endpoint{{Endpoint: "host:http"}} },
 		"unknown host arch": func(p *policy.Profile) {},
 	} {
 		t.Run(name, func(t *testing.T) {
