@@ -26,26 +26,34 @@
 // denied set, as LT/GT ends and aligned MASKED_EQ blocks. A rule that answers every call
 // with an errno (clone3 → ENOSYS) becomes an SCMP_ACT_ERRNO entry with errnoRet; a rule's
 // errno for rejected values is kept where the rejected set can be written as entries, and is
-// EPERM (with a note) where it cannot. Filesystem and network rules have no place in these
-// formats (a note says so).
+// EPERM (with a note) where it cannot: flags rules, masks that are not contiguous low bits,
+// and socketcall/ipc-family syscalls when i386 is listed (libseccomp rewrites those and rejects
+// the entries). Every export is tested against libseccomp itself and, call by call, against the
+// profile's own rule semantics. Filesystem and network rules have no place in these formats (a
+// note says so).
 //
 // # Host formats (bwrap, systemd)
 //
 // Paths are expanded with Options.Env ($WORKDIR, $HOME, ...) for the host the output is for,
 // and globs are matched against that host when exporting. A write path that cannot be expanded
-// or does not exist is left out (narrower, with a note); a hidden path whose variable is
-// missing is an error, because leaving it out would show what the profile hides.
+// is left out (narrower, with a note); a hidden path whose variable is missing is an error,
+// because leaving it out would show what the profile hides. bwrap leaves out paths that do not
+// exist now (a bind needs its source; a hidden path that is absent has nothing to hide);
+// systemd writes every path with a "-" prefix, so one missing when the unit starts is ignored.
 //
-// bwrap output is a /bin/sh script that execs bwrap with one option and its operands per line:
-// the whole filesystem read-only, writable binds, tmpfs (read-only) over hidden directories and
-// /dev/null over hidden files, a private /tmp, every namespace unshared and the network shared
-// only when the profile has IP endpoints or abstract unix sockets, and `--seccomp 3 3<FILE`
-// when Options.SeccompFDPath names the bpf export. BwrapArgs gives the same arguments as a
-// slice for callers that exec bwrap themselves.
+// bwrap output is a /bin/sh script that execs bwrap with one option and its operands per line
+// (shell-quoted where needed): every namespace unshared, the network shared only when the
+// profile has IP endpoints or abstract unix sockets, all capabilities dropped, the whole
+// filesystem read-only, /dev and /proc, a private /tmp (re-binding a work tree that lives
+// under /tmp read-only), writable binds, then a read-only tmpfs over hidden directories and
+// /dev/null over hidden files (last, so they win over any bind), --chdir $WORKDIR, and
+// `--seccomp 3 3<FILE` when Options.SeccompFDPath names the bpf export. BwrapArgs gives the
+// same arguments as a slice for callers that exec bwrap themselves (fd 3 is theirs to open).
 //
 // systemd output is a [Service] drop-in: SystemCallFilter= (names only), SystemCallArchitectures=,
 // SystemCallErrorNumber=EPERM, ProtectSystem=strict, ReadWritePaths=, InaccessiblePaths=,
 // PrivateTmp=, RestrictAddressFamilies= (from socket's domain rule), RestrictNamespaces= (from
 // clone/unshare flags), and PrivateNetwork=yes or IPAddressDeny=any plus IPAddressAllow= for
-// address endpoints. systemd cannot filter other syscall arguments, host names or ports.
+// address endpoints. systemd cannot filter other syscall arguments, host names or ports, and
+// it adds its @default group to any allow list; the notes say which rules that loosens.
 package export

@@ -19,14 +19,16 @@ type Env map[string]string
 // Options tune one export.
 type Options struct {
 	// Env expands profile paths for this host (bwrap, systemd). A hidden path whose variable
-	// is missing is an error: an export never silently fails to hide something.
+	// is missing is an error: an export never silently fails to hide something. The CLI can
+	// fill it from enforcer.HostEnv(workdir).Vars, the values the enforcer itself uses.
 	Env Env
 	// Name names the result: metadata.name of an spo resource (sanitized to a DNS-1123 label)
 	// and the unit in the systemd header. Empty means the profile's metadata.name.
 	Name string
 	// BPFFilter compiles the profile's seccomp policy into a raw classic-BPF program (an array
 	// of struct sock_filter, native byte order) for this host. The enforcer's compiler is the
-	// one to pass; "bpf" fails without it.
+	// one to pass; "bpf" fails without it. The program runs without sysprof's supervisor (under
+	// bwrap), so it must answer denials with an errno, not SECCOMP_RET_USER_NOTIF.
 	BPFFilter func(*policy.Profile) ([]byte, error)
 	// SeccompFDPath is the file holding the output of the "bpf" format. When set, the bwrap
 	// command line loads it with `--seccomp 3 3<FILE`; when empty it has no seccomp filter

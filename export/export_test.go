@@ -16,7 +16,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/export")
 
-// loadFixture reads a profile from testdata/export strictly (unknown fields are errors).
+// loadFixture reads a profile from testdata/export strictly (unknown fields are errors). It
+// decodes with yaml.v3 rather than policy.Load because the loader's schema does not accept
+// ArgRule.Deny yet.
 func loadFixture(t *testing.T, name string) *policy.Profile {
 	t.Helper()
 	b, err := os.ReadFile(testutil.Testdata("export", name))
