@@ -32,15 +32,15 @@ func interpreterRules(rules []pathRule, access uint64) (added []pathRule, notes 
 			return
 		}
 		seen[interp] = true
-		real, err := filepath.EvalSymlinks(interp)
+		resolved, err := filepath.EvalSymlinks(interp)
 		if err != nil {
 			return // the exec will fail with ENOENT, as on the host
 		}
-		if under(interp, execRoots) || under(real, execRoots) {
+		if under(interp, execRoots) || under(resolved, execRoots) {
 			return
 		}
-		added = append(added, pathRule{Path: real, Role: "exec", Access: access})
-		notes = append(notes, "exec "+real+": ELF interpreter of "+bin)
+		added = append(added, pathRule{Path: resolved, Role: "exec", Access: access})
+		notes = append(notes, "exec "+resolved+": ELF interpreter of "+bin)
 	}
 	for _, r := range rules {
 		if r.Access&fsExecute == 0 {

@@ -10,19 +10,19 @@ func TestInterpreterRules(t *testing.T) {
 	if interp == "" {
 		t.Skip("/usr/bin/true is not dynamically linked here")
 	}
-	real, err := filepath.EvalSymlinks(interp)
+	resolved, err := filepath.EvalSymlinks(interp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A directory of binaries implies its interpreter once.
 	added, notes := interpreterRules([]pathRule{{Path: "/usr/bin", Role: "exec", Access: rightsExec}}, rightsExec)
-	if len(added) != 1 || added[0].Path != real || added[0].Access != rightsExec || len(notes) != 1 {
-		t.Errorf("exec /usr/bin: added %+v notes %q, want %s", added, notes, real)
+	if len(added) != 1 || added[0].Path != resolved || added[0].Access != rightsExec || len(notes) != 1 {
+		t.Errorf("exec /usr/bin: added %+v notes %q, want %s", added, notes, resolved)
 	}
 	// Already executable under another rule: nothing added.
 	added, _ = interpreterRules([]pathRule{
 		{Path: "/usr/bin/true", Role: "exec", Access: rightsExec},
-		{Path: filepath.Dir(real), Role: "exec", Access: rightsExec},
+		{Path: filepath.Dir(resolved), Role: "exec", Access: rightsExec},
 	}, rightsExec)
 	if len(added) != 0 {
 		t.Errorf("interpreter already allowed: added %+v", added)

@@ -299,7 +299,7 @@ func TestLandlockELFInterpreter(t *testing.T) {
 			if err := os.WriteFile(mytrue, b, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			real, _ := filepath.EvalSymlinks(interp)
+			resolved, _ := filepath.EvalSymlinks(interp)
 			ll := &Landlock{Read: systemRead, Write: []string{f.path("work")}, Exec: []string{"/proc/self/exe", "/usr/bin/true"}, Devices: []string{"/dev/null"}}
 			out := runChecks(t, mode, Plan{Landlock: ll, DropCaps: true}, 0, []check{
 				{op{Op: "exec", Path: "/usr/bin/true"}, "ok"},
@@ -309,10 +309,10 @@ func TestLandlockELFInterpreter(t *testing.T) {
 				// readable binary with read_file only. W^X on Write holds for execve, not for
 				// "ld.so ./binary" (closing it needs a noexec mount, which breaks dlopen of build
 				// outputs such as rustc proc-macros).
-				{op{Op: "exec", Path: real, Arg: mytrue}, "ok"},
+				{op{Op: "exec", Path: resolved, Arg: mytrue}, "ok"},
 			})
-			if !slices.ContainsFunc(out.Result.Implied, func(s string) bool { return strings.HasPrefix(s, "exec "+real+": ELF interpreter of ") }) {
-				t.Errorf("Result.Implied = %q, want the interpreter %s", out.Result.Implied, real)
+			if !slices.ContainsFunc(out.Result.Implied, func(s string) bool { return strings.HasPrefix(s, "exec "+resolved+": ELF interpreter of ") }) {
+				t.Errorf("Result.Implied = %q, want the interpreter %s", out.Result.Implied, resolved)
 			}
 		})
 	}

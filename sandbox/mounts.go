@@ -61,7 +61,7 @@ func (p *Plan) applyMounts(res *Result) error {
 		}
 	}()
 	for _, w := range topLevel(p.Writable) {
-		real, err := filepath.EvalSymlinks(w)
+		resolved, err := filepath.EvalSymlinks(w)
 		if errors.Is(err, os.ErrNotExist) {
 			res.skip(LayerMounts, w, "writable path does not exist")
 			continue
@@ -70,22 +70,22 @@ func (p *Plan) applyMounts(res *Result) error {
 			return fmt.Errorf("resolve writable %s: %w", w, err)
 		}
 		var st unix.Stat_t
-		if err := unix.Stat(real, &st); err != nil {
-			return fmt.Errorf("stat writable %s: %w", real, err)
+		if err := unix.Stat(resolved, &st); err != nil {
+			return fmt.Errorf("stat writable %s: %w", resolved, err)
 		}
 		var sfs unix.Statfs_t
-		if err := unix.Statfs(real, &sfs); err != nil {
-			return fmt.Errorf("statfs writable %s: %w", real, err)
+		if err := unix.Statfs(resolved, &sfs); err != nil {
+			return fmt.Errorf("statfs writable %s: %w", resolved, err)
 		}
 		if sfs.Flags&unix.ST_RDONLY != 0 {
 			res.skip(LayerMounts, w, "read-only on the host: stays read-only")
 			continue
 		}
-		fd, err := unix.OpenTree(unix.AT_FDCWD, real, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		fd, err := unix.OpenTree(unix.AT_FDCWD, resolved, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 		if err != nil {
-			return fmt.Errorf("clone writable %s (open_tree): %w", real, err)
+			return fmt.Errorf("clone writable %s (open_tree): %w", resolved, err)
 		}
-		clones = append(clones, clone{path: real, fd: fd, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR})
+		clones = append(clones, clone{path: resolved, fd: fd, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR})
 	}
 
 	// 3. Private tmp.
@@ -193,11 +193,11 @@ func mountHidden(hidden []string, res *Result) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("hide %s (move_mount): %w", h, err)
 		}
-		real, err := filepath.EvalSymlinks(h)
+		resolved, err := filepath.EvalSymlinks(h)
 		if err != nil {
 			return nil, fmt.Errorf("resolve hidden %s: %w", h, err)
 		}
-		mounted = append(mounted, real)
+		mounted = append(mounted, resolved)
 	}
 	return mounted, nil
 }
