@@ -46,6 +46,7 @@ type spec struct {
 	Plan       Plan
 	ExtraClone uintptr // added to CloneFlags, e.g. CLONE_NEWPID
 	FakeABI    int     // when > 0, the init stage pretends the kernel has this Landlock ABI
+	TTY        bool    // start the sandbox in a new session with a pty as controlling terminal
 	Ops        []op
 }
 
@@ -88,7 +89,7 @@ func readSpec() spec {
 func startInit(s spec, asRoot bool) *exec.Cmd {
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Env = append(withoutRole(os.Environ()), envRole+"=init")
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = s.Plan.NamespaceAttr(asRoot, os.Getuid(), os.Getgid())
 	cmd.SysProcAttr.Cloneflags |= s.ExtraClone
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
@@ -323,6 +324,11 @@ func run(t *testing.T, mode string, s spec) output {
 	default:
 		t.Fatalf("BUG: mode %q", mode)
 	}
+	if s.TTY {
+		pts := openPTY(t)
+		cmd.Stdin = pts
+		cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
+	}
 	js, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
@@ -374,6 +380,33 @@ func runChecks(t *testing.T, mode string, plan Plan, extraClone uintptr, checks 
 		}
 	}
 	return out
+}
+
+// openPTY allocates a pseudo-terminal and returns its peer (the terminal end), open for the
+// sandbox's stdin; both ends are closed when the test ends.
+func openPTY(t *testing.T) *os.File {
+	t.Helper()
+	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ptm.Close() })
+	if err := unix.IoctlSetPointerInt(int(ptm.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptm.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pts.Close() })
+	if err := pts.Chown(nobody, -1); err != nil && os.Geteuid() == 0 {
+		t.Fatal(err)
+	}
+	return pts
 }
 
 // fixture is a directory tree under the host's /tmp that the sandboxed user owns.

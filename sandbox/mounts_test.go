@@ -146,6 +146,26 @@ func TestPrivateTmp(t *testing.T) {
 	}
 }
 
+// TestDevTTY: the controlling terminal stays usable under a read-only root, and under Landlock
+// when /dev/tty is in Devices (and only then).
+func TestDevTTY(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			for _, c := range []struct {
+				devices []string
+				want    string
+			}{{[]string{"/dev/tty"}, "ok"}, {nil, "EACCES"}} {
+				plan := Plan{ReadOnlyRoot: true, DropCaps: true, Landlock: &Landlock{Read: systemRead, Exec: systemExec, Devices: c.devices}}
+				out := run(t, mode, spec{Plan: plan, TTY: true, Ops: []op{{Op: "openrw", Path: "/dev/tty"}}})
+				mustApply(t, mode, out)
+				if len(out.Got) != 1 || out.Got[0] != c.want {
+					t.Errorf("%s: open /dev/tty with Devices %q: got %q, want %q", mode, c.devices, out.Got, c.want)
+				}
+			}
+		})
+	}
+}
+
 // TestPIDNamespaceProc: when the enforcer adds CLONE_NEWPID, Apply mounts a /proc that shows the
 // new namespace only.
 func TestPIDNamespaceProc(t *testing.T) {
