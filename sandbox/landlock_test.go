@@ -201,6 +201,10 @@ func TestAllLayersTogether(t *testing.T) {
 			if os.Geteuid() != 0 {
 				outside, _ = os.UserHomeDir()
 			}
+			if r, err := filepath.EvalSymlinks(outside); err != nil || under(r, privateTmpDirs) {
+				testutil.RequireNoErr(t, "a writable host directory outside the private tmp dirs",
+					fmt.Errorf("%s is not one (%v)", outside, err))
+			}
 			f := newFixtureIn(t, mode, outside)
 			work := f.dir(t, "work")
 			netrc := f.file(t, "home/.netrc", "SECRET")
