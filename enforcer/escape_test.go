@@ -25,7 +25,7 @@ var victimSyscalls = []string{
 	"getrandom", "getsid", "getpid", "ioctl", "mmap", "mprotect", "munmap", "openat", "pread64",
 	"prlimit64", "read", "rseq", "set_robust_list", "set_tid_address", "write", "lseek", "fcntl",
 	"futex", "rt_sigaction", "rt_sigprocmask", "kill", "tgkill", "pause", "wait4", "clone", "socket",
-	"connect", "symlink", "link", "unlink", "dup", "dup2", "exit",
+	"connect", "symlink", "link", "unlink", "dup", "dup2", "exit", "readlink",
 }
 
 func victimProfile() *policy.Profile {

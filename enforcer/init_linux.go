@@ -72,7 +72,7 @@ func initStage() int {
 			return fail(st)
 		}
 		if len(layers) > 0 || len(skipped) > 0 {
-			_ = enc.Encode(initStatus{Layers: layers, Skipped: skipped})
+			_ = enc.Encode(initStatus{Layers: layers, Notes: skipped})
 		}
 	}
 

@@ -31,8 +31,8 @@ type initStatus struct {
 	Listener int  `json:"listener,omitempty"`
 	// Layers the init stage applied or degraded.
 	Layers []layerState `json:"layers,omitempty"`
-	// Skipped paths and dropped Landlock features, from the sandbox.
-	Skipped []string `json:"skipped,omitempty"`
+	// Notes from the sandbox: skipped paths, implied rules.
+	Notes []string `json:"notes,omitempty"`
 	// Failure: Stage is sandbox, seccomp, lookup or exec; Exit is the status the init stage
 	// exits with (125 for sysprof's own failures, 126/127 for the command).
 	Stage string `json:"stage,omitempty"`

@@ -230,8 +230,8 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 			}
 			rep.SetLayer(state)
 		}
-		for _, s := range st.Skipped {
-			rep.Notes = append(rep.Notes, "skipped: "+s)
+		for _, s := range st.Notes {
+			rep.Notes = append(rep.Notes, "sandbox: "+s)
 		}
 		if st.Stage != "" && failure == nil {
 			f := st

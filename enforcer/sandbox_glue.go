@@ -39,7 +39,10 @@ func applySandbox(p *sandbox.Plan, degrade bool) ([]layerState, []string, error)
 		res, err := s.sub.ApplyResult()
 		if res != nil {
 			for _, sk := range res.Skipped {
-				skipped = append(skipped, fmt.Sprintf("%s: %s: %s", sk.Layer, sk.Path, sk.Reason))
+				skipped = append(skipped, fmt.Sprintf("skipped %s: %s: %s", sk.Layer, sk.Path, sk.Reason))
+			}
+			for _, im := range res.Implied {
+				skipped = append(skipped, "implied "+s.name+": "+im)
 			}
 			if len(res.Dropped) > 0 {
 				layers = append(layers, layerState{Name: s.name, Degraded: true, Detail: fmt.Sprintf("kernel cannot enforce: %v", res.Dropped)})

@@ -142,6 +142,17 @@ int main(int argc, char **argv) {
 				printf(" %s", e->d_name);
 			}
 			printf("\n");
+			rewinddir(d);
+			printf("fdlinks:");
+			while ((e = readdir(d))) {
+				char path[300], target[256] = "?";
+				if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d)) continue;
+				snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+				ssize_t n = readlink(path, target, sizeof target - 1);
+				if (n >= 0) target[n] = 0;
+				printf(" %s=%s", e->d_name, target);
+			}
+			printf("\n");
 			fflush(stdout);
 			closedir(d);
 		} else if (!strcmp(name, "sid")) {
