@@ -95,11 +95,13 @@ func Diff(old, new *Profile) []Change {
 	d.network()
 	d.binaries()
 	d.incomplete()
-	sortChanges(d.out)
+	SortChanges(d.out)
 	return d.out
 }
 
-func sortChanges(cs []Change) {
+// SortChanges puts changes in report order: widening first, by risk (critical first), then by
+// section in file order, item and kind. Diff returns its changes in this order already.
+func SortChanges(cs []Change) {
 	section := func(s string) int { return slices.Index(Sections, s) }
 	slices.SortStableFunc(cs, func(a, b Change) int {
 		if a.Widens != b.Widens {
@@ -494,7 +496,12 @@ func EndpointRisk(section string, e Endpoint, networked bool) (Risk, string) {
 
 func (d *differ) network() {
 	o, n := d.old.Network, d.new.Network
-	networked := len(o.Connect)+len(o.Send) > 0
+	networked := false
+	for _, e := range append(slices.Clone(o.Connect), o.Send...) {
+		if !strings.HasPrefix(e.Endpoint, "unix:") {
+			networked = true
+		}
+	}
 	key := func(e Endpoint) string { return e.Proto + " " + e.Endpoint }
 	for _, s := range []struct {
 		section  string
@@ -577,4 +584,57 @@ func (d *differ) incomplete() {
 	case o.Incomplete && !n.Incomplete:
 		d.narrow(Removed, SectionIncomplete, "incomplete: false", "the new profile is complete")
 	}
+}
+
+// Locator reads a profile file and returns a function giving the line of a change's item in
+// it, for reports that point into the file (SARIF). Items not in the file (removed ones) give
+// 0. data must parse (see Parse).
+func Locator(name string, data []byte) (func(Change) int, error) {
+	p, err := Parse(name, data)
+	if err != nil {
+		return nil, err
+	}
+	root, _ := decodeYAML(name, data)
+	t := &tree{file: name, lines: map[string]int{}, keyLines: map[string]int{}}
+	if _, lerr := t.value(root, ""); lerr != nil {
+		return nil, lerr
+	}
+	find := func(section string, n int, match func(i int) bool) int {
+		for i := range n {
+			if match(i) {
+				return t.line(fmt.Sprintf("%s[%d]", section, i))
+			}
+		}
+		return 0
+	}
+	return func(c Change) int {
+		switch c.Section {
+		case SectionSyscalls:
+			return find(c.Section, len(p.Syscalls.Allow), func(i int) bool { return p.Syscalls.Allow[i].Name == c.Item })
+		case SectionArgs:
+			return find(c.Section, len(p.Syscalls.Args), func(i int) bool {
+				r := p.Syscalls.Args[i]
+				return strings.HasPrefix(c.Item, fmt.Sprintf("%s arg %d:", r.Syscall, r.Arg)) ||
+					strings.HasPrefix(c.Item, fmt.Sprintf("%s arg %d (", r.Syscall, r.Arg))
+			})
+		case SectionArchitectures:
+			return find(c.Section, len(p.Syscalls.Architectures), func(i int) bool { return p.Syscalls.Architectures[i] == c.Item })
+		case SectionRead, SectionWrite, SectionExec, SectionHidden:
+			rules := map[string][]PathRule{SectionRead: p.Filesystem.Read, SectionWrite: p.Filesystem.Write,
+				SectionExec: p.Filesystem.Exec, SectionHidden: p.Filesystem.Hidden}[c.Section]
+			return find(c.Section, len(rules), func(i int) bool { return rules[i].Path == c.Item })
+		case SectionConnect, SectionSend, SectionBind:
+			eps := map[string][]Endpoint{SectionConnect: p.Network.Connect, SectionSend: p.Network.Send, SectionBind: p.Network.Bind}[c.Section]
+			return find(c.Section, len(eps), func(i int) bool { return endpointItem(eps[i]) == c.Item })
+		case SectionBinaries:
+			path, sha, hasSHA := strings.Cut(c.Item, " sha256:")
+			return find(c.Section, len(p.Binaries), func(i int) bool {
+				b := p.Binaries[i]
+				return b.Path == path && (!hasSHA || strings.HasPrefix(b.SHA256, sha) || sha == "none" && b.SHA256 == "")
+			})
+		case SectionPrivateTmp, SectionIncomplete:
+			return t.line(c.Section)
+		}
+		return 0
+	}, nil
 }
