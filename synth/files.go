@@ -619,31 +619,30 @@ func readRollupAllowed(d string) bool {
 // allowed directory by that directory, until nothing changes. It returns the directories it
 // made, with how many files each stands for.
 func rollup(rules map[string]*pathRule, threshold int, allowed, blocked func(string) bool) []string {
-	cands := map[string]bool{}
-	for p := range rules {
-		for d := parentDir(p); d != "" && d != "/"; d = parentDir(d) {
-			if allowed(d) {
-				cands[d] = true
-			}
-		}
-	}
-	byDepth := map[int][]string{}
 	maxDepth := 0
-	for d := range cands {
-		byDepth[depth(d)] = append(byDepth[depth(d)], d)
-		maxDepth = max(maxDepth, depth(d))
+	for p := range rules {
+		maxDepth = max(maxDepth, depth(p))
 	}
 	var made []string
-	for dd := maxDepth; dd > 0; dd-- {
-		dirs := byDepth[dd]
-		slices.Sort(dirs)
-		for _, d := range dirs {
-			var under []string
-			for p := range rules {
-				if p != d && under1(d, p) {
-					under = append(under, p)
-				}
+	for dd := maxDepth - 1; dd > 0; dd-- {
+		groups := map[string][]string{}
+		ok := map[string]bool{}
+		for p := range rules {
+			if depth(p) <= dd {
+				continue
 			}
+			d := ancestorAt(p, dd)
+			a, seen := ok[d]
+			if !seen {
+				a = d != "/" && allowed(d)
+				ok[d] = a
+			}
+			if a {
+				groups[d] = append(groups[d], p)
+			}
+		}
+		for _, d := range sortedKeys(groups) {
+			under := groups[d]
 			if len(under) < threshold || blocked(d) {
 				continue
 			}
@@ -664,6 +663,23 @@ func rollup(rules map[string]*pathRule, threshold int, allowed, blocked func(str
 	}
 	slices.Sort(made)
 	return slices.Compact(made)
+}
+
+// ancestorAt returns the ancestor of p with n components ("/usr/lib" for /usr/lib/x/y and 2).
+func ancestorAt(p string, n int) string {
+	i, seen := 0, 0
+	if strings.HasPrefix(p, "/") {
+		i = 1
+	}
+	for ; i < len(p); i++ {
+		if p[i] == '/' {
+			seen++
+			if seen == n {
+				return p[:i]
+			}
+		}
+	}
+	return p
 }
 
 // under1 reports whether p lies below (or at) d; a fast path for glob-free d.
@@ -713,31 +729,49 @@ func (s *state) passRollupWrite() []string {
 // passCoverage drops rules a broader rule already covers: reads under a read or write rule
 // (write implies read), writes under a write rule, execs under an exec rule.
 func (s *state) passCoverage() []string {
-	// drop removes the rules of m covered by another rule of m or by a rule of also.
+	// drop removes the rules of m covered by another rule of m or by a rule of also. A rule
+	// is covered by an ancestor (found by walking up) or by a glob rule (tested one by one).
 	drop := func(m, also map[string]*pathRule) int {
-		n := 0
-		keys := sortedKeys(m)
-		var alsoKeys []string
-		if also != nil {
-			alsoKeys = sortedKeys(also)
+		globs := func(rules map[string]*pathRule) []string {
+			var out []string
+			for _, q := range sortedKeys(rules) {
+				if strings.Contains(q, "*") {
+					out = append(out, q)
+				}
+			}
+			return out
 		}
-		for _, p := range keys {
-			var into *pathRule
-			for _, q := range alsoKeys {
+		mGlobs, alsoGlobs := globs(m), globs(also)
+		coveredBy := func(p string) *pathRule {
+			for d := parentDir(p); d != ""; d = parentDir(d) {
+				if r := also[d]; r != nil {
+					return r
+				}
+				if r := m[d]; r != nil {
+					return r
+				}
+				if d == "/" {
+					break
+				}
+			}
+			if r := also[p]; r != nil {
+				return r
+			}
+			for _, q := range alsoGlobs {
 				if Covers(q, p) {
-					into = also[q]
-					break
+					return also[q]
 				}
 			}
-			for _, q := range keys {
-				if into != nil {
-					break
-				}
+			for _, q := range mGlobs {
 				if q != p && m[q] != nil && Covers(q, p) {
-					into = m[q]
+					return m[q]
 				}
 			}
-			if into != nil {
+			return nil
+		}
+		n := 0
+		for _, p := range sortedKeys(m) {
+			if into := coveredBy(p); into != nil {
 				into.prov = earliest(into.prov, m[p].prov)
 				delete(m, p)
 				n++

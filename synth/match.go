@@ -86,6 +86,9 @@ func Covers(pat, p string) bool {
 	if pat == p {
 		return true
 	}
+	if !strings.Contains(pat, "*") { // fast path: a plain prefix on a component boundary
+		return pat == "/" && strings.HasPrefix(p, "/") || strings.HasPrefix(p, pat+"/")
+	}
 	return coverComps(splitPath(pat), splitPath(p))
 }
 
