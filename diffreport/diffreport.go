@@ -19,34 +19,64 @@ import (
 // Formats are the formats Render writes.
 var Formats = []string{"table", "markdown", "json", "sarif"}
 
-// Option configures Render.
-type Option func(*options)
-
-type options struct {
-	profile, base, version string
-	line                   func(policy.Change) int
+// Options say where the diff comes from. All fields are optional.
+type Options struct {
+	// ProfilePath names the new profile file, ideally relative to the repository root: the
+	// location of SARIF results and the subject of the markdown summary.
+	ProfilePath string
+	// BasePath names the old profile (or git revision) the new one is compared with.
+	BasePath string
+	// Version is the sysprof version recorded in SARIF and JSON output.
+	Version string
+	// Line gives the line of each change in the new profile file (0 when unknown), for SARIF
+	// regions; see policy.Locator.
+	Line func(policy.Change) int
 }
 
-// WithProfile names the new profile file (as a path relative to the repository root, ideally):
-// the location of SARIF results and the subject of the markdown summary.
-func WithProfile(path string) Option { return func(o *options) { o.profile = path } }
+// Option configures Render: an Options value, or one of the With functions.
+type Option interface{ apply(*Options) }
 
-// WithBase names the old profile (or git revision) the new one is compared with.
-func WithBase(path string) Option { return func(o *options) { o.base = path } }
+// apply sets the fields o sets.
+func (o Options) apply(t *Options) {
+	if o.ProfilePath != "" {
+		t.ProfilePath = o.ProfilePath
+	}
+	if o.BasePath != "" {
+		t.BasePath = o.BasePath
+	}
+	if o.Version != "" {
+		t.Version = o.Version
+	}
+	if o.Line != nil {
+		t.Line = o.Line
+	}
+}
 
-// WithVersion sets the sysprof version recorded in SARIF and JSON output.
-func WithVersion(v string) Option { return func(o *options) { o.version = v } }
+type optionFunc func(*Options)
 
-// WithLines gives the line in the new profile file of each change (0 when unknown), for SARIF
-// regions; see policy.Locator.
-func WithLines(line func(policy.Change) int) Option { return func(o *options) { o.line = line } }
+func (f optionFunc) apply(o *Options) { f(o) }
+
+// WithProfile sets Options.ProfilePath.
+func WithProfile(path string) Option { return optionFunc(func(o *Options) { o.ProfilePath = path }) }
+
+// WithBase sets Options.BasePath.
+func WithBase(path string) Option { return optionFunc(func(o *Options) { o.BasePath = path }) }
+
+// WithVersion sets Options.Version.
+func WithVersion(v string) Option { return optionFunc(func(o *Options) { o.Version = v }) }
+
+// WithLines sets Options.Line.
+func WithLines(line func(policy.Change) int) Option {
+	return optionFunc(func(o *Options) { o.Line = line })
+}
 
 // Render writes changes in format (one of Formats). The changes are reported widening first,
 // by risk, whatever order they come in; the slice is not modified.
+// Options are applied in order.
 func Render(w io.Writer, changes []policy.Change, format string, opts ...Option) error {
-	var o options
-	for _, f := range opts {
-		f(&o)
+	var o Options
+	for _, opt := range opts {
+		opt.apply(&o)
 	}
 	cs := slices.Clone(changes)
 	policy.SortChanges(cs)
@@ -123,7 +153,7 @@ func riskWord(c policy.Change) string {
 	return c.Risk.String()
 }
 
-func renderTable(w io.Writer, cs []policy.Change, o *options) error {
+func renderTable(w io.Writer, cs []policy.Change, o *Options) error {
 	if len(cs) == 0 {
 		_, err := fmt.Fprintln(w, "no changes")
 		return err
@@ -163,14 +193,14 @@ func mdCode(s string) string {
 	return "`" + strings.ReplaceAll(mdCell(s), "`", "'") + "`"
 }
 
-func renderMarkdown(w io.Writer, cs []policy.Change, o *options) error {
+func renderMarkdown(w io.Writer, cs []policy.Change, o *Options) error {
 	s := Summarize(cs)
 	subject := "the profile"
-	if o.profile != "" {
-		subject = mdCode(o.profile)
+	if o.ProfilePath != "" {
+		subject = mdCode(o.ProfilePath)
 	}
-	if o.base != "" {
-		subject += " (against " + mdCode(o.base) + ")"
+	if o.BasePath != "" {
+		subject += " (against " + mdCode(o.BasePath) + ")"
 	}
 	verdict := "does not widen"
 	if s.Widening() > 0 {
@@ -222,11 +252,11 @@ type jsonReport struct {
 // JSONFormat identifies the JSON report shape; it changes only if the shape does.
 const JSONFormat = "sysprof.dev/diff/v1"
 
-func renderJSON(w io.Writer, cs []policy.Change, o *options) error {
+func renderJSON(w io.Writer, cs []policy.Change, o *Options) error {
 	if cs == nil {
 		cs = []policy.Change{}
 	}
-	r := jsonReport{Format: JSONFormat, Sysprof: o.version, Old: o.base, New: o.profile,
+	r := jsonReport{Format: JSONFormat, Sysprof: o.Version, Old: o.BasePath, New: o.ProfilePath,
 		Widens: policy.Widens(cs, policy.RiskLow), Summary: Summarize(cs), Changes: cs}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -336,7 +366,7 @@ func fileURI(p string) string {
 	return u.EscapedPath()
 }
 
-func renderSARIF(w io.Writer, cs []policy.Change, o *options) error {
+func renderSARIF(w io.Writer, cs []policy.Change, o *Options) error {
 	var rules []sarifRule
 	ruleIndex := map[string]int{}
 	results := []sarifResult{}
@@ -372,10 +402,10 @@ func renderSARIF(w io.Writer, cs []policy.Change, o *options) error {
 		if c.By != "" {
 			r.Properties["by"] = c.By
 		}
-		if o.profile != "" {
-			loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifact{URI: fileURI(o.profile)}}}
-			if o.line != nil {
-				if n := o.line(c); n > 0 {
+		if o.ProfilePath != "" {
+			loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifact{URI: fileURI(o.ProfilePath)}}}
+			if o.Line != nil {
+				if n := o.Line(c); n > 0 {
 					loc.PhysicalLocation.Region = &sarifRegion{StartLine: n}
 				}
 			}
@@ -387,7 +417,7 @@ func renderSARIF(w io.Writer, cs []policy.Change, o *options) error {
 		rules = []sarifRule{}
 	}
 	log := sarifLog{Schema: sarifSchema, Version: "2.1.0", Runs: []sarifRun{{
-		Tool:    sarifTool{Driver: sarifDriver{Name: "sysprof", Version: o.version, Rules: rules}},
+		Tool:    sarifTool{Driver: sarifDriver{Name: "sysprof", Version: o.Version, Rules: rules}},
 		Results: results,
 	}}}
 	enc := json.NewEncoder(w)

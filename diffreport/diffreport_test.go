@@ -33,7 +33,7 @@ func load(t *testing.T, name string) (*policy.Profile, []byte) {
 }
 
 // fixture is the diff of the committed old/new profiles, rendered with a locator into new.yaml.
-func fixture(t *testing.T) ([]policy.Change, []Option) {
+func fixture(t *testing.T) ([]policy.Change, Options) {
 	t.Helper()
 	old, _ := load(t, "old.yaml")
 	nw, data := load(t, "new.yaml")
@@ -41,8 +41,8 @@ func fixture(t *testing.T) ([]policy.Change, []Option) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return policy.Diff(old, nw), []Option{
-		WithProfile(".sysprof/make.yaml"), WithBase("main:.sysprof/make.yaml"), WithVersion("0.1.0-test"), WithLines(lines),
+	return policy.Diff(old, nw), Options{
+		ProfilePath: ".sysprof/make.yaml", BasePath: "main:.sysprof/make.yaml", Version: "0.1.0-test", Line: lines,
 	}
 }
 
@@ -76,7 +76,7 @@ func TestGolden(t *testing.T) {
 	for _, format := range Formats {
 		t.Run(format, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := Render(&buf, changes, format, opts...); err != nil {
+			if err := Render(&buf, changes, format, opts); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, goldenNames[format], buf.Bytes())
@@ -92,7 +92,7 @@ func TestEmptyDiff(t *testing.T) {
 	}
 	for _, format := range Formats {
 		var buf bytes.Buffer
-		if err := Render(&buf, changes, format, WithProfile("p.yaml")); err != nil {
+		if err := Render(&buf, changes, format, Options{ProfilePath: "p.yaml"}); err != nil {
 			t.Fatal(err)
 		}
 		golden(t, "empty."+goldenNames[format], buf.Bytes())
@@ -114,10 +114,10 @@ func TestRenderDoesNotReorderInput(t *testing.T) {
 	}
 	keep := append([]policy.Change(nil), rev...)
 	var a, b bytes.Buffer
-	if err := Render(&a, changes, "json", opts...); err != nil {
+	if err := Render(&a, changes, "json", opts); err != nil {
 		t.Fatal(err)
 	}
-	if err := Render(&b, rev, "json", opts...); err != nil {
+	if err := Render(&b, rev, "json", opts); err != nil {
 		t.Fatal(err)
 	}
 	if a.String() != b.String() {
@@ -131,7 +131,7 @@ func TestRenderDoesNotReorderInput(t *testing.T) {
 func TestJSONShape(t *testing.T) {
 	changes, opts := fixture(t)
 	var buf bytes.Buffer
-	if err := Render(&buf, changes, "json", opts...); err != nil {
+	if err := Render(&buf, changes, "json", opts); err != nil {
 		t.Fatal(err)
 	}
 	var r struct {
@@ -174,7 +174,7 @@ func TestSARIFValidatesAgainstSchema(t *testing.T) {
 	changes, opts := fixture(t)
 	for name, cs := range map[string][]policy.Change{"fixture": changes, "empty": nil} {
 		var buf bytes.Buffer
-		if err := Render(&buf, cs, "sarif", opts...); err != nil {
+		if err := Render(&buf, cs, "sarif", opts); err != nil {
 			t.Fatal(err)
 		}
 		inst, err := jsonschema.UnmarshalJSON(&buf)
@@ -195,7 +195,7 @@ func TestSARIFValidatesAgainstSchema(t *testing.T) {
 func TestSARIFContent(t *testing.T) {
 	changes, opts := fixture(t)
 	var buf bytes.Buffer
-	if err := Render(&buf, changes, "sarif", opts...); err != nil {
+	if err := Render(&buf, changes, "sarif", opts); err != nil {
 		t.Fatal(err)
 	}
 	var log sarifLog
@@ -234,5 +234,19 @@ func TestSARIFContent(t *testing.T) {
 		if levels[item] != want {
 			t.Errorf("level of %s = %q, want %q", item, levels[item], want)
 		}
+	}
+}
+
+func TestOptionStyles(t *testing.T) {
+	changes, opts := fixture(t)
+	var a, b bytes.Buffer
+	if err := Render(&a, changes, "sarif", opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := Render(&b, changes, "sarif", WithProfile(opts.ProfilePath), WithBase(opts.BasePath), WithVersion(opts.Version), WithLines(opts.Line)); err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != b.String() {
+		t.Error("Options{} and With… options render differently")
 	}
 }

@@ -18,7 +18,7 @@
 // The JSON report is identified by its format field and only ever gains fields; a change to
 // existing fields would get a new format name. "changes" is always an array; "by" is the binary
 // that first needed a new allowance, omitted when unknown; "old", "new" and "sysprofVersion"
-// are omitted when not given (WithBase, WithProfile, WithVersion).
+// are omitted when not given (Options.BasePath, ProfilePath, Version).
 //
 //	{
 //	  "format": "sysprof.dev/diff/v1",
@@ -42,7 +42,7 @@
 // tool.driver.name is "sysprof"; there is one rule per profile section (ruleId
 // "filesystem.read", ...) and one result per widening change, with level "error" for critical,
 // "warning" for high and "note" for low. Each result points at the profile file given with
-// WithProfile, at the item's line when WithLines (policy.Locator) is given, and carries the
+// Options.ProfilePath, at the item's line when Options.Line (policy.Locator) is given, and carries the
 // risk, kind, item and reason as properties. Narrowing changes are not results. The output is
 // checked against the OASIS SARIF 2.1.0 schema in the tests.
 package diffreport
