@@ -444,8 +444,20 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 	if wantFS {
 		plan.ReadOnlyRoot = true
 		plan.PrivateTmp = fs.PrivateTmp
-		for _, w := range write {
-			if _, err := os.Stat(w); errors.Is(err, os.ErrNotExist) {
+		for i, w := range write {
+			_, err := os.Stat(w)
+			missing := errors.Is(err, os.ErrNotExist)
+			if root := privateTmpRoot(w); fs.PrivateTmp && root != "" && (w == root || missing) {
+				// Inside the private /tmp: binding the host's copy would undo PrivateTmp. The
+				// private tmpfs is writable anyway; Landlock gets its root when the path is
+				// not there yet (a rule needs an existing path).
+				if missing {
+					write[i] = root
+					c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is in the private %s: Landlock allows writes to all of it", w, root))
+				}
+				continue
+			}
+			if missing {
 				c.MissingWritable = append(c.MissingWritable, w)
 			}
 			if isDevice(w) {
@@ -453,6 +465,8 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 			}
 			plan.Writable = append(plan.Writable, w)
 		}
+		slices.Sort(write)
+		write = slices.Compact(write)
 		for _, h := range hidden {
 			if _, err := os.Lstat(h); err == nil {
 				plan.Hidden = append(plan.Hidden, h)
@@ -618,4 +632,18 @@ func daemonSockets(env Env, n policy.Network) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// privateTmpDirs get a fresh tmpfs each in the sandbox when the profile asks for a private /tmp
+// (the same list as package sandbox).
+var privateTmpDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
+
+// privateTmpRoot returns the private tmp directory p is in (or is), or "".
+func privateTmpRoot(p string) string {
+	for _, d := range privateTmpDirs {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return d
+		}
+	}
+	return ""
 }

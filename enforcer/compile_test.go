@@ -68,8 +68,11 @@ func TestCompilePlan(t *testing.T) {
 	if !pl.ReadOnlyRoot || !pl.PrivateTmp || !pl.DropCaps || pl.NetNS {
 		t.Errorf("plan flags: %+v", pl)
 	}
-	if !slices.Equal(pl.Writable, []string{"/tmp", work}) {
-		t.Errorf("writable = %v, want the glob's directory and $WORKDIR", pl.Writable)
+	if !slices.Equal(pl.Writable, []string{work}) {
+		t.Errorf("writable = %v, want $WORKDIR only (the glob is in the private /tmp)", pl.Writable)
+	}
+	if !slices.Contains(pl.Landlock.Write, "/tmp") {
+		t.Errorf("landlock write = %v, want the private /tmp for the glob", pl.Landlock.Write)
 	}
 	if !slices.Contains(pl.Hidden, filepath.Join(home, ".ssh")) {
 		t.Errorf("hidden = %v, want $HOME/.ssh", pl.Hidden)

@@ -76,6 +76,9 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	for _, d := range compiled.Dropped {
 		rep.Notes = append(rep.Notes, "dropped (means nothing on this host): "+d)
 	}
+	if opts.Audit {
+		rep.Notes = append(rep.Notes, "audit: only syscalls are let through; the filesystem and network layers still enforce")
+	}
 	rep.Unobservable = []string{
 		"file denials (Landlock answers EACCES/EROFS without a record the enforcer can read)",
 		"network denials by Landlock or the empty network namespace (the call fails; no record)",
