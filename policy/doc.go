@@ -3,4 +3,121 @@
 // and schema, atomic load/save, Merge and Diff with risk classes. It does no I/O on the host
 // beyond its own file and knows nothing about syscall numbers, Landlock or mounts: compiling a
 // profile for a host is the enforcer's job.
+//
+// # The file
+//
+// A profile is one YAML document. sysprof writes it (Marshal, Save) in a fixed order with one
+// line per allowance, so that a review of a change to the policy is a review of changed lines;
+// learning the same command twice gives the same bytes. People may edit it by hand: Parse
+// accepts any YAML layout, without anchors, aliases or custom tags.
+//
+//	apiVersion: sysprof.dev/v1          # the only version this sysprof reads
+//	kind: Profile
+//	metadata:
+//	  name: cargo-build                 # derived from the command
+//	  command: [cargo, build]
+//	  sysprofVersion: "0.1.0"
+//	  kernel: "6.18.0"
+//	  created: "2026-11-30T04:00:00Z"   # RFC 3339, UTC
+//	  updated: "2026-11-30T05:00:00Z"
+//	  runs: 3                           # learn runs merged into this profile
+//	  incomplete: false                 # true when a run lost events or was interrupted
+//	  incompleteReasons: [...]
+//	syscalls:
+//	  architectures: [aarch64, x86_64]  # x86_64, i386, x32, aarch64, arm; others are denied
+//	  allow:
+//	    - {name: openat, by: $CARGO_HOME/bin/cargo, seen: 3}
+//	    - {name: rt_sigreturn, base: true}
+//	  args:                             # argument rules; rules for one syscall are ANDed
+//	    - syscall: socket
+//	      arg: 0                        # 0..5
+//	      name: domain
+//	      values: [AF_INET, AF_INET6, AF_UNIX]   # must equal one of these (after mask)
+//	      errno: EAFNOSUPPORT           # what a denied call returns (EPERM when empty)
+//	    - syscall: clone
+//	      arg: 0
+//	      flags: [CLONE_VM, CLONE_FS, CLONE_FILES, CLONE_SIGHAND, CLONE_THREAD, SIGCHLD]  # no other bits
+//	filesystem:
+//	  read:   [...]                     # each {path, by, seen, note}
+//	  write:  [...]
+//	  exec:   [...]
+//	  hidden: [...]                     # absent inside the sandbox, whatever else allows
+//	  privateTmp: true
+//	network:                            # {} means no network at all (loopback only)
+//	  connect:
+//	    - {endpoint: "registry.example:443", proto: tcp, by: $CARGO_HOME/bin/cargo, seen: 2}
+//	  send:   [...]                     # sendmsg/sendto destinations (UDP)
+//	  bind:   [...]                     # port 0: any ephemeral port
+//	binaries:
+//	  - {path: $CARGO_HOME/bin/cargo, sha256: "…", seen: 3}
+//
+// The JSON Schema of this format is embedded (Schema, profile.schema.json in the source tree)
+// and checked by Parse, which then checks what a schema cannot: syscall names exist in the
+// go-seccomp-bpf table of at least one supported architecture, argument values are known
+// constants of the right kind (see ParseValue, Symbol, ArgKind) or numbers, errno names are
+// known, paths are clean, endpoints parse. Every problem is a *LoadError that names the file,
+// the line and the field:
+//
+//	cargo-build.yaml:14: syscalls.allow[3].name: "opennat" is not a syscall on any supported architecture (did you mean "openat"?)
+//
+// A profile with another apiVersion is refused with the list of versions this sysprof reads.
+//
+// # Paths and variables
+//
+// Paths are portable: absolute system paths (/usr, /etc/ssl), or paths that start with a
+// variable the enforcer expands on the host that runs the command:
+//
+//	$WORKDIR     the directory the command runs in (the work tree)
+//	$HOME        the user's home
+//	$TMPDIR      the temporary directory
+//	$CARGO_HOME $RUSTUP_HOME $GOROOT $GOPATH $GOMODCACHE $GOCACHE $NPM_CACHE   toolchain roots and caches
+//
+// A path covers everything below it. A component may be a glob (`$TMPDIR/go-build*`,
+// `$HOME/.cargo/credentials*`), matching one path component (see PathCovers). Paths are clean:
+// no `.`, `..`, `//` or trailing slash.
+//
+// Hidden paths are a subtraction: they win over any read, write or exec rule. CredentialStores
+// is the list every synthesized profile hides by default.
+//
+// # Endpoints
+//
+//	host.example:443        a DNS name and port (proto tcp, udp or mptcp is required)
+//	192.0.2.0/24:443        an IPv4 address or CIDR, and port
+//	[2001:db8::1]:443       an IPv6 address or prefix in brackets, and port
+//	unix:/run/nscd/socket   a unix socket path (no proto); unix:$TMPDIR/x works too
+//	unix:@name              an abstract unix socket
+//
+// # Provenance
+//
+// Every allowance may say why it is there: by is the executable that first needed it, seen
+// the number of the merged learn runs (metadata.runs) that used it, so `seen: 1` in a profile
+// with `runs: 9` is a rarely used allowance worth a look. note is a human reason ("rolled up
+// from 42 files", "credential store"). Provenance never changes what is allowed, and Diff
+// ignores it.
+//
+// # Saving, locking, merging
+//
+// Save writes atomically (temporary file, fsync, rename) and refuses a profile that Validate
+// rejects. A learn into an existing profile runs Update: Lock (flock on FILE.lock) → Load →
+// Merge → Save → unlock, so concurrent learns serialize and none is lost. Merge is a union
+// that never drops what either side allowed; seen counts and runs add up and incomplete is
+// sticky. SameCommand lets a caller refuse to merge profiles of different commands.
+//
+// # Diff and risk
+//
+// Diff compares two profiles semantically and rates each widening change critical, high or
+// low (Risk) with a reason; narrowing changes have RiskNone. Widens(changes, atLeast) is the
+// CI gate. The rules, from most to least severe:
+//
+//   - critical: a credential store becomes readable (or is no longer hidden); a write outside
+//     the work tree, temp and tool caches; a privileged syscall (mount, bpf, ptrace, kexec,
+//     modules, unshare/setns, keyctl, perf_event_open, io_uring, …; see PrivilegedSyscall);
+//     namespace clone flags; TIOCSTI/TIOCLINUX; a network destination that is not a named host
+//     on a registry or git port (see EndpointRisk for the exact table).
+//   - high: a new executed binary or exec path, or a changed sha256; a named host on tcp
+//     443/80/22/9418; DNS; a new socket family or raw socket type; a new architecture;
+//     privateTmp turned off; a read outside system directories and the work tree; the whole
+//     work tree made writable.
+//   - low: ordinary syscalls and argument values, reads under system directories, the work
+//     tree or tool caches, writes inside the work tree, temp or a tool cache.
 package policy
