@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/policy"
 )
 
 // Symbolic argument values a profile may use (ArgRule.Values, Flags, Mask) and that the
@@ -77,8 +79,13 @@ var (
 const ipprotoMPTCP = 262 // IPPROTO_MPTCP: MPTCP sockets bypass Landlock's TCP port rules
 
 // parseValue parses a profile argument value: a number (0x10, 16, 020), a symbol (AF_INET), or
-// several of them joined with | (SOCK_STREAM|SOCK_CLOEXEC).
+// several of them joined with | (SOCK_STREAM|SOCK_CLOEXEC). The profile's own parser decides
+// first, so that the enforcer and `sysprof diff` read a value the same way; the enforcer's
+// tables only add symbols it does not know.
 func parseValue(s string) (uint64, error) {
+	if v, err := policy.ParseValue(s); err == nil {
+		return v, nil
+	}
 	var out uint64
 	for _, part := range strings.Split(s, "|") {
 		part = strings.TrimSpace(part)

@@ -10,41 +10,43 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
 
-// highRisk are syscalls whose only use in a dev tool is reaching outside its sandbox or into
-// the kernel: allowing one deserves a second look.
-var highRisk = map[string]bool{
-	"ptrace": true, "process_vm_readv": true, "process_vm_writev": true, "bpf": true, "mount": true,
-	"umount2": true, "unshare": true, "setns": true, "keyctl": true, "add_key": true, "request_key": true,
-	"perf_event_open": true, "io_uring_setup": true, "io_uring_enter": true, "io_uring_register": true,
-	"kexec_load": true, "kexec_file_load": true, "init_module": true, "finit_module": true,
-	"delete_module": true, "pivot_root": true, "chroot": true, "open_by_handle_at": true,
-	"name_to_handle_at": true, "userfaultfd": true, "fsopen": true, "fsmount": true, "fsconfig": true,
-	"move_mount": true, "open_tree": true, "open_tree_attr": true, "fspick": true, "mount_setattr": true,
-	"swapon": true, "swapoff": true, "reboot": true, "iopl": true, "ioperm": true, "pidfd_getfd": true,
-	"kcmp": true, "process_madvise": true, "quotactl": true, "quotactl_fd": true, "settimeofday": true,
-	"clock_settime": true, "adjtimex": true, "clock_adjtime": true, "sethostname": true,
-	"setdomainname": true, "syslog": true, "vhangup": true, "acct": true, "uselib": true,
-	"lookup_dcookie": true, "modify_ldt": true, "personality": true, "fanotify_init": true,
-}
-
-var mediumRisk = map[string]bool{
-	"socket": true, "socketpair": true, "connect": true, "bind": true, "listen": true, "accept": true,
-	"accept4": true, "sendto": true, "sendmsg": true, "sendmmsg": true, "execveat": true,
-	"memfd_create": true, "memfd_secret": true, "pidfd_open": true, "pidfd_send_signal": true,
-	"kill": true, "tkill": true, "tgkill": true, "setuid": true, "setgid": true, "setreuid": true,
-	"setregid": true, "setresuid": true, "setresgid": true, "setgroups": true, "capset": true,
-	"prctl": true, "seccomp": true, "ioctl": true, "clone": true, "vfork": true, "fork": true,
-}
-
+// riskOf rates allowing a syscall the way `sysprof diff` rates adding it to a profile.
 func riskOf(name string) report.Risk {
+	return fromPolicyRisk(policy.Diff(&policy.Profile{}, &policy.Profile{Syscalls: policy.Syscalls{Allow: []policy.Syscall{{Name: name}}}}))
+}
+
+// argRisk rates allowing value v of a syscall argument the way `sysprof diff` rates adding it to
+// an argument rule.
+func argRisk(name string, arg int, v uint64) report.Risk {
+	other := v ^ 1
+	rule := func(vals ...uint64) *policy.Profile {
+		p := &policy.Profile{Syscalls: policy.Syscalls{Allow: []policy.Syscall{{Name: name}}}}
+		r := policy.ArgRule{Syscall: name, Arg: arg}
+		for _, x := range vals {
+			r.Values = append(r.Values, "0x"+strconv.FormatUint(x, 16))
+		}
+		p.Syscalls.Args = []policy.ArgRule{r}
+		return p
+	}
+	return fromPolicyRisk(policy.Diff(rule(other), rule(other, v)))
+}
+
+func fromPolicyRisk(changes []policy.Change) report.Risk {
+	worst := policy.RiskNone
+	for _, c := range changes {
+		if c.Widens && c.Risk > worst {
+			worst = c.Risk
+		}
+	}
 	switch {
-	case highRisk[name]:
+	case worst >= policy.RiskCritical:
+		return report.RiskCritical
+	case worst >= policy.RiskHigh:
 		return report.RiskHigh
-	case mediumRisk[name]:
-		return report.RiskMedium
 	}
 	return report.RiskLow
 }
@@ -81,12 +83,9 @@ func (c *Compiled) suggest(abi, name string, auditArch, nr uint32, args [6]uint6
 			}
 			shown = argValue(name, chk.arg, bad)
 		}
-		risk := riskOf(name)
-		if chk.why != "profile rule" {
-			risk = report.RiskHigh
-		}
+		risk := argRisk(name, chk.arg, v&chk.mask)
 		if name == "socket" && chk.arg == 2 && v == ipprotoMPTCP {
-			return "network.connect: + ENDPOINT proto: mptcp (or syscalls.args: socket arg 2: + IPPROTO_MPTCP)", report.RiskMedium
+			return "network.connect: + ENDPOINT proto: mptcp (or syscalls.args: socket arg 2: + IPPROTO_MPTCP)", risk
 		}
 		return fmt.Sprintf("syscalls.args: %s arg %d: + %s", name, chk.arg, shown), risk
 	}

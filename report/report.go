@@ -29,14 +29,15 @@ const (
 	KindNetwork Kind = "network"
 )
 
-// Risk is how dangerous it would be to allow a denied operation.
+// Risk is how dangerous it would be to allow a denied operation: the class `sysprof diff`
+// (policy.Risk) gives the profile change in Suggest.
 type Risk string
 
-// Risk classes, from harmless to "this is what an escape looks like".
+// Risk classes, the names of policy.Risk.
 const (
-	RiskLow    Risk = "low"
-	RiskMedium Risk = "medium"
-	RiskHigh   Risk = "high"
+	RiskLow      Risk = "low"
+	RiskHigh     Risk = "high"
+	RiskCritical Risk = "critical"
 )
 
 // Layer states.

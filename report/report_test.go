@@ -14,11 +14,11 @@ func sample() *Report {
 	r := New([]string{"cargo", "build"}, ".sysprof/cargo-build.yaml", false)
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	r.Add(Denial{Kind: KindSyscall, What: "ptrace(PTRACE_ATTACH)", Syscall: "ptrace", Arch: "x86_64", Exe: "/usr/bin/evil",
-		Parents: []string{"/usr/bin/cargo"}, First: t0.Add(time.Second), Suggest: "syscalls.allow: + ptrace", Risk: RiskHigh})
+		Parents: []string{"/usr/bin/cargo"}, First: t0.Add(time.Second), Suggest: "syscalls.allow: + ptrace", Risk: RiskCritical})
 	r.Add(Denial{Kind: KindSyscall, What: "ptrace(PTRACE_ATTACH)", Syscall: "ptrace", Arch: "x86_64", Exe: "/usr/bin/evil",
-		First: t0, Suggest: "syscalls.allow: + ptrace", Risk: RiskHigh})
+		First: t0, Suggest: "syscalls.allow: + ptrace", Risk: RiskCritical})
 	r.Add(Denial{Kind: KindFile, What: "$HOME/.ssh/id_ed25519 read", Path: "$HOME/.ssh/id_ed25519", Access: "read",
-		Exe: "/usr/bin/cat", First: t0, Suggest: "filesystem.read: + $HOME/.ssh", Risk: RiskHigh})
+		Exe: "/usr/bin/cat", First: t0, Suggest: "filesystem.read: + $HOME/.ssh", Risk: RiskCritical})
 	r.SetLayer(Layer{Name: "seccomp", State: LayerApplied})
 	r.SetLayer(Layer{Name: "landlock", State: LayerDegraded, Detail: "kernel has no Landlock"})
 	return r

@@ -1,0 +1,56 @@
+package enforcer
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/report"
+)
+
+func TestRiskMatchesPolicyDiff(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		got  report.Risk
+		want report.Risk
+	}{
+		{"ptrace", riskOf("ptrace"), report.RiskCritical},
+		{"bpf", riskOf("bpf"), report.RiskCritical},
+		{"getpid", riskOf("getpid"), report.RiskLow},
+		{"clone CLONE_NEWNS", argRisk("clone", 0, unix.CLONE_NEWNS), report.RiskCritical},
+		{"ioctl TIOCSTI", argRisk("ioctl", 1, unix.TIOCSTI), report.RiskCritical},
+		{"socket MPTCP", argRisk("socket", 2, ipprotoMPTCP), report.RiskHigh},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: risk %s, want %s", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	p := testProfile()
+	p.Syscalls.Architectures = []string{"x86_64"}
+	c, err := Compile(p, Env{Arch: "x86_64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := func(xs ...uint64) (r [6]uint64) { copy(r[:], xs); return }
+	for _, tc := range []struct {
+		abi, name string
+		arch, nr  uint32
+		args      [6]uint64
+		want      string
+	}{
+		{"x86_64", "ptrace", x86, nr64("ptrace"), a(), "syscalls.allow: + ptrace"},
+		{"i386", "getpid", i386, nr32("getpid"), a(), "syscalls.architectures: + i386"},
+		{"x32", "getpid", x86, nrx32("getpid"), a(), "syscalls.architectures: + x32"},
+		{"x86_64", "socket", x86, nr64("socket"), a(unix.AF_NETLINK, unix.SOCK_DGRAM), "syscalls.args: socket arg 0: + AF_NETLINK"},
+		{"x86_64", "socket", x86, nr64("socket"), a(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC), "syscalls.args: socket arg 1: + SOCK_RAW"},
+		{"x86_64", "clone", x86, nr64("clone"), a(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | 17), "syscalls.args: clone arg 0: + CLONE_NEWNS|CLONE_NEWUSER"},
+	} {
+		got, _ := c.suggest(tc.abi, tc.name, tc.arch, tc.nr, tc.args)
+		if got != tc.want {
+			t.Errorf("%s %s%v: suggest %q, want %q", tc.abi, tc.name, tc.args[:3], got, tc.want)
+		}
+	}
+}
