@@ -9,46 +9,6 @@ import (
 	"github.com/sysprof/sysprof/policy"
 )
 
-// Symbolic constants written into argument rules. The names and values are Linux's generic
-// ABI, the same on x86_64, i386, x32 and aarch64.
-//
-// TODO(lead): policy is growing policy.Symbol/ParseValue over the same names; switch to them
-// once they are committed and drop these tables.
-var (
-	afNames = map[uint64]string{
-		0: "AF_UNSPEC", 1: "AF_UNIX", 2: "AF_INET", 3: "AF_AX25", 4: "AF_IPX", 5: "AF_APPLETALK",
-		6: "AF_NETROM", 7: "AF_BRIDGE", 8: "AF_ATMPVC", 9: "AF_X25", 10: "AF_INET6", 11: "AF_ROSE",
-		12: "AF_DECnet", 13: "AF_NETBEUI", 14: "AF_SECURITY", 15: "AF_KEY", 16: "AF_NETLINK",
-		17: "AF_PACKET", 18: "AF_ASH", 19: "AF_ECONET", 20: "AF_ATMSVC", 21: "AF_RDS", 22: "AF_SNA",
-		23: "AF_IRDA", 24: "AF_PPPOX", 25: "AF_WANPIPE", 26: "AF_LLC", 27: "AF_IB", 28: "AF_MPLS",
-		29: "AF_CAN", 30: "AF_TIPC", 31: "AF_BLUETOOTH", 32: "AF_IUCV", 33: "AF_RXRPC", 34: "AF_ISDN",
-		35: "AF_PHONET", 36: "AF_IEEE802154", 37: "AF_CAIF", 38: "AF_ALG", 39: "AF_NFC", 40: "AF_VSOCK",
-		41: "AF_KCM", 42: "AF_QIPCRTR", 43: "AF_SMC", 44: "AF_XDP", 45: "AF_MCTP",
-	}
-	sockNames = map[uint64]string{
-		1: "SOCK_STREAM", 2: "SOCK_DGRAM", 3: "SOCK_RAW", 4: "SOCK_RDM", 5: "SOCK_SEQPACKET",
-		6: "SOCK_DCCP", 10: "SOCK_PACKET",
-	}
-	// Protocol names only mean something for AF_INET/AF_INET6 (netlink reuses the numbers).
-	ipprotoNames = map[uint64]string{
-		1: "IPPROTO_ICMP", 6: "IPPROTO_TCP", 17: "IPPROTO_UDP", 58: "IPPROTO_ICMPV6",
-		132: "IPPROTO_SCTP", 136: "IPPROTO_UDPLITE", 255: "IPPROTO_RAW", 262: "IPPROTO_MPTCP",
-	}
-	prctlNames = map[uint64]string{
-		1: "PR_SET_PDEATHSIG", 2: "PR_GET_PDEATHSIG", 3: "PR_GET_DUMPABLE", 4: "PR_SET_DUMPABLE",
-		7: "PR_GET_KEEPCAPS", 8: "PR_SET_KEEPCAPS", 15: "PR_SET_NAME", 16: "PR_GET_NAME",
-		21: "PR_GET_SECCOMP", 22: "PR_SET_SECCOMP", 23: "PR_CAPBSET_READ", 24: "PR_CAPBSET_DROP",
-		27: "PR_GET_SECUREBITS", 28: "PR_SET_SECUREBITS", 29: "PR_SET_TIMERSLACK",
-		30: "PR_GET_TIMERSLACK", 35: "PR_SET_MM", 36: "PR_SET_CHILD_SUBREAPER",
-		37: "PR_GET_CHILD_SUBREAPER", 38: "PR_SET_NO_NEW_PRIVS", 39: "PR_GET_NO_NEW_PRIVS",
-		40: "PR_GET_TID_ADDRESS", 41: "PR_SET_THP_DISABLE", 42: "PR_GET_THP_DISABLE",
-		47: "PR_CAP_AMBIENT", 52: "PR_GET_SPECULATION_CTRL", 53: "PR_SET_SPECULATION_CTRL",
-		0x59616d61: "PR_SET_PTRACER", 0x53564d41: "PR_SET_VMA",
-	}
-	personalityNames = map[uint64]string{0: "PER_LINUX", 8: "PER_LINUX32", 0xffffffff: "0xffffffff"}
-	ioctlNames       = map[uint64]string{0x5412: "TIOCSTI", 0x541C: "TIOCLINUX"}
-)
-
 // Clone flag bits. The namespace flags are the dangerous ones: they are denied unless seen.
 var (
 	cloneNamespaceFlags = []struct {
@@ -63,9 +23,10 @@ var (
 		name string
 		bit  uint64
 	}{
-		// clone(2)'s low byte is the exit signal (SIGCHLD), not flags; CLONE_NEWTIME (0x80)
-		// lives there too, but clone(2) cannot request it (only clone3 and unshare can).
-		{"CSIGNAL", 0xff},
+		// clone(2)'s low byte is the exit signal (SIGCHLD), not flags: it is written 0xff.
+		// CLONE_NEWTIME (0x80) lives there too, but clone(2) cannot request it (only clone3
+		// and unshare can).
+		{"0xff", 0xff},
 		{"CLONE_VM", 0x100}, {"CLONE_FS", 0x200}, {"CLONE_FILES", 0x400}, {"CLONE_SIGHAND", 0x800},
 		{"CLONE_PIDFD", 0x1000}, {"CLONE_PTRACE", 0x2000}, {"CLONE_VFORK", 0x4000},
 		{"CLONE_PARENT", 0x8000}, {"CLONE_THREAD", 0x10000}, {"CLONE_SYSVSEM", 0x40000},
@@ -77,38 +38,9 @@ var (
 
 const nsMask = 0x80 | 0x20000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
 
-// symbolValue parses a value as argument rules write it: a name from the tables above, a
-// CLONE_* flag, decimal or 0x hex, or an OR of those.
+// symbolValue parses a value as argument rules write it (policy.ParseValue).
 func symbolValue(s string) (uint64, bool) {
-	if strings.Contains(s, "|") {
-		var v uint64
-		for part := range strings.SplitSeq(s, "|") {
-			p, ok := symbolValue(part)
-			if !ok {
-				return 0, false
-			}
-			v |= p
-		}
-		return v, true
-	}
-	for _, t := range []map[uint64]string{afNames, sockNames, ipprotoNames, prctlNames, personalityNames, ioctlNames} {
-		for v, n := range t {
-			if n == s {
-				return v, true
-			}
-		}
-	}
-	for _, f := range cloneNamespaceFlags {
-		if f.name == s {
-			return f.bit, true
-		}
-	}
-	for _, f := range cloneOtherFlags {
-		if f.name == s {
-			return f.bit, true
-		}
-	}
-	v, err := strconv.ParseUint(s, 0, 64)
+	v, err := policy.ParseValue(s)
 	return v, err == nil
 }
 
@@ -119,22 +51,29 @@ func numeric(v uint64) string {
 	return "0x" + strconv.FormatUint(v, 16)
 }
 
-func nameOr(t map[uint64]string, v uint64) string {
-	if n, ok := t[v]; ok {
+// exactSymbol is the name of v in kind when one constant is exactly v, else v as a number.
+func exactSymbol(kind string, v uint64) string {
+	if kind == policy.KindPersonality && v&0xff > 0x10 {
+		// policy.Symbol recurses forever on a personality whose low byte has no name
+		// (0xffffffff, the query): only PER_LINUX (0) .. PER_HPUX (0x10) are safe to ask.
+		return numeric(v)
+	}
+	if n := policy.Symbol(kind, v); !strings.ContainsAny(n, "|") && !strings.HasPrefix(n, "0x") {
 		return n
 	}
 	return numeric(v)
 }
 
-// cloneFlagNames names every bit of v (CSIGNAL for the low byte when clone is true).
+// cloneFlagNames names every bit of v (0xff for the low byte, clone's exit signal, when clone
+// is true).
 func cloneFlagNames(v uint64, clone bool) []string {
 	var out []string
 	if clone && v&0xff != 0 {
-		out = append(out, "CSIGNAL")
+		out = append(out, "0xff")
 		v &^= 0xff
 	}
 	for _, f := range append(slices.Clone(cloneNamespaceFlags), cloneOtherFlags...) {
-		if f.name == "CSIGNAL" {
+		if f.bit == 0xff {
 			continue
 		}
 		if v&f.bit != 0 {
@@ -248,22 +187,22 @@ func (s *state) passArgs() []string {
 		inet := true
 		var doms []string
 		for _, v := range dom.sorted() {
-			doms = append(doms, nameOr(afNames, v))
+			doms = append(doms, exactSymbol(policy.KindFamily, v))
 			inet = inet && (v == 2 || v == 10)
 		}
 		rules = append(rules, policy.ArgRule{Syscall: sc, Arg: 0, Name: "domain", Values: doms, Provenance: dom.prov().policy()})
 		if t := sets[sc+"/socket/type"]; t != nil {
 			var ts []string
 			for _, v := range t.sorted() {
-				ts = append(ts, nameOr(sockNames, v))
+				ts = append(ts, exactSymbol(policy.KindSockType, v))
 			}
 			rules = append(rules, policy.ArgRule{Syscall: sc, Arg: 1, Name: "type", Mask: "0xf", Values: ts, Provenance: t.prov().policy()})
 		}
 		if p := sets[sc+"/socket/protocol"]; p != nil {
 			var ps []string
 			for _, v := range p.sorted() {
-				if inet {
-					ps = append(ps, nameOr(ipprotoNames, v))
+				if inet && v != 0 { // protocol 0 is "the default", not IPPROTO_IP; netlink reuses numbers
+					ps = append(ps, exactSymbol(policy.KindProtocol, v))
 				} else {
 					ps = append(ps, numeric(v))
 				}
@@ -334,11 +273,11 @@ func (s *state) passArgs() []string {
 	for _, v := range []struct {
 		sc, kind, name string
 		arg            int
-		names          map[uint64]string
+		symKind        string
 	}{
-		{"setns", "setns_nstype", "nstype", 1, nil},
-		{"personality", "personality", "persona", 0, personalityNames},
-		{"prctl", "prctl_option", "option", 0, prctlNames},
+		{"setns", "setns_nstype", "nstype", 1, ""},
+		{"personality", "personality", "persona", 0, policy.KindPersonality},
+		{"prctl", "prctl_option", "option", 0, policy.KindPrctl},
 	} {
 		if allowed(v.sc) == nil {
 			continue
@@ -351,8 +290,8 @@ func (s *state) passArgs() []string {
 		var vals []string
 		for _, x := range set.sorted() {
 			switch {
-			case v.names != nil:
-				vals = append(vals, nameOr(v.names, x))
+			case v.symKind != "":
+				vals = append(vals, exactSymbol(v.symKind, x))
 			case x == 0:
 				vals = append(vals, "0")
 			default:
@@ -372,7 +311,7 @@ func (s *state) passArgs() []string {
 		if set := sets["ioctl/ioctl_request"]; set != nil {
 			for _, v := range set.sorted() {
 				if v&0xffffffff == 0x5412 || v&0xffffffff == 0x541C {
-					w := fmt.Sprintf("%s used ioctl %s during learning; it stays denied", set.vals[v].by, ioctlNames[v&0xffffffff])
+					w := fmt.Sprintf("%s used ioctl %s during learning; it stays denied", set.vals[v].by, policy.Symbol(policy.KindIoctl, v&0xffffffff))
 					s.warnings = append(s.warnings, w)
 					msg += "; " + w
 				}

@@ -5,12 +5,12 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/trace"
@@ -40,11 +40,14 @@ func loadTrace(t *testing.T, name string) *trace.Trace {
 	return &tr
 }
 
-// marshal is the profile as the golden files hold it.
-// TODO: switch to policy.Marshal once it is committed.
+// marshal is the profile file, as policy writes it; the profile must also pass the checks
+// policy.Save applies, or sysprof could not write it.
 func marshal(t *testing.T, p *policy.Profile) []byte {
 	t.Helper()
-	b, err := yaml.Marshal(p)
+	if err := policy.Validate(p); err != nil {
+		t.Fatalf("synthesized profile does not validate: %v", err)
+	}
+	b, err := policy.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,5 +176,58 @@ func TestIdempotent(t *testing.T) {
 				t.Errorf("resynthesis changed the profile (-first +again):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestGoldenFilesAreFixedPoints: a golden profile file, loaded the way sysprof loads profiles
+// and synthesized again, gives the same file.
+func TestGoldenFilesAreFixedPoints(t *testing.T) {
+	for _, c := range goldenCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			file := filepath.Join(goldenDir, c.name+".golden.yaml")
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := policy.Parse(file, b)
+			if err != nil {
+				t.Fatalf("golden profile does not load: %v", err)
+			}
+			opts := testOpts()
+			if c.opts != nil {
+				c.opts(&opts)
+			}
+			again, err := Resynthesize(p, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(string(b), string(marshal(t, again.Profile))); d != "" {
+				t.Errorf("synthesis changed its own output (-golden +again):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestArgRuleForms checks the rules the YAML cannot show yet (policy.Marshal does not write
+// ArgRule.Deny): the ioctl deny list and the clone3 errno-only rule.
+func TestArgRuleForms(t *testing.T) {
+	res, err := Synthesize(loadTrace(t, "victim"), testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ioctl, clone3 *policy.ArgRule
+	for i, r := range res.Profile.Syscalls.Args {
+		switch r.Syscall {
+		case "ioctl":
+			ioctl = &res.Profile.Syscalls.Args[i]
+		case "clone3":
+			clone3 = &res.Profile.Syscalls.Args[i]
+		}
+	}
+	if ioctl == nil || !slices.Equal(ioctl.Deny, []string{"TIOCLINUX", "TIOCSTI"}) || ioctl.Mask != "0xffffffff" || len(ioctl.Values) > 0 {
+		t.Errorf("ioctl rule = %+v, want a deny list of TIOCLINUX, TIOCSTI on the 32-bit request", ioctl)
+	}
+	if clone3 == nil || clone3.Errno != "ENOSYS" || len(clone3.Values)+len(clone3.Flags)+len(clone3.Deny) != 0 {
+		t.Errorf("clone3 rule = %+v, want errno-only ENOSYS", clone3)
 	}
 }

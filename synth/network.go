@@ -13,7 +13,8 @@ import (
 //   - host:port when the name that resolved to the address is known (the enforcer resolves it
 //     again at run time: addresses of registries move), else addr:port, [v6]:port;
 //   - loopback stays the exact address, whatever name resolved to it;
-//   - a bind to the unspecified address is :port (an ephemeral bind is :0);
+//   - a bind keeps its address (0.0.0.0:0 is an ephemeral bind on any address, [::1]:0 one
+//     on loopback); port 0 means any ephemeral port, in bind rules only;
 //   - unix:/path (portable) and unix:@name for abstract sockets, with no proto.
 func (s *state) endpoint(n netObs) (string, string) {
 	if n.family == "unix" {
@@ -22,8 +23,11 @@ func (s *state) endpoint(n netObs) (string, string) {
 	proto := strings.ToLower(n.proto)
 	addr, err := netip.ParseAddr(n.addr)
 	port := strconv.Itoa(n.port)
-	if n.op == trace.OpBind && (n.addr == "" || err == nil && addr.IsUnspecified()) {
-		return ":" + port, proto
+	if n.op == trace.OpBind && n.addr == "" { // unspecified address, family decides
+		if n.family == "inet6" {
+			return "[::]:" + port, proto
+		}
+		return "0.0.0.0:" + port, proto
 	}
 	host := n.host
 	if host == "" {

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
+
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/trace"
 )
 
@@ -53,14 +55,12 @@ func (s *state) passSyscalls() []string {
 	perArch := map[string]map[string]bool{}
 	for _, o := range s.sys {
 		name := syscallName(o)
-		if name == "" {
-			// No name in any table we have: keep it number-named so the run still works on this
-			// architecture, and say so; it cannot be compiled for another one.
-			name = o.name
-			if !strings.HasPrefix(name, "syscall_") {
-				name = fmt.Sprintf("syscall_%d", o.nr)
-			}
-			unnamed = append(unnamed, fmt.Sprintf("%s nr %d (%s)", o.arch, o.nr, o.exe))
+		if name == "" || !policy.IsSyscall(name) {
+			// A profile holds names only, and this one has none in the go-seccomp-bpf tables
+			// (a syscall newer than them): it cannot be allowed. Say so loudly; the enforcer
+			// will deny it and report the denial.
+			unnamed = append(unnamed, fmt.Sprintf("%s nr %d %s(%s)", o.arch, o.nr, strings.TrimPrefix(o.name+" ", " "), o.exe))
+			continue
 		}
 		pr := s.provOf(o.exe)
 		if o.seen > 0 {
@@ -96,7 +96,7 @@ func (s *state) passSyscalls() []string {
 	}
 	slices.Sort(unnamed)
 	for _, u := range slices.Compact(unnamed) {
-		msg := "syscall without a name in the go-seccomp-bpf tables kept by number: " + u
+		msg := "not allowed: a syscall with no name in the go-seccomp-bpf tables (a profile stores names only): " + u
 		msgs = append(msgs, msg)
 		s.warnings = append(s.warnings, msg)
 	}
