@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -52,5 +53,21 @@ func TestSuggest(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s %s%v: suggest %q, want %q", tc.abi, tc.name, tc.args[:3], got, tc.want)
 		}
+	}
+}
+
+func TestSupervisorAggregatesAndBounds(t *testing.T) {
+	s := &supervisor{}
+	for i := range maxDistinct + 10 {
+		d := report.Denial{Kind: report.KindSyscall, What: "ptrace(PTRACE_ATTACH, pid " + strconv.Itoa(i) + ")", Exe: "/x", Count: 1}
+		s.record(d)
+		s.record(d)
+	}
+	got, dropped := s.take()
+	if len(got) != maxDistinct || dropped != 20 {
+		t.Fatalf("kept %d dropped %d, want %d and 20", len(got), dropped, maxDistinct)
+	}
+	if got[0].Count != 2 {
+		t.Errorf("count %d, want 2 (same call twice)", got[0].Count)
 	}
 }

@@ -330,7 +330,11 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 	werr := cmd.Wait()
 	close(waitDone)
 	sup.stop()
-	res.denials = sup.take()
+	var dropped int
+	res.denials, dropped = sup.take()
+	if dropped > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d more denied calls with distinct arguments were counted but not listed (more than %d distinct)", dropped, maxDistinct))
+	}
 	res.exit = exitStatus(cmd.ProcessState)
 	if failure != nil {
 		return res, initFailure(failure, opts.Command[0])

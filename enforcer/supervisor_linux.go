@@ -31,9 +31,14 @@ type supervisor struct {
 
 	mu      sync.Mutex
 	denials []report.Denial
-	pending int // notifications seen (for tests)
+	index   map[string]int // aggregation key → position in denials
+	dropped int            // denials past maxDistinct, counted but not kept
 	done    chan struct{}
 }
+
+// maxDistinct bounds the distinct denials kept, so that a command looping over denied calls
+// with ever-changing arguments cannot grow sysprof's memory without bound.
+const maxDistinct = 4096
 
 func newSupervisor(listener, status, rootPid int, c *Compiled, audit bool) (*supervisor, error) {
 	var p [2]int
@@ -114,9 +119,26 @@ func (s *supervisor) handle(n *seccompNotif) {
 	if !valid {
 		d.Exe, d.Parents = "(exited)", nil
 	}
+	s.record(d)
+}
+
+func (s *supervisor) record(d report.Denial) {
+	key := string(d.Kind) + "\x00" + d.What + "\x00" + d.Exe + "\x00" + d.Suggest
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i, ok := s.index[key]; ok {
+		s.denials[i].Count++
+		return
+	}
+	if len(s.denials) >= maxDistinct {
+		s.dropped++
+		return
+	}
+	if s.index == nil {
+		s.index = map[string]int{}
+	}
+	s.index[key] = len(s.denials)
 	s.denials = append(s.denials, d)
-	s.mu.Unlock()
 }
 
 // explain turns a notification into a denial: who, what, and the profile change to allow it.
@@ -139,13 +161,13 @@ func (s *supervisor) explain(n *seccompNotif) report.Denial {
 	return d
 }
 
-// take returns the denials collected so far.
-func (s *supervisor) take() []report.Denial {
+// take returns the denials collected so far and how many distinct ones were not kept.
+func (s *supervisor) take() ([]report.Denial, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := s.denials
-	s.denials = nil
-	return out
+	out, dropped := s.denials, s.dropped
+	s.denials, s.index, s.dropped = nil, nil, 0
+	return out, dropped
 }
 
 func exeOf(pid int) string {
