@@ -16,12 +16,34 @@ import (
 //   - a bind keeps its address (0.0.0.0:0 is an ephemeral bind on any address, [::1]:0 one
 //     on loopback); port 0 means any ephemeral port, in bind rules only;
 //   - unix:/path (portable) and unix:@name for abstract sockets, with no proto.
+//
+// It returns "" for what a profile cannot express as an endpoint: an unnamed unix socket, a
+// raw or packet socket (the socket argument rules decide those), port 0 outside bind, an
+// address that is neither known nor named.
 func (s *state) endpoint(n netObs) (string, string) {
 	if n.family == "unix" {
+		if n.path == "" || n.path == "@" {
+			return "", ""
+		}
 		return "unix:" + n.path, ""
 	}
 	proto := strings.ToLower(n.proto)
+	switch proto {
+	case "stream":
+		proto = "tcp"
+	case "dgram":
+		proto = "udp"
+	case "tcp", "udp", "mptcp":
+	default:
+		return "", ""
+	}
+	if n.port == 0 && n.op != trace.OpBind {
+		return "", ""
+	}
 	addr, err := netip.ParseAddr(n.addr)
+	if err == nil {
+		addr = addr.WithZone("")
+	}
 	port := strconv.Itoa(n.port)
 	if n.op == trace.OpBind && n.addr == "" { // unspecified address, family decides
 		if n.family == "inet6" {
@@ -36,7 +58,7 @@ func (s *state) endpoint(n netObs) (string, string) {
 	switch {
 	case err == nil && addr.IsLoopback():
 	case host != "":
-		return strings.TrimSuffix(host, ".") + ":" + port, proto
+		return strings.ToLower(strings.TrimSuffix(host, ".")) + ":" + port, proto
 	}
 	if err == nil && addr.Is6() && !addr.Is4In6() {
 		return "[" + addr.String() + "]:" + port, proto
@@ -44,14 +66,14 @@ func (s *state) endpoint(n netObs) (string, string) {
 	if err == nil {
 		return addr.Unmap().String() + ":" + port, proto
 	}
-	return n.addr + ":" + port, proto
+	return "", "" // no address and no name
 }
 
 // passNetwork turns the observed endpoints into the allowlist. DNS needs nothing special: the
 // query to the resolver (udp 53) was itself observed as a connect or send and is allowed as
 // seen. Failed attempts (connection refused, unreachable) are not granted.
 func (s *state) passNetwork() []string {
-	failed := 0
+	failed, unexpressed := 0, 0
 	dns := map[string]bool{}
 	for _, n := range s.net {
 		if !n.ok {
@@ -59,6 +81,10 @@ func (s *state) passNetwork() []string {
 			continue
 		}
 		ep, proto := s.endpoint(n)
+		if ep == "" {
+			unexpressed++
+			continue
+		}
 		k := epKey{n.op, ep, proto}
 		s.endpoints[k] = earliest(s.endpoints[k], s.provOf(n.exe))
 		if n.port == 53 && n.op != trace.OpBind {
@@ -84,6 +110,10 @@ func (s *state) passNetwork() []string {
 	}
 	if len(dns) > 0 {
 		msgs = append(msgs, "DNS: resolver "+strings.Join(sortedKeys(dns), ", ")+" allowed as seen")
+	}
+	if unexpressed > 0 {
+		msgs = append(msgs, fmt.Sprintf("no endpoint for %s (unnamed unix, raw or packet sockets, port 0): the socket argument rules decide those",
+			plural(unexpressed, "access")))
 	}
 	if failed > 0 {
 		msgs = append(msgs, fmt.Sprintf("not granted: %s that failed during learning", plural(failed, "network attempt")))

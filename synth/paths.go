@@ -12,7 +12,7 @@ import (
 // trace.Context and in the ctx map of Expand.
 var PathVars = []string{
 	"WORKDIR", "GOCACHE", "GOMODCACHE", "GOROOT", "CARGO_HOME", "RUSTUP_HOME", "NPM_CACHE",
-	"TMPDIR", "HOME",
+	"GOPATH", "TMPDIR", "HOME",
 }
 
 // variable is one path variable with its value on the machine that recorded the trace.

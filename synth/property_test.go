@@ -82,6 +82,46 @@ func randomTrace(r *rand.Rand) (*trace.Trace, []int) {
 		tr.Files = append(tr.Files, f)
 		pids = append(pids, pid)
 	}
+	// Syscalls, argument values and network endpoints, to exercise the other passes.
+	names := []string{"read", "write", "openat", "socket", "clone", "clone3", "unshare", "setns", "prctl",
+		"personality", "ioctl", "mprotect", "connect", "sendto", "bind", "exit_group", "syscall_999"}
+	for i := r.IntN(len(names)); i < len(names); i += 1 + r.IntN(3) {
+		exe := procExes[r.IntN(len(procExes))]
+		a := []string{trace.ArchX86_64, trace.ArchX86_64, trace.ArchI386}[r.IntN(3)]
+		tr.Syscalls = append(tr.Syscalls, trace.SyscallCount{Exe: exe, Arch: a, Name: names[i], Nr: 999, Count: 1})
+	}
+	kindsOf := map[string]string{"clone": "clone_flags", "clone3": "clone3_flags", "unshare": "unshare_flags",
+		"setns": "setns_nstype", "prctl": "prctl_option", "personality": "personality", "ioctl": "ioctl_request",
+		"mprotect": "mprotect_prot"}
+	for j := r.IntN(12); j > 0; j-- {
+		exe := procExes[r.IntN(len(procExes))]
+		sc := []string{"socket", "clone", "clone3", "unshare", "setns", "prctl", "personality", "ioctl", "mprotect"}[r.IntN(9)]
+		v := trace.ArgValue{Exe: exe, Syscall: sc, Kind: kindsOf[sc], Count: 1,
+			Value: []uint64{0, 0x11, 0x4111, 0x50f00, 0x10000000, 0x20000, 0x80, 15, 38, 0xffffffff, 0x5401, 0x5412, 5, 0x40000000}[r.IntN(14)]}
+		if sc == "socket" {
+			v.Kind = "socket"
+			v.Fields = map[string]uint64{"domain": []uint64{1, 2, 10, 16, 38, 40}[r.IntN(6)],
+				"type": []uint64{1, 2, 3, 0x80001, 0x80802}[r.IntN(5)], "protocol": []uint64{0, 6, 17, 262}[r.IntN(4)]}
+		}
+		tr.Args = append(tr.Args, v)
+	}
+	for j := r.IntN(8); j > 0; j-- {
+		n := trace.NetworkAccess{Exe: procExes[r.IntN(len(procExes))], Op: []string{trace.OpConnect, trace.OpSend, trace.OpBind}[r.IntN(3)],
+			Family: []string{"inet", "inet6", "unix"}[r.IntN(3)], Proto: []string{"tcp", "udp", "mptcp", "raw", "stream", ""}[r.IntN(6)],
+			Port: []int{0, 53, 443, 8080}[r.IntN(4)], OK: r.IntN(4) != 0, Count: 1}
+		switch n.Family {
+		case "inet":
+			n.Addr = []string{"127.0.0.1", "10.1.2.3", "0.0.0.0", ""}[r.IntN(4)]
+		case "inet6":
+			n.Addr = []string{"::1", "2001:db8::1", "fe80::1%eth0", "::ffff:10.0.0.1", "::"}[r.IntN(5)]
+		default:
+			n.Path = []string{"", "@abstract", ctx["TMPDIR"] + "/ssh-" + hex(10) + "/agent.1", "/run/user/1000/bus", home + "/.sock"}[r.IntN(5)]
+		}
+		if r.IntN(3) == 0 {
+			n.Host = []string{"Registry.NPMjs.org.", "proxy.golang.org"}[r.IntN(2)]
+		}
+		tr.Network = append(tr.Network, n)
+	}
 	return tr, pids
 }
 
