@@ -373,7 +373,7 @@ func (s *state) passSourceTree() []string {
 		return nil
 	}
 	addRule(s.read, "$WORKDIR", pr, "source tree, read-only")
-	return []string{fmt.Sprintf("source tree: %s read under $WORKDIR → $WORKDIR (read)", plural(len(paths), "path"))}
+	return []string{fmt.Sprintf("%s read under $WORKDIR → $WORKDIR (read-only source tree)", plural(len(paths), "path"))}
 }
 
 // passRead turns successful reads and directory listings into read rules. Decisions:
@@ -562,7 +562,6 @@ func (s *state) passExec() []string {
 	n := 0
 	for _, p := range s.procs {
 		addRule(s.exec, p.exe, s.provOf(p.parent), "")
-		s.exeRules[p.exe] = true
 		n++
 	}
 	var refused []string

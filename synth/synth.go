@@ -214,9 +214,7 @@ type state struct {
 	clone3Plain bool // a profile read back allows clone3 without the ENOSYS rule
 	endpoints   map[epKey]prov
 	binaries    map[[2]string]prov
-	exeRules    map[string]bool // exec rules that came from processes (for binaries)
 	meta        policy.Metadata
-	haveMeta    bool
 	trace       *trace.Trace
 	warnings    []string
 }
@@ -247,7 +245,6 @@ func newState(opts Options) *state {
 		arches:    map[string]bool{},
 		endpoints: map[epKey]prov{},
 		binaries:  map[[2]string]prov{},
-		exeRules:  map[string]bool{},
 	}
 }
 
@@ -324,7 +321,6 @@ func (s *state) ingestProfile(p *policy.Profile) error {
 	s.meta = p.Metadata
 	s.meta.Command = slices.Clone(p.Metadata.Command)
 	s.meta.IncompleteReasons = slices.Clone(p.Metadata.IncompleteReasons)
-	s.haveMeta = true
 	s.command = slices.Clone(p.Metadata.Command)
 	fromRules := func(dst map[string]*pathRule, rules []policy.PathRule) {
 		for _, r := range rules {
