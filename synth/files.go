@@ -119,6 +119,8 @@ func (s *state) secretPattern(a string) string {
 		a = "$HOME" + a[1:]
 	case path.IsAbs(a):
 		a = portablePath(a, s.vars, nil)
+	case !strings.HasPrefix(a, "$"):
+		a = "$WORKDIR/" + a // relative to where the command runs: --allow-secret .env
 	}
 	if strings.HasPrefix(a, "${") {
 		if i := strings.IndexByte(a, '}'); i > 0 {

@@ -191,3 +191,23 @@ func sameSet(a, b []string) bool {
 	}
 	return len(a) == len(b)
 }
+
+func TestSecretPattern(t *testing.T) {
+	s := newState(Options{})
+	s.ctx = map[string]string{"HOME": "/home/alice", "WORKDIR": "/home/alice/src/p"}
+	s.vars = pathVars(s.ctx)
+	for _, c := range []struct{ in, want string }{
+		{"~/.npmrc", "$HOME/.npmrc"},
+		{"~", "$HOME"},
+		{"/home/alice/.aws/credentials", "$HOME/.aws/credentials"},
+		{"${HOME}/.ssh/known_hosts", "$HOME/.ssh/known_hosts"},
+		{"$HOME/.ssh/", "$HOME/.ssh"},
+		{".env", "$WORKDIR/.env"},
+		{"config/.env.local", "$WORKDIR/config/.env.local"},
+		{"/home/alice/src/p/.env", "$WORKDIR/.env"},
+	} {
+		if got := s.secretPattern(c.in); got != c.want {
+			t.Errorf("secretPattern(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -24,7 +24,9 @@ type Options struct {
 	// of every family the command used, so that a profile learned with one libc runs with another.
 	Portable bool
 	// AllowSecrets are credential-store paths the user explicitly allows (--allow-secret), as
-	// given: absolute, $HOME/..., or ~/....
+	// given: absolute, $HOME/..., ~/..., or relative to the work tree (.env). Allowing a path
+	// inside a store un-hides the store (a mount cannot hide around one file) but keeps every
+	// other access into it dropped, so only the named path becomes allowed.
 	AllowSecrets []string
 	// SysprofVersion is written to metadata.sysprofVersion.
 	SysprofVersion string
