@@ -467,6 +467,23 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 		}
 		slices.Sort(write)
 		write = slices.Compact(write)
+		// Read and exec paths inside the private /tmp would vanish under its fresh tmpfs (a
+		// work tree in /tmp). Bind them from the host like writable paths; Landlock, which
+		// has no write rule for them, keeps them read-only (with Landlock degraded they would
+		// be writable: noted).
+		if fs.PrivateTmp {
+			for _, r := range slices.Concat(read, exec) {
+				if privateTmpRoot(r) == "" || slices.Contains(plan.Writable, r) || coveredBy(r, plan.Writable) {
+					continue
+				}
+				if _, err := os.Stat(r); err == nil {
+					plan.Writable = append(plan.Writable, r)
+					c.Notes = append(c.Notes, fmt.Sprintf("filesystem: %s is inside the private %s: bound from the host, kept read-only by Landlock", r, privateTmpRoot(r)))
+				}
+			}
+			slices.Sort(plan.Writable)
+			plan.Writable = slices.Compact(plan.Writable)
+		}
 		for _, h := range hidden {
 			if _, err := os.Lstat(h); err == nil {
 				plan.Hidden = append(plan.Hidden, h)
@@ -646,4 +663,14 @@ func privateTmpRoot(p string) string {
 		}
 	}
 	return ""
+}
+
+// coveredBy reports whether p is one of dirs or below one of them.
+func coveredBy(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
 }

@@ -76,6 +76,15 @@ func initStage() int {
 		}
 	}
 
+	// The working directory was entered before the mounts: it still points into the host's
+	// mount (read-only now, or covered by the private /tmp). Enter it again through the
+	// sandbox's mount tree so relative paths see the writable binds.
+	if cfg.Dir != "" {
+		if err := os.Chdir(cfg.Dir); err != nil {
+			return fail(initStatus{Stage: "sandbox", Layer: LayerMounts, Error: fmt.Sprintf("working directory %s in the sandbox: %v", cfg.Dir, err)})
+		}
+	}
+
 	// Resolve the command in the sandbox's view of the filesystem, before seccomp.
 	path, err := exec.LookPath(cfg.Argv[0])
 	if err != nil {

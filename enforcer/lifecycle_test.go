@@ -91,3 +91,30 @@ func victimForkSyscalls() []policy.Syscall {
 	}
 	return out
 }
+
+// A profile that allows almost nothing: the init stage's own calls between installing the
+// filter and exec (the ready message, the wait for the go-ahead) all go to the supervisor, which
+// must let them through without reporting them and without deadlocking.
+func TestMinimalProfileDoesNotDeadlock(t *testing.T) {
+	testutil.RequireRoot(t)
+	p := &policy.Profile{}
+	p.Syscalls.Allow = []policy.Syscall{{Name: "execve"}}
+	done := make(chan runOut, 1)
+	go func() { done <- runVictim(t, p, false, "ok") }()
+	select {
+	case o := <-done:
+		if o.err != nil {
+			t.Fatalf("run: %s", o)
+		}
+		if o.denial("brk") == nil && o.denial("mmap") == nil {
+			t.Errorf("the command's first calls were not reported:\n%s", o)
+		}
+		for _, d := range o.rep.Denials {
+			if !strings.HasSuffix(d.Exe, "/escape") {
+				t.Errorf("a call of the init stage was reported: %+v", d)
+			}
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("deadlock: Run did not return")
+	}
+}

@@ -18,6 +18,7 @@ const (
 // initConfig is what the init stage receives: everything it needs, nothing it must compute.
 type initConfig struct {
 	Argv    []string             `json:"argv"`
+	Dir     string               `json:"dir"` // entered again after the mounts: the old cwd is on the host's mount
 	Filter  []bpf.RawInstruction `json:"filter"`
 	Plan    sandbox.Plan         `json:"plan"`
 	Sandbox bool                 `json:"sandbox"` // apply Plan (false only when degrading without the sandbox package)

@@ -142,7 +142,9 @@ func TestSandboxEscapesBlocked(t *testing.T) {
 		{"exec a binary never run", "exec=/usr/bin/true", []string{"EACCES"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := f.run(t, f.profile, false, tc.action, "write="+filepath.Join(f.work, "out", "ok.txt"), "ok")
+			// The benign write uses a relative path: the working directory must be the
+			// sandbox's view of it, not the host mount entered before the mounts.
+			o := f.run(t, f.profile, false, tc.action, "write=out/ok.txt", "ok")
 			if o.err != nil || o.code != 0 {
 				t.Fatalf("run: %s", o)
 			}
