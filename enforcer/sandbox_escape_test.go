@@ -201,3 +201,21 @@ func TestNetworkAllowlistByPort(t *testing.T) {
 		t.Errorf("degraded network layer not in the report:\n%s", o)
 	}
 }
+
+// A work tree inside /tmp with a private /tmp: the tree is bound from the host, stays read-only
+// (Landlock), and relative paths work from the working directory.
+func TestWorkTreeInsidePrivateTmp(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFSFixture(t)
+	if !strings.HasPrefix(f.work, "/tmp/") {
+		t.Skipf("work tree %s is not under /tmp (TMPDIR is set)", f.work)
+	}
+	f.profile.Filesystem.PrivateTmp = true
+	o := f.run(t, f.profile, false, "read=src.txt", "write=src.txt", "write=out/ok.txt", "ok")
+	if o.err != nil || o.code != 0 {
+		t.Fatalf("run: %s", o)
+	}
+	if !strings.Contains(o.stdout, "read: ok\nwrite: EACCES\nwrite: ok\nok\n") {
+		t.Errorf("want the tree readable, read-only, and out/ writable, by relative paths:\n%s", o)
+	}
+}
