@@ -235,7 +235,8 @@ func ParseValue(s string) (uint64, error) {
 }
 
 // Symbol gives the name of v in kind: "AF_INET" for (family, 2). Flag kinds (clone, prot,
-// mmap, personality) are decomposed: "CLONE_VM|CLONE_FS|0x11". A value with no name, or an
+// mmap, personality, and the flag bits of socket types) are decomposed:
+// "CLONE_VM|CLONE_FS|0x11", "SOCK_STREAM|SOCK_CLOEXEC". A value with no name, or an
 // unknown kind, comes back as hex (0x2a).
 func Symbol(kind string, v uint64) string {
 	k := kindByName[kind]
@@ -246,6 +247,21 @@ func Symbol(kind string, v uint64) string {
 		if c.value == v {
 			return c.name
 		}
+	}
+	if kind == KindSockType && v&^0xf != 0 {
+		// A type in the low bits, SOCK_NONBLOCK and SOCK_CLOEXEC above.
+		names := []string{Symbol(KindSockType, v&0xf)}
+		rest := v &^ 0xf
+		for _, f := range []constant{{"SOCK_NONBLOCK", 0x800}, {"SOCK_CLOEXEC", 0x80000}} {
+			if rest&f.value != 0 {
+				names = append(names, f.name)
+				rest &^= f.value
+			}
+		}
+		if rest != 0 {
+			names = append(names, hexValue(rest))
+		}
+		return strings.Join(names, "|")
 	}
 	if !k.flags {
 		return hexValue(v)

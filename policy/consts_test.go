@@ -58,6 +58,9 @@ func TestSymbol(t *testing.T) {
 		{KindPersonality, 0, "PER_LINUX"},
 		{KindPersonality, 8 | 0x40000, "PER_LINUX32|ADDR_NO_RANDOMIZE"},
 		{KindProt, 3, "PROT_READ|PROT_WRITE"},
+		{KindSockType, 0x80001, "SOCK_STREAM|SOCK_CLOEXEC"},
+		{KindSockType, 0x80802, "SOCK_DGRAM|SOCK_NONBLOCK|SOCK_CLOEXEC"},
+		{KindSockType, 0x100003, "SOCK_RAW|0x100000"},
 		{KindProt, 0, "PROT_NONE"},
 		{"nonsense", 5, "0x5"},
 	}
