@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -60,10 +62,21 @@ func HostEnv(workdir string) Env {
 		cache = filepath.Join(home, ".cache")
 	}
 	def("GOCACHE", filepath.Join(cache, "go-build"))
-	def("GOROOT", runtime.GOROOT())
+	def("GOROOT", goroot())
 	def("NPM_CACHE", filepath.Join(home, ".npm"))
 	def("XDG_RUNTIME_DIR", "")
 	return Env{Vars: v}
+}
+
+// goroot finds the Go toolchain the command will use: the go on PATH (…/bin/go, symlinks
+// resolved), else the one sysprof was built with.
+func goroot() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil && filepath.Base(filepath.Dir(real)) == "bin" {
+			return filepath.Dir(filepath.Dir(real))
+		}
+	}
+	return runtime.GOROOT()
 }
 
 // Compiled is a profile compiled for one host: the seccomp program, the sandbox plan, and what
@@ -673,4 +686,18 @@ func coveredBy(p string, dirs []string) bool {
 		}
 	}
 	return false
+}
+
+// Dump writes the seccomp program as readable BPF, one instruction a line (for --debug).
+func (c *Compiled) Dump(w io.Writer) error {
+	insns, ok := bpf.Disassemble(c.Filter)
+	if !ok {
+		return errors.New("BUG: the compiled program has instructions x/net/bpf cannot decode")
+	}
+	for i, ins := range insns {
+		if _, err := fmt.Fprintf(w, "%4d: %v\n", i, ins); err != nil {
+			return err
+		}
+	}
+	return nil
 }

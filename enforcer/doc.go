@@ -42,6 +42,31 @@
 // makes between the filter and exec are let through: the supervisor tells them apart by the
 // init stage's close-on-exec status pipe still being open.
 //
+// # What compile adds to the sandbox plan
+//
+//   - Every pathname unix socket the host has under /run, /tmp, /var/tmp, /dev/shm and
+//     $XDG_RUNTIME_DIR (tmux, docker, dbus, agents) is hidden unless the profile connects to it:
+//     Landlock has no rule for pathname sockets and a read-only mount does not stop connect.
+//   - With a private /tmp, paths the profile reads inside /tmp are bound from the host (Landlock
+//     keeps them read-only), and writable paths inside it that do not exist yet become the
+//     private directory itself instead of host binds.
+//   - Globs become their directory (mounts and Landlock cannot express globs), noted.
+//   - No network in the profile: a new network namespace with only loopback. A network
+//     allowlist: Landlock holds the TCP ports; addresses, UDP and unix paths need cgroup hooks,
+//     which are not installed yet, so such a profile needs --degrade (fail closed).
+//
+// # Lifetime
+//
+// The init stage re-enters the working directory after the mounts (the old one points into
+// the host's mount). When the command exits, what is left of its process group is killed; the
+// supervisor stops when the listener has no more tasks or when Run returns.
+//
+// # Audit
+//
+// Options.Audit lets every reported syscall continue (and marks the denial Allowed). The
+// filesystem and network layers still enforce: their refusals cannot be observed yet, and the
+// report says so in Unobservable.
+//
 // # Fail closed
 //
 // A layer the profile needs that this host or build cannot apply makes Run return a
