@@ -1,0 +1,491 @@
+package profiler
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/sysprof/sysprof/bpf"
+	"github.com/sysprof/sysprof/trace"
+)
+
+// collector turns ring buffer events into the parts of a Trace. It is used from one goroutine
+// (the reader) during the run and from the caller after the reader is done.
+type collector struct {
+	mono0 uint64    // CLOCK_MONOTONIC at wall0, ns
+	wall0 time.Time // wall clock at mono0
+
+	exePath map[uint64]string // exe key -> path of the executable
+	procs   []trace.Process
+	tgids   map[uint32]tgidState
+	files   map[fileKey]*trace.FileAccess
+	nets    map[netKey]*trace.NetworkAccess
+	dns     map[string]*dnsName // name -> addresses
+	addrTo  map[string]string   // address -> the name it was resolved from
+	hasher  *hasher
+
+	undecodable uint64 // events too short or of an unknown kind (a BUG if ever non-zero)
+}
+
+type tgidState struct {
+	procID int  // ID of the trace.Process that this tgid runs (or inherited by fork); 0 none
+	own    bool // the tgid exec'd procID itself (so its exit is procID's exit)
+}
+
+type fileKey struct {
+	exe, path, access string
+	errno             int
+}
+
+type netKey struct {
+	exe, op, family, proto, addr, path string
+	port                               int
+	ok                                 bool
+}
+
+type dnsName struct {
+	addrs  map[string]bool
+	server string
+}
+
+func newCollector(mono0 uint64, wall0 time.Time) *collector {
+	return &collector{
+		mono0:   mono0,
+		wall0:   wall0,
+		exePath: map[uint64]string{},
+		tgids:   map[uint32]tgidState{},
+		files:   map[fileKey]*trace.FileAccess{},
+		nets:    map[netKey]*trace.NetworkAccess{},
+		dns:     map[string]*dnsName{},
+		addrTo:  map[string]string{},
+		hasher:  newHasher(),
+	}
+}
+
+func (c *collector) wall(ts uint64) time.Time {
+	return c.wall0.Add(time.Duration(int64(ts - c.mono0)))
+}
+
+// decode reads a fixed-size header of type T from the start of raw.
+func decode[T any](raw []byte) (T, []byte, bool) {
+	var v T
+	n := int(unsafe.Sizeof(v))
+	if len(raw) < n {
+		return v, nil, false
+	}
+	if _, err := binary.Decode(raw[:n], binary.LittleEndian, &v); err != nil {
+		return v, nil, false
+	}
+	return v, raw[n:], true
+}
+
+func (c *collector) handle(raw []byte) {
+	if len(raw) < 4 {
+		c.undecodable++
+		return
+	}
+	ok := true
+	switch bpf.LearnEvKind(binary.LittleEndian.Uint32(raw)) {
+	case bpf.LearnEvKindEV_EXEC:
+		var e bpf.LearnExecEvent
+		var rest []byte
+		if e, rest, ok = decode[bpf.LearnExecEvent](raw); ok {
+			ok = c.exec(e, rest)
+		}
+	case bpf.LearnEvKindEV_FORK:
+		var e bpf.LearnForkEvent
+		if e, _, ok = decode[bpf.LearnForkEvent](raw); ok {
+			c.fork(e)
+		}
+	case bpf.LearnEvKindEV_EXIT:
+		var e bpf.LearnExitEvent
+		if e, _, ok = decode[bpf.LearnExitEvent](raw); ok {
+			c.exit(e)
+		}
+	case bpf.LearnEvKindEV_FILE:
+		var e bpf.LearnFileEvent
+		var rest []byte
+		if e, rest, ok = decode[bpf.LearnFileEvent](raw); ok {
+			ok = c.file(e, rest)
+		}
+	case bpf.LearnEvKindEV_UNIX:
+		var e bpf.LearnUnixEvent
+		if e, _, ok = decode[bpf.LearnUnixEvent](raw); ok {
+			c.unix(e)
+		}
+	case bpf.LearnEvKindEV_NET:
+		var e bpf.LearnNetEvent
+		if e, _, ok = decode[bpf.LearnNetEvent](raw); ok {
+			c.net(e)
+		}
+	case bpf.LearnEvKindEV_DNS:
+		var e bpf.LearnDnsEvent
+		if e, _, ok = decode[bpf.LearnDnsEvent](raw); ok {
+			c.dnsPacket(e)
+		}
+	default:
+		ok = false
+	}
+	if !ok {
+		c.undecodable++
+	}
+}
+
+// joinComponents turns the leaf-first, NUL-separated components of a dentry walk into an
+// absolute path.
+func joinComponents(b []byte) string {
+	b = bytes.TrimRight(b, "\x00")
+	if len(b) == 0 {
+		return "/"
+	}
+	parts := bytes.Split(b, []byte{0})
+	var sb strings.Builder
+	for i := len(parts) - 1; i >= 0; i-- {
+		sb.WriteByte('/')
+		sb.Write(parts[i])
+	}
+	return sb.String()
+}
+
+func cstring(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+func (c *collector) exe(key uint64) string {
+	if p, ok := c.exePath[key]; ok {
+		return p
+	}
+	return fmt.Sprintf("<unknown exe %#x>", key)
+}
+
+func (c *collector) exec(e bpf.LearnExecEvent, rest []byte) bool {
+	if int(e.ExeLen)+int(e.Argv0Len) > len(rest) {
+		return false
+	}
+	path := joinComponents(rest[:e.ExeLen])
+	argv0 := cstring(rest[e.ExeLen : int(e.ExeLen)+int(e.Argv0Len)])
+	c.exePath[e.ExeKey] = path
+	p := trace.Process{ID: len(c.procs) + 1, PID: int(e.Tgid), Exe: path, Argv0: argv0, Start: c.wall(e.Ts)}
+	if st, ok := c.tgids[e.Tgid]; ok && st.procID != 0 {
+		p.Parent = st.procID
+		p.ExecOf = st.own
+	}
+	c.procs = append(c.procs, p)
+	c.tgids[e.Tgid] = tgidState{procID: p.ID, own: true}
+	c.hasher.add(path)
+	c.addFile(path, trace.AccessExec, 0, false, path)
+	return true
+}
+
+func (c *collector) fork(e bpf.LearnForkEvent) {
+	st := c.tgids[e.ParentTgid]
+	c.tgids[e.Tgid] = tgidState{procID: st.procID}
+}
+
+func (c *collector) exit(e bpf.LearnExitEvent) {
+	st, ok := c.tgids[e.Tgid]
+	delete(c.tgids, e.Tgid)
+	if !ok || !st.own || st.procID == 0 {
+		return
+	}
+	p := &c.procs[st.procID-1]
+	code := int(e.ExitCode>>8) & 0xff
+	if sig := int(e.ExitCode & 0x7f); sig != 0 {
+		p.Signal = sig
+		code = 128 + sig
+	}
+	p.ExitCode = &code
+}
+
+var accessNames = map[bpf.LearnAccessKind]string{
+	bpf.LearnAccessKindACC_READ:     trace.AccessRead,
+	bpf.LearnAccessKindACC_WRITE:    trace.AccessWrite,
+	bpf.LearnAccessKindACC_CREATE:   trace.AccessCreate,
+	bpf.LearnAccessKindACC_DELETE:   trace.AccessDelete,
+	bpf.LearnAccessKindACC_EXEC:     trace.AccessExec,
+	bpf.LearnAccessKindACC_LIST:     trace.AccessList,
+	bpf.LearnAccessKindACC_METADATA: trace.AccessMetadata,
+}
+
+func (c *collector) file(e bpf.LearnFileEvent, rest []byte) bool {
+	if int(e.PathLen)+int(e.BaseLen) > len(rest) {
+		return false
+	}
+	access, ok := accessNames[bpf.LearnAccessKind(e.Access)]
+	if !ok {
+		return false
+	}
+	var path string
+	if e.Resolved == 1 {
+		path = joinComponents(rest[:e.PathLen])
+	} else {
+		s := cstring(rest[:e.PathLen])
+		switch {
+		case strings.HasPrefix(s, "/"):
+			path = filepath.Clean(s)
+		case e.BaseLen > 0:
+			path = filepath.Join(joinComponents(rest[e.PathLen:int(e.PathLen)+int(e.BaseLen)]), s)
+		default:
+			return true // relative to a dirfd that was not open: nothing to record
+		}
+	}
+	c.addFile(path, access, int(e.Err), e.IsDir == 1, c.exe(e.ExeKey))
+	return true
+}
+
+func (c *collector) addFile(path, access string, errno int, dir bool, exe string) {
+	k := fileKey{exe: exe, path: path, access: access, errno: errno}
+	if f, ok := c.files[k]; ok {
+		f.Count++
+		f.Dir = f.Dir || dir
+		return
+	}
+	c.files[k] = &trace.FileAccess{Exe: exe, Path: path, Access: access, OK: errno == 0, Errno: errno, Dir: dir, Count: 1}
+}
+
+var sockTypes = map[uint16]string{1: "stream", 2: "dgram", 3: "raw", 5: "seqpacket"}
+
+var netOps = map[bpf.LearnScOp]string{
+	bpf.LearnScOpSCOP_CONNECT: trace.OpConnect,
+	bpf.LearnScOpSCOP_BIND:    trace.OpBind,
+	bpf.LearnScOpSCOP_SENDTO:  trace.OpSend,
+	bpf.LearnScOpSCOP_SENDMSG: trace.OpSend,
+}
+
+func (c *collector) unix(e bpf.LearnUnixEvent) {
+	n := min(int(e.PathLen), len(e.Path))
+	raw := make([]byte, n)
+	for i := range n {
+		raw[i] = byte(e.Path[i])
+	}
+	var path string
+	if e.Abstract == 1 {
+		path = "@" + strings.TrimRight(string(raw[min(1, n):]), "\x00")
+	} else {
+		path = cstring(raw)
+	}
+	proto := sockTypes[e.SockType]
+	if proto == "" {
+		proto = fmt.Sprintf("type%d", e.SockType)
+	}
+	c.addNet(netKey{exe: c.exe(e.ExeKey), op: netOps[bpf.LearnScOp(e.Op)], family: "unix", proto: proto, path: path, ok: e.Err == 0})
+}
+
+func ipProto(typ, protocol uint32) string {
+	switch {
+	case protocol == 262:
+		return "mptcp"
+	case typ == 1 && (protocol == 0 || protocol == 6):
+		return "tcp"
+	case typ == 2 && (protocol == 0 || protocol == 17):
+		return "udp"
+	case protocol == 1 || protocol == 58:
+		return "icmp"
+	case typ == 3:
+		return "raw"
+	}
+	return fmt.Sprintf("proto%d", protocol)
+}
+
+func (c *collector) net(e bpf.LearnNetEvent) {
+	var addr netip.Addr
+	family := "inet"
+	if e.Family == 10 {
+		family = "inet6"
+		addr = netip.AddrFrom16(e.Addr)
+		if addr.Is4In6() {
+			addr = addr.Unmap()
+		}
+	} else {
+		addr = netip.AddrFrom4([4]byte(e.Addr[:4]))
+	}
+	op := netOps[bpf.LearnScOp(e.Op)]
+	c.addNet(netKey{exe: c.exe(e.ExeKey), op: op, family: family, proto: ipProto(e.Type, e.Protocol),
+		addr: addr.String(), port: int(e.Port), ok: true})
+}
+
+func (c *collector) addNet(k netKey) {
+	if n, ok := c.nets[k]; ok {
+		n.Count++
+		return
+	}
+	c.nets[k] = &trace.NetworkAccess{Exe: k.exe, Op: k.op, Family: k.family, Proto: k.proto, Addr: k.addr,
+		Port: k.port, Path: k.path, OK: k.ok, Count: 1}
+}
+
+func (c *collector) dnsPacket(e bpf.LearnDnsEvent) {
+	if e.Len > uint32(len(e.Data)) {
+		return
+	}
+	var p dnsmessage.Parser
+	h, err := p.Start(e.Data[:e.Len])
+	if err != nil {
+		return
+	}
+	qs, err := p.AllQuestions()
+	if err != nil || len(qs) == 0 {
+		return
+	}
+	name := strings.TrimSuffix(qs[0].Name.String(), ".")
+	if name == "" {
+		return
+	}
+	d := c.dns[name]
+	if d == nil {
+		d = &dnsName{addrs: map[string]bool{}}
+		c.dns[name] = d
+	}
+	addr := func(b [16]byte, port uint16) string {
+		a := netip.AddrFrom16(b)
+		if e.Family == 2 {
+			a = netip.AddrFrom4([4]byte(b[:4]))
+		}
+		return netip.AddrPortFrom(a, port).String()
+	}
+	if e.Egress == 1 {
+		if d.server == "" {
+			d.server = addr(e.Daddr, e.Dport)
+		}
+		return
+	}
+	if !h.Response {
+		return
+	}
+	if d.server == "" {
+		d.server = addr(e.Saddr, e.Sport)
+	}
+	for {
+		rh, err := p.AnswerHeader()
+		if err != nil {
+			return
+		}
+		switch rh.Type {
+		case dnsmessage.TypeA:
+			r, err := p.AResource()
+			if err != nil {
+				return
+			}
+			a := netip.AddrFrom4(r.A).String()
+			d.addrs[a] = true
+			c.addrTo[a] = name
+		case dnsmessage.TypeAAAA:
+			r, err := p.AAAAResource()
+			if err != nil {
+				return
+			}
+			a := netip.AddrFrom16(r.AAAA).String()
+			d.addrs[a] = true
+			c.addrTo[a] = name
+		default:
+			if err := p.SkipAnswer(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// fill writes the collected events into t, sorted deterministically.
+func (c *collector) fill(t *trace.Trace) {
+	t.Processes = c.procs
+	for i := range t.Processes {
+		t.Processes[i].SHA256 = c.hasher.sum(t.Processes[i].Exe)
+	}
+	for _, f := range c.files {
+		t.Files = append(t.Files, *f)
+	}
+	sort.Slice(t.Files, func(i, j int) bool {
+		a, b := t.Files[i], t.Files[j]
+		if a.Exe != b.Exe {
+			return a.Exe < b.Exe
+		}
+		if a.Path != b.Path {
+			return a.Path < b.Path
+		}
+		if a.Access != b.Access {
+			return a.Access < b.Access
+		}
+		return a.Errno < b.Errno
+	})
+	for _, n := range c.nets {
+		if n.Addr != "" {
+			n.Host = c.addrTo[n.Addr]
+		}
+		t.Network = append(t.Network, *n)
+	}
+	sort.Slice(t.Network, func(i, j int) bool {
+		a, b := t.Network[i], t.Network[j]
+		return fmt.Sprint(a.Exe, "\x00", a.Op, "\x00", a.Family, "\x00", a.Proto, "\x00", a.Addr, "\x00", a.Path, "\x00", a.Port, a.OK) <
+			fmt.Sprint(b.Exe, "\x00", b.Op, "\x00", b.Family, "\x00", b.Proto, "\x00", b.Addr, "\x00", b.Path, "\x00", b.Port, b.OK)
+	})
+	for name, d := range c.dns {
+		a := trace.DNSAnswer{Name: name, Server: d.server}
+		for addr := range d.addrs {
+			a.Addrs = append(a.Addrs, addr)
+		}
+		sort.Strings(a.Addrs)
+		t.DNS = append(t.DNS, a)
+	}
+	sort.Slice(t.DNS, func(i, j int) bool { return t.DNS[i].Name < t.DNS[j].Name })
+}
+
+// Names of the arch tables, by the arch enum of learn.c.
+var archs = map[bpf.LearnArchKind]struct {
+	name string
+	info *arch.Info
+}{
+	bpf.LearnArchKindSCARCH_X8664: {trace.ArchX86_64, arch.X86_64},
+	bpf.LearnArchKindSCARCH_I386:  {trace.ArchI386, arch.I386},
+	bpf.LearnArchKindSCARCH_X32:   {trace.ArchX32, arch.X32},
+}
+
+func syscallName(info *arch.Info, nr int) string {
+	if n, ok := info.SyscallNumbers[nr]; ok {
+		return n
+	}
+	return fmt.Sprintf("syscall_%d", nr)
+}
+
+var argKinds = map[bpf.LearnArgKind]string{
+	bpf.LearnArgKindARGK_SOCKET:        "socket",
+	bpf.LearnArgKindARGK_CLONE_FLAGS:   "clone_flags",
+	bpf.LearnArgKindARGK_CLONE3FLAGS:   "clone3_flags",
+	bpf.LearnArgKindARGK_UNSHARE_FLAGS: "unshare_flags",
+	bpf.LearnArgKindARGK_SETNS_NSTYPE:  "setns_nstype",
+	bpf.LearnArgKindARGK_PRCTL_OPTION:  "prctl_option",
+	bpf.LearnArgKindARGK_PERSONALITY:   "personality",
+	bpf.LearnArgKindARGK_IOCTL_REQUEST: "ioctl_request",
+	bpf.LearnArgKindARGK_MMAP_PROT:     "mmap_prot",
+	bpf.LearnArgKindARGK_MPROTECT_PROT: "mprotect_prot",
+}
+
+func (c *collector) syscall(k bpf.LearnScKey, count uint64) trace.SyscallCount {
+	a, ok := archs[bpf.LearnArchKind(k.Arch)]
+	if !ok {
+		a = archs[bpf.LearnArchKindSCARCH_X8664]
+	}
+	return trace.SyscallCount{Exe: c.exe(k.ExeKey), Arch: a.name, Name: syscallName(a.info, int(k.Nr)), Nr: int(k.Nr), Count: count}
+}
+
+func (c *collector) arg(k bpf.LearnArgKey, count uint64) trace.ArgValue {
+	v := trace.ArgValue{Exe: c.exe(k.ExeKey), Syscall: syscallName(arch.X86_64, int(k.Nr)),
+		Kind: argKinds[bpf.LearnArgKind(k.Kind)], Value: k.Value, Count: count}
+	if v.Kind == "" {
+		v.Kind = fmt.Sprintf("kind%d", k.Kind)
+	}
+	if bpf.LearnArgKind(k.Kind) == bpf.LearnArgKindARGK_SOCKET {
+		v.Fields = map[string]uint64{"domain": k.Value >> 32, "type": (k.Value >> 16) & 0xffff, "protocol": k.Value & 0xffff}
+	}
+	return v
+}

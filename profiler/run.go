@@ -1,0 +1,397 @@
+package profiler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/bpf"
+	"github.com/sysprof/sysprof/trace"
+)
+
+// DefaultRingBufferBytes is the ring buffer size when Options.RingBufferBytes is 0.
+const DefaultRingBufferBytes = 16 << 20
+
+// leftoverGrace is how long the rest of the tree may take to finish after the main command
+// exited before what is still running is killed.
+const leftoverGrace = 250 * time.Millisecond
+
+// interruptGrace is how long the command gets to exit after SIGTERM when ctx is cancelled.
+const interruptGrace = 3 * time.Second
+
+// Options says what to run and how.
+type Options struct {
+	Command []string // argv; Command[0] is looked up in the PATH of Env
+	Dir     string   // working directory ("" = current)
+	Env     []string // nil = os.Environ()
+	// Stdin, Stdout, Stderr default to the process's own. *os.File values are handed to the
+	// command as they are (TTY included); other readers and writers are copied.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// RingBufferBytes is the size of the event ring buffer: a power of two and a multiple of
+	// the page size. 0 means DefaultRingBufferBytes.
+	RingBufferBytes int
+	Debug           bool // put the full verifier log into load errors
+}
+
+// Run runs opts.Command permissively in a fresh cgroup2 directory, records what its whole
+// process tree does with eBPF, and returns the Trace.
+//
+// The trace is returned whenever the command ran, even when it failed or was interrupted
+// (ctx cancelled, or SIGINT/SIGTERM/SIGHUP received and forwarded): then Incomplete is set with a
+// reason. Errors: ErrNeedRoot, *LoadError (BPF could not be loaded or attached), *CommandError
+// (the command was not found, 127, or not executable, 126), and cgroup errors.
+//
+// Requires Linux 5.14 (cgroup.kill), BTF, root or CAP_BPF+CAP_PERFMON, and a cgroup2 mount.
+func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
+	if len(opts.Command) == 0 {
+		return nil, errors.New("no command to run")
+	}
+	env := opts.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	dir := opts.Dir
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return nil, err
+		}
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
+	path, err := resolveCommand(opts.Command[0], dir, env)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPrivileges(); err != nil {
+		return nil, err
+	}
+	ringBytes := opts.RingBufferBytes
+	if ringBytes == 0 {
+		ringBytes = DefaultRingBufferBytes
+	}
+	if page := os.Getpagesize(); ringBytes < page || ringBytes%page != 0 || ringBytes&(ringBytes-1) != 0 {
+		return nil, fmt.Errorf("ring buffer size %d: must be a power of two and a multiple of %d", ringBytes, page)
+	}
+
+	cg, err := newRunCgroup()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if rerr := cg.remove(); rerr != nil && err == nil && tr == nil {
+			err = rerr
+		}
+	}()
+
+	p, err := loadProbe(cg.id, cg.dir, ringBytes, opts.Debug)
+	if err != nil {
+		if os.Geteuid() != 0 && errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("%w: %v", ErrNeedRoot, err)
+		}
+		return nil, err
+	}
+	defer p.close()
+
+	rd, err := ringbuf.NewReader(p.objs.Events)
+	if err != nil {
+		return nil, &LoadError{Step: "open ring buffer", Err: err}
+	}
+	defer rd.Close()
+
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	col := newCollector(uint64(ts.Nano()), start)
+	readDone := make(chan error, 1)
+	go func() {
+		var rec ringbuf.Record
+		for {
+			if err := rd.ReadInto(&rec); err != nil {
+				if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed) {
+					err = nil
+				}
+				readDone <- err
+				return
+			}
+			col.handle(rec.RawSample)
+		}
+	}()
+	stopReader := func() error {
+		// Flush makes the reader return what is in the ring, then ErrFlushed.
+		if err := rd.Flush(); err != nil {
+			rd.Close()
+		}
+		return <-readDone
+	}
+	readerStopped := false
+	defer func() {
+		if !readerStopped {
+			stopReader()
+			col.hasher.finish()
+		}
+	}()
+
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        opts.Command,
+		Dir:         dir,
+		Env:         env,
+		Stdin:       orFile(opts.Stdin, os.Stdin),
+		Stdout:      orWriter(opts.Stdout, os.Stdout),
+		Stderr:      orWriter(opts.Stderr, os.Stderr),
+		SysProcAttr: &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cg.fd},
+	}
+	sigc := make(chan os.Signal, 8)
+	signal.Notify(sigc, unix.SIGINT, unix.SIGTERM, unix.SIGHUP)
+	defer signal.Stop(sigc)
+	if err := cmd.Start(); err != nil {
+		code := 126
+		if errors.Is(err, os.ErrNotExist) {
+			code = 127
+		}
+		return nil, &CommandError{Name: opts.Command[0], Code: code, Err: err}
+	}
+
+	t := &trace.Trace{
+		Version: trace.Version,
+		Command: append([]string(nil), opts.Command...),
+		Context: runContext(dir, env),
+		Host:    hostInfo(),
+		Start:   start,
+	}
+	interrupted := ""
+	waitc := make(chan error, 1)
+	go func() { waitc <- cmd.Wait() }()
+	var killTimer <-chan time.Time
+	ctxDone := ctx.Done()
+wait:
+	for {
+		select {
+		case <-waitc:
+			break wait
+		case s := <-sigc:
+			sig := s.(syscall.Signal)
+			if interrupted == "" {
+				interrupted = "interrupted by " + unix.SignalName(sig)
+			}
+			if !(sig == unix.SIGINT && childGotTTYSignal()) {
+				cmd.Process.Signal(sig)
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			if interrupted == "" {
+				interrupted = "interrupted: " + context.Cause(ctx).Error()
+			}
+			cmd.Process.Signal(unix.SIGTERM)
+			killTimer = time.After(interruptGrace)
+		case <-killTimer:
+			cg.kill()
+		}
+	}
+	t.ExitCode = exitCode(cmd.ProcessState)
+
+	// The rest of the tree: give it a moment, then end it (double-forked daemons).
+	if !cg.waitEmpty(ctx, leftoverGrace) {
+		if n := len(cg.pids()); n > 0 {
+			t.Reasons = append(t.Reasons, fmt.Sprintf("%d process(es) still running after the command exited were killed: what they did next is not recorded", n))
+		}
+		cg.kill()
+		if !cg.waitEmpty(context.Background(), 5*time.Second) {
+			t.Reasons = append(t.Reasons, "processes in the run cgroup did not exit after cgroup.kill")
+		}
+	}
+	if interrupted != "" {
+		t.Reasons = append([]string{interrupted}, t.Reasons...)
+	}
+
+	// Stop producing, drain what is in the ring buffer, then read the in-kernel aggregates.
+	p.detach()
+	readerStopped = true
+	rerr := stopReader()
+	col.hasher.finish()
+	t.End = time.Now()
+	if rerr != nil {
+		t.Reasons = append(t.Reasons, "reading the ring buffer failed: "+rerr.Error())
+	}
+	if err := readAggregates(p, col, t); err != nil {
+		return nil, err
+	}
+	col.fill(t)
+	addRootExecve(t)
+	if col.undecodable > 0 {
+		t.Reasons = append(t.Reasons, fmt.Sprintf("BUG: %d events could not be decoded", col.undecodable))
+	}
+	t.Incomplete = len(t.Reasons) > 0
+	return t, nil
+}
+
+func orFile(r io.Reader, def *os.File) io.Reader {
+	if r == nil {
+		return def
+	}
+	return r
+}
+
+func orWriter(w io.Writer, def *os.File) io.Writer {
+	if w == nil {
+		return def
+	}
+	return w
+}
+
+// resolveCommand finds the executable like a shell would, relative to dir for names with a
+// slash and in the PATH of env otherwise.
+func resolveCommand(name, dir string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if err := checkExecutable(name, p); err != nil {
+			return "", err
+		}
+		return p, nil
+	}
+	pathEnv, _ := envLookup(env, "PATH")
+	return lookPathIn(name, pathEnv)
+}
+
+// checkPrivileges returns ErrNeedRoot unless the process can load tracing programs.
+func checkPrivileges() error {
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	const capPerfmon, capBPF = 38, 39
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return ErrNeedRoot
+	}
+	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
+	if !has(capBPF) || !has(capPerfmon) {
+		return ErrNeedRoot
+	}
+	return nil
+}
+
+// childGotTTYSignal reports whether a SIGINT was most likely typed at the terminal: then the
+// kernel already sent it to the whole foreground process group, the command included, and
+// forwarding it would deliver it twice.
+func childGotTTYSignal() bool {
+	fg, err := unix.IoctlGetInt(int(os.Stdin.Fd()), unix.TIOCGPGRP)
+	return err == nil && fg == unix.Getpgrp()
+}
+
+// exitCode is the shell's view of how the command ended: its status, or 128+N for signal N.
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// readAggregates reads the syscall and argument maps and the loss counters into t.
+func readAggregates(p *probe, col *collector, t *trace.Trace) error {
+	var sk bpf.LearnScKey
+	var n uint64
+	it := p.objs.Syscalls.Iterate()
+	for it.Next(&sk, &n) {
+		t.Syscalls = append(t.Syscalls, col.syscall(sk, n))
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read syscall counts: %w", err)
+	}
+	var ak bpf.LearnArgKey
+	it = p.objs.Args.Iterate()
+	for it.Next(&ak, &n) {
+		t.Args = append(t.Args, col.arg(ak, n))
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read argument values: %w", err)
+	}
+	cnt, err := p.counters()
+	if err != nil {
+		return err
+	}
+	t.Loss.RingbufDrops = cnt[bpf.LearnCounterCNT_RINGBUF_DROPS] + cnt[bpf.LearnCounterCNT_SCRATCH_BUSY]
+	t.Loss.MapFull = cnt[bpf.LearnCounterCNT_SYSCALLS_FULL] + cnt[bpf.LearnCounterCNT_ARGS_FULL] +
+		cnt[bpf.LearnCounterCNT_TASKS_FULL] + cnt[bpf.LearnCounterCNT_STASH_FULL]
+	if t.Loss.RingbufDrops > 0 {
+		t.Reasons = append(t.Reasons, fmt.Sprintf("%d events lost: the ring buffer was full", t.Loss.RingbufDrops))
+	}
+	if t.Loss.MapFull > 0 {
+		t.Reasons = append(t.Reasons, fmt.Sprintf("%d observations lost: in-kernel maps were full", t.Loss.MapFull))
+	}
+	sort.Slice(t.Syscalls, func(i, j int) bool {
+		a, b := t.Syscalls[i], t.Syscalls[j]
+		if a.Exe != b.Exe {
+			return a.Exe < b.Exe
+		}
+		if a.Arch != b.Arch {
+			return a.Arch < b.Arch
+		}
+		return a.Name < b.Name
+	})
+	sort.Slice(t.Args, func(i, j int) bool {
+		a, b := t.Args[i], t.Args[j]
+		if a.Exe != b.Exe {
+			return a.Exe < b.Exe
+		}
+		if a.Syscall != b.Syscall {
+			return a.Syscall < b.Syscall
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return a.Value < b.Value
+	})
+	return nil
+}
+
+// addRootExecve adds the root's first execve, which happens before the gate (the exec is what
+// opens it) but which the command needs.
+func addRootExecve(t *trace.Trace) {
+	if len(t.Processes) == 0 {
+		return
+	}
+	exe := t.Processes[0].Exe
+	nr := arch.X86_64.SyscallNames["execve"]
+	for i := range t.Syscalls {
+		s := &t.Syscalls[i]
+		if s.Exe == exe && s.Arch == trace.ArchX86_64 && s.Nr == nr {
+			s.Count++
+			return
+		}
+	}
+	t.Syscalls = append(t.Syscalls, trace.SyscallCount{Exe: exe, Arch: trace.ArchX86_64, Name: "execve", Nr: nr, Count: 1})
+	sort.SliceStable(t.Syscalls, func(i, j int) bool {
+		a, b := t.Syscalls[i], t.Syscalls[j]
+		if a.Exe != b.Exe {
+			return a.Exe < b.Exe
+		}
+		if a.Arch != b.Arch {
+			return a.Arch < b.Arch
+		}
+		return a.Name < b.Name
+	})
+}
