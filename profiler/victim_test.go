@@ -110,7 +110,7 @@ func TestVictim(t *testing.T) {
 		{j("out.txt"), trace.AccessCreate, true},
 		{j("nothere"), trace.AccessMetadata, false},
 		{j("newdir"), trace.AccessCreate, true},
-		{j("out.txt"), trace.AccessDelete, true}, // rename source
+		{j("out.txt"), trace.AccessDelete, true},  // rename source
 		{j("out2.txt"), trace.AccessCreate, true}, // rename target
 		{j("out2.txt"), trace.AccessDelete, true}, // unlink
 		{"/nonexistent/prog", trace.AccessExec, false},
