@@ -100,6 +100,9 @@ type Compiled struct {
 	Unenforceable []string `json:"unenforceable,omitempty"`
 	// MissingWritable are writable directories that do not exist yet; Run creates them.
 	MissingWritable []string `json:"missingWritable,omitempty"`
+	// HiddenSockets are the host's pathname unix sockets the init stage covers after the
+	// plan's mounts (not part of the plan: they come and go while the sandbox starts).
+	HiddenSockets []string `json:"hiddenSockets,omitempty"`
 
 	spec *filterSpec
 }
@@ -505,13 +508,13 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 		// Pathname unix sockets of daemons outside the sandbox (tmux, docker, dbus, agents) are
 		// reachable through a read-only mount and Landlock has no rule for them: cover each
 		// one the host has now with an empty read-only file, unless the profile connects to it.
-		for _, sock := range daemonSockets(env, p.Network) {
-			if !slices.Contains(plan.Hidden, sock) {
-				plan.Hidden = append(plan.Hidden, sock)
+		// They are hidden after the profile's mounts, tolerating sockets that vanish meanwhile.
+		for _, sock := range daemonSockets(env, p.Network, fs.PrivateTmp) {
+			if !coveredBy(sock, plan.Hidden) {
+				c.HiddenSockets = append(c.HiddenSockets, sock)
 			}
 		}
-		slices.Sort(plan.Hidden)
-		if n := len(plan.Hidden) - len(hidden); n > 0 {
+		if n := len(c.HiddenSockets); n > 0 {
 			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.hidden: + %d unix socket(s) of daemons outside the sandbox", n))
 		}
 		ll := &sandbox.Landlock{RestrictTCP: true, ScopeSignals: true, ScopeAbstractUnix: true}
@@ -615,7 +618,7 @@ var socketDirs = []string{"/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm"}
 
 // daemonSockets lists the pathname unix sockets on this host that a sandboxed command could
 // connect to, except those the profile's network section names (unix:PATH).
-func daemonSockets(env Env, n policy.Network) []string {
+func daemonSockets(env Env, n policy.Network, privateTmp bool) []string {
 	allowed := map[string]bool{}
 	for _, l := range [][]policy.Endpoint{n.Connect, n.Send} {
 		for _, e := range l {
@@ -626,7 +629,12 @@ func daemonSockets(env Env, n policy.Network) []string {
 			}
 		}
 	}
-	dirs := slices.Clone(socketDirs)
+	var dirs []string
+	for _, d := range socketDirs {
+		if !privateTmp || privateTmpRoot(d) == "" { // a private /tmp shows none of the host's
+			dirs = append(dirs, d)
+		}
+	}
 	if x := env.Vars["XDG_RUNTIME_DIR"]; x != "" {
 		dirs = append(dirs, x)
 	}

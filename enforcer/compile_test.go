@@ -3,6 +3,7 @@ package enforcer
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -188,4 +189,28 @@ func findLayer(r *report.Report, name string) *report.Layer {
 		}
 	}
 	return nil
+}
+
+func TestDaemonSockets(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "sysprof-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	a, b := filepath.Join(dir, "a.sock"), filepath.Join(dir, "b.sock")
+	for _, p := range []string{a, b} {
+		l, err := net.Listen("unix", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+	}
+	n := policy.Network{Connect: []policy.Endpoint{{Endpoint: "unix:" + b}}}
+	got := daemonSockets(Env{}, n, false)
+	if !slices.Contains(got, a) || slices.Contains(got, b) {
+		t.Errorf("sockets %v: want %s (a host daemon) and not %s (the profile connects to it)", got, a, b)
+	}
+	if got := daemonSockets(Env{}, n, true); slices.Contains(got, a) {
+		t.Errorf("with a private /tmp the host's /tmp sockets are invisible; got %v", got)
+	}
 }

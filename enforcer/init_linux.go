@@ -62,7 +62,7 @@ func initStage() int {
 	}
 
 	if cfg.Sandbox {
-		layers, skipped, err := applySandbox(&cfg.Plan, cfg.Degrade)
+		layers, skipped, err := applySandbox(&cfg.Plan, cfg.Sockets, cfg.Degrade)
 		if err != nil {
 			var le *layerError
 			st := initStatus{Stage: "sandbox", Error: err.Error()}

@@ -21,7 +21,8 @@ type initConfig struct {
 	Dir     string               `json:"dir"` // entered again after the mounts: the old cwd is on the host's mount
 	Filter  []bpf.RawInstruction `json:"filter"`
 	Plan    sandbox.Plan         `json:"plan"`
-	Sandbox bool                 `json:"sandbox"` // apply Plan (false only when degrading without the sandbox package)
+	Sockets []string             `json:"sockets,omitempty"` // host daemon sockets to hide after the plan's mounts
+	Sandbox bool                 `json:"sandbox"`           // apply Plan (false only when degrading without the sandbox package)
 	Degrade bool                 `json:"degrade"`
 }
 

@@ -133,7 +133,7 @@ type runResult struct {
 
 func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, applySandbox bool, rep *report.Report) (runResult, error) {
 	var res runResult
-	cfg := initConfig{Argv: opts.Command, Dir: dir, Filter: c.Filter, Plan: c.Plan, Sandbox: applySandbox, Degrade: opts.Degrade}
+	cfg := initConfig{Argv: opts.Command, Dir: dir, Filter: c.Filter, Plan: c.Plan, Sockets: c.HiddenSockets, Sandbox: applySandbox, Degrade: opts.Degrade}
 	cfgFile, err := memfile("sysprof-init-config", cfg)
 	if err != nil {
 		return res, err

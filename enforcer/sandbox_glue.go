@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"fmt"
+	"os"
 	"syscall"
 
 	"github.com/sysprof/sysprof/sandbox"
@@ -18,7 +19,7 @@ func namespaceAttr(p *sandbox.Plan, asRoot bool, uid, gid int) *syscall.SysProcA
 
 // applySandbox applies the plan one layer at a time, in the sandbox's order, so that with
 // degrade a layer the host cannot apply is skipped and named while the others still apply.
-func applySandbox(p *sandbox.Plan, degrade bool) ([]layerState, []string, error) {
+func applySandbox(p *sandbox.Plan, sockets []string, degrade bool) ([]layerState, []string, error) {
 	steps := []struct {
 		name string
 		sub  sandbox.Plan
@@ -49,6 +50,9 @@ func applySandbox(p *sandbox.Plan, degrade bool) ([]layerState, []string, error)
 				continue
 			}
 		}
+		if err == nil && s.name == LayerMounts {
+			err = hideSockets(sockets)
+		}
 		if err != nil {
 			if !degrade {
 				return layers, skipped, &layerError{layer: s.name, err: err}
@@ -59,4 +63,26 @@ func applySandbox(p *sandbox.Plan, degrade bool) ([]layerState, []string, error)
 		layers = append(layers, layerState{Name: s.name})
 	}
 	return layers, skipped, nil
+}
+
+// hideSockets covers the host daemon sockets that are still there with the sandbox's empty
+// read-only file. A socket removed while this runs is skipped (it cannot be reached either);
+// a failure caused by one vanishing mid-way is retried with the sockets still uncovered.
+func hideSockets(sockets []string) error {
+	var err error
+	for range 3 {
+		var left []string
+		for _, s := range sockets {
+			if st, e := os.Lstat(s); e == nil && st.Mode()&os.ModeSocket != 0 {
+				left = append(left, s)
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if _, err = (&sandbox.Plan{Hidden: left}).ApplyResult(); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("hide daemon sockets: %w", err)
 }
