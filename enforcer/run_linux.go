@@ -35,6 +35,8 @@ type Options struct {
 	// the degraded layers. Without it Run refuses with a *LayerError (fail closed).
 	Degrade bool
 
+	// The command's standard streams; nil means sysprof's own (they and the terminal pass
+	// through as file descriptors).
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 }
@@ -175,6 +177,15 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 	}
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
+	}
+	if cmd.Stdin == nil {
+		cmd.Stdin = os.Stdin
+	}
+	if cmd.Stdout == nil {
+		cmd.Stdout = os.Stdout
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
 	}
 	// Pdeathsig fires when the thread that forked exits: keep this goroutine on its thread
 	// until the command is gone.
