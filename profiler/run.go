@@ -157,6 +157,9 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 		Stdout:      orWriter(opts.Stdout, os.Stdout),
 		Stderr:      orWriter(opts.Stderr, os.Stderr),
 		SysProcAttr: &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cg.fd},
+		// A daemon the command left behind may hold the output pipes (when Stdout is not an
+		// *os.File); do not wait for it to close them.
+		WaitDelay: leftoverGrace,
 	}
 	sigc := make(chan os.Signal, 8)
 	signal.Notify(sigc, unix.SIGINT, unix.SIGTERM, unix.SIGHUP)
@@ -191,7 +194,7 @@ wait:
 			if interrupted == "" {
 				interrupted = "interrupted by " + unix.SignalName(sig)
 			}
-			if !(sig == unix.SIGINT && childGotTTYSignal()) {
+			if !(sig == unix.SIGINT && childGotTTYSignal(cmd.Stdin)) {
 				cmd.Process.Signal(sig)
 			}
 		case <-ctxDone:
@@ -291,11 +294,17 @@ func checkPrivileges() error {
 	return nil
 }
 
-// childGotTTYSignal reports whether a SIGINT was most likely typed at the terminal: then the
-// kernel already sent it to the whole foreground process group, the command included, and
-// forwarding it would deliver it twice.
-func childGotTTYSignal() bool {
-	fg, err := unix.IoctlGetInt(int(os.Stdin.Fd()), unix.TIOCGPGRP)
+// childGotTTYSignal reports whether a SIGINT was most likely typed at the terminal: the
+// command's stdin is a terminal whose foreground process group is ours (the command is in it
+// too), so the kernel already sent the signal to the command and forwarding it would deliver it
+// twice. A SIGINT sent with kill(2) to sysprof alone is then not forwarded; SIGTERM and SIGHUP
+// always are.
+func childGotTTYSignal(stdin io.Reader) bool {
+	f, ok := stdin.(*os.File)
+	if !ok {
+		return false
+	}
+	fg, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
 	return err == nil && fg == unix.Getpgrp()
 }
 
