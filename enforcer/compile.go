@@ -98,8 +98,6 @@ type Compiled struct {
 	// Unenforceable lists parts of the profile no layer here can enforce (for example network
 	// addresses without cgroup hooks). Run refuses unless degrading.
 	Unenforceable []string `json:"unenforceable,omitempty"`
-	// MissingWritable are writable directories that do not exist yet; Run creates them.
-	MissingWritable []string `json:"missingWritable,omitempty"`
 	// HiddenSockets are the host's pathname unix sockets the init stage covers after the
 	// plan's mounts (not part of the plan: they come and go while the sandbox starts).
 	HiddenSockets []string `json:"hiddenSockets,omitempty"`
@@ -116,6 +114,9 @@ const (
 	LayerNetwork  = "network-allowlist"
 	LayerCaps     = "capabilities"
 	LayerUserNS   = "userns"
+	// LayerFileRules is the precision of the profile's write rules: degraded when a rule had to
+	// be widened beyond the work tree, temp and cache directories.
+	LayerFileRules = "filesystem-rules"
 )
 
 // alwaysAllowed cannot widen what a process reaches and only crash it when denied.
@@ -199,6 +200,13 @@ func (c *Compiled) compileSyscalls(p *policy.Profile, host *arch.Info) (*filterS
 	rulesFor := map[string][]policy.ArgRule{}
 	for _, r := range p.Syscalls.Args {
 		rulesFor[r.Syscall] = append(rulesFor[r.Syscall], r)
+	}
+	// clone3 always answers ENOSYS (below), so libc falls back to clone(2): a profile that
+	// learned clone3 (a learn run never sees the fallback) needs clone, whose namespace flags
+	// stay denied. clone can do nothing clone3 could not.
+	if (names["clone3"] || len(rulesFor["clone3"]) > 0) && !names["clone"] {
+		names["clone"] = true
+		c.Notes = append(c.Notes, "syscalls.allow: + clone (the fallback of clone3, which answers ENOSYS)")
 	}
 	archs := slices.Clone(p.Syscalls.Architectures)
 	if len(archs) == 0 {
@@ -419,6 +427,12 @@ func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env)
 		if err != nil {
 			return nil, fmt.Errorf("filesystem.%s: %w", section, err)
 		}
+		if strings.ContainsAny(p, "*?[") && section == "hidden" {
+			// Hiding the glob's directory would hide far more than asked (all of /tmp for
+			// $TMPDIR/ssh-*): hide what matches now instead.
+			out = append(out, globMatches(p, 20000)...)
+			continue
+		}
 		if strings.ContainsAny(p, "*?[") {
 			dir := p
 			for strings.ContainsAny(dir, "*?[") {
@@ -460,6 +474,7 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 	if wantFS {
 		plan.ReadOnlyRoot = true
 		plan.PrivateTmp = fs.PrivateTmp
+		write = c.writableDirs(write, env)
 		for i, w := range write {
 			_, err := os.Stat(w)
 			missing := errors.Is(err, os.ErrNotExist)
@@ -472,9 +487,6 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 					c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is in the private %s: Landlock allows writes to all of it", w, root))
 				}
 				continue
-			}
-			if missing {
-				c.MissingWritable = append(c.MissingWritable, w)
 			}
 			if isDevice(w) {
 				continue
@@ -708,4 +720,97 @@ func (c *Compiled) Dump(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// writableDirs turns write rules into directories both layers can hold open. A rule on a file
+// (or on a path that does not exist yet, like a build output) becomes its nearest existing
+// directory: tools replace files (unlink and create, rename over) and a bind-mounted file or a
+// Landlock file rule cannot be replaced. Widening beyond the work tree, temp and cache
+// directories, or to $HOME itself, is too broad to do silently: it is listed as unenforceable
+// (Run refuses unless degrading). Devices stay as they are. Nothing is created on the host.
+func (c *Compiled) writableDirs(write []string, env Env) []string {
+	var roots []string // below (or at) these, widening is harmless
+	for _, k := range []string{"WORKDIR", "TMPDIR", "GOCACHE", "GOMODCACHE", "CARGO_HOME", "RUSTUP_HOME", "NPM_CACHE"} {
+		if v := env.Vars[k]; v != "" {
+			roots = append(roots, filepath.Clean(v))
+		}
+	}
+	roots = append(roots, privateTmpDirs...)
+	home := filepath.Clean(env.Vars["HOME"])
+	widened := map[string][]string{}
+	var out []string
+	for _, w := range write {
+		if isDevice(w) {
+			out = append(out, w)
+			continue
+		}
+		st, err := os.Stat(w)
+		if err == nil && st.IsDir() {
+			out = append(out, w)
+			continue
+		}
+		dir := filepath.Dir(w)
+		for {
+			if st, err := os.Stat(dir); err == nil && st.IsDir() {
+				break
+			}
+			dir = filepath.Dir(dir)
+		}
+		if !coveredBy(dir, roots) && !(home != "." && home != "/" && strings.HasPrefix(dir, home+"/")) {
+			c.Unenforceable = append(c.Unenforceable, fmt.Sprintf("filesystem.write: %s is a file or does not exist yet, and its directory %s is too broad to make writable", w, dir))
+		}
+		widened[dir] = append(widened[dir], w)
+		out = append(out, dir)
+	}
+	for _, dir := range sortedKeys(widened) {
+		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %d file rule(s) widened to their directory %s (files are replaced, not rewritten in place): %s",
+			len(widened[dir]), dir, strings.Join(widened[dir], ", ")))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// globMatches returns the existing paths matching pattern, whose components may be globs
+// (filepath.Match) or "**" (any number of directories). It looks at most limit entries.
+func globMatches(pattern string, limit int) []string {
+	parts := strings.Split(strings.TrimPrefix(pattern, "/"), "/")
+	var out []string
+	seen := 0
+	var walk func(dir string, parts []string)
+	walk = func(dir string, parts []string) {
+		if seen > limit {
+			return
+		}
+		if len(parts) == 0 {
+			if _, err := os.Lstat(dir); err == nil {
+				out = append(out, dir)
+			}
+			return
+		}
+		part := parts[0]
+		switch {
+		case part == "**":
+			walk(dir, parts[1:]) // zero directories
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				seen++
+				if e.IsDir() && seen <= limit {
+					walk(filepath.Join(dir, e.Name()), parts)
+				}
+			}
+		case strings.ContainsAny(part, "*?["):
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				seen++
+				if ok, _ := filepath.Match(part, e.Name()); ok {
+					walk(filepath.Join(dir, e.Name()), parts[1:])
+				}
+			}
+		default:
+			walk(filepath.Join(dir, part), parts[1:])
+		}
+	}
+	walk("/", parts)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

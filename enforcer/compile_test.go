@@ -214,3 +214,50 @@ func TestDaemonSockets(t *testing.T) {
 		t.Errorf("with a private /tmp the host's /tmp sockets are invisible; got %v", got)
 	}
 }
+
+func TestHiddenGlobsHideMatchesOnly(t *testing.T) {
+	work := t.TempDir()
+	for _, p := range []string{".env", "sub/deeper/.env", "sub/.env.local", "sub/keep.txt"} {
+		full := filepath.Join(work, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		os.WriteFile(full, nil, 0o600)
+	}
+	p := testProfile()
+	p.Filesystem.Read = []policy.PathRule{{Path: "$WORKDIR"}}
+	p.Filesystem.Hidden = []policy.PathRule{{Path: "$WORKDIR/**/.env"}, {Path: "$WORKDIR/**/.env.*"}, {Path: "$TMPDIR/ssh-*"}}
+	c, err := Compile(p, Env{Vars: map[string]string{"WORKDIR": work, "TMPDIR": "/tmp"}, Arch: "x86_64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(work, ".env"), filepath.Join(work, "sub/.env.local"), filepath.Join(work, "sub/deeper/.env")}
+	var got []string
+	for _, h := range c.Plan.Hidden {
+		if strings.HasPrefix(h, work) || h == "/tmp" {
+			got = append(got, h)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("hidden %v, want exactly %v (never the glob's directory)", got, want)
+	}
+}
+
+func TestWriteRulesOnFilesBecomeDirectories(t *testing.T) {
+	work := t.TempDir()
+	os.WriteFile(filepath.Join(work, "hello"), nil, 0o755)
+	home := t.TempDir()
+	p := testProfile()
+	p.Filesystem.Write = []policy.PathRule{{Path: "$WORKDIR/hello"}, {Path: "$WORKDIR/main.o"}, {Path: "$WORKDIR/out/x.o"}, {Path: "/etc/newtool.conf"}}
+	c, err := Compile(p, Env{Vars: map[string]string{"WORKDIR": work, "HOME": home, "TMPDIR": "/tmp"}, Arch: "x86_64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Plan.Writable, []string{"/etc", work}) {
+		t.Errorf("writable %v, want the work tree (files and missing outputs widened to it) and /etc", c.Plan.Writable)
+	}
+	if len(c.Unenforceable) != 1 || !strings.Contains(c.Unenforceable[0], "/etc/newtool.conf") {
+		t.Errorf("widening /etc must be unenforceable: %v", c.Unenforceable)
+	}
+	if _, err := os.Stat(filepath.Join(work, "main.o")); err == nil {
+		t.Errorf("compile created a missing write path on the host")
+	}
+}

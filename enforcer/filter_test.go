@@ -236,7 +236,14 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 			return errnoOf(r)
 		}
 	}
-	allowed := slices.Contains(alwaysAllowed, name) || slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == name })
+	listedName := func(n string) bool {
+		return slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == n })
+	}
+	allowed := slices.Contains(alwaysAllowed, name) || listedName(name)
+	// clone3 answers ENOSYS, so a profile with clone3 gets its fallback, clone.
+	if name == "clone" && (listedName("clone3") || slices.ContainsFunc(p.Syscalls.Args, func(r policy.ArgRule) bool { return r.Syscall == "clone3" })) {
+		allowed = true
+	}
 	if !allowed {
 		return retNotify
 	}

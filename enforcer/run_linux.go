@@ -103,16 +103,19 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 			}
 		}
 	}
+	unenforceable := map[string][]string{}
 	for _, u := range compiled.Unenforceable {
+		layer := LayerNetwork
+		if strings.HasPrefix(u, "filesystem.") {
+			layer = LayerFileRules
+		}
 		if !opts.Degrade {
-			return rep, 125, &LayerError{Layer: LayerNetwork, Reason: u}
+			return rep, 125, &LayerError{Layer: layer, Reason: u}
 		}
-		rep.SetLayer(report.Layer{Name: LayerNetwork, State: report.LayerDegraded, Detail: strings.Join(compiled.Unenforceable, "; ")})
+		unenforceable[layer] = append(unenforceable[layer], u)
 	}
-	for _, w := range compiled.MissingWritable {
-		if err := os.MkdirAll(w, 0o755); err != nil {
-			return rep, 125, fmt.Errorf("create writable directory %s: %w", w, err)
-		}
+	for _, layer := range sortedKeys(unenforceable) {
+		rep.SetLayer(report.Layer{Name: layer, State: report.LayerDegraded, Detail: strings.Join(unenforceable[layer], "; ")})
 	}
 
 	res, err := start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep)
