@@ -59,7 +59,7 @@ func TestSuggest(t *testing.T) {
 func TestSupervisorAggregatesAndBounds(t *testing.T) {
 	s := &supervisor{}
 	for i := range maxDistinct + 10 {
-		d := report.Denial{Kind: report.KindSyscall, What: "ptrace(PTRACE_ATTACH, pid " + strconv.Itoa(i) + ")", Exe: "/x", Count: 1}
+		d := report.Denial{Kind: report.KindSyscall, Syscall: "ptrace", What: "ptrace(PTRACE_ATTACH, pid 1)", Exe: "/x" + strconv.Itoa(i), Count: 1}
 		s.record(d)
 		s.record(d)
 	}
@@ -69,5 +69,16 @@ func TestSupervisorAggregatesAndBounds(t *testing.T) {
 	}
 	if got[0].Count != 2 {
 		t.Errorf("count %d, want 2 (same call twice)", got[0].Count)
+	}
+}
+
+func TestSupervisorAggregatesPerSuggestion(t *testing.T) {
+	s := &supervisor{}
+	for _, path := range []string{"a", "b", "c"} {
+		s.record(report.Denial{Kind: report.KindSyscall, Syscall: "utimensat", What: "utimensat(\"" + path + "\")", Exe: "/usr/bin/git", Suggest: "syscalls.allow: + utimensat", Count: 1})
+	}
+	got, _ := s.take()
+	if len(got) != 1 || got[0].Count != 3 || got[0].What != `utimensat("a")` {
+		t.Errorf("got %+v, want one entry, count 3, the first call as example", got)
 	}
 }

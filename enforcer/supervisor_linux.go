@@ -122,8 +122,11 @@ func (s *supervisor) handle(n *seccompNotif) {
 	s.record(d)
 }
 
+// record adds a denial. Denials are aggregated per profile change: the same suggestion for the
+// same executable is one entry whatever the arguments (What keeps the first call as the
+// example), so a tool touching a thousand paths with one denied syscall is one line.
 func (s *supervisor) record(d report.Denial) {
-	key := string(d.Kind) + "\x00" + d.What + "\x00" + d.Exe + "\x00" + d.Suggest
+	key := string(d.Kind) + "\x00" + d.Syscall + "\x00" + d.Arch + "\x00" + d.Exe + "\x00" + d.Suggest
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i, ok := s.index[key]; ok {
