@@ -1,0 +1,111 @@
+package enforcer
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
+)
+
+const unprivEnv = "SYSPROF_TEST_UNPRIVILEGED_VICTIM"
+
+// Enforcing must not need root: the test binary runs itself as nobody (user namespace, no
+// capabilities on the host) and enforces a profile with every layer on the escape victim.
+func TestEnforceAsOrdinaryUser(t *testing.T) {
+	testutil.RequireRoot(t)
+	if _, err := os.Stat("/proc/sys/kernel/unprivileged_userns_clone"); err == nil {
+		if b, _ := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); strings.TrimSpace(string(b)) == "0" {
+			testutil.RequireNoErr(t, "unprivileged user namespaces", os.ErrPermission)
+		}
+	}
+	// Everything nobody needs must be readable by it: copy the test binary and the victim
+	// into a 0755 directory.
+	dir, err := os.MkdirTemp("", "sysprof-unpriv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	self, _ := os.Executable()
+	bin := filepath.Join(dir, "enforcer.test")
+	victim := filepath.Join(dir, "escape")
+	for src, dst := range map[string]string{self: bin, testutil.BuildC(t, "escape/escape.c"): victim} {
+		if err := copyFile(src, dst, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	work := filepath.Join(dir, "work")
+	os.MkdirAll(filepath.Join(work, "out"), 0o755)
+	os.WriteFile(filepath.Join(work, "src.txt"), []byte("x"), 0o644)
+	if err := os.Chown(filepath.Join(work, "out"), 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestUnprivilegedHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), unprivEnv+"="+victim, "HOME="+dir, "SYSPROF_TEST_WORK="+work)
+	cmd.Dir = work
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestUnprivilegedHelper") {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+}
+
+func TestUnprivilegedHelper(t *testing.T) {
+	victim := os.Getenv(unprivEnv)
+	if victim == "" {
+		t.Skip("helper of TestEnforceAsOrdinaryUser")
+	}
+	work := os.Getenv("SYSPROF_TEST_WORK")
+	ld, _ := filepath.EvalSymlinks("/lib64/ld-linux-x86-64.so.2")
+	p := victimProfile()
+	p.Filesystem = policy.Filesystem{
+		Read:  []policy.PathRule{{Path: "/usr"}, {Path: "/etc"}, {Path: "/proc"}, {Path: "$WORKDIR"}},
+		Write: []policy.PathRule{{Path: "$WORKDIR/out"}, {Path: "/dev/null"}},
+		Exec:  []policy.PathRule{{Path: victim}, {Path: ld}},
+	}
+	var stdout strings.Builder
+	rep, code, err := Run(context.Background(), Options{Profile: p, Command: []string{victim, "write=src.txt", "write=out/ok.txt", "sysinfo", "ok"},
+		Dir: work, Stdout: &stdout, Stderr: &stdout})
+	if err != nil || code != 0 {
+		t.Fatalf("exit %d err %v\n%s", code, err, stdout.String())
+	}
+	if want := "write: EROFS\nwrite: ok\nsysinfo: EPERM\nok\n"; stdout.String() != want {
+		t.Errorf("output %q, want %q", stdout.String(), want)
+	}
+	found := false
+	for _, d := range rep.Denials {
+		found = found || d.Syscall == "sysinfo"
+	}
+	if !found {
+		t.Errorf("sysinfo not reported: %+v", rep.Denials)
+	}
+	for _, l := range rep.Layers {
+		if l.State != "applied" {
+			t.Errorf("layer %s %s: %s", l.Name, l.State, l.Detail)
+		}
+	}
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
