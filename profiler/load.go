@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -186,18 +187,23 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool) (p *pro
 }
 
 func (p *probe) close() {
-	for i := len(p.links) - 1; i >= 0; i-- {
-		p.links[i].Close()
-	}
-	p.links = nil
+	p.detach()
 	p.objs.Close()
 }
 
-// detachTracing detaches everything but keeps the maps, so the final reads see a stable state.
+// detach closes every link but keeps the maps, so the final reads see a stable state. Links
+// are closed in parallel: each tracepoint detach waits for an RCU grace period (~65 ms here),
+// one after the other that was 2.9 s for the 44 links.
 func (p *probe) detach() {
-	for i := len(p.links) - 1; i >= 0; i-- {
-		p.links[i].Close()
+	var wg sync.WaitGroup
+	for _, l := range p.links {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.Close()
+		}()
 	}
+	wg.Wait()
 	p.links = nil
 }
 
