@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/policy"
@@ -55,7 +56,8 @@ func fromPolicyRisk(changes []policy.Change) report.Risk {
 func (c *Compiled) suggest(abi, name string, auditArch, nr uint32, args [6]uint64) (string, report.Risk) {
 	var spec *abiSpec
 	for _, a := range c.spec.abis {
-		if uint32(a.info.ID) == auditArch && (a.info.SeccompMask != 0) == (auditArch == uint32(0xc000003e) && nr&x32Bit != 0) {
+		isX32Call := auditArch == uint32(arch.X86_64.ID) && nr&x32Bit != 0
+		if uint32(a.info.ID) == auditArch && (a.info.SeccompMask != 0) == isX32Call {
 			spec = a
 		}
 	}
