@@ -50,7 +50,12 @@
 //   - With a private /tmp, paths the profile reads inside /tmp are bound from the host (Landlock
 //     keeps them read-only), and writable paths inside it that do not exist yet become the
 //     private directory itself instead of host binds.
-//   - Globs become their directory (mounts and Landlock cannot express globs), noted.
+//   - Globs in read, write and exec rules become their directory (mounts and Landlock cannot
+//     express globs), noted; hidden globs hide what matches now, never their directory.
+//   - Write rules on files, or on paths that do not exist yet (build outputs), become their
+//     nearest directory: tools replace files rather than rewrite them. Nothing is created on
+//     the host. Widening beyond the work tree, temp and cache directories is unenforceable.
+//   - A profile with clone3 also gets clone, the libc fallback of clone3's ENOSYS.
 //   - No network in the profile: a new network namespace with only loopback. A network
 //     allowlist: Landlock holds the TCP ports; addresses, UDP and unix paths need cgroup hooks,
 //     which are not installed yet, so such a profile needs --degrade (fail closed).
