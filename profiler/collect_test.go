@@ -1,0 +1,86 @@
+package profiler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/sysprof/sysprof/bpf"
+)
+
+func TestJoinComponents(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                        "/",
+		"etc\x00":                 "/etc",
+		"hosts\x00etc\x00":        "/etc/hosts",
+		"c\x00b\x00a\x00\x00":     "/a/b/c",
+		"x y\x00dir z\x00usr\x00": "/usr/dir z/x y",
+	} {
+		if got := joinComponents([]byte(in)); got != want {
+			t.Errorf("joinComponents(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSyscallOpsHaveNumbers(t *testing.T) {
+	for name := range scOps {
+		if _, ok := arch.X86_64.SyscallNames[name]; !ok {
+			t.Errorf("%s has no x86_64 number", name)
+		}
+		if nr := arch.X86_64.SyscallNames[name]; nr >= 1024 {
+			t.Errorf("%s = %d does not fit sc_ops", name, nr)
+		}
+	}
+}
+
+func TestExitDecoding(t *testing.T) {
+	c := newCollector(0, time.Unix(0, 0))
+	c.handle(execRecord(t, 10, 1, "true\x00bin\x00usr\x00", "true"))
+	c.handle(le(bpf.LearnExitEvent{Kind: uint32(bpf.LearnEvKindEV_EXIT), Tgid: 10, ExitCode: 3 << 8}))
+	c.handle(execRecord(t, 11, 2, "sh\x00bin\x00", "sh"))
+	c.handle(le(bpf.LearnExitEvent{Kind: uint32(bpf.LearnEvKindEV_EXIT), Tgid: 11, ExitCode: 9}))
+	if c.undecodable != 0 || len(c.procs) != 2 {
+		t.Fatalf("undecodable %d, procs %+v", c.undecodable, c.procs)
+	}
+	if p := c.procs[0]; p.Exe != "/usr/bin/true" || *p.ExitCode != 3 || p.Signal != 0 {
+		t.Errorf("exit(3): %+v", p)
+	}
+	if p := c.procs[1]; p.Exe != "/bin/sh" || *p.ExitCode != 137 || p.Signal != 9 {
+		t.Errorf("SIGKILL: %+v", p)
+	}
+}
+
+func TestDNSPacket(t *testing.T) {
+	c := newCollector(0, time.Unix(0, 0))
+	name := dnsmessage.MustNewName("example.test.")
+	q := dnsmessage.Question{Name: name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET}
+	query, _ := (&dnsmessage.Message{Header: dnsmessage.Header{ID: 1}, Questions: []dnsmessage.Question{q}}).Pack()
+	resp, _ := (&dnsmessage.Message{
+		Header:    dnsmessage.Header{ID: 1, Response: true},
+		Questions: []dnsmessage.Question{q},
+		Answers: []dnsmessage.Resource{
+			{Header: dnsmessage.ResourceHeader{Name: name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET}, Body: &dnsmessage.AResource{A: [4]byte{10, 1, 2, 3}}},
+			{Header: dnsmessage.ResourceHeader{Name: name, Type: dnsmessage.TypeAAAA, Class: dnsmessage.ClassINET}, Body: &dnsmessage.AAAAResource{AAAA: [16]byte{0x20, 0x01, 15: 1}}},
+		},
+	}).Pack()
+	ev := func(egress uint32, payload []byte) bpf.LearnDnsEvent {
+		e := bpf.LearnDnsEvent{Kind: uint32(bpf.LearnEvKindEV_DNS), Egress: egress, Family: 2, Sport: 40000, Dport: 53, Len: uint32(len(payload))}
+		e.Daddr = [16]byte{127, 0, 0, 53}
+		if egress == 0 {
+			e.Sport, e.Dport, e.Saddr, e.Daddr = e.Dport, e.Sport, e.Daddr, e.Saddr
+		}
+		copy(e.Data[:], payload)
+		return e
+	}
+	c.handle(le(ev(1, query)))
+	c.handle(le(ev(0, resp)))
+	d := c.dns["example.test"]
+	if d == nil || d.server != "127.0.0.53:53" || !d.addrs["10.1.2.3"] || !d.addrs["2001::1"] {
+		t.Fatalf("dns = %+v", d)
+	}
+	if c.addrTo["10.1.2.3"] != "example.test" {
+		t.Errorf("address not tied to the name: %v", c.addrTo)
+	}
+}

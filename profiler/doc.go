@@ -1,0 +1,45 @@
+// Package profiler owns learning: it runs a command permissively in a fresh cgroup2 directory,
+// records with eBPF what the command's whole process tree uses from the kernel, and returns a
+// trace.Trace. It does not decide what a policy allows (that is synth) and does not enforce
+// anything (that is enforcer).
+//
+// # How a run works
+//
+// Run creates <cgroup2 mount>/sysprof/run-<pid>-<n>, loads the programs of package bpf with that
+// directory's id as a constant, and starts the command with clone3(CLONE_INTO_CGROUP), so it is
+// born inside: there is no window in which a child could escape the record. Recording starts at
+// the command's exec (sched_process_exec in the run's cgroup marks the process; forks copy the
+// mark), so nothing sysprof does between fork and exec is attributed to the command. The
+// command's own first execve happens before that gate and is added to the root executable's
+// syscall set in user space.
+//
+//   - Syscalls are counted per {executable, arch, number} in a kernel hash map: nothing is lost
+//     for the set however fast the command is. Calls through int 0x80 are recorded as i386 and
+//     calls with the x32 bit as x32, each named from its own table.
+//   - Argument domains (socket, clone/clone3 flags, unshare, setns, prctl, personality, ioctl,
+//     PROT_EXEC mappings) are counted the same way.
+//   - Files, unix sockets, inet endpoints, DNS packets and the process tree go through a ring
+//     buffer. File events are deduplicated in the kernel per {executable, access, result,
+//     inode} (or path string and base directory when there is no file), so FileAccess.Count and
+//     NetworkAccess.Count count distinct kernel events, not calls: a compiler opening one header
+//     10,000 times yields one event.
+//   - Every ring buffer reservation that fails is counted per CPU and reported in
+//     Trace.Loss.RingbufDrops; a full map in Loss.MapFull. Either marks the trace Incomplete.
+//
+// When the command exits, what is left in the cgroup (double-forked daemons) gets a short grace
+// period and is then killed through cgroup.kill; the trace says so and is marked Incomplete,
+// since what those processes would have done next was not seen.
+//
+// # Requirements
+//
+// Linux 5.14 or later with BTF, a cgroup2 mount, and root or CAP_BPF+CAP_PERFMON (plus write
+// access to the cgroup2 hierarchy). fentry/fexit, LSM programs and kprobes are not used. When
+// tracefs is not mounted, Run mounts it at /sys/kernel/tracing.
+//
+// # Signals and interruption
+//
+// SIGINT, SIGTERM and SIGHUP received while the command runs are forwarded to it (SIGINT is
+// not forwarded when the command shares sysprof's terminal foreground process group: the
+// terminal already delivered it). A cancelled context sends SIGTERM, then kills the cgroup after
+// a grace period. Either way Run still returns the trace, marked Incomplete with the reason.
+package profiler
