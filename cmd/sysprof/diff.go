@@ -1,0 +1,72 @@
+package main
+
+import (
+	"io"
+
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sysprof/sysprof/diffreport"
+	"github.com/sysprof/sysprof/policy"
+)
+
+type diffOptions struct {
+	streams
+	Old, New string
+	Format   string
+	FailOn   string
+}
+
+func init() {
+	subcommands = append(subcommands, func(s streams) *cobra.Command { return newDiffCmd(s, runDiff) })
+}
+
+func newDiffCmd(s streams, runF func(context.Context, *diffOptions) error) *cobra.Command {
+	o := &diffOptions{streams: s}
+	cmd := &cobra.Command{
+		Use:   "diff OLD NEW [--format table|markdown|json|sarif]",
+		Short: "Semantic diff of two profiles with a risk class per change",
+		Long:  "diff compares what two profiles allow. Exit 1 when NEW widens OLD at or above --fail-on; narrowing alone exits 0.",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Old, o.New = args[0], args[1]
+			return runF(cmd.Context(), o)
+		},
+	}
+	addDiffFlags(cmd, &o.Format, &o.FailOn)
+	return cmd
+}
+
+func addDiffFlags(cmd *cobra.Command, format, failOn *string) {
+	cmd.Flags().StringVar(format, "format", "table", "output: table, markdown, json or sarif")
+	cmd.Flags().StringVar(failOn, "fail-on", "low", "exit 1 when a widening is at least this risky: low, high or critical")
+}
+
+func runDiff(_ context.Context, o *diffOptions) error {
+	oldP, err := policy.Load(o.Old)
+	if err != nil {
+		return err
+	}
+	newP, err := policy.Load(o.New)
+	if err != nil {
+		return err
+	}
+	return renderDiff(o.Out, oldP, newP, o.Old, o.New, o.Format, o.FailOn)
+}
+
+// renderDiff prints the changes and turns a widening at or above failOn into exit status 1.
+func renderDiff(w io.Writer, oldP, newP *policy.Profile, oldPath, newPath, format, failOn string) error {
+	threshold, err := policy.ParseRisk(failOn)
+	if err != nil {
+		return withCode(exitSysprof, err)
+	}
+	changes := policy.Diff(oldP, newP)
+	if err := diffreport.Render(w, changes, format, diffreport.Options{ProfilePath: newPath, BasePath: oldPath, Version: version}); err != nil {
+		return withCode(exitSysprof, err)
+	}
+	if policy.Widens(changes, threshold) {
+		return withCode(exitWidened, nil)
+	}
+	return nil
+}

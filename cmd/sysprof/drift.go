@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/synth"
+)
+
+type driftOptions struct {
+	streams
+	Command  []string
+	Profile  string
+	Format   string
+	FailOn   string
+	TraceOut string
+	Debug    bool
+}
+
+func init() {
+	subcommands = append(subcommands, func(s streams) *cobra.Command { return newDriftCmd(s, runDrift) })
+}
+
+func newDriftCmd(s streams, runF func(context.Context, *driftOptions) error) *cobra.Command {
+	o := &driftOptions{streams: s}
+	cmd := &cobra.Command{
+		Use:   "drift [-p FILE] [--format ...] [--fail-on ...] -- CMD [ARGS...]",
+		Short: "CI gate: learn CMD again and fail when it now does more than its committed profile",
+		Long: `drift learns CMD into a temporary profile and diffs it against the committed one. It exits 1
+when the new behaviour widens the profile at or above --fail-on, so a change that makes a build
+read ~/.ssh or talk to a new host fails the CI job. The command's own failure exits with its status.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			command, err := commandArgs(cmd, args)
+			if err != nil {
+				return err
+			}
+			o.Command = command
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			o.Debug = cfg.Debug
+			if o.Profile == "" {
+				o.Profile = cfg.defaultProfilePath(synth.Name(command))
+			}
+			return runF(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	cmd.Flags().StringVarP(&o.Profile, "profile", "p", "", "committed profile (default .sysprof/<name>.yaml)")
+	cmd.Flags().StringVar(&o.TraceOut, "trace-out", "", "also write the raw trace of this run (JSON)")
+	addDiffFlags(cmd, &o.Format, &o.FailOn)
+	return cmd
+}
+
+func runDrift(ctx context.Context, o *driftOptions) error {
+	committed, err := policy.Load(o.Profile)
+	if err != nil {
+		return withCode(exitSysprof, fmt.Errorf("%w (commit a profile first: `sudo sysprof learn -p %s -- CMD`)", err, o.Profile))
+	}
+	tr, res, _, err := learnOnce(ctx, o.Command, 0, o.Debug, synth.Options{
+		AllowSecrets:   allowedSecrets(committed),
+		SysprofVersion: version,
+	})
+	if err != nil {
+		return err
+	}
+	if o.TraceOut != "" {
+		if err := writeJSONAtomic(o.TraceOut, tr); err != nil {
+			return withCode(exitSysprof, fmt.Errorf("write trace: %w", err))
+		}
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(o.Err, "sysprof: WARNING: %s\n", w)
+	}
+	if tr.ExitCode != 0 {
+		return withCode(tr.ExitCode, fmt.Errorf("%q exited with status %d; drift needs a successful run", o.Command, tr.ExitCode))
+	}
+	return renderDiff(o.Out, committed, res.Profile, o.Profile, "(this run)", o.Format, o.FailOn)
+}
+
+// allowedSecrets keeps the credential paths a committed profile explicitly allows readable, so
+// that re-learning does not hide them again and report that as drift.
+func allowedSecrets(p *policy.Profile) []string {
+	hidden := map[string]bool{}
+	for _, h := range p.Filesystem.Hidden {
+		hidden[h.Path] = true
+	}
+	var out []string
+	for _, cs := range policy.CredentialStores {
+		if hidden[cs] {
+			continue
+		}
+		for _, r := range p.Filesystem.Read {
+			if r.Path == cs {
+				out = append(out, cs)
+			}
+		}
+	}
+	return out
+}

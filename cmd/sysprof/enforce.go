@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sysprof/sysprof/enforcer"
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/synth"
+)
+
+type enforceOptions struct {
+	streams
+	Command []string
+	Profile string
+	Audit   bool
+	Degrade bool
+	Report  string
+}
+
+func init() {
+	subcommands = append(subcommands, func(s streams) *cobra.Command { return newEnforceCmd(s, runEnforce) })
+}
+
+func newEnforceCmd(s streams, runF func(context.Context, *enforceOptions) error) *cobra.Command {
+	o := &enforceOptions{streams: s}
+	cmd := &cobra.Command{
+		Use:   "enforce [-p FILE] [--audit] [--report FILE] -- CMD [ARGS...]",
+		Short: "Run CMD under its profile and explain every denial",
+		Long: `enforce runs CMD so that it can do what its profile allows and nothing else: a read-only
+root with the profile's writable directories, hidden credential stores, a private /tmp, Landlock,
+a seccomp allowlist with argument rules, and the network allowlist. Every denial is collected and
+printed on stderr at exit with the one-line profile change that would allow it. If a layer the
+profile needs cannot be applied on this host, enforce refuses to run (exit 125) unless --degrade.
+The exit status is CMD's.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			command, err := commandArgs(cmd, args)
+			if err != nil {
+				return err
+			}
+			o.Command = command
+			if o.Profile == "" {
+				cfg, err := loadConfig(cmd)
+				if err != nil {
+					return err
+				}
+				o.Profile = cfg.defaultProfilePath(synth.Name(command))
+			}
+			return runF(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	f := cmd.Flags()
+	f.StringVarP(&o.Profile, "profile", "p", "", "profile file (default .sysprof/<name>.yaml)")
+	f.BoolVar(&o.Audit, "audit", false, "complain mode: allow everything, report what would have been denied")
+	f.BoolVar(&o.Degrade, "degrade", false, "run with fewer layers when this host cannot apply all of them (reported)")
+	f.StringVar(&o.Report, "report", "", "write the denial report as JSON (input for `sysprof refine`)")
+	return cmd
+}
+
+func runEnforce(ctx context.Context, o *enforceOptions) error {
+	p, err := policy.Load(o.Profile)
+	if err != nil {
+		return withCode(exitSysprof, fmt.Errorf("%w (learn one with `sudo sysprof learn -p %s -- CMD`)", err, o.Profile))
+	}
+	if o.Report != "" {
+		if err := checkWritable(o.Report); err != nil {
+			return withCode(exitSysprof, err)
+		}
+	}
+	rep, code, err := enforcer.Run(ctx, enforcer.Options{
+		Profile:     p,
+		ProfilePath: o.Profile,
+		Command:     o.Command,
+		Audit:       o.Audit,
+		Degrade:     o.Degrade,
+	})
+	if err != nil {
+		return commandErrorEnforce(code, err)
+	}
+	if err := rep.WriteTable(o.Err); err != nil {
+		return withCode(exitSysprof, err)
+	}
+	if o.Report != "" {
+		if err := rep.Save(o.Report); err != nil {
+			return withCode(exitSysprof, fmt.Errorf("write report: %w", err))
+		}
+	}
+	if code != 0 {
+		return withCode(code, nil)
+	}
+	return nil
+}
+
+// commandErrorEnforce keeps 126/127 from the init stage and maps everything else to 125.
+func commandErrorEnforce(code int, err error) error {
+	if code == exitNotExec || code == exitNotFound {
+		return withCode(code, err)
+	}
+	return withCode(exitSysprof, err)
+}

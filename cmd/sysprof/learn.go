@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/profiler"
+	"github.com/sysprof/sysprof/synth"
+	"github.com/sysprof/sysprof/trace"
+)
+
+type learnOptions struct {
+	streams
+	Command      []string
+	Profile      string
+	Fresh        bool
+	TraceOut     string
+	Strict       bool
+	Explain      bool
+	Portable     bool
+	Force        bool
+	AllowSecrets []string
+	RingBuf      int
+	Debug        bool
+}
+
+func init() {
+	subcommands = append(subcommands, func(s streams) *cobra.Command { return newLearnCmd(s, runLearn) })
+}
+
+func newLearnCmd(s streams, runF func(context.Context, *learnOptions) error) *cobra.Command {
+	o := &learnOptions{streams: s}
+	cmd := &cobra.Command{
+		Use:   "learn [-p FILE] [--fresh] [--trace-out FILE] -- CMD [ARGS...]",
+		Short: "Run CMD permissively under eBPF and write (or merge) its profile",
+		Long: `learn runs CMD with nothing blocked, records what its whole process tree uses (syscalls and
+their risky arguments, files, network endpoints and DNS names, executed binaries), synthesizes a
+minimal policy and merges it into the profile (unless --fresh). Needs root or CAP_BPF+CAP_PERFMON.
+The exit status is CMD's.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			command, err := commandArgs(cmd, args)
+			if err != nil {
+				return err
+			}
+			o.Command = command
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			o.Debug = cfg.Debug
+			if o.Profile == "" {
+				o.Profile = cfg.defaultProfilePath(synth.Name(command))
+			}
+			return runF(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	f := cmd.Flags()
+	f.StringVarP(&o.Profile, "profile", "p", "", "profile file (default .sysprof/<name>.yaml)")
+	f.BoolVar(&o.Fresh, "fresh", false, "replace the profile instead of merging into it")
+	f.StringVar(&o.TraceOut, "trace-out", "", "also write the raw trace (JSON) to this file")
+	f.BoolVar(&o.Strict, "strict", false, "fail (exit 125) if any kernel event was lost")
+	f.BoolVar(&o.Explain, "explain", false, "print what each synthesis pass did")
+	f.BoolVar(&o.Portable, "portable", false, "add libc-variant syscall families so the profile runs on other distros")
+	f.BoolVar(&o.Force, "force", false, "merge even if the profile was learned for a different command")
+	f.StringArrayVar(&o.AllowSecrets, "allow-secret", nil, "credential path the tool may read (repeatable)")
+	f.IntVar(&o.RingBuf, "ringbuf-size", 0, "ring buffer size in bytes (power of two; default 16 MiB)")
+	_ = f.MarkHidden("ringbuf-size")
+	return cmd
+}
+
+func runLearn(ctx context.Context, o *learnOptions) error {
+	if err := checkWritable(o.Profile); err != nil {
+		return withCode(exitSysprof, err)
+	}
+	if o.TraceOut != "" {
+		if err := checkWritable(o.TraceOut); err != nil {
+			return withCode(exitSysprof, err)
+		}
+	}
+	tr, res, wall, err := learnOnce(ctx, o.Command, o.RingBuf, o.Debug, synth.Options{
+		Portable:       o.Portable,
+		AllowSecrets:   o.AllowSecrets,
+		SysprofVersion: version,
+	})
+	if err != nil {
+		return err
+	}
+	if o.TraceOut != "" {
+		if err := writeJSONAtomic(o.TraceOut, tr); err != nil {
+			return withCode(exitSysprof, fmt.Errorf("write trace: %w", err))
+		}
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(o.Err, "sysprof: WARNING: %s\n", w)
+	}
+	if o.Explain {
+		printExplain(o.Err, res.Explain)
+	}
+	if o.Strict && tr.Loss.Any() {
+		return withCode(exitSysprof, fmt.Errorf("--strict: %d ring-buffer events and %d map entries were lost; the profile was not written (rerun with a larger --ringbuf-size)", tr.Loss.RingbufDrops, tr.Loss.MapFull))
+	}
+	if err := saveLearned(o.Profile, res.Profile, o.Fresh, o.Force); err != nil {
+		return withCode(exitSysprof, err)
+	}
+	printLearnSummary(o.Err, tr, wall, o.Profile)
+	if tr.ExitCode != 0 {
+		return withCode(tr.ExitCode, nil)
+	}
+	return nil
+}
+
+// learnOnce runs the command under the profiler and synthesizes what it saw.
+func learnOnce(ctx context.Context, command []string, ringbuf int, debug bool, so synth.Options) (*trace.Trace, *synth.Result, time.Duration, error) {
+	start := time.Now()
+	tr, err := profiler.Run(ctx, profiler.Options{Command: command, RingBufferBytes: ringbuf, Debug: debug})
+	if err != nil {
+		return nil, nil, 0, commandError(err)
+	}
+	wall := time.Since(start)
+	res, err := synth.Synthesize(tr, so)
+	if err != nil {
+		return nil, nil, 0, withCode(exitSysprof, fmt.Errorf("synthesize: %w", err))
+	}
+	return tr, res, wall, nil
+}
+
+// saveLearned merges a learned profile into path under the profile lock so that concurrent learns
+// never lose each other's observations.
+func saveLearned(path string, learned *policy.Profile, fresh, force bool) error {
+	return policy.Update(path, func(old *policy.Profile) (*policy.Profile, error) {
+		if fresh || old == nil {
+			return learned, nil
+		}
+		if !force && !policy.SameCommand(old, learned) {
+			return nil, fmt.Errorf("%s was learned for %q, not %q: use --force to merge anyway or -p for another file", path, old.Metadata.Command, learned.Metadata.Command)
+		}
+		return policy.Merge(old, learned), nil
+	})
+}
+
+// commandError maps a profiler error to the exit statuses of DESIGN.md.
+func commandError(err error) error {
+	var ce *profiler.CommandError
+	if errors.As(err, &ce) {
+		return withCode(ce.Code, err)
+	}
+	return withCode(exitSysprof, err)
+}
+
+// checkWritable fails early, before the command runs, when the output file cannot be written.
+func checkWritable(path string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("profile directory %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".sysprof-probe-*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+func writeJSONAtomic(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(b, '\n'))
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

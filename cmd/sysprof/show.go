@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sysprof/sysprof/policy"
+)
+
+// dockerDefaultAllowsX86_64 is how many x86_64 syscalls Docker's default seccomp profile allows
+// without extra capabilities (counted from moby/profiles seccomp/default.json, commit cd3bed8).
+const dockerDefaultAllowsX86_64 = 308
+
+func init() {
+	subcommands = append(subcommands, func(s streams) *cobra.Command { return newShowCmd(s, runShow) })
+}
+
+type showOptions struct {
+	streams
+	Profile string
+}
+
+func newShowCmd(s streams, runF func(context.Context, *showOptions) error) *cobra.Command {
+	o := &showOptions{streams: s}
+	cmd := &cobra.Command{
+		Use:   "show [-p FILE]",
+		Short: "Print a readable summary of a profile",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := resolveProfileFlag(cmd, o.Profile)
+			if err != nil {
+				return err
+			}
+			o.Profile = p
+			return runF(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVarP(&o.Profile, "profile", "p", "", "profile file (default: the only file in .sysprof/)")
+	return cmd
+}
+
+func runShow(_ context.Context, o *showOptions) error {
+	p, err := policy.Load(o.Profile)
+	if err != nil {
+		return err
+	}
+	writeShow(o.Out, o.Profile, p)
+	return nil
+}
+
+func writeShow(w io.Writer, path string, p *policy.Profile) {
+	m := p.Metadata
+	fmt.Fprintf(w, "profile   %s\ncommand   %s\nruns      %d", path, strings.Join(m.Command, " "), m.Runs)
+	if m.Incomplete {
+		fmt.Fprintf(w, "  INCOMPLETE: %s", strings.Join(m.IncompleteReasons, "; "))
+	}
+	fmt.Fprintln(w)
+
+	n := len(p.Syscalls.Allow)
+	fmt.Fprintf(w, "\nsyscalls  %d allowed (%s), %d fewer than Docker's default profile allows on x86_64\n",
+		n, strings.Join(p.Syscalls.Architectures, ", "), dockerDefaultAllowsX86_64-n)
+	for _, r := range p.Syscalls.Args {
+		fmt.Fprintf(w, "  %s\n", describeArgRule(r))
+	}
+	section(w, "writable", p.Filesystem.Write)
+	section(w, "executable", p.Filesystem.Exec)
+	section(w, "hidden", p.Filesystem.Hidden)
+	fmt.Fprintf(w, "\nreadable  %d paths", len(p.Filesystem.Read))
+	if p.Filesystem.PrivateTmp {
+		fmt.Fprint(w, "; private /tmp")
+	}
+	fmt.Fprintln(w)
+
+	net := p.Network
+	if len(net.Connect)+len(net.Send)+len(net.Bind) == 0 {
+		fmt.Fprintln(w, "\nnetwork   none (private network namespace, loopback only)")
+	} else {
+		fmt.Fprintln(w, "\nnetwork")
+		for _, l := range []struct {
+			op  string
+			eps []policy.Endpoint
+		}{{"connect", net.Connect}, {"send", net.Send}, {"bind", net.Bind}} {
+			for _, e := range l.eps {
+				fmt.Fprintf(w, "  %-8s %s %s\n", l.op, e.Endpoint, e.Proto)
+			}
+		}
+	}
+}
+
+func section(w io.Writer, title string, rules []policy.PathRule) {
+	fmt.Fprintf(w, "\n%-9s %d\n", title, len(rules))
+	for _, r := range rules {
+		fmt.Fprintf(w, "  %s\n", r.Path)
+	}
+}
+
+func describeArgRule(r policy.ArgRule) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s arg%d", r.Syscall, r.Arg)
+	if r.Name != "" {
+		fmt.Fprintf(&b, " (%s)", r.Name)
+	}
+	if r.Mask != "" {
+		fmt.Fprintf(&b, " & %s", r.Mask)
+	}
+	switch {
+	case len(r.Values) > 0:
+		fmt.Fprintf(&b, " in {%s}", strings.Join(r.Values, ", "))
+	case len(r.Flags) > 0:
+		fmt.Fprintf(&b, " may set only {%s}", strings.Join(r.Flags, ", "))
+	}
+	if r.Errno != "" {
+		fmt.Fprintf(&b, " else %s", r.Errno)
+	}
+	return b.String()
+}
