@@ -97,7 +97,7 @@ func check(p *Profile) []*LoadError {
 		for _, l := range []struct {
 			name string
 			vals []string
-		}{{"values", r.Values}, {"flags", r.Flags}} {
+		}{{"values", r.Values}, {"flags", r.Flags}, {"deny", r.Deny}} {
 			for j, v := range l.vals {
 				vf := fmt.Sprintf("%s.%s[%d]", f, l.name, j)
 				if msg := valueProblem(v, want, r.Syscall, r.Arg); msg != "" {

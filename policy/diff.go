@@ -156,6 +156,7 @@ type argDomain struct {
 	mask   uint64
 	values map[uint64]string // nil: values not restricted
 	flags  map[uint64]string // single bits, nil: bits not restricted
+	deny   map[uint64]string // values refused whatever else passes
 }
 
 func domainOf(p *Profile, allowed map[string]bool, rules map[argKey]*ArgRule, k argKey) argDomain {
@@ -163,10 +164,13 @@ func domainOf(p *Profile, allowed map[string]bool, rules map[argKey]*ArgRule, k 
 		return argDomain{none: true}
 	}
 	r := rules[k]
-	if r == nil || len(r.Values) == 0 && len(r.Flags) == 0 {
+	if r == nil || len(r.Values) == 0 && len(r.Flags) == 0 && len(r.Deny) == 0 {
 		return argDomain{any: true}
 	}
 	dom := argDomain{mask: maskValue(r.Mask)}
+	if len(r.Deny) > 0 {
+		dom.deny = argValueSet(r.Deny)
+	}
 	if len(r.Values) > 0 {
 		dom.values = argValueSet(r.Values)
 	}
@@ -284,6 +288,20 @@ func (d *differ) args() {
 				if _, ok := nd.flags[b]; !ok {
 					d.narrow(Narrowed, SectionArgs, item+": -"+name(b, od.flags[b]), "flag no longer allowed")
 				}
+			}
+		}
+		// Deny: a value that was refused and no longer is widens; a newly refused one narrows.
+		if !od.none {
+			for _, v := range sortedKeys(od.deny) {
+				if _, ok := nd.deny[v]; !ok && !nd.none {
+					r, why := argValueRisk(k.syscall, k.arg, v)
+					d.add(Change{Kind: Widened, Section: SectionArgs, Item: item + ": " + name(v, od.deny[v]) + " no longer denied", Widens: true, Risk: r, Reason: why, By: by})
+				}
+			}
+		}
+		for _, v := range sortedKeys(nd.deny) {
+			if _, ok := od.deny[v]; !ok && !od.none {
+				d.narrow(Narrowed, SectionArgs, item+": "+name(v, nd.deny[v])+" denied", "value now refused")
 			}
 		}
 	}

@@ -85,6 +85,10 @@ func Marshal(p *Profile) ([]byte, error) {
 				e.key(3, "flags")
 				e.flowSeq(a.Flags)
 			}
+			if len(a.Deny) > 0 {
+				e.key(3, "deny")
+				e.flowSeq(a.Deny)
+			}
 			e.kvOpt(3, "errno", a.Errno)
 			e.kvOpt(3, "by", a.By)
 			if a.Seen != 0 {

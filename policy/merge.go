@@ -204,7 +204,7 @@ func foldArgs(p *Profile) map[argKey]*ArgRule {
 			continue
 		}
 		c := r
-		c.Values, c.Flags = slices.Clone(r.Values), slices.Clone(r.Flags)
+		c.Values, c.Flags, c.Deny = slices.Clone(r.Values), slices.Clone(r.Flags), slices.Clone(r.Deny)
 		own[k] = &c
 	}
 	return own
@@ -246,6 +246,16 @@ func unionArgRule(a, b ArgRule) ArgRule {
 		out.Flags = nil
 	} else {
 		out.Flags = sortedUnique(append(slices.Clone(a.Flags), b.Flags...))
+	}
+	// A value stays denied only if both sides deny it (under the same mask): anything either
+	// side lets through passes the union.
+	out.Deny = nil
+	if a.Mask == b.Mask {
+		for _, v := range a.Deny {
+			if slices.Contains(b.Deny, v) {
+				out.Deny = append(out.Deny, v)
+			}
+		}
 	}
 	return out
 }

@@ -17,6 +17,7 @@ func Normalize(p *Profile) {
 	for i := range p.Syscalls.Args {
 		p.Syscalls.Args[i].Values = sortedUnique(p.Syscalls.Args[i].Values)
 		p.Syscalls.Args[i].Flags = sortedUnique(p.Syscalls.Args[i].Flags)
+		p.Syscalls.Args[i].Deny = sortedUnique(p.Syscalls.Args[i].Deny)
 	}
 	slices.SortStableFunc(p.Syscalls.Args, func(a, b ArgRule) int {
 		if c := strings.Compare(a.Syscall, b.Syscall); c != 0 {

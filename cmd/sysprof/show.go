@@ -113,6 +113,9 @@ func describeArgRule(r policy.ArgRule) string {
 	case len(r.Flags) > 0:
 		fmt.Fprintf(&b, " may set only {%s}", strings.Join(r.Flags, ", "))
 	}
+	if len(r.Deny) > 0 {
+		fmt.Fprintf(&b, " never {%s}", strings.Join(r.Deny, ", "))
+	}
 	if r.Errno != "" {
 		fmt.Fprintf(&b, " else %s", r.Errno)
 	}

@@ -1,0 +1,63 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+func denyProfile(deny ...string) *Profile {
+	return &Profile{
+		APIVersion: APIVersion, Kind: Kind,
+		Metadata: Metadata{Name: "t", Command: []string{"t"}, Runs: 1},
+		Syscalls: Syscalls{
+			Architectures: []string{"x86_64"},
+			Allow:         []Syscall{{Name: "ioctl"}},
+			Args:          []ArgRule{{Syscall: "ioctl", Arg: 1, Mask: "0xffffffff", Deny: deny}},
+		},
+	}
+}
+
+func TestDenyRoundTrip(t *testing.T) {
+	p := denyProfile("TIOCSTI", "TIOCLINUX")
+	b, err := Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "deny: [TIOCLINUX, TIOCSTI]") {
+		t.Fatalf("deny not written sorted:\n%s", b)
+	}
+	q, err := Parse("t.yaml", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := q.Syscalls.Args[0].Deny; len(got) != 2 {
+		t.Fatalf("deny after parse = %v", got)
+	}
+	if _, err := Parse("t.yaml", []byte(strings.Replace(string(b), "TIOCSTI", "NOT_A_CONST", 1))); err == nil || !strings.Contains(err.Error(), "deny[") {
+		t.Fatalf("bad deny value: err = %v, want one naming the deny field", err)
+	}
+}
+
+func TestDenyDiffAndMerge(t *testing.T) {
+	old, wider := denyProfile("TIOCSTI", "TIOCLINUX"), denyProfile("TIOCLINUX")
+	changes := Diff(old, wider)
+	if !Widens(changes, RiskLow) {
+		t.Fatalf("dropping a denied value must widen: %v", changes)
+	}
+	found := false
+	for _, c := range changes {
+		if strings.Contains(c.Item, "TIOCSTI") && c.Widens {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no change names TIOCSTI: %v", changes)
+	}
+	if Widens(Diff(wider, old), RiskLow) {
+		t.Errorf("adding a denied value must only narrow")
+	}
+	m := Merge(old, wider)
+	if got := m.Syscalls.Args[0].Deny; len(got) != 1 || got[0] != "TIOCLINUX" {
+		t.Errorf("merge keeps only values both sides deny: got %v", got)
+	}
+}
