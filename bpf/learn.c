@@ -188,8 +188,10 @@ struct exec_event {
 	__u64 exe_key;
 	__u16 exe_len;   // bytes of exe path components (leaf first, NUL-separated)
 	__u16 argv0_len; // bytes of argv[0] incl. NUL, after the components
+	__u16 fname_len; // bytes of the file name given to execve incl. NUL, after argv[0]
+	__u16 cwd_len;   // bytes of cwd components when that name is relative, after it
 	__u8 exe_trunc;
-	__u8 pad[3];
+	__u8 pad[7];
 };
 
 struct fork_event {
@@ -483,8 +485,11 @@ static __always_inline struct file *fd_file(struct task_struct *task, long fd)
 
 // ---- process tree ----------------------------------------------------------------------------
 
-SEC("tracepoint/sched/sched_process_exec")
-int sched_exec(struct trace_event_raw_sched_process_exec *ctx)
+// The exec event carries the executable (mm->exe_file, the binary that really runs: for a
+// script, its interpreter) and the name given to execve, so that user space can also record the
+// script itself.
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	if (bpf_get_current_cgroup_id() != target_cgid)
 		return 0;
@@ -512,13 +517,14 @@ int sched_exec(struct trace_event_raw_sched_process_exec *ctx)
 	e->kind = EV_EXEC;
 	e->tgid = tgid;
 	e->pid = (__u32)id;
-	e->old_pid = ctx->old_pid;
+	e->old_pid = old_pid;
 	e->ts = bpf_ktime_get_ns();
 	e->exe_key = ti.exe_key;
+	e->cwd_len = 0;
 	__u8 trunc = 0;
-	struct path p;
-	BPF_CORE_READ_INTO(&p, exe, f_path);
-	__u32 n = walk(s, &p, SLOT_EXEC, sizeof(*e), PATH_SZ, &trunc);
+	struct path pth;
+	BPF_CORE_READ_INTO(&pth, exe, f_path);
+	__u32 n = walk(s, &pth, SLOT_EXEC, sizeof(*e), PATH_SZ, &trunc);
 	n &= PATH_SZ - 1;
 	e->exe_len = n;
 	e->exe_trunc = trunc;
@@ -527,8 +533,25 @@ int sched_exec(struct trace_event_raw_sched_process_exec *ctx)
 	long m = bpf_probe_read_user_str(&s->data[off & DATA_MASK], NAME_SZ, (void *)arg_start);
 	if (m < 0)
 		m = 0;
+	m &= NAME_SZ - 1;
 	e->argv0_len = m;
-	__u32 size = (off + m) & (SCRATCH_SZ - 1);
+	off += m;
+	const char *fname = BPF_CORE_READ(bprm, filename);
+	long f = bpf_probe_read_kernel_str(&s->data[off & DATA_MASK], 512, fname);
+	if (f < 0)
+		f = 0;
+	f &= 511;
+	e->fname_len = f;
+	if (f > 0 && s->data[off & DATA_MASK] != '/') {
+		struct path cwd;
+		BPF_CORE_READ_INTO(&cwd, task, fs, pwd);
+		__u32 c = walk(s, &cwd, SLOT_EXEC, off + f, 3072, &trunc);
+		c &= PATH_SZ - 1;
+		e->cwd_len = c;
+		off += c;
+	}
+	off += f;
+	__u32 size = off & (SCRATCH_SZ - 1);
 	if (bpf_ringbuf_output(&events, s->data, size, 0))
 		count(CNT_RINGBUF_DROPS);
 	s->busy = 0;
@@ -598,8 +621,8 @@ static __always_inline void arg(__u64 exe_key, __u32 nr, __u32 kind, __u64 value
 	add_count(&args, &k, CNT_ARGS_FULL);
 }
 
-SEC("tracepoint/raw_syscalls/sys_enter")
-int sys_enter(struct trace_event_raw_sys_enter *ctx)
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
@@ -607,15 +630,13 @@ int sys_enter(struct trace_event_raw_sys_enter *ctx)
 	if (!ti)
 		return 0;
 	__u64 exe_key = ti->exe_key;
-	long raw = ctx->id;
 	struct sc_key k = {.exe_key = exe_key};
 	if (raw & X32_SYSCALL_BIT) {
 		k.arch = SCARCH_X32;
 		k.nr = raw & ~X32_SYSCALL_BIT;
 	} else {
-		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-		__u32 status = BPF_CORE_READ(task, thread_info.status);
-		k.arch = (status & TS_COMPAT) ? SCARCH_I386 : SCARCH_X86_64;
+		struct task_struct *task = bpf_get_current_task_btf();
+		k.arch = (task->thread_info.status & TS_COMPAT) ? SCARCH_I386 : SCARCH_X86_64;
 		k.nr = raw;
 	}
 	add_count(&syscalls, &k, CNT_SYSCALLS_FULL);
@@ -627,7 +648,8 @@ int sys_enter(struct trace_event_raw_sys_enter *ctx)
 	if (!opp || *opp == SCOP_NONE)
 		return 0;
 	__u32 op = *opp;
-	unsigned long a0 = ctx->args[0], a1 = ctx->args[1], a2 = ctx->args[2];
+	// x86_64 syscall arguments: di, si, dx, r10, r8, r9.
+	unsigned long a0 = regs->di, a1 = regs->si, a2 = regs->dx;
 	switch (op) {
 	case SCOP_SOCKET:
 		arg(exe_key, nr, ARGK_SOCKET, ((__u64)(a0 & 0xffff) << 32) | ((a1 & 0xf) << 16) | (a2 & 0xffff));
@@ -667,6 +689,16 @@ int sys_enter(struct trace_event_raw_sys_enter *ctx)
 	}
 	if (op < SCOP_PATH_FIRST || op >= SCOP_LAST)
 		return 0;
+	if (op == SCOP_CONNECT || op == SCOP_BIND || op == SCOP_SENDTO) {
+		// Only unix addresses are handled at exit (inet ones by the cgroup hooks): skip the
+		// stash for the rest. The address was just written by the caller, so it is readable.
+		unsigned long addr = op == SCOP_SENDTO ? regs->r8 : a1;
+		__u16 family = 0;
+		if (!addr)
+			return 0;
+		if (bpf_probe_read_user(&family, sizeof(family), (void *)addr) == 0 && family != AF_UNIX)
+			return 0;
+	}
 	struct stash st = {};
 	st.exe_key = exe_key;
 	st.nr = nr;
@@ -674,9 +706,9 @@ int sys_enter(struct trace_event_raw_sys_enter *ctx)
 	st.args[0] = a0;
 	st.args[1] = a1;
 	st.args[2] = a2;
-	st.args[3] = ctx->args[3];
-	st.args[4] = ctx->args[4];
-	st.args[5] = ctx->args[5];
+	st.args[3] = regs->r10;
+	st.args[4] = regs->r8;
+	st.args[5] = regs->r9;
 	if (bpf_map_update_elem(&stashes, &id, &st, BPF_ANY))
 		count(CNT_STASH_FULL);
 	return 0;

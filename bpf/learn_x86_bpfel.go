@@ -105,8 +105,10 @@ type LearnExecEvent struct {
 	ExeKey   uint64
 	ExeLen   uint16
 	Argv0Len uint16
+	FnameLen uint16
+	CwdLen   uint16
 	ExeTrunc uint8
-	Pad      [3]uint8
+	Pad      [7]uint8
 }
 
 type LearnExitEvent struct {

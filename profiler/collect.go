@@ -171,11 +171,30 @@ func (c *collector) exe(key uint64) string {
 }
 
 func (c *collector) exec(e bpf.LearnExecEvent, rest []byte) bool {
-	if int(e.ExeLen)+int(e.Argv0Len) > len(rest) {
+	if int(e.ExeLen)+int(e.Argv0Len)+int(e.FnameLen)+int(e.CwdLen) > len(rest) {
 		return false
 	}
 	path := joinComponents(rest[:e.ExeLen])
-	argv0 := cstring(rest[e.ExeLen : int(e.ExeLen)+int(e.Argv0Len)])
+	rest = rest[e.ExeLen:]
+	argv0 := cstring(rest[:e.Argv0Len])
+	rest = rest[e.Argv0Len:]
+	if int(e.FnameLen)+int(e.CwdLen) > len(rest) {
+		return false
+	}
+	// The name given to execve: when it is not the binary that runs (a #! script), the script
+	// was executed too.
+	if fname := cstring(rest[:e.FnameLen]); fname != "" {
+		if !strings.HasPrefix(fname, "/") {
+			fname = filepath.Join(joinComponents(rest[e.FnameLen:int(e.FnameLen)+int(e.CwdLen)]), fname)
+		}
+		fname = filepath.Clean(fname)
+		if r, err := filepath.EvalSymlinks(fname); err == nil {
+			fname = r
+		}
+		if fname != path && !strings.HasPrefix(fname, "/dev/fd/") && !strings.HasPrefix(fname, "/proc/") {
+			c.addFile(fname, trace.AccessExec, 0, false, path)
+		}
+	}
 	c.exePath[e.ExeKey] = path
 	p := trace.Process{ID: len(c.procs) + 1, PID: int(e.Tgid), Exe: path, Argv0: argv0, Start: c.wall(e.Ts)}
 	if st, ok := c.tgids[e.Tgid]; ok && st.procID != 0 {

@@ -31,6 +31,9 @@ func TestVictim(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, "d"), 0o755)
 	writeFile(t, filepath.Join(dir, "d", "inner.txt"), "inner")
 	writeFile(t, filepath.Join(dir, "never.txt"), "the victim never opens this")
+	writeFile(t, filepath.Join(dir, "script.sh"), "#!/bin/sh\nexit 0\n")
+	os.Chmod(filepath.Join(dir, "script.sh"), 0o755)
+	shBin := realPath(t, "/bin/sh")
 	sock := filepath.Join(dir, "s.sock")
 	unixListener(t, sock)
 	abstract := fmt.Sprintf("@sysprof-victim-%d", os.Getpid())
@@ -53,6 +56,7 @@ func TestVictim(t *testing.T) {
 		"rename", "out.txt", "out2.txt",
 		"unlink", "out2.txt",
 		"exec", "/bin/true",
+		"exec", "./script.sh",
 		"exec-missing", "/nonexistent/prog",
 		"thread",
 		"vfork", "/bin/false",
@@ -92,8 +96,11 @@ func TestVictim(t *testing.T) {
 			t.Errorf("processes of %s = %+v; want one child of the victim (id %d) exiting %d", want.exe, ps, root.ID, want.exit)
 		}
 	}
-	if got := exes(tr); len(got) != 3 {
-		t.Errorf("executables = %q, want the victim, true and false only", got)
+	if got := exes(tr); len(got) != 4 || !slices.Contains(got, shBin) {
+		t.Errorf("executables = %q, want the victim, true, false and %s (the script's interpreter) only", got, shBin)
+	}
+	if findFile(tr, shBin, filepath.Join(dir, "script.sh"), trace.AccessExec, true) == nil {
+		t.Errorf("the script executed through a relative name is not recorded; %s has:\n%q", shBin, filesOf(tr, shBin))
 	}
 
 	// Files.
@@ -162,7 +169,7 @@ func TestVictim(t *testing.T) {
 	// none of it may show up, neither under its own name nor the victim's.
 	self, _ := os.Executable()
 	for _, s := range tr.Syscalls {
-		if s.Exe == realPath(t, self) || s.Exe != victim && s.Exe != trueBin && s.Exe != falseBin {
+		if s.Exe == realPath(t, self) || s.Exe != victim && s.Exe != trueBin && s.Exe != falseBin && s.Exe != shBin {
 			t.Errorf("syscall %+v attributed to an executable outside the run", s)
 		}
 	}

@@ -28,6 +28,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void run_and_wait(const char *path)
@@ -246,6 +247,17 @@ int main(int argc, char **argv)
 			long n = atol(ARG(1));
 			for (long k = 0; k < n; k++)
 				syscall(SYS_getppid);
+			i += 1;
+		} else if (!strcmp(a, "storm-timed")) {
+			// storm-timed N: like storm, then print the mean ns per call to stderr.
+			long n = atol(ARG(1));
+			struct timespec t0, t1;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			for (long k = 0; k < n; k++)
+				syscall(SYS_getppid);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
+			fprintf(stderr, "storm-timed: %ld calls, %.1f ns/call\n", n, ns / n);
 			i += 1;
 		} else if (!strcmp(a, "forkstorm")) {
 			// forkstorm N PATH: N times fork + exec PATH + wait.
