@@ -35,6 +35,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define O_CREAT 00000100
 #define O_TRUNC 00001000
 #define O_DIRECTORY 00200000
+#define O_PATH 010000000
 #define AT_REMOVEDIR 0x200
 #define AF_UNIX 1
 #define AF_INET 2
@@ -400,11 +401,19 @@ static __always_inline int seen_before(struct seen_key *k)
 	return 0;
 }
 
+// inode_key identifies a file: inode number, device, and generation (so that a deleted temp
+// binary whose inode number is reused is not taken for the new one, where the fs keeps it).
+static __always_inline __u64 inode_key(struct inode *ino)
+{
+	__u64 nr = BPF_CORE_READ(ino, i_ino);
+	__u64 dev = BPF_CORE_READ(ino, i_sb, s_dev);
+	__u64 gen = BPF_CORE_READ(ino, i_generation);
+	return nr ^ (dev * 0x9E3779B97F4A7C15ULL) ^ (gen << 32);
+}
+
 static __always_inline __u64 exe_key_of(struct file *f)
 {
-	__u64 ino = BPF_CORE_READ(f, f_inode, i_ino);
-	__u64 dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
-	return (dev << 40) ^ ino;
+	return inode_key(BPF_CORE_READ(f, f_inode));
 }
 
 // ---- dentry walk -----------------------------------------------------------------------------
@@ -786,7 +795,7 @@ static __attribute__((noinline)) int emit_path(struct scratch *s, struct stash *
 	struct seen_key k = {.exe_key = st->exe_key, .kind = (EV_FILE << 8) | access, .err = err, .a = hc.h};
 	if (has_base) {
 		struct dentry *bd = base.dentry;
-		k.b = BPF_CORE_READ(bd, d_inode, i_ino) ^ ((__u64)BPF_CORE_READ(bd, d_sb, s_dev) << 40);
+		k.b = inode_key(BPF_CORE_READ(bd, d_inode));
 	}
 	if (seen_before(&k))
 		return 0;
@@ -861,6 +870,8 @@ static __always_inline void emit_fd(struct scratch *s, struct stash *st, struct 
 
 static __always_inline __u32 open_access(__u64 flags)
 {
+	if (flags & O_PATH)
+		return ACC_METADATA; // a handle for *at calls and fstat: no data
 	if (flags & O_CREAT)
 		return ACC_CREATE;
 	if ((flags & O_ACCMODE) != 0 || (flags & O_TRUNC))

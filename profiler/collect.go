@@ -31,6 +31,7 @@ type collector struct {
 	nets    map[netKey]*trace.NetworkAccess
 	dns     map[string]*dnsName // name -> addresses
 	addrTo  map[string]string   // address -> the name it was resolved from
+	dirs    map[string]string   // directory -> with symlinks resolved (a bounded cache)
 	hasher  *hasher
 
 	undecodable uint64 // events too short or of an unknown kind (a BUG if ever non-zero)
@@ -67,6 +68,7 @@ func newCollector(mono0 uint64, wall0 time.Time) *collector {
 		nets:    map[netKey]*trace.NetworkAccess{},
 		dns:     map[string]*dnsName{},
 		addrTo:  map[string]string{},
+		dirs:    map[string]string{},
 		hasher:  newHasher(),
 	}
 }
@@ -259,9 +261,33 @@ func (c *collector) file(e bpf.LearnFileEvent, rest []byte) bool {
 		default:
 			return true // relative to a dirfd that was not open: nothing to record
 		}
+		path = c.resolveParent(path)
 	}
 	c.addFile(path, access, int(e.Err), e.IsDir == 1, c.exe(e.ExeKey))
 	return true
+}
+
+// resolveParent resolves symlinks in the directory part of a path the kernel did not resolve
+// for us (the string of a stat, unlink, failed open...), the way the kernel walked it, so that
+// /bin/foo and /usr/bin/foo are one path. The last component is kept: lstat, readlink and unlink
+// act on the link itself. Best effort: a directory that is gone by now stays as it was.
+func (c *collector) resolveParent(path string) string {
+	dir, base := filepath.Split(path)
+	if dir == "/" || base == "" {
+		return path
+	}
+	r, ok := c.dirs[dir]
+	if !ok {
+		var err error
+		if r, err = filepath.EvalSymlinks(dir); err != nil {
+			r = filepath.Clean(dir)
+		}
+		if len(c.dirs) >= 8192 {
+			clear(c.dirs)
+		}
+		c.dirs[dir] = r
+	}
+	return filepath.Join(r, base)
 }
 
 func (c *collector) addFile(path, access string, errno int, dir bool, exe string) {
@@ -299,7 +325,12 @@ func (c *collector) unix(e bpf.LearnUnixEvent) {
 	if proto == "" {
 		proto = fmt.Sprintf("type%d", e.SockType)
 	}
-	c.addNet(netKey{exe: c.exe(e.ExeKey), op: netOps[bpf.LearnScOp(e.Op)], family: "unix", proto: proto, path: path, ok: e.Err == 0})
+	exe := c.exe(e.ExeKey)
+	op := netOps[bpf.LearnScOp(e.Op)]
+	c.addNet(netKey{exe: exe, op: op, family: "unix", proto: proto, path: path, ok: e.Err == 0})
+	if op == trace.OpBind && strings.HasPrefix(path, "/") {
+		c.addFile(c.resolveParent(filepath.Clean(path)), trace.AccessCreate, int(e.Err), false, exe) // the socket file
+	}
 }
 
 func ipProto(typ, protocol uint32) string {

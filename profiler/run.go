@@ -164,6 +164,9 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	sigc := make(chan os.Signal, 8)
 	signal.Notify(sigc, unix.SIGINT, unix.SIGTERM, unix.SIGHUP)
 	defer signal.Stop(sigc)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if err := cmd.Start(); err != nil {
 		code := 126
 		if errors.Is(err, os.ErrNotExist) {

@@ -219,6 +219,15 @@ int main(int argc, char **argv)
 			connect(fd, (struct sockaddr *)&su, len);
 			close(fd);
 			i += 1;
+		} else if (!strcmp(a, "unix-bind")) {
+			// unix-bind PATH: bind a unix datagram socket to PATH (creates the socket file).
+			struct sockaddr_un su = {.sun_family = AF_UNIX};
+			strncpy(su.sun_path, ARG(1), sizeof(su.sun_path) - 1);
+			int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+			if (bind(fd, (struct sockaddr *)&su, sizeof(su)) != 0)
+				perror("victim: unix bind");
+			close(fd);
+			i += 1;
 		} else if (!strcmp(a, "int80")) {
 			// int80 getpid: the i386 getpid (20) through the compat entry.
 			if (strcmp(ARG(1), "getpid") != 0)
