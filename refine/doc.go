@@ -1,0 +1,48 @@
+// Package refine turns the denials of an enforce (or --audit) report into reviewed profile
+// changes: for each distinct change a denial needs it proposes the smallest one (Propose), rates
+// it with the same rules as `sysprof diff`, and applies the answers a reviewer gave (Apply). It
+// is pure: it reads a profile and a report and returns a new profile, never touching the host,
+// the terminal or a file. Asking the questions and writing the profile is the CLI's job
+// (cmd/sysprof/refine.go).
+//
+// # The smallest change per denial
+//
+//	syscall    syscalls.allow: + NAME
+//	           syscalls.architectures: + i386              (a call through another ABI)
+//	           syscalls.args: NAME arg N: + VALUE          (a value an argument rule refused)
+//	file       filesystem.read  + PATH                     (read, list, metadata)
+//	           filesystem.write + PATH                     (write, create, delete)
+//	           filesystem.exec  + PATH                     (exec)
+//	network    network.connect|send|bind + HOST:PORT PROTO (the DNS name when the report knows
+//	           it, else the address)
+//
+// Paths are made portable with the variables of the host that ran the command ($WORKDIR,
+// $HOME, $TMPDIR, toolchain roots; see synth.PathVars) and per-run random names become globs
+// (synth.GlobComponent), so an accepted change matches the next run and the profile stays
+// free of machine-specific paths. A file denial can also be answered with its directory (the
+// parent of the path, never `/` or a bare variable such as $HOME) or by hiding the path.
+//
+// Denials that need the same change are folded into one proposal (counts add up, every
+// executable that asked is listed). A denial the profile already allows (a report older than
+// the profile) proposes nothing.
+//
+// # Credential stores
+//
+// A denial on a credential store (synth.CredentialStores: ~/.ssh, ~/.aws, .env, ...) is
+// always critical, offers no directory form, and its default answer is KeepDenied: the store
+// stays hidden. Answering Hide on one hides the whole store, not just the file that was asked
+// for. Its path is kept literally (not globbed) so the reviewer sees which secret was read.
+// Allowing one exactly also removes the hidden rules that cover it: hidden paths win over any
+// read rule, so nothing less would work, and the diff says so.
+//
+// # Provenance
+//
+// An accepted allowance records by: the executable that asked (portable), and no seen count:
+// seen counts learn runs (out of metadata.runs), and no learn run saw it. Path rules carry the
+// note "refined from report". A later learn that sees it adds its real count.
+//
+// # Audit reports
+//
+// A report written with --audit (Denial.Allowed) proposes exactly the same changes: the
+// operations went through, but the profile still did not allow them.
+package refine

@@ -1,0 +1,648 @@
+package refine
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/synth"
+)
+
+// Choice is a reviewer's answer to one proposal. The zero value is KeepDenied: a proposal
+// nobody answered changes nothing.
+type Choice int
+
+const (
+	KeepDenied Choice = iota // change nothing: the operation stays denied
+	AllowExact               // allow exactly what was denied (Proposal.Exact)
+	AllowDir                 // allow the directory the denied path is in (Proposal.Dir)
+	Hide                     // hide the path (Proposal.Hide): absent inside the sandbox
+)
+
+var choiceNames = [...]string{"keep", "allow", "allow-dir", "hide"}
+
+func (c Choice) String() string {
+	if c < 0 || int(c) >= len(choiceNames) {
+		return fmt.Sprintf("Choice(%d)", int(c))
+	}
+	return choiceNames[c]
+}
+
+// Key is the letter that picks the choice at a prompt: a, d, k or h.
+func (c Choice) Key() byte {
+	switch c {
+	case AllowExact:
+		return 'a'
+	case AllowDir:
+		return 'd'
+	case Hide:
+		return 'h'
+	}
+	return 'k'
+}
+
+// Label is the choice as a prompt shows it, its key in brackets: "[a]llow exactly".
+func (c Choice) Label() string {
+	switch c {
+	case AllowExact:
+		return "[a]llow exactly"
+	case AllowDir:
+		return "allow [d]irectory"
+	case Hide:
+		return "[h]ide"
+	}
+	return "[k]eep denied"
+}
+
+// Patch is one line added to a profile: the smallest change for a denial, or one of its
+// alternatives. It prints itself the way a denial's Suggest does ("syscalls.allow: + ptrace").
+type Patch struct {
+	// Section is the profile section, one of the policy.Section* names.
+	Section string
+	// Item is what is added: a syscall name, an architecture, a path, an endpoint, or the
+	// argument value for SectionArgs.
+	Item string
+	// Proto of an endpoint (tcp, udp, mptcp; empty for unix sockets).
+	Proto string
+	// Syscall and Arg name the argument rule a SectionArgs patch adds its value to.
+	Syscall string
+	Arg     int
+	// By is the executable that asked, recorded as provenance.
+	By string
+	// Unhide lists hidden rules the change removes: hidden paths win over any read, write or
+	// exec rule, so allowing a hidden path means un-hiding it.
+	Unhide []string
+}
+
+func (p Patch) String() string {
+	var s string
+	switch {
+	case p.Section == "":
+		return "(no change)"
+	case p.Section == policy.SectionArgs:
+		s = fmt.Sprintf("%s: %s arg %d: + %s", p.Section, p.Syscall, p.Arg, p.Item)
+	case p.Proto != "":
+		s = fmt.Sprintf("%s: + %s %s", p.Section, p.Item, p.Proto)
+	default:
+		s = fmt.Sprintf("%s: + %s", p.Section, p.Item)
+	}
+	for _, h := range p.Unhide {
+		s += fmt.Sprintf(", %s: - %s", policy.SectionHidden, h)
+	}
+	return s
+}
+
+// key identifies the change a patch makes, for folding denials that need the same one.
+func (p Patch) key() string {
+	return p.Section + "\x00" + p.Syscall + "\x00" + strconv.Itoa(p.Arg) + "\x00" + p.Item + "\x00" + p.Proto
+}
+
+// Proposal is one distinct change that one or more denials need, rated like `sysprof diff`.
+type Proposal struct {
+	Kind report.Kind
+	// Denial is the first denial that needs this change, with Count the total of every denial
+	// folded in.
+	Denial report.Denial
+	// Denials are all the denials folded into this proposal, in report order.
+	Denials []report.Denial
+	// Exes are the executables that asked (portable), sorted.
+	Exes []string
+	// Exact is the smallest change: what AllowExact applies.
+	Exact Patch
+	// Dir allows the directory the path is in (AllowDir); nil when not offered.
+	Dir *Patch
+	// Hide hides the path, or the whole credential store it is in (Hide); nil when not offered.
+	Hide *Patch
+	// Changes are what accepting Exact changes, risk-classed by policy.Diff (widening only).
+	Changes []policy.Change
+	// DirChanges are what accepting Dir changes.
+	DirChanges []policy.Change
+	// Risk is the worst risk in Changes (critical whenever a credential store is touched);
+	// Reason says why.
+	Risk   policy.Risk
+	Reason string
+	// DirRisk is the worst risk in DirChanges.
+	DirRisk policy.Risk
+	// Summary says in words what accepting Exact allows: "allow /usr/bin/curl to run".
+	Summary string
+	// Choices are the answers that apply, in prompt order; Default is the one a reviewer gets
+	// by pressing enter (KeepDenied for credential stores and what cannot be allowed).
+	Choices []Choice
+	Default Choice
+	// Credential is the credential store the denied path is in, or "".
+	Credential string
+}
+
+// Patch returns the change choice applies, or nil for KeepDenied and for choices that do not
+// apply to this proposal.
+func (p *Proposal) Patch(c Choice) *Patch {
+	if !slices.Contains(p.Choices, c) {
+		return nil
+	}
+	switch c {
+	case AllowExact:
+		x := p.Exact
+		return &x
+	case AllowDir:
+		return p.Dir
+	case Hide:
+		return p.Hide
+	}
+	return nil
+}
+
+// Decision is a reviewer's answer to one proposal.
+type Decision struct {
+	Proposal Proposal
+	Choice   Choice
+}
+
+// Note is what a refined path rule says about itself.
+const Note = "refined from report"
+
+// Propose returns one proposal per distinct change the denials of r need, worst risk first
+// (critical first), then by section in file order and item. Denials needing the same change
+// are folded into one proposal; a denial p already allows proposes nothing. env holds the
+// variable values (without `$`) of the host that ran the command, as enforcer.HostEnv gives
+// them, to make paths portable. Neither p nor r is modified.
+func Propose(p *policy.Profile, r *report.Report, env map[string]string) ([]Proposal, error) {
+	if p == nil {
+		return nil, fmt.Errorf("refine: no profile")
+	}
+	if r == nil {
+		return nil, fmt.Errorf("refine: no report")
+	}
+	base := clone(p)
+	policy.Normalize(base)
+	var out []*Proposal
+	index := map[string]*Proposal{}
+	for i, d := range r.Denials {
+		pr, err := propose(base, d, env)
+		if err != nil {
+			return nil, fmt.Errorf("denial %d (%s %s): %w", i, d.Kind, d.What, err)
+		}
+		k := pr.Exact.key()
+		if pr.Exact.Section == "" {
+			k = "unhandled\x00" + string(d.Kind) + "\x00" + d.What
+		}
+		if e := index[k]; e != nil {
+			e.Denials = append(e.Denials, d)
+			e.Denial.Count += max(d.Count, 1)
+			if !slices.Contains(e.Exes, pr.Exes[0]) {
+				e.Exes = append(e.Exes, pr.Exes[0])
+				slices.Sort(e.Exes)
+			}
+			continue
+		}
+		index[k] = pr
+		out = append(out, pr)
+	}
+	var props []Proposal
+	for _, pr := range out {
+		if pr.Exact.Section != "" && len(pr.Changes) == 0 {
+			continue // the profile already allows it
+		}
+		props = append(props, *pr)
+	}
+	slices.SortStableFunc(props, func(a, b Proposal) int {
+		return cmp.Or(
+			cmp.Compare(b.Risk, a.Risk),
+			cmp.Compare(sectionIndex(a.Exact.Section), sectionIndex(b.Exact.Section)),
+			strings.Compare(a.Exact.Syscall, b.Exact.Syscall),
+			strings.Compare(a.Exact.Item, b.Exact.Item),
+			strings.Compare(a.Exact.Proto, b.Exact.Proto),
+		)
+	})
+	return props, nil
+}
+
+func sectionIndex(s string) int {
+	if i := slices.Index(policy.Sections, s); i >= 0 {
+		return i
+	}
+	return len(policy.Sections)
+}
+
+// propose makes the proposal for one denial against the normalized base profile.
+func propose(base *policy.Profile, d report.Denial, env map[string]string) (*Proposal, error) {
+	exe := d.Exe
+	if path.IsAbs(exe) {
+		exe = Portable(exe, env)
+	}
+	pr := &Proposal{Kind: d.Kind, Denial: d, Denials: []report.Denial{d}, Exes: []string{exe}}
+	pr.Denial.Count = max(d.Count, 1)
+	var err error
+	switch d.Kind {
+	case report.KindSyscall:
+		err = proposeSyscall(pr, d, exe)
+	case report.KindFile:
+		err = proposeFile(pr, base, d, exe, env)
+	case report.KindNetwork:
+		err = proposeNetwork(pr, d, exe, env)
+	default:
+		return nil, fmt.Errorf("unknown denial kind %q", d.Kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if pr.Exact.Section == "" { // nothing a profile can say allows it
+		pr.Choices, pr.Default = []Choice{KeepDenied}, KeepDenied
+		pr.Risk = fromReportRisk(d.Risk)
+		return pr, nil
+	}
+	pr.Changes = changesOf(base, pr.Exact)
+	pr.Risk, pr.Reason = worst(pr.Changes)
+	if pr.Credential != "" {
+		pr.Risk = policy.RiskCritical
+		if pr.Reason == "" || !strings.Contains(pr.Reason, "credential") {
+			pr.Reason = "credential store " + pr.Credential
+		}
+	}
+	pr.Choices = []Choice{AllowExact}
+	if pr.Dir != nil {
+		pr.DirChanges = changesOf(base, *pr.Dir)
+		pr.DirRisk, _ = worst(pr.DirChanges)
+		if pr.Credential != "" {
+			pr.DirRisk = policy.RiskCritical
+		}
+		pr.Choices = append(pr.Choices, AllowDir)
+	}
+	pr.Choices = append(pr.Choices, KeepDenied)
+	if pr.Hide != nil {
+		pr.Choices = append(pr.Choices, Hide)
+	}
+	pr.Default = AllowExact
+	if pr.Credential != "" {
+		pr.Default = KeepDenied
+	}
+	return pr, nil
+}
+
+// changesOf returns the widening changes applying x to base makes.
+func changesOf(base *policy.Profile, x Patch) []policy.Change {
+	next := clone(base)
+	if err := apply(next, x); err != nil {
+		return nil
+	}
+	var out []policy.Change
+	for _, c := range policy.Diff(base, next) {
+		if c.Widens {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func worst(cs []policy.Change) (policy.Risk, string) {
+	r, why := policy.RiskNone, ""
+	for _, c := range cs {
+		if c.Risk > r {
+			r, why = c.Risk, c.Reason
+		}
+	}
+	return r, why
+}
+
+func fromReportRisk(r report.Risk) policy.Risk {
+	if v, err := policy.ParseRisk(string(r)); err == nil {
+		return v
+	}
+	return policy.RiskHigh
+}
+
+// argSuggest matches the enforcer's suggestion for a value an argument rule refused.
+var argSuggest = regexp.MustCompile(`syscalls\.args: (\w+) arg (\d): \+ (\S+)`)
+
+func proposeSyscall(pr *Proposal, d report.Denial, exe string) error {
+	if m := argSuggest.FindStringSubmatch(d.Suggest); m != nil {
+		arg, _ := strconv.Atoi(m[2])
+		if _, err := policy.ParseValue(m[3]); err != nil {
+			return fmt.Errorf("suggested value: %w", err)
+		}
+		pr.Exact = Patch{Section: policy.SectionArgs, Syscall: m[1], Arg: arg, Item: m[3], By: exe}
+		pr.Summary = fmt.Sprintf("allow %s with argument %d = %s", m[1], arg, m[3])
+		return nil
+	}
+	if a, ok := strings.CutPrefix(d.Suggest, policy.SectionArchitectures+": + "); ok {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			a = d.Arch
+		}
+		pr.Exact = Patch{Section: policy.SectionArchitectures, Item: a}
+		pr.Summary = "allow system calls through the " + a + " ABI"
+		return nil
+	}
+	name := d.Syscall
+	if name == "" {
+		if s, ok := strings.CutPrefix(d.Suggest, policy.SectionSyscalls+": + "); ok {
+			name = strings.TrimSpace(s)
+		}
+	}
+	if name == "" {
+		return fmt.Errorf("no syscall name")
+	}
+	if !policy.IsSyscall(name) {
+		pr.Summary = fmt.Sprintf("%s cannot be allowed: not a syscall name sysprof knows", name)
+		return nil
+	}
+	pr.Exact = Patch{Section: policy.SectionSyscalls, Item: name, By: exe}
+	pr.Summary = "allow syscall " + name
+	return nil
+}
+
+func proposeFile(pr *Proposal, base *policy.Profile, d report.Denial, exe string, env map[string]string) error {
+	if d.Path == "" {
+		return fmt.Errorf("no path")
+	}
+	p := Portable(d.Path, env)
+	var section, verb string
+	switch d.Access {
+	case "read", "list", "metadata", "":
+		section, verb = policy.SectionRead, "allow reading "+p
+	case "write", "create", "delete":
+		section, verb = policy.SectionWrite, "allow writing "+p
+	case "exec":
+		section, verb = policy.SectionExec, "allow "+p+" to run"
+	default:
+		return fmt.Errorf("unknown access %q", d.Access)
+	}
+	pr.Summary = verb
+	unhide := hiddenCovering(base, p)
+	pr.Exact = Patch{Section: section, Item: p, By: exe, Unhide: unhide}
+	pr.Credential = credentialStore(p)
+	if pr.Credential != "" {
+		if len(unhide) == 0 {
+			pr.Hide = &Patch{Section: policy.SectionHidden, Item: pr.Credential, By: exe}
+		}
+		return nil
+	}
+	if len(unhide) == 0 {
+		pr.Hide = &Patch{Section: policy.SectionHidden, Item: p, By: exe}
+	}
+	if dir := parentDir(p); dir != "" && len(hiddenCovering(base, dir)) == 0 {
+		pr.Dir = &Patch{Section: section, Item: dir, By: exe, Unhide: unhide}
+	}
+	return nil
+}
+
+// parentDir is the directory a proposal may allow instead of a path: its parent, unless that
+// is `/`, a bare variable ($HOME, $WORKDIR), a top-level directory, or holds a credential store.
+func parentDir(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return ""
+	}
+	dir := p[:i]
+	if !strings.Contains(dir, "/") || strings.Count(dir, "/") == 1 && !strings.HasPrefix(dir, "$") {
+		return "" // $HOME, /usr: far more than the path
+	}
+	for _, c := range synth.CredentialStores {
+		if synth.Covers(dir, c) || synth.Covers(c, dir) {
+			return ""
+		}
+	}
+	return dir
+}
+
+// hiddenCovering returns the hidden rules of p that cover path.
+func hiddenCovering(p *policy.Profile, x string) []string {
+	var out []string
+	for _, h := range p.Filesystem.Hidden {
+		if synth.Covers(h.Path, x) {
+			out = append(out, h.Path)
+		}
+	}
+	return out
+}
+
+// credentialStore returns the credential store (a synth.CredentialStores pattern) that p is or
+// lies in, or "".
+func credentialStore(p string) string {
+	for _, c := range synth.CredentialStores {
+		if synth.Covers(c, p) {
+			return c
+		}
+	}
+	return ""
+}
+
+func proposeNetwork(pr *Proposal, d report.Denial, exe string, env map[string]string) error {
+	section := networkSection(d)
+	ep := d.Endpoint
+	if ep == "" {
+		return fmt.Errorf("no endpoint")
+	}
+	proto := d.Proto
+	if rest, ok := strings.CutPrefix(ep, "unix:"); ok {
+		if path.IsAbs(rest) {
+			ep = "unix:" + Portable(rest, env)
+		}
+		proto = ""
+	} else {
+		port, err := portOf(ep)
+		if err != nil {
+			return err
+		}
+		if d.Host != "" {
+			ep = hostPort(d.Host, port)
+		}
+		if proto == "" {
+			proto = "tcp"
+			if section == policy.SectionSend {
+				proto = "udp"
+			}
+		}
+	}
+	if _, err := policy.ParseEndpoint(ep); err != nil {
+		return err
+	}
+	pr.Exact = Patch{Section: section, Item: ep, Proto: proto, By: exe}
+	op := strings.TrimPrefix(section, "network.")
+	pr.Summary = strings.TrimSpace(fmt.Sprintf("allow %s %s %s", op, ep, proto))
+	return nil
+}
+
+func hostPort(host string, port uint16) string {
+	if a, err := netip.ParseAddr(host); err == nil && a.Is6() {
+		return netip.AddrPortFrom(a, port).String()
+	}
+	return host + ":" + strconv.Itoa(int(port))
+}
+
+func portOf(ep string) (uint16, error) {
+	if ap, err := netip.ParseAddrPort(ep); err == nil {
+		return ap.Port(), nil
+	}
+	a, err := policy.ParseEndpoint(ep)
+	if err != nil {
+		return 0, err
+	}
+	return uint16(a.Port), nil
+}
+
+// networkSection says which allowlist a network denial needs: the denied syscall, else the
+// report's suggestion, else connect.
+func networkSection(d report.Denial) string {
+	switch d.Syscall {
+	case "connect":
+		return policy.SectionConnect
+	case "sendto", "sendmsg", "sendmmsg":
+		return policy.SectionSend
+	case "bind":
+		return policy.SectionBind
+	}
+	for _, s := range []string{policy.SectionConnect, policy.SectionSend, policy.SectionBind} {
+		if strings.HasPrefix(d.Suggest, s+":") {
+			return s
+		}
+	}
+	switch {
+	case strings.HasPrefix(d.What, "send"):
+		return policy.SectionSend
+	case strings.HasPrefix(d.What, "bind"):
+		return policy.SectionBind
+	}
+	return policy.SectionConnect
+}
+
+// Apply returns p with the answers applied; p is never modified. A KeepDenied answer changes
+// nothing; an answer that is not one of its proposal's Choices is an error. The result is
+// normalized and validated.
+func Apply(p *policy.Profile, decisions []Decision) (*policy.Profile, error) {
+	if p == nil {
+		return nil, fmt.Errorf("refine: no profile")
+	}
+	out := clone(p)
+	for _, d := range decisions {
+		if d.Choice == KeepDenied {
+			continue
+		}
+		x := d.Proposal.Patch(d.Choice)
+		if x == nil {
+			return nil, fmt.Errorf("refine: %q cannot be answered %s (choices: %v)", d.Proposal.Summary, d.Choice, d.Proposal.Choices)
+		}
+		if err := apply(out, *x); err != nil {
+			return nil, fmt.Errorf("refine: %s: %w", x, err)
+		}
+	}
+	policy.Normalize(out)
+	if err := policy.Validate(out); err != nil {
+		return nil, fmt.Errorf("refine: the refined profile is invalid: %w", err)
+	}
+	return out, nil
+}
+
+// apply adds one patch to p in place.
+func apply(p *policy.Profile, x Patch) error {
+	fs := &p.Filesystem
+	if len(x.Unhide) > 0 {
+		fs.Hidden = slices.DeleteFunc(fs.Hidden, func(h policy.PathRule) bool { return slices.Contains(x.Unhide, h.Path) })
+	}
+	addPath := func(l *[]policy.PathRule) {
+		if !slices.ContainsFunc(*l, func(r policy.PathRule) bool { return r.Path == x.Item }) {
+			*l = append(*l, policy.PathRule{Path: x.Item, Provenance: policy.Provenance{By: x.By}, Note: Note})
+		}
+	}
+	addEndpoint := func(l *[]policy.Endpoint) {
+		if !slices.ContainsFunc(*l, func(e policy.Endpoint) bool { return e.Endpoint == x.Item && e.Proto == x.Proto }) {
+			*l = append(*l, policy.Endpoint{Endpoint: x.Item, Proto: x.Proto, Provenance: policy.Provenance{By: x.By}})
+		}
+	}
+	switch x.Section {
+	case policy.SectionSyscalls:
+		if !slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == x.Item }) {
+			p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: x.Item, Provenance: policy.Provenance{By: x.By}})
+		}
+	case policy.SectionArchitectures:
+		if !slices.Contains(p.Syscalls.Architectures, x.Item) {
+			p.Syscalls.Architectures = append(p.Syscalls.Architectures, x.Item)
+		}
+	case policy.SectionArgs:
+		return applyArg(p, x)
+	case policy.SectionRead:
+		addPath(&fs.Read)
+	case policy.SectionWrite:
+		addPath(&fs.Write)
+	case policy.SectionExec:
+		addPath(&fs.Exec)
+	case policy.SectionHidden:
+		addPath(&fs.Hidden)
+	case policy.SectionConnect:
+		addEndpoint(&p.Network.Connect)
+	case policy.SectionSend:
+		addEndpoint(&p.Network.Send)
+	case policy.SectionBind:
+		addEndpoint(&p.Network.Bind)
+	default:
+		return fmt.Errorf("BUG: refine cannot patch section %q", x.Section)
+	}
+	return nil
+}
+
+// applyArg lets value x.Item through every rule on x.Syscall's argument x.Arg: it is taken
+// off their deny lists, added to their value lists, and its bits to their flag lists. A
+// syscall without such a rule lets every value through already.
+func applyArg(p *policy.Profile, x Patch) error {
+	v, err := policy.ParseValue(x.Item)
+	if err != nil {
+		return err
+	}
+	num := func(s string) (uint64, bool) {
+		n, err := policy.ParseValue(s)
+		return n, err == nil
+	}
+	for i := range p.Syscalls.Args {
+		r := &p.Syscalls.Args[i]
+		if r.Syscall != x.Syscall || r.Arg != x.Arg {
+			continue
+		}
+		mask := ^uint64(0)
+		if r.Mask != "" {
+			if m, ok := num(r.Mask); ok {
+				mask = m
+			}
+		}
+		mv := v & mask
+		r.Deny = slices.DeleteFunc(slices.Clone(r.Deny), func(s string) bool {
+			n, ok := num(s)
+			return ok && n&mask == mv
+		})
+		if len(r.Deny) == 0 {
+			r.Deny = nil
+		}
+		if len(r.Values) > 0 && !slices.ContainsFunc(r.Values, func(s string) bool {
+			n, ok := num(s)
+			return ok && n&mask == mv
+		}) {
+			r.Values = append(slices.Clone(r.Values), x.Item)
+		}
+		if len(r.Flags) > 0 {
+			var allowed uint64
+			for _, f := range r.Flags {
+				if n, ok := num(f); ok {
+					allowed |= n
+				}
+			}
+			if v&^allowed != 0 {
+				r.Flags = append(slices.Clone(r.Flags), x.Item)
+			}
+		}
+	}
+	return nil
+}
+
+// clone is a deep copy (policy.Clone, and the deny lists it shares).
+func clone(p *policy.Profile) *policy.Profile {
+	q := policy.Clone(p)
+	for i := range q.Syscalls.Args {
+		q.Syscalls.Args[i].Deny = slices.Clone(q.Syscalls.Args[i].Deny)
+	}
+	return q
+}
