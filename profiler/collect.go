@@ -261,7 +261,9 @@ func (c *collector) file(e bpf.LearnFileEvent, rest []byte) bool {
 		default:
 			return true // relative to a dirfd that was not open: nothing to record
 		}
-		path = c.resolveParent(path)
+		if strings.Contains(s, "/") { // else the directory is the base, resolved by the kernel
+			path = c.resolveParent(path)
+		}
 	}
 	c.addFile(path, access, int(e.Err), e.IsDir == 1, c.exe(e.ExeKey))
 	return true

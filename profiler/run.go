@@ -29,6 +29,9 @@ const DefaultRingBufferBytes = 16 << 20
 // exited before what is still running is killed.
 const leftoverGrace = 250 * time.Millisecond
 
+// pollInterval is how often the ring buffer is drained when the kernel side does not ask for it.
+const pollInterval = 10 * time.Millisecond
+
 // interruptGrace is how long the command gets to exit after SIGTERM when ctx is cancelled.
 const interruptGrace = 3 * time.Second
 
@@ -121,9 +124,16 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	col := newCollector(uint64(ts.Nano()), start)
 	readDone := make(chan error, 1)
 	go func() {
+		// learn.c does not wake us per event (see rb_flags): poll, and drain on every timeout.
 		var rec ringbuf.Record
+		rd.SetDeadline(time.Now().Add(pollInterval))
 		for {
-			if err := rd.ReadInto(&rec); err != nil {
+			err := rd.ReadInto(&rec)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				rd.SetDeadline(time.Now().Add(pollInterval))
+				continue
+			}
+			if err != nil {
 				if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed) {
 					err = nil
 				}
