@@ -104,7 +104,7 @@ and --workdir for $WORKDIR. Exit 0 after writing (or when there is nothing to ch
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.Profile, "profile", "p", "", "profile file (default .sysprof/<name>.yaml, the name from the report's command)")
-	f.StringVar(&o.From, "from", "", "the report to refine from (`sysprof enforce --report FILE`)")
+	f.StringVar(&o.From, "from", "", "the `REPORT` to refine from (written by sysprof enforce --report FILE)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "accept every proposal at or below --max-risk without asking")
 	f.StringSliceVar(&o.Only, "only", nil, "accept only proposals of these kinds without asking: syscall, file, network (repeat or comma-separate)")
 	f.StringVar(&o.MaxRisk, "max-risk", "high", "with --yes or --only: accept proposals up to this risk: low, high or critical")
@@ -204,6 +204,9 @@ func runRefine(ctx context.Context, o *refineOptions) error {
 		return withCode(exitSysprof, err)
 	}
 	changes := policy.Diff(oldP, newP)
+	if ask {
+		fmt.Fprintf(o.Out, "\nchanges to %s:\n", o.Profile)
+	}
 	if err := diffreport.Render(o.Out, changes, o.Format, diffreport.Options{ProfilePath: o.Profile, BasePath: o.Profile, Version: version}); err != nil {
 		return withCode(exitSysprof, err)
 	}
