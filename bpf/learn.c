@@ -169,7 +169,7 @@ struct stash {
 	__u64 exe_key;
 	__u64 args[6];
 	__u32 nr;
-	__u32 op;
+	__u32 op; // SCOP_NONE: nothing stashed
 };
 
 struct seen_key {
@@ -315,10 +315,12 @@ struct {
 	__type(value, __u64);
 } args SEC(".maps");
 
+// The arguments of a path syscall between its enter and exit, per thread. Task storage: no
+// hashing, no capacity limit, freed with the thread.
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct stash);
 } stashes SEC(".maps");
 
@@ -610,8 +612,6 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sched_exit, struct task_struct *p, bool group_dead)
 {
-	__u64 id = ((__u64)p->tgid << 32) | (__u32)p->pid;
-	bpf_map_delete_elem(&stashes, &id);
 	if (!group_dead)
 		return 0; // other threads of the group still run
 	__u32 tgid = p->tgid;
@@ -718,18 +718,21 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 		if (bpf_probe_read_user(&family, sizeof(family), (void *)addr) == 0 && family != AF_UNIX)
 			return 0;
 	}
-	struct stash st = {};
-	st.exe_key = exe_key;
-	st.nr = nr;
-	st.op = op;
-	st.args[0] = a0;
-	st.args[1] = a1;
-	st.args[2] = a2;
-	st.args[3] = regs->r10;
-	st.args[4] = regs->r8;
-	st.args[5] = regs->r9;
-	if (bpf_map_update_elem(&stashes, &id, &st, BPF_ANY))
+	struct stash *st = bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0,
+						BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st) {
 		count(CNT_STASH_FULL);
+		return 0;
+	}
+	st->exe_key = exe_key;
+	st->nr = nr;
+	st->op = op;
+	st->args[0] = a0;
+	st->args[1] = a1;
+	st->args[2] = a2;
+	st->args[3] = regs->r10;
+	st->args[4] = regs->r8;
+	st->args[5] = regs->r9;
 	return 0;
 }
 
@@ -932,12 +935,11 @@ static __attribute__((noinline)) int emit_unix(struct stash *st, long fd, unsign
 SEC("tracepoint/syscalls/sys_exit_path")
 int sys_exit_path(struct sys_exit_ctx *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct stash *sp = bpf_map_lookup_elem(&stashes, &id);
-	if (!sp)
+	struct stash *sp = bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0, 0);
+	if (!sp || sp->op == SCOP_NONE)
 		return 0;
 	struct stash st = *sp;
-	bpf_map_delete_elem(&stashes, &id);
+	sp->op = SCOP_NONE;
 	if (st.nr != (__u32)ctx->nr)
 		return 0;
 	long ret = ctx->ret;

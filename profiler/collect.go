@@ -2,10 +2,12 @@ package profiler
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -454,21 +456,13 @@ func (c *collector) fill(t *trace.Trace) {
 	for i := range t.Processes {
 		t.Processes[i].SHA256 = c.hasher.sum(t.Processes[i].Exe)
 	}
+	t.Files = make([]trace.FileAccess, 0, len(c.files))
 	for _, f := range c.files {
 		t.Files = append(t.Files, *f)
 	}
-	sort.Slice(t.Files, func(i, j int) bool {
-		a, b := t.Files[i], t.Files[j]
-		if a.Exe != b.Exe {
-			return a.Exe < b.Exe
-		}
-		if a.Path != b.Path {
-			return a.Path < b.Path
-		}
-		if a.Access != b.Access {
-			return a.Access < b.Access
-		}
-		return a.Errno < b.Errno
+	slices.SortFunc(t.Files, func(a, b trace.FileAccess) int {
+		return cmp.Or(strings.Compare(a.Exe, b.Exe), strings.Compare(a.Path, b.Path),
+			strings.Compare(a.Access, b.Access), cmp.Compare(a.Errno, b.Errno))
 	})
 	for _, n := range c.nets {
 		if n.Addr != "" {
@@ -476,10 +470,10 @@ func (c *collector) fill(t *trace.Trace) {
 		}
 		t.Network = append(t.Network, *n)
 	}
-	sort.Slice(t.Network, func(i, j int) bool {
-		a, b := t.Network[i], t.Network[j]
-		return fmt.Sprint(a.Exe, "\x00", a.Op, "\x00", a.Family, "\x00", a.Proto, "\x00", a.Addr, "\x00", a.Path, "\x00", a.Port, a.OK) <
-			fmt.Sprint(b.Exe, "\x00", b.Op, "\x00", b.Family, "\x00", b.Proto, "\x00", b.Addr, "\x00", b.Path, "\x00", b.Port, b.OK)
+	slices.SortFunc(t.Network, func(a, b trace.NetworkAccess) int {
+		return cmp.Or(strings.Compare(a.Exe, b.Exe), strings.Compare(a.Op, b.Op), strings.Compare(a.Family, b.Family),
+			strings.Compare(a.Proto, b.Proto), strings.Compare(a.Addr, b.Addr), strings.Compare(a.Path, b.Path),
+			cmp.Compare(a.Port, b.Port), compareBool(a.OK, b.OK))
 	})
 	for name, d := range c.dns {
 		a := trace.DNSAnswer{Name: name, Server: d.server}
@@ -490,6 +484,16 @@ func (c *collector) fill(t *trace.Trace) {
 		t.DNS = append(t.DNS, a)
 	}
 	sort.Slice(t.DNS, func(i, j int) bool { return t.DNS[i].Name < t.DNS[j].Name })
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
 }
 
 // Names of the arch tables, by the arch enum of learn.c.
