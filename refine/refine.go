@@ -169,9 +169,12 @@ const Note = "refined from report"
 
 // Propose returns one proposal per distinct change the denials of r need, worst risk first
 // (critical first), then by section in file order and item. Denials needing the same change
-// are folded into one proposal; a denial p already allows proposes nothing. env holds the
+// are folded into one proposal; a denial p already allows proposes nothing. A denial refine
+// cannot turn into a valid profile line (an unknown syscall number, a relative path, an
+// endpoint without a port, an unknown kind) still gets a proposal, whose only choice is
+// KeepDenied and whose Summary says why, so that every denial is shown. env holds the
 // variable values (without `$`) of the host that ran the command, as enforcer.HostEnv gives
-// them, to make paths portable. Neither p nor r is modified.
+// them, to make paths portable. Neither p nor r is modified. The error is for a nil input.
 func Propose(p *policy.Profile, r *report.Report, env map[string]string) ([]Proposal, error) {
 	if p == nil {
 		return nil, fmt.Errorf("refine: no profile")
@@ -183,11 +186,8 @@ func Propose(p *policy.Profile, r *report.Report, env map[string]string) ([]Prop
 	policy.Normalize(base)
 	var out []*Proposal
 	index := map[string]*Proposal{}
-	for i, d := range r.Denials {
-		pr, err := propose(base, d, env)
-		if err != nil {
-			return nil, fmt.Errorf("denial %d (%s %s): %w", i, d.Kind, d.What, err)
-		}
+	for _, d := range r.Denials {
+		pr := propose(base, d, env)
 		k := pr.Exact.key()
 		if pr.Exact.Section == "" {
 			k = "unhandled\x00" + string(d.Kind) + "\x00" + d.What
@@ -231,31 +231,44 @@ func sectionIndex(s string) int {
 }
 
 // propose makes the proposal for one denial against the normalized base profile.
-func propose(base *policy.Profile, d report.Denial, env map[string]string) (*Proposal, error) {
+func propose(base *policy.Profile, d report.Denial, env map[string]string) *Proposal {
 	exe := d.Exe
 	if path.IsAbs(exe) {
 		exe = Portable(exe, env)
 	}
 	pr := &Proposal{Kind: d.Kind, Denial: d, Denials: []report.Denial{d}, Exes: []string{exe}}
 	pr.Denial.Count = max(d.Count, 1)
+	by := exe
+	if !path.IsAbs(by) && !strings.HasPrefix(by, "$") {
+		by = "" // (exited), (unknown): no provenance rather than a made-up one
+	}
 	var err error
 	switch d.Kind {
 	case report.KindSyscall:
-		err = proposeSyscall(pr, d, exe)
+		err = proposeSyscall(pr, d, by)
 	case report.KindFile:
-		err = proposeFile(pr, base, d, exe, env)
+		err = proposeFile(pr, base, d, by, env)
 	case report.KindNetwork:
-		err = proposeNetwork(pr, d, exe, env)
+		err = proposeNetwork(pr, d, by, env)
 	default:
-		return nil, fmt.Errorf("unknown denial kind %q", d.Kind)
+		err = fmt.Errorf("unknown denial kind %q", d.Kind)
+	}
+	if err == nil && pr.Exact.Section != "" {
+		// What the proposal adds must make a valid profile (a relative path, an endpoint
+		// without a port would not): else it is shown, but cannot be accepted.
+		next := clone(base)
+		if err = apply(next, pr.Exact); err == nil {
+			err = policy.Validate(next)
+		}
 	}
 	if err != nil {
-		return nil, err
+		pr.Exact, pr.Dir, pr.Hide, pr.Credential = Patch{}, nil, nil, ""
+		pr.Summary = fmt.Sprintf("%s cannot be allowed automatically (%v): edit the profile by hand", d.What, err)
 	}
-	if pr.Exact.Section == "" { // nothing a profile can say allows it
+	if pr.Exact.Section == "" { // nothing refine can add allows it
 		pr.Choices, pr.Default = []Choice{KeepDenied}, KeepDenied
 		pr.Risk = fromReportRisk(d.Risk)
-		return pr, nil
+		return pr
 	}
 	pr.Changes = changesOf(base, pr.Exact)
 	pr.Risk, pr.Reason = worst(pr.Changes)
@@ -282,7 +295,7 @@ func propose(base *policy.Profile, d report.Denial, env map[string]string) (*Pro
 	if pr.Credential != "" {
 		pr.Default = KeepDenied
 	}
-	return pr, nil
+	return pr
 }
 
 // changesOf returns the widening changes applying x to base makes.

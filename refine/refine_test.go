@@ -460,3 +460,38 @@ func TestChoiceKeys(t *testing.T) {
 		t.Errorf("the zero Choice must be KeepDenied")
 	}
 }
+
+func TestUnhandledDenialsAreShown(t *testing.T) {
+	for _, d := range []report.Denial{
+		{Kind: report.KindFile, What: "relative read", Path: "src/main.rs", Access: "read", Exe: cargo, Risk: report.RiskHigh},
+		{Kind: report.KindFile, What: "odd access", Path: "/etc/passwd", Access: "chmod", Exe: cargo},
+		{Kind: report.KindNetwork, What: "no port", Endpoint: "192.0.2.1", Proto: "tcp", Exe: cargo},
+		{Kind: "ioctl-storm", What: "something new", Exe: cargo},
+	} {
+		props, err := Propose(base(), rep(d), aliceEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(props) != 1 {
+			t.Fatalf("%s: %d proposals, want 1", d.What, len(props))
+		}
+		p := props[0]
+		if !slices.Equal(p.Choices, []Choice{KeepDenied}) || p.Default != KeepDenied || !strings.Contains(p.Summary, "cannot be allowed") {
+			t.Errorf("%s: choices %v default %s summary %q: want only keep, and why", d.What, p.Choices, p.Default, p.Summary)
+		}
+		if _, err := Apply(base(), []Decision{{p, AllowExact}}); err == nil {
+			t.Errorf("%s: AllowExact accepted on a proposal that cannot be allowed", d.What)
+		}
+	}
+}
+
+func TestExitedExecutableHasNoProvenance(t *testing.T) {
+	d := report.Denial{Kind: report.KindSyscall, Syscall: "utimensat", Exe: "(exited)", Suggest: "syscalls.allow: + utimensat"}
+	props, err := Propose(base(), rep(d), aliceEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if props[0].Exact.By != "" || props[0].Exes[0] != "(exited)" {
+		t.Errorf("by %q, exes %v: want no provenance, and (exited) shown", props[0].Exact.By, props[0].Exes)
+	}
+}
