@@ -120,7 +120,9 @@ type FileAccess struct {
 	OK     bool   `json:"ok"`              // false: the call failed (e.g. a probe for a missing file)
 	Errno  int    `json:"errno,omitempty"` // when !OK
 	Dir    bool   `json:"dir,omitempty"`   // the path is a directory
-	Count  uint64 `json:"count"`
+	// Count is approximate: the number of events that reached user space, which the kernel
+	// deduplicates (one per executable, access, result and file), not the number of calls.
+	Count uint64 `json:"count"`
 }
 
 // NetworkAccess is one endpoint an executable connected to, sent to or bound.
@@ -133,8 +135,11 @@ type NetworkAccess struct {
 	Port   int    `json:"port,omitempty"`
 	// Path is the unix socket path; abstract names start with "@".
 	Path  string `json:"path,omitempty"`
-	Host  string `json:"host,omitempty"` // DNS name that resolved to Addr during the run
-	OK    bool   `json:"ok"`
+	Host string `json:"host,omitempty"` // DNS name that resolved to Addr during the run
+	// OK is false when the call failed; inet operations are recorded when attempted (the
+	// cgroup hooks run before the outcome is known), so for them it is always true.
+	OK bool `json:"ok"`
+	// Count is approximate, like FileAccess.Count: deduplicated events, not calls.
 	Count uint64 `json:"count"`
 }
 
