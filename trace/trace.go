@@ -134,7 +134,7 @@ type NetworkAccess struct {
 	Addr   string `json:"addr,omitempty"`
 	Port   int    `json:"port,omitempty"`
 	// Path is the unix socket path; abstract names start with "@".
-	Path  string `json:"path,omitempty"`
+	Path string `json:"path,omitempty"`
 	Host string `json:"host,omitempty"` // DNS name that resolved to Addr during the run
 	// OK is false when the call failed; inet operations are recorded when attempted (the
 	// cgroup hooks run before the outcome is known), so for them it is always true.
