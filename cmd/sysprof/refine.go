@@ -153,6 +153,9 @@ func runRefine(ctx context.Context, o *refineOptions) error {
 	if !o.Force && !sameCommand(prof, rep) {
 		return withCode(exitSysprof, fmt.Errorf("%s is a report of %q, but %s is the profile of %q: use --force to refine anyway", o.From, rep.Command, o.Profile, prof.Metadata.Command))
 	}
+	if len(rep.Unobservable) > 0 {
+		fmt.Fprintf(o.Err, "sysprof: note: the run behind %s could not observe %s: its denials are not in the report\n", o.From, strings.Join(rep.Unobservable, "; "))
+	}
 	env := enforcer.HostEnv(o.Workdir).Vars
 	props, err := refine.Propose(prof, rep, env)
 	if err != nil {

@@ -511,6 +511,22 @@ func TestRefineTerminalSession(t *testing.T) {
 	if got, want := profileHas(t, prof), (has{curl: true, sshHidden: true}); got != want {
 		t.Errorf("profile has %+v, want %+v (only the accepted item)", got, want)
 	}
+	// Exactly one change: nothing declined slipped in.
+	orig, err := policy.Load(refineProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written, err := policy.Load(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changes []string
+	for _, c := range policy.Diff(orig, written) {
+		changes = append(changes, c.String())
+	}
+	if want := []string{"+ high filesystem.exec added: /usr/bin/curl (new executable path: more code may run)"}; !cmp.Equal(changes, want) {
+		t.Errorf("changes %q, want %q", changes, want)
+	}
 }
 
 func TestRefineTerminalQuit(t *testing.T) {
