@@ -127,9 +127,11 @@ func exes(tr *trace.Trace) []string {
 }
 
 // tcpListener accepts and closes connections until the test ends.
-func tcpListener(t *testing.T) int {
+func tcpListener(t *testing.T) int { return tcpListenerOn(t, "tcp4", "127.0.0.1:0") }
+
+func tcpListenerOn(t *testing.T, network, addr string) int {
 	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	l, err := net.Listen(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}

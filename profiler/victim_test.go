@@ -41,6 +41,7 @@ func TestVictim(t *testing.T) {
 	unixListener(t, abstract)
 
 	tport := tcpListener(t)
+	t6port := tcpListenerOn(t, "tcp6", "[::1]:0")
 	uport := udpListener(t)
 	const dnsAddr = "127.0.83.53"
 	dnsResponder(t, dnsAddr, [4]byte{127, 0, 0, 1})
@@ -66,6 +67,7 @@ func TestVictim(t *testing.T) {
 		"clone3",
 		"udp-send", "127.0.0.1", up,
 		"tcp-connect", "127.0.0.1", tp,
+		"tcp-connect6", "::1", strconv.Itoa(t6port),
 		"dns-query", dnsAddr, "53", "victim.test", tp,
 		"unix-connect", sock,
 		"unix-connect", abstract,
@@ -217,6 +219,7 @@ func TestVictim(t *testing.T) {
 		{Op: trace.OpConnect, Family: "inet", Proto: "tcp", Addr: "127.0.0.1", Port: tport, Host: "victim.test"},
 		{Op: trace.OpSend, Family: "inet", Proto: "udp", Addr: "127.0.0.1", Port: uport, Host: "victim.test"},
 		{Op: trace.OpSend, Family: "inet", Proto: "udp", Addr: dnsAddr, Port: 53},
+		{Op: trace.OpConnect, Family: "inet6", Proto: "tcp", Addr: "::1", Port: t6port},
 		{Op: trace.OpConnect, Family: "unix", Proto: "stream", Path: sock},
 		{Op: trace.OpConnect, Family: "unix", Proto: "stream", Path: abstract},
 		{Op: trace.OpBind, Family: "unix", Proto: "dgram", Path: filepath.Join(dir, "bound.sock")},

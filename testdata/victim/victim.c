@@ -192,6 +192,14 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "tcp-connect")) {
 			tcp_connect(inet_addr_port(ARG(1), ARG(2)));
 			i += 2;
+		} else if (!strcmp(a, "tcp-connect6")) {
+			struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_port = htons(atoi(ARG(2)))};
+			inet_pton(AF_INET6, ARG(1), &sa.sin6_addr);
+			int fd = socket(AF_INET6, SOCK_STREAM, 0);
+			if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+				perror("victim: tcp6 connect");
+			close(fd);
+			i += 2;
 		} else if (!strcmp(a, "dns-query")) {
 			// dns-query SERVER PORT NAME CONNECTPORT: resolve NAME, then TCP-connect to it.
 			uint32_t ip = dns_query(inet_addr_port(ARG(1), ARG(2)), ARG(3));
