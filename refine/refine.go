@@ -331,7 +331,7 @@ func fromReportRisk(r report.Risk) policy.Risk {
 }
 
 // argSuggest matches the enforcer's suggestion for a value an argument rule refused.
-var argSuggest = regexp.MustCompile(`syscalls\.args: (\w+) arg (\d): \+ (\S+)`)
+var argSuggest = regexp.MustCompile(`syscalls\.args: (\w+) arg (\d): \+ ([^\s)]+)`)
 
 func proposeSyscall(pr *Proposal, d report.Denial, exe string) error {
 	if m := argSuggest.FindStringSubmatch(d.Suggest); m != nil {

@@ -495,3 +495,39 @@ func TestExitedExecutableHasNoProvenance(t *testing.T) {
 		t.Errorf("by %q, exes %v: want no provenance, and (exited) shown", props[0].Exact.By, props[0].Exes)
 	}
 }
+
+func TestArgFlagsAndMPTCP(t *testing.T) {
+	p := base()
+	p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: "clone"})
+	p.Syscalls.Args = append(p.Syscalls.Args,
+		policy.ArgRule{Syscall: "clone", Arg: 0, Name: "flags", Flags: []string{"CLONE_VM", "CLONE_FS", "SIGCHLD"}},
+		policy.ArgRule{Syscall: "socket", Arg: 2, Name: "protocol", Values: []string{"0"}})
+	r := rep(
+		report.Denial{Kind: report.KindSyscall, Syscall: "clone", Exe: cargo, Suggest: "syscalls.args: clone arg 0: + CLONE_NEWUSER|CLONE_NEWNS"},
+		report.Denial{Kind: report.KindSyscall, Syscall: "socket", Exe: cargo, Suggest: "network.connect: + ENDPOINT proto: mptcp (or syscalls.args: socket arg 2: + IPPROTO_MPTCP)"},
+	)
+	props, err := Propose(p, r, aliceEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var ds []Decision
+	for _, pr := range props {
+		got = append(got, pr.Risk.String()+" "+pr.Exact.String())
+		ds = append(ds, Decision{pr, AllowExact})
+	}
+	want := []string{
+		"critical syscalls.args: clone arg 0: + CLONE_NEWUSER|CLONE_NEWNS",
+		"high syscalls.args: socket arg 2: + IPPROTO_MPTCP",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("proposals (-want +got):\n%s", diff)
+	}
+	out, err := Apply(p, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := Propose(out, r, aliceEnv); len(again) != 0 {
+		t.Errorf("still proposed after applying: %v", again[0].Exact)
+	}
+}
