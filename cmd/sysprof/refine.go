@@ -53,11 +53,11 @@ func newRefineCmd(s streams, runF func(context.Context, *refineOptions) error) *
 		Long: `refine reads a report written by ` + "`sysprof enforce --report FILE`" + ` (or --audit) and proposes the
 smallest profile change for each denial, worst risk first, rated like ` + "`sysprof diff`" + `.
 
-On a terminal it asks about each change, showing its risk, the binary that asked, its parent
-chain and how often: [a]llow exactly, allow the [d]irectory, [k]eep denied, [h]ide the path, or
-[q]uit (stop asking: the answers given so far are written, the rest stay denied). Enter takes the
-default in brackets: keep denied for credential stores, allow exactly otherwise. Ctrl-C aborts
-without writing anything.
+On a terminal it asks about each change, showing its risk first, the binary that asked, its
+parent chain and how often: [a]llow exactly, allow the [d]irectory, [k]eep denied, [h]ide the
+path, or [q]uit (stop asking: the answers given so far are written, the rest stay denied). Enter
+takes the default in brackets: keep denied for credential stores, allow exactly otherwise.
+Ctrl-C aborts without writing anything. Questions go to stderr; stdout holds only the diff.
 
 Without a terminal it needs --yes (accept every proposal at or below --max-risk, which defaults
 to high: critical changes such as reading ~/.ssh, a privileged syscall or a raw IP destination
@@ -208,7 +208,7 @@ func runRefine(ctx context.Context, o *refineOptions) error {
 	}
 	changes := policy.Diff(oldP, newP)
 	if ask {
-		fmt.Fprintf(o.Out, "\nchanges to %s:\n", o.Profile)
+		fmt.Fprintf(o.Err, "\nchanges to %s:\n", o.Profile)
 	}
 	if err := diffreport.Render(o.Out, changes, o.Format, diffreport.Options{ProfilePath: o.Profile, BasePath: o.Profile, Version: version}); err != nil {
 		return withCode(exitSysprof, err)
@@ -266,7 +266,7 @@ var errQuit = errors.New("quit")
 // askAll asks about each proposal on the terminal, worst risk first.
 func askAll(ctx context.Context, o *refineOptions, props []refine.Proposal, env map[string]string) ([]refine.Decision, error) {
 	in := bufio.NewReader(o.In)
-	w := o.Out
+	w := o.Err // questions go to stderr, so that stdout holds only the diff
 	fmt.Fprintf(w, "sysprof refine: %d proposed change(s) to %s\n", len(props), o.Profile)
 	var out []refine.Decision
 	for i, p := range props {
