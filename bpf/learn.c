@@ -301,16 +301,20 @@ struct {
 	__type(value, struct task_info);
 } tasks SEC(".maps");
 
+// Allocated on use: a big build runs thousands of distinct executables (build scripts, test
+// binaries), each with its own syscall set, but most runs use a few hundred entries.
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 262144);
 	__type(key, struct sc_key);
 	__type(value, __u64);
 } syscalls SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
 	__type(key, struct arg_key);
 	__type(value, __u64);
 } args SEC(".maps");

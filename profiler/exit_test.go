@@ -35,6 +35,9 @@ func TestExitStatus(t *testing.T) {
 			if tr.Incomplete {
 				t.Errorf("incomplete: %q", tr.Reasons)
 			}
+			if n := syscallCount(tr, victim, "x86_64", "execve"); n != 1 {
+				t.Errorf("execve count %d, want 1: the command's own execve, added by user space (it precedes the gate)", n)
+			}
 			p := tr.Processes[0]
 			if p.ExitCode == nil || *p.ExitCode != tc.want || p.Signal != tc.sig {
 				t.Errorf("root process exit %v signal %d, want %d / %d", p.ExitCode, p.Signal, tc.want, tc.sig)
