@@ -16,6 +16,7 @@ func Clone(p *Profile) *Profile {
 	for i := range q.Syscalls.Args {
 		q.Syscalls.Args[i].Values = slices.Clone(q.Syscalls.Args[i].Values)
 		q.Syscalls.Args[i].Flags = slices.Clone(q.Syscalls.Args[i].Flags)
+		q.Syscalls.Args[i].Deny = slices.Clone(q.Syscalls.Args[i].Deny)
 	}
 	q.Filesystem.Read = slices.Clone(p.Filesystem.Read)
 	q.Filesystem.Write = slices.Clone(p.Filesystem.Write)

@@ -61,3 +61,12 @@ func TestDenyDiffAndMerge(t *testing.T) {
 		t.Errorf("merge keeps only values both sides deny: got %v", got)
 	}
 }
+
+func TestCloneCopiesDeny(t *testing.T) {
+	p := denyProfile("TIOCSTI")
+	q := Clone(p)
+	q.Syscalls.Args[0].Deny[0] = "TIOCLINUX"
+	if p.Syscalls.Args[0].Deny[0] != "TIOCSTI" {
+		t.Fatal("changing the clone's deny list changed the original")
+	}
+}

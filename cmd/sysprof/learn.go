@@ -113,6 +113,9 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 		return withCode(exitSysprof, err)
 	}
 	printLearnSummary(o.Err, tr, wall, o.Profile)
+	if o.Debug || os.Getenv("SYSPROF_STATS") != "" {
+		printPeakRSS(o.Err)
+	}
 	if tr.ExitCode != 0 {
 		return withCode(tr.ExitCode, nil)
 	}

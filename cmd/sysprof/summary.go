@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/olekukonko/tablewriter"
@@ -81,5 +83,18 @@ func printLearnSummary(w io.Writer, tr *trace.Trace, wall time.Duration, profile
 func printExplain(w io.Writer, steps []synth.Step) {
 	for _, st := range steps {
 		fmt.Fprintf(w, "  [%s] %s\n", st.Pass, st.Message)
+	}
+}
+
+// printPeakRSS reports sysprof's own peak resident memory (VmHWM), for `make bench`.
+func printPeakRSS(w io.Writer) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			fmt.Fprintf(w, "sysprof: peak RSS %s\n", strings.TrimSpace(v))
+		}
 	}
 }

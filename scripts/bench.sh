@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# make bench: sysprof learn and enforce side by side with bare runs and the peers installed here
+# (strace, bubblewrap, firejail), in one run. Prints hyperfine tables and the ratios over bare;
+# BENCHMARKS.md records a run. Needs root (learning uses eBPF). Override RUNS=n for more samples.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+sp="$top/bin/sysprof"
+runs=${RUNS:-5}
+build_runs=${BUILD_RUNS:-3}
+for t in hyperfine strace bwrap cc go python3; do
+	command -v "$t" >/dev/null || { echo "bench needs $t (apt-get install hyperfine strace bubblewrap)" >&2; exit 1; }
+done
+[ "$(id -u)" = 0 ] || { echo "bench needs root: learning uses eBPF" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/sysprof-bench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+out="$work/results"
+mkdir -p "$out"
+cc -O2 -o "$work/victim" "$top/testdata/victim/victim.c" -lpthread
+cp -r "$top/testdata/projects/gomod" "$work/gomod"
+cp -r "$top/testdata/projects/cproj" "$work/cproj"
+export GOCACHE="$work/gocache" GOFLAGS=-mod=mod GOTOOLCHAIN=local
+storm="$work/victim storm 2000000"
+gobuild="go build -o /dev/null ."
+gcc1="cc -O2 -c -o $work/cproj/greet.o $work/cproj/greet.c"
+findusr="find /usr -xdev"
+
+hf() { # name, then hyperfine args
+	local name=$1; shift
+	hyperfine --style basic --export-json "$out/$name.json" "$@" >"$out/$name.txt" 2>&1 || { cat "$out/$name.txt"; exit 1; }
+}
+
+echo "== learn: 2M-syscall storm (bare / sysprof learn / strace -f)"
+hf learn-storm --runs "$runs" --warmup 1 -n bare "$storm" \
+	-n "sysprof learn" "$sp learn --fresh -p $work/storm.yaml -- $storm" \
+	-n "strace -f" "strace -f -o /dev/null $storm"
+
+echo "== learn: go build, cold build cache"
+(cd "$work/gomod" && hf learn-gobuild --runs "$build_runs" --prepare "rm -rf $GOCACHE" \
+	-n bare "$gobuild" \
+	-n "sysprof learn" "$sp learn --fresh -p $work/gobuild.yaml -- $gobuild" \
+	-n "strace -f" "strace -f -o /dev/null $gobuild")
+
+echo "== learn: metadata walk (find /usr)"
+hf learn-find --runs "$runs" --warmup 1 -n bare "$findusr" \
+	-n "sysprof learn" "$sp learn --fresh -p $work/find.yaml -- $findusr" \
+	-n "strace -f" "strace -f -o /dev/null $findusr"
+
+echo "== learn: peak memory of sysprof itself and lost events"
+for name in storm gobuild find; do
+	case $name in
+		storm) cmd=$storm; dir=$work ;;
+		gobuild) cmd=$gobuild; dir=$work/gomod; rm -rf "$GOCACHE" ;;
+		find) cmd=$findusr; dir=$work ;;
+	esac
+	(cd "$dir" && SYSPROF_STATS=1 $sp learn --fresh -p "$work/$name.yaml" -- $cmd >/dev/null 2>"$out/stats-$name.txt") || true
+	printf '%-8s %s | %s\n' "$name" "$(grep -h 'peak RSS' "$out/stats-$name.txt" | tail -1)" "$(grep -h 'lost events' "$out/stats-$name.txt" | tr -s ' ' | tail -1)"
+done
+
+echo "== enforce: learn the profiles once"
+(cd "$work" && $sp learn --fresh -p "$work/true.yaml" -- true >/dev/null 2>&1)
+(cd "$work/gomod" && $sp learn --fresh -p "$work/gobuild-warm.yaml" -- $gobuild >/dev/null 2>&1)
+(cd "$work" && $sp learn --fresh -p "$work/gcc.yaml" -- $gcc1 >/dev/null 2>&1)
+bwrap_ro="bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp"
+firejail_ok=
+if command -v firejail >/dev/null && firejail --noprofile --quiet true >/dev/null 2>&1; then firejail_ok=1; fi
+
+echo "== enforce: startup (true)"
+fj=(); [ -n "$firejail_ok" ] && fj=(-n "firejail --noprofile" "firejail --noprofile --quiet true")
+hf enforce-true --runs 20 --warmup 3 -N -n bare "true" \
+	-n "sysprof enforce" "$sp enforce -p $work/true.yaml -- true" \
+	-n "bwrap --unshare-all" "$bwrap_ro true" "${fj[@]}"
+
+echo "== enforce: 2M-syscall storm"
+hf enforce-storm --runs "$runs" --warmup 1 -n bare "$storm" \
+	-n "sysprof enforce" "$sp enforce -p $work/storm.yaml -- $storm" \
+	-n "bwrap --unshare-all" "$bwrap_ro $storm"
+
+echo "== enforce: go build (warm cache) and gcc -c"
+(cd "$work/gomod" && hf enforce-gobuild --runs "$runs" --warmup 1 -n bare "$gobuild" \
+	-n "sysprof enforce" "$sp enforce -p $work/gobuild-warm.yaml -- $gobuild" \
+	-n "bwrap --unshare-all" "$bwrap_ro --bind $GOCACHE $GOCACHE --bind $PWD $PWD $gobuild")
+(cd "$work" && hf enforce-gcc --runs 10 --warmup 2 -n bare "$gcc1" \
+	-n "sysprof enforce" "$sp enforce -p $work/gcc.yaml -- $gcc1" \
+	-n "bwrap --unshare-all" "$bwrap_ro --bind $work/cproj $work/cproj $gcc1")
+
+echo
+python3 - "$out" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+for name in ["learn-storm", "learn-gobuild", "learn-find", "enforce-true", "enforce-storm", "enforce-gobuild", "enforce-gcc"]:
+    p = os.path.join(out, name + ".json")
+    if not os.path.exists(p):
+        continue
+    rs = json.load(open(p))["results"]
+    bare = next(r for r in rs if r["command"] == "bare")["mean"]
+    print(f"### {name}\n")
+    print("| command | mean | stddev | ratio over bare |")
+    print("|---|---|---|---|")
+    for r in rs:
+        print(f"| {r['command']} | {r['mean']*1000:.1f} ms | {r['stddev']*1000:.1f} ms | {r['mean']/bare:.2f}x |")
+    print()
+PY
