@@ -79,6 +79,7 @@ func newRunCgroup() (*runCgroup, error) {
 	if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("create cgroup %s: %w", parent, err)
 	}
+	removeStale(parent)
 	dir := filepath.Join(parent, fmt.Sprintf("run-%d-%d", os.Getpid(), runSeq.Add(1)))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create cgroup %s: %w", dir, err)
@@ -95,6 +96,23 @@ func newRunCgroup() (*runCgroup, error) {
 		return nil, fmt.Errorf("stat cgroup %s: %w", dir, err)
 	}
 	return &runCgroup{dir: dir, fd: fd, id: st.Ino}, nil
+}
+
+// removeStale removes the empty run directories of sysprof processes that are gone (killed
+// before they could clean up). Populated ones are left alone.
+func removeStale(parent string) {
+	dirs, _ := filepath.Glob(filepath.Join(parent, "run-*-*"))
+	for _, d := range dirs {
+		f := strings.SplitN(filepath.Base(d), "-", 3)
+		pid, err := strconv.Atoi(f[1])
+		if err != nil || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
+			continue
+		}
+		c := runCgroup{dir: d, fd: -1}
+		if !c.populated() {
+			os.Remove(d)
+		}
+	}
 }
 
 // pids lists the processes still in the cgroup.
