@@ -461,6 +461,10 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 	if err != nil {
 		return err
 	}
+	list, err := c.expandRules("list", fs.List, env)
+	if err != nil {
+		return err
+	}
 	hidden, err := c.expandRules("hidden", fs.Hidden, env)
 	if err != nil {
 		return err
@@ -470,7 +474,7 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 	plan.DropCaps = true
 	c.Layers = append(c.Layers, LayerCaps)
 
-	wantFS := len(read)+len(write)+len(exec)+len(hidden) > 0 || fs.PrivateTmp
+	wantFS := len(read)+len(write)+len(exec)+len(list)+len(hidden) > 0 || fs.PrivateTmp
 	if wantFS {
 		plan.ReadOnlyRoot = true
 		plan.PrivateTmp = fs.PrivateTmp
@@ -500,7 +504,12 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 		// has no write rule for them, keeps them read-only (with Landlock degraded they would
 		// be writable: noted).
 		if fs.PrivateTmp {
-			for _, r := range slices.Concat(read, exec) {
+			// The working directory must exist inside even when the tool never read it.
+			keep := slices.Concat(read, exec, list)
+			if wd := env.Vars["WORKDIR"]; wd != "" {
+				keep = append(keep, wd)
+			}
+			for _, r := range keep {
 				if privateTmpRoot(r) == "" || slices.Contains(plan.Writable, r) || coveredBy(r, plan.Writable) {
 					continue
 				}
@@ -545,6 +554,7 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 			ll.Write = append(ll.Write, w)
 		}
 		ll.Exec = exec
+		ll.List = list
 		slices.Sort(ll.Devices)
 		ll.Devices = slices.Compact(ll.Devices)
 		plan.Landlock = ll

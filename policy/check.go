@@ -113,7 +113,7 @@ func check(p *Profile) []*LoadError {
 	for _, l := range []struct {
 		name  string
 		rules []PathRule
-	}{{"read", fs.Read}, {"write", fs.Write}, {"exec", fs.Exec}, {"hidden", fs.Hidden}} {
+	}{{"read", fs.Read}, {"write", fs.Write}, {"exec", fs.Exec}, {"list", fs.List}, {"hidden", fs.Hidden}} {
 		for i, r := range l.rules {
 			if msg := pathProblem(r.Path); msg != "" {
 				add(fmt.Sprintf("filesystem.%s[%d].path", l.name, i), "%s", msg)

@@ -21,6 +21,7 @@ func Clone(p *Profile) *Profile {
 	q.Filesystem.Read = slices.Clone(p.Filesystem.Read)
 	q.Filesystem.Write = slices.Clone(p.Filesystem.Write)
 	q.Filesystem.Exec = slices.Clone(p.Filesystem.Exec)
+	q.Filesystem.List = slices.Clone(p.Filesystem.List)
 	q.Filesystem.Hidden = slices.Clone(p.Filesystem.Hidden)
 	q.Network.Connect = slices.Clone(p.Network.Connect)
 	q.Network.Send = slices.Clone(p.Network.Send)

@@ -25,6 +25,7 @@ const (
 	SectionRead          = "filesystem.read"
 	SectionWrite         = "filesystem.write"
 	SectionExec          = "filesystem.exec"
+	SectionList          = "filesystem.list"
 	SectionHidden        = "filesystem.hidden"
 	SectionPrivateTmp    = "filesystem.privateTmp"
 	SectionConnect       = "network.connect"
@@ -35,7 +36,7 @@ const (
 )
 
 // Sections lists every section in file order.
-var Sections = []string{SectionSyscalls, SectionArgs, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionHidden, SectionPrivateTmp, SectionConnect, SectionSend, SectionBind, SectionBinaries, SectionIncomplete}
+var Sections = []string{SectionSyscalls, SectionArgs, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden, SectionPrivateTmp, SectionConnect, SectionSend, SectionBind, SectionBinaries, SectionIncomplete}
 
 // Change is one semantic difference between two profiles.
 type Change struct {
@@ -368,6 +369,7 @@ func (d *differ) paths() {
 		{SectionRead, "read", o.Read, n.Read},
 		{SectionWrite, "write", o.Write, n.Write},
 		{SectionExec, "exec", o.Exec, n.Exec},
+		{SectionList, "list", o.List, n.List},
 	} {
 		for _, r := range s.new {
 			if coveredBy(r.Path, s.old) {
@@ -637,9 +639,9 @@ func Locator(name string, data []byte) (func(Change) int, error) {
 			})
 		case SectionArchitectures:
 			return find(c.Section, len(p.Syscalls.Architectures), func(i int) bool { return p.Syscalls.Architectures[i] == c.Item })
-		case SectionRead, SectionWrite, SectionExec, SectionHidden:
+		case SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden:
 			rules := map[string][]PathRule{SectionRead: p.Filesystem.Read, SectionWrite: p.Filesystem.Write,
-				SectionExec: p.Filesystem.Exec, SectionHidden: p.Filesystem.Hidden}[c.Section]
+				SectionExec: p.Filesystem.Exec, SectionList: p.Filesystem.List, SectionHidden: p.Filesystem.Hidden}[c.Section]
 			return find(c.Section, len(rules), func(i int) bool { return rules[i].Path == c.Item })
 		case SectionConnect, SectionSend, SectionBind:
 			eps := map[string][]Endpoint{SectionConnect: p.Network.Connect, SectionSend: p.Network.Send, SectionBind: p.Network.Bind}[c.Section]

@@ -102,7 +102,7 @@ func Marshal(p *Profile) ([]byte, error) {
 	for _, l := range []struct {
 		name  string
 		rules []PathRule
-	}{{"read", fs.Read}, {"write", fs.Write}, {"exec", fs.Exec}, {"hidden", fs.Hidden}} {
+	}{{"read", fs.Read}, {"write", fs.Write}, {"exec", fs.Exec}, {"list", fs.List}, {"hidden", fs.Hidden}} {
 		if len(l.rules) == 0 {
 			continue
 		}

@@ -85,6 +85,7 @@ func Merge(dst, src *Profile) *Profile {
 		Read:       pathMerge(dst.Filesystem.Read, src.Filesystem.Read),
 		Write:      pathMerge(dst.Filesystem.Write, src.Filesystem.Write),
 		Exec:       pathMerge(dst.Filesystem.Exec, src.Filesystem.Exec),
+		List:       pathMerge(dst.Filesystem.List, src.Filesystem.List),
 		Hidden:     pathMerge(dst.Filesystem.Hidden, src.Filesystem.Hidden),
 		PrivateTmp: dst.Filesystem.PrivateTmp && src.Filesystem.PrivateTmp,
 	}

@@ -451,10 +451,10 @@ func fieldsOf(parent string) []string {
 	case "syscalls.allow[]":
 		return []string{"name", "base", "by", "seen"}
 	case "syscalls.args[]":
-		return []string{"syscall", "arg", "name", "mask", "values", "flags", "errno", "by", "seen"}
+		return []string{"syscall", "arg", "name", "mask", "values", "flags", "deny", "errno", "by", "seen"}
 	case "filesystem":
-		return []string{"read", "write", "exec", "hidden", "privateTmp"}
-	case "filesystem.read[]", "filesystem.write[]", "filesystem.exec[]", "filesystem.hidden[]":
+		return []string{"read", "write", "exec", "list", "hidden", "privateTmp"}
+	case "filesystem.read[]", "filesystem.write[]", "filesystem.exec[]", "filesystem.list[]", "filesystem.hidden[]":
 		return []string{"path", "by", "seen", "note"}
 	case "network":
 		return []string{"connect", "send", "bind"}

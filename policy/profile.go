@@ -91,6 +91,9 @@ type Filesystem struct {
 	Read  []PathRule `yaml:"read,omitempty" json:"read,omitempty"`
 	Write []PathRule `yaml:"write,omitempty" json:"write,omitempty"`
 	Exec  []PathRule `yaml:"exec,omitempty" json:"exec,omitempty"`
+	// List grants listing the entries of a directory (and of directories below it), never
+	// reading file contents: `ls /` needs it, and a read rule on / would grant everything.
+	List []PathRule `yaml:"list,omitempty" json:"list,omitempty"`
 	// Hidden paths are absent inside the sandbox even when a broader read or write rule covers them.
 	Hidden []PathRule `yaml:"hidden,omitempty" json:"hidden,omitempty"`
 	// PrivateTmp gives the command an empty /tmp of its own.

@@ -226,6 +226,8 @@ func accessWord(access string) string {
 		return "writable"
 	case "exec":
 		return "executable"
+	case "list":
+		return "listable"
 	}
 	return "readable"
 }

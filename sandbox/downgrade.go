@@ -130,6 +130,7 @@ func cloneLandlock(l *Landlock) *Landlock {
 	c.Read = slices.Clone(l.Read)
 	c.Write = slices.Clone(l.Write)
 	c.Exec = slices.Clone(l.Exec)
+	c.List = slices.Clone(l.List)
 	c.Devices = slices.Clone(l.Devices)
 	c.ConnectTCP = slices.Clone(l.ConnectTCP)
 	c.BindTCP = slices.Clone(l.BindTCP)
@@ -141,13 +142,13 @@ type ruleset struct {
 	HandledFS  uint64
 	HandledNet uint64
 	Scoped     uint64
-	Paths      []pathRule // in plan order: Read, Write, Exec, Devices
+	Paths      []pathRule // in plan order: Read, Write, Exec, List, Devices
 	Ports      []portRule
 }
 
 type pathRule struct {
 	Path   string
-	Role   string // "read", "write", "exec", "device"
+	Role   string // "read", "write", "exec", "list", "device"
 	Access uint64 // for a directory; a file gets Access & fsFileRights
 }
 
@@ -172,6 +173,7 @@ func compile(l *Landlock, abi int) ruleset {
 	add("read", l.Read, rightsRead)
 	add("write", l.Write, rightsWrite)
 	add("exec", l.Exec, rightsExec)
+	add("list", l.List, fsReadDir)
 	add("device", l.Devices, rightsDevice)
 	if l.RestrictTCP {
 		rs.HandledNet = netRightsForABI(abi)

@@ -29,6 +29,7 @@ type Landlock struct {
 	Read  []string `json:"read,omitempty"`  // read files and list directories below
 	Write []string `json:"write,omitempty"` // read, write, create, delete, rename, truncate below
 	Exec  []string `json:"exec,omitempty"`  // execute (files or everything below a directory)
+	List  []string `json:"list,omitempty"`  // list directory entries below, no file contents
 	// Devices lists paths (e.g. /dev/null, /dev/tty) that need read/write and ioctl_dev.
 	Devices []string `json:"devices,omitempty"`
 
