@@ -16,9 +16,9 @@
 //     access to one is dropped with a loud warning unless Options.AllowSecrets names it.
 //   - failed-probes: failed accesses get no rule — they fail the same way under enforcement.
 //   - source-tree, read, write, exec: reads under $WORKDIR become one read-only $WORKDIR rule;
-//     other reads and listings become exact rules (metadata needs none); writes are granted on
-//     the narrowest directory the tool created or wrote in, never $WORKDIR, $HOME or $TMPDIR
-//     whole; exec only on binaries that ran.
+//     other reads become exact read rules, listings list rules (names only, no contents), and
+//     metadata needs none; writes are granted on the narrowest directory the tool created or
+//     wrote in, never $WORKDIR, $HOME or $TMPDIR whole; exec only on binaries that ran.
 //   - rollup-read, rollup-write: at least RollupThreshold rules under one directory of a system
 //     tree (/usr, /lib, /etc/…, toolchain roots) become that directory, deepest first, until
 //     nothing changes; never / or $HOME.
@@ -37,8 +37,8 @@
 //
 // # Checking a profile
 //
-// Allows is the plain-Go model of the filesystem policy (hidden wins, write implies read,
-// metadata needs visibility only); Expand turns portable paths back into host paths.
+// Allows is the plain-Go model of the filesystem policy (hidden wins, write implies read
+// implies list, metadata needs visibility only); Expand turns portable paths back into host paths.
 // Resynthesize runs the passes over a profile read back as observations: on a profile
 // Synthesize made it changes nothing.
 package synth

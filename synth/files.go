@@ -246,7 +246,7 @@ func (s *state) passCredentials() []string {
 
 // allowsUnder reports whether a read, write or exec rule lies at or below pattern c.
 func (s *state) allowsUnder(c string) bool {
-	for _, m := range []map[string]*pathRule{s.read, s.write, s.exec} {
+	for _, m := range []map[string]*pathRule{s.read, s.write, s.exec, s.list} {
 		for p := range m {
 			if Covers(c, p) {
 				return true
@@ -339,8 +339,6 @@ func errnoName(e int) string {
 	return fmt.Sprintf("errno %d", e)
 }
 
-func isReadKind(a string) bool { return a == trace.AccessRead || a == trace.AccessList }
-
 func isWriteKind(a string) bool {
 	return a == trace.AccessWrite || a == trace.AccessCreate || a == trace.AccessDelete
 }
@@ -366,7 +364,7 @@ func (s *state) passSourceTree() []string {
 	paths := map[string]bool{}
 	var pr prov
 	for _, f := range s.files {
-		if isReadKind(f.access) && Covers("$WORKDIR", f.path) {
+		if f.access == trace.AccessRead && !f.dir && Covers("$WORKDIR", f.path) {
 			paths[f.path] = true
 			pr = earliest(pr, s.provOf(f.exe))
 		}
@@ -378,10 +376,13 @@ func (s *state) passSourceTree() []string {
 	return []string{fmt.Sprintf("%s read under $WORKDIR → $WORKDIR (read-only source tree)", plural(len(paths), "path"))}
 }
 
-// passRead turns successful reads and directory listings into read rules. Decisions:
-//   - a listing needs read on the directory (Landlock's READ_DIR), so the directory becomes a
-//     rule — except /, $HOME, /etc, /tmp and the like (tooBroadToReadPaths), which would make
-//     the whole disk, home or /etc readable: those are not granted and the tool gets EACCES;
+// passRead turns successful reads into read rules and directory listings into list rules.
+// Decisions:
+//   - a listing gets a list rule (filesystem.list, Landlock's READ_DIR only): it lets the tool
+//     see the names below that directory, never read a file, so even `ls /` or a listing of
+//     $HOME is granted as such (hidden paths stay invisible);
+//   - a read of /, $HOME, /etc, /tmp and the like themselves (tooBroadToReadPaths) is never a
+//     read rule, which would cover everything below: the tool gets EACCES there;
 //   - metadata-only accesses (stat, access, readlink) need no rule: no Landlock right guards
 //     them, the path only has to be visible, and it is unless hidden;
 //   - /dev nodes (/dev/null, /dev/tty, /dev/urandom) stay exact rules, never rolled up.
@@ -391,28 +392,30 @@ func (s *state) passRead() []string {
 		switch {
 		case f.access == trace.AccessMetadata:
 			meta++
-		case isReadKind(f.access) && tooBroadToRead(f.path):
+		case f.access == trace.AccessList || f.access == trace.AccessRead && f.dir:
+			addRule(s.list, f.path, s.provOf(f.exe), "")
+			dirs++
+		case f.access == trace.AccessRead && tooBroadToRead(f.path):
 			refused++
-		case isReadKind(f.access):
+		case f.access == trace.AccessRead:
 			if !Covers("$WORKDIR", f.path) || s.read["$WORKDIR"] == nil {
 				addRule(s.read, f.path, s.provOf(f.exe), "")
 			}
-			if f.access == trace.AccessList || f.dir {
-				dirs++
-			} else {
-				files++
-			}
+			files++
 		}
 	}
 	var msgs []string
-	if files+dirs > 0 {
-		msgs = append(msgs, fmt.Sprintf("%s from %s read and %s listed", plural(len(s.read), "read rule"), plural(files, "file"), plural(dirs, "directory")))
+	if files > 0 {
+		msgs = append(msgs, fmt.Sprintf("%s from %s read", plural(len(s.read), "read rule"), plural(files, "file")))
+	}
+	if dirs > 0 {
+		msgs = append(msgs, fmt.Sprintf("%s from %s listed (names only, no file contents)", plural(len(s.list), "list rule"), plural(dirs, "directory")))
 	}
 	if meta > 0 {
 		msgs = append(msgs, fmt.Sprintf("%s: no rule needed, stat works on any path that is not hidden", plural(meta, "metadata-only access")))
 	}
 	if refused > 0 {
-		msgs = append(msgs, fmt.Sprintf("not granted: %s of /, $HOME, /etc, /tmp or the like (a read rule there would expose the whole tree)", plural(refused, "read")))
+		msgs = append(msgs, fmt.Sprintf("not granted: %s of /, $HOME, /etc, /tmp or the like themselves (a read rule there would expose the whole tree)", plural(refused, "read")))
 	}
 	return msgs
 }
@@ -619,7 +622,7 @@ func readRollupAllowed(d string) bool {
 // rollup replaces, deepest directory first, every set of at least threshold rules under one
 // allowed directory by that directory, until nothing changes. It returns the directories it
 // made, with how many files each stands for.
-func rollup(rules map[string]*pathRule, threshold int, allowed, blocked func(string) bool) []string {
+func rollup(rules map[string]*pathRule, threshold int, noun string, allowed, blocked func(string) bool) []string {
 	maxDepth := 0
 	for p := range rules {
 		maxDepth = max(maxDepth, depth(p))
@@ -657,7 +660,7 @@ func rollup(rules map[string]*pathRule, threshold int, allowed, blocked func(str
 				r.files += max(rules[p].files, 1)
 				delete(rules, p)
 			}
-			r.note = fmt.Sprintf("rolled up from %d files", r.files)
+			r.note = fmt.Sprintf("rolled up from %d %s", r.files, noun)
 			rules[d] = r
 			made = append(made, d)
 		}
@@ -691,7 +694,8 @@ func under1(d, p string) bool {
 	return Covers(d, p)
 }
 
-// passRollupRead rolls up what the tool only read in system trees and toolchain roots.
+// passRollupRead rolls up what the tool only read (or listed) in system trees and toolchain
+// roots.
 func (s *state) passRollupRead() []string {
 	blocked := func(d string) bool { // a tree the tool also wrote in is not "only read"
 		if touchesStore(d, s.stores) {
@@ -705,9 +709,15 @@ func (s *state) passRollupRead() []string {
 		return false
 	}
 	var msgs []string
-	for _, d := range rollup(s.read, s.opts.RollupThreshold, readRollupAllowed, blocked) {
+	for _, d := range rollup(s.read, s.opts.RollupThreshold, "files", readRollupAllowed, blocked) {
 		if r := s.read[d]; r != nil {
 			msgs = append(msgs, fmt.Sprintf("rolled up %d files under %s → %s (read)", r.files, d, d))
+		}
+	}
+	storeBlocked := func(d string) bool { return touchesStore(d, s.stores) }
+	for _, d := range rollup(s.list, s.opts.RollupThreshold, "directories", readRollupAllowed, storeBlocked) {
+		if r := s.list[d]; r != nil {
+			msgs = append(msgs, fmt.Sprintf("rolled up %d directories under %s → %s (list)", r.files, d, d))
 		}
 	}
 	return msgs
@@ -719,7 +729,7 @@ func (s *state) passRollupWrite() []string {
 	allowed := func(d string) bool { return !protectedDir(d) }
 	blocked := func(d string) bool { return touchesStore(d, s.stores) }
 	var msgs []string
-	for _, d := range rollup(s.write, s.opts.RollupThreshold, allowed, blocked) {
+	for _, d := range rollup(s.write, s.opts.RollupThreshold, "files", allowed, blocked) {
 		if r := s.write[d]; r != nil {
 			msgs = append(msgs, fmt.Sprintf("rolled up %d files under %s → %s (write)", r.files, d, d))
 		}
@@ -728,7 +738,8 @@ func (s *state) passRollupWrite() []string {
 }
 
 // passCoverage drops rules a broader rule already covers: reads under a read or write rule
-// (write implies read), writes under a write rule, execs under an exec rule.
+// (write implies read), listings under a list, read or write rule, writes under a write rule,
+// execs under an exec rule.
 func (s *state) passCoverage() []string {
 	// drop removes the rules of m covered by another rule of m or by a rule of also. A rule
 	// is covered by an ancestor (found by walking up) or by a glob rule (tested one by one).
@@ -782,6 +793,8 @@ func (s *state) passCoverage() []string {
 	}
 	n := drop(s.write, nil)
 	n += drop(s.read, s.write)
+	n += drop(s.list, s.write)
+	n += drop(s.list, s.read) // read implies list
 	n += drop(s.exec, nil)
 	if n == 0 {
 		return nil

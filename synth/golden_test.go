@@ -138,12 +138,16 @@ func TestDeterministic(t *testing.T) {
 		rev.Syscalls = reversed(tr.Syscalls)
 		rev.Args = reversed(tr.Args)
 		rev.Network = reversed(tr.Network)
+		rev.DNS = reversed(tr.DNS)
 		b, err := Synthesize(&rev, testOpts())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d := cmp.Diff(string(marshal(t, a.Profile)), string(marshal(t, b.Profile))); d != "" {
 			t.Errorf("%s: order of observations changed the profile:\n%s", c.name, d)
+		}
+		if d := cmp.Diff(string(explainText(a)), string(explainText(b))); d != "" {
+			t.Errorf("%s: order of observations changed the explain lines or warnings:\n%s", c.name, d)
 		}
 	}
 }

@@ -22,7 +22,8 @@ type Access struct {
 // enforcer builds:
 //
 //   - a hidden path (or anything below it) is never allowed, whatever else covers it;
-//   - read and list need a read or write rule covering the path (write implies read);
+//   - read needs a read or write rule covering the path (write implies read);
+//   - list needs a list, read or write rule covering the directory;
 //   - write, create and delete need a write rule covering the path;
 //   - exec needs an exec rule covering the path;
 //   - metadata (stat, access) needs only that the path is not hidden: it is visible.
@@ -57,8 +58,10 @@ func Allows(p *policy.Profile, ctx map[string]string, a Access) bool {
 	switch a.Kind {
 	case trace.AccessMetadata:
 		return true
-	case trace.AccessRead, trace.AccessList:
+	case trace.AccessRead:
 		return covered(fs.Read) || covered(fs.Write)
+	case trace.AccessList:
+		return covered(fs.List) || covered(fs.Read) || covered(fs.Write)
 	case trace.AccessWrite, trace.AccessCreate, trace.AccessDelete:
 		return covered(fs.Write)
 	case trace.AccessExec:

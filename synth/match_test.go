@@ -49,6 +49,7 @@ func TestAllows(t *testing.T) {
 		Read:   []policy.PathRule{{Path: "$WORKDIR"}, {Path: "/usr"}, {Path: "$HOME"}, {Path: "/proc/self/status"}},
 		Write:  []policy.PathRule{{Path: "$WORKDIR/target"}, {Path: "$TMPDIR/go-build*"}},
 		Exec:   []policy.PathRule{{Path: "/usr/bin/cc"}},
+		List:   []policy.PathRule{{Path: "/"}},
 		Hidden: []policy.PathRule{{Path: "$HOME/.ssh"}, {Path: "$WORKDIR/**/.env"}, {Path: "$UNKNOWN/x"}},
 	}}
 	ctx := map[string]string{"WORKDIR": "/w", "HOME": "/h", "TMPDIR": "/tmp"}
@@ -68,6 +69,9 @@ func TestAllows(t *testing.T) {
 		{Access{Kind: trace.AccessMetadata, Path: "/h/.ssh/id_rsa"}, false},
 		{Access{Kind: trace.AccessMetadata, Path: "/etc/shadow"}, true}, // visible, not readable
 		{Access{Kind: trace.AccessRead, Path: "/etc/shadow"}, false},
+		{Access{Kind: trace.AccessList, Path: "/etc"}, true}, // list: names only
+		{Access{Kind: trace.AccessRead, Path: "/etc"}, false},
+		{Access{Kind: trace.AccessList, Path: "/h/.ssh"}, false},
 		{Access{Kind: trace.AccessRead, Path: "/w/deploy/.env"}, false},
 		{Access{Kind: trace.AccessRead, Path: "/proc/77/status", PID: 77}, true},
 		{Access{Kind: trace.AccessRead, Path: "/proc/78/status", PID: 77}, false},

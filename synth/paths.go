@@ -239,11 +239,12 @@ func allDigits(s string) bool {
 	return true
 }
 
-// parentDir is path.Dir for portable paths ("$WORKDIR" has no parent inside the profile).
+// parentDir is path.Dir for portable paths, "" at the top ("/" and "$WORKDIR" have no parent
+// inside the profile).
 func parentDir(p string) string {
 	i := strings.LastIndexByte(p, '/')
 	switch {
-	case i < 0:
+	case i < 0 || p == "/":
 		return ""
 	case i == 0:
 		return "/"

@@ -205,7 +205,7 @@ type state struct {
 	dnsName map[string]string // address → name that resolved to it
 
 	// Rules.
-	read, write, exec, hidden map[string]*pathRule
+	read, write, exec, list, hidden map[string]*pathRule
 	// stores are the credential stores of this profile, hidden or allowed: no roll-up or
 	// directory grant may reach into one.
 	stores      []string
@@ -242,6 +242,7 @@ func newState(opts Options) *state {
 		read:      map[string]*pathRule{},
 		write:     map[string]*pathRule{},
 		exec:      map[string]*pathRule{},
+		list:      map[string]*pathRule{},
 		hidden:    map[string]*pathRule{},
 		syscalls:  map[string]*sysRule{},
 		arches:    map[string]bool{},
@@ -309,6 +310,23 @@ func (s *state) ingestTrace(t *trace.Trace) {
 		s.net = append(s.net, netObs{exe: n.Exe, op: n.Op, family: n.Family, proto: n.Proto, addr: n.Addr,
 			port: n.Port, path: n.Path, host: n.Host, ok: n.OK})
 	}
+	// Observation order must not matter, for the explain lines and warnings either.
+	slices.SortFunc(s.files, func(a, b fileObs) int {
+		return cmp.Or(strings.Compare(a.path, b.path), strings.Compare(a.access, b.access), strings.Compare(a.exe, b.exe),
+			boolCmp(a.ok, b.ok), boolCmp(a.dir, b.dir), cmp.Compare(a.errno, b.errno))
+	})
+	slices.SortFunc(s.sys, func(a, b sysObs) int {
+		return cmp.Or(strings.Compare(a.exe, b.exe), strings.Compare(a.arch, b.arch), strings.Compare(a.name, b.name), cmp.Compare(a.nr, b.nr))
+	})
+	slices.SortFunc(s.args, func(a, b argObs) int {
+		return cmp.Or(strings.Compare(a.exe, b.exe), strings.Compare(a.syscall, b.syscall), strings.Compare(a.kind, b.kind),
+			cmp.Compare(a.value, b.value), cmp.Compare(fmt.Sprint(a.fields), fmt.Sprint(b.fields)))
+	})
+	slices.SortFunc(s.net, func(a, b netObs) int {
+		return cmp.Or(strings.Compare(a.exe, b.exe), strings.Compare(a.op, b.op), strings.Compare(a.family, b.family),
+			strings.Compare(a.proto, b.proto), strings.Compare(a.addr, b.addr), cmp.Compare(a.port, b.port),
+			strings.Compare(a.path, b.path), strings.Compare(a.host, b.host), boolCmp(a.ok, b.ok))
+	})
 	for _, d := range t.DNS {
 		for _, a := range d.Addrs {
 			if cur, ok := s.dnsName[a]; !ok || d.Name < cur {
@@ -328,7 +346,7 @@ func (s *state) ingestProfile(p *policy.Profile) error {
 		for _, r := range rules {
 			files := 1
 			var n int
-			if _, err := fmt.Sscanf(r.Note, "rolled up from %d files", &n); err == nil && n > 0 {
+			if _, err := fmt.Sscanf(r.Note, "rolled up from %d", &n); err == nil && n > 0 {
 				files = n
 			}
 			pr := prov{by: r.By, seen: r.Seen}
@@ -341,6 +359,7 @@ func (s *state) ingestProfile(p *policy.Profile) error {
 	fromRules(s.read, p.Filesystem.Read)
 	fromRules(s.write, p.Filesystem.Write)
 	fromRules(s.exec, p.Filesystem.Exec)
+	fromRules(s.list, p.Filesystem.List)
 	fromRules(s.hidden, p.Filesystem.Hidden)
 	s.privateTmp = p.Filesystem.PrivateTmp
 	for _, a := range p.Syscalls.Architectures {
@@ -394,6 +413,7 @@ func (s *state) emit() *policy.Profile {
 	p.Filesystem.Read = rules(s.read)
 	p.Filesystem.Write = rules(s.write)
 	p.Filesystem.Exec = rules(s.exec)
+	p.Filesystem.List = rules(s.list)
 	p.Filesystem.Hidden = rules(s.hidden)
 	p.Filesystem.PrivateTmp = s.privateTmp
 	for k, pr := range s.endpoints {
@@ -440,4 +460,14 @@ func plural(n int, word string) string {
 		return fmt.Sprintf("%d %sies", n, word[:len(word)-1])
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
