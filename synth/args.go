@@ -212,6 +212,13 @@ func (s *state) passArgs() []string {
 		msgs = append(msgs, fmt.Sprintf("%s: domains %s only (AF_ALG, AF_VSOCK, AF_PACKET, raw and MPTCP sockets denied unless listed)", sc, strings.Join(doms, ", ")))
 	}
 
+	// clone3 answered ENOSYS sends libc to clone: a tool seen only with clone3 needs clone too.
+	clone3NS := sets["clone3/clone3_flags"] != nil && sets["clone3/clone3_flags"].union()&nsMask != 0
+	if r := allowed("clone3"); r != nil && !clone3NS && !s.clone3Plain && allowed("clone") == nil {
+		s.syscalls["clone"] = &sysRule{prov: r.prov}
+		msgs = append(msgs, "clone allowed: libc falls back to it when clone3 gets ENOSYS")
+	}
+
 	// clone: any non-namespace flag, namespace flags only as seen.
 	if r := allowed("clone"); r != nil {
 		set := sets["clone/clone_flags"]
@@ -237,9 +244,9 @@ func (s *state) passArgs() []string {
 	// clone3: flags live in a struct seccomp cannot read.
 	if r := allowed("clone3"); r != nil {
 		set := sets["clone3/clone3_flags"]
-		if set != nil && set.union()&nsMask != 0 || s.clone3Plain {
+		if clone3NS || s.clone3Plain {
 			w := "clone3 allowed without argument checks: it was seen creating namespaces"
-			if set != nil && set.union()&nsMask != 0 {
+			if clone3NS {
 				w += " (" + strings.Join(cloneFlagNames(set.union()&nsMask, false), ", ") + ")"
 			}
 			w += ", and seccomp cannot inspect its flags"

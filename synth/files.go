@@ -206,7 +206,7 @@ func (s *state) passCredentials() []string {
 			s.warnings = append(s.warnings, w)
 		}
 	}
-	dropped := 0
+	dropped, warned := 0, 0
 	kept := s.files[:0]
 	for _, f := range s.files {
 		h := hiddenBy(f.path)
@@ -222,6 +222,7 @@ func (s *state) passCredentials() []string {
 				what = "tried to " + f.access + fmt.Sprintf(" (%s)", errnoName(f.errno))
 			}
 			warn(f.exe, what, f.path, h)
+			warned++
 		}
 	}
 	s.files = kept
@@ -230,6 +231,7 @@ func (s *state) passCredentials() []string {
 		if n.family == "unix" && !strings.HasPrefix(n.path, "@") {
 			if h := hiddenBy(n.path); h != "" {
 				dropped++
+				warned++
 				warn(n.exe, n.op+" to socket", n.path, h)
 				continue
 			}
@@ -238,7 +240,7 @@ func (s *state) passCredentials() []string {
 	}
 	s.net = keptNet
 	if dropped > 0 {
-		msgs = append(msgs, fmt.Sprintf("dropped %s to credential stores (see warnings)", plural(dropped, "access")))
+		msgs = append(msgs, fmt.Sprintf("dropped %s to credential stores (%d in the warnings; failed probes for missing files are not)", plural(dropped, "access"), warned))
 	}
 	msgs = append(msgs, fmt.Sprintf("%s hidden in every profile (credential stores, ssh-agent socket, .env files)", plural(len(s.hidden), "path")))
 	return msgs
