@@ -90,18 +90,38 @@ func (s *state) passPortable() []string {
 			msgs = append(msgs, fmt.Sprintf("%s → $%s (%s)", v.value, v.name, plural(n, "path")))
 		}
 	}
-	// One line per directory: its collapsed names, and how many paths they stand for.
-	byDir := map[string][]string{}
+	// One line per directory: its collapsed names, and how many paths they stand for; sibling
+	// directories beyond a few share a line ($GOCACHE/00 … $GOCACHE/ff → $GOCACHE/*).
+	byDir := map[string]map[string]bool{}
 	count := map[string]int{}
 	for key, origs := range globbed {
 		d := parentDir(key)
-		byDir[d] = append(byDir[d], key[len(d)+1:])
+		if byDir[d] == nil {
+			byDir[d] = map[string]bool{}
+		}
+		byDir[d][key[len(d)+1:]] = true
 		count[d] += len(origs)
 	}
+	siblings := map[string][]string{}
+	for d := range byDir {
+		siblings[parentDir(d)] = append(siblings[parentDir(d)], d)
+	}
+	for parent, dirs := range siblings {
+		if len(dirs) <= 3 || parent == "" {
+			continue
+		}
+		merged := parent + "/* (" + plural(len(dirs), "directory") + ")"
+		byDir[merged] = map[string]bool{}
+		for _, d := range dirs {
+			for n := range byDir[d] {
+				byDir[merged][n] = true
+			}
+			count[merged] += count[d]
+			delete(byDir, d)
+		}
+	}
 	for _, d := range sortedKeys(byDir) {
-		names := byDir[d]
-		slices.Sort(names)
-		msgs = append(msgs, fmt.Sprintf("per-run names collapsed in %s: %s (%s)", d, strings.Join(names, ", "), plural(count[d], "path")))
+		msgs = append(msgs, fmt.Sprintf("per-run names collapsed in %s: %s (%s)", d, strings.Join(sortedKeys(byDir[d]), ", "), plural(count[d], "path")))
 	}
 	if procSelf+procAny > 0 {
 		msgs = append(msgs, fmt.Sprintf("/proc/<pid>: %s to the process's own pid → /proc/self, %d to other pids → /proc/*", plural(procSelf, "access"), procAny))

@@ -118,8 +118,9 @@ var randomPrefixes = []struct {
 	{"ssh-", 6, 16, false}, // ssh-agent's socket dir: ssh-XXXXXXXXXX
 }
 
-// timestampRE matches a date-time stamp in a name (npm's 2026-11-30T04_00_00_000Z-debug.log).
-var timestampRE = regexp.MustCompile(`\d{4}-?\d{2}-?\d{2}[T_ -]?\d{2}[_:.-]?\d{2}[_:.-]?\d{2}([_:.,]\d{1,9})?Z?`)
+// timestampRE matches a date or date-time stamp in a name (npm's
+// 2026-11-30T04_00_00_000Z-debug.log, Go telemetry's go@go1.26-...-2026-11-30.v1.count).
+var timestampRE = regexp.MustCompile(`(19|20)\d{2}-?[01]\d-?[0-3]\d([T_ -]?\d{2}[_:.-]?\d{2}[_:.-]?\d{2}([_:.,]\d{1,9})?Z?)?`)
 
 // GlobComponent returns one path component with its per-run random parts replaced by `*`, or
 // the component unchanged when nothing in it looks random. It is a heuristic over runs of
@@ -132,7 +133,7 @@ var timestampRE = regexp.MustCompile(`\d{4}-?\d{2}-?\d{2}[T_ -]?\d{2}[_:.-]?\d{2
 //     serde-1a2b3c4d5e6f7a8b);
 //   - a run of 6 or more mixing upper case, lower case and digits (mkstemp: XyZ12a);
 //   - inside any other run, a stretch of 5 or more digits (go-build123456789);
-//   - a date-time stamp (2026-11-30T04_00_00_000Z, 20261130-040000).
+//   - a date or date-time stamp (2026-11-30, 2026-11-30T04_00_00_000Z, 20261130-040000).
 //
 // Version numbers (1.75.0, python3.11, x86_64) stay as they are.
 func GlobComponent(c string) string {

@@ -28,6 +28,9 @@ func TestGlobComponent(t *testing.T) {
 		{"XyZ12a", "*"},
 		{"2026-11-30T04_00_00_000Z-debug-0.log", "*-debug-0.log"},
 		{"index.crates.io-6f17d22bba15001f", "index.crates.io-*"},
+		{"go@go1.26.8-go1.26.8-linux-amd64-2026-11-30.v1.count", "go@go1.26.8-go1.26.8-linux-amd64-*.v1.count"},
+		{"nightly-2024-01-15-x86_64-unknown-linux-gnu", "nightly-*-x86_64-unknown-linux-gnu"},
+		{"backup-20261130-040000.tar", "backup-*.tar"},
 		// stable names
 		{"go", "go"},
 		{"rustc", "rustc"},
