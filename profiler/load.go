@@ -3,22 +3,14 @@ package profiler
 import (
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
-	"sync"
-	"syscall"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/elastic/go-seccomp-bpf/arch"
-	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/bpf"
+	"github.com/sysprof/sysprof/internal/kernrun"
 )
 
 // scOps maps x86_64 syscall names to what the kernel program does with them. The numbers come
@@ -196,95 +188,22 @@ func (p *probe) close() {
 }
 
 // detach ends the recording: it closes every link and perf event. Maps stay readable.
-//
-// Closing a tracepoint perf event waits for an RCU grace period under a global mutex (~65 ms
-// each on these VMs, 2.6 s for the 40 syscall exit tracepoints, serial even when closed from
-// many threads). So the perf events are handed to a short-lived helper process (`true`) that
-// inherits them and exits: its exit pays for the closes and nobody waits for it. The programs
-// stay attached to those tracepoints for a few more seconds, doing nothing: they only act on
-// threads with a stashed syscall of the (finished) run. Without a `true` in PATH, or if it
-// cannot start, the events are closed here.
+// The perf events of the syscall exit tracepoints are slow to close (an RCU grace period
+// each): kernrun.ClosePerfEvents hands them to a short-lived process. The programs stay
+// attached to those tracepoints for a few more seconds, doing nothing: they only act on
+// threads with a stashed syscall of the (finished) run.
 func (p *probe) detach() {
 	for _, l := range p.links {
 		l.Close() // raw tracepoints and cgroup links detach in microseconds
 	}
 	p.links = nil
-	if len(p.perfFDs) == 0 {
-		return
-	}
 	fds := p.perfFDs
 	p.perfFDs = nil
-	if handOff(fds) {
-		return
-	}
-	var wg sync.WaitGroup
-	for _, fd := range fds {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			unix.Close(fd)
-		}()
-	}
-	wg.Wait()
+	kernrun.ClosePerfEvents(fds)
 }
 
-// handOff gives fds to a process that exits at once, and closes them here.
-func handOff(fds []int) bool {
-	truePath, err := exec.LookPath("true")
-	if err != nil {
-		return false
-	}
-	files := make([]*os.File, 0, len(fds))
-	for _, fd := range fds {
-		files = append(files, os.NewFile(uintptr(fd), "perf_event"))
-	}
-	cmd := exec.Command(truePath)
-	cmd.ExtraFiles = files
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = cmd.Start()
-	for _, f := range files {
-		f.Close()
-	}
-	if err != nil {
-		return false // the fds are closed above, the slow way
-	}
-	go cmd.Wait() // reap it when it is done
-	return true
-}
-
-// attachTracepoint opens a perf event for a tracepoint on CPU 0 (a tracepoint program runs on
-// every CPU) and attaches prog to it with PERF_EVENT_IOC_SET_BPF. It returns the perf event fd;
-// closing it detaches the program.
 func attachTracepoint(group, name string, prog *ebpf.Program) (int, error) {
-	idText, err := os.ReadFile(filepath.Join(tracefsDir, "events", group, name, "id"))
-	if err != nil {
-		return -1, err
-	}
-	id, err := strconv.ParseUint(strings.TrimSpace(string(idText)), 10, 64)
-	if err != nil {
-		return -1, fmt.Errorf("tracepoint id %q: %w", idText, err)
-	}
-	attr := unix.PerfEventAttr{
-		Type:        unix.PERF_TYPE_TRACEPOINT,
-		Config:      id,
-		Sample_type: unix.PERF_SAMPLE_RAW,
-		Sample:      1,
-		Wakeup:      1,
-	}
-	attr.Size = uint32(unsafe.Sizeof(attr))
-	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
-	if err != nil {
-		return -1, fmt.Errorf("perf_event_open: %w", err)
-	}
-	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog.FD()); err != nil {
-		unix.Close(fd)
-		return -1, fmt.Errorf("PERF_EVENT_IOC_SET_BPF: %w", err)
-	}
-	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
-		unix.Close(fd)
-		return -1, fmt.Errorf("PERF_EVENT_IOC_ENABLE: %w", err)
-	}
-	return fd, nil
+	return kernrun.AttachTracepoint(group, name, prog)
 }
 
 // counters sums the per-CPU counters of learn.c.
@@ -302,22 +221,5 @@ func (p *probe) counters() ([]uint64, error) {
 	return out, nil
 }
 
-// tracefsDir is where ensureTracefs found (or mounted) tracefs.
-var tracefsDir = "/sys/kernel/tracing"
-
-// ensureTracefs finds tracefs, and mounts it at /sys/kernel/tracing when nothing provides it:
-// the tracepoint ids are read from its events/ directory. Some VMs boot without it mounted.
-func ensureTracefs() error {
-	for _, d := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
-		if _, err := os.Stat(d + "/events"); err == nil {
-			tracefsDir = d
-			return nil
-		}
-	}
-	err := unix.Mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, "")
-	if err != nil && !errors.Is(err, unix.EBUSY) {
-		return fmt.Errorf("tracefs is not mounted and mounting it at /sys/kernel/tracing failed: %w", err)
-	}
-	tracefsDir = "/sys/kernel/tracing"
-	return nil
-}
+// ensureTracefs finds or mounts tracefs (see kernrun.EnsureTracefs).
+func ensureTracefs() error { return kernrun.EnsureTracefs() }

@@ -1,0 +1,185 @@
+package kernrun
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Cgroup2Mount returns where the cgroup2 hierarchy is mounted, read from /proc/self/mountinfo
+// (on hybrid v1/v2 hosts it is not /sys/fs/cgroup).
+func Cgroup2Mount() (string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// 41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		if fs := strings.Fields(post); len(fs) == 0 || fs[0] != "cgroup2" {
+			continue
+		}
+		if fs := strings.Fields(pre); len(fs) >= 5 {
+			return unescapeMountPath(fs[4]), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", errors.New("no cgroup2 file system is mounted (see `sysprof doctor`)")
+}
+
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+var runSeq atomic.Uint64
+
+// Cgroup is a per-run cgroup2 directory (<cgroup2>/sysprof/run-PID-N) a command is born into
+// with SysProcAttr{UseCgroupFD: true, CgroupFD: FD}.
+type Cgroup struct {
+	Dir string
+	FD  int    // O_RDONLY|O_DIRECTORY (clone3 rejects O_PATH); -1 once closed
+	ID  uint64 // what bpf_get_current_cgroup_id returns: the directory's inode
+}
+
+// NewCgroup creates a fresh run directory, removing the empty ones of sysprof processes that
+// are gone first.
+func NewCgroup() (*Cgroup, error) {
+	mnt, err := Cgroup2Mount()
+	if err != nil {
+		return nil, err
+	}
+	parent := filepath.Join(mnt, "sysprof")
+	if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("create cgroup %s: %w", parent, err)
+	}
+	removeStale(parent)
+	dir := filepath.Join(parent, fmt.Sprintf("run-%d-%d", os.Getpid(), runSeq.Add(1)))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create cgroup %s: %w", dir, err)
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		os.Remove(dir)
+		return nil, fmt.Errorf("open cgroup %s: %w", dir, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		os.Remove(dir)
+		return nil, fmt.Errorf("stat cgroup %s: %w", dir, err)
+	}
+	return &Cgroup{Dir: dir, FD: fd, ID: st.Ino}, nil
+}
+
+// removeStale removes the empty run directories of sysprof processes that are gone (killed
+// before they could clean up). Populated ones are left alone.
+func removeStale(parent string) {
+	dirs, _ := filepath.Glob(filepath.Join(parent, "run-*-*"))
+	for _, d := range dirs {
+		f := strings.SplitN(filepath.Base(d), "-", 3)
+		pid, err := strconv.Atoi(f[1])
+		if err != nil || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
+			continue
+		}
+		c := Cgroup{Dir: d, FD: -1}
+		if !c.Populated() {
+			os.Remove(d)
+		}
+	}
+}
+
+// Pids lists the processes still in the cgroup.
+func (c *Cgroup) Pids() []int {
+	b, err := os.ReadFile(filepath.Join(c.Dir, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Populated reports whether a process is left in the cgroup or below it.
+func (c *Cgroup) Populated() bool {
+	b, err := os.ReadFile(filepath.Join(c.Dir, "cgroup.events"))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "populated "); ok {
+			return strings.TrimSpace(v) != "0"
+		}
+	}
+	return false
+}
+
+// WaitEmpty polls cgroup.events until no process is left, or d passed.
+func (c *Cgroup) WaitEmpty(ctx context.Context, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for c.Populated() {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
+
+// Kill ends every process left in the cgroup (cgroup.kill, Linux 5.14).
+func (c *Cgroup) Kill() error {
+	return os.WriteFile(filepath.Join(c.Dir, "cgroup.kill"), []byte("1"), 0)
+}
+
+// Remove kills what is left and removes the directory.
+func (c *Cgroup) Remove() error {
+	if c.FD >= 0 {
+		unix.Close(c.FD)
+		c.FD = -1
+	}
+	if c.Populated() {
+		c.Kill()
+		c.WaitEmpty(context.Background(), 5*time.Second)
+	}
+	var err error
+	for range 50 {
+		if err = os.Remove(c.Dir); err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("remove cgroup %s: %w", c.Dir, err)
+}

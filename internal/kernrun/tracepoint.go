@@ -1,0 +1,137 @@
+package kernrun
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+var (
+	tracefsMu  sync.Mutex
+	tracefsDir = "/sys/kernel/tracing"
+)
+
+// EnsureTracefs finds tracefs, and mounts it at /sys/kernel/tracing when nothing provides it:
+// the tracepoint ids are read from its events/ directory. Some VMs boot without it mounted.
+func EnsureTracefs() error {
+	tracefsMu.Lock()
+	defer tracefsMu.Unlock()
+	for _, d := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		if _, err := os.Stat(d + "/events"); err == nil {
+			tracefsDir = d
+			return nil
+		}
+	}
+	err := unix.Mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, "")
+	if err != nil && !errors.Is(err, unix.EBUSY) {
+		return fmt.Errorf("tracefs is not mounted and mounting it at /sys/kernel/tracing failed: %w", err)
+	}
+	tracefsDir = "/sys/kernel/tracing"
+	return nil
+}
+
+// TracepointExists reports whether tracefs has the tracepoint group/name (call EnsureTracefs
+// first).
+func TracepointExists(group, name string) bool {
+	tracefsMu.Lock()
+	dir := tracefsDir
+	tracefsMu.Unlock()
+	_, err := os.Stat(filepath.Join(dir, "events", group, name, "id"))
+	return err == nil
+}
+
+// AttachTracepoint opens a perf event for a tracepoint on CPU 0 (a tracepoint program runs on
+// every CPU) and attaches prog to it with PERF_EVENT_IOC_SET_BPF. It returns the perf event fd;
+// closing it detaches the program (slowly: see HandOff). Call EnsureTracefs first.
+func AttachTracepoint(group, name string, prog *ebpf.Program) (int, error) {
+	tracefsMu.Lock()
+	dir := tracefsDir
+	tracefsMu.Unlock()
+	idText, err := os.ReadFile(filepath.Join(dir, "events", group, name, "id"))
+	if err != nil {
+		return -1, err
+	}
+	id, err := strconv.ParseUint(strings.TrimSpace(string(idText)), 10, 64)
+	if err != nil {
+		return -1, fmt.Errorf("tracepoint id %q: %w", idText, err)
+	}
+	attr := unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_TRACEPOINT,
+		Config:      id,
+		Sample_type: unix.PERF_SAMPLE_RAW,
+		Sample:      1,
+		Wakeup:      1,
+	}
+	attr.Size = uint32(unsafe.Sizeof(attr))
+	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("perf_event_open: %w", err)
+	}
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog.FD()); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("PERF_EVENT_IOC_SET_BPF: %w", err)
+	}
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("PERF_EVENT_IOC_ENABLE: %w", err)
+	}
+	return fd, nil
+}
+
+// ClosePerfEvents closes tracepoint perf events without waiting for them.
+//
+// Closing a tracepoint perf event waits for an RCU grace period under a global mutex (~65 ms
+// each on these VMs, serial even when closed from many threads). So the events are handed to
+// a short-lived helper process (`true`) that inherits them and exits: its exit pays for the
+// closes and nobody waits for it. The programs stay attached for a moment longer; they must
+// do nothing harmful then (filter on a cgroup that is empty by then). Without a `true` in
+// PATH, or if it cannot start, the events are closed here, in parallel.
+func ClosePerfEvents(fds []int) {
+	if len(fds) == 0 || handOff(fds) {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, fd := range fds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			unix.Close(fd)
+		}()
+	}
+	wg.Wait()
+}
+
+// handOff gives fds to a process that exits at once, and closes them here. It reports false
+// only when it did not touch them.
+func handOff(fds []int) bool {
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		return false
+	}
+	files := make([]*os.File, 0, len(fds))
+	for _, fd := range fds {
+		files = append(files, os.NewFile(uintptr(fd), "perf_event"))
+	}
+	cmd := exec.Command(truePath)
+	cmd.ExtraFiles = files
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	for _, f := range files {
+		f.Close()
+	}
+	if err != nil {
+		return true // closed above, the slow way (closing them again could hit reused fds)
+	}
+	go cmd.Wait() // reap it when it is done
+	return true
+}
