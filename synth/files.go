@@ -18,11 +18,16 @@ func (s *state) passPortable() []string {
 	perVar := map[string]map[string]bool{}
 	globbed := map[string]map[string]bool{} // glob prefix → distinct originals
 	var procSelf, procAny int
-	conv := func(p, exe string) string {
+	// counted is false for failed accesses: they are converted like the rest, but their
+	// (many: ld.so's search path) names would only clutter the explain lines.
+	conv := func(p, exe string, counted bool) string {
 		if p == "" || !path.IsAbs(p) {
 			return p
 		}
 		out := portablePath(p, s.vars, s.exePIDs[exe])
+		if !counted {
+			return out
+		}
 		if strings.HasPrefix(out, "$") {
 			name := strings.SplitN(out[1:], "/", 2)[0]
 			if perVar[name] == nil {
@@ -52,42 +57,42 @@ func (s *state) passPortable() []string {
 	}
 	rank := map[string]int{}
 	for exe, r := range s.rank {
-		pe := conv(exe, "")
+		pe := conv(exe, "", true)
 		if cur, ok := rank[pe]; !ok || r < cur {
 			rank[pe] = r
 		}
 	}
 	for i := range s.files {
 		f := &s.files[i]
-		f.path = conv(f.path, f.exe)
-		f.exe = conv(f.exe, "")
+		f.path = conv(f.path, f.exe, f.ok)
+		f.exe = conv(f.exe, "", true)
 	}
 	for i := range s.procs {
 		p := &s.procs[i]
-		p.exe, p.parent = conv(p.exe, ""), conv(p.parent, "")
+		p.exe, p.parent = conv(p.exe, "", true), conv(p.parent, "", true)
 	}
 	for i := range s.sys {
-		s.sys[i].exe = conv(s.sys[i].exe, "")
+		s.sys[i].exe = conv(s.sys[i].exe, "", true)
 	}
 	for i := range s.args {
-		s.args[i].exe = conv(s.args[i].exe, "")
+		s.args[i].exe = conv(s.args[i].exe, "", true)
 	}
 	for i := range s.net {
 		n := &s.net[i]
 		if !strings.HasPrefix(n.path, "@") {
-			n.path = conv(n.path, n.exe)
+			n.path = conv(n.path, n.exe, n.ok)
 		}
-		n.exe = conv(n.exe, "")
+		n.exe = conv(n.exe, "", true)
 	}
 	for i, a := range s.command {
-		s.command[i] = conv(a, "")
+		s.command[i] = conv(a, "", true)
 	}
 	s.rank = rank
 
 	var msgs []string
 	for _, v := range s.vars {
 		if n := len(perVar[v.name]); n > 0 {
-			msgs = append(msgs, fmt.Sprintf("%s → $%s (%s)", v.value, v.name, plural(n, "path")))
+			msgs = append(msgs, fmt.Sprintf("%s → $%s (%s seen)", v.value, v.name, plural(n, "path")))
 		}
 	}
 	// One line per directory: its collapsed names, and how many paths they stand for; sibling
@@ -568,7 +573,17 @@ func touchesStore(d string, stores []string) bool {
 
 // tooBroadToWrite: never a write rule on these, even when the tool wrote that very path.
 func tooBroadToWrite(p string) bool {
+	p = wholeDir(p)
 	return depth(p) <= 1 || slices.Contains(protectedDirs, p)
+}
+
+// wholeDir strips trailing components that match every name: $WORKDIR/* covers what
+// $WORKDIR covers, so it is judged as $WORKDIR.
+func wholeDir(p string) string {
+	for strings.HasSuffix(p, "/*") || strings.HasSuffix(p, "/**") {
+		p = parentDir(p)
+	}
+	return p
 }
 
 // tooBroadToReadPaths are never read rules, even when the tool listed them: a read rule covers
@@ -578,7 +593,7 @@ var tooBroadToReadPaths = []string{
 	"/srv", "/boot", "$HOME", "$TMPDIR",
 }
 
-func tooBroadToRead(p string) bool { return slices.Contains(tooBroadToReadPaths, p) }
+func tooBroadToRead(p string) bool { return slices.Contains(tooBroadToReadPaths, wholeDir(p)) }
 
 // tooBroadToExec: an exec rule covers everything below it, so it is never one of the broad
 // directories (an exec observation names a file; this guards against a bogus one).

@@ -131,7 +131,10 @@ var timestampRE = regexp.MustCompile(`(19|20)\d{2}-?[01]\d-?[0-3]\d([T_ -]?\d{2}
 //   - a run of 4 or more digits only (pids, uids, timestamps: agent.12345, 1000);
 //   - a hex run of 8 or more holding both a digit and a letter a-f (build hashes:
 //     serde-1a2b3c4d5e6f7a8b);
-//   - a run of 6 or more mixing upper case, lower case and digits (mkstemp: XyZ12a);
+//   - a run of 6 or more mixing upper case, lower case and digits (mkstemp: XyZ12a), keeping a
+//     lower-case word before its last 6 characters (tempfile: targeteVpTA7 → target*);
+//   - a run of 10 or more with at least 3 digits and 3 letters changing between the two at
+//     least 4 times (base-36 hashes: 00v5zyg4h84nypw5fqyxdz1el);
 //   - inside any other run, a stretch of 5 or more digits (go-build123456789);
 //   - a date or date-time stamp (2026-11-30, 2026-11-30T04_00_00_000Z, 20261130-040000).
 //
@@ -193,13 +196,29 @@ func globRun(r string) string {
 			nonHex = nonHex || c > 'f'
 		}
 	}
+	digits, switches := 0, 0 // digit count; letter↔digit changes
+	for i := 0; i < len(r); i++ {
+		isDigit := r[i] >= '0' && r[i] <= '9'
+		if isDigit {
+			digits++
+		}
+		if i > 0 && isDigit != (r[i-1] >= '0' && r[i-1] <= '9') {
+			switches++
+		}
+	}
 	switch {
 	case allDigits(r) && len(r) >= 4:
 		return "*"
 	case len(r) >= 8 && digit && !nonHex && (upper != lower):
 		return "*"
 	case len(r) >= 6 && upper && lower && digit:
+		// tempfile's prefix + 6 random characters (cargo's targeteVpTA7): keep the word.
+		if w := r[:len(r)-6]; len(w) >= 2 && strings.Trim(w, "abcdefghijklmnopqrstuvwxyz") == "" {
+			return w + "*"
+		}
 		return "*"
+	case len(r) >= 10 && digits >= 3 && len(r)-digits >= 3 && switches >= 4:
+		return "*" // a base-36 hash (rustc's 00v5zyg4h84nypw5fqyxdz1el)
 	}
 	// A long digit stretch inside a word: go-build123456789 → go-build*.
 	var b strings.Builder

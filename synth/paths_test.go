@@ -26,6 +26,9 @@ func TestGlobComponent(t *testing.T) {
 		{"3f8a1c0d92b7e4f6a5c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1-a", "*-a"},
 		{"systemd-private-0123456789abcdef0123456789abcdef-chronyd.service-AbC123", "systemd-private-*-chronyd.service-*"},
 		{"XyZ12a", "*"},
+		{"targeteVpTA7", "target*"},
+		{"crate-0a1b2c3d4e5f6a7b.00v5zyg4h84nypw5fqyxdz1el.070xhhp.rcgu.o", "crate-*.*.070xhhp.rcgu.o"},
+		{"crate-0a1b2c3d4e5f6a7b.06183a3juirv882cyv5xg2e6h.rcgu.o", "crate-*.*.rcgu.o"},
 		{"2026-11-30T04_00_00_000Z-debug-0.log", "*-debug-0.log"},
 		{"index.crates.io-6f17d22bba15001f", "index.crates.io-*"},
 		{"go@go1.26.8-go1.26.8-linux-amd64-2026-11-30.v1.count", "go@go1.26.8-go1.26.8-linux-amd64-*.v1.count"},
@@ -95,6 +98,24 @@ func TestPortablePath(t *testing.T) {
 	} {
 		if got := portablePath(c.in, vars, pids); got != c.want {
 			t.Errorf("portablePath(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestTooBroad(t *testing.T) {
+	for _, p := range []string{"/", "/tmp", "$WORKDIR", "$WORKDIR/*", "$HOME/*/*", "$HOME/.cache", "$TMPDIR/**"} {
+		if !tooBroadToWrite(p) {
+			t.Errorf("tooBroadToWrite(%q) = false", p)
+		}
+	}
+	for _, p := range []string{"$WORKDIR/target", "$WORKDIR/target*", "$TMPDIR/go-build*", "/dev/null", "$WORKDIR/go.sum"} {
+		if tooBroadToWrite(p) {
+			t.Errorf("tooBroadToWrite(%q) = true", p)
+		}
+	}
+	for _, p := range []string{"/", "/etc", "$HOME", "$HOME/*", "/tmp/*"} {
+		if !tooBroadToRead(p) {
+			t.Errorf("tooBroadToRead(%q) = false", p)
 		}
 	}
 }
