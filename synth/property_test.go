@@ -215,6 +215,13 @@ func TestPropertyAllowsObserved(t *testing.T) {
 				t.Fatalf("seed %d: binary %s that ran cannot be executed", seed, pr.Exe)
 			}
 		}
+		// Nothing the tool never wrote at the top of the work tree or home becomes writable
+		// (those directories only ever get exact-file write rules).
+		for _, p0 := range []string{ctx["WORKDIR"] + "/SENTINEL.rs", ctx["HOME"] + "/.bashrc"} {
+			if Allows(p, ctx, Access{Kind: trace.AccessWrite, Path: p0}) {
+				t.Fatalf("seed %d: %s writable\n%s", seed, p0, dump(t, res))
+			}
+		}
 		// Fixed probes into every store.
 		for _, c := range CredentialStores {
 			probe := strings.ReplaceAll(Expand(c, ctx), "**", "deep/er")
