@@ -89,8 +89,15 @@ func Covers(pat, p string) bool {
 	if pat == p {
 		return true
 	}
+	// A variable stands for a whole prefix: $HOME/x is only covered by rules starting with
+	// $HOME itself (or by /), never by a glob such as /*/x.
+	if pv, vv := strings.HasPrefix(pat, "$"), strings.HasPrefix(p, "$"); pat != "/" && (pv || vv) {
+		if !pv || !vv || firstComp(pat) != firstComp(p) {
+			return false
+		}
+	}
 	if !strings.Contains(pat, "*") { // fast path: a plain prefix on a component boundary
-		return pat == "/" && strings.HasPrefix(p, "/") || strings.HasPrefix(p, pat+"/")
+		return pat == "/" || strings.HasPrefix(p, pat+"/")
 	}
 	return coverComps(splitPath(pat), splitPath(p))
 }
@@ -139,4 +146,11 @@ func globMatch(pat, s string) bool {
 		s = s[i+len(mid):]
 	}
 	return len(s) >= len(last) && strings.HasSuffix(s, last)
+}
+
+func firstComp(p string) string {
+	if i := strings.IndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return p
 }

@@ -35,7 +35,13 @@ func TestCovers(t *testing.T) {
 		{"/proc/*/status", "/proc/42/stat", false},
 		{"/a/*b*c", "/a/xxbyyc", true},
 		{"/a/*b*c", "/a/xxbyy", false},
-		{"/a/[x]", "/a/[x]", true}, // only * is special
+		{"/a/[x]", "/a/[x]", true},           // only * is special
+		{"/*/.env/*", "$HOME/.env/x", false}, // a glob never matches a variable
+		{"/**/x", "$HOME/x", false},
+		{"/", "$HOME/x", true},
+		{"$HOME", "$HOMEX/y", false},
+		{"$HOME/*", "$HOME/a", true},
+		{"$TMPDIR/go-build*", "/tmp/go-build1", false}, // different domains: expand first
 		{"/a/[x]", "/a/x", false},
 	} {
 		if got := Covers(c.pat, c.p); got != c.want {

@@ -52,7 +52,15 @@ func randomTrace(r *rand.Rand) (*trace.Trace, []int) {
 		ctx["TMPDIR"] + "/ssh-" + hex(10), "/usr/local/go/src/fmt", "/sys/fs/cgroup", "/dev", "/dev/pts", "/", home + "/.npm/_cacache",
 		ctx["TMPDIR"] + "/tmp." + hex(10),
 	}
-	leaves := []string{"a.txt", "main.go", ".env", ".env.local", "lib" + hex(8) + ".so", "config.toml", "id_rsa",
+	mixed := func(n int) string {
+		const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+		b := []byte("aA0")[:0]
+		for len(b) < n-2 {
+			b = append(b, alphabet[r.IntN(len(alphabet))])
+		}
+		return string(append(b, 'Q', '7')) // always mixed case with a digit
+	}
+	leaves := []string{"a.txt", mixed(6), "target" + mixed(6), "main.go", ".env", ".env.local", "lib" + hex(8) + ".so", "config.toml", "id_rsa",
 		"credentials", "null", "tty", "3", "known_hosts", "x" + hex(3), "cc" + hex(6) + ".o", "agent." + fmt.Sprint(r.IntN(99999))}
 	kinds := []string{trace.AccessRead, trace.AccessRead, trace.AccessRead, trace.AccessList, trace.AccessMetadata,
 		trace.AccessWrite, trace.AccessCreate, trace.AccessCreate, trace.AccessDelete, trace.AccessExec}
