@@ -40,6 +40,7 @@ minimal seccomp + filesystem + network profile, and enforces it on later runs.
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.PersistentFlags().Bool("debug", false, "print full kernel verifier logs and internal detail")
+	addConfigFlags(root.PersistentFlags())
 	for _, add := range subcommands {
 		root.AddCommand(add(s))
 	}
