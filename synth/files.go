@@ -577,11 +577,19 @@ func tooBroadToWrite(p string) bool {
 	return depth(p) <= 1 || slices.Contains(protectedDirs, p)
 }
 
-// wholeDir strips trailing components that match every name: $WORKDIR/* covers what
-// $WORKDIR covers, so it is judged as $WORKDIR.
+// wholeDir cuts p before its first component that matches every name: $WORKDIR/* and
+// $HOME/*/x reach into every directory of $WORKDIR or $HOME (and the enforcer, which cannot
+// apply globs with Landlock, widens them to those directories), so they are judged as
+// $WORKDIR and $HOME.
 func wholeDir(p string) string {
-	for strings.HasSuffix(p, "/*") || strings.HasSuffix(p, "/**") {
-		p = parentDir(p)
+	comps := strings.Split(p, "/")
+	for i, c := range comps {
+		if i > 0 && (c == "*" || c == "**") {
+			if i == 1 && comps[0] == "" {
+				return "/"
+			}
+			return strings.Join(comps[:i], "/")
+		}
 	}
 	return p
 }

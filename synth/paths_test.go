@@ -103,12 +103,12 @@ func TestPortablePath(t *testing.T) {
 }
 
 func TestTooBroad(t *testing.T) {
-	for _, p := range []string{"/", "/tmp", "$WORKDIR", "$WORKDIR/*", "$HOME/*/*", "$HOME/.cache", "$TMPDIR/**"} {
+	for _, p := range []string{"/", "/tmp", "$WORKDIR", "$WORKDIR/*", "$HOME/*/*", "$HOME/*/.env.local", "/*/x", "$HOME/.cache", "$TMPDIR/**"} {
 		if !tooBroadToWrite(p) {
 			t.Errorf("tooBroadToWrite(%q) = false", p)
 		}
 	}
-	for _, p := range []string{"$WORKDIR/target", "$WORKDIR/target*", "$TMPDIR/go-build*", "/dev/null", "$WORKDIR/go.sum"} {
+	for _, p := range []string{"$WORKDIR/target", "$WORKDIR/target*", "$TMPDIR/go-build*", "$TMPDIR/go-build*/b001", "/dev/null", "$WORKDIR/go.sum", "$WORKDIR/target/*/x"} {
 		if tooBroadToWrite(p) {
 			t.Errorf("tooBroadToWrite(%q) = true", p)
 		}
