@@ -22,7 +22,7 @@
 //   - rollup-read, rollup-write: at least RollupThreshold rules under one directory of a system
 //     tree (/usr, /lib, /etc/…, toolchain roots) become that directory, deepest first, until
 //     nothing changes; never / or $HOME.
-//   - coverage: rules a broader rule covers are dropped (write implies read).
+//   - coverage: rules a broader rule covers are dropped (write implies read implies list).
 //   - private-tmp, syscalls, base, portable-syscalls, args, network, metadata.
 //
 // # Argument rules
@@ -32,8 +32,14 @@
 // (ioctl TIOCSTI/TIOCLINUX); Errno with none of the three — the syscall is answered with Errno
 // and never runs. The last form is how clone3 is handled: seccomp cannot read the flags inside
 // struct clone_args, so clone3 gets ENOSYS and libc falls back to clone, whose namespace flags
-// the clone rule checks. Only a run that saw clone3 create namespaces keeps clone3 plainly
-// allowed (with a warning).
+// the clone rule checks (clone is allowed for that fallback even when only clone3 was seen).
+// Only a run that saw clone3 create namespaces keeps clone3 plainly allowed (with a warning).
+//
+// # What is never granted
+//
+// Rules as broad as /, $HOME, $WORKDIR, $TMPDIR, /etc and the like — directly or through a *
+// component ($WORKDIR/*, $HOME/*/x) — are refused with an explain line; roll-ups and directory
+// grants never reach into a credential store.
 //
 // # Checking a profile
 //
