@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/profiler"
 	"github.com/sysprof/sysprof/synth"
 )
 
@@ -18,6 +19,10 @@ type driftOptions struct {
 	FailOn   string
 	TraceOut string
 	Debug    bool
+	// Steps and All select steps of sysprof.yaml instead of a command (see learn).
+	Steps []string
+	All   bool
+	Gates []step
 }
 
 func init() {
@@ -27,13 +32,23 @@ func init() {
 func newDriftCmd(s streams, runF func(context.Context, *driftOptions) error) *cobra.Command {
 	o := &driftOptions{streams: s}
 	cmd := &cobra.Command{
-		Use:   "drift [-p FILE] [--format ...] [--fail-on ...] -- CMD [ARGS...]",
+		Use:   "drift [-p FILE] [--format ...] [--fail-on ...] -- CMD [ARGS...] | drift --step NAME | --all",
 		Short: "CI gate: learn CMD again and fail when it now does more than its committed profile",
 		Long: `drift learns CMD into a temporary profile and diffs it against the committed one. It exits 1
 when the new behaviour widens the profile at or above --fail-on, so a change that makes a build
-read ~/.ssh or talk to a new host fails the CI job. The command's own failure exits with its status.`,
+read ~/.ssh or talk to a new host fails the CI job. The command's own failure exits with its status.
+
+With --step NAME (repeatable) or --all, drift checks the steps of sysprof.yaml and prints one
+report for all of them; it exits 1 when any step widens its profile.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if gates, cfg, ok, err := resolveGates(cmd, args, o.Steps, o.All, o.Profile); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				o.Gates, o.Debug = gates, cfg.Debug
+				return runF(cmd.Context(), o)
+			}
 			command, err := commandArgs(cmd, args)
 			if err != nil {
 				return err
@@ -54,15 +69,19 @@ read ~/.ssh or talk to a new host fails the CI job. The command's own failure ex
 	cmd.Flags().StringVarP(&o.Profile, "profile", "p", "", "committed profile (default .sysprof/<name>.yaml)")
 	cmd.Flags().StringVar(&o.TraceOut, "trace-out", "", "also write the raw trace of this run (JSON)")
 	addDiffFlags(cmd, &o.Format, &o.FailOn)
+	addStepFlags(cmd.Flags(), &o.Steps, &o.All)
 	return cmd
 }
 
 func runDrift(ctx context.Context, o *driftOptions) error {
+	if len(o.Gates) > 0 {
+		return runDriftGates(ctx, o)
+	}
 	committed, err := policy.Load(o.Profile)
 	if err != nil {
 		return withCode(exitSysprof, fmt.Errorf("%w (commit a profile first: `sudo sysprof learn -p %s -- CMD`)", err, o.Profile))
 	}
-	tr, res, _, err := learnOnce(ctx, o.Command, 0, o.Debug, synth.Options{
+	tr, res, _, err := learnOnce(ctx, profiler.Options{Command: o.Command, Debug: o.Debug}, synth.Options{
 		AllowSecrets:   allowedSecrets(committed),
 		SysprofVersion: version,
 	})

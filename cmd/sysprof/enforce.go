@@ -18,6 +18,10 @@ type enforceOptions struct {
 	Audit   bool
 	Degrade bool
 	Report  string
+	// Steps and All select steps of sysprof.yaml instead of a command (see learn).
+	Steps []string
+	All   bool
+	Gates []step
 }
 
 func init() {
@@ -27,16 +31,28 @@ func init() {
 func newEnforceCmd(s streams, runF func(context.Context, *enforceOptions) error) *cobra.Command {
 	o := &enforceOptions{streams: s}
 	cmd := &cobra.Command{
-		Use:   "enforce [-p FILE] [--audit] [--report FILE] -- CMD [ARGS...]",
+		Use:   "enforce [-p FILE] [--audit] [--report FILE] -- CMD [ARGS...] | enforce --step NAME | --all",
 		Short: "Run CMD under its profile and explain every denial",
 		Long: `enforce runs CMD so that it can do what its profile allows and nothing else: a read-only
 root with the profile's writable directories, hidden credential stores, a private /tmp, Landlock,
 a seccomp allowlist with argument rules, and the network allowlist. Every denial is collected and
 printed on stderr at exit with the one-line profile change that would allow it. If a layer the
 profile needs cannot be applied on this host, enforce refuses to run (exit 125) unless --degrade.
-The exit status is CMD's.`,
+The exit status is CMD's.
+
+With --step NAME (repeatable) or --all, enforce runs the steps of sysprof.yaml in order, each in
+its workdir under its own profile (format, lint, build and test gates inside the sandbox). It
+stops at the first step that fails, with that step's status, and prints the denials of every
+step that ran in one table; --report FILE writes one report per step, FILE.<step>.json.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if gates, _, ok, err := resolveGates(cmd, args, o.Steps, o.All, o.Profile); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				o.Gates = gates
+				return runF(cmd.Context(), o)
+			}
 			command, err := commandArgs(cmd, args)
 			if err != nil {
 				return err
@@ -58,10 +74,14 @@ The exit status is CMD's.`,
 	f.BoolVar(&o.Audit, "audit", false, "complain mode: allow everything, report what would have been denied")
 	f.BoolVar(&o.Degrade, "degrade", false, "run with fewer layers when this host cannot apply all of them (reported)")
 	f.StringVar(&o.Report, "report", "", "write the denial report as JSON (input for `sysprof refine`)")
+	addStepFlags(f, &o.Steps, &o.All)
 	return cmd
 }
 
 func runEnforce(ctx context.Context, o *enforceOptions) error {
+	if len(o.Gates) > 0 {
+		return runEnforceGates(ctx, o)
+	}
 	p, err := policy.Load(o.Profile)
 	if err != nil {
 		return withCode(exitSysprof, fmt.Errorf("%w (learn one with `sudo sysprof learn -p %s -- CMD`)", err, o.Profile))

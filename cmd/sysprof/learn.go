@@ -30,6 +30,11 @@ type learnOptions struct {
 	AllowSecrets []string
 	RingBuf      int
 	Debug        bool
+	// Steps and All select steps of sysprof.yaml instead of a command; Gates are the steps
+	// selected, in the order they run.
+	Steps []string
+	All   bool
+	Gates []step
 }
 
 func init() {
@@ -39,14 +44,25 @@ func init() {
 func newLearnCmd(s streams, runF func(context.Context, *learnOptions) error) *cobra.Command {
 	o := &learnOptions{streams: s}
 	cmd := &cobra.Command{
-		Use:   "learn [-p FILE] [--fresh] [--trace-out FILE] -- CMD [ARGS...]",
+		Use:   "learn [-p FILE] [--fresh] [--trace-out FILE] -- CMD [ARGS...] | learn --step NAME | --all",
 		Short: "Run CMD permissively under eBPF and write (or merge) its profile",
 		Long: `learn runs CMD with nothing blocked, records what its whole process tree uses (syscalls and
 their risky arguments, files, network endpoints and DNS names, executed binaries), synthesizes a
 minimal policy and merges it into the profile (unless --fresh). Needs root or CAP_BPF+CAP_PERFMON.
-The exit status is CMD's.`,
+The exit status is CMD's.
+
+With --step NAME (repeatable) or --all, learn runs the steps of sysprof.yaml instead, each in its
+workdir with its env, into its own profile, adding the step's writable paths and hosts; it stops
+at the first step that fails, with that step's status.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if gates, cfg, ok, err := resolveGates(cmd, args, o.Steps, o.All, o.Profile); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				o.Gates, o.Debug = gates, cfg.Debug
+				return runF(cmd.Context(), o)
+			}
 			command, err := commandArgs(cmd, args)
 			if err != nil {
 				return err
@@ -75,10 +91,14 @@ The exit status is CMD's.`,
 	f.StringArrayVar(&o.AllowSecrets, "allow-secret", nil, "credential path the tool may read (repeatable)")
 	f.IntVar(&o.RingBuf, "ringbuf-size", 0, "ring buffer size in bytes (power of two; default 16 MiB)")
 	_ = f.MarkHidden("ringbuf-size")
+	addStepFlags(f, &o.Steps, &o.All)
 	return cmd
 }
 
 func runLearn(ctx context.Context, o *learnOptions) error {
+	if len(o.Gates) > 0 {
+		return runLearnGates(ctx, o)
+	}
 	if err := checkWritable(o.Profile); err != nil {
 		return withCode(exitSysprof, err)
 	}
@@ -87,7 +107,7 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 			return withCode(exitSysprof, err)
 		}
 	}
-	tr, res, wall, err := learnOnce(ctx, o.Command, o.RingBuf, o.Debug, synth.Options{
+	tr, res, wall, err := learnOnce(ctx, profiler.Options{Command: o.Command, RingBufferBytes: o.RingBuf, Debug: o.Debug}, synth.Options{
 		Portable:       o.Portable,
 		AllowSecrets:   o.AllowSecrets,
 		SysprofVersion: version,
@@ -123,9 +143,9 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 }
 
 // learnOnce runs the command under the profiler and synthesizes what it saw.
-func learnOnce(ctx context.Context, command []string, ringbuf int, debug bool, so synth.Options) (*trace.Trace, *synth.Result, time.Duration, error) {
+func learnOnce(ctx context.Context, po profiler.Options, so synth.Options) (*trace.Trace, *synth.Result, time.Duration, error) {
 	start := time.Now()
-	tr, err := profiler.Run(ctx, profiler.Options{Command: command, RingBufferBytes: ringbuf, Debug: debug})
+	tr, err := profiler.Run(ctx, po)
 	if err != nil {
 		return nil, nil, 0, commandError(err)
 	}

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sysprof/sysprof/diffreport"
+	"github.com/sysprof/sysprof/enforcer"
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/profiler"
+	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/synth"
+)
+
+// Steps of sysprof.yaml as gates: learn, enforce and drift take --step NAME (repeatable) or
+// --all instead of a command, and run the steps in order, each in its workdir with its env and
+// under its own profile. This file holds what the three share and their step-mode runs.
+
+func addStepFlags(f *pflag.FlagSet, steps *[]string, all *bool) {
+	f.StringArrayVar(steps, "step", nil, "run this step of "+projectFile+" instead of a command (repeatable)")
+	f.BoolVar(all, "all", false, "run every step of "+projectFile+", in order")
+}
+
+// resolveGates returns the steps selected by --step/--all, and ok=false when neither was given
+// (the command runs as usual).
+func resolveGates(cmd *cobra.Command, args, names []string, all bool, profileFlag string) ([]step, config, bool, error) {
+	if len(names) == 0 && !all {
+		return nil, config{}, false, nil
+	}
+	switch {
+	case all && len(names) > 0:
+		return nil, config{}, true, withCode(exitSysprof, errors.New("--step and --all exclude each other"))
+	case len(args) > 0:
+		return nil, config{}, true, withCode(exitSysprof, fmt.Errorf("--step/--all run the commands of %s: drop `-- %s`", projectFile, strings.Join(args, " ")))
+	case profileFlag != "":
+		return nil, config{}, true, withCode(exitSysprof, fmt.Errorf("-p does not go with --step/--all: set `profile:` of the step in %s", projectFile))
+	}
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return nil, config{}, true, err
+	}
+	proj, err := cfg.requireProject()
+	if err != nil {
+		return nil, config{}, true, err
+	}
+	steps, err := proj.selectSteps(names, all)
+	if err != nil {
+		return nil, config{}, true, err
+	}
+	return steps, cfg, true, nil
+}
+
+// stepFile is FILE.<step>.json, where a step-mode run writes what FILE holds for one command.
+func stepFile(file, name string) string {
+	return file + "." + name + ".json"
+}
+
+func runLearnGates(ctx context.Context, o *learnOptions) error {
+	for _, st := range o.Gates {
+		if err := st.checkWorkdir(); err != nil {
+			return withCode(exitSysprof, err)
+		}
+		if err := checkWritable(st.Profile); err != nil {
+			return withCode(exitSysprof, fmt.Errorf("step %s: %w", st.Name, err))
+		}
+	}
+	for _, st := range o.Gates {
+		fmt.Fprintf(o.Err, "sysprof: step %s: learn %s (in %s)\n", st.Name, shellQuote(st.Command), st.Workdir)
+		tr, res, wall, err := learnOnce(ctx, profiler.Options{Command: st.Command, Dir: st.Workdir, Env: st.environ(), RingBufferBytes: o.RingBuf, Debug: o.Debug}, synth.Options{
+			Portable:       o.Portable,
+			AllowSecrets:   o.AllowSecrets,
+			SysprofVersion: version,
+		})
+		if err != nil {
+			return stepError(st, err)
+		}
+		if o.TraceOut != "" {
+			if err := writeJSONAtomic(stepFile(o.TraceOut, st.Name), tr); err != nil {
+				return withCode(exitSysprof, fmt.Errorf("step %s: write trace: %w", st.Name, err))
+			}
+		}
+		for _, w := range res.Warnings {
+			fmt.Fprintf(o.Err, "sysprof: WARNING: step %s: %s\n", st.Name, w)
+		}
+		if o.Explain {
+			printExplain(o.Err, res.Explain)
+		}
+		if o.Strict && tr.Loss.Any() {
+			return withCode(exitSysprof, fmt.Errorf("step %s: --strict: %d ring-buffer events and %d map entries were lost; the profile was not written (rerun with a larger --ringbuf-size)", st.Name, tr.Loss.RingbufDrops, tr.Loss.MapFull))
+		}
+		st.addAllowances(res.Profile)
+		if err := saveLearned(st.Profile, res.Profile, o.Fresh, o.Force); err != nil {
+			return withCode(exitSysprof, fmt.Errorf("step %s: %w", st.Name, err))
+		}
+		printLearnSummary(o.Err, tr, wall, st.Profile)
+		if tr.ExitCode != 0 {
+			return withCode(tr.ExitCode, fmt.Errorf("step %s: %s exited with status %d (its profile was saved; later steps were not learned)", st.Name, shellQuote(st.Command), tr.ExitCode))
+		}
+	}
+	return nil
+}
+
+// gateResult is what one enforced step did.
+type gateResult struct {
+	step step
+	rep  *report.Report
+	code int
+}
+
+func runEnforceGates(ctx context.Context, o *enforceOptions) error {
+	// Every profile loads and every directory exists before the first gate runs.
+	profiles := make([]*policy.Profile, len(o.Gates))
+	for i, st := range o.Gates {
+		if err := st.checkWorkdir(); err != nil {
+			return withCode(exitSysprof, err)
+		}
+		p, err := policy.Load(st.Profile)
+		if err != nil {
+			return withCode(exitSysprof, fmt.Errorf("step %s: %w (learn it with `sudo sysprof learn --step %s`)", st.Name, err, st.Name))
+		}
+		profiles[i] = p
+		if o.Report != "" {
+			if err := checkWritable(stepFile(o.Report, st.Name)); err != nil {
+				return withCode(exitSysprof, err)
+			}
+		}
+	}
+	var results []gateResult
+	var failed error
+	for i, st := range o.Gates {
+		fmt.Fprintf(o.Err, "sysprof: step %s: enforce %s (in %s)\n", st.Name, shellQuote(st.Command), st.Workdir)
+		rep, code, err := enforcer.Run(ctx, enforcer.Options{
+			Profile:     profiles[i],
+			ProfilePath: st.Profile,
+			Command:     st.Command,
+			Dir:         st.Workdir,
+			Env:         st.environ(),
+			Audit:       o.Audit,
+			Degrade:     o.Degrade,
+		})
+		if err != nil {
+			failed = commandErrorEnforce(code, fmt.Errorf("step %s: %w", st.Name, err))
+			break
+		}
+		results = append(results, gateResult{step: st, rep: rep, code: code})
+		if o.Report != "" {
+			if err := rep.Save(stepFile(o.Report, st.Name)); err != nil {
+				return withCode(exitSysprof, fmt.Errorf("step %s: write report: %w", st.Name, err))
+			}
+		}
+		if code != 0 {
+			failed = withCode(code, fmt.Errorf("step %s: %s exited with status %d", st.Name, shellQuote(st.Command), code))
+			break
+		}
+	}
+	if err := writeGateTable(o.Err, results); err != nil {
+		return withCode(exitSysprof, err)
+	}
+	writeGateSummary(o.Err, o.Gates, results, failed)
+	if o.Report != "" {
+		for _, r := range results {
+			fmt.Fprintf(o.Err, "sysprof: report of step %s written to %s\n", r.step.Name, stepFile(o.Report, r.step.Name))
+		}
+	}
+	return failed
+}
+
+// writeGateTable prints the denials of every step that ran as one table, then the layers that
+// were not in force. It prints nothing when there is nothing to say.
+func writeGateTable(w io.Writer, results []gateResult) error {
+	total, audit := 0, false
+	for _, r := range results {
+		r.rep.Sort()
+		for _, d := range r.rep.Denials {
+			total += d.Count
+		}
+		audit = audit || r.rep.Audit
+	}
+	if total > 0 {
+		verb := "denied"
+		if audit {
+			verb = "would be denied (audit: allowed)"
+		}
+		fmt.Fprintf(w, "sysprof: %d operation(s) %s:\n", total, verb)
+		t := tablewriter.NewTable(w, tablewriter.WithRenderer(renderer.NewBlueprint()))
+		t.Header("Step", "Kind", "What", "Executable", "Parents", "Count", "Risk", "To allow")
+		for _, r := range results {
+			for _, d := range r.rep.Denials {
+				if err := t.Append(r.step.Name, string(d.Kind), d.What, d.Exe, strings.Join(d.Parents, " < "), strconv.Itoa(d.Count), string(d.Risk), d.Suggest); err != nil {
+					return fmt.Errorf("table: %w", err)
+				}
+			}
+		}
+		if err := t.Render(); err != nil {
+			return fmt.Errorf("table: %w", err)
+		}
+	}
+	for _, r := range results {
+		for _, l := range r.rep.Degraded() {
+			fmt.Fprintf(w, "sysprof: step %s: layer %s was NOT applied (degraded): %s\n", r.step.Name, l.Name, l.Detail)
+		}
+		if len(r.rep.Denials) > 0 && len(r.rep.Unobservable) > 0 {
+			fmt.Fprintf(w, "sysprof: step %s: not observable in this run: %s\n", r.step.Name, strings.Join(r.rep.Unobservable, "; "))
+		}
+	}
+	return nil
+}
+
+// writeGateSummary prints one line per selected step: passed, failed with its status, or not run.
+func writeGateSummary(w io.Writer, steps []step, results []gateResult, failed error) {
+	fmt.Fprintln(w, "sysprof: gates:")
+	for i, st := range steps {
+		var state string
+		switch {
+		case i < len(results) && results[i].code == 0:
+			state = fmt.Sprintf("passed (%d denial(s))", len(results[i].rep.Denials))
+		case i < len(results):
+			state = fmt.Sprintf("FAILED with status %d (%d denial(s))", results[i].code, len(results[i].rep.Denials))
+		case i == len(results) && failed != nil:
+			state = fmt.Sprintf("could not run (status %d)", codeOf(failed))
+		default:
+			state = "not run"
+		}
+		fmt.Fprintf(w, "  %-12s %s\n", st.Name, state)
+	}
+}
+
+func runDriftGates(ctx context.Context, o *driftOptions) error {
+	threshold, err := policy.ParseRisk(o.FailOn)
+	if err != nil {
+		return withCode(exitSysprof, err)
+	}
+	committed := make([]*policy.Profile, len(o.Gates))
+	for i, st := range o.Gates {
+		if err := st.checkWorkdir(); err != nil {
+			return withCode(exitSysprof, err)
+		}
+		p, err := policy.Load(st.Profile)
+		if err != nil {
+			return withCode(exitSysprof, fmt.Errorf("step %s: %w (commit a profile first: `sudo sysprof learn --step %s`)", st.Name, err, st.Name))
+		}
+		committed[i] = p
+	}
+	var diffs []diffreport.Step
+	widens := false
+	for i, st := range o.Gates {
+		fmt.Fprintf(o.Err, "sysprof: step %s: learn %s (in %s)\n", st.Name, shellQuote(st.Command), st.Workdir)
+		tr, res, _, err := learnOnce(ctx, profiler.Options{Command: st.Command, Dir: st.Workdir, Env: st.environ(), Debug: o.Debug}, synth.Options{
+			AllowSecrets:   allowedSecrets(committed[i]),
+			SysprofVersion: version,
+		})
+		if err != nil {
+			return stepError(st, err)
+		}
+		if o.TraceOut != "" {
+			if err := writeJSONAtomic(stepFile(o.TraceOut, st.Name), tr); err != nil {
+				return withCode(exitSysprof, fmt.Errorf("step %s: write trace: %w", st.Name, err))
+			}
+		}
+		for _, w := range res.Warnings {
+			fmt.Fprintf(o.Err, "sysprof: WARNING: step %s: %s\n", st.Name, w)
+		}
+		if tr.ExitCode != 0 {
+			return withCode(tr.ExitCode, fmt.Errorf("step %s: %s exited with status %d; drift needs a successful run", st.Name, shellQuote(st.Command), tr.ExitCode))
+		}
+		// The committed profile carries the step's sysprof.yaml allowances; so does this run.
+		st.addAllowances(res.Profile)
+		changes := policy.Diff(committed[i], res.Profile)
+		widens = widens || policy.Widens(changes, threshold)
+		diffs = append(diffs, diffreport.Step{Name: st.Name, ProfilePath: displayPath(st.Profile), Changes: changes})
+	}
+	if err := diffreport.RenderSteps(o.Out, diffs, o.Format, diffreport.Options{Version: version}); err != nil {
+		return withCode(exitSysprof, err)
+	}
+	if widens {
+		return withCode(exitWidened, nil)
+	}
+	return nil
+}
+
+// stepError names the step in a learn error and keeps its exit status.
+func stepError(st step, err error) error {
+	code := codeOf(err)
+	var ee *exitError
+	if errors.As(err, &ee) && ee.err != nil {
+		err = ee.err
+	}
+	return withCode(code, fmt.Errorf("step %s: %w", st.Name, err))
+}
+
+// displayPath is p relative to the current directory when it is below it (SARIF locations
+// relative to the repository), else p.
+func displayPath(p string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	rel, err := filepath.Rel(wd, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return p
+	}
+	return rel
+}
+
+// shellQuote prints argv so that a shell would split it back the same way.
+func shellQuote(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) < 0 {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
+)
+
+const gatesYAML = `version: 1
+steps:
+  - name: vet
+    command: [go, vet, ./...]
+  - name: build
+    command: go build ./...
+    env: [CGO_ENABLED=0]
+  - name: test
+    command: [go, test, ./...]
+    workdir: sub
+`
+
+// seamRoot is newRootCmd with one subcommand whose runF the test supplies.
+func seamRoot(sub *cobra.Command) *cobra.Command {
+	root := &cobra.Command{Use: "sysprof", SilenceUsage: true, SilenceErrors: true}
+	root.PersistentFlags().Bool("debug", false, "")
+	addConfigFlags(root.PersistentFlags())
+	root.AddCommand(sub)
+	return root
+}
+
+func execSeam(t *testing.T, sub *cobra.Command, args ...string) error {
+	t.Helper()
+	root := seamRoot(sub)
+	root.SetArgs(args)
+	root.SetOut(&bytes.Buffer{})
+	root.SetErr(&bytes.Buffer{})
+	return root.ExecuteContext(context.Background())
+}
+
+func gateNames(steps []step) []string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func TestStepFlags(t *testing.T) {
+	dir := newProjectDir(t, gatesYAML)
+	s := streams{}
+	type got struct {
+		gates   []string
+		command []string
+		profile string
+		report  string
+		format  string
+	}
+	learn := func(args ...string) (got, error) {
+		var g got
+		err := execSeam(t, newLearnCmd(s, func(_ context.Context, o *learnOptions) error {
+			g = got{gates: gateNames(o.Gates), command: o.Command, profile: o.Profile}
+			return nil
+		}), append([]string{"learn"}, args...)...)
+		return g, err
+	}
+	enforce := func(args ...string) (got, error) {
+		var g got
+		err := execSeam(t, newEnforceCmd(s, func(_ context.Context, o *enforceOptions) error {
+			g = got{gates: gateNames(o.Gates), command: o.Command, profile: o.Profile, report: o.Report}
+			return nil
+		}), append([]string{"enforce"}, args...)...)
+		return g, err
+	}
+	drift := func(args ...string) (got, error) {
+		var g got
+		err := execSeam(t, newDriftCmd(s, func(_ context.Context, o *driftOptions) error {
+			g = got{gates: gateNames(o.Gates), command: o.Command, profile: o.Profile, format: o.Format}
+			return nil
+		}), append([]string{"drift"}, args...)...)
+		return g, err
+	}
+
+	for _, tc := range []struct {
+		name string
+		run  func(...string) (got, error)
+		args []string
+		want got
+	}{
+		{"learn --all", learn, []string{"--all"}, got{gates: []string{"vet", "build", "test"}}},
+		{"learn --step in the order given", learn, []string{"--step", "test", "--step", "vet"}, got{gates: []string{"test", "vet"}}},
+		{"learn --step=NAME", learn, []string{"--step=build"}, got{gates: []string{"build"}}},
+		{"learn without steps is unchanged", learn, []string{"--", "cargo", "build"}, got{command: []string{"cargo", "build"}, profile: filepath.Join(dir, ".sysprof/cargo-build.yaml")}},
+		{"learn -p is unchanged", learn, []string{"-p", "x.yaml", "true"}, got{command: []string{"true"}, profile: "x.yaml"}},
+		{"enforce --all --report", enforce, []string{"--all", "--report", "r.json"}, got{gates: []string{"vet", "build", "test"}, report: "r.json"}},
+		{"enforce --step", enforce, []string{"--step", "test"}, got{gates: []string{"test"}}},
+		{"enforce without steps is unchanged", enforce, []string{"--", "make"}, got{command: []string{"make"}, profile: filepath.Join(dir, ".sysprof/make.yaml")}},
+		{"drift --all --format", drift, []string{"--all", "--format", "sarif"}, got{gates: []string{"vet", "build", "test"}, format: "sarif"}},
+		{"drift --step", drift, []string{"--step", "vet"}, got{gates: []string{"vet"}, format: "table"}},
+		{"drift without steps is unchanged", drift, []string{"--", "go", "vet"}, got{command: []string{"go", "vet"}, profile: filepath.Join(dir, ".sysprof/go-vet.yaml"), format: "table"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := tc.run(tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, g, cmp.AllowUnexported(got{})); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	// The gates carry what the step resolved to.
+	t.Run("resolved step", func(t *testing.T) {
+		var gates []step
+		err := execSeam(t, newEnforceCmd(s, func(_ context.Context, o *enforceOptions) error {
+			gates = o.Gates
+			return nil
+		}), "enforce", "--step", "build", "--step", "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []step{
+			{Name: "build", Command: []string{"go", "build", "./..."}, Profile: filepath.Join(dir, ".sysprof/build.yaml"), Workdir: dir, Env: []string{"CGO_ENABLED=0"}},
+			{Name: "test", Command: []string{"go", "test", "./..."}, Profile: filepath.Join(dir, ".sysprof/test.yaml"), Workdir: filepath.Join(dir, "sub")},
+		}
+		if diff := cmp.Diff(want, gates); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+
+	for _, tc := range []struct {
+		name string
+		run  func(...string) (got, error)
+		args []string
+		want string
+	}{
+		{"command and --all", learn, []string{"--all", "--", "make"}, "drop `-- make`"},
+		{"--step and --all", enforce, []string{"--all", "--step", "vet"}, "exclude each other"},
+		{"-p and --step", enforce, []string{"-p", "x.yaml", "--step", "vet"}, "-p does not go with --step/--all"},
+		{"unknown step", drift, []string{"--step", "lint"}, `no step "lint" (steps: vet, build, test)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.run(tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || codeOf(err) != exitSysprof {
+				t.Fatalf("err = %v (status %d), want %q and status %d", err, codeOf(err), tc.want, exitSysprof)
+			}
+		})
+	}
+
+	t.Run("--config after the subcommand", func(t *testing.T) {
+		other := filepath.Join(t.TempDir(), "other.yaml")
+		writeFile(t, other, "version: 1\nsteps:\n  - {name: only, command: [x]}\n")
+		g, err := learn("--config", other, "--all")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"only"}, g.gates); diff != "" {
+			t.Error(diff)
+		}
+	})
+
+	t.Run("no project", func(t *testing.T) {
+		newProjectDir(t, "")
+		_, err := learn("--all")
+		if err == nil || !strings.Contains(err.Error(), "sysprof init") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+func TestStepFile(t *testing.T) {
+	if got := stepFile("out/gates.json", "test"); got != "out/gates.json.test.json" {
+		t.Errorf("stepFile = %q", got)
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	got := shellQuote([]string{"sh", "-c", "cat out.txt", "it's", "", "a=b"})
+	if want := `sh -c 'cat out.txt' 'it'\''s' '' a=b`; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	back, err := splitCommand(got)
+	if err != nil || !cmp.Equal(back, []string{"sh", "-c", "cat out.txt", "it's", "", "a=b"}) {
+		t.Errorf("round trip: %q %v", back, err)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

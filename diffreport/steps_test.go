@@ -1,0 +1,123 @@
+package diffreport
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/sysprof/sysprof/policy"
+)
+
+// stepsFixture is two steps: build widens (the fixture diff), test does not change.
+func stepsFixture(t *testing.T) []Step {
+	changes, _ := fixture(t)
+	return []Step{
+		{Name: "build", ProfilePath: ".sysprof/build.yaml", Changes: changes},
+		{Name: "test", ProfilePath: ".sysprof/test.yaml"},
+	}
+}
+
+func TestStepsGolden(t *testing.T) {
+	steps := stepsFixture(t)
+	for _, format := range Formats {
+		t.Run(format, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := RenderSteps(&buf, steps, format, WithVersion("0.1.0-test")); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "steps."+goldenNames[format], buf.Bytes())
+		})
+	}
+}
+
+func TestStepsContent(t *testing.T) {
+	steps := stepsFixture(t)
+	var buf bytes.Buffer
+	if err := RenderSteps(&buf, steps, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var r jsonSteps
+	if err := json.Unmarshal(buf.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Format != StepsJSONFormat || !r.Widens || len(r.Steps) != 2 || !r.Steps[0].Widens || r.Steps[1].Widens || r.Steps[1].Changes == nil {
+		t.Errorf("json: %+v", r)
+	}
+
+	buf.Reset()
+	if err := RenderSteps(&buf, steps, "sarif"); err != nil {
+		t.Fatal(err)
+	}
+	var log sarifLog
+	if err := json.Unmarshal(buf.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	if len(log.Runs) != 1 || len(log.Runs[0].Results) == 0 {
+		t.Fatalf("sarif: %+v", log)
+	}
+	rules := log.Runs[0].Tool.Driver.Rules
+	for _, res := range log.Runs[0].Results {
+		if rules[res.RuleIndex].ID != res.RuleID {
+			t.Errorf("result %s points at rule %s", res.RuleID, rules[res.RuleIndex].ID)
+		}
+		if res.Properties["step"] != "build" || !strings.HasPrefix(res.Message.Text, "step build: ") {
+			t.Errorf("result does not name its step: %+v", res)
+		}
+		if res.Locations[0].PhysicalLocation.ArtifactLocation.URI != ".sysprof/build.yaml" {
+			t.Errorf("result points at %+v", res.Locations)
+		}
+	}
+
+	// The caller's changes are not reordered.
+	before := append([]policy.Change(nil), steps[0].Changes...)
+	if err := RenderSteps(&bytes.Buffer{}, steps, "table"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range before {
+		if before[i].Item != steps[0].Changes[i].Item {
+			t.Fatal("RenderSteps reordered the caller's slice")
+		}
+	}
+	if err := RenderSteps(&bytes.Buffer{}, steps, "xml"); err == nil {
+		t.Error("unknown format accepted")
+	}
+}
+
+func TestStepsSARIFValidatesAgainstSchema(t *testing.T) {
+	f, err := os.Open(filepath.Join(dir, "sarif-schema-2.1.0.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	const url = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+	if err := c.AddResource(url, doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, steps := range map[string][]Step{"fixture": stepsFixture(t), "none": nil} {
+		var buf bytes.Buffer
+		if err := RenderSteps(&buf, steps, "sarif"); err != nil {
+			t.Fatal(err)
+		}
+		inst, err := jsonschema.UnmarshalJSON(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schema.Validate(inst); err != nil {
+			t.Errorf("%s: SARIF does not validate: %v", name, err)
+		}
+	}
+}
