@@ -101,6 +101,12 @@ type Compiled struct {
 	// HiddenSockets are the host's pathname unix sockets the init stage covers after the
 	// plan's mounts (not part of the plan: they come and go while the sandbox starts).
 	HiddenSockets []string `json:"hiddenSockets,omitempty"`
+	// Network is the inet allowlist the cgroup hooks enforce as root (host names unresolved).
+	Network []NetRule `json:"network,omitempty"`
+	// NeedsHooks lists the parts of the network allowlist only the cgroup hooks can enforce
+	// (addresses, UDP): Run installs them as root; as an ordinary user they are unenforceable
+	// (Landlock holds the TCP ports) and Run refuses unless degrading.
+	NeedsHooks []string `json:"needsHooks,omitempty"`
 
 	spec *filterSpec
 }
@@ -567,9 +573,14 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 		c.Layers = append(c.Layers, LayerNetNS)
 		return nil
 	}
-	// A network allowlist: Landlock can hold TCP ports; addresses, UDP and unix paths need
-	// cgroup connect/sendmsg/bind hooks, which this enforcer does not install yet.
+	// A network allowlist: the cgroup connect/sendmsg/bind hooks hold addresses, ports and
+	// protocols (as root); Landlock can hold only TCP ports (what an ordinary user gets).
 	c.Layers = append(c.Layers, LayerNetwork)
+	rules, err := compileNetRules(n)
+	if err != nil {
+		return err
+	}
+	c.Network = rules
 	if plan.Landlock == nil {
 		plan.Landlock = &sandbox.Landlock{RestrictTCP: true, ScopeSignals: true, ScopeAbstractUnix: true}
 	}
@@ -595,13 +606,14 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 				*set.dst = append(*set.dst, port)
 			}
 		}
-		c.Unenforceable = append(c.Unenforceable, fmt.Sprintf("network.%s: addresses, UDP and unix paths (needs cgroup hooks; only TCP ports are enforced, by Landlock)", set.name))
+		if slices.ContainsFunc(rules, func(r NetRule) bool { return r.Section == set.name }) {
+			c.NeedsHooks = append(c.NeedsHooks, fmt.Sprintf("network.%s: addresses and UDP (needs cgroup hooks, which need root; only TCP ports are enforced, by Landlock)", set.name))
+		}
 	}
 	for _, l := range []*[]uint16{&plan.Landlock.ConnectTCP, &plan.Landlock.BindTCP} {
 		slices.Sort(*l)
 		*l = slices.Compact(*l)
 	}
-	c.Unenforceable = slices.Compact(c.Unenforceable)
 	return nil
 }
 

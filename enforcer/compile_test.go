@@ -86,8 +86,8 @@ func TestCompilePlan(t *testing.T) {
 		!slices.Equal(ll.ConnectTCP, []uint16{8080}) || !slices.Equal(ll.BindTCP, []uint16{0}) || ll.ScopeAbstractUnix || !ll.ScopeSignals {
 		t.Errorf("landlock = %+v", *ll)
 	}
-	if !slices.Contains(c.Layers, LayerNetwork) || len(c.Unenforceable) == 0 {
-		t.Errorf("a network allowlist must be marked unenforceable without cgroup hooks: layers %v", c.Layers)
+	if !slices.Contains(c.Layers, LayerNetwork) || len(c.NeedsHooks) == 0 || len(c.Network) == 0 {
+		t.Errorf("a network allowlist must say it needs the cgroup hooks: layers %v, needs %v, rules %v", c.Layers, c.NeedsHooks, c.Network)
 	}
 	joined := strings.Join(c.Dropped, "\n")
 	for _, want := range []string{"no_such_syscall", "aarch64"} {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -79,7 +80,11 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		rep.Notes = append(rep.Notes, "dropped (means nothing on this host): "+d)
 	}
 	if opts.Audit {
-		rep.Notes = append(rep.Notes, "audit: only syscalls are let through; the filesystem and network layers still enforce")
+		if len(compiled.NeedsHooks) > 0 && os.Geteuid() == 0 {
+			rep.Notes = append(rep.Notes, "audit: syscalls and inet network calls are let through; the filesystem layers still enforce")
+		} else {
+			rep.Notes = append(rep.Notes, "audit: only syscalls are let through; the filesystem and network layers still enforce")
+		}
 	}
 	rep.Unobservable = []string{
 		"file denials (Landlock answers EACCES/EROFS without a record the enforcer can read)",
@@ -103,8 +108,45 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 			}
 		}
 	}
+	// The network allowlist: as root the cgroup hooks hold addresses, ports and protocols and
+	// report every refusal; as an ordinary user only Landlock's TCP ports apply (unenforceable
+	// without --degrade).
+	var g *guard
+	unenf := slices.Clone(compiled.Unenforceable)
+	needNet := len(compiled.NeedsHooks) > 0
+	// As root the same guard observes file denials (Landlock's EACCES, the read-only mounts'
+	// EROFS) in the run's cgroup.
+	wantFiles := asRoot && sandboxAvailable && compiled.Plan.Landlock != nil
+	if needNet || wantFiles {
+		why := guardAvailable()
+		if why == nil {
+			g, why = newGuard(ctx, compiled, env, opts.Audit, needNet, wantFiles)
+		}
+		if g != nil {
+			defer func() {
+				if g != nil { // start did not take it (a setup failure)
+					g.close()
+				}
+			}()
+		}
+		switch {
+		case why == nil && needNet:
+			ll := compiled.Plan.Landlock
+			ll.RestrictTCP, ll.ConnectTCP, ll.BindTCP = false, nil, nil
+			rep.SetLayer(report.Layer{Name: LayerNetwork, State: report.LayerApplied,
+				Detail: fmt.Sprintf("cgroup connect/sendmsg/bind hooks: %d rule(s) by address, port and protocol (Landlock's TCP port rules are off: the hooks are finer and report)", len(compiled.Network))})
+		case needNet && asRoot:
+			// Root, but the hooks cannot be installed: fail closed like any layer.
+			unenf = append(unenf, fmt.Sprintf("network: cgroup hooks: %v", why))
+			unenf = append(unenf, compiled.NeedsHooks...)
+		case needNet:
+			unenf = append(unenf, compiled.NeedsHooks...)
+		case why != nil && asRoot:
+			rep.Notes = append(rep.Notes, fmt.Sprintf("file denials are not observed: %v", why))
+		}
+	}
 	unenforceable := map[string][]string{}
-	for _, u := range compiled.Unenforceable {
+	for _, u := range unenf {
 		layer := LayerNetwork
 		if strings.HasPrefix(u, "filesystem.") {
 			layer = LayerFileRules
@@ -118,7 +160,26 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		rep.SetLayer(report.Layer{Name: layer, State: report.LayerDegraded, Detail: strings.Join(unenforceable[layer], "; ")})
 	}
 
-	res, err := start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep)
+	if g != nil {
+		rep.Unobservable = nil
+		if wantFiles {
+			rep.Unobservable = append(rep.Unobservable, "file denials that are not an error (a hidden file reads as empty) or that name no path the sandbox hides (ENOENT of relative or symlinked paths)")
+		} else {
+			rep.Unobservable = append(rep.Unobservable, "file denials (Landlock answers EACCES/EROFS without a record the enforcer can read)")
+		}
+		if needNet {
+			rep.Unobservable = append(rep.Unobservable, "network denials of unix sockets (Landlock scoping, hidden sockets)")
+		} else {
+			rep.Unobservable = append(rep.Unobservable, "network denials by Landlock or the empty network namespace (the call fails; no record)")
+		}
+	}
+	res, err := start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep, g)
+	if g != nil {
+		denials, notes := g.close()
+		g = nil
+		res.denials = append(res.denials, denials...)
+		rep.Notes = append(rep.Notes, notes...)
+	}
 	rep.Finished = time.Now().UTC()
 	for _, d := range res.denials {
 		rep.Add(d)
@@ -136,7 +197,7 @@ type runResult struct {
 	denials []report.Denial
 }
 
-func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, applySandbox bool, rep *report.Report) (runResult, error) {
+func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, applySandbox bool, rep *report.Report, g *guard) (runResult, error) {
 	var res runResult
 	cfg := initConfig{Argv: opts.Command, Dir: dir, Filter: c.Filter, Plan: c.Plan, Sockets: c.HiddenSockets, Sandbox: applySandbox, Degrade: opts.Degrade}
 	cfgFile, err := memfile("sysprof-init-config", cfg)
@@ -159,6 +220,10 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 	attr := namespaceAttr(&c.Plan, asRoot, os.Getuid(), os.Getgid())
 	if !applySandbox {
 		attr = &syscall.SysProcAttr{}
+	}
+	if g != nil { // born into the run's cgroup, under its hooks: no window before they apply
+		attr.UseCgroupFD = true
+		attr.CgroupFD = g.cg.FD
 	}
 	attr.Setsid = true               // a new session: no controlling terminal to inject input into
 	attr.Pdeathsig = syscall.SIGKILL // the sandbox dies with sysprof
@@ -202,6 +267,9 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 	syncR.Close()
 	statusW.Close()
 	pid := cmd.Process.Pid
+	if g != nil {
+		g.rootPid.Store(int64(pid))
+	}
 	defer func() {
 		if pidfd >= 0 {
 			unix.Close(pidfd)

@@ -3,6 +3,7 @@ package enforcer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -182,6 +183,10 @@ func TestNetworkAllowlistByPort(t *testing.T) {
 	_, other := tcpListener(t)
 	p := f.profile
 	p.Network.Connect = []policy.Endpoint{{Endpoint: fmt.Sprintf("127.0.0.1:%d", allowed), Proto: "tcp"}}
+	// What an ordinary user gets: no cgroup hooks.
+	saved := guardAvailable
+	guardAvailable = func() error { return errors.New("test: no cgroup hooks") }
+	defer func() { guardAvailable = saved }()
 
 	// Addresses cannot be enforced without cgroup hooks: fail closed...
 	o := f.run(t, p, false, "ok")

@@ -182,11 +182,14 @@ func exeOf(pid int) string {
 }
 
 // parents returns the executables from pid's parent up to the sandbox's root process.
-func (s *supervisor) parents(pid int) []string {
+func (s *supervisor) parents(pid int) []string { return parentsOf(s.rootPid, pid) }
+
+// parentsOf returns the executables from pid's parent up to rootPid (the sandbox's root).
+func parentsOf(rootPid, pid int) []string {
 	var out []string
 	cur := tgidOf(pid)
 	for range 32 {
-		if cur == s.rootPid || cur <= 1 {
+		if cur == rootPid || cur <= 1 {
 			break
 		}
 		pp := ppidOf(cur)

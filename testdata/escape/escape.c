@@ -192,6 +192,32 @@ int main(int argc, char **argv) {
 			inet_pton(AF_INET, arg, &sa.sin_addr);
 			int fd = socket(AF_INET, SOCK_STREAM, 0);
 			result(name, fd < 0 ? -1 : connect(fd, (struct sockaddr *)&sa, sizeof sa));
+		} else if (!strcmp(name, "udp") || !strcmp(name, "mptcp-connect") || !strcmp(name, "connect6")) {
+			// udp=127.0.0.1:PORT sends one datagram with sendto; mptcp-connect=127.0.0.1:PORT
+			// connects an MPTCP socket; connect6=PORT connects TCP to [::1]:PORT.
+			struct sockaddr_storage ss = {0};
+			socklen_t len;
+			int fd;
+			if (!strcmp(name, "connect6")) {
+				struct sockaddr_in6 *sa = (struct sockaddr_in6 *)&ss;
+				sa->sin6_family = AF_INET6;
+				sa->sin6_port = htons(atoi(arg));
+				sa->sin6_addr = in6addr_loopback;
+				len = sizeof *sa;
+				fd = socket(AF_INET6, SOCK_STREAM, 0);
+			} else {
+				char *colon = strrchr(arg, ':');
+				*colon = 0;
+				struct sockaddr_in *sa = (struct sockaddr_in *)&ss;
+				sa->sin_family = AF_INET;
+				sa->sin_port = htons(atoi(colon + 1));
+				inet_pton(AF_INET, arg, &sa->sin_addr);
+				len = sizeof *sa;
+				fd = !strcmp(name, "udp") ? socket(AF_INET, SOCK_DGRAM, 0) : socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP);
+			}
+			if (fd < 0) { result(name, -1); continue; }
+			if (!strcmp(name, "udp")) result(name, sendto(fd, "x", 1, 0, (struct sockaddr *)&ss, len));
+			else result(name, connect(fd, (struct sockaddr *)&ss, len));
 		} else if (!strcmp(name, "connect-unix")) {
 			struct sockaddr_un sa = {.sun_family = AF_UNIX};
 			socklen_t len;

@@ -1,0 +1,632 @@
+//go:build ignore
+
+// guard.c: the kernel side of `sysprof enforce` as root.
+//
+// Attached to the run's cgroup2 directory (the command is born into it):
+//
+//   cgroup/{connect,sendmsg,bind}{4,6}  allow {op, proto, port, address} when an LPM trie
+//                       entry covers it (exact /32, /128 or a CIDR); otherwise refuse (EPERM)
+//                       unless in audit mode, and report it through the ring buffer.
+//
+// The allowlist maps are filled by user space from the compiled profile (host names resolved
+// there, and kept current while the command runs). Allowed calls cost one trie lookup and
+// send nothing.
+//
+// Attached to the syscalls/sys_exit_<name> tracepoints of the path syscalls only (open*, creat,
+// exec*, mkdir*, mknod*, unlink*, rmdir, rename*, link*, symlink*, truncate, chmod/chown
+// family, utimensat), one program filtered first by the run's cgroup id:
+//
+//   sys_exit_path       a refusal the sandbox gives (-EACCES from Landlock, -EROFS from the
+//                       read-only mounts, -EXDEV from Landlock's refer rule; -ENOENT only for
+//                       absolute paths under a hidden path) -> file event with the path string
+//                       as given, the directory it is relative to, and the executable.
+//
+// A call that succeeds or fails otherwise costs the cgroup-id compare and nothing else. The
+// arguments are read from the task's saved user registers at exit (they are unchanged by the
+// syscall), so no sys_enter program and no stash are needed. Syscall numbers come from user
+// space (fops), never from this file.
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define AF_INET 2
+#define AF_INET6 10
+#define IPPROTO_MPTCP_ 262
+#define AT_FDCWD -100
+#define EPERM 1
+#define ENOENT 2
+#define EACCES 13
+#define EXDEV 18
+#define EROFS 30
+
+#define NAME_SZ 256      // one dentry name incl. NUL
+#define PATH_SZ 4096     // one user path incl. NUL
+#define DATA_MASK 8191   // offsets into scratch data are masked with this
+#define SCRATCH_SZ 16384 // > DATA_MASK + NAME_SZ
+#define HIDDEN_MAX 16
+#define HIDDEN_WORDS 32  // a hidden path is compared on at most 256 bytes
+#define SLOT_NET 0
+#define SLOT_FILE 1
+
+// ---- shared with Go (bpf2go -type) -----------------------------------------------------------
+
+enum guard_kind {
+	GK_NET = 1,
+	GK_FILE = 2,
+};
+
+// What a syscall number means to sys_exit_path (user space fills fops[nr]).
+enum file_op {
+	FOP_NONE = 0,
+	FOP_OPEN,      // path a0, flags a1
+	FOP_OPENAT,    // dirfd a0, path a1, flags a2
+	FOP_OPENAT2,   // dirfd a0, path a1, how a2 (flags first)
+	FOP_CREAT,     // path a0
+	FOP_EXECVE,    // path a0
+	FOP_EXECVEAT,  // dirfd a0, path a1
+	FOP_PATH,      // path a0 (mkdir, mknod, unlink, rmdir, truncate, chmod, chown, lchown)
+	FOP_PATHAT,    // dirfd a0, path a1 (mkdirat, mknodat, unlinkat, fchmodat*, fchownat, utimensat)
+	FOP_TWO,       // old a0, new a1 (rename, link)
+	FOP_TWOAT,     // olddirfd a0, old a1, newdirfd a2, new a3 (renameat*, linkat)
+	FOP_SYMLINK,   // target a0, linkpath a1
+	FOP_SYMLINKAT, // target a0, newdirfd a1, linkpath a2
+};
+
+enum net_op {
+	NOP_CONNECT = 1,
+	NOP_SEND = 2,
+	NOP_BIND = 3,
+};
+
+enum net_proto {
+	NP_TCP = 1,
+	NP_UDP = 2,
+	NP_MPTCP = 3,
+	NP_OTHER = 4,
+};
+
+enum guard_counter {
+	GC_RINGBUF_DROPS = 0, // denials that did not fit in the ring buffer (still refused)
+	GC_SCRATCH_BUSY,      // a denial reported without its paths (scratch buffer in use)
+	GC_MAX,
+};
+
+// LPM trie keys: op, proto and port always match in full (32 bits of the prefix length), the
+// address by its prefix.
+struct net_key4 {
+	__u32 prefixlen;
+	__u8 op;
+	__u8 proto;
+	__u16 port; // host byte order
+	__u8 addr[4];
+};
+
+struct net_key6 {
+	__u32 prefixlen;
+	__u8 op;
+	__u8 proto;
+	__u16 port;
+	__u8 addr[16];
+};
+
+// One event: this header, then in order the executable's path components (leaf first, each
+// NUL-terminated), and for files the first path as given (NUL-terminated), the components of
+// the directory it is relative to (when relative), the second path and its directory.
+struct guard_event {
+	__u32 kind;
+	__u32 tgid;
+	__u32 pid;
+	__s32 ret; // file: the syscall's return value (-errno)
+	__u64 ts;
+	char comm[16];
+	// network
+	__u8 op;
+	__u8 proto;
+	__u8 family;
+	__u8 allowed; // audit mode: it went through
+	__u16 port;
+	__u16 protocol; // the socket's protocol number (for NP_OTHER)
+	__u8 addr[16];
+	// file
+	__u32 nr;   // x86_64 syscall number
+	__u32 fop;  // enum file_op
+	__u64 flags; // open flags (open, openat, openat2, creat: O_CREAT|O_WRONLY|O_TRUNC)
+	__u16 exe_len;
+	__u16 path_len;
+	__u16 base_len;
+	__u16 path2_len;
+	__u16 base2_len;
+	__u8 exe_trunc;
+	__u8 path_trunc; // a path or base was longer than the room for it
+	__u8 pad[4];
+};
+
+const struct guard_event *unused_guard_event __attribute__((unused));
+const enum file_op *unused_file_op __attribute__((unused));
+const struct net_key4 *unused_net_key4 __attribute__((unused));
+const struct net_key6 *unused_net_key6 __attribute__((unused));
+const enum guard_kind *unused_guard_kind __attribute__((unused));
+const enum net_op *unused_net_op __attribute__((unused));
+const enum net_proto *unused_net_proto __attribute__((unused));
+const enum guard_counter *unused_guard_counter __attribute__((unused));
+
+// ---- configuration and maps --------------------------------------------------------------------
+
+volatile const __u32 audit = 0;
+volatile const __u64 target_cgid = 0;
+volatile const __u32 hidden_n = 0; // entries in `hidden`
+
+struct hidden_path {
+	__u32 len; // bytes, at most 8 * HIDDEN_WORDS
+	__u32 pad;
+	__u64 w[HIDDEN_WORDS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, HIDDEN_MAX);
+	__type(key, __u32);
+	__type(value, struct hidden_path);
+} hidden SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} fops SEC(".maps");
+
+struct scratch {
+	__u32 busy;
+	__u32 off;   // walk: where the next component goes in data
+	__u32 limit; // walk: no component starts beyond this
+	__u32 trunc; // walk: the path was longer than the room for it
+	__u8 data[SCRATCH_SZ];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, struct net_key4);
+	__type(value, __u8);
+} allow4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, struct net_key6);
+	__type(value, __u8);
+} allow6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, GC_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
+// ---- dentry walk (as in learn.c) ---------------------------------------------------------------
+
+struct walk_ctx {
+	struct dentry *dentry;
+	struct mount *mnt;
+	struct dentry *mnt_root;
+	__u32 slot;
+};
+
+// The write offset lives in the scratch map value (an unknown scalar to the verifier), so the
+// bpf_loop callback converges instead of being explored once per possible offset.
+static long walk_step(__u32 i, struct walk_ctx *c)
+{
+	__u32 slot = c->slot;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	if (!s)
+		return 1;
+	struct dentry *d = c->dentry;
+	struct dentry *parent = BPF_CORE_READ(d, d_parent);
+	if (d == c->mnt_root || d == parent) {
+		struct mount *m = c->mnt;
+		struct mount *mp = BPF_CORE_READ(m, mnt_parent);
+		if (d != c->mnt_root || mp == m || !mp)
+			return 1;
+		c->dentry = BPF_CORE_READ(m, mnt_mountpoint);
+		c->mnt = mp;
+		c->mnt_root = BPF_CORE_READ(mp, mnt.mnt_root);
+		return 0;
+	}
+	__u32 off = s->off;
+	if (off > s->limit) {
+		s->trunc = 1;
+		return 1;
+	}
+	const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+	long n = bpf_probe_read_kernel_str(&s->data[off & DATA_MASK], NAME_SZ, name);
+	if (n <= 0)
+		return 1;
+	s->off = off + n;
+	c->dentry = parent;
+	return 0;
+}
+
+// walk writes the components of path (leaf first, each NUL-terminated) into scratch slot data
+// at off, at most max bytes, and returns the bytes written.
+static __always_inline __u32 walk(struct scratch *s, struct path *path, __u32 slot, __u32 off, __u32 max,
+				  __u8 *trunc)
+{
+	struct walk_ctx c = {};
+	struct vfsmount *vm = BPF_CORE_READ(path, mnt);
+	c.dentry = BPF_CORE_READ(path, dentry);
+	c.mnt = (struct mount *)((void *)vm - bpf_core_field_offset(struct mount, mnt));
+	c.mnt_root = BPF_CORE_READ(vm, mnt_root);
+	c.slot = slot;
+	s->off = off;
+	s->limit = off + max - NAME_SZ;
+	s->trunc = 0;
+	bpf_loop(PATH_SZ / 2, walk_step, &c, 0);
+	*trunc |= s->trunc;
+	return s->off - off;
+}
+
+static __always_inline struct file *fd_file(struct task_struct *task, long fd)
+{
+	struct files_struct *files = BPF_CORE_READ(task, files);
+	struct fdtable *fdt = BPF_CORE_READ(files, fdt);
+	unsigned int max = BPF_CORE_READ(fdt, max_fds);
+	if (fd < 0 || fd >= max)
+		return 0;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = 0;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+// header fills the common part of an event in the scratch slot and writes the executable's
+// path after it. Returns the offset after it.
+static __always_inline __u32 header(struct scratch *s, __u32 slot, __u32 kind)
+{
+	struct guard_event *e = (void *)s->data;
+	__builtin_memset(e, 0, sizeof(*e));
+	__u64 id = bpf_get_current_pid_tgid();
+	e->kind = kind;
+	e->tgid = id >> 32;
+	e->pid = (__u32)id;
+	e->ts = bpf_ktime_get_ns();
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct file *exe = BPF_CORE_READ(task, mm, exe_file);
+	__u32 n = 0;
+	if (exe) {
+		struct path p;
+		BPF_CORE_READ_INTO(&p, exe, f_path);
+		__u8 trunc = 0;
+		n = walk(s, &p, slot, sizeof(*e), PATH_SZ, &trunc);
+		n &= PATH_SZ - 1;
+		e->exe_trunc = trunc;
+	}
+	e->exe_len = n;
+	return sizeof(*e) + n;
+}
+
+static __always_inline void submit(struct scratch *s, __u32 size)
+{
+	size &= SCRATCH_SZ - 1;
+	if (size < sizeof(struct guard_event))
+		return;
+	if (bpf_ringbuf_output(&events, s->data, size, 0))
+		count(GC_RINGBUF_DROPS);
+}
+
+// ---- network -----------------------------------------------------------------------------------
+
+static __always_inline __u8 proto_of(__u32 protocol)
+{
+	switch (protocol) {
+	case IPPROTO_TCP:
+		return NP_TCP;
+	case IPPROTO_UDP:
+		return NP_UDP;
+	case IPPROTO_MPTCP_:
+		return NP_MPTCP;
+	}
+	return NP_OTHER;
+}
+
+static __always_inline int check(struct bpf_sock_addr *ctx, __u8 op, int v6)
+{
+	__u32 protocol = ctx->protocol;
+	__u8 proto = proto_of(protocol);
+	__u16 port = bpf_ntohs((__u16)ctx->user_port);
+	__u8 *hit;
+	if (v6) {
+		struct net_key6 k = {.prefixlen = 32 + 128, .op = op, .proto = proto, .port = port};
+		__u32 *a = (__u32 *)k.addr;
+		a[0] = ctx->user_ip6[0];
+		a[1] = ctx->user_ip6[1];
+		a[2] = ctx->user_ip6[2];
+		a[3] = ctx->user_ip6[3];
+		hit = bpf_map_lookup_elem(&allow6, &k);
+	} else {
+		struct net_key4 k = {.prefixlen = 32 + 32, .op = op, .proto = proto, .port = port};
+		*(__u32 *)k.addr = ctx->user_ip4;
+		hit = bpf_map_lookup_elem(&allow4, &k);
+	}
+	if (hit)
+		return 1;
+
+	__u32 slot = SLOT_NET;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	if (!s || s->busy) {
+		count(GC_SCRATCH_BUSY);
+		return audit ? 1 : 0;
+	}
+	s->busy = 1;
+	__u32 size = header(s, SLOT_NET, GK_NET);
+	struct guard_event *ev = (void *)s->data;
+	ev->op = op;
+	ev->proto = proto;
+	ev->family = v6 ? AF_INET6 : AF_INET;
+	ev->allowed = audit ? 1 : 0;
+	ev->port = port;
+	ev->protocol = protocol;
+	if (v6) {
+		__u32 *a = (__u32 *)ev->addr;
+		a[0] = ctx->user_ip6[0];
+		a[1] = ctx->user_ip6[1];
+		a[2] = ctx->user_ip6[2];
+		a[3] = ctx->user_ip6[3];
+	} else {
+		*(__u32 *)ev->addr = ctx->user_ip4;
+	}
+	submit(s, size);
+	s->busy = 0;
+	return audit ? 1 : 0;
+}
+
+SEC("cgroup/connect4")
+int guard_connect4(struct bpf_sock_addr *ctx) { return check(ctx, NOP_CONNECT, 0); }
+
+SEC("cgroup/connect6")
+int guard_connect6(struct bpf_sock_addr *ctx) { return check(ctx, NOP_CONNECT, 1); }
+
+SEC("cgroup/sendmsg4")
+int guard_sendmsg4(struct bpf_sock_addr *ctx) { return check(ctx, NOP_SEND, 0); }
+
+SEC("cgroup/sendmsg6")
+int guard_sendmsg6(struct bpf_sock_addr *ctx) { return check(ctx, NOP_SEND, 1); }
+
+SEC("cgroup/bind4")
+int guard_bind4(struct bpf_sock_addr *ctx) { return check(ctx, NOP_BIND, 0); }
+
+SEC("cgroup/bind6")
+int guard_bind6(struct bpf_sock_addr *ctx) { return check(ctx, NOP_BIND, 1); }
+
+// ---- file denials --------------------------------------------------------------------------------
+
+// The context of every syscalls/sys_exit_<name> tracepoint.
+struct sys_exit_ctx {
+	__u64 common;
+	int nr;
+	int pad;
+	long ret;
+};
+
+struct match_ctx {
+	__u32 off; // where the path string starts in the scratch data
+	__u32 hit;
+};
+
+// match_hidden: is the string at c->off prefixed by hidden path i? (User space checks the
+// component boundary.)
+static long match_hidden(__u32 i, struct match_ctx *c)
+{
+	if (i >= hidden_n || i >= HIDDEN_MAX)
+		return 1;
+	struct hidden_path *h = bpf_map_lookup_elem(&hidden, &i);
+	__u32 slot = SLOT_FILE;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	if (!h || !s)
+		return 1;
+	__u32 len = h->len;
+	if (len == 0 || len > 8 * HIDDEN_WORDS)
+		return 0;
+	for (int j = 0; j < HIDDEN_WORDS; j++) {
+		__u32 left = len - j * 8;
+		if (j * 8 >= len)
+			break;
+		__u64 w = 0;
+		bpf_probe_read_kernel(&w, 8, &s->data[(c->off + j * 8) & DATA_MASK]);
+		__u64 want = h->w[j];
+		if (left < 8) {
+			__u64 mask = (1ULL << (left * 8)) - 1;
+			w &= mask;
+			want &= mask;
+		}
+		if (w != want)
+			return 0;
+	}
+	c->hit = 1;
+	return 1;
+}
+
+// put_path reads the user string at ptr into the event at off, and when it is relative, the
+// components of its directory (dirfd's file, or the cwd) after it. Returns the new offset.
+static __always_inline __u32 put_path(struct scratch *s, struct task_struct *task, __u32 off, long dirfd,
+				      unsigned long ptr, int resolve, __u16 *plen, __u16 *blen, __u8 *trunc)
+{
+	if (off > SCRATCH_SZ - PATH_SZ * 3)
+		return off;
+	long n = bpf_probe_read_user_str(&s->data[off & DATA_MASK], PATH_SZ, (void *)ptr);
+	if (n <= 0)
+		return off;
+	n &= PATH_SZ - 1;
+	*plen = n;
+	__u8 first = s->data[off & DATA_MASK];
+	off += n;
+	if (!resolve || first == '/' || n <= 1)
+		return off;
+	struct path base = {};
+	if (dirfd == AT_FDCWD) {
+		BPF_CORE_READ_INTO(&base, task, fs, pwd);
+	} else {
+		struct file *f = fd_file(task, dirfd);
+		if (!f)
+			return off;
+		BPF_CORE_READ_INTO(&base, f, f_path);
+	}
+	__u32 b = walk(s, &base, SLOT_FILE, off, PATH_SZ, trunc);
+	b &= PATH_SZ - 1;
+	*blen = b;
+	return off + b;
+}
+
+SEC("tracepoint/syscalls/sys_exit_path")
+int sys_exit_path(struct sys_exit_ctx *ctx)
+{
+	if (bpf_get_current_cgroup_id() != target_cgid)
+		return 0;
+	long ret = ctx->ret;
+	if (ret >= 0)
+		return 0;
+	int enoent = 0;
+	if (ret != -EACCES && ret != -EROFS && ret != -EXDEV) {
+		if (ret != -ENOENT || hidden_n == 0)
+			return 0;
+		enoent = 1;
+	}
+	__u32 nr = ctx->nr;
+	__u32 *fopp = bpf_map_lookup_elem(&fops, &nr);
+	if (!fopp)
+		return 0;
+	__u32 fop = *fopp;
+
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	// x86_64 syscall arguments: di, si, dx, r10, r8.
+	unsigned long a0 = BPF_CORE_READ(regs, di), a1 = BPF_CORE_READ(regs, si), a2 = BPF_CORE_READ(regs, dx),
+		      a3 = BPF_CORE_READ(regs, r10);
+	long dirfd1 = AT_FDCWD, dirfd2 = AT_FDCWD;
+	unsigned long p1 = 0, p2 = 0;
+	int resolve1 = 1;
+	__u64 flags = 0;
+	switch (fop) {
+	case FOP_OPEN:
+		p1 = a0;
+		flags = a1;
+		break;
+	case FOP_OPENAT:
+		dirfd1 = (int)a0;
+		p1 = a1;
+		flags = a2;
+		break;
+	case FOP_OPENAT2:
+		dirfd1 = (int)a0;
+		p1 = a1;
+		bpf_probe_read_user(&flags, sizeof(flags), (void *)a2);
+		break;
+	case FOP_CREAT:
+		p1 = a0;
+		flags = 01 | 0100 | 01000; // O_WRONLY|O_CREAT|O_TRUNC
+		break;
+	case FOP_EXECVE:
+	case FOP_PATH:
+		p1 = a0;
+		break;
+	case FOP_EXECVEAT:
+	case FOP_PATHAT:
+		dirfd1 = (int)a0;
+		p1 = a1;
+		break;
+	case FOP_TWO:
+		p1 = a0;
+		p2 = a1;
+		break;
+	case FOP_TWOAT:
+		dirfd1 = (int)a0;
+		p1 = a1;
+		dirfd2 = (int)a2;
+		p2 = a3;
+		break;
+	case FOP_SYMLINK:
+		p1 = a0;
+		resolve1 = 0; // the target is a string, not a lookup
+		p2 = a1;
+		break;
+	case FOP_SYMLINKAT:
+		p1 = a0;
+		resolve1 = 0;
+		dirfd2 = (int)a1;
+		p2 = a2;
+		break;
+	default:
+		return 0;
+	}
+	if (!p1)
+		return 0;
+
+	__u32 slot = SLOT_FILE;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	if (!s || s->busy) {
+		count(GC_SCRATCH_BUSY);
+		return 0;
+	}
+	s->busy = 1;
+	__u32 off = header(s, SLOT_FILE, GK_FILE);
+	struct guard_event *e = (void *)s->data;
+	e->ret = ret;
+	e->nr = nr;
+	e->fop = fop;
+	e->flags = flags;
+	__u32 p1off = off;
+	__u16 plen = 0, blen = 0;
+	__u8 trunc = 0;
+	off = put_path(s, task, off, dirfd1, p1, resolve1, &plen, &blen, &trunc);
+	e->path_len = plen;
+	e->base_len = blen;
+	if (enoent) {
+		// Only an absolute path under a hidden path: everything else that is not there is
+		// the tool looking around (PATH and library searches), not a refusal.
+		struct match_ctx mc = {.off = p1off};
+		if (plen > 1 && s->data[p1off & DATA_MASK] == '/')
+			bpf_loop(HIDDEN_MAX, match_hidden, &mc, 0);
+		if (!mc.hit) {
+			s->busy = 0;
+			return 0;
+		}
+	}
+	if (p2) {
+		plen = 0;
+		blen = 0;
+		off = put_path(s, task, off, dirfd2, p2, 1, &plen, &blen, &trunc);
+		e->path2_len = plen;
+		e->base2_len = blen;
+	}
+	e->path_trunc = trunc;
+	submit(s, off);
+	s->busy = 0;
+	return 0;
+}
