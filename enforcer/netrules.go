@@ -119,6 +119,7 @@ const (
 )
 
 var sectionOps = map[string]uint8{"connect": nopConnect, "send": nopSend, "bind": nopBind}
+
 // protoNums are the trie's protocols. MPTCP is tcp there: the hooks run on an MPTCP socket's
 // first TCP subflow and see IPPROTO_TCP, so an mptcp rule allows that endpoint over tcp too
 // (whether a socket may be MPTCP at all is seccomp's socket() rule).
