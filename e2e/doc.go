@@ -1,0 +1,20 @@
+// Package e2e holds end-to-end tests of the sysprof binary: TestMain builds ./cmd/sysprof once
+// and every test runs it as a subprocess, the way a user or a CI job would, with an explicit,
+// hermetic and offline environment (its own HOME, TMPDIR, Go and Cargo caches, GOPROXY=off,
+// cargo --offline).
+//
+// What is covered:
+//
+//   - No false denials on real tools (issue 4): go build, go test, cargo build, make with gcc and
+//     git are learned once, then enforced five times with zero denials and the same output as an
+//     unsandboxed run, then enforced again from a different work directory and HOME.
+//   - Drift (issue 5): drift on an unchanged project reports nothing; a build step that reads
+//     ~/.ssh or connects to a new loopback port is reported as exactly that change, critical.
+//   - The CLI contract of DESIGN.md: exit statuses (125, 126, 127, the command's own, 128+N),
+//     stdout left to the command, an interrupted learn saved as incomplete, diff and doctor.
+//
+// The tests need root (learning uses eBPF): they skip with a reason otherwise and fail under
+// CI=true. Run them with
+//
+//	sudo CI=true go test -count=1 ./e2e/
+package e2e
