@@ -137,7 +137,7 @@ func runEnforceGates(ctx context.Context, o *enforceOptions) error {
 		}
 	}
 	var results []gateResult
-	var failed error
+	var failed, setupErr error
 	for i, st := range o.Gates {
 		fmt.Fprintf(o.Err, "sysprof: step %s: enforce %s (in %s)\n", st.Name, shellQuote(st.Command), st.Workdir)
 		rep, code, err := enforcer.Run(ctx, enforcer.Options{
@@ -151,6 +151,7 @@ func runEnforceGates(ctx context.Context, o *enforceOptions) error {
 		})
 		if err != nil {
 			failed = commandErrorEnforce(code, fmt.Errorf("step %s: %w", st.Name, err))
+			setupErr = failed
 			break
 		}
 		results = append(results, gateResult{step: st, rep: rep, code: code})
@@ -167,7 +168,7 @@ func runEnforceGates(ctx context.Context, o *enforceOptions) error {
 	if err := writeGateTable(o.Err, results); err != nil {
 		return withCode(exitSysprof, err)
 	}
-	writeGateSummary(o.Err, o.Gates, results, failed)
+	writeGateSummary(o.Err, o.Gates, results, setupErr)
 	if o.Report != "" {
 		for _, r := range results {
 			fmt.Fprintf(o.Err, "sysprof: report of step %s written to %s\n", r.step.Name, stepFile(o.Report, r.step.Name))
@@ -217,8 +218,9 @@ func writeGateTable(w io.Writer, results []gateResult) error {
 	return nil
 }
 
-// writeGateSummary prints one line per selected step: passed, failed with its status, or not run.
-func writeGateSummary(w io.Writer, steps []step, results []gateResult, failed error) {
+// writeGateSummary prints one line per selected step: passed, failed with its status, could
+// not run (setupErr, the step after the last result), or not run.
+func writeGateSummary(w io.Writer, steps []step, results []gateResult, setupErr error) {
 	fmt.Fprintln(w, "sysprof: gates:")
 	for i, st := range steps {
 		var state string
@@ -227,8 +229,8 @@ func writeGateSummary(w io.Writer, steps []step, results []gateResult, failed er
 			state = fmt.Sprintf("passed (%d denial(s))", len(results[i].rep.Denials))
 		case i < len(results):
 			state = fmt.Sprintf("FAILED with status %d (%d denial(s))", results[i].code, len(results[i].rep.Denials))
-		case i == len(results) && failed != nil:
-			state = fmt.Sprintf("could not run (status %d)", codeOf(failed))
+		case i == len(results) && setupErr != nil:
+			state = fmt.Sprintf("could not run (status %d)", codeOf(setupErr))
 		default:
 			state = "not run"
 		}

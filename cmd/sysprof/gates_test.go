@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
+
+	"github.com/sysprof/sysprof/report"
 )
 
 const gatesYAML = `version: 1
@@ -197,5 +199,44 @@ func writeFile(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The denials of every step that ran are printed as one table, each row naming its step.
+func TestGateTable(t *testing.T) {
+	build := report.New([]string{"make"}, ".sysprof/build.yaml", false)
+	build.Add(report.Denial{Kind: report.KindSyscall, What: "ptrace(PTRACE_ATTACH)", Exe: "/usr/bin/cc", Count: 2, Risk: report.RiskCritical, Suggest: "syscalls.allow: + ptrace"})
+	build.SetLayer(report.Layer{Name: "landlock", State: report.LayerDegraded, Detail: "ABI 1"})
+	test := report.New([]string{"go", "test"}, ".sysprof/test.yaml", false)
+	test.Add(report.Denial{Kind: report.KindNetwork, What: "127.0.0.1:4444 tcp", Exe: "/tmp/x.test", Parents: []string{"/usr/bin/go"}, Risk: report.RiskCritical, Suggest: "network.connect: + tcp 127.0.0.1:4444"})
+	steps := []step{{Name: "build"}, {Name: "test"}, {Name: "lint"}}
+	results := []gateResult{{step: steps[0], rep: build}, {step: steps[1], rep: test, code: 1}}
+	var buf bytes.Buffer
+	if err := writeGateTable(&buf, results); err != nil {
+		t.Fatal(err)
+	}
+	writeGateSummary(&buf, steps, results, nil)
+	got := buf.String()
+	if strings.Count(got, "┌") != 1 {
+		t.Errorf("want exactly one table:\n%s", got)
+	}
+	for _, want := range []string{
+		"sysprof: 3 operation(s) denied:",
+		"│ build │ syscall │ ptrace(PTRACE_ATTACH)",
+		"│ test  │ network │ 127.0.0.1:4444 tcp",
+		"/usr/bin/go",
+		"sysprof: step build: layer landlock was NOT applied (degraded): ABI 1",
+		"  build        passed (1 denial(s))",
+		"  test         FAILED with status 1 (1 denial(s))",
+		"  lint         not run",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+
+	buf.Reset()
+	if err := writeGateTable(&buf, []gateResult{{step: steps[0], rep: report.New([]string{"make"}, "", false)}}); err != nil || buf.Len() != 0 {
+		t.Errorf("no denials: %q %v", buf.String(), err)
 	}
 }
