@@ -270,9 +270,12 @@ func Symbol(kind string, v uint64) string {
 	rest := v
 	if kind == KindPersonality {
 		// The low byte is one personality, not bits.
-		if name := Symbol(KindPersonality, v&0xff); v&0xff != 0 && !strings.HasPrefix(name, "0x") {
-			names = append(names, name)
-			rest &^= 0xff
+		for _, c := range k.consts {
+			if low := v & 0xff; low != 0 && c.value == low {
+				names = append(names, c.name)
+				rest &^= 0xff
+				break
+			}
 		}
 	}
 	for _, c := range k.consts {

@@ -70,3 +70,13 @@ func TestCloneCopiesDeny(t *testing.T) {
 		t.Fatal("changing the clone's deny list changed the original")
 	}
 }
+
+func TestSymbolPersonalityAllBits(t *testing.T) {
+	// 0xffffffff is what personality(0xffffffff) queries with; naming it must terminate.
+	if got := Symbol(KindPersonality, 0xffffffff); got == "" {
+		t.Fatal("empty symbol")
+	}
+	if got := Symbol(KindPersonality, 0xff); !strings.HasPrefix(got, "0x") && got == "" {
+		t.Fatalf("Symbol(0xff) = %q", got)
+	}
+}

@@ -31,9 +31,9 @@ hf() { # name, then hyperfine args
 }
 
 echo "== learn: 2M-syscall storm (bare / sysprof learn / strace -f)"
-hf learn-storm --runs "$runs" --warmup 1 -n bare "$storm" \
+(cd "$work" && hf learn-storm --runs "$runs" --warmup 1 -n bare "$storm" \
 	-n "sysprof learn" "$sp learn --fresh -p $work/storm.yaml -- $storm" \
-	-n "strace -f" "strace -f -o /dev/null $storm"
+	-n "strace -f" "strace -f -o /dev/null $storm")
 
 echo "== learn: go build, cold build cache"
 (cd "$work/gomod" && hf learn-gobuild --runs "$build_runs" --prepare "rm -rf $GOCACHE" \
@@ -61,20 +61,20 @@ echo "== enforce: learn the profiles once"
 (cd "$work" && $sp learn --fresh -p "$work/true.yaml" -- true >/dev/null 2>&1)
 (cd "$work/gomod" && $sp learn --fresh -p "$work/gobuild-warm.yaml" -- $gobuild >/dev/null 2>&1)
 (cd "$work" && $sp learn --fresh -p "$work/gcc.yaml" -- $gcc1 >/dev/null 2>&1)
-bwrap_ro="bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp"
+bwrap_ro="bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --ro-bind $work $work"
 firejail_ok=
 if command -v firejail >/dev/null && firejail --noprofile --quiet true >/dev/null 2>&1; then firejail_ok=1; fi
 
 echo "== enforce: startup (true)"
 fj=(); [ -n "$firejail_ok" ] && fj=(-n "firejail --noprofile" "firejail --noprofile --quiet true")
-hf enforce-true --runs 20 --warmup 3 -N -n bare "true" \
+(cd "$work" && hf enforce-true --runs 20 --warmup 3 -N -n bare "true" \
 	-n "sysprof enforce" "$sp enforce -p $work/true.yaml -- true" \
-	-n "bwrap --unshare-all" "$bwrap_ro true" "${fj[@]}"
+	-n "bwrap --unshare-all" "$bwrap_ro true" "${fj[@]}")
 
 echo "== enforce: 2M-syscall storm"
-hf enforce-storm --runs "$runs" --warmup 1 -n bare "$storm" \
+(cd "$work" && hf enforce-storm --runs "$runs" --warmup 1 -n bare "$storm" \
 	-n "sysprof enforce" "$sp enforce -p $work/storm.yaml -- $storm" \
-	-n "bwrap --unshare-all" "$bwrap_ro $storm"
+	-n "bwrap --unshare-all" "$bwrap_ro $storm")
 
 echo "== enforce: go build (warm cache) and gcc -c"
 (cd "$work/gomod" && hf enforce-gobuild --runs "$runs" --warmup 1 -n bare "$gobuild" \
@@ -98,6 +98,6 @@ for name in ["learn-storm", "learn-gobuild", "learn-find", "enforce-true", "enfo
     print("| command | mean | stddev | ratio over bare |")
     print("|---|---|---|---|")
     for r in rs:
-        print(f"| {r['command']} | {r['mean']*1000:.1f} ms | {r['stddev']*1000:.1f} ms | {r['mean']/bare:.2f}x |")
+        print(f"| {r['command']} | {r['mean']*1000:.1f} ms | {(r['stddev'] or 0)*1000:.1f} ms | {r['mean']/bare:.2f}x |")
     print()
 PY

@@ -220,14 +220,15 @@ func globRun(r string) string {
 	case len(r) >= 10 && digits >= 3 && len(r)-digits >= 3 && switches >= 4:
 		return "*" // a base-36 hash (rustc's 00v5zyg4h84nypw5fqyxdz1el)
 	}
-	// A long digit stretch inside a word: go-build123456789 → go-build*.
+	// A long digit stretch inside a word: go-build123456789 → go-build*. Six digits, not
+	// five: key and curve names (id_ed25519) are not random.
 	var b strings.Builder
 	for i := 0; i < len(r); {
 		j := i
 		for j < len(r) && r[j] >= '0' && r[j] <= '9' {
 			j++
 		}
-		if j-i >= 5 {
+		if j-i >= 6 {
 			b.WriteByte('*')
 			i = j
 			continue
@@ -278,4 +279,17 @@ func depth(p string) int {
 		return 0
 	}
 	return len(strings.Split(strings.TrimPrefix(p, "/"), "/"))
+}
+
+// Portable rewrites a host path into the portable form a profile stores, with the variables of
+// ctx (keys without `$`): what the portable-paths pass does to every observation. /proc/<pid>
+// becomes /proc/self: without the pid of the process that asked, the narrower reading is the
+// safe one (a wrong guess fails closed).
+func Portable(p string, ctx map[string]string) string {
+	own := map[string]bool{}
+	if rest, ok := strings.CutPrefix(path.Clean(p), "/proc/"); ok {
+		pid, _, _ := strings.Cut(rest, "/")
+		own[pid] = true
+	}
+	return portablePath(p, pathVars(ctx), own)
 }

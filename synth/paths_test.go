@@ -9,6 +9,8 @@ import (
 func TestGlobComponent(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		// per-run names
+		{"id_ed25519", "id_ed25519"},
+		{"libfoo12345.so", "libfoo12345.so"},
 		{"go-build3411254890", "go-build*"},
 		{"go-link-123456", "go-link-*"},
 		{"tmp.Qw3rTy8UiO", "tmp.*"},
