@@ -595,29 +595,31 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 		return 0;
 	}
 	s->busy = 1;
-	__u32 off = header(s, SLOT_FILE, GK_FILE);
-	struct guard_event *e = (void *)s->data;
-	e->ret = ret;
-	e->nr = nr;
-	e->fop = fop;
-	e->flags = flags;
-	__u32 p1off = off;
-	__u16 plen = 0, blen = 0;
-	__u8 trunc = 0;
-	off = put_path(s, task, off, dirfd1, p1, resolve1, &plen, &blen, &trunc);
-	e->path_len = plen;
-	e->base_len = blen;
 	if (enoent) {
 		// Only an absolute path under a hidden path: everything else that is not there is
-		// the tool looking around (PATH and library searches), not a refusal.
-		struct match_ctx mc = {.off = p1off};
-		if (plen > 1 && s->data[p1off & DATA_MASK] == '/')
+		// the tool looking around (PATH and library searches), not a refusal. Decided on the
+		// first bytes of the string before any other work.
+		__u32 at = sizeof(struct guard_event);
+		long n = bpf_probe_read_user_str(&s->data[at], 8 * HIDDEN_WORDS + 8, (void *)p1);
+		struct match_ctx mc = {.off = at};
+		if (n > 1 && s->data[at] == '/')
 			bpf_loop(HIDDEN_MAX, match_hidden, &mc, 0);
 		if (!mc.hit) {
 			s->busy = 0;
 			return 0;
 		}
 	}
+	__u32 off = header(s, SLOT_FILE, GK_FILE);
+	struct guard_event *e = (void *)s->data;
+	e->ret = ret;
+	e->nr = nr;
+	e->fop = fop;
+	e->flags = flags;
+	__u16 plen = 0, blen = 0;
+	__u8 trunc = 0;
+	off = put_path(s, task, off, dirfd1, p1, resolve1, &plen, &blen, &trunc);
+	e->path_len = plen;
+	e->base_len = blen;
 	if (p2) {
 		plen = 0;
 		blen = 0;

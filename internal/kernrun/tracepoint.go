@@ -92,10 +92,13 @@ func AttachTracepoint(group, name string, prog *ebpf.Program) (int, error) {
 //
 // Closing a tracepoint perf event waits for an RCU grace period under a global mutex (~65 ms
 // each on these VMs, serial even when closed from many threads). So the events are handed to
-// a short-lived helper process (`true`) that inherits them and exits: its exit pays for the
-// closes and nobody waits for it. The programs stay attached for a moment longer; they must
-// do nothing harmful then (filter on a cgroup that is empty by then). Without a `true` in
-// PATH, or if it cannot start, the events are closed here, in parallel.
+// a short-lived helper process (`cat` reading a pipe) that inherits them: this process closes
+// its copies (cheap: the helper still holds the events), then closes the pipe, and the
+// helper's exit pays for the real closes while nobody waits for it. (A helper that exits on
+// its own, like `true`, can be gone before this process closes its copies, and then this
+// process pays: ~1 s for 28 events, seen.) The programs stay attached for a moment longer;
+// they must do nothing harmful then (filter on a cgroup that is empty by then). Without the
+// helper the events are closed here, in parallel.
 func ClosePerfEvents(fds []int) {
 	if len(fds) == 0 || handOff(fds) {
 		return
@@ -111,10 +114,14 @@ func ClosePerfEvents(fds []int) {
 	wg.Wait()
 }
 
-// handOff gives fds to a process that exits at once, and closes them here. It reports false
-// only when it did not touch them.
+// handOff gives fds to a helper process and closes them here. It reports false only when it
+// did not touch them.
 func handOff(fds []int) bool {
-	truePath, err := exec.LookPath("true")
+	catPath, err := exec.LookPath("cat")
+	if err != nil {
+		return false
+	}
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		return false
 	}
@@ -122,13 +129,16 @@ func handOff(fds []int) bool {
 	for _, fd := range fds {
 		files = append(files, os.NewFile(uintptr(fd), "perf_event"))
 	}
-	cmd := exec.Command(truePath)
+	cmd := exec.Command(catPath)
+	cmd.Stdin = pr
 	cmd.ExtraFiles = files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
+	pr.Close()
 	for _, f := range files {
-		f.Close()
+		f.Close() // the helper holds them (or, if it did not start, this is the slow close)
 	}
+	pw.Close() // now the helper may exit
 	if err != nil {
 		return true // closed above, the slow way (closing them again could hit reused fds)
 	}
