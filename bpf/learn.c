@@ -27,6 +27,12 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+// Superblock magics of pseudo filesystems (include/uapi/linux/magic.h).
+#define PIPEFS_MAGIC 0x50495045
+#define SOCKFS_MAGIC 0x534F434B
+#define ANON_INODE_FS_MAGIC 0x09041934
+#define NSFS_MAGIC 0x6e736673
+
 #define X32_SYSCALL_BIT 0x40000000
 #define TS_COMPAT 0x0002
 #define AT_FDCWD -100
@@ -852,6 +858,12 @@ static __always_inline void emit_fd(struct scratch *s, struct stash *st, struct 
 	if (!f)
 		return;
 	struct inode *ino = BPF_CORE_READ(f, f_inode);
+	// Pipes, sockets, anonymous inodes and namespace files (a reopened /proc/self/fd/N) have no
+	// path a policy could name; their dentry walk would end at "/".
+	unsigned long magic = BPF_CORE_READ(ino, i_sb, s_magic);
+	if (magic == PIPEFS_MAGIC || magic == SOCKFS_MAGIC || magic == ANON_INODE_FS_MAGIC ||
+	    magic == NSFS_MAGIC)
+		return;
 	__u16 mode = BPF_CORE_READ(ino, i_mode);
 	__u8 is_dir = (mode & S_IFMT) == S_IFDIR;
 	if (is_dir && access == ACC_READ)
