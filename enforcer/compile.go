@@ -440,6 +440,15 @@ func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env)
 			continue
 		}
 		if strings.ContainsAny(p, "*?[") {
+			// Landlock and mounts name inodes: grant what matches now. Only when nothing
+			// matches yet (a per-run name the tool will create) is the glob's directory
+			// granted instead, and said so.
+			// Under /tmp the host's matches are other runs' leftovers (and with a private tmp
+			// not even visible): widen there as before.
+			if m := globMatches(p, 20000); privateTmpRoot(p) == "" && len(m) > 0 && len(m) <= 256 {
+				out = append(out, m...)
+				continue
+			}
 			dir := p
 			for strings.ContainsAny(dir, "*?[") {
 				dir = filepath.Dir(dir)
