@@ -1,0 +1,76 @@
+package enforcer
+
+import (
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/sandbox"
+)
+
+func TestTailParsing(t *testing.T) {
+	// exe components leaf first, then a relative path and its directory's components.
+	b := []byte("escape\x00bin\x00usr\x00out/x.txt\x00w\x00tmp\x00")
+	tl := newTail(b)
+	if got := tl.components(len("escape\x00bin\x00usr\x00")); got != "/usr/bin/escape" {
+		t.Errorf("exe %q", got)
+	}
+	p := tl.str(len("out/x.txt\x00"))
+	base := tl.components(len("w\x00tmp\x00"))
+	if got := resolvePath(p, base); got != "/tmp/w/out/x.txt" {
+		t.Errorf("path %q (p %q base %q)", got, p, base)
+	}
+	if resolvePath("/a/../b", "/x") != "/b" || resolvePath("", "/x") != "" || tl.components(0) != "" {
+		t.Error("absolute or empty paths")
+	}
+}
+
+func TestOpenAccess(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		flags uint64
+		path  string
+		want  string
+	}{
+		{unix.O_RDONLY, dir, "read"},
+		{unix.O_RDONLY | unix.O_DIRECTORY, dir, "list"},
+		{unix.O_WRONLY, dir, "write"},
+		{unix.O_RDWR | unix.O_CREAT, dir, "write"},
+		{unix.O_WRONLY | unix.O_CREAT, filepath.Join(dir, "new"), "create"},
+		{unix.O_RDONLY | unix.O_TRUNC, dir, "write"},
+	} {
+		if got := openAccess(c.flags, c.path); got != c.want {
+			t.Errorf("flags %#o on %s: %s, want %s", c.flags, c.path, got, c.want)
+		}
+	}
+}
+
+func TestGuardPortableAndLandlockAllows(t *testing.T) {
+	g := &guard{env: Env{Vars: map[string]string{"HOME": "/home/u", "WORKDIR": "/home/u/src", "TMPDIR": "/tmp"}}}
+	for in, want := range map[string]string{
+		"/home/u/src/a.go": "$WORKDIR/a.go",
+		"/home/u/.ssh/id":  "$HOME/.ssh/id",
+		"/home/u/src":      "$WORKDIR",
+		"/home/usr/x":      "/home/usr/x",
+		"/usr/bin/true":    "/usr/bin/true",
+		"/tmp/x/y":         "$TMPDIR/x/y",
+	} {
+		if got := g.portable(in); got != want {
+			t.Errorf("portable(%s) = %s, want %s", in, got, want)
+		}
+	}
+	g.plan.Landlock = &sandbox.Landlock{Read: []string{"/usr"}, Write: []string{"/w"}, Exec: []string{"/usr/bin/x"}, List: []string{"/l"}}
+	for _, c := range []struct {
+		access, path string
+		want         bool
+	}{
+		{"read", "/usr/lib/a", true}, {"read", "/w/a", true}, {"read", "/etc/a", false},
+		{"list", "/l/d", true}, {"write", "/usr/a", false}, {"create", "/w/n", true},
+		{"exec", "/usr/bin/x", true}, {"exec", "/usr/bin/y", false},
+	} {
+		if got := g.landlockAllows(c.access, c.path); got != c.want {
+			t.Errorf("landlockAllows(%s, %s) = %v", c.access, c.path, got)
+		}
+	}
+}
