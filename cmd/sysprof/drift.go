@@ -39,7 +39,8 @@ when the new behaviour widens the profile at or above --fail-on, so a change tha
 read ~/.ssh or talk to a new host fails the CI job. The command's own failure exits with its status.
 
 With --step NAME (repeatable) or --all, drift checks the steps of sysprof.yaml and prints one
-report for all of them; it exits 1 when any step widens its profile.`,
+report for all of them on stdout (the steps' own output goes to stderr); it exits 1 when any
+step widens its profile.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if gates, cfg, ok, err := resolveGates(cmd, args, o.Steps, o.All, o.Profile); ok || err != nil {

@@ -258,7 +258,8 @@ func runDriftGates(ctx context.Context, o *driftOptions) error {
 	widens := false
 	for i, st := range o.Gates {
 		fmt.Fprintf(o.Err, "sysprof: step %s: learn %s (in %s)\n", st.Name, shellQuote(st.Command), st.Workdir)
-		tr, res, _, err := learnOnce(ctx, profiler.Options{Command: st.Command, Dir: st.Workdir, Env: st.environ(), Debug: o.Debug}, synth.Options{
+		// The report is all that goes to stdout (CI redirects it); the steps write to stderr.
+		tr, res, _, err := learnOnce(ctx, profiler.Options{Command: st.Command, Dir: st.Workdir, Env: st.environ(), Stdout: o.Err, Debug: o.Debug}, synth.Options{
 			AllowSecrets:   allowedSecrets(committed[i]),
 			SysprofVersion: version,
 		})

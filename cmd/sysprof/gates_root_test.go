@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sysprof/sysprof/diffreport"
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
@@ -26,6 +28,7 @@ steps:
     command: sh -c 'cat out.txt; exit $GATE_STATUS'
     env: [GATE_STATUS=` + status + `]
     writable: [reports]
+    hosts: ["127.0.0.1:9"]
   - name: mark
     command: [sh, -c, "echo ran > mark.txt"]
 `
@@ -98,6 +101,9 @@ func TestGatesLearnEnforceAll(t *testing.T) {
 	if !found {
 		t.Errorf("check profile lacks the writable path from sysprof.yaml: %+v", check.Filesystem.Write)
 	}
+	if c := check.Network.Connect; len(c) != 1 || c[0].Endpoint != "127.0.0.1:9" || c[0].Proto != "tcp" || c[0].By != fromConfigNote {
+		t.Errorf("check profile lacks the host from sysprof.yaml: %+v", c)
+	}
 	os.Remove(filepath.Join(dir, "mark.txt"))
 	for _, f := range []string{"hello", "main.o", "greet.o"} {
 		os.Remove(filepath.Join(dir, "cproj", f))
@@ -128,6 +134,53 @@ func TestGatesLearnEnforceAll(t *testing.T) {
 	if !strings.Contains(stderr, "sysprof: gates:") {
 		t.Errorf("no gate summary:\n%s", stderr)
 	}
+
+	// Drift of the unchanged project: one JSON report for every step, the allowances from
+	// sysprof.yaml are not drift.
+	code, stdout, stderr = runSysprof(t, dir, "drift", "--all", "--format", "json")
+	if code != 0 && code != exitWidened {
+		t.Fatalf("drift --all: status %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var drift struct {
+		Format string
+		Steps  []struct {
+			Name    string
+			Changes []policy.Change
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &drift); err != nil {
+		t.Fatalf("drift --all --format json: %v\n%s", err, stdout)
+	}
+	if drift.Format != diffreport.StepsJSONFormat || len(drift.Steps) != 3 {
+		t.Fatalf("drift report: %s", stdout)
+	}
+	for _, st := range drift.Steps {
+		for _, c := range st.Changes {
+			if strings.Contains(c.Item, "reports") || strings.Contains(c.Item, "127.0.0.1:9") {
+				t.Errorf("step %s: an allowance from sysprof.yaml shows as drift: %v", st.Name, c)
+			}
+		}
+	}
+	if code != 0 {
+		t.Logf("drift on an unchanged project is not empty (synthesis stability, not gates): %s", stdout)
+	}
+
+	// Narrow the committed check profile: drift --all now fails with 1.
+	checkPath := filepath.Join(dir, ".sysprof", "check.yaml")
+	checkYAML, err := os.ReadFile(checkPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check.Syscalls.Allow = check.Syscalls.Allow[:len(check.Syscalls.Allow)/2]
+	if err := policy.Save(filepath.Join(dir, ".sysprof", "check.yaml"), check); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runSysprof(t, dir, "drift", "--all")
+	if code != exitWidened || !strings.Contains(stdout, "step check (") {
+		t.Fatalf("drift --all after narrowing a profile: status %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+
+	writeFile(t, checkPath, string(checkYAML))
 
 	// The variant: the check gate fails with status 3; mark never runs.
 	os.Remove(filepath.Join(dir, "mark.txt"))
