@@ -57,8 +57,52 @@
 //     the host. Widening beyond the work tree, temp and cache directories is unenforceable.
 //   - A profile with clone3 also gets clone, the libc fallback of clone3's ENOSYS.
 //   - No network in the profile: a new network namespace with only loopback. A network
-//     allowlist: Landlock holds the TCP ports; addresses, UDP and unix paths need cgroup hooks,
-//     which are not installed yet, so such a profile needs --degrade (fail closed).
+//     allowlist: as root, the cgroup hooks below (and no network namespace: the tool needs the
+//     host's routes); as an ordinary user, Landlock holds the TCP ports only, and addresses
+//     and UDP are unenforceable, so such a profile needs --degrade (fail closed), and the
+//     report names the degraded layer.
+//
+// # The guard (root)
+//
+// As root, Run creates a per-run cgroup2 directory (internal/kernrun), loads bpf/guard.c for
+// it and starts the init stage inside it (clone3 CLONE_INTO_CGROUP), so nothing the command
+// does escapes the programs:
+//
+//   - cgroup connect4/6, sendmsg4/6 and bind4/6 hooks check {operation, protocol, port,
+//     address} against LPM tries filled from the profile's inet endpoints: exact addresses
+//     and CIDRs, IPv4 also as v4-mapped IPv6. A refused call gets EPERM (in --audit it goes
+//     through) and is reported with the endpoint, the host name it came from, the
+//     executable, its parents and the profile line. UDP connect and send rules allow each
+//     other (a connected socket sends without the sendmsg hook). MPTCP reaches the hooks as
+//     its first TCP subflow, so an mptcp rule is a tcp rule there; seccomp's socket() rule
+//     still decides whether MPTCP may be used at all. Landlock's TCP port rules are turned
+//     off: the hooks are finer and, unlike Landlock, they report.
+//   - Host names (host:port) are resolved with Go's resolver at start and every 30 s while
+//     the command runs; addresses a name stops resolving to stay allowed for 5 minutes. When
+//     the profile names hosts, udp and tcp port 53 to the nameservers of /etc/resolv.conf
+//     are allowed too (noted in the report): the tool resolves the names itself.
+//   - File denials: one program on the exit tracepoints of the path syscalls (open, openat,
+//     openat2, creat, execve, execveat, mkdir*, mknod*, unlink*, rmdir, rename*, link*,
+//     symlink*, truncate, chmod/chown family, utimensat) reports calls that failed with
+//     EACCES (Landlock), EROFS (the read-only mounts) or EXDEV (Landlock's refer rule), and
+//     ENOENT for absolute paths under a hidden path, with the path as given, the directory
+//     it is relative to and the executable (walked in the kernel: the process may be gone
+//     when user space reads the event). User space drops EACCES that Landlock's rules allow
+//     (file permissions refused it, not the sandbox) and ENOENT outside hidden paths, and
+//     suggests the profile line with the profile's variables ($WORKDIR/...). EPERM is not
+//     taken: seccomp's denials answer EPERM and are already reported as syscalls. Not seen:
+//     a hidden file (not directory) reads as empty; ENOENT through a symlink or a relative
+//     path into a hidden directory.
+//
+// Cost when nothing is denied: an allowed connect/sendmsg/bind pays one trie lookup. The
+// path syscalls of every process on the host pay the tracepoint dispatch and a cgroup-id
+// compare (the program returns there for other cgroups and for any call that succeeded);
+// inside the run, an ENOENT pays reading up to 264 bytes of the path and comparing them with
+// the hidden paths. Nothing is sent, no sys_enter program runs and nothing is stashed: the
+// arguments are read from the task's saved registers at exit. Enabling any syscall
+// tracepoint also moves every syscall on the host to the kernel's syscall-work path while
+// the run lasts (KERNEL-NOTES: ~+60 ns per syscall). At the end the tracepoint perf events
+// are handed to a helper process to close (~65 ms each otherwise).
 //
 // # Lifetime
 //
@@ -68,9 +112,10 @@
 //
 // # Audit
 //
-// Options.Audit lets every reported syscall continue (and marks the denial Allowed). The
-// filesystem and network layers still enforce: their refusals cannot be observed yet, and the
-// report says so in Unobservable.
+// Options.Audit lets every reported syscall continue (and marks the denial Allowed); as root it
+// also lets refused inet network calls through the cgroup hooks, reported as allowed. The
+// filesystem layers (mounts, Landlock) still enforce; as root their refusals are reported, as
+// an ordinary user the report lists them in Unobservable.
 //
 // # Fail closed
 //

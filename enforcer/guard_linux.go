@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,18 @@ var (
 		return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	}
 )
+
+// selfExe is this executable, as the kernel names it: the init stage runs it.
+var selfExe = func() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}()
 
 // guard is the kernel side of enforcing as root: a per-run cgroup the init stage is born
 // into, with guard.c's programs attached to it, and the reader of their denial events.
@@ -301,6 +314,9 @@ func (g *guard) read() {
 		}
 		tail := newTail(rec.RawSample[hdr:])
 		exe := tail.components(int(ev.ExeLen))
+		if root := int(g.rootPid.Load()); exe != "" && exe == selfExe && (root == 0 || int(ev.Tgid) == root) {
+			continue // the init stage (sysprof itself) before it execs the command
+		}
 		switch ev.Kind {
 		case uint32(bpf.GuardGuardKindGK_NET):
 			g.record(g.netDenial(&ev, exe))
