@@ -53,7 +53,8 @@ The exit status is CMD's.
 
 With --step NAME (repeatable) or --all, learn runs the steps of sysprof.yaml instead, each in its
 workdir with its env, into its own profile, adding the step's writable paths and hosts; it stops
-at the first step that fails, with that step's status.`,
+at the first step that fails, with that step's status (its profile is still saved).
+--trace-out FILE then writes FILE.<step>.json per step.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if gates, cfg, ok, err := resolveGates(cmd, args, o.Steps, o.All, o.Profile); ok || err != nil {
