@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/trace"
+)
+
+// TestLearnRecordsRecycledInodes: a command that deletes a file and then creates another one
+// (ext4 and most file systems hand the freed inode number to the new file at once) must have
+// both files in its trace and profile. This is what every compiler does with its temp files
+// (gcc: $TMPDIR/cc*.s, cc*.res), and when the second file is lost the learned profile depends
+// on inode reuse: privateTmp flips between learns of the same `make`, so drift on an unchanged
+// project is not empty (TestDrift, TestDriftNewLoopbackPort fail now and then).
+func TestLearnRecordsRecycledInodes(t *testing.T) {
+	testutil.RequireRoot(t)
+	requireTool(t, "sh")
+	b := cliBox(t)
+	p := filepath.Join(b.Home, "recycle.yaml")
+	tr := filepath.Join(b.Home, "recycle.trace.json")
+	r := sysprof(t, b, "learn", "-p", p, "--trace-out", tr, "--", "sh", "-c", "echo 1 > first; rm first; echo 2 > second")
+	mustCode(t, "learn", r, 0)
+	if _, err := os.Stat(filepath.Join(b.Work, "second")); err != nil {
+		t.Fatalf("the command did not create second: %v", err)
+	}
+
+	data, err := os.ReadFile(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got trace.Trace
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	found := false
+	for _, f := range got.Files {
+		if strings.HasPrefix(f.Path, b.Work+"/") {
+			seen = append(seen, f.Path+" "+f.Access)
+			if f.Path == filepath.Join(b.Work, "second") && f.OK {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the trace has no access to %s/second (created after first was deleted, with first's inode number); accesses in the work dir:\n  %s",
+			b.Work, strings.Join(seen, "\n  "))
+	}
+
+	prof := loadProfile(t, p)
+	var writes []string
+	covered := false
+	for _, w := range prof.Filesystem.Write {
+		writes = append(writes, w.Path)
+		switch w.Path {
+		case "$WORKDIR/second", "$WORKDIR", "$WORKDIR/*":
+			covered = true
+		}
+	}
+	if !covered {
+		t.Errorf("the profile does not allow writing $WORKDIR/second; filesystem.write: %v", writes)
+	}
+}
