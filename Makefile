@@ -6,7 +6,7 @@ LDFLAGS  := -s -w -X main.version=$(VERSION)
 # Pure-Go packages get the race detector; the rest run once without it (BPF and namespaces).
 RACE_PKGS := ./policy/... ./synth/... ./report/... ./diffreport/... ./trace/...
 
-.PHONY: all build test vet fmt-check generate check-generate bench demo clean
+.PHONY: all build test vet fmt-check generate check-generate bench demo clean dogfood dogfood-learn
 
 all: build
 
@@ -40,3 +40,16 @@ demo: build
 
 clean:
 	rm -rf bin
+
+# Dogfooding: our own C fixture build must not start doing anything its committed profile does
+# not allow. CI runs this after the tests; refresh the profile with `make dogfood-learn`.
+DOGFOOD_ENV := env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS
+dogfood: build
+	cd testdata/projects/cproj && $(MAKE) -s clean && \
+	  $(DOGFOOD_ENV) ../../../$(BIN) drift -p ../../../.ci/profiles/cproj-make.yaml -- make; \
+	  status=$$?; $(MAKE) -s clean; exit $$status
+
+dogfood-learn: build
+	cd testdata/projects/cproj && $(MAKE) -s clean && \
+	  $(DOGFOOD_ENV) ../../../$(BIN) learn --fresh -p ../../../.ci/profiles/cproj-make.yaml -- make; \
+	  status=$$?; $(MAKE) -s clean; exit $$status
