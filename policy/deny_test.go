@@ -80,3 +80,19 @@ func TestSymbolPersonalityAllBits(t *testing.T) {
 		t.Fatalf("Symbol(0xff) = %q", got)
 	}
 }
+
+func TestDiffReadCoveredByOldWrite(t *testing.T) {
+	old, new := denyProfile(), denyProfile()
+	old.Filesystem.Write = []PathRule{{Path: "$GOCACHE"}}
+	new.Filesystem.Read = []PathRule{{Path: "$GOCACHE"}}
+	new.Filesystem.List = []PathRule{{Path: "$GOCACHE/00"}}
+	for _, c := range Diff(old, new) {
+		if c.Widens {
+			t.Errorf("reading or listing what was writable is not a widening: %v", c)
+		}
+	}
+	new.Filesystem.Read = append(new.Filesystem.Read, PathRule{Path: "/etc/hosts"})
+	if !Widens(Diff(old, new), RiskLow) {
+		t.Error("a read outside the old write rules must still widen")
+	}
+}

@@ -360,6 +360,18 @@ func coveredBy(p string, rules []PathRule) bool {
 	return false
 }
 
+// impliedBy reports whether an old rule of a stronger kind already granted access to p: a
+// writable path can be read and listed, a readable one listed (as the enforcer compiles them).
+func impliedBy(access, p string, old Filesystem) bool {
+	switch access {
+	case "read":
+		return coveredBy(p, old.Write)
+	case "list":
+		return coveredBy(p, old.Write) || coveredBy(p, old.Read)
+	}
+	return false
+}
+
 func (d *differ) paths() {
 	o, n := d.old.Filesystem, d.new.Filesystem
 	for _, s := range []struct {
@@ -372,7 +384,7 @@ func (d *differ) paths() {
 		{SectionList, "list", o.List, n.List},
 	} {
 		for _, r := range s.new {
-			if coveredBy(r.Path, s.old) {
+			if coveredBy(r.Path, s.old) || impliedBy(s.access, r.Path, o) {
 				continue
 			}
 			risk, why := pathRisk(s.access, r.Path, d.new)
