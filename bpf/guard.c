@@ -114,7 +114,7 @@ struct net_key6 {
 };
 
 // One event: this header, then in order the executable's path components (leaf first, each
-// NUL-terminated), and for files the first path as given (NUL-terminated), the components of
+// NUL-terminated), the parent's executable likewise, and for files the first path as given (NUL-terminated), the components of
 // the directory it is relative to (when relative), the second path and its directory.
 struct guard_event {
 	__u32 kind;
@@ -142,7 +142,10 @@ struct guard_event {
 	__u16 base2_len;
 	__u8 exe_trunc;
 	__u8 path_trunc; // a path or base was longer than the room for it
-	__u8 pad[4];
+	__u32 ptgid;     // the parent process (for the parent chain when the caller is gone)
+	__u16 pexe_len;  // the parent's executable, after the caller's
+	__u16 pad;
+	__u32 pad2;
 };
 
 const struct guard_event *unused_guard_event __attribute__((unused));
@@ -318,6 +321,7 @@ static __always_inline __u32 header(struct scratch *s, __u32 slot, __u32 kind)
 	e->ts = bpf_ktime_get_ns();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	e->ptgid = BPF_CORE_READ(task, real_parent, tgid);
 	struct file *exe = BPF_CORE_READ(task, mm, exe_file);
 	__u32 n = 0;
 	if (exe) {
@@ -329,7 +333,18 @@ static __always_inline __u32 header(struct scratch *s, __u32 slot, __u32 kind)
 		e->exe_trunc = trunc;
 	}
 	e->exe_len = n;
-	return sizeof(*e) + n;
+	__u32 off = sizeof(*e) + n;
+	struct file *pexe = BPF_CORE_READ(task, real_parent, mm, exe_file);
+	if (pexe) {
+		struct path p;
+		BPF_CORE_READ_INTO(&p, pexe, f_path);
+		__u8 trunc = 0;
+		__u32 m = walk(s, &p, slot, off, PATH_SZ, &trunc);
+		m &= PATH_SZ - 1;
+		e->pexe_len = m;
+		off += m;
+	}
+	return off;
 }
 
 static __always_inline void submit(struct scratch *s, __u32 size)

@@ -64,7 +64,10 @@ type GuardGuardEvent struct {
 	Base2Len  uint16
 	ExeTrunc  uint8
 	PathTrunc uint8
-	Pad       [4]uint8
+	Ptgid     uint32
+	PexeLen   uint16
+	Pad       uint16
+	Pad2      uint32
 }
 
 type GuardGuardKind uint32

@@ -129,7 +129,7 @@ var errnoNames = map[int32]string{-int32(unix.EACCES): "EACCES", -int32(unix.ERO
 
 // fileDenials turns a file event into the denials it stands for (a rename is two: the old
 // name's directory loses an entry, the new one gains one).
-func (g *guard) fileDenials(ev *bpf.GuardGuardEvent, exe string, t *tail) []report.Denial {
+func (g *guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) []report.Denial {
 	p1 := t.str(int(ev.PathLen))
 	b1 := t.components(int(ev.BaseLen))
 	p2 := t.str(int(ev.Path2Len))
@@ -164,7 +164,7 @@ func (g *guard) fileDenials(ev *bpf.GuardGuardEvent, exe string, t *tail) []repo
 	if errName == "" {
 		errName = fmt.Sprintf("errno %d", -ev.Ret)
 	}
-	who, parents := g.who(ev, exe)
+	who, parents := g.who(ev, exe, pexe)
 	var out []report.Denial
 	for _, h := range hits {
 		if h.path == "" {

@@ -84,3 +84,18 @@ func TestFileBenignRunPrintsNothing(t *testing.T) {
 		t.Errorf("a run without denials printed:\n%s\n%s", table.String(), o)
 	}
 }
+
+// A denial in a child names the victim as its parent, even when the child is gone by the time
+// the event is read.
+func TestFileDenialInChildNamesParent(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFSFixture(t)
+	o := f.run(t, f.profile, false, "fork", "write="+filepath.Join(f.work, "src.txt"))
+	if o.err != nil || o.code != 0 {
+		t.Fatalf("run: %s", o)
+	}
+	d := o.fileDenial(filepath.Join(f.work, "src.txt"), "write")
+	if d == nil || len(d.Parents) == 0 || !strings.HasSuffix(d.Parents[0], "/escape") {
+		t.Errorf("want the victim as the parent: %+v\n%s", d, o)
+	}
+}

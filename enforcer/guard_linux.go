@@ -314,14 +314,15 @@ func (g *guard) read() {
 		}
 		tail := newTail(rec.RawSample[hdr:])
 		exe := tail.components(int(ev.ExeLen))
+		pexe := tail.components(int(ev.PexeLen))
 		if root := int(g.rootPid.Load()); exe != "" && exe == selfExe && (root == 0 || int(ev.Tgid) == root) {
 			continue // the init stage (sysprof itself) before it execs the command
 		}
 		switch ev.Kind {
 		case uint32(bpf.GuardGuardKindGK_NET):
-			g.record(g.netDenial(&ev, exe))
+			g.record(g.netDenial(&ev, exe, pexe))
 		case uint32(bpf.GuardGuardKindGK_FILE):
-			for _, d := range g.fileDenials(&ev, exe, tail) {
+			for _, d := range g.fileDenials(&ev, exe, pexe, tail) {
 				g.record(d)
 			}
 		}
@@ -331,7 +332,7 @@ func (g *guard) read() {
 var opNames = map[uint8][2]string{nopConnect: {"connect", "connect"}, nopSend: {"sendto", "send"}, nopBind: {"bind", "bind"}}
 var protoNames = map[uint8]string{npTCP: "tcp", npUDP: "udp", npMPTCP: "mptcp"}
 
-func (g *guard) netDenial(ev *bpf.GuardGuardEvent, exe string) report.Denial {
+func (g *guard) netDenial(ev *bpf.GuardGuardEvent, exe, pexe string) report.Denial {
 	var addr netip.Addr
 	if ev.Family == 10 {
 		addr = netip.AddrFrom16(ev.Addr).Unmap()
@@ -355,7 +356,7 @@ func (g *guard) netDenial(ev *bpf.GuardGuardEvent, exe string) report.Denial {
 		d.What += " (" + host + ")"
 		item = host + ":" + strconv.Itoa(int(ev.Port))
 	}
-	d.Exe, d.Parents = g.who(ev, exe)
+	d.Exe, d.Parents = g.who(ev, exe, pexe)
 	d.Suggest = fmt.Sprintf("network.%s: + %s %s", op[1], item, proto)
 	d.Risk = report.RiskHigh
 	if addr.IsLoopback() {
@@ -364,14 +365,23 @@ func (g *guard) netDenial(ev *bpf.GuardGuardEvent, exe string) report.Denial {
 	return d
 }
 
-// who names the executable (as the kernel saw it at the call) and its parent chain.
-func (g *guard) who(ev *bpf.GuardGuardEvent, exe string) (string, []string) {
+// who names the executable (as the kernel saw it at the call) and its parent chain; pexe is
+// the parent's executable as the kernel saw it, for when the processes are gone.
+func (g *guard) who(ev *bpf.GuardGuardEvent, exe, pexe string) (string, []string) {
 	if exe == "" {
 		if exe = exeOf(int(ev.Tgid)); exe == "(unknown)" {
 			exe = "(exited: " + commString(ev.Comm[:]) + ")"
 		}
 	}
-	return exe, parentsOf(int(g.rootPid.Load()), int(ev.Tgid))
+	root := int(g.rootPid.Load())
+	if _, err := os.Stat("/proc/" + strconv.Itoa(int(ev.Tgid))); err != nil && ev.Ptgid > 0 && int(ev.Tgid) != root {
+		// The caller is gone: start the chain at the parent the kernel saw.
+		if pexe == "" {
+			pexe = exeOf(int(ev.Ptgid))
+		}
+		return exe, append([]string{pexe}, parentsOf(root, int(ev.Ptgid))...)
+	}
+	return exe, parentsOf(root, int(ev.Tgid))
 }
 
 func commString(c []int8) string {
