@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/trace"
 )
 
@@ -65,4 +66,38 @@ func TestLearnRecordsRecycledInodes(t *testing.T) {
 	if !covered {
 		t.Errorf("the profile does not allow writing $WORKDIR/second; filesystem.write: %v", writes)
 	}
+}
+
+// TestLearnCredentialReadWhenTmpdirIsHome: a read of ~/.ssh is a credential read however the
+// environment names the directories. With TMPDIR=$HOME (seen on CI runners and in some user
+// setups) it must still be dropped with the "credential store touched" warning, never become a
+// read rule (which diff would then rate low, as a temp file).
+func TestLearnCredentialReadWhenTmpdirIsHome(t *testing.T) {
+	testutil.RequireRoot(t)
+	requireTool(t, "sh")
+	b := cliBox(t)
+	b.Tmp = b.Home
+	writeFile(t, filepath.Join(b.Home, ".ssh", "id_test"), "fake key\n", 0o600)
+	p := filepath.Join(b.Home, "ssh.yaml")
+	r := sysprof(t, b, "learn", "-p", p, "--", "sh", "-c", `read -r key < "$HOME/.ssh/id_test"; echo read`)
+	mustCode(t, "learn", r, 0)
+	prof := loadProfile(t, p)
+	for _, rules := range [][]string{pathsOf(prof.Filesystem.Read), pathsOf(prof.Filesystem.Write), pathsOf(prof.Filesystem.List)} {
+		for _, path := range rules {
+			if strings.Contains(path, ".ssh") {
+				t.Errorf("the profile allows %s: a read of $HOME/.ssh/id_test became an allowance", path)
+			}
+		}
+	}
+	if !strings.Contains(r.Stderr, "credential store") {
+		t.Errorf("learn did not warn about the credential read:\n%s", r.Stderr)
+	}
+}
+
+func pathsOf(rules []policy.PathRule) []string {
+	var out []string
+	for _, r := range rules {
+		out = append(out, r.Path)
+	}
+	return out
 }
