@@ -140,6 +140,8 @@ func (d *differ) syscalls() {
 		c := Change{Kind: Added, Section: SectionSyscalls, Item: s.Name, Widens: true, By: s.By, Risk: RiskLow, Reason: "ordinary syscall"}
 		if why := PrivilegedSyscall(s.Name); why != "" {
 			c.Risk, c.Reason = RiskCritical, "privileged syscall: "+why
+		} else if networkSyscalls[s.Name] {
+			c.Risk, c.Reason = RiskHigh, "opens or uses network sockets"
 		}
 		d.add(c)
 	}
@@ -149,6 +151,10 @@ func (d *differ) syscalls() {
 		}
 	}
 }
+
+// networkSyscalls give a tool that had none a way onto the network (or a local socket).
+var networkSyscalls = map[string]bool{"socket": true, "connect": true, "bind": true,
+	"listen": true, "accept": true, "accept4": true, "sendto": true, "sendmsg": true, "sendmmsg": true}
 
 // argDomain is what one argument may be: anything, or values (after mask) and flag bits.
 type argDomain struct {

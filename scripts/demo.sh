@@ -8,7 +8,10 @@ if [ "$(id -u)" != 0 ]; then
 	echo "make demo learns with eBPF and needs root: run 'sudo make demo' (see 'bin/sysprof doctor')" >&2
 	exit 1
 fi
-work=$(mktemp -d /tmp/sysprof-demo.XXXXXX)
+# Outside /tmp on purpose: enforce gives the tool a private /tmp, and the demo's fake HOME must
+# stay visible so that what protects ~/.bashrc is the read-only root, not a missing file.
+mkdir -p /var/lib/sysprof-demo
+work=$(mktemp -d /var/lib/sysprof-demo/run.XXXXXX)
 listener_pid=
 cleanup() {
 	[ -n "$listener_pid" ] && kill "$listener_pid" 2>/dev/null || true

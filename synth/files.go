@@ -315,6 +315,14 @@ func (s *state) passFailedProbes() []string {
 			kept = append(kept, f)
 			continue
 		}
+		if environmentalDevice(f.path) {
+			// /dev/tty fails with ENXIO when the learn run had no controlling terminal; under
+			// enforcement Landlock would answer EACCES first and report a denial that is
+			// only about where the tool ran. Terminal injection is closed by seccomp.
+			f.ok = true
+			kept = append(kept, f)
+			continue
+		}
 		n++
 		byErrno[errnoName(f.errno)]++
 	}
@@ -329,6 +337,10 @@ func (s *state) passFailedProbes() []string {
 	return []string{fmt.Sprintf("ignored %s (%s): they fail the same way under enforcement, so they need no rule and cause no false denial",
 		plural(n, "failed access"), strings.Join(parts, ", "))}
 }
+
+// environmentalDevice reports devices whose failure in a learn run says more about the run's
+// environment than about the tool: the controlling terminal.
+func environmentalDevice(p string) bool { return p == "/dev/tty" }
 
 // Errnos named in explain lines.
 const (
