@@ -204,3 +204,19 @@ func TestNetworkReResolution(t *testing.T) {
 		t.Errorf("reverse map: %q", host)
 	}
 }
+
+// A network section with unix endpoints only: as root the hooks still refuse every inet call,
+// and report it (Landlock would refuse TCP without a record).
+func TestNetworkUnixOnlyProfileReportsInet(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFSFixture(t)
+	_, port := tcpListener(t)
+	p := netProfile(f, policy.Endpoint{Endpoint: "unix:@sysprof-test-none"})
+	o := f.run(t, p, false, fmt.Sprintf("connect=127.0.0.1:%d", port))
+	if o.err != nil || o.code != 0 || o.stdout != "connect: EPERM\n" {
+		t.Fatalf("run: %s", o)
+	}
+	if d := o.netDenial(fmt.Sprintf("127.0.0.1:%d", port)); d == nil {
+		t.Errorf("the refused connect is not reported:\n%s", o)
+	}
+}

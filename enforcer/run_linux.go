@@ -114,13 +114,16 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	var g *guard
 	unenf := slices.Clone(compiled.Unenforceable)
 	needNet := len(compiled.NeedsHooks) > 0
+	// A network section with unix endpoints only still gets the hooks as root (an empty
+	// allowlist): every inet call is refused as Landlock would, but reported.
+	wantNet := needNet || asRoot && slices.Contains(compiled.Layers, LayerNetwork)
 	// As root the same guard observes file denials (Landlock's EACCES, the read-only mounts'
 	// EROFS) in the run's cgroup.
 	wantFiles := asRoot && sandboxAvailable && compiled.Plan.Landlock != nil
-	if needNet || wantFiles {
+	if wantNet || wantFiles {
 		why := guardAvailable()
 		if why == nil {
-			g, why = newGuard(ctx, compiled, env, opts.Audit, needNet, wantFiles)
+			g, why = newGuard(ctx, compiled, env, opts.Audit, wantNet, wantFiles)
 		}
 		if g != nil {
 			defer func() {
@@ -130,7 +133,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 			}()
 		}
 		switch {
-		case why == nil && needNet:
+		case why == nil && wantNet:
 			ll := compiled.Plan.Landlock
 			ll.RestrictTCP, ll.ConnectTCP, ll.BindTCP = false, nil, nil
 			rep.SetLayer(report.Layer{Name: LayerNetwork, State: report.LayerApplied,
@@ -142,7 +145,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		case needNet:
 			unenf = append(unenf, compiled.NeedsHooks...)
 		case why != nil && asRoot:
-			rep.Notes = append(rep.Notes, fmt.Sprintf("file denials are not observed: %v", why))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("file and network denials are not observed: %v", why))
 		}
 	}
 	unenforceable := map[string][]string{}
@@ -167,7 +170,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		} else {
 			rep.Unobservable = append(rep.Unobservable, "file denials (Landlock answers EACCES/EROFS without a record the enforcer can read)")
 		}
-		if needNet {
+		if wantNet {
 			rep.Unobservable = append(rep.Unobservable, "network denials of unix sockets (Landlock scoping, hidden sockets)")
 		} else {
 			rep.Unobservable = append(rep.Unobservable, "network denials by Landlock or the empty network namespace (the call fails; no record)")
