@@ -56,6 +56,7 @@ var selfExe = func() string {
 // into, with guard.c's programs attached to it, and the reader of their denial events.
 type guard struct {
 	cg    *kernrun.Cgroup
+	coll  *ebpf.Collection // owns what objs points to
 	objs  bpf.GuardObjects
 	links []link.Link
 	rd    *ringbuf.Reader
@@ -111,7 +112,9 @@ func newGuard(ctx context.Context, c *Compiled, env Env, audit, net, files bool)
 				l.Close()
 			}
 			kernrun.ClosePerfEvents(g.perfFDs)
-			g.objs.Close()
+			if g.coll != nil {
+				g.coll.Close()
+			}
 			if g.cg != nil {
 				g.cg.Remove()
 			}
@@ -130,8 +133,8 @@ func newGuard(ctx context.Context, c *Compiled, env Env, audit, net, files bool)
 			return nil, fmt.Errorf("set %s: %w", name, err)
 		}
 	}
-	if err := spec.LoadAndAssign(&g.objs, nil); err != nil {
-		return nil, fmt.Errorf("load guard BPF programs: %w", err)
+	if err := g.load(spec, net, files); err != nil {
+		return nil, err
 	}
 	if g.rd, err = ringbuf.NewReader(g.objs.Events); err != nil {
 		return nil, fmt.Errorf("open guard ring buffer: %w", err)
@@ -191,6 +194,35 @@ func newGuard(ctx context.Context, c *Compiled, env Env, audit, net, files bool)
 		go g.keepResolving()
 	}
 	return g, nil
+}
+
+// load creates the maps and only the programs this run attaches, in one collection: a run
+// without network rules needs none of the six hooks, one without file observation not the
+// tracepoint program.
+func (g *guard) load(spec *ebpf.CollectionSpec, net, files bool) error {
+	hooks := []string{"guard_connect4", "guard_connect6", "guard_sendmsg4", "guard_sendmsg6", "guard_bind4", "guard_bind6"}
+	if !net {
+		for _, h := range hooks {
+			delete(spec.Programs, h)
+		}
+	}
+	if !files {
+		delete(spec.Programs, "sys_exit_path")
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		return fmt.Errorf("load guard BPF programs: %w", err)
+	}
+	g.coll = coll
+	m := &g.objs.GuardMaps
+	m.Allow4, m.Allow6, m.Counters, m.Events = coll.Maps["allow4"], coll.Maps["allow6"], coll.Maps["counters"], coll.Maps["events"]
+	m.Fops, m.Hidden, m.Scratch = coll.Maps["fops"], coll.Maps["hidden"], coll.Maps["scratch"]
+	p := &g.objs.GuardPrograms
+	p.GuardConnect4, p.GuardConnect6 = coll.Programs["guard_connect4"], coll.Programs["guard_connect6"]
+	p.GuardSendmsg4, p.GuardSendmsg6 = coll.Programs["guard_sendmsg4"], coll.Programs["guard_sendmsg6"]
+	p.GuardBind4, p.GuardBind6 = coll.Programs["guard_bind4"], coll.Programs["guard_bind6"]
+	p.SysExitPath = coll.Programs["sys_exit_path"]
+	return nil
 }
 
 // put enters the trie keys of a rule with a resolved prefix.
@@ -438,7 +470,7 @@ func (g *guard) close() ([]report.Denial, []string) {
 			notes = append(notes, fmt.Sprintf("%d network/file denials were not reported: the guard's ring buffer was full (they were still refused)", n))
 		}
 	}
-	g.objs.Close()
+	g.coll.Close()
 	if err := g.cg.Remove(); err != nil {
 		notes = append(notes, err.Error())
 	}
