@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"os"
+	"os/signal"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,6 +73,10 @@ func TestSignalsAreForwarded(t *testing.T) {
 		t.Fatalf("victim did not start: %q %v", line, err)
 	}
 	// Run has installed its forwarding before releasing the command, so this reaches the command.
+	// The test's own subscription keeps the test binary alive should Run's be gone already.
+	guard := make(chan os.Signal, 1)
+	signal.Notify(guard, syscall.SIGTERM)
+	defer signal.Stop(guard)
 	syscall.Kill(os.Getpid(), syscall.SIGTERM)
 	select {
 	case res := <-done:
