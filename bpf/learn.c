@@ -869,8 +869,9 @@ static __always_inline void emit_fd(struct scratch *s, struct stash *st, struct 
 	if (is_dir && access == ACC_READ)
 		access = ACC_LIST;
 	struct seen_key k = {.exe_key = st->exe_key, .kind = (EV_FILE << 8) | access};
+	// With the generation: a file created after another was deleted can get its inode number.
 	k.a = BPF_CORE_READ(ino, i_sb, s_dev);
-	k.b = BPF_CORE_READ(ino, i_ino);
+	k.b = inode_key(ino);
 	if (seen_before(&k))
 		return;
 	struct file_event *e = (void *)s->data;

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/sysprof/sysprof/synth"
 	"os"
 	"path/filepath"
 	"slices"
@@ -136,7 +137,6 @@ func (g *guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 	b2 := t.components(int(ev.Base2Len))
 	path1, path2 := resolvePath(p1, b1), resolvePath(p2, b2)
 	name := arch.X86_64.SyscallNumbers[int(ev.Nr)]
-	type hit struct{ path, access string }
 	var hits []hit
 	switch bpf.GuardFileOp(ev.Fop) {
 	case bpf.GuardFileOpFOP_OPEN, bpf.GuardFileOpFOP_OPENAT, bpf.GuardFileOpFOP_OPENAT2, bpf.GuardFileOpFOP_CREAT:
@@ -163,6 +163,9 @@ func (g *guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 	errName := errnoNames[ev.Ret]
 	if errName == "" {
 		errName = fmt.Sprintf("errno %d", -ev.Ret)
+	}
+	if ev.Ret == -int32(unix.EXDEV) && g.crossMount(hits) {
+		return nil
 	}
 	who, parents := g.who(ev, exe, pexe)
 	var out []report.Denial
@@ -198,6 +201,9 @@ func (g *guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 	return out
 }
 
+// hit is one path a refused call touched, with the access it needed.
+type hit struct{ path, access string }
+
 // openAccess names what an open with flags asked for.
 func openAccess(flags uint64, path string) string {
 	switch {
@@ -232,20 +238,17 @@ func (g *guard) landlockAllows(access, path string) bool {
 	return coveredBy(path, ll.Write) || coveredBy(path, ll.Devices)
 }
 
-// portable writes path with the profile variable whose value is its longest prefix.
-func (g *guard) portable(path string) string {
-	best, bestVal := "", ""
-	for _, k := range sortedKeys(g.env.Vars) {
-		v := filepath.Clean(g.env.Vars[k])
-		if v == "" || v == "/" || v == "." {
-			continue
-		}
-		if (path == v || strings.HasPrefix(path, v+"/")) && len(v) > len(bestVal) {
-			best, bestVal = k, v
+// crossMount reports whether an EXDEV link or rename had both ends writable under Landlock:
+// then Landlock's refer check passed, and the error is the ordinary cross-mount one (the private
+// /tmp and a bound work tree are different mounts), which tools handle by copying.
+func (g *guard) crossMount(hits []hit) bool {
+	for _, h := range hits {
+		if h.path == "" || !g.landlockAllows("write", h.path) {
+			return false
 		}
 	}
-	if best == "" {
-		return path
-	}
-	return "$" + best + path[len(bestVal):]
+	return len(hits) > 0
 }
+
+// portable writes path the way a profile would: with variables and per-run names as globs.
+func (g *guard) portable(path string) string { return synth.Portable(path, g.env.Vars) }
