@@ -229,6 +229,7 @@ func (s *state) passCredentials() []string {
 		if !seen[w] {
 			seen[w] = true
 			s.warnings = append(s.warnings, w)
+			s.secretTouches = append(s.secretTouches, SecretTouch{Exe: exe, Access: what, Path: p, Store: h})
 		}
 	}
 	dropped, warned := 0, 0

@@ -46,6 +46,17 @@ type Result struct {
 	Explain []Step
 	// Warnings are for the user's eyes now, e.g. the command touched a credential store.
 	Warnings []string
+	// SecretTouches are the credential-store accesses the profile kept hidden: behaviour a
+	// drift check must flag even though the policy did not change.
+	SecretTouches []SecretTouch
+}
+
+// SecretTouch is one access to a credential store that synthesis dropped.
+type SecretTouch struct {
+	Exe    string // portable path of the binary
+	Access string // read, write, ... or "tried to read (EACCES)"
+	Path   string // portable path touched
+	Store  string // the hidden store it lies in
 }
 
 // Synthesize turns one learn run into the smallest portable profile that lets the command do
@@ -119,6 +130,7 @@ func (s *state) run() *Result {
 	}
 	res.Profile = s.emit()
 	res.Warnings = s.warnings
+	res.SecretTouches = s.secretTouches
 	return res
 }
 
@@ -208,17 +220,18 @@ type state struct {
 	read, write, exec, list, hidden map[string]*pathRule
 	// stores are the credential stores of this profile, hidden or allowed: no roll-up or
 	// directory grant may reach into one.
-	stores      []string
-	privateTmp  bool
-	syscalls    map[string]*sysRule
-	arches      map[string]bool
-	argRules    []policy.ArgRule
-	clone3Plain bool // a profile read back allows clone3 without the ENOSYS rule
-	endpoints   map[epKey]prov
-	binaries    map[[2]string]prov
-	meta        policy.Metadata
-	trace       *trace.Trace
-	warnings    []string
+	stores        []string
+	privateTmp    bool
+	syscalls      map[string]*sysRule
+	arches        map[string]bool
+	argRules      []policy.ArgRule
+	clone3Plain   bool // a profile read back allows clone3 without the ENOSYS rule
+	endpoints     map[epKey]prov
+	binaries      map[[2]string]prov
+	meta          policy.Metadata
+	trace         *trace.Trace
+	warnings      []string
+	secretTouches []SecretTouch
 }
 
 type sysRule struct {

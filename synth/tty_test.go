@@ -32,3 +32,23 @@ func TestFailedTTYOpenIsAllowed(t *testing.T) {
 		t.Errorf("a failed probe of an ordinary file must not become a rule")
 	}
 }
+
+func TestSecretTouchesAreReported(t *testing.T) {
+	tr := &trace.Trace{
+		Version:   trace.Version,
+		Command:   []string{"make"},
+		Context:   map[string]string{"WORKDIR": "/w", "HOME": "/home/a", "TMPDIR": "/tmp"},
+		Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
+		Processes: []trace.Process{{ID: 1, PID: 10, Exe: "/usr/bin/make"}},
+		Files: []trace.FileAccess{
+			{Exe: "/usr/bin/make", Path: "/home/a/.ssh/id_test", Access: trace.AccessRead, OK: true, Count: 1},
+		},
+	}
+	res, err := Synthesize(tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.SecretTouches) != 1 || res.SecretTouches[0].Path != "$HOME/.ssh/id_test" || res.SecretTouches[0].Store != "$HOME/.ssh" {
+		t.Fatalf("SecretTouches = %+v, want the read of $HOME/.ssh/id_test", res.SecretTouches)
+	}
+}

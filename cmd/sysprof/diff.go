@@ -57,11 +57,15 @@ func runDiff(_ context.Context, o *diffOptions) error {
 
 // renderDiff prints the changes and turns a widening at or above failOn into exit status 1.
 func renderDiff(w io.Writer, oldP, newP *policy.Profile, oldPath, newPath, format, failOn string) error {
+	return renderChanges(w, policy.Diff(oldP, newP), oldPath, newPath, format, failOn)
+}
+
+// renderChanges prints changes and turns a widening at or above failOn into exit status 1.
+func renderChanges(w io.Writer, changes []policy.Change, oldPath, newPath, format, failOn string) error {
 	threshold, err := policy.ParseRisk(failOn)
 	if err != nil {
 		return withCode(exitSysprof, err)
 	}
-	changes := policy.Diff(oldP, newP)
 	if err := diffreport.Render(w, changes, format, diffreport.Options{ProfilePath: newPath, BasePath: oldPath, Version: version}); err != nil {
 		return withCode(exitSysprof, err)
 	}

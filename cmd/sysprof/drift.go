@@ -82,7 +82,7 @@ func runDrift(ctx context.Context, o *driftOptions) error {
 	if err != nil {
 		return withCode(exitSysprof, fmt.Errorf("%w (commit a profile first: `sudo sysprof learn -p %s -- CMD`)", err, o.Profile))
 	}
-	tr, res, _, err := learnOnce(ctx, profiler.Options{Command: o.Command, Debug: o.Debug}, synth.Options{
+	tr, res, _, err := learnOnce(ctx, profiler.Options{Command: o.Command, Stdout: o.Err, Debug: o.Debug}, synth.Options{
 		AllowSecrets:   allowedSecrets(committed),
 		SysprofVersion: version,
 	})
@@ -100,7 +100,21 @@ func runDrift(ctx context.Context, o *driftOptions) error {
 	if tr.ExitCode != 0 {
 		return withCode(tr.ExitCode, fmt.Errorf("%q exited with status %d; drift needs a successful run", o.Command, tr.ExitCode))
 	}
-	return renderDiff(o.Out, committed, res.Profile, o.Profile, "(this run)", o.Format, o.FailOn)
+	return renderChanges(o.Out, append(policy.Diff(committed, res.Profile), secretChanges(res.SecretTouches)...), o.Profile, "(this run)", o.Format, o.FailOn)
+}
+
+// secretChanges turns the credential-store accesses synthesis kept hidden into critical
+// findings: the profile did not widen, but the command now reaches for a secret.
+func secretChanges(touches []synth.SecretTouch) []policy.Change {
+	var out []policy.Change
+	for _, t := range touches {
+		out = append(out, policy.Change{Kind: policy.Added, Section: policy.SectionHidden,
+			Item:   fmt.Sprintf("%s: %s by %s", t.Path, t.Access, t.Exe),
+			Risk:   policy.RiskCritical,
+			Reason: "the command now touches credential store " + t.Store + " (the profile keeps it hidden)",
+			Widens: true, By: t.Exe})
+	}
+	return out
 }
 
 // allowedSecrets keeps the credential paths a committed profile explicitly allows readable, so

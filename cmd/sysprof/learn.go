@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/profiler"
+	"github.com/sysprof/sysprof/profiles"
 	"github.com/sysprof/sysprof/synth"
 	"github.com/sysprof/sysprof/trace"
 )
@@ -30,6 +33,9 @@ type learnOptions struct {
 	AllowSecrets []string
 	RingBuf      int
 	Debug        bool
+	// FromProfile names a shipped profile (profiles/NAME.yaml, embedded) the learned profile is
+	// merged into instead of starting empty.
+	FromProfile string
 	// Steps and All select steps of sysprof.yaml instead of a command; Gates are the steps
 	// selected, in the order they run.
 	Steps []string
@@ -54,12 +60,19 @@ The exit status is CMD's.
 With --step NAME (repeatable) or --all, learn runs the steps of sysprof.yaml instead, each in its
 workdir with its env, into its own profile, adding the step's writable paths and hosts; it stops
 at the first step that fails, with that step's status (its profile is still saved).
---trace-out FILE then writes FILE.<step>.json per step.`,
+--trace-out FILE then writes FILE.<step>.json per step.
+
+With --from-profile NAME, the learned profile starts from a copy of the shipped profile NAME
+(reviewed profiles built into sysprof) instead of from nothing: what this run saw is merged into
+it, and the result takes this command's name. Shipped: ` + strings.Join(profiles.Names(), ", ") + `.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if gates, cfg, ok, err := resolveGates(cmd, args, o.Steps, o.All, o.Profile); ok || err != nil {
 				if err != nil {
 					return err
+				}
+				if o.FromProfile != "" {
+					return withCode(exitSysprof, errors.New("--from-profile works with a command (learn --from-profile NAME -- CMD), not with --step or --all: set the step's profile file instead"))
 				}
 				o.Gates, o.Debug = gates, cfg.Debug
 				return runF(cmd.Context(), o)
@@ -92,6 +105,7 @@ at the first step that fails, with that step's status (its profile is still save
 	f.StringArrayVar(&o.AllowSecrets, "allow-secret", nil, "credential path the tool may read (repeatable)")
 	f.IntVar(&o.RingBuf, "ringbuf-size", 0, "ring buffer size in bytes (power of two; default 16 MiB)")
 	_ = f.MarkHidden("ringbuf-size")
+	f.StringVar(&o.FromProfile, "from-profile", "", "start from the shipped profile NAME (e.g. go-build) instead of from nothing")
 	addStepFlags(f, &o.Steps, &o.All)
 	return cmd
 }
@@ -106,6 +120,13 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 	if o.TraceOut != "" {
 		if err := checkWritable(o.TraceOut); err != nil {
 			return withCode(exitSysprof, err)
+		}
+	}
+	var shipped *policy.Profile
+	if o.FromProfile != "" {
+		var err error
+		if shipped, err = profiles.Load(o.FromProfile); err != nil {
+			return withCode(exitSysprof, fmt.Errorf("--from-profile: %w", err))
 		}
 	}
 	tr, res, wall, err := learnOnce(ctx, profiler.Options{Command: o.Command, RingBufferBytes: o.RingBuf, Debug: o.Debug}, synth.Options{
@@ -130,7 +151,13 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 	if o.Strict && tr.Loss.Any() {
 		return withCode(exitSysprof, fmt.Errorf("--strict: %d ring-buffer events and %d map entries were lost; the profile was not written (rerun with a larger --ringbuf-size)", tr.Loss.RingbufDrops, tr.Loss.MapFull))
 	}
-	if err := saveLearned(o.Profile, res.Profile, o.Fresh, o.Force); err != nil {
+	learned := res.Profile
+	if shipped != nil {
+		learned = fromShipped(shipped, learned)
+		fmt.Fprintf(o.Err, "sysprof: started from the shipped profile %s (%d syscalls, %d read, %d write, %d exec paths)\n",
+			o.FromProfile, len(shipped.Syscalls.Allow), len(shipped.Filesystem.Read), len(shipped.Filesystem.Write), len(shipped.Filesystem.Exec))
+	}
+	if err := saveLearned(o.Profile, learned, o.Fresh, o.Force); err != nil {
 		return withCode(exitSysprof, err)
 	}
 	printLearnSummary(o.Err, tr, wall, o.Profile)
@@ -170,6 +197,15 @@ func saveLearned(path string, learned *policy.Profile, fresh, force bool) error 
 		}
 		return policy.Merge(old, learned), nil
 	})
+}
+
+// fromShipped merges a learned profile into a copy of a shipped one: everything either allows,
+// under the learned command's name, so that later learns of the same command merge into it.
+func fromShipped(shipped, learned *policy.Profile) *policy.Profile {
+	base := policy.Clone(shipped)
+	base.Metadata.Name = learned.Metadata.Name
+	base.Metadata.Command = slices.Clone(learned.Metadata.Command)
+	return policy.Merge(base, learned)
 }
 
 // commandError maps a profiler error to the exit statuses of DESIGN.md.
