@@ -433,6 +433,13 @@ func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env)
 		if err != nil {
 			return nil, fmt.Errorf("filesystem.%s: %w", section, err)
 		}
+		if procSelf(p) {
+			// Landlock resolves /proc/self once, to the init stage's pid: every child would be
+			// refused its own /proc entries. /proc as a whole is what can be granted.
+			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.%s: %s granted as /proc (Landlock cannot follow /proc/self into child processes)", section, r.Path))
+			out = append(out, "/proc")
+			continue
+		}
 		if strings.ContainsAny(p, "*?[") && section == "hidden" {
 			// Hiding the glob's directory would hide far more than asked (all of /tmp for
 			// $TMPDIR/ssh-*): hide what matches now instead.
@@ -460,6 +467,16 @@ func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env)
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+// procSelf reports paths below /proc/self or /proc/thread-self (or a /proc/* glob).
+func procSelf(p string) bool {
+	for _, pre := range []string{"/proc/self", "/proc/thread-self", "/proc/*"} {
+		if p == pre || strings.HasPrefix(p, pre+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
