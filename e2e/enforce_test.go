@@ -1,39 +1,12 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sysprof/sysprof/internal/testutil"
 )
-
-// TestEnforceRenameBetweenWritableDirs: moving a file from $TMPDIR into the work tree is one
-// rename(2) on the host (same file system). Under enforce both directories are writable, so
-// the move must work the same way, with no denial. This is what `go build -o app` does with
-// its linked binary ($TMPDIR/go-build*/b001/exe/a.out → $WORKDIR/app), and what many tools do
-// to write a file atomically.
-func TestEnforceRenameBetweenWritableDirs(t *testing.T) {
-	testutil.RequireRoot(t)
-	requireTool(t, "sh")
-	requireTool(t, "mv")
-	b := cliBox(t)
-	p := filepath.Join(b.Home, "mv.yaml")
-	argv := []string{"sh", "-c", `echo moved > "$TMPDIR/f" && mv "$TMPDIR/f" out && cat out`}
-	r := sysprof(t, b, append([]string{"learn", "-p", p, "--"}, argv...)...)
-	mustCode(t, "learn", r, 0)
-	if err := os.Remove(filepath.Join(b.Work, "out")); err != nil {
-		t.Fatal(err)
-	}
-	rep := filepath.Join(b.Tmp, "mv.json")
-	r = sysprof(t, b, append([]string{"enforce", "-p", p, "--report", rep, "--"}, argv...)...)
-	mustCode(t, "enforce", r, 0)
-	requireNoDenials(t, "enforce", rep, r)
-	if r.Stdout != "moved\n" {
-		t.Errorf("enforce: stdout = %q, want %q", r.Stdout, "moved\n")
-	}
-}
 
 // TestEnforceProcSelf: /proc/self names the calling process, whichever it is. A tool that read
 // /proc/self/status while learning (Go and Rust runtimes read /proc/self/cgroup, mountinfo and

@@ -216,7 +216,9 @@ func (s *state) passCredentials() []string {
 			}
 		}
 		for _, h := range s.stores {
-			if Covers(h, p) {
+			// Compared on the host too: when two variables share a value ($TMPDIR or
+			// $WORKDIR = $HOME), the portable spelling of a path may use the other one.
+			if Covers(h, p) || Covers(Expand(h, s.ctx), Expand(p, s.ctx)) {
 				return h
 			}
 		}
