@@ -1,0 +1,105 @@
+package shipped
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/profiles"
+)
+
+// shippedRun is one command a shipped profile must allow on its fixture.
+type shippedRun struct {
+	profile string   // profiles/<profile>.yaml
+	fixture string   // testdata/<fixture>, copied into a fresh work directory
+	need    []string // programs on PATH
+	argv    []string
+	want    string // a substring of the command's stdout+stderr that proves it did its job
+	// clean runs (unsandboxed, sh -c) between the enforced run and the drift run so that the
+	// drift's learn does the same work again.
+	clean string
+}
+
+var gitSession = `git init -q . && git add README && git commit -q -m "first commit" && git status --short --branch && git log --format="%H %an <%ae> %s" && git diff HEAD --stat`
+
+// shippedRuns mirror profiles/learn.sh. They share one user, so the Go and Cargo caches are
+// cold for the first go and cargo command and warm after: both paths are covered.
+var shippedRuns = []shippedRun{
+	{profile: "go-build", fixture: "projects/gomod", need: []string{"go"}, argv: []string{"go", "build", "-o", "app", "."}, clean: "rm -f app"},
+	{profile: "go-test", fixture: "projects/gomod", need: []string{"go"}, argv: []string{"go", "test", "-count=1", "."}, want: "ok "},
+	{profile: "go-vet", fixture: "projects/gomod", need: []string{"go"}, argv: []string{"go", "vet", "./..."}},
+	{profile: "gofmt", fixture: "projects/gomod", need: []string{"gofmt"}, argv: []string{"gofmt", "-l", "."}},
+	{profile: "cargo-build", fixture: "projects/crate", need: []string{"cargo"}, argv: []string{"cargo", "build", "--offline"}, want: "Finished", clean: "rm -rf target"},
+	{profile: "cargo-test", fixture: "projects/crate", need: []string{"cargo"}, argv: []string{"cargo", "test", "--offline"}, want: "test result: ok", clean: "rm -rf target"},
+	{profile: "rustfmt", fixture: "shipped/rustfmt", need: []string{"rustfmt"}, argv: []string{"rustfmt", "--check", "--edition", "2021", "src/main.rs"}},
+	{profile: "make-gcc", fixture: "projects/cproj", need: []string{"make", "gcc"}, argv: []string{"make"}, clean: "rm -f hello *.o"},
+	{profile: "git", fixture: "shipped/git", need: []string{"git", "sh"}, argv: []string{"sh", "-c", gitSession}, want: "first commit", clean: "rm -rf .git"},
+	{profile: "npm-test", fixture: "shipped/node", need: []string{"npm", "node"}, argv: []string{"npm", "test"}, want: "# pass 1"},
+	{profile: "python3", fixture: "shipped/python", need: []string{"python3"}, argv: []string{"python3", "-m", "py_compile", "greet.py", "main.py"}, clean: "rm -rf __pycache__"},
+	{profile: "python3", fixture: "shipped/python", need: []string{"python3"}, argv: []string{"python3", "main.py"}, want: "hello, python", clean: "rm -rf __pycache__"},
+}
+
+// TestShippedProfiles: for every shipped profile, enforcing it on its fixture succeeds with zero
+// denials and no degraded layer, and `sysprof drift` against it on the fixture finds nothing
+// that widens it.
+func TestShippedProfiles(t *testing.T) {
+	testutil.RequireRoot(t)
+	covered := map[string]bool{}
+	for _, sr := range shippedRuns {
+		covered[sr.profile] = true
+	}
+	for _, name := range profiles.Names() {
+		if !covered[name] {
+			t.Errorf("shipped profile %s has no run in shippedRuns", name)
+		}
+	}
+	for _, sr := range shippedRuns {
+		t.Run(sr.profile+"/"+strings.Join(sr.argv[:min(len(sr.argv), 2)], "_"), func(t *testing.T) {
+			b := newBox(t, "dana", filepath.Join("src", sr.profile, "project"), sr.fixture)
+			requireTools(t, b, sr.need...)
+			profile := filepath.Join(testutil.RepoRoot(), "profiles", sr.profile+".yaml")
+			rep := filepath.Join(t.TempDir(), "report.json")
+
+			r := b.sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, sr.argv...)...)
+			rp := readReport(t, rep)
+			for _, d := range rp.Denials {
+				t.Errorf("enforce: denial %s", denialString(d))
+			}
+			for _, l := range rp.Degraded() {
+				t.Errorf("enforce: layer %s degraded: %s", l.Name, l.Detail)
+			}
+			mustCode(t, "enforce", r, 0)
+			if !strings.Contains(r.Stdout+r.Stderr, sr.want) {
+				t.Errorf("enforce: output lacks %q:\n%s", sr.want, r)
+			}
+			if sr.clean != "" {
+				b.sh(t, sr.clean)
+			}
+
+			r = b.sysprof(t, append([]string{"drift", "-p", profile, "--format", "json", "--"}, sr.argv...)...)
+			var d struct {
+				Widens  bool            `json:"widens"`
+				Changes []policy.Change `json:"changes"`
+			}
+			// stdout is the command's output, then the diff (drift's own JSON document).
+			out := r.Stdout
+			if i := strings.Index(out, "{\n  \"format\""); i >= 0 {
+				out = out[i:]
+			}
+			if err := json.Unmarshal([]byte(out), &d); err != nil {
+				t.Fatalf("drift: output is not JSON: %v\n%s", err, r)
+			}
+			for _, c := range d.Changes {
+				if c.Widens {
+					t.Errorf("drift: widening: %s", c)
+				}
+			}
+			if r.Code != 0 || d.Widens {
+				t.Errorf("drift: want exit 0 and no widening, got %s", r)
+			}
+		})
+	}
+}

@@ -1,0 +1,3 @@
+module example.com/phonehome
+
+go 1.22
