@@ -71,6 +71,9 @@ func TestShippedProfiles(t *testing.T) {
 			for _, l := range rp.Degraded() {
 				t.Errorf("enforce: layer %s degraded: %s", l.Name, l.Detail)
 			}
+			if r.Code != 0 && len(rp.Denials) == 0 {
+				t.Errorf("enforce: the command failed and the report lists no denial (a silent denial); report notes:\n  %s", strings.Join(rp.Notes, "\n  "))
+			}
 			mustCode(t, "enforce", r, 0)
 			if !strings.Contains(r.Stdout+r.Stderr, sr.want) {
 				t.Errorf("enforce: output lacks %q:\n%s", sr.want, r)
