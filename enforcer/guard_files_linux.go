@@ -3,12 +3,14 @@ package enforcer
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"github.com/sysprof/sysprof/synth"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
@@ -74,17 +76,34 @@ func (g *guard) attachFiles(hidden []string) error {
 	if err := kernrun.EnsureTracefs(); err != nil {
 		return err
 	}
-	for _, name := range sortedKeys(fileOps) {
+	// Attached concurrently: each perf_event_open of a tracepoint costs a millisecond or more
+	// on this VM, and enforce's startup pays for all of them.
+	names := sortedKeys(fileOps)
+	fds := make([]int, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		fds[i] = -1
 		if !kernrun.TracepointExists("syscalls", "sys_exit_"+name) {
 			continue // not on this kernel or arch
 		}
-		fd, err := kernrun.AttachTracepoint("syscalls", "sys_exit_"+name, g.objs.SysExitPath)
-		if err != nil {
-			return fmt.Errorf("attach syscalls/sys_exit_%s: %w", name, err)
-		}
-		g.perfFDs = append(g.perfFDs, fd)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fd, err := kernrun.AttachTracepoint("syscalls", "sys_exit_"+name, g.objs.SysExitPath)
+			if err != nil {
+				err = fmt.Errorf("attach syscalls/sys_exit_%s: %w", name, err)
+			}
+			fds[i], errs[i] = fd, err
+		}()
 	}
-	return nil
+	wg.Wait()
+	for i := range names {
+		if fds[i] >= 0 && errs[i] == nil {
+			g.perfFDs = append(g.perfFDs, fds[i])
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // tail reads the variable part of an event.
