@@ -406,8 +406,9 @@ func (g *guard) who(ev *bpf.GuardGuardEvent, exe, pexe string) (string, []string
 		}
 	}
 	root := int(g.rootPid.Load())
-	if _, err := os.Stat("/proc/" + strconv.Itoa(int(ev.Tgid))); err != nil && ev.Ptgid > 0 && int(ev.Tgid) != root {
-		// The caller is gone: start the chain at the parent the kernel saw.
+	if ev.Ptgid > 0 && int(ev.Tgid) != root {
+		// The first hop is the parent the kernel saw: the caller may be gone (or going) by now,
+		// and /proc would no longer say.
 		if pexe == "" {
 			pexe = exeOf(int(ev.Ptgid))
 		}
