@@ -3,6 +3,7 @@ package hostcheck
 import (
 	"errors"
 	"fmt"
+	"github.com/sysprof/sysprof/sandbox"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -444,18 +445,19 @@ var landlockFeatures = []struct {
 // landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION). Requires Linux 5.13 with
 // Landlock enabled at boot; the error is an *UnsupportedError otherwise.
 func LandlockABI() (int, error) {
-	r, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	switch errno {
-	case 0:
-		return int(r), nil
-	case unix.ENOSYS:
-		return 0, &UnsupportedError{Feature: CheckLandlock, Reason: "landlock_create_ruleset: ENOSYS (kernel older than 5.13 or built without CONFIG_SECURITY_LANDLOCK)",
-			Remedy: "use a kernel ≥ 6.15 built with CONFIG_SECURITY_LANDLOCK=y"}
-	case unix.EOPNOTSUPP:
-		return 0, &UnsupportedError{Feature: CheckLandlock, Reason: "Landlock is built in but not enabled",
-			Remedy: "add landlock to the lsm= kernel parameter (e.g. lsm=landlock,lockdown,yama,integrity,apparmor,bpf) and reboot"}
+	abi, err := sandbox.LandlockABI()
+	var ue *sandbox.UnsupportedError
+	switch {
+	case err == nil:
+		return abi, nil
+	case errors.As(err, &ue):
+		remedy := "use a kernel ≥ 6.15 built with CONFIG_SECURITY_LANDLOCK=y"
+		if strings.Contains(ue.Reason, "disabled") {
+			remedy = "add landlock to the lsm= kernel parameter (e.g. lsm=landlock,lockdown,yama,integrity,apparmor,bpf) and reboot"
+		}
+		return 0, &UnsupportedError{Feature: CheckLandlock, Reason: ue.Reason, Remedy: remedy}
 	}
-	return 0, fmt.Errorf("landlock_create_ruleset: %w", errno)
+	return 0, err
 }
 
 func probeLandlock() Check {

@@ -1,10 +1,10 @@
 package kernrun
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sysprof/sysprof/internal/hostcheck"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,50 +16,8 @@ import (
 )
 
 // Cgroup2Mount returns where the cgroup2 hierarchy is mounted, read from /proc/self/mountinfo
-// (on hybrid v1/v2 hosts it is not /sys/fs/cgroup).
-func Cgroup2Mount() (string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// 41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		if fs := strings.Fields(post); len(fs) == 0 || fs[0] != "cgroup2" {
-			continue
-		}
-		if fs := strings.Fields(pre); len(fs) >= 5 {
-			return unescapeMountPath(fs[4]), nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", err
-	}
-	return "", errors.New("no cgroup2 file system is mounted (see `sysprof doctor`)")
-}
-
-func unescapeMountPath(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+// (on hybrid v1/v2 hosts it is not /sys/fs/cgroup). It is doctor's probe, shared.
+func Cgroup2Mount() (string, error) { return hostcheck.Cgroup2Mount() }
 
 var runSeq atomic.Uint64
 
