@@ -74,8 +74,10 @@ func TestShippedProfiles(t *testing.T) {
 			if r.Code != 0 && len(rp.Denials) == 0 {
 				t.Errorf("enforce: the command failed and the report lists no denial (a silent denial); report notes:\n  %s", strings.Join(rp.Notes, "\n  "))
 			}
-			mustCode(t, "enforce", r, 0)
-			if !strings.Contains(r.Stdout+r.Stderr, sr.want) {
+			if r.Code != 0 {
+				// Not fatal: the drift below is checked either way.
+				t.Errorf("enforce: want exit 0, got %s", r)
+			} else if !strings.Contains(r.Stdout+r.Stderr, sr.want) {
 				t.Errorf("enforce: output lacks %q:\n%s", sr.want, r)
 			}
 			if sr.clean != "" {
@@ -96,9 +98,14 @@ func TestShippedProfiles(t *testing.T) {
 				t.Fatalf("drift: output is not JSON: %v\n%s", err, r)
 			}
 			for _, c := range d.Changes {
-				if c.Widens {
-					t.Errorf("drift: widening: %s", c)
+				if !c.Widens {
+					continue
 				}
+				hint := ""
+				if c.Section == policy.SectionBinaries && (strings.HasPrefix(c.Item, "$TMPDIR/") || strings.HasPrefix(c.Item, "$WORKDIR/")) {
+					hint = " (a binary the command builds itself: its sha256 differs per work directory, or is missing when the file is gone before it is hashed; pinning it makes drift unstable)"
+				}
+				t.Errorf("drift: widening: %s%s", c, hint)
 			}
 			if r.Code != 0 || d.Widens {
 				t.Errorf("drift: want exit 0 and no widening, got %s", r)
