@@ -48,9 +48,11 @@ NOTES = {
   '/usr/bin/dash': "/bin/sh on Debian (npm scripts and the git session run through sh)",
   '$CARGO_HOME/bin/rustup': "rustup's proxy ($CARGO_HOME/bin/cargo is a link to it)",
 }
-# The Go runtime preempts a long-running goroutine by signalling its own thread (getpid +
-# tgkill, SIGURG): a short run may never need it, so a learn can miss it (gofmt did).
-GO_RUNTIME = ['getpid', 'tgkill']
+# The Go runtime's occasional calls: it preempts a long-running goroutine by signalling its own
+# thread (getpid + tgkill, SIGURG), waits in the netpoller (epoll_pwait) when every goroutine
+# blocks, and unmaps memory (munmap). A short run may never need them, so a learn can miss them
+# (gofmt did; drift and enforce found them). Added to every Go profile that lacks them.
+GO_RUNTIME = ['epoll_pwait', 'getpid', 'munmap', 'tgkill']
 
 def add_go_runtime(lines):
     if not any('by: $GOROOT/bin/' in l for l in lines):

@@ -84,9 +84,14 @@ var (
 // to ~/.profile would fail with ENOENT (stopped, but not reportable) instead of being denied.
 const victimUser = "victim"
 
+// homeUser is a user of the shipped-profile tests who, like the victim, lives outside /tmp (the
+// profiles were learned by users under /tmp: this is the portability check).
+const homeUser = "erin"
+
 // getUser returns the shared user name, made on first use (HOME with git identity and rustup's
 // proxies in $CARGO_HOME/bin, as profiles/learn.sh makes them). The victim lives under the
-// runner's cache directory (~/.cache), everyone else under /tmp like profiles/learn.sh's users.
+// runner's cache directory (~/.cache), and so does erin; everyone else under /tmp like
+// profiles/learn.sh's users.
 func getUser(t testing.TB, name string) *user {
 	t.Helper()
 	usersMu.Lock()
@@ -94,7 +99,7 @@ func getUser(t testing.TB, name string) *user {
 	if u := users[name]; u != nil {
 		return u
 	}
-	outside := name == victimUser
+	outside := name == victimUser || name == homeUser
 	if usersDirs[outside] == "" {
 		base := ""
 		if outside {
@@ -118,6 +123,16 @@ func getUser(t testing.TB, name string) *user {
 	for _, d := range []string{u.Home, u.Tmp} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
+		}
+	}
+	if name == homeUser {
+		// erin is not a first-time user: her HOME has the caches and config directories the
+		// tools made on earlier runs. (A fresh HOME outside /tmp makes the enforcer refuse the
+		// write rules on them: see profiles/README.md, "Known gaps".)
+		for _, d := range []string{".cache/go-build", ".config/go/telemetry/local", ".npm/_logs", "go/pkg/mod"} {
+			if err := os.MkdirAll(filepath.Join(u.Home, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	writeFile(t, filepath.Join(u.Home, ".gitconfig"), fmt.Sprintf("[user]\n\tname = %s\n\temail = %s@example.com\n[init]\n\tdefaultBranch = main\n", name, name), 0o644)

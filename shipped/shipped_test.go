@@ -38,6 +38,7 @@ var shippedRuns = []shippedRun{
 	{profile: "make-gcc", fixture: "projects/cproj", need: []string{"make", "gcc"}, argv: []string{"make"}, clean: "rm -f hello *.o"},
 	{profile: "git", fixture: "shipped/git", need: []string{"git", "sh"}, argv: []string{"sh", "-c", gitSession}, want: "first commit", clean: "rm -rf .git"},
 	{profile: "npm-test", fixture: "shipped/node", need: []string{"npm", "node"}, argv: []string{"npm", "test"}, want: "# pass 1"},
+	{profile: "npm-test", fixture: "shipped/node", need: []string{"node"}, argv: []string{"node", "--test"}, want: "# pass 1"},
 	{profile: "python3", fixture: "shipped/python", need: []string{"python3"}, argv: []string{"python3", "-m", "py_compile", "greet.py", "main.py"}, clean: "rm -rf __pycache__"},
 	{profile: "python3", fixture: "shipped/python", need: []string{"python3"}, argv: []string{"python3", "main.py"}, want: "hello, python", clean: "rm -rf __pycache__"},
 }
@@ -56,60 +57,68 @@ func TestShippedProfiles(t *testing.T) {
 			t.Errorf("shipped profile %s has no run in shippedRuns", name)
 		}
 	}
-	for _, sr := range shippedRuns {
-		t.Run(sr.profile+"/"+strings.Join(sr.argv[:min(len(sr.argv), 2)], "_"), func(t *testing.T) {
-			b := newBox(t, "dana", filepath.Join("src", sr.profile, "project"), sr.fixture)
-			requireTools(t, b, sr.need...)
-			profile := filepath.Join(testutil.RepoRoot(), "profiles", sr.profile+".yaml")
-			rep := filepath.Join(t.TempDir(), "report.json")
+	for _, who := range []string{"dana", homeUser} {
+		for _, sr := range shippedRuns {
+			t.Run(who+"/"+sr.profile+"/"+strings.Join(sr.argv[:min(len(sr.argv), 2)], "_"), func(t *testing.T) {
+				testShipped(t, who, sr)
+			})
+		}
+	}
+}
 
-			r := b.sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, sr.argv...)...)
-			rp := readReport(t, rep)
-			for _, d := range rp.Denials {
-				t.Errorf("enforce: denial %s", denialString(d))
-			}
-			for _, l := range rp.Degraded() {
-				t.Errorf("enforce: layer %s degraded: %s", l.Name, l.Detail)
-			}
-			if r.Code != 0 && len(rp.Denials) == 0 {
-				t.Errorf("enforce: the command failed and the report lists no denial (a silent denial); report notes:\n  %s", strings.Join(rp.Notes, "\n  "))
-			}
-			if r.Code != 0 {
-				// Not fatal: the drift below is checked either way.
-				t.Errorf("enforce: want exit 0, got %s", r)
-			} else if !strings.Contains(r.Stdout+r.Stderr, sr.want) {
-				t.Errorf("enforce: output lacks %q:\n%s", sr.want, r)
-			}
-			if sr.clean != "" {
-				b.sh(t, sr.clean)
-			}
+// testShipped enforces and drifts one shipped run as user who (dana: HOME and work tree under
+// /tmp, like the learn; erin: under ~/.cache, like a real user's).
+func testShipped(t *testing.T, who string, sr shippedRun) {
+	b := newBox(t, who, filepath.Join("src", sr.profile, "project"), sr.fixture)
+	requireTools(t, b, sr.need...)
+	profile := filepath.Join(testutil.RepoRoot(), "profiles", sr.profile+".yaml")
+	rep := filepath.Join(t.TempDir(), "report.json")
 
-			r = b.sysprof(t, append([]string{"drift", "-p", profile, "--format", "json", "--"}, sr.argv...)...)
-			var d struct {
-				Widens  bool            `json:"widens"`
-				Changes []policy.Change `json:"changes"`
-			}
-			// stdout is the command's output, then the diff (drift's own JSON document).
-			out := r.Stdout
-			if i := strings.Index(out, "{\n  \"format\""); i >= 0 {
-				out = out[i:]
-			}
-			if err := json.Unmarshal([]byte(out), &d); err != nil {
-				t.Fatalf("drift: output is not JSON: %v\n%s", err, r)
-			}
-			for _, c := range d.Changes {
-				if !c.Widens {
-					continue
-				}
-				hint := ""
-				if c.Section == policy.SectionBinaries && (strings.HasPrefix(c.Item, "$TMPDIR/") || strings.HasPrefix(c.Item, "$WORKDIR/")) {
-					hint = " (a binary the command builds itself: its sha256 differs per work directory, or is missing when the file is gone before it is hashed; pinning it makes drift unstable)"
-				}
-				t.Errorf("drift: widening: %s%s", c, hint)
-			}
-			if r.Code != 0 || d.Widens {
-				t.Errorf("drift: want exit 0 and no widening, got %s", r)
-			}
-		})
+	r := b.sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, sr.argv...)...)
+	rp := readReport(t, rep)
+	for _, d := range rp.Denials {
+		t.Errorf("enforce: denial %s", denialString(d))
+	}
+	for _, l := range rp.Degraded() {
+		t.Errorf("enforce: layer %s degraded: %s", l.Name, l.Detail)
+	}
+	if r.Code != 0 && len(rp.Denials) == 0 {
+		t.Errorf("enforce: the command failed and the report lists no denial (a silent denial); report notes:\n  %s", strings.Join(rp.Notes, "\n  "))
+	}
+	if r.Code != 0 {
+		// Not fatal: the drift below is checked either way.
+		t.Errorf("enforce: want exit 0, got %s", r)
+	} else if !strings.Contains(r.Stdout+r.Stderr, sr.want) {
+		t.Errorf("enforce: output lacks %q:\n%s", sr.want, r)
+	}
+	if sr.clean != "" {
+		b.sh(t, sr.clean)
+	}
+
+	r = b.sysprof(t, append([]string{"drift", "-p", profile, "--format", "json", "--"}, sr.argv...)...)
+	var d struct {
+		Widens  bool            `json:"widens"`
+		Changes []policy.Change `json:"changes"`
+	}
+	// stdout is the command's output, then the diff (drift's own JSON document).
+	out := r.Stdout
+	if i := strings.Index(out, "{\n  \"format\""); i >= 0 {
+		out = out[i:]
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("drift: output is not JSON: %v\n%s", err, r)
+	}
+	for _, c := range d.Changes {
+		if !c.Widens {
+			continue
+		}
+		hint := ""
+		if c.Section == policy.SectionBinaries && (strings.HasPrefix(c.Item, "$TMPDIR/") || strings.HasPrefix(c.Item, "$WORKDIR/")) {
+			hint = " (a binary the command builds itself: its sha256 differs per work directory, or is missing when the file is gone before it is hashed; pinning it makes drift unstable)"
+		}
+		t.Errorf("drift: widening: %s%s", c, hint)
+	}
+	if r.Code != 0 || d.Widens {
+		t.Errorf("drift: want exit 0 and no widening, got %s", r)
 	}
 }
