@@ -585,7 +585,7 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 			}
 			ll.Write = append(ll.Write, w)
 		}
-		ll.Exec = exec
+		ll.Exec = c.execDirs(exec, env)
 		ll.List = list
 		slices.Sort(ll.Devices)
 		ll.Devices = slices.Compact(ll.Devices)
@@ -777,18 +777,16 @@ func (c *Compiled) Dump(w io.Writer) error {
 // directories, or to $HOME itself, is too broad to do silently: it is listed as unenforceable
 // (Run refuses unless degrading). Devices stay as they are. Nothing is created on the host.
 func (c *Compiled) writableDirs(write []string, env Env) []string {
-	var roots []string // below (or at) these, widening is harmless
-	for _, k := range []string{"WORKDIR", "TMPDIR", "GOCACHE", "GOMODCACHE", "CARGO_HOME", "RUSTUP_HOME", "NPM_CACHE"} {
-		if v := env.Vars[k]; v != "" {
-			roots = append(roots, filepath.Clean(v))
-		}
-	}
-	roots = append(roots, privateTmpDirs...)
+	roots := grantRoots(env)
 	home := filepath.Clean(env.Vars["HOME"])
 	widened := map[string][]string{}
 	var out []string
 	for _, w := range write {
 		if isDevice(w) {
+			out = append(out, w)
+			continue
+		}
+		if c.createCacheDir(w, env) {
 			out = append(out, w)
 			continue
 		}
@@ -813,6 +811,88 @@ func (c *Compiled) writableDirs(write []string, env Env) []string {
 	for _, dir := range sortedKeys(widened) {
 		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %d file rule(s) widened to their directory %s (files are replaced, not rewritten in place): %s",
 			len(widened[dir]), dir, strings.Join(widened[dir], ", ")))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// grantRoots are the directories below (or at) which widening a rule to an existing ancestor
+// is harmless: the work tree, temp and the tool caches.
+func grantRoots(env Env) []string {
+	var roots []string
+	for _, k := range []string{"WORKDIR", "TMPDIR", "GOCACHE", "GOMODCACHE", "CARGO_HOME", "RUSTUP_HOME", "NPM_CACHE"} {
+		if v := env.Vars[k]; v != "" {
+			roots = append(roots, filepath.Clean(v))
+		}
+	}
+	return append(roots, privateTmpDirs...)
+}
+
+// cacheVars name tool caches a fresh $HOME does not have yet.
+var cacheVars = []string{"GOCACHE", "GOMODCACHE", "CARGO_HOME", "NPM_CACHE"}
+
+// createCacheDir creates a missing write rule that is a tool cache root (or below one), as the
+// tool itself would on its first run, owned like its nearest existing parent. Without it a
+// fresh $HOME widened the rule to $HOME, which enforce refuses.
+func (c *Compiled) createCacheDir(w string, env Env) bool {
+	if _, err := os.Lstat(w); err == nil {
+		return false
+	}
+	cache := false
+	for _, k := range cacheVars {
+		if v := env.Vars[k]; v != "" && coveredBy(w, []string{filepath.Clean(v)}) {
+			cache = true
+		}
+	}
+	if !cache {
+		return false
+	}
+	parent := filepath.Dir(w)
+	for {
+		if _, err := os.Stat(parent); err == nil || parent == "/" {
+			break
+		}
+		parent = filepath.Dir(parent)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(parent, &st); err != nil {
+		return false
+	}
+	if err := os.MkdirAll(w, 0o755); err != nil {
+		return false
+	}
+	for d := w; d != parent && d != "/"; d = filepath.Dir(d) {
+		_ = os.Lchown(d, int(st.Uid), int(st.Gid))
+	}
+	c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: created the missing tool cache %s (owned like %s)", w, parent))
+	return true
+}
+
+// execDirs keeps exec rules on existing paths and turns a missing one under the work tree,
+// temp or a cache (a build output such as $WORKDIR/target before the first build) into its
+// nearest existing directory: Landlock can only name what exists, and skipping the rule would
+// refuse the binaries the tool is about to build and run.
+func (c *Compiled) execDirs(exec []string, env Env) []string {
+	roots := grantRoots(env)
+	var out []string
+	for _, x := range exec {
+		if _, err := os.Stat(x); err == nil || !coveredBy(x, roots) {
+			out = append(out, x)
+			continue
+		}
+		dir := filepath.Dir(x)
+		for {
+			if st, err := os.Stat(dir); (err == nil && st.IsDir()) || dir == "/" {
+				break
+			}
+			dir = filepath.Dir(dir)
+		}
+		if !coveredBy(dir, roots) {
+			out = append(out, x) // would widen past the work tree: stays as is (skipped)
+			continue
+		}
+		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s does not exist yet: exec granted on %s", x, dir))
+		out = append(out, dir)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)

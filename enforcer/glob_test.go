@@ -49,3 +49,51 @@ func TestWriteGlobGrantsMatches(t *testing.T) {
 		t.Errorf("landlock write = %v, want only the match %s", got, target)
 	}
 }
+
+// A build output that does not exist yet keeps its exec rule on the nearest existing directory
+// of the work tree, and a missing tool cache is created rather than widened to $HOME.
+func TestMissingExecAndCacheRules(t *testing.T) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(home, ".cache")
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.MkdirTemp(base, "sysprof-missing-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	wd := filepath.Join(root, "work")
+	fakeHome := filepath.Join(root, "home")
+	for _, d := range []string{wd, fakeHome} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gocache := filepath.Join(fakeHome, ".cache", "go-build")
+	p := testProfile()
+	p.Filesystem = policy.Filesystem{
+		Exec:  []policy.PathRule{{Path: "$WORKDIR/target"}, {Path: "/usr/bin/no-such-tool"}},
+		Write: []policy.PathRule{{Path: "$GOCACHE"}},
+	}
+	env := Env{Vars: map[string]string{"HOME": fakeHome, "WORKDIR": wd, "TMPDIR": "/tmp", "GOCACHE": gocache}, Arch: "x86_64"}
+	c, err := Compile(p, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(c.Plan.Landlock.Exec, wd) {
+		t.Errorf("exec = %v, want the work tree %s while target does not exist", c.Plan.Landlock.Exec, wd)
+	}
+	if slices.Contains(c.Plan.Landlock.Exec, "/usr") || slices.Contains(c.Plan.Landlock.Exec, "/usr/bin") {
+		t.Errorf("a missing system binary must not widen exec: %v", c.Plan.Landlock.Exec)
+	}
+	if st, err := os.Stat(gocache); err != nil || !st.IsDir() {
+		t.Fatalf("missing $GOCACHE not created: %v", err)
+	}
+	if !slices.Contains(c.Plan.Landlock.Write, gocache) || len(c.Unenforceable) != 0 {
+		t.Errorf("write = %v unenforceable = %v, want exactly the created cache", c.Plan.Landlock.Write, c.Unenforceable)
+	}
+}
