@@ -580,6 +580,8 @@ func (d *differ) binaries() {
 		switch {
 		case !ok:
 			d.add(Change{Kind: Added, Section: SectionBinaries, Item: b.Path, Widens: true, Risk: RiskHigh, Reason: "new executed binary", By: b.By})
+		case b.SHA256 == "" || slices.Contains(shas, ""):
+			// Not pinned on one side (a binary the run builds itself): nothing to compare.
 		case !slices.Contains(shas, b.SHA256):
 			d.add(Change{Kind: Widened, Section: SectionBinaries, Item: b.Path + " sha256:" + shortSHA(b.SHA256), Widens: true, Risk: RiskHigh,
 				Reason: "binary changed: sha256 was " + joinShort(shas), By: b.By})

@@ -91,11 +91,22 @@ func (s *state) passMetadata() []string {
 			s.meta.IncompleteReasons = append(s.meta.IncompleteReasons, r)
 		}
 	}
+	built := 0
 	for _, p := range s.procs {
-		k := [2]string{p.exe, p.sha}
+		sha := p.sha
+		if s.builtByRun(p.exe) {
+			// The tool built it (a test binary, a build script): its hash changes with every
+			// source edit and work directory, so pinning it would make drift cry wolf.
+			sha = ""
+			built++
+		}
+		k := [2]string{p.exe, sha}
 		s.binaries[k] = earliest(s.binaries[k], s.provOf(p.parent))
 	}
 	msgs := []string{fmt.Sprintf("name %s, %s with their sha256", s.meta.Name, plural(len(s.binaries), "binary"))}
+	if built > 0 {
+		msgs = append(msgs, fmt.Sprintf("no sha256 pinned for %s the run built itself (in $TMPDIR or a writable directory)", plural(built, "binary")))
+	}
 	if s.meta.Incomplete {
 		reasons := strings.Join(s.meta.IncompleteReasons, "; ")
 		if reasons == "" {
@@ -104,4 +115,18 @@ func (s *state) passMetadata() []string {
 		msgs = append(msgs, "INCOMPLETE: "+reasons)
 	}
 	return msgs
+}
+
+// builtByRun reports executables the run wrote: under $TMPDIR or a write rule. A checked-in
+// script of the work tree keeps its hash: a change to it is worth a drift report.
+func (s *state) builtByRun(exe string) bool {
+	if strings.HasPrefix(exe, "$TMPDIR/") {
+		return true
+	}
+	for w := range s.write {
+		if Covers(w, exe) {
+			return true
+		}
+	}
+	return false
 }
