@@ -268,6 +268,7 @@ const (
 	LearnMapScOps        = "sc_ops"
 	LearnMapScratch      = "scratch"
 	LearnMapSeen         = "seen"
+	LearnMapSeenMore     = "seen_more"
 	LearnMapStashes      = "stashes"
 	LearnMapSyscalls     = "syscalls"
 	LearnMapTasks        = "tasks"
@@ -370,6 +371,7 @@ type LearnMapSpecs struct {
 	ScOps    *ebpf.MapSpec `ebpf:"sc_ops"`
 	Scratch  *ebpf.MapSpec `ebpf:"scratch"`
 	Seen     *ebpf.MapSpec `ebpf:"seen"`
+	SeenMore *ebpf.MapSpec `ebpf:"seen_more"`
 	Stashes  *ebpf.MapSpec `ebpf:"stashes"`
 	Syscalls *ebpf.MapSpec `ebpf:"syscalls"`
 	Tasks    *ebpf.MapSpec `ebpf:"tasks"`
@@ -424,6 +426,7 @@ type LearnMaps struct {
 	ScOps    *ebpf.Map `ebpf:"sc_ops"`
 	Scratch  *ebpf.Map `ebpf:"scratch"`
 	Seen     *ebpf.Map `ebpf:"seen"`
+	SeenMore *ebpf.Map `ebpf:"seen_more"`
 	Stashes  *ebpf.Map `ebpf:"stashes"`
 	Syscalls *ebpf.Map `ebpf:"syscalls"`
 	Tasks    *ebpf.Map `ebpf:"tasks"`
@@ -437,6 +440,7 @@ func (m *LearnMaps) Close() error {
 		m.ScOps,
 		m.Scratch,
 		m.Seen,
+		m.SeenMore,
 		m.Stashes,
 		m.Syscalls,
 		m.Tasks,

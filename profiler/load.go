@@ -86,7 +86,7 @@ type probe struct {
 
 // loadProbe loads learn.c for the cgroup with id cgid and attaches it: tracepoints host-wide
 // (the programs filter on the cgroup and the tasks map), cgroup hooks on cgroupDir.
-func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool) (p *probe, err error) {
+func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *phases) (p *probe, err error) {
 	spec, err := bpf.LoadLearn()
 	if err != nil {
 		return nil, &LoadError{Step: "parse BPF object", Err: err}
@@ -95,6 +95,7 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool) (p *pro
 		return nil, &LoadError{Step: "set target cgroup", Err: err}
 	}
 	spec.Maps["events"].MaxEntries = uint32(ringBytes)
+	ph.mark("parse spec")
 
 	opts := &ebpf.CollectionOptions{}
 	if debug {
@@ -113,6 +114,7 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool) (p *pro
 			p.close()
 		}
 	}()
+	ph.mark("load programs")
 
 	for name, op := range scOps {
 		nr, ok := arch.X86_64.SyscallNames[name]
@@ -127,6 +129,7 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool) (p *pro
 	if err := ensureTracefs(); err != nil {
 		return nil, &LoadError{Step: "mount tracefs", Err: err}
 	}
+	ph.mark("fill sc_ops")
 	for _, prog := range []*ebpf.Program{p.objs.SchedExec, p.objs.SchedFork, p.objs.SchedExit} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
 		if err != nil {
@@ -152,6 +155,7 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool) (p *pro
 		}
 		p.perfFDs = append(p.perfFDs, fd)
 	}
+	ph.mark("attach sched + sys_exit tracepoints")
 	// sys_enter last: by then everything it feeds is in place.
 	l, err := link.AttachTracing(link.TracingOptions{Program: p.objs.SysEnter})
 	if err != nil {

@@ -91,6 +91,7 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 		return nil, fmt.Errorf("ring buffer size %d: must be a power of two and a multiple of %d", ringBytes, page)
 	}
 
+	ph := newPhases()
 	cg, err := newRunCgroup()
 	if err != nil {
 		return nil, err
@@ -101,7 +102,8 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 		}
 	}()
 
-	p, err := loadProbe(cg.id, cg.dir, ringBytes, opts.Debug)
+	ph.mark("cgroup")
+	p, err := loadProbe(cg.id, cg.dir, ringBytes, opts.Debug, ph)
 	if err != nil {
 		if os.Geteuid() != 0 && errors.Is(err, unix.EPERM) {
 			return nil, fmt.Errorf("%w: %v", ErrNeedRoot, err)
@@ -109,6 +111,7 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 		return nil, err
 	}
 	defer p.close()
+	ph.mark("attach")
 
 	rd, err := ringbuf.NewReader(p.objs.Events)
 	if err != nil {
@@ -222,6 +225,7 @@ wait:
 		}
 	}
 	t.ExitCode = exitCode(cmd.ProcessState)
+	ph.mark("command")
 
 	// The rest of the tree: give it a moment, then end it (double-forked daemons).
 	if !cg.waitEmpty(ctx, leftoverGrace) {
@@ -237,11 +241,16 @@ wait:
 		t.Reasons = append([]string{interrupted}, t.Reasons...)
 	}
 
+	ph.mark("leftovers")
+	p.progStats()
 	// Stop producing, drain what is in the ring buffer, then read the in-kernel aggregates.
 	p.detach()
+	ph.mark("detach")
 	readerStopped = true
 	rerr := stopReader()
+	ph.mark("drain")
 	col.hasher.finish()
+	ph.mark("hash")
 	t.End = time.Now()
 	if rerr != nil {
 		t.Reasons = append(t.Reasons, "reading the ring buffer failed: "+rerr.Error())
@@ -249,8 +258,10 @@ wait:
 	if err := readAggregates(p, col, t); err != nil {
 		return nil, err
 	}
+	ph.mark("aggregates")
 	col.fill(t)
 	addRootExecve(t)
+	ph.mark("fill")
 	if col.undecodable > 0 {
 		t.Reasons = append(t.Reasons, fmt.Sprintf("BUG: %d events could not be decoded", col.undecodable))
 	}

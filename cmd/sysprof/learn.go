@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -111,6 +112,12 @@ it, and the result takes this command's name. Shipped: ` + strings.Join(profiles
 }
 
 func runLearn(ctx context.Context, o *learnOptions) error {
+	// SYSPROF_CPUPROFILE=FILE (undocumented): a Go CPU profile of sysprof itself, for bench work.
+	if f := os.Getenv("SYSPROF_CPUPROFILE"); f != "" {
+		if w, err := os.Create(f); err == nil && pprof.StartCPUProfile(w) == nil {
+			defer func() { pprof.StopCPUProfile(); w.Close() }()
+		}
+	}
 	if len(o.Gates) > 0 {
 		return runLearnGates(ctx, o)
 	}
@@ -178,7 +185,11 @@ func learnOnce(ctx context.Context, po profiler.Options, so synth.Options) (*tra
 		return nil, nil, 0, commandError(err)
 	}
 	wall := time.Since(start)
+	t0 := time.Now()
 	res, err := synth.Synthesize(tr, so)
+	if os.Getenv("SYSPROF_TIMINGS") != "" {
+		fmt.Fprintf(os.Stderr, "timing learn %7.2fms synthesize\n", float64(time.Since(t0).Microseconds())/1000)
+	}
 	if err != nil {
 		return nil, nil, 0, withCode(exitSysprof, fmt.Errorf("synthesize: %w", err))
 	}
