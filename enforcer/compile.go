@@ -831,16 +831,17 @@ func grantRoots(env Env) []string {
 // cacheVars name tool caches a fresh $HOME does not have yet.
 var cacheVars = []string{"GOCACHE", "GOMODCACHE", "CARGO_HOME", "NPM_CACHE"}
 
-// createCacheDir creates a missing write rule that is a tool cache root (or below one), as the
-// tool itself would on its first run, owned like its nearest existing parent. Without it a
-// fresh $HOME widened the rule to $HOME, which enforce refuses.
+// createCacheDir creates a missing write rule that is exactly a tool cache root ($GOCACHE,
+// $CARGO_HOME, ...: directories by definition), as the tool itself would on its first run, owned
+// like its nearest existing parent. Without it a fresh $HOME widened the rule to $HOME, which
+// enforce refuses. Paths below a root are not created: they may be files (cargo's lock files).
 func (c *Compiled) createCacheDir(w string, env Env) bool {
 	if _, err := os.Lstat(w); err == nil {
 		return false
 	}
 	cache := false
 	for _, k := range cacheVars {
-		if v := env.Vars[k]; v != "" && coveredBy(w, []string{filepath.Clean(v)}) {
+		if v := env.Vars[k]; v != "" && filepath.Clean(v) == w {
 			cache = true
 		}
 	}
