@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/elastic/go-seccomp-bpf/arch"
 
@@ -87,6 +89,10 @@ type probe struct {
 // loadProbe loads learn.c for the cgroup with id cgid and attaches it: tracepoints host-wide
 // (the programs filter on the cgroup and the tasks map), cgroup hooks on cgroupDir.
 func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *phases) (p *probe, err error) {
+	// Parsing the kernel's BTF (17-34 ms here) is the biggest part of loading; the maps do not
+	// need it: parse it in the background while the object is parsed and the maps are created.
+	cache := btf.NewCache()
+	go cache.Kernel() // an error is seen again, and returned, when the programs are loaded
 	spec, err := bpf.LoadLearn()
 	if err != nil {
 		return nil, &LoadError{Step: "parse BPF object", Err: err}
@@ -97,12 +103,30 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 	spec.Maps["events"].MaxEntries = uint32(ringBytes)
 	ph.mark("parse spec")
 
-	opts := &ebpf.CollectionOptions{}
+	opts := &ebpf.CollectionOptions{Cache: cache, MapReplacements: map[string]*ebpf.Map{}}
 	if debug {
 		opts.Programs.LogLevel = ebpf.LogLevelInstruction
 	}
+	for name, ms := range spec.Maps {
+		if strings.HasPrefix(name, ".") {
+			continue // .rodata, .bss: made (and frozen) with the programs
+		}
+		m, err := ebpf.NewMap(ms)
+		if err != nil {
+			for _, m := range opts.MapReplacements {
+				m.Close()
+			}
+			return nil, &LoadError{Step: "create map " + name, Err: err}
+		}
+		opts.MapReplacements[name] = m
+	}
+	ph.mark("create maps")
 	p = &probe{}
-	if err := spec.LoadAndAssign(&p.objs, opts); err != nil {
+	err = spec.LoadAndAssign(&p.objs, opts)
+	for _, m := range opts.MapReplacements {
+		m.Close() // p.objs holds its own copies
+	}
+	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) && debug {
 			return nil, &LoadError{Step: "load BPF programs", Err: fmt.Errorf("%+v", ve)}
