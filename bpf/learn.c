@@ -177,6 +177,12 @@ struct stash {
 	__u64 args[6];
 	__u32 nr;
 	__u32 op; // SCOP_NONE: nothing stashed
+	// The thread's entry in `tasks`, cached by sys_enter (a task storage lookup is cheaper
+	// than hashing the tgid on every syscall). Set at the thread's first recorded syscall and
+	// by sched_exec (the only change of a recorded thread group's exe_key while it lives).
+	__u64 task_exe_key;
+	__u32 task_cached;
+	__u32 pad;
 };
 
 struct seen_key {
@@ -326,8 +332,8 @@ struct {
 	__type(value, __u64);
 } args SEC(".maps");
 
-// The arguments of a path syscall between its enter and exit, per thread. Task storage: no
-// hashing, no capacity limit, freed with the thread.
+// The arguments of a path syscall between its enter and exit, per thread, and the thread's
+// exe_key. Task storage: no hashing, no capacity limit, freed with the thread.
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -486,6 +492,12 @@ int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 		count(CNT_TASKS_FULL);
 		return 0;
 	}
+	struct stash *cache = bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0,
+						   BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (cache) {
+		cache->task_exe_key = ti.exe_key;
+		cache->task_cached = 1;
+	}
 
 	__u32 slot = SLOT_EXEC;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
@@ -605,19 +617,29 @@ static __always_inline void arg(__u64 exe_key, __u32 nr, __u32 kind, __u64 value
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
-	struct task_info *ti = bpf_map_lookup_elem(&tasks, &tgid);
-	if (!ti)
-		return 0;
-	__u64 exe_key = ti->exe_key;
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct stash *st = bpf_task_storage_get(&stashes, cur, 0, 0);
+	__u64 exe_key;
+	if (st && st->task_cached) {
+		exe_key = st->task_exe_key;
+	} else {
+		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+		struct task_info *ti = bpf_map_lookup_elem(&tasks, &tgid);
+		if (!ti)
+			return 0;
+		exe_key = ti->exe_key;
+		st = bpf_task_storage_get(&stashes, cur, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (st) {
+			st->task_exe_key = exe_key;
+			st->task_cached = 1;
+		}
+	}
 	struct sc_key k = {.exe_key = exe_key};
 	if (raw & X32_SYSCALL_BIT) {
 		k.arch = SCARCH_X32;
 		k.nr = raw & ~X32_SYSCALL_BIT;
 	} else {
-		struct task_struct *task = bpf_get_current_task_btf();
-		k.arch = (task->thread_info.status & TS_COMPAT) ? SCARCH_I386 : SCARCH_X86_64;
+		k.arch = (cur->thread_info.status & TS_COMPAT) ? SCARCH_I386 : SCARCH_X86_64;
 		k.nr = raw;
 	}
 	add_count(&syscalls, &k, CNT_SYSCALLS_FULL);
@@ -680,8 +702,8 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 		if (bpf_probe_read_user(&family, sizeof(family), (void *)addr) == 0 && family != AF_UNIX)
 			return 0;
 	}
-	struct stash *st = bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0,
-						BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		st = bpf_task_storage_get(&stashes, cur, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st) {
 		count(CNT_STASH_FULL);
 		return 0;

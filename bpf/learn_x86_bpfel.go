@@ -229,11 +229,14 @@ type LearnSeenKey struct {
 }
 
 type LearnStash struct {
-	_      structs.HostLayout
-	ExeKey uint64
-	Args   [6]uint64
-	Nr     uint32
-	Op     uint32
+	_          structs.HostLayout
+	ExeKey     uint64
+	Args       [6]uint64
+	Nr         uint32
+	Op         uint32
+	TaskExeKey uint64
+	TaskCached uint32
+	Pad        uint32
 }
 
 type LearnTaskInfo struct {
