@@ -730,19 +730,28 @@ struct sys_exit_ctx {
 
 struct hash_ctx {
 	__u64 h;
-	__u32 start;
+	struct scratch *s;
+	__u32 start; // a multiple of 8
 	__u32 len;
 };
 
+// hash_step mixes in the i-th 8 bytes of the string (the bytes past its end masked off: the
+// scratch holds older data there). Word by word: a byte-wise loop cost a callback per byte.
 static long hash_step(__u32 i, struct hash_ctx *c)
 {
-	if (i >= c->len)
+	__u32 at = i * 8;
+	if (at >= c->len)
 		return 1;
-	__u32 slot = SLOT_SYSEXIT;
-	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	struct scratch *s = c->s;
 	if (!s)
 		return 1;
-	c->h = (c->h ^ s->data[(c->start + i) & DATA_MASK]) * 0x100000001b3ULL;
+	__u64 w = *(__u64 *)&s->data[(c->start + at) & (DATA_MASK & ~7)];
+	__u32 left = c->len - at;
+	if (left < 8)
+		w &= (1ULL << (left * 8)) - 1;
+	w ^= c->h;
+	w *= 0x9E3779B97F4A7C15ULL;
+	c->h = w ^ (w >> 29);
 	return 0;
 }
 
@@ -787,8 +796,8 @@ static __attribute__((noinline)) int emit_path(struct scratch *s, struct stash *
 		}
 	}
 
-	struct hash_ctx hc = {.h = 0xcbf29ce484222325ULL, .start = start, .len = n};
-	bpf_loop(PATH_SZ, hash_step, &hc, 0);
+	struct hash_ctx hc = {.h = 0xcbf29ce484222325ULL, .s = s, .start = start, .len = n};
+	bpf_loop(PATH_SZ / 8, hash_step, &hc, 0);
 	struct seen_key k = {.exe_key = st->exe_key, .kind = (EV_FILE << 8) | access, .err = err, .a = hc.h};
 	if (has_base) {
 		struct dentry *bd = base.dentry;
