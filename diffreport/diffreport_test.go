@@ -230,7 +230,7 @@ func TestSARIFContent(t *testing.T) {
 			}
 		}
 	}
-	for item, want := range map[string]string{"ptrace": "error", "/usr/bin/curl": "warning", "connect": "note"} {
+	for item, want := range map[string]string{"ptrace": "error", "/usr/bin/curl": "warning", "connect": "warning"} {
 		if levels[item] != want {
 			t.Errorf("level of %s = %q, want %q", item, levels[item], want)
 		}

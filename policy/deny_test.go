@@ -96,3 +96,17 @@ func TestDiffReadCoveredByOldWrite(t *testing.T) {
 		t.Error("a read outside the old write rules must still widen")
 	}
 }
+
+func TestDiffIgnoresTempFilesInAPrivateTmp(t *testing.T) {
+	old, new := denyProfile(), denyProfile()
+	old.Filesystem.PrivateTmp, new.Filesystem.PrivateTmp = true, true
+	old.Filesystem.Write = []PathRule{{Path: "$TMPDIR/cc*.res"}, {Path: "$TMPDIR/cc*.s"}}
+	new.Filesystem.Write = []PathRule{{Path: "$TMPDIR/cc*.s"}, {Path: "$TMPDIR/go-build*"}}
+	if cs := Diff(old, new); len(cs) != 0 {
+		t.Errorf("temp files in a private /tmp on both sides: want no changes, got %v", cs)
+	}
+	new.Filesystem.PrivateTmp = false
+	if !Widens(Diff(old, new), RiskLow) {
+		t.Error("turning the private /tmp off must still show")
+	}
+}

@@ -366,6 +366,13 @@ func coveredBy(p string, rules []PathRule) bool {
 	return false
 }
 
+// inPrivateTmp reports a rule below $TMPDIR when both profiles give the command a private /tmp:
+// that tmpfs starts empty and is the command's own, so which of its temp files a run happened to
+// touch changes nothing the enforcer does (it grants the private tmp as a whole).
+func inPrivateTmp(p string, old, new Filesystem) bool {
+	return old.PrivateTmp && new.PrivateTmp && strings.HasPrefix(p, "$TMPDIR/")
+}
+
 // impliedBy reports whether an old rule of a stronger kind already granted access to p: a
 // writable path can be read and listed, a readable one listed (as the enforcer compiles them).
 func impliedBy(access, p string, old Filesystem) bool {
@@ -390,7 +397,7 @@ func (d *differ) paths() {
 		{SectionList, "list", o.List, n.List},
 	} {
 		for _, r := range s.new {
-			if coveredBy(r.Path, s.old) || impliedBy(s.access, r.Path, o) {
+			if coveredBy(r.Path, s.old) || impliedBy(s.access, r.Path, o) || inPrivateTmp(r.Path, o, n) {
 				continue
 			}
 			risk, why := pathRisk(s.access, r.Path, d.new)
@@ -400,7 +407,7 @@ func (d *differ) paths() {
 			d.add(Change{Kind: Added, Section: s.section, Item: r.Path, Widens: true, Risk: risk, Reason: why, By: r.By})
 		}
 		for _, r := range s.old {
-			if !coveredBy(r.Path, s.new) {
+			if !coveredBy(r.Path, s.new) && !inPrivateTmp(r.Path, o, n) {
 				d.narrow(Removed, s.section, r.Path, "path no longer "+accessWord(s.access))
 			}
 		}
