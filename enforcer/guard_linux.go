@@ -16,11 +16,13 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/sysprof/sysprof/bpf"
 	"github.com/sysprof/sysprof/internal/kernrun"
+	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/sandbox"
 )
@@ -52,6 +54,28 @@ var selfExe = func() string {
 	return p
 }()
 
+// The guard's object and the kernel's BTF (for its CO-RE relocations) are parsed once per
+// process, and can be parsed ahead (Prewarm) while the profile loads and compiles: together
+// they are most of the guard's user-space setup (the kernel's BTF alone is ~15 ms here).
+var (
+	guardSpec = sync.OnceValues(bpf.LoadGuard)
+	kernelBTF = sync.OnceValues(btf.LoadKernelSpec)
+)
+
+// Prewarm starts parsing what a root run's guard needs in the background, so that Run finds it
+// ready. It does nothing for an ordinary user (no guard) and is never required.
+func Prewarm() {
+	if os.Geteuid() != 0 {
+		return
+	}
+	go func() {
+		// The kernel's BTF only when no fixups are stored for this kernel (see relocate).
+		if cf, err := guardCore(); err != nil || !cf.stored() {
+			kernelBTF()
+		}
+	}()
+}
+
 // guard is the kernel side of enforcing as root: a per-run cgroup the init stage is born
 // into, with guard.c's programs attached to it, and the reader of their denial events.
 type guard struct {
@@ -79,6 +103,11 @@ type guard struct {
 
 	stopResolve chan struct{}
 	wg          sync.WaitGroup
+
+	// setupDone is closed when a background setup (startGuard) has finished; setupErr is its
+	// result.
+	setupDone chan struct{}
+	setupErr  error
 }
 
 // guardAvailable reports why the root-only guard (cgroup hooks) cannot run here, or nil (a
@@ -99,62 +128,119 @@ var guardAvailable = func() error {
 // command is gone.
 //
 // Requires root, cgroup2 and Linux 5.15 (bpf_task_pt_regs, bpf_loop).
-func newGuard(ctx context.Context, c *Compiled, env Env, audit, net, files bool) (g *guard, err error) {
-	spec, err := bpf.LoadGuard()
+func newGuard(ctx context.Context, c *Compiled, env Env, audit, net, files bool) (*guard, error) {
+	g, err := newGuardCgroup(c, env, audit)
 	if err != nil {
-		return nil, fmt.Errorf("parse guard BPF object: %w", err)
+		return nil, err
 	}
-	g = &guard{audit: audit, rules: c.Network, plan: c.Plan, env: env, hostOf: map[netip.Addr]string{},
+	if err := g.setup(ctx, c, net, files); err != nil {
+		g.cg.Remove()
+		return nil, err
+	}
+	return g, nil
+}
+
+// startGuard creates the run's cgroup and sets up the file-denial observation in the
+// background: the caller starts the init stage meanwhile (loading and verifying guard.c costs
+// more than the init stage's start) and calls wait before releasing it to exec the command.
+// Only for a guard without network hooks: those decide the init stage's Landlock rules.
+func startGuard(ctx context.Context, c *Compiled, env Env, audit bool) (*guard, error) {
+	g, err := newGuardCgroup(c, env, audit)
+	if err != nil {
+		return nil, err
+	}
+	g.setupDone = make(chan struct{})
+	go func() {
+		defer close(g.setupDone)
+		g.setupErr = g.setup(ctx, c, false, true)
+	}()
+	return g, nil
+}
+
+// wait waits for a background setup and returns its error (nil at once for newGuard's).
+func (g *guard) wait() error {
+	if g.setupDone == nil {
+		return nil
+	}
+	<-g.setupDone
+	return g.setupErr
+}
+
+// newGuardCgroup creates the run's cgroup: the command is born into it.
+func newGuardCgroup(c *Compiled, env Env, audit bool) (*guard, error) {
+	phase.Mark("guard available")
+	g := &guard{audit: audit, rules: c.Network, plan: c.Plan, env: env, hostOf: map[netip.Addr]string{},
 		resolved: map[string]map[netip.Addr]time.Time{}, index: map[string]int{}, stopResolve: make(chan struct{})}
+	var err error
+	if g.cg, err = kernrun.NewCgroup(); err != nil {
+		return nil, err
+	}
+	phase.Mark("guard: cgroup")
+	return g, nil
+}
+
+// setup loads guard.c for the run's cgroup and attaches what net and files ask for. On an
+// error it leaves nothing loaded or attached (the cgroup stays: close or the caller removes it).
+func (g *guard) setup(ctx context.Context, c *Compiled, net, files bool) (err error) {
 	defer func() {
 		if err != nil {
 			for _, l := range g.links {
 				l.Close()
 			}
+			g.links = nil
 			kernrun.ClosePerfEvents(g.perfFDs)
+			g.perfFDs = nil
+			if g.rd != nil {
+				g.rd.Close()
+				g.wg.Wait()
+				g.rd = nil
+			}
 			if g.coll != nil {
 				g.coll.Close()
-			}
-			if g.cg != nil {
-				g.cg.Remove()
+				g.coll = nil
 			}
 		}
 	}()
-	if g.cg, err = kernrun.NewCgroup(); err != nil {
-		return nil, err
+	shared, err := guardSpec()
+	if err != nil {
+		return fmt.Errorf("parse guard BPF object: %w", err)
 	}
+	spec := shared.Copy() // load deletes the programs this run does not attach
+	phase.Mark("guard: parse object")
 	var auditVal uint32
-	if audit {
+	if g.audit {
 		auditVal = 1
 	}
 	hidden := hiddenPrefixes(c.Plan.Hidden)
 	for name, v := range map[string]any{"audit": auditVal, "target_cgid": g.cg.ID, "hidden_n": uint32(len(hidden))} {
 		if err := spec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("set %s: %w", name, err)
+			return fmt.Errorf("set %s: %w", name, err)
 		}
 	}
 	if err := g.load(spec, net, files); err != nil {
-		return nil, err
+		return err
 	}
+	phase.Mark("guard: load collection")
 	if g.rd, err = ringbuf.NewReader(g.objs.Events); err != nil {
-		return nil, fmt.Errorf("open guard ring buffer: %w", err)
+		return fmt.Errorf("open guard ring buffer: %w", err)
 	}
 	g.wg.Add(1)
 	go g.read()
 
 	if files {
 		if err := g.attachFiles(hidden); err != nil {
-			return nil, err
+			return err
 		}
+		phase.Mark("guard: attach file tracepoints")
 	}
 	if !net {
-		return g, nil
+		return nil
 	}
 	// The allowlist first, then the hooks.
 	for _, r := range g.rules {
 		if r.Host == "" {
 			if err := g.put(r, r.Prefix); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
@@ -162,7 +248,7 @@ func newGuard(ctx context.Context, c *Compiled, env Env, audit, net, files bool)
 		ns := nameservers(resolvConf)
 		for _, r := range dnsRules(ns) {
 			if err := g.put(r, r.Prefix); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if len(ns) == 0 {
@@ -185,7 +271,7 @@ func newGuard(ctx context.Context, c *Compiled, env Env, audit, net, files bool)
 	} {
 		l, err := link.AttachCgroup(link.CgroupOptions{Path: g.cg.Dir, Attach: h.attach, Program: h.prog})
 		if err != nil {
-			return nil, fmt.Errorf("attach %s to the run cgroup: %w", h.attach, err)
+			return fmt.Errorf("attach %s to the run cgroup: %w", h.attach, err)
 		}
 		g.links = append(g.links, l)
 	}
@@ -193,7 +279,7 @@ func newGuard(ctx context.Context, c *Compiled, env Env, audit, net, files bool)
 		g.wg.Add(1)
 		go g.keepResolving()
 	}
-	return g, nil
+	return nil
 }
 
 // load creates the maps and only the programs this run attaches, in one collection: a run
@@ -209,7 +295,18 @@ func (g *guard) load(spec *ebpf.CollectionSpec, net, files bool) error {
 	if !files {
 		delete(spec.Programs, "sys_exit_path")
 	}
-	coll, err := ebpf.NewCollection(spec)
+	var opts ebpf.CollectionOptions
+	// The kernel's own types are the only relocation targets guard.c needs (task, file,
+	// dentry, mount): relocated from stored fixups, or against the kernel's BTF parsed once and
+	// shared by every run of this process.
+	left := relocate(spec)
+	phase.Mark("guard: CO-RE relocate")
+	if left {
+		if k, err := kernelBTF(); err == nil {
+			opts.Programs.KernelTypes = k
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
 	if err != nil {
 		return fmt.Errorf("load guard BPF programs: %w", err)
 	}
@@ -448,6 +545,15 @@ func (g *guard) record(d report.Denial) {
 // close detaches everything, drains the ring buffer, removes the cgroup (killing what is left
 // in it) and returns the denials and notes.
 func (g *guard) close() ([]report.Denial, []string) {
+	if err := g.wait(); err != nil {
+		// The background setup failed: nothing is loaded; the caller noted why.
+		close(g.stopResolve)
+		var notes []string
+		if err := g.cg.Remove(); err != nil {
+			notes = append(notes, err.Error())
+		}
+		return nil, notes
+	}
 	close(g.stopResolve)
 	for _, l := range g.links {
 		l.Close()
@@ -455,8 +561,10 @@ func (g *guard) close() ([]report.Denial, []string) {
 	g.links = nil
 	// The programs stay on the tracepoints a moment longer; they filter on this run's cgroup,
 	// which is empty by then.
+	phase.Mark("close: links")
 	kernrun.ClosePerfEvents(g.perfFDs)
 	g.perfFDs = nil
+	phase.Mark("close: perf events")
 	g.rd.Flush() // read what is there, then stop
 	g.wg.Wait()
 	g.rd.Close()
@@ -471,7 +579,9 @@ func (g *guard) close() ([]report.Denial, []string) {
 			notes = append(notes, fmt.Sprintf("%d network/file denials were not reported: the guard's ring buffer was full (they were still refused)", n))
 		}
 	}
+	phase.Mark("close: drain ringbuf")
 	g.coll.Close()
+	phase.Mark("close: collection")
 	if err := g.cg.Remove(); err != nil {
 		notes = append(notes, err.Error())
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/phase"
 )
 
 // MaybeInit must be the first thing main (and TestMain of packages that run the enforcer) calls.
@@ -23,6 +25,8 @@ func MaybeInit() {
 	// Everything that must survive exec (Landlock, capabilities, no_new_privs, the filter) is
 	// per thread: stay on this one.
 	runtime.LockOSThread()
+	phase.SetName("init")
+	phase.Mark("runtime start to MaybeInit")
 	os.Exit(initStage())
 }
 
@@ -61,6 +65,7 @@ func initStage() int {
 		return fail(initStatus{Stage: "config", Error: "sysprof exited before the sandbox started"})
 	}
 
+	phase.Mark("config")
 	if cfg.Sandbox {
 		layers, skipped, err := applySandbox(&cfg.Plan, cfg.Sockets, cfg.Degrade)
 		if err != nil {
@@ -76,6 +81,7 @@ func initStage() int {
 		}
 	}
 
+	phase.Mark("sandbox")
 	// The working directory was entered before the mounts: it still points into the host's
 	// mount (read-only now, or covered by the private /tmp). Enter it again through the
 	// sandbox's mount tree so relative paths see the writable binds.
@@ -104,12 +110,14 @@ func initStage() int {
 	}
 	// From here on every syscall goes through the filter; the parent's supervisor lets this
 	// stage's own calls through until the exec (it sees the status pipe close).
+	phase.Mark("lookup, seccomp")
 	_ = enc.Encode(initStatus{Ready: true, Listener: listener})
 	var one [1]byte
 	if n, err := unix.Read(fdSync, one[:]); n != 1 || err != nil {
 		return fail(initStatus{Stage: "sync", Error: "sysprof did not take over the seccomp listener"})
 	}
 	unix.Close(listener) // the parent holds its own copy now
+	phase.Mark("sync")
 	err = syscall.Exec(path, cfg.Argv, os.Environ())
 	return fail(initStatus{Stage: "exec", Error: fmt.Sprintf("exec %s: %v", path, err), Exit: execExit(err)})
 }

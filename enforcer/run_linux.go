@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
@@ -69,10 +70,12 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	for k, v := range opts.Vars {
 		env.Vars[k] = v
 	}
+	phase.Mark("host env")
 	compiled, err := Compile(opts.Profile, env)
 	if err != nil {
 		return nil, 125, fmt.Errorf("compile profile: %w", err)
 	}
+	phase.Mark("compile")
 	rep := report.New(opts.Command, opts.ProfilePath, opts.Audit)
 	rep.Started = time.Now().UTC()
 	rep.Notes = append(rep.Notes, compiled.Notes...)
@@ -122,9 +125,16 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	wantFiles := asRoot && sandboxAvailable && compiled.Plan.Landlock != nil
 	if wantNet || wantFiles {
 		why := guardAvailable()
-		if why == nil {
+		switch {
+		case why != nil:
+		case wantNet:
 			g, why = newGuard(ctx, compiled, env, opts.Audit, wantNet, wantFiles)
+		default:
+			// Files only: guard.c loads and attaches while the init stage starts; start waits
+			// for it before the command may exec.
+			g, why = startGuard(ctx, compiled, env, opts.Audit)
 		}
+		phase.Mark("guard setup")
 		if g != nil {
 			defer func() {
 				if g != nil { // start did not take it (a setup failure)
@@ -163,7 +173,18 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		rep.SetLayer(report.Layer{Name: layer, State: report.LayerDegraded, Detail: strings.Join(unenforceable[layer], "; ")})
 	}
 
+	res, err := start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep, g)
+	phase.Mark("start..wait")
+	guardUp := g != nil
 	if g != nil {
+		if why := g.wait(); why != nil { // the background setup failed (files only)
+			guardUp = false
+			if asRoot {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("file and network denials are not observed: %v", why))
+			}
+		}
+	}
+	if guardUp {
 		rep.Unobservable = nil
 		if wantFiles {
 			rep.Unobservable = append(rep.Unobservable, "file denials that are not an error (a hidden file reads as empty) or that name no path the sandbox hides (ENOENT of relative or symlinked paths)")
@@ -176,9 +197,9 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 			rep.Unobservable = append(rep.Unobservable, "network denials by Landlock or the empty network namespace (the call fails; no record)")
 		}
 	}
-	res, err := start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep, g)
 	if g != nil {
 		denials, notes := g.close()
+		phase.Mark("guard close")
 		g = nil
 		res.denials = append(res.denials, denials...)
 		rep.Notes = append(rep.Notes, notes...)
@@ -262,11 +283,13 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 	// until the command is gone.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	phase.Mark("prepare start")
 	if err := cmd.Start(); err != nil {
 		syncR.Close()
 		statusW.Close()
 		return res, fmt.Errorf("start init stage: %w", err)
 	}
+	phase.Mark("cmd.Start (fork/clone)")
 	syncR.Close()
 	statusW.Close()
 	pid := cmd.Process.Pid
@@ -358,6 +381,13 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 		cmd.Wait()
 		return res, initFailure(failure, opts.Command[0])
 	}
+	phase.Mark("wait for init stage ready")
+	if g != nil {
+		// A guard setting up in the background must be attached before the command runs. If
+		// it failed, the command runs unobserved (Run notes why), as when it fails up front.
+		g.wait()
+		phase.Mark("wait for guard")
+	}
 	listener, err := unix.PidfdGetfd(pidfd, listenerNum, 0)
 	if err != nil {
 		return abort(fmt.Errorf("take seccomp listener (pidfd_getfd): %w", err))
@@ -397,12 +427,19 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 		}
 	}()
 
+	phase.Mark("take listener, release")
 	for st := range msgs { // EOF: the exec happened (or the init stage died)
 		handle(st)
 	}
+	phase.Mark("wait for exec")
 	// Nothing of the sandbox outlives the command: when it exits, kill what is left of its
 	// process group (a lingering child would also keep cmd.Wait waiting for stdout's EOF).
+	// The pidfd stays open until this goroutine is done: polled after the deferred close, its
+	// number could be reused by the next pipe (such as exec's status pipe in ClosePerfEvents'
+	// helper), and a poll of that pipe's write end holds it open: exec then waits forever.
+	pollDone := make(chan struct{})
 	go func() {
+		defer close(pollDone)
 		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
 		for {
 			if _, err := unix.Poll(fds, -1); err != nil && errors.Is(err, unix.EINTR) {
@@ -413,8 +450,11 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 		_ = unix.Kill(-pid, unix.SIGKILL)
 	}()
 	werr := cmd.Wait()
+	<-pollDone // the process is gone: its pidfd is readable
+	phase.Mark("cmd.Wait")
 	close(waitDone)
 	sup.stop()
+	phase.Mark("supervisor stop")
 	var dropped int
 	res.denials, dropped = sup.take()
 	if dropped > 0 {

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sysprof/sysprof/enforcer"
+	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/synth"
 )
@@ -79,10 +82,20 @@ step that ran in one table; --report FILE writes one report per step, FILE.<step
 }
 
 func runEnforce(ctx context.Context, o *enforceOptions) error {
+	// SYSPROF_CPUPROFILE=FILE (undocumented): a Go CPU profile of sysprof itself, for bench work.
+	if f := os.Getenv("SYSPROF_CPUPROFILE"); f != "" {
+		if w, err := os.Create(f); err == nil && pprof.StartCPUProfile(w) == nil {
+			defer func() { pprof.StopCPUProfile(); w.Close() }()
+		}
+	}
+	// As root the guard's BPF object and the kernel's BTF are parsed while the profile loads.
+	enforcer.Prewarm()
 	if len(o.Gates) > 0 {
 		return runEnforceGates(ctx, o)
 	}
+	phase.Mark("cli")
 	p, err := policy.Load(o.Profile)
+	phase.Mark("policy.Load")
 	if err != nil {
 		return withCode(exitSysprof, fmt.Errorf("%w (learn one with `sudo sysprof learn -p %s -- CMD`)", err, o.Profile))
 	}
@@ -101,6 +114,7 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	if err != nil {
 		return commandErrorEnforce(code, err)
 	}
+	phase.Mark("enforcer.Run")
 	if err := rep.WriteTable(o.Err); err != nil {
 		return withCode(exitSysprof, err)
 	}

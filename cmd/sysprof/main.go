@@ -5,10 +5,14 @@ import (
 	"os"
 
 	"github.com/sysprof/sysprof/enforcer"
+	"github.com/sysprof/sysprof/internal/phase"
 )
 
 func main() {
 	// The enforce init stage re-executes this binary; it must run before the CLI parses anything.
 	enforcer.MaybeInit()
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	phase.Mark("runtime start to main")
+	code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	phase.Mark("exit")
+	os.Exit(code)
 }
