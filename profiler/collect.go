@@ -173,10 +173,11 @@ func joinComponents(b []byte) string {
 	return unsafe.String(unsafe.SliceData(buf), len(buf))
 }
 
-// joinName is filepath.Join(dir, name) for a clean absolute dir (from a dentry walk), without
+// joinName is filepath.Join(dir, name) for an absolute dir from a dentry walk, without
 // cleaning when name is a single plain component (the common case: fstatat(dirfd, "name")).
 func joinName(dir, name string) string {
-	if name == "" || name == "." || name == ".." || strings.IndexByte(name, '/') >= 0 {
+	if name == "" || name == "." || name == ".." || strings.IndexByte(name, '/') >= 0 ||
+		strings.Contains(dir, "//") || len(dir) > 1 && dir[len(dir)-1] == '/' { // an empty dentry name: Clean it as before
 		return filepath.Join(dir, name)
 	}
 	if dir == "/" {

@@ -1,6 +1,7 @@
 package profiler
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,6 +21,17 @@ func TestJoinComponents(t *testing.T) {
 	} {
 		if got := joinComponents([]byte(in)); got != want {
 			t.Errorf("joinComponents(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// joinName skips filepath.Clean for a plain name; it must agree with filepath.Join.
+func TestJoinNameIsJoin(t *testing.T) {
+	for _, dir := range []string{"/", "/usr", "/usr/share", "/a//b", "/usr/", "/x y"} {
+		for _, name := range []string{"f", "", ".", "..", "a/b", "../c", "a/", "x y", ".hidden", "..."} {
+			if got, want := joinName(dir, name), filepath.Join(dir, name); got != want {
+				t.Errorf("joinName(%q, %q) = %q, want %q", dir, name, got, want)
+			}
 		}
 	}
 }
