@@ -3,7 +3,6 @@ package policy
 import (
 	"bytes"
 	_ "embed"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -12,13 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // SupportedAPIVersions are the profile versions this sysprof reads.
@@ -60,24 +54,6 @@ var schemaJSON []byte
 // and, on top, what a schema cannot express (see Parse).
 func Schema() []byte { return slices.Clone(schemaJSON) }
 
-const schemaURL = "https://sysprof.dev/schemas/profile-v1.schema.json"
-
-var compiledSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
-	if err != nil {
-		return nil, fmt.Errorf("BUG: embedded profile schema: %w", err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, fmt.Errorf("BUG: embedded profile schema: %w", err)
-	}
-	s, err := c.Compile(schemaURL)
-	if err != nil {
-		return nil, fmt.Errorf("BUG: embedded profile schema: %w", err)
-	}
-	return s, nil
-})
-
 // Load reads and validates the profile at path (see Parse). A missing file gives an error
 // that wraps fs.ErrNotExist.
 func Load(path string) (*Profile, error) {
@@ -115,12 +91,10 @@ func Parse(name string, data []byte) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sch.Validate(v); err != nil {
-		var verr *jsonschema.ValidationError
-		if !errors.As(err, &verr) {
-			return nil, &LoadError{File: name, Msg: err.Error()}
-		}
-		return nil, t.schemaError(v, verr)
+	var issues []schemaIssue
+	sch.validate(v, nil, &issues)
+	if len(issues) > 0 {
+		return nil, t.schemaError(v, issues)
 	}
 	var p Profile
 	if err := root.Decode(&p); err != nil {
@@ -322,25 +296,12 @@ func quoteAny(v any) string {
 	return fmt.Sprint(v)
 }
 
-var printer = message.NewPrinter(language.English)
-
-// schemaError turns the first (by line) leaf schema error into a LoadError with a message
-// meant for a person editing the file.
-func (t *tree) schemaError(v any, verr *jsonschema.ValidationError) *LoadError {
+// schemaError turns the first (by line) schema failure into a LoadError with a message meant
+// for a person editing the file.
+func (t *tree) schemaError(v any, issues []schemaIssue) *LoadError {
 	var leaves []*LoadError
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			return
-		}
+	for _, e := range issues {
 		leaves = append(leaves, t.leafErrors(v, e)...)
-	}
-	walk(verr)
-	if len(leaves) == 0 {
-		return &LoadError{File: t.file, Msg: verr.Error()}
 	}
 	slices.SortStableFunc(leaves, func(a, b *LoadError) int {
 		if a.Line != b.Line {
@@ -351,49 +312,54 @@ func (t *tree) schemaError(v any, verr *jsonschema.ValidationError) *LoadError {
 	return leaves[0]
 }
 
-func (t *tree) leafErrors(v any, e *jsonschema.ValidationError) []*LoadError {
-	field := instanceField(v, e.InstanceLocation)
-	def := schemaDef(e.SchemaURL)
-	switch k := e.ErrorKind.(type) {
-	case *kind.AdditionalProperties:
+func (t *tree) leafErrors(v any, e schemaIssue) []*LoadError {
+	field := instanceField(v, e.loc)
+	def := e.def
+	switch e.kind {
+	case "additionalProperties":
 		var out []*LoadError
-		for _, p := range k.Properties {
+		for _, p := range e.keys {
 			f := childField(field, p)
 			out = append(out, t.errAt(f, t.line(f), "unknown field"+knownFields(field)))
 		}
 		return out
-	case *kind.Required:
+	case "required":
 		var out []*LoadError
-		for _, m := range k.Missing {
+		for _, m := range e.keys {
 			out = append(out, t.errAt(childField(field, m), t.line(field), "missing (required)"))
 		}
 		return out
 	}
 	line := t.line(field)
-	msg := e.ErrorKind.LocalizedString(printer)
-	switch k := e.ErrorKind.(type) {
-	case *kind.Type:
-		msg = fmt.Sprintf("must be %s, not %s", article(strings.Join(k.Want, " or ")), article(k.Got))
-	case *kind.Pattern:
+	var msg string
+	switch e.kind {
+	case "type":
+		msg = fmt.Sprintf("must be %s, not %s", article(strings.Join(e.want.([]string), " or ")), article(e.got.(string)))
+	case "const":
+		msg = "value must be " + displayValue(e.want)
+	case "pattern":
+		got := e.got.(string)
 		switch def {
 		case "path":
-			msg = fmt.Sprintf("%q must be absolute or start with a variable (%s)", k.Got, strings.Join(PathVariables, " "))
+			msg = fmt.Sprintf("%q must be absolute or start with a variable (%s)", got, strings.Join(PathVariables, " "))
 		case "syscallName":
-			msg = fmt.Sprintf("%q is not a syscall name (lowercase letters, digits and _)", k.Got)
+			msg = fmt.Sprintf("%q is not a syscall name (lowercase letters, digits and _)", got)
 		case "endpoint":
-			msg = fmt.Sprintf("%q is not an endpoint: want host:port, CIDR:port, [v6]:port, unix:/path or unix:@name", k.Got)
+			msg = fmt.Sprintf("%q is not an endpoint: want host:port, CIDR:port, [v6]:port, unix:/path or unix:@name", got)
 		case "value":
-			msg = fmt.Sprintf("%q is not a constant or number", k.Got)
+			msg = fmt.Sprintf("%q is not a constant or number", got)
 		default:
+			msg = fmt.Sprintf("%s does not match pattern %s", quoteAny(got), quoteAny(e.want))
 			if strings.HasSuffix(field, "sha256") {
-				msg = fmt.Sprintf("%q is not a sha256 (64 lowercase hex digits)", k.Got)
+				msg = fmt.Sprintf("%q is not a sha256 (64 lowercase hex digits)", got)
 			} else if strings.HasSuffix(field, "errno") {
-				msg = fmt.Sprintf("%q is not an errno name (EPERM, ENOSYS, ...)", k.Got)
+				msg = fmt.Sprintf("%q is not an errno name (EPERM, ENOSYS, ...)", got)
 			}
 		}
-	case *kind.Enum:
-		want := make([]string, len(k.Want))
-		for i, w := range k.Want {
+	case "enum":
+		wants := e.want.([]any)
+		want := make([]string, len(wants))
+		for i, w := range wants {
 			want[i] = fmt.Sprint(w)
 		}
 		what := "value"
@@ -404,13 +370,11 @@ func (t *tree) leafErrors(v any, e *jsonschema.ValidationError) []*LoadError {
 		if strings.HasSuffix(field, "proto") {
 			what = "protocol"
 		}
-		msg = fmt.Sprintf("%s is not a supported %s (%s)", quoteAny(k.Got), what, strings.Join(want, ", "))
-	case *kind.Minimum:
-		w, _ := k.Want.Float64()
-		msg = fmt.Sprintf("must be at least %v", w)
-	case *kind.Maximum:
-		w, _ := k.Want.Float64()
-		msg = fmt.Sprintf("must be at most %v", w)
+		msg = fmt.Sprintf("%s is not a supported %s (%s)", quoteAny(e.got), what, strings.Join(want, ", "))
+	case "minimum":
+		msg = fmt.Sprintf("must be at least %v", e.want)
+	case "maximum":
+		msg = fmt.Sprintf("must be at most %v", e.want)
 		if strings.HasSuffix(field, ".arg") {
 			msg = "argument index must be 0..5"
 		}
@@ -489,14 +453,4 @@ func instanceField(v any, loc []string) string {
 		}
 	}
 	return field
-}
-
-// schemaDef is the $defs entry a schema location is in: ".../#/$defs/path/pattern" -> "path".
-func schemaDef(url string) string {
-	_, frag, ok := strings.Cut(url, "#/$defs/")
-	if !ok {
-		return ""
-	}
-	def, _, _ := strings.Cut(frag, "/")
-	return def
 }
