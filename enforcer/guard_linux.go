@@ -228,7 +228,7 @@ func (g *guard) setup(ctx context.Context, c *Compiled, net, files bool) (err er
 	go g.read()
 
 	if files {
-		if err := g.attachFiles(hidden); err != nil {
+		if err := g.attachFiles(hidden, c); err != nil {
 			return err
 		}
 		phase.Mark("guard: attach file tracepoints")
