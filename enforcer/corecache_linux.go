@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,7 +24,7 @@ import (
 // and matching the types costs ~20 ms of CPU per run, more than everything else in enforce's
 // startup. The result depends only on the kernel and on the object, so it is computed once and
 // kept in a root-only file under coreCacheDir, keyed by a digest of the kernel's identity
-// (release, version, build-id notes, and a checksum of its whole BTF) and of the programs'
+// (boot id, release, version, build-id notes, size of its BTF) and of the programs'
 // instructions and relocations. A later run applies the stored instruction fields and loads
 // without the kernel's BTF. The verifier checks the programs either way; a missing,
 // unreadable or mismatching file only means the slow path.
@@ -51,8 +49,10 @@ type coreFile struct {
 	Programs map[string][]coreFix `json:"programs"`
 }
 
-// kernelID digests what identifies the running kernel's types. The BTF is read whole (a
-// checksum over ~5 MB costs well under a millisecond; its parse costs ~15).
+// kernelID digests what identifies the running kernel's types. The kernel's BTF cannot change
+// while it runs, so the boot id pins it (reading the ~5 MB BTF to checksum it cost ~1-2 ms
+// per run); release, version, build-id notes and the BTF's size only guard against a stale
+// file in a /run that outlived a boot.
 var kernelID = sync.OnceValues(func() ([]byte, error) {
 	h := sha256.New()
 	var u unix.Utsname
@@ -65,18 +65,16 @@ var kernelID = sync.OnceValues(func() ([]byte, error) {
 	if notes, err := os.ReadFile("/sys/kernel/notes"); err == nil {
 		h.Write(notes)
 	}
-	f, err := os.Open("/sys/kernel/btf/vmlinux")
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil || len(boot) < 32 {
+		return nil, fmt.Errorf("no boot id: %v", err)
+	}
+	h.Write(boot)
+	st, err := os.Stat("/sys/kernel/btf/vmlinux")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	c := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	n, err := io.CopyBuffer(c, f, make([]byte, 1<<20))
-	if err != nil {
-		return nil, err
-	}
-	binary.Write(h, binary.LittleEndian, n)
-	binary.Write(h, binary.LittleEndian, c.Sum32())
+	h.Write(binary.LittleEndian.AppendUint64(nil, uint64(st.Size())))
 	return h.Sum(nil), nil
 })
 
@@ -278,7 +276,10 @@ func storeCore(cf *coreFile) {
 	}
 	_, werr := tmp.Write(b)
 	cerr := tmp.Close()
-	if werr != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(coreCacheDir, "guard-"+cf.Key[:32]+".json")) != nil {
+	name := filepath.Join(coreCacheDir, "guard-"+cf.Key[:32]+".json")
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), name) != nil {
 		os.Remove(tmp.Name())
 	}
+	// Files of other sysprof builds stay: two builds in use would otherwise undo each other's
+	// (they are ~10 kB, and /run is emptied at boot).
 }
