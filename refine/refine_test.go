@@ -47,7 +47,9 @@ func base() *policy.Profile {
 			Read:       []policy.PathRule{{Path: "$WORKDIR"}, {Path: "/usr/lib"}},
 			Write:      []policy.PathRule{{Path: "$WORKDIR/target"}},
 			Hidden:     []policy.PathRule{{Path: "$HOME/.ssh", Note: "credential store"}, {Path: "$WORKDIR/**/.env"}},
-			PrivateTmp: true,
+			// No private /tmp: with one, every $TMPDIR path is the command's own and needs no
+			// proposal (see TestNoProposalInsidePrivateTmp).
+			PrivateTmp: false,
 		},
 	}
 }
@@ -529,5 +531,17 @@ func TestArgFlagsAndMPTCP(t *testing.T) {
 	}
 	if again, _ := Propose(out, r, aliceEnv); len(again) != 0 {
 		t.Errorf("still proposed after applying: %v", again[0].Exact)
+	}
+}
+
+func TestNoProposalInsidePrivateTmp(t *testing.T) {
+	p := base()
+	p.Filesystem.PrivateTmp = true
+	ps, err := Propose(p, rep(report.Denial{Kind: report.KindFile, Path: "/tmp/tmp.XyZ12abQ9/out.o", Access: "create", Exe: "/usr/bin/cc"}), aliceEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 0 {
+		t.Errorf("a write inside the private /tmp needs no change: got %d proposals", len(ps))
 	}
 }

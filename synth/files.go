@@ -209,16 +209,21 @@ func (s *state) passCredentials() []string {
 			}
 		}
 	}
+	hostStores := make([]string, len(s.stores))
+	for i, h := range s.stores {
+		hostStores[i] = Expand(h, s.ctx)
+	}
 	hiddenBy := func(p string) string {
 		for _, a := range allowed {
 			if Covers(a, p) {
 				return ""
 			}
 		}
-		for _, h := range s.stores {
+		hp := Expand(p, s.ctx)
+		for i, h := range s.stores {
 			// Compared on the host too: when two variables share a value ($TMPDIR or
 			// $WORKDIR = $HOME), the portable spelling of a path may use the other one.
-			if Covers(h, p) || Covers(Expand(h, s.ctx), Expand(p, s.ctx)) {
+			if Covers(h, p) || Covers(hostStores[i], hp) {
 				return h
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // PathVars are the variables a portable path may start with, in the order the portable-paths
@@ -93,7 +94,7 @@ func portablePath(p string, vars []variable, exePIDs map[string]bool) string {
 		}
 	}
 	for i, c := range rest {
-		rest[i] = GlobComponent(c)
+		rest[i] = globComponentCached(c)
 	}
 	if prefix == "" {
 		return "/" + strings.Join(rest, "/")
@@ -143,7 +144,9 @@ func GlobComponent(c string) string {
 	if c == "" || strings.ContainsAny(c, "*$") {
 		return c
 	}
-	c = timestampRE.ReplaceAllString(c, "*")
+	if countDigits(c) >= 8 { // a stamp holds at least 8 digits: skip the regexp otherwise
+		c = timestampRE.ReplaceAllString(c, "*")
+	}
 	for _, rp := range randomPrefixes {
 		if !strings.HasPrefix(c, rp.prefix) {
 			continue
@@ -179,6 +182,30 @@ func GlobComponent(c string) string {
 		out = strings.ReplaceAll(out, "**", "*")
 	}
 	return out
+}
+
+// globCache memoizes GlobComponent (a pure function): a trace repeats the same components
+// (usr, share, lib...) tens of thousands of times.
+var (
+	globCacheMu sync.Mutex
+	globCache   = map[string]string{}
+)
+
+func globComponentCached(c string) string {
+	globCacheMu.Lock()
+	g, ok := globCache[c]
+	globCacheMu.Unlock()
+	if ok {
+		return g
+	}
+	g = GlobComponent(c)
+	globCacheMu.Lock()
+	if len(globCache) >= 1<<16 {
+		clear(globCache)
+	}
+	globCache[c] = g
+	globCacheMu.Unlock()
+	return g
 }
 
 // globRun applies the generic rules of GlobComponent to one run of letters and digits.
@@ -278,7 +305,17 @@ func depth(p string) int {
 	if p == "/" || p == "" {
 		return 0
 	}
-	return len(strings.Split(strings.TrimPrefix(p, "/"), "/"))
+	return strings.Count(strings.TrimPrefix(p, "/"), "/") + 1
+}
+
+func countDigits(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			n++
+		}
+	}
+	return n
 }
 
 // Portable rewrites a host path into the portable form a profile stores, with the variables of
