@@ -44,9 +44,9 @@ func base() *policy.Profile {
 			},
 		},
 		Filesystem: policy.Filesystem{
-			Read:       []policy.PathRule{{Path: "$WORKDIR"}, {Path: "/usr/lib"}},
-			Write:      []policy.PathRule{{Path: "$WORKDIR/target"}},
-			Hidden:     []policy.PathRule{{Path: "$HOME/.ssh", Note: "credential store"}, {Path: "$WORKDIR/**/.env"}},
+			Read:   []policy.PathRule{{Path: "$WORKDIR"}, {Path: "/usr/lib"}},
+			Write:  []policy.PathRule{{Path: "$WORKDIR/target"}},
+			Hidden: []policy.PathRule{{Path: "$HOME/.ssh", Note: "credential store"}, {Path: "$WORKDIR/**/.env"}},
 			// No private /tmp: with one, every $TMPDIR path is the command's own and needs no
 			// proposal (see TestNoProposalInsidePrivateTmp).
 			PrivateTmp: false,
