@@ -40,9 +40,7 @@ func newFSFixture(t *testing.T) *fsFixture {
 		}
 	}
 	ld, err := filepath.EvalSymlinks("/lib64/ld-linux-x86-64.so.2")
-	if err != nil {
-		t.Skipf("no x86_64 dynamic loader: %v", err)
-	}
+	testutil.RequireNoErr(t, "the x86_64 dynamic loader", err)
 	p := victimProfile()
 	rules := func(paths ...string) (out []policy.PathRule) {
 		for _, p := range paths {
@@ -213,7 +211,7 @@ func TestWorkTreeInsidePrivateTmp(t *testing.T) {
 	testutil.RequireRoot(t)
 	f := newFSFixture(t)
 	if !strings.HasPrefix(f.work, "/tmp/") {
-		t.Skipf("work tree %s is not under /tmp (TMPDIR is set)", f.work)
+		testutil.RequireNoErr(t, "a work tree under /tmp", fmt.Errorf("%s is not under /tmp (TMPDIR is set)", f.work))
 	}
 	f.profile.Filesystem.PrivateTmp = true
 	o := f.run(t, f.profile, false, "read=src.txt", "write=src.txt", "write=out/ok.txt", "ok")
