@@ -48,7 +48,7 @@ func TestCLIExitStatus(t *testing.T) {
 		if os.Geteuid() == 0 {
 			// Root writes through permissions; a path below a regular file fails for anyone.
 			file := filepath.Join(b.Tmp, "regular-file")
-			writeFile(t, file, "", 0o644)
+			testutil.WriteFile(t, file, "", 0o644)
 			p = filepath.Join(file, "p.yaml")
 		} else {
 			dir := filepath.Join(b.Tmp, "read-only")
@@ -75,7 +75,7 @@ func TestCLIExitStatus(t *testing.T) {
 
 	t.Run("not-executable", func(t *testing.T) {
 		script := filepath.Join(b.Work, "not-exec.sh")
-		writeFile(t, script, "#!/bin/sh\necho ran\n", 0o644)
+		testutil.WriteFile(t, script, "#!/bin/sh\necho ran\n", 0o644)
 		r := sysprof(t, b, "learn", "-p", prof("ne"), "--", script)
 		mustCode(t, "learn of a file without x bits", r, 126)
 		if strings.Contains(r.Stdout, "ran") {
@@ -120,7 +120,7 @@ func TestCLIExitStatus(t *testing.T) {
 		mustCode(t, "learn echo", sysprof(t, b, "learn", "-p", p, "--", "echo", "hi"), 0)
 		mustCode(t, "enforce of a missing command", sysprof(t, b, "enforce", "-p", p, "--", filepath.Join(b.Tmp, "missing")), 127)
 		script := filepath.Join(b.Work, "not-exec-2.sh")
-		writeFile(t, script, "#!/bin/sh\necho ran\n", 0o644)
+		testutil.WriteFile(t, script, "#!/bin/sh\necho ran\n", 0o644)
 		mustCode(t, "enforce of a file without x bits", sysprof(t, b, "enforce", "-p", p, "--", script), 126)
 	})
 }

@@ -28,7 +28,7 @@ func newDriftProject(t *testing.T, base string, env ...string) *driftProject {
 	root := t.TempDir()
 	b := newBox(t, root, "ci", "runner", "project", "cproj")
 	b.Extra = env
-	writeFile(t, filepath.Join(b.Home, ".ssh", "id_test"), "-----BEGIN FAKE KEY-----\nnot a real key\n", 0o600)
+	testutil.WriteFile(t, filepath.Join(b.Home, ".ssh", "id_test"), "-----BEGIN FAKE KEY-----\nnot a real key\n", 0o600)
 	p := &driftProject{box: b, profile: filepath.Join(root, "profiles", "make.yaml")}
 	if base != "" {
 		p.useMakefile(t, base)
@@ -44,7 +44,7 @@ func (p *driftProject) useMakefile(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(p.box.Work, "Makefile"), string(data), 0o644)
+	testutil.WriteFile(t, filepath.Join(p.box.Work, "Makefile"), string(data), 0o644)
 }
 
 // drift cleans the build (so that it does everything again) and runs

@@ -86,7 +86,7 @@ func TestLearnCredentialReadWhenTmpdirIsHome(t *testing.T) {
 	requireTool(t, "sh")
 	b := cliBox(t)
 	b.Tmp = b.Home
-	writeFile(t, filepath.Join(b.Home, ".ssh", "id_test"), "fake key\n", 0o600)
+	testutil.WriteFile(t, filepath.Join(b.Home, ".ssh", "id_test"), "fake key\n", 0o600)
 	p := filepath.Join(b.Home, "ssh.yaml")
 	r := sysprof(t, b, "learn", "-p", p, "--", "sh", "-c", `read -r key < "$HOME/.ssh/id_test"; echo read`)
 	mustCode(t, "learn", r, 0)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,11 +41,8 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	sysprofBin = filepath.Join(dir, "sysprof")
-	build := exec.Command("go", "build", "-o", sysprofBin, "./cmd/sysprof")
-	build.Dir = testutil.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: go build ./cmd/sysprof: %v\n%s", err, out)
+	if sysprofBin, err = testutil.BuildSysprof(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
 	hostPath, rustupHome = toolEnvironment()
@@ -105,7 +101,7 @@ func newBox(t testing.TB, root, side, user, work, fixture string) *box {
 		}
 	}
 	if fixture != "" {
-		copyTree(t, testutil.Testdata("projects", fixture), b.Work)
+		testutil.CopyTree(t, testutil.Testdata("projects", fixture), b.Work)
 	}
 	return b
 }
@@ -317,42 +313,6 @@ func changesString(cs []policy.Change) string {
 		return "  (none)\n"
 	}
 	return b.String()
-}
-
-// copyTree copies the regular files and directories of src into dst.
-func copyTree(t testing.TB, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
-	if err != nil {
-		t.Fatalf("copy %s: %v", src, err)
-	}
-}
-
-func writeFile(t testing.TB, path, content string, mode os.FileMode) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), mode); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func loadProfile(t testing.TB, path string) *policy.Profile {

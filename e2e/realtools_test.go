@@ -79,8 +79,8 @@ var realTools = []realTool{
 		argv: []string{"sh", "-c", `git init -q . && git add README && git commit -q -m "first commit" && git status --short --branch && git log --format="%H %an <%ae> %s"`},
 		setup: func(t *testing.T, b *box) {
 			user := filepath.Base(b.Home)
-			writeFile(t, filepath.Join(b.Work, "README"), "a project under git\n", 0o644)
-			writeFile(t, filepath.Join(b.Home, ".gitconfig"), fmt.Sprintf("[user]\n\tname = %s\n\temail = %s@example.com\n[init]\n\tdefaultBranch = main\n", user, user), 0o644)
+			testutil.WriteFile(t, filepath.Join(b.Work, "README"), "a project under git\n", 0o644)
+			testutil.WriteFile(t, filepath.Join(b.Home, ".gitconfig"), fmt.Sprintf("[user]\n\tname = %s\n\temail = %s@example.com\n[init]\n\tdefaultBranch = main\n", user, user), 0o644)
 			b.Extra = append(b.Extra,
 				"GIT_AUTHOR_NAME=Sysprof Test", "GIT_AUTHOR_EMAIL=test@example.com",
 				"GIT_COMMITTER_NAME=Sysprof Test", "GIT_COMMITTER_EMAIL=test@example.com",

@@ -43,10 +43,10 @@ func victim(t *testing.T, rel, fixture string) *box {
 	t.Helper()
 	b := newBox(t, victimUser, rel, fixture)
 	for name, content := range secrets {
-		writeFile(t, filepath.Join(b.Home, name), content, 0o600)
+		testutil.WriteFile(t, filepath.Join(b.Home, name), content, 0o600)
 	}
 	for name, content := range dotfiles {
-		writeFile(t, filepath.Join(b.Home, name), content, 0o644)
+		testutil.WriteFile(t, filepath.Join(b.Home, name), content, 0o644)
 	}
 	return b
 }
@@ -213,7 +213,7 @@ func TestAttacks(t *testing.T) {
 			argv:    []string{"./tidy"},
 			twin:    func(t *testing.T, b *box) { b.sh(t, "gcc -O2 -Wall -DBENIGN -o tidy tidy.c") },
 			prepare: func(t *testing.T, b *box) {
-				writeFile(t, filepath.Join(b.Work, "..", "sibling", "notes.txt"), "the sibling project's notes\n", 0o644)
+				testutil.WriteFile(t, filepath.Join(b.Work, "..", "sibling", "notes.txt"), "the sibling project's notes\n", 0o644)
 			},
 			// The malicious formatter: built the same way, without -DBENIGN.
 			beforeEnforce: func(t *testing.T, b *box) { b.sh(t, "gcc -O2 -Wall -o tidy tidy.c") },
@@ -236,7 +236,7 @@ func TestAttacks(t *testing.T) {
 			twin: func(t *testing.T, b *box) {
 				// The same Makefile, with the generator built -DBENIGN.
 				data := readFile(t, filepath.Join(b.Work, "Makefile"))
-				writeFile(t, filepath.Join(b.Work, "Makefile"), strings.Replace(data, "GENFLAGS ?=\n", "GENFLAGS ?= -DBENIGN\n", 1), 0o644)
+				testutil.WriteFile(t, filepath.Join(b.Work, "Makefile"), strings.Replace(data, "GENFLAGS ?=\n", "GENFLAGS ?= -DBENIGN\n", 1), 0o644)
 			},
 			// KNOWN GAP (enforcer), as for cargo: the generator is built by this very make, and
 			// an exec rule on a file that does not exist yet is not granted. The checkout's

@@ -40,11 +40,8 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	sysprofBin = filepath.Join(dir, "sysprof")
-	build := exec.Command("go", "build", "-o", sysprofBin, "./cmd/sysprof")
-	build.Dir = testutil.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "shipped: go build ./cmd/sysprof: %v\n%s", err, out)
+	if sysprofBin, err = testutil.BuildSysprof(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "shipped:", err)
 		return 1
 	}
 	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
@@ -135,7 +132,7 @@ func getUser(t testing.TB, name string) *user {
 			}
 		}
 	}
-	writeFile(t, filepath.Join(u.Home, ".gitconfig"), fmt.Sprintf("[user]\n\tname = %s\n\temail = %s@example.com\n[init]\n\tdefaultBranch = main\n", name, name), 0o644)
+	testutil.WriteFile(t, filepath.Join(u.Home, ".gitconfig"), fmt.Sprintf("[user]\n\tname = %s\n\temail = %s@example.com\n[init]\n\tdefaultBranch = main\n", name, name), 0o644)
 	if rustupBin != "" {
 		bin := filepath.Join(u.Home, ".cargo", "bin")
 		if err := os.MkdirAll(bin, 0o755); err != nil {
@@ -174,7 +171,7 @@ func newBox(t testing.TB, name, rel, fixture string) *box {
 		t.Fatal(err)
 	}
 	if fixture != "" {
-		copyTree(t, testutil.Testdata(fixture), b.Work)
+		testutil.CopyTree(t, testutil.Testdata(fixture), b.Work)
 	}
 	return b
 }
@@ -385,48 +382,13 @@ func (l *listener) received() (int, string) {
 	return l.conns, l.got.String()
 }
 
-func copyTree(t testing.TB, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
-	if err != nil {
-		t.Fatalf("copy %s: %v", src, err)
-	}
-}
-
 func copyFile(t testing.TB, src, dst string, mode os.FileMode) {
 	t.Helper()
 	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dst, string(data), mode)
-}
-
-func writeFile(t testing.TB, path, content string, mode os.FileMode) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), mode); err != nil {
-		t.Fatal(err)
-	}
+	testutil.WriteFile(t, dst, string(data), mode)
 }
 
 func readFile(t testing.TB, path string) string {

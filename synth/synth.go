@@ -115,6 +115,7 @@ var pipeline = []pass{
 	{"private-tmp", (*state).passPrivateTmp},
 	{"syscalls", (*state).passSyscalls},
 	{"base", (*state).passBase},
+	{"runtime-variants", (*state).passRuntimeVariants},
 	{"portable-syscalls", (*state).passPortableSyscalls},
 	{"args", (*state).passArgs},
 	{"network", (*state).passNetwork},

@@ -197,14 +197,35 @@ var syscallFamilies = [][]string{
 	{"time", "clock_gettime", "gettimeofday"},
 }
 
-// passPortableSyscalls adds every member of a family the command used, when Options.Portable
-// asks for it; the explain line states the cost.
-func (s *state) passPortableSyscalls() []string {
-	if !s.opts.Portable {
+// runtimeFamilies are syscalls language runtimes pick by timing, not by what the program does:
+// which wait a scheduler blocks in when the timer fires first (tokio's epoll_wait vs
+// epoll_pwait), whether a spinning lock yields, whether Go's sysmon preempts a goroutine (a
+// tgkill of its own thread with SIGURG). A learn run sees one; enforce or drift may see another.
+// Seeing any member allows them all; each member carries the same risk as the others.
+var runtimeFamilies = [][]string{
+	{"epoll_wait", "epoll_pwait", "epoll_pwait2"},
+	{"poll", "ppoll"},
+	{"select", "pselect6"},
+	{"nanosleep", "clock_nanosleep"},
+	{"wait4", "waitid"},
+	{"futex", "sched_yield"},
+	{"sigaltstack", "tgkill", "getpid", "gettid"},
+}
+
+// passRuntimeVariants adds the timing-dependent variants of the syscalls the command used.
+func (s *state) passRuntimeVariants() []string {
+	added := s.addFamilies(runtimeFamilies)
+	if len(added) == 0 {
 		return nil
 	}
+	return []string{fmt.Sprintf("%s added that runtimes pick by timing: %s", plural(len(added), "syscall"), strings.Join(added, ", "))}
+}
+
+// addFamilies allows every member of each family of which the command used one, with the
+// earliest provenance of the members seen, and returns what it added (sorted).
+func (s *state) addFamilies(families [][]string) []string {
 	var added []string
-	for _, fam := range syscallFamilies {
+	for _, fam := range families {
 		var pr prov
 		used := false
 		for _, n := range fam {
@@ -224,6 +245,16 @@ func (s *state) passPortableSyscalls() []string {
 		}
 	}
 	slices.Sort(added)
+	return added
+}
+
+// passPortableSyscalls adds every member of a family the command used, when Options.Portable
+// asks for it; the explain line states the cost.
+func (s *state) passPortableSyscalls() []string {
+	if !s.opts.Portable {
+		return nil
+	}
+	added := s.addFamilies(syscallFamilies)
 	if len(added) == 0 {
 		return []string{"portable: every libc variant of the syscalls used is already allowed (cost: 0 syscalls)"}
 	}
