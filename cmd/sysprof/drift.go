@@ -50,19 +50,11 @@ step widens its profile.`,
 				o.Gates, o.Debug = gates, cfg.Debug
 				return runF(cmd.Context(), o)
 			}
-			command, err := commandArgs(cmd, args)
-			if err != nil {
-				return err
-			}
-			o.Command = command
-			cfg, err := loadConfig(cmd)
+			cfg, err := commandTarget(cmd, args, &o.Command, &o.Profile)
 			if err != nil {
 				return err
 			}
 			o.Debug = cfg.Debug
-			if o.Profile == "" {
-				o.Profile = cfg.defaultProfilePath(synth.Name(command))
-			}
 			return runF(cmd.Context(), o)
 		},
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/policy"
-	"github.com/sysprof/sysprof/synth"
 )
 
 type enforceOptions struct {
@@ -56,17 +55,8 @@ step that ran in one table; --report FILE writes one report per step, FILE.<step
 				o.Gates = gates
 				return runF(cmd.Context(), o)
 			}
-			command, err := commandArgs(cmd, args)
-			if err != nil {
+			if _, err := commandTarget(cmd, args, &o.Command, &o.Profile); err != nil {
 				return err
-			}
-			o.Command = command
-			if o.Profile == "" {
-				cfg, err := loadConfig(cmd)
-				if err != nil {
-					return err
-				}
-				o.Profile = cfg.defaultProfilePath(synth.Name(command))
 			}
 			return runF(cmd.Context(), o)
 		},
