@@ -413,11 +413,16 @@ func renderSARIF(w io.Writer, cs []policy.Change, o *Options) error {
 		}
 		results = append(results, r)
 	}
+	return writeSARIF(w, o.Version, rules, results)
+}
+
+// writeSARIF writes one SARIF 2.1.0 run of sysprof with its rules and results.
+func writeSARIF(w io.Writer, version string, rules []sarifRule, results []sarifResult) error {
 	if rules == nil {
 		rules = []sarifRule{}
 	}
 	log := sarifLog{Schema: sarifSchema, Version: "2.1.0", Runs: []sarifRun{{
-		Tool:    sarifTool{Driver: sarifDriver{Name: "sysprof", Version: o.Version, Rules: rules}},
+		Tool:    sarifTool{Driver: sarifDriver{Name: "sysprof", Version: version, Rules: rules}},
 		Results: results,
 	}}}
 	enc := json.NewEncoder(w)

@@ -206,18 +206,5 @@ func renderStepsSARIF(w io.Writer, steps []Step, o *Options) error {
 			}
 		}
 	}
-	if rules == nil {
-		rules = []sarifRule{}
-	}
-	log := sarifLog{Schema: sarifSchema, Version: "2.1.0", Runs: []sarifRun{{
-		Tool:    sarifTool{Driver: sarifDriver{Name: "sysprof", Version: o.Version, Rules: rules}},
-		Results: results,
-	}}}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(log); err != nil {
-		return fmt.Errorf("render sarif: %w", err)
-	}
-	return nil
+	return writeSARIF(w, o.Version, rules, results)
 }
