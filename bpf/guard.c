@@ -183,20 +183,7 @@ struct {
 	__type(value, __u32);
 } fops SEC(".maps");
 
-struct scratch {
-	__u32 busy;
-	__u32 off;   // walk: where the next component goes in data
-	__u32 limit; // walk: no component starts beyond this
-	__u32 trunc; // walk: the path was longer than the room for it
-	__u8 data[SCRATCH_SZ];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, struct scratch);
-} scratch SEC(".maps");
+#include "scratch.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -378,20 +378,7 @@ struct {
 // program cannot overwrite what a tracepoint program on the same CPU is building.
 #define SLOT_SYSEXIT 0
 #define SLOT_EXEC 1
-struct scratch {
-	__u32 busy;
-	__u32 off;   // walk: where the next component goes in data
-	__u32 limit; // walk: no component starts beyond this
-	__u32 trunc; // walk: the path was longer than the room for it
-	__u8 data[SCRATCH_SZ];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, struct scratch);
-} scratch SEC(".maps");
+#include "scratch.h"
 
 static __always_inline void count(__u32 idx)
 {

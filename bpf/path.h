@@ -1,6 +1,6 @@
 // path.h: the dentry walk that turns a struct path into its absolute name, shared by learn.c
-// and guard.c. The including file defines struct scratch (off, limit, trunc, data), the per-CPU
-// scratch map, DATA_MASK, NAME_SZ and PATH_SZ before including it.
+// and guard.c. The including file includes scratch.h and defines DATA_MASK, NAME_SZ and PATH_SZ
+// before including it.
 #ifndef SYSPROF_PATH_H
 #define SYSPROF_PATH_H
 
