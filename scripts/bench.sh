@@ -26,6 +26,10 @@ storm="$work/victim storm 2000000"
 storm_small="$work/victim storm 200000"
 gobuild="go build -o /dev/null ."
 gcc1="cc -O2 -c -o $work/cproj/greet.o $work/cproj/greet.c"
+# A mid-size translation unit (testdata/bench/module.c, ~560 lines): a compile that takes long
+# enough for a per-compile cost to show as what it is; greet.c (10 lines) is all startup.
+cp "$top/testdata/bench/module.c" "$work/cproj/module.c"
+gcc2="cc -O2 -c -o $work/cproj/module.o $work/cproj/module.c"
 findusr="find /usr -xdev"
 
 hf() { # name, then hyperfine args
@@ -63,6 +67,7 @@ echo "== enforce: learn the profiles once"
 (cd "$work" && $sp learn --fresh -p "$work/true.yaml" -- true >/dev/null 2>&1)
 (cd "$work/gomod" && $sp learn --fresh -p "$work/gobuild-warm.yaml" -- $gobuild >/dev/null 2>&1)
 (cd "$work" && $sp learn --fresh -p "$work/gcc.yaml" -- $gcc1 >/dev/null 2>&1)
+(cd "$work" && $sp learn --fresh -p "$work/gcc2.yaml" -- $gcc2 >/dev/null 2>&1)
 bwrap_ro="bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --ro-bind $work $work"
 firejail_ok=
 if command -v firejail >/dev/null && firejail --noprofile --quiet true >/dev/null 2>&1; then firejail_ok=1; fi
@@ -78,19 +83,28 @@ echo "== enforce: 2M-syscall storm"
 	-n "sysprof enforce" "$sp enforce -p $work/storm.yaml -- $storm" \
 	-n "bwrap --unshare-all" "$bwrap_ro $storm")
 
-echo "== enforce: go build (warm cache) and gcc -c"
+echo "== enforce: go build (cold and warm cache) and gcc -c"
+# Cold: the build a CI job runs (the profile learned from a cold build covers the cache writes).
+(cd "$work/gomod" && rm -rf "$GOCACHE" && $sp learn --fresh -p "$work/gobuild-cold.yaml" -- $gobuild >/dev/null 2>&1)
+(cd "$work/gomod" && hf enforce-gobuild-cold --runs "$build_runs" --prepare "rm -rf $GOCACHE" -n bare "$gobuild" \
+	-n "sysprof enforce" "$sp enforce -p $work/gobuild-cold.yaml -- $gobuild" \
+	-n "bwrap --unshare-all" "$bwrap_ro --bind $work $work $gobuild")
+(cd "$work/gomod" && $gobuild)
 (cd "$work/gomod" && hf enforce-gobuild --runs "$runs" --warmup 1 -n bare "$gobuild" \
 	-n "sysprof enforce" "$sp enforce -p $work/gobuild-warm.yaml -- $gobuild" \
 	-n "bwrap --unshare-all" "$bwrap_ro --bind $GOCACHE $GOCACHE --bind $PWD $PWD $gobuild")
 (cd "$work" && hf enforce-gcc --runs 10 --warmup 2 -n bare "$gcc1" \
 	-n "sysprof enforce" "$sp enforce -p $work/gcc.yaml -- $gcc1" \
 	-n "bwrap --unshare-all" "$bwrap_ro --bind $work/cproj $work/cproj $gcc1")
+(cd "$work" && hf enforce-gcc-module --runs "$runs" --warmup 1 -n bare "$gcc2" \
+	-n "sysprof enforce" "$sp enforce -p $work/gcc2.yaml -- $gcc2" \
+	-n "bwrap --unshare-all" "$bwrap_ro --bind $work/cproj $work/cproj $gcc2")
 
 echo
 python3 - "$out" <<'PY'
 import json, os, sys
 out = sys.argv[1]
-for name in ["learn-storm", "learn-storm-strace", "learn-gobuild", "learn-find", "enforce-true", "enforce-storm", "enforce-gobuild", "enforce-gcc"]:
+for name in ["learn-storm", "learn-storm-strace", "learn-gobuild", "learn-find", "enforce-true", "enforce-storm", "enforce-gobuild-cold", "enforce-gobuild", "enforce-gcc", "enforce-gcc-module"]:
     p = os.path.join(out, name + ".json")
     if not os.path.exists(p):
         continue
