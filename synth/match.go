@@ -96,56 +96,90 @@ func Covers(pat, p string) bool {
 			return false
 		}
 	}
-	if !strings.Contains(pat, "*") { // fast path: a plain prefix on a component boundary
-		return pat == "/" || strings.HasPrefix(p, pat+"/")
+	if strings.IndexByte(pat, '*') < 0 { // fast path: a plain prefix on a component boundary
+		return pat == "/" || len(p) > len(pat) && p[len(pat)] == '/' && p[:len(pat)] == pat
 	}
-	return coverComps(splitPath(pat), splitPath(p))
+	pi, qi := compStart(pat), compStart(p)
+	return coverComps(pat, pi, p, qi)
 }
 
-func splitPath(p string) []string {
-	if p == "/" {
-		return nil
+// The matcher walks component lists in place instead of splitting them: a list is a path and
+// the offset of its first component (compStart), and an offset past the end (len+1) is the
+// empty list. "/" is the empty list, "" the list holding one empty component, and one leading
+// slash is not a component: the lists strings.Split(strings.TrimPrefix(p, "/"), "/") would give.
+
+// compStart is the offset of the first component of p.
+func compStart(p string) int {
+	switch {
+	case p == "/":
+		return 2
+	case strings.HasPrefix(p, "/"):
+		return 1
 	}
-	return strings.Split(strings.TrimPrefix(p, "/"), "/")
+	return 0
 }
 
-func coverComps(pat, p []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for i := 0; i <= len(p); i++ {
-				if coverComps(pat[1:], p[i:]) {
+// comp returns the component of p at offset i and the offset of the next one.
+func comp(p string, i int) (string, int) {
+	j := strings.IndexByte(p[i:], '/')
+	if j < 0 {
+		return p[i:], len(p) + 1
+	}
+	return p[i : i+j], i + j + 1
+}
+
+func coverComps(pat string, pi int, p string, qi int) bool {
+	for pi <= len(pat) {
+		pc, pnext := comp(pat, pi)
+		if pc == "**" {
+			for {
+				if coverComps(pat, pnext, p, qi) {
 					return true
 				}
+				if qi > len(p) {
+					return false
+				}
+				_, qi = comp(p, qi)
 			}
+		}
+		if qi > len(p) {
 			return false
 		}
-		if len(p) == 0 || !globMatch(pat[0], p[0]) {
+		qc, qnext := comp(p, qi)
+		if !globMatch(pc, qc) {
 			return false
 		}
-		pat, p = pat[1:], p[1:]
+		pi, qi = pnext, qnext
 	}
 	return true
 }
 
 // globMatch matches one component against a pattern whose only metacharacter is `*`.
 func globMatch(pat, s string) bool {
-	if !strings.Contains(pat, "*") {
+	star := strings.IndexByte(pat, '*')
+	if star < 0 {
 		return pat == s
 	}
-	parts := strings.Split(pat, "*")
-	if !strings.HasPrefix(s, parts[0]) {
+	// The parts between stars: the first is a prefix, the middle ones are found leftmost in
+	// order, the last is a suffix of what remains.
+	if !strings.HasPrefix(s, pat[:star]) {
 		return false
 	}
-	s = s[len(parts[0]):]
-	last := parts[len(parts)-1]
-	for _, mid := range parts[1 : len(parts)-1] {
+	s = s[star:]
+	rest := pat[star+1:]
+	for {
+		next := strings.IndexByte(rest, '*')
+		if next < 0 {
+			return len(s) >= len(rest) && strings.HasSuffix(s, rest)
+		}
+		mid := rest[:next]
 		i := strings.Index(s, mid)
 		if i < 0 {
 			return false
 		}
 		s = s[i+len(mid):]
+		rest = rest[next+1:]
 	}
-	return len(s) >= len(last) && strings.HasSuffix(s, last)
 }
 
 func firstComp(p string) string {
