@@ -191,6 +191,7 @@ func (s *state) passCredentials() []string {
 		add(p, "ssh-agent socket")
 	}
 	s.stores = sortedKeys(stores)
+	s.storeSet = newPatternSet(s.stores)
 	var allowed []string
 	for _, a := range s.opts.AllowSecrets {
 		allowed = append(allowed, s.secretPattern(a))
@@ -213,6 +214,7 @@ func (s *state) passCredentials() []string {
 	for i, h := range s.stores {
 		hostStores[i] = Expand(h, s.ctx)
 	}
+	portableIdx, hostIdx := s.storeSet, newPatternSet(hostStores)
 	hiddenBy := func(p string) string {
 		for _, a := range allowed {
 			if Covers(a, p) {
@@ -220,14 +222,26 @@ func (s *state) passCredentials() []string {
 			}
 		}
 		hp := Expand(p, s.ctx)
-		for i, h := range s.stores {
-			// Compared on the host too: when two variables share a value ($TMPDIR or
-			// $WORKDIR = $HOME), the portable spelling of a path may use the other one.
-			if Covers(h, p) || Covers(hostStores[i], hp) {
-				return h
-			}
+		// The first store, in s.stores order, that covers p. Compared on the host too: when two
+		// variables share a value ($TMPDIR or $WORKDIR = $HOME), the portable spelling of a path
+		// may use the other one.
+		covers := func(i int) bool { return Covers(s.stores[i], p) || Covers(hostStores[i], hp) }
+		i := portableIdx.firstCovering(p, covers)
+		if j := hostIdx.firstCovering(hp, covers); j >= 0 && (i < 0 || j < i) {
+			i = j
 		}
-		return ""
+		if i < 0 {
+			return ""
+		}
+		return s.stores[i]
+	}
+	// Observations come sorted by path: a path seen with several access kinds is judged once.
+	lastPath, lastStore := "", ""
+	hiddenByCached := func(p string) string {
+		if p != lastPath || p == "" {
+			lastPath, lastStore = p, hiddenBy(p)
+		}
+		return lastStore
 	}
 	seen := map[string]bool{}
 	warn := func(exe, what, p, h string) {
@@ -242,7 +256,7 @@ func (s *state) passCredentials() []string {
 	dropped, warned := 0, 0
 	kept := s.files[:0]
 	for _, f := range s.files {
-		h := hiddenBy(f.path)
+		h := hiddenByCached(f.path)
 		if h == "" {
 			kept = append(kept, f)
 			continue
@@ -524,7 +538,7 @@ func (s *state) passWrite() []string {
 			continue
 		}
 		n++
-		target, note := writeTarget(f.path, f.access, f.dir, s.stores)
+		target, note := writeTarget(f.path, f.access, f.dir, s.storeSet)
 		switch {
 		case target == "":
 			refused = append(refused, f.path)
@@ -562,14 +576,14 @@ const (
 //
 // Inside a credential store (reachable only through --allow-secret) only the exact path is
 // granted, never its directory: allowing ~/.ssh/known_hosts must not make ~/.ssh writable.
-func writeTarget(p, access string, dir bool, stores []string) (string, string) {
+func writeTarget(p, access string, dir bool, stores *patternSet) (string, string) {
 	var target, note string
 	switch a := writeAnchor(p); {
-	case a != "" && !touchesStore(a, stores):
+	case a != "" && !stores.touches(a):
 		return a, noteCache
 	case access == trace.AccessCreate && dir:
 		target, note = p, noteCreated
-	case access == trace.AccessWrite || protectedDir(parentDir(p)) || touchesStore(parentDir(p), stores):
+	case access == trace.AccessWrite || protectedDir(parentDir(p)) || stores.touches(parentDir(p)):
 		target = p
 	default:
 		target = parentDir(p)
@@ -763,7 +777,7 @@ func under1(d, p string) bool {
 // roots.
 func (s *state) passRollupRead() []string {
 	blocked := func(d string) bool { // a tree the tool also wrote in is not "only read"
-		if touchesStore(d, s.stores) {
+		if s.storeSet.touches(d) {
 			return true
 		}
 		for w := range s.write {
@@ -779,7 +793,7 @@ func (s *state) passRollupRead() []string {
 			msgs = append(msgs, fmt.Sprintf("rolled up %d files under %s → %s (read)", r.files, d, d))
 		}
 	}
-	storeBlocked := func(d string) bool { return touchesStore(d, s.stores) }
+	storeBlocked := func(d string) bool { return s.storeSet.touches(d) }
 	for _, d := range rollup(s.list, s.opts.RollupThreshold, "directories", readRollupAllowed, storeBlocked) {
 		if r := s.list[d]; r != nil {
 			msgs = append(msgs, fmt.Sprintf("rolled up %d directories under %s → %s (list)", r.files, d, d))
@@ -792,7 +806,7 @@ func (s *state) passRollupRead() []string {
 // with its deps, build and .fingerprint directories becomes one rule).
 func (s *state) passRollupWrite() []string {
 	allowed := func(d string) bool { return !protectedDir(d) }
-	blocked := func(d string) bool { return touchesStore(d, s.stores) }
+	blocked := func(d string) bool { return s.storeSet.touches(d) }
 	var msgs []string
 	for _, d := range rollup(s.write, s.opts.RollupThreshold, "files", allowed, blocked) {
 		if r := s.write[d]; r != nil {

@@ -168,7 +168,7 @@ func refusedByDesign(f trace.FileAccess, ctx map[string]string) bool {
 	case f.Access == trace.AccessRead && !f.Dir:
 		return tooBroadToRead(p)
 	case isWriteKind(f.Access):
-		target, _ := writeTarget(p, f.Access, f.Dir, append(slices.Clone(CredentialStores), sshAgentDefault))
+		target, _ := writeTarget(p, f.Access, f.Dir, newPatternSet(append(slices.Clone(CredentialStores), sshAgentDefault)))
 		return target == ""
 	case f.Access == trace.AccessExec:
 		return tooBroadToExec(p)

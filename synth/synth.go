@@ -222,6 +222,7 @@ type state struct {
 	// stores are the credential stores of this profile, hidden or allowed: no roll-up or
 	// directory grant may reach into one.
 	stores        []string
+	storeSet      *patternSet // stores, indexed
 	privateTmp    bool
 	syscalls      map[string]*sysRule
 	arches        map[string]bool
