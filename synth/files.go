@@ -20,16 +20,42 @@ func (s *state) passPortable() []string {
 	var procSelf, procAny int
 	// counted is false for failed accesses: they are converted like the rest, but their
 	// (many: ld.so's search path) names would only clutter the explain lines.
+	// Observations come sorted by path: one path seen with several access kinds by one exe is
+	// rewritten once (the pids of exe matter for /proc/<pid>), and the next path usually lies
+	// in the directory of the last (portableMemo). Executables (exe "") are few and repeat.
+	var lastIn, lastExe, lastOut string
+	memo := newPortableMemo(s.vars)
+	exeOut := map[string]string{}
+	var lastExeIn, lastExeOut string
 	conv := func(p, exe string, counted bool) string {
 		if p == "" || !path.IsAbs(p) {
 			return p
 		}
-		out := portablePath(p, s.vars, s.exePIDs[exe])
+		var out string
+		switch {
+		case exe == "" && p == lastExeIn:
+			out = lastExeOut
+		case exe == "":
+			o, ok := exeOut[p]
+			if !ok {
+				o = portablePath(p, s.vars, s.exePIDs[exe])
+				exeOut[p] = o
+			}
+			out, lastExeIn, lastExeOut = o, p, o
+		case p == lastIn && exe == lastExe:
+			out = lastOut
+		default:
+			out = memo.path(p, func() map[string]bool { return s.exePIDs[exe] })
+			lastIn, lastExe, lastOut = p, exe, out
+		}
 		if !counted {
 			return out
 		}
 		if strings.HasPrefix(out, "$") {
-			name := strings.SplitN(out[1:], "/", 2)[0]
+			name := out[1:]
+			if i := strings.IndexByte(name, '/'); i >= 0 {
+				name = name[:i]
+			}
 			if perVar[name] == nil {
 				perVar[name] = map[string]bool{}
 			}

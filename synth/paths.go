@@ -61,7 +61,163 @@ func portablePath(p string, vars []variable, exePIDs map[string]bool) string {
 	if p == "" || !path.IsAbs(p) {
 		return p
 	}
-	p = path.Clean(p)
+	if !cleanAbs(p) {
+		p = path.Clean(p)
+	}
+	switch first, _ := comp(p, 1); first {
+	case "proc", "sys", "dev":
+		return portableKernelPath(p, exePIDs)
+	}
+	prefix, rest := "", p[1:] // rest: the components after the variable, or all of them
+	for _, v := range vars {
+		if p == v.value {
+			return "$" + v.name
+		}
+		if len(p) > len(v.value) && p[len(v.value)] == '/' && p[:len(v.value)] == v.value {
+			prefix, rest = "$"+v.name, p[len(v.value)+1:]
+			break
+		}
+	}
+	// Glob the components; most need nothing, and then neither does the path.
+	var b strings.Builder
+	changed := false
+	for i := 0; i <= len(rest); {
+		c, next := comp(rest, i)
+		g := c
+		if mayGlob(c) {
+			g = globComponentCached(c)
+		}
+		switch {
+		case changed:
+			b.WriteByte('/')
+			b.WriteString(g)
+		case g != c:
+			changed = true
+			b.Grow(len(prefix) + len(rest) + 8)
+			b.WriteString(prefix)
+			b.WriteByte('/')
+			b.WriteString(rest[:i]) // the unchanged components, with their trailing slash
+			b.WriteString(g)
+		}
+		i = next
+	}
+	switch {
+	case changed:
+		return b.String()
+	case prefix == "":
+		return p
+	}
+	return prefix + "/" + rest
+}
+
+// portableMemo is portablePath for many paths at once, each directory rewritten once: the
+// portable form of a path is that of its directory, a slash, and its globbed base name, unless
+// the path is a variable's value itself or lies in /proc, /sys or /dev (where the pids of the
+// process that made the access matter). Those, and paths that are not clean, take portablePath.
+//
+// It remembers the directories of the last path, each the parent of the next (the paths come
+// sorted, so that is where the next path usually lies); any order gives the same answers.
+type portableMemo struct {
+	vars    []variable
+	varLens uint64 // bit n: a variable's value is n bytes long (n < 64; longer ones always checked)
+	stack   []dirMemo
+}
+
+type dirMemo struct {
+	dir, out string
+	ok       bool // false: the directory's paths take portablePath
+}
+
+func newPortableMemo(vars []variable) *portableMemo {
+	m := &portableMemo{vars: vars}
+	for _, v := range vars {
+		if len(v.value) < 64 {
+			m.varLens |= 1 << len(v.value)
+		}
+	}
+	return m
+}
+
+// path returns portablePath(p, m.vars, pids()); pids is called only for paths that need it.
+// p is remembered as a directory too: the next path may lie in it.
+func (m *portableMemo) path(p string, pids func() map[string]bool) string {
+	if r := m.dir(p); r.ok {
+		return r.out
+	}
+	return portablePath(p, m.vars, pids())
+}
+
+// dir returns the portable form of path d, as the directory of the paths that follow, or ok
+// false when d's paths (and d) need portablePath. A directory that is a variable's value is
+// that variable; its paths are still its form, a slash and their base name: the variable they
+// start with is the one d starts with.
+func (m *portableMemo) dir(d string) dirMemo {
+	// Keep on the stack only d's ancestors.
+	for n := len(m.stack); n > 0; n-- {
+		top := m.stack[n-1].dir
+		if top == d {
+			return m.stack[n-1]
+		}
+		if len(d) > len(top) && d[len(top)] == '/' && d[:len(top)] == top {
+			break
+		}
+		m.stack = m.stack[:n-1]
+	}
+	r := dirMemo{dir: d}
+	switch i := strings.LastIndexByte(d, '/'); {
+	case i < 0 || !plainName(d[i+1:]):
+	case i == 0:
+		switch d {
+		case "/proc", "/sys", "/dev":
+		default:
+			r.out, r.ok = portablePath(d, m.vars, nil), true
+		}
+	default:
+		parent := m.dir(d[:i]) // on the stack now, below d
+		switch {
+		case !parent.ok:
+		case m.isVarValue(d):
+			r.out, r.ok = portablePath(d, m.vars, nil), true
+		default:
+			r.out, r.ok = m.join(d, i, parent.out), true
+		}
+	}
+	m.stack = append(m.stack, r)
+	return r
+}
+
+// join is the portable form of p (its base name after p[i]) in a directory whose portable
+// form is dir.
+func (m *portableMemo) join(p string, i int, dir string) string {
+	base := p[i+1:]
+	g := base
+	if mayGlob(base) {
+		g = globComponentCached(base)
+	}
+	if g == base && dir == p[:i] {
+		return p
+	}
+	return dir + "/" + g
+}
+
+func (m *portableMemo) isVarValue(p string) bool {
+	if len(p) < 64 && m.varLens&(1<<len(p)) == 0 {
+		return false
+	}
+	for _, v := range m.vars {
+		if v.value == p {
+			return true
+		}
+	}
+	return false
+}
+
+// plainName reports whether a base name keeps a clean path clean.
+func plainName(b string) bool { return b != "" && b != "." && b != ".." }
+
+// portableKernelPath is portablePath for /proc, /sys and /dev (p clean and absolute):
+// /proc/<pid> and task ids, and terminal numbers, are per run; nothing else there is.
+func portableKernelPath(p string, exePIDs map[string]bool) string {
 	comps := strings.Split(p[1:], "/")
 	switch {
 	case len(comps) >= 2 && comps[0] == "proc" && allDigits(comps[1]):
@@ -79,31 +235,63 @@ func portablePath(p string, vars []variable, exePIDs map[string]bool) string {
 		return "/" + strings.Join(comps, "/")
 	case len(comps) == 3 && comps[0] == "dev" && comps[1] == "pts" && allDigits(comps[2]):
 		return "/dev/pts/*"
-	case comps[0] == "proc" || comps[0] == "sys" || comps[0] == "dev":
-		return p
 	}
-	prefix, rest := "", comps
-	for _, v := range vars {
-		if p == v.value || strings.HasPrefix(p, v.value+"/") {
-			prefix = "$" + v.name
-			rest = strings.Split(strings.TrimPrefix(p[len(v.value):], "/"), "/")
-			if p == v.value {
-				rest = nil
-			}
-			break
+	return p
+}
+
+// cleanAbs reports whether the absolute path p is what path.Clean returns for it: no empty,
+// "." or ".." component and no trailing slash (but "/").
+func cleanAbs(p string) bool {
+	if p == "/" {
+		return true
+	}
+	if p[len(p)-1] == '/' {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] != '/' {
+			continue
+		}
+		// p[i+1:] starts a component: reject "", "." and "..".
+		j := i + 1
+		if j == len(p) || p[j] == '/' {
+			return false
+		}
+		if p[j] == '.' && (j+1 == len(p) || p[j+1] == '/' || p[j+1] == '.' && (j+2 == len(p) || p[j+2] == '/')) {
+			return false
 		}
 	}
-	for i, c := range rest {
-		rest[i] = globComponentCached(c)
-	}
-	if prefix == "" {
-		return "/" + strings.Join(rest, "/")
-	}
-	if len(rest) == 0 {
-		return prefix
-	}
-	return prefix + "/" + strings.Join(rest, "/")
+	return true
 }
+
+// mayGlob reports whether GlobComponent could change c: every rule of it needs a digit or one
+// of the temp-name prefixes, so a name with neither comes back as it is.
+func mayGlob(c string) bool {
+	for i := 0; i < len(c); i++ {
+		if c[i] >= '0' && c[i] <= '9' {
+			return true
+		}
+	}
+	if c == "" {
+		return false
+	}
+	if randomPrefixFirst[c[0]] {
+		for _, rp := range randomPrefixes {
+			if strings.HasPrefix(c, rp.prefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// randomPrefixFirst holds the first bytes of the randomPrefixes.
+var randomPrefixFirst = func() (t [256]bool) {
+	for _, rp := range randomPrefixes {
+		t[rp.prefix[0]] = true
+	}
+	return t
+}()
 
 // randomPrefixes are temp-name makers whose random part has no digits often enough that the
 // generic rules would miss it: the prefix is kept and the random run after it becomes `*`.

@@ -1,6 +1,9 @@
 package synth
 
 import (
+	"math/rand/v2"
+	"path"
+	"strings"
 	"testing"
 
 	"github.com/sysprof/sysprof/trace"
@@ -234,6 +237,37 @@ func TestSecretPattern(t *testing.T) {
 	} {
 		if got := s.secretPattern(c.in); got != c.want {
 			t.Errorf("secretPattern(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestPortablePathShortcuts checks the shortcuts portablePath takes against what they stand
+// for: cleanAbs against path.Clean, mayGlob (false: GlobComponent leaves the name alone), and
+// portableMemo against portablePath itself.
+func TestPortablePathShortcuts(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	pieces := []string{"/", "/", ".", "..", "a", "tmp.", "cc", "ssh-", "rustc", ".tmp", "B", "7", "2026", "-", "x9Z", "deadbeef", "_",
+		"/proc/", "/dev/", "/sys", "12345", "/a/b", "/tmp", "home", "/home/u"}
+	vars := pathVars(map[string]string{"HOME": "/home/u", "WORKDIR": "/a/b", "TMPDIR": "/tmp", "GOROOT": "/a/b/7", "GOCACHE": "/proc/x"})
+	memo := newPortableMemo(vars)
+	pids := map[string]bool{"12345": true}
+	for i := 0; i < 100000; i++ {
+		var b strings.Builder
+		b.WriteString("/")
+		for n := r.IntN(8); n >= 0; n-- {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		p := b.String()
+		if got, want := cleanAbs(p), path.Clean(p) == p; got != want {
+			t.Fatalf("cleanAbs(%q) = %v, want %v", p, got, want)
+		}
+		if got, want := memo.path(p, func() map[string]bool { return pids }), portablePath(p, vars, pids); got != want {
+			t.Fatalf("portableMemo.path(%q) = %q, portablePath gives %q", p, got, want)
+		}
+		for _, c := range strings.Split(p, "/") {
+			if !mayGlob(c) && GlobComponent(c) != c {
+				t.Fatalf("mayGlob(%q) = false, but GlobComponent gives %q", c, GlobComponent(c))
+			}
 		}
 	}
 }
