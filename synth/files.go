@@ -725,70 +725,127 @@ func readRollupAllowed(d string) bool {
 }
 
 // rollup replaces, deepest directory first, every set of at least threshold rules under one
-// allowed directory by that directory, until nothing changes. It returns the directories it
-// made, with how many files each stands for.
+// allowed directory by that directory, until nothing changes. It returns, sorted, the
+// directories it made that are rules in the end (not rolled up further themselves).
+//
+// It works on the tree of the rules and their ancestor directories, children before parents:
+// whether a directory rolls up depends only on what is below it, so this is the same as going
+// level by level from the deepest, and every rule is visited once. Merging provenance does not
+// depend on the order (earliest keeps the lowest rank and name, and the highest seen count).
 func rollup(rules map[string]*pathRule, threshold int, noun string, allowed, blocked func(string) bool) []string {
-	maxDepth := 0
-	for p := range rules {
-		maxDepth = max(maxDepth, depth(p))
+	type node struct {
+		path             string
+		rule             *pathRule // nil: no rule at path (any more)
+		firstChild, next int32     // -1: none
+		below            int       // rules strictly below path
 	}
-	var made []string
-	for dd := maxDepth - 1; dd > 0; dd-- {
-		groups := map[string][]string{}
-		ok := map[string]bool{}
-		for p := range rules {
-			if depth(p) <= dd {
-				continue
+	nodes := make([]node, 0, len(rules)+len(rules)/8)
+	for p, r := range rules {
+		r.node = int32(len(nodes))
+		nodes = append(nodes, node{path: p, rule: r, firstChild: -1, next: -1})
+	}
+	// Link every node to its parent (the ancestor one level up, which ends at the last slash),
+	// making the directories that hold no rule.
+	others := map[string]int32{}
+	var roots []int32
+	var link func(i int32)
+	link = func(i int32) {
+		p := nodes[i].path
+		slash := strings.LastIndexByte(p, '/')
+		if slash <= 0 { // depth(p) < 2
+			roots = append(roots, i)
+			return
+		}
+		d := p[:slash]
+		var parent int32
+		made := false
+		if r := rules[d]; r != nil {
+			parent = r.node
+		} else if j, ok := others[d]; ok {
+			parent = j
+		} else {
+			parent, made = int32(len(nodes)), true
+			nodes = append(nodes, node{path: d, firstChild: -1, next: -1})
+			others[d] = parent
+		}
+		nodes[i].next = nodes[parent].firstChild
+		nodes[parent].firstChild = i
+		if made {
+			link(parent)
+		}
+	}
+	for i := range int32(len(rules)) {
+		link(i)
+	}
+	var madeNodes []int32
+	gone := make([]int32, 0, len(rules))
+	var members []*pathRule
+	var collect func(i int32)
+	collect = func(i int32) { // take the rules strictly below node i
+		for c := nodes[i].firstChild; c >= 0; c = nodes[c].next {
+			if r := nodes[c].rule; r != nil {
+				members = append(members, r)
+				gone = append(gone, c)
+				nodes[c].rule = nil
 			}
-			d := ancestorAt(p, dd)
-			a, seen := ok[d]
-			if !seen {
-				a = d != "/" && allowed(d)
-				ok[d] = a
-			}
-			if a {
-				groups[d] = append(groups[d], p)
+			collect(c)
+		}
+	}
+	var visit func(i int32)
+	visit = func(i int32) {
+		count := 0
+		for c := nodes[i].firstChild; c >= 0; c = nodes[c].next {
+			visit(c)
+			count += nodes[c].below
+			if nodes[c].rule != nil {
+				count++
 			}
 		}
-		for _, d := range sortedKeys(groups) {
-			under := groups[d]
-			if len(under) < threshold || blocked(d) {
-				continue
+		nodes[i].below = count
+		d := nodes[i].path
+		if count == 0 || count < threshold || depth(d) < 1 || d == "/" || !allowed(d) || blocked(d) {
+			return
+		}
+		members = members[:0]
+		collect(i)
+		r := &pathRule{}
+		if old := nodes[i].rule; old != nil {
+			*r = *old
+		}
+		for _, m := range members {
+			r.prov = earliest(r.prov, m.prov)
+			r.files += max(m.files, 1)
+		}
+		r.note = fmt.Sprintf("rolled up from %d %s", r.files, noun)
+		n := &nodes[i]
+		n.rule, n.below, n.firstChild = r, 0, -1
+		madeNodes = append(madeNodes, i)
+	}
+	for _, i := range roots {
+		visit(i)
+	}
+	// Write the result back: rebuilt when most rules went (cheaper than deleting them).
+	if len(gone) > len(rules)/2 {
+		clear(rules)
+		for i := range nodes {
+			if r := nodes[i].rule; r != nil {
+				rules[nodes[i].path] = r
 			}
-			slices.Sort(under)
-			r := &pathRule{}
-			if old := rules[d]; old != nil {
-				*r = *old
-			}
-			for _, p := range under {
-				r.prov = earliest(r.prov, rules[p].prov)
-				r.files += max(rules[p].files, 1)
-				delete(rules, p)
-			}
-			r.note = fmt.Sprintf("rolled up from %d %s", r.files, noun)
-			rules[d] = r
-			made = append(made, d)
+		}
+	} else {
+		for _, i := range gone {
+			delete(rules, nodes[i].path)
+		}
+	}
+	var made []string
+	for _, i := range madeNodes {
+		if r := nodes[i].rule; r != nil { // not rolled up further
+			rules[nodes[i].path] = r
+			made = append(made, nodes[i].path)
 		}
 	}
 	slices.Sort(made)
-	return slices.Compact(made)
-}
-
-// ancestorAt returns the ancestor of p with n components ("/usr/lib" for /usr/lib/x/y and 2).
-func ancestorAt(p string, n int) string {
-	i, seen := 0, 0
-	if strings.HasPrefix(p, "/") {
-		i = 1
-	}
-	for ; i < len(p); i++ {
-		if p[i] == '/' {
-			seen++
-			if seen == n {
-				return p[:i]
-			}
-		}
-	}
-	return p
+	return made
 }
 
 // under1 reports whether p lies below (or at) d; a fast path for glob-free d.

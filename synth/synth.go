@@ -164,7 +164,8 @@ func (p prov) policy() policy.Provenance { return policy.Provenance{By: p.by, Se
 type pathRule struct {
 	prov
 	note  string
-	files int // distinct observed paths the rule stands for
+	files int   // distinct observed paths the rule stands for
+	node  int32 // scratch of rollup: the rule's place in its tree
 }
 
 type fileObs struct {
