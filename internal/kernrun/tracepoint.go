@@ -88,6 +88,45 @@ func AttachTracepoint(group, name string, prog *ebpf.Program) (int, error) {
 	return fd, nil
 }
 
+// OpenTracepoint opens the perf event of a tracepoint on CPU 0, enabled, without a program:
+// AttachTracepoint in two steps, so that the (slower) opens can run while the program is still
+// being loaded. Attach the program with SetTracepointProgram; until then the event counts
+// nothing anyone reads. Call EnsureTracefs first.
+func OpenTracepoint(group, name string) (int, error) {
+	tracefsMu.Lock()
+	dir := tracefsDir
+	tracefsMu.Unlock()
+	idText, err := os.ReadFile(filepath.Join(dir, "events", group, name, "id"))
+	if err != nil {
+		return -1, err
+	}
+	id, err := strconv.ParseUint(strings.TrimSpace(string(idText)), 10, 64)
+	if err != nil {
+		return -1, fmt.Errorf("tracepoint id %q: %w", idText, err)
+	}
+	attr := unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_TRACEPOINT,
+		Config:      id,
+		Sample_type: unix.PERF_SAMPLE_RAW,
+		Sample:      1,
+		Wakeup:      1,
+	}
+	attr.Size = uint32(unsafe.Sizeof(attr))
+	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("perf_event_open: %w", err)
+	}
+	return fd, nil
+}
+
+// SetTracepointProgram attaches prog to a perf event from OpenTracepoint.
+func SetTracepointProgram(fd int, prog *ebpf.Program) error {
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog.FD()); err != nil {
+		return fmt.Errorf("PERF_EVENT_IOC_SET_BPF: %w", err)
+	}
+	return nil
+}
+
 // ClosePerfEvents closes tracepoint perf events without waiting for them.
 //
 // Closing a tracepoint perf event waits for an RCU grace period under a global mutex (~65 ms
