@@ -54,32 +54,13 @@ func TracepointExists(group, name string) bool {
 // every CPU) and attaches prog to it with PERF_EVENT_IOC_SET_BPF. It returns the perf event fd;
 // closing it detaches the program (slowly: see HandOff). Call EnsureTracefs first.
 func AttachTracepoint(group, name string, prog *ebpf.Program) (int, error) {
-	tracefsMu.Lock()
-	dir := tracefsDir
-	tracefsMu.Unlock()
-	idText, err := os.ReadFile(filepath.Join(dir, "events", group, name, "id"))
+	fd, err := OpenTracepoint(group, name)
 	if err != nil {
 		return -1, err
 	}
-	id, err := strconv.ParseUint(strings.TrimSpace(string(idText)), 10, 64)
-	if err != nil {
-		return -1, fmt.Errorf("tracepoint id %q: %w", idText, err)
-	}
-	attr := unix.PerfEventAttr{
-		Type:        unix.PERF_TYPE_TRACEPOINT,
-		Config:      id,
-		Sample_type: unix.PERF_SAMPLE_RAW,
-		Sample:      1,
-		Wakeup:      1,
-	}
-	attr.Size = uint32(unsafe.Sizeof(attr))
-	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
-	if err != nil {
-		return -1, fmt.Errorf("perf_event_open: %w", err)
-	}
-	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog.FD()); err != nil {
+	if err := SetTracepointProgram(fd, prog); err != nil {
 		unix.Close(fd)
-		return -1, fmt.Errorf("PERF_EVENT_IOC_SET_BPF: %w", err)
+		return -1, err
 	}
 	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
 		unix.Close(fd)
