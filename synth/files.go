@@ -430,8 +430,20 @@ func isWriteKind(a string) bool {
 	return a == trace.AccessWrite || a == trace.AccessCreate || a == trace.AccessDelete
 }
 
+// resized returns m, or a copy of it with room for n more rules when it is small.
+func resized(m map[string]*pathRule, n int) map[string]*pathRule {
+	if n < 64 || len(m) > n {
+		return m
+	}
+	out := make(map[string]*pathRule, len(m)+n)
+	for p, r := range m {
+		out[p] = r
+	}
+	return out
+}
+
 // addRule merges one observation into a rule map.
-func addRule(m map[string]*pathRule, p string, pr prov, note string) {
+func (s *state) addRule(m map[string]*pathRule, p string, pr prov, note string) {
 	if r := m[p]; r != nil {
 		r.prov = earliest(r.prov, pr)
 		if r.note == "" {
@@ -439,7 +451,14 @@ func addRule(m map[string]*pathRule, p string, pr prov, note string) {
 		}
 		return
 	}
-	m[p] = &pathRule{prov: pr, note: note, files: 1}
+	// Rules come from a slab: a trace can make tens of thousands before the roll-ups.
+	if len(s.ruleSlab) == 0 {
+		s.ruleSlab = make([]pathRule, 512)
+	}
+	r := &s.ruleSlab[0]
+	s.ruleSlab = s.ruleSlab[1:]
+	*r = pathRule{prov: pr, note: note, files: 1}
+	m[p] = r
 }
 
 // passSourceTree makes the source tree one read-only rule: a build reads its sources, which
@@ -459,7 +478,7 @@ func (s *state) passSourceTree() []string {
 	if len(paths) == 0 {
 		return nil
 	}
-	addRule(s.read, "$WORKDIR", pr, "source tree, read-only")
+	s.addRule(s.read, "$WORKDIR", pr, "source tree, read-only")
 	return []string{fmt.Sprintf("%s read under $WORKDIR → $WORKDIR (read-only source tree)", plural(len(paths), "path"))}
 }
 
@@ -475,18 +494,29 @@ func (s *state) passSourceTree() []string {
 //   - /dev nodes (/dev/null, /dev/tty, /dev/urandom) stay exact rules, never rolled up.
 func (s *state) passRead() []string {
 	var files, dirs, meta, refused int
+	// Size the maps once: a trace may hold 100k paths.
+	nList, nRead := 0, 0
+	for _, f := range s.files {
+		switch {
+		case f.access == trace.AccessList || f.access == trace.AccessRead && f.dir:
+			nList++
+		case f.access == trace.AccessRead:
+			nRead++
+		}
+	}
+	s.list, s.read = resized(s.list, nList), resized(s.read, nRead)
 	for _, f := range s.files {
 		switch {
 		case f.access == trace.AccessMetadata:
 			meta++
 		case f.access == trace.AccessList || f.access == trace.AccessRead && f.dir:
-			addRule(s.list, f.path, s.provOf(f.exe), "")
+			s.addRule(s.list, f.path, s.provOf(f.exe), "")
 			dirs++
 		case f.access == trace.AccessRead && tooBroadToRead(f.path):
 			refused++
 		case f.access == trace.AccessRead:
 			if !Covers("$WORKDIR", f.path) || s.read["$WORKDIR"] == nil {
-				addRule(s.read, f.path, s.provOf(f.exe), "")
+				s.addRule(s.read, f.path, s.provOf(f.exe), "")
 			}
 			files++
 		}
@@ -576,7 +606,7 @@ func (s *state) passWrite() []string {
 		case target == f.path:
 			exact++
 		}
-		addRule(s.write, target, s.provOf(f.exe), note)
+		s.addRule(s.write, target, s.provOf(f.exe), note)
 	}
 	if n == 0 {
 		return nil
@@ -671,7 +701,7 @@ func tooBroadToExec(p string) bool { return tooBroadToRead(p) || tooBroadToWrite
 func (s *state) passExec() []string {
 	n := 0
 	for _, p := range s.procs {
-		addRule(s.exec, p.exe, s.provOf(p.parent), "")
+		s.addRule(s.exec, p.exe, s.provOf(p.parent), "")
 		n++
 	}
 	var refused []string
@@ -683,7 +713,7 @@ func (s *state) passExec() []string {
 			refused = append(refused, f.path)
 			continue
 		}
-		addRule(s.exec, f.path, s.provOf(f.exe), "")
+		s.addRule(s.exec, f.path, s.provOf(f.exe), "")
 		n++
 	}
 	if n+len(refused) == 0 {

@@ -224,6 +224,7 @@ type state struct {
 	// directory grant may reach into one.
 	stores        []string
 	storeSet      *patternSet // stores, indexed
+	ruleSlab      []pathRule  // where addRule takes new rules from
 	privateTmp    bool
 	syscalls      map[string]*sysRule
 	arches        map[string]bool
@@ -310,6 +311,7 @@ func (s *state) ingestTrace(t *trace.Trace) {
 		}
 		s.procs = append(s.procs, procObs{exe: p.Exe, parent: parent, sha: p.SHA256})
 	}
+	s.files = make([]fileObs, 0, len(t.Files))
 	for _, f := range t.Files {
 		s.files = append(s.files, fileObs{path: f.Path, access: f.Access, exe: f.Exe, ok: f.OK, dir: f.Dir, errno: f.Errno})
 	}
@@ -327,10 +329,18 @@ func (s *state) ingestTrace(t *trace.Trace) {
 			port: n.Port, path: n.Path, host: n.Host, ok: n.OK})
 	}
 	// Observation order must not matter, for the explain lines and warnings either.
-	slices.SortFunc(s.files, func(a, b fileObs) int {
-		return cmp.Or(strings.Compare(a.path, b.path), strings.Compare(a.access, b.access), strings.Compare(a.exe, b.exe),
+	// The profiler writes them sorted by path already: check in one pass before sorting, and
+	// compare lazily (cmp.Or would compare every field of each pair).
+	fileCmp := func(a, b fileObs) int {
+		if c := strings.Compare(a.path, b.path); c != 0 {
+			return c
+		}
+		return cmp.Or(strings.Compare(a.access, b.access), strings.Compare(a.exe, b.exe),
 			boolCmp(a.ok, b.ok), boolCmp(a.dir, b.dir), cmp.Compare(a.errno, b.errno))
-	})
+	}
+	if !slices.IsSortedFunc(s.files, fileCmp) {
+		slices.SortFunc(s.files, fileCmp)
+	}
 	slices.SortFunc(s.sys, func(a, b sysObs) int {
 		return cmp.Or(strings.Compare(a.exe, b.exe), strings.Compare(a.arch, b.arch), strings.Compare(a.name, b.name), cmp.Compare(a.nr, b.nr))
 	})
