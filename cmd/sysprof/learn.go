@@ -156,8 +156,12 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 		fmt.Fprintf(o.Err, "sysprof: started from the shipped profile %s (%d syscalls, %d read, %d write, %d exec paths)\n",
 			o.FromProfile, len(shipped.Syscalls.Allow), len(shipped.Filesystem.Read), len(shipped.Filesystem.Write), len(shipped.Filesystem.Exec))
 	}
+	t0 := time.Now()
 	if err := saveLearned(o.Profile, learned, o.Fresh, o.Force); err != nil {
 		return withCode(exitSysprof, err)
+	}
+	if os.Getenv("SYSPROF_TIMINGS") != "" {
+		fmt.Fprintf(os.Stderr, "timing learn %7.2fms save\n", float64(time.Since(t0).Microseconds())/1000)
 	}
 	printLearnSummary(o.Err, tr, wall, o.Profile)
 	if o.Debug || os.Getenv("SYSPROF_STATS") != "" {
@@ -189,10 +193,19 @@ func learnOnce(ctx context.Context, po profiler.Options, so synth.Options) (*tra
 }
 
 // saveLearned merges a learned profile into path under the profile lock so that concurrent learns
-// never lose each other's observations.
+// never lose each other's observations. With fresh it replaces the profile, still under the lock,
+// without reading (and parsing) what was there.
 func saveLearned(path string, learned *policy.Profile, fresh, force bool) error {
+	if fresh {
+		unlock, err := policy.Lock(path)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		return policy.Save(path, learned)
+	}
 	return policy.Update(path, func(old *policy.Profile) (*policy.Profile, error) {
-		if fresh || old == nil {
+		if old == nil {
 			return learned, nil
 		}
 		if !force && !policy.SameCommand(old, learned) {
