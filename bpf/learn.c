@@ -457,14 +457,100 @@ static __always_inline __u64 exe_key_of(struct file *f)
 
 // ---- dentry walk -----------------------------------------------------------------------------
 
+// path.h (shared with guard.c) gives fd_file. learn.c walks with its own loop below: path.h's
+// keeps typed kernel pointers in its bpf_loop context, and a subprogram's argument types go
+// into the program's BTF: ~2000 kernel types (struct dentry reaches most of the kernel), which
+// cost ~5 ms of loading per program that walks. Here the context holds plain integers, and a
+// step reads d_parent and d_name with one helper call instead of two.
 #include "path.h"
 
+struct lwalk_ctx {
+	__u64 dentry;   // struct dentry *
+	__u64 mnt;      // struct mount *
+	__u64 mnt_root; // struct dentry *
+	__u32 slot;
+	__u32 pad;
+};
+
+// What one step reads from a dentry: d_parent, then d_name (struct qstr: hash_len, name).
+struct dentry_head {
+	__u64 parent;
+	__u64 hash_len;
+	__u64 name;
+};
+
+static long lwalk_step(__u32 i, struct lwalk_ctx *c)
+{
+	__u32 slot = c->slot;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	if (!s)
+		return 1;
+	__u64 d = c->dentry;
+	struct dentry_head h;
+	if (bpf_core_field_offset(struct dentry, d_name) == bpf_core_field_offset(struct dentry, d_parent) + 8 &&
+	    bpf_core_field_offset(struct qstr, name) == 8) {
+		if (bpf_probe_read_kernel(&h, sizeof(h), (void *)(d + bpf_core_field_offset(struct dentry, d_parent))))
+			return 1;
+	} else {
+		struct dentry *dp = (struct dentry *)d;
+		h.parent = (__u64)BPF_CORE_READ(dp, d_parent);
+		h.name = (__u64)BPF_CORE_READ(dp, d_name.name);
+	}
+	if (d == c->mnt_root || d == h.parent) {
+		struct mount *m = (struct mount *)c->mnt;
+		struct mount *mp = BPF_CORE_READ(m, mnt_parent);
+		if (d != c->mnt_root || mp == m || !mp)
+			return 1; // the root, or a tree without a mount above it
+		c->dentry = (__u64)BPF_CORE_READ(m, mnt_mountpoint);
+		c->mnt = (__u64)mp;
+		c->mnt_root = (__u64)BPF_CORE_READ(mp, mnt.mnt_root);
+		return 0;
+	}
+	__u32 off = s->off;
+	if (off > s->limit) {
+		s->trunc = 1;
+		return 1;
+	}
+	long n = bpf_probe_read_kernel_str(&s->data[off & DATA_MASK], NAME_SZ, (void *)h.name);
+	if (n <= 0)
+		return 1;
+	s->off = off + n;
+	c->dentry = h.parent;
+	return 0;
+}
+
+// lwalk writes the components of path (leaf first, each NUL-terminated) into scratch slot data
+// at off, at most max bytes, like path.h's walk. Returns the bytes written; *trunc is set when
+// the path was longer.
+static __always_inline __u32 lwalk(struct scratch *s, struct path *path, __u32 slot, __u32 off, __u32 max,
+				   __u8 *trunc)
+{
+	struct lwalk_ctx c = {};
+	struct vfsmount *vm = BPF_CORE_READ(path, mnt);
+	c.dentry = (__u64)BPF_CORE_READ(path, dentry);
+	c.mnt = (__u64)((void *)vm - bpf_core_field_offset(struct mount, mnt));
+	c.mnt_root = (__u64)BPF_CORE_READ(vm, mnt_root);
+	c.slot = slot;
+	s->off = off;
+	s->limit = off + max - NAME_SZ;
+	s->trunc = 0;
+	bpf_loop(PATH_SZ / 2, lwalk_step, &c, 0);
+	*trunc |= s->trunc;
+	return s->off - off;
+}
+
 // ---- process tree ----------------------------------------------------------------------------
+
+// The programs on tracepoints are raw_tp, not tp_btf: a tp_btf program is loaded with the BTF id
+// of its tracepoint, which user space finds by parsing the kernel's BTF (~20 ms a run); raw_tp
+// ones, with the CO-RE fixups user space keeps per kernel, load without it. The price is that
+// tracepoint arguments are plain integers (read through BPF_CORE_READ); the current task, from
+// bpf_get_current_task_btf(), is still a typed pointer.
 
 // The exec event carries the executable (mm->exe_file, the binary that really runs: for a
 // script, its interpreter) and the name given to execve, so that user space can also record the
 // script itself.
-SEC("tp_btf/sched_process_exec")
+SEC("raw_tp/sched_process_exec")
 int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	if (bpf_get_current_cgroup_id() != target_cgid)
@@ -506,7 +592,7 @@ int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	__u8 trunc = 0;
 	struct path pth;
 	BPF_CORE_READ_INTO(&pth, exe, f_path);
-	__u32 n = walk(s, &pth, SLOT_EXEC, sizeof(*e), PATH_SZ, &trunc);
+	__u32 n = lwalk(s, &pth, SLOT_EXEC, sizeof(*e), PATH_SZ, &trunc);
 	n &= PATH_SZ - 1;
 	e->exe_len = n;
 	e->exe_trunc = trunc;
@@ -527,7 +613,7 @@ int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	if (f > 0 && s->data[off & DATA_MASK] != '/') {
 		struct path cwd;
 		BPF_CORE_READ_INTO(&cwd, task, fs, pwd);
-		__u32 c = walk(s, &cwd, SLOT_EXEC, off + f, 3072, &trunc);
+		__u32 c = lwalk(s, &cwd, SLOT_EXEC, off + f, 3072, &trunc);
 		c &= PATH_SZ - 1;
 		e->cwd_len = c;
 		off += c;
@@ -540,17 +626,17 @@ int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	return 0;
 }
 
-SEC("tp_btf/sched_process_fork")
+SEC("raw_tp/sched_process_fork")
 int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 {
-	if (child->pid != child->tgid)
+	__u32 tgid = BPF_CORE_READ(child, tgid);
+	if (BPF_CORE_READ(child, pid) != tgid)
 		return 0; // a thread: same process
-	__u32 ptgid = parent->tgid;
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	struct task_info *pti = bpf_map_lookup_elem(&tasks, &ptgid);
 	if (!pti)
 		return 0;
 	struct task_info ti = *pti;
-	__u32 tgid = child->tgid;
 	if (bpf_map_update_elem(&tasks, &tgid, &ti, BPF_ANY)) {
 		count(CNT_TASKS_FULL);
 		return 0;
@@ -570,12 +656,12 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
+SEC("raw_tp/sched_process_exit")
 int BPF_PROG(sched_exit, struct task_struct *p, bool group_dead)
 {
 	if (!group_dead)
 		return 0; // other threads of the group still run
-	__u32 tgid = p->tgid;
+	__u32 tgid = BPF_CORE_READ(p, tgid);
 	if (!bpf_map_lookup_elem(&tasks, &tgid))
 		return 0;
 	bpf_map_delete_elem(&tasks, &tgid);
@@ -587,7 +673,7 @@ int BPF_PROG(sched_exit, struct task_struct *p, bool group_dead)
 	e->kind = EV_EXIT;
 	e->tgid = tgid;
 	e->ts = bpf_ktime_get_ns();
-	e->exit_code = p->exit_code;
+	e->exit_code = BPF_CORE_READ(p, exit_code);
 	e->pad = 0;
 	bpf_ringbuf_submit(e, rb_flags());
 	return 0;
@@ -601,7 +687,13 @@ static __always_inline void arg(__u64 exe_key, __u32 nr, __u32 kind, __u64 value
 	add_count(&args, &k, CNT_ARGS_FULL);
 }
 
-SEC("tp_btf/sys_enter")
+// The syscall argument registers of struct pt_regs, r10 to di: adjacent, in this order, on
+// x86_64 (the layout the entry code pushes), so one read gets them all.
+struct sc_regs {
+	unsigned long r10, r9, r8, ax, cx, dx, si, di;
+};
+
+SEC("raw_tp/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
@@ -639,7 +731,10 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 		return 0;
 	__u32 op = *opp;
 	// x86_64 syscall arguments: di, si, dx, r10, r8, r9.
-	unsigned long a0 = regs->di, a1 = regs->si, a2 = regs->dx;
+	struct sc_regs r;
+	if (bpf_probe_read_kernel(&r, sizeof(r), (void *)regs + bpf_core_field_offset(struct pt_regs, r10)))
+		return 0;
+	unsigned long a0 = r.di, a1 = r.si, a2 = r.dx;
 	switch (op) {
 	case SCOP_SOCKET:
 		arg(exe_key, nr, ARGK_SOCKET, ((__u64)(a0 & 0xffff) << 32) | ((a1 & 0xf) << 16) | (a2 & 0xffff));
@@ -682,7 +777,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 	if (op == SCOP_CONNECT || op == SCOP_BIND || op == SCOP_SENDTO) {
 		// Only unix addresses are handled at exit (inet ones by the cgroup hooks): skip the
 		// stash for the rest. The address was just written by the caller, so it is readable.
-		unsigned long addr = op == SCOP_SENDTO ? regs->r8 : a1;
+		unsigned long addr = op == SCOP_SENDTO ? r.r8 : a1;
 		__u16 family = 0;
 		if (!addr)
 			return 0;
@@ -701,9 +796,9 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 	st->args[0] = a0;
 	st->args[1] = a1;
 	st->args[2] = a2;
-	st->args[3] = regs->r10;
-	st->args[4] = regs->r8;
-	st->args[5] = regs->r9;
+	st->args[3] = r.r10;
+	st->args[4] = r.r8;
+	st->args[5] = r.r9;
 	return 0;
 }
 
@@ -809,7 +904,7 @@ static __attribute__((noinline)) int emit_path(struct scratch *s, struct stash *
 	__u32 bl = 0;
 	if (has_base) {
 		__u8 trunc = 0;
-		bl = walk(s, &base, SLOT_SYSEXIT, start + n, PATH_SZ, &trunc);
+		bl = lwalk(s, &base, SLOT_SYSEXIT, start + n, PATH_SZ, &trunc);
 		bl &= PATH_SZ - 1;
 		e->base_len = bl;
 		e->base_trunc = trunc;
@@ -859,7 +954,7 @@ static __always_inline void emit_fd(struct scratch *s, struct stash *st, struct 
 	struct path p;
 	BPF_CORE_READ_INTO(&p, f, f_path);
 	__u8 trunc = 0;
-	__u32 n = walk(s, &p, SLOT_SYSEXIT, sizeof(*e), PATH_SZ, &trunc);
+	__u32 n = lwalk(s, &p, SLOT_SYSEXIT, sizeof(*e), PATH_SZ, &trunc);
 	n &= PATH_SZ - 1;
 	e->path_len = n;
 	e->path_trunc = trunc;
@@ -919,6 +1014,10 @@ static __attribute__((noinline)) int emit_unix(struct stash *st, long fd, unsign
 	return 0;
 }
 
+// sys_exit_path is attached to the syscalls/sys_exit_<name> tracepoints of the path syscalls
+// only. (A raw_syscalls/sys_exit program instead would be one link instead of ~40 perf events,
+// but it runs at the end of every syscall on the host: ~45 ns each here, even when it returns
+// at once, more than the whole sys_enter program.)
 SEC("tracepoint/syscalls/sys_exit_path")
 int sys_exit_path(struct sys_exit_ctx *ctx)
 {

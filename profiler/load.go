@@ -3,8 +3,9 @@ package profiler
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -79,6 +80,66 @@ var exitTracepoint = map[string]string{
 	"lstat": "newlstat",
 }
 
+// exitTracepoints are the tracepoints sys_exit_path is attached to: those of the path syscalls.
+func exitTracepoints() []string {
+	var names []string
+	for name, op := range scOps {
+		if op >= bpf.LearnScOpSCOP_PATH_FIRST {
+			if n, ok := exitTracepoint[name]; ok {
+				name = n
+			}
+			names = append(names, "sys_exit_"+name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// openExitTracepoints opens the perf events of exitTracepoints (see kernrun.OpenTracepoint).
+func openExitTracepoints() ([]int, error) {
+	if err := kernrun.EnsureTracefs(); err != nil {
+		return nil, &LoadError{Step: "mount tracefs", Err: err}
+	}
+	var fds []int
+	for _, name := range exitTracepoints() {
+		fd, err := kernrun.OpenTracepoint("syscalls", name)
+		if err != nil {
+			kernrun.ClosePerfEvents(fds)
+			return nil, &LoadError{Step: "attach syscalls/" + name, Err: err}
+		}
+		fds = append(fds, fd)
+	}
+	return fds, nil
+}
+
+// learnObject is learn.c as parsed once per process, and the name of its CO-RE fixups on this
+// kernel. Each run loads a copy.
+var learnObject = sync.OnceValues(func() (*learnParsed, error) {
+	spec, err := bpf.LoadLearn()
+	if err != nil {
+		return nil, err
+	}
+	fix, err := kernrun.NewCoreFixups("learn", spec)
+	if err != nil {
+		fix = nil // no boot id: relocate against the kernel's BTF every run
+	}
+	return &learnParsed{spec: spec, fixups: fix}, nil
+})
+
+type learnParsed struct {
+	spec   *ebpf.CollectionSpec
+	fixups *kernrun.CoreFixups
+}
+
+// loadGroups are the programs of learn.c in the collections that load at the same time (the
+// verifier runs in the loading thread; ~1/2 of the load time is sys_exit_path).
+var loadGroups = [][]string{
+	{bpf.LearnProgSysExitPath, bpf.LearnProgSchedFork, bpf.LearnProgSchedExit, bpf.LearnProgConnect4, bpf.LearnProgConnect6,
+		bpf.LearnProgSendmsg4},
+	{bpf.LearnProgSysEnter, bpf.LearnProgSchedExec, bpf.LearnProgSendmsg6, bpf.LearnProgBind4, bpf.LearnProgBind6,
+		bpf.LearnProgDnsEgress, bpf.LearnProgDnsIngress},
+}
+
 // probe is the loaded and attached kernel side of one run.
 type probe struct {
 	objs    bpf.LearnObjects
@@ -89,44 +150,76 @@ type probe struct {
 // loadProbe loads learn.c for the cgroup with id cgid and attaches it: tracepoints host-wide
 // (the programs filter on the cgroup and the tasks map), cgroup hooks on cgroupDir.
 func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *phases) (p *probe, err error) {
-	// Parsing the kernel's BTF (17-34 ms here) is the biggest part of loading; the maps do not
-	// need it: parse it in the background while the object is parsed and the maps are created.
-	cache := btf.NewCache()
-	go cache.Kernel() // an error is seen again, and returned, when the programs are loaded
-	spec, err := bpf.LoadLearn()
+	// The perf events of the exit tracepoints (~60 us each, and they wait for the RCU grace
+	// periods of a previous run's closes) open while the object is parsed and loaded.
+	type opened struct {
+		fds []int
+		err error
+	}
+	perfc := make(chan opened, 1)
+	go func() {
+		fds, err := openExitTracepoints()
+		perfc <- opened{fds, err}
+	}()
+	var perfFDs []int
+	perfTaken := false
+	takePerf := func() error {
+		perfTaken = true
+		o := <-perfc
+		perfFDs = o.fds
+		return o.err
+	}
+	defer func() {
+		if !perfTaken {
+			takePerf()
+		}
+		if err != nil {
+			kernrun.ClosePerfEvents(perfFDs)
+		}
+	}()
+
+	obj, err := learnObject()
 	if err != nil {
 		return nil, &LoadError{Step: "parse BPF object", Err: err}
 	}
+	spec := copySpec(obj.spec)
 	if err := spec.Variables["target_cgid"].Set(cgid); err != nil {
 		return nil, &LoadError{Step: "set target cgroup", Err: err}
 	}
 	spec.Maps["events"].MaxEntries = uint32(ringBytes)
 	ph.mark("parse spec")
 
-	opts := &ebpf.CollectionOptions{Cache: cache, MapReplacements: map[string]*ebpf.Map{}}
+	// CO-RE: the fixups stored for this kernel, else relocate against the kernel's BTF (parsed
+	// in the background while the maps are created) and store them for the next runs.
+	relocated := make(chan bool, 1)
+	if obj.fixups != nil && obj.fixups.Apply(spec) {
+		relocated <- true
+	} else {
+		progs := spec.Programs // only the programs: the maps are created from spec meanwhile
+		go func() {
+			kernel, err := btf.LoadKernelSpec()
+			if err != nil {
+				relocated <- false // the loader relocates, and reports what fails
+				return
+			}
+			relocated <- obj.fixups.Relocate(&ebpf.CollectionSpec{Programs: progs}, kernel)
+		}()
+	}
+
+	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{}}
 	if debug {
 		opts.Programs.LogLevel = ebpf.LogLevelInstruction
 	}
-	for name, ms := range spec.Maps {
-		if strings.HasPrefix(name, ".") {
-			continue // .rodata, .bss: made (and frozen) with the programs
-		}
-		m, err := ebpf.NewMap(ms)
-		if err != nil {
-			for _, m := range opts.MapReplacements {
-				m.Close()
-			}
-			return nil, &LoadError{Step: "create map " + name, Err: err}
-		}
-		opts.MapReplacements[name] = m
+	err = createMaps(spec, opts.MapReplacements)
+	if !<-relocated {
+		opts.Cache = btf.NewCache()
+	}
+	if err != nil {
+		return nil, err
 	}
 	ph.mark("create maps")
 	p = &probe{}
-	err = spec.LoadAndAssign(&p.objs, opts)
-	for _, m := range opts.MapReplacements {
-		m.Close() // p.objs holds its own copies
-	}
-	if err != nil {
+	if err = loadPrograms(spec, opts, &p.objs); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) && debug {
 			return nil, &LoadError{Step: "load BPF programs", Err: fmt.Errorf("%+v", ve)}
@@ -149,43 +242,42 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 			return nil, &LoadError{Step: "fill sc_ops", Err: err}
 		}
 	}
-
-	if err := ensureTracefs(); err != nil {
-		return nil, &LoadError{Step: "mount tracefs", Err: err}
-	}
 	ph.mark("fill sc_ops")
-	for _, prog := range []*ebpf.Program{p.objs.SchedExec, p.objs.SchedFork, p.objs.SchedExit} {
-		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+	attachRaw := func(name string, prog *ebpf.Program) error {
+		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: name, Program: prog})
 		if err != nil {
-			return nil, &LoadError{Step: "attach " + prog.String(), Err: err}
+			return &LoadError{Step: "attach raw tracepoint " + name, Err: err}
 		}
 		p.links = append(p.links, l)
+		return nil
 	}
-	names := make([]string, 0, len(scOps))
-	for name, op := range scOps {
-		if op >= bpf.LearnScOpSCOP_PATH_FIRST {
-			names = append(names, name)
+	for _, tp := range []struct {
+		name string
+		prog *ebpf.Program
+	}{
+		{"sched_process_exec", p.objs.SchedExec},
+		{"sched_process_fork", p.objs.SchedFork},
+		{"sched_process_exit", p.objs.SchedExit},
+	} {
+		if err := attachRaw(tp.name, tp.prog); err != nil {
+			return nil, err
 		}
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		tpName := name
-		if n, ok := exitTracepoint[name]; ok {
-			tpName = n
+	if err := takePerf(); err != nil {
+		return nil, err
+	}
+	p.perfFDs, perfFDs = perfFDs, nil // p.close closes them from now on
+	names := exitTracepoints()
+	for i, fd := range p.perfFDs {
+		if err := kernrun.SetTracepointProgram(fd, p.objs.SysExitPath); err != nil {
+			return nil, &LoadError{Step: "attach syscalls/" + names[i], Err: err}
 		}
-		fd, err := attachTracepoint("syscalls", "sys_exit_"+tpName, p.objs.SysExitPath)
-		if err != nil {
-			return nil, &LoadError{Step: "attach syscalls/sys_exit_" + tpName, Err: err}
-		}
-		p.perfFDs = append(p.perfFDs, fd)
 	}
 	ph.mark("attach sched + sys_exit tracepoints")
 	// sys_enter last: by then everything it feeds is in place.
-	l, err := link.AttachTracing(link.TracingOptions{Program: p.objs.SysEnter})
-	if err != nil {
-		return nil, &LoadError{Step: "attach tp_btf/sys_enter", Err: err}
+	if err := attachRaw("sys_enter", p.objs.SysEnter); err != nil {
+		return nil, err
 	}
-	p.links = append(p.links, l)
 
 	cg := []struct {
 		prog   *ebpf.Program
@@ -210,6 +302,103 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 	return p, nil
 }
 
+// createMaps creates the maps of spec (not the data sections: they are made, and frozen, with
+// the programs) into out, all at once: the big ones take a few ms each to allocate.
+func createMaps(spec *ebpf.CollectionSpec, out map[string]*ebpf.Map) error {
+	var names []string
+	for name := range spec.Maps {
+		if !strings.HasPrefix(name, ".") {
+			names = append(names, name)
+		}
+	}
+	maps := make([]*ebpf.Map, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			maps[i], errs[i] = ebpf.NewMap(spec.Maps[name])
+		}()
+	}
+	wg.Wait()
+	var err error
+	for i, name := range names {
+		if errs[i] != nil && err == nil {
+			err = &LoadError{Step: "create map " + name, Err: errs[i]}
+		}
+		if maps[i] != nil {
+			out[name] = maps[i]
+		}
+	}
+	if err != nil {
+		for name, m := range out {
+			m.Close()
+			delete(out, name)
+		}
+	}
+	return err
+}
+
+// loadPrograms loads the programs of spec, the groups of loadGroups at the same time, and assigns
+// them, and the maps of opts.MapReplacements (which it takes over, also on error), to objs.
+func loadPrograms(spec *ebpf.CollectionSpec, opts *ebpf.CollectionOptions, objs *bpf.LearnObjects) error {
+	colls := make([]*ebpf.Collection, len(loadGroups))
+	errs := make([]error, len(loadGroups))
+	var wg sync.WaitGroup
+	for i, group := range loadGroups {
+		gs := &ebpf.CollectionSpec{Maps: spec.Maps, Programs: map[string]*ebpf.ProgramSpec{}, Variables: spec.Variables,
+			Types: spec.Types, ByteOrder: spec.ByteOrder}
+		for _, name := range group {
+			if ps := spec.Programs[name]; ps != nil {
+				gs.Programs[name] = ps
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The collection clones the replacement maps, and makes its own .rodata.
+			colls[i], errs[i] = ebpf.NewCollectionWithOptions(gs, *opts)
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, c := range colls {
+			if c != nil {
+				c.Close() // its programs were taken out when assigned to objs
+			}
+		}
+	}()
+	err := errors.Join(errs...)
+	if err == nil {
+		err = (&ebpf.Collection{Maps: opts.MapReplacements}).Assign(&objs.LearnMaps)
+	}
+	if err != nil {
+		for _, m := range opts.MapReplacements {
+			m.Close()
+		}
+		return err
+	}
+	progs := map[string]*ebpf.Program{}
+	for _, c := range colls {
+		for name, prog := range c.Programs {
+			progs[name] = prog
+		}
+	}
+	if len(progs) != len(spec.Programs) {
+		objs.LearnMaps.Close()
+		return fmt.Errorf("BUG: %d programs loaded, the object has %d: update loadGroups", len(progs), len(spec.Programs))
+	}
+	if err := (&ebpf.Collection{Programs: progs}).Assign(&objs.LearnPrograms); err != nil {
+		objs.LearnMaps.Close()
+		return err
+	}
+	for _, c := range colls {
+		clear(c.Programs) // now owned by objs
+	}
+	return nil
+}
+
 func (p *probe) close() {
 	p.detach()
 	p.objs.Close()
@@ -217,8 +406,8 @@ func (p *probe) close() {
 
 // detach ends the recording: it closes every link and perf event. Maps stay readable.
 // The perf events of the syscall exit tracepoints are slow to close (an RCU grace period
-// each): kernrun.ClosePerfEvents hands them to a short-lived process. The programs stay
-// attached to those tracepoints for a few more seconds, doing nothing: they only act on
+// each): kernrun.ClosePerfEvents hands them to a short-lived process. The program stays
+// attached to those tracepoints for a few more seconds, doing nothing: it only acts on
 // threads with a stashed syscall of the (finished) run.
 func (p *probe) detach() {
 	for _, l := range p.links {
@@ -230,8 +419,26 @@ func (p *probe) detach() {
 	kernrun.ClosePerfEvents(fds)
 }
 
-func attachTracepoint(group, name string, prog *ebpf.Program) (int, error) {
-	return kernrun.AttachTracepoint(group, name, prog)
+// copySpec copies what a run changes in spec (map sizes, variables, the relocated
+// instructions); the types, which nothing changes, are shared (copying them took ~0.7 ms).
+func copySpec(spec *ebpf.CollectionSpec) *ebpf.CollectionSpec {
+	c := &ebpf.CollectionSpec{
+		Maps:      make(map[string]*ebpf.MapSpec, len(spec.Maps)),
+		Programs:  make(map[string]*ebpf.ProgramSpec, len(spec.Programs)),
+		Variables: make(map[string]*ebpf.VariableSpec, len(spec.Variables)),
+		Types:     spec.Types,
+		ByteOrder: spec.ByteOrder,
+	}
+	for name, m := range spec.Maps {
+		c.Maps[name] = m.Copy()
+	}
+	for name, p := range spec.Programs {
+		c.Programs[name] = p.Copy()
+	}
+	for name, v := range spec.Variables {
+		c.Variables[name] = v.Copy()
+	}
+	return c
 }
 
 // counters sums the per-CPU counters of learn.c.
@@ -248,6 +455,3 @@ func (p *probe) counters() ([]uint64, error) {
 	}
 	return out, nil
 }
-
-// ensureTracefs finds or mounts tracefs (see kernrun.EnsureTracefs).
-func ensureTracefs() error { return kernrun.EnsureTracefs() }
