@@ -183,6 +183,11 @@ struct stash {
 	__u64 task_exe_key;
 	__u32 task_cached;
 	__u32 pad;
+	// A run of the same syscall is counted once in `syscalls` at its first call, and its
+	// repeats here, added when the thread makes another syscall, execs or exits (a thread that
+	// outlives the run, having left its cgroup, keeps the repeats of its last syscall).
+	__u64 last_sc; // (arch + 1) << 32 | nr; 0: none
+	__u64 repeats;
 };
 
 struct seen_key {
@@ -397,21 +402,35 @@ static __always_inline __u64 rb_flags(void)
 	return avail > size / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void add_count(void *map, void *key, __u32 full_counter)
+static __always_inline void add_n(void *map, void *key, __u64 n, __u32 full_counter)
 {
 	__u64 *c = bpf_map_lookup_elem(map, key);
 	if (c) {
-		__sync_fetch_and_add(c, 1);
+		__sync_fetch_and_add(c, n);
 		return;
 	}
-	__u64 one = 1;
-	if (bpf_map_update_elem(map, key, &one, BPF_NOEXIST) == 0)
+	if (bpf_map_update_elem(map, key, &n, BPF_NOEXIST) == 0)
 		return;
 	c = bpf_map_lookup_elem(map, key); // lost a race with another CPU
 	if (c)
-		__sync_fetch_and_add(c, 1);
+		__sync_fetch_and_add(c, n);
 	else
 		count(full_counter);
+}
+
+static __always_inline void add_count(void *map, void *key, __u32 full_counter)
+{
+	add_n(map, key, 1, full_counter);
+}
+
+// flush_repeats adds the batched repeats of the thread's last syscall to its count.
+static __always_inline void flush_repeats(struct stash *st)
+{
+	if (!st->repeats)
+		return;
+	struct sc_key k = {.exe_key = st->task_exe_key, .arch = (st->last_sc >> 32) - 1, .nr = (__u32)st->last_sc};
+	add_n(&syscalls, &k, st->repeats, CNT_SYSCALLS_FULL);
+	st->repeats = 0;
 }
 
 // seen_before records key and reports whether it was already there. A full map reports false
@@ -568,6 +587,8 @@ int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	struct stash *cache = bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0,
 						   BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (cache) {
+		flush_repeats(cache); // under the exe that made them
+		cache->last_sc = 0;
 		cache->task_exe_key = ti.exe_key;
 		cache->task_cached = 1;
 	}
@@ -659,6 +680,10 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(sched_exit, struct task_struct *p, bool group_dead)
 {
+	// p is the current thread.
+	struct stash *st = bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0, 0);
+	if (st)
+		flush_repeats(st);
 	if (!group_dead)
 		return 0; // other threads of the group still run
 	__u32 tgid = BPF_CORE_READ(p, tgid);
@@ -693,6 +718,17 @@ struct sc_regs {
 	unsigned long r10, r9, r8, ax, cx, dx, si, di;
 };
 
+// is_empty_path reports whether the path argument at ptr is NULL or "": the exit handler does
+// nothing for those (fstat is newfstatat(fd, "", AT_EMPTY_PATH), a third of a find(1) run's
+// syscalls), so they are not stashed. A string that cannot be read yet is stashed as usual.
+static __always_inline int is_empty_path(unsigned long ptr)
+{
+	char c = 1;
+	if (!ptr)
+		return 1;
+	return bpf_probe_read_user(&c, 1, (void *)ptr) == 0 && c == 0;
+}
+
 SEC("raw_tp/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 {
@@ -721,7 +757,16 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 		k.arch = (cur->thread_info.status & TS_COMPAT) ? SCARCH_I386 : SCARCH_X86_64;
 		k.nr = raw;
 	}
-	add_count(&syscalls, &k, CNT_SYSCALLS_FULL);
+	__u64 sc = ((__u64)(k.arch + 1) << 32) | k.nr;
+	if (st && st->last_sc == sc) {
+		st->repeats++;
+	} else {
+		if (st) {
+			flush_repeats(st);
+			st->last_sc = sc;
+		}
+		add_count(&syscalls, &k, CNT_SYSCALLS_FULL);
+	}
 	if (k.arch != SCARCH_X86_64)
 		return 0;
 
@@ -784,6 +829,8 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 		if (bpf_probe_read_user(&family, sizeof(family), (void *)addr) == 0 && family != AF_UNIX)
 			return 0;
 	}
+	if ((op == SCOP_STATAT || op == SCOP_CHANGEAT || op == SCOP_EXECVEAT) && is_empty_path(a1))
+		return 0;
 	if (!st)
 		st = bpf_task_storage_get(&stashes, cur, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st) {

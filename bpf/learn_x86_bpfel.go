@@ -237,6 +237,8 @@ type LearnStash struct {
 	TaskExeKey uint64
 	TaskCached uint32
 	Pad        uint32
+	LastSc     uint64
+	Repeats    uint64
 }
 
 type LearnTaskInfo struct {
