@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -182,7 +183,15 @@ func learnOnce(ctx context.Context, po profiler.Options, so synth.Options) (*tra
 	}
 	wall := time.Since(start)
 	t0 := time.Now()
+	// Synthesis allocates a few MB within tens of milliseconds, right after the trace filled the
+	// heap: a collection started in the middle slows it down (write barriers, assists) for little
+	// gain in a short-lived process. Let the heap grow instead (never collect more than asked).
+	gcPercent := debug.SetGCPercent(400)
+	if gcPercent < 0 || gcPercent > 400 {
+		debug.SetGCPercent(gcPercent)
+	}
 	res, err := synth.Synthesize(tr, so)
+	debug.SetGCPercent(gcPercent)
 	if os.Getenv("SYSPROF_TIMINGS") != "" {
 		fmt.Fprintf(os.Stderr, "timing learn %7.2fms synthesize\n", float64(time.Since(t0).Microseconds())/1000)
 	}
