@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -29,15 +30,26 @@ type collector struct {
 	exePath map[uint64]string // exe key -> path of the executable
 	procs   []trace.Process
 	tgids   map[uint32]tgidState
-	files   map[fileKey]*trace.FileAccess
-	nets    map[netKey]*trace.NetworkAccess
-	dns     map[string]*dnsName // name -> addresses
-	addrTo  map[string]string   // address -> the name it was resolved from
-	dirs    map[string]string   // directory -> with symlinks resolved (a bounded cache)
-	exeIDs  map[string]uint32   // exe path -> index for fileKey
-	lastExe string              // the exe of the previous addFile, and its index
-	lastID  uint32
-	hasher  *hasher
+	// The file accesses: records, found by a hash of their fileKey (one string hash per event;
+	// hashing the key in a map[fileKey] cost a third of the reader's time in a find(1) run), and
+	// the rare records whose hash another record has.
+	fileRecs  []fileRec
+	files     map[uint64]uint32 // fileHash -> index in fileRecs
+	filesMore map[fileKey]uint32
+	seed      maphash.Seed
+	nets      map[netKey]*trace.NetworkAccess
+	dns       map[string]*dnsName // name -> addresses
+	addrTo    map[string]string   // address -> the name it was resolved from
+	dirs      map[string]string   // directory -> with symlinks resolved (a bounded cache)
+	exeIDs    map[string]uint32   // exe path -> index for fileKey
+	exeNames  []string            // index -> exe path
+	lastExe   string              // the exe of the previous addFile, and its index
+	lastID    uint32
+	// The directory of the previous file event given relative to one (consecutive events
+	// mostly share it: fstatat(dirfd, name) over a directory's entries), raw and joined.
+	lastBaseRaw []byte
+	lastBase    string
+	hasher      *hasher
 
 	undecodable uint64 // events too short or of an unknown kind (a BUG if ever non-zero)
 }
@@ -47,14 +59,50 @@ type tgidState struct {
 	own    bool // the tgid exec'd procID itself (so its exit is procID's exit)
 }
 
-// fileKey is small (one string to hash): a find(1) run adds 36k of them, and the map's growth
-// rehashes every key.
+// fileKey identifies a file access (the records of collector.filesMore are found by it).
 type fileKey struct {
 	path   string
-	exe    uint32 // index in exeIDs
+	exe    uint32 // index in exeNames
 	errno  int32
-	access string
+	access accessID
 }
+
+// fileRec is one trace.FileAccess while collecting.
+type fileRec struct {
+	path   string
+	exe    uint32 // index in exeNames
+	errno  int32
+	access accessID
+	dir    bool
+	count  uint64
+}
+
+// accessID is a trace.Access* name as a small number; the numbers sort like the names.
+type accessID uint8
+
+var accessByID = func() []string {
+	ids := []string{trace.AccessRead, trace.AccessWrite, trace.AccessCreate, trace.AccessDelete, trace.AccessExec,
+		trace.AccessList, trace.AccessMetadata}
+	slices.Sort(ids)
+	return ids
+}()
+
+var accessIDs = func() map[string]accessID {
+	m := map[string]accessID{}
+	for i, a := range accessByID {
+		m[a] = accessID(i)
+	}
+	return m
+}()
+
+// accessOf maps learn.c's access kinds to accessIDs (ok false for an unknown kind).
+var accessOf = func() map[bpf.LearnAccessKind]accessID {
+	m := map[bpf.LearnAccessKind]accessID{}
+	for k, name := range accessNames {
+		m[k] = accessIDs[name]
+	}
+	return m
+}()
 
 type netKey struct {
 	exe, op, family, proto, addr, path string
@@ -73,7 +121,8 @@ func newCollector(mono0 uint64, wall0 time.Time) *collector {
 		wall0:   wall0,
 		exePath: map[uint64]string{},
 		tgids:   map[uint32]tgidState{},
-		files:   map[fileKey]*trace.FileAccess{},
+		files:   make(map[uint64]uint32, 1024),
+		seed:    maphash.MakeSeed(),
 		nets:    map[netKey]*trace.NetworkAccess{},
 		dns:     map[string]*dnsName{},
 		addrTo:  map[string]string{},
@@ -222,7 +271,7 @@ func (c *collector) exec(e bpf.LearnExecEvent, rest []byte) bool {
 			fname = r
 		}
 		if fname != path && !strings.HasPrefix(fname, "/dev/fd/") && !strings.HasPrefix(fname, "/proc/") {
-			c.addFile(fname, trace.AccessExec, 0, false, path)
+			c.addFile(fname, accessIDs[trace.AccessExec], 0, false, path)
 		}
 	}
 	c.exePath[e.ExeKey] = path
@@ -234,7 +283,7 @@ func (c *collector) exec(e bpf.LearnExecEvent, rest []byte) bool {
 	c.procs = append(c.procs, p)
 	c.tgids[e.Tgid] = tgidState{procID: p.ID, own: true}
 	c.hasher.add(path)
-	c.addFile(path, trace.AccessExec, 0, false, path)
+	c.addFile(path, accessIDs[trace.AccessExec], 0, false, path)
 	return true
 }
 
@@ -272,7 +321,7 @@ func (c *collector) file(e bpf.LearnFileEvent, rest []byte) bool {
 	if int(e.PathLen)+int(e.BaseLen) > len(rest) {
 		return false
 	}
-	access, ok := accessNames[bpf.LearnAccessKind(e.Access)]
+	access, ok := accessOf[bpf.LearnAccessKind(e.Access)]
 	if !ok {
 		return false
 	}
@@ -280,12 +329,23 @@ func (c *collector) file(e bpf.LearnFileEvent, rest []byte) bool {
 	if e.Resolved == 1 {
 		path = joinComponents(rest[:e.PathLen])
 	} else {
-		s := cstring(rest[:e.PathLen])
+		b := rest[:e.PathLen]
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			b = b[:i]
+		}
+		// s only lives while this event is handled (rest is the reader's buffer): every
+		// path made from it below is a new string.
+		s := unsafe.String(unsafe.SliceData(b), len(b))
 		switch {
 		case strings.HasPrefix(s, "/"):
-			path = filepath.Clean(s)
+			path = strings.Clone(filepath.Clean(s))
 		case e.BaseLen > 0:
-			path = joinName(joinComponents(rest[e.PathLen:int(e.PathLen)+int(e.BaseLen)]), s)
+			base := rest[e.PathLen : int(e.PathLen)+int(e.BaseLen)]
+			if !bytes.Equal(base, c.lastBaseRaw) {
+				c.lastBaseRaw = append(c.lastBaseRaw[:0], base...)
+				c.lastBase = joinComponents(base)
+			}
+			path = joinName(c.lastBase, s)
 		default:
 			return true // relative to a dirfd that was not open: nothing to record
 		}
@@ -320,22 +380,39 @@ func (c *collector) resolveParent(path string) string {
 	return filepath.Join(r, base)
 }
 
-func (c *collector) addFile(path, access string, errno int, dir bool, exe string) {
+func (c *collector) addFile(path string, access accessID, errno int, dir bool, exe string) {
 	if exe != c.lastExe || len(c.exeIDs) == 0 {
 		id, ok := c.exeIDs[exe]
 		if !ok {
-			id = uint32(len(c.exeIDs))
+			id = uint32(len(c.exeNames))
 			c.exeIDs[exe] = id
+			c.exeNames = append(c.exeNames, exe)
 		}
 		c.lastExe, c.lastID = exe, id
 	}
-	k := fileKey{path: path, exe: c.lastID, errno: int32(errno), access: access}
-	if f, ok := c.files[k]; ok {
-		f.Count++
-		f.Dir = f.Dir || dir
+	exeID := c.lastID
+	h := maphash.String(c.seed, path) ^ (uint64(exeID)<<40|uint64(access)<<32|uint64(uint32(errno)))*0x9E3779B97F4A7C15
+	i, ok := c.files[h]
+	if ok {
+		if f := &c.fileRecs[i]; f.path != path || f.exe != exeID || f.errno != int32(errno) || f.access != access {
+			k := fileKey{path: path, exe: exeID, errno: int32(errno), access: access}
+			if i, ok = c.filesMore[k]; !ok {
+				if c.filesMore == nil {
+					c.filesMore = map[fileKey]uint32{}
+				}
+				c.filesMore[k] = uint32(len(c.fileRecs))
+			}
+		}
+	} else {
+		c.files[h] = uint32(len(c.fileRecs))
+	}
+	if ok {
+		f := &c.fileRecs[i]
+		f.count++
+		f.dir = f.dir || dir
 		return
 	}
-	c.files[k] = &trace.FileAccess{Exe: exe, Path: path, Access: access, OK: errno == 0, Errno: errno, Dir: dir, Count: 1}
+	c.fileRecs = append(c.fileRecs, fileRec{path: path, exe: exeID, errno: int32(errno), access: access, dir: dir, count: 1})
 }
 
 var sockTypes = map[uint16]string{1: "stream", 2: "dgram", 3: "raw", 5: "seqpacket"}
@@ -367,7 +444,7 @@ func (c *collector) unix(e bpf.LearnUnixEvent) {
 	op := netOps[bpf.LearnScOp(e.Op)]
 	c.addNet(netKey{exe: exe, op: op, family: "unix", proto: proto, path: path, ok: e.Err == 0})
 	if op == trace.OpBind && strings.HasPrefix(path, "/") {
-		c.addFile(c.resolveParent(filepath.Clean(path)), trace.AccessCreate, int(e.Err), false, exe) // the socket file
+		c.addFile(c.resolveParent(filepath.Clean(path)), accessIDs[trace.AccessCreate], int(e.Err), false, exe) // the socket file
 	}
 }
 
@@ -490,27 +567,7 @@ func (c *collector) fill(t *trace.Trace) {
 	for i := range t.Processes {
 		t.Processes[i].SHA256 = c.hasher.sum(t.Processes[i].Exe)
 	}
-	// Sort pointers, not the records, and compare lazily (cmp.Or evaluates every argument).
-	files := make([]*trace.FileAccess, 0, len(c.files))
-	for _, f := range c.files {
-		files = append(files, f)
-	}
-	slices.SortFunc(files, func(a, b *trace.FileAccess) int {
-		if a.Exe != b.Exe {
-			return strings.Compare(a.Exe, b.Exe)
-		}
-		if a.Path != b.Path {
-			return strings.Compare(a.Path, b.Path)
-		}
-		if a.Access != b.Access {
-			return strings.Compare(a.Access, b.Access)
-		}
-		return cmp.Compare(a.Errno, b.Errno)
-	})
-	t.Files = make([]trace.FileAccess, len(files))
-	for i, f := range files {
-		t.Files[i] = *f
-	}
+	t.Files = c.sortedFiles()
 	for _, n := range c.nets {
 		if n.Addr != "" {
 			n.Host = c.addrTo[n.Addr]
@@ -531,6 +588,47 @@ func (c *collector) fill(t *trace.Trace) {
 		t.DNS = append(t.DNS, a)
 	}
 	sort.Slice(t.DNS, func(i, j int) bool { return t.DNS[i].Name < t.DNS[j].Name })
+}
+
+// sortedFiles returns the file accesses sorted by executable, path, access and errno. It sorts
+// small keys in which the executable, access and errno are one number that sorts like them:
+// only paths are compared as strings (a find(1) run has 36k records).
+func (c *collector) sortedFiles() []trace.FileAccess {
+	exeRank := make([]uint64, len(c.exeNames))
+	order := make([]uint32, len(c.exeNames))
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortFunc(order, func(a, b uint32) int { return strings.Compare(c.exeNames[a], c.exeNames[b]) })
+	for rank, id := range order {
+		exeRank[id] = uint64(rank)
+	}
+	type sortKey struct {
+		path string
+		key  uint64 // exe rank << 40 | access << 32 | errno
+		rec  uint32
+	}
+	keys := make([]sortKey, len(c.fileRecs))
+	for i, r := range c.fileRecs {
+		keys[i] = sortKey{r.path, exeRank[r.exe]<<40 | uint64(r.access)<<32 | uint64(uint32(r.errno)), uint32(i)}
+	}
+	compare := func(a, b *sortKey) int {
+		if a.key>>40 != b.key>>40 {
+			return cmp.Compare(a.key>>40, b.key>>40)
+		}
+		if a.path != b.path {
+			return strings.Compare(a.path, b.path)
+		}
+		return cmp.Compare(a.key, b.key)
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int { return compare(&a, &b) })
+	out := make([]trace.FileAccess, len(keys))
+	for i, k := range keys {
+		r := &c.fileRecs[k.rec]
+		out[i] = trace.FileAccess{Exe: c.exeNames[r.exe], Path: r.path, Access: accessByID[r.access], OK: r.errno == 0,
+			Errno: int(r.errno), Dir: r.dir, Count: r.count}
+	}
+	return out
 }
 
 func compareBool(a, b bool) int {
