@@ -459,14 +459,57 @@ static __always_inline int seen_before(struct seen_key *k)
 	return 0;
 }
 
-// inode_key identifies a file: inode number, device, and generation (so that a deleted temp
-// binary whose inode number is reused is not taken for the new one, where the fs keeps it).
+// ---- kernel structs, a few fields per helper call --------------------------------------------
+
+// Every BPF_CORE_READ is a bpf_probe_read_kernel call (~10 ns each here, ~19 of them per file
+// event before). SPAN_READ copies a struct's bytes from field lo on into buf (a __u64 array) with
+// one call; SPAN_GET takes field f (of C type T) from it, or reads it on its own where this
+// kernel's layout puts it outside buf. The offsets are CO-RE constants, so the verifier keeps one
+// of the two branches. Like BPF_CORE_READ, a failed read yields zeroes.
+#define SPAN_READ(buf, ptr, type, lo)                                                              \
+	bpf_probe_read_kernel(&(buf), sizeof(buf), (void *)(ptr) + bpf_core_field_offset(type, lo))
+#define SPAN_GET(buf, ptr, type, lo, f, T)                                                          \
+	({                                                                                          \
+		T __v = 0;                                                                          \
+		__u64 __lo = bpf_core_field_offset(type, lo), __at = bpf_core_field_offset(type, f); \
+		if (__at >= __lo && __at - __lo + sizeof(T) <= sizeof(buf) && (__at - __lo) % sizeof(T) == 0) \
+			__v = *(T *)((void *)&(buf) + (__at - __lo));                              \
+		else                                                                                \
+			bpf_probe_read_kernel(&__v, sizeof(T), (void *)(ptr) + __at);               \
+		__v;                                                                                \
+	})
+
+// What learn.c uses of an inode (and of its superblock).
+struct inode_info {
+	__u64 key; // inode_key
+	__u64 dev;
+	__u64 magic;
+	__u16 mode;
+};
+
+// read_inode fills *ii from ino with two helper calls. The key identifies a file: inode number,
+// device, and generation (so that a deleted temp binary whose inode number is reused is not
+// taken for the new one, where the fs keeps it).
+static __always_inline void read_inode(struct inode *ino, struct inode_info *ii)
+{
+	__u64 ib[16];
+	SPAN_READ(ib, ino, struct inode, i_mode);
+	struct super_block *sb = SPAN_GET(ib, ino, struct inode, i_mode, i_sb, struct super_block *);
+	__u64 nr = SPAN_GET(ib, ino, struct inode, i_mode, i_ino, unsigned long);
+	__u64 gen = SPAN_GET(ib, ino, struct inode, i_mode, i_generation, __u32);
+	ii->mode = SPAN_GET(ib, ino, struct inode, i_mode, i_mode, __u16);
+	__u64 sbb[12];
+	SPAN_READ(sbb, sb, struct super_block, s_dev);
+	ii->dev = SPAN_GET(sbb, sb, struct super_block, s_dev, s_dev, __u32);
+	ii->magic = SPAN_GET(sbb, sb, struct super_block, s_dev, s_magic, unsigned long);
+	ii->key = nr ^ (ii->dev * 0x9E3779B97F4A7C15ULL) ^ (gen << 32);
+}
+
 static __always_inline __u64 inode_key(struct inode *ino)
 {
-	__u64 nr = BPF_CORE_READ(ino, i_ino);
-	__u64 dev = BPF_CORE_READ(ino, i_sb, s_dev);
-	__u64 gen = BPF_CORE_READ(ino, i_generation);
-	return nr ^ (dev * 0x9E3779B97F4A7C15ULL) ^ (gen << 32);
+	struct inode_info ii;
+	read_inode(ino, &ii);
+	return ii.key;
 }
 
 static __always_inline __u64 exe_key_of(struct file *f)
@@ -474,14 +517,44 @@ static __always_inline __u64 exe_key_of(struct file *f)
 	return inode_key(BPF_CORE_READ(f, f_inode));
 }
 
+// What learn.c uses of a struct file: its inode and its path, with one helper call.
+struct file_info {
+	struct inode *inode;
+	struct vfsmount *mnt;
+	struct dentry *dentry;
+};
+
+static __always_inline void read_file(struct file *f, struct file_info *fi)
+{
+	__u64 fb[6];
+	SPAN_READ(fb, f, struct file, f_inode);
+	fi->inode = SPAN_GET(fb, f, struct file, f_inode, f_inode, struct inode *);
+	fi->mnt = SPAN_GET(fb, f, struct file, f_inode, f_path.mnt, struct vfsmount *);
+	fi->dentry = SPAN_GET(fb, f, struct file, f_inode, f_path.dentry, struct dentry *);
+}
+
+// lfd_file returns the current task's file with descriptor fd (0 if none). The pointers up to
+// the fd array are read directly (a typed task pointer), not through four helper calls like
+// path.h's fd_file.
+static __always_inline struct file *lfd_file(long fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = task->files->fdt;
+	if (!fdt || fd < 0 || fd >= fdt->max_fds)
+		return 0;
+	struct file **fds = fdt->fd;
+	struct file *f = 0;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
 // ---- dentry walk -----------------------------------------------------------------------------
 
-// path.h (shared with guard.c) gives fd_file. learn.c walks with its own loop below: path.h's
-// keeps typed kernel pointers in its bpf_loop context, and a subprogram's argument types go
-// into the program's BTF: ~2000 kernel types (struct dentry reaches most of the kernel), which
-// cost ~5 ms of loading per program that walks. Here the context holds plain integers, and a
-// step reads d_parent and d_name with one helper call instead of two.
-#include "path.h"
+// learn.c walks with its own loop, not path.h's (which guard.c uses): path.h's keeps typed
+// kernel pointers in its bpf_loop context, and a subprogram's argument types go into the
+// program's BTF: ~2000 kernel types (struct dentry reaches most of the kernel), which cost ~5 ms
+// of loading per program that walks. Here the context holds plain integers, and a step reads
+// d_parent and d_name with one helper call instead of two.
 
 struct lwalk_ctx {
 	__u64 dentry;   // struct dentry *
@@ -491,13 +564,6 @@ struct lwalk_ctx {
 	__u32 pad;
 };
 
-// What one step reads from a dentry: d_parent, then d_name (struct qstr: hash_len, name).
-struct dentry_head {
-	__u64 parent;
-	__u64 hash_len;
-	__u64 name;
-};
-
 static long lwalk_step(__u32 i, struct lwalk_ctx *c)
 {
 	__u32 slot = c->slot;
@@ -505,17 +571,14 @@ static long lwalk_step(__u32 i, struct lwalk_ctx *c)
 	if (!s)
 		return 1;
 	__u64 d = c->dentry;
-	struct dentry_head h;
-	if (bpf_core_field_offset(struct dentry, d_name) == bpf_core_field_offset(struct dentry, d_parent) + 8 &&
-	    bpf_core_field_offset(struct qstr, name) == 8) {
-		if (bpf_probe_read_kernel(&h, sizeof(h), (void *)(d + bpf_core_field_offset(struct dentry, d_parent))))
-			return 1;
-	} else {
-		struct dentry *dp = (struct dentry *)d;
-		h.parent = (__u64)BPF_CORE_READ(dp, d_parent);
-		h.name = (__u64)BPF_CORE_READ(dp, d_name.name);
-	}
-	if (d == c->mnt_root || d == h.parent) {
+	// d_parent and d_name (struct qstr: hash, len, name) are adjacent: one read.
+	__u64 db[3];
+	if (SPAN_READ(db, d, struct dentry, d_parent))
+		return 1;
+	__u64 parent = SPAN_GET(db, d, struct dentry, d_parent, d_parent, __u64);
+	__u32 len = SPAN_GET(db, d, struct dentry, d_parent, d_name.len, __u32);
+	__u64 name = SPAN_GET(db, d, struct dentry, d_parent, d_name.name, __u64);
+	if (d == c->mnt_root || d == parent) {
 		struct mount *m = (struct mount *)c->mnt;
 		struct mount *mp = BPF_CORE_READ(m, mnt_parent);
 		if (d != c->mnt_root || mp == m || !mp)
@@ -530,23 +593,24 @@ static long lwalk_step(__u32 i, struct lwalk_ctx *c)
 		s->trunc = 1;
 		return 1;
 	}
-	long n = bpf_probe_read_kernel_str(&s->data[off & DATA_MASK], NAME_SZ, (void *)h.name);
-	if (n <= 0)
+	// The name by its length (a word-wise copy; the _str helpers copy byte by byte), then a NUL.
+	len &= NAME_SZ - 1; // NAME_MAX is 255
+	if (len && bpf_probe_read_kernel(&s->data[off & DATA_MASK], len, (void *)name))
 		return 1;
-	s->off = off + n;
-	c->dentry = h.parent;
+	s->data[(off + len) & DATA_MASK] = 0;
+	s->off = off + len + 1;
+	c->dentry = parent;
 	return 0;
 }
 
-// lwalk writes the components of path (leaf first, each NUL-terminated) into scratch slot data
-// at off, at most max bytes, like path.h's walk. Returns the bytes written; *trunc is set when
-// the path was longer.
-static __always_inline __u32 lwalk(struct scratch *s, struct path *path, __u32 slot, __u32 off, __u32 max,
-				   __u8 *trunc)
+// lwalk writes the components of the path (vm, dentry) (leaf first, each NUL-terminated) into
+// scratch slot data at off, at most max bytes, like path.h's walk. Returns the bytes written;
+// *trunc is set when the path was longer.
+static __always_inline __u32 lwalk(struct scratch *s, struct vfsmount *vm, struct dentry *dentry, __u32 slot,
+				   __u32 off, __u32 max, __u8 *trunc)
 {
 	struct lwalk_ctx c = {};
-	struct vfsmount *vm = BPF_CORE_READ(path, mnt);
-	c.dentry = (__u64)BPF_CORE_READ(path, dentry);
+	c.dentry = (__u64)dentry;
 	c.mnt = (__u64)((void *)vm - bpf_core_field_offset(struct mount, mnt));
 	c.mnt_root = (__u64)BPF_CORE_READ(vm, mnt_root);
 	c.slot = slot;
@@ -613,7 +677,7 @@ int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	__u8 trunc = 0;
 	struct path pth;
 	BPF_CORE_READ_INTO(&pth, exe, f_path);
-	__u32 n = lwalk(s, &pth, SLOT_EXEC, sizeof(*e), PATH_SZ, &trunc);
+	__u32 n = lwalk(s, pth.mnt, pth.dentry, SLOT_EXEC, sizeof(*e), PATH_SZ, &trunc);
 	n &= PATH_SZ - 1;
 	e->exe_len = n;
 	e->exe_trunc = trunc;
@@ -634,7 +698,7 @@ int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	if (f > 0 && s->data[off & DATA_MASK] != '/') {
 		struct path cwd;
 		BPF_CORE_READ_INTO(&cwd, task, fs, pwd);
-		__u32 c = lwalk(s, &cwd, SLOT_EXEC, off + f, 3072, &trunc);
+		__u32 c = lwalk(s, cwd.mnt, cwd.dentry, SLOT_EXEC, off + f, 3072, &trunc);
 		c &= PATH_SZ - 1;
 		e->cwd_len = c;
 		off += c;
@@ -901,7 +965,6 @@ static __attribute__((noinline)) int emit_path(struct scratch *s, struct stash *
 	unsigned long ptr = r->ptr;
 	__u32 access = r->access;
 	__s32 err = r->err;
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct file_event *e = (void *)s->data;
 	__u32 start = sizeof(*e);
 	long n = bpf_probe_read_user_str(&s->data[start], PATH_SZ, (void *)ptr);
@@ -910,16 +973,22 @@ static __attribute__((noinline)) int emit_path(struct scratch *s, struct stash *
 	n &= PATH_SZ - 1;
 
 	// Base: none for an absolute path, else the dirfd's file or the cwd.
-	struct path base = {};
+	struct vfsmount *base_mnt = 0;
+	struct dentry *base_dentry = 0;
 	int has_base = 0;
 	if (s->data[start] != '/') {
 		if (dirfd == AT_FDCWD) {
-			BPF_CORE_READ_INTO(&base, task, fs, pwd);
+			struct fs_struct *fs = bpf_get_current_task_btf()->fs;
+			base_mnt = fs->pwd.mnt;
+			base_dentry = fs->pwd.dentry;
 			has_base = 1;
 		} else {
-			struct file *f = fd_file(task, dirfd);
+			struct file *f = lfd_file(dirfd);
 			if (f) {
-				BPF_CORE_READ_INTO(&base, f, f_path);
+				struct file_info fi;
+				read_file(f, &fi);
+				base_mnt = fi.mnt;
+				base_dentry = fi.dentry;
 				has_base = 1;
 			}
 		}
@@ -928,10 +997,8 @@ static __attribute__((noinline)) int emit_path(struct scratch *s, struct stash *
 	struct hash_ctx hc = {.h = 0xcbf29ce484222325ULL, .s = s, .start = start, .len = n};
 	bpf_loop(PATH_SZ / 8, hash_step, &hc, 0);
 	struct seen_key k = {.exe_key = st->exe_key, .kind = (EV_FILE << 8) | access, .err = err, .a = hc.h};
-	if (has_base) {
-		struct dentry *bd = base.dentry;
-		k.b = inode_key(BPF_CORE_READ(bd, d_inode));
-	}
+	if (has_base)
+		k.b = inode_key(BPF_CORE_READ(base_dentry, d_inode));
 	if (seen_before(&k))
 		return 0;
 
@@ -951,7 +1018,7 @@ static __attribute__((noinline)) int emit_path(struct scratch *s, struct stash *
 	__u32 bl = 0;
 	if (has_base) {
 		__u8 trunc = 0;
-		bl = lwalk(s, &base, SLOT_SYSEXIT, start + n, PATH_SZ, &trunc);
+		bl = lwalk(s, base_mnt, base_dentry, SLOT_SYSEXIT, start + n, PATH_SZ, &trunc);
 		bl &= PATH_SZ - 1;
 		e->base_len = bl;
 		e->base_trunc = trunc;
@@ -963,27 +1030,28 @@ static __attribute__((noinline)) int emit_path(struct scratch *s, struct stash *
 }
 
 // emit_fd sends one file event for the file an open returned, resolved by a dentry walk.
-static __always_inline void emit_fd(struct scratch *s, struct stash *st, struct task_struct *task,
-				    long fd, __u32 access)
+static __always_inline void emit_fd(struct scratch *s, struct stash *st, long fd, __u32 access)
 {
-	struct file *f = fd_file(task, fd);
+	struct file *f = lfd_file(fd);
 	if (!f)
 		return;
-	struct inode *ino = BPF_CORE_READ(f, f_inode);
+	struct file_info fi;
+	read_file(f, &fi);
+	struct inode_info ii;
+	read_inode(fi.inode, &ii);
 	// Pipes, sockets, anonymous inodes and namespace files (a reopened /proc/self/fd/N) have no
 	// path a policy could name; their dentry walk would end at "/".
-	unsigned long magic = BPF_CORE_READ(ino, i_sb, s_magic);
+	unsigned long magic = ii.magic;
 	if (magic == PIPEFS_MAGIC || magic == SOCKFS_MAGIC || magic == ANON_INODE_FS_MAGIC ||
 	    magic == NSFS_MAGIC)
 		return;
-	__u16 mode = BPF_CORE_READ(ino, i_mode);
-	__u8 is_dir = (mode & S_IFMT) == S_IFDIR;
+	__u8 is_dir = (ii.mode & S_IFMT) == S_IFDIR;
 	if (is_dir && access == ACC_READ)
 		access = ACC_LIST;
 	struct seen_key k = {.exe_key = st->exe_key, .kind = (EV_FILE << 8) | access};
 	// With the generation: a file created after another was deleted can get its inode number.
-	k.a = BPF_CORE_READ(ino, i_sb, s_dev);
-	k.b = inode_key(ino);
+	k.a = ii.dev;
+	k.b = ii.key;
 	if (seen_before(&k))
 		return;
 	struct file_event *e = (void *)s->data;
@@ -998,10 +1066,8 @@ static __always_inline void emit_fd(struct scratch *s, struct stash *st, struct 
 	e->base_trunc = 0;
 	e->base_len = 0;
 	e->pad = 0;
-	struct path p;
-	BPF_CORE_READ_INTO(&p, f, f_path);
 	__u8 trunc = 0;
-	__u32 n = lwalk(s, &p, SLOT_SYSEXIT, sizeof(*e), PATH_SZ, &trunc);
+	__u32 n = lwalk(s, fi.mnt, fi.dentry, SLOT_SYSEXIT, sizeof(*e), PATH_SZ, &trunc);
 	n &= PATH_SZ - 1;
 	e->path_len = n;
 	e->path_trunc = trunc;
@@ -1029,7 +1095,6 @@ static __attribute__((noinline)) int emit_unix(struct stash *st, long fd, unsign
 {
 	if (!st)
 		return 0;
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	if (!addr || alen < 3)
 		return 0;
 	__u16 family = 0;
@@ -1052,7 +1117,7 @@ static __attribute__((noinline)) int emit_unix(struct stash *st, long fd, unsign
 	bpf_probe_read_user(e->path, sizeof(e->path), (void *)(addr + 2));
 	e->path_len = n;
 	e->abstract = e->path[0] == 0;
-	struct file *f = fd_file(task, fd);
+	struct file *f = lfd_file(fd);
 	if (f) {
 		struct socket *sock = BPF_CORE_READ(f, private_data);
 		e->sock_type = BPF_CORE_READ(sock, type);
@@ -1077,7 +1142,6 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 		return 0;
 	long ret = ctx->ret;
 	__s32 err = ret < 0 ? -ret : 0;
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 
 	switch (st.op) {
 	case SCOP_CONNECT:
@@ -1134,7 +1198,7 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 		}
 		access = open_access(flags);
 		if (ret >= 0)
-			emit_fd(s, &st, task, ret, access);
+			emit_fd(s, &st, ret, access);
 		else
 			PATH(dirfd, path, access);
 		break;
