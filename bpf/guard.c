@@ -4,27 +4,32 @@
 //
 // Attached to the run's cgroup2 directory (the command is born into it):
 //
-//   cgroup/{connect,sendmsg,bind}{4,6}  allow {op, proto, port, address} when an LPM trie
-//                       entry covers it (exact /32, /128 or a CIDR); otherwise refuse (EPERM)
-//                       unless in audit mode, and report it through the ring buffer.
+//   cgroup/{connect,sendmsg,bind}{4,6}  allow {op, proto, port, address} when an entry of the
+//                       run's LPM trie covers it (exact /32, /128 or a CIDR); otherwise refuse
+//                       (EPERM) unless in audit mode, and report it through the run's ring buffer.
 //
-// The allowlist maps are filled by user space from the compiled profile (host names resolved
-// there, and kept current while the command runs). Allowed calls cost one trie lookup and
-// send nothing.
+// The allowlists are filled by user space from the compiled profile (host names resolved there,
+// and kept current while the command runs). Allowed calls cost two lookups and send nothing.
 //
 // Attached to the syscalls/sys_exit_<name> tracepoints of the path syscalls only (open*, creat,
 // exec*, mkdir*, mknod*, unlink*, rmdir, rename*, link*, symlink*, truncate, chmod/chown
-// family, utimensat), one program filtered first by the run's cgroup id:
+// family, utimensat), one program; each run attaches it with its cgroup id as the attach cookie:
 //
 //   sys_exit_path       a refusal the sandbox gives (-EACCES from Landlock, -EROFS from the
 //                       read-only mounts, -EXDEV from Landlock's refer rule; -ENOENT only for
 //                       absolute paths under a hidden path) -> file event with the path string
 //                       as given, the directory it is relative to, and the executable.
 //
-// A call that succeeds or fails otherwise costs the cgroup-id compare and nothing else. The
-// arguments are read from the task's saved user registers at exit (they are unchanged by the
-// syscall), so no sys_enter program and no stash are needed. Syscall numbers come from user
-// space (fops), never from this file.
+// A call that succeeds costs one compare, one that fails otherwise or in another cgroup a few
+// more. The arguments are read from the task's saved user registers at exit (they are unchanged
+// by the syscall), so no sys_enter program and no stash are needed. Syscall numbers come from
+// user space (fops), never from this file.
+//
+// Nothing in the programs or in their maps belongs to one run, so that they can be loaded
+// before a run's cgroup exists, and shared by runs: every run's state is found by its cgroup id
+// (runs: configuration, counters and the slot of its ring buffer in rings; allow4/6: keys that
+// start with it). A network hook of a process in a cgroup below the run's finds the run through
+// its ancestors; a hook that finds no run refuses.
 
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -89,16 +94,11 @@ enum net_proto {
 	NP_OTHER = 4,
 };
 
-enum guard_counter {
-	GC_RINGBUF_DROPS = 0, // denials that did not fit in the ring buffer (still refused)
-	GC_SCRATCH_BUSY,      // a denial reported without its paths (scratch buffer in use)
-	GC_MAX,
-};
-
-// LPM trie keys: op, proto and port always match in full (32 bits of the prefix length), the
-// address by its prefix.
+// LPM trie keys: the run (its cgroup id), op, proto and port always match in full (96 bits of
+// the prefix length), the address by its prefix.
 struct net_key4 {
 	__u32 prefixlen;
+	__u32 run[2]; // cgroup id, low word first (no padding: the trie compares bytes)
 	__u8 op;
 	__u8 proto;
 	__u16 port; // host byte order
@@ -107,11 +107,14 @@ struct net_key4 {
 
 struct net_key6 {
 	__u32 prefixlen;
+	__u32 run[2];
 	__u8 op;
 	__u8 proto;
 	__u16 port;
 	__u8 addr[16];
 };
+
+#define KEY_FIXED_BITS 96 // run, op, proto, port
 
 // One event: this header, then in order the executable's path components (leaf first, each
 // NUL-terminated), the parent's executable likewise, and for files the first path as given (NUL-terminated), the components of
@@ -146,6 +149,7 @@ struct guard_event {
 	__u16 pexe_len;  // the parent's executable, after the caller's
 	__u16 pad;
 	__u32 pad2;
+	__u64 cgid; // the run's: a reused ring buffer may hold another run's last events
 };
 
 const struct guard_event *unused_guard_event __attribute__((unused));
@@ -155,13 +159,14 @@ const struct net_key6 *unused_net_key6 __attribute__((unused));
 const enum guard_kind *unused_guard_kind __attribute__((unused));
 const enum net_op *unused_net_op __attribute__((unused));
 const enum net_proto *unused_net_proto __attribute__((unused));
-const enum guard_counter *unused_guard_counter __attribute__((unused));
+const struct run_cfg *unused_run_cfg __attribute__((unused));
 
 // ---- configuration and maps --------------------------------------------------------------------
 
-volatile const __u32 audit = 0;
-volatile const __u64 target_cgid = 0;
-volatile const __u32 hidden_n = 0; // entries in `hidden`
+#define RUNS_MAX 1024        // runs at the same time on the host
+#define RING_SLOTS 64        // ring buffers, one per run at a time (a run without one is not shared)
+#define RINGBUF_SZ (1 << 20) // a ring buffer
+#define ALLOW_MAX 16384      // allowlist entries of all runs
 
 struct hidden_path {
 	__u32 len; // bytes, at most 8 * HIDDEN_WORDS
@@ -169,12 +174,59 @@ struct hidden_path {
 	__u64 w[HIDDEN_WORDS];
 };
 
+// One run, by its cgroup id.
+struct run_cfg {
+	__u32 audit;    // let refused network calls through, reported as allowed
+	__u32 hidden_n; // entries in hidden
+	__u32 slot;     // its ring buffer in rings (user space owns it in slot_owner)
+	__u32 pad;
+	__u64 drops; // denials that did not fit in the ring buffer (still refused)
+	__u64 busy;  // denials not reported: the scratch buffer was in use
+	struct hidden_path hidden[HIDDEN_MAX];
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, HIDDEN_MAX);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RUNS_MAX);
+	__type(key, __u64);
+	__type(value, struct run_cfg);
+} runs SEC(".maps");
+
+// The ring buffers, created by user space on a slot's first use and kept for the next run that
+// takes the slot: changing a map of maps waits for an RCU grace period.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, RING_SLOTS);
 	__type(key, __u32);
-	__type(value, struct hidden_path);
-} hidden SEC(".maps");
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_RINGBUF);
+		__uint(max_entries, RINGBUF_SZ);
+	});
+} rings SEC(".maps");
+
+// Which run (cgroup id) holds a slot of rings: user space takes a slot by creating its entry.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RING_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} slot_owner SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, ALLOW_MAX);
+	__type(key, struct net_key4);
+	__type(value, __u8);
+} allow4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, ALLOW_MAX);
+	__type(key, struct net_key6);
+	__type(value, __u8);
+} allow6 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -185,49 +237,18 @@ struct {
 
 #include "scratch.h"
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
-} events SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 16384);
-	__type(key, struct net_key4);
-	__type(value, __u8);
-} allow4 SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 16384);
-	__type(key, struct net_key6);
-	__type(value, __u8);
-} allow6 SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, GC_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
-
-static __always_inline void count(__u32 idx)
-{
-	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
-	if (v)
-		__sync_fetch_and_add(v, 1);
-}
-
 // ---- dentry walk (path.h, shared with learn.c) ----------------------------------------------
 
 #include "path.h"
 
-// header fills the common part of an event in the scratch slot and writes the executable's
-// path after it. Returns the offset after it.
-static __always_inline __u32 header(struct scratch *s, __u32 slot, __u32 kind)
+// header fills the common part of an event in scratch slot `slot` and writes the executable's
+// path (and its parent's) after it. Returns the offset after it, 0 without the slot. A global
+// function: the verifier checks it once, not once for every path of its callers.
+__noinline __u32 header(__u32 slot, __u32 kind)
 {
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	if (!s)
+		return 0;
 	struct guard_event *e = (void *)s->data;
 	__builtin_memset(e, 0, sizeof(*e));
 	__u64 id = bpf_get_current_pid_tgid();
@@ -263,13 +284,17 @@ static __always_inline __u32 header(struct scratch *s, __u32 slot, __u32 kind)
 	return off;
 }
 
-static __always_inline void submit(struct scratch *s, __u32 size)
+// submit sends size bytes of the scratch slot to the run's ring buffer.
+static __always_inline void submit(__u64 cgid, struct run_cfg *cfg, struct scratch *s, __u32 size)
 {
 	size &= SCRATCH_SZ - 1;
 	if (size < sizeof(struct guard_event))
 		return;
-	if (bpf_ringbuf_output(&events, s->data, size, 0))
-		count(GC_RINGBUF_DROPS);
+	((struct guard_event *)s->data)->cgid = cgid;
+	__u32 slot = cfg->slot;
+	void *rb = bpf_map_lookup_elem(&rings, &slot);
+	if (!rb || bpf_ringbuf_output(rb, s->data, size, 0))
+		__sync_fetch_and_add(&cfg->drops, 1);
 }
 
 // ---- network -----------------------------------------------------------------------------------
@@ -287,14 +312,41 @@ static __always_inline __u8 proto_of(__u32 protocol)
 	return NP_OTHER;
 }
 
+#define CGROUP_DEPTH_MAX 32
+
+// find_run finds the run of the calling process: its own cgroup's, or (a cgroup created below
+// the run's) the nearest ancestor's.
+static __always_inline struct run_cfg *find_run(__u64 *cgid)
+{
+	*cgid = bpf_get_current_cgroup_id();
+	struct run_cfg *cfg = bpf_map_lookup_elem(&runs, cgid);
+	if (cfg)
+		return cfg;
+	for (int level = CGROUP_DEPTH_MAX - 1; level > 0; level--) {
+		__u64 id = bpf_get_current_ancestor_cgroup_id(level);
+		if (!id)
+			continue;
+		cfg = bpf_map_lookup_elem(&runs, &id);
+		if (cfg) {
+			*cgid = id;
+			return cfg;
+		}
+	}
+	return 0;
+}
+
 static __always_inline int check(struct bpf_sock_addr *ctx, __u8 op, int v6)
 {
+	__u64 cgid;
+	struct run_cfg *cfg = find_run(&cgid);
+	if (!cfg)
+		return 0; // attached for a run that is gone (or not there yet): refuse
 	__u32 protocol = ctx->protocol;
 	__u8 proto = proto_of(protocol);
 	__u16 port = bpf_ntohs((__u16)ctx->user_port);
-	__u8 *hit;
+	__u8 *hit = 0;
 	if (v6) {
-		struct net_key6 k = {.prefixlen = 32 + 128, .op = op, .proto = proto, .port = port};
+		struct net_key6 k = {.prefixlen = KEY_FIXED_BITS + 128, .run = {(__u32)cgid, cgid >> 32}, .op = op, .proto = proto, .port = port};
 		__u32 *a = (__u32 *)k.addr;
 		a[0] = ctx->user_ip6[0];
 		a[1] = ctx->user_ip6[1];
@@ -302,26 +354,27 @@ static __always_inline int check(struct bpf_sock_addr *ctx, __u8 op, int v6)
 		a[3] = ctx->user_ip6[3];
 		hit = bpf_map_lookup_elem(&allow6, &k);
 	} else {
-		struct net_key4 k = {.prefixlen = 32 + 32, .op = op, .proto = proto, .port = port};
+		struct net_key4 k = {.prefixlen = KEY_FIXED_BITS + 32, .run = {(__u32)cgid, cgid >> 32}, .op = op, .proto = proto, .port = port};
 		*(__u32 *)k.addr = ctx->user_ip4;
 		hit = bpf_map_lookup_elem(&allow4, &k);
 	}
 	if (hit)
 		return 1;
+	int verdict = cfg->audit ? 1 : 0;
 
 	__u32 slot = SLOT_NET;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
 	if (!s || s->busy) {
-		count(GC_SCRATCH_BUSY);
-		return audit ? 1 : 0;
+		__sync_fetch_and_add(&cfg->busy, 1);
+		return verdict;
 	}
 	s->busy = 1;
-	__u32 size = header(s, SLOT_NET, GK_NET);
+	__u32 size = header(SLOT_NET, GK_NET);
 	struct guard_event *ev = (void *)s->data;
 	ev->op = op;
 	ev->proto = proto;
 	ev->family = v6 ? AF_INET6 : AF_INET;
-	ev->allowed = audit ? 1 : 0;
+	ev->allowed = verdict;
 	ev->port = port;
 	ev->protocol = protocol;
 	if (v6) {
@@ -333,9 +386,9 @@ static __always_inline int check(struct bpf_sock_addr *ctx, __u8 op, int v6)
 	} else {
 		*(__u32 *)ev->addr = ctx->user_ip4;
 	}
-	submit(s, size);
+	submit(cgid, cfg, s, size);
 	s->busy = 0;
-	return audit ? 1 : 0;
+	return verdict;
 }
 
 SEC("cgroup/connect4")
@@ -367,6 +420,7 @@ struct sys_exit_ctx {
 };
 
 struct match_ctx {
+	struct run_cfg *cfg;
 	__u32 off; // where the path string starts in the scratch data
 	__u32 hit;
 };
@@ -375,12 +429,15 @@ struct match_ctx {
 // component boundary.)
 static long match_hidden(__u32 i, struct match_ctx *c)
 {
-	if (i >= hidden_n || i >= HIDDEN_MAX)
+	struct run_cfg *cfg = c->cfg;
+	__u64 k = i;
+	barrier_var(k); // compared and used as one 64-bit register (no zero extension between)
+	if (!cfg || k >= HIDDEN_MAX || k >= cfg->hidden_n)
 		return 1;
-	struct hidden_path *h = bpf_map_lookup_elem(&hidden, &i);
+	struct hidden_path *h = &cfg->hidden[k];
 	__u32 slot = SLOT_FILE;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
-	if (!h || !s)
+	if (!s)
 		return 1;
 	__u32 len = h->len;
 	if (len == 0 || len > 8 * HIDDEN_WORDS)
@@ -404,22 +461,30 @@ static long match_hidden(__u32 i, struct match_ctx *c)
 	return 1;
 }
 
-// put_path reads the user string at ptr into the event at off, and when it is relative, the
-// components of its directory (dirfd's file, or the cwd) after it. Returns the new offset.
-static __always_inline __u32 put_path(struct scratch *s, struct task_struct *task, __u32 off, long dirfd,
-				      unsigned long ptr, int resolve, __u16 *plen, __u16 *blen, __u8 *trunc)
+// put_path reads the user string at ptr into the file event at off, and when it is relative,
+// the components of its directory (dirfd's file, or the cwd) after it; it sets the event's
+// lengths of the first path (second == 0) or of the second. Returns the new offset. A global
+// function (see header).
+__noinline __u32 put_path(__u64 off, long dirfd, unsigned long ptr, int resolve, int second)
 {
-	if (off > SCRATCH_SZ - PATH_SZ * 3)
+	__u32 slot = SLOT_FILE;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	if (!s || off > SCRATCH_SZ - PATH_SZ * 3)
 		return off;
+	struct guard_event *e = (void *)s->data;
 	long n = bpf_probe_read_user_str(&s->data[off & DATA_MASK], PATH_SZ, (void *)ptr);
 	if (n <= 0)
 		return off;
 	n &= PATH_SZ - 1;
-	*plen = n;
+	if (second)
+		e->path2_len = n;
+	else
+		e->path_len = n;
 	__u8 first = s->data[off & DATA_MASK];
 	off += n;
 	if (!resolve || first == '/' || n <= 1)
 		return off;
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct path base = {};
 	if (dirfd == AT_FDCWD) {
 		BPF_CORE_READ_INTO(&base, task, fs, pwd);
@@ -429,23 +494,54 @@ static __always_inline __u32 put_path(struct scratch *s, struct task_struct *tas
 			return off;
 		BPF_CORE_READ_INTO(&base, f, f_path);
 	}
-	__u32 b = walk(s, &base, SLOT_FILE, off, PATH_SZ, trunc);
+	__u8 trunc = 0;
+	__u32 b = walk(s, &base, SLOT_FILE, off, PATH_SZ, &trunc);
 	b &= PATH_SZ - 1;
-	*blen = b;
+	if (second)
+		e->base2_len = b;
+	else
+		e->base_len = b;
+	if (trunc)
+		e->path_trunc = 1;
 	return off + b;
+}
+
+// hidden_hit reports whether the absolute user path at ptr starts with a hidden path of run
+// cgid (user space checks the component boundary). A global function (see header).
+__noinline int hidden_hit(__u64 cgid, unsigned long ptr)
+{
+	__u32 slot = SLOT_FILE;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	struct run_cfg *cfg = bpf_map_lookup_elem(&runs, &cgid);
+	if (!s || !cfg)
+		return 0;
+	__u32 at = sizeof(struct guard_event);
+	long n = bpf_probe_read_user_str(&s->data[at], 8 * HIDDEN_WORDS + 8, (void *)ptr);
+	struct match_ctx mc = {.cfg = cfg, .off = at};
+	if (n > 1 && s->data[at] == '/')
+		bpf_loop(HIDDEN_MAX, match_hidden, &mc, 0);
+	return mc.hit;
 }
 
 SEC("tracepoint/syscalls/sys_exit_path")
 int sys_exit_path(struct sys_exit_ctx *ctx)
 {
-	if (bpf_get_current_cgroup_id() != target_cgid)
-		return 0;
 	long ret = ctx->ret;
-	if (ret >= 0)
+	if (ret >= 0) // nearly every call: one compare
+		return 0;
+	if (ret != -EACCES && ret != -EROFS && ret != -EXDEV && ret != -ENOENT)
+		return 0;
+	// Each run attaches this program with its cgroup id as the cookie: the calls of its
+	// command are its own, the others' belong to other runs (or to no run).
+	__u64 cgid = bpf_get_current_cgroup_id();
+	if (cgid != bpf_get_attach_cookie(ctx))
+		return 0;
+	struct run_cfg *cfg = bpf_map_lookup_elem(&runs, &cgid);
+	if (!cfg)
 		return 0;
 	int enoent = 0;
-	if (ret != -EACCES && ret != -EROFS && ret != -EXDEV) {
-		if (ret != -ENOENT || hidden_n == 0)
+	if (ret == -ENOENT) {
+		if (cfg->hidden_n == 0)
 			return 0;
 		enoent = 1;
 	}
@@ -522,44 +618,31 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	__u32 slot = SLOT_FILE;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
 	if (!s || s->busy) {
-		count(GC_SCRATCH_BUSY);
+		__sync_fetch_and_add(&cfg->busy, 1);
 		return 0;
 	}
 	s->busy = 1;
-	if (enoent) {
-		// Only an absolute path under a hidden path: everything else that is not there is
-		// the tool looking around (PATH and library searches), not a refusal. Decided on the
-		// first bytes of the string before any other work.
-		__u32 at = sizeof(struct guard_event);
-		long n = bpf_probe_read_user_str(&s->data[at], 8 * HIDDEN_WORDS + 8, (void *)p1);
-		struct match_ctx mc = {.off = at};
-		if (n > 1 && s->data[at] == '/')
-			bpf_loop(HIDDEN_MAX, match_hidden, &mc, 0);
-		if (!mc.hit) {
-			s->busy = 0;
-			return 0;
-		}
+	// ENOENT only for an absolute path under a hidden path: everything else that is not there
+	// is the tool looking around (PATH and library searches), not a refusal. Decided on the
+	// first bytes of the string before any other work.
+	if (enoent && !hidden_hit(cgid, p1)) {
+		s->busy = 0;
+		return 0;
 	}
-	__u32 off = header(s, SLOT_FILE, GK_FILE);
+	__u32 off = header(SLOT_FILE, GK_FILE);
+	if (off < sizeof(struct guard_event)) {
+		s->busy = 0;
+		return 0;
+	}
 	struct guard_event *e = (void *)s->data;
 	e->ret = ret;
 	e->nr = nr;
 	e->fop = fop;
 	e->flags = flags;
-	__u16 plen = 0, blen = 0;
-	__u8 trunc = 0;
-	off = put_path(s, task, off, dirfd1, p1, resolve1, &plen, &blen, &trunc);
-	e->path_len = plen;
-	e->base_len = blen;
-	if (p2) {
-		plen = 0;
-		blen = 0;
-		off = put_path(s, task, off, dirfd2, p2, 1, &plen, &blen, &trunc);
-		e->path2_len = plen;
-		e->base2_len = blen;
-	}
-	e->path_trunc = trunc;
-	submit(s, off);
+	off = put_path(off, dirfd1, p1, resolve1, 0);
+	if (p2)
+		off = put_path(off, dirfd2, p2, 1, 1);
+	submit(cgid, cfg, s, off);
 	s->busy = 0;
 	return 0;
 }

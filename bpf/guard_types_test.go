@@ -19,6 +19,7 @@ func TestGuardStructSizes(t *testing.T) {
 		"net_key4":    GuardNetKey4{},
 		"net_key6":    GuardNetKey6{},
 		"hidden_path": GuardHiddenPath{},
+		"run_cfg":     GuardRunCfg{},
 	} {
 		var s *btf.Struct
 		if err := spec.Types.TypeByName(name, &s); err != nil {

@@ -31,14 +31,6 @@ const (
 	GuardFileOpFOP_SYMLINKAT GuardFileOp = 12
 )
 
-type GuardGuardCounter uint32
-
-const (
-	GuardGuardCounterGC_RINGBUF_DROPS GuardGuardCounter = 0
-	GuardGuardCounterGC_SCRATCH_BUSY  GuardGuardCounter = 1
-	GuardGuardCounterGC_MAX           GuardGuardCounter = 2
-)
-
 type GuardGuardEvent struct {
 	_         structs.HostLayout
 	Kind      uint32
@@ -68,6 +60,7 @@ type GuardGuardEvent struct {
 	PexeLen   uint16
 	Pad       uint16
 	Pad2      uint32
+	Cgid      uint64
 }
 
 type GuardGuardKind uint32
@@ -87,6 +80,7 @@ type GuardHiddenPath struct {
 type GuardNetKey4 struct {
 	_         structs.HostLayout
 	Prefixlen uint32
+	Run       [2]uint32
 	Op        uint8
 	Proto     uint8
 	Port      uint16
@@ -96,6 +90,7 @@ type GuardNetKey4 struct {
 type GuardNetKey6 struct {
 	_         structs.HostLayout
 	Prefixlen uint32
+	Run       [2]uint32
 	Op        uint8
 	Proto     uint8
 	Port      uint16
@@ -119,6 +114,17 @@ const (
 	GuardNetProtoNP_OTHER GuardNetProto = 4
 )
 
+type GuardRunCfg struct {
+	_       structs.HostLayout
+	Audit   uint32
+	HiddenN uint32
+	Slot    uint32
+	Pad     uint32
+	Drops   uint64
+	Busy    uint64
+	Hidden  [16]GuardHiddenPath
+}
+
 type GuardScratch struct {
 	_     structs.HostLayout
 	Busy  uint32
@@ -132,31 +138,28 @@ type GuardScratch struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	GuardMapAllow4             = "allow4"
-	GuardMapAllow6             = "allow6"
-	GuardMapCounters           = "counters"
-	GuardMapEvents             = "events"
-	GuardMapFops               = "fops"
-	GuardMapHidden             = "hidden"
-	GuardMapScratch            = "scratch"
-	GuardProgGuardBind4        = "guard_bind4"
-	GuardProgGuardBind6        = "guard_bind6"
-	GuardProgGuardConnect4     = "guard_connect4"
-	GuardProgGuardConnect6     = "guard_connect6"
-	GuardProgGuardSendmsg4     = "guard_sendmsg4"
-	GuardProgGuardSendmsg6     = "guard_sendmsg6"
-	GuardProgSysExitPath       = "sys_exit_path"
-	GuardVarAudit              = "audit"
-	GuardVarHiddenN            = "hidden_n"
-	GuardVarTargetCgid         = "target_cgid"
-	GuardVarUnusedFileOp       = "unused_file_op"
-	GuardVarUnusedGuardCounter = "unused_guard_counter"
-	GuardVarUnusedGuardEvent   = "unused_guard_event"
-	GuardVarUnusedGuardKind    = "unused_guard_kind"
-	GuardVarUnusedNetKey4      = "unused_net_key4"
-	GuardVarUnusedNetKey6      = "unused_net_key6"
-	GuardVarUnusedNetOp        = "unused_net_op"
-	GuardVarUnusedNetProto     = "unused_net_proto"
+	GuardMapAllow4           = "allow4"
+	GuardMapAllow6           = "allow6"
+	GuardMapFops             = "fops"
+	GuardMapRings            = "rings"
+	GuardMapRuns             = "runs"
+	GuardMapScratch          = "scratch"
+	GuardMapSlotOwner        = "slot_owner"
+	GuardProgGuardBind4      = "guard_bind4"
+	GuardProgGuardBind6      = "guard_bind6"
+	GuardProgGuardConnect4   = "guard_connect4"
+	GuardProgGuardConnect6   = "guard_connect6"
+	GuardProgGuardSendmsg4   = "guard_sendmsg4"
+	GuardProgGuardSendmsg6   = "guard_sendmsg6"
+	GuardProgSysExitPath     = "sys_exit_path"
+	GuardVarUnusedFileOp     = "unused_file_op"
+	GuardVarUnusedGuardEvent = "unused_guard_event"
+	GuardVarUnusedGuardKind  = "unused_guard_kind"
+	GuardVarUnusedNetKey4    = "unused_net_key4"
+	GuardVarUnusedNetKey6    = "unused_net_key6"
+	GuardVarUnusedNetOp      = "unused_net_op"
+	GuardVarUnusedNetProto   = "unused_net_proto"
+	GuardVarUnusedRunCfg     = "unused_run_cfg"
 )
 
 // LoadGuard returns the embedded CollectionSpec for Guard.
@@ -214,30 +217,27 @@ type GuardProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type GuardMapSpecs struct {
-	Allow4   *ebpf.MapSpec `ebpf:"allow4"`
-	Allow6   *ebpf.MapSpec `ebpf:"allow6"`
-	Counters *ebpf.MapSpec `ebpf:"counters"`
-	Events   *ebpf.MapSpec `ebpf:"events"`
-	Fops     *ebpf.MapSpec `ebpf:"fops"`
-	Hidden   *ebpf.MapSpec `ebpf:"hidden"`
-	Scratch  *ebpf.MapSpec `ebpf:"scratch"`
+	Allow4    *ebpf.MapSpec `ebpf:"allow4"`
+	Allow6    *ebpf.MapSpec `ebpf:"allow6"`
+	Fops      *ebpf.MapSpec `ebpf:"fops"`
+	Rings     *ebpf.MapSpec `ebpf:"rings"`
+	Runs      *ebpf.MapSpec `ebpf:"runs"`
+	Scratch   *ebpf.MapSpec `ebpf:"scratch"`
+	SlotOwner *ebpf.MapSpec `ebpf:"slot_owner"`
 }
 
 // GuardVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type GuardVariableSpecs struct {
-	Audit              *ebpf.VariableSpec `ebpf:"audit"`
-	HiddenN            *ebpf.VariableSpec `ebpf:"hidden_n"`
-	TargetCgid         *ebpf.VariableSpec `ebpf:"target_cgid"`
-	UnusedFileOp       *ebpf.VariableSpec `ebpf:"unused_file_op"`
-	UnusedGuardCounter *ebpf.VariableSpec `ebpf:"unused_guard_counter"`
-	UnusedGuardEvent   *ebpf.VariableSpec `ebpf:"unused_guard_event"`
-	UnusedGuardKind    *ebpf.VariableSpec `ebpf:"unused_guard_kind"`
-	UnusedNetKey4      *ebpf.VariableSpec `ebpf:"unused_net_key4"`
-	UnusedNetKey6      *ebpf.VariableSpec `ebpf:"unused_net_key6"`
-	UnusedNetOp        *ebpf.VariableSpec `ebpf:"unused_net_op"`
-	UnusedNetProto     *ebpf.VariableSpec `ebpf:"unused_net_proto"`
+	UnusedFileOp     *ebpf.VariableSpec `ebpf:"unused_file_op"`
+	UnusedGuardEvent *ebpf.VariableSpec `ebpf:"unused_guard_event"`
+	UnusedGuardKind  *ebpf.VariableSpec `ebpf:"unused_guard_kind"`
+	UnusedNetKey4    *ebpf.VariableSpec `ebpf:"unused_net_key4"`
+	UnusedNetKey6    *ebpf.VariableSpec `ebpf:"unused_net_key6"`
+	UnusedNetOp      *ebpf.VariableSpec `ebpf:"unused_net_op"`
+	UnusedNetProto   *ebpf.VariableSpec `ebpf:"unused_net_proto"`
+	UnusedRunCfg     *ebpf.VariableSpec `ebpf:"unused_run_cfg"`
 }
 
 // GuardObjects contains all objects after they have been loaded into the kernel.
@@ -260,24 +260,24 @@ func (o *GuardObjects) Close() error {
 //
 // It can be passed to LoadGuardObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GuardMaps struct {
-	Allow4   *ebpf.Map `ebpf:"allow4"`
-	Allow6   *ebpf.Map `ebpf:"allow6"`
-	Counters *ebpf.Map `ebpf:"counters"`
-	Events   *ebpf.Map `ebpf:"events"`
-	Fops     *ebpf.Map `ebpf:"fops"`
-	Hidden   *ebpf.Map `ebpf:"hidden"`
-	Scratch  *ebpf.Map `ebpf:"scratch"`
+	Allow4    *ebpf.Map `ebpf:"allow4"`
+	Allow6    *ebpf.Map `ebpf:"allow6"`
+	Fops      *ebpf.Map `ebpf:"fops"`
+	Rings     *ebpf.Map `ebpf:"rings"`
+	Runs      *ebpf.Map `ebpf:"runs"`
+	Scratch   *ebpf.Map `ebpf:"scratch"`
+	SlotOwner *ebpf.Map `ebpf:"slot_owner"`
 }
 
 func (m *GuardMaps) Close() error {
 	return _GuardClose(
 		m.Allow4,
 		m.Allow6,
-		m.Counters,
-		m.Events,
 		m.Fops,
-		m.Hidden,
+		m.Rings,
+		m.Runs,
 		m.Scratch,
+		m.SlotOwner,
 	)
 }
 
@@ -285,17 +285,14 @@ func (m *GuardMaps) Close() error {
 //
 // It can be passed to LoadGuardObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GuardVariables struct {
-	Audit              *ebpf.Variable `ebpf:"audit"`
-	HiddenN            *ebpf.Variable `ebpf:"hidden_n"`
-	TargetCgid         *ebpf.Variable `ebpf:"target_cgid"`
-	UnusedFileOp       *ebpf.Variable `ebpf:"unused_file_op"`
-	UnusedGuardCounter *ebpf.Variable `ebpf:"unused_guard_counter"`
-	UnusedGuardEvent   *ebpf.Variable `ebpf:"unused_guard_event"`
-	UnusedGuardKind    *ebpf.Variable `ebpf:"unused_guard_kind"`
-	UnusedNetKey4      *ebpf.Variable `ebpf:"unused_net_key4"`
-	UnusedNetKey6      *ebpf.Variable `ebpf:"unused_net_key6"`
-	UnusedNetOp        *ebpf.Variable `ebpf:"unused_net_op"`
-	UnusedNetProto     *ebpf.Variable `ebpf:"unused_net_proto"`
+	UnusedFileOp     *ebpf.Variable `ebpf:"unused_file_op"`
+	UnusedGuardEvent *ebpf.Variable `ebpf:"unused_guard_event"`
+	UnusedGuardKind  *ebpf.Variable `ebpf:"unused_guard_kind"`
+	UnusedNetKey4    *ebpf.Variable `ebpf:"unused_net_key4"`
+	UnusedNetKey6    *ebpf.Variable `ebpf:"unused_net_key6"`
+	UnusedNetOp      *ebpf.Variable `ebpf:"unused_net_op"`
+	UnusedNetProto   *ebpf.Variable `ebpf:"unused_net_proto"`
+	UnusedRunCfg     *ebpf.Variable `ebpf:"unused_run_cfg"`
 }
 
 // GuardPrograms contains all programs after they have been loaded into the kernel.

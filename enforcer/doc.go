@@ -64,9 +64,9 @@
 //
 // # The guard (root)
 //
-// As root, Run creates a per-run cgroup2 directory (internal/kernrun), loads bpf/guard.c for
-// it and starts the init stage inside it (clone3 CLONE_INTO_CGROUP), so nothing the command
-// does escapes the programs:
+// As root, Run creates a per-run cgroup2 directory (internal/kernrun), enters the run into
+// bpf/guard.c's maps, attaches its programs for it and starts the init stage inside it (clone3
+// CLONE_INTO_CGROUP), so nothing the command does escapes the programs:
 //
 //   - cgroup connect4/6, sendmsg4/6 and bind4/6 hooks check {operation, protocol, port,
 //     address} against LPM tries filled from the profile's inet endpoints: exact addresses
@@ -94,15 +94,33 @@
 //     a hidden file (not directory) reads as empty; ENOENT through a symlink or a relative
 //     path into a hidden directory.
 //
-// Cost when nothing is denied: an allowed connect/sendmsg/bind pays one trie lookup. The
-// path syscalls of every process on the host pay the tracepoint dispatch and a cgroup-id
-// compare (the program returns there for other cgroups and for any call that succeeded);
-// inside the run, an ENOENT pays reading up to 264 bytes of the path and comparing them with
-// the hidden paths. Nothing is sent, no sys_enter program runs and nothing is stashed: the
-// arguments are read from the task's saved registers at exit. Enabling any syscall
-// tracepoint also moves every syscall on the host to the kernel's syscall-work path while
-// the run lasts (KERNEL-NOTES: ~+60 ns per syscall). At the end the tracepoint perf events
-// are handed to a helper process to close (~65 ms each otherwise).
+// Cost when nothing is denied: an allowed connect/sendmsg/bind pays a hash and a trie lookup.
+// The path syscalls the run's filter allows pay, for every process on the host, the
+// tracepoint dispatch and one compare when the call succeeded (a failed one also a cgroup-id
+// compare; the program returns there for other cgroups); inside the run, an ENOENT pays
+// reading up to 264 bytes of the path and comparing them with the hidden paths. Nothing is
+// sent, no sys_enter program runs and nothing is stashed: the arguments are read from the
+// task's saved registers at exit. Enabling any syscall tracepoint also moves every syscall on
+// the host to the kernel's syscall-work path while the run lasts (a few ns here; seccomp puts
+// the command's there anyway). A single program on the raw sys_exit tracepoint would attach
+// once instead of per syscall, but it runs for every syscall: ~+40 ns each, measured.
+//
+// Startup: guard.c is loaded while the profile loads and compiles (Prewarm; Run starts it
+// otherwise), and set up for the run (its entries, the tracepoints, the hooks) while the init
+// stage starts; start waits for it before the command may exec. Nothing of guard.c belongs to
+// one run: its programs are verified once and pinned in bpffs (guardcache_linux.go), runs
+// find their state by cgroup id (the file program also by its attach cookie), and
+// concurrent runs share nothing but the programs. A profile with a network allowlist starts
+// the init stage without Landlock's TCP rules, as the hooks need; if the hooks then fail to
+// come up, that init stage is killed before the command runs and the run goes on as if they
+// had failed up front (refused, or with --degrade, Landlock's TCP rules back).
+//
+// Teardown: detaching the file program from a tracepoint waits for a grace period (~35 ms
+// here) and closing a tracepoint's last perf event for more, under a kernel-wide mutex a
+// starting run needs. Both are handed to a helper (this binary, then `sleep`) that detaches at
+// once and keeps the perf events open for a second, so that a run starting meanwhile finds
+// the tracepoints registered; the helper then frees the run's slot (its ring buffer and its
+// instance of the file program, which the kernel attaches once per tracepoint).
 //
 // # Lifetime
 //

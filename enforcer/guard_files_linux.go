@@ -2,23 +2,27 @@ package enforcer
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/sysprof/sysprof/synth"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+	"unsafe"
 
+	"github.com/cilium/ebpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/bpf"
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/synth"
 )
 
 // fileOps maps the x86_64 path syscalls to what guard.c reads of their arguments. Numbers come
@@ -49,6 +53,40 @@ func hiddenPrefixes(hidden []string) []string {
 	return out
 }
 
+// fillFops fills guard.c's syscall table: which x86_64 numbers are path syscalls and what the
+// program reads of their arguments. Every run's the same (a syscall the filter refuses answers
+// EPERM before it reaches a path, and EPERM is not taken), so it is filled at load.
+func fillFops(fops *ebpf.Map) error {
+	for name, op := range fileOps {
+		nr, ok := arch.X86_64.SyscallNames[name]
+		if !ok {
+			return fmt.Errorf("BUG: no x86_64 number for %s", name)
+		}
+		if err := fops.Put(uint32(nr), uint32(op)); err != nil {
+			return fmt.Errorf("fill fops: %w", err)
+		}
+	}
+	return nil
+}
+
+// tpLink is the file-denial program on one syscall exit tracepoint: a perf event (opened
+// disabled: nothing is recorded, only the program runs) and the bpf link that attaches the
+// program to it with the run's cgroup id as the cookie.
+type tpLink struct{ perf, link int }
+
+// lingerFor is how long a helper process keeps a finished run's tracepoint perf events open.
+//
+// Opening the first perf event of a syscall tracepoint registers it; closing the last one
+// unregisters it, and that waits for RCU grace periods under the kernel's global event_mutex
+// (tens of ms per tracepoint on these VMs). A run starting meanwhile waits for that mutex for
+// every tracepoint it opens. So a helper process keeps the perf events (without the program)
+// for a moment: a run that starts meanwhile opens its own while they are still registered,
+// which costs nothing, and the helper's closes then unregister nothing either. Only the last
+// run's helper pays, when nobody waits. Meanwhile every syscall on the host takes the kernel's
+// syscall-work path (a few ns) and the path syscalls look up the tracepoint's (empty) list of
+// programs.
+var lingerFor = time.Second
+
 // mayExecute reports whether the run's seccomp filter can let the x86_64 syscall name reach the
 // kernel (allowed, possibly under argument checks). One it always refuses is reported by the
 // supervisor and never gets as far as Landlock or a read-only mount, so its exit tracepoint has
@@ -68,67 +106,277 @@ func (c *Compiled) mayExecute(name string) bool {
 	return a.rules[uint32(nr)] != nil
 }
 
-// attachFiles fills the syscall and hidden-path maps and attaches sys_exit_path to the exit
-// tracepoint of each path syscall this kernel has and the command may execute: every one in
-// audit mode (the supervisor lets refused calls continue), else those the filter allows. Each
-// attached tracepoint costs every process on the host a little on that syscall, and startup
-// ~0.2-1 ms of perf_event_open.
-func (g *guard) attachFiles(hidden []string, c *Compiled) error {
-	for name, op := range fileOps {
-		nr, ok := arch.X86_64.SyscallNames[name]
-		if !ok {
-			return fmt.Errorf("BUG: no x86_64 number for %s", name)
-		}
-		if err := g.objs.Fops.Put(uint32(nr), uint32(op)); err != nil {
-			return fmt.Errorf("fill fops: %w", err)
+// attachFiles attaches the slot's file-denial program to the exit tracepoint of each path
+// syscall this kernel has and the command may execute (every one in audit mode: the supervisor
+// lets refused calls continue), with the run's cgroup id as the attach cookie. Each attached
+// tracepoint costs every process on the host a little on that syscall, and the run's teardown a
+// little more. Attached concurrently: each perf_event_open of a tracepoint takes the kernel's
+// event_mutex.
+func (g *guard) attachFiles(c *Compiled) error {
+	var names []string
+	for _, name := range sortedKeys(fileOps) {
+		if g.audit || c.mayExecute(name) {
+			names = append(names, name)
 		}
 	}
-	for i, h := range hidden {
-		var v bpf.GuardHiddenPath
-		v.Len = uint32(len(h))
-		var buf [256]byte
-		copy(buf[:], h)
-		for j := range v.W {
-			v.W[j] = binary.NativeEndian.Uint64(buf[j*8:])
-		}
-		if err := g.objs.Hidden.Put(uint32(i), &v); err != nil {
-			return fmt.Errorf("fill hidden: %w", err)
-		}
-	}
-	if err := kernrun.EnsureTracefs(); err != nil {
+	prog, err := g.objs.fileProgram(uint32(g.slot), false)
+	if err != nil {
 		return err
 	}
-	// Attached concurrently: each perf_event_open of a tracepoint costs a millisecond or more
-	// on this VM, and enforce's startup pays for all of them.
-	names := sortedKeys(fileOps)
-	fds := make([]int, len(names))
+	for attempt := 0; ; attempt++ {
+		err := g.attachTracepoints(names, prog)
+		if err == nil || attempt > 0 || !errors.Is(err, unix.EEXIST) {
+			return err
+		}
+		// The slot's program is still attached elsewhere (its owner's helper was killed
+		// before it detached it): this run takes an instance of its own.
+		closeTracepoints(g.tps, nil)
+		g.tps = nil
+		if prog, err = g.objs.fileProgram(uint32(g.slot), true); err != nil {
+			return err
+		}
+		g.ownFile = prog
+	}
+}
+
+func (g *guard) attachTracepoints(names []string, prog *ebpf.Program) error {
+	tps := make([]tpLink, len(names))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		fds[i] = -1
-		if !g.audit && !c.mayExecute(name) {
-			continue // refused by seccomp: reported by the supervisor
-		}
-		if !kernrun.TracepointExists("syscalls", "sys_exit_"+name) {
-			continue // not on this kernel or arch
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fd, err := kernrun.AttachTracepoint("syscalls", "sys_exit_"+name, g.objs.SysExitPath)
-			if err != nil {
-				err = fmt.Errorf("attach syscalls/sys_exit_%s: %w", name, err)
-			}
-			fds[i], errs[i] = fd, err
+			tps[i], errs[i] = attachTracepoint("syscalls", "sys_exit_"+name, prog, g.cg.ID)
 		}()
 	}
 	wg.Wait()
-	for i := range names {
-		if fds[i] >= 0 && errs[i] == nil {
-			g.perfFDs = append(g.perfFDs, fds[i])
+	for _, tp := range tps {
+		if tp.perf >= 0 {
+			g.tps = append(g.tps, tp)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// tracepointIDs caches the ids of tracepoints (tracefs events/GROUP/NAME/id).
+var tracepointIDs sync.Map
+
+// attachTracepoint opens a disabled perf event for a tracepoint on CPU 0 (nothing is recorded:
+// the program runs for every CPU all the same) and links prog to it with cookie. A tracepoint
+// this kernel does not have is no error: tpLink{-1, -1}.
+func attachTracepoint(group, name string, prog *ebpf.Program, cookie uint64) (tpLink, error) {
+	none := tpLink{-1, -1}
+	id, err := tracepointID(group, name)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return none, nil
+		}
+		return none, err
+	}
+	attr := unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_TRACEPOINT,
+		Config:      id,
+		Sample_type: unix.PERF_SAMPLE_RAW,
+		Sample:      1,
+		Wakeup:      1,
+		Bits:        unix.PerfBitDisabled,
+	}
+	attr.Size = uint32(unsafe.Sizeof(attr))
+	pfd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return none, fmt.Errorf("perf_event_open %s/%s: %w", group, name, err)
+	}
+	// BPF_LINK_CREATE with BPF_PERF_EVENT: union bpf_attr's link_create {prog_fd, target_fd,
+	// attach_type, flags, perf_event.bpf_cookie} (the kernel makes it close-on-exec).
+	var a struct {
+		progFD, targetFD, attachType, flags uint32
+		cookie                              uint64
+		_                                   [32]byte // zero: the kernel checks the rest
+	}
+	a.progFD, a.targetFD, a.attachType, a.cookie = uint32(prog.FD()), uint32(pfd), uint32(ebpf.AttachPerfEvent), cookie
+	lfd, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_LINK_CREATE, uintptr(unsafe.Pointer(&a)), unsafe.Sizeof(a))
+	if errno != 0 {
+		unix.Close(pfd)
+		return none, fmt.Errorf("attach the file-denial program to %s/%s: %w", group, name, errno)
+	}
+	return tpLink{perf: pfd, link: int(lfd)}, nil
+}
+
+func tracepointID(group, name string) (uint64, error) {
+	key := group + "/" + name
+	if v, ok := tracepointIDs.Load(key); ok {
+		return v.(uint64), nil
+	}
+	dir, err := tracefs()
+	if err != nil {
+		return 0, err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "events", group, name, "id"))
+	if err != nil {
+		return 0, err
+	}
+	id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("tracepoint id %q: %w", b, err)
+	}
+	tracepointIDs.Store(key, id)
+	return id, nil
+}
+
+// tracefs is where tracefs is (mounted by kernrun.EnsureTracefs when nothing provides it).
+var tracefs = sync.OnceValues(func() (string, error) {
+	for _, d := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		if _, err := os.Stat(d + "/events"); err == nil {
+			return d, nil
+		}
+	}
+	return "/sys/kernel/tracing", kernrun.EnsureTracefs()
+})
+
+// closeTracepoints detaches the run's file program and closes the perf events, and reports
+// whether a helper releases the run's slot afterwards.
+func (g *guard) closeTracepoints() bool {
+	owners := g.objs.maps["slot_owner"]
+	if g.ownFile != nil {
+		owners = nil // the slot's program was never attached by this run: free it at once
+	}
+	handed := closeTracepoints(g.tps, &slotRelease{owners, uint32(g.slot)})
+	if g.ownFile != nil {
+		g.ownFile.Close()
+		g.ownFile = nil
+	}
+	return handed && owners != nil
+}
+
+// slotRelease is the slot a helper frees once it has detached the slot's program.
+type slotRelease struct {
+	owners *ebpf.Map
+	slot   uint32
+}
+
+// closeTracepoints detaches the program and closes the perf events without waiting for the
+// kernel: both are handed to a helper process (see lingerStage), which then releases the slot
+// (rel, when not nil). Detaching a program from a perf event waits for an RCU tasks-trace grace
+// period (~35 ms here), closing the last perf event of a tracepoint for more (see lingerFor);
+// the program filters on this run's cgroup, empty by then, until the helper has detached it.
+// It reports whether the helper took them.
+func closeTracepoints(tps []tpLink, rel *slotRelease) bool {
+	var links, perf []int
+	for _, tp := range tps {
+		links = append(links, tp.link)
+		perf = append(perf, tp.perf)
+	}
+	if len(perf) == 0 {
+		return false
+	}
+	if handOff(links, perf, rel) {
+		return true
+	}
+	// Without the helper: detach here (concurrently: one grace period), then close the perf
+	// events the old way.
+	var wg sync.WaitGroup
+	for _, fd := range links {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			unix.Close(fd)
+		}()
+	}
+	wg.Wait()
+	kernrun.ClosePerfEvents(perf)
+	return false
+}
+
+// lingerArg is the hidden first argument that makes sysprof's main the helper that detaches a
+// finished run's file-denial program, releases its slot and keeps its perf events open for
+// lingerFor.
+const lingerArg = "__sysprof_linger__"
+
+// handOff starts the helper with the links, the perf events and the slot map (and closes them
+// here), and makes the helper the slot's owner. It reports false when it did not touch them.
+func handOff(links, perf []int, rel *slotRelease) bool {
+	fds := slices.Concat(links, perf)
+	slot := -1
+	if rel != nil && rel.owners != nil {
+		dup, err := unix.FcntlInt(uintptr(rel.owners.FD()), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return false
+		}
+		fds = append(fds, dup)
+		slot = int(rel.slot)
+	}
+	var files []*os.File
+	for _, fd := range fds {
+		files = append(files, os.NewFile(uintptr(fd), "bpf"))
+	}
+	cmd := &exec.Cmd{
+		Path: "/proc/self/exe",
+		Args: []string{"sysprof-linger", lingerArg, strconv.Itoa(len(links)), strconv.Itoa(len(perf)), strconv.Itoa(slot),
+			strconv.FormatInt(lingerFor.Milliseconds(), 10)},
+		ExtraFiles:  files,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	err := cmd.Start()
+	if err != nil {
+		if slot >= 0 {
+			files[len(files)-1].Close()
+		}
+		return false // the caller still owns links and perf
+	}
+	if slot >= 0 {
+		// The helper owns the slot now (collectDead frees it once the helper is gone).
+		_ = rel.owners.Update(uint32(slot), uint64(cmd.Process.Pid), ebpf.UpdateExist)
+	}
+	for _, f := range files {
+		f.Close() // the helper holds them
+	}
+	go cmd.Wait() // reap it if this process is still there
+	return true
+}
+
+// lingerStage is the helper's main (see handOff): from fd 3, nlinks links (closed at once and
+// concurrently: each waits for a grace period), nperf perf events (kept open for the given
+// milliseconds, by `sleep` when there is one, and closed at exit), and when slot >= 0 the
+// slot_owner map, whose entry for slot is deleted once the links are closed.
+func lingerStage(args []string) int {
+	if len(args) != 4 {
+		return 2
+	}
+	var n [4]int
+	for i, a := range args {
+		v, err := strconv.Atoi(a)
+		if err != nil || v < -1 || v > 1<<20 {
+			return 2
+		}
+		n[i] = v
+	}
+	nlinks, nperf, slot, ms := n[0], n[1], n[2], n[3]
+	var wg sync.WaitGroup
+	for fd := 3; fd < 3+nlinks; fd++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			unix.Close(fd)
+		}()
+	}
+	wg.Wait()
+	if slot >= 0 {
+		if owners, err := ebpf.NewMapFromFD(3 + nlinks + nperf); err == nil {
+			var pid uint64
+			if owners.Lookup(uint32(slot), &pid) == nil && pid == uint64(os.Getpid()) {
+				owners.Delete(uint32(slot))
+			}
+			owners.Close()
+		}
+	}
+	// The perf events outlive the exec: a small process keeps them for the rest of the time.
+	secs := strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64)
+	if sleep, err := exec.LookPath("sleep"); err == nil {
+		syscall.Exec(sleep, []string{"sleep", secs}, nil)
+	}
+	time.Sleep(time.Duration(ms) * time.Millisecond)
+	return 0
 }
 
 // tail reads the variable part of an event.

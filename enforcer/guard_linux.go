@@ -55,43 +55,104 @@ var selfExe = func() string {
 }()
 
 // The guard's object and the kernel's BTF (for its CO-RE relocations) are parsed once per
-// process, and can be parsed ahead (Prewarm) while the profile loads and compiles: together
-// they are most of the guard's user-space setup (the kernel's BTF alone is ~15 ms here).
+// process (the kernel's BTF only when no fixups are stored for this kernel, see relocate).
 var (
 	guardSpec = sync.OnceValues(bpf.LoadGuard)
 	kernelBTF = sync.OnceValues(btf.LoadKernelSpec)
 )
 
-// Prewarm starts parsing what a root run's guard needs in the background, so that Run finds it
-// ready. It does nothing for an ordinary user (no guard) and is never required.
+// guardLoad is guard.c being opened from its pins or loaded ahead of its run (see
+// guardcache_linux.go): none of it depends on the profile or on the run's cgroup.
+type guardLoad struct {
+	done chan struct{}
+	objs *guardObjs
+	err  error
+}
+
+// startLoad starts opening or loading guard.c in the background.
+func startLoad() *guardLoad {
+	l := &guardLoad{done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		start := time.Now()
+		l.objs, l.err = openGuard()
+		phase.Since("guard: open or load", start)
+	}()
+	return l
+}
+
+func (l *guardLoad) wait() (*guardObjs, error) {
+	<-l.done
+	return l.objs, l.err
+}
+
+// close waits for the load and closes what it opened (pins stay).
+func (l *guardLoad) close() {
+	if o, err := l.wait(); err == nil {
+		o.close()
+	}
+}
+
+// discard closes a load no run takes, in the background.
+func (l *guardLoad) discard() { go l.close() }
+
+var (
+	nextLoadMu sync.Mutex
+	nextLoad   *guardLoad
+)
+
+// Prewarm starts loading what a root run's guard needs in the background, so that Run finds it
+// loaded (the next Run of this process takes it). It does nothing for an ordinary user (no
+// guard) and is never required: Run starts the load itself otherwise.
 func Prewarm() {
 	if os.Geteuid() != 0 {
 		return
 	}
-	go func() {
-		// The kernel's BTF only when no fixups are stored for this kernel (see relocate).
-		if cf, err := guardCore(); err != nil || !cf.stored() {
-			kernelBTF()
-		}
-	}()
+	nextLoadMu.Lock()
+	defer nextLoadMu.Unlock()
+	if nextLoad == nil {
+		nextLoad = startLoad()
+	}
+}
+
+// takeLoad returns the load Prewarm started, or starts one.
+func takeLoad() *guardLoad {
+	nextLoadMu.Lock()
+	defer nextLoadMu.Unlock()
+	l := nextLoad
+	nextLoad = nil
+	if l == nil {
+		l = startLoad()
+	}
+	return l
 }
 
 // guard is the kernel side of enforcing as root: a per-run cgroup the init stage is born
 // into, with guard.c's programs attached to it, and the reader of their denial events.
 type guard struct {
-	cg    *kernrun.Cgroup
-	coll  *ebpf.Collection // owns what objs points to
-	objs  bpf.GuardObjects
+	cg   *kernrun.Cgroup
+	load *guardLoad // owns objs
+	objs *guardObjs // guard.c's programs and maps (load's)
+	ring *ebpf.Map  // the run's ring buffer (slot in rings)
+	slot int        // -1: none taken
+	// slotHandedOff: the helper that detaches the file program releases the slot.
+	slotHandedOff bool
+	ownFile       *ebpf.Program // an instance of the file program of this run's own (see attachFiles)
+	keys          []hookKey     // the run's allowlist keys
+	cfg           bool          // the run has its entry in runs
+	// links are the network hooks; tps the file-denial program on the path syscalls' exit
+	// tracepoints.
 	links []link.Link
+	tps   []tpLink
 	rd    *ringbuf.Reader
 	audit bool
+	net   bool // the network hooks are (to be) attached: the init stage has no Landlock TCP rules
 	// rootPid is the init stage (then the command): parent chains end there.
 	rootPid atomic.Int64
 
-	rules   []NetRule
-	plan    sandbox.Plan
-	env     Env
-	perfFDs []int
+	rules []NetRule
+	plan  sandbox.Plan
+	env   Env
 
 	mu       sync.Mutex
 	hostOf   map[netip.Addr]string // reverse map of resolved names, for the report
@@ -104,7 +165,7 @@ type guard struct {
 	stopResolve chan struct{}
 	wg          sync.WaitGroup
 
-	// setupDone is closed when a background setup (startGuard) has finished; setupErr is its
+	// setupDone is closed when the background setup (startGuard) has finished; setupErr is its
 	// result.
 	setupDone chan struct{}
 	setupErr  error
@@ -122,54 +183,52 @@ var guardAvailable = func() error {
 	return nil
 }
 
-// newGuard creates the run's cgroup and loads guard.c for it: the network hooks with the
-// profile's allowlist when net (host names resolved now), the file-denial tracepoints when
-// files. The caller starts the init stage with UseCgroupFD = g.cg.FD and calls close when the
-// command is gone.
-//
-// Requires root, cgroup2 and Linux 5.15 (bpf_task_pt_regs, bpf_loop).
+// newGuard is startGuard with a load of its own, waited for: the guard is set up when it
+// returns, or nothing is left of it.
 func newGuard(ctx context.Context, c *Compiled, env Env, audit, net, files bool) (*guard, error) {
-	g, err := newGuardCgroup(c, env, audit)
+	g, err := startGuard(ctx, c, env, audit, startLoad(), net, files)
 	if err != nil {
 		return nil, err
 	}
-	if err := g.setup(ctx, c, net, files); err != nil {
+	if err := g.wait(); err != nil {
 		g.cg.Remove()
 		return nil, err
 	}
 	return g, nil
 }
 
-// startGuard creates the run's cgroup and sets up the file-denial observation in the
-// background: the caller starts the init stage meanwhile (loading and verifying guard.c costs
-// more than the init stage's start) and calls wait before releasing it to exec the command.
-// Only for a guard without network hooks: those decide the init stage's Landlock rules.
-func startGuard(ctx context.Context, c *Compiled, env Env, audit bool) (*guard, error) {
+// startGuard creates the run's cgroup and finishes guard.c's setup for it in the background
+// with what l loads (the guard owns l from here on): the network hooks with the profile's
+// allowlist when net (host names resolved now), the file-denial program when files. The caller
+// starts the init stage meanwhile with UseCgroupFD = g.cg.FD, calls wait before releasing it
+// to exec the command, and close when the command is gone.
+//
+// Requires root, cgroup2 and Linux 5.15 (bpf_task_pt_regs, bpf_loop).
+func startGuard(ctx context.Context, c *Compiled, env Env, audit bool, l *guardLoad, net, files bool) (*guard, error) {
 	g, err := newGuardCgroup(c, env, audit)
 	if err != nil {
+		l.discard()
 		return nil, err
 	}
+	g.load, g.net = l, net
 	g.setupDone = make(chan struct{})
 	go func() {
 		defer close(g.setupDone)
-		g.setupErr = g.setup(ctx, c, false, true)
+		g.setupErr = g.setup(ctx, c, net, files)
+		phase.Mark("guard: ready")
 	}()
 	return g, nil
 }
 
-// wait waits for a background setup and returns its error (nil at once for newGuard's).
+// wait waits for the background setup and returns its error.
 func (g *guard) wait() error {
-	if g.setupDone == nil {
-		return nil
-	}
 	<-g.setupDone
 	return g.setupErr
 }
 
 // newGuardCgroup creates the run's cgroup: the command is born into it.
 func newGuardCgroup(c *Compiled, env Env, audit bool) (*guard, error) {
-	phase.Mark("guard available")
-	g := &guard{audit: audit, rules: c.Network, plan: c.Plan, env: env, hostOf: map[netip.Addr]string{},
+	g := &guard{slot: -1, audit: audit, rules: c.Network, plan: c.Plan, env: env, hostOf: map[netip.Addr]string{},
 		resolved: map[string]map[netip.Addr]time.Time{}, index: map[string]int{}, stopResolve: make(chan struct{})}
 	var err error
 	if g.cg, err = kernrun.NewCgroup(); err != nil {
@@ -179,63 +238,63 @@ func newGuardCgroup(c *Compiled, env Env, audit bool) (*guard, error) {
 	return g, nil
 }
 
-// setup loads guard.c for the run's cgroup and attaches what net and files ask for. On an
+// setup configures guard.c for the run's cgroup and attaches what net and files ask for. On an
 // error it leaves nothing loaded or attached (the cgroup stays: close or the caller removes it).
 func (g *guard) setup(ctx context.Context, c *Compiled, net, files bool) (err error) {
 	defer func() {
 		if err != nil {
-			for _, l := range g.links {
-				l.Close()
-			}
-			g.links = nil
-			kernrun.ClosePerfEvents(g.perfFDs)
-			g.perfFDs = nil
+			g.detach()
 			if g.rd != nil {
 				g.rd.Close()
 				g.wg.Wait()
 				g.rd = nil
 			}
-			if g.coll != nil {
-				g.coll.Close()
-				g.coll = nil
-			}
+			g.leave()
+			g.load.close()
+			g.objs = nil
 		}
 	}()
-	shared, err := guardSpec()
+	objs, err := g.load.wait()
 	if err != nil {
-		return fmt.Errorf("parse guard BPF object: %w", err)
-	}
-	spec := shared.Copy() // load deletes the programs this run does not attach
-	phase.Mark("guard: parse object")
-	var auditVal uint32
-	if g.audit {
-		auditVal = 1
-	}
-	hidden := hiddenPrefixes(c.Plan.Hidden)
-	for name, v := range map[string]any{"audit": auditVal, "target_cgid": g.cg.ID, "hidden_n": uint32(len(hidden))} {
-		if err := spec.Variables[name].Set(v); err != nil {
-			return fmt.Errorf("set %s: %w", name, err)
-		}
-	}
-	if err := g.load(spec, net, files); err != nil {
 		return err
 	}
-	phase.Mark("guard: load collection")
-	if g.rd, err = ringbuf.NewReader(g.objs.Events); err != nil {
+	phase.Mark("guard: wait for load")
+	g.objs = objs
+	if err := g.enter(c); err != nil {
+		return err
+	}
+	if g.rd, err = ringbuf.NewReader(g.ring); err != nil {
 		return fmt.Errorf("open guard ring buffer: %w", err)
 	}
 	g.wg.Add(1)
 	go g.read()
+	phase.Mark("guard: enter the run")
 
 	if files {
-		if err := g.attachFiles(hidden, c); err != nil {
+		if err := g.attachFiles(c); err != nil {
 			return err
 		}
-		phase.Mark("guard: attach file tracepoints")
+		phase.Mark("guard: attach file program")
 	}
-	if !net {
-		return nil
+	if net {
+		if err := g.attachNet(ctx); err != nil {
+			return err
+		}
 	}
+	if objs.pinned() {
+		// Entries of killed runs, after this run is up (nothing waits for it).
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			objs.collectDead()
+		}()
+	}
+	return nil
+}
+
+// attachNet fills the run's allowlist (resolving host names) and attaches the hooks to its
+// cgroup.
+func (g *guard) attachNet(ctx context.Context) error {
 	// The allowlist first, then the hooks.
 	for _, r := range g.rules {
 		if r.Host == "" {
@@ -259,22 +318,23 @@ func (g *guard) setup(ctx context.Context, c *Compiled, net, files bool) (err er
 		g.resolveAll(ctx)
 	}
 	for _, h := range []struct {
-		prog   *ebpf.Program
+		prog   string
 		attach ebpf.AttachType
 	}{
-		{g.objs.GuardConnect4, ebpf.AttachCGroupInet4Connect},
-		{g.objs.GuardConnect6, ebpf.AttachCGroupInet6Connect},
-		{g.objs.GuardSendmsg4, ebpf.AttachCGroupUDP4Sendmsg},
-		{g.objs.GuardSendmsg6, ebpf.AttachCGroupUDP6Sendmsg},
-		{g.objs.GuardBind4, ebpf.AttachCGroupInet4Bind},
-		{g.objs.GuardBind6, ebpf.AttachCGroupInet6Bind},
+		{"guard_connect4", ebpf.AttachCGroupInet4Connect},
+		{"guard_connect6", ebpf.AttachCGroupInet6Connect},
+		{"guard_sendmsg4", ebpf.AttachCGroupUDP4Sendmsg},
+		{"guard_sendmsg6", ebpf.AttachCGroupUDP6Sendmsg},
+		{"guard_bind4", ebpf.AttachCGroupInet4Bind},
+		{"guard_bind6", ebpf.AttachCGroupInet6Bind},
 	} {
-		l, err := link.AttachCgroup(link.CgroupOptions{Path: g.cg.Dir, Attach: h.attach, Program: h.prog})
+		l, err := link.AttachCgroup(link.CgroupOptions{Path: g.cg.Dir, Attach: h.attach, Program: g.objs.progs[h.prog]})
 		if err != nil {
 			return fmt.Errorf("attach %s to the run cgroup: %w", h.attach, err)
 		}
 		g.links = append(g.links, l)
 	}
+	phase.Mark("guard: attach network hooks")
 	if hasHosts(g.rules) {
 		g.wg.Add(1)
 		go g.keepResolving()
@@ -282,44 +342,103 @@ func (g *guard) setup(ctx context.Context, c *Compiled, net, files bool) (err er
 	return nil
 }
 
-// load creates the maps and only the programs this run attaches, in one collection: a run
-// without network rules needs none of the six hooks, one without file observation not the
-// tracepoint program.
-func (g *guard) load(spec *ebpf.CollectionSpec, net, files bool) error {
-	hooks := []string{"guard_connect4", "guard_connect6", "guard_sendmsg4", "guard_sendmsg6", "guard_bind4", "guard_bind6"}
-	if !net {
-		for _, h := range hooks {
-			delete(spec.Programs, h)
+// enter gives the run its state in guard.c's maps, under its cgroup id: a ring buffer slot and
+// its configuration (audit, hidden paths).
+func (g *guard) enter(c *Compiled) error {
+	id := g.cg.ID
+	owners, rings := g.objs.maps["slot_owner"], g.objs.maps["rings"]
+	// A slot is owned by a process (this one, then the helper that detaches its program).
+	for attempt := 0; g.slot < 0; attempt++ {
+		for s := uint32(0); s < ringSlots; s++ {
+			if owners.Update(s, uint64(os.Getpid()), ebpf.UpdateNoExist) == nil {
+				g.slot = int(s)
+				break
+			}
+		}
+		if g.slot >= 0 {
+			break
+		}
+		if attempt > 0 || !g.objs.pinned() {
+			return fmt.Errorf("all %d guard ring buffer slots are taken", ringSlots)
+		}
+		g.objs.collectDead() // slots of killed runs
+	}
+	slot := uint32(g.slot)
+	var ring *ebpf.Map
+	if err := rings.Lookup(slot, &ring); err != nil {
+		// The slot's first use: create its ring buffer (changing a map of maps waits for a
+		// grace period, so it is kept for the next run that takes the slot).
+		if ring, err = ebpf.NewMap(ringSpec()); err != nil {
+			return fmt.Errorf("create a guard ring buffer: %w", err)
+		}
+		if err := rings.Update(slot, ring, ebpf.UpdateAny); err != nil {
+			ring.Close()
+			return fmt.Errorf("enter a guard ring buffer: %w", err)
 		}
 	}
-	if !files {
-		delete(spec.Programs, "sys_exit_path")
+	g.ring = ring
+
+	cfg := bpf.GuardRunCfg{Slot: slot}
+	if g.audit {
+		cfg.Audit = 1
 	}
-	var opts ebpf.CollectionOptions
-	// The kernel's own types are the only relocation targets guard.c needs (task, file,
-	// dentry, mount): relocated from stored fixups, or against the kernel's BTF parsed once and
-	// shared by every run of this process.
-	left := relocate(spec)
-	phase.Mark("guard: CO-RE relocate")
-	if left {
-		if k, err := kernelBTF(); err == nil {
-			opts.Programs.KernelTypes = k
+	hidden := hiddenPrefixes(c.Plan.Hidden)
+	cfg.HiddenN = uint32(len(hidden))
+	for i, h := range hidden {
+		v := &cfg.Hidden[i]
+		v.Len = uint32(len(h))
+		var buf [256]byte
+		copy(buf[:], h)
+		for j := range v.W {
+			v.W[j] = binary.NativeEndian.Uint64(buf[j*8:])
 		}
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
-	if err != nil {
-		return fmt.Errorf("load guard BPF programs: %w", err)
+	if err := g.objs.maps["runs"].Update(id, &cfg, ebpf.UpdateNoExist); err != nil {
+		return fmt.Errorf("enter the run: %w", err)
 	}
-	g.coll = coll
-	m := &g.objs.GuardMaps
-	m.Allow4, m.Allow6, m.Counters, m.Events = coll.Maps["allow4"], coll.Maps["allow6"], coll.Maps["counters"], coll.Maps["events"]
-	m.Fops, m.Hidden, m.Scratch = coll.Maps["fops"], coll.Maps["hidden"], coll.Maps["scratch"]
-	p := &g.objs.GuardPrograms
-	p.GuardConnect4, p.GuardConnect6 = coll.Programs["guard_connect4"], coll.Programs["guard_connect6"]
-	p.GuardSendmsg4, p.GuardSendmsg6 = coll.Programs["guard_sendmsg4"], coll.Programs["guard_sendmsg6"]
-	p.GuardBind4, p.GuardBind6 = coll.Programs["guard_bind4"], coll.Programs["guard_bind6"]
-	p.SysExitPath = coll.Programs["sys_exit_path"]
+	g.cfg = true
 	return nil
+}
+
+// leave removes the run's entries from guard.c's maps (after everything is detached and the
+// ring buffer is read) and returns its counters.
+func (g *guard) leave() (cfg bpf.GuardRunCfg) {
+	if g.objs == nil {
+		return cfg
+	}
+	id := g.cg.ID
+	if g.cfg {
+		runs := g.objs.maps["runs"]
+		_ = runs.Lookup(id, &cfg)
+		_ = runs.Delete(id)
+		g.cfg = false
+	}
+	for _, k := range g.keys {
+		g.update(k, false)
+	}
+	g.keys = nil
+	if g.ring != nil {
+		g.ring.Close()
+		g.ring = nil
+	}
+	if g.slot >= 0 && !g.slotHandedOff {
+		_ = g.objs.maps["slot_owner"].Delete(uint32(g.slot))
+	}
+	g.slot = -1
+	return cfg
+}
+
+// detach detaches every program from the run (the file program's links and perf events are
+// handed to a helper process, which then releases the slot: see handOff).
+func (g *guard) detach() {
+	for _, l := range g.links {
+		l.Close()
+	}
+	g.links = nil
+	if len(g.tps) > 0 {
+		g.slotHandedOff = g.closeTracepoints()
+	}
+	g.tps = nil
 }
 
 // put enters the trie keys of a rule with a resolved prefix.
@@ -328,24 +447,28 @@ func (g *guard) put(r NetRule, p netip.Prefix) error {
 		if err := g.update(k, true); err != nil {
 			return fmt.Errorf("network allowlist %s: %w", r.Endpoint, err)
 		}
+		g.keys = append(g.keys, k)
 	}
 	return nil
 }
 
+// keyFixedBits is the prefix length of a trie key's run, op, proto and port (guard.c).
+const keyFixedBits = 96
+
 func (g *guard) update(k hookKey, add bool) error {
 	one := uint8(1)
 	if k.Prefix.Addr().Is4() {
-		key := bpf.GuardNetKey4{Prefixlen: 32 + uint32(k.Prefix.Bits()), Op: k.Op, Proto: k.Proto, Port: k.Port, Addr: k.Prefix.Addr().As4()}
+		key := bpf.GuardNetKey4{Prefixlen: keyFixedBits + uint32(k.Prefix.Bits()), Run: runKey(g.cg.ID), Op: k.Op, Proto: k.Proto, Port: k.Port, Addr: k.Prefix.Addr().As4()}
 		if add {
-			return g.objs.Allow4.Update(&key, &one, ebpf.UpdateAny)
+			return g.objs.maps["allow4"].Update(&key, &one, ebpf.UpdateAny)
 		}
-		return g.objs.Allow4.Delete(&key)
+		return g.objs.maps["allow4"].Delete(&key)
 	}
-	key := bpf.GuardNetKey6{Prefixlen: 32 + uint32(k.Prefix.Bits()), Op: k.Op, Proto: k.Proto, Port: k.Port, Addr: k.Prefix.Addr().As16()}
+	key := bpf.GuardNetKey6{Prefixlen: keyFixedBits + uint32(k.Prefix.Bits()), Run: runKey(g.cg.ID), Op: k.Op, Proto: k.Proto, Port: k.Port, Addr: k.Prefix.Addr().As16()}
 	if add {
-		return g.objs.Allow6.Update(&key, &one, ebpf.UpdateAny)
+		return g.objs.maps["allow6"].Update(&key, &one, ebpf.UpdateAny)
 	}
-	return g.objs.Allow6.Delete(&key)
+	return g.objs.maps["allow6"].Delete(&key)
 }
 
 // resolveAll resolves every host rule: new addresses are allowed at once; addresses a name no
@@ -440,6 +563,9 @@ func (g *guard) read() {
 		}
 		if err := binary.Read(bytes.NewReader(rec.RawSample[:hdr]), binary.NativeEndian, &ev); err != nil {
 			continue
+		}
+		if ev.Cgid != g.cg.ID {
+			continue // another run's, left in a reused ring buffer
 		}
 		tail := newTail(rec.RawSample[hdr:])
 		exe := tail.components(int(ev.ExeLen))
@@ -555,32 +681,18 @@ func (g *guard) close() ([]report.Denial, []string) {
 		return nil, notes
 	}
 	close(g.stopResolve)
-	for _, l := range g.links {
-		l.Close()
-	}
-	g.links = nil
-	// The programs stay on the tracepoints a moment longer; they filter on this run's cgroup,
-	// which is empty by then.
-	phase.Mark("close: links")
-	kernrun.ClosePerfEvents(g.perfFDs)
-	g.perfFDs = nil
-	phase.Mark("close: perf events")
+	g.detach()
+	phase.Mark("close: detach")
 	g.rd.Flush() // read what is there, then stop
 	g.wg.Wait()
 	g.rd.Close()
 	var notes []string
-	var perCPU []uint64
-	if err := g.objs.Counters.Lookup(uint32(bpf.GuardGuardCounterGC_RINGBUF_DROPS), &perCPU); err == nil {
-		var n uint64
-		for _, v := range perCPU {
-			n += v
-		}
-		if n > 0 {
-			notes = append(notes, fmt.Sprintf("%d network/file denials were not reported: the guard's ring buffer was full (they were still refused)", n))
-		}
+	if cfg := g.leave(); cfg.Drops > 0 {
+		notes = append(notes, fmt.Sprintf("%d network/file denials were not reported: the guard's ring buffer was full (they were still refused)", cfg.Drops))
 	}
 	phase.Mark("close: drain ringbuf")
-	g.coll.Close()
+	g.load.close()
+	g.objs = nil
 	phase.Mark("close: collection")
 	if err := g.cg.Remove(); err != nil {
 		notes = append(notes, err.Error())

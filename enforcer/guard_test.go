@@ -178,8 +178,8 @@ func TestNetworkReResolution(t *testing.T) {
 	defer g.close()
 	allowed := func(a netip.Addr) bool {
 		var v uint8
-		k := bpf.GuardNetKey4{Prefixlen: 64, Op: nopConnect, Proto: npTCP, Port: 443, Addr: a.As4()}
-		return g.objs.Allow4.Lookup(&k, &v) == nil
+		k := bpf.GuardNetKey4{Prefixlen: keyFixedBits + 32, Run: runKey(g.cg.ID), Op: nopConnect, Proto: npTCP, Port: 443, Addr: a.As4()}
+		return g.objs.maps["allow4"].Lookup(&k, &v) == nil
 	}
 	if !allowed(a1) || allowed(a2) {
 		t.Fatalf("after the first resolution: %v %v", allowed(a1), allowed(a2))

@@ -20,6 +20,7 @@ import (
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/sandbox"
 )
 
 // Options is one enforced run.
@@ -66,6 +67,18 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		}
 		dir = d
 	}
+	asRoot := os.Geteuid() == 0
+	// As root guard.c loads while the profile compiles and the init stage starts (Prewarm may
+	// have started it already); a run that does not use it discards it.
+	var load *guardLoad
+	if asRoot && mayWantGuard(opts.Profile) {
+		load = takeLoad()
+	}
+	defer func() {
+		if load != nil {
+			load.discard()
+		}
+	}()
 	env := HostEnv(dir)
 	for k, v := range opts.Vars {
 		env.Vars[k] = v
@@ -83,7 +96,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		rep.Notes = append(rep.Notes, "dropped (means nothing on this host): "+d)
 	}
 	if opts.Audit {
-		if len(compiled.NeedsHooks) > 0 && os.Geteuid() == 0 {
+		if len(compiled.NeedsHooks) > 0 && asRoot {
 			rep.Notes = append(rep.Notes, "audit: syscalls and inet network calls are let through; the filesystem layers still enforce")
 		} else {
 			rep.Notes = append(rep.Notes, "audit: only syscalls are let through; the filesystem and network layers still enforce")
@@ -95,7 +108,6 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	}
 
 	// Fail closed: every layer the profile needs must be applicable, or the user degrades.
-	asRoot := os.Geteuid() == 0
 	needSandbox := false
 	for _, l := range compiled.Layers {
 		switch l {
@@ -115,7 +127,6 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	// report every refusal; as an ordinary user only Landlock's TCP ports apply (unenforceable
 	// without --degrade).
 	var g *guard
-	unenf := slices.Clone(compiled.Unenforceable)
 	needNet := len(compiled.NeedsHooks) > 0
 	// A network section with unix endpoints only still gets the hooks as root (an empty
 	// allowlist): every inet call is refused as Landlock would, but reported.
@@ -123,31 +134,31 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	// As root the same guard observes file denials (Landlock's EACCES, the read-only mounts'
 	// EROFS) in the run's cgroup.
 	wantFiles := asRoot && sandboxAvailable && compiled.Plan.Landlock != nil
+	var guardWhy error // why there is no guard (when wanted)
 	if wantNet || wantFiles {
-		why := guardAvailable()
-		switch {
-		case why != nil:
-		case wantNet:
-			g, why = newGuard(ctx, compiled, env, opts.Audit, wantNet, wantFiles)
-		default:
-			// Files only: guard.c loads and attaches while the init stage starts; start waits
-			// for it before the command may exec.
-			g, why = startGuard(ctx, compiled, env, opts.Audit)
+		if guardWhy = guardAvailable(); guardWhy == nil {
+			if load == nil {
+				load = takeLoad()
+			}
+			// guard.c is set up in the background while the init stage starts; start waits for
+			// it before the command may exec.
+			g, guardWhy = startGuard(ctx, compiled, env, opts.Audit, load, wantNet, wantFiles)
+			load = nil
 		}
 		phase.Mark("guard setup")
-		if g != nil {
-			defer func() {
-				if g != nil { // start did not take it (a setup failure)
-					g.close()
-				}
-			}()
-		}
+	}
+	if g != nil {
+		defer func() {
+			if g != nil { // start did not take it (a setup failure)
+				g.close()
+			}
+		}()
+	}
+	// What the run loses without the guard.
+	var unenf []string
+	noGuard := func(why error) {
+		unenf = slices.Clone(compiled.Unenforceable)
 		switch {
-		case why == nil && wantNet:
-			ll := compiled.Plan.Landlock
-			ll.RestrictTCP, ll.ConnectTCP, ll.BindTCP = false, nil, nil
-			rep.SetLayer(report.Layer{Name: LayerNetwork, State: report.LayerApplied,
-				Detail: fmt.Sprintf("cgroup connect/sendmsg/bind hooks: %d rule(s) by address, port and protocol (Landlock's TCP port rules are off: the hooks are finer and report)", len(compiled.Network))})
 		case needNet && asRoot:
 			// Root, but the hooks cannot be installed: fail closed like any layer.
 			unenf = append(unenf, fmt.Sprintf("network: cgroup hooks: %v", why))
@@ -158,30 +169,46 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("file and network denials are not observed: %v", why))
 		}
 	}
-	unenforceable := map[string][]string{}
-	for _, u := range unenf {
-		layer := LayerNetwork
-		if strings.HasPrefix(u, "filesystem.") {
-			layer = LayerFileRules
-		}
-		if !opts.Degrade {
-			return rep, 125, &LayerError{Layer: layer, Reason: u}
-		}
-		unenforceable[layer] = append(unenforceable[layer], u)
+	// With the hooks, Landlock's TCP port rules are off: the hooks are finer and report (a
+	// connect Landlock refused would never reach them). The hooks are taken to come up: when
+	// they do not, start fails before the command runs and the run starts again without them.
+	ll := compiled.Plan.Landlock
+	var llTCP sandbox.Landlock
+	if g != nil && wantNet {
+		llTCP = *ll
+		ll.RestrictTCP, ll.ConnectTCP, ll.BindTCP = false, nil, nil
+		unenf = slices.Clone(compiled.Unenforceable)
+	} else if wantNet || wantFiles {
+		noGuard(guardWhy)
+	} else {
+		unenf = slices.Clone(compiled.Unenforceable)
 	}
-	for _, layer := range sortedKeys(unenforceable) {
-		rep.SetLayer(report.Layer{Name: layer, State: report.LayerDegraded, Detail: strings.Join(unenforceable[layer], "; ")})
+	if err := degradeOrRefuse(rep, unenf, opts.Degrade); err != nil {
+		return rep, 125, err
 	}
 
+	notes := len(rep.Notes)
 	res, err := start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep, g)
+	var hooksErr *guardHooksError
+	if errors.As(err, &hooksErr) {
+		// The network hooks did not come up; the command did not run. Run it as if the guard
+		// had failed up front: Landlock's TCP rules back, or refused (fail closed).
+		g.close()
+		g = nil
+		ll.RestrictTCP, ll.ConnectTCP, ll.BindTCP = llTCP.RestrictTCP, llTCP.ConnectTCP, llTCP.BindTCP
+		rep.Notes = rep.Notes[:notes] // the first init stage's
+		noGuard(hooksErr.err)
+		if err := degradeOrRefuse(rep, unenf, opts.Degrade); err != nil {
+			return rep, 125, err
+		}
+		res, err = start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep, nil)
+	}
 	phase.Mark("start..wait")
 	guardUp := g != nil
 	if g != nil {
 		if why := g.wait(); why != nil { // the background setup failed (files only)
 			guardUp = false
-			if asRoot {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("file and network denials are not observed: %v", why))
-			}
+			rep.Notes = append(rep.Notes, fmt.Sprintf("file and network denials are not observed: %v", why))
 		}
 	}
 	if guardUp {
@@ -215,6 +242,45 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	}
 	return rep, res.exit, nil
 }
+
+// degradeOrRefuse refuses the run (a *LayerError) for the first unenforceable part of the
+// profile, or with degrade marks their layers degraded in the report.
+func degradeOrRefuse(rep *report.Report, unenf []string, degrade bool) error {
+	unenforceable := map[string][]string{}
+	for _, u := range unenf {
+		layer := LayerNetwork
+		if strings.HasPrefix(u, "filesystem.") {
+			layer = LayerFileRules
+		}
+		if !degrade {
+			return &LayerError{Layer: layer, Reason: u}
+		}
+		unenforceable[layer] = append(unenforceable[layer], u)
+	}
+	for _, layer := range sortedKeys(unenforceable) {
+		rep.SetLayer(report.Layer{Name: layer, State: report.LayerDegraded, Detail: strings.Join(unenforceable[layer], "; ")})
+	}
+	return nil
+}
+
+// mayWantGuard reports whether a root run of p may use the guard (then Run loads it before
+// compiling): a filesystem section (Landlock) or a network section.
+func mayWantGuard(p *policy.Profile) bool {
+	fs := p.Filesystem
+	return len(fs.Read)+len(fs.Write)+len(fs.Exec)+len(fs.List)+len(fs.Hidden) > 0 || fs.PrivateTmp || hasNetwork(p)
+}
+
+// hasNetwork reports whether p has a network allowlist (then a root run attaches the hooks).
+func hasNetwork(p *policy.Profile) bool {
+	n := p.Network
+	return len(n.Connect)+len(n.Send)+len(n.Bind) > 0
+}
+
+// guardHooksError is start's error when the network hooks did not come up before the command
+// could run (the init stage was started without Landlock's TCP rules and is gone).
+type guardHooksError struct{ err error }
+
+func (e *guardHooksError) Error() string { return "network hooks: " + e.err.Error() }
 
 type runResult struct {
 	exit    int
@@ -383,10 +449,19 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 	}
 	phase.Mark("wait for init stage ready")
 	if g != nil {
-		// A guard setting up in the background must be attached before the command runs. If
-		// it failed, the command runs unobserved (Run notes why), as when it fails up front.
-		g.wait()
+		// The guard setting up in the background must be attached before the command runs.
+		// Without the network hooks the command must not run at all (Run decides what then);
+		// without the file-denial program it runs unobserved (Run notes why), as when the
+		// guard fails up front.
+		err := g.wait()
 		phase.Mark("wait for guard")
+		if err != nil && g.net {
+			return abort(&guardHooksError{err})
+		}
+		if err == nil && g.net {
+			rep.SetLayer(report.Layer{Name: LayerNetwork, State: report.LayerApplied,
+				Detail: fmt.Sprintf("cgroup connect/sendmsg/bind hooks: %d rule(s) by address, port and protocol (Landlock's TCP port rules are off: the hooks are finer and report)", len(c.Network))})
+		}
 	}
 	listener, err := unix.PidfdGetfd(pidfd, listenerNum, 0)
 	if err != nil {

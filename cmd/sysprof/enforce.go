@@ -78,7 +78,7 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 			defer func() { pprof.StopCPUProfile(); w.Close() }()
 		}
 	}
-	// As root the guard's BPF object and the kernel's BTF are parsed while the profile loads.
+	// As root the guard's BPF programs are opened (or loaded) while the profile loads.
 	enforcer.Prewarm()
 	if len(o.Gates) > 0 {
 		return runEnforceGates(ctx, o)

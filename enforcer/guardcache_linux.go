@@ -1,0 +1,556 @@
+package enforcer
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/bpf"
+	"github.com/sysprof/sysprof/internal/kernrun"
+	"github.com/sysprof/sysprof/internal/phase"
+)
+
+// The guard's programs, verified once and kept in bpffs.
+//
+// Parsing guard.c's object and loading its programs (the verifier) costs ~10 ms of CPU per
+// run, more than everything else enforce does before the command runs. Nothing in the programs
+// or in their maps belongs to one run (see guard.c), so the first run on a boot loads them and
+// pins them under pinRoot/guard-<key>/, and later runs open the pins (a few µs each) and only
+// enter their own state (configuration, a ring buffer slot, allowlist keys), all keyed by their
+// cgroup id, so that concurrent runs share nothing but the programs.
+//
+//   - The key digests the object embedded in this binary, the loader's version, the syscall
+//     table guard.c is given (fops), and the kernel (release, version, boot id): pins of another
+//     sysprof build or another boot are never opened. Publishing a new directory removes the
+//     others (a build still running keeps what it holds open and loads again next time).
+//   - The directory appears at once (pinned into a temporary directory, then renamed), so a
+//     run sees all pins or none. It is root-only (0700, in bpffs, which is root-only too).
+//   - Every pin is checked when opened (program type, map type, key and value sizes, size): a
+//     missing or unusable pin removes the directory and the run loads afresh and publishes
+//     again. Without bpffs, or when publishing fails, the run uses what it loaded, unpinned.
+//   - A run holds a slot while it runs: the slot's ring buffer and the slot's own instance of
+//     the file-denial program (the kernel refuses to attach one program twice to a tracepoint,
+//     and detaching it takes a grace period, so the helper that detaches it after the run
+//     releases the slot; see handOff). Both are made on the slot's first use and kept.
+//   - A run removes its entries when it ends. A run that was killed leaves them: later runs
+//     remove the entries of run cgroups that no longer exist, and free the slots of owners
+//     (processes) that no longer exist.
+//
+// The cost of keeping them: the programs, ~100 kB of maps, and per slot ever used at the same
+// time (usually one or two) 1 MB of ring buffer and a program, until reboot or the next
+// sysprof build.
+
+// pinRoot is where the guard's pins live (in the bpffs mount).
+var pinRoot = "/sys/fs/bpf/sysprof"
+
+const pinLayout = "sysprof guard pins v1"
+
+// fileProgram observes file denials; hookPrograms are the cgroup programs of the network
+// allowlist.
+const fileProgram = "sys_exit_path"
+
+var hookPrograms = []string{"guard_connect4", "guard_connect6", "guard_sendmsg4", "guard_sendmsg6", "guard_bind4", "guard_bind6"}
+
+// What guard.c defines (checked against the object by TestGuardObjectMatchesExpectations).
+const (
+	ringSlots  = 64
+	ringbufSz  = 1 << 20
+	runsMax    = 1024
+	allowMax   = 16384
+	bpfFSMagic = 0xcafe4a11
+)
+
+// guardMaps are the maps user space uses, with what a pin of each must be.
+var guardMaps = map[string]ebpf.MapSpec{
+	"runs":       {Type: ebpf.Hash, KeySize: 8, ValueSize: uint32(binary.Size(bpf.GuardRunCfg{})), MaxEntries: runsMax},
+	"rings":      {Type: ebpf.ArrayOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: ringSlots},
+	"slot_owner": {Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: ringSlots},
+	"allow4":     {Type: ebpf.LPMTrie, KeySize: uint32(binary.Size(bpf.GuardNetKey4{})), ValueSize: 1, MaxEntries: allowMax, Flags: unix.BPF_F_NO_PREALLOC},
+	"allow6":     {Type: ebpf.LPMTrie, KeySize: uint32(binary.Size(bpf.GuardNetKey6{})), ValueSize: 1, MaxEntries: allowMax, Flags: unix.BPF_F_NO_PREALLOC},
+}
+
+// ringSpec is a ring buffer of rings.
+func ringSpec() *ebpf.MapSpec {
+	return &ebpf.MapSpec{Name: "guard_ring", Type: ebpf.RingBuf, MaxEntries: ringbufSz}
+}
+
+// guardObjs are guard.c's programs and the maps user space uses: loaded by this process, or
+// opened from the pins.
+type guardObjs struct {
+	progs map[string]*ebpf.Program // the hooks
+	maps  map[string]*ebpf.Map
+	dir   string // the pins ("": this process's own objects)
+
+	mu    sync.Mutex
+	files map[uint32]*ebpf.Program // the file-denial program of each slot
+}
+
+func (o *guardObjs) pinned() bool { return o.dir != "" }
+
+func (o *guardObjs) close() {
+	for _, p := range o.progs {
+		p.Close()
+	}
+	for _, m := range o.maps {
+		m.Close()
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, p := range o.files {
+		p.Close()
+	}
+}
+
+// fileProgram returns slot's instance of the file-denial program: opened from its pin, or
+// loaded (and pinned). fresh asks for an instance of this process's own, unpinned.
+func (o *guardObjs) fileProgram(slot uint32, fresh bool) (*ebpf.Program, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if p := o.files[slot]; p != nil && !fresh {
+		return p, nil
+	}
+	if o.pinned() && !fresh {
+		p, err := ebpf.LoadPinnedProgram(filePin(o.dir, slot), nil)
+		if err == nil && p.Type() == ebpf.TracePoint {
+			o.files[slot] = p
+			return p, nil
+		}
+		if err == nil {
+			p.Close()
+		}
+		if err == nil || !errors.Is(err, os.ErrNotExist) {
+			os.Remove(filePin(o.dir, slot)) // unusable: replaced below
+		}
+	}
+	p, err := o.loadFileProgram()
+	if err != nil {
+		return nil, err
+	}
+	if fresh {
+		return p, nil
+	}
+	if o.pinned() {
+		// The slot is this run's: nobody else pins this name meanwhile.
+		if err := p.Pin(filePin(o.dir, slot)); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("pin the guard's file program: %w", err)
+		}
+	}
+	o.files[slot] = p
+	return p, nil
+}
+
+// loadFileProgram loads another instance of the file-denial program on o's maps.
+func (o *guardObjs) loadFileProgram() (*ebpf.Program, error) {
+	shared, err := guardSpec()
+	if err != nil {
+		return nil, fmt.Errorf("parse guard BPF object: %w", err)
+	}
+	spec := shared.Copy()
+	for name := range spec.Programs {
+		if name != fileProgram {
+			delete(spec.Programs, name)
+		}
+	}
+	opts := relocatedOptions(spec)
+	opts.MapReplacements = map[string]*ebpf.Map{}
+	for name := range spec.Maps {
+		m := o.maps[name]
+		if m == nil {
+			return nil, fmt.Errorf("BUG: guard.c map %s is not kept", name)
+		}
+		opts.MapReplacements[name] = m
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
+	if err != nil {
+		return nil, fmt.Errorf("load guard BPF programs: %w", err)
+	}
+	defer coll.Close()
+	return coll.DetachProgram(fileProgram), nil
+}
+
+// openGuard opens the pinned programs, or loads them (and pins them when it can).
+func openGuard() (*guardObjs, error) {
+	dir, err := pinDir()
+	if err == nil {
+		o, err := openPinned(dir)
+		if err == nil {
+			phase.Mark("guard: open pins")
+			return o, nil
+		}
+		if !errors.Is(err, errNoPins) {
+			// Unusable (a pin missing or not what it must be): never again. (A run that
+			// opened it before keeps what it holds.)
+			os.RemoveAll(dir)
+		}
+	}
+	o, err := loadGuard()
+	if err != nil {
+		return nil, err
+	}
+	phase.Mark("guard: load")
+	if dir != "" && publish(o, dir) == nil {
+		o.dir = dir
+	}
+	return o, nil
+}
+
+// pinKey digests what the pins depend on (see the comment at the top).
+var pinKey = sync.OnceValues(func() (string, error) {
+	h := sha256.New()
+	h.Write([]byte(pinLayout + "\x00"))
+	obj := bpf.GuardDigest()
+	h.Write(obj[:])
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/cilium/ebpf" {
+				h.Write([]byte(d.Path + " " + d.Version + " " + d.Sum + "\x00"))
+			}
+		}
+	}
+	for _, name := range sortedKeys(fileOps) {
+		nr := arch64Number(name)
+		fmt.Fprintf(h, "%s=%d:%d\x00", name, nr, fileOps[name])
+	}
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "", err
+	}
+	h.Write(u.Release[:])
+	h.Write(u.Version[:])
+	h.Write(u.Machine[:])
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil || len(boot) < 32 {
+		return "", fmt.Errorf("no boot id: %v", err)
+	}
+	h.Write(boot)
+	return hex.EncodeToString(h.Sum(nil)), nil
+})
+
+// pinDir is this binary's pin directory on this boot, or an error when there is no bpffs at
+// pinRoot's parent.
+func pinDir() (string, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(pinRoot), &st); err != nil {
+		return "", err
+	}
+	if uint32(st.Type) != bpfFSMagic {
+		return "", fmt.Errorf("%s is not a bpffs mount", filepath.Dir(pinRoot))
+	}
+	key, err := pinKey()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(pinRoot, "guard-"+key[:32]), nil
+}
+
+func progPin(dir, name string) string { return filepath.Join(dir, "prog_"+name) }
+func mapPin(dir, name string) string  { return filepath.Join(dir, "map_"+pinName(name)) }
+
+// pinName spells a map name for bpffs, which refuses dots (".bss" is "dot_bss").
+func pinName(name string) string {
+	if rest, ok := strings.CutPrefix(name, "."); ok {
+		return "dot_" + rest
+	}
+	return name
+}
+
+func mapName(pin string) string {
+	if rest, ok := strings.CutPrefix(pin, "dot_"); ok {
+		return "." + rest
+	}
+	return pin
+}
+func filePin(dir string, slot uint32) string {
+	return filepath.Join(dir, fmt.Sprintf("prog_%s_%d", fileProgram, slot))
+}
+
+// openPinned opens every pin of dir and checks it. os.ErrNotExist when dir is not there.
+// errNoPins: the pin directory is not there (yet).
+var errNoPins = errors.New("no guard pins")
+
+func openPinned(dir string) (*guardObjs, error) {
+	if _, err := os.Stat(dir); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, errNoPins
+		}
+		return nil, err
+	}
+	o := &guardObjs{progs: map[string]*ebpf.Program{}, maps: map[string]*ebpf.Map{}, dir: dir, files: map[uint32]*ebpf.Program{}}
+	if err := o.openPins(); err != nil {
+		o.close()
+		return nil, fmt.Errorf("guard pins %s: %w", dir, err)
+	}
+	return o, nil
+}
+
+func (o *guardObjs) openPins() error {
+	dir := o.dir
+	for _, name := range hookPrograms {
+		p, err := ebpf.LoadPinnedProgram(progPin(dir, name), nil)
+		if err != nil {
+			return err
+		}
+		o.progs[name] = p
+		if p.Type() != ebpf.CGroupSockAddr {
+			return fmt.Errorf("%s is a %s program", name, p.Type())
+		}
+	}
+	// Every map the programs use (another instance of the file program is loaded on them).
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		pin, ok := strings.CutPrefix(e.Name(), "map_")
+		if !ok {
+			continue
+		}
+		m, err := ebpf.LoadPinnedMap(filepath.Join(dir, e.Name()), nil)
+		if err != nil {
+			return err
+		}
+		o.maps[mapName(pin)] = m
+	}
+	for name, want := range guardMaps {
+		m := o.maps[name]
+		if m == nil {
+			return fmt.Errorf("map %s: %w", name, os.ErrNotExist)
+		}
+		if err := want.Compatible(m); err != nil {
+			return fmt.Errorf("map %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// loadGuard parses guard.c, loads every program (the file-denial program as slot 0's) and
+// fills its syscall table.
+func loadGuard() (*guardObjs, error) {
+	shared, err := guardSpec()
+	if err != nil {
+		return nil, fmt.Errorf("parse guard BPF object: %w", err)
+	}
+	spec := shared.Copy()
+	coll, err := ebpf.NewCollectionWithOptions(spec, relocatedOptions(spec))
+	if err != nil {
+		return nil, fmt.Errorf("load guard BPF programs: %w", err)
+	}
+	defer coll.Close() // what o does not take
+	if err := fillFops(coll.Maps["fops"]); err != nil {
+		return nil, err
+	}
+	o := &guardObjs{progs: map[string]*ebpf.Program{}, maps: map[string]*ebpf.Map{}, files: map[uint32]*ebpf.Program{}}
+	for _, name := range hookPrograms {
+		o.progs[name] = coll.DetachProgram(name)
+	}
+	o.files[0] = coll.DetachProgram(fileProgram)
+	for name := range spec.Maps {
+		o.maps[name] = coll.DetachMap(name)
+	}
+	for name, p := range o.progs {
+		if p == nil {
+			o.close()
+			return nil, fmt.Errorf("BUG: guard.c has no program %s", name)
+		}
+	}
+	for name := range guardMaps {
+		if o.maps[name] == nil {
+			o.close()
+			return nil, fmt.Errorf("BUG: guard.c has no map %s", name)
+		}
+	}
+	if o.files[0] == nil {
+		o.close()
+		return nil, fmt.Errorf("BUG: guard.c has no program %s", fileProgram)
+	}
+	return o, nil
+}
+
+// relocatedOptions applies the CO-RE relocations of spec's programs. The kernel's own types are
+// the only relocation targets guard.c needs (task, file, dentry, mount): relocated from stored
+// fixups, or against the kernel's BTF parsed once and shared by every run of this process.
+func relocatedOptions(spec *ebpf.CollectionSpec) ebpf.CollectionOptions {
+	var opts ebpf.CollectionOptions
+	if relocate(spec) {
+		if k, err := kernelBTF(); err == nil {
+			opts.Programs.KernelTypes = k
+		}
+	}
+	return opts
+}
+
+var pinSeq struct {
+	sync.Mutex
+	n int
+}
+
+// publish pins o's objects under dir: into a temporary directory first, renamed to dir when
+// complete (another run may have published meanwhile: then o stays unpinned). It removes the
+// pin directories of other builds and boots.
+func publish(o *guardObjs, dir string) error {
+	if err := os.Mkdir(pinRoot, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	pinSeq.Lock()
+	pinSeq.n++
+	tmp := filepath.Join(pinRoot, fmt.Sprintf("tmp-%d-%d-%d", os.Getpid(), pinSeq.n, time.Now().UnixNano()))
+	pinSeq.Unlock()
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return err
+	}
+	err := func() error {
+		for name, p := range o.progs {
+			if err := p.Pin(progPin(tmp, name)); err != nil {
+				return err
+			}
+		}
+		for slot, p := range o.files {
+			if err := p.Pin(filePin(tmp, slot)); err != nil {
+				return err
+			}
+		}
+		for name, m := range o.maps {
+			if err := m.Pin(mapPin(tmp, name)); err != nil {
+				return err
+			}
+		}
+		return unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dir, unix.RENAME_NOREPLACE)
+	}()
+	if err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	// Pins of other builds or boots (and temporary directories older than a minute: a run
+	// killed while publishing).
+	ents, _ := os.ReadDir(pinRoot)
+	for _, e := range ents {
+		p := filepath.Join(pinRoot, e.Name())
+		switch {
+		case p == dir:
+		case strings.HasPrefix(e.Name(), "guard-"):
+			os.RemoveAll(p)
+		case strings.HasPrefix(e.Name(), "tmp-"):
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > time.Minute {
+				os.RemoveAll(p)
+			}
+		}
+	}
+	return nil
+}
+
+// collectDead removes the entries of runs whose cgroup is gone (killed before they could
+// remove them) from the shared maps, and frees the slots whose owner process is gone. Safe with
+// runs starting meanwhile: the entries are listed before the live cgroups, and a run creates its
+// cgroup before its entries.
+func (o *guardObjs) collectDead() {
+	runs, owners := o.maps["runs"], o.maps["slot_owner"]
+	var slot uint32
+	var pid uint64
+	it := owners.Iterate()
+	var dead []uint32
+	for it.Next(&slot, &pid) {
+		if pid == 0 || unix.Kill(int(pid), 0) == unix.ESRCH {
+			dead = append(dead, slot)
+		}
+	}
+	for _, s := range dead {
+		owners.Delete(s)
+	}
+	seen := map[uint64]bool{}
+	var id uint64
+	var cfg bpf.GuardRunCfg
+	it = runs.Iterate()
+	for it.Next(&id, &cfg) {
+		seen[id] = true
+	}
+	keys4, keys6 := allowKeys(o.maps["allow4"], o.maps["allow6"])
+	for _, k := range keys4 {
+		seen[runOf(k.Run)] = true
+	}
+	for _, k := range keys6 {
+		seen[runOf(k.Run)] = true
+	}
+	if len(seen) == 0 {
+		return
+	}
+	live := liveRunCgroups()
+	if live == nil {
+		return
+	}
+	for id := range seen {
+		if live[id] {
+			continue
+		}
+		runs.Delete(id)
+		for _, k := range keys4 {
+			if runOf(k.Run) == id {
+				o.maps["allow4"].Delete(&k)
+			}
+		}
+		for _, k := range keys6 {
+			if runOf(k.Run) == id {
+				o.maps["allow6"].Delete(&k)
+			}
+		}
+	}
+}
+
+func allowKeys(m4, m6 *ebpf.Map) (k4 []bpf.GuardNetKey4, k6 []bpf.GuardNetKey6) {
+	var v uint8
+	var key4 bpf.GuardNetKey4
+	it := m4.Iterate()
+	for it.Next(&key4, &v) {
+		k4 = append(k4, key4)
+	}
+	var key6 bpf.GuardNetKey6
+	it = m6.Iterate()
+	for it.Next(&key6, &v) {
+		k6 = append(k6, key6)
+	}
+	return k4, k6
+}
+
+func runOf(r [2]uint32) uint64   { return uint64(r[0]) | uint64(r[1])<<32 }
+func runKey(id uint64) [2]uint32 { return [2]uint32{uint32(id), uint32(id >> 32)} }
+
+// liveRunCgroups are the cgroup ids of the run directories kernrun made (of any sysprof
+// process), nil when they cannot be listed.
+func liveRunCgroups() map[uint64]bool {
+	mnt, err := kernrun.Cgroup2Mount()
+	if err != nil {
+		return nil
+	}
+	dirs, err := filepath.Glob(filepath.Join(mnt, "sysprof", "run-*"))
+	if err != nil {
+		return nil
+	}
+	live := map[uint64]bool{}
+	for _, d := range dirs {
+		var st unix.Stat_t
+		if unix.Stat(d, &st) == nil {
+			live[st.Ino] = true
+		}
+	}
+	return live
+}
+
+// arch64Number is the x86_64 number of a syscall in fileOps (-1 when the table lacks it).
+func arch64Number(name string) int {
+	if nr, ok := arch.X86_64.SyscallNames[name]; ok {
+		return nr
+	}
+	return -1
+}
