@@ -107,6 +107,7 @@ func initStage() int {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fail(initStatus{Stage: "seccomp", Error: fmt.Sprintf("no_new_privs: %v", err)})
 	}
+	_ = enc.Encode(initStatus{Installing: true})
 	listener, err := installFilter(cfg.Filter)
 	if err != nil {
 		return fail(initStatus{Stage: "seccomp", Error: err.Error()})

@@ -28,6 +28,10 @@ type initConfig struct {
 
 // initStatus is one line the init stage writes to its parent.
 type initStatus struct {
+	// Installing: the filter is being installed; its listener appears in /proc/PID/fd in a
+	// moment (the ready message may be held up: the init stage's write goes through the filter,
+	// and with a profile without write it waits for a supervisor).
+	Installing bool `json:"installing,omitempty"`
 	// Ready: the filter is installed; Listener is its fd number in the init stage.
 	Ready    bool `json:"ready,omitempty"`
 	Listener int  `json:"listener,omitempty"`

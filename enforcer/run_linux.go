@@ -417,9 +417,12 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 	}
 
 	// Take the listener: from the ready message, or (when the init stage's write is itself
-	// waiting for a supervisor) by looking for it in /proc/PID/fd.
+	// waiting for a supervisor) by looking for it in /proc/PID/fd: every 5 ms, and once the
+	// init stage says it is installing the filter, every 50 µs (it appears within microseconds,
+	// and the init stage waits for it).
 	listenerNum := -1
-	tick := time.NewTicker(5 * time.Millisecond)
+	poll := 5 * time.Millisecond
+	timer := time.NewTimer(poll)
 	for listenerNum < 0 && failure == nil {
 		select {
 		case st, ok := <-msgs:
@@ -433,16 +436,21 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 			if st.Ready {
 				listenerNum = st.Listener
 			}
-		case <-tick.C:
+			if st.Installing {
+				poll = 50 * time.Microsecond
+				timer.Reset(poll)
+			}
+		case <-timer.C:
 			if n, err := findListener(pid); err == nil {
 				listenerNum = n
 			}
+			timer.Reset(poll)
 		case <-ctx.Done():
-			tick.Stop()
+			timer.Stop()
 			return abort(ctx.Err())
 		}
 	}
-	tick.Stop()
+	timer.Stop()
 	if failure != nil {
 		cmd.Wait()
 		return res, initFailure(failure, opts.Command[0])
