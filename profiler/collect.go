@@ -30,13 +30,15 @@ type collector struct {
 	exePath map[uint64]string // exe key -> path of the executable
 	procs   []trace.Process
 	tgids   map[uint32]tgidState
-	// The file accesses: records, found by a hash of their fileKey (one string hash per event;
-	// hashing the key in a map[fileKey] cost a third of the reader's time in a find(1) run), and
-	// the rare records whose hash another record has.
-	fileRecs  []fileRec
-	files     map[uint64]uint32 // fileHash -> index in fileRecs
-	filesMore map[fileKey]uint32
+	// The file accesses: the paths, interned (a path is hashed once per event, then everything
+	// is numbers: a map[fileKey] with the path in the key cost a third of the reader's time in
+	// a find(1) run), and the records, by path id, executable, access and errno.
+	paths     []string
+	pathIDs   map[uint64]uint32 // maphash of a path -> its index in paths
+	pathsMore map[string]uint32 // paths whose hash another path has
 	seed      maphash.Seed
+	fileRecs  []fileRec
+	files     map[fileKey]uint32 // -> index in fileRecs
 	nets      map[netKey]*trace.NetworkAccess
 	dns       map[string]*dnsName // name -> addresses
 	addrTo    map[string]string   // address -> the name it was resolved from
@@ -59,9 +61,9 @@ type tgidState struct {
 	own    bool // the tgid exec'd procID itself (so its exit is procID's exit)
 }
 
-// fileKey identifies a file access (the records of collector.filesMore are found by it).
+// fileKey identifies a file access.
 type fileKey struct {
-	path   string
+	path   uint32 // index in paths
 	exe    uint32 // index in exeNames
 	errno  int32
 	access accessID
@@ -69,12 +71,9 @@ type fileKey struct {
 
 // fileRec is one trace.FileAccess while collecting.
 type fileRec struct {
-	path   string
-	exe    uint32 // index in exeNames
-	errno  int32
-	access accessID
-	dir    bool
-	count  uint64
+	fileKey
+	dir   bool
+	count uint64
 }
 
 // accessID is a trace.Access* name as a small number; the numbers sort like the names.
@@ -121,8 +120,9 @@ func newCollector(mono0 uint64, wall0 time.Time) *collector {
 		wall0:   wall0,
 		exePath: map[uint64]string{},
 		tgids:   map[uint32]tgidState{},
-		files:   make(map[uint64]uint32, 1024),
+		pathIDs: make(map[uint64]uint32, 1024),
 		seed:    maphash.MakeSeed(),
+		files:   make(map[fileKey]uint32, 1024),
 		nets:    map[netKey]*trace.NetworkAccess{},
 		dns:     map[string]*dnsName{},
 		addrTo:  map[string]string{},
@@ -390,29 +390,36 @@ func (c *collector) addFile(path string, access accessID, errno int, dir bool, e
 		}
 		c.lastExe, c.lastID = exe, id
 	}
-	exeID := c.lastID
-	h := maphash.String(c.seed, path) ^ (uint64(exeID)<<40|uint64(access)<<32|uint64(uint32(errno)))*0x9E3779B97F4A7C15
-	i, ok := c.files[h]
-	if ok {
-		if f := &c.fileRecs[i]; f.path != path || f.exe != exeID || f.errno != int32(errno) || f.access != access {
-			k := fileKey{path: path, exe: exeID, errno: int32(errno), access: access}
-			if i, ok = c.filesMore[k]; !ok {
-				if c.filesMore == nil {
-					c.filesMore = map[fileKey]uint32{}
-				}
-				c.filesMore[k] = uint32(len(c.fileRecs))
-			}
-		}
-	} else {
-		c.files[h] = uint32(len(c.fileRecs))
-	}
-	if ok {
+	k := fileKey{path: c.pathID(path), exe: c.lastID, errno: int32(errno), access: access}
+	if i, ok := c.files[k]; ok {
 		f := &c.fileRecs[i]
 		f.count++
 		f.dir = f.dir || dir
 		return
 	}
-	c.fileRecs = append(c.fileRecs, fileRec{path: path, exe: exeID, errno: int32(errno), access: access, dir: dir, count: 1})
+	c.files[k] = uint32(len(c.fileRecs))
+	c.fileRecs = append(c.fileRecs, fileRec{fileKey: k, dir: dir, count: 1})
+}
+
+// pathID interns path.
+func (c *collector) pathID(path string) uint32 {
+	h := maphash.String(c.seed, path)
+	if id, ok := c.pathIDs[h]; ok {
+		if c.paths[id] == path {
+			return id
+		}
+		if id, ok := c.pathsMore[path]; ok {
+			return id
+		}
+		if c.pathsMore == nil {
+			c.pathsMore = map[string]uint32{}
+		}
+		c.pathsMore[path] = uint32(len(c.paths))
+	} else {
+		c.pathIDs[h] = uint32(len(c.paths))
+	}
+	c.paths = append(c.paths, path)
+	return uint32(len(c.paths) - 1)
 }
 
 var sockTypes = map[uint16]string{1: "stream", 2: "dgram", 3: "raw", 5: "seqpacket"}
@@ -590,45 +597,72 @@ func (c *collector) fill(t *trace.Trace) {
 	sort.Slice(t.DNS, func(i, j int) bool { return t.DNS[i].Name < t.DNS[j].Name })
 }
 
-// sortedFiles returns the file accesses sorted by executable, path, access and errno. It sorts
-// small keys in which the executable, access and errno are one number that sorts like them:
-// only paths are compared as strings (a find(1) run has 36k records).
+// sortedFiles returns the file accesses sorted by executable, path, access and errno. Only the
+// distinct paths and executables are sorted as strings (a find(1) run has 36k records of 18k
+// paths); the records are then put in order by their ranks with counting sorts.
 func (c *collector) sortedFiles() []trace.FileAccess {
-	exeRank := make([]uint64, len(c.exeNames))
-	order := make([]uint32, len(c.exeNames))
+	exeRank := ranks(len(c.exeNames), func(a, b int) int { return strings.Compare(c.exeNames[a], c.exeNames[b]) })
+	pathRank := ranks(len(c.paths), func(a, b int) int { return strings.Compare(c.paths[a], c.paths[b]) })
+	recs := c.fileRecs
+	order := make([]uint32, len(recs))
 	for i := range order {
 		order[i] = uint32(i)
 	}
-	slices.SortFunc(order, func(a, b uint32) int { return strings.Compare(c.exeNames[a], c.exeNames[b]) })
-	for rank, id := range order {
-		exeRank[id] = uint64(rank)
+	const maxErrno = 1 << 12 // errnos are below MAX_ERRNO, 4095
+	minorOK := true
+	for i := range recs {
+		minorOK = minorOK && recs[i].errno >= 0 && recs[i].errno < maxErrno
 	}
-	type sortKey struct {
-		path string
-		key  uint64 // exe rank << 40 | access << 32 | errno
-		rec  uint32
+	if minorOK { // least significant key first; each pass keeps the order of the one before
+		order = countingSort(order, len(accessByID)*maxErrno, func(i uint32) int {
+			return int(recs[i].access)*maxErrno + int(recs[i].errno)
+		})
+	} else {
+		slices.SortFunc(order, func(a, b uint32) int {
+			return cmp.Or(cmp.Compare(recs[a].access, recs[b].access), cmp.Compare(recs[a].errno, recs[b].errno))
+		})
 	}
-	keys := make([]sortKey, len(c.fileRecs))
-	for i, r := range c.fileRecs {
-		keys[i] = sortKey{r.path, exeRank[r.exe]<<40 | uint64(r.access)<<32 | uint64(uint32(r.errno)), uint32(i)}
-	}
-	compare := func(a, b *sortKey) int {
-		if a.key>>40 != b.key>>40 {
-			return cmp.Compare(a.key>>40, b.key>>40)
-		}
-		if a.path != b.path {
-			return strings.Compare(a.path, b.path)
-		}
-		return cmp.Compare(a.key, b.key)
-	}
-	slices.SortFunc(keys, func(a, b sortKey) int { return compare(&a, &b) })
-	out := make([]trace.FileAccess, len(keys))
-	for i, k := range keys {
-		r := &c.fileRecs[k.rec]
-		out[i] = trace.FileAccess{Exe: c.exeNames[r.exe], Path: r.path, Access: accessByID[r.access], OK: r.errno == 0,
-			Errno: int(r.errno), Dir: r.dir, Count: r.count}
+	order = countingSort(order, len(c.paths), func(i uint32) int { return int(pathRank[recs[i].path]) })
+	order = countingSort(order, len(c.exeNames), func(i uint32) int { return int(exeRank[recs[i].exe]) })
+	out := make([]trace.FileAccess, len(order))
+	for i, ri := range order {
+		r := &recs[ri]
+		out[i] = trace.FileAccess{Exe: c.exeNames[r.exe], Path: c.paths[r.path], Access: accessByID[r.access],
+			OK: r.errno == 0, Errno: int(r.errno), Dir: r.dir, Count: r.count}
 	}
 	return out
+}
+
+// countingSort returns idx ordered by key (in [0, n)), stably.
+func countingSort(idx []uint32, n int, key func(uint32) int) []uint32 {
+	start := make([]int, n+1)
+	for _, i := range idx {
+		start[key(i)+1]++
+	}
+	for k := 1; k <= n; k++ {
+		start[k] += start[k-1]
+	}
+	out := make([]uint32, len(idx))
+	for _, i := range idx {
+		k := key(i)
+		out[start[k]] = i
+		start[k]++
+	}
+	return out
+}
+
+// ranks returns the rank of each of 0..n-1 in the order of compare.
+func ranks(n int, compare func(a, b int) int) []uint32 {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, compare)
+	rank := make([]uint32, n)
+	for r, i := range order {
+		rank[i] = uint32(r)
+	}
+	return rank
 }
 
 func compareBool(a, b bool) int {

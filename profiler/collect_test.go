@@ -1,7 +1,9 @@
 package profiler
 
 import (
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/sysprof/sysprof/bpf"
+	"github.com/sysprof/sysprof/trace"
 )
 
 func TestJoinComponents(t *testing.T) {
@@ -94,5 +97,52 @@ func TestDNSPacket(t *testing.T) {
 	}
 	if c.addrTo["10.1.2.3"] != "example.test" {
 		t.Errorf("address not tied to the name: %v", c.addrTo)
+	}
+}
+
+// TestSortedFiles: file accesses come out ordered by executable, path, access and errno (the
+// trace's order), merged per key, with counts, whatever order they were added in.
+func TestSortedFiles(t *testing.T) {
+	c := newCollector(0, time.Now())
+	acc := func(name string) accessID { return accessIDs[name] }
+	type add struct {
+		path, access string
+		errno        int
+		dir          bool
+		exe          string
+	}
+	adds := []add{
+		{"/usr/lib", trace.AccessList, 0, true, "/bin/zsh"},
+		{"/etc/hosts", trace.AccessRead, 0, false, "/bin/zsh"},
+		{"/etc/hosts", trace.AccessRead, 2, false, "/bin/zsh"},
+		{"/etc/hosts", trace.AccessMetadata, 0, false, "/bin/zsh"},
+		{"/etc/hosts", trace.AccessRead, 0, false, "/bin/bash"},
+		{"/etc/hosts-", trace.AccessRead, 0, false, "/bin/bash"},
+		{"/etc/hosts/x", trace.AccessRead, 13, false, "/bin/bash"},
+		{"/etc/hosts", trace.AccessRead, 0, false, "/bin/zsh"}, // again
+		{"/usr/lib", trace.AccessList, 0, false, "/bin/zsh"},   // again, not seen as a dir
+		{"/a", trace.AccessWrite, 5000, false, "/bin/zsh"},     // an errno past MAX_ERRNO: still sorted
+		{"/a", trace.AccessWrite, 1, false, "/bin/zsh"},
+	}
+	for _, a := range adds {
+		c.addFile(a.path, acc(a.access), a.errno, a.dir, a.exe)
+	}
+	var got []string
+	for _, f := range c.sortedFiles() {
+		got = append(got, fmt.Sprintf("%s %s %s %d dir=%v n=%d", f.Exe, f.Path, f.Access, f.Errno, f.Dir, f.Count))
+	}
+	want := []string{
+		"/bin/bash /etc/hosts read 0 dir=false n=1",
+		"/bin/bash /etc/hosts- read 0 dir=false n=1",
+		"/bin/bash /etc/hosts/x read 13 dir=false n=1",
+		"/bin/zsh /a write 1 dir=false n=1",
+		"/bin/zsh /a write 5000 dir=false n=1",
+		"/bin/zsh /etc/hosts metadata 0 dir=false n=1",
+		"/bin/zsh /etc/hosts read 0 dir=false n=2",
+		"/bin/zsh /etc/hosts read 2 dir=false n=1",
+		"/bin/zsh /usr/lib list 0 dir=true n=2",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("sorted files:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
