@@ -42,8 +42,9 @@ var (
 	}
 )
 
-// selfExe is this executable, as the kernel names it: the init stage runs it.
-var selfExe = func() string {
+// selfExe is this executable, as the kernel names it: the init stage runs it. (Computed when
+// first needed: every process of this binary, the init stage included, would pay for it.)
+var selfExe = sync.OnceValue(func() string {
 	p, err := os.Executable()
 	if err != nil {
 		return ""
@@ -52,7 +53,7 @@ var selfExe = func() string {
 		return r
 	}
 	return p
-}()
+})
 
 // The guard's object and the kernel's BTF (for its CO-RE relocations) are parsed once per
 // process (the kernel's BTF only when no fixups are stored for this kernel, see relocate).
@@ -570,7 +571,7 @@ func (g *guard) read() {
 		tail := newTail(rec.RawSample[hdr:])
 		exe := tail.components(int(ev.ExeLen))
 		pexe := tail.components(int(ev.PexeLen))
-		if root := int(g.rootPid.Load()); exe != "" && exe == selfExe && (root == 0 || int(ev.Tgid) == root) {
+		if root := int(g.rootPid.Load()); exe != "" && exe == selfExe() && (root == 0 || int(ev.Tgid) == root) {
 			continue // the init stage (sysprof itself) before it execs the command
 		}
 		switch ev.Kind {
@@ -681,16 +682,23 @@ func (g *guard) close() ([]report.Denial, []string) {
 		return nil, notes
 	}
 	close(g.stopResolve)
-	g.detach()
-	phase.Mark("close: detach")
+	for _, l := range g.links {
+		l.Close()
+	}
+	g.links = nil
+	// The file program's hand-off (starting the helper) meanwhile.
+	handed := make(chan bool, 1)
+	go func() { handed <- len(g.tps) > 0 && g.closeTracepoints() }()
 	g.rd.Flush() // read what is there, then stop
 	g.wg.Wait()
 	g.rd.Close()
+	g.slotHandedOff = <-handed
+	g.tps = nil
+	phase.Mark("close: detach and drain")
 	var notes []string
 	if cfg := g.leave(); cfg.Drops > 0 {
 		notes = append(notes, fmt.Sprintf("%d network/file denials were not reported: the guard's ring buffer was full (they were still refused)", cfg.Drops))
 	}
-	phase.Mark("close: drain ringbuf")
 	g.load.close()
 	g.objs = nil
 	phase.Mark("close: collection")
