@@ -463,19 +463,23 @@ static __always_inline int seen_before(struct seen_key *k)
 
 // Every BPF_CORE_READ is a bpf_probe_read_kernel call (~10 ns each here, ~19 of them per file
 // event before). SPAN_READ copies a struct's bytes from field lo on into buf (a __u64 array) with
-// one call; SPAN_GET takes field f (of C type T) from it, or reads it on its own where this
-// kernel's layout puts it outside buf. The offsets are CO-RE constants, so the verifier keeps one
-// of the two branches. Like BPF_CORE_READ, a failed read yields zeroes.
+// one call; SPAN_GET takes field f (of C type T) from it where the running kernel's layout (CO-RE
+// offsets) puts f where this build's vmlinux.h does, and reads f on its own otherwise. buf is
+// indexed with compile-time constants only: with CO-RE offsets as the index, the verifier
+// tracked every access back through the program (~30 ms of loading). Like BPF_CORE_READ, a
+// failed read yields zeroes.
 #define SPAN_READ(buf, ptr, type, lo)                                                              \
 	bpf_probe_read_kernel(&(buf), sizeof(buf), (void *)(ptr) + bpf_core_field_offset(type, lo))
 #define SPAN_GET(buf, ptr, type, lo, f, T)                                                          \
 	({                                                                                          \
 		T __v = 0;                                                                          \
-		__u64 __lo = bpf_core_field_offset(type, lo), __at = bpf_core_field_offset(type, f); \
-		if (__at >= __lo && __at - __lo + sizeof(T) <= sizeof(buf) && (__at - __lo) % sizeof(T) == 0) \
-			__v = *(T *)((void *)&(buf) + (__at - __lo));                              \
+		const __u64 __d = __builtin_offsetof(type, f) - __builtin_offsetof(type, lo);        \
+		_Static_assert(__builtin_offsetof(type, f) - __builtin_offsetof(type, lo) + sizeof(T) <= sizeof(buf), \
+			       #f " is outside the span");                                          \
+		if (bpf_core_field_offset(type, f) - bpf_core_field_offset(type, lo) == __d)         \
+			__v = *(T *)((void *)&(buf) + __d);                                         \
 		else                                                                                \
-			bpf_probe_read_kernel(&__v, sizeof(T), (void *)(ptr) + __at);               \
+			bpf_probe_read_kernel(&__v, sizeof(T), (void *)(ptr) + bpf_core_field_offset(type, f)); \
 		__v;                                                                                \
 	})
 
@@ -533,16 +537,19 @@ static __always_inline void read_file(struct file *f, struct file_info *fi)
 	fi->dentry = SPAN_GET(fb, f, struct file, f_inode, f_path.dentry, struct dentry *);
 }
 
-// lfd_file returns the current task's file with descriptor fd (0 if none). The pointers up to
-// the fd array are read directly (a typed task pointer), not through four helper calls like
-// path.h's fd_file.
+// lfd_file returns the current task's file with descriptor fd (0 if none), with four helper
+// calls (path.h's fd_file makes five). Not through the typed task pointer: each typed access
+// to struct task_struct made the verifier search its ~250 members, ~10 ms of loading.
 static __always_inline struct file *lfd_file(long fd)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct fdtable *fdt = task->files->fdt;
-	if (!fdt || fd < 0 || fd >= fdt->max_fds)
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	__u64 tb[2];
+	SPAN_READ(tb, fdt, struct fdtable, max_fds);
+	unsigned int max = SPAN_GET(tb, fdt, struct fdtable, max_fds, max_fds, unsigned int);
+	struct file **fds = SPAN_GET(tb, fdt, struct fdtable, max_fds, fd, struct file **);
+	if (fd < 0 || fd >= max)
 		return 0;
-	struct file **fds = fdt->fd;
 	struct file *f = 0;
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
 	return f;
@@ -949,7 +956,8 @@ static long hash_step(__u32 i, struct hash_ctx *c)
 }
 
 // emit_path sends one file event for the user string at ptr, relative to dirfd (AT_FDCWD: the
-// cwd). The string is read now (at exit: at enter it may not be paged in yet).
+// cwd). The string is read now (at exit: at enter it may not be paged in yet). It is a global
+// function, so the verifier checks it once, not at each of its ~20 call sites.
 struct path_req {
 	long dirfd;
 	unsigned long ptr;
@@ -957,7 +965,7 @@ struct path_req {
 	__s32 err;
 };
 
-static __attribute__((noinline)) int emit_path(struct scratch *s, struct stash *st, struct path_req *r)
+__attribute__((noinline)) int emit_path(struct scratch *s, struct stash *st, struct path_req *r)
 {
 	if (!s || !st || !r)
 		return 0;
@@ -978,9 +986,12 @@ static __attribute__((noinline)) int emit_path(struct scratch *s, struct stash *
 	int has_base = 0;
 	if (s->data[start] != '/') {
 		if (dirfd == AT_FDCWD) {
-			struct fs_struct *fs = bpf_get_current_task_btf()->fs;
-			base_mnt = fs->pwd.mnt;
-			base_dentry = fs->pwd.dentry;
+			struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+			struct fs_struct *fs = BPF_CORE_READ(task, fs);
+			__u64 pb[2];
+			SPAN_READ(pb, fs, struct fs_struct, pwd.mnt);
+			base_mnt = SPAN_GET(pb, fs, struct fs_struct, pwd.mnt, pwd.mnt, struct vfsmount *);
+			base_dentry = SPAN_GET(pb, fs, struct fs_struct, pwd.mnt, pwd.dentry, struct dentry *);
 			has_base = 1;
 		} else {
 			struct file *f = lfd_file(dirfd);
