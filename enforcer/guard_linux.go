@@ -293,9 +293,16 @@ func (g *guard) setup(ctx context.Context, c *Compiled, net, files bool) (err er
 	return nil
 }
 
+// hooksFail makes attaching the network hooks fail (a seam: tests see a guard that fails after
+// the init stage started).
+var hooksFail error
+
 // attachNet fills the run's allowlist (resolving host names) and attaches the hooks to its
 // cgroup.
 func (g *guard) attachNet(ctx context.Context) error {
+	if hooksFail != nil {
+		return hooksFail
+	}
 	// The allowlist first, then the hooks.
 	for _, r := range g.rules {
 		if r.Host == "" {

@@ -142,11 +142,9 @@ func (o *guardObjs) fileProgram(slot uint32, fresh bool) (*ebpf.Program, error) 
 		return p, nil
 	}
 	if o.pinned() {
-		// The slot is this run's: nobody else pins this name meanwhile.
-		if err := p.Pin(filePin(o.dir, slot)); err != nil {
-			p.Close()
-			return nil, fmt.Errorf("pin the guard's file program: %w", err)
-		}
+		// The slot is this run's: nobody else pins this name meanwhile. Unpinned (the
+		// directory was removed by another build), it serves this process all the same.
+		_ = p.Pin(filePin(o.dir, slot))
 	}
 	o.files[slot] = p
 	return p, nil

@@ -205,6 +205,36 @@ func TestNetworkAllowlistByPort(t *testing.T) {
 	}
 }
 
+// The hooks failing after the init stage started (without Landlock's TCP rules): the command
+// must not run with neither; refused, or with --degrade run with Landlock's rules back.
+func TestNetworkHooksFailLate(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFSFixture(t)
+	_, allowed := tcpListener(t)
+	_, other := tcpListener(t)
+	p := f.profile
+	p.Network.Connect = []policy.Endpoint{{Endpoint: fmt.Sprintf("127.0.0.1:%d", allowed), Proto: "tcp"}}
+	hooksFail = errors.New("test: the hooks fail")
+	defer func() { hooksFail = nil }()
+
+	marker := filepath.Join(f.work, "out", "ran")
+	o := f.run(t, p, false, "write="+marker)
+	var le *LayerError
+	if o.err == nil || !asLayerError(o.err, &le) || le.Layer != LayerNetwork || ExitCode(o.err) != 125 {
+		t.Fatalf("ran without the hooks and without --degrade: %s", o)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("the command ran")
+	}
+	o = f.run(t, p, true, fmt.Sprintf("connect=127.0.0.1:%d", other), fmt.Sprintf("connect=127.0.0.1:%d", allowed))
+	if o.err != nil || o.code != 0 || !strings.Contains(o.stdout, "connect: EACCES\nconnect: ok\n") {
+		t.Fatalf("with --degrade, want Landlock's port rules: %s", o)
+	}
+	if len(o.rep.Degraded()) == 0 {
+		t.Errorf("degraded network layer not in the report:\n%s", o)
+	}
+}
+
 // A work tree inside /tmp with a private /tmp: the tree is bound from the host, stays read-only
 // (Landlock), and relative paths work from the working directory.
 func TestWorkTreeInsidePrivateTmp(t *testing.T) {
