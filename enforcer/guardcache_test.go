@@ -257,3 +257,37 @@ func TestGuardWithoutPins(t *testing.T) {
 		t.Fatalf("run: %s", o)
 	}
 }
+
+// A slot whose file program is still attached elsewhere (its helper was killed before it
+// detached it): the run takes an instance of its own and observes all the same.
+func TestGuardSlotProgramStillAttached(t *testing.T) {
+	withPinRoot(t)
+	o, err := openGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	if !o.pinned() {
+		t.Fatal("not pinned")
+	}
+	busy, err := o.fileProgram(0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tps []tpLink
+	for _, name := range sortedKeys(fileOps) {
+		tp, err := attachTracepoint("syscalls", "sys_exit_"+name, busy, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tp.perf >= 0 {
+			tps = append(tps, tp)
+		}
+	}
+	defer closeTracepoints(tps, nil)
+	f := newFSFixture(t)
+	out := f.run(t, f.profile, false, "read="+f.secret)
+	if out.err != nil || out.code != 0 || out.fileDenial(f.secret, "read") == nil {
+		t.Fatalf("run: %s", out)
+	}
+}
