@@ -418,8 +418,9 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 
 	// Take the listener: from the ready message, or (when the init stage's write is itself
 	// waiting for a supervisor) by looking for it in /proc/PID/fd: every 5 ms, and once the
-	// init stage says it is installing the filter, every 50 µs (it appears within microseconds,
-	// and the init stage waits for it).
+	// init stage says it is installing the filter, at once and every 20 µs for a while (it
+	// appears within microseconds, and the init stage waits for it). Those waits sleep this
+	// (locked) thread: the runtime's timers would wake it up to a millisecond late.
 	listenerNum := -1
 	poll := 5 * time.Millisecond
 	timer := time.NewTimer(poll)
@@ -437,8 +438,13 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 				listenerNum = st.Listener
 			}
 			if st.Installing {
-				poll = 50 * time.Microsecond
-				timer.Reset(poll)
+				for deadline := time.Now().Add(20 * time.Millisecond); time.Now().Before(deadline); {
+					if n, err := findListener(pid); err == nil {
+						listenerNum = n
+						break
+					}
+					_ = unix.Nanosleep(&unix.Timespec{Nsec: 20_000}, nil)
+				}
 			}
 		case <-timer.C:
 			if n, err := findListener(pid); err == nil {
