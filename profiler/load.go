@@ -150,31 +150,13 @@ type probe struct {
 // loadProbe loads learn.c for the cgroup with id cgid and attaches it: tracepoints host-wide
 // (the programs filter on the cgroup and the tasks map), cgroup hooks on cgroupDir.
 func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *phases) (p *probe, err error) {
-	// The perf events of the exit tracepoints (~60 us each, and they wait for the RCU grace
-	// periods of a previous run's closes) open while the object is parsed and loaded.
-	type opened struct {
-		fds []int
-		err error
-	}
-	perfc := make(chan opened, 1)
-	go func() {
-		fds, err := openExitTracepoints()
-		perfc <- opened{fds, err}
-	}()
-	var perfFDs []int
-	perfTaken := false
-	takePerf := func() error {
-		perfTaken = true
-		o := <-perfc
-		perfFDs = o.fds
-		return o.err
-	}
+	// What does not need the object starts first, in the background: the perf events of the
+	// exit tracepoints (~60 us each, and they wait for the RCU grace periods of a previous
+	// run's closes) and the ring buffer (~4 ms to allocate 16 MB).
+	bg := startBackground(ringBytes)
 	defer func() {
-		if !perfTaken {
-			takePerf()
-		}
 		if err != nil {
-			kernrun.ClosePerfEvents(perfFDs)
+			bg.discard()
 		}
 	}()
 
@@ -210,7 +192,7 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 	if debug {
 		opts.Programs.LogLevel = ebpf.LogLevelInstruction
 	}
-	err = createMaps(spec, opts.MapReplacements)
+	err = createMaps(spec, opts.MapReplacements, bg)
 	if !<-relocated {
 		opts.Cache = btf.NewCache()
 	}
@@ -263,10 +245,9 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 			return nil, err
 		}
 	}
-	if err := takePerf(); err != nil {
+	if p.perfFDs, err = bg.takePerf(); err != nil {
 		return nil, err
 	}
-	p.perfFDs, perfFDs = perfFDs, nil // p.close closes them from now on
 	names := exitTracepoints()
 	for i, fd := range p.perfFDs {
 		if err := kernrun.SetTracepointProgram(fd, p.objs.SysExitPath); err != nil {
@@ -302,12 +283,71 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 	return p, nil
 }
 
+// background is what loadProbe starts before it parses the object.
+type background struct {
+	perf      chan perfResult
+	ring      chan mapResult
+	perfTaken bool
+	ringTaken bool
+}
+
+type perfResult struct {
+	fds []int
+	err error
+}
+
+type mapResult struct {
+	m   *ebpf.Map
+	err error
+}
+
+func startBackground(ringBytes int) *background {
+	bg := &background{perf: make(chan perfResult, 1), ring: make(chan mapResult, 1)}
+	go func() {
+		fds, err := openExitTracepoints()
+		bg.perf <- perfResult{fds, err}
+	}()
+	go func() {
+		m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "events", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)})
+		bg.ring <- mapResult{m, err}
+	}()
+	return bg
+}
+
+// takePerf waits for the perf events; the caller closes them from then on.
+func (bg *background) takePerf() ([]int, error) {
+	bg.perfTaken = true
+	r := <-bg.perf
+	return r.fds, r.err
+}
+
+// takeRing waits for the ring buffer map; the caller closes it from then on.
+func (bg *background) takeRing() (*ebpf.Map, error) {
+	bg.ringTaken = true
+	r := <-bg.ring
+	return r.m, r.err
+}
+
+// discard closes what was not taken.
+func (bg *background) discard() {
+	if !bg.perfTaken {
+		fds, _ := bg.takePerf()
+		kernrun.ClosePerfEvents(fds)
+	}
+	if !bg.ringTaken {
+		if m, _ := bg.takeRing(); m != nil {
+			m.Close()
+		}
+	}
+}
+
 // createMaps creates the maps of spec (not the data sections: they are made, and frozen, with
-// the programs) into out, all at once: the big ones take a few ms each to allocate.
-func createMaps(spec *ebpf.CollectionSpec, out map[string]*ebpf.Map) error {
+// the programs) into out, all at once: the big ones take a few ms each to allocate. Maps that
+// do not need them are made without BTF types. The ring buffer comes from bg.
+func createMaps(spec *ebpf.CollectionSpec, out map[string]*ebpf.Map, bg *background) error {
 	var names []string
 	for name := range spec.Maps {
-		if !strings.HasPrefix(name, ".") {
+		if !strings.HasPrefix(name, ".") && name != "events" {
 			names = append(names, name)
 		}
 	}
@@ -318,11 +358,23 @@ func createMaps(spec *ebpf.CollectionSpec, out map[string]*ebpf.Map) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			maps[i], errs[i] = ebpf.NewMap(spec.Maps[name])
+			ms := spec.Maps[name]
+			if ms.Type != ebpf.TaskStorage {
+				// Only local storage needs the key and value types in the kernel; loading
+				// them is a BTF object per map.
+				ms = ms.Copy()
+				ms.Key, ms.Value = nil, nil
+			}
+			maps[i], errs[i] = ebpf.NewMap(ms)
 		}()
 	}
+	ring, err := bg.takeRing()
+	if err != nil {
+		err = &LoadError{Step: "create map events", Err: err}
+	} else {
+		out["events"] = ring
+	}
 	wg.Wait()
-	var err error
 	for i, name := range names {
 		if errs[i] != nil && err == nil {
 			err = &LoadError{Step: "create map " + name, Err: errs[i]}
