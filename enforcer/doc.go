@@ -118,9 +118,9 @@
 // Teardown: detaching the file program from a tracepoint waits for a grace period (~35 ms
 // here) and closing a tracepoint's last perf event for more, under a kernel-wide mutex a
 // starting run needs. Both are handed to a helper (this binary, then `sleep`) that detaches at
-// once and keeps the perf events open for a second, so that a run starting meanwhile finds
-// the tracepoints registered; the helper then frees the run's slot (its ring buffer and its
-// instance of the file program, which the kernel attaches once per tracepoint).
+// once, then frees the run's slot (its ring buffer and its instance of the file program, which
+// the kernel attaches once per tracepoint), and keeps the perf events open for a quarter
+// second: a run starting meanwhile finds the tracepoints registered and does not wait.
 //
 // # Lifetime
 //

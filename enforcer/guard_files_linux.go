@@ -80,12 +80,13 @@ type tpLink struct{ perf, link int }
 // unregisters it, and that waits for RCU grace periods under the kernel's global event_mutex
 // (tens of ms per tracepoint on these VMs). A run starting meanwhile waits for that mutex for
 // every tracepoint it opens. So a helper process keeps the perf events (without the program)
-// for a moment: a run that starts meanwhile opens its own while they are still registered,
-// which costs nothing, and the helper's closes then unregister nothing either. Only the last
-// run's helper pays, when nobody waits. Meanwhile every syscall on the host takes the kernel's
-// syscall-work path (a few ns) and the path syscalls look up the tracepoint's (empty) list of
-// programs.
-var lingerFor = time.Second
+// for a moment: a run that starts meanwhile (back-to-back runs, steps of a gate) opens its own
+// while they are still registered, which costs nothing, and the helper's closes then
+// unregister nothing either. Only the last run's helper pays, when nobody waits. The price:
+// while a syscall tracepoint is registered every syscall on the host takes the kernel's
+// syscall-work path (~+15-20 ns each here), so the moment is short (closing without it kept
+// them registered for a grace period or two per tracepoint anyway).
+var lingerFor = 250 * time.Millisecond
 
 // mayExecute reports whether the run's seccomp filter can let the x86_64 syscall name reach the
 // kernel (allowed, possibly under argument checks). One it always refuses is reported by the
