@@ -38,7 +38,8 @@ type collector struct {
 	pathsMore map[string]uint32 // paths whose hash another path has
 	seed      maphash.Seed
 	fileRecs  []fileRec
-	files     map[fileKey]uint32 // -> index in fileRecs
+	files     map[uint64]uint32  // packed fileKey -> index in fileRecs
+	filesWide map[fileKey]uint32 // the keys that do not pack (an exe index or errno too large)
 	nets      map[netKey]*trace.NetworkAccess
 	dns       map[string]*dnsName // name -> addresses
 	addrTo    map[string]string   // address -> the name it was resolved from
@@ -122,7 +123,7 @@ func newCollector(mono0 uint64, wall0 time.Time) *collector {
 		tgids:   map[uint32]tgidState{},
 		pathIDs: make(map[uint64]uint32, 1024),
 		seed:    maphash.MakeSeed(),
-		files:   make(map[fileKey]uint32, 1024),
+		files:   make(map[uint64]uint32, 1024),
 		nets:    map[netKey]*trace.NetworkAccess{},
 		dns:     map[string]*dnsName{},
 		addrTo:  map[string]string{},
@@ -391,13 +392,31 @@ func (c *collector) addFile(path string, access accessID, errno int, dir bool, e
 		c.lastExe, c.lastID = exe, id
 	}
 	k := fileKey{path: c.pathID(path), exe: c.lastID, errno: int32(errno), access: access}
-	if i, ok := c.files[k]; ok {
+	var i uint32
+	var ok bool
+	// One uint64 when it fits (a map of them hashes and compares faster than of the struct).
+	packed := k.exe < 1<<16 && k.errno >= 0 && k.errno < 1<<12 && k.access < 1<<4
+	pk := uint64(k.path)<<32 | uint64(k.exe)<<16 | uint64(k.errno)<<4 | uint64(k.access)
+	if packed {
+		i, ok = c.files[pk]
+	} else {
+		i, ok = c.filesWide[k]
+	}
+	if ok {
 		f := &c.fileRecs[i]
 		f.count++
 		f.dir = f.dir || dir
 		return
 	}
-	c.files[k] = uint32(len(c.fileRecs))
+	i = uint32(len(c.fileRecs))
+	if packed {
+		c.files[pk] = i
+	} else {
+		if c.filesWide == nil {
+			c.filesWide = map[fileKey]uint32{}
+		}
+		c.filesWide[k] = i
+	}
 	c.fileRecs = append(c.fileRecs, fileRec{fileKey: k, dir: dir, count: 1})
 }
 
