@@ -145,6 +145,9 @@ type probe struct {
 	objs    bpf.LearnObjects
 	links   []link.Link
 	perfFDs []int // tracepoint perf events with the program attached (syscalls/sys_exit_*)
+	// perfHeld has the perf events' holder once started (after the attach, while the command
+	// runs); it then owns perfFDs.
+	perfHeld chan *kernrun.PerfHolder
 }
 
 // loadProbe loads learn.c for the cgroup with id cgid and attaches it: tracepoints host-wide
@@ -254,6 +257,9 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 			return nil, &LoadError{Step: "attach syscalls/" + names[i], Err: err}
 		}
 	}
+	// The helper that will close the perf events starts now, off the way out of the run.
+	p.perfHeld = make(chan *kernrun.PerfHolder, 1)
+	go func(fds []int) { p.perfHeld <- kernrun.HoldPerfEvents(fds) }(p.perfFDs)
 	ph.mark("attach sched + sys_exit tracepoints")
 	// sys_enter last: by then everything it feeds is in place.
 	if err := attachRaw("sys_enter", p.objs.SysEnter); err != nil {
@@ -458,17 +464,21 @@ func (p *probe) close() {
 
 // detach ends the recording: it closes every link and perf event. Maps stay readable.
 // The perf events of the syscall exit tracepoints are slow to close (an RCU grace period
-// each): kernrun.ClosePerfEvents hands them to a short-lived process. The program stays
-// attached to those tracepoints for a few more seconds, doing nothing: it only acts on
-// threads with a stashed syscall of the (finished) run.
+// each): a short-lived process holding copies (kernrun.HoldPerfEvents) closes them. The
+// program stays attached to those tracepoints for a few more seconds, doing nothing: it only
+// acts on threads with a stashed syscall of the (finished) run.
 func (p *probe) detach() {
 	for _, l := range p.links {
 		l.Close() // raw tracepoints and cgroup links detach in microseconds
 	}
 	p.links = nil
-	fds := p.perfFDs
+	if p.perfHeld != nil {
+		(<-p.perfHeld).Close()
+		p.perfHeld = nil
+	} else {
+		kernrun.ClosePerfEvents(p.perfFDs)
+	}
 	p.perfFDs = nil
-	kernrun.ClosePerfEvents(fds)
 }
 
 // copySpec copies what a run changes in spec (map sizes, variables, the relocated

@@ -120,48 +120,69 @@ func SetTracepointProgram(fd int, prog *ebpf.Program) error {
 // they must do nothing harmful then (filter on a cgroup that is empty by then). Without the
 // helper the events are closed here, in parallel.
 func ClosePerfEvents(fds []int) {
-	if len(fds) == 0 || handOff(fds) {
+	if len(fds) == 0 {
 		return
 	}
-	var wg sync.WaitGroup
-	for _, fd := range fds {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			unix.Close(fd)
-		}()
-	}
-	wg.Wait()
+	HoldPerfEvents(fds).Close()
 }
 
-// handOff gives fds to a helper process and closes them here. It reports false only when it
-// did not touch them.
-func handOff(fds []int) bool {
+// PerfHolder holds perf events until Close, in a helper process (`cat` reading a pipe) that
+// has copies of them: ClosePerfEvents in two steps, the first (starting the helper, ~1 ms) off
+// the way out of a run.
+type PerfHolder struct {
+	files []*os.File // this process's copies
+	pw    *os.File   // closing it lets the helper exit; nil: no helper
+	cmd   *exec.Cmd
+}
+
+// HoldPerfEvents takes over fds (close them with the holder's Close) and starts a helper
+// holding copies of them.
+func HoldPerfEvents(fds []int) *PerfHolder {
+	h := &PerfHolder{files: make([]*os.File, 0, len(fds))}
+	for _, fd := range fds {
+		h.files = append(h.files, os.NewFile(uintptr(fd), "perf_event"))
+	}
 	catPath, err := exec.LookPath("cat")
 	if err != nil {
-		return false
+		return h
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return false
-	}
-	files := make([]*os.File, 0, len(fds))
-	for _, fd := range fds {
-		files = append(files, os.NewFile(uintptr(fd), "perf_event"))
+		return h
 	}
 	cmd := exec.Command(catPath)
 	cmd.Stdin = pr
-	cmd.ExtraFiles = files
+	cmd.ExtraFiles = h.files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	pr.Close()
-	for _, f := range files {
-		f.Close() // the helper holds them (or, if it did not start, this is the slow close)
-	}
-	pw.Close() // now the helper may exit
 	if err != nil {
-		return true // closed above, the slow way (closing them again could hit reused fds)
+		pw.Close()
+		return h
 	}
-	go cmd.Wait() // reap it when it is done
-	return true
+	h.pw, h.cmd = pw, cmd
+	return h
+}
+
+// Close closes this process's copies of the events (cheap: the helper holds them) and lets
+// the helper exit, which pays for the real closes while nobody waits for it. Without a helper
+// the events are closed here, in parallel.
+func (h *PerfHolder) Close() {
+	if h.pw == nil {
+		var wg sync.WaitGroup
+		for _, f := range h.files {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f.Close()
+			}()
+		}
+		wg.Wait()
+		return
+	}
+	for _, f := range h.files {
+		f.Close()
+	}
+	h.pw.Close()    // now the helper may exit
+	go h.cmd.Wait() // reap it when it is done
 }
