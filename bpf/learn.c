@@ -56,6 +56,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define SCRATCH_SZ 16384 // > DATA_MASK + NAME_SZ + header
 #define DNS_MAX 512
 #define SC_OPS_MAX 1024
+#define SC_CACHE 16 // syscalls counted per thread between map updates (see struct stash)
 
 // ---- shared with Go (bpf2go -type) -----------------------------------------------------------
 
@@ -172,22 +173,28 @@ struct arg_key {
 	__u64 value;
 };
 
-struct stash {
+// A path syscall between its enter and its exit.
+struct pending {
 	__u64 exe_key;
 	__u64 args[6];
 	__u32 nr;
 	__u32 op; // SCOP_NONE: nothing stashed
+};
+
+struct stash {
+	struct pending sc;
 	// The thread's entry in `tasks`, cached by sys_enter (a task storage lookup is cheaper
 	// than hashing the tgid on every syscall). Set at the thread's first recorded syscall and
 	// by sched_exec (the only change of a recorded thread group's exe_key while it lives).
 	__u64 task_exe_key;
 	__u32 task_cached;
 	__u32 pad;
-	// A run of the same syscall is counted once in `syscalls` at its first call, and its
-	// repeats here, added when the thread makes another syscall, execs or exits (a thread that
-	// outlives the run, having left its cgroup, keeps the repeats of its last syscall).
-	__u64 last_sc; // (arch + 1) << 32 | nr; 0: none
-	__u64 repeats;
+	// The thread's recent syscalls, in slot nr % SC_CACHE. A syscall is counted in `syscalls`
+	// when it takes its slot (so the set of syscalls is always complete there), and its calls
+	// after that here, added when another syscall takes the slot or the thread execs or exits
+	// (a thread that outlives the run, having left its cgroup, keeps those uncounted).
+	__u64 sc_tag[SC_CACHE]; // (arch + 1) << 32 | nr; 0: empty
+	__u64 sc_rep[SC_CACHE];
 };
 
 struct seen_key {
@@ -426,14 +433,42 @@ static __always_inline void add_count(void *map, void *key, __u32 full_counter)
 	add_n(map, key, 1, full_counter);
 }
 
-// flush_repeats adds the batched repeats of the thread's last syscall to its count.
-static __always_inline void flush_repeats(struct stash *st)
+// flush_slot adds the calls kept in slot i of the thread's syscall cache to the counts.
+static __always_inline void flush_slot(struct stash *st, __u32 i)
 {
-	if (!st->repeats)
+	i &= SC_CACHE - 1;
+	__u64 n = st->sc_rep[i];
+	if (!n)
 		return;
-	struct sc_key k = {.exe_key = st->task_exe_key, .arch = (st->last_sc >> 32) - 1, .nr = (__u32)st->last_sc};
-	add_n(&syscalls, &k, st->repeats, CNT_SYSCALLS_FULL);
-	st->repeats = 0;
+	__u64 tag = st->sc_tag[i];
+	struct sc_key k = {.exe_key = st->task_exe_key, .arch = (tag >> 32) - 1, .nr = (__u32)tag};
+	add_n(&syscalls, &k, n, CNT_SYSCALLS_FULL);
+	st->sc_rep[i] = 0;
+}
+
+struct flush_ctx {
+	struct stash *st;
+	int clear;
+};
+
+static long flush_step(__u32 i, struct flush_ctx *c)
+{
+	struct stash *st = c->st;
+	if (!st)
+		return 1;
+	flush_slot(st, i);
+	if (c->clear)
+		st->sc_tag[i & (SC_CACHE - 1)] = 0;
+	return 0;
+}
+
+// flush_syscalls adds all the calls kept in the thread's syscall cache to the counts, and
+// empties it when clear is set (a bpf_loop: an unrolled loop cost ~9k verified instructions).
+static __always_inline void flush_syscalls(struct stash *st, int clear)
+{
+	struct flush_ctx c = {.st = st, .clear = clear};
+	if (st)
+		bpf_loop(SC_CACHE, flush_step, &c, 0);
 }
 
 // seen_before records key and reports whether it was already there. A full map reports false
@@ -661,8 +696,7 @@ int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	struct stash *cache = bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0,
 						   BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (cache) {
-		flush_repeats(cache); // under the exe that made them
-		cache->last_sc = 0;
+		flush_syscalls(cache, 1); // under the exe that made them
 		cache->task_exe_key = ti.exe_key;
 		cache->task_cached = 1;
 	}
@@ -756,8 +790,7 @@ int BPF_PROG(sched_exit, struct task_struct *p, bool group_dead)
 {
 	// p is the current thread.
 	struct stash *st = bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0, 0);
-	if (st)
-		flush_repeats(st);
+	flush_syscalls(st, 0);
 	if (!group_dead)
 		return 0; // other threads of the group still run
 	__u32 tgid = BPF_CORE_READ(p, tgid);
@@ -831,13 +864,14 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 		k.arch = (cur->thread_info.status & TS_COMPAT) ? SCARCH_I386 : SCARCH_X86_64;
 		k.nr = raw;
 	}
-	__u64 sc = ((__u64)(k.arch + 1) << 32) | k.nr;
-	if (st && st->last_sc == sc) {
-		st->repeats++;
+	__u64 tag = ((__u64)(k.arch + 1) << 32) | k.nr;
+	__u32 slot = k.nr & (SC_CACHE - 1);
+	if (st && st->sc_tag[slot] == tag) {
+		st->sc_rep[slot]++;
 	} else {
 		if (st) {
-			flush_repeats(st);
-			st->last_sc = sc;
+			flush_slot(st, slot);
+			st->sc_tag[slot] = tag;
 		}
 		add_count(&syscalls, &k, CNT_SYSCALLS_FULL);
 	}
@@ -911,15 +945,15 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 		count(CNT_STASH_FULL);
 		return 0;
 	}
-	st->exe_key = exe_key;
-	st->nr = nr;
-	st->op = op;
-	st->args[0] = a0;
-	st->args[1] = a1;
-	st->args[2] = a2;
-	st->args[3] = r.r10;
-	st->args[4] = r.r8;
-	st->args[5] = r.r9;
+	st->sc.exe_key = exe_key;
+	st->sc.nr = nr;
+	st->sc.op = op;
+	st->sc.args[0] = a0;
+	st->sc.args[1] = a1;
+	st->sc.args[2] = a2;
+	st->sc.args[3] = r.r10;
+	st->sc.args[4] = r.r8;
+	st->sc.args[5] = r.r9;
 	return 0;
 }
 
@@ -968,7 +1002,7 @@ struct path_req {
 	__s32 err;
 };
 
-__attribute__((noinline)) int emit_path(struct scratch *s, struct stash *st, struct path_req *r)
+__attribute__((noinline)) int emit_path(struct scratch *s, struct pending *st, struct path_req *r)
 {
 	if (!s || !st || !r)
 		return 0;
@@ -1044,7 +1078,7 @@ __attribute__((noinline)) int emit_path(struct scratch *s, struct stash *st, str
 }
 
 // emit_fd sends one file event for the file an open returned, resolved by a dentry walk.
-static __always_inline void emit_fd(struct scratch *s, struct stash *st, long fd, __u32 access)
+static __always_inline void emit_fd(struct scratch *s, struct pending *st, long fd, __u32 access)
 {
 	struct file *f = lfd_file(fd);
 	if (!f)
@@ -1104,7 +1138,7 @@ static __always_inline __u32 open_access(__u64 flags)
 }
 
 // emit_unix reports a connect/bind/sendto/sendmsg whose address is a unix socket.
-static __attribute__((noinline)) int emit_unix(struct stash *st, long fd, unsigned long addr,
+static __attribute__((noinline)) int emit_unix(struct pending *st, long fd, unsigned long addr,
 						unsigned long alen, __s32 err)
 {
 	if (!st)
@@ -1148,10 +1182,10 @@ SEC("tracepoint/syscalls/sys_exit_path")
 int sys_exit_path(struct sys_exit_ctx *ctx)
 {
 	struct stash *sp = bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0, 0);
-	if (!sp || sp->op == SCOP_NONE)
+	if (!sp || sp->sc.op == SCOP_NONE)
 		return 0;
-	struct stash st = *sp;
-	sp->op = SCOP_NONE;
+	struct pending st = sp->sc;
+	sp->sc.op = SCOP_NONE;
 	if (st.nr != (__u32)ctx->nr)
 		return 0;
 	long ret = ctx->ret;

@@ -229,16 +229,19 @@ type LearnSeenKey struct {
 }
 
 type LearnStash struct {
-	_          structs.HostLayout
-	ExeKey     uint64
-	Args       [6]uint64
-	Nr         uint32
-	Op         uint32
+	_  structs.HostLayout
+	Sc struct {
+		_      structs.HostLayout
+		ExeKey uint64
+		Args   [6]uint64
+		Nr     uint32
+		Op     uint32
+	}
 	TaskExeKey uint64
 	TaskCached uint32
 	Pad        uint32
-	LastSc     uint64
-	Repeats    uint64
+	ScTag      [16]uint64
+	ScRep      [16]uint64
 }
 
 type LearnTaskInfo struct {
