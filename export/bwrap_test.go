@@ -113,7 +113,9 @@ func TestBwrapFilesystem(t *testing.T) {
 		{name: "the source tree is readable", script: `cat src.txt`, ok: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := runBwrap(t, h.profile(tc.script), Options{Env: h.env})
+			// $HOME is the test's home, not the host's: the host's may not even exist.
+			script := strings.ReplaceAll(tc.script, "$HOME", h.home)
+			out, err := runBwrap(t, h.profile(script), Options{Env: h.env})
 			if (err == nil) != tc.ok {
 				t.Errorf("%s: err=%v, want success=%v; output:\n%s", tc.script, err, tc.ok, out)
 			}
