@@ -56,10 +56,20 @@ var selfExe = sync.OnceValue(func() string {
 })
 
 // The guard's object and the kernel's BTF (for its CO-RE relocations) are parsed once per
-// process (the kernel's BTF only when no fixups are stored for this kernel, see relocate).
+// process (the kernel's BTF only when no fixups are stored for this kernel, see
+// relocatedOptions).
 var (
 	guardSpec = sync.OnceValues(bpf.LoadGuard)
 	kernelBTF = sync.OnceValues(btf.LoadKernelSpec)
+	// guardFixups names the guard object's CO-RE fixups on this kernel (an error without a
+	// boot id: then every run relocates against the kernel's BTF).
+	guardFixups = sync.OnceValues(func() (*kernrun.CoreFixups, error) {
+		spec, err := guardSpec()
+		if err != nil {
+			return nil, err
+		}
+		return kernrun.NewCoreFixups("guard", spec)
+	})
 )
 
 // guardLoad is guard.c being opened from its pins or loaded ahead of its run (see

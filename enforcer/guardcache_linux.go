@@ -378,14 +378,22 @@ func loadGuard() (*guardObjs, error) {
 }
 
 // relocatedOptions applies the CO-RE relocations of spec's programs. The kernel's own types are
-// the only relocation targets guard.c needs (task, file, dentry, mount): relocated from stored
-// fixups, or against the kernel's BTF parsed once and shared by every run of this process.
+// the only relocation targets guard.c needs (task, file, dentry, mount): relocated from the
+// fixups stored for this kernel (kernrun.CoreFixups, file "guard-*"), or against the kernel's
+// BTF parsed once and shared by every run of this process (and then stored). A program left
+// with relocations is relocated by the loader, against the same BTF.
 func relocatedOptions(spec *ebpf.CollectionSpec) ebpf.CollectionOptions {
 	var opts ebpf.CollectionOptions
-	if relocate(spec) {
-		if k, err := kernelBTF(); err == nil {
-			opts.Programs.KernelTypes = k
-		}
+	fix, err := guardFixups()
+	if err == nil && fix.Apply(spec) {
+		return opts
+	}
+	k, err := kernelBTF()
+	if err != nil {
+		return opts // the loader reports what it cannot relocate
+	}
+	if !fix.Relocate(spec, k) { // a nil fix (no boot id) stores nothing
+		opts.Programs.KernelTypes = k
 	}
 	return opts
 }

@@ -15,9 +15,7 @@ import (
 // stores the fixups; the next one loads with them. Both record the same thing.
 func TestCoreFixupsStored(t *testing.T) {
 	testutil.RequireRoot(t)
-	old := kernrun.CoreFixupDir
-	kernrun.CoreFixupDir = t.TempDir()
-	t.Cleanup(func() { kernrun.CoreFixupDir = old })
+	t.Cleanup(kernrun.SwapCoreFixupDir(t.TempDir()))
 	victim := realPath(t, testutil.BuildC(t, "victim/victim.c"))
 	for i := range 2 {
 		tr := learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "storm", "10"}})

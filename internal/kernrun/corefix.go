@@ -22,15 +22,24 @@ import (
 //
 // Relocating an object's programs against the running kernel needs the kernel's BTF: parsing
 // it and matching the types costs ~20 ms of CPU. The result depends only on the kernel and on
-// the object, so it is computed once and kept in a root-only file under CoreFixupDir, keyed by a
-// digest of the kernel's identity (boot id, release, version, build-id notes, size of its BTF)
-// and of the object. A later run applies the stored instruction fields and loads without the
-// kernel's BTF (as long as its programs need the BTF for nothing else: no tp_btf, fentry or
-// kfuncs). The verifier checks the programs either way; a missing, unreadable or mismatching
-// file only means the slow path. (enforcer keeps guard.c's the same way, in its own files.)
+// the object, so it is computed once and kept in a root-only file under CoreFixupDir, named after
+// the object ("learn", "guard": the objects never share a file) and keyed by a digest of the
+// kernel's identity (boot id, release, version, build-id notes, size of its BTF), of the name and
+// of the object's instructions and relocations. A later run applies the stored instruction fields
+// and loads without the kernel's BTF (as long as its programs need the BTF for nothing else: no
+// tp_btf, fentry or kfuncs). The verifier checks the programs either way; a missing, unreadable or
+// mismatching file only means the slow path. Used by profiler (learn.c) and enforcer (guard.c).
 
 // CoreFixupDir holds the fixup files (tmpfs: gone with the kernel that booted).
 var CoreFixupDir = "/run/sysprof"
+
+// SwapCoreFixupDir sets CoreFixupDir to dir and returns what restores it (for tests:
+// t.Cleanup(kernrun.SwapCoreFixupDir(t.TempDir()))).
+func SwapCoreFixupDir(dir string) (restore func()) {
+	old := CoreFixupDir
+	CoreFixupDir = dir
+	return func() { CoreFixupDir = old }
+}
 
 const coreFixupVersion = "sysprof-core-fixups-v1 cilium/ebpf v0.22.0"
 
@@ -50,8 +59,9 @@ type coreFixupFile struct {
 }
 
 // runningKernelID digests what identifies the running kernel's types. The kernel's BTF cannot
-// change while it runs, so the boot id pins it; release, version, build-id notes and the BTF's
-// size only guard against a stale file in a /run that outlived a boot.
+// change while it runs, so the boot id pins it (reading the ~5 MB BTF to checksum it cost ~1-2 ms
+// per run); release, version, build-id notes and the BTF's size only guard against a stale file
+// in a /run that outlived a boot.
 var runningKernelID = sync.OnceValues(func() ([]byte, error) {
 	h := sha256.New()
 	var u unix.Utsname
@@ -77,13 +87,20 @@ var runningKernelID = sync.OnceValues(func() ([]byte, error) {
 	return h.Sum(nil), nil
 })
 
-// CoreFixups are the stored CO-RE fixups of one object (name, e.g. "learn") on this kernel.
+// CoreFixups are the stored CO-RE fixups of one object (name, e.g. "learn") on this kernel. Its
+// methods may be called from several goroutines.
 type CoreFixups struct {
 	name, key string
+	parsed    *ebpf.CollectionSpec // the object as parsed: Relocate completes the stored set from it
+
+	mu    sync.Mutex
+	dir   string               // where known came from (CoreFixupDir then)
+	known map[string][]coreFix // the fixups read or computed by this process, nil if none yet
 }
 
 // NewCoreFixups names the fixups of spec's programs (as parsed: before any relocation) on this
-// kernel; the key digests their instructions and relocations.
+// kernel; the key digests their instructions and relocations. spec is kept, and must not be
+// changed afterwards (runs relocate copies of it).
 func NewCoreFixups(name string, spec *ebpf.CollectionSpec) (*CoreFixups, error) {
 	kid, err := runningKernelID()
 	if err != nil {
@@ -114,43 +131,60 @@ func NewCoreFixups(name string, spec *ebpf.CollectionSpec) (*CoreFixups, error) 
 		}
 		h.Write(buf)
 	}
-	return &CoreFixups{name: name, key: hex.EncodeToString(h.Sum(nil))}, nil
+	return &CoreFixups{name: name, key: hex.EncodeToString(h.Sum(nil)), parsed: spec}, nil
 }
 
 func (cf *CoreFixups) path() string {
 	return filepath.Join(CoreFixupDir, cf.name+"-"+cf.key[:32]+".json")
 }
 
-// Apply writes the stored fixups into spec's programs. It reports whether it did: only when
-// the stored fixups name exactly the relocated instructions of every program (or when no
-// program has relocations); otherwise spec is left untouched.
+// fixups are the stored fixups: read from the file once per process (and directory), or what
+// Relocate computed; nil when there are none (then the file is read again next time).
+func (cf *CoreFixups) fixups() map[string][]coreFix {
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	if cf.known != nil && cf.dir == CoreFixupDir {
+		return cf.known
+	}
+	b, err := os.ReadFile(cf.path())
+	if err != nil {
+		return nil
+	}
+	var stored coreFixupFile
+	if json.Unmarshal(b, &stored) != nil || stored.Key != cf.key || stored.Programs == nil {
+		return nil
+	}
+	cf.known, cf.dir = stored.Programs, CoreFixupDir
+	return cf.known
+}
+
+// Apply writes the stored fixups into spec's programs (all of the object's, or some of them). It
+// reports whether it did: only when the stored fixups name exactly the relocated instructions of
+// every program of spec (or when no program has relocations); otherwise spec is left untouched.
 func (cf *CoreFixups) Apply(spec *ebpf.CollectionSpec) bool {
 	if !hasRelocations(spec) {
 		return true
 	}
-	b, err := os.ReadFile(cf.path())
-	if err != nil {
-		return false
-	}
-	var stored coreFixupFile
-	if json.Unmarshal(b, &stored) != nil || stored.Key != cf.key {
+	stored := cf.fixups()
+	if stored == nil {
 		return false
 	}
 	for name, p := range spec.Programs {
-		if !fixesMatch(p, stored.Programs[name]) {
+		if !fixesMatch(p, stored[name]) {
 			return false
 		}
 	}
 	for name, p := range spec.Programs {
-		applyFixes(p, stored.Programs[name])
+		applyFixes(p, stored[name])
 	}
 	return true
 }
 
-// Relocate relocates spec's programs against kernel in place and stores the fixups for Apply
-// (a nil cf stores nothing). A program it cannot relocate on its own (a relocation against a
-// local type id) keeps its relocations for the loader, and nothing is stored; it reports
-// whether every program was relocated.
+// Relocate relocates spec's programs (all of the object's, or some of them) against kernel in
+// place and stores the fixups of all of the object's programs for Apply (a nil cf stores
+// nothing). A program it cannot relocate on its own (a relocation against a local type id)
+// keeps its relocations for the loader, and nothing is stored; it reports whether every program
+// of spec was relocated.
 func (cf *CoreFixups) Relocate(spec *ebpf.CollectionSpec, kernel *btf.Spec) bool {
 	computed := map[string][]coreFix{}
 	all := true
@@ -162,9 +196,25 @@ func (cf *CoreFixups) Relocate(spec *ebpf.CollectionSpec, kernel *btf.Spec) bool
 		}
 		computed[name] = fixes
 	}
-	if all && cf != nil {
-		cf.store(&coreFixupFile{Key: cf.key, Programs: computed})
+	if !all || cf == nil {
+		return all
 	}
+	// Store only a complete set: the programs spec lacks (a run that loads only some) are
+	// relocated on copies of the parsed object.
+	for name, p := range cf.parsed.Programs {
+		if _, ok := computed[name]; ok {
+			continue
+		}
+		fixes, err := relocateProgram(p.Copy(), kernel)
+		if err != nil {
+			return all
+		}
+		computed[name] = fixes
+	}
+	cf.mu.Lock()
+	cf.known, cf.dir = computed, CoreFixupDir
+	cf.mu.Unlock()
+	cf.store(&coreFixupFile{Key: cf.key, Programs: computed})
 	return all
 }
 
@@ -263,4 +313,6 @@ func (cf *CoreFixups) store(f *coreFixupFile) {
 	if werr != nil || cerr != nil || os.Rename(tmp.Name(), cf.path()) != nil {
 		os.Remove(tmp.Name())
 	}
+	// Files of other sysprof builds stay: two builds in use would otherwise undo each other's
+	// (they are ~10 kB, and /run is emptied at boot).
 }
