@@ -237,7 +237,7 @@ struct {
 
 #include "scratch.h"
 
-// ---- dentry walk (path.h, shared with learn.c) ----------------------------------------------
+// ---- dentry walk, the current task's files (path.h, shared with learn.c) -----------------------
 
 #include "path.h"
 
@@ -265,7 +265,7 @@ __noinline __u32 header(__u32 slot, __u32 kind)
 		struct path p;
 		BPF_CORE_READ_INTO(&p, exe, f_path);
 		__u8 trunc = 0;
-		n = walk(s, &p, slot, sizeof(*e), PATH_SZ, &trunc);
+		n = walk(s, p.mnt, p.dentry, slot, sizeof(*e), PATH_SZ, &trunc);
 		n &= PATH_SZ - 1;
 		e->exe_trunc = trunc;
 	}
@@ -276,7 +276,7 @@ __noinline __u32 header(__u32 slot, __u32 kind)
 		struct path p;
 		BPF_CORE_READ_INTO(&p, pexe, f_path);
 		__u8 trunc = 0;
-		__u32 m = walk(s, &p, slot, off, PATH_SZ, &trunc);
+		__u32 m = walk(s, p.mnt, p.dentry, slot, off, PATH_SZ, &trunc);
 		m &= PATH_SZ - 1;
 		e->pexe_len = m;
 		off += m;
@@ -484,18 +484,18 @@ __noinline __u32 put_path(__u64 off, long dirfd, unsigned long ptr, int resolve,
 	off += n;
 	if (!resolve || first == '/' || n <= 1)
 		return off;
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct path base = {};
 	if (dirfd == AT_FDCWD) {
+		struct task_struct *task = bpf_get_current_task_btf();
 		BPF_CORE_READ_INTO(&base, task, fs, pwd);
 	} else {
-		struct file *f = fd_file(task, dirfd);
+		struct file *f = fd_file(dirfd);
 		if (!f)
 			return off;
 		BPF_CORE_READ_INTO(&base, f, f_path);
 	}
 	__u8 trunc = 0;
-	__u32 b = walk(s, &base, SLOT_FILE, off, PATH_SZ, &trunc);
+	__u32 b = walk(s, base.mnt, base.dentry, SLOT_FILE, off, PATH_SZ, &trunc);
 	b &= PATH_SZ - 1;
 	if (second)
 		e->base2_len = b;

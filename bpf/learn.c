@@ -499,27 +499,7 @@ static __always_inline int seen_before(struct seen_key *k)
 
 // ---- kernel structs, a few fields per helper call --------------------------------------------
 
-// Every BPF_CORE_READ is a bpf_probe_read_kernel call (~10 ns each here, ~19 of them per file
-// event before). SPAN_READ copies a struct's bytes from field lo on into buf (a __u64 array) with
-// one call; SPAN_GET takes field f (of C type T) from it where the running kernel's layout (CO-RE
-// offsets) puts f where this build's vmlinux.h does, and reads f on its own otherwise. buf is
-// indexed with compile-time constants only: with CO-RE offsets as the index, the verifier
-// tracked every access back through the program (~30 ms of loading). Like BPF_CORE_READ, a
-// failed read yields zeroes.
-#define SPAN_READ(buf, ptr, type, lo)                                                              \
-	bpf_probe_read_kernel(&(buf), sizeof(buf), (void *)(ptr) + bpf_core_field_offset(type, lo))
-#define SPAN_GET(buf, ptr, type, lo, f, T)                                                          \
-	({                                                                                          \
-		T __v = 0;                                                                          \
-		const __u64 __d = __builtin_offsetof(type, f) - __builtin_offsetof(type, lo);        \
-		_Static_assert(__builtin_offsetof(type, f) - __builtin_offsetof(type, lo) + sizeof(T) <= sizeof(buf), \
-			       #f " is outside the span");                                          \
-		if (bpf_core_field_offset(type, f) - bpf_core_field_offset(type, lo) == __d)         \
-			__v = *(T *)((void *)&(buf) + __d);                                         \
-		else                                                                                \
-			bpf_probe_read_kernel(&__v, sizeof(T), (void *)(ptr) + bpf_core_field_offset(type, f)); \
-		__v;                                                                                \
-	})
+#include "span.h"
 
 // What learn.c uses of an inode (and of its superblock).
 struct inode_info {
@@ -575,97 +555,9 @@ static __always_inline void read_file(struct file *f, struct file_info *fi)
 	fi->dentry = SPAN_GET(fb, f, struct file, f_inode, f_path.dentry, struct dentry *);
 }
 
-// lfd_file returns the current task's file with descriptor fd (0 if none), with four helper
-// calls (path.h's fd_file makes five). Not through the typed task pointer: each typed access
-// to struct task_struct made the verifier search its ~250 members, ~10 ms of loading.
-static __always_inline struct file *lfd_file(long fd)
-{
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	__u64 tb[2];
-	SPAN_READ(tb, fdt, struct fdtable, max_fds);
-	unsigned int max = SPAN_GET(tb, fdt, struct fdtable, max_fds, max_fds, unsigned int);
-	struct file **fds = SPAN_GET(tb, fdt, struct fdtable, max_fds, fd, struct file **);
-	if (fd < 0 || fd >= max)
-		return 0;
-	struct file *f = 0;
-	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
-	return f;
-}
+// ---- dentry walk, the current task's files (path.h, shared with guard.c) -----------------------
 
-// ---- dentry walk -----------------------------------------------------------------------------
-
-// learn.c walks with its own loop, not path.h's (which guard.c uses): path.h's keeps typed
-// kernel pointers in its bpf_loop context, and a subprogram's argument types go into the
-// program's BTF: ~2000 kernel types (struct dentry reaches most of the kernel), which cost ~5 ms
-// of loading per program that walks. Here the context holds plain integers, and a step reads
-// d_parent and d_name with one helper call instead of two.
-
-struct lwalk_ctx {
-	__u64 dentry;   // struct dentry *
-	__u64 mnt;      // struct mount *
-	__u64 mnt_root; // struct dentry *
-	__u32 slot;
-	__u32 pad;
-};
-
-static long lwalk_step(__u32 i, struct lwalk_ctx *c)
-{
-	__u32 slot = c->slot;
-	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
-	if (!s)
-		return 1;
-	__u64 d = c->dentry;
-	// d_parent and d_name (struct qstr: hash, len, name) are adjacent: one read.
-	__u64 db[3];
-	if (SPAN_READ(db, d, struct dentry, d_parent))
-		return 1;
-	__u64 parent = SPAN_GET(db, d, struct dentry, d_parent, d_parent, __u64);
-	__u32 len = SPAN_GET(db, d, struct dentry, d_parent, d_name.len, __u32);
-	__u64 name = SPAN_GET(db, d, struct dentry, d_parent, d_name.name, __u64);
-	if (d == c->mnt_root || d == parent) {
-		struct mount *m = (struct mount *)c->mnt;
-		struct mount *mp = BPF_CORE_READ(m, mnt_parent);
-		if (d != c->mnt_root || mp == m || !mp)
-			return 1; // the root, or a tree without a mount above it
-		c->dentry = (__u64)BPF_CORE_READ(m, mnt_mountpoint);
-		c->mnt = (__u64)mp;
-		c->mnt_root = (__u64)BPF_CORE_READ(mp, mnt.mnt_root);
-		return 0;
-	}
-	__u32 off = s->off;
-	if (off > s->limit) {
-		s->trunc = 1;
-		return 1;
-	}
-	// The name by its length (a word-wise copy; the _str helpers copy byte by byte), then a NUL.
-	len &= NAME_SZ - 1; // NAME_MAX is 255
-	if (len && bpf_probe_read_kernel(&s->data[off & DATA_MASK], len, (void *)name))
-		return 1;
-	s->data[(off + len) & DATA_MASK] = 0;
-	s->off = off + len + 1;
-	c->dentry = parent;
-	return 0;
-}
-
-// lwalk writes the components of the path (vm, dentry) (leaf first, each NUL-terminated) into
-// scratch slot data at off, at most max bytes, like path.h's walk. Returns the bytes written;
-// *trunc is set when the path was longer.
-static __always_inline __u32 lwalk(struct scratch *s, struct vfsmount *vm, struct dentry *dentry, __u32 slot,
-				   __u32 off, __u32 max, __u8 *trunc)
-{
-	struct lwalk_ctx c = {};
-	c.dentry = (__u64)dentry;
-	c.mnt = (__u64)((void *)vm - bpf_core_field_offset(struct mount, mnt));
-	c.mnt_root = (__u64)BPF_CORE_READ(vm, mnt_root);
-	c.slot = slot;
-	s->off = off;
-	s->limit = off + max - NAME_SZ;
-	s->trunc = 0;
-	bpf_loop(PATH_SZ / 2, lwalk_step, &c, 0);
-	*trunc |= s->trunc;
-	return s->off - off;
-}
+#include "path.h"
 
 // ---- process tree ----------------------------------------------------------------------------
 
@@ -721,7 +613,7 @@ int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	__u8 trunc = 0;
 	struct path pth;
 	BPF_CORE_READ_INTO(&pth, exe, f_path);
-	__u32 n = lwalk(s, pth.mnt, pth.dentry, SLOT_EXEC, sizeof(*e), PATH_SZ, &trunc);
+	__u32 n = walk(s, pth.mnt, pth.dentry, SLOT_EXEC, sizeof(*e), PATH_SZ, &trunc);
 	n &= PATH_SZ - 1;
 	e->exe_len = n;
 	e->exe_trunc = trunc;
@@ -742,7 +634,7 @@ int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	if (f > 0 && s->data[off & DATA_MASK] != '/') {
 		struct path cwd;
 		BPF_CORE_READ_INTO(&cwd, task, fs, pwd);
-		__u32 c = lwalk(s, cwd.mnt, cwd.dentry, SLOT_EXEC, off + f, 3072, &trunc);
+		__u32 c = walk(s, cwd.mnt, cwd.dentry, SLOT_EXEC, off + f, 3072, &trunc);
 		c &= PATH_SZ - 1;
 		e->cwd_len = c;
 		off += c;
@@ -1031,7 +923,7 @@ __attribute__((noinline)) int emit_path(struct scratch *s, struct pending *st, s
 			base_dentry = SPAN_GET(pb, fs, struct fs_struct, pwd.mnt, pwd.dentry, struct dentry *);
 			has_base = 1;
 		} else {
-			struct file *f = lfd_file(dirfd);
+			struct file *f = fd_file(dirfd);
 			if (f) {
 				struct file_info fi;
 				read_file(f, &fi);
@@ -1066,7 +958,7 @@ __attribute__((noinline)) int emit_path(struct scratch *s, struct pending *st, s
 	__u32 bl = 0;
 	if (has_base) {
 		__u8 trunc = 0;
-		bl = lwalk(s, base_mnt, base_dentry, SLOT_SYSEXIT, start + n, PATH_SZ, &trunc);
+		bl = walk(s, base_mnt, base_dentry, SLOT_SYSEXIT, start + n, PATH_SZ, &trunc);
 		bl &= PATH_SZ - 1;
 		e->base_len = bl;
 		e->base_trunc = trunc;
@@ -1080,7 +972,7 @@ __attribute__((noinline)) int emit_path(struct scratch *s, struct pending *st, s
 // emit_fd sends one file event for the file an open returned, resolved by a dentry walk.
 static __always_inline void emit_fd(struct scratch *s, struct pending *st, long fd, __u32 access)
 {
-	struct file *f = lfd_file(fd);
+	struct file *f = fd_file(fd);
 	if (!f)
 		return;
 	struct file_info fi;
@@ -1115,7 +1007,7 @@ static __always_inline void emit_fd(struct scratch *s, struct pending *st, long 
 	e->base_len = 0;
 	e->pad = 0;
 	__u8 trunc = 0;
-	__u32 n = lwalk(s, fi.mnt, fi.dentry, SLOT_SYSEXIT, sizeof(*e), PATH_SZ, &trunc);
+	__u32 n = walk(s, fi.mnt, fi.dentry, SLOT_SYSEXIT, sizeof(*e), PATH_SZ, &trunc);
 	n &= PATH_SZ - 1;
 	e->path_len = n;
 	e->path_trunc = trunc;
@@ -1165,7 +1057,7 @@ static __attribute__((noinline)) int emit_unix(struct pending *st, long fd, unsi
 	bpf_probe_read_user(e->path, sizeof(e->path), (void *)(addr + 2));
 	e->path_len = n;
 	e->abstract = e->path[0] == 0;
-	struct file *f = lfd_file(fd);
+	struct file *f = fd_file(fd);
 	if (f) {
 		struct socket *sock = BPF_CORE_READ(f, private_data);
 		e->sock_type = BPF_CORE_READ(sock, type);
