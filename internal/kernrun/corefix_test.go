@@ -18,20 +18,26 @@ func withFixupDir(t *testing.T) {
 	t.Cleanup(SwapCoreFixupDir(t.TempDir()))
 }
 
-// guardFixups is the kernel's BTF, the guard object as parsed and its fixups' name, with
-// CoreFixupDir a directory of the test's own.
-func guardFixups(t *testing.T) (*btf.Spec, *ebpf.CollectionSpec, *CoreFixups) {
+// kernelBTF is the running kernel's BTF (the test fails under CI=true without it).
+func kernelBTF(t *testing.T) *btf.Spec {
 	t.Helper()
 	kernel, err := btf.LoadKernelSpec()
 	testutil.RequireNoErr(t, "the kernel's BTF", err)
-	withFixupDir(t)
-	parsed, err := bpf.LoadGuard()
+	return kernel
+}
+
+var objects = map[string]func() (*ebpf.CollectionSpec, error){"learn": bpf.LoadLearn, "guard": bpf.LoadGuard}
+
+// fixupsOf is the object name ("learn", "guard") as parsed and its fixups' name.
+func fixupsOf(t *testing.T, name string) (*ebpf.CollectionSpec, *CoreFixups) {
+	t.Helper()
+	parsed, err := objects[name]()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cf, err := NewCoreFixups("guard", parsed)
+	cf, err := NewCoreFixups(name, parsed)
 	testutil.RequireNoErr(t, "the kernel's identity (boot id)", err)
-	return kernel, parsed, cf
+	return parsed, cf
 }
 
 // sameInstructions fails t unless a and b have the same programs with the same instructions.
@@ -58,17 +64,11 @@ func sameInstructions(t *testing.T, a, b *ebpf.CollectionSpec) {
 // copy of the object, the same instructions (in this process and in a later one); a stale or
 // foreign file is not applied. For both objects that use it.
 func TestCoreFixups(t *testing.T) {
-	kernel, err := btf.LoadKernelSpec()
-	testutil.RequireNoErr(t, "the kernel's BTF", err)
-	for name, load := range map[string]func() (*ebpf.CollectionSpec, error){"learn": bpf.LoadLearn, "guard": bpf.LoadGuard} {
+	kernel := kernelBTF(t)
+	for name := range objects {
 		t.Run(name, func(t *testing.T) {
 			withFixupDir(t)
-			parsed, err := load()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cf, err := NewCoreFixups(name, parsed)
-			testutil.RequireNoErr(t, "the kernel's identity (boot id)", err)
+			parsed, cf := fixupsOf(t, name)
 			if cf.Apply(parsed.Copy()) {
 				t.Fatal("Apply reported success with nothing stored")
 			}
@@ -122,20 +122,10 @@ func TestCoreFixups(t *testing.T) {
 // TestCoreFixupsNamesDoNotCollide: the learn and guard objects keep their fixups in files of
 // their own, and neither applies the other's.
 func TestCoreFixupsNamesDoNotCollide(t *testing.T) {
-	kernel, err := btf.LoadKernelSpec()
-	testutil.RequireNoErr(t, "the kernel's BTF", err)
+	kernel := kernelBTF(t)
 	withFixupDir(t)
-	learn, err := bpf.LoadLearn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	guard, err := bpf.LoadGuard()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lf, err := NewCoreFixups("learn", learn)
-	testutil.RequireNoErr(t, "the kernel's identity (boot id)", err)
-	gf, _ := NewCoreFixups("guard", guard)
+	learn, lf := fixupsOf(t, "learn")
+	guard, gf := fixupsOf(t, "guard")
 	if lf.path() == gf.path() {
 		t.Fatalf("both objects store to %s", lf.path())
 	}
@@ -161,7 +151,9 @@ func TestCoreFixupsNamesDoNotCollide(t *testing.T) {
 // them and stores the fixups of all of them, so that a run loading all of them (or others) later
 // applies them; a program with no stored fixups is not applied.
 func TestCoreFixupsSomePrograms(t *testing.T) {
-	kernel, parsed, cf := guardFixups(t)
+	kernel := kernelBTF(t)
+	withFixupDir(t)
+	parsed, cf := fixupsOf(t, "guard")
 	one := parsed.Copy()
 	var kept string
 	for name := range one.Programs {
@@ -217,7 +209,9 @@ func TestCoreFixupsSomePrograms(t *testing.T) {
 // TestCoreFixupsConcurrent: runs of one process apply and relocate at the same time (the
 // enforcer loads the guard's programs from several goroutines). Meant for -race.
 func TestCoreFixupsConcurrent(t *testing.T) {
-	kernel, parsed, cf := guardFixups(t)
+	kernel := kernelBTF(t)
+	withFixupDir(t)
+	parsed, cf := fixupsOf(t, "guard")
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Add(1)
