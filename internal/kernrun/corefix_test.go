@@ -40,6 +40,19 @@ func fixupsOf(t *testing.T, name string) (*ebpf.CollectionSpec, *CoreFixups) {
 	return parsed, cf
 }
 
+// applyAfresh applies name's stored fixups to a copy of parsed as a new process would, and
+// reports whether it did; a copy changed without them fails t.
+func applyAfresh(t *testing.T, name string, parsed *ebpf.CollectionSpec) bool {
+	t.Helper()
+	spec := parsed.Copy()
+	fresh, _ := NewCoreFixups(name, parsed)
+	ok := fresh.Apply(spec)
+	if !ok && !hasRelocations(spec) {
+		t.Error("Apply changed the spec without applying the fixups")
+	}
+	return ok
+}
+
 // sameInstructions fails t unless a and b have the same programs with the same instructions.
 func sameInstructions(t *testing.T, a, b *ebpf.CollectionSpec) {
 	t.Helper()
@@ -101,16 +114,14 @@ func TestCoreFixups(t *testing.T) {
 			if err := os.Rename(cf.path(), other.path()); err != nil {
 				t.Fatal(err)
 			}
-			if fresh, _ := NewCoreFixups(name, parsed); fresh.Apply(parsed.Copy()) {
+			if applyAfresh(t, name, parsed) {
 				t.Error("Apply used a missing file")
 			}
 			if err := os.WriteFile(cf.path(), []byte(`{"key":"`+cf.key+`","programs":{}}`), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			fresh, _ := NewCoreFixups(name, parsed)
-			spec := parsed.Copy()
-			if fresh.Apply(spec) || !hasRelocations(spec) {
-				t.Error("Apply used a file without the programs' fixups, or changed the spec anyway")
+			if applyAfresh(t, name, parsed) {
+				t.Error("Apply used a file without the programs' fixups")
 			}
 			if m, _ := filepath.Glob(filepath.Join(CoreFixupDir, "."+name+"-*")); len(m) != 0 {
 				t.Errorf("temporary files left: %q", m)
@@ -141,8 +152,7 @@ func TestCoreFixupsNamesDoNotCollide(t *testing.T) {
 	if err := os.Rename(gf.path(), lf.path()); err != nil {
 		t.Fatal(err)
 	}
-	spec := learn.Copy()
-	if fresh, _ := NewCoreFixups("learn", learn); fresh.Apply(spec) || !hasRelocations(spec) {
+	if applyAfresh(t, "learn", learn) {
 		t.Error("the learn object used the guard object's fixups")
 	}
 }
@@ -200,9 +210,8 @@ func TestCoreFixupsSomePrograms(t *testing.T) {
 			t.Error("Apply did not use the fixups of the one program it loads")
 		}
 	}
-	spec := parsed.Copy()
-	if fresh, _ := NewCoreFixups("guard", parsed); fresh.Apply(spec) || !hasRelocations(spec) {
-		t.Error("Apply used fixups that lack programs, or changed the spec anyway")
+	if applyAfresh(t, "guard", parsed) {
+		t.Error("Apply used fixups that lack programs")
 	}
 }
 
