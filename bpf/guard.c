@@ -13,7 +13,8 @@
 //
 // Attached to the syscalls/sys_exit_<name> tracepoints of the path syscalls only (open*, creat,
 // exec*, mkdir*, mknod*, unlink*, rmdir, rename*, link*, symlink*, truncate, chmod/chown
-// family, utimensat), one program; each run attaches it with its cgroup id as the attach cookie:
+// family, utimensat), one program; each slot's instance is attached with the slot as the attach
+// cookie, and reports for the run slot_cgid[slot] names:
 //
 //   sys_exit_path       a refusal the sandbox gives (-EACCES from Landlock, -EROFS from the
 //                       read-only mounts, -EXDEV from Landlock's refer rule; -ENOENT only for
@@ -204,7 +205,17 @@ struct {
 	});
 } rings SEC(".maps");
 
-// Which run (cgroup id) holds a slot of rings: user space takes a slot by creating its entry.
+// Which run (cgroup id) the file program of a slot reports for, 0 for none: each slot's
+// instance of sys_exit_path is attached with the slot as its cookie, so that a run can take
+// over a slot whose program is still attached (see enforcer's warm slots) by changing this.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RING_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} slot_cgid SEC(".maps");
+
+// Which process holds a slot of rings: user space takes a slot by creating its entry.
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, RING_SLOTS);
@@ -531,10 +542,13 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 		return 0;
 	if (ret != -EACCES && ret != -EROFS && ret != -EXDEV && ret != -ENOENT)
 		return 0;
-	// Each run attaches this program with its cgroup id as the cookie: the calls of its
-	// command are its own, the others' belong to other runs (or to no run).
+	// Each slot's instance is attached with the slot as the cookie; slot_cgid names the run
+	// that holds the slot: the calls of its command are its own, the others' belong to other
+	// runs (or to no run).
+	__u32 cslot = (__u32)bpf_get_attach_cookie(ctx);
+	__u64 *owner = bpf_map_lookup_elem(&slot_cgid, &cslot);
 	__u64 cgid = bpf_get_current_cgroup_id();
-	if (cgid != bpf_get_attach_cookie(ctx))
+	if (!owner || *owner != cgid)
 		return 0;
 	struct run_cfg *cfg = bpf_map_lookup_elem(&runs, &cgid);
 	if (!cfg)

@@ -144,6 +144,7 @@ const (
 	GuardMapRings            = "rings"
 	GuardMapRuns             = "runs"
 	GuardMapScratch          = "scratch"
+	GuardMapSlotCgid         = "slot_cgid"
 	GuardMapSlotOwner        = "slot_owner"
 	GuardProgGuardBind4      = "guard_bind4"
 	GuardProgGuardBind6      = "guard_bind6"
@@ -223,6 +224,7 @@ type GuardMapSpecs struct {
 	Rings     *ebpf.MapSpec `ebpf:"rings"`
 	Runs      *ebpf.MapSpec `ebpf:"runs"`
 	Scratch   *ebpf.MapSpec `ebpf:"scratch"`
+	SlotCgid  *ebpf.MapSpec `ebpf:"slot_cgid"`
 	SlotOwner *ebpf.MapSpec `ebpf:"slot_owner"`
 }
 
@@ -266,6 +268,7 @@ type GuardMaps struct {
 	Rings     *ebpf.Map `ebpf:"rings"`
 	Runs      *ebpf.Map `ebpf:"runs"`
 	Scratch   *ebpf.Map `ebpf:"scratch"`
+	SlotCgid  *ebpf.Map `ebpf:"slot_cgid"`
 	SlotOwner *ebpf.Map `ebpf:"slot_owner"`
 }
 
@@ -277,6 +280,7 @@ func (m *GuardMaps) Close() error {
 		m.Rings,
 		m.Runs,
 		m.Scratch,
+		m.SlotCgid,
 		m.SlotOwner,
 	)
 }

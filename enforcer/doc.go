@@ -96,8 +96,8 @@
 //
 // Cost when nothing is denied: an allowed connect/sendmsg/bind pays a hash and a trie lookup.
 // The path syscalls the run's filter allows pay, for every process on the host, the
-// tracepoint dispatch and one compare when the call succeeded (a failed one also a cgroup-id
-// compare; the program returns there for other cgroups); inside the run, an ENOENT pays
+// tracepoint dispatch and one compare when the call succeeded (a failed one also an array lookup
+// and a cgroup-id compare; the program returns there for other cgroups); inside the run, an ENOENT pays
 // reading up to 264 bytes of the path and comparing them with the hidden paths. Nothing is
 // sent, no sys_enter program runs and nothing is stashed: the arguments are read from the
 // task's saved registers at exit. Enabling any syscall tracepoint also moves every syscall on
@@ -109,18 +109,24 @@
 // otherwise), and set up for the run (its entries, the tracepoints, the hooks) while the init
 // stage starts; start waits for it before the command may exec. Nothing of guard.c belongs to
 // one run: its programs are verified once and pinned in bpffs (guardcache_linux.go), runs
-// find their state by cgroup id (the file program also by its attach cookie), and
+// find their state by cgroup id (the file program through its slot: each slot's instance is
+// attached with the slot as its cookie and reports for the run slot_cgid names), and
 // concurrent runs share nothing but the programs. A profile with a network allowlist starts
 // the init stage without Landlock's TCP rules, as the hooks need; if the hooks then fail to
 // come up, that init stage is killed before the command runs and the run goes on as if they
 // had failed up front (refused, or with --degrade, Landlock's TCP rules back).
 //
 // Teardown: detaching the file program from a tracepoint waits for a grace period (~35 ms
-// here) and closing a tracepoint's last perf event for more, under a kernel-wide mutex a
-// starting run needs. Both are handed to a helper (this binary, then `sleep`) that detaches at
-// once, then frees the run's slot (its ring buffer and its instance of the file program, which
-// the kernel attaches once per tracepoint), and keeps the perf events open for a quarter
-// second: a run starting meanwhile finds the tracepoints registered and does not wait.
+// here) and closing a tracepoint's last perf event for more, under a kernel-wide mutex every
+// attach needs. Both are handed to a helper (this binary) that keeps the run's slot (its ring
+// buffer and its instance of the file program, which the kernel attaches once per tracepoint)
+// attached, reporting for nobody, for a quarter second (guard_warm_linux.go): a run starting
+// meanwhile whose path syscalls are among those attached takes the slot over (its own
+// references to the links and perf events, by pidfd_getfd) and neither attaches nor detaches,
+// so back-to-back runs never touch the mutex. Unclaimed, the helper detaches, frees the slot
+// and closes the perf events. Without pins (no bpffs) the helper detaches at once and keeps
+// only the perf events (then as `sleep`), so a run starting meanwhile finds the tracepoints
+// registered.
 //
 // # Lifetime
 //

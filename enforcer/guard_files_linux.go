@@ -71,7 +71,7 @@ func fillFops(fops *ebpf.Map) error {
 
 // tpLink is the file-denial program on one syscall exit tracepoint: a perf event (opened
 // disabled: nothing is recorded, only the program runs) and the bpf link that attaches the
-// program to it with the run's cgroup id as the cookie.
+// program to it with the slot as the cookie.
 type tpLink struct{ perf, link int }
 
 // lingerFor is how long a helper process keeps a finished run's tracepoint perf events open.
@@ -85,7 +85,9 @@ type tpLink struct{ perf, link int }
 // unregister nothing either. Only the last run's helper pays, when nobody waits. The price:
 // while a syscall tracepoint is registered every syscall on the host takes the kernel's
 // syscall-work path (~+15-20 ns each here), so the moment is short (closing without it kept
-// them registered for a grace period or two per tracepoint anyway).
+// them registered for a grace period or two per tracepoint anyway). With pins the helper keeps
+// the program attached as well, for a run that takes the slot over (guard_warm_linux.go): then
+// neither run attaches nor detaches anything.
 var lingerFor = 250 * time.Millisecond
 
 // mayExecute reports whether the run's seccomp filter can let the x86_64 syscall name reach the
@@ -107,19 +109,28 @@ func (c *Compiled) mayExecute(name string) bool {
 	return a.rules[uint32(nr)] != nil
 }
 
-// attachFiles attaches the slot's file-denial program to the exit tracepoint of each path
-// syscall this kernel has and the command may execute (every one in audit mode: the supervisor
-// lets refused calls continue), with the run's cgroup id as the attach cookie. Each attached
-// tracepoint costs every process on the host a little on that syscall, and the run's teardown a
-// little more. Attached concurrently: each perf_event_open of a tracepoint takes the kernel's
-// event_mutex.
-func (g *guard) attachFiles(c *Compiled) error {
+// fileNames are the path syscalls whose exit tracepoints the run needs: those the command may
+// execute (every one in audit mode: the supervisor lets refused calls continue).
+func (g *guard) fileNames(c *Compiled) []string {
 	var names []string
 	for _, name := range sortedKeys(fileOps) {
 		if g.audit || c.mayExecute(name) {
 			names = append(names, name)
 		}
 	}
+	return names
+}
+
+// attachFiles attaches the slot's file-denial program to the exit tracepoint of each of
+// g.names this kernel has, with the slot as the attach cookie (nothing to do when the run took
+// over a warm slot: see guard_warm_linux.go). Each attached tracepoint costs every process on
+// the host a little on that syscall, and the run's teardown a little more. Attached
+// concurrently: each perf_event_open of a tracepoint takes the kernel's event_mutex.
+func (g *guard) attachFiles() error {
+	if g.warm {
+		return nil
+	}
+	names := g.names
 	prog, err := g.objs.fileProgram(uint32(g.slot), false)
 	if err != nil {
 		return err
@@ -148,7 +159,7 @@ func (g *guard) attachTracepoints(names []string, prog *ebpf.Program) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tps[i], errs[i] = attachTracepoint("syscalls", "sys_exit_"+name, prog, g.cg.ID)
+			tps[i], errs[i] = attachTracepoint("syscalls", "sys_exit_"+name, prog, uint64(g.slot))
 		}()
 	}
 	wg.Wait()
@@ -238,22 +249,28 @@ var tracefs = sync.OnceValues(func() (string, error) {
 // closeTracepoints detaches the run's file program and closes the perf events, and reports
 // whether a helper releases the run's slot afterwards.
 func (g *guard) closeTracepoints() bool {
-	owners := g.objs.maps["slot_owner"]
-	if g.ownFile != nil {
-		owners = nil // the slot's program was never attached by this run: free it at once
+	rel := &slotRelease{owners: g.objs.maps["slot_owner"], cgids: g.objs.maps["slot_cgid"], slot: uint32(g.slot), names: g.names}
+	if g.objs.pinned() {
+		rel.warm = warmPath(g.objs.dir, rel.slot)
 	}
-	handed := closeTracepoints(g.tps, &slotRelease{owners, uint32(g.slot)})
+	if g.ownFile != nil {
+		rel.owners, rel.warm = nil, "" // the slot's program was never attached by this run: free it at once
+	}
+	handed := closeTracepoints(g.tps, rel)
 	if g.ownFile != nil {
 		g.ownFile.Close()
 		g.ownFile = nil
 	}
-	return handed && owners != nil
+	return handed && rel.owners != nil
 }
 
-// slotRelease is the slot a helper frees once it has detached the slot's program.
+// slotRelease is the slot a helper frees once it has detached the slot's program; with warm,
+// the helper publishes the slot there first (see guard_warm_linux.go).
 type slotRelease struct {
-	owners *ebpf.Map
-	slot   uint32
+	owners, cgids *ebpf.Map
+	slot          uint32
+	warm          string   // the slot's warm file ("": not published)
+	names         []string // the syscalls asked for
 }
 
 // closeTracepoints detaches the program and closes the perf events without waiting for the
@@ -271,13 +288,24 @@ func closeTracepoints(tps []tpLink, rel *slotRelease) bool {
 	if len(perf) == 0 {
 		return false
 	}
+	if rel != nil && rel.cgids != nil {
+		// The run is over: its slot's program reports for nobody until the next owner.
+		_ = rel.cgids.Update(rel.slot, uint64(0), ebpf.UpdateAny)
+	}
 	if handOff(links, perf, rel) {
 		return true
 	}
 	// Without the helper: detach here (concurrently: one grace period), then close the perf
 	// events the old way.
+	closeConcurrently(links)
+	kernrun.ClosePerfEvents(perf)
+	return false
+}
+
+// closeConcurrently closes fds at once (closing a link waits for a grace period).
+func closeConcurrently(fds []int) {
 	var wg sync.WaitGroup
-	for _, fd := range links {
+	for _, fd := range fds {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -285,8 +313,6 @@ func closeTracepoints(tps []tpLink, rel *slotRelease) bool {
 		}()
 	}
 	wg.Wait()
-	kernrun.ClosePerfEvents(perf)
-	return false
 }
 
 // lingerArg is the hidden first argument that makes sysprof's main the helper that detaches a
@@ -298,7 +324,7 @@ const lingerArg = "__sysprof_linger__"
 // here), and makes the helper the slot's owner. It reports false when it did not touch them.
 func handOff(links, perf []int, rel *slotRelease) bool {
 	fds := slices.Concat(links, perf)
-	slot := -1
+	slot, warm := -1, "-"
 	if rel != nil && rel.owners != nil {
 		dup, err := unix.FcntlInt(uintptr(rel.owners.FD()), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
@@ -306,6 +332,9 @@ func handOff(links, perf []int, rel *slotRelease) bool {
 		}
 		fds = append(fds, dup)
 		slot = int(rel.slot)
+		if rel.warm != "" {
+			warm = rel.warm
+		}
 	}
 	var files []*os.File
 	for _, fd := range fds {
@@ -314,7 +343,7 @@ func handOff(links, perf []int, rel *slotRelease) bool {
 	cmd := &exec.Cmd{
 		Path: "/proc/self/exe",
 		Args: []string{"sysprof-linger", lingerArg, strconv.Itoa(len(links)), strconv.Itoa(len(perf)), strconv.Itoa(slot),
-			strconv.FormatInt(lingerFor.Milliseconds(), 10)},
+			strconv.FormatInt(lingerFor.Milliseconds(), 10), warm},
 		ExtraFiles:  files,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
@@ -326,8 +355,22 @@ func handOff(links, perf []int, rel *slotRelease) bool {
 		return false // the caller still owns links and perf
 	}
 	if slot >= 0 {
-		// The helper owns the slot now (collectDead frees it once the helper is gone).
+		// The helper owns the slot now (collectDead frees it once the helper is gone), and
+		// a run starting while it lingers may take the slot over (published under the lock).
+		var unlock func()
+		if warm != "-" {
+			unlock, err = lockWarm(true)
+		}
 		_ = rel.owners.Update(uint32(slot), uint64(cmd.Process.Pid), ebpf.UpdateExist)
+		if unlock != nil {
+			w := warmSlot{Pid: cmd.Process.Pid, Slot: uint32(slot), Names: rel.names}
+			for i := range links {
+				w.Links = append(w.Links, 3+i)
+				w.Perfs = append(w.Perfs, 3+len(links)+i)
+			}
+			publishWarm(warm, w)
+			unlock()
+		}
 	}
 	for _, f := range files {
 		f.Close() // the helper holds them
@@ -339,13 +382,16 @@ func handOff(links, perf []int, rel *slotRelease) bool {
 // lingerStage is the helper's main (see handOff): from fd 3, nlinks links (closed at once and
 // concurrently: each waits for a grace period), nperf perf events (kept open for the given
 // milliseconds, by `sleep` when there is one, and closed at exit), and when slot >= 0 the
-// slot_owner map, whose entry for slot is deleted once the links are closed.
+// slot_owner map, whose entry for slot is deleted once the links are closed. With a warm file
+// (not "-") the slot is published there: the helper keeps the links too, for a run that takes
+// the slot over (lingerWarm).
 func lingerStage(args []string) int {
-	if len(args) != 4 {
+	if len(args) != 5 {
 		return 2
 	}
+	warm := args[4]
 	var n [4]int
-	for i, a := range args {
+	for i, a := range args[:4] {
 		v, err := strconv.Atoi(a)
 		if err != nil || v < -1 || v > 1<<20 {
 			return 2
@@ -353,15 +399,21 @@ func lingerStage(args []string) int {
 		n[i] = v
 	}
 	nlinks, nperf, slot, ms := n[0], n[1], n[2], n[3]
-	var wg sync.WaitGroup
+	var links, perf []int
 	for fd := 3; fd < 3+nlinks; fd++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			unix.Close(fd)
-		}()
+		links = append(links, fd)
 	}
-	wg.Wait()
+	for fd := 3 + nlinks; fd < 3+nlinks+nperf; fd++ {
+		perf = append(perf, fd)
+	}
+	if warm != "-" && slot >= 0 {
+		owners, err := ebpf.NewMapFromFD(3 + nlinks + nperf)
+		if err == nil {
+			lingerWarm(warm, links, perf, owners, uint32(slot), func() { time.Sleep(time.Duration(ms) * time.Millisecond) })
+			return 0
+		}
+	}
+	closeConcurrently(links)
 	if slot >= 0 {
 		if owners, err := ebpf.NewMapFromFD(3 + nlinks + nperf); err == nil {
 			var pid uint64

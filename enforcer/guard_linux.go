@@ -149,8 +149,12 @@ type guard struct {
 	// slotHandedOff: the helper that detaches the file program releases the slot.
 	slotHandedOff bool
 	ownFile       *ebpf.Program // an instance of the file program of this run's own (see attachFiles)
-	keys          []hookKey     // the run's allowlist keys
-	cfg           bool          // the run has its entry in runs
+	// names are the path syscalls the file program is attached to (asked for: those this
+	// kernel has); warm: the run took over a lingering slot with them (guard_warm_linux.go).
+	names []string
+	warm  bool
+	keys  []hookKey // the run's allowlist keys
+	cfg   bool      // the run has its entry in runs
 	// links are the network hooks; tps the file-denial program on the path syscalls' exit
 	// tracepoints.
 	links []link.Link
@@ -271,6 +275,9 @@ func (g *guard) setup(ctx context.Context, c *Compiled, net, files bool) (err er
 	}
 	phase.Mark("guard: wait for load")
 	g.objs = objs
+	if files {
+		g.names = g.fileNames(c)
+	}
 	if err := g.enter(c); err != nil {
 		return err
 	}
@@ -282,10 +289,14 @@ func (g *guard) setup(ctx context.Context, c *Compiled, net, files bool) (err er
 	phase.Mark("guard: enter the run")
 
 	if files {
-		if err := g.attachFiles(c); err != nil {
+		if err := g.attachFiles(); err != nil {
 			return err
 		}
-		phase.Mark("guard: attach file program")
+		if g.warm {
+			phase.Mark("guard: take over a warm file program")
+		} else {
+			phase.Mark("guard: attach file program")
+		}
 	}
 	if net {
 		if err := g.attachNet(ctx); err != nil {
@@ -365,7 +376,13 @@ func (g *guard) attachNet(ctx context.Context) error {
 func (g *guard) enter(c *Compiled) error {
 	id := g.cg.ID
 	owners, rings := g.objs.maps["slot_owner"], g.objs.maps["rings"]
-	// A slot is owned by a process (this one, then the helper that detaches its program).
+	// A slot is owned by a process (this one, then the helper that detaches its program). A
+	// slot whose program is still attached for the syscalls this run needs comes first.
+	if len(g.names) > 0 {
+		if slot, tps, names, ok := claimWarm(g.objs, g.names); ok {
+			g.slot, g.tps, g.names, g.warm = slot, tps, names, true
+		}
+	}
 	for attempt := 0; g.slot < 0; attempt++ {
 		for s := uint32(0); s < ringSlots; s++ {
 			if owners.Update(s, uint64(os.Getpid()), ebpf.UpdateNoExist) == nil {
@@ -415,6 +432,10 @@ func (g *guard) enter(c *Compiled) error {
 		return fmt.Errorf("enter the run: %w", err)
 	}
 	g.cfg = true
+	// The slot's file program reports for this run from here on.
+	if err := g.objs.maps["slot_cgid"].Update(slot, id, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("enter the run's slot: %w", err)
+	}
 	return nil
 }
 
@@ -440,6 +461,7 @@ func (g *guard) leave() (cfg bpf.GuardRunCfg) {
 		g.ring = nil
 	}
 	if g.slot >= 0 && !g.slotHandedOff {
+		_ = g.objs.maps["slot_cgid"].Update(uint32(g.slot), uint64(0), ebpf.UpdateAny)
 		_ = g.objs.maps["slot_owner"].Delete(uint32(g.slot))
 	}
 	g.slot = -1

@@ -43,7 +43,8 @@ import (
 //   - A run holds a slot while it runs: the slot's ring buffer and the slot's own instance of
 //     the file-denial program (the kernel refuses to attach one program twice to a tracepoint,
 //     and detaching it takes a grace period, so the helper that detaches it after the run
-//     releases the slot; see handOff). Both are made on the slot's first use and kept.
+//     releases the slot, unless the next run takes it over first; see handOff and
+//     guard_warm_linux.go). Both are made on the slot's first use and kept.
 //   - A run removes its entries when it ends. A run that was killed leaves them: later runs
 //     remove the entries of run cgroups that no longer exist, and free the slots of owners
 //     (processes) that no longer exist.
@@ -77,6 +78,7 @@ var guardMaps = map[string]ebpf.MapSpec{
 	"runs":       {Type: ebpf.Hash, KeySize: 8, ValueSize: uint32(binary.Size(bpf.GuardRunCfg{})), MaxEntries: runsMax},
 	"rings":      {Type: ebpf.ArrayOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: ringSlots},
 	"slot_owner": {Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: ringSlots},
+	"slot_cgid":  {Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: ringSlots},
 	"allow4":     {Type: ebpf.LPMTrie, KeySize: uint32(binary.Size(bpf.GuardNetKey4{})), ValueSize: 1, MaxEntries: allowMax, Flags: unix.BPF_F_NO_PREALLOC},
 	"allow6":     {Type: ebpf.LPMTrie, KeySize: uint32(binary.Size(bpf.GuardNetKey6{})), ValueSize: 1, MaxEntries: allowMax, Flags: unix.BPF_F_NO_PREALLOC},
 }
