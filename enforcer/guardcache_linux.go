@@ -56,6 +56,10 @@ import (
 // pinRoot is where the guard's pins live (in the bpffs mount).
 var pinRoot = "/sys/fs/bpf/sysprof"
 
+// PinRoot is the bpffs directory where enforce keeps the guard's verified programs between runs
+// (for `sysprof doctor`).
+func PinRoot() string { return pinRoot }
+
 const pinLayout = "sysprof guard pins v1"
 
 // fileProgram observes file denials; hookPrograms are the cgroup programs of the network

@@ -27,7 +27,7 @@ func newDoctorCmd(s streams, runF func(context.Context, *doctorOptions) error) *
 }
 
 func runDoctor(_ context.Context, o *doctorOptions) error {
-	checks := hostcheck.Run()
+	checks := append(hostcheck.Run(), hostState())
 	if err := hostcheck.Render(o.Out, checks); err != nil {
 		return err
 	}
