@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 )
 
@@ -143,9 +143,13 @@ func takeWarm(o *guardObjs, w *warmSlot) ([]tpLink, error) {
 	if err != nil {
 		return nil, err
 	}
-	want, err := objIDs(prog.FD())
+	pinfo, err := prog.Info()
 	if err != nil {
 		return nil, err
+	}
+	progID, ok := pinfo.ID()
+	if !ok {
+		return nil, errors.New("no id for the slot's program")
 	}
 	pidfd, err := unix.PidfdOpen(w.Pid, 0)
 	if err != nil {
@@ -172,9 +176,8 @@ func takeWarm(o *guardObjs, w *warmSlot) ([]tpLink, error) {
 			return fail(err)
 		}
 		tps = append(tps, tpLink{perf: p, link: l})
-		info, err := objIDs(l)
-		if err != nil || info[0] != bpfLinkTypePerfEvent || info[2] != want[1] {
-			return fail(fmt.Errorf("fd %d of %d is not a link of slot %d's program", w.Links[i], w.Pid, w.Slot))
+		if !slotLink(l, progID, w) {
+			return fail(fmt.Errorf("fd %d of %d is not a link of slot %d's program to a syscall exit it publishes", w.Links[i], w.Pid, w.Slot))
 		}
 	}
 	if err := owners.Update(w.Slot, uint64(os.Getpid()), ebpf.UpdateExist); err != nil {
@@ -192,21 +195,28 @@ func closeFD(fd int) {
 	}
 }
 
-const bpfLinkTypePerfEvent = 7 // BPF_LINK_TYPE_PERF_EVENT
-
-// objIDs reads the first three words of a bpf object's info: for a link {type, id, prog_id},
-// for a program {type, id, ...}.
-func objIDs(fd int) ([3]uint32, error) {
-	var info [16]uint32
-	attr := struct {
-		fd, infoLen uint32
-		info        uint64
-	}{uint32(fd), uint32(unsafe.Sizeof(info)), uint64(uintptr(unsafe.Pointer(&info)))}
-	_, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_OBJ_GET_INFO_BY_FD, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
-	if errno != 0 {
-		return [3]uint32{}, errno
+// slotLink reports whether the link fd attaches program prog to the exit tracepoint of one of
+// w's syscalls with w's slot as the cookie.
+func slotLink(fd int, prog ebpf.ProgramID, w *warmSlot) bool {
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return false
 	}
-	return [3]uint32{info[0], info[1], info[2]}, nil
+	l, err := link.NewFromFD(dup) // closing it drops this reference only
+	if err != nil {
+		return false
+	}
+	defer l.Close()
+	info, err := l.Info()
+	if err != nil || info.Type != link.PerfEventType || info.Program != prog {
+		return false
+	}
+	pe := info.PerfEvent()
+	if pe == nil {
+		return false
+	}
+	tp := pe.Tracepoint()
+	return tp != nil && tp.Cookie == uint64(w.Slot) && slices.Contains(w.Names, strings.TrimPrefix(tp.Tracepoint, "sys_exit_"))
 }
 
 func subset(a, b []string) bool {
