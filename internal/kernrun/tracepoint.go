@@ -40,38 +40,9 @@ func EnsureTracefs() error {
 	return nil
 }
 
-// TracepointExists reports whether tracefs has the tracepoint group/name (call EnsureTracefs
-// first).
-func TracepointExists(group, name string) bool {
-	tracefsMu.Lock()
-	dir := tracefsDir
-	tracefsMu.Unlock()
-	_, err := os.Stat(filepath.Join(dir, "events", group, name, "id"))
-	return err == nil
-}
-
-// AttachTracepoint opens a perf event for a tracepoint on CPU 0 (a tracepoint program runs on
-// every CPU) and attaches prog to it with PERF_EVENT_IOC_SET_BPF. It returns the perf event fd;
-// closing it detaches the program (slowly: see HandOff). Call EnsureTracefs first.
-func AttachTracepoint(group, name string, prog *ebpf.Program) (int, error) {
-	fd, err := OpenTracepoint(group, name)
-	if err != nil {
-		return -1, err
-	}
-	if err := SetTracepointProgram(fd, prog); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
-		unix.Close(fd)
-		return -1, fmt.Errorf("PERF_EVENT_IOC_ENABLE: %w", err)
-	}
-	return fd, nil
-}
-
-// OpenTracepoint opens the perf event of a tracepoint on CPU 0, enabled, without a program:
-// AttachTracepoint in two steps, so that the (slower) opens can run while the program is still
-// being loaded. Attach the program with SetTracepointProgram; until then the event counts
+// OpenTracepoint opens the perf event of a tracepoint on CPU 0 (a tracepoint program runs on
+// every CPU), enabled, without a program, so that the (slower) opens can run while the program
+// is still being loaded. Attach the program with SetTracepointProgram; until then the event counts
 // nothing anyone reads. Call EnsureTracefs first.
 func OpenTracepoint(group, name string) (int, error) {
 	tracefsMu.Lock()
