@@ -212,9 +212,22 @@ var runtimeFamilies = [][]string{
 	{"sigaltstack", "tgkill", "getpid", "gettid"},
 }
 
+// runtimeImplied are syscalls a runtime makes after others, in a thread that may not get to
+// them before the process exits: an event loop thread created around an epoll instance waits on
+// it (rustup's tokio thread reached epoll_wait in some runs and not in others). Seeing any of the
+// first list allows the second.
+var runtimeImplied = [][2][]string{
+	{{"epoll_create", "epoll_create1"}, {"epoll_wait", "epoll_pwait", "epoll_pwait2"}},
+}
+
 // passRuntimeVariants adds the timing-dependent variants of the syscalls the command used.
 func (s *state) passRuntimeVariants() []string {
-	added := s.addFamilies(runtimeFamilies)
+	var added []string
+	for _, imp := range runtimeImplied {
+		added = append(added, s.addMembers(imp[0], imp[1])...)
+	}
+	added = append(added, s.addFamilies(runtimeFamilies)...)
+	slices.Sort(added)
 	if len(added) == 0 {
 		return nil
 	}
@@ -226,25 +239,33 @@ func (s *state) passRuntimeVariants() []string {
 func (s *state) addFamilies(families [][]string) []string {
 	var added []string
 	for _, fam := range families {
-		var pr prov
-		used := false
-		for _, n := range fam {
-			if r := s.syscalls[n]; r != nil && (!r.base || r.by != "") {
-				used = true
-				pr = earliest(pr, r.prov)
-			}
-		}
-		if !used {
-			continue
-		}
-		for _, n := range fam {
-			if s.syscalls[n] == nil && s.knownName(n) {
-				s.syscalls[n] = &sysRule{prov: pr}
-				added = append(added, n)
-			}
-		}
+		added = append(added, s.addMembers(fam, fam)...)
 	}
 	slices.Sort(added)
+	return added
+}
+
+// addMembers allows every syscall of then when the command used one of when, with the earliest
+// provenance of those used, and returns what it added.
+func (s *state) addMembers(when, then []string) []string {
+	var pr prov
+	used := false
+	for _, n := range when {
+		if r := s.syscalls[n]; r != nil && (!r.base || r.by != "") {
+			used = true
+			pr = earliest(pr, r.prov)
+		}
+	}
+	if !used {
+		return nil
+	}
+	var added []string
+	for _, n := range then {
+		if s.syscalls[n] == nil && s.knownName(n) {
+			s.syscalls[n] = &sysRule{prov: pr}
+			added = append(added, n)
+		}
+	}
 	return added
 }
 
