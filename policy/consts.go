@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Kinds of symbolic constants, as used by Symbol and ArgKind. Each kind is a name space: a
@@ -162,24 +163,36 @@ var constKinds = []constKind{
 	}},
 }
 
-var (
-	symbolValue = map[string]uint64{}
-	symbolKind  = map[string]string{}
-	kindByName  = map[string]*constKind{}
-)
+// symbolIndex maps constant names to their values and kinds.
+type symbolIndex struct {
+	value map[string]uint64
+	kind  map[string]string
+}
 
-func init() {
-	for i := range constKinds {
-		k := &constKinds[i]
-		kindByName[k.name] = k
+// symbols is built on first use, not at start: every sysprof process (the enforce init stage
+// too) would pay for it, and most never read a constant.
+var symbols = sync.OnceValue(func() symbolIndex {
+	x := symbolIndex{value: map[string]uint64{}, kind: map[string]string{}}
+	for _, k := range constKinds {
 		for _, c := range k.consts {
-			if _, dup := symbolValue[c.name]; dup {
+			if _, dup := x.value[c.name]; dup {
 				panic("BUG: policy: constant " + c.name + " defined twice")
 			}
-			symbolValue[c.name] = c.value
-			symbolKind[c.name] = k.name
+			x.value[c.name] = c.value
+			x.kind[c.name] = k.name
 		}
 	}
+	return x
+})
+
+// kindByName returns the table of a kind, nil when there is none.
+func kindByName(name string) *constKind {
+	for i := range constKinds {
+		if constKinds[i].name == name {
+			return &constKinds[i]
+		}
+	}
+	return nil
 }
 
 // Kinds lists the kinds of symbolic constants Symbol understands.
@@ -193,7 +206,7 @@ func Kinds() []string {
 
 // SymbolKind returns the kind a symbolic constant belongs to ("family" for AF_INET), or "" when
 // the name is unknown.
-func SymbolKind(name string) string { return symbolKind[name] }
+func SymbolKind(name string) string { return symbols().kind[name] }
 
 // ParseValue turns an argument value as written in a profile into a number. It accepts a
 // symbolic constant (AF_INET, CLONE_NEWUSER, TIOCSTI), decimal (16), hexadecimal (0x5412),
@@ -214,7 +227,7 @@ func ParseValue(s string) (uint64, error) {
 		}
 		return v, nil
 	}
-	if v, ok := symbolValue[s]; ok {
+	if v, ok := symbols().value[s]; ok {
 		return v, nil
 	}
 	if c := s[0]; c == '-' || c >= '0' && c <= '9' {
@@ -239,7 +252,7 @@ func ParseValue(s string) (uint64, error) {
 // "CLONE_VM|CLONE_FS|0x11", "SOCK_STREAM|SOCK_CLOEXEC". A value with no name, or an
 // unknown kind, comes back as hex (0x2a).
 func Symbol(kind string, v uint64) string {
-	k := kindByName[kind]
+	k := kindByName(kind)
 	if k == nil {
 		return hexValue(v)
 	}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -248,10 +249,12 @@ func (e *emitter) check(s string) {
 
 // plainSafe matches strings that YAML reads back as the same string when written unquoted, in
 // block and flow context alike. Anything else is double-quoted.
-var plainSafe = regexp.MustCompile(`^[A-Za-z_$/][A-Za-z0-9_$/.+=~*%@-]*$`)
+var plainSafe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z_$/][A-Za-z0-9_$/.+=~*%@-]*$`)
+})
 
 func scalar(s string) string {
-	if plainSafe.MatchString(s) {
+	if plainSafe().MatchString(s) {
 		switch strings.ToLower(s) {
 		case "true", "false", "yes", "no", "on", "off", "y", "n", "null":
 		default:

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -139,10 +140,14 @@ func decodeYAML(name string, data []byte) (root *yaml.Node, err error) {
 	return doc.Content[0], nil
 }
 
-var yamlLineRE = regexp.MustCompile(`line (\d+)`)
+// The regexps are compiled on first use: only error paths need them.
+var (
+	yamlLineRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+)`) })
+	yamlLinePfx = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^line \d+: `) })
+)
 
 func yamlErrLine(err error) int {
-	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+	if m := yamlLineRE().FindStringSubmatch(err.Error()); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		return n
 	}
@@ -151,7 +156,7 @@ func yamlErrLine(err error) int {
 
 func yamlErrMsg(err error) string {
 	s := strings.TrimPrefix(err.Error(), "yaml: ")
-	if m := regexp.MustCompile(`^line \d+: `).FindString(s); m != "" {
+	if m := yamlLinePfx().FindString(s); m != "" {
 		s = s[len(m):]
 	}
 	return s
@@ -402,10 +407,10 @@ func knownFields(parent string) string {
 	return " (known: " + strings.Join(f, ", ") + ")"
 }
 
-var indexRE = regexp.MustCompile(`\[\d+\]`)
+var indexRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[\d+\]`) })
 
 func fieldsOf(parent string) []string {
-	switch indexRE.ReplaceAllString(parent, "[]") {
+	switch indexRE().ReplaceAllString(parent, "[]") {
 	case "":
 		return []string{"apiVersion", "kind", "metadata", "syscalls", "filesystem", "network", "binaries"}
 	case "metadata":

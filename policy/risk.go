@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 )
 
 // Risk classes a change to a profile. Narrowing changes have RiskNone.
@@ -232,10 +233,9 @@ func accessWord(access string) string {
 	return "readable"
 }
 
-// privilegedSyscalls are critical to allow, with why.
-var privilegedSyscalls = map[string]string{}
-
-func init() {
+// privilegedSyscalls are critical to allow, with why (built on first use, not at start).
+var privilegedSyscalls = sync.OnceValue(func() map[string]string {
+	m := map[string]string{}
 	for why, names := range map[string][]string{
 		"changes the mount table or root directory":                   {"mount", "umount", "umount2", "fsopen", "fsmount", "fsconfig", "fspick", "move_mount", "open_tree", "mount_setattr", "pivot_root", "chroot"},
 		"loads eBPF programs into the kernel":                         {"bpf"},
@@ -255,13 +255,14 @@ func init() {
 		"changes another process's memory policy or pages":            {"migrate_pages", "move_pages"},
 	} {
 		for _, n := range names {
-			privilegedSyscalls[n] = why
+			m[n] = why
 		}
 	}
-}
+	return m
+})
 
 // PrivilegedSyscall says why allowing name is critical, or "" for an ordinary syscall.
-func PrivilegedSyscall(name string) string { return privilegedSyscalls[name] }
+func PrivilegedSyscall(name string) string { return privilegedSyscalls()[name] }
 
 // argValueRisk rates a newly allowed argument value (or flag bit) of syscall's argument arg.
 func argValueRisk(syscall string, arg int, v uint64) (Risk, string) {
