@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
@@ -186,14 +187,16 @@ func hardening(p *policy.Profile) map[string]argCheck {
 
 // int32Args marks arguments the kernel reads as 32-bit ints: checks look at the low word only,
 // so that garbage in the high word can neither bypass a deny nor cause a false denial.
-var int32Args = map[string][]int{
-	"socket": {0, 1, 2}, "socketpair": {0, 1, 2}, "ioctl": {1}, "fcntl": {1}, "setns": {1},
-	"prctl": {0}, "personality": {0}, "kill": {1}, "tkill": {1}, "tgkill": {2}, "clone": {0},
-	"open": {1}, "openat": {2}, "madvise": {2}, "setsockopt": {1, 2}, "getsockopt": {1, 2},
-	"bpf": {0}, "keyctl": {0}, "seccomp": {0}, "flock": {1},
-}
+var int32Args = sync.OnceValue(func() map[string][]int {
+	return map[string][]int{
+		"socket": {0, 1, 2}, "socketpair": {0, 1, 2}, "ioctl": {1}, "fcntl": {1}, "setns": {1},
+		"prctl": {0}, "personality": {0}, "kill": {1}, "tkill": {1}, "tgkill": {2}, "clone": {0},
+		"open": {1}, "openat": {2}, "madvise": {2}, "setsockopt": {1, 2}, "getsockopt": {1, 2},
+		"bpf": {0}, "keyctl": {0}, "seccomp": {0}, "flock": {1},
+	}
+})
 
-func isInt32Arg(name string, i int) bool { return slices.Contains(int32Args[name], i) }
+func isInt32Arg(name string, i int) bool { return slices.Contains(int32Args()[name], i) }
 
 func (c *Compiled) compileSyscalls(p *policy.Profile, host *arch.Info) (*filterSpec, error) {
 	names := map[string]bool{}

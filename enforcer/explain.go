@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/sys/unix"
@@ -98,46 +99,48 @@ func (c *Compiled) suggest(abi, name string, auditArch, nr uint32, args [6]uint6
 func argValue(name string, arg int, v uint64) string {
 	switch {
 	case (name == "socket" || name == "socketpair") && arg == 0:
-		return nameOf(addressFamilies, v)
+		return nameOf(argTables().families, v)
 	case (name == "socket" || name == "socketpair") && arg == 1:
-		t := nameOf(socketTypes, v&0xf)
+		t := nameOf(argTables().sockTypes, v&0xf)
 		if f := v &^ 0xf; f != 0 {
-			t += "|" + flagNames(socketTypeFlags, f)
+			t += "|" + flagNames(argTables().sockFlags, f)
 		}
 		return t
 	case (name == "socket" || name == "socketpair") && arg == 2:
 		if v == 0 {
 			return "0"
 		}
-		return nameOf(ipProtocols, v)
+		return nameOf(argTables().protocols, v)
 	case (name == "clone" && arg == 0) || (name == "unshare" && arg == 0) || (name == "setns" && arg == 1):
-		s := flagNames(cloneFlags, v&^0xff)
+		s := flagNames(argTables().clone, v&^0xff)
 		if sig := v & 0xff; sig != 0 && name == "clone" {
 			s += "|" + unix.SignalName(unix.Signal(sig))
 		}
 		return s
 	case name == "ioctl" && arg == 1:
-		return nameOf(ioctlRequests, v)
+		return nameOf(argTables().ioctl, v)
 	case name == "ptrace" && arg == 0:
-		return nameOf(ptraceRequests, v)
+		return nameOf(argTables().ptrace, v)
 	}
 	return "0x" + strconv.FormatUint(v, 16)
 }
 
-// pathArgs lists the arguments that are pathnames, by syscall.
-var pathArgs = map[string][]int{
-	"open": {0}, "openat": {1}, "openat2": {1}, "creat": {0}, "execve": {0}, "execveat": {1},
-	"stat": {0}, "lstat": {0}, "newfstatat": {1}, "statx": {1}, "access": {0}, "faccessat": {1},
-	"faccessat2": {1}, "readlink": {0}, "readlinkat": {1}, "unlink": {0}, "unlinkat": {1},
-	"mkdir": {0}, "mkdirat": {1}, "rmdir": {0}, "rename": {0, 1}, "renameat": {1, 3}, "renameat2": {1, 3},
-	"link": {0, 1}, "linkat": {1, 3}, "symlink": {0, 1}, "symlinkat": {0, 2}, "chmod": {0},
-	"fchmodat": {1}, "fchmodat2": {1}, "chown": {0}, "lchown": {0}, "fchownat": {1}, "truncate": {0},
-	"chdir": {0}, "chroot": {0}, "mount": {0, 1, 2}, "umount2": {0}, "pivot_root": {0, 1}, "mknod": {0},
-	"mknodat": {1}, "utimensat": {1}, "swapon": {0}, "swapoff": {0}, "acct": {0}, "statfs": {0},
-	"name_to_handle_at": {1}, "open_tree": {1}, "move_mount": {1, 3}, "fsopen": {0}, "fspick": {1},
-	"mount_setattr": {1}, "inotify_add_watch": {1}, "memfd_create": {0}, "setxattr": {0}, "getxattr": {0},
-	"listxattr": {0}, "removexattr": {0}, "lsetxattr": {0}, "lgetxattr": {0}, "uselib": {0},
-}
+// pathArgs lists the arguments that are pathnames, by syscall (built when a denial is described).
+var pathArgs = sync.OnceValue(func() map[string][]int {
+	return map[string][]int{
+		"open": {0}, "openat": {1}, "openat2": {1}, "creat": {0}, "execve": {0}, "execveat": {1},
+		"stat": {0}, "lstat": {0}, "newfstatat": {1}, "statx": {1}, "access": {0}, "faccessat": {1},
+		"faccessat2": {1}, "readlink": {0}, "readlinkat": {1}, "unlink": {0}, "unlinkat": {1},
+		"mkdir": {0}, "mkdirat": {1}, "rmdir": {0}, "rename": {0, 1}, "renameat": {1, 3}, "renameat2": {1, 3},
+		"link": {0, 1}, "linkat": {1, 3}, "symlink": {0, 1}, "symlinkat": {0, 2}, "chmod": {0},
+		"fchmodat": {1}, "fchmodat2": {1}, "chown": {0}, "lchown": {0}, "fchownat": {1}, "truncate": {0},
+		"chdir": {0}, "chroot": {0}, "mount": {0, 1, 2}, "umount2": {0}, "pivot_root": {0, 1}, "mknod": {0},
+		"mknodat": {1}, "utimensat": {1}, "swapon": {0}, "swapoff": {0}, "acct": {0}, "statfs": {0},
+		"name_to_handle_at": {1}, "open_tree": {1}, "move_mount": {1, 3}, "fsopen": {0}, "fspick": {1},
+		"mount_setattr": {1}, "inotify_add_watch": {1}, "memfd_create": {0}, "setxattr": {0}, "getxattr": {0},
+		"listxattr": {0}, "removexattr": {0}, "lsetxattr": {0}, "lgetxattr": {0}, "uselib": {0},
+	}
+})
 
 // describeCall renders a denied call for the report: the syscall with its meaningful arguments
 // decoded (symbols, paths read from the task's memory, socket addresses). Pointers and file
@@ -172,7 +175,7 @@ func describeCall(pid int, name string, args [6]uint64) string {
 			parts = []string{s}
 		}
 	}
-	for _, i := range pathArgs[name] {
+	for _, i := range pathArgs()[name] {
 		if s, ok := readString(pid, args[i]); ok {
 			parts = append(parts, strconv.Quote(s))
 		}

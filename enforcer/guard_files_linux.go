@@ -26,20 +26,22 @@ import (
 )
 
 // fileOps maps the x86_64 path syscalls to what guard.c reads of their arguments. Numbers come
-// from go-seccomp-bpf's table when the guard loads.
-var fileOps = map[string]bpf.GuardFileOp{
-	"open": bpf.GuardFileOpFOP_OPEN, "openat": bpf.GuardFileOpFOP_OPENAT, "openat2": bpf.GuardFileOpFOP_OPENAT2,
-	"creat": bpf.GuardFileOpFOP_CREAT, "execve": bpf.GuardFileOpFOP_EXECVE, "execveat": bpf.GuardFileOpFOP_EXECVEAT,
-	"mkdir": bpf.GuardFileOpFOP_PATH, "mknod": bpf.GuardFileOpFOP_PATH, "unlink": bpf.GuardFileOpFOP_PATH,
-	"rmdir": bpf.GuardFileOpFOP_PATH, "truncate": bpf.GuardFileOpFOP_PATH, "chmod": bpf.GuardFileOpFOP_PATH,
-	"chown": bpf.GuardFileOpFOP_PATH, "lchown": bpf.GuardFileOpFOP_PATH,
-	"mkdirat": bpf.GuardFileOpFOP_PATHAT, "mknodat": bpf.GuardFileOpFOP_PATHAT, "unlinkat": bpf.GuardFileOpFOP_PATHAT,
-	"fchmodat": bpf.GuardFileOpFOP_PATHAT, "fchmodat2": bpf.GuardFileOpFOP_PATHAT, "fchownat": bpf.GuardFileOpFOP_PATHAT,
-	"utimensat": bpf.GuardFileOpFOP_PATHAT,
-	"rename":    bpf.GuardFileOpFOP_TWO, "link": bpf.GuardFileOpFOP_TWO,
-	"renameat": bpf.GuardFileOpFOP_TWOAT, "renameat2": bpf.GuardFileOpFOP_TWOAT, "linkat": bpf.GuardFileOpFOP_TWOAT,
-	"symlink": bpf.GuardFileOpFOP_SYMLINK, "symlinkat": bpf.GuardFileOpFOP_SYMLINKAT,
-}
+// from go-seccomp-bpf's table when the guard loads. Built on first use (not in the init stage).
+var fileOps = sync.OnceValue(func() map[string]bpf.GuardFileOp {
+	return map[string]bpf.GuardFileOp{
+		"open": bpf.GuardFileOpFOP_OPEN, "openat": bpf.GuardFileOpFOP_OPENAT, "openat2": bpf.GuardFileOpFOP_OPENAT2,
+		"creat": bpf.GuardFileOpFOP_CREAT, "execve": bpf.GuardFileOpFOP_EXECVE, "execveat": bpf.GuardFileOpFOP_EXECVEAT,
+		"mkdir": bpf.GuardFileOpFOP_PATH, "mknod": bpf.GuardFileOpFOP_PATH, "unlink": bpf.GuardFileOpFOP_PATH,
+		"rmdir": bpf.GuardFileOpFOP_PATH, "truncate": bpf.GuardFileOpFOP_PATH, "chmod": bpf.GuardFileOpFOP_PATH,
+		"chown": bpf.GuardFileOpFOP_PATH, "lchown": bpf.GuardFileOpFOP_PATH,
+		"mkdirat": bpf.GuardFileOpFOP_PATHAT, "mknodat": bpf.GuardFileOpFOP_PATHAT, "unlinkat": bpf.GuardFileOpFOP_PATHAT,
+		"fchmodat": bpf.GuardFileOpFOP_PATHAT, "fchmodat2": bpf.GuardFileOpFOP_PATHAT, "fchownat": bpf.GuardFileOpFOP_PATHAT,
+		"utimensat": bpf.GuardFileOpFOP_PATHAT,
+		"rename":    bpf.GuardFileOpFOP_TWO, "link": bpf.GuardFileOpFOP_TWO,
+		"renameat": bpf.GuardFileOpFOP_TWOAT, "renameat2": bpf.GuardFileOpFOP_TWOAT, "linkat": bpf.GuardFileOpFOP_TWOAT,
+		"symlink": bpf.GuardFileOpFOP_SYMLINK, "symlinkat": bpf.GuardFileOpFOP_SYMLINKAT,
+	}
+})
 
 // hiddenPrefixes are the hidden paths guard.c compares ENOENT paths with (at most 16, each at
 // most 256 bytes: longer ones are left out, their ENOENTs go unreported).
@@ -57,7 +59,7 @@ func hiddenPrefixes(hidden []string) []string {
 // program reads of their arguments. Every run's the same (a syscall the filter refuses answers
 // EPERM before it reaches a path, and EPERM is not taken), so it is filled at load.
 func fillFops(fops *ebpf.Map) error {
-	for name, op := range fileOps {
+	for name, op := range fileOps() {
 		nr, ok := arch.X86_64.SyscallNames[name]
 		if !ok {
 			return fmt.Errorf("BUG: no x86_64 number for %s", name)
@@ -113,7 +115,7 @@ func (c *Compiled) mayExecute(name string) bool {
 // execute (every one in audit mode: the supervisor lets refused calls continue).
 func (g *guard) fileNames(c *Compiled) []string {
 	var names []string
-	for _, name := range sortedKeys(fileOps) {
+	for _, name := range sortedKeys(fileOps()) {
 		if g.audit || c.mayExecute(name) {
 			names = append(names, name)
 		}

@@ -78,14 +78,16 @@ const (
 )
 
 // guardMaps are the maps user space uses, with what a pin of each must be.
-var guardMaps = map[string]ebpf.MapSpec{
-	"runs":       {Type: ebpf.Hash, KeySize: 8, ValueSize: uint32(binary.Size(bpf.GuardRunCfg{})), MaxEntries: runsMax},
-	"rings":      {Type: ebpf.ArrayOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: ringSlots},
-	"slot_owner": {Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: ringSlots},
-	"slot_cgid":  {Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: ringSlots},
-	"allow4":     {Type: ebpf.LPMTrie, KeySize: uint32(binary.Size(bpf.GuardNetKey4{})), ValueSize: 1, MaxEntries: allowMax, Flags: unix.BPF_F_NO_PREALLOC},
-	"allow6":     {Type: ebpf.LPMTrie, KeySize: uint32(binary.Size(bpf.GuardNetKey6{})), ValueSize: 1, MaxEntries: allowMax, Flags: unix.BPF_F_NO_PREALLOC},
-}
+var guardMaps = sync.OnceValue(func() map[string]ebpf.MapSpec {
+	return map[string]ebpf.MapSpec{
+		"runs":       {Type: ebpf.Hash, KeySize: 8, ValueSize: uint32(binary.Size(bpf.GuardRunCfg{})), MaxEntries: runsMax},
+		"rings":      {Type: ebpf.ArrayOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: ringSlots},
+		"slot_owner": {Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: ringSlots},
+		"slot_cgid":  {Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: ringSlots},
+		"allow4":     {Type: ebpf.LPMTrie, KeySize: uint32(binary.Size(bpf.GuardNetKey4{})), ValueSize: 1, MaxEntries: allowMax, Flags: unix.BPF_F_NO_PREALLOC},
+		"allow6":     {Type: ebpf.LPMTrie, KeySize: uint32(binary.Size(bpf.GuardNetKey6{})), ValueSize: 1, MaxEntries: allowMax, Flags: unix.BPF_F_NO_PREALLOC},
+	}
+})
 
 // ringSpec is a ring buffer of rings.
 func ringSpec() *ebpf.MapSpec {
@@ -224,9 +226,9 @@ var pinKey = sync.OnceValues(func() (string, error) {
 			}
 		}
 	}
-	for _, name := range sortedKeys(fileOps) {
+	for _, name := range sortedKeys(fileOps()) {
 		nr := arch64Number(name)
-		fmt.Fprintf(h, "%s=%d:%d\x00", name, nr, fileOps[name])
+		fmt.Fprintf(h, "%s=%d:%d\x00", name, nr, fileOps()[name])
 	}
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
@@ -328,7 +330,7 @@ func (o *guardObjs) openPins() error {
 		}
 		o.maps[mapName(pin)] = m
 	}
-	for name, want := range guardMaps {
+	for name, want := range guardMaps() {
 		m := o.maps[name]
 		if m == nil {
 			return fmt.Errorf("map %s: %w", name, os.ErrNotExist)
@@ -370,7 +372,7 @@ func loadGuard() (*guardObjs, error) {
 			return nil, fmt.Errorf("BUG: guard.c has no program %s", name)
 		}
 	}
-	for name := range guardMaps {
+	for name := range guardMaps() {
 		if o.maps[name] == nil {
 			o.close()
 			return nil, fmt.Errorf("BUG: guard.c has no map %s", name)

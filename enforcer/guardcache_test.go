@@ -22,7 +22,7 @@ func TestGuardObjectMatchesExpectations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range guardMaps {
+	for name, want := range guardMaps() {
 		got := spec.Maps[name]
 		if got == nil {
 			t.Errorf("guard.c has no map %s", name)
@@ -133,7 +133,7 @@ func TestGuardPinsReusedAndRepaired(t *testing.T) {
 	if !o3.pinned() || progID(t, o3.progs["guard_connect4"]) == first {
 		t.Errorf("a broken pin was used, or nothing was published again")
 	}
-	want := guardMaps["runs"]
+	want := guardMaps()["runs"]
 	if err := want.Compatible(o3.maps["runs"]); err != nil {
 		t.Errorf("runs: %v", err)
 	}
@@ -275,7 +275,7 @@ func TestGuardSlotProgramStillAttached(t *testing.T) {
 		t.Fatal(err)
 	}
 	var tps []tpLink
-	for _, name := range sortedKeys(fileOps) {
+	for _, name := range sortedKeys(fileOps()) {
 		tp, err := attachTracepoint("syscalls", "sys_exit_"+name, busy, 1)
 		if err != nil {
 			t.Fatal(err)

@@ -128,7 +128,7 @@ func TestGuardWarmSlotTooNarrowForAudit(t *testing.T) {
 	if len(ws) != 1 {
 		t.Fatalf("published slots after run 1: %+v", ws)
 	}
-	if len(ws[0].Names) == len(fileOps) {
+	if len(ws[0].Names) == len(fileOps()) {
 		t.Fatal("the fixture's profile allows every path syscall: this test needs one it refuses")
 	}
 	before := warmReuses.Load()
