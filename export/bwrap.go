@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/sysprof/sysprof/policy"
 )
@@ -151,11 +152,11 @@ func underTmp(path string) bool {
 	return path == "/tmp" || strings.HasPrefix(path, "/tmp/")
 }
 
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+var shellSafe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`) })
 
 // shellQuote quotes s for a POSIX shell when it needs it.
 func shellQuote(s string) string {
-	if shellSafe.MatchString(s) {
+	if shellSafe().MatchString(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sysprof/sysprof/policy"
 )
@@ -118,13 +119,15 @@ func profileName(p *policy.Profile, opts Options) string {
 	return "sysprof"
 }
 
-var varRef = regexp.MustCompile(`\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)`)
+var varRef = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)`)
+})
 
 // Expand replaces every $VAR and ${VAR} in path with its value from e and cleans the result.
 // It fails when a variable is missing or the result is not absolute.
 func (e Env) Expand(path string) (string, error) {
 	var missing []string
-	out := varRef.ReplaceAllStringFunc(path, func(ref string) string {
+	out := varRef().ReplaceAllStringFunc(path, func(ref string) string {
 		name := strings.Trim(ref[1:], "{}")
 		v, ok := e[name]
 		if !ok || v == "" {

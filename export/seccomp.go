@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"github.com/sysprof/sysprof/policy"
@@ -37,15 +38,17 @@ var scArch = map[string]struct {
 
 // multiplexedOnX86 are the syscalls i386 also reaches through socketcall(2) or ipc(2), whose
 // argument rules libseccomp rewrites.
-var multiplexedOnX86 = map[string]bool{
-	"socket": true, "bind": true, "connect": true, "listen": true, "accept": true, "accept4": true,
-	"getsockname": true, "getpeername": true, "socketpair": true, "send": true, "recv": true,
-	"sendto": true, "recvfrom": true, "shutdown": true, "setsockopt": true, "getsockopt": true,
-	"sendmsg": true, "recvmsg": true, "recvmmsg": true, "sendmmsg": true,
-	"semop": true, "semget": true, "semctl": true, "semtimedop": true, "msgsnd": true,
-	"msgrcv": true, "msgget": true, "msgctl": true, "shmat": true, "shmdt": true, "shmget": true,
-	"shmctl": true,
-}
+var multiplexedOnX86 = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"socket": true, "bind": true, "connect": true, "listen": true, "accept": true, "accept4": true,
+		"getsockname": true, "getpeername": true, "socketpair": true, "send": true, "recv": true,
+		"sendto": true, "recvfrom": true, "shutdown": true, "setsockopt": true, "getsockopt": true,
+		"sendmsg": true, "recvmsg": true, "recvmmsg": true, "sendmmsg": true,
+		"semop": true, "semget": true, "semctl": true, "semtimedop": true, "msgsnd": true,
+		"msgrcv": true, "msgget": true, "msgctl": true, "shmat": true, "shmdt": true, "shmget": true,
+		"shmctl": true,
+	}
+})
 
 // scArg is one argument comparison, as libseccomp and OCI write it: for SCMP_CMP_MASKED_EQ,
 // Value is the mask and ValueTwo the value the masked argument must equal.
@@ -475,7 +478,7 @@ func buildSeccomp(p *policy.Profile) (seccompPolicy, error) {
 			if r.errno == 0 {
 				continue
 			}
-			if x86 && multiplexedOnX86[name] {
+			if x86 && multiplexedOnX86()[name] {
 				sp.Notes = append(sp.Notes, fmt.Sprintf("%s arg %d: rejected calls fail with EPERM, not %s: on i386 libseccomp folds %s into socketcall/ipc and rejects such errno rules (EEXIST)", name, r.Arg, r.Errno, name))
 				continue
 			}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
@@ -331,10 +332,10 @@ func fromReportRisk(r report.Risk) policy.Risk {
 }
 
 // argSuggest matches the enforcer's suggestion for a value an argument rule refused.
-var argSuggest = regexp.MustCompile(`syscalls\.args: (\w+) arg (\d): \+ ([^\s)]+)`)
+var argSuggest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`syscalls\.args: (\w+) arg (\d): \+ ([^\s)]+)`) })
 
 func proposeSyscall(pr *Proposal, d report.Denial, exe string) error {
-	if m := argSuggest.FindStringSubmatch(d.Suggest); m != nil {
+	if m := argSuggest().FindStringSubmatch(d.Suggest); m != nil {
 		arg, _ := strconv.Atoi(m[2])
 		if _, err := policy.ParseValue(m[3]); err != nil {
 			return fmt.Errorf("suggested value: %w", err)

@@ -309,7 +309,9 @@ var randomPrefixes = []struct {
 
 // timestampRE matches a date or date-time stamp in a name (npm's
 // 2026-11-30T04_00_00_000Z-debug.log, Go telemetry's go@go1.26-...-2026-11-30.v1.count).
-var timestampRE = regexp.MustCompile(`(19|20)\d{2}-?[01]\d-?[0-3]\d([T_ -]?\d{2}[_:.-]?\d{2}[_:.-]?\d{2}([_:.,]\d{1,9})?Z?)?`)
+var timestampRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(19|20)\d{2}-?[01]\d-?[0-3]\d([T_ -]?\d{2}[_:.-]?\d{2}[_:.-]?\d{2}([_:.,]\d{1,9})?Z?)?`)
+})
 
 // GlobComponent returns one path component with its per-run random parts replaced by `*`, or
 // the component unchanged when nothing in it looks random. It is a heuristic over runs of
@@ -333,7 +335,7 @@ func GlobComponent(c string) string {
 		return c
 	}
 	if countDigits(c) >= 8 { // a stamp holds at least 8 digits: skip the regexp otherwise
-		c = timestampRE.ReplaceAllString(c, "*")
+		c = timestampRE().ReplaceAllString(c, "*")
 	}
 	for _, rp := range randomPrefixes {
 		if !strings.HasPrefix(c, rp.prefix) {

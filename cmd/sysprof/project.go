@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/sysprof/sysprof/policy"
 )
@@ -74,8 +75,8 @@ func (e *configError) Error() string {
 var (
 	topFields  = []string{"version", "profileDir", "steps"}
 	stepFields = []string{"name", "command", "profile", "workdir", "writable", "hosts", "env"}
-	stepName   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	stepName   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
+	envName    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 )
 
 // parseProject validates the settings read from file (keys folded to lower case, as viper
@@ -163,7 +164,7 @@ func parseStep(file, dir, profileDir string, i int, raw any) (*step, []error) {
 	switch {
 	case m["name"] == nil:
 		bad("name", "missing: every step needs a name (vet, build, test)")
-	case st.Name == "" || !stepName.MatchString(st.Name):
+	case st.Name == "" || !stepName().MatchString(st.Name):
 		st.Name = ""
 		bad("name", "%q: use letters, digits, '.', '_' and '-' (it names the profile file)", fmt.Sprint(m["name"]))
 	}
@@ -237,7 +238,7 @@ func parseStep(file, dir, profileDir string, i int, raw any) (*step, []error) {
 	} else {
 		for j, e := range stringList(m, "env", bad) {
 			k, _, ok := strings.Cut(e, "=")
-			if !ok || !envName.MatchString(k) {
+			if !ok || !envName().MatchString(k) {
 				bad(fmt.Sprintf("env[%d]", j), "%q: want KEY=VALUE", e)
 				continue
 			}
