@@ -131,6 +131,8 @@ type GuardScratch struct {
 	Off   uint32
 	Limit uint32
 	Trunc uint32
+	Hit   uint32
+	Pad   uint32
 	Data  [16384]uint8
 }
 

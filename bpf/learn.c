@@ -181,6 +181,20 @@ struct pending {
 	__u32 op; // SCOP_NONE: nothing stashed
 };
 
+// A directory whose path the reader has under id: a later event of the same thread relative to
+// it (fstatat(dirfd, name), a cwd-relative open) or under it (a file opened in it) sends the id
+// and the rest of the path instead of walking the directory's dentries again (most of a
+// find(1) run's kernel time went to walking the same directory once per entry).
+struct base_cache {
+	__u64 dentry; // struct dentry *, 0: empty
+	__u64 mnt;    // struct mount *
+	__u64 parent; // the dentry's d_parent and d_name.hash_len when it was cached: a rename of
+	__u64 name;   // the directory itself, by any process, changes one of them
+	__u64 gen;    // path_state.gen when it was cached: a rename in the run bumps it
+	__u32 id;
+	__u32 pad;
+};
+
 struct stash {
 	struct pending sc;
 	// The thread's entry in `tasks`, cached by sys_enter (a task storage lookup is cheaper
@@ -195,6 +209,10 @@ struct stash {
 	// (a thread that outlives the run, having left its cgroup, keeps those uncounted).
 	__u64 sc_tag[SC_CACHE]; // (arch + 1) << 32 | nr; 0: empty
 	__u64 sc_rep[SC_CACHE];
+	// The last two directories whose path this thread sent (see base_find).
+	struct base_cache bases[2];
+	__u32 base_next; // the entry the next one replaces
+	__u32 pad2;
 };
 
 struct seen_key {
@@ -249,7 +267,12 @@ struct file_event {
 	__u8 path_trunc;
 	__u8 base_trunc;
 	__u16 path_len; // bytes of path (components or string incl. NUL)
-	__u16 base_len; // bytes of base components (0: no base, the string is absolute)
+	__u16 base_len; // bytes of base components (0: none sent)
+	// ref_id: the path of an earlier event's def_id is the base (a user string) or the prefix
+	// of the components (a resolved path) of this one. def_id: remember this event's base (user
+	// string) or full path (resolved) as def_id. 0: none.
+	__u32 ref_id;
+	__u32 def_id;
 	__u32 pad;
 };
 
@@ -374,6 +397,19 @@ struct {
 	__type(key, struct seen_key);
 	__type(value, __u8);
 } seen_more SEC(".maps");
+
+// The run's base ids and the generation of paths (see struct base_cache).
+struct path_state {
+	__u64 gen;     // bumped by every rename the run makes
+	__u64 next_id; // base ids handed out
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct path_state);
+} path_state SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -884,6 +920,75 @@ static long hash_step(__u32 i, struct hash_ctx *c)
 	return 0;
 }
 
+// ---- directories the reader already has (struct base_cache) ---------------------------------
+
+static __always_inline struct path_state *path_state_get(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&path_state, &zero);
+}
+
+// dentry_ident reads what struct base_cache keeps of a dentry to notice its rename: the parent,
+// and the name's hash and length (not the name's pointer: a short name lives in the dentry and
+// a rename copies the new one there).
+static __always_inline void dentry_ident(__u64 d, __u64 *parent, __u64 *name)
+{
+	__u64 db[2];
+	SPAN_READ(db, d, struct dentry, d_parent);
+	*parent = SPAN_GET(db, d, struct dentry, d_parent, d_parent, __u64);
+	*name = SPAN_GET(db, d, struct dentry, d_parent, d_name.hash_len, __u64);
+}
+
+static __always_inline struct base_cache *base_at(struct stash *sp, __u32 i)
+{
+	return i ? &sp->bases[1] : &sp->bases[0];
+}
+
+// base_valid reports whether b's path is still what the reader has: no rename in the run since
+// (gen), and the directory itself still has the parent and name it had.
+static __always_inline int base_valid(struct base_cache *b, __u64 gen)
+{
+	if (!b->dentry || b->gen != gen)
+		return 0;
+	__u64 parent, name;
+	dentry_ident(b->dentry, &parent, &name);
+	return parent == b->parent && name == b->name;
+}
+
+// base_find returns 1 + the index of the valid entry for (dentry, mnt), 0 if none.
+static __always_inline __u32 base_find(struct stash *sp, __u64 dentry, __u64 mnt, __u64 gen)
+{
+	if (sp->bases[0].dentry == dentry && sp->bases[0].mnt == mnt && base_valid(&sp->bases[0], gen))
+		return 1;
+	if (sp->bases[1].dentry == dentry && sp->bases[1].mnt == mnt && base_valid(&sp->bases[1], gen))
+		return 2;
+	return 0;
+}
+
+// base_put remembers that the reader has the path of (dentry, mnt) as id: in the entry that
+// had it, else in the older one. Call it only once the event defining id is in the ring.
+static __always_inline void base_put(struct stash *sp, __u64 dentry, __u64 mnt, __u32 id, __u64 gen)
+{
+	__u32 i = sp->base_next & 1;
+	if (sp->bases[0].dentry == dentry && sp->bases[0].mnt == mnt)
+		i = 0;
+	else if (sp->bases[1].dentry == dentry && sp->bases[1].mnt == mnt)
+		i = 1;
+	else
+		sp->base_next = i ^ 1;
+	struct base_cache *b = base_at(sp, i);
+	b->dentry = dentry;
+	b->mnt = mnt;
+	dentry_ident(dentry, &b->parent, &b->name);
+	b->gen = gen;
+	b->id = id;
+}
+
+static __always_inline __u32 base_new_id(struct path_state *ps)
+{
+	return __sync_fetch_and_add(&ps->next_id, 1) + 1;
+}
+
 // emit_path sends one file event for the user string at ptr, relative to dirfd (AT_FDCWD: the
 // cwd). The string is read now (at exit: at enter it may not be paged in yet). It is a global
 // function, so the verifier checks it once, not at each of its ~20 call sites.
@@ -894,9 +999,10 @@ struct path_req {
 	__s32 err;
 };
 
-__attribute__((noinline)) int emit_path(struct scratch *s, struct pending *st, struct path_req *r)
+__attribute__((noinline)) int emit_path(struct scratch *s, struct pending *st, struct path_req *r,
+					 struct stash *sp)
 {
-	if (!s || !st || !r)
+	if (!s || !st || !r || !sp)
 		return 0;
 	long dirfd = r->dirfd;
 	unsigned long ptr = r->ptr;
@@ -954,9 +1060,36 @@ __attribute__((noinline)) int emit_path(struct scratch *s, struct pending *st, s
 	e->base_trunc = 0;
 	e->path_len = n;
 	e->base_len = 0;
+	e->ref_id = 0;
+	e->def_id = 0;
 	e->pad = 0;
 	__u32 bl = 0;
-	if (has_base) {
+	struct path_state *ps = path_state_get();
+	if (has_base && ps) {
+		__u64 gen = ps->gen;
+		__u64 mnt = mount_of(base_mnt);
+		__u32 hit = base_find(sp, (__u64)base_dentry, mnt, gen);
+		if (hit) {
+			e->ref_id = base_at(sp, hit - 1)->id;
+		} else {
+			__u8 trunc = 0;
+			bl = walk(s, base_mnt, base_dentry, SLOT_SYSEXIT, start + n, PATH_SZ, &trunc);
+			bl &= PATH_SZ - 1;
+			e->base_len = bl;
+			e->base_trunc = trunc;
+			if (!trunc)
+				e->def_id = base_new_id(ps);
+		}
+		__u32 size = (start + n + bl) & (SCRATCH_SZ - 1);
+		if (bpf_ringbuf_output(&events, s->data, size, rb_flags())) {
+			count(CNT_RINGBUF_DROPS);
+			return 0;
+		}
+		if (e->def_id)
+			base_put(sp, (__u64)base_dentry, mnt, e->def_id, gen);
+		return 0;
+	}
+	if (has_base) { // no path_state: cannot happen (an array map), but send the base anyway
 		__u8 trunc = 0;
 		bl = walk(s, base_mnt, base_dentry, SLOT_SYSEXIT, start + n, PATH_SZ, &trunc);
 		bl &= PATH_SZ - 1;
@@ -970,7 +1103,8 @@ __attribute__((noinline)) int emit_path(struct scratch *s, struct pending *st, s
 }
 
 // emit_fd sends one file event for the file an open returned, resolved by a dentry walk.
-static __always_inline void emit_fd(struct scratch *s, struct pending *st, long fd, __u32 access)
+static __always_inline void emit_fd(struct scratch *s, struct pending *st, struct stash *sp, long fd,
+				    __u32 access)
 {
 	struct file *f = fd_file(fd);
 	if (!f)
@@ -1005,15 +1139,48 @@ static __always_inline void emit_fd(struct scratch *s, struct pending *st, long 
 	e->is_dir = is_dir;
 	e->base_trunc = 0;
 	e->base_len = 0;
+	e->ref_id = 0;
+	e->def_id = 0;
 	e->pad = 0;
+	struct path_state *ps = path_state_get();
+	__u64 gen = ps ? ps->gen : 0;
+	// The walk stops at a directory the reader has (the dirfd of an openat(dirfd, "name"), the
+	// cwd of a relative open); an entry found stale there means a walk to the root after all.
+	struct walk_stop stops[2] = {};
+	if (sp && ps) {
+		if (sp->bases[0].gen == gen) {
+			stops[0].dentry = sp->bases[0].dentry;
+			stops[0].mnt = sp->bases[0].mnt;
+		}
+		if (sp->bases[1].gen == gen) {
+			stops[1].dentry = sp->bases[1].dentry;
+			stops[1].mnt = sp->bases[1].mnt;
+		}
+	}
 	__u8 trunc = 0;
-	__u32 n = walk(s, fi.mnt, fi.dentry, SLOT_SYSEXIT, sizeof(*e), PATH_SZ, &trunc);
+	__u32 n = walk_to(s, fi.mnt, fi.dentry, SLOT_SYSEXIT, sizeof(*e), PATH_SZ, &trunc, stops);
+	__u32 hit = s->hit;
+	if (hit && sp) {
+		struct base_cache *b = base_at(sp, hit - 1);
+		if (base_valid(b, gen)) {
+			e->ref_id = b->id;
+		} else {
+			trunc = 0;
+			n = walk(s, fi.mnt, fi.dentry, SLOT_SYSEXIT, sizeof(*e), PATH_SZ, &trunc);
+		}
+	}
 	n &= PATH_SZ - 1;
 	e->path_len = n;
 	e->path_trunc = trunc;
+	if (is_dir && !trunc && sp && ps)
+		e->def_id = base_new_id(ps);
 	__u32 size = (sizeof(*e) + n) & (SCRATCH_SZ - 1);
-	if (bpf_ringbuf_output(&events, s->data, size, rb_flags()))
+	if (bpf_ringbuf_output(&events, s->data, size, rb_flags())) {
 		count(CNT_RINGBUF_DROPS);
+		return;
+	}
+	if (e->def_id && sp)
+		base_put(sp, (__u64)fi.dentry, mount_of(fi.mnt), e->def_id, gen);
 }
 
 static __always_inline __u32 open_access(__u64 flags)
@@ -1082,6 +1249,11 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 		return 0;
 	long ret = ctx->ret;
 	__s32 err = ret < 0 ? -ret : 0;
+	if ((st.op == SCOP_RENAME || st.op == SCOP_RENAMEAT) && ret == 0) {
+		struct path_state *ps = path_state_get();
+		if (ps) // every path a thread has cached may have changed
+			__sync_fetch_and_add(&ps->gen, 1);
+	}
 
 	switch (st.op) {
 	case SCOP_CONNECT:
@@ -1113,7 +1285,7 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 #define PATH(d, p, a)                                                                      \
 	do {                                                                                       \
 		struct path_req r = {.dirfd = (d), .ptr = (p), .access = (a), .err = err};          \
-		emit_path(s, &st, &r);                                                             \
+		emit_path(s, &st, &r, sp);                                                         \
 	} while (0)
 	long dirfd = AT_FDCWD;
 	unsigned long path = st.args[0];
@@ -1138,7 +1310,7 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 		}
 		access = open_access(flags);
 		if (ret >= 0)
-			emit_fd(s, &st, ret, access);
+			emit_fd(s, &st, sp, ret, access);
 		else
 			PATH(dirfd, path, access);
 		break;

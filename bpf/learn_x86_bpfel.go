@@ -134,6 +134,8 @@ type LearnFileEvent struct {
 	BaseTrunc uint8
 	PathLen   uint16
 	BaseLen   uint16
+	RefId     uint32
+	DefId     uint32
 	Pad       uint32
 }
 
@@ -159,6 +161,12 @@ type LearnNetEvent struct {
 	Port     uint32
 	Pad      uint32
 	Addr     [16]uint8
+}
+
+type LearnPathState struct {
+	_      structs.HostLayout
+	Gen    uint64
+	NextId uint64
 }
 
 type LearnScKey struct {
@@ -216,6 +224,8 @@ type LearnScratch struct {
 	Off   uint32
 	Limit uint32
 	Trunc uint32
+	Hit   uint32
+	Pad   uint32
 	Data  [16384]uint8
 }
 
@@ -242,6 +252,18 @@ type LearnStash struct {
 	Pad        uint32
 	ScTag      [16]uint64
 	ScRep      [16]uint64
+	Bases      [2]struct {
+		_      structs.HostLayout
+		Dentry uint64
+		Mnt    uint64
+		Parent uint64
+		Name   uint64
+		Gen    uint64
+		Id     uint32
+		Pad    uint32
+	}
+	BaseNext uint32
+	Pad2     uint32
 }
 
 type LearnTaskInfo struct {
@@ -273,6 +295,7 @@ const (
 	LearnMapArgs         = "args"
 	LearnMapCounters     = "counters"
 	LearnMapEvents       = "events"
+	LearnMapPathState    = "path_state"
 	LearnMapScOps        = "sc_ops"
 	LearnMapScratch      = "scratch"
 	LearnMapSeen         = "seen"
@@ -373,16 +396,17 @@ type LearnProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type LearnMapSpecs struct {
-	Args     *ebpf.MapSpec `ebpf:"args"`
-	Counters *ebpf.MapSpec `ebpf:"counters"`
-	Events   *ebpf.MapSpec `ebpf:"events"`
-	ScOps    *ebpf.MapSpec `ebpf:"sc_ops"`
-	Scratch  *ebpf.MapSpec `ebpf:"scratch"`
-	Seen     *ebpf.MapSpec `ebpf:"seen"`
-	SeenMore *ebpf.MapSpec `ebpf:"seen_more"`
-	Stashes  *ebpf.MapSpec `ebpf:"stashes"`
-	Syscalls *ebpf.MapSpec `ebpf:"syscalls"`
-	Tasks    *ebpf.MapSpec `ebpf:"tasks"`
+	Args      *ebpf.MapSpec `ebpf:"args"`
+	Counters  *ebpf.MapSpec `ebpf:"counters"`
+	Events    *ebpf.MapSpec `ebpf:"events"`
+	PathState *ebpf.MapSpec `ebpf:"path_state"`
+	ScOps     *ebpf.MapSpec `ebpf:"sc_ops"`
+	Scratch   *ebpf.MapSpec `ebpf:"scratch"`
+	Seen      *ebpf.MapSpec `ebpf:"seen"`
+	SeenMore  *ebpf.MapSpec `ebpf:"seen_more"`
+	Stashes   *ebpf.MapSpec `ebpf:"stashes"`
+	Syscalls  *ebpf.MapSpec `ebpf:"syscalls"`
+	Tasks     *ebpf.MapSpec `ebpf:"tasks"`
 }
 
 // LearnVariableSpecs contains global variables before they are loaded into the kernel.
@@ -428,16 +452,17 @@ func (o *LearnObjects) Close() error {
 //
 // It can be passed to LoadLearnObjects or ebpf.CollectionSpec.LoadAndAssign.
 type LearnMaps struct {
-	Args     *ebpf.Map `ebpf:"args"`
-	Counters *ebpf.Map `ebpf:"counters"`
-	Events   *ebpf.Map `ebpf:"events"`
-	ScOps    *ebpf.Map `ebpf:"sc_ops"`
-	Scratch  *ebpf.Map `ebpf:"scratch"`
-	Seen     *ebpf.Map `ebpf:"seen"`
-	SeenMore *ebpf.Map `ebpf:"seen_more"`
-	Stashes  *ebpf.Map `ebpf:"stashes"`
-	Syscalls *ebpf.Map `ebpf:"syscalls"`
-	Tasks    *ebpf.Map `ebpf:"tasks"`
+	Args      *ebpf.Map `ebpf:"args"`
+	Counters  *ebpf.Map `ebpf:"counters"`
+	Events    *ebpf.Map `ebpf:"events"`
+	PathState *ebpf.Map `ebpf:"path_state"`
+	ScOps     *ebpf.Map `ebpf:"sc_ops"`
+	Scratch   *ebpf.Map `ebpf:"scratch"`
+	Seen      *ebpf.Map `ebpf:"seen"`
+	SeenMore  *ebpf.Map `ebpf:"seen_more"`
+	Stashes   *ebpf.Map `ebpf:"stashes"`
+	Syscalls  *ebpf.Map `ebpf:"syscalls"`
+	Tasks     *ebpf.Map `ebpf:"tasks"`
 }
 
 func (m *LearnMaps) Close() error {
@@ -445,6 +470,7 @@ func (m *LearnMaps) Close() error {
 		m.Args,
 		m.Counters,
 		m.Events,
+		m.PathState,
 		m.ScOps,
 		m.Scratch,
 		m.Seen,

@@ -17,6 +17,16 @@ struct walk_ctx {
 	__u64 mnt_root; // struct dentry *
 	__u32 slot;
 	__u32 pad;
+	// Directories (dentry, struct mount *) whose names the reader already has: the walk stops
+	// there and says which in the scratch's hit (1 or 2). Zero: none.
+	__u64 stop_dentry[2];
+	__u64 stop_mnt[2];
+};
+
+// A directory a walk may stop at (see walk_to).
+struct walk_stop {
+	__u64 dentry; // struct dentry *
+	__u64 mnt;    // struct mount *
 };
 
 // The walk keeps its write offset in the scratch map value, not in walk_ctx: a map value is an
@@ -29,6 +39,14 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 	if (!s)
 		return 1;
 	__u64 d = c->dentry;
+	if (d && d == c->stop_dentry[0] && c->mnt == c->stop_mnt[0]) {
+		s->hit = 1;
+		return 1;
+	}
+	if (d && d == c->stop_dentry[1] && c->mnt == c->stop_mnt[1]) {
+		s->hit = 2;
+		return 1;
+	}
 	// d_parent and d_name (struct qstr: hash, len, name) are adjacent: one read.
 	__u64 db[3];
 	if (SPAN_READ(db, d, struct dentry, d_parent))
@@ -61,23 +79,44 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 	return 0;
 }
 
-// walk writes the components of the path (vm, dentry) (leaf first, each NUL-terminated) into
-// scratch slot data at off, at most max bytes. Returns the bytes written; *trunc is set when
-// the path was longer.
-static __always_inline __u32 walk(struct scratch *s, struct vfsmount *vm, struct dentry *dentry, __u32 slot,
-				  __u32 off, __u32 max, __u8 *trunc)
+// mount_of is the struct mount around vm, the form walk_ctx and walk_stop keep.
+static __always_inline __u64 mount_of(struct vfsmount *vm)
+{
+	return (__u64)((void *)vm - bpf_core_field_offset(struct mount, mnt));
+}
+
+// walk_to writes the components of the path (vm, dentry) (leaf first, each NUL-terminated) into
+// scratch slot data at off, at most max bytes, up to the root or to one of stops (may be 0),
+// whichever comes first: s->hit says which stop (1 or 2), 0 for the root. Returns the bytes
+// written; *trunc is set when the path was longer.
+static __always_inline __u32 walk_to(struct scratch *s, struct vfsmount *vm, struct dentry *dentry, __u32 slot,
+				     __u32 off, __u32 max, __u8 *trunc, struct walk_stop *stops)
 {
 	struct walk_ctx c = {};
 	c.dentry = (__u64)dentry;
-	c.mnt = (__u64)((void *)vm - bpf_core_field_offset(struct mount, mnt));
+	c.mnt = mount_of(vm);
 	c.mnt_root = (__u64)BPF_CORE_READ(vm, mnt_root);
 	c.slot = slot;
+	if (stops) {
+		c.stop_dentry[0] = stops[0].dentry;
+		c.stop_mnt[0] = stops[0].mnt;
+		c.stop_dentry[1] = stops[1].dentry;
+		c.stop_mnt[1] = stops[1].mnt;
+	}
 	s->off = off;
 	s->limit = off + max - NAME_SZ;
 	s->trunc = 0;
+	s->hit = 0;
 	bpf_loop(PATH_SZ / 2, walk_step, &c, 0);
 	*trunc |= s->trunc;
 	return s->off - off;
+}
+
+// walk is walk_to the root.
+static __always_inline __u32 walk(struct scratch *s, struct vfsmount *vm, struct dentry *dentry, __u32 slot,
+				  __u32 off, __u32 max, __u8 *trunc)
+{
+	return walk_to(s, vm, dentry, slot, off, max, trunc, 0);
 }
 
 // fd_file returns the current task's file with descriptor fd (0 if none), with four helper

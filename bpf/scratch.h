@@ -10,6 +10,8 @@ struct scratch {
 	__u32 off;   // walk: where the next component goes in data
 	__u32 limit; // walk: no component starts beyond this
 	__u32 trunc; // walk: the path was longer than the room for it
+	__u32 hit;   // walk_to: the stop it ended at (1 or 2), 0: the root
+	__u32 pad;
 	__u8 data[SCRATCH_SZ];
 };
 

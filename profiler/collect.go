@@ -48,11 +48,10 @@ type collector struct {
 	exeNames  []string            // index -> exe path
 	lastExe   string              // the exe of the previous addFile, and its index
 	lastID    uint32
-	// The directory of the previous file event given relative to one (consecutive events
-	// mostly share it: fstatat(dirfd, name) over a directory's entries), raw and joined.
-	lastBaseRaw []byte
-	lastBase    string
-	hasher      *hasher
+	// Directories by the def_id of the file event that sent their path: learn.c sends a
+	// directory's path once per thread and then its id (struct base_cache).
+	bases  map[uint32]string
+	hasher *hasher
 
 	undecodable uint64 // events too short or of an unknown kind (a BUG if ever non-zero)
 }
@@ -128,6 +127,7 @@ func newCollector(mono0 uint64, wall0 time.Time) *collector {
 		dns:     map[string]*dnsName{},
 		addrTo:  map[string]string{},
 		dirs:    map[string]string{},
+		bases:   map[uint32]string{},
 		exeIDs:  map[string]uint32{},
 		hasher:  newHasher(),
 	}
@@ -221,6 +221,18 @@ func joinComponents(b []byte) string {
 		end = i
 	}
 	return unsafe.String(unsafe.SliceData(buf), len(buf))
+}
+
+// joinUnder is joinComponents(b) for components that end at directory dir instead of the root.
+func joinUnder(dir string, b []byte) string {
+	rel := joinComponents(b)
+	if rel == "/" {
+		return dir
+	}
+	if dir == "/" {
+		return rel
+	}
+	return dir + rel
 }
 
 // joinName is filepath.Join(dir, name) for an absolute dir from a dentry walk, without
@@ -328,7 +340,18 @@ func (c *collector) file(e bpf.LearnFileEvent, rest []byte) bool {
 	}
 	var path string
 	if e.Resolved == 1 {
-		path = joinComponents(rest[:e.PathLen])
+		if e.RefId != 0 { // the components end at a directory sent before
+			dir, ok := c.bases[e.RefId]
+			if !ok {
+				return false
+			}
+			path = joinUnder(dir, rest[:e.PathLen])
+		} else {
+			path = joinComponents(rest[:e.PathLen])
+		}
+		if e.DefId != 0 {
+			c.bases[e.DefId] = path
+		}
 	} else {
 		b := rest[:e.PathLen]
 		if i := bytes.IndexByte(b, 0); i >= 0 {
@@ -340,13 +363,18 @@ func (c *collector) file(e bpf.LearnFileEvent, rest []byte) bool {
 		switch {
 		case strings.HasPrefix(s, "/"):
 			path = strings.Clone(filepath.Clean(s))
-		case e.BaseLen > 0:
-			base := rest[e.PathLen : int(e.PathLen)+int(e.BaseLen)]
-			if !bytes.Equal(base, c.lastBaseRaw) {
-				c.lastBaseRaw = append(c.lastBaseRaw[:0], base...)
-				c.lastBase = joinComponents(base)
+		case e.RefId != 0:
+			dir, ok := c.bases[e.RefId]
+			if !ok {
+				return false
 			}
-			path = joinName(c.lastBase, s)
+			path = joinName(dir, s)
+		case e.BaseLen > 0:
+			dir := joinComponents(rest[e.PathLen : int(e.PathLen)+int(e.BaseLen)])
+			if e.DefId != 0 {
+				c.bases[e.DefId] = dir
+			}
+			path = joinName(dir, s)
 		default:
 			return true // relative to a dirfd that was not open: nothing to record
 		}

@@ -28,6 +28,35 @@ func TestJoinComponents(t *testing.T) {
 	}
 }
 
+func TestJoinUnder(t *testing.T) {
+	for _, c := range []struct{ dir, comps, want string }{
+		{"/usr", "", "/usr"}, // the walk stopped at once: the file is the directory
+		{"/usr", "lib\x00", "/usr/lib"},
+		{"/usr", "x\x00lib\x00", "/usr/lib/x"},
+		{"/", "etc\x00", "/etc"},
+	} {
+		if got := joinUnder(c.dir, []byte(c.comps)); got != c.want {
+			t.Errorf("joinUnder(%q, %q) = %q, want %q", c.dir, c.comps, got, c.want)
+		}
+	}
+}
+
+// An event naming a directory id the reader never got cannot be placed: it is counted as
+// undecodable (the run is then marked incomplete), never recorded under a wrong path.
+func TestUnknownDirectoryID(t *testing.T) {
+	c := newCollector(0, time.Now())
+	e := bpf.LearnFileEvent{Kind: uint32(bpf.LearnEvKindEV_FILE), Access: uint32(bpf.LearnAccessKindACC_METADATA), RefId: 7}
+	name := []byte("f\x00")
+	e.PathLen = uint16(len(name))
+	if c.file(e, name) {
+		t.Errorf("a file event relative to unknown directory id 7 was accepted")
+	}
+	c.bases[7] = "/d"
+	if !c.file(e, name) || len(c.fileRecs) != 1 || c.paths[c.fileRecs[0].path] != "/d/f" {
+		t.Errorf("with id 7 = /d: records %+v", c.fileRecs)
+	}
+}
+
 // joinName skips filepath.Clean for a plain name; it must agree with filepath.Join.
 func TestJoinNameIsJoin(t *testing.T) {
 	for _, dir := range []string{"/", "/usr", "/usr/share", "/a//b", "/usr/", "/x y"} {

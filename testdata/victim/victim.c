@@ -114,6 +114,7 @@ static int int80(long nr)
 
 int main(int argc, char **argv)
 {
+	int held_dfd = -1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 #define ARG(k) (i + (k) < argc ? argv[i + (k)] : (fprintf(stderr, "victim: %s needs %d args\n", a, k), exit(100), ""))
@@ -129,6 +130,32 @@ int main(int argc, char **argv)
 				close(fd);
 			close(dfd);
 			i += 2;
+		} else if (!strcmp(a, "dirfd-open")) { // keep DIR open for the dirfd-* actions
+			if (held_dfd >= 0)
+				close(held_dfd);
+			held_dfd = open(ARG(1), O_RDONLY | O_DIRECTORY);
+			i += 1;
+		} else if (!strcmp(a, "dirfd-stat")) { // fstatat(held dir, NAME)
+			struct stat st;
+			fstatat(held_dfd, ARG(1), &st, AT_SYMLINK_NOFOLLOW);
+			i += 1;
+		} else if (!strcmp(a, "dirfd-sub")) { // openat(held dir, SUB, O_DIRECTORY), fstatat(it, NAME)
+			struct stat st;
+			int sfd = openat(held_dfd, ARG(1), O_RDONLY | O_DIRECTORY);
+			fstatat(sfd, ARG(2), &st, AT_SYMLINK_NOFOLLOW);
+			if (sfd >= 0)
+				close(sfd);
+			i += 2;
+		} else if (!strcmp(a, "mark-wait")) { // create NAME, wait until someone removes it
+			int fd = open(ARG(1), O_WRONLY | O_CREAT, 0644);
+			if (fd < 0) {
+				perror("victim: mark-wait");
+				exit(101);
+			}
+			close(fd);
+			while (access(ARG(1), F_OK) == 0)
+				usleep(1000);
+			i += 1;
 		} else if (!strcmp(a, "write")) {
 			int fd = open(ARG(1), O_WRONLY | O_CREAT | O_TRUNC, 0644);
 			if (fd >= 0) {
