@@ -429,7 +429,7 @@ func expand(path string, env Env) (string, error) {
 
 // expandRules expands a rule list; a glob becomes the directory that holds it (mounts and
 // Landlock cannot express globs), which compile notes as a widening.
-func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env) ([]string, error) {
+func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env, dirs dirListings) ([]string, error) {
 	var out []string
 	for _, r := range rules {
 		p, err := expand(r.Path, env)
@@ -446,7 +446,7 @@ func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env)
 		if strings.ContainsAny(p, "*?[") && section == "hidden" {
 			// Hiding the glob's directory would hide far more than asked (all of /tmp for
 			// $TMPDIR/ssh-*): hide what matches now instead.
-			out = append(out, globMatches(p, 20000)...)
+			out = append(out, globMatches(p, 20000, dirs)...)
 			continue
 		}
 		if strings.ContainsAny(p, "*?[") {
@@ -455,7 +455,7 @@ func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env)
 			// granted instead, and said so.
 			// Under /tmp the host's matches are other runs' leftovers (and with a private tmp
 			// not even visible): widen there as before.
-			if m := globMatches(p, 20000); privateTmpRoot(p) == "" && len(m) > 0 && len(m) <= 256 {
+			if m := globMatches(p, 20000, dirs); privateTmpRoot(p) == "" && len(m) > 0 && len(m) <= 256 {
 				out = append(out, m...)
 				continue
 			}
@@ -484,23 +484,24 @@ func procSelf(p string) bool {
 
 func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 	fs := p.Filesystem
-	read, err := c.expandRules("read", fs.Read, env)
+	dirs := dirListings{}
+	read, err := c.expandRules("read", fs.Read, env, dirs)
 	if err != nil {
 		return err
 	}
-	write, err := c.expandRules("write", fs.Write, env)
+	write, err := c.expandRules("write", fs.Write, env, dirs)
 	if err != nil {
 		return err
 	}
-	exec, err := c.expandRules("exec", fs.Exec, env)
+	exec, err := c.expandRules("exec", fs.Exec, env, dirs)
 	if err != nil {
 		return err
 	}
-	list, err := c.expandRules("list", fs.List, env)
+	list, err := c.expandRules("list", fs.List, env, dirs)
 	if err != nil {
 		return err
 	}
-	hidden, err := c.expandRules("hidden", fs.Hidden, env)
+	hidden, err := c.expandRules("hidden", fs.Hidden, env, dirs)
 	if err != nil {
 		return err
 	}
@@ -902,9 +903,39 @@ func (c *Compiled) execDirs(exec []string, env Env) []string {
 	return slices.Compact(out)
 }
 
+// dirListings keeps the directories one compile lists: the hidden globs walk the same trees
+// ($WORKDIR/**/.env and $WORKDIR/**/.env.*, $HOME/.cargo and $CARGO_HOME), which in a large
+// work tree costs milliseconds a walk.
+type dirListings map[string]dirListing
+
+type dirListing struct {
+	ents []os.DirEntry // sorted by name (os.ReadDir)
+	err  error
+}
+
+// read lists dir, once.
+func (d dirListings) read(dir string) []os.DirEntry {
+	l, ok := d[dir]
+	if !ok {
+		l.ents, l.err = os.ReadDir(dir)
+		d[dir] = l
+	}
+	return l.ents
+}
+
+// lacks reports whether dir was listed whole and name is not in it.
+func (d dirListings) lacks(dir, name string) bool {
+	l, ok := d[dir]
+	if !ok || l.err != nil {
+		return false
+	}
+	_, found := slices.BinarySearchFunc(l.ents, name, func(e os.DirEntry, n string) int { return strings.Compare(e.Name(), n) })
+	return !found
+}
+
 // globMatches returns the existing paths matching pattern, whose components may be globs
 // (filepath.Match) or "**" (any number of directories). It looks at most limit entries.
-func globMatches(pattern string, limit int) []string {
+func globMatches(pattern string, limit int, dirs dirListings) []string {
 	parts := strings.Split(strings.TrimPrefix(pattern, "/"), "/")
 	var out []string
 	seen := 0
@@ -922,8 +953,8 @@ func globMatches(pattern string, limit int) []string {
 		part := parts[0]
 		switch {
 		case part == "**":
-			walk(dir, parts[1:]) // zero directories
-			ents, _ := os.ReadDir(dir)
+			ents := dirs.read(dir) // first: the zero-directory walk below can use it
+			walk(dir, parts[1:])   // zero directories
 			for _, e := range ents {
 				seen++
 				if e.IsDir() && seen <= limit {
@@ -931,14 +962,16 @@ func globMatches(pattern string, limit int) []string {
 				}
 			}
 		case strings.ContainsAny(part, "*?["):
-			ents, _ := os.ReadDir(dir)
-			for _, e := range ents {
+			for _, e := range dirs.read(dir) {
 				seen++
 				if ok, _ := filepath.Match(part, e.Name()); ok {
 					walk(filepath.Join(dir, e.Name()), parts[1:])
 				}
 			}
 		default:
+			if len(parts) == 1 && dirs.lacks(dir, part) {
+				return // no lstat needed (one a directory for **/.env)
+			}
 			walk(filepath.Join(dir, part), parts[1:])
 		}
 	}

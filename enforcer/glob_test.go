@@ -97,3 +97,34 @@ func TestMissingExecAndCacheRules(t *testing.T) {
 		t.Errorf("write = %v unenforceable = %v, want exactly the created cache", c.Plan.Landlock.Write, c.Unenforceable)
 	}
 }
+
+// The hidden globs of one compile share their directory listings: the second walk of the work
+// tree lists nothing again and finds what a walk of its own finds.
+func TestGlobMatchesShareListings(t *testing.T) {
+	work := t.TempDir()
+	for _, p := range []string{".env", ".env.local", "a/.env", "a/b/.env.prod", "a/b/c/keep", "d/.env/x"} {
+		full := filepath.Join(work, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shared := dirListings{}
+	patterns := []string{work + "/**/.env", work + "/**/.env.*", work + "/.env.*", work + "/a/*/.env.prod"}
+	for i, pat := range patterns {
+		before := len(shared)
+		got := globMatches(pat, 20000, shared)
+		if want := globMatches(pat, 20000, dirListings{}); !slices.Equal(got, want) {
+			t.Errorf("%s with shared listings: %v, alone: %v", pat, got, want)
+		}
+		if i > 0 && len(shared) != before {
+			t.Errorf("%s listed %d directories again", pat, len(shared)-before)
+		}
+	}
+	want := []string{filepath.Join(work, ".env"), filepath.Join(work, "a/.env"), filepath.Join(work, "d/.env")}
+	if got := globMatches(work+"/**/.env", 20000, shared); !slices.Equal(got, want) {
+		t.Errorf("**/.env = %v, want %v", got, want)
+	}
+}
