@@ -1,6 +1,10 @@
 package enforcer
 
 import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
 	"github.com/sysprof/sysprof/sandbox"
 	"golang.org/x/net/bpf"
 )
@@ -17,13 +21,13 @@ const (
 
 // initConfig is what the init stage receives: everything it needs, nothing it must compute.
 type initConfig struct {
-	Argv    []string             `json:"argv"`
-	Dir     string               `json:"dir"` // entered again after the mounts: the old cwd is on the host's mount
-	Filter  []bpf.RawInstruction `json:"filter"`
-	Plan    sandbox.Plan         `json:"plan"`
-	Sockets []string             `json:"sockets,omitempty"` // host daemon sockets to hide after the plan's mounts
-	Sandbox bool                 `json:"sandbox"`           // apply Plan (false only when degrading without the sandbox package)
-	Degrade bool                 `json:"degrade"`
+	Argv    []string     `json:"argv"`
+	Dir     string       `json:"dir"` // entered again after the mounts: the old cwd is on the host's mount
+	Filter  sockFilter   `json:"filter"`
+	Plan    sandbox.Plan `json:"plan"`
+	Sockets []string     `json:"sockets,omitempty"` // host daemon sockets to hide after the plan's mounts
+	Sandbox bool         `json:"sandbox"`           // apply Plan (false only when degrading without the sandbox package)
+	Degrade bool         `json:"degrade"`
 }
 
 // initStatus is one line the init stage writes to its parent.
@@ -51,4 +55,36 @@ type layerState struct {
 	Name     string `json:"name"`
 	Degraded bool   `json:"degraded,omitempty"`
 	Detail   string `json:"detail,omitempty"`
+}
+
+// sockFilter is the seccomp program as the kernel's struct sock_filter array (8 bytes an
+// instruction, base64 in the JSON): the init stage decodes it in microseconds, where a JSON
+// object an instruction cost a good part of a millisecond of its start.
+type sockFilter []bpf.RawInstruction
+
+func (f sockFilter) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 8*len(f))
+	for _, ins := range f {
+		b = binary.NativeEndian.AppendUint16(b, ins.Op)
+		b = append(b, ins.Jt, ins.Jf)
+		b = binary.NativeEndian.AppendUint32(b, ins.K)
+	}
+	return json.Marshal(b)
+}
+
+func (f *sockFilter) UnmarshalJSON(data []byte) error {
+	var b []byte
+	if err := json.Unmarshal(data, &b); err != nil {
+		return err
+	}
+	if len(b)%8 != 0 {
+		return fmt.Errorf("seccomp filter of %d bytes: not whole instructions", len(b))
+	}
+	out := make(sockFilter, len(b)/8)
+	for i := range out {
+		x := b[8*i:]
+		out[i] = bpf.RawInstruction{Op: binary.NativeEndian.Uint16(x), Jt: x[2], Jf: x[3], K: binary.NativeEndian.Uint32(x[4:])}
+	}
+	*f = out
+	return nil
 }
