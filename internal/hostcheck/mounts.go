@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -83,11 +84,27 @@ func readMountinfo() ([]mountEntry, error) {
 // When there are several, the first mount of the hierarchy's root wins. The error is an
 // *UnsupportedError when no cgroup2 is mounted.
 func Cgroup2Mount() (string, error) {
+	cgroup2Found.Lock()
+	defer cgroup2Found.Unlock()
+	if cgroup2Found.mnt != "" {
+		return cgroup2Found.mnt, nil
+	}
 	ms, err := readMountinfo()
 	if err != nil {
 		return "", fmt.Errorf("find cgroup2 mount: %w", err)
 	}
-	return cgroup2From(ms)
+	mnt, err := cgroup2From(ms)
+	if err == nil {
+		cgroup2Found.mnt = mnt
+	}
+	return mnt, err
+}
+
+// cgroup2Found keeps the mount once found (not a failure: a later call may find one). Reading
+// mountinfo costs the kernel a walk of the mount table, and one enforce run asks three times.
+var cgroup2Found struct {
+	sync.Mutex
+	mnt string
 }
 
 func cgroup2From(ms []mountEntry) (string, error) {
