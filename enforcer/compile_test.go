@@ -215,6 +215,43 @@ func TestDaemonSockets(t *testing.T) {
 	}
 }
 
+// A socket bound below the levels the walk lists is found through /proc/net/unix.
+func TestDaemonSocketsDeep(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "sysprof-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	deep := filepath.Join(dir, "a", "b", "c", "deep.sock")
+	os.MkdirAll(filepath.Dir(deep), 0o755)
+	l, err := net.Listen("unix", deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if got := daemonSockets(Env{}, policy.Network{}, false); !slices.Contains(got, deep) {
+		t.Errorf("sockets %v: want %s", got, deep)
+	}
+}
+
+func TestBoundSocketsParse(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "unix")
+	os.WriteFile(f, []byte(`Num       RefCount Protocol Flags    Type St Inode Path
+0000000000000000: 00000002 00000000 00010000 0001 01 1001 /run/a.sock
+0000000000000000: 00000002 00000000 00010000 0001 01 1002 @abstract
+0000000000000000: 00000003 00000000 00000000 0001 03 1003
+0000000000000000: 00000002 00000000 00010000 0001 01 1004 /tmp/with space/b.sock
+0000000000000000: 00000002 00000000 00010000 0001 01 1005 relative.sock
+`), 0o644)
+	old := procNetUnix
+	procNetUnix = f
+	defer func() { procNetUnix = old }()
+	want := []string{"/run/a.sock", "/tmp/with space/b.sock"}
+	if got := boundSockets(); !slices.Equal(got, want) {
+		t.Errorf("boundSockets() = %q, want %q", got, want)
+	}
+}
+
 func TestHiddenGlobsHideMatchesOnly(t *testing.T) {
 	work := t.TempDir()
 	for _, p := range []string{".env", "sub/deeper/.env", "sub/.env.local", "sub/keep.txt"} {
