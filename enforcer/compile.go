@@ -427,6 +427,9 @@ func expand(path string, env Env) (string, error) {
 	return filepath.Clean(val + rest), nil
 }
 
+// globLimit is how many directory entries one glob may look at.
+var globLimit = 20000
+
 // expandRules expands a rule list; a glob becomes the directory that holds it (mounts and
 // Landlock cannot express globs), which compile notes as a widening.
 func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env, dirs dirListings) ([]string, error) {
@@ -446,7 +449,11 @@ func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env,
 		if strings.ContainsAny(p, "*?[") && section == "hidden" {
 			// Hiding the glob's directory would hide far more than asked (all of /tmp for
 			// $TMPDIR/ssh-*): hide what matches now instead.
-			out = append(out, globMatches(p, 20000, dirs)...)
+			m, cut := globMatches(p, globLimit, dirs)
+			if cut {
+				c.Notes = append(c.Notes, fmt.Sprintf("filesystem.hidden: %s: looked at the first %d directory entries only (nearest first); matches deeper down are not hidden", r.Path, globLimit))
+			}
+			out = append(out, m...)
 			continue
 		}
 		if strings.ContainsAny(p, "*?[") {
@@ -455,7 +462,7 @@ func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env,
 			// granted instead, and said so.
 			// Under /tmp the host's matches are other runs' leftovers (and with a private tmp
 			// not even visible): widen there as before.
-			if m := globMatches(p, 20000, dirs); privateTmpRoot(p) == "" && len(m) > 0 && len(m) <= 256 {
+			if m, cut := globMatches(p, globLimit, dirs); !cut && privateTmpRoot(p) == "" && len(m) > 0 && len(m) <= 256 {
 				out = append(out, m...)
 				continue
 			}
@@ -979,48 +986,67 @@ func (d dirListings) lacks(dir, name string) bool {
 }
 
 // globMatches returns the existing paths matching pattern, whose components may be globs
-// (filepath.Match) or "**" (any number of directories). It looks at most limit entries.
-func globMatches(pattern string, limit int, dirs dirListings) []string {
-	parts := strings.Split(strings.TrimPrefix(pattern, "/"), "/")
+// (filepath.Match) or "**" (any number of directories), and whether it stopped listing
+// directories after limit entries (matches further down are then missing). It goes breadth
+// first, so that what it lists first is what lies nearest: a project's own .env before those
+// deep in node_modules.
+func globMatches(pattern string, limit int, dirs dirListings) ([]string, bool) {
+	type step struct {
+		dir   string
+		parts []string // what is left of the pattern below dir
+	}
+	queue := []step{{"/", strings.Split(strings.TrimPrefix(pattern, "/"), "/")}}
 	var out []string
-	seen := 0
-	var walk func(dir string, parts []string)
-	walk = func(dir string, parts []string) {
-		if seen > limit {
-			return
+	seen, cut := 0, false
+	list := func(dir string) ([]os.DirEntry, bool) {
+		if _, ok := dirs[dir]; !ok && seen > limit {
+			return nil, false
 		}
+		ents := dirs.read(dir)
+		seen += len(ents)
+		return ents, true
+	}
+	for i := 0; i < len(queue); i++ {
+		dir, parts := queue[i].dir, queue[i].parts
 		if len(parts) == 0 {
 			if _, err := os.Lstat(dir); err == nil {
 				out = append(out, dir)
 			}
-			return
+			continue
 		}
 		part := parts[0]
 		switch {
 		case part == "**":
-			ents := dirs.read(dir) // first: the zero-directory walk below can use it
-			walk(dir, parts[1:])   // zero directories
+			ents, ok := list(dir) // first: the zero-directory step below can use it
+			if !ok {
+				cut = true
+				continue
+			}
+			queue = append(queue, step{dir, parts[1:]}) // zero directories
 			for _, e := range ents {
-				seen++
-				if e.IsDir() && seen <= limit {
-					walk(filepath.Join(dir, e.Name()), parts)
+				if e.IsDir() {
+					queue = append(queue, step{filepath.Join(dir, e.Name()), parts})
 				}
 			}
 		case strings.ContainsAny(part, "*?["):
-			for _, e := range dirs.read(dir) {
-				seen++
+			ents, ok := list(dir)
+			if !ok {
+				cut = true
+				continue
+			}
+			for _, e := range ents {
 				if ok, _ := filepath.Match(part, e.Name()); ok {
-					walk(filepath.Join(dir, e.Name()), parts[1:])
+					queue = append(queue, step{filepath.Join(dir, e.Name()), parts[1:]})
 				}
 			}
 		default:
 			if len(parts) == 1 && dirs.lacks(dir, part) {
-				return // no lstat needed (one a directory for **/.env)
+				continue // no lstat needed (one a directory for **/.env)
 			}
-			walk(filepath.Join(dir, part), parts[1:])
+			queue = append(queue, step{filepath.Join(dir, part), parts[1:]})
 		}
+		queue[i] = step{} // let the strings go
 	}
-	walk("/", parts)
 	slices.Sort(out)
-	return slices.Compact(out)
+	return slices.Compact(out), cut
 }

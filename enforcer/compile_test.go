@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -275,6 +276,30 @@ func TestHiddenGlobsHideMatchesOnly(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("hidden %v, want exactly %v (never the glob's directory)", got, want)
+	}
+}
+
+// A hidden glob that stops at its limit says so in the notes (the report shows them): what it
+// did not reach is not hidden.
+func TestHiddenGlobLimitNoted(t *testing.T) {
+	work := t.TempDir()
+	for i := range 20 {
+		os.MkdirAll(filepath.Join(work, "deps", strconv.Itoa(i)), 0o755)
+	}
+	old := globLimit
+	globLimit = 10
+	defer func() { globLimit = old }()
+	p := testProfile()
+	p.Filesystem.Read = []policy.PathRule{{Path: "$WORKDIR"}}
+	p.Filesystem.Hidden = []policy.PathRule{{Path: "$WORKDIR/**/.env"}}
+	c, err := Compile(p, Env{Vars: map[string]string{"WORKDIR": work, "TMPDIR": "/tmp"}, Arch: "x86_64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(c.Notes, func(n string) bool {
+		return strings.Contains(n, "$WORKDIR/**/.env") && strings.Contains(n, "not hidden")
+	}) {
+		t.Errorf("notes %q: want one saying $WORKDIR/**/.env stopped early", c.Notes)
 	}
 }
 

@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -115,8 +116,8 @@ func TestGlobMatchesShareListings(t *testing.T) {
 	patterns := []string{work + "/**/.env", work + "/**/.env.*", work + "/.env.*", work + "/a/*/.env.prod"}
 	for i, pat := range patterns {
 		before := len(shared)
-		got := globMatches(pat, 20000, shared)
-		if want := globMatches(pat, 20000, dirListings{}); !slices.Equal(got, want) {
+		got, _ := globMatches(pat, 20000, shared)
+		if want, _ := globMatches(pat, 20000, dirListings{}); !slices.Equal(got, want) {
 			t.Errorf("%s with shared listings: %v, alone: %v", pat, got, want)
 		}
 		if i > 0 && len(shared) != before {
@@ -124,7 +125,27 @@ func TestGlobMatchesShareListings(t *testing.T) {
 		}
 	}
 	want := []string{filepath.Join(work, ".env"), filepath.Join(work, "a/.env"), filepath.Join(work, "d/.env")}
-	if got := globMatches(work+"/**/.env", 20000, shared); !slices.Equal(got, want) {
+	if got, _ := globMatches(work+"/**/.env", 20000, shared); !slices.Equal(got, want) {
 		t.Errorf("**/.env = %v, want %v", got, want)
+	}
+}
+
+// Past its limit a glob stops, says so, and has found the nearest matches first: a .env at
+// the top of the tree is hidden even when a big dependency tree sorts before it.
+func TestGlobMatchesNearestFirst(t *testing.T) {
+	work := t.TempDir()
+	for i := range 50 {
+		p := filepath.Join(work, "aaa", fmt.Sprintf("d%02d", i), "f")
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, nil, 0o600)
+	}
+	os.MkdirAll(filepath.Join(work, "zzz"), 0o755)
+	os.WriteFile(filepath.Join(work, "zzz", ".env"), nil, 0o600)
+	got, cut := globMatches(work+"/**/.env", 60, dirListings{})
+	if !slices.Contains(got, filepath.Join(work, "zzz", ".env")) || !cut {
+		t.Errorf("limited **/.env = %v, stopped %v; want zzz/.env found and the stop reported", got, cut)
+	}
+	if got, cut := globMatches(work+"/**/.env", 20000, dirListings{}); cut || len(got) != 1 {
+		t.Errorf("unlimited **/.env = %v, stopped %v", got, cut)
 	}
 }
