@@ -112,10 +112,16 @@ func openExitTracepoints() ([]int, error) {
 	return fds, nil
 }
 
-// learnObject is learn.c as parsed once per process, and the name of its CO-RE fixups on this
-// kernel. Each run loads a copy.
-var learnObject = sync.OnceValues(func() (*learnParsed, error) {
-	spec, err := bpf.LoadLearn()
+// learnObject is learn.c as parsed once per process (without its line info), and the name of its
+// CO-RE fixups on this kernel. Each run loads a copy.
+var learnObject = sync.OnceValues(func() (*learnParsed, error) { return parseLearn(bpf.LoadLearnNoLines) })
+
+// learnObjectLines is learnObject with the C source lines, which only the verifier's log
+// shows (Options.Debug).
+var learnObjectLines = sync.OnceValues(func() (*learnParsed, error) { return parseLearn(bpf.LoadLearn) })
+
+func parseLearn(load func() (*ebpf.CollectionSpec, error)) (*learnParsed, error) {
+	spec, err := load()
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +130,7 @@ var learnObject = sync.OnceValues(func() (*learnParsed, error) {
 		fix = nil // no boot id: relocate against the kernel's BTF every run
 	}
 	return &learnParsed{spec: spec, fixups: fix}, nil
-})
+}
 
 type learnParsed struct {
 	spec   *ebpf.CollectionSpec
@@ -163,7 +169,11 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 		}
 	}()
 
-	obj, err := learnObject()
+	parsed := learnObject
+	if debug {
+		parsed = learnObjectLines
+	}
+	obj, err := parsed()
 	if err != nil {
 		return nil, &LoadError{Step: "parse BPF object", Err: err}
 	}
