@@ -1064,11 +1064,12 @@ __attribute__((noinline)) int emit_path(struct scratch *s, struct pending *st, s
 	e->def_id = 0;
 	e->pad = 0;
 	__u32 bl = 0;
-	struct path_state *ps = path_state_get();
-	if (has_base && ps) {
-		__u64 gen = ps->gen;
-		__u64 mnt = mount_of(base_mnt);
-		__u32 hit = base_find(sp, (__u64)base_dentry, mnt, gen);
+	__u64 mnt = 0, gen = 0;
+	if (has_base) {
+		struct path_state *ps = path_state_get();
+		gen = ps ? ps->gen : 0;
+		mnt = mount_of(base_mnt);
+		__u32 hit = ps ? base_find(sp, (__u64)base_dentry, mnt, gen) : 0;
 		if (hit) {
 			e->ref_id = base_at(sp, hit - 1)->id;
 		} else {
@@ -1077,28 +1078,17 @@ __attribute__((noinline)) int emit_path(struct scratch *s, struct pending *st, s
 			bl &= PATH_SZ - 1;
 			e->base_len = bl;
 			e->base_trunc = trunc;
-			if (!trunc)
+			if (!trunc && ps)
 				e->def_id = base_new_id(ps);
 		}
-		__u32 size = (start + n + bl) & (SCRATCH_SZ - 1);
-		if (bpf_ringbuf_output(&events, s->data, size, rb_flags())) {
-			count(CNT_RINGBUF_DROPS);
-			return 0;
-		}
-		if (e->def_id)
-			base_put(sp, (__u64)base_dentry, mnt, e->def_id, gen);
-		return 0;
-	}
-	if (has_base) { // no path_state: cannot happen (an array map), but send the base anyway
-		__u8 trunc = 0;
-		bl = walk(s, base_mnt, base_dentry, SLOT_SYSEXIT, start + n, PATH_SZ, &trunc);
-		bl &= PATH_SZ - 1;
-		e->base_len = bl;
-		e->base_trunc = trunc;
 	}
 	__u32 size = (start + n + bl) & (SCRATCH_SZ - 1);
-	if (bpf_ringbuf_output(&events, s->data, size, rb_flags()))
+	if (bpf_ringbuf_output(&events, s->data, size, rb_flags())) {
 		count(CNT_RINGBUF_DROPS);
+		return 0;
+	}
+	if (e->def_id)
+		base_put(sp, (__u64)base_dentry, mnt, e->def_id, gen);
 	return 0;
 }
 
