@@ -432,7 +432,7 @@ var globLimit = 20000
 
 // expandRules expands a rule list; a glob becomes the directory that holds it (mounts and
 // Landlock cannot express globs), which compile notes as a widening.
-func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env, dirs dirListings) ([]string, error) {
+func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env, dirs *dirListings) ([]string, error) {
 	var out []string
 	for _, r := range rules {
 		p, err := expand(r.Path, env)
@@ -491,7 +491,7 @@ func procSelf(p string) bool {
 
 func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 	fs := p.Filesystem
-	dirs := dirListings{}
+	dirs := &dirListings{}
 	read, err := c.expandRules("read", fs.Read, env, dirs)
 	if err != nil {
 		return err
@@ -957,27 +957,93 @@ func (c *Compiled) execDirs(exec []string, env Env) []string {
 
 // dirListings keeps the directories one compile lists: the hidden globs walk the same trees
 // ($WORKDIR/**/.env and $WORKDIR/**/.env.*, $HOME/.cargo and $CARGO_HOME), which in a large
-// work tree costs milliseconds a walk.
-type dirListings map[string]dirListing
+// work tree costs milliseconds a walk. It lists ahead (prefetch) on a few goroutines: a walk is
+// open, getdents and close per directory, syscalls that run in parallel on the host's CPUs.
+// Used from one goroutine; the zero value is ready. globMatches stops the goroutines it started.
+type dirListings struct {
+	done    map[string]dirListing
+	pending map[string]chan dirListing // prefetched, not yet taken
+	jobs    chan prefetchJob           // nil until the first prefetch
+}
 
 type dirListing struct {
 	ents []os.DirEntry // sorted by name (os.ReadDir)
 	err  error
 }
 
+type prefetchJob struct {
+	dir string
+	out chan dirListing
+}
+
+// prefetchWorkers list directories ahead of a walk.
+const prefetchWorkers = 3
+
 // read lists dir, once.
-func (d dirListings) read(dir string) []os.DirEntry {
-	l, ok := d[dir]
-	if !ok {
-		l.ents, l.err = os.ReadDir(dir)
-		d[dir] = l
+func (d *dirListings) read(dir string) []os.DirEntry {
+	if l, ok := d.done[dir]; ok {
+		return l.ents
 	}
+	var l dirListing
+	if c, ok := d.pending[dir]; ok {
+		l = <-c
+		delete(d.pending, dir)
+	} else {
+		l.ents, l.err = os.ReadDir(dir)
+	}
+	if d.done == nil {
+		d.done = map[string]dirListing{}
+	}
+	d.done[dir] = l
 	return l.ents
 }
 
+// prefetch starts listing dir, which read will likely be asked for soon.
+func (d *dirListings) prefetch(dir string) {
+	if _, ok := d.done[dir]; ok {
+		return
+	}
+	if _, ok := d.pending[dir]; ok {
+		return
+	}
+	if d.pending == nil {
+		d.pending = map[string]chan dirListing{}
+	}
+	if d.jobs == nil {
+		d.jobs = make(chan prefetchJob, 4096)
+		for range prefetchWorkers {
+			go func(jobs <-chan prefetchJob) {
+				for j := range jobs {
+					var l dirListing
+					l.ents, l.err = os.ReadDir(j.dir)
+					j.out <- l
+				}
+			}(d.jobs)
+		}
+	}
+	out := make(chan dirListing, 1)
+	select {
+	case d.jobs <- prefetchJob{dir, out}:
+		d.pending[dir] = out
+	default: // far enough ahead: read lists it when it gets there
+	}
+}
+
+// stop ends the prefetching goroutines once they have listed what is queued (read still takes
+// it); a later prefetch starts them again.
+func (d *dirListings) stop() {
+	if d.jobs != nil {
+		close(d.jobs)
+		d.jobs = nil
+	}
+}
+
+// listed reports how many directories were listed (or are being listed).
+func (d *dirListings) listed() int { return len(d.done) + len(d.pending) }
+
 // lacks reports whether dir was listed whole and name is not in it.
-func (d dirListings) lacks(dir, name string) bool {
-	l, ok := d[dir]
+func (d *dirListings) lacks(dir, name string) bool {
+	l, ok := d.done[dir]
 	if !ok || l.err != nil {
 		return false
 	}
@@ -990,16 +1056,17 @@ func (d dirListings) lacks(dir, name string) bool {
 // directories after limit entries (matches further down are then missing). It goes breadth
 // first, so that what it lists first is what lies nearest: a project's own .env before those
 // deep in node_modules.
-func globMatches(pattern string, limit int, dirs dirListings) ([]string, bool) {
+func globMatches(pattern string, limit int, dirs *dirListings) ([]string, bool) {
 	type step struct {
 		dir   string
 		parts []string // what is left of the pattern below dir
 	}
 	queue := []step{{"/", strings.Split(strings.TrimPrefix(pattern, "/"), "/")}}
+	defer dirs.stop()
 	var out []string
 	seen, cut := 0, false
 	list := func(dir string) ([]os.DirEntry, bool) {
-		if _, ok := dirs[dir]; !ok && seen > limit {
+		if _, ok := dirs.done[dir]; !ok && seen > limit {
 			return nil, false
 		}
 		ents := dirs.read(dir)
@@ -1025,7 +1092,11 @@ func globMatches(pattern string, limit int, dirs dirListings) ([]string, bool) {
 			queue = append(queue, step{dir, parts[1:]}) // zero directories
 			for _, e := range ents {
 				if e.IsDir() {
-					queue = append(queue, step{filepath.Join(dir, e.Name()), parts})
+					sub := filepath.Join(dir, e.Name())
+					queue = append(queue, step{sub, parts})
+					if seen <= limit {
+						dirs.prefetch(sub)
+					}
 				}
 			}
 		case strings.ContainsAny(part, "*?["):

@@ -112,16 +112,16 @@ func TestGlobMatchesShareListings(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	shared := dirListings{}
+	shared := &dirListings{}
 	patterns := []string{work + "/**/.env", work + "/**/.env.*", work + "/.env.*", work + "/a/*/.env.prod"}
 	for i, pat := range patterns {
-		before := len(shared)
+		before := shared.listed()
 		got, _ := globMatches(pat, 20000, shared)
-		if want, _ := globMatches(pat, 20000, dirListings{}); !slices.Equal(got, want) {
+		if want, _ := globMatches(pat, 20000, &dirListings{}); !slices.Equal(got, want) {
 			t.Errorf("%s with shared listings: %v, alone: %v", pat, got, want)
 		}
-		if i > 0 && len(shared) != before {
-			t.Errorf("%s listed %d directories again", pat, len(shared)-before)
+		if i > 0 && shared.listed() != before {
+			t.Errorf("%s listed %d directories again", pat, shared.listed()-before)
 		}
 	}
 	want := []string{filepath.Join(work, ".env"), filepath.Join(work, "a/.env"), filepath.Join(work, "d/.env")}
@@ -141,11 +141,25 @@ func TestGlobMatchesNearestFirst(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(work, "zzz"), 0o755)
 	os.WriteFile(filepath.Join(work, "zzz", ".env"), nil, 0o600)
-	got, cut := globMatches(work+"/**/.env", 60, dirListings{})
+	got, cut := globMatches(work+"/**/.env", 60, &dirListings{})
 	if !slices.Contains(got, filepath.Join(work, "zzz", ".env")) || !cut {
 		t.Errorf("limited **/.env = %v, stopped %v; want zzz/.env found and the stop reported", got, cut)
 	}
-	if got, cut := globMatches(work+"/**/.env", 20000, dirListings{}); cut || len(got) != 1 {
+	if got, cut := globMatches(work+"/**/.env", 20000, &dirListings{}); cut || len(got) != 1 {
 		t.Errorf("unlimited **/.env = %v, stopped %v", got, cut)
+	}
+}
+
+// go test -bench HiddenGlobWalk ./enforcer: the two default hidden globs over a work tree
+// (SYSPROF_BENCH_TREE, default this repository), as one compile walks them.
+func BenchmarkHiddenGlobWalk(b *testing.B) {
+	root := os.Getenv("SYSPROF_BENCH_TREE")
+	if root == "" {
+		root, _ = filepath.Abs("..")
+	}
+	for b.Loop() {
+		d := &dirListings{}
+		globMatches(root+"/**/.env", globLimit, d)
+		globMatches(root+"/**/.env.*", globLimit, d)
 	}
 }
