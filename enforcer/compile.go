@@ -684,14 +684,12 @@ func SyscallName(auditArch, nr uint32) (name, abi string) {
 	return "", arch.AuditArch(auditArch).String()
 }
 
-// socketDirs are where daemons put pathname unix sockets: listed, for the sockets bound in
-// another network namespace (/proc/net/unix lists those of this one, wherever they are).
+// socketDirs are where daemons put pathname unix sockets: listed (not their subdirectories),
+// for the sockets bound in another network namespace; /proc/net/unix lists those of this one,
+// wherever they are. (Walking them three levels deep reached every per-run cache under /tmp,
+// a go build cache has 256 directories: ~40 ms of each enforce run here, with a /tmp of 600
+// entries.)
 var socketDirs = []string{"/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm"}
-
-// socketWalkDepth is how many levels below a socket directory are listed too. Listing three
-// levels reached every per-run cache under /tmp (a go build cache has 256 directories): ~40 ms
-// of each enforce run here, with a /tmp of 600 entries.
-const socketWalkDepth = 0
 
 // procNetUnix is the kernel's list of this network namespace's unix sockets.
 var procNetUnix = "/proc/net/unix"
@@ -732,25 +730,15 @@ func daemonSockets(env Env, n policy.Network, privateTmp bool) []string {
 			out = append(out, p)
 		}
 	}
-	var walk func(dir string, depth int)
-	walk = func(dir string, depth int) {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			return
-		}
+	list := func(dir string) {
+		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
 			if len(out) >= 512 {
 				return
 			}
-			p := filepath.Join(dir, e.Name())
-			switch t := e.Type(); {
-			case t&os.ModeSocket != 0:
-				if !allowed[p] && !seen[p] {
-					seen[p] = true
-					out = append(out, p)
-				}
-			case t.IsDir() && depth > 0:
-				walk(p, depth-1)
+			if p := filepath.Join(dir, e.Name()); e.Type()&os.ModeSocket != 0 && !allowed[p] && !seen[p] {
+				seen[p] = true
+				out = append(out, p)
 			}
 		}
 	}
@@ -758,7 +746,7 @@ func daemonSockets(env Env, n policy.Network, privateTmp bool) []string {
 		if real, err := filepath.EvalSymlinks(d); err == nil && real != d && slices.Contains(dirs, real) {
 			continue // /var/run -> /run
 		}
-		walk(d, socketWalkDepth)
+		list(d)
 	}
 	slices.Sort(out)
 	return out
