@@ -2,9 +2,11 @@
 
 // learn.c: the kernel side of `sysprof learn`.
 //
-// Everything here is gated on the run's cgroup2 id (target_cgid, set before load) and on the
-// `tasks` map: a thread group is recorded only once it (or an ancestor) exec'd inside the run's
-// cgroup, so nothing the launcher does between fork and exec is seen.
+// Everything here is gated on the run's cgroup2 id (run.cgid) and on the `tasks` map: a thread
+// group is recorded only once it (or an ancestor) exec'd inside the run's cgroup, so nothing the
+// launcher does between fork and exec is seen. The programs and maps may serve several runs in
+// turn (profiler's warm take-over): what a run leaves in `stashes` (per thread, for threads still
+// alive) carries its run.id and is reset, never used, by a later run.
 //
 //   sched_process_exec   mark the tgid, record its executable        -> exec event
 //   sched_process_fork   copy the mark to a new process              -> fork event
@@ -213,6 +215,7 @@ struct stash {
 	struct base_cache bases[2];
 	__u32 base_next; // the entry the next one replaces
 	__u32 pad2;
+	__u64 run_id; // the run.id all of the above belongs to
 };
 
 struct seen_key {
@@ -335,7 +338,19 @@ const enum counter *unused_cnt __attribute__((unused));
 
 // ---- configuration and maps ------------------------------------------------------------------
 
-volatile const __u64 target_cgid = 0;
+// The run being recorded: its cgroup, and an id no earlier run of these programs had (user space
+// sets both before it attaches anything).
+struct run_state {
+	__u64 cgid;
+	__u64 id;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct run_state);
+} run SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -441,6 +456,22 @@ static __always_inline void count(__u32 idx)
 // rb_flags: no wakeup per event (in a VM each one is an IPI through a trapped APIC write, 20 %
 // of all CPU time in a find(1) run); user space polls every few ms, and is woken only when the
 // ring fills up past a quarter.
+static __always_inline struct run_state *run_get(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&run, &zero);
+}
+
+// stash_of_run makes st the current run's: a stash of an earlier run (its thread outlived that
+// run) is emptied, not flushed.
+static __always_inline void stash_of_run(struct stash *st, __u64 run_id)
+{
+	if (st->run_id == run_id)
+		return;
+	__builtin_memset(st, 0, sizeof(*st));
+	st->run_id = run_id;
+}
+
 static __always_inline __u64 rb_flags(void)
 {
 	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
@@ -609,7 +640,8 @@ static __always_inline void read_file(struct file *f, struct file_info *fi)
 SEC("raw_tp/sched_process_exec")
 int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	if (bpf_get_current_cgroup_id() != target_cgid)
+	struct run_state *rs = run_get();
+	if (!rs || bpf_get_current_cgroup_id() != rs->cgid)
 		return 0;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
@@ -624,6 +656,7 @@ int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	struct stash *cache = bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0,
 						   BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (cache) {
+		stash_of_run(cache, rs->id);
 		flush_syscalls(cache, 1); // under the exe that made them
 		cache->task_exe_key = ti.exe_key;
 		cache->task_cached = 1;
@@ -718,7 +751,9 @@ int BPF_PROG(sched_exit, struct task_struct *p, bool group_dead)
 {
 	// p is the current thread.
 	struct stash *st = bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0, 0);
-	flush_syscalls(st, 0);
+	struct run_state *rs = run_get();
+	if (st && rs && st->run_id == rs->id)
+		flush_syscalls(st, 0);
 	if (!group_dead)
 		return 0; // other threads of the group still run
 	__u32 tgid = BPF_CORE_READ(p, tgid);
@@ -769,6 +804,11 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct stash *st = bpf_task_storage_get(&stashes, cur, 0, 0);
+	struct run_state *rs = run_get();
+	if (!rs)
+		return 0;
+	if (st)
+		stash_of_run(st, rs->id);
 	__u64 exe_key;
 	if (st && st->task_cached) {
 		exe_key = st->task_exe_key;
@@ -780,6 +820,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 		exe_key = ti->exe_key;
 		st = bpf_task_storage_get(&stashes, cur, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (st) {
+			stash_of_run(st, rs->id);
 			st->task_exe_key = exe_key;
 			st->task_cached = 1;
 		}
@@ -867,8 +908,11 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 	}
 	if ((op == SCOP_STATAT || op == SCOP_CHANGEAT || op == SCOP_EXECVEAT) && is_empty_path(a1))
 		return 0;
-	if (!st)
+	if (!st) {
 		st = bpf_task_storage_get(&stashes, cur, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (st)
+			stash_of_run(st, rs->id);
+	}
 	if (!st) {
 		count(CNT_STASH_FULL);
 		return 0;
@@ -1231,6 +1275,9 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	struct stash *sp = bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0, 0);
 	if (!sp || sp->sc.op == SCOP_NONE)
 		return 0;
+	struct run_state *rs = run_get();
+	if (!rs || sp->run_id != rs->id)
+		return 0; // stashed in an earlier run
 	struct pending st = sp->sc;
 	sp->sc.op = SCOP_NONE;
 	if (st.nr != (__u32)ctx->nr)

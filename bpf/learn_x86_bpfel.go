@@ -169,6 +169,12 @@ type LearnPathState struct {
 	NextId uint64
 }
 
+type LearnRunState struct {
+	_    structs.HostLayout
+	Cgid uint64
+	Id   uint64
+}
+
 type LearnScKey struct {
 	_      structs.HostLayout
 	ExeKey uint64
@@ -264,6 +270,7 @@ type LearnStash struct {
 	}
 	BaseNext uint32
 	Pad2     uint32
+	RunId    uint64
 }
 
 type LearnTaskInfo struct {
@@ -296,6 +303,7 @@ const (
 	LearnMapCounters     = "counters"
 	LearnMapEvents       = "events"
 	LearnMapPathState    = "path_state"
+	LearnMapRun          = "run"
 	LearnMapScOps        = "sc_ops"
 	LearnMapScratch      = "scratch"
 	LearnMapSeen         = "seen"
@@ -316,7 +324,6 @@ const (
 	LearnProgSendmsg6    = "sendmsg6"
 	LearnProgSysEnter    = "sys_enter"
 	LearnProgSysExitPath = "sys_exit_path"
-	LearnVarTargetCgid   = "target_cgid"
 	LearnVarUnusedAcc    = "unused_acc"
 	LearnVarUnusedArch   = "unused_arch"
 	LearnVarUnusedArg    = "unused_arg"
@@ -400,6 +407,7 @@ type LearnMapSpecs struct {
 	Counters  *ebpf.MapSpec `ebpf:"counters"`
 	Events    *ebpf.MapSpec `ebpf:"events"`
 	PathState *ebpf.MapSpec `ebpf:"path_state"`
+	Run       *ebpf.MapSpec `ebpf:"run"`
 	ScOps     *ebpf.MapSpec `ebpf:"sc_ops"`
 	Scratch   *ebpf.MapSpec `ebpf:"scratch"`
 	Seen      *ebpf.MapSpec `ebpf:"seen"`
@@ -413,7 +421,6 @@ type LearnMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type LearnVariableSpecs struct {
-	TargetCgid *ebpf.VariableSpec `ebpf:"target_cgid"`
 	UnusedAcc  *ebpf.VariableSpec `ebpf:"unused_acc"`
 	UnusedArch *ebpf.VariableSpec `ebpf:"unused_arch"`
 	UnusedArg  *ebpf.VariableSpec `ebpf:"unused_arg"`
@@ -456,6 +463,7 @@ type LearnMaps struct {
 	Counters  *ebpf.Map `ebpf:"counters"`
 	Events    *ebpf.Map `ebpf:"events"`
 	PathState *ebpf.Map `ebpf:"path_state"`
+	Run       *ebpf.Map `ebpf:"run"`
 	ScOps     *ebpf.Map `ebpf:"sc_ops"`
 	Scratch   *ebpf.Map `ebpf:"scratch"`
 	Seen      *ebpf.Map `ebpf:"seen"`
@@ -471,6 +479,7 @@ func (m *LearnMaps) Close() error {
 		m.Counters,
 		m.Events,
 		m.PathState,
+		m.Run,
 		m.ScOps,
 		m.Scratch,
 		m.Seen,
@@ -485,7 +494,6 @@ func (m *LearnMaps) Close() error {
 //
 // It can be passed to LoadLearnObjects or ebpf.CollectionSpec.LoadAndAssign.
 type LearnVariables struct {
-	TargetCgid *ebpf.Variable `ebpf:"target_cgid"`
 	UnusedAcc  *ebpf.Variable `ebpf:"unused_acc"`
 	UnusedArch *ebpf.Variable `ebpf:"unused_arch"`
 	UnusedArg  *ebpf.Variable `ebpf:"unused_arg"`

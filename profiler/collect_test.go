@@ -175,3 +175,32 @@ func TestSortedFiles(t *testing.T) {
 		t.Errorf("sorted files:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// The programs and maps warm.go expects are learn.c's, with their types.
+func TestWarmKindsMatchObject(t *testing.T) {
+	spec, err := bpf.LoadLearn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Programs) != len(learnProgTypes) {
+		t.Errorf("learn.c has %d programs, learnProgTypes %d", len(spec.Programs), len(learnProgTypes))
+	}
+	for name, p := range spec.Programs {
+		if typ, ok := learnProgTypes[name]; !ok || typ != p.Type {
+			t.Errorf("program %s: %v, learnProgTypes says %v", name, p.Type, typ)
+		}
+	}
+	n := 0
+	for name, m := range spec.Maps {
+		if name[0] == '.' {
+			continue // data sections
+		}
+		n++
+		if typ, ok := learnMapTypes[name]; !ok || typ != m.Type {
+			t.Errorf("map %s: %v, learnMapTypes says %v", name, m.Type, typ)
+		}
+	}
+	if n != len(learnMapTypes) {
+		t.Errorf("learn.c has %d maps, learnMapTypes %d", n, len(learnMapTypes))
+	}
+}

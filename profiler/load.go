@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/bpf"
 	"github.com/sysprof/sysprof/internal/kernrun"
@@ -148,9 +149,13 @@ var loadGroups = [][]string{
 
 // probe is the loaded and attached kernel side of one run.
 type probe struct {
-	objs    bpf.LearnObjects
-	links   []link.Link
-	perfFDs []int // tracepoint perf events with the program attached (syscalls/sys_exit_*)
+	objs bpf.LearnObjects
+	// warmable: objs may be handed to the next run (see warm.go); cleared: the hash maps were
+	// emptied for it (startClear).
+	warmable bool
+	cleared  chan error
+	links    []link.Link
+	perfFDs  []int // tracepoint perf events with the program attached (syscalls/sys_exit_*)
 	// perfHeld has the perf events' holder once started (after the attach, while the command
 	// runs); it then owns perfFDs.
 	perfHeld chan *kernrun.PerfHolder
@@ -159,6 +164,16 @@ type probe struct {
 // loadProbe loads learn.c for the cgroup with id cgid and attaches it: tracepoints host-wide
 // (the programs filter on the cgroup and the tasks map), cgroup hooks on cgroupDir.
 func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *phases) (p *probe, err error) {
+	if ringBytes == DefaultRingBufferBytes && !debug {
+		if w := claimWarm(); w != nil {
+			ph.mark("take over a warm probe")
+			p, err := warmProbe(w, cgid, cgroupDir, ph)
+			if err == nil {
+				return p, nil
+			}
+			ph.mark("warm probe unusable: " + err.Error())
+		}
+	}
 	// What does not need the object starts first, in the background: the perf events of the
 	// exit tracepoints (~60 us each, and they wait for the RCU grace periods of a previous
 	// run's closes) and the ring buffer (~4 ms to allocate 16 MB).
@@ -178,9 +193,6 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 		return nil, &LoadError{Step: "parse BPF object", Err: err}
 	}
 	spec := copySpec(obj.spec)
-	if err := spec.Variables["target_cgid"].Set(cgid); err != nil {
-		return nil, &LoadError{Step: "set target cgroup", Err: err}
-	}
 	spec.Maps["events"].MaxEntries = uint32(ringBytes)
 	ph.mark("parse spec")
 
@@ -227,6 +239,10 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 		}
 	}()
 	ph.mark("load programs")
+	p.warmable = ringBytes == DefaultRingBufferBytes && !debug
+	if err := p.objs.Run.Put(uint32(0), bpf.LearnRunState{Cgid: cgid, Id: 1}); err != nil {
+		return nil, &LoadError{Step: "set run", Err: err}
+	}
 
 	for name, op := range scOps {
 		nr, ok := arch.X86_64.SyscallNames[name]
@@ -238,6 +254,29 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 		}
 	}
 	ph.mark("fill sc_ops")
+	err = p.attach(cgroupDir, ph, func() error {
+		fds, err := bg.takePerf()
+		p.perfFDs = fds
+		if err != nil {
+			return err
+		}
+		names := exitTracepoints()
+		for i, fd := range p.perfFDs {
+			if err := kernrun.SetTracepointProgram(fd, p.objs.SysExitPath); err != nil {
+				return &LoadError{Step: "attach syscalls/" + names[i], Err: err}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// attach attaches p's per-run hooks: the sched tracepoints, then (perf) the program of the
+// syscall exit tracepoints, then sys_enter, then the hooks of the run cgroup.
+func (p *probe) attach(cgroupDir string, ph *phases, perf func() error) error {
 	attachRaw := func(name string, prog *ebpf.Program) error {
 		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: name, Program: prog})
 		if err != nil {
@@ -255,25 +294,22 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 		{"sched_process_exit", p.objs.SchedExit},
 	} {
 		if err := attachRaw(tp.name, tp.prog); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if p.perfFDs, err = bg.takePerf(); err != nil {
-		return nil, err
+	if err := perf(); err != nil {
+		return err
 	}
-	names := exitTracepoints()
-	for i, fd := range p.perfFDs {
-		if err := kernrun.SetTracepointProgram(fd, p.objs.SysExitPath); err != nil {
-			return nil, &LoadError{Step: "attach syscalls/" + names[i], Err: err}
-		}
+	// The helper that will close the perf events starts now, off the way out of the run
+	// (unless they may be handed to the next run: see warm.go).
+	if !p.warmable {
+		p.perfHeld = make(chan *kernrun.PerfHolder, 1)
+		go func(fds []int) { p.perfHeld <- kernrun.HoldPerfEvents(fds) }(p.perfFDs)
 	}
-	// The helper that will close the perf events starts now, off the way out of the run.
-	p.perfHeld = make(chan *kernrun.PerfHolder, 1)
-	go func(fds []int) { p.perfHeld <- kernrun.HoldPerfEvents(fds) }(p.perfFDs)
 	ph.mark("attach sched + sys_exit tracepoints")
 	// sys_enter last: by then everything it feeds is in place.
 	if err := attachRaw("sys_enter", p.objs.SysEnter); err != nil {
-		return nil, err
+		return err
 	}
 
 	cg := []struct {
@@ -292,11 +328,11 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 	for _, c := range cg {
 		l, err := link.AttachCgroup(link.CgroupOptions{Path: cgroupDir, Attach: c.attach, Program: c.prog})
 		if err != nil {
-			return nil, &LoadError{Step: "attach " + c.attach.String() + " to the run cgroup", Err: err}
+			return &LoadError{Step: "attach " + c.attach.String() + " to the run cgroup", Err: err}
 		}
 		p.links = append(p.links, l)
 	}
-	return p, nil
+	return nil
 }
 
 // background is what loadProbe starts before it parses the object.
@@ -467,8 +503,20 @@ func loadPrograms(spec *ebpf.CollectionSpec, opts *ebpf.CollectionOptions, objs 
 	return nil
 }
 
+// close detaches p, and hands its objects to the next run when it can (warm.go).
 func (p *probe) close() {
 	p.detach()
+	if p.warmable {
+		if p.cleared != nil && <-p.cleared == nil && handOff(p) {
+			for _, fd := range p.perfFDs {
+				unix.Close(fd) // the helper holds them
+			}
+			p.perfFDs = nil
+		} else {
+			kernrun.ClosePerfEvents(p.perfFDs)
+			p.perfFDs = nil
+		}
+	}
 	p.objs.Close()
 }
 
@@ -482,6 +530,9 @@ func (p *probe) detach() {
 		l.Close() // raw tracepoints and cgroup links detach in microseconds
 	}
 	p.links = nil
+	if p.warmable {
+		return // the perf events stay attached for the next run, or close closes them
+	}
 	if p.perfHeld != nil {
 		(<-p.perfHeld).Close()
 		p.perfHeld = nil

@@ -16,6 +16,7 @@ import (
 func TestCoreFixupsStored(t *testing.T) {
 	testutil.RequireRoot(t)
 	t.Cleanup(kernrun.SwapCoreFixupDir(t.TempDir()))
+	t.Cleanup(profiler.SwapWarmDir("")) // each run loads learn.c
 	victim := realPath(t, testutil.BuildC(t, "victim/victim.c"))
 	for i := range 2 {
 		tr := learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "storm", "10"}})

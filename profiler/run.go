@@ -261,6 +261,7 @@ wait:
 	if err := readAggregates(p, col, t); err != nil {
 		return nil, err
 	}
+	p.startClear() // for the next run, while the trace is filled in
 	ph.mark("aggregates")
 	col.fill(t)
 	addRootExecve(t)

@@ -316,3 +316,7 @@ func (cf *CoreFixups) store(f *coreFixupFile) {
 	// Files of other sysprof builds stay: two builds in use would otherwise undo each other's
 	// (they are ~10 kB, and /run is emptied at boot).
 }
+
+// KernelID digests what identifies the running kernel and this boot of it (see runningKernelID),
+// for other objects kept per boot.
+func KernelID() ([]byte, error) { return runningKernelID() }

@@ -1,0 +1,4 @@
+package profiler
+
+// WarmTakeovers counts the runs of the test binary that took a warm probe over.
+var WarmTakeovers = &warmTakeovers

@@ -1,0 +1,468 @@
+package profiler
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/bpf"
+	"github.com/sysprof/sysprof/internal/kernrun"
+)
+
+// Warm take-over: learn.c's programs and maps, and the syscall exit tracepoints' perf events
+// with sys_exit_path attached, handed from a run that ends to the next one.
+//
+// A run loads learn.c in ~25 ms (parse the object, create the 16 MB ring buffer and the dedup
+// map, verify 13 programs), and its end costs the next run more: the 41 perf events take ~2.5 s
+// to close, and while the kernel frees a run's objects the next run's load goes 1.5–2× slower.
+// So a run that ends hands everything to a helper process (`sleep`, holding copies of the fds)
+// for warmLinger and describes it in a file of warmDir; a run that starts meanwhile takes the
+// fds (pidfd_getfd), ends the helper, resets what learn.c keeps per run (run id and cgroup,
+// counters, directory ids, the ring buffer's read position; the ending run emptied the hash
+// maps) and attaches only its per-run hooks. A helper that nobody claims exits and the kernel
+// closes everything, as before. Only runs of the same sysprof build on the same boot take each
+// other's objects (warmKey), under a lock (warmDir/lock), and each file is taken once.
+//
+// While a helper lingers, sys_exit_path stays attached: the path syscalls on the host run it (it
+// finds no stashed call and returns at once) and every syscall takes the kernel's slow path, as
+// during a run.
+
+// warmDir holds the lock and one file per lingering helper (tmpfs: gone with the boot). "":
+// no take-over.
+var warmDir = "/run/sysprof/learn-warm"
+
+// SwapWarmDir sets where runs of this process hand their objects on and take them over ("":
+// nowhere) and returns what restores it (for tests: t.Cleanup(profiler.SwapWarmDir(t.TempDir()))
+// keeps a test's runs to themselves).
+func SwapWarmDir(dir string) (restore func()) {
+	old := warmDir
+	warmDir = dir
+	return func() { warmDir = old }
+}
+
+// warmLinger is how long a helper holds a finished run's objects, in seconds (sleep(1)'s
+// argument).
+const warmLinger = "1"
+
+// warmTakeovers counts the runs of this process that took a warm probe over (for tests).
+var warmTakeovers atomic.Int64
+
+// warmRecord describes a lingering helper: its process and the numbers of its fds.
+type warmRecord struct {
+	Key   string         `json:"key"`
+	Pid   int            `json:"pid"`
+	Start uint64         `json:"start"` // clock ticks after boot (/proc/PID/stat): not a reused pid
+	Progs map[string]int `json:"progs"`
+	Maps  map[string]int `json:"maps"`
+	Perfs []int          `json:"perfs"` // in exitTracepoints() order
+}
+
+// warmKey digests what a taker must share with the helper's run: the object, the loader, the
+// ring buffer size and the kernel and boot.
+var warmKey = sync.OnceValues(func() (string, error) {
+	h := sha256.New()
+	h.Write([]byte("sysprof learn warm v1\x00"))
+	obj := bpf.LearnDigest()
+	h.Write(obj[:])
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/cilium/ebpf" {
+				h.Write([]byte(d.Version + " " + d.Sum + "\x00"))
+			}
+		}
+	}
+	fmt.Fprintf(h, "ring=%d\x00%s\x00", DefaultRingBufferBytes, strings.Join(exitTracepoints(), ","))
+	kid, err := kernrun.KernelID()
+	if err != nil {
+		return "", err
+	}
+	h.Write(kid)
+	return hex.EncodeToString(h.Sum(nil))[:32], nil
+})
+
+// What learn.c defines, by name (TestWarmKindsMatchObject checks them against the object).
+var (
+	learnProgTypes = map[string]ebpf.ProgramType{
+		"sys_enter": ebpf.RawTracepoint, "sched_exec": ebpf.RawTracepoint, "sched_fork": ebpf.RawTracepoint,
+		"sched_exit": ebpf.RawTracepoint, "sys_exit_path": ebpf.TracePoint,
+		"connect4": ebpf.CGroupSockAddr, "connect6": ebpf.CGroupSockAddr, "sendmsg4": ebpf.CGroupSockAddr,
+		"sendmsg6": ebpf.CGroupSockAddr, "bind4": ebpf.CGroupSockAddr, "bind6": ebpf.CGroupSockAddr,
+		"dns_egress": ebpf.CGroupSKB, "dns_ingress": ebpf.CGroupSKB,
+	}
+	learnMapTypes = map[string]ebpf.MapType{
+		"events": ebpf.RingBuf, "tasks": ebpf.Hash, "syscalls": ebpf.Hash, "args": ebpf.Hash,
+		"stashes": ebpf.TaskStorage, "seen": ebpf.Hash, "seen_more": ebpf.Hash, "path_state": ebpf.Array,
+		"run": ebpf.Array, "sc_ops": ebpf.Array, "counters": ebpf.PerCPUArray, "scratch": ebpf.PerCPUArray,
+	}
+)
+
+// learnObjectsByName lists objs' programs and maps by their names in learn.c.
+func learnObjectsByName(objs *bpf.LearnObjects) (map[string]*ebpf.Program, map[string]*ebpf.Map) {
+	progs, maps := map[string]*ebpf.Program{}, map[string]*ebpf.Map{}
+	for _, v := range []reflect.Value{reflect.ValueOf(&objs.LearnPrograms).Elem(), reflect.ValueOf(&objs.LearnMaps).Elem()} {
+		for i := range v.NumField() {
+			name := v.Type().Field(i).Tag.Get("ebpf")
+			switch x := v.Field(i).Interface().(type) {
+			case *ebpf.Program:
+				if x != nil {
+					progs[name] = x
+				}
+			case *ebpf.Map:
+				if x != nil {
+					maps[name] = x
+				}
+			}
+		}
+	}
+	return progs, maps
+}
+
+// startClear empties the hash maps of a probe that may be handed on, in the background (close
+// waits for it). The caller has read them.
+func (p *probe) startClear() {
+	if !p.warmable || p.cleared != nil {
+		return
+	}
+	p.cleared = make(chan error, 1)
+	go func() { p.cleared <- clearLearnMaps(&p.objs) }()
+}
+
+// clearLearnMaps empties the hash maps a run fills.
+func clearLearnMaps(objs *bpf.LearnObjects) error {
+	return errors.Join(
+		clearMap[uint32, bpf.LearnTaskInfo](objs.Tasks),
+		clearMap[bpf.LearnScKey, uint64](objs.Syscalls),
+		clearMap[bpf.LearnArgKey, uint64](objs.Args),
+		clearMap[bpf.LearnSeenKey, uint8](objs.Seen),
+		clearMap[bpf.LearnSeenKey, uint8](objs.SeenMore),
+	)
+}
+
+// clearMap deletes every entry of the hash map m (typically empty: one lookup).
+func clearMap[K, V any](m *ebpf.Map) error {
+	var k K
+	if err := m.NextKey(nil, &k); errors.Is(err, ebpf.ErrKeyNotExist) {
+		return nil
+	}
+	keys := make([]K, 4096) // at least one hash bucket's worth
+	vals := make([]V, len(keys))
+	for {
+		var cursor ebpf.MapBatchCursor
+		n, err := m.BatchLookupAndDelete(&cursor, keys, vals, nil)
+		switch {
+		case errors.Is(err, ebpf.ErrNotSupported):
+			return clearMapByKey[K](m)
+		case errors.Is(err, ebpf.ErrKeyNotExist) && n == 0:
+			return nil
+		case err != nil && !errors.Is(err, ebpf.ErrKeyNotExist):
+			return fmt.Errorf("clear map %s: %w", m, err)
+		}
+	}
+}
+
+// clearMapByKey is clearMap without batch operations.
+func clearMapByKey[K any](m *ebpf.Map) error {
+	var k K
+	for {
+		err := m.NextKey(nil, &k)
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil
+		}
+		if err == nil {
+			err = m.Delete(&k)
+		}
+		if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("clear map %s: %w", m, err)
+		}
+	}
+}
+
+// handOff gives p's objects and attached perf events to a lingering helper and describes it in
+// warmDir. It reports whether it did; p's own copies are the caller's to close either way.
+func handOff(p *probe) bool {
+	key, err := warmKey()
+	if err != nil || warmDir == "" || len(p.perfFDs) != len(exitTracepoints()) {
+		return false
+	}
+	sleepPath, err := exec.LookPath("sleep")
+	if err != nil || os.MkdirAll(warmDir, 0o700) != nil {
+		return false
+	}
+	progs, ms := learnObjectsByName(&p.objs)
+	if len(progs) != len(learnProgTypes) || len(ms) != len(learnMapTypes) {
+		return false
+	}
+	rec := warmRecord{Key: key, Progs: map[string]int{}, Maps: map[string]int{}}
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	add := func(fd int) (int, error) {
+		d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return 0, err
+		}
+		files = append(files, os.NewFile(uintptr(d), "bpf"))
+		return 3 + len(files) - 1, nil // the helper's fd: ExtraFiles start at 3
+	}
+	for _, name := range slices.Sorted(maps.Keys(progs)) {
+		if rec.Progs[name], err = add(progs[name].FD()); err != nil {
+			return false
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(ms)) {
+		if rec.Maps[name], err = add(ms[name].FD()); err != nil {
+			return false
+		}
+	}
+	for _, fd := range p.perfFDs {
+		n, err := add(fd)
+		if err != nil {
+			return false
+		}
+		rec.Perfs = append(rec.Perfs, n)
+	}
+	cmd := exec.Command(sleepPath, warmLinger)
+	cmd.ExtraFiles = files
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if cmd.Start() != nil {
+		return false
+	}
+	go cmd.Wait()
+	rec.Pid = cmd.Process.Pid
+	start, ok := procStart(rec.Pid)
+	if !ok {
+		return true // gone already: it holds nothing any more
+	}
+	rec.Start = start
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return true
+	}
+	tmp := filepath.Join(warmDir, fmt.Sprintf(".%d.tmp", rec.Pid))
+	if os.WriteFile(tmp, b, 0o600) == nil {
+		os.Rename(tmp, filepath.Join(warmDir, strconv.Itoa(rec.Pid)+".json"))
+	}
+	return true
+}
+
+// warmClaim is what a run took over from a helper.
+type warmClaim struct {
+	objs  bpf.LearnObjects
+	perfs []int // attached to objs.SysExitPath, in exitTracepoints() order
+}
+
+// claimWarm takes over a lingering helper's objects, or returns nil.
+func claimWarm() *warmClaim {
+	key, err := warmKey()
+	if err != nil || warmDir == "" {
+		return nil
+	}
+	fd, err := unix.Open(filepath.Join(warmDir, "lock"), unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil // no helper ever published here
+	}
+	defer unix.Close(fd)
+	if unix.Flock(fd, unix.LOCK_EX) != nil {
+		return nil
+	}
+	files, _ := filepath.Glob(filepath.Join(warmDir, "*.json"))
+	slices.Sort(files)
+	for _, f := range files {
+		var rec warmRecord
+		b, err := os.ReadFile(f)
+		if err != nil || json.Unmarshal(b, &rec) != nil {
+			os.Remove(f)
+			continue
+		}
+		if rec.Key != key {
+			continue // another build's helper: it ends on its own
+		}
+		if start, ok := procStart(rec.Pid); !ok || start != rec.Start {
+			os.Remove(f)
+			continue
+		}
+		c, err := takeWarm(&rec)
+		os.Remove(f) // taken, or not usable: never again
+		if err == nil {
+			warmTakeovers.Add(1)
+			return c
+		}
+	}
+	return nil
+}
+
+// takeWarm takes rec's fds (their own references: the helper's exit closes only its copies),
+// checks them, and ends the helper.
+func takeWarm(rec *warmRecord) (*warmClaim, error) {
+	pidfd, err := unix.PidfdOpen(rec.Pid, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(pidfd)
+	coll := &ebpf.Collection{Programs: map[string]*ebpf.Program{}, Maps: map[string]*ebpf.Map{}}
+	c := &warmClaim{}
+	fail := func(err error) (*warmClaim, error) {
+		coll.Close()
+		for _, fd := range c.perfs {
+			unix.Close(fd)
+		}
+		return nil, err
+	}
+	if len(rec.Progs) != len(learnProgTypes) || len(rec.Maps) != len(learnMapTypes) || len(rec.Perfs) != len(exitTracepoints()) {
+		return fail(errors.New("not learn.c's objects"))
+	}
+	for name, n := range rec.Progs {
+		fd, err := unix.PidfdGetfd(pidfd, n, 0)
+		if err != nil {
+			return fail(err)
+		}
+		prog, err := ebpf.NewProgramFromFD(fd)
+		if err != nil {
+			unix.Close(fd)
+			return fail(err)
+		}
+		coll.Programs[name] = prog
+		info, err := prog.Info()
+		if err != nil || prog.Type() != learnProgTypes[name] || !strings.HasPrefix(name, info.Name) || info.Name == "" {
+			return fail(fmt.Errorf("fd %d of %d is not program %s", n, rec.Pid, name))
+		}
+	}
+	for name, n := range rec.Maps {
+		fd, err := unix.PidfdGetfd(pidfd, n, 0)
+		if err != nil {
+			return fail(err)
+		}
+		m, err := ebpf.NewMapFromFD(fd)
+		if err != nil {
+			unix.Close(fd)
+			return fail(err)
+		}
+		coll.Maps[name] = m
+		info, err := m.Info()
+		if err != nil || m.Type() != learnMapTypes[name] || !strings.HasPrefix(name, info.Name) || info.Name == "" {
+			return fail(fmt.Errorf("fd %d of %d is not map %s", n, rec.Pid, name))
+		}
+	}
+	for _, n := range rec.Perfs {
+		fd, err := unix.PidfdGetfd(pidfd, n, 0)
+		if err != nil {
+			return fail(err)
+		}
+		c.perfs = append(c.perfs, fd)
+	}
+	if err := coll.Assign(&c.objs.LearnPrograms); err != nil {
+		return fail(err)
+	}
+	if err := coll.Assign(&c.objs.LearnMaps); err != nil {
+		c.objs.Close()
+		return fail(err)
+	}
+	_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+	return c, nil
+}
+
+// warmProbe makes a probe of a claim for the run of cgroup cgid: it resets what learn.c keeps
+// per run and attaches the per-run hooks.
+func warmProbe(c *warmClaim, cgid uint64, cgroupDir string, ph *phases) (p *probe, err error) {
+	p = &probe{objs: c.objs, perfFDs: c.perfs, warmable: true}
+	defer func() {
+		if err != nil {
+			p.warmable = false // not in a known state: the kernel closes it all
+			p.close()
+		}
+	}()
+	if err := resetRun(&p.objs, cgid); err != nil {
+		return nil, &LoadError{Step: "reset a warm probe", Err: err}
+	}
+	ph.mark("reset warm probe")
+	if err := p.attach(cgroupDir, ph, func() error { return nil }); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// resetRun readies taken-over maps for the run of cgroup cgid: what the last run left (nothing
+// in the hash maps when it ended normally) goes, then the run gets a new id.
+func resetRun(objs *bpf.LearnObjects, cgid uint64) error {
+	if err := clearLearnMaps(objs); err != nil {
+		return err
+	}
+	zeros := make([]uint64, ebpf.MustPossibleCPU())
+	for i := range uint32(bpf.LearnCounterCNT_MAX) {
+		if err := objs.Counters.Put(i, zeros); err != nil {
+			return fmt.Errorf("reset counter %d: %w", i, err)
+		}
+	}
+	if err := objs.PathState.Put(uint32(0), make([]byte, objs.PathState.ValueSize())); err != nil {
+		return fmt.Errorf("reset path_state: %w", err)
+	}
+	if err := skipRing(objs.Events); err != nil {
+		return fmt.Errorf("skip the ring buffer: %w", err)
+	}
+	var rs bpf.LearnRunState
+	if err := objs.Run.Lookup(uint32(0), &rs); err != nil {
+		return fmt.Errorf("read run: %w", err)
+	}
+	rs.Cgid, rs.Id = cgid, rs.Id+1
+	return objs.Run.Put(uint32(0), rs)
+}
+
+// skipRing moves the ring buffer's consumer position to its producer's: what was left unread is
+// never read.
+func skipRing(m *ebpf.Map) error {
+	page := os.Getpagesize()
+	cons, err := unix.Mmap(m.FD(), 0, page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return err
+	}
+	defer unix.Munmap(cons)
+	prod, err := unix.Mmap(m.FD(), int64(page), page, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return err
+	}
+	defer unix.Munmap(prod)
+	pos := atomic.LoadUint64((*uint64)(unsafe.Pointer(&prod[0])))
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&cons[0])), pos)
+	return nil
+}
+
+// procStart returns pid's start time (clock ticks after boot), ok false when the process is gone
+// or a zombie.
+func procStart(pid int) (uint64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		return 0, false
+	}
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	return start, err == nil
+}

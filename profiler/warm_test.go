@@ -1,0 +1,80 @@
+package profiler_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/profiler"
+	"github.com/sysprof/sysprof/trace"
+)
+
+// Runs that take over the last run's programs and maps record only their own command: no file
+// or syscall count of the run before leaks in, and what that run deduplicated is recorded again.
+func TestWarmTakeOverKeepsRunsApart(t *testing.T) {
+	testutil.RequireRoot(t)
+	t.Cleanup(profiler.SwapWarmDir(t.TempDir()))
+	victim := realPath(t, testutil.BuildC(t, "victim/victim.c"))
+	dir := realPath(t, t.TempDir())
+	writeFile(t, filepath.Join(dir, "a.txt"), "a")
+	writeFile(t, filepath.Join(dir, "b.txt"), "b")
+	runs := []struct {
+		file  string
+		storm int
+	}{{"a.txt", 10}, {"b.txt", 20}, {"a.txt", 5}}
+	before := profiler.WarmTakeovers.Load()
+	for i, r := range runs {
+		tr := learn(t, withTimeout(t, time.Minute), profiler.Options{Dir: dir,
+			Command: []string{victim, "open-rel", r.file, "storm", itoa(r.storm)}})
+		if tr.ExitCode != 0 || tr.Incomplete {
+			t.Fatalf("run %d: exit %d, incomplete %v %q", i+1, tr.ExitCode, tr.Incomplete, tr.Reasons)
+		}
+		if n := syscallCount(tr, victim, trace.ArchX86_64, "getppid"); n != uint64(r.storm) {
+			t.Errorf("run %d: getppid %d times, want %d", i+1, n, r.storm)
+		}
+		for _, f := range []string{"a.txt", "b.txt"} {
+			got := findFile(tr, victim, filepath.Join(dir, f), trace.AccessRead, true) != nil
+			if want := f == r.file; got != want {
+				t.Errorf("run %d: read of %s recorded %v, want %v", i+1, f, got, want)
+			}
+		}
+	}
+	if got := profiler.WarmTakeovers.Load() - before; got != 2 {
+		t.Errorf("%d of the 2 later runs took the probe over", got)
+	}
+}
+
+// A helper that is gone (killed, or its linger over) is not taken over: the run loads its own.
+func TestWarmHelperGone(t *testing.T) {
+	testutil.RequireRoot(t)
+	warm := t.TempDir()
+	t.Cleanup(profiler.SwapWarmDir(warm))
+	victim := realPath(t, testutil.BuildC(t, "victim/victim.c"))
+	learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "storm", "3"}})
+	files, _ := filepath.Glob(filepath.Join(warm, "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("helpers published: %q, want one", files)
+	}
+	var rec struct{ Pid int }
+	b, _ := os.ReadFile(files[0])
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Pid <= 0 {
+		t.Fatalf("helper file %s: %v %s", files[0], err, b)
+	}
+	unix.Kill(rec.Pid, unix.SIGKILL)
+	for i := 0; i < 500 && unix.Kill(rec.Pid, 0) == nil; i++ {
+		time.Sleep(10 * time.Millisecond) // until the helper is reaped
+	}
+	before := profiler.WarmTakeovers.Load()
+	tr := learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "storm", "7"}})
+	if n := syscallCount(tr, victim, trace.ArchX86_64, "getppid"); n != 7 || tr.Incomplete {
+		t.Errorf("getppid %d times, incomplete %v; want 7, complete", n, tr.Incomplete)
+	}
+	if profiler.WarmTakeovers.Load() != before {
+		t.Errorf("a run took over a helper that was gone")
+	}
+}
