@@ -296,12 +296,12 @@ func claimWarm() *warmClaim {
 			os.Remove(f)
 			continue
 		}
+		if start, ok := procStart(rec.Pid); !ok || start != rec.Start {
+			os.Remove(f) // its helper is gone (of this build or another)
+			continue
+		}
 		if rec.Key != key {
 			continue // another build's helper: it ends on its own
-		}
-		if start, ok := procStart(rec.Pid); !ok || start != rec.Start {
-			os.Remove(f)
-			continue
 		}
 		c, err := takeWarm(&rec)
 		os.Remove(f) // taken, or not usable: never again
