@@ -1,9 +1,14 @@
 package profiler_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,5 +81,64 @@ func TestWarmHelperGone(t *testing.T) {
 	}
 	if profiler.WarmTakeovers.Load() != before {
 		t.Errorf("a run took over a helper that was gone")
+	}
+}
+
+// A helper file whose fds are not learn.c's objects (here a process holding /dev/null) is not
+// taken over, and that process is left alone; the run loads its own programs.
+func TestWarmRecordOfForeignFDs(t *testing.T) {
+	testutil.RequireRoot(t)
+	warm := t.TempDir()
+	t.Cleanup(profiler.SwapWarmDir(warm))
+	victim := realPath(t, testutil.BuildC(t, "victim/victim.c"))
+	// A real record to copy the key and fd layout from.
+	learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "storm", "1"}})
+	files, _ := filepath.Glob(filepath.Join(warm, "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("helpers published: %q, want one", files)
+	}
+	var rec map[string]any
+	b, _ := os.ReadFile(files[0])
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(files[0])
+	unix.Kill(int(rec["pid"].(float64)), unix.SIGKILL)
+
+	// The same fd numbers, in a process that holds /dev/null there.
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	extra := make([]*os.File, 0, 80)
+	for range 80 {
+		extra = append(extra, devnull)
+	}
+	foreign := exec.Command("sleep", "30")
+	foreign.ExtraFiles = extra
+	if err := foreign.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { foreign.Process.Kill(); foreign.Wait() }()
+	stat, _ := os.ReadFile("/proc/" + itoa(foreign.Process.Pid) + "/stat")
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	start, _ := strconv.ParseUint(f[19], 10, 64)
+	rec["pid"], rec["start"] = foreign.Process.Pid, start
+	b, _ = json.Marshal(rec)
+	if err := os.WriteFile(filepath.Join(warm, itoa(foreign.Process.Pid)+".json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	before := profiler.WarmTakeovers.Load()
+	tr := learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "storm", "4"}})
+	if n := syscallCount(tr, victim, trace.ArchX86_64, "getppid"); n != 4 || tr.Incomplete {
+		t.Errorf("getppid %d times, incomplete %v; want 4, complete", n, tr.Incomplete)
+	}
+	if profiler.WarmTakeovers.Load() != before {
+		t.Errorf("a run took over /dev/null as learn.c's objects")
+	}
+	if err := foreign.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the foreign process was ended: %v", err)
 	}
 }
