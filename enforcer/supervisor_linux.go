@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -218,17 +219,7 @@ func tgidOf(tid int) int {
 }
 
 func ppidOf(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// pid (comm) state ppid ...: comm may contain spaces and parentheses.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
+	f := kernrun.ProcStatFields(pid)
 	if len(f) < 2 {
 		return 0
 	}

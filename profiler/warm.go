@@ -1,7 +1,6 @@
 package profiler
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -451,15 +450,7 @@ func skipRing(m *ebpf.Map) error {
 // procStart returns pid's start time (clock ticks after boot), ok false when the process is gone
 // or a zombie.
 func procStart(pid int) (uint64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
+	f := kernrun.ProcStatFields(pid)
 	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
 		return 0, false
 	}
