@@ -1,13 +1,10 @@
 package profiler_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -61,19 +58,8 @@ func TestWarmHelperGone(t *testing.T) {
 	t.Cleanup(profiler.SwapWarmDir(warm))
 	victim := realPath(t, testutil.BuildC(t, "victim/victim.c"))
 	learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "storm", "3"}})
-	files, _ := filepath.Glob(filepath.Join(warm, "*.json"))
-	if len(files) != 1 {
-		t.Fatalf("helpers published: %q, want one", files)
-	}
-	var rec struct{ Pid int }
-	b, _ := os.ReadFile(files[0])
-	if err := json.Unmarshal(b, &rec); err != nil || rec.Pid <= 0 {
-		t.Fatalf("helper file %s: %v %s", files[0], err, b)
-	}
-	unix.Kill(rec.Pid, unix.SIGKILL)
-	for i := 0; i < 500 && unix.Kill(rec.Pid, 0) == nil; i++ {
-		time.Sleep(10 * time.Millisecond) // until the helper is reaped
-	}
+	_, rec := onlyHelper(t, warm)
+	endHelper(rec)
 	before := profiler.WarmTakeovers.Load()
 	tr := learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "storm", "7"}})
 	if n := syscallCount(tr, victim, trace.ArchX86_64, "getppid"); n != 7 || tr.Incomplete {
@@ -93,17 +79,9 @@ func TestWarmRecordOfForeignFDs(t *testing.T) {
 	victim := realPath(t, testutil.BuildC(t, "victim/victim.c"))
 	// A real record to copy the key and fd layout from.
 	learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "storm", "1"}})
-	files, _ := filepath.Glob(filepath.Join(warm, "*.json"))
-	if len(files) != 1 {
-		t.Fatalf("helpers published: %q, want one", files)
-	}
-	var rec map[string]any
-	b, _ := os.ReadFile(files[0])
-	if err := json.Unmarshal(b, &rec); err != nil {
-		t.Fatal(err)
-	}
-	os.Remove(files[0])
-	unix.Kill(int(rec["pid"].(float64)), unix.SIGKILL)
+	file, rec := onlyHelper(t, warm)
+	os.Remove(file)
+	endHelper(rec)
 
 	// The same fd numbers, in a process that holds /dev/null there.
 	devnull, err := os.Open(os.DevNull)
@@ -121,11 +99,12 @@ func TestWarmRecordOfForeignFDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { foreign.Process.Kill(); foreign.Wait() }()
-	stat, _ := os.ReadFile("/proc/" + itoa(foreign.Process.Pid) + "/stat")
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	start, _ := strconv.ParseUint(f[19], 10, 64)
+	start, ok := profiler.ProcStart(foreign.Process.Pid)
+	if !ok {
+		t.Fatal("the foreign process is gone")
+	}
 	rec["pid"], rec["start"] = foreign.Process.Pid, start
-	b, _ = json.Marshal(rec)
+	b, _ := json.Marshal(rec)
 	if err := os.WriteFile(filepath.Join(warm, itoa(foreign.Process.Pid)+".json"), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -140,5 +119,32 @@ func TestWarmRecordOfForeignFDs(t *testing.T) {
 	}
 	if err := foreign.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the foreign process was ended: %v", err)
+	}
+}
+
+// onlyHelper returns the one helper file in warm and its record.
+func onlyHelper(t *testing.T, warm string) (string, map[string]any) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(warm, "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("helpers published: %q, want one", files)
+	}
+	var rec map[string]any
+	b, _ := os.ReadFile(files[0])
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatalf("helper file %s: %v %s", files[0], err, b)
+	}
+	if pid, _ := rec["pid"].(float64); pid <= 0 {
+		t.Fatalf("helper file %s names no process: %s", files[0], b)
+	}
+	return files[0], rec
+}
+
+// endHelper kills the helper of rec and waits until it is reaped.
+func endHelper(rec map[string]any) {
+	pid := int(rec["pid"].(float64))
+	unix.Kill(pid, unix.SIGKILL)
+	for i := 0; i < 500 && unix.Kill(pid, 0) == nil; i++ {
+		time.Sleep(10 * time.Millisecond)
 	}
 }
