@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""Runs commands in turn, round after round, and prints their median wall times and the ratios
+over the first command. Comparing interleaved runs keeps the VM's drift out of the ratio, which
+back-to-back hyperfine blocks do not (bare `find /usr` drifted 190 -> 300 ms within an hour here).
+
+    python3 scripts/interleave.py 20 'bare=find /usr -xdev' \
+        'learn=bin/sysprof learn --fresh -p /tmp/f.yaml -- find /usr -xdev'
+
+Two warm-up rounds are not counted. Output of the commands is discarded.
+"""
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    rounds = int(sys.argv[1])
+    cmds = [a.split("=", 1) for a in sys.argv[2:]]
+    times = {name: [] for name, _ in cmds}
+    for r in range(rounds + 2):
+        for name, cmd in cmds:
+            t0 = time.monotonic()
+            subprocess.run(shlex.split(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if r >= 2:
+                times[name].append((time.monotonic() - t0) * 1000)
+    base = statistics.median(times[cmds[0][0]])
+    for name, _ in cmds:
+        m = statistics.median(times[name])
+        print(f"{name:>12}: median {m:8.1f} ms  min {min(times[name]):8.1f}  {m / base:5.2f}x")
+
+
+main()
