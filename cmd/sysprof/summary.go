@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +24,7 @@ type learnSummary struct {
 }
 
 func summarize(tr *trace.Trace) learnSummary {
-	s := learnSummary{FilesByAccess: map[string]int{}}
+	s := learnSummary{}
 	exes := map[string]bool{}
 	for _, p := range tr.Processes {
 		exes[p.Exe] = true
@@ -34,20 +35,7 @@ func summarize(tr *trace.Trace) learnSummary {
 		names[sc.Arch+"/"+sc.Name] = true
 	}
 	s.Syscalls = len(names)
-	paths := map[string]map[string]bool{}
-	for _, f := range tr.Files {
-		if !f.OK {
-			s.FailedProbes++
-			continue
-		}
-		if paths[f.Access] == nil {
-			paths[f.Access] = map[string]bool{}
-		}
-		paths[f.Access][f.Path] = true
-	}
-	for k, v := range paths {
-		s.FilesByAccess[k] = len(v)
-	}
+	s.FilesByAccess, s.FailedProbes = countFiles(tr.Files)
 	eps := map[string]bool{}
 	for _, n := range tr.Network {
 		eps[n.Op+" "+n.Proto+" "+n.Addr+":"+strconv.Itoa(n.Port)+n.Path] = true
@@ -55,6 +43,53 @@ func summarize(tr *trace.Trace) learnSummary {
 	s.Endpoints = len(eps)
 	s.DNSNames = len(tr.DNS)
 	return s
+}
+
+// countFiles counts the distinct paths of each access kind that succeeded, and the failed
+// probes. It runs after every learn, on up to hundreds of thousands of records: the profiler
+// writes them sorted by exe and then path, so the paths of one kind come sorted when one
+// executable did them (find, a compiler) and are counted as they pass; the kinds several
+// executables did are collected and sorted.
+func countFiles(files []trace.FileAccess) (byAccess map[string]int, failed int) {
+	type kind struct {
+		access, last string
+		distinct     int
+		unsorted     bool
+	}
+	var kinds []kind
+	for _, f := range files {
+		if !f.OK {
+			failed++
+			continue
+		}
+		i := slices.IndexFunc(kinds, func(k kind) bool { return k.access == f.Access })
+		if i < 0 {
+			i = len(kinds)
+			kinds = append(kinds, kind{access: f.Access})
+		}
+		switch k := &kinds[i]; {
+		case k.distinct == 0 || f.Path > k.last:
+			k.distinct++
+			k.last = f.Path
+		case f.Path < k.last:
+			k.unsorted = true
+		}
+	}
+	byAccess = make(map[string]int, len(kinds))
+	for _, k := range kinds {
+		byAccess[k.access] = k.distinct
+		if k.unsorted {
+			var paths []string
+			for _, f := range files {
+				if f.OK && f.Access == k.access {
+					paths = append(paths, f.Path)
+				}
+			}
+			slices.Sort(paths)
+			byAccess[k.access] = len(slices.Compact(paths))
+		}
+	}
+	return byAccess, failed
 }
 
 func printLearnSummary(w io.Writer, tr *trace.Trace, wall time.Duration, profilePath string) {
