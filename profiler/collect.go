@@ -36,6 +36,10 @@ type collector struct {
 	paths     []string
 	pathIDs   map[uint64]uint32 // maphash of a path -> its index in paths
 	pathsMore map[string]uint32 // paths whose hash another path has
+	// pathOrder holds the indexes of paths[:len(pathOrder)] in sorted order: the reader sorts
+	// new paths while it waits for the ring (sortNewPaths), so that the trace's sort at the end
+	// only has the last few to sort and merge (a find(1) run interns 18k paths).
+	pathOrder []uint32
 	seed      maphash.Seed
 	fileRecs  []fileRec
 	files     map[uint64]uint32  // packed fileKey -> index in fileRecs
@@ -649,7 +653,11 @@ func (c *collector) fill(t *trace.Trace) {
 // paths); the records are then put in order by their ranks with counting sorts.
 func (c *collector) sortedFiles() []trace.FileAccess {
 	exeRank := ranks(len(c.exeNames), func(a, b int) int { return strings.Compare(c.exeNames[a], c.exeNames[b]) })
-	pathRank := ranks(len(c.paths), func(a, b int) int { return strings.Compare(c.paths[a], c.paths[b]) })
+	c.sortNewPaths(0)
+	pathRank := make([]uint32, len(c.paths))
+	for r, i := range c.pathOrder {
+		pathRank[i] = uint32(r)
+	}
 	recs := c.fileRecs
 	order := make([]uint32, len(recs))
 	for i := range order {
@@ -678,6 +686,30 @@ func (c *collector) sortedFiles() []trace.FileAccess {
 			OK: r.errno == 0, Errno: int(r.errno), Dir: r.dir, Count: r.count}
 	}
 	return out
+}
+
+// sortNewPaths merges the paths interned since the last call into pathOrder, when there are at
+// least min of them.
+func (c *collector) sortNewPaths(min int) {
+	old := c.pathOrder
+	if len(c.paths)-len(old) < max(min, 1) {
+		return
+	}
+	byPath := func(a, b uint32) int { return strings.Compare(c.paths[a], c.paths[b]) }
+	added := make([]uint32, len(c.paths)-len(old))
+	for i := range added {
+		added[i] = uint32(len(old) + i)
+	}
+	slices.SortFunc(added, byPath)
+	merged := make([]uint32, 0, len(c.paths))
+	for len(old) > 0 && len(added) > 0 {
+		if byPath(added[0], old[0]) < 0 {
+			merged, added = append(merged, added[0]), added[1:]
+		} else {
+			merged, old = append(merged, old[0]), old[1:]
+		}
+	}
+	c.pathOrder = append(append(merged, old...), added...)
 }
 
 // countingSort returns idx ordered by key (in [0, n)), stably.

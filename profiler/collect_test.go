@@ -3,6 +3,7 @@ package profiler
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -202,5 +203,31 @@ func TestWarmKindsMatchObject(t *testing.T) {
 	}
 	if n != len(learnMapTypes) {
 		t.Errorf("learn.c has %d maps, learnMapTypes %d", n, len(learnMapTypes))
+	}
+}
+
+// The reader sorts paths in batches while the command runs; the trace must come out in the
+// order a sort of everything at the end gives, whatever the batches were.
+func TestPathsSortedInBatches(t *testing.T) {
+	for _, batch := range []int{1, 3, 100, 1 << 20} {
+		c := newCollector(0, time.Now())
+		var want []string
+		for i := range 500 {
+			p := fmt.Sprintf("/usr/%c/%d", 'a'+i*7%26, i*7919%1000)
+			c.pathID(p)
+			want = append(want, p)
+			if i%37 == 0 {
+				c.sortNewPaths(batch)
+			}
+		}
+		slices.Sort(want)
+		c.sortNewPaths(0)
+		var got []string
+		for _, i := range c.pathOrder {
+			got = append(got, c.paths[i])
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("batches of %d: paths out of order:\n got %q\nwant %q", batch, got[:10], want[:10])
+		}
 	}
 }

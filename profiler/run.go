@@ -33,6 +33,10 @@ const leftoverGrace = 250 * time.Millisecond
 // pollInterval is how often the ring buffer is drained when the kernel side does not ask for it.
 const pollInterval = 10 * time.Millisecond
 
+// newPathsToSort is how many new paths the reader sorts at a time while the command runs (it is
+// idle most of the time: the paths are ordered for the trace then, not after the command).
+const newPathsToSort = 1024
+
 // interruptGrace is how long the command gets to exit after SIGTERM when ctx is cancelled.
 const interruptGrace = 3 * time.Second
 
@@ -136,6 +140,7 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 		for {
 			err := rd.ReadInto(&rec)
 			if errors.Is(err, os.ErrDeadlineExceeded) {
+				col.sortNewPaths(newPathsToSort)
 				rd.SetDeadline(time.Now().Add(pollInterval))
 				continue
 			}
