@@ -243,6 +243,7 @@ wait:
 		cg.kill()
 		if !cg.waitEmpty(context.Background(), 5*time.Second) {
 			t.Reasons = append(t.Reasons, "processes in the run cgroup did not exit after cgroup.kill")
+			p.warmable = false // their next syscalls would land in maps handed on as empty
 		}
 	}
 	if interrupted != "" {

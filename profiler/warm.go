@@ -402,12 +402,13 @@ func warmProbe(c *warmClaim, cgid uint64, cgroupDir string, ph *phases) (p *prob
 	return p, nil
 }
 
-// resetRun readies taken-over maps for the run of cgroup cgid: what the last run left (nothing
-// in the hash maps when it ended normally) goes, then the run gets a new id.
+// resetRun readies taken-over maps for the run of cgroup cgid: counters, directory ids and the
+// ring's read position, then the run gets a new id. The hash maps are not cleared again (an
+// empty one still costs a walk of all its buckets, ~2 ms for the five): a run hands its objects
+// on only after its cgroup emptied and it emptied the maps (startClear), and without a process
+// of that run nothing inserts (sys_enter and sched_fork need the task in `tasks`, sched_exec
+// the run's cgroup).
 func resetRun(objs *bpf.LearnObjects, cgid uint64) error {
-	if err := clearLearnMaps(objs); err != nil {
-		return err
-	}
 	zeros := make([]uint64, ebpf.MustPossibleCPU())
 	for i := range uint32(bpf.LearnCounterCNT_MAX) {
 		if err := objs.Counters.Put(i, zeros); err != nil {
