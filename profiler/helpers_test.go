@@ -34,6 +34,7 @@ func learn(t *testing.T, ctx context.Context, opts profiler.Options) *trace.Trac
 		opts.Stdin = strings.NewReader("")
 	}
 	tr, err := profiler.Run(ctx, opts)
+	profiler.Settle() // the warm tests look at the helper a run leaves
 	var le *profiler.LoadError
 	if errors.As(err, &le) {
 		testutil.RequireNoErr(t, "eBPF learn programs", err)

@@ -64,6 +64,7 @@ type Options struct {
 // (the command was not found, 127, or not executable, 126), and cgroup errors.
 //
 // Requires Linux 5.14 (cgroup.kill), BTF, root or CAP_BPF+CAP_PERFMON, and a cgroup2 mount.
+// Call Settle before the process exits.
 func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	if len(opts.Command) == 0 {
 		return nil, errors.New("no command to run")
@@ -96,6 +97,7 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 		return nil, fmt.Errorf("ring buffer size %d: must be a power of two and a multiple of %d", ringBytes, page)
 	}
 
+	Settle() // the last run's probe is handed on before this one looks for it
 	ph := newPhases()
 	cg, err := newRunCgroup()
 	if err != nil {
@@ -115,7 +117,7 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 		}
 		return nil, err
 	}
-	defer p.close()
+	defer closeInBackground(p)
 	ph.mark("attach")
 
 	rd, err := ringbuf.NewReader(p.objs.Events)
