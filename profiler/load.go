@@ -150,10 +150,10 @@ var loadGroups = [][]string{
 // probe is the loaded and attached kernel side of one run.
 type probe struct {
 	objs bpf.LearnObjects
-	// warmable: objs may be handed to the next run (see warm.go); cleared: the hash maps were
-	// emptied for it (startClear).
+	// warmable: objs may be handed to the next run (see warm.go); ended: the run's cgroup
+	// emptied and its maps were read, so close may empty them and hand them on.
 	warmable bool
-	cleared  chan error
+	ended    bool
 	links    []link.Link
 	perfFDs  []int // tracepoint perf events with the program attached (syscalls/sys_exit_*)
 	// perfHeld has the perf events' holder once started (after the attach, while the command
@@ -525,7 +525,7 @@ func Settle() { closing.Wait() }
 func (p *probe) close() {
 	p.detach()
 	if p.warmable {
-		if p.cleared != nil && <-p.cleared == nil && handOff(p) {
+		if p.ended && clearLearnMaps(&p.objs) == nil && handOff(p) {
 			for _, fd := range p.perfFDs {
 				unix.Close(fd) // the helper holds them
 			}

@@ -254,9 +254,13 @@ wait:
 
 	ph.mark("leftovers")
 	p.progStats()
-	// Stop producing, drain what is in the ring buffer, then read the in-kernel aggregates.
-	p.detach()
-	ph.mark("detach")
+	// Drain what is in the ring buffer, then read the in-kernel aggregates. Once the cgroup is
+	// empty nothing produces any more: a probe to be handed on is detached by close, in the
+	// background. Others (--debug, processes that outlived cgroup.kill) are detached first.
+	if !p.warmable {
+		p.detach()
+		ph.mark("detach")
+	}
 	readerStopped = true
 	rerr := stopReader()
 	ph.mark("drain")
@@ -269,7 +273,7 @@ wait:
 	if err := readAggregates(p, col, t); err != nil {
 		return nil, err
 	}
-	p.startClear() // for the next run, while the trace is filled in
+	p.ended = true
 	ph.mark("aggregates")
 	col.fill(t)
 	addRootExecve(t)

@@ -135,16 +135,6 @@ func learnObjectsByName(objs *bpf.LearnObjects) (map[string]*ebpf.Program, map[s
 	return progs, maps
 }
 
-// startClear empties the hash maps of a probe that may be handed on, in the background (close
-// waits for it). The caller has read them.
-func (p *probe) startClear() {
-	if !p.warmable || p.cleared != nil {
-		return
-	}
-	p.cleared = make(chan error, 1)
-	go func() { p.cleared <- clearLearnMaps(&p.objs) }()
-}
-
 // clearLearnMaps empties the hash maps a run fills.
 func clearLearnMaps(objs *bpf.LearnObjects) error {
 	return errors.Join(
@@ -405,7 +395,7 @@ func warmProbe(c *warmClaim, cgid uint64, cgroupDir string, ph *phases) (p *prob
 // resetRun readies taken-over maps for the run of cgroup cgid: counters, directory ids and the
 // ring's read position, then the run gets a new id. The hash maps are not cleared again (an
 // empty one still costs a walk of all its buckets, ~2 ms for the five): a run hands its objects
-// on only after its cgroup emptied and it emptied the maps (startClear), and without a process
+// on only after its cgroup emptied and it emptied the maps (probe.close), and without a process
 // of that run nothing inserts (sys_enter and sched_fork need the task in `tasks`, sched_exec
 // the run's cgroup).
 func resetRun(objs *bpf.LearnObjects, cgid uint64) error {
