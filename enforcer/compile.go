@@ -462,9 +462,11 @@ func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env,
 			// granted instead, and said so.
 			// Under /tmp the host's matches are other runs' leftovers (and with a private tmp
 			// not even visible): widen there as before.
-			if m, cut := globMatches(p, globLimit, dirs); !cut && privateTmpRoot(p) == "" && len(m) > 0 && len(m) <= 256 {
-				out = append(out, m...)
-				continue
+			if privateTmpRoot(p) == "" {
+				if m, cut := globMatches(p, globLimit, dirs); !cut && len(m) > 0 && len(m) <= 256 {
+					out = append(out, m...)
+					continue
+				}
 			}
 			dir := p
 			for strings.ContainsAny(dir, "*?[") {
@@ -508,7 +510,20 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 	if err != nil {
 		return err
 	}
-	hidden, err := c.expandRules("hidden", fs.Hidden, env, dirs)
+	// Hidden globs inside a private /tmp can only match what is bound into it from the host:
+	// they wait until that is known (listing the host's /tmp for $TMPDIR/ssh-* took ~1 ms).
+	hiddenRules, tmpGlobs := fs.Hidden, []policy.PathRule(nil)
+	if fs.PrivateTmp {
+		hiddenRules = nil
+		for _, r := range fs.Hidden {
+			if p, err := expand(r.Path, env); err == nil && strings.ContainsAny(p, "*?[") && privateTmpRoot(p) != "" {
+				tmpGlobs = append(tmpGlobs, r)
+			} else {
+				hiddenRules = append(hiddenRules, r)
+			}
+		}
+	}
+	hidden, err := c.expandRules("hidden", hiddenRules, env, dirs)
 	if err != nil {
 		return err
 	}
@@ -563,6 +578,19 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 			}
 			slices.Sort(plan.Writable)
 			plan.Writable = slices.Compact(plan.Writable)
+			for _, r := range tmpGlobs {
+				p, _ := expand(r.Path, env)
+				if !slices.ContainsFunc(plan.Writable, func(w string) bool { return privateTmpRoot(w) == privateTmpRoot(p) }) {
+					continue // nothing of the host's is visible in this private tmp
+				}
+				m, err := c.expandRules("hidden", []policy.PathRule{r}, env, dirs)
+				if err != nil {
+					return err
+				}
+				hidden = append(hidden, m...)
+			}
+			slices.Sort(hidden)
+			hidden = slices.Compact(hidden)
 		}
 		for _, h := range hidden {
 			if _, err := os.Lstat(h); err == nil {

@@ -323,3 +323,48 @@ func TestWriteRulesOnFilesBecomeDirectories(t *testing.T) {
 		t.Errorf("compile created a missing write path on the host")
 	}
 }
+
+// With a private /tmp a hidden glob inside it can only match what is bound in from the host: a
+// work tree in /tmp keeps its .env hidden, and with nothing bound the host's /tmp is not even
+// looked at (its matches are invisible in the sandbox).
+func TestHiddenGlobsInPrivateTmp(t *testing.T) {
+	work, err := os.MkdirTemp("/tmp", "sysprof-hidden-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(work)
+	os.WriteFile(filepath.Join(work, ".env"), nil, 0o600)
+	agent := filepath.Join(work, "ssh-agent.sock")
+	os.WriteFile(agent, nil, 0o600)
+	elsewhere := t.TempDir() // a work tree outside the private tmp dirs, when TMPDIR is elsewhere
+	if privateTmpRoot(elsewhere) != "" {
+		elsewhere = "/work-does-not-matter"
+	}
+	for _, tc := range []struct {
+		name, workdir string
+		want          []string
+	}{
+		{"work tree in /tmp", work, []string{filepath.Join(work, ".env"), agent}},
+		{"nothing bound into /tmp", elsewhere, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := testProfile()
+			p.Filesystem.Read = []policy.PathRule{{Path: "$WORKDIR"}}
+			p.Filesystem.PrivateTmp = true
+			p.Filesystem.Hidden = []policy.PathRule{{Path: "$WORKDIR/**/.env"}, {Path: work + "/ssh-*"}}
+			c, err := Compile(p, Env{Vars: map[string]string{"WORKDIR": tc.workdir, "TMPDIR": "/tmp"}, Arch: "x86_64"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, h := range c.Plan.Hidden {
+				if strings.HasPrefix(h, work+"/") {
+					got = append(got, h)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("hidden under %s: %q, want %q", work, got, tc.want)
+			}
+		})
+	}
+}
