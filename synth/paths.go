@@ -126,6 +126,7 @@ type portableMemo struct {
 type dirMemo struct {
 	dir, out string
 	ok       bool // false: the directory's paths take portablePath
+	same     bool // out is dir itself
 }
 
 func newPortableMemo(vars []variable) *portableMemo {
@@ -148,56 +149,100 @@ func (m *portableMemo) path(p string, pids func() map[string]bool) string {
 }
 
 // dir returns the portable form of path d, as the directory of the paths that follow, or ok
-// false when d's paths (and d) need portablePath. A directory that is a variable's value is
-// that variable; its paths are still its form, a slash and their base name: the variable they
-// start with is the one d starts with.
+// false when d's paths (and d) need portablePath.
+//
+// The directories of d are its prefixes that end before a slash (not the leading one), each
+// the parent of the next. The stack holds some of those of the last path, shortest first:
+// keep the ones d shares, then add d's own below them.
 func (m *portableMemo) dir(d string) dirMemo {
-	// Keep on the stack only d's ancestors.
-	for n := len(m.stack); n > 0; n-- {
-		top := m.stack[n-1].dir
-		if top == d {
+	n := len(m.stack)
+	if n > 0 {
+		// A directory on the stack is a prefix of the top one: it is d's, or d itself, when
+		// it is no longer than their common prefix and ends where a component of d ends.
+		common := commonPrefixLen(m.stack[n-1].dir, d)
+		for ; n > 0; n-- {
+			k := len(m.stack[n-1].dir)
+			if k < common || k == common && (k == len(d) || d[k] == '/') {
+				break
+			}
+		}
+		m.stack = m.stack[:n]
+		if n > 0 && len(m.stack[n-1].dir) == len(d) {
 			return m.stack[n-1]
 		}
-		if len(d) > len(top) && d[len(top)] == '/' && d[:len(top)] == top {
-			break
-		}
-		m.stack = m.stack[:n-1]
 	}
+	if d == "" {
+		r := dirMemo{}
+		m.stack = append(m.stack, r)
+		return r
+	}
+	start := 0 // where the next directory's last component starts, its slash before it
+	if n > 0 {
+		start = len(m.stack[n-1].dir)
+	}
+	for {
+		end := len(d)
+		if i := strings.IndexByte(d[start+1:], '/'); i >= 0 {
+			end = start + 1 + i
+		}
+		var parent *dirMemo
+		if n := len(m.stack); n > 0 && start > 0 {
+			parent = &m.stack[n-1]
+		}
+		r := m.child(d[:end], parent)
+		m.stack = append(m.stack, r)
+		if end == len(d) {
+			return r
+		}
+		start = end
+	}
+}
+
+// child makes the memo of directory d, whose parent directory is the memo parent (nil: d has
+// none, it is a top directory such as /usr, or relative).
+func (m *portableMemo) child(d string, parent *dirMemo) dirMemo {
 	r := dirMemo{dir: d}
-	switch i := strings.LastIndexByte(d, '/'); {
+	i := strings.LastIndexByte(d, '/')
+	switch {
 	case i < 0 || !plainName(d[i+1:]):
-	case i == 0:
+	case parent == nil:
 		switch d {
 		case "/proc", "/sys", "/dev":
 		default:
 			r.out, r.ok = portablePath(d, m.vars, nil), true
+			r.same = r.out == d
 		}
+	case !parent.ok:
+	case m.isVarValue(d):
+		// A variable's paths are still its form, a slash and their base name: the variable
+		// they start with is the one d starts with.
+		r.out, r.ok = portablePath(d, m.vars, nil), true
+		r.same = r.out == d
 	default:
-		parent := m.dir(d[:i]) // on the stack now, below d
-		switch {
-		case !parent.ok:
-		case m.isVarValue(d):
-			r.out, r.ok = portablePath(d, m.vars, nil), true
-		default:
-			r.out, r.ok = m.join(d, i, parent.out), true
+		base := d[i+1:]
+		g := base
+		if mayGlob(base) {
+			g = globComponentCached(base)
+		}
+		r.ok = true
+		if r.same = g == base && parent.same; r.same {
+			r.out = d
+		} else {
+			r.out = parent.out + "/" + g
 		}
 	}
-	m.stack = append(m.stack, r)
 	return r
 }
 
-// join is the portable form of p (its base name after p[i]) in a directory whose portable
-// form is dir.
-func (m *portableMemo) join(p string, i int, dir string) string {
-	base := p[i+1:]
-	g := base
-	if mayGlob(base) {
-		g = globComponentCached(base)
+// commonPrefixLen is the length of the longest common prefix of a and b.
+func commonPrefixLen(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
 	}
-	if g == base && dir == p[:i] {
-		return p
-	}
-	return dir + "/" + g
+	return n
 }
 
 func (m *portableMemo) isVarValue(p string) bool {
@@ -264,11 +309,22 @@ func cleanAbs(p string) bool {
 	return true
 }
 
-// mayGlob reports whether GlobComponent could change c: every rule of it needs a digit or one
-// of the temp-name prefixes, so a name with neither comes back as it is.
+// mayGlob reports whether GlobComponent could change c: every rule of it needs a run of 4 or
+// more letters and digits holding a digit, or one of the temp-name prefixes, so a name with
+// neither comes back as it is (libc.so.6, x86_64, python3).
 func mayGlob(c string) bool {
+	run, digit := 0, false // the current run of letters and digits, and whether it has one
 	for i := 0; i < len(c); i++ {
-		if c[i] >= '0' && c[i] <= '9' {
+		switch b := c[i]; {
+		case b >= '0' && b <= '9':
+			run, digit = run+1, true
+		case b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z':
+			run++
+		default:
+			run, digit = 0, false
+			continue
+		}
+		if digit && run >= 4 {
 			return true
 		}
 	}

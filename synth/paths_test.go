@@ -271,3 +271,27 @@ func TestPortablePathShortcuts(t *testing.T) {
 		}
 	}
 }
+
+// TestMayGlob checks that a name mayGlob passes over is one GlobComponent leaves alone, on
+// random names made of the characters its rules look at.
+func TestMayGlob(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	pieces := []string{"a", "f", "z", "B", "Z", "0", "1", "9", "20", "26", "-", ".", "_", "T", ":", "tmp.", ".tmp", "cc", "rustc", "ssh-", "*"}
+	skipped := 0
+	for i := 0; i < 200000; i++ {
+		var b strings.Builder
+		for n := r.IntN(14); n >= 0; n-- {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		c := b.String()
+		if !mayGlob(c) {
+			skipped++
+			if g := GlobComponent(c); g != c {
+				t.Fatalf("mayGlob(%q) = false, but GlobComponent gives %q", c, g)
+			}
+		}
+	}
+	if skipped < 10000 {
+		t.Fatalf("mayGlob passed over only %d names: the test does not exercise it", skipped)
+	}
+}
