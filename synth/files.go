@@ -15,75 +15,49 @@ func (s *state) passPortable() []string {
 	if s.trace == nil {
 		return nil
 	}
-	perVar := map[string]map[string]bool{}
-	globbed := map[string]map[string]bool{} // glob prefix → distinct originals
-	var procSelf, procAny int
-	// counted is false for failed accesses: they are converted like the rest, but their
-	// (many: ld.so's search path) names would only clutter the explain lines.
+	counts := portableCounts{perVar: map[string]map[string]bool{}, globbed: map[string]map[string]bool{}}
+	// Failed accesses (counted false) are converted like the rest, but their (many: ld.so's
+	// search path) names would only clutter the explain lines.
 	// Observations come sorted by path: one path seen with several access kinds by one exe is
-	// rewritten once (the pids of exe matter for /proc/<pid>), and the next path usually lies
-	// in the directory of the last (portableMemo). Executables (exe "") are few and repeat.
-	var lastIn, lastExe, lastOut string
+	// rewritten and counted once (the pids of exe matter for /proc/<pid>), and the next path
+	// usually lies in the directory of the last (portableMemo). Executables are few and repeat.
 	memo := newPortableMemo(s.vars)
-	exeOut := map[string]string{}
-	var lastExeIn, lastExeOut string
+	var lastIn, lastExe, lastOut string
+	var lastPath lastCounted
 	conv := func(p, exe string, counted bool) string {
 		if p == "" || !path.IsAbs(p) {
 			return p
 		}
-		var out string
-		switch {
-		case exe == "" && p == lastExeIn:
-			out = lastExeOut
-		case exe == "":
+		if p != lastIn || exe != lastExe {
+			lastIn, lastExe = p, exe
+			lastOut = memo.path(p, func() map[string]bool { return s.exePIDs[exe] })
+		}
+		if counted {
+			counts.add(p, lastOut, &lastPath)
+		}
+		return lastOut
+	}
+	exeOut := map[string]string{}
+	var lastExeIn, lastExeOut string
+	var lastExeCounted lastCounted
+	convExe := func(p string) string {
+		if p == "" || !path.IsAbs(p) {
+			return p
+		}
+		if p != lastExeIn {
 			o, ok := exeOut[p]
 			if !ok {
-				o = portablePath(p, s.vars, s.exePIDs[exe])
+				o = portablePath(p, s.vars, s.exePIDs[""])
 				exeOut[p] = o
 			}
-			out, lastExeIn, lastExeOut = o, p, o
-		case p == lastIn && exe == lastExe:
-			out = lastOut
-		default:
-			out = memo.path(p, func() map[string]bool { return s.exePIDs[exe] })
-			lastIn, lastExe, lastOut = p, exe, out
+			lastExeIn, lastExeOut = p, o
 		}
-		if !counted {
-			return out
-		}
-		if strings.HasPrefix(out, "$") {
-			name := out[1:]
-			if i := strings.IndexByte(name, '/'); i >= 0 {
-				name = name[:i]
-			}
-			if perVar[name] == nil {
-				perVar[name] = map[string]bool{}
-			}
-			perVar[name][p] = true
-		}
-		switch {
-		case strings.HasPrefix(out, "/proc/self") && !strings.HasPrefix(p, "/proc/self"):
-			procSelf++
-		case strings.HasPrefix(out, "/proc/*"):
-			procAny++
-		case strings.Contains(out, "*"):
-			comps := strings.Split(out, "/")
-			for i, c := range comps {
-				if strings.Contains(c, "*") {
-					key := strings.Join(comps[:i+1], "/")
-					if globbed[key] == nil {
-						globbed[key] = map[string]bool{}
-					}
-					globbed[key][p] = true
-					break
-				}
-			}
-		}
-		return out
+		counts.add(p, lastExeOut, &lastExeCounted)
+		return lastExeOut
 	}
 	rank := map[string]int{}
 	for exe, r := range s.rank {
-		pe := conv(exe, "", true)
+		pe := convExe(exe)
 		if cur, ok := rank[pe]; !ok || r < cur {
 			rank[pe] = r
 		}
@@ -91,33 +65,33 @@ func (s *state) passPortable() []string {
 	for i := range s.files {
 		f := &s.files[i]
 		f.path = conv(f.path, f.exe, f.ok)
-		f.exe = conv(f.exe, "", true)
+		f.exe = convExe(f.exe)
 	}
 	for i := range s.procs {
 		p := &s.procs[i]
-		p.exe, p.parent = conv(p.exe, "", true), conv(p.parent, "", true)
+		p.exe, p.parent = convExe(p.exe), convExe(p.parent)
 	}
 	for i := range s.sys {
-		s.sys[i].exe = conv(s.sys[i].exe, "", true)
+		s.sys[i].exe = convExe(s.sys[i].exe)
 	}
 	for i := range s.args {
-		s.args[i].exe = conv(s.args[i].exe, "", true)
+		s.args[i].exe = convExe(s.args[i].exe)
 	}
 	for i := range s.net {
 		n := &s.net[i]
 		if !strings.HasPrefix(n.path, "@") {
 			n.path = conv(n.path, n.exe, n.ok)
 		}
-		n.exe = conv(n.exe, "", true)
+		n.exe = convExe(n.exe)
 	}
 	for i, a := range s.command {
-		s.command[i] = conv(a, "", true)
+		s.command[i] = convExe(a)
 	}
 	s.rank = rank
 
 	var msgs []string
 	for _, v := range s.vars {
-		if n := len(perVar[v.name]); n > 0 {
+		if n := len(counts.perVar[v.name]); n > 0 {
 			msgs = append(msgs, fmt.Sprintf("%s → $%s (%s seen)", v.value, v.name, plural(n, "path")))
 		}
 	}
@@ -125,7 +99,7 @@ func (s *state) passPortable() []string {
 	// directories beyond a few share a line ($GOCACHE/00 … $GOCACHE/ff → $GOCACHE/*).
 	byDir := map[string]map[string]bool{}
 	count := map[string]int{}
-	for key, origs := range globbed {
+	for key, origs := range counts.globbed {
 		d := parentDir(key)
 		if byDir[d] == nil {
 			byDir[d] = map[string]bool{}
@@ -154,10 +128,71 @@ func (s *state) passPortable() []string {
 	for _, d := range sortedKeys(byDir) {
 		msgs = append(msgs, fmt.Sprintf("per-run names collapsed in %s: %s (%s)", d, strings.Join(sortedKeys(byDir[d]), ", "), plural(count[d], "path")))
 	}
-	if procSelf+procAny > 0 {
-		msgs = append(msgs, fmt.Sprintf("/proc/<pid>: %s to the process's own pid → /proc/self, %d to other pids → /proc/*", plural(procSelf, "access"), procAny))
+	if counts.procSelf+counts.procAny > 0 {
+		msgs = append(msgs, fmt.Sprintf("/proc/<pid>: %s to the process's own pid → /proc/self, %d to other pids → /proc/*", plural(counts.procSelf, "access"), counts.procAny))
 	}
 	return msgs
+}
+
+// portableCounts is what passPortable tells about its rewrites: the distinct paths each
+// variable stands for, the distinct paths behind each collapsed name (by the prefix of the
+// rewrite through its first glob), and the accesses to /proc/<pid>.
+type portableCounts struct {
+	perVar, globbed   map[string]map[string]bool
+	procSelf, procAny int
+}
+
+// lastCounted is the last rewrite one caller counted: counting it again only adds to the
+// /proc counters (the sets have it already).
+type lastCounted struct {
+	in, out           string
+	procSelf, procAny int
+}
+
+// add counts one access to host path p, rewritten as out.
+func (c *portableCounts) add(p, out string, last *lastCounted) {
+	if p != last.in || out != last.out {
+		*last = lastCounted{in: p, out: out}
+		if strings.HasPrefix(out, "$") {
+			name := out[1:]
+			if i := strings.IndexByte(name, '/'); i >= 0 {
+				name = name[:i]
+			}
+			addTo(c.perVar, name, p)
+		}
+		switch {
+		case strings.HasPrefix(out, "/proc/self") && !strings.HasPrefix(p, "/proc/self"):
+			last.procSelf = 1
+		case strings.HasPrefix(out, "/proc/*"):
+			last.procAny = 1
+		default:
+			if key := globPrefix(out); key != "" {
+				addTo(c.globbed, key, p)
+			}
+		}
+	}
+	c.procSelf += last.procSelf
+	c.procAny += last.procAny
+}
+
+// addTo adds v to the set m[k].
+func addTo(m map[string]map[string]bool, k, v string) {
+	if m[k] == nil {
+		m[k] = map[string]bool{}
+	}
+	m[k][v] = true
+}
+
+// globPrefix is p up to the end of its first component holding a glob, or "" when none does.
+func globPrefix(p string) string {
+	i := strings.IndexByte(p, '*')
+	if i < 0 {
+		return ""
+	}
+	if j := strings.IndexByte(p[i:], '/'); j >= 0 {
+		return p[:i+j]
+	}
+	return p
 }
 
 // secretPattern turns an --allow-secret argument into the portable form hidden paths use.
