@@ -276,7 +276,15 @@ func (s *state) passCredentials() []string {
 		hostStores[i] = Expand(h, s.ctx)
 	}
 	portableIdx, hostIdx := s.storeSet, newPatternSet(hostStores)
+	// Most paths lie where no store can: their first component is a plain name, no variable,
+	// that no store starts with, portable or on the host. Sorted paths repeat it.
+	freeFirst := ""
 	hiddenBy := func(p string) string {
+		if k, plain := plainFirst(p); plain && (k == freeFirst ||
+			k[0] != '$' && portableIdx.coversNoneUnder(k) && hostIdx.coversNoneUnder(k)) {
+			freeFirst = k
+			return ""
+		}
 		for _, a := range allowed {
 			if Covers(a, p) {
 				return ""

@@ -102,6 +102,12 @@ func (ps *patternSet) firstCovering(x string, match func(i int) bool) int {
 	return best
 }
 
+// coversNoneUnder reports whether no pattern can cover a path whose first component is the
+// plain name k (plainFirst): none starts with k, and none with a glob.
+func (ps *patternSet) coversNoneUnder(k string) bool {
+	return len(ps.always) == 0 && len(ps.byKey[k]) == 0
+}
+
 // touches reports whether a rule on d would reach into one of the patterns: d lies in one or
 // contains one (touchesStore over the set).
 func (ps *patternSet) touches(d string) bool {
