@@ -921,12 +921,12 @@ func rollup(rules map[string]*pathRule, threshold int, noun string, allowed, blo
 	return made
 }
 
-// under1 reports whether p lies below (or at) d; a fast path for glob-free d.
+// under1 is Covers(d, p), faster for a glob-free d: p is d or lies below it.
 func under1(d, p string) bool {
-	if !strings.Contains(d, "*") {
-		return p == d || strings.HasPrefix(p, d+"/")
+	if d == "/" || strings.IndexByte(d, '*') >= 0 {
+		return Covers(d, p)
 	}
-	return Covers(d, p)
+	return p == d || len(p) > len(d) && p[len(d)] == '/' && p[:len(d)] == d
 }
 
 // passRollupRead rolls up what the tool only read (or listed) in system trees and toolchain
@@ -1053,7 +1053,7 @@ func (s *state) passPrivateTmp() []string {
 	}
 	inTmp := func(p string) bool {
 		for _, r := range tmpRoots {
-			if Covers(r, p) {
+			if under1(r, p) {
 				return true
 			}
 		}
