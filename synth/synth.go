@@ -311,9 +311,18 @@ func (s *state) ingestTrace(t *trace.Trace) {
 		}
 		s.procs = append(s.procs, procObs{exe: p.Exe, parent: parent, sha: p.SHA256})
 	}
-	s.files = make([]fileObs, 0, len(t.Files))
-	for _, f := range t.Files {
-		s.files = append(s.files, fileObs{path: f.Path, access: f.Access, exe: f.Exe, ok: f.OK, dir: f.Dir, errno: f.Errno})
+	// Observation order must not matter, for the explain lines and warnings either. The
+	// profiler writes files sorted by path already: check while copying, sort only if not.
+	s.files = make([]fileObs, len(t.Files))
+	sorted := true
+	for i, f := range t.Files {
+		s.files[i] = fileObs{path: f.Path, access: f.Access, exe: f.Exe, ok: f.OK, dir: f.Dir, errno: f.Errno}
+		if sorted && i > 0 {
+			sorted = compareFileObs(&s.files[i-1], &s.files[i]) <= 0
+		}
+	}
+	if !sorted {
+		slices.SortFunc(s.files, func(a, b fileObs) int { return compareFileObs(&a, &b) })
 	}
 	for _, c := range t.Syscalls {
 		if c.Count == 0 {
@@ -327,19 +336,6 @@ func (s *state) ingestTrace(t *trace.Trace) {
 	for _, n := range t.Network {
 		s.net = append(s.net, netObs{exe: n.Exe, op: n.Op, family: n.Family, proto: n.Proto, addr: n.Addr,
 			port: n.Port, path: n.Path, host: n.Host, ok: n.OK})
-	}
-	// Observation order must not matter, for the explain lines and warnings either.
-	// The profiler writes them sorted by path already: check in one pass before sorting, and
-	// compare lazily (cmp.Or would compare every field of each pair).
-	fileCmp := func(a, b fileObs) int {
-		if c := strings.Compare(a.path, b.path); c != 0 {
-			return c
-		}
-		return cmp.Or(strings.Compare(a.access, b.access), strings.Compare(a.exe, b.exe),
-			boolCmp(a.ok, b.ok), boolCmp(a.dir, b.dir), cmp.Compare(a.errno, b.errno))
-	}
-	if !slices.IsSortedFunc(s.files, fileCmp) {
-		slices.SortFunc(s.files, fileCmp)
 	}
 	slices.SortFunc(s.sys, func(a, b sysObs) int {
 		return cmp.Or(strings.Compare(a.exe, b.exe), strings.Compare(a.arch, b.arch), strings.Compare(a.name, b.name), cmp.Compare(a.nr, b.nr))
@@ -360,6 +356,16 @@ func (s *state) ingestTrace(t *trace.Trace) {
 			}
 		}
 	}
+}
+
+// compareFileObs orders file observations by path, then access, exe, ok, dir and errno. It
+// compares lazily (cmp.Or would compare every field of each pair).
+func compareFileObs(a, b *fileObs) int {
+	if c := strings.Compare(a.path, b.path); c != 0 {
+		return c
+	}
+	return cmp.Or(strings.Compare(a.access, b.access), strings.Compare(a.exe, b.exe),
+		boolCmp(a.ok, b.ok), boolCmp(a.dir, b.dir), cmp.Compare(a.errno, b.errno))
 }
 
 // ingestProfile reads a profile back as observations and rules (see Resynthesize).
