@@ -33,14 +33,14 @@ func (s *state) passPortable() []string {
 			lastOut = memo.path(p, func() map[string]bool { return s.exePIDs[exe] })
 		}
 		if counted {
-			counts.add(p, lastOut, &lastPath)
+			counts.add(p, lastOut, 1, &lastPath)
 		}
 		return lastOut
 	}
 	exeOut := map[string]string{}
 	var lastExeIn, lastExeOut string
 	var lastExeCounted lastCounted
-	convExe := func(p string) string {
+	convExeN := func(p string, uses int) string { // p used as exe uses times
 		if p == "" || !path.IsAbs(p) {
 			return p
 		}
@@ -52,9 +52,10 @@ func (s *state) passPortable() []string {
 			}
 			lastExeIn, lastExeOut = p, o
 		}
-		counts.add(p, lastExeOut, &lastExeCounted)
+		counts.add(p, lastExeOut, uses, &lastExeCounted)
 		return lastExeOut
 	}
+	convExe := func(p string) string { return convExeN(p, 1) }
 	rank := map[string]int{}
 	for exe, r := range s.rank {
 		pe := convExe(exe)
@@ -62,10 +63,14 @@ func (s *state) passPortable() []string {
 			rank[pe] = r
 		}
 	}
+	uses := make([]int, len(s.exes))
 	for i := range s.files {
 		f := &s.files[i]
-		f.path = conv(f.path, f.exe, f.ok)
-		f.exe = convExe(f.exe)
+		f.path = conv(f.path, s.exes[f.exe], f.ok)
+		uses[f.exe]++
+	}
+	for i, exe := range s.exes {
+		s.exes[i] = convExeN(exe, uses[i])
 	}
 	for i := range s.procs {
 		p := &s.procs[i]
@@ -149,8 +154,8 @@ type lastCounted struct {
 	procSelf, procAny int
 }
 
-// add counts one access to host path p, rewritten as out.
-func (c *portableCounts) add(p, out string, last *lastCounted) {
+// add counts n accesses to host path p, rewritten as out.
+func (c *portableCounts) add(p, out string, n int, last *lastCounted) {
 	if p != last.in || out != last.out {
 		*last = lastCounted{in: p, out: out}
 		if strings.HasPrefix(out, "$") {
@@ -171,8 +176,8 @@ func (c *portableCounts) add(p, out string, last *lastCounted) {
 			}
 		}
 	}
-	c.procSelf += last.procSelf
-	c.procAny += last.procAny
+	c.procSelf += n * last.procSelf
+	c.procAny += n * last.procAny
 }
 
 // addTo adds v to the set m[k].
@@ -337,7 +342,7 @@ func (s *state) passCredentials() []string {
 			if !f.ok {
 				what = "tried to " + f.access + fmt.Sprintf(" (%s)", errnoName(f.errno))
 			}
-			warn(f.exe, what, f.path, h)
+			warn(s.exes[f.exe], what, f.path, h)
 			warned++
 		}
 	}
@@ -512,10 +517,11 @@ func (s *state) passSourceTree() []string {
 	}
 	paths := map[string]bool{}
 	var pr prov
+	provs := s.exeProvs()
 	for _, f := range s.files {
 		if f.access == trace.AccessRead && !f.dir && Covers("$WORKDIR", f.path) {
 			paths[f.path] = true
-			pr = earliest(pr, s.provOf(f.exe))
+			pr = earliest(pr, provs[f.exe])
 		}
 	}
 	if len(paths) == 0 {
@@ -548,18 +554,19 @@ func (s *state) passRead() []string {
 		}
 	}
 	s.list, s.read = resized(s.list, nList), resized(s.read, nRead)
+	provs := s.exeProvs()
 	for _, f := range s.files {
 		switch {
 		case f.access == trace.AccessMetadata:
 			meta++
 		case f.access == trace.AccessList || f.access == trace.AccessRead && f.dir:
-			s.addRule(s.list, f.path, s.provOf(f.exe), "")
+			s.addRule(s.list, f.path, provs[f.exe], "")
 			dirs++
 		case f.access == trace.AccessRead && tooBroadToRead(f.path):
 			refused++
 		case f.access == trace.AccessRead:
 			if !Covers("$WORKDIR", f.path) || s.read["$WORKDIR"] == nil {
-				s.addRule(s.read, f.path, s.provOf(f.exe), "")
+				s.addRule(s.read, f.path, provs[f.exe], "")
 			}
 			files++
 		}
@@ -632,6 +639,7 @@ func protectedDir(d string) bool {
 func (s *state) passWrite() []string {
 	var n, created, anchored, exact int
 	var refused []string
+	provs := s.exeProvs()
 	for _, f := range s.files {
 		if !isWriteKind(f.access) {
 			continue
@@ -649,7 +657,7 @@ func (s *state) passWrite() []string {
 		case target == f.path:
 			exact++
 		}
-		s.addRule(s.write, target, s.provOf(f.exe), note)
+		s.addRule(s.write, target, provs[f.exe], note)
 	}
 	if n == 0 {
 		return nil
@@ -748,6 +756,7 @@ func (s *state) passExec() []string {
 		n++
 	}
 	var refused []string
+	provs := s.exeProvs()
 	for _, f := range s.files {
 		if f.access != trace.AccessExec {
 			continue
@@ -756,7 +765,7 @@ func (s *state) passExec() []string {
 			refused = append(refused, f.path)
 			continue
 		}
-		s.addRule(s.exec, f.path, s.provOf(f.exe), "")
+		s.addRule(s.exec, f.path, provs[f.exe], "")
 		n++
 	}
 	if n+len(refused) == 0 {
@@ -1071,7 +1080,7 @@ func (s *state) passPrivateTmp() []string {
 		}
 		if !slices.ContainsFunc(created, func(c string) bool { return Covers(c, f.path) }) {
 			s.privateTmp = false
-			return []string{fmt.Sprintf("no private /tmp: %s used %s, which it did not create", f.exe, f.path)}
+			return []string{fmt.Sprintf("no private /tmp: %s used %s, which it did not create", s.exes[f.exe], f.path)}
 		}
 	}
 	s.privateTmp = true

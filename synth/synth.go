@@ -168,10 +168,15 @@ type pathRule struct {
 	node  int32 // scratch of rollup: the rule's place in its tree
 }
 
+// fileObs is one file access. A trace holds tens of thousands and the passes go over them
+// many times, so they are kept small: the exe, one of a few, is an index into state.exes, and
+// the access kind is one of the trace.Access* constants when it is a known kind (comparing
+// with a constant then reads no memory of the trace).
 type fileObs struct {
-	path, access, exe string
-	ok, dir           bool
-	errno             int
+	path, access string
+	errno        int
+	exe          int32 // in state.exes
+	ok, dir      bool
 }
 
 type procObs struct {
@@ -212,6 +217,7 @@ type state struct {
 	// Observations (from a trace, or a profile read back).
 	command []string
 	files   []fileObs
+	exes    []string // of files, as the trace names them sorted (indexes compare as names do), then portable
 	procs   []procObs
 	sys     []sysObs
 	args    []argObs
@@ -277,6 +283,15 @@ func (s *state) provOf(exe string) prov {
 	return prov{by: exe, rank: r, seen: 1}
 }
 
+// exeProvs is provOf of each of s.exes.
+func (s *state) exeProvs() []prov {
+	out := make([]prov, len(s.exes))
+	for i, exe := range s.exes {
+		out[i] = s.provOf(exe)
+	}
+	return out
+}
+
 // ingestTrace copies the observations of t into the state, in a deterministic order.
 func (s *state) ingestTrace(t *trace.Trace) {
 	s.trace = t
@@ -311,14 +326,22 @@ func (s *state) ingestTrace(t *trace.Trace) {
 		}
 		s.procs = append(s.procs, procObs{exe: p.Exe, parent: parent, sha: p.SHA256})
 	}
-	// Observation order must not matter, for the explain lines and warnings either. The
-	// profiler writes files sorted by path already: check while copying, sort only if not.
 	s.files = make([]fileObs, len(t.Files))
-	sorted := true
+	exes := interner{}
 	for i, f := range t.Files {
-		s.files[i] = fileObs{path: f.Path, access: f.Access, exe: f.Exe, ok: f.OK, dir: f.Dir, errno: f.Errno}
+		s.files[i] = fileObs{path: f.Path, access: knownAccess(f.Access), exe: exes.id(f.Exe), ok: f.OK, dir: f.Dir, errno: f.Errno}
+	}
+	// Observation order must not matter, for the explain lines and warnings either. The
+	// profiler writes files sorted by path already: check while numbering the exes in order,
+	// sort only if not.
+	var exeIDs []int32
+	s.exes, exeIDs = exes.sorted()
+	sorted := true
+	for i := range s.files {
+		f := &s.files[i]
+		f.exe = exeIDs[f.exe]
 		if sorted && i > 0 {
-			sorted = compareFileObs(&s.files[i-1], &s.files[i]) <= 0
+			sorted = compareFileObs(&s.files[i-1], f) <= 0
 		}
 	}
 	if !sorted {
@@ -364,8 +387,65 @@ func compareFileObs(a, b *fileObs) int {
 	if c := strings.Compare(a.path, b.path); c != 0 {
 		return c
 	}
-	return cmp.Or(strings.Compare(a.access, b.access), strings.Compare(a.exe, b.exe),
+	return cmp.Or(strings.Compare(a.access, b.access), cmp.Compare(a.exe, b.exe),
 		boolCmp(a.ok, b.ok), boolCmp(a.dir, b.dir), cmp.Compare(a.errno, b.errno))
+}
+
+// knownAccess returns the trace.Access* constant equal to a, or a.
+func knownAccess(a string) string {
+	switch a {
+	case trace.AccessRead:
+		return trace.AccessRead
+	case trace.AccessWrite:
+		return trace.AccessWrite
+	case trace.AccessCreate:
+		return trace.AccessCreate
+	case trace.AccessDelete:
+		return trace.AccessDelete
+	case trace.AccessExec:
+		return trace.AccessExec
+	case trace.AccessList:
+		return trace.AccessList
+	case trace.AccessMetadata:
+		return trace.AccessMetadata
+	}
+	return a
+}
+
+// interner numbers strings in the order it first sees them.
+type interner struct {
+	names  []string
+	ids    map[string]int32
+	last   string // runs repeat a name: the last one is looked up first
+	lastID int32
+}
+
+func (in *interner) id(name string) int32 {
+	if len(in.names) > 0 && name == in.last {
+		return in.lastID
+	}
+	id, ok := in.ids[name]
+	if !ok {
+		if in.ids == nil {
+			in.ids = map[string]int32{}
+		}
+		id = int32(len(in.names))
+		in.ids[name] = id
+		in.names = append(in.names, name)
+	}
+	in.last, in.lastID = name, id
+	return id
+}
+
+// sorted returns the names in order, and what each id becomes: its index among them.
+func (in *interner) sorted() ([]string, []int32) {
+	names := slices.Clone(in.names)
+	slices.Sort(names)
+	ids := make([]int32, len(names))
+	for i, n := range names {
+		ids[in.ids[n]] = int32(i)
+	}
+	return names, ids
 }
 
 // ingestProfile reads a profile back as observations and rules (see Resynthesize).
