@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sysprof/sysprof/trace"
 )
@@ -15,28 +16,9 @@ func (s *state) passPortable() []string {
 	if s.trace == nil {
 		return nil
 	}
-	counts := portableCounts{perVar: map[string]map[string]bool{}, globbed: map[string]map[string]bool{}}
-	// Failed accesses (counted false) are converted like the rest, but their (many: ld.so's
-	// search path) names would only clutter the explain lines.
-	// Observations come sorted by path: one path seen with several access kinds by one exe is
-	// rewritten and counted once (the pids of exe matter for /proc/<pid>), and the next path
-	// usually lies in the directory of the last (portableMemo). Executables are few and repeat.
-	memo := newPortableMemo(s.vars)
-	var lastIn, lastExe, lastOut string
-	var lastPath lastCounted
-	conv := func(p, exe string, counted bool) string {
-		if p == "" || !path.IsAbs(p) {
-			return p
-		}
-		if p != lastIn || exe != lastExe {
-			lastIn, lastExe = p, exe
-			lastOut = memo.path(p, func() map[string]bool { return s.exePIDs[exe] })
-		}
-		if counted {
-			counts.add(p, lastOut, 1, &lastPath)
-		}
-		return lastOut
-	}
+	counts := newPortableCounts()
+	paths := newPathRewriter(s, counts)
+	// Executables are few and repeat.
 	exeOut := map[string]string{}
 	var lastExeIn, lastExeOut string
 	var lastExeCounted lastCounted
@@ -64,10 +46,20 @@ func (s *state) passPortable() []string {
 		}
 	}
 	uses := make([]int, len(s.exes))
-	for i := range s.files {
-		f := &s.files[i]
-		f.path = conv(f.path, s.exes[f.exe], f.ok)
-		uses[f.exe]++
+	// Rewriting the file paths is most of the pass, and each path is rewritten on its own:
+	// with many, a second goroutine rewrites the second half, with its own memo and counts.
+	if half := len(s.files) / 2; half >= minParallel {
+		counts2, uses2 := newPortableCounts(), make([]int, len(s.exes))
+		var wg sync.WaitGroup
+		wg.Go(func() { newPathRewriter(s, counts2).files(s.files[half:], s.exes, uses2) })
+		paths.files(s.files[:half], s.exes, uses)
+		wg.Wait()
+		counts.merge(counts2)
+		for i, n := range uses2 {
+			uses[i] += n
+		}
+	} else {
+		paths.files(s.files, s.exes, uses)
 	}
 	for i, exe := range s.exes {
 		s.exes[i] = convExeN(exe, uses[i])
@@ -85,7 +77,7 @@ func (s *state) passPortable() []string {
 	for i := range s.net {
 		n := &s.net[i]
 		if !strings.HasPrefix(n.path, "@") {
-			n.path = conv(n.path, n.exe, n.ok)
+			n.path = paths.rewrite(n.path, n.exe, n.ok)
 		}
 		n.exe = convExe(n.exe)
 	}
@@ -139,12 +131,76 @@ func (s *state) passPortable() []string {
 	return msgs
 }
 
+// minParallel is the least work, in observations, worth a second goroutine (a variable for
+// the test that compares with the serial code).
+var minParallel = 2048
+
+// pathRewriter rewrites observed paths into their portable form, and counts what it did.
+// Observations come sorted by path: one path seen with several access kinds by one exe is
+// rewritten and counted once (the pids of exe matter for /proc/<pid>), and the next path
+// usually lies in the directory of the last (portableMemo).
+type pathRewriter struct {
+	memo                     *portableMemo
+	exePIDs                  map[string]map[string]bool
+	counts                   *portableCounts
+	lastIn, lastExe, lastOut string
+	lastCounted              lastCounted
+}
+
+func newPathRewriter(s *state, counts *portableCounts) *pathRewriter {
+	return &pathRewriter{memo: newPortableMemo(s.vars), exePIDs: s.exePIDs, counts: counts}
+}
+
+// rewrite returns the portable form of p, accessed by exe (as the trace names it). Failed
+// accesses (counted false) are rewritten like the rest but not counted: their (many: ld.so's
+// search path) names would only clutter the explain lines.
+func (w *pathRewriter) rewrite(p, exe string, counted bool) string {
+	if p == "" || !path.IsAbs(p) {
+		return p
+	}
+	if p != w.lastIn || exe != w.lastExe {
+		w.lastIn, w.lastExe = p, exe
+		w.lastOut = w.memo.path(p, func() map[string]bool { return w.exePIDs[exe] })
+	}
+	if counted {
+		w.counts.add(p, w.lastOut, 1, &w.lastCounted)
+	}
+	return w.lastOut
+}
+
+// files rewrites the paths of files, whose exes (still as the trace names them) it counts in
+// uses.
+func (w *pathRewriter) files(files []fileObs, exes []string, uses []int) {
+	for i := range files {
+		f := &files[i]
+		f.path = w.rewrite(f.path, exes[f.exe], f.ok)
+		uses[f.exe]++
+	}
+}
+
 // portableCounts is what passPortable tells about its rewrites: the distinct paths each
 // variable stands for, the distinct paths behind each collapsed name (by the prefix of the
 // rewrite through its first glob), and the accesses to /proc/<pid>.
 type portableCounts struct {
 	perVar, globbed   map[string]map[string]bool
 	procSelf, procAny int
+}
+
+func newPortableCounts() *portableCounts {
+	return &portableCounts{perVar: map[string]map[string]bool{}, globbed: map[string]map[string]bool{}}
+}
+
+// merge adds the counts of o.
+func (c *portableCounts) merge(o *portableCounts) {
+	for _, m := range [][2]map[string]map[string]bool{{c.perVar, o.perVar}, {c.globbed, o.globbed}} {
+		for k, set := range m[1] {
+			for v := range set {
+				addTo(m[0], k, v)
+			}
+		}
+	}
+	c.procSelf += o.procSelf
+	c.procAny += o.procAny
 }
 
 // lastCounted is the last rewrite one caller counted: counting it again only adds to the
