@@ -282,17 +282,17 @@ func (s *state) secretPattern(a string) string {
 func (s *state) passCredentials() []string {
 	var msgs []string
 	add := func(p, note string) {
-		if _, ok := s.hidden[p]; !ok {
-			s.hidden[p] = &pathRule{note: note}
+		if _, ok := s.hidden.byPath[p]; !ok {
+			s.hidden.set(p, &pathRule{note: note})
 		}
 	}
 	stores := map[string]bool{}
-	for p := range s.hidden {
+	for p := range s.hidden.byPath {
 		stores[p] = true
 	}
 	for _, c := range append(slices.Clone(CredentialStores), sshAgentDefault) {
 		stores[c] = true
-		if s.trace == nil && s.hidden[c] == nil && s.allowsUnder(c) {
+		if s.trace == nil && s.hidden.byPath[c] == nil && s.allowsUnder(c) {
 			// A profile read back that allows something inside a store it does not hide got
 			// there through --allow-secret (or an equally explicit edit): keep that choice.
 			msgs = append(msgs, fmt.Sprintf("%s not hidden: the profile allows a path inside it", c))
@@ -323,10 +323,10 @@ func (s *state) passCredentials() []string {
 	// Accesses are judged against every store, hidden or allowed: allowing
 	// $HOME/.ssh/known_hosts un-hides $HOME/.ssh (a mount cannot hide around one file) but
 	// keeps dropping what the tool did to $HOME/.ssh/id_rsa, so only the named path is allowed.
-	for _, h := range sortedKeys(s.hidden) {
+	for _, h := range sortedKeys(s.hidden.byPath) {
 		for _, a := range allowed {
 			if Covers(h, a) || Covers(a, h) {
-				delete(s.hidden, h)
+				s.hidden.delete(h)
 				msgs = append(msgs, fmt.Sprintf("%s not hidden: --allow-secret %s", h, a))
 				break
 			}
@@ -419,14 +419,14 @@ func (s *state) passCredentials() []string {
 	if dropped > 0 {
 		msgs = append(msgs, fmt.Sprintf("dropped %s to credential stores (%d in the warnings; failed probes for missing files are not)", plural(dropped, "access"), warned))
 	}
-	msgs = append(msgs, fmt.Sprintf("%s hidden in every profile (credential stores, ssh-agent socket, .env files)", plural(len(s.hidden), "path")))
+	msgs = append(msgs, fmt.Sprintf("%s hidden in every profile (credential stores, ssh-agent socket, .env files)", plural(len(s.hidden.byPath), "path")))
 	return msgs
 }
 
 // allowsUnder reports whether a read, write or exec rule lies at or below pattern c.
 func (s *state) allowsUnder(c string) bool {
-	for _, m := range []map[string]*pathRule{s.read, s.write, s.exec, s.list} {
-		for p := range m {
+	for _, m := range []*ruleSet{s.read, s.write, s.exec, s.list} {
+		for p := range m.byPath {
 			if Covers(c, p) {
 				return true
 			}
@@ -534,21 +534,9 @@ func isWriteKind(a string) bool {
 	return a == trace.AccessWrite || a == trace.AccessCreate || a == trace.AccessDelete
 }
 
-// resized returns m, or a copy of it with room for n more rules when it is small.
-func resized(m map[string]*pathRule, n int) map[string]*pathRule {
-	if n < 64 || len(m) > n {
-		return m
-	}
-	out := make(map[string]*pathRule, len(m)+n)
-	for p, r := range m {
-		out[p] = r
-	}
-	return out
-}
-
-// addRule merges one observation into a rule map.
-func (s *state) addRule(m map[string]*pathRule, p string, pr prov, note string) {
-	if r := m[p]; r != nil {
+// addRule merges one observation into a rule set.
+func (s *state) addRule(m *ruleSet, p string, pr prov, note string) {
+	if r := m.byPath[p]; r != nil {
 		r.prov = earliest(r.prov, pr)
 		if r.note == "" {
 			r.note = note
@@ -562,7 +550,10 @@ func (s *state) addRule(m map[string]*pathRule, p string, pr prov, note string) 
 	r := &s.ruleSlab[0]
 	s.ruleSlab = s.ruleSlab[1:]
 	*r = pathRule{prov: pr, note: note, files: 1}
-	m[p] = r
+	m.byPath[p] = r
+	if m.ordered {
+		m.made = append(m.made, ruleRef{p, r})
+	}
 }
 
 // passSourceTree makes the source tree one read-only rule: a build reads its sources, which
@@ -609,7 +600,8 @@ func (s *state) passRead() []string {
 			nRead++
 		}
 	}
-	s.list, s.read = resized(s.list, nList), resized(s.read, nRead)
+	s.list.grow(nList)
+	s.read.grow(nRead)
 	provs := s.exeProvs()
 	for _, f := range s.files {
 		switch {
@@ -621,7 +613,7 @@ func (s *state) passRead() []string {
 		case f.access == trace.AccessRead && tooBroadToRead(f.path):
 			refused++
 		case f.access == trace.AccessRead:
-			if !Covers("$WORKDIR", f.path) || s.read["$WORKDIR"] == nil {
+			if !Covers("$WORKDIR", f.path) || s.read.byPath["$WORKDIR"] == nil {
 				s.addRule(s.read, f.path, provs[f.exe], "")
 			}
 			files++
@@ -629,10 +621,10 @@ func (s *state) passRead() []string {
 	}
 	var msgs []string
 	if files > 0 {
-		msgs = append(msgs, fmt.Sprintf("%s from %s read", plural(len(s.read), "read rule"), plural(files, "file")))
+		msgs = append(msgs, fmt.Sprintf("%s from %s read", plural(len(s.read.byPath), "read rule"), plural(files, "file")))
 	}
 	if dirs > 0 {
-		msgs = append(msgs, fmt.Sprintf("%s from %s listed (names only, no file contents)", plural(len(s.list), "list rule"), plural(dirs, "directory")))
+		msgs = append(msgs, fmt.Sprintf("%s from %s listed (names only, no file contents)", plural(len(s.list.byPath), "list rule"), plural(dirs, "directory")))
 	}
 	if meta > 0 {
 		msgs = append(msgs, fmt.Sprintf("%s: no rule needed, stat works on any path that is not hidden", plural(meta, "metadata-only access")))
@@ -719,7 +711,7 @@ func (s *state) passWrite() []string {
 		return nil
 	}
 	msgs := []string{fmt.Sprintf("%s → %s (%d in tool caches, %d in directories the tool created, %d exact files; "+
-		"never $WORKDIR, $HOME or $TMPDIR whole)", plural(n, "write"), plural(len(s.write), "write rule"), anchored, created, exact)}
+		"never $WORKDIR, $HOME or $TMPDIR whole)", plural(n, "write"), plural(len(s.write.byPath), "write rule"), anchored, created, exact)}
 	if len(refused) > 0 {
 		slices.Sort(refused)
 		refused = slices.Compact(refused)
@@ -827,7 +819,7 @@ func (s *state) passExec() []string {
 	if n+len(refused) == 0 {
 		return nil
 	}
-	msgs := []string{fmt.Sprintf("exec only on the %s that ran", plural(len(s.exec), "binary"))}
+	msgs := []string{fmt.Sprintf("exec only on the %s that ran", plural(len(s.exec.byPath), "binary"))}
 	if len(refused) > 0 {
 		slices.Sort(refused)
 		msgs = append(msgs, "not granted: exec on directories "+strings.Join(slices.Compact(refused), ", "))
@@ -870,7 +862,9 @@ func readRollupAllowed(d string) bool {
 // whether a directory rolls up depends only on what is below it, so this is the same as going
 // level by level from the deepest, and every rule is visited once. Merging provenance does not
 // depend on the order (earliest keeps the lowest rank and name, and the highest seen count).
-func rollup(rules map[string]*pathRule, threshold int, noun string, allowed, blocked func(string) bool) []string {
+func rollup(set *ruleSet, threshold int, noun string, allowed, blocked func(string) bool) []string {
+	rules := set.byPath
+	defer set.unorder()
 	type node struct {
 		path             string
 		rule             *pathRule // nil: no rule at path (any more)
@@ -878,23 +872,29 @@ func rollup(rules map[string]*pathRule, threshold int, noun string, allowed, blo
 		below            int       // rules strictly below path
 	}
 	nodes := make([]node, 0, len(rules)+len(rules)/8)
-	for p, r := range rules {
+	addNode := func(p string, r *pathRule) {
 		r.node = int32(len(nodes))
 		nodes = append(nodes, node{path: p, rule: r, firstChild: -1, next: -1})
+	}
+	if set.ordered {
+		for _, m := range set.made {
+			addNode(m.path, m.rule)
+		}
+	} else {
+		for p, r := range rules {
+			addNode(p, r)
+		}
 	}
 	// Link every node to its parent (the ancestor one level up, which ends at the last slash),
 	// making the directories that hold no rule.
 	others := map[string]int32{}
 	var roots []int32
-	var link func(i int32)
-	link = func(i int32) {
-		p := nodes[i].path
-		slash := strings.LastIndexByte(p, '/')
-		if slash <= 0 { // depth(p) < 2
-			roots = append(roots, i)
-			return
-		}
-		d := p[:slash]
+	adopt := func(parent, child int32) {
+		nodes[child].next = nodes[parent].firstChild
+		nodes[parent].firstChild = child
+	}
+	var link func(i int32, d string) int32
+	link = func(i int32, d string) int32 { // links node i to d, looked up; returns d's node
 		var parent int32
 		made := false
 		if r := rules[d]; r != nil {
@@ -906,14 +906,37 @@ func rollup(rules map[string]*pathRule, threshold int, noun string, allowed, blo
 			nodes = append(nodes, node{path: d, firstChild: -1, next: -1})
 			others[d] = parent
 		}
-		nodes[i].next = nodes[parent].firstChild
-		nodes[parent].firstChild = i
-		if made {
-			link(parent)
+		adopt(parent, i)
+		if slash := strings.LastIndexByte(d, '/'); made && slash > 0 {
+			link(parent, d[:slash])
+		} else if made {
+			roots = append(roots, parent)
 		}
+		return parent
 	}
+	// In the order of making, a node's parent is mostly the node before it or one of that
+	// node's ancestors: those are kept on a stack, shortest first, and the rest looked up.
+	var stack []int32
 	for i := range int32(len(rules)) {
-		link(i)
+		p := nodes[i].path
+		slash := strings.LastIndexByte(p, '/')
+		if slash <= 0 { // depth(p) < 2
+			roots = append(roots, i)
+			stack = append(stack[:0], i)
+			continue
+		}
+		d := p[:slash]
+		n := len(stack)
+		for n > 0 && len(nodes[stack[n-1]].path) > len(d) {
+			n--
+		}
+		if n > 0 && nodes[stack[n-1]].path == d {
+			stack = stack[:n]
+			adopt(stack[n-1], i)
+		} else {
+			stack = append(stack[:0], link(i, d))
+		}
+		stack = append(stack, i)
 	}
 	var madeNodes []int32
 	gone := make([]int32, 0, len(rules))
@@ -1001,7 +1024,7 @@ func (s *state) passRollupRead() []string {
 		if s.storeSet.touches(d) {
 			return true
 		}
-		for w := range s.write {
+		for w := range s.write.byPath {
 			if under1(d, w) {
 				return true
 			}
@@ -1010,13 +1033,13 @@ func (s *state) passRollupRead() []string {
 	}
 	var msgs []string
 	for _, d := range rollup(s.read, s.opts.RollupThreshold, "files", readRollupAllowed, blocked) {
-		if r := s.read[d]; r != nil {
+		if r := s.read.byPath[d]; r != nil {
 			msgs = append(msgs, fmt.Sprintf("rolled up %d files under %s → %s (read)", r.files, d, d))
 		}
 	}
 	storeBlocked := func(d string) bool { return s.storeSet.touches(d) }
 	for _, d := range rollup(s.list, s.opts.RollupThreshold, "directories", readRollupAllowed, storeBlocked) {
-		if r := s.list[d]; r != nil {
+		if r := s.list.byPath[d]; r != nil {
 			msgs = append(msgs, fmt.Sprintf("rolled up %d directories under %s → %s (list)", r.files, d, d))
 		}
 	}
@@ -1030,7 +1053,7 @@ func (s *state) passRollupWrite() []string {
 	blocked := func(d string) bool { return s.storeSet.touches(d) }
 	var msgs []string
 	for _, d := range rollup(s.write, s.opts.RollupThreshold, "files", allowed, blocked) {
-		if r := s.write[d]; r != nil {
+		if r := s.write.byPath[d]; r != nil {
 			msgs = append(msgs, fmt.Sprintf("rolled up %d files under %s → %s (write)", r.files, d, d))
 		}
 	}
@@ -1043,7 +1066,8 @@ func (s *state) passRollupWrite() []string {
 func (s *state) passCoverage() []string {
 	// drop removes the rules of m covered by another rule of m or by a rule of also. A rule
 	// is covered by an ancestor (found by walking up) or by a glob rule (tested one by one).
-	drop := func(m, also map[string]*pathRule) int {
+	drop := func(set *ruleSet, also map[string]*pathRule) int {
+		m := set.byPath
 		globs := func(rules map[string]*pathRule) []string {
 			var out []string
 			for _, q := range sortedKeys(rules) {
@@ -1085,16 +1109,16 @@ func (s *state) passCoverage() []string {
 		for _, p := range sortedKeys(m) {
 			if into := coveredBy(p); into != nil {
 				into.prov = earliest(into.prov, m[p].prov)
-				delete(m, p)
+				set.delete(p)
 				n++
 			}
 		}
 		return n
 	}
 	n := drop(s.write, nil)
-	n += drop(s.read, s.write)
-	n += drop(s.list, s.write)
-	n += drop(s.list, s.read) // read implies list
+	n += drop(s.read, s.write.byPath)
+	n += drop(s.list, s.write.byPath)
+	n += drop(s.list, s.read.byPath) // read implies list
 	n += drop(s.exec, nil)
 	if n == 0 {
 		return nil

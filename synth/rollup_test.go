@@ -41,14 +41,28 @@ func TestRollupModel(t *testing.T) {
 		threshold := 1 + r.IntN(5)
 		allowed := func(d string) bool { return !strings.HasSuffix(d, "/c") && d != "/etc" }
 		blocked := func(d string) bool { return strings.HasSuffix(d, "/d") }
-		got, want := clone(), clone()
+		// The set's order of making is that of sorted observations, any order, or unknown (the
+		// tree then comes from the map): each must give the model's answer.
+		got, want := &ruleSet{byPath: clone()}, clone()
+		switch iter % 3 {
+		case 0:
+			got.ordered = true
+			for _, p := range slices.Sorted(maps.Keys(got.byPath)) {
+				got.made = append(got.made, ruleRef{p, got.byPath[p]})
+			}
+		case 1:
+			got.ordered = true
+			for p, r := range got.byPath {
+				got.made = append(got.made, ruleRef{p, r})
+			}
+		}
 		gotMade := rollup(got, threshold, "files", allowed, blocked)
 		wantMade := slices.DeleteFunc(rollupModel(want, threshold, "files", allowed, blocked), func(d string) bool { return want[d] == nil })
 		totalMade += len(gotMade)
 		if !slices.Equal(gotMade, wantMade) {
 			t.Fatalf("rules %v threshold %d: rollup made %v, the model %v", slices.Sorted(maps.Keys(rules)), threshold, gotMade, wantMade)
 		}
-		if !maps.EqualFunc(got, want, func(a, b *pathRule) bool {
+		if !maps.EqualFunc(got.byPath, want, func(a, b *pathRule) bool {
 			return a.by == b.by && a.seen == b.seen && (a.by == "" || a.rank == b.rank) && a.note == b.note && a.files == b.files
 		}) {
 			t.Fatalf("rules %v threshold %d: rollup and the model differ", slices.Sorted(maps.Keys(rules)), threshold)

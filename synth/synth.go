@@ -168,6 +168,54 @@ type pathRule struct {
 	node  int32 // scratch of rollup: the rule's place in its tree
 }
 
+// ruleSet is one section's rules by path (filesystem.read, write, ...).
+type ruleSet struct {
+	byPath map[string]*pathRule
+	// made lists the rules of byPath in the order addRule made them, while nothing else
+	// changed the set (ordered is false once something did): rules made from sorted
+	// observations come in order, and rollup builds its tree faster in that order than in
+	// the map's.
+	made    []ruleRef
+	ordered bool
+}
+
+type ruleRef struct {
+	path string
+	rule *pathRule
+}
+
+func newRuleSet() *ruleSet { return &ruleSet{byPath: map[string]*pathRule{}, ordered: true} }
+
+// set puts r at path p.
+func (rs *ruleSet) set(p string, r *pathRule) {
+	rs.byPath[p] = r
+	rs.unorder()
+}
+
+// delete removes the rule at path p.
+func (rs *ruleSet) delete(p string) {
+	delete(rs.byPath, p)
+	rs.unorder()
+}
+
+// unorder forgets the order of making, after a change other than addRule's.
+func (rs *ruleSet) unorder() { rs.made, rs.ordered = nil, false }
+
+// grow makes room for n more rules when the set is small.
+func (rs *ruleSet) grow(n int) {
+	if n < 64 || len(rs.byPath) > n {
+		return
+	}
+	m := make(map[string]*pathRule, len(rs.byPath)+n)
+	for p, r := range rs.byPath {
+		m[p] = r
+	}
+	rs.byPath = m
+	if rs.ordered {
+		rs.made = slices.Grow(rs.made, n)
+	}
+}
+
 // fileObs is one file access. A trace holds tens of thousands and the passes go over them
 // many times, so they are kept small: the exe, one of a few, is an index into state.exes, and
 // the access kind is one of the trace.Access* constants when it is a known kind (comparing
@@ -225,7 +273,7 @@ type state struct {
 	dnsName map[string]string // address → name that resolved to it
 
 	// Rules.
-	read, write, exec, list, hidden map[string]*pathRule
+	read, write, exec, list, hidden *ruleSet
 	// stores are the credential stores of this profile, hidden or allowed: no roll-up or
 	// directory grant may reach into one.
 	stores        []string
@@ -262,11 +310,11 @@ func newState(opts Options) *state {
 		rank:      map[string]int{},
 		exePIDs:   map[string]map[string]bool{},
 		dnsName:   map[string]string{},
-		read:      map[string]*pathRule{},
-		write:     map[string]*pathRule{},
-		exec:      map[string]*pathRule{},
-		list:      map[string]*pathRule{},
-		hidden:    map[string]*pathRule{},
+		read:      newRuleSet(),
+		write:     newRuleSet(),
+		exec:      newRuleSet(),
+		list:      newRuleSet(),
+		hidden:    newRuleSet(),
 		syscalls:  map[string]*sysRule{},
 		arches:    map[string]bool{},
 		endpoints: map[epKey]prov{},
@@ -454,7 +502,7 @@ func (s *state) ingestProfile(p *policy.Profile) error {
 	s.meta.Command = slices.Clone(p.Metadata.Command)
 	s.meta.IncompleteReasons = slices.Clone(p.Metadata.IncompleteReasons)
 	s.command = slices.Clone(p.Metadata.Command)
-	fromRules := func(dst map[string]*pathRule, rules []policy.PathRule) {
+	fromRules := func(dst *ruleSet, rules []policy.PathRule) {
 		for _, r := range rules {
 			files := 1
 			var n int
@@ -462,10 +510,10 @@ func (s *state) ingestProfile(p *policy.Profile) error {
 				files = n
 			}
 			pr := prov{by: r.By, seen: r.Seen}
-			if old := dst[r.Path]; old != nil {
+			if old := dst.byPath[r.Path]; old != nil {
 				pr = earliest(old.prov, pr)
 			}
-			dst[r.Path] = &pathRule{prov: pr, note: r.Note, files: files}
+			dst.set(r.Path, &pathRule{prov: pr, note: r.Note, files: files})
 		}
 	}
 	fromRules(s.read, p.Filesystem.Read)
@@ -515,9 +563,9 @@ func (s *state) emit() *policy.Profile {
 		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: name, Provenance: r.policy(), Base: r.base})
 	}
 	p.Syscalls.Args = slices.Clone(s.argRules)
-	rules := func(m map[string]*pathRule) []policy.PathRule {
+	rules := func(m *ruleSet) []policy.PathRule {
 		var out []policy.PathRule
-		for path, r := range m {
+		for path, r := range m.byPath {
 			out = append(out, policy.PathRule{Path: path, Provenance: r.policy(), Note: r.note})
 		}
 		return out
