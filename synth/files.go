@@ -977,7 +977,6 @@ func rollup(set *ruleSet, threshold int, noun string, allowed, blocked func(stri
 			r.prov = earliest(r.prov, m.prov)
 			r.files += max(m.files, 1)
 		}
-		r.note = fmt.Sprintf("rolled up from %d %s", r.files, noun)
 		n := &nodes[i]
 		n.rule, n.below, n.firstChild = r, 0, -1
 		madeNodes = append(madeNodes, i)
@@ -985,14 +984,15 @@ func rollup(set *ruleSet, threshold int, noun string, allowed, blocked func(stri
 	for _, i := range roots {
 		visit(i)
 	}
-	// Write the result back: rebuilt when most rules went (cheaper than deleting them).
+	// Write the result back: a new map when most rules went (cheaper than deleting them).
 	if len(gone) > len(rules)/2 {
-		clear(rules)
+		rules = make(map[string]*pathRule, len(rules)-len(gone))
 		for i := range nodes {
 			if r := nodes[i].rule; r != nil {
 				rules[nodes[i].path] = r
 			}
 		}
+		set.byPath = rules
 	} else {
 		for _, i := range gone {
 			delete(rules, nodes[i].path)
@@ -1001,6 +1001,7 @@ func rollup(set *ruleSet, threshold int, noun string, allowed, blocked func(stri
 	var made []string
 	for _, i := range madeNodes {
 		if r := nodes[i].rule; r != nil { // not rolled up further
+			r.note = fmt.Sprintf("rolled up from %d %s", r.files, noun)
 			rules[nodes[i].path] = r
 			made = append(made, nodes[i].path)
 		}
