@@ -337,14 +337,24 @@ func (s *state) passCredentials() []string {
 		hostStores[i] = Expand(h, s.ctx)
 	}
 	portableIdx, hostIdx := s.storeSet, newPatternSet(hostStores)
-	// Most paths lie where no store can: their first component is a plain name, no variable,
-	// that no store starts with, portable or on the host. Sorted paths repeat it.
-	freeFirst := ""
+	// Most paths lie where no store can: no store starts with their first component, portable
+	// or on the host (where a variable is the first component of its value). Sorted paths
+	// repeat their first component: the last one is judged once.
+	lastFirst, lastFree := "", false
 	hiddenBy := func(p string) string {
-		if k, plain := plainFirst(p); plain && (k == freeFirst ||
-			k[0] != '$' && portableIdx.coversNoneUnder(k) && hostIdx.coversNoneUnder(k)) {
-			freeFirst = k
-			return ""
+		if k, plain := plainFirst(p); plain {
+			if k != lastFirst {
+				lastFirst, lastFree = k, false
+				if portableIdx.coversNoneUnder(k) {
+					hk, ok := hostFirst(k, s.ctx)
+					lastFree = ok && hostIdx.coversNoneUnder(hk)
+				}
+			}
+			// On the host, a path that starts with a variable is its value and the rest
+			// cleaned: it starts with the value's first component if the rest is clean.
+			if lastFree && (k[0] != '$' || cleanRest(p[len(k):])) {
+				return ""
+			}
 		}
 		for _, a := range allowed {
 			if Covers(a, p) {
@@ -384,12 +394,10 @@ func (s *state) passCredentials() []string {
 		}
 	}
 	dropped, warned := 0, 0
-	kept := s.files[:0]
-	for _, f := range s.files {
+	s.keepFiles(func(f *fileObs) bool {
 		h := hiddenByCached(f.path)
 		if h == "" {
-			kept = append(kept, f)
-			continue
+			return true
 		}
 		dropped++
 		// A failed probe for a missing file (git looking for ~/.netrc) is not worth a warning.
@@ -401,8 +409,8 @@ func (s *state) passCredentials() []string {
 			warn(s.exes[f.exe], what, f.path, h)
 			warned++
 		}
-	}
-	s.files = kept
+		return false
+	})
 	keptNet := s.net[:0]
 	for _, n := range s.net {
 		if n.family == "unix" && !strings.HasPrefix(n.path, "@") {
@@ -421,6 +429,41 @@ func (s *state) passCredentials() []string {
 	}
 	msgs = append(msgs, fmt.Sprintf("%s hidden in every profile (credential stores, ssh-agent socket, .env files)", plural(len(s.hidden.byPath), "path")))
 	return msgs
+}
+
+// hostFirst returns the first component on the host of the paths whose portable first
+// component is the plain name k and whose rest is clean: k itself, or the first component of
+// the value of the variable k, when that value is clean and absolute (Expand cleans the value
+// and the rest joined). ok is false when the rest could change it.
+func hostFirst(k string, ctx map[string]string) (string, bool) {
+	v, _, ok := varOf(k, ctx)
+	if !ok {
+		return k, true // Expand leaves the path as it is
+	}
+	if v == "/" || !path.IsAbs(v) || !cleanAbs(v) {
+		return "", false
+	}
+	return plainFirst(v)
+}
+
+// cleanRest reports whether rest, what follows the first component of a path, is empty or
+// clean components after a slash.
+func cleanRest(rest string) bool { return rest == "" || rest[0] == '/' && cleanAbs(rest) }
+
+// keepFiles keeps, in order, the file observations keep returns true for (it may change the
+// one it is given). Only those after the first one dropped move.
+func (s *state) keepFiles(keep func(f *fileObs) bool) {
+	n := 0
+	for i := range s.files {
+		if !keep(&s.files[i]) {
+			continue
+		}
+		if n != i {
+			s.files[n] = s.files[i]
+		}
+		n++
+	}
+	s.files = s.files[:n]
 }
 
 // allowsUnder reports whether a read, write or exec rule lies at or below pattern c.
@@ -461,24 +504,21 @@ func verbOf(access string) string {
 func (s *state) passFailedProbes() []string {
 	byErrno := map[string]int{}
 	n := 0
-	kept := s.files[:0]
-	for _, f := range s.files {
+	s.keepFiles(func(f *fileObs) bool {
 		if f.ok {
-			kept = append(kept, f)
-			continue
+			return true
 		}
 		if environmentalDevice(f.path) {
 			// /dev/tty fails with ENXIO when the learn run had no controlling terminal; under
 			// enforcement Landlock would answer EACCES first and report a denial that is
 			// only about where the tool ran. Terminal injection is closed by seccomp.
 			f.ok = true
-			kept = append(kept, f)
-			continue
+			return true
 		}
 		n++
 		byErrno[errnoName(f.errno)]++
-	}
-	s.files = kept
+		return false
+	})
 	if n == 0 {
 		return nil
 	}

@@ -38,8 +38,18 @@ func pathVars(ctx map[string]string) []variable {
 // by ctx[VAR] (keys without the `$`). A path with an unknown variable comes back unchanged, so
 // that a caller can refuse it; globs (`*`, `**`) are left for the matcher.
 func Expand(p string, ctx map[string]string) string {
-	if !strings.HasPrefix(p, "$") {
+	v, rest, ok := varOf(p, ctx)
+	if !ok {
 		return p
+	}
+	return path.Clean(v + rest)
+}
+
+// varOf returns the value in ctx of the variable p starts with ($NAME or ${NAME}), and the
+// rest of p after it; ok is false when p starts with no variable ctx gives a value.
+func varOf(p string, ctx map[string]string) (value, rest string, ok bool) {
+	if !strings.HasPrefix(p, "$") {
+		return "", "", false
 	}
 	name, rest := p[1:], ""
 	if i := strings.IndexByte(name, '/'); i >= 0 {
@@ -48,9 +58,9 @@ func Expand(p string, ctx map[string]string) string {
 	name = strings.TrimSuffix(strings.TrimPrefix(name, "{"), "}")
 	v, ok := ctx[name]
 	if !ok || v == "" {
-		return p
+		return "", "", false
 	}
-	return path.Clean(v + rest)
+	return v, rest, true
 }
 
 // portablePath rewrites one absolute host path into its portable form: /proc/<pid> becomes

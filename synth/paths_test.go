@@ -295,3 +295,28 @@ func TestMayGlob(t *testing.T) {
 		t.Fatalf("mayGlob passed over only %d names: the test does not exercise it", skipped)
 	}
 }
+
+// TestHostFirst checks hostFirst and cleanRest, which let credentials judge a path by its
+// first component, against Expand.
+func TestHostFirst(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	values := []string{"", "/", "/usr/local/go", "/home/u/", "/home/u/../v", "/x/../y", "/./a", "rel/dir", "/opt//x", "/a/./b", "/*/x", "$HOME"}
+	firsts := []string{"usr", "$GOROOT", "${GOROOT}", "$HOME", "$UNSET", "home"}
+	rests := []string{"", "/a", "/a/b", "/..", "/../..", "/./a", "//a", "/a/", "/a/../b", "x"}
+	checked := 0
+	for i := 0; i < 50000; i++ {
+		ctx := map[string]string{"GOROOT": values[r.IntN(len(values))], "HOME": values[r.IntN(len(values))]}
+		k, rest := firsts[r.IntN(len(firsts))], rests[r.IntN(len(rests))]
+		hk, ok := hostFirst(k, ctx)
+		if !ok || !cleanRest(rest) {
+			continue
+		}
+		checked++
+		if got, _ := plainFirst(Expand(k+rest, ctx)); got != hk {
+			t.Fatalf("ctx %v: Expand(%q) starts with %q, hostFirst(%q) says %q", ctx, k+rest, got, k, hk)
+		}
+	}
+	if checked < 5000 {
+		t.Fatalf("only %d cases checked", checked)
+	}
+}
