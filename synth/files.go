@@ -1175,12 +1175,6 @@ func (s *state) passPrivateTmp() []string {
 	if s.trace == nil {
 		return nil // a profile read back keeps its choice
 	}
-	var created []string
-	for _, f := range s.files {
-		if f.access == trace.AccessCreate {
-			created = append(created, f.path)
-		}
-	}
 	inTmp := func(p string) bool {
 		for _, r := range tmpRoots {
 			if under1(r, p) {
@@ -1189,16 +1183,23 @@ func (s *state) passPrivateTmp() []string {
 		}
 		return false
 	}
-	for _, f := range s.files {
-		if f.access == trace.AccessCreate || f.access == trace.AccessMetadata || !inTmp(f.path) {
-			continue
-		}
+	// One pass finds what the command created and what else it used in a temp directory; the
+	// first of those no creation covers decides.
+	var created []string
+	var used []*fileObs
+	for i := range s.files {
+		f := &s.files[i]
+		switch {
+		case f.access == trace.AccessCreate:
+			created = append(created, f.path)
 		// A per-run name (collapsed to a glob) cannot have been there before the run, even
 		// when its create was made by a process that did not report it: treating it as
 		// foreign made the choice flip between learns of the same gcc build.
-		if strings.Contains(f.path, "*") {
-			continue
+		case f.access != trace.AccessMetadata && inTmp(f.path) && !strings.Contains(f.path, "*"):
+			used = append(used, f)
 		}
+	}
+	for _, f := range used {
 		if !slices.ContainsFunc(created, func(c string) bool { return Covers(c, f.path) }) {
 			s.privateTmp = false
 			return []string{fmt.Sprintf("no private /tmp: %s used %s, which it did not create", s.exes[f.exe], f.path)}
