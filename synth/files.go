@@ -16,7 +16,7 @@ func (s *state) passPortable() []string {
 	if s.trace == nil {
 		return nil
 	}
-	counts := newPortableCounts()
+	counts := &portableCounts{}
 	paths := newPathRewriter(s, counts)
 	// Executables are few and repeat.
 	exeOut := map[string]string{}
@@ -49,7 +49,7 @@ func (s *state) passPortable() []string {
 	// Rewriting the file paths is most of the pass, and each path is rewritten on its own:
 	// with many, a second goroutine rewrites the second half, with its own memo and counts.
 	if half := len(s.files) / 2; half >= minParallel {
-		counts2, uses2 := newPortableCounts(), make([]int, len(s.exes))
+		counts2, uses2 := &portableCounts{}, make([]int, len(s.exes))
 		var wg sync.WaitGroup
 		wg.Go(func() { newPathRewriter(s, counts2).files(s.files[half:], s.exes, uses2) })
 		paths.files(s.files[:half], s.exes, uses)
@@ -87,8 +87,9 @@ func (s *state) passPortable() []string {
 	s.rank = rank
 
 	var msgs []string
+	perVar := distinctPaths(counts.perVar)
 	for _, v := range s.vars {
-		if n := len(counts.perVar[v.name]); n > 0 {
+		if n := perVar[v.name]; n > 0 {
 			msgs = append(msgs, fmt.Sprintf("%s → $%s (%s seen)", v.value, v.name, plural(n, "path")))
 		}
 	}
@@ -96,13 +97,13 @@ func (s *state) passPortable() []string {
 	// directories beyond a few share a line ($GOCACHE/00 … $GOCACHE/ff → $GOCACHE/*).
 	byDir := map[string]map[string]bool{}
 	count := map[string]int{}
-	for key, origs := range counts.globbed {
+	for key, n := range distinctPaths(counts.globbed) {
 		d := parentDir(key)
 		if byDir[d] == nil {
 			byDir[d] = map[string]bool{}
 		}
 		byDir[d][key[len(d)+1:]] = true
-		count[d] += len(origs)
+		count[d] += n
 	}
 	siblings := map[string][]string{}
 	for d := range byDir {
@@ -178,33 +179,27 @@ func (w *pathRewriter) files(files []fileObs, exes []string, uses []int) {
 	}
 }
 
-// portableCounts is what passPortable tells about its rewrites: the distinct paths each
-// variable stands for, the distinct paths behind each collapsed name (by the prefix of the
-// rewrite through its first glob), and the accesses to /proc/<pid>.
+// portableCounts is what passPortable tells about its rewrites: the paths each variable
+// stands for, the paths behind each collapsed name (by the prefix of the rewrite through its
+// first glob), and the accesses to /proc/<pid>. Paths are kept with their repeats, which is
+// cheaper than a set per name: distinctPaths counts them once at the end.
 type portableCounts struct {
-	perVar, globbed   map[string]map[string]bool
+	perVar, globbed   []namedPath
 	procSelf, procAny int
 }
 
-func newPortableCounts() *portableCounts {
-	return &portableCounts{perVar: map[string]map[string]bool{}, globbed: map[string]map[string]bool{}}
-}
+type namedPath struct{ name, path string }
 
 // merge adds the counts of o.
 func (c *portableCounts) merge(o *portableCounts) {
-	for _, m := range [][2]map[string]map[string]bool{{c.perVar, o.perVar}, {c.globbed, o.globbed}} {
-		for k, set := range m[1] {
-			for v := range set {
-				addTo(m[0], k, v)
-			}
-		}
-	}
+	c.perVar = append(c.perVar, o.perVar...)
+	c.globbed = append(c.globbed, o.globbed...)
 	c.procSelf += o.procSelf
 	c.procAny += o.procAny
 }
 
 // lastCounted is the last rewrite one caller counted: counting it again only adds to the
-// /proc counters (the sets have it already).
+// /proc counters (the paths are there already).
 type lastCounted struct {
 	in, out           string
 	procSelf, procAny int
@@ -219,7 +214,7 @@ func (c *portableCounts) add(p, out string, n int, last *lastCounted) {
 			if i := strings.IndexByte(name, '/'); i >= 0 {
 				name = name[:i]
 			}
-			addTo(c.perVar, name, p)
+			c.perVar = append(c.perVar, namedPath{name, p})
 		}
 		switch {
 		case strings.HasPrefix(out, "/proc/self") && !strings.HasPrefix(p, "/proc/self"):
@@ -228,7 +223,7 @@ func (c *portableCounts) add(p, out string, n int, last *lastCounted) {
 			last.procAny = 1
 		default:
 			if key := globPrefix(out); key != "" {
-				addTo(c.globbed, key, p)
+				c.globbed = append(c.globbed, namedPath{key, p})
 			}
 		}
 	}
@@ -236,12 +231,21 @@ func (c *portableCounts) add(p, out string, n int, last *lastCounted) {
 	c.procAny += n * last.procAny
 }
 
-// addTo adds v to the set m[k].
-func addTo(m map[string]map[string]bool, k, v string) {
-	if m[k] == nil {
-		m[k] = map[string]bool{}
+// distinctPaths returns how many distinct paths each name has in pairs (which it sorts).
+func distinctPaths(pairs []namedPath) map[string]int {
+	slices.SortFunc(pairs, func(a, b namedPath) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.path, b.path)
+	})
+	out := map[string]int{}
+	for i, p := range pairs {
+		if i == 0 || p != pairs[i-1] {
+			out[p.name]++
+		}
 	}
-	m[k][v] = true
+	return out
 }
 
 // globPrefix is p up to the end of its first component holding a glob, or "" when none does.

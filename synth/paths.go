@@ -247,12 +247,14 @@ func (m *portableMemo) child(d string, parent *dirMemo) dirMemo {
 // commonPrefixLen is the length of the longest common prefix of a and b.
 func commonPrefixLen(a, b string) int {
 	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
-		if a[i] != b[i] {
-			return i
-		}
+	i := 0
+	for i+16 <= n && a[i:i+16] == b[i:i+16] { // sorted paths share long prefixes
+		i += 16
 	}
-	return n
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 func (m *portableMemo) isVarValue(p string) bool {
@@ -325,10 +327,10 @@ func cleanAbs(p string) bool {
 func mayGlob(c string) bool {
 	run, digit := 0, false // the current run of letters and digits, and whether it has one
 	for i := 0; i < len(c); i++ {
-		switch b := c[i]; {
-		case b >= '0' && b <= '9':
+		switch nameByte[c[i]] {
+		case byteDigit:
 			run, digit = run+1, true
-		case b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z':
+		case byteLetter:
 			run++
 		default:
 			run, digit = 0, false
@@ -350,6 +352,23 @@ func mayGlob(c string) bool {
 	}
 	return false
 }
+
+// nameByte classes the bytes of a name for mayGlob.
+var nameByte = func() (t [256]uint8) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byteDigit
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = byteLetter, byteLetter
+	}
+	return t
+}()
+
+const (
+	byteOther = iota
+	byteLetter
+	byteDigit
+)
 
 // randomPrefixFirst holds the first bytes of the randomPrefixes.
 var randomPrefixFirst = func() (t [256]bool) {
