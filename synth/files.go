@@ -45,21 +45,24 @@ func (s *state) passPortable() []string {
 			rank[pe] = r
 		}
 	}
-	uses := make([]int, len(s.exes))
 	// Rewriting the file paths is most of the pass, and each path is rewritten on its own:
-	// with many, a second goroutine rewrites the second half, with its own memo and counts.
-	if half := len(s.files) / 2; half >= minParallel {
-		counts2, uses2 := &portableCounts{}, make([]int, len(s.exes))
-		var wg sync.WaitGroup
-		wg.Go(func() { newPathRewriter(s, counts2).files(s.files[half:], s.exes, uses2) })
-		paths.files(s.files[:half], s.exes, uses)
-		wg.Wait()
-		counts.merge(counts2)
-		for i, n := range uses2 {
+	// with many, the two halves at once, the second with its own memo and counts.
+	uses := make([]int, len(s.exes))
+	var second *pathRewriter
+	var secondUses []int
+	inHalves(len(s.files), func(part, lo, hi int) {
+		if part == 0 {
+			paths.files(s.files[lo:hi], s.exes, uses)
+			return
+		}
+		second, secondUses = newPathRewriter(s, &portableCounts{}), make([]int, len(s.exes))
+		second.files(s.files[lo:hi], s.exes, secondUses)
+	})
+	if second != nil {
+		counts.merge(second.counts)
+		for i, n := range secondUses {
 			uses[i] += n
 		}
-	} else {
-		paths.files(s.files, s.exes, uses)
 	}
 	for i, exe := range s.exes {
 		s.exes[i] = convExeN(exe, uses[i])
@@ -135,6 +138,22 @@ func (s *state) passPortable() []string {
 // minParallel is the least work, in observations, worth a second goroutine (a variable for
 // the test that compares with the serial code).
 var minParallel = 2048
+
+// inHalves runs work on [0, n): on its two halves at once, the second in another goroutine,
+// when each has at least minParallel items (the machine has a core spare once the command has
+// ended), else on the whole as part 0. It returns where part 1 starts (n: no part 1).
+func inHalves(n int, work func(part, lo, hi int)) int {
+	mid := n / 2
+	if mid < minParallel {
+		work(0, 0, n)
+		return n
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { work(1, mid, n) })
+	work(0, 0, mid)
+	wg.Wait()
+	return mid
+}
 
 // pathRewriter rewrites observed paths into their portable form, and counts what it did.
 // Observations come sorted by path: one path seen with several access kinds by one exe is
