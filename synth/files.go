@@ -599,7 +599,11 @@ func isWriteKind(a string) bool {
 
 // addRule merges one observation into a rule set.
 func (s *state) addRule(m *ruleSet, p string, pr prov, note string) {
-	if r := m.byPath[p]; r != nil {
+	// From sorted observations, a path greater than all in the set is new: no lookup.
+	greatest := m.ordered && (len(m.made) == 0 || p > m.last)
+	if greatest {
+		m.last = p
+	} else if r := m.byPath[p]; r != nil {
 		r.prov = earliest(r.prov, pr)
 		if r.note == "" {
 			r.note = note

@@ -177,6 +177,7 @@ type ruleSet struct {
 	// the map's.
 	made    []ruleRef
 	ordered bool
+	last    string // while ordered, the greatest path of made: none greater is in the set
 }
 
 type ruleRef struct {
@@ -199,7 +200,7 @@ func (rs *ruleSet) delete(p string) {
 }
 
 // unorder forgets the order of making, after a change other than addRule's.
-func (rs *ruleSet) unorder() { rs.made, rs.ordered = nil, false }
+func (rs *ruleSet) unorder() { rs.made, rs.ordered, rs.last = nil, false, "" }
 
 // grow makes room for n more rules when the set is small.
 func (rs *ruleSet) grow(n int) {

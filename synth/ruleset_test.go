@@ -1,0 +1,54 @@
+package synth
+
+import (
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestAddRule checks a rule set built by addRule, which skips the lookup of a path greater
+// than all before it, against a plain map: on sequences of paths mostly in order, with
+// repeats and paths out of order, and after the set lost its order.
+func TestAddRule(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	names := []string{"", "/a", "/a/b", "/a/b-c", "/a/b/c", "/b", "$X/y", "/a/b/d", "/c"}
+	for iter := 0; iter < 2000; iter++ {
+		s := newState(Options{})
+		set := newRuleSet()
+		want := map[string]prov{}
+		var order []string
+		for n := r.IntN(30); n > 0; n-- {
+			p := names[r.IntN(len(names))]
+			if r.IntN(3) > 0 && len(order) > 0 { // mostly sorted: a path after the last one
+				p = slices.Max(order) + names[r.IntN(len(names))]
+			}
+			if r.IntN(50) == 0 {
+				set.set("/unordered", &pathRule{files: 1})
+				want["/unordered"] = prov{}
+			}
+			pr := prov{by: names[r.IntN(len(names))], rank: r.IntN(3), seen: 1}
+			s.addRule(set, p, pr, "")
+			if _, ok := want[p]; !ok {
+				order = append(order, p)
+			}
+			want[p] = earliest(want[p], pr)
+		}
+		got := map[string]prov{}
+		for p, rule := range set.byPath {
+			got[p] = rule.prov
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("iteration %d: addRule made %v, want %v", iter, got, want)
+		}
+		if set.ordered {
+			var made []string
+			for _, m := range set.made {
+				made = append(made, m.path)
+			}
+			if !slices.Equal(made, order) {
+				t.Fatalf("iteration %d: made lists %q, the rules were made in the order %q", iter, made, order)
+			}
+		}
+	}
+}
