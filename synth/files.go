@@ -305,17 +305,17 @@ func (s *state) secretPattern(a string) string {
 func (s *state) passCredentials() []string {
 	var msgs []string
 	add := func(p, note string) {
-		if _, ok := s.hidden.byPath[p]; !ok {
+		if s.hidden.get(p) == nil {
 			s.hidden.set(p, &pathRule{note: note})
 		}
 	}
 	stores := map[string]bool{}
-	for p := range s.hidden.byPath {
+	for p := range s.hidden.byPath() {
 		stores[p] = true
 	}
 	for _, c := range append(slices.Clone(CredentialStores), sshAgentDefault) {
 		stores[c] = true
-		if s.trace == nil && s.hidden.byPath[c] == nil && s.allowsUnder(c) {
+		if s.trace == nil && s.hidden.get(c) == nil && s.allowsUnder(c) {
 			// A profile read back that allows something inside a store it does not hide got
 			// there through --allow-secret (or an equally explicit edit): keep that choice.
 			msgs = append(msgs, fmt.Sprintf("%s not hidden: the profile allows a path inside it", c))
@@ -346,7 +346,7 @@ func (s *state) passCredentials() []string {
 	// Accesses are judged against every store, hidden or allowed: allowing
 	// $HOME/.ssh/known_hosts un-hides $HOME/.ssh (a mount cannot hide around one file) but
 	// keeps dropping what the tool did to $HOME/.ssh/id_rsa, so only the named path is allowed.
-	for _, h := range sortedKeys(s.hidden.byPath) {
+	for _, h := range sortedKeys(s.hidden.byPath()) {
 		for _, a := range allowed {
 			if Covers(h, a) || Covers(a, h) {
 				s.hidden.delete(h)
@@ -450,7 +450,7 @@ func (s *state) passCredentials() []string {
 	if dropped > 0 {
 		msgs = append(msgs, fmt.Sprintf("dropped %s to credential stores (%d in the warnings; failed probes for missing files are not)", plural(dropped, "access"), warned))
 	}
-	msgs = append(msgs, fmt.Sprintf("%s hidden in every profile (credential stores, ssh-agent socket, .env files)", plural(len(s.hidden.byPath), "path")))
+	msgs = append(msgs, fmt.Sprintf("%s hidden in every profile (credential stores, ssh-agent socket, .env files)", plural(s.hidden.len(), "path")))
 	return msgs
 }
 
@@ -492,7 +492,7 @@ func (s *state) keepFiles(keep func(f *fileObs) bool) {
 // allowsUnder reports whether a read, write or exec rule lies at or below pattern c.
 func (s *state) allowsUnder(c string) bool {
 	for _, m := range []*ruleSet{s.read, s.write, s.exec, s.list} {
-		for p := range m.byPath {
+		for p := range m.byPath() {
 			if Covers(c, p) {
 				return true
 			}
@@ -599,16 +599,16 @@ func isWriteKind(a string) bool {
 
 // addRule merges one observation into a rule set.
 func (s *state) addRule(m *ruleSet, p string, pr prov, note string) {
-	// From sorted observations, a path greater than all in the set is new: no lookup.
-	greatest := m.ordered && (len(m.made) == 0 || p > m.last)
-	if greatest {
-		m.last = p
-	} else if r := m.byPath[p]; r != nil {
-		r.prov = earliest(r.prov, pr)
-		if r.note == "" {
-			r.note = note
+	// From sorted observations, a path is mostly greater than all in the set: new.
+	greatest := p > m.last || m.len() == 0
+	if !greatest {
+		if r := m.get(p); r != nil {
+			r.prov = earliest(r.prov, pr)
+			if r.note == "" {
+				r.note = note
+			}
+			return
 		}
-		return
 	}
 	// Rules come from a slab: a trace can make tens of thousands before the roll-ups.
 	if len(s.ruleSlab) == 0 {
@@ -617,9 +617,11 @@ func (s *state) addRule(m *ruleSet, p string, pr prov, note string) {
 	r := &s.ruleSlab[0]
 	s.ruleSlab = s.ruleSlab[1:]
 	*r = pathRule{prov: pr, note: note, files: 1}
-	m.byPath[p] = r
-	if m.ordered {
-		m.made = append(m.made, ruleRef{p, r})
+	if greatest {
+		m.sorted = append(m.sorted, ruleRef{p, r})
+		m.last = p
+	} else {
+		m.rules[p] = r
 	}
 }
 
@@ -667,8 +669,8 @@ func (s *state) passRead() []string {
 			nRead++
 		}
 	}
-	s.list.grow(nList)
-	s.read.grow(nRead)
+	s.list.sorted = slices.Grow(s.list.sorted, nList)
+	s.read.sorted = slices.Grow(s.read.sorted, nRead)
 	provs := s.exeProvs()
 	for _, f := range s.files {
 		switch {
@@ -680,7 +682,7 @@ func (s *state) passRead() []string {
 		case f.access == trace.AccessRead && tooBroadToRead(f.path):
 			refused++
 		case f.access == trace.AccessRead:
-			if !Covers("$WORKDIR", f.path) || s.read.byPath["$WORKDIR"] == nil {
+			if !Covers("$WORKDIR", f.path) || s.read.get("$WORKDIR") == nil {
 				s.addRule(s.read, f.path, provs[f.exe], "")
 			}
 			files++
@@ -688,10 +690,10 @@ func (s *state) passRead() []string {
 	}
 	var msgs []string
 	if files > 0 {
-		msgs = append(msgs, fmt.Sprintf("%s from %s read", plural(len(s.read.byPath), "read rule"), plural(files, "file")))
+		msgs = append(msgs, fmt.Sprintf("%s from %s read", plural(s.read.len(), "read rule"), plural(files, "file")))
 	}
 	if dirs > 0 {
-		msgs = append(msgs, fmt.Sprintf("%s from %s listed (names only, no file contents)", plural(len(s.list.byPath), "list rule"), plural(dirs, "directory")))
+		msgs = append(msgs, fmt.Sprintf("%s from %s listed (names only, no file contents)", plural(s.list.len(), "list rule"), plural(dirs, "directory")))
 	}
 	if meta > 0 {
 		msgs = append(msgs, fmt.Sprintf("%s: no rule needed, stat works on any path that is not hidden", plural(meta, "metadata-only access")))
@@ -778,7 +780,7 @@ func (s *state) passWrite() []string {
 		return nil
 	}
 	msgs := []string{fmt.Sprintf("%s → %s (%d in tool caches, %d in directories the tool created, %d exact files; "+
-		"never $WORKDIR, $HOME or $TMPDIR whole)", plural(n, "write"), plural(len(s.write.byPath), "write rule"), anchored, created, exact)}
+		"never $WORKDIR, $HOME or $TMPDIR whole)", plural(n, "write"), plural(s.write.len(), "write rule"), anchored, created, exact)}
 	if len(refused) > 0 {
 		slices.Sort(refused)
 		refused = slices.Compact(refused)
@@ -886,7 +888,7 @@ func (s *state) passExec() []string {
 	if n+len(refused) == 0 {
 		return nil
 	}
-	msgs := []string{fmt.Sprintf("exec only on the %s that ran", plural(len(s.exec.byPath), "binary"))}
+	msgs := []string{fmt.Sprintf("exec only on the %s that ran", plural(s.exec.len(), "binary"))}
 	if len(refused) > 0 {
 		slices.Sort(refused)
 		msgs = append(msgs, "not granted: exec on directories "+strings.Join(slices.Compact(refused), ", "))
@@ -930,27 +932,23 @@ func readRollupAllowed(d string) bool {
 // level by level from the deepest, and every rule is visited once. Merging provenance does not
 // depend on the order (earliest keeps the lowest rank and name, and the highest seen count).
 func rollup(set *ruleSet, threshold int, noun string, allowed, blocked func(string) bool) []string {
-	rules := set.byPath
-	defer set.unorder()
 	type node struct {
 		path             string
 		rule             *pathRule // nil: no rule at path (any more)
 		firstChild, next int32     // -1: none
 		below            int       // rules strictly below path
 	}
-	nodes := make([]node, 0, len(rules)+len(rules)/8)
+	size := set.len()
+	nodes := make([]node, 0, size+size/8)
 	addNode := func(p string, r *pathRule) {
 		r.node = int32(len(nodes))
 		nodes = append(nodes, node{path: p, rule: r, firstChild: -1, next: -1})
 	}
-	if set.ordered {
-		for _, m := range set.made {
-			addNode(m.path, m.rule)
-		}
-	} else {
-		for p, r := range rules {
-			addNode(p, r)
-		}
+	for _, e := range set.sorted {
+		addNode(e.path, e.rule)
+	}
+	for p, r := range set.rules {
+		addNode(p, r)
 	}
 	// Link every node to its parent (the ancestor one level up, which ends at the last slash),
 	// making the directories that hold no rule.
@@ -964,7 +962,7 @@ func rollup(set *ruleSet, threshold int, noun string, allowed, blocked func(stri
 	link = func(i int32, d string) int32 { // links node i to d, looked up; returns d's node
 		var parent int32
 		made := false
-		if r := rules[d]; r != nil {
+		if r := set.get(d); r != nil {
 			parent = r.node
 		} else if j, ok := others[d]; ok {
 			parent = j
@@ -981,10 +979,10 @@ func rollup(set *ruleSet, threshold int, noun string, allowed, blocked func(stri
 		}
 		return parent
 	}
-	// In the order of making, a node's parent is mostly the node before it or one of that
-	// node's ancestors: those are kept on a stack, shortest first, and the rest looked up.
+	// In sorted order, a node's parent is mostly the node before it or one of that node's
+	// ancestors: those are kept on a stack, shortest first, and the rest looked up.
 	var stack []int32
-	for i := range int32(len(rules)) {
+	for i := range int32(size) {
 		p := nodes[i].path
 		slash := strings.LastIndexByte(p, '/')
 		if slash <= 0 { // depth(p) < 2
@@ -1006,7 +1004,7 @@ func rollup(set *ruleSet, threshold int, noun string, allowed, blocked func(stri
 		stack = append(stack, i)
 	}
 	var madeNodes []int32
-	gone := make([]int32, 0, len(rules))
+	gone := make([]int32, 0, size)
 	var members []*pathRule
 	var collect func(i int32)
 	collect = func(i int32) { // take the rules strictly below node i
@@ -1052,15 +1050,17 @@ func rollup(set *ruleSet, threshold int, noun string, allowed, blocked func(stri
 		visit(i)
 	}
 	// Write the result back: a new map when most rules went (cheaper than deleting them).
-	if len(gone) > len(rules)/2 {
-		rules = make(map[string]*pathRule, len(rules)-len(gone))
+	var rules map[string]*pathRule
+	if len(gone) > size/2 {
+		rules = make(map[string]*pathRule, size-len(gone))
 		for i := range nodes {
 			if r := nodes[i].rule; r != nil {
 				rules[nodes[i].path] = r
 			}
 		}
-		set.byPath = rules
+		set.rules, set.sorted = rules, nil
 	} else {
+		rules = set.byPath()
 		for _, i := range gone {
 			delete(rules, nodes[i].path)
 		}
@@ -1092,7 +1092,7 @@ func (s *state) passRollupRead() []string {
 		if s.storeSet.touches(d) {
 			return true
 		}
-		for w := range s.write.byPath {
+		for w := range s.write.byPath() {
 			if under1(d, w) {
 				return true
 			}
@@ -1101,13 +1101,13 @@ func (s *state) passRollupRead() []string {
 	}
 	var msgs []string
 	for _, d := range rollup(s.read, s.opts.RollupThreshold, "files", readRollupAllowed, blocked) {
-		if r := s.read.byPath[d]; r != nil {
+		if r := s.read.get(d); r != nil {
 			msgs = append(msgs, fmt.Sprintf("rolled up %d files under %s → %s (read)", r.files, d, d))
 		}
 	}
 	storeBlocked := func(d string) bool { return s.storeSet.touches(d) }
 	for _, d := range rollup(s.list, s.opts.RollupThreshold, "directories", readRollupAllowed, storeBlocked) {
-		if r := s.list.byPath[d]; r != nil {
+		if r := s.list.get(d); r != nil {
 			msgs = append(msgs, fmt.Sprintf("rolled up %d directories under %s → %s (list)", r.files, d, d))
 		}
 	}
@@ -1121,7 +1121,7 @@ func (s *state) passRollupWrite() []string {
 	blocked := func(d string) bool { return s.storeSet.touches(d) }
 	var msgs []string
 	for _, d := range rollup(s.write, s.opts.RollupThreshold, "files", allowed, blocked) {
-		if r := s.write.byPath[d]; r != nil {
+		if r := s.write.get(d); r != nil {
 			msgs = append(msgs, fmt.Sprintf("rolled up %d files under %s → %s (write)", r.files, d, d))
 		}
 	}
@@ -1135,7 +1135,7 @@ func (s *state) passCoverage() []string {
 	// drop removes the rules of m covered by another rule of m or by a rule of also. A rule
 	// is covered by an ancestor (found by walking up) or by a glob rule (tested one by one).
 	drop := func(set *ruleSet, also map[string]*pathRule) int {
-		m := set.byPath
+		m := set.byPath()
 		globs := func(rules map[string]*pathRule) []string {
 			var out []string
 			for _, q := range sortedKeys(rules) {
@@ -1184,9 +1184,9 @@ func (s *state) passCoverage() []string {
 		return n
 	}
 	n := drop(s.write, nil)
-	n += drop(s.read, s.write.byPath)
-	n += drop(s.list, s.write.byPath)
-	n += drop(s.list, s.read.byPath) // read implies list
+	n += drop(s.read, s.write.byPath())
+	n += drop(s.list, s.write.byPath())
+	n += drop(s.list, s.read.byPath()) // read implies list
 	n += drop(s.exec, nil)
 	if n == 0 {
 		return nil

@@ -123,7 +123,7 @@ func (s *state) builtByRun(exe string) bool {
 	if strings.HasPrefix(exe, "$TMPDIR/") {
 		return true
 	}
-	for w := range s.write.byPath {
+	for w := range s.write.byPath() {
 		if Covers(w, exe) {
 			return true
 		}

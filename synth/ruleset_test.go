@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestAddRule checks a rule set built by addRule, which skips the lookup of a path greater
-// than all before it, against a plain map: on sequences of paths mostly in order, with
-// repeats and paths out of order, and after the set lost its order.
+// TestAddRule checks a rule set built by addRule, which keeps the paths greater than all
+// before it in order instead of in its map, against a plain map: on sequences of paths mostly
+// in order, with repeats, paths out of order and rules put with set.
 func TestAddRule(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	names := []string{"", "/a", "/a/b", "/a/b-c", "/a/b/c", "/b", "$X/y", "/a/b/d", "/c"}
@@ -34,21 +34,20 @@ func TestAddRule(t *testing.T) {
 			}
 			want[p] = earliest(want[p], pr)
 		}
+		if set.len() != len(want) {
+			t.Fatalf("iteration %d: %d rules, want %d", iter, set.len(), len(want))
+		}
+		for p, pr := range want {
+			if r := set.get(p); r == nil || r.prov != pr {
+				t.Fatalf("iteration %d: get(%q) = %v, want %v", iter, p, r, pr)
+			}
+		}
 		got := map[string]prov{}
-		for p, rule := range set.byPath {
+		for p, rule := range set.byPath() {
 			got[p] = rule.prov
 		}
 		if !maps.Equal(got, want) {
 			t.Fatalf("iteration %d: addRule made %v, want %v", iter, got, want)
-		}
-		if set.ordered {
-			var made []string
-			for _, m := range set.made {
-				made = append(made, m.path)
-			}
-			if !slices.Equal(made, order) {
-				t.Fatalf("iteration %d: made lists %q, the rules were made in the order %q", iter, made, order)
-			}
 		}
 	}
 }

@@ -170,14 +170,13 @@ type pathRule struct {
 
 // ruleSet is one section's rules by path (filesystem.read, write, ...).
 type ruleSet struct {
-	byPath map[string]*pathRule
-	// made lists the rules of byPath in the order addRule made them, while nothing else
-	// changed the set (ordered is false once something did): rules made from sorted
-	// observations come in order, and rollup builds its tree faster in that order than in
-	// the map's.
-	made    []ruleRef
-	ordered bool
-	last    string // while ordered, the greatest path of made: none greater is in the set
+	rules map[string]*pathRule // all but those in sorted
+	// sorted holds rules added in increasing path order, as sorted observations add them:
+	// a path greater than all in the set is new without a lookup, and goes here instead of
+	// into the map, which a set rolled up whole then never needs (byPath makes it). rollup
+	// builds its tree faster in this order, too.
+	sorted []ruleRef
+	last   string // no path in the set is greater
 }
 
 type ruleRef struct {
@@ -185,37 +184,45 @@ type ruleRef struct {
 	rule *pathRule
 }
 
-func newRuleSet() *ruleSet { return &ruleSet{byPath: map[string]*pathRule{}, ordered: true} }
+func newRuleSet() *ruleSet { return &ruleSet{rules: map[string]*pathRule{}} }
+
+// byPath returns the rules by path, the map holding all of them from now on.
+func (rs *ruleSet) byPath() map[string]*pathRule {
+	if len(rs.sorted) > 0 {
+		m := make(map[string]*pathRule, len(rs.rules)+len(rs.sorted))
+		for p, r := range rs.rules {
+			m[p] = r
+		}
+		for _, e := range rs.sorted {
+			m[e.path] = e.rule
+		}
+		rs.rules, rs.sorted = m, nil
+	}
+	return rs.rules
+}
+
+// get returns the rule at path p, or nil.
+func (rs *ruleSet) get(p string) *pathRule {
+	if r := rs.rules[p]; r != nil {
+		return r
+	}
+	if i, ok := slices.BinarySearchFunc(rs.sorted, p, func(e ruleRef, p string) int { return strings.Compare(e.path, p) }); ok {
+		return rs.sorted[i].rule
+	}
+	return nil
+}
+
+// len is the number of rules.
+func (rs *ruleSet) len() int { return len(rs.rules) + len(rs.sorted) }
 
 // set puts r at path p.
 func (rs *ruleSet) set(p string, r *pathRule) {
-	rs.byPath[p] = r
-	rs.unorder()
+	rs.byPath()[p] = r
+	rs.last = max(rs.last, p)
 }
 
 // delete removes the rule at path p.
-func (rs *ruleSet) delete(p string) {
-	delete(rs.byPath, p)
-	rs.unorder()
-}
-
-// unorder forgets the order of making, after a change other than addRule's.
-func (rs *ruleSet) unorder() { rs.made, rs.ordered, rs.last = nil, false, "" }
-
-// grow makes room for n more rules when the set is small.
-func (rs *ruleSet) grow(n int) {
-	if n < 64 || len(rs.byPath) > n {
-		return
-	}
-	m := make(map[string]*pathRule, len(rs.byPath)+n)
-	for p, r := range rs.byPath {
-		m[p] = r
-	}
-	rs.byPath = m
-	if rs.ordered {
-		rs.made = slices.Grow(rs.made, n)
-	}
-}
+func (rs *ruleSet) delete(p string) { delete(rs.byPath(), p) }
 
 // fileObs is one file access. A trace holds tens of thousands and the passes go over them
 // many times, so they are kept small: the exe, one of a few, is an index into state.exes, and
@@ -511,7 +518,7 @@ func (s *state) ingestProfile(p *policy.Profile) error {
 				files = n
 			}
 			pr := prov{by: r.By, seen: r.Seen}
-			if old := dst.byPath[r.Path]; old != nil {
+			if old := dst.get(r.Path); old != nil {
 				pr = earliest(old.prov, pr)
 			}
 			dst.set(r.Path, &pathRule{prov: pr, note: r.Note, files: files})
@@ -566,7 +573,7 @@ func (s *state) emit() *policy.Profile {
 	p.Syscalls.Args = slices.Clone(s.argRules)
 	rules := func(m *ruleSet) []policy.PathRule {
 		var out []policy.PathRule
-		for path, r := range m.byPath {
+		for path, r := range m.byPath() {
 			out = append(out, policy.PathRule{Path: path, Provenance: r.policy(), Note: r.note})
 		}
 		return out
