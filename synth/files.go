@@ -16,7 +16,7 @@ func (s *state) passPortable() []string {
 	if s.trace == nil {
 		return nil
 	}
-	counts := &portableCounts{}
+	counts := newPortableCounts()
 	paths := newPathRewriter(s, counts)
 	// Executables are few and repeat.
 	exeOut := map[string]string{}
@@ -46,23 +46,21 @@ func (s *state) passPortable() []string {
 		}
 	}
 	// Rewriting the file paths is most of the pass, and each path is rewritten on its own:
-	// with many, the two halves at once, the second with its own memo and counts.
-	uses := make([]int, len(s.exes))
-	var second *pathRewriter
-	var secondUses []int
+	// with many, the two halves at once, the second with its own memo and counts (its paths
+	// are told apart from the first's at the end).
+	uses, secondUses := make([]int, len(s.exes)), make([]int, len(s.exes))
+	second := newPortableCounts()
 	inHalves(len(s.files), func(part, lo, hi int) {
 		if part == 0 {
 			paths.files(s.files[lo:hi], s.exes, uses)
-			return
+		} else {
+			newPathRewriter(s, second).files(s.files[lo:hi], s.exes, secondUses)
 		}
-		second, secondUses = newPathRewriter(s, &portableCounts{}), make([]int, len(s.exes))
-		second.files(s.files[lo:hi], s.exes, secondUses)
 	})
-	if second != nil {
-		counts.merge(second.counts)
-		for i, n := range secondUses {
-			uses[i] += n
-		}
+	counts.procSelf += second.procSelf
+	counts.procAny += second.procAny
+	for i, n := range secondUses {
+		uses[i] += n
 	}
 	for i, exe := range s.exes {
 		s.exes[i] = convExeN(exe, uses[i])
@@ -90,7 +88,7 @@ func (s *state) passPortable() []string {
 	s.rank = rank
 
 	var msgs []string
-	perVar := distinctPaths(counts.perVar)
+	perVar := distinctPaths(counts.perVar, second.perVar)
 	for _, v := range s.vars {
 		if n := perVar[v.name]; n > 0 {
 			msgs = append(msgs, fmt.Sprintf("%s → $%s (%s seen)", v.value, v.name, plural(n, "path")))
@@ -100,7 +98,7 @@ func (s *state) passPortable() []string {
 	// directories beyond a few share a line ($GOCACHE/00 … $GOCACHE/ff → $GOCACHE/*).
 	byDir := map[string]map[string]bool{}
 	count := map[string]int{}
-	for key, n := range distinctPaths(counts.globbed) {
+	for key, n := range distinctPaths(counts.globbed, second.globbed) {
 		d := parentDir(key)
 		if byDir[d] == nil {
 			byDir[d] = map[string]bool{}
@@ -198,27 +196,30 @@ func (w *pathRewriter) files(files []fileObs, exes []string, uses []int) {
 	}
 }
 
-// portableCounts is what passPortable tells about its rewrites: the paths each variable
-// stands for, the paths behind each collapsed name (by the prefix of the rewrite through its
-// first glob), and the accesses to /proc/<pid>. Paths are kept with their repeats, which is
-// cheaper than a set per name: distinctPaths counts them once at the end.
+// portableCounts is what passPortable tells about its rewrites: the distinct paths each
+// variable stands for, the distinct paths behind each collapsed name (by the prefix of the
+// rewrite through its first glob), and the accesses to /proc/<pid>.
 type portableCounts struct {
-	perVar, globbed   []namedPath
+	perVar, globbed   pathSets
 	procSelf, procAny int
 }
 
-type namedPath struct{ name, path string }
+func newPortableCounts() *portableCounts {
+	return &portableCounts{perVar: pathSets{}, globbed: pathSets{}}
+}
 
-// merge adds the counts of o.
-func (c *portableCounts) merge(o *portableCounts) {
-	c.perVar = append(c.perVar, o.perVar...)
-	c.globbed = append(c.globbed, o.globbed...)
-	c.procSelf += o.procSelf
-	c.procAny += o.procAny
+// pathSets holds a set of paths by name.
+type pathSets map[string]map[string]bool
+
+func (m pathSets) add(name, p string) {
+	if m[name] == nil {
+		m[name] = map[string]bool{}
+	}
+	m[name][p] = true
 }
 
 // lastCounted is the last rewrite one caller counted: counting it again only adds to the
-// /proc counters (the paths are there already).
+// /proc counters (the sets have it already).
 type lastCounted struct {
 	in, out           string
 	procSelf, procAny int
@@ -233,7 +234,7 @@ func (c *portableCounts) add(p, out string, n int, last *lastCounted) {
 			if i := strings.IndexByte(name, '/'); i >= 0 {
 				name = name[:i]
 			}
-			c.perVar = append(c.perVar, namedPath{name, p})
+			c.perVar.add(name, p)
 		}
 		switch {
 		case strings.HasPrefix(out, "/proc/self") && !strings.HasPrefix(p, "/proc/self"):
@@ -242,7 +243,7 @@ func (c *portableCounts) add(p, out string, n int, last *lastCounted) {
 			last.procAny = 1
 		default:
 			if key := globPrefix(out); key != "" {
-				c.globbed = append(c.globbed, namedPath{key, p})
+				c.globbed.add(key, p)
 			}
 		}
 	}
@@ -250,18 +251,21 @@ func (c *portableCounts) add(p, out string, n int, last *lastCounted) {
 	c.procAny += n * last.procAny
 }
 
-// distinctPaths returns how many distinct paths each name has in pairs (which it sorts).
-func distinctPaths(pairs []namedPath) map[string]int {
-	slices.SortFunc(pairs, func(a, b namedPath) int {
-		if c := strings.Compare(a.name, b.name); c != 0 {
-			return c
-		}
-		return strings.Compare(a.path, b.path)
-	})
+// distinctPaths returns how many distinct paths each name has in all the sets (cheaper than
+// merging them: a path of a later set is only looked up in the earlier ones).
+func distinctPaths(sets ...pathSets) map[string]int {
 	out := map[string]int{}
-	for i, p := range pairs {
-		if i == 0 || p != pairs[i-1] {
-			out[p.name]++
+	for i, m := range sets {
+		for name, paths := range m {
+			if i == 0 {
+				out[name] += len(paths)
+				continue
+			}
+			for p := range paths {
+				if !slices.ContainsFunc(sets[:i], func(prev pathSets) bool { return prev[name][p] }) {
+					out[name]++
+				}
+			}
 		}
 	}
 	return out
@@ -659,7 +663,7 @@ func (s *state) passSourceTree() []string {
 //   - /dev nodes (/dev/null, /dev/tty, /dev/urandom) stay exact rules, never rolled up.
 func (s *state) passRead() []string {
 	var files, dirs, meta, refused int
-	// Size the maps once: a trace may hold 100k paths.
+	// Size the rule sets once: a trace may hold 100k paths.
 	nList, nRead := 0, 0
 	for _, f := range s.files {
 		switch {
