@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -28,6 +29,9 @@ func MaybeInit() {
 	// Everything that must survive exec (Landlock, capabilities, no_new_privs, the filter) is
 	// per thread: stay on this one.
 	runtime.LockOSThread()
+	// The stage execs within milliseconds, having allocated little: a collection would only
+	// delay it.
+	debug.SetGCPercent(-1)
 	phase.SetName("init")
 	phase.Mark("runtime start to MaybeInit")
 	os.Exit(initStage())
