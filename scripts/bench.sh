@@ -52,6 +52,11 @@ echo "== learn: metadata walk (find /usr)"
 hf learn-find --runs "$runs" --warmup 1 -n bare "$findusr" \
 	-n "sysprof learn" "$sp learn --fresh -p $work/find.yaml -- $findusr"
 
+# The same in turns (bare, learn, bare, ...): the VM's drift between hyperfine's two blocks
+# (bare find moved by ±20% within minutes here) stays out of the ratio.
+python3 "$top/scripts/interleave.py" "$((runs * 4))" "bare=$findusr" \
+	"sysprof learn=$sp learn --fresh -p $work/find.yaml -- $findusr" >"$out/learn-find-interleaved.txt"
+
 echo "== learn: peak memory of sysprof itself and lost events"
 for name in storm gobuild find; do
 	case $name in
@@ -100,6 +105,10 @@ echo "== enforce: go build (cold and warm cache) and gcc -c"
 	-n "sysprof enforce" "$sp enforce -p $work/gcc2.yaml -- $gcc2" \
 	-n "bwrap --unshare-all" "$bwrap_ro --bind $work/cproj $work/cproj $gcc2")
 
+echo
+echo "### learn-find, interleaved ($((runs * 4)) rounds, medians)"
+echo
+cat "$out/learn-find-interleaved.txt"
 echo
 python3 - "$out" <<'PY'
 import json, os, sys

@@ -27,10 +27,14 @@ def main():
             subprocess.run(shlex.split(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             if r >= 2:
                 times[name].append((time.monotonic() - t0) * 1000)
-    base = statistics.median(times[cmds[0][0]])
+    first = times[cmds[0][0]]
+    base = statistics.median(first)
     for name, _ in cmds:
         m = statistics.median(times[name])
-        print(f"{name:>12}: median {m:8.1f} ms  min {min(times[name]):8.1f}  {m / base:5.2f}x")
+        # The median of each round's ratio too: a round's commands ran seconds apart, so a
+        # drifting VM moves both sides of it.
+        pairs = statistics.median(t / b for t, b in zip(times[name], first))
+        print(f"{name:>12}: median {m:8.1f} ms  min {min(times[name]):8.1f}  {m / base:5.2f}x  (per round {pairs:5.2f}x)")
 
 
 main()
