@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/sys/unix"
 
@@ -159,6 +160,31 @@ type probe struct {
 	// perfHeld has the perf events' holder once started (after the attach, while the command
 	// runs); it then owns perfFDs.
 	perfHeld chan *kernrun.PerfHolder
+	// ring has the ring buffer's reader once mapped (openRing); Run takes it (ringReader).
+	ring      chan ringResult
+	ringTaken bool
+}
+
+type ringResult struct {
+	rd  *ringbuf.Reader
+	err error
+}
+
+// openRing maps the ring buffer for reading in the background, while the hooks attach: the
+// kernel maps all of its 16 MB up front (~1 ms).
+func (p *probe) openRing() {
+	p.ring = make(chan ringResult, 1)
+	go func() {
+		rd, err := ringbuf.NewReader(p.objs.Events)
+		p.ring <- ringResult{rd, err}
+	}()
+}
+
+// ringReader returns the reader openRing made; the caller closes it.
+func (p *probe) ringReader() (*ringbuf.Reader, error) {
+	p.ringTaken = true
+	r := <-p.ring
+	return r.rd, r.err
 }
 
 // loadProbe loads learn.c for the cgroup with id cgid and attaches it: tracepoints host-wide
@@ -277,6 +303,7 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 // attach attaches p's per-run hooks: the sched tracepoints, then (perf) the program of the
 // syscall exit tracepoints, then sys_enter, then the hooks of the run cgroup.
 func (p *probe) attach(cgroupDir string, ph *phases, perf func() error) error {
+	p.openRing()
 	attachRaw := func(name string, prog *ebpf.Program) error {
 		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: name, Program: prog})
 		if err != nil {
@@ -523,6 +550,11 @@ func Settle() { closing.Wait() }
 
 // close detaches p, and hands its objects to the next run when it can (warm.go).
 func (p *probe) close() {
+	if p.ring != nil && !p.ringTaken { // the attach failed
+		if r := <-p.ring; r.rd != nil {
+			r.rd.Close()
+		}
+	}
 	p.detach()
 	if p.warmable {
 		if p.ended && clearLearnMaps(&p.objs) == nil && handOff(p) {

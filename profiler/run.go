@@ -120,7 +120,7 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	defer closeInBackground(p)
 	ph.mark("attach")
 
-	rd, err := ringbuf.NewReader(p.objs.Events)
+	rd, err := p.ringReader()
 	if err != nil {
 		return nil, &LoadError{Step: "open ring buffer", Err: err}
 	}
