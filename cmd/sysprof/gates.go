@@ -103,7 +103,7 @@ func runLearnGates(ctx context.Context, o *learnOptions) error {
 		if err := saveLearned(st.Profile, res.Profile, o.Fresh, o.Force); err != nil {
 			return withCode(exitSysprof, fmt.Errorf("step %s: %w", st.Name, err))
 		}
-		printLearnSummary(o.Err, tr, wall, st.Profile)
+		printLearnSummary(o.Err, renderLearnSummary(tr, wall), tr, st.Profile)
 		if tr.ExitCode != 0 {
 			return withCode(tr.ExitCode, fmt.Errorf("step %s: %s exited with status %d (its profile was saved; later steps were not learned)", st.Name, shellQuote(st.Command), tr.ExitCode))
 		}

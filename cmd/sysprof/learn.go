@@ -159,6 +159,8 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 		fmt.Fprintf(o.Err, "sysprof: started from the shipped profile %s (%d syscalls, %d read, %d write, %d exec paths)\n",
 			o.FromProfile, len(shipped.Syscalls.Allow), len(shipped.Filesystem.Read), len(shipped.Filesystem.Write), len(shipped.Filesystem.Exec))
 	}
+	table := make(chan []byte, 1)
+	go func() { table <- renderLearnSummary(tr, wall) }()
 	t0 := time.Now()
 	if err := saveLearned(o.Profile, learned, o.Fresh, o.Force); err != nil {
 		return withCode(exitSysprof, err)
@@ -166,7 +168,7 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 	if os.Getenv("SYSPROF_TIMINGS") != "" {
 		fmt.Fprintf(os.Stderr, "timing learn %7.2fms save\n", float64(time.Since(t0).Microseconds())/1000)
 	}
-	printLearnSummary(o.Err, tr, wall, o.Profile)
+	printLearnSummary(o.Err, <-table, tr, o.Profile)
 	if o.Debug || os.Getenv("SYSPROF_STATS") != "" {
 		printPeakRSS(o.Err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -92,9 +93,12 @@ func countFiles(files []trace.FileAccess) (byAccess map[string]int, failed int) 
 	return byAccess, failed
 }
 
-func printLearnSummary(w io.Writer, tr *trace.Trace, wall time.Duration, profilePath string) {
+// renderLearnSummary renders the table learn prints at the end (learn renders it while the
+// profile is saved and synced).
+func renderLearnSummary(tr *trace.Trace, wall time.Duration) []byte {
 	s := summarize(tr)
-	t := tablewriter.NewTable(w, tablewriter.WithRenderer(renderer.NewBlueprint()))
+	var b bytes.Buffer
+	t := tablewriter.NewTable(&b, tablewriter.WithRenderer(renderer.NewBlueprint()))
 	t.Header("learned", "count")
 	t.Append("binaries run", strconv.Itoa(s.Binaries))
 	t.Append("syscalls", strconv.Itoa(s.Syscalls))
@@ -109,6 +113,12 @@ func printLearnSummary(w io.Writer, tr *trace.Trace, wall time.Duration, profile
 	t.Append("lost events", strconv.FormatUint(tr.Loss.RingbufDrops+tr.Loss.MapFull, 10))
 	t.Append("wall time", wall.Round(time.Millisecond).String())
 	t.Render()
+	return b.Bytes()
+}
+
+// printLearnSummary prints the rendered table and where the profile went.
+func printLearnSummary(w io.Writer, table []byte, tr *trace.Trace, profilePath string) {
+	w.Write(table)
 	if tr.Incomplete {
 		fmt.Fprintf(w, "sysprof: profile marked INCOMPLETE: %v\n", tr.Reasons)
 	}
