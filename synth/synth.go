@@ -388,8 +388,8 @@ func (s *state) ingestTrace(t *trace.Trace) {
 		s.files[i] = fileObs{path: f.Path, access: knownAccess(f.Access), exe: exes.id(f.Exe), ok: f.OK, dir: f.Dir, errno: f.Errno}
 	}
 	// Observation order must not matter, for the explain lines and warnings either. The
-	// profiler writes files sorted by path already: check while numbering the exes in order,
-	// sort only if not.
+	// profiler writes files sorted by exe, then path: with one executable (find) that is this
+	// order already. Check while numbering the exes in order, sort only if not.
 	var exeIDs []int32
 	s.exes, exeIDs = exes.sorted()
 	sorted := true
