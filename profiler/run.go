@@ -270,14 +270,18 @@ wait:
 	if rerr != nil {
 		t.Reasons = append(t.Reasons, "reading the ring buffer failed: "+rerr.Error())
 	}
-	if err := readAggregates(p, col, t); err != nil {
+	// The in-kernel aggregates are read while the collector fills in the rest of the trace
+	// (they only share reads of the collector's exe names).
+	aggregated := make(chan error, 1)
+	go func() { aggregated <- readAggregates(p, col, t) }()
+	col.fill(t)
+	ph.mark("fill")
+	if err := <-aggregated; err != nil {
 		return nil, err
 	}
 	p.ended = true
-	ph.mark("aggregates")
-	col.fill(t)
 	addRootExecve(t)
-	ph.mark("fill")
+	ph.mark("aggregates")
 	if col.undecodable > 0 {
 		t.Reasons = append(t.Reasons, fmt.Sprintf("BUG: %d events could not be decoded", col.undecodable))
 	}
