@@ -420,7 +420,7 @@ func GlobComponent(c string) string {
 		return c
 	}
 	if countDigits(c) >= 8 { // a stamp holds at least 8 digits: skip the regexp otherwise
-		c = timestampRE().ReplaceAllString(c, "*")
+		c = globStamps(c)
 	}
 	for _, rp := range randomPrefixes {
 		if !strings.HasPrefix(c, rp.prefix) {
@@ -457,6 +457,27 @@ func GlobComponent(c string) string {
 		out = strings.ReplaceAll(out, "**", "*")
 	}
 	return out
+}
+
+// globStamps replaces the date stamps in c with "*". A match inside a longer run of digits is
+// not a stamp but part of a random number (go-build3201711235 holds 20171123): globRun takes
+// that run whole, and replacing the match would leave digits of it behind (go-build3*5).
+func globStamps(c string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range timestampRE().FindAllStringIndex(c, -1) {
+		if m[0] > 0 && isDigit(c[m[0]-1]) || m[1] < len(c) && isDigit(c[m[1]]) {
+			continue
+		}
+		b.WriteString(c[last:m[0]])
+		b.WriteByte('*')
+		last = m[1]
+	}
+	if last == 0 {
+		return c
+	}
+	b.WriteString(c[last:])
+	return b.String()
 }
 
 // globCache memoizes GlobComponent (a pure function): a trace repeats the same components
@@ -545,6 +566,8 @@ func globRun(r string) string {
 	}
 	return b.String()
 }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'

@@ -15,6 +15,8 @@ func TestGlobComponent(t *testing.T) {
 		{"id_ed25519", "id_ed25519"},
 		{"libfoo12345.so", "libfoo12345.so"},
 		{"go-build3411254890", "go-build*"},
+		{"go-build3201711235", "go-build*"}, // 20171123 inside it is no date stamp
+		{"2026-11-30T04_00_00_000Z-debug.log", "*-debug.log"},
 		{"go-link-123456", "go-link-*"},
 		{"tmp.Qw3rTy8UiO", "tmp.*"},
 		{"tmp.abcdefghij", "tmp.*"},
