@@ -449,21 +449,10 @@ func compareFileObs(a, b *fileObs) int {
 
 // knownAccess returns the trace.Access* constant equal to a, or a.
 func knownAccess(a string) string {
-	switch a {
-	case trace.AccessRead:
-		return trace.AccessRead
-	case trace.AccessWrite:
-		return trace.AccessWrite
-	case trace.AccessCreate:
-		return trace.AccessCreate
-	case trace.AccessDelete:
-		return trace.AccessDelete
-	case trace.AccessExec:
-		return trace.AccessExec
-	case trace.AccessList:
-		return trace.AccessList
-	case trace.AccessMetadata:
-		return trace.AccessMetadata
+	for _, k := range trace.Accesses {
+		if a == k {
+			return k
+		}
 	}
 	return a
 }

@@ -20,6 +20,9 @@ const (
 	AccessMetadata = "metadata"
 )
 
+// Accesses lists the access kinds, in the order summaries show them.
+var Accesses = []string{AccessRead, AccessWrite, AccessCreate, AccessDelete, AccessExec, AccessList, AccessMetadata}
+
 // Architectures a syscall can be made through. On amd64 a 64-bit process can still enter the
 // kernel through the i386 compat entry (int 0x80) or with the x32 bit set.
 const (

@@ -102,7 +102,7 @@ func renderLearnSummary(tr *trace.Trace, wall time.Duration) []byte {
 	t.Header("learned", "count")
 	t.Append("binaries run", strconv.Itoa(s.Binaries))
 	t.Append("syscalls", strconv.Itoa(s.Syscalls))
-	for _, k := range []string{trace.AccessRead, trace.AccessWrite, trace.AccessCreate, trace.AccessDelete, trace.AccessExec, trace.AccessList, trace.AccessMetadata} {
+	for _, k := range trace.Accesses {
 		if n := s.FilesByAccess[k]; n > 0 {
 			t.Append("files: "+k, strconv.Itoa(n))
 		}
