@@ -160,9 +160,8 @@ type probe struct {
 	// perfHeld has the perf events' holder once started (after the attach, while the command
 	// runs); it then owns perfFDs.
 	perfHeld chan *kernrun.PerfHolder
-	// ring has the ring buffer's reader once mapped (openRing); Run takes it (ringReader).
-	ring      chan ringResult
-	ringTaken bool
+	// ring has the ring buffer's reader once mapped (openRing), until Run takes it (ringReader).
+	ring chan ringResult
 }
 
 type ringResult struct {
@@ -182,8 +181,8 @@ func (p *probe) openRing() {
 
 // ringReader returns the reader openRing made; the caller closes it.
 func (p *probe) ringReader() (*ringbuf.Reader, error) {
-	p.ringTaken = true
 	r := <-p.ring
+	p.ring = nil
 	return r.rd, r.err
 }
 
@@ -550,7 +549,7 @@ func Settle() { closing.Wait() }
 
 // close detaches p, and hands its objects to the next run when it can (warm.go).
 func (p *probe) close() {
-	if p.ring != nil && !p.ringTaken { // the attach failed
+	if p.ring != nil { // not taken: the attach failed
 		if r := <-p.ring; r.rd != nil {
 			r.rd.Close()
 		}
