@@ -512,12 +512,16 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 	}
 	// Hidden globs inside a private /tmp can only match what is bound into it from the host:
 	// they wait until that is known (listing the host's /tmp for $TMPDIR/ssh-* took ~1 ms).
-	hiddenRules, tmpGlobs := fs.Hidden, []policy.PathRule(nil)
+	type tmpGlob struct {
+		rule policy.PathRule
+		root string // the private tmp it lies in
+	}
+	hiddenRules, tmpGlobs := fs.Hidden, []tmpGlob(nil)
 	if fs.PrivateTmp {
 		hiddenRules = nil
 		for _, r := range fs.Hidden {
 			if p, err := expand(r.Path, env); err == nil && strings.ContainsAny(p, "*?[") && privateTmpRoot(p) != "" {
-				tmpGlobs = append(tmpGlobs, r)
+				tmpGlobs = append(tmpGlobs, tmpGlob{r, privateTmpRoot(p)})
 			} else {
 				hiddenRules = append(hiddenRules, r)
 			}
@@ -578,12 +582,11 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 			}
 			slices.Sort(plan.Writable)
 			plan.Writable = slices.Compact(plan.Writable)
-			for _, r := range tmpGlobs {
-				p, _ := expand(r.Path, env)
-				if !slices.ContainsFunc(plan.Writable, func(w string) bool { return privateTmpRoot(w) == privateTmpRoot(p) }) {
+			for _, g := range tmpGlobs {
+				if !slices.ContainsFunc(plan.Writable, func(w string) bool { return privateTmpRoot(w) == g.root }) {
 					continue // nothing of the host's is visible in this private tmp
 				}
-				m, err := c.expandRules("hidden", []policy.PathRule{r}, env, dirs)
+				m, err := c.expandRules("hidden", []policy.PathRule{g.rule}, env, dirs)
 				if err != nil {
 					return err
 				}
