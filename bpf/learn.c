@@ -151,7 +151,6 @@ enum counter {
 	CNT_ARGS_FULL,         // argument map full
 	CNT_TASKS_FULL,        // tasks map full: a process is not recorded
 	CNT_STASH_FULL,        // stash map full: a path syscall is not recorded
-	CNT_SEEN_FULL,         // dedup map full: events sent without dedup (not a loss)
 	CNT_SCRATCH_BUSY,      // scratch buffer in use: event dropped
 	CNT_MAX,
 };
@@ -394,24 +393,20 @@ struct {
 	__type(value, struct stash);
 } stashes SEC(".maps");
 
-// The dedup set, in two tiers. Inserting into a BPF_F_NO_PREALLOC hash costs ~1 us here (the
-// element allocator), more than the rest of a file event: the first 64k keys go into a
-// preallocated map (~5 ms to create, where a preallocated 256k one took 10-40 ms), the rest into
-// an allocated-on-use one.
+// The dedup set: a direct-mapped table of 64-bit fingerprints of {run, seen_key}. A hit means
+// this run sent the event already; a miss sends it and takes the slot, so a key evicted by
+// another is sent again (user space dedupes too; Count is approximate anyway). It replaced a
+// hash map (64k preallocated + 256k on demand) whose lookup-then-insert, two cache-missing
+// bucket walks and a bucket lock per new key, was ~7% of a find(1) run's CPU: here it is one
+// array slot, no lock, and nothing to clear between runs (the run id is in the fingerprint).
+// Two keys sharing a fingerprint is as unlikely as two paths sharing seen_key.a's hash.
+#define SEEN_SLOTS (1 << 18) // 2 MB
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct seen_key);
-	__type(value, __u8);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SEEN_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
 } seen SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 262144);
-	__type(key, struct seen_key);
-	__type(value, __u8);
-} seen_more SEC(".maps");
 
 // The run's base ids and the generation of paths (see struct base_cache).
 struct path_state {
@@ -538,29 +533,30 @@ static __always_inline void flush_syscalls(struct stash *st, int clear)
 		bpf_loop(SC_CACHE, flush_step, &c, 0);
 }
 
-// seen_before records key and reports whether it was already there. A full map reports false
-// (the event is sent; user space dedupes as well). The lock-free lookup comes first: an update
-// takes the bucket lock with interrupts off even when the key exists, and repeats are the
-// common case (a compiler opening the same header, find stat'ing each directory twice).
+// mix64 is splitmix64's finalizer: a bijection, so chaining it over a key's fields keeps them
+// apart.
+static __always_inline __u64 mix64(__u64 z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+// seen_before records key in this run's dedup table and reports whether it was there.
 static __always_inline int seen_before(struct seen_key *k)
 {
-	if (bpf_map_lookup_elem(&seen, k))
-		return 1;
-	__u8 v = 1;
-	long err = bpf_map_update_elem(&seen, k, &v, BPF_NOEXIST);
-	if (err == 0)
+	struct run_state *rs = run_get();
+	__u64 h = mix64((rs ? rs->id : 0) ^ k->exe_key);
+	h = mix64(h ^ ((__u64)k->kind << 32 | (__u32)k->err));
+	h = mix64(h ^ k->a);
+	h = mix64(h ^ k->b) | 1; // never 0, the empty slot
+	__u32 i = (h >> 32) & (SEEN_SLOTS - 1);
+	__u64 *slot = bpf_map_lookup_elem(&seen, &i);
+	if (!slot)
 		return 0;
-	if (err == -EEXIST) // another CPU inserted it meanwhile
+	if (*slot == h)
 		return 1;
-	// seen is full: the second tier.
-	if (bpf_map_lookup_elem(&seen_more, k))
-		return 1;
-	err = bpf_map_update_elem(&seen_more, k, &v, BPF_NOEXIST);
-	if (err == 0)
-		return 0;
-	if (err == -EEXIST)
-		return 1;
-	count(CNT_SEEN_FULL);
+	*slot = h;
 	return 0;
 }
 

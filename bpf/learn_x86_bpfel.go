@@ -64,9 +64,8 @@ const (
 	LearnCounterCNT_ARGS_FULL     LearnCounter = 2
 	LearnCounterCNT_TASKS_FULL    LearnCounter = 3
 	LearnCounterCNT_STASH_FULL    LearnCounter = 4
-	LearnCounterCNT_SEEN_FULL     LearnCounter = 5
-	LearnCounterCNT_SCRATCH_BUSY  LearnCounter = 6
-	LearnCounterCNT_MAX           LearnCounter = 7
+	LearnCounterCNT_SCRATCH_BUSY  LearnCounter = 5
+	LearnCounterCNT_MAX           LearnCounter = 6
 )
 
 type LearnDnsEvent struct {
@@ -235,15 +234,6 @@ type LearnScratch struct {
 	Data  [16384]uint8
 }
 
-type LearnSeenKey struct {
-	_      structs.HostLayout
-	ExeKey uint64
-	Kind   uint32
-	Err    int32
-	A      uint64
-	B      uint64
-}
-
 type LearnStash struct {
 	_  structs.HostLayout
 	Sc struct {
@@ -307,7 +297,6 @@ const (
 	LearnMapScOps        = "sc_ops"
 	LearnMapScratch      = "scratch"
 	LearnMapSeen         = "seen"
-	LearnMapSeenMore     = "seen_more"
 	LearnMapStashes      = "stashes"
 	LearnMapSyscalls     = "syscalls"
 	LearnMapTasks        = "tasks"
@@ -411,7 +400,6 @@ type LearnMapSpecs struct {
 	ScOps     *ebpf.MapSpec `ebpf:"sc_ops"`
 	Scratch   *ebpf.MapSpec `ebpf:"scratch"`
 	Seen      *ebpf.MapSpec `ebpf:"seen"`
-	SeenMore  *ebpf.MapSpec `ebpf:"seen_more"`
 	Stashes   *ebpf.MapSpec `ebpf:"stashes"`
 	Syscalls  *ebpf.MapSpec `ebpf:"syscalls"`
 	Tasks     *ebpf.MapSpec `ebpf:"tasks"`
@@ -467,7 +455,6 @@ type LearnMaps struct {
 	ScOps     *ebpf.Map `ebpf:"sc_ops"`
 	Scratch   *ebpf.Map `ebpf:"scratch"`
 	Seen      *ebpf.Map `ebpf:"seen"`
-	SeenMore  *ebpf.Map `ebpf:"seen_more"`
 	Stashes   *ebpf.Map `ebpf:"stashes"`
 	Syscalls  *ebpf.Map `ebpf:"syscalls"`
 	Tasks     *ebpf.Map `ebpf:"tasks"`
@@ -483,7 +470,6 @@ func (m *LearnMaps) Close() error {
 		m.ScOps,
 		m.Scratch,
 		m.Seen,
-		m.SeenMore,
 		m.Stashes,
 		m.Syscalls,
 		m.Tasks,

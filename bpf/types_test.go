@@ -26,7 +26,6 @@ func TestSharedStructSizes(t *testing.T) {
 		"dns_event":  LearnDnsEvent{},
 		"sc_key":     LearnScKey{},
 		"arg_key":    LearnArgKey{},
-		"seen_key":   LearnSeenKey{},
 		"task_info":  LearnTaskInfo{},
 		"stash":      LearnStash{},
 	} {
@@ -63,8 +62,6 @@ func reflectSize(v any) int {
 	case LearnScKey:
 		return int(unsafe.Sizeof(v))
 	case LearnArgKey:
-		return int(unsafe.Sizeof(v))
-	case LearnSeenKey:
 		return int(unsafe.Sizeof(v))
 	case LearnTaskInfo:
 		return int(unsafe.Sizeof(v))

@@ -22,7 +22,8 @@
 //     buffer. File events are deduplicated in the kernel per {executable, access, result,
 //     inode} (or path string and base directory when there is no file), so FileAccess.Count and
 //     NetworkAccess.Count count distinct kernel events, not calls: a compiler opening one header
-//     10,000 times yields one event.
+//     10,000 times yields one event (a table of fingerprints: a key another one evicted from
+//     its slot is sent again, so Count can exceed one).
 //   - Every ring buffer reservation that fails is counted per CPU and reported in
 //     Trace.Loss.RingbufDrops; a full map in Loss.MapFull. Either marks the trace Incomplete.
 //

@@ -109,7 +109,7 @@ var (
 	}
 	learnMapTypes = map[string]ebpf.MapType{
 		"events": ebpf.RingBuf, "tasks": ebpf.Hash, "syscalls": ebpf.Hash, "args": ebpf.Hash,
-		"stashes": ebpf.TaskStorage, "seen": ebpf.Hash, "seen_more": ebpf.Hash, "path_state": ebpf.Array,
+		"stashes": ebpf.TaskStorage, "seen": ebpf.Array, "path_state": ebpf.Array,
 		"run": ebpf.Array, "sc_ops": ebpf.Array, "counters": ebpf.PerCPUArray, "scratch": ebpf.PerCPUArray,
 	}
 )
@@ -141,8 +141,6 @@ func clearLearnMaps(objs *bpf.LearnObjects) error {
 		clearMap[uint32, bpf.LearnTaskInfo](objs.Tasks),
 		clearMap[bpf.LearnScKey, uint64](objs.Syscalls),
 		clearMap[bpf.LearnArgKey, uint64](objs.Args),
-		clearMap[bpf.LearnSeenKey, uint8](objs.Seen),
-		clearMap[bpf.LearnSeenKey, uint8](objs.SeenMore),
 	)
 }
 
