@@ -101,8 +101,8 @@
 // reading up to 264 bytes of the path and comparing them with the hidden paths. Nothing is
 // sent, no sys_enter program runs and nothing is stashed: the arguments are read from the
 // task's saved registers at exit. Enabling any syscall tracepoint also moves every syscall on
-// the host to the kernel's syscall-work path while the run lasts (a few ns here; seccomp puts
-// the command's there anyway). A single program on the raw sys_exit tracepoint would attach
+// the host to the kernel's syscall-work path while the run lasts: +8–17 ns per getppid here,
+// most of what a syscall storm pays under enforce (BENCHMARKS.md). A single program on the raw sys_exit tracepoint would attach
 // once instead of per syscall, but it runs for every syscall: ~+40 ns each, measured.
 //
 // Startup: guard.c is loaded while the profile loads and compiles (Prewarm; Run starts it
