@@ -1,12 +1,21 @@
 package enforcer
 
 import (
+	"fmt"
 	"os"
 	"testing"
 )
 
-// TestMain lets the test binary be its own init stage: Run re-executes /proc/self/exe.
+// TestMain lets the test binary be its own init stage (Run re-executes /proc/self/exe), and
+// TestEnforceAsOrdinaryUser's helper when it runs the binary as nobody.
 func TestMain(m *testing.M) {
 	MaybeInit()
+	if victim := os.Getenv(unprivEnv); victim != "" {
+		if err := unprivilegedHelper(victim); err != nil {
+			fmt.Fprintln(os.Stderr, "unprivileged helper:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }

@@ -2,6 +2,8 @@ package enforcer
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -47,21 +49,19 @@ func TestEnforceAsOrdinaryUser(t *testing.T) {
 	if err := os.Chown(filepath.Join(work, "out"), 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-test.run=^TestUnprivilegedHelper$", "-test.v")
+	cmd := exec.Command(bin) // TestMain runs unprivilegedHelper when unprivEnv is set
 	cmd.Env = append(os.Environ(), unprivEnv+"="+victim, "HOME="+dir, "SYSPROF_TEST_WORK="+work)
 	cmd.Dir = work
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestUnprivilegedHelper") {
+	if err != nil {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
 }
 
-func TestUnprivilegedHelper(t *testing.T) {
-	victim := os.Getenv(unprivEnv)
-	if victim == "" {
-		t.Skip("helper of TestEnforceAsOrdinaryUser")
-	}
+// unprivilegedHelper is TestEnforceAsOrdinaryUser's half that runs as nobody (TestMain calls it
+// when unprivEnv names the victim): it enforces and checks, and its error fails the parent.
+func unprivilegedHelper(victim string) error {
 	work := os.Getenv("SYSPROF_TEST_WORK")
 	ld, _ := filepath.EvalSymlinks("/lib64/ld-linux-x86-64.so.2")
 	p := victimProfile()
@@ -74,23 +74,25 @@ func TestUnprivilegedHelper(t *testing.T) {
 	rep, code, err := Run(context.Background(), Options{Profile: p, Command: []string{victim, "write=src.txt", "write=out/ok.txt", "sysinfo", "ok"},
 		Dir: work, Stdout: &stdout, Stderr: &stdout})
 	if err != nil || code != 0 {
-		t.Fatalf("exit %d err %v\n%s", code, err, stdout.String())
+		return fmt.Errorf("exit %d err %v\n%s", code, err, stdout.String())
 	}
+	var errs []error
 	if want := "write: EROFS\nwrite: ok\nsysinfo: EPERM\nok\n"; stdout.String() != want {
-		t.Errorf("output %q, want %q", stdout.String(), want)
+		errs = append(errs, fmt.Errorf("output %q, want %q", stdout.String(), want))
 	}
 	found := false
 	for _, d := range rep.Denials {
 		found = found || d.Syscall == "sysinfo"
 	}
 	if !found {
-		t.Errorf("sysinfo not reported: %+v", rep.Denials)
+		errs = append(errs, fmt.Errorf("sysinfo not reported: %+v", rep.Denials))
 	}
 	for _, l := range rep.Layers {
 		if l.State != "applied" {
-			t.Errorf("layer %s %s: %s", l.Name, l.State, l.Detail)
+			errs = append(errs, fmt.Errorf("layer %s %s: %s", l.Name, l.State, l.Detail))
 		}
 	}
+	return errors.Join(errs...)
 }
 
 func copyFile(src, dst string, mode os.FileMode) error {
