@@ -448,9 +448,6 @@ static __always_inline void count(__u32 idx)
 		__sync_fetch_and_add(c, 1); // a softirq program may interrupt a tracepoint one
 }
 
-// rb_flags: no wakeup per event (in a VM each one is an IPI through a trapped APIC write, 20 %
-// of all CPU time in a find(1) run); user space polls every few ms, and is woken only when the
-// ring fills up past a quarter.
 static __always_inline struct run_state *run_get(void)
 {
 	__u32 zero = 0;
@@ -467,6 +464,9 @@ static __always_inline void stash_of_run(struct stash *st, __u64 run_id)
 	st->run_id = run_id;
 }
 
+// rb_flags: no wakeup per event (in a VM each one is an IPI through a trapped APIC write, 20 %
+// of all CPU time in a find(1) run); user space polls every few ms, and is woken only when the
+// ring fills up past a quarter.
 static __always_inline __u64 rb_flags(void)
 {
 	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);

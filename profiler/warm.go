@@ -392,7 +392,7 @@ func warmProbe(c *warmClaim, cgid uint64, cgroupDir string, ph *phases) (p *prob
 
 // resetRun readies taken-over maps for the run of cgroup cgid: counters, directory ids and the
 // ring's read position, then the run gets a new id. The hash maps are not cleared again (an
-// empty one still costs a walk of all its buckets, ~2 ms for the five): a run hands its objects
+// empty one still costs a walk of all its buckets, 393,216 for the three): a run hands its objects
 // on only after its cgroup emptied and it emptied the maps (probe.close), and without a process
 // of that run nothing inserts (sys_enter and sched_fork need the task in `tasks`, sched_exec
 // the run's cgroup).
