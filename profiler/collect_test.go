@@ -231,3 +231,29 @@ func TestPathsSortedInBatches(t *testing.T) {
 		}
 	}
 }
+
+// While the command runs, a batch is merged only once it is a 32nd of what is sorted: each merge
+// copies all of it, and fixed batches made a long run's sorting quadratic.
+func TestSortBatchesGrowWithSorted(t *testing.T) {
+	c := newCollector(0, time.Now())
+	add := func(n int) {
+		for range n {
+			c.pathID(fmt.Sprintf("/p/%d", len(c.paths)))
+		}
+	}
+	add(64 << 10)
+	c.sortNewPaths(newPathsToSort)
+	if len(c.pathOrder) != 64<<10 {
+		t.Fatalf("first batch: %d paths sorted, want all %d", len(c.pathOrder), 64<<10)
+	}
+	add(1500) // more than newPathsToSort, less than 64k/32
+	c.sortNewPaths(newPathsToSort)
+	if len(c.pathOrder) != 64<<10 {
+		t.Errorf("a batch of 1500 after 64k was merged (%d sorted): merges would copy 64k each 1024 paths", len(c.pathOrder))
+	}
+	add(600)
+	c.sortNewPaths(newPathsToSort)
+	if want := 64<<10 + 2100; len(c.pathOrder) != want {
+		t.Errorf("a batch of 2100 after 64k: %d sorted, want %d", len(c.pathOrder), want)
+	}
+}
