@@ -7,7 +7,8 @@
 //
 // Run creates <cgroup2 mount>/sysprof/run-<pid>-<n>, loads the programs of package bpf (or takes
 // over those a run that ended less than a second ago handed on: warm.go), gives them that
-// directory's id, and starts the command with clone3(CLONE_INTO_CGROUP), so it is born inside: there is no window in which a child could escape the record. Recording starts at
+// directory's id, and starts the command with clone3(CLONE_INTO_CGROUP), so it is born inside:
+// there is no window in which a child could escape the record. Recording starts at
 // the command's exec (sched_process_exec in the run's cgroup marks the process; forks copy the
 // mark), so nothing sysprof does between fork and exec is attributed to the command. The
 // command's own first execve happens before that gate and is added to the root executable's

@@ -291,8 +291,8 @@ var learnGCHeapGoal uint64 = 256 << 20
 // learnGC makes collections rare while learn runs, and returns what restores the setting.
 // Most of learn's heap is kept (the trace being built, then synthesis's few MB allocated within
 // tens of milliseconds), so a collection frees little, and its marking takes a CPU from the
-// command on a 2-vCPU machine: GOGC=400 made learn of find /usr 1.53x -> 1.38x bare here
-// (interleaved, 16 rounds) for 61 -> 63 MB peak RSS. Once the heap goal passes
+// command on a 2-vCPU machine: learn of find /usr went 1.53x -> 1.46x and 1.56x -> 1.51x bare
+// (interleaved with the binary before, 16 and 24 rounds; BENCHMARKS.md), 61 -> 63 MB peak RSS. Once the heap goal passes
 // learnGCHeapGoal (a trace of a huge build) the default comes back, so memory stays ~2x what
 // is live rather than 5x. A GOGC the user set (off, or above 400) is kept.
 func learnGC() (restore func()) {
