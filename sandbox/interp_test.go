@@ -1,14 +1,17 @@
 package sandbox
 
 import (
+	"errors"
 	"path/filepath"
 	"testing"
+
+	"github.com/sysprof/sysprof/internal/testutil"
 )
 
 func TestInterpreterRules(t *testing.T) {
 	interp := elfInterpreter("/usr/bin/true")
 	if interp == "" {
-		t.Skip("/usr/bin/true is not dynamically linked here")
+		testutil.RequireNoErr(t, "a dynamically linked /usr/bin/true", errors.New("it has no ELF interpreter"))
 	}
 	resolved, err := filepath.EvalSymlinks(interp)
 	if err != nil {
