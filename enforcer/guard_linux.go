@@ -201,7 +201,7 @@ var guardAvailable = func() error {
 // newGuard is startGuard with a load of its own, waited for: the guard is set up when it
 // returns, or nothing is left of it.
 func newGuard(ctx context.Context, c *Compiled, env Env, audit, net, files bool) (*guard, error) {
-	g, err := startGuard(ctx, c, env, audit, startLoad(), net, files)
+	g, err := startGuard(ctx, c, env, audit, startLoad(), net, files, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -215,12 +215,13 @@ func newGuard(ctx context.Context, c *Compiled, env Env, audit, net, files bool)
 // startGuard creates the run's cgroup and finishes guard.c's setup for it in the background
 // with what l loads (the guard owns l from here on): the network hooks with the profile's
 // allowlist when net (host names resolved now), the file-denial program when files. The caller
-// starts the init stage meanwhile with UseCgroupFD = g.cg.FD, calls wait before releasing it
-// to exec the command, and close when the command is gone.
+// starts the init stage meanwhile with UseCgroupFD = g.cg.FD (or started it in cg, which the
+// guard then takes as the run's cgroup; nil: it creates one), calls wait before releasing it to
+// exec the command, and close when the command is gone.
 //
 // Requires root, cgroup2 and Linux 5.15 (bpf_task_pt_regs, bpf_loop).
-func startGuard(ctx context.Context, c *Compiled, env Env, audit bool, l *guardLoad, net, files bool) (*guard, error) {
-	g, err := newGuardCgroup(c, env, audit)
+func startGuard(ctx context.Context, c *Compiled, env Env, audit bool, l *guardLoad, net, files bool, cg *kernrun.Cgroup) (*guard, error) {
+	g, err := newGuardCgroup(c, env, audit, cg)
 	if err != nil {
 		l.discard()
 		return nil, err
@@ -241,10 +242,14 @@ func (g *guard) wait() error {
 	return g.setupErr
 }
 
-// newGuardCgroup creates the run's cgroup: the command is born into it.
-func newGuardCgroup(c *Compiled, env Env, audit bool) (*guard, error) {
+// newGuardCgroup creates the run's cgroup (or takes cg): the command is born into it.
+func newGuardCgroup(c *Compiled, env Env, audit bool, cg *kernrun.Cgroup) (*guard, error) {
 	g := &guard{slot: -1, audit: audit, rules: c.Network, plan: c.Plan, env: env, hostOf: map[netip.Addr]string{},
 		resolved: map[string]map[netip.Addr]time.Time{}, index: map[string]int{}, stopResolve: make(chan struct{})}
+	if cg != nil {
+		g.cg = cg
+		return g, nil
+	}
 	var err error
 	if g.cg, err = kernrun.NewCgroup(); err != nil {
 		return nil, err

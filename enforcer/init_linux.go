@@ -73,6 +73,12 @@ func initStage() int {
 	}
 
 	phase.Mark("config")
+	if cfg.UnshareNet {
+		// Namespaces are per thread: this one (locked) execs the command.
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return fail(initStatus{Stage: "sandbox", Layer: LayerNetNS, Error: fmt.Sprintf("new network namespace: %v", err)})
+		}
+	}
 	if cfg.Sandbox {
 		layers, skipped, err := applySandbox(&cfg.Plan, cfg.Sockets, cfg.Degrade)
 		if err != nil {

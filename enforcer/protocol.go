@@ -14,7 +14,7 @@ const initArg = "__sysprof_init__"
 
 // Inherited file descriptors of the init stage (exec.Cmd.ExtraFiles start at 3).
 const (
-	fdConfig = 3 // initConfig as JSON (a memfd), read once and closed
+	fdConfig = 3 // read end of a pipe: initConfig as JSON, then EOF
 	fdSync   = 4 // read end: the parent writes one byte once it holds the seccomp listener
 	fdStatus = 5 // write end, close-on-exec: JSON status lines; EOF without an error = exec done
 )
@@ -28,6 +28,9 @@ type initConfig struct {
 	Sockets []string     `json:"sockets,omitempty"` // host daemon sockets to hide after the plan's mounts
 	Sandbox bool         `json:"sandbox"`           // apply Plan (false only when degrading without the sandbox package)
 	Degrade bool         `json:"degrade"`
+	// UnshareNet: the stage was started before the profile was known (Early), without
+	// CLONE_NEWNET: it enters a new network namespace itself, on the thread that execs.
+	UnshareNet bool `json:"unshare_net,omitempty"`
 }
 
 // initStatus is one line the init stage writes to its parent.

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -42,6 +40,10 @@ type Options struct {
 	// through as file descriptors).
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+
+	// Early is an init stage StartEarly started for this run (Run takes it, or kills it when
+	// the run does not fit it); nil: Run starts one.
+	Early *Early
 }
 
 // Run runs the command under the profile and returns the report, the command's exit status
@@ -68,6 +70,8 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		dir = d
 	}
 	asRoot := os.Geteuid() == 0
+	early := opts.Early
+	defer early.Close() // unless taken below
 	// As root guard.c loads while the profile compiles and the init stage starts (Prewarm may
 	// have started it already); a run that does not use it discards it.
 	var load *guardLoad
@@ -142,7 +146,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 			}
 			// guard.c is set up in the background while the init stage starts; start waits for
 			// it before the command may exec.
-			g, guardWhy = startGuard(ctx, compiled, env, opts.Audit, load, wantNet, wantFiles)
+			g, guardWhy = startGuard(ctx, compiled, env, opts.Audit, load, wantNet, wantFiles, early.takeCgroup())
 			load = nil
 		}
 		phase.Mark("guard setup")
@@ -188,7 +192,12 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	}
 
 	notes := len(rep.Notes)
-	res, err := start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep, g)
+	var cgid uint64
+	if g != nil {
+		cgid = g.cg.ID
+	}
+	st := early.take(&opts, dir, needSandbox && sandboxAvailable, cgid)
+	res, err := start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep, g, st)
 	var hooksErr *guardHooksError
 	if errors.As(err, &hooksErr) {
 		// The network hooks did not come up; the command did not run. Run it as if the guard
@@ -201,7 +210,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		if err := degradeOrRefuse(rep, unenf, opts.Degrade); err != nil {
 			return rep, 125, err
 		}
-		res, err = start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep, nil)
+		res, err = start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep, nil, nil)
 	}
 	phase.Mark("start..wait")
 	guardUp := g != nil
@@ -287,86 +296,36 @@ type runResult struct {
 	denials []report.Denial
 }
 
-func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, applySandbox bool, rep *report.Report, g *guard) (runResult, error) {
+func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, applySandbox bool, rep *report.Report, g *guard, st *stage) (runResult, error) {
 	var res runResult
-	cfg := initConfig{Argv: opts.Command, Dir: dir, Filter: c.Filter, Plan: c.Plan, Sockets: c.HiddenSockets, Sandbox: applySandbox, Degrade: opts.Degrade}
-	cfgFile, err := memfile("sysprof-init-config", cfg)
-	if err != nil {
-		return res, err
+	if st == nil {
+		attr := namespaceAttr(&c.Plan, asRoot, os.Getuid(), os.Getgid())
+		if !applySandbox {
+			attr = &syscall.SysProcAttr{}
+		}
+		if g != nil { // born into the run's cgroup, under its hooks: no window before they apply
+			attr.UseCgroupFD = true
+			attr.CgroupFD = g.cg.FD
+		}
+		phase.Mark("prepare start")
+		env, stdin, stdout, stderr := stageIO(&opts)
+		var err error
+		if st, err = spawnStage(attr, dir, env, stdin, stdout, stderr); err != nil {
+			return res, err
+		}
 	}
-	defer cfgFile.Close()
-	syncR, syncW, err := os.Pipe()
-	if err != nil {
-		return res, err
-	}
-	defer syncW.Close()
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		syncR.Close()
-		return res, err
-	}
-	defer statusR.Close()
-
-	attr := namespaceAttr(&c.Plan, asRoot, os.Getuid(), os.Getgid())
-	if !applySandbox {
-		attr = &syscall.SysProcAttr{}
-	}
-	if g != nil { // born into the run's cgroup, under its hooks: no window before they apply
-		attr.UseCgroupFD = true
-		attr.CgroupFD = g.cg.FD
-	}
-	attr.Setsid = true               // a new session: no controlling terminal to inject input into
-	attr.Pdeathsig = syscall.SIGKILL // the sandbox dies with sysprof
-	pidfd := -1
-	attr.PidFD = &pidfd
-
-	cmd := &exec.Cmd{
-		Path:        "/proc/self/exe",
-		Args:        []string{"sysprof-init", initArg},
-		Env:         opts.Env,
-		Dir:         dir,
-		Stdin:       opts.Stdin,
-		Stdout:      opts.Stdout,
-		Stderr:      opts.Stderr,
-		ExtraFiles:  []*os.File{cfgFile, syncR, statusW},
-		SysProcAttr: attr,
-		// A child that left the process group may hold stdout open: stop waiting for it.
-		WaitDelay: 2 * time.Second,
-	}
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
-	}
-	if cmd.Stdin == nil {
-		cmd.Stdin = os.Stdin
-	}
-	if cmd.Stdout == nil {
-		cmd.Stdout = os.Stdout
-	}
-	if cmd.Stderr == nil {
-		cmd.Stderr = os.Stderr
-	}
-	// Pdeathsig fires when the thread that forked exits: keep this goroutine on its thread
-	// until the command is gone.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	phase.Mark("prepare start")
-	if err := cmd.Start(); err != nil {
-		syncR.Close()
-		statusW.Close()
-		return res, fmt.Errorf("start init stage: %w", err)
-	}
-	phase.Mark("cmd.Start (fork/clone)")
-	syncR.Close()
-	statusW.Close()
-	pid := cmd.Process.Pid
+	defer st.finish()
+	cmd, pid, pidfd, syncW, statusR := st.cmd, st.pid, st.pidfd, st.syncW, st.statusR
 	if g != nil {
 		g.rootPid.Store(int64(pid))
 	}
-	defer func() {
-		if pidfd >= 0 {
-			unix.Close(pidfd)
-		}
-	}()
+	cfg := initConfig{Argv: opts.Command, Dir: dir, Filter: c.Filter, Plan: c.Plan, Sockets: c.HiddenSockets, Sandbox: applySandbox, Degrade: opts.Degrade,
+		UnshareNet: applySandbox && c.Plan.NetNS && !st.netns}
+	if err := writeConfig(st.cfgW, cfg); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return res, err
+	}
 	if applySandbox && !asRoot {
 		rep.SetLayer(report.Layer{Name: LayerUserNS, State: report.LayerApplied, Detail: "unprivileged: uid/gid mapped to themselves"})
 	}
@@ -586,24 +545,18 @@ func exitStatus(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// memfile returns a sealed-size in-memory file holding v as JSON, positioned at the start.
-func memfile(name string, v any) (*os.File, error) {
-	b, err := json.Marshal(v)
+// writeConfig sends the init stage its config as JSON and closes the pipe (EOF ends it).
+func writeConfig(w *os.File, cfg initConfig) error {
+	b, err := json.Marshal(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("encode init config: %w", err)
+		return fmt.Errorf("encode init config: %w", err)
 	}
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	_, err = w.Write(b)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
-		return nil, fmt.Errorf("memfd_create: %w", err)
+		return fmt.Errorf("send the init stage its config: %w", err)
 	}
-	f := os.NewFile(uintptr(fd), name)
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return nil
 }

@@ -70,26 +70,43 @@ func unprivilegedHelper(victim string) error {
 		Write: []policy.PathRule{{Path: "$WORKDIR/out"}, {Path: "/dev/null"}},
 		Exec:  []policy.PathRule{{Path: victim}, {Path: ld}},
 	}
-	var stdout strings.Builder
-	rep, code, err := Run(context.Background(), Options{Profile: p, Command: []string{victim, "write=src.txt", "write=out/ok.txt", "sysinfo", "ok"},
-		Dir: work, Stdout: &stdout, Stderr: &stdout})
-	if err != nil || code != 0 {
-		return fmt.Errorf("exit %d err %v\n%s", code, err, stdout.String())
-	}
+	// Twice: with an init stage started for the profile, and with one started before it was
+	// known (the CLI's way: the stage enters its network namespace itself, inside the user
+	// namespace).
 	var errs []error
-	if want := "write: EROFS\nwrite: ok\nsysinfo: EPERM\nok\n"; stdout.String() != want {
-		errs = append(errs, fmt.Errorf("output %q, want %q", stdout.String(), want))
-	}
-	found := false
-	for _, d := range rep.Denials {
-		found = found || d.Syscall == "sysinfo"
-	}
-	if !found {
-		errs = append(errs, fmt.Errorf("sysinfo not reported: %+v", rep.Denials))
-	}
-	for _, l := range rep.Layers {
-		if l.State != "applied" {
-			errs = append(errs, fmt.Errorf("layer %s %s: %s", l.Name, l.State, l.Detail))
+	for _, early := range []bool{false, true} {
+		var stdout strings.Builder
+		opts := Options{Profile: p, Command: []string{victim, "write=src.txt", "write=out/ok.txt", "sysinfo", "ok"},
+			Dir: work, Stdout: &stdout, Stderr: &stdout}
+		var e *Early
+		if early {
+			if e = StartEarly(opts); e == nil {
+				return errors.New("StartEarly: nil")
+			}
+			opts.Early = e
+		}
+		rep, code, err := Run(context.Background(), opts)
+		e.Close()
+		if err != nil || code != 0 {
+			return fmt.Errorf("early %v: exit %d err %v\n%s", early, code, err, stdout.String())
+		}
+		if early && !e.taken {
+			errs = append(errs, errors.New("Run did not take the early stage"))
+		}
+		if want := "write: EROFS\nwrite: ok\nsysinfo: EPERM\nok\n"; stdout.String() != want {
+			errs = append(errs, fmt.Errorf("early %v: output %q, want %q", early, stdout.String(), want))
+		}
+		found := false
+		for _, d := range rep.Denials {
+			found = found || d.Syscall == "sysinfo"
+		}
+		if !found {
+			errs = append(errs, fmt.Errorf("early %v: sysinfo not reported: %+v", early, rep.Denials))
+		}
+		for _, l := range rep.Layers {
+			if l.State != "applied" {
+				errs = append(errs, fmt.Errorf("early %v: layer %s %s: %s", early, l.Name, l.State, l.Detail))
+			}
 		}
 	}
 	return errors.Join(errs...)

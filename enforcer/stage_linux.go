@@ -1,0 +1,262 @@
+package enforcer
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"reflect"
+	"runtime"
+	"slices"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/kernrun"
+	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/sandbox"
+)
+
+// stage is a started init stage waiting for its config (fdConfig), before anything of the
+// profile reaches it.
+type stage struct {
+	cmd   *exec.Cmd
+	pid   int
+	pidfd int
+	cfgW  *os.File // write end of the config pipe: the config, then EOF
+	syncW *os.File // one byte releases the stage to exec
+	// statusR is the read end of the status pipe (JSON lines; EOF: exec done).
+	statusR *os.File
+	// netns: the stage was created with CLONE_NEWNET (otherwise it unshares one itself when
+	// the plan asks).
+	netns bool
+	cgid  uint64 // the cgroup it was born into (0: sysprof's own)
+	// locked: the spawning goroutine was locked to its thread for Pdeathsig; finish unlocks it.
+	locked bool
+}
+
+// spawnStage starts sysprof's init stage with attr (namespaces, cgroup) completed with what
+// every run needs: a new session (no terminal to inject input into) and death with sysprof.
+// Pdeathsig fires when the thread that forked exits: the calling goroutine stays locked to its
+// thread until finish (call finish on the same goroutine).
+func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Reader, stdout, stderr io.Writer) (*stage, error) {
+	cfgR, cfgW, err := blockingPipe()
+	if err != nil {
+		return nil, err
+	}
+	syncR, syncW, err := blockingPipe()
+	if err != nil {
+		cfgR.Close()
+		cfgW.Close()
+		return nil, err
+	}
+	statusR, statusW, err := blockingPipe()
+	if err != nil {
+		cfgR.Close()
+		cfgW.Close()
+		syncR.Close()
+		syncW.Close()
+		return nil, err
+	}
+	closeChildEnds := func() {
+		cfgR.Close()
+		syncR.Close()
+		statusW.Close()
+	}
+	attr.Setsid = true
+	attr.Pdeathsig = syscall.SIGKILL
+	pidfd := -1
+	attr.PidFD = &pidfd
+	cmd := &exec.Cmd{
+		Path:        "/proc/self/exe",
+		Args:        []string{"sysprof-init", initArg},
+		Env:         env,
+		Dir:         dir,
+		Stdin:       stdin,
+		Stdout:      stdout,
+		Stderr:      stderr,
+		ExtraFiles:  []*os.File{cfgR, syncR, statusW},
+		SysProcAttr: attr,
+		// A child that left the process group may hold stdout open: stop waiting for it.
+		WaitDelay: 2 * time.Second,
+	}
+	runtime.LockOSThread()
+	if err := cmd.Start(); err != nil {
+		runtime.UnlockOSThread()
+		closeChildEnds()
+		cfgW.Close()
+		syncW.Close()
+		statusR.Close()
+		return nil, fmt.Errorf("start init stage: %w", err)
+	}
+	phase.Mark("cmd.Start (fork/clone)")
+	closeChildEnds()
+	return &stage{cmd: cmd, pid: cmd.Process.Pid, pidfd: pidfd, cfgW: cfgW, syncW: syncW, statusR: statusR,
+		netns: attr.Cloneflags&unix.CLONE_NEWNET != 0, locked: true}, nil
+}
+
+// blockingPipe is os.Pipe without the runtime's poller: a goroutine reading the status pipe
+// blocks in read(2) on a thread of its own and wakes as the line arrives. Through the poller a
+// busy process noticed the init stage's messages up to a few milliseconds late.
+func blockingPipe() (r, w *os.File, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, fmt.Errorf("pipe: %w", err)
+	}
+	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
+}
+
+// kill ends a stage that will not run the command and waits for it.
+func (s *stage) kill() {
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+}
+
+// finish closes what the supervisor side still holds and unlocks the spawning goroutine's
+// thread. The process must be gone (waited for).
+func (s *stage) finish() {
+	s.cfgW.Close()
+	s.syncW.Close()
+	s.statusR.Close()
+	if s.pidfd >= 0 {
+		unix.Close(s.pidfd)
+		s.pidfd = -1
+	}
+	if s.locked {
+		s.locked = false
+		runtime.UnlockOSThread()
+	}
+}
+
+// Early is an init stage started before the profile is loaded and compiled (StartEarly), so
+// that its own start (a second Go runtime, a few ms) overlaps them. It is created with the
+// namespaces every sandboxed run has (mount, IPC and, for an ordinary user, user), as root born
+// into a fresh run cgroup for the guard, and it unshares the network namespace itself when the
+// profile asks for one. Run takes it when the run fits it and starts its own otherwise.
+type Early struct {
+	st     *stage
+	cg     *kernrun.Cgroup // the cgroup st was born into, until the run's guard takes it
+	opts   Options         // Dir, Env and the streams it was started with
+	asRoot bool
+	taken  bool // Run ran the command in it
+}
+
+// StartEarly starts the init stage for a later Run with the same Dir, Env and streams as opts
+// (its other fields do not matter yet), or returns nil when that is not possible here (Run then
+// starts its own and reports what fails). Pass it in Options.Early and call Close when done (a
+// no-op once Run took it). Run and Close must be called on the goroutine that called
+// StartEarly: the sandbox dies with that goroutine's thread.
+func StartEarly(opts Options) *Early {
+	if !sandboxAvailable {
+		return nil
+	}
+	if opts.Dir == "" {
+		d, err := os.Getwd()
+		if err != nil {
+			return nil
+		}
+		opts.Dir = d
+	}
+	asRoot := os.Geteuid() == 0
+	attr := (&sandbox.Plan{}).NamespaceAttr(asRoot, os.Getuid(), os.Getgid())
+	var cg *kernrun.Cgroup
+	if asRoot && guardAvailable() == nil {
+		// Born into the run's cgroup: moving a process into it later waits for an RCU grace
+		// period (5-15 ms measured here), clone3's CLONE_INTO_CGROUP does not.
+		var err error
+		if cg, err = kernrun.NewCgroup(); err != nil {
+			return nil
+		}
+		attr.UseCgroupFD = true
+		attr.CgroupFD = cg.FD
+		phase.Mark("early: cgroup")
+	}
+	env, stdin, stdout, stderr := stageIO(&opts)
+	st, err := spawnStage(attr, opts.Dir, env, stdin, stdout, stderr)
+	if err != nil {
+		if cg != nil {
+			cg.Remove()
+		}
+		return nil
+	}
+	if cg != nil {
+		st.cgid = cg.ID
+	}
+	return &Early{st: st, cg: cg, opts: Options{Dir: opts.Dir, Env: opts.Env, Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr}, asRoot: asRoot}
+}
+
+// stageIO is the environment and streams of an init stage for opts: sysprof's own where opts
+// has none.
+func stageIO(opts *Options) (env []string, stdin io.Reader, stdout, stderr io.Writer) {
+	env, stdin, stdout, stderr = opts.Env, os.Stdin, os.Stdout, os.Stderr
+	if env == nil {
+		env = os.Environ()
+	}
+	if opts.Stdin != nil {
+		stdin = opts.Stdin
+	}
+	if opts.Stdout != nil {
+		stdout = opts.Stdout
+	}
+	if opts.Stderr != nil {
+		stderr = opts.Stderr
+	}
+	return env, stdin, stdout, stderr
+}
+
+// Close kills the early init stage unless Run took it, and removes its cgroup unless the run's
+// guard took it.
+func (e *Early) Close() {
+	if e == nil {
+		return
+	}
+	if e.st != nil {
+		e.st.kill()
+		e.st.finish()
+		e.st = nil
+	}
+	if e.cg != nil {
+		e.cg.Remove()
+		e.cg = nil
+	}
+}
+
+// takeCgroup hands the early stage's cgroup to the run's guard (which removes it when done), or
+// returns nil.
+func (e *Early) takeCgroup() *kernrun.Cgroup {
+	if e == nil || e.st == nil {
+		return nil
+	}
+	cg := e.cg
+	e.cg = nil
+	return cg
+}
+
+// take returns the early stage for a run that fits it: the same Dir, Env and streams,
+// sandboxed, and born into the guard's cgroup (cgid; 0 without a guard). Otherwise it kills the
+// stage and returns nil.
+func (e *Early) take(opts *Options, dir string, applySandbox bool, cgid uint64) *stage {
+	if e == nil || e.st == nil {
+		return nil
+	}
+	st := e.st
+	fits := applySandbox && dir == e.opts.Dir && e.asRoot == (os.Geteuid() == 0) && st.cgid == cgid &&
+		slices.Equal(opts.Env, e.opts.Env) && (opts.Env == nil) == (e.opts.Env == nil) &&
+		same(opts.Stdin, e.opts.Stdin) && same(opts.Stdout, e.opts.Stdout) && same(opts.Stderr, e.opts.Stderr)
+	if !fits {
+		e.Close()
+		return nil
+	}
+	e.st, e.taken = nil, true
+	return st
+}
+
+// same reports whether two streams are the same value (false for values == cannot compare).
+func same(a, b any) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta.Comparable() && a == b
+}
