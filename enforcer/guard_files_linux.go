@@ -258,7 +258,20 @@ func (g *guard) closeTracepoints() bool {
 	if g.ownFile != nil {
 		rel.owners, rel.warm = nil, "" // the slot's program was never attached by this run: free it at once
 	}
-	handed := closeTracepoints(g.tps, rel)
+	var handed bool
+	if g.keeper != nil {
+		// A slot taken over: back to its helper when it is still there (nothing to start).
+		if handed = g.keeper.giveBack(rel.owners, rel.cgids); handed {
+			for _, tp := range g.tps {
+				unix.Close(tp.link)
+				unix.Close(tp.perf)
+			}
+		}
+		g.keeper = nil
+	}
+	if !handed {
+		handed = closeTracepoints(g.tps, rel)
+	}
 	if g.ownFile != nil {
 		g.ownFile.Close()
 		g.ownFile = nil
@@ -408,10 +421,11 @@ func lingerStage(args []string) int {
 	for fd := 3 + nlinks; fd < 3+nlinks+nperf; fd++ {
 		perf = append(perf, fd)
 	}
-	if warm != "-" && slot >= 0 {
+	if warm != "-" && slot >= 0 && filepath.IsAbs(warm) {
+		warmDir = filepath.Dir(warm) // the parent's (tests have their own)
 		owners, err := ebpf.NewMapFromFD(3 + nlinks + nperf)
 		if err == nil {
-			lingerWarm(warm, links, perf, owners, uint32(slot), func() { time.Sleep(time.Duration(ms) * time.Millisecond) })
+			lingerWarm(warm, links, perf, owners, uint32(slot), ms, time.Sleep)
 			return 0
 		}
 	}

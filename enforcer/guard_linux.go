@@ -151,10 +151,11 @@ type guard struct {
 	ownFile       *ebpf.Program // an instance of the file program of this run's own (see attachFiles)
 	// names are the path syscalls the file program is attached to (asked for: those this
 	// kernel has); warm: the run took over a lingering slot with them (guard_warm_linux.go).
-	names []string
-	warm  bool
-	keys  []hookKey // the run's allowlist keys
-	cfg   bool      // the run has its entry in runs
+	names  []string
+	warm   bool
+	keeper *warmKeeper // the helper of the slot taken over (warm), to give it back to
+	keys   []hookKey   // the run's allowlist keys
+	cfg    bool        // the run has its entry in runs
 	// links are the network hooks; tps the file-denial program on the path syscalls' exit
 	// tracepoints.
 	links []link.Link
@@ -384,8 +385,8 @@ func (g *guard) enter(c *Compiled) error {
 	// A slot is owned by a process (this one, then the helper that detaches its program). A
 	// slot whose program is still attached for the syscalls this run needs comes first.
 	if len(g.names) > 0 {
-		if slot, tps, names, ok := claimWarm(g.objs, g.names); ok {
-			g.slot, g.tps, g.names, g.warm = slot, tps, names, true
+		if slot, tps, names, keeper, ok := claimWarm(g.objs, g.names); ok {
+			g.slot, g.tps, g.names, g.warm, g.keeper = slot, tps, names, true, keeper
 		}
 	}
 	for attempt := 0; g.slot < 0; attempt++ {

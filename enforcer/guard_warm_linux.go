@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -29,10 +31,14 @@ import (
 // whose syscalls are a subset of a published slot's claims it: it checks that the helper still
 // owns the slot, takes its own references to every fd (pidfd_getfd: the attachment never depends
 // on the helper), checks that the links attach this slot's pinned program, makes itself the
-// owner, removes the file and kills the helper (whose copies close without detaching anything:
-// the run holds the attachment). A helper whose linger ends unclaimed checks under the same lock
-// that it still owns the slot, removes the file and detaches as before. Anything unexpected
-// (no pins, no lock, a dead or foreign helper, a stale file) leaves the run to attach cold.
+// owner and marks the file claimed by it. The helper stays: when the run ends it gives the slot
+// back to the same helper (owner, a later deadline in the file) and closes its own copies, which
+// detaches nothing, so back-to-back runs start no helper either (a Go process start, ~5 ms of
+// CPU). Only when that helper is gone does the run hand off to a new one. A helper whose linger
+// ends checks under the same lock: unclaimed and past its deadline, it removes the file and
+// detaches as before; claimed by a live run, it waits on; claimed by a run that died, it
+// detaches and frees the slot. Anything unexpected (no pins, no lock, a dead or foreign helper,
+// a stale file) leaves the run to attach cold.
 
 // warmDir holds the lock and one file per published slot (named after the pin directory and
 // the slot: pins of another build, boot or pin root never match).
@@ -48,6 +54,19 @@ type warmSlot struct {
 	Names []string `json:"names"` // the syscalls asked for (those this kernel has are attached)
 	Links []int    `json:"links"` // fd numbers in the helper
 	Perfs []int    `json:"perfs"`
+	// Until (unix ns): a run gave the slot back; the helper lingers until then.
+	Until int64 `json:"until,omitempty"`
+	// Claimer is the pid of the run that holds the slot (0: free), ClaimerStart its start time
+	// (/proc/PID/stat), so that a reused pid does not pass for it.
+	Claimer      int    `json:"claimer,omitempty"`
+	ClaimerStart uint64 `json:"claimer_start,omitempty"`
+}
+
+// warmKeeper is the helper of a slot a run took over: the run gives the slot back to it.
+type warmKeeper struct {
+	pidfd int
+	path  string
+	w     warmSlot // as published, with the helper's fd numbers
 }
 
 func warmPath(pinDir string, slot uint32) string {
@@ -97,13 +116,13 @@ func publishWarm(path string, w warmSlot) bool {
 // claimWarm takes over a published slot of o's pins whose syscalls include names, for a run
 // of this process. It returns the slot, its links and the names attached, or ok false (then
 // nothing changed for this run).
-func claimWarm(o *guardObjs, names []string) (slot int, tps []tpLink, attached []string, ok bool) {
+func claimWarm(o *guardObjs, names []string) (slot int, tps []tpLink, attached []string, keeper *warmKeeper, ok bool) {
 	if !o.pinned() {
-		return -1, nil, nil, false
+		return -1, nil, nil, nil, false
 	}
 	unlock, err := lockWarm(false)
 	if err != nil {
-		return -1, nil, nil, false // nothing published
+		return -1, nil, nil, nil, false // nothing published
 	}
 	defer unlock()
 	files, _ := filepath.Glob(filepath.Join(warmDir, warmPrefix(o.dir)+"*"))
@@ -115,54 +134,55 @@ func claimWarm(o *guardObjs, names []string) (slot int, tps []tpLink, attached [
 			os.Remove(f)
 			continue
 		}
-		if !subset(names, w.Names) {
+		if w.Claimer != 0 || !subset(names, w.Names) {
 			continue
 		}
-		tps, err := takeWarm(o, &w)
+		tps, keeper, err := takeWarm(o, f, &w)
 		if err != nil {
 			os.Remove(f) // stale: its helper is gone or not ours
 			continue
 		}
-		return int(w.Slot), tps, w.Names, true
+		return int(w.Slot), tps, w.Names, keeper, true
 	}
-	return -1, nil, nil, false
+	return -1, nil, nil, nil, false
 }
 
-// takeWarm takes the slot w publishes (see claimWarm; under the lock): the fds, then the
-// ownership, then it removes the file and ends the helper.
-func takeWarm(o *guardObjs, w *warmSlot) ([]tpLink, error) {
+// takeWarm takes the slot w publishes in path (see claimWarm; under the lock): the fds, then
+// the ownership, then it marks the file claimed and returns the helper to give the slot back to
+// (nil when the mark failed: then the file is removed and the helper ended, as it cannot tell).
+func takeWarm(o *guardObjs, path string, w *warmSlot) ([]tpLink, *warmKeeper, error) {
 	owners := o.maps["slot_owner"]
 	var pid uint64
 	if err := owners.Lookup(w.Slot, &pid); err != nil || pid != uint64(w.Pid) || w.Pid <= 0 {
-		return nil, errors.New("the helper does not own the slot")
+		return nil, nil, errors.New("the helper does not own the slot")
 	}
 	if _, err := os.Stat(filePin(o.dir, w.Slot)); err != nil {
-		return nil, err // the links cannot be of this slot's pinned program
+		return nil, nil, err // the links cannot be of this slot's pinned program
 	}
 	prog, err := o.fileProgram(w.Slot, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pinfo, err := prog.Info()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	progID, ok := pinfo.ID()
 	if !ok {
-		return nil, errors.New("no id for the slot's program")
+		return nil, nil, errors.New("no id for the slot's program")
 	}
 	pidfd, err := unix.PidfdOpen(w.Pid, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer unix.Close(pidfd)
 	var tps []tpLink
-	fail := func(err error) ([]tpLink, error) {
+	fail := func(err error) ([]tpLink, *warmKeeper, error) {
+		unix.Close(pidfd)
 		for _, tp := range tps {
 			closeFD(tp.link)
 			closeFD(tp.perf)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	for i := range w.Links {
 		// pidfd_getfd's fds are close-on-exec.
@@ -183,10 +203,72 @@ func takeWarm(o *guardObjs, w *warmSlot) ([]tpLink, error) {
 	if err := owners.Update(w.Slot, uint64(os.Getpid()), ebpf.UpdateExist); err != nil {
 		return fail(err)
 	}
-	os.Remove(warmPath(o.dir, w.Slot))
-	_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
 	warmReuses.Add(1)
-	return tps, nil
+	claimed := *w
+	claimed.Until, claimed.Claimer = 0, os.Getpid()
+	if claimed.ClaimerStart, err = procStart(os.Getpid()); err != nil || !publishWarm(path, claimed) {
+		os.Remove(path)
+		_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+		unix.Close(pidfd)
+		return tps, nil, nil
+	}
+	return tps, &warmKeeper{pidfd: pidfd, path: path, w: *w}, nil
+}
+
+// giveBack returns the slot to its helper, lingering lingerFor from now, unless the helper is
+// gone or the file is no longer this run's claim. Under the lock. It reports whether the helper
+// has the slot again (then the caller closes its own fds: the helper's keep the attachment).
+func (k *warmKeeper) giveBack(owners, cgids *ebpf.Map) bool {
+	defer unix.Close(k.pidfd)
+	unlock, err := lockWarm(false)
+	if err != nil {
+		return false
+	}
+	defer unlock()
+	var w warmSlot
+	b, err := os.ReadFile(k.path)
+	if err != nil || json.Unmarshal(b, &w) != nil || w.Pid != k.w.Pid || w.Slot != k.w.Slot || w.Claimer != os.Getpid() {
+		return false
+	}
+	if unix.PidfdSendSignal(k.pidfd, 0, nil, 0) != nil {
+		os.Remove(k.path) // the helper is gone: so is what it held
+		return false
+	}
+	_ = cgids.Update(k.w.Slot, uint64(0), ebpf.UpdateAny)
+	if owners.Update(k.w.Slot, uint64(k.w.Pid), ebpf.UpdateExist) != nil {
+		return false
+	}
+	w = k.w
+	w.Until, w.Claimer, w.ClaimerStart = time.Now().Add(lingerFor).UnixNano(), 0, 0
+	if !publishWarm(k.path, w) {
+		// The helper owns the slot but cannot see the deadline: it detaches when it wakes.
+		os.Remove(k.path)
+	}
+	return true
+}
+
+// procStart is the start time of process pid (field 22 of /proc/PID/stat, clock ticks since
+// boot): with the pid it names one process.
+func procStart(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("malformed /proc/PID/stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, errors.New("malformed /proc/PID/stat")
+	}
+	return strconv.ParseUint(f[19], 10, 64) // field 22; fields[0] is field 3
+}
+
+// alive reports whether the process pid started at start is still there.
+func alive(pid int, start uint64) bool {
+	s, err := procStart(pid)
+	return err == nil && s == start
 }
 
 func closeFD(fd int) {
@@ -228,26 +310,54 @@ func subset(a, b []string) bool {
 	return true
 }
 
-// lingerWarm is the helper of a published slot (see lingerStage): after ms, unless a run has
-// claimed the slot (then it was killed, or it finds another owner), it withdraws the slot,
-// detaches the links and releases the slot.
-func lingerWarm(path string, links, perf []int, owners *ebpf.Map, slot uint32, sleep func()) {
-	sleep()
-	unlock, err := lockWarm(false) // gone: then nobody can claim the slot either
-	var pid uint64
-	mine := owners.Lookup(slot, &pid) == nil && pid == uint64(os.Getpid())
-	if mine && strings.HasPrefix(path, warmDir+"/") {
-		os.Remove(path)
-	}
-	if err == nil {
-		unlock()
-	}
-	if !mine {
-		return // claimed: the run holds the attachment; closing these detaches nothing
-	}
-	closeConcurrently(links)
-	owners.Delete(slot)
-	for _, fd := range perf {
-		unix.Close(fd)
+// lingerWarm is the helper of a published slot (see lingerStage): it lingers for ms, and then
+// for as long as the slot is claimed by a live run or a run that gave it back set a later
+// deadline; then it withdraws the slot, detaches the links and releases the slot. sleep is
+// time.Sleep (a seam for tests).
+func lingerWarm(path string, links, perf []int, owners *ebpf.Map, slot uint32, ms int, sleep func(time.Duration)) {
+	wait := time.Duration(ms) * time.Millisecond
+	for {
+		sleep(wait)
+		unlock, err := lockWarm(false) // gone: then nobody can claim the slot either
+		var pid uint64
+		mine := owners.Lookup(slot, &pid) == nil && pid == uint64(os.Getpid())
+		var w warmSlot
+		published := false
+		if strings.HasPrefix(path, warmDir+"/") {
+			if b, rerr := os.ReadFile(path); rerr == nil && json.Unmarshal(b, &w) == nil && w.Pid == os.Getpid() {
+				published = true
+			}
+		}
+		if err == nil && published {
+			switch {
+			case w.Claimer != 0 && alive(w.Claimer, w.ClaimerStart):
+				// A run holds the slot and gives it back when done.
+				unlock()
+				wait = time.Duration(ms) * time.Millisecond
+				continue
+			case w.Claimer == 0 && mine && time.Now().UnixNano() < w.Until:
+				unlock()
+				wait = time.Until(time.Unix(0, w.Until))
+				continue
+			case w.Claimer != 0 && pid == uint64(w.Claimer):
+				// The claimer died holding the slot: nobody reports through it any more.
+				mine = owners.Update(slot, uint64(os.Getpid()), ebpf.UpdateExist) == nil
+			}
+		}
+		if (mine || published) && strings.HasPrefix(path, warmDir+"/") {
+			os.Remove(path)
+		}
+		if err == nil {
+			unlock()
+		}
+		if !mine {
+			return // claimed the old way: the run holds the attachment; closing these detaches nothing
+		}
+		closeConcurrently(links)
+		owners.Delete(slot)
+		for _, fd := range perf {
+			unix.Close(fd)
+		}
+		return
 	}
 }

@@ -1,12 +1,13 @@
 package enforcer
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -69,14 +70,13 @@ func TestGuardWarmSlotReused(t *testing.T) {
 	if o2.fileDenial(f.secret, "read") == nil || len(o2.rep.Denials) != 1 {
 		t.Errorf("run 2 reported %+v, want only its own denial", o2.rep.Denials)
 	}
-	// Run 1's helper is gone (killed by the claim) and run 2's published the slot again.
-	if unix.Kill(ws[0].Pid, 0) == nil {
-		if b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(ws[0].Pid), "cmdline")); err == nil && len(b) > 0 {
-			t.Errorf("run 1's helper %d still lingers: %q", ws[0].Pid, b)
-		}
+	// Run 2 gave the slot back to run 1's helper: no helper was started for it.
+	ws2 := warmFiles(t)
+	if len(ws2) != 1 || ws2[0].Slot != ws[0].Slot || ws2[0].Pid != ws[0].Pid || ws2[0].Claimer != 0 || ws2[0].Until <= time.Now().UnixNano() {
+		t.Errorf("published slots after run 2: %+v, want run 1's helper's (%+v), free, with a deadline ahead", ws2, ws)
 	}
-	if ws2 := warmFiles(t); len(ws2) != 1 || ws2[0].Slot != ws[0].Slot || ws2[0].Pid == ws[0].Pid {
-		t.Errorf("published slots after run 2: %+v (run 1's: %+v)", ws2, ws)
+	if unix.Kill(ws[0].Pid, 0) != nil {
+		t.Errorf("run 1's helper %d is gone", ws[0].Pid)
 	}
 	o3 := f.run(t, f.profile, false, "write="+src)
 	if o3.err != nil || o3.code != 0 || o3.fileDenial(src, "write") == nil || len(o3.rep.Denials) != 1 {
@@ -143,5 +143,106 @@ func TestGuardWarmSlotTooNarrowForAudit(t *testing.T) {
 	}
 	if warmReuses.Load() != before {
 		t.Errorf("the audit run took over a slot attached for %v only", ws[0].Names)
+	}
+}
+
+// A helper that dies while a run holds its slot: the run hands off to a new helper when it ends,
+// and the next run takes that one's slot over.
+func TestGuardWarmSlotHelperDiesWhileClaimed(t *testing.T) {
+	withWarm(t)
+	f := newFSFixture(t)
+	if o := f.run(t, f.profile, false, "read="+f.secret); o.err != nil || o.code != 0 {
+		t.Fatalf("run 1: %s", o)
+	}
+	ws := warmFiles(t)
+	if len(ws) != 1 {
+		t.Fatalf("published slots after run 1: %+v", ws)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	before := warmReuses.Load()
+	go func() {
+		_, _, err := Run(ctx, Options{Profile: f.profile, Command: []string{f.victim, "pause"}, Dir: f.work, Vars: f.vars, Stdout: w, Stderr: w})
+		w.Close()
+		done <- err
+	}()
+	if line, err := bufio.NewReader(r).ReadString('\n'); err != nil || line != "paused\n" {
+		t.Fatalf("run 2 did not start: %q %v", line, err)
+	}
+	if warmReuses.Load() != before+1 {
+		t.Fatal("run 2 did not take over run 1's slot")
+	}
+	if c := warmFiles(t); len(c) != 1 || c[0].Claimer != os.Getpid() || c[0].ClaimerStart == 0 {
+		t.Errorf("slot while run 2 holds it: %+v, want claimed by this process", c)
+	}
+	unix.Kill(ws[0].Pid, unix.SIGKILL)
+	for unix.Kill(ws[0].Pid, 0) == nil { // until reaped (this process is its parent)
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run 2: %v", err)
+	}
+	ws2 := warmFiles(t)
+	if len(ws2) != 1 || ws2[0].Pid == ws[0].Pid || ws2[0].Claimer != 0 {
+		t.Fatalf("published slots after run 2: %+v, want a new helper's", ws2)
+	}
+	o3 := f.run(t, f.profile, false, "read="+f.secret)
+	if o3.err != nil || o3.code != 0 || o3.fileDenial(f.secret, "read") == nil || len(o3.rep.Denials) != 1 {
+		t.Fatalf("run 3: %s", o3)
+	}
+	if warmReuses.Load() != before+2 {
+		t.Error("run 3 did not take over the new helper's slot")
+	}
+}
+
+// A helper whose slot is claimed by a run that died (killed before it could give the slot
+// back) detaches and withdraws the slot instead of waiting for it forever.
+func TestGuardWarmSlotClaimerDied(t *testing.T) {
+	withWarm(t)
+	lingerFor = 200 * time.Millisecond
+	f := newFSFixture(t)
+	if o := f.run(t, f.profile, false, "read="+f.secret); o.err != nil || o.code != 0 {
+		t.Fatalf("run 1: %s", o)
+	}
+	ws := warmFiles(t)
+	if len(ws) != 1 {
+		t.Fatalf("published slots after run 1: %+v", ws)
+	}
+	dead := exec.Command("true")
+	if err := dead.Start(); err != nil {
+		t.Fatal(err)
+	}
+	start, err := procStart(dead.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.Wait()
+	unlock, err := lockWarm(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := ws[0]
+	claimed.Claimer, claimed.ClaimerStart = dead.Process.Pid, start
+	files, _ := filepath.Glob(filepath.Join(warmDir, "*-*"))
+	if len(files) != 1 || !publishWarm(files[0], claimed) {
+		t.Fatalf("claim %v", files)
+	}
+	unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for unix.Kill(ws[0].Pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the helper %d still waits for a dead claimer", ws[0].Pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if left := warmFiles(t); len(left) != 0 {
+		t.Errorf("slots still published: %+v", left)
 	}
 }
