@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -307,14 +307,16 @@ func learnGC() (restore func()) {
 		defer close(stopped)
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
-		goal := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+		// ReadMemStats stops the world for microseconds; runtime/metrics would not, but its
+		// package init costs every sysprof process (enforce's init stage too) ~0.2 ms.
+		var ms runtime.MemStats
 		for {
 			select {
 			case <-done:
 				return
 			case <-tick.C:
 			}
-			if metrics.Read(goal); goal[0].Value.Kind() == metrics.KindUint64 && goal[0].Value.Uint64() > learnGCHeapGoal {
+			if runtime.ReadMemStats(&ms); ms.NextGC > learnGCHeapGoal {
 				debug.SetGCPercent(old)
 				return
 			}
