@@ -33,8 +33,13 @@
 // # Running
 //
 // Run starts /proc/self/exe with the hidden argument (MaybeInit must be the first call in
-// main), the compiled policy on an inherited memfd, in a new session (no terminal injection into
-// the caller's terminal), with SIGKILL as parent-death signal. The init stage applies the
+// main) in a new session (no terminal injection into the caller's terminal), with SIGKILL as
+// parent-death signal, and sends it the compiled policy on an inherited pipe. The CLI starts
+// that init stage before it loads the profile (StartEarly: the second Go runtime's start, a few
+// ms, overlaps the load and the compile), with the namespaces every sandboxed run has and, as
+// root, in a fresh run cgroup; the network namespace, the one that depends on the profile, the
+// stage then unshares itself on the thread that execs. A run that does not fit an early stage
+// (another directory, environment or streams) kills it and starts its own. The init stage applies the
 // sandbox plan, marks every fd above 2 close-on-exec, sets no_new_privs, installs the filter on
 // its locked thread with SECCOMP_FILTER_FLAG_NEW_LISTENER, and blocks on a sync pipe. The parent
 // takes the listener with pidfd_getfd (it cannot deadlock: the child only waits), starts the
@@ -123,8 +128,11 @@
 // attached, reporting for nobody, for a quarter second (guard_warm_linux.go): a run starting
 // meanwhile whose path syscalls are among those attached takes the slot over (its own
 // references to the links and perf events, by pidfd_getfd) and neither attaches nor detaches,
-// so back-to-back runs never touch the mutex. Unclaimed, the helper detaches, frees the slot
-// and closes the perf events. Without pins (no bpffs) the helper detaches at once and keeps
+// so back-to-back runs never touch the mutex. The helper stays while the run holds the slot;
+// when the run ends it gives the slot back to the same helper, so back-to-back runs start no
+// helper either (only when that helper died does a run start a new one). Unclaimed past its
+// deadline, or claimed by a run that died, the helper detaches, frees the slot and closes the
+// perf events. Without pins (no bpffs) the helper detaches at once and keeps
 // only the perf events (then as `sleep`), so a run starting meanwhile finds the tracepoints
 // registered.
 //
