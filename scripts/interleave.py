@@ -6,7 +6,9 @@ back-to-back hyperfine blocks do not (bare `find /usr` drifted 190 -> 300 ms wit
     python3 scripts/interleave.py 20 'bare=find /usr -xdev' \
         'learn=bin/sysprof learn --fresh -p /tmp/f.yaml -- find /usr -xdev'
 
-Two warm-up rounds are not counted. Output of the commands is discarded.
+Two warm-up rounds are not counted. Output of the commands is discarded. With --gap SECONDS
+first, it sleeps that long before each command: runs far enough apart that nothing of the
+previous one lingers (sysprof's warm slots last 250 ms), as when a user types one command.
 """
 import shlex
 import statistics
@@ -16,13 +18,20 @@ import time
 
 
 def main():
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    gap = 0.0
+    if args[:1] == ["--gap"] and len(args) > 1:
+        gap = float(args[1])
+        args = args[2:]
+    if len(args) < 2:
         sys.exit(__doc__)
-    rounds = int(sys.argv[1])
-    cmds = [a.split("=", 1) for a in sys.argv[2:]]
+    rounds = int(args[0])
+    cmds = [a.split("=", 1) for a in args[1:]]
     times = {name: [] for name, _ in cmds}
     for r in range(rounds + 2):
         for name, cmd in cmds:
+            if gap:
+                time.sleep(gap)
             t0 = time.monotonic()
             subprocess.run(shlex.split(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             if r >= 2:
