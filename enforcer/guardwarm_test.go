@@ -45,6 +45,20 @@ func warmFiles(t *testing.T) []warmSlot {
 	return out
 }
 
+// slotAfterRun runs the victim once (a read of the hidden credential) and returns the one slot
+// its helper published.
+func slotAfterRun(t *testing.T, f *fsFixture) warmSlot {
+	t.Helper()
+	if o := f.run(t, f.profile, false, "read="+f.secret); o.err != nil || o.code != 0 {
+		t.Fatalf("run 1: %s", o)
+	}
+	ws := warmFiles(t)
+	if len(ws) != 1 {
+		t.Fatalf("published slots after run 1: %+v", ws)
+	}
+	return ws[0]
+}
+
 // A run that starts while the previous run's file program lingers takes it over (no attach) and
 // still reports its own denials, and only its own.
 func TestGuardWarmSlotReused(t *testing.T) {
@@ -92,18 +106,11 @@ func TestGuardWarmSlotReused(t *testing.T) {
 func TestGuardWarmSlotHelperKilled(t *testing.T) {
 	withWarm(t)
 	f := newFSFixture(t)
-	o1 := f.run(t, f.profile, false, "read="+f.secret)
-	if o1.err != nil || o1.code != 0 {
-		t.Fatalf("run 1: %s", o1)
-	}
-	ws := warmFiles(t)
-	if len(ws) != 1 {
-		t.Fatalf("published slots after run 1: %+v", ws)
-	}
-	if err := unix.Kill(ws[0].Pid, unix.SIGKILL); err != nil {
+	first := slotAfterRun(t, f)
+	if err := unix.Kill(first.Pid, unix.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for unix.Kill(ws[0].Pid, 0) == nil { // until reaped (this process is its parent)
+	for unix.Kill(first.Pid, 0) == nil { // until reaped (this process is its parent)
 		time.Sleep(5 * time.Millisecond)
 	}
 	before := warmReuses.Load()
@@ -120,15 +127,8 @@ func TestGuardWarmSlotHelperKilled(t *testing.T) {
 func TestGuardWarmSlotTooNarrowForAudit(t *testing.T) {
 	withWarm(t)
 	f := newFSFixture(t)
-	o1 := f.run(t, f.profile, false, "read="+f.secret)
-	if o1.err != nil || o1.code != 0 {
-		t.Fatalf("run 1: %s", o1)
-	}
-	ws := warmFiles(t)
-	if len(ws) != 1 {
-		t.Fatalf("published slots after run 1: %+v", ws)
-	}
-	if len(ws[0].Names) == len(fileOps()) {
+	first := slotAfterRun(t, f)
+	if len(first.Names) == len(fileOps()) {
 		t.Fatal("the fixture's profile allows every path syscall: this test needs one it refuses")
 	}
 	before := warmReuses.Load()
@@ -142,7 +142,7 @@ func TestGuardWarmSlotTooNarrowForAudit(t *testing.T) {
 		t.Fatalf("audit run: %s", o2)
 	}
 	if warmReuses.Load() != before {
-		t.Errorf("the audit run took over a slot attached for %v only", ws[0].Names)
+		t.Errorf("the audit run took over a slot attached for %v only", first.Names)
 	}
 }
 
@@ -151,13 +151,7 @@ func TestGuardWarmSlotTooNarrowForAudit(t *testing.T) {
 func TestGuardWarmSlotHelperDiesWhileClaimed(t *testing.T) {
 	withWarm(t)
 	f := newFSFixture(t)
-	if o := f.run(t, f.profile, false, "read="+f.secret); o.err != nil || o.code != 0 {
-		t.Fatalf("run 1: %s", o)
-	}
-	ws := warmFiles(t)
-	if len(ws) != 1 {
-		t.Fatalf("published slots after run 1: %+v", ws)
-	}
+	first := slotAfterRun(t, f)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -181,8 +175,8 @@ func TestGuardWarmSlotHelperDiesWhileClaimed(t *testing.T) {
 	if c := warmFiles(t); len(c) != 1 || c[0].Claimer != os.Getpid() || c[0].ClaimerStart == 0 {
 		t.Errorf("slot while run 2 holds it: %+v, want claimed by this process", c)
 	}
-	unix.Kill(ws[0].Pid, unix.SIGKILL)
-	for unix.Kill(ws[0].Pid, 0) == nil { // until reaped (this process is its parent)
+	unix.Kill(first.Pid, unix.SIGKILL)
+	for unix.Kill(first.Pid, 0) == nil { // until reaped (this process is its parent)
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel()
@@ -190,7 +184,7 @@ func TestGuardWarmSlotHelperDiesWhileClaimed(t *testing.T) {
 		t.Fatalf("run 2: %v", err)
 	}
 	ws2 := warmFiles(t)
-	if len(ws2) != 1 || ws2[0].Pid == ws[0].Pid || ws2[0].Claimer != 0 {
+	if len(ws2) != 1 || ws2[0].Pid == first.Pid || ws2[0].Claimer != 0 {
 		t.Fatalf("published slots after run 2: %+v, want a new helper's", ws2)
 	}
 	o3 := f.run(t, f.profile, false, "read="+f.secret)
@@ -208,13 +202,7 @@ func TestGuardWarmSlotClaimerDied(t *testing.T) {
 	withWarm(t)
 	lingerFor = 200 * time.Millisecond
 	f := newFSFixture(t)
-	if o := f.run(t, f.profile, false, "read="+f.secret); o.err != nil || o.code != 0 {
-		t.Fatalf("run 1: %s", o)
-	}
-	ws := warmFiles(t)
-	if len(ws) != 1 {
-		t.Fatalf("published slots after run 1: %+v", ws)
-	}
+	first := slotAfterRun(t, f)
 	dead := exec.Command("true")
 	if err := dead.Start(); err != nil {
 		t.Fatal(err)
@@ -228,7 +216,7 @@ func TestGuardWarmSlotClaimerDied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claimed := ws[0]
+	claimed := first
 	claimed.Claimer, claimed.ClaimerStart = dead.Process.Pid, start
 	files, _ := filepath.Glob(filepath.Join(warmDir, "*-*"))
 	if len(files) != 1 || !publishWarm(files[0], claimed) {
@@ -236,9 +224,9 @@ func TestGuardWarmSlotClaimerDied(t *testing.T) {
 	}
 	unlock()
 	deadline := time.Now().Add(5 * time.Second)
-	for unix.Kill(ws[0].Pid, 0) == nil {
+	for unix.Kill(first.Pid, 0) == nil {
 		if time.Now().After(deadline) {
-			t.Fatalf("the helper %d still waits for a dead claimer", ws[0].Pid)
+			t.Fatalf("the helper %d still waits for a dead claimer", first.Pid)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -313,6 +313,9 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 		if st, err = spawnStage(attr, dir, env, stdin, stdout, stderr); err != nil {
 			return res, err
 		}
+		if g != nil {
+			st.cgid = g.cg.ID
+		}
 	}
 	defer st.finish()
 	cmd, pid, pidfd, syncW, statusR := st.cmd, st.pid, st.pidfd, st.syncW, st.statusR
