@@ -33,7 +33,7 @@ import (
 // on the helper), checks that the links attach this slot's pinned program, makes itself the
 // owner and marks the file claimed by it. The helper stays: when the run ends it gives the slot
 // back to the same helper (owner, a later deadline in the file) and closes its own copies, which
-// detaches nothing, so back-to-back runs start no helper either (a Go process start, ~5 ms of
+// detaches nothing, so back-to-back runs start no helper either (a Go process start, ~4 ms of
 // CPU). Only when that helper is gone does the run hand off to a new one. A helper whose linger
 // ends checks under the same lock: unclaimed and past its deadline, it removes the file and
 // detaches as before; claimed by a live run, it waits on; claimed by a run that died, it
