@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/sysprof/sysprof/internal/testutil"
@@ -217,21 +218,51 @@ func TestNetworkHooksFailLate(t *testing.T) {
 	hooksFail = errors.New("test: the hooks fail")
 	defer func() { hooksFail = nil }()
 
-	marker := filepath.Join(f.work, "out", "ran")
-	o := f.run(t, p, false, "write="+marker)
-	var le *LayerError
-	if o.err == nil || !asLayerError(o.err, &le) || le.Layer != LayerNetwork || ExitCode(o.err) != 125 {
-		t.Fatalf("ran without the hooks and without --degrade: %s", o)
-	}
-	if _, err := os.Stat(marker); err == nil {
-		t.Fatalf("the command ran")
-	}
-	o = f.run(t, p, true, fmt.Sprintf("connect=127.0.0.1:%d", other), fmt.Sprintf("connect=127.0.0.1:%d", allowed))
-	if o.err != nil || o.code != 0 || !strings.Contains(o.stdout, "connect: EACCES\nconnect: ok\n") {
-		t.Fatalf("with --degrade, want Landlock's port rules: %s", o)
-	}
-	if len(o.rep.Degraded()) == 0 {
-		t.Errorf("degraded network layer not in the report:\n%s", o)
+	// Also with an init stage started before the profile was known (the CLI's way): it is
+	// born into the guard's cgroup and must be gone with it.
+	for _, early := range []bool{false, true} {
+		// run returns the early stage's pid and whether Run took it.
+		run := func(degrade bool, args ...string) (runOut, int, bool) {
+			var stdout, stderr bytes.Buffer
+			opts := Options{Profile: p, Command: append([]string{f.victim}, args...), Dir: f.work, Vars: f.vars,
+				Degrade: degrade, Stdout: &stdout, Stderr: &stderr}
+			var e *Early
+			pid := 0
+			if early {
+				if e = StartEarly(opts); e == nil {
+					t.Fatal("StartEarly: nil as root")
+				}
+				defer e.Close()
+				opts.Early, pid = e, e.st.pid
+			}
+			rep, code, err := Run(context.Background(), opts)
+			return runOut{rep, code, err, stdout.String(), stderr.String()}, pid, e != nil && e.taken
+		}
+		marker := filepath.Join(f.work, "out", "ran")
+		o, pid, taken := run(false, "write="+marker)
+		var le *LayerError
+		if o.err == nil || !asLayerError(o.err, &le) || le.Layer != LayerNetwork || ExitCode(o.err) != 125 {
+			t.Fatalf("early %v: ran without the hooks and without --degrade: %s", early, o)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("early %v: the command ran", early)
+		}
+		if pid != 0 && syscall.Kill(pid, 0) == nil {
+			t.Errorf("the early stage %d outlived the refused run", pid)
+		}
+		if taken != early {
+			t.Errorf("early %v: Run took the early stage: %v", early, taken)
+		}
+		o, _, taken = run(true, fmt.Sprintf("connect=127.0.0.1:%d", other), fmt.Sprintf("connect=127.0.0.1:%d", allowed))
+		if o.err != nil || o.code != 0 || !strings.Contains(o.stdout, "connect: EACCES\nconnect: ok\n") {
+			t.Fatalf("early %v: with --degrade, want Landlock's port rules: %s", early, o)
+		}
+		if len(o.rep.Degraded()) == 0 {
+			t.Errorf("early %v: degraded network layer not in the report:\n%s", early, o)
+		}
+		if taken != early {
+			t.Errorf("early %v: Run took the early stage: %v", early, taken)
+		}
 	}
 }
 
