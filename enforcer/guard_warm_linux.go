@@ -1,7 +1,6 @@
 package enforcer
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/kernrun"
 )
 
 // Warm slots: a run that starts while a finished run's file-denial program is still attached
@@ -206,7 +207,9 @@ func takeWarm(o *guardObjs, path string, w *warmSlot) ([]tpLink, *warmKeeper, er
 	warmReuses.Add(1)
 	claimed := *w
 	claimed.Until, claimed.Claimer = 0, os.Getpid()
-	if claimed.ClaimerStart, err = procStart(os.Getpid()); err != nil || !publishWarm(path, claimed) {
+	start, known := kernrun.ProcStart(os.Getpid())
+	claimed.ClaimerStart = start
+	if !known || !publishWarm(path, claimed) {
 		os.Remove(path)
 		_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
 		unix.Close(pidfd)
@@ -247,28 +250,10 @@ func (k *warmKeeper) giveBack(owners, cgids *ebpf.Map) bool {
 	return true
 }
 
-// procStart is the start time of process pid (field 22 of /proc/PID/stat, clock ticks since
-// boot): with the pid it names one process.
-func procStart(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("malformed /proc/PID/stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return 0, errors.New("malformed /proc/PID/stat")
-	}
-	return strconv.ParseUint(f[19], 10, 64) // field 22; fields[0] is field 3
-}
-
 // alive reports whether the process pid started at start is still there.
 func alive(pid int, start uint64) bool {
-	s, err := procStart(pid)
-	return err == nil && s == start
+	s, ok := kernrun.ProcStart(pid)
+	return ok && s == start
 }
 
 func closeFD(fd int) {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/kernrun"
 )
 
 // withWarm gives the test warm slots of its own (pins and warm files) and a linger long enough
@@ -203,14 +205,15 @@ func TestGuardWarmSlotClaimerDied(t *testing.T) {
 	lingerFor = 200 * time.Millisecond
 	f := newFSFixture(t)
 	first := slotAfterRun(t, f)
-	dead := exec.Command("true")
+	dead := exec.Command("sleep", "30")
 	if err := dead.Start(); err != nil {
 		t.Fatal(err)
 	}
-	start, err := procStart(dead.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
+	start, ok := kernrun.ProcStart(dead.Process.Pid)
+	if !ok {
+		t.Fatal("no start time of a running child")
 	}
+	dead.Process.Kill()
 	dead.Wait()
 	unlock, err := lockWarm(false)
 	if err != nil {

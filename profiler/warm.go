@@ -238,7 +238,7 @@ func handOff(p *probe) bool {
 	}
 	go cmd.Wait()
 	rec.Pid = cmd.Process.Pid
-	start, ok := procStart(rec.Pid)
+	start, ok := kernrun.ProcStart(rec.Pid)
 	if !ok {
 		return true // gone already: it holds nothing any more
 	}
@@ -283,7 +283,7 @@ func claimWarm() *warmClaim {
 			os.Remove(f)
 			continue
 		}
-		if start, ok := procStart(rec.Pid); !ok || start != rec.Start {
+		if start, ok := kernrun.ProcStart(rec.Pid); !ok || start != rec.Start {
 			os.Remove(f) // its helper is gone (of this build or another)
 			continue
 		}
@@ -434,15 +434,4 @@ func skipRing(m *ebpf.Map) error {
 	pos := atomic.LoadUint64((*uint64)(unsafe.Pointer(&prod[0])))
 	atomic.StoreUint64((*uint64)(unsafe.Pointer(&cons[0])), pos)
 	return nil
-}
-
-// procStart returns pid's start time (clock ticks after boot), ok false when the process is gone
-// or a zombie.
-func procStart(pid int) (uint64, bool) {
-	f := kernrun.ProcStatFields(pid)
-	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
-		return 0, false
-	}
-	start, err := strconv.ParseUint(f[19], 10, 64)
-	return start, err == nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/profiler"
 	"github.com/sysprof/sysprof/trace"
@@ -99,7 +100,7 @@ func TestWarmRecordOfForeignFDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { foreign.Process.Kill(); foreign.Wait() }()
-	start, ok := profiler.ProcStart(foreign.Process.Pid)
+	start, ok := kernrun.ProcStart(foreign.Process.Pid)
 	if !ok {
 		t.Fatal("the foreign process is gone")
 	}

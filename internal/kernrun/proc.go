@@ -21,3 +21,14 @@ func ProcStatFields(pid int) []string {
 	}
 	return strings.Fields(string(b[i+1:]))
 }
+
+// ProcStart returns pid's start time (clock ticks after boot; with the pid it names one
+// process), ok false when the process is gone or a zombie.
+func ProcStart(pid int) (uint64, bool) {
+	f := ProcStatFields(pid)
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		return 0, false
+	}
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	return start, err == nil
+}

@@ -15,3 +15,13 @@ func TestProcStatFields(t *testing.T) {
 		t.Errorf("fields of no process: %q", f)
 	}
 }
+
+func TestProcStart(t *testing.T) {
+	a, ok := ProcStart(os.Getpid())
+	if b, ok2 := ProcStart(os.Getpid()); !ok || !ok2 || a == 0 || a != b {
+		t.Errorf("own start time %d %v, then %d %v: want the same, non-zero", a, ok, b, ok2)
+	}
+	if _, ok := ProcStart(-1); ok {
+		t.Error("a start time for no process")
+	}
+}
