@@ -425,7 +425,7 @@ func lingerStage(args []string) int {
 		warmDir = filepath.Dir(warm) // the parent's (tests have their own)
 		owners, err := ebpf.NewMapFromFD(3 + nlinks + nperf)
 		if err == nil {
-			lingerWarm(warm, links, perf, owners, uint32(slot), ms, time.Sleep)
+			lingerWarm(warm, links, perf, owners, uint32(slot), ms)
 			return 0
 		}
 	}

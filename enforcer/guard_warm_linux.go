@@ -297,28 +297,23 @@ func subset(a, b []string) bool {
 
 // lingerWarm is the helper of a published slot (see lingerStage): it lingers for ms, and then
 // for as long as the slot is claimed by a live run or a run that gave it back set a later
-// deadline; then it withdraws the slot, detaches the links and releases the slot. sleep is
-// time.Sleep (a seam for tests).
-func lingerWarm(path string, links, perf []int, owners *ebpf.Map, slot uint32, ms int, sleep func(time.Duration)) {
-	wait := time.Duration(ms) * time.Millisecond
-	for {
-		sleep(wait)
+// deadline; then it withdraws the slot, detaches the links and releases the slot.
+func lingerWarm(path string, links, perf []int, owners *ebpf.Map, slot uint32, ms int) {
+	linger := time.Duration(ms) * time.Millisecond
+	for wait := linger; ; {
+		time.Sleep(wait)
 		unlock, err := lockWarm(false) // gone: then nobody can claim the slot either
 		var pid uint64
 		mine := owners.Lookup(slot, &pid) == nil && pid == uint64(os.Getpid())
 		var w warmSlot
-		published := false
-		if strings.HasPrefix(path, warmDir+"/") {
-			if b, rerr := os.ReadFile(path); rerr == nil && json.Unmarshal(b, &w) == nil && w.Pid == os.Getpid() {
-				published = true
-			}
-		}
+		b, rerr := os.ReadFile(path)
+		published := rerr == nil && json.Unmarshal(b, &w) == nil && w.Pid == os.Getpid()
 		if err == nil && published {
 			switch {
 			case w.Claimer != 0 && alive(w.Claimer, w.ClaimerStart):
 				// A run holds the slot and gives it back when done.
 				unlock()
-				wait = time.Duration(ms) * time.Millisecond
+				wait = linger
 				continue
 			case w.Claimer == 0 && mine && time.Now().UnixNano() < w.Until:
 				unlock()
@@ -329,14 +324,16 @@ func lingerWarm(path string, links, perf []int, owners *ebpf.Map, slot uint32, m
 				mine = owners.Update(slot, uint64(os.Getpid()), ebpf.UpdateExist) == nil
 			}
 		}
-		if (mine || published) && strings.HasPrefix(path, warmDir+"/") {
+		if mine || published {
 			os.Remove(path)
 		}
 		if err == nil {
 			unlock()
 		}
 		if !mine {
-			return // claimed the old way: the run holds the attachment; closing these detaches nothing
+			// Another process owns the slot (a run that could not give it back handed it to a
+			// new helper): its copies keep the attachment; closing these detaches nothing.
+			return
 		}
 		closeConcurrently(links)
 		owners.Delete(slot)

@@ -135,11 +135,10 @@ func (s *stage) finish() {
 // into a fresh run cgroup for the guard, and it unshares the network namespace itself when the
 // profile asks for one. Run takes it when the run fits it and starts its own otherwise.
 type Early struct {
-	st     *stage
-	cg     *kernrun.Cgroup // the cgroup st was born into, until the run's guard takes it
-	opts   Options         // Dir, Env and the streams it was started with
-	asRoot bool
-	taken  bool // Run ran the command in it
+	st    *stage
+	cg    *kernrun.Cgroup // the cgroup st was born into, until the run's guard takes it
+	opts  Options         // Dir, Env and the streams it was started with
+	taken bool            // Run ran the command in it
 }
 
 // StartEarly starts the init stage for a later Run with the same Dir, Env and streams as opts
@@ -183,7 +182,7 @@ func StartEarly(opts Options) *Early {
 	if cg != nil {
 		st.cgid = cg.ID
 	}
-	return &Early{st: st, cg: cg, opts: Options{Dir: opts.Dir, Env: opts.Env, Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr}, asRoot: asRoot}
+	return &Early{st: st, cg: cg, opts: Options{Dir: opts.Dir, Env: opts.Env, Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr}}
 }
 
 // stageIO is the environment and streams of an init stage for opts: sysprof's own where opts
@@ -241,7 +240,7 @@ func (e *Early) take(opts *Options, dir string, applySandbox bool, cgid uint64) 
 		return nil
 	}
 	st := e.st
-	fits := applySandbox && dir == e.opts.Dir && e.asRoot == (os.Geteuid() == 0) && st.cgid == cgid &&
+	fits := applySandbox && dir == e.opts.Dir && st.cgid == cgid &&
 		slices.Equal(opts.Env, e.opts.Env) && (opts.Env == nil) == (e.opts.Env == nil) &&
 		same(opts.Stdin, e.opts.Stdin) && same(opts.Stdout, e.opts.Stdout) && same(opts.Stderr, e.opts.Stderr)
 	if !fits {
