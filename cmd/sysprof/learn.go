@@ -112,8 +112,6 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 			defer func() { pprof.StopCPUProfile(); w.Close() }()
 		}
 	}
-	// A run's probe is handed on to the next learn in the background, while this one synthesizes.
-	defer profiler.Settle()
 	if len(o.Gates) > 0 {
 		return runLearnGates(ctx, o)
 	}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sysprof/sysprof/profiler"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -57,6 +59,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd(streams{In: stdin, Out: stdout, Err: stderr})
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	// A learn run's probe (learn, drift, their gates) is closed and handed on to the next run
+	// in the background while the command synthesizes and reports; exiting before that is done
+	// loses the hand-over, and the exit closes its perf events itself (~3 s for drift).
+	profiler.Settle()
 	if err != nil {
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.err != nil {
