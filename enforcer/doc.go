@@ -39,7 +39,8 @@
 // ms, overlaps the load and the compile), with the namespaces every sandboxed run has and, as
 // root, in a fresh run cgroup; the network namespace, the one that depends on the profile, the
 // stage then unshares itself on the thread that execs. A run that does not fit an early stage
-// (another directory, environment or streams) kills it and starts its own. The init stage applies the
+// (another directory, environment or streams; no sandbox; another cgroup, or none, for the
+// guard) kills it and starts its own. The init stage applies the
 // sandbox plan, marks every fd above 2 close-on-exec, sets no_new_privs, installs the filter on
 // its locked thread with SECCOMP_FILTER_FLAG_NEW_LISTENER, and blocks on a sync pipe. The parent
 // takes the listener with pidfd_getfd (it cannot deadlock: the child only waits), starts the

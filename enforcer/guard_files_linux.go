@@ -86,7 +86,7 @@ type tpLink struct{ perf, link int }
 // while they are still registered, which costs nothing, and the helper's closes then
 // unregister nothing either. Only the last run's helper pays, when nobody waits. The price:
 // while a syscall tracepoint is registered every syscall on the host takes the kernel's
-// syscall-work path (~+15-20 ns each here), so the moment is short (closing without it kept
+// syscall-work path (+8-17 ns each here), so the moment is short (closing without it kept
 // them registered for a grace period or two per tracepoint anyway). With pins the helper keeps
 // the program attached as well, for a run that takes the slot over (guard_warm_linux.go): then
 // neither run attaches nor detaches anything.

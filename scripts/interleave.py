@@ -7,8 +7,8 @@ back-to-back hyperfine blocks do not (bare `find /usr` drifted 190 -> 300 ms wit
         'learn=bin/sysprof learn --fresh -p /tmp/f.yaml -- find /usr -xdev'
 
 Two warm-up rounds are not counted. Output of the commands is discarded. With --gap SECONDS
-first, it sleeps that long before each command: runs far enough apart that nothing of the
-previous one lingers (sysprof's warm slots last 250 ms), as when a user types one command.
+first, it sleeps that long before each command, as when a user types one command: enforce's
+warm slots last 250 ms, learn's 1 s (a gap under 1 s still lets a learn take the last one over).
 """
 import shlex
 import statistics

@@ -86,7 +86,8 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	// The supervisor's goroutines spend their time in blocking syscalls (perf_event_open waits
 	// on a kernel mutex, the seccomp listener, the status pipe). A goroutine in a syscall keeps
 	// its P until sysmon takes it back, 20 µs to 10 ms later: with GOMAXPROCS=2 the goroutine
-	// that hands the sandbox its listener waited for a P for 0.5-8 ms. Spare Ps cost nothing.
+	// that hands the sandbox its listener waited for a P for 0.5-3 ms (BENCHMARKS.md). Spare
+	// Ps cost nothing.
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 8))
 	}
