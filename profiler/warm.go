@@ -144,7 +144,8 @@ func clearLearnMaps(objs *bpf.LearnObjects) error {
 	)
 }
 
-// clearMap deletes every entry of the hash map m (typically empty: one lookup).
+// clearMap deletes every entry of the hash map m, in one walk of its buckets (nothing inserts
+// meanwhile: the run's cgroup is empty). An empty map costs one lookup.
 func clearMap[K, V any](m *ebpf.Map) error {
 	var k K
 	if err := m.NextKey(nil, &k); errors.Is(err, ebpf.ErrKeyNotExist) {
@@ -152,15 +153,15 @@ func clearMap[K, V any](m *ebpf.Map) error {
 	}
 	keys := make([]K, 4096) // at least one hash bucket's worth
 	vals := make([]V, len(keys))
+	var cursor ebpf.MapBatchCursor
 	for {
-		var cursor ebpf.MapBatchCursor
-		n, err := m.BatchLookupAndDelete(&cursor, keys, vals, nil)
+		_, err := m.BatchLookupAndDelete(&cursor, keys, vals, nil)
 		switch {
 		case errors.Is(err, ebpf.ErrNotSupported):
 			return clearMapByKey[K](m)
-		case errors.Is(err, ebpf.ErrKeyNotExist) && n == 0:
+		case errors.Is(err, ebpf.ErrKeyNotExist): // the walk is through (its last batch included)
 			return nil
-		case err != nil && !errors.Is(err, ebpf.ErrKeyNotExist):
+		case err != nil:
 			return fmt.Errorf("clear map %s: %w", m, err)
 		}
 	}
