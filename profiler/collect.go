@@ -83,12 +83,7 @@ type fileRec struct {
 // accessID is a trace.Access* name as a small number; the numbers sort like the names.
 type accessID uint8
 
-var accessByID = func() []string {
-	ids := []string{trace.AccessRead, trace.AccessWrite, trace.AccessCreate, trace.AccessDelete, trace.AccessExec,
-		trace.AccessList, trace.AccessMetadata}
-	slices.Sort(ids)
-	return ids
-}()
+var accessByID = slices.Sorted(slices.Values(trace.Accesses))
 
 var accessIDs = func() map[string]accessID {
 	m := map[string]accessID{}

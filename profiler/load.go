@@ -158,7 +158,7 @@ type probe struct {
 	links    []link.Link
 	perfFDs  []int // tracepoint perf events with the program attached (syscalls/sys_exit_*)
 	// perfHeld has the perf events' holder once started (after the attach, while the command
-	// runs); it then owns perfFDs.
+	// runs; only for a probe that is not handed on); it then owns perfFDs.
 	perfHeld chan *kernrun.PerfHolder
 	// ring has the ring buffer's reader once mapped (openRing), until Run takes it (ringReader).
 	ring chan ringResult
@@ -187,9 +187,12 @@ func (p *probe) ringReader() (*ringbuf.Reader, error) {
 }
 
 // loadProbe loads learn.c for the cgroup with id cgid and attaches it: tracepoints host-wide
-// (the programs filter on the cgroup and the tasks map), cgroup hooks on cgroupDir.
+// (the programs filter on the cgroup and the tasks map), cgroup hooks on cgroupDir. A probe of
+// the default shape takes over the last run's when one waits (warm.go) instead of loading.
 func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *phases) (p *probe, err error) {
-	if ringBytes == DefaultRingBufferBytes && !debug {
+	// Only a probe of the default shape can be handed from run to run (warm.go).
+	warmable := ringBytes == DefaultRingBufferBytes && !debug
+	if warmable {
 		if w := claimWarm(); w != nil {
 			ph.mark("take over a warm probe")
 			p, err := warmProbe(w, cgid, cgroupDir, ph)
@@ -264,7 +267,7 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 		}
 	}()
 	ph.mark("load programs")
-	p.warmable = ringBytes == DefaultRingBufferBytes && !debug
+	p.warmable = warmable
 	if err := p.objs.Run.Put(uint32(0), bpf.LearnRunState{Cgid: cgid, Id: 1}); err != nil {
 		return nil, &LoadError{Step: "set run", Err: err}
 	}
@@ -569,7 +572,9 @@ func (p *probe) close() {
 	p.objs.Close()
 }
 
-// detach ends the recording: it closes every link and perf event. Maps stay readable.
+// detach ends the recording: it closes every link and, unless the probe is to be handed on
+// (its perf events stay attached for the next run; close closes them otherwise), every perf
+// event. Maps stay readable.
 // The perf events of the syscall exit tracepoints are slow to close (an RCU grace period
 // each): a short-lived process holding copies (kernrun.HoldPerfEvents) closes them. The
 // program stays attached to those tracepoints for a few more seconds, doing nothing: it only

@@ -33,8 +33,9 @@ const leftoverGrace = 250 * time.Millisecond
 // pollInterval is how often the ring buffer is drained when the kernel side does not ask for it.
 const pollInterval = 10 * time.Millisecond
 
-// newPathsToSort is how many new paths the reader sorts at a time while the command runs (it is
-// idle most of the time: the paths are ordered for the trace then, not after the command).
+// newPathsToSort is the fewest new paths the reader sorts at a time while the command runs (and
+// never fewer than a 32nd of those sorted: sortNewPaths). It is idle most of the time: the
+// paths are ordered for the trace then, not after the command.
 const newPathsToSort = 1024
 
 // interruptGrace is how long the command gets to exit after SIGTERM when ctx is cancelled.
