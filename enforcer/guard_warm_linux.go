@@ -81,28 +81,7 @@ func warmPrefix(pinDir string) string {
 
 // lockWarm takes the warm slots' lock (creating warmDir when create); the returned func
 // releases it.
-func lockWarm(create bool) (func(), error) {
-	if create {
-		if err := os.MkdirAll(warmDir, 0o700); err != nil {
-			return nil, err
-		}
-	}
-	fd, err := unix.Open(filepath.Join(warmDir, "lock"), unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err = unix.Flock(fd, unix.LOCK_EX)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		unix.Close(fd)
-		return nil, err
-	}
-	return func() { unix.Close(fd) }, nil
-}
+func lockWarm(create bool) (func(), error) { return kernrun.LockDir(warmDir, create) }
 
 // publishWarm records a slot the helper pid holds (under the lock, with the slot's owner set
 // to the helper). It reports whether the slot was published.

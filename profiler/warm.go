@@ -267,14 +267,11 @@ func claimWarm() *warmClaim {
 	if err != nil || warmDir == "" {
 		return nil
 	}
-	fd, err := unix.Open(filepath.Join(warmDir, "lock"), unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
+	unlock, err := kernrun.LockDir(warmDir, false)
 	if err != nil {
 		return nil // no helper ever published here
 	}
-	defer unix.Close(fd)
-	if unix.Flock(fd, unix.LOCK_EX) != nil {
-		return nil
-	}
+	defer unlock()
 	files, _ := filepath.Glob(filepath.Join(warmDir, "*.json"))
 	slices.Sort(files)
 	for _, f := range files {
