@@ -50,13 +50,9 @@ func (s *state) passPortable() []string {
 	// are told apart from the first's at the end).
 	uses, secondUses := make([]int, len(s.exes)), make([]int, len(s.exes))
 	second := newPortableCounts()
-	inHalves(len(s.files), func(part, lo, hi int) {
-		if part == 0 {
-			paths.files(s.files[lo:hi], s.exes, uses)
-		} else {
-			newPathRewriter(s, second).files(s.files[lo:hi], s.exes, secondUses)
-		}
-	})
+	inHalves(len(s.files),
+		func(lo, hi int) { paths.files(s.files[lo:hi], s.exes, uses) },
+		func(lo, hi int) { newPathRewriter(s, second).files(s.files[lo:hi], s.exes, secondUses) })
 	counts.procSelf += second.procSelf
 	counts.procAny += second.procAny
 	for i, n := range secondUses {
@@ -137,20 +133,19 @@ func (s *state) passPortable() []string {
 // the test that compares with the serial code).
 var minParallel = 2048
 
-// inHalves runs work on [0, n): on its two halves at once, the second in another goroutine,
-// when each has at least minParallel items (the machine has a core spare once the command has
-// ended), else on the whole as part 0. It returns where part 1 starts (n: no part 1).
-func inHalves(n int, work func(part, lo, hi int)) int {
+// inHalves runs first and second on the two halves of [0, n) at once, second in another
+// goroutine, when each has at least minParallel items (the machine has a core spare once the
+// command has ended); else first on the whole.
+func inHalves(n int, first, second func(lo, hi int)) {
 	mid := n / 2
 	if mid < minParallel {
-		work(0, 0, n)
-		return n
+		first(0, n)
+		return
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { work(1, mid, n) })
-	work(0, 0, mid)
+	wg.Go(func() { second(mid, n) })
+	first(0, mid)
 	wg.Wait()
-	return mid
 }
 
 // pathRewriter rewrites observed paths into their portable form, and counts what it did.
@@ -676,6 +671,7 @@ func (s *state) passRead() []string {
 	s.list.sorted = slices.Grow(s.list.sorted, nList)
 	s.read.sorted = slices.Grow(s.read.sorted, nRead)
 	provs := s.exeProvs()
+	srcTree := s.read.get("$WORKDIR") != nil // the source-tree rule covers reads below it
 	for _, f := range s.files {
 		switch {
 		case f.access == trace.AccessMetadata:
@@ -686,8 +682,9 @@ func (s *state) passRead() []string {
 		case f.access == trace.AccessRead && tooBroadToRead(f.path):
 			refused++
 		case f.access == trace.AccessRead:
-			if !Covers("$WORKDIR", f.path) || s.read.get("$WORKDIR") == nil {
+			if !srcTree || !Covers("$WORKDIR", f.path) {
 				s.addRule(s.read, f.path, provs[f.exe], "")
+				srcTree = srcTree || f.path == "$WORKDIR"
 			}
 			files++
 		}

@@ -411,7 +411,7 @@ var timestampRE = sync.OnceValue(func() *regexp.Regexp {
 //     lower-case word before its last 6 characters (tempfile: targeteVpTA7 → target*);
 //   - a run of 10 or more with at least 3 digits and 3 letters changing between the two at
 //     least 4 times (base-36 hashes: 00v5zyg4h84nypw5fqyxdz1el);
-//   - inside any other run, a stretch of 5 or more digits (go-build123456789);
+//   - inside any other run, a stretch of 6 or more digits (go-build123456789);
 //   - a date or date-time stamp (2026-11-30, 2026-11-30T04_00_00_000Z, 20261130-040000).
 //
 // Version numbers (1.75.0, python3.11, x86_64) stay as they are.
@@ -521,11 +521,10 @@ func globRun(r string) string {
 	}
 	digits, switches := 0, 0 // digit count; letter↔digit changes
 	for i := 0; i < len(r); i++ {
-		isDigit := r[i] >= '0' && r[i] <= '9'
-		if isDigit {
+		if isDigit(r[i]) {
 			digits++
 		}
-		if i > 0 && isDigit != (r[i-1] >= '0' && r[i-1] <= '9') {
+		if i > 0 && isDigit(r[i]) != isDigit(r[i-1]) {
 			switches++
 		}
 	}
@@ -548,7 +547,7 @@ func globRun(r string) string {
 	var b strings.Builder
 	for i := 0; i < len(r); {
 		j := i
-		for j < len(r) && r[j] >= '0' && r[j] <= '9' {
+		for j < len(r) && isDigit(r[j]) {
 			j++
 		}
 		if j-i >= 6 {
@@ -609,7 +608,7 @@ func depth(p string) int {
 func countDigits(s string) int {
 	n := 0
 	for i := 0; i < len(s); i++ {
-		if s[i] >= '0' && s[i] <= '9' {
+		if isDigit(s[i]) {
 			n++
 		}
 	}

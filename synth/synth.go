@@ -173,8 +173,9 @@ type ruleSet struct {
 	rules map[string]*pathRule // all but those in sorted
 	// sorted holds rules added in increasing path order, as sorted observations add them:
 	// a path greater than all in the set is new without a lookup, and goes here instead of
-	// into the map, which a set rolled up whole then never needs (byPath makes it). rollup
-	// builds its tree faster in this order, too.
+	// into the map (byPath makes it when something asks for it: read and list rolled up whole
+	// never do; write's is made before its rollup). rollup builds its tree faster in this
+	// order, too.
 	sorted []ruleRef
 	last   string // no path in the set is greater
 }
@@ -186,7 +187,8 @@ type ruleRef struct {
 
 func newRuleSet() *ruleSet { return &ruleSet{rules: map[string]*pathRule{}} }
 
-// byPath returns the rules by path, the map holding all of them from now on.
+// byPath returns the rules by path: the map holds all of them until a greater path is added
+// (which goes to sorted again).
 func (rs *ruleSet) byPath() map[string]*pathRule {
 	if len(rs.sorted) > 0 {
 		m := make(map[string]*pathRule, len(rs.rules)+len(rs.sorted))
