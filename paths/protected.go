@@ -1,0 +1,107 @@
+package paths
+
+import (
+	"sort"
+	"strings"
+)
+
+// protected is the one list of paths that stay read-only inside any writable tree unless a
+// profile names them explicitly (issue 14 item 4). Writing any of them lets a tool run code
+// outside its sandbox later: a git hook or fsmonitor, a CI workflow, an editor task, the
+// sysprof profile itself, a shell rc file, a user service, a binary on $PATH, an agent's config.
+var protected = []string{
+	// The work tree: things git, CI, editors, hooks managers, agents and sysprof itself run.
+	"$WORKDIR/.git",
+	"$WORKDIR/.github",
+	"$WORKDIR/.gitlab-ci.yml",
+	"$WORKDIR/.sysprof",
+	"$WORKDIR/sysprof.yaml",
+	"$WORKDIR/.vscode",
+	"$WORKDIR/.idea",
+	"$WORKDIR/.husky",
+	"$WORKDIR/.claude",
+	"$WORKDIR/.cursor",
+
+	// Shell start-up files.
+	"$HOME/.bashrc",
+	"$HOME/.bash_profile",
+	"$HOME/.bash_login",
+	"$HOME/.bash_logout",
+	"$HOME/.profile",
+	"$HOME/.zshenv",
+	"$HOME/.zprofile",
+	"$HOME/.zshrc",
+	"$HOME/.zlogin",
+	"$HOME/.zlogout",
+	"$HOME/.config/fish",
+	"$HOME/.inputrc",
+
+	// Things that run later: user services, autostart, git's own hooks and config, $PATH.
+	"$HOME/.config/systemd",
+	"$HOME/.config/autostart",
+	"$HOME/.config/environment.d",
+	"$HOME/.config/git",
+	"$HOME/.gitconfig",
+	"$HOME/.local/bin",
+	"$HOME/bin",
+	"$HOME/.ssh",
+	"$CARGO_HOME/bin",
+	"$GOPATH/bin",
+
+	// Cron and agent configuration.
+	"$HOME/.crontab",
+	"$HOME/.claude",
+	"$HOME/.claude.json",
+	"$HOME/.codex",
+	"$HOME/.cursor",
+	"$HOME/.aider.conf.yml",
+	"$HOME/.config/github-copilot",
+}
+
+var sortedProtected = func() []string {
+	s := append([]string(nil), protected...)
+	sort.Strings(s)
+	return s
+}()
+
+// ProtectedPaths returns the protected paths in portable form ($WORKDIR/..., $HOME/...,
+// $CARGO_HOME/bin, $GOPATH/bin), sorted. The caller may modify the returned slice.
+func ProtectedPaths() []string {
+	return append([]string(nil), sortedProtected...)
+}
+
+// IsProtected reports whether portable path p is a protected path or lies beneath one, and
+// which. p must be clean (no trailing slash, no "..").
+func IsProtected(p string) (protected string, ok bool) {
+	for _, q := range sortedProtected {
+		if within(p, q) {
+			return q, true
+		}
+	}
+	return "", false
+}
+
+// ProtectedBeneath returns the protected paths that equal or lie beneath portable dir d (what
+// granting d would expose), sorted. A protected path that contains d is not returned: use
+// IsProtected for that.
+func ProtectedBeneath(d string) []string {
+	d = strings.TrimSuffix(d, "/")
+	var out []string
+	for _, q := range sortedProtected {
+		if within(q, d) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// within reports whether p equals root or lies beneath it, by path components.
+func within(p, root string) bool {
+	if root == "" {
+		return false
+	}
+	if root == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return p == root || strings.HasPrefix(p, root+"/")
+}

@@ -1,0 +1,77 @@
+package paths
+
+import (
+	"reflect"
+	"sort"
+	"testing"
+)
+
+func TestProtectedPathsSortedAndComplete(t *testing.T) {
+	got := ProtectedPaths()
+	if !sort.StringsAreSorted(got) {
+		t.Fatalf("not sorted: %v", got)
+	}
+	for _, want := range []string{
+		"$WORKDIR/.git", "$WORKDIR/.github", "$WORKDIR/.gitlab-ci.yml", "$WORKDIR/.sysprof",
+		"$WORKDIR/sysprof.yaml", "$WORKDIR/.vscode", "$WORKDIR/.idea", "$WORKDIR/.husky",
+		"$WORKDIR/.claude", "$WORKDIR/.cursor", "$HOME/.bashrc", "$HOME/.profile",
+		"$HOME/.bash_profile", "$HOME/.bash_login", "$HOME/.zshenv", "$HOME/.zprofile",
+		"$HOME/.zshrc", "$HOME/.config/fish", "$HOME/.config/systemd", "$HOME/.config/autostart",
+		"$HOME/.config/git", "$HOME/.gitconfig", "$HOME/.local/bin", "$CARGO_HOME/bin",
+		"$GOPATH/bin", "$HOME/.claude", "$HOME/.codex",
+	} {
+		if _, ok := IsProtected(want); !ok {
+			t.Errorf("%s is not protected", want)
+		}
+	}
+	got[0] = "changed"
+	if ProtectedPaths()[0] == "changed" {
+		t.Fatal("ProtectedPaths returns the package's own slice")
+	}
+}
+
+func TestIsProtected(t *testing.T) {
+	for _, c := range []struct {
+		p, want string
+		ok      bool
+	}{
+		{"$WORKDIR/.git/hooks/pre-commit", "$WORKDIR/.git", true},
+		{"$WORKDIR/.git", "$WORKDIR/.git", true},
+		{"$WORKDIR/.github/workflows/x.yml", "$WORKDIR/.github", true},
+		{"$WORKDIR/.sysprof/x.yaml", "$WORKDIR/.sysprof", true},
+		{"$HOME/.config/git/config", "$HOME/.config/git", true},
+		{"$WORKDIR/.gitignore", "", false},
+		{"$WORKDIR/.gitattributes", "", false},
+		{"$WORKDIR/build/.git", "", false},
+		{"$WORKDIR/src/main.go", "", false},
+		{"$HOME/.config", "", false},
+		{"$HOME/.cache/go-build/x", "", false},
+		{"$CARGO_HOME/registry/x", "", false},
+	} {
+		got, ok := IsProtected(c.p)
+		if got != c.want || ok != c.ok {
+			t.Errorf("IsProtected(%q) = %q, %v; want %q, %v", c.p, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestProtectedBeneath(t *testing.T) {
+	if got, want := ProtectedBeneath("$HOME/.config"), []string{
+		"$HOME/.config/autostart", "$HOME/.config/environment.d", "$HOME/.config/fish",
+		"$HOME/.config/git", "$HOME/.config/github-copilot", "$HOME/.config/systemd",
+	}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ProtectedBeneath($HOME/.config) = %v, want %v", got, want)
+	}
+	if got := ProtectedBeneath("$WORKDIR/"); len(got) != 10 {
+		t.Errorf("ProtectedBeneath($WORKDIR/) = %v, want the 10 work-tree paths", got)
+	}
+	if got := ProtectedBeneath("$WORKDIR/build"); got != nil {
+		t.Errorf("ProtectedBeneath($WORKDIR/build) = %v, want none", got)
+	}
+	if got := ProtectedBeneath("$WORKDIR/.git"); !reflect.DeepEqual(got, []string{"$WORKDIR/.git"}) {
+		t.Errorf("ProtectedBeneath($WORKDIR/.git) = %v", got)
+	}
+	if got := ProtectedBeneath("$WORKDIR/.git/hooks"); got != nil {
+		t.Errorf("ProtectedBeneath($WORKDIR/.git/hooks) = %v, want none (use IsProtected)", got)
+	}
+}
