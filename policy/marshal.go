@@ -66,6 +66,9 @@ func Marshal(p *Profile) ([]byte, error) {
 			if sc.Base {
 				f = append(f, field{"base", "true", true})
 			}
+			if sc.Family != "" {
+				f = append(f, field{"family", sc.Family, false})
+			}
 			e.flowItem(2, append(f, provFields(sc.Provenance)...))
 		}
 	}

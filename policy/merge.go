@@ -72,6 +72,9 @@ func Merge(dst, src *Profile) *Profile {
 		func(a *Syscall, b Syscall) {
 			a.Provenance = addProvenance(a.Provenance, b.Provenance)
 			a.Base = a.Base || b.Base
+			if b.Family == "" {
+				a.Family = "" // learned in one run: no longer only a family member
+			}
 		})
 	out.Syscalls.Args = mergeArgs(dst, src)
 

@@ -59,6 +59,9 @@ type Syscall struct {
 	Provenance `yaml:",inline" json:",inline"`
 	// Base is true for the mandatory base set every process may need on rare paths.
 	Base bool `yaml:"base,omitempty" json:"base,omitempty"`
+	// Family names the behaviour-equivalence family (see `sysprof show --explain`) that allowed
+	// this syscall because the command used another member of it; empty when it was learned.
+	Family string `yaml:"family,omitempty" json:"family,omitempty"`
 }
 
 // ArgRule limits one argument of one syscall. A call whose argument matches no Values (after
