@@ -311,7 +311,11 @@ func (s *state) passArgs() []string {
 
 	// ioctl: terminal injection is denied whatever else the tool does with ttys. The request is
 	// an unsigned int: masked to 32 bits so that high garbage cannot slip past the deny list.
-	if r := allowed("ioctl"); r != nil {
+	if r := allowed("ioctl"); r != nil && r.family == terminalFamily {
+		rules = append(rules, policy.ArgRule{Syscall: "ioctl", Arg: 1, Name: "request", Mask: "0xffffffff",
+			Values: slices.Clone(terminalProbes)})
+		msgs = append(msgs, "ioctl: only "+strings.Join(terminalProbes, ", ")+" (not learned: the terminal probes alone)")
+	} else if r != nil {
 		rules = append(rules, policy.ArgRule{Syscall: "ioctl", Arg: 1, Name: "request", Mask: "0xffffffff",
 			Deny: []string{"TIOCLINUX", "TIOCSTI"}, Provenance: r.prov.policy()})
 		msg := "ioctl: TIOCSTI and TIOCLINUX (terminal input injection) always denied"

@@ -28,6 +28,12 @@ type Options struct {
 	// inside a store un-hides the store (a mount cannot hide around one file) but keeps every
 	// other access into it dropped, so only the named path becomes allowed.
 	AllowSecrets []string
+	// Exact turns the behaviour-equivalence Families off (learn --exact): only the syscalls
+	// seen, the base set and the terminal probes are allowed.
+	Exact bool
+	// Architectures the profile lists (learn --arch); empty means DefaultArchitectures when
+	// learning, and the profile's own list when resynthesizing.
+	Architectures []string
 	// SysprofVersion is written to metadata.sysprofVersion.
 	SysprofVersion string
 	// Now gives the metadata timestamps; nil means time.Now.
@@ -85,6 +91,7 @@ func Resynthesize(p *policy.Profile, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("resynthesize: nil profile")
 	}
 	s := newState(opts)
+	s.fromProfile = true
 	if err := s.ingestProfile(p); err != nil {
 		return nil, fmt.Errorf("resynthesize: %w", err)
 	}
@@ -115,8 +122,11 @@ var pipeline = []pass{
 	{"private-tmp", (*state).passPrivateTmp},
 	{"syscalls", (*state).passSyscalls},
 	{"base", (*state).passBase},
+	{"architectures", (*state).passArchitectures},
 	{"runtime-variants", (*state).passRuntimeVariants},
+	{"families", (*state).passFamilies},
 	{"portable-syscalls", (*state).passPortableSyscalls},
+	{"arch-equivalents", (*state).passArchEquivalents},
 	{"args", (*state).passArgs},
 	{"network", (*state).passNetwork},
 	{"metadata", (*state).passMetadata},
@@ -265,8 +275,10 @@ type epKey struct{ op, endpoint, proto string }
 // state is the intermediate rule set the passes work on.
 type state struct {
 	opts Options
-	ctx  map[string]string
-	vars []variable
+	// fromProfile: Resynthesize (the architectures stay the profile's own).
+	fromProfile bool
+	ctx         map[string]string
+	vars        []variable
 	// rank orders exes by their first process start; exePIDs maps an absolute exe to its pids
 	// (to turn /proc/<pid> into /proc/self).
 	rank    map[string]int
@@ -304,7 +316,8 @@ type state struct {
 
 type sysRule struct {
 	prov
-	base bool
+	base   bool
+	family string // the Family (or terminalFamily, "arch") that added it; "" when learned
 }
 
 func newState(opts Options) *state {
@@ -525,8 +538,8 @@ func (s *state) ingestProfile(p *policy.Profile) error {
 		s.arches[a] = true
 	}
 	for _, sc := range p.Syscalls.Allow {
-		if sc.Base && sc.By == "" {
-			continue // the base pass puts it back
+		if sc.Base && sc.By == "" || sc.Family != "" {
+			continue // the base and family passes put it back
 		}
 		s.sys = append(s.sys, sysObs{name: sc.Name, exe: sc.By, seen: sc.Seen})
 	}
@@ -559,7 +572,7 @@ func (s *state) emit() *policy.Profile {
 		p.Syscalls.Architectures = append(p.Syscalls.Architectures, a)
 	}
 	for name, r := range s.syscalls {
-		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: name, Provenance: r.policy(), Base: r.base})
+		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: name, Provenance: r.policy(), Base: r.base, Family: r.family})
 	}
 	p.Syscalls.Args = slices.Clone(s.argRules)
 	rules := func(m *ruleSet) []policy.PathRule {

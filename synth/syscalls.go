@@ -160,7 +160,7 @@ func (s *state) passBase() []string {
 // another libc another. With Options.Portable, seeing any member allows all of them.
 var syscallFamilies = [][]string{
 	{"open", "openat", "openat2", "creat"},
-	{"stat", "lstat", "fstat", "newfstatat", "statx", "stat64", "lstat64", "fstat64", "fstatat64"},
+	{"stat", "lstat", "fstat", "newfstatat", "fstatat", "statx", "stat64", "lstat64", "fstat64", "fstatat64"},
 	{"access", "faccessat", "faccessat2"},
 	{"dup2", "dup3"},
 	{"pipe", "pipe2"},

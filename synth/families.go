@@ -1,0 +1,204 @@
+package synth
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sysprof/sysprof/trace"
+)
+
+// Family is a group of syscalls that do the same thing for a tool: which member it calls is
+// picked by its I/O environment (a terminal, a pipe, a file, /dev/null), its libc or the
+// kernel's fast paths, not by what the tool does. Seeing any member allows all of them, so a
+// profile learned with output to a file still runs at a terminal. A family adds no capability a
+// learned member does not already give: every member acts only on fds the process already
+// holds or on paths the filesystem layers already decide.
+type Family struct {
+	Name    string
+	Why     string
+	Members []string
+}
+
+// Families are applied by default; Options.Exact (learn --exact) turns them off. Their order
+// is the order `sysprof show --explain` prints them in.
+var Families = []Family{
+	{"data-copy", "moving bytes between fds the process holds: cat calls copy_file_range into a file, write into a pipe or a terminal, sendfile or splice elsewhere",
+		[]string{"read", "write", "readv", "writev", "pread64", "pwrite64", "copy_file_range", "sendfile", "splice"}},
+	{"copy-fallback", "a rename that fails with EXDEV (another file system, or the sandbox's own mounts) falls back to copying: libuv, cargo and go truncate, chmod and copy the destination",
+		[]string{"rename", "renameat", "renameat2", "copy_file_range", "sendfile", "ftruncate", "fchmod", "fstatfs"}},
+	{"dup", "duplicating an fd onto another: dup2 or dup3 by libc version and by whether the target fd is open",
+		[]string{"dup2", "dup3"}},
+	{"pipe", "making a pipe: libc and runtimes pick pipe or pipe2 by version",
+		[]string{"pipe", "pipe2"}},
+	{"wait-for-fds", "waiting for fds to be ready: which call depends on the runtime and on whether stdin is a terminal, a pipe or closed",
+		[]string{"poll", "ppoll", "select", "pselect6"}},
+	{"wait-for-children", "reaping child processes: wait4 and waitid by libc version and runtime",
+		[]string{"wait4", "waitid"}},
+	{"timers", "interval timers: which timer API a runtime arms differs by version",
+		[]string{"setitimer", "getitimer", "alarm", "timer_create", "timer_settime", "timer_gettime", "timer_delete"}},
+	{"stat", "file metadata: newer glibc calls fstat where older called newfstatat, and statx where the kernel has it",
+		[]string{"fstat", "newfstatat", "statx"}},
+	{"access", "checking access to a path: glibc falls back from faccessat2 to faccessat",
+		[]string{"faccessat", "faccessat2"}},
+	{"rename-at", "renaming: coreutils and libcs try renameat2 and fall back to renameat",
+		[]string{"renameat", "renameat2"}},
+}
+
+// terminalProbes are the ioctl requests a tool makes to ask whether an fd is a terminal and how
+// big it is (isatty, stdio's line buffering, pagers): read-only questions that change nothing.
+// They are allowed in every profile, because a profile learned with output to a file or a pipe
+// runs at a terminal too; the full ioctl is allowed only when it was learned.
+var terminalProbes = []string{"TCGETS", "TIOCGWINSZ"}
+
+// terminalTimers are allowed in every profile for the same reason: git and pagers arm a progress
+// or refresh timer only when stderr is a terminal. A timer signals the process itself.
+var terminalTimers = []string{"setitimer", "getitimer"}
+
+// terminalFamily marks what is allowed for a terminal that the learn run may not have had.
+const terminalFamily = "terminal"
+
+// passFamilies allows every member of each family of which the command used one (unless
+// Options.Exact), and the terminal probes.
+func (s *state) passFamilies() []string {
+	if s.opts.Exact {
+		return []string{"exact: behaviour-equivalence families off (learn --exact): only the syscalls seen are allowed"}
+	}
+	var msgs []string
+	for _, f := range Families {
+		if added := s.addFamily(f); len(added) > 0 {
+			msgs = append(msgs, fmt.Sprintf("%s: + %s (%s)", f.Name, strings.Join(added, ", "), f.Why))
+		}
+	}
+	var term []string
+	if s.syscalls["ioctl"] == nil {
+		s.syscalls["ioctl"] = &sysRule{family: terminalFamily}
+		term = append(term, "ioctl for "+strings.Join(terminalProbes, " and ")+" only (isatty and window size)")
+	}
+	for _, n := range terminalTimers {
+		if s.syscalls[n] == nil {
+			s.syscalls[n] = &sysRule{family: terminalFamily}
+			term = append(term, n)
+		}
+	}
+	if len(term) > 0 {
+		msgs = append(msgs, terminalFamily+": + "+strings.Join(term, ", ")+" (what a tool does only when it runs at a terminal)")
+	}
+	return msgs
+}
+
+// addFamily allows the members of f that the profile's architectures know, when the command
+// used one, with the provenance of the used member whose binary sorts first, and returns what
+// it added.
+func (s *state) addFamily(f Family) []string {
+	var pr prov
+	used := false
+	for _, n := range f.Members {
+		if r := s.syscalls[n]; r != nil && r.family == "" && (!r.base || r.by != "") {
+			// By name, not by process start: a profile read back (Resynthesize) has no start
+			// order, and the family must come back with the same provenance.
+			if !used || r.by < pr.by {
+				pr.by = r.by
+			}
+			pr.seen = max(pr.seen, r.seen)
+			used = true
+		}
+	}
+	if !used {
+		return nil
+	}
+	var added []string
+	for _, n := range f.Members {
+		if s.syscalls[n] == nil && s.knownName(n) {
+			s.syscalls[n] = &sysRule{prov: pr, family: f.Name}
+			added = append(added, n)
+		}
+	}
+	return added
+}
+
+// archEquivalents are, for each syscall that exists on one 64-bit architecture but not the
+// other, the syscalls libc calls there instead. A profile gets them for every architecture it
+// lists that lacks an allowed syscall, with or without families (learn --exact): the same
+// program does the same thing there.
+var archEquivalents = map[string][]string{
+	"access": {"faccessat"}, "alarm": {"setitimer"}, "chmod": {"fchmodat"}, "chown": {"fchownat"},
+	"creat": {"openat"}, "dup2": {"dup3"}, "epoll_create": {"epoll_create1"},
+	"epoll_wait": {"epoll_pwait"}, "eventfd": {"eventfd2"}, "fork": {"clone"},
+	"futimesat": {"utimensat"}, "getdents": {"getdents64"}, "getpgrp": {"getpgid"},
+	"inotify_init": {"inotify_init1"}, "lchown": {"fchownat"}, "link": {"linkat"},
+	"lstat": {"fstatat"}, "mkdir": {"mkdirat"}, "mknod": {"mknodat"}, "newfstatat": {"fstatat"},
+	"open": {"openat"}, "pause": {"ppoll", "rt_sigsuspend"}, "pipe": {"pipe2"}, "poll": {"ppoll"},
+	"readlink": {"readlinkat"}, "rename": {"renameat", "renameat2"}, "rmdir": {"unlinkat"},
+	"select": {"pselect6"}, "signalfd": {"signalfd4"}, "stat": {"fstatat"},
+	"symlink": {"symlinkat"}, "time": {"clock_gettime"}, "unlink": {"unlinkat"},
+	"utime": {"utimensat"}, "utimes": {"utimensat"}, "vfork": {"clone"},
+	// arm64's name for newfstatat, which x86_64 calls by its own name.
+	"fstatat": {"newfstatat"},
+}
+
+// DefaultArchitectures are what a learned profile lists when Options.Architectures is empty:
+// the architecture it was learned on and the other common 64-bit one, so that a profile
+// learned on an x86_64 laptop runs on an arm64 CI runner.
+var DefaultArchitectures = []string{trace.ArchX86_64, trace.ArchAArch64}
+
+// passArchitectures lists the profile's architectures and maps the syscalls of the learned
+// architecture that the others lack to their equivalents there.
+func (s *state) passArchitectures() []string {
+	if len(s.sys) == 0 && len(s.syscalls) == 0 {
+		return nil
+	}
+	want := s.opts.Architectures
+	if len(want) == 0 && !s.fromProfile {
+		want = DefaultArchitectures
+	}
+	var msgs []string
+	var listed []string
+	for _, a := range want {
+		if !s.arches[a] {
+			s.arches[a] = true
+			listed = append(listed, a)
+		}
+	}
+	if len(listed) > 0 {
+		msgs = append(msgs, "+ "+strings.Join(listed, ", ")+" (the same names compile to each architecture's numbers)")
+	}
+	return msgs
+}
+
+// passArchEquivalents maps the allowed syscalls that one of the profile's architectures lacks
+// to that architecture's equivalents (open → openat on arm64, fstatat → newfstatat on x86_64).
+func (s *state) passArchEquivalents() []string {
+	var msgs []string
+	for _, a := range sortedKeys(s.arches) {
+		info := archInfo(a)
+		if info == nil || a == trace.ArchI386 || a == trace.ArchX32 || a == trace.ArchARM {
+			continue // compat ABIs are allowed only as learned
+		}
+		var added []string
+		for _, name := range sortedKeys(s.syscalls) {
+			if _, ok := info.SyscallNames[name]; ok {
+				continue
+			}
+			for _, eq := range archEquivalents[name] {
+				if _, ok := info.SyscallNames[eq]; ok && s.syscalls[eq] == nil {
+					r := s.syscalls[name]
+					s.syscalls[eq] = &sysRule{prov: r.prov, family: cmpOr(r.family, "arch")}
+					added = append(added, eq+" (for "+name+")")
+				}
+			}
+		}
+		if len(added) > 0 {
+			slices.Sort(added)
+			msgs = append(msgs, a+": + "+strings.Join(added, ", "))
+		}
+	}
+	return msgs
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
