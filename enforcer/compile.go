@@ -222,6 +222,7 @@ func (c *Compiled) compileSyscalls(p *policy.Profile, host *arch.Info) (*filterS
 		archs = []string{host.Name}
 	}
 	abis := []*arch.Info{host}
+	var others []*arch.Info
 	for _, a := range archs {
 		info, err := arch.GetInfo(a)
 		if err != nil {
@@ -232,6 +233,10 @@ func (c *Compiled) compileSyscalls(p *policy.Profile, host *arch.Info) (*filterS
 		case info == host:
 		case host == arch.X86_64 && (info == arch.I386 || info == arch.X32):
 			abis = append(abis, info)
+		case nativeArch(info):
+			// Another machine's architecture (a profile lists x86_64 and aarch64): nothing
+			// to compile here, and nothing lost.
+			others = append(others, info)
 		default:
 			c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.architectures: %s (cannot run on %s)", a, host.Name))
 		}
@@ -253,7 +258,7 @@ func (c *Compiled) compileSyscalls(p *policy.Profile, host *arch.Info) (*filterS
 		}
 		for _, name := range sortedKeys(names) {
 			nrs, ok := byName[name]
-			if !ok && info == host && !slices.Contains(alwaysAllowed, name) {
+			if !ok && info == host && !slices.Contains(alwaysAllowed, name) && !knownOn(others, name) {
 				c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.allow: %s (no such syscall on %s)", name, info.Name))
 			}
 			for _, nr := range nrs {
@@ -311,6 +316,20 @@ func (c *Compiled) compileSyscalls(p *policy.Profile, host *arch.Info) (*filterS
 	}
 	sort.Strings(c.Dropped)
 	return spec, nil
+}
+
+// nativeArch reports a 64-bit architecture a machine runs natively (not a compat ABI).
+func nativeArch(info *arch.Info) bool { return info == arch.X86_64 || info == arch.AARCH64 }
+
+// knownOn reports whether name is a syscall of one of infos (a name of another architecture
+// the profile lists, such as arm64's fstatat, means nothing here and is not a loss).
+func knownOn(infos []*arch.Info, name string) bool {
+	for _, info := range infos {
+		if _, ok := info.SyscallNames[name]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // compileArgRule compiles one profile rule. errnoOnly reports a rule with Errno and no
