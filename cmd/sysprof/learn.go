@@ -32,6 +32,8 @@ type learnOptions struct {
 	Strict       bool
 	Explain      bool
 	Portable     bool
+	Exact        bool
+	Arches       []string
 	Force        bool
 	AllowSecrets []string
 	RingBuf      int
@@ -96,6 +98,8 @@ it, and the result takes this command's name. Shipped: ` + strings.Join(profiles
 	f.BoolVar(&o.Strict, "strict", false, "fail (exit 125) if any kernel event was lost")
 	f.BoolVar(&o.Explain, "explain", false, "print what each synthesis pass did")
 	f.BoolVar(&o.Portable, "portable", false, "add libc-variant syscall families so the profile runs on other distros")
+	f.BoolVar(&o.Exact, "exact", false, "allow only the syscalls seen: no behaviour-equivalence families (listed by show --explain)")
+	f.StringSliceVar(&o.Arches, "arch", nil, "architectures the profile lists (default x86_64,aarch64)")
 	f.BoolVar(&o.Force, "force", false, "merge even if the profile was learned for a different command")
 	f.StringArrayVar(&o.AllowSecrets, "allow-secret", nil, "credential path the tool may read (repeatable)")
 	f.IntVar(&o.RingBuf, "ringbuf-size", 0, "ring buffer size in bytes (power of two; default 16 MiB)")
@@ -123,6 +127,11 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 			return withCode(exitSysprof, err)
 		}
 	}
+	for _, a := range o.Arches {
+		if !slices.Contains(policy.Architectures, a) {
+			return withCode(exitSysprof, fmt.Errorf("--arch %s: not an architecture sysprof knows (%s)", a, strings.Join(policy.Architectures, ", ")))
+		}
+	}
 	var shipped *policy.Profile
 	if o.FromProfile != "" {
 		var err error
@@ -132,6 +141,8 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 	}
 	tr, res, wall, err := learnOnce(ctx, profiler.Options{Command: o.Command, RingBufferBytes: o.RingBuf, Debug: o.Debug}, synth.Options{
 		Portable:       o.Portable,
+		Exact:          o.Exact,
+		Architectures:  o.Arches,
 		AllowSecrets:   o.AllowSecrets,
 		SysprofVersion: version,
 	})

@@ -22,6 +22,7 @@ func init() {
 type showOptions struct {
 	streams
 	Profile string
+	Explain bool
 }
 
 func newShowCmd(s streams, runF func(context.Context, *showOptions) error) *cobra.Command {
@@ -40,6 +41,7 @@ func newShowCmd(s streams, runF func(context.Context, *showOptions) error) *cobr
 		},
 	}
 	cmd.Flags().StringVarP(&o.Profile, "profile", "p", "", "profile file (default: the only file in .sysprof/)")
+	cmd.Flags().BoolVar(&o.Explain, "explain", false, "also print the behaviour-equivalence families and why each syscall they added is allowed")
 	return cmd
 }
 
@@ -49,6 +51,9 @@ func runShow(_ context.Context, o *showOptions) error {
 		return err
 	}
 	writeShow(o.Out, o.Profile, p)
+	if o.Explain {
+		writeFamilies(o.Out, p)
+	}
 	return nil
 }
 
