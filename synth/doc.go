@@ -23,7 +23,24 @@
 //     tree (/usr, /lib, /etc/…, toolchain roots) become that directory, deepest first, until
 //     nothing changes; never / or $HOME.
 //   - coverage: rules a broader rule covers are dropped (write implies read implies list).
-//   - private-tmp, syscalls, base, portable-syscalls, args, network, metadata.
+//   - private-tmp, syscalls, base, architectures, runtime-variants, families,
+//     portable-syscalls, arch-equivalents, args, network, metadata.
+//
+// # Families and architectures
+//
+// Which of several equivalent syscalls a tool makes is often picked by its I/O environment
+// (stdout a file, a pipe or a terminal; stdin closed), its libc version or a copy fallback the
+// sandbox itself provokes (EXDEV), not by what it does. Families lists such groups; seeing any
+// member allows all of them, each marked `family: NAME` in the profile. A family adds no
+// capability a learned member does not already give: every member acts on fds the process
+// holds or on paths the filesystem layers decide. Every profile also gets ioctl TCGETS and
+// TIOCGWINSZ alone (isatty, window size) and setitimer/getitimer (family terminal), unless the
+// whole ioctl was learned. Options.Exact turns the families off (learn --exact).
+//
+// A learned profile lists x86_64 and aarch64 (DefaultArchitectures; Options.Architectures
+// chooses): the names compile to each machine's own numbers, and arch-equivalents adds, for
+// each allowed syscall an architecture lacks, what libc calls there instead (open → openat,
+// stat → fstatat on arm64; fstatat → newfstatat on x86_64), marked `family: arch`.
 //
 // # Argument rules
 //
