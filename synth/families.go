@@ -202,3 +202,38 @@ func cmpOr(a, b string) string {
 	}
 	return b
 }
+
+// localeData are read in every profile: which of them a program reads depends on LANG and
+// LC_* (a profile learned in the C locale runs in C.UTF-8 or de_DE.UTF-8), and all of them are
+// the distribution's public, read-only data. The gconv modules are listed for both
+// architectures the profile may list; a path a host does not have is skipped there.
+var localeData = []string{
+	"/usr/lib/locale",
+	"/usr/share/locale",
+	"/usr/lib/x86_64-linux-gnu/gconv",
+	"/usr/lib/aarch64-linux-gnu/gconv",
+	"/etc/localtime",
+	"/usr/share/zoneinfo",
+}
+
+// localeNote marks the read rules passLocale adds.
+const localeNote = "locale data (LANG and TZ may differ from the learn run's)"
+
+// passLocale allows reading the locale data (unless Options.Exact) of a profile that reads
+// anything at all.
+func (s *state) passLocale() []string {
+	if s.opts.Exact || s.read.len() == 0 && s.exec.len() == 0 {
+		return nil
+	}
+	var added []string
+	for _, p := range localeData {
+		if s.read.get(p) == nil {
+			s.read.set(p, &pathRule{note: localeNote, files: 1})
+			added = append(added, p)
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	return []string{"+ read " + strings.Join(added, ", ") + " (" + localeNote + ")"}
+}

@@ -118,6 +118,7 @@ var pipeline = []pass{
 	{"exec", (*state).passExec},
 	{"rollup-read", (*state).passRollupRead},
 	{"rollup-write", (*state).passRollupWrite},
+	{"locale", (*state).passLocale},
 	{"coverage", (*state).passCoverage},
 	{"private-tmp", (*state).passPrivateTmp},
 	{"syscalls", (*state).passSyscalls},
@@ -516,6 +517,9 @@ func (s *state) ingestProfile(p *policy.Profile) error {
 	s.command = slices.Clone(p.Metadata.Command)
 	fromRules := func(dst *ruleSet, rules []policy.PathRule) {
 		for _, r := range rules {
+			if r.Note == localeNote && r.By == "" {
+				continue // the locale pass puts it back
+			}
 			files := 1
 			var n int
 			if _, err := fmt.Sscanf(r.Note, "rolled up from %d", &n); err == nil && n > 0 {

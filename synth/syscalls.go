@@ -127,6 +127,9 @@ var baseSyscalls = []struct{ name, why string }{
 	// The target's own first exec happens before recording starts (the enforcer's init stage
 	// execs it after installing the filter), so it is never in the learned set of the root.
 	{"execve", "the command's own first exec precedes recording"},
+	// glibc aborts the process ("The futex facility returned an unexpected error code") when
+	// a futex call fails: locale loading in another LANG, stdio locks once a thread exists.
+	{"futex", "glibc aborts when futex fails (locale loading, stdio locks)"},
 }
 
 // passBase adds the base syscalls, marked base.

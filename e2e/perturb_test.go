@@ -1,0 +1,237 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+)
+
+// perturbation is one way the next ordinary run differs from the learn run: where the streams
+// go, what stdin is, the locale, the CPUs (issue 15, "the I/O environment picks the syscall").
+type perturbation struct {
+	name string
+	// stdout: "pipe", "file", "null" or "tty" (stdout and stderr on a pseudo-terminal).
+	stdout string
+	// stdin: "null", "closed", "file" or "tty".
+	stdin string
+	env   []string // appended to the box's environment
+	// wrap is put before the command (taskset -c 0).
+	wrap []string
+}
+
+var perturbations = []perturbation{
+	{name: "stdout-pipe", stdout: "pipe", stdin: "null"},
+	{name: "stdout-file", stdout: "file", stdin: "null"},
+	{name: "stdout-null", stdout: "null", stdin: "null"},
+	{name: "tty", stdout: "tty", stdin: "tty"},
+	{name: "stdin-closed", stdout: "pipe", stdin: "closed"},
+	{name: "stdin-file", stdout: "pipe", stdin: "file"},
+	{name: "utf8-locale", stdout: "pipe", stdin: "null", env: []string{"LANG=C.UTF-8", "LC_ALL=C.UTF-8"}},
+	{name: "one-cpu", stdout: "pipe", stdin: "null", wrap: []string{"taskset", "-c", "0"}},
+}
+
+// everyday is a command a user runs many times a day, learned once with its output to a file.
+type everyday struct {
+	name    string
+	need    []string
+	fixture string
+	argv    []string
+	setup   func(t *testing.T, b *box)
+	clean   []string // removed (in the work dir) before each run
+}
+
+var everydays = []everyday{
+	{name: "cat", need: []string{"cat"}, argv: []string{"cat", "notes.txt"}, setup: writeNotes},
+	{name: "sort", need: []string{"sort"}, argv: []string{"sort", "notes.txt"}, setup: writeNotes},
+	{name: "ls", need: []string{"ls"}, argv: []string{"ls", "-a"}, setup: writeNotes},
+	{name: "grep", need: []string{"grep"}, argv: []string{"grep", "-rn", "line", "."}, setup: writeNotes},
+	{name: "make", need: []string{"make", "gcc"}, fixture: "cproj", argv: []string{"make"}, clean: []string{"hello", "main.o", "greet.o"}},
+	{name: "python3", need: []string{"python3"}, argv: []string{"python3", "-c", "import sys, os; print(sorted(os.listdir('.'))); print(sys.stdout.isatty())"}, setup: writeNotes},
+	{name: "git-log", need: []string{"git"}, argv: []string{"git", "log", "--format=%H %s"}, setup: gitRepo},
+}
+
+func writeNotes(t *testing.T, b *box) {
+	testutil.WriteFile(t, filepath.Join(b.Work, "notes.txt"), "line three\nline one\nline two\n", 0o644)
+}
+
+func gitRepo(t *testing.T, b *box) {
+	writeNotes(t, b)
+	b.Extra = append(b.Extra, "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T",
+		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_AUTHOR_DATE=2026-01-02T03:04:05Z", "GIT_COMMITTER_DATE=2026-01-02T03:04:05Z",
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_PAGER=cat")
+	for _, argv := range [][]string{{"git", "init", "-q", "-b", "main", "."}, {"git", "add", "notes.txt"}, {"git", "commit", "-q", "-m", "notes"}} {
+		mustCode(t, strings.Join(argv, " "), run(t, b.Work, b.environ(), argv...), 0)
+	}
+}
+
+// TestPerturbations: a profile learned once with output to a file survives the next ordinary
+// runs: at a terminal, into a pipe or /dev/null, with stdin closed or a file, in a UTF-8 locale,
+// on one CPU. Each enforced run has zero denials and the output of the same run unsandboxed.
+func TestPerturbations(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, ed := range everydays {
+		t.Run(ed.name, func(t *testing.T) {
+			for _, n := range ed.need {
+				requireTool(t, n)
+			}
+			root := t.TempDir()
+			b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), ed.fixture)
+			if ed.setup != nil {
+				ed.setup(t, b)
+			}
+			profile := filepath.Join(root, "profile.yaml")
+			clean := func() {
+				for _, c := range ed.clean {
+					os.RemoveAll(filepath.Join(b.Work, c))
+				}
+			}
+			clean()
+			learn := perturbation{name: "learn", stdout: "file", stdin: "null"}
+			if r := runPerturbed(t, b, learn, append([]string{sysprofBin, "learn", "-p", profile, "--"}, ed.argv...)); r.Code != 0 {
+				t.Fatalf("learn: %s", r)
+			}
+			for _, pt := range perturbations {
+				t.Run(pt.name, func(t *testing.T) {
+					if len(pt.wrap) > 0 {
+						requireTool(t, pt.wrap[0])
+					}
+					clean()
+					want := runPerturbed(t, b, pt, append(slicesClone(pt.wrap), ed.argv...))
+					clean()
+					rep := filepath.Join(t.TempDir(), "report.json")
+					got := runPerturbed(t, b, pt, append(append(slicesClone(pt.wrap), sysprofBin, "enforce", "-p", profile, "--report", rep, "--"), ed.argv...))
+					if got.Code != want.Code {
+						t.Errorf("enforce exit %d, unsandboxed %d\n%s", got.Code, want.Code, got)
+					}
+					if got.Stdout != want.Stdout {
+						t.Errorf("enforce output differs from the unsandboxed run:\n--- enforced:\n%s\n--- unsandboxed:\n%s", got.Stdout, want.Stdout)
+					}
+					for _, d := range readReport(t, rep).Denials {
+						t.Errorf("denial: [%s] %s by %s (parents %v): suggest %q", d.Kind, d.What, d.Exe, d.Parents, d.Suggest)
+					}
+				})
+			}
+		})
+	}
+}
+
+func slicesClone(s []string) []string { return append([]string(nil), s...) }
+
+// runPerturbed runs argv in b under pt and returns what it wrote to stdout (read back from the
+// file or the terminal; CRLF from a terminal made LF) and its exit status. sysprof's own
+// stderr goes to a buffer when stdout is not a terminal.
+func runPerturbed(t *testing.T, b *box, pt perturbation, argv []string) result {
+	t.Helper()
+	cmd, ctx := command(t, b.Work, append(b.environ(), pt.env...), argv...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	var out bytes.Buffer
+	var outFile string
+	var ptm *os.File
+	var wg sync.WaitGroup
+	switch pt.stdout {
+	case "pipe":
+		cmd.Stdout = &out
+	case "file":
+		outFile = filepath.Join(t.TempDir(), "stdout")
+		f, err := os.Create(outFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd.Stdout = f
+	case "null":
+		cmd.Stdout = nil // /dev/null
+	case "tty":
+		var pts *os.File
+		ptm, pts = openTerminal(t)
+		cmd.Stdout, cmd.Stderr = pts, pts
+		defer pts.Close()
+	}
+	switch pt.stdin {
+	case "file":
+		f, err := os.Open(filepath.Join(testutil.RepoRoot(), "go.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd.Stdin = f
+	case "tty":
+		if ptm == nil {
+			t.Fatal("BUG: tty stdin needs tty stdout")
+		}
+		cmd.Stdin = cmd.Stdout.(*os.File)
+	case "closed":
+		// exec's nil Stdin is /dev/null: close fd 0 in a shell instead.
+		cmd.Args = append([]string{"sh", "-c", `exec 0<&- "$@"`, "sh"}, cmd.Args...)
+		cmd.Path = "/bin/sh"
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", strings.Join(argv, " "), err)
+	}
+	if ptm != nil {
+		// The terminal end was given to the child; read the master until the child is gone.
+		cmd.Stdout.(*os.File).Close()
+		wg.Add(1)
+		go func() { defer wg.Done(); _, _ = io.Copy(&out, ptm) }()
+	}
+	err := cmd.Wait()
+	wg.Wait()
+	r := finish(t, ctx, cmd, err, "", stderr.String())
+	switch pt.stdout {
+	case "file":
+		bs, rerr := os.ReadFile(outFile)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		r.Stdout = string(bs)
+	case "pipe", "tty":
+		r.Stdout = strings.ReplaceAll(out.String(), "\r\n", "\n")
+	}
+	if pt.stdout == "tty" {
+		// sysprof's own lines go to the terminal too: keep the command's.
+		var keep []string
+		for _, l := range strings.SplitAfter(r.Stdout, "\n") {
+			if !strings.HasPrefix(l, "sysprof: ") && !strings.HasPrefix(strings.TrimLeft(l, " │┌└├"), "sysprof") {
+				keep = append(keep, l)
+			}
+		}
+		r.Stdout = strings.Join(keep, "")
+	}
+	t.Logf("%6.2fs exit %d [%s]: %s", time.Since(start).Seconds(), r.Code, pt.name, shortArgs(argv))
+	return r
+}
+
+// openTerminal allocates a pseudo-terminal: the master (read by the test) and the terminal end
+// (the child's streams).
+func openTerminal(t *testing.T) (ptm, pts *os.File) {
+	t.Helper()
+	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ptm.Close() })
+	if err := unix.IoctlSetPointerInt(int(ptm.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptm.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ptm, pts
+}
