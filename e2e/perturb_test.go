@@ -76,7 +76,8 @@ func gitRepo(t *testing.T, b *box) {
 
 // TestPerturbations: a profile learned once with output to a file survives the next ordinary
 // runs: at a terminal, into a pipe or /dev/null, with stdin closed or a file, in a UTF-8 locale,
-// on one CPU. Each enforced run has zero denials and the output of the same run unsandboxed.
+// on one CPU. Each enforced run has zero denials and the output of the same run unsandboxed, and
+// drift under the same perturbation finds nothing that widens the profile.
 func TestPerturbations(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, ed := range everydays {
@@ -118,6 +119,12 @@ func TestPerturbations(t *testing.T) {
 					}
 					for _, d := range readReport(t, rep).Denials {
 						t.Errorf("denial: [%s] %s by %s (parents %v): suggest %q", d.Kind, d.What, d.Exe, d.Parents, d.Suggest)
+					}
+					// drift under the same perturbation: learning again there finds nothing new.
+					clean()
+					dr := runPerturbed(t, b, pt, append(append(slicesClone(pt.wrap), sysprofBin, "drift", "--fail-on", "low", "-p", profile, "--"), ed.argv...))
+					if dr.Code != 0 {
+						t.Errorf("drift widened (exit %d):\n%s%s", dr.Code, dr.Stdout, dr.Stderr)
 					}
 				})
 			}

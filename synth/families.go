@@ -210,6 +210,7 @@ func cmpOr(a, b string) string {
 var localeData = []string{
 	"/usr/lib/locale",
 	"/usr/share/locale",
+	"/etc/locale.alias",
 	"/usr/lib/x86_64-linux-gnu/gconv",
 	"/usr/lib/aarch64-linux-gnu/gconv",
 	"/etc/localtime",

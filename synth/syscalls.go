@@ -130,6 +130,8 @@ var baseSyscalls = []struct{ name, why string }{
 	// glibc aborts the process ("The futex facility returned an unexpected error code") when
 	// a futex call fails: locale loading in another LANG, stdio locks once a thread exists.
 	{"futex", "glibc aborts when futex fails (locale loading, stdio locks)"},
+	// A contended lock spins and yields before it sleeps on a futex: whether it does is timing.
+	{"sched_yield", "a contended lock yields before its futex wait"},
 }
 
 // passBase adds the base syscalls, marked base.
