@@ -242,3 +242,48 @@ func openTerminal(t *testing.T) (ptm, pts *os.File) {
 	}
 	return ptm, pts
 }
+
+// incremental is a build learned from clean and enforced after a source edit.
+type incremental struct {
+	name    string
+	need    []string
+	fixture string
+	argv    []string
+	edit    string // a file in the work tree that gets a line appended
+	line    string
+}
+
+var incrementals = []incremental{
+	{name: "make", need: []string{"make", "gcc"}, fixture: "cproj", argv: []string{"make"}, edit: "greet.c", line: "\n/* edited */\n"},
+	{name: "go-build", need: []string{"go"}, fixture: "gomod", argv: []string{"go", "build", "-o", "app", "."}, edit: "main.go", line: "\n// edited\n"},
+	{name: "cargo-build", need: []string{"cargo"}, fixture: "crate", argv: []string{"cargo", "build", "--offline"}, edit: "src/main.rs", line: "\n// edited\n"},
+}
+
+// TestIncrementalRebuild: a profile learned from a clean tree enforces the incremental rebuild
+// after a source edit (issue 15 item 7) with zero denials, and the rebuild's output runs.
+func TestIncrementalRebuild(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, ic := range incrementals {
+		t.Run(ic.name, func(t *testing.T) {
+			for _, n := range ic.need {
+				requireTool(t, n)
+			}
+			root := t.TempDir()
+			b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), ic.fixture)
+			profile := filepath.Join(root, "profile.yaml")
+			mustCode(t, "learn from clean", sysprof(t, b, append([]string{"learn", "-p", profile, "--"}, ic.argv...)...), 0)
+			f, err := os.OpenFile(filepath.Join(b.Work, ic.edit), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString(ic.line); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			rep := filepath.Join(root, "report.json")
+			r := sysprof(t, b, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, ic.argv...)...)
+			mustCode(t, "enforce the incremental rebuild", r, 0)
+			requireNoDenials(t, "enforce the incremental rebuild", rep, r)
+		})
+	}
+}
