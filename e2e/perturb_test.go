@@ -287,3 +287,23 @@ func TestIncrementalRebuild(t *testing.T) {
 		})
 	}
 }
+
+// TestLearnRuns: learn --runs 2 --between CMD learns twice, running CMD before the second run,
+// and merges both runs into one profile.
+func TestLearnRuns(t *testing.T) {
+	testutil.RequireRoot(t)
+	requireTool(t, "make")
+	requireTool(t, "gcc")
+	root := t.TempDir()
+	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "cproj")
+	profile := filepath.Join(root, "profile.yaml")
+	r := sysprof(t, b, "learn", "--runs", "2", "--between", "echo '/* edited */' >> greet.c", "-p", profile, "--", "make")
+	mustCode(t, "learn --runs 2", r, 0)
+	if p := loadProfile(t, profile); p.Metadata.Runs != 2 {
+		t.Errorf("metadata.runs = %d, want 2", p.Metadata.Runs)
+	}
+	if bs, err := os.ReadFile(filepath.Join(b.Work, "greet.c")); err != nil || !strings.Contains(string(bs), "edited") {
+		t.Errorf("--between did not run before the second run: %v", err)
+	}
+	mustCode(t, "learn --runs 0", sysprof(t, b, "learn", "--runs", "0", "-p", profile, "--", "make"), 125)
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -25,15 +26,19 @@ import (
 
 type learnOptions struct {
 	streams
-	Command      []string
-	Profile      string
-	Fresh        bool
-	TraceOut     string
-	Strict       bool
-	Explain      bool
-	Portable     bool
-	Exact        bool
-	Arches       []string
+	Command  []string
+	Profile  string
+	Fresh    bool
+	TraceOut string
+	Strict   bool
+	Explain  bool
+	Portable bool
+	Exact    bool
+	Arches   []string
+	// Runs and Between: learn the command Runs times, running Between (sh -c) before each run
+	// after the first, and merge what every run saw.
+	Runs         int
+	Between      string
 	Force        bool
 	AllowSecrets []string
 	RingBuf      int
@@ -100,6 +105,8 @@ it, and the result takes this command's name. Shipped: ` + strings.Join(profiles
 	f.BoolVar(&o.Portable, "portable", false, "add libc-variant syscall families so the profile runs on other distros")
 	f.BoolVar(&o.Exact, "exact", false, "allow only the syscalls seen: no behaviour-equivalence families (listed by show --explain)")
 	f.StringSliceVar(&o.Arches, "arch", nil, "architectures the profile lists (default x86_64,aarch64)")
+	f.IntVar(&o.Runs, "runs", 1, "learn the command this many times and merge what every run saw")
+	f.StringVar(&o.Between, "between", "", "shell command run (unsandboxed) before each run after the first, e.g. 'touch main.c' to learn an incremental rebuild")
 	f.BoolVar(&o.Force, "force", false, "merge even if the profile was learned for a different command")
 	f.StringArrayVar(&o.AllowSecrets, "allow-secret", nil, "credential path the tool may read (repeatable)")
 	f.IntVar(&o.RingBuf, "ringbuf-size", 0, "ring buffer size in bytes (power of two; default 16 MiB)")
@@ -139,7 +146,10 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 			return withCode(exitSysprof, fmt.Errorf("--from-profile: %w", err))
 		}
 	}
-	tr, res, wall, err := learnOnce(ctx, profiler.Options{Command: o.Command, RingBufferBytes: o.RingBuf, Debug: o.Debug}, synth.Options{
+	if o.Runs < 1 {
+		return withCode(exitSysprof, fmt.Errorf("--runs %d: want at least 1", o.Runs))
+	}
+	tr, res, wall, err := learnRuns(ctx, o, profiler.Options{Command: o.Command, RingBufferBytes: o.RingBuf, Debug: o.Debug}, synth.Options{
 		Portable:       o.Portable,
 		Exact:          o.Exact,
 		Architectures:  o.Arches,
@@ -186,6 +196,48 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 		return withCode(tr.ExitCode, nil)
 	}
 	return nil
+}
+
+// learnRuns learns the command o.Runs times (o.Between before each run after the first) and
+// merges the profiles: what one run misses (a cold cache, an incremental rebuild) the next may
+// see. It stops at the first run that fails, keeping what the runs so far saw; the trace and
+// warnings returned are those of the last run, with the merged profile in res.Profile.
+func learnRuns(ctx context.Context, o *learnOptions, po profiler.Options, so synth.Options) (*trace.Trace, *synth.Result, time.Duration, error) {
+	var merged *policy.Profile
+	var tr *trace.Trace
+	var res *synth.Result
+	var wall time.Duration
+	for i := 0; i < o.Runs; i++ {
+		if i > 0 && o.Between != "" {
+			c := exec.CommandContext(ctx, "sh", "-c", o.Between)
+			c.Stdout, c.Stderr = o.Err, o.Err
+			if err := c.Run(); err != nil {
+				return nil, nil, 0, withCode(exitSysprof, fmt.Errorf("--between %q before run %d: %w", o.Between, i+1, err))
+			}
+		}
+		t, r, w, err := learnOnce(ctx, po, so)
+		if err != nil {
+			if merged == nil {
+				return nil, nil, 0, err
+			}
+			fmt.Fprintf(o.Err, "sysprof: run %d of %d failed (%v): keeping what %d run(s) saw\n", i+1, o.Runs, err, i)
+			break
+		}
+		tr, res, wall = t, r, wall+w
+		if merged == nil {
+			merged = r.Profile
+		} else {
+			merged = policy.Merge(merged, r.Profile)
+		}
+		if o.Runs > 1 {
+			fmt.Fprintf(o.Err, "sysprof: learn run %d of %d: exit %d\n", i+1, o.Runs, t.ExitCode)
+		}
+		if t.ExitCode != 0 {
+			break
+		}
+	}
+	res.Profile = merged
+	return tr, res, wall, nil
 }
 
 // learnOnce runs the command under the profiler and synthesizes what it saw.
