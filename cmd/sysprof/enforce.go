@@ -13,6 +13,7 @@ import (
 	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
 )
 
 type enforceOptions struct {
@@ -110,14 +111,21 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 			return withCode(exitSysprof, err)
 		}
 	}
-	rep, code, err := enforcer.Run(ctx, enforcer.Options{
-		Profile:     p,
-		ProfilePath: o.Profile,
-		Command:     o.Command,
-		Audit:       o.Audit,
-		Degrade:     o.Degrade,
-		Early:       early,
-	})
+	var rep *report.Report
+	var code int
+	if o.Audit && canAuditByLearning() {
+		early.Close()
+		rep, code, err = auditByLearning(ctx, o, p)
+	} else {
+		rep, code, err = enforcer.Run(ctx, enforcer.Options{
+			Profile:     p,
+			ProfilePath: o.Profile,
+			Command:     o.Command,
+			Audit:       o.Audit,
+			Degrade:     o.Degrade,
+			Early:       early,
+		})
+	}
 	if err != nil {
 		return commandErrorEnforce(code, err)
 	}

@@ -150,7 +150,7 @@ func runRefine(ctx context.Context, o *refineOptions) error {
 		}
 		return withCode(exitSysprof, err)
 	}
-	if !o.Force && !sameCommand(prof, rep) {
+	if !o.Force && !sameProfileFile(o.Profile, rep) && !sameCommand(prof, rep) {
 		return withCode(exitSysprof, fmt.Errorf("%s is a report of %q, but %s is the profile of %q: use --force to refine anyway", o.From, rep.Command, o.Profile, prof.Metadata.Command))
 	}
 	if len(rep.Unobservable) > 0 {
@@ -223,6 +223,17 @@ func runRefine(ctx context.Context, o *refineOptions) error {
 
 // sameCommand is policy.SameCommand for a report: the same argv when both record one, else
 // the same name.
+// sameProfileFile reports whether the report was made by enforcing this very profile file: then
+// it belongs to it whatever command ran (a gate script, a wider command under --audit).
+func sameProfileFile(path string, r *report.Report) bool {
+	if r.ProfilePath == "" {
+		return false
+	}
+	a, err1 := os.Stat(path)
+	b, err2 := os.Stat(r.ProfilePath)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
 func sameCommand(p *policy.Profile, r *report.Report) bool {
 	if len(r.Command) == 0 {
 		return true // nothing to compare with
