@@ -116,6 +116,7 @@ var pipeline = []pass{
 	{"read", (*state).passRead},
 	{"write", (*state).passWrite},
 	{"exec", (*state).passExec},
+	{"roles", (*state).passRoles},
 	{"rollup-read", (*state).passRollupRead},
 	{"rollup-write", (*state).passRollupWrite},
 	{"locale", (*state).passLocale},
