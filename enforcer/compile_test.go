@@ -91,10 +91,12 @@ func TestCompilePlan(t *testing.T) {
 		t.Errorf("a network allowlist must say it needs the cgroup hooks: layers %v, needs %v, rules %v", c.Layers, c.NeedsHooks, c.Network)
 	}
 	joined := strings.Join(c.Dropped, "\n")
-	for _, want := range []string{"no_such_syscall", "aarch64"} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("dropped %q not reported: %v", want, c.Dropped)
-		}
+	if !strings.Contains(joined, "no_such_syscall") {
+		t.Errorf("dropped no_such_syscall not reported: %v", c.Dropped)
+	}
+	// aarch64 is another machine's architecture: nothing is lost on this one.
+	if strings.Contains(joined, "aarch64") {
+		t.Errorf("aarch64 reported as dropped on x86_64: %v", c.Dropped)
 	}
 	if !strings.Contains(strings.Join(c.Notes, "\n"), "go-build* widened to /tmp") {
 		t.Errorf("glob widening not noted: %v", c.Notes)
