@@ -717,6 +717,13 @@ func writeAnchor(p string) string {
 			return r
 		}
 	}
+	// A tool's own directory in the user cache ($HOME/.cache/gopls/<shard>/...): the shards
+	// and hashes differ every run, the directory is the tool's.
+	if rest, ok := strings.CutPrefix(p, "$HOME/.cache/"); ok {
+		if name, below, ok := strings.Cut(rest, "/"); ok && below != "" && name != "" && !strings.ContainsAny(name, "*?[") {
+			return "$HOME/.cache/" + name
+		}
+	}
 	if strings.HasPrefix(p, "$CARGO_HOME/") {
 		if c := strings.Split(p, "/"); len(c) >= 3 {
 			return strings.Join(c[:2], "/")
@@ -748,7 +755,8 @@ func protectedDir(d string) bool {
 }
 
 // passWrite grants writes on the narrowest directories the tool created or wrote in:
-//   - anything in a tool cache ($GOCACHE, $GOMODCACHE, npm's cache) grants the cache;
+//   - anything in a tool cache ($GOCACHE, $GOMODCACHE, npm's cache, a tool's directory in
+//     $HOME/.cache) grants the cache;
 //   - a directory the tool created is granted whole ($WORKDIR/target, $TMPDIR/go-build*);
 //   - an existing file the tool modified is granted as that file;
 //   - a file created or deleted needs the right on its directory, which is granted — unless
