@@ -69,7 +69,7 @@ step that ran in one table; --report FILE writes one report per step, FILE.<step
 	f.StringVarP(&o.Profile, "profile", "p", "", "profile file (default .sysprof/<name>.yaml)")
 	f.BoolVar(&o.Audit, "audit", false, "complain mode: allow everything, report what would have been denied")
 	f.BoolVar(&o.Degrade, "degrade", false, "run with fewer layers when this host cannot apply all of them (reported)")
-	f.StringVar(&o.Report, "report", "", "write the denial report as JSON (input for sysprof refine)")
+	f.StringVar(&o.Report, "report", "", "write the denial report as JSON to `FILE` (input for sysprof refine)")
 	addStepFlags(f, &o.Steps, &o.All)
 	return cmd
 }
