@@ -27,3 +27,23 @@ func TestToolCacheRollsUpToItsDirectory(t *testing.T) {
 		t.Errorf("write rules %q, want %q", got, want)
 	}
 }
+
+func TestVersionless(t *testing.T) {
+	for in, want := range map[string]string{
+		"/usr/bin/gcc-12":                                "/usr/bin/gcc-*",
+		"/usr/bin/x86_64-linux-gnu-gcc-12":               "/usr/bin/x86_64-linux-gnu-gcc-*",
+		"/usr/bin/python3.11":                            "/usr/bin/python3.*",
+		"/usr/lib/python3.11/os.py":                      "/usr/lib/python3.*/os.py",
+		"/usr/lib/gcc/x86_64-linux-gnu/12/cc1":           "/usr/lib*/gcc/x86_64-linux-gnu/*/cc1",
+		"/usr/libexec/gcc/x86_64-linux-gnu/14/cc1":       "/usr/lib*/gcc/x86_64-linux-gnu/*/cc1",
+		"$HOME/.pyenv/versions/3.11.7/bin/python3.11":    "$HOME/.pyenv/versions/*/bin/python3.*",
+		"/usr/bin/python3":                               "/usr/bin/python3",
+		"/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0": "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0",
+		"/usr/bin/make":                                  "/usr/bin/make",
+		"$WORKDIR/build-12":                              "$WORKDIR/build-12",
+	} {
+		if got := versionless(in); got != want {
+			t.Errorf("versionless(%s) = %s, want %s", in, got, want)
+		}
+	}
+}

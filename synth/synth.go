@@ -120,6 +120,7 @@ var pipeline = []pass{
 	{"rollup-read", (*state).passRollupRead},
 	{"rollup-write", (*state).passRollupWrite},
 	{"locale", (*state).passLocale},
+	{"versions", (*state).passVersions},
 	{"coverage", (*state).passCoverage},
 	{"private-tmp", (*state).passPrivateTmp},
 	{"syscalls", (*state).passSyscalls},

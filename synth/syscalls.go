@@ -281,6 +281,12 @@ func (s *state) passPortableSyscalls() []string {
 		return nil
 	}
 	added := s.addFamilies(syscallFamilies)
+	// Newer glibc (2.41) blocks signals around process start and exit where 2.36 did not.
+	if s.syscalls["rt_sigprocmask"] == nil && len(s.syscalls) > 0 {
+		s.syscalls["rt_sigprocmask"] = &sysRule{family: "portable"}
+		added = append(added, "rt_sigprocmask")
+		slices.Sort(added)
+	}
 	if len(added) == 0 {
 		return []string{"portable: every libc variant of the syscalls used is already allowed (cost: 0 syscalls)"}
 	}
