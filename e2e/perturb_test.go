@@ -38,6 +38,9 @@ var perturbations = []perturbation{
 	{name: "stdin-file", stdout: "pipe", stdin: "file"},
 	{name: "utf8-locale", stdout: "pipe", stdin: "null", env: []string{"LANG=C.UTF-8", "LC_ALL=C.UTF-8"}},
 	{name: "one-cpu", stdout: "pipe", stdin: "null", wrap: []string{"taskset", "-c", "0"}},
+	// Another user: the learn ran as root, this run is an ordinary user's (a user namespace,
+	// no eBPF). The box is made reachable for it (openForNobody).
+	{name: "ordinary-user", stdout: "pipe", stdin: "null", wrap: []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}},
 }
 
 // everyday is a command a user runs many times a day, learned once with its output to a file.
@@ -91,6 +94,7 @@ func TestPerturbations(t *testing.T) {
 				ed.setup(t, b)
 			}
 			profile := filepath.Join(root, "profile.yaml")
+			openForNobody(t, root)
 			clean := func() {
 				for _, c := range ed.clean {
 					os.RemoveAll(filepath.Join(b.Work, c))
@@ -106,10 +110,15 @@ func TestPerturbations(t *testing.T) {
 					if len(pt.wrap) > 0 {
 						requireTool(t, pt.wrap[0])
 					}
+					if pt.name == "ordinary-user" {
+						// The user's own tree (last perturbation: root runs nothing after it).
+						chownTree(t, b.Work, 65534)
+						chownTree(t, b.Home, 65534)
+					}
 					clean()
 					want := runPerturbed(t, b, pt, append(slicesClone(pt.wrap), ed.argv...))
 					clean()
-					rep := filepath.Join(t.TempDir(), "report.json")
+					rep := filepath.Join(root, pt.name+"-report.json")
 					got := runPerturbed(t, b, pt, append(append(slicesClone(pt.wrap), sysprofBin, "enforce", "-p", profile, "--report", rep, "--"), ed.argv...))
 					if got.Code != want.Code {
 						t.Errorf("enforce exit %d, unsandboxed %d\n%s", got.Code, want.Code, got)
@@ -119,6 +128,9 @@ func TestPerturbations(t *testing.T) {
 					}
 					for _, d := range readReport(t, rep).Denials {
 						t.Errorf("denial: [%s] %s by %s (parents %v): suggest %q", d.Kind, d.What, d.Exe, d.Parents, d.Suggest)
+					}
+					if pt.name == "ordinary-user" {
+						return // drift learns: eBPF needs root
 					}
 					// drift under the same perturbation: learning again there finds nothing new.
 					clean()
@@ -306,4 +318,42 @@ func TestLearnRuns(t *testing.T) {
 		t.Errorf("--between did not run before the second run: %v", err)
 	}
 	mustCode(t, "learn --runs 0", sysprof(t, b, "learn", "--runs", "0", "-p", profile, "--", "make"), 125)
+}
+
+// openForNobody lets uid 65534 reach and write everything under root (the ordinary-user
+// perturbation): root's ancestors become searchable, its directories 0777, its files 0666+.
+func openForNobody(t *testing.T, root string) {
+	t.Helper()
+	for d := filepath.Dir(root); d != "/" && d != "."; d = filepath.Dir(d) {
+		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o005 != 0o005 {
+			if err := os.Chmod(d, st.Mode().Perm()|0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := fi.Mode().Perm() | 0o666
+		if fi.IsDir() {
+			mode = 0o777
+		}
+		return os.Chmod(p, mode)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func chownTree(t *testing.T, root string, uid int) {
+	t.Helper()
+	if err := filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, uid)
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
