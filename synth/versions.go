@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Version-pinned paths: a toolchain's files carry its version in their names (gcc-12,
@@ -13,12 +14,15 @@ import (
 // what the glob matches on the host, so a portable profile names the same binaries there and
 // nothing else. Write rules keep their versions: they are the tool's own outputs.
 
+// Built on first use: package inits cost every sysprof process (the enforce init stage too).
 var (
 	// python3.11 (a binary, a lib directory); not python3.11-config or libpython3.11.so.
-	pythonVersion = regexp.MustCompile(`^(python[23])\.[0-9]+$`)
+	pythonVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(python[23])\.[0-9]+$`) })
 	// gcc-12, g++-12, x86_64-linux-gnu-gcc-12, cpp-12, lto-dump-12, gcc-ar-12, clang-16.
-	toolVersion = regexp.MustCompile(`^(.*(?:gcc|g\+\+|cpp|gfortran|lto-dump|clang|clang\+\+|lld|llvm-[a-z]+)(?:-[a-z]+)?)-[0-9]+$`)
-	versionNum  = regexp.MustCompile(`^[0-9]+(\.[0-9]+)*$`)
+	toolVersion = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(.*(?:gcc|g\+\+|cpp|gfortran|lto-dump|clang|clang\+\+|lld|llvm-[a-z]+)(?:-[a-z]+)?)-[0-9]+$`)
+	})
+	versionNum = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+(\.[0-9]+)*$`) })
 )
 
 // versionless returns p with its toolchain versions as globs, or p.
@@ -26,15 +30,15 @@ func versionless(p string) string {
 	c := strings.Split(p, "/")
 	for i, x := range c {
 		switch {
-		case pythonVersion.MatchString(x):
-			c[i] = pythonVersion.ReplaceAllString(x, "$1.*")
-		case toolVersion.MatchString(x):
-			c[i] = toolVersion.ReplaceAllString(x, "$1-*")
+		case pythonVersion().MatchString(x):
+			c[i] = pythonVersion().ReplaceAllString(x, "$1.*")
+		case toolVersion().MatchString(x):
+			c[i] = toolVersion().ReplaceAllString(x, "$1-*")
 		// .../lib/gcc/<triplet>/<version>/...: the version, and lib or libexec (cc1 moved).
-		case x == "gcc" && i >= 1 && (c[i-1] == "lib" || c[i-1] == "libexec") && i+2 < len(c) && versionNum.MatchString(c[i+2]):
+		case x == "gcc" && i >= 1 && (c[i-1] == "lib" || c[i-1] == "libexec") && i+2 < len(c) && versionNum().MatchString(c[i+2]):
 			c[i-1], c[i+2] = "lib*", "*"
 		// ~/.pyenv/versions/3.11.7
-		case x == "versions" && i >= 1 && c[i-1] == ".pyenv" && i+1 < len(c) && versionNum.MatchString(c[i+1]):
+		case x == "versions" && i >= 1 && c[i-1] == ".pyenv" && i+1 < len(c) && versionNum().MatchString(c[i+1]):
 			c[i+1] = "*"
 		}
 	}
