@@ -345,6 +345,7 @@ var ruleText = map[string][2]string{
 	policy.SectionConnect:       {"NewConnectEndpoint", "The command may connect to a new network endpoint."},
 	policy.SectionSend:          {"NewSendEndpoint", "The command may send datagrams to a new network endpoint."},
 	policy.SectionBind:          {"NewBindEndpoint", "The command may listen on a new address or socket."},
+	policy.SectionEnvPass:       {"PassedSecretEnv", "A secret-looking environment variable now reaches the command."},
 	policy.SectionBinaries:      {"NewOrChangedBinary", "The command runs a new executable, or one whose sha256 changed."},
 	policy.SectionIncomplete:    {"IncompleteProfile", "The profile may miss behaviour."},
 }

@@ -142,6 +142,11 @@ func check(p *Profile) []*LoadError {
 			}
 		}
 	}
+	for i, n := range p.Env.Pass {
+		if msg := envNameProblem(n); msg != "" {
+			add(fmt.Sprintf("env.pass[%d]", i), "%s", msg)
+		}
+	}
 	for i, b := range p.Binaries {
 		f := fmt.Sprintf("binaries[%d]", i)
 		if msg := pathProblem(b.Path); msg != "" {

@@ -27,5 +27,6 @@ func Clone(p *Profile) *Profile {
 	q.Network.Send = slices.Clone(p.Network.Send)
 	q.Network.Bind = slices.Clone(p.Network.Bind)
 	q.Binaries = slices.Clone(p.Binaries)
+	q.Env.Pass = slices.Clone(p.Env.Pass)
 	return &q
 }

@@ -32,11 +32,12 @@ const (
 	SectionSend          = "network.send"
 	SectionBind          = "network.bind"
 	SectionBinaries      = "binaries"
+	SectionEnvPass       = "env.pass"
 	SectionIncomplete    = "metadata.incomplete"
 )
 
 // Sections lists every section in file order.
-var Sections = []string{SectionSyscalls, SectionArgs, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden, SectionPrivateTmp, SectionConnect, SectionSend, SectionBind, SectionBinaries, SectionIncomplete}
+var Sections = []string{SectionSyscalls, SectionArgs, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden, SectionPrivateTmp, SectionConnect, SectionSend, SectionBind, SectionEnvPass, SectionBinaries, SectionIncomplete}
 
 // Change is one semantic difference between two profiles.
 type Change struct {
@@ -94,6 +95,7 @@ func Diff(old, new *Profile) []Change {
 	d.architectures()
 	d.paths()
 	d.network()
+	d.env()
 	d.binaries()
 	d.incomplete()
 	SortChanges(d.out)
@@ -580,6 +582,21 @@ func (d *differ) network() {
 	}
 }
 
+// env rates passing a secret-looking variable high: the command then holds the credential.
+func (d *differ) env() {
+	for _, n := range d.new.Env.Pass {
+		if !slices.Contains(d.old.Env.Pass, n) {
+			d.add(Change{Kind: Added, Section: SectionEnvPass, Item: n, Widens: true, Risk: RiskHigh,
+				Reason: "a secret-looking environment variable reaches the command"})
+		}
+	}
+	for _, n := range d.old.Env.Pass {
+		if !slices.Contains(d.new.Env.Pass, n) {
+			d.narrow(Removed, SectionEnvPass, n, "no longer passed")
+		}
+	}
+}
+
 func (d *differ) binaries() {
 	oldBy := map[string][]string{}
 	for _, b := range d.old.Binaries {
@@ -686,6 +703,8 @@ func Locator(name string, data []byte) (func(Change) int, error) {
 				b := p.Binaries[i]
 				return b.Path == path && (!hasSHA || strings.HasPrefix(b.SHA256, sha) || sha == "none" && b.SHA256 == "")
 			})
+		case SectionEnvPass:
+			return find(c.Section, len(p.Env.Pass), func(i int) bool { return p.Env.Pass[i] == c.Item })
 		case SectionPrivateTmp, SectionIncomplete:
 			return t.line(c.Section)
 		}

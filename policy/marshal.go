@@ -145,6 +145,12 @@ func Marshal(p *Profile) ([]byte, error) {
 		}
 	}
 
+	if len(q.Env.Pass) > 0 {
+		e.section(0, "env")
+		e.key(1, "pass")
+		e.flowSeq(q.Env.Pass)
+	}
+
 	if len(q.Binaries) > 0 {
 		e.section(0, "binaries")
 		for _, b := range q.Binaries {

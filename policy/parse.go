@@ -412,7 +412,9 @@ var indexRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`
 func fieldsOf(parent string) []string {
 	switch indexRE().ReplaceAllString(parent, "[]") {
 	case "":
-		return []string{"apiVersion", "kind", "metadata", "syscalls", "filesystem", "network", "binaries"}
+		return []string{"apiVersion", "kind", "metadata", "syscalls", "filesystem", "network", "env", "binaries"}
+	case "env":
+		return []string{"pass"}
 	case "metadata":
 		return []string{"name", "command", "sysprofVersion", "kernel", "created", "updated", "runs", "incomplete", "incompleteReasons"}
 	case "syscalls":

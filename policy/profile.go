@@ -16,6 +16,8 @@ type Profile struct {
 	Syscalls   Syscalls   `yaml:"syscalls" json:"syscalls"`
 	Filesystem Filesystem `yaml:"filesystem" json:"filesystem"`
 	Network    Network    `yaml:"network" json:"network"`
+	// Env: which secret-looking environment variables still reach the command.
+	Env Env `yaml:"env,omitempty" json:"env,omitzero"`
 	// Binaries lists every executable the command ran, with its hash for provenance.
 	Binaries []Binary `yaml:"binaries,omitempty" json:"binaries,omitempty"`
 }
