@@ -79,6 +79,11 @@ var CredentialStores = []string{
 	"$HOME/.vault-token",
 	"$WORKDIR/.env",
 	"$WORKDIR/.env.*",
+	// Project-level package manager and netrc credentials (npm's _authToken, twine's password).
+	"$WORKDIR/.npmrc",
+	"$WORKDIR/.yarnrc.yml",
+	"$WORKDIR/.pypirc",
+	"$WORKDIR/.netrc",
 }
 
 // systemSecrets are host files that hold secrets. Reading one of them (or a path inside one)
