@@ -500,6 +500,53 @@ func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env,
 	return slices.Compact(out), nil
 }
 
+// hiddenNames are the hidden paths whose name Landlock keeps unreadable: those that exist
+// now, and those the profile names without a glob (a credential file the host may create
+// during the run).
+func hiddenNames(rules []policy.PathRule, existing []string, env Env) []string {
+	out := slices.Clone(existing)
+	for _, r := range rules {
+		if p, err := expand(r.Path, env); err == nil && !strings.ContainsAny(p, "*?[") {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func maskedPaths(m []sandbox.Masked) []string {
+	var out []string
+	for _, x := range m {
+		out = append(out, x.Path)
+	}
+	return out
+}
+
+// maskGitConfigs covers the work tree's git config files that hold credentials (the CI
+// checkout token in http.extraHeader, passwords in remote URLs) with a copy without them:
+// git needs the rest of the file. A file the profile hides stays hidden instead.
+func (c *Compiled) maskGitConfigs(plan *sandbox.Plan, env Env) {
+	wd := env.Vars["WORKDIR"]
+	if wd == "" {
+		return
+	}
+	for _, f := range gitConfigFiles(wd) {
+		if coveredBy(f, plan.Hidden) {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue // absent, or unreadable to the caller: the tool cannot read it either
+		}
+		masked, removed := maskGitConfig(data)
+		if len(removed) == 0 {
+			continue
+		}
+		plan.Masked = append(plan.Masked, sandbox.Masked{Path: f, Content: masked})
+		c.Notes = append(c.Notes, fmt.Sprintf("filesystem: %s is shown without its credentials (%s)", f, strings.Join(slices.Compact(removed), ", ")))
+	}
+}
+
 // procSelf reports paths below /proc/self or /proc/thread-self (or a /proc/* glob).
 func procSelf(p string) bool {
 	for _, pre := range []string{"/proc/self", "/proc/thread-self", "/proc/*"} {
@@ -619,6 +666,7 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 				plan.Hidden = append(plan.Hidden, h)
 			}
 		}
+		c.maskGitConfigs(plan, env)
 		// Pathname unix sockets of daemons outside the sandbox (tmux, docker, dbus, agents) are
 		// reachable through a read-only mount and Landlock has no rule for them: cover each
 		// one the host has now with an empty read-only file, unless the profile connects to it.
@@ -648,6 +696,9 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 		}
 		ll.Exec = c.execDirs(exec, env)
 		ll.List = list
+		// The names stay hidden when the host renames or creates a file there during the run
+		// (a mount covers the old file only): see sandbox.Landlock.Hidden.
+		ll.Hidden = slices.Concat(hiddenNames(hiddenRules, hidden, env), maskedPaths(plan.Masked))
 		slices.Sort(ll.Devices)
 		ll.Devices = slices.Compact(ll.Devices)
 		plan.Landlock = ll

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -132,8 +134,23 @@ func initStage() int {
 	}
 	unix.Close(listener) // the parent holds its own copy now
 	phase.Mark("sync")
-	err = syscall.Exec(path, cfg.Argv, os.Environ())
+	err = syscall.Exec(path, cfg.Argv, withoutVars(os.Environ(), cfg.UnsetEnv))
 	return fail(initStatus{Stage: "exec", Error: fmt.Sprintf("exec %s: %v", path, err), Exit: execExit(err)})
+}
+
+// withoutVars returns env without every entry of the named variables (duplicates included).
+func withoutVars(env, names []string) []string {
+	if len(names) == 0 {
+		return env
+	}
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // lookupExit maps a command lookup failure to a shell's status: 127 not found, 126 otherwise.

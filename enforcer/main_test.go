@@ -17,5 +17,12 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if dir := os.Getenv(unprivSecretsEnv); dir != "" {
+		if err := secretsChecks(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "unprivileged secrets checks:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }

@@ -31,6 +31,10 @@ type initConfig struct {
 	// UnshareNet: the stage was started before the profile was known (Early), without
 	// CLONE_NEWNET: it enters a new network namespace itself, on the thread that execs.
 	UnshareNet bool `json:"unshare_net,omitempty"`
+	// UnsetEnv names the variables the command does not get (policy.ScrubEnv of the stage's
+	// environment): the stage may have been started with the caller's whole environment
+	// before the profile was known, so it removes them itself, right before exec.
+	UnsetEnv []string `json:"unset_env,omitempty"`
 }
 
 // initStatus is one line the init stage writes to its parent.

@@ -324,6 +324,11 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 	}
 	cfg := initConfig{Argv: opts.Command, Dir: dir, Filter: c.Filter, Plan: c.Plan, Sockets: c.HiddenSockets, Sandbox: applySandbox, Degrade: opts.Degrade,
 		UnshareNet: applySandbox && c.Plan.NetNS && !st.netns}
+	stageEnv, _, _, _ := stageIO(&opts) // what the stage, early or not, was started with
+	_, cfg.UnsetEnv = policy.ScrubEnv(stageEnv, opts.Profile.Env.Pass)
+	if n := len(cfg.UnsetEnv); n > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("environment: %d secret-looking variable(s) removed: %s (to pass one: env: {pass: [NAME]})", n, strings.Join(cfg.UnsetEnv, ", ")))
+	}
 	if err := writeConfig(st.cfgW, cfg); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()

@@ -25,8 +25,8 @@ func applySandbox(p *sandbox.Plan, sockets []string, degrade bool) ([]layerState
 		sub  sandbox.Plan
 		want bool
 	}{
-		{LayerMounts, sandbox.Plan{ReadOnlyRoot: p.ReadOnlyRoot, Writable: p.Writable, Hidden: p.Hidden, PrivateTmp: p.PrivateTmp},
-			p.ReadOnlyRoot || len(p.Writable)+len(p.Hidden) > 0 || p.PrivateTmp},
+		{LayerMounts, sandbox.Plan{ReadOnlyRoot: p.ReadOnlyRoot, Writable: p.Writable, Hidden: p.Hidden, Masked: p.Masked, PrivateTmp: p.PrivateTmp},
+			p.ReadOnlyRoot || len(p.Writable)+len(p.Hidden)+len(p.Masked) > 0 || p.PrivateTmp},
 		{LayerNetNS, sandbox.Plan{NetNS: p.NetNS}, p.NetNS},
 		{LayerLandlock, sandbox.Plan{Landlock: p.Landlock, Degrade: degrade}, p.Landlock != nil},
 		{LayerCaps, sandbox.Plan{DropCaps: p.DropCaps}, p.DropCaps},

@@ -73,6 +73,14 @@ func (p *Plan) ApplyResult() (*Result, error) {
 	return res, nil
 }
 
+func maskedPaths(m []Masked) []string {
+	out := make([]string, len(m))
+	for i, x := range m {
+		out[i] = x.Path
+	}
+	return out
+}
+
 // Validate checks that every path of the plan is absolute; the error is a *LayerError naming the
 // layer of the first offending field. It touches nothing.
 func (p *Plan) Validate() error {
@@ -90,6 +98,7 @@ func (p *Plan) Validate() error {
 	}{
 		{LayerMounts, "writable", p.Writable},
 		{LayerMounts, "hidden", p.Hidden},
+		{LayerMounts, "masked", maskedPaths(p.Masked)},
 	} {
 		if err := check(c.layer, c.field, c.paths); err != nil {
 			return err
@@ -99,7 +108,7 @@ func (p *Plan) Validate() error {
 		for _, c := range []struct {
 			field string
 			paths []string
-		}{{"read", l.Read}, {"write", l.Write}, {"exec", l.Exec}, {"device", l.Devices}} {
+		}{{"read", l.Read}, {"write", l.Write}, {"exec", l.Exec}, {"device", l.Devices}, {"hidden", l.Hidden}} {
 			if err := check(LayerLandlock, c.field, c.paths); err != nil {
 				return err
 			}

@@ -132,6 +132,7 @@ func cloneLandlock(l *Landlock) *Landlock {
 	c.Exec = slices.Clone(l.Exec)
 	c.List = slices.Clone(l.List)
 	c.Devices = slices.Clone(l.Devices)
+	c.Hidden = slices.Clone(l.Hidden)
 	c.ConnectTCP = slices.Clone(l.ConnectTCP)
 	c.BindTCP = slices.Clone(l.BindTCP)
 	return &c

@@ -99,7 +99,9 @@ func applyLandlock(l *Landlock, degrade bool, res *Result) error {
 
 	implied, notes := interpreterRules(rs.Paths, rightsExec&rs.HandledFS)
 	res.Implied = append(res.Implied, notes...)
-	for _, pr := range append(rs.Paths, implied...) {
+	paths, skipped := splitForHidden(append(rs.Paths, implied...), kept.Hidden, isMountRoot, listDir)
+	res.Skipped = append(res.Skipped, skipped...)
+	for _, pr := range paths {
 		if err := addPathRule(rulesetFd, pr, res); err != nil {
 			return err
 		}

@@ -19,7 +19,7 @@ import (
 var privateTmpDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
 
 func (p *Plan) wantsMounts() bool {
-	return p.ReadOnlyRoot || p.PrivateTmp || len(p.Writable) > 0 || len(p.Hidden) > 0
+	return p.ReadOnlyRoot || p.PrivateTmp || len(p.Writable) > 0 || len(p.Hidden) > 0 || len(p.Masked) > 0
 }
 
 // applyMounts lays out the mount namespace. Steps, and why in this order:
@@ -131,6 +131,11 @@ func (p *Plan) applyMounts(res *Result) error {
 	if err != nil {
 		return err
 	}
+	masked, err := mountMasked(p.Masked, res)
+	if err != nil {
+		return err
+	}
+	hiddenMounts = append(hiddenMounts, masked...)
 
 	// 6. /proc for a new PID namespace.
 	if os.Getpid() == 1 {
@@ -200,6 +205,82 @@ func mountHidden(hidden []string, res *Result) ([]string, error) {
 		mounted = append(mounted, resolved)
 	}
 	return mounted, nil
+}
+
+// mountMasked covers each existing masked file with a read-only copy holding its Content
+// (mode 0444, in a small detached tmpfs of its own), and returns the paths it mounted on.
+func mountMasked(masked []Masked, res *Result) ([]string, error) {
+	var mounted []string
+	for _, m := range masked {
+		var st unix.Stat_t
+		if err := unix.Stat(m.Path, &st); err != nil {
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+				res.skip(LayerMounts, m.Path, "masked file does not exist: stays absent")
+				continue
+			}
+			return nil, fmt.Errorf("stat masked %s: %w", m.Path, err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return nil, fmt.Errorf("masked %s is not a regular file", m.Path)
+		}
+		if err := mountCopy(m.Path, m.Content); err != nil {
+			return nil, fmt.Errorf("mask %s: %w", m.Path, err)
+		}
+		resolved, err := filepath.EvalSymlinks(m.Path)
+		if err != nil {
+			return nil, fmt.Errorf("resolve masked %s: %w", m.Path, err)
+		}
+		mounted = append(mounted, resolved)
+	}
+	return mounted, nil
+}
+
+// mountCopy mounts a read-only file holding content over path.
+func mountCopy(path string, content []byte) error {
+	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("fsopen tmpfs: %w", err)
+	}
+	defer unix.Close(fsfd)
+	size := fmt.Sprint(len(content) + 4096)
+	for _, kv := range [][2]string{{"mode", "0755"}, {"size", size}, {"nr_inodes", "4"}} {
+		if err := unix.FsconfigSetString(fsfd, kv[0], kv[1]); err != nil {
+			return fmt.Errorf("fsconfig tmpfs %s=%s: %w", kv[0], kv[1], err)
+		}
+	}
+	if err := unix.FsconfigCreate(fsfd); err != nil {
+		return fmt.Errorf("fsconfig tmpfs create: %w", err)
+	}
+	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	if err != nil {
+		return fmt.Errorf("fsmount tmpfs: %w", err)
+	}
+	defer unix.Close(mfd)
+	f, err := unix.Openat(mfd, "f", unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o444)
+	if err != nil {
+		return fmt.Errorf("create copy: %w", err)
+	}
+	for b := content; len(b) > 0; {
+		n, err := unix.Write(f, b)
+		if err != nil {
+			unix.Close(f)
+			return fmt.Errorf("write copy: %w", err)
+		}
+		b = b[n:]
+	}
+	unix.Close(f)
+	if err := unix.MountSetattr(mfd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return fmt.Errorf("make copy read-only: %w", err)
+	}
+	fd, err := unix.OpenTree(mfd, "f", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("clone copy: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, path, unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_SYMLINKS); err != nil {
+		return fmt.Errorf("move_mount: %w", err)
+	}
+	return nil
 }
 
 // emptyTmpfs makes a small detached, read-only tmpfs (its root owned by the caller with mode

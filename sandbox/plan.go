@@ -8,6 +8,9 @@ type Plan struct {
 	Writable     []string `json:"writable,omitempty"` // stay writable under the read-only root
 	Hidden       []string `json:"hidden,omitempty"`   // made empty/absent (tmpfs on dirs, empty file on files)
 	PrivateTmp   bool     `json:"private_tmp"`        // fresh tmpfs on /tmp (and /var/tmp)
+	// Masked files are covered by a read-only copy with other content (a .git/config without
+	// its credentials): the tool needs the rest of the file.
+	Masked []Masked `json:"masked,omitempty"`
 
 	// Network.
 	NetNS bool `json:"netns"` // the process is in a new network namespace: bring loopback up
@@ -24,12 +27,23 @@ type Plan struct {
 	Degrade bool `json:"degrade,omitempty"`
 }
 
+// Masked is a file shown with Content instead of what it holds.
+type Masked struct {
+	Path    string `json:"path"`
+	Content []byte `json:"content"`
+}
+
 // Landlock is the irrevocable filesystem/network/scope layer.
 type Landlock struct {
 	Read  []string `json:"read,omitempty"`  // read files and list directories below
 	Write []string `json:"write,omitempty"` // read, write, create, delete, rename, truncate below
 	Exec  []string `json:"exec,omitempty"`  // execute (files or everything below a directory)
 	List  []string `json:"list,omitempty"`  // list directory entries below, no file contents
+	// Hidden names entries no rule may reach through their parent directory: a read or exec
+	// rule on an ancestor is split into rules on the other entries along the way (see the
+	// package doc, "Hidden paths"), so that a file the host renames over or creates at a
+	// hidden name during the run is not readable. The covers the mounts put there are.
+	Hidden []string `json:"hidden,omitempty"`
 	// Devices lists paths (e.g. /dev/null, /dev/tty) that need read/write and ioctl_dev.
 	Devices []string `json:"devices,omitempty"`
 

@@ -167,6 +167,23 @@ int main(int argc, char **argv) {
 		} else if (!strcmp(name, "read")) {
 			int fd = open(arg, O_RDONLY);
 			result(name, fd);
+		} else if (!strcmp(name, "getenv")) {
+			printf("getenv %s: %s\n", arg, getenv(arg) ? "set" : "unset");
+			fflush(stdout);
+		} else if (!strcmp(name, "cat")) {
+			// Prints what the file holds (its first line, up to 200 bytes), or the errno.
+			char buf[201] = {0};
+			int fd = open(arg, O_RDONLY);
+			if (fd < 0 || read(fd, buf, 200) < 0) { result(name, -1); continue; }
+			buf[strcspn(buf, "\n")] = 0;
+			printf("cat: [%s]\n", buf);
+			fflush(stdout);
+		} else if (!strcmp(name, "wait")) {
+			// Says so, then waits for a line on stdin (the test's go-ahead).
+			char c;
+			printf("waiting\n");
+			fflush(stdout);
+			while (read(0, &c, 1) == 1 && c != '\n') {}
 		} else if (!strcmp(name, "write")) {
 			int fd = open(arg, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 			if (fd >= 0) result(name, write(fd, "x", 1));

@@ -1,0 +1,62 @@
+package enforcer
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestMaskGitConfig(t *testing.T) {
+	in := `[core]
+	repositoryformatversion = 0
+	bare = false
+[remote "origin"]
+	url = https://x-access-token:ghs_abcdefabcdef@github.example/o/r.git
+	fetch = +refs/heads/*:refs/remotes/origin/*
+[remote "mirror"]
+	url = ssh://git@git.example/o/r.git
+	pushurl = https://ghp_0123456789abcdef0123@git.example/o/r.git
+[http "https://github.example/"]
+	extraheader = AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX3NlY3JldA==
+[HTTP]
+	extraHeader = "X-Token: abc" \
+		continued-secret
+	sslVerify = true
+[credential]
+	helper = "!f() { echo password=hunter2; }; f"
+	username = alice
+[credential "https://git.example"] helper = store
+[url "https://user:pw@mirror.example/"]
+	insteadOf = https://github.example/
+[http]
+	proxy = http://proxyuser:proxypass@proxy.example:3128
+[branch "main"]
+	remote = origin
+`
+	out, removed := maskGitConfig([]byte(in))
+	got := string(out)
+	for _, secret := range []string{"ghs_abcdef", "ghp_0123", "AUTHORIZATION", "X-Token", "continued-secret", "hunter2", "helper", "user:pw", "proxypass"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("masked config still holds %q:\n%s", secret, got)
+		}
+	}
+	for _, keep := range []string{
+		"[core]\n\trepositoryformatversion = 0\n\tbare = false\n",
+		"\turl = https://github.example/o/r.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n",
+		"url = ssh://git@git.example/o/r.git", "pushurl = https://git.example/o/r.git",
+		"[http \"https://github.example/\"]\n[HTTP]\n\tsslVerify = true\n",
+		"\tusername = alice\n", "[credential \"https://git.example\"]",
+		"[url \"https://mirror.example/\"]\n\tinsteadOf = https://github.example/\n",
+		"proxy = http://proxy.example:3128", "[branch \"main\"]\n\tremote = origin\n",
+	} {
+		if !strings.Contains(got, keep) {
+			t.Errorf("masked config lost %q:\n%s", keep, got)
+		}
+	}
+	if len(removed) != 8 {
+		t.Errorf("removed %d entries, want 8: %q", len(removed), removed)
+	}
+	plain := "[core]\n\tbare = false\n[remote \"origin\"]\n\turl = git@git.example:o/r.git\n"
+	if out, removed := maskGitConfig([]byte(plain)); string(out) != plain || len(removed) != 0 {
+		t.Errorf("a config without credentials changed: %q %q", out, removed)
+	}
+}
