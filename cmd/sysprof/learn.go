@@ -41,8 +41,10 @@ type learnOptions struct {
 	Between      string
 	Force        bool
 	AllowSecrets []string
-	RingBuf      int
-	Debug        bool
+	// PassEnv names secret-looking environment variables the profile lets through (env.pass).
+	PassEnv []string
+	RingBuf int
+	Debug   bool
 	// FromProfile names a shipped profile (profiles/NAME.yaml, embedded) the learned profile is
 	// merged into instead of starting empty.
 	FromProfile string
@@ -109,6 +111,7 @@ it, and the result takes this command's name. Shipped: ` + strings.Join(profiles
 	f.StringVar(&o.Between, "between", "", "shell command run (unsandboxed) before each run after the first, e.g. 'touch main.c' to learn an incremental rebuild")
 	f.BoolVar(&o.Force, "force", false, "merge even if the profile was learned for a different command")
 	f.StringArrayVar(&o.AllowSecrets, "allow-secret", nil, "credential path the tool may read (repeatable)")
+	f.StringArrayVar(&o.PassEnv, "pass-env", nil, "secret-looking environment variable enforce passes to the command (repeatable; env.pass)")
 	f.IntVar(&o.RingBuf, "ringbuf-size", 0, "ring buffer size in bytes (power of two; default 16 MiB)")
 	_ = f.MarkHidden("ringbuf-size")
 	f.StringVar(&o.FromProfile, "from-profile", "", "start from the shipped profile NAME (e.g. go-build) instead of from nothing")
@@ -174,6 +177,7 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 		return withCode(exitSysprof, fmt.Errorf("--strict: %d ring-buffer events and %d map entries were lost; the profile was not written (rerun with a larger --ringbuf-size)", tr.Loss.RingbufDrops, tr.Loss.MapFull))
 	}
 	learned := res.Profile
+	learned.Env.Pass = append(learned.Env.Pass, o.PassEnv...)
 	if shipped != nil {
 		learned = fromShipped(shipped, learned)
 		fmt.Fprintf(o.Err, "sysprof: started from the shipped profile %s (%d syscalls, %d read, %d write, %d exec paths)\n",

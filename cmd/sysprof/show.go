@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -93,6 +94,19 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 				fmt.Fprintf(w, "  %-8s %s %s\n", l.op, e.Endpoint, e.Proto)
 			}
 		}
+	}
+	writeShowEnv(w, p, os.Environ())
+}
+
+// writeShowEnv says which environment variables the command does not get: the secret-looking
+// ones of env (this shell's), except those the profile passes.
+func writeShowEnv(w io.Writer, p *policy.Profile, env []string) {
+	fmt.Fprintln(w, "\nenvironment  secret-looking variables are removed (*_TOKEN, *SECRET*, *PASSWORD*, *_API_KEY, AWS_*, key-like *_KEY, token values)")
+	if len(p.Env.Pass) > 0 {
+		fmt.Fprintf(w, "  passed:  %s\n", strings.Join(p.Env.Pass, ", "))
+	}
+	if _, removed := policy.ScrubEnv(env, p.Env.Pass); len(removed) > 0 {
+		fmt.Fprintf(w, "  removed from this shell's: %s (pass one with env: {pass: [NAME]})\n", strings.Join(removed, ", "))
 	}
 }
 
