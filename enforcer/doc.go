@@ -58,6 +58,12 @@
 //     private directory itself instead of host binds.
 //   - Globs in read, write and exec rules become their directory (mounts and Landlock cannot
 //     express globs), noted; hidden globs hide what matches now, never their directory.
+//   - Hidden paths become Landlock.Hidden too (those that exist, and those named without a glob
+//     that do not exist yet), so that a file the host renames over one, or creates there,
+//     during the run stays unreadable (see package sandbox, "Hidden names, not inodes").
+//   - The work tree's git config files (.git/config; a linked worktree's config.worktree and
+//     common config) that hold credentials are masked: a read-only copy without
+//     http.*.extraHeader, credential.helper and URL passwords covers them (git needs the rest).
 //   - Write rules on files, or on paths that do not exist yet (build outputs), become their
 //     nearest directory: tools replace files rather than rewrite them. Nothing is created on
 //     the host. Widening beyond the work tree, temp and cache directories is unenforceable.
@@ -136,6 +142,14 @@
 // perf events. Without pins (no bpffs) the helper detaches at once and keeps
 // only the perf events (then as `sleep`), so a run starting meanwhile finds the tracepoints
 // registered.
+//
+// # Environment
+//
+// The init stage execs the command without the variables policy.ScrubEnv removes from the
+// environment it was started with (secret-looking ones the profile's env.pass does not name).
+// It is told their names in its config and removes them itself, right before exec: an early
+// stage (StartEarly) starts with the caller's whole environment before the profile is known,
+// and fits a run by that environment. The report notes the names removed.
 //
 // # Lifetime
 //

@@ -48,6 +48,8 @@
 //	    - {endpoint: "registry.example:443", proto: tcp, by: $CARGO_HOME/bin/cargo, seen: 2}
 //	  send:   [...]                     # sendmsg/sendto destinations (UDP)
 //	  bind:   [...]                     # port 0: any ephemeral port
+//	env:
+//	  pass: [NPM_TOKEN]                 # secret-looking variables the command still gets
 //	binaries:
 //	  - {path: $CARGO_HOME/bin/cargo, sha256: "…", seen: 3}
 //
@@ -78,6 +80,15 @@
 //
 // Hidden paths are a subtraction: they win over any read, write or exec rule. CredentialStores
 // is the list every synthesized profile hides by default.
+//
+// # Environment
+//
+// The command gets the caller's environment minus every variable SecretEnv classifies as a
+// credential (ScrubEnv): names with a TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE, APIKEY or
+// CREDENTIALS component, names ending in API_KEY, ACCESS_KEY, PRIVATE_KEY, SECRET_KEY, ...,
+// every AWS_* variable, *_KEY/*_AUTH/*_DSN with a key-like value, *_PWD/*_PASS, and any value
+// that starts like a well-known token (ghp_, glpat-, npm_, AKIA, -----BEGIN ...) or is a URL
+// with a password. env.pass names those that still pass; Diff rates adding one high.
 //
 // # Endpoints
 //

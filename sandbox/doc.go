@@ -43,6 +43,29 @@
 // A hidden path inside a writable directory is still hidden (covers are mounted after the
 // writable binds).
 //
+// A masked file (Plan.Masked: a .git/config without its credentials) is covered the same way
+// by a read-only file holding the masked content, in a small tmpfs of its own.
+//
+// # Hidden names, not inodes
+//
+// A cover sits on a dentry: when the host renames a new file over a hidden .env, or deletes
+// and recreates it, during the run, the kernel detaches the cover from the sandbox's mount
+// namespace and the new file shows through. Landlock.Hidden closes that for names below a
+// read or exec rule: the rule on the ancestor is split (splitForHidden) so that the ancestors
+// down to the hidden name's directory keep only read_dir, every other entry on the way gets
+// the rule's rights on its own inode, and the cover gets them too (it is a mount root there,
+// so a hidden file still reads as empty); a new inode at the hidden name matches no rule and
+// is refused (EACCES). Chosen over the alternatives because it works the same as an ordinary
+// user, needs no process watching the host, and grants nothing new: hiding the parent
+// directory would hide the work tree, and re-mounting on change is racy. What it costs:
+// files the host creates during the run in a directory on the way to a hidden name are not
+// readable to the tool, and the split adds one rule per entry of each such directory
+// (directories of more than 4096 entries keep their rule, noted). Not split, and noted: a
+// hidden name in a directory some rule lets the tool create entries in, since the tool's own
+// new files there must stay readable and Landlock cannot tell them from the host's; there the
+// cover is the only layer. Symlinks on the way get no rule of their own (access through one
+// is decided by the path it resolves to, as before).
+//
 // # Which layer answers
 //
 // The read-only mount answers first for writes outside Writable (EROFS, also where Landlock

@@ -7,8 +7,8 @@ import (
 )
 
 // CredentialStores are the paths hidden in every synthesized profile, as portable patterns:
-// policy.CredentialStores (the list `diff` and `show` rate as critical) plus what synthesis
-// adds. They hold keys, tokens and passwords that no build, formatter or package manager run
+// policy.CredentialStores (the list `diff` and `show` rate as critical: home stores and the
+// work tree's .env, .npmrc, .yarnrc.yml, .pypirc, .netrc) plus what synthesis adds. They hold keys, tokens and passwords that no build, formatter or package manager run
 // under a learned profile needs; a user who disagrees names one with --allow-secret.
 //
 // The additions: .env files anywhere in the work tree (`**` matches any number of
