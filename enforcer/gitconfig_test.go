@@ -1,8 +1,13 @@
 package enforcer
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sysprof/sysprof/policy"
 )
 
 func TestMaskGitConfig(t *testing.T) {
@@ -58,5 +63,35 @@ func TestMaskGitConfig(t *testing.T) {
 	plain := "[core]\n\tbare = false\n[remote \"origin\"]\n\turl = git@git.example:o/r.git\n"
 	if out, removed := maskGitConfig([]byte(plain)); string(out) != plain || len(removed) != 0 {
 		t.Errorf("a config without credentials changed: %q %q", out, removed)
+	}
+}
+
+// Compile masks the work tree's git config when it holds credentials, and gives Landlock the
+// hidden names (existing ones and named ones that do not exist yet) and the masked file.
+func TestCompileMasksGitConfigAndHidesNames(t *testing.T) {
+	work := t.TempDir()
+	os.MkdirAll(filepath.Join(work, ".git"), 0o755)
+	cfg := filepath.Join(work, ".git", "config")
+	os.WriteFile(cfg, []byte("[core]\n\tbare = false\n[http \"https://git.invalid/\"]\n\textraheader = AUTHORIZATION: basic c2VjcmV0\n"), 0o644)
+	os.WriteFile(filepath.Join(work, ".env"), nil, 0o600)
+	p := testProfile()
+	p.Filesystem.Read = []policy.PathRule{{Path: "$WORKDIR"}}
+	p.Filesystem.Hidden = []policy.PathRule{{Path: "$WORKDIR/.env"}, {Path: "$WORKDIR/.npmrc"}, {Path: "$WORKDIR/**/.env.*"}}
+	c, err := Compile(p, Env{Vars: map[string]string{"WORKDIR": work, "TMPDIR": "/tmp"}, Arch: "x86_64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Plan.Masked) != 1 || c.Plan.Masked[0].Path != cfg || strings.Contains(string(c.Plan.Masked[0].Content), "extraheader") ||
+		!strings.Contains(string(c.Plan.Masked[0].Content), "[core]") {
+		t.Errorf("masked: %+v", c.Plan.Masked)
+	}
+	want := []string{filepath.Join(work, ".env"), filepath.Join(work, ".npmrc"), cfg}
+	if !slices.Equal(c.Plan.Landlock.Hidden, want) {
+		t.Errorf("landlock hidden %q, want %q", c.Plan.Landlock.Hidden, want)
+	}
+	// Without credentials nothing is masked.
+	os.WriteFile(cfg, []byte("[core]\n\tbare = false\n"), 0o644)
+	if c, _ := Compile(p, Env{Vars: map[string]string{"WORKDIR": work, "TMPDIR": "/tmp"}, Arch: "x86_64"}); len(c.Plan.Masked) != 0 {
+		t.Errorf("a config without credentials was masked: %+v", c.Plan.Masked)
 	}
 }

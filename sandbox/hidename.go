@@ -81,6 +81,8 @@ func splitForHidden(rules []pathRule, hidden []string, covered func(string) bool
 		}
 		switch {
 		case !reached:
+		case writable != "" && !covered(h):
+			// Not there now (a name the profile hides in case it appears): nothing to say.
 		case writable != "":
 			notes = append(notes, Skipped{LayerLandlock, h, fmt.Sprintf("hidden in a writable directory (%s rule on %s): only its mount covers it; a file the host renames over it during the run would show", roleOf(rules, writable), writable)})
 		default:

@@ -50,9 +50,9 @@ func TestSplitForHidden(t *testing.T) {
 		t.Errorf("unrelated hidden path split the rules:\n%s", show(got))
 	}
 	// The directory is writable: the tool's own new files must stay readable, so no split,
-	// and a note says what is left to the mount.
+	// and a note says what is left to the mount (for the one that is there).
 	rw := pathRule{Path: "/w", Role: "write", Access: rightsWrite}
-	got, notes = splitForHidden([]pathRule{read, rw}, []string{"/w/.env"}, covered, list)
+	got, notes = splitForHidden([]pathRule{read, rw}, []string{"/w/.env", "/w/.npmrc"}, covered, list)
 	if !slices.Equal(got, []pathRule{read, rw}) || len(notes) != 1 || notes[0].Path != "/w/.env" {
 		t.Errorf("writable parent: got\n%s\nnotes %v", show(got), notes)
 	}
