@@ -23,7 +23,13 @@ import (
 func auditByLearning(ctx context.Context, o *enforceOptions, p *policy.Profile) (*report.Report, int, error) {
 	rep := report.New(o.Command, o.Profile, true)
 	rep.Started = time.Now().UTC()
-	tr, res, _, err := learnOnce(ctx, profiler.Options{Command: o.Command}, synth.Options{
+	// The environment enforce would give it: a secret the profile does not pass is not let
+	// through by an audit either (nothing would record its use).
+	env, removed := policy.ScrubEnv(os.Environ(), p.Env.Pass)
+	if len(removed) > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("environment: %d secret-looking variable(s) removed: %s (to pass one: env: {pass: [NAME]})", len(removed), strings.Join(removed, ", ")))
+	}
+	tr, res, _, err := learnOnce(ctx, profiler.Options{Command: o.Command, Env: env}, synth.Options{
 		Exact:          true,
 		Architectures:  p.Syscalls.Architectures,
 		SysprofVersion: version,
