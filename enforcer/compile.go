@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/netproxy"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/sandbox"
 )
@@ -108,6 +109,8 @@ type Compiled struct {
 	// (addresses, UDP): Run installs them as root; as an ordinary user they are unenforceable
 	// (Landlock holds the TCP ports) and Run refuses unless degrading.
 	NeedsHooks []string `json:"needsHooks,omitempty"`
+	// Egress is the DNS stub's and the proxy's plan for a network allowlist (egress.go).
+	Egress *netproxy.Plan `json:"egress,omitempty"`
 
 	spec *filterSpec
 }
@@ -711,14 +714,16 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 		c.Layers = append(c.Layers, LayerNetNS)
 		return nil
 	}
-	// A network allowlist: the cgroup connect/sendmsg/bind hooks hold addresses, ports and
-	// protocols (as root); Landlock can hold only TCP ports (what an ordinary user gets).
+	// A network allowlist: a network namespace of its own whose only way out is the egress
+	// proxy (egress.go), as root and as an ordinary user; Landlock holds the TCP ports too.
 	c.Layers = append(c.Layers, LayerNetwork)
-	rules, err := compileNetRules(n)
-	if err != nil {
+	// Validated here; the egress proxy enforces them (egress.go), for root and users alike.
+	if _, err := compileNetRules(n); err != nil {
 		return err
 	}
-	c.Network = rules
+	if err := compileEgress(c, plan, n, env); err != nil {
+		return err
+	}
 	if plan.Landlock == nil {
 		plan.Landlock = &sandbox.Landlock{RestrictTCP: true, ScopeSignals: true, ScopeAbstractUnix: true}
 	}
@@ -743,9 +748,6 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 			if set.dst != nil && (proto == "" || proto == "tcp" || proto == "mptcp") {
 				*set.dst = append(*set.dst, port)
 			}
-		}
-		if slices.ContainsFunc(rules, func(r NetRule) bool { return r.Section == set.name }) {
-			c.NeedsHooks = append(c.NeedsHooks, fmt.Sprintf("network.%s: addresses and UDP (needs cgroup hooks, which need root; only TCP ports are enforced, by Landlock)", set.name))
 		}
 	}
 	for _, l := range []*[]uint16{&plan.Landlock.ConnectTCP, &plan.Landlock.BindTCP} {

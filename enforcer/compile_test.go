@@ -67,7 +67,7 @@ func TestCompilePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	pl := c.Plan
-	if !pl.ReadOnlyRoot || !pl.PrivateTmp || !pl.DropCaps || pl.NetNS {
+	if !pl.ReadOnlyRoot || !pl.PrivateTmp || !pl.DropCaps || !pl.NetNS { // a network allowlist gets its own namespace too (the egress proxy)
 		t.Errorf("plan flags: %+v", pl)
 	}
 	if !slices.Equal(pl.Writable, []string{work}) {
@@ -87,8 +87,8 @@ func TestCompilePlan(t *testing.T) {
 		!slices.Equal(ll.ConnectTCP, []uint16{8080}) || !slices.Equal(ll.BindTCP, []uint16{0}) || ll.ScopeAbstractUnix || !ll.ScopeSignals {
 		t.Errorf("landlock = %+v", *ll)
 	}
-	if !slices.Contains(c.Layers, LayerNetwork) || len(c.NeedsHooks) == 0 || len(c.Network) == 0 {
-		t.Errorf("a network allowlist must say it needs the cgroup hooks: layers %v, needs %v, rules %v", c.Layers, c.NeedsHooks, c.Network)
+	if !slices.Contains(c.Layers, LayerNetwork) || c.Egress == nil || len(c.Egress.Rules) != 1 || !pl.NetNS || len(c.NeedsHooks) != 0 {
+		t.Errorf("a network allowlist must get its own namespace and the egress proxy, not the hooks: layers %v, needs %v, egress %+v, netns %v", c.Layers, c.NeedsHooks, c.Egress, pl.NetNS)
 	}
 	joined := strings.Join(c.Dropped, "\n")
 	if !strings.Contains(joined, "no_such_syscall") {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
@@ -54,56 +53,8 @@ func netProfile(f *fsFixture, eps ...policy.Endpoint) *policy.Profile {
 	return p
 }
 
-func TestNetworkHooksAsRoot(t *testing.T) {
-	testutil.RequireRoot(t)
-	f := newFSFixture(t)
-	_, allowed := tcpListener(t)
-	_, other := tcpListener(t)
-	_, mptcpOther := tcpListener(t)
-	udpAllowed, udpOther := udpPort(t), udpPort(t)
-	p := netProfile(f,
-		policy.Endpoint{Endpoint: fmt.Sprintf("127.0.0.1:%d", allowed), Proto: "tcp"},
-		policy.Endpoint{Endpoint: fmt.Sprintf("127.0.0.1:%d", udpAllowed), Proto: "udp"},
-		policy.Endpoint{Endpoint: fmt.Sprintf("127.0.0.1:%d", allowed+1), Proto: "mptcp"})
-	o := f.run(t, p, false,
-		fmt.Sprintf("connect=127.0.0.1:%d", other), fmt.Sprintf("connect=127.0.0.1:%d", allowed),
-		fmt.Sprintf("udp=127.0.0.1:%d", udpOther), fmt.Sprintf("udp=127.0.0.1:%d", udpAllowed),
-		fmt.Sprintf("mptcp-connect=127.0.0.1:%d", mptcpOther), fmt.Sprintf("connect6=%d", other), "ok")
-	if o.err != nil || o.code != 0 {
-		t.Fatalf("run: %s", o)
-	}
-	want := "connect: EPERM\nconnect: ok\nudp: EPERM\nudp: ok\nmptcp-connect: EPERM\nconnect6: EPERM\nok\n"
-	if o.stdout != want {
-		t.Errorf("stdout:\n%s\nwant:\n%s\n%s", o.stdout, want, o)
-	}
-	for _, c := range []struct{ ep, proto, syscall, suggest string }{
-		{fmt.Sprintf("127.0.0.1:%d", other), "tcp", "connect", fmt.Sprintf("network.connect: + 127.0.0.1:%d tcp", other)},
-		{fmt.Sprintf("127.0.0.1:%d", udpOther), "udp", "sendto", fmt.Sprintf("network.send: + 127.0.0.1:%d udp", udpOther)},
-		{fmt.Sprintf("[::1]:%d", other), "tcp", "connect", fmt.Sprintf("network.connect: + [::1]:%d tcp", other)},
-	} {
-		d := o.netDenial(c.ep)
-		if d == nil {
-			t.Errorf("no network denial for %s:\n%s", c.ep, o)
-			continue
-		}
-		if d.Proto != c.proto || d.Syscall != c.syscall || d.Suggest != c.suggest || !strings.HasSuffix(d.Exe, "/escape") || d.Allowed || d.First.IsZero() {
-			t.Errorf("denial %+v, want proto %s syscall %s suggest %q by the victim", *d, c.proto, c.syscall, c.suggest)
-		}
-	}
-	// The hooks see an MPTCP connect on its TCP subflow.
-	if d := o.netDenial(fmt.Sprintf("127.0.0.1:%d", mptcpOther)); d == nil || d.Proto != "tcp" {
-		t.Errorf("no denial for the MPTCP connect: %+v\n%s", d, o)
-	}
-	for _, l := range o.rep.Layers {
-		if l.State != report.LayerApplied {
-			t.Errorf("layer %s is %s: %s", l.Name, l.State, l.Detail)
-		}
-	}
-	if strings.Contains(o.stdout, "sysprof") {
-		t.Errorf("sysprof's output in the command's stdout:\n%s", o.stdout)
-	}
-}
-
+// localhost:PORT names the loopback addresses: the command connects to them as it resolves
+// localhost itself (/etc/hosts), through the proxy; another port is refused (Landlock).
 func TestNetworkHostNameAsRoot(t *testing.T) {
 	testutil.RequireRoot(t)
 	f := newFSFixture(t)
@@ -114,34 +65,8 @@ func TestNetworkHostNameAsRoot(t *testing.T) {
 	if o.err != nil || o.code != 0 {
 		t.Fatalf("run: %s", o)
 	}
-	if o.stdout != "connect: ok\nconnect: EPERM\nok\n" {
-		t.Errorf("want localhost:%d resolved and allowed, the other port refused:\n%s", allowed, o)
-	}
-	d := o.netDenial(fmt.Sprintf("127.0.0.1:%d", other))
-	if d == nil || d.Host != "localhost" || d.Suggest != fmt.Sprintf("network.connect: + localhost:%d tcp", other) {
-		t.Errorf("want the denial named by host: %+v\n%s", d, o)
-	}
-	if !strings.Contains(strings.Join(o.rep.Notes, "\n"), "DNS") {
-		t.Errorf("the DNS allowance is not noted: %v", o.rep.Notes)
-	}
-}
-
-func TestNetworkAuditAsRoot(t *testing.T) {
-	testutil.RequireRoot(t)
-	f := newFSFixture(t)
-	_, allowed := tcpListener(t)
-	_, other := tcpListener(t)
-	p := netProfile(f, policy.Endpoint{Endpoint: fmt.Sprintf("127.0.0.1:%d", allowed), Proto: "tcp"})
-	var stdout, stderr bytes.Buffer
-	rep, code, err := Run(t.Context(), Options{Profile: p, Command: []string{f.victim, fmt.Sprintf("connect=127.0.0.1:%d", other)},
-		Dir: f.work, Vars: f.vars, Audit: true, Stdout: &stdout, Stderr: &stderr})
-	o := runOut{rep, code, err, stdout.String(), stderr.String()}
-	if err != nil || code != 0 || o.stdout != "connect: ok\n" {
-		t.Fatalf("audit did not let the connect through: %s", o)
-	}
-	d := o.netDenial(fmt.Sprintf("127.0.0.1:%d", other))
-	if d == nil || !d.Allowed {
-		t.Errorf("audit did not report the connect as allowed: %+v\n%s", d, o)
+	if o.stdout != "connect: ok\nconnect: EACCES\nok\n" {
+		t.Errorf("want localhost:%d allowed, the other port refused:\n%s", allowed, o)
 	}
 }
 
@@ -205,18 +130,3 @@ func TestNetworkReResolution(t *testing.T) {
 	}
 }
 
-// A network section with unix endpoints only: as root the hooks still refuse every inet call,
-// and report it (Landlock would refuse TCP without a record).
-func TestNetworkUnixOnlyProfileReportsInet(t *testing.T) {
-	testutil.RequireRoot(t)
-	f := newFSFixture(t)
-	_, port := tcpListener(t)
-	p := netProfile(f, policy.Endpoint{Endpoint: "unix:@sysprof-test-none"})
-	o := f.run(t, p, false, fmt.Sprintf("connect=127.0.0.1:%d", port))
-	if o.err != nil || o.code != 0 || o.stdout != "connect: EPERM\n" {
-		t.Fatalf("run: %s", o)
-	}
-	if d := o.netDenial(fmt.Sprintf("127.0.0.1:%d", port)); d == nil {
-		t.Errorf("the refused connect is not reported:\n%s", o)
-	}
-}

@@ -82,7 +82,7 @@ func initStage() int {
 		}
 	}
 	if cfg.Sandbox {
-		layers, skipped, err := applySandbox(&cfg.Plan, cfg.Sockets, cfg.Degrade)
+		layers, skipped, egress, err := applySandbox(&cfg.Plan, cfg.Sockets, cfg.Egress, cfg.Degrade)
 		if err != nil {
 			var le *layerError
 			st := initStatus{Stage: "sandbox", Error: err.Error()}
@@ -91,8 +91,8 @@ func initStage() int {
 			}
 			return fail(st)
 		}
-		if len(layers) > 0 || len(skipped) > 0 {
-			_ = enc.Encode(initStatus{Layers: layers, Notes: skipped})
+		if len(layers) > 0 || len(skipped) > 0 || len(egress) > 0 {
+			_ = enc.Encode(initStatus{Layers: layers, Notes: skipped, Egress: egress})
 		}
 	}
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/sysprof/sysprof/netproxy"
 	"github.com/sysprof/sysprof/sandbox"
 	"golang.org/x/net/bpf"
 )
@@ -35,6 +36,9 @@ type initConfig struct {
 	// environment): the stage may have been started with the caller's whole environment
 	// before the profile was known, so it removes them itself, right before exec.
 	UnsetEnv []string `json:"unset_env,omitempty"`
+	// Egress: set up the DNS stub's and the proxy's sockets in the new network namespace
+	// (netproxy.SetupInside) and report their fds (initStatus.Egress).
+	Egress *netproxy.Inside `json:"egress,omitempty"`
 }
 
 // initStatus is one line the init stage writes to its parent.
@@ -50,6 +54,9 @@ type initStatus struct {
 	Layers []layerState `json:"layers,omitempty"`
 	// Notes from the sandbox: skipped paths, implied rules.
 	Notes []string `json:"notes,omitempty"`
+	// Egress are the fds of the sockets SetupInside opened (the parent takes them with
+	// pidfd_getfd before it releases the stage).
+	Egress []int `json:"egress,omitempty"`
 	// Failure: Stage is sandbox, seccomp, lookup or exec; Exit is the status the init stage
 	// exits with (125 for sysprof's own failures, 126/127 for the command).
 	Stage string `json:"stage,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/netproxy"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/sandbox"
@@ -40,6 +42,13 @@ type Options struct {
 	// through as file descriptors).
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+
+	// Resolve overrides the host's DNS for names of the network allowlist (the proxy dials
+	// these addresses, loopback included), like curl's --resolve.
+	Resolve map[string][]netip.Addr
+	// LogAllowed lists every allowed connection in the report's notes (name, port, binary,
+	// bytes each way).
+	LogAllowed bool
 
 	// Early is an init stage StartEarly started for this run (Run takes it, or kills it when
 	// the run does not fit it); nil: Run starts one.
@@ -134,7 +143,8 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	needNet := len(compiled.NeedsHooks) > 0
 	// A network section with unix endpoints only still gets the hooks as root (an empty
 	// allowlist): every inet call is refused as Landlock would, but reported.
-	wantNet := needNet || asRoot && slices.Contains(compiled.Layers, LayerNetwork)
+	// With egress (every network allowlist now) the proxy holds the network, not the hooks.
+	wantNet := needNet || asRoot && slices.Contains(compiled.Layers, LayerNetwork) && compiled.Egress == nil
 	// As root the same guard observes file denials (Landlock's EACCES, the read-only mounts'
 	// EROFS) in the run's cgroup.
 	wantFiles := asRoot && sandboxAvailable && compiled.Plan.Landlock != nil
@@ -191,13 +201,27 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		return rep, 125, err
 	}
 
+	// Egress by name: the DNS stub and the proxy serve the sandbox's network namespace from
+	// here. They cannot run without the sandbox: fail closed whatever --degrade says.
+	var px *egress
+	if compiled.Egress != nil {
+		if !sandboxAvailable {
+			return rep, 125, &LayerError{Layer: LayerNetwork, Reason: "egress by name needs the sandbox's network namespace: " + errSandboxMissing.Error()}
+		}
+		px = &egress{Proxy: netproxy.New(compiled.Egress, netproxy.Options{Resolve: opts.Resolve, LogAllowed: opts.LogAllowed})}
+		defer px.close(rep, nil)
+		if opts.Audit {
+			rep.Notes = append(rep.Notes, "audit: the network allowlist still enforces (the proxy refuses, and reports, what it does not allow)")
+		}
+	}
+
 	notes := len(rep.Notes)
 	var cgid uint64
 	if g != nil {
 		cgid = g.cg.ID
 	}
 	st := early.take(&opts, dir, needSandbox && sandboxAvailable, cgid)
-	res, err := start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep, g, st)
+	res, err := start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep, g, st, px)
 	var hooksErr *guardHooksError
 	if errors.As(err, &hooksErr) {
 		// The network hooks did not come up; the command did not run. Run it as if the guard
@@ -210,7 +234,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		if err := degradeOrRefuse(rep, unenf, opts.Degrade); err != nil {
 			return rep, 125, err
 		}
-		res, err = start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep, nil, nil)
+		res, err = start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep, nil, nil, px)
 	}
 	phase.Mark("start..wait")
 	guardUp := g != nil
@@ -240,6 +264,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		res.denials = append(res.denials, denials...)
 		rep.Notes = append(rep.Notes, notes...)
 	}
+	px.close(rep, &res)
 	rep.Finished = time.Now().UTC()
 	for _, d := range res.denials {
 		rep.Add(d)
@@ -296,7 +321,7 @@ type runResult struct {
 	denials []report.Denial
 }
 
-func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, applySandbox bool, rep *report.Report, g *guard, st *stage) (runResult, error) {
+func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, applySandbox bool, rep *report.Report, g *guard, st *stage, px *egress) (runResult, error) {
 	var res runResult
 	if st == nil {
 		attr := namespaceAttr(&c.Plan, asRoot, os.Getuid(), os.Getgid())
@@ -328,6 +353,9 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 	_, cfg.UnsetEnv = policy.ScrubEnv(stageEnv, opts.Profile.Env.Pass)
 	if n := len(cfg.UnsetEnv); n > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("environment: %d secret-looking variable(s) removed: %s (to pass one: env: {pass: [NAME]})", n, strings.Join(cfg.UnsetEnv, ", ")))
+	}
+	if px != nil {
+		cfg.Egress = &c.Egress.Inside
 	}
 	if err := writeConfig(st.cfgW, cfg); err != nil {
 		cmd.Process.Kill()
@@ -366,7 +394,11 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 		return res, err
 	}
 	var failure *initStatus
+	var egressFDs []int
 	handle := func(st initStatus) {
+		if len(st.Egress) > 0 {
+			egressFDs = st.Egress
+		}
 		for _, l := range st.Layers {
 			state := report.Layer{Name: l.Name, State: report.LayerApplied, Detail: l.Detail}
 			if l.Degraded {
@@ -453,6 +485,25 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 		return abort(fmt.Errorf("BUG: fd %d of the init stage is %q, not a seccomp listener", listenerNum, link))
 	}
 	rep.SetLayer(report.Layer{Name: LayerSeccomp, State: report.LayerApplied})
+	if px != nil {
+		// The sockets' message came before the filter (it is in the pipe): read up to it when
+		// the listener was found by looking.
+		for egressFDs == nil && failure == nil {
+			st, ok := <-msgs
+			if !ok {
+				break
+			}
+			handle(st)
+		}
+		if failure != nil {
+			cmd.Wait()
+			return res, initFailure(failure, opts.Command[0])
+		}
+		if err := px.start(pidfd, pid, egressFDs); err != nil {
+			return abort(&LayerError{Layer: LayerNetwork, Reason: err.Error()})
+		}
+		rep.SetLayer(report.Layer{Name: LayerNetwork, State: report.LayerApplied, Detail: px.detail(c)})
+	}
 	sup, err := newSupervisor(listener, statusDup, pid, c, opts.Audit)
 	if err != nil {
 		return abort(fmt.Errorf("supervisor: %w", err))

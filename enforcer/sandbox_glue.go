@@ -1,10 +1,12 @@
 package enforcer
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
 
+	"github.com/sysprof/sysprof/netproxy"
 	"github.com/sysprof/sysprof/sandbox"
 )
 
@@ -19,7 +21,9 @@ func namespaceAttr(p *sandbox.Plan, asRoot bool, uid, gid int) *syscall.SysProcA
 
 // applySandbox applies the plan one layer at a time, in the sandbox's order, so that with
 // degrade a layer the host cannot apply is skipped and named while the others still apply.
-func applySandbox(p *sandbox.Plan, sockets []string, degrade bool) ([]layerState, []string, error) {
+// With egress, the stub's and the proxy's sockets are opened in the new network namespace
+// right after lo comes up (before Landlock and the capability drop); that never degrades.
+func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, degrade bool) ([]layerState, []string, []int, error) {
 	steps := []struct {
 		name string
 		sub  sandbox.Plan
@@ -33,6 +37,7 @@ func applySandbox(p *sandbox.Plan, sockets []string, degrade bool) ([]layerState
 	}
 	var layers []layerState
 	var skipped []string
+	var fds []int
 	for _, s := range steps {
 		if !s.want {
 			continue
@@ -55,14 +60,22 @@ func applySandbox(p *sandbox.Plan, sockets []string, degrade bool) ([]layerState
 		}
 		if err != nil {
 			if !degrade {
-				return layers, skipped, &layerError{layer: s.name, err: err}
+				return layers, skipped, nil, &layerError{layer: s.name, err: err}
 			}
 			layers = append(layers, layerState{Name: s.name, Degraded: true, Detail: err.Error()})
 			continue
 		}
 		layers = append(layers, layerState{Name: s.name})
+		if s.name == LayerNetNS && egress != nil {
+			if fds, err = netproxy.SetupInside(*egress); err != nil {
+				return layers, skipped, nil, &layerError{layer: LayerNetwork, err: err}
+			}
+		}
 	}
-	return layers, skipped, nil
+	if egress != nil && fds == nil {
+		return layers, skipped, nil, &layerError{layer: LayerNetwork, err: errors.New("egress: no network namespace to set up (the plan has none)")}
+	}
+	return layers, skipped, fds, nil
 }
 
 // hideSockets covers the host daemon sockets that are still there with the sandbox's empty

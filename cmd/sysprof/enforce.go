@@ -23,6 +23,8 @@ type enforceOptions struct {
 	Audit   bool
 	Degrade bool
 	Report  string
+	// Resolve are --resolve NAME=ADDR[,ADDR]: where the egress proxy dials an allowed name.
+	Resolve []string
 	// Steps and All select steps of sysprof.yaml instead of a command (see learn).
 	Steps []string
 	All   bool
@@ -70,6 +72,7 @@ step that ran in one table; --report FILE writes one report per step, FILE.<step
 	f.BoolVar(&o.Audit, "audit", false, "complain mode: allow everything, report what would have been denied")
 	f.BoolVar(&o.Degrade, "degrade", false, "run with fewer layers when this host cannot apply all of them (reported)")
 	f.StringVar(&o.Report, "report", "", "write the denial report as JSON to `FILE` (input for sysprof refine)")
+	f.StringArrayVar(&o.Resolve, "resolve", nil, "NAME=ADDR[,ADDR...]: the egress proxy dials ADDR for the allowed NAME instead of resolving it (like curl's --resolve; loopback allowed)")
 	addStepFlags(f, &o.Steps, &o.All)
 	return cmd
 }
@@ -111,6 +114,10 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 			return withCode(exitSysprof, err)
 		}
 	}
+	resolve, err := parseResolve(o.Resolve)
+	if err != nil {
+		return withCode(exitSysprof, err)
+	}
 	var rep *report.Report
 	var code int
 	if o.Audit && canAuditByLearning() {
@@ -123,6 +130,8 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 			Command:     o.Command,
 			Audit:       o.Audit,
 			Degrade:     o.Degrade,
+			Resolve:     resolve,
+			LogAllowed:  o.Report != "",
 			Early:       early,
 		})
 	}

@@ -1,0 +1,75 @@
+package enforcer
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/sysprof/sysprof/netproxy"
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/sandbox"
+)
+
+// compileEgress turns a network allowlist into the run's egress (package netproxy): the
+// command gets its own network namespace with only loopback, the same for root and ordinary
+// users, and its TCP connects leave through sysprof's DNS stub and name-checking proxy.
+//
+//   - connect tcp/mptcp, host:port or CIDR:port: a proxy rule (MPTCP goes as TCP: the proxy
+//     speaks TCP upstream). A rule's "by" binary (its provenance) limits it to that binary
+//     and what runs under it; "by: any" opts out.
+//   - udp to port 53 (a learned resolver): the stub answers instead, nothing leaves.
+//   - any other UDP (connect or send): unenforceable here (no datagram leaves the sandbox's
+//     namespace): refused unless degrading, and degrading keeps it refused.
+//   - bind: works inside the sandbox's namespace only (Landlock holds the ports).
+func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) error {
+	var rules []netproxy.Rule
+	for _, set := range []struct {
+		name string
+		eps  []policy.Endpoint
+	}{{"connect", n.Connect}, {"send", n.Send}} {
+		for _, e := range set.eps {
+			if strings.HasPrefix(e.Endpoint, "unix:") {
+				continue
+			}
+			a, err := policy.ParseEndpoint(e.Endpoint)
+			if err != nil {
+				return fmt.Errorf("network.%s: %w", set.name, err)
+			}
+			proto := strings.ToLower(e.Proto)
+			switch {
+			case proto == "udp" && a.Port == 53:
+				c.Notes = append(c.Notes, fmt.Sprintf("network.%s: %s udp: names resolve through sysprof's DNS stub instead (only names the profile allows)", set.name, e.Endpoint))
+				continue
+			case proto == "udp":
+				c.Unenforceable = append(c.Unenforceable, fmt.Sprintf("network.%s: %s udp: only the DNS stub's UDP leaves the sandbox (the proxy carries TCP); with --degrade it stays refused", set.name, e.Endpoint))
+				continue
+			case set.name == "send":
+				continue // tcp send rules mean nothing beyond connect
+			}
+			by := e.By
+			if by != "" && by != "any" {
+				if by, err = expand(by, env); err != nil {
+					return fmt.Errorf("network.connect: %s: by %s: %w", e.Endpoint, e.By, err)
+				}
+			}
+			if a.Host == "localhost" { // resolved by the command itself (/etc/hosts): the loopback addresses
+				for _, lo := range []string{"127.0.0.1/32", "::1/128"} {
+					rules = append(rules, netproxy.Rule{Prefix: netip.MustParsePrefix(lo), Port: uint16(a.Port), By: by, Endpoint: e.Endpoint})
+				}
+				continue
+			}
+			rules = append(rules, netproxy.Rule{Host: a.Host, Prefix: a.Prefix, Port: uint16(a.Port), By: by, Endpoint: e.Endpoint})
+		}
+	}
+	if len(n.Bind) > 0 {
+		c.Notes = append(c.Notes, "network.bind: listening works inside the sandbox's own network namespace (reachable from inside only)")
+	}
+	p, err := netproxy.NewPlan(rules)
+	if err != nil {
+		return err
+	}
+	c.Egress = p
+	plan.NetNS = true
+	c.Layers = append(c.Layers, LayerNetNS)
+	return nil
+}

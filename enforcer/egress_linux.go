@@ -1,0 +1,76 @@
+package enforcer
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/netproxy"
+	"github.com/sysprof/sysprof/report"
+)
+
+// egress is a run's DNS stub and proxy (package netproxy) as Run drives it.
+type egress struct {
+	*netproxy.Proxy
+	started, closed bool
+}
+
+// start takes the sockets the init stage opened in the sandbox's network namespace (fd numbers
+// there) and serves them. Any failure refuses the run: nothing would answer inside.
+func (e *egress) start(pidfd, pid int, nums []int) error {
+	if len(nums) == 0 {
+		return errors.New("egress: the init stage opened no DNS stub or proxy sockets")
+	}
+	var fds []int
+	for _, n := range nums {
+		fd, err := unix.PidfdGetfd(pidfd, n, 0)
+		if err != nil {
+			for _, f := range fds {
+				unix.Close(f)
+			}
+			return fmt.Errorf("egress: take socket %d of the init stage (pidfd_getfd): %w", n, err)
+		}
+		fds = append(fds, fd)
+	}
+	if err := e.Start(fds, pid); err != nil {
+		return err
+	}
+	e.started = true
+	return nil
+}
+
+// close stops the proxy (once) and adds its denials and notes to the run; res nil: the run
+// failed before it had any.
+func (e *egress) close(rep *report.Report, res *runResult) {
+	if e == nil || e.closed {
+		return
+	}
+	e.closed = true
+	denials, notes := e.Close()
+	if res != nil {
+		res.denials = append(res.denials, denials...)
+	}
+	rep.Notes = append(rep.Notes, notes...)
+	if e.started {
+		for i, u := range rep.Unobservable {
+			if strings.HasPrefix(u, "network denials by Landlock or the empty network namespace") {
+				rep.Unobservable[i] = "connects to ports no network rule names (the sandbox's namespace refuses them; no record)"
+			}
+		}
+	}
+}
+
+// detail describes the network layer for the report.
+func (e *egress) detail(c *Compiled) string {
+	names, ips := 0, 0
+	for _, r := range c.Egress.Rules {
+		if r.Host != "" {
+			names++
+		} else {
+			ips++
+		}
+	}
+	return fmt.Sprintf("own network namespace; egress by name through sysprof's DNS stub and splice proxy: %d name rule(s), %d address rule(s), %d name(s)", names, ips, len(c.Egress.Names))
+}

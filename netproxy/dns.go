@@ -1,0 +1,52 @@
+package netproxy
+
+import (
+	"net/netip"
+
+	"golang.org/x/net/dns/dnsmessage"
+)
+
+// answer builds the stub's reply to one query: the synthetic address for an allowed name's A
+// query, an empty answer for its other types, NXDOMAIN for every other name. name is the
+// name asked for and denied reports whether that is a refusal to record ("" and false for
+// what is not a query). nil: no reply (not a query).
+func (p *Plan) answer(msg []byte) (resp []byte, name string, denied bool) {
+	var ps dnsmessage.Parser
+	h, err := ps.Start(msg)
+	if err != nil || h.Response {
+		return nil, "", false
+	}
+	rh := dnsmessage.Header{ID: h.ID, Response: true, OpCode: h.OpCode, Authoritative: true,
+		RecursionDesired: h.RecursionDesired, RecursionAvailable: true}
+	q, err := ps.Question()
+	if err != nil || h.OpCode != 0 {
+		rh.RCode = dnsmessage.RCodeFormatError
+		if h.OpCode != 0 {
+			rh.RCode = dnsmessage.RCodeNotImplemented
+		}
+		b := dnsmessage.NewBuilder(nil, rh)
+		out, _ := b.Finish()
+		return out, "", false
+	}
+	name = canonName(q.Name.String())
+	addr, ok := p.Names[name]
+	if name == "localhost" {
+		addr, ok = netip.MustParseAddr("127.0.0.1"), true
+	}
+	if !ok {
+		rh.RCode = dnsmessage.RCodeNameError
+	}
+	b := dnsmessage.NewBuilder(nil, rh)
+	b.EnableCompression()
+	if b.StartQuestions() != nil || b.Question(q) != nil || b.StartAnswers() != nil {
+		return nil, name, !ok
+	}
+	if ok && q.Type == dnsmessage.TypeA && q.Class == dnsmessage.ClassINET {
+		_ = b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 5}, dnsmessage.AResource{A: addr.As4()})
+	}
+	out, err := b.Finish()
+	if err != nil {
+		return nil, name, !ok
+	}
+	return out, name, !ok
+}

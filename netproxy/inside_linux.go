@@ -1,0 +1,196 @@
+package netproxy
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// SetupInside runs in the init stage, on the thread that execs the command, in the sandbox's
+// fresh network namespace with lo up and before capabilities are dropped: it makes every
+// destination local, opens the stub's and the proxy's listening sockets and mounts the
+// generated resolv.conf. It returns the sockets' fds (the DNS socket first, then one per
+// port in in.Ports' order), close-on-exec; the enforcer takes them with pidfd_getfd.
+//
+// Requires Linux 5.2 (fsopen/fsmount/move_mount).
+func SetupInside(in Inside) ([]int, error) {
+	if err := localRoute(unix.AF_INET); err != nil {
+		return nil, fmt.Errorf("egress: make every IPv4 destination local in the sandbox: %w", err)
+	}
+	v6 := localRoute(unix.AF_INET6) == nil // without it IPv6 connects fail unseen (ENETUNREACH)
+	var fds []int
+	fail := func(err error) ([]int, error) {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil, err
+	}
+	dns, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fail(fmt.Errorf("egress: dns stub socket: %w", err))
+	}
+	fds = append(fds, dns)
+	if err := unix.Bind(dns, &unix.SockaddrInet4{Port: int(in.DNS.Port()), Addr: in.DNS.Addr().As4()}); err != nil {
+		return fail(fmt.Errorf("egress: dns stub: bind %s: %w", in.DNS, err))
+	}
+	for _, port := range in.Ports {
+		fd, err := listenTCP(port, v6)
+		if err != nil {
+			return fail(fmt.Errorf("egress: proxy: listen on port %d: %w", port, err))
+		}
+		fds = append(fds, fd)
+	}
+	if err := mountResolvConf(in.ResolvConf); err != nil {
+		return fail(fmt.Errorf("egress: resolv.conf: %w", err))
+	}
+	return fds, nil
+}
+
+// listenTCP listens on every address of the namespace on port: dual-stack when IPv6 works.
+func listenTCP(port uint16, v6 bool) (int, error) {
+	family := unix.AF_INET
+	if v6 {
+		family = unix.AF_INET6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: int(port)}
+	if v6 {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+		sa = &unix.SockaddrInet6{Port: int(port)}
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if err := unix.Listen(fd, 4096); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// localRoute adds "local 0.0.0.0/0 dev lo table local" (or ::/0) with rtnetlink: every
+// address is then this namespace's own, and a connect to any of them reaches the proxy's
+// wildcard listener with the address dialled intact.
+func localRoute(family int) error {
+	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(s)
+	lo, err := ifIndex("lo")
+	if err != nil {
+		return err
+	}
+	msg := make([]byte, unix.SizeofNlMsghdr+unix.SizeofRtMsg+8)
+	ne := binary.NativeEndian
+	ne.PutUint32(msg[0:], uint32(len(msg)))
+	ne.PutUint16(msg[4:], unix.RTM_NEWROUTE)
+	ne.PutUint16(msg[6:], unix.NLM_F_REQUEST|unix.NLM_F_ACK|unix.NLM_F_CREATE|unix.NLM_F_EXCL)
+	ne.PutUint32(msg[8:], 1)
+	rt := msg[unix.SizeofNlMsghdr:]
+	rt[0] = byte(family)
+	rt[1] = 0 // dst_len: the whole family
+	rt[4] = unix.RT_TABLE_LOCAL
+	rt[5] = unix.RTPROT_BOOT
+	rt[6] = unix.RT_SCOPE_HOST
+	rt[7] = unix.RTN_LOCAL
+	attr := rt[unix.SizeofRtMsg:]
+	ne.PutUint16(attr[0:], 8)
+	ne.PutUint16(attr[2:], unix.RTA_OIF)
+	ne.PutUint32(attr[4:], uint32(lo))
+	if err := unix.Sendto(s, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return err
+	}
+	buf := make([]byte, 4096)
+	n, _, err := unix.Recvfrom(s, buf, 0)
+	if err != nil {
+		return err
+	}
+	msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		if m.Header.Type == unix.NLMSG_ERROR && len(m.Data) >= 4 {
+			if code := int32(ne.Uint32(m.Data)); code != 0 {
+				return fmt.Errorf("rtnetlink: %w", syscall.Errno(-code))
+			}
+			return nil
+		}
+	}
+	return errors.New("rtnetlink: no acknowledgement")
+}
+
+func ifIndex(name string) (int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return 0, err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFINDEX, ifr); err != nil {
+		return 0, fmt.Errorf("index of %s: %w", name, err)
+	}
+	return int(ifr.Uint32()), nil
+}
+
+// mountResolvConf mounts a read-only file with content over /etc/resolv.conf (its symlink
+// target, when it is one), from a detached tmpfs: nothing is written on the host.
+func mountResolvConf(content string) error {
+	target, err := filepath.EvalSymlinks("/etc/resolv.conf")
+	if err != nil {
+		return fmt.Errorf("find /etc/resolv.conf in the sandbox (tools read their resolver from it): %w", err)
+	}
+	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("fsopen tmpfs: %w", err)
+	}
+	defer unix.Close(fsfd)
+	if err := unix.FsconfigSetString(fsfd, "size", "64k"); err != nil {
+		return fmt.Errorf("fsconfig: %w", err)
+	}
+	if err := unix.FsconfigCreate(fsfd); err != nil {
+		return fmt.Errorf("fsconfig create: %w", err)
+	}
+	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOEXEC|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	if err != nil {
+		return fmt.Errorf("fsmount: %w", err)
+	}
+	defer unix.Close(mfd)
+	f, err := unix.Openat(mfd, "resolv.conf", unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	_, err = unix.Write(f, []byte(content))
+	unix.Close(f)
+	if err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	tfd, err := unix.OpenTree(mfd, "resolv.conf", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("open_tree: %w", err)
+	}
+	defer unix.Close(tfd)
+	if err := unix.MountSetattr(tfd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return fmt.Errorf("read-only: %w", err)
+	}
+	if err := unix.MoveMount(tfd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("mount over %s: %w", target, err)
+	}
+	return nil
+}
