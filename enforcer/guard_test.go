@@ -129,4 +129,3 @@ func TestNetworkReResolution(t *testing.T) {
 		t.Errorf("reverse map: %q", host)
 	}
 }
-
