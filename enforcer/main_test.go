@@ -24,5 +24,12 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if ports := os.Getenv(egressEnv); ports != "" {
+		if err := egressHelper(ports); err != nil {
+			fmt.Fprintln(os.Stderr, "egress helper:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
