@@ -1,0 +1,154 @@
+package netproxy
+
+import (
+	"crypto/tls"
+	"net"
+	"net/netip"
+	"testing"
+
+	"golang.org/x/net/dns/dnsmessage"
+)
+
+// clientHello returns the first bytes crypto/tls sends for server name sni.
+func clientHello(t *testing.T, sni string) []byte {
+	a, b := net.Pipe()
+	go func() {
+		c := tls.Client(a, &tls.Config{ServerName: sni, InsecureSkipVerify: true})
+		_ = c.Handshake()
+	}()
+	buf := make([]byte, 64<<10)
+	n, err := b.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	b.Close()
+	return buf[:n]
+}
+
+func TestSniff(t *testing.T) {
+	hello := clientHello(t, "Allowed.Test")
+	for _, c := range []struct {
+		name      string
+		in        []byte
+		proto     string
+		host      string
+		needMore  bool
+		wantError bool
+	}{
+		{"tls sni", hello, protoTLS, "allowed.test", false, false},
+		{"tls partial", hello[:20], protoTLS, "", true, false},
+		{"tls no sni", clientHello(t, "")[:], protoTLS, "", false, false},
+		{"http host", []byte("GET / HTTP/1.1\r\nHost: Other.Test:8080\r\n\r\n"), protoHTTP, "other.test", false, false},
+		{"http partial", []byte("GET / HTTP/1.1\r\nHo"), protoHTTP, "", true, false},
+		{"http absolute target disagrees", []byte("GET http://a.test/ HTTP/1.1\r\nHost: b.test\r\n\r\n"), protoHTTP, "", false, true},
+		{"http two hosts", []byte("GET / HTTP/1.1\r\nHost: a.test\r\nhost: b.test\r\n\r\n"), protoHTTP, "", false, true},
+		{"http connect", []byte("CONNECT b.test:443 HTTP/1.1\r\nHost: b.test\r\n\r\n"), protoHTTP, "", false, true},
+		{"ssh", []byte("SSH-2.0-OpenSSH_9.2\r\n"), protoUnknown, "", false, false},
+		{"not a client hello", []byte{0x16, 3, 1, 0, 4, 2, 0, 0, 0}, protoTLS, "", false, true},
+		{"hello longer than its record", []byte{0x16, 3, 1, 0, 4, 1, 0, 1, 0}, protoTLS, "", false, true},
+	} {
+		proto, host, need, err := sniff(c.in)
+		if proto != c.proto || host != c.host || (need > 0) != c.needMore || (err != nil) != c.wantError {
+			t.Errorf("%s: proto %q host %q need %d err %v", c.name, proto, host, need, err)
+		}
+	}
+}
+
+func TestPlanSyntheticAndDNS(t *testing.T) {
+	rules := []Rule{{Host: "b.test", Port: 443}, {Host: "A.test.", Port: 443}, {Host: "a.test", Port: 80}, {Prefix: netip.MustParsePrefix("10.0.0.0/8"), Port: 22}}
+	p, err := NewPlan(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := p.Synthetic("a.test"); a != netip.MustParseAddr("127.77.0.1") {
+		t.Errorf("a.test: %v", a)
+	}
+	if b, _ := p.Synthetic("B.TEST."); b != netip.MustParseAddr("127.77.0.2") {
+		t.Errorf("b.test: %v", b)
+	}
+	if got := p.Inside.Ports; len(got) != 3 || got[0] != 22 || got[1] != 80 || got[2] != 443 {
+		t.Errorf("ports %v", got)
+	}
+	query := func(name string, typ dnsmessage.Type) dnsmessage.Message {
+		b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: 7, RecursionDesired: true})
+		b.StartQuestions()
+		b.Question(dnsmessage.Question{Name: dnsmessage.MustNewName(name), Type: typ, Class: dnsmessage.ClassINET})
+		msg, _ := b.Finish()
+		resp, _, _ := p.answer(msg)
+		var m dnsmessage.Message
+		if err := m.Unpack(resp); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return m
+	}
+	m := query("a.test.", dnsmessage.TypeA)
+	if m.RCode != dnsmessage.RCodeSuccess || len(m.Answers) != 1 || m.Answers[0].Body.(*dnsmessage.AResource).A != [4]byte{127, 77, 0, 1} || m.ID != 7 {
+		t.Errorf("a.test A: %+v", m)
+	}
+	if m := query("a.test.", dnsmessage.TypeAAAA); m.RCode != dnsmessage.RCodeSuccess || len(m.Answers) != 0 {
+		t.Errorf("a.test AAAA: %+v", m)
+	}
+	if m := query("c2VjcmV0.evil.test.", dnsmessage.TypeA); m.RCode != dnsmessage.RCodeNameError || len(m.Answers) != 0 {
+		t.Errorf("other name: %+v", m)
+	}
+	if _, name, denied := p.answer(mustQuery("x.a.test.")); !denied || name != "x.a.test" {
+		t.Errorf("a subdomain of an allowed name must be refused: %q %v", name, denied)
+	}
+}
+
+func mustQuery(name string) []byte {
+	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: 1})
+	b.StartQuestions()
+	b.Question(dnsmessage.Question{Name: dnsmessage.MustNewName(name), Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET})
+	msg, _ := b.Finish()
+	return msg
+}
+
+func TestForbidden(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		addr     string
+		override bool
+		want     bool
+	}{
+		{"a.test", "169.254.169.254", false, true},
+		{"a.test", "169.254.169.254", true, true},
+		{"metadata.google.internal", "169.254.169.254", false, false},
+		{"a.test", "fd00:ec2::254", false, true},
+		{"a.test", "127.0.0.1", false, true},
+		{"a.test", "127.0.0.1", true, false},
+		{"a.test", "10.1.2.3", false, false},
+		{"a.test", "0.0.0.0", true, true},
+	} {
+		if got := forbiddenForName(c.name, netip.MustParseAddr(c.addr), c.override) != ""; got != c.want {
+			t.Errorf("%s -> %s (override %v): forbidden %v", c.name, c.addr, c.override, got)
+		}
+	}
+	for _, c := range []struct {
+		rule, addr string
+		want       bool
+	}{
+		{"0.0.0.0/0", "169.254.169.254", true},
+		{"169.254.169.254/32", "169.254.169.254", false},
+		{"169.0.0.0/8", "169.254.1.1", true},
+		{"10.0.0.0/8", "10.1.1.1", false},
+	} {
+		if got := forbiddenForPrefix(netip.MustParsePrefix(c.rule), netip.MustParseAddr(c.addr)) != ""; got != c.want {
+			t.Errorf("rule %s addr %s: forbidden %v", c.rule, c.addr, got)
+		}
+	}
+}
+
+func TestParseProcAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"0100007F:1F90":                         "127.0.0.1:8080",
+		"0000000000000000FFFF00000100007F:0050": "127.0.0.1:80",
+		"00000000000000000000000001000000:0016": "[::1]:22",
+	} {
+		got, ok := parseProcAddr(in)
+		if !ok || got.String() != want {
+			t.Errorf("%s: %v %v, want %s", in, got, ok, want)
+		}
+	}
+}
