@@ -17,11 +17,17 @@ type egress struct {
 	started, closed bool
 }
 
+// egressStartFail, when set (tests), makes start fail as if the proxy could not come up.
+var egressStartFail error
+
 // start takes the sockets the init stage opened in the sandbox's network namespace (fd numbers
 // there) and serves them. Any failure refuses the run: nothing would answer inside.
 func (e *egress) start(pidfd, pid int, nums []int) error {
 	if len(nums) == 0 {
 		return errors.New("egress: the init stage opened no DNS stub or proxy sockets")
+	}
+	if egressStartFail != nil {
+		return egressStartFail
 	}
 	var fds []int
 	for _, n := range nums {
@@ -60,6 +66,18 @@ func (e *egress) close(rep *report.Report, res *runResult) {
 			}
 		}
 	}
+}
+
+// setLayer reports the network layer applied, or still degraded (rules --degrade dropped)
+// with what the proxy does hold.
+func (e *egress) setLayer(rep *report.Report, c *Compiled) {
+	l := report.Layer{Name: LayerNetwork, State: report.LayerApplied, Detail: e.detail(c)}
+	for _, old := range rep.Layers {
+		if old.Name == LayerNetwork && old.State == report.LayerDegraded {
+			l.State, l.Detail = old.State, old.Detail+"; "+l.Detail
+		}
+	}
+	rep.SetLayer(l)
 }
 
 // detail describes the network layer for the report.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
@@ -214,4 +216,57 @@ func egressHelper(ports string) error {
 		return fmt.Errorf("%w\noutput:\n%s", err, out)
 	}
 	return nil
+}
+
+// Fail closed: the proxy not coming up refuses the run (125) with and without --degrade, and
+// --degrade never turns a rule the proxy cannot hold (UDP) into an allowance.
+func TestEgressFailsClosed(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFSFixture(t)
+	_, allowed := tcpListener(t)
+	uc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uc.Close()
+	udp := uc.LocalAddr().(*net.UDPAddr).Port
+	p := netProfile(f, policy.Endpoint{Endpoint: fmt.Sprintf("allowed.test:%d", allowed), Proto: "tcp"})
+	marker := filepath.Join(f.work, "out", "ran")
+	egressStartFail = errors.New("test: the proxy cannot start")
+	for _, degrade := range []bool{false, true} {
+		o := f.run(t, p, degrade, "write="+marker)
+		var le *LayerError
+		if o.err == nil || !asLayerError(o.err, &le) || le.Layer != LayerNetwork || ExitCode(o.err) != 125 || !strings.Contains(o.err.Error(), "the proxy cannot start") {
+			t.Errorf("degrade %v: ran without its proxy: %s", degrade, o)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("degrade %v: the command ran", degrade)
+		}
+	}
+	egressStartFail = nil
+	// Benign control: the same profile runs once the proxy starts.
+	if o := f.run(t, p, false, "write="+marker); o.err != nil || o.code != 0 {
+		t.Fatalf("benign run: %s", o)
+	}
+
+	f = newFSFixture(t) // netProfile adds to the fixture's profile
+	p = netProfile(f, policy.Endpoint{Endpoint: fmt.Sprintf("127.0.0.1:%d", udp), Proto: "udp"})
+	o := f.run(t, p, false, "ok")
+	var le *LayerError
+	if o.err == nil || !asLayerError(o.err, &le) || le.Layer != LayerNetwork || ExitCode(o.err) != 125 {
+		t.Errorf("a UDP rule ran without --degrade: %s", o)
+	}
+	o = f.run(t, p, true, fmt.Sprintf("udp=127.0.0.1:%d", udp))
+	if o.err != nil || o.code != 0 {
+		t.Fatalf("degraded run: %s", o)
+	}
+	// The datagram went to the sandbox's own loopback, never to the host's listener (the run
+	// is over: anything sent is queued by now).
+	uc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if n, _, err := uc.ReadFrom(make([]byte, 64)); err == nil {
+		t.Errorf("with --degrade a UDP datagram left the sandbox (%d bytes): %s", n, o)
+	}
+	if len(o.rep.Degraded()) == 0 {
+		t.Errorf("the degraded network layer is not in the report: %s", o)
+	}
 }

@@ -502,7 +502,7 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 		if err := px.start(pidfd, pid, egressFDs); err != nil {
 			return abort(&LayerError{Layer: LayerNetwork, Reason: err.Error()})
 		}
-		rep.SetLayer(report.Layer{Name: LayerNetwork, State: report.LayerApplied, Detail: px.detail(c)})
+		px.setLayer(rep, c)
 	}
 	sup, err := newSupervisor(listener, statusDup, pid, c, opts.Audit)
 	if err != nil {
