@@ -207,7 +207,7 @@ func (p *Proxy) serveDNS() {
 			src := addrPort(from)
 			w := owner(p.root, p.netns, "udp", src, netip.AddrPort{})
 			p.deny(report.Denial{Syscall: "dns", What: "resolve " + name + " (not in the profile: NXDOMAIN)", Endpoint: name,
-				Proto: "udp", Host: name, Suggest: fmt.Sprintf("network.connect: + %s:PORT", name)}, w)
+				Proto: "udp", Host: name, Suggest: fmt.Sprintf("network.connect: + %s:PORT tcp", name)}, w)
 		}
 	}
 }
@@ -253,17 +253,17 @@ func (p *Proxy) handle(c *net.TCPConn) {
 	dst, src := addrPort(c.LocalAddr()), addrPort(c.RemoteAddr())
 	port := dst.Port()
 	name, isName := p.plan.byAddr[dst.Addr()]
-	target := dst.String()
+	target, targetHost := dst.String(), "" // what the client asked for, as the denial names it
 	if isName {
-		target = net.JoinHostPort(name, strconv.Itoa(int(port)))
+		target, targetHost = net.JoinHostPort(name, strconv.Itoa(int(port))), name
 	}
 	lazyWho := sync.OnceValue(func() who { return owner(p.root, p.netns, "tcp", src, dst) })
 	if p.opts.LogAllowed {
 		go lazyWho() // while the client is surely there
 	}
 	refuse := func(why string, risk report.Risk) {
-		d := report.Denial{Syscall: "connect", What: fmt.Sprintf("connect %s tcp (%s)", target, why), Endpoint: target, Proto: "tcp", Host: name,
-			Suggest: "network.connect: + " + target, Risk: risk}
+		d := report.Denial{Syscall: "connect", What: fmt.Sprintf("connect %s tcp (%s)", target, why), Endpoint: target, Proto: "tcp", Host: targetHost,
+			Suggest: "network.connect: + " + target + " tcp", Risk: risk}
 		p.deny(d, lazyWho())
 	}
 	var rules []Rule
@@ -323,7 +323,7 @@ func (p *Proxy) handle(c *net.TCPConn) {
 		if proto == protoHTTP {
 			what = "HTTP Host"
 		}
-		target = net.JoinHostPort(host, strconv.Itoa(int(port)))
+		target, targetHost = net.JoinHostPort(host, strconv.Itoa(int(port))), host
 		refuse(fmt.Sprintf("%s %s on a connection resolved for %s", what, host, name), "")
 		return
 	}

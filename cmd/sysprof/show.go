@@ -85,13 +85,20 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 	if len(net.Connect)+len(net.Send)+len(net.Bind) == 0 {
 		fmt.Fprintln(w, "\nnetwork   none (private network namespace, loopback only)")
 	} else {
-		fmt.Fprintln(w, "\nnetwork")
+		fmt.Fprintln(w, "\nnetwork   own namespace; out only through sysprof's DNS stub and proxy (by name: SNI/Host checked; per binary)")
 		for _, l := range []struct {
 			op  string
 			eps []policy.Endpoint
 		}{{"connect", net.Connect}, {"send", net.Send}, {"bind", net.Bind}} {
 			for _, e := range l.eps {
-				fmt.Fprintf(w, "  %-8s %s %s\n", l.op, e.Endpoint, e.Proto)
+				by := ""
+				if l.op == "connect" && !strings.HasPrefix(e.Endpoint, "unix:") {
+					by = "  (any binary)"
+					if e.By != "" && e.By != "any" {
+						by = "  (only " + e.By + " and what it runs)"
+					}
+				}
+				fmt.Fprintf(w, "  %-8s %s %s%s\n", l.op, e.Endpoint, e.Proto, by)
 			}
 		}
 	}
