@@ -69,10 +69,17 @@
 //     the host. Widening beyond the work tree, temp and cache directories is unenforceable.
 //   - A profile with clone3 also gets clone, the libc fallback of clone3's ENOSYS.
 //   - No network in the profile: a new network namespace with only loopback. A network
-//     allowlist: as root, the cgroup hooks below (and no network namespace: the tool needs the
-//     host's routes); as an ordinary user, Landlock holds the TCP ports only, and addresses
-//     and UDP are unenforceable, so such a profile needs --degrade (fail closed), and the
-//     report names the degraded layer.
+//     allowlist (egress.go): the same namespace, as root and as an ordinary user, whose only
+//     way out is sysprof's DNS stub and name-checking splice proxy (package netproxy: the
+//     init stage opens their sockets inside right after lo is up, before Landlock and the
+//     capability drop, and Run takes them with pidfd_getfd and serves them from the host's
+//     namespace). tcp/mptcp connect rules become proxy rules, by name or by address;
+//     localhost:PORT means 127.0.0.1 and ::1; a rule's "by" binary limits it to that binary
+//     and what runs under it ("by: any" opts out); udp rules to port 53 are served by the
+//     stub; other UDP is unenforceable (refused; --degrade keeps it refused); bind rules work
+//     inside the namespace only. Landlock still holds the TCP ports. The stub or the proxy
+//     not coming up refuses the run (exit 125), --degrade or not. The proxy enforces under
+//     --audit too.
 //
 // # The guard (root)
 //
@@ -80,7 +87,8 @@
 // bpf/guard.c's maps, attaches its programs for it and starts the init stage inside it (clone3
 // CLONE_INTO_CGROUP), so nothing the command does escapes the programs:
 //
-//   - cgroup connect4/6, sendmsg4/6 and bind4/6 hooks check {operation, protocol, port,
+//   - (No longer used for the network allowlist, which the egress proxy holds; kept until
+//     removed.) cgroup connect4/6, sendmsg4/6 and bind4/6 hooks check {operation, protocol, port,
 //     address} against LPM tries filled from the profile's inet endpoints: exact addresses
 //     and CIDRs, IPv4 also as v4-mapped IPv6. A refused call gets EPERM (in --audit it goes
 //     through) and is reported with the endpoint, the host name it came from, the
@@ -89,7 +97,7 @@
 //     its first TCP subflow, so an mptcp rule is a tcp rule there; seccomp's socket() rule
 //     still decides whether MPTCP may be used at all. Landlock's TCP port rules are turned
 //     off: the hooks are finer and, unlike Landlock, they report.
-//   - Host names (host:port) are resolved with Go's resolver at start and every 30 s while
+//   - (Hooks only.) Host names (host:port) are resolved with Go's resolver at start and every 30 s while
 //     the command runs; addresses a name stops resolving to stay allowed for 5 minutes. When
 //     the profile names hosts, udp and tcp port 53 to the nameservers of /etc/resolv.conf
 //     are allowed too (noted in the report): the tool resolves the names itself.
