@@ -46,8 +46,13 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 			case set.name == "send":
 				continue // tcp send rules mean nothing beyond connect
 			}
+			// by names a binary when it is a path; other provenance ("from sysprof.yaml")
+			// restricts nothing.
 			by := e.By
-			if by != "" && by != "any" {
+			if !strings.HasPrefix(by, "/") && !strings.HasPrefix(by, "$") {
+				by = ""
+			}
+			if by != "" {
 				if by, err = expand(by, env); err != nil {
 					return fmt.Errorf("network.connect: %s: by %s: %w", e.Endpoint, e.By, err)
 				}
