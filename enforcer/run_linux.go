@@ -503,6 +503,7 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 			return abort(&LayerError{Layer: LayerNetwork, Reason: err.Error()})
 		}
 		px.setLayer(rep, c)
+		phase.Mark("egress: take the sockets, start the proxy")
 	}
 	sup, err := newSupervisor(listener, statusDup, pid, c, opts.Audit)
 	if err != nil {

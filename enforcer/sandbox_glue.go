@@ -6,6 +6,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/netproxy"
 	"github.com/sysprof/sysprof/sandbox"
 )
@@ -67,9 +68,11 @@ func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, de
 		}
 		layers = append(layers, layerState{Name: s.name})
 		if s.name == LayerNetNS && egress != nil {
+			phase.Mark("sandbox: up to the network namespace")
 			if fds, err = netproxy.SetupInside(*egress); err != nil {
 				return layers, skipped, nil, &layerError{layer: LayerNetwork, err: err}
 			}
+			phase.Mark("egress: routes, sockets, resolv.conf")
 		}
 	}
 	if egress != nil && fds == nil {
