@@ -35,7 +35,11 @@ func benchProxy(b *testing.B, upstream net.Listener) (string, func()) {
 		rc.Control(func(f uintptr) { out, _ = syscall.Dup(int(f)) })
 		return out
 	}
-	fds := []int{fd(dns.(syscall.Conn)), fd(ln.(syscall.Conn))}
+	diag, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 4 /* NETLINK_SOCK_DIAG */)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fds := []int{fd(dns.(syscall.Conn)), fd(ln.(syscall.Conn)), diag}
 	dns.Close()
 	ln.Close()
 	p := New(plan, Options{Resolve: map[string][]netip.Addr{"bulk.test": {netip.MustParseAddr("127.0.0.1")}}})

@@ -51,8 +51,11 @@
 // A rule learned "by" a binary (policy Provenance.By) passes only for a connection whose
 // owning process is that binary or runs under it (its parent chain, for the transport helpers
 // it executes: git-remote-https, ssh). The owner is found from the accepted socket's peer:
-// its inode in the sandbox namespace's /proc/PID/net/tcp{,6}, then the process holding it.
-// A rule with by "any" (or none) passes for every binary.
+// its inode by an exact sock_diag lookup on a netlink socket the init stage opened in the
+// sandbox's namespace (0.5 ms measured on a busy host; reading /proc/PID/net/tcp walks the
+// host's whole socket table, 3-35 ms), then the process holding it, searched in the sandbox's
+// process tree. A rule with by "any" (or none) passes for every binary. The lookup runs only
+// for per-binary rules, denials and --report's log.
 //
 // # Not covered
 //

@@ -14,7 +14,8 @@ import (
 // fresh network namespace with lo up and before capabilities are dropped: it makes every
 // destination local, opens the stub's and the proxy's listening sockets and mounts the
 // generated resolv.conf. It returns the sockets' fds (the DNS socket first, then one per
-// port in in.Ports' order), close-on-exec; the enforcer takes them with pidfd_getfd.
+// port in in.Ports' order, then a sock_diag netlink socket), close-on-exec; the enforcer
+// takes them with pidfd_getfd.
 //
 // Requires Linux 5.2 (fsopen/fsmount/move_mount).
 func SetupInside(in Inside) ([]int, error) {
@@ -44,6 +45,13 @@ func SetupInside(in Inside) ([]int, error) {
 		}
 		fds = append(fds, fd)
 	}
+	// sock_diag bound to this namespace: the proxy looks up who owns a connection by its
+	// addresses in O(1) (reading /proc/PID/net/tcp walks the host's whole socket table).
+	diag, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return fail(fmt.Errorf("egress: sock_diag socket: %w", err))
+	}
+	fds = append(fds, diag)
 	if err := mountResolvConf(in.ResolvConf); err != nil {
 		return fail(fmt.Errorf("egress: resolv.conf: %w", err))
 	}

@@ -4,9 +4,12 @@ import (
 	"crypto/tls"
 	"net"
 	"net/netip"
+	"os"
+	"strconv"
 	"testing"
 
 	"golang.org/x/net/dns/dnsmessage"
+	"golang.org/x/sys/unix"
 )
 
 // clientHello returns the first bytes crypto/tls sends for server name sni.
@@ -150,5 +153,40 @@ func TestParseProcAddr(t *testing.T) {
 		if !ok || got.String() != want {
 			t.Errorf("%s: %v %v, want %s", in, got, ok, want)
 		}
+	}
+}
+
+// sock_diag finds a connection's socket by its addresses, the same inode /proc lists.
+func TestDiagInode(t *testing.T) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &diag{f: os.NewFile(uintptr(fd), "diag")}
+	defer d.f.Close()
+	for _, network := range []string{"tcp4", "tcp6"} {
+		addr := "127.0.0.1:0"
+		if network == "tcp6" {
+			addr = "[::1]:0"
+		}
+		ln, err := net.Listen(network, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := net.Dial(network, ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, dst := addrPort(c.LocalAddr()), addrPort(c.RemoteAddr())
+		ino, ok := d.inode(unix.IPPROTO_TCP, src, dst)
+		want := findInode("/proc/self/net/tcp", src, dst)
+		if want == "" {
+			want = findInode("/proc/self/net/tcp6", src, dst)
+		}
+		if !ok || strconv.FormatUint(uint64(ino), 10) != want {
+			t.Errorf("%s: sock_diag inode %d %v, /proc says %s", network, ino, ok, want)
+		}
+		c.Close()
+		ln.Close()
 	}
 }

@@ -2,12 +2,16 @@ package netproxy
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // who is the process that owns a connection's client socket in the sandbox.
@@ -15,6 +19,79 @@ type who struct {
 	Pid     int
 	Exe     string
 	Parents []string // executables from the parent up to the sandbox's root process
+}
+
+// diag is a NETLINK_SOCK_DIAG socket created in the sandbox's namespace.
+type diag struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+// inode asks the kernel for the socket loc→rem (exact lookup, not a dump).
+func (d *diag) inode(proto uint8, loc, rem netip.AddrPort) (uint32, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fd := int(d.f.Fd())
+	for _, family := range []uint8{unix.AF_INET, unix.AF_INET6} {
+		if family == unix.AF_INET && (!loc.Addr().Is4() || !rem.Addr().Is4()) {
+			continue
+		}
+		req := make([]byte, unix.SizeofNlMsghdr+56)
+		ne := binary.NativeEndian
+		ne.PutUint32(req[0:], uint32(len(req)))
+		ne.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
+		ne.PutUint16(req[6:], unix.NLM_F_REQUEST)
+		r := req[unix.SizeofNlMsghdr:]
+		r[0], r[1] = family, proto
+		ne.PutUint32(r[4:], ^uint32(0)) // every state
+		id := r[8:]
+		binary.BigEndian.PutUint16(id[0:], loc.Port())
+		binary.BigEndian.PutUint16(id[2:], rem.Port())
+		put := func(b []byte, a netip.Addr) {
+			if family == unix.AF_INET {
+				a4 := a.As4()
+				copy(b, a4[:])
+			} else {
+				a16 := a.As16() // v4 addresses as v4-mapped
+				copy(b, a16[:])
+			}
+		}
+		put(id[4:20], loc.Addr())
+		put(id[20:36], rem.Addr())
+		ne.PutUint32(id[40:], ^uint32(0)) // INET_DIAG_NOCOOKIE
+		ne.PutUint32(id[44:], ^uint32(0))
+		if _, err := unix.Write(fd, req); err != nil {
+			return 0, false
+		}
+		buf := make([]byte, 8192)
+		n, err := unix.Read(fd, buf)
+		if err != nil || n < unix.SizeofNlMsghdr {
+			continue
+		}
+		typ := ne.Uint16(buf[4:])
+		if typ == unix.SOCK_DIAG_BY_FAMILY && n >= unix.SizeofNlMsghdr+72 {
+			return ne.Uint32(buf[unix.SizeofNlMsghdr+68:]), true
+		}
+	}
+	return 0, false
+}
+
+// owner finds who holds the client socket loc→rem in the sandbox: sock_diag first, the
+// /proc tables when that fails.
+func (p *Proxy) owner(proto string, loc, rem netip.AddrPort) who {
+	if p.diag != nil {
+		num, l, r := uint8(unix.IPPROTO_TCP), loc, rem
+		if proto == "udp" {
+			// udp_diag looks up as for a datagram arriving from id.src at id.dst: swap.
+			num, l, r = unix.IPPROTO_UDP, rem, loc
+		}
+		if ino, ok := p.diag.inode(num, l, r); ok && ino != 0 {
+			if w := holder(p.root, p.netns, strconv.FormatUint(uint64(ino), 10)); w.Pid != 0 {
+				return w
+			}
+		}
+	}
+	return owner(p.root, p.netns, proto, loc, rem)
 }
 
 // owner finds the process in the sandbox namespace (root: a process in it, netns: its
@@ -31,27 +108,67 @@ func owner(root int, netns, proto string, loc, rem netip.AddrPort) who {
 	if inode == "" {
 		return who{}
 	}
+	return holder(root, netns, inode)
+}
+
+// holder finds the process in the sandbox holding the socket with inode.
+func holder(root int, netns, inode string) who {
 	want := "socket:[" + inode + "]"
+	holds := func(pid int) bool {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, fd := range fds {
+			if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); l == want {
+				return true
+			}
+		}
+		return false
+	}
+	// The sandbox's process tree first (a few processes; all of /proc costs tens of ms on
+	// a busy host), then every process in the namespace (one reparented out of the tree).
+	seen := map[int]bool{}
+	for queue := []int{root}; len(queue) > 0; queue = queue[1:] {
+		pid := queue[0]
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		if holds(pid) {
+			return describe(pid, netns)
+		}
+		queue = append(queue, children(pid)...)
+	}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return who{}
 	}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+		if err != nil || seen[pid] {
 			continue
 		}
 		if ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); ns != netns {
 			continue
 		}
-		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-		for _, fd := range fds {
-			if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); l == want {
-				return describe(pid, netns)
-			}
+		if holds(pid) {
+			return describe(pid, netns)
 		}
 	}
 	return who{}
+}
+
+// children lists pid's child processes (/proc/PID/task/TID/children of each thread).
+func children(pid int) []int {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	var out []int
+	for _, t := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // describe names pid's executable and its parents' while they are in the sandbox namespace.

@@ -40,11 +40,12 @@ type Proxy struct {
 	root  int    // a process in the sandbox (its /proc/PID/net is the sandbox's)
 	netns string // its ns/net link
 
-	dns net.PacketConn
-	lns []net.Listener
-	ctx context.Context
-	end context.CancelFunc
-	wg  sync.WaitGroup
+	dns  net.PacketConn
+	lns  []net.Listener
+	diag *diag // sock_diag in the sandbox's namespace
+	ctx  context.Context
+	end  context.CancelFunc
+	wg   sync.WaitGroup
 
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{}
@@ -80,9 +81,12 @@ func (p *Proxy) Start(fds []int, root int) error {
 			f.Close() // net.File* dup'ed what they keep
 		}
 	}()
-	if len(fds) != 1+len(p.plan.Inside.Ports) {
-		return fmt.Errorf("egress: %d sockets from the sandbox, want %d", len(fds), 1+len(p.plan.Inside.Ports))
+	if len(fds) != 2+len(p.plan.Inside.Ports) {
+		return fmt.Errorf("egress: %d sockets from the sandbox, want %d", len(fds), 2+len(p.plan.Inside.Ports))
 	}
+	last := len(files) - 1
+	p.diag = &diag{f: files[last]}
+	files = files[:last] // kept open: the proxy's until Close
 	p.root = root
 	var err error
 	if p.netns, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/net", root)); err != nil {
@@ -91,7 +95,7 @@ func (p *Proxy) Start(fds []int, root int) error {
 	if p.dns, err = net.FilePacketConn(files[0]); err != nil {
 		return fmt.Errorf("egress: dns stub socket: %w", err)
 	}
-	for i, f := range files[1:] {
+	for i, f := range files[1:last] {
 		ln, err := net.FileListener(f)
 		if err != nil {
 			p.dns.Close()
@@ -126,6 +130,9 @@ func (p *Proxy) Close() ([]report.Denial, []string) {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+	if p.diag != nil {
+		p.diag.f.Close()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []report.Denial
@@ -205,7 +212,7 @@ func (p *Proxy) serveDNS() {
 		}
 		if denied {
 			src := addrPort(from)
-			w := owner(p.root, p.netns, "udp", src, netip.AddrPort{})
+			w := p.owner("udp", src, StubAddr)
 			p.deny(report.Denial{Syscall: "dns", What: "resolve " + name + " (not in the profile: NXDOMAIN)", Endpoint: name,
 				Proto: "udp", Host: name, Suggest: fmt.Sprintf("network.connect: + %s:PORT tcp", name)}, w)
 		}
@@ -257,7 +264,7 @@ func (p *Proxy) handle(c *net.TCPConn) {
 	if isName {
 		target, targetHost = net.JoinHostPort(name, strconv.Itoa(int(port))), name
 	}
-	lazyWho := sync.OnceValue(func() who { return owner(p.root, p.netns, "tcp", src, dst) })
+	lazyWho := sync.OnceValue(func() who { return p.owner("tcp", src, dst) })
 	if p.opts.LogAllowed {
 		go lazyWho() // while the client is surely there
 	}
