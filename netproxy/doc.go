@@ -64,4 +64,13 @@
 //   - Cleartext HTTP/2 with prior knowledge and other protocols are not parsed: they go by
 //     the name the connection was resolved for (the upstream is that name's address anyway).
 //   - A ClientHello split over several TLS records is refused.
+//   - Only a connection's first request is checked: later requests on a kept-alive HTTP/1
+//     connection, and HTTP/2 streams inside TLS, are not parsed (the upstream is the allowed
+//     name's address; a CDN serving other names there could answer them).
+//   - A client that sends nothing first (server-first protocols: SMTP, MySQL) waits sniffWait
+//     (500 ms) before the proxy goes by the stub's name.
+//   - Each allowed connection resolves its name on the host (no cache): a DNS round trip.
+//   - Connections the proxy accepts before upstream answers look connected to the client; a
+//     refused or unreachable upstream closes them (the client sees EOF or a reset, not
+//     ECONNREFUSED).
 package netproxy

@@ -232,7 +232,7 @@ func TestCloneFlagsAndMappings(t *testing.T) {
 		t.Errorf("mappings %+v %+v", u, g)
 	}
 	a := p.NamespaceAttr(false, 1000, 100)
-	if a.GidMappingsEnableSetgroups || len(a.AmbientCaps) != 3 || a.Cloneflags&unix.CLONE_NEWUSER == 0 {
+	if a.GidMappingsEnableSetgroups || len(a.AmbientCaps) != 4 || a.Cloneflags&unix.CLONE_NEWUSER == 0 {
 		t.Errorf("NamespaceAttr(user) = %+v", a)
 	}
 	if a := p.NamespaceAttr(true, 0, 0); a.UidMappings != nil || a.AmbientCaps != nil {
