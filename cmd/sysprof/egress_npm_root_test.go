@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/sysprof/sysprof/internal/testutil"
@@ -78,13 +79,31 @@ func TestEgressNpmInstallLearnedThenEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	work, home := t.TempDir(), t.TempDir()
+	// Everything under a 0755 directory: the enforced run also goes as nobody.
+	base, err := os.MkdirTemp("", "sysprof-npm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	os.Chmod(base, 0o755)
+	work, home := filepath.Join(base, "work"), filepath.Join(base, "home")
+	os.MkdirAll(work, 0o755)
+	os.MkdirAll(home, 0o755)
+	pub := filepath.Join(base, "sysprof")
+	if b, err := os.ReadFile(bin); err != nil || os.WriteFile(pub, b, 0o755) != nil {
+		t.Fatalf("copy sysprof: %v", err)
+	}
+	bin = pub
 	testutil.WriteFile(t, filepath.Join(work, "package.json"), `{"name":"app","version":"1.0.0","dependencies":{"sysprof-probe":"1.0.0"}}`, 0o644)
 	install := []string{npm, "install", "--registry=" + registry, "--no-audit", "--no-fund", "--no-update-notifier", "--cache=" + filepath.Join(work, ".npm-cache")}
+	asNobody := false
 	run := func(args ...string) (string, error) {
 		cmd := exec.Command(bin, args...)
 		cmd.Dir = work
 		cmd.Env = append(os.Environ(), "HOME="+home)
+		if asNobody {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		}
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
@@ -105,22 +124,33 @@ func TestEgressNpmInstallLearnedThenEnforced(t *testing.T) {
 		t.Fatalf("the learned profile does not name the registry %s:\n%s", registry, prof)
 	}
 	marker := filepath.Join(work, "node_modules", "sysprof-probe", "postinstall.txt")
-	out, err := run(append([]string{"enforce", "-p", "npm.yaml", "--report", "rep.json", "--"}, install...)...)
-	if err != nil {
-		t.Fatalf("enforce: %v\n%s", err, out)
-	}
-	if b, err := os.ReadFile(marker); err != nil || string(b) != "ok" {
-		t.Errorf("the postinstall script did not run under enforce: %v\n%s", err, out)
-	}
-	var rep report.Report
-	b, _ := os.ReadFile(filepath.Join(work, "rep.json"))
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Denials) != 0 {
-		t.Errorf("want zero denials, got %d:\n%s", len(rep.Denials), out)
-	}
-	if !strings.Contains(strings.Join(rep.Notes, "\n"), "egress: allowed 127.0.0.1:") {
-		t.Errorf("the registry connection did not go through the proxy: %v", rep.Notes)
+	// As root, then as an ordinary user (the same design: no cgroup hooks either way).
+	for _, nobody := range []bool{false, true} {
+		clean()
+		os.Remove(marker)
+		if nobody {
+			if err := exec.Command("chown", "-R", "65534:65534", work, home).Run(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		asNobody = nobody
+		out, err := run(append([]string{"enforce", "-p", "npm.yaml", "--report", "rep.json", "--"}, install...)...)
+		if err != nil {
+			t.Fatalf("enforce (nobody %v): %v\n%s", nobody, err, out)
+		}
+		if b, err := os.ReadFile(marker); err != nil || string(b) != "ok" {
+			t.Errorf("nobody %v: the postinstall script did not run under enforce: %v\n%s", nobody, err, out)
+		}
+		var rep report.Report
+		b, _ := os.ReadFile(filepath.Join(work, "rep.json"))
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatalf("nobody %v: %v", nobody, err)
+		}
+		if len(rep.Denials) != 0 {
+			t.Errorf("nobody %v: want zero denials, got %d:\n%s", nobody, len(rep.Denials), out)
+		}
+		if !strings.Contains(strings.Join(rep.Notes, "\n"), "egress: allowed 127.0.0.1:") {
+			t.Errorf("nobody %v: the registry connection did not go through the proxy: %v", nobody, rep.Notes)
+		}
 	}
 }
