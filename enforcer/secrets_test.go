@@ -16,8 +16,8 @@ import (
 	"github.com/elastic/go-seccomp-bpf/arch"
 
 	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
-	"github.com/sysprof/sysprof/synth"
 )
 
 const unprivSecretsEnv = "SYSPROF_TEST_UNPRIVILEGED_SECRETS"
@@ -119,7 +119,7 @@ func secretsProfile(victim string) *policy.Profile {
 		Read:   rules("/usr", "/etc", "/proc", "/lib", "/lib64", "$WORKDIR", "$HOME", filepath.Dir(victim)),
 		Write:  rules("$WORKDIR/out", "/dev/null"),
 		Exec:   rules(victim, "/usr/bin", "/usr/lib", "/usr/libexec"),
-		Hidden: rules(synth.CredentialStores...),
+		Hidden: rules(paths.CredentialStores()...),
 	}
 	return p
 }

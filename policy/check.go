@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
+
+	"github.com/sysprof/sysprof/paths"
 )
 
-// PathVariables are the prefixes a portable path may start with. The enforcer expands them on
-// the host that runs the command.
-var PathVariables = []string{"$WORKDIR", "$HOME", "$TMPDIR", "$CARGO_HOME", "$RUSTUP_HOME", "$GOROOT", "$GOMODCACHE", "$GOCACHE", "$NPM_CACHE", "$GOPATH"}
+// pathVariables lists the prefixes a portable path may start with (paths.Names), for messages.
+func pathVariables() string { return "$" + strings.Join(paths.Names(), " $") }
 
 // Architectures are the architecture names a profile may list, with the syscall tables their
 // names are checked against.
@@ -193,17 +194,8 @@ func pathProblem(p string) string {
 	if p == "" {
 		return "empty path"
 	}
-	if !strings.HasPrefix(p, "/") {
-		ok := false
-		for _, v := range PathVariables {
-			if p == v || strings.HasPrefix(p, v+"/") {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return fmt.Sprintf("%q must be absolute or start with a variable (%s)", p, strings.Join(PathVariables, " "))
-		}
+	if !paths.Known(p) {
+		return fmt.Sprintf("%q must be absolute or start with a variable (%s)", p, pathVariables())
 	}
 	if strings.ContainsRune(p, 0) {
 		return fmt.Sprintf("%q contains a NUL byte", p)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/sysprof/sysprof/paths"
 )
 
 // ChangeKind says how an item changed between two profiles.
@@ -368,7 +370,7 @@ func (d *differ) architectures() {
 
 func coveredBy(p string, rules []PathRule) bool {
 	for _, r := range rules {
-		if PathCovers(r.Path, p) {
+		if paths.Covers(r.Path, p) {
 			return true
 		}
 	}
@@ -458,9 +460,9 @@ func credentialIn(p string) string {
 	if h, ok := homeEquivalent(p); ok {
 		forms = append(forms, h)
 	}
-	for _, c := range CredentialStores {
+	for _, c := range paths.CredentialStores() {
 		for _, f := range forms {
-			if PathCovers(c, f) || PathCovers(f, c) {
+			if paths.Covers(c, f) || paths.Covers(f, c) {
 				return c
 			}
 		}
@@ -506,7 +508,7 @@ func EndpointRisk(section string, e Endpoint, networked bool) (Risk, string) {
 	}
 	if section == SectionBind {
 		switch {
-		case a.IsUnix() && (PathCovers("$WORKDIR", a.Unix) || PathCovers("$TMPDIR", a.Unix)):
+		case a.IsUnix() && (paths.Covers("$WORKDIR", a.Unix) || paths.Covers("$TMPDIR", a.Unix)):
 			return RiskLow, "listens on a unix socket in the work tree or temp"
 		case a.IsUnix():
 			return RiskHigh, "listens on a unix socket outside the work tree"
@@ -519,12 +521,12 @@ func EndpointRisk(section string, e Endpoint, networked bool) (Risk, string) {
 	}
 	if a.IsUnix() {
 		for _, s := range dangerousUnixSockets {
-			if PathCovers(s, a.Unix) {
+			if paths.Covers(s, a.Unix) {
 				return RiskCritical, "unix socket of a privileged daemon or credential agent"
 			}
 		}
 		for _, s := range quietUnixSockets {
-			if PathCovers(s, a.Unix) {
+			if paths.Covers(s, a.Unix) {
 				return RiskLow, "routine local service"
 			}
 		}

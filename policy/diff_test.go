@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sysprof/sysprof/paths"
 )
 
 // baseProfile is a typical learned build profile: credential stores hidden, some network.
@@ -37,7 +39,7 @@ func baseProfile() *Profile {
 			{Path: "/usr/bin/cc", SHA256: strings.Repeat("b", 64)},
 		},
 	}
-	for _, c := range CredentialStores {
+	for _, c := range paths.CredentialStores() {
 		p.Filesystem.Hidden = append(p.Filesystem.Hidden, PathRule{Path: c, Note: "credential store"})
 	}
 	return p
@@ -143,8 +145,10 @@ func TestDiffRisk(t *testing.T) {
 			p.Filesystem.Read = append(p.Filesystem.Read, PathRule{Path: "$HOME/.ssh/known_hosts"})
 		},
 			[]want{{Added, SectionRead, "$HOME/.ssh/known_hosts", RiskLow, true}}},
-		{"dotenv exposed by unhiding", func(p *Profile) { p.Filesystem.Hidden = hiddenWithout(p, "$WORKDIR/.env") },
-			[]want{{Removed, SectionHidden, "$WORKDIR/.env", RiskCritical, true}}},
+		{"dotenv exposed by unhiding", func(p *Profile) {
+			p.Filesystem.Hidden = hiddenWithout(&Profile{Filesystem: Filesystem{Hidden: hiddenWithout(p, "$WORKDIR/.env")}}, "$WORKDIR/**/.env")
+		}, []want{{Removed, SectionHidden, "$WORKDIR/**/.env", RiskCritical, true}, {Removed, SectionHidden, "$WORKDIR/.env", RiskCritical, true}}},
+		{"dotenv still hidden by **", func(p *Profile) { p.Filesystem.Hidden = hiddenWithout(p, "$WORKDIR/.env") }, nil},
 		{"system read", func(p *Profile) { p.Filesystem.Read = append(p.Filesystem.Read, PathRule{Path: "/lib64"}) },
 			[]want{{Added, SectionRead, "/lib64", RiskLow, true}}},
 		{"covered read is no change", func(p *Profile) {
@@ -406,28 +410,6 @@ func TestRiskText(t *testing.T) {
 	}
 }
 
-func TestPathCovers(t *testing.T) {
-	for _, tt := range []struct {
-		rule, p string
-		want    bool
-	}{
-		{"/", "$HOME/.ssh", true},
-		{"/usr", "/usr", true},
-		{"/usr", "/usr/lib", true},
-		{"/usr", "/usrx", false},
-		{"$HOME", "$HOME/.ssh/id_rsa", true},
-		{"$HOME/.cargo/credentials*", "$HOME/.cargo/credentials.toml", true},
-		{"$HOME/.cargo/credentials*", "$HOME/.cargo/registry", false},
-		{"$TMPDIR/go-build*", "$TMPDIR/go-build123/b001", true},
-		{"$WORKDIR/.env.*", "$WORKDIR/.env.local", true},
-		{"$WORKDIR", "$HOME", false},
-	} {
-		if got := PathCovers(tt.rule, tt.p); got != tt.want {
-			t.Errorf("PathCovers(%q, %q) = %v", tt.rule, tt.p, got)
-		}
-	}
-}
-
 func TestEndpointRiskTable(t *testing.T) {
 	// The rule in EndpointRisk's doc, row by row.
 	for _, tt := range []struct {
@@ -465,7 +447,7 @@ func TestEndpointRiskTable(t *testing.T) {
 }
 
 func TestCredentialStoresAreValidHiddenPaths(t *testing.T) {
-	for _, c := range CredentialStores {
+	for _, c := range paths.CredentialStores() {
 		if msg := pathProblem(c); msg != "" {
 			t.Errorf("%s: %s", c, msg)
 		}

@@ -74,12 +74,14 @@
 //	$TMPDIR      the temporary directory
 //	$CARGO_HOME $RUSTUP_HOME $GOROOT $GOPATH $GOMODCACHE $GOCACHE $NPM_CACHE   toolchain roots and caches
 //
-// A path covers everything below it. A component may be a glob (`$TMPDIR/go-build*`,
-// `$HOME/.cargo/credentials*`), matching one path component (see PathCovers). Paths are clean:
-// no `.`, `..`, `//` or trailing slash.
+// The variables, how each is found on a host, the expander and the matcher are package paths'
+// (see its doc). A path covers everything below it. A component may be a glob
+// (`$TMPDIR/go-build*`, `$HOME/.cargo/credentials*`), matching within one component, and a `**`
+// component matches any number of them (see paths.Covers). Paths are clean: no `.`, `..`, `//`
+// or trailing slash.
 //
-// Hidden paths are a subtraction: they win over any read, write or exec rule. CredentialStores
-// is the list every synthesized profile hides by default.
+// Hidden paths are a subtraction: they win over any read, write or exec rule.
+// paths.CredentialStores is the list every synthesized profile hides by default.
 //
 // # Environment
 //

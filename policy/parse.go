@@ -346,7 +346,7 @@ func (t *tree) leafErrors(v any, e schemaIssue) []*LoadError {
 		got := e.got.(string)
 		switch def {
 		case "path":
-			msg = fmt.Sprintf("%q must be absolute or start with a variable (%s)", got, strings.Join(PathVariables, " "))
+			msg = fmt.Sprintf("%q must be absolute or start with a variable (%s)", got, pathVariables())
 		case "syscallName":
 			msg = fmt.Sprintf("%q is not a syscall name (lowercase letters, digits and _)", got)
 		case "endpoint":

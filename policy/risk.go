@@ -2,9 +2,10 @@ package policy
 
 import (
 	"fmt"
-	"path"
 	"strings"
 	"sync"
+
+	"github.com/sysprof/sysprof/paths"
 )
 
 // Risk classes a change to a profile. Narrowing changes have RiskNone.
@@ -54,38 +55,6 @@ func (r *Risk) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// CredentialStores are the paths that hold credentials a dev tool has no business reading.
-// Every synthesized profile hides them by default (Filesystem.Hidden), even inside a broader
-// read rule; Diff rates making one readable as critical. Globs match one path component.
-var CredentialStores = []string{
-	"$HOME/.ssh",
-	"$HOME/.aws",
-	"$HOME/.config/gcloud",
-	"$HOME/.azure",
-	"$HOME/.kube",
-	"$HOME/.docker/config.json",
-	"$HOME/.netrc",
-	"$HOME/.git-credentials",
-	"$HOME/.config/git/credentials",
-	"$HOME/.config/gh",
-	"$HOME/.npmrc",
-	"$HOME/.yarnrc.yml",
-	"$HOME/.pypirc",
-	"$HOME/.cargo/credentials*",
-	"$CARGO_HOME/credentials*",
-	"$HOME/.gnupg",
-	"$HOME/.password-store",
-	"$HOME/.local/share/keyrings",
-	"$HOME/.vault-token",
-	"$WORKDIR/.env",
-	"$WORKDIR/.env.*",
-	// Project-level package manager and netrc credentials (npm's _authToken, twine's password).
-	"$WORKDIR/.npmrc",
-	"$WORKDIR/.yarnrc.yml",
-	"$WORKDIR/.pypirc",
-	"$WORKDIR/.netrc",
-}
-
 // systemSecrets are host files that hold secrets. Reading one of them (or a path inside one)
 // is critical; a roll-up such as /etc that merely covers them is not rated on their account.
 var systemSecrets = []string{"/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh", "/root", "/proc/kcore", "/dev/mem", "/dev/kmem"}
@@ -99,29 +68,6 @@ var workAreas = []string{"$WORKDIR", "$TMPDIR", "/tmp", "/var/tmp", "$CARGO_HOME
 
 // harmlessDevices may be written by anything.
 var harmlessDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/ptmx", "/dev/shm", "/dev/stdout", "/dev/stderr", "/dev/fd", "/proc/self/fd"}
-
-// PathCovers reports whether rule (a path rule from a profile) covers p: p is the rule or lies
-// below it, matching glob components one by one. Both are profile paths ($HOME/x or absolute);
-// "/" covers every path, variables included, since a variable expands to some absolute path.
-func PathCovers(rule, p string) bool {
-	if rule == "/" {
-		return true
-	}
-	rc := strings.Split(rule, "/")
-	pc := strings.Split(p, "/")
-	if len(pc) < len(rc) {
-		return false
-	}
-	for i, c := range rc {
-		if c == pc[i] {
-			continue
-		}
-		if ok, err := path.Match(c, pc[i]); err != nil || !ok {
-			return false
-		}
-	}
-	return true
-}
 
 // homeEquivalent maps absolute home paths to $HOME ones (/home/alice/.ssh → $HOME/.ssh, /root
 // → $HOME, /home → $HOME) so that a machine-specific rule is rated like its portable form.
@@ -150,18 +96,18 @@ func exposedCredential(p string, hidden []PathRule) string {
 	}
 	isHidden := func(x string) bool {
 		for _, h := range hidden {
-			if PathCovers(h.Path, x) {
+			if paths.Covers(h.Path, x) {
 				return true
 			}
 		}
 		return false
 	}
-	for _, c := range CredentialStores {
+	for _, c := range paths.CredentialStores() {
 		for _, f := range forms {
 			switch {
-			case PathCovers(f, c) && !isHidden(c): // a parent of the store
+			case paths.Covers(f, c) && !isHidden(c): // a parent of the store
 				return c
-			case PathCovers(c, f) && !isHidden(f): // the store or a file in it
+			case paths.Covers(c, f) && !isHidden(f): // the store or a file in it
 				return c
 			}
 		}
@@ -171,7 +117,7 @@ func exposedCredential(p string, hidden []PathRule) string {
 
 func underAny(p string, roots []string) bool {
 	for _, r := range roots {
-		if PathCovers(r, p) {
+		if paths.Covers(r, p) {
 			return true
 		}
 	}
@@ -180,7 +126,7 @@ func underAny(p string, roots []string) bool {
 
 func systemSecret(p string) string {
 	for _, s := range systemSecrets {
-		if PathCovers(s, p) {
+		if paths.Covers(s, p) {
 			return s
 		}
 	}
@@ -217,7 +163,7 @@ func pathRisk(access, p string, n *Profile) (Risk, string) {
 	default:
 		reason := "new executable path: more code may run"
 		for _, w := range n.Filesystem.Write {
-			if PathCovers(w.Path, p) || PathCovers(p, w.Path) {
+			if paths.Covers(w.Path, p) || paths.Covers(p, w.Path) {
 				reason += "; it is also writable, so code written during the run can be executed"
 				break
 			}

@@ -17,7 +17,7 @@
 //	           it, else the address)
 //
 // Paths are made portable with the variables of the host that ran the command ($WORKDIR,
-// $HOME, $TMPDIR, toolchain roots; see synth.PathVars) and per-run random names become globs
+// $HOME, $TMPDIR, toolchain roots; see package paths) and per-run random names become globs
 // (synth.GlobComponent), so an accepted change matches the next run and the profile stays
 // free of machine-specific paths. A file denial can also be answered with its directory (the
 // parent of the path, never `/` or a bare variable such as $HOME) or by hiding the path.
@@ -28,7 +28,7 @@
 //
 // # Credential stores
 //
-// A denial on a credential store (synth.CredentialStores: ~/.ssh, ~/.aws, .env, ...) is
+// A denial on a credential store (paths.CredentialStores: ~/.ssh, ~/.aws, .env, ...) is
 // always critical, offers no directory form, and its default answer is KeepDenied: the store
 // stays hidden. Answering Hide on one hides the whole store, not just the file that was asked
 // for. Its path is kept literally (not globbed) so the reviewer sees which secret was read.

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
-	"github.com/sysprof/sysprof/synth"
 )
 
 // Choice is a reviewer's answer to one proposal. The zero value is KeepDenied: a proposal
@@ -390,7 +390,7 @@ func proposeFile(pr *Proposal, base *policy.Profile, d report.Denial, exe string
 	pr.Summary = verb
 	unhide := hiddenCovering(base, p)
 	pr.Exact = Patch{Section: section, Item: p, By: exe, Unhide: unhide}
-	pr.Credential = credentialStore(p)
+	pr.Credential = paths.CredentialStore(p)
 	if pr.Credential != "" {
 		if len(unhide) == 0 {
 			pr.Hide = &Patch{Section: policy.SectionHidden, Item: pr.Credential, By: exe}
@@ -417,8 +417,8 @@ func parentDir(p string) string {
 	if !strings.Contains(dir, "/") || strings.Count(dir, "/") == 1 && !strings.HasPrefix(dir, "$") {
 		return "" // $HOME, /usr: far more than the path
 	}
-	for _, c := range synth.CredentialStores {
-		if synth.Covers(dir, c) || synth.Covers(c, dir) {
+	for _, c := range paths.CredentialStores() {
+		if paths.Covers(dir, c) || paths.Covers(c, dir) {
 			return ""
 		}
 	}
@@ -429,22 +429,11 @@ func parentDir(p string) string {
 func hiddenCovering(p *policy.Profile, x string) []string {
 	var out []string
 	for _, h := range p.Filesystem.Hidden {
-		if synth.Covers(h.Path, x) {
+		if paths.Covers(h.Path, x) {
 			out = append(out, h.Path)
 		}
 	}
 	return out
-}
-
-// credentialStore returns the credential store (a synth.CredentialStores pattern) that p is or
-// lies in, or "".
-func credentialStore(p string) string {
-	for _, c := range synth.CredentialStores {
-		if synth.Covers(c, p) {
-			return c
-		}
-	}
-	return ""
 }
 
 func proposeNetwork(pr *Proposal, d report.Denial, exe string, env map[string]string) error {

@@ -12,7 +12,7 @@
 //   - portable-paths: $WORKDIR, $HOME, $TMPDIR and toolchain roots replace machine prefixes
 //     (longest wins); per-run random names become globs ($TMPDIR/go-build*, see GlobComponent);
 //     /proc/<pid> becomes /proc/self or /proc/*.
-//   - credentials: CredentialStores (and the ssh-agent socket) are hidden in every profile; an
+//   - credentials: paths.CredentialStores (and the ssh-agent socket) are hidden in every profile; an
 //     access to one is dropped with a loud warning unless Options.AllowSecrets names it.
 //   - failed-probes: failed accesses get no rule — they fail the same way under enforcement.
 //   - source-tree, read, write, exec: reads under $WORKDIR become one read-only $WORKDIR rule;

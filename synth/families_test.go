@@ -21,7 +21,7 @@ func TestToolCacheRollsUpToItsDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := paths(res.Profile.Filesystem.Write)
+	got := rulePaths(res.Profile.Filesystem.Write)
 	want := []string{"$HOME/.cache/gopls", "$HOME/.cache/notes.txt"}
 	if !sameSet(got, want) {
 		t.Errorf("write rules %q, want %q", got, want)

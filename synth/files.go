@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/trace"
 )
 
@@ -17,7 +18,7 @@ func (s *state) passPortable() []string {
 		return nil
 	}
 	counts := newPortableCounts()
-	paths := newPathRewriter(s, counts)
+	rw := newPathRewriter(s, counts)
 	// Executables are few and repeat.
 	exeOut := map[string]string{}
 	var lastExeIn, lastExeOut string
@@ -45,13 +46,13 @@ func (s *state) passPortable() []string {
 			rank[pe] = r
 		}
 	}
-	// Rewriting the file paths is most of the pass, and each path is rewritten on its own:
-	// with many, the two halves at once, the second with its own memo and counts (its paths
+	// Rewriting the file rw is most of the pass, and each path is rewritten on its own:
+	// with many, the two halves at once, the second with its own memo and counts (its rw
 	// are told apart from the first's at the end).
 	uses, secondUses := make([]int, len(s.exes)), make([]int, len(s.exes))
 	second := newPortableCounts()
 	inHalves(len(s.files),
-		func(lo, hi int) { paths.files(s.files[lo:hi], s.exes, uses) },
+		func(lo, hi int) { rw.files(s.files[lo:hi], s.exes, uses) },
 		func(lo, hi int) { newPathRewriter(s, second).files(s.files[lo:hi], s.exes, secondUses) })
 	counts.procSelf += second.procSelf
 	counts.procAny += second.procAny
@@ -74,7 +75,7 @@ func (s *state) passPortable() []string {
 	for i := range s.net {
 		n := &s.net[i]
 		if !strings.HasPrefix(n.path, "@") {
-			n.path = paths.rewrite(n.path, n.exe, n.ok)
+			n.path = rw.rewrite(n.path, n.exe, n.ok)
 		}
 		n.exe = convExe(n.exe)
 	}
@@ -86,11 +87,11 @@ func (s *state) passPortable() []string {
 	var msgs []string
 	perVar := distinctPaths(counts.perVar, second.perVar)
 	for _, v := range s.vars {
-		if n := perVar[v.name]; n > 0 {
-			msgs = append(msgs, fmt.Sprintf("%s → $%s (%s seen)", v.value, v.name, plural(n, "path")))
+		if n := perVar[v.Name]; n > 0 {
+			msgs = append(msgs, fmt.Sprintf("%s → $%s (%s seen)", v.Value, v.Name, plural(n, "path")))
 		}
 	}
-	// One line per directory: its collapsed names, and how many paths they stand for; sibling
+	// One line per directory: its collapsed names, and how many rw they stand for; sibling
 	// directories beyond a few share a line ($GOCACHE/00 … $GOCACHE/ff → $GOCACHE/*).
 	byDir := map[string]map[string]bool{}
 	count := map[string]int{}
@@ -312,7 +313,7 @@ func (s *state) passCredentials() []string {
 	for p := range s.hidden.byPath() {
 		stores[p] = true
 	}
-	for _, c := range append(slices.Clone(CredentialStores), sshAgentDefault) {
+	for _, c := range append(paths.CredentialStores(), sshAgentDefault) {
 		stores[c] = true
 		if s.trace == nil && s.hidden.get(c) == nil && s.allowsUnder(c) {
 			// A profile read back that allows something inside a store it does not hide got
@@ -347,7 +348,7 @@ func (s *state) passCredentials() []string {
 	// keeps dropping what the tool did to $HOME/.ssh/id_rsa, so only the named path is allowed.
 	for _, h := range sortedKeys(s.hidden.byPath()) {
 		for _, a := range allowed {
-			if Covers(h, a) || Covers(a, h) {
+			if paths.Covers(h, a) || paths.Covers(a, h) {
 				s.hidden.delete(h)
 				msgs = append(msgs, fmt.Sprintf("%s not hidden: --allow-secret %s", h, a))
 				break
@@ -356,7 +357,7 @@ func (s *state) passCredentials() []string {
 	}
 	hostStores := make([]string, len(s.stores))
 	for i, h := range s.stores {
-		hostStores[i] = Expand(h, s.ctx)
+		hostStores[i] = expandOr(h, s.ctx)
 	}
 	portableIdx, hostIdx := s.storeSet, newPatternSet(hostStores)
 	// Most paths lie where no store can: no store starts with their first component, portable
@@ -379,15 +380,15 @@ func (s *state) passCredentials() []string {
 			}
 		}
 		for _, a := range allowed {
-			if Covers(a, p) {
+			if paths.Covers(a, p) {
 				return ""
 			}
 		}
-		hp := Expand(p, s.ctx)
+		hp := expandOr(p, s.ctx)
 		// The first store, in s.stores order, that covers p. Compared on the host too: when two
 		// variables share a value ($TMPDIR or $WORKDIR = $HOME), the portable spelling of a path
 		// may use the other one.
-		covers := func(i int) bool { return Covers(s.stores[i], p) || Covers(hostStores[i], hp) }
+		covers := func(i int) bool { return paths.Covers(s.stores[i], p) || paths.Covers(hostStores[i], hp) }
 		i := portableIdx.firstCovering(p, covers)
 		if j := hostIdx.firstCovering(hp, covers); j >= 0 && (i < 0 || j < i) {
 			i = j
@@ -458,9 +459,10 @@ func (s *state) passCredentials() []string {
 // the value of the variable k, when that value is clean and absolute (Expand cleans the value
 // and the rest joined). ok is false when the rest could change it.
 func hostFirst(k string, ctx map[string]string) (string, bool) {
-	v, _, ok := varOf(k, ctx)
-	if !ok {
-		return k, true // Expand leaves the path as it is
+	name, _, ok := paths.Split(k)
+	v := ctx[name]
+	if !ok || v == "" {
+		return k, true // expandOr leaves the path as it is
 	}
 	if v == "/" || !path.IsAbs(v) || !cleanAbs(v) {
 		return "", false
@@ -492,7 +494,7 @@ func (s *state) keepFiles(keep func(f *fileObs) bool) {
 func (s *state) allowsUnder(c string) bool {
 	for _, m := range []*ruleSet{s.read, s.write, s.exec, s.list} {
 		for p := range m.byPath() {
-			if Covers(c, p) {
+			if paths.Covers(c, p) {
 				return true
 			}
 		}
@@ -630,20 +632,20 @@ func (s *state) passSourceTree() []string {
 	if s.ctx["WORKDIR"] == "" {
 		return nil
 	}
-	paths := map[string]bool{}
+	seen := map[string]bool{}
 	var pr prov
 	provs := s.exeProvs()
 	for _, f := range s.files {
-		if f.access == trace.AccessRead && !f.dir && Covers("$WORKDIR", f.path) {
-			paths[f.path] = true
+		if f.access == trace.AccessRead && !f.dir && paths.Covers("$WORKDIR", f.path) {
+			seen[f.path] = true
 			pr = earliest(pr, provs[f.exe])
 		}
 	}
-	if len(paths) == 0 {
+	if len(seen) == 0 {
 		return nil
 	}
 	s.addRule(s.read, "$WORKDIR", pr, "source tree, read-only")
-	return []string{fmt.Sprintf("%s read under $WORKDIR → $WORKDIR (read-only source tree)", plural(len(paths), "path"))}
+	return []string{fmt.Sprintf("%s read under $WORKDIR → $WORKDIR (read-only source tree)", plural(len(seen), "path"))}
 }
 
 // passRead turns successful reads into read rules and directory listings into list rules.
@@ -682,7 +684,7 @@ func (s *state) passRead() []string {
 		case f.access == trace.AccessRead && tooBroadToRead(f.path):
 			refused++
 		case f.access == trace.AccessRead:
-			if !srcTree || !Covers("$WORKDIR", f.path) {
+			if !srcTree || !paths.Covers("$WORKDIR", f.path) {
 				s.addRule(s.read, f.path, provs[f.exe], "")
 				srcTree = srcTree || f.path == "$WORKDIR"
 			}
@@ -713,7 +715,7 @@ var cacheRoots = []string{"$GOCACHE", "$GOMODCACHE", "$NPM_CACHE"}
 // writeAnchor returns the directory a write at p is granted on because p lies in a cache.
 func writeAnchor(p string) string {
 	for _, r := range cacheRoots {
-		if Covers(r, p) {
+		if paths.Covers(r, p) {
 			return r
 		}
 	}
@@ -831,7 +833,7 @@ func writeTarget(p, access string, dir bool, stores *patternSet) (string, string
 // or contains one.
 func touchesStore(d string, stores []string) bool {
 	for _, st := range stores {
-		if Covers(st, d) || Covers(d, st) {
+		if paths.Covers(st, d) || paths.Covers(d, st) {
 			return true
 		}
 	}
@@ -925,7 +927,7 @@ func readRollupAllowed(d string) bool {
 		if d == r.path {
 			return r.self
 		}
-		if Covers(r.path, d) {
+		if paths.Covers(r.path, d) {
 			return true
 		}
 	}
@@ -1086,10 +1088,10 @@ func rollup(set *ruleSet, threshold int, noun string, allowed, blocked func(stri
 	return made
 }
 
-// under1 is Covers(d, p), faster for a glob-free d: p is d or lies below it.
+// under1 is paths.Covers(d, p), faster for a glob-free d: p is d or lies below it.
 func under1(d, p string) bool {
 	if d == "/" || strings.IndexByte(d, '*') >= 0 {
-		return Covers(d, p)
+		return paths.Covers(d, p)
 	}
 	return p == d || len(p) > len(d) && p[len(d)] == '/' && p[:len(d)] == d
 }
@@ -1171,12 +1173,12 @@ func (s *state) passCoverage() []string {
 				return r
 			}
 			for _, q := range alsoGlobs {
-				if Covers(q, p) {
+				if paths.Covers(q, p) {
 					return also[q]
 				}
 			}
 			for _, q := range mGlobs {
-				if q != p && m[q] != nil && Covers(q, p) {
+				if q != p && m[q] != nil && paths.Covers(q, p) {
 					return m[q]
 				}
 			}
@@ -1236,7 +1238,7 @@ func (s *state) passPrivateTmp() []string {
 		}
 	}
 	for _, f := range used {
-		if !slices.ContainsFunc(created, func(c string) bool { return Covers(c, f.path) }) {
+		if !slices.ContainsFunc(created, func(c string) bool { return paths.Covers(c, f.path) }) {
 			s.privateTmp = false
 			return []string{fmt.Sprintf("no private /tmp: %s used %s, which it did not create", s.exes[f.exe], f.path)}
 		}

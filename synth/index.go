@@ -1,6 +1,6 @@
 package synth
 
-import "strings"
+import "github.com/sysprof/sysprof/paths"
 
 // patternSet indexes rule patterns by their literal prefix (the components before the first
 // one with a glob), so that the patterns that can cover a path, or be covered by it, are found
@@ -40,7 +40,7 @@ func plainFirst(p string) (string, bool) {
 		return "/", false
 	}
 	k, _ := comp(p, compStart(p))
-	return k, k != "" && strings.IndexByte(k, '*') < 0
+	return k, k != "" && !paths.HasGlob(k)
 }
 
 // literalPrefix returns the components of pattern p before its first one with a glob, joined,
@@ -53,7 +53,7 @@ func literalPrefix(p string) string {
 	end := i
 	for j := i; j <= len(p); {
 		c, next := comp(p, j)
-		if strings.IndexByte(c, '*') >= 0 {
+		if paths.HasGlob(c) {
 			break
 		}
 		end = min(next-1, len(p))
@@ -119,7 +119,7 @@ func (ps *patternSet) touches(d string) bool {
 	for _, list := range [][]int{ps.always, ps.byKey[k]} {
 		for _, i := range list {
 			st := ps.pats[i]
-			if under(ps.lits[i], d) && Covers(st, d) || under(dl, st) && Covers(d, st) {
+			if under(ps.lits[i], d) && paths.Covers(st, d) || under(dl, st) && paths.Covers(d, st) {
 				return true
 			}
 		}

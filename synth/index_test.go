@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/sysprof/sysprof/paths"
 )
 
 // TestPatternSet checks the index against trying every pattern: firstCovering finds the first
@@ -31,12 +33,12 @@ func TestPatternSet(t *testing.T) {
 			}
 			want := -1
 			for i, p := range pats {
-				if Covers(p, x) {
+				if paths.Covers(p, x) {
 					want = i
 					break
 				}
 			}
-			if got := ps.firstCovering(x, func(i int) bool { return Covers(pats[i], x) }); got != want {
+			if got := ps.firstCovering(x, func(i int) bool { return paths.Covers(pats[i], x) }); got != want {
 				t.Fatalf("patterns %q: firstCovering(%q) = %d, want %d", pats, x, got, want)
 			}
 			if got, want := ps.touches(x), touchesStore(x, pats); got != want {

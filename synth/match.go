@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/trace"
 )
@@ -41,11 +42,11 @@ func Allows(p *policy.Profile, ctx map[string]string, a Access) bool {
 	}
 	covered := func(rules []policy.PathRule) bool {
 		for _, r := range rules {
-			pat := Expand(r.Path, ctx)
+			pat := expandOr(r.Path, ctx)
 			if strings.HasPrefix(pat, "$") {
 				continue
 			}
-			if Covers(pat, target) {
+			if paths.Covers(pat, target) {
 				return true
 			}
 		}
@@ -73,42 +74,15 @@ func Allows(p *policy.Profile, ctx map[string]string, a Access) bool {
 // Hidden reports whether path (absolute) is hidden by p under ctx.
 func Hidden(p *policy.Profile, ctx map[string]string, path string) bool {
 	for _, r := range p.Filesystem.Hidden {
-		if pat := Expand(r.Path, ctx); !strings.HasPrefix(pat, "$") && Covers(pat, path) {
+		if pat := expandOr(r.Path, ctx); !strings.HasPrefix(pat, "$") && paths.Covers(pat, path) {
 			return true
 		}
 	}
 	return false
 }
 
-// Covers reports whether rule pattern pat covers path p: p matches pat, or lies below a path
-// that does. Both are compared component by component; in pat `*` matches any run of
-// characters within a component and a `**` component matches zero or more components. p is
-// taken literally (a `*` in p is only matched by a `*` or a glob in pat), so Covers also
-// answers whether one rule covers another.
-func Covers(pat, p string) bool {
-	if pat == p {
-		return true
-	}
-	// A variable stands for a whole prefix: $HOME/x is only covered by rules starting with
-	// $HOME itself (or by /), never by a glob such as /*/x.
-	if pv, vv := strings.HasPrefix(pat, "$"), strings.HasPrefix(p, "$"); pat != "/" && (pv || vv) {
-		if !pv || !vv || firstComp(pat) != firstComp(p) {
-			return false
-		}
-	}
-	if strings.IndexByte(pat, '*') < 0 { // fast path: a plain prefix on a component boundary
-		return pat == "/" || len(p) > len(pat) && p[len(pat)] == '/' && p[:len(pat)] == pat
-	}
-	pi, qi := compStart(pat), compStart(p)
-	return coverComps(pat, pi, p, qi)
-}
-
-// The matcher walks component lists in place instead of splitting them: a list is a path and
-// the offset of its first component (compStart), and an offset past the end (len+1) is the
-// empty list. "/" is the empty list, "" the list holding one empty component, and one leading
-// slash is not a component: the lists strings.Split(strings.TrimPrefix(p, "/"), "/") would give.
-
-// compStart is the offset of the first component of p.
+// compStart is the offset of the first component of p: a path's components are walked in
+// place (comp), an offset past the end (len+1) being the empty list.
 func compStart(p string) int {
 	switch {
 	case p == "/":
@@ -126,65 +100,4 @@ func comp(p string, i int) (string, int) {
 		return p[i:], len(p) + 1
 	}
 	return p[i : i+j], i + j + 1
-}
-
-func coverComps(pat string, pi int, p string, qi int) bool {
-	for pi <= len(pat) {
-		pc, pnext := comp(pat, pi)
-		if pc == "**" {
-			for {
-				if coverComps(pat, pnext, p, qi) {
-					return true
-				}
-				if qi > len(p) {
-					return false
-				}
-				_, qi = comp(p, qi)
-			}
-		}
-		if qi > len(p) {
-			return false
-		}
-		qc, qnext := comp(p, qi)
-		if !globMatch(pc, qc) {
-			return false
-		}
-		pi, qi = pnext, qnext
-	}
-	return true
-}
-
-// globMatch matches one component against a pattern whose only metacharacter is `*`.
-func globMatch(pat, s string) bool {
-	star := strings.IndexByte(pat, '*')
-	if star < 0 {
-		return pat == s
-	}
-	// The parts between stars: the first is a prefix, the middle ones are found leftmost in
-	// order, the last is a suffix of what remains.
-	if !strings.HasPrefix(s, pat[:star]) {
-		return false
-	}
-	s = s[star:]
-	rest := pat[star+1:]
-	for {
-		next := strings.IndexByte(rest, '*')
-		if next < 0 {
-			return len(s) >= len(rest) && strings.HasSuffix(s, rest)
-		}
-		mid := rest[:next]
-		i := strings.Index(s, mid)
-		if i < 0 {
-			return false
-		}
-		s = s[i+len(mid):]
-		rest = rest[next+1:]
-	}
-}
-
-func firstComp(p string) string {
-	if i := strings.IndexByte(p, '/'); i >= 0 {
-		return p[:i]
-	}
-	return p
 }

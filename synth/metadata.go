@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sysprof/sysprof/paths"
 )
 
 // maxNameLen caps profile names (they become file names: .sysprof/<name>.yaml).
@@ -124,7 +126,7 @@ func (s *state) builtByRun(exe string) bool {
 		return true
 	}
 	for w := range s.write.byPath() {
-		if Covers(w, exe) {
+		if paths.Covers(w, exe) {
 			return true
 		}
 	}

@@ -3,71 +3,26 @@ package synth
 import (
 	"path"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
+
+	"github.com/sysprof/sysprof/paths"
 )
 
-// PathVars are the variables a portable path may start with, in the order the portable-paths
-// pass prefers them when two have the same value. Each is looked up without the `$` in
-// trace.Context and in the ctx map of Expand.
-var PathVars = []string{
-	"WORKDIR", "GOCACHE", "GOMODCACHE", "GOROOT", "CARGO_HOME", "RUSTUP_HOME", "NPM_CACHE",
-	"GOPATH", "TMPDIR", "HOME",
-}
-
-// variable is one path variable with its value on the machine that recorded the trace.
-type variable struct{ name, value string }
-
-// pathVars returns the usable path variables of ctx, longest value first so that the longest
-// prefix wins ($GOCACHE=/home/a/.cache/go-build beats $HOME=/home/a).
-func pathVars(ctx map[string]string) []variable {
-	var vs []variable
-	for _, name := range PathVars {
-		v := path.Clean(ctx[name])
-		if ctx[name] == "" || !path.IsAbs(v) || v == "/" {
-			continue
-		}
-		vs = append(vs, variable{name, v})
+// expandOr is paths.Expand, or p itself when p cannot be expanded with ctx (a pattern over a
+// variable ctx lacks then covers no host path).
+func expandOr(p string, ctx map[string]string) string {
+	if x, err := paths.Expand(p, ctx); err == nil {
+		return x
 	}
-	slices.SortStableFunc(vs, func(a, b variable) int { return len(b.value) - len(a.value) })
-	return vs
-}
-
-// Expand turns a portable path back into a host path: a leading $VAR (or ${VAR}) is replaced
-// by ctx[VAR] (keys without the `$`). A path with an unknown variable comes back unchanged, so
-// that a caller can refuse it; globs (`*`, `**`) are left for the matcher.
-func Expand(p string, ctx map[string]string) string {
-	v, rest, ok := varOf(p, ctx)
-	if !ok {
-		return p
-	}
-	return path.Clean(v + rest)
-}
-
-// varOf returns the value in ctx of the variable p starts with ($NAME or ${NAME}), and the
-// rest of p after it; ok is false when p starts with no variable ctx gives a value.
-func varOf(p string, ctx map[string]string) (value, rest string, ok bool) {
-	if !strings.HasPrefix(p, "$") {
-		return "", "", false
-	}
-	name, rest := p[1:], ""
-	if i := strings.IndexByte(name, '/'); i >= 0 {
-		name, rest = name[:i], name[i:]
-	}
-	name = strings.TrimSuffix(strings.TrimPrefix(name, "{"), "}")
-	v, ok := ctx[name]
-	if !ok || v == "" {
-		return "", "", false
-	}
-	return v, rest, true
+	return p
 }
 
 // portablePath rewrites one absolute host path into its portable form: /proc/<pid> becomes
 // /proc/self (when pid is one of exePIDs, the pids of the process image that made the access)
 // or /proc/*, the longest variable prefix is substituted, and per-run random components
 // collapse to globs. Relative or empty paths come back unchanged.
-func portablePath(p string, vars []variable, exePIDs map[string]bool) string {
+func portablePath(p string, vars paths.Roots, exePIDs map[string]bool) string {
 	if p == "" || !path.IsAbs(p) {
 		return p
 	}
@@ -79,14 +34,11 @@ func portablePath(p string, vars []variable, exePIDs map[string]bool) string {
 		return portableKernelPath(p, exePIDs)
 	}
 	prefix, rest := "", p[1:] // rest: the components after the variable, or all of them
-	for _, v := range vars {
-		if p == v.value {
-			return "$" + v.name
+	if name, r, ok := vars.Cut(p); ok {
+		if r == "" {
+			return "$" + name
 		}
-		if len(p) > len(v.value) && p[len(v.value)] == '/' && p[:len(v.value)] == v.value {
-			prefix, rest = "$"+v.name, p[len(v.value)+1:]
-			break
-		}
+		prefix, rest = "$"+name, r
 	}
 	// Glob the components; most need nothing, and then neither does the path.
 	var b strings.Builder
@@ -128,7 +80,7 @@ func portablePath(p string, vars []variable, exePIDs map[string]bool) string {
 // It remembers the directories of the last path, each the parent of the next (the paths come
 // sorted, so that is where the next path usually lies); any order gives the same answers.
 type portableMemo struct {
-	vars    []variable
+	vars    paths.Roots
 	varLens uint64 // bit n: a variable's value is n bytes long (n < 64; longer ones always checked)
 	stack   []dirMemo
 }
@@ -139,11 +91,11 @@ type dirMemo struct {
 	same     bool // out is dir itself
 }
 
-func newPortableMemo(vars []variable) *portableMemo {
+func newPortableMemo(vars paths.Roots) *portableMemo {
 	m := &portableMemo{vars: vars}
 	for _, v := range vars {
-		if len(v.value) < 64 {
-			m.varLens |= 1 << len(v.value)
+		if len(v.Value) < 64 {
+			m.varLens |= 1 << len(v.Value)
 		}
 	}
 	return m
@@ -262,7 +214,7 @@ func (m *portableMemo) isVarValue(p string) bool {
 		return false
 	}
 	for _, v := range m.vars {
-		if v.value == p {
+		if v.Value == p {
 			return true
 		}
 	}
@@ -625,5 +577,5 @@ func Portable(p string, ctx map[string]string) string {
 		pid, _, _ := strings.Cut(rest, "/")
 		own[pid] = true
 	}
-	return portablePath(p, pathVars(ctx), own)
+	return portablePath(p, paths.NewRoots(ctx), own)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/trace"
 )
 
@@ -75,7 +76,7 @@ func TestGlobComponent(t *testing.T) {
 }
 
 func TestPortablePath(t *testing.T) {
-	vars := pathVars(map[string]string{
+	vars := paths.NewRoots(map[string]string{
 		"WORKDIR": "/home/alice/src/proj", "HOME": "/home/alice", "TMPDIR": "/tmp",
 		"GOCACHE": "/home/alice/.cache/go-build", "GOROOT": "/usr/local/go", "USER": "alice",
 		"CARGO_HOME": "relative/ignored",
@@ -138,8 +139,8 @@ func TestExpand(t *testing.T) {
 		{"$GOCACHE/x", "$GOCACHE/x"}, // unknown: unchanged, for the caller to refuse
 		{"/usr/lib", "/usr/lib"},
 	} {
-		if got := Expand(c.in, ctx); got != c.want {
-			t.Errorf("Expand(%q) = %q, want %q", c.in, got, c.want)
+		if got := expandOr(c.in, ctx); got != c.want {
+			t.Errorf("expandOr(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
@@ -169,8 +170,8 @@ func TestPortableAcrossUsers(t *testing.T) {
 	}
 	p := res.Profile
 	var got []string
-	for _, r := range append(append([]string{}, paths(p.Filesystem.Read)...), paths(p.Filesystem.Write)...) {
-		got = append(got, Expand(r, bob))
+	for _, r := range append(append([]string{}, rulePaths(p.Filesystem.Read)...), rulePaths(p.Filesystem.Write)...) {
+		got = append(got, expandOr(r, bob))
 	}
 	want := []string{"/home/bob/.toolrc", "/srv/build/x", "/home/bob/.cache/go-build", "/var/tmp/bob/go-build*", "/srv/build/x/out"}
 	want = append(want, localeData...) // absolute: the same for everyone
@@ -200,7 +201,7 @@ func TestPortableAcrossUsers(t *testing.T) {
 	}
 }
 
-func paths(rules []policyPathRule) []string {
+func rulePaths(rules []policyPathRule) []string {
 	var out []string
 	for _, r := range rules {
 		out = append(out, r.Path)
@@ -227,7 +228,7 @@ func sameSet(a, b []string) bool {
 func TestSecretPattern(t *testing.T) {
 	s := newState(Options{})
 	s.ctx = map[string]string{"HOME": "/home/alice", "WORKDIR": "/home/alice/src/p"}
-	s.vars = pathVars(s.ctx)
+	s.vars = paths.NewRoots(s.ctx)
 	for _, c := range []struct{ in, want string }{
 		{"~/.npmrc", "$HOME/.npmrc"},
 		{"~", "$HOME"},
@@ -251,7 +252,7 @@ func TestPortablePathShortcuts(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	pieces := []string{"/", "/", ".", "..", "a", "tmp.", "cc", "ssh-", "rustc", ".tmp", "B", "7", "2026", "-", "x9Z", "deadbeef", "_",
 		"/proc/", "/dev/", "/sys", "12345", "/a/b", "/tmp", "home", "/home/u"}
-	vars := pathVars(map[string]string{"HOME": "/home/u", "WORKDIR": "/a/b", "TMPDIR": "/tmp", "GOROOT": "/a/b/7", "GOCACHE": "/proc/x"})
+	vars := paths.NewRoots(map[string]string{"HOME": "/home/u", "WORKDIR": "/a/b", "TMPDIR": "/tmp", "GOROOT": "/a/b/7", "GOCACHE": "/proc/x"})
 	memo := newPortableMemo(vars)
 	pids := map[string]bool{"12345": true}
 	for i := 0; i < 100000; i++ {
@@ -315,8 +316,8 @@ func TestHostFirst(t *testing.T) {
 			continue
 		}
 		checked++
-		if got, _ := plainFirst(Expand(k+rest, ctx)); got != hk {
-			t.Fatalf("ctx %v: Expand(%q) starts with %q, hostFirst(%q) says %q", ctx, k+rest, got, k, hk)
+		if got, _ := plainFirst(expandOr(k+rest, ctx)); got != hk {
+			t.Fatalf("ctx %v: expandOr(%q) starts with %q, hostFirst(%q) says %q", ctx, k+rest, got, k, hk)
 		}
 	}
 	if checked < 5000 {

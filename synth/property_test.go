@@ -3,11 +3,11 @@ package synth
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/trace"
 )
 
@@ -137,21 +137,21 @@ func randomTrace(r *rand.Rand) (*trace.Trace, []int) {
 // whether an absolute path is a secret no allowance named.
 func secretFilter(ctx map[string]string, allow []string) func(string) bool {
 	var stores, allowed []string
-	for _, c := range append(slices.Clone(CredentialStores), sshAgentDefault) {
-		stores = append(stores, Expand(c, ctx))
+	for _, c := range append(paths.CredentialStores(), sshAgentDefault) {
+		stores = append(stores, expandOr(c, ctx))
 	}
 	for _, a := range allow {
 		a = strings.Replace(a, "~", "$HOME", 1)
-		allowed = append(allowed, Expand(a, ctx))
+		allowed = append(allowed, expandOr(a, ctx))
 	}
 	return func(p string) bool {
 		for _, a := range allowed {
-			if Covers(a, p) {
+			if paths.Covers(a, p) {
 				return false
 			}
 		}
 		for _, s := range stores {
-			if Covers(s, p) {
+			if paths.Covers(s, p) {
 				return true
 			}
 		}
@@ -163,12 +163,12 @@ func secretFilter(ctx map[string]string, allow []string) func(string) bool {
 // passRead and passWrite): reading /, $HOME, /etc … themselves, writing $WORKDIR, $HOME …
 // themselves.
 func refusedByDesign(f trace.FileAccess, ctx map[string]string) bool {
-	p := portablePath(f.Path, pathVars(ctx), nil)
+	p := portablePath(f.Path, paths.NewRoots(ctx), nil)
 	switch {
 	case f.Access == trace.AccessRead && !f.Dir:
 		return tooBroadToRead(p)
 	case isWriteKind(f.Access):
-		target, _ := writeTarget(p, f.Access, f.Dir, newPatternSet(append(slices.Clone(CredentialStores), sshAgentDefault)))
+		target, _ := writeTarget(p, f.Access, f.Dir, newPatternSet(append(paths.CredentialStores(), sshAgentDefault)))
 		return target == ""
 	case f.Access == trace.AccessExec:
 		return tooBroadToExec(p)
@@ -231,8 +231,8 @@ func TestPropertyAllowsObserved(t *testing.T) {
 			}
 		}
 		// Fixed probes into every store.
-		for _, c := range CredentialStores {
-			probe := strings.ReplaceAll(Expand(c, ctx), "**", "deep/er")
+		for _, c := range paths.CredentialStores() {
+			probe := strings.ReplaceAll(expandOr(c, ctx), "**", "deep/er")
 			probe = strings.ReplaceAll(probe, "*", "x") + "/inner"
 			if secret(probe) && (Allows(p, ctx, Access{Kind: trace.AccessRead, Path: probe}) || Allows(p, ctx, Access{Kind: trace.AccessWrite, Path: probe})) {
 				t.Fatalf("seed %d: %s allowed\n%s", seed, probe, dump(t, res))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/trace"
 )
@@ -281,7 +282,7 @@ type state struct {
 	// fromProfile: Resynthesize (the architectures stay the profile's own).
 	fromProfile bool
 	ctx         map[string]string
-	vars        []variable
+	vars        paths.Roots
 	// rank orders exes by their first process start; exePIDs maps an absolute exe to its pids
 	// (to turn /proc/<pid> into /proc/self).
 	rank    map[string]int
@@ -372,7 +373,7 @@ func (s *state) ingestTrace(t *trace.Trace) {
 	for k, v := range t.Context {
 		s.ctx[k] = v
 	}
-	s.vars = pathVars(s.ctx)
+	s.vars = paths.NewRoots(s.ctx)
 	s.command = slices.Clone(t.Command)
 
 	procs := slices.Clone(t.Processes)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/profiler"
 	"github.com/sysprof/sysprof/synth"
@@ -117,7 +118,7 @@ func allowedSecrets(p *policy.Profile) []string {
 		hidden[h.Path] = true
 	}
 	var out []string
-	for _, cs := range policy.CredentialStores {
+	for _, cs := range paths.CredentialStores() {
 		if hidden[cs] {
 			continue
 		}

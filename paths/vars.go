@@ -1,0 +1,263 @@
+package paths
+
+import (
+	"bufio"
+	"os"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// Role says what a variable's directory is, which decides how compile may treat it.
+type Role int
+
+const (
+	RoleWork      Role = iota // the work tree
+	RoleTemp                  // the temporary directory
+	RoleHome                  // the user's home
+	RoleToolchain             // an installed toolchain ($GOROOT)
+	RoleCache                 // a tool's cache or package store, created by the tool on first use
+)
+
+// Var is one path variable: a name a portable path may start with ($NAME) and how its value
+// is found on a host.
+type Var struct {
+	Name string // without the `$`
+	// Env are the environment variables that set it, the first one set to an absolute path
+	// winning (npm reads npm_config_cache, in either case).
+	Env []string
+	// Default is where the tool puts it when no variable says (see Host); "" has none.
+	Default string
+	Role    Role
+	// Grant: widening a write or exec rule below this directory to an existing ancestor that
+	// is still at or below it is harmless (the work tree, temp, tool caches, rustup's home).
+	Grant bool
+	// Create: compile creates this directory when a write rule names it and it is missing, as
+	// the tool would on its first run (a fresh $HOME has no $GOCACHE yet).
+	Create bool
+}
+
+// vars in the order policy lists them in its messages. rank below orders them for ties.
+var vars = []Var{
+	{Name: "WORKDIR", Default: "the command's working directory", Role: RoleWork, Grant: true},
+	{Name: "HOME", Env: []string{"HOME"}, Default: "the user's home in the password database", Role: RoleHome},
+	{Name: "TMPDIR", Env: []string{"TMPDIR"}, Default: "/tmp", Role: RoleTemp, Grant: true},
+	{Name: "CARGO_HOME", Env: []string{"CARGO_HOME"}, Default: "$HOME/.cargo", Role: RoleCache, Grant: true, Create: true},
+	{Name: "RUSTUP_HOME", Env: []string{"RUSTUP_HOME"}, Default: "$HOME/.rustup", Role: RoleToolchain, Grant: true},
+	{Name: "GOROOT", Env: []string{"GOROOT"}, Default: "the root of the go on $PATH, else the one sysprof was built with", Role: RoleToolchain},
+	{Name: "GOMODCACHE", Env: []string{"GOMODCACHE"}, Default: "go env file, else $GOPATH/pkg/mod", Role: RoleCache, Grant: true, Create: true},
+	{Name: "GOCACHE", Env: []string{"GOCACHE"}, Default: "go env file, else $XDG_CACHE_HOME/go-build, else $HOME/.cache/go-build", Role: RoleCache, Grant: true, Create: true},
+	{Name: "NPM_CACHE", Env: []string{"npm_config_cache", "NPM_CONFIG_CACHE"}, Default: "$HOME/.npm", Role: RoleCache, Grant: true, Create: true},
+	{Name: "GOPATH", Env: []string{"GOPATH"}, Default: "go env file, else $HOME/go (the first entry of a list)", Role: RoleCache},
+}
+
+// rank is the order portable paths prefer variables whose values are equal: the narrower,
+// more specific name first ($WORKDIR over $HOME when the command runs in the home).
+var rank = map[string]int{
+	"WORKDIR": 0, "GOCACHE": 1, "GOMODCACHE": 2, "GOROOT": 3, "CARGO_HOME": 4, "RUSTUP_HOME": 5,
+	"NPM_CACHE": 6, "GOPATH": 7, "TMPDIR": 8, "HOME": 9,
+}
+
+// Vars returns the path variables, in the order policy lists them. The caller may modify the
+// returned slice.
+func Vars() []Var { return append([]Var(nil), vars...) }
+
+// Names returns the variable names without the `$`, in the order of Vars.
+func Names() []string {
+	out := make([]string, len(vars))
+	for i, v := range vars {
+		out[i] = v.Name
+	}
+	return out
+}
+
+// Lookup finds an environment variable, like os.LookupEnv.
+type Lookup func(key string) (string, bool)
+
+// EnvList is a Lookup over an environment list (KEY=value), the last entry winning as in libc.
+func EnvList(env []string) Lookup {
+	return func(key string) (string, bool) {
+		val, found := "", false
+		for _, kv := range env {
+			if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+				val, found = v, true
+			}
+		}
+		return val, found
+	}
+}
+
+// Host returns the value of every path variable (names without the `$`) for a command run in
+// workdir with the environment lookup gives. learn and enforce both call it, so a variable
+// learn writes always expands under enforce on the same host with the same environment.
+// A variable with no absolute value is left out (no $HOME: nothing under it).
+//
+// It reads the environment, stats a few files (the go on $PATH, Go's env file) and, only when
+// $HOME is unset, the password database: no process is run (`go env` would cost a fork and
+// an exec on every enforce), so a value set in a place only the tool reads (a .npmrc's cache=)
+// is not seen; pass it as an environment variable.
+func Host(workdir string, lookup Lookup) map[string]string {
+	get := func(k string) string {
+		v, ok := lookup(k)
+		if !ok {
+			return ""
+		}
+		return absClean(v)
+	}
+	out := map[string]string{}
+	set := func(k, v string) {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	set("WORKDIR", absClean(workdir))
+	home := get("HOME")
+	if home == "" {
+		if u, err := user.Current(); err == nil {
+			home = absClean(u.HomeDir)
+		}
+	}
+	set("HOME", home)
+	under := func(base string, rel ...string) string {
+		if base == "" {
+			return ""
+		}
+		return filepath.Join(append([]string{base}, rel...)...)
+	}
+	first := func(vs ...string) string {
+		for _, v := range vs {
+			if v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	set("TMPDIR", first(get("TMPDIR"), "/tmp"))
+	set("CARGO_HOME", first(get("CARGO_HOME"), under(home, ".cargo")))
+	set("RUSTUP_HOME", first(get("RUSTUP_HOME"), under(home, ".rustup")))
+	set("NPM_CACHE", first(get("npm_config_cache"), get("NPM_CONFIG_CACHE"), under(home, ".npm")))
+
+	// Go: the environment, then the file `go env -w` writes, then go's own defaults.
+	var goenv map[string]string
+	fromGo := func(k string) string {
+		if v := get(k); v != "" {
+			return v
+		}
+		if goenv == nil {
+			goenv = goEnvFile(lookup, home)
+		}
+		return goenv[k]
+	}
+	gopath := firstListEntry(lookup, "GOPATH")
+	if gopath == "" {
+		if goenv == nil {
+			goenv = goEnvFile(lookup, home)
+		}
+		gopath = goenv["GOPATH"]
+	}
+	gopath = first(gopath, under(home, "go"))
+	set("GOPATH", gopath)
+	set("GOMODCACHE", first(fromGo("GOMODCACHE"), under(gopath, "pkg", "mod")))
+	cacheHome := first(get("XDG_CACHE_HOME"), under(home, ".cache"))
+	set("GOCACHE", first(fromGo("GOCACHE"), under(cacheHome, "go-build")))
+	goroot := get("GOROOT")
+	if goroot == "" {
+		goroot = gorootOnPath(lookup)
+	}
+	if goroot == "" {
+		goroot = absClean(runtime.GOROOT())
+	}
+	set("GOROOT", goroot)
+	return out
+}
+
+// absClean returns v cleaned when it is an absolute path, else "".
+func absClean(v string) string {
+	if v == "" || !filepath.IsAbs(v) {
+		return ""
+	}
+	return filepath.Clean(v)
+}
+
+// firstListEntry is the first absolute entry of a list variable (GOPATH=/a:/b is /a: where go
+// puts pkg/mod and bin).
+func firstListEntry(lookup Lookup, k string) string {
+	v, _ := lookup(k)
+	for _, e := range filepath.SplitList(v) {
+		if e = absClean(e); e != "" {
+			return e
+		}
+	}
+	return ""
+}
+
+// goEnvFile reads the absolute GOPATH, GOCACHE and GOMODCACHE settings of Go's env file
+// ($GOENV, else $XDG_CONFIG_HOME/go/env, else $HOME/.config/go/env), as go itself does.
+func goEnvFile(lookup Lookup, home string) map[string]string {
+	out := map[string]string{}
+	file, _ := lookup("GOENV")
+	switch {
+	case file == "off":
+		return out
+	case file == "":
+		dir, _ := lookup("XDG_CONFIG_HOME")
+		if dir = absClean(dir); dir == "" {
+			if home == "" {
+				return out
+			}
+			dir = filepath.Join(home, ".config")
+		}
+		file = filepath.Join(dir, "go", "env")
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
+		switch {
+		case !ok:
+		case k == "GOPATH":
+			for _, e := range filepath.SplitList(v) {
+				if e = absClean(e); e != "" {
+					out[k] = e
+					break
+				}
+			}
+		case k == "GOCACHE" || k == "GOMODCACHE":
+			if v = absClean(v); v != "" {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// gorootOnPath is the root of the go command on $PATH (…/bin/go, symlinks resolved), when
+// that root holds Go's sources: a /usr/bin/go that is not a link must not make /usr $GOROOT.
+func gorootOnPath(lookup Lookup) string {
+	pathEnv, _ := lookup("PATH")
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, "go")
+		st, err := os.Stat(p)
+		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil || filepath.Base(filepath.Dir(real)) != "bin" {
+			return ""
+		}
+		root := filepath.Dir(filepath.Dir(real))
+		if _, err := os.Stat(filepath.Join(root, "src", "runtime")); err != nil {
+			return ""
+		}
+		return root
+	}
+	return ""
+}
