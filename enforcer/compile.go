@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/netproxy"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/sandbox"
 )
@@ -32,53 +32,25 @@ type Env struct {
 	Arch string
 }
 
-// HostEnv returns the Env of this process for a command run in workdir: the variables a profile
-// may use, from the environment or their tools' defaults.
-func HostEnv(workdir string) Env {
-	get := func(k string) string { return os.Getenv(k) }
-	home := get("HOME")
-	if home == "" {
-		home, _ = os.UserHomeDir()
+// HostEnv returns the Env of this process for a command run in workdir: the path variables
+// as paths.Host finds them in sysprof's own environment (what learn reads too), and
+// XDG_RUNTIME_DIR for the daemon sockets.
+func HostEnv(workdir string) Env { return hostEnv(workdir, os.LookupEnv) }
+
+// HostEnvFor is HostEnv for a command run with its own environment (nil: sysprof's).
+func HostEnvFor(workdir string, environ []string) Env {
+	if environ == nil {
+		return HostEnv(workdir)
 	}
-	tmp := get("TMPDIR")
-	if tmp == "" {
-		tmp = "/tmp"
-	}
-	v := map[string]string{"WORKDIR": workdir, "HOME": home, "TMPDIR": tmp}
-	def := func(k, d string) {
-		if x := get(k); x != "" {
-			v[k] = x
-		} else if d != "" {
-			v[k] = d
-		}
-	}
-	def("CARGO_HOME", filepath.Join(home, ".cargo"))
-	def("RUSTUP_HOME", filepath.Join(home, ".rustup"))
-	gopath := get("GOPATH")
-	if gopath == "" {
-		gopath = filepath.Join(home, "go")
-	}
-	def("GOMODCACHE", filepath.Join(gopath, "pkg", "mod"))
-	cache := get("XDG_CACHE_HOME")
-	if cache == "" {
-		cache = filepath.Join(home, ".cache")
-	}
-	def("GOCACHE", filepath.Join(cache, "go-build"))
-	def("GOROOT", goroot())
-	def("NPM_CACHE", filepath.Join(home, ".npm"))
-	def("XDG_RUNTIME_DIR", "")
-	return Env{Vars: v}
+	return hostEnv(workdir, paths.EnvList(environ))
 }
 
-// goroot finds the Go toolchain the command will use: the go on PATH (…/bin/go, symlinks
-// resolved), else the one sysprof was built with.
-func goroot() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		if real, err := filepath.EvalSymlinks(p); err == nil && filepath.Base(filepath.Dir(real)) == "bin" {
-			return filepath.Dir(filepath.Dir(real))
-		}
+func hostEnv(workdir string, lookup paths.Lookup) Env {
+	v := paths.Host(workdir, lookup)
+	if x, _ := lookup("XDG_RUNTIME_DIR"); x != "" {
+		v["XDG_RUNTIME_DIR"] = x
 	}
-	return runtime.GOROOT()
+	return Env{Vars: v}
 }
 
 // Compiled is a profile compiled for one host: the seccomp program, the sandbox plan, and what
@@ -414,40 +386,8 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // ---- sandbox plan ----------------------------------------------------------------------------
 
-// expand replaces a leading $VAR (or ${VAR}) and cleans the path.
-func expand(path string, env Env) (string, error) {
-	if !strings.HasPrefix(path, "$") {
-		if !filepath.IsAbs(path) {
-			return "", fmt.Errorf("path %q is neither absolute nor $VAR-relative", path)
-		}
-		return filepath.Clean(path), nil
-	}
-	rest := path[1:]
-	var name string
-	if strings.HasPrefix(rest, "{") {
-		end := strings.IndexByte(rest, '}')
-		if end < 0 {
-			return "", fmt.Errorf("path %q: unterminated ${", path)
-		}
-		name, rest = rest[1:end], rest[end+1:]
-	} else {
-		end := strings.IndexFunc(rest, func(r rune) bool {
-			return !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
-		})
-		if end < 0 {
-			end = len(rest)
-		}
-		name, rest = rest[:end], rest[end:]
-	}
-	val, ok := env.Vars[name]
-	if !ok || val == "" {
-		return "", fmt.Errorf("path %q: $%s is not set on this host", path, name)
-	}
-	if !filepath.IsAbs(val) {
-		return "", fmt.Errorf("path %q: $%s=%q is not absolute", path, name, val)
-	}
-	return filepath.Clean(val + rest), nil
-}
+// expand is paths.Expand with this host's values.
+func expand(path string, env Env) (string, error) { return paths.Expand(path, env.Vars) }
 
 // globLimit is how many directory entries one glob may look at.
 var globLimit = 20000
@@ -964,19 +904,8 @@ func (c *Compiled) writableDirs(write []string, env Env) []string {
 }
 
 // grantRoots are the directories below (or at) which widening a rule to an existing ancestor
-// is harmless: the work tree, temp and the tool caches.
-func grantRoots(env Env) []string {
-	var roots []string
-	for _, k := range []string{"WORKDIR", "TMPDIR", "GOCACHE", "GOMODCACHE", "CARGO_HOME", "RUSTUP_HOME", "NPM_CACHE"} {
-		if v := env.Vars[k]; v != "" {
-			roots = append(roots, filepath.Clean(v))
-		}
-	}
-	return append(roots, privateTmpDirs...)
-}
-
-// cacheVars name tool caches a fresh $HOME does not have yet.
-var cacheVars = []string{"GOCACHE", "GOMODCACHE", "CARGO_HOME", "NPM_CACHE"}
+// is harmless: the work tree, temp and the tool caches (paths.GrantRoots), and private /tmp.
+func grantRoots(env Env) []string { return append(paths.GrantRoots(env.Vars), privateTmpDirs...) }
 
 // createCacheDir creates a missing write rule that is exactly a tool cache root ($GOCACHE,
 // $CARGO_HOME, ...: directories by definition), as the tool itself would on its first run, owned
@@ -986,13 +915,7 @@ func (c *Compiled) createCacheDir(w string, env Env) bool {
 	if _, err := os.Lstat(w); err == nil {
 		return false
 	}
-	cache := false
-	for _, k := range cacheVars {
-		if v := env.Vars[k]; v != "" && filepath.Clean(v) == w {
-			cache = true
-		}
-	}
-	if !cache {
+	if !paths.CacheRoot(env.Vars, w) {
 		return false
 	}
 	parent := filepath.Dir(w)
@@ -1142,73 +1065,13 @@ func (d *dirListings) lacks(dir, name string) bool {
 	return !found
 }
 
-// globMatches returns the existing paths matching pattern, whose components may be globs
-// (filepath.Match) or "**" (any number of directories), and whether it stopped listing
-// directories after limit entries (matches further down are then missing). It goes breadth
-// first, so that what it lists first is what lies nearest: a project's own .env before those
-// deep in node_modules.
+// globMatches is paths.Glob over dirs (which it stops when done).
 func globMatches(pattern string, limit int, dirs *dirListings) ([]string, bool) {
-	type step struct {
-		dir   string
-		parts []string // what is left of the pattern below dir
-	}
-	queue := []step{{"/", strings.Split(strings.TrimPrefix(pattern, "/"), "/")}}
 	defer dirs.stop()
-	var out []string
-	seen, cut := 0, false
-	list := func(dir string) ([]os.DirEntry, bool) {
-		if _, ok := dirs.done[dir]; !ok && seen > limit {
-			return nil, false
-		}
-		ents := dirs.read(dir)
-		seen += len(ents)
-		return ents, true
-	}
-	for i := 0; i < len(queue); i++ {
-		dir, parts := queue[i].dir, queue[i].parts
-		if len(parts) == 0 {
-			if _, err := os.Lstat(dir); err == nil {
-				out = append(out, dir)
-			}
-			continue
-		}
-		part := parts[0]
-		switch {
-		case part == "**":
-			ents, ok := list(dir) // first: the zero-directory step below can use it
-			if !ok {
-				cut = true
-				continue
-			}
-			queue = append(queue, step{dir, parts[1:]}) // zero directories
-			for _, e := range ents {
-				if e.IsDir() {
-					sub := filepath.Join(dir, e.Name())
-					queue = append(queue, step{sub, parts})
-					if seen <= limit {
-						dirs.prefetch(sub)
-					}
-				}
-			}
-		case strings.ContainsAny(part, "*?["):
-			ents, ok := list(dir)
-			if !ok {
-				cut = true
-				continue
-			}
-			for _, e := range ents {
-				if ok, _ := filepath.Match(part, e.Name()); ok {
-					queue = append(queue, step{filepath.Join(dir, e.Name()), parts[1:]})
-				}
-			}
-		default:
-			if len(parts) == 1 && dirs.lacks(dir, part) {
-				continue // no lstat needed (one a directory for **/.env)
-			}
-			queue = append(queue, step{filepath.Join(dir, part), parts[1:]})
-		}
-		queue[i] = step{} // let the strings go
-	}
-	slices.Sort(out)
-	return slices.Compact(out), cut
+	return paths.Glob(pattern, limit, paths.Lister{
+		Read:     dirs.read,
+		Listed:   func(dir string) bool { _, ok := dirs.done[dir]; return ok },
+		Lacks:    dirs.lacks,
+		Prefetch: dirs.prefetch,
+	})
 }

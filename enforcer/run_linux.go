@@ -92,7 +92,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 			load.discard()
 		}
 	}()
-	env := HostEnv(dir)
+	env := HostEnvFor(dir, opts.Env)
 	for k, v := range opts.Vars {
 		env.Vars[k] = v
 	}

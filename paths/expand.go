@@ -62,7 +62,7 @@ func Expand(p string, values map[string]string) (string, error) {
 	}
 	val := values[name]
 	if val == "" {
-		return "", fmt.Errorf("path %q: $%s is not set on this host (set it in the environment, or see `sysprof show` for the variables)", p, name)
+		return "", fmt.Errorf("path %q: $%s is not set on this host: set %s in the environment sysprof runs in", p, name, name)
 	}
 	if !path.IsAbs(val) {
 		return "", fmt.Errorf("path %q: $%s=%q is not absolute", p, name, val)

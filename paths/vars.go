@@ -72,6 +72,29 @@ func Names() []string {
 	return out
 }
 
+// GrantRoots returns the values of the Grant variables in values (names without the `$`),
+// cleaned, in the order of Vars.
+func GrantRoots(values map[string]string) []string {
+	var out []string
+	for _, v := range vars {
+		if x := values[v.Name]; v.Grant && x != "" {
+			out = append(out, filepath.Clean(x))
+		}
+	}
+	return out
+}
+
+// CacheRoot reports whether host path p is exactly the value of a Create variable (a tool
+// cache root such as $GOCACHE: a directory by definition).
+func CacheRoot(values map[string]string, p string) bool {
+	for _, v := range vars {
+		if x := values[v.Name]; v.Create && x != "" && filepath.Clean(x) == p {
+			return true
+		}
+	}
+	return false
+}
+
 // Lookup finds an environment variable, like os.LookupEnv.
 type Lookup func(key string) (string, bool)
 
@@ -110,6 +133,9 @@ func Host(workdir string, lookup Lookup) map[string]string {
 		if v != "" {
 			out[k] = v
 		}
+	}
+	if workdir != "" && !filepath.IsAbs(workdir) {
+		workdir, _ = filepath.Abs(workdir)
 	}
 	set("WORKDIR", absClean(workdir))
 	home := get("HOME")

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/trace"
 )
 
@@ -23,29 +24,13 @@ func envLookup(env []string, key string) (string, bool) {
 	return val, found
 }
 
-// runContext returns the machine-specific roots synthesis turns into variables. It only reads
-// the environment and the file system: no `go env`, no `rustc --print`.
-func runContext(workdir string, env []string) map[string]string {
-	ctx := map[string]string{"WORKDIR": workdir}
-	get := func(k string) string {
-		v, _ := envLookup(env, k)
-		return v
-	}
-	home := get("HOME")
-	if home == "" {
-		if u, err := user.Current(); err == nil {
-			home = u.HomeDir
-		}
-	}
-	if home != "" {
-		ctx["HOME"] = filepath.Clean(home)
-	}
-	tmp := get("TMPDIR")
-	if tmp == "" {
-		tmp = "/tmp"
-	}
-	ctx["TMPDIR"] = filepath.Clean(tmp)
-	usr := get("USER")
+// Context returns the machine-specific roots synthesis turns into variables for a command
+// run in workdir with environment env: the path variables as paths.Host finds them (what
+// enforce reads too) and the user's name. It runs no process: no `go env`, no `rustc --print`.
+func Context(workdir string, env []string) map[string]string {
+	lookup := paths.EnvList(env)
+	ctx := paths.Host(workdir, lookup)
+	usr, _ := lookup("USER")
 	if usr == "" {
 		if u, err := user.Current(); err == nil {
 			usr = u.Username
@@ -54,51 +39,6 @@ func runContext(workdir string, env []string) map[string]string {
 	if usr != "" {
 		ctx["USER"] = usr
 	}
-	orHome := func(key, rel string) {
-		if v := get(key); v != "" {
-			ctx[key] = filepath.Clean(v)
-		} else if home != "" {
-			ctx[key] = filepath.Join(home, rel)
-		}
-	}
-	orHome("CARGO_HOME", ".cargo")
-	orHome("RUSTUP_HOME", ".rustup")
-	for _, k := range []string{"GOROOT", "GOMODCACHE", "GOCACHE", "GOPATH", "NPM_CONFIG_CACHE"} {
-		if v := get(k); v != "" {
-			ctx[k] = filepath.Clean(v)
-		}
-	}
-	if _, ok := ctx["GOROOT"]; !ok {
-		// The go command in PATH lives in $GOROOT/bin: cheap, and usually right.
-		if p, err := lookPathIn("go", get("PATH")); err == nil {
-			if r, err := filepath.EvalSymlinks(p); err == nil && filepath.Base(filepath.Dir(r)) == "bin" {
-				root := filepath.Dir(filepath.Dir(r))
-				if _, err := os.Stat(filepath.Join(root, "src", "runtime")); err == nil {
-					ctx["GOROOT"] = root
-				}
-			}
-		}
-	}
-	if _, ok := ctx["GOMODCACHE"]; !ok {
-		gopath := ctx["GOPATH"]
-		if gopath == "" && home != "" {
-			gopath = filepath.Join(home, "go")
-		}
-		if gopath != "" {
-			ctx["GOMODCACHE"] = filepath.Join(strings.Split(gopath, ":")[0], "pkg", "mod")
-		}
-	}
-	if _, ok := ctx["GOCACHE"]; !ok {
-		if x := get("XDG_CACHE_HOME"); x != "" {
-			ctx["GOCACHE"] = filepath.Join(x, "go-build")
-		} else if home != "" {
-			ctx["GOCACHE"] = filepath.Join(home, ".cache", "go-build")
-		}
-	}
-	if v := get("npm_config_cache"); v != "" {
-		ctx["NPM_CACHE"] = filepath.Clean(v)
-	}
-	delete(ctx, "NPM_CONFIG_CACHE")
 	return ctx
 }
 

@@ -202,7 +202,7 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	t := &trace.Trace{
 		Version: trace.Version,
 		Command: append([]string(nil), opts.Command...),
-		Context: runContext(dir, env),
+		Context: Context(dir, env),
 		Host:    hostInfo(),
 		Start:   start,
 	}
