@@ -29,16 +29,17 @@ func newBwrapHost(t *testing.T) bwrapHost {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "it's a host")
 	h := bwrapHost{root: root, home: filepath.Join(root, "home"), work: filepath.Join(root, "work")}
-	for _, d := range []string{h.work + "/out", h.home + "/.ssh"} {
+	for _, d := range []string{h.work + "/out", h.home + "/.ssh", h.work + "/sub/deeper"} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for path, data := range map[string]string{
-		h.work + "/src.txt":    "source\n",
-		h.work + "/.env":       "TOKEN=TOPSECRET-ENV\n",
-		h.home + "/.netrc":     "machine x password TOPSECRET-NETRC\n",
-		h.home + "/.ssh/id_ed": "TOPSECRET-KEY\n",
+		h.work + "/src.txt":         "source\n",
+		h.work + "/.env":            "TOKEN=TOPSECRET-ENV\n",
+		h.work + "/sub/deeper/.env": "TOKEN=TOPSECRET-DEEP\n",
+		h.home + "/.netrc":          "machine x password TOPSECRET-NETRC\n",
+		h.home + "/.ssh/id_ed":      "TOPSECRET-KEY\n",
 	} {
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
@@ -54,7 +55,7 @@ func (h bwrapHost) profile(script string) *policy.Profile {
 		Filesystem: policy.Filesystem{
 			Read:   []policy.PathRule{{Path: "$WORKDIR"}, {Path: "/usr"}},
 			Write:  []policy.PathRule{{Path: "$WORKDIR/out"}, {Path: "$WORKDIR/not-there"}},
-			Hidden: []policy.PathRule{{Path: "$HOME/.netrc"}, {Path: "$HOME/.ssh"}, {Path: "$WORKDIR/.env"}, {Path: "$HOME/.aws"}},
+			Hidden: []policy.PathRule{{Path: "$HOME/.netrc"}, {Path: "$HOME/.ssh"}, {Path: "$WORKDIR/.env"}, {Path: "$WORKDIR/**/.env"}, {Path: "$HOME/.aws"}},
 		},
 	}
 }
@@ -108,6 +109,7 @@ func TestBwrapFilesystem(t *testing.T) {
 		{name: "create in the read-only source tree fails", script: `touch new-file`, in: "Read-only file system"},
 		{name: "write to a writable dir works", script: `echo hello > out/f && cat out/f`, ok: true},
 		{name: "a hidden file is empty", script: `cat "$HOME/.netrc" .env; true`, ok: true, notIn: "TOPSECRET"},
+		{name: "a ** hidden file deeper down is empty", script: `cat sub/deeper/.env; true`, ok: true, notIn: "TOPSECRET"},
 		{name: "a hidden dir is empty", script: `ls -A "$HOME/.ssh"; cat "$HOME/.ssh/id_ed"`, notIn: "TOPSECRET", in: "No such file"},
 		{name: "a hidden dir is read-only", script: `touch "$HOME/.ssh/planted"`, in: "Read-only file system"},
 		{name: "the source tree is readable", script: `cat src.txt`, ok: true},

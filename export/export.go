@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 )
 
@@ -119,33 +117,18 @@ func profileName(p *policy.Profile, opts Options) string {
 	return "sysprof"
 }
 
-var varRef = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)`)
-})
-
-// Expand replaces every $VAR and ${VAR} in path with its value from e and cleans the result.
-// It fails when a variable is missing or the result is not absolute.
+// Expand turns a profile path into this host's (paths.Expand): it fails when its variable is
+// missing here.
 func (e Env) Expand(path string) (string, error) {
-	var missing []string
-	out := varRef().ReplaceAllStringFunc(path, func(ref string) string {
-		name := strings.Trim(ref[1:], "{}")
-		v, ok := e[name]
-		if !ok || v == "" {
-			missing = append(missing, "$"+name)
-			return ref
-		}
-		return v
-	})
-	if len(missing) > 0 {
-		return "", fmt.Errorf("path %s: %s not set (give its value in the export environment)", path, strings.Join(missing, ", "))
+	out, err := paths.Expand(path, e)
+	if err != nil {
+		return "", fmt.Errorf("%w (give its value in the export environment)", err)
 	}
-	if !filepath.IsAbs(out) {
-		return "", fmt.Errorf("path %s: expands to %q, which is not absolute", path, out)
-	}
-	return filepath.Clean(out), nil
+	return out, nil
 }
 
-func hasGlob(path string) bool { return strings.ContainsAny(path, "*?[") }
+// globLimit is how many directory entries one glob may look at.
+const globLimit = 20000
 
 // hostPath is one profile path resolved on this host.
 type hostPath struct {
@@ -169,10 +152,10 @@ func expandPaths(rules []policy.PathRule, env Env, what string, strict bool, exi
 			notes = append(notes, fmt.Sprintf("%s %s skipped: %v", what, r.Path, err))
 			continue
 		}
-		if hasGlob(p) {
-			matches, err := filepath.Glob(p)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s %s: %w", what, r.Path, err)
+		if paths.HasGlob(p) {
+			matches, cut := paths.Glob(p, globLimit, paths.Lister{})
+			if cut {
+				notes = append(notes, fmt.Sprintf("%s %s: looked at the first %d directory entries only; matches further down are left out", what, r.Path, globLimit))
 			}
 			if len(matches) == 0 {
 				notes = append(notes, fmt.Sprintf("%s %s: the glob matches nothing on this host now; paths created later are not covered", what, r.Path))
