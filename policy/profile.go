@@ -90,8 +90,8 @@ type ArgRule struct {
 }
 
 // Filesystem is the mount-namespace and Landlock part of the policy. Paths may start with a
-// variable ($WORKDIR, $HOME, $TMPDIR, $CARGO_HOME, $RUSTUP_HOME, $GOROOT, $GOMODCACHE, $GOCACHE,
-// $NPM_CACHE) and may end in a glob (`$TMPDIR/go-build*`). A path covers everything below it.
+// variable (paths.Names: $WORKDIR, $HOME, $TMPDIR, $GOPATH, $NPM_CACHE, ...) and hold globs
+// (`$TMPDIR/go-build*`, `$WORKDIR/**/.env`). A path covers everything below it.
 type Filesystem struct {
 	Read  []PathRule `yaml:"read,omitempty" json:"read,omitempty"`
 	Write []PathRule `yaml:"write,omitempty" json:"write,omitempty"`

@@ -45,8 +45,8 @@ type Trace struct {
 	Version int      `json:"version"`
 	Command []string `json:"command"`
 	// Context holds the machine-specific values synthesis turns into portable variables:
-	// WORKDIR (where the command ran), HOME, TMPDIR, USER, and toolchain roots such as
-	// CARGO_HOME, RUSTUP_HOME, GOROOT, GOMODCACHE, GOCACHE, NPM_CACHE when known.
+	// the path variables of package paths (WORKDIR, HOME, TMPDIR, GOPATH, NPM_CACHE, ...) as
+	// paths.Host found them for the command, and USER.
 	Context map[string]string `json:"context"`
 
 	Host     Host      `json:"host"`
