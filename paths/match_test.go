@@ -152,3 +152,21 @@ func TestCoversModel(t *testing.T) {
 		}
 	}
 }
+
+func TestCredentialStore(t *testing.T) {
+	for _, c := range []struct{ p, want string }{
+		{"$HOME/.ssh/id_ed25519", "$HOME/.ssh"},
+		{"$WORKDIR/.env", "$WORKDIR/.env"},
+		{"$WORKDIR/services/api/.env", "$WORKDIR/**/.env"},
+		{"$WORKDIR/services/.env.production", "$WORKDIR/**/.env.*"},
+		{"$CARGO_HOME/credentials.toml", "$CARGO_HOME/credentials*"},
+		{"$HOME/.pgpass", "$HOME/.pgpass"},
+		{"$WORKDIR/.envrc", ""},
+		{"$HOME/.sshx", ""},
+		{"/home/a/.ssh", ""}, // portable forms only
+	} {
+		if got := CredentialStore(c.p); got != c.want {
+			t.Errorf("CredentialStore(%q) = %q, want %q", c.p, got, c.want)
+		}
+	}
+}

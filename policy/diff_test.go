@@ -148,6 +148,10 @@ func TestDiffRisk(t *testing.T) {
 		{"dotenv exposed by unhiding", func(p *Profile) {
 			p.Filesystem.Hidden = hiddenWithout(&Profile{Filesystem: Filesystem{Hidden: hiddenWithout(p, "$WORKDIR/.env")}}, "$WORKDIR/**/.env")
 		}, []want{{Removed, SectionHidden, "$WORKDIR/**/.env", RiskCritical, true}, {Removed, SectionHidden, "$WORKDIR/.env", RiskCritical, true}}},
+		{"a store in the one list (once synth's only) is critical", func(p *Profile) {
+			p.Filesystem.Hidden = hiddenWithout(p, "$HOME/.pgpass")
+			p.Filesystem.Read = append(p.Filesystem.Read, PathRule{Path: "$HOME/.pgpass"})
+		}, []want{{Added, SectionRead, "$HOME/.pgpass", RiskCritical, true}, {Removed, SectionHidden, "$HOME/.pgpass", RiskCritical, true}}},
 		{"dotenv still hidden by **", func(p *Profile) { p.Filesystem.Hidden = hiddenWithout(p, "$WORKDIR/.env") }, nil},
 		{"system read", func(p *Profile) { p.Filesystem.Read = append(p.Filesystem.Read, PathRule{Path: "/lib64"}) },
 			[]want{{Added, SectionRead, "/lib64", RiskLow, true}}},
