@@ -85,6 +85,8 @@ type Compiled struct {
 	Egress *netproxy.Plan `json:"egress,omitempty"`
 
 	spec *filterSpec
+	// profile is what was compiled (read only): denials are rated against it.
+	profile *policy.Profile
 }
 
 // Layer names, as they appear in reports and errors.
@@ -117,7 +119,7 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 	if err != nil {
 		return nil, fmt.Errorf("seccomp compile: %w", err)
 	}
-	c := &Compiled{Arch: host.Name}
+	c := &Compiled{Arch: host.Name, profile: p}
 	spec, err := c.compileSyscalls(p, host)
 	if err != nil {
 		return nil, err

@@ -16,41 +16,23 @@ import (
 	"github.com/sysprof/sysprof/report"
 )
 
-// riskOf rates allowing a syscall the way `sysprof diff` rates adding it to a profile.
-func riskOf(name string) report.Risk {
-	return fromPolicyRisk(policy.Diff(&policy.Profile{}, &policy.Profile{Syscalls: policy.Syscalls{Allow: []policy.Syscall{{Name: name}}}}))
+// risk drops the reason: a denial carries the class only.
+func risk(r policy.Risk, _ string) report.Risk { return r }
+
+// fileRisk rates what a file denial suggests: access (read, list, exec, write, create,
+// delete) to the portable path in profile p, as diff and refine rate that change.
+func fileRisk(p *policy.Profile, access, portable string) report.Risk {
+	return risk(policy.PathRisk(access, portable, p))
 }
 
-// argRisk rates allowing value v of a syscall argument the way `sysprof diff` rates adding it to
-// an argument rule.
-func argRisk(name string, arg int, v uint64) report.Risk {
-	other := v ^ 1
-	rule := func(vals ...uint64) *policy.Profile {
-		p := &policy.Profile{Syscalls: policy.Syscalls{Allow: []policy.Syscall{{Name: name}}}}
-		r := policy.ArgRule{Syscall: name, Arg: arg}
-		for _, x := range vals {
-			r.Values = append(r.Values, "0x"+strconv.FormatUint(x, 16))
-		}
-		p.Syscalls.Args = []policy.ArgRule{r}
-		return p
+// netRisk rates what a network denial suggests: endpoint item (host:port or address:port)
+// in section (network.connect, .send, .bind) of profile p.
+func netRisk(p *policy.Profile, section, item, proto string) report.Risk {
+	var n policy.Network
+	if p != nil {
+		n = p.Network
 	}
-	return fromPolicyRisk(policy.Diff(rule(other), rule(other, v)))
-}
-
-func fromPolicyRisk(changes []policy.Change) report.Risk {
-	worst := policy.RiskNone
-	for _, c := range changes {
-		if c.Widens && c.Risk > worst {
-			worst = c.Risk
-		}
-	}
-	switch {
-	case worst >= policy.RiskCritical:
-		return report.RiskCritical
-	case worst >= policy.RiskHigh:
-		return report.RiskHigh
-	}
-	return report.RiskLow
+	return risk(policy.EndpointRisk(section, policy.Endpoint{Endpoint: item, Proto: proto}, policy.Networked(n)))
 }
 
 // suggest returns the one-line profile change that would allow a reported call, and its risk.
@@ -63,11 +45,11 @@ func (c *Compiled) suggest(abi, name string, auditArch, nr uint32, args [6]uint6
 		}
 	}
 	if spec == nil {
-		return "syscalls.architectures: + " + abi, report.RiskHigh
+		return "syscalls.architectures: + " + abi, risk(policy.ArchitectureRisk(abi))
 	}
 	rule := spec.rules[nr]
 	if rule == nil {
-		return "syscalls.allow: + " + name, riskOf(name)
+		return "syscalls.allow: + " + name, risk(policy.SyscallRisk(name))
 	}
 	for i := range rule.checks {
 		chk := &rule.checks[i]
@@ -78,21 +60,21 @@ func (c *Compiled) suggest(abi, name string, auditArch, nr uint32, args [6]uint6
 		if chk.width32 {
 			v &= 0xffffffff
 		}
-		shown := argValue(name, chk.arg, v&chk.mask)
+		bad := v & chk.mask
 		if chk.hasAllowedBits || chk.denyBits != 0 {
-			bad := v & chk.mask &^ chk.allowedBits
+			bad = v & chk.mask &^ chk.allowedBits
 			if !chk.hasAllowedBits {
 				bad = v & chk.denyBits
 			}
-			shown = argValue(name, chk.arg, bad)
 		}
-		risk := argRisk(name, chk.arg, v&chk.mask)
+		shown := argValue(name, chk.arg, bad)
+		risk := risk(policy.ArgValueRisk(name, chk.arg, bad))
 		if name == "socket" && chk.arg == 2 && v == ipprotoMPTCP {
 			return "network.connect: + ENDPOINT proto: mptcp (or syscalls.args: socket arg 2: + IPPROTO_MPTCP)", risk
 		}
 		return fmt.Sprintf("syscalls.args: %s arg %d: + %s", name, chk.arg, shown), risk
 	}
-	return "syscalls.allow: + " + name, riskOf(name)
+	return "syscalls.allow: + " + name, risk(policy.SyscallRisk(name))
 }
 
 // argValue renders an argument value with the symbols known for that syscall argument.

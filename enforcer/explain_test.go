@@ -9,25 +9,6 @@ import (
 	"github.com/sysprof/sysprof/report"
 )
 
-func TestRiskMatchesPolicyDiff(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		got  report.Risk
-		want report.Risk
-	}{
-		{"ptrace", riskOf("ptrace"), report.RiskCritical},
-		{"bpf", riskOf("bpf"), report.RiskCritical},
-		{"getpid", riskOf("getpid"), report.RiskLow},
-		{"clone CLONE_NEWNS", argRisk("clone", 0, unix.CLONE_NEWNS), report.RiskCritical},
-		{"ioctl TIOCSTI", argRisk("ioctl", 1, unix.TIOCSTI), report.RiskCritical},
-		{"socket MPTCP", argRisk("socket", 2, ipprotoMPTCP), report.RiskHigh},
-	} {
-		if tc.got != tc.want {
-			t.Errorf("%s: risk %s, want %s", tc.name, tc.got, tc.want)
-		}
-	}
-}
-
 func TestSuggest(t *testing.T) {
 	p := testProfile()
 	p.Syscalls.Architectures = []string{"x86_64"}

@@ -542,7 +542,7 @@ func (g *guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 			continue // Landlock allows it: file permissions refused it, not the sandbox
 		}
 		d := report.Denial{Kind: report.KindFile, Path: h.path, Access: h.access, Syscall: name,
-			First: time.Now().UTC(), Count: 1, Exe: who, Parents: parents, Risk: report.RiskLow}
+			First: time.Now().UTC(), Count: 1, Exe: who, Parents: parents}
 		d.What = fmt.Sprintf("%s %s (%s: %s)", h.path, h.access, name, errName)
 		if ev.PathTrunc != 0 {
 			d.What += " (path truncated)"
@@ -551,12 +551,9 @@ func (g *guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 		if section == "" {
 			section = "write"
 		}
-		d.Suggest = fmt.Sprintf("filesystem.%s: + %s", section, g.portable(h.path))
-		if coveredBy(h.path, g.plan.Hidden) {
-			d.Risk = report.RiskCritical // a hidden path: a credential store
-		} else if section != "read" && section != "list" {
-			d.Risk = report.RiskHigh
-		}
+		portable := g.portable(h.path)
+		d.Suggest = fmt.Sprintf("filesystem.%s: + %s", section, portable)
+		d.Risk = fileRisk(g.profile, h.access, portable)
 		out = append(out, d)
 	}
 	return out

@@ -23,6 +23,7 @@ import (
 	"github.com/sysprof/sysprof/bpf"
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/sandbox"
 )
@@ -166,9 +167,10 @@ type guard struct {
 	// rootPid is the init stage (then the command): parent chains end there.
 	rootPid atomic.Int64
 
-	rules []NetRule
-	plan  sandbox.Plan
-	env   Env
+	rules   []NetRule
+	plan    sandbox.Plan
+	env     Env
+	profile *policy.Profile // what denials are rated against (read only)
 
 	mu       sync.Mutex
 	hostOf   map[netip.Addr]string // reverse map of resolved names, for the report
@@ -245,7 +247,7 @@ func (g *guard) wait() error {
 
 // newGuardCgroup creates the run's cgroup (or takes cg): the command is born into it.
 func newGuardCgroup(c *Compiled, env Env, audit bool, cg *kernrun.Cgroup) (*guard, error) {
-	g := &guard{slot: -1, audit: audit, rules: c.Network, plan: c.Plan, env: env, hostOf: map[netip.Addr]string{},
+	g := &guard{slot: -1, audit: audit, rules: c.Network, plan: c.Plan, env: env, profile: c.profile, hostOf: map[netip.Addr]string{},
 		resolved: map[string]map[netip.Addr]time.Time{}, index: map[string]int{}, stopResolve: make(chan struct{})}
 	if cg != nil {
 		g.cg = cg
@@ -659,10 +661,7 @@ func (g *guard) netDenial(ev *bpf.GuardGuardEvent, exe, pexe string) report.Deni
 	}
 	d.Exe, d.Parents = g.who(ev, exe, pexe)
 	d.Suggest = fmt.Sprintf("network.%s: + %s %s", op[1], item, proto)
-	d.Risk = report.RiskHigh
-	if addr.IsLoopback() {
-		d.Risk = report.RiskLow
-	}
+	d.Risk = netRisk(g.profile, "network."+op[1], item, proto)
 	return d
 }
 

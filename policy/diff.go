@@ -141,12 +141,8 @@ func (d *differ) syscalls() {
 		if oldSet[s.Name] {
 			continue
 		}
-		c := Change{Kind: Added, Section: SectionSyscalls, Item: s.Name, Widens: true, By: s.By, Risk: RiskLow, Reason: "ordinary syscall"}
-		if why := PrivilegedSyscall(s.Name); why != "" {
-			c.Risk, c.Reason = RiskCritical, "privileged syscall: "+why
-		} else if networkSyscalls[s.Name] {
-			c.Risk, c.Reason = RiskHigh, "opens or uses network sockets"
-		}
+		c := Change{Kind: Added, Section: SectionSyscalls, Item: s.Name, Widens: true, By: s.By}
+		c.Risk, c.Reason = SyscallRisk(s.Name)
 		d.add(c)
 	}
 	for _, s := range d.old.Syscalls.Allow {
@@ -155,10 +151,6 @@ func (d *differ) syscalls() {
 		}
 	}
 }
-
-// networkSyscalls give a tool that had none a way onto the network (or a local socket).
-var networkSyscalls = map[string]bool{"socket": true, "connect": true, "bind": true,
-	"listen": true, "accept": true, "accept4": true, "sendto": true, "sendmsg": true, "sendmmsg": true}
 
 // argDomain is what one argument may be: anything, or values (after mask) and flag bits.
 type argDomain struct {
@@ -240,7 +232,7 @@ func (d *differ) args() {
 		case nd.any && od.any:
 			continue
 		case nd.any:
-			r, why := argAnyRisk(k.syscall, k.arg)
+			r, why := ArgAnyRisk(k.syscall, k.arg)
 			kd := Widened
 			if od.none {
 				kd = Added
@@ -266,14 +258,14 @@ func (d *differ) args() {
 		// Values.
 		switch {
 		case nd.values == nil && od.values != nil:
-			r, why := argAnyRisk(k.syscall, k.arg)
+			r, why := ArgAnyRisk(k.syscall, k.arg)
 			d.add(Change{Kind: kd, Section: SectionArgs, Item: item + ": any value", Widens: true, Risk: r, Reason: why, By: by})
 		case nd.values != nil:
 			for _, v := range sortedKeys(nd.values) {
 				if _, ok := od.values[v]; ok && !od.none || od.values == nil && !od.none {
 					continue
 				}
-				r, why := argValueRisk(k.syscall, k.arg, v)
+				r, why := ArgValueRisk(k.syscall, k.arg, v)
 				d.add(Change{Kind: kd, Section: SectionArgs, Item: item + ": " + name(v, nd.values[v]), Widens: true, Risk: r, Reason: why, By: by})
 			}
 			for _, v := range sortedKeys(od.values) {
@@ -285,14 +277,14 @@ func (d *differ) args() {
 		// Flags.
 		switch {
 		case nd.flags == nil && od.flags != nil:
-			r, why := argAnyRisk(k.syscall, k.arg)
+			r, why := ArgAnyRisk(k.syscall, k.arg)
 			d.add(Change{Kind: kd, Section: SectionArgs, Item: item + ": any flags", Widens: true, Risk: r, Reason: why, By: by})
 		case nd.flags != nil:
 			for _, b := range sortedKeys(nd.flags) {
 				if _, ok := od.flags[b]; ok && !od.none || od.flags == nil && !od.none {
 					continue
 				}
-				r, why := argValueRisk(k.syscall, k.arg, b)
+				r, why := ArgValueRisk(k.syscall, k.arg, b)
 				d.add(Change{Kind: kd, Section: SectionArgs, Item: item + ": +" + name(b, nd.flags[b]), Widens: true, Risk: r, Reason: why, By: by})
 			}
 			for _, b := range sortedKeys(od.flags) {
@@ -305,7 +297,7 @@ func (d *differ) args() {
 		if !od.none {
 			for _, v := range sortedKeys(od.deny) {
 				if _, ok := nd.deny[v]; !ok && !nd.none {
-					r, why := argValueRisk(k.syscall, k.arg, v)
+					r, why := ArgValueRisk(k.syscall, k.arg, v)
 					d.add(Change{Kind: Widened, Section: SectionArgs, Item: item + ": " + name(v, od.deny[v]) + " no longer denied", Widens: true, Risk: r, Reason: why, By: by})
 				}
 			}
@@ -352,14 +344,8 @@ func (d *differ) architectures() {
 		if slices.Contains(d.old.Syscalls.Architectures, a) {
 			continue
 		}
-		if a == "x86_64" || a == "aarch64" {
-			// Another machine's native table, reached only on that machine: the same names.
-			d.add(Change{Kind: Added, Section: SectionArchitectures, Item: a, Widens: true, Risk: RiskLow,
-				Reason: "another machine's architecture: the same syscall names compile to its own numbers there"})
-			continue
-		}
-		d.add(Change{Kind: Added, Section: SectionArchitectures, Item: a, Widens: true, Risk: RiskHigh,
-			Reason: "new compat architecture: another syscall table reachable on this machine (compat ABIs are a classic bypass)"})
+		r, why := ArchitectureRisk(a)
+		d.add(Change{Kind: Added, Section: SectionArchitectures, Item: a, Widens: true, Risk: r, Reason: why})
 	}
 	for _, a := range d.old.Syscalls.Architectures {
 		if !slices.Contains(d.new.Syscalls.Architectures, a) {
@@ -429,15 +415,7 @@ func (d *differ) paths() {
 			continue
 		}
 		c := Change{Kind: Removed, Section: SectionHidden, Item: h.Path, Widens: true}
-		reachable := coveredBy(h.Path, n.Read) || coveredBy(h.Path, n.Write) || coveredBy(h.Path, n.Exec)
-		switch cred := credentialIn(h.Path); {
-		case cred != "":
-			c.Risk, c.Reason = RiskCritical, "credential store "+cred+" no longer hidden"
-		case reachable:
-			c.Risk, c.Reason = RiskHigh, "no longer hidden, and a broader rule makes it reachable"
-		default:
-			c.Risk, c.Reason = RiskLow, "no longer hidden (no rule reaches it yet)"
-		}
+		c.Risk, c.Reason = hiddenRemovalRisk(h.Path, n)
 		d.add(c)
 	}
 	for _, h := range n.Hidden {
@@ -550,14 +528,20 @@ func EndpointRisk(section string, e Endpoint, networked bool) (Risk, string) {
 	return RiskCritical, "raw IP address: not a registry or git remote by name"
 }
 
-func (d *differ) network() {
-	o, n := d.old.Network, d.new.Network
-	networked := false
-	for _, e := range append(slices.Clone(o.Connect), o.Send...) {
+// Networked reports whether n already reaches the network (an inet connect or send
+// endpoint), as EndpointRisk's networked wants it.
+func Networked(n Network) bool {
+	for _, e := range append(slices.Clone(n.Connect), n.Send...) {
 		if !strings.HasPrefix(e.Endpoint, "unix:") {
-			networked = true
+			return true
 		}
 	}
+	return false
+}
+
+func (d *differ) network() {
+	o, n := d.old.Network, d.new.Network
+	networked := Networked(o)
 	key := func(e Endpoint) string { return e.Proto + " " + e.Endpoint }
 	for _, s := range []struct {
 		section  string

@@ -45,8 +45,12 @@ func (r Risk) MarshalText() ([]byte, error) {
 	return []byte(r.String()), nil
 }
 
-// UnmarshalText reads a risk's name.
+// UnmarshalText reads a risk's name; empty is none (a report field left unset).
 func (r *Risk) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*r = RiskNone
+		return nil
+	}
 	v, err := ParseRisk(string(b))
 	if err != nil {
 		return err
@@ -133,6 +137,80 @@ func systemSecret(p string) string {
 	return ""
 }
 
+// ProtectedPath returns the protected path (paths.IsProtected) p is or lies in, also for an
+// absolute home path (/home/alice/.bashrc), or "".
+func ProtectedPath(p string) string { return protectedPath(p) }
+
+func protectedPath(p string) string {
+	if q, ok := paths.IsProtected(p); ok {
+		return q
+	}
+	if h, ok := homeEquivalent(p); ok {
+		if q, ok := paths.IsProtected(h); ok {
+			return q
+		}
+	}
+	return ""
+}
+
+// PathRisk rates allowing access to portable path p in profile n: the one rating `sysprof
+// diff` gives a new path rule, the enforcer a file denial, refine a proposal and learn its
+// review list. access is read, list, exec or write (create and delete are writes). A hidden
+// rule of n that covers p counts as removed, since nothing less would allow p, and is rated
+// too. n is not modified; nil is the empty profile.
+func PathRisk(access, p string, n *Profile) (Risk, string) {
+	if n == nil {
+		n = &Profile{}
+	}
+	switch access {
+	case "create", "delete":
+		access = "write"
+	case "metadata", "":
+		access = "read"
+	}
+	next := *n
+	next.Filesystem.Hidden = nil
+	var unhidden []PathRule
+	for _, h := range n.Filesystem.Hidden {
+		if PathCovers(h.Path, p) {
+			unhidden = append(unhidden, h)
+		} else {
+			next.Filesystem.Hidden = append(next.Filesystem.Hidden, h)
+		}
+	}
+	r, why := pathRisk(access, p, &next)
+	if len(unhidden) == 0 {
+		return r, why
+	}
+	rule := []PathRule{{Path: p}}
+	switch access {
+	case "write":
+		next.Filesystem.Write = append(rule, n.Filesystem.Write...)
+	case "exec":
+		next.Filesystem.Exec = append(rule, n.Filesystem.Exec...)
+	case "read", "list":
+		next.Filesystem.Read = append(rule, n.Filesystem.Read...)
+	}
+	for _, h := range unhidden {
+		if hr, hwhy := hiddenRemovalRisk(h.Path, next.Filesystem); hr > r {
+			r, why = hr, hwhy
+		}
+	}
+	return r, why
+}
+
+// hiddenRemovalRisk rates no longer hiding h in a profile whose rules are fs.
+func hiddenRemovalRisk(h string, fs Filesystem) (Risk, string) {
+	reachable := coveredBy(h, fs.Read) || coveredBy(h, fs.Write) || coveredBy(h, fs.Exec)
+	switch cred := credentialIn(h); {
+	case cred != "":
+		return RiskCritical, "credential store " + cred + " no longer hidden"
+	case reachable:
+		return RiskHigh, "no longer hidden, and a broader rule makes it reachable"
+	}
+	return RiskLow, "no longer hidden (no rule reaches it yet)"
+}
+
 // pathRisk rates a newly allowed path. access is read, write or exec.
 func pathRisk(access, p string, n *Profile) (Risk, string) {
 	if c := exposedCredential(p, n.Filesystem.Hidden); c != "" {
@@ -141,8 +219,14 @@ func pathRisk(access, p string, n *Profile) (Risk, string) {
 	if s := systemSecret(p); s != "" {
 		return RiskCritical, fmt.Sprintf("system secret %s becomes %s", s, accessWord(access))
 	}
+	if q := protectedPath(p); q != "" && access == "write" {
+		return RiskCritical, fmt.Sprintf("protected path %s becomes writable: what is written there runs outside the sandbox later", q)
+	}
+	if access == "write" && (p == "/proc" || strings.HasPrefix(p, "/proc/")) {
+		return RiskCritical, "write under /proc: process and kernel settings (a writable /proc/sys is host root)"
+	}
 	switch access {
-	case "read":
+	case "read", "list":
 		switch {
 		case underAny(p, systemDirs):
 			return RiskLow, "read-only path under a system directory"
@@ -215,8 +299,33 @@ var privilegedSyscalls = sync.OnceValue(func() map[string]string {
 // PrivilegedSyscall says why allowing name is critical, or "" for an ordinary syscall.
 func PrivilegedSyscall(name string) string { return privilegedSyscalls()[name] }
 
-// argValueRisk rates a newly allowed argument value (or flag bit) of syscall's argument arg.
-func argValueRisk(syscall string, arg int, v uint64) (Risk, string) {
+// networkSyscalls give a tool that had none a way onto the network (or a local socket).
+var networkSyscalls = map[string]bool{"socket": true, "connect": true, "bind": true,
+	"listen": true, "accept": true, "accept4": true, "sendto": true, "sendmsg": true, "sendmmsg": true}
+
+// SyscallRisk rates allowing syscall name: critical for a privileged one, high for one that
+// reaches the network, low otherwise.
+func SyscallRisk(name string) (Risk, string) {
+	if why := PrivilegedSyscall(name); why != "" {
+		return RiskCritical, "privileged syscall: " + why
+	}
+	if networkSyscalls[name] {
+		return RiskHigh, "opens or uses network sockets"
+	}
+	return RiskLow, "ordinary syscall"
+}
+
+// ArchitectureRisk rates allowing system calls through architecture a: low for another
+// machine's native table (the same names, reached only there), high for a compat ABI.
+func ArchitectureRisk(a string) (Risk, string) {
+	if a == "x86_64" || a == "aarch64" {
+		return RiskLow, "another machine's architecture: the same syscall names compile to its own numbers there"
+	}
+	return RiskHigh, "new compat architecture: another syscall table reachable on this machine (compat ABIs are a classic bypass)"
+}
+
+// ArgValueRisk rates a newly allowed argument value (or flag bits) of syscall's argument arg.
+func ArgValueRisk(syscall string, arg int, v uint64) (Risk, string) {
 	switch ArgKind(syscall, arg) {
 	case KindFamily:
 		return RiskHigh, "new socket family"
@@ -258,8 +367,8 @@ func argValueRisk(syscall string, arg int, v uint64) (Risk, string) {
 	return RiskLow, "argument value"
 }
 
-// argAnyRisk rates lifting the restriction on an argument altogether.
-func argAnyRisk(syscall string, arg int) (Risk, string) {
+// ArgAnyRisk rates lifting the restriction on an argument altogether.
+func ArgAnyRisk(syscall string, arg int) (Risk, string) {
 	switch ArgKind(syscall, arg) {
 	case KindFamily:
 		return RiskHigh, "any socket family (AF_PACKET, AF_ALG, AF_VSOCK, ...)"

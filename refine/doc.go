@@ -35,6 +35,18 @@
 // Allowing one exactly also removes the hidden rules that cover it: hidden paths win over any
 // read rule, so nothing less would work, and the diff says so.
 //
+// # Risk, and what needs a person
+//
+// A proposal is rated with the policy risk functions (policy.SyscallRisk, ArgValueRisk,
+// PathRisk, EndpointRisk): the rating `sysprof diff` gives the change and the enforcer gave
+// the denial, and never below the risk the report names. Writes to protected paths
+// (paths.ProtectedPaths: .git, .github, .sysprof, shell rc files, ...) are critical.
+//
+// Some changes need a person whatever their risk (Proposal.Review): a write to a protected
+// path or to a directory holding one, a new executable, a new network destination (connect or
+// send). Their default answer is KeepDenied; the CLI's --yes and --only KIND never accept them,
+// only an interactive yes or --only naming the proposal's item (Proposal.AcceptNamed).
+//
 // # Provenance
 //
 // An accepted allowance records by: the executable that asked (portable), and no seen count:

@@ -139,6 +139,59 @@ type Proposal struct {
 	Default Choice
 	// Credential is the credential store the denied path is in, or "".
 	Credential string
+	// Review says why accepting Exact needs a person: a write to a protected path (or a
+	// directory holding one), a new executable, a new network destination. Such a proposal is
+	// accepted only by an interactive yes or by naming its item (AcceptNamed); its default
+	// answer is KeepDenied. "" for the rest.
+	Review string
+}
+
+// AcceptNamed reports whether name picks this proposal for a non-interactive accept: its
+// exact item (a path, an endpoint, a syscall name), or its patch as printed.
+func (p *Proposal) AcceptNamed(name string) bool {
+	return p.Exact.Section != "" && (name == p.Exact.Item || name == p.Exact.String())
+}
+
+// review says why x needs a person to accept it, or "".
+func review(x Patch) string {
+	switch x.Section {
+	case policy.SectionWrite:
+		if q := policy.ProtectedPath(x.Item); q != "" {
+			return "writes protected path " + q
+		}
+		if qs := paths.ProtectedBeneath(x.Item); len(qs) > 0 {
+			return "writes a directory holding protected paths (" + strings.Join(qs, ", ") + ")"
+		}
+	case policy.SectionExec:
+		return "new executable"
+	case policy.SectionConnect, policy.SectionSend:
+		return "new network destination"
+	}
+	return ""
+}
+
+// patchRisk rates adding x to base with the policy risk functions: the rating `sysprof diff`
+// gives the change and the enforcer the denial.
+func patchRisk(base *policy.Profile, x Patch) (policy.Risk, string) {
+	switch x.Section {
+	case policy.SectionSyscalls:
+		return policy.SyscallRisk(x.Item)
+	case policy.SectionArchitectures:
+		return policy.ArchitectureRisk(x.Item)
+	case policy.SectionArgs:
+		if v, err := policy.ParseValue(x.Item); err == nil {
+			return policy.ArgValueRisk(x.Syscall, x.Arg, v)
+		}
+	case policy.SectionRead:
+		return policy.PathRisk("read", x.Item, base)
+	case policy.SectionWrite:
+		return policy.PathRisk("write", x.Item, base)
+	case policy.SectionExec:
+		return policy.PathRisk("exec", x.Item, base)
+	case policy.SectionConnect, policy.SectionSend, policy.SectionBind:
+		return policy.EndpointRisk(x.Section, policy.Endpoint{Endpoint: x.Item, Proto: x.Proto}, policy.Networked(base.Network))
+	}
+	return policy.RiskNone, ""
 }
 
 // Patch returns the change choice applies, or nil for KeepDenied and for choices that do not
@@ -268,11 +321,18 @@ func propose(base *policy.Profile, d report.Denial, env map[string]string) *Prop
 	}
 	if pr.Exact.Section == "" { // nothing refine can add allows it
 		pr.Choices, pr.Default = []Choice{KeepDenied}, KeepDenied
-		pr.Risk = fromReportRisk(d.Risk)
+		pr.Risk = max(d.Risk, policy.RiskLow)
 		return pr
 	}
 	pr.Changes = changesOf(base, pr.Exact)
-	pr.Risk, pr.Reason = worst(pr.Changes)
+	pr.Risk, pr.Reason = patchRisk(base, pr.Exact)
+	if r, why := worst(pr.Changes); r > pr.Risk {
+		pr.Risk, pr.Reason = r, why
+	}
+	if d.Risk > pr.Risk { // never below what the report said
+		pr.Risk, pr.Reason = d.Risk, "rated "+d.Risk.String()+" by the report"
+	}
+	pr.Review = review(pr.Exact)
 	if pr.Credential != "" {
 		pr.Risk = policy.RiskCritical
 		if pr.Reason == "" || !strings.Contains(pr.Reason, "credential") {
@@ -293,7 +353,7 @@ func propose(base *policy.Profile, d report.Denial, env map[string]string) *Prop
 		pr.Choices = append(pr.Choices, Hide)
 	}
 	pr.Default = AllowExact
-	if pr.Credential != "" {
+	if pr.Credential != "" || pr.Review != "" {
 		pr.Default = KeepDenied
 	}
 	return pr
@@ -322,13 +382,6 @@ func worst(cs []policy.Change) (policy.Risk, string) {
 		}
 	}
 	return r, why
-}
-
-func fromReportRisk(r report.Risk) policy.Risk {
-	if v, err := policy.ParseRisk(string(r)); err == nil {
-		return v
-	}
-	return policy.RiskHigh
 }
 
 // argSuggest matches the enforcer's suggestion for a value an argument rule refused.

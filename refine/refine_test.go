@@ -137,7 +137,22 @@ func TestProposeKinds(t *testing.T) {
 		dir:     "filesystem.exec: + /usr/bin",
 		hide:    "filesystem.hidden: + /usr/bin/curl",
 		summary: "allow /usr/bin/curl to run",
-		risk:    policy.RiskHigh, choices: []Choice{AllowExact, AllowDir, KeepDenied, Hide}, def: AllowExact,
+		risk:    policy.RiskHigh, choices: []Choice{AllowExact, AllowDir, KeepDenied, Hide}, def: KeepDenied,
+	}, {
+		name:    "git hook write: protected, critical, default keep",
+		d:       report.Denial{Kind: report.KindFile, Path: "/home/alice/src/hello-rs/.git/hooks/pre-commit", Access: "create", Exe: buildScript, Risk: report.RiskCritical},
+		exact:   "filesystem.write: + $WORKDIR/.git/hooks/pre-commit",
+		dir:     "filesystem.write: + $WORKDIR/.git/hooks",
+		hide:    "filesystem.hidden: + $WORKDIR/.git/hooks/pre-commit",
+		summary: "allow writing $WORKDIR/.git/hooks/pre-commit",
+		risk:    policy.RiskCritical, choices: []Choice{AllowExact, AllowDir, KeepDenied, Hide}, def: KeepDenied,
+	}, {
+		name:    "shell rc append: protected, critical, default keep",
+		d:       report.Denial{Kind: report.KindFile, Path: "/home/alice/.bashrc", Access: "write", Exe: buildScript},
+		exact:   "filesystem.write: + $HOME/.bashrc",
+		hide:    "filesystem.hidden: + $HOME/.bashrc",
+		summary: "allow writing $HOME/.bashrc",
+		risk:    policy.RiskCritical, choices: []Choice{AllowExact, KeepDenied, Hide}, def: KeepDenied,
 	}, {
 		name:    "credential store, hidden: critical, default keep, allowing un-hides",
 		d:       report.Denial{Kind: report.KindFile, Path: "/home/alice/.ssh/id_ed25519", Access: "read", Exe: buildScript},
@@ -164,19 +179,19 @@ func TestProposeKinds(t *testing.T) {
 		d:       report.Denial{Kind: report.KindNetwork, Syscall: "connect", Endpoint: "192.0.2.10:443", Host: "api.example.test", Proto: "tcp", Exe: "/usr/bin/curl"},
 		exact:   "network.connect: + api.example.test:443 tcp",
 		summary: "allow connect api.example.test:443 tcp",
-		risk:    policy.RiskHigh, choices: []Choice{AllowExact, KeepDenied}, def: AllowExact,
+		risk:    policy.RiskHigh, choices: []Choice{AllowExact, KeepDenied}, def: KeepDenied,
 	}, {
 		name:    "connect by address",
 		d:       report.Denial{Kind: report.KindNetwork, Endpoint: "127.0.0.1:8080", Proto: "tcp", Exe: "/usr/bin/curl", Suggest: "network.connect: + 127.0.0.1:8080 tcp"},
 		exact:   "network.connect: + 127.0.0.1:8080 tcp",
 		summary: "allow connect 127.0.0.1:8080 tcp",
-		risk:    policy.RiskCritical, choices: []Choice{AllowExact, KeepDenied}, def: AllowExact,
+		risk:    policy.RiskCritical, choices: []Choice{AllowExact, KeepDenied}, def: KeepDenied,
 	}, {
 		name:    "udp send, proto from the section",
 		d:       report.Denial{Kind: report.KindNetwork, Syscall: "sendto", Endpoint: "[::1]:53", Exe: cargo},
 		exact:   "network.send: + [::1]:53 udp",
 		summary: "allow send [::1]:53 udp",
-		risk:    policy.RiskHigh, choices: []Choice{AllowExact, KeepDenied}, def: AllowExact,
+		risk:    policy.RiskHigh, choices: []Choice{AllowExact, KeepDenied}, def: KeepDenied,
 	}, {
 		name:    "bind ephemeral loopback",
 		d:       report.Denial{Kind: report.KindNetwork, Syscall: "bind", Endpoint: "127.0.0.1:0", Proto: "tcp", Exe: cargo},
@@ -188,7 +203,7 @@ func TestProposeKinds(t *testing.T) {
 		d:       report.Denial{Kind: report.KindNetwork, Syscall: "connect", Endpoint: "unix:/home/alice/src/hello-rs/.sock", Exe: cargo},
 		exact:   "network.connect: + unix:$WORKDIR/.sock",
 		summary: "allow connect unix:$WORKDIR/.sock",
-		risk:    policy.RiskHigh, choices: []Choice{AllowExact, KeepDenied}, def: AllowExact,
+		risk:    policy.RiskHigh, choices: []Choice{AllowExact, KeepDenied}, def: KeepDenied,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			props, err := Propose(base(), rep(tc.d), aliceEnv)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
+
+	"github.com/sysprof/sysprof/policy"
 )
 
 // Version is the report format version written into every report.
@@ -29,15 +31,16 @@ const (
 	KindNetwork Kind = "network"
 )
 
-// Risk is how dangerous it would be to allow a denied operation: the class `sysprof diff`
-// (policy.Risk) gives the profile change in Suggest.
-type Risk string
+// Risk is how dangerous it would be to allow a denied operation: policy.Risk, as the policy
+// risk functions rate the profile change in Suggest (the rating `sysprof diff` and refine give
+// it). JSON carries its name ("high").
+type Risk = policy.Risk
 
-// Risk classes, the names of policy.Risk.
+// Risk classes.
 const (
-	RiskLow      Risk = "low"
-	RiskHigh     Risk = "high"
-	RiskCritical Risk = "critical"
+	RiskLow      = policy.RiskLow
+	RiskHigh     = policy.RiskHigh
+	RiskCritical = policy.RiskCritical
 )
 
 // Layer states.
@@ -256,7 +259,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		t := tablewriter.NewTable(w, tablewriter.WithRenderer(renderer.NewBlueprint()))
 		t.Header("Kind", "What", "Executable", "Parents", "Count", "Risk", "To allow")
 		for _, d := range r.Denials {
-			if err := t.Append(string(d.Kind), d.What, d.Exe, strings.Join(d.Parents, " < "), strconv.Itoa(d.Count), string(d.Risk), d.Suggest); err != nil {
+			if err := t.Append(string(d.Kind), d.What, d.Exe, strings.Join(d.Parents, " < "), strconv.Itoa(d.Count), d.Risk.String(), d.Suggest); err != nil {
 				return fmt.Errorf("table: %w", err)
 			}
 		}

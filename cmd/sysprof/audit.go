@@ -123,13 +123,8 @@ func auditDenials(p, learned *policy.Profile) []report.Denial {
 	return out
 }
 
-// reportRisk is a policy risk as the report spells it.
-func reportRisk(r policy.Risk) report.Risk {
-	if r == policy.RiskNone {
-		return report.RiskLow
-	}
-	return report.Risk(r.String())
-}
+// reportRisk is a policy risk for a denial: at least low (report.Risk is policy.Risk).
+func reportRisk(r policy.Risk) report.Risk { return max(r, report.RiskLow) }
 
 // canAuditByLearning reports whether this process can learn (eBPF needs root here).
 func canAuditByLearning() bool { return os.Geteuid() == 0 }

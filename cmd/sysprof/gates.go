@@ -198,7 +198,7 @@ func writeGateTable(w io.Writer, results []gateResult) error {
 		t.Header("Step", "Kind", "What", "Executable", "Parents", "Count", "Risk", "To allow")
 		for _, r := range results {
 			for _, d := range r.rep.Denials {
-				if err := t.Append(r.step.Name, string(d.Kind), d.What, d.Exe, strings.Join(d.Parents, " < "), strconv.Itoa(d.Count), string(d.Risk), d.Suggest); err != nil {
+				if err := t.Append(r.step.Name, string(d.Kind), d.What, d.Exe, strings.Join(d.Parents, " < "), strconv.Itoa(d.Count), d.Risk.String(), d.Suggest); err != nil {
 					return fmt.Errorf("table: %w", err)
 				}
 			}

@@ -64,6 +64,13 @@ to high: critical changes such as reading ~/.ssh, a privileged syscall or a raw 
 are only accepted with --max-risk critical) or --only KIND (accept just syscall, file or network
 proposals, still capped by --max-risk). Neither: exit 125.
 
+Three kinds of change are never accepted by --yes or --only KIND, at any --max-risk: a write to
+a protected path (.git, .github, .sysprof, shell rc files, ~/.config/systemd, ... as
+` + "`sysprof show`" + ` lists them) or to a directory holding one, a new executable, and a new network
+destination (connect or send). They need an interactive yes (their default answer is keep), or
+--only naming the proposal's path or endpoint exactly (--only '$WORKDIR/.git/hooks/pre-commit',
+--only api.example.test:443), which accepts that one at any risk.
+
 The profile is written atomically under its lock, and the semantic diff of the old profile and
 the new one is printed. A report of a different command than the profile's is refused unless
 --force. Paths are made portable with this host's variables ($HOME, $TMPDIR, toolchain roots)
@@ -74,8 +81,8 @@ and --workdir for $WORKDIR. Exit 0 after writing (or when there is nothing to ch
 				return withCode(exitSysprof, fmt.Errorf("refine needs --from REPORT (written by `sysprof enforce --report FILE`)"))
 			}
 			for _, k := range o.Only {
-				if !slices.Contains(refineKinds, k) {
-					return withCode(exitSysprof, fmt.Errorf("--only %q: want one of %s", k, strings.Join(refineKinds, ", ")))
+				if !slices.Contains(refineKinds, k) && !strings.ContainsAny(k, "/:$.") {
+					return withCode(exitSysprof, fmt.Errorf("--only %q: want one of %s, or the path or endpoint of one proposal", k, strings.Join(refineKinds, ", ")))
 				}
 			}
 			if _, err := policy.ParseRisk(o.MaxRisk); err != nil {
@@ -106,7 +113,7 @@ and --workdir for $WORKDIR. Exit 0 after writing (or when there is nothing to ch
 	f.StringVarP(&o.Profile, "profile", "p", "", "profile file (default .sysprof/<name>.yaml, the name from the report's command)")
 	f.StringVar(&o.From, "from", "", "the `REPORT` to refine from (written by sysprof enforce --report FILE)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "accept every proposal at or below --max-risk without asking")
-	f.StringSliceVar(&o.Only, "only", nil, "accept only proposals of these kinds without asking: syscall, file, network (repeat or comma-separate)")
+	f.StringSliceVar(&o.Only, "only", nil, "accept only proposals of these kinds without asking: syscall, file, network; or the one proposal whose path or endpoint is named (repeat or comma-separate)")
 	f.StringVar(&o.MaxRisk, "max-risk", "high", "with --yes or --only: accept proposals up to this risk: low, high or critical")
 	f.BoolVar(&o.Force, "force", false, "refine from a report of a different command than the profile's")
 	f.StringVar(&o.Workdir, "workdir", "", "the directory the command ran in, for $WORKDIR (default: the current directory)")
@@ -245,8 +252,11 @@ func sameCommand(p *policy.Profile, r *report.Report) bool {
 }
 
 // acceptAll answers without asking: AllowExact for every proposal of the --only kinds (all
-// kinds with --yes) at or below maxRisk, KeepDenied for the rest. Each answer is printed.
+// kinds with --yes) at or below maxRisk that needs no review (refine.Proposal.Review), and
+// for each proposal --only names; KeepDenied for the rest. Each answer is printed.
 func acceptAll(o *refineOptions, props []refine.Proposal, maxRisk policy.Risk) []refine.Decision {
+	// --only KIND limits the kinds; names alone limit them only without --yes.
+	filterKinds := len(o.Only) > 0 && !o.Yes || slices.ContainsFunc(o.Only, func(k string) bool { return slices.Contains(refineKinds, k) })
 	var out []refine.Decision
 	for _, p := range props {
 		d := refine.Decision{Proposal: p, Choice: refine.KeepDenied}
@@ -254,7 +264,11 @@ func acceptAll(o *refineOptions, props []refine.Proposal, maxRisk policy.Risk) [
 		switch {
 		case !slices.Contains(p.Choices, refine.AllowExact):
 			why = "cannot be allowed"
-		case len(o.Only) > 0 && !slices.Contains(o.Only, string(p.Kind)):
+		case slices.ContainsFunc(o.Only, p.AcceptNamed):
+			d.Choice = refine.AllowExact // named exactly: the reviewer's decision, at any risk
+		case p.Review != "":
+			why = p.Review + ": needs an interactive yes, or --only naming " + p.Exact.Item
+		case filterKinds && !slices.Contains(o.Only, string(p.Kind)):
 			why = "not --only " + strings.Join(o.Only, ",")
 		case p.Risk > maxRisk:
 			why = fmt.Sprintf("%s is above --max-risk %s", p.Risk, maxRisk)

@@ -173,13 +173,17 @@ func TestRefineYesContent(t *testing.T) {
 		args []string
 		want want
 	}{
-		{[]string{"--yes"}, want{utimensat: true, curl: true, sshHidden: true}},
+		// A new executable needs a person: never --yes or --only file, at any --max-risk.
+		{[]string{"--yes"}, want{utimensat: true, sshHidden: true}},
 		{[]string{"--yes", "--max-risk", "low"}, want{utimensat: true, sshHidden: true}},
-		{[]string{"--yes", "--max-risk", "critical"}, want{utimensat: true, curl: true, sshRead: true}},
+		{[]string{"--yes", "--max-risk", "critical"}, want{utimensat: true, sshRead: true}},
 		{[]string{"--only", "syscall"}, want{utimensat: true, sshHidden: true}},
-		{[]string{"--only", "file"}, want{curl: true, sshHidden: true}},
-		{[]string{"--only", "file", "--max-risk", "critical"}, want{curl: true, sshRead: true}},
-		{[]string{"--only", "syscall,file"}, want{utimensat: true, curl: true, sshHidden: true}},
+		{[]string{"--only", "file"}, want{sshHidden: true}},
+		{[]string{"--only", "file", "--max-risk", "critical"}, want{sshRead: true}},
+		{[]string{"--only", "syscall,file"}, want{utimensat: true, sshHidden: true}},
+		// ... unless --only names it.
+		{[]string{"--only", "/usr/bin/curl"}, want{curl: true, sshHidden: true}},
+		{[]string{"--yes", "--only", "/usr/bin/curl,syscall"}, want{utimensat: true, curl: true, sshHidden: true}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			prof := copyProfile(t)
@@ -259,7 +263,7 @@ func TestRefineOtherCommand(t *testing.T) {
 func TestRefineTwiceChangesNothing(t *testing.T) {
 	setAliceEnv(t)
 	prof := copyProfile(t)
-	args := []string{"-p", prof, "--from", refineReport, "--workdir", aliceWorkdir, "--yes", "--max-risk", "critical"}
+	args := []string{"-p", prof, "--from", refineReport, "--workdir", aliceWorkdir, "--yes", "--max-risk", "critical", "--only", "/usr/bin/curl"}
 	if code, _, stderr := runRefineCLI(t, nil, args...); code != 0 {
 		t.Fatalf("first run: exit %d\n%s", code, stderr)
 	}
@@ -279,7 +283,7 @@ func TestRefineDryRun(t *testing.T) {
 	prof := copyProfile(t)
 	before, _ := os.ReadFile(prof)
 	code, stdout, stderr := runRefineCLI(t, nil, "-p", prof, "--from", refineReport, "--workdir", aliceWorkdir, "--yes", "--dry-run")
-	if code != 0 || !strings.Contains(stdout, "/usr/bin/curl") || !strings.Contains(stderr, "--dry-run") {
+	if code != 0 || !strings.Contains(stdout, "utimensat") || !strings.Contains(stderr, "--dry-run") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	after, _ := os.ReadFile(prof)
@@ -494,7 +498,7 @@ func TestRefineTerminalSession(t *testing.T) {
 		"denied   2 times",
 		"[a]llow exactly / [k]eep denied / [q]uit [k]: ",
 		"[2/3] HIGH  allow /usr/bin/curl to run",
-		"[a]llow exactly / allow [d]irectory / [k]eep denied / [h]ide / [q]uit [a]: ",
+		"[a]llow exactly / allow [d]irectory / [k]eep denied / [h]ide / [q]uit [k]: ", // a new executable: default keep
 		`"x" is not one of the answers`,
 		"[3/3] LOW  allow syscall utimensat",
 		"denied   17 times",
