@@ -85,7 +85,9 @@ func TestRiskAgrees(t *testing.T) {
 		{name: "ptrace", call: &call{"ptrace", a()},
 			add: func(p *policy.Profile) { p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: "ptrace"}) }, want: policy.RiskCritical},
 		{name: "ordinary syscall", call: &call{"utimensat", a()},
-			add: func(p *policy.Profile) { p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: "utimensat"}) }, want: policy.RiskLow},
+			add: func(p *policy.Profile) {
+				p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: "utimensat"})
+			}, want: policy.RiskLow},
 		{name: "TIOCSTI", call: &call{"ioctl", a(1, unix.TIOCSTI)},
 			add: func(p *policy.Profile) { p.Syscalls.Args[4].Deny = []string{"TIOCLINUX"} }, want: policy.RiskCritical},
 		{name: "AF_NETLINK", call: &call{"socket", a(unix.AF_NETLINK, unix.SOCK_DGRAM)},
