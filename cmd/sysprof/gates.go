@@ -100,10 +100,14 @@ func runLearnGates(ctx context.Context, o *learnOptions) error {
 			return withCode(exitSysprof, fmt.Errorf("step %s: --strict: %d ring-buffer events and %d map entries were lost; the profile was not written (rerun with a larger --ringbuf-size)", st.Name, tr.Loss.RingbufDrops, tr.Loss.MapFull))
 		}
 		st.addAllowances(res.Profile)
-		if err := saveLearned(st.Profile, res.Profile, o.Fresh, o.Force); err != nil {
+		review, err := saveLearned(st.Profile, res.Profile, o.Fresh, o.Force)
+		if err != nil {
 			return withCode(exitSysprof, fmt.Errorf("step %s: %w", st.Name, err))
 		}
 		printLearnSummary(o.Err, renderLearnSummary(tr, wall), tr, st.Profile)
+		if n := printReview(o.Err, review, res.SecretTouches); o.Strict && n > 0 {
+			return withCode(exitSysprof, fmt.Errorf("step %s: --strict: %d item(s) on the review list; %s was written: review it, then learn again without --strict or edit the profile", st.Name, n, st.Profile))
+		}
 		if tr.ExitCode != 0 {
 			return withCode(tr.ExitCode, fmt.Errorf("step %s: %s exited with status %d (its profile was saved; later steps were not learned)", st.Name, shellQuote(st.Command), tr.ExitCode))
 		}

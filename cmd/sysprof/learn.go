@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,7 +77,14 @@ at the first step that fails, with that step's status (its profile is still save
 
 With --from-profile NAME, the learned profile starts from a copy of the shipped profile NAME
 (reviewed profiles built into sysprof) instead of from nothing: what this run saw is merged into
-it, and the result takes this command's name. Shipped: ` + strings.Join(profiles.Names(), ", ") + `.`,
+it, and the result takes this command's name. Shipped: ` + strings.Join(profiles.Names(), ", ") + `.
+
+learn ends with a review list of the risky allowances it just added to the profile, worst first
+and rated like ` + "`sysprof diff`" + `: writes to protected paths (.git, .github, .sysprof, shell rc files,
+~/.config/systemd, ~/.config/autostart, ...) and anything else critical (writes outside the work
+tree and caches such as cron or /proc, readable secrets, privileged syscalls), new network
+destinations, and the credential stores the tool touched (kept hidden). With --strict a
+non-empty list fails the learn with exit 125 after writing the profile, so CI notices.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if gates, cfg, ok, err := resolveGates(cmd, args, o.Steps, o.All, o.Profile); ok || err != nil {
@@ -102,7 +110,7 @@ it, and the result takes this command's name. Shipped: ` + strings.Join(profiles
 	f.StringVarP(&o.Profile, "profile", "p", "", "profile file (default .sysprof/<name>.yaml)")
 	f.BoolVar(&o.Fresh, "fresh", false, "replace the profile instead of merging into it")
 	f.StringVar(&o.TraceOut, "trace-out", "", "also write the raw trace (JSON) to this file")
-	f.BoolVar(&o.Strict, "strict", false, "fail (exit 125) if any kernel event was lost")
+	f.BoolVar(&o.Strict, "strict", false, "fail (exit 125) if any kernel event was lost (profile not written), or if the review list is not empty (profile written)")
 	f.BoolVar(&o.Explain, "explain", false, "print what each synthesis pass did")
 	f.BoolVar(&o.Portable, "portable", false, "add libc-variant syscall families so the profile runs on other distros")
 	f.BoolVar(&o.Exact, "exact", false, "allow only the syscalls seen: no behaviour-equivalence families (listed by show --explain)")
@@ -186,15 +194,20 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 	table := make(chan []byte, 1)
 	go func() { table <- renderLearnSummary(tr, wall) }()
 	t0 := time.Now()
-	if err := saveLearned(o.Profile, learned, o.Fresh, o.Force); err != nil {
+	review, err := saveLearned(o.Profile, learned, o.Fresh, o.Force)
+	if err != nil {
 		return withCode(exitSysprof, err)
 	}
 	if os.Getenv("SYSPROF_TIMINGS") != "" {
 		fmt.Fprintf(os.Stderr, "timing learn %7.2fms save\n", float64(time.Since(t0).Microseconds())/1000)
 	}
 	printLearnSummary(o.Err, <-table, tr, o.Profile)
+	n := printReview(o.Err, review, res.SecretTouches)
 	if o.Debug || os.Getenv("SYSPROF_STATS") != "" {
 		printPeakRSS(o.Err)
+	}
+	if o.Strict && n > 0 {
+		return withCode(exitSysprof, fmt.Errorf("--strict: %d item(s) on the review list; %s was written: review it (sysprof show -p %s), then learn again without --strict or edit the profile", n, o.Profile, o.Profile))
 	}
 	if tr.ExitCode != 0 {
 		return withCode(tr.ExitCode, nil)
@@ -266,25 +279,52 @@ func learnOnce(ctx context.Context, po profiler.Options, so synth.Options) (*tra
 
 // saveLearned merges a learned profile into path under the profile lock so that concurrent learns
 // never lose each other's observations. With fresh it replaces the profile, still under the lock,
-// without reading (and parsing) what was there.
-func saveLearned(path string, learned *policy.Profile, fresh, force bool) error {
+// without reading (and parsing) what was there. It returns the review list of what the write
+// added (policy.Review against the profile that was there; against nothing with fresh or a new file).
+func saveLearned(path string, learned *policy.Profile, fresh, force bool) ([]policy.Change, error) {
 	if fresh {
 		unlock, err := policy.Lock(path)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer unlock()
-		return policy.Save(path, learned)
+		return policy.Review(nil, learned), policy.Save(path, learned)
 	}
-	return policy.Update(path, func(old *policy.Profile) (*policy.Profile, error) {
+	var review []policy.Change
+	err := policy.Update(path, func(old *policy.Profile) (*policy.Profile, error) {
 		if old == nil {
+			review = policy.Review(nil, learned)
 			return learned, nil
 		}
 		if !force && !policy.SameCommand(old, learned) {
 			return nil, fmt.Errorf("%s was learned for %q, not %q: use --force to merge anyway or -p for another file", path, old.Metadata.Command, learned.Metadata.Command)
 		}
-		return policy.Merge(old, learned), nil
+		merged := policy.Merge(old, learned)
+		review = policy.Review(old, merged)
+		return merged, nil
 	})
+	return review, err
+}
+
+// printReview prints learn's review list: the risky allowances just added, worst first, and
+// the credential stores the tool touched (kept hidden). It returns how many items it listed.
+func printReview(w io.Writer, review []policy.Change, secrets []synth.SecretTouch) int {
+	n := len(review) + len(secrets)
+	if n == 0 {
+		return 0
+	}
+	fmt.Fprintf(w, "sysprof: REVIEW: %d risky item(s) in this learn, worst first (rated like `sysprof diff`):\n", n)
+	for _, c := range review {
+		by := ""
+		if c.By != "" {
+			by = " (by " + c.By + ")"
+		}
+		fmt.Fprintf(w, "  %-8s %s: + %s%s: %s\n", c.Risk, c.Section, c.Item, by, c.Reason)
+	}
+	for _, st := range secrets {
+		fmt.Fprintf(w, "  %-8s %s %s %s (by %s): not allowed, %s stays hidden\n", policy.RiskCritical, "secret", st.Access, st.Path, st.Exe, st.Store)
+	}
+	return n
 }
 
 // fromShipped merges a learned profile into a copy of a shipped one: everything either allows,
