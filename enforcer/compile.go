@@ -22,6 +22,7 @@ import (
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/sandbox"
+	"github.com/sysprof/sysprof/synth"
 )
 
 // Env is what a profile's portable names mean on this host.
@@ -30,6 +31,9 @@ type Env struct {
 	Vars map[string]string
 	// Arch is the host's architecture as go-seccomp-bpf names it ("x86_64"); empty: this host.
 	Arch string
+	// Command is the executable the run starts (resolved): what a profile without exec rules
+	// may run, and nothing else. Empty: nothing.
+	Command string
 }
 
 // HostEnv returns the Env of this process for a command run in workdir: the path variables
@@ -503,7 +507,7 @@ func procSelf(p string) bool {
 }
 
 func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
-	fs := p.Filesystem
+	fs := withBase(p.Filesystem, env)
 	dirs := &dirListings{}
 	read, err := c.expandRules("read", fs.Read, env, dirs)
 	if err != nil {
@@ -547,8 +551,9 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 	plan.DropCaps = true
 	c.Layers = append(c.Layers, LayerCaps)
 
-	wantFS := len(read)+len(write)+len(exec)+len(list)+len(hidden) > 0 || fs.PrivateTmp
-	if wantFS {
+	// Every profile gets the read-only root and Landlock: an empty section is "nothing of that
+	// kind" (beyond withBase), never "that layer off".
+	{
 		plan.ReadOnlyRoot = true
 		plan.PrivateTmp = fs.PrivateTmp
 		write = c.writableDirs(write, env)
@@ -700,6 +705,41 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 }
 
 func isDevice(p string) bool { return strings.HasPrefix(p, "/dev/") }
+
+// BaseRead is what every profile may read whatever its filesystem section says: what the
+// dynamic loader needs to start any program, and the harmless devices (read and write).
+var BaseRead = []string{"/etc/ld.so.cache", "/lib", "/lib64", "/usr/lib", "/usr/lib64",
+	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+
+// withBase is the filesystem section compile enforces: fs plus BaseRead; the command itself as
+// the one exec rule when fs has none; every credential store (synth.CredentialStores) hidden
+// unless a rule names it or a path inside it; and a private /tmp when fs has no rules at all.
+// fs is not modified.
+func withBase(fs policy.Filesystem, env Env) policy.Filesystem {
+	empty := len(fs.Read)+len(fs.Write)+len(fs.Exec)+len(fs.List) == 0
+	out := fs
+	out.Read = slices.Clone(fs.Read)
+	for _, r := range BaseRead {
+		out.Read = append(out.Read, policy.PathRule{Path: r, Note: "base"})
+	}
+	if len(fs.Exec) == 0 && env.Command != "" {
+		out.Exec = []policy.PathRule{{Path: env.Command, Note: "the command"}}
+	}
+	out.Hidden = slices.Clone(fs.Hidden)
+	named := slices.Concat(fs.Read, fs.Write, fs.Exec)
+	for _, cs := range synth.CredentialStores {
+		if slices.ContainsFunc(out.Hidden, func(h policy.PathRule) bool { return policy.PathCovers(h.Path, cs) }) ||
+			slices.ContainsFunc(named, func(r policy.PathRule) bool { return policy.PathCovers(cs, r.Path) }) {
+			continue
+		}
+		if _, err := expand(cs, env); err != nil {
+			continue // a variable this host does not set: nothing there to hide
+		}
+		out.Hidden = append(out.Hidden, policy.PathRule{Path: cs, Note: "credential store"})
+	}
+	out.PrivateTmp = fs.PrivateTmp || empty
+	return out
+}
 
 // endpointPort returns the port of host:port, CIDR:port or [v6]:port.
 func endpointPort(ep string) (uint16, error) {

@@ -83,7 +83,7 @@ func TestCompilePlan(t *testing.T) {
 	if ll == nil {
 		t.Fatal("no Landlock layer")
 	}
-	if !slices.Equal(ll.Devices, []string{"/dev/null", "/dev/urandom"}) || !slices.Equal(ll.Exec, []string{"/usr/bin"}) ||
+	if !slices.Equal(ll.Devices, []string{"/dev/full", "/dev/null", "/dev/random", "/dev/urandom", "/dev/zero"}) || !slices.Equal(ll.Exec, []string{"/usr/bin"}) ||
 		!slices.Equal(ll.ConnectTCP, []uint16{8080}) || !slices.Equal(ll.BindTCP, []uint16{0}) || ll.ScopeAbstractUnix || !ll.ScopeSignals {
 		t.Errorf("landlock = %+v", *ll)
 	}
@@ -108,8 +108,58 @@ func TestCompileNoNetworkMeansNetNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Plan.NetNS || !slices.Contains(c.Layers, LayerNetNS) || c.Plan.Landlock != nil {
-		t.Errorf("no network and no filesystem: plan %+v layers %v", c.Plan, c.Layers)
+	if !c.Plan.NetNS || !slices.Contains(c.Layers, LayerNetNS) {
+		t.Errorf("no network: plan %+v layers %v", c.Plan, c.Layers)
+	}
+}
+
+// TestCompileEmptyFilesystemIsBaseOnly: no filesystem section, or an empty one, is "nothing
+// beyond the base", never "no filesystem layer": read-only root, Landlock with BaseRead and the
+// command only, the credential stores hidden, a private /tmp.
+func TestCompileEmptyFilesystemIsBaseOnly(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	os.WriteFile(filepath.Join(home, ".npmrc"), []byte("token\n"), 0o600)
+	os.WriteFile(filepath.Join(work, ".env"), []byte("KEY=1\n"), 0o600)
+	env := Env{Vars: map[string]string{"HOME": home, "WORKDIR": work, "TMPDIR": "/tmp"}, Arch: "x86_64", Command: "/usr/bin/true"}
+	for name, fs := range map[string]policy.Filesystem{"missing": {}, "empty lists": {Read: []policy.PathRule{}, Hidden: []policy.PathRule{}}} {
+		p := testProfile()
+		p.Filesystem = fs
+		c, err := Compile(p, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl := c.Plan
+		if !pl.ReadOnlyRoot || !pl.PrivateTmp || pl.Landlock == nil ||
+			!slices.Contains(c.Layers, LayerMounts) || !slices.Contains(c.Layers, LayerLandlock) {
+			t.Fatalf("%s: plan %+v layers %v", name, pl, c.Layers)
+		}
+		ll := pl.Landlock
+		var base []string
+		for _, r := range BaseRead {
+			if !isDevice(r) {
+				base = append(base, r)
+			}
+		}
+		slices.Sort(base)
+		if !slices.Equal(ll.Read, base) || len(ll.Write) != 0 || len(ll.List) != 0 || !slices.Equal(ll.Exec, []string{"/usr/bin/true"}) {
+			t.Errorf("%s: landlock = %+v, want the base only", name, *ll)
+		}
+		for _, h := range []string{filepath.Join(home, ".ssh"), filepath.Join(home, ".npmrc"), filepath.Join(work, ".env")} {
+			if !slices.Contains(pl.Hidden, h) {
+				t.Errorf("%s: %s not hidden: %v", name, h, pl.Hidden)
+			}
+		}
+	}
+	// A profile that names a path inside a store keeps that store visible (refine's allow).
+	p := testProfile()
+	p.Filesystem.Read = []policy.PathRule{{Path: "$HOME/.npmrc"}}
+	c, err := Compile(p, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(c.Plan.Hidden, filepath.Join(home, ".npmrc")) || !slices.Contains(c.Plan.Hidden, filepath.Join(home, ".ssh")) {
+		t.Errorf("named store: hidden %v, want ~/.ssh but not ~/.npmrc", c.Plan.Hidden)
 	}
 }
 

@@ -202,7 +202,9 @@ func TestNoFdLeaksAndNewSession(t *testing.T) {
 	}
 	defer leak.Close()
 	syscall.Syscall(syscall.SYS_FCNTL, leak.Fd(), syscall.F_SETFD, 0)
-	o := runVictim(t, victimProfile(), false, "fds", "sid")
+	p := victimProfile()
+	p.Filesystem.Read = []policy.PathRule{{Path: "/proc/self/fd"}} // an empty section lists nothing
+	o := runVictim(t, p, false, "fds", "sid")
 	if o.err != nil || o.code != 0 {
 		t.Fatalf("run: %s", o)
 	}

@@ -11,7 +11,11 @@ import (
 func TestMain(m *testing.M) {
 	MaybeInit()
 	if victim := os.Getenv(unprivEnv); victim != "" {
-		if err := unprivilegedHelper(victim); err != nil {
+		helper := unprivilegedHelper
+		if os.Getenv(emptyFSEnv) != "" {
+			helper = func(v string) error { return emptyFSCheck(v, os.Getenv("SYSPROF_TEST_WORK"), os.Getenv("HOME")) }
+		}
+		if err := helper(victim); err != nil {
 			fmt.Fprintln(os.Stderr, "unprivileged helper:", err)
 			os.Exit(1)
 		}

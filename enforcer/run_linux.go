@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -96,6 +98,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	for k, v := range opts.Vars {
 		env.Vars[k] = v
 	}
+	env.Command = commandPath(opts.Command, dir)
 	phase.Mark("host env")
 	compiled, err := Compile(opts.Profile, env)
 	if err != nil {
@@ -298,10 +301,27 @@ func degradeOrRefuse(rep *report.Report, unenf []string, degrade bool) error {
 }
 
 // mayWantGuard reports whether a root run of p may use the guard (then Run loads it before
-// compiling): a filesystem section (Landlock) or a network section.
-func mayWantGuard(p *policy.Profile) bool {
-	fs := p.Filesystem
-	return len(fs.Read)+len(fs.Write)+len(fs.Exec)+len(fs.List)+len(fs.Hidden) > 0 || fs.PrivateTmp || hasNetwork(p)
+// compiling): always, since every profile gets Landlock (an empty filesystem section is the
+// base only, see withBase), whose refusals the guard reports.
+func mayWantGuard(*policy.Profile) bool { return true }
+
+// commandPath is the executable argv starts, as the init stage will find it (PATH, or
+// relative to dir), or "" when there is none.
+func commandPath(argv []string, dir string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	if strings.Contains(argv[0], "/") {
+		if filepath.IsAbs(argv[0]) {
+			return filepath.Clean(argv[0])
+		}
+		return filepath.Join(dir, argv[0])
+	}
+	p, err := exec.LookPath(argv[0])
+	if err != nil || !filepath.IsAbs(p) {
+		return ""
+	}
+	return p
 }
 
 // hasNetwork reports whether p has a network allowlist (then a root run attaches the hooks).
