@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
+)
+
+// TestRefineYesKeepsWhatNeedsAPerson: at every --max-risk, `refine --yes` leaves a git hook
+// write, a new executable and a new host denied, while it accepts the benign low-risk syscall
+// of the same report; --only naming the hook accepts just that.
+func TestRefineYesKeepsWhatNeedsAPerson(t *testing.T) {
+	b := cliBox(t)
+	prof := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind,
+		Metadata: policy.Metadata{Name: "tool", Command: []string{"tool"}, Runs: 1},
+		Syscalls: policy.Syscalls{Architectures: []string{"x86_64"}, Allow: []policy.Syscall{{Name: "read"}, {Name: "openat"}}},
+		Filesystem: policy.Filesystem{Read: []policy.PathRule{{Path: "$WORKDIR"}}, Write: []policy.PathRule{{Path: "$WORKDIR/out"}}}}
+	hook := filepath.Join(b.Work, ".git", "hooks", "pre-commit")
+	rep := report.New([]string{"tool"}, "", false)
+	rep.Denials = []report.Denial{
+		{Kind: report.KindSyscall, Syscall: "utimensat", Arch: "x86_64", What: "utimensat()", Exe: "/usr/bin/tool", Suggest: "syscalls.allow: + utimensat", Risk: report.RiskLow},
+		{Kind: report.KindFile, Path: hook, Access: "create", What: hook + " create", Exe: "/usr/bin/tool", Risk: report.RiskCritical},
+		{Kind: report.KindFile, Path: "/usr/bin/curl", Access: "exec", What: "/usr/bin/curl exec", Exe: "/usr/bin/tool", Risk: report.RiskHigh},
+		{Kind: report.KindNetwork, Syscall: "connect", Endpoint: "192.0.2.7:443", Host: "evil.example", Proto: "tcp", What: "connect 192.0.2.7:443 tcp", Exe: "/usr/bin/tool", Risk: report.RiskHigh},
+	}
+	repPath := filepath.Join(b.Home, "report.json")
+	if err := rep.Save(repPath); err != nil {
+		t.Fatal(err)
+	}
+	for _, risk := range []string{"low", "high", "critical"} {
+		t.Run(risk, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "tool.yaml")
+			if err := policy.Save(p, prof); err != nil {
+				t.Fatal(err)
+			}
+			r := sysprof(t, b, "refine", "-p", p, "--from", repPath, "--yes", "--max-risk", risk)
+			mustCode(t, "refine --yes", r, 0)
+			got := loadProfile(t, p)
+			if !slices.ContainsFunc(got.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == "utimensat" }) {
+				t.Errorf("the benign syscall was not accepted:\n%s", r)
+			}
+			for _, w := range got.Filesystem.Write {
+				if strings.Contains(w.Path, ".git") {
+					t.Errorf("--yes --max-risk %s accepted a hook write: %s\n%s", risk, w.Path, r)
+				}
+			}
+			if len(got.Filesystem.Exec) > 0 || len(got.Network.Connect) > 0 {
+				t.Errorf("--yes --max-risk %s accepted exec %v / connect %v\n%s", risk, got.Filesystem.Exec, got.Network.Connect, r)
+			}
+		})
+	}
+	// Naming the hook is the reviewer's explicit yes for that one change.
+	p := filepath.Join(t.TempDir(), "tool.yaml")
+	if err := policy.Save(p, prof); err != nil {
+		t.Fatal(err)
+	}
+	r := sysprof(t, b, "refine", "-p", p, "--from", repPath, "--workdir", b.Work, "--only", "$WORKDIR/.git/hooks/pre-commit")
+	mustCode(t, "refine --only HOOK", r, 0)
+	got := loadProfile(t, p)
+	if !slices.ContainsFunc(got.Filesystem.Write, func(w policy.PathRule) bool { return w.Path == "$WORKDIR/.git/hooks/pre-commit" }) ||
+		len(got.Filesystem.Exec) > 0 || len(got.Network.Connect) > 0 || len(got.Syscalls.Allow) != 2 {
+		t.Errorf("--only naming the hook: want exactly the hook write, got write %v exec %v connect %v syscalls %v\n%s",
+			got.Filesystem.Write, got.Filesystem.Exec, got.Network.Connect, got.Syscalls.Allow, r)
+	}
+}
