@@ -711,6 +711,10 @@ func isDevice(p string) bool { return strings.HasPrefix(p, "/dev/") }
 var BaseRead = []string{"/etc/ld.so.cache", "/lib", "/lib64", "/usr/lib", "/usr/lib64",
 	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
+// EffectiveFilesystem is the filesystem section Compile enforces for fs on env's host (see
+// withBase): what `sysprof show` prints.
+func EffectiveFilesystem(fs policy.Filesystem, env Env) policy.Filesystem { return withBase(fs, env) }
+
 // withBase is the filesystem section compile enforces: fs plus BaseRead; the command itself as
 // the one exec rule when fs has none; every credential store (synth.CredentialStores) hidden
 // unless a rule names it or a path inside it; and a private /tmp when fs has no rules at all.

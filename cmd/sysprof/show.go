@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/policy"
 )
 
@@ -72,14 +73,23 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 	for _, r := range p.Syscalls.Args {
 		fmt.Fprintf(w, "  %s\n", describeArgRule(r))
 	}
-	section(w, "writable", p.Filesystem.Write)
-	section(w, "executable", p.Filesystem.Exec)
-	section(w, "hidden", p.Filesystem.Hidden)
-	fmt.Fprintf(w, "\nreadable  %d paths", len(p.Filesystem.Read))
-	if p.Filesystem.PrivateTmp {
+	// What enforce applies, not only what the file lists: an empty section is the base only.
+	wd, _ := os.Getwd()
+	fs := enforcer.EffectiveFilesystem(p.Filesystem, enforcer.HostEnv(wd))
+	section(w, "writable", fs.Write)
+	section(w, "executable", fs.Exec)
+	if len(fs.Exec) == 0 {
+		fmt.Fprintln(w, "  (only the command itself)")
+	}
+	section(w, "hidden", fs.Hidden)
+	if extra := len(fs.Hidden) - len(p.Filesystem.Hidden); extra > 0 {
+		fmt.Fprintf(w, "  (%d of them credential stores every profile hides)\n", extra)
+	}
+	fmt.Fprintf(w, "\nreadable  %d paths, and the base every program needs: %s", len(p.Filesystem.Read), strings.Join(enforcer.BaseRead, ", "))
+	if fs.PrivateTmp {
 		fmt.Fprint(w, "; private /tmp")
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintln(w, "\n          read-only root: everything else is neither readable nor writable")
 
 	net := p.Network
 	if len(net.Connect)+len(net.Send)+len(net.Bind) == 0 {
