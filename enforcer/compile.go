@@ -135,6 +135,9 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 	if err := c.compilePlan(p, env); err != nil {
 		return nil, err
 	}
+	if err := c.notWeaker(p, env); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -710,6 +713,29 @@ func isDevice(p string) bool { return strings.HasPrefix(p, "/dev/") }
 // dynamic loader needs to start any program, and the harmless devices (read and write).
 var BaseRead = []string{"/etc/ld.so.cache", "/lib", "/lib64", "/usr/lib", "/usr/lib64",
 	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+
+// notWeaker refuses a compiled plan that enforces less than p reads: no read-only root or
+// Landlock, no private /tmp asked for, or a hidden path of p that exists here but is not
+// hidden. Each is a bug in compile, never something to run with.
+func (c *Compiled) notWeaker(p *policy.Profile, env Env) error {
+	pl := c.Plan
+	switch {
+	case !pl.ReadOnlyRoot || pl.Landlock == nil:
+		return errors.New("BUG: compile: the plan has no read-only root or no Landlock; refusing to run")
+	case p.Filesystem.PrivateTmp && !pl.PrivateTmp:
+		return errors.New("BUG: compile: the profile asks for a private /tmp and the plan has none; refusing to run")
+	}
+	for _, h := range p.Filesystem.Hidden {
+		x, err := expand(h.Path, env)
+		if err != nil || strings.ContainsAny(x, "*?[") || privateTmpRoot(x) != "" && pl.PrivateTmp {
+			continue // globs hide what matches; a private /tmp hides the host's anyway
+		}
+		if _, err := os.Lstat(x); err == nil && !coveredBy(x, pl.Hidden) {
+			return fmt.Errorf("BUG: compile: filesystem.hidden %s exists on this host but the plan does not hide it; refusing to run", h.Path)
+		}
+	}
+	return nil
+}
 
 // EffectiveFilesystem is the filesystem section Compile enforces for fs on env's host (see
 // withBase): what `sysprof show` prints.

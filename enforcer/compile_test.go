@@ -420,3 +420,28 @@ func TestHiddenGlobsInPrivateTmp(t *testing.T) {
 		})
 	}
 }
+
+// TestNotWeakerRefuses: a plan weaker than the profile is refused, whatever made it so.
+func TestNotWeakerRefuses(t *testing.T) {
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	env := Env{Vars: map[string]string{"HOME": home, "WORKDIR": t.TempDir(), "TMPDIR": "/tmp"}, Arch: "x86_64"}
+	p := testProfile()
+	p.Filesystem.Hidden = []policy.PathRule{{Path: "$HOME/.ssh"}}
+	p.Filesystem.Read = []policy.PathRule{{Path: "/usr"}} // rules, no private /tmp: home (in /tmp) is the host's
+	c, err := Compile(p, env)
+	if err != nil {
+		t.Fatalf("the real plan: %v", err)
+	}
+	for name, weaken := range map[string]func(*Compiled){
+		"no landlock":       func(c *Compiled) { c.Plan.Landlock = nil },
+		"writable root":     func(c *Compiled) { c.Plan.ReadOnlyRoot = false },
+		"hidden not hidden": func(c *Compiled) { c.Plan.Hidden = nil },
+	} {
+		w := *c
+		weaken(&w)
+		if err := w.notWeaker(p, env); err == nil {
+			t.Errorf("%s: not refused", name)
+		}
+	}
+}
