@@ -50,6 +50,14 @@
 //
 // # What compile adds to the sandbox plan
 //
+//   - Every profile gets the read-only root and Landlock (withBase): an empty or missing
+//     filesystem section is "nothing beyond the base", never "layer off". The base is BaseRead
+//     (the loader's cache, library directories, harmless devices), the command itself as the
+//     one exec rule when the profile has none, every credential store (synth.CredentialStores)
+//     hidden unless a rule names it or a path in it, and a private /tmp when the section has no
+//     rules. Compile refuses a plan weaker than the profile (notWeaker).
+//   - Denials are rated with the policy risk functions (PathRisk, EndpointRisk, SyscallRisk,
+//     ArgValueRisk) against the compiled profile: the rating diff and refine give the change.
 //   - Every pathname unix socket the host has under /run, /tmp, /var/tmp, /dev/shm and
 //     $XDG_RUNTIME_DIR (tmux, docker, dbus, agents) is hidden unless the profile connects to it:
 //     Landlock has no rule for pathname sockets and a read-only mount does not stop connect.

@@ -122,8 +122,9 @@
 // low (Risk) with a reason; narrowing changes have RiskNone. Widens(changes, atLeast) is the
 // CI gate. The rules, from most to least severe:
 //
-//   - critical: a credential store becomes readable (or is no longer hidden); a write outside
-//     the work tree, temp and tool caches; a privileged syscall (mount, bpf, ptrace, kexec,
+//   - critical: a credential store becomes readable (or is no longer hidden); a write to a
+//     protected path (paths.IsProtected: .git, .github, .sysprof, shell rc files, ...), under
+//     /proc, or outside the work tree, temp and tool caches; a privileged syscall (mount, bpf, ptrace, kexec,
 //     modules, unshare/setns, keyctl, perf_event_open, io_uring, …; see PrivilegedSyscall);
 //     namespace clone flags; TIOCSTI/TIOCLINUX; a network destination that is not a named host
 //     on a registry or git port (see EndpointRisk for the exact table).
@@ -133,4 +134,11 @@
 //     work tree made writable.
 //   - low: ordinary syscalls and argument values, reads under system directories, the work
 //     tree or tool caches, writes inside the work tree, temp or a tool cache.
+//
+// The ratings are functions, not only Diff's: SyscallRisk, ArchitectureRisk, ArgValueRisk,
+// ArgAnyRisk, PathRisk (read, list, exec, write of a portable path in a profile, un-hiding
+// included) and EndpointRisk. The enforcer rates a denial with them, refine a proposal, and
+// Diff a change, so the three agree (report.Risk is Risk). Review is the subset of a Diff a
+// person must look at (critical widenings, new network endpoints rated high or above): learn's
+// review list and what learn --strict fails on.
 package policy
