@@ -16,8 +16,8 @@ import (
 func TestRefineYesKeepsWhatNeedsAPerson(t *testing.T) {
 	b := cliBox(t)
 	prof := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind,
-		Metadata: policy.Metadata{Name: "tool", Command: []string{"tool"}, Runs: 1},
-		Syscalls: policy.Syscalls{Architectures: []string{"x86_64"}, Allow: []policy.Syscall{{Name: "read"}, {Name: "openat"}}},
+		Metadata:   policy.Metadata{Name: "tool", Command: []string{"tool"}, Runs: 1},
+		Syscalls:   policy.Syscalls{Architectures: []string{"x86_64"}, Allow: []policy.Syscall{{Name: "read"}, {Name: "openat"}}},
 		Filesystem: policy.Filesystem{Read: []policy.PathRule{{Path: "$WORKDIR"}}, Write: []policy.PathRule{{Path: "$WORKDIR/out"}}}}
 	hook := filepath.Join(b.Work, ".git", "hooks", "pre-commit")
 	rep := report.New([]string{"tool"}, "", false)
