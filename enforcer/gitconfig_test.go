@@ -85,7 +85,10 @@ func TestCompileMasksGitConfigAndHidesNames(t *testing.T) {
 		!strings.Contains(string(c.Plan.Masked[0].Content), "[core]") {
 		t.Errorf("masked: %+v", c.Plan.Masked)
 	}
-	want := []string{filepath.Join(work, ".env"), filepath.Join(work, ".npmrc"), cfg}
+	// The project credential stores the profile does not list are hidden too: every profile
+	// hides them (withBase).
+	want := []string{filepath.Join(work, ".env"), filepath.Join(work, ".netrc"), filepath.Join(work, ".npmrc"),
+		filepath.Join(work, ".pypirc"), filepath.Join(work, ".yarnrc.yml"), cfg}
 	if !slices.Equal(c.Plan.Landlock.Hidden, want) {
 		t.Errorf("landlock hidden %q, want %q", c.Plan.Landlock.Hidden, want)
 	}
