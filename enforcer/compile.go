@@ -22,7 +22,6 @@ import (
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/sandbox"
-	"github.com/sysprof/sysprof/synth"
 )
 
 // Env is what a profile's portable names mean on this host.
@@ -757,9 +756,9 @@ func withBase(fs policy.Filesystem, env Env) policy.Filesystem {
 	}
 	out.Hidden = slices.Clone(fs.Hidden)
 	named := slices.Concat(fs.Read, fs.Write, fs.Exec)
-	for _, cs := range synth.CredentialStores {
-		if slices.ContainsFunc(out.Hidden, func(h policy.PathRule) bool { return policy.PathCovers(h.Path, cs) }) ||
-			slices.ContainsFunc(named, func(r policy.PathRule) bool { return policy.PathCovers(cs, r.Path) }) {
+	for _, cs := range paths.CredentialStores() {
+		if slices.ContainsFunc(out.Hidden, func(h policy.PathRule) bool { return paths.Covers(h.Path, cs) }) ||
+			slices.ContainsFunc(named, func(r policy.PathRule) bool { return paths.Covers(cs, r.Path) }) {
 			continue
 		}
 		if _, err := expand(cs, env); err != nil {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -177,7 +178,11 @@ func (p *Proxy) deny(d report.Denial, w who) {
 	}
 	d.Count = 1
 	d.First = time.Now().UTC()
-	if d.Risk == "" {
+	if d.Risk == policy.RiskNone && d.Endpoint != "" {
+		// The one risk classification: what allowing this destination would rate in diff.
+		d.Risk, _ = policy.EndpointRisk(policy.SectionConnect, policy.Endpoint{Endpoint: d.Endpoint, Proto: d.Proto}, true)
+	}
+	if d.Risk == policy.RiskNone {
 		d.Risk = report.RiskHigh
 	}
 	k := string(d.Kind) + "\x00" + d.What + "\x00" + d.Exe
@@ -282,11 +287,11 @@ func (p *Proxy) handle(c *net.TCPConn) {
 	if len(rules) == 0 {
 		switch {
 		case isName:
-			refuse("the profile allows "+name+" on other ports", "")
+			refuse("the profile allows "+name+" on other ports", policy.RiskNone)
 		case linkLocal4.Contains(dst.Addr()) || linkLocal6.Contains(dst.Addr()) || awsMeta6.Contains(dst.Addr()):
 			refuse("link-local or metadata address", report.RiskCritical)
 		default:
-			refuse("raw IP connect: the profile allows this address by no rule", "")
+			refuse("raw IP connect: the profile allows this address by no rule", policy.RiskNone)
 		}
 		return
 	}
@@ -300,7 +305,7 @@ func (p *Proxy) handle(c *net.TCPConn) {
 		var err error
 		proto, host, need, err = sniff(buf)
 		if err != nil {
-			refuse(err.Error(), "")
+			refuse(err.Error(), policy.RiskNone)
 			return
 		}
 		if need == 0 {
@@ -320,7 +325,7 @@ func (p *Proxy) handle(c *net.TCPConn) {
 			if len(buf) == 0 {
 				return // closed before saying anything
 			}
-			refuse(fmt.Sprintf("%s request incomplete after %v", proto, sniffWait), "")
+			refuse(fmt.Sprintf("%s request incomplete after %v", proto, sniffWait), policy.RiskNone)
 			return
 		}
 	}
@@ -331,11 +336,11 @@ func (p *Proxy) handle(c *net.TCPConn) {
 			what = "HTTP Host"
 		}
 		target, targetHost = net.JoinHostPort(host, strconv.Itoa(int(port))), host
-		refuse(fmt.Sprintf("%s %s on a connection resolved for %s", what, host, name), "")
+		refuse(fmt.Sprintf("%s %s on a connection resolved for %s", what, host, name), policy.RiskNone)
 		return
 	}
 	if isName && proto == protoTLS && host == "" {
-		refuse("TLS ClientHello without SNI", "")
+		refuse("TLS ClientHello without SNI", policy.RiskNone)
 		return
 	}
 
@@ -348,7 +353,7 @@ func (p *Proxy) handle(c *net.TCPConn) {
 			for _, r := range rules {
 				bys = append(bys, r.By)
 			}
-			refuse("allowed only to "+strings.Join(bys, ", "), "")
+			refuse("allowed only to "+strings.Join(bys, ", "), policy.RiskNone)
 			return
 		}
 	}

@@ -172,7 +172,7 @@ func PathRisk(access, p string, n *Profile) (Risk, string) {
 	next.Filesystem.Hidden = nil
 	var unhidden []PathRule
 	for _, h := range n.Filesystem.Hidden {
-		if PathCovers(h.Path, p) {
+		if paths.Covers(h.Path, p) {
 			unhidden = append(unhidden, h)
 		} else {
 			next.Filesystem.Hidden = append(next.Filesystem.Hidden, h)
