@@ -623,13 +623,32 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 		// reachable through a read-only mount and Landlock has no rule for them: cover each
 		// one the host has now with an empty read-only file, unless the profile connects to it.
 		// They are hidden after the profile's mounts, tolerating sockets that vanish meanwhile.
-		for _, sock := range daemonSockets(env, p.Network, fs.PrivateTmp) {
+		// Every network namespace's sockets count (a path ignores namespaces); many in one
+		// directory the profile does not use hide that directory (one mount, not hundreds).
+		socks, unresolved := daemonSockets(env, p.Network, fs.PrivateTmp)
+		var uncovered, allowedSocks []string
+		for _, sock := range socks {
 			if !coveredBy(sock, plan.Hidden) {
-				c.HiddenSockets = append(c.HiddenSockets, sock)
+				uncovered = append(uncovered, sock)
 			}
 		}
-		if n := len(c.HiddenSockets); n > 0 {
+		for _, e := range slices.Concat(p.Network.Connect, p.Network.Send) {
+			if x, ok := strings.CutPrefix(e.Endpoint, "unix:"); ok {
+				if x, err := expand(x, env); err == nil {
+					allowedSocks = append(allowedSocks, x)
+				}
+			}
+		}
+		var sockDirs []string
+		c.HiddenSockets, sockDirs = groupSockets(uncovered, [][]string{read, write, exec, list, plan.Writable}, allowedSocks)
+		if n := len(c.HiddenSockets) - len(sockDirs); n > 0 {
 			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.hidden: + %d unix socket(s) of daemons outside the sandbox", n))
+		}
+		for _, d := range sockDirs {
+			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.hidden: + %s (%d or more unix sockets of daemons outside the sandbox, no rule in it)", d, socketDirMin))
+		}
+		for _, u := range unresolved {
+			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.hidden: unix socket bound as %q not located (its holders' working directories are not visible here): not hidden", u))
 		}
 		ll := &sandbox.Landlock{RestrictTCP: true, ScopeSignals: true, ScopeAbstractUnix: true}
 		for _, r := range read {
@@ -799,18 +818,17 @@ func SyscallName(auditArch, nr uint32) (name, abi string) {
 }
 
 // socketDirs are where daemons put pathname unix sockets: listed (not their subdirectories),
-// for the sockets bound in another network namespace; /proc/net/unix lists those of this one,
+// for sockets renamed since they were bound; the kernel's lists (hostSockets) name the others,
 // wherever they are. (Walking them three levels deep reached every per-run cache under /tmp,
 // a go build cache has 256 directories: ~40 ms of each enforce run here, with a /tmp of 600
 // entries.)
 var socketDirs = []string{"/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm"}
 
-// procNetUnix is the kernel's list of this network namespace's unix sockets.
-var procNetUnix = "/proc/net/unix"
-
 // daemonSockets lists the pathname unix sockets on this host that a sandboxed command could
-// connect to, except those the profile's network section names (unix:PATH).
-func daemonSockets(env Env, n policy.Network, privateTmp bool) []string {
+// connect to, except those the profile's network section names (unix:PATH), and the bound
+// paths it could not place (see hostSockets). There is no cap: compile hides a directory
+// instead when it holds many.
+func daemonSockets(env Env, n policy.Network, privateTmp bool) (out, unresolved []string) {
 	allowed := map[string]bool{}
 	for _, l := range [][]policy.Endpoint{n.Connect, n.Send} {
 		for _, e := range l {
@@ -830,12 +848,9 @@ func daemonSockets(env Env, n policy.Network, privateTmp bool) []string {
 	if x := env.Vars["XDG_RUNTIME_DIR"]; x != "" {
 		dirs = append(dirs, x)
 	}
-	var out []string
 	seen := map[string]bool{}
-	for _, p := range boundSockets() {
-		if len(out) >= 512 {
-			break
-		}
+	bound, unresolved := hostSockets()
+	for _, p := range bound {
 		if allowed[p] || seen[p] || privateTmp && privateTmpRoot(p) != "" {
 			continue
 		}
@@ -847,9 +862,6 @@ func daemonSockets(env Env, n policy.Network, privateTmp bool) []string {
 	list := func(dir string) {
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
-			if len(out) >= 512 {
-				return
-			}
 			if p := filepath.Join(dir, e.Name()); e.Type()&os.ModeSocket != 0 && !allowed[p] && !seen[p] {
 				seen[p] = true
 				out = append(out, p)
@@ -863,31 +875,44 @@ func daemonSockets(env Env, n policy.Network, privateTmp bool) []string {
 		list(d)
 	}
 	slices.Sort(out)
-	return out
+	return out, unresolved
 }
 
-// boundSockets returns the absolute paths of the pathname unix sockets in procNetUnix (as they
-// were bound: the file may be gone or replaced since).
-func boundSockets() []string {
-	b, err := os.ReadFile(procNetUnix)
-	if err != nil {
-		return nil
+// socketDirMin is how many sockets in one directory make compile hide the directory instead
+// of each socket (one mount instead of many), when the profile has no rule in or above it.
+const socketDirMin = 16
+
+// groupSockets returns what to cover for socks: each socket, or its directory when it holds
+// socketDirMin or more and no rule (nor an allowed socket) is in, below or above it.
+func groupSockets(socks []string, rules [][]string, allowed []string) (out, dirs []string) {
+	count := map[string]int{}
+	for _, s := range socks {
+		count[filepath.Dir(s)]++
 	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n")[1:] {
-		// Num RefCount Protocol Flags Type St Inode Path
-		f := strings.Fields(line)
-		if len(f) < 8 || !strings.HasPrefix(f[7], "/") {
-			continue // unbound, abstract (@...), or bound relative to a directory
+	touched := func(d string) bool {
+		for _, l := range append(rules, allowed) {
+			for _, r := range l {
+				if r == d || strings.HasPrefix(r, d+"/") || strings.HasPrefix(d, r+"/") || r == "/" {
+					return true
+				}
+			}
 		}
-		// A path with spaces is the rest of the line.
-		if i := strings.Index(line, " /"); i >= 0 && len(f) > 8 {
-			out = append(out, line[i+1:])
-		} else {
-			out = append(out, f[7])
+		return false
+	}
+	hide := map[string]bool{}
+	for d, n := range count {
+		if n >= socketDirMin && d != "/" && !touched(d) {
+			hide[d] = true
+			dirs = append(dirs, d)
 		}
 	}
-	return out
+	for _, s := range socks {
+		if !hide[filepath.Dir(s)] {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(dirs)
+	return append(out, dirs...), dirs
 }
 
 // privateTmpDirs get a fresh tmpfs each in the sandbox when the profile asks for a private /tmp

@@ -3,6 +3,7 @@ package enforcer
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -31,6 +32,17 @@ func TestMain(m *testing.M) {
 	if ports := os.Getenv(egressEnv); ports != "" {
 		if err := egressHelper(ports); err != nil {
 			fmt.Fprintln(os.Stderr, "egress helper:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if rel := os.Getenv(sockDaemonEnv); rel != "" {
+		sockDaemon(rel)
+		os.Exit(0)
+	}
+	if args := os.Getenv(sockCheckEnv); args != "" {
+		if err := hostSocketsCheck(strings.Split(args, "\n")); err != nil {
+			fmt.Fprintln(os.Stderr, "host sockets as nobody:", err)
 			os.Exit(1)
 		}
 		os.Exit(0)

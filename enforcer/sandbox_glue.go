@@ -82,14 +82,15 @@ func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, de
 }
 
 // hideSockets covers the host daemon sockets that are still there with the sandbox's empty
-// read-only file. A socket removed while this runs is skipped (it cannot be reached either);
+// read-only file, and the directories compile chose to hide whole (many sockets in them) with
+// an empty one. A socket removed while this runs is skipped (it cannot be reached either);
 // a failure caused by one vanishing mid-way is retried with the sockets still uncovered.
 func hideSockets(sockets []string) error {
 	var err error
 	for range 3 {
 		var left []string
 		for _, s := range sockets {
-			if st, e := os.Lstat(s); e == nil && st.Mode()&os.ModeSocket != 0 {
+			if st, e := os.Lstat(s); e == nil && (st.Mode()&os.ModeSocket != 0 || st.IsDir()) {
 				left = append(left, s)
 			}
 		}

@@ -1,0 +1,164 @@
+package enforcer
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Host unix sockets. A pathname unix socket is reached through its file, whatever network
+// namespace bound it, and a read-only mount or Landlock ABI 7 does not stop a connect: the
+// init stage covers each one the host has. The kernel lists a namespace's sockets in its
+// /proc/PID/net/unix, with the path as bound (relative to the binder's working directory when
+// it was bound so). Every network namespace some process is in is read once; relative paths
+// are resolved through the working directories of the processes holding the socket.
+
+// procRoot is where the host's processes are listed (a seam for tests).
+var procRoot = "/proc"
+
+// netUnixEntry is one bound pathname socket of a /proc/net/unix listing.
+type netUnixEntry struct {
+	inode uint64
+	path  string // as bound: absolute, or relative to the binder's directory then
+}
+
+// parseNetUnix returns the pathname sockets of a /proc/net/unix listing (abstract and unbound
+// ones are left out).
+func parseNetUnix(b []byte) []netUnixEntry {
+	var out []netUnixEntry
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		// Num RefCount Protocol Flags Type St Inode Path
+		f := strings.Fields(line)
+		if len(f) < 8 || strings.HasPrefix(f[7], "@") {
+			continue // unbound or abstract
+		}
+		ino, err := strconv.ParseUint(f[6], 10, 64)
+		if err != nil {
+			continue
+		}
+		// The path is the rest of the line after the seventh field (it may hold spaces).
+		rest := line
+		for range 7 {
+			rest = strings.TrimLeft(rest, " ")
+			rest = rest[strings.IndexByte(rest, ' '):]
+		}
+		out = append(out, netUnixEntry{inode: ino, path: strings.TrimLeft(rest, " ")})
+	}
+	return out
+}
+
+// hostSockets returns the paths, as seen from here, of the pathname unix sockets bound in
+// every network namespace a host process is in, and the bound paths it could not place (a
+// relative path whose holders' working directories are not readable or have moved).
+func hostSockets() (paths, unresolved []string) {
+	ents, err := os.ReadDir(procRoot)
+	if err != nil {
+		return nil, []string{procRoot + ": " + err.Error()}
+	}
+	// One pid per distinct network namespace: the inode of PID/net/unix differs per
+	// namespace and, unlike PID/ns/net, can be stat'ed for any user's process.
+	byNS := map[uint64][]string{}
+	var order []uint64
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(procRoot+"/"+e.Name()+"/net/unix", &st) != nil {
+			continue // exited, or a kernel thread
+		}
+		if byNS[st.Ino] == nil {
+			order = append(order, st.Ino)
+		}
+		byNS[st.Ino] = append(byNS[st.Ino], e.Name())
+	}
+	seen := map[string]bool{}
+	for _, ns := range order {
+		pids := byNS[ns]
+		var b []byte
+		for _, pid := range pids {
+			if b, err = os.ReadFile(procRoot + "/" + pid + "/net/unix"); err == nil {
+				break
+			}
+		}
+		var relative []netUnixEntry
+		for _, e := range parseNetUnix(b) {
+			if strings.HasPrefix(e.path, "/") {
+				if !seen[e.path] {
+					seen[e.path] = true
+					paths = append(paths, e.path)
+				}
+				continue
+			}
+			relative = append(relative, e)
+		}
+		if len(relative) == 0 {
+			continue
+		}
+		found := resolveRelative(relative, pids)
+		for _, e := range relative {
+			if p := found[e.inode]; p != "" {
+				if !seen[p] {
+					seen[p] = true
+					paths = append(paths, p)
+				}
+			} else {
+				unresolved = append(unresolved, e.path)
+			}
+		}
+	}
+	return paths, unresolved
+}
+
+// resolveRelative finds, for each socket bound by a relative path, the processes (among pids,
+// its network namespace's) holding it, and the path below one's working directory that is
+// still that socket file. Only runs when such a socket exists: it reads every process's fds.
+func resolveRelative(rel []netUnixEntry, pids []string) map[uint64]string {
+	want := map[string]netUnixEntry{}
+	for _, e := range rel {
+		want["socket:["+strconv.FormatUint(e.inode, 10)+"]"] = e
+	}
+	found := map[uint64]string{}
+	for _, pid := range pids {
+		if len(found) == len(rel) {
+			break
+		}
+		fdDir := procRoot + "/" + pid + "/fd"
+		fds, err := os.ReadDir(fdDir)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			l, err := os.Readlink(fdDir + "/" + fd.Name())
+			e, ok := want[l]
+			if err != nil || !ok || found[e.inode] != "" {
+				continue
+			}
+			if p := placeRelative(pid, e.path); p != "" {
+				found[e.inode] = p
+			}
+		}
+	}
+	return found
+}
+
+// placeRelative returns the path here of the socket file rel below pid's working directory,
+// or "" when that directory cannot be named from this mount namespace.
+func placeRelative(pid, rel string) string {
+	cwd := procRoot + "/" + pid + "/cwd"
+	var there, here syscall.Stat_t
+	if syscall.Lstat(cwd+"/"+rel, &there) != nil || there.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
+		return ""
+	}
+	dir, err := os.Readlink(cwd)
+	if err != nil || !strings.HasPrefix(dir, "/") {
+		return ""
+	}
+	p := filepath.Join(dir, rel)
+	if syscall.Lstat(p, &here) != nil || here.Dev != there.Dev || here.Ino != there.Ino {
+		return "" // the directory has another name here (another mount namespace)
+	}
+	return p
+}

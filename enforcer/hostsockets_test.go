@@ -1,0 +1,166 @@
+package enforcer
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
+)
+
+const (
+	sockDaemonEnv = "SYSPROF_TEST_SOCK_DAEMON" // bind this (relative) path, say "ready", wait
+	sockCheckEnv  = "SYSPROF_TEST_SOCK_CHECK"  // run hostSocketsCheck as nobody
+)
+
+// sockDaemon is the helper daemon: it binds the path it is given relative to its working
+// directory, in whatever network namespace it was started, and lives until stdin closes.
+func sockDaemon(path string) {
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		fmt.Println("listen:", err)
+		os.Exit(1)
+	}
+	os.Chmod(path, 0o777)
+	fmt.Println("ready")
+	bufio.NewReader(os.Stdin).ReadString('\n')
+	l.Close()
+}
+
+// startSockDaemon runs the test binary as a daemon (uid nobody: its own sockets are what an
+// ordinary user's sandbox must also find) in dir, binding rel, optionally in a new netns.
+func startSockDaemon(t *testing.T, bin, dir, rel string, netns bool) {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), sockDaemonEnv+"="+rel)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if netns {
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET
+	}
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("socket daemon in %s: %q", dir, line)
+	}
+}
+
+// TestHostSocketsHidden: host daemons' pathname sockets are unreachable from the sandbox
+// whether bound by a relative path, in another network namespace, or past the 512th socket,
+// while the socket the profile names stays reachable (as root and as nobody).
+func TestHostSocketsHidden(t *testing.T) {
+	testutil.RequireRoot(t)
+	base, err := os.MkdirTemp("", "sysprof-hostsock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	os.Chmod(base, 0o755)
+	mk := func(name string) string {
+		d := filepath.Join(base, name)
+		os.MkdirAll(d, 0o755)
+		os.Chown(d, 65534, 65534)
+		return d
+	}
+	rel, ns, many, ok, work := mk("rel"), mk("ns"), mk("many"), mk("ok"), mk("work")
+	self, _ := os.Executable()
+	bin, victim := filepath.Join(base, "enforcer.test"), filepath.Join(base, "escape")
+	for src, dst := range map[string]string{self: bin, testutil.BuildC(t, "escape/escape.c"): victim} {
+		if err := copyFile(src, dst, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startSockDaemon(t, bin, rel, "rel.sock", false)
+	startSockDaemon(t, bin, ns, filepath.Join(ns, "ns.sock"), true)
+	var last string
+	for i := range 600 {
+		last = filepath.Join(many, fmt.Sprintf("s%03d.sock", i))
+		l, err := net.Listen("unix", last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(last, 0o777)
+		defer l.Close()
+	}
+	okSock := filepath.Join(ok, "ok.sock")
+	l, err := net.Listen("unix", okSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(okSock, 0o777)
+	defer l.Close()
+
+	args := []string{victim, work, filepath.Join(rel, "rel.sock"), filepath.Join(ns, "ns.sock"), last, okSock}
+	t.Run("root", func(t *testing.T) {
+		if err := hostSocketsCheck(args); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("nobody", func(t *testing.T) {
+		cmd := exec.Command(bin)
+		cmd.Env = append(os.Environ(), sockCheckEnv+"="+strings.Join(args, "\n"), "HOME="+base)
+		cmd.Dir = work
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("as nobody: %v\n%s", err, out)
+		}
+	})
+}
+
+// hostSocketsCheck enforces a profile that names only the last socket of args and connects to
+// each: every other one must fail, the named one must work.
+func hostSocketsCheck(args []string) error {
+	victim, work, socks := args[0], args[1], args[2:]
+	named := socks[len(socks)-1]
+	ld, _ := filepath.EvalSymlinks("/lib64/ld-linux-x86-64.so.2")
+	p := victimProfile()
+	p.Filesystem = policy.Filesystem{
+		Read:  []policy.PathRule{{Path: "/usr"}, {Path: "/etc"}, {Path: "$WORKDIR"}},
+		Write: []policy.PathRule{{Path: "/dev/null"}},
+		Exec:  []policy.PathRule{{Path: victim}, {Path: ld}},
+	}
+	p.Network = policy.Network{Connect: []policy.Endpoint{{Endpoint: "unix:" + named}}}
+	cmd := []string{victim}
+	for _, s := range socks {
+		cmd = append(cmd, "connect-unix="+s)
+	}
+	var stdout strings.Builder
+	rep, code, err := Run(context.Background(), Options{Profile: p, Command: cmd, Dir: work, Stdout: &stdout, Stderr: &stdout})
+	if err != nil || code != 0 {
+		return fmt.Errorf("run: exit %d err %v\n%s", code, err, stdout.String())
+	}
+	got := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(got) != len(socks) {
+		return fmt.Errorf("output %q: want one line per socket", stdout.String())
+	}
+	var errs []error
+	for i, s := range socks {
+		r := strings.TrimPrefix(got[i], "connect-unix: ")
+		if s == named {
+			if r != "ok" {
+				errs = append(errs, fmt.Errorf("named socket %s: %s, want ok (benign control)", s, r))
+			}
+		} else if r != "EACCES" && r != "ENOENT" && r != "ECONNREFUSED" {
+			errs = append(errs, fmt.Errorf("host socket %s: %s, want it unreachable\nnotes: %q", s, r, rep.Notes))
+		}
+	}
+	for _, l := range rep.Layers {
+		if l.State != "applied" {
+			errs = append(errs, fmt.Errorf("layer %s %s: %s", l.Name, l.State, l.Detail))
+		}
+	}
+	return errors.Join(errs...)
+}
