@@ -47,5 +47,12 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if dir := os.Getenv(binCheckEnv); dir != "" {
+		if err := binariesCheck(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "binaries as nobody:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }

@@ -36,6 +36,9 @@ type Options struct {
 	Vars map[string]string
 	// Audit lets every call the profile does not allow through, and reports it.
 	Audit bool
+	// VerifyBinaries refuses to run (a *BinaryError, exit 125) when a binary of the profile
+	// differs from its learned sha256; without it the change is a warning and a report entry.
+	VerifyBinaries bool
 	// Degrade runs even when a layer the profile needs cannot be applied here; the report lists
 	// the degraded layers. Without it Run refuses with a *LayerError (fail closed).
 	Degrade bool
@@ -107,6 +110,20 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	phase.Mark("compile")
 	rep := report.New(opts.Command, opts.ProfilePath, opts.Audit)
 	rep.Started = time.Now().UTC()
+	if changed := checkBinaries(opts.Profile, env); len(changed) > 0 {
+		rep.ChangedBinaries = changed
+		warn := io.Writer(os.Stderr)
+		if opts.Stderr != nil {
+			warn = opts.Stderr
+		}
+		for _, c := range changed {
+			fmt.Fprintf(warn, "sysprof: warning: binary %s (%s) changed since learn: sha256 %s, learned %s\n", c.Path, c.File, c.Now, c.Learned)
+		}
+		if opts.VerifyBinaries {
+			return rep, 125, &BinaryError{Changed: changed}
+		}
+	}
+	phase.Mark("binaries")
 	rep.Notes = append(rep.Notes, compiled.Notes...)
 	for _, d := range compiled.Dropped {
 		rep.Notes = append(rep.Notes, "dropped (means nothing on this host): "+d)

@@ -73,6 +73,16 @@ type Report struct {
 	Unobservable []string `json:"unobservable,omitempty"`
 	// Notes are what the compile step did that a reviewer should know (hardening, widening).
 	Notes []string `json:"notes,omitempty"`
+	// ChangedBinaries are the profile's binaries whose content is not what learn hashed.
+	ChangedBinaries []ChangedBinary `json:"changedBinaries,omitempty"`
+}
+
+// ChangedBinary is a binary whose sha256 differs from the one its profile recorded.
+type ChangedBinary struct {
+	Path    string `json:"path"`    // as the profile names it
+	File    string `json:"file"`    // the file hashed (symlinks followed)
+	Learned string `json:"learned"` // sha256 in the profile
+	Now     string `json:"now"`     // sha256 of the file now
 }
 
 // Denial is one kind of refused operation by one executable, aggregated over the run.

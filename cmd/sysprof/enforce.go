@@ -25,6 +25,8 @@ type enforceOptions struct {
 	Report  string
 	// Resolve are --resolve NAME=ADDR[,ADDR]: where the egress proxy dials an allowed name.
 	Resolve []string
+	// VerifyBinaries refuses a binary whose content differs from the profile's sha256.
+	VerifyBinaries bool
 	// Steps and All select steps of sysprof.yaml instead of a command (see learn).
 	Steps []string
 	All   bool
@@ -70,6 +72,7 @@ step that ran in one table; --report FILE writes one report per step, FILE.<step
 	f := cmd.Flags()
 	f.StringVarP(&o.Profile, "profile", "p", "", "profile file (default .sysprof/<name>.yaml)")
 	f.BoolVar(&o.Audit, "audit", false, "complain mode: allow everything, report what would have been denied")
+	f.BoolVar(&o.VerifyBinaries, "verify-binaries", false, "refuse to run when a binary differs from the sha256 learn recorded (exit 125)")
 	f.BoolVar(&o.Degrade, "degrade", false, "run with fewer layers when this host cannot apply all of them (reported)")
 	f.StringVar(&o.Report, "report", "", "write the denial report as JSON to `FILE` (input for sysprof refine)")
 	f.StringArrayVar(&o.Resolve, "resolve", nil, "NAME=ADDR[,ADDR...]: the egress proxy dials ADDR for the allowed NAME instead of resolving it (like curl's --resolve; loopback allowed)")
@@ -125,14 +128,15 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		rep, code, err = auditByLearning(ctx, o, p)
 	} else {
 		rep, code, err = enforcer.Run(ctx, enforcer.Options{
-			Profile:     p,
-			ProfilePath: o.Profile,
-			Command:     o.Command,
-			Audit:       o.Audit,
-			Degrade:     o.Degrade,
-			Resolve:     resolve,
-			LogAllowed:  o.Report != "",
-			Early:       early,
+			Profile:        p,
+			ProfilePath:    o.Profile,
+			Command:        o.Command,
+			Audit:          o.Audit,
+			Degrade:        o.Degrade,
+			VerifyBinaries: o.VerifyBinaries,
+			Resolve:        resolve,
+			LogAllowed:     o.Report != "",
+			Early:          early,
 		})
 	}
 	if err != nil {
