@@ -854,10 +854,9 @@ func daemonSockets(env Env, n policy.Network, privateTmp bool) (out, unresolved 
 		if allowed[p] || seen[p] || privateTmp && privateTmpRoot(p) != "" {
 			continue
 		}
-		if st, err := os.Lstat(p); err == nil && st.Mode()&os.ModeSocket != 0 {
-			seen[p] = true
-			out = append(out, p)
-		}
+		// Not stat'ed here (2 ms per 1000): the init stage covers only what is a socket then.
+		seen[p] = true
+		out = append(out, p)
 	}
 	list := func(dir string) {
 		ents, _ := os.ReadDir(dir)
@@ -882,7 +881,8 @@ func daemonSockets(env Env, n policy.Network, privateTmp bool) (out, unresolved 
 // of each socket (one mount instead of many), when the profile has no rule in or above it.
 const socketDirMin = 16
 
-// groupSockets returns what to cover for socks: each socket, or its directory when it holds
+// groupSockets returns what to cover for socks: each socket, or its directory (with a trailing
+// slash) when it holds
 // socketDirMin or more and no rule (nor an allowed socket) is in, below or above it.
 func groupSockets(socks []string, rules [][]string, allowed []string) (out, dirs []string) {
 	count := map[string]int{}
@@ -912,7 +912,10 @@ func groupSockets(socks []string, rules [][]string, allowed []string) (out, dirs
 		}
 	}
 	slices.Sort(dirs)
-	return append(out, dirs...), dirs
+	for _, d := range dirs {
+		out = append(out, d+"/") // a directory to hide whole, not a socket
+	}
+	return out, dirs
 }
 
 // privateTmpDirs get a fresh tmpfs each in the sandbox when the profile asks for a private /tmp

@@ -59,20 +59,29 @@ func hostSockets() (paths, unresolved []string) {
 	}
 	// One pid per distinct network namespace: the inode of PID/net/unix differs per
 	// namespace and, unlike PID/ns/net, can be stat'ed for any user's process.
-	byNS := map[uint64][]string{}
-	var order []uint64
+	// PID/ns/net is a little cheaper where readable (root, own processes); the two kinds of
+	// key never mix up two namespaces, at worst one is read twice.
+	byNS := map[string][]string{}
+	var order []string
+	link := make([]byte, 64)
 	for _, e := range ents {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
 			continue
 		}
-		var st syscall.Stat_t
-		if syscall.Stat(procRoot+"/"+e.Name()+"/net/unix", &st) != nil {
-			continue // exited, or a kernel thread
+		var key string
+		if n, err := syscall.Readlink(procRoot+"/"+e.Name()+"/ns/net", link); err == nil {
+			key = string(link[:n])
+		} else {
+			var st syscall.Stat_t
+			if syscall.Stat(procRoot+"/"+e.Name()+"/net/unix", &st) != nil {
+				continue // exited, or a kernel thread
+			}
+			key = strconv.FormatUint(st.Ino, 10)
 		}
-		if byNS[st.Ino] == nil {
-			order = append(order, st.Ino)
+		if byNS[key] == nil {
+			order = append(order, key)
 		}
-		byNS[st.Ino] = append(byNS[st.Ino], e.Name())
+		byNS[key] = append(byNS[key], e.Name())
 	}
 	seen := map[string]bool{}
 	for _, ns := range order {

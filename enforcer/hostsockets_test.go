@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -163,4 +164,33 @@ func hostSocketsCheck(args []string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// BenchmarkDaemonSockets is compile's per-run cost of finding the host's unix sockets (every
+// network namespace): go test ./enforcer -run '^$' -bench DaemonSockets
+// (SYSPROF_BENCH_SOCKS=N binds N more sockets under /run, 10 per directory, first).
+func BenchmarkDaemonSockets(b *testing.B) {
+	if n, _ := strconv.Atoi(os.Getenv("SYSPROF_BENCH_SOCKS")); n > 0 {
+		dir, err := os.MkdirTemp("/run", "sysprof-bench-") // outside the private /tmp
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		for i := range n {
+			p := filepath.Join(dir, fmt.Sprintf("d%03d", i/10), fmt.Sprintf("s%d.sock", i))
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			l, err := net.Listen("unix", p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+		}
+	}
+	var n int
+	b.ResetTimer()
+	for range b.N {
+		s, _ := daemonSockets(Env{}, policy.Network{}, true)
+		n = len(s)
+	}
+	b.ReportMetric(float64(n), "sockets")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/sysprof/sysprof/internal/phase"
@@ -90,8 +91,9 @@ func hideSockets(sockets []string) error {
 	for range 3 {
 		var left []string
 		for _, s := range sockets {
-			if st, e := os.Lstat(s); e == nil && (st.Mode()&os.ModeSocket != 0 || st.IsDir()) {
-				left = append(left, s)
+			dir, isDir := strings.CutSuffix(s, "/")
+			if st, e := os.Lstat(dir); e == nil && (isDir && st.IsDir() || !isDir && st.Mode()&os.ModeSocket != 0) {
+				left = append(left, dir)
 			}
 		}
 		if len(left) == 0 {
