@@ -645,7 +645,7 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.hidden: + %d unix socket(s) of daemons outside the sandbox", n))
 		}
 		for _, d := range sockDirs {
-			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.hidden: + %s (%d or more unix sockets of daemons outside the sandbox, no rule in it)", d, socketDirMin))
+			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.hidden: + %s (unix sockets of daemons outside the sandbox, no rule in it)", d))
 		}
 		for _, u := range unresolved {
 			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.hidden: unix socket bound as %q not located (its holders' working directories are not visible here): not hidden", u))
@@ -878,8 +878,9 @@ func daemonSockets(env Env, n policy.Network, privateTmp bool) (out, unresolved 
 }
 
 // socketDirMin is how many sockets in one directory make compile hide the directory instead
-// of each socket (one mount instead of many), when the profile has no rule in or above it.
-const socketDirMin = 16
+// of each socket (one mount instead of many: ~24 µs each in the init stage), when the profile
+// has no rule in, below or above it (Landlock refuses the rest of it to the command anyway).
+const socketDirMin = 2
 
 // groupSockets returns what to cover for socks: each socket, or its directory (with a trailing
 // slash) when it holds

@@ -88,7 +88,7 @@ func hostSockets() (paths, unresolved []string) {
 		pids := byNS[ns]
 		var b []byte
 		for _, pid := range pids {
-			if b, err = os.ReadFile(procRoot + "/" + pid + "/net/unix"); err == nil {
+			if b, err = readProcBig(procRoot + "/" + pid + "/net/unix"); err == nil {
 				break
 			}
 		}
@@ -170,4 +170,25 @@ func placeRelative(pid, rel string) string {
 		return "" // the directory has another name here (another mount namespace)
 	}
 	return p
+}
+
+// readProcBig reads a /proc listing in large reads: each read of a seq_file walks the kernel's
+// list again up to where it stopped, and os.ReadFile's 512-byte start makes that quadratic.
+func readProcBig(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, 0, 256<<10)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if n == 0 || err != nil {
+			return b, nil
+		}
+		if len(b) == cap(b) {
+			b = append(b, make([]byte, len(b))...)[:len(b)]
+		}
+	}
 }
