@@ -58,9 +58,18 @@
 //     rules. Compile refuses a plan weaker than the profile (notWeaker).
 //   - Denials are rated with the policy risk functions (PathRisk, EndpointRisk, SyscallRisk,
 //     ArgValueRisk) against the compiled profile: the rating diff and refine give the change.
-//   - Every pathname unix socket the host has under /run, /tmp, /var/tmp, /dev/shm and
-//     $XDG_RUNTIME_DIR (tmux, docker, dbus, agents) is hidden unless the profile connects to it:
-//     Landlock has no rule for pathname sockets and a read-only mount does not stop connect.
+//   - Every pathname unix socket the host has (tmux, docker, dbus, agents) is hidden unless
+//     the profile connects to it: Landlock has no rule for pathname sockets and neither a
+//     read-only mount nor a network namespace stops connect. The kernel's lists of every
+//     network namespace a process is in are read (hostsockets.go; sockets bound by a relative
+//     path are placed through their holders' working directories, checked by dev/inode), plus
+//     a listing of /run, /tmp, /var/tmp, /dev/shm and $XDG_RUNTIME_DIR. No cap: a directory
+//     with 2+ sockets and no rule in, below or above it is hidden whole (one mount). A socket
+//     that cannot be placed is noted, not hidden. A profile whose socket() rule lacks AF_UNIX
+//     cannot connect to any of them anyway.
+//   - The profile's binaries are compared with their learned sha256 (binaries.go; symlinks
+//     followed, hashes cached by dev/inode/size/mtime/ctime): a change is a warning line and a
+//     report entry (changedBinaries); Options.VerifyBinaries refuses the run (exit 125).
 //   - With a private /tmp, paths the profile reads inside /tmp are bound from the host (Landlock
 //     keeps them read-only), and writable paths inside it that do not exist yet become the
 //     private directory itself instead of host binds.
