@@ -409,6 +409,18 @@ func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env,
 		if err != nil {
 			return nil, fmt.Errorf("filesystem.%s: %w", section, err)
 		}
+		if section == "write" && kernelTree(p) {
+			// Never /proc as such: the mounts keep all of it read-only but the sandbox's own
+			// per-process files (sandbox.MountProc), which is what a /proc/self write needs
+			// (Landlock cannot name /proc/self for other processes: /proc is its rule).
+			if procSelf(p) {
+				c.Plan.ProcWritable = true
+				c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s granted as the sandbox's own per-process files (/proc/<pid>/...); the rest of /proc stays read-only", r.Path))
+			} else {
+				c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s refused: /proc and /sys stay read-only outside the sandbox's own /proc/<pid>", r.Path))
+			}
+			continue
+		}
 		if procSelf(p) {
 			// Landlock resolves /proc/self once, to the init stage's pid: every child would be
 			// refused its own /proc entries. /proc as a whole is what can be granted.
@@ -496,6 +508,11 @@ func (c *Compiled) maskGitConfigs(plan *sandbox.Plan, env Env) {
 		plan.Masked = append(plan.Masked, sandbox.Masked{Path: f, Content: masked})
 		c.Notes = append(c.Notes, fmt.Sprintf("filesystem: %s is shown without its credentials (%s)", f, strings.Join(slices.Compact(removed), ", ")))
 	}
+}
+
+// kernelTree reports /proc, /sys and paths below them.
+func kernelTree(p string) bool {
+	return p == "/proc" || p == "/sys" || strings.HasPrefix(p, "/proc/") || strings.HasPrefix(p, "/sys/")
 }
 
 // procSelf reports paths below /proc/self or /proc/thread-self (or a /proc/* glob).
@@ -664,6 +681,9 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 				continue
 			}
 			ll.Write = append(ll.Write, w)
+		}
+		if plan.ProcWritable {
+			ll.Write = append(ll.Write, "/proc") // narrowed by the mounts, see expandRules
 		}
 		ll.Exec = c.execDirs(exec, env)
 		ll.List = list

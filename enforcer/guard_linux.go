@@ -164,7 +164,8 @@ type guard struct {
 	rd    *ringbuf.Reader
 	audit bool
 	net   bool // the network hooks are (to be) attached: the init stage has no Landlock TCP rules
-	// rootPid is the init stage (then the command): parent chains end there.
+	// rootPid is the init stage (PID 1 of the sandbox, the command's parent; without the sandbox
+	// it execs the command): parent chains end there.
 	rootPid atomic.Int64
 
 	rules   []NetRule
@@ -674,6 +675,9 @@ func (g *guard) who(ev *bpf.GuardGuardEvent, exe, pexe string) (string, []string
 		}
 	}
 	root := int(g.rootPid.Load())
+	if ev.Ptgid > 0 && int(ev.Ptgid) == root && (pexe == selfExe() || pexe == "" && exeOf(root) == selfExe()) {
+		return exe, nil // the command itself: its parent is the init stage, PID 1 of the sandbox
+	}
 	if ev.Ptgid > 0 && int(ev.Tgid) != root {
 		// The first hop is the parent the kernel saw: the caller may be gone (or going) by now,
 		// and /proc would no longer say.

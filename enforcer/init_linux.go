@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/sandbox"
 )
 
 // MaybeInit must be the first thing main (and TestMain of packages that run the enforcer) calls.
@@ -73,12 +75,26 @@ func initStage() int {
 	if os.Getppid() == 1 {
 		return fail(initStatus{Stage: "config", Error: "sysprof exited before the sandbox started"})
 	}
+	// PID 1 of the sandbox's PID namespace: the namespace dies with it. As its init it gets only
+	// the signals it handles: catch those sysprof forwards, to pass them on to the command.
+	asInit := os.Getpid() == 1
+	var sigs chan os.Signal
+	if asInit {
+		sigs = make(chan os.Signal, 8)
+		signal.Notify(sigs, forwarded...)
+	}
 
 	phase.Mark("config")
 	if cfg.UnshareNet {
 		// Namespaces are per thread: this one (locked) execs the command.
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			return fail(initStatus{Stage: "sandbox", Layer: LayerNetNS, Error: fmt.Sprintf("new network namespace: %v", err)})
+		}
+	}
+	if cfg.Sandbox && asInit {
+		// The namespace's own /proc, whatever else the plan mounts.
+		if err := sandbox.MountProc(cfg.Plan.ProcWritable); err != nil {
+			return fail(initStatus{Stage: "sandbox", Layer: LayerMounts, Error: err.Error()})
 		}
 	}
 	if cfg.Sandbox {
@@ -134,8 +150,61 @@ func initStage() int {
 	}
 	unix.Close(listener) // the parent holds its own copy now
 	phase.Mark("sync")
-	err = syscall.Exec(path, cfg.Argv, withoutVars(os.Environ(), cfg.UnsetEnv))
+	env := withoutVars(os.Environ(), cfg.UnsetEnv)
+	if asInit {
+		return runAsInit(path, cfg.Argv, env, status, sigs, fail)
+	}
+	err = syscall.Exec(path, cfg.Argv, env)
 	return fail(initStatus{Stage: "exec", Error: fmt.Sprintf("exec %s: %v", path, err), Exit: execExit(err)})
+}
+
+// forwarded are the signals sysprof passes on to the command.
+var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT}
+
+// runAsInit runs the command as the only child of this stage, PID 1 of the sandbox's PID
+// namespace, forwards the signals sysprof passes on, reaps orphans, and returns the command's
+// status (128+N for a signal) once the command is gone: exiting then makes the kernel kill
+// whatever is left in the namespace (daemons, double-forked children).
+//
+// The fork happens on this locked thread, so the command inherits its filter, Landlock domain,
+// no_new_privs and empty capability sets. The stage's other threads have none of them; the
+// command cannot reach them: the stage stops being dumpable first (no ptrace, /proc/1/mem,
+// /proc/1/fd or pidfd_getfd without CAP_SYS_PTRACE, which the command does not have), holds no
+// fd but 0-2 and the status pipe (closed once the command runs), and the supervisor lets through
+// only calls made in this stage's address space (kcmp), which the command never shares after
+// its exec.
+func runAsInit(path string, argv, env []string, status *os.File, sigs chan os.Signal, fail func(initStatus) int) int {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fail(initStatus{Stage: "exec", Error: fmt.Sprintf("init stage: not dumpable: %v", err)})
+	}
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}})
+	if err != nil {
+		return fail(initStatus{Stage: "exec", Error: fmt.Sprintf("exec %s: %v", path, err), Exit: execExit(err)})
+	}
+	status.Close() // EOF: the command runs
+	phase.Mark("fork, exec")
+	go func() {
+		for s := range sigs {
+			_ = unix.Kill(pid, s.(syscall.Signal))
+		}
+	}()
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return 125 // BUG: the command is a child until reaped
+		}
+		if got != pid {
+			continue // an orphan
+		}
+		if ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ws.ExitStatus()
+	}
 }
 
 // withoutVars returns env without every entry of the named variables (duplicates included).

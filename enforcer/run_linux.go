@@ -240,8 +240,9 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	if g != nil {
 		cgid = g.cg.ID
 	}
-	st := early.take(&opts, dir, needSandbox && sandboxAvailable, cgid)
-	res, err := start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep, g, st, px)
+	id := identity(opts.Profile.HostRoot)
+	st := early.take(&opts, dir, needSandbox && sandboxAvailable, cgid, id)
+	res, err := start(ctx, opts, compiled, dir, id, needSandbox && sandboxAvailable, rep, g, st, px)
 	var hooksErr *guardHooksError
 	if errors.As(err, &hooksErr) {
 		// The network hooks did not come up; the command did not run. Run it as if the guard
@@ -254,7 +255,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		if err := degradeOrRefuse(rep, unenf, opts.Degrade); err != nil {
 			return rep, 125, err
 		}
-		res, err = start(ctx, opts, compiled, dir, asRoot, needSandbox && sandboxAvailable, rep, nil, nil, px)
+		res, err = start(ctx, opts, compiled, dir, id, needSandbox && sandboxAvailable, rep, nil, nil, px)
 	}
 	phase.Mark("start..wait")
 	guardUp := g != nil
@@ -358,10 +359,10 @@ type runResult struct {
 	denials []report.Denial
 }
 
-func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, applySandbox bool, rep *report.Report, g *guard, st *stage, px *egress) (runResult, error) {
+func start(ctx context.Context, opts Options, c *Compiled, dir string, id sandbox.Identity, applySandbox bool, rep *report.Report, g *guard, st *stage, px *egress) (runResult, error) {
 	var res runResult
 	if st == nil {
-		attr := namespaceAttr(&c.Plan, asRoot, os.Getuid(), os.Getgid())
+		attr := namespaceAttr(&c.Plan, id)
 		if !applySandbox {
 			attr = &syscall.SysProcAttr{}
 		}
@@ -399,18 +400,11 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 		cmd.Wait()
 		return res, err
 	}
-	if applySandbox && !asRoot {
-		rep.SetLayer(report.Layer{Name: LayerUserNS, State: report.LayerApplied, Detail: "unprivileged: uid/gid mapped to themselves"})
+	if applySandbox && id.UserNS {
+		rep.SetLayer(report.Layer{Name: LayerUserNS, State: report.LayerApplied, Detail: id.Detail()})
+	} else if applySandbox {
+		rep.Notes = append(rep.Notes, "uid: "+id.Detail())
 	}
-
-	// The supervisor's own view of the status pipe, to tell the init stage from the command.
-	statusDup, err := unix.FcntlInt(statusR.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return res, fmt.Errorf("dup status pipe: %w", err)
-	}
-	defer unix.Close(statusDup)
 
 	msgs := make(chan initStatus, 16)
 	go func() {
@@ -542,7 +536,7 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, asRoot, a
 		px.setLayer(rep, c)
 		phase.Mark("egress: take the sockets, start the proxy")
 	}
-	sup, err := newSupervisor(listener, statusDup, pid, c, opts.Audit)
+	sup, err := newSupervisor(listener, pid, c, opts.Audit)
 	if err != nil {
 		return abort(fmt.Errorf("supervisor: %w", err))
 	}

@@ -17,8 +17,13 @@ import (
 var sandboxAvailable = true
 
 // namespaceAttr is the namespace part of starting the init stage.
-func namespaceAttr(p *sandbox.Plan, asRoot bool, uid, gid int) *syscall.SysProcAttr {
-	return p.NamespaceAttr(asRoot, uid, gid)
+func namespaceAttr(p *sandbox.Plan, id sandbox.Identity) *syscall.SysProcAttr {
+	return p.NamespaceAttr(id)
+}
+
+// identity is who a run's command is on the host (sandbox.ChooseIdentity for this process).
+func identity(hostRoot bool) sandbox.Identity {
+	return sandbox.ChooseIdentity(os.Geteuid(), os.Getuid(), os.Getgid(), os.Getenv("SUDO_UID"), os.Getenv("SUDO_GID"), hostRoot)
 }
 
 // applySandbox applies the plan one layer at a time, in the sandbox's order, so that with
@@ -31,7 +36,7 @@ func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, de
 		sub  sandbox.Plan
 		want bool
 	}{
-		{LayerMounts, sandbox.Plan{ReadOnlyRoot: p.ReadOnlyRoot, Writable: p.Writable, Hidden: p.Hidden, Masked: p.Masked, PrivateTmp: p.PrivateTmp},
+		{LayerMounts, sandbox.Plan{ReadOnlyRoot: p.ReadOnlyRoot, Writable: p.Writable, Hidden: p.Hidden, Masked: p.Masked, PrivateTmp: p.PrivateTmp, ProcWritable: p.ProcWritable},
 			p.ReadOnlyRoot || len(p.Writable)+len(p.Hidden)+len(p.Masked) > 0 || p.PrivateTmp},
 		{LayerNetNS, sandbox.Plan{NetNS: p.NetNS}, p.NetNS},
 		{LayerLandlock, sandbox.Plan{Landlock: p.Landlock, Degrade: degrade}, p.Landlock != nil},

@@ -32,6 +32,7 @@ type stage struct {
 	// the plan asks).
 	netns bool
 	cgid  uint64 // the cgroup it was born into (0: sysprof's own)
+	model string // the sandbox.Identity it was created for
 	// locked: the spawning goroutine was locked to its thread for Pdeathsig; finish unlocks it.
 	locked bool
 }
@@ -158,7 +159,9 @@ func StartEarly(opts Options) *Early {
 		opts.Dir = d
 	}
 	asRoot := os.Geteuid() == 0
-	attr := (&sandbox.Plan{}).NamespaceAttr(asRoot, os.Getuid(), os.Getgid())
+	// A profile asking for real root (rare) does not fit this stage: Run then starts its own.
+	id := identity(false)
+	attr := (&sandbox.Plan{}).NamespaceAttr(id)
 	var cg *kernrun.Cgroup
 	if asRoot && guardAvailable() == nil {
 		// Born into the run's cgroup: moving a process into it later waits for an RCU grace
@@ -182,6 +185,7 @@ func StartEarly(opts Options) *Early {
 	if cg != nil {
 		st.cgid = cg.ID
 	}
+	st.model = id.Model
 	return &Early{st: st, cg: cg, opts: Options{Dir: opts.Dir, Env: opts.Env, Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr}}
 }
 
@@ -233,14 +237,15 @@ func (e *Early) takeCgroup() *kernrun.Cgroup {
 }
 
 // take returns the early stage for a run that fits it: the same Dir, Env and streams,
-// sandboxed, and born into the guard's cgroup (cgid; 0 without a guard). Otherwise it kills the
+// sandboxed, the same identity (user namespace or real root), and born into the guard's cgroup
+// (cgid; 0 without a guard). Otherwise it kills the
 // stage and returns nil.
-func (e *Early) take(opts *Options, dir string, applySandbox bool, cgid uint64) *stage {
+func (e *Early) take(opts *Options, dir string, applySandbox bool, cgid uint64, id sandbox.Identity) *stage {
 	if e == nil || e.st == nil {
 		return nil
 	}
 	st := e.st
-	fits := applySandbox && dir == e.opts.Dir && st.cgid == cgid &&
+	fits := applySandbox && dir == e.opts.Dir && st.cgid == cgid && st.model == id.Model &&
 		slices.Equal(opts.Env, e.opts.Env) && (opts.Env == nil) == (e.opts.Env == nil) &&
 		same(opts.Stdin, e.opts.Stdin) && same(opts.Stdout, e.opts.Stdout) && same(opts.Stderr, e.opts.Stderr)
 	if !fits {

@@ -22,13 +22,10 @@ type supervisor struct {
 	audit    bool
 	rootPid  int
 	compiled *Compiled
-	// status is the parent's copy of the init stage's close-on-exec status pipe: while it has
-	// a writer the init stage has not exec'd yet, and its own calls (the Go runtime's, between
-	// installing the filter and exec) are let through unrecorded.
-	status   int
-	execDone atomic.Bool
-	stopR    int
-	stopW    int
+	// initCalls counts the init stage's own calls let through (see initTask).
+	initCalls atomic.Int64
+	stopR     int
+	stopW     int
 
 	mu      sync.Mutex
 	denials []report.Denial
@@ -41,12 +38,12 @@ type supervisor struct {
 // with ever-changing arguments cannot grow sysprof's memory without bound.
 const maxDistinct = 4096
 
-func newSupervisor(listener, status, rootPid int, c *Compiled, audit bool) (*supervisor, error) {
+func newSupervisor(listener, rootPid int, c *Compiled, audit bool) (*supervisor, error) {
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		return nil, err
 	}
-	return &supervisor{listener: listener, status: status, rootPid: rootPid, compiled: c, audit: audit,
+	return &supervisor{listener: listener, rootPid: rootPid, compiled: c, audit: audit,
 		stopR: p[0], stopW: p[1], done: make(chan struct{})}, nil
 }
 
@@ -88,22 +85,25 @@ func (s *supervisor) stop() {
 	unix.Close(s.stopW)
 }
 
-// preExec reports whether the init stage has not exec'd yet.
-func (s *supervisor) preExec() bool {
-	if s.execDone.Load() {
-		return false
-	}
-	fds := []unix.PollFd{{Fd: int32(s.status), Events: unix.POLLIN}}
-	if _, err := unix.Poll(fds, 0); err == nil && fds[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0 {
-		s.execDone.Store(true)
-		return false
-	}
-	return true
+// initTask reports whether the notifying task tid runs the init stage's own code: it shares the
+// init stage's address space (kcmp KCMP_VM). That is the init stage's filtered thread, between
+// installing the filter and exec and, as PID 1 of the sandbox's PID namespace, for as long as
+// the command runs (it forks the command and reaps), and the command's process between fork and
+// exec (Go's vfork child). Nothing the command runs can share that address space: an exec gives
+// it a new one, and the init stage is not dumpable (no ptrace, no /proc/1/mem). The task is
+// blocked in the notification, so its tid cannot be reused meanwhile.
+func (s *supervisor) initTask(tid int) bool {
+	r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(s.rootPid), uintptr(tid), kcmpVM, 0, 0, 0)
+	return errno == 0 && r == 0
 }
+
+// kcmpVM is KCMP_VM (include/uapi/linux/kcmp.h).
+const kcmpVM = 1
 
 func (s *supervisor) handle(n *seccompNotif) {
 	resp := seccompNotifResp{ID: n.ID}
-	if s.preExec() {
+	if s.initTask(int(n.Pid)) {
+		s.initCalls.Add(1)
 		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
 		_ = notifSend(s.listener, &resp)
 		return
@@ -194,8 +194,8 @@ func parentsOf(rootPid, pid int) []string {
 			break
 		}
 		pp := ppidOf(cur)
-		if pp <= 1 {
-			break
+		if pp <= 1 || pp == rootPid && exeOf(pp) == selfExe() {
+			break // the init stage, PID 1 of the sandbox, is nobody's parent in a report
 		}
 		out = append(out, exeOf(pp))
 		cur = pp

@@ -36,10 +36,11 @@ const (
 	SectionBinaries      = "binaries"
 	SectionEnvPass       = "env.pass"
 	SectionIncomplete    = "metadata.incomplete"
+	SectionHostRoot      = "hostRoot"
 )
 
 // Sections lists every section in file order.
-var Sections = []string{SectionSyscalls, SectionArgs, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden, SectionPrivateTmp, SectionConnect, SectionSend, SectionBind, SectionEnvPass, SectionBinaries, SectionIncomplete}
+var Sections = []string{SectionSyscalls, SectionArgs, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden, SectionPrivateTmp, SectionConnect, SectionSend, SectionBind, SectionEnvPass, SectionBinaries, SectionIncomplete, SectionHostRoot}
 
 // Change is one semantic difference between two profiles.
 type Change struct {
@@ -100,6 +101,13 @@ func Diff(old, new *Profile) []Change {
 	d.env()
 	d.binaries()
 	d.incomplete()
+	if !o.HostRoot && n.HostRoot {
+		d.add(Change{Kind: Widened, Section: SectionHostRoot, Item: "hostRoot: true", Widens: true, Risk: RiskCritical,
+			Reason: "the command runs as real host root (no user namespace) when sysprof is root"})
+	}
+	if o.HostRoot && !n.HostRoot {
+		d.narrow(Narrowed, SectionHostRoot, "hostRoot: false", "real host root turned off")
+	}
 	SortChanges(d.out)
 	return d.out
 }
@@ -691,7 +699,7 @@ func Locator(name string, data []byte) (func(Change) int, error) {
 			})
 		case SectionEnvPass:
 			return find(c.Section, len(p.Env.Pass), func(i int) bool { return p.Env.Pass[i] == c.Item })
-		case SectionPrivateTmp, SectionIncomplete:
+		case SectionPrivateTmp, SectionIncomplete, SectionHostRoot:
 			return t.line(c.Section)
 		}
 		return 0

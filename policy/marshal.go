@@ -161,6 +161,9 @@ func Marshal(p *Profile) ([]byte, error) {
 			e.flowItem(1, append(f, provFields(b.Provenance)...))
 		}
 	}
+	if q.HostRoot {
+		e.kvRaw(0, "hostRoot", "true")
+	}
 	if e.err != nil {
 		return nil, fmt.Errorf("marshal profile: %w", e.err)
 	}

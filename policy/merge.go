@@ -39,7 +39,7 @@ func Merge(dst, src *Profile) *Profile {
 	if src == nil {
 		return normalized(Clone(dst))
 	}
-	out := &Profile{APIVersion: dst.APIVersion, Kind: dst.Kind}
+	out := &Profile{APIVersion: dst.APIVersion, Kind: dst.Kind, HostRoot: dst.HostRoot || src.HostRoot}
 	if out.APIVersion == "" {
 		out.APIVersion = src.APIVersion
 	}

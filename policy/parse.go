@@ -412,7 +412,7 @@ var indexRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`
 func fieldsOf(parent string) []string {
 	switch indexRE().ReplaceAllString(parent, "[]") {
 	case "":
-		return []string{"apiVersion", "kind", "metadata", "syscalls", "filesystem", "network", "env", "binaries"}
+		return []string{"apiVersion", "kind", "metadata", "syscalls", "filesystem", "network", "env", "binaries", "hostRoot"}
 	case "env":
 		return []string{"pass"}
 	case "metadata":

@@ -20,6 +20,10 @@ type Profile struct {
 	Env Env `yaml:"env,omitempty" json:"env,omitzero"`
 	// Binaries lists every executable the command ran, with its hash for provenance.
 	Binaries []Binary `yaml:"binaries,omitempty" json:"binaries,omitempty"`
+	// HostRoot runs the command as real host root when sysprof runs as root (capabilities still
+	// dropped). Without it a root sysprof runs the command in a user namespace (or as the sudo
+	// user). Never learned: only a person writes it.
+	HostRoot bool `yaml:"hostRoot,omitempty" json:"hostRoot,omitempty"`
 }
 
 // Metadata says where a profile came from. Nothing here widens or narrows the policy.

@@ -219,24 +219,57 @@ func TestCompileDoesNotMutatePlan(t *testing.T) {
 
 func TestCloneFlagsAndMappings(t *testing.T) {
 	p := &Plan{}
-	if got := p.CloneFlags(true); got != unix.CLONE_NEWNS|unix.CLONE_NEWIPC {
-		t.Errorf("root, no netns: %#x", got)
+	if got := p.CloneFlags(false); got != unix.CLONE_NEWNS|unix.CLONE_NEWIPC|unix.CLONE_NEWPID {
+		t.Errorf("no userns, no netns: %#x", got)
 	}
 	p.NetNS = true
-	if got := p.CloneFlags(false); got != unix.CLONE_NEWNS|unix.CLONE_NEWIPC|unix.CLONE_NEWNET|unix.CLONE_NEWUSER {
-		t.Errorf("user, netns: %#x", got)
+	if got := p.CloneFlags(true); got != unix.CLONE_NEWNS|unix.CLONE_NEWIPC|unix.CLONE_NEWPID|unix.CLONE_NEWNET|unix.CLONE_NEWUSER {
+		t.Errorf("userns, netns: %#x", got)
 	}
 	u, g := UserNSMappings(1000, 100)
 	if !slices.Equal(u, []syscall.SysProcIDMap{{ContainerID: 1000, HostID: 1000, Size: 1}}) ||
 		!slices.Equal(g, []syscall.SysProcIDMap{{ContainerID: 100, HostID: 100, Size: 1}}) {
 		t.Errorf("mappings %+v %+v", u, g)
 	}
-	a := p.NamespaceAttr(false, 1000, 100)
+	a := p.NamespaceAttr(ChooseIdentity(1000, 1000, 100, "", "", false))
 	if a.GidMappingsEnableSetgroups || len(a.AmbientCaps) != 4 || a.Cloneflags&unix.CLONE_NEWUSER == 0 {
 		t.Errorf("NamespaceAttr(user) = %+v", a)
 	}
-	if a := p.NamespaceAttr(true, 0, 0); a.UidMappings != nil || a.AmbientCaps != nil {
-		t.Errorf("NamespaceAttr(root) = %+v", a)
+	if a := p.NamespaceAttr(ChooseIdentity(0, 0, 0, "", "", true)); a.UidMappings != nil || a.AmbientCaps != nil || a.Cloneflags&unix.CLONE_NEWUSER != 0 {
+		t.Errorf("NamespaceAttr(host root) = %+v", a)
+	}
+}
+
+// TestChooseIdentity: as root the command never runs as host root unless the profile says so.
+func TestChooseIdentity(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		euid, uid, gid   int
+		sudoUID, sudoGID string
+		hostRoot         bool
+		model            string
+		userNS           bool
+		hostUID          int
+	}{
+		{"ordinary user", 1000, 1000, 100, "", "", false, "user", true, 1000},
+		{"ordinary user, hostRoot ignored", 1000, 1000, 100, "", "", true, "user", true, 1000},
+		{"root", 0, 0, 0, "", "", false, "root-userns", true, 0},
+		{"root asks for real root", 0, 0, 0, "", "", true, "host-root", false, 0},
+		{"sudo", 0, 0, 0, "1000", "1000", false, "sudo", true, 1000},
+		{"sudo from root", 0, 0, 0, "0", "0", false, "root-userns", true, 0},
+		{"sudo garbage", 0, 0, 0, "x", "1000", false, "root-userns", true, 0},
+		{"sudo, real root asked", 0, 0, 0, "1000", "1000", true, "host-root", false, 0},
+	} {
+		id := ChooseIdentity(tc.euid, tc.uid, tc.gid, tc.sudoUID, tc.sudoGID, tc.hostRoot)
+		if id.Model != tc.model || id.UserNS != tc.userNS || id.UID != tc.hostUID {
+			t.Errorf("%s: %+v, want model %s userns %v uid %d", tc.name, id, tc.model, tc.userNS, tc.hostUID)
+		}
+		if id.Model == "sudo" && (id.Cred == nil || id.Cred.Uid != 1000 || len(id.Cred.Groups) != 0 || id.Cred.NoSetGroups) {
+			t.Errorf("%s: credential %+v: must switch to the user and drop root's groups", tc.name, id.Cred)
+		}
+		if id.Detail() == id.Model {
+			t.Errorf("%s: no detail", tc.name)
+		}
 	}
 }
 

@@ -90,7 +90,10 @@ func startInit(s spec, asRoot bool) *exec.Cmd {
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Env = append(withoutRole(os.Environ()), envRole+"=init")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = s.Plan.NamespaceAttr(asRoot, os.Getuid(), os.Getgid())
+	// The harness's init stage execs the probe, which would be PID 1 of a new PID namespace
+	// (the enforcer's stays PID 1 and forks): only tests that ask get one.
+	cmd.SysProcAttr = s.Plan.NamespaceAttr(ChooseIdentity(os.Geteuid(), os.Getuid(), os.Getgid(), "", "", asRoot))
+	cmd.SysProcAttr.Cloneflags &^= syscall.CLONE_NEWPID
 	cmd.SysProcAttr.Cloneflags |= s.ExtraClone
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	return cmd

@@ -33,7 +33,7 @@ func (p *Plan) wantsMounts() bool {
 //  5. hidden paths: an empty read-only directory or file cloned from a small detached tmpfs,
 //     mounted on top (after the writable binds, so a secret inside a writable directory is
 //     still hidden);
-//  6. a fresh /proc when this process is PID 1 of a new PID namespace;
+//  6. a fresh /proc when this process is PID 1 of a new PID namespace (MountProc);
 //  7. read-only: mount_setattr(AT_RECURSIVE, RDONLY) on /, then clear it on the writable mounts
 //     and private tmpfs, then put it back on hidden mounts and on mounts below a writable path
 //     that were read-only before.
@@ -137,10 +137,10 @@ func (p *Plan) applyMounts(res *Result) error {
 	}
 	hiddenMounts = append(hiddenMounts, masked...)
 
-	// 6. /proc for a new PID namespace.
+	// 6. /proc for a new PID namespace (done already when the enforcer called MountProc).
 	if os.Getpid() == 1 {
-		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			return fmt.Errorf("mount /proc for the new PID namespace: %w", err)
+		if err := MountProc(p.ProcWritable); err != nil {
+			return err
 		}
 	}
 
@@ -149,8 +149,92 @@ func (p *Plan) applyMounts(res *Result) error {
 		if err := readOnlyExcept(append(writableRoots, tmpRoots...), hiddenMounts); err != nil {
 			return err
 		}
+		if p.ProcWritable && os.Getpid() == 1 {
+			// /proc itself only: the read-only binds below it are mounts of their own.
+			if err := unix.MountSetattr(unix.AT_FDCWD, "/proc", 0, &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}); err != nil {
+				return fmt.Errorf("keep /proc's per-process files writable (mount_setattr): %w", err)
+			}
+		}
 	}
 	return nil
+}
+
+// ProcReadOnly are the /proc entries that stay read-only whatever the profile says: kernel
+// tunables (a "|program" written to /proc/sys/kernel/core_pattern runs as host root at the next
+// crash; uid 0 needs no capability for it), the magic SysRq key, IRQ affinities, bus devices.
+// /sys is read-only as a whole.
+var ProcReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}
+
+var procMounted bool
+
+// MountProc gives PID 1 of a new PID namespace (and so the whole sandbox) a /proc of its own,
+// which shows the namespace's processes only, with ProcReadOnly bound read-only over it and /sys
+// made read-only (recursively). With procWritable every top-level /proc entry but the
+// per-process directories (/proc/<pid>, and the self and thread-self links to them) is bound
+// read-only, so that a writable /proc leaves exactly the sandbox's own per-process files
+// writable. It makes every mount private first (nothing may propagate to the host). Runs once
+// per process; later calls do nothing. Needs CAP_SYS_ADMIN in the user namespace owning the
+// PID namespace (create both in one clone).
+func MountProc(procWritable bool) error {
+	if procMounted {
+		return nil
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / rprivate: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc for the new PID namespace: %w", err)
+	}
+	ro := ProcReadOnly
+	if procWritable {
+		ro = nil
+		ents, err := os.ReadDir("/proc")
+		if err != nil {
+			return fmt.Errorf("list /proc: %w", err)
+		}
+		for _, e := range ents {
+			if e.Type()&os.ModeSymlink != 0 || isPID(e.Name()) {
+				continue // self, thread-self, mounts, net: links into a per-process directory
+			}
+			ro = append(ro, "/proc/"+e.Name())
+		}
+	}
+	for _, path := range ro {
+		if err := bindReadOnly(path); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // not in this kernel (e.g. /proc/bus without PCI)
+			}
+			return fmt.Errorf("keep %s read-only: %w", path, err)
+		}
+	}
+	err := unix.MountSetattr(unix.AT_FDCWD, "/sys", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("make /sys read-only (mount_setattr): %w", err)
+	}
+	procMounted = true
+	return nil
+}
+
+// bindReadOnly mounts a read-only clone of path over itself.
+func bindReadOnly(path string) error {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return err
+	}
+	return unix.MoveMount(fd, "", unix.AT_FDCWD, path, unix.MOVE_MOUNT_F_EMPTY_PATH)
+}
+
+func isPID(name string) bool {
+	for _, r := range name {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return name != ""
 }
 
 // mountHidden covers each existing hidden path with an empty read-only directory or file, and

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"fmt"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -12,23 +14,92 @@ import (
 //   - CLONE_NEWIPC always: SysV IPC and POSIX message queues of the host (shared memory of other
 //     processes) are out of reach; dev tools do not share them with the host. (POSIX shm lives
 //     in /dev/shm, which PrivateTmp replaces.)
+//   - CLONE_NEWPID always: host processes are invisible (MountProc mounts the namespace's own
+//     /proc), and when the init stage, PID 1 of the namespace, exits the kernel kills every
+//     process left in it, daemons included. The init stage stays PID 1 as a reaper and signal
+//     forwarder while the command runs as its child (a command that were PID 1 itself would
+//     ignore the signals it has no handler for, and not reap orphans).
 //   - CLONE_NEWNET when p.NetNS.
-//   - CLONE_NEWUSER when !asRoot, with UserNSMappings and InitAmbientCaps.
+//   - CLONE_NEWUSER when userNS (Identity.UserNS), with the Identity's mappings.
 //
 // Not included: CLONE_NEWUTS (changing the hostname needs CAP_SYS_ADMIN, which the tool no
-// longer has, so it would isolate nothing), CLONE_NEWPID (the tool would be PID 1: signals it has
-// no handler for, like the SIGTERM sysprof forwards, would be ignored, and orphans would not be
-// reaped without an init; Landlock already confines ptrace and, with ScopeSignals, kill to the
-// sandbox). If the enforcer adds CLONE_NEWPID itself, Apply mounts a fresh /proc.
-func (p *Plan) CloneFlags(asRoot bool) uintptr {
-	f := uintptr(unix.CLONE_NEWNS | unix.CLONE_NEWIPC)
+// longer has, so it would isolate nothing).
+func (p *Plan) CloneFlags(userNS bool) uintptr {
+	f := uintptr(unix.CLONE_NEWNS | unix.CLONE_NEWIPC | unix.CLONE_NEWPID)
 	if p.NetNS {
 		f |= unix.CLONE_NEWNET
 	}
-	if !asRoot {
+	if userNS {
 		f |= unix.CLONE_NEWUSER
 	}
 	return f
+}
+
+// Identity models who the init stage and the command are on the host. ChooseIdentity picks it.
+type Identity struct {
+	// Model names the case, for reports and `sysprof show`: "user", "sudo", "root-userns" or
+	// "host-root".
+	Model string
+	// UserNS: the init stage is created in a new user namespace with these mappings.
+	UserNS     bool
+	Uids, Gids []syscall.SysProcIDMap
+	// UID and GID are the command's ids on the host.
+	UID, GID int
+	// Cred, when set, is the uid/gid the init stage switches to inside the namespace (sudo).
+	Cred *syscall.Credential
+	// Ambient are capabilities the init stage needs raised across its own execve because its
+	// uid inside is not 0 (InitAmbientCaps); Apply drops them before the command runs.
+	Ambient []uintptr
+}
+
+// Detail is one line saying what uid the command has, for reports.
+func (id Identity) Detail() string {
+	switch id.Model {
+	case "user":
+		return fmt.Sprintf("unprivileged: uid/gid %d/%d mapped to themselves", id.UID, id.GID)
+	case "sudo":
+		return fmt.Sprintf("root under sudo: the invoking user's uid/gid %d/%d (mapped to themselves), no root at all", id.UID, id.GID)
+	case "root-userns":
+		return "root: a user namespace with host ids mapped to themselves (host uid 0 without any capability on the host; mounts locked)"
+	case "host-root":
+		return "root: the profile asks for real root (hostRoot: true): host uid 0, capabilities dropped, no user namespace"
+	}
+	return id.Model
+}
+
+// fullRange maps every id to itself: ownership inside reads as on the host.
+var fullRange = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+
+// ChooseIdentity decides who the command runs as. euid, uid and gid are the caller's
+// (os.Geteuid, os.Getuid, os.Getgid); sudoUID and sudoGID are $SUDO_UID and $SUDO_GID; hostRoot
+// is the profile's explicit request for real root. It is pure.
+//
+//   - Not root: a user namespace mapping the caller's uid and gid to themselves (UserNSMappings).
+//   - Root, hostRoot: no user namespace; host uid 0 whose capabilities Apply drops.
+//   - Root under sudo (SUDO_UID and SUDO_GID set, numeric, non-zero): a user namespace mapping
+//     the invoking user's uid and gid to themselves, the init stage switching to them (with no
+//     supplementary groups): the command is that user on the host.
+//   - Root otherwise: a user namespace mapping every id to itself. The command is uid 0 for file
+//     ownership ($HOME=/root mode 0700, root-owned work trees and caches stay usable), but every
+//     capability it could hold is relative to that namespace, never the host's, and mounts
+//     inherited from the host are locked.
+func ChooseIdentity(euid, uid, gid int, sudoUID, sudoGID string, hostRoot bool) Identity {
+	if euid != 0 {
+		u, g := UserNSMappings(uid, gid)
+		return Identity{Model: "user", UserNS: true, Uids: u, Gids: g, UID: uid, GID: gid, Ambient: InitAmbientCaps(false)}
+	}
+	if hostRoot {
+		return Identity{Model: "host-root", UID: 0, GID: gid}
+	}
+	su, errU := strconv.ParseUint(sudoUID, 10, 31)
+	sg, errG := strconv.ParseUint(sudoGID, 10, 31)
+	if errU == nil && errG == nil && su != 0 && sg != 0 {
+		u, g := UserNSMappings(int(su), int(sg))
+		return Identity{Model: "sudo", UserNS: true, Uids: u, Gids: g, UID: int(su), GID: int(sg),
+			Cred:    &syscall.Credential{Uid: uint32(su), Gid: uint32(sg), Groups: []uint32{}},
+			Ambient: InitAmbientCaps(false)}
+	}
+	return Identity{Model: "root-userns", UserNS: true, Uids: fullRange, Gids: fullRange, UID: 0, GID: gid}
 }
 
 // UserNSMappings maps the caller's uid and gid to themselves inside the new user namespace (one
@@ -56,16 +127,18 @@ func InitAmbientCaps(asRoot bool) []uintptr {
 	return []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_SETPCAP}
 }
 
-// NamespaceAttr is a SysProcAttr with the namespace part of starting the init stage filled in:
-// CloneFlags, and for !asRoot the id mappings (uid and gid are the caller's, os.Getuid() and
-// os.Getgid()), setgroups denied, and InitAmbientCaps. The enforcer adds its own fields
-// (Setsid, Pdeathsig, UseCgroupFD, ...) to the result.
-func (p *Plan) NamespaceAttr(asRoot bool, uid, gid int) *syscall.SysProcAttr {
-	a := &syscall.SysProcAttr{Cloneflags: p.CloneFlags(asRoot)}
-	if !asRoot {
-		a.UidMappings, a.GidMappings = UserNSMappings(uid, gid)
-		a.GidMappingsEnableSetgroups = false
-		a.AmbientCaps = InitAmbientCaps(false)
+// NamespaceAttr is a SysProcAttr with the namespace part of starting the init stage filled in
+// for id: CloneFlags, and in a user namespace the id mappings, setgroups (denied, except under
+// sudo where the init stage drops root's supplementary groups), the credential and the ambient
+// capabilities. The enforcer adds its own fields (Setsid, Pdeathsig, UseCgroupFD, ...) to the
+// result.
+func (p *Plan) NamespaceAttr(id Identity) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Cloneflags: p.CloneFlags(id.UserNS)}
+	if id.UserNS {
+		a.UidMappings, a.GidMappings = id.Uids, id.Gids
+		a.GidMappingsEnableSetgroups = id.Cred != nil
+		a.Credential = id.Cred
+		a.AmbientCaps = id.Ambient
 	}
 	return a
 }

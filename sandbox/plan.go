@@ -11,6 +11,9 @@ type Plan struct {
 	// Masked files are covered by a read-only copy with other content (a .git/config without
 	// its credentials): the tool needs the rest of the file.
 	Masked []Masked `json:"masked,omitempty"`
+	// ProcWritable keeps the per-process files of the sandbox's own /proc (/proc/<pid>/...)
+	// writable under the read-only root; every other /proc entry stays read-only (MountProc).
+	ProcWritable bool `json:"proc_writable,omitempty"`
 
 	// Network.
 	NetNS bool `json:"netns"` // the process is in a new network namespace: bring loopback up
