@@ -8,7 +8,7 @@ import (
 )
 
 // TestMain lets the test binary be its own init stage (Run re-executes /proc/self/exe), and
-// TestEnforceAsOrdinaryUser's helper when it runs the binary as nobody.
+// TestEnforceAsOrdinaryUser's and pidns_test.go's helpers when they run the binary as nobody.
 func TestMain(m *testing.M) {
 	MaybeInit()
 	if victim := os.Getenv(unprivEnv); victim != "" {
@@ -50,6 +50,13 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(binCheckEnv); dir != "" {
 		if err := binariesCheck(dir); err != nil {
 			fmt.Fprintln(os.Stderr, "binaries as nobody:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if name := os.Getenv(nobodyEnv); name != "" {
+		if err := nobodyHelpers[name](os.Getenv("SYSPROF_TEST_VICTIM"), os.Getenv("SYSPROF_TEST_WORK")); err != nil {
+			fmt.Fprintf(os.Stderr, "%s (as nobody): %v\n", name, err)
 			os.Exit(1)
 		}
 		os.Exit(0)

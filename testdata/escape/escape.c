@@ -1,8 +1,8 @@
 // escape: a victim for sysprof's enforcer tests. Each argument is one action; for each the
 // program prints "ACTION: ok" or "ACTION: ERRNONAME" (and some print what they saw), then goes
 // on with the next. It makes exactly the syscall an escape would make, nothing cleverer.
-// "fork" runs the next action in a child; "linger" leaves a child behind; "pause" waits
-// for a signal.
+// "fork" runs the next action in a child; "linger" leaves a child behind; "daemon=FIFO" leaves
+// a setsid, double-forked daemon behind holding FIFO open; "pause" waits for a signal.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -73,6 +73,32 @@ int main(int argc, char **argv) {
 			if (fork() == 0) {
 				for (;;) pause();
 			}
+			continue;
+		}
+		if (!strncmp(a, "daemon=", 7)) {
+			// A daemon as a hostile tool makes one: fork, setsid, fork again, the middle
+			// process exits. The daemon opens the FIFO named by the argument for writing (the
+			// test sees EOF only once it is gone) and waits forever.
+			int p[2];
+			char c;
+			if (pipe(p) < 0) { result("daemon", -1); continue; }
+			fflush(stdout);
+			pid_t mid = fork();
+			if (mid == 0) {
+				setsid();
+				if (fork() == 0) {
+					int fd = open(a + 7, O_WRONLY);
+					write(p[1], fd < 0 ? "e" : "o", 1);
+					for (;;) pause();
+				}
+				_exit(0);
+			}
+			close(p[1]);
+			ssize_t n = read(p[0], &c, 1);
+			waitpid(mid, NULL, 0);
+			if (n == 1 && c == 'o') printf("daemon: ok\n");
+			else printf("daemon: no FIFO\n");
+			fflush(stdout);
 			continue;
 		}
 		if (!strcmp(a, "pause")) {
@@ -184,6 +210,23 @@ int main(int argc, char **argv) {
 			printf("waiting\n");
 			fflush(stdout);
 			while (read(0, &c, 1) == 1 && c != '\n') {}
+		} else if (!strcmp(name, "readlink")) {
+			char target[256];
+			ssize_t n = readlink(arg, target, sizeof target - 1);
+			if (n < 0) { result(name, -1); continue; }
+			target[n] = 0;
+			printf("readlink: %s\n", target);
+			fflush(stdout);
+		} else if (!strcmp(name, "rewrite")) {
+			// Write a file's own content back (harmless on a sysctl, should it get through).
+			char buf[512];
+			int fd = open(arg, O_RDONLY);
+			if (fd < 0) { result(name, -1); continue; }
+			ssize_t n = read(fd, buf, sizeof buf);
+			close(fd);
+			if (n <= 0) { result(name, -1); continue; }
+			fd = open(arg, O_WRONLY);
+			result(name, fd < 0 ? -1 : write(fd, buf, n));
 		} else if (!strcmp(name, "write")) {
 			int fd = open(arg, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 			if (fd >= 0) result(name, write(fd, "x", 1));

@@ -1,0 +1,273 @@
+package enforcer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
+)
+
+// nobodyEnv names a helper of this file that TestMain runs when the test binary is re-executed
+// as nobody (the ordinary-user half of a test).
+const nobodyEnv = "SYSPROF_TEST_AS_NOBODY"
+
+var nobodyHelpers = map[string]func(victim, work string) error{
+	"processes": processChecks,
+	"proc":      procChecks,
+	"init":      initChecks,
+}
+
+// processBox is a 0755 directory nobody can use: the victim and a work tree with a writable
+// out/ (owned by uid, gid).
+func processBox(t *testing.T, uid, gid int) (victim, work string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sysprof-pidns-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	victim = filepath.Join(dir, "escape")
+	if err := copyFile(testutil.BuildC(t, "escape/escape.c"), victim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	work = filepath.Join(dir, "work")
+	os.MkdirAll(filepath.Join(work, "out"), 0o755)
+	if err := os.Chown(filepath.Join(work, "out"), uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	return victim, work
+}
+
+// asNobody runs the named helper in a copy of the test binary as uid 65534.
+func asNobody(t *testing.T, helper, victim, work string) {
+	t.Helper()
+	self, _ := os.Executable()
+	bin := filepath.Join(filepath.Dir(victim), "enforcer.test")
+	if err := copyFile(self, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), nobodyEnv+"="+helper, "SYSPROF_TEST_VICTIM="+victim, "SYSPROF_TEST_WORK="+work, "HOME="+filepath.Dir(victim))
+	cmd.Dir = work
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+}
+
+func processProfile(victim string) *policy.Profile {
+	ld, _ := filepath.EvalSymlinks("/lib64/ld-linux-x86-64.so.2")
+	p := victimProfile()
+	p.Syscalls.Allow = append(p.Syscalls.Allow, victimForkSyscalls()...)
+	p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: "setsid"}, policy.Syscall{Name: "pipe"}, policy.Syscall{Name: "pipe2"})
+	p.Filesystem = policy.Filesystem{
+		Read:  []policy.PathRule{{Path: "/usr"}, {Path: "/etc"}, {Path: "/proc"}, {Path: "$WORKDIR"}},
+		Write: []policy.PathRule{{Path: "$WORKDIR/out"}, {Path: "/dev/null"}},
+		Exec:  []policy.PathRule{{Path: victim}, {Path: ld}},
+	}
+	return p
+}
+
+// TestDaemonDiesWithRun: a setsid, double-forked daemon the command leaves behind is killed when
+// the command exits (the PID namespace dies with its PID 1), and host processes are invisible;
+// the command's own child that exits normally works and its exit status is the run's. Root and
+// ordinary user.
+func TestDaemonDiesWithRun(t *testing.T) {
+	testutil.RequireRoot(t)
+	t.Run("root", func(t *testing.T) {
+		victim, work := processBox(t, 0, 0)
+		if err := processChecks(victim, work); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("ordinary user", func(t *testing.T) {
+		victim, work := processBox(t, 65534, 65534)
+		asNobody(t, "processes", victim, work)
+	})
+}
+
+func processChecks(victim, work string) error {
+	fifo := filepath.Join(work, "out", "fifo")
+	os.Remove(fifo)
+	if err := unix.Mkfifo(fifo, 0o666); err != nil {
+		return err
+	}
+	os.Chmod(fifo, 0o666)
+	// Open for reading without blocking: EOF comes once every writer (the daemon) is gone.
+	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	host := fmt.Sprintf("/proc/%d/status", os.Getpid())
+	var out strings.Builder
+	_, code, err := Run(context.Background(), Options{Profile: processProfile(victim), Dir: work, Stdout: &out, Stderr: &out,
+		Command: []string{victim, "daemon=out/fifo", "fork", "write=out/child.txt", "read=" + host, "read=/proc/self/status", "exit=7"}})
+	if err != nil || code != 7 {
+		return fmt.Errorf("run: exit %d (want the command's 7), err %v\n%s", code, err, out.String())
+	}
+	var errs []error
+	if want := "daemon: ok\nwrite: ok\nread: ENOENT\nread: ok\n"; out.String() != want {
+		errs = append(errs, fmt.Errorf("output %q, want %q (daemon started, child wrote, sysprof's own pid invisible, own /proc readable)", out.String(), want))
+	}
+	// The daemon wrote nothing: a read returns EOF once it is dead, or waits while it lives.
+	r.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.ReadAll(r); err != nil {
+		errs = append(errs, fmt.Errorf("the daemon survived the run (it still holds the FIFO open): %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// TestProcSysReadOnly: whatever the profile says, /proc/sys stays read-only (uid 0 needs no
+// capability to write /proc/sys/kernel/core_pattern, whose "|program" runs as host root),
+// while a learned write to /proc/self/oom_score_adj works. The victim writes each file's own
+// content back, harmless should it get through. Root and ordinary user.
+func TestProcSysReadOnly(t *testing.T) {
+	testutil.RequireRoot(t)
+	t.Run("root", func(t *testing.T) {
+		victim, work := processBox(t, 0, 0)
+		if err := procChecks(victim, work); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("ordinary user", func(t *testing.T) {
+		victim, work := processBox(t, 65534, 65534)
+		asNobody(t, "proc", victim, work)
+	})
+}
+
+func procChecks(victim, work string) error {
+	p := processProfile(victim)
+	p.Filesystem.Write = append(p.Filesystem.Write, policy.PathRule{Path: "/proc/self/oom_score_adj"}, policy.PathRule{Path: "/proc/sys/kernel/core_pattern"})
+	var out strings.Builder
+	_, code, err := Run(context.Background(), Options{Profile: p, Dir: work, Stdout: &out, Stderr: &out,
+		Command: []string{victim, "rewrite=/proc/self/oom_score_adj", "rewrite=/proc/sys/kernel/core_pattern", "fork", "rewrite=/proc/self/oom_score_adj"}})
+	if err != nil || code != 0 {
+		return fmt.Errorf("run: exit %d err %v\n%s", code, err, out.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	if len(lines) < 3 || lines[0] != "rewrite: ok" || lines[2] != "rewrite: ok" {
+		return fmt.Errorf("the learned /proc/self/oom_score_adj write failed (command and its child):\n%s", out.String())
+	}
+	if got := lines[1]; got != "rewrite: EROFS" && got != "rewrite: EACCES" {
+		return fmt.Errorf("/proc/sys/kernel/core_pattern write: %s, want EROFS or EACCES", got)
+	}
+	return nil
+}
+
+// TestCommandHostUID: as root the command is never host root unless the profile asks:
+// without hostRoot it is uid 0 only inside a user namespace (a file it creates is owned by 0,
+// and it holds no capability on the host); under sudo it is the invoking user; with hostRoot
+// it is host root with no user namespace. Checked by the owner of a file it writes and by its
+// user namespace.
+func TestCommandHostUID(t *testing.T) {
+	testutil.RequireRoot(t)
+	hostNS, err := os.Readlink("/proc/self/ns/user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		sudo       bool
+		hostRoot   bool
+		uid        int
+		ownUserNS  bool
+		identModel string
+	}{
+		{"root", false, false, 0, true, "root-userns"},
+		{"sudo", true, false, 65534, true, "sudo"},
+		{"hostRoot", false, true, 0, false, "host-root"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.sudo {
+				t.Setenv("SUDO_UID", "65534")
+				t.Setenv("SUDO_GID", "65534")
+			} else {
+				t.Setenv("SUDO_UID", "")
+				t.Setenv("SUDO_GID", "")
+			}
+			victim, work := processBox(t, tc.uid, tc.uid)
+			p := processProfile(victim)
+			p.HostRoot = tc.hostRoot
+			var out strings.Builder
+			rep, code, err := Run(context.Background(), Options{Profile: p, Dir: work, Stdout: &out, Stderr: &out,
+				Command: []string{victim, "write=out/f", "readlink=/proc/self/ns/user"}})
+			if err != nil || code != 0 {
+				t.Fatalf("run: exit %d err %v\n%s", code, err, out.String())
+			}
+			var st unix.Stat_t
+			if err := unix.Stat(filepath.Join(work, "out", "f"), &st); err != nil {
+				t.Fatalf("the command's file: %v\n%s", err, out.String())
+			}
+			if int(st.Uid) != tc.uid {
+				t.Errorf("the command's file is owned by host uid %d, want %d", st.Uid, tc.uid)
+			}
+			ns := strings.TrimPrefix(strings.SplitN(out.String(), "\n", 3)[1], "readlink: ")
+			if (ns != hostNS) != tc.ownUserNS {
+				t.Errorf("command's user namespace %q, host's %q: want own namespace %v", ns, hostNS, tc.ownUserNS)
+			}
+			want := identity(tc.hostRoot).Detail()
+			found := false
+			for _, l := range rep.Layers {
+				found = found || l.Name == LayerUserNS && l.Detail == want
+			}
+			for _, n := range rep.Notes {
+				found = found || n == "uid: "+want
+			}
+			if !found || identity(tc.hostRoot).Model != tc.identModel {
+				t.Errorf("report does not say %q (%s): %+v %v", want, tc.identModel, rep.Layers, rep.Notes)
+			}
+		})
+	}
+}
+
+// TestInitStageUnreachable: PID 1 of the sandbox (the init stage, whose other threads hold no
+// filter, no Landlock and, as root, capabilities in its user namespace) cannot be attached to,
+// read or have its fds taken by the command, even with the syscalls allowed and no Landlock:
+// it is not dumpable. The command's own /proc entries stay readable. Root and ordinary user.
+func TestInitStageUnreachable(t *testing.T) {
+	testutil.RequireRoot(t)
+	t.Run("root", func(t *testing.T) {
+		victim, work := processBox(t, 0, 0)
+		if err := initChecks(victim, work); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("ordinary user", func(t *testing.T) {
+		victim, work := processBox(t, 65534, 65534)
+		asNobody(t, "init", victim, work)
+	})
+}
+
+func initChecks(victim, work string) error {
+	p := victimProfile()
+	for _, s := range []string{"ptrace", "process_vm_readv", "pidfd_open", "pidfd_getfd"} {
+		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: s})
+	}
+	var out strings.Builder
+	// An attach that gets through leaves PID 1 stopped: the deadline ends that run.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, code, err := Run(ctx, Options{Profile: p, Dir: work, Stdout: &out, Stderr: &out,
+		Command: []string{victim, "ptrace=1", "vmread=1", "read=/proc/1/environ", "read=/proc/1/mem", "read=/proc/self/environ", "ok"}})
+	if err != nil || code != 0 {
+		return fmt.Errorf("run: exit %d err %v\n%s", code, err, out.String())
+	}
+	if want := "ptrace: EPERM\nvmread: EPERM\nread: EACCES\nread: EACCES\nread: ok\nok\n"; out.String() != want {
+		return fmt.Errorf("output %q, want %q", out.String(), want)
+	}
+	return nil
+}
