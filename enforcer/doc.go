@@ -40,13 +40,23 @@
 // root, in a fresh run cgroup; the network namespace, the one that depends on the profile, the
 // stage then unshares itself on the thread that execs. A run that does not fit an early stage
 // (another directory, environment or streams; no sandbox; another cgroup, or none, for the
-// guard) kills it and starts its own. The init stage applies the
+// guard; another identity, see below) kills it and starts its own. The init stage is PID 1 of
+// a new PID namespace: it mounts the namespace's /proc (sandbox.MountProc), applies the
 // sandbox plan, marks every fd above 2 close-on-exec, sets no_new_privs, installs the filter on
 // its locked thread with SECCOMP_FILTER_FLAG_NEW_LISTENER, and blocks on a sync pipe. The parent
 // takes the listener with pidfd_getfd (it cannot deadlock: the child only waits), starts the
-// supervisor, releases the child, and the child execs the command. Calls the init stage itself
-// makes between the filter and exec are let through: the supervisor tells them apart by the
-// init stage's close-on-exec status pipe still being open.
+// supervisor and releases the child. The init stage then stops being dumpable, forks the
+// command from the locked thread (which carries the filter, Landlock, no_new_privs and the empty
+// capability sets into it), forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT, reaps orphans and exits
+// with the command's status (128+N for a signal): the kernel then kills what is left in the
+// namespace. Calls made in the init stage's address space (its filtered thread, and Go's vfork
+// child before the command's exec) are let through unrecorded: the supervisor recognises them
+// with kcmp(KCMP_VM); nothing the command runs shares that address space. Without the sandbox
+// (degraded) the init stage execs the command itself, in no PID namespace.
+//
+// Who the command is (sandbox.ChooseIdentity): an ordinary user's own uid; as root under sudo
+// the invoking user's; as plain root uid 0 in a user namespace mapping every id to itself (no
+// host capabilities); real host root only with the profile's hostRoot.
 //
 // # What compile adds to the sandbox plan
 //

@@ -7,8 +7,9 @@
 //
 // # Using it from the init stage
 //
-// The parent starts the init stage with the namespaces from [Plan.NamespaceAttr] (or, piece by
-// piece, [Plan.CloneFlags], [UserNSMappings] and [InitAmbientCaps]). The init stage, on the
+// The parent starts the init stage with the namespaces from [Plan.NamespaceAttr] for the
+// [Identity] [ChooseIdentity] picks (or, piece by piece, [Plan.CloneFlags], [UserNSMappings] and
+// [InitAmbientCaps]). As PID 1 of its new PID namespace the init stage calls [MountProc] first. The init stage, on the
 // goroutine that will later exec the tool, calls [Plan.Apply] (or [Plan.ApplyResult] to learn
 // which paths were skipped and what was degraded), installs seccomp, and execs. Apply locks the
 // calling goroutine to its OS thread and never unlocks it: Landlock, no_new_privs, securebits and
@@ -82,7 +83,21 @@
 // of build outputs (rustc proc-macros, Python extensions); it is left open and tested as a
 // known limit.
 //
+// # /proc and /sys
+//
+// [MountProc] mounts the PID namespace's own /proc (only its processes are visible), binds
+// [ProcReadOnly] (/proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus) read-only over it and
+// makes /sys read-only, whatever the plan says: uid 0 without capabilities may still write
+// most sysctls by their mode bits. With Plan.ProcWritable every top-level /proc entry but the
+// per-process directories is bound read-only, and /proc stays writable under the read-only
+// root: the sandbox's own /proc/<pid>/... files are what remains writable.
+//
 // # User namespaces
+//
+// As root, [ChooseIdentity] also puts the init stage in a user namespace unless the caller asks
+// for real root: one mapping every id to itself (uid 0 keeps file ownership but its capabilities
+// are the namespace's, and the host's mounts are locked), or under sudo one mapping the
+// invoking user's uid and gid, the init stage switching to them with no supplementary groups.
 //
 // When sysprof does not run as root, the init stage runs in a new user namespace in which the
 // caller's uid and gid are mapped to themselves (not to root), so files the tool creates keep

@@ -91,6 +91,8 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 	}
 	fmt.Fprintln(w, "\n          read-only root: everything else is neither readable nor writable")
 
+	fmt.Fprintf(w, "\nuid       %s\n", uidModel(p))
+
 	net := p.Network
 	if len(net.Connect)+len(net.Send)+len(net.Bind) == 0 {
 		fmt.Fprintln(w, "\nnetwork   none (private network namespace, loopback only)")
@@ -125,6 +127,14 @@ func writeShowEnv(w io.Writer, p *policy.Profile, env []string) {
 	if _, removed := policy.ScrubEnv(env, p.Env.Pass); len(removed) > 0 {
 		fmt.Fprintf(w, "  removed from this shell's: %s (pass one with env: {pass: [NAME]})\n", strings.Join(removed, ", "))
 	}
+}
+
+// uidModel says who the command runs as on the host (sandbox.ChooseIdentity's cases).
+func uidModel(p *policy.Profile) string {
+	if p.HostRoot {
+		return "as root: real host root (hostRoot: true; capabilities dropped, no user namespace); under sudo too; as an ordinary user: that user"
+	}
+	return "as root: uid 0 in a user namespace (no host capabilities); under sudo: the invoking user; as an ordinary user: that user"
 }
 
 func section(w io.Writer, title string, rules []policy.PathRule) {
