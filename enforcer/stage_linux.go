@@ -132,7 +132,8 @@ func (s *stage) finish() {
 
 // Early is an init stage started before the profile is loaded and compiled (StartEarly), so
 // that its own start (a second Go runtime, a few ms) overlaps them. It is created with the
-// namespaces every sandboxed run has (mount, IPC and, for an ordinary user, user), as root born
+// namespaces every sandboxed run has (mount, IPC, PID and user; as root the user namespace
+// of sandbox.ChooseIdentity without hostRoot), as root born
 // into a fresh run cgroup for the guard, and it unshares the network namespace itself when the
 // profile asks for one. Run takes it when the run fits it and starts its own otherwise.
 type Early struct {
