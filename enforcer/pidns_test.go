@@ -236,8 +236,8 @@ func TestCommandHostUID(t *testing.T) {
 
 // TestInitStageUnreachable: PID 1 of the sandbox (the init stage, whose other threads hold no
 // filter, no Landlock and, as root, capabilities in its user namespace) cannot be attached to,
-// read or have its fds taken by the command, even with the syscalls allowed and no Landlock:
-// it is not dumpable. The command's own /proc entries stay readable. Root and ordinary user.
+// read or have its fds taken by the command, even with the syscalls allowed: it is not dumpable
+// (Landlock's ptrace scope does not help: PID 1's main thread is in the command's domain). The command's own /proc entries stay readable. Root and ordinary user.
 func TestInitStageUnreachable(t *testing.T) {
 	testutil.RequireRoot(t)
 	t.Run("root", func(t *testing.T) {
@@ -253,7 +253,7 @@ func TestInitStageUnreachable(t *testing.T) {
 }
 
 func initChecks(victim, work string) error {
-	p := victimProfile()
+	p := processProfile(victim)
 	for _, s := range []string{"ptrace", "process_vm_readv", "pidfd_open", "pidfd_getfd"} {
 		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: s})
 	}

@@ -261,6 +261,12 @@ func mountHidden(hidden []string, res *Result) ([]string, error) {
 				res.skip(LayerMounts, h, "hidden path does not exist: stays absent")
 				continue
 			}
+			if errors.Is(err, unix.EACCES) {
+				// Out of this uid's reach (root's 0700 $HOME under sudo): the command, with the
+				// same uid and no capabilities, cannot reach it either.
+				res.skip(LayerMounts, h, "hidden path not reachable by the sandbox's uid: stays out of reach")
+				continue
+			}
 			return nil, fmt.Errorf("stat hidden %s: %w", h, err)
 		}
 		if mfd < 0 {
