@@ -79,11 +79,11 @@ func lastLines(s string, n int) string {
 // output. The control: the same profiles learned without --portable are denied there.
 func TestNewerDistro(t *testing.T) {
 	testutil.RequireRoot(t)
-	for _, tool := range []string{"gcc", "make", "python3", "unshare", "chroot"} {
+	for _, tool := range []string{"gcc", "make", "python3", "unshare", "pivot_root"} {
 		requireTool(t, tool)
 	}
 	root := newerRoot(t)
-	chrootBin, err := exec.LookPath("chroot")
+	pivotBin, err := exec.LookPath("pivot_root")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,14 +154,17 @@ func TestNewerDistro(t *testing.T) {
 
 				clean(t, filepath.Join(rel, "work"), c.clean)
 				rep := filepath.Join(base, "profiles", fmt.Sprintf("%s-%v.report.json", c.name, portable))
+				// pivot_root, not chroot: a process in a chroot may not make a user namespace
+				// (EPERM), and enforce makes one also as root.
 				script := fmt.Sprintf(`set -e
 root=%q
-# The chroot's / must be a mount of its own (the sandbox makes / private, then read-only).
 mount --bind "$root" "$root"
 for d in proc dev sys; do mount --rbind /$d "$root/$d"; mount --make-rslave "$root/$d"; done
+mkdir -p "$root/.oldroot"
 cd "$root"
-exec %s "$root" /bin/sh -c 'cd "$0" && p=$1 r=$2 && shift 2 && exec /usr/local/bin/sysprof enforce -p "$p" --report "$r" -- "$@"' %q %q %q %s`,
-					root, chrootBin, work, profile, rep, shellQuote(c.argv))
+%s . .oldroot
+exec /bin/sh -c 'umount -l /.oldroot && cd "$0" && p=$1 r=$2 && shift 2 && exec /usr/local/bin/sysprof enforce -p "$p" --report "$r" -- "$@"' %q %q %q %s`,
+					root, pivotBin, work, profile, rep, shellQuote(c.argv))
 				r = run(t, "/", env, "/usr/bin/unshare", "-m", "--propagation", "private", "sh", "-c", script)
 				hostRep := filepath.Join(root, rep)
 				if !portable {
