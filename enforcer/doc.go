@@ -174,7 +174,8 @@
 // when the run ends it gives the slot back to the same helper, so back-to-back runs start no
 // helper either (only when that helper died does a run start a new one). Unclaimed past its
 // deadline, or claimed by a run that died, the helper detaches, frees the slot and closes the
-// perf events. Without pins (no bpffs) the helper detaches at once and keeps
+// perf events. bpffs is mounted at /sys/fs/bpf when nothing mounted it (some VMs boot without
+// it). Without pins (no bpffs, and none could be mounted) the helper detaches at once and keeps
 // only the perf events (then as `sleep`), so a run starting meanwhile finds the tracepoints
 // registered.
 //

@@ -39,7 +39,8 @@ import (
 //     run sees all pins or none. It is root-only (0700, in bpffs, which is root-only too).
 //   - Every pin is checked when opened (program type, map type, key and value sizes, size): a
 //     missing or unusable pin removes the directory and the run loads afresh and publishes
-//     again. Without bpffs, or when publishing fails, the run uses what it loaded, unpinned.
+//     again. bpffs is mounted at pinRoot's parent when nothing mounted it (kernrun.EnsureBPFFS);
+//     where that fails, or when publishing fails, the run uses what it loaded, unpinned.
 //   - A run holds a slot while it runs: the slot's ring buffer and the slot's own instance of
 //     the file-denial program (the kernel refuses to attach one program twice to a tracepoint,
 //     and detaching it takes a grace period, so the helper that detaches it after the run
@@ -70,11 +71,10 @@ var hookPrograms = []string{"guard_connect4", "guard_connect6", "guard_sendmsg4"
 
 // What guard.c defines (checked against the object by TestGuardObjectMatchesExpectations).
 const (
-	ringSlots  = 64
-	ringbufSz  = 1 << 20
-	runsMax    = 1024
-	allowMax   = 16384
-	bpfFSMagic = 0xcafe4a11
+	ringSlots = 64
+	ringbufSz = 1 << 20
+	runsMax   = 1024
+	allowMax  = 16384
 )
 
 // guardMaps are the maps user space uses, with what a pin of each must be.
@@ -246,14 +246,10 @@ var pinKey = sync.OnceValues(func() (string, error) {
 })
 
 // pinDir is this binary's pin directory on this boot, or an error when there is no bpffs at
-// pinRoot's parent.
+// pinRoot's parent and none can be mounted there (the run then goes unpinned).
 func pinDir() (string, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(filepath.Dir(pinRoot), &st); err != nil {
+	if err := kernrun.EnsureBPFFS(filepath.Dir(pinRoot)); err != nil {
 		return "", err
-	}
-	if uint32(st.Type) != bpfFSMagic {
-		return "", fmt.Errorf("%s is not a bpffs mount", filepath.Dir(pinRoot))
 	}
 	key, err := pinKey()
 	if err != nil {

@@ -1,7 +1,6 @@
 package enforcer
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/bpf"
 	"github.com/sysprof/sysprof/internal/kernrun"
@@ -57,19 +57,23 @@ func TestGuardObjectMatchesExpectations(t *testing.T) {
 	}
 }
 
-// withPinRoot points the guard's pins at a directory of the test's own in bpffs.
+// withPinRoot points the guard's pins at a bpffs instance of the test's own (mounted in a
+// temporary directory), so that no test depends on whether the host mounted /sys/fs/bpf.
 func withPinRoot(t *testing.T) string {
 	t.Helper()
 	testutil.RequireRoot(t)
-	root := fmt.Sprintf("/sys/fs/bpf/sysprof-test-%d", os.Getpid())
+	mnt := t.TempDir()
+	err := unix.Mount("bpf", mnt, "bpf", 0, "mode=0700")
+	testutil.RequireNoErr(t, "mount a bpffs of the test's own", err)
+	root := filepath.Join(mnt, "sysprof")
 	saved := pinRoot
 	pinRoot = root
 	t.Cleanup(func() {
-		os.RemoveAll(root)
 		pinRoot = saved
+		unix.Unmount(mnt, unix.MNT_DETACH) // before t.TempDir's removal (cleanups run last first)
 	})
-	_, err := pinDir()
-	testutil.RequireNoErr(t, "bpffs at /sys/fs/bpf", err)
+	_, err = pinDir()
+	testutil.RequireNoErr(t, "pins in the test's bpffs", err)
 	return root
 }
 
@@ -245,16 +249,61 @@ func TestGuardConcurrentRunsKeepTheirDenials(t *testing.T) {
 	}
 }
 
-// Without bpffs the run loads the guard for itself, and it works the same.
+// Without bpffs (none at pinRoot's parent, and none can be mounted there: the directory does
+// not exist) the run loads the guard for itself, and it works the same.
 func TestGuardWithoutPins(t *testing.T) {
 	testutil.RequireRoot(t)
 	saved := pinRoot
-	pinRoot = filepath.Join(t.TempDir(), "sysprof") // not bpffs
+	pinRoot = filepath.Join(t.TempDir(), "missing", "sysprof")
 	defer func() { pinRoot = saved }()
 	f := newFSFixture(t)
 	o := f.run(t, f.profile, false, "read="+f.secret)
 	if o.err != nil || o.code != 0 || o.fileDenial(f.secret, "read") == nil {
 		t.Fatalf("run: %s", o)
+	}
+}
+
+// Where nothing mounted bpffs at pinRoot's parent (a fresh VM's /sys/fs/bpf), the first run
+// mounts it there and pins; the next run opens those pins.
+func TestGuardMountsBPFFS(t *testing.T) {
+	testutil.RequireRoot(t)
+	mnt := t.TempDir() // a plain directory, like /sys/fs/bpf before anything mounts it
+	saved := pinRoot
+	pinRoot = filepath.Join(mnt, "sysprof")
+	t.Cleanup(func() {
+		pinRoot = saved
+		for {
+			if ok, _ := kernrun.IsBPFFS(mnt); !ok || unix.Unmount(mnt, unix.MNT_DETACH) != nil {
+				break
+			}
+		}
+	})
+	o1, err := openGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o1.close()
+	if ok, err := kernrun.IsBPFFS(mnt); err != nil || !ok {
+		t.Fatalf("no bpffs at %s after a run (%v)", mnt, err)
+	}
+	if !o1.pinned() {
+		t.Fatal("the run did not pin in the bpffs it mounted")
+	}
+	o2, err := openGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o2.close()
+	if !o2.pinned() || progID(t, o2.progs[hookPrograms[0]]) != progID(t, o1.progs[hookPrograms[0]]) {
+		t.Error("the second run did not open the first run's pins")
+	}
+	// Mounted once: a second instance over the first would hide its pins.
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(mi), " "+mnt+" "); n != 1 {
+		t.Errorf("%d mounts at %s, want 1", n, mnt)
 	}
 }
 
