@@ -21,7 +21,9 @@
 //     wrote in, never $WORKDIR, $HOME or $TMPDIR whole; exec only on binaries that ran.
 //   - rollup-read, rollup-write: at least RollupThreshold rules under one directory of a system
 //     tree (/usr, /lib, /etc/…, toolchain roots) become that directory, deepest first, until
-//     nothing changes; never / or $HOME.
+//     nothing changes; never / or $HOME. Listings a read rule covers count for no list
+//     roll-up (so whether a host has one more site-packages directory does not decide between
+//     one listed directory and all of /usr).
 //   - coverage: rules a broader rule covers are dropped (write implies read implies list).
 //   - private-tmp, syscalls, base, architectures, runtime-variants, families,
 //     portable-syscalls, arch-equivalents, args, network, metadata.

@@ -1116,6 +1116,13 @@ func (s *state) passRollupRead() []string {
 			msgs = append(msgs, fmt.Sprintf("rolled up %d files under %s → %s (read)", r.files, d, d))
 		}
 	}
+	// Read implies list: a directory a read rule already covers is not counted towards rolling
+	// up listings. Counted, python's six listed stdlib directories under a read /usr/lib (and
+	// whether this host has one more site-packages directory) decided whether
+	// /usr/local/lib/python3.11/dist-packages alone stayed a rule or all of /usr became one.
+	if n := dropCovered(s.list, s.read.byPath()); n > 0 {
+		msgs = append(msgs, fmt.Sprintf("%s covered by read rules, not counted for list roll-ups", plural(n, "listed directory")))
+	}
 	storeBlocked := func(d string) bool { return s.storeSet.touches(d) }
 	for _, d := range rollup(s.list, s.opts.RollupThreshold, "directories", readRollupAllowed, storeBlocked) {
 		if r := s.list.get(d); r != nil {
@@ -1143,66 +1150,68 @@ func (s *state) passRollupWrite() []string {
 // (write implies read), listings under a list, read or write rule, writes under a write rule,
 // execs under an exec rule.
 func (s *state) passCoverage() []string {
-	// drop removes the rules of m covered by another rule of m or by a rule of also. A rule
-	// is covered by an ancestor (found by walking up) or by a glob rule (tested one by one).
-	drop := func(set *ruleSet, also map[string]*pathRule) int {
-		m := set.byPath()
-		globs := func(rules map[string]*pathRule) []string {
-			var out []string
-			for _, q := range sortedKeys(rules) {
-				if strings.Contains(q, "*") {
-					out = append(out, q)
-				}
-			}
-			return out
-		}
-		mGlobs, alsoGlobs := globs(m), globs(also)
-		coveredBy := func(p string) *pathRule {
-			for d := parentDir(p); d != ""; d = parentDir(d) {
-				if r := also[d]; r != nil {
-					return r
-				}
-				if r := m[d]; r != nil {
-					return r
-				}
-				if d == "/" {
-					break
-				}
-			}
-			if r := also[p]; r != nil {
-				return r
-			}
-			for _, q := range alsoGlobs {
-				if paths.Covers(q, p) {
-					return also[q]
-				}
-			}
-			for _, q := range mGlobs {
-				if q != p && m[q] != nil && paths.Covers(q, p) {
-					return m[q]
-				}
-			}
-			return nil
-		}
-		n := 0
-		for _, p := range sortedKeys(m) {
-			if into := coveredBy(p); into != nil {
-				into.prov = earliest(into.prov, m[p].prov)
-				set.delete(p)
-				n++
-			}
-		}
-		return n
-	}
-	n := drop(s.write, nil)
-	n += drop(s.read, s.write.byPath())
-	n += drop(s.list, s.write.byPath())
-	n += drop(s.list, s.read.byPath()) // read implies list
-	n += drop(s.exec, nil)
+	n := dropCovered(s.write, nil)
+	n += dropCovered(s.read, s.write.byPath())
+	n += dropCovered(s.list, s.write.byPath())
+	n += dropCovered(s.list, s.read.byPath()) // read implies list
+	n += dropCovered(s.exec, nil)
 	if n == 0 {
 		return nil
 	}
 	return []string{fmt.Sprintf("dropped %s covered by broader rules", plural(n, "rule"))}
+}
+
+// dropCovered removes the rules of set covered by another rule of set or by a rule of also,
+// and returns how many it removed. A rule is covered by an ancestor (found by walking up) or by
+// a glob rule (tested one by one).
+func dropCovered(set *ruleSet, also map[string]*pathRule) int {
+	m := set.byPath()
+	globs := func(rules map[string]*pathRule) []string {
+		var out []string
+		for _, q := range sortedKeys(rules) {
+			if strings.Contains(q, "*") {
+				out = append(out, q)
+			}
+		}
+		return out
+	}
+	mGlobs, alsoGlobs := globs(m), globs(also)
+	coveredBy := func(p string) *pathRule {
+		for d := parentDir(p); d != ""; d = parentDir(d) {
+			if r := also[d]; r != nil {
+				return r
+			}
+			if r := m[d]; r != nil {
+				return r
+			}
+			if d == "/" {
+				break
+			}
+		}
+		if r := also[p]; r != nil {
+			return r
+		}
+		for _, q := range alsoGlobs {
+			if paths.Covers(q, p) {
+				return also[q]
+			}
+		}
+		for _, q := range mGlobs {
+			if q != p && m[q] != nil && paths.Covers(q, p) {
+				return m[q]
+			}
+		}
+		return nil
+	}
+	n := 0
+	for _, p := range sortedKeys(m) {
+		if into := coveredBy(p); into != nil {
+			into.prov = earliest(into.prov, m[p].prov)
+			set.delete(p)
+			n++
+		}
+	}
+	return n
 }
 
 var tmpRoots = []string{"/tmp", "/var/tmp", "$TMPDIR"}

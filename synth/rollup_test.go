@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sysprof/sysprof/trace"
 )
 
 // TestRollupModel checks rollup, which walks the tree of rules once, against rollupModel, the
@@ -132,4 +134,46 @@ func ancestorAt(p string, n int) string {
 		}
 	}
 	return p
+}
+
+// TestListRollupIgnoresReadCoveredDirs: python lists six stdlib directories under /usr/lib (all
+// read, and rolled up to a read /usr/lib) and one site-packages directory per host. Whether this
+// host has one more site-packages directory (/usr/lib/python3/dist-packages) may not decide
+// whether the listing rule is that directory or all of /usr: the listings a read rule covers
+// count for no roll-up.
+func TestListRollupIgnoresReadCoveredDirs(t *testing.T) {
+	exe := "/usr/bin/python3.11"
+	learn := func(extraSite bool) []string {
+		tr := &trace.Trace{Version: trace.Version, Command: []string{"python3", "main.py"},
+			Context:   map[string]string{"HOME": "/home/alice", "WORKDIR": "/home/alice/src/p", "TMPDIR": "/tmp"},
+			Processes: []trace.Process{{ID: 1, PID: 10, Exe: exe}},
+			Files: []trace.FileAccess{
+				{Exe: exe, Path: "/home/alice/src/p/main.py", Access: trace.AccessRead, OK: true},
+				{Exe: exe, Path: "/usr/local/lib/python3.11/dist-packages", Access: trace.AccessList, OK: true},
+			},
+		}
+		add := func(p, a string) {
+			tr.Files = append(tr.Files, trace.FileAccess{Exe: exe, Path: p, Access: a, OK: true})
+		}
+		for _, d := range []string{"", "/collections", "/encodings", "/importlib", "/lib-dynload", "/re"} {
+			add("/usr/lib/python3.11"+d, trace.AccessList)
+			add("/usr/lib/python3.11"+d+"/__init__.py", trace.AccessRead)
+		}
+		add("/usr/lib/x86_64-linux-gnu/libc.so.6", trace.AccessRead)
+		add("/usr/lib/locale/C.utf8/LC_CTYPE", trace.AccessRead)
+		if extraSite {
+			add("/usr/lib/python3/dist-packages", trace.AccessList)
+			add("/usr/lib/python3/dist-packages/distutils-precedence.pth", trace.AccessRead)
+		}
+		res, err := Synthesize(tr, testOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rulePaths(res.Profile.Filesystem.List)
+	}
+	with, without := learn(true), learn(false)
+	want := []string{"/usr/local/lib/python3.11/dist-packages"}
+	if !slices.Equal(with, want) || !slices.Equal(without, want) {
+		t.Errorf("list rules: %q with /usr/lib/python3/dist-packages, %q without; want %q on both hosts", with, without, want)
+	}
 }
