@@ -20,8 +20,12 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_bpfel.go$$')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# The BPF, namespace and seccomp tests and the demo need root: these targets re-run their
+# commands under sudo when you are not root (scripts/asroot.sh), or say how to run them.
+ASROOT := ./scripts/asroot.sh
+
 test: build vet fmt-check
-	$(GO) test -count=1 -timeout 40m ./...
+	$(ASROOT) "make test" $(GO) test -count=1 -timeout 40m ./...
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
 # Regenerates the eBPF objects (needs Debian's clang, llvm, libbpf-dev and bpftool).
@@ -36,7 +40,7 @@ bench: build
 	./scripts/bench.sh
 
 demo: build
-	./scripts/demo.sh
+	$(ASROOT) "make demo" ./scripts/demo.sh
 
 clean:
 	rm -rf bin

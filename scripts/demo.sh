@@ -5,7 +5,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 sysprof="$top/bin/sysprof"
 if [ "$(id -u)" != 0 ]; then
-	echo "make demo learns with eBPF and needs root: run 'sudo make demo' (see 'bin/sysprof doctor')" >&2
+	echo "scripts/demo.sh learns with eBPF and needs root: run 'make demo' (it asks for root) or run this as root (see 'bin/sysprof doctor')" >&2
 	exit 1
 fi
 # Outside /tmp on purpose: enforce gives the tool a private /tmp, and the demo's fake HOME must
