@@ -86,6 +86,7 @@ func runDrift(ctx context.Context, o *driftOptions) error {
 		if err := writeJSONAtomic(o.TraceOut, tr); err != nil {
 			return withCode(exitSysprof, fmt.Errorf("write trace: %w", err))
 		}
+		giveToSudoUser(o.Err, o.TraceOut)
 	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(o.Err, "sysprof: WARNING: %s\n", w)

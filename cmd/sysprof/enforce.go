@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +29,9 @@ type enforceOptions struct {
 	Resolve []string
 	// VerifyBinaries refuses a binary whose content differs from the profile's sha256.
 	VerifyBinaries bool
+	// FailOnDenial: exit exitDenied when CMD succeeded with denials; FailOnDenialSet: the flag
+	// was given (it then overrides failOnDenial of sysprof.yaml for steps).
+	FailOnDenial, FailOnDenialSet bool
 	// Steps and All select steps of sysprof.yaml instead of a command (see learn).
 	Steps []string
 	All   bool
@@ -47,19 +52,26 @@ root with the profile's writable directories, hidden credential stores, a privat
 a seccomp allowlist with argument rules, and the network allowlist. Every denial is collected and
 printed on stderr at exit with the one-line profile change that would allow it. If a layer the
 profile needs cannot be applied on this host, enforce refuses to run (exit 125) unless --degrade.
-The exit status is CMD's.
+The exit status is CMD's; with --fail-on-denial it is 1 when CMD succeeded but something was
+denied (or would have been, under --audit), and when CMD failed with no denial reported enforce
+says in one line which kinds of denial this run could not observe.
 
 With --step NAME (repeatable) or --all, enforce runs the steps of sysprof.yaml in order, each in
 its workdir under its own profile (format, lint, build and test gates inside the sandbox). It
 stops at the first step that fails, with that step's status, and prints the denials of every
-step that ran in one table; --report FILE writes one report per step, FILE.<step>.json.`,
+step that ran in one table; --report FILE writes one report per step, FILE.<step>.json.
+failOnDenial: true in sysprof.yaml does for steps what --fail-on-denial does (the flag wins).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if gates, _, ok, err := resolveGates(cmd, args, o.Steps, o.All, o.Profile); ok || err != nil {
+			o.FailOnDenialSet = cmd.Flags().Changed("fail-on-denial")
+			if gates, cfg, ok, err := resolveGates(cmd, args, o.Steps, o.All, o.Profile); ok || err != nil {
 				if err != nil {
 					return err
 				}
 				o.Gates = gates
+				if !o.FailOnDenialSet && cfg.Project != nil {
+					o.FailOnDenial = cfg.Project.FailOnDenial
+				}
 				return runF(cmd.Context(), o)
 			}
 			if _, err := commandTarget(cmd, args, &o.Command, &o.Profile); err != nil {
@@ -76,6 +88,7 @@ step that ran in one table; --report FILE writes one report per step, FILE.<step
 	f.BoolVar(&o.Degrade, "degrade", false, "run with fewer layers when this host cannot apply all of them (reported)")
 	f.StringVar(&o.Report, "report", "", "write the denial report as JSON to `FILE` (input for sysprof refine)")
 	f.StringArrayVar(&o.Resolve, "resolve", nil, "NAME=ADDR[,ADDR...]: the egress proxy dials ADDR for the allowed NAME instead of resolving it (like curl's --resolve; loopback allowed)")
+	f.BoolVar(&o.FailOnDenial, "fail-on-denial", false, "exit 1 when CMD succeeded but something was denied (a gate: no denial passes silently)")
 	addStepFlags(f, &o.Steps, &o.All)
 	return cmd
 }
@@ -112,6 +125,7 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	if err != nil {
 		return withCode(exitSysprof, fmt.Errorf("%w (learn one with `sudo sysprof learn -p %s -- CMD`)", err, o.Profile))
 	}
+	warnIncomplete(o.Err, "", o.Profile, p)
 	if o.Report != "" {
 		if err := checkWritable(o.Report); err != nil {
 			return withCode(exitSysprof, err)
@@ -150,9 +164,54 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		if err := rep.Save(o.Report); err != nil {
 			return withCode(exitSysprof, fmt.Errorf("write report: %w", err))
 		}
+		giveToSudoUser(o.Err, o.Report)
+	}
+	if o.FailOnDenial {
+		if failed := denialVerdict(o.Err, "", rep, code); failed != nil {
+			return failed
+		}
 	}
 	if code != 0 {
 		return withCode(code, nil)
+	}
+	return nil
+}
+
+// warnIncomplete warns that the profile about to be enforced was marked incomplete when learned
+// (events lost, or the learn was interrupted): what it missed will be denied. prefix names the
+// step ("" for a command).
+func warnIncomplete(w io.Writer, prefix, path string, p *policy.Profile) {
+	if !p.Metadata.Incomplete {
+		return
+	}
+	why := "its learn lost kernel events or was interrupted"
+	if len(p.Metadata.IncompleteReasons) > 0 {
+		why = strings.Join(p.Metadata.IncompleteReasons, "; ")
+	}
+	fmt.Fprintf(w, "sysprof: WARNING: %s%s is marked incomplete (%s): what the learn missed will be denied; learn it again to complete it\n", prefix, path, why)
+}
+
+// denialVerdict is --fail-on-denial's decision on one enforced command that exited with code:
+// an error carrying exitDenied when CMD succeeded with denials; when CMD failed with none
+// reported, a one-line pointer to what this run could not observe (and nil: CMD's status stands).
+func denialVerdict(w io.Writer, prefix string, rep *report.Report, code int) error {
+	n := 0
+	for _, d := range rep.Denials {
+		n += d.Count
+	}
+	switch {
+	case code == 0 && n > 0:
+		verb := "denied"
+		if rep.Audit {
+			verb = "would have been denied (audit)"
+		}
+		return withCode(exitDenied, fmt.Errorf("%s--fail-on-denial: the command succeeded, but %d operation(s) %s (exit %d)", prefix, n, verb, exitDenied))
+	case code != 0 && n == 0:
+		unseen := "nothing: every denial is observable in this run"
+		if len(rep.Unobservable) > 0 {
+			unseen = strings.Join(rep.Unobservable, "; ")
+		}
+		fmt.Fprintf(w, "sysprof: %sthe command failed (status %d) with no denial reported; this run could not observe: %s\n", prefix, code, unseen)
 	}
 	return nil
 }

@@ -89,6 +89,7 @@ func runLearnGates(ctx context.Context, o *learnOptions) error {
 			if err := writeJSONAtomic(stepFile(o.TraceOut, st.Name), tr); err != nil {
 				return withCode(exitSysprof, fmt.Errorf("step %s: write trace: %w", st.Name, err))
 			}
+			giveToSudoUser(o.Err, stepFile(o.TraceOut, st.Name))
 		}
 		for _, w := range res.Warnings {
 			fmt.Fprintf(o.Err, "sysprof: WARNING: step %s: %s\n", st.Name, w)
@@ -104,6 +105,7 @@ func runLearnGates(ctx context.Context, o *learnOptions) error {
 		if err != nil {
 			return withCode(exitSysprof, fmt.Errorf("step %s: %w", st.Name, err))
 		}
+		giveToSudoUser(o.Err, st.Profile, st.Profile+".lock")
 		printLearnSummary(o.Err, renderLearnSummary(tr, wall), tr, st.Profile)
 		if n := printReview(o.Err, review, res.SecretTouches); o.Strict && n > 0 {
 			return withCode(exitSysprof, fmt.Errorf("step %s: --strict: %d item(s) on the review list; %s was written: review it, then learn again without --strict or edit the profile", st.Name, n, st.Profile))
@@ -120,6 +122,8 @@ type gateResult struct {
 	step step
 	rep  *report.Report
 	code int
+	// denied: failed by failOnDenial (the command succeeded with denials).
+	denied bool
 }
 
 func runEnforceGates(ctx context.Context, o *enforceOptions) error {
@@ -134,6 +138,7 @@ func runEnforceGates(ctx context.Context, o *enforceOptions) error {
 			return withCode(exitSysprof, fmt.Errorf("step %s: %w (learn it with `sudo sysprof learn --step %s`)", st.Name, err, st.Name))
 		}
 		profiles[i] = p
+		warnIncomplete(o.Err, "step "+st.Name+": ", st.Profile, p)
 		if o.Report != "" {
 			if err := checkWritable(stepFile(o.Report, st.Name)); err != nil {
 				return withCode(exitSysprof, err)
@@ -162,6 +167,14 @@ func runEnforceGates(ctx context.Context, o *enforceOptions) error {
 		if o.Report != "" {
 			if err := rep.Save(stepFile(o.Report, st.Name)); err != nil {
 				return withCode(exitSysprof, fmt.Errorf("step %s: write report: %w", st.Name, err))
+			}
+			giveToSudoUser(o.Err, stepFile(o.Report, st.Name))
+		}
+		if o.FailOnDenial {
+			if err := denialVerdict(o.Err, "step "+st.Name+": ", rep, code); err != nil {
+				results[len(results)-1].denied = true
+				failed = err
+				break
 			}
 		}
 		if code != 0 {
@@ -229,6 +242,8 @@ func writeGateSummary(w io.Writer, steps []step, results []gateResult, setupErr 
 	for i, st := range steps {
 		var state string
 		switch {
+		case i < len(results) && results[i].denied:
+			state = fmt.Sprintf("FAILED: %d denial(s) (fail on denial)", len(results[i].rep.Denials))
 		case i < len(results) && results[i].code == 0:
 			state = fmt.Sprintf("passed (%d denial(s))", len(results[i].rep.Denials))
 		case i < len(results):
@@ -274,6 +289,7 @@ func runDriftGates(ctx context.Context, o *driftOptions) error {
 			if err := writeJSONAtomic(stepFile(o.TraceOut, st.Name), tr); err != nil {
 				return withCode(exitSysprof, fmt.Errorf("step %s: write trace: %w", st.Name, err))
 			}
+			giveToSudoUser(o.Err, stepFile(o.TraceOut, st.Name))
 		}
 		for _, w := range res.Warnings {
 			fmt.Fprintf(o.Err, "sysprof: WARNING: step %s: %s\n", st.Name, w)

@@ -229,6 +229,10 @@ version: 1
 # profileDir: where the learned profiles live (default .sysprof), one per step.
 profileDir: .sysprof
 
+# failOnDenial: enforce fails a step whose command succeeded although something was denied
+# (exit 1), as --fail-on-denial does: a denied legitimate action never passes silently.
+failOnDenial: true
+
 # steps: the gates, run in this order by --all. Every field is explained on the first step.
 steps:
 `

@@ -174,6 +174,7 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 		if err := writeJSONAtomic(o.TraceOut, tr); err != nil {
 			return withCode(exitSysprof, fmt.Errorf("write trace: %w", err))
 		}
+		giveToSudoUser(o.Err, o.TraceOut)
 	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(o.Err, "sysprof: WARNING: %s\n", w)
@@ -198,6 +199,7 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 	if err != nil {
 		return withCode(exitSysprof, err)
 	}
+	giveToSudoUser(o.Err, o.Profile, o.Profile+".lock")
 	if os.Getenv("SYSPROF_TIMINGS") != "" {
 		fmt.Fprintf(os.Stderr, "timing learn %7.2fms save\n", float64(time.Since(t0).Microseconds())/1000)
 	}
@@ -348,9 +350,11 @@ func commandError(err error) error {
 // checkWritable fails early, before the command runs, when the output file cannot be written.
 func checkWritable(path string) error {
 	dir := filepath.Dir(path)
+	made := missingDirs(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("profile directory %s: %w", dir, err)
 	}
+	giveToSudoUser(os.Stderr, made...)
 	f, err := os.CreateTemp(dir, ".sysprof-probe-*")
 	if err != nil {
 		return fmt.Errorf("cannot write %s: %w", path, err)

@@ -28,7 +28,10 @@ type project struct {
 	Dir        string // its directory: relative paths in the file are relative to it
 	Version    int
 	ProfileDir string
-	Steps      []step
+	// FailOnDenial (failOnDenial) makes `enforce --step/--all` fail a step whose command
+	// succeeded with denials, as --fail-on-denial does.
+	FailOnDenial bool
+	Steps        []step
 }
 
 // step is one gate: a command run in its work directory under its own profile.
@@ -73,7 +76,7 @@ func (e *configError) Error() string {
 }
 
 var (
-	topFields  = []string{"version", "profileDir", "steps"}
+	topFields  = []string{"version", "profileDir", "failOnDenial", "steps"}
 	stepFields = []string{"name", "command", "profile", "workdir", "writable", "hosts", "env"}
 	stepName   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 	envName    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
@@ -107,6 +110,14 @@ func parseProject(file string, raw map[string]any, profileDir string) (*project,
 		if s, ok := v.(string); !ok || s == "" {
 			top("profileDir", "want a directory name, got %q", fmt.Sprint(v))
 		}
+	}
+
+	switch v := raw["failondenial"].(type) {
+	case nil:
+	case bool:
+		p.FailOnDenial = v
+	default:
+		top("failOnDenial", "want true or false, got %q", fmt.Sprint(v))
 	}
 
 	var rawSteps []any

@@ -154,7 +154,7 @@ func TestProjectValidation(t *testing.T) {
 		{"no version", "steps: []\n", []string{"sysprof.yaml: version: missing"}},
 		{"wrong version", "version: 2\n", []string{"sysprof.yaml: version: 2 is not a version"}},
 		{"version string", "version: one\n", []string{`sysprof.yaml: version: want the number 1, got "one"`}},
-		{"unknown top field", "version: 1\nstep: []\n", []string{"sysprof.yaml: step: unknown field (known: version, profileDir, steps)"}},
+		{"unknown top field", "version: 1\nstep: []\n", []string{"sysprof.yaml: step: unknown field (known: version, profileDir, failOnDenial, steps)"}},
 		{"steps not a list", "version: 1\nsteps: {a: b}\n", []string{"sysprof.yaml: steps: want a list"}},
 		{"step not a mapping", "version: 1\nsteps: [vet]\n", []string{`sysprof.yaml: steps[0]: step: want a mapping`}},
 		{"no name", "version: 1\nsteps:\n  - command: [x]\n", []string{"sysprof.yaml: steps[0]: name: missing"}},
