@@ -20,8 +20,8 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_bpfel.go$$')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# The BPF, namespace and seccomp tests and the demo need root: these targets re-run their
-# commands under sudo when you are not root (scripts/asroot.sh), or say how to run them.
+# The BPF, namespace and seccomp tests, the demo and the bench need root: these targets re-run
+# their commands under sudo when you are not root (scripts/asroot.sh), or say how to run them.
 ASROOT := ./scripts/asroot.sh
 
 test: build vet fmt-check
@@ -37,7 +37,7 @@ check-generate: generate
 	git diff --exit-code -- bpf/
 
 bench: build
-	./scripts/bench.sh
+	$(ASROOT) "make bench" ./scripts/bench.sh
 
 demo: build
 	$(ASROOT) "make demo" ./scripts/demo.sh

@@ -8,9 +8,9 @@ sp="$top/bin/sysprof"
 runs=${RUNS:-5}
 build_runs=${BUILD_RUNS:-3}
 for t in hyperfine strace bwrap cc go python3; do
-	command -v "$t" >/dev/null || { echo "bench needs $t (apt-get install hyperfine strace bubblewrap)" >&2; exit 1; }
+	command -v "$t" >/dev/null || { echo "bench needs $t (apt-get install hyperfine strace bubblewrap firejail; .ci/run installs them)" >&2; exit 1; }
 done
-[ "$(id -u)" = 0 ] || { echo "bench needs root: learning uses eBPF" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "bench needs root (learning uses eBPF): run 'make bench', which asks for it" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/sysprof-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
