@@ -53,6 +53,8 @@ var protected = []string{
 	"$HOME/.claude",
 	"$HOME/.claude.json",
 	"$HOME/.codex",
+	// sysprof's own state in the user cache (the binary-hash cache enforce trusts).
+	"$HOME/.cache/sysprof",
 	"$HOME/.cursor",
 	"$HOME/.aider.conf.yml",
 	"$HOME/.config/github-copilot",

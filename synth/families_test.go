@@ -47,3 +47,14 @@ func TestVersionless(t *testing.T) {
 		}
 	}
 }
+
+// sysprof's own cache ($HOME/.cache/sysprof, where enforce keeps the binary hashes it trusts) is
+// never a tool cache root: a write there stays exact, and diff rates it critical.
+func TestSysprofCacheIsNotAToolCache(t *testing.T) {
+	if got := writeAnchor("$HOME/.cache/sysprof/binhash"); got != "" {
+		t.Errorf("writeAnchor($HOME/.cache/sysprof/binhash) = %q, want no roll-up", got)
+	}
+	if got := writeAnchor("$HOME/.cache/gopls/0f/x"); got != "$HOME/.cache/gopls" {
+		t.Errorf("writeAnchor($HOME/.cache/gopls/0f/x) = %q (control)", got)
+	}
+}

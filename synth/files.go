@@ -723,7 +723,9 @@ func writeAnchor(p string) string {
 	// and hashes differ every run, the directory is the tool's.
 	if rest, ok := strings.CutPrefix(p, "$HOME/.cache/"); ok {
 		if name, below, ok := strings.Cut(rest, "/"); ok && below != "" && name != "" && !strings.ContainsAny(name, "*?[") {
-			return "$HOME/.cache/" + name
+			if _, protected := paths.IsProtected("$HOME/.cache/" + name); !protected {
+				return "$HOME/.cache/" + name
+			}
 		}
 	}
 	if strings.HasPrefix(p, "$CARGO_HOME/") {
