@@ -59,8 +59,9 @@ func auditByLearning(ctx context.Context, o *enforceOptions, p *policy.Profile) 
 // policy.Diff decides what widens (coverage, write implies read); the learned profile gives
 // the structured fields.
 func auditDenials(p, learned *policy.Profile) []report.Denial {
+	changes := policy.Diff(p, learned)
 	widens := map[[2]string]policy.Change{}
-	for _, c := range policy.Diff(p, learned) {
+	for _, c := range changes {
 		if c.Widens {
 			widens[[2]string{c.Section, c.Item}] = c
 		}
@@ -76,7 +77,7 @@ func auditDenials(p, learned *policy.Profile) []report.Denial {
 	for _, s := range p.Syscalls.Allow {
 		allowed[s.Name] = true
 	}
-	for _, c := range policy.Diff(p, learned) {
+	for _, c := range changes {
 		// An argument of a syscall the profile does not allow at all is that syscall's denial.
 		if c.Widens && c.Section == policy.SectionArgs && allowed[strings.Fields(c.Item)[0]] {
 			out = append(out, report.Denial{Kind: report.KindSyscall, What: c.Item, Exe: c.By, Allowed: true,
