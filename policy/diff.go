@@ -456,7 +456,8 @@ func credentialIn(p string) string {
 	return ""
 }
 
-func endpointItem(e Endpoint) string {
+// EndpointItem is how a change to an endpoint names it (Change.Item): "tcp host:443".
+func EndpointItem(e Endpoint) string {
 	if e.Proto == "" {
 		return e.Endpoint
 	}
@@ -566,11 +567,11 @@ func (d *differ) network() {
 				continue
 			}
 			r, why := EndpointRisk(s.section, e, networked)
-			d.add(Change{Kind: Added, Section: s.section, Item: endpointItem(e), Widens: true, Risk: r, Reason: why, By: e.By})
+			d.add(Change{Kind: Added, Section: s.section, Item: EndpointItem(e), Widens: true, Risk: r, Reason: why, By: e.By})
 		}
 		for _, e := range s.old {
 			if !newKeys[key(e)] {
-				d.narrow(Removed, s.section, endpointItem(e), "endpoint no longer allowed")
+				d.narrow(Removed, s.section, EndpointItem(e), "endpoint no longer allowed")
 			}
 		}
 	}
@@ -690,7 +691,7 @@ func Locator(name string, data []byte) (func(Change) int, error) {
 			return find(c.Section, len(rules), func(i int) bool { return rules[i].Path == c.Item })
 		case SectionConnect, SectionSend, SectionBind:
 			eps := map[string][]Endpoint{SectionConnect: p.Network.Connect, SectionSend: p.Network.Send, SectionBind: p.Network.Bind}[c.Section]
-			return find(c.Section, len(eps), func(i int) bool { return endpointItem(eps[i]) == c.Item })
+			return find(c.Section, len(eps), func(i int) bool { return EndpointItem(eps[i]) == c.Item })
 		case SectionBinaries:
 			path, sha, hasSHA := strings.Cut(c.Item, " sha256:")
 			return find(c.Section, len(p.Binaries), func(i int) bool {

@@ -107,14 +107,8 @@ func auditDenials(p, learned *policy.Profile) []report.Denial {
 		eps     []policy.Endpoint
 	}{{policy.SectionConnect, learned.Network.Connect}, {policy.SectionSend, learned.Network.Send}, {policy.SectionBind, learned.Network.Bind}} {
 		for _, e := range sec.eps {
-			var hit *policy.Change
-			for k, c := range widens {
-				if k[0] == sec.section && strings.Contains(k[1], e.Endpoint) {
-					hit = &c
-					break
-				}
-			}
-			if hit == nil {
+			hit, ok := widens[[2]string{sec.section, policy.EndpointItem(e)}]
+			if !ok {
 				continue
 			}
 			out = append(out, report.Denial{Kind: report.KindNetwork, What: e.Endpoint + " " + e.Proto, Endpoint: e.Endpoint, Proto: e.Proto,
