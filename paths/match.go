@@ -66,7 +66,7 @@ func Covers(pat, p string) bool {
 	if !HasGlob(pat) { // a plain prefix on a component boundary
 		return pat == "/" || len(p) > len(pat) && p[len(pat)] == '/' && p[:len(pat)] == pat
 	}
-	return coverComps(pat, compStart(pat), p, compStart(p))
+	return coverComps(pat, ComponentStart(pat), p, ComponentStart(p))
 }
 
 // The matcher walks component lists in place instead of splitting them: a list is a path and
@@ -74,7 +74,9 @@ func Covers(pat, p string) bool {
 // empty list. "/" is the empty list, "" the list holding one empty component, and one leading
 // slash is not a component.
 
-func compStart(p string) int {
+// ComponentStart is the offset of p's first component, for walking p with Component without
+// splitting it.
+func ComponentStart(p string) int {
 	switch {
 	case p == "/":
 		return 2
@@ -84,8 +86,9 @@ func compStart(p string) int {
 	return 0
 }
 
-// comp returns the component of p at offset i and the offset of the next one.
-func comp(p string, i int) (string, int) {
+// Component returns the component of p at offset i and the offset of the next one (past the
+// end, len(p)+1, when it was the last).
+func Component(p string, i int) (string, int) {
 	j := strings.IndexByte(p[i:], '/')
 	if j < 0 {
 		return p[i:], len(p) + 1
@@ -95,7 +98,7 @@ func comp(p string, i int) (string, int) {
 
 func coverComps(pat string, pi int, p string, qi int) bool {
 	for pi <= len(pat) {
-		pc, pnext := comp(pat, pi)
+		pc, pnext := Component(pat, pi)
 		if pc == "**" {
 			for {
 				if coverComps(pat, pnext, p, qi) {
@@ -104,13 +107,13 @@ func coverComps(pat string, pi int, p string, qi int) bool {
 				if qi > len(p) {
 					return false
 				}
-				_, qi = comp(p, qi)
+				_, qi = Component(p, qi)
 			}
 		}
 		if qi > len(p) {
 			return false
 		}
-		qc, qnext := comp(p, qi)
+		qc, qnext := Component(p, qi)
 		if !MatchComponent(pc, qc) {
 			return false
 		}

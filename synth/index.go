@@ -39,7 +39,7 @@ func plainFirst(p string) (string, bool) {
 	if p == "/" {
 		return "/", false
 	}
-	k, _ := comp(p, compStart(p))
+	k, _ := paths.Component(p, paths.ComponentStart(p))
 	return k, k != "" && !paths.HasGlob(k)
 }
 
@@ -49,10 +49,10 @@ func literalPrefix(p string) string {
 	if p == "/" {
 		return ""
 	}
-	i := compStart(p)
+	i := paths.ComponentStart(p)
 	end := i
 	for j := i; j <= len(p); {
-		c, next := comp(p, j)
+		c, next := paths.Component(p, j)
 		if paths.HasGlob(c) {
 			break
 		}
@@ -71,7 +71,7 @@ func under(lit, x string) bool {
 	if lit == "" {
 		return true
 	}
-	x = x[min(compStart(x), len(x)):]
+	x = x[min(paths.ComponentStart(x), len(x)):]
 	return len(x) >= len(lit) && x[:len(lit)] == lit && (len(x) == len(lit) || x[len(lit)] == '/')
 }
 

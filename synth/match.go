@@ -80,24 +80,3 @@ func Hidden(p *policy.Profile, ctx map[string]string, path string) bool {
 	}
 	return false
 }
-
-// compStart is the offset of the first component of p: a path's components are walked in
-// place (comp), an offset past the end (len+1) being the empty list.
-func compStart(p string) int {
-	switch {
-	case p == "/":
-		return 2
-	case strings.HasPrefix(p, "/"):
-		return 1
-	}
-	return 0
-}
-
-// comp returns the component of p at offset i and the offset of the next one.
-func comp(p string, i int) (string, int) {
-	j := strings.IndexByte(p[i:], '/')
-	if j < 0 {
-		return p[i:], len(p) + 1
-	}
-	return p[i : i+j], i + j + 1
-}

@@ -29,7 +29,7 @@ func portablePath(p string, vars paths.Roots, exePIDs map[string]bool) string {
 	if !cleanAbs(p) {
 		p = path.Clean(p)
 	}
-	switch first, _ := comp(p, 1); first {
+	switch first, _ := paths.Component(p, 1); first {
 	case "proc", "sys", "dev":
 		return portableKernelPath(p, exePIDs)
 	}
@@ -44,7 +44,7 @@ func portablePath(p string, vars paths.Roots, exePIDs map[string]bool) string {
 	var b strings.Builder
 	changed := false
 	for i := 0; i <= len(rest); {
-		c, next := comp(rest, i)
+		c, next := paths.Component(rest, i)
 		g := c
 		if mayGlob(c) {
 			g = globComponentCached(c)
