@@ -136,6 +136,11 @@ func TestForbidden(t *testing.T) {
 		{"169.254.169.254/32", "169.254.169.254", false},
 		{"169.0.0.0/8", "169.254.1.1", true},
 		{"10.0.0.0/8", "10.1.1.1", false},
+		// The host's own loopback: the proxy dials from the host, so a wide rule must not reach it.
+		{"0.0.0.0/0", "127.0.0.1", true},
+		{"::/0", "::1", true},
+		{"127.0.0.0/8", "127.0.0.1", false},
+		{"127.0.0.1/32", "127.0.0.1", false},
 	} {
 		if got := forbiddenForPrefix(netip.MustParsePrefix(c.rule), netip.MustParseAddr(c.addr)) != ""; got != c.want {
 			t.Errorf("rule %s addr %s: forbidden %v", c.rule, c.addr, got)

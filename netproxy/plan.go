@@ -93,6 +93,8 @@ var (
 	linkLocal4 = netip.MustParsePrefix("169.254.0.0/16")
 	linkLocal6 = netip.MustParsePrefix("fe80::/10")
 	awsMeta6   = netip.MustParsePrefix("fd00:ec2::254/128")
+	loopback4  = netip.MustParsePrefix("127.0.0.0/8")
+	loopback6  = netip.MustParsePrefix("::1/128")
 )
 
 // forbiddenForName says why a name's resolved address is never dialled (empty: it may be).
@@ -120,6 +122,13 @@ func forbiddenForPrefix(rule netip.Prefix, a netip.Addr) string {
 	for _, special := range []netip.Prefix{linkLocal4, linkLocal6, awsMeta6} {
 		if special.Contains(a) && !(rule.Bits() >= special.Bits() && special.Contains(rule.Addr())) {
 			return "link-local or metadata address (name it with its own rule)"
+		}
+	}
+	// The host's own loopback (the proxy dials from the host): only under a rule inside it,
+	// never under 0.0.0.0/0 or ::/0.
+	for _, special := range []netip.Prefix{loopback4, loopback6} {
+		if special.Contains(a) && !(rule.Bits() >= special.Bits() && special.Contains(rule.Addr().Unmap())) {
+			return "loopback address of the host (name it with its own rule)"
 		}
 	}
 	if a.IsUnspecified() || a.IsMulticast() {
