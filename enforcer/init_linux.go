@@ -97,8 +97,12 @@ func initStage() int {
 			return fail(initStatus{Stage: "sandbox", Layer: LayerMounts, Error: err.Error()})
 		}
 	}
+	var egress []int // the egress sockets, handed to the parent (pidfd_getfd) before the sync
 	if cfg.Sandbox {
-		layers, skipped, egress, err := applySandbox(&cfg.Plan, cfg.Sockets, cfg.Egress, cfg.Degrade)
+		var layers []layerState
+		var skipped []string
+		var err error
+		layers, skipped, egress, err = applySandbox(&cfg.Plan, cfg.Sockets, cfg.Egress, cfg.Degrade)
 		if err != nil {
 			var le *layerError
 			st := initStatus{Stage: "sandbox", Error: err.Error()}
@@ -149,6 +153,11 @@ func initStage() int {
 		return fail(initStatus{Stage: "sync", Error: "sysprof did not take over the seccomp listener"})
 	}
 	unix.Close(listener) // the parent holds its own copy now
+	// So do the egress sockets: PID 1 outlives the exec in the sandbox's namespaces and must
+	// hold nothing but 0-2 and the status pipe.
+	for _, fd := range egress {
+		unix.Close(fd)
+	}
 	phase.Mark("sync")
 	env := withoutVars(os.Environ(), cfg.UnsetEnv)
 	if asInit {
