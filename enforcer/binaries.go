@@ -21,7 +21,10 @@ import (
 // changed) and reports the ones that differ, or refuses them with Options.VerifyBinaries.
 // An interpreter's script is not a binary here: it is checked only when learn recorded it as
 // one. Hashes are cached by dev/inode/size/mtime/ctime (ctime cannot be set from user space)
-// in a small file, so an unchanged set costs a stat per binary.
+// in a small file, so an unchanged set costs an open and fstat per binary. The key and the hash
+// come from one open file (a stat and a separate open would let a swap between them file the
+// hash of one file under the key of another), and the cache's directory is hidden in every
+// sandbox (withBase: binHashDir), so the command cannot plant entries for a binary it swapped.
 
 // binHashCache is the cache file; empty disables it (a seam for tests).
 var binHashCache = func() string {
@@ -33,6 +36,24 @@ var binHashCache = func() string {
 	}
 	return ""
 }
+
+// binHashDir returns the cache's directory, created (0700) when missing so that the sandbox can
+// hide it before the command could create it with entries of its own; "" when there is none.
+func binHashDir() string {
+	p := binHashCache()
+	if p == "" {
+		return ""
+	}
+	d := filepath.Dir(p)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return ""
+	}
+	return d
+}
+
+// binHashOpened runs once a binary is open and before its key and content are read (a seam
+// for tests: a swap of the path there must not change what is checked).
+var binHashOpened = func(path string) {}
 
 // binHashMax bounds the cache file: past it, the cache starts over.
 const binHashMax = 4096
@@ -67,16 +88,11 @@ func checkBinaries(p *policy.Profile, env Env) []report.ChangedBinary {
 		if err != nil {
 			continue
 		}
-		var st syscall.Stat_t
-		if syscall.Stat(path, &st) != nil {
+		key, sum, hashed, err := binHash(path, cache)
+		if err != nil {
 			continue
 		}
-		key := binKey(path, &st)
-		sum, ok := cache[key]
-		if !ok {
-			if sum, err = hashFile(path); err != nil {
-				continue
-			}
+		if hashed {
 			cache[key] = sum
 			dirty = true
 		}
@@ -99,14 +115,43 @@ func binKey(path string, st *syscall.Stat_t) string {
 	return fmt.Sprintf("%d %d %d %d.%d %d.%d %s", st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec, path)
 }
 
+// binHash opens path once and returns its cache key and sha256, from cache when the key is
+// there (hashed false) or hashed from the same open file.
+func binHash(path string, cache map[string]string) (key, sum string, hashed bool, err error) {
+	// O_NONBLOCK: a FIFO planted at the path must not hang the run (a regular file ignores it).
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", "", false, err
+	}
+	defer f.Close()
+	binHashOpened(path)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return "", "", false, err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return "", "", false, fmt.Errorf("%s: not a regular file", path)
+	}
+	key = binKey(path, &st)
+	if sum, ok := cache[key]; ok {
+		return key, sum, false, nil
+	}
+	sum, err = hashReader(f)
+	return key, sum, err == nil, err
+}
+
 func hashFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
+	return hashReader(f)
+}
+
+func hashReader(r io.Reader) (string, error) {
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, r); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
@@ -123,6 +168,11 @@ func loadBinHashes(path string) map[string]string {
 		return m
 	}
 	defer f.Close()
+	// Only a file this user wrote and nobody else may write counts.
+	var st syscall.Stat_t
+	if syscall.Fstat(int(f.Fd()), &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		return m
+	}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if sum, key, ok := strings.Cut(sc.Text(), " "); ok && len(sum) == 64 {

@@ -59,11 +59,13 @@ func TestChangedBinaryReported(t *testing.T) {
 	}
 }
 
-// binariesCheck learns dir/tool's hash, runs it unchanged (no warning), swaps its content and
-// runs it again (warned and reported), then with VerifyBinaries (refused, not run).
+// binariesCheck learns dir/tool's hash, runs it unchanged (no warning), checks that the command
+// can neither read nor write the hash cache although its parent is writable, swaps the tool's
+// content and runs it again (warned and reported), then with VerifyBinaries (refused, not run).
 func binariesCheck(dir string) error {
 	old := binHashCache
-	binHashCache = func() string { return filepath.Join(dir, "binhash") }
+	cacheFile := filepath.Join(dir, ".cache", "sysprof", "binhash") // where an ordinary user's is: $HOME/.cache
+	binHashCache = func() string { return cacheFile }
 	defer func() { binHashCache = old }()
 	tool := filepath.Join(dir, "tool")
 	sum, err := hashFile(tool)
@@ -78,10 +80,13 @@ func binariesCheck(dir string) error {
 		Exec:  []policy.PathRule{{Path: tool}, {Path: ld}},
 	}
 	p.Binaries = []policy.Binary{{Path: tool, SHA256: sum}}
-	run := func(verify bool) (string, int, error, []string) {
+	run := func(verify bool, args ...string) (string, int, error, []string) {
 		var out strings.Builder
-		rep, code, err := Run(context.Background(), Options{Profile: p, Command: []string{tool, "ok"}, Dir: dir,
-			Stdout: &out, Stderr: &out, VerifyBinaries: verify})
+		if len(args) == 0 {
+			args = []string{"ok"}
+		}
+		rep, code, err := Run(context.Background(), Options{Profile: p, Command: append([]string{tool}, args...), Dir: dir,
+			Stdout: &out, Stderr: &out, VerifyBinaries: verify, Vars: map[string]string{"HOME": dir}})
 		var changed []string
 		if rep != nil {
 			for _, c := range rep.ChangedBinaries {
@@ -97,6 +102,24 @@ func binariesCheck(dir string) error {
 			errs = append(errs, fmt.Errorf("unchanged binary (run %d): exit %d err %v changed %v output %q", i, code, err, changed, out))
 		}
 	}
+	// The cache cannot be forged from inside, even with its parent ($HOME/.cache) writable:
+	// the command's write to it fails and the host's file is unchanged, while a write next to
+	// it works (benign control).
+	if err := os.MkdirAll(filepath.Join(dir, ".cache"), 0o755); err != nil {
+		return err
+	}
+	p.Filesystem.Write = append(p.Filesystem.Write, policy.PathRule{Path: "$HOME/.cache"})
+	before, err := os.ReadFile(cacheFile)
+	if err != nil {
+		return fmt.Errorf("the cache was not written by the unchanged runs: %w", err)
+	}
+	out, code, err, _ := run(false, "write="+cacheFile, "cat="+cacheFile, "write="+filepath.Join(dir, ".cache", "other"))
+	after, _ := os.ReadFile(cacheFile)
+	if lines := strings.Split(out, "\n"); err != nil || code != 0 || len(lines) < 3 || lines[0] == "write: ok" || lines[1] != "cat: []" && !strings.HasPrefix(lines[1], "cat: E") ||
+		lines[2] != "write: ok" || string(after) != string(before) {
+		errs = append(errs, fmt.Errorf("hash cache from inside: exit %d err %v output %q (cache changed: %v): want it unwritable and unreadable, the file next to it writable", code, err, out, string(after) != string(before)))
+	}
+	p.Filesystem.Write = p.Filesystem.Write[:len(p.Filesystem.Write)-1]
 	// Swapped after learning: same size and path, other content.
 	b, _ := os.ReadFile(tool)
 	b[len(b)-1] ^= 0xff
@@ -139,4 +162,48 @@ func BenchmarkCheckBinariesCached(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(p.Binaries)), "binaries")
+}
+
+// TestBinaryHashOneOpen: a binary's cache key and hash come from one open file. Here the
+// profile's path is a symlink that is switched from a changed binary to the learned one right
+// after the check opened it (the window between a stat and a second open): the changed binary
+// must still be reported, and the cache must not file the learned hash under its key.
+func TestBinaryHashOneOpen(t *testing.T) {
+	dir := t.TempDir()
+	old, oldHook := binHashCache, binHashOpened
+	binHashCache = func() string { return filepath.Join(dir, "cache", "binhash") }
+	defer func() { binHashCache, binHashOpened = old, oldHook }()
+	good, evil, link := filepath.Join(dir, "good"), filepath.Join(dir, "evil"), filepath.Join(dir, "tool")
+	os.WriteFile(good, []byte("learned binary\n"), 0o755)
+	os.WriteFile(evil, []byte("swapped binary\n"), 0o755)
+	sum, err := hashFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &policy.Profile{Binaries: []policy.Binary{{Path: link, SHA256: sum}}}
+	if err := os.Symlink(evil, link); err != nil {
+		t.Fatal(err)
+	}
+	retarget := func(to string) {
+		os.Remove(link + ".new")
+		if err := os.Symlink(to, link+".new"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(link+".new", link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	binHashOpened = func(string) { retarget(good) }
+	if c := checkBinaries(p, Env{}); len(c) != 1 {
+		t.Errorf("the changed binary switched for the learned one during the check: reported %+v, want it reported", c)
+	}
+	binHashOpened = func(string) {}
+	retarget(evil)
+	if c := checkBinaries(p, Env{}); len(c) != 1 {
+		t.Errorf("the changed binary, checked again (from the cache): reported %+v, want it reported", c)
+	}
+	retarget(good)
+	if c := checkBinaries(p, Env{}); len(c) != 0 {
+		t.Errorf("the learned binary: reported %+v, want nothing (benign control)", c)
+	}
 }

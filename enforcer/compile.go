@@ -784,8 +784,8 @@ func EffectiveFilesystem(fs policy.Filesystem, env Env) policy.Filesystem { retu
 
 // withBase is the filesystem section compile enforces: fs plus BaseRead; the command itself as
 // the one exec rule when fs has none; every credential store (synth.CredentialStores) hidden
-// unless a rule names it or a path inside it; and a private /tmp when fs has no rules at all.
-// fs is not modified.
+// unless a rule names it or a path inside it; sysprof's own state (the binary-hash cache)
+// hidden; and a private /tmp when fs has no rules at all. fs is not modified.
 func withBase(fs policy.Filesystem, env Env) policy.Filesystem {
 	empty := len(fs.Read)+len(fs.Write)+len(fs.Exec)+len(fs.List) == 0
 	out := fs
@@ -807,6 +807,15 @@ func withBase(fs policy.Filesystem, env Env) policy.Filesystem {
 			continue // a variable this host does not set: nothing there to hide
 		}
 		out.Hidden = append(out.Hidden, policy.PathRule{Path: cs, Note: "credential store"})
+	}
+	// sysprof's own state: the command must not plant binary hashes for the next run.
+	if d := binHashDir(); d != "" {
+		out.Hidden = append(out.Hidden, policy.PathRule{Path: d, Note: "sysprof's own state"})
+	}
+	if x, err := expand("$HOME/.cache/sysprof", env); err == nil && x != binHashDir() {
+		if _, err := os.Lstat(x); err == nil {
+			out.Hidden = append(out.Hidden, policy.PathRule{Path: "$HOME/.cache/sysprof", Note: "sysprof's own state"})
+		}
 	}
 	out.PrivateTmp = fs.PrivateTmp || empty
 	return out

@@ -69,6 +69,9 @@ func TestMaskGitConfig(t *testing.T) {
 // Compile masks the work tree's git config when it holds credentials, and gives Landlock the
 // hidden names (existing ones and named ones that do not exist yet) and the masked file.
 func TestCompileMasksGitConfigAndHidesNames(t *testing.T) {
+	old := binHashCache
+	binHashCache = func() string { return "" } // sysprof's own state is not what this test is about
+	defer func() { binHashCache = old }()
 	work := t.TempDir()
 	os.MkdirAll(filepath.Join(work, ".git"), 0o755)
 	cfg := filepath.Join(work, ".git", "config")
