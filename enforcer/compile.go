@@ -783,9 +783,10 @@ func (c *Compiled) notWeaker(p *policy.Profile, env Env) error {
 func EffectiveFilesystem(fs policy.Filesystem, env Env) policy.Filesystem { return withBase(fs, env) }
 
 // withBase is the filesystem section compile enforces: fs plus BaseRead; the command itself as
-// the one exec rule when fs has none; every credential store (synth.CredentialStores) hidden
-// unless a rule names it or a path inside it; sysprof's own state (the binary-hash cache)
-// hidden; and a private /tmp when fs has no rules at all. fs is not modified.
+// the one exec rule when fs has none; every credential store (paths.CredentialStores) hidden
+// unless a rule names it, and when rules name paths inside one, everything else in it hidden
+// (see hideAround); sysprof's own state (the binary-hash cache) hidden; and a private /tmp when
+// fs has no rules at all. fs is not modified.
 func withBase(fs policy.Filesystem, env Env) policy.Filesystem {
 	empty := len(fs.Read)+len(fs.Write)+len(fs.Exec)+len(fs.List) == 0
 	out := fs
@@ -800,13 +801,30 @@ func withBase(fs policy.Filesystem, env Env) policy.Filesystem {
 	named := slices.Concat(fs.Read, fs.Write, fs.Exec)
 	for _, cs := range paths.CredentialStores() {
 		if slices.ContainsFunc(out.Hidden, func(h policy.PathRule) bool { return paths.Covers(h.Path, cs) }) ||
-			slices.ContainsFunc(named, func(r policy.PathRule) bool { return paths.Covers(cs, r.Path) }) {
+			slices.ContainsFunc(named, func(r policy.PathRule) bool { return r.Path == cs }) {
 			continue
 		}
-		if _, err := expand(cs, env); err != nil {
+		x, err := expand(cs, env)
+		if err != nil {
 			continue // a variable this host does not set: nothing there to hide
 		}
-		out.Hidden = append(out.Hidden, policy.PathRule{Path: cs, Note: "credential store"})
+		var inside []string
+		for _, r := range named {
+			if paths.Covers(cs, r.Path) {
+				if p, err := expand(r.Path, env); err == nil {
+					inside = append(inside, p)
+				}
+			}
+		}
+		if len(inside) == 0 {
+			out.Hidden = append(out.Hidden, policy.PathRule{Path: cs, Note: "credential store"})
+			continue
+		}
+		// A rule inside the store grants that path only: the rest of the store stays hidden.
+		note := fmt.Sprintf("credential store %s, but for the profile's rule(s) in it", cs)
+		for _, h := range hideAround(x, inside) {
+			out.Hidden = append(out.Hidden, policy.PathRule{Path: h, Note: note})
+		}
 	}
 	// sysprof's own state: the command must not plant binary hashes for the next run.
 	if d := binHashDir(); d != "" {

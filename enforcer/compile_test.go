@@ -443,3 +443,47 @@ func TestNotWeakerRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleInsideCredentialStore: a rule for a path inside a credential store grants that path:
+// everything else in the store stays hidden (a directory store entry by entry, a pattern store
+// match by match), and notWeaker holds the plan to it.
+func TestRuleInsideCredentialStore(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	for _, f := range []string{".aws/config", ".aws/credentials", ".aws/sso/cache/tok", ".aws/cli/alias", ".aws/cli/cache/x", ".env", "sub/.env", "deep/er/.env"} {
+		p := filepath.Join(home, f)
+		if strings.Contains(f, "env") {
+			p = filepath.Join(work, f)
+		}
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte("secret"), 0o600)
+	}
+	env := Env{Vars: map[string]string{"HOME": home, "WORKDIR": work, "TMPDIR": "/tmp"}, Arch: "x86_64"}
+	p := testProfile()
+	p.Filesystem.Read = []policy.PathRule{{Path: "$HOME"}, {Path: "$WORKDIR"}, {Path: "$HOME/.aws/config"}, {Path: "$WORKDIR/sub/.env"}}
+	p.Filesystem.Write = []policy.PathRule{{Path: "$HOME/.aws/cli/cache"}}
+	c, err := Compile(p, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aws := filepath.Join(home, ".aws")
+	for _, h := range []string{"credentials", "sso", "cli/alias"} {
+		if !slices.Contains(c.Plan.Hidden, filepath.Join(aws, h)) {
+			t.Errorf("$HOME/.aws/%s not hidden: %q", h, c.Plan.Hidden)
+		}
+	}
+	for _, h := range []string{filepath.Join(work, ".env"), filepath.Join(work, "deep/er/.env")} {
+		if !slices.Contains(c.Plan.Hidden, h) {
+			t.Errorf("%s not hidden: %q", h, c.Plan.Hidden)
+		}
+	}
+	for _, shown := range []string{aws, filepath.Join(aws, "config"), filepath.Join(aws, "cli"), filepath.Join(aws, "cli/cache"), filepath.Join(work, "sub/.env")} {
+		if coveredBy(shown, c.Plan.Hidden) {
+			t.Errorf("%s is hidden, want it reachable (the profile names it or a path below it): %q", shown, c.Plan.Hidden)
+		}
+	}
+	// The store named itself is the profile's word: not hidden.
+	p.Filesystem.Read = append(p.Filesystem.Read, policy.PathRule{Path: "$HOME/.aws"})
+	if c, err := Compile(p, env); err != nil || coveredBy(filepath.Join(aws, "credentials"), c.Plan.Hidden) {
+		t.Errorf("a rule naming the store: err %v, hidden %q", err, c.Plan.Hidden)
+	}
+}

@@ -84,6 +84,18 @@ func secretsTree(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	// A credential store the profile reads one file of.
+	aws := filepath.Join(dir, "home", ".aws")
+	for name, content := range map[string]string{
+		"config":        "[default] region = benign\n",
+		"credentials":   "aws_secret_access_key = awsfilesecret\n",
+		"sso/cache/tok": "ssotokensecret\n",
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(aws, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(aws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	git := func(args ...string) {
 		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t.invalid", "-c", "init.defaultBranch=main"}, args...)...)
 		cmd.Dir = work
@@ -178,6 +190,17 @@ func secretsChecks(dir string) error {
 	out, err := run(p, false, nil, nil, victim, "cat=.npmrc", "cat=sub/.env", "cat=src.txt")
 	if err != nil || strings.Contains(out, "secret") || !strings.Contains(out, "cat: [benign]\n") {
 		fail("project credential files: %v\n%s", err, out)
+	}
+
+	// A rule for one file of a credential store grants that file: the rest of the store stays
+	// hidden (here without the profile's own hidden rules, as withBase adds them).
+	oneFile := policy.Clone(p)
+	oneFile.Filesystem.Hidden = nil
+	oneFile.Filesystem.Read = append(oneFile.Filesystem.Read, policy.PathRule{Path: "$HOME/.aws/config"})
+	aws := filepath.Join(home, ".aws")
+	out, err = run(oneFile, false, nil, nil, victim, "cat="+filepath.Join(aws, "config"), "cat="+filepath.Join(aws, "credentials"), "cat="+filepath.Join(aws, "sso/cache/tok"))
+	if err != nil || strings.Contains(out, "secret") || !strings.HasPrefix(out, "cat: [[default] region = benign]\n") || strings.Count(out, "\n") != 3 {
+		fail("a rule inside a credential store: %v\n%s\nwant $HOME/.aws/config readable, the rest of $HOME/.aws not", err, out)
 	}
 
 	// .git/config without the checkout token, and git still works on the repository.
