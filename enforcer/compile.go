@@ -756,8 +756,8 @@ var BaseRead = []string{"/etc/ld.so.cache", "/lib", "/lib64", "/usr/lib", "/usr/
 	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
 // notWeaker refuses a compiled plan that enforces less than p reads: no read-only root or
-// Landlock, no private /tmp asked for, or a hidden path of p that exists here but is not
-// hidden. Each is a bug in compile, never something to run with.
+// Landlock, no private /tmp asked for, or a hidden path of p or of the base (withBase) that
+// exists here but is not hidden. Each is a bug in compile, never something to run with.
 func (c *Compiled) notWeaker(p *policy.Profile, env Env) error {
 	pl := c.Plan
 	switch {
@@ -766,9 +766,10 @@ func (c *Compiled) notWeaker(p *policy.Profile, env Env) error {
 	case p.Filesystem.PrivateTmp && !pl.PrivateTmp:
 		return errors.New("BUG: compile: the profile asks for a private /tmp and the plan has none; refusing to run")
 	}
-	for _, h := range p.Filesystem.Hidden {
+	// The profile's hidden paths and what withBase adds (credential stores, sysprof's state).
+	for _, h := range withBase(p.Filesystem, env).Hidden {
 		x, err := expand(h.Path, env)
-		if err != nil || strings.ContainsAny(x, "*?[") || privateTmpRoot(x) != "" && pl.PrivateTmp {
+		if err != nil || strings.ContainsAny(x, "*?[") || privateTmpRoot(x) != "" && pl.PrivateTmp && !coveredBy(x, pl.Writable) {
 			continue // globs hide what matches; a private /tmp hides the host's anyway
 		}
 		if _, err := os.Lstat(x); err == nil && !coveredBy(x, pl.Hidden) {

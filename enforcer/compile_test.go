@@ -423,6 +423,8 @@ func TestHiddenGlobsInPrivateTmp(t *testing.T) {
 func TestNotWeakerRefuses(t *testing.T) {
 	home := t.TempDir()
 	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	os.MkdirAll(filepath.Join(home, ".aws"), 0o700) // hidden by the base (withBase), not the profile
+	os.MkdirAll(filepath.Join(home, ".cache", "sysprof"), 0o700)
 	env := Env{Vars: map[string]string{"HOME": home, "WORKDIR": t.TempDir(), "TMPDIR": "/tmp"}, Arch: "x86_64"}
 	p := testProfile()
 	p.Filesystem.Hidden = []policy.PathRule{{Path: "$HOME/.ssh"}}
@@ -435,12 +437,21 @@ func TestNotWeakerRefuses(t *testing.T) {
 		"no landlock":       func(c *Compiled) { c.Plan.Landlock = nil },
 		"writable root":     func(c *Compiled) { c.Plan.ReadOnlyRoot = false },
 		"hidden not hidden": func(c *Compiled) { c.Plan.Hidden = nil },
+		"base's credential store not hidden": func(c *Compiled) {
+			c.Plan.Hidden = slices.DeleteFunc(slices.Clone(c.Plan.Hidden), func(h string) bool { return h == filepath.Join(home, ".aws") })
+		},
+		"sysprof's state not hidden": func(c *Compiled) {
+			c.Plan.Hidden = slices.DeleteFunc(slices.Clone(c.Plan.Hidden), func(h string) bool { return h == filepath.Join(home, ".cache", "sysprof") })
+		},
 	} {
 		w := *c
 		weaken(&w)
 		if err := w.notWeaker(p, env); err == nil {
 			t.Errorf("%s: not refused", name)
 		}
+	}
+	if err := c.notWeaker(p, env); err != nil {
+		t.Errorf("the real plan refused: %v", err)
 	}
 }
 
