@@ -238,8 +238,10 @@ func TestCommandHostUID(t *testing.T) {
 // filter, no Landlock and, as root, capabilities in its user namespace) cannot be attached to,
 // read or have its fds taken by the command, even with the syscalls allowed: it is not dumpable
 // (Landlock's ptrace scope does not help: PID 1's main thread is in the command's domain). The command's own /proc entries stay readable. Root and ordinary user.
+// Yama is off meanwhile (yamaPtraceOff), so that dumpability alone answers the attach.
 func TestInitStageUnreachable(t *testing.T) {
 	testutil.RequireRoot(t)
+	yamaPtraceOff(t)
 	t.Run("root", func(t *testing.T) {
 		victim, work := processBox(t, 0, 0)
 		if err := initChecks(victim, work); err != nil {
@@ -249,6 +251,33 @@ func TestInitStageUnreachable(t *testing.T) {
 	t.Run("ordinary user", func(t *testing.T) {
 		victim, work := processBox(t, 65534, 65534)
 		asNobody(t, "init", victim, work)
+	})
+}
+
+// yamaPtraceOff sets Yama's ptrace_scope to 0 for the test's duration (restored after): at 1
+// or more Yama alone refuses an attach to an ancestor, and the ptrace checks would pass with
+// the init stage still dumpable. Without Yama there is nothing to do.
+func yamaPtraceOff(t *testing.T) {
+	const knob = "/proc/sys/kernel/yama/ptrace_scope"
+	b, err := os.ReadFile(knob)
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		t.Fatalf("read %s: %v", knob, err)
+	}
+	old := strings.TrimSpace(string(b))
+	if old == "0" {
+		return
+	}
+	if err := os.WriteFile(knob, []byte("0"), 0o644); err != nil {
+		// 3 cannot be lowered until a reboot: the check cannot tell dumpable from not.
+		testutil.RequireNoErr(t, "set Yama ptrace_scope to 0 (it is "+old+")", err)
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(knob, []byte(old), 0o644); err != nil {
+			t.Errorf("restore Yama ptrace_scope %s: %v", old, err)
+		}
 	})
 }
 
