@@ -496,7 +496,7 @@ func (c *Compiled) maskGitConfigs(plan *sandbox.Plan, env Env) {
 	if wd == "" {
 		return
 	}
-	for _, f := range gitConfigFiles(wd) {
+	for _, f := range gitConfigFiles(wd, env.Vars["HOME"]) {
 		if coveredBy(f, plan.Hidden) {
 			continue
 		}

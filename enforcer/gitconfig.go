@@ -96,37 +96,153 @@ func tokenLike(user string) bool {
 	return len(user) >= 20 || strings.ContainsAny(user, "_-") && len(user) >= 16
 }
 
-// gitConfigFiles returns the config files of the repository whose work tree is workdir:
-// .git/config, or for a linked worktree (.git is a file) its own config.worktree and the common
-// directory's config.
-func gitConfigFiles(workdir string) []string {
+// gitConfigFiles returns the config files git reads for the repository whose work tree is
+// workdir: .git/config, or for a linked worktree (.git is a file) its own config.worktree and
+// the common directory's config; the other worktrees' config.worktree; every submodule's
+// config below modules/ (nested ones too); and the files those include (include.path and
+// includeIf.*.path, relative to the including file, ~ being home), recursively. Any of them
+// may hold a checkout token.
+func gitConfigFiles(workdir, home string) []string {
 	dotgit := filepath.Join(workdir, ".git")
 	st, err := os.Lstat(dotgit)
 	if err != nil {
 		return nil
 	}
-	if st.IsDir() {
-		return []string{filepath.Join(dotgit, "config")}
+	var out []string
+	common := dotgit
+	if !st.IsDir() {
+		b, err := os.ReadFile(dotgit)
+		if err != nil {
+			return nil
+		}
+		gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+		if !ok {
+			return nil
+		}
+		gitdir = strings.TrimSpace(gitdir)
+		if !filepath.IsAbs(gitdir) {
+			gitdir = filepath.Join(workdir, gitdir)
+		}
+		out = append(out, filepath.Join(gitdir, "config.worktree"))
+		common = gitdir
+		if c, err := os.ReadFile(filepath.Join(gitdir, "commondir")); err == nil {
+			common = strings.TrimSpace(string(c))
+			if !filepath.IsAbs(common) {
+				common = filepath.Join(gitdir, common)
+			}
+		}
+		common = filepath.Clean(common)
 	}
-	b, err := os.ReadFile(dotgit)
-	if err != nil {
-		return nil
-	}
-	gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
-	if !ok {
-		return nil
-	}
-	gitdir = strings.TrimSpace(gitdir)
-	if !filepath.IsAbs(gitdir) {
-		gitdir = filepath.Join(workdir, gitdir)
-	}
-	out := []string{filepath.Join(gitdir, "config.worktree")}
-	common := gitdir
-	if c, err := os.ReadFile(filepath.Join(gitdir, "commondir")); err == nil {
-		common = strings.TrimSpace(string(c))
-		if !filepath.IsAbs(common) {
-			common = filepath.Join(gitdir, common)
+	out = append(out, filepath.Join(common, "config"))
+	if wts, err := os.ReadDir(filepath.Join(common, "worktrees")); err == nil {
+		for _, w := range wts {
+			out = append(out, filepath.Join(common, "worktrees", w.Name(), "config.worktree"))
 		}
 	}
-	return append(out, filepath.Join(filepath.Clean(common), "config"))
+	out = append(out, submoduleConfigs(filepath.Join(common, "modules"))...)
+	seen := map[string]bool{}
+	var withIncludes []string
+	var add func(f string, depth int)
+	add = func(f string, depth int) {
+		if seen[f] || depth > gitIncludeDepth {
+			return
+		}
+		seen[f] = true
+		withIncludes = append(withIncludes, f)
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return
+		}
+		for _, inc := range gitIncludes(data) {
+			switch {
+			case inc == "~" || strings.HasPrefix(inc, "~/"):
+				if home == "" {
+					continue
+				}
+				inc = filepath.Join(home, inc[1:])
+			case strings.HasPrefix(inc, "~"):
+				continue // another user's home: not this sandbox's
+			case !filepath.IsAbs(inc):
+				inc = filepath.Join(filepath.Dir(f), inc)
+			}
+			add(filepath.Clean(inc), depth+1)
+		}
+	}
+	for _, f := range out {
+		add(f, 0)
+	}
+	return withIncludes
+}
+
+// gitIncludeDepth is git's own limit on nested includes.
+const gitIncludeDepth = 10
+
+// submoduleDirMax bounds the directories submoduleConfigs looks at.
+const submoduleDirMax = 10000
+
+// submoduleConfigs returns the config files of the submodule git directories below modules
+// (modules/<name>/, where a name may hold slashes, and their own modules/ for nested ones).
+func submoduleConfigs(modules string) []string {
+	var out []string
+	n := 0
+	filepath.WalkDir(modules, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if n++; n > submoduleDirMax {
+			return filepath.SkipAll
+		}
+		if p == modules {
+			return nil
+		}
+		if _, err := os.Lstat(filepath.Join(p, "HEAD")); err != nil {
+			return nil // a directory of a name with slashes: go on below it
+		}
+		out = append(out, filepath.Join(p, "config"), filepath.Join(p, "config.worktree"))
+		// A git directory: only its own modules/ holds more submodules.
+		out = append(out, submoduleConfigs(filepath.Join(p, "modules"))...)
+		return filepath.SkipDir
+	})
+	return out
+}
+
+// gitIncludes returns the path values of a git config's include and includeIf sections (the
+// condition is not evaluated: any of them may apply).
+func gitIncludes(data []byte) []string {
+	var out []string
+	section := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		s := strings.TrimSpace(line)
+		if strings.HasPrefix(s, "[") {
+			end := strings.IndexByte(s, ']')
+			if end < 0 {
+				continue
+			}
+			name, _, _ := strings.Cut(strings.TrimSpace(s[1:end]), " ")
+			name, _, _ = strings.Cut(name, "\"")
+			section = strings.ToLower(strings.TrimSpace(name))
+			s = strings.TrimSpace(s[end+1:])
+		}
+		if section != "include" && section != "includeif" {
+			continue
+		}
+		key, val, ok := strings.Cut(s, "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(key), "path") {
+			continue
+		}
+		val = strings.TrimSpace(val)
+		if i := strings.IndexAny(val, "#;"); i >= 0 && !strings.HasPrefix(val, "\"") {
+			val = strings.TrimSpace(val[:i])
+		}
+		if len(val) >= 2 && val[0] == '"' {
+			if j := strings.LastIndexByte(val, '"'); j > 0 {
+				val = val[1:j]
+			}
+			val = strings.NewReplacer(`\\`, `\`, `\"`, `"`).Replace(val)
+		}
+		if val != "" {
+			out = append(out, val)
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,5 +100,67 @@ func TestCompileMasksGitConfigAndHidesNames(t *testing.T) {
 	os.WriteFile(cfg, []byte("[core]\n\tbare = false\n"), 0o644)
 	if c, _ := Compile(p, Env{Vars: map[string]string{"WORKDIR": work, "TMPDIR": "/tmp"}, Arch: "x86_64"}); len(c.Plan.Masked) != 0 {
 		t.Errorf("a config without credentials was masked: %+v", c.Plan.Masked)
+	}
+}
+
+// Compile masks every git config file a repository's git reads, not only .git/config: the
+// submodules' (nested ones and names with slashes too), the other worktrees'
+// config.worktree, and the files include.path and includeIf.*.path name, relative or in ~.
+func TestCompileMasksSubmoduleAndIncludedGitConfigs(t *testing.T) {
+	work, home := t.TempDir(), t.TempDir()
+	token := "[http \"https://git.invalid/\"]\n\textraheader = AUTHORIZATION: basic c2VjcmV0\n"
+	files := map[string]string{
+		".git/config":                          "[core]\n\tbare = false\n[include]\n\tpath = creds.inc\n[includeIf \"gitdir:/nowhere/\"]\n\tpath = \"~/work.inc\" ; a comment\n",
+		".git/creds.inc":                       token + "[include]\n\tpath = ../nested.inc\n",
+		"nested.inc":                           token,
+		".git/modules/sub/HEAD":                "ref: refs/heads/main\n",
+		".git/modules/sub/config":              "[core]\n\tworktree = ../../../sub\n" + token,
+		".git/modules/libs/deep/HEAD":          "ref: refs/heads/main\n",
+		".git/modules/libs/deep/config":        token,
+		".git/modules/sub/modules/in/HEAD":     "ref: refs/heads/main\n",
+		".git/modules/sub/modules/in/config":   token,
+		".git/worktrees/other/config.worktree": token,
+	}
+	for name, content := range files {
+		p := filepath.Join(work, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(home, "work.inc"), []byte(token), 0o644)
+	p := testProfile()
+	p.Filesystem.Read = []policy.PathRule{{Path: "$WORKDIR"}, {Path: "$HOME"}}
+	c, err := Compile(p, Env{Vars: map[string]string{"WORKDIR": work, "HOME": home, "TMPDIR": "/tmp"}, Arch: "x86_64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	masked := map[string]string{}
+	for _, m := range c.Plan.Masked {
+		masked[m.Path] = string(m.Content)
+	}
+	want := []string{filepath.Join(home, "work.inc")}
+	for name := range files {
+		if !strings.HasSuffix(name, "HEAD") && name != ".git/config" {
+			want = append(want, filepath.Join(work, name))
+		}
+	}
+	for _, f := range want {
+		content, ok := masked[f]
+		if !ok {
+			t.Errorf("%s not masked (masked: %v)", f, slices.Sorted(maps.Keys(masked)))
+		} else if strings.Contains(strings.ToLower(content), "extraheader") {
+			t.Errorf("%s masked but still holds the token: %q", f, content)
+		}
+	}
+	if _, ok := masked[filepath.Join(work, ".git/config")]; ok {
+		t.Errorf(".git/config masked although it holds no credential")
+	}
+}
+
+func TestGitIncludes(t *testing.T) {
+	in := "[core]\n\tpath = not/this\n[include]\n\tpath = a.inc\n\tPath=\"b c.inc\"\n[includeIf \"onbranch:main\"]\n\tpath = ~/d.inc # comment\n[user]\n\tpath = nor/this\n"
+	if got, want := gitIncludes([]byte(in)), []string{"a.inc", "b c.inc", "~/d.inc"}; !slices.Equal(got, want) {
+		t.Errorf("gitIncludes = %q, want %q", got, want)
 	}
 }

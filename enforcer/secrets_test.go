@@ -109,6 +109,18 @@ func secretsTree(t *testing.T) string {
 	git("commit", "-q", "-m", "initial commit")
 	git("config", "http.https://git.invalid/.extraheader", "AUTHORIZATION: basic Z2hzX2NoZWNrb3V0c2VjcmV0")
 	git("remote", "add", "origin", "https://x-access-token:ghs_remotesecret123@git.invalid/o/r.git")
+	// A submodule's config and an included file hold tokens too.
+	git("config", "include.path", "creds.inc")
+	for name, content := range map[string]string{
+		".git/creds.inc":          "[http \"https://git.invalid/\"]\n\textraheader = AUTHORIZATION: basic aW5jbHVkZXNlY3JldA==secret\n",
+		".git/modules/sub/HEAD":   "ref: refs/heads/main\n",
+		".git/modules/sub/config": "[core]\n\tbare = false\n[http \"https://git.invalid/\"]\n\textraheader = AUTHORIZATION: basic c3VibW9kdWxlc2VjcmV0secret\n",
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(work, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(work, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return dir
 }
 
@@ -203,8 +215,9 @@ func secretsChecks(dir string) error {
 		fail("a rule inside a credential store: %v\n%s\nwant $HOME/.aws/config readable, the rest of $HOME/.aws not", err, out)
 	}
 
-	// .git/config without the checkout token, and git still works on the repository.
-	out, err = run(p, false, nil, nil, "/bin/sh", "-c", "git -c safe.directory='*' log --format=%s && git -c safe.directory='*' status --porcelain --untracked-files=no && cat .git/config")
+	// .git/config, the file it includes and a submodule's config without the checkout token,
+	// and git still works on the repository.
+	out, err = run(p, false, nil, nil, "/bin/sh", "-c", "git -c safe.directory='*' log --format=%s && git -c safe.directory='*' status --porcelain --untracked-files=no && cat .git/config .git/creds.inc .git/modules/sub/config")
 	if err != nil || strings.Contains(out, "secret") || strings.Contains(strings.ToLower(out), "extraheader") ||
 		!strings.Contains(out, "initial commit\n") || !strings.Contains(out, "[core]") || !strings.Contains(out, "url = https://git.invalid/o/r.git") {
 		fail("git config: %v\n%s", err, out)
