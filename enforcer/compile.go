@@ -645,7 +645,7 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 		// They are hidden after the profile's mounts, tolerating sockets that vanish meanwhile.
 		// Every network namespace's sockets count (a path ignores namespaces); many in one
 		// directory the profile does not use hide that directory (one mount, not hundreds).
-		socks, unresolved := daemonSockets(env, p.Network, fs.PrivateTmp)
+		socks, unresolved := daemonSockets(env, p.Network, fs.PrivateTmp, plan.Writable)
 		var uncovered, allowedSocks []string
 		for _, sock := range socks {
 			if !coveredBy(sock, plan.Hidden) {
@@ -878,8 +878,9 @@ var socketDirs = []string{"/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm"}
 // daemonSockets lists the pathname unix sockets on this host that a sandboxed command could
 // connect to, except those the profile's network section names (unix:PATH), and the bound
 // paths it could not place (see hostSockets). There is no cap: compile hides a directory
-// instead when it holds many.
-func daemonSockets(env Env, n policy.Network, privateTmp bool) (out, unresolved []string) {
+// instead when it holds many. With a private /tmp the host's sockets there are invisible,
+// except below the host directories bound into it (binds, the plan's Writable).
+func daemonSockets(env Env, n policy.Network, privateTmp bool, binds []string) (out, unresolved []string) {
 	allowed := map[string]bool{}
 	for _, l := range [][]policy.Endpoint{n.Connect, n.Send} {
 		for _, e := range l {
@@ -890,19 +891,28 @@ func daemonSockets(env Env, n policy.Network, privateTmp bool) (out, unresolved 
 			}
 		}
 	}
-	var dirs []string
+	var dirs, shown []string
 	for _, d := range socketDirs {
 		if !privateTmp || privateTmpRoot(d) == "" { // a private /tmp shows none of the host's
 			dirs = append(dirs, d)
 		}
 	}
+	if privateTmp {
+		for _, b := range binds {
+			if privateTmpRoot(b) != "" { // but what is bound into it from the host
+				shown = append(shown, b)
+				dirs = append(dirs, b)
+			}
+		}
+	}
+	hiddenByTmp := func(p string) bool { return privateTmp && privateTmpRoot(p) != "" && !coveredBy(p, shown) }
 	if x := env.Vars["XDG_RUNTIME_DIR"]; x != "" {
 		dirs = append(dirs, x)
 	}
 	seen := map[string]bool{}
 	bound, unresolved := hostSockets()
 	for _, p := range bound {
-		if allowed[p] || seen[p] || privateTmp && privateTmpRoot(p) != "" {
+		if allowed[p] || seen[p] || hiddenByTmp(p) {
 			continue
 		}
 		// Not stat'ed here (2 ms per 1000): the init stage covers only what is a socket then.

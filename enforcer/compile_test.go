@@ -259,12 +259,15 @@ func TestDaemonSockets(t *testing.T) {
 		defer l.Close()
 	}
 	n := policy.Network{Connect: []policy.Endpoint{{Endpoint: "unix:" + b}}}
-	got, _ := daemonSockets(Env{}, n, false)
+	got, _ := daemonSockets(Env{}, n, false, nil)
 	if !slices.Contains(got, a) || slices.Contains(got, b) {
 		t.Errorf("sockets %v: want %s (a host daemon) and not %s (the profile connects to it)", got, a, b)
 	}
-	if got, _ := daemonSockets(Env{}, n, true); slices.Contains(got, a) {
+	if got, _ := daemonSockets(Env{}, n, true, nil); slices.Contains(got, a) {
 		t.Errorf("with a private /tmp the host's /tmp sockets are invisible; got %v", got)
+	}
+	if got, _ := daemonSockets(Env{}, n, true, []string{dir}); !slices.Contains(got, a) || slices.Contains(got, b) {
+		t.Errorf("with a private /tmp into which %s is bound: sockets %v, want %s and not %s", dir, got, a, b)
 	}
 }
 
@@ -282,7 +285,7 @@ func TestDaemonSocketsDeep(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if got, _ := daemonSockets(Env{}, policy.Network{}, false); !slices.Contains(got, deep) {
+	if got, _ := daemonSockets(Env{}, policy.Network{}, false, nil); !slices.Contains(got, deep) {
 		t.Errorf("sockets %v: want %s", got, deep)
 	}
 }

@@ -121,9 +121,65 @@ func TestHostSocketsHidden(t *testing.T) {
 	})
 }
 
+// TestHostSocketsInPrivateTmpBinds: with a private /tmp, the host's sockets in the host
+// directories bound into it (a work tree in /tmp, a directory the profile reads there) are
+// unreachable too, while the one the profile names works (as root and as nobody).
+func TestHostSocketsInPrivateTmpBinds(t *testing.T) {
+	testutil.RequireRoot(t)
+	base, err := os.MkdirTemp("/tmp", "sysprof-tmpsock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	os.Chmod(base, 0o755)
+	self, _ := os.Executable()
+	bin, victim := filepath.Join(base, "enforcer.test"), filepath.Join(base, "escape")
+	for src, dst := range map[string]string{self: bin, testutil.BuildC(t, "escape/escape.c"): victim} {
+		if err := copyFile(src, dst, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	work, data := filepath.Join(base, "work"), filepath.Join(base, "data")
+	var socks []string
+	for _, s := range []string{filepath.Join(work, "daemon.sock"), filepath.Join(work, "sub", "other.sock"), filepath.Join(data, "data.sock"), filepath.Join(work, "ok.sock")} {
+		os.MkdirAll(filepath.Dir(s), 0o755)
+		l, err := net.Listen("unix", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(s, 0o777)
+		defer l.Close()
+		socks = append(socks, s)
+	}
+	os.Chown(work, 65534, 65534)
+	args := append([]string{privateTmpArg + data, victim, work}, socks...)
+	t.Run("root", func(t *testing.T) {
+		if err := hostSocketsCheck(args); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("nobody", func(t *testing.T) {
+		cmd := exec.Command(bin)
+		cmd.Env = append(os.Environ(), sockCheckEnv+"="+strings.Join(args, "\n"), "HOME="+base)
+		cmd.Dir = work
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("as nobody: %v\n%s", err, out)
+		}
+	})
+}
+
+// privateTmpArg, first in hostSocketsCheck's args, asks for a private /tmp and a read rule on
+// the directory that follows it.
+const privateTmpArg = "private-tmp,read="
+
 // hostSocketsCheck enforces a profile that names only the last socket of args and connects to
 // each: every other one must fail, the named one must work.
 func hostSocketsCheck(args []string) error {
+	var extraRead string
+	if r, ok := strings.CutPrefix(args[0], privateTmpArg); ok {
+		extraRead, args = r, args[1:]
+	}
 	victim, work, socks := args[0], args[1], args[2:]
 	named := socks[len(socks)-1]
 	ld, _ := filepath.EvalSymlinks("/lib64/ld-linux-x86-64.so.2")
@@ -132,6 +188,10 @@ func hostSocketsCheck(args []string) error {
 		Read:  []policy.PathRule{{Path: "/usr"}, {Path: "/etc"}, {Path: "$WORKDIR"}},
 		Write: []policy.PathRule{{Path: "/dev/null"}},
 		Exec:  []policy.PathRule{{Path: victim}, {Path: ld}},
+	}
+	if extraRead != "" {
+		p.Filesystem.PrivateTmp = true
+		p.Filesystem.Read = append(p.Filesystem.Read, policy.PathRule{Path: extraRead})
 	}
 	p.Network = policy.Network{Connect: []policy.Endpoint{{Endpoint: "unix:" + named}}}
 	cmd := []string{victim}
@@ -189,7 +249,7 @@ func BenchmarkDaemonSockets(b *testing.B) {
 	var n int
 	b.ResetTimer()
 	for range b.N {
-		s, _ := daemonSockets(Env{}, policy.Network{}, true)
+		s, _ := daemonSockets(Env{}, policy.Network{}, true, nil)
 		n = len(s)
 	}
 	b.ReportMetric(float64(n), "sockets")
