@@ -828,10 +828,11 @@ func withBase(fs policy.Filesystem, env Env) policy.Filesystem {
 		}
 	}
 	// sysprof's own state: the command must not plant binary hashes for the next run.
-	if d := binHashDir(); d != "" {
+	d := binHashDir()
+	if d != "" {
 		out.Hidden = append(out.Hidden, policy.PathRule{Path: d, Note: "sysprof's own state"})
 	}
-	if x, err := expand("$HOME/.cache/sysprof", env); err == nil && x != binHashDir() {
+	if x, err := expand("$HOME/.cache/sysprof", env); err == nil && x != d {
 		if _, err := os.Lstat(x); err == nil {
 			out.Hidden = append(out.Hidden, policy.PathRule{Path: "$HOME/.cache/sysprof", Note: "sysprof's own state"})
 		}

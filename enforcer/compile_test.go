@@ -463,7 +463,7 @@ func TestNotWeakerRefuses(t *testing.T) {
 // match by match), and notWeaker holds the plan to it.
 func TestRuleInsideCredentialStore(t *testing.T) {
 	home, work := t.TempDir(), t.TempDir()
-	for _, f := range []string{".aws/config", ".aws/credentials", ".aws/sso/cache/tok", ".aws/cli/alias", ".aws/cli/cache/x", ".env", "sub/.env", "deep/er/.env"} {
+	for _, f := range []string{".aws/config", ".aws/credentials", ".aws/sso/cache/tok", ".aws/cli/alias", ".aws/cli/cache/x", ".aws/cli/a[1]*", ".env", "sub/.env", "deep/er/.env"} {
 		p := filepath.Join(home, f)
 		if strings.Contains(f, "env") {
 			p = filepath.Join(work, f)
@@ -480,7 +480,7 @@ func TestRuleInsideCredentialStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	aws := filepath.Join(home, ".aws")
-	for _, h := range []string{"credentials", "sso", "cli/alias"} {
+	for _, h := range []string{"credentials", "sso", "cli/alias", "cli/a[1]*"} {
 		if !slices.Contains(c.Plan.Hidden, filepath.Join(aws, h)) {
 			t.Errorf("$HOME/.aws/%s not hidden: %q", h, c.Plan.Hidden)
 		}
@@ -494,6 +494,14 @@ func TestRuleInsideCredentialStore(t *testing.T) {
 		if coveredBy(shown, c.Plan.Hidden) {
 			t.Errorf("%s is hidden, want it reachable (the profile names it or a path below it): %q", shown, c.Plan.Hidden)
 		}
+	}
+	// A store that is a link to its directory is walked the same way.
+	home2 := t.TempDir()
+	os.Symlink(aws, filepath.Join(home2, ".aws"))
+	env2 := Env{Vars: map[string]string{"HOME": home2, "WORKDIR": work, "TMPDIR": "/tmp"}, Arch: "x86_64"}
+	if c, err := Compile(p, env2); err != nil || !slices.Contains(c.Plan.Hidden, filepath.Join(home2, ".aws", "credentials")) ||
+		coveredBy(filepath.Join(home2, ".aws", "config"), c.Plan.Hidden) {
+		t.Errorf("a linked store: err %v, hidden %q: want credentials hidden, config not", err, c.Plan.Hidden)
 	}
 	// The store named itself is the profile's word: not hidden.
 	p.Filesystem.Read = append(p.Filesystem.Read, policy.PathRule{Path: "$HOME/.aws"})

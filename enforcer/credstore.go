@@ -21,41 +21,53 @@ func hideAround(store string, keep []string) []string {
 			kept = append(kept, filepath.Clean(k))
 		}
 	}
+	leadsTo := func(p string) bool {
+		return slices.ContainsFunc(kept, func(k string) bool { return strings.HasPrefix(k, p+"/") })
+	}
 	var out []string
-	var walk func(dir string)
-	walk = func(dir string) {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			out = append(out, dir)
-			return
-		}
-		for _, e := range ents {
-			p := filepath.Join(dir, e.Name())
-			switch {
-			case slices.Contains(kept, p):
-			case e.IsDir() && slices.ContainsFunc(kept, func(k string) bool { return strings.HasPrefix(k, p+"/") }):
-				walk(p)
-			default:
+	var visit func(p string, dir bool)
+	visit = func(p string, dir bool) {
+		switch {
+		case slices.Contains(kept, p):
+		case dir && leadsTo(p):
+			ents, err := os.ReadDir(p) // a symlink on the way is no directory here: hidden whole
+			if err != nil {
 				out = append(out, p)
+				return
 			}
+			for _, e := range ents {
+				visit(filepath.Join(p, e.Name()), e.IsDir())
+			}
+		default:
+			out = append(out, literalPattern(p))
 		}
 	}
 	if strings.ContainsAny(store, "*?[") {
 		m, _ := globMatches(store, globLimit, &dirListings{})
 		for _, p := range m {
-			switch st, err := os.Lstat(p); {
-			case slices.Contains(kept, p):
-			case err == nil && st.IsDir() && slices.ContainsFunc(kept, func(k string) bool { return strings.HasPrefix(k, p+"/") }):
-				walk(p)
-			default:
-				out = append(out, p)
-			}
+			st, err := os.Lstat(p)
+			visit(p, err == nil && st.IsDir())
 		}
 		return out
 	}
-	if st, err := os.Lstat(store); err != nil || !st.IsDir() {
-		return []string{store} // absent (hidden by name) or a file the rule names from below
+	st, err := os.Stat(store) // the store itself may be a link (~/.aws -> elsewhere)
+	if err != nil || !st.IsDir() {
+		return []string{store} // absent (hidden by name) or a file a rule names from below
 	}
-	walk(store)
+	visit(store, true)
 	return out
+}
+
+// literalPattern returns p as a hidden rule that compile hides as p: a name holding glob
+// characters becomes a pattern with '?' in their place (which matches it).
+func literalPattern(p string) string {
+	if !strings.ContainsAny(p, "*?[") {
+		return p
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '*' || r == '?' || r == '[' {
+			return '?'
+		}
+		return r
+	}, p)
 }
