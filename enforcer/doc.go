@@ -63,9 +63,12 @@
 //   - Every profile gets the read-only root and Landlock (withBase): an empty or missing
 //     filesystem section is "nothing beyond the base", never "layer off". The base is BaseRead
 //     (the loader's cache, library directories, harmless devices), the command itself as the
-//     one exec rule when the profile has none, every credential store (synth.CredentialStores)
-//     hidden unless a rule names it or a path in it, and a private /tmp when the section has no
-//     rules. Compile refuses a plan weaker than the profile (notWeaker).
+//     one exec rule when the profile has none, every credential store (paths.CredentialStores)
+//     hidden unless a rule names it (a rule for a path inside one, $HOME/.aws/config, leaves
+//     that path reachable and hides the rest of the store entry by entry: credstore.go),
+//     sysprof's own state (the binary-hash cache's directory, $HOME/.cache/sysprof) hidden, and
+//     a private /tmp when the section has no rules. Compile refuses a plan weaker than the
+//     profile or the base (notWeaker: every hidden path of either that exists must be hidden).
 //   - Denials are rated with the policy risk functions (PathRisk, EndpointRisk, SyscallRisk,
 //     ArgValueRisk) against the compiled profile: the rating diff and refine give the change.
 //   - Every pathname unix socket the host has (tmux, docker, dbus, agents) is hidden unless
@@ -73,13 +76,15 @@
 //     read-only mount nor a network namespace stops connect. The kernel's lists of every
 //     network namespace a process is in are read (hostsockets.go; sockets bound by a relative
 //     path are placed through their holders' working directories, checked by dev/inode), plus
-//     a listing of /run, /tmp, /var/tmp, /dev/shm and $XDG_RUNTIME_DIR. No cap: a directory
+//     a listing of /run, /tmp, /var/tmp, /dev/shm and $XDG_RUNTIME_DIR. With a private /tmp the
+//     host's sockets there count only below the host directories bound into it. No cap: a directory
 //     with 2+ sockets and no rule in, below or above it is hidden whole (one mount). A socket
 //     that cannot be placed is noted, not hidden. A profile whose socket() rule lacks AF_UNIX
 //     cannot connect to any of them anyway.
 //   - The profile's binaries are compared with their learned sha256 (binaries.go; symlinks
-//     followed, hashes cached by dev/inode/size/mtime/ctime): a change is a warning line and a
-//     report entry (changedBinaries); Options.VerifyBinaries refuses the run (exit 125).
+//     followed, hashes cached by dev/inode/size/mtime/ctime, key and hash from one open file, the
+//     cache hidden from the command): a change is a warning line and a report entry
+//     (changedBinaries); Options.VerifyBinaries refuses the run (exit 125).
 //   - With a private /tmp, paths the profile reads inside /tmp are bound from the host (Landlock
 //     keeps them read-only), and writable paths inside it that do not exist yet become the
 //     private directory itself instead of host binds.
@@ -89,7 +94,8 @@
 //     that do not exist yet), so that a file the host renames over one, or creates there,
 //     during the run stays unreadable (see package sandbox, "Hidden names, not inodes").
 //   - The work tree's git config files (.git/config; a linked worktree's config.worktree and
-//     common config) that hold credentials are masked: a read-only copy without
+//     common config; the submodules' below modules/; the files include.path and
+//     includeIf.*.path name, recursively) that hold credentials are masked: a read-only copy without
 //     http.*.extraHeader, credential.helper and URL passwords covers them (git needs the rest).
 //   - Write rules on files, or on paths that do not exist yet (build outputs), become their
 //     nearest directory: tools replace files rather than rewrite them. Nothing is created on
