@@ -75,6 +75,8 @@ type Compiled struct {
 	// Unenforceable lists parts of the profile no layer here can enforce (for example network
 	// addresses without cgroup hooks). Run refuses unless degrading.
 	Unenforceable []string `json:"unenforceable,omitempty"`
+	// Stages are the staged directories of the plan and what is copied back from each.
+	Stages []StageSpec `json:"stages,omitempty"`
 	// HiddenSockets are the host's pathname unix sockets the init stage covers after the
 	// plan's mounts (not part of the plan: they come and go while the sandbox starts).
 	HiddenSockets []string `json:"hiddenSockets,omitempty"`
@@ -441,6 +443,18 @@ func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env,
 			out = append(out, m...)
 			continue
 		}
+		if strings.ContainsAny(p, "*?[") && section == "write" {
+			// Directories that match now are bound; otherwise the glob itself goes to
+			// planWrites, which stages its directory and copies back what matches.
+			if privateTmpRoot(p) == "" {
+				if m, cut := globMatches(p, globLimit, dirs); !cut && len(m) > 0 && len(m) <= 256 && allDirs(m) {
+					out = append(out, m...)
+					continue
+				}
+			}
+			out = append(out, p)
+			continue
+		}
 		if strings.ContainsAny(p, "*?[") {
 			// Landlock and mounts name inodes: grant what matches now. Only when nothing
 			// matches yet (a per-run name the tool will create) is the glob's directory
@@ -578,25 +592,13 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 	{
 		plan.ReadOnlyRoot = true
 		plan.PrivateTmp = fs.PrivateTmp
-		write = c.writableDirs(write, env)
-		for i, w := range write {
-			_, err := os.Stat(w)
-			missing := errors.Is(err, os.ErrNotExist)
-			if root := privateTmpRoot(w); fs.PrivateTmp && root != "" && (w == root || missing) {
-				// Inside the private /tmp: binding the host's copy would undo PrivateTmp. The
-				// private tmpfs is writable anyway; Landlock gets its root when the path is
-				// not there yet (a rule needs an existing path).
-				if missing {
-					write[i] = root
-					c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is in the private %s: Landlock allows writes to all of it", w, root))
-				}
-				continue
-			}
-			if isDevice(w) {
-				continue
-			}
+		wg := c.planWrites(write, fs.PrivateTmp, env)
+		write = wg.landlock
+		for _, w := range wg.binds {
 			plan.Writable = append(plan.Writable, w)
 		}
+		c.Stages = wg.stages
+		plan.Staged = stagesToPlan(wg.stages)
 		slices.Sort(write)
 		write = slices.Compact(write)
 		// Read and exec paths inside the private /tmp would vanish under its fresh tmpfs (a
@@ -610,18 +612,18 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 				keep = append(keep, wd)
 			}
 			for _, r := range keep {
-				if privateTmpRoot(r) == "" || slices.Contains(plan.Writable, r) || coveredBy(r, plan.Writable) {
+				if privateTmpRoot(r) == "" || coveredBy(r, plan.Writable) || coveredBy(r, stageDirsOf(c.Stages)) {
 					continue
 				}
 				if _, err := os.Stat(r); err == nil {
-					plan.Writable = append(plan.Writable, r)
-					c.Notes = append(c.Notes, fmt.Sprintf("filesystem: %s is inside the private %s: bound from the host, kept read-only by Landlock", r, privateTmpRoot(r)))
+					// A read-only mount: Landlock's write rule on the tmp root covers it too.
+					plan.ReadOnly = append(plan.ReadOnly, r)
+					c.Notes = append(c.Notes, fmt.Sprintf("filesystem: %s is inside the private %s: bound read-only from the host", r, privateTmpRoot(r)))
 				}
 			}
-			slices.Sort(plan.Writable)
-			plan.Writable = slices.Compact(plan.Writable)
+			plan.ReadOnly = topLevelPaths(plan.ReadOnly)
 			for _, g := range tmpGlobs {
-				if !slices.ContainsFunc(plan.Writable, func(w string) bool { return privateTmpRoot(w) == g.root }) {
+				if !slices.ContainsFunc(slices.Concat(plan.Writable, plan.ReadOnly, stageDirsOf(c.Stages)), func(w string) bool { return privateTmpRoot(w) == g.root }) {
 					continue // nothing of the host's is visible in this private tmp
 				}
 				m, err := c.expandRules("hidden", []policy.PathRule{g.rule}, env, dirs)
@@ -688,7 +690,14 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 		if plan.ProcWritable {
 			ll.Write = append(ll.Write, "/proc") // narrowed by the mounts, see expandRules
 		}
-		ll.Exec = c.execDirs(exec, env)
+		ll.Exec = c.execDirs(exec, wg.binds, c.Stages, env)
+		// Writable mounts in which no exec was learned are noexec (the private /tmp too).
+		roots := slices.Concat(topLevelPaths(plan.Writable), stageDirsOf(c.Stages))
+		if fs.PrivateTmp {
+			roots = append(roots, privateTmpDirs...)
+		}
+		slices.Sort(roots)
+		plan.NoExec = noExecRoots(slices.Compact(roots), exec)
 		ll.List = list
 		// The names stay hidden when the host renames or creates a file there during the run
 		// (a mount covers the old file only): see sandbox.Landlock.Hidden.
@@ -1019,52 +1028,6 @@ func (c *Compiled) Dump(w io.Writer) error {
 	return nil
 }
 
-// writableDirs turns write rules into directories both layers can hold open. A rule on a file
-// (or on a path that does not exist yet, like a build output) becomes its nearest existing
-// directory: tools replace files (unlink and create, rename over) and a bind-mounted file or a
-// Landlock file rule cannot be replaced. Widening beyond the work tree, temp and cache
-// directories, or to $HOME itself, is too broad to do silently: it is listed as unenforceable
-// (Run refuses unless degrading). Devices stay as they are. Nothing is created on the host.
-func (c *Compiled) writableDirs(write []string, env Env) []string {
-	roots := grantRoots(env)
-	home := filepath.Clean(env.Vars["HOME"])
-	widened := map[string][]string{}
-	var out []string
-	for _, w := range write {
-		if isDevice(w) {
-			out = append(out, w)
-			continue
-		}
-		if c.createCacheDir(w, env) {
-			out = append(out, w)
-			continue
-		}
-		st, err := os.Stat(w)
-		if err == nil && st.IsDir() {
-			out = append(out, w)
-			continue
-		}
-		dir := filepath.Dir(w)
-		for {
-			if st, err := os.Stat(dir); err == nil && st.IsDir() {
-				break
-			}
-			dir = filepath.Dir(dir)
-		}
-		if !coveredBy(dir, roots) && !(home != "." && home != "/" && strings.HasPrefix(dir, home+"/")) {
-			c.Unenforceable = append(c.Unenforceable, fmt.Sprintf("filesystem.write: %s is a file or does not exist yet, and its directory %s is too broad to make writable", w, dir))
-		}
-		widened[dir] = append(widened[dir], w)
-		out = append(out, dir)
-	}
-	for _, dir := range sortedKeys(widened) {
-		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %d file rule(s) widened to their directory %s (files are replaced, not rewritten in place): %s",
-			len(widened[dir]), dir, strings.Join(widened[dir], ", ")))
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
 // grantRoots are the directories below (or at) which widening a rule to an existing ancestor
 // is harmless: the work tree, temp and the tool caches (paths.GrantRoots), and private /tmp.
 func grantRoots(env Env) []string { return append(paths.GrantRoots(env.Vars), privateTmpDirs...) }
@@ -1099,36 +1062,6 @@ func (c *Compiled) createCacheDir(w string, env Env) bool {
 	}
 	c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: created the missing tool cache %s (owned like %s)", w, parent))
 	return true
-}
-
-// execDirs keeps exec rules on existing paths and turns a missing one under the work tree,
-// temp or a cache (a build output such as $WORKDIR/target before the first build) into its
-// nearest existing directory: Landlock can only name what exists, and skipping the rule would
-// refuse the binaries the tool is about to build and run.
-func (c *Compiled) execDirs(exec []string, env Env) []string {
-	roots := grantRoots(env)
-	var out []string
-	for _, x := range exec {
-		if _, err := os.Stat(x); err == nil || !coveredBy(x, roots) {
-			out = append(out, x)
-			continue
-		}
-		dir := filepath.Dir(x)
-		for {
-			if st, err := os.Stat(dir); (err == nil && st.IsDir()) || dir == "/" {
-				break
-			}
-			dir = filepath.Dir(dir)
-		}
-		if !coveredBy(dir, roots) {
-			out = append(out, x) // would widen past the work tree: stays as is (skipped)
-			continue
-		}
-		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s does not exist yet: exec granted on %s", x, dir))
-		out = append(out, dir)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // dirListings keeps the directories one compile lists: the hidden globs walk the same trees

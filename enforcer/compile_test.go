@@ -70,8 +70,10 @@ func TestCompilePlan(t *testing.T) {
 	if !pl.ReadOnlyRoot || !pl.PrivateTmp || !pl.DropCaps || !pl.NetNS { // a network allowlist gets its own namespace too (the egress proxy)
 		t.Errorf("plan flags: %+v", pl)
 	}
-	if !slices.Equal(pl.Writable, []string{work}) {
-		t.Errorf("writable = %v, want $WORKDIR only (the glob is in the private /tmp)", pl.Writable)
+	// $WORKDIR is writable, but protected paths that do not exist yet (.github, .husky, ...)
+	// could be created in it: it is staged, not bound.
+	if len(pl.Writable) != 0 || len(pl.Staged) != 1 || pl.Staged[0].Path != work {
+		t.Errorf("writable = %v, staged = %v: want $WORKDIR staged only (the glob is in the private /tmp)", pl.Writable, pl.Staged)
 	}
 	if !slices.Contains(pl.Landlock.Write, "/tmp") {
 		t.Errorf("landlock write = %v, want the private /tmp for the glob", pl.Landlock.Write)
@@ -98,7 +100,7 @@ func TestCompilePlan(t *testing.T) {
 	if strings.Contains(joined, "aarch64") {
 		t.Errorf("aarch64 reported as dropped on x86_64: %v", c.Dropped)
 	}
-	if !strings.Contains(strings.Join(c.Notes, "\n"), "go-build* widened to /tmp") {
+	if !strings.Contains(strings.Join(c.Notes, "\n"), "go-build* is in the private /tmp") {
 		t.Errorf("glob widening not noted: %v", c.Notes)
 	}
 }
@@ -356,7 +358,9 @@ func TestHiddenGlobLimitNoted(t *testing.T) {
 	}
 }
 
-func TestWriteRulesOnFilesBecomeDirectories(t *testing.T) {
+// A file rule, a missing output and a file outside the work tree are never widened to their
+// directory: the directory is staged and only the rules are copied back (issue 14 item 3).
+func TestWriteRulesOnFilesAreStaged(t *testing.T) {
 	work := t.TempDir()
 	os.WriteFile(filepath.Join(work, "hello"), nil, 0o755)
 	home := t.TempDir()
@@ -366,15 +370,39 @@ func TestWriteRulesOnFilesBecomeDirectories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(c.Plan.Writable, []string{"/etc", work}) {
-		t.Errorf("writable %v, want the work tree (files and missing outputs widened to it) and /etc", c.Plan.Writable)
+	if len(c.Plan.Writable) != 0 {
+		t.Errorf("writable %v: a file rule must not make its directory writable", c.Plan.Writable)
 	}
-	if len(c.Unenforceable) != 1 || !strings.Contains(c.Unenforceable[0], "/etc/newtool.conf") {
-		t.Errorf("widening /etc must be unenforceable: %v", c.Unenforceable)
+	want := []StageSpec{
+		{Dir: "/etc", Keep: []string{"/etc/newtool.conf"}},
+		{Dir: work, Keep: []string{filepath.Join(work, "hello"), filepath.Join(work, "main.o"), filepath.Join(work, "out/x.o")},
+			Protected: protectedUnder(t, work, home)},
+	}
+	if diff := cmp.Diff(want, c.Stages); diff != "" {
+		t.Errorf("stages (-want +got):\n%s", diff)
+	}
+	if len(c.Unenforceable) != 0 {
+		t.Errorf("unenforceable %v: staging enforces file rules exactly", c.Unenforceable)
+	}
+	for _, d := range []string{"/etc", work} {
+		if !slices.Contains(c.Plan.NoExec, d) {
+			t.Errorf("noexec %v: want %s (no exec rule in it)", c.Plan.NoExec, d)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(work, "main.o")); err == nil {
 		t.Errorf("compile created a missing write path on the host")
 	}
+}
+
+func protectedUnder(t *testing.T, dir, home string) []string {
+	t.Helper()
+	var out []string
+	for _, q := range protectedHostPaths(Env{Vars: map[string]string{"WORKDIR": dir, "HOME": home}}) {
+		if within(q, dir) {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // With a private /tmp a hidden glob inside it can only match what is bound in from the host: a

@@ -241,6 +241,13 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		cgid = g.cg.ID
 	}
 	id := identity(opts.Profile.HostRoot)
+	var staged *stagedRun
+	if needSandbox && sandboxAvailable {
+		if staged, err = prepareStages(compiled, id); err != nil {
+			return rep, 125, fmt.Errorf("enforce: %w", err)
+		}
+		defer staged.remove()
+	}
 	st := early.take(&opts, dir, needSandbox && sandboxAvailable, cgid, id)
 	res, err := start(ctx, opts, compiled, dir, id, needSandbox && sandboxAvailable, rep, g, st, px)
 	var hooksErr *guardHooksError
@@ -258,6 +265,11 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		res, err = start(ctx, opts, compiled, dir, id, needSandbox && sandboxAvailable, rep, nil, nil, px)
 	}
 	phase.Mark("start..wait")
+	// The command and its PID namespace are gone: nothing writes to the stages any more.
+	stageDenials, stageNotes := staged.finish(opts.Profile, env)
+	res.denials = append(res.denials, stageDenials...)
+	rep.Notes = append(rep.Notes, stageNotes...)
+	phase.Mark("stages copied back")
 	guardUp := g != nil
 	if g != nil {
 		if why := g.wait(); why != nil { // the background setup failed (files only)

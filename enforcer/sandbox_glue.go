@@ -36,8 +36,9 @@ func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, de
 		sub  sandbox.Plan
 		want bool
 	}{
-		{LayerMounts, sandbox.Plan{ReadOnlyRoot: p.ReadOnlyRoot, Writable: p.Writable, Hidden: p.Hidden, Masked: p.Masked, PrivateTmp: p.PrivateTmp, ProcWritable: p.ProcWritable},
-			p.ReadOnlyRoot || len(p.Writable)+len(p.Hidden)+len(p.Masked) > 0 || p.PrivateTmp},
+		{LayerMounts, sandbox.Plan{ReadOnlyRoot: p.ReadOnlyRoot, Writable: p.Writable, Hidden: p.Hidden, Masked: p.Masked, PrivateTmp: p.PrivateTmp, ProcWritable: p.ProcWritable,
+			Staged: p.Staged, ReadOnly: p.ReadOnly, NoExec: p.NoExec},
+			p.ReadOnlyRoot || len(p.Writable)+len(p.Hidden)+len(p.Masked)+len(p.Staged) > 0 || p.PrivateTmp},
 		{LayerNetNS, sandbox.Plan{NetNS: p.NetNS}, p.NetNS},
 		{LayerLandlock, sandbox.Plan{Landlock: p.Landlock, Degrade: degrade}, p.Landlock != nil},
 		{LayerCaps, sandbox.Plan{DropCaps: p.DropCaps}, p.DropCaps},

@@ -19,24 +19,27 @@ import (
 var privateTmpDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
 
 func (p *Plan) wantsMounts() bool {
-	return p.ReadOnlyRoot || p.PrivateTmp || len(p.Writable) > 0 || len(p.Hidden) > 0 || len(p.Masked) > 0
+	return p.ReadOnlyRoot || p.PrivateTmp || len(p.Writable) > 0 || len(p.Hidden) > 0 || len(p.Masked) > 0 || len(p.Staged) > 0
 }
 
 // applyMounts lays out the mount namespace. Steps, and why in this order:
 //
 //  1. make every mount private, so nothing propagates back to the host;
 //  2. clone each writable tree (open_tree OPEN_TREE_CLONE|AT_RECURSIVE) while the host view is
-//     still uncovered: a writable path under /tmp survives the private tmpfs that way;
+//     still uncovered: a writable path under /tmp survives the private tmpfs that way; build
+//     each stage's overlay (and clone the host mounts below it) and clone the read-only paths
+//     inside writable trees, for the same reason;
 //  3. fresh tmpfs on /tmp, /var/tmp, /dev/shm;
-//  4. attach the clones onto their own paths (creating the mount point inside a private tmpfs
-//     when needed): each writable path is now a separate mount;
+//  4. attach the stages and the clones onto their own paths, parents first (creating the mount
+//     point inside a private tmpfs when needed): each writable path is now a separate mount, a
+//     writable directory inside a stage is the host's own; then the read-only paths on top;
 //  5. hidden paths: an empty read-only directory or file cloned from a small detached tmpfs,
 //     mounted on top (after the writable binds, so a secret inside a writable directory is
 //     still hidden);
 //  6. a fresh /proc when this process is PID 1 of a new PID namespace (MountProc);
 //  7. read-only: mount_setattr(AT_RECURSIVE, RDONLY) on /, then clear it on the writable mounts
 //     and private tmpfs, then put it back on hidden mounts and on mounts below a writable path
-//     that were read-only before.
+//     that were read-only before; noexec on the writable mounts no exec rule lies in.
 func (p *Plan) applyMounts(res *Result) error {
 	if !p.wantsMounts() {
 		return nil
@@ -69,6 +72,11 @@ func (p *Plan) applyMounts(res *Result) error {
 		if err != nil {
 			return fmt.Errorf("resolve writable %s: %w", w, err)
 		}
+		if fi, err := os.Lstat(w); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			// The enforcer refuses a writable path that became a symlink; one swapped in since
+			// would make its target (say $HOME) writable.
+			return fmt.Errorf("writable %s is a symlink (to %s): refusing", w, resolved)
+		}
 		var st unix.Stat_t
 		if err := unix.Stat(resolved, &st); err != nil {
 			return fmt.Errorf("stat writable %s: %w", resolved, err)
@@ -87,6 +95,36 @@ func (p *Plan) applyMounts(res *Result) error {
 		}
 		clones = append(clones, clone{path: resolved, fd: fd, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR})
 	}
+
+	// Stages and read-only paths, from the host's view too.
+	var stages, attached []*stageMount
+	defer func() {
+		for _, s := range slices.Concat(stages, attached) {
+			s.close()
+		}
+	}()
+	if len(p.Staged) > 0 {
+		mounts, err := readMountinfo()
+		if err != nil {
+			return err
+		}
+		for _, s := range p.Staged {
+			sm, err := openStage(s, mounts, p.Writable)
+			if err != nil {
+				return err
+			}
+			stages = append(stages, sm)
+		}
+	}
+	readOnly, err := cloneReadOnly(p.ReadOnly, res)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, c := range readOnly {
+			unix.Close(c.fd)
+		}
+	}()
 
 	// 3. Private tmp.
 	var tmpRoots []string
@@ -112,19 +150,69 @@ func (p *Plan) applyMounts(res *Result) error {
 		}
 	}
 
-	// 4. Attach the writable clones.
-	var writableRoots []string
-	for _, c := range clones {
-		if under(c.path, tmpRoots) {
-			if err := makeMountPoint(c.path, c.dir); err != nil {
-				return fmt.Errorf("mount point for writable %s in private tmp: %w", c.path, err)
-			}
-		}
-		if err := unix.MoveMount(c.fd, "", unix.AT_FDCWD, c.path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-			return fmt.Errorf("bind writable %s (move_mount): %w", c.path, err)
-		}
-		writableRoots = append(writableRoots, c.path)
+	// 4. Attach the stages, the writable clones and the read-only clones, parents first (a
+	// stage before a writable directory inside it, a read-only host path in the private tmp
+	// before a writable one inside it, a writable tree before a protected path inside it).
+	type attachment struct {
+		path string
+		rank int // at one path: stage, then writable, then read-only
+		do   func() error
 	}
+	var steps []attachment
+	var writableRoots, readOnlyMounts []string
+	for _, sm := range stages {
+		steps = append(steps, attachment{sm.path, 0, func() error {
+			if err := sm.attach(under(sm.path, tmpRoots)); err != nil {
+				return err
+			}
+			writableRoots = append(writableRoots, sm.path)
+			// The host's mounts below a stage stay as read-only as the rest of the host.
+			for _, c := range sm.subs {
+				readOnlyMounts = append(readOnlyMounts, c.path)
+			}
+			return nil
+		}})
+	}
+	for _, c := range clones {
+		steps = append(steps, attachment{c.path, 1, func() error {
+			if under(c.path, tmpRoots) {
+				if err := makeMountPoint(c.path, c.dir); err != nil {
+					return fmt.Errorf("mount point for writable %s in private tmp: %w", c.path, err)
+				}
+			}
+			if err := unix.MoveMount(c.fd, "", unix.AT_FDCWD, c.path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+				return fmt.Errorf("bind writable %s (move_mount): %w", c.path, err)
+			}
+			writableRoots = append(writableRoots, c.path)
+			return nil
+		}})
+	}
+	for _, c := range readOnly {
+		steps = append(steps, attachment{c.path, 2, func() error {
+			if under(c.path, tmpRoots) {
+				if err := makeMountPoint(c.path, c.dir); err != nil {
+					return fmt.Errorf("mount point for read-only %s in private tmp: %w", c.path, err)
+				}
+			}
+			if err := unix.MoveMount(c.fd, "", unix.AT_FDCWD, c.path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+				return fmt.Errorf("keep %s read-only (move_mount): %w", c.path, err)
+			}
+			readOnlyMounts = append(readOnlyMounts, c.path)
+			return nil
+		}})
+	}
+	slices.SortStableFunc(steps, func(a, b attachment) int {
+		if c := strings.Compare(a.path, b.path); c != 0 {
+			return c
+		}
+		return a.rank - b.rank
+	})
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			return err
+		}
+	}
+	attached, stages = stages, nil
 
 	// 5. Hidden paths.
 	hiddenMounts, err := mountHidden(p.Hidden, res)
@@ -136,6 +224,7 @@ func (p *Plan) applyMounts(res *Result) error {
 		return err
 	}
 	hiddenMounts = append(hiddenMounts, masked...)
+	hiddenMounts = append(hiddenMounts, readOnlyMounts...)
 
 	// 6. /proc for a new PID namespace (done already when the enforcer called MountProc).
 	if os.Getpid() == 1 {
@@ -156,7 +245,13 @@ func (p *Plan) applyMounts(res *Result) error {
 			}
 		}
 	}
-	return nil
+	var noExec []string
+	for _, x := range p.NoExec {
+		if slices.Contains(writableRoots, x) || slices.Contains(tmpRoots, x) {
+			noExec = append(noExec, x)
+		}
+	}
+	return setNoExec(noExec)
 }
 
 // ProcReadOnly are the /proc entries that stay read-only whatever the profile says: kernel

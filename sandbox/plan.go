@@ -11,6 +11,15 @@ type Plan struct {
 	// Masked files are covered by a read-only copy with other content (a .git/config without
 	// its credentials): the tool needs the rest of the file.
 	Masked []Masked `json:"masked,omitempty"`
+	// Staged directories are overlays whose writes the enforcer copies back selectively (see
+	// Stage); applied before the writable paths below them.
+	Staged []Stage `json:"staged,omitempty"`
+	// ReadOnly paths inside writable trees (a protected path such as $WORKDIR/.git) are covered
+	// with a read-only bind of themselves.
+	ReadOnly []string `json:"read_only,omitempty"`
+	// NoExec lists writable mounts (writable paths, stages, private tmp dirs) in which no exec
+	// was learned: mounted noexec, so no file written there can run or be mapped executable.
+	NoExec []string `json:"no_exec,omitempty"`
 	// ProcWritable keeps the per-process files of the sandbox's own /proc (/proc/<pid>/...)
 	// writable under the read-only root; every other /proc entry stays read-only (MountProc).
 	ProcWritable bool `json:"proc_writable,omitempty"`

@@ -1,0 +1,380 @@
+package enforcer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/paths"
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/sandbox"
+	"github.com/sysprof/sysprof/synth"
+)
+
+// stagedRun holds the host directories of one run's stages (see StageSpec): made before the
+// init stage starts, copied back and removed once the command and its PID namespace are gone.
+type stagedRun struct {
+	specs []StageSpec
+	tops  []string // one per spec: its upper/ and work/
+}
+
+// maxStageDenials caps the discarded writes listed one by one (the rest are counted in a note).
+const maxStageDenials = 64
+
+// prepareStages makes an upper and a work directory for each stage, owned by the uid the
+// command runs as (overlay writes with the mounter's credentials), on the stage's filesystem
+// when a place there is writable (copy-back is then a rename), and fills them into c.Plan.
+func prepareStages(c *Compiled, id sandbox.Identity) (*stagedRun, error) {
+	if len(c.Stages) == 0 {
+		return nil, nil
+	}
+	sr := &stagedRun{specs: c.Stages}
+	for i, s := range c.Stages {
+		top, err := os.MkdirTemp(stageParent(s.Dir), "sysprof-stage-")
+		if err != nil {
+			sr.remove()
+			return nil, fmt.Errorf("stage %s: %w", s.Dir, err)
+		}
+		sr.tops = append(sr.tops, top)
+		upper, work := filepath.Join(top, "upper"), filepath.Join(top, "work")
+		dirs := []string{upper, work}
+		for _, rel := range s.Precreate {
+			dirs = append(dirs, filepath.Join(upper, rel))
+		}
+		for _, d := range dirs {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				sr.remove()
+				return nil, fmt.Errorf("stage %s: %w", s.Dir, err)
+			}
+		}
+		if os.Geteuid() == 0 && id.UID != 0 {
+			err := filepath.WalkDir(top, func(p string, _ os.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				return os.Lchown(p, id.UID, id.GID)
+			})
+			if err != nil {
+				sr.remove()
+				return nil, fmt.Errorf("stage %s: chown: %w", s.Dir, err)
+			}
+		}
+		c.Plan.Staged[i].Upper, c.Plan.Staged[i].Work = upper, work
+	}
+	return sr, nil
+}
+
+// stageParent picks where a stage's layers live: the first of the temp directories on the same
+// filesystem as dir and not inside it (overlay refuses overlapping layers), else the first.
+func stageParent(dir string) string {
+	cands := []string{os.TempDir(), "/var/tmp"}
+	if h, err := os.UserCacheDir(); err == nil {
+		cands = append(cands, filepath.Join(h, "sysprof", "stages"))
+	}
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) != nil {
+		return cands[0]
+	}
+	for _, c := range cands {
+		if within(c, dir) || within(dir, c) {
+			continue
+		}
+		_ = os.MkdirAll(c, 0o700)
+		var cs unix.Stat_t
+		if unix.Stat(c, &cs) == nil && cs.Dev == st.Dev && unix.Access(c, unix.W_OK) == nil {
+			return c
+		}
+	}
+	return cands[0]
+}
+
+func (sr *stagedRun) remove() {
+	if sr == nil {
+		return
+	}
+	for _, top := range sr.tops {
+		// overlay leaves work/work with mode 0: make it removable first.
+		_ = os.Chmod(filepath.Join(top, "work", "work"), 0o700)
+		_ = os.RemoveAll(top)
+	}
+}
+
+// finish copies back what each stage's rules cover, reports the rest, and removes the layers.
+func (sr *stagedRun) finish(p *policy.Profile, env Env) (denials []report.Denial, notes []string) {
+	if sr == nil {
+		return nil, nil
+	}
+	defer sr.remove()
+	for i, s := range sr.specs {
+		cb := copyBack{spec: s, upper: filepath.Join(sr.tops[i], "upper"), profile: p, env: env}
+		cb.prune()
+		cb.walk("")
+		denials = append(denials, cb.denials...)
+		if cb.more > 0 {
+			notes = append(notes, fmt.Sprintf("staged %s: %d more discarded writes not listed", s.Dir, cb.more))
+		}
+		if cb.kept > 0 {
+			notes = append(notes, fmt.Sprintf("staged %s: %d learned output(s) copied back", s.Dir, cb.kept))
+		}
+		notes = append(notes, cb.errs...)
+	}
+	return denials, notes
+}
+
+type copyBack struct {
+	spec    StageSpec
+	upper   string
+	profile *policy.Profile
+	env     Env
+
+	denials []report.Denial
+	more    int
+	kept    int
+	errs    []string
+}
+
+// prune removes the directories made for exec rules (Precreate) that stayed empty.
+func (cb *copyBack) prune() {
+	pre := slices.Clone(cb.spec.Precreate)
+	slices.SortFunc(pre, func(a, b string) int { return len(b) - len(a) })
+	for _, rel := range pre {
+		for d := filepath.Join(cb.upper, rel); d != cb.upper && within(d, cb.upper); d = filepath.Dir(d) {
+			if os.Remove(d) != nil {
+				break
+			}
+		}
+	}
+}
+
+// keeps reports whether host path h is a learned output: covered by a Keep rule and not inside
+// a protected path the rules do not name.
+func (cb *copyBack) keeps(h string) bool {
+	for _, q := range cb.spec.Protected {
+		if within(h, q) {
+			return false
+		}
+	}
+	return coveredByAny(h, cb.spec.Keep)
+}
+
+// leadsToKeep reports whether a Keep rule lies strictly below host directory h.
+func (cb *copyBack) leadsToKeep(h string) bool {
+	for _, k := range cb.spec.Keep {
+		if sp := staticPrefix(k); sp != h && within(sp, h) {
+			return true
+		}
+		if paths.HasGlob(k) && globCouldBeBelow(k, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// globCouldBeBelow reports whether glob pattern k could match something below directory h:
+// h matches k's leading components.
+func globCouldBeBelow(k, h string) bool {
+	for d := k; d != "/" && d != "."; d = filepath.Dir(d) {
+		if paths.Covers(d, h) && d != k {
+			return true
+		}
+	}
+	return false
+}
+
+func (cb *copyBack) walk(rel string) {
+	ents, err := os.ReadDir(filepath.Join(cb.upper, rel))
+	if err != nil {
+		cb.errs = append(cb.errs, fmt.Sprintf("staged %s: read %s: %v", cb.spec.Dir, rel, err))
+		return
+	}
+	for _, e := range ents {
+		r := filepath.Join(rel, e.Name())
+		up, host := filepath.Join(cb.upper, r), filepath.Join(cb.spec.Dir, r)
+		var st unix.Stat_t
+		if err := unix.Lstat(up, &st); err != nil {
+			continue
+		}
+		hostFI, hostErr := os.Lstat(host)
+		hostDir := hostErr == nil && hostFI.IsDir()
+		kept := cb.keeps(host)
+		switch {
+		case st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == 0: // a whiteout: deleted inside
+			if hostErr != nil {
+				continue
+			}
+			if kept {
+				cb.apply(host, os.RemoveAll(host))
+			} else {
+				cb.deny(host, "delete", 1)
+			}
+		case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+			opaque := isOpaque(up)
+			switch {
+			case kept && (!hostDir || opaque):
+				if hostErr == nil {
+					if err := os.RemoveAll(host); err != nil {
+						cb.apply(host, err)
+						continue
+					}
+				}
+				cb.apply(host, install(up, host))
+			case hostDir && !opaque:
+				cb.walk(r)
+			case cb.leadsToKeep(host):
+				if hostErr == nil && !hostDir {
+					cb.deny(host, "write", 1) // a file or link where a rule's directory leads
+					continue
+				}
+				if err := mkdirLike(up, host); err != nil {
+					cb.apply(host, err)
+					continue
+				}
+				cb.walk(r)
+			default:
+				cb.deny(host, "create", countFiles(up))
+			}
+		default:
+			if !kept {
+				cb.deny(host, map[bool]string{true: "write", false: "create"}[hostErr == nil], 1)
+				continue
+			}
+			if hostDir {
+				if err := os.RemoveAll(host); err != nil {
+					cb.apply(host, err)
+					continue
+				}
+			}
+			cb.apply(host, install(up, host))
+		}
+	}
+}
+
+func (cb *copyBack) apply(host string, err error) {
+	if err != nil {
+		cb.errs = append(cb.errs, fmt.Sprintf("staged %s: could not copy back %s: %v", cb.spec.Dir, host, err))
+		return
+	}
+	cb.kept++
+}
+
+func (cb *copyBack) deny(host, access string, count int) {
+	if len(cb.denials) >= maxStageDenials {
+		cb.more += count
+		return
+	}
+	portable := synth.Portable(host, cb.env.Vars)
+	d := report.Denial{Kind: report.KindFile, Path: host, Access: access, Count: count, First: time.Now().UTC(),
+		Exe: "(staged)", What: fmt.Sprintf("%s %s (not a learned output of the staged %s: discarded)", host, access, cb.spec.Dir)}
+	d.Suggest = "filesystem.write: + " + portable
+	d.Risk = fileRisk(cb.profile, "write", portable)
+	cb.denials = append(cb.denials, d)
+}
+
+// isOpaque reports overlay's opaque mark (the directory replaced what the lower layer had).
+func isOpaque(dir string) bool {
+	buf := make([]byte, 4)
+	n, err := unix.Lgetxattr(dir, "user.overlay.opaque", buf)
+	return err == nil && n > 0 && buf[0] == 'y'
+}
+
+func mkdirLike(up, host string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(up, &st); err != nil {
+		return err
+	}
+	if err := os.Mkdir(host, os.FileMode(st.Mode&0o7777)); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		_ = os.Lchown(host, int(st.Uid), int(st.Gid))
+	}
+	return nil
+}
+
+func countFiles(dir string) int {
+	n := 0
+	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n++
+		}
+		return nil
+	})
+	return max(n, 1)
+}
+
+// install moves up to host: a rename when both are on one filesystem, else a copy that keeps
+// mode, owner and times (make's next run compares them).
+func install(up, host string) error {
+	err := os.Rename(up, host)
+	if err == nil || !errors.Is(err, unix.EXDEV) {
+		return err
+	}
+	return copyTree(up, host)
+}
+
+func copyTree(src, dst string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(src, &st); err != nil {
+		return err
+	}
+	tmp := dst + ".sysprof-copy"
+	_ = os.RemoveAll(tmp)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		target, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		if err := os.Symlink(target, tmp); err != nil {
+			return err
+		}
+	case unix.S_IFDIR:
+		if err := os.Mkdir(tmp, os.FileMode(st.Mode&0o7777)); err != nil {
+			return err
+		}
+		ents, err := os.ReadDir(src)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if err := copyTree(filepath.Join(src, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
+				return err
+			}
+		}
+	case unix.S_IFREG:
+		in, err := os.Open(src)
+		if err != nil {
+			return err
+		}
+		out, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, os.FileMode(st.Mode&0o7777))
+		if err != nil {
+			in.Close()
+			return err
+		}
+		_, err = io.Copy(out, in)
+		in.Close()
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		_ = os.Chmod(tmp, os.FileMode(st.Mode&0o7777))
+	default:
+		return fmt.Errorf("%s: not a file, directory or symlink", src)
+	}
+	if os.Geteuid() == 0 {
+		_ = os.Lchown(tmp, int(st.Uid), int(st.Gid))
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		_ = os.Chtimes(tmp, time.Unix(st.Atim.Unix()), time.Unix(st.Mtim.Unix()))
+	}
+	return os.Rename(tmp, dst)
+}

@@ -1,0 +1,384 @@
+package enforcer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/sysprof/sysprof/paths"
+	"github.com/sysprof/sysprof/sandbox"
+)
+
+// StageSpec is one staged directory of the plan (sandbox.Stage) and what of it is copied back
+// to the host after the run (copyBack). Everything else the command wrote there is discarded
+// and reported as a denial.
+type StageSpec struct {
+	Dir string `json:"dir"` // host path, no symlinks
+	// Keep are the write rules (host paths, globs allowed) at or below Dir: a path they cover
+	// is copied back.
+	Keep []string `json:"keep"`
+	// Protected are the protected paths (paths.ProtectedPaths) at or below Dir that no Keep
+	// rule names explicitly: never copied back, even when a wider Keep rule covers them.
+	Protected []string `json:"protected,omitempty"`
+	// Precreate are directories (relative to Dir) made in the upper layer before the run: an
+	// exec rule below a directory the tool has not created yet needs an inode to name.
+	Precreate []string `json:"precreate,omitempty"`
+}
+
+// writeGrants is what planWrites decided.
+type writeGrants struct {
+	landlock []string // Landlock write rules: bound directories, stage roots, private tmp roots
+	binds    []string // host directories bound writable
+	stages   []StageSpec
+}
+
+// planWrites turns the write rules into grants that mean exactly what was learned (issue 14
+// item 3):
+//   - an existing directory is bound writable, unless it became a symlink or resolves outside
+//     the root its variable names (refused: Unenforceable). Protected paths inside it stay
+//     read-only (a read-only bind when they exist; when one does not, the directory is staged
+//     instead, so that the tool cannot create it);
+//   - a file, a path that does not exist yet, or a glob is never widened to its directory: its
+//     nearest existing directory is staged (an overlay whose writes are copied back only for
+//     the rules that cover them);
+//   - a tool cache root ($GOCACHE, ...) that is missing is created, as the tool would;
+//   - paths in the private /tmp get the tmpfs, which is private anyway.
+func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGrants {
+	var g writeGrants
+	protected := protectedHostPaths(env)
+	var candidates, keep []string
+	for _, w := range write {
+		if isDevice(w) {
+			g.landlock = append(g.landlock, w)
+			continue
+		}
+		glob := paths.HasGlob(w)
+		_, statErr := os.Lstat(w)
+		missing := glob || errors.Is(statErr, os.ErrNotExist)
+		if root := privateTmpRoot(w); privateTmp && root != "" && (w == root || missing) && !hostTreeInTmp(w, root, env) {
+			// Inside the private /tmp: binding the host's copy would undo PrivateTmp. The
+			// private tmpfs is writable anyway; Landlock gets its root when the path is not
+			// there yet (a rule needs an existing path).
+			if w != root {
+				c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is in the private %s: Landlock allows writes to all of it", w, root))
+			}
+			g.landlock = append(g.landlock, root)
+			continue
+		}
+		if c.createCacheDir(w, env) {
+			missing = false
+		}
+		if missing {
+			dir := nearestExistingDir(staticPrefix(w))
+			candidates = append(candidates, dir)
+			keep = append(keep, w)
+			continue
+		}
+		resolved, err := c.resolveWritable(w, env)
+		if err != nil {
+			c.Unenforceable = append(c.Unenforceable, err.Error())
+			continue
+		}
+		if st, err := os.Stat(resolved); err == nil && st.IsDir() {
+			g.binds = append(g.binds, resolved)
+			keep = append(keep, resolved)
+			continue
+		}
+		// A file: tools replace files (write a sibling, rename over; unlink and create), which
+		// a bind-mounted file or a Landlock rule on its inode cannot follow.
+		candidates = append(candidates, filepath.Dir(resolved))
+		keep = append(keep, resolved)
+	}
+
+	// Protected paths inside a bound directory: read-only binds when they exist; a missing one
+	// could be created (a .github/workflows in a fresh checkout), so the directory is staged.
+	var binds []string
+	for _, b := range topLevelPaths(g.binds) {
+		var ro []string
+		stageIt := false
+		for _, q := range protected {
+			if q == b || !within(q, b) || explicitlyNamed(q, keep) {
+				continue
+			}
+			if _, err := os.Lstat(q); err != nil {
+				stageIt = true
+				break
+			}
+			ro = append(ro, q)
+		}
+		if stageIt {
+			candidates = append(candidates, b)
+			continue
+		}
+		binds = append(binds, b)
+		c.Plan.ReadOnly = append(c.Plan.ReadOnly, ro...)
+		if len(ro) > 0 {
+			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is writable but %s stay read-only (protected; name them in filesystem.write to allow)", b, strings.Join(ro, ", ")))
+		}
+	}
+	// Binds below a staged directory stay binds (the host's own, attached over the overlay);
+	// a candidate inside a bind needs nothing more.
+	var stageDirs []string
+	for _, d := range topLevelPaths(candidates) {
+		if coveredBy(d, binds) {
+			continue
+		}
+		if d == "/" || kernelTree(d) {
+			c.Unenforceable = append(c.Unenforceable, fmt.Sprintf("filesystem.write: rules below %s cannot be staged (%s)", d, strings.Join(keepUnder(keep, d), ", ")))
+			continue
+		}
+		stageDirs = append(stageDirs, d)
+	}
+	g.binds = binds
+	for _, d := range stageDirs {
+		s := StageSpec{Dir: d, Keep: keepUnder(keep, d)}
+		for _, q := range protected {
+			if within(q, d) && !explicitlyNamed(q, s.Keep) {
+				s.Protected = append(s.Protected, q)
+			}
+		}
+		g.stages = append(g.stages, s)
+		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is staged: only %s are copied back after the run, anything else written there is discarded and reported", d, strings.Join(s.Keep, ", ")))
+	}
+	g.landlock = append(g.landlock, g.binds...)
+	g.landlock = append(g.landlock, stageDirs...)
+	slices.Sort(g.landlock)
+	g.landlock = slices.Compact(g.landlock)
+	return g
+}
+
+// resolveWritable returns w without symlinks, refusing a w that is a symlink itself or that
+// resolves outside the directory of the variable it lies under (a build/ swapped for a link to
+// $HOME between two runs would make $HOME writable).
+func (c *Compiled) resolveWritable(w string, env Env) (string, error) {
+	fi, err := os.Lstat(w)
+	if err != nil {
+		return "", fmt.Errorf("filesystem.write: %s: %w", w, err)
+	}
+	resolved, err := filepath.EvalSymlinks(w)
+	if err != nil {
+		return "", fmt.Errorf("filesystem.write: %s: %w", w, err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return "", fmt.Errorf("filesystem.write: %s is a symlink (to %s): refused; a writable path must be the directory or file itself (remove the link, or name its target in the profile)", w, resolved)
+	}
+	if root := varRoot(w, env); root != "" {
+		rr, err := filepath.EvalSymlinks(root)
+		if err == nil && !within(resolved, rr) {
+			return "", fmt.Errorf("filesystem.write: %s resolves to %s, outside %s: refused (a symlink among its directories?)", w, resolved, root)
+		}
+	}
+	return resolved, nil
+}
+
+// varRoot is the deepest path variable's directory (other than /) at or above host path p.
+func varRoot(p string, env Env) string {
+	best := ""
+	for _, v := range env.Vars {
+		v = filepath.Clean(v)
+		if v != "/" && filepath.IsAbs(v) && within(p, v) && len(v) > len(best) {
+			best = v
+		}
+	}
+	return best
+}
+
+// protectedHostPaths expands paths.ProtectedPaths for this host (those whose variable is set).
+func protectedHostPaths(env Env) []string {
+	var out []string
+	for _, q := range paths.ProtectedPaths() {
+		if h, err := expand(q, env); err == nil && filepath.IsAbs(h) {
+			out = append(out, filepath.Clean(h))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// explicitlyNamed reports whether a rule of keep lies at or below protected path q: the profile
+// names q, so q is not protected from it.
+func explicitlyNamed(q string, keep []string) bool {
+	for _, k := range keep {
+		if within(staticPrefix(k), q) {
+			return true
+		}
+	}
+	return false
+}
+
+func keepUnder(keep []string, d string) []string {
+	var out []string
+	for _, k := range keep {
+		if within(staticPrefix(k), d) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// staticPrefix is p up to (not including) its first component with a glob character.
+func staticPrefix(p string) string {
+	if !paths.HasGlob(p) {
+		return p
+	}
+	i := strings.IndexAny(p, "*?[")
+	return filepath.Dir(p[:i+1])
+}
+
+// nearestExistingDir is p or its nearest ancestor that is an existing directory.
+func nearestExistingDir(p string) string {
+	for {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			return p
+		}
+		if p == "/" || p == "." {
+			return "/"
+		}
+		p = filepath.Dir(p)
+	}
+}
+
+// within reports whether p equals root or lies beneath it.
+func within(p, root string) bool {
+	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
+}
+
+func topLevelPaths(ps []string) []string {
+	s := slices.Clone(ps)
+	slices.Sort(s)
+	var out []string
+	for _, p := range slices.Compact(s) {
+		if !coveredBy(p, out) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// noExecRoots are the writable mounts of the plan in which no exec rule lies (nor covers them).
+func noExecRoots(roots, exec []string) []string {
+	var out []string
+	for _, r := range roots {
+		if !slices.ContainsFunc(exec, func(x string) bool { x = staticPrefix(x); return within(x, r) || within(r, x) }) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// forbiddenExecRoot reports directories an exec rule is never widened to: the work tree, the
+// home, a direct child of the home, a toolchain or cache root.
+func forbiddenExecRoot(d string, env Env) bool {
+	home := filepath.Clean(env.Vars["HOME"])
+	if d == "/" || d == home || (home != "." && filepath.Dir(d) == home) {
+		return true
+	}
+	for _, v := range paths.Vars() {
+		x := env.Vars[v.Name]
+		if x != "" && filepath.Clean(x) == d && (v.Role == paths.RoleWork || v.Role == paths.RoleHome || v.Role == paths.RoleToolchain || v.Role == paths.RoleCache) {
+			return true
+		}
+	}
+	return false
+}
+
+// execDirs keeps exec rules on existing paths. A missing one (a build output such as
+// target/debug/build/*/build-script-build before the first build) gets an inode to name:
+// inside a writable directory, its nearest existing directory; inside a stage, its directory
+// made in the upper layer before the run. It is never widened to the work tree, the home, one
+// of its direct children or a toolchain root: such a rule stays as is (Landlock skips it, the
+// exec is denied and reported) — except for a file directly in a stage root that the profile
+// also writes (go build -o app && ./app in a fresh checkout), where exec is granted on the
+// stage: what runs there was written in this run and reaches the host only as learned outputs.
+func (c *Compiled) execDirs(exec, binds []string, stages []StageSpec, env Env) []string {
+	var out []string
+	for _, x := range exec {
+		if !paths.HasGlob(x) {
+			if _, err := os.Stat(x); err == nil {
+				out = append(out, x)
+				continue
+			}
+		}
+		if i := slices.IndexFunc(stages, func(s StageSpec) bool { return within(x, s.Dir) }); i >= 0 {
+			s := &stages[i]
+			d := staticPrefix(x)
+			if !paths.HasGlob(x) {
+				d = filepath.Dir(x)
+			}
+			if d == s.Dir {
+				if coveredByAny(x, s.Keep) {
+					out = append(out, s.Dir)
+					c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s does not exist yet: exec granted on the staged %s (only learned outputs leave it)", x, s.Dir))
+				} else {
+					out = append(out, x)
+				}
+				continue
+			}
+			if rel, err := filepath.Rel(s.Dir, d); err == nil && nearestExistingDir(d) == s.Dir {
+				s.Precreate = append(s.Precreate, rel)
+			}
+			out = append(out, d)
+			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s does not exist yet: exec granted on %s (made in the stage of %s)", x, d, s.Dir))
+			continue
+		}
+		d := nearestExistingDir(staticPrefix(x))
+		if !coveredBy(d, binds) && !slices.Contains(binds, d) || forbiddenExecRoot(d, env) {
+			out = append(out, x) // stays as is: Landlock skips a missing path
+			continue
+		}
+		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s does not exist yet: exec granted on %s", x, d))
+		out = append(out, d)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func coveredByAny(p string, rules []string) bool {
+	for _, r := range rules {
+		if paths.Covers(r, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// stagesToPlan lists the stages for the sandbox; Run fills in their upper and work directories.
+func stagesToPlan(stages []StageSpec) []sandbox.Stage {
+	var out []sandbox.Stage
+	for _, s := range stages {
+		out = append(out, sandbox.Stage{Path: s.Dir})
+	}
+	return out
+}
+
+func stageDirsOf(stages []StageSpec) []string {
+	var out []string
+	for _, s := range stages {
+		out = append(out, s.Dir)
+	}
+	return out
+}
+
+func allDirs(ps []string) bool {
+	for _, p := range ps {
+		if st, err := os.Lstat(p); err != nil || !st.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
+// hostTreeInTmp reports whether w lies in a host directory that is bound into the private tmp
+// root (a work tree or home under /tmp): such a path is the host's, not the private tmpfs's.
+func hostTreeInTmp(w, root string, env Env) bool {
+	for _, name := range []string{"WORKDIR", "HOME"} {
+		if v := filepath.Clean(env.Vars[name]); v != root && within(v, root) && within(w, v) {
+			return true
+		}
+	}
+	return false
+}

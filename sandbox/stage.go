@@ -1,0 +1,160 @@
+package sandbox
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Stage is a directory the command sees writable but whose writes land in Upper, an overlay's
+// upper layer on the host: the enforcer copies back only what the profile names once the
+// command is gone (enforcer/stage.go), and reports the rest. It is how a file rule, or a
+// directory that does not exist yet, is granted without making its parent writable: Landlock and
+// bind mounts can only name what exists, and a tool replaces files (rename over, unlink and
+// create).
+type Stage struct {
+	Path  string `json:"path"`  // the directory staged (host path, no symlinks)
+	Upper string `json:"upper"` // the overlay's upper and work directories (on one filesystem)
+	Work  string `json:"work"`
+}
+
+// stageMount is a detached overlay for one stage, and clones of the host's mounts below its
+// path (an overlay shows one filesystem: without them a mount below the work tree would show
+// the directory it covers).
+type stageMount struct {
+	path string
+	fd   int
+	subs []clonedMount
+}
+
+type clonedMount struct {
+	path string
+	fd   int
+	dir  bool
+}
+
+// openStage builds the overlay for s while the host's view of s.Path is still uncovered.
+// userxattr keeps overlay's own metadata in user.* attributes, which an overlay mounted in a
+// user namespace needs (trusted.* is for the initial namespace's root only).
+// Mounts at or below a path of skip (writable trees, cloned on their own) are left out.
+func openStage(s Stage, mounts []mountEntry, skip []string) (*stageMount, error) {
+	if s.Upper == "" || s.Work == "" {
+		return nil, fmt.Errorf("BUG: stage %s has no upper/work directory", s.Path)
+	}
+	if r, err := filepath.EvalSymlinks(s.Path); err != nil {
+		return nil, fmt.Errorf("stage %s: %w", s.Path, err)
+	} else if r != s.Path {
+		// The enforcer passes resolved paths; one that resolves elsewhere now was swapped.
+		return nil, fmt.Errorf("stage %s now resolves to %s (a symlink put in its place?): refusing", s.Path, r)
+	}
+	fsfd, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("stage %s: fsopen overlay: %w", s.Path, err)
+	}
+	defer unix.Close(fsfd)
+	for _, kv := range [][2]string{{"lowerdir", s.Path}, {"upperdir", s.Upper}, {"workdir", s.Work}} {
+		if strings.ContainsAny(kv[1], ",:\\") {
+			return nil, fmt.Errorf("stage %s: %s %q holds a character overlayfs options cannot carry", s.Path, kv[0], kv[1])
+		}
+		if err := unix.FsconfigSetString(fsfd, kv[0], kv[1]); err != nil {
+			return nil, fmt.Errorf("stage %s: overlay %s=%s: %w", s.Path, kv[0], kv[1], err)
+		}
+	}
+	if err := unix.FsconfigSetFlag(fsfd, "userxattr"); err != nil {
+		return nil, fmt.Errorf("stage %s: overlay userxattr: %w", s.Path, err)
+	}
+	if err := unix.FsconfigCreate(fsfd); err != nil {
+		return nil, fmt.Errorf("stage %s: create overlay (upper %s): %w", s.Path, s.Upper, err)
+	}
+	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	if err != nil {
+		return nil, fmt.Errorf("stage %s: fsmount overlay: %w", s.Path, err)
+	}
+	sm := &stageMount{path: s.Path, fd: mfd}
+	var subs []string
+	for _, m := range mounts {
+		if m.mountPoint != s.Path && under(m.mountPoint, []string{s.Path}) && !under(m.mountPoint, skip) {
+			subs = append(subs, m.mountPoint)
+		}
+	}
+	for _, p := range topLevel(subs) {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			sm.close()
+			return nil, fmt.Errorf("stage %s: clone the mount at %s: %w", s.Path, p, err)
+		}
+		sm.subs = append(sm.subs, clonedMount{p, fd, true})
+	}
+	return sm, nil
+}
+
+// attach mounts the overlay on its path, then the host's mounts below it.
+func (sm *stageMount) attach(inTmp bool) error {
+	if inTmp {
+		if err := makeMountPoint(sm.path, true); err != nil {
+			return fmt.Errorf("mount point for stage %s in private tmp: %w", sm.path, err)
+		}
+	}
+	if err := unix.MoveMount(sm.fd, "", unix.AT_FDCWD, sm.path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("attach stage %s (move_mount): %w", sm.path, err)
+	}
+	for _, c := range sm.subs {
+		if err := unix.MoveMount(c.fd, "", unix.AT_FDCWD, c.path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("stage %s: re-attach the mount at %s: %w", sm.path, c.path, err)
+		}
+	}
+	return nil
+}
+
+func (sm *stageMount) close() {
+	unix.Close(sm.fd)
+	for _, c := range sm.subs {
+		unix.Close(c.fd)
+	}
+}
+
+// setNoExec marks each mount root in paths noexec (that mount only: a mount below it keeps its
+// own flag, e.g. a learned-exec output directory inside a noexec stage). Without exec on the
+// mount, mmap(PROT_EXEC) of a file there fails too: `ld.so ./evil` and LD_PRELOAD of a file the
+// command wrote are refused, which Landlock (exec checks execve only) cannot do.
+func setNoExec(paths []string) error {
+	for _, p := range sortedClean(paths) {
+		if err := unix.MountSetattr(unix.AT_FDCWD, p, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOEXEC}); err != nil {
+			return fmt.Errorf("mount %s noexec (mount_setattr): %w", p, err)
+		}
+	}
+	return nil
+}
+
+// cloneReadOnly clones each existing path in paths (a protected path inside a writable tree)
+// for mounting read-only over itself once the writable trees are attached.
+func cloneReadOnly(paths []string, res *Result) ([]clonedMount, error) {
+	var out []clonedMount
+	for _, p := range sortedClean(paths) {
+		if slices.ContainsFunc(out, func(c clonedMount) bool { return under(p, []string{c.path}) }) {
+			continue
+		}
+		fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
+		if err != nil {
+			if err == unix.ENOENT {
+				res.skip(LayerMounts, p, "read-only path does not exist")
+				continue
+			}
+			for _, c := range out {
+				unix.Close(c.fd)
+			}
+			return nil, fmt.Errorf("clone read-only %s: %w", p, err)
+		}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("make %s read-only: %w", p, err)
+		}
+		var st unix.Stat_t
+		isDir := unix.Lstat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+		out = append(out, clonedMount{p, fd, isDir})
+	}
+	return out, nil
+}
