@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sysprof/sysprof/enforcer"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 )
 
@@ -77,6 +78,9 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 	wd, _ := os.Getwd()
 	fs := enforcer.EffectiveFilesystem(p.Filesystem, enforcer.HostEnv(wd))
 	section(w, "writable", fs.Write)
+	fmt.Fprintln(w, "  (exactly: a file, glob or missing directory stages its directory and only these are copied back;")
+	fmt.Fprintln(w, "   no exec rule in a writable directory: mounted noexec)")
+	fmt.Fprintf(w, "  protected, read-only inside any writable tree unless named above: %s\n", strings.Join(paths.ProtectedPaths(), ", "))
 	section(w, "executable", fs.Exec)
 	if len(fs.Exec) == 0 {
 		fmt.Fprintln(w, "  (only the command itself)")
