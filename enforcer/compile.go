@@ -139,6 +139,9 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 	if err := c.compilePlan(p, env); err != nil {
 		return nil, err
 	}
+	if err := c.writesExact(env); err != nil {
+		return nil, err
+	}
 	if err := c.notWeaker(p, env); err != nil {
 		return nil, err
 	}

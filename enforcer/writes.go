@@ -382,3 +382,36 @@ func hostTreeInTmp(w, root string, env Env) bool {
 	}
 	return false
 }
+
+// writesExact refuses a plan whose writable mounts or Landlock write rules reach further than
+// planWrites grants: each must be a bound directory, a stage, a device, the private tmp or the
+// sandbox's /proc, and no bound directory may hold a protected path that is neither read-only
+// nor named by a rule. Each is a bug in compile, never something to run with.
+func (c *Compiled) writesExact(env Env) error {
+	pl := &c.Plan
+	if pl.Landlock == nil {
+		return nil
+	}
+	stages := stageDirsOf(c.Stages)
+	for _, w := range pl.Landlock.Write {
+		ok := slices.Contains(pl.Writable, w) || slices.Contains(stages, w) || isDevice(w) ||
+			(pl.PrivateTmp && slices.Contains(privateTmpDirs, w)) || (w == "/proc" && pl.ProcWritable)
+		if !ok {
+			return fmt.Errorf("BUG: compile: Landlock write rule %s is neither a writable directory nor a stage; refusing to run", w)
+		}
+	}
+	protected := protectedHostPaths(env)
+	named := slices.Clone(pl.Writable)
+	for _, st := range c.Stages {
+		named = append(named, st.Keep...)
+	}
+	for _, b := range topLevelPaths(pl.Writable) {
+		for _, q := range protected {
+			if q == b || !within(q, b) || slices.Contains(pl.ReadOnly, q) || coveredBy(q, pl.Hidden) || explicitlyNamed(q, named) {
+				continue
+			}
+			return fmt.Errorf("BUG: compile: protected %s is writable inside %s; refusing to run", q, b)
+		}
+	}
+	return nil
+}
