@@ -650,7 +650,7 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 		// They are hidden after the profile's mounts, tolerating sockets that vanish meanwhile.
 		// Every network namespace's sockets count (a path ignores namespaces); many in one
 		// directory the profile does not use hide that directory (one mount, not hundreds).
-		socks, unresolved := daemonSockets(env, p.Network, fs.PrivateTmp, plan.Writable)
+		socks, unresolved := daemonSockets(env, p.Network, fs.PrivateTmp, slices.Concat(plan.Writable, plan.ReadOnly, stageDirsOf(c.Stages)))
 		var uncovered, allowedSocks []string
 		for _, sock := range socks {
 			if !coveredBy(sock, plan.Hidden) {
