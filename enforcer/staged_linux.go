@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
@@ -111,11 +112,13 @@ func (sr *stagedRun) finish(p *policy.Profile, env Env) (denials []report.Denial
 	if sr == nil {
 		return nil, nil
 	}
-	defer sr.remove()
+	defer func() { sr.remove(); phase.Mark("stage remove") }()
 	for i, s := range sr.specs {
 		cb := copyBack{spec: s, upper: filepath.Join(sr.tops[i], "upper"), profile: p, env: env}
 		cb.prune()
+		phase.Mark("stage prune")
 		cb.walk("")
+		phase.Mark("stage walk")
 		denials = append(denials, cb.denials...)
 		if cb.more > 0 {
 			notes = append(notes, fmt.Sprintf("staged %s: %d more discarded writes not listed", s.Dir, cb.more))
