@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -167,24 +168,24 @@ func (cb *copyBack) keeps(h string) bool {
 	return coveredByAny(h, cb.spec.Keep)
 }
 
-// leadsToKeep reports whether a Keep rule lies strictly below host directory h.
+// leadsToKeep reports whether a Keep rule could name something strictly below host directory
+// h: h matches the rule's leading components and the rule goes deeper (or has a `**`).
 func (cb *copyBack) leadsToKeep(h string) bool {
+	hc := strings.Split(strings.Trim(h, "/"), "/")
 	for _, k := range cb.spec.Keep {
-		if sp := staticPrefix(k); sp != h && within(sp, h) {
-			return true
+		kc := strings.Split(strings.Trim(k, "/"), "/")
+		ok := len(kc) > len(hc)
+		for i := range hc {
+			if i < len(kc) && kc[i] == "**" {
+				ok = true
+				break
+			}
+			if i >= len(kc) || !paths.MatchComponent(kc[i], hc[i]) {
+				ok = false
+				break
+			}
 		}
-		if paths.HasGlob(k) && globCouldBeBelow(k, h) {
-			return true
-		}
-	}
-	return false
-}
-
-// globCouldBeBelow reports whether glob pattern k could match something below directory h:
-// h matches k's leading components.
-func globCouldBeBelow(k, h string) bool {
-	for d := k; d != "/" && d != "."; d = filepath.Dir(d) {
-		if paths.Covers(d, h) && d != k {
+		if ok {
 			return true
 		}
 	}
