@@ -102,8 +102,9 @@ func (sr *stagedRun) remove() {
 		return
 	}
 	for _, top := range sr.tops {
-		// overlay leaves work/work with mode 0: make it removable first.
-		_ = os.Chmod(filepath.Join(top, "work", "work"), 0o700)
+		// overlay leaves directories with mode 0 in work/ (work/work, work/incompat/volatile):
+		// an ordinary user can remove them only once they are readable again.
+		chmodDirs(filepath.Join(top, "work"))
 		_ = os.RemoveAll(top)
 	}
 }
@@ -381,4 +382,16 @@ func copyTree(src, dst string) error {
 		_ = os.Chtimes(tmp, time.Unix(st.Atim.Unix()), time.Unix(st.Mtim.Unix()))
 	}
 	return os.Rename(tmp, dst)
+}
+
+func chmodDirs(dir string) {
+	if os.Chmod(dir, 0o700) != nil {
+		return
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.IsDir() {
+			chmodDirs(filepath.Join(dir, e.Name()))
+		}
+	}
 }

@@ -32,6 +32,19 @@ import (
 func TestWritesMeanExactlyWhatWasLearned(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireTool(t, "git")
+	stages := func() []string {
+		a, _ := filepath.Glob("/tmp/sysprof-stage-*")
+		b, _ := filepath.Glob("/var/tmp/sysprof-stage-*")
+		return append(a, b...)
+	}
+	before := stages()
+	defer func() {
+		for _, s := range stages() {
+			if !slices.Contains(before, s) {
+				t.Errorf("stage %s left behind", s)
+			}
+		}
+	}()
 	t.Run("root", func(t *testing.T) {
 		work, home := writesTree(t, false)
 		if err := writesChecks(work, home); err != nil {
