@@ -114,16 +114,37 @@ const (
 // runtime's handlers), each a ~20 µs supervisor round trip if they were not allowed here.
 var alwaysAllowed = []string{"exit", "exit_group", "rt_sigreturn", "restart_syscall", "rt_sigaction", "rt_sigprocmask"}
 
-// Compile turns a profile into what this host runs. It never modifies p.
+// Compile turns a profile into what this host runs: the seccomp program (CompileSeccomp) and
+// the host plan (paths, mounts, sockets). It never modifies p.
 func Compile(p *policy.Profile, env Env) (*Compiled, error) {
+	c, err := CompileSeccomp(p, env.Arch)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.compilePlan(p, env); err != nil {
+		return nil, err
+	}
+	if err := c.writesExact(env); err != nil {
+		return nil, err
+	}
+	if err := c.notWeaker(p, env); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// CompileSeccomp is the pure half of Compile: the seccomp program of p for architecture
+// archName (a go-seccomp-bpf name; "" is this machine's), with its notes and dropped rules. It
+// looks at nothing on the host, so `export --format bpf` and StandaloneFilter do not pay for (or
+// depend on) the host walk. The result has no plan.
+func CompileSeccomp(p *policy.Profile, archName string) (*Compiled, error) {
 	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
 		return nil, errors.New("seccomp compile: big-endian hosts are not supported")
 	}
-	hostName := env.Arch
-	if hostName == "" {
-		hostName = runtime.GOARCH
+	if archName == "" {
+		archName = runtime.GOARCH
 	}
-	host, err := arch.GetInfo(hostName)
+	host, err := arch.GetInfo(archName)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp compile: %w", err)
 	}
@@ -135,15 +156,6 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 	c.spec = spec
 	if c.Filter, err = spec.program(); err != nil {
 		return nil, fmt.Errorf("seccomp compile: %w", err)
-	}
-	if err := c.compilePlan(p, env); err != nil {
-		return nil, err
-	}
-	if err := c.writesExact(env); err != nil {
-		return nil, err
-	}
-	if err := c.notWeaker(p, env); err != nil {
-		return nil, err
 	}
 	return c, nil
 }

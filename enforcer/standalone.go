@@ -11,9 +11,10 @@ import (
 
 // StandaloneFilter compiles p's seccomp program for use without sysprof's supervisor (bwrap
 // --seccomp, systemd, other runtimes): every USER_NOTIF answer becomes ERRNO(EPERM), since
-// nothing would be listening. It returns struct sock_filter entries in host byte order.
+// nothing would be listening. It returns struct sock_filter entries in host byte order. Only
+// env.Arch is used: the program depends on nothing else of the host.
 func StandaloneFilter(p *policy.Profile, env Env) ([]byte, error) {
-	c, err := Compile(p, env)
+	c, err := CompileSeccomp(p, env.Arch)
 	if err != nil {
 		return nil, err
 	}

@@ -2,10 +2,13 @@ package enforcer
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/policy"
 )
 
 func TestEncodeStandaloneReplacesNotify(t *testing.T) {
@@ -27,5 +30,31 @@ func TestEncodeStandaloneReplacesNotify(t *testing.T) {
 	}
 	if b[8+2] != 1 || b[8+3] != 0 {
 		t.Errorf("jump offsets not kept: jt=%d jf=%d", b[8+2], b[8+3])
+	}
+}
+
+// The seccomp half depends on the profile and the architecture only: the program is the one
+// Compile makes, and a filesystem section this host could not plan (a variable it lacks) does
+// not stop it.
+func TestCompileSeccompIsPure(t *testing.T) {
+	p := testProfile()
+	full, err := Compile(p, Env{Vars: map[string]string{"WORKDIR": t.TempDir(), "TMPDIR": "/tmp"}, Arch: "x86_64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pure, err := CompileSeccomp(p, "x86_64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(full.Filter, pure.Filter) {
+		t.Errorf("CompileSeccomp's program differs from Compile's")
+	}
+	q := policy.Clone(p)
+	q.Filesystem.Write = append(q.Filesystem.Write, policy.PathRule{Path: "$GOPATH/pkg"})
+	if _, err := Compile(q, Env{Vars: map[string]string{}, Arch: "x86_64"}); err == nil {
+		t.Fatal("Compile planned a rule whose variable this host lacks: the test's premise is gone")
+	}
+	if _, err := StandaloneFilter(q, Env{Vars: map[string]string{}, Arch: "x86_64"}); err != nil {
+		t.Errorf("StandaloneFilter needs the host plan: %v", err)
 	}
 }
