@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/elastic/go-seccomp-bpf/arch"
-
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
 )
@@ -24,18 +22,7 @@ func TestRealToolCompilesUnderAllLayers(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(work, "hello.c"), []byte("int main(void) { return 0; }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := &policy.Profile{}
-	for _, name := range sortedKeys(arch.X86_64.SyscallNames) {
-		if policy.PrivilegedSyscall(name) == "" {
-			p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: name})
-		}
-	}
-	rules := func(paths ...string) (out []policy.PathRule) {
-		for _, p := range paths {
-			out = append(out, policy.PathRule{Path: p})
-		}
-		return out
-	}
+	p := unprivilegedProfile()
 	p.Filesystem = policy.Filesystem{
 		Read:       rules("/usr", "/etc", "/proc", "/lib", "/lib64", "$WORKDIR"),
 		Write:      rules("$WORKDIR/out", "$TMPDIR", "/dev/null"),

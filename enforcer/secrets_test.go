@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/elastic/go-seccomp-bpf/arch"
-
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
@@ -127,18 +125,7 @@ func secretsTree(t *testing.T) string {
 // secretsProfile lets the victim, sh and git read the system and the work tree, write only
 // $WORKDIR/out, and hides the credential stores a learned profile hides.
 func secretsProfile(victim string) *policy.Profile {
-	p := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind}
-	for _, name := range sortedKeys(arch.X86_64.SyscallNames) {
-		if policy.PrivilegedSyscall(name) == "" {
-			p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: name})
-		}
-	}
-	rules := func(paths ...string) (out []policy.PathRule) {
-		for _, p := range paths {
-			out = append(out, policy.PathRule{Path: p})
-		}
-		return out
-	}
+	p := unprivilegedProfile()
 	p.Filesystem = policy.Filesystem{
 		Read:   rules("/usr", "/etc", "/proc", "/lib", "/lib64", "$WORKDIR", "$HOME", filepath.Dir(victim)),
 		Write:  rules("$WORKDIR/out", "/dev/null"),

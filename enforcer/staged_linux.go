@@ -39,7 +39,7 @@ func prepareStages(c *Compiled, id sandbox.Identity) (*stagedRun, error) {
 	}
 	sr := &stagedRun{specs: c.Stages}
 	for i, s := range c.Stages {
-		top, err := os.MkdirTemp(stageParent(s.Dir), "sysprof-stage-")
+		top, err := os.MkdirTemp(stageParent(s.Dir), stagePrefix())
 		if err != nil {
 			sr.remove()
 			return nil, fmt.Errorf("stage %s: %w", s.Dir, err)
@@ -72,6 +72,9 @@ func prepareStages(c *Compiled, id sandbox.Identity) (*stagedRun, error) {
 	}
 	return sr, nil
 }
+
+// stagePrefix names this process's stage directories (sysprof-stage-PID-*).
+func stagePrefix() string { return fmt.Sprintf("sysprof-stage-%d-", os.Getpid()) }
 
 // stageParent picks where a stage's layers live: the first of the temp directories on the same
 // filesystem as dir and not inside it (overlay refuses overlapping layers), else the first.
