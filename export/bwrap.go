@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 )
 
@@ -95,6 +96,7 @@ func bwrapGroups(p *policy.Profile, opts Options) ([][]string, []string, error) 
 	for _, w := range writes {
 		g = append(g, []string{"--bind", w.path, w.path})
 	}
+	g, notes = protectInWrites(g, notes, writes, opts.Env)
 	hidden, n, err := expandPaths(p.Filesystem.Hidden, opts.Env, "hidden", true, exists)
 	if err != nil {
 		return nil, nil, err
@@ -160,4 +162,34 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// protectInWrites keeps the protected paths (paths.ProtectedPaths) inside a writable bind
+// read-only, as enforce does, unless a write rule names them; one that does not exist yet cannot
+// be covered by bwrap (enforce stages the directory instead) and is noted.
+func protectInWrites(g [][]string, notes []string, writes []hostPath, env Env) ([][]string, []string) {
+	var missing []string
+	for _, q := range paths.ProtectedPaths() {
+		hq, err := env.Expand(q)
+		if err != nil {
+			continue
+		}
+		named, inside := false, false
+		for _, w := range writes {
+			named = named || w.path == hq || strings.HasPrefix(w.path, hq+"/")
+			inside = inside || strings.HasPrefix(hq, w.path+"/")
+		}
+		if named || !inside {
+			continue
+		}
+		if _, err := os.Lstat(hq); err != nil {
+			missing = append(missing, q)
+			continue
+		}
+		g = append(g, []string{"--ro-bind", hq, hq})
+	}
+	if len(missing) > 0 {
+		notes = append(notes, "bwrap cannot keep protected paths that do not exist yet read-only inside a writable directory (sysprof enforce stages it): "+strings.Join(missing, ", "))
+	}
+	return g, notes
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -263,5 +264,35 @@ func TestBwrapSeccomp(t *testing.T) {
 	// Control: without the filter the same mkdir works.
 	if out, err := runBwrap(t, p, Options{Env: h.env}); err != nil {
 		t.Errorf("mkdir without a filter failed: %v\n%s", err, out)
+	}
+}
+
+// A writable work tree keeps its existing protected paths read-only under bwrap, as under
+// enforce; a rule naming one makes it writable; a missing one is noted (bwrap cannot stage).
+func TestBwrapProtectedPathsInWritableTree(t *testing.T) {
+	requireBwrap(t)
+	h := newBwrapHost(t)
+	if err := os.MkdirAll(filepath.Join(h.work, ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := h.profile(`echo ok > notes.txt && echo evil > .git/hooks/pre-commit`)
+	p.Filesystem.Write = []policy.PathRule{{Path: "$WORKDIR"}}
+	out, err := runBwrap(t, p, Options{Env: h.env})
+	if err == nil || !strings.Contains(out, "Read-only file system") {
+		t.Errorf("a hook write in a writable work tree: err %v, want EROFS:\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(h.work, "notes.txt")); string(b) != "ok\n" {
+		t.Errorf("the control write did not land: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(h.work, ".git", "hooks", "pre-commit")); err == nil {
+		t.Error("a hook was planted")
+	}
+	_, notes, err := BwrapArgs(p, Options{Env: h.env})
+	if err != nil || !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "$WORKDIR/.github") }) {
+		t.Errorf("notes %q: want the missing protected paths named", notes)
+	}
+	p.Filesystem.Write = append(p.Filesystem.Write, policy.PathRule{Path: "$WORKDIR/.git/hooks"})
+	if out, err := runBwrap(t, p, Options{Env: h.env}); err != nil {
+		t.Errorf("a named protected path must stay writable: %v\n%s", err, out)
 	}
 }
