@@ -20,6 +20,7 @@ const (
 	KindProt        = "prot"        // PROT_* of mmap and mprotect
 	KindMmap        = "mmap"        // MAP_* flags of mmap
 	KindSignal      = "signal"      // SIG*
+	KindPtrace      = "ptrace"      // PTRACE_* requests (GETREGS/SETREGS: where the architecture has them)
 	KindErrno       = "errno"       // E* error numbers (for ArgRule.Errno)
 )
 
@@ -147,6 +148,16 @@ var constKinds = []constKind{
 		{"SIGTTIN", 21}, {"SIGTTOU", 22}, {"SIGURG", 23}, {"SIGXCPU", 24}, {"SIGXFSZ", 25},
 		{"SIGVTALRM", 26}, {"SIGPROF", 27}, {"SIGWINCH", 28}, {"SIGIO", 29}, {"SIGPWR", 30},
 		{"SIGSYS", 31},
+	}},
+	{name: KindPtrace, consts: []constant{
+		{"PTRACE_TRACEME", 0}, {"PTRACE_PEEKTEXT", 1}, {"PTRACE_PEEKDATA", 2}, {"PTRACE_PEEKUSR", 3},
+		{"PTRACE_POKETEXT", 4}, {"PTRACE_POKEDATA", 5}, {"PTRACE_POKEUSR", 6}, {"PTRACE_CONT", 7},
+		{"PTRACE_KILL", 8}, {"PTRACE_SINGLESTEP", 9}, {"PTRACE_GETREGS", 12}, {"PTRACE_SETREGS", 13},
+		{"PTRACE_ATTACH", 16}, {"PTRACE_DETACH", 17},
+		{"PTRACE_SYSCALL", 24}, {"PTRACE_SETOPTIONS", 0x4200}, {"PTRACE_GETEVENTMSG", 0x4201},
+		{"PTRACE_GETSIGINFO", 0x4202}, {"PTRACE_SETSIGINFO", 0x4203}, {"PTRACE_GETREGSET", 0x4204},
+		{"PTRACE_SETREGSET", 0x4205}, {"PTRACE_SEIZE", 0x4206}, {"PTRACE_INTERRUPT", 0x4207},
+		{"PTRACE_LISTEN", 0x4208},
 	}},
 	{name: KindErrno, consts: []constant{
 		{"EPERM", 1}, {"ENOENT", 2}, {"ESRCH", 3}, {"EINTR", 4}, {"EIO", 5}, {"ENXIO", 6},
@@ -353,6 +364,10 @@ func ArgKind(syscall string, arg int) string {
 	case "tgkill":
 		if arg == 2 {
 			return KindSignal
+		}
+	case "ptrace":
+		if arg == 0 {
+			return KindPtrace
 		}
 	}
 	return ""
