@@ -135,60 +135,35 @@ func parseValues(ss []string) ([]uint64, error) {
 	return out, nil
 }
 
-// parsedRule is an ArgRule with its constants read.
+// parsedRule is an ArgRule as policy reads it (spec), with what export derives from it.
 type parsedRule struct {
-	policy.ArgRule
-	mask   uint64
-	values []uint64 // after dropping denied ones and ones outside the mask
-	deny   []uint64 // masked, sorted, unique
-	flags  *uint64  // allowed bits
-	errno  uint     // 0: EPERM
+	policy.ArgRule // as written, for notes
+	spec           policy.ArgSpec
+	mask           uint64
+	values         []uint64 // after dropping denied ones and ones outside the mask
+	deny           []uint64 // masked, sorted, unique
+	flags          *uint64  // allowed bits
+	errno          uint     // 0: EPERM
 }
 
 func parseRule(r policy.ArgRule) (parsedRule, []string, error) {
-	pr := parsedRule{ArgRule: r, mask: ^uint64(0)}
-	where := fmt.Sprintf("%s arg %d", r.Syscall, r.Arg)
-	if r.Arg < 0 || r.Arg > 5 {
-		return pr, nil, fmt.Errorf("%s: argument out of range 0..5", where)
-	}
-	if r.Mask != "" {
-		m, err := policy.ParseValue(r.Mask)
-		if err != nil {
-			return pr, nil, fmt.Errorf("%s mask: %w", where, err)
-		}
-		pr.mask = m
-	}
-	e, err := ruleErrno(r)
+	spec, err := policy.ParseArgRule(r)
 	if err != nil {
-		return pr, nil, err
+		return parsedRule{}, nil, err
 	}
-	pr.errno = e
-	if len(r.Flags) > 0 {
-		vs, err := parseValues(r.Flags)
-		if err != nil {
-			return pr, nil, fmt.Errorf("%s flags: %w", where, err)
-		}
-		var allowed uint64
-		for _, v := range vs {
-			allowed |= v
-		}
+	pr := parsedRule{ArgRule: r, spec: spec, mask: spec.Mask, errno: errnoRet(spec.Errno)}
+	where := fmt.Sprintf("%s arg %d", r.Syscall, r.Arg)
+	if spec.HasFlags {
+		allowed := spec.Flags
 		pr.flags = &allowed
 	}
-	deny, err := parseValues(r.Deny)
-	if err != nil {
-		return pr, nil, fmt.Errorf("%s deny: %w", where, err)
-	}
-	for _, d := range deny {
+	for _, d := range spec.Deny {
 		pr.deny = append(pr.deny, d&pr.mask)
 	}
 	slices.Sort(pr.deny)
 	pr.deny = slices.Compact(pr.deny)
-	values, err := parseValues(r.Values)
-	if err != nil {
-		return pr, nil, fmt.Errorf("%s values: %w", where, err)
-	}
 	var notes []string
-	for i, v := range values {
+	for i, v := range spec.Values {
 		switch {
 		case v&^pr.mask != 0:
 			notes = append(notes, fmt.Sprintf("%s: value %s has bits outside mask %s and can never match; left out", where, r.Values[i], r.Mask))
@@ -204,9 +179,7 @@ func parseRule(r policy.ArgRule) (parsedRule, []string, error) {
 }
 
 // errnoOnly reports a rule that answers every call with its errno.
-func (r parsedRule) errnoOnly() bool {
-	return len(r.Values) == 0 && len(r.Flags) == 0 && len(r.Deny) == 0
-}
+func (r parsedRule) errnoOnly() bool { return r.spec.ErrnoOnly() }
 
 // alternatives turns one rule into the conditions of which one must hold for the call to be
 // allowed. alone says no other rule of the syscall compares this argument, so the denied set's
@@ -312,17 +285,19 @@ func ruleErrno(r policy.ArgRule) (uint, error) {
 	if r.Errno == "" {
 		return 0, nil
 	}
-	v, err := policy.ParseValue(r.Errno)
+	e, err := policy.ParseErrno(r.Errno)
 	if err != nil {
 		return 0, fmt.Errorf("%s arg %d errno: %w", r.Syscall, r.Arg, err)
 	}
-	if v == 0 || v > 4095 {
-		return 0, fmt.Errorf("%s arg %d errno: %s is not an errno", r.Syscall, r.Arg, r.Errno)
+	return errnoRet(e), nil
+}
+
+// errnoRet is the errnoRet an entry carries for errno e: 0 (the default, EPERM) for none.
+func errnoRet(e uint16) uint {
+	if e == errnoEPERM {
+		return 0
 	}
-	if v == errnoEPERM {
-		return 0, nil
-	}
-	return uint(v), nil
+	return uint(e)
 }
 
 // argRulesBySyscall groups rules by syscall name, each group in a stable order.
@@ -444,6 +419,9 @@ func buildSeccomp(p *policy.Profile) (seccompPolicy, error) {
 		}
 		combos := [][]cond{nil}
 		for _, r := range prs {
+			if !r.spec.Restricts() {
+				continue // a rule that restricts nothing (what a merge of values and flags leaves)
+			}
 			alts, err := alternatives(r, argUses[r.Arg] == 1)
 			if err != nil {
 				return sp, err

@@ -175,7 +175,10 @@ func model(t *testing.T, p *policy.Profile, name string, args [6]uint64) (allow 
 			continue
 		}
 		if len(r.Values) == 0 && len(r.Flags) == 0 && len(r.Deny) == 0 {
-			return false, []uint{errnoOf(r)}
+			if r.Errno != "" {
+				return false, []uint{errnoOf(r)}
+			}
+			continue // restricts nothing
 		}
 		if !allowed {
 			continue
@@ -278,6 +281,27 @@ func TestOCIMatchesModel(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUnrestrictedRule checks that a rule restricting nothing (a merge of a value list and a
+// flag list leaves one) allows every value, as the enforcer and diff read it, rather than
+// denying the syscall.
+func TestUnrestrictedRule(t *testing.T) {
+	p := loadFixture(t, "rules.yaml")
+	p.Syscalls.Args = append(p.Syscalls.Args, policy.ArgRule{Syscall: "write", Arg: 2})
+	s := exportOCI(t, p)
+	for _, got := range evalOCI(t, s, "write", [6]uint64{1, 0x1000, 42}) {
+		if !got.allow {
+			t.Errorf("write with an unrestricting rule: export answers errno %d, want allowed", got.errno)
+		}
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, p, "systemd", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "write is left out") || strings.Contains(buf.String(), "write(arg 2)") {
+		t.Errorf("systemd export treats an unrestricting write rule as a restriction:\n%s", buf.String())
 	}
 }
 

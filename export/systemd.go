@@ -210,7 +210,11 @@ func systemdSyscalls(p *policy.Profile) (systemdSyscallSet, []string, error) {
 		rs := rules[s.Name]
 		never := false
 		for _, r := range rs {
-			if len(r.Values) == 0 && len(r.Flags) == 0 && len(r.Deny) == 0 {
+			spec, err := policy.ParseArgRule(r)
+			if err != nil {
+				return out, nil, err
+			}
+			if spec.ErrnoOnly() {
 				never = true
 			}
 		}
@@ -229,6 +233,9 @@ func systemdSyscalls(p *policy.Profile) (systemdSyscallSet, []string, error) {
 		}
 		out.allow = append(out.allow, s.Name)
 		for _, r := range rs {
+			if len(r.Values) == 0 && len(r.Flags) == 0 && len(r.Deny) == 0 {
+				continue // restricts nothing
+			}
 			switch {
 			case s.Name == "socket" && r.Arg == 0 && len(r.Values) > 0 && len(r.Flags) == 0 && len(r.Deny) == 0:
 				vs, err := parseValues(r.Values)
