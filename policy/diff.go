@@ -150,7 +150,7 @@ func (d *differ) syscalls() {
 			continue
 		}
 		c := Change{Kind: Added, Section: SectionSyscalls, Item: s.Name, Widens: true, By: s.By}
-		c.Risk, c.Reason = SyscallRisk(s.Name)
+		c.Risk, c.Reason = GrantRisk(d.old, Grant{Section: SectionSyscalls, Item: s.Name})
 		d.add(c)
 	}
 	for _, s := range d.old.Syscalls.Allow {
@@ -352,7 +352,7 @@ func (d *differ) architectures() {
 		if slices.Contains(d.old.Syscalls.Architectures, a) {
 			continue
 		}
-		r, why := ArchitectureRisk(a)
+		r, why := GrantRisk(d.old, Grant{Section: SectionArchitectures, Item: a})
 		d.add(Change{Kind: Added, Section: SectionArchitectures, Item: a, Widens: true, Risk: r, Reason: why})
 	}
 	for _, a := range d.old.Syscalls.Architectures {
@@ -550,7 +550,6 @@ func Networked(n Network) bool {
 
 func (d *differ) network() {
 	o, n := d.old.Network, d.new.Network
-	networked := Networked(o)
 	key := func(e Endpoint) string { return e.Proto + " " + e.Endpoint }
 	for _, s := range []struct {
 		section  string
@@ -566,7 +565,7 @@ func (d *differ) network() {
 			if oldKeys[key(e)] {
 				continue
 			}
-			r, why := EndpointRisk(s.section, e, networked)
+			r, why := GrantRisk(d.old, Grant{Section: s.section, Item: e.Endpoint, Proto: e.Proto})
 			d.add(Change{Kind: Added, Section: s.section, Item: EndpointItem(e), Widens: true, Risk: r, Reason: why, By: e.By})
 		}
 		for _, e := range s.old {

@@ -64,6 +64,11 @@
 //
 // A profile with another apiVersion is refused with the list of versions this sysprof reads.
 //
+// An argument rule is read in one place: ParseArgRule gives its ArgSpec (numbers, the
+// errno, whether it restricts anything, Allows), which the enforcer compiles and export
+// writes; FormatArg prints a value of an argument the way a rule writes it, for the enforcer's
+// explanations and suggestions.
+//
 // # Paths and variables
 //
 // Paths are portable: absolute system paths (/usr, /etc/ssl), or paths that start with a
@@ -137,8 +142,12 @@
 //
 // The ratings are functions, not only Diff's: SyscallRisk, ArchitectureRisk, ArgValueRisk,
 // ArgAnyRisk, PathRisk (read, list, exec, write of a portable path in a profile, un-hiding
-// included) and EndpointRisk. The enforcer rates a denial with them, refine a proposal, and
-// Diff a change, so the three agree (report.Risk is Risk). Review is the subset of a Diff a
+// included) and EndpointRisk. A Grant is one addition to a profile (what a denial suggests,
+// what refine applies; it prints as the suggestion and ParseGrant reads that back), and
+// GrantRisk rates it by dispatching to those: the enforcer rates a denial with it, refine a
+// proposal, and Diff its added syscalls, architectures and endpoints (its paths and argument
+// values with the same functions, against the new profile and per value), so the three agree
+// (report.Risk is Risk). Review is the subset of a Diff a
 // person must look at (critical widenings, new network endpoints rated high or above): learn's
 // review list and what learn --strict fails on.
 package policy
