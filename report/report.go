@@ -105,9 +105,32 @@ type Denial struct {
 	First   time.Time `json:"first"`
 	// Suggest is the one-line profile change that would allow it, e.g. "syscalls.allow: + ptrace".
 	Suggest string `json:"suggest"`
-	Risk    Risk   `json:"risk"`
+	// Change is that change as data (what refine applies), when the denial's source gives it;
+	// Suggest is its printed form. Reports written before it existed have Suggest only: read
+	// a denial's change with Suggested.
+	Change *policy.Grant `json:"change,omitempty"`
+	Risk   Risk          `json:"risk"`
 	// Allowed is true when the operation went through anyway (audit mode).
 	Allowed bool `json:"allowed,omitempty"`
+}
+
+// Suggested returns the profile change that would allow the denial: Change, or for a denial
+// without one (an older report, a source that writes text only) the change read back from
+// Suggest, also from an alternative in parentheses ("network.connect: + ENDPOINT proto: mptcp
+// (or syscalls.args: socket arg 2: + IPPROTO_MPTCP)"). ok is false when neither says one.
+func (d *Denial) Suggested() (g policy.Grant, ok bool) {
+	if d.Change != nil {
+		return *d.Change, true
+	}
+	if g, err := policy.ParseGrant(d.Suggest); err == nil {
+		return g, true
+	}
+	if _, alt, found := strings.Cut(d.Suggest, " (or "); found {
+		if g, err := policy.ParseGrant(strings.TrimSuffix(alt, ")")); err == nil {
+			return g, true
+		}
+	}
+	return policy.Grant{}, false
 }
 
 // key identifies the denials that are aggregated into one entry.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sysprof/sysprof/policy"
 )
 
 func sample() *Report {
@@ -113,5 +115,59 @@ func TestWriteTableDegradedOnly(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "netns") {
 		t.Errorf("degraded layer not printed: %q", buf.String())
+	}
+}
+
+// TestChangeRoundTrip checks the structured suggestion: a denial's Change survives the JSON
+// report, and a report written before Change existed (Suggest text only) still loads and gives
+// the same change.
+func TestChangeRoundTrip(t *testing.T) {
+	for _, g := range []policy.Grant{
+		{Section: policy.SectionArgs, Syscall: "socket", Arg: 0, Item: "AF_NETLINK"},
+		{Section: policy.SectionArgs, Syscall: "clone", Arg: 0, Item: "CLONE_NEWNS|CLONE_NEWUSER"},
+		{Section: policy.SectionSyscalls, Item: "ptrace"},
+		{Section: policy.SectionArchitectures, Item: "i386"},
+		{Section: policy.SectionConnect, Item: "api.example.test:443", Proto: "tcp"},
+		{Section: policy.SectionWrite, Item: "$HOME/.ssh/known_hosts", Unhide: []string{"$HOME/.ssh"}},
+	} {
+		r := New([]string{"x"}, "", false)
+		r.Add(Denial{Kind: KindSyscall, What: "x()", Exe: "/usr/bin/x", Change: &g, Suggest: g.String(), Risk: RiskHigh})
+		var buf bytes.Buffer
+		if err := r.WriteJSON(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), `"change": {`) {
+			t.Errorf("the report carries no change:\n%s", buf.String())
+		}
+		back, err := Parse(buf.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := back.Denials[0].Suggested()
+		if !ok || !cmp.Equal(got, g) || back.Denials[0].Change == nil {
+			t.Errorf("new report: %+v, %v; want %+v", got, ok, g)
+		}
+		// The same report as an older sysprof wrote it: no change field.
+		old := strings.Replace(buf.String(), `"change"`, `"unknownField"`, 1)
+		back, err = Parse([]byte(old))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.Denials[0].Change != nil {
+			t.Fatalf("old report: change %+v read from nowhere", back.Denials[0].Change)
+		}
+		got, ok = back.Denials[0].Suggested()
+		if !ok || !cmp.Equal(got, g) {
+			t.Errorf("old report %q: %+v, %v; want %+v", back.Denials[0].Suggest, got, ok, g)
+		}
+	}
+	// The enforcer's MPTCP suggestion names an endpoint first and the argument value second.
+	d := Denial{Suggest: "network.connect: + ENDPOINT proto: mptcp (or syscalls.args: socket arg 2: + IPPROTO_MPTCP)"}
+	if g, ok := d.Suggested(); !ok || !cmp.Equal(g, policy.Grant{Section: policy.SectionArgs, Syscall: "socket", Arg: 2, Item: "IPPROTO_MPTCP"}) {
+		t.Errorf("MPTCP suggestion read as %+v, %v", g, ok)
+	}
+	d = Denial{Suggest: "none: $HOME/.ssh is a credential store (learn --allow-secret names one)"}
+	if g, ok := d.Suggested(); ok {
+		t.Errorf("a suggestion that is no change read as %+v", g)
 	}
 }
