@@ -16,6 +16,8 @@
 //
 // # Seccomp formats (oci, spo)
 //
+// Argument rules are read by policy.ParseArgRule, as the enforcer reads them; a rule that
+// restricts nothing (no values, flags or deny, no errno) is no restriction.
 // The default action is SCMP_ACT_ERRNO with EPERM. Syscalls without argument rules form one
 // SCMP_ACT_ALLOW entry. A syscall with argument rules gets one SCMP_ACT_ALLOW entry per allowed
 // combination: OCI runtimes OR the entries and AND the args of one entry, and libseccomp takes

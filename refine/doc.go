@@ -22,6 +22,11 @@
 // free of machine-specific paths. A file denial can also be answered with its directory (the
 // parent of the path, never `/` or a bare variable such as $HOME) or by hiding the path.
 //
+// A syscall denial's change is read as data (report.Denial.Change, a policy.Grant; Patch is
+// that grant with its provenance); a report written before denials carried it gives it as
+// Suggest text, which policy.ParseGrant reads back (report.Denial.Suggested). Proposals are
+// rated with policy.GrantRisk, the rating the enforcer gave the denial.
+//
 // Denials that need the same change are folded into one proposal (counts add up, every
 // executable that asked is listed). A denial the profile already allows (a report older than
 // the profile) proposes nothing.

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"net/netip"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
@@ -63,41 +61,13 @@ func (c Choice) Label() string {
 }
 
 // Patch is one line added to a profile: the smallest change for a denial, or one of its
-// alternatives. It prints itself the way a denial's Suggest does ("syscalls.allow: + ptrace").
+// alternatives. It is the change a denial carries (policy.Grant, report.Denial.Change) with
+// the executable that asked, and prints itself the way a denial's Suggest does
+// ("syscalls.allow: + ptrace").
 type Patch struct {
-	// Section is the profile section, one of the policy.Section* names.
-	Section string
-	// Item is what is added: a syscall name, an architecture, a path, an endpoint, or the
-	// argument value for SectionArgs.
-	Item string
-	// Proto of an endpoint (tcp, udp, mptcp; empty for unix sockets).
-	Proto string
-	// Syscall and Arg name the argument rule a SectionArgs patch adds its value to.
-	Syscall string
-	Arg     int
+	policy.Grant
 	// By is the executable that asked, recorded as provenance.
 	By string
-	// Unhide lists hidden rules the change removes: hidden paths win over any read, write or
-	// exec rule, so allowing a hidden path means un-hiding it.
-	Unhide []string
-}
-
-func (p Patch) String() string {
-	var s string
-	switch {
-	case p.Section == "":
-		return "(no change)"
-	case p.Section == policy.SectionArgs:
-		s = fmt.Sprintf("%s: %s arg %d: + %s", p.Section, p.Syscall, p.Arg, p.Item)
-	case p.Proto != "":
-		s = fmt.Sprintf("%s: + %s %s", p.Section, p.Item, p.Proto)
-	default:
-		s = fmt.Sprintf("%s: + %s", p.Section, p.Item)
-	}
-	for _, h := range p.Unhide {
-		s += fmt.Sprintf(", %s: - %s", policy.SectionHidden, h)
-	}
-	return s
 }
 
 // key identifies the change a patch makes, for folding denials that need the same one.
@@ -168,30 +138,6 @@ func review(x Patch) string {
 		return "new network destination"
 	}
 	return ""
-}
-
-// patchRisk rates adding x to base with the policy risk functions: the rating `sysprof diff`
-// gives the change and the enforcer the denial.
-func patchRisk(base *policy.Profile, x Patch) (policy.Risk, string) {
-	switch x.Section {
-	case policy.SectionSyscalls:
-		return policy.SyscallRisk(x.Item)
-	case policy.SectionArchitectures:
-		return policy.ArchitectureRisk(x.Item)
-	case policy.SectionArgs:
-		if v, err := policy.ParseValue(x.Item); err == nil {
-			return policy.ArgValueRisk(x.Syscall, x.Arg, v)
-		}
-	case policy.SectionRead:
-		return policy.PathRisk("read", x.Item, base)
-	case policy.SectionWrite:
-		return policy.PathRisk("write", x.Item, base)
-	case policy.SectionExec:
-		return policy.PathRisk("exec", x.Item, base)
-	case policy.SectionConnect, policy.SectionSend, policy.SectionBind:
-		return policy.EndpointRisk(x.Section, policy.Endpoint{Endpoint: x.Item, Proto: x.Proto}, policy.Networked(base.Network))
-	}
-	return policy.RiskNone, ""
 }
 
 // Patch returns the change choice applies, or nil for KeepDenied and for choices that do not
@@ -325,7 +271,7 @@ func propose(base *policy.Profile, d report.Denial, env map[string]string) *Prop
 		return pr
 	}
 	pr.Changes = changesOf(base, pr.Exact)
-	pr.Risk, pr.Reason = patchRisk(base, pr.Exact)
+	pr.Risk, pr.Reason = policy.GrantRisk(base, pr.Exact.Grant)
 	if r, why := worst(pr.Changes); r > pr.Risk {
 		pr.Risk, pr.Reason = r, why
 	}
@@ -384,33 +330,29 @@ func worst(cs []policy.Change) (policy.Risk, string) {
 	return r, why
 }
 
-// argSuggest matches the enforcer's suggestion for a value an argument rule refused.
-var argSuggest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`syscalls\.args: (\w+) arg (\d): \+ ([^\s)]+)`) })
-
 func proposeSyscall(pr *Proposal, d report.Denial, exe string) error {
-	if m := argSuggest().FindStringSubmatch(d.Suggest); m != nil {
-		arg, _ := strconv.Atoi(m[2])
-		if _, err := policy.ParseValue(m[3]); err != nil {
+	g, suggested := d.Suggested()
+	switch {
+	case suggested && g.Section == policy.SectionArgs:
+		if _, err := policy.ParseValue(g.Item); err != nil {
 			return fmt.Errorf("suggested value: %w", err)
 		}
-		pr.Exact = Patch{Section: policy.SectionArgs, Syscall: m[1], Arg: arg, Item: m[3], By: exe}
-		pr.Summary = fmt.Sprintf("allow %s with argument %d = %s", m[1], arg, m[3])
+		pr.Exact = Patch{Grant: policy.Grant{Section: policy.SectionArgs, Syscall: g.Syscall, Arg: g.Arg, Item: g.Item}, By: exe}
+		pr.Summary = fmt.Sprintf("allow %s with argument %d = %s", g.Syscall, g.Arg, g.Item)
 		return nil
-	}
-	if a, ok := strings.CutPrefix(d.Suggest, policy.SectionArchitectures+": + "); ok {
-		a = strings.TrimSpace(a)
+	case suggested && g.Section == policy.SectionArchitectures,
+		!suggested && strings.TrimSpace(d.Suggest) == policy.SectionArchitectures+": +" && d.Arch != "":
+		a := g.Item
 		if a == "" {
 			a = d.Arch
 		}
-		pr.Exact = Patch{Section: policy.SectionArchitectures, Item: a}
+		pr.Exact = Patch{Grant: policy.Grant{Section: policy.SectionArchitectures, Item: a}}
 		pr.Summary = "allow system calls through the " + a + " ABI"
 		return nil
 	}
 	name := d.Syscall
-	if name == "" {
-		if s, ok := strings.CutPrefix(d.Suggest, policy.SectionSyscalls+": + "); ok {
-			name = strings.TrimSpace(s)
-		}
+	if name == "" && suggested && g.Section == policy.SectionSyscalls {
+		name = g.Item
 	}
 	if name == "" {
 		return fmt.Errorf("no syscall name")
@@ -419,7 +361,7 @@ func proposeSyscall(pr *Proposal, d report.Denial, exe string) error {
 		pr.Summary = fmt.Sprintf("%s cannot be allowed: not a syscall name sysprof knows", name)
 		return nil
 	}
-	pr.Exact = Patch{Section: policy.SectionSyscalls, Item: name, By: exe}
+	pr.Exact = Patch{Grant: policy.Grant{Section: policy.SectionSyscalls, Item: name}, By: exe}
 	pr.Summary = "allow syscall " + name
 	return nil
 }
@@ -442,19 +384,19 @@ func proposeFile(pr *Proposal, base *policy.Profile, d report.Denial, exe string
 	}
 	pr.Summary = verb
 	unhide := hiddenCovering(base, p)
-	pr.Exact = Patch{Section: section, Item: p, By: exe, Unhide: unhide}
+	pr.Exact = Patch{Grant: policy.Grant{Section: section, Item: p, Unhide: unhide}, By: exe}
 	pr.Credential = paths.CredentialStore(p)
 	if pr.Credential != "" {
 		if len(unhide) == 0 {
-			pr.Hide = &Patch{Section: policy.SectionHidden, Item: pr.Credential, By: exe}
+			pr.Hide = &Patch{Grant: policy.Grant{Section: policy.SectionHidden, Item: pr.Credential}, By: exe}
 		}
 		return nil
 	}
 	if len(unhide) == 0 {
-		pr.Hide = &Patch{Section: policy.SectionHidden, Item: p, By: exe}
+		pr.Hide = &Patch{Grant: policy.Grant{Section: policy.SectionHidden, Item: p}, By: exe}
 	}
 	if dir := parentDir(p); dir != "" && len(hiddenCovering(base, dir)) == 0 {
-		pr.Dir = &Patch{Section: section, Item: dir, By: exe, Unhide: unhide}
+		pr.Dir = &Patch{Grant: policy.Grant{Section: section, Item: dir, Unhide: unhide}, By: exe}
 	}
 	return nil
 }
@@ -519,7 +461,7 @@ func proposeNetwork(pr *Proposal, d report.Denial, exe string, env map[string]st
 	if _, err := policy.ParseEndpoint(ep); err != nil {
 		return err
 	}
-	pr.Exact = Patch{Section: section, Item: ep, Proto: proto, By: exe}
+	pr.Exact = Patch{Grant: policy.Grant{Section: section, Item: ep, Proto: proto}, By: exe}
 	op := strings.TrimPrefix(section, "network.")
 	pr.Summary = strings.TrimSpace(fmt.Sprintf("allow %s %s %s", op, ep, proto))
 	return nil
@@ -555,7 +497,7 @@ func networkSection(d report.Denial) string {
 		return policy.SectionBind
 	}
 	for _, s := range []string{policy.SectionConnect, policy.SectionSend, policy.SectionBind} {
-		if strings.HasPrefix(d.Suggest, s+":") {
+		if g, ok := d.Suggested(); ok && g.Section == s || strings.HasPrefix(d.Suggest, s+":") {
 			return s
 		}
 	}
