@@ -1,56 +1,23 @@
 package enforcer
 
 import (
-	"fmt"
+	"syscall"
 
 	"github.com/sysprof/sysprof/policy"
 )
 
-// compileArgRule compiles one profile rule. errnoOnly reports a rule with Errno and no
-// Values, Flags or Deny: it answers every call of the syscall with the errno (chk.fail).
+// compileArgRule compiles one profile rule, read by policy.ParseArgRule. errnoOnly reports a
+// rule with Errno and no Values, Flags or Deny: it answers every call of the syscall with the
+// errno (chk.fail).
 func compileArgRule(r policy.ArgRule) (chk argCheck, errnoOnly bool, err error) {
-	where := fmt.Sprintf("syscalls.args: %s arg %d", r.Syscall, r.Arg)
-	if r.Arg < 0 || r.Arg > 5 {
-		return argCheck{}, false, fmt.Errorf("%s: argument index must be 0..5", where)
+	s, err := policy.ParseArgRule(r)
+	if err != nil {
+		return argCheck{}, false, err
 	}
-	c := argCheck{arg: r.Arg, width32: isInt32Arg(r.Syscall, r.Arg), mask: ^uint64(0), fail: retNotify, why: "profile rule"}
-	if r.Mask != "" {
-		m, err := parseValue(r.Mask)
-		if err != nil {
-			return c, false, fmt.Errorf("%s: mask: %w", where, err)
-		}
-		c.mask = m
+	c := argCheck{arg: s.Arg, width32: isInt32Arg(s.Syscall, s.Arg), mask: s.Mask, fail: retNotify, why: "profile rule",
+		values: s.Values, hasValues: s.Values != nil, allowedBits: s.Flags, hasAllowedBits: s.HasFlags, denyValues: s.Deny}
+	if s.Errno != 0 {
+		c.fail = retErrno(syscall.Errno(s.Errno))
 	}
-	for _, v := range r.Values {
-		x, err := parseValue(v)
-		if err != nil {
-			return c, false, fmt.Errorf("%s: values: %w", where, err)
-		}
-		c.values = append(c.values, x)
-		c.hasValues = true
-	}
-	for _, f := range r.Flags {
-		x, err := parseValue(f)
-		if err != nil {
-			return c, false, fmt.Errorf("%s: flags: %w", where, err)
-		}
-		c.allowedBits |= x
-		c.hasAllowedBits = true
-	}
-	for _, d := range r.Deny {
-		x, err := parseValue(d)
-		if err != nil {
-			return c, false, fmt.Errorf("%s: deny: %w", where, err)
-		}
-		c.denyValues = append(c.denyValues, x)
-	}
-	if r.Errno != "" {
-		e, err := parseErrno(r.Errno)
-		if err != nil {
-			return c, false, fmt.Errorf("%s: errno: %w", where, err)
-		}
-		c.fail = retErrno(e)
-	}
-	errnoOnly = r.Errno != "" && len(r.Values)+len(r.Flags)+len(r.Deny) == 0
-	return c, errnoOnly, nil
+	return c, s.ErrnoOnly(), nil
 }

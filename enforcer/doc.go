@@ -69,8 +69,11 @@
 //     sysprof's own state (the binary-hash cache's directory, $HOME/.cache/sysprof) hidden, and
 //     a private /tmp when the section has no rules. Compile refuses a plan weaker than the
 //     profile or the base (notWeaker: every hidden path of either that exists must be hidden).
-//   - Denials are rated with the policy risk functions (PathRisk, EndpointRisk, SyscallRisk,
-//     ArgValueRisk) against the compiled profile: the rating diff and refine give the change.
+//   - Argument rules are read by policy.ParseArgRule and refused values printed by
+//     policy.FormatArg (argrule.go, explain.go): the enforcer has no symbol table of its own.
+//   - A syscall denial carries the change that allows it as data (report.Denial.Change, a
+//     policy.Grant) and printed (Suggest), rated with policy.GrantRisk against the compiled
+//     profile, as file and network denials are: the rating diff and refine give the change.
 //   - Every pathname unix socket the host has (tmux, docker, dbus, agents) is hidden unless
 //     the profile connects to it: Landlock has no rule for pathname sockets and neither a
 //     read-only mount nor a network namespace stops connect. The kernel's lists of every

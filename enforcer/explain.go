@@ -2,7 +2,6 @@ package enforcer
 
 import (
 	"encoding/binary"
-	"fmt"
 	"net/netip"
 	"os"
 	"strconv"
@@ -20,23 +19,36 @@ import (
 func risk(r policy.Risk, _ string) report.Risk { return r }
 
 // fileRisk rates what a file denial suggests: access (read, list, exec, write, create,
-// delete) to the portable path in profile p, as diff and refine rate that change.
+// delete, metadata) to the portable path in profile p, as diff and refine rate that change.
 func fileRisk(p *policy.Profile, access, portable string) report.Risk {
-	return risk(policy.PathRisk(access, portable, p))
+	section := policy.SectionRead
+	switch access {
+	case "write", "create", "delete":
+		section = policy.SectionWrite
+	case "exec":
+		section = policy.SectionExec
+	case "list":
+		section = policy.SectionList
+	}
+	return risk(policy.GrantRisk(p, policy.Grant{Section: section, Item: portable}))
 }
 
 // netRisk rates what a network denial suggests: endpoint item (host:port or address:port)
 // in section (network.connect, .send, .bind) of profile p.
 func netRisk(p *policy.Profile, section, item, proto string) report.Risk {
-	var n policy.Network
-	if p != nil {
-		n = p.Network
-	}
-	return risk(policy.EndpointRisk(section, policy.Endpoint{Endpoint: item, Proto: proto}, policy.Networked(n)))
+	return risk(policy.GrantRisk(p, policy.Grant{Section: section, Item: item, Proto: proto}))
 }
 
-// suggest returns the one-line profile change that would allow a reported call, and its risk.
-func (c *Compiled) suggest(abi, name string, auditArch, nr uint32, args [6]uint64) (string, report.Risk) {
+// suggestDenial fills d's suggestion for a call the filter reported: the change (Change),
+// the line it prints as (Suggest) and its risk.
+func (c *Compiled) suggestDenial(d *report.Denial, abi, name string, auditArch, nr uint32, args [6]uint64) {
+	g, text := c.suggest(abi, name, auditArch, nr, args)
+	d.Change, d.Suggest, d.Risk = &g, text, risk(policy.GrantRisk(c.profile, g))
+}
+
+// suggest returns the profile change that would allow a reported call, and how the report
+// says it (the change as printed, but for MPTCP, whose better answer is an endpoint).
+func (c *Compiled) suggest(abi, name string, auditArch, nr uint32, args [6]uint64) (policy.Grant, string) {
 	var spec *abiSpec
 	for _, a := range c.spec.abis {
 		isX32Call := auditArch == uint32(arch.X86_64.ID) && nr&x32Bit != 0
@@ -45,11 +57,13 @@ func (c *Compiled) suggest(abi, name string, auditArch, nr uint32, args [6]uint6
 		}
 	}
 	if spec == nil {
-		return "syscalls.architectures: + " + abi, risk(policy.ArchitectureRisk(abi))
+		g := policy.Grant{Section: policy.SectionArchitectures, Item: abi}
+		return g, g.String()
 	}
+	allow := policy.Grant{Section: policy.SectionSyscalls, Item: name}
 	rule := spec.rules[nr]
 	if rule == nil {
-		return "syscalls.allow: + " + name, risk(policy.SyscallRisk(name))
+		return allow, allow.String()
 	}
 	for i := range rule.checks {
 		chk := &rule.checks[i]
@@ -67,44 +81,13 @@ func (c *Compiled) suggest(abi, name string, auditArch, nr uint32, args [6]uint6
 				bad = v & chk.denyBits
 			}
 		}
-		shown := argValue(name, chk.arg, bad)
-		risk := risk(policy.ArgValueRisk(name, chk.arg, bad))
+		g := policy.ArgGrant(name, chk.arg, bad)
 		if name == "socket" && chk.arg == 2 && v == ipprotoMPTCP {
-			return "network.connect: + ENDPOINT proto: mptcp (or syscalls.args: socket arg 2: + IPPROTO_MPTCP)", risk
+			return g, "network.connect: + ENDPOINT proto: mptcp (or " + g.String() + ")"
 		}
-		return fmt.Sprintf("syscalls.args: %s arg %d: + %s", name, chk.arg, shown), risk
+		return g, g.String()
 	}
-	return "syscalls.allow: + " + name, risk(policy.SyscallRisk(name))
-}
-
-// argValue renders an argument value with the symbols known for that syscall argument.
-func argValue(name string, arg int, v uint64) string {
-	switch {
-	case (name == "socket" || name == "socketpair") && arg == 0:
-		return nameOf(argTables().families, v)
-	case (name == "socket" || name == "socketpair") && arg == 1:
-		t := nameOf(argTables().sockTypes, v&0xf)
-		if f := v &^ 0xf; f != 0 {
-			t += "|" + flagNames(argTables().sockFlags, f)
-		}
-		return t
-	case (name == "socket" || name == "socketpair") && arg == 2:
-		if v == 0 {
-			return "0"
-		}
-		return nameOf(argTables().protocols, v)
-	case (name == "clone" && arg == 0) || (name == "unshare" && arg == 0) || (name == "setns" && arg == 1):
-		s := flagNames(argTables().clone, v&^0xff)
-		if sig := v & 0xff; sig != 0 && name == "clone" {
-			s += "|" + unix.SignalName(unix.Signal(sig))
-		}
-		return s
-	case name == "ioctl" && arg == 1:
-		return nameOf(argTables().ioctl, v)
-	case name == "ptrace" && arg == 0:
-		return nameOf(argTables().ptrace, v)
-	}
-	return "0x" + strconv.FormatUint(v, 16)
+	return allow, allow.String()
 }
 
 // pathArgs lists the arguments that are pathnames, by syscall (built when a denial is described).
@@ -131,21 +114,21 @@ func describeCall(pid int, name string, args [6]uint64) string {
 	var parts []string
 	switch name {
 	case "socket", "socketpair":
-		parts = []string{argValue(name, 0, args[0]&0xffffffff), argValue(name, 1, args[1]&0xffffffff), argValue(name, 2, args[2]&0xffffffff)}
+		parts = []string{policy.FormatArg(name, 0, args[0]&0xffffffff), policy.FormatArg(name, 1, args[1]&0xffffffff), policy.FormatArg(name, 2, args[2]&0xffffffff)}
 	case "clone":
-		parts = []string{argValue(name, 0, args[0]&0xffffffff)}
+		parts = []string{policy.FormatArg(name, 0, args[0]&0xffffffff)}
 	case "unshare":
-		parts = []string{argValue(name, 0, args[0])}
+		parts = []string{policy.FormatArg(name, 0, args[0])}
 	case "setns":
-		parts = []string{argValue(name, 1, args[1]&0xffffffff)}
+		parts = []string{policy.FormatArg(name, 1, args[1]&0xffffffff)}
 	case "ptrace":
-		parts = []string{argValue(name, 0, args[0]), "pid " + strconv.FormatInt(int64(int32(args[1])), 10)}
+		parts = []string{policy.FormatArg(name, 0, args[0]), "pid " + strconv.FormatInt(int64(int32(args[1])), 10)}
 	case "process_vm_readv", "process_vm_writev", "pidfd_open", "kcmp":
 		parts = []string{"pid " + strconv.FormatInt(int64(int32(args[0])), 10)}
 	case "kill", "tkill":
-		parts = []string{"pid " + strconv.FormatInt(int64(int32(args[0])), 10), unix.SignalName(unix.Signal(args[1] & 0xff))}
+		parts = []string{"pid " + strconv.FormatInt(int64(int32(args[0])), 10), policy.FormatArg(name, 1, args[1]&0xff)}
 	case "ioctl":
-		parts = []string{argValue(name, 1, args[1]&0xffffffff)}
+		parts = []string{policy.FormatArg(name, 1, args[1]&0xffffffff)}
 	case "bpf", "keyctl", "prctl", "personality", "seccomp":
 		parts = []string{strconv.FormatUint(args[0]&0xffffffff, 10)}
 	case "connect", "bind", "sendto":

@@ -30,7 +30,7 @@ func TestSuggest(t *testing.T) {
 		{"x86_64", "socket", x86, nr64("socket"), a(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC), "syscalls.args: socket arg 1: + SOCK_RAW"},
 		{"x86_64", "clone", x86, nr64("clone"), a(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | 17), "syscalls.args: clone arg 0: + CLONE_NEWNS|CLONE_NEWUSER"},
 	} {
-		got, _ := c.suggest(tc.abi, tc.name, tc.arch, tc.nr, tc.args)
+		_, got := c.suggest(tc.abi, tc.name, tc.arch, tc.nr, tc.args)
 		if got != tc.want {
 			t.Errorf("%s %s%v: suggest %q, want %q", tc.abi, tc.name, tc.args[:3], got, tc.want)
 		}

@@ -228,8 +228,8 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 		if r.Errno == "" {
 			return retNotify
 		}
-		e, _ := parseErrno(r.Errno)
-		return retErrno(e)
+		e, _ := policy.ParseErrno(r.Errno)
+		return retErrno(unix.Errno(e))
 	}
 	for _, r := range p.Syscalls.Args {
 		if r.Syscall == name && r.Errno != "" && len(r.Values)+len(r.Flags)+len(r.Deny) == 0 {

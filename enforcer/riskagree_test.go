@@ -1,6 +1,9 @@
 package enforcer
 
 import (
+	"bytes"
+	"cmp"
+	"reflect"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -101,7 +104,7 @@ func TestRiskAgrees(t *testing.T) {
 			switch {
 			case tc.call != nil:
 				d = report.Denial{Kind: report.KindSyscall, Syscall: tc.call.name, Arch: "x86_64", Exe: "/usr/bin/x"}
-				d.Suggest, d.Risk = c.suggest("x86_64", tc.call.name, x86, nr64(tc.call.name), tc.call.args)
+				c.suggestDenial(&d, "x86_64", tc.call.name, x86, nr64(tc.call.name), tc.call.args)
 			case tc.path != "":
 				d = report.Denial{Kind: report.KindFile, Path: tc.path, Access: tc.access, Exe: "/usr/bin/x"}
 				d.Risk = fileRisk(c.profile, tc.access, tc.path)
@@ -139,4 +142,86 @@ func addPath(l *[]policy.PathRule, p string) { *l = append(*l, policy.PathRule{P
 
 func addEndpoint(l *[]policy.Endpoint, e, proto string) {
 	*l = append(*l, policy.Endpoint{Endpoint: e, Proto: proto})
+}
+
+// TestSuggestionRoundTrip checks that the change a syscall denial suggests reaches refine as
+// data: the enforcer's Change, through the JSON report, is the change refine proposes, and a
+// report without it (as older versions wrote, Suggest text only) gives the same proposal.
+func TestSuggestionRoundTrip(t *testing.T) {
+	p := testProfile()
+	p.APIVersion, p.Kind = policy.APIVersion, policy.Kind
+	p.Syscalls.Architectures = []string{"x86_64"}
+	p.Syscalls.Args = append(p.Syscalls.Args,
+		policy.ArgRule{Syscall: "ioctl", Arg: 1, Deny: []string{"TIOCSTI", "TIOCLINUX"}},
+		policy.ArgRule{Syscall: "clone", Arg: 0, Flags: []string{"CLONE_VM", "CLONE_FS", "CLONE_FILES", "CLONE_SIGHAND", "CLONE_THREAD", "SIGCHLD"}},
+		policy.ArgRule{Syscall: "socket", Arg: 2, Name: "protocol", Values: []string{"0"}})
+	p.Syscalls.Args[0].Values = []string{"AF_INET", "AF_INET6"} // socket arg 0: no AF_UNIX
+	c, err := Compile(p, Env{Arch: "x86_64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := func(xs ...uint64) (r [6]uint64) { copy(r[:], xs); return }
+	for _, tc := range []struct {
+		name      string
+		abi       string
+		call      string
+		arch, nr  uint32
+		args      [6]uint64
+		want      policy.Grant
+		wantShown string // Suggest, when it is not the change as printed
+	}{
+		{name: "syscall", abi: "x86_64", call: "ptrace", arch: x86, nr: nr64("ptrace"),
+			want: policy.Grant{Section: policy.SectionSyscalls, Item: "ptrace"}},
+		{name: "architecture", abi: "i386", call: "getpid", arch: i386, nr: nr32("getpid"),
+			want: policy.Grant{Section: policy.SectionArchitectures, Item: "i386"}},
+		{name: "family", abi: "x86_64", call: "socket", arch: x86, nr: nr64("socket"), args: a(unix.AF_NETLINK, unix.SOCK_DGRAM),
+			want: policy.Grant{Section: policy.SectionArgs, Syscall: "socket", Arg: 0, Item: "AF_NETLINK"}},
+		{name: "unix family", abi: "x86_64", call: "socket", arch: x86, nr: nr64("socket"), args: a(unix.AF_UNIX, unix.SOCK_STREAM),
+			want: policy.Grant{Section: policy.SectionArgs, Syscall: "socket", Arg: 0, Item: "AF_UNIX"}}, // not its alias AF_LOCAL
+		{name: "namespace flags", abi: "x86_64", call: "clone", arch: x86, nr: nr64("clone"), args: a(unix.CLONE_VM | unix.CLONE_NEWUSER | unix.CLONE_NEWNS | 17),
+			want: policy.Grant{Section: policy.SectionArgs, Syscall: "clone", Arg: 0, Item: "CLONE_NEWNS|CLONE_NEWUSER"}},
+		{name: "terminal injection", abi: "x86_64", call: "ioctl", arch: x86, nr: nr64("ioctl"), args: a(1, unix.TIOCSTI),
+			want: policy.Grant{Section: policy.SectionArgs, Syscall: "ioctl", Arg: 1, Item: "TIOCSTI"}},
+		{name: "mptcp", abi: "x86_64", call: "socket", arch: x86, nr: nr64("socket"), args: a(unix.AF_INET, unix.SOCK_STREAM, ipprotoMPTCP),
+			want:      policy.Grant{Section: policy.SectionArgs, Syscall: "socket", Arg: 2, Item: "IPPROTO_MPTCP"},
+			wantShown: "network.connect: + ENDPOINT proto: mptcp (or syscalls.args: socket arg 2: + IPPROTO_MPTCP)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := report.Denial{Kind: report.KindSyscall, Syscall: tc.call, Arch: tc.abi, What: tc.call + "()", Exe: "/usr/bin/x"}
+			c.suggestDenial(&d, tc.abi, tc.call, tc.arch, tc.nr, tc.args)
+			shown := cmp.Or(tc.wantShown, tc.want.String())
+			if d.Change == nil || !reflect.DeepEqual(*d.Change, tc.want) || d.Suggest != shown {
+				t.Fatalf("denial suggests %+v as %q, want %+v as %q", d.Change, d.Suggest, tc.want, shown)
+			}
+			if want, _ := policy.GrantRisk(c.profile, tc.want); d.Risk != want {
+				t.Errorf("risk %s, want %s", d.Risk, want)
+			}
+			propose := func(d report.Denial) refine.Patch {
+				t.Helper()
+				r := report.New([]string{"x"}, "", false)
+				r.Add(d)
+				var buf bytes.Buffer
+				if err := r.WriteJSON(&buf); err != nil {
+					t.Fatal(err)
+				}
+				back, err := report.Parse(buf.Bytes())
+				if err != nil {
+					t.Fatal(err)
+				}
+				props, err := refine.Propose(p, back, nil)
+				if err != nil || len(props) != 1 {
+					t.Fatalf("propose: %v, %d proposals", err, len(props))
+				}
+				return props[0].Exact
+			}
+			if got := propose(d); !reflect.DeepEqual(got.Grant, tc.want) {
+				t.Errorf("refine proposes %+v, want the denial's change %+v", got.Grant, tc.want)
+			}
+			old := d
+			old.Change = nil
+			if got := propose(old); !reflect.DeepEqual(got.Grant, tc.want) {
+				t.Errorf("from the text only, refine proposes %+v, want %+v", got.Grant, tc.want)
+			}
+		})
+	}
 }

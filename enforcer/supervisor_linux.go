@@ -161,7 +161,7 @@ func (s *supervisor) explain(n *seccompNotif) report.Denial {
 	if abi != s.compiled.Arch {
 		d.What = abi + " " + d.What
 	}
-	d.Suggest, d.Risk = s.compiled.suggest(abi, name, n.Data.Arch, uint32(n.Data.Nr), n.Data.Args)
+	s.compiled.suggestDenial(&d, abi, name, n.Data.Arch, uint32(n.Data.Nr), n.Data.Args)
 	return d
 }
 
