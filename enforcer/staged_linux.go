@@ -280,7 +280,8 @@ func (cb *copyBack) deny(host, access string, count int) {
 	portable := synth.Portable(host, cb.env.Vars)
 	d := report.Denial{Kind: report.KindFile, Path: host, Access: access, Count: count, First: time.Now().UTC(),
 		Exe: "(staged)", What: fmt.Sprintf("%s %s (not a learned output of the staged %s: discarded)", host, access, cb.spec.Dir)}
-	d.Suggest = "filesystem.write: + " + portable
+	g := policy.Grant{Section: policy.SectionWrite, Item: portable}
+	d.Change, d.Suggest = &g, g.String()
 	d.Risk = fileRisk(cb.profile, "write", portable)
 	cb.denials = append(cb.denials, d)
 }
