@@ -130,6 +130,15 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 			c.Unenforceable = append(c.Unenforceable, fmt.Sprintf("filesystem.write: rules below %s cannot be staged (%s)", d, strings.Join(keepUnder(keep, d), ", ")))
 			continue
 		}
+		// The same check as a writable directory: a stage on a symlink would copy back into
+		// wherever it points.
+		if r, err := c.resolveWritable(d, env); err != nil {
+			c.Unenforceable = append(c.Unenforceable, err.Error())
+			continue
+		} else if r != d {
+			c.Unenforceable = append(c.Unenforceable, fmt.Sprintf("filesystem.write: %s resolves to %s (a symlink among its directories): refused", d, r))
+			continue
+		}
 		stageDirs = append(stageDirs, d)
 	}
 	g.binds = binds

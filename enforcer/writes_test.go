@@ -224,6 +224,12 @@ true`, libm, ld, ld))
 	if exists(filepath.Join(home, "target", "planted")) {
 		fail("symlinked writable dir: its target was written")
 	}
+	// The same for a file rule below it: the directory that would be staged is a symlink.
+	p = writesProfile("$WORKDIR/outdir/x.o")
+	_, code, out, err = runScript(p, work, home, `echo x > outdir/x.o`)
+	if err == nil || code != 125 || !strings.Contains(err.Error(), "symlink") || exists(filepath.Join(home, "target", "x.o")) {
+		fail("file rule below a symlinked dir: exit %d, err %v: want a refusal naming the symlink\n%s", code, err, out)
+	}
 	// Nothing of the stages stays on the host.
 	for _, dir := range []string{os.TempDir(), "/var/tmp"} {
 		if left, _ := filepath.Glob(filepath.Join(dir, stagePrefix()+"*")); len(left) > 0 {
