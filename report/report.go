@@ -52,7 +52,7 @@ const (
 
 // Layer is one sandbox layer and whether it was in force.
 type Layer struct {
-	Name   string `json:"name"`             // seccomp, mount, landlock, netns, userns, caps, ...
+	Name   string `json:"name"`             // enforcer.Layer*: seccomp, mounts, landlock, netns, network-allowlist, capabilities, userns, filesystem-rules
 	State  string `json:"state"`            // applied, degraded, not-requested
 	Detail string `json:"detail,omitempty"` // why it was degraded, or what form it took
 }

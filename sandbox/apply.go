@@ -57,7 +57,7 @@ func (p *Plan) ApplyResult() (*Result, error) {
 	}
 	if p.NetNS {
 		if err := bringUpLoopback(); err != nil {
-			return res, &LayerError{Layer: LayerNetwork, Err: err}
+			return res, &LayerError{Layer: LayerNetNS, Err: err}
 		}
 	}
 	if p.Landlock != nil {

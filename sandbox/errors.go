@@ -1,15 +1,18 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/sysprof/sysprof/internal/feature"
 )
 
-// Layer names used in LayerError and Skipped.
+// Layer names used in LayerError and Skipped. They are the names the enforcer reports for the
+// same layers (enforcer.LayerMounts, LayerNetNS, LayerLandlock, LayerCaps; a test holds them
+// equal): one name per layer in errors, reports and the JSON report.
 const (
 	LayerMounts   = "mounts"
-	LayerNetwork  = "network"
+	LayerNetNS    = "netns" // the new network namespace with loopback up
 	LayerLandlock = "landlock"
 	LayerCaps     = "capabilities"
 )
@@ -17,12 +20,13 @@ const (
 // ErrNotSupported is wrapped by every error that means "this kernel (or its configuration) does
 // not offer the feature". errors.Is(err, ErrNotSupported) is how callers and tests tell a missing
 // feature from a failure.
-var ErrNotSupported = errors.New("not supported")
+// It is the same value as hostcheck.ErrNotSupported (internal/feature).
+var ErrNotSupported = feature.ErrNotSupported
 
 // LayerError says which layer of a Plan could not be applied and why. Apply returns it so the
 // enforcer can refuse to run (fail closed) and name the layer.
 type LayerError struct {
-	Layer string // LayerMounts, LayerNetwork, LayerLandlock or LayerCaps
+	Layer string // LayerMounts, LayerNetNS, LayerLandlock or LayerCaps
 	Err   error
 }
 

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/sysprof/sysprof/internal/feature"
 )
 
 // Status is a probe's answer.
@@ -111,7 +113,8 @@ func (c Check) neededFor(what string) bool {
 }
 
 // ErrNotSupported is matched (errors.Is) by every error that says a host feature is missing.
-var ErrNotSupported = errors.New("not supported")
+// It is the same value as sandbox.ErrNotSupported (internal/feature).
+var ErrNotSupported = feature.ErrNotSupported
 
 // UnsupportedError says which host feature is missing, why, and what to do about it.
 type UnsupportedError struct {
