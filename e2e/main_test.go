@@ -223,7 +223,7 @@ func lookPath(name string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("not found in %s", hostPath)
+	return "", fmt.Errorf("not found in %s: %w", hostPath, exec.ErrNotFound)
 }
 
 // requireTool skips (or fails under CI=true) when a tool the test drives is not on hostPath.

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -79,7 +78,7 @@ func TestLandlock(t *testing.T) {
 	abi, err := LandlockABI()
 	testutil.RequireNoErr(t, "landlock", err)
 	if abi < 6 {
-		testutil.RequireNoErr(t, "landlock", fmt.Errorf("ABI %d < 6 (scopes)", abi))
+		testutil.RequireNoErr(t, "landlock", testutil.NotAvailable("ABI %d < 6 (scopes)", abi))
 	}
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
@@ -204,7 +203,7 @@ func TestAllLayersTogether(t *testing.T) {
 			}
 			if r, err := filepath.EvalSymlinks(outside); err != nil || under(r, privateTmpDirs) {
 				testutil.RequireNoErr(t, "a writable host directory outside the private tmp dirs",
-					fmt.Errorf("%s is not one (%v)", outside, err))
+					testutil.NotAvailable("%s is not one (%v)", outside, err))
 			}
 			f := newFixtureIn(t, mode, outside)
 			work := f.dir(t, "work")
@@ -261,7 +260,7 @@ func TestDegrade(t *testing.T) {
 	abi, err := LandlockABI()
 	testutil.RequireNoErr(t, "landlock", err)
 	if abi < 5 {
-		testutil.RequireNoErr(t, "landlock", fmt.Errorf("ABI %d < 5", abi))
+		testutil.RequireNoErr(t, "landlock", testutil.NotAvailable("ABI %d < 5", abi))
 	}
 	f := newFixture(t, "root")
 	other := f.file(t, "other/f", "o")
@@ -291,7 +290,7 @@ func TestLandlockELFInterpreter(t *testing.T) {
 	testutil.RequireNoErr(t, "landlock", err)
 	interp := elfInterpreter("/usr/bin/true")
 	if interp == "" {
-		testutil.RequireNoErr(t, "a dynamically linked /usr/bin/true", errors.New("it has no ELF interpreter"))
+		testutil.RequireNoErr(t, "a dynamically linked /usr/bin/true", testutil.NotAvailable("it has no ELF interpreter"))
 	}
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {

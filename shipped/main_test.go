@@ -283,7 +283,7 @@ func lookPath(path, name string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("not found in %s", path)
+	return "", fmt.Errorf("not found in %s: %w", path, exec.ErrNotFound)
 }
 
 // requireTools skips (or fails under CI=true) when a tool is missing.

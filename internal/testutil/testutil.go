@@ -1,14 +1,22 @@
 // Package testutil holds the helpers tests share: the rule for privileged tests (skip with a
-// reason on a laptop, fail under CI=true) and building the victim programs in testdata.
+// reason on a laptop when the host lacks a feature or permission, fail under CI=true, fail
+// everywhere on any other error) and building the victim programs in testdata.
 package testutil
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/sysprof/sysprof/internal/feature"
 )
 
 // InCI reports whether the tests run in CI, where a missing capability is a failure.
@@ -26,17 +34,41 @@ func RequireRoot(t testing.TB) {
 	t.Skip("needs root (BPF, namespaces, seccomp); run as root or set CI=true to make this a failure")
 }
 
-// RequireNoErr is for capability probes: when err is non-nil the test skips with the reason on a
-// laptop and fails under CI=true.
+// RequireNoErr is for capability probes: when err says the host lacks something (Missing) the
+// test skips with the reason on a laptop and fails under CI=true; any other error fails the
+// test everywhere, so that a broken probe or setup never passes as a skip.
 func RequireNoErr(t testing.TB, what string, err error) {
 	t.Helper()
 	if err == nil {
 		return
 	}
-	if InCI() {
+	switch {
+	case InCI():
 		t.Fatalf("%s: %v (CI=true: a missing capability is a failure)", what, err)
+	case !Missing(err):
+		t.Fatalf("%s: %v (not a missing feature or permission: a failure, not a skip)", what, err)
+	default:
+		t.Skipf("%s not available here: %v", what, err)
 	}
-	t.Skipf("%s not available here: %v", what, err)
+}
+
+// Missing reports whether err says this host lacks a feature, a permission or a program rather
+// than that something failed: sysprof's ErrNotSupported (sandbox, hostcheck), cilium/ebpf's,
+// errors.ErrUnsupported (ENOSYS, EOPNOTSUPP), os.ErrPermission (EPERM, EACCES),
+// exec.ErrNotFound and fs.ErrNotExist (a file or program this host does not have).
+func Missing(err error) bool {
+	for _, target := range []error{feature.ErrNotSupported, ebpf.ErrNotSupported, errors.ErrUnsupported, os.ErrPermission, exec.ErrNotFound, fs.ErrNotExist} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// NotAvailable is the error a test passes to RequireNoErr for a condition it found itself
+// (an old Landlock ABI, no ELF interpreter): it matches feature.ErrNotSupported.
+func NotAvailable(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), feature.ErrNotSupported)
 }
 
 // RequireTool skips (or fails in CI) when a program the test drives is missing.
