@@ -3,30 +3,23 @@ package profiler
 import (
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/sysprof/sysprof/internal/phase"
 )
 
-// SYSPROF_TIMINGS (undocumented) prints the duration of each phase of a run to stderr.
-var timingsOn = os.Getenv("SYSPROF_TIMINGS") != ""
+// phases times a run's phases on a phase.Clock of its own (SYSPROF_TIMINGS, undocumented);
+// internal/phase decides the switch and the line format.
+type phases struct{ c *phase.Clock }
 
-type phases struct{ last time.Time }
+func newPhases() *phases { return &phases{c: phase.NewClock("profiler")} }
 
-func newPhases() *phases { return &phases{last: time.Now()} }
-
-func (p *phases) mark(name string) {
-	if !timingsOn {
-		return
-	}
-	now := time.Now()
-	fmt.Fprintf(os.Stderr, "timing profiler %7.2fms %s\n", float64(now.Sub(p.last).Microseconds())/1000, name)
-	p.last = now
-}
+func (p *phases) mark(name string) { p.c.Mark(name) }
 
 // progStats prints each program's run count and run time (needs kernel.bpf_stats_enabled=1).
 func (p *probe) progStats() {
-	if !timingsOn {
+	if !phase.On() {
 		return
 	}
 	for name, prog := range map[string]*ebpf.Program{"sys_enter": p.objs.SysEnter, "sys_exit_path": p.objs.SysExitPath,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/profiler"
 	"github.com/sysprof/sysprof/profiles"
@@ -194,15 +195,13 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 	}
 	table := make(chan []byte, 1)
 	go func() { table <- renderLearnSummary(tr, wall) }()
-	t0 := time.Now()
+	clock := phase.NewClock("learn")
 	review, err := saveLearned(o.Profile, learned, o.Fresh, o.Force)
 	if err != nil {
 		return withCode(exitSysprof, err)
 	}
 	giveToSudoUser(o.Err, o.Profile, o.Profile+".lock")
-	if os.Getenv("SYSPROF_TIMINGS") != "" {
-		fmt.Fprintf(os.Stderr, "timing learn %7.2fms save\n", float64(time.Since(t0).Microseconds())/1000)
-	}
+	clock.Mark("save")
 	printLearnSummary(o.Err, <-table, tr, o.Profile)
 	n := printReview(o.Err, review, res.SecretTouches)
 	if o.Debug || os.Getenv("SYSPROF_STATS") != "" {
@@ -268,11 +267,9 @@ func learnOnce(ctx context.Context, po profiler.Options, so synth.Options) (*tra
 		return nil, nil, 0, commandError(err)
 	}
 	wall := time.Since(start)
-	t0 := time.Now()
+	clock := phase.NewClock("learn")
 	res, err := synth.Synthesize(tr, so)
-	if os.Getenv("SYSPROF_TIMINGS") != "" {
-		fmt.Fprintf(os.Stderr, "timing learn %7.2fms synthesize\n", float64(time.Since(t0).Microseconds())/1000)
-	}
+	clock.Mark("synthesize")
 	if err != nil {
 		return nil, nil, 0, withCode(exitSysprof, fmt.Errorf("synthesize: %w", err))
 	}

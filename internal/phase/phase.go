@@ -1,7 +1,11 @@
 // Package phase prints time-stamped phase durations to stderr when SYSPROF_TIMINGS is set (a
-// hidden switch for profiling startup). Each line carries the wall clock, so the lines of the
-// supervisor and of the init stage (another process) can be put side by side. When the
-// variable is unset, Mark costs one boolean test.
+// hidden switch for profiling startup). It is the only timing helper: the CLI, the enforcer,
+// the init stage and the profiler all print through it. Each line carries the wall clock, so
+// the lines of the supervisor and of the init stage (another process) can be put side by side:
+//
+//	timing WHO HH:MM:SS.micros DURATIONms PHASE
+//
+// When the variable is unset, Mark costs one boolean test.
 package phase
 
 import (
@@ -35,7 +39,32 @@ func Mark(name string) {
 	d := now.Sub(last)
 	last = now
 	mu.Unlock()
+	line(who, now, d, name)
+}
+
+func line(who string, now time.Time, d time.Duration, name string) {
 	fmt.Fprintf(os.Stderr, "timing %s %s.%06d %7.2fms %s\n", who, now.Format("15:04:05"), now.Nanosecond()/1000, float64(d.Microseconds())/1000, name)
+}
+
+// Clock times the phases of one piece of work on its own (a learn run, a synthesis), apart
+// from the process-wide marks of Mark; it is not safe for concurrent use.
+type Clock struct {
+	who  string
+	last time.Time
+}
+
+// NewClock starts a clock whose lines name who ("profiler", "learn").
+func NewClock(who string) *Clock { return &Clock{who: who, last: time.Now()} }
+
+// Mark prints how long the phase that ends now took on this clock (since its previous Mark or
+// its start).
+func (c *Clock) Mark(name string) {
+	if !on {
+		return
+	}
+	now := time.Now()
+	line(c.who, now, now.Sub(c.last), name)
+	c.last = now
 }
 
 // Since prints the duration of a phase measured from start (for work running concurrently with
@@ -45,5 +74,5 @@ func Since(name string, start time.Time) {
 		return
 	}
 	now := time.Now()
-	fmt.Fprintf(os.Stderr, "timing %s %s.%06d %7.2fms %s (concurrent)\n", who, now.Format("15:04:05"), now.Nanosecond()/1000, float64(now.Sub(start).Microseconds())/1000, name)
+	line(who, now, now.Sub(start), name+" (concurrent)")
 }
