@@ -9,6 +9,7 @@ import (
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/profiler"
+	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/synth"
 )
 
@@ -23,7 +24,7 @@ type driftOptions struct {
 	// Steps and All select steps of sysprof.yaml instead of a command (see learn).
 	Steps []string
 	All   bool
-	Gates []step
+	Gates []project.Step
 }
 
 func init() {

@@ -15,6 +15,7 @@ import (
 	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -35,7 +36,7 @@ type enforceOptions struct {
 	// Steps and All select steps of sysprof.yaml instead of a command (see learn).
 	Steps []string
 	All   bool
-	Gates []step
+	Gates []project.Step
 }
 
 func init() {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -19,8 +20,10 @@ import (
 	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/profiler"
+	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/synth"
+	"github.com/sysprof/sysprof/trace"
 )
 
 // Steps of sysprof.yaml as gates: learn, enforce and drift take --step NAME (repeatable) or
@@ -34,7 +37,7 @@ func addStepFlags(f *pflag.FlagSet, steps *[]string, all *bool) {
 
 // resolveGates returns the steps selected by --step/--all, and ok=false when neither was given
 // (the command runs as usual).
-func resolveGates(cmd *cobra.Command, args, names []string, all bool, profileFlag string) ([]step, config, bool, error) {
+func resolveGates(cmd *cobra.Command, args, names []string, all bool, profileFlag string) ([]project.Step, config, bool, error) {
 	if len(names) == 0 && !all {
 		return nil, config{}, false, nil
 	}
@@ -54,9 +57,9 @@ func resolveGates(cmd *cobra.Command, args, names []string, all bool, profileFla
 	if err != nil {
 		return nil, config{}, true, err
 	}
-	steps, err := proj.selectSteps(names, all)
+	steps, err := proj.Select(names, all)
 	if err != nil {
-		return nil, config{}, true, err
+		return nil, config{}, true, withCode(exitSysprof, err)
 	}
 	return steps, cfg, true, nil
 }
@@ -66,60 +69,100 @@ func stepFile(file, name string) string {
 	return file + "." + name + ".json"
 }
 
-func runLearnGates(ctx context.Context, o *learnOptions) error {
-	for _, st := range o.Gates {
-		if err := st.checkWorkdir(); err != nil {
+// stepRun is what learn, enforce or drift does with the steps of a --step/--all run: every
+// step is checked before the first one runs (its workdir, then check), then the steps run in
+// order, each announced, until one returns an error.
+type stepRun struct {
+	verb  string // what the announcement says the step does: learn, enforce
+	check func(i int, st project.Step) error
+	run   func(ctx context.Context, i int, st project.Step) error
+}
+
+func runSteps(ctx context.Context, w io.Writer, steps []project.Step, r stepRun) error {
+	for i, st := range steps {
+		if err := st.CheckWorkdir(); err != nil {
 			return withCode(exitSysprof, err)
 		}
-		if err := checkWritable(st.Profile); err != nil {
-			return withCode(exitSysprof, fmt.Errorf("step %s: %w", st.Name, err))
+		if r.check != nil {
+			if err := r.check(i, st); err != nil {
+				return err
+			}
 		}
 	}
-	for _, st := range o.Gates {
-		fmt.Fprintf(o.Err, "sysprof: step %s: learn %s (in %s)\n", st.Name, shellQuote(st.Command), st.Workdir)
-		tr, res, wall, err := learnOnce(ctx, profiler.Options{Command: st.Command, Dir: st.Workdir, Env: st.environ(), RingBufferBytes: o.RingBuf, Debug: o.Debug}, synth.Options{
-			Portable:       o.Portable,
-			AllowSecrets:   o.AllowSecrets,
-			SysprofVersion: version,
-		})
-		if err != nil {
-			return stepError(st, err)
-		}
-		if o.TraceOut != "" {
-			if err := writeJSONAtomic(stepFile(o.TraceOut, st.Name), tr); err != nil {
-				return withCode(exitSysprof, fmt.Errorf("step %s: write trace: %w", st.Name, err))
-			}
-			giveToSudoUser(o.Err, stepFile(o.TraceOut, st.Name))
-		}
-		for _, w := range res.Warnings {
-			fmt.Fprintf(o.Err, "sysprof: WARNING: step %s: %s\n", st.Name, w)
-		}
-		if o.Explain {
-			printExplain(o.Err, res.Explain)
-		}
-		if o.Strict && tr.Loss.Any() {
-			return withCode(exitSysprof, fmt.Errorf("step %s: --strict: %d ring-buffer events and %d map entries were lost; the profile was not written (rerun with a larger --ringbuf-size)", st.Name, tr.Loss.RingbufDrops, tr.Loss.MapFull))
-		}
-		st.addAllowances(res.Profile)
-		review, err := saveLearned(st.Profile, res.Profile, o.Fresh, o.Force)
-		if err != nil {
-			return withCode(exitSysprof, fmt.Errorf("step %s: %w", st.Name, err))
-		}
-		giveToSudoUser(o.Err, st.Profile, st.Profile+".lock")
-		printLearnSummary(o.Err, renderLearnSummary(tr, wall), tr, st.Profile)
-		if n := printReview(o.Err, review, res.SecretTouches); o.Strict && n > 0 {
-			return withCode(exitSysprof, fmt.Errorf("step %s: --strict: %d item(s) on the review list; %s was written: review it, then learn again without --strict or edit the profile", st.Name, n, st.Profile))
-		}
-		if tr.ExitCode != 0 {
-			return withCode(tr.ExitCode, fmt.Errorf("step %s: %s exited with status %d (its profile was saved; later steps were not learned)", st.Name, shellQuote(st.Command), tr.ExitCode))
+	for i, st := range steps {
+		fmt.Fprintf(w, "sysprof: step %s: %s %s (in %s)\n", st.Name, r.verb, shellQuote(st.Command), st.Workdir)
+		if err := r.run(ctx, i, st); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// learnStep runs one step under the profiler (po and so say how; the step gives the command,
+// its directory and environment), writes its trace to traceOut.<step>.json when traceOut is
+// set, and prints synthesis's warnings. The profile is res.Profile, without the step's
+// allowances.
+func learnStep(ctx context.Context, w io.Writer, st project.Step, traceOut string, po profiler.Options, so synth.Options) (*trace.Trace, *synth.Result, time.Duration, error) {
+	po.Command, po.Dir, po.Env = st.Command, st.Workdir, st.Environ()
+	tr, res, wall, err := learnOnce(ctx, po, so)
+	if err != nil {
+		return nil, nil, 0, stepError(st, err)
+	}
+	if traceOut != "" {
+		if err := writeJSONAtomic(stepFile(traceOut, st.Name), tr); err != nil {
+			return nil, nil, 0, withCode(exitSysprof, fmt.Errorf("step %s: write trace: %w", st.Name, err))
+		}
+		giveToSudoUser(w, stepFile(traceOut, st.Name))
+	}
+	for _, m := range res.Warnings {
+		fmt.Fprintf(w, "sysprof: WARNING: step %s: %s\n", st.Name, m)
+	}
+	return tr, res, wall, nil
+}
+
+func runLearnGates(ctx context.Context, o *learnOptions) error {
+	return runSteps(ctx, o.Err, o.Gates, stepRun{
+		verb: "learn",
+		check: func(_ int, st project.Step) error {
+			if err := checkWritable(st.Profile); err != nil {
+				return withCode(exitSysprof, fmt.Errorf("step %s: %w", st.Name, err))
+			}
+			return nil
+		},
+		run: func(ctx context.Context, _ int, st project.Step) error {
+			tr, res, wall, err := learnStep(ctx, o.Err, st, o.TraceOut,
+				profiler.Options{RingBufferBytes: o.RingBuf, Debug: o.Debug},
+				synth.Options{Portable: o.Portable, AllowSecrets: o.AllowSecrets, SysprofVersion: version})
+			if err != nil {
+				return err
+			}
+			if o.Explain {
+				printExplain(o.Err, res.Explain)
+			}
+			if o.Strict && tr.Loss.Any() {
+				return withCode(exitSysprof, fmt.Errorf("step %s: --strict: %d ring-buffer events and %d map entries were lost; the profile was not written (rerun with a larger --ringbuf-size)", st.Name, tr.Loss.RingbufDrops, tr.Loss.MapFull))
+			}
+			st.AddAllowances(res.Profile)
+			review, err := saveLearned(st.Profile, res.Profile, o.Fresh, o.Force)
+			if err != nil {
+				return withCode(exitSysprof, fmt.Errorf("step %s: %w", st.Name, err))
+			}
+			giveToSudoUser(o.Err, st.Profile, st.Profile+".lock")
+			printLearnSummary(o.Err, renderLearnSummary(tr, wall), tr, st.Profile)
+			if n := printReview(o.Err, review, res.SecretTouches); o.Strict && n > 0 {
+				return withCode(exitSysprof, fmt.Errorf("step %s: --strict: %d item(s) on the review list; %s was written: review it, then learn again without --strict or edit the profile", st.Name, n, st.Profile))
+			}
+			if tr.ExitCode != 0 {
+				return withCode(tr.ExitCode, fmt.Errorf("step %s: %s exited with status %d (its profile was saved; later steps were not learned)", st.Name, shellQuote(st.Command), tr.ExitCode))
+			}
+			return nil
+		},
+	})
+}
+
 // gateResult is what one enforced step did.
 type gateResult struct {
-	step step
+	step project.Step
 	rep  *report.Report
 	code int
 	// denied: failed by failOnDenial (the command succeeded with denials).
@@ -129,58 +172,63 @@ type gateResult struct {
 func runEnforceGates(ctx context.Context, o *enforceOptions) error {
 	// Every profile loads and every directory exists before the first gate runs.
 	profiles := make([]*policy.Profile, len(o.Gates))
-	for i, st := range o.Gates {
-		if err := st.checkWorkdir(); err != nil {
-			return withCode(exitSysprof, err)
-		}
-		p, err := policy.Load(st.Profile)
-		if err != nil {
-			return withCode(exitSysprof, fmt.Errorf("step %s: %w (learn it with `sudo sysprof learn --step %s`)", st.Name, err, st.Name))
-		}
-		profiles[i] = p
-		warnIncomplete(o.Err, "step "+st.Name+": ", st.Profile, p)
-		if o.Report != "" {
-			if err := checkWritable(stepFile(o.Report, st.Name)); err != nil {
-				return withCode(exitSysprof, err)
-			}
-		}
-	}
 	var results []gateResult
-	var failed, setupErr error
-	for i, st := range o.Gates {
-		fmt.Fprintf(o.Err, "sysprof: step %s: enforce %s (in %s)\n", st.Name, shellQuote(st.Command), st.Workdir)
-		rep, code, err := enforcer.Run(ctx, enforcer.Options{
-			Profile:     profiles[i],
-			ProfilePath: st.Profile,
-			Command:     st.Command,
-			Dir:         st.Workdir,
-			Env:         st.environ(),
-			Audit:       o.Audit,
-			Degrade:     o.Degrade,
-		})
-		if err != nil {
-			failed = commandErrorEnforce(code, fmt.Errorf("step %s: %w", st.Name, err))
-			setupErr = failed
-			break
-		}
-		results = append(results, gateResult{step: st, rep: rep, code: code})
-		if o.Report != "" {
-			if err := rep.Save(stepFile(o.Report, st.Name)); err != nil {
-				return withCode(exitSysprof, fmt.Errorf("step %s: write report: %w", st.Name, err))
+	// setupErr: the step could not run; abort: stop without the table (a report not written).
+	var setupErr, abort error
+	started := false // past the checks
+	failed := runSteps(ctx, o.Err, o.Gates, stepRun{
+		verb: "enforce",
+		check: func(i int, st project.Step) error {
+			p, err := policy.Load(st.Profile)
+			if err != nil {
+				return withCode(exitSysprof, fmt.Errorf("step %s: %w (learn it with `sudo sysprof learn --step %s`)", st.Name, err, st.Name))
 			}
-			giveToSudoUser(o.Err, stepFile(o.Report, st.Name))
-		}
-		if o.FailOnDenial {
-			if err := denialVerdict(o.Err, "step "+st.Name+": ", rep, code); err != nil {
-				results[len(results)-1].denied = true
-				failed = err
-				break
+			profiles[i] = p
+			warnIncomplete(o.Err, "step "+st.Name+": ", st.Profile, p)
+			if o.Report != "" {
+				if err := checkWritable(stepFile(o.Report, st.Name)); err != nil {
+					return withCode(exitSysprof, err)
+				}
 			}
-		}
-		if code != 0 {
-			failed = withCode(code, fmt.Errorf("step %s: %s exited with status %d", st.Name, shellQuote(st.Command), code))
-			break
-		}
+			return nil
+		},
+		run: func(ctx context.Context, i int, st project.Step) error {
+			started = true
+			rep, code, err := enforcer.Run(ctx, enforcer.Options{
+				Profile:     profiles[i],
+				ProfilePath: st.Profile,
+				Command:     st.Command,
+				Dir:         st.Workdir,
+				Env:         st.Environ(),
+				Audit:       o.Audit,
+				Degrade:     o.Degrade,
+			})
+			if err != nil {
+				setupErr = commandErrorEnforce(code, fmt.Errorf("step %s: %w", st.Name, err))
+				return setupErr
+			}
+			results = append(results, gateResult{step: st, rep: rep, code: code})
+			if o.Report != "" {
+				if err := rep.Save(stepFile(o.Report, st.Name)); err != nil {
+					abort = withCode(exitSysprof, fmt.Errorf("step %s: write report: %w", st.Name, err))
+					return abort
+				}
+				giveToSudoUser(o.Err, stepFile(o.Report, st.Name))
+			}
+			if o.FailOnDenial {
+				if err := denialVerdict(o.Err, "step "+st.Name+": ", rep, code); err != nil {
+					results[len(results)-1].denied = true
+					return err
+				}
+			}
+			if code != 0 {
+				return withCode(code, fmt.Errorf("step %s: %s exited with status %d", st.Name, shellQuote(st.Command), code))
+			}
+			return nil
+		},
+	})
+	if !started || abort != nil {
+		return failed // a check failed, or a report could not be written: no table
 	}
 	if err := writeGateTable(o.Err, results); err != nil {
 		return withCode(exitSysprof, err)
@@ -237,7 +285,7 @@ func writeGateTable(w io.Writer, results []gateResult) error {
 
 // writeGateSummary prints one line per selected step: passed, failed with its status, could
 // not run (setupErr, the step after the last result), or not run.
-func writeGateSummary(w io.Writer, steps []step, results []gateResult, setupErr error) {
+func writeGateSummary(w io.Writer, steps []project.Step, results []gateResult, setupErr error) {
 	fmt.Fprintln(w, "sysprof: gates:")
 	for i, st := range steps {
 		var state string
@@ -263,45 +311,39 @@ func runDriftGates(ctx context.Context, o *driftOptions) error {
 		return withCode(exitSysprof, err)
 	}
 	committed := make([]*policy.Profile, len(o.Gates))
-	for i, st := range o.Gates {
-		if err := st.checkWorkdir(); err != nil {
-			return withCode(exitSysprof, err)
-		}
-		p, err := policy.Load(st.Profile)
-		if err != nil {
-			return withCode(exitSysprof, fmt.Errorf("step %s: %w (commit a profile first: `sudo sysprof learn --step %s`)", st.Name, err, st.Name))
-		}
-		committed[i] = p
-	}
 	var diffs []diffreport.Step
 	widens := false
-	for i, st := range o.Gates {
-		fmt.Fprintf(o.Err, "sysprof: step %s: learn %s (in %s)\n", st.Name, shellQuote(st.Command), st.Workdir)
-		// The report is all that goes to stdout (CI redirects it); the steps write to stderr.
-		tr, res, _, err := learnOnce(ctx, profiler.Options{Command: st.Command, Dir: st.Workdir, Env: st.environ(), Stdout: o.Err, Debug: o.Debug}, synth.Options{
-			AllowSecrets:   allowedSecrets(committed[i]),
-			SysprofVersion: version,
-		})
-		if err != nil {
-			return stepError(st, err)
-		}
-		if o.TraceOut != "" {
-			if err := writeJSONAtomic(stepFile(o.TraceOut, st.Name), tr); err != nil {
-				return withCode(exitSysprof, fmt.Errorf("step %s: write trace: %w", st.Name, err))
+	err = runSteps(ctx, o.Err, o.Gates, stepRun{
+		verb: "learn",
+		check: func(i int, st project.Step) error {
+			p, err := policy.Load(st.Profile)
+			if err != nil {
+				return withCode(exitSysprof, fmt.Errorf("step %s: %w (commit a profile first: `sudo sysprof learn --step %s`)", st.Name, err, st.Name))
 			}
-			giveToSudoUser(o.Err, stepFile(o.TraceOut, st.Name))
-		}
-		for _, w := range res.Warnings {
-			fmt.Fprintf(o.Err, "sysprof: WARNING: step %s: %s\n", st.Name, w)
-		}
-		if tr.ExitCode != 0 {
-			return withCode(tr.ExitCode, fmt.Errorf("step %s: %s exited with status %d; drift needs a successful run", st.Name, shellQuote(st.Command), tr.ExitCode))
-		}
-		// The committed profile carries the step's sysprof.yaml allowances; so does this run.
-		st.addAllowances(res.Profile)
-		changes := policy.Diff(committed[i], res.Profile)
-		widens = widens || policy.Widens(changes, threshold)
-		diffs = append(diffs, diffreport.Step{Name: st.Name, ProfilePath: displayPath(st.Profile), Changes: changes})
+			committed[i] = p
+			return nil
+		},
+		run: func(ctx context.Context, i int, st project.Step) error {
+			// The report is all that goes to stdout (CI redirects it); the steps write to stderr.
+			tr, res, _, err := learnStep(ctx, o.Err, st, o.TraceOut,
+				profiler.Options{Stdout: o.Err, Debug: o.Debug},
+				synth.Options{AllowSecrets: allowedSecrets(committed[i]), SysprofVersion: version})
+			if err != nil {
+				return err
+			}
+			if tr.ExitCode != 0 {
+				return withCode(tr.ExitCode, fmt.Errorf("step %s: %s exited with status %d; drift needs a successful run", st.Name, shellQuote(st.Command), tr.ExitCode))
+			}
+			// The committed profile carries the step's sysprof.yaml allowances; so does this run.
+			st.AddAllowances(res.Profile)
+			changes := policy.Diff(committed[i], res.Profile)
+			widens = widens || policy.Widens(changes, threshold)
+			diffs = append(diffs, diffreport.Step{Name: st.Name, ProfilePath: displayPath(st.Profile), Changes: changes})
+			return nil
+		},
+	})
+	if err != nil {
+		return err
 	}
 	if err := diffreport.RenderSteps(o.Out, diffs, o.Format, diffreport.Options{Version: version}); err != nil {
 		return withCode(exitSysprof, err)
@@ -313,7 +355,7 @@ func runDriftGates(ctx context.Context, o *driftOptions) error {
 }
 
 // stepError names the step in a learn error and keeps its exit status.
-func stepError(st step, err error) error {
+func stepError(st project.Step, err error) error {
 	code := codeOf(err)
 	var ee *exitError
 	if errors.As(err, &ee) && ee.err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/sysprof/sysprof/diffreport"
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -94,14 +95,14 @@ func TestGatesLearnEnforceAll(t *testing.T) {
 	}
 	found := false
 	for _, w := range check.Filesystem.Write {
-		if w.Path == "$WORKDIR/reports" && w.Note == fromConfigNote {
+		if w.Path == "$WORKDIR/reports" && w.Note == project.FromConfigNote {
 			found = true
 		}
 	}
 	if !found {
 		t.Errorf("check profile lacks the writable path from sysprof.yaml: %+v", check.Filesystem.Write)
 	}
-	if c := check.Network.Connect; len(c) != 1 || c[0].Endpoint != "127.0.0.1:9" || c[0].Proto != "tcp" || c[0].By != fromConfigNote {
+	if c := check.Network.Connect; len(c) != 1 || c[0].Endpoint != "127.0.0.1:9" || c[0].Proto != "tcp" || c[0].By != project.FromConfigNote {
 		t.Errorf("check profile lacks the host from sysprof.yaml: %+v", c)
 	}
 	os.Remove(filepath.Join(dir, "mark.txt"))

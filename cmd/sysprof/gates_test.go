@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 
+	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -44,7 +45,7 @@ func execSeam(t *testing.T, sub *cobra.Command, args ...string) error {
 	return root.ExecuteContext(context.Background())
 }
 
-func gateNames(steps []step) []string {
+func gateNames(steps []project.Step) []string {
 	var out []string
 	for _, s := range steps {
 		out = append(out, s.Name)
@@ -118,7 +119,7 @@ func TestStepFlags(t *testing.T) {
 
 	// The gates carry what the step resolved to.
 	t.Run("resolved step", func(t *testing.T) {
-		var gates []step
+		var gates []project.Step
 		err := execSeam(t, newEnforceCmd(s, func(_ context.Context, o *enforceOptions) error {
 			gates = o.Gates
 			return nil
@@ -126,7 +127,7 @@ func TestStepFlags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []step{
+		want := []project.Step{
 			{Name: "build", Command: []string{"go", "build", "./..."}, Profile: filepath.Join(dir, ".sysprof/build.yaml"), Workdir: dir, Env: []string{"CGO_ENABLED=0"}},
 			{Name: "test", Command: []string{"go", "test", "./..."}, Profile: filepath.Join(dir, ".sysprof/test.yaml"), Workdir: filepath.Join(dir, "sub")},
 		}
@@ -186,7 +187,7 @@ func TestShellQuote(t *testing.T) {
 	if want := `sh -c 'cat out.txt' 'it'\''s' '' a=b`; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
-	back, err := splitCommand(got)
+	back, err := project.SplitCommand(got)
 	if err != nil || !cmp.Equal(back, []string{"sh", "-c", "cat out.txt", "it's", "", "a=b"}) {
 		t.Errorf("round trip: %q %v", back, err)
 	}
@@ -209,7 +210,7 @@ func TestGateTable(t *testing.T) {
 	build.SetLayer(report.Layer{Name: "landlock", State: report.LayerDegraded, Detail: "ABI 1"})
 	test := report.New([]string{"go", "test"}, ".sysprof/test.yaml", false)
 	test.Add(report.Denial{Kind: report.KindNetwork, What: "127.0.0.1:4444 tcp", Exe: "/tmp/x.test", Parents: []string{"/usr/bin/go"}, Risk: report.RiskCritical, Suggest: "network.connect: + tcp 127.0.0.1:4444"})
-	steps := []step{{Name: "build"}, {Name: "test"}, {Name: "lint"}}
+	steps := []project.Step{{Name: "build"}, {Name: "test"}, {Name: "lint"}}
 	results := []gateResult{{step: steps[0], rep: build}, {step: steps[1], rep: test, code: 1}}
 	var buf bytes.Buffer
 	if err := writeGateTable(&buf, results); err != nil {

@@ -93,22 +93,6 @@ func TestInitGolden(t *testing.T) {
 	}
 }
 
-// Every field of the first step is explained by a comment.
-func TestInitCommentsEveryField(t *testing.T) {
-	kinds, err := detectProject(testutil.Testdata("projects", "gomod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := starterConfig(kinds)
-	for _, f := range append(slicesClone(topFields), stepFields...) {
-		if !strings.Contains(text, "# "+f+":") {
-			t.Errorf("no comment explains %s", f)
-		}
-	}
-}
-
-func slicesClone(s []string) []string { return append([]string(nil), s...) }
-
 func TestInitRefusesToOverwrite(t *testing.T) {
 	dir := newProjectDir(t, "version: 1\n# mine\n")
 	copyDir(t, testutil.Testdata("projects", "cproj"), dir)
@@ -136,27 +120,6 @@ func TestInitNothingFound(t *testing.T) {
 	code, _, stderr := runInitCLI(t)
 	if code != exitSysprof || !strings.Contains(stderr, "no go.mod, Cargo.toml, package.json or Makefile") {
 		t.Fatalf("status %d, stderr %s", code, stderr)
-	}
-}
-
-// Several kinds in one directory: every step is kept, clashing names get the tool's prefix.
-func TestInitSeveralKinds(t *testing.T) {
-	dir := t.TempDir()
-	copyDir(t, testutil.Testdata("projects", "gomod"), dir)
-	copyDir(t, testutil.Testdata("projects", "cproj"), dir)
-	copyDir(t, testutil.Testdata("gates", "npm"), dir)
-	kinds, err := detectProject(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, k := range kinds {
-		for _, s := range k.steps {
-			names = append(names, s.name)
-		}
-	}
-	if d := cmp.Diff([]string{"vet", "build", "test", "install", "npm-test", "make"}, names); d != "" {
-		t.Errorf("(-want +got):\n%s", d)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/profiler"
 	"github.com/sysprof/sysprof/profiles"
+	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/synth"
 	"github.com/sysprof/sysprof/trace"
 )
@@ -54,7 +55,7 @@ type learnOptions struct {
 	// selected, in the order they run.
 	Steps []string
 	All   bool
-	Gates []step
+	Gates []project.Step
 }
 
 func init() {

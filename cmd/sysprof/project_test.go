@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 
-	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/project"
 )
 
 // newProjectDir makes a temp repository (a .git directory stops the search for sysprof.yaml)
@@ -69,10 +69,10 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &project{
+	want := &project.Project{
 		Path: filepath.Join(dir, projectFile), Dir: dir, Version: 1,
 		ProfileDir: filepath.Join(dir, "policies"),
-		Steps: []step{
+		Steps: []project.Step{
 			{Name: "vet", Command: []string{"go", "vet", "./..."}, Profile: filepath.Join(dir, "policies/vet.yaml"), Workdir: dir},
 			{
 				Name:     "build",
@@ -146,55 +146,18 @@ func TestProjectRefusesWorldWritable(t *testing.T) {
 	}
 }
 
-func TestProjectValidation(t *testing.T) {
-	for _, tc := range []struct {
-		name, yaml string
-		want       []string // substrings of the error, each naming file, step and field
-	}{
-		{"no version", "steps: []\n", []string{"sysprof.yaml: version: missing"}},
-		{"wrong version", "version: 2\n", []string{"sysprof.yaml: version: 2 is not a version"}},
-		{"version string", "version: one\n", []string{`sysprof.yaml: version: want the number 1, got "one"`}},
-		{"unknown top field", "version: 1\nstep: []\n", []string{"sysprof.yaml: step: unknown field (known: version, profileDir, failOnDenial, steps)"}},
-		{"steps not a list", "version: 1\nsteps: {a: b}\n", []string{"sysprof.yaml: steps: want a list"}},
-		{"step not a mapping", "version: 1\nsteps: [vet]\n", []string{`sysprof.yaml: steps[0]: step: want a mapping`}},
-		{"no name", "version: 1\nsteps:\n  - command: [x]\n", []string{"sysprof.yaml: steps[0]: name: missing"}},
-		{"bad name", "version: 1\nsteps:\n  - {name: a/b, command: [x]}\n", []string{`sysprof.yaml: steps[0]: name: "a/b": use letters`}},
-		{"no command", "version: 1\nsteps:\n  - name: vet\n", []string{`sysprof.yaml: step "vet" (steps[0]): command: missing`}},
-		{"empty command", "version: 1\nsteps:\n  - {name: vet, command: \"\"}\n", []string{`step "vet" (steps[0]): command: empty`}},
-		{"shell operator", "version: 1\nsteps:\n  - {name: t, command: \"cat a | wc\"}\n", []string{`step "t" (steps[0]): command: "cat a | wc": "|" needs a shell`}},
-		{"unterminated quote", "version: 1\nsteps:\n  - {name: t, command: \"echo 'a\"}\n", []string{`step "t" (steps[0]): command: "echo 'a": unterminated quote`}},
-		{"command number", "version: 1\nsteps:\n  - {name: t, command: 3}\n", []string{`step "t" (steps[0]): command: want a list of strings or a string`}},
-		{"unknown step field", "version: 1\nsteps:\n  - {name: t, command: [x], hostz: [a:1]}\n", []string{`step "t" (steps[0]): hostz: unknown field (known: name, command, profile, workdir, writable, hosts, env)`}},
-		{"duplicate name", "version: 1\nsteps:\n  - {name: t, command: [x]}\n  - {name: t, command: [y]}\n", []string{`step "t" (steps[1]): name: also the name of steps[0]`}},
-		{"shared profile", "version: 1\nsteps:\n  - {name: a, command: [x], profile: p.yaml}\n  - {name: b, command: [y], profile: p.yaml}\n", []string{`step "b" (steps[1]): profile: `, `is also the profile of step "a"`}},
-		{"writable escapes", "version: 1\nsteps:\n  - {name: t, command: [x], writable: [../up]}\n", []string{`step "t" (steps[0]): writable[0]: "../up" leaves the work directory`}},
-		{"writable bad var", "version: 1\nsteps:\n  - {name: t, command: [x], writable: [$NOPE/x]}\n", []string{`step "t" (steps[0]): writable[0]: "$NOPE/x" must be absolute or start with a variable`}},
-		{"host without port", "version: 1\nsteps:\n  - {name: t, command: [x], hosts: [example.com]}\n", []string{`step "t" (steps[0]): hosts[0]: "example.com" has no port`}},
-		{"host port 0", "version: 1\nsteps:\n  - {name: t, command: [x], hosts: [\"example.com:0\"]}\n", []string{`step "t" (steps[0]): hosts[0]: "example.com:0": port 0`}},
-		{"env mapping", "version: 1\nsteps:\n  - {name: t, command: [x], env: {A: b}}\n", []string{`step "t" (steps[0]): env: write a list of KEY=VALUE strings`}},
-		{"env no equals", "version: 1\nsteps:\n  - {name: t, command: [x], env: [A]}\n", []string{`step "t" (steps[0]): env[0]: "A": want KEY=VALUE`}},
-		{"several at once", "version: 1\nsteps:\n  - {name: a, command: [x], hosts: [nope]}\n  - {name: b}\n", []string{`step "a" (steps[0]): hosts[0]`, `step "b" (steps[1]): command: missing`}},
-		{"yaml syntax", "version: 1\nsteps: [\n", []string{"sysprof.yaml: "}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := newProjectDir(t, tc.yaml)
-			_, err := loadConfig(configCmd(t))
-			if err == nil {
-				t.Fatal("no error")
-			}
-			if codeOf(err) != exitSysprof {
-				t.Errorf("exit status %d, want %d", codeOf(err), exitSysprof)
-			}
-			msg := err.Error()
-			if !strings.HasPrefix(msg, filepath.Join(dir, projectFile)+": ") {
-				t.Errorf("error does not name the file first:\n%s", msg)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error\n%s\ndoes not contain\n%s", msg, w)
-				}
-			}
-		})
+// A file that does not validate stops every subcommand with exit 125, naming file:line.
+func TestProjectInvalid(t *testing.T) {
+	dir := newProjectDir(t, "version: 1\nsteps:\n  - {name: t, command: [x], hostz: [a:1]}\n")
+	_, err := loadConfig(configCmd(t))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if codeOf(err) != exitSysprof {
+		t.Errorf("exit status %d, want %d", codeOf(err), exitSysprof)
+	}
+	if want := filepath.Join(dir, projectFile) + `:3: steps[0].hostz: unknown field: did you mean "hosts"?`; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error\n%s\ndoes not start with\n%s", err, want)
 	}
 }
 
@@ -286,55 +249,4 @@ func TestConfigPrecedence(t *testing.T) {
 			t.Fatalf("SYSPROF_DEBUG: %+v %v", cfg, err)
 		}
 	})
-}
-
-func TestSplitCommand(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []string
-	}{
-		{"go test ./...", []string{"go", "test", "./..."}},
-		{"  a\tb\n c ", []string{"a", "b", "c"}},
-		{`sh -c 'cat out.txt | wc -l'`, []string{"sh", "-c", "cat out.txt | wc -l"}},
-		{`echo "a \"b\" \$c \x"`, []string{"echo", `a "b" $c \x`}},
-		{`a\ b c\\d`, []string{"a b", `c\d`}},
-		{`x '' ""`, []string{"x", "", ""}},
-		{`go test -run 'Test*'`, []string{"go", "test", "-run", "Test*"}},
-		{`a=b*c`, []string{"a=b*c"}},
-	} {
-		got, err := splitCommand(tc.in)
-		if err != nil {
-			t.Errorf("%q: %v", tc.in, err)
-			continue
-		}
-		if diff := cmp.Diff(tc.want, got); diff != "" {
-			t.Errorf("%q (-want +got):\n%s", tc.in, diff)
-		}
-	}
-	for _, bad := range []string{"a | b", "a && b", "a > f", "echo $HOME", "ls *.go", "echo `x`", "a;b", `a 'b`, `a "b`, `a\`} {
-		if got, err := splitCommand(bad); err == nil {
-			t.Errorf("%q: no error, got %q", bad, got)
-		}
-	}
-}
-
-func TestAddAllowances(t *testing.T) {
-	st := step{Name: "t", Writable: []string{"$WORKDIR/out", "$TMPDIR/x"}, Hosts: []string{"proxy.golang.org:443"}}
-	p := &policy.Profile{Filesystem: policy.Filesystem{Write: []policy.PathRule{{Path: "$TMPDIR/x", Provenance: policy.Provenance{By: "/usr/bin/cc", Seen: 1}}}}}
-	st.addAllowances(p)
-	st.addAllowances(p) // idempotent
-	wantWrite := []policy.PathRule{
-		{Path: "$TMPDIR/x", Provenance: policy.Provenance{By: "/usr/bin/cc", Seen: 1}},
-		{Path: "$WORKDIR/out", Note: fromConfigNote},
-	}
-	if diff := cmp.Diff(wantWrite, p.Filesystem.Write); diff != "" {
-		t.Errorf("write (-want +got):\n%s", diff)
-	}
-	wantConnect := []policy.Endpoint{{Endpoint: "proxy.golang.org:443", Proto: "tcp", Provenance: policy.Provenance{By: fromConfigNote}}}
-	if diff := cmp.Diff(wantConnect, p.Network.Connect); diff != "" {
-		t.Errorf("connect (-want +got):\n%s", diff)
-	}
-	if err := policy.Validate(p); err != nil {
-		t.Errorf("profile with allowances does not validate: %v", err)
-	}
 }
