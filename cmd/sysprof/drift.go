@@ -8,7 +8,6 @@ import (
 
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
-	"github.com/sysprof/sysprof/profiler"
 	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/synth"
 )
@@ -76,26 +75,11 @@ func runDrift(ctx context.Context, o *driftOptions) error {
 	if err != nil {
 		return withCode(exitSysprof, fmt.Errorf("%w (commit a profile first: `sudo sysprof learn -p %s -- CMD`)", err, o.Profile))
 	}
-	tr, res, _, err := learnOnce(ctx, profiler.Options{Command: o.Command, Stdout: o.Err, Debug: o.Debug}, synth.Options{
-		AllowSecrets:   allowedSecrets(committed),
-		SysprofVersion: version,
-	})
+	changes, err := driftChanges(ctx, o, project.Step{Command: o.Command}, committed)
 	if err != nil {
 		return err
 	}
-	if o.TraceOut != "" {
-		if err := writeJSONAtomic(o.TraceOut, tr); err != nil {
-			return withCode(exitSysprof, fmt.Errorf("write trace: %w", err))
-		}
-		giveToSudoUser(o.Err, o.TraceOut)
-	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(o.Err, "sysprof: WARNING: %s\n", w)
-	}
-	if tr.ExitCode != 0 {
-		return withCode(tr.ExitCode, fmt.Errorf("%q exited with status %d; drift needs a successful run", o.Command, tr.ExitCode))
-	}
-	return renderChanges(o.Out, append(policy.Diff(committed, res.Profile), secretChanges(res.SecretTouches)...), o.Profile, "(this run)", o.Format, o.FailOn)
+	return renderChanges(o.Out, changes, o.Profile, "(this run)", o.Format, o.FailOn)
 }
 
 // secretChanges turns the credential-store accesses synthesis kept hidden into critical

@@ -99,25 +99,40 @@ func runSteps(ctx context.Context, w io.Writer, steps []project.Step, r stepRun)
 }
 
 // learnStep runs one step under the profiler (po and so say how; the step gives the command,
-// its directory and environment), writes its trace to traceOut.<step>.json when traceOut is
-// set, and prints synthesis's warnings. The profile is res.Profile, without the step's
-// allowances.
+// its directory and environment), writes its trace to traceOut (traceOut.<step>.json for a
+// named step) when traceOut is set, and prints synthesis's warnings. A plain command is a step
+// without a name (run here, with sysprof's environment): its messages name no step. The
+// profile is res.Profile, without the step's allowances.
 func learnStep(ctx context.Context, w io.Writer, st project.Step, traceOut string, po profiler.Options, so synth.Options) (*trace.Trace, *synth.Result, time.Duration, error) {
-	po.Command, po.Dir, po.Env = st.Command, st.Workdir, st.Environ()
+	po.Command, po.Dir = st.Command, st.Workdir
+	if st.Name != "" {
+		po.Env = st.Environ()
+	}
 	tr, res, wall, err := learnOnce(ctx, po, so)
 	if err != nil {
 		return nil, nil, 0, stepError(st, err)
 	}
 	if traceOut != "" {
-		if err := writeJSONAtomic(stepFile(traceOut, st.Name), tr); err != nil {
-			return nil, nil, 0, withCode(exitSysprof, fmt.Errorf("step %s: write trace: %w", st.Name, err))
+		if st.Name != "" {
+			traceOut = stepFile(traceOut, st.Name)
 		}
-		giveToSudoUser(w, stepFile(traceOut, st.Name))
+		if err := writeJSONAtomic(traceOut, tr); err != nil {
+			return nil, nil, 0, withCode(exitSysprof, fmt.Errorf("%swrite trace: %w", stepPrefix(st), err))
+		}
+		giveToSudoUser(w, traceOut)
 	}
 	for _, m := range res.Warnings {
-		fmt.Fprintf(w, "sysprof: WARNING: step %s: %s\n", st.Name, m)
+		fmt.Fprintf(w, "sysprof: WARNING: %s%s\n", stepPrefix(st), m)
 	}
 	return tr, res, wall, nil
+}
+
+// stepPrefix is "step NAME: " for a step of sysprof.yaml, "" for a plain command.
+func stepPrefix(st project.Step) string {
+	if st.Name == "" {
+		return ""
+	}
+	return "step " + st.Name + ": "
 }
 
 func runLearnGates(ctx context.Context, o *learnOptions) error {
@@ -324,19 +339,10 @@ func runDriftGates(ctx context.Context, o *driftOptions) error {
 			return nil
 		},
 		run: func(ctx context.Context, i int, st project.Step) error {
-			// The report is all that goes to stdout (CI redirects it); the steps write to stderr.
-			tr, res, _, err := learnStep(ctx, o.Err, st, o.TraceOut,
-				profiler.Options{Stdout: o.Err, Debug: o.Debug},
-				synth.Options{AllowSecrets: allowedSecrets(committed[i]), SysprofVersion: version})
+			changes, err := driftChanges(ctx, o, st, committed[i])
 			if err != nil {
 				return err
 			}
-			if tr.ExitCode != 0 {
-				return withCode(tr.ExitCode, fmt.Errorf("step %s: %s exited with status %d; drift needs a successful run", st.Name, shellQuote(st.Command), tr.ExitCode))
-			}
-			// The committed profile carries the step's sysprof.yaml allowances; so does this run.
-			st.AddAllowances(res.Profile)
-			changes := policy.Diff(committed[i], res.Profile)
 			widens = widens || policy.Widens(changes, threshold)
 			diffs = append(diffs, diffreport.Step{Name: st.Name, ProfilePath: displayPath(st.Profile), Changes: changes})
 			return nil
@@ -354,8 +360,32 @@ func runDriftGates(ctx context.Context, o *driftOptions) error {
 	return nil
 }
 
+// driftChanges learns a step (or a plain command: a step without a name) again and returns
+// what it now does beyond its committed profile: the diff, and the credential stores it
+// touched, which synthesis keeps hidden so that no diff shows them.
+func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committed *policy.Profile) ([]policy.Change, error) {
+	// The report is all that goes to stdout (CI redirects it); the command writes to stderr.
+	tr, res, _, err := learnStep(ctx, o.Err, st, o.TraceOut,
+		profiler.Options{Stdout: o.Err, Debug: o.Debug},
+		synth.Options{AllowSecrets: allowedSecrets(committed), SysprofVersion: version})
+	if err != nil {
+		return nil, err
+	}
+	if tr.ExitCode != 0 {
+		return nil, withCode(tr.ExitCode, fmt.Errorf("%s%s exited with status %d; drift needs a successful run", stepPrefix(st), shellQuote(st.Command), tr.ExitCode))
+	}
+	if st.Name != "" {
+		// The committed profile carries the step's sysprof.yaml allowances; so does this run.
+		st.AddAllowances(res.Profile)
+	}
+	return append(policy.Diff(committed, res.Profile), secretChanges(res.SecretTouches)...), nil
+}
+
 // stepError names the step in a learn error and keeps its exit status.
 func stepError(st project.Step, err error) error {
+	if st.Name == "" {
+		return err
+	}
 	code := codeOf(err)
 	var ee *exitError
 	if errors.As(err, &ee) && ee.err != nil {

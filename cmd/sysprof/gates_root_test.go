@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -206,5 +207,46 @@ func TestGatesLearnEnforceAll(t *testing.T) {
 	}
 	if _, err := report.Load(stepFile(rep+"2", "check")); err != nil {
 		t.Errorf("no report for the failing gate: %v", err)
+	}
+}
+
+// A step that starts reading a credential store is drift, as it is for a plain command:
+// synthesis keeps the store hidden in both profiles, so only the touch itself shows it.
+// drift --step once compared the profiles alone and passed.
+func TestDriftStepReportsCredentialStore(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := newProjectDir(t, `version: 1
+steps:
+  - name: read
+    command: [sh, -c, 'test -z "$READ_KEY" || cat "$HOME/.ssh/id_test"']
+`)
+	home := filepath.Join(dir, "home")
+	testutil.WriteFile(t, filepath.Join(home, ".ssh", "id_test"), "-----BEGIN FAKE KEY-----\n", 0o600)
+	bin, err := sysprofBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sysprof := func(env []string, args ...string) (int, string, string) {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		cmd.Env = append(append(slices.Clone(origEnv), "HOME="+home), env...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+	}
+	if code, _, stderr := sysprof(nil, "learn", "--step", "read"); code != 0 {
+		t.Fatalf("learn: status %d:\n%s", code, stderr)
+	}
+	if code, stdout, stderr := sysprof(nil, "drift", "--step", "read"); code != 0 {
+		t.Fatalf("drift of the unchanged step: status %d:\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr := sysprof([]string{"READ_KEY=1"}, "drift", "--step", "read", "--format", "json")
+	if code != exitWidened || !strings.Contains(stdout, ".ssh/id_test") {
+		t.Fatalf("drift of a step that now reads ~/.ssh/id_test: status %d (want %d), report:\n%s\nstderr:\n%s", code, exitWidened, stdout, stderr)
 	}
 }
