@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -142,17 +143,9 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		early.Close()
 		rep, code, err = auditByLearning(ctx, o, p)
 	} else {
-		rep, code, err = enforcer.Run(ctx, enforcer.Options{
-			Profile:        p,
-			ProfilePath:    o.Profile,
-			Command:        o.Command,
-			Audit:          o.Audit,
-			Degrade:        o.Degrade,
-			VerifyBinaries: o.VerifyBinaries,
-			Resolve:        resolve,
-			LogAllowed:     o.Report != "",
-			Early:          early,
-		})
+		opts := o.runOptions(p, project.Step{Command: o.Command, Profile: o.Profile}, resolve)
+		opts.Early = early
+		rep, code, err = enforcer.Run(ctx, opts)
 	}
 	if err != nil {
 		return commandErrorEnforce(code, err)
@@ -176,6 +169,26 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		return withCode(code, nil)
 	}
 	return nil
+}
+
+// runOptions is what enforcer.Run gets for a step, or for a plain command (a step without a
+// name, run here with sysprof's environment): every flag applies to both.
+func (o *enforceOptions) runOptions(p *policy.Profile, st project.Step, resolve map[string][]netip.Addr) enforcer.Options {
+	opts := enforcer.Options{
+		Profile:        p,
+		ProfilePath:    st.Profile,
+		Command:        st.Command,
+		Dir:            st.Workdir,
+		Audit:          o.Audit,
+		Degrade:        o.Degrade,
+		VerifyBinaries: o.VerifyBinaries,
+		Resolve:        resolve,
+		LogAllowed:     o.Report != "",
+	}
+	if st.Name != "" {
+		opts.Env = st.Environ()
+	}
+	return opts
 }
 
 // warnIncomplete warns that the profile about to be enforced was marked incomplete when learned

@@ -185,6 +185,10 @@ type gateResult struct {
 }
 
 func runEnforceGates(ctx context.Context, o *enforceOptions) error {
+	resolve, err := parseResolve(o.Resolve)
+	if err != nil {
+		return withCode(exitSysprof, err)
+	}
 	// Every profile loads and every directory exists before the first gate runs.
 	profiles := make([]*policy.Profile, len(o.Gates))
 	var results []gateResult
@@ -209,15 +213,7 @@ func runEnforceGates(ctx context.Context, o *enforceOptions) error {
 		},
 		run: func(ctx context.Context, i int, st project.Step) error {
 			started = true
-			rep, code, err := enforcer.Run(ctx, enforcer.Options{
-				Profile:     profiles[i],
-				ProfilePath: st.Profile,
-				Command:     st.Command,
-				Dir:         st.Workdir,
-				Env:         st.Environ(),
-				Audit:       o.Audit,
-				Degrade:     o.Degrade,
-			})
+			rep, code, err := enforcer.Run(ctx, o.runOptions(profiles[i], st, resolve))
 			if err != nil {
 				setupErr = commandErrorEnforce(code, fmt.Errorf("step %s: %w", st.Name, err))
 				return setupErr

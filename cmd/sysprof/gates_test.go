@@ -3,14 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/report"
 )
@@ -239,5 +242,35 @@ func TestGateTable(t *testing.T) {
 	buf.Reset()
 	if err := writeGateTable(&buf, []gateResult{{step: steps[0], rep: report.New([]string{"make"}, "", false)}}); err != nil || buf.Len() != 0 {
 		t.Errorf("no denials: %q %v", buf.String(), err)
+	}
+}
+
+// enforce's flags reach enforcer.Run for a step as for a plain command: --verify-binaries,
+// --resolve and --report's log of allowed connections once did not for --step/--all.
+func TestEnforceRunOptions(t *testing.T) {
+	o := &enforceOptions{Audit: true, Degrade: true, VerifyBinaries: true, Report: "r.json"}
+	resolve := map[string][]netip.Addr{"registry.example.com": {netip.MustParseAddr("127.0.0.1")}}
+	p := &policy.Profile{}
+	st := project.Step{Name: "build", Command: []string{"make"}, Profile: "/p/build.yaml", Workdir: "/p/sub", Env: []string{"A=b"}}
+	for _, tc := range []struct {
+		name          string
+		st            project.Step
+		wantDir       string
+		wantOwnEnvVar bool
+	}{
+		{"step", st, "/p/sub", true},
+		{"plain command", project.Step{Command: []string{"make"}, Profile: "/p/build.yaml"}, "", false},
+	} {
+		got := o.runOptions(p, tc.st, resolve)
+		if got.Profile != p || got.ProfilePath != "/p/build.yaml" || !slices.Equal(got.Command, []string{"make"}) || got.Dir != tc.wantDir {
+			t.Errorf("%s: target %+v", tc.name, got)
+		}
+		if !got.Audit || !got.Degrade || !got.VerifyBinaries || !got.LogAllowed || len(got.Resolve) != 1 {
+			t.Errorf("%s: flags not passed on: audit %v degrade %v verify-binaries %v log-allowed %v resolve %v",
+				tc.name, got.Audit, got.Degrade, got.VerifyBinaries, got.LogAllowed, got.Resolve)
+		}
+		if hasA := len(got.Env) > 0 && got.Env[len(got.Env)-1] == "A=b"; hasA != tc.wantOwnEnvVar || !tc.wantOwnEnvVar && got.Env != nil {
+			t.Errorf("%s: env %v", tc.name, got.Env)
+		}
 	}
 }
