@@ -98,17 +98,20 @@ func runSteps(ctx context.Context, w io.Writer, steps []project.Step, r stepRun)
 	return nil
 }
 
-// learnStep runs one step under the profiler (po and so say how; the step gives the command,
-// its directory and environment), writes its trace to traceOut (traceOut.<step>.json for a
-// named step) when traceOut is set, and prints synthesis's warnings. A plain command is a step
+// learnFunc learns a command: learnOnce, or learnRuns for learn's --runs.
+type learnFunc func(context.Context, profiler.Options, synth.Options) (*trace.Trace, *synth.Result, time.Duration, error)
+
+// learnStep runs one step with learn (po and so say how; the step gives the command, its
+// directory and environment), writes its trace to traceOut (traceOut.<step>.json for a named
+// step) when traceOut is set, and prints synthesis's warnings. A plain command is a step
 // without a name (run here, with sysprof's environment): its messages name no step. The
 // profile is res.Profile, without the step's allowances.
-func learnStep(ctx context.Context, w io.Writer, st project.Step, traceOut string, po profiler.Options, so synth.Options) (*trace.Trace, *synth.Result, time.Duration, error) {
+func learnStep(ctx context.Context, w io.Writer, st project.Step, traceOut string, learn learnFunc, po profiler.Options, so synth.Options) (*trace.Trace, *synth.Result, time.Duration, error) {
 	po.Command, po.Dir = st.Command, st.Workdir
 	if st.Name != "" {
 		po.Env = st.Environ()
 	}
-	tr, res, wall, err := learnOnce(ctx, po, so)
+	tr, res, wall, err := learn(ctx, po, so)
 	if err != nil {
 		return nil, nil, 0, stepError(st, err)
 	}
@@ -145,32 +148,7 @@ func runLearnGates(ctx context.Context, o *learnOptions) error {
 			return nil
 		},
 		run: func(ctx context.Context, _ int, st project.Step) error {
-			tr, res, wall, err := learnStep(ctx, o.Err, st, o.TraceOut,
-				profiler.Options{RingBufferBytes: o.RingBuf, Debug: o.Debug},
-				synth.Options{Portable: o.Portable, AllowSecrets: o.AllowSecrets, SysprofVersion: version})
-			if err != nil {
-				return err
-			}
-			if o.Explain {
-				printExplain(o.Err, res.Explain)
-			}
-			if o.Strict && tr.Loss.Any() {
-				return withCode(exitSysprof, fmt.Errorf("step %s: --strict: %d ring-buffer events and %d map entries were lost; the profile was not written (rerun with a larger --ringbuf-size)", st.Name, tr.Loss.RingbufDrops, tr.Loss.MapFull))
-			}
-			st.AddAllowances(res.Profile)
-			review, err := saveLearned(st.Profile, res.Profile, o.Fresh, o.Force)
-			if err != nil {
-				return withCode(exitSysprof, fmt.Errorf("step %s: %w", st.Name, err))
-			}
-			giveToSudoUser(o.Err, st.Profile, st.Profile+".lock")
-			printLearnSummary(o.Err, renderLearnSummary(tr, wall), tr, st.Profile)
-			if n := printReview(o.Err, review, res.SecretTouches); o.Strict && n > 0 {
-				return withCode(exitSysprof, fmt.Errorf("step %s: --strict: %d item(s) on the review list; %s was written: review it, then learn again without --strict or edit the profile", st.Name, n, st.Profile))
-			}
-			if tr.ExitCode != 0 {
-				return withCode(tr.ExitCode, fmt.Errorf("step %s: %s exited with status %d (its profile was saved; later steps were not learned)", st.Name, shellQuote(st.Command), tr.ExitCode))
-			}
-			return nil
+			return learnTarget(ctx, o, st, nil)
 		},
 	})
 }
@@ -361,7 +339,7 @@ func runDriftGates(ctx context.Context, o *driftOptions) error {
 // touched, which synthesis keeps hidden so that no diff shows them.
 func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committed *policy.Profile) ([]policy.Change, error) {
 	// The report is all that goes to stdout (CI redirects it); the command writes to stderr.
-	tr, res, _, err := learnStep(ctx, o.Err, st, o.TraceOut,
+	tr, res, _, err := learnStep(ctx, o.Err, st, o.TraceOut, learnOnce,
 		profiler.Options{Stdout: o.Err, Debug: o.Debug},
 		synth.Options{AllowSecrets: allowedSecrets(committed), SysprofVersion: version})
 	if err != nil {

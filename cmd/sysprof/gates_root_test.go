@@ -250,3 +250,26 @@ steps:
 		t.Fatalf("drift of a step that now reads ~/.ssh/id_test: status %d (want %d), report:\n%s\nstderr:\n%s", code, exitWidened, stdout, stderr)
 	}
 }
+
+// learn's flags apply to a step as to a plain command: --pass-env, --arch, --exact and --runs
+// were once accepted with --step and not applied.
+func TestLearnStepTakesTheFlags(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := newProjectDir(t, "version: 1\nsteps:\n  - {name: s, command: [\"true\"]}\n")
+	if code, _, stderr := runSysprof(t, dir, "learn", "--step", "s", "--pass-env", "GITHUB_TOKEN", "--arch", "x86_64", "--runs", "2"); code != 0 {
+		t.Fatalf("learn: status %d:\n%s", code, stderr)
+	}
+	p, err := policy.Load(filepath.Join(dir, ".sysprof", "s.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(p.Env.Pass, "GITHUB_TOKEN") {
+		t.Errorf("--pass-env not in the step's profile: env.pass %v", p.Env.Pass)
+	}
+	if !slices.Equal(p.Syscalls.Architectures, []string{"x86_64"}) {
+		t.Errorf("--arch not applied to the step: architectures %v", p.Syscalls.Architectures)
+	}
+	if p.Metadata.Runs != 2 {
+		t.Errorf("--runs 2: the step's profile records %d run(s)", p.Metadata.Runs)
+	}
+}

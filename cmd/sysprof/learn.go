@@ -136,6 +136,15 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 			defer func() { pprof.StopCPUProfile(); w.Close() }()
 		}
 	}
+	// The flags are checked once, for a command or for every step.
+	for _, a := range o.Arches {
+		if !slices.Contains(policy.Architectures, a) {
+			return withCode(exitSysprof, fmt.Errorf("--arch %s: not an architecture sysprof knows (%s)", a, strings.Join(policy.Architectures, ", ")))
+		}
+	}
+	if o.Runs < 1 {
+		return withCode(exitSysprof, fmt.Errorf("--runs %d: want at least 1", o.Runs))
+	}
 	if len(o.Gates) > 0 {
 		return runLearnGates(ctx, o)
 	}
@@ -147,11 +156,6 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 			return withCode(exitSysprof, err)
 		}
 	}
-	for _, a := range o.Arches {
-		if !slices.Contains(policy.Architectures, a) {
-			return withCode(exitSysprof, fmt.Errorf("--arch %s: not an architecture sysprof knows (%s)", a, strings.Join(policy.Architectures, ", ")))
-		}
-	}
 	var shipped *policy.Profile
 	if o.FromProfile != "" {
 		var err error
@@ -159,10 +163,17 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 			return withCode(exitSysprof, fmt.Errorf("--from-profile: %w", err))
 		}
 	}
-	if o.Runs < 1 {
-		return withCode(exitSysprof, fmt.Errorf("--runs %d: want at least 1", o.Runs))
+	return learnTarget(ctx, o, project.Step{Command: o.Command, Profile: o.Profile}, shipped)
+}
+
+// learnTarget learns a step, or a plain command (a step without a name, run here with
+// sysprof's environment), into its profile: o.Runs runs merged, the step's allowances added,
+// started from shipped when not nil; then the summary and the review list.
+func learnTarget(ctx context.Context, o *learnOptions, st project.Step, shipped *policy.Profile) error {
+	runs := func(ctx context.Context, po profiler.Options, so synth.Options) (*trace.Trace, *synth.Result, time.Duration, error) {
+		return learnRuns(ctx, o, po, so)
 	}
-	tr, res, wall, err := learnRuns(ctx, o, profiler.Options{Command: o.Command, RingBufferBytes: o.RingBuf, Debug: o.Debug}, synth.Options{
+	tr, res, wall, err := learnStep(ctx, o.Err, st, o.TraceOut, runs, profiler.Options{RingBufferBytes: o.RingBuf, Debug: o.Debug}, synth.Options{
 		Portable:       o.Portable,
 		Exact:          o.Exact,
 		Architectures:  o.Arches,
@@ -172,20 +183,11 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.TraceOut != "" {
-		if err := writeJSONAtomic(o.TraceOut, tr); err != nil {
-			return withCode(exitSysprof, fmt.Errorf("write trace: %w", err))
-		}
-		giveToSudoUser(o.Err, o.TraceOut)
-	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(o.Err, "sysprof: WARNING: %s\n", w)
-	}
 	if o.Explain {
 		printExplain(o.Err, res.Explain)
 	}
 	if o.Strict && tr.Loss.Any() {
-		return withCode(exitSysprof, fmt.Errorf("--strict: %d ring-buffer events and %d map entries were lost; the profile was not written (rerun with a larger --ringbuf-size)", tr.Loss.RingbufDrops, tr.Loss.MapFull))
+		return withCode(exitSysprof, fmt.Errorf("%s--strict: %d ring-buffer events and %d map entries were lost; the profile was not written (rerun with a larger --ringbuf-size)", stepPrefix(st), tr.Loss.RingbufDrops, tr.Loss.MapFull))
 	}
 	learned := res.Profile
 	learned.Env.Pass = append(learned.Env.Pass, o.PassEnv...)
@@ -194,25 +196,31 @@ func runLearn(ctx context.Context, o *learnOptions) error {
 		fmt.Fprintf(o.Err, "sysprof: started from the shipped profile %s (%d syscalls, %d read, %d write, %d exec paths)\n",
 			o.FromProfile, len(shipped.Syscalls.Allow), len(shipped.Filesystem.Read), len(shipped.Filesystem.Write), len(shipped.Filesystem.Exec))
 	}
+	if st.Name != "" {
+		st.AddAllowances(learned)
+	}
 	table := make(chan []byte, 1)
 	go func() { table <- renderLearnSummary(tr, wall) }()
 	clock := phase.NewClock("learn")
-	review, err := saveLearned(o.Profile, learned, o.Fresh, o.Force)
+	review, err := saveLearned(st.Profile, learned, o.Fresh, o.Force)
 	if err != nil {
-		return withCode(exitSysprof, err)
+		return withCode(exitSysprof, fmt.Errorf("%s%w", stepPrefix(st), err))
 	}
-	giveToSudoUser(o.Err, o.Profile, o.Profile+".lock")
+	giveToSudoUser(o.Err, st.Profile, st.Profile+".lock")
 	clock.Mark("save")
-	printLearnSummary(o.Err, <-table, tr, o.Profile)
+	printLearnSummary(o.Err, <-table, tr, st.Profile)
 	n := printReview(o.Err, review, res.SecretTouches)
 	if o.Debug || os.Getenv("SYSPROF_STATS") != "" {
 		printPeakRSS(o.Err)
 	}
 	if o.Strict && n > 0 {
-		return withCode(exitSysprof, fmt.Errorf("--strict: %d item(s) on the review list; %s was written: review it (sysprof show -p %s), then learn again without --strict or edit the profile", n, o.Profile, o.Profile))
+		return withCode(exitSysprof, fmt.Errorf("%s--strict: %d item(s) on the review list; %s was written: review it (sysprof show -p %s), then learn again without --strict or edit the profile", stepPrefix(st), n, st.Profile, st.Profile))
 	}
 	if tr.ExitCode != 0 {
-		return withCode(tr.ExitCode, nil)
+		if st.Name == "" {
+			return withCode(tr.ExitCode, nil) // the command's own status, nothing to add
+		}
+		return withCode(tr.ExitCode, fmt.Errorf("step %s: %s exited with status %d (its profile was saved; later steps were not learned)", st.Name, shellQuote(st.Command), tr.ExitCode))
 	}
 	return nil
 }
