@@ -58,10 +58,12 @@ type op struct {
 }
 
 type output struct {
-	ApplyErr   string   `json:",omitempty"`
-	ApplyLayer string   `json:",omitempty"`
-	Result     *Result  `json:",omitempty"`
-	Got        []string `json:",omitempty"`
+	ApplyErr string `json:",omitempty"`
+	// ApplyMissing: ApplyErr says the host lacks a feature or permission (testutil.Missing).
+	ApplyMissing bool     `json:",omitempty"`
+	ApplyLayer   string   `json:",omitempty"`
+	Result       *Result  `json:",omitempty"`
+	Got          []string `json:",omitempty"`
 }
 
 func TestMain(m *testing.M) {
@@ -121,7 +123,7 @@ func initMain() {
 	}
 	res, err := s.Plan.ApplyResult()
 	if err != nil {
-		out := output{ApplyErr: err.Error(), Result: res}
+		out := output{ApplyErr: err.Error(), ApplyMissing: testutil.Missing(err), Result: res}
 		var le *LayerError
 		if errors.As(err, &le) {
 			out.ApplyLayer = le.Layer
@@ -356,7 +358,11 @@ func run(t *testing.T, mode string, s spec) output {
 func mustApply(t *testing.T, mode string, out output) {
 	t.Helper()
 	if out.ApplyErr != "" {
-		testutil.RequireNoErr(t, mode+" sandbox apply", errors.New(out.ApplyErr))
+		err := errors.New(out.ApplyErr)
+		if out.ApplyMissing {
+			err = testutil.NotAvailable("%s", out.ApplyErr)
+		}
+		testutil.RequireNoErr(t, mode+" sandbox apply", err)
 	}
 }
 
