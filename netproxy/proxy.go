@@ -395,7 +395,9 @@ func (p *Proxy) handle(c *net.TCPConn) {
 	// when every process holding the socket may use it.
 	var w who
 	if !slices.ContainsFunc(rules, Rule.anyBinary) {
-		hs := lazyWho()
+		// Looked up now, after the first bytes (not the lookup --report starts at accept):
+		// whoever wrote them holds the socket by now.
+		hs := p.ownerOf("tcp", src, dst)
 		var bad who
 		ok := false
 		for _, r := range rules {
