@@ -73,6 +73,30 @@ func TestSniff(t *testing.T) {
 	}
 }
 
+// FirstName finds the name in first bytes cut short, as learn captures them.
+func TestFirstName(t *testing.T) {
+	hello := clientHello(t, "Tls.Test")
+	for _, c := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"hello", hello, "tls.test"},
+		{"hello cut after its SNI", hello[:len(hello)*3/4], "tls.test"},
+		{"hello cut before its SNI", hello[:60], ""},
+		{"hello without SNI", clientHello(t, ""), ""},
+		{"http", []byte("GET / HTTP/1.1\r\nUser-Agent: x\r\nHost: Plain.Test:8080\r\nAccept: */*\r\n\r\n"), "plain.test"},
+		{"http cut after Host", []byte("\r\nPUT /x HTTP/1.1\r\nHost: plain.test\r\nContent-Le"), "plain.test"},
+		{"http absolute target", []byte("GET http://abs.test/ HTTP/1.1\r\nAccept: */*\r\n"), "abs.test"},
+		{"http cut in Host", []byte("GET / HTTP/1.1\r\nHost: plai"), ""},
+		{"ssh", []byte("SSH-2.0-x\r\n"), ""},
+	} {
+		if got := FirstName(c.in); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
 func TestPlanSyntheticAndDNS(t *testing.T) {
 	rules := []Rule{{Host: "b.test", Port: 443}, {Host: "A.test.", Port: 443}, {Host: "a.test", Port: 80}, {Prefix: netip.MustParsePrefix("10.0.0.0/8"), Port: 22}}
 	p, err := NewPlan(rules)

@@ -47,7 +47,7 @@ func sniff(b []byte) (proto, host string, need int, err error) {
 		if len(b) < n {
 			return protoTLS, "", n, nil
 		}
-		host, err := clientHelloSNI(b[5:n])
+		host, err := clientHelloSNI(b[5:n], false)
 		return protoTLS, host, 0, err
 	}
 	const ssh = "SSH-"
@@ -93,6 +93,42 @@ func sniff(b []byte) (proto, host string, need int, err error) {
 		return protoHTTP, "", 0, err
 	}
 	return protoHTTP, req.host, 0, nil
+}
+
+// FirstName returns the host name a connection's first bytes name, "" when none: a TLS
+// ClientHello's SNI or an HTTP/1 request's Host (or absolute target). b may be cut short
+// (learn captures the first KiB): a name within it is found.
+func FirstName(b []byte) string {
+	if len(b) > 5 && b[0] == 0x16 {
+		host, _ := clientHelloSNI(b[5:min(len(b), 5+(int(b[3])<<8|int(b[4])))], true)
+		return host
+	}
+	rest := skipCRLF(b)
+	i := bytes.Index(rest, []byte("\r\n"))
+	if i < 0 {
+		return ""
+	}
+	req, err := parseRequestLine(rest[:i+1])
+	if err != nil {
+		return ""
+	}
+	// The header fields that arrived whole; the first Host wins (a request the proxy would
+	// refuse for two is still a name this binary asked for).
+	lines := strings.Split(string(rest[i+2:]), "\r\n")
+	for _, l := range lines[:len(lines)-1] { // the last is cut short or empty
+		k, v, ok := strings.Cut(l, ":")
+		if l == "" || !ok {
+			break
+		}
+		if strings.EqualFold(k, "host") {
+			v = strings.Trim(v, " \t")
+			if h, _, err := net.SplitHostPort(v); err == nil {
+				v = h
+			}
+			return canonName(strings.Trim(v, "[]"))
+		}
+	}
+	return req.host
 }
 
 // skipCRLF drops the empty lines (CRLF) b starts with.
@@ -264,25 +300,28 @@ func parseRequest(h []byte) (httpRequest, error) {
 }
 
 // clientHelloSNI returns the server_name of a TLS ClientHello (the record's payload), "" when
-// it has none.
-func clientHelloSNI(b []byte) (string, error) {
+// it has none. partial: b may be cut short (then a name wholly within it is still found).
+func clientHelloSNI(b []byte, partial bool) (string, error) {
 	r := reader{b: b}
 	if t, _ := r.u8(); t != 1 {
 		return "", errors.New("TLS handshake is not a ClientHello")
 	}
 	n, ok := r.u24()
-	if !ok || n > len(r.b) {
+	if !ok || n > len(r.b) && !partial {
 		return "", errSplitHello
 	}
-	r.b = r.b[:n]
+	r.b = r.b[:min(n, len(r.b))]
 	if !r.skip(2+32) || !r.skipVec8() || !r.skipVec16() || !r.skipVec8() {
 		return "", errors.New("malformed ClientHello")
 	}
 	if len(r.b) == 0 {
 		return "", nil // no extensions
 	}
-	ext, ok := r.vec16()
-	if !ok {
+	var ext []byte
+	if partial {
+		n, _ := r.u16()
+		ext = r.b[:min(n, len(r.b))]
+	} else if ext, ok = r.vec16(); !ok {
 		return "", errors.New("malformed ClientHello extensions")
 	}
 	e := reader{b: ext}
