@@ -17,6 +17,8 @@
 //                       strings, resolve fds and the cwd with a dentry walk   -> file / unix events
 //   cgroup/{connect,sendmsg,bind}{4,6}  inet endpoints                       -> net events
 //   cgroup_skb/{egress,ingress}         UDP port 53 payloads                  -> dns events
+//                       egress: the first payload of each TCP connection the run connected
+//                       (its start: TLS ClientHello, HTTP request)             -> sniff events
 //
 // Syscall numbers never appear in this file: user space fills `sc_ops` (nr -> op) from the
 // go-seccomp-bpf x86_64 table, so there is no second table to keep in sync.
@@ -57,6 +59,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define DATA_MASK 8191   // offsets into scratch data are masked with this
 #define SCRATCH_SZ 16384 // > DATA_MASK + NAME_SZ + header
 #define DNS_MAX 512
+#define SNIFF_MAX 1024 // a ClientHello's SNI and an HTTP request's Host come within this
 #define SC_OPS_MAX 1024
 #define SC_CACHE 16 // syscalls counted per thread between map updates (see struct stash)
 
@@ -70,6 +73,7 @@ enum ev_kind {
 	EV_NET = 5,
 	EV_DNS = 6,
 	EV_UNIX = 7,
+	EV_SNIFF = 8,
 };
 
 // What a syscall number means to this program; user space fills sc_ops[nr] with these.
@@ -318,6 +322,18 @@ struct dns_event {
 	__u8 data[DNS_MAX];
 };
 
+// The first bytes a connection of the run sent (user space reads the TLS SNI or HTTP Host).
+struct sniff_event {
+	__u32 kind;
+	__u32 family;
+	__u64 exe_key;
+	__u16 dport;
+	__u16 pad;
+	__u32 len;
+	__u8 daddr[16];
+	__u8 data[SNIFF_MAX];
+};
+
 const struct exec_event *unused_exec __attribute__((unused));
 const struct fork_event *unused_fork __attribute__((unused));
 const struct exit_event *unused_exit __attribute__((unused));
@@ -325,6 +341,7 @@ const struct file_event *unused_file __attribute__((unused));
 const struct unix_event *unused_unix __attribute__((unused));
 const struct net_event *unused_net __attribute__((unused));
 const struct dns_event *unused_dns __attribute__((unused));
+const struct sniff_event *unused_sniff __attribute__((unused));
 const struct sc_key *unused_sc __attribute__((unused));
 const struct arg_key *unused_arg __attribute__((unused));
 const struct task_info *unused_task __attribute__((unused));
@@ -427,6 +444,16 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } sc_ops SEC(".maps");
+
+// TCP sockets the run connected and has not sent on yet: socket cookie -> exe_key. The first
+// payload on one is sent as a sniff event and the entry deleted. LRU: a connection that never
+// sends ages out; cookies are never reused, so a previous run's entries match nothing.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64);
+	__type(value, __u64);
+} conns SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -1431,6 +1458,10 @@ static __always_inline void emit_net(struct bpf_sock_addr *ctx, __u32 op, int v6
 	} else {
 		*(__u32 *)ev.addr = ctx->user_ip4;
 	}
+	if (op == SCOP_CONNECT && ctx->type == 1 /* SOCK_STREAM */) {
+		__u64 cookie = bpf_get_socket_cookie(ctx);
+		bpf_map_update_elem(&conns, &cookie, &ev.exe_key, BPF_ANY);
+	}
 	struct seen_key k = {.exe_key = ev.exe_key, .kind = (EV_NET << 8) | op};
 	k.a = *(__u64 *)&ev.addr[0] ^ ((__u64)ev.port << 32) ^ ((__u64)ev.protocol << 48) ^ ev.type;
 	k.b = *(__u64 *)&ev.addr[8] ^ ev.family;
@@ -1546,10 +1577,75 @@ static __always_inline void dns(struct __sk_buff *skb, __u32 egress)
 	bpf_ringbuf_submit(e, rb_flags());
 }
 
+// sniff sends the first payload of a TCP connection in conns (its first bytes are its
+// protocol's greeting: user space takes the TLS SNI or HTTP Host as the name connected to,
+// per binary, whether or not it came from a DNS answer seen in the run).
+static __noinline int sniff(struct __sk_buff *skb)
+{
+	__u8 vbyte = 0;
+	if (!skb || bpf_skb_load_bytes(skb, 0, &vbyte, 1))
+		return 0;
+	__u32 family, l4;
+	__u8 daddr[16] = {};
+	if ((vbyte >> 4) == 4) {
+		struct iphdr ip;
+		if (bpf_skb_load_bytes(skb, 0, &ip, sizeof(ip)) || ip.protocol != IPPROTO_TCP)
+			return 0;
+		family = AF_INET;
+		l4 = (vbyte & 0xf) * 4;
+		*(__u32 *)daddr = ip.daddr;
+	} else if ((vbyte >> 4) == 6) {
+		struct ipv6hdr ip6;
+		if (bpf_skb_load_bytes(skb, 0, &ip6, sizeof(ip6)) || ip6.nexthdr != IPPROTO_TCP)
+			return 0;
+		family = AF_INET6;
+		l4 = sizeof(ip6);
+		__builtin_memcpy(daddr, &ip6.daddr, 16);
+	} else {
+		return 0;
+	}
+	struct tcphdr tcp;
+	if (bpf_skb_load_bytes(skb, l4, &tcp, sizeof(tcp)))
+		return 0;
+	__u32 off = l4 + tcp.doff * 4;
+	if (skb->len <= off)
+		return 0; // no payload (SYN, ACK)
+	__u64 cookie = bpf_get_socket_cookie(skb);
+	__u64 *exe_key = bpf_map_lookup_elem(&conns, &cookie);
+	if (!exe_key)
+		return 0;
+	__u64 key = *exe_key;
+	bpf_map_delete_elem(&conns, &cookie);
+	__u32 len = skb->len - off;
+	if (len > SNIFF_MAX)
+		len = SNIFF_MAX;
+	struct sniff_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_RINGBUF_DROPS);
+		return 0;
+	}
+	e->kind = EV_SNIFF;
+	e->family = family;
+	e->exe_key = key;
+	e->dport = bpf_ntohs(tcp.dest);
+	e->pad = 0;
+	__builtin_memcpy(e->daddr, daddr, 16);
+	__u64 n = len;
+	asm volatile("%0 &= 0x7ff" : "+r"(n)); // an explicit bound for the verifier
+	if (n > SNIFF_MAX || n == 0 || bpf_skb_load_bytes(skb, off, e->data, n)) {
+		bpf_ringbuf_discard(e, 0);
+		return 0;
+	}
+	e->len = n;
+	bpf_ringbuf_submit(e, rb_flags());
+	return 0;
+}
+
 SEC("cgroup_skb/egress")
 int dns_egress(struct __sk_buff *skb)
 {
 	dns(skb, 1);
+	sniff(skb);
 	return 1;
 }
 

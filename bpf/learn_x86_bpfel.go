@@ -85,13 +85,14 @@ type LearnDnsEvent struct {
 type LearnEvKind uint32
 
 const (
-	LearnEvKindEV_EXEC LearnEvKind = 1
-	LearnEvKindEV_FORK LearnEvKind = 2
-	LearnEvKindEV_EXIT LearnEvKind = 3
-	LearnEvKindEV_FILE LearnEvKind = 4
-	LearnEvKindEV_NET  LearnEvKind = 5
-	LearnEvKindEV_DNS  LearnEvKind = 6
-	LearnEvKindEV_UNIX LearnEvKind = 7
+	LearnEvKindEV_EXEC  LearnEvKind = 1
+	LearnEvKindEV_FORK  LearnEvKind = 2
+	LearnEvKindEV_EXIT  LearnEvKind = 3
+	LearnEvKindEV_FILE  LearnEvKind = 4
+	LearnEvKindEV_NET   LearnEvKind = 5
+	LearnEvKindEV_DNS   LearnEvKind = 6
+	LearnEvKindEV_UNIX  LearnEvKind = 7
+	LearnEvKindEV_SNIFF LearnEvKind = 8
 )
 
 type LearnExecEvent struct {
@@ -234,6 +235,18 @@ type LearnScratch struct {
 	Data  [16384]uint8
 }
 
+type LearnSniffEvent struct {
+	_      structs.HostLayout
+	Kind   uint32
+	Family uint32
+	ExeKey uint64
+	Dport  uint16
+	Pad    uint16
+	Len    uint32
+	Daddr  [16]uint8
+	Data   [1024]uint8
+}
+
 type LearnStash struct {
 	_  structs.HostLayout
 	Sc struct {
@@ -290,6 +303,7 @@ type LearnUnixEvent struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	LearnMapArgs         = "args"
+	LearnMapConns        = "conns"
 	LearnMapCounters     = "counters"
 	LearnMapEvents       = "events"
 	LearnMapPathState    = "path_state"
@@ -327,6 +341,7 @@ const (
 	LearnVarUnusedNet    = "unused_net"
 	LearnVarUnusedOp     = "unused_op"
 	LearnVarUnusedSc     = "unused_sc"
+	LearnVarUnusedSniff  = "unused_sniff"
 	LearnVarUnusedTask   = "unused_task"
 	LearnVarUnusedUnix   = "unused_unix"
 )
@@ -393,6 +408,7 @@ type LearnProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type LearnMapSpecs struct {
 	Args      *ebpf.MapSpec `ebpf:"args"`
+	Conns     *ebpf.MapSpec `ebpf:"conns"`
 	Counters  *ebpf.MapSpec `ebpf:"counters"`
 	Events    *ebpf.MapSpec `ebpf:"events"`
 	PathState *ebpf.MapSpec `ebpf:"path_state"`
@@ -409,22 +425,23 @@ type LearnMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type LearnVariableSpecs struct {
-	UnusedAcc  *ebpf.VariableSpec `ebpf:"unused_acc"`
-	UnusedArch *ebpf.VariableSpec `ebpf:"unused_arch"`
-	UnusedArg  *ebpf.VariableSpec `ebpf:"unused_arg"`
-	UnusedArgk *ebpf.VariableSpec `ebpf:"unused_argk"`
-	UnusedCnt  *ebpf.VariableSpec `ebpf:"unused_cnt"`
-	UnusedDns  *ebpf.VariableSpec `ebpf:"unused_dns"`
-	UnusedExec *ebpf.VariableSpec `ebpf:"unused_exec"`
-	UnusedExit *ebpf.VariableSpec `ebpf:"unused_exit"`
-	UnusedFile *ebpf.VariableSpec `ebpf:"unused_file"`
-	UnusedFork *ebpf.VariableSpec `ebpf:"unused_fork"`
-	UnusedKind *ebpf.VariableSpec `ebpf:"unused_kind"`
-	UnusedNet  *ebpf.VariableSpec `ebpf:"unused_net"`
-	UnusedOp   *ebpf.VariableSpec `ebpf:"unused_op"`
-	UnusedSc   *ebpf.VariableSpec `ebpf:"unused_sc"`
-	UnusedTask *ebpf.VariableSpec `ebpf:"unused_task"`
-	UnusedUnix *ebpf.VariableSpec `ebpf:"unused_unix"`
+	UnusedAcc   *ebpf.VariableSpec `ebpf:"unused_acc"`
+	UnusedArch  *ebpf.VariableSpec `ebpf:"unused_arch"`
+	UnusedArg   *ebpf.VariableSpec `ebpf:"unused_arg"`
+	UnusedArgk  *ebpf.VariableSpec `ebpf:"unused_argk"`
+	UnusedCnt   *ebpf.VariableSpec `ebpf:"unused_cnt"`
+	UnusedDns   *ebpf.VariableSpec `ebpf:"unused_dns"`
+	UnusedExec  *ebpf.VariableSpec `ebpf:"unused_exec"`
+	UnusedExit  *ebpf.VariableSpec `ebpf:"unused_exit"`
+	UnusedFile  *ebpf.VariableSpec `ebpf:"unused_file"`
+	UnusedFork  *ebpf.VariableSpec `ebpf:"unused_fork"`
+	UnusedKind  *ebpf.VariableSpec `ebpf:"unused_kind"`
+	UnusedNet   *ebpf.VariableSpec `ebpf:"unused_net"`
+	UnusedOp    *ebpf.VariableSpec `ebpf:"unused_op"`
+	UnusedSc    *ebpf.VariableSpec `ebpf:"unused_sc"`
+	UnusedSniff *ebpf.VariableSpec `ebpf:"unused_sniff"`
+	UnusedTask  *ebpf.VariableSpec `ebpf:"unused_task"`
+	UnusedUnix  *ebpf.VariableSpec `ebpf:"unused_unix"`
 }
 
 // LearnObjects contains all objects after they have been loaded into the kernel.
@@ -448,6 +465,7 @@ func (o *LearnObjects) Close() error {
 // It can be passed to LoadLearnObjects or ebpf.CollectionSpec.LoadAndAssign.
 type LearnMaps struct {
 	Args      *ebpf.Map `ebpf:"args"`
+	Conns     *ebpf.Map `ebpf:"conns"`
 	Counters  *ebpf.Map `ebpf:"counters"`
 	Events    *ebpf.Map `ebpf:"events"`
 	PathState *ebpf.Map `ebpf:"path_state"`
@@ -463,6 +481,7 @@ type LearnMaps struct {
 func (m *LearnMaps) Close() error {
 	return _LearnClose(
 		m.Args,
+		m.Conns,
 		m.Counters,
 		m.Events,
 		m.PathState,
@@ -480,22 +499,23 @@ func (m *LearnMaps) Close() error {
 //
 // It can be passed to LoadLearnObjects or ebpf.CollectionSpec.LoadAndAssign.
 type LearnVariables struct {
-	UnusedAcc  *ebpf.Variable `ebpf:"unused_acc"`
-	UnusedArch *ebpf.Variable `ebpf:"unused_arch"`
-	UnusedArg  *ebpf.Variable `ebpf:"unused_arg"`
-	UnusedArgk *ebpf.Variable `ebpf:"unused_argk"`
-	UnusedCnt  *ebpf.Variable `ebpf:"unused_cnt"`
-	UnusedDns  *ebpf.Variable `ebpf:"unused_dns"`
-	UnusedExec *ebpf.Variable `ebpf:"unused_exec"`
-	UnusedExit *ebpf.Variable `ebpf:"unused_exit"`
-	UnusedFile *ebpf.Variable `ebpf:"unused_file"`
-	UnusedFork *ebpf.Variable `ebpf:"unused_fork"`
-	UnusedKind *ebpf.Variable `ebpf:"unused_kind"`
-	UnusedNet  *ebpf.Variable `ebpf:"unused_net"`
-	UnusedOp   *ebpf.Variable `ebpf:"unused_op"`
-	UnusedSc   *ebpf.Variable `ebpf:"unused_sc"`
-	UnusedTask *ebpf.Variable `ebpf:"unused_task"`
-	UnusedUnix *ebpf.Variable `ebpf:"unused_unix"`
+	UnusedAcc   *ebpf.Variable `ebpf:"unused_acc"`
+	UnusedArch  *ebpf.Variable `ebpf:"unused_arch"`
+	UnusedArg   *ebpf.Variable `ebpf:"unused_arg"`
+	UnusedArgk  *ebpf.Variable `ebpf:"unused_argk"`
+	UnusedCnt   *ebpf.Variable `ebpf:"unused_cnt"`
+	UnusedDns   *ebpf.Variable `ebpf:"unused_dns"`
+	UnusedExec  *ebpf.Variable `ebpf:"unused_exec"`
+	UnusedExit  *ebpf.Variable `ebpf:"unused_exit"`
+	UnusedFile  *ebpf.Variable `ebpf:"unused_file"`
+	UnusedFork  *ebpf.Variable `ebpf:"unused_fork"`
+	UnusedKind  *ebpf.Variable `ebpf:"unused_kind"`
+	UnusedNet   *ebpf.Variable `ebpf:"unused_net"`
+	UnusedOp    *ebpf.Variable `ebpf:"unused_op"`
+	UnusedSc    *ebpf.Variable `ebpf:"unused_sc"`
+	UnusedSniff *ebpf.Variable `ebpf:"unused_sniff"`
+	UnusedTask  *ebpf.Variable `ebpf:"unused_task"`
+	UnusedUnix  *ebpf.Variable `ebpf:"unused_unix"`
 }
 
 // LearnPrograms contains all programs after they have been loaded into the kernel.

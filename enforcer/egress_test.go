@@ -55,17 +55,25 @@ printf 'metadata-by-cidr:'; c -k https://169.254.169.254:$T/
 printf 'raw-ip:'; c http://127.0.0.1:$H/
 printf 'curl-only-by-curl:'; c http://curlonly.test:$H/
 printf 'curl-only-by-bash:'; bash -c 'exec 3<>/dev/tcp/curlonly.test/'$H' && printf "GET / HTTP/1.0\r\nHost: curlonly.test\r\n\r\n" >&3 && cat <&3' 2>/dev/null | tail -1; echo " rc=$?"
+export REQ='GET / HTTP/1.0\r\nHost: bashonly.test\r\n\r\n'
+printf 'bash-only-by-bash:'; bash -c 'exec 3<>/dev/tcp/bashonly.test/'$H' && printf "$REQ" >&3 && while IFS= read -r l || [ -n "$l" ]; do last=$l; done <&3; printf %s "$last"' 2>/dev/null; echo " rc=$?"
+printf 'bash-only-inherited:'; bash -c 'exec 3<>/dev/tcp/bashonly.test/'$H' || exit 1; sh -c "printf \"\$REQ\" >&3; cat <&3" | tail -1; exit 0' 2>/dev/null; echo " rc=$?"
 `
 
-// egressRun enforces a profile that allows allowed.test (both ports, any binary) and
-// curlonly.test (learned by curl) on the script; other.test resolves, for the proxy, to the
-// same upstream address as allowed.test.
+// egressRun enforces a profile that allows allowed.test (both ports, any binary),
+// curlonly.test (learned by curl) and bashonly.test (learned by bash) on the script;
+// other.test resolves, for the proxy, to the same upstream address as allowed.test.
 func egressRun(httpPort, tlsPort int, work string) (string, *report.Report, error) {
 	curl, err := exec.LookPath("curl")
 	if err != nil {
 		return "", nil, err
 	}
 	curl, _ = filepath.EvalSymlinks(curl)
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		return "", nil, err
+	}
+	bash, _ = filepath.EvalSymlinks(bash)
 	p := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind}
 	p.Metadata.Name = "egress"
 	p.Syscalls.Architectures = []string{"x86_64"}
@@ -81,6 +89,7 @@ func egressRun(httpPort, tlsPort int, work string) (string, *report.Report, erro
 		{Endpoint: fmt.Sprintf("allowed.test:%d", httpPort), Proto: "tcp"},
 		{Endpoint: fmt.Sprintf("allowed.test:%d", tlsPort), Proto: "tcp"},
 		{Endpoint: fmt.Sprintf("curlonly.test:%d", httpPort), Proto: "tcp", Provenance: policy.Provenance{By: curl}},
+		{Endpoint: fmt.Sprintf("bashonly.test:%d", httpPort), Proto: "tcp", Provenance: policy.Provenance{By: bash}},
 		{Endpoint: fmt.Sprintf("meta.test:%d", httpPort), Proto: "tcp"}, // resolves to the metadata address
 		{Endpoint: fmt.Sprintf("0.0.0.0/0:%d", tlsPort), Proto: "tcp"},  // does not name the metadata address
 	}
@@ -88,7 +97,7 @@ func egressRun(httpPort, tlsPort int, work string) (string, *report.Report, erro
 	var out strings.Builder
 	rep, code, err := Run(context.Background(), Options{Profile: p, Audit: true, LogAllowed: true, Dir: work,
 		Command: []string{"sh", "-c", egressScript, "sh", strconv.Itoa(httpPort), strconv.Itoa(tlsPort)},
-		Resolve: map[string][]netip.Addr{"allowed.test": lo, "other.test": lo, "curlonly.test": lo,
+		Resolve: map[string][]netip.Addr{"allowed.test": lo, "other.test": lo, "curlonly.test": lo, "bashonly.test": lo,
 			"meta.test": {netip.MustParseAddr("169.254.169.254")}},
 		Stdout: &out, Stderr: io.Discard})
 	if err == nil && code != 0 {
@@ -101,6 +110,10 @@ func egressRun(httpPort, tlsPort int, work string) (string, *report.Report, erro
 // failed and is a denial naming curl (or bash).
 func checkEgress(out string, rep *report.Report, httpPort, tlsPort int) error {
 	var errs []error
+	sh, _ := exec.LookPath("sh")
+	sh, _ = filepath.EvalSymlinks(sh)
+	bash, _ := exec.LookPath("bash")
+	bash, _ = filepath.EvalSymlinks(bash)
 	lines := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		k, v, _ := strings.Cut(l, ":")
@@ -110,13 +123,14 @@ func checkEgress(out string, rep *report.Report, httpPort, tlsPort int) error {
 		{"allowed", "upstream allowed.test:" + strconv.Itoa(httpPort) + " rc=0"},
 		{"tls-allowed", "upstream allowed.test:" + strconv.Itoa(tlsPort) + " rc=0"},
 		{"curl-only-by-curl", "upstream curlonly.test:" + strconv.Itoa(httpPort) + " rc=0"},
+		{"bash-only-by-bash", "upstream bashonly.test rc=0"},
 	} {
 		if got := strings.TrimSpace(lines[c.key]); got != c.want {
 			errs = append(errs, fmt.Errorf("benign %s: %q, want %q", c.key, got, c.want))
 		}
 	}
-	for _, k := range []string{"other-name", "same-address", "tls-other-sni", "metadata-ip", "metadata-name", "metadata-by-name", "metadata-by-cidr", "raw-ip", "curl-only-by-bash"} {
-		if v, ok := lines[k]; !ok || strings.Contains(v, "upstream") || strings.HasSuffix(v, " rc=0") && k != "curl-only-by-bash" {
+	for _, k := range []string{"other-name", "same-address", "tls-other-sni", "metadata-ip", "metadata-name", "metadata-by-name", "metadata-by-cidr", "raw-ip", "curl-only-by-bash", "bash-only-inherited"} {
+		if v, ok := lines[k]; !ok || strings.Contains(v, "upstream") || strings.HasSuffix(v, " rc=0") && !strings.Contains(k, "-by-bash") && k != "bash-only-inherited" {
 			errs = append(errs, fmt.Errorf("attack %s got through: %q", k, v))
 		}
 	}
@@ -142,12 +156,21 @@ func checkEgress(out string, rep *report.Report, httpPort, tlsPort int) error {
 		{"connect 169.254.169.254:" + strconv.Itoa(tlsPort) + " tcp (link-local or metadata address (name it with its own rule))", "/curl"},
 		{"connect 127.0.0.1:" + H + " tcp (raw IP connect", "/curl"},
 		{"connect curlonly.test:" + H + " tcp (allowed only to ", "/bash"},
+		{"connect bashonly.test:" + H + " tcp (allowed only to ", "/" + filepath.Base(sh)},
 	} {
 		if d := find(c.what, c.exe); d == nil {
 			errs = append(errs, fmt.Errorf("no denial %q by %s", c.what, c.exe))
 		} else if d.Allowed || d.Suggest == "" {
 			errs = append(errs, fmt.Errorf("denial %+v: allowed or without a suggestion", *d))
 		}
+	}
+	// The parent chain names the ancestry: bash under the script's shell under the init
+	// stage; the shell given bash's socket under bash.
+	if d := find("connect curlonly.test:"+H+" tcp (allowed only to ", "/bash"); d != nil && (len(d.Parents) < 2 || d.Parents[0] != sh) {
+		errs = append(errs, fmt.Errorf("denial by bash: parents %q, want %s first and the init stage", d.Parents, sh))
+	}
+	if d := find("connect bashonly.test:"+H+" tcp (allowed only to ", "/"+filepath.Base(sh)); d != nil && (len(d.Parents) < 3 || d.Parents[0] != bash || d.Parents[1] != sh) {
+		errs = append(errs, fmt.Errorf("denial by the inheriting shell: parents %q, want %s, %s, the init stage", d.Parents, bash, sh))
 	}
 	for _, d := range rep.Denials {
 		if d.Kind == report.KindNetwork && strings.Contains(d.What, "allowed.test:") && !strings.Contains(d.What, "other.test") {

@@ -11,23 +11,29 @@ import (
 	"testing"
 )
 
-// benchProxy starts a proxy without a sandbox: its listener is bound on the host to the
-// synthetic address of bulk.test (all of 127/8 is local), and bulk.test resolves to the
-// upstream ln. It returns the address clients dial.
+// benchProxy starts a proxy without a sandbox (startProxy) for bulk.test, which resolves to
+// the upstream ln. It returns the address clients dial.
 func benchProxy(b *testing.B, upstream net.Listener) (string, func()) {
 	port := uint16(upstream.Addr().(*net.TCPAddr).Port)
-	plan, err := NewPlan([]Rule{{Host: "bulk.test", Port: port, Endpoint: "bulk.test:" + strconv.Itoa(int(port))}})
+	p, _ := startProxy(b, []Rule{{Host: "bulk.test", Port: port, Endpoint: "bulk.test:" + strconv.Itoa(int(port))}},
+		Options{Resolve: map[string][]netip.Addr{"bulk.test": {netip.MustParseAddr("127.0.0.1")}}}, nil)
+	syn, _ := p.plan.Synthetic("bulk.test")
+	return netip.AddrPortFrom(syn, port).String(), func() { p.Close() }
+}
+
+// startProxy starts a proxy without a sandbox: for each port of the rules one listener bound
+// on the host to the synthetic address of the first name with that port (all of 127/8 is
+// local), the stub on a free loopback port (returned). tweak, when set, runs before Start
+// (test hooks). The test's process is the sandbox's root: the owner of a connection is the
+// test binary.
+func startProxy(tb testing.TB, rules []Rule, opts Options, tweak func(*Proxy)) (*Proxy, string) {
+	plan, err := NewPlan(rules)
 	if err != nil {
-		b.Fatal(err)
-	}
-	syn, _ := plan.Synthetic("bulk.test")
-	ln, err := net.Listen("tcp", netip.AddrPortFrom(syn, port).String())
-	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	dns, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	fd := func(c syscall.Conn) int {
 		rc, _ := c.SyscallConn()
@@ -35,18 +41,40 @@ func benchProxy(b *testing.B, upstream net.Listener) (string, func()) {
 		rc.Control(func(f uintptr) { out, _ = syscall.Dup(int(f)) })
 		return out
 	}
+	fds := []int{fd(dns.(syscall.Conn))}
+	dnsAddr := dns.LocalAddr().String()
+	dns.Close()
+	for _, port := range plan.Inside.Ports {
+		var at netip.Addr
+		for _, r := range plan.Rules {
+			if r.Port == port && r.Host != "" {
+				at, _ = plan.Synthetic(r.Host)
+				break
+			}
+		}
+		if !at.IsValid() {
+			at = netip.MustParseAddr("127.0.0.1")
+		}
+		ln, err := net.Listen("tcp", netip.AddrPortFrom(at, port).String())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		fds = append(fds, fd(ln.(syscall.Conn)))
+		ln.Close()
+	}
 	diag, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 4 /* NETLINK_SOCK_DIAG */)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	fds := []int{fd(dns.(syscall.Conn)), fd(ln.(syscall.Conn)), diag}
-	dns.Close()
-	ln.Close()
-	p := New(plan, Options{Resolve: map[string][]netip.Addr{"bulk.test": {netip.MustParseAddr("127.0.0.1")}}})
+	fds = append(fds, diag)
+	p := New(plan, opts)
+	if tweak != nil {
+		tweak(p)
+	}
 	if err := p.Start(fds, os.Getpid()); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	return netip.AddrPortFrom(syn, port).String(), func() { p.Close() }
+	return p, dnsAddr
 }
 
 // serve answers each connection: after the request header, size bytes (then close).

@@ -25,12 +25,31 @@
 // and a denial with the name.
 //
 // The proxy takes the name from the synthetic address dialled, reads the client's first bytes
-// and checks them against it: a TLS ClientHello's SNI (parsed, never terminated: no
-// certificates), an HTTP/1 request's Host (and an absolute request target). A ClientHello or
-// request naming another host, or a ClientHello it cannot parse, is refused. Other protocols
-// (ssh, server-speaks-first) go by the stub's name. It then resolves the name from the host
-// side at connect time (so an address change between the query and the connect denies
-// nothing; Options.Resolve overrides, like curl's --resolve), dials it, and splices both ways.
+// and checks them against it:
+//
+//   - A TLS ClientHello: its SNI (parsed, never terminated: no certificates) must be the
+//     name. A ClientHello without SNI passes only when the stub answered that name in this
+//     run (the synthetic address then stands for the name; one found some other way does
+//     not). A ClientHello split over records, or malformed, is refused.
+//   - Plain HTTP/1: every request of the connection, not only the first, is parsed (a
+//     strict parser: any method; leading empty lines skipped as servers do; bare LF, folded
+//     or malformed fields, two Hosts, Transfer-Encoding with Content-Length, Upgrade and
+//     HTTP/2's prior-knowledge preface refused) and its Host (or absolute target) must be
+//     the name; a request without either is refused. Bodies are forwarded by their framing
+//     (Content-Length by splice, chunked parsed), so the next request's header is read where
+//     the server reads it. A refused request ends the connection (the answers to the
+//     requests before it still go back) with a denial.
+//   - An SSH banner, or a client silent for sniffWait (500 ms: the server speaks first,
+//     SMTP, MySQL): nothing of the client's goes upstream until the server has spoken, within
+//     serverFirstWait (10 s). An HTTP server never speaks first, so such a connection cannot
+//     carry a request past the Host check.
+//   - Anything else (other client-first protocols: PostgreSQL, Redis, git://) is refused
+//     and reported on a name rule: its destination cannot be checked by name. An address
+//     (CIDR) rule allows the address whatever is spoken on it, unsniffed.
+//
+// It then resolves the name from the host side at connect time (so an address change
+// between the query and the connect, or between two connects, denies nothing;
+// Options.Resolve overrides, like curl's --resolve), dials it, and splices both ways.
 //
 // # What never passes unless named
 //
@@ -49,26 +68,36 @@
 // # Per binary
 //
 // A rule learned "by" a binary (policy Provenance.By) passes only for a connection whose
-// owning process is that binary or runs under it (its parent chain, for the transport helpers
-// it executes: git-remote-https, ssh). The owner is found from the accepted socket's peer:
-// its inode by an exact sock_diag lookup on a netlink socket the init stage opened in the
-// sandbox's namespace (0.5 ms measured on a busy host; reading /proc/PID/net/tcp walks the
-// host's whole socket table, 3-35 ms), then the process holding it, searched in the sandbox's
-// process tree. A rule with by "any" (or none) passes for every binary. The lookup runs only
-// for per-binary rules, denials and --report's log.
+// client socket is held by that binary or what runs under it (its parent chain, for the
+// transport helpers it executes: git-remote-https, ssh). Every process holding the socket
+// must pass, not only the first found: a process outside the binary's tree that got the
+// socket (pidfd_getfd, SCM_RIGHTS) is refused, and so is a descendant that inherited the
+// socket from an ancestor holding it that runs another executable (a child the binary gives
+// its connected socket borrows it; a forked copy of the same program, ssh's mux, does not).
+// The holders are looked up once the client's first bytes arrived (at accept for an address
+// rule): the socket's inode by an exact sock_diag lookup on a netlink socket the init stage
+// opened in the sandbox's namespace (0.5 ms measured on a busy host; reading /proc/PID/net/tcp
+// walks the host's whole socket table, 3-35 ms), then every process of the sandbox's PID
+// namespace holding it (its init stage's tree: orphans are reparented to it). A rule with by
+// "any" (or none) passes for every binary. The lookup runs only for per-binary rules,
+// denials and --report's log; a refused query's lookup runs off the stub's goroutine (at
+// most dnsLookups at once; past that the denial has no binary), before its NXDOMAIN is sent.
 //
 // # Not covered
 //
 //   - Ports no rule names have no listener: a connect there is refused by the kernel (RST)
 //     without a record.
-//   - Cleartext HTTP/2 with prior knowledge and other protocols are not parsed: they go by
-//     the name the connection was resolved for (the upstream is that name's address anyway).
-//   - A ClientHello split over several TLS records is refused.
-//   - Only a connection's first request is checked: later requests on a kept-alive HTTP/1
-//     connection, and HTTP/2 streams inside TLS, are not parsed (the upstream is the allowed
-//     name's address; a CDN serving other names there could answer them).
-//   - A client that sends nothing first (server-first protocols: SMTP, MySQL) waits sniffWait
-//     (500 ms) before the proxy goes by the stub's name.
+//   - What is inside TLS (HTTP/2 streams, a Host header other than the SNI: domain fronting)
+//     is not seen; a CDN that routes by Host inside TLS can be reached under an allowed SNI.
+//   - A server that reads less of a request body than its framing says (answers without
+//     reading it and keeps the connection) would take the rest for further requests the
+//     proxy forwarded as body (client-side desync); servers that follow RFC 9112 read or
+//     close.
+//   - HTTP Upgrade (WebSocket over plain HTTP, h2c) is refused, not carried.
+//   - Holders are checked once per connection: a process that gets the socket afterwards (a
+//     fork without close-on-exec after the first request, SCM_RIGHTS, pidfd_getfd under
+//     ptrace permission, which the learned seccomp filter refuses unless it was learned) is
+//     not seen.
 //   - Each allowed connection resolves its name on the host (no cache): a DNS round trip.
 //   - Connections the proxy accepts before upstream answers look connected to the client; a
 //     refused or unreachable upstream closes them (the client sees EOF or a reset, not

@@ -47,13 +47,52 @@ func TestSniff(t *testing.T) {
 		{"http absolute target disagrees", []byte("GET http://a.test/ HTTP/1.1\r\nHost: b.test\r\n\r\n"), protoHTTP, "", false, true},
 		{"http two hosts", []byte("GET / HTTP/1.1\r\nHost: a.test\r\nhost: b.test\r\n\r\n"), protoHTTP, "", false, true},
 		{"http connect", []byte("CONNECT b.test:443 HTTP/1.1\r\nHost: b.test\r\n\r\n"), protoHTTP, "", false, true},
-		{"ssh", []byte("SSH-2.0-OpenSSH_9.2\r\n"), protoUnknown, "", false, false},
+		{"ssh", []byte("SSH-2.0-OpenSSH_9.2\r\n"), protoSSH, "", false, false},
+		{"ssh partial", []byte("SS"), protoSSH, "", true, false},
+		{"http leading CRLF", []byte("\r\n\r\nGET / HTTP/1.1\r\nHost: other.test\r\n\r\n"), protoHTTP, "other.test", false, false},
+		{"http only CRLF so far", []byte("\r\n\r"), protoHTTP, "", true, false},
+		{"http any method", []byte("PROPFIND /x HTTP/1.1\r\nHost: other.test\r\n\r\n"), protoHTTP, "other.test", false, false},
+		{"http method partial", []byte("PROPF"), protoHTTP, "", true, false},
+		{"http no host", []byte("GET / HTTP/1.0\r\n\r\n"), protoHTTP, "", false, true},
+		{"http/2 preface", []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), protoHTTP, "", false, true},
+		{"http/2 preface, line only", []byte("PRI * HTTP/2.0\r\n"), protoHTTP, "", false, true},
+		{"http bare LF line", []byte("GET / HTTP/1.1\nHost: a.test\n"), protoHTTP, "", false, true},
+		{"http upgrade", []byte("GET / HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\n\r\n"), protoHTTP, "", false, true},
+		{"http te and cl", []byte("POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n"), protoHTTP, "", false, true},
+		{"http cl disagree", []byte("POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"), protoHTTP, "", false, true},
+		{"http cl sign", []byte("POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: +1\r\n\r\n"), protoHTTP, "", false, true},
+		{"binary", []byte{0, 1, 2, 3}, protoUnknown, "", false, false},
+		{"bare LF first", []byte("\nGET / HTTP/1.1\r\nHost: a.test\r\n\r\n"), protoUnknown, "", false, false},
 		{"not a client hello", []byte{0x16, 3, 1, 0, 4, 2, 0, 0, 0}, protoTLS, "", false, true},
 		{"hello longer than its record", []byte{0x16, 3, 1, 0, 4, 1, 0, 1, 0}, protoTLS, "", false, true},
 	} {
 		proto, host, need, err := sniff(c.in)
 		if proto != c.proto || host != c.host || (need > 0) != c.needMore || (err != nil) != c.wantError {
 			t.Errorf("%s: proto %q host %q need %d err %v", c.name, proto, host, need, err)
+		}
+	}
+}
+
+// FirstName finds the name in first bytes cut short, as learn captures them.
+func TestFirstName(t *testing.T) {
+	hello := clientHello(t, "Tls.Test")
+	for _, c := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"hello", hello, "tls.test"},
+		{"hello cut after its SNI", hello[:len(hello)*3/4], "tls.test"},
+		{"hello cut before its SNI", hello[:60], ""},
+		{"hello without SNI", clientHello(t, ""), ""},
+		{"http", []byte("GET / HTTP/1.1\r\nUser-Agent: x\r\nHost: Plain.Test:8080\r\nAccept: */*\r\n\r\n"), "plain.test"},
+		{"http cut after Host", []byte("\r\nPUT /x HTTP/1.1\r\nHost: plain.test\r\nContent-Le"), "plain.test"},
+		{"http absolute target", []byte("GET http://abs.test/ HTTP/1.1\r\nAccept: */*\r\n"), "abs.test"},
+		{"http cut in Host", []byte("GET / HTTP/1.1\r\nHost: plai"), ""},
+		{"ssh", []byte("SSH-2.0-x\r\n"), ""},
+	} {
+		if got := FirstName(c.in); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,11 +15,46 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// who is the process that owns a connection's client socket in the sandbox.
+// who is a process that holds a connection's client socket in the sandbox.
 type who struct {
 	Pid     int
 	Exe     string
 	Parents []string // executables from the parent up to the sandbox's root process
+	ppids   []int    // their pids, in the same order
+}
+
+// first is the holder a denial or a log line names: the one nearest the sandbox's root.
+func first(hs []who) who {
+	if len(hs) == 0 {
+		return who{}
+	}
+	return hs[0]
+}
+
+// mayUse reports whether a connection whose client socket hs hold may use a rule learned by
+// the binary by; when not, the holder that may not. Every holder must pass, for it can
+// write on the socket: a process passes when it is by, or runs under by (its transport
+// helpers: git-remote-https, ssh) and did not inherit the socket from an ancestor holding it
+// that runs another executable (a child of the allowed binary given its socket borrows it;
+// a forked copy of the same program does not).
+func mayUse(hs []who, by string) (who, bool) {
+	if len(hs) == 0 {
+		return who{}, false
+	}
+	for _, h := range hs {
+		if h.Exe == by {
+			continue
+		}
+		if !slices.Contains(h.Parents, by) {
+			return h, false
+		}
+		for _, o := range hs {
+			if o.Exe != h.Exe && slices.Contains(h.ppids, o.Pid) {
+				return h, false
+			}
+		}
+	}
+	return who{}, true
 }
 
 // diag is a NETLINK_SOCK_DIAG socket created in the sandbox's namespace.
@@ -77,8 +113,8 @@ func (d *diag) inode(proto uint8, loc, rem netip.AddrPort) (uint32, bool) {
 }
 
 // owner finds who holds the client socket loc→rem in the sandbox: sock_diag first, the
-// /proc tables when that fails.
-func (p *Proxy) owner(proto string, loc, rem netip.AddrPort) who {
+// /proc tables when that fails. nil: nobody (the client has gone).
+func (p *Proxy) owner(proto string, loc, rem netip.AddrPort) []who {
 	if p.diag != nil {
 		num, l, r := uint8(unix.IPPROTO_TCP), loc, rem
 		if proto == "udp" {
@@ -86,19 +122,19 @@ func (p *Proxy) owner(proto string, loc, rem netip.AddrPort) who {
 			num, l, r = unix.IPPROTO_UDP, rem, loc
 		}
 		if ino, ok := p.diag.inode(num, l, r); ok && ino != 0 {
-			if w := holder(p.root, p.netns, strconv.FormatUint(uint64(ino), 10)); w.Pid != 0 {
-				return w
+			if hs := holders(p.root, p.netns, strconv.FormatUint(uint64(ino), 10)); len(hs) > 0 {
+				return hs
 			}
 		}
 	}
 	return owner(p.root, p.netns, proto, loc, rem)
 }
 
-// owner finds the process in the sandbox namespace (root: a process in it, netns: its
+// owner finds the processes in the sandbox namespace (root: a process in it, netns: its
 // "net:[N]" link) holding the socket whose local address is loc and peer rem (rem zero: any
 // peer, an unconnected UDP socket). It reads /proc/ROOT/net/PROTO{,6} for the socket's inode
-// and then the fds of the processes in that namespace. A process gone meanwhile: zero who.
-func owner(root int, netns, proto string, loc, rem netip.AddrPort) who {
+// and then the fds of the processes in that namespace. A process gone meanwhile: none.
+func owner(root int, netns, proto string, loc, rem netip.AddrPort) []who {
 	inode := ""
 	for _, f := range []string{proto, proto + "6"} {
 		if inode = findInode(fmt.Sprintf("/proc/%d/net/%s", root, f), loc, rem); inode != "" {
@@ -106,13 +142,17 @@ func owner(root int, netns, proto string, loc, rem netip.AddrPort) who {
 		}
 	}
 	if inode == "" {
-		return who{}
+		return nil
 	}
-	return holder(root, netns, inode)
+	return holders(root, netns, inode)
 }
 
-// holder finds the process in the sandbox holding the socket with inode.
-func holder(root int, netns, inode string) who {
+// holders finds every process in the sandbox's process tree holding the socket with inode,
+// nearest the root first (breadth first). root is PID 1 of the sandbox's PID namespace, so
+// every process of the sandbox is in its tree (orphans are reparented to it); only when
+// none holds it (a process outside the tree: tests) is the rest of the namespace searched,
+// for one holder.
+func holders(root int, netns, inode string) []who {
 	want := "socket:[" + inode + "]"
 	holds := func(pid int) bool {
 		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
@@ -126,6 +166,7 @@ func holder(root int, netns, inode string) who {
 	// The sandbox's process tree first (a few processes; all of /proc costs tens of ms on
 	// a busy host), then every process in the namespace (one reparented out of the tree).
 	seen := map[int]bool{}
+	var out []who
 	for queue := []int{root}; len(queue) > 0; queue = queue[1:] {
 		pid := queue[0]
 		if seen[pid] {
@@ -133,13 +174,16 @@ func holder(root int, netns, inode string) who {
 		}
 		seen[pid] = true
 		if holds(pid) {
-			return describe(pid, netns)
+			out = append(out, describe(pid, netns))
 		}
 		queue = append(queue, children(pid)...)
 	}
+	if len(out) > 0 {
+		return out
+	}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return who{}
+		return nil
 	}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -150,10 +194,10 @@ func holder(root int, netns, inode string) who {
 			continue
 		}
 		if holds(pid) {
-			return describe(pid, netns)
+			return []who{describe(pid, netns)}
 		}
 	}
-	return who{}
+	return nil
 }
 
 // children lists pid's child processes (/proc/PID/task/TID/children of each thread).
@@ -181,6 +225,7 @@ func describe(pid int, netns string) who {
 		}
 		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", p))
 		w.Parents = append(w.Parents, exe)
+		w.ppids = append(w.ppids, p)
 	}
 	return w
 }

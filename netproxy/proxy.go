@@ -27,9 +27,23 @@ type Options struct {
 	LogAllowed bool
 }
 
-// sniffWait is how long the proxy waits for a client's first bytes before it goes by the
-// stub's name alone (a protocol where the server speaks first).
+// sniffWait is how long the proxy waits for a client's first bytes before it takes the
+// protocol for one where the server speaks first.
 const sniffWait = 500 * time.Millisecond
+
+// serverFirstWait is how long a connection that is neither TLS nor HTTP (an SSH banner, or
+// a client silent for sniffWait) waits for the server's first bytes: until the server has
+// spoken nothing the client sends is forwarded, so such a connection cannot carry a request
+// to an HTTP server (which never speaks first) past the Host check. A var for tests.
+var serverFirstWait = 10 * time.Second
+
+// refusedDrain bounds how long the answers to a connection's earlier requests may take
+// once a later request is refused.
+const refusedDrain = 5 * time.Second
+
+// dnsLookups bounds the owner lookups of refused queries under way at once (each runs off
+// the stub's goroutine); past it a refusal is recorded without its binary.
+const dnsLookups = 8
 
 // maxDistinct bounds the distinct denials and log lines kept.
 const maxDistinct = 1000
@@ -48,12 +62,19 @@ type Proxy struct {
 	end  context.CancelFunc
 	wg   sync.WaitGroup
 
-	mu      sync.Mutex
-	conns   map[net.Conn]struct{}
-	denials map[string]*report.Denial
-	order   []string
-	allowed map[string]*allowedLog
-	dropped int
+	// ownerOf finds a client socket's holders; lookup a name's addresses at connect time
+	// (named: from Options.Resolve, which may name loopback). Tests replace them.
+	ownerOf  func(proto string, loc, rem netip.AddrPort) []who
+	lookup   func(ctx context.Context, name string) (addrs []netip.Addr, named bool, err error)
+	dnsSlots chan struct{}
+
+	mu       sync.Mutex
+	answered map[string]bool // names the stub gave an address for in this run
+	conns    map[net.Conn]struct{}
+	denials  map[string]*report.Denial
+	order    []string
+	allowed  map[string]*allowedLog
+	dropped  int
 }
 
 type allowedLog struct {
@@ -65,8 +86,18 @@ type allowedLog struct {
 // New returns a proxy for the plan; Start runs it.
 func New(plan *Plan, opts Options) *Proxy {
 	ctx, end := context.WithCancel(context.Background())
-	return &Proxy{plan: plan, opts: opts, ctx: ctx, end: end, conns: map[net.Conn]struct{}{},
-		denials: map[string]*report.Denial{}, allowed: map[string]*allowedLog{}}
+	p := &Proxy{plan: plan, opts: opts, ctx: ctx, end: end, conns: map[net.Conn]struct{}{},
+		denials: map[string]*report.Denial{}, allowed: map[string]*allowedLog{}, answered: map[string]bool{},
+		dnsSlots: make(chan struct{}, dnsLookups)}
+	p.ownerOf = p.owner
+	p.lookup = func(ctx context.Context, name string) ([]netip.Addr, bool, error) {
+		if a, ok := opts.Resolve[name]; ok {
+			return a, true, nil
+		}
+		a, err := net.DefaultResolver.LookupNetIP(ctx, "ip", name)
+		return a, false, err
+	}
+	return p
 }
 
 // Start takes the sockets SetupInside opened (this process's fds now: the DNS socket, then one
@@ -212,14 +243,39 @@ func (p *Proxy) serveDNS() {
 			continue
 		}
 		resp, name, denied := p.plan.answer(buf[:n])
-		if resp != nil {
-			_, _ = p.dns.WriteTo(resp, from)
+		if !denied {
+			if _, ok := p.plan.Names[name]; ok {
+				p.mu.Lock()
+				p.answered[name] = true
+				p.mu.Unlock()
+			}
+			if resp != nil {
+				_, _ = p.dns.WriteTo(resp, from)
+			}
+			continue
 		}
-		if denied {
-			src := addrPort(from)
-			w := p.owner("udp", src, StubAddr)
-			p.deny(report.Denial{Syscall: "dns", What: "resolve " + name + " (not in the profile: NXDOMAIN)", Endpoint: name,
-				Proto: "udp", Host: name, Suggest: fmt.Sprintf("network.connect: + %s:PORT tcp", name)}, w)
+		// A refusal names who asked: found before the answer (on NXDOMAIN the client may
+		// close its socket), off this goroutine (the lookup walks the sandbox's processes;
+		// other queries must not wait for it).
+		d := report.Denial{Syscall: "dns", What: "resolve " + name + " (not in the profile: NXDOMAIN)", Endpoint: name,
+			Proto: "udp", Host: name, Suggest: fmt.Sprintf("network.connect: + %s:PORT tcp", name)}
+		select {
+		case p.dnsSlots <- struct{}{}:
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				defer func() { <-p.dnsSlots }()
+				w := first(p.ownerOf("udp", addrPort(from), StubAddr))
+				if resp != nil {
+					_, _ = p.dns.WriteTo(resp, from)
+				}
+				p.deny(d, w)
+			}()
+		default: // lookups enough under way: answer now, without the binary
+			if resp != nil {
+				_, _ = p.dns.WriteTo(resp, from)
+			}
+			p.deny(d, who{})
 		}
 	}
 }
@@ -260,7 +316,7 @@ func addrPort(a net.Addr) netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
-// handle decides one connection from the sandbox and, when it may pass, splices it upstream.
+// handle decides one connection from the sandbox and, when it may pass, carries it upstream.
 func (p *Proxy) handle(c *net.TCPConn) {
 	dst, src := addrPort(c.LocalAddr()), addrPort(c.RemoteAddr())
 	port := dst.Port()
@@ -269,14 +325,24 @@ func (p *Proxy) handle(c *net.TCPConn) {
 	if isName {
 		target, targetHost = net.JoinHostPort(name, strconv.Itoa(int(port))), name
 	}
-	lazyWho := sync.OnceValue(func() who { return p.owner("tcp", src, dst) })
+	lazyWho := sync.OnceValue(func() []who { return p.ownerOf("tcp", src, dst) })
 	if p.opts.LogAllowed {
 		go lazyWho() // while the client is surely there
 	}
-	refuse := func(why string, risk report.Risk) {
+	refuseBy := func(why string, risk report.Risk, w who) {
 		d := report.Denial{Syscall: "connect", What: fmt.Sprintf("connect %s tcp (%s)", target, why), Endpoint: target, Proto: "tcp", Host: targetHost,
 			Suggest: "network.connect: + " + target + " tcp", Risk: risk}
-		p.deny(d, lazyWho())
+		p.deny(d, w)
+	}
+	refuse := func(why string, risk report.Risk) { refuseBy(why, risk, first(lazyWho())) }
+	// mismatch refuses a request or ClientHello naming another host than the connection's.
+	mismatch := func(proto, host string) {
+		what := "TLS SNI"
+		if proto == protoHTTP {
+			what = "HTTP Host"
+		}
+		target, targetHost = net.JoinHostPort(host, strconv.Itoa(int(port))), host
+		refuse(fmt.Sprintf("%s %s on a connection resolved for %s", what, host, name), policy.RiskNone)
 	}
 	var rules []Rule
 	for _, r := range p.plan.Rules {
@@ -296,66 +362,66 @@ func (p *Proxy) handle(c *net.TCPConn) {
 		return
 	}
 
-	// What the client says it is talking to.
-	buf := make([]byte, 0, 4096)
-	_ = c.SetReadDeadline(time.Now().Add(sniffWait))
-	var host, proto string
-	for {
-		var need int
+	// What the client says it is talking to. An address rule allows the address whatever is
+	// spoken; a name is checked against the first bytes.
+	var buf []byte
+	proto := protoUnknown
+	if isName {
+		var host string
 		var err error
-		proto, host, need, err = sniff(buf)
-		if err != nil {
-			refuse(err.Error(), policy.RiskNone)
+		if buf, proto, host, err = sniffConn(c); err != nil {
+			var rf refusal
+			if errors.As(err, &rf) {
+				refuse(rf.msg, policy.RiskNone)
+			}
 			return
 		}
-		if need == 0 {
-			break
-		}
-		if need > cap(buf) {
-			buf = slices.Grow(buf, need-len(buf))
-		}
-		n, rerr := c.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if rerr != nil {
-			var ne net.Error
-			if errors.As(rerr, &ne) && ne.Timeout() && len(buf) == 0 {
-				proto = protoUnknown // the server speaks first: go by the stub's name
-				break
-			}
-			if len(buf) == 0 {
-				return // closed before saying anything
-			}
-			refuse(fmt.Sprintf("%s request incomplete after %v", proto, sniffWait), policy.RiskNone)
+		switch {
+		case host != "" && host != name:
+			mismatch(proto, host)
+			return
+		case proto == protoTLS && host == "" && !p.wasAnswered(name):
+			// Without SNI the name is the synthetic address's: accepted only when the stub
+			// gave that address out in this run (not an address found some other way).
+			refuse("TLS ClientHello without SNI to an address the DNS stub did not answer in this run", policy.RiskNone)
+			return
+		case proto == protoUnknown:
+			refuse("neither a TLS ClientHello, an HTTP/1 request, an SSH banner nor a server that speaks first: its destination cannot be checked by name (an address rule allows any protocol)", policy.RiskNone)
 			return
 		}
-	}
-	_ = c.SetReadDeadline(time.Time{})
-	if isName && host != "" && host != name {
-		what := "TLS SNI"
-		if proto == protoHTTP {
-			what = "HTTP Host"
-		}
-		target, targetHost = net.JoinHostPort(host, strconv.Itoa(int(port))), host
-		refuse(fmt.Sprintf("%s %s on a connection resolved for %s", what, host, name), policy.RiskNone)
-		return
-	}
-	if isName && proto == protoTLS && host == "" {
-		refuse("TLS ClientHello without SNI", policy.RiskNone)
-		return
 	}
 
-	// Per binary: a rule learned by a binary passes for that binary and what runs under it.
+	// Per binary: a rule learned by a binary passes for that binary and what runs under it,
+	// when every process holding the socket may use it.
 	var w who
 	if !slices.ContainsFunc(rules, Rule.anyBinary) {
-		w = lazyWho()
-		if !slices.ContainsFunc(rules, func(r Rule) bool { return w.Exe == r.By || slices.Contains(w.Parents, r.By) }) {
+		// Looked up now, after the first bytes (not the lookup --report starts at accept):
+		// whoever wrote them holds the socket by now.
+		hs := p.ownerOf("tcp", src, dst)
+		var bad who
+		ok := false
+		for _, r := range rules {
+			b, good := mayUse(hs, r.By)
+			if good {
+				ok = true
+				break
+			}
+			if bad.Exe == "" {
+				bad = b
+			}
+		}
+		if !ok {
 			var bys []string
 			for _, r := range rules {
 				bys = append(bys, r.By)
 			}
-			refuse("allowed only to "+strings.Join(bys, ", "), policy.RiskNone)
+			if bad.Exe == "" {
+				bad = first(hs)
+			}
+			refuseBy("allowed only to "+strings.Join(bys, ", "), policy.RiskNone, bad)
 			return
 		}
+		w = first(hs)
 	}
 
 	up, err := p.dial(name, isName, dst, rules)
@@ -372,27 +438,117 @@ func (p *Proxy) handle(c *net.TCPConn) {
 	}
 	defer p.track(up, false)
 	defer up.Close()
-	if len(buf) > 0 {
-		if _, err := up.Write(buf); err != nil {
+	var in, out int64
+	if proto == protoSSH || proto == protoServerFirst {
+		// Nothing of the client's goes upstream before the server has spoken.
+		_ = up.SetReadDeadline(time.Now().Add(serverFirstWait))
+		b := make([]byte, 4096)
+		n, err := up.Read(b)
+		_ = up.SetReadDeadline(time.Time{})
+		if n == 0 {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				refuse(fmt.Sprintf("%s: the server did not speak first within %v (an HTTP server never does)", proto, serverFirstWait), policy.RiskNone)
+			}
 			return
 		}
+		if _, err := c.Write(b[:n]); err != nil {
+			return
+		}
+		in = int64(n)
 	}
-	var in int64
 	done := make(chan struct{})
 	go func() {
-		in, _ = io.Copy(c, up) // splice(2) between the two TCP sockets
+		n, _ := io.Copy(c, up) // splice(2) between the two TCP sockets
+		in += n
 		_ = c.CloseWrite()
 		close(done)
 	}()
-	out, _ := io.Copy(up, c)
+	if isName && proto == protoHTTP {
+		// Every request of the connection is checked, not only the first.
+		s := &httpStream{c: c, up: up, buf: buf}
+		err := s.run(func(req httpRequest) error {
+			if req.host != name {
+				return refusal{msg: "host", host: req.host}
+			}
+			return nil
+		})
+		out = s.out
+		var rf refusal
+		if errors.As(err, &rf) {
+			lazyWho() // while the client is surely there
+			// The answers to the requests that passed still go back; nothing more goes up.
+			_ = up.CloseWrite()
+			_ = up.SetReadDeadline(time.Now().Add(refusedDrain))
+			<-done
+			if rf.host != "" {
+				mismatch(protoHTTP, rf.host)
+			} else {
+				refuse(rf.msg, policy.RiskNone)
+			}
+			return
+		}
+	} else {
+		if len(buf) > 0 {
+			if _, err := up.Write(buf); err != nil {
+				c.Close()
+				up.Close()
+				<-done
+				return
+			}
+		}
+		n, _ := io.Copy(up, c)
+		out = int64(len(buf)) + n
+	}
 	_ = up.CloseWrite()
 	<-done
 	if p.opts.LogAllowed {
 		if w.Exe == "" {
-			w = lazyWho() // the client may be gone: then "?"
+			w = first(lazyWho()) // the client may be gone: then "?"
 		}
-		p.logAllowed(target, w.Exe, int64(len(buf))+out, in)
+		p.logAllowed(target, w.Exe, out, in)
 	}
+}
+
+// sniffConn reads the client's first bytes until sniff can tell what they are (protoServerFirst:
+// the client said nothing for sniffWait). A refusal error: the bytes are refused; another
+// error: the client went away.
+func sniffConn(c *net.TCPConn) (buf []byte, proto, host string, err error) {
+	buf = make([]byte, 0, 4096)
+	_ = c.SetReadDeadline(time.Now().Add(sniffWait))
+	defer c.SetReadDeadline(time.Time{})
+	for {
+		var need int
+		var serr error
+		proto, host, need, serr = sniff(buf)
+		if serr != nil {
+			return buf, proto, host, refusal{msg: serr.Error()}
+		}
+		if need == 0 {
+			return buf, proto, host, nil
+		}
+		if need > cap(buf) {
+			buf = slices.Grow(buf, need-len(buf))
+		}
+		n, rerr := c.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if rerr != nil {
+			var ne net.Error
+			if errors.As(rerr, &ne) && ne.Timeout() && len(buf) == 0 {
+				return buf, protoServerFirst, "", nil
+			}
+			if len(buf) == 0 {
+				return buf, proto, "", rerr // closed before saying anything
+			}
+			return buf, proto, "", refusal{msg: fmt.Sprintf("%s: incomplete after %v", proto, sniffWait)}
+		}
+	}
+}
+
+func (p *Proxy) wasAnswered(name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.answered[name]
 }
 
 func (p *Proxy) logAllowed(target, exe string, out, in int64) {
@@ -427,14 +583,10 @@ func (p *Proxy) dial(name string, isName bool, dst netip.AddrPort, rules []Rule)
 	defer cancel()
 	var addrs []netip.Addr
 	if isName {
-		override, ok := p.opts.Resolve[name]
-		if ok {
-			addrs = override
-		} else {
-			var err error
-			if addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", name); err != nil {
-				return nil, fmt.Errorf("resolve %s: %w", name, err)
-			}
+		var ok bool
+		var err error
+		if addrs, ok, err = p.lookup(ctx, name); err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", name, err)
 		}
 		var why []string
 		addrs = slices.DeleteFunc(slices.Clone(addrs), func(a netip.Addr) bool {

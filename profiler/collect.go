@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/sysprof/sysprof/bpf"
+	"github.com/sysprof/sysprof/netproxy"
 	"github.com/sysprof/sysprof/trace"
 )
 
@@ -47,11 +49,14 @@ type collector struct {
 	nets      map[netKey]*trace.NetworkAccess
 	dns       map[string]*dnsName // name -> addresses
 	addrTo    map[string]string   // address -> the name it was resolved from
-	dirs      map[string]string   // directory -> with symlinks resolved (a bounded cache)
-	exeIDs    map[string]uint32   // exe path -> index for fileKey
-	exeNames  []string            // index -> exe path
-	lastExe   string              // the exe of the previous addFile, and its index
-	lastID    uint32
+	// {exe, address, port} of a TCP connection -> the names its first bytes named (TLS SNI,
+	// HTTP Host): the name a binary connected to, DNS answer seen or not.
+	sniffed  map[sniffKey]map[string]bool
+	dirs     map[string]string // directory -> with symlinks resolved (a bounded cache)
+	exeIDs   map[string]uint32 // exe path -> index for fileKey
+	exeNames []string          // index -> exe path
+	lastExe  string            // the exe of the previous addFile, and its index
+	lastID   uint32
 	// Directories by the def_id of the file event that sent their path: learn.c sends a
 	// directory's path once per thread and then its id (struct base_cache).
 	bases  map[uint32]string
@@ -102,6 +107,11 @@ var accessOf = func() map[bpf.LearnAccessKind]accessID {
 	return m
 }()
 
+type sniffKey struct {
+	exe, addr string
+	port      int
+}
+
 type netKey struct {
 	exe, op, family, proto, addr, path string
 	port                               int
@@ -125,6 +135,7 @@ func newCollector(mono0 uint64, wall0 time.Time) *collector {
 		nets:    map[netKey]*trace.NetworkAccess{},
 		dns:     map[string]*dnsName{},
 		addrTo:  map[string]string{},
+		sniffed: map[sniffKey]map[string]bool{},
 		dirs:    map[string]string{},
 		bases:   map[uint32]string{},
 		exeIDs:  map[string]uint32{},
@@ -193,6 +204,11 @@ func (c *collector) handle(raw []byte) {
 		var e bpf.LearnDnsEvent
 		if e, _, ok = decode[bpf.LearnDnsEvent](raw); ok {
 			c.dnsPacket(e)
+		}
+	case bpf.LearnEvKindEV_SNIFF:
+		var e bpf.LearnSniffEvent
+		if e, _, ok = decode[bpf.LearnSniffEvent](raw); ok {
+			c.sniff(e)
 		}
 	default:
 		ok = false
@@ -534,6 +550,26 @@ func (c *collector) net(e bpf.LearnNetEvent) {
 		addr: addr.String(), port: int(e.Port), ok: true})
 }
 
+// sniff records the name a connection's first bytes named.
+func (c *collector) sniff(e bpf.LearnSniffEvent) {
+	name := netproxy.FirstName(e.Data[:min(int(e.Len), len(e.Data))])
+	if name == "" {
+		return
+	}
+	if _, err := netip.ParseAddr(name); err == nil {
+		return // an address as the SNI or Host: no name
+	}
+	addr := netip.AddrFrom4([4]byte(e.Daddr[:4]))
+	if e.Family == 10 {
+		addr = netip.AddrFrom16(e.Daddr).Unmap()
+	}
+	k := sniffKey{exe: c.exe(e.ExeKey), addr: addr.String(), port: int(e.Dport)}
+	if c.sniffed[k] == nil {
+		c.sniffed[k] = map[string]bool{}
+	}
+	c.sniffed[k][name] = true
+}
+
 func (c *collector) addNet(k netKey) {
 	if n, ok := c.nets[k]; ok {
 		n.Count++
@@ -625,12 +661,22 @@ func (c *collector) fill(t *trace.Trace) {
 		if n.Addr != "" {
 			n.Host = c.addrTo[n.Addr]
 		}
+		// The names the binary's connections named themselves win over the DNS answer's:
+		// one record per name (a CDN address serves several).
+		if names := c.sniffed[sniffKey{exe: n.Exe, addr: n.Addr, port: n.Port}]; n.Op == trace.OpConnect && len(names) > 0 {
+			for _, name := range slices.Sorted(maps.Keys(names)) {
+				m := *n
+				m.Host = name
+				t.Network = append(t.Network, m)
+			}
+			continue
+		}
 		t.Network = append(t.Network, *n)
 	}
 	slices.SortFunc(t.Network, func(a, b trace.NetworkAccess) int {
 		return cmp.Or(strings.Compare(a.Exe, b.Exe), strings.Compare(a.Op, b.Op), strings.Compare(a.Family, b.Family),
 			strings.Compare(a.Proto, b.Proto), strings.Compare(a.Addr, b.Addr), strings.Compare(a.Path, b.Path),
-			cmp.Compare(a.Port, b.Port), compareBool(a.OK, b.OK))
+			cmp.Compare(a.Port, b.Port), compareBool(a.OK, b.OK), strings.Compare(a.Host, b.Host))
 	})
 	for name, d := range c.dns {
 		a := trace.DNSAnswer{Name: name, Server: d.server}

@@ -25,6 +25,10 @@
 //     NetworkAccess.Count count distinct kernel events, not calls: a compiler opening one header
 //     10,000 times yields one event (a table of fingerprints: a key another one evicted from
 //     its slot is sent again, so Count can exceed one).
+//   - The first payload each TCP connection of the run sends (up to 1 KiB, once: a socket
+//     cookie map filled at connect, emptied at that payload) is sent too; its TLS SNI or
+//     HTTP Host (netproxy.FirstName) names NetworkAccess.Host for that binary's connects to
+//     that address and port, before the DNS association (one record per name).
 //   - Every ring buffer reservation that fails is counted per CPU and reported in
 //     Trace.Loss.RingbufDrops; a full map in Loss.MapFull. Either marks the trace Incomplete.
 //

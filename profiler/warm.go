@@ -111,6 +111,7 @@ var (
 		"events": ebpf.RingBuf, "tasks": ebpf.Hash, "syscalls": ebpf.Hash, "args": ebpf.Hash,
 		"stashes": ebpf.TaskStorage, "seen": ebpf.Array, "path_state": ebpf.Array,
 		"run": ebpf.Array, "sc_ops": ebpf.Array, "counters": ebpf.PerCPUArray, "scratch": ebpf.PerCPUArray,
+		"conns": ebpf.LRUHash,
 	}
 )
 

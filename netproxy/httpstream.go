@@ -1,0 +1,203 @@
+package netproxy
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+)
+
+// refusal is a reason to refuse a connection part-way (a denial), as opposed to an I/O error.
+type refusal struct {
+	msg  string
+	host string // the host the request named, when that is the reason
+}
+
+func (r refusal) Error() string { return r.msg }
+
+// maxChunkLine bounds a chunk-size line (with extensions) or a trailer line.
+const maxChunkLine = 4 << 10
+
+// httpStream carries a plain-HTTP/1 connection's client side upstream request by request,
+// each request's header checked before it is forwarded: a kept-alive connection cannot send
+// a second request to another host. Bodies are forwarded by their framing (Content-Length
+// by splice, chunked parsed), so the next request's header is found where the server finds it.
+type httpStream struct {
+	c, up *net.TCPConn
+	buf   []byte // read from the client, not yet forwarded
+	out   int64  // bytes forwarded upstream
+}
+
+// fill reads more client bytes; io.EOF when the client has closed.
+func (s *httpStream) fill() error {
+	if len(s.buf) == cap(s.buf) {
+		s.buf = append(s.buf, make([]byte, 4096)...)[:len(s.buf)]
+	}
+	n, err := s.c.Read(s.buf[len(s.buf):cap(s.buf)])
+	s.buf = s.buf[:len(s.buf)+n]
+	if n > 0 {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+// forward sends the first n buffered bytes upstream.
+func (s *httpStream) forward(n int) error {
+	if n == 0 {
+		return nil
+	}
+	k, err := s.up.Write(s.buf[:n])
+	s.out += int64(k)
+	s.buf = s.buf[:copy(s.buf, s.buf[n:])]
+	return err
+}
+
+// copyBody forwards n body bytes: the buffered ones, then the rest by splice.
+func (s *httpStream) copyBody(n int64) error {
+	k := int(min(n, int64(len(s.buf))))
+	if err := s.forward(k); err != nil {
+		return err
+	}
+	if n -= int64(k); n == 0 {
+		return nil
+	}
+	m, err := io.CopyN(s.up, s.c, n)
+	s.out += m
+	return err
+}
+
+// line returns the length of the next CRLF-ended line in the buffer (CRLF included), reading
+// as needed; a line longer than max or ended by a bare LF is a refusal.
+func (s *httpStream) line(max int, what string) (int, error) {
+	for {
+		if i := bytes.IndexByte(s.buf, '\n'); i >= 0 {
+			if i == 0 || s.buf[i-1] != '\r' {
+				return 0, refusal{msg: what + " ended by a bare LF"}
+			}
+			return i + 1, nil
+		}
+		if len(s.buf) > max {
+			return 0, refusal{msg: what + " too long"}
+		}
+		if err := s.fill(); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// run checks and forwards requests until the client closes its side (nil) or a request
+// fails check (a refusal) or the connection breaks (another error).
+func (s *httpStream) run(check func(httpRequest) error) error {
+	for {
+		// Empty lines between requests are skipped by servers: skip them too.
+		for {
+			s.buf = s.buf[:copy(s.buf, skipCRLF(s.buf))]
+			if len(s.buf) > 0 && !(len(s.buf) == 1 && s.buf[0] == '\r') {
+				break
+			}
+			if err := s.fill(); err != nil {
+				if err == io.EOF && len(s.buf) == 0 {
+					return nil
+				}
+				return err
+			}
+		}
+		end := -1
+		for {
+			if end = bytes.Index(s.buf, []byte("\r\n\r\n")); end >= 0 {
+				break
+			}
+			if i := bytes.IndexByte(s.buf, '\n'); i >= 0 {
+				if _, err := parseRequestLine(s.buf[:i]); err != nil {
+					return refusal{msg: err.Error()}
+				}
+			}
+			if len(s.buf) >= maxSniff {
+				return refusal{msg: "HTTP request header longer than 16 KiB"}
+			}
+			if err := s.fill(); err != nil {
+				return err
+			}
+		}
+		req, err := parseRequest(s.buf[:end+4])
+		if err != nil {
+			return refusal{msg: err.Error()}
+		}
+		if err := check(req); err != nil {
+			return err
+		}
+		if err := s.forward(end + 4); err != nil {
+			return err
+		}
+		switch {
+		case req.chunked:
+			if err := s.chunked(); err != nil {
+				return err
+			}
+		case req.length > 0:
+			if err := s.copyBody(req.length); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// chunked forwards a chunked body: chunks, the last chunk, its trailer fields.
+func (s *httpStream) chunked() error {
+	for {
+		n, err := s.line(maxChunkLine, "HTTP chunk size line")
+		if err != nil {
+			return err
+		}
+		l := string(s.buf[:n-2])
+		sz, ext, _ := strings.Cut(l, ";")
+		size, perr := strconv.ParseUint(sz, 16, 63)
+		if perr != nil || sz == "" || strings.Trim(sz, "0123456789abcdefABCDEF") != "" || hasCTL(ext) {
+			return refusal{msg: fmt.Sprintf("malformed HTTP chunk size %q", l)}
+		}
+		if err := s.forward(n); err != nil {
+			return err
+		}
+		if size == 0 {
+			break
+		}
+		if err := s.copyBody(int64(size)); err != nil {
+			return err
+		}
+		for len(s.buf) < 2 {
+			if err := s.fill(); err != nil {
+				return err
+			}
+		}
+		if s.buf[0] != '\r' || s.buf[1] != '\n' {
+			return refusal{msg: "HTTP chunk not ended by CRLF"}
+		}
+		if err := s.forward(2); err != nil {
+			return err
+		}
+	}
+	for total := 0; ; {
+		n, err := s.line(maxChunkLine, "HTTP trailer field")
+		if err != nil {
+			return err
+		}
+		if total += n; total > maxSniff {
+			return refusal{msg: "HTTP trailer section longer than 16 KiB"}
+		}
+		if l := s.buf[:n-2]; len(l) > 0 && (hasCTL(string(l)) || bytes.IndexByte(l, ':') <= 0) {
+			return refusal{msg: "malformed HTTP trailer field"}
+		}
+		empty := n == 2
+		if err := s.forward(n); err != nil {
+			return err
+		}
+		if empty {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,392 @@
+package netproxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/sysprof/sysprof/report"
+)
+
+// upstream is a loopback HTTP server that answers "upstream HOST" and records each request's
+// Host.
+type upstream struct {
+	*httptest.Server
+	mu    sync.Mutex
+	hosts []string
+}
+
+func newUpstream(t *testing.T, useTLS bool) *upstream {
+	u := &upstream{}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		u.mu.Lock()
+		u.hosts = append(u.hosts, r.Host)
+		u.mu.Unlock()
+		fmt.Fprintf(w, "upstream %s", r.Host)
+	})
+	if useTLS {
+		u.Server = httptest.NewTLSServer(h)
+	} else {
+		u.Server = httptest.NewServer(h)
+	}
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *upstream) port() uint16 { return uint16(u.Listener.Addr().(*net.TCPAddr).Port) }
+
+func (u *upstream) saw() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.hosts...)
+}
+
+var lo = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+
+// nameProxy starts a proxy allowing allowed.test on the upstreams' ports, every name
+// resolving to loopback.
+func nameProxy(t *testing.T, tweak func(*Proxy), ports ...uint16) (*Proxy, string) {
+	var rules []Rule
+	for _, port := range ports {
+		rules = append(rules, Rule{Host: "allowed.test", Port: port, Endpoint: fmt.Sprintf("allowed.test:%d", port)})
+	}
+	p, dns := startProxy(t, rules, Options{Resolve: map[string][]netip.Addr{"allowed.test": lo}}, tweak)
+	t.Cleanup(func() { p.Close() })
+	return p, dns
+}
+
+func synth(p *Proxy, port uint16) string {
+	a, _ := p.plan.Synthetic("allowed.test")
+	return netip.AddrPortFrom(a, port).String()
+}
+
+// exchange sends raw bytes on a new connection and returns all it reads back until the
+// proxy or the upstream closes.
+func exchange(t *testing.T, addr string, raw string) string {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second)) // a hang fails, not a timing assertion
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(c)
+	return string(b)
+}
+
+// denials closes the proxy and returns its denials' What.
+func denials(p *Proxy) []string {
+	ds, _ := p.Close()
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.What)
+	}
+	return out
+}
+
+func hasDenial(ds []string, frag string) bool {
+	for _, d := range ds {
+		if strings.Contains(d, frag) {
+			return true
+		}
+	}
+	return false
+}
+
+// Every request of a plain-HTTP connection is checked by name, however it is spelled; what
+// the proxy cannot check is refused and reported, and nothing of it reaches the upstream.
+func TestProxyHTTPEveryRequestChecked(t *testing.T) {
+	u := newUpstream(t, false)
+	P := u.port()
+	const req = "GET / HTTP/1.1\r\nHost: %s\r\n\r\n"
+	for _, c := range []struct {
+		name, raw string
+		denial    string // "" : benign, every request answered
+		answers   int
+	}{
+		{"benign keep-alive", fmt.Sprintf(req+req, "allowed.test", "Allowed.Test:80") + "GET / HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n", "", 3},
+		{"benign leading CRLF", "\r\n\r\n" + fmt.Sprintf(req, "allowed.test") + "\r\nGET / HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n", "", 2},
+		{"benign other method", "PROPFIND / HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n", "", 1},
+		{"benign bodies then a request", "POST / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 36\r\n\r\nGET / HTTP/1.1\r\nHost: other.test\r\n\r\n" +
+			"POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n24\r\nGET / HTTP/1.1\r\nHost: other.test\r\n\r\n\r\n0\r\nX-T: 1\r\n\r\n" +
+			"GET / HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n", "", 3},
+		{"keep-alive second request to another host", fmt.Sprintf(req+req, "allowed.test", "other.test"), "HTTP Host other.test on a connection resolved for allowed.test", 1},
+		{"after a body, another host", "POST / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 3\r\n\r\nabc" + fmt.Sprintf(req, "other.test"), "HTTP Host other.test", 1},
+		{"after a chunked body, another host", "POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" + fmt.Sprintf(req, "other.test"), "HTTP Host other.test", 1},
+		{"leading CRLF", "\r\n" + fmt.Sprintf(req, "other.test"), "HTTP Host other.test", 0},
+		{"other method", "PROPFIND / HTTP/1.1\r\nHost: other.test\r\n\r\n", "HTTP Host other.test", 0},
+		{"lowercase method", "get / HTTP/1.1\r\nHost: other.test\r\n\r\n", "HTTP Host other.test", 0},
+		{"h2c prior knowledge", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "HTTP/2 over cleartext", 0},
+		{"h2c upgrade", "GET / HTTP/1.1\r\nHost: allowed.test\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n", "HTTP Upgrade", 0},
+		{"no Host", "GET / HTTP/1.0\r\n\r\n", "HTTP request without a Host header", 0},
+		{"HTTP/0.9", "GET /\r\n\r\n", "malformed HTTP request line", 0},
+		{"bare LF", "GET / HTTP/1.1\nHost: other.test\n\n", "not ended by CRLF", 0},
+		{"folded header", "GET / HTTP/1.1\r\nHost: allowed.test\r\nX: a\r\n Host: other.test\r\n\r\n", "folded", 0},
+		{"space before colon", "GET / HTTP/1.1\r\nHost : other.test\r\nHost: allowed.test\r\n\r\n", "malformed HTTP header", 0},
+		{"TE and CL", "POST / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "both Transfer-Encoding and Content-Length", 0},
+		{"absolute target", "GET http://other.test/ HTTP/1.1\r\n\r\n", "HTTP Host other.test", 0},
+		{"not HTTP, TLS or SSH", "\x00\x01\x02hello\r\n", "neither a TLS ClientHello", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, _ := nameProxy(t, nil, P)
+			before := len(u.saw())
+			out := exchange(t, synth(p, P), c.raw)
+			ds := denials(p)
+			got := u.saw()[before:]
+			if n := strings.Count(strings.ToLower(out), "upstream allowed.test"); n != c.answers || len(got) != c.answers || strings.Contains(out, "other.test") {
+				t.Errorf("%d answers, upstream saw %q, want %d allowed.test\n%s", n, got, c.answers, out)
+			}
+			if c.denial == "" && len(ds) > 0 || c.denial != "" && !hasDenial(ds, c.denial) {
+				t.Errorf("denials %q, want one with %q", ds, c.denial)
+			}
+		})
+	}
+}
+
+// A ClientHello without SNI passes on a synthetic address only once the stub has answered
+// that name in this run.
+func TestProxyTLSWithoutSNI(t *testing.T) {
+	u := newUpstream(t, true)
+	P := u.port()
+	p, dns := nameProxy(t, nil, P)
+	get := func() error {
+		c, err := tls.Dial("tcp", synth(p, P), &tls.Config{InsecureSkipVerify: true}) // an address: no SNI
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n")
+		b, err := io.ReadAll(c)
+		if !strings.Contains(string(b), "upstream allowed.test") {
+			return fmt.Errorf("answer %q: %v", b, err)
+		}
+		return nil
+	}
+	if err := get(); err == nil {
+		t.Errorf("a ClientHello without SNI to an address the stub never answered passed")
+	}
+	query(t, dns, "allowed.test.", 9)
+	if err := get(); err != nil {
+		t.Errorf("a ClientHello without SNI after the stub answered the name: %v", err)
+	}
+	if ds := denials(p); len(ds) != 1 || !hasDenial(ds, "TLS ClientHello without SNI to an address the DNS stub did not answer") {
+		t.Errorf("denials %q", ds)
+	}
+}
+
+// query sends an A query to the stub and returns the answer.
+func query(t *testing.T, dns, name string, id uint16) dnsmessage.Message {
+	m, err := queryErr(dns, name, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func queryErr(dns, name string, id uint16) (dnsmessage.Message, error) {
+	var m dnsmessage.Message
+	c, err := net.Dial("udp", dns)
+	if err != nil {
+		return m, err
+	}
+	defer c.Close()
+	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: id})
+	b.StartQuestions()
+	b.Question(dnsmessage.Question{Name: dnsmessage.MustNewName(name), Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET})
+	msg, _ := b.Finish()
+	c.Write(msg)
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	buf := make([]byte, 512)
+	n, err := c.Read(buf)
+	if err != nil {
+		return m, fmt.Errorf("query %s: %w", name, err)
+	}
+	return m, m.Unpack(buf[:n])
+}
+
+// speakFirst is a server that sends a banner, then echoes.
+func speakFirst(t *testing.T) uint16 {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.WriteString(c, "SSH-2.0-server\r\n")
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	return uint16(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// An SSH banner or a silent client goes by the stub's name only when the server speaks
+// first: in front of an HTTP server (which never does) nothing the client sent arrives.
+func TestProxyServerFirst(t *testing.T) {
+	old := serverFirstWait
+	serverFirstWait = 300 * time.Millisecond
+	defer func() { serverFirstWait = old }()
+	u := newUpstream(t, false)
+	S := speakFirst(t)
+	p, _ := nameProxy(t, nil, u.port(), S)
+	if out := exchange(t, synth(p, u.port()), "SSH-2.0-x\r\nGET / HTTP/1.1\r\nHost: other.test\r\n\r\n"); out != "" || len(u.saw()) != 0 {
+		t.Errorf("an SSH banner carried a request to the HTTP upstream: %q, upstream saw %q", out, u.saw())
+	}
+	// Benign: a client with a banner, and a silent one, in front of a server that speaks first.
+	c, err := net.Dial("tcp", synth(p, S))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	io.WriteString(c, "SSH-2.0-client\r\n")
+	r := bufio.NewReader(c)
+	l1, _ := r.ReadString('\n')
+	l2, _ := r.ReadString('\n')
+	c.Close()
+	if l1 != "SSH-2.0-server\r\n" || l2 != "SSH-2.0-client\r\n" {
+		t.Errorf("ssh through the proxy: %q %q", l1, l2)
+	}
+	c, err = net.Dial("tcp", synth(p, S))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	l1, _ = bufio.NewReader(c).ReadString('\n')
+	c.Close()
+	if l1 != "SSH-2.0-server\r\n" {
+		t.Errorf("server-first through the proxy: %q", l1)
+	}
+	if ds := denials(p); len(ds) != 1 || !hasDenial(ds, "ssh: the server did not speak first") {
+		t.Errorf("denials %q", ds)
+	}
+}
+
+// The name is resolved at each connect: an address that changes between two connects of one
+// run denies nothing, and each connection reaches the address of its time.
+func TestProxyAddressChangesBetweenConnects(t *testing.T) {
+	var ups []*upstream
+	var port uint16
+	for i, a := range []string{"127.0.0.1", "127.0.0.2"} {
+		u := &upstream{}
+		u.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "upstream %s at %s", r.Host, a)
+		}))
+		ln, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(int(port))))
+		if err != nil {
+			t.Fatalf("listen on %s (all of 127/8 is local): %v", a, err)
+		}
+		u.Listener.Close()
+		u.Listener = ln
+		u.Start()
+		t.Cleanup(u.Close)
+		ups = append(ups, u)
+		if i == 0 {
+			port = u.port()
+		}
+	}
+	var mu sync.Mutex
+	calls := 0
+	p, _ := nameProxy(t, func(p *Proxy) {
+		p.lookup = func(context.Context, string) ([]netip.Addr, bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			return []netip.Addr{netip.MustParseAddr(fmt.Sprintf("127.0.0.%d", calls))}, true, nil
+		}
+	}, port)
+	for i := range 2 {
+		out := exchange(t, synth(p, port), "GET / HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n")
+		if want := fmt.Sprintf("upstream allowed.test at 127.0.0.%d", i+1); !strings.Contains(out, want) {
+			t.Errorf("connect %d: %q, want %q", i+1, out, want)
+		}
+	}
+	if ds := denials(p); len(ds) != 0 {
+		t.Errorf("denials %q", ds)
+	}
+}
+
+// A refused query's owner lookup runs off the stub's goroutine: while one is stuck, other
+// queries are answered; the refusal names the binary when the lookup ends.
+func TestStubOwnerLookupDoesNotBlock(t *testing.T) {
+	release := make(chan struct{})
+	p, dns := nameProxy(t, func(p *Proxy) {
+		p.ownerOf = func(proto string, loc, rem netip.AddrPort) []who {
+			if proto == "udp" {
+				<-release
+			}
+			return []who{{Pid: 1, Exe: "/bin/asker"}}
+		}
+	}, 80)
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before the proxy's Close
+	denied := make(chan dnsmessage.Message, 1)
+	go func() { m, _ := queryErr(dns, "c2VjcmV0.evil.test.", 1); denied <- m }()
+	time.Sleep(10 * time.Millisecond) // the refused query first, usually (the order is not what is checked)
+	for range 3 {
+		if m := query(t, dns, "allowed.test.", 2); m.RCode != dnsmessage.RCodeSuccess || len(m.Answers) != 1 {
+			t.Fatalf("allowed query while a refusal's lookup runs: %+v", m)
+		}
+	}
+	once.Do(func() { close(release) })
+	if m := <-denied; m.RCode != dnsmessage.RCodeNameError {
+		t.Errorf("refused query: %+v", m)
+	}
+	ds, _ := p.Close()
+	if len(ds) != 1 || ds[0].Exe != "/bin/asker" || ds[0].Kind != report.KindNetwork || !strings.Contains(ds[0].What, "resolve c2vjcmv0.evil.test") {
+		t.Errorf("denials %+v", ds)
+	}
+}
+
+// Every holder of a connection's socket must be allowed a per-binary rule: a child given the
+// allowed binary's socket borrows it, a helper the binary runs that connects itself does not.
+func TestMayUse(t *testing.T) {
+	git := who{Pid: 10, Exe: "/usr/bin/git", Parents: []string{"/bin/sh"}, ppids: []int{5}}
+	helper := who{Pid: 11, Exe: "/usr/lib/git-core/git-remote-https", Parents: []string{"/usr/bin/git", "/bin/sh"}, ppids: []int{10, 5}}
+	hook := who{Pid: 12, Exe: "/usr/bin/node", Parents: []string{"/usr/bin/git", "/bin/sh"}, ppids: []int{10, 5}}
+	node := who{Pid: 5, Exe: "/usr/bin/node", Parents: []string{"/init"}, ppids: []int{1}}
+	sshFork := who{Pid: 13, Exe: "/usr/bin/ssh", Parents: []string{"/usr/bin/ssh", "/usr/bin/git"}, ppids: []int{14, 10}}
+	ssh := who{Pid: 14, Exe: "/usr/bin/ssh", Parents: []string{"/usr/bin/git"}, ppids: []int{10}}
+	for _, c := range []struct {
+		name string
+		hs   []who
+		ok   bool
+		bad  string
+	}{
+		{"the binary", []who{git}, true, ""},
+		{"a helper that connected", []who{helper}, true, ""},
+		{"a forked copy of a helper", []who{ssh, sshFork}, true, ""},
+		{"a child given the binary's socket", []who{git, hook}, false, "/usr/bin/node"},
+		{"an ancestor holding it too", []who{node, git}, false, "/usr/bin/node"},
+		{"another process holding it too", []who{git, {Pid: 20, Exe: "/usr/bin/node", Parents: []string{"/init"}, ppids: []int{1}}}, false, "/usr/bin/node"},
+		{"nobody (gone)", nil, false, ""},
+	} {
+		b, ok := mayUse(c.hs, "/usr/bin/git")
+		if ok != c.ok || b.Exe != c.bad {
+			t.Errorf("%s: %v %q", c.name, ok, b.Exe)
+		}
+	}
+}

@@ -1,0 +1,41 @@
+package synth
+
+import (
+	"testing"
+
+	"github.com/sysprof/sysprof/trace"
+)
+
+// A connection's own name (learn's SNI/Host, per binary) becomes name:port by that binary,
+// one endpoint per name on a shared address, with no DNS answer in the trace; an address
+// no name was seen for stays literal.
+func TestConnectNamedBySNI(t *testing.T) {
+	tr := &trace.Trace{
+		Version:   trace.Version,
+		Command:   []string{"node"},
+		Context:   map[string]string{"WORKDIR": "/w", "HOME": "/home/a", "TMPDIR": "/tmp"},
+		Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
+		Processes: []trace.Process{{ID: 1, PID: 10, Exe: "/usr/bin/node"}},
+		Network: []trace.NetworkAccess{
+			{Exe: "/usr/bin/node", Op: trace.OpConnect, Family: "inet", Proto: "tcp", Addr: "198.51.100.7", Port: 443, Host: "registry.test", OK: true, Count: 1},
+			{Exe: "/usr/bin/node", Op: trace.OpConnect, Family: "inet", Proto: "tcp", Addr: "198.51.100.7", Port: 443, Host: "cdn.test", OK: true, Count: 1},
+			{Exe: "/usr/bin/node", Op: trace.OpConnect, Family: "inet", Proto: "tcp", Addr: "203.0.113.9", Port: 443, OK: true, Count: 1},
+		},
+	}
+	res, err := Synthesize(tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range res.Profile.Network.Connect {
+		got[e.Endpoint] = e.By
+	}
+	for _, ep := range []string{"registry.test:443", "cdn.test:443", "203.0.113.9:443"} {
+		if by, ok := got[ep]; !ok || by != "/usr/bin/node" {
+			t.Errorf("%s: by %q (present %v); all %v", ep, by, ok, got)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("endpoints %v", got)
+	}
+}
