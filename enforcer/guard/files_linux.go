@@ -1,9 +1,10 @@
-package enforcer
+package guard
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,35 +89,16 @@ type tpLink struct{ perf, link int }
 // while a syscall tracepoint is registered every syscall on the host takes the kernel's
 // syscall-work path (+8-17 ns each here), so the moment is short (closing without it kept
 // them registered for a grace period or two per tracepoint anyway). With pins the helper keeps
-// the program attached as well, for a run that takes the slot over (guard_warm_linux.go): then
+// the program attached as well, for a run that takes the slot over (warm_linux.go): then
 // neither run attaches nor detaches anything.
 var lingerFor = 250 * time.Millisecond
 
-// mayExecute reports whether the run's seccomp filter can let the x86_64 syscall name reach the
-// kernel (allowed, possibly under argument checks). One it always refuses is reported by the
-// supervisor and never gets as far as Landlock or a read-only mount, so its exit tracepoint has
-// nothing to observe. True when unsure (another host ABI, no compiled filter).
-func (c *Compiled) mayExecute(name string) bool {
-	if c == nil || c.spec == nil || len(c.spec.abis) == 0 {
-		return true
-	}
-	a := c.spec.abis[0]
-	if a.info == nil || a.info.Name != arch.X86_64.Name || !a.allowed {
-		return true
-	}
-	nr, ok := arch.X86_64.SyscallNames[name]
-	if !ok {
-		return true
-	}
-	return a.rules[uint32(nr)] != nil
-}
-
 // fileNames are the path syscalls whose exit tracepoints the run needs: those the command may
 // execute (every one in audit mode: the supervisor lets refused calls continue).
-func (g *guard) fileNames(c *Compiled) []string {
+func (g *Guard) fileNames() []string {
 	var names []string
-	for _, name := range sortedKeys(fileOps()) {
-		if g.audit || c.mayExecute(name) {
+	for _, name := range slices.Sorted(maps.Keys(fileOps())) {
+		if g.cfg.Audit || g.cfg.MayExecute == nil || g.cfg.MayExecute(name) {
 			names = append(names, name)
 		}
 	}
@@ -125,10 +107,10 @@ func (g *guard) fileNames(c *Compiled) []string {
 
 // attachFiles attaches the slot's file-denial program to the exit tracepoint of each of
 // g.names this kernel has, with the slot as the attach cookie (nothing to do when the run took
-// over a warm slot: see guard_warm_linux.go). Each attached tracepoint costs every process on
+// over a warm slot: see warm_linux.go). Each attached tracepoint costs every process on
 // the host a little on that syscall, and the run's teardown a little more. Attached
 // concurrently: each perf_event_open of a tracepoint takes the kernel's event_mutex.
-func (g *guard) attachFiles() error {
+func (g *Guard) attachFiles() error {
 	if g.warm {
 		return nil
 	}
@@ -153,7 +135,7 @@ func (g *guard) attachFiles() error {
 	}
 }
 
-func (g *guard) attachTracepoints(names []string, prog *ebpf.Program) error {
+func (g *Guard) attachTracepoints(names []string, prog *ebpf.Program) error {
 	tps := make([]tpLink, len(names))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
@@ -250,7 +232,7 @@ var tracefs = sync.OnceValues(func() (string, error) {
 
 // closeTracepoints detaches the run's file program and closes the perf events, and reports
 // whether a helper releases the run's slot afterwards.
-func (g *guard) closeTracepoints() bool {
+func (g *Guard) closeTracepoints() bool {
 	rel := &slotRelease{owners: g.objs.maps["slot_owner"], cgids: g.objs.maps["slot_cgid"], slot: uint32(g.slot), names: g.names}
 	if g.objs.pinned() {
 		rel.warm = warmPath(g.objs.dir, rel.slot)
@@ -280,7 +262,7 @@ func (g *guard) closeTracepoints() bool {
 }
 
 // slotRelease is the slot a helper frees once it has detached the slot's program; with warm,
-// the helper publishes the slot there first (see guard_warm_linux.go).
+// the helper publishes the slot there first (see warm_linux.go).
 type slotRelease struct {
 	owners, cgids *ebpf.Map
 	slot          uint32
@@ -289,7 +271,7 @@ type slotRelease struct {
 }
 
 // closeTracepoints detaches the program and closes the perf events without waiting for the
-// kernel: both are handed to a helper process (see lingerStage), which then releases the slot
+// kernel: both are handed to a helper process (see Helper), which then releases the slot
 // (rel, when not nil). Detaching a program from a perf event waits for an RCU tasks-trace grace
 // period (~35 ms here), closing the last perf event of a tracepoint for more (see lingerFor);
 // the program filters on this run's cgroup, empty by then, until the helper has detached it.
@@ -330,10 +312,10 @@ func closeConcurrently(fds []int) {
 	wg.Wait()
 }
 
-// lingerArg is the hidden first argument that makes sysprof's main the helper that detaches a
+// HelperArg is the hidden first argument that makes sysprof's main the helper that detaches a
 // finished run's file-denial program, releases its slot and keeps its perf events open for
-// lingerFor.
-const lingerArg = "__sysprof_linger__"
+// lingerFor: the init dispatcher (enforcer.MaybeInit) runs os.Exit(Helper(os.Args[2:])) then.
+const HelperArg = "__sysprof_linger__"
 
 // handOff starts the helper with the links, the perf events and the slot map (and closes them
 // here), and makes the helper the slot's owner. It reports false when it did not touch them.
@@ -357,7 +339,7 @@ func handOff(links, perf []int, rel *slotRelease) bool {
 	}
 	cmd := &exec.Cmd{
 		Path: "/proc/self/exe",
-		Args: []string{"sysprof-linger", lingerArg, strconv.Itoa(len(links)), strconv.Itoa(len(perf)), strconv.Itoa(slot),
+		Args: []string{"sysprof-linger", HelperArg, strconv.Itoa(len(links)), strconv.Itoa(len(perf)), strconv.Itoa(slot),
 			strconv.FormatInt(lingerFor.Milliseconds(), 10), warm},
 		ExtraFiles:  files,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
@@ -378,7 +360,7 @@ func handOff(links, perf []int, rel *slotRelease) bool {
 		}
 		_ = rel.owners.Update(uint32(slot), uint64(cmd.Process.Pid), ebpf.UpdateExist)
 		if unlock != nil {
-			w := warmSlot{Pid: cmd.Process.Pid, Slot: uint32(slot), Names: rel.names}
+			w := WarmSlot{Pid: cmd.Process.Pid, Slot: uint32(slot), Names: rel.names}
 			for i := range links {
 				w.Links = append(w.Links, 3+i)
 				w.Perfs = append(w.Perfs, 3+len(links)+i)
@@ -394,13 +376,13 @@ func handOff(links, perf []int, rel *slotRelease) bool {
 	return true
 }
 
-// lingerStage is the helper's main (see handOff): from fd 3, nlinks links (closed at once and
+// Helper is the helper's main (see handOff): from fd 3, nlinks links (closed at once and
 // concurrently: each waits for a grace period), nperf perf events (kept open for the given
 // milliseconds, by `sleep` when there is one, and closed at exit), and when slot >= 0 the
 // slot_owner map, whose entry for slot is deleted once the links are closed. With a warm file
 // (not "-") the slot is published there: the helper keeps the links too, for a run that takes
 // the slot over (lingerWarm).
-func lingerStage(args []string) int {
+func Helper(args []string) int {
 	if len(args) != 5 {
 		return 2
 	}
@@ -491,7 +473,7 @@ var errnoNames = map[int32]string{-int32(unix.EACCES): "EACCES", -int32(unix.ERO
 
 // fileDenials turns a file event into the denials it stands for (a rename is two: the old
 // name's directory loses an entry, the new one gains one).
-func (g *guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) []report.Denial {
+func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) []report.Denial {
 	p1 := t.str(int(ev.PathLen))
 	b1 := t.components(int(ev.BaseLen))
 	p2 := t.str(int(ev.Path2Len))
@@ -535,7 +517,7 @@ func (g *guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 			continue
 		}
 		if ev.Ret == -int32(unix.ENOENT) {
-			if !coveredBy(h.path, g.plan.Hidden) {
+			if !coveredBy(h.path, g.cfg.Hidden) {
 				continue // not there, not hidden: the tool looking around
 			}
 		} else if ev.Ret == -int32(unix.EACCES) && g.landlockAllows(h.access, h.path) {
@@ -553,7 +535,9 @@ func (g *guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 		}
 		portable := g.portable(h.path)
 		d.Suggest = fmt.Sprintf("filesystem.%s: + %s", section, portable)
-		d.Risk = fileRisk(g.profile, h.access, portable)
+		if g.cfg.FileRisk != nil {
+			d.Risk = g.cfg.FileRisk(h.access, portable)
+		}
 		out = append(out, d)
 	}
 	return out
@@ -580,8 +564,8 @@ func openAccess(flags uint64, path string) string {
 
 // landlockAllows reports whether the plan's Landlock rules grant access to path (then an
 // EACCES came from somewhere else, such as file permissions).
-func (g *guard) landlockAllows(access, path string) bool {
-	ll := g.plan.Landlock
+func (g *Guard) landlockAllows(access, path string) bool {
+	ll := g.cfg.Landlock
 	if ll == nil {
 		return false
 	}
@@ -599,7 +583,7 @@ func (g *guard) landlockAllows(access, path string) bool {
 // crossMount reports whether an EXDEV link or rename had both ends writable under Landlock:
 // then Landlock's refer check passed, and the error is the ordinary cross-mount one (the private
 // /tmp and a bound work tree are different mounts), which tools handle by copying.
-func (g *guard) crossMount(hits []hit) bool {
+func (g *Guard) crossMount(hits []hit) bool {
 	for _, h := range hits {
 		if h.path == "" || !g.landlockAllows("write", h.path) {
 			return false
@@ -608,5 +592,10 @@ func (g *guard) crossMount(hits []hit) bool {
 	return len(hits) > 0
 }
 
+// coveredBy reports whether p is one of dirs or below one of them.
+func coveredBy(p string, dirs []string) bool {
+	return slices.ContainsFunc(dirs, func(d string) bool { return p == d || strings.HasPrefix(p, d+"/") })
+}
+
 // portable writes path the way a profile would: with variables and per-run names as globs.
-func (g *guard) portable(path string) string { return synth.Portable(path, g.env.Vars) }
+func (g *Guard) portable(path string) string { return synth.Portable(path, g.cfg.Vars) }

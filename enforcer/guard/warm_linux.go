@@ -1,4 +1,4 @@
-package enforcer
+package guard
 
 import (
 	"encoding/json"
@@ -48,8 +48,8 @@ var warmDir = "/run/sysprof/guard-warm"
 // warmReuses counts the runs of this process that took over a warm slot (for tests).
 var warmReuses atomic.Int64
 
-// warmSlot is a published slot.
-type warmSlot struct {
+// WarmSlot is a published slot.
+type WarmSlot struct {
 	Pid   int      `json:"pid"`   // the helper that holds the fds
 	Slot  uint32   `json:"slot"`  // ring slot and cookie of the links
 	Names []string `json:"names"` // the syscalls asked for (those this kernel has are attached)
@@ -67,7 +67,7 @@ type warmSlot struct {
 type warmKeeper struct {
 	pidfd int
 	path  string
-	w     warmSlot // as published, with the helper's fd numbers
+	w     WarmSlot // as published, with the helper's fd numbers
 }
 
 func warmPath(pinDir string, slot uint32) string {
@@ -85,7 +85,7 @@ func lockWarm(create bool) (func(), error) { return kernrun.LockDir(warmDir, cre
 
 // publishWarm records a slot the helper pid holds (under the lock, with the slot's owner set
 // to the helper). It reports whether the slot was published.
-func publishWarm(path string, w warmSlot) bool {
+func publishWarm(path string, w WarmSlot) bool {
 	b, err := json.Marshal(w)
 	if err != nil {
 		return false
@@ -107,7 +107,7 @@ func claimWarm(o *guardObjs, names []string) (slot int, tps []tpLink, attached [
 	defer unlock()
 	files, _ := filepath.Glob(filepath.Join(warmDir, warmPrefix(o.dir)+"*"))
 	for _, f := range files {
-		var w warmSlot
+		var w WarmSlot
 		b, err := os.ReadFile(f)
 		if err != nil || json.Unmarshal(b, &w) != nil || w.Slot >= ringSlots || f != warmPath(o.dir, w.Slot) ||
 			len(w.Links) != len(w.Perfs) {
@@ -130,7 +130,7 @@ func claimWarm(o *guardObjs, names []string) (slot int, tps []tpLink, attached [
 // takeWarm takes the slot w publishes in path (see claimWarm; under the lock): the fds, then
 // the ownership, then it marks the file claimed and returns the helper to give the slot back to
 // (nil when the mark failed: then the file is removed and the helper ended, as it cannot tell).
-func takeWarm(o *guardObjs, path string, w *warmSlot) ([]tpLink, *warmKeeper, error) {
+func takeWarm(o *guardObjs, path string, w *WarmSlot) ([]tpLink, *warmKeeper, error) {
 	owners := o.maps["slot_owner"]
 	var pid uint64
 	if err := owners.Lookup(w.Slot, &pid); err != nil || pid != uint64(w.Pid) || w.Pid <= 0 {
@@ -207,7 +207,7 @@ func (k *warmKeeper) giveBack(owners, cgids *ebpf.Map) bool {
 		return false
 	}
 	defer unlock()
-	var w warmSlot
+	var w WarmSlot
 	b, err := os.ReadFile(k.path)
 	if err != nil || json.Unmarshal(b, &w) != nil || w.Pid != k.w.Pid || w.Slot != k.w.Slot || w.Claimer != os.Getpid() {
 		return false
@@ -243,7 +243,7 @@ func closeFD(fd int) {
 
 // slotLink reports whether the link fd attaches program prog to the exit tracepoint of one of
 // w's syscalls with w's slot as the cookie.
-func slotLink(fd int, prog ebpf.ProgramID, w *warmSlot) bool {
+func slotLink(fd int, prog ebpf.ProgramID, w *WarmSlot) bool {
 	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return false
@@ -274,7 +274,7 @@ func subset(a, b []string) bool {
 	return true
 }
 
-// lingerWarm is the helper of a published slot (see lingerStage): it lingers for ms, and then
+// lingerWarm is the helper of a published slot (see Helper): it lingers for ms, and then
 // for as long as the slot is claimed by a live run or a run that gave it back set a later
 // deadline; then it withdraws the slot, detaches the links and releases the slot.
 func lingerWarm(path string, links, perf []int, owners *ebpf.Map, slot uint32, ms int) {
@@ -284,7 +284,7 @@ func lingerWarm(path string, links, perf []int, owners *ebpf.Map, slot uint32, m
 		unlock, err := lockWarm(false) // gone: then nobody can claim the slot either
 		var pid uint64
 		mine := owners.Lookup(slot, &pid) == nil && pid == uint64(os.Getpid())
-		var w warmSlot
+		var w WarmSlot
 		b, rerr := os.ReadFile(path)
 		published := rerr == nil && json.Unmarshal(b, &w) == nil && w.Pid == os.Getpid()
 		if err == nil && published {
