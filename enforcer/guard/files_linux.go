@@ -204,7 +204,7 @@ func tracepointID(group, name string) (uint64, error) {
 	if v, ok := tracepointIDs.Load(key); ok {
 		return v.(uint64), nil
 	}
-	dir, err := tracefs()
+	dir, err := kernrun.Tracefs()
 	if err != nil {
 		return 0, err
 	}
@@ -219,16 +219,6 @@ func tracepointID(group, name string) (uint64, error) {
 	tracepointIDs.Store(key, id)
 	return id, nil
 }
-
-// tracefs is where tracefs is (mounted by kernrun.EnsureTracefs when nothing provides it).
-var tracefs = sync.OnceValues(func() (string, error) {
-	for _, d := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
-		if _, err := os.Stat(d + "/events"); err == nil {
-			return d, nil
-		}
-	}
-	return "/sys/kernel/tracing", kernrun.EnsureTracefs()
-})
 
 // closeTracepoints detaches the run's file program and closes the perf events, and reports
 // whether a helper releases the run's slot afterwards.

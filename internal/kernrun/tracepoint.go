@@ -14,40 +14,49 @@ import (
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/hostcheck"
 )
 
 var (
 	tracefsMu  sync.Mutex
-	tracefsDir = "/sys/kernel/tracing"
+	tracefsDir string // found: kept for the process
 )
 
-// EnsureTracefs finds tracefs, and mounts it at /sys/kernel/tracing when nothing provides it:
-// the tracepoint ids are read from its events/ directory. Some VMs boot without it mounted.
-func EnsureTracefs() error {
+// Tracefs returns where tracefs is (hostcheck.TracefsMount, doctor's probe, shared), and mounts
+// it at /sys/kernel/tracing when nothing provides it (some VMs boot without it): the
+// tracepoint ids are read from its events/ directory. Once found, it is kept for the process.
+func Tracefs() (string, error) {
 	tracefsMu.Lock()
 	defer tracefsMu.Unlock()
-	for _, d := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
-		if _, err := os.Stat(d + "/events"); err == nil {
-			tracefsDir = d
-			return nil
+	if tracefsDir != "" {
+		return tracefsDir, nil
+	}
+	d, err := hostcheck.TracefsMount()
+	if errors.Is(err, hostcheck.ErrNotSupported) {
+		d = "/sys/kernel/tracing"
+		err = unix.Mount("tracefs", d, "tracefs", 0, "")
+		if err != nil && !errors.Is(err, unix.EBUSY) {
+			return "", fmt.Errorf("tracefs is not mounted and mounting it at %s failed: %w", d, err)
 		}
+		err = nil
 	}
-	err := unix.Mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, "")
-	if err != nil && !errors.Is(err, unix.EBUSY) {
-		return fmt.Errorf("tracefs is not mounted and mounting it at /sys/kernel/tracing failed: %w", err)
+	if err != nil {
+		return "", err
 	}
-	tracefsDir = "/sys/kernel/tracing"
-	return nil
+	tracefsDir = d
+	return d, nil
 }
 
 // OpenTracepoint opens the perf event of a tracepoint on CPU 0 (a tracepoint program runs on
 // every CPU), enabled, without a program, so that the (slower) opens can run while the program
 // is still being loaded. Attach the program with SetTracepointProgram; until then the event counts
-// nothing anyone reads. Call EnsureTracefs first.
+// nothing anyone reads.
 func OpenTracepoint(group, name string) (int, error) {
-	tracefsMu.Lock()
-	dir := tracefsDir
-	tracefsMu.Unlock()
+	dir, err := Tracefs()
+	if err != nil {
+		return -1, err
+	}
 	idText, err := os.ReadFile(filepath.Join(dir, "events", group, name, "id"))
 	if err != nil {
 		return -1, err
