@@ -14,7 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
@@ -72,10 +71,9 @@ func fillFops(fops *ebpf.Map) error {
 	return nil
 }
 
-// tpLink is the file-denial program on one syscall exit tracepoint: a perf event (opened
-// disabled: nothing is recorded, only the program runs) and the bpf link that attaches the
-// program to it with the slot as the cookie.
-type tpLink struct{ perf, link int }
+// tpLink is the file-denial program on one syscall exit tracepoint, with the slot as the
+// cookie (kernrun.AttachTracepoint).
+type tpLink = kernrun.TracepointLink
 
 // lingerFor is how long a helper process keeps a finished run's tracepoint perf events open.
 //
@@ -143,81 +141,16 @@ func (g *Guard) attachTracepoints(names []string, prog *ebpf.Program) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tps[i], errs[i] = attachTracepoint("syscalls", "sys_exit_"+name, prog, uint64(g.slot))
+			tps[i], errs[i] = kernrun.AttachTracepoint("syscalls", "sys_exit_"+name, prog, uint64(g.slot))
 		}()
 	}
 	wg.Wait()
 	for _, tp := range tps {
-		if tp.perf >= 0 {
+		if tp.Perf >= 0 {
 			g.tps = append(g.tps, tp)
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// tracepointIDs caches the ids of tracepoints (tracefs events/GROUP/NAME/id).
-var tracepointIDs sync.Map
-
-// attachTracepoint opens a disabled perf event for a tracepoint on CPU 0 (nothing is recorded:
-// the program runs for every CPU all the same) and links prog to it with cookie. A tracepoint
-// this kernel does not have is no error: tpLink{-1, -1}.
-func attachTracepoint(group, name string, prog *ebpf.Program, cookie uint64) (tpLink, error) {
-	none := tpLink{-1, -1}
-	id, err := tracepointID(group, name)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return none, nil
-		}
-		return none, err
-	}
-	attr := unix.PerfEventAttr{
-		Type:        unix.PERF_TYPE_TRACEPOINT,
-		Config:      id,
-		Sample_type: unix.PERF_SAMPLE_RAW,
-		Sample:      1,
-		Wakeup:      1,
-		Bits:        unix.PerfBitDisabled,
-	}
-	attr.Size = uint32(unsafe.Sizeof(attr))
-	pfd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
-	if err != nil {
-		return none, fmt.Errorf("perf_event_open %s/%s: %w", group, name, err)
-	}
-	// BPF_LINK_CREATE with BPF_PERF_EVENT: union bpf_attr's link_create {prog_fd, target_fd,
-	// attach_type, flags, perf_event.bpf_cookie} (the kernel makes it close-on-exec).
-	var a struct {
-		progFD, targetFD, attachType, flags uint32
-		cookie                              uint64
-		_                                   [32]byte // zero: the kernel checks the rest
-	}
-	a.progFD, a.targetFD, a.attachType, a.cookie = uint32(prog.FD()), uint32(pfd), uint32(ebpf.AttachPerfEvent), cookie
-	lfd, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_LINK_CREATE, uintptr(unsafe.Pointer(&a)), unsafe.Sizeof(a))
-	if errno != 0 {
-		unix.Close(pfd)
-		return none, fmt.Errorf("attach the file-denial program to %s/%s: %w", group, name, errno)
-	}
-	return tpLink{perf: pfd, link: int(lfd)}, nil
-}
-
-func tracepointID(group, name string) (uint64, error) {
-	key := group + "/" + name
-	if v, ok := tracepointIDs.Load(key); ok {
-		return v.(uint64), nil
-	}
-	dir, err := kernrun.Tracefs()
-	if err != nil {
-		return 0, err
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "events", group, name, "id"))
-	if err != nil {
-		return 0, err
-	}
-	id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("tracepoint id %q: %w", b, err)
-	}
-	tracepointIDs.Store(key, id)
-	return id, nil
 }
 
 // closeTracepoints detaches the run's file program and closes the perf events, and reports
@@ -235,8 +168,8 @@ func (g *Guard) closeTracepoints() bool {
 		// A slot taken over: back to its helper when it is still there (nothing to start).
 		if handed = g.keeper.giveBack(rel.owners, rel.cgids); handed {
 			for _, tp := range g.tps {
-				unix.Close(tp.link)
-				unix.Close(tp.perf)
+				unix.Close(tp.Link)
+				unix.Close(tp.Perf)
 			}
 		}
 		g.keeper = nil
@@ -269,8 +202,8 @@ type slotRelease struct {
 func closeTracepoints(tps []tpLink, rel *slotRelease) bool {
 	var links, perf []int
 	for _, tp := range tps {
-		links = append(links, tp.link)
-		perf = append(perf, tp.perf)
+		links = append(links, tp.Link)
+		perf = append(perf, tp.Perf)
 	}
 	if len(perf) == 0 {
 		return false

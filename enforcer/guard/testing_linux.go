@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/sysprof/sysprof/internal/kernrun"
 )
 
 // Seams for the tests of packages that run the guard (the enforcer's run victims under it).
@@ -103,12 +105,12 @@ func HoldSlotProgram() (release func(), err error) {
 		o.close()
 	}
 	for _, name := range FileSyscalls() {
-		tp, err := attachTracepoint("syscalls", "sys_exit_"+name, busy, 1)
+		tp, err := kernrun.AttachTracepoint("syscalls", "sys_exit_"+name, busy, 1)
 		if err != nil {
 			release()
 			return nil, err
 		}
-		if tp.perf >= 0 {
+		if tp.Perf >= 0 {
 			tps = append(tps, tp)
 		}
 	}

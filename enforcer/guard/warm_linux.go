@@ -159,8 +159,8 @@ func takeWarm(o *guardObjs, path string, w *WarmSlot) ([]tpLink, *warmKeeper, er
 	fail := func(err error) ([]tpLink, *warmKeeper, error) {
 		unix.Close(pidfd)
 		for _, tp := range tps {
-			closeFD(tp.link)
-			closeFD(tp.perf)
+			closeFD(tp.Link)
+			closeFD(tp.Perf)
 		}
 		return nil, nil, err
 	}
@@ -175,7 +175,7 @@ func takeWarm(o *guardObjs, path string, w *WarmSlot) ([]tpLink, *warmKeeper, er
 			unix.Close(l)
 			return fail(err)
 		}
-		tps = append(tps, tpLink{perf: p, link: l})
+		tps = append(tps, tpLink{Perf: p, Link: l})
 		if !slotLink(l, progID, w) {
 			return fail(fmt.Errorf("fd %d of %d is not a link of slot %d's program to a syscall exit it publishes", w.Links[i], w.Pid, w.Slot))
 		}
