@@ -246,32 +246,19 @@ func handOff(links, perf []int, rel *slotRelease) bool {
 	fds := slices.Concat(links, perf)
 	slot, warm := -1, "-"
 	if rel != nil && rel.owners != nil {
-		dup, err := unix.FcntlInt(uintptr(rel.owners.FD()), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			return false
-		}
-		fds = append(fds, dup)
+		fds = append(fds, rel.owners.FD())
 		slot = int(rel.slot)
 		if rel.warm != "" {
 			warm = rel.warm
 		}
 	}
-	var files []*os.File
-	for _, fd := range fds {
-		files = append(files, os.NewFile(uintptr(fd), "bpf"))
-	}
 	cmd := &exec.Cmd{
 		Path: "/proc/self/exe",
 		Args: []string{"sysprof-linger", HelperArg, strconv.Itoa(len(links)), strconv.Itoa(len(perf)), strconv.Itoa(slot),
 			strconv.FormatInt(lingerFor.Milliseconds(), 10), warm},
-		ExtraFiles:  files,
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
-	err := cmd.Start()
+	h, nums, err := kernrun.StartHolder(cmd, fds)
 	if err != nil {
-		if slot >= 0 {
-			files[len(files)-1].Close()
-		}
 		return false // the caller still owns links and perf
 	}
 	if slot >= 0 {
@@ -281,21 +268,17 @@ func handOff(links, perf []int, rel *slotRelease) bool {
 		if warm != "-" {
 			unlock, err = lockWarm(true)
 		}
-		_ = rel.owners.Update(uint32(slot), uint64(cmd.Process.Pid), ebpf.UpdateExist)
+		_ = rel.owners.Update(uint32(slot), uint64(h.Pid), ebpf.UpdateExist)
 		if unlock != nil {
-			w := WarmSlot{Pid: cmd.Process.Pid, Slot: uint32(slot), Names: rel.names}
-			for i := range links {
-				w.Links = append(w.Links, 3+i)
-				w.Perfs = append(w.Perfs, 3+len(links)+i)
-			}
+			w := WarmSlot{Holder: h, Slot: uint32(slot), Names: rel.names,
+				Links: nums[:len(links)], Perfs: nums[len(links) : len(links)+len(perf)]}
 			publishWarm(warm, w)
 			unlock()
 		}
 	}
-	for _, f := range files {
-		f.Close() // the helper holds them
+	for _, fd := range slices.Concat(links, perf) {
+		unix.Close(fd) // the helper holds them
 	}
-	go cmd.Wait() // reap it if this process is still there
 	return true
 }
 
