@@ -5,8 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sysprof/sysprof/enforcer/guard"
 	"github.com/sysprof/sysprof/internal/testutil"
 )
@@ -73,20 +71,13 @@ func TestGuardSlotProgramStillAttached(t *testing.T) {
 	}
 }
 
-// withPinRoot points the guard's pins at a bpffs instance of the test's own (mounted in a
-// temporary directory), so that no test depends on whether the host mounted /sys/fs/bpf.
+// withPinRoot points the guard's pins at a bpffs instance of the test's own, so that no test
+// depends on whether the host mounted /sys/fs/bpf.
 func withPinRoot(t *testing.T) string {
 	t.Helper()
-	testutil.RequireRoot(t)
-	mnt := t.TempDir()
-	err := unix.Mount("bpf", mnt, "bpf", 0, "mode=0700")
-	testutil.RequireNoErr(t, "mount a bpffs of the test's own", err)
-	root := filepath.Join(mnt, "sysprof")
+	root := filepath.Join(testutil.BPFFS(t), "sysprof")
 	restore, err := guard.SwapPinRoot(root)
-	t.Cleanup(func() {
-		restore()
-		unix.Unmount(mnt, unix.MNT_DETACH) // before t.TempDir's removal (cleanups run last first)
-	})
+	t.Cleanup(restore)
 	testutil.RequireNoErr(t, "pins in the test's bpffs", err)
 	return root
 }
