@@ -40,9 +40,13 @@ import (
 // detaches and frees the slot. Anything unexpected (no pins, no lock, a dead or foreign helper,
 // a stale file) leaves the run to attach cold.
 
-// warmDir holds the lock and one file per published slot (named after the pin directory and
-// the slot: pins of another build, boot or pin root never match).
+// warmDir holds the lock and one file per published slot (named after the record's layout,
+// the pin directory and the slot: pins of another build, boot or pin root never match, nor
+// does a build that writes WarmSlot differently).
 var warmDir = "/run/sysprof/guard-warm"
+
+// warmLayout names WarmSlot's layout (v2: the helper's start time).
+const warmLayout = "v2"
 
 // warmReuses counts the runs of this process that took over a warm slot (for tests).
 var warmReuses atomic.Int64
@@ -75,7 +79,7 @@ func warmPath(pinDir string, slot uint32) string {
 
 // warmPrefix names the files of slots of the pins in pinDir.
 func warmPrefix(pinDir string) string {
-	return strings.ReplaceAll(strings.Trim(pinDir, "/"), "/", "_") + "-"
+	return warmLayout + "_" + strings.ReplaceAll(strings.Trim(pinDir, "/"), "/", "_") + "-"
 }
 
 // warmEscrow is where slots are published (kernrun's fd escrow).
