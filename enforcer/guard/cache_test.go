@@ -15,7 +15,7 @@ import (
 	"github.com/sysprof/sysprof/internal/testutil"
 )
 
-// The shapes guardcache_linux.go checks pins against are guard.c's.
+// The shapes cache_linux.go checks pins against are guard.c's.
 func TestGuardObjectMatchesExpectations(t *testing.T) {
 	spec, err := guardSpec()
 	if err != nil {
