@@ -119,74 +119,12 @@
 //
 // # The guard (root)
 //
-// As root, Run creates a per-run cgroup2 directory (internal/kernrun), enters the run into
-// bpf/guard.c's maps, attaches its programs for it and starts the init stage inside it (clone3
-// CLONE_INTO_CGROUP), so nothing the command does escapes the programs:
-//
-//   - (No longer used for the network allowlist, which the egress proxy holds; kept until
-//     removed.) cgroup connect4/6, sendmsg4/6 and bind4/6 hooks check {operation, protocol, port,
-//     address} against LPM tries filled from the profile's inet endpoints: exact addresses
-//     and CIDRs, IPv4 also as v4-mapped IPv6. A refused call gets EPERM (in --audit it goes
-//     through) and is reported with the endpoint, the host name it came from, the
-//     executable, its parents and the profile line. UDP connect and send rules allow each
-//     other (a connected socket sends without the sendmsg hook). MPTCP reaches the hooks as
-//     its first TCP subflow, so an mptcp rule is a tcp rule there; seccomp's socket() rule
-//     still decides whether MPTCP may be used at all. Landlock's TCP port rules are turned
-//     off: the hooks are finer and, unlike Landlock, they report.
-//   - (Hooks only.) Host names (host:port) are resolved with Go's resolver at start and every 30 s while
-//     the command runs; addresses a name stops resolving to stay allowed for 5 minutes. When
-//     the profile names hosts, udp and tcp port 53 to the nameservers of /etc/resolv.conf
-//     are allowed too (noted in the report): the tool resolves the names itself.
-//   - File denials: one program on the exit tracepoints of the path syscalls (open, openat,
-//     openat2, creat, execve, execveat, mkdir*, mknod*, unlink*, rmdir, rename*, link*,
-//     symlink*, truncate, chmod/chown family, utimensat) reports calls that failed with
-//     EACCES (Landlock), EROFS (the read-only mounts) or EXDEV (Landlock's refer rule), and
-//     ENOENT for absolute paths under a hidden path, with the path as given, the directory
-//     it is relative to and the executable (walked in the kernel: the process may be gone
-//     when user space reads the event). User space drops EACCES that Landlock's rules allow
-//     (file permissions refused it, not the sandbox) and ENOENT outside hidden paths, and
-//     suggests the profile line with the profile's variables ($WORKDIR/...). EPERM is not
-//     taken: seccomp's denials answer EPERM and are already reported as syscalls. Not seen:
-//     a hidden file (not directory) reads as empty; ENOENT through a symlink or a relative
-//     path into a hidden directory.
-//
-// Cost when nothing is denied: an allowed connect/sendmsg/bind pays a hash and a trie lookup.
-// The path syscalls the run's filter allows pay, for every process on the host, the
-// tracepoint dispatch and one compare when the call succeeded (a failed one also an array lookup
-// and a cgroup-id compare; the program returns there for other cgroups); inside the run, an ENOENT pays
-// reading up to 264 bytes of the path and comparing them with the hidden paths. Nothing is
-// sent, no sys_enter program runs and nothing is stashed: the arguments are read from the
-// task's saved registers at exit. Enabling any syscall tracepoint also moves every syscall on
-// the host to the kernel's syscall-work path while the run lasts: +8–17 ns per getppid here,
-// most of what a syscall storm pays under enforce (BENCHMARKS.md). A single program on the raw sys_exit tracepoint would attach
-// once instead of per syscall, but it runs for every syscall: ~+40 ns each, measured.
-//
-// Startup: guard.c is loaded while the profile loads and compiles (Prewarm; Run starts it
-// otherwise), and set up for the run (its entries, the tracepoints, the hooks) while the init
-// stage starts; start waits for it before the command may exec. Nothing of guard.c belongs to
-// one run: its programs are verified once and pinned in bpffs (guardcache_linux.go), runs
-// find their state by cgroup id (the file program through its slot: each slot's instance is
-// attached with the slot as its cookie and reports for the run slot_cgid names), and
-// concurrent runs share nothing but the programs. A profile with a network allowlist starts
-// the init stage without Landlock's TCP rules, as the hooks need; if the hooks then fail to
-// come up, that init stage is killed before the command runs and the run goes on as if they
-// had failed up front (refused, or with --degrade, Landlock's TCP rules back).
-//
-// Teardown: detaching the file program from a tracepoint waits for a grace period (~35 ms
-// here) and closing a tracepoint's last perf event for more, under a kernel-wide mutex every
-// attach needs. Both are handed to a helper (this binary) that keeps the run's slot (its ring
-// buffer and its instance of the file program, which the kernel attaches once per tracepoint)
-// attached, reporting for nobody, for a quarter second (guard_warm_linux.go): a run starting
-// meanwhile whose path syscalls are among those attached takes the slot over (its own
-// references to the links and perf events, by pidfd_getfd) and neither attaches nor detaches,
-// so back-to-back runs never touch the mutex. The helper stays while the run holds the slot;
-// when the run ends it gives the slot back to the same helper, so back-to-back runs start no
-// helper either (only when that helper died does a run start a new one). Unclaimed past its
-// deadline, or claimed by a run that died, the helper detaches, frees the slot and closes the
-// perf events. bpffs is mounted at /sys/fs/bpf when nothing mounted it (some VMs boot without
-// it). Without pins (no bpffs, and none could be mounted) the helper detaches at once and keeps
-// only the perf events (then as `sleep`), so a run starting meanwhile finds the tracepoints
-// registered.
+// As root, Run starts the init stage inside a per-run cgroup2 directory that package guard
+// (enforcer/guard) creates and watches with bpf/guard.c: the file denials (Landlock's EACCES,
+// the read-only mounts' EROFS, ENOENT under hidden paths) and, for a profile that still has
+// them, the cgroup network hooks. Run decides what the guard watches (guardConfig) and what
+// the run loses without it; the guard's own lifecycle (pins in bpffs, warm slots, the helper
+// that detaches after a run, run by MaybeInit) is described in package guard.
 //
 // # Environment
 //

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,43 +12,40 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/enforcer/guard"
 	"github.com/sysprof/sysprof/internal/kernrun"
 )
 
 // withWarm gives the test warm slots of its own (pins and warm files) and a linger long enough
 // that the next run surely starts within it.
-func withWarm(t *testing.T) {
+func withWarm(t *testing.T) { t.Helper(); withWarmFor(t, 10*time.Second) }
+
+// withWarmFor is withWarm with helpers that linger for linger.
+func withWarmFor(t *testing.T, linger time.Duration) {
 	t.Helper()
 	withPinRoot(t)
-	savedDir, savedFor := warmDir, lingerFor
-	warmDir, lingerFor = t.TempDir(), 10*time.Second
+	restore := guard.SwapWarm(t.TempDir(), linger)
 	t.Cleanup(func() {
 		for _, w := range warmFiles(t) {
 			unix.Kill(w.Pid, unix.SIGKILL) // the helper still lingering
 		}
-		warmDir, lingerFor = savedDir, savedFor
+		restore()
 	})
 }
 
 // warmFiles are the published slots (helper pids).
-func warmFiles(t *testing.T) []warmSlot {
+func warmFiles(t *testing.T) []guard.WarmSlot {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(warmDir, "*-*"))
-	var out []warmSlot
-	for _, f := range files {
-		var w warmSlot
-		b, err := os.ReadFile(f)
-		if err != nil || json.Unmarshal(b, &w) != nil {
-			t.Fatalf("warm file %s: %v %q", f, err, b)
-		}
-		out = append(out, w)
+	ws, err := guard.PublishedSlots()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return ws
 }
 
 // slotAfterRun runs the victim once (a read of the hidden credential) and returns the one slot
 // its helper published.
-func slotAfterRun(t *testing.T, f *fsFixture) warmSlot {
+func slotAfterRun(t *testing.T, f *fsFixture) guard.WarmSlot {
 	t.Helper()
 	if o := f.run(t, f.profile, false, "read="+f.secret); o.err != nil || o.code != 0 {
 		t.Fatalf("run 1: %s", o)
@@ -75,12 +71,12 @@ func TestGuardWarmSlotReused(t *testing.T) {
 	if len(ws) != 1 {
 		t.Fatalf("published slots after run 1: %+v", ws)
 	}
-	before := warmReuses.Load()
+	before := guard.WarmReuses()
 	o2 := f.run(t, f.profile, false, "read="+f.secret)
 	if o2.err != nil || o2.code != 0 {
 		t.Fatalf("run 2: %s", o2)
 	}
-	if warmReuses.Load() != before+1 {
+	if guard.WarmReuses() != before+1 {
 		t.Errorf("run 2 did not take over run 1's slot")
 	}
 	if o2.fileDenial(f.secret, "read") == nil || len(o2.rep.Denials) != 1 {
@@ -98,7 +94,7 @@ func TestGuardWarmSlotReused(t *testing.T) {
 	if o3.err != nil || o3.code != 0 || o3.fileDenial(src, "write") == nil || len(o3.rep.Denials) != 1 {
 		t.Errorf("run 3: %s", o3)
 	}
-	if warmReuses.Load() != before+2 {
+	if guard.WarmReuses() != before+2 {
 		t.Errorf("run 3 did not take over run 2's slot")
 	}
 }
@@ -115,12 +111,12 @@ func TestGuardWarmSlotHelperKilled(t *testing.T) {
 	for unix.Kill(first.Pid, 0) == nil { // until reaped (this process is its parent)
 		time.Sleep(5 * time.Millisecond)
 	}
-	before := warmReuses.Load()
+	before := guard.WarmReuses()
 	o2 := f.run(t, f.profile, false, "read="+f.secret)
 	if o2.err != nil || o2.code != 0 || o2.fileDenial(f.secret, "read") == nil || len(o2.rep.Denials) != 1 {
 		t.Fatalf("run 2: %s", o2)
 	}
-	if warmReuses.Load() != before {
+	if guard.WarmReuses() != before {
 		t.Error("run 2 took over the slot of a killed helper")
 	}
 }
@@ -130,10 +126,10 @@ func TestGuardWarmSlotTooNarrowForAudit(t *testing.T) {
 	withWarm(t)
 	f := newFSFixture(t)
 	first := slotAfterRun(t, f)
-	if len(first.Names) == len(fileOps()) {
+	if len(first.Names) == len(guard.FileSyscalls()) {
 		t.Fatal("the fixture's profile allows every path syscall: this test needs one it refuses")
 	}
-	before := warmReuses.Load()
+	before := guard.WarmReuses()
 	var stdout, stderr bytes.Buffer
 	rep, code, err := Run(context.Background(), Options{
 		Profile: f.profile, Command: []string{f.victim, "read=" + f.secret}, Dir: f.work, Vars: f.vars,
@@ -143,7 +139,7 @@ func TestGuardWarmSlotTooNarrowForAudit(t *testing.T) {
 	if err != nil || code != 0 || o2.fileDenial(f.secret, "read") == nil {
 		t.Fatalf("audit run: %s", o2)
 	}
-	if warmReuses.Load() != before {
+	if guard.WarmReuses() != before {
 		t.Errorf("the audit run took over a slot attached for %v only", first.Names)
 	}
 }
@@ -162,7 +158,7 @@ func TestGuardWarmSlotHelperDiesWhileClaimed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	before := warmReuses.Load()
+	before := guard.WarmReuses()
 	go func() {
 		_, _, err := Run(ctx, Options{Profile: f.profile, Command: []string{f.victim, "pause"}, Dir: f.work, Vars: f.vars, Stdout: w, Stderr: w})
 		w.Close()
@@ -171,7 +167,7 @@ func TestGuardWarmSlotHelperDiesWhileClaimed(t *testing.T) {
 	if line, err := bufio.NewReader(r).ReadString('\n'); err != nil || line != "paused\n" {
 		t.Fatalf("run 2 did not start: %q %v", line, err)
 	}
-	if warmReuses.Load() != before+1 {
+	if guard.WarmReuses() != before+1 {
 		t.Fatal("run 2 did not take over run 1's slot")
 	}
 	if c := warmFiles(t); len(c) != 1 || c[0].Claimer != os.Getpid() || c[0].ClaimerStart == 0 {
@@ -193,7 +189,7 @@ func TestGuardWarmSlotHelperDiesWhileClaimed(t *testing.T) {
 	if o3.err != nil || o3.code != 0 || o3.fileDenial(f.secret, "read") == nil || len(o3.rep.Denials) != 1 {
 		t.Fatalf("run 3: %s", o3)
 	}
-	if warmReuses.Load() != before+2 {
+	if guard.WarmReuses() != before+2 {
 		t.Error("run 3 did not take over the new helper's slot")
 	}
 }
@@ -201,8 +197,7 @@ func TestGuardWarmSlotHelperDiesWhileClaimed(t *testing.T) {
 // A helper whose slot is claimed by a run that died (killed before it could give the slot
 // back) detaches and withdraws the slot instead of waiting for it forever.
 func TestGuardWarmSlotClaimerDied(t *testing.T) {
-	withWarm(t)
-	lingerFor = 200 * time.Millisecond
+	withWarmFor(t, 200*time.Millisecond)
 	f := newFSFixture(t)
 	first := slotAfterRun(t, f)
 	dead := exec.Command("sleep", "30")
@@ -215,17 +210,9 @@ func TestGuardWarmSlotClaimerDied(t *testing.T) {
 	}
 	dead.Process.Kill()
 	dead.Wait()
-	unlock, err := lockWarm(false)
-	if err != nil {
+	if err := guard.ClaimPublished(dead.Process.Pid, start); err != nil {
 		t.Fatal(err)
 	}
-	claimed := first
-	claimed.Claimer, claimed.ClaimerStart = dead.Process.Pid, start
-	files, _ := filepath.Glob(filepath.Join(warmDir, "*-*"))
-	if len(files) != 1 || !publishWarm(files[0], claimed) {
-		t.Fatalf("claim %v", files)
-	}
-	unlock()
 	deadline := time.Now().Add(5 * time.Second)
 	for unix.Kill(first.Pid, 0) == nil {
 		if time.Now().After(deadline) {

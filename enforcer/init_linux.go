@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/enforcer/guard"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/sandbox"
 )
@@ -24,8 +25,8 @@ import (
 // When the process is sysprof's init stage (argv[1] is the hidden init argument) it runs the
 // stage and never returns: it execs the command or exits. Otherwise it returns at once.
 func MaybeInit() {
-	if len(os.Args) >= 2 && os.Args[1] == lingerArg {
-		os.Exit(lingerStage(os.Args[2:]))
+	if len(os.Args) >= 2 && os.Args[1] == guard.HelperArg {
+		os.Exit(guard.Helper(os.Args[2:]))
 	}
 	if len(os.Args) < 2 || os.Args[1] != initArg {
 		return

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/enforcer/guard"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/netproxy"
 	"github.com/sysprof/sysprof/policy"
@@ -88,13 +89,13 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	defer early.Close() // unless taken below
 	// As root guard.c loads while the profile compiles and the init stage starts (Prewarm may
 	// have started it already); a run that does not use it discards it.
-	var load *guardLoad
+	var load *guard.Load
 	if asRoot && mayWantGuard(opts.Profile) {
-		load = takeLoad()
+		load = guard.TakeLoad()
 	}
 	defer func() {
 		if load != nil {
-			load.discard()
+			load.Discard()
 		}
 	}()
 	env := HostEnvFor(dir, opts.Env)
@@ -159,7 +160,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	// The network allowlist: as root the cgroup hooks hold addresses, ports and protocols and
 	// report every refusal; as an ordinary user only Landlock's TCP ports apply (unenforceable
 	// without --degrade).
-	var g *guard
+	var g *guard.Guard
 	needNet := len(compiled.NeedsHooks) > 0
 	// A network section with unix endpoints only still gets the hooks as root (an empty
 	// allowlist): every inet call is refused as Landlock would, but reported.
@@ -172,11 +173,11 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	if wantNet || wantFiles {
 		if guardWhy = guardAvailable(); guardWhy == nil {
 			if load == nil {
-				load = takeLoad()
+				load = guard.TakeLoad()
 			}
 			// guard.c is set up in the background while the init stage starts; start waits for
 			// it before the command may exec.
-			g, guardWhy = startGuard(ctx, compiled, env, opts.Audit, load, wantNet, wantFiles, early.takeCgroup())
+			g, guardWhy = guard.Start(ctx, compiled.guardConfig(env, opts.Audit, wantNet, wantFiles, load, early.takeCgroup()))
 			load = nil
 		}
 		phase.Mark("guard setup")
@@ -184,7 +185,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	if g != nil {
 		defer func() {
 			if g != nil { // start did not take it (a setup failure)
-				g.close()
+				g.Close()
 			}
 		}()
 	}
@@ -238,7 +239,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	notes := len(rep.Notes)
 	var cgid uint64
 	if g != nil {
-		cgid = g.cg.ID
+		cgid = g.Cgroup().ID
 	}
 	id := identity(opts.Profile.HostRoot)
 	var staged *stagedRun
@@ -254,7 +255,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	if errors.As(err, &hooksErr) {
 		// The network hooks did not come up; the command did not run. Run it as if the guard
 		// had failed up front: Landlock's TCP rules back, or refused (fail closed).
-		g.close()
+		g.Close()
 		g = nil
 		ll.RestrictTCP, ll.ConnectTCP, ll.BindTCP = llTCP.RestrictTCP, llTCP.ConnectTCP, llTCP.BindTCP
 		rep.Notes = rep.Notes[:notes] // the first init stage's
@@ -272,7 +273,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	phase.Mark("stages copied back")
 	guardUp := g != nil
 	if g != nil {
-		if why := g.wait(); why != nil { // the background setup failed (files only)
+		if why := g.Wait(); why != nil { // the background setup failed (files only)
 			guardUp = false
 			rep.Notes = append(rep.Notes, fmt.Sprintf("file and network denials are not observed: %v", why))
 		}
@@ -291,7 +292,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		}
 	}
 	if g != nil {
-		denials, notes := g.close()
+		denials, notes := g.Close()
 		phase.Mark("guard close")
 		g = nil
 		res.denials = append(res.denials, denials...)
@@ -371,7 +372,7 @@ type runResult struct {
 	denials []report.Denial
 }
 
-func start(ctx context.Context, opts Options, c *Compiled, dir string, id sandbox.Identity, applySandbox bool, rep *report.Report, g *guard, st *stage, px *egress) (runResult, error) {
+func start(ctx context.Context, opts Options, c *Compiled, dir string, id sandbox.Identity, applySandbox bool, rep *report.Report, g *guard.Guard, st *stage, px *egress) (runResult, error) {
 	var res runResult
 	if st == nil {
 		attr := namespaceAttr(&c.Plan, id)
@@ -380,7 +381,7 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, id sandbo
 		}
 		if g != nil { // born into the run's cgroup, under its hooks: no window before they apply
 			attr.UseCgroupFD = true
-			attr.CgroupFD = g.cg.FD
+			attr.CgroupFD = g.Cgroup().FD
 		}
 		phase.Mark("prepare start")
 		env, stdin, stdout, stderr := stageIO(&opts)
@@ -389,13 +390,13 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, id sandbo
 			return res, err
 		}
 		if g != nil {
-			st.cgid = g.cg.ID
+			st.cgid = g.Cgroup().ID
 		}
 	}
 	defer st.finish()
 	cmd, pid, pidfd, syncW, statusR := st.cmd, st.pid, st.pidfd, st.syncW, st.statusR
 	if g != nil {
-		g.rootPid.Store(int64(pid))
+		g.SetRoot(pid)
 	}
 	cfg := initConfig{Argv: opts.Command, Dir: dir, Filter: c.Filter, Plan: c.Plan, Sockets: c.HiddenSockets, Sandbox: applySandbox, Degrade: opts.Degrade,
 		UnshareNet: applySandbox && c.Plan.NetNS && !st.netns}
@@ -509,12 +510,12 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, id sandbo
 		// Without the network hooks the command must not run at all (Run decides what then);
 		// without the file-denial program it runs unobserved (Run notes why), as when the
 		// guard fails up front.
-		err := g.wait()
+		err := g.Wait()
 		phase.Mark("wait for guard")
-		if err != nil && g.net {
+		if err != nil && g.Net() {
 			return abort(&guardHooksError{err})
 		}
-		if err == nil && g.net {
+		if err == nil && g.Net() {
 			rep.SetLayer(report.Layer{Name: LayerNetwork, State: report.LayerApplied,
 				Detail: fmt.Sprintf("cgroup connect/sendmsg/bind hooks: %d rule(s) by address, port and protocol (Landlock's TCP port rules are off: the hooks are finer and report)", len(c.Network))})
 		}

@@ -2,9 +2,7 @@ package enforcer
 
 import (
 	"errors"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,7 +147,7 @@ func (s *supervisor) record(d report.Denial) {
 func (s *supervisor) explain(n *seccompNotif) report.Denial {
 	pid := int(n.Pid)
 	d := report.Denial{Kind: report.KindSyscall, First: time.Now().UTC(), Count: 1}
-	d.Exe = exeOf(pid)
+	d.Exe = kernrun.ExeOf(pid)
 	d.Parents = s.parents(pid)
 	name, abi := SyscallName(n.Data.Arch, uint32(n.Data.Nr))
 	d.Arch = abi
@@ -174,55 +172,5 @@ func (s *supervisor) take() ([]report.Denial, int) {
 	return out, dropped
 }
 
-func exeOf(pid int) string {
-	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
-	if err != nil {
-		return "(unknown)"
-	}
-	return exe
-}
-
 // parents returns the executables from pid's parent up to the sandbox's root process.
-func (s *supervisor) parents(pid int) []string { return parentsOf(s.rootPid, pid) }
-
-// parentsOf returns the executables from pid's parent up to rootPid (the sandbox's root).
-func parentsOf(rootPid, pid int) []string {
-	var out []string
-	cur := tgidOf(pid)
-	for range 32 {
-		if cur == rootPid || cur <= 1 {
-			break
-		}
-		pp := ppidOf(cur)
-		if pp <= 1 || pp == rootPid && exeOf(pp) == selfExe() {
-			break // the init stage, PID 1 of the sandbox, is nobody's parent in a report
-		}
-		out = append(out, exeOf(pp))
-		cur = pp
-	}
-	return out
-}
-
-func tgidOf(tid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
-	if err != nil {
-		return tid
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
-			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-				return n
-			}
-		}
-	}
-	return tid
-}
-
-func ppidOf(pid int) int {
-	f := kernrun.ProcStatFields(pid)
-	if len(f) < 2 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[1])
-	return n
-}
+func (s *supervisor) parents(pid int) []string { return kernrun.ParentsOf(s.rootPid, pid) }

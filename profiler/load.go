@@ -99,7 +99,7 @@ func exitTracepoints() []string {
 
 // openExitTracepoints opens the perf events of exitTracepoints (see kernrun.OpenTracepoint).
 func openExitTracepoints() ([]int, error) {
-	if err := kernrun.EnsureTracefs(); err != nil {
+	if _, err := kernrun.Tracefs(); err != nil {
 		return nil, &LoadError{Step: "mount tracefs", Err: err}
 	}
 	var fds []int

@@ -3,13 +3,11 @@ package profiler
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"runtime/debug"
 	"slices"
@@ -17,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -67,12 +64,11 @@ var warmTakeovers atomic.Int64
 
 // warmRecord describes a lingering helper: its process and the numbers of its fds.
 type warmRecord struct {
-	Key   string         `json:"key"`
-	Pid   int            `json:"pid"`
-	Start uint64         `json:"start"` // clock ticks after boot (/proc/PID/stat): not a reused pid
-	Progs map[string]int `json:"progs"`
-	Maps  map[string]int `json:"maps"`
-	Perfs []int          `json:"perfs"` // in exitTracepoints() order
+	Key            string         `json:"key"`
+	kernrun.Holder                // the helper
+	Progs          map[string]int `json:"progs"`
+	Maps           map[string]int `json:"maps"`
+	Perfs          []int          `json:"perfs"` // in exitTracepoints() order
 }
 
 // warmKey digests what a taker must share with the helper's run: the object, the loader, the
@@ -200,61 +196,37 @@ func handOff(p *probe) bool {
 	if len(progs) != len(learnProgTypes) || len(ms) != len(learnMapTypes) {
 		return false
 	}
-	rec := warmRecord{Key: key, Progs: map[string]int{}, Maps: map[string]int{}}
-	var files []*os.File
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
-	add := func(fd int) (int, error) {
-		d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			return 0, err
-		}
-		files = append(files, os.NewFile(uintptr(d), "bpf"))
-		return 3 + len(files) - 1, nil // the helper's fd: ExtraFiles start at 3
+	// The fds in the record's order: programs, then maps (by name), then the perf events.
+	progNames, mapNames := slices.Sorted(maps.Keys(progs)), slices.Sorted(maps.Keys(ms))
+	var fds []int
+	for _, name := range progNames {
+		fds = append(fds, progs[name].FD())
 	}
-	for _, name := range slices.Sorted(maps.Keys(progs)) {
-		if rec.Progs[name], err = add(progs[name].FD()); err != nil {
-			return false
-		}
+	for _, name := range mapNames {
+		fds = append(fds, ms[name].FD())
 	}
-	for _, name := range slices.Sorted(maps.Keys(ms)) {
-		if rec.Maps[name], err = add(ms[name].FD()); err != nil {
-			return false
-		}
-	}
-	for _, fd := range p.perfFDs {
-		n, err := add(fd)
-		if err != nil {
-			return false
-		}
-		rec.Perfs = append(rec.Perfs, n)
-	}
-	cmd := exec.Command(sleepPath, warmLinger)
-	cmd.ExtraFiles = files
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if cmd.Start() != nil {
+	fds = append(fds, p.perfFDs...)
+	h, nums, err := kernrun.StartHolder(exec.Command(sleepPath, warmLinger), fds)
+	if err != nil {
 		return false
 	}
-	go cmd.Wait()
-	rec.Pid = cmd.Process.Pid
-	start, ok := kernrun.ProcStart(rec.Pid)
-	if !ok {
+	if h.Start == 0 {
 		return true // gone already: it holds nothing any more
 	}
-	rec.Start = start
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return true
+	rec := warmRecord{Key: key, Holder: h, Progs: map[string]int{}, Maps: map[string]int{}}
+	for i, name := range progNames {
+		rec.Progs[name] = nums[i]
 	}
-	tmp := filepath.Join(warmDir, fmt.Sprintf(".%d.tmp", rec.Pid))
-	if os.WriteFile(tmp, b, 0o600) == nil {
-		os.Rename(tmp, filepath.Join(warmDir, strconv.Itoa(rec.Pid)+".json"))
+	for i, name := range mapNames {
+		rec.Maps[name] = nums[len(progNames)+i]
 	}
+	rec.Perfs = nums[len(progNames)+len(mapNames):]
+	_ = warmEscrow().Publish(strconv.Itoa(rec.Pid)+".json", rec)
 	return true
 }
+
+// warmEscrow is where helpers are published (kernrun's fd escrow).
+func warmEscrow() kernrun.Escrow { return kernrun.Escrow{Dir: warmDir} }
 
 // warmClaim is what a run took over from a helper.
 type warmClaim struct {
@@ -268,29 +240,27 @@ func claimWarm() *warmClaim {
 	if err != nil || warmDir == "" {
 		return nil
 	}
-	unlock, err := kernrun.LockDir(warmDir, false)
+	e := warmEscrow()
+	unlock, err := e.Lock(false)
 	if err != nil {
 		return nil // no helper ever published here
 	}
 	defer unlock()
-	files, _ := filepath.Glob(filepath.Join(warmDir, "*.json"))
-	slices.Sort(files)
-	for _, f := range files {
+	for _, f := range e.Files("*.json") {
 		var rec warmRecord
-		b, err := os.ReadFile(f)
-		if err != nil || json.Unmarshal(b, &rec) != nil {
-			os.Remove(f)
+		if e.Read(f, &rec) != nil {
+			e.Remove(f)
 			continue
 		}
-		if start, ok := kernrun.ProcStart(rec.Pid); !ok || start != rec.Start {
-			os.Remove(f) // its helper is gone (of this build or another)
+		if !rec.Alive() {
+			e.Remove(f) // its helper is gone (of this build or another)
 			continue
 		}
 		if rec.Key != key {
 			continue // another build's helper: it ends on its own
 		}
 		c, err := takeWarm(&rec)
-		os.Remove(f) // taken, or not usable: never again
+		e.Remove(f) // taken, or not usable: never again
 		if err == nil {
 			warmTakeovers.Add(1)
 			return c
@@ -302,61 +272,56 @@ func claimWarm() *warmClaim {
 // takeWarm takes rec's fds (their own references: the helper's exit closes only its copies),
 // checks them, and ends the helper.
 func takeWarm(rec *warmRecord) (*warmClaim, error) {
-	pidfd, err := unix.PidfdOpen(rec.Pid, 0)
+	if len(rec.Progs) != len(learnProgTypes) || len(rec.Maps) != len(learnMapTypes) || len(rec.Perfs) != len(exitTracepoints()) {
+		return nil, errors.New("not learn.c's objects")
+	}
+	progNames, mapNames := slices.Sorted(maps.Keys(rec.Progs)), slices.Sorted(maps.Keys(rec.Maps))
+	var nums []int
+	for _, name := range progNames {
+		nums = append(nums, rec.Progs[name])
+	}
+	for _, name := range mapNames {
+		nums = append(nums, rec.Maps[name])
+	}
+	nums = append(nums, rec.Perfs...)
+	pidfd, fds, err := kernrun.Take(rec.Holder, nums)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(pidfd)
 	coll := &ebpf.Collection{Programs: map[string]*ebpf.Program{}, Maps: map[string]*ebpf.Map{}}
-	c := &warmClaim{}
+	c := &warmClaim{perfs: fds[len(progNames)+len(mapNames):]}
+	owned := 0 // fds[:owned] are coll's
 	fail := func(err error) (*warmClaim, error) {
 		coll.Close()
-		for _, fd := range c.perfs {
+		for _, fd := range fds[owned:] {
 			unix.Close(fd)
 		}
 		return nil, err
 	}
-	if len(rec.Progs) != len(learnProgTypes) || len(rec.Maps) != len(learnMapTypes) || len(rec.Perfs) != len(exitTracepoints()) {
-		return fail(errors.New("not learn.c's objects"))
-	}
-	for name, n := range rec.Progs {
-		fd, err := unix.PidfdGetfd(pidfd, n, 0)
+	for i, name := range progNames {
+		prog, err := ebpf.NewProgramFromFD(fds[i])
 		if err != nil {
-			return fail(err)
-		}
-		prog, err := ebpf.NewProgramFromFD(fd)
-		if err != nil {
-			unix.Close(fd)
 			return fail(err)
 		}
 		coll.Programs[name] = prog
+		owned++
 		info, err := prog.Info()
 		if err != nil || prog.Type() != learnProgTypes[name] || !strings.HasPrefix(name, info.Name) || info.Name == "" {
-			return fail(fmt.Errorf("fd %d of %d is not program %s", n, rec.Pid, name))
+			return fail(fmt.Errorf("fd %d of %d is not program %s", rec.Progs[name], rec.Pid, name))
 		}
 	}
-	for name, n := range rec.Maps {
-		fd, err := unix.PidfdGetfd(pidfd, n, 0)
+	for i, name := range mapNames {
+		m, err := ebpf.NewMapFromFD(fds[len(progNames)+i])
 		if err != nil {
-			return fail(err)
-		}
-		m, err := ebpf.NewMapFromFD(fd)
-		if err != nil {
-			unix.Close(fd)
 			return fail(err)
 		}
 		coll.Maps[name] = m
+		owned++
 		info, err := m.Info()
 		if err != nil || m.Type() != learnMapTypes[name] || !strings.HasPrefix(name, info.Name) || info.Name == "" {
-			return fail(fmt.Errorf("fd %d of %d is not map %s", n, rec.Pid, name))
+			return fail(fmt.Errorf("fd %d of %d is not map %s", rec.Maps[name], rec.Pid, name))
 		}
-	}
-	for _, n := range rec.Perfs {
-		fd, err := unix.PidfdGetfd(pidfd, n, 0)
-		if err != nil {
-			return fail(err)
-		}
-		c.perfs = append(c.perfs, fd)
 	}
 	if err := coll.Assign(&c.objs.LearnPrograms); err != nil {
 		return fail(err)

@@ -132,10 +132,16 @@ func cgroup2From(ms []mountEntry) (string, error) {
 	}
 }
 
-// TracefsMount returns where tracefs is mounted (a tracefs mount, else debugfs's tracing/
-// directory), read from /proc/self/mountinfo. The error is an *UnsupportedError when neither is
-// mounted. It does not mount anything.
+// TracefsMount returns where tracefs is: /sys/kernel/tracing or /sys/kernel/debug/tracing when
+// its events/ directory is there (a stat: learn and enforce ask on every run), else a tracefs
+// mount (or debugfs's tracing/ directory) read from /proc/self/mountinfo. The error is an
+// *UnsupportedError when neither is mounted. It does not mount anything (kernrun.Tracefs does).
 func TracefsMount() (string, error) {
+	for _, d := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		if _, err := os.Stat(d + "/events"); err == nil {
+			return d, nil
+		}
+	}
 	ms, err := readMountinfo()
 	if err != nil {
 		return "", fmt.Errorf("find tracefs mount: %w", err)

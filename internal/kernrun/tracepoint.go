@@ -14,48 +14,69 @@ import (
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/hostcheck"
 )
 
 var (
 	tracefsMu  sync.Mutex
-	tracefsDir = "/sys/kernel/tracing"
+	tracefsDir string // found: kept for the process
 )
 
-// EnsureTracefs finds tracefs, and mounts it at /sys/kernel/tracing when nothing provides it:
-// the tracepoint ids are read from its events/ directory. Some VMs boot without it mounted.
-func EnsureTracefs() error {
+// Tracefs returns where tracefs is (hostcheck.TracefsMount, doctor's probe, shared), and mounts
+// it at /sys/kernel/tracing when nothing provides it (some VMs boot without it): the
+// tracepoint ids are read from its events/ directory. Once found, it is kept for the process.
+func Tracefs() (string, error) {
 	tracefsMu.Lock()
 	defer tracefsMu.Unlock()
-	for _, d := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
-		if _, err := os.Stat(d + "/events"); err == nil {
-			tracefsDir = d
-			return nil
+	if tracefsDir != "" {
+		return tracefsDir, nil
+	}
+	d, err := hostcheck.TracefsMount()
+	if errors.Is(err, hostcheck.ErrNotSupported) {
+		d = "/sys/kernel/tracing"
+		err = unix.Mount("tracefs", d, "tracefs", 0, "")
+		if err != nil && !errors.Is(err, unix.EBUSY) {
+			return "", fmt.Errorf("tracefs is not mounted and mounting it at %s failed: %w", d, err)
 		}
+		err = nil
 	}
-	err := unix.Mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, "")
-	if err != nil && !errors.Is(err, unix.EBUSY) {
-		return fmt.Errorf("tracefs is not mounted and mounting it at /sys/kernel/tracing failed: %w", err)
+	if err != nil {
+		return "", err
 	}
-	tracefsDir = "/sys/kernel/tracing"
-	return nil
+	tracefsDir = d
+	return d, nil
 }
 
-// OpenTracepoint opens the perf event of a tracepoint on CPU 0 (a tracepoint program runs on
-// every CPU), enabled, without a program, so that the (slower) opens can run while the program
-// is still being loaded. Attach the program with SetTracepointProgram; until then the event counts
-// nothing anyone reads. Call EnsureTracefs first.
-func OpenTracepoint(group, name string) (int, error) {
-	tracefsMu.Lock()
-	dir := tracefsDir
-	tracefsMu.Unlock()
-	idText, err := os.ReadFile(filepath.Join(dir, "events", group, name, "id"))
-	if err != nil {
-		return -1, err
+// tracepointIDs caches the ids of tracepoints (tracefs events/GROUP/NAME/id).
+var tracepointIDs sync.Map
+
+// TracepointID returns a tracepoint's id (tracefs events/GROUP/NAME/id, read once per
+// process); an error matching os.ErrNotExist when this kernel does not have it.
+func TracepointID(group, name string) (uint64, error) {
+	key := group + "/" + name
+	if v, ok := tracepointIDs.Load(key); ok {
+		return v.(uint64), nil
 	}
-	id, err := strconv.ParseUint(strings.TrimSpace(string(idText)), 10, 64)
+	dir, err := Tracefs()
 	if err != nil {
-		return -1, fmt.Errorf("tracepoint id %q: %w", idText, err)
+		return 0, err
 	}
+	b, err := os.ReadFile(filepath.Join(dir, "events", group, name, "id"))
+	if err != nil {
+		return 0, err
+	}
+	id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("tracepoint id %q: %w", b, err)
+	}
+	tracepointIDs.Store(key, id)
+	return id, nil
+}
+
+// openTracepoint opens the perf event of tracepoint id on CPU 0 (a tracepoint program runs on
+// every CPU), disabled or not.
+func openTracepoint(id uint64, disabled bool) (int, error) {
 	attr := unix.PerfEventAttr{
 		Type:        unix.PERF_TYPE_TRACEPOINT,
 		Config:      id,
@@ -63,12 +84,62 @@ func OpenTracepoint(group, name string) (int, error) {
 		Sample:      1,
 		Wakeup:      1,
 	}
+	if disabled {
+		attr.Bits = unix.PerfBitDisabled
+	}
 	attr.Size = uint32(unsafe.Sizeof(attr))
-	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	return unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+}
+
+// OpenTracepoint opens the perf event of a tracepoint, enabled, without a program, so that the
+// (slower) opens can run while the program is still being loaded (learn). Attach the program
+// with SetTracepointProgram; until then the event counts nothing anyone reads.
+func OpenTracepoint(group, name string) (int, error) {
+	id, err := TracepointID(group, name)
+	if err != nil {
+		return -1, err
+	}
+	fd, err := openTracepoint(id, false)
 	if err != nil {
 		return -1, fmt.Errorf("perf_event_open: %w", err)
 	}
 	return fd, nil
+}
+
+// TracepointLink is a program attached to a tracepoint through a bpf link (AttachTracepoint):
+// the perf event and the link, fds of this process (-1: none).
+type TracepointLink struct{ Perf, Link int }
+
+// AttachTracepoint opens a disabled perf event for a tracepoint (nothing is recorded: the
+// program runs for every CPU all the same) and links prog to it with cookie (the guard). A
+// tracepoint this kernel does not have is no error: TracepointLink{-1, -1}.
+func AttachTracepoint(group, name string, prog *ebpf.Program, cookie uint64) (TracepointLink, error) {
+	none := TracepointLink{-1, -1}
+	id, err := TracepointID(group, name)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return none, nil
+		}
+		return none, err
+	}
+	pfd, err := openTracepoint(id, true)
+	if err != nil {
+		return none, fmt.Errorf("perf_event_open %s/%s: %w", group, name, err)
+	}
+	// BPF_LINK_CREATE with BPF_PERF_EVENT: union bpf_attr's link_create {prog_fd, target_fd,
+	// attach_type, flags, perf_event.bpf_cookie} (the kernel makes it close-on-exec).
+	var a struct {
+		progFD, targetFD, attachType, flags uint32
+		cookie                              uint64
+		_                                   [32]byte // zero: the kernel checks the rest
+	}
+	a.progFD, a.targetFD, a.attachType, a.cookie = uint32(prog.FD()), uint32(pfd), uint32(ebpf.AttachPerfEvent), cookie
+	lfd, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_LINK_CREATE, uintptr(unsafe.Pointer(&a)), unsafe.Sizeof(a))
+	if errno != 0 {
+		unix.Close(pfd)
+		return none, fmt.Errorf("attach %s to %s/%s: %w", prog, group, name, errno)
+	}
+	return TracepointLink{Perf: pfd, Link: int(lfd)}, nil
 }
 
 // SetTracepointProgram attaches prog to a perf event from OpenTracepoint.

@@ -1,9 +1,10 @@
-package enforcer
+package guard
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
@@ -71,10 +71,9 @@ func fillFops(fops *ebpf.Map) error {
 	return nil
 }
 
-// tpLink is the file-denial program on one syscall exit tracepoint: a perf event (opened
-// disabled: nothing is recorded, only the program runs) and the bpf link that attaches the
-// program to it with the slot as the cookie.
-type tpLink struct{ perf, link int }
+// tpLink is the file-denial program on one syscall exit tracepoint, with the slot as the
+// cookie (kernrun.AttachTracepoint).
+type tpLink = kernrun.TracepointLink
 
 // lingerFor is how long a helper process keeps a finished run's tracepoint perf events open.
 //
@@ -88,35 +87,16 @@ type tpLink struct{ perf, link int }
 // while a syscall tracepoint is registered every syscall on the host takes the kernel's
 // syscall-work path (+8-17 ns each here), so the moment is short (closing without it kept
 // them registered for a grace period or two per tracepoint anyway). With pins the helper keeps
-// the program attached as well, for a run that takes the slot over (guard_warm_linux.go): then
+// the program attached as well, for a run that takes the slot over (warm_linux.go): then
 // neither run attaches nor detaches anything.
 var lingerFor = 250 * time.Millisecond
 
-// mayExecute reports whether the run's seccomp filter can let the x86_64 syscall name reach the
-// kernel (allowed, possibly under argument checks). One it always refuses is reported by the
-// supervisor and never gets as far as Landlock or a read-only mount, so its exit tracepoint has
-// nothing to observe. True when unsure (another host ABI, no compiled filter).
-func (c *Compiled) mayExecute(name string) bool {
-	if c == nil || c.spec == nil || len(c.spec.abis) == 0 {
-		return true
-	}
-	a := c.spec.abis[0]
-	if a.info == nil || a.info.Name != arch.X86_64.Name || !a.allowed {
-		return true
-	}
-	nr, ok := arch.X86_64.SyscallNames[name]
-	if !ok {
-		return true
-	}
-	return a.rules[uint32(nr)] != nil
-}
-
 // fileNames are the path syscalls whose exit tracepoints the run needs: those the command may
 // execute (every one in audit mode: the supervisor lets refused calls continue).
-func (g *guard) fileNames(c *Compiled) []string {
+func (g *Guard) fileNames() []string {
 	var names []string
-	for _, name := range sortedKeys(fileOps()) {
-		if g.audit || c.mayExecute(name) {
+	for _, name := range slices.Sorted(maps.Keys(fileOps())) {
+		if g.cfg.Audit || g.cfg.MayExecute == nil || g.cfg.MayExecute(name) {
 			names = append(names, name)
 		}
 	}
@@ -125,10 +105,10 @@ func (g *guard) fileNames(c *Compiled) []string {
 
 // attachFiles attaches the slot's file-denial program to the exit tracepoint of each of
 // g.names this kernel has, with the slot as the attach cookie (nothing to do when the run took
-// over a warm slot: see guard_warm_linux.go). Each attached tracepoint costs every process on
+// over a warm slot: see warm_linux.go). Each attached tracepoint costs every process on
 // the host a little on that syscall, and the run's teardown a little more. Attached
 // concurrently: each perf_event_open of a tracepoint takes the kernel's event_mutex.
-func (g *guard) attachFiles() error {
+func (g *Guard) attachFiles() error {
 	if g.warm {
 		return nil
 	}
@@ -153,7 +133,7 @@ func (g *guard) attachFiles() error {
 	}
 }
 
-func (g *guard) attachTracepoints(names []string, prog *ebpf.Program) error {
+func (g *Guard) attachTracepoints(names []string, prog *ebpf.Program) error {
 	tps := make([]tpLink, len(names))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
@@ -161,96 +141,21 @@ func (g *guard) attachTracepoints(names []string, prog *ebpf.Program) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tps[i], errs[i] = attachTracepoint("syscalls", "sys_exit_"+name, prog, uint64(g.slot))
+			tps[i], errs[i] = kernrun.AttachTracepoint("syscalls", "sys_exit_"+name, prog, uint64(g.slot))
 		}()
 	}
 	wg.Wait()
 	for _, tp := range tps {
-		if tp.perf >= 0 {
+		if tp.Perf >= 0 {
 			g.tps = append(g.tps, tp)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// tracepointIDs caches the ids of tracepoints (tracefs events/GROUP/NAME/id).
-var tracepointIDs sync.Map
-
-// attachTracepoint opens a disabled perf event for a tracepoint on CPU 0 (nothing is recorded:
-// the program runs for every CPU all the same) and links prog to it with cookie. A tracepoint
-// this kernel does not have is no error: tpLink{-1, -1}.
-func attachTracepoint(group, name string, prog *ebpf.Program, cookie uint64) (tpLink, error) {
-	none := tpLink{-1, -1}
-	id, err := tracepointID(group, name)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return none, nil
-		}
-		return none, err
-	}
-	attr := unix.PerfEventAttr{
-		Type:        unix.PERF_TYPE_TRACEPOINT,
-		Config:      id,
-		Sample_type: unix.PERF_SAMPLE_RAW,
-		Sample:      1,
-		Wakeup:      1,
-		Bits:        unix.PerfBitDisabled,
-	}
-	attr.Size = uint32(unsafe.Sizeof(attr))
-	pfd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
-	if err != nil {
-		return none, fmt.Errorf("perf_event_open %s/%s: %w", group, name, err)
-	}
-	// BPF_LINK_CREATE with BPF_PERF_EVENT: union bpf_attr's link_create {prog_fd, target_fd,
-	// attach_type, flags, perf_event.bpf_cookie} (the kernel makes it close-on-exec).
-	var a struct {
-		progFD, targetFD, attachType, flags uint32
-		cookie                              uint64
-		_                                   [32]byte // zero: the kernel checks the rest
-	}
-	a.progFD, a.targetFD, a.attachType, a.cookie = uint32(prog.FD()), uint32(pfd), uint32(ebpf.AttachPerfEvent), cookie
-	lfd, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_LINK_CREATE, uintptr(unsafe.Pointer(&a)), unsafe.Sizeof(a))
-	if errno != 0 {
-		unix.Close(pfd)
-		return none, fmt.Errorf("attach the file-denial program to %s/%s: %w", group, name, errno)
-	}
-	return tpLink{perf: pfd, link: int(lfd)}, nil
-}
-
-func tracepointID(group, name string) (uint64, error) {
-	key := group + "/" + name
-	if v, ok := tracepointIDs.Load(key); ok {
-		return v.(uint64), nil
-	}
-	dir, err := tracefs()
-	if err != nil {
-		return 0, err
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "events", group, name, "id"))
-	if err != nil {
-		return 0, err
-	}
-	id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("tracepoint id %q: %w", b, err)
-	}
-	tracepointIDs.Store(key, id)
-	return id, nil
-}
-
-// tracefs is where tracefs is (mounted by kernrun.EnsureTracefs when nothing provides it).
-var tracefs = sync.OnceValues(func() (string, error) {
-	for _, d := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
-		if _, err := os.Stat(d + "/events"); err == nil {
-			return d, nil
-		}
-	}
-	return "/sys/kernel/tracing", kernrun.EnsureTracefs()
-})
-
 // closeTracepoints detaches the run's file program and closes the perf events, and reports
 // whether a helper releases the run's slot afterwards.
-func (g *guard) closeTracepoints() bool {
+func (g *Guard) closeTracepoints() bool {
 	rel := &slotRelease{owners: g.objs.maps["slot_owner"], cgids: g.objs.maps["slot_cgid"], slot: uint32(g.slot), names: g.names}
 	if g.objs.pinned() {
 		rel.warm = warmPath(g.objs.dir, rel.slot)
@@ -263,8 +168,8 @@ func (g *guard) closeTracepoints() bool {
 		// A slot taken over: back to its helper when it is still there (nothing to start).
 		if handed = g.keeper.giveBack(rel.owners, rel.cgids); handed {
 			for _, tp := range g.tps {
-				unix.Close(tp.link)
-				unix.Close(tp.perf)
+				unix.Close(tp.Link)
+				unix.Close(tp.Perf)
 			}
 		}
 		g.keeper = nil
@@ -280,7 +185,7 @@ func (g *guard) closeTracepoints() bool {
 }
 
 // slotRelease is the slot a helper frees once it has detached the slot's program; with warm,
-// the helper publishes the slot there first (see guard_warm_linux.go).
+// the helper publishes the slot there first (see warm_linux.go).
 type slotRelease struct {
 	owners, cgids *ebpf.Map
 	slot          uint32
@@ -289,7 +194,7 @@ type slotRelease struct {
 }
 
 // closeTracepoints detaches the program and closes the perf events without waiting for the
-// kernel: both are handed to a helper process (see lingerStage), which then releases the slot
+// kernel: both are handed to a helper process (see Helper), which then releases the slot
 // (rel, when not nil). Detaching a program from a perf event waits for an RCU tasks-trace grace
 // period (~35 ms here), closing the last perf event of a tracepoint for more (see lingerFor);
 // the program filters on this run's cgroup, empty by then, until the helper has detached it.
@@ -297,8 +202,8 @@ type slotRelease struct {
 func closeTracepoints(tps []tpLink, rel *slotRelease) bool {
 	var links, perf []int
 	for _, tp := range tps {
-		links = append(links, tp.link)
-		perf = append(perf, tp.perf)
+		links = append(links, tp.Link)
+		perf = append(perf, tp.Perf)
 	}
 	if len(perf) == 0 {
 		return false
@@ -330,10 +235,10 @@ func closeConcurrently(fds []int) {
 	wg.Wait()
 }
 
-// lingerArg is the hidden first argument that makes sysprof's main the helper that detaches a
+// HelperArg is the hidden first argument that makes sysprof's main the helper that detaches a
 // finished run's file-denial program, releases its slot and keeps its perf events open for
-// lingerFor.
-const lingerArg = "__sysprof_linger__"
+// lingerFor: the init dispatcher (enforcer.MaybeInit) runs os.Exit(Helper(os.Args[2:])) then.
+const HelperArg = "__sysprof_linger__"
 
 // handOff starts the helper with the links, the perf events and the slot map (and closes them
 // here), and makes the helper the slot's owner. It reports false when it did not touch them.
@@ -341,32 +246,19 @@ func handOff(links, perf []int, rel *slotRelease) bool {
 	fds := slices.Concat(links, perf)
 	slot, warm := -1, "-"
 	if rel != nil && rel.owners != nil {
-		dup, err := unix.FcntlInt(uintptr(rel.owners.FD()), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			return false
-		}
-		fds = append(fds, dup)
+		fds = append(fds, rel.owners.FD())
 		slot = int(rel.slot)
 		if rel.warm != "" {
 			warm = rel.warm
 		}
 	}
-	var files []*os.File
-	for _, fd := range fds {
-		files = append(files, os.NewFile(uintptr(fd), "bpf"))
-	}
 	cmd := &exec.Cmd{
 		Path: "/proc/self/exe",
-		Args: []string{"sysprof-linger", lingerArg, strconv.Itoa(len(links)), strconv.Itoa(len(perf)), strconv.Itoa(slot),
+		Args: []string{"sysprof-linger", HelperArg, strconv.Itoa(len(links)), strconv.Itoa(len(perf)), strconv.Itoa(slot),
 			strconv.FormatInt(lingerFor.Milliseconds(), 10), warm},
-		ExtraFiles:  files,
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
-	err := cmd.Start()
+	h, nums, err := kernrun.StartHolder(cmd, fds)
 	if err != nil {
-		if slot >= 0 {
-			files[len(files)-1].Close()
-		}
 		return false // the caller still owns links and perf
 	}
 	if slot >= 0 {
@@ -376,31 +268,27 @@ func handOff(links, perf []int, rel *slotRelease) bool {
 		if warm != "-" {
 			unlock, err = lockWarm(true)
 		}
-		_ = rel.owners.Update(uint32(slot), uint64(cmd.Process.Pid), ebpf.UpdateExist)
+		_ = rel.owners.Update(uint32(slot), uint64(h.Pid), ebpf.UpdateExist)
 		if unlock != nil {
-			w := warmSlot{Pid: cmd.Process.Pid, Slot: uint32(slot), Names: rel.names}
-			for i := range links {
-				w.Links = append(w.Links, 3+i)
-				w.Perfs = append(w.Perfs, 3+len(links)+i)
-			}
+			w := WarmSlot{Holder: h, Slot: uint32(slot), Names: rel.names,
+				Links: nums[:len(links)], Perfs: nums[len(links) : len(links)+len(perf)]}
 			publishWarm(warm, w)
 			unlock()
 		}
 	}
-	for _, f := range files {
-		f.Close() // the helper holds them
+	for _, fd := range slices.Concat(links, perf) {
+		unix.Close(fd) // the helper holds them
 	}
-	go cmd.Wait() // reap it if this process is still there
 	return true
 }
 
-// lingerStage is the helper's main (see handOff): from fd 3, nlinks links (closed at once and
+// Helper is the helper's main (see handOff): from fd 3, nlinks links (closed at once and
 // concurrently: each waits for a grace period), nperf perf events (kept open for the given
 // milliseconds, by `sleep` when there is one, and closed at exit), and when slot >= 0 the
 // slot_owner map, whose entry for slot is deleted once the links are closed. With a warm file
 // (not "-") the slot is published there: the helper keeps the links too, for a run that takes
 // the slot over (lingerWarm).
-func lingerStage(args []string) int {
+func Helper(args []string) int {
 	if len(args) != 5 {
 		return 2
 	}
@@ -491,7 +379,7 @@ var errnoNames = map[int32]string{-int32(unix.EACCES): "EACCES", -int32(unix.ERO
 
 // fileDenials turns a file event into the denials it stands for (a rename is two: the old
 // name's directory loses an entry, the new one gains one).
-func (g *guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) []report.Denial {
+func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) []report.Denial {
 	p1 := t.str(int(ev.PathLen))
 	b1 := t.components(int(ev.BaseLen))
 	p2 := t.str(int(ev.Path2Len))
@@ -535,7 +423,7 @@ func (g *guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 			continue
 		}
 		if ev.Ret == -int32(unix.ENOENT) {
-			if !coveredBy(h.path, g.plan.Hidden) {
+			if !coveredBy(h.path, g.cfg.Hidden) {
 				continue // not there, not hidden: the tool looking around
 			}
 		} else if ev.Ret == -int32(unix.EACCES) && g.landlockAllows(h.access, h.path) {
@@ -553,7 +441,9 @@ func (g *guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 		}
 		portable := g.portable(h.path)
 		d.Suggest = fmt.Sprintf("filesystem.%s: + %s", section, portable)
-		d.Risk = fileRisk(g.profile, h.access, portable)
+		if g.cfg.FileRisk != nil {
+			d.Risk = g.cfg.FileRisk(h.access, portable)
+		}
 		out = append(out, d)
 	}
 	return out
@@ -580,8 +470,8 @@ func openAccess(flags uint64, path string) string {
 
 // landlockAllows reports whether the plan's Landlock rules grant access to path (then an
 // EACCES came from somewhere else, such as file permissions).
-func (g *guard) landlockAllows(access, path string) bool {
-	ll := g.plan.Landlock
+func (g *Guard) landlockAllows(access, path string) bool {
+	ll := g.cfg.Landlock
 	if ll == nil {
 		return false
 	}
@@ -599,7 +489,7 @@ func (g *guard) landlockAllows(access, path string) bool {
 // crossMount reports whether an EXDEV link or rename had both ends writable under Landlock:
 // then Landlock's refer check passed, and the error is the ordinary cross-mount one (the private
 // /tmp and a bound work tree are different mounts), which tools handle by copying.
-func (g *guard) crossMount(hits []hit) bool {
+func (g *Guard) crossMount(hits []hit) bool {
 	for _, h := range hits {
 		if h.path == "" || !g.landlockAllows("write", h.path) {
 			return false
@@ -608,5 +498,10 @@ func (g *guard) crossMount(hits []hit) bool {
 	return len(hits) > 0
 }
 
+// coveredBy reports whether p is one of dirs or below one of them.
+func coveredBy(p string, dirs []string) bool {
+	return slices.ContainsFunc(dirs, func(d string) bool { return p == d || strings.HasPrefix(p, d+"/") })
+}
+
 // portable writes path the way a profile would: with variables and per-run names as globs.
-func (g *guard) portable(path string) string { return synth.Portable(path, g.env.Vars) }
+func (g *Guard) portable(path string) string { return synth.Portable(path, g.cfg.Vars) }

@@ -1,4 +1,4 @@
-package enforcer
+package guard
 
 import (
 	"path/filepath"
@@ -47,7 +47,7 @@ func TestOpenAccess(t *testing.T) {
 }
 
 func TestGuardPortableAndLandlockAllows(t *testing.T) {
-	g := &guard{env: Env{Vars: map[string]string{"HOME": "/home/u", "WORKDIR": "/home/u/src", "TMPDIR": "/tmp"}}}
+	g := &Guard{cfg: Config{Vars: map[string]string{"HOME": "/home/u", "WORKDIR": "/home/u/src", "TMPDIR": "/tmp"}}}
 	for in, want := range map[string]string{
 		"/home/u/src/a.go": "$WORKDIR/a.go",
 		"/home/u/.ssh/id":  "$HOME/.ssh/id",
@@ -60,7 +60,7 @@ func TestGuardPortableAndLandlockAllows(t *testing.T) {
 			t.Errorf("portable(%s) = %s, want %s", in, got, want)
 		}
 	}
-	g.plan.Landlock = &sandbox.Landlock{Read: []string{"/usr"}, Write: []string{"/w"}, Exec: []string{"/usr/bin/x"}, List: []string{"/l"}}
+	g.cfg.Landlock = &sandbox.Landlock{Read: []string{"/usr"}, Write: []string{"/w"}, Exec: []string{"/usr/bin/x"}, List: []string{"/l"}}
 	for _, c := range []struct {
 		access, path string
 		want         bool

@@ -1,7 +1,6 @@
-package enforcer
+package guard
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -41,20 +40,24 @@ import (
 // detaches and frees the slot. Anything unexpected (no pins, no lock, a dead or foreign helper,
 // a stale file) leaves the run to attach cold.
 
-// warmDir holds the lock and one file per published slot (named after the pin directory and
-// the slot: pins of another build, boot or pin root never match).
+// warmDir holds the lock and one file per published slot (named after the record's layout,
+// the pin directory and the slot: pins of another build, boot or pin root never match, nor
+// does a build that writes WarmSlot differently).
 var warmDir = "/run/sysprof/guard-warm"
+
+// warmLayout names WarmSlot's layout (v2: the helper's start time).
+const warmLayout = "v2"
 
 // warmReuses counts the runs of this process that took over a warm slot (for tests).
 var warmReuses atomic.Int64
 
-// warmSlot is a published slot.
-type warmSlot struct {
-	Pid   int      `json:"pid"`   // the helper that holds the fds
-	Slot  uint32   `json:"slot"`  // ring slot and cookie of the links
-	Names []string `json:"names"` // the syscalls asked for (those this kernel has are attached)
-	Links []int    `json:"links"` // fd numbers in the helper
-	Perfs []int    `json:"perfs"`
+// WarmSlot is a published slot.
+type WarmSlot struct {
+	kernrun.Holder          // the helper that holds the fds
+	Slot           uint32   `json:"slot"`  // ring slot and cookie of the links
+	Names          []string `json:"names"` // the syscalls asked for (those this kernel has are attached)
+	Links          []int    `json:"links"` // fd numbers in the helper
+	Perfs          []int    `json:"perfs"`
 	// Until (unix ns): a run gave the slot back; the helper lingers until then.
 	Until int64 `json:"until,omitempty"`
 	// Claimer is the pid of the run that holds the slot (0: free), ClaimerStart its start time
@@ -67,7 +70,7 @@ type warmSlot struct {
 type warmKeeper struct {
 	pidfd int
 	path  string
-	w     warmSlot // as published, with the helper's fd numbers
+	w     WarmSlot // as published, with the helper's fd numbers
 }
 
 func warmPath(pinDir string, slot uint32) string {
@@ -76,22 +79,24 @@ func warmPath(pinDir string, slot uint32) string {
 
 // warmPrefix names the files of slots of the pins in pinDir.
 func warmPrefix(pinDir string) string {
-	return strings.ReplaceAll(strings.Trim(pinDir, "/"), "/", "_") + "-"
+	return warmLayout + "_" + strings.ReplaceAll(strings.Trim(pinDir, "/"), "/", "_") + "-"
 }
+
+// warmEscrow is where slots are published (kernrun's fd escrow).
+func warmEscrow() kernrun.Escrow { return kernrun.Escrow{Dir: warmDir} }
 
 // lockWarm takes the warm slots' lock (creating warmDir when create); the returned func
 // releases it.
-func lockWarm(create bool) (func(), error) { return kernrun.LockDir(warmDir, create) }
+func lockWarm(create bool) (func(), error) { return warmEscrow().Lock(create) }
 
 // publishWarm records a slot the helper pid holds (under the lock, with the slot's owner set
 // to the helper). It reports whether the slot was published.
-func publishWarm(path string, w warmSlot) bool {
-	b, err := json.Marshal(w)
-	if err != nil {
-		return false
-	}
-	return os.WriteFile(path, b, 0o600) == nil
+func publishWarm(path string, w WarmSlot) bool {
+	return warmEscrow().Publish(filepath.Base(path), w) == nil
 }
+
+// readWarm reads the slot published in path.
+func readWarm(path string, w *WarmSlot) error { return warmEscrow().Read(filepath.Base(path), w) }
 
 // claimWarm takes over a published slot of o's pins whose syscalls include names, for a run
 // of this process. It returns the slot, its links and the names attached, or ok false (then
@@ -105,11 +110,10 @@ func claimWarm(o *guardObjs, names []string) (slot int, tps []tpLink, attached [
 		return -1, nil, nil, nil, false // nothing published
 	}
 	defer unlock()
-	files, _ := filepath.Glob(filepath.Join(warmDir, warmPrefix(o.dir)+"*"))
-	for _, f := range files {
-		var w warmSlot
-		b, err := os.ReadFile(f)
-		if err != nil || json.Unmarshal(b, &w) != nil || w.Slot >= ringSlots || f != warmPath(o.dir, w.Slot) ||
+	for _, name := range warmEscrow().Files(warmPrefix(o.dir) + "*") {
+		f := filepath.Join(warmDir, name)
+		var w WarmSlot
+		if readWarm(f, &w) != nil || w.Slot >= ringSlots || f != warmPath(o.dir, w.Slot) ||
 			len(w.Links) != len(w.Perfs) {
 			os.Remove(f)
 			continue
@@ -130,7 +134,7 @@ func claimWarm(o *guardObjs, names []string) (slot int, tps []tpLink, attached [
 // takeWarm takes the slot w publishes in path (see claimWarm; under the lock): the fds, then
 // the ownership, then it marks the file claimed and returns the helper to give the slot back to
 // (nil when the mark failed: then the file is removed and the helper ended, as it cannot tell).
-func takeWarm(o *guardObjs, path string, w *warmSlot) ([]tpLink, *warmKeeper, error) {
+func takeWarm(o *guardObjs, path string, w *WarmSlot) ([]tpLink, *warmKeeper, error) {
 	owners := o.maps["slot_owner"]
 	var pid uint64
 	if err := owners.Lookup(w.Slot, &pid); err != nil || pid != uint64(w.Pid) || w.Pid <= 0 {
@@ -151,32 +155,26 @@ func takeWarm(o *guardObjs, path string, w *warmSlot) ([]tpLink, *warmKeeper, er
 	if !ok {
 		return nil, nil, errors.New("no id for the slot's program")
 	}
-	pidfd, err := unix.PidfdOpen(w.Pid, 0)
+	// Links then perf events, each its own reference (the attachment never depends on the
+	// helper).
+	pidfd, fds, err := kernrun.Take(w.Holder, slices.Concat(w.Links, w.Perfs))
 	if err != nil {
 		return nil, nil, err
 	}
-	var tps []tpLink
+	n := len(w.Links)
+	tps := make([]tpLink, n)
+	for i := range tps {
+		tps[i] = tpLink{Link: fds[i], Perf: fds[n+i]}
+	}
 	fail := func(err error) ([]tpLink, *warmKeeper, error) {
 		unix.Close(pidfd)
-		for _, tp := range tps {
-			closeFD(tp.link)
-			closeFD(tp.perf)
+		for _, fd := range fds {
+			unix.Close(fd)
 		}
 		return nil, nil, err
 	}
-	for i := range w.Links {
-		// pidfd_getfd's fds are close-on-exec.
-		l, err := unix.PidfdGetfd(pidfd, w.Links[i], 0)
-		if err != nil {
-			return fail(err)
-		}
-		p, err := unix.PidfdGetfd(pidfd, w.Perfs[i], 0)
-		if err != nil {
-			unix.Close(l)
-			return fail(err)
-		}
-		tps = append(tps, tpLink{perf: p, link: l})
-		if !slotLink(l, progID, w) {
+	for i, tp := range tps {
+		if !slotLink(tp.Link, progID, w) {
 			return fail(fmt.Errorf("fd %d of %d is not a link of slot %d's program to a syscall exit it publishes", w.Links[i], w.Pid, w.Slot))
 		}
 	}
@@ -207,9 +205,8 @@ func (k *warmKeeper) giveBack(owners, cgids *ebpf.Map) bool {
 		return false
 	}
 	defer unlock()
-	var w warmSlot
-	b, err := os.ReadFile(k.path)
-	if err != nil || json.Unmarshal(b, &w) != nil || w.Pid != k.w.Pid || w.Slot != k.w.Slot || w.Claimer != os.Getpid() {
+	var w WarmSlot
+	if readWarm(k.path, &w) != nil || w.Pid != k.w.Pid || w.Slot != k.w.Slot || w.Claimer != os.Getpid() {
 		return false
 	}
 	if unix.PidfdSendSignal(k.pidfd, 0, nil, 0) != nil {
@@ -229,21 +226,9 @@ func (k *warmKeeper) giveBack(owners, cgids *ebpf.Map) bool {
 	return true
 }
 
-// alive reports whether the process pid started at start is still there.
-func alive(pid int, start uint64) bool {
-	s, ok := kernrun.ProcStart(pid)
-	return ok && s == start
-}
-
-func closeFD(fd int) {
-	if fd >= 0 {
-		unix.Close(fd)
-	}
-}
-
 // slotLink reports whether the link fd attaches program prog to the exit tracepoint of one of
 // w's syscalls with w's slot as the cookie.
-func slotLink(fd int, prog ebpf.ProgramID, w *warmSlot) bool {
+func slotLink(fd int, prog ebpf.ProgramID, w *WarmSlot) bool {
 	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return false
@@ -274,7 +259,7 @@ func subset(a, b []string) bool {
 	return true
 }
 
-// lingerWarm is the helper of a published slot (see lingerStage): it lingers for ms, and then
+// lingerWarm is the helper of a published slot (see Helper): it lingers for ms, and then
 // for as long as the slot is claimed by a live run or a run that gave it back set a later
 // deadline; then it withdraws the slot, detaches the links and releases the slot.
 func lingerWarm(path string, links, perf []int, owners *ebpf.Map, slot uint32, ms int) {
@@ -284,12 +269,11 @@ func lingerWarm(path string, links, perf []int, owners *ebpf.Map, slot uint32, m
 		unlock, err := lockWarm(false) // gone: then nobody can claim the slot either
 		var pid uint64
 		mine := owners.Lookup(slot, &pid) == nil && pid == uint64(os.Getpid())
-		var w warmSlot
-		b, rerr := os.ReadFile(path)
-		published := rerr == nil && json.Unmarshal(b, &w) == nil && w.Pid == os.Getpid()
+		var w WarmSlot
+		published := readWarm(path, &w) == nil && w.Pid == os.Getpid()
 		if err == nil && published {
 			switch {
-			case w.Claimer != 0 && alive(w.Claimer, w.ClaimerStart):
+			case w.Claimer != 0 && (kernrun.Holder{Pid: w.Claimer, Start: w.ClaimerStart}).Alive():
 				// A run holds the slot and gives it back when done.
 				unlock()
 				wait = linger

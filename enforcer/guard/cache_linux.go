@@ -1,4 +1,4 @@
-package enforcer
+package guard
 
 import (
 	"crypto/sha256"
@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,7 +47,7 @@ import (
 //     the file-denial program (the kernel refuses to attach one program twice to a tracepoint,
 //     and detaching it takes a grace period, so the helper that detaches it after the run
 //     releases the slot, unless the next run takes it over first; see handOff and
-//     guard_warm_linux.go). Both are made on the slot's first use and kept.
+//     warm_linux.go). Both are made on the slot's first use and kept.
 //   - A run removes its entries when it ends. A run that was killed leaves them: later runs
 //     remove the entries of run cgroups that no longer exist, and free the slots of owners
 //     (processes) that no longer exist.
@@ -226,7 +228,7 @@ var pinKey = sync.OnceValues(func() (string, error) {
 			}
 		}
 	}
-	for _, name := range sortedKeys(fileOps()) {
+	for _, name := range slices.Sorted(maps.Keys(fileOps())) {
 		nr := arch64Number(name)
 		fmt.Fprintf(h, "%s=%d:%d\x00", name, nr, fileOps()[name])
 	}

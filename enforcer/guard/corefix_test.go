@@ -1,4 +1,4 @@
-package enforcer
+package guard
 
 import (
 	"os"

@@ -1,0 +1,251 @@
+package guard
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/bpf"
+	"github.com/sysprof/sysprof/internal/kernrun"
+	"github.com/sysprof/sysprof/internal/testutil"
+)
+
+// The shapes cache_linux.go checks pins against are guard.c's.
+func TestGuardObjectMatchesExpectations(t *testing.T) {
+	spec, err := guardSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range guardMaps() {
+		got := spec.Maps[name]
+		if got == nil {
+			t.Errorf("guard.c has no map %s", name)
+			continue
+		}
+		if got.Type != want.Type || got.KeySize != want.KeySize || got.ValueSize != want.ValueSize ||
+			got.MaxEntries != want.MaxEntries || got.Flags != want.Flags {
+			t.Errorf("map %s: guard.c %v %d/%d max %d flags %#x, expected %v %d/%d max %d flags %#x", name,
+				got.Type, got.KeySize, got.ValueSize, got.MaxEntries, got.Flags,
+				want.Type, want.KeySize, want.ValueSize, want.MaxEntries, want.Flags)
+		}
+	}
+	inner := spec.Maps["rings"].InnerMap
+	if r := ringSpec(); inner == nil || inner.Type != r.Type || inner.MaxEntries != r.MaxEntries {
+		t.Errorf("rings' inner map %+v, expected %+v", inner, r)
+	}
+	if p := spec.Programs[fileProgram]; p == nil || p.Type != ebpf.TracePoint {
+		t.Errorf("file program: %+v", p)
+	}
+	for _, name := range hookPrograms {
+		if p := spec.Programs[name]; p == nil || p.Type != ebpf.CGroupSockAddr {
+			t.Errorf("hook %s: %+v", name, p)
+		}
+	}
+	if len(spec.Programs) != 1+len(hookPrograms) {
+		t.Errorf("guard.c has %d programs: pin them all", len(spec.Programs))
+	}
+	for name := range spec.Maps {
+		if strings.Contains(pinName(name), ".") || mapName(pinName(name)) != name {
+			t.Errorf("map %s has no bpffs name", name)
+		}
+	}
+}
+
+// withPinRoot points the guard's pins at a bpffs instance of the test's own, so that no test
+// depends on whether the host mounted /sys/fs/bpf.
+func withPinRoot(t *testing.T) string {
+	t.Helper()
+	root := filepath.Join(testutil.BPFFS(t), "sysprof")
+	restore, err := SwapPinRoot(root)
+	t.Cleanup(restore)
+	testutil.RequireNoErr(t, "pins in the test's bpffs", err)
+	return root
+}
+
+func progID(t *testing.T, p *ebpf.Program) ebpf.ProgramID {
+	t.Helper()
+	info, err := p.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := info.ID()
+	return id
+}
+
+// A second open uses the pins; pins of another build go; an unusable pin makes the next run
+// load afresh and publish again.
+func TestGuardPinsReusedAndRepaired(t *testing.T) {
+	root := withPinRoot(t)
+	stale := filepath.Join(root, "guard-00000000000000000000000000000000")
+	if err := os.MkdirAll(stale, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	o1, err := openGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o1.close()
+	if !o1.pinned() {
+		t.Fatal("not pinned")
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("another build's pins are still there: %v", err)
+	}
+	first := progID(t, o1.progs["guard_connect4"])
+
+	o2, err := openGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o2.pinned() || o2.dir != o1.dir || progID(t, o2.progs["guard_connect4"]) != first {
+		t.Errorf("the second open did not use the pins (%s, %s)", o1.dir, o2.dir)
+	}
+	o2.close()
+
+	// A pin of the wrong kind where a map should be.
+	if err := os.Remove(mapPin(o1.dir, "runs")); err != nil {
+		t.Fatal(err)
+	}
+	wrong, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wrong.Close()
+	if err := wrong.Pin(mapPin(o1.dir, "runs")); err != nil {
+		t.Fatal(err)
+	}
+	o3, err := openGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o3.close()
+	if !o3.pinned() || progID(t, o3.progs["guard_connect4"]) == first {
+		t.Errorf("a broken pin was used, or nothing was published again")
+	}
+	want := guardMaps()["runs"]
+	if err := want.Compatible(o3.maps["runs"]); err != nil {
+		t.Errorf("runs: %v", err)
+	}
+	second := progID(t, o3.progs["guard_connect4"])
+
+	// A pin missing, and a slot's file program pin that is not a program.
+	if err := os.Remove(progPin(o3.dir, "guard_bind6")); err != nil {
+		t.Fatal(err)
+	}
+	o4, err := openGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o4.close()
+	if !o4.pinned() || progID(t, o4.progs["guard_connect4"]) == second {
+		t.Errorf("a directory with a pin missing was used, or nothing was published again")
+	}
+	if err := wrong.Pin(filePin(o4.dir, 7)); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := o4.fileProgram(7, false); err != nil || p.Type() != ebpf.TracePoint {
+		t.Errorf("slot 7's file program: %v %v", p, err)
+	}
+}
+
+// Entries of runs that were killed go; those of a live run stay.
+func TestGuardCollectsKilledRuns(t *testing.T) {
+	withPinRoot(t)
+	o, err := openGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	cg, err := kernrun.NewCgroup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cg.Remove()
+	done := exec.Command("true")
+	if err := done.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadPid, deadRun := uint64(done.Process.Pid), uint64(1)<<62|12345
+	for _, id := range []uint64{deadRun, cg.ID} {
+		if err := o.maps["runs"].Put(id, &bpf.GuardRunCfg{}); err != nil {
+			t.Fatal(err)
+		}
+		k := bpf.GuardNetKey4{Prefixlen: keyFixedBits + 32, Run: runKey(id), Port: 443}
+		if err := o.maps["allow4"].Put(&k, uint8(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for slot, pid := range map[uint32]uint64{3: deadPid, 4: uint64(os.Getpid())} {
+		if err := o.maps["slot_owner"].Put(slot, pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o.collectDead()
+	var cfg bpf.GuardRunCfg
+	if o.maps["runs"].Lookup(deadRun, &cfg) == nil {
+		t.Error("the killed run's entry is still there")
+	}
+	if err := o.maps["runs"].Lookup(cg.ID, &cfg); err != nil {
+		t.Errorf("the live run's entry went: %v", err)
+	}
+	var pid uint64
+	if o.maps["slot_owner"].Lookup(uint32(3), &pid) == nil {
+		t.Error("the slot of a process that is gone is still taken")
+	}
+	if err := o.maps["slot_owner"].Lookup(uint32(4), &pid); err != nil {
+		t.Errorf("the slot of a live process was freed: %v", err)
+	}
+	k4, _ := allowKeys(o.maps["allow4"], o.maps["allow6"])
+	if len(k4) != 1 || runOf(k4[0].Run) != cg.ID {
+		t.Errorf("allowlist keys left: %+v", k4)
+	}
+}
+
+// Where nothing mounted bpffs at pinRoot's parent (a fresh VM's /sys/fs/bpf), the first run
+// mounts it there and pins; the next run opens those pins.
+func TestGuardMountsBPFFS(t *testing.T) {
+	testutil.RequireRoot(t)
+	mnt := t.TempDir() // a plain directory, like /sys/fs/bpf before anything mounts it
+	saved := pinRoot
+	pinRoot = filepath.Join(mnt, "sysprof")
+	t.Cleanup(func() {
+		pinRoot = saved
+		for {
+			if ok, _ := kernrun.IsBPFFS(mnt); !ok || unix.Unmount(mnt, unix.MNT_DETACH) != nil {
+				break
+			}
+		}
+	})
+	o1, err := openGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o1.close()
+	if ok, err := kernrun.IsBPFFS(mnt); err != nil || !ok {
+		t.Fatalf("no bpffs at %s after a run (%v)", mnt, err)
+	}
+	if !o1.pinned() {
+		t.Fatal("the run did not pin in the bpffs it mounted")
+	}
+	o2, err := openGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o2.close()
+	if !o2.pinned() || progID(t, o2.progs[hookPrograms[0]]) != progID(t, o1.progs[hookPrograms[0]]) {
+		t.Error("the second run did not open the first run's pins")
+	}
+	// Mounted once: a second instance over the first would hide its pins.
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(mi), " "+mnt+" "); n != 1 {
+		t.Errorf("%d mounts at %s, want 1", n, mnt)
+	}
+}

@@ -1,0 +1,788 @@
+package guard
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/sysprof/sysprof/bpf"
+	"github.com/sysprof/sysprof/internal/kernrun"
+	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/sandbox"
+)
+
+// Host name resolution while the command runs.
+var (
+	// resolveEvery is how often host names of the profile are resolved again.
+	resolveEvery = 30 * time.Second
+	// addrGrace is how long an address a name no longer resolves to stays allowed: the
+	// command may have looked it up just before it changed.
+	addrGrace = 5 * time.Minute
+	// resolvConf lists the nameservers DNS traffic may reach when the profile names hosts.
+	resolvConf = "/etc/resolv.conf"
+	// lookupHost resolves a name (a seam for tests).
+	lookupHost = func(ctx context.Context, host string) ([]netip.Addr, error) {
+		return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	}
+)
+
+// The guard's object and the kernel's BTF (for its CO-RE relocations) are parsed once per
+// process (the kernel's BTF only when no fixups are stored for this kernel, see
+// relocatedOptions).
+var (
+	guardSpec = sync.OnceValues(bpf.LoadGuard)
+	kernelBTF = sync.OnceValues(btf.LoadKernelSpec)
+	// guardFixups names the guard object's CO-RE fixups on this kernel (an error without a
+	// boot id: then every run relocates against the kernel's BTF).
+	guardFixups = sync.OnceValues(func() (*kernrun.CoreFixups, error) {
+		spec, err := guardSpec()
+		if err != nil {
+			return nil, err
+		}
+		return kernrun.NewCoreFixups("guard", spec)
+	})
+)
+
+// Load is guard.c being opened from its pins or loaded ahead of its run (see
+// cache_linux.go): none of it depends on the profile or on the run's cgroup.
+type Load struct {
+	done chan struct{}
+	objs *guardObjs
+	err  error
+}
+
+// startLoad starts opening or loading guard.c in the background.
+func startLoad() *Load {
+	l := &Load{done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		start := time.Now()
+		l.objs, l.err = openGuard()
+		phase.Since("guard: open or load", start)
+	}()
+	return l
+}
+
+func (l *Load) wait() (*guardObjs, error) {
+	<-l.done
+	return l.objs, l.err
+}
+
+// close waits for the load and closes what it opened (pins stay).
+func (l *Load) close() {
+	if o, err := l.wait(); err == nil {
+		o.close()
+	}
+}
+
+// Discard closes a load no run takes, in the background.
+func (l *Load) Discard() { go l.close() }
+
+var (
+	nextLoadMu sync.Mutex
+	nextLoad   *Load
+)
+
+// Prewarm starts loading what a root run's guard needs in the background, so that Run finds it
+// loaded (the next Run of this process takes it). It does nothing for an ordinary user (no
+// guard) and is never required: Run starts the load itself otherwise.
+func Prewarm() {
+	if os.Geteuid() != 0 {
+		return
+	}
+	nextLoadMu.Lock()
+	defer nextLoadMu.Unlock()
+	if nextLoad == nil {
+		nextLoad = startLoad()
+	}
+}
+
+// TakeLoad returns the load Prewarm started, or starts one (for Config.Load).
+func TakeLoad() *Load {
+	nextLoadMu.Lock()
+	defer nextLoadMu.Unlock()
+	l := nextLoad
+	nextLoad = nil
+	if l == nil {
+		l = startLoad()
+	}
+	return l
+}
+
+// Config is what a run's guard enforces and reports against.
+type Config struct {
+	// Net attaches the network hooks with Rules as the allowlist (host names resolved at start
+	// and kept current); Files attaches the file-denial program to the exit tracepoints of the
+	// path syscalls the command may execute (MayExecute; nil: every one).
+	Net        bool
+	Rules      []NetRule
+	Files      bool
+	MayExecute func(syscall string) bool
+	// Audit: the supervisor lets refused syscalls continue (so every path syscall is watched),
+	// and the denials are reported as allowed.
+	Audit bool
+	// Hidden are the paths the sandbox hides (an ENOENT under one is a denial); Landlock is the
+	// plan's (an EACCES it allows is not the sandbox's).
+	Hidden   []string
+	Landlock *sandbox.Landlock
+	// Vars are the path variables a suggestion is written with (synth.Portable).
+	Vars map[string]string
+	// FileRisk and NetRisk rate a suggestion (nil: unrated).
+	FileRisk func(access, portable string) report.Risk
+	NetRisk  func(section, item, proto string) report.Risk
+	// MaxDistinct caps the distinct denials listed (the rest are counted; 0: no cap).
+	MaxDistinct int
+	// Load is what TakeLoad returned (the guard owns it from Start on; nil: Start starts one).
+	Load *Load
+	// Cgroup is the run's cgroup when the init stage was born into one already (the guard
+	// takes it; nil: Start creates one).
+	Cgroup *kernrun.Cgroup
+}
+
+// Guard is the kernel side of enforcing as root: a per-run cgroup the init stage is born
+// into, with guard.c's programs attached to it, and the reader of their denial events.
+type Guard struct {
+	cfg  Config
+	cg   *kernrun.Cgroup
+	load *Load      // owns objs
+	objs *guardObjs // guard.c's programs and maps (load's)
+	ring *ebpf.Map  // the run's ring buffer (slot in rings)
+	slot int        // -1: none taken
+	// slotHandedOff: the helper that detaches the file program releases the slot.
+	slotHandedOff bool
+	ownFile       *ebpf.Program // an instance of the file program of this run's own (see attachFiles)
+	// names are the path syscalls the file program is attached to (asked for: those this
+	// kernel has); warm: the run took over a lingering slot with them (warm_linux.go).
+	names  []string
+	warm   bool
+	keeper *warmKeeper // the helper of the slot taken over (warm), to give it back to
+	keys   []hookKey   // the run's allowlist keys
+	inRuns bool        // the run has its entry in runs
+	// links are the network hooks; tps the file-denial program on the path syscalls' exit
+	// tracepoints.
+	links []link.Link
+	tps   []tpLink
+	rd    *ringbuf.Reader
+	// rootPid is the init stage (PID 1 of the sandbox, the command's parent; without the sandbox
+	// it execs the command): parent chains end there.
+	rootPid atomic.Int64
+
+	mu       sync.Mutex
+	hostOf   map[netip.Addr]string // reverse map of resolved names, for the report
+	resolved map[string]map[netip.Addr]time.Time
+	denials  []report.Denial
+	index    map[string]int
+	dropped  int
+	notes    []string
+
+	stopResolve chan struct{}
+	wg          sync.WaitGroup
+
+	// setupDone is closed when the background setup (Start) has finished; setupErr is its
+	// result.
+	setupDone chan struct{}
+	setupErr  error
+}
+
+// Available reports why the root-only guard (cgroup hooks) cannot run here, or nil.
+func Available() error {
+	if os.Geteuid() != 0 {
+		return errors.New("needs root (eBPF programs and cgroups)")
+	}
+	if _, err := kernrun.Cgroup2Mount(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// newGuard is Start with a load of its own, waited for: the guard is set up when it returns,
+// or nothing is left of it.
+func newGuard(ctx context.Context, cfg Config) (*Guard, error) {
+	cfg.Load = startLoad()
+	g, err := Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.Wait(); err != nil {
+		g.cg.Remove()
+		return nil, err
+	}
+	return g, nil
+}
+
+// Start creates the run's cgroup and finishes guard.c's setup for it in the background with
+// what cfg.Load loads: the network hooks with the allowlist when cfg.Net (host names resolved
+// now), the file-denial program when cfg.Files. The caller starts the init stage meanwhile with
+// UseCgroupFD = g.Cgroup().FD (or started it in cfg.Cgroup), calls Wait before releasing it to
+// exec the command, and Close when the command is gone.
+//
+// Requires root, cgroup2 and Linux 5.15 (bpf_task_pt_regs, bpf_loop).
+func Start(ctx context.Context, cfg Config) (*Guard, error) {
+	l := cfg.Load
+	if l == nil {
+		l = startLoad()
+	}
+	cfg.Load = nil // the guard's own from here on
+	g, err := newGuardCgroup(cfg)
+	if err != nil {
+		l.Discard()
+		return nil, err
+	}
+	g.load = l
+	g.setupDone = make(chan struct{})
+	go func() {
+		defer close(g.setupDone)
+		g.setupErr = g.setup(ctx)
+		phase.Mark("guard: ready")
+	}()
+	return g, nil
+}
+
+// Wait waits for the background setup and returns its error.
+func (g *Guard) Wait() error {
+	<-g.setupDone
+	return g.setupErr
+}
+
+// Cgroup is the run's cgroup (the command is born into it; Close removes it).
+func (g *Guard) Cgroup() *kernrun.Cgroup { return g.cg }
+
+// Net reports whether the guard holds the network (the hooks are, or are to be, attached).
+func (g *Guard) Net() bool { return g.cfg.Net }
+
+// SetRoot names the init stage's pid: parent chains in the report end there.
+func (g *Guard) SetRoot(pid int) { g.rootPid.Store(int64(pid)) }
+
+// newGuardCgroup creates the run's cgroup (or takes cfg.Cgroup): the command is born into it.
+func newGuardCgroup(cfg Config) (*Guard, error) {
+	g := &Guard{cfg: cfg, slot: -1, hostOf: map[netip.Addr]string{},
+		resolved: map[string]map[netip.Addr]time.Time{}, index: map[string]int{}, stopResolve: make(chan struct{})}
+	if cfg.Cgroup != nil {
+		g.cg = cfg.Cgroup
+		return g, nil
+	}
+	var err error
+	if g.cg, err = kernrun.NewCgroup(); err != nil {
+		return nil, err
+	}
+	phase.Mark("guard: cgroup")
+	return g, nil
+}
+
+// setup configures guard.c for the run's cgroup and attaches what net and files ask for. On an
+// error it leaves nothing loaded or attached (the cgroup stays: close or the caller removes it).
+func (g *Guard) setup(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			g.detach()
+			if g.rd != nil {
+				g.rd.Close()
+				g.wg.Wait()
+				g.rd = nil
+			}
+			g.leave()
+			g.load.close()
+			g.objs = nil
+		}
+	}()
+	objs, err := g.load.wait()
+	if err != nil {
+		return err
+	}
+	phase.Mark("guard: wait for load")
+	g.objs = objs
+	if g.cfg.Files {
+		g.names = g.fileNames()
+	}
+	if err := g.enter(); err != nil {
+		return err
+	}
+	if g.rd, err = ringbuf.NewReader(g.ring); err != nil {
+		return fmt.Errorf("open guard ring buffer: %w", err)
+	}
+	g.wg.Add(1)
+	go g.read()
+	phase.Mark("guard: enter the run")
+
+	if g.cfg.Files {
+		if err := g.attachFiles(); err != nil {
+			return err
+		}
+		if g.warm {
+			phase.Mark("guard: take over a warm file program")
+		} else {
+			phase.Mark("guard: attach file program")
+		}
+	}
+	if g.cfg.Net {
+		if err := g.attachNet(ctx); err != nil {
+			return err
+		}
+	}
+	if objs.pinned() {
+		// Entries of killed runs, after this run is up (nothing waits for it).
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			objs.collectDead()
+		}()
+	}
+	return nil
+}
+
+// hooksFail makes attaching the network hooks fail (a seam: tests see a guard that fails after
+// the init stage started).
+var hooksFail error
+
+// attachNet fills the run's allowlist (resolving host names) and attaches the hooks to its
+// cgroup.
+func (g *Guard) attachNet(ctx context.Context) error {
+	if hooksFail != nil {
+		return hooksFail
+	}
+	// The allowlist first, then the hooks.
+	for _, r := range g.cfg.Rules {
+		if r.Host == "" {
+			if err := g.put(r, r.Prefix); err != nil {
+				return err
+			}
+		}
+	}
+	if hasHosts(g.cfg.Rules) {
+		ns := nameservers(resolvConf)
+		for _, r := range dnsRules(ns) {
+			if err := g.put(r, r.Prefix); err != nil {
+				return err
+			}
+		}
+		if len(ns) == 0 {
+			g.notes = append(g.notes, "network: the profile names hosts but "+resolvConf+" lists no nameserver: DNS is not allowed")
+		} else {
+			g.notes = append(g.notes, fmt.Sprintf("network: DNS (udp and tcp port 53) to the nameservers of %s is allowed because the profile names hosts: %v", resolvConf, ns))
+		}
+		g.resolveAll(ctx)
+	}
+	for _, h := range []struct {
+		prog   string
+		attach ebpf.AttachType
+	}{
+		{"guard_connect4", ebpf.AttachCGroupInet4Connect},
+		{"guard_connect6", ebpf.AttachCGroupInet6Connect},
+		{"guard_sendmsg4", ebpf.AttachCGroupUDP4Sendmsg},
+		{"guard_sendmsg6", ebpf.AttachCGroupUDP6Sendmsg},
+		{"guard_bind4", ebpf.AttachCGroupInet4Bind},
+		{"guard_bind6", ebpf.AttachCGroupInet6Bind},
+	} {
+		l, err := link.AttachCgroup(link.CgroupOptions{Path: g.cg.Dir, Attach: h.attach, Program: g.objs.progs[h.prog]})
+		if err != nil {
+			return fmt.Errorf("attach %s to the run cgroup: %w", h.attach, err)
+		}
+		g.links = append(g.links, l)
+	}
+	phase.Mark("guard: attach network hooks")
+	if hasHosts(g.cfg.Rules) {
+		g.wg.Add(1)
+		go g.keepResolving()
+	}
+	return nil
+}
+
+// enter gives the run its state in guard.c's maps, under its cgroup id: a ring buffer slot and
+// its configuration (audit, hidden paths).
+func (g *Guard) enter() error {
+	id := g.cg.ID
+	owners, rings := g.objs.maps["slot_owner"], g.objs.maps["rings"]
+	// A slot is owned by a process (this one, then the helper that detaches its program). A
+	// slot whose program is still attached for the syscalls this run needs comes first.
+	if len(g.names) > 0 {
+		if slot, tps, names, keeper, ok := claimWarm(g.objs, g.names); ok {
+			g.slot, g.tps, g.names, g.warm, g.keeper = slot, tps, names, true, keeper
+		}
+	}
+	for attempt := 0; g.slot < 0; attempt++ {
+		for s := uint32(0); s < ringSlots; s++ {
+			if owners.Update(s, uint64(os.Getpid()), ebpf.UpdateNoExist) == nil {
+				g.slot = int(s)
+				break
+			}
+		}
+		if g.slot >= 0 {
+			break
+		}
+		if attempt > 0 || !g.objs.pinned() {
+			return fmt.Errorf("all %d guard ring buffer slots are taken", ringSlots)
+		}
+		g.objs.collectDead() // slots of killed runs
+	}
+	slot := uint32(g.slot)
+	var ring *ebpf.Map
+	if err := rings.Lookup(slot, &ring); err != nil {
+		// The slot's first use: create its ring buffer (changing a map of maps waits for a
+		// grace period, so it is kept for the next run that takes the slot).
+		if ring, err = ebpf.NewMap(ringSpec()); err != nil {
+			return fmt.Errorf("create a guard ring buffer: %w", err)
+		}
+		if err := rings.Update(slot, ring, ebpf.UpdateAny); err != nil {
+			ring.Close()
+			return fmt.Errorf("enter a guard ring buffer: %w", err)
+		}
+	}
+	g.ring = ring
+
+	cfg := bpf.GuardRunCfg{Slot: slot}
+	if g.cfg.Audit {
+		cfg.Audit = 1
+	}
+	hidden := hiddenPrefixes(g.cfg.Hidden)
+	cfg.HiddenN = uint32(len(hidden))
+	for i, h := range hidden {
+		v := &cfg.Hidden[i]
+		v.Len = uint32(len(h))
+		var buf [256]byte
+		copy(buf[:], h)
+		for j := range v.W {
+			v.W[j] = binary.NativeEndian.Uint64(buf[j*8:])
+		}
+	}
+	if err := g.objs.maps["runs"].Update(id, &cfg, ebpf.UpdateNoExist); err != nil {
+		return fmt.Errorf("enter the run: %w", err)
+	}
+	g.inRuns = true
+	// The slot's file program reports for this run from here on.
+	if err := g.objs.maps["slot_cgid"].Update(slot, id, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("enter the run's slot: %w", err)
+	}
+	return nil
+}
+
+// leave removes the run's entries from guard.c's maps (after everything is detached and the
+// ring buffer is read) and returns its counters.
+func (g *Guard) leave() (cfg bpf.GuardRunCfg) {
+	if g.objs == nil {
+		return cfg
+	}
+	id := g.cg.ID
+	if g.inRuns {
+		runs := g.objs.maps["runs"]
+		_ = runs.Lookup(id, &cfg)
+		_ = runs.Delete(id)
+		g.inRuns = false
+	}
+	for _, k := range g.keys {
+		g.update(k, false)
+	}
+	g.keys = nil
+	if g.ring != nil {
+		g.ring.Close()
+		g.ring = nil
+	}
+	if g.slot >= 0 && !g.slotHandedOff {
+		_ = g.objs.maps["slot_cgid"].Update(uint32(g.slot), uint64(0), ebpf.UpdateAny)
+		_ = g.objs.maps["slot_owner"].Delete(uint32(g.slot))
+	}
+	g.slot = -1
+	return cfg
+}
+
+// detach detaches every program from the run (the file program's links and perf events are
+// handed to a helper process, which then releases the slot: see handOff).
+func (g *Guard) detach() {
+	for _, l := range g.links {
+		l.Close()
+	}
+	g.links = nil
+	if len(g.tps) > 0 {
+		g.slotHandedOff = g.closeTracepoints()
+	}
+	g.tps = nil
+}
+
+// put enters the trie keys of a rule with a resolved prefix.
+func (g *Guard) put(r NetRule, p netip.Prefix) error {
+	for _, k := range hookKeys(r, p) {
+		if err := g.update(k, true); err != nil {
+			return fmt.Errorf("network allowlist %s: %w", r.Endpoint, err)
+		}
+		g.keys = append(g.keys, k)
+	}
+	return nil
+}
+
+// keyFixedBits is the prefix length of a trie key's run, op, proto and port (guard.c).
+const keyFixedBits = 96
+
+func (g *Guard) update(k hookKey, add bool) error {
+	one := uint8(1)
+	if k.Prefix.Addr().Is4() {
+		key := bpf.GuardNetKey4{Prefixlen: keyFixedBits + uint32(k.Prefix.Bits()), Run: runKey(g.cg.ID), Op: k.Op, Proto: k.Proto, Port: k.Port, Addr: k.Prefix.Addr().As4()}
+		if add {
+			return g.objs.maps["allow4"].Update(&key, &one, ebpf.UpdateAny)
+		}
+		return g.objs.maps["allow4"].Delete(&key)
+	}
+	key := bpf.GuardNetKey6{Prefixlen: keyFixedBits + uint32(k.Prefix.Bits()), Run: runKey(g.cg.ID), Op: k.Op, Proto: k.Proto, Port: k.Port, Addr: k.Prefix.Addr().As16()}
+	if add {
+		return g.objs.maps["allow6"].Update(&key, &one, ebpf.UpdateAny)
+	}
+	return g.objs.maps["allow6"].Delete(&key)
+}
+
+// resolveAll resolves every host rule: new addresses are allowed at once; addresses a name no
+// longer resolves to stay allowed for addrGrace, then go.
+func (g *Guard) resolveAll(ctx context.Context) {
+	hosts := map[string][]NetRule{}
+	for _, r := range g.cfg.Rules {
+		if r.Host != "" {
+			hosts[r.Host] = append(hosts[r.Host], r)
+		}
+	}
+	now := time.Now()
+	for _, host := range slices.Sorted(maps.Keys(hosts)) {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		addrs, err := lookupHost(lctx, host)
+		cancel()
+		g.mu.Lock()
+		if err != nil && g.resolved[host] == nil {
+			g.notes = append(g.notes, fmt.Sprintf("network: %s did not resolve at start (%v): retried every %s", host, err, resolveEvery))
+		}
+		known := g.resolved[host]
+		if known == nil {
+			known = map[netip.Addr]time.Time{}
+			g.resolved[host] = known
+		}
+		current := map[netip.Addr]bool{}
+		for _, a := range addrs {
+			a = a.Unmap()
+			current[a] = true
+			if _, ok := known[a]; !ok {
+				for _, r := range hosts[host] {
+					if err := g.put(r, netip.PrefixFrom(a, a.BitLen())); err != nil {
+						g.notes = append(g.notes, err.Error())
+					}
+				}
+			}
+			known[a] = time.Time{} // current: no expiry
+			g.hostOf[a] = host
+		}
+		if err == nil {
+			for a, exp := range known {
+				switch {
+				case current[a]:
+				case exp.IsZero():
+					known[a] = now.Add(addrGrace)
+				case now.After(exp):
+					for _, r := range hosts[host] {
+						for _, k := range hookKeys(r, netip.PrefixFrom(a, a.BitLen())) {
+							g.update(k, false)
+						}
+					}
+					delete(known, a)
+				}
+			}
+		}
+		g.mu.Unlock()
+	}
+}
+
+func (g *Guard) keepResolving() {
+	defer g.wg.Done()
+	t := time.NewTicker(resolveEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stopResolve:
+			return
+		case <-t.C:
+			g.resolveAll(context.Background())
+		}
+	}
+}
+
+// read turns ring buffer events into denials until the reader is closed.
+func (g *Guard) read() {
+	defer g.wg.Done()
+	var rec ringbuf.Record
+	for {
+		if err := g.rd.ReadInto(&rec); err != nil {
+			if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) {
+				return // drained at close
+			}
+			continue
+		}
+		if len(rec.RawSample) < 4 {
+			continue
+		}
+		var ev bpf.GuardGuardEvent
+		hdr := binary.Size(ev)
+		if len(rec.RawSample) < hdr {
+			continue
+		}
+		if err := binary.Read(bytes.NewReader(rec.RawSample[:hdr]), binary.NativeEndian, &ev); err != nil {
+			continue
+		}
+		if ev.Cgid != g.cg.ID {
+			continue // another run's, left in a reused ring buffer
+		}
+		tail := newTail(rec.RawSample[hdr:])
+		exe := tail.components(int(ev.ExeLen))
+		pexe := tail.components(int(ev.PexeLen))
+		if root := int(g.rootPid.Load()); exe != "" && exe == kernrun.SelfExe() && (root == 0 || int(ev.Tgid) == root) {
+			continue // the init stage (sysprof itself) before it execs the command
+		}
+		switch ev.Kind {
+		case uint32(bpf.GuardGuardKindGK_NET):
+			g.record(g.netDenial(&ev, exe, pexe))
+		case uint32(bpf.GuardGuardKindGK_FILE):
+			for _, d := range g.fileDenials(&ev, exe, pexe, tail) {
+				g.record(d)
+			}
+		}
+	}
+}
+
+var opNames = map[uint8][2]string{nopConnect: {"connect", "connect"}, nopSend: {"sendto", "send"}, nopBind: {"bind", "bind"}}
+var protoNames = map[uint8]string{npTCP: "tcp", npUDP: "udp", npMPTCP: "mptcp"}
+
+func (g *Guard) netDenial(ev *bpf.GuardGuardEvent, exe, pexe string) report.Denial {
+	var addr netip.Addr
+	if ev.Family == 10 {
+		addr = netip.AddrFrom16(ev.Addr).Unmap()
+	} else {
+		addr = netip.AddrFrom4([4]byte(ev.Addr[:4]))
+	}
+	ep := netip.AddrPortFrom(addr, ev.Port).String()
+	proto := protoNames[ev.Proto]
+	if proto == "" {
+		proto = "ipproto-" + strconv.Itoa(int(ev.Protocol))
+	}
+	op := opNames[ev.Op]
+	g.mu.Lock()
+	host := g.hostOf[addr]
+	g.mu.Unlock()
+	d := report.Denial{Kind: report.KindNetwork, Syscall: op[0], Endpoint: ep, Proto: proto, Host: host,
+		First: time.Now().UTC(), Count: 1, Allowed: ev.Allowed != 0}
+	d.What = fmt.Sprintf("%s %s %s", op[1], ep, proto)
+	item := ep
+	if host != "" {
+		d.What += " (" + host + ")"
+		item = host + ":" + strconv.Itoa(int(ev.Port))
+	}
+	d.Exe, d.Parents = g.who(ev, exe, pexe)
+	d.Suggest = fmt.Sprintf("network.%s: + %s %s", op[1], item, proto)
+	if g.cfg.NetRisk != nil {
+		d.Risk = g.cfg.NetRisk("network."+op[1], item, proto)
+	}
+	return d
+}
+
+// who names the executable (as the kernel saw it at the call) and its parent chain; pexe is
+// the parent's executable as the kernel saw it, for when the processes are gone.
+func (g *Guard) who(ev *bpf.GuardGuardEvent, exe, pexe string) (string, []string) {
+	if exe == "" {
+		if exe = kernrun.ExeOf(int(ev.Tgid)); exe == "(unknown)" {
+			exe = "(exited: " + commString(ev.Comm[:]) + ")"
+		}
+	}
+	root := int(g.rootPid.Load())
+	if ev.Ptgid > 0 && int(ev.Ptgid) == root && (pexe == kernrun.SelfExe() || pexe == "" && kernrun.ExeOf(root) == kernrun.SelfExe()) {
+		return exe, nil // the command itself: its parent is the init stage, PID 1 of the sandbox
+	}
+	if ev.Ptgid > 0 && int(ev.Tgid) != root {
+		// The first hop is the parent the kernel saw: the caller may be gone (or going) by now,
+		// and /proc would no longer say.
+		if pexe == "" {
+			pexe = kernrun.ExeOf(int(ev.Ptgid))
+		}
+		return exe, append([]string{pexe}, kernrun.ParentsOf(root, int(ev.Ptgid))...)
+	}
+	return exe, kernrun.ParentsOf(root, int(ev.Tgid))
+}
+
+func commString(c []int8) string {
+	b := make([]byte, 0, len(c))
+	for _, x := range c {
+		if x == 0 {
+			break
+		}
+		b = append(b, byte(x))
+	}
+	return string(b)
+}
+
+// record aggregates denials per (kind, what, executable, suggestion), at most maxDistinct.
+func (g *Guard) record(d report.Denial) {
+	key := string(d.Kind) + "\x00" + d.What + "\x00" + d.Exe + "\x00" + d.Suggest
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if i, ok := g.index[key]; ok {
+		g.denials[i].Count++
+		return
+	}
+	if g.cfg.MaxDistinct > 0 && len(g.denials) >= g.cfg.MaxDistinct {
+		g.dropped++
+		return
+	}
+	g.index[key] = len(g.denials)
+	g.denials = append(g.denials, d)
+}
+
+// Close detaches everything, drains the ring buffer, removes the cgroup (killing what is left
+// in it) and returns the denials and notes.
+func (g *Guard) Close() ([]report.Denial, []string) {
+	if err := g.Wait(); err != nil {
+		// The background setup failed: nothing is loaded; the caller noted why.
+		close(g.stopResolve)
+		var notes []string
+		if err := g.cg.Remove(); err != nil {
+			notes = append(notes, err.Error())
+		}
+		return nil, notes
+	}
+	close(g.stopResolve)
+	for _, l := range g.links {
+		l.Close()
+	}
+	g.links = nil
+	// The file program's hand-off (starting the helper) meanwhile.
+	handed := make(chan bool, 1)
+	go func() { handed <- len(g.tps) > 0 && g.closeTracepoints() }()
+	g.rd.Flush() // read what is there, then stop
+	g.wg.Wait()
+	g.rd.Close()
+	g.slotHandedOff = <-handed
+	g.tps = nil
+	phase.Mark("close: detach and drain")
+	var notes []string
+	if cfg := g.leave(); cfg.Drops > 0 {
+		notes = append(notes, fmt.Sprintf("%d network/file denials were not reported: the guard's ring buffer was full (they were still refused)", cfg.Drops))
+	}
+	g.load.close()
+	g.objs = nil
+	phase.Mark("close: collection")
+	if err := g.cg.Remove(); err != nil {
+		notes = append(notes, err.Error())
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.dropped > 0 {
+		notes = append(notes, fmt.Sprintf("%d more distinct network/file denials were counted but not listed", g.dropped))
+	}
+	return g.denials, append(g.notes, notes...)
+}

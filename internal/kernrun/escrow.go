@@ -1,0 +1,152 @@
+package kernrun
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The fd escrow of the warm hand-overs (learn's, profiler/warm.go, and the guard's,
+// enforcer/guard/warm_linux.go): a run that ends gives copies of its BPF objects' and perf
+// events' fds to a holder process (StartHolder) and describes the holder in a file of an
+// escrow directory (Publish); a run that starts meanwhile finds the file under the directory's
+// lock and takes its own references to the fds (Take, pidfd_getfd), so nothing is closed,
+// detached or loaded between back-to-back runs. What the fds must be, how long the holder
+// stays and who ends it are the users' own.
+
+// Holder is a process holding escrowed fds: the pid and its start time (/proc/PID/stat), so
+// that a reused pid does not pass for it.
+type Holder struct {
+	Pid   int    `json:"pid"`
+	Start uint64 `json:"start"`
+}
+
+// Alive reports whether h is still there (not a zombie, not another process by its pid).
+func (h Holder) Alive() bool {
+	if h.Pid <= 0 {
+		return false
+	}
+	start, ok := ProcStart(h.Pid)
+	return ok && start == h.Start
+}
+
+// StartHolder starts cmd with copies of fds (cmd.ExtraFiles; in a session of its own) and
+// returns the holder and the fds' numbers in it (in the order of fds). The caller's fds stay
+// its own (the kernel objects live on while either side holds them); a reaper waits for cmd.
+func StartHolder(cmd *exec.Cmd, fds []int) (Holder, []int, error) {
+	files := make([]*os.File, 0, len(fds))
+	defer func() {
+		for _, f := range files {
+			f.Close() // the holder has its own now (or there is none)
+		}
+	}()
+	nums := make([]int, 0, len(fds))
+	for _, fd := range fds {
+		d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return Holder{}, nil, fmt.Errorf("dup fd %d for the holder: %w", fd, err)
+		}
+		files = append(files, os.NewFile(uintptr(d), "escrow"))
+		nums = append(nums, 3+len(cmd.ExtraFiles)+len(nums)) // ExtraFiles start at 3
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, files...)
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setsid = true
+	if err := cmd.Start(); err != nil {
+		return Holder{}, nil, fmt.Errorf("start the fd holder: %w", err)
+	}
+	go cmd.Wait() // reap it if this process is still there
+	h := Holder{Pid: cmd.Process.Pid}
+	h.Start, _ = ProcStart(h.Pid) // 0 when it is gone already (then Take fails)
+	return h, nums, nil
+}
+
+// Take takes this process's own references to the fds numbered nums in holder h (close-on-exec,
+// in the order of nums) and returns them with a pidfd of h (the caller closes it: it signals
+// or watches the holder through it). On an error nothing is left open.
+func Take(h Holder, nums []int) (pidfd int, fds []int, err error) {
+	pidfd, err = unix.PidfdOpen(h.Pid, 0)
+	if err != nil {
+		return -1, nil, fmt.Errorf("pidfd_open %d: %w", h.Pid, err)
+	}
+	fail := func(err error) (int, []int, error) {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		unix.Close(pidfd)
+		return -1, nil, err
+	}
+	// Checked after the pidfd is open: from here on the pid cannot name another process.
+	if !h.Alive() {
+		return fail(fmt.Errorf("holder %d is gone", h.Pid))
+	}
+	for _, n := range nums {
+		fd, err := unix.PidfdGetfd(pidfd, n, 0)
+		if err != nil {
+			return fail(fmt.Errorf("pidfd_getfd %d of %d: %w", n, h.Pid, err))
+		}
+		fds = append(fds, fd)
+	}
+	return pidfd, fds, nil
+}
+
+// Escrow is a directory of holders' files (tmpfs under /run: gone with the boot), and the lock
+// they are claimed under.
+type Escrow struct{ Dir string }
+
+// Lock takes the directory's lock (creating the directory when create) and returns what
+// releases it.
+func (e Escrow) Lock(create bool) (unlock func(), err error) { return LockDir(e.Dir, create) }
+
+// Publish writes rec (JSON) as the file name, complete or not at all (a reader without the
+// lock never sees half of it).
+func (e Escrow) Publish(name string, rec any) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(e.Dir, name)
+	tmp := filepath.Join(e.Dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// Read reads the file name into rec; a file that does not parse is an error (remove it).
+func (e Escrow) Read(name string, rec any) error {
+	b, err := os.ReadFile(filepath.Join(e.Dir, name))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, rec); err != nil {
+		return fmt.Errorf("escrow file %s: %w", name, err)
+	}
+	return nil
+}
+
+// Remove removes the file name.
+func (e Escrow) Remove(name string) { os.Remove(filepath.Join(e.Dir, name)) }
+
+// Files are the names of the files that match pattern (filepath.Match), sorted.
+func (e Escrow) Files(pattern string) []string {
+	paths, _ := filepath.Glob(filepath.Join(e.Dir, pattern))
+	names := make([]string, 0, len(paths))
+	for _, p := range paths {
+		names = append(names, filepath.Base(p))
+	}
+	slices.Sort(names)
+	return names
+}

@@ -1,0 +1,88 @@
+package kernrun
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+)
+
+// An fd given to a holder is taken back as another reference to the same file, and the file
+// that describes the holder round-trips.
+func TestEscrowRoundTrip(t *testing.T) {
+	testutil.RequireRoot(t) // pidfd_getfd of another process
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	h, nums, err := StartHolder(exec.Command("sleep", "30"), []int{int(w.Fd())})
+	testutil.RequireNoErr(t, "start a holder", err)
+	defer unix.Kill(h.Pid, unix.SIGKILL)
+	if len(nums) != 1 || nums[0] != 3 || !h.Alive() {
+		t.Fatalf("holder %+v with fds %v", h, nums)
+	}
+	e := Escrow{Dir: t.TempDir()}
+	type rec struct {
+		Holder
+		FDs []int `json:"fds"`
+	}
+	if err := e.Publish("a.json", rec{h, nums}); err != nil {
+		t.Fatal(err)
+	}
+	var got rec
+	if err := e.Read("a.json", &got); err != nil || got.Holder != h || !slices.Equal(got.FDs, nums) {
+		t.Fatalf("read back %+v %v, want %+v %v", got, err, h, nums)
+	}
+	if files := e.Files("*.json"); !slices.Equal(files, []string{"a.json"}) {
+		t.Errorf("files %v", files)
+	}
+	pidfd, fds, err := Take(got.Holder, got.FDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pidfd)
+	if _, err := unix.Write(fds[0], []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(fds[0])
+	b := make([]byte, 1)
+	if n, err := r.Read(b); n != 1 || err != nil || b[0] != 'x' {
+		t.Errorf("the taken fd is not the pipe's write end: %d %v %q", n, err, b)
+	}
+}
+
+// A holder whose pid now names another process (another start time), or that is gone, gives
+// nothing: a reused pid must not hand out a stranger's fds.
+func TestEscrowTakeChecksTheHolder(t *testing.T) {
+	testutil.RequireRoot(t)
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	h, nums, err := StartHolder(exec.Command("sleep", "30"), []int{int(devnull.Fd())})
+	testutil.RequireNoErr(t, "start a holder", err)
+	defer unix.Kill(h.Pid, unix.SIGKILL)
+	stranger := h
+	stranger.Start++ // the same pid, another process
+	if pidfd, fds, err := Take(stranger, nums); err == nil {
+		unix.Close(pidfd)
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		t.Error("took fds from a process that is not the holder")
+	}
+	unix.Kill(h.Pid, unix.SIGKILL)
+	for i := 0; i < 500 && h.Alive(); i++ {
+		unix.Nanosleep(&unix.Timespec{Nsec: 10e6}, nil)
+	}
+	if _, _, err := Take(h, nums); err == nil {
+		t.Error("took fds from a holder that is gone")
+	}
+}
