@@ -9,8 +9,13 @@ import (
 	"strings"
 )
 
-// goHosts are where the go command fetches modules and checksums from.
-const goHosts = "proxy.golang.org:443, sum.golang.org:443"
+// goHosts and npmHosts stand for where the go command fetches modules and checksums from and
+// where npm fetches packages: the hosts GOPROXY/GOSUMDB and npm's registry setting name. The
+// starter only comments them, for the user to fill in (sysprof learn records the real ones).
+const (
+	goHosts  = "MODULE-PROXY:443, CHECKSUM-DB:443"
+	npmHosts = "NPM-REGISTRY:443"
+)
 
 // Kind is one kind of project found in a directory, with the steps it suggests.
 type Kind struct {
@@ -80,7 +85,7 @@ func Detect(dir string) ([]Kind, error) {
 		}
 		k := Kind{What: describe("npm package", pkg.Name, "package.json")}
 		if exists("package-lock.json") || exists("npm-shrinkwrap.json") {
-			k.Steps = append(k.Steps, StarterStep{"install", []string{"npm", "ci"}, "install exactly what the lockfile pins (install scripts run sandboxed too)", "registry.npmjs.org:443"})
+			k.Steps = append(k.Steps, StarterStep{"install", []string{"npm", "ci"}, "install exactly what the lockfile pins (install scripts run sandboxed too)", npmHosts})
 		}
 		testComment := "run the test script"
 		if pkg.Scripts["test"] == "" {

@@ -126,7 +126,7 @@ func randomTrace(r *rand.Rand) (*trace.Trace, []int) {
 			n.Path = []string{"", "@abstract", ctx["TMPDIR"] + "/ssh-" + hex(10) + "/agent.1", "/run/user/1000/bus", home + "/.sock"}[r.IntN(5)]
 		}
 		if r.IntN(3) == 0 {
-			n.Host = []string{"Registry.NPMjs.org.", "proxy.golang.org"}[r.IntN(2)]
+			n.Host = []string{"Registry.Example.org.", "goproxy.example"}[r.IntN(2)]
 		}
 		tr.Network = append(tr.Network, n)
 	}

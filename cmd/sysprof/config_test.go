@@ -62,7 +62,7 @@ steps:
     workdir: sub
     profile: custom/build.yaml
     writable: [out, ~/.cache/thing, $TMPDIR/x, /var/tmp/y, .]
-    hosts: [proxy.golang.org:443, "127.0.0.1:8080", "[::1]:9000"]
+    hosts: [goproxy.example:443, "127.0.0.1:8080", "[::1]:9000"]
     env: [GOFLAGS=-mod=mod, EMPTY=]
 `)
 	cfg, err := loadConfig(configCmd(t))
@@ -80,7 +80,7 @@ steps:
 				Profile:  filepath.Join(dir, "custom/build.yaml"),
 				Workdir:  filepath.Join(dir, "sub"),
 				Writable: []string{"$WORKDIR/out", "$HOME/.cache/thing", "$TMPDIR/x", "/var/tmp/y", "$WORKDIR"},
-				Hosts:    []string{"proxy.golang.org:443", "127.0.0.1:8080", "[::1]:9000"},
+				Hosts:    []string{"goproxy.example:443", "127.0.0.1:8080", "[::1]:9000"},
 				Env:      []string{"GOFLAGS=-mod=mod", "EMPTY="},
 			},
 		},
