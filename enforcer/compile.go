@@ -82,10 +82,6 @@ type Compiled struct {
 	HiddenSockets []string `json:"hiddenSockets,omitempty"`
 	// Network is the inet allowlist the cgroup hooks enforce as root (host names unresolved).
 	Network []NetRule `json:"network,omitempty"`
-	// NeedsHooks lists the parts of the network allowlist only the cgroup hooks can enforce
-	// (addresses, UDP): Run installs them as root; as an ordinary user they are unenforceable
-	// (Landlock holds the TCP ports) and Run refuses unless degrading.
-	NeedsHooks []string `json:"needsHooks,omitempty"`
 	// Egress is the DNS stub's and the proxy's plan for a network allowlist (egress.go).
 	Egress *netproxy.Plan `json:"egress,omitempty"`
 

@@ -89,8 +89,8 @@ func TestCompilePlan(t *testing.T) {
 		!slices.Equal(ll.ConnectTCP, []uint16{8080}) || !slices.Equal(ll.BindTCP, []uint16{0}) || ll.ScopeAbstractUnix || !ll.ScopeSignals {
 		t.Errorf("landlock = %+v", *ll)
 	}
-	if !slices.Contains(c.Layers, LayerNetwork) || c.Egress == nil || len(c.Egress.Rules) != 1 || !pl.NetNS || len(c.NeedsHooks) != 0 {
-		t.Errorf("a network allowlist must get its own namespace and the egress proxy, not the hooks: layers %v, needs %v, egress %+v, netns %v", c.Layers, c.NeedsHooks, c.Egress, pl.NetNS)
+	if !slices.Contains(c.Layers, LayerNetwork) || c.Egress == nil || len(c.Egress.Rules) != 1 || !pl.NetNS {
+		t.Errorf("a network allowlist must get its own namespace and the egress proxy: layers %v, egress %+v, netns %v", c.Layers, c.Egress, pl.NetNS)
 	}
 	joined := strings.Join(c.Dropped, "\n")
 	if !strings.Contains(joined, "no_such_syscall") {

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -129,57 +128,32 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	for _, d := range compiled.Dropped {
 		rep.Notes = append(rep.Notes, "dropped (means nothing on this host): "+d)
 	}
-	if opts.Audit {
-		if len(compiled.NeedsHooks) > 0 && asRoot {
-			rep.Notes = append(rep.Notes, "audit: syscalls and inet network calls are let through; the filesystem layers still enforce")
-		} else {
-			rep.Notes = append(rep.Notes, "audit: only syscalls are let through; the filesystem and network layers still enforce")
-		}
+	// Which layers run, degrade or refuse: decided from the compiled profile and the host.
+	facts := hostFacts{AsRoot: asRoot, Sandbox: sandboxAvailable, Degrade: opts.Degrade, Audit: opts.Audit}
+	if asRoot && sandboxAvailable && compiled.Plan.Landlock != nil {
+		facts.Guard = guardAvailable()
 	}
-	rep.Unobservable = []string{
-		"file denials (Landlock answers EACCES/EROFS without a record the enforcer can read)",
-		"network denials by Landlock or the empty network namespace (the call fails; no record)",
+	dec := decideLayers(compiled, facts)
+	rep.Notes = append(rep.Notes, dec.Notes...)
+	for _, l := range dec.Degraded {
+		rep.SetLayer(l)
 	}
-
-	// Fail closed: every layer the profile needs must be applicable, or the user degrades.
-	needSandbox := false
-	for _, l := range compiled.Layers {
-		switch l {
-		case LayerSeccomp:
-		case LayerNetwork:
-		default:
-			needSandbox = true
-			if !sandboxAvailable {
-				if !opts.Degrade {
-					return rep, 125, &LayerError{Layer: l, Reason: errSandboxMissing.Error()}
-				}
-				rep.SetLayer(report.Layer{Name: l, State: report.LayerDegraded, Detail: errSandboxMissing.Error()})
-			}
-		}
+	rep.Unobservable = unobservable(false)
+	if dec.Refuse != nil {
+		return rep, 125, dec.Refuse
 	}
-	// The network allowlist: as root the cgroup hooks hold addresses, ports and protocols and
-	// report every refusal; as an ordinary user only Landlock's TCP ports apply (unenforceable
-	// without --degrade).
 	var g *guard.Guard
-	needNet := len(compiled.NeedsHooks) > 0
-	// A network section with unix endpoints only still gets the hooks as root (an empty
-	// allowlist): every inet call is refused as Landlock would, but reported.
-	// With egress (every network allowlist now) the proxy holds the network, not the hooks.
-	wantNet := needNet || asRoot && slices.Contains(compiled.Layers, LayerNetwork) && compiled.Egress == nil
-	// As root the same guard observes file denials (Landlock's EACCES, the read-only mounts'
-	// EROFS) in the run's cgroup.
-	wantFiles := asRoot && sandboxAvailable && compiled.Plan.Landlock != nil
-	var guardWhy error // why there is no guard (when wanted)
-	if wantNet || wantFiles {
-		if guardWhy = guardAvailable(); guardWhy == nil {
-			if load == nil {
-				load = guard.TakeLoad()
-			}
-			// guard.c is set up in the background while the init stage starts; start waits for
-			// it before the command may exec.
-			g, guardWhy = guard.Start(ctx, compiled.guardConfig(env, opts.Audit, wantNet, wantFiles, load, early.takeCgroup()))
-			load = nil
+	if dec.Guard {
+		if load == nil {
+			load = guard.TakeLoad()
 		}
+		// guard.c is set up in the background while the init stage starts; start waits for
+		// it before the command may exec.
+		var why error
+		if g, why = guard.Start(ctx, compiled.guardConfig(env, opts.Audit, false, true, load, early.takeCgroup())); why != nil {
+			rep.Notes = append(rep.Notes, guardLostNote(why))
+		}
+		load = nil
 		phase.Mark("guard setup")
 	}
 	if g != nil {
@@ -189,106 +163,40 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 			}
 		}()
 	}
-	// What the run loses without the guard.
-	var unenf []string
-	noGuard := func(why error) {
-		unenf = slices.Clone(compiled.Unenforceable)
-		switch {
-		case needNet && asRoot:
-			// Root, but the hooks cannot be installed: fail closed like any layer.
-			unenf = append(unenf, fmt.Sprintf("network: cgroup hooks: %v", why))
-			unenf = append(unenf, compiled.NeedsHooks...)
-		case needNet:
-			unenf = append(unenf, compiled.NeedsHooks...)
-		case why != nil && asRoot:
-			rep.Notes = append(rep.Notes, fmt.Sprintf("file and network denials are not observed: %v", why))
-		}
-	}
-	// With the hooks, Landlock's TCP port rules are off: the hooks are finer and report (a
-	// connect Landlock refused would never reach them). The hooks are taken to come up: when
-	// they do not, start fails before the command runs and the run starts again without them.
-	ll := compiled.Plan.Landlock
-	var llTCP sandbox.Landlock
-	if g != nil && wantNet {
-		llTCP = *ll
-		ll.RestrictTCP, ll.ConnectTCP, ll.BindTCP = false, nil, nil
-		unenf = slices.Clone(compiled.Unenforceable)
-	} else if wantNet || wantFiles {
-		noGuard(guardWhy)
-	} else {
-		unenf = slices.Clone(compiled.Unenforceable)
-	}
-	if err := degradeOrRefuse(rep, unenf, opts.Degrade); err != nil {
-		return rep, 125, err
-	}
 
 	// Egress by name: the DNS stub and the proxy serve the sandbox's network namespace from
-	// here. They cannot run without the sandbox: fail closed whatever --degrade says.
+	// here (decideLayers refused a run without the sandbox).
 	var px *egress
 	if compiled.Egress != nil {
-		if !sandboxAvailable {
-			return rep, 125, &LayerError{Layer: LayerNetwork, Reason: "egress by name needs the sandbox's network namespace: " + errSandboxMissing.Error()}
-		}
 		px = &egress{Proxy: netproxy.New(compiled.Egress, netproxy.Options{Resolve: opts.Resolve, LogAllowed: opts.LogAllowed})}
 		defer px.close(rep, nil)
-		if opts.Audit {
-			rep.Notes = append(rep.Notes, "audit: the network allowlist still enforces (the proxy refuses, and reports, what it does not allow)")
-		}
 	}
 
-	notes := len(rep.Notes)
 	var cgid uint64
 	if g != nil {
 		cgid = g.Cgroup().ID
 	}
 	id := identity(opts.Profile.HostRoot)
 	var staged *stagedRun
-	if needSandbox && sandboxAvailable {
+	if dec.Sandbox {
 		if staged, err = prepareStages(compiled, id); err != nil {
 			return rep, 125, fmt.Errorf("enforce: %w", err)
 		}
 		defer staged.remove()
 	}
-	st := early.take(&opts, dir, needSandbox && sandboxAvailable, cgid, id)
-	res, err := start(ctx, opts, compiled, dir, id, needSandbox && sandboxAvailable, rep, g, st, px)
-	var hooksErr *guardHooksError
-	if errors.As(err, &hooksErr) {
-		// The network hooks did not come up; the command did not run. Run it as if the guard
-		// had failed up front: Landlock's TCP rules back, or refused (fail closed).
-		g.Close()
-		g = nil
-		ll.RestrictTCP, ll.ConnectTCP, ll.BindTCP = llTCP.RestrictTCP, llTCP.ConnectTCP, llTCP.BindTCP
-		rep.Notes = rep.Notes[:notes] // the first init stage's
-		noGuard(hooksErr.err)
-		if err := degradeOrRefuse(rep, unenf, opts.Degrade); err != nil {
-			return rep, 125, err
-		}
-		res, err = start(ctx, opts, compiled, dir, id, needSandbox && sandboxAvailable, rep, nil, nil, px)
-	}
+	st := early.take(&opts, dir, dec.Sandbox, cgid, id)
+	res, err := start(ctx, runStart{opts: opts, c: compiled, dir: dir, id: id, sandbox: dec.Sandbox, rep: rep, guard: g, stage: st, egress: px})
 	phase.Mark("start..wait")
 	// The command and its PID namespace are gone: nothing writes to the stages any more.
 	stageDenials, stageNotes := staged.finish(opts.Profile, env)
 	res.denials = append(res.denials, stageDenials...)
 	rep.Notes = append(rep.Notes, stageNotes...)
 	phase.Mark("stages copied back")
-	guardUp := g != nil
 	if g != nil {
-		if why := g.Wait(); why != nil { // the background setup failed (files only)
-			guardUp = false
-			rep.Notes = append(rep.Notes, fmt.Sprintf("file and network denials are not observed: %v", why))
-		}
-	}
-	if guardUp {
-		rep.Unobservable = nil
-		if wantFiles {
-			rep.Unobservable = append(rep.Unobservable, "file denials that are not an error (a hidden file reads as empty) or that name no path the sandbox hides (ENOENT of relative or symlinked paths)")
+		if why := g.Wait(); why != nil { // the background setup failed
+			rep.Notes = append(rep.Notes, guardLostNote(why))
 		} else {
-			rep.Unobservable = append(rep.Unobservable, "file denials (Landlock answers EACCES/EROFS without a record the enforcer can read)")
-		}
-		if wantNet {
-			rep.Unobservable = append(rep.Unobservable, "network denials of unix sockets (Landlock scoping, hidden sockets)")
-		} else {
-			rep.Unobservable = append(rep.Unobservable, "network denials by Landlock or the empty network namespace (the call fails; no record)")
+			rep.Unobservable = unobservable(true)
 		}
 	}
 	if g != nil {
@@ -309,26 +217,6 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		return rep, ExitCode(err), err
 	}
 	return rep, res.exit, nil
-}
-
-// degradeOrRefuse refuses the run (a *LayerError) for the first unenforceable part of the
-// profile, or with degrade marks their layers degraded in the report.
-func degradeOrRefuse(rep *report.Report, unenf []string, degrade bool) error {
-	unenforceable := map[string][]string{}
-	for _, u := range unenf {
-		layer := LayerNetwork
-		if strings.HasPrefix(u, "filesystem.") {
-			layer = LayerFileRules
-		}
-		if !degrade {
-			return &LayerError{Layer: layer, Reason: u}
-		}
-		unenforceable[layer] = append(unenforceable[layer], u)
-	}
-	for _, layer := range sortedKeys(unenforceable) {
-		rep.SetLayer(report.Layer{Name: layer, State: report.LayerDegraded, Detail: strings.Join(unenforceable[layer], "; ")})
-	}
-	return nil
 }
 
 // mayWantGuard reports whether a root run of p may use the guard (then Run loads it before
@@ -355,24 +243,26 @@ func commandPath(argv []string, dir string) string {
 	return p
 }
 
-// hasNetwork reports whether p has a network allowlist (then a root run attaches the hooks).
-func hasNetwork(p *policy.Profile) bool {
-	n := p.Network
-	return len(n.Connect)+len(n.Send)+len(n.Bind) > 0
-}
-
-// guardHooksError is start's error when the network hooks did not come up before the command
-// could run (the init stage was started without Landlock's TCP rules and is gone).
-type guardHooksError struct{ err error }
-
-func (e *guardHooksError) Error() string { return "network hooks: " + e.err.Error() }
-
 type runResult struct {
 	exit    int
 	denials []report.Denial
 }
 
-func start(ctx context.Context, opts Options, c *Compiled, dir string, id sandbox.Identity, applySandbox bool, rep *report.Report, g *guard.Guard, st *stage, px *egress) (runResult, error) {
+// runStart is what start needs to run the command once.
+type runStart struct {
+	opts    Options
+	c       *Compiled
+	dir     string
+	id      sandbox.Identity
+	sandbox bool // apply the sandbox (else the init stage only installs seccomp)
+	rep     *report.Report
+	guard   *guard.Guard // nil: no guard
+	stage   *stage       // an init stage started early, or nil
+	egress  *egress      // nil: no network allowlist
+}
+
+func start(ctx context.Context, r runStart) (runResult, error) {
+	opts, c, dir, id, applySandbox, rep, g, st, px := r.opts, r.c, r.dir, r.id, r.sandbox, r.rep, r.guard, r.stage, r.egress
 	var res runResult
 	if st == nil {
 		attr := namespaceAttr(&c.Plan, id)
@@ -506,19 +396,10 @@ func start(ctx context.Context, opts Options, c *Compiled, dir string, id sandbo
 	}
 	phase.Mark("wait for init stage ready")
 	if g != nil {
-		// The guard setting up in the background must be attached before the command runs.
-		// Without the network hooks the command must not run at all (Run decides what then);
-		// without the file-denial program it runs unobserved (Run notes why), as when the
-		// guard fails up front.
-		err := g.Wait()
+		// The guard setting up in the background must be attached before the command runs;
+		// when it failed the command runs unobserved (Run notes why).
+		_ = g.Wait()
 		phase.Mark("wait for guard")
-		if err != nil && g.Net() {
-			return abort(&guardHooksError{err})
-		}
-		if err == nil && g.Net() {
-			rep.SetLayer(report.Layer{Name: LayerNetwork, State: report.LayerApplied,
-				Detail: fmt.Sprintf("cgroup connect/sendmsg/bind hooks: %d rule(s) by address, port and protocol (Landlock's TCP port rules are off: the hooks are finer and report)", len(c.Network))})
-		}
 	}
 	listener, err := unix.PidfdGetfd(pidfd, listenerNum, 0)
 	if err != nil {
