@@ -105,6 +105,25 @@ echo "== enforce: go build (cold and warm cache) and gcc -c"
 	-n "sysprof enforce" "$sp enforce -p $work/gcc2.yaml -- $gcc2" \
 	-n "bwrap --unshare-all" "$bwrap_ro --bind $work/cproj $work/cproj $gcc2")
 
+echo "== enforce: npm install of 20 packages with postinstall scripts from a loopback registry"
+# The egress proxy carries the registry connection (a network profile gets its own namespace);
+# bwrap shares the host network. Warm npm cache, node_modules removed before each run.
+if command -v npm >/dev/null; then
+	(cd "$top" && go build -o "$work/npmregistry" ./scripts/npmregistry)
+	"$work/npmregistry" -n 20 >"$work/registry.url" &
+	reg_pid=$!
+	trap 'kill $reg_pid 2>/dev/null; rm -rf "$work"' EXIT
+	for _ in $(seq 50); do [ -s "$work/registry.url" ] && break; sleep 0.1; done
+	mkdir -p "$work/npmapp" "$work/npmhome"
+	python3 -c "import json,sys; json.dump({'name':'app','version':'1.0.0','dependencies':{f'probe-{i}':'1.0.0' for i in range(20)}}, open(sys.argv[1],'w'))" "$work/npmapp/package.json"
+	npmi="npm install --registry=$(cat "$work/registry.url") --no-audit --no-fund --no-update-notifier --cache=$work/npmhome/.npm"
+	clean_npm="rm -rf $work/npmapp/node_modules $work/npmapp/package-lock.json"
+	for _ in 1 2; do (cd "$work/npmapp" && HOME="$work/npmhome" $sp learn -p "$work/npm.yaml" -- sh -c "$npmi" >/dev/null 2>&1; $clean_npm); done
+	(cd "$work/npmapp" && HOME="$work/npmhome" hf enforce-npm-install --runs "$build_runs" --warmup 1 --prepare "$clean_npm" -n bare "sh -c '$npmi'" \
+		-n "sysprof enforce" "$sp enforce -p $work/npm.yaml -- sh -c '$npmi'" \
+		-n "bwrap --unshare-all --share-net" "bwrap --unshare-all --share-net --die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind $work $work sh -c '$npmi'")
+fi
+
 echo
 echo "### learn-find, interleaved ($((runs * 4)) rounds, medians)"
 echo
@@ -113,7 +132,7 @@ echo
 python3 - "$out" <<'PY'
 import json, os, sys
 out = sys.argv[1]
-for name in ["learn-storm", "learn-storm-strace", "learn-gobuild", "learn-find", "enforce-true", "enforce-storm", "enforce-gobuild-cold", "enforce-gobuild", "enforce-gcc", "enforce-gcc-module"]:
+for name in ["learn-storm", "learn-storm-strace", "learn-gobuild", "learn-find", "enforce-true", "enforce-storm", "enforce-gobuild-cold", "enforce-gobuild", "enforce-gcc", "enforce-gcc-module", "enforce-npm-install"]:
     p = os.path.join(out, name + ".json")
     if not os.path.exists(p):
         continue
