@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
@@ -65,5 +68,63 @@ func TestRefineYesKeepsWhatNeedsAPerson(t *testing.T) {
 		len(got.Filesystem.Exec) > 0 || len(got.Network.Connect) > 0 || len(got.Syscalls.Allow) != 2 {
 		t.Errorf("--only naming the hook: want exactly the hook write, got write %v exec %v connect %v syscalls %v\n%s",
 			got.Filesystem.Write, got.Filesystem.Exec, got.Network.Connect, got.Syscalls.Allow, r)
+	}
+}
+
+// TestRefineExecAndPrivateTmpWrite (issue 15 item 5): refine fixes a write to the private /tmp
+// and a new executable for good. Refine used to say the profile already allowed the /tmp write,
+// and every run denied it again; it added the exec rule without its binaries: entry, so drift
+// of the same command reported a new binary. Real enforce rounds (not --audit: audit lets the
+// private /tmp write through without reporting it), each refined with --yes and the exec named.
+func TestRefineExecAndPrivateTmpWrite(t *testing.T) {
+	testutil.RequireRoot(t)
+	root := t.TempDir()
+	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "")
+	b.Extra = []string{"TMPDIR=/tmp"} // the private /tmp is $TMPDIR, as on most hosts
+	testutil.WriteFile(t, filepath.Join(b.Work, "a.txt"), "a\n", 0o644)
+	profile := filepath.Join(root, "profile.yaml")
+	mustCode(t, "learn", sysprof(t, b, "learn", "-p", profile, "--", "sh", "-c", "cat a.txt"), 0)
+	if p := loadProfile(t, profile); !p.Filesystem.PrivateTmp || len(p.Filesystem.Write) != 0 {
+		t.Fatalf("control: want a private /tmp and no write rule, got privateTmp %v, write %v", p.Filesystem.PrivateTmp, p.Filesystem.Write)
+	}
+	tmpFile := fmt.Sprintf("/tmp/sysprof-e2e-%d.txt", os.Getpid())
+	more := []string{"sh", "-c", "cat a.txt && echo x >" + tmpFile + " && cat " + tmpFile + " && ls >/dev/null"}
+
+	refinedTmp := false
+	for round := 0; ; round++ {
+		rep := filepath.Join(root, fmt.Sprintf("round%d.json", round))
+		r := sysprof(t, b, append([]string{"enforce", "--verify-binaries", "-p", profile, "--report", rep, "--"}, more...)...)
+		ds := readReport(t, rep).Denials
+		if len(ds) == 0 {
+			mustCode(t, "enforce after refining", r, 0)
+			break
+		}
+		if round == 6 {
+			t.Fatalf("still denied after %d refine rounds: %s", round, r)
+		}
+		args := []string{"refine", "-p", profile, "--from", rep, "--yes", "--max-risk", "critical"}
+		for _, d := range ds {
+			if d.Path == tmpFile && refinedTmp {
+				t.Fatalf("round %d: the private /tmp write is denied again after refine accepted it: %s", round, r)
+			}
+			refinedTmp = refinedTmp || d.Path == tmpFile
+			if d.Access == "exec" {
+				args = append(args, "--only", d.Path)
+			}
+		}
+		rr := sysprof(t, b, args...)
+		mustCode(t, "refine --yes", rr, 0)
+		if strings.Contains(rr.Stderr, "nothing to refine") {
+			t.Fatalf("round %d: refine found nothing to change for denials it cannot fix: %s\n%s", round, rr, r)
+		}
+	}
+	if !refinedTmp {
+		t.Fatalf("control: no enforce run denied %s", tmpFile)
+	}
+	r := sysprof(t, b, append([]string{"drift", "-p", profile, "--format", "json", "--"}, more...)...)
+	for _, c := range widening(parseDiff(t, driftJSONPart(r.Stdout)).Changes) {
+		if c.Section == policy.SectionBinaries {
+			t.Errorf("drift after refine: %s", c)
+		}
 	}
 }

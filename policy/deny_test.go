@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -108,5 +109,20 @@ func TestDiffIgnoresTempFilesInAPrivateTmp(t *testing.T) {
 	new.Filesystem.PrivateTmp = false
 	if !Widens(Diff(old, new), RiskLow) {
 		t.Error("turning the private /tmp off must still show")
+	}
+}
+
+// A private /tmp the profile has no write rule in is not writable under enforce (Landlock has
+// no rule for it): the first temp file is a widening, or refine finds nothing to propose and
+// every later run is denied again (issue 15).
+func TestDiffFirstTempFileInAPrivateTmpWidens(t *testing.T) {
+	old, new := denyProfile(), denyProfile()
+	old.Filesystem.PrivateTmp, new.Filesystem.PrivateTmp = true, true
+	new.Filesystem.Write = append(slices.Clone(old.Filesystem.Write), PathRule{Path: "$TMPDIR/foo.txt"})
+	if !Widens(Diff(old, new), RiskLow) {
+		t.Errorf("the first write rule in a private /tmp must widen: %v", Diff(old, new))
+	}
+	if cs := Diff(new, old); len(cs) == 0 {
+		t.Error("removing the only write rule in a private /tmp must show as narrowing")
 	}
 }

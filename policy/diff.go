@@ -371,11 +371,21 @@ func coveredBy(p string, rules []PathRule) bool {
 	return false
 }
 
-// inPrivateTmp reports a rule below $TMPDIR when both profiles give the command a private /tmp:
-// that tmpfs starts empty and is the command's own, so which of its temp files a run happened to
-// touch changes nothing the enforcer does (it grants the private tmp as a whole).
+// inPrivateTmp reports a rule below $TMPDIR when both profiles give the command a private /tmp
+// and let it write there: that tmpfs starts empty and is the command's own, so which of its temp
+// files a run happened to touch changes nothing the enforcer does (any write rule in it grants
+// the private tmp as a whole). Without a write rule there on one side the private tmp is not
+// writable at all under that profile (Landlock has no rule for it), so the first temp file is a
+// real change: refine proposes it, drift reports it.
 func inPrivateTmp(p string, old, new Filesystem) bool {
-	return old.PrivateTmp && new.PrivateTmp && strings.HasPrefix(p, "$TMPDIR/")
+	return strings.HasPrefix(p, "$TMPDIR/") && writesPrivateTmp(old) && writesPrivateTmp(new)
+}
+
+// writesPrivateTmp reports a private /tmp the profile lets the command write to.
+func writesPrivateTmp(fs Filesystem) bool {
+	return fs.PrivateTmp && slices.ContainsFunc(fs.Write, func(r PathRule) bool {
+		return r.Path == "$TMPDIR" || strings.HasPrefix(r.Path, "$TMPDIR/")
+	})
 }
 
 // impliedBy reports whether an old rule of a stronger kind already granted access to p: a

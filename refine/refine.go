@@ -2,9 +2,14 @@ package refine
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"net/netip"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,6 +73,18 @@ type Patch struct {
 	policy.Grant
 	// By is the executable that asked, recorded as provenance.
 	By string
+	// Binary is the binaries: entry an exec change adds (the executable as learn records it:
+	// its resolved path and sha256), so that the next drift or enforce --verify-binaries
+	// knows it; nil when the profile lists it already or it cannot be read here.
+	Binary *policy.Binary
+}
+
+func (p Patch) String() string {
+	s := p.Grant.String()
+	if p.Binary != nil && p.Section != "" {
+		s += fmt.Sprintf(", %s: + %s", policy.SectionBinaries, p.Binary.Path)
+	}
+	return s
 }
 
 // key identifies the change a patch makes, for folding denials that need the same one.
@@ -385,6 +402,9 @@ func proposeFile(pr *Proposal, base *policy.Profile, d report.Denial, exe string
 	pr.Summary = verb
 	unhide := hiddenCovering(base, p)
 	pr.Exact = Patch{Grant: policy.Grant{Section: section, Item: p, Unhide: unhide}, By: exe}
+	if section == policy.SectionExec {
+		pr.Exact.Binary = binaryOf(base, d.Path, exe, env)
+	}
 	pr.Credential = paths.CredentialStore(p)
 	if pr.Credential != "" {
 		if len(unhide) == 0 {
@@ -396,9 +416,56 @@ func proposeFile(pr *Proposal, base *policy.Profile, d report.Denial, exe string
 		pr.Hide = &Patch{Grant: policy.Grant{Section: policy.SectionHidden, Item: p}, By: exe}
 	}
 	if dir := parentDir(p); dir != "" && len(hiddenCovering(base, dir)) == 0 {
-		pr.Dir = &Patch{Grant: policy.Grant{Section: section, Item: dir, Unhide: unhide}, By: exe}
+		pr.Dir = &Patch{Grant: policy.Grant{Section: section, Item: dir, Unhide: unhide}, By: exe, Binary: pr.Exact.Binary}
 	}
 	return nil
+}
+
+// Executable returns what learn records for the binary at host path p: its path with symlinks
+// resolved (the kernel's name for what runs) and its sha256. It is the one host access refine
+// makes; ok is false when p cannot be read here. Tests replace it.
+var Executable = hostExecutable
+
+// binaryOf is the binaries: entry a denied exec of host path p needs: nil when the profile
+// lists that binary already (under any hash: a changed binary is drift's to report) or it
+// cannot be read. A binary the run itself writes (below $TMPDIR or a write rule) gets no hash,
+// as learn gives it none: it changes with every build.
+func binaryOf(base *policy.Profile, p, by string, env map[string]string) *policy.Binary {
+	if !path.IsAbs(p) {
+		return nil
+	}
+	resolved, sum, ok := Executable(p)
+	if !ok {
+		return nil
+	}
+	bp := Portable(resolved, env)
+	if slices.ContainsFunc(base.Binaries, func(b policy.Binary) bool { return b.Path == bp }) {
+		return nil
+	}
+	if strings.HasPrefix(bp, "$TMPDIR/") || slices.ContainsFunc(base.Filesystem.Write, func(w policy.PathRule) bool { return paths.Covers(w.Path, bp) }) {
+		sum = ""
+	}
+	return &policy.Binary{Path: bp, SHA256: sum, Provenance: policy.Provenance{By: by}}
+}
+
+func hostExecutable(p string) (resolved, sum string, ok bool) {
+	resolved, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", "", false
+	}
+	f, err := os.Open(resolved)
+	if err != nil {
+		return "", "", false
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return "", "", false
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", "", false
+	}
+	return resolved, hex.EncodeToString(h.Sum(nil)), true
 }
 
 // parentDir is the directory a proposal may allow instead of a path: its parent, unless that
@@ -552,6 +619,9 @@ func apply(p *policy.Profile, x Patch) error {
 		if !slices.ContainsFunc(*l, func(e policy.Endpoint) bool { return e.Endpoint == x.Item && e.Proto == x.Proto }) {
 			*l = append(*l, policy.Endpoint{Endpoint: x.Item, Proto: x.Proto, Provenance: policy.Provenance{By: x.By}})
 		}
+	}
+	if b := x.Binary; b != nil && !slices.ContainsFunc(p.Binaries, func(o policy.Binary) bool { return o.Path == b.Path }) {
+		p.Binaries = append(p.Binaries, *b)
 	}
 	switch x.Section {
 	case policy.SectionSyscalls:

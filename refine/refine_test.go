@@ -48,7 +48,7 @@ func base() *policy.Profile {
 			Write:  []policy.PathRule{{Path: "$WORKDIR/target"}},
 			Hidden: []policy.PathRule{{Path: "$HOME/.ssh", Note: "credential store"}, {Path: "$WORKDIR/**/.env"}},
 			// No private /tmp: with one, every $TMPDIR path is the command's own and needs no
-			// proposal (see TestNoProposalInsidePrivateTmp).
+			// proposal once it writes there (see TestPrivateTmpWriteProposedUntilTheTmpIsWritable).
 			PrivateTmp: false,
 		},
 	}
@@ -549,14 +549,34 @@ func TestArgFlagsAndMPTCP(t *testing.T) {
 	}
 }
 
-func TestNoProposalInsidePrivateTmp(t *testing.T) {
+// A denied write in the private /tmp of a profile that writes nothing there: enforce gives such
+// a profile no write in its private /tmp at all (Landlock has no rule for it), so refine must
+// propose the temp file — it used to say the profile already allowed it, and every later run
+// was denied again (issue 15). Once the profile writes in its private /tmp (the enforcer then
+// grants the whole tmpfs), other temp files need nothing.
+func TestPrivateTmpWriteProposedUntilTheTmpIsWritable(t *testing.T) {
 	p := base()
 	p.Filesystem.PrivateTmp = true
-	ps, err := Propose(p, rep(report.Denial{Kind: report.KindFile, Path: "/tmp/tmp.XyZ12abQ9/out.o", Access: "create", Exe: "/usr/bin/cc"}), aliceEnv)
+	r := rep(report.Denial{Kind: report.KindFile, Path: "/tmp/tmp.XyZ12abQ9/out.o", Access: "create", Exe: "/usr/bin/cc"})
+	ps, err := Propose(p, r, aliceEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ps) != 0 {
-		t.Errorf("a write inside the private /tmp needs no change: got %d proposals", len(ps))
+	if len(ps) != 1 || ps[0].Exact.Section != policy.SectionWrite || !strings.HasPrefix(ps[0].Exact.Item, "$TMPDIR/") {
+		t.Fatalf("a write to the private /tmp of a profile with no write there: want one $TMPDIR write proposal, got %v", ps)
+	}
+	out, err := Apply(p, []Decision{{ps[0], AllowExact}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Filesystem.PrivateTmp {
+		t.Error("refine turned the private /tmp off")
+	}
+	if again, _ := Propose(out, r, aliceEnv); len(again) != 0 {
+		t.Errorf("still proposed after applying: %v", again[0].Exact)
+	}
+	other := rep(report.Denial{Kind: report.KindFile, Path: "/tmp/cc4Fq2x.s", Access: "create", Exe: "/usr/bin/cc"})
+	if ps, _ := Propose(out, other, aliceEnv); len(ps) != 0 {
+		t.Errorf("another temp file once the private /tmp is writable needs no change: got %v", ps[0].Exact)
 	}
 }
