@@ -1,8 +1,9 @@
 // Package refine turns the denials of an enforce (or --audit) report into reviewed profile
 // changes: for each distinct change a denial needs it proposes the smallest one (Propose), rates
 // it with the same rules as `sysprof diff`, and applies the answers a reviewer gave (Apply). It
-// is pure: it reads a profile and a report and returns a new profile, never touching the host,
-// the terminal or a file. Asking the questions and writing the profile is the CLI's job
+// reads a profile and a report and returns a new profile, never touching the terminal or a
+// file; its one host access is reading a denied executable (Executable) for its binaries:
+// entry. Asking the questions and writing the profile is the CLI's job
 // (cmd/sysprof/refine.go).
 //
 // # The smallest change per denial
@@ -13,6 +14,8 @@
 //	file       filesystem.read  + PATH                     (read, list, metadata)
 //	           filesystem.write + PATH                     (write, create, delete)
 //	           filesystem.exec  + PATH                     (exec)
+//	           binaries: + PATH sha256                     (with exec: the binary as learn
+//	                                                        records it, symlinks resolved)
 //	network    network.connect|send|bind + HOST:PORT PROTO (the DNS name when the report knows
 //	           it, else the address)
 //
@@ -30,6 +33,11 @@
 // Denials that need the same change are folded into one proposal (counts add up, every
 // executable that asked is listed). A denial the profile already allows (a report older than
 // the profile) proposes nothing.
+//
+// A write to the private /tmp is allowed already only when the profile writes somewhere in it
+// ($TMPDIR/...): enforce then grants the whole private tmpfs. A profile with no write rule
+// there gets no write in its private /tmp at all, so the first temp file is proposed
+// (policy.Diff rates it the same way).
 //
 // # Credential stores
 //
