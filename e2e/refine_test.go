@@ -88,7 +88,9 @@ func TestRefineExecAndPrivateTmpWrite(t *testing.T) {
 		t.Fatalf("control: want a private /tmp and no write rule, got privateTmp %v, write %v", p.Filesystem.PrivateTmp, p.Filesystem.Write)
 	}
 	tmpFile := fmt.Sprintf("/tmp/sysprof-e2e-%d.txt", os.Getpid())
-	more := []string{"sh", "-c", "cat a.txt && echo x >" + tmpFile + " && cat " + tmpFile + " && ls >/dev/null"}
+	// /bin/ls: on a merged-/usr host refine writes the /usr/bin/ls row learn would (one binary,
+	// one row), which enforce allows through the link.
+	more := []string{"sh", "-c", "cat a.txt && echo x >" + tmpFile + " && cat " + tmpFile + " && /bin/ls >/dev/null"}
 
 	refinedTmp := false
 	for round := 0; ; round++ {
@@ -123,8 +125,15 @@ func TestRefineExecAndPrivateTmpWrite(t *testing.T) {
 	}
 	r := sysprof(t, b, append([]string{"drift", "-p", profile, "--format", "json", "--"}, more...)...)
 	for _, c := range widening(parseDiff(t, driftJSONPart(r.Stdout)).Changes) {
-		if c.Section == policy.SectionBinaries {
+		if c.Section == policy.SectionBinaries || c.Section == policy.SectionExec {
 			t.Errorf("drift after refine: %s", c)
+		}
+	}
+	if l, err := os.Readlink("/bin"); err == nil && strings.TrimPrefix(l, "/") == "usr/bin" {
+		for _, e := range loadProfile(t, profile).Filesystem.Exec {
+			if strings.HasPrefix(e.Path, "/bin/") {
+				t.Errorf("merged-/usr host: refine wrote exec %s, not its /usr form", e.Path)
+			}
 		}
 	}
 }

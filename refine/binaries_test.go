@@ -1,6 +1,7 @@
 package refine
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -8,8 +9,12 @@ import (
 	"github.com/sysprof/sysprof/report"
 )
 
-// The package's tests see no host binaries unless a test says which (fakeExecutables).
-func init() { Executable = func(string) (string, string, bool) { return "", "", false } }
+// The package's tests see no host binaries unless a test says which (fakeExecutables), and a
+// merged-/usr host (/bin → usr/bin, as Debian and Fedora have) whatever this one is.
+func init() {
+	Executable = func(string) (string, string, bool) { return "", "", false }
+	UsrMerged = func(string) bool { return true }
+}
 
 // fakeExecutables makes Executable answer from m (host path → resolved path, sha256) for t.
 func fakeExecutables(t *testing.T, m map[string][2]string) {
@@ -63,5 +68,33 @@ func TestExecAddsBinary(t *testing.T) {
 	ps, _ = Propose(q, rep(r.Denials[0]), aliceEnv)
 	if len(ps) != 1 || ps[0].Exact.Binary != nil {
 		t.Fatalf("a listed binary: want one exec proposal without a binaries entry, got %v", ps)
+	}
+}
+
+// On a merged-/usr host a denied /bin/ls becomes the /usr/bin/ls row learn records (one binary,
+// one row); where /bin is a directory of its own it stays /bin/ls.
+func TestMergedUsrAliasTakesTheUsrForm(t *testing.T) {
+	r := rep(report.Denial{Kind: report.KindFile, Path: "/bin/ls", Access: "exec", Exe: cargo},
+		report.Denial{Kind: report.KindFile, Path: "/lib64/ld-linux-x86-64.so.2", Access: "read", Exe: cargo})
+	for _, merged := range []bool{true, false} {
+		old := UsrMerged
+		UsrMerged = func(string) bool { return merged }
+		ps, err := Propose(base(), r, aliceEnv)
+		UsrMerged = old
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range ps {
+			got = append(got, p.Exact.Item)
+		}
+		slices.Sort(got)
+		want := []string{"/bin/ls", "/lib64/ld-linux-x86-64.so.2"}
+		if merged {
+			want = []string{"/usr/bin/ls", "/usr/lib64/ld-linux-x86-64.so.2"}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("merged-/usr %v: want %v, got %v", merged, want, got)
+		}
 	}
 }

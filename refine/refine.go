@@ -134,9 +134,10 @@ type Proposal struct {
 }
 
 // AcceptNamed reports whether name picks this proposal for a non-interactive accept: its
-// exact item (a path, an endpoint, a syscall name), or its patch as printed.
+// exact item (a path, an endpoint, a syscall name), its patch as printed, or on a merged-/usr
+// host the path's alias the report named (/bin/ls for /usr/bin/ls: the same file there).
 func (p *Proposal) AcceptNamed(name string) bool {
-	return p.Exact.Section != "" && (name == p.Exact.Item || name == p.Exact.String())
+	return p.Exact.Section != "" && (name == p.Exact.Item || name == p.Exact.String() || usrForm(name) == p.Exact.Item)
 }
 
 // review says why x needs a person to accept it, or "".
