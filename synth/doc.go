@@ -18,12 +18,20 @@
 //   - source-tree, read, write, exec: reads under $WORKDIR become one read-only $WORKDIR rule;
 //     other reads become exact read rules, listings list rules (names only, no contents), and
 //     metadata needs none; writes are granted on the narrowest directory the tool created or
-//     wrote in, never $WORKDIR, $HOME or $TMPDIR whole; exec only on binaries that ran.
+//     wrote in, never $WORKDIR, $HOME or $TMPDIR whole; exec only on binaries that ran. The
+//     pager's history ($HOME/.lesshst and the $HOME/.lesshsQ it is written through) gets no
+//     write rule: less goes on without saving history, and a file rule in $HOME would make
+//     enforce refuse the profile.
 //   - rollup-read, rollup-write: at least RollupThreshold rules under one directory of a system
 //     tree (/usr, /lib, /etc/…, toolchain roots) become that directory, deepest first, until
 //     nothing changes; never / or $HOME. Listings a read rule covers count for no list
 //     roll-up (so whether a host has one more site-packages directory does not decide between
 //     one listed directory and all of /usr).
+//   - terminal: /dev/tty, the controlling terminal, is writable (and so readable) in every
+//     profile but --exact ones: a tool opens it only at a terminal (git's credential prompt,
+//     less), so a profile learned in CI never saw it. The enforcer runs the command in a
+//     session of its own, without a controlling terminal, so the open fails with ENXIO as in a
+//     learn run without one rather than being reported as a Landlock denial.
 //   - coverage: rules a broader rule covers are dropped (write implies read implies list).
 //   - private-tmp, syscalls, base, architectures, runtime-variants, families,
 //     portable-syscalls, arch-equivalents, args, network, metadata.

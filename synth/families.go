@@ -58,6 +58,28 @@ var terminalTimers = []string{"setitimer", "getitimer"}
 // terminalFamily marks what is allowed for a terminal that the learn run may not have had.
 const terminalFamily = "terminal"
 
+// controllingTerminal is allowed in every profile (but --exact): a tool opens it only when it
+// runs at a terminal (git's credential prompt, less's keyboard), so a profile learned in CI
+// never saw it. Opening it grants nothing the command's own stdio does not: it is the terminal
+// of the command's session, and the enforcer starts the command in a session of its own, with
+// none (the open fails with ENXIO, as in a learn run without a terminal, instead of a Landlock
+// EACCES reported as a denial). Terminal injection (TIOCSTI, TIOCLINUX) stays denied by
+// seccomp on every fd, and without a learned ioctl only the terminal probes are allowed.
+const controllingTerminal = "/dev/tty"
+
+const controllingTerminalNote = "controlling terminal (terminal family: opened only at a terminal)"
+
+// passTerminal allows the controlling terminal (unless Options.Exact). It runs before the
+// coverage pass, which folds the learned reads below it into the rule as it does for a
+// profile read back.
+func (s *state) passTerminal() []string {
+	if s.opts.Exact || s.write.get(controllingTerminal) != nil {
+		return nil
+	}
+	s.write.set(controllingTerminal, &pathRule{note: controllingTerminalNote})
+	return []string{"+ write " + controllingTerminal + ", the controlling terminal (terminal family: a tool opens it only when it runs at a terminal)"}
+}
+
 // passFamilies allows every member of each family of which the command used one (unless
 // Options.Exact), and the terminal probes.
 func (s *state) passFamilies() []string {

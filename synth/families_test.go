@@ -22,7 +22,7 @@ func TestToolCacheRollsUpToItsDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := rulePaths(res.Profile.Filesystem.Write)
-	want := []string{"$HOME/.cache/gopls", "$HOME/.cache/notes.txt"}
+	want := []string{"$HOME/.cache/gopls", "$HOME/.cache/notes.txt", "/dev/tty"} // /dev/tty: the terminal family
 	if !sameSet(got, want) {
 		t.Errorf("write rules %q, want %q", got, want)
 	}

@@ -768,10 +768,14 @@ func protectedDir(d string) bool {
 //     file is granted, so one go.sum never makes the work tree writable.
 func (s *state) passWrite() []string {
 	var n, created, anchored, exact int
-	var refused []string
+	var refused, pager []string
 	provs := s.exeProvs()
 	for _, f := range s.files {
 		if !isWriteKind(f.access) {
+			continue
+		}
+		if pagerHistory(f.path) {
+			pager = append(pager, f.path)
 			continue
 		}
 		n++
@@ -789,17 +793,39 @@ func (s *state) passWrite() []string {
 		}
 		s.addRule(s.write, target, provs[f.exe], note)
 	}
-	if n == 0 {
-		return nil
+	var msgs []string
+	if len(pager) > 0 {
+		slices.Sort(pager)
+		msgs = append(msgs, fmt.Sprintf("not granted: the pager's history %s (less saves none when it cannot write, as with LESSHISTFILE=-; "+
+			"a write rule on a file in $HOME would make enforce refuse the profile)", strings.Join(slices.Compact(pager), ", ")))
 	}
-	msgs := []string{fmt.Sprintf("%s → %s (%d in tool caches, %d in directories the tool created, %d exact files; "+
-		"never $WORKDIR, $HOME or $TMPDIR whole)", plural(n, "write"), plural(s.write.len(), "write rule"), anchored, created, exact)}
+	if n == 0 {
+		return msgs
+	}
+	msgs = append(msgs, fmt.Sprintf("%s → %s (%d in tool caches, %d in directories the tool created, %d exact files; "+
+		"never $WORKDIR, $HOME or $TMPDIR whole)", plural(n, "write"), plural(s.write.len(), "write rule"), anchored, created, exact))
 	if len(refused) > 0 {
 		slices.Sort(refused)
 		refused = slices.Compact(refused)
 		msgs = append(msgs, fmt.Sprintf("not granted: writing %s itself (too broad; the tool gets EACCES or EROFS there)", strings.Join(refused, ", ")))
 	}
 	return msgs
+}
+
+// pagerHistory reports less's history file and the temporary file it writes it through
+// ($HOME/.lesshst, $HOME/.lesshsQ; $HOME/.local/state/lesshst where XDG_STATE_HOME is used),
+// learned when a tool paged its output at a terminal (git log). They are not granted: less
+// goes on without saving history when the write fails, and a file rule in $HOME cannot be
+// enforced (enforce would widen it to $HOME and refuse the profile).
+func pagerHistory(p string) bool {
+	dir, name := path.Split(p)
+	switch dir {
+	case "$HOME/":
+		return name == ".lesshst" || name == ".lesshsQ"
+	case "$HOME/.local/state/":
+		return name == "lesshst" || name == "lesshsQ"
+	}
+	return false
 }
 
 // Notes on write rules.

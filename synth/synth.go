@@ -122,6 +122,7 @@ var pipeline = []pass{
 	{"rollup-write", (*state).passRollupWrite},
 	{"locale", (*state).passLocale},
 	{"versions", (*state).passVersions},
+	{"terminal", (*state).passTerminal},
 	{"coverage", (*state).passCoverage},
 	{"private-tmp", (*state).passPrivateTmp},
 	{"syscalls", (*state).passSyscalls},

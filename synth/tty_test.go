@@ -1,8 +1,11 @@
 package synth
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/trace"
 )
 
@@ -50,5 +53,80 @@ func TestSecretTouchesAreReported(t *testing.T) {
 	}
 	if len(res.SecretTouches) != 1 || res.SecretTouches[0].Path != "$HOME/.ssh/id_test" || res.SecretTouches[0].Store != "$HOME/.ssh" {
 		t.Fatalf("SecretTouches = %+v, want the read of $HOME/.ssh/id_test", res.SecretTouches)
+	}
+}
+
+// A tool that opens /dev/tty only at a terminal (git's credential prompt, less) learned without
+// one: the profile still allows the controlling terminal (the terminal family), or enforce at
+// a terminal reports a Landlock denial the learn run could not have seen. --exact does not.
+func TestControllingTerminalAllowedWhenNeverSeen(t *testing.T) {
+	tr := &trace.Trace{
+		Version:   trace.Version,
+		Command:   []string{"git", "fetch"},
+		Context:   map[string]string{"WORKDIR": "/w", "HOME": "/home/a", "TMPDIR": "/tmp"},
+		Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
+		Processes: []trace.Process{{ID: 1, PID: 10, Exe: "/usr/bin/git"}},
+		Syscalls:  []trace.SyscallCount{{Name: "read", Arch: trace.ArchX86_64, Exe: "/usr/bin/git", Count: 1}},
+		Files:     []trace.FileAccess{{Exe: "/usr/bin/git", Path: "/w/.git/config", Access: trace.AccessRead, OK: true, Count: 1}},
+	}
+	ctx := map[string]string{"WORKDIR": "/w", "HOME": "/home/b", "TMPDIR": "/tmp"}
+	for _, exact := range []bool{false, true} {
+		res, err := Synthesize(tr, Options{Exact: exact})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{trace.AccessRead, trace.AccessWrite} {
+			if got := Allows(res.Profile, ctx, Access{Kind: k, Path: "/dev/tty"}); got == exact {
+				t.Errorf("exact=%v: /dev/tty %s allowed=%v, want %v", exact, k, got, !exact)
+			}
+		}
+		if exact {
+			continue
+		}
+		// The family gives the terminal probes only, never the injection requests.
+		var ioctl *policy.ArgRule
+		for i, a := range res.Profile.Syscalls.Args {
+			if a.Syscall == "ioctl" && a.Arg == 1 {
+				ioctl = &res.Profile.Syscalls.Args[i]
+			}
+		}
+		if ioctl == nil || slices.Contains(ioctl.Values, "TIOCSTI") || !slices.Contains(ioctl.Deny, "TIOCSTI") && len(ioctl.Values) == 0 {
+			t.Errorf("ioctl rule with the controlling terminal: %+v, want the terminal probes only", ioctl)
+		}
+	}
+}
+
+// less at a terminal (git log) writes its history through $HOME/.lesshsQ: as a write rule that
+// file would make enforce refuse the profile ("its directory $HOME is too broad"). It is not
+// granted; the synthesis says so; the profile read back stays the same.
+func TestPagerHistoryIsNotGranted(t *testing.T) {
+	tr := &trace.Trace{
+		Version:   trace.Version,
+		Command:   []string{"git", "log"},
+		Context:   map[string]string{"WORKDIR": "/w", "HOME": "/home/a", "TMPDIR": "/tmp"},
+		Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
+		Processes: []trace.Process{{ID: 1, PID: 10, Exe: "/usr/bin/git"}, {ID: 2, Parent: 1, PID: 11, Exe: "/usr/bin/less"}},
+		Files: []trace.FileAccess{
+			{Exe: "/usr/bin/less", Path: "/home/a/.lesshst", Access: trace.AccessRead, OK: true, Count: 1},
+			{Exe: "/usr/bin/less", Path: "/home/a/.lesshsQ", Access: trace.AccessCreate, OK: true, Count: 1},
+			{Exe: "/usr/bin/less", Path: "/home/a/.lesshst", Access: trace.AccessCreate, OK: true, Count: 1},
+			{Exe: "/usr/bin/less", Path: "/home/a/.local/state/lesshst", Access: trace.AccessWrite, OK: true, Count: 1},
+			{Exe: "/usr/bin/git", Path: "/w/.git/logs/HEAD", Access: trace.AccessWrite, OK: true, Count: 1},
+		},
+	}
+	res, err := Synthesize(tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range res.Profile.Filesystem.Write {
+		if strings.Contains(w.Path, "lesshs") {
+			t.Errorf("pager history granted: write %s", w.Path)
+		}
+	}
+	if !slices.ContainsFunc(res.Profile.Filesystem.Write, func(r policy.PathRule) bool { return strings.HasPrefix(r.Path, "$WORKDIR/.git") }) {
+		t.Errorf("the tool's own write is gone too: %v", res.Profile.Filesystem.Write)
+	}
+	if ex := string(explainText(res)); !strings.Contains(ex, "pager's history") {
+		t.Errorf("the synthesis does not say it left the pager history out:\n%s", ex)
 	}
 }

@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+)
+
+// TestControllingTerminalLearnedWithoutOne (issue 15): a tool that opens /dev/tty only at a
+// terminal (git's credential prompt, less's keyboard), learned in CI, is enforced at a
+// terminal with zero denials. The sandbox's session has no controlling terminal, so the open
+// fails with ENXIO as in a learn run without one; before, Landlock refused it first and the
+// run reported a denial the learn could not have seen.
+func TestControllingTerminalLearnedWithoutOne(t *testing.T) {
+	testutil.RequireRoot(t)
+	root := t.TempDir()
+	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "")
+	writeNotes(t, b)
+	profile := filepath.Join(root, "profile.yaml")
+	script := `cat notes.txt 2>/dev/null; if [ -t 1 ]; then ( : </dev/tty ) 2>/dev/null; fi; echo done`
+	learn := perturbation{name: "learn", stdout: "file", stdin: "null"}
+	if r := runPerturbed(t, b, learn, []string{sysprofBin, "learn", "-p", profile, "--", "sh", "-c", script}); r.Code != 0 {
+		t.Fatalf("learn: %s", r)
+	}
+	if p := loadProfile(t, profile); !strings.Contains(string(mustRead(t, profile)), "/dev/tty") {
+		t.Fatalf("control: the profile has no /dev/tty rule (the terminal family): %v", p.Filesystem.Write)
+	}
+	rep := filepath.Join(root, "tty-report.json")
+	tty := perturbation{name: "tty", stdout: "tty", stdin: "tty"}
+	r := runPerturbed(t, b, tty, []string{sysprofBin, "enforce", "-p", profile, "--report", rep, "--", "sh", "-c", script})
+	mustCode(t, "enforce at a terminal", r, 0)
+	if !strings.Contains(r.Stdout, "done") {
+		t.Errorf("enforce at a terminal: output lacks done:\n%s", r)
+	}
+	for _, d := range readReport(t, rep).Denials {
+		t.Errorf("denial at a terminal: [%s] %s by %s: suggest %q", d.Kind, d.What, d.Exe, d.Suggest)
+	}
+}
+
+// TestPagerHistoryLearnedAtATerminal (issue 15): less saves its history through
+// $HOME/.lesshsQ renamed to $HOME/.lesshst; learned (git log at a terminal), that write made
+// every enforce exit 125 for a HOME outside /tmp ("its directory is too broad"). Here the save
+// is done by hand, as less does it, by a user whose HOME is not under /tmp.
+func TestPagerHistoryLearnedAtATerminal(t *testing.T) {
+	testutil.RequireRoot(t)
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.MkdirTemp(cache, "sysprof-e2e-pager-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "")
+	writeNotes(t, b)
+	profile := filepath.Join(root, "profile.yaml")
+	script := `cat notes.txt && echo '.less-history-file:' >"$HOME/.lesshsQ" && mv "$HOME/.lesshsQ" "$HOME/.lesshst"; echo done`
+	mustCode(t, "learn", sysprof(t, b, "learn", "-p", profile, "--", "sh", "-c", script), 0)
+	for _, w := range loadProfile(t, profile).Filesystem.Write {
+		if strings.Contains(w.Path, "lesshs") {
+			t.Errorf("learn granted the pager history: write %s", w.Path)
+		}
+	}
+	rep := filepath.Join(root, "report.json")
+	r := sysprof(t, b, "enforce", "-p", profile, "--report", rep, "--", "sh", "-c", script)
+	if r.Code == 125 {
+		t.Fatalf("enforce refused the profile: %s", r)
+	}
+	if !strings.Contains(r.Stdout, "done") {
+		t.Errorf("enforce: output lacks done:\n%s", r)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
