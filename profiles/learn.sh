@@ -71,6 +71,8 @@ spec() {
 	make-gcc) FIXTURE=$repo/testdata/projects/cproj CMD='make' CLEAN='rm -f hello *.o' ;;
 	git) FIXTURE=$repo/testdata/shipped/git CMD="sh -c '$git_session'" CLEAN='rm -rf .git' ;;
 	npm-test) FIXTURE=$repo/testdata/shipped/node CMD='npm test' ;;
+	npm-install) FIXTURE=$repo/testdata/shipped/npm-install CMD='npm install' CLEAN='rm -rf node_modules package-lock.json generated' ;;
+	python3-unittest) FIXTURE=$repo/testdata/shipped/unittest CMD='python3 -m unittest' CLEAN='rm -rf __pycache__ tests/__pycache__' ;;
 	python3-compile) FIXTURE=$repo/testdata/shipped/python CMD='python3 -m py_compile greet.py main.py' CLEAN='rm -rf __pycache__' ;;
 	python3-run) FIXTURE=$repo/testdata/shipped/python CMD='python3 main.py' CLEAN='rm -rf __pycache__' ;;
 	*) echo "learn.sh: unknown profile $1" >&2; exit 2 ;;
@@ -93,7 +95,7 @@ learn_one() {
 	done
 }
 
-names=${*:-go-build go-test go-vet gofmt cargo-build cargo-test rustfmt make-gcc git npm-test python3}
+names=${*:-go-build go-test go-vet gofmt cargo-build cargo-test rustfmt make-gcc git npm-test npm-install python3 python3-unittest}
 for n in $names; do
 	case $n in
 	python3)

@@ -41,6 +41,8 @@ var shippedRuns = []shippedRun{
 	{profile: "npm-test", fixture: "shipped/node", need: []string{"node"}, argv: []string{"node", "--test"}, want: "# pass 1"},
 	{profile: "python3", fixture: "shipped/python", need: []string{"python3"}, argv: []string{"python3", "-m", "py_compile", "greet.py", "main.py"}, clean: "rm -rf __pycache__"},
 	{profile: "python3", fixture: "shipped/python", need: []string{"python3"}, argv: []string{"python3", "main.py"}, want: "hello, python", clean: "rm -rf __pycache__"},
+	{profile: "npm-install", fixture: "shipped/npm-install", need: []string{"npm", "node"}, argv: []string{"npm", "install"}, want: "postinstall: hello, npm", clean: "rm -rf node_modules package-lock.json generated"},
+	{profile: "python3-unittest", fixture: "shipped/unittest", need: []string{"python3"}, argv: []string{"python3", "-m", "unittest"}, want: "OK", clean: "rm -rf __pycache__ tests/__pycache__"},
 }
 
 // TestShippedProfiles: for every shipped profile, enforcing it on its fixture succeeds with zero
