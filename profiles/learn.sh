@@ -57,7 +57,8 @@ inbox() {
 git_session='git init -q . && git add README && git commit -q -m "first commit" && git status --short --branch && git log --format="%H %an <%ae> %s" && git diff HEAD --stat'
 
 # spec NAME: sets FIXTURE, CLEAN (shell run in the work dir between runs) and the command in $@
-# via the CMD variable (a shell-quoted list evaluated with eval).
+# via the CMD variable (a shell-quoted list evaluated with eval). eslint and prettier need their
+# fixture's node_modules: `npm ci --prefix testdata/shipped/jstools` (as .ci/run does) first.
 spec() {
 	CLEAN=true
 	case $1 in
@@ -72,6 +73,8 @@ spec() {
 	git) FIXTURE=$repo/testdata/shipped/git CMD="sh -c '$git_session'" CLEAN='rm -rf .git' ;;
 	npm-test) FIXTURE=$repo/testdata/shipped/node CMD='npm test' ;;
 	npm-install) FIXTURE=$repo/testdata/shipped/npm-install CMD='npm install' CLEAN='rm -rf node_modules package-lock.json generated' ;;
+	eslint) FIXTURE=$repo/testdata/shipped/jstools CMD='npx eslint --cache --cache-location node_modules/.cache/eslint/ src' CLEAN='rm -rf node_modules/.cache' ;;
+	prettier) FIXTURE=$repo/testdata/shipped/jstools CMD='npx prettier --check src' ;;
 	python3-unittest) FIXTURE=$repo/testdata/shipped/unittest CMD='python3 -m unittest' CLEAN='rm -rf __pycache__ tests/__pycache__' ;;
 	python3-compile) FIXTURE=$repo/testdata/shipped/python CMD='python3 -m py_compile greet.py main.py' CLEAN='rm -rf __pycache__' ;;
 	python3-run) FIXTURE=$repo/testdata/shipped/python CMD='python3 main.py' CLEAN='rm -rf __pycache__' ;;
@@ -95,7 +98,7 @@ learn_one() {
 	done
 }
 
-names=${*:-go-build go-test go-vet gofmt cargo-build cargo-test rustfmt make-gcc git npm-test npm-install python3 python3-unittest}
+names=${*:-go-build go-test go-vet gofmt cargo-build cargo-test rustfmt make-gcc git npm-test npm-install eslint prettier python3 python3-unittest}
 for n in $names; do
 	case $n in
 	python3)

@@ -2,6 +2,7 @@ package shipped
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,7 +22,13 @@ type shippedRun struct {
 	// clean runs (unsandboxed, sh -c) between the enforced run and the drift run so that the
 	// drift's learn does the same work again.
 	clean string
+	// installed is a file the fixture needs that setup installs (.ci/run: npm ci), not git.
+	installed string
 }
+
+// jsTools is the fixture of the eslint and prettier profiles; its pinned node_modules are
+// installed by .ci/run (npm ci --prefix testdata/shipped/jstools), never globally.
+const jsTools = "shipped/jstools"
 
 var gitSession = `git init -q . && git add README && git commit -q -m "first commit" && git status --short --branch && git log --format="%H %an <%ae> %s" && git diff HEAD --stat`
 
@@ -42,6 +49,8 @@ var shippedRuns = []shippedRun{
 	{profile: "python3", fixture: "shipped/python", need: []string{"python3"}, argv: []string{"python3", "-m", "py_compile", "greet.py", "main.py"}, clean: "rm -rf __pycache__"},
 	{profile: "python3", fixture: "shipped/python", need: []string{"python3"}, argv: []string{"python3", "main.py"}, want: "hello, python", clean: "rm -rf __pycache__"},
 	{profile: "npm-install", fixture: "shipped/npm-install", need: []string{"npm", "node"}, argv: []string{"npm", "install"}, want: "postinstall: hello, npm", clean: "rm -rf node_modules package-lock.json generated"},
+	{profile: "eslint", fixture: jsTools, need: []string{"npx", "node"}, argv: []string{"npx", "eslint", "--cache", "--cache-location", "node_modules/.cache/eslint/", "src"}, installed: "node_modules/eslint/bin/eslint.js", clean: "rm -rf node_modules/.cache"},
+	{profile: "prettier", fixture: jsTools, need: []string{"npx", "node"}, argv: []string{"npx", "prettier", "--check", "src"}, want: "All matched files use Prettier code style", installed: "node_modules/prettier/bin/prettier.cjs"},
 	{profile: "python3-unittest", fixture: "shipped/unittest", need: []string{"python3"}, argv: []string{"python3", "-m", "unittest"}, want: "OK", clean: "rm -rf __pycache__ tests/__pycache__"},
 }
 
@@ -71,7 +80,16 @@ func TestShippedProfiles(t *testing.T) {
 // testShipped enforces and drifts one shipped run as user who (dana: HOME and work tree under
 // /tmp, like the learn; erin: under ~/.cache, like a real user's).
 func testShipped(t *testing.T, who string, sr shippedRun) {
-	b := newBox(t, who, filepath.Join("src", sr.profile, "project"), sr.fixture)
+	var b *box
+	if sr.installed != "" {
+		_, err := os.Stat(testutil.Testdata(sr.fixture, sr.installed))
+		testutil.RequireNoErr(t, "the fixture's dependencies (npm ci --prefix testdata/"+sr.fixture+", as .ci/run does)", err)
+		// cp -a: node_modules/.bin holds symlinks to executable scripts.
+		b = newBox(t, who, filepath.Join("src", sr.profile, "project"), "")
+		b.sh(t, "cp -a "+testutil.Testdata(sr.fixture)+"/. .")
+	} else {
+		b = newBox(t, who, filepath.Join("src", sr.profile, "project"), sr.fixture)
+	}
 	requireTools(t, b, sr.need...)
 	profile := filepath.Join(testutil.RepoRoot(), "profiles", sr.profile+".yaml")
 	rep := filepath.Join(t.TempDir(), "report.json")

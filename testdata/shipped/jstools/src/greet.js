@@ -1,0 +1,10 @@
+'use strict';
+
+function greet(name) {
+  if (name === '') {
+    return 'hello';
+  }
+  return `hello, ${name}`;
+}
+
+module.exports = { greet };

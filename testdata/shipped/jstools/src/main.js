@@ -1,0 +1,5 @@
+'use strict';
+
+const { greet } = require('./greet');
+
+console.log(greet('eslint'));
