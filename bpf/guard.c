@@ -80,6 +80,7 @@ enum file_op {
 	FOP_TWOAT,     // olddirfd a0, old a1, newdirfd a2, new a3 (renameat*, linkat)
 	FOP_SYMLINK,   // target a0, linkpath a1
 	FOP_SYMLINKAT, // target a0, newdirfd a1, linkpath a2
+	FOP_MMAP,      // prot a2, fd a4: an executable mapping refused (EPERM: a noexec mount)
 };
 
 enum net_op {
@@ -534,13 +535,37 @@ __noinline int hidden_hit(__u64 cgid, unsigned long ptr)
 	return mc.hit;
 }
 
+// put_fd writes the components of the path of the current task's file fd into the file event
+// at off (as put_path does for a relative path's directory) and returns the new offset. A global
+// function (see header).
+__noinline __u32 put_fd(__u64 off, long fd)
+{
+	__u32 slot = SLOT_FILE;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	if (!s || off > SCRATCH_SZ - PATH_SZ * 3)
+		return off;
+	struct guard_event *e = (void *)s->data;
+	struct file *f = fd_file(fd);
+	if (!f)
+		return off;
+	struct path p = {};
+	BPF_CORE_READ_INTO(&p, f, f_path);
+	__u8 trunc = 0;
+	__u32 b = walk(s, p.mnt, p.dentry, SLOT_FILE, off, PATH_SZ, &trunc);
+	b &= PATH_SZ - 1;
+	e->base_len = b;
+	if (trunc)
+		e->path_trunc = 1;
+	return off + b;
+}
+
 SEC("tracepoint/syscalls/sys_exit_path")
 int sys_exit_path(struct sys_exit_ctx *ctx)
 {
 	long ret = ctx->ret;
 	if (ret >= 0) // nearly every call: one compare
 		return 0;
-	if (ret != -EACCES && ret != -EROFS && ret != -EXDEV && ret != -ENOENT)
+	if (ret != -EACCES && ret != -EROFS && ret != -EXDEV && ret != -ENOENT && ret != -EPERM)
 		return 0;
 	// Each slot's instance is attached with the slot as the cookie; slot_cgid names the run
 	// that holds the slot: the calls of its command are its own, the others' belong to other
@@ -564,6 +589,10 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	if (!fopp)
 		return 0;
 	__u32 fop = *fopp;
+	// EPERM is seccomp's answer to a path syscall (the supervisor reports it); only an
+	// executable mapping refused by a noexec mount is the sandbox's, and only that is taken.
+	if ((ret == -EPERM) != (fop == FOP_MMAP))
+		return 0;
 
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -573,6 +602,7 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	long dirfd1 = AT_FDCWD, dirfd2 = AT_FDCWD;
 	unsigned long p1 = 0, p2 = 0;
 	int resolve1 = 1;
+	long mmap_fd = -1;
 	__u64 flags = 0;
 	switch (fop) {
 	case FOP_OPEN:
@@ -623,10 +653,17 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 		dirfd2 = (int)a1;
 		p2 = a2;
 		break;
+	case FOP_MMAP:
+		if (!(a2 & 4)) // PROT_EXEC
+			return 0;
+		mmap_fd = (int)BPF_CORE_READ(regs, r8);
+		if (mmap_fd < 0)
+			return 0;
+		break;
 	default:
 		return 0;
 	}
-	if (!p1)
+	if (!p1 && mmap_fd < 0)
 		return 0;
 
 	__u32 slot = SLOT_FILE;
@@ -639,7 +676,7 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	// ENOENT only for an absolute path under a hidden path: everything else that is not there
 	// is the tool looking around (PATH and library searches), not a refusal. Decided on the
 	// first bytes of the string before any other work.
-	if (enoent && !hidden_hit(cgid, p1)) {
+	if (enoent && (!p1 || !hidden_hit(cgid, p1))) {
 		s->busy = 0;
 		return 0;
 	}
@@ -653,7 +690,10 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	e->nr = nr;
 	e->fop = fop;
 	e->flags = flags;
-	off = put_path(off, dirfd1, p1, resolve1, 0);
+	if (mmap_fd >= 0)
+		off = put_fd(off, mmap_fd);
+	else
+		off = put_path(off, dirfd1, p1, resolve1, 0);
 	if (p2)
 		off = put_path(off, dirfd2, p2, 1, 1);
 	submit(cgid, cfg, s, off);

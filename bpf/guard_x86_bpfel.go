@@ -29,6 +29,7 @@ const (
 	GuardFileOpFOP_TWOAT     GuardFileOp = 10
 	GuardFileOpFOP_SYMLINK   GuardFileOp = 11
 	GuardFileOpFOP_SYMLINKAT GuardFileOp = 12
+	GuardFileOpFOP_MMAP      GuardFileOp = 13
 )
 
 type GuardGuardEvent struct {

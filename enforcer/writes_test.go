@@ -198,7 +198,7 @@ echo done`)
 	ld, _ := filepath.EvalSymlinks("/lib64/ld-linux-x86-64.so.2")
 	libm, _ := filepath.EvalSymlinks("/lib/x86_64-linux-gnu/libm.so.6")
 	p = writesProfile("$WORKDIR/outdir")
-	_, code, out, err = runScript(p, work, home, fmt.Sprintf(`cp /bin/true outdir/evil; cp %s outdir/evil.so
+	rep, code, out, err = runScript(p, work, home, fmt.Sprintf(`cp /bin/true outdir/evil; cp %s outdir/evil.so
 %s /bin/true && echo control-ok
 %s ./outdir/evil && echo evil-ran
 LD_PRELOAD=$PWD/outdir/evil.so /bin/true 2>&1 | grep -q 'cannot be preloaded' && echo preload-refused
@@ -208,6 +208,17 @@ true`, libm, ld, ld))
 	}
 	if strings.Contains(out, "evil-ran") || !strings.Contains(out, "preload-refused") {
 		fail("noexec: a file written in outdir/ ran or was preloaded\n%s", out)
+	}
+	// As root the guard reports the refused executable mappings (the ordinary user's file
+	// denials are not observable).
+	if os.Geteuid() == 0 {
+		for _, f := range []string{"outdir/evil", "outdir/evil.so"} {
+			if !slices.ContainsFunc(rep.Denials, func(d report.Denial) bool {
+				return d.Kind == report.KindFile && d.Path == filepath.Join(work, f) && d.Access == "exec" && d.Syscall == "mmap"
+			}) {
+				fail("noexec: the refused mapping of %s is not reported: %+v", f, rep.Denials)
+			}
+		}
 	}
 
 	// A writable directory swapped for a symlink to $HOME/target is refused, not followed.

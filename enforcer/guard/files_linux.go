@@ -40,6 +40,7 @@ var fileOps = sync.OnceValue(func() map[string]bpf.GuardFileOp {
 		"rename":    bpf.GuardFileOpFOP_TWO, "link": bpf.GuardFileOpFOP_TWO,
 		"renameat": bpf.GuardFileOpFOP_TWOAT, "renameat2": bpf.GuardFileOpFOP_TWOAT, "linkat": bpf.GuardFileOpFOP_TWOAT,
 		"symlink": bpf.GuardFileOpFOP_SYMLINK, "symlinkat": bpf.GuardFileOpFOP_SYMLINKAT,
+		"mmap": bpf.GuardFileOpFOP_MMAP,
 	}
 })
 
@@ -57,7 +58,7 @@ func hiddenPrefixes(hidden []string) []string {
 
 // fillFops fills guard.c's syscall table: which x86_64 numbers are path syscalls and what the
 // program reads of their arguments. Every run's the same (a syscall the filter refuses answers
-// EPERM before it reaches a path, and EPERM is not taken), so it is filled at load.
+// EPERM before it reaches a path, and EPERM is taken only from mmap), so it is filled at load.
 func fillFops(fops *ebpf.Map) error {
 	for name, op := range fileOps() {
 		nr, ok := arch.X86_64.SyscallNames[name]
@@ -408,6 +409,10 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 		hits = append(hits, hit{path2, "create"})
 	case bpf.GuardFileOpFOP_SYMLINK, bpf.GuardFileOpFOP_SYMLINKAT:
 		hits = append(hits, hit{path2, "create"})
+	case bpf.GuardFileOpFOP_MMAP:
+		// An executable mapping of a file on a noexec mount (ld.so ./evil, LD_PRELOAD): the
+		// file is named by its descriptor's path.
+		hits = append(hits, hit{b1, "exec"})
 	}
 	errName := errnoNames[ev.Ret]
 	if errName == "" {
