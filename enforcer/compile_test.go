@@ -537,3 +537,21 @@ func TestRuleInsideCredentialStore(t *testing.T) {
 		t.Errorf("a rule naming the store: err %v, hidden %q", err, c.Plan.Hidden)
 	}
 }
+
+// Temp files have incidental names: a write rule in a host $TMPDIR (outside the private /tmp)
+// grants that $TMPDIR, not the one learned name (a stage would report the next run's names).
+func TestHostTmpdirWritableAsAWhole(t *testing.T) {
+	home := t.TempDir()
+	tmp := filepath.Join(home, "tmp")
+	os.Mkdir(tmp, 0o755)
+	p := testProfile()
+	p.Filesystem.Write = []policy.PathRule{{Path: "$TMPDIR/tmpab12cd34"}}
+	p.Filesystem.PrivateTmp = true
+	c, err := Compile(p, Env{Vars: map[string]string{"HOME": home, "WORKDIR": t.TempDir(), "TMPDIR": tmp}, Arch: "x86_64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Plan.Writable, []string{tmp}) || len(c.Stages) != 0 {
+		t.Errorf("writable %v, stages %v: want the host $TMPDIR %s bound as a whole", c.Plan.Writable, c.Stages, tmp)
+	}
+}

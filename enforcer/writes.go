@@ -55,6 +55,14 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 			g.landlock = append(g.landlock, w)
 			continue
 		}
+		if t := hostTempDir(w, privateTmp, env); t != "" {
+			// A temp file's name is incidental (mkstemp, Python's tempfile): the host's
+			// $TMPDIR is granted as a whole, which no protected path lies in.
+			if w != t {
+				c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is in $TMPDIR (%s): all of it is writable", w, t))
+			}
+			w = t
+		}
 		glob := paths.HasGlob(w)
 		_, statErr := os.Lstat(w)
 		missing := glob || errors.Is(statErr, os.ErrNotExist)
@@ -71,6 +79,7 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 		if c.createCacheDir(w, env) {
 			missing = false
 		}
+
 		if missing {
 			dir := nearestExistingDir(staticPrefix(w))
 			candidates = append(candidates, dir)
@@ -423,4 +432,23 @@ func (c *Compiled) writesExact(env Env) error {
 		}
 	}
 	return nil
+}
+
+// hostTempDir returns the host's $TMPDIR when w lies in it and it is a directory of its own:
+// not a private tmp root itself (/tmp: private anyway), not the work tree or the home or above
+// them. One below /tmp is bound into the private tmp like a work tree there.
+func hostTempDir(w string, privateTmp bool, env Env) string {
+	t := filepath.Clean(env.Vars["TMPDIR"])
+	if t == "." || t == "/" || !filepath.IsAbs(t) || !within(w, t) || privateTmp && privateTmpRoot(t) == t {
+		return ""
+	}
+	for _, name := range []string{"WORKDIR", "HOME"} {
+		if v := env.Vars[name]; v != "" && within(filepath.Clean(v), t) {
+			return ""
+		}
+	}
+	if st, err := os.Stat(t); err != nil || !st.IsDir() {
+		return ""
+	}
+	return t
 }
