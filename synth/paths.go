@@ -295,6 +295,9 @@ func mayGlob(c string) bool {
 	if c == "" {
 		return false
 	}
+	if c[0] == 't' && strings.HasPrefix(c, "tmp") {
+		return true // pythonTempName
+	}
 	if randomPrefixFirst[c[0]] {
 		for _, rp := range randomPrefixes {
 			if strings.HasPrefix(c, rp.prefix) {
@@ -344,6 +347,30 @@ var randomPrefixes = []struct {
 	{"ssh-", 6, 16, false}, // ssh-agent's socket dir: ssh-XXXXXXXXXX
 }
 
+// pythonTempName reports Python's tempfile names (mkstemp, mkdtemp, NamedTemporaryFile):
+// "tmp" and 8 characters of [a-z0-9_] holding a digit or "_" (all letters in 1 of 16 names,
+// which then stay exact), then the end or a suffix (which it returns).
+func pythonTempName(c string) (suffix string, ok bool) {
+	if len(c) < 11 || !strings.HasPrefix(c, "tmp") {
+		return "", false
+	}
+	random := false // a digit or _: "tmp" and 8 letters is as often a word (tmplatesdir)
+	for i := 3; i < 11; i++ {
+		b := c[i]
+		if !(b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '_') {
+			return "", false
+		}
+		random = random || b < 'a'
+	}
+	if !random {
+		return "", false
+	}
+	if len(c) > 11 && (isAlnum(c[11]) || c[11] == '_') {
+		return "", false
+	}
+	return c[11:], true
+}
+
 // timestampRE matches a date or date-time stamp in a name (npm's
 // 2026-11-30T04_00_00_000Z-debug.log, Go telemetry's go@go1.26-...-2026-11-30.v1.count).
 var timestampRE = sync.OnceValue(func() *regexp.Regexp {
@@ -373,6 +400,9 @@ func GlobComponent(c string) string {
 	}
 	if countDigits(c) >= 8 { // a stamp holds at least 8 digits: skip the regexp otherwise
 		c = globStamps(c)
+	}
+	if rest, ok := pythonTempName(c); ok {
+		return "tmp*" + GlobComponent(rest)
 	}
 	for _, rp := range randomPrefixes {
 		if !strings.HasPrefix(c, rp.prefix) {

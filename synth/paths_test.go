@@ -23,6 +23,10 @@ func TestGlobComponent(t *testing.T) {
 		{"tmp.abcdefghij", "tmp.*"},
 		{".tmpAb3dEf", ".tmp*"},
 		{".tmpabcdef", ".tmp*"},
+		{"tmpk3_x9qzp", "tmp*"},         // Python's tempfile.mkstemp / mkdtemp
+		{"tmpabc4efgh.txt", "tmp*.txt"}, // NamedTemporaryFile(suffix=".txt")
+		{"tmpfiles.d", "tmpfiles.d"},
+		{"tmplatesdir", "tmplatesdir"},
 		{"rustcXk3Lm9", "rustc*"},
 		{"ccA1b2C3.o", "cc*.o"},
 		{"ccQz9Yx8.res", "cc*.res"},
