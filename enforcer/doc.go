@@ -88,11 +88,11 @@
 //     followed, hashes cached by dev/inode/size/mtime/ctime, key and hash from one open file, the
 //     cache hidden from the command): a change is a warning line and a report entry
 //     (changedBinaries); Options.VerifyBinaries refuses the run (exit 125).
-//   - With a private /tmp, paths the profile reads inside /tmp are bound from the host (Landlock
-//     keeps them read-only), and writable paths inside it that do not exist yet become the
-//     private directory itself instead of host binds.
-//   - Globs in read, write and exec rules become their directory (mounts and Landlock cannot
-//     express globs), noted; hidden globs hide what matches now, never their directory.
+//   - With a private /tmp, paths the profile reads inside /tmp are bound read-only from the
+//     host, and writable paths inside it that do not exist yet become the private directory
+//     itself instead of host binds.
+//   - Globs in read and exec rules become their directory (mounts and Landlock cannot express
+//     globs), noted; hidden globs hide what matches now, never their directory.
 //   - Hidden paths become Landlock.Hidden too (those that exist, and those named without a glob
 //     that do not exist yet), so that a file the host renames over one, or creates there,
 //     during the run stays unreadable (see package sandbox, "Hidden names, not inodes").
@@ -100,9 +100,16 @@
 //     common config; the submodules' below modules/; the files include.path and
 //     includeIf.*.path name, recursively) that hold credentials are masked: a read-only copy without
 //     http.*.extraHeader, credential.helper and URL passwords covers them (git needs the rest).
-//   - Write rules on files, or on paths that do not exist yet (build outputs), become their
-//     nearest directory: tools replace files rather than rewrite them. Nothing is created on
-//     the host. Widening beyond the work tree, temp and cache directories is unenforceable.
+//   - Writes mean exactly what was learned (writes.go, staged_linux.go): an existing directory
+//     rule is bound writable (a symlink, or one resolving outside its variable's directory, is
+//     refused); a file rule, a glob or a path that does not exist yet stages its nearest
+//     existing directory: an overlay (sandbox.Stage) whose upper layer Run copies back after
+//     the command, only for what the rules cover; the rest is reported as denials. Protected
+//     paths (paths.ProtectedPaths) inside a bound directory get read-only binds, or the
+//     directory is staged when one does not exist yet. A host $TMPDIR outside the private tmp
+//     roots is granted whole (temp names are incidental); a missing tool cache root is
+//     created. Writable mounts in which no exec rule lies are noexec; writesExact refuses a
+//     plan whose grants reach further.
 //   - A profile with clone3 also gets clone, the libc fallback of clone3's ENOSYS.
 //   - No network in the profile: a new network namespace with only loopback. A network
 //     allowlist (egress.go): the same namespace, as root and as an ordinary user, whose only
