@@ -39,7 +39,12 @@ func prepareStages(c *Compiled, id sandbox.Identity) (*stagedRun, error) {
 	}
 	sr := &stagedRun{specs: c.Stages}
 	for i, s := range c.Stages {
-		top, err := os.MkdirTemp(stageParent(s.Dir), stagePrefix())
+		parent := stageParent(s.Dir)
+		if parent == "" {
+			sr.remove()
+			return nil, fmt.Errorf("stage %s: no directory for its overlay layers (writable, outside it, not on overlayfs): set TMPDIR to one, e.g. a tmpfs", s.Dir)
+		}
+		top, err := os.MkdirTemp(parent, stagePrefix())
 		if err != nil {
 			sr.remove()
 			return nil, fmt.Errorf("stage %s: %w", s.Dir, err)
@@ -76,28 +81,40 @@ func prepareStages(c *Compiled, id sandbox.Identity) (*stagedRun, error) {
 // stagePrefix names this process's stage directories (sysprof-stage-PID-*).
 func stagePrefix() string { return fmt.Sprintf("sysprof-stage-%d-", os.Getpid()) }
 
-// stageParent picks where a stage's layers live: the first of the temp directories on the same
-// filesystem as dir and not inside it (overlay refuses overlapping layers), else the first.
+// stageParent picks where a stage's layers live: the first candidate that is writable, not
+// inside dir (overlay refuses a layer inside another) and not itself on overlayfs (which cannot
+// be an upper layer: a container's root), preferring one on dir's filesystem (copy-back is
+// then a rename). "" when there is none.
 func stageParent(dir string) string {
 	cands := []string{os.TempDir(), "/var/tmp"}
 	if h, err := os.UserCacheDir(); err == nil {
 		cands = append(cands, filepath.Join(h, "sysprof", "stages"))
 	}
-	var st unix.Stat_t
-	if unix.Stat(dir, &st) != nil {
-		return cands[0]
+	if r := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(r) {
+		cands = append(cands, r)
 	}
+	cands = append(cands, "/dev/shm")
+	var st unix.Stat_t
+	haveDev := unix.Stat(dir, &st) == nil
+	fallback := ""
 	for _, c := range cands {
-		if within(c, dir) || within(dir, c) {
+		if within(c, dir) {
 			continue
 		}
 		_ = os.MkdirAll(c, 0o700)
 		var cs unix.Stat_t
-		if unix.Stat(c, &cs) == nil && cs.Dev == st.Dev && unix.Access(c, unix.W_OK) == nil {
+		var fs unix.Statfs_t
+		if unix.Stat(c, &cs) != nil || unix.Access(c, unix.W_OK) != nil || unix.Statfs(c, &fs) != nil || fs.Type == unix.OVERLAYFS_SUPER_MAGIC {
+			continue
+		}
+		if haveDev && cs.Dev == st.Dev {
 			return c
 		}
+		if fallback == "" {
+			fallback = c
+		}
 	}
-	return cands[0]
+	return fallback
 }
 
 func (sr *stagedRun) remove() {

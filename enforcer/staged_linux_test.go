@@ -95,3 +95,36 @@ func TestCopyBackKeepsOnlyLearnedOutputs(t *testing.T) {
 		}
 	}
 }
+
+// A stage's layers never go inside the staged directory nor on overlayfs (a container's root,
+// which cannot be an upper layer).
+func TestStageParent(t *testing.T) {
+	testutil.RequireRoot(t) // mounts an overlay
+	dir := t.TempDir()
+	if p := stageParent(dir); p == "" || within(p, dir) {
+		t.Fatalf("stageParent(%s) = %q", dir, p)
+	}
+	// $TMPDIR inside the staged directory: another candidate.
+	t.Setenv("TMPDIR", filepath.Join(dir, "tmp"))
+	os.Mkdir(filepath.Join(dir, "tmp"), 0o755)
+	if p := stageParent(dir); p == "" || within(p, dir) {
+		t.Errorf("with TMPDIR inside the stage: %q", p)
+	}
+	// $TMPDIR on overlayfs: another candidate.
+	ov := t.TempDir()
+	for _, d := range []string{"l", "u", "w", "m"} {
+		os.Mkdir(filepath.Join(ov, d), 0o755)
+	}
+	err := unix.Mount("overlay", filepath.Join(ov, "m"), "overlay", 0, "lowerdir="+filepath.Join(ov, "l")+",upperdir="+filepath.Join(ov, "u")+",workdir="+filepath.Join(ov, "w"))
+	testutil.RequireNoErr(t, "an overlay mount", err)
+	defer unix.Unmount(filepath.Join(ov, "m"), unix.MNT_DETACH)
+	// A work tree on the overlay and $TMPDIR on the same overlay (one file system: the
+	// candidate copy-back would prefer).
+	work, tmp := filepath.Join(ov, "m", "work"), filepath.Join(ov, "m", "tmp")
+	os.Mkdir(work, 0o755)
+	os.Mkdir(tmp, 0o755)
+	t.Setenv("TMPDIR", tmp)
+	if p := stageParent(work); p == "" || within(p, filepath.Join(ov, "m")) {
+		t.Errorf("with TMPDIR on overlayfs: %q", p)
+	}
+}
