@@ -1,16 +1,16 @@
 package sandbox
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/mountinfo"
 )
 
 // privateTmpDirs get a fresh tmpfs each when Plan.PrivateTmp is set. /dev/shm is included: it
@@ -104,7 +104,7 @@ func (p *Plan) applyMounts(res *Result) error {
 		}
 	}()
 	if len(p.Staged) > 0 {
-		mounts, err := readMountinfo()
+		mounts, err := mountinfo.Read()
 		if err != nil {
 			return err
 		}
@@ -510,7 +510,7 @@ func emptyTmpfs() (int, error) {
 // readOnlyExcept makes every mount read-only except the writable roots (and what is below them),
 // keeping hidden mounts and mounts that were read-only before read-only.
 func readOnlyExcept(writable, hidden []string) error {
-	before, err := readMountinfo()
+	before, err := mountinfo.Read()
 	if err != nil {
 		return err
 	}
@@ -533,8 +533,8 @@ func readOnlyExcept(writable, hidden []string) error {
 	// Put read-only back where the recursive clear went too far.
 	again := slices.Clone(hidden)
 	for _, m := range before {
-		if m.ro && under(m.mountPoint, writable) && !slices.Contains(writable, m.mountPoint) {
-			again = append(again, m.mountPoint)
+		if m.ReadOnly && under(m.MountPoint, writable) && !slices.Contains(writable, m.MountPoint) {
+			again = append(again, m.MountPoint)
 		}
 	}
 	for _, h := range again {
@@ -595,68 +595,6 @@ func makeMountPoint(path string, dir bool) error {
 	}
 	return f.Close()
 }
-
-type mountEntry struct {
-	id, parent int
-	mountPoint string
-	ro         bool
-}
-
-func readMountinfo() ([]mountEntry, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("read mountinfo: %w", err)
-	}
-	defer f.Close()
-	return parseMountinfo(f)
-}
-
-// parseMountinfo reads proc(5) mountinfo lines:
-// "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue".
-func parseMountinfo(f io.Reader) ([]mountEntry, error) {
-	var out []mountEntry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		sep := slices.Index(fields, "-")
-		if len(fields) < 6 || sep < 6 || len(fields) < sep+4 {
-			return nil, fmt.Errorf("parse mountinfo line %q", sc.Text())
-		}
-		var e mountEntry
-		if _, err := fmt.Sscan(fields[0], &e.id); err != nil {
-			return nil, fmt.Errorf("parse mountinfo id %q: %w", fields[0], err)
-		}
-		if _, err := fmt.Sscan(fields[1], &e.parent); err != nil {
-			return nil, fmt.Errorf("parse mountinfo parent %q: %w", fields[1], err)
-		}
-		e.mountPoint = unescapeMountinfo(fields[4])
-		e.ro = slices.Contains(strings.Split(fields[5], ","), "ro") ||
-			slices.Contains(strings.Split(fields[sep+3], ","), "ro")
-		out = append(out, e)
-	}
-	return out, sc.Err()
-}
-
-// unescapeMountinfo undoes the octal escapes (\040 space, \011 tab, \012 newline, \134
-// backslash) the kernel writes in mountinfo paths.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
 // under reports whether p is one of roots or below one of them.
 func under(p string, roots []string) bool {

@@ -198,23 +198,6 @@ func TestRefusesHostNamespaces(t *testing.T) {
 	}
 }
 
-func TestParseMountinfo(t *testing.T) {
-	in := "22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n" +
-		"36 35 98:0 /mnt1 /mnt\\040space ro,noatime master:1 - ext3 /dev/root rw,errors=continue\n" +
-		"40 22 0:30 / /sb-ro rw - ext4 /dev/sdb ro\n"
-	got, err := parseMountinfo(strings.NewReader(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []mountEntry{{22, 1, "/proc", false}, {36, 35, "/mnt space", true}, {40, 22, "/sb-ro", true}}
-	if !slices.Equal(got, want) {
-		t.Errorf("parseMountinfo = %+v, want %+v", got, want)
-	}
-	if _, err := parseMountinfo(strings.NewReader("garbage\n")); err == nil {
-		t.Error("parseMountinfo accepted a malformed line")
-	}
-}
-
 func TestTopLevel(t *testing.T) {
 	got := topLevel([]string{"/a/b", "/a", "/ab", "/c/", "/a/b/c", "/c"})
 	if want := []string{"/a", "/ab", "/c"}; !slices.Equal(got, want) {

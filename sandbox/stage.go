@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/mountinfo"
 )
 
 // Stage is a directory the command sees writable but whose writes land in Upper, an overlay's
@@ -40,7 +42,7 @@ type clonedMount struct {
 // userxattr keeps overlay's own metadata in user.* attributes, which an overlay mounted in a
 // user namespace needs (trusted.* is for the initial namespace's root only).
 // Mounts at or below a path of skip (writable trees, cloned on their own) are left out.
-func openStage(s Stage, mounts []mountEntry, skip []string) (*stageMount, error) {
+func openStage(s Stage, mounts []mountinfo.Entry, skip []string) (*stageMount, error) {
 	if s.Upper == "" || s.Work == "" {
 		return nil, fmt.Errorf("BUG: stage %s has no upper/work directory", s.Path)
 	}
@@ -80,8 +82,8 @@ func openStage(s Stage, mounts []mountEntry, skip []string) (*stageMount, error)
 	sm := &stageMount{path: s.Path, fd: mfd}
 	var subs []string
 	for _, m := range mounts {
-		if m.mountPoint != s.Path && under(m.mountPoint, []string{s.Path}) && !under(m.mountPoint, skip) {
-			subs = append(subs, m.mountPoint)
+		if m.MountPoint != s.Path && under(m.MountPoint, []string{s.Path}) && !under(m.MountPoint, skip) {
+			subs = append(subs, m.MountPoint)
 		}
 	}
 	for _, p := range topLevel(subs) {

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/internal/mountinfo"
 	"github.com/sysprof/sysprof/internal/testutil"
 )
 
@@ -149,7 +150,7 @@ const mountinfoHybrid = `22 28 0:21 / /sys rw,nosuid,nodev,noexec,relatime share
 `
 
 func TestParseMountinfo(t *testing.T) {
-	ms, err := parseMountinfo(strings.NewReader(mountinfoHybrid))
+	ms, err := mountinfo.Parse(strings.NewReader(mountinfoHybrid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,12 +172,12 @@ func TestParseMountinfo(t *testing.T) {
 	if !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), "mount -t tracefs") {
 		t.Errorf("tracefsFrom(nothing) = %v, want an UnsupportedError with the mount remedy", err)
 	}
-	withTracefs := append(ms, mountEntry{Root: "/", MountPoint: "/sys/kernel/tracing", FSType: "tracefs"})
+	withTracefs := append(ms, mountinfo.Entry{Root: "/", MountPoint: "/sys/kernel/tracing", FSType: "tracefs"})
 	if p, err := tracefsFrom(withTracefs, func(string) bool { return true }); err != nil || p != "/sys/kernel/tracing" {
 		t.Errorf("tracefsFrom(tracefs) = %q, %v", p, err)
 	}
 
-	unified, err := parseMountinfo(strings.NewReader(
+	unified, err := mountinfo.Parse(strings.NewReader(
 		"30 24 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +188,7 @@ func TestParseMountinfo(t *testing.T) {
 	if _, err := cgroup2From(ms[:1]); !errors.Is(err, ErrNotSupported) {
 		t.Errorf("no cgroup2: %v, want ErrNotSupported", err)
 	}
-	if _, err := parseMountinfo(strings.NewReader("garbage line\n")); err == nil {
+	if _, err := mountinfo.Parse(strings.NewReader("garbage line\n")); err == nil {
 		t.Error("malformed mountinfo parsed without error")
 	}
 }

@@ -1,83 +1,15 @@
 package hostcheck
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/mountinfo"
 )
-
-// mountEntry is one line of /proc/self/mountinfo.
-type mountEntry struct {
-	Root       string // root of the mount within its filesystem
-	MountPoint string
-	FSType     string
-	Source     string
-}
-
-// parseMountinfo parses the format of proc(5) /proc/PID/mountinfo.
-func parseMountinfo(r io.Reader) ([]mountEntry, error) {
-	var out []mountEntry
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		// 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
-		fields := strings.Fields(sc.Text())
-		sep := -1
-		for i, f := range fields {
-			if f == "-" && i >= 6 {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || len(fields) < sep+3 {
-			return nil, fmt.Errorf("parse mountinfo: malformed line %q", sc.Text())
-		}
-		out = append(out, mountEntry{
-			Root:       unescapeMountinfo(fields[3]),
-			MountPoint: unescapeMountinfo(fields[4]),
-			FSType:     fields[sep+1],
-			Source:     unescapeMountinfo(fields[sep+2]),
-		})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read mountinfo: %w", err)
-	}
-	return out, nil
-}
-
-// unescapeMountinfo undoes the octal escapes (\040 for space, …) the kernel writes in paths.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1], '3') && isOctal(s[i+2], '7') && isOctal(s[i+3], '7') {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(c, hi byte) bool { return c >= '0' && c <= hi }
-
-func readMountinfo() ([]mountEntry, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return parseMountinfo(f)
-}
 
 // Cgroup2Mount returns where the cgroup2 (unified) hierarchy is mounted, read from
 // /proc/self/mountinfo: /sys/fs/cgroup on a unified host, /sys/fs/cgroup/unified on a hybrid one.
@@ -89,7 +21,7 @@ func Cgroup2Mount() (string, error) {
 	if cgroup2Found.mnt != "" {
 		return cgroup2Found.mnt, nil
 	}
-	ms, err := readMountinfo()
+	ms, err := mountinfo.Read()
 	if err != nil {
 		return "", fmt.Errorf("find cgroup2 mount: %w", err)
 	}
@@ -107,7 +39,7 @@ var cgroup2Found struct {
 	mnt string
 }
 
-func cgroup2From(ms []mountEntry) (string, error) {
+func cgroup2From(ms []mountinfo.Entry) (string, error) {
 	fallback := ""
 	for _, m := range ms {
 		if m.FSType != "cgroup2" {
@@ -142,7 +74,7 @@ func TracefsMount() (string, error) {
 			return d, nil
 		}
 	}
-	ms, err := readMountinfo()
+	ms, err := mountinfo.Read()
 	if err != nil {
 		return "", fmt.Errorf("find tracefs mount: %w", err)
 	}
@@ -152,7 +84,7 @@ func TracefsMount() (string, error) {
 	})
 }
 
-func tracefsFrom(ms []mountEntry, isTracing func(string) bool) (string, error) {
+func tracefsFrom(ms []mountinfo.Entry, isTracing func(string) bool) (string, error) {
 	for _, m := range ms {
 		if m.FSType == "tracefs" && m.Root == "/" {
 			return m.MountPoint, nil
