@@ -7,24 +7,29 @@ import (
 
 var errSandboxMissing = errors.New("this sysprof was built without the sandbox layers")
 
-// layerError is a sandbox layer that could not be applied.
-type layerError struct {
-	layer string
-	err   error
-}
-
-func (e *layerError) Error() string { return e.layer + ": " + e.err.Error() }
-func (e *layerError) Unwrap() error { return e.err }
-
 // LayerError says which layer of the profile could not be applied and why. Run returns it
-// (fail closed) unless Options.Degrade is set.
+// (fail closed) unless Options.Degrade is set. Err is the cause when it arose in this process
+// (the init stage's own sandbox step: a *sandbox.LayerError, or the egress setup), so
+// errors.As finds the sandbox's type through it; an error the init stage reported over its
+// status pipe has the Reason only.
 type LayerError struct {
 	Layer  string // seccomp, mounts, landlock, netns, capabilities, network-allowlist, ...
-	Reason string
+	Reason string // when empty, Err's text
+	Err    error
 }
 
 func (e *LayerError) Error() string {
-	return fmt.Sprintf("cannot apply the %s layer: %s (rerun with --degrade to run without it)", e.Layer, e.Reason)
+	return fmt.Sprintf("cannot apply the %s layer: %s (rerun with --degrade to run without it)", e.Layer, e.reason())
+}
+
+func (e *LayerError) Unwrap() error { return e.Err }
+
+// reason is what failed, without the advice Error adds.
+func (e *LayerError) reason() string {
+	if e.Reason == "" && e.Err != nil {
+		return e.Err.Error()
+	}
+	return e.Reason
 }
 
 // ExecError is the command could not be started inside the sandbox: not found (127) or not

@@ -105,10 +105,11 @@ func initStage() int {
 		var err error
 		layers, skipped, egress, err = applySandbox(&cfg.Plan, cfg.Sockets, cfg.Egress, cfg.Degrade)
 		if err != nil {
-			var le *layerError
+			var le *LayerError
 			st := initStatus{Stage: "sandbox", Error: err.Error()}
 			if errors.As(err, &le) {
-				st.Layer = le.layer
+				// The parent builds its own LayerError from these (initFailure).
+				st.Layer, st.Error = le.Layer, le.reason()
 			}
 			return fail(st)
 		}

@@ -68,7 +68,7 @@ func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, de
 		}
 		if err != nil {
 			if !degrade {
-				return layers, skipped, nil, &layerError{layer: s.name, err: err}
+				return layers, skipped, nil, &LayerError{Layer: s.name, Err: err}
 			}
 			layers = append(layers, layerState{Name: s.name, Degraded: true, Detail: err.Error()})
 			continue
@@ -77,13 +77,13 @@ func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, de
 		if s.name == LayerNetNS && egress != nil {
 			phase.Mark("sandbox: up to the network namespace")
 			if fds, err = netproxy.SetupInside(*egress); err != nil {
-				return layers, skipped, nil, &layerError{layer: LayerNetwork, err: err}
+				return layers, skipped, nil, &LayerError{Layer: LayerNetwork, Err: err}
 			}
 			phase.Mark("egress: routes, sockets, resolv.conf")
 		}
 	}
 	if egress != nil && fds == nil {
-		return layers, skipped, nil, &layerError{layer: LayerNetwork, err: errors.New("egress: no network namespace to set up (the plan has none)")}
+		return layers, skipped, nil, &LayerError{Layer: LayerNetwork, Err: errors.New("egress: no network namespace to set up (the plan has none)")}
 	}
 	return layers, skipped, fds, nil
 }

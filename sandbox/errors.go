@@ -24,7 +24,8 @@ const (
 var ErrNotSupported = feature.ErrNotSupported
 
 // LayerError says which layer of a Plan could not be applied and why. Apply returns it so the
-// enforcer can refuse to run (fail closed) and name the layer.
+// enforcer can refuse to run (fail closed) and name the layer; the enforcer's own LayerError
+// wraps it (errors.As finds either).
 type LayerError struct {
 	Layer string // LayerMounts, LayerNetNS, LayerLandlock or LayerCaps
 	Err   error

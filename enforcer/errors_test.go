@@ -1,0 +1,29 @@
+package enforcer
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/sysprof/sysprof/sandbox"
+)
+
+// A layer the init stage cannot apply is one error across the packages: the enforcer's
+// LayerError (exit 125) wraps the sandbox's, and the message the parent rebuilds from the
+// status pipe names the layer once.
+func TestLayerErrorWrapsTheSandboxs(t *testing.T) {
+	// Validate refuses a relative path before anything is mounted.
+	_, _, _, err := applySandbox(&sandbox.Plan{Writable: []string{"relative"}}, nil, nil, false)
+	var le *LayerError
+	var se *sandbox.LayerError
+	if !errors.As(err, &le) || le.Layer != LayerMounts || ExitCode(err) != 125 {
+		t.Fatalf("applySandbox = %v, want an enforcer *LayerError for %s", err, LayerMounts)
+	}
+	if !errors.As(err, &se) || se.Layer != sandbox.LayerMounts {
+		t.Errorf("applySandbox = %#v, want it to wrap a *sandbox.LayerError", err)
+	}
+	back := initFailure(&initStatus{Stage: "sandbox", Layer: le.Layer, Error: le.reason()}, "cmd")
+	want := `cannot apply the mounts layer: sandbox mounts: writable path "relative" is not absolute (rerun with --degrade to run without it)`
+	if !errors.As(back, &le) || back.Error() != want {
+		t.Errorf("initFailure = %q, want %q", back, want)
+	}
+}
