@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,32 +75,12 @@ func requireUnchanged(t *testing.T, what string, r result, d diffJSON) {
 	}
 }
 
-// listen opens a loopback TCP listener the test owns; connections are accepted and closed.
-func listen(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // TestDrift is issue 5's CI gate on testdata/projects/cproj: drift twice on the unchanged
 // project reports nothing; a build step that reads ~/.ssh is reported as exactly that change,
 // critical; a build step that opens a connection to a loopback port is reported with that
 // destination as its one critical change.
 func TestDrift(t *testing.T) {
-	newPort := listen(t)
+	newPort := testutil.LoopbackTCP(t)
 	p := newDriftProject(t, "", fmt.Sprintf("NEW_PORT=%d", newPort))
 
 	t.Run("unchanged", func(t *testing.T) {
@@ -148,7 +127,7 @@ func TestDrift(t *testing.T) {
 // TestDriftNewLoopbackPort: a build that already talks to a loopback cache starts connecting to
 // a second port as well; drift must report exactly that one change, critical.
 func TestDriftNewLoopbackPort(t *testing.T) {
-	cachePort, newPort := listen(t), listen(t)
+	cachePort, newPort := testutil.LoopbackTCP(t), testutil.LoopbackTCP(t)
 	p := newDriftProject(t, "Makefile.cache", fmt.Sprintf("CACHE_PORT=%d", cachePort), fmt.Sprintf("NEW_PORT=%d", newPort))
 	for i := 1; i <= 2; i++ {
 		r, d := p.drift(t)

@@ -120,7 +120,7 @@ func pathsOf(rules []policy.PathRule) []string {
 func TestLearnReviewList(t *testing.T) {
 	testutil.RequireRoot(t)
 	requireTool(t, "bash")
-	port := listen(t)
+	port := testutil.LoopbackTCP(t)
 	b := cliBox(t)
 	testutil.WriteFile(t, filepath.Join(b.Home, ".npmrc"), "//registry.example/:_authToken=secret\n", 0o600)
 	testutil.WriteFile(t, filepath.Join(b.Home, ".bashrc"), "# rc\n", 0o644)

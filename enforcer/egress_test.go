@@ -246,7 +246,7 @@ func egressHelper(ports string) error {
 func TestEgressFailsClosed(t *testing.T) {
 	testutil.RequireRoot(t)
 	f := newFSFixture(t)
-	_, allowed := tcpListener(t)
+	allowed := testutil.LoopbackTCP(t)
 	uc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

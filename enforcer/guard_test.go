@@ -54,8 +54,8 @@ func netProfile(f *fsFixture, eps ...policy.Endpoint) *policy.Profile {
 func TestNetworkHostNameAsRoot(t *testing.T) {
 	testutil.RequireRoot(t)
 	f := newFSFixture(t)
-	_, allowed := tcpListener(t)
-	_, other := tcpListener(t)
+	allowed := testutil.LoopbackTCP(t)
+	other := testutil.LoopbackTCP(t)
 	p := netProfile(f, policy.Endpoint{Endpoint: fmt.Sprintf("localhost:%d", allowed), Proto: "tcp"})
 	o := f.run(t, p, false, fmt.Sprintf("connect=127.0.0.1:%d", allowed), fmt.Sprintf("connect=127.0.0.1:%d", other), "ok")
 	if o.err != nil || o.code != 0 {
@@ -69,7 +69,7 @@ func TestNetworkHostNameAsRoot(t *testing.T) {
 func TestNetworkBenignRunPrintsNothing(t *testing.T) {
 	testutil.RequireRoot(t)
 	f := newFSFixture(t)
-	_, allowed := tcpListener(t)
+	allowed := testutil.LoopbackTCP(t)
 	p := netProfile(f, policy.Endpoint{Endpoint: fmt.Sprintf("127.0.0.1:%d", allowed), Proto: "tcp"})
 	o := f.run(t, p, false, fmt.Sprintf("connect=127.0.0.1:%d", allowed))
 	if o.err != nil || o.code != 0 || o.stdout != "connect: ok\n" {

@@ -87,25 +87,6 @@ func unixDaemon(t *testing.T) string {
 	return path
 }
 
-func tcpListener(t *testing.T) (net.Listener, int) {
-	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return l, l.Addr().(*net.TCPAddr).Port
-}
-
 func TestSandboxEscapesBlocked(t *testing.T) {
 	testutil.RequireRoot(t)
 	f := newFSFixture(t)
@@ -116,7 +97,7 @@ func TestSandboxEscapesBlocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer al.Close()
-	_, port := tcpListener(t)
+	port := testutil.LoopbackTCP(t)
 	target := exec.Command("sleep", "300")
 	if err := target.Start(); err != nil {
 		t.Fatal(err)
@@ -180,8 +161,8 @@ func TestSandboxEscapesBlocked(t *testing.T) {
 func TestNetworkAllowlistByPort(t *testing.T) {
 	testutil.RequireRoot(t)
 	f := newFSFixture(t)
-	_, allowed := tcpListener(t)
-	_, other := tcpListener(t)
+	allowed := testutil.LoopbackTCP(t)
+	other := testutil.LoopbackTCP(t)
 	p := f.profile
 	p.Network.Connect = []policy.Endpoint{{Endpoint: fmt.Sprintf("127.0.0.1:%d", allowed), Proto: "tcp"}}
 	saved := guardAvailable

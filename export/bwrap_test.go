@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -162,21 +161,7 @@ func TestBwrapNetwork(t *testing.T) {
 	testutil.RequireTool(t, "ip")
 	testutil.RequireTool(t, "bash")
 	h := newBwrapHost(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
+	port := testutil.LoopbackTCP(t)
 	connect := fmt.Sprintf(`exec bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d'`, port)
 
 	// No endpoints: a private network namespace with nothing but a loopback.

@@ -127,28 +127,6 @@ func exes(tr *trace.Trace) []string {
 	return out
 }
 
-// tcpListener accepts and closes connections until the test ends.
-func tcpListener(t *testing.T) int { return tcpListenerOn(t, "tcp4", "127.0.0.1:0") }
-
-func tcpListenerOn(t *testing.T, network, addr string) int {
-	t.Helper()
-	l, err := net.Listen(network, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func udpListener(t *testing.T) int {
 	t.Helper()
 	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
@@ -165,24 +143,6 @@ func udpListener(t *testing.T) int {
 		}
 	}()
 	return c.LocalAddr().(*net.UDPAddr).Port
-}
-
-func unixListener(t *testing.T, path string) {
-	t.Helper()
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
 }
 
 // dnsResponder answers every A question on addr:53 with answer.

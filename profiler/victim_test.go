@@ -36,12 +36,12 @@ func TestVictim(t *testing.T) {
 	os.Chmod(filepath.Join(dir, "script.sh"), 0o755)
 	shBin := realPath(t, "/bin/sh")
 	sock := filepath.Join(dir, "s.sock")
-	unixListener(t, sock)
+	testutil.Listen(t, "unix", sock)
 	abstract := fmt.Sprintf("@sysprof-victim-%d", os.Getpid())
-	unixListener(t, abstract)
+	testutil.Listen(t, "unix", abstract)
 
-	tport := tcpListener(t)
-	t6port := tcpListenerOn(t, "tcp6", "[::1]:0")
+	tport := testutil.LoopbackTCP(t)
+	t6port := testutil.Port(testutil.Listen(t, "tcp6", "[::1]:0"))
 	uport := udpListener(t)
 	const dnsAddr = "127.0.83.53"
 	dnsResponder(t, dnsAddr, [4]byte{127, 0, 0, 1})

@@ -14,28 +14,6 @@ import (
 	"github.com/sysprof/sysprof/internal/testutil"
 )
 
-// listenTCP starts a loopback listener that accepts and closes connections.
-func listenTCP(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go acceptLoop(l)
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func acceptLoop(l net.Listener) {
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		c.Close()
-	}
-}
-
 // freePort returns a loopback port nobody listens on (bound then released).
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -94,15 +72,10 @@ func TestLandlock(t *testing.T) {
 			if err := os.WriteFile(mytrue, b, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			allowed, denied := listenTCP(t), listenTCP(t)
+			allowed, denied := testutil.LoopbackTCP(t), testutil.LoopbackTCP(t)
 			bindOK, bindDenied := freePort(t), freePort(t)
 			abstract := fmt.Sprintf("@sysprof-sandbox-test-%d-%s", os.Getpid(), mode)
-			ul, err := net.Listen("unix", abstract)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ul.Close() })
-			go acceptLoop(ul)
+			testutil.Listen(t, "unix", abstract)
 			victim := sleeper(t, f.uid)
 			nonexistent := "/nonexistent-sysprof-sandbox-test"
 
@@ -170,7 +143,7 @@ func TestLandlock(t *testing.T) {
 func TestNetNS(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
-			host := listenTCP(t)
+			host := testutil.LoopbackTCP(t)
 			runChecks(t, mode, Plan{NetNS: true, DropCaps: true}, 0, []check{
 				{op{Op: "ifaces"}, "ok:lo:up"},
 				{op{Op: "connect", Port: host}, "ECONNREFUSED"},

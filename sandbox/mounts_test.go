@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -211,15 +210,10 @@ func unixListener(t *testing.T, path string) string {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	testutil.Listen(t, "unix", path)
 	if err := os.Chmod(path, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	go acceptLoop(l)
 	return path
 }
 

@@ -1,6 +1,7 @@
 // Package testutil holds the helpers tests share: the rule for privileged tests (skip with a
 // reason on a laptop when the host lacks a feature or permission, fail under CI=true, fail
-// everywhere on any other error) and building the victim programs in testdata.
+// everywhere on any other error), building the victim programs in testdata, and listeners on
+// loopback or unix sockets (Listen, LoopbackTCP).
 package testutil
 
 import (

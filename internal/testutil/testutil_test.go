@@ -3,6 +3,7 @@ package testutil
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"syscall"
@@ -59,5 +60,29 @@ func TestRequireNoErr(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestListen(t *testing.T) {
+	port := LoopbackTCP(t)
+	c, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatalf("dial the listener: %v", err)
+	}
+	// The listener accepts and closes: the read ends without data.
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Errorf("read = %d, %v; want EOF", n, err)
+	}
+	c.Close()
+	l := Listen(t, "unix", "@sysprof-testutil-"+t.Name())
+	if c, err := net.Dial("unix", l.Addr().String()); err != nil {
+		t.Errorf("dial the unix listener: %v", err)
+	} else {
+		c.Close()
+	}
+	// A non-loopback address fails the test instead of listening.
+	v := &verdict{}
+	if l := Listen(v, "tcp4", "0.0.0.0:0"); l != nil || !v.failed {
+		t.Error("Listen on 0.0.0.0 did not fail the test")
 	}
 }
