@@ -473,7 +473,7 @@ func (c *Compiled) maskGitConfigs(plan *sandbox.Plan, env Env) {
 		return
 	}
 	for _, f := range gitConfigFiles(wd, env.Vars["HOME"]) {
-		if coveredBy(f, plan.Hidden) {
+		if paths.CoveredBy(f, plan.Hidden) {
 			continue
 		}
 		data, err := os.ReadFile(f)
@@ -574,7 +574,7 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 				keep = append(keep, wd)
 			}
 			for _, r := range keep {
-				if privateTmpRoot(r) == "" || coveredBy(r, plan.Writable) || coveredBy(r, stageDirsOf(c.Stages)) {
+				if privateTmpRoot(r) == "" || paths.CoveredBy(r, plan.Writable) || paths.CoveredBy(r, stageDirsOf(c.Stages)) {
 					continue
 				}
 				if _, err := os.Stat(r); err == nil {
@@ -612,7 +612,7 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 		socks, unresolved := daemonSockets(env, p.Network, fs.PrivateTmp, slices.Concat(plan.Writable, plan.ReadOnly, stageDirsOf(c.Stages)))
 		var uncovered, allowedSocks []string
 		for _, sock := range socks {
-			if !coveredBy(sock, plan.Hidden) {
+			if !paths.CoveredBy(sock, plan.Hidden) {
 				uncovered = append(uncovered, sock)
 			}
 		}
@@ -740,10 +740,10 @@ func (c *Compiled) notWeaker(p *policy.Profile, env Env) error {
 	// The profile's hidden paths and what withBase adds (credential stores, sysprof's state).
 	for _, h := range withBase(p.Filesystem, env).Hidden {
 		x, err := expand(h.Path, env)
-		if err != nil || strings.ContainsAny(x, "*?[") || privateTmpRoot(x) != "" && pl.PrivateTmp && !coveredBy(x, pl.Writable) {
+		if err != nil || strings.ContainsAny(x, "*?[") || privateTmpRoot(x) != "" && pl.PrivateTmp && !paths.CoveredBy(x, pl.Writable) {
 			continue // globs hide what matches; a private /tmp hides the host's anyway
 		}
-		if _, err := os.Lstat(x); err == nil && !coveredBy(x, pl.Hidden) {
+		if _, err := os.Lstat(x); err == nil && !paths.CoveredBy(x, pl.Hidden) {
 			return fmt.Errorf("BUG: compile: filesystem.hidden %s exists on this host but the plan does not hide it; refusing to run", h.Path)
 		}
 	}
@@ -877,7 +877,7 @@ func daemonSockets(env Env, n policy.Network, privateTmp bool, binds []string) (
 			}
 		}
 	}
-	hiddenByTmp := func(p string) bool { return privateTmp && privateTmpRoot(p) != "" && !coveredBy(p, shown) }
+	hiddenByTmp := func(p string) bool { return privateTmp && privateTmpRoot(p) != "" && !paths.CoveredBy(p, shown) }
 	if x := env.Vars["XDG_RUNTIME_DIR"]; x != "" {
 		dirs = append(dirs, x)
 	}
@@ -964,16 +964,6 @@ func privateTmpRoot(p string) string {
 		}
 	}
 	return ""
-}
-
-// coveredBy reports whether p is one of dirs or below one of them.
-func coveredBy(p string, dirs []string) bool {
-	for _, d := range dirs {
-		if p == d || strings.HasPrefix(p, d+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // Dump writes the seccomp program as readable BPF, one instruction a line (for --debug).

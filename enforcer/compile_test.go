@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
@@ -398,7 +399,7 @@ func protectedUnder(t *testing.T, dir, home string) []string {
 	t.Helper()
 	var out []string
 	for _, q := range protectedHostPaths(Env{Vars: map[string]string{"WORKDIR": dir, "HOME": home}}) {
-		if within(q, dir) {
+		if paths.Within(q, dir) {
 			out = append(out, q)
 		}
 	}
@@ -519,7 +520,7 @@ func TestRuleInsideCredentialStore(t *testing.T) {
 		}
 	}
 	for _, shown := range []string{aws, filepath.Join(aws, "config"), filepath.Join(aws, "cli"), filepath.Join(aws, "cli/cache"), filepath.Join(work, "sub/.env")} {
-		if coveredBy(shown, c.Plan.Hidden) {
+		if paths.CoveredBy(shown, c.Plan.Hidden) {
 			t.Errorf("%s is hidden, want it reachable (the profile names it or a path below it): %q", shown, c.Plan.Hidden)
 		}
 	}
@@ -528,12 +529,12 @@ func TestRuleInsideCredentialStore(t *testing.T) {
 	os.Symlink(aws, filepath.Join(home2, ".aws"))
 	env2 := Env{Vars: map[string]string{"HOME": home2, "WORKDIR": work, "TMPDIR": "/tmp"}, Arch: "x86_64"}
 	if c, err := Compile(p, env2); err != nil || !slices.Contains(c.Plan.Hidden, filepath.Join(home2, ".aws", "credentials")) ||
-		coveredBy(filepath.Join(home2, ".aws", "config"), c.Plan.Hidden) {
+		paths.CoveredBy(filepath.Join(home2, ".aws", "config"), c.Plan.Hidden) {
 		t.Errorf("a linked store: err %v, hidden %q: want credentials hidden, config not", err, c.Plan.Hidden)
 	}
 	// The store named itself is the profile's word: not hidden.
 	p.Filesystem.Read = append(p.Filesystem.Read, policy.PathRule{Path: "$HOME/.aws"})
-	if c, err := Compile(p, env); err != nil || coveredBy(filepath.Join(aws, "credentials"), c.Plan.Hidden) {
+	if c, err := Compile(p, env); err != nil || paths.CoveredBy(filepath.Join(aws, "credentials"), c.Plan.Hidden) {
 		t.Errorf("a rule naming the store: err %v, hidden %q", err, c.Plan.Hidden)
 	}
 }

@@ -98,7 +98,7 @@ func stageParent(dir string) string {
 	haveDev := unix.Stat(dir, &st) == nil
 	fallback := ""
 	for _, c := range cands {
-		if within(c, dir) {
+		if paths.Within(c, dir) {
 			continue
 		}
 		_ = os.MkdirAll(c, 0o700)
@@ -170,7 +170,7 @@ func (cb *copyBack) prune() {
 	pre := slices.Clone(cb.spec.Precreate)
 	slices.SortFunc(pre, func(a, b string) int { return len(b) - len(a) })
 	for _, rel := range pre {
-		for d := filepath.Join(cb.upper, rel); d != cb.upper && within(d, cb.upper); d = filepath.Dir(d) {
+		for d := filepath.Join(cb.upper, rel); d != cb.upper && paths.Within(d, cb.upper); d = filepath.Dir(d) {
 			if os.Remove(d) != nil {
 				break
 			}
@@ -182,7 +182,7 @@ func (cb *copyBack) prune() {
 // a protected path the rules do not name.
 func (cb *copyBack) keeps(h string) bool {
 	for _, q := range cb.spec.Protected {
-		if within(h, q) {
+		if paths.Within(h, q) {
 			return false
 		}
 	}

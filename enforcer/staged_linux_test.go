@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -101,13 +102,13 @@ func TestCopyBackKeepsOnlyLearnedOutputs(t *testing.T) {
 func TestStageParent(t *testing.T) {
 	testutil.RequireRoot(t) // mounts an overlay
 	dir := t.TempDir()
-	if p := stageParent(dir); p == "" || within(p, dir) {
+	if p := stageParent(dir); p == "" || paths.Within(p, dir) {
 		t.Fatalf("stageParent(%s) = %q", dir, p)
 	}
 	// $TMPDIR inside the staged directory: another candidate.
 	t.Setenv("TMPDIR", filepath.Join(dir, "tmp"))
 	os.Mkdir(filepath.Join(dir, "tmp"), 0o755)
-	if p := stageParent(dir); p == "" || within(p, dir) {
+	if p := stageParent(dir); p == "" || paths.Within(p, dir) {
 		t.Errorf("with TMPDIR inside the stage: %q", p)
 	}
 	// $TMPDIR on overlayfs: another candidate.
@@ -124,7 +125,7 @@ func TestStageParent(t *testing.T) {
 	os.Mkdir(work, 0o755)
 	os.Mkdir(tmp, 0o755)
 	t.Setenv("TMPDIR", tmp)
-	if p := stageParent(work); p == "" || within(p, filepath.Join(ov, "m")) {
+	if p := stageParent(work); p == "" || paths.Within(p, filepath.Join(ov, "m")) {
 		t.Errorf("with TMPDIR on overlayfs: %q", p)
 	}
 }

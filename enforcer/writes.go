@@ -109,7 +109,7 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 		var ro []string
 		stageIt := false
 		for _, q := range protected {
-			if q == b || !within(q, b) || explicitlyNamed(q, keep) {
+			if q == b || !paths.Within(q, b) || explicitlyNamed(q, keep) {
 				continue
 			}
 			if _, err := os.Lstat(q); err != nil {
@@ -132,7 +132,7 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 	// a candidate inside a bind needs nothing more.
 	var stageDirs []string
 	for _, d := range topLevelPaths(candidates) {
-		if coveredBy(d, binds) {
+		if paths.CoveredBy(d, binds) {
 			continue
 		}
 		if d == "/" || kernelTree(d) {
@@ -154,7 +154,7 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 	for _, d := range stageDirs {
 		s := StageSpec{Dir: d, Keep: keepUnder(keep, d)}
 		for _, q := range protected {
-			if within(q, d) && !explicitlyNamed(q, s.Keep) {
+			if paths.Within(q, d) && !explicitlyNamed(q, s.Keep) {
 				s.Protected = append(s.Protected, q)
 			}
 		}
@@ -185,7 +185,7 @@ func (c *Compiled) resolveWritable(w string, env Env) (string, error) {
 	}
 	if root := varRoot(w, env); root != "" {
 		rr, err := filepath.EvalSymlinks(root)
-		if err == nil && !within(resolved, rr) {
+		if err == nil && !paths.Within(resolved, rr) {
 			return "", fmt.Errorf("filesystem.write: %s resolves to %s, outside %s: refused (a symlink among its directories?)", w, resolved, root)
 		}
 	}
@@ -197,7 +197,7 @@ func varRoot(p string, env Env) string {
 	best := ""
 	for _, v := range env.Vars {
 		v = filepath.Clean(v)
-		if v != "/" && filepath.IsAbs(v) && within(p, v) && len(v) > len(best) {
+		if v != "/" && filepath.IsAbs(v) && paths.Within(p, v) && len(v) > len(best) {
 			best = v
 		}
 	}
@@ -220,7 +220,7 @@ func protectedHostPaths(env Env) []string {
 // names q, so q is not protected from it.
 func explicitlyNamed(q string, keep []string) bool {
 	for _, k := range keep {
-		if within(staticPrefix(k), q) {
+		if paths.Within(staticPrefix(k), q) {
 			return true
 		}
 	}
@@ -230,7 +230,7 @@ func explicitlyNamed(q string, keep []string) bool {
 func keepUnder(keep []string, d string) []string {
 	var out []string
 	for _, k := range keep {
-		if within(staticPrefix(k), d) {
+		if paths.Within(staticPrefix(k), d) {
 			out = append(out, k)
 		}
 	}
@@ -260,17 +260,12 @@ func nearestExistingDir(p string) string {
 	}
 }
 
-// within reports whether p equals root or lies beneath it.
-func within(p, root string) bool {
-	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
-}
-
 func topLevelPaths(ps []string) []string {
 	s := slices.Clone(ps)
 	slices.Sort(s)
 	var out []string
 	for _, p := range slices.Compact(s) {
-		if !coveredBy(p, out) {
+		if !paths.CoveredBy(p, out) {
 			out = append(out, p)
 		}
 	}
@@ -281,7 +276,7 @@ func topLevelPaths(ps []string) []string {
 func noExecRoots(roots, exec []string) []string {
 	var out []string
 	for _, r := range roots {
-		if !slices.ContainsFunc(exec, func(x string) bool { x = staticPrefix(x); return within(x, r) || within(r, x) }) {
+		if !slices.ContainsFunc(exec, func(x string) bool { x = staticPrefix(x); return paths.Within(x, r) || paths.Within(r, x) }) {
 			out = append(out, r)
 		}
 	}
@@ -321,7 +316,7 @@ func (c *Compiled) execDirs(exec, binds []string, stages []StageSpec, env Env) [
 				continue
 			}
 		}
-		if i := slices.IndexFunc(stages, func(s StageSpec) bool { return within(x, s.Dir) }); i >= 0 {
+		if i := slices.IndexFunc(stages, func(s StageSpec) bool { return paths.Within(x, s.Dir) }); i >= 0 {
 			s := &stages[i]
 			d := staticPrefix(x)
 			if !paths.HasGlob(x) {
@@ -344,7 +339,7 @@ func (c *Compiled) execDirs(exec, binds []string, stages []StageSpec, env Env) [
 			continue
 		}
 		d := nearestExistingDir(staticPrefix(x))
-		if !coveredBy(d, binds) && !slices.Contains(binds, d) || forbiddenExecRoot(d, env) {
+		if !paths.CoveredBy(d, binds) && !slices.Contains(binds, d) || forbiddenExecRoot(d, env) {
 			out = append(out, x) // stays as is: Landlock skips a missing path
 			continue
 		}
@@ -394,7 +389,7 @@ func allDirs(ps []string) bool {
 // root (a work tree or home under /tmp): such a path is the host's, not the private tmpfs's.
 func hostTreeInTmp(w, root string, env Env) bool {
 	for _, name := range []string{"WORKDIR", "HOME"} {
-		if v := filepath.Clean(env.Vars[name]); v != root && within(v, root) && within(w, v) {
+		if v := filepath.Clean(env.Vars[name]); v != root && paths.Within(v, root) && paths.Within(w, v) {
 			return true
 		}
 	}
@@ -425,7 +420,7 @@ func (c *Compiled) writesExact(env Env) error {
 	}
 	for _, b := range topLevelPaths(pl.Writable) {
 		for _, q := range protected {
-			if q == b || !within(q, b) || slices.Contains(pl.ReadOnly, q) || coveredBy(q, pl.Hidden) || explicitlyNamed(q, named) {
+			if q == b || !paths.Within(q, b) || slices.Contains(pl.ReadOnly, q) || paths.CoveredBy(q, pl.Hidden) || explicitlyNamed(q, named) {
 				continue
 			}
 			return fmt.Errorf("BUG: compile: protected %s is writable inside %s; refusing to run", q, b)
@@ -439,11 +434,11 @@ func (c *Compiled) writesExact(env Env) error {
 // them. One below /tmp is bound into the private tmp like a work tree there.
 func hostTempDir(w string, privateTmp bool, env Env) string {
 	t := filepath.Clean(env.Vars["TMPDIR"])
-	if t == "." || t == "/" || !filepath.IsAbs(t) || !within(w, t) || privateTmp && privateTmpRoot(t) == t {
+	if t == "." || t == "/" || !filepath.IsAbs(t) || !paths.Within(w, t) || privateTmp && privateTmpRoot(t) == t {
 		return ""
 	}
 	for _, name := range []string{"WORKDIR", "HOME"} {
-		if v := env.Vars[name]; v != "" && within(filepath.Clean(v), t) {
+		if v := env.Vars[name]; v != "" && paths.Within(filepath.Clean(v), t) {
 			return ""
 		}
 	}

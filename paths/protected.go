@@ -76,7 +76,7 @@ func ProtectedPaths() []string {
 // which. p must be clean (no trailing slash, no "..").
 func IsProtected(p string) (protected string, ok bool) {
 	for _, q := range sortedProtected {
-		if within(p, q) {
+		if Within(p, q) {
 			return q, true
 		}
 	}
@@ -90,20 +90,9 @@ func ProtectedBeneath(d string) []string {
 	d = strings.TrimSuffix(d, "/")
 	var out []string
 	for _, q := range sortedProtected {
-		if within(q, d) {
+		if Within(q, d) {
 			out = append(out, q)
 		}
 	}
 	return out
-}
-
-// within reports whether p equals root or lies beneath it, by path components.
-func within(p, root string) bool {
-	if root == "" {
-		return false
-	}
-	if root == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == root || strings.HasPrefix(p, root+"/")
 }

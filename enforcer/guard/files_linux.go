@@ -21,6 +21,7 @@ import (
 
 	"github.com/sysprof/sysprof/bpf"
 	"github.com/sysprof/sysprof/internal/kernrun"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/synth"
 )
@@ -428,7 +429,7 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 			continue
 		}
 		if ev.Ret == -int32(unix.ENOENT) {
-			if !coveredBy(h.path, g.cfg.Hidden) {
+			if !paths.CoveredBy(h.path, g.cfg.Hidden) {
 				continue // not there, not hidden: the tool looking around
 			}
 		} else if ev.Ret == -int32(unix.EACCES) && g.landlockAllows(h.access, h.path) {
@@ -482,13 +483,13 @@ func (g *Guard) landlockAllows(access, path string) bool {
 	}
 	switch access {
 	case "read":
-		return coveredBy(path, ll.Read) || coveredBy(path, ll.Write) || coveredBy(path, ll.Devices)
+		return paths.CoveredBy(path, ll.Read) || paths.CoveredBy(path, ll.Write) || paths.CoveredBy(path, ll.Devices)
 	case "list":
-		return coveredBy(path, ll.Read) || coveredBy(path, ll.Write) || coveredBy(path, ll.List)
+		return paths.CoveredBy(path, ll.Read) || paths.CoveredBy(path, ll.Write) || paths.CoveredBy(path, ll.List)
 	case "exec":
-		return coveredBy(path, ll.Exec)
+		return paths.CoveredBy(path, ll.Exec)
 	}
-	return coveredBy(path, ll.Write) || coveredBy(path, ll.Devices)
+	return paths.CoveredBy(path, ll.Write) || paths.CoveredBy(path, ll.Devices)
 }
 
 // crossMount reports whether an EXDEV link or rename had both ends writable under Landlock:
@@ -501,11 +502,6 @@ func (g *Guard) crossMount(hits []hit) bool {
 		}
 	}
 	return len(hits) > 0
-}
-
-// coveredBy reports whether p is one of dirs or below one of them.
-func coveredBy(p string, dirs []string) bool {
-	return slices.ContainsFunc(dirs, func(d string) bool { return p == d || strings.HasPrefix(p, d+"/") })
 }
 
 // portable writes path the way a profile would: with variables and per-run names as globs.
