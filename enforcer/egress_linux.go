@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/netproxy"
 	"github.com/sysprof/sysprof/report"
 )
@@ -29,16 +28,11 @@ func (e *egress) start(pidfd, pid int, nums []int) error {
 	if egressStartFail != nil {
 		return egressStartFail
 	}
-	var fds []int
-	for _, n := range nums {
-		fd, err := unix.PidfdGetfd(pidfd, n, 0)
-		if err != nil {
-			for _, f := range fds {
-				unix.Close(f)
-			}
-			return fmt.Errorf("egress: take socket %d of the init stage (pidfd_getfd): %w", n, err)
-		}
-		fds = append(fds, fd)
+	// The init stage is this process's own child, pinned by the pidfd from its clone: the
+	// fds are taken as kernrun.Take takes a holder's, without Take's pid-to-pidfd lookup.
+	fds, err := kernrun.GetFDs(pidfd, nums)
+	if err != nil {
+		return fmt.Errorf("egress: take the sockets of the init stage: %w", err)
 	}
 	if err := e.Start(fds, pid); err != nil {
 		return err

@@ -88,14 +88,28 @@ func Take(h Holder, nums []int) (pidfd int, fds []int, err error) {
 	if !h.Alive() {
 		return fail(fmt.Errorf("holder %d is gone", h.Pid))
 	}
+	if fds, err = GetFDs(pidfd, nums); err != nil {
+		return fail(fmt.Errorf("holder %d: %w", h.Pid, err))
+	}
+	return pidfd, fds, nil
+}
+
+// GetFDs takes this process's own references to the fds numbered nums in the process pidfd
+// names (close-on-exec, in the order of nums), for Take and for the callers that have a pidfd
+// of their own child already. On an error none is left open.
+func GetFDs(pidfd int, nums []int) ([]int, error) {
+	fds := make([]int, 0, len(nums))
 	for _, n := range nums {
 		fd, err := unix.PidfdGetfd(pidfd, n, 0)
 		if err != nil {
-			return fail(fmt.Errorf("pidfd_getfd %d of %d: %w", n, h.Pid, err))
+			for _, f := range fds {
+				unix.Close(f)
+			}
+			return nil, fmt.Errorf("pidfd_getfd fd %d: %w", n, err)
 		}
 		fds = append(fds, fd)
 	}
-	return pidfd, fds, nil
+	return fds, nil
 }
 
 // Escrow is a directory of holders' files (tmpfs under /run: gone with the boot), and the lock

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -84,5 +85,29 @@ func TestEscrowTakeChecksTheHolder(t *testing.T) {
 	}
 	if _, _, err := Take(h, nums); err == nil {
 		t.Error("took fds from a holder that is gone")
+	}
+}
+
+// GetFDs takes all the fds or none, and names the one it could not take.
+func TestGetFDs(t *testing.T) {
+	pidfd, err := unix.PidfdOpen(os.Getpid(), 0)
+	testutil.RequireNoErr(t, "pidfd_open", err)
+	defer unix.Close(pidfd)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	fds, err := GetFDs(pidfd, []int{int(r.Fd())})
+	testutil.RequireNoErr(t, "pidfd_getfd of this process", err)
+	var a, b unix.Stat_t
+	if len(fds) != 1 || unix.Fstat(fds[0], &a) != nil || unix.Fstat(int(r.Fd()), &b) != nil || a.Ino != b.Ino {
+		t.Fatalf("GetFDs = %v: not the pipe", fds)
+	}
+	unix.Close(fds[0])
+	bad := 1 << 20 // beyond any open fd
+	if fds, err := GetFDs(pidfd, []int{int(r.Fd()), bad}); err == nil || fds != nil || !strings.Contains(err.Error(), "fd 1048576") {
+		t.Errorf("GetFDs with a closed fd = %v, %v; want nothing and an error naming it", fds, err)
 	}
 }
