@@ -1,0 +1,3 @@
+module example.com/kvserve
+
+go 1.22
