@@ -20,6 +20,7 @@ mkdir -p "$out"
 rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
 rustup_bin=$(command -v rustup || echo "$HOME/.cargo/bin/rustup")
 goroot=$(go env GOROOT)
+gopls_bin=$(command -v gopls || { p="$(go env GOPATH)/bin/gopls"; [ -x "$p" ] && echo "$p"; } || true)
 
 # box USER WORKREL FIXTUREDIR NAME: a fresh work directory holding a copy of the fixture, and a
 # HOME (cold caches) and TMPDIR of its own per profile; sets WORK and BOXHOME.
@@ -36,13 +37,18 @@ box() {
 		ln "$rustup_bin" "$BOXHOME/.cargo/bin/rustup" 2>/dev/null || cp "$rustup_bin" "$BOXHOME/.cargo/bin/rustup"
 		for p in cargo rustc rustfmt rustdoc cargo-fmt; do ln -sf rustup "$BOXHOME/.cargo/bin/$p"; done
 	fi
+	# gopls where `go install` puts it for a user with the default GOPATH ($HOME/go/bin).
+	if [ -n "$gopls_bin" ] && [ ! -e "$BOXHOME/go/bin/gopls" ]; then
+		mkdir -p "$BOXHOME/go/bin"
+		ln "$gopls_bin" "$BOXHOME/go/bin/gopls" 2>/dev/null || cp "$gopls_bin" "$BOXHOME/go/bin/gopls"
+	fi
 	printf '[user]\n\tname = %s\n\temail = %s@example.com\n[init]\n\tdefaultBranch = main\n' "$1" "$1" >"$BOXHOME/.gitconfig"
 }
 
 # inbox CMD...: run CMD in the box with the hermetic environment.
 inbox() {
 	(cd "$WORK" && env -i \
-		PATH="$BOXHOME/.cargo/bin:$goroot/bin:/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin" \
+		PATH="$BOXHOME/.cargo/bin:$BOXHOME/go/bin:$goroot/bin:/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin" \
 		HOME="$BOXHOME" TMPDIR="$BOXTMP" LANG=C LC_ALL=C TERM=dumb \
 		GOCACHE="$BOXHOME/.cache/go-build" GOMODCACHE="$BOXHOME/go/pkg/mod" GOFLAGS=-mod=mod \
 		GOTOOLCHAIN=local GOPROXY=off GOSUMDB=off GOTELEMETRY=off \
@@ -75,6 +81,7 @@ spec() {
 	npm-install) FIXTURE=$repo/testdata/shipped/npm-install CMD='npm install' CLEAN='rm -rf node_modules package-lock.json generated' ;;
 	eslint) FIXTURE=$repo/testdata/shipped/jstools CMD='npx eslint --cache --cache-location node_modules/.cache/eslint/ src' CLEAN='rm -rf node_modules/.cache' ;;
 	prettier) FIXTURE=$repo/testdata/shipped/jstools CMD='npx prettier --check src' ;;
+	gopls) FIXTURE=$repo/testdata/shipped/gopls CMD='gopls check main.go' ;;
 	python3-unittest) FIXTURE=$repo/testdata/shipped/unittest CMD='python3 -m unittest' CLEAN='rm -rf __pycache__ tests/__pycache__' ;;
 	python3-compile) FIXTURE=$repo/testdata/shipped/python CMD='python3 -m py_compile greet.py main.py' CLEAN='rm -rf __pycache__' ;;
 	python3-run) FIXTURE=$repo/testdata/shipped/python CMD='python3 main.py' CLEAN='rm -rf __pycache__' ;;
@@ -98,7 +105,7 @@ learn_one() {
 	done
 }
 
-names=${*:-go-build go-test go-vet gofmt cargo-build cargo-test rustfmt make-gcc git npm-test npm-install eslint prettier python3 python3-unittest}
+names=${*:-go-build go-test go-vet gofmt cargo-build cargo-test rustfmt make-gcc git npm-test npm-install eslint prettier python3 python3-unittest gopls}
 for n in $names; do
 	case $n in
 	python3)

@@ -29,7 +29,26 @@ var (
 	goroot     string // the real Go toolchain, read-only input
 	rustupHome string // the real Rust toolchains, read-only input
 	rustupBin  string // rustup itself; each HOME gets a hard link as $CARGO_HOME/bin/rustup
+	goplsBin   string // gopls (.ci/run installs it); each HOME gets a hard link as $HOME/go/bin/gopls
 )
+
+// findGopls returns gopls on the caller's PATH or in the caller's $GOPATH/bin (where `go
+// install` puts it), or "" when there is none (the gopls runs then skip, or fail under CI).
+func findGopls() string {
+	if p, err := exec.LookPath("gopls"); err == nil {
+		p, _ = filepath.EvalSymlinks(p)
+		return p
+	}
+	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		for _, d := range filepath.SplitList(strings.TrimSpace(string(out))) {
+			p := filepath.Join(d, "bin", "gopls")
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+				return p
+			}
+		}
+	}
+	return ""
+}
 
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
@@ -56,6 +75,7 @@ func testMain(m *testing.M) int {
 	if p, err := exec.LookPath("rustup"); err == nil {
 		rustupBin, _ = filepath.EvalSymlinks(p)
 	}
+	goplsBin = findGopls()
 	code := m.Run()
 	for _, d := range usersDirs {
 		os.RemoveAll(d)
@@ -126,7 +146,7 @@ func getUser(t testing.TB, name string) *user {
 		// erin is not a first-time user: her HOME has the caches and config directories the
 		// tools made on earlier runs. (A fresh HOME outside /tmp makes the enforcer refuse the
 		// write rules on them: see profiles/README.md, "Known gaps".)
-		for _, d := range []string{".cache/go-build", ".config/go/telemetry/local", ".npm/_logs", "go/pkg/mod"} {
+		for _, d := range []string{".cache/go-build", ".cache/gopls", ".cache/goimports", ".config/go/telemetry/local", ".npm/_logs", "go/pkg/mod"} {
 			if err := os.MkdirAll(filepath.Join(u.Home, d), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -145,6 +165,16 @@ func getUser(t testing.TB, name string) *user {
 			if err := os.Symlink("rustup", filepath.Join(bin, p)); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+	if goplsBin != "" {
+		// Where `go install` puts it for a user with the default GOPATH.
+		bin := filepath.Join(u.Home, "go", "bin")
+		if err := os.MkdirAll(bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(goplsBin, filepath.Join(bin, "gopls")); err != nil {
+			copyFile(t, goplsBin, filepath.Join(bin, "gopls"), 0o755)
 		}
 	}
 	users[name] = u
@@ -176,10 +206,11 @@ func newBox(t testing.TB, name, rel, fixture string) *box {
 	return b
 }
 
-// path is the PATH every subprocess gets: rustup's proxies in the user's CARGO_HOME, Go's bin
-// and the system directories; nothing from the caller.
+// path is the PATH every subprocess gets: rustup's proxies in the user's CARGO_HOME, the tools
+// `go install` put in the user's $HOME/go/bin (gopls), Go's bin and the system directories;
+// nothing from the caller.
 func (b *box) path() string {
-	dirs := []string{filepath.Join(b.Home, ".cargo", "bin")}
+	dirs := []string{filepath.Join(b.Home, ".cargo", "bin"), filepath.Join(b.Home, "go", "bin")}
 	if goroot != "" {
 		dirs = append(dirs, filepath.Join(goroot, "bin"))
 	}

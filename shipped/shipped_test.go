@@ -51,6 +51,10 @@ var shippedRuns = []shippedRun{
 	{profile: "npm-install", fixture: "shipped/npm-install", need: []string{"npm", "node"}, argv: []string{"npm", "install"}, want: "postinstall: hello, npm", clean: "rm -rf node_modules package-lock.json generated"},
 	{profile: "eslint", fixture: jsTools, need: []string{"npx", "node"}, argv: []string{"npx", "eslint", "--cache", "--cache-location", "node_modules/.cache/eslint/", "src"}, installed: "node_modules/eslint/bin/eslint.js", clean: "rm -rf node_modules/.cache"},
 	{profile: "prettier", fixture: jsTools, need: []string{"npx", "node"}, argv: []string{"npx", "prettier", "--check", "src"}, want: "All matched files use Prettier code style", installed: "node_modules/prettier/bin/prettier.cjs"},
+	// gopls check: the first run of each user fills a cold gopls cache ($HOME/.cache/gopls), the
+	// second reads it warm.
+	{profile: "gopls", fixture: "shipped/gopls", need: []string{"gopls", "go"}, argv: []string{"gopls", "check", "main.go"}, want: "fmt.Printf format %d has arg ln.Addr().String() of wrong type string"},
+	{profile: "gopls", fixture: "shipped/gopls", need: []string{"gopls", "go"}, argv: []string{"gopls", "check", "internal/store/store.go"}},
 	{profile: "python3-unittest", fixture: "shipped/unittest", need: []string{"python3"}, argv: []string{"python3", "-m", "unittest"}, want: "OK", clean: "rm -rf __pycache__ tests/__pycache__"},
 }
 
