@@ -10,7 +10,7 @@ import (
 
 // want is the set the README documents; a new profile needs a README section and a fixture run
 // in shipped/shipped_test.go.
-var want = []string{"cargo-build", "cargo-test", "eslint", "git", "go-build", "go-test", "go-vet", "gofmt", "make-gcc", "npm-install", "npm-test", "prettier", "python3", "python3-unittest", "rustfmt"}
+var want = []string{"cargo-build", "cargo-test", "eslint", "git", "go-build", "go-test", "go-vet", "gofmt", "gopls", "make-gcc", "npm-install", "npm-test", "prettier", "python3", "python3-unittest", "rustfmt"}
 
 func TestNames(t *testing.T) {
 	if got := Names(); !slices.Equal(got, want) {
