@@ -374,6 +374,9 @@ func closestSyscall(name string) string {
 	return best
 }
 
+// EditDistance is the Levenshtein distance of a and b (bytes), for did-you-mean suggestions.
+func EditDistance(a, b string) int { return editDistance(a, b) }
+
 func editDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)

@@ -146,6 +146,13 @@ var (
 	yamlLinePfx = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^line \d+: `) })
 )
 
+// YAMLErrorLine is the line a YAML decoder's error names, 0 when none (for file:line messages
+// of other YAML files than profiles, e.g. package project's sysprof.yaml).
+func YAMLErrorLine(err error) int { return yamlErrLine(err) }
+
+// YAMLErrorMessage is a YAML decoder's error without its "yaml: line N:" prefix.
+func YAMLErrorMessage(err error) string { return yamlErrMsg(err) }
+
 func yamlErrLine(err error) int {
 	if m := yamlLineRE().FindStringSubmatch(err.Error()); m != nil {
 		n, _ := strconv.Atoi(m[1])

@@ -25,10 +25,8 @@ var (
 )
 
 var (
-	stepName    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
-	envName     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
-	yamlLineRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+)`) })
-	yamlLinePfx = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^line \d+: `) })
+	stepName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
+	envName  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 )
 
 // Parse decodes and validates sysprof.yaml from data; file is its absolute path (relative
@@ -80,7 +78,7 @@ func (d *decoder) document(data []byte) (root *yaml.Node) {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if err != io.EOF {
-			d.errf(yamlErrLine(err), "", "invalid YAML: %s", yamlErrMsg(err))
+			d.errf(policy.YAMLErrorLine(err), "", "invalid YAML: %s", policy.YAMLErrorMessage(err))
 		}
 		return nil
 	}
@@ -88,7 +86,7 @@ func (d *decoder) document(data []byte) (root *yaml.Node) {
 	if err := dec.Decode(&extra); err != io.EOF {
 		line := extra.Line
 		if err != nil {
-			line = yamlErrLine(err)
+			line = policy.YAMLErrorLine(err)
 		}
 		d.errf(line, "", "more than one YAML document: %s holds exactly one", File)
 		return nil
@@ -124,22 +122,6 @@ func (d *decoder) plain(n *yaml.Node, field string) {
 			d.errf(n.Line, field, "unsupported YAML tag %s", n.Tag)
 		}
 	}
-}
-
-func yamlErrLine(err error) int {
-	if m := yamlLineRE().FindStringSubmatch(err.Error()); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return n
-	}
-	return 0
-}
-
-func yamlErrMsg(err error) string {
-	s := strings.TrimPrefix(err.Error(), "yaml: ")
-	if m := yamlLinePfx().FindString(s); m != "" {
-		s = s[len(m):]
-	}
-	return s
 }
 
 func childField(parent, key string) string {
@@ -183,31 +165,11 @@ func closest(name string, known []string) string {
 		if strings.EqualFold(k, name) {
 			return k
 		}
-		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD {
+		if d := policy.EditDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD {
 			best, bestD = k, d
 		}
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // str is a node's value when it is a string.
