@@ -481,15 +481,20 @@ func (g *Guard) landlockAllows(access, path string) bool {
 	if ll == nil {
 		return false
 	}
+	// A Landlock rule covers everything beneath its path, "/" included (paths.Within; not
+	// CoveredBy, whose "/" is the root directory only).
+	in := func(rules []string) bool {
+		return slices.ContainsFunc(rules, func(r string) bool { return r != "" && paths.Within(path, r) })
+	}
 	switch access {
 	case "read":
-		return paths.CoveredBy(path, ll.Read) || paths.CoveredBy(path, ll.Write) || paths.CoveredBy(path, ll.Devices)
+		return in(ll.Read) || in(ll.Write) || in(ll.Devices)
 	case "list":
-		return paths.CoveredBy(path, ll.Read) || paths.CoveredBy(path, ll.Write) || paths.CoveredBy(path, ll.List)
+		return in(ll.Read) || in(ll.Write) || in(ll.List)
 	case "exec":
-		return paths.CoveredBy(path, ll.Exec)
+		return in(ll.Exec)
 	}
-	return paths.CoveredBy(path, ll.Write) || paths.CoveredBy(path, ll.Devices)
+	return in(ll.Write) || in(ll.Devices)
 }
 
 // crossMount reports whether an EXDEV link or rename had both ends writable under Landlock:
