@@ -454,7 +454,7 @@ func mountCopy(path string, content []byte) error {
 		b = b[n:]
 	}
 	unix.Close(f)
-	if err := unix.MountSetattr(mfd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+	if err := setReadOnly(mfd); err != nil {
 		return fmt.Errorf("make copy read-only: %w", err)
 	}
 	fd, err := unix.OpenTree(mfd, "f", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
@@ -500,7 +500,7 @@ func emptyTmpfs() (int, error) {
 		return -1, fmt.Errorf("create in empty tmpfs: %w", err)
 	}
 	unix.Close(f)
-	if err := unix.MountSetattr(mfd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+	if err := setReadOnly(mfd); err != nil {
 		unix.Close(mfd)
 		return -1, fmt.Errorf("make empty tmpfs read-only: %w", err)
 	}
@@ -624,4 +624,19 @@ func topLevel(paths []string) []string {
 		}
 	}
 	return out
+}
+
+// setReadOnly makes the detached mount mfd read-only. mount_setattr answers EBUSY while a file
+// opened for writing on it is still held (the one just written and closed can be, for a moment:
+// seen once in ~10 runs of the secrets test); it is retried for up to ~20 ms.
+func setReadOnly(mfd int) error {
+	var err error
+	for range 200 {
+		err = unix.MountSetattr(mfd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+		if !errors.Is(err, unix.EBUSY) {
+			return err
+		}
+		_ = unix.Nanosleep(&unix.Timespec{Nsec: 100_000}, nil)
+	}
+	return err
 }
