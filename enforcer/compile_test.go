@@ -556,3 +556,28 @@ func TestHostTmpdirWritableAsAWhole(t *testing.T) {
 		t.Errorf("writable %v, stages %v: want the host $TMPDIR %s bound as a whole", c.Plan.Writable, c.Stages, tmp)
 	}
 }
+
+// Compile itself refuses a writable path that is a symlink, or a stage that passes through one
+// (the init stage checks again at mount time: that second check must not be the only one).
+func TestCompileRefusesSymlinkedWritablePaths(t *testing.T) {
+	work, elsewhere := t.TempDir(), t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(work, "out")); err != nil {
+		t.Fatal(err)
+	}
+	for _, rule := range []string{"$WORKDIR/out", "$WORKDIR/out/x.o"} {
+		p := testProfile()
+		p.Filesystem.Write = []policy.PathRule{{Path: rule}}
+		c, err := Compile(p, Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir(), "TMPDIR": "/tmp"}, Arch: "x86_64"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(c.Unenforceable, func(u string) bool { return strings.Contains(u, "symlink") }) {
+			t.Errorf("%s: unenforceable %v, want the symlink refused", rule, c.Unenforceable)
+		}
+		for _, w := range slices.Concat(c.Plan.Writable, stageDirsOf(c.Stages), c.Plan.Landlock.Write) {
+			if paths.Within(w, elsewhere) || paths.Within(w, filepath.Join(work, "out")) {
+				t.Errorf("%s: %s is granted (through the symlink)", rule, w)
+			}
+		}
+	}
+}

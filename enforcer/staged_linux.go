@@ -178,15 +178,26 @@ func (cb *copyBack) prune() {
 	}
 }
 
-// keeps reports whether host path h is a learned output: covered by a Keep rule and not inside
-// a protected path the rules do not name.
+// keeps reports whether host path h is a learned output: covered by a Keep rule that, when h
+// lies in a protected path, lies itself in that protected path.
 func (cb *copyBack) keeps(h string) bool {
-	for _, q := range cb.spec.Protected {
-		if paths.Within(h, q) {
-			return false
+	for _, k := range cb.spec.Keep {
+		if !paths.Covers(k, h) {
+			continue
+		}
+		// Inside a protected path only a rule at or below it counts.
+		ok := true
+		for _, q := range cb.spec.Protected {
+			if paths.Within(h, q) && !paths.Within(staticPrefix(k), q) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
 		}
 	}
-	return coveredByAny(h, cb.spec.Keep)
+	return false
 }
 
 // leadsToKeep reports whether a Keep rule could name something strictly below host directory

@@ -21,7 +21,8 @@ type StageSpec struct {
 	// is copied back.
 	Keep []string `json:"keep"`
 	// Protected are the protected paths (paths.ProtectedPaths) at or below Dir that no Keep
-	// rule names explicitly: never copied back, even when a wider Keep rule covers them.
+	// rule names whole: below one, only what a Keep rule at or below it covers is copied back
+	// (the work tree's rule never carries a hook in .git; a .git/index rule carries the index).
 	Protected []string `json:"protected,omitempty"`
 	// Precreate are directories (relative to Dir) made in the upper layer before the run: an
 	// exec rule below a directory the tool has not created yet needs an inode to name.
@@ -109,10 +110,12 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 		var ro []string
 		stageIt := false
 		for _, q := range protected {
-			if q == b || !paths.Within(q, b) || explicitlyNamed(q, keep) {
+			if q == b || !paths.Within(q, b) || namesWhole(q, keep) {
 				continue
 			}
-			if _, err := os.Lstat(q); err != nil {
+			// Missing (it could be created), or named only in part (.git/index but not
+			// .git/hooks): the directory is staged, and copy-back keeps only what is named.
+			if _, err := os.Lstat(q); err != nil || namesPart(q, keep) {
 				stageIt = true
 				break
 			}
@@ -154,7 +157,7 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 	for _, d := range stageDirs {
 		s := StageSpec{Dir: d, Keep: keepUnder(keep, d)}
 		for _, q := range protected {
-			if paths.Within(q, d) && !explicitlyNamed(q, s.Keep) {
+			if paths.Within(q, d) && !namesWhole(q, s.Keep) {
 				s.Protected = append(s.Protected, q)
 			}
 		}
@@ -216,11 +219,23 @@ func protectedHostPaths(env Env) []string {
 	return slices.Compact(out)
 }
 
-// explicitlyNamed reports whether a rule of keep lies at or below protected path q: the profile
-// names q, so q is not protected from it.
-func explicitlyNamed(q string, keep []string) bool {
+// namesWhole reports whether a rule of keep names protected path q itself (q, or a glob of as
+// many components matching it): the profile grants q, so q is not protected from it. A rule
+// above q (the work tree) does not name it; one below it names only that part (namesPart).
+func namesWhole(q string, keep []string) bool {
+	n := strings.Count(q, "/")
 	for _, k := range keep {
-		if paths.Within(staticPrefix(k), q) {
+		if k == q || paths.HasGlob(k) && strings.Count(k, "/") == n && paths.Covers(k, q) {
+			return true
+		}
+	}
+	return false
+}
+
+// namesPart reports whether a rule of keep lies strictly below protected path q.
+func namesPart(q string, keep []string) bool {
+	for _, k := range keep {
+		if sp := staticPrefix(k); sp != q && paths.Within(sp, q) {
 			return true
 		}
 	}
@@ -420,7 +435,7 @@ func (c *Compiled) writesExact(env Env) error {
 	}
 	for _, b := range topLevelPaths(pl.Writable) {
 		for _, q := range protected {
-			if q == b || !paths.Within(q, b) || slices.Contains(pl.ReadOnly, q) || paths.CoveredBy(q, pl.Hidden) || explicitlyNamed(q, named) {
+			if q == b || !paths.Within(q, b) || slices.Contains(pl.ReadOnly, q) || paths.CoveredBy(q, pl.Hidden) || namesWhole(q, named) {
 				continue
 			}
 			return fmt.Errorf("BUG: compile: protected %s is writable inside %s; refusing to run", q, b)

@@ -76,7 +76,7 @@ func writesTree(t *testing.T, nobody bool) (work, home string) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
 	work, home = filepath.Join(dir, "work"), filepath.Join(dir, "home")
-	for _, d := range []string{filepath.Join(work, "outdir"), filepath.Join(home, ".cache", "sysprof"), filepath.Join(home, "target")} {
+	for _, d := range []string{filepath.Join(work, "outdir"), filepath.Join(home, ".cache", "sysprof"), filepath.Join(home, "target"), filepath.Join(home, ".local", "bin")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -182,6 +182,28 @@ echo done`)
 	if exists(filepath.Join(work, ".sysprof")) || exists(filepath.Join(work, ".git", "hooks", "post-checkout")) ||
 		!deniedWrite(rep, filepath.Join(work, ".sysprof")) || !deniedWrite(rep, filepath.Join(work, ".git", "hooks", "post-checkout")) {
 		fail("writable work tree: .sysprof or a hook was written, or not reported: %+v", rep.Denials)
+	}
+
+	// Naming one path below .git (git's index) grants that path, not all of .git: a hook
+	// beside it is still discarded and reported.
+	p = writesProfile("$WORKDIR", "$WORKDIR/.git/index")
+	rep, code, out, err = runScript(p, work, home, `echo ok > notes2.txt; cp .git/index .git/index.new && mv .git/index.new .git/index; echo x > .git/hooks/pre-push; echo done`)
+	if err != nil || code != 0 || read(filepath.Join(work, "notes2.txt")) != "ok\n" {
+		fail("work tree + .git/index: exit %d, err %v\n%s", code, err, out)
+	}
+	if exists(filepath.Join(work, ".git", "hooks", "pre-push")) || !deniedWrite(rep, filepath.Join(work, ".git", "hooks", "pre-push")) {
+		fail("work tree + .git/index: a hook beside the named index was written, or not reported: %+v", rep.Denials)
+	}
+
+	// A writable $HOME/.local: the protected $HOME/.local/bin in it stays read-only (a
+	// read-only bind: it exists, and nothing else protected lies below .local).
+	p = writesProfile("$HOME/.local")
+	_, code, out, err = runScript(p, work, home, `echo ok > "$HOME/.local/state.db"; echo evil > "$HOME/.local/bin/ls" && echo planted; true`)
+	if err != nil || code != 0 || read(filepath.Join(home, ".local", "state.db")) != "ok\n" {
+		fail("writable .local: exit %d, err %v\n%s", code, err, out)
+	}
+	if exists(filepath.Join(home, ".local", "bin", "ls")) || strings.Contains(out, "planted") {
+		fail("writable .local: a binary was planted in $HOME/.local/bin\n%s", out)
 	}
 
 	// A writable $HOME/.cache: sysprof's own cache in it stays read-only.
