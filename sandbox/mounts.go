@@ -628,7 +628,7 @@ func topLevel(paths []string) []string {
 
 // setReadOnly makes the detached mount mfd read-only. mount_setattr answers EBUSY while a file
 // opened for writing on it is still held (the one just written and closed can be, for a moment:
-// seen once in ~10 runs of the secrets test); it is retried for up to ~20 ms.
+// seen once in ~25 runs of the enforcer package, cause not found); it is retried for up to ~20 ms.
 func setReadOnly(mfd int) error {
 	var err error
 	for range 200 {
