@@ -1,16 +1,8 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
-	"crypto/sha1"
-	"crypto/sha512"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,54 +10,21 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sysprof/sysprof/internal/npmregistry"
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/report"
 )
 
 // npmRegistry serves one package, sysprof-probe 1.0.0, whose postinstall script writes
-// postinstall.txt, from a loopback HTTP server the test starts (a packument and a tarball).
+// postinstall.txt, from a loopback HTTP server the test starts.
 func npmRegistry(t *testing.T) string {
-	var tgz bytes.Buffer
-	gz := gzip.NewWriter(&tgz)
-	tw := tar.NewWriter(gz)
-	for name, body := range map[string]string{
-		"package/package.json": `{"name":"sysprof-probe","version":"1.0.0","scripts":{"postinstall":"node -e \"require('fs').writeFileSync('postinstall.txt','ok')\""}}`,
-		"package/index.js":     "module.exports = 1;\n",
-	} {
-		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
-		tw.Write([]byte(body))
-	}
-	tw.Close()
-	gz.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := "http://" + ln.Addr().String()
-	s1 := sha1.Sum(tgz.Bytes())
-	s512 := sha512.Sum512(tgz.Bytes())
-	doc, _ := json.Marshal(map[string]any{
-		"name": "sysprof-probe", "dist-tags": map[string]string{"latest": "1.0.0"},
-		"versions": map[string]any{"1.0.0": map[string]any{
-			"name": "sysprof-probe", "version": "1.0.0", "scripts": map[string]string{"postinstall": "node -e \"require('fs').writeFileSync('postinstall.txt','ok')\""},
-			"dist": map[string]string{"tarball": base + "/sysprof-probe/-/sysprof-probe-1.0.0.tgz", "shasum": hex.EncodeToString(s1[:]),
-				"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:])},
-		}},
-	})
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/sysprof-probe":
-			w.Header().Set("Content-Type", "application/json")
-			w.Write(doc)
-		case "/sysprof-probe/-/sysprof-probe-1.0.0.tgz":
-			w.Write(tgz.Bytes())
-		default:
-			http.NotFound(w, r)
-		}
-	})}
-	go srv.Serve(ln)
+	url, srv := npmregistry.Serve(ln, []string{"sysprof-probe"}, 1)
 	t.Cleanup(func() { srv.Close() })
-	return base + "/"
+	return url
 }
 
 // npm install of a package with a postinstall script from a local registry: learned, then
