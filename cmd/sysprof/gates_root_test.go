@@ -36,28 +36,11 @@ steps:
 `
 }
 
-// runSysprof runs the built sysprof binary in dir and returns its status and output.
+// runSysprof runs the built sysprof binary in dir and returns its status and output (the test's
+// environment without SUDO_*: runSysprofEnv).
 func runSysprof(t *testing.T, dir string, args ...string) (int, string, string) {
 	t.Helper()
-	bin, err := sysprofBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Env = origEnv
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, out.String(), errb.String()
-	case errors.As(err, &ee):
-		return ee.ExitCode(), out.String(), errb.String()
-	}
-	t.Fatal(err)
-	return 0, "", ""
+	return runSysprofEnv(t, dir, nil, args...)
 }
 
 // TestGatesLearnEnforceAll learns every step of a project for real (eBPF), enforces them as
