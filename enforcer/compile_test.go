@@ -17,6 +17,7 @@ import (
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/sandbox"
 )
 
 func fullProfile() *policy.Profile {
@@ -579,5 +580,26 @@ func TestCompileRefusesSymlinkedWritablePaths(t *testing.T) {
 				t.Errorf("%s: %s is granted (through the symlink)", rule, w)
 			}
 		}
+	}
+}
+
+// writesExact refuses a plan whose write grants reach further than planWrites decided: a
+// Landlock write rule that is neither a bind nor a stage, and a bound directory holding a
+// protected path that is neither read-only nor named.
+func TestWritesExactRefusesWiderPlans(t *testing.T) {
+	work := t.TempDir()
+	os.MkdirAll(filepath.Join(work, ".git", "hooks"), 0o755)
+	env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
+	ok := &Compiled{Plan: sandbox.Plan{Writable: []string{filepath.Join(work, "out")}, Landlock: &sandbox.Landlock{Write: []string{filepath.Join(work, "out")}}}}
+	if err := ok.writesExact(env); err != nil {
+		t.Fatalf("an exact plan refused: %v", err)
+	}
+	wider := &Compiled{Plan: sandbox.Plan{Writable: []string{filepath.Join(work, "out")}, Landlock: &sandbox.Landlock{Write: []string{work}}}}
+	if err := wider.writesExact(env); err == nil {
+		t.Error("a Landlock write rule on the work tree (no bind, no stage) was not refused")
+	}
+	bound := &Compiled{Plan: sandbox.Plan{Writable: []string{work}, Landlock: &sandbox.Landlock{Write: []string{work}}}}
+	if err := bound.writesExact(env); err == nil || !strings.Contains(err.Error(), "protected "+work+"/.") {
+		t.Errorf("a bound work tree with its protected paths writable was not refused: %v", err)
 	}
 }
