@@ -80,8 +80,6 @@ type Compiled struct {
 	// HiddenSockets are the host's pathname unix sockets the init stage covers after the
 	// plan's mounts (not part of the plan: they come and go while the sandbox starts).
 	HiddenSockets []string `json:"hiddenSockets,omitempty"`
-	// Network is the inet allowlist the cgroup hooks enforce as root (host names unresolved).
-	Network []NetRule `json:"network,omitempty"`
 	// Egress is the DNS stub's and the proxy's plan for a network allowlist (egress.go).
 	Egress *netproxy.Plan `json:"egress,omitempty"`
 
@@ -680,7 +678,7 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 	// proxy (egress.go), as root and as an ordinary user; Landlock holds the TCP ports too.
 	c.Layers = append(c.Layers, LayerNetwork)
 	// Validated here; the egress proxy enforces them (egress.go), for root and users alike.
-	if _, err := compileNetRules(n); err != nil {
+	if err := checkEndpoints(n); err != nil {
 		return err
 	}
 	if err := compileEgress(c, plan, n, env); err != nil {

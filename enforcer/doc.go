@@ -128,9 +128,9 @@
 //
 // As root, Run starts the init stage inside a per-run cgroup2 directory that package guard
 // (enforcer/guard) creates and watches with bpf/guard.c: the file denials (Landlock's EACCES,
-// the read-only mounts' EROFS, ENOENT under hidden paths) and, for a profile that still has
-// them, the cgroup network hooks. Run decides what the guard watches (guardConfig) and what
-// the run loses without it; the guard's own lifecycle (pins in bpffs, warm slots, the helper
+// the read-only mounts' EROFS, ENOENT under hidden paths, executable mappings a noexec mount
+// refused). Run decides what the guard watches (guardConfig) and what the run loses without it
+// (decideLayers); the guard's own lifecycle (pins in bpffs, warm slots, the helper
 // that detaches after a run, run by MaybeInit) is described in package guard.
 //
 // # Environment
@@ -149,10 +149,10 @@
 //
 // # Audit
 //
-// Options.Audit lets every reported syscall continue (and marks the denial Allowed); as root it
-// also lets refused inet network calls through the cgroup hooks, reported as allowed. The
-// filesystem layers (mounts, Landlock) still enforce; as root their refusals are reported, as
-// an ordinary user the report lists them in Unobservable.
+// Options.Audit lets every reported syscall continue (and marks the denial Allowed). The
+// filesystem layers (mounts, Landlock) still enforce: as root their refusals are reported, as an
+// ordinary user the report lists them in Unobservable. The network allowlist (the egress proxy)
+// still enforces too, and reports what it refuses.
 //
 // # Fail closed
 //

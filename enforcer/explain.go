@@ -33,12 +33,6 @@ func fileRisk(p *policy.Profile, access, portable string) report.Risk {
 	return risk(policy.GrantRisk(p, policy.Grant{Section: section, Item: portable}))
 }
 
-// netRisk rates what a network denial suggests: endpoint item (host:port or address:port)
-// in section (network.connect, .send, .bind) of profile p.
-func netRisk(p *policy.Profile, section, item, proto string) report.Risk {
-	return risk(policy.GrantRisk(p, policy.Grant{Section: section, Item: item, Proto: proto}))
-}
-
 // suggestDenial fills d's suggestion for a call the filter reported: the change (Change),
 // the line it prints as (Suggest) and its risk.
 func (c *Compiled) suggestDenial(d *report.Denial, abi, name string, auditArch, nr uint32, args [6]uint64) {

@@ -19,19 +19,17 @@ func Prewarm() { guard.Prewarm() }
 // (for `sysprof doctor`).
 func PinRoot() string { return guard.PinRoot() }
 
-// guardAvailable reports why the root-only guard (cgroup hooks) cannot run here, or nil (a
-// seam: tests take the hooks away to see the ordinary user's fallback).
+// guardAvailable reports why the root-only guard cannot run here, or nil (a seam: tests take the
+// guard away to see the ordinary user's fallback).
 var guardAvailable = guard.Available
 
 // guardConfig is what the guard of a run of c reports against: file denials (the network is the
-// egress proxy's; the guard's cgroup hooks are not used); it takes load (from guard.TakeLoad)
-// and cg (the early stage's cgroup, or nil).
+// egress proxy's); it takes load (from guard.TakeLoad) and cg (the early stage's cgroup, or nil).
 func (c *Compiled) guardConfig(env Env, audit bool, load *guard.Load, cg *kernrun.Cgroup) guard.Config {
 	return guard.Config{
 		Files: true, MayExecute: c.mayExecute, Audit: audit,
 		Hidden: c.Plan.Hidden, Landlock: c.Plan.Landlock, Vars: env.Vars,
 		FileRisk:    func(access, portable string) report.Risk { return fileRisk(c.profile, access, portable) },
-		NetRisk:     func(section, item, proto string) report.Risk { return netRisk(c.profile, section, item, proto) },
 		MaxDistinct: maxDistinct, Load: load, Cgroup: cg,
 	}
 }

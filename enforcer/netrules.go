@@ -2,21 +2,15 @@ package enforcer
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
-	"github.com/sysprof/sysprof/enforcer/guard"
 	"github.com/sysprof/sysprof/policy"
 )
 
-// NetRule is one inet entry of the profile's network allowlist, as the guard's cgroup hooks
-// hold it.
-type NetRule = guard.NetRule
-
-// compileNetRules parses the inet endpoints of a network section (unix ones are the sandbox
-// plan's business). An endpoint without a protocol is tcp.
-func compileNetRules(n policy.Network) ([]NetRule, error) {
-	var out []NetRule
+// checkEndpoints refuses an inet endpoint of a network section that does not parse or names a
+// protocol other than tcp, udp or mptcp (none means tcp); unix ones are the sandbox plan's
+// business. The egress proxy enforces what passes (egress.go).
+func checkEndpoints(n policy.Network) error {
 	for _, set := range []struct {
 		name string
 		eps  []policy.Endpoint
@@ -25,24 +19,15 @@ func compileNetRules(n policy.Network) ([]NetRule, error) {
 			if strings.HasPrefix(e.Endpoint, "unix:") {
 				continue
 			}
-			a, err := policy.ParseEndpoint(e.Endpoint)
-			if err != nil {
-				return nil, fmt.Errorf("network.%s: %w", set.name, err)
+			if _, err := policy.ParseEndpoint(e.Endpoint); err != nil {
+				return fmt.Errorf("network.%s: %w", set.name, err)
 			}
-			proto := strings.ToLower(e.Proto)
-			if proto == "" {
-				proto = "tcp"
-			}
-			switch proto {
-			case "tcp", "udp", "mptcp":
+			switch strings.ToLower(e.Proto) {
+			case "", "tcp", "udp", "mptcp":
 			default:
-				return nil, fmt.Errorf("network.%s: %s: protocol %q (want tcp, udp or mptcp)", set.name, e.Endpoint, e.Proto)
+				return fmt.Errorf("network.%s: %s: protocol %q (want tcp, udp or mptcp)", set.name, e.Endpoint, e.Proto)
 			}
-			out = append(out, NetRule{Section: set.name, Proto: proto, Prefix: a.Prefix, Host: a.Host, Port: uint16(a.Port), Endpoint: e.Endpoint})
 		}
 	}
-	slices.SortFunc(out, func(a, b NetRule) int {
-		return strings.Compare(a.Section+" "+a.Proto+" "+a.Endpoint, b.Section+" "+b.Proto+" "+b.Endpoint)
-	})
-	return slices.Compact(out), nil
+	return nil
 }

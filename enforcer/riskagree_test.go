@@ -111,7 +111,8 @@ func TestRiskAgrees(t *testing.T) {
 			default:
 				d = report.Denial{Kind: report.KindNetwork, Syscall: map[string]string{policy.SectionConnect: "connect", policy.SectionBind: "bind"}[tc.section],
 					Endpoint: tc.endpoint, Proto: tc.proto, Exe: "/usr/bin/x"}
-				d.Risk = netRisk(c.profile, tc.section, tc.endpoint, tc.proto)
+				// The change the denial suggests, rated against the compiled profile.
+				d.Risk = risk(policy.GrantRisk(c.profile, policy.Grant{Section: tc.section, Item: tc.endpoint, Proto: tc.proto}))
 			}
 			// Refine's proposal for it, rated on its own (not copied from the report).
 			rd := d

@@ -150,7 +150,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		// guard.c is set up in the background while the init stage starts; start waits for
 		// it before the command may exec.
 		var why error
-		if g, why = guard.Start(ctx, compiled.guardConfig(env, opts.Audit, load, early.takeCgroup())); why != nil {
+		if g, why = guard.Start(compiled.guardConfig(env, opts.Audit, load, early.takeCgroup())); why != nil {
 			rep.Notes = append(rep.Notes, guardLostNote(why))
 		}
 		load = nil

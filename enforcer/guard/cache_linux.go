@@ -535,6 +535,9 @@ func allowKeys(m4, m6 *ebpf.Map) (k4 []bpf.GuardNetKey4, k6 []bpf.GuardNetKey6) 
 	return k4, k6
 }
 
+// keyFixedBits is the prefix length of a trie key's run, op, proto and port (guard.c).
+const keyFixedBits = 96
+
 func runOf(r [2]uint32) uint64   { return uint64(r[0]) | uint64(r[1])<<32 }
 func runKey(id uint64) [2]uint32 { return [2]uint32{uint32(id), uint32(id >> 32)} }
 

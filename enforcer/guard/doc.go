@@ -1,7 +1,7 @@
 // Package guard is the kernel side of a root run of the enforcer: a per-run cgroup with
 // bpf/guard.c's programs attached for it, and the reader of their denial events.
 //
-// API: Prewarm (load guard.c in the background ahead of a run), TakeLoad, Start(ctx, Config)
+// API: Prewarm (load guard.c in the background ahead of a run), TakeLoad, Start(Config)
 // (the cgroup at once, the setup in the background), Guard.Wait (before the command may
 // exec), Guard.Close (the denials and notes), and Helper (HelperArg), the main of the helper
 // process that detaches after a run, which the init dispatcher (enforcer.MaybeInit) runs.
@@ -10,22 +10,9 @@
 //
 // For a run, Start creates a per-run cgroup2 directory (internal/kernrun), enters the run into
 // bpf/guard.c's maps and attaches its programs for it; the enforcer starts the init stage
-// inside it (clone3 CLONE_INTO_CGROUP), so nothing the command does escapes the programs:
+// inside it (clone3 CLONE_INTO_CGROUP), so nothing the command does escapes the programs. The
+// guard watches files only: the network allowlist is the egress proxy's (package netproxy).
 //
-//   - (No longer used for the network allowlist, which the egress proxy holds; kept until
-//     removed.) cgroup connect4/6, sendmsg4/6 and bind4/6 hooks check {operation, protocol, port,
-//     address} against LPM tries filled from the profile's inet endpoints: exact addresses
-//     and CIDRs, IPv4 also as v4-mapped IPv6. A refused call gets EPERM (in --audit it goes
-//     through) and is reported with the endpoint, the host name it came from, the
-//     executable, its parents and the profile line. UDP connect and send rules allow each
-//     other (a connected socket sends without the sendmsg hook). MPTCP reaches the hooks as
-//     its first TCP subflow, so an mptcp rule is a tcp rule there; seccomp's socket() rule
-//     still decides whether MPTCP may be used at all. Landlock's TCP port rules are turned
-//     off: the hooks are finer and, unlike Landlock, they report.
-//   - (Hooks only.) Host names (host:port) are resolved with Go's resolver at start and every 30 s while
-//     the command runs; addresses a name stops resolving to stay allowed for 5 minutes. When
-//     the profile names hosts, udp and tcp port 53 to the nameservers of /etc/resolv.conf
-//     are allowed too (noted in the report): the tool resolves the names itself.
 //   - File denials: one program on the exit tracepoints of the path syscalls (open, openat,
 //     openat2, creat, execve, execveat, mkdir*, mknod*, unlink*, rmdir, rename*, link*,
 //     symlink*, truncate, chmod/chown family, utimensat) reports calls that failed with
@@ -34,32 +21,30 @@
 //     it is relative to and the executable (walked in the kernel: the process may be gone
 //     when user space reads the event). User space drops EACCES that Landlock's rules allow
 //     (file permissions refused it, not the sandbox) and ENOENT outside hidden paths, and
-//     suggests the profile line with the profile's variables ($WORKDIR/...). EPERM is not
-//     taken: seccomp's denials answer EPERM and are already reported as syscalls. Not seen:
+//     suggests the profile line with the profile's variables ($WORKDIR/...). EPERM is taken
+//     only from an executable mmap a noexec mount refused: seccomp's denials answer EPERM and
+//     are already reported as syscalls. Not seen:
 //     a hidden file (not directory) reads as empty; ENOENT through a symlink or a relative
 //     path into a hidden directory.
 //
-// Cost when nothing is denied: an allowed connect/sendmsg/bind pays a hash and a trie lookup.
-// The path syscalls the run's filter allows pay, for every process on the host, the
-// tracepoint dispatch and one compare when the call succeeded (a failed one also an array lookup
-// and a cgroup-id compare; the program returns there for other cgroups); inside the run, an ENOENT pays
-// reading up to 264 bytes of the path and comparing them with the hidden paths. Nothing is
-// sent, no sys_enter program runs and nothing is stashed: the arguments are read from the
-// task's saved registers at exit. Enabling any syscall tracepoint also moves every syscall on
-// the host to the kernel's syscall-work path while the run lasts: +8–17 ns per getppid here,
-// most of what a syscall storm pays under enforce (BENCHMARKS.md). A single program on the raw sys_exit tracepoint would attach
-// once instead of per syscall, but it runs for every syscall: ~+40 ns each, measured.
+// Cost when nothing is denied: the path syscalls the run's filter allows pay, for every process
+// on the host, the tracepoint dispatch and one compare when the call succeeded (a failed one
+// also an array lookup and a cgroup-id compare; the program returns there for other cgroups);
+// inside the run, an ENOENT pays reading up to 264 bytes of the path and comparing them with
+// the hidden paths. Nothing is sent, no sys_enter program runs and nothing is stashed: the
+// arguments are read from the task's saved registers at exit. Enabling any syscall tracepoint
+// also moves every syscall on the host to the kernel's syscall-work path while the run lasts:
+// +8–17 ns per getppid here, most of what a syscall storm pays under enforce (BENCHMARKS.md). A
+// single program on the raw sys_exit tracepoint would attach once instead of per syscall, but
+// it runs for every syscall: ~+40 ns each, measured.
 //
 // Startup: guard.c is loaded while the profile loads and compiles (Prewarm; Run starts it
-// otherwise), and set up for the run (its entries, the tracepoints, the hooks) while the init
-// stage starts; start waits for it before the command may exec. Nothing of guard.c belongs to
+// otherwise), and set up for the run (its entries, the tracepoints) while the init stage
+// starts; the enforcer waits for it (Guard.Wait) before the command may exec. Nothing of guard.c belongs to
 // one run: its programs are verified once and pinned in bpffs (cache_linux.go), runs
 // find their state by cgroup id (the file program through its slot: each slot's instance is
 // attached with the slot as its cookie and reports for the run slot_cgid names), and
-// concurrent runs share nothing but the programs. A profile with a network allowlist starts
-// the init stage without Landlock's TCP rules, as the hooks need; if the hooks then fail to
-// come up, that init stage is killed before the command runs and the run goes on as if they
-// had failed up front (refused, or with --degrade, Landlock's TCP rules back).
+// concurrent runs share nothing but the programs.
 //
 // Teardown: detaching the file program from a tracepoint waits for a grace period (~35 ms
 // here) and closing a tracepoint's last perf event for more, under a kernel-wide mutex every

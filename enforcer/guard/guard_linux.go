@@ -2,23 +2,16 @@ package guard
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
-	"net"
-	"net/netip"
 	"os"
-	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
-	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/sysprof/sysprof/bpf"
@@ -26,21 +19,6 @@ import (
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/sandbox"
-)
-
-// Host name resolution while the command runs.
-var (
-	// resolveEvery is how often host names of the profile are resolved again.
-	resolveEvery = 30 * time.Second
-	// addrGrace is how long an address a name no longer resolves to stays allowed: the
-	// command may have looked it up just before it changed.
-	addrGrace = 5 * time.Minute
-	// resolvConf lists the nameservers DNS traffic may reach when the profile names hosts.
-	resolvConf = "/etc/resolv.conf"
-	// lookupHost resolves a name (a seam for tests).
-	lookupHost = func(ctx context.Context, host string) ([]netip.Addr, error) {
-		return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	}
 )
 
 // The guard's object and the kernel's BTF (for its CO-RE relocations) are parsed once per
@@ -128,11 +106,8 @@ func TakeLoad() *Load {
 
 // Config is what a run's guard enforces and reports against.
 type Config struct {
-	// Net attaches the network hooks with Rules as the allowlist (host names resolved at start
-	// and kept current); Files attaches the file-denial program to the exit tracepoints of the
-	// path syscalls the command may execute (MayExecute; nil: every one).
-	Net        bool
-	Rules      []NetRule
+	// Files attaches the file-denial program to the exit tracepoints of the path syscalls the
+	// command may execute (MayExecute; nil: every one).
 	Files      bool
 	MayExecute func(syscall string) bool
 	// Audit: the supervisor lets refused syscalls continue (so every path syscall is watched),
@@ -144,9 +119,8 @@ type Config struct {
 	Landlock *sandbox.Landlock
 	// Vars are the path variables a suggestion is written with (synth.Portable).
 	Vars map[string]string
-	// FileRisk and NetRisk rate a suggestion (nil: unrated).
+	// FileRisk rates a suggestion (nil: unrated).
 	FileRisk func(access, portable string) report.Risk
-	NetRisk  func(section, item, proto string) report.Risk
 	// MaxDistinct caps the distinct denials listed (the rest are counted; 0: no cap).
 	MaxDistinct int
 	// Load is what TakeLoad returned (the guard owns it from Start on; nil: Start starts one).
@@ -173,27 +147,21 @@ type Guard struct {
 	names  []string
 	warm   bool
 	keeper *warmKeeper // the helper of the slot taken over (warm), to give it back to
-	keys   []hookKey   // the run's allowlist keys
 	inRuns bool        // the run has its entry in runs
-	// links are the network hooks; tps the file-denial program on the path syscalls' exit
-	// tracepoints.
-	links []link.Link
-	tps   []tpLink
-	rd    *ringbuf.Reader
+	// tps: the file-denial program on the path syscalls' exit tracepoints.
+	tps []tpLink
+	rd  *ringbuf.Reader
 	// rootPid is the init stage (PID 1 of the sandbox, the command's parent; without the sandbox
 	// it execs the command): parent chains end there.
 	rootPid atomic.Int64
 
-	mu       sync.Mutex
-	hostOf   map[netip.Addr]string // reverse map of resolved names, for the report
-	resolved map[string]map[netip.Addr]time.Time
-	denials  []report.Denial
-	index    map[string]int
-	dropped  int
-	notes    []string
+	mu      sync.Mutex
+	denials []report.Denial
+	index   map[string]int
+	dropped int
+	notes   []string
 
-	stopResolve chan struct{}
-	wg          sync.WaitGroup
+	wg sync.WaitGroup
 
 	// setupDone is closed when the background setup (Start) has finished; setupErr is its
 	// result.
@@ -201,7 +169,8 @@ type Guard struct {
 	setupErr  error
 }
 
-// Available reports why the root-only guard (cgroup hooks) cannot run here, or nil.
+// Available reports why the root-only guard (eBPF programs and a run cgroup) cannot run here,
+// or nil.
 func Available() error {
 	if os.Geteuid() != 0 {
 		return errors.New("needs root (eBPF programs and cgroups)")
@@ -214,9 +183,9 @@ func Available() error {
 
 // newGuard is Start with a load of its own, waited for: the guard is set up when it returns,
 // or nothing is left of it.
-func newGuard(ctx context.Context, cfg Config) (*Guard, error) {
+func newGuard(cfg Config) (*Guard, error) {
 	cfg.Load = startLoad()
-	g, err := Start(ctx, cfg)
+	g, err := Start(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -228,13 +197,12 @@ func newGuard(ctx context.Context, cfg Config) (*Guard, error) {
 }
 
 // Start creates the run's cgroup and finishes guard.c's setup for it in the background with
-// what cfg.Load loads: the network hooks with the allowlist when cfg.Net (host names resolved
-// now), the file-denial program when cfg.Files. The caller starts the init stage meanwhile with
-// UseCgroupFD = g.Cgroup().FD (or started it in cfg.Cgroup), calls Wait before releasing it to
-// exec the command, and Close when the command is gone.
+// what cfg.Load loads: the file-denial program when cfg.Files. The caller starts the init stage
+// meanwhile with UseCgroupFD = g.Cgroup().FD (or started it in cfg.Cgroup), calls Wait before
+// releasing it to exec the command, and Close when the command is gone.
 //
 // Requires root, cgroup2 and Linux 5.15 (bpf_task_pt_regs, bpf_loop).
-func Start(ctx context.Context, cfg Config) (*Guard, error) {
+func Start(cfg Config) (*Guard, error) {
 	l := cfg.Load
 	if l == nil {
 		l = startLoad()
@@ -249,7 +217,7 @@ func Start(ctx context.Context, cfg Config) (*Guard, error) {
 	g.setupDone = make(chan struct{})
 	go func() {
 		defer close(g.setupDone)
-		g.setupErr = g.setup(ctx)
+		g.setupErr = g.setup()
 		phase.Mark("guard: ready")
 	}()
 	return g, nil
@@ -264,16 +232,12 @@ func (g *Guard) Wait() error {
 // Cgroup is the run's cgroup (the command is born into it; Close removes it).
 func (g *Guard) Cgroup() *kernrun.Cgroup { return g.cg }
 
-// Net reports whether the guard holds the network (the hooks are, or are to be, attached).
-func (g *Guard) Net() bool { return g.cfg.Net }
-
 // SetRoot names the init stage's pid: parent chains in the report end there.
 func (g *Guard) SetRoot(pid int) { g.rootPid.Store(int64(pid)) }
 
 // newGuardCgroup creates the run's cgroup (or takes cfg.Cgroup): the command is born into it.
 func newGuardCgroup(cfg Config) (*Guard, error) {
-	g := &Guard{cfg: cfg, slot: -1, hostOf: map[netip.Addr]string{},
-		resolved: map[string]map[netip.Addr]time.Time{}, index: map[string]int{}, stopResolve: make(chan struct{})}
+	g := &Guard{cfg: cfg, slot: -1, index: map[string]int{}}
 	if cfg.Cgroup != nil {
 		g.cg = cfg.Cgroup
 		return g, nil
@@ -286,9 +250,10 @@ func newGuardCgroup(cfg Config) (*Guard, error) {
 	return g, nil
 }
 
-// setup configures guard.c for the run's cgroup and attaches what net and files ask for. On an
-// error it leaves nothing loaded or attached (the cgroup stays: close or the caller removes it).
-func (g *Guard) setup(ctx context.Context) (err error) {
+// setup configures guard.c for the run's cgroup and attaches the file program when cfg.Files
+// asks for it. On an error it leaves nothing loaded or attached (the cgroup stays: close or the
+// caller removes it).
+func (g *Guard) setup() (err error) {
 	defer func() {
 		if err != nil {
 			g.detach()
@@ -331,11 +296,6 @@ func (g *Guard) setup(ctx context.Context) (err error) {
 			phase.Mark("guard: attach file program")
 		}
 	}
-	if g.cfg.Net {
-		if err := g.attachNet(ctx); err != nil {
-			return err
-		}
-	}
 	if objs.pinned() {
 		// Entries of killed runs, after this run is up (nothing waits for it).
 		g.wg.Add(1)
@@ -343,63 +303,6 @@ func (g *Guard) setup(ctx context.Context) (err error) {
 			defer g.wg.Done()
 			objs.collectDead()
 		}()
-	}
-	return nil
-}
-
-// hooksFail makes attaching the network hooks fail (a seam: tests see a guard that fails after
-// the init stage started).
-var hooksFail error
-
-// attachNet fills the run's allowlist (resolving host names) and attaches the hooks to its
-// cgroup.
-func (g *Guard) attachNet(ctx context.Context) error {
-	if hooksFail != nil {
-		return hooksFail
-	}
-	// The allowlist first, then the hooks.
-	for _, r := range g.cfg.Rules {
-		if r.Host == "" {
-			if err := g.put(r, r.Prefix); err != nil {
-				return err
-			}
-		}
-	}
-	if hasHosts(g.cfg.Rules) {
-		ns := nameservers(resolvConf)
-		for _, r := range dnsRules(ns) {
-			if err := g.put(r, r.Prefix); err != nil {
-				return err
-			}
-		}
-		if len(ns) == 0 {
-			g.notes = append(g.notes, "network: the profile names hosts but "+resolvConf+" lists no nameserver: DNS is not allowed")
-		} else {
-			g.notes = append(g.notes, fmt.Sprintf("network: DNS (udp and tcp port 53) to the nameservers of %s is allowed because the profile names hosts: %v", resolvConf, ns))
-		}
-		g.resolveAll(ctx)
-	}
-	for _, h := range []struct {
-		prog   string
-		attach ebpf.AttachType
-	}{
-		{"guard_connect4", ebpf.AttachCGroupInet4Connect},
-		{"guard_connect6", ebpf.AttachCGroupInet6Connect},
-		{"guard_sendmsg4", ebpf.AttachCGroupUDP4Sendmsg},
-		{"guard_sendmsg6", ebpf.AttachCGroupUDP6Sendmsg},
-		{"guard_bind4", ebpf.AttachCGroupInet4Bind},
-		{"guard_bind6", ebpf.AttachCGroupInet6Bind},
-	} {
-		l, err := link.AttachCgroup(link.CgroupOptions{Path: g.cg.Dir, Attach: h.attach, Program: g.objs.progs[h.prog]})
-		if err != nil {
-			return fmt.Errorf("attach %s to the run cgroup: %w", h.attach, err)
-		}
-		g.links = append(g.links, l)
-	}
-	phase.Mark("guard: attach network hooks")
-	if hasHosts(g.cfg.Rules) {
-		g.wg.Add(1)
-		go g.keepResolving()
 	}
 	return nil
 }
@@ -485,10 +388,6 @@ func (g *Guard) leave() (cfg bpf.GuardRunCfg) {
 		_ = runs.Delete(id)
 		g.inRuns = false
 	}
-	for _, k := range g.keys {
-		g.update(k, false)
-	}
-	g.keys = nil
 	if g.ring != nil {
 		g.ring.Close()
 		g.ring = nil
@@ -501,118 +400,13 @@ func (g *Guard) leave() (cfg bpf.GuardRunCfg) {
 	return cfg
 }
 
-// detach detaches every program from the run (the file program's links and perf events are
-// handed to a helper process, which then releases the slot: see handOff).
+// detach detaches the file program from the run (its links and perf events are handed to a
+// helper process, which then releases the slot: see handOff).
 func (g *Guard) detach() {
-	for _, l := range g.links {
-		l.Close()
-	}
-	g.links = nil
 	if len(g.tps) > 0 {
 		g.slotHandedOff = g.closeTracepoints()
 	}
 	g.tps = nil
-}
-
-// put enters the trie keys of a rule with a resolved prefix.
-func (g *Guard) put(r NetRule, p netip.Prefix) error {
-	for _, k := range hookKeys(r, p) {
-		if err := g.update(k, true); err != nil {
-			return fmt.Errorf("network allowlist %s: %w", r.Endpoint, err)
-		}
-		g.keys = append(g.keys, k)
-	}
-	return nil
-}
-
-// keyFixedBits is the prefix length of a trie key's run, op, proto and port (guard.c).
-const keyFixedBits = 96
-
-func (g *Guard) update(k hookKey, add bool) error {
-	one := uint8(1)
-	if k.Prefix.Addr().Is4() {
-		key := bpf.GuardNetKey4{Prefixlen: keyFixedBits + uint32(k.Prefix.Bits()), Run: runKey(g.cg.ID), Op: k.Op, Proto: k.Proto, Port: k.Port, Addr: k.Prefix.Addr().As4()}
-		if add {
-			return g.objs.maps["allow4"].Update(&key, &one, ebpf.UpdateAny)
-		}
-		return g.objs.maps["allow4"].Delete(&key)
-	}
-	key := bpf.GuardNetKey6{Prefixlen: keyFixedBits + uint32(k.Prefix.Bits()), Run: runKey(g.cg.ID), Op: k.Op, Proto: k.Proto, Port: k.Port, Addr: k.Prefix.Addr().As16()}
-	if add {
-		return g.objs.maps["allow6"].Update(&key, &one, ebpf.UpdateAny)
-	}
-	return g.objs.maps["allow6"].Delete(&key)
-}
-
-// resolveAll resolves every host rule: new addresses are allowed at once; addresses a name no
-// longer resolves to stay allowed for addrGrace, then go.
-func (g *Guard) resolveAll(ctx context.Context) {
-	hosts := map[string][]NetRule{}
-	for _, r := range g.cfg.Rules {
-		if r.Host != "" {
-			hosts[r.Host] = append(hosts[r.Host], r)
-		}
-	}
-	now := time.Now()
-	for _, host := range slices.Sorted(maps.Keys(hosts)) {
-		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		addrs, err := lookupHost(lctx, host)
-		cancel()
-		g.mu.Lock()
-		if err != nil && g.resolved[host] == nil {
-			g.notes = append(g.notes, fmt.Sprintf("network: %s did not resolve at start (%v): retried every %s", host, err, resolveEvery))
-		}
-		known := g.resolved[host]
-		if known == nil {
-			known = map[netip.Addr]time.Time{}
-			g.resolved[host] = known
-		}
-		current := map[netip.Addr]bool{}
-		for _, a := range addrs {
-			a = a.Unmap()
-			current[a] = true
-			if _, ok := known[a]; !ok {
-				for _, r := range hosts[host] {
-					if err := g.put(r, netip.PrefixFrom(a, a.BitLen())); err != nil {
-						g.notes = append(g.notes, err.Error())
-					}
-				}
-			}
-			known[a] = time.Time{} // current: no expiry
-			g.hostOf[a] = host
-		}
-		if err == nil {
-			for a, exp := range known {
-				switch {
-				case current[a]:
-				case exp.IsZero():
-					known[a] = now.Add(addrGrace)
-				case now.After(exp):
-					for _, r := range hosts[host] {
-						for _, k := range hookKeys(r, netip.PrefixFrom(a, a.BitLen())) {
-							g.update(k, false)
-						}
-					}
-					delete(known, a)
-				}
-			}
-		}
-		g.mu.Unlock()
-	}
-}
-
-func (g *Guard) keepResolving() {
-	defer g.wg.Done()
-	t := time.NewTicker(resolveEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-g.stopResolve:
-			return
-		case <-t.C:
-			g.resolveAll(context.Background())
-		}
-	}
 }
 
 // read turns ring buffer events into denials until the reader is closed.
@@ -646,50 +440,12 @@ func (g *Guard) read() {
 		if root := int(g.rootPid.Load()); exe != "" && exe == kernrun.SelfExe() && (root == 0 || int(ev.Tgid) == root) {
 			continue // the init stage (sysprof itself) before it execs the command
 		}
-		switch ev.Kind {
-		case uint32(bpf.GuardGuardKindGK_NET):
-			g.record(g.netDenial(&ev, exe, pexe))
-		case uint32(bpf.GuardGuardKindGK_FILE):
+		if ev.Kind == uint32(bpf.GuardGuardKindGK_FILE) {
 			for _, d := range g.fileDenials(&ev, exe, pexe, tail) {
 				g.record(d)
 			}
 		}
 	}
-}
-
-var opNames = map[uint8][2]string{nopConnect: {"connect", "connect"}, nopSend: {"sendto", "send"}, nopBind: {"bind", "bind"}}
-var protoNames = map[uint8]string{npTCP: "tcp", npUDP: "udp", npMPTCP: "mptcp"}
-
-func (g *Guard) netDenial(ev *bpf.GuardGuardEvent, exe, pexe string) report.Denial {
-	var addr netip.Addr
-	if ev.Family == 10 {
-		addr = netip.AddrFrom16(ev.Addr).Unmap()
-	} else {
-		addr = netip.AddrFrom4([4]byte(ev.Addr[:4]))
-	}
-	ep := netip.AddrPortFrom(addr, ev.Port).String()
-	proto := protoNames[ev.Proto]
-	if proto == "" {
-		proto = "ipproto-" + strconv.Itoa(int(ev.Protocol))
-	}
-	op := opNames[ev.Op]
-	g.mu.Lock()
-	host := g.hostOf[addr]
-	g.mu.Unlock()
-	d := report.Denial{Kind: report.KindNetwork, Syscall: op[0], Endpoint: ep, Proto: proto, Host: host,
-		First: time.Now().UTC(), Count: 1, Allowed: ev.Allowed != 0}
-	d.What = fmt.Sprintf("%s %s %s", op[1], ep, proto)
-	item := ep
-	if host != "" {
-		d.What += " (" + host + ")"
-		item = host + ":" + strconv.Itoa(int(ev.Port))
-	}
-	d.Exe, d.Parents = g.who(ev, exe, pexe)
-	d.Suggest = fmt.Sprintf("network.%s: + %s %s", op[1], item, proto)
-	if g.cfg.NetRisk != nil {
-		d.Risk = g.cfg.NetRisk("network."+op[1], item, proto)
-	}
-	return d
 }
 
 // who names the executable (as the kernel saw it at the call) and its parent chain; pexe is
@@ -748,18 +504,12 @@ func (g *Guard) record(d report.Denial) {
 func (g *Guard) Close() ([]report.Denial, []string) {
 	if err := g.Wait(); err != nil {
 		// The background setup failed: nothing is loaded; the caller noted why.
-		close(g.stopResolve)
 		var notes []string
 		if err := g.cg.Remove(); err != nil {
 			notes = append(notes, err.Error())
 		}
 		return nil, notes
 	}
-	close(g.stopResolve)
-	for _, l := range g.links {
-		l.Close()
-	}
-	g.links = nil
 	// The file program's hand-off (starting the helper) meanwhile.
 	handed := make(chan bool, 1)
 	go func() { handed <- len(g.tps) > 0 && g.closeTracepoints() }()
