@@ -1,15 +1,7 @@
 //go:build ignore
 
-// guard.c: the kernel side of `sysprof enforce` as root.
-//
-// Attached to the run's cgroup2 directory (the command is born into it):
-//
-//   cgroup/{connect,sendmsg,bind}{4,6}  allow {op, proto, port, address} when an entry of the
-//                       run's LPM trie covers it (exact /32, /128 or a CIDR); otherwise refuse
-//                       (EPERM) unless in audit mode, and report it through the run's ring buffer.
-//
-// The allowlists are filled by user space from the compiled profile (host names resolved there,
-// and kept current while the command runs). Allowed calls cost two lookups and send nothing.
+// guard.c: the kernel side of `sysprof enforce` as root: it observes the file refusals of the
+// run's sandbox (the network allowlist is the egress proxy's, in user space).
 //
 // Attached to the syscalls/sys_exit_<name> tracepoints of the path syscalls only (open*, creat,
 // exec*, mkdir*, mknod*, unlink*, rmdir, rename*, link*, symlink*, truncate, chmod/chown
@@ -17,9 +9,10 @@
 // cookie, and reports for the run slot_cgid[slot] names:
 //
 //   sys_exit_path       a refusal the sandbox gives (-EACCES from Landlock, -EROFS from the
-//                       read-only mounts, -EXDEV from Landlock's refer rule; -ENOENT only for
-//                       absolute paths under a hidden path) -> file event with the path string
-//                       as given, the directory it is relative to, and the executable.
+//                       read-only mounts, -EXDEV from Landlock's refer rule, -EPERM of an
+//                       executable mmap from a noexec mount; -ENOENT only for absolute paths
+//                       under a hidden path) -> file event with the path string as given (or
+//                       the mapped file), the directory it is relative to, and the executable.
 //
 // A call that succeeds costs one compare, one that fails otherwise or in another cgroup a few
 // more. The arguments are read from the task's saved user registers at exit (they are unchanged
@@ -28,20 +21,14 @@
 //
 // Nothing in the programs or in their maps belongs to one run, so that they can be loaded
 // before a run's cgroup exists, and shared by runs: every run's state is found by its cgroup id
-// (runs: configuration, counters and the slot of its ring buffer in rings; allow4/6: keys that
-// start with it). A network hook of a process in a cgroup below the run's finds the run through
-// its ancestors; a hook that finds no run refuses.
+// (runs: configuration, counters and the slot of its ring buffer in rings).
 
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
-#include <bpf/bpf_endian.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-#define AF_INET 2
-#define AF_INET6 10
-#define IPPROTO_MPTCP_ 262
 #define AT_FDCWD -100
 #define EPERM 1
 #define ENOENT 2
@@ -55,13 +42,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define SCRATCH_SZ 16384 // > DATA_MASK + NAME_SZ
 #define HIDDEN_MAX 16
 #define HIDDEN_WORDS 32  // a hidden path is compared on at most 256 bytes
-#define SLOT_NET 0
-#define SLOT_FILE 1
+#define SLOT_FILE 1      // the scratch slot sys_exit_path builds its events in
 
 // ---- shared with Go (bpf2go -type) -----------------------------------------------------------
 
 enum guard_kind {
-	GK_NET = 1,
 	GK_FILE = 2,
 };
 
@@ -83,44 +68,10 @@ enum file_op {
 	FOP_MMAP,      // prot a2, fd a4: an executable mapping refused (EPERM: a noexec mount)
 };
 
-enum net_op {
-	NOP_CONNECT = 1,
-	NOP_SEND = 2,
-	NOP_BIND = 3,
-};
-
-enum net_proto {
-	NP_TCP = 1,
-	NP_UDP = 2,
-	NP_MPTCP = 3,
-	NP_OTHER = 4,
-};
-
-// LPM trie keys: the run (its cgroup id), op, proto and port always match in full (96 bits of
-// the prefix length), the address by its prefix.
-struct net_key4 {
-	__u32 prefixlen;
-	__u32 run[2]; // cgroup id, low word first (no padding: the trie compares bytes)
-	__u8 op;
-	__u8 proto;
-	__u16 port; // host byte order
-	__u8 addr[4];
-};
-
-struct net_key6 {
-	__u32 prefixlen;
-	__u32 run[2];
-	__u8 op;
-	__u8 proto;
-	__u16 port;
-	__u8 addr[16];
-};
-
-#define KEY_FIXED_BITS 96 // run, op, proto, port
-
 // One event: this header, then in order the executable's path components (leaf first, each
-// NUL-terminated), the parent's executable likewise, and for files the first path as given (NUL-terminated), the components of
-// the directory it is relative to (when relative), the second path and its directory.
+// NUL-terminated), the parent's executable likewise, the first path as given (NUL-terminated),
+// the components of the directory it is relative to (when relative), the second path and its
+// directory.
 struct guard_event {
 	__u32 kind;
 	__u32 tgid;
@@ -128,15 +79,6 @@ struct guard_event {
 	__s32 ret; // file: the syscall's return value (-errno)
 	__u64 ts;
 	char comm[16];
-	// network
-	__u8 op;
-	__u8 proto;
-	__u8 family;
-	__u8 allowed; // audit mode: it went through
-	__u16 port;
-	__u16 protocol; // the socket's protocol number (for NP_OTHER)
-	__u8 addr[16];
-	// file
 	__u32 nr;   // x86_64 syscall number
 	__u32 fop;  // enum file_op
 	__u64 flags; // open flags (open, openat, openat2, creat: O_CREAT|O_WRONLY|O_TRUNC)
@@ -156,11 +98,7 @@ struct guard_event {
 
 const struct guard_event *unused_guard_event __attribute__((unused));
 const enum file_op *unused_file_op __attribute__((unused));
-const struct net_key4 *unused_net_key4 __attribute__((unused));
-const struct net_key6 *unused_net_key6 __attribute__((unused));
 const enum guard_kind *unused_guard_kind __attribute__((unused));
-const enum net_op *unused_net_op __attribute__((unused));
-const enum net_proto *unused_net_proto __attribute__((unused));
 const struct run_cfg *unused_run_cfg __attribute__((unused));
 
 // ---- configuration and maps --------------------------------------------------------------------
@@ -168,7 +106,6 @@ const struct run_cfg *unused_run_cfg __attribute__((unused));
 #define RUNS_MAX 1024        // runs at the same time on the host
 #define RING_SLOTS 64        // ring buffers, one per run at a time (a run without one is not shared)
 #define RINGBUF_SZ (1 << 20) // a ring buffer
-#define ALLOW_MAX 16384      // allowlist entries of all runs
 
 struct hidden_path {
 	__u32 len; // bytes, at most 8 * HIDDEN_WORDS
@@ -178,12 +115,10 @@ struct hidden_path {
 
 // One run, by its cgroup id.
 struct run_cfg {
-	__u32 audit;    // let refused network calls through, reported as allowed
 	__u32 hidden_n; // entries in hidden
 	__u32 slot;     // its ring buffer in rings (user space owns it in slot_owner)
-	__u32 pad;
-	__u64 drops; // denials that did not fit in the ring buffer (still refused)
-	__u64 busy;  // denials not reported: the scratch buffer was in use
+	__u64 drops;    // denials that did not fit in the ring buffer (still refused)
+	__u64 busy;     // denials not reported: the scratch buffer was in use
 	struct hidden_path hidden[HIDDEN_MAX];
 };
 
@@ -223,22 +158,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } slot_owner SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, ALLOW_MAX);
-	__type(key, struct net_key4);
-	__type(value, __u8);
-} allow4 SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, ALLOW_MAX);
-	__type(key, struct net_key6);
-	__type(value, __u8);
-} allow6 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -308,118 +227,6 @@ static __always_inline void submit(__u64 cgid, struct run_cfg *cfg, struct scrat
 	if (!rb || bpf_ringbuf_output(rb, s->data, size, 0))
 		__sync_fetch_and_add(&cfg->drops, 1);
 }
-
-// ---- network -----------------------------------------------------------------------------------
-
-static __always_inline __u8 proto_of(__u32 protocol)
-{
-	switch (protocol) {
-	case IPPROTO_TCP:
-		return NP_TCP;
-	case IPPROTO_UDP:
-		return NP_UDP;
-	case IPPROTO_MPTCP_:
-		return NP_MPTCP;
-	}
-	return NP_OTHER;
-}
-
-#define CGROUP_DEPTH_MAX 32
-
-// find_run finds the run of the calling process: its own cgroup's, or (a cgroup created below
-// the run's) the nearest ancestor's.
-static __always_inline struct run_cfg *find_run(__u64 *cgid)
-{
-	*cgid = bpf_get_current_cgroup_id();
-	struct run_cfg *cfg = bpf_map_lookup_elem(&runs, cgid);
-	if (cfg)
-		return cfg;
-	for (int level = CGROUP_DEPTH_MAX - 1; level > 0; level--) {
-		__u64 id = bpf_get_current_ancestor_cgroup_id(level);
-		if (!id)
-			continue;
-		cfg = bpf_map_lookup_elem(&runs, &id);
-		if (cfg) {
-			*cgid = id;
-			return cfg;
-		}
-	}
-	return 0;
-}
-
-static __always_inline int check(struct bpf_sock_addr *ctx, __u8 op, int v6)
-{
-	__u64 cgid;
-	struct run_cfg *cfg = find_run(&cgid);
-	if (!cfg)
-		return 0; // attached for a run that is gone (or not there yet): refuse
-	__u32 protocol = ctx->protocol;
-	__u8 proto = proto_of(protocol);
-	__u16 port = bpf_ntohs((__u16)ctx->user_port);
-	__u8 *hit = 0;
-	if (v6) {
-		struct net_key6 k = {.prefixlen = KEY_FIXED_BITS + 128, .run = {(__u32)cgid, cgid >> 32}, .op = op, .proto = proto, .port = port};
-		__u32 *a = (__u32 *)k.addr;
-		a[0] = ctx->user_ip6[0];
-		a[1] = ctx->user_ip6[1];
-		a[2] = ctx->user_ip6[2];
-		a[3] = ctx->user_ip6[3];
-		hit = bpf_map_lookup_elem(&allow6, &k);
-	} else {
-		struct net_key4 k = {.prefixlen = KEY_FIXED_BITS + 32, .run = {(__u32)cgid, cgid >> 32}, .op = op, .proto = proto, .port = port};
-		*(__u32 *)k.addr = ctx->user_ip4;
-		hit = bpf_map_lookup_elem(&allow4, &k);
-	}
-	if (hit)
-		return 1;
-	int verdict = cfg->audit ? 1 : 0;
-
-	__u32 slot = SLOT_NET;
-	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
-	if (!s || s->busy) {
-		__sync_fetch_and_add(&cfg->busy, 1);
-		return verdict;
-	}
-	s->busy = 1;
-	__u32 size = header(SLOT_NET, GK_NET);
-	struct guard_event *ev = (void *)s->data;
-	ev->op = op;
-	ev->proto = proto;
-	ev->family = v6 ? AF_INET6 : AF_INET;
-	ev->allowed = verdict;
-	ev->port = port;
-	ev->protocol = protocol;
-	if (v6) {
-		__u32 *a = (__u32 *)ev->addr;
-		a[0] = ctx->user_ip6[0];
-		a[1] = ctx->user_ip6[1];
-		a[2] = ctx->user_ip6[2];
-		a[3] = ctx->user_ip6[3];
-	} else {
-		*(__u32 *)ev->addr = ctx->user_ip4;
-	}
-	submit(cgid, cfg, s, size);
-	s->busy = 0;
-	return verdict;
-}
-
-SEC("cgroup/connect4")
-int guard_connect4(struct bpf_sock_addr *ctx) { return check(ctx, NOP_CONNECT, 0); }
-
-SEC("cgroup/connect6")
-int guard_connect6(struct bpf_sock_addr *ctx) { return check(ctx, NOP_CONNECT, 1); }
-
-SEC("cgroup/sendmsg4")
-int guard_sendmsg4(struct bpf_sock_addr *ctx) { return check(ctx, NOP_SEND, 0); }
-
-SEC("cgroup/sendmsg6")
-int guard_sendmsg6(struct bpf_sock_addr *ctx) { return check(ctx, NOP_SEND, 1); }
-
-SEC("cgroup/bind4")
-int guard_bind4(struct bpf_sock_addr *ctx) { return check(ctx, NOP_BIND, 0); }
-
-SEC("cgroup/bind6")
-int guard_bind6(struct bpf_sock_addr *ctx) { return check(ctx, NOP_BIND, 1); }
 
 // ---- file denials --------------------------------------------------------------------------------
 

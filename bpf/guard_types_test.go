@@ -16,8 +16,6 @@ func TestGuardStructSizes(t *testing.T) {
 	}
 	for name, v := range map[string]any{
 		"guard_event": GuardGuardEvent{},
-		"net_key4":    GuardNetKey4{},
-		"net_key6":    GuardNetKey6{},
 		"hidden_path": GuardHiddenPath{},
 		"run_cfg":     GuardRunCfg{},
 	} {

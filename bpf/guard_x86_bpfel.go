@@ -40,13 +40,6 @@ type GuardGuardEvent struct {
 	Ret       int32
 	Ts        uint64
 	Comm      [16]int8
-	Op        uint8
-	Proto     uint8
-	Family    uint8
-	Allowed   uint8
-	Port      uint16
-	Protocol  uint16
-	Addr      [16]uint8
 	Nr        uint32
 	Fop       uint32
 	Flags     uint64
@@ -67,7 +60,6 @@ type GuardGuardEvent struct {
 type GuardGuardKind uint32
 
 const (
-	GuardGuardKindGK_NET  GuardGuardKind = 1
 	GuardGuardKindGK_FILE GuardGuardKind = 2
 )
 
@@ -78,49 +70,10 @@ type GuardHiddenPath struct {
 	W   [32]uint64
 }
 
-type GuardNetKey4 struct {
-	_         structs.HostLayout
-	Prefixlen uint32
-	Run       [2]uint32
-	Op        uint8
-	Proto     uint8
-	Port      uint16
-	Addr      [4]uint8
-}
-
-type GuardNetKey6 struct {
-	_         structs.HostLayout
-	Prefixlen uint32
-	Run       [2]uint32
-	Op        uint8
-	Proto     uint8
-	Port      uint16
-	Addr      [16]uint8
-}
-
-type GuardNetOp uint32
-
-const (
-	GuardNetOpNOP_CONNECT GuardNetOp = 1
-	GuardNetOpNOP_SEND    GuardNetOp = 2
-	GuardNetOpNOP_BIND    GuardNetOp = 3
-)
-
-type GuardNetProto uint32
-
-const (
-	GuardNetProtoNP_TCP   GuardNetProto = 1
-	GuardNetProtoNP_UDP   GuardNetProto = 2
-	GuardNetProtoNP_MPTCP GuardNetProto = 3
-	GuardNetProtoNP_OTHER GuardNetProto = 4
-)
-
 type GuardRunCfg struct {
 	_       structs.HostLayout
-	Audit   uint32
 	HiddenN uint32
 	Slot    uint32
-	Pad     uint32
 	Drops   uint64
 	Busy    uint64
 	Hidden  [16]GuardHiddenPath
@@ -141,28 +94,16 @@ type GuardScratch struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	GuardMapAllow4           = "allow4"
-	GuardMapAllow6           = "allow6"
 	GuardMapFops             = "fops"
 	GuardMapRings            = "rings"
 	GuardMapRuns             = "runs"
 	GuardMapScratch          = "scratch"
 	GuardMapSlotCgid         = "slot_cgid"
 	GuardMapSlotOwner        = "slot_owner"
-	GuardProgGuardBind4      = "guard_bind4"
-	GuardProgGuardBind6      = "guard_bind6"
-	GuardProgGuardConnect4   = "guard_connect4"
-	GuardProgGuardConnect6   = "guard_connect6"
-	GuardProgGuardSendmsg4   = "guard_sendmsg4"
-	GuardProgGuardSendmsg6   = "guard_sendmsg6"
 	GuardProgSysExitPath     = "sys_exit_path"
 	GuardVarUnusedFileOp     = "unused_file_op"
 	GuardVarUnusedGuardEvent = "unused_guard_event"
 	GuardVarUnusedGuardKind  = "unused_guard_kind"
-	GuardVarUnusedNetKey4    = "unused_net_key4"
-	GuardVarUnusedNetKey6    = "unused_net_key6"
-	GuardVarUnusedNetOp      = "unused_net_op"
-	GuardVarUnusedNetProto   = "unused_net_proto"
 	GuardVarUnusedRunCfg     = "unused_run_cfg"
 )
 
@@ -208,21 +149,13 @@ type GuardSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type GuardProgramSpecs struct {
-	GuardBind4    *ebpf.ProgramSpec `ebpf:"guard_bind4"`
-	GuardBind6    *ebpf.ProgramSpec `ebpf:"guard_bind6"`
-	GuardConnect4 *ebpf.ProgramSpec `ebpf:"guard_connect4"`
-	GuardConnect6 *ebpf.ProgramSpec `ebpf:"guard_connect6"`
-	GuardSendmsg4 *ebpf.ProgramSpec `ebpf:"guard_sendmsg4"`
-	GuardSendmsg6 *ebpf.ProgramSpec `ebpf:"guard_sendmsg6"`
-	SysExitPath   *ebpf.ProgramSpec `ebpf:"sys_exit_path"`
+	SysExitPath *ebpf.ProgramSpec `ebpf:"sys_exit_path"`
 }
 
 // GuardMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type GuardMapSpecs struct {
-	Allow4    *ebpf.MapSpec `ebpf:"allow4"`
-	Allow6    *ebpf.MapSpec `ebpf:"allow6"`
 	Fops      *ebpf.MapSpec `ebpf:"fops"`
 	Rings     *ebpf.MapSpec `ebpf:"rings"`
 	Runs      *ebpf.MapSpec `ebpf:"runs"`
@@ -238,10 +171,6 @@ type GuardVariableSpecs struct {
 	UnusedFileOp     *ebpf.VariableSpec `ebpf:"unused_file_op"`
 	UnusedGuardEvent *ebpf.VariableSpec `ebpf:"unused_guard_event"`
 	UnusedGuardKind  *ebpf.VariableSpec `ebpf:"unused_guard_kind"`
-	UnusedNetKey4    *ebpf.VariableSpec `ebpf:"unused_net_key4"`
-	UnusedNetKey6    *ebpf.VariableSpec `ebpf:"unused_net_key6"`
-	UnusedNetOp      *ebpf.VariableSpec `ebpf:"unused_net_op"`
-	UnusedNetProto   *ebpf.VariableSpec `ebpf:"unused_net_proto"`
 	UnusedRunCfg     *ebpf.VariableSpec `ebpf:"unused_run_cfg"`
 }
 
@@ -265,8 +194,6 @@ func (o *GuardObjects) Close() error {
 //
 // It can be passed to LoadGuardObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GuardMaps struct {
-	Allow4    *ebpf.Map `ebpf:"allow4"`
-	Allow6    *ebpf.Map `ebpf:"allow6"`
 	Fops      *ebpf.Map `ebpf:"fops"`
 	Rings     *ebpf.Map `ebpf:"rings"`
 	Runs      *ebpf.Map `ebpf:"runs"`
@@ -277,8 +204,6 @@ type GuardMaps struct {
 
 func (m *GuardMaps) Close() error {
 	return _GuardClose(
-		m.Allow4,
-		m.Allow6,
 		m.Fops,
 		m.Rings,
 		m.Runs,
@@ -295,10 +220,6 @@ type GuardVariables struct {
 	UnusedFileOp     *ebpf.Variable `ebpf:"unused_file_op"`
 	UnusedGuardEvent *ebpf.Variable `ebpf:"unused_guard_event"`
 	UnusedGuardKind  *ebpf.Variable `ebpf:"unused_guard_kind"`
-	UnusedNetKey4    *ebpf.Variable `ebpf:"unused_net_key4"`
-	UnusedNetKey6    *ebpf.Variable `ebpf:"unused_net_key6"`
-	UnusedNetOp      *ebpf.Variable `ebpf:"unused_net_op"`
-	UnusedNetProto   *ebpf.Variable `ebpf:"unused_net_proto"`
 	UnusedRunCfg     *ebpf.Variable `ebpf:"unused_run_cfg"`
 }
 
@@ -306,23 +227,11 @@ type GuardVariables struct {
 //
 // It can be passed to LoadGuardObjects or ebpf.CollectionSpec.LoadAndAssign.
 type GuardPrograms struct {
-	GuardBind4    *ebpf.Program `ebpf:"guard_bind4"`
-	GuardBind6    *ebpf.Program `ebpf:"guard_bind6"`
-	GuardConnect4 *ebpf.Program `ebpf:"guard_connect4"`
-	GuardConnect6 *ebpf.Program `ebpf:"guard_connect6"`
-	GuardSendmsg4 *ebpf.Program `ebpf:"guard_sendmsg4"`
-	GuardSendmsg6 *ebpf.Program `ebpf:"guard_sendmsg6"`
-	SysExitPath   *ebpf.Program `ebpf:"sys_exit_path"`
+	SysExitPath *ebpf.Program `ebpf:"sys_exit_path"`
 }
 
 func (p *GuardPrograms) Close() error {
 	return _GuardClose(
-		p.GuardBind4,
-		p.GuardBind6,
-		p.GuardConnect4,
-		p.GuardConnect6,
-		p.GuardSendmsg4,
-		p.GuardSendmsg6,
 		p.SysExitPath,
 	)
 }

@@ -30,8 +30,8 @@ import (
 // run, more than everything else enforce does before the command runs. Nothing in the programs
 // or in their maps belongs to one run (see guard.c), so the first run on a boot loads them and
 // pins them under pinRoot/guard-<key>/, and later runs open the pins (a few µs each) and only
-// enter their own state (configuration, a ring buffer slot, allowlist keys), all keyed by their
-// cgroup id, so that concurrent runs share nothing but the programs.
+// enter their own state (configuration, a ring buffer slot), keyed by their cgroup id, so that
+// concurrent runs share nothing but the programs.
 //
 //   - The key digests the object embedded in this binary, the loader's version, the syscall
 //     table guard.c is given (fops), and the kernel (release, version, boot id): pins of another
@@ -65,18 +65,14 @@ func PinRoot() string { return pinRoot }
 
 const pinLayout = "sysprof guard pins v1"
 
-// fileProgram observes file denials; hookPrograms are the cgroup programs of the network
-// allowlist.
+// fileProgram observes file denials: guard.c's one program.
 const fileProgram = "sys_exit_path"
-
-var hookPrograms = []string{"guard_connect4", "guard_connect6", "guard_sendmsg4", "guard_sendmsg6", "guard_bind4", "guard_bind6"}
 
 // What guard.c defines (checked against the object by TestGuardObjectMatchesExpectations).
 const (
 	ringSlots = 64
 	ringbufSz = 1 << 20
 	runsMax   = 1024
-	allowMax  = 16384
 )
 
 // guardMaps are the maps user space uses, with what a pin of each must be.
@@ -86,8 +82,6 @@ var guardMaps = sync.OnceValue(func() map[string]ebpf.MapSpec {
 		"rings":      {Type: ebpf.ArrayOfMaps, KeySize: 4, ValueSize: 4, MaxEntries: ringSlots},
 		"slot_owner": {Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: ringSlots},
 		"slot_cgid":  {Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: ringSlots},
-		"allow4":     {Type: ebpf.LPMTrie, KeySize: uint32(binary.Size(bpf.GuardNetKey4{})), ValueSize: 1, MaxEntries: allowMax, Flags: unix.BPF_F_NO_PREALLOC},
-		"allow6":     {Type: ebpf.LPMTrie, KeySize: uint32(binary.Size(bpf.GuardNetKey6{})), ValueSize: 1, MaxEntries: allowMax, Flags: unix.BPF_F_NO_PREALLOC},
 	}
 })
 
@@ -96,12 +90,11 @@ func ringSpec() *ebpf.MapSpec {
 	return &ebpf.MapSpec{Name: "guard_ring", Type: ebpf.RingBuf, MaxEntries: ringbufSz}
 }
 
-// guardObjs are guard.c's programs and the maps user space uses: loaded by this process, or
+// guardObjs are guard.c's maps and the file program's instances: loaded by this process, or
 // opened from the pins.
 type guardObjs struct {
-	progs map[string]*ebpf.Program // the hooks
-	maps  map[string]*ebpf.Map
-	dir   string // the pins ("": this process's own objects)
+	maps map[string]*ebpf.Map
+	dir  string // the pins ("": this process's own objects)
 
 	mu    sync.Mutex
 	files map[uint32]*ebpf.Program // the file-denial program of each slot
@@ -110,9 +103,6 @@ type guardObjs struct {
 func (o *guardObjs) pinned() bool { return o.dir != "" }
 
 func (o *guardObjs) close() {
-	for _, p := range o.progs {
-		p.Close()
-	}
 	for _, m := range o.maps {
 		m.Close()
 	}
@@ -260,8 +250,7 @@ func pinDir() (string, error) {
 	return filepath.Join(pinRoot, "guard-"+key[:32]), nil
 }
 
-func progPin(dir, name string) string { return filepath.Join(dir, "prog_"+name) }
-func mapPin(dir, name string) string  { return filepath.Join(dir, "map_"+pinName(name)) }
+func mapPin(dir, name string) string { return filepath.Join(dir, "map_"+pinName(name)) }
 
 // pinName spells a map name for bpffs, which refuses dots (".bss" is "dot_bss").
 func pinName(name string) string {
@@ -292,7 +281,7 @@ func openPinned(dir string) (*guardObjs, error) {
 		}
 		return nil, err
 	}
-	o := &guardObjs{progs: map[string]*ebpf.Program{}, maps: map[string]*ebpf.Map{}, dir: dir, files: map[uint32]*ebpf.Program{}}
+	o := &guardObjs{maps: map[string]*ebpf.Map{}, dir: dir, files: map[uint32]*ebpf.Program{}}
 	if err := o.openPins(); err != nil {
 		o.close()
 		return nil, fmt.Errorf("guard pins %s: %w", dir, err)
@@ -300,19 +289,11 @@ func openPinned(dir string) (*guardObjs, error) {
 	return o, nil
 }
 
+// openPins opens every map pin of o.dir (another instance of the file program is loaded on
+// them) and checks those user space uses; the slots' file programs are opened when taken
+// (fileProgram).
 func (o *guardObjs) openPins() error {
 	dir := o.dir
-	for _, name := range hookPrograms {
-		p, err := ebpf.LoadPinnedProgram(progPin(dir, name), nil)
-		if err != nil {
-			return err
-		}
-		o.progs[name] = p
-		if p.Type() != ebpf.CGroupSockAddr {
-			return fmt.Errorf("%s is a %s program", name, p.Type())
-		}
-	}
-	// Every map the programs use (another instance of the file program is loaded on them).
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return err
@@ -340,8 +321,8 @@ func (o *guardObjs) openPins() error {
 	return nil
 }
 
-// loadGuard parses guard.c, loads every program (the file-denial program as slot 0's) and
-// fills its syscall table.
+// loadGuard parses guard.c, loads its program (the file-denial program, as slot 0's) and fills
+// its syscall table.
 func loadGuard() (*guardObjs, error) {
 	shared, err := guardSpec()
 	if err != nil {
@@ -356,19 +337,10 @@ func loadGuard() (*guardObjs, error) {
 	if err := fillFops(coll.Maps["fops"]); err != nil {
 		return nil, err
 	}
-	o := &guardObjs{progs: map[string]*ebpf.Program{}, maps: map[string]*ebpf.Map{}, files: map[uint32]*ebpf.Program{}}
-	for _, name := range hookPrograms {
-		o.progs[name] = coll.DetachProgram(name)
-	}
+	o := &guardObjs{maps: map[string]*ebpf.Map{}, files: map[uint32]*ebpf.Program{}}
 	o.files[0] = coll.DetachProgram(fileProgram)
 	for name := range spec.Maps {
 		o.maps[name] = coll.DetachMap(name)
-	}
-	for name, p := range o.progs {
-		if p == nil {
-			o.close()
-			return nil, fmt.Errorf("BUG: guard.c has no program %s", name)
-		}
 	}
 	for name := range guardMaps() {
 		if o.maps[name] == nil {
@@ -424,11 +396,6 @@ func publish(o *guardObjs, dir string) error {
 		return err
 	}
 	err := func() error {
-		for name, p := range o.progs {
-			if err := p.Pin(progPin(tmp, name)); err != nil {
-				return err
-			}
-		}
 		for slot, p := range o.files {
 			if err := p.Pin(filePin(tmp, slot)); err != nil {
 				return err
@@ -488,13 +455,6 @@ func (o *guardObjs) collectDead() {
 	for it.Next(&id, &cfg) {
 		seen[id] = true
 	}
-	keys4, keys6 := allowKeys(o.maps["allow4"], o.maps["allow6"])
-	for _, k := range keys4 {
-		seen[runOf(k.Run)] = true
-	}
-	for _, k := range keys6 {
-		seen[runOf(k.Run)] = true
-	}
 	if len(seen) == 0 {
 		return
 	}
@@ -503,43 +463,11 @@ func (o *guardObjs) collectDead() {
 		return
 	}
 	for id := range seen {
-		if live[id] {
-			continue
-		}
-		runs.Delete(id)
-		for _, k := range keys4 {
-			if runOf(k.Run) == id {
-				o.maps["allow4"].Delete(&k)
-			}
-		}
-		for _, k := range keys6 {
-			if runOf(k.Run) == id {
-				o.maps["allow6"].Delete(&k)
-			}
+		if !live[id] {
+			runs.Delete(id)
 		}
 	}
 }
-
-func allowKeys(m4, m6 *ebpf.Map) (k4 []bpf.GuardNetKey4, k6 []bpf.GuardNetKey6) {
-	var v uint8
-	var key4 bpf.GuardNetKey4
-	it := m4.Iterate()
-	for it.Next(&key4, &v) {
-		k4 = append(k4, key4)
-	}
-	var key6 bpf.GuardNetKey6
-	it = m6.Iterate()
-	for it.Next(&key6, &v) {
-		k6 = append(k6, key6)
-	}
-	return k4, k6
-}
-
-// keyFixedBits is the prefix length of a trie key's run, op, proto and port (guard.c).
-const keyFixedBits = 96
-
-func runOf(r [2]uint32) uint64   { return uint64(r[0]) | uint64(r[1])<<32 }
-func runKey(id uint64) [2]uint32 { return [2]uint32{uint32(id), uint32(id >> 32)} }
 
 // liveRunCgroups are the cgroup ids of the run directories kernrun made (of any sysprof
 // process), nil when they cannot be listed.

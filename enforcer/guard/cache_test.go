@@ -41,13 +41,8 @@ func TestGuardObjectMatchesExpectations(t *testing.T) {
 	if p := spec.Programs[fileProgram]; p == nil || p.Type != ebpf.TracePoint {
 		t.Errorf("file program: %+v", p)
 	}
-	for _, name := range hookPrograms {
-		if p := spec.Programs[name]; p == nil || p.Type != ebpf.CGroupSockAddr {
-			t.Errorf("hook %s: %+v", name, p)
-		}
-	}
-	if len(spec.Programs) != 1+len(hookPrograms) {
-		t.Errorf("guard.c has %d programs: pin them all", len(spec.Programs))
+	if len(spec.Programs) != 1 {
+		t.Errorf("guard.c has %d programs: the pins keep only %s", len(spec.Programs), fileProgram)
 	}
 	for name := range spec.Maps {
 		if strings.Contains(pinName(name), ".") || mapName(pinName(name)) != name {
@@ -67,9 +62,10 @@ func withPinRoot(t *testing.T) string {
 	return root
 }
 
-func progID(t *testing.T, p *ebpf.Program) ebpf.ProgramID {
+// runsID names the runs map o opened or loaded: the same ID is the same pins.
+func runsID(t *testing.T, o *guardObjs) ebpf.MapID {
 	t.Helper()
-	info, err := p.Info()
+	info, err := o.maps["runs"].Info()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,13 +92,13 @@ func TestGuardPinsReusedAndRepaired(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("another build's pins are still there: %v", err)
 	}
-	first := progID(t, o1.progs["guard_connect4"])
+	first := runsID(t, o1)
 
 	o2, err := openGuard()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o2.pinned() || o2.dir != o1.dir || progID(t, o2.progs["guard_connect4"]) != first {
+	if !o2.pinned() || o2.dir != o1.dir || runsID(t, o2) != first {
 		t.Errorf("the second open did not use the pins (%s, %s)", o1.dir, o2.dir)
 	}
 	o2.close()
@@ -124,17 +120,17 @@ func TestGuardPinsReusedAndRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o3.close()
-	if !o3.pinned() || progID(t, o3.progs["guard_connect4"]) == first {
+	if !o3.pinned() || runsID(t, o3) == first {
 		t.Errorf("a broken pin was used, or nothing was published again")
 	}
 	want := guardMaps()["runs"]
 	if err := want.Compatible(o3.maps["runs"]); err != nil {
 		t.Errorf("runs: %v", err)
 	}
-	second := progID(t, o3.progs["guard_connect4"])
+	second := runsID(t, o3)
 
 	// A pin missing, and a slot's file program pin that is not a program.
-	if err := os.Remove(progPin(o3.dir, "guard_bind6")); err != nil {
+	if err := os.Remove(mapPin(o3.dir, "slot_cgid")); err != nil {
 		t.Fatal(err)
 	}
 	o4, err := openGuard()
@@ -142,7 +138,7 @@ func TestGuardPinsReusedAndRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o4.close()
-	if !o4.pinned() || progID(t, o4.progs["guard_connect4"]) == second {
+	if !o4.pinned() || runsID(t, o4) == second {
 		t.Errorf("a directory with a pin missing was used, or nothing was published again")
 	}
 	if err := wrong.Pin(filePin(o4.dir, 7)); err != nil {
@@ -175,10 +171,6 @@ func TestGuardCollectsKilledRuns(t *testing.T) {
 		if err := o.maps["runs"].Put(id, &bpf.GuardRunCfg{}); err != nil {
 			t.Fatal(err)
 		}
-		k := bpf.GuardNetKey4{Prefixlen: keyFixedBits + 32, Run: runKey(id), Port: 443}
-		if err := o.maps["allow4"].Put(&k, uint8(1)); err != nil {
-			t.Fatal(err)
-		}
 	}
 	for slot, pid := range map[uint32]uint64{3: deadPid, 4: uint64(os.Getpid())} {
 		if err := o.maps["slot_owner"].Put(slot, pid); err != nil {
@@ -199,10 +191,6 @@ func TestGuardCollectsKilledRuns(t *testing.T) {
 	}
 	if err := o.maps["slot_owner"].Lookup(uint32(4), &pid); err != nil {
 		t.Errorf("the slot of a live process was freed: %v", err)
-	}
-	k4, _ := allowKeys(o.maps["allow4"], o.maps["allow6"])
-	if len(k4) != 1 || runOf(k4[0].Run) != cg.ID {
-		t.Errorf("allowlist keys left: %+v", k4)
 	}
 }
 
@@ -237,7 +225,7 @@ func TestGuardMountsBPFFS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o2.close()
-	if !o2.pinned() || progID(t, o2.progs[hookPrograms[0]]) != progID(t, o1.progs[hookPrograms[0]]) {
+	if !o2.pinned() || runsID(t, o2) != runsID(t, o1) {
 		t.Error("the second run did not open the first run's pins")
 	}
 	// Mounted once: a second instance over the first would hide its pins.

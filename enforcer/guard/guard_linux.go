@@ -110,8 +110,7 @@ type Config struct {
 	// command may execute (MayExecute; nil: every one).
 	Files      bool
 	MayExecute func(syscall string) bool
-	// Audit: the supervisor lets refused syscalls continue (so every path syscall is watched),
-	// and the denials are reported as allowed.
+	// Audit: the supervisor lets refused syscalls continue, so every path syscall is watched.
 	Audit bool
 	// Hidden are the paths the sandbox hides (an ENOENT under one is a denial); Landlock is the
 	// plan's (an EACCES it allows is not the sandbox's).
@@ -308,7 +307,7 @@ func (g *Guard) setup() (err error) {
 }
 
 // enter gives the run its state in guard.c's maps, under its cgroup id: a ring buffer slot and
-// its configuration (audit, hidden paths).
+// its configuration (hidden paths).
 func (g *Guard) enter() error {
 	id := g.cg.ID
 	owners, rings := g.objs.maps["slot_owner"], g.objs.maps["rings"]
@@ -350,9 +349,6 @@ func (g *Guard) enter() error {
 	g.ring = ring
 
 	cfg := bpf.GuardRunCfg{Slot: slot}
-	if g.cfg.Audit {
-		cfg.Audit = 1
-	}
 	hidden := hiddenPrefixes(g.cfg.Hidden)
 	cfg.HiddenN = uint32(len(hidden))
 	for i, h := range hidden {
