@@ -6,11 +6,14 @@
 //
 // # Compiling
 //
-// Compile never modifies the profile. Syscall names become numbers from go-seccomp-bpf's tables
-// (never a hand-kept table). The BPF program is generated here, not by go-seccomp-bpf's
-// assembler, because enforcement needs what that library cannot express: masked argument
-// compares, several ABIs in one program, USER_NOTIF as the default and ENOSYS for unknown
-// numbers. The program:
+// Compile never modifies the profile, and Run never modifies what Compile returned (a test
+// says so): what one run adds, its stages' overlay directories, goes into the run's copy of the
+// plan. CompileSeccomp is the pure half (the filter from the profile and an architecture); the
+// rest is the host plan (paths, mounts, sockets). Syscall names become numbers from
+// go-seccomp-bpf's tables (never a hand-kept table). The BPF program is generated here, not by
+// go-seccomp-bpf's assembler, because enforcement needs what that library cannot express:
+// masked argument compares, several ABIs in one program, USER_NOTIF as the default and ENOSYS
+// for unknown numbers. The program:
 //
 //   - checks the audit arch first: x86_64, plus i386 and x32 only when the profile lists them;
 //     any other arch (int 0x80 from a 64-bit process when i386 is not listed) is reported;
@@ -32,8 +35,10 @@
 //
 // # Running
 //
-// Run starts /proc/self/exe with the hidden argument (MaybeInit must be the first call in
-// main) in a new session (no terminal injection into the caller's terminal), with SIGKILL as
+// Run is Compile, a pure decision of the run's layers from the compiled profile and the host's
+// facts (decideLayers, table-tested), and the run itself (run_linux.go: report, guard, proxy,
+// stages; session_linux.go: the init stage's protocol). It starts /proc/self/exe with the
+// hidden argument (MaybeInit must be the first call in main) in a new session (no terminal injection into the caller's terminal), with SIGKILL as
 // parent-death signal, and sends it the compiled policy on an inherited pipe. The CLI starts
 // that init stage before it loads the profile (StartEarly: the second Go runtime's start, a few
 // ms, overlaps the load and the compile), with the namespaces every sandboxed run has and, as

@@ -27,18 +27,33 @@ type stagedRun struct {
 	tops  []string // one per spec: its upper/ and work/
 }
 
+// plan returns p with each stage's overlay layers (upper/ and work/ of its top) filled in: the
+// plan the init stage receives for this run. p, and the compiled plan it shares its slices
+// with, stay as they are.
+func (sr *stagedRun) plan(p sandbox.Plan) sandbox.Plan {
+	if sr == nil {
+		return p
+	}
+	p.Staged = slices.Clone(p.Staged)
+	for i, top := range sr.tops {
+		p.Staged[i].Upper, p.Staged[i].Work = filepath.Join(top, "upper"), filepath.Join(top, "work")
+	}
+	return p
+}
+
 // maxStageDenials caps the discarded writes listed one by one (the rest are counted in a note).
 const maxStageDenials = 64
 
 // prepareStages makes an upper and a work directory for each stage, owned by the uid the
 // command runs as (overlay writes with the mounter's credentials), on the stage's filesystem
-// when a place there is writable (copy-back is then a rename), and fills them into c.Plan.
-func prepareStages(c *Compiled, id sandbox.Identity) (*stagedRun, error) {
-	if len(c.Stages) == 0 {
+// when a place there is writable (copy-back is then a rename). stagedRun.plan puts them into
+// the run's plan.
+func prepareStages(stages []StageSpec, id sandbox.Identity) (*stagedRun, error) {
+	if len(stages) == 0 {
 		return nil, nil
 	}
-	sr := &stagedRun{specs: c.Stages}
-	for i, s := range c.Stages {
+	sr := &stagedRun{specs: stages}
+	for _, s := range stages {
 		parent := stageParent(s.Dir)
 		if parent == "" {
 			sr.remove()
@@ -73,7 +88,6 @@ func prepareStages(c *Compiled, id sandbox.Identity) (*stagedRun, error) {
 				return nil, fmt.Errorf("stage %s: chown: %w", s.Dir, err)
 			}
 		}
-		c.Plan.Staged[i].Upper, c.Plan.Staged[i].Work = upper, work
 	}
 	return sr, nil
 }
