@@ -502,43 +502,31 @@ func procSelf(p string) bool {
 	return false
 }
 
+// pathSets are the rules of a filesystem section expanded for this host (expandRules).
+type pathSets struct {
+	read, write, exec, list, hidden []string
+}
+
+// tmpGlob is a hidden glob inside a private /tmp: it can only match what is bound into it from
+// the host, so it waits until that is known (listing the host's /tmp for $TMPDIR/ssh-* took
+// ~1 ms).
+type tmpGlob struct {
+	rule policy.PathRule
+	root string // the private tmp it lies in
+}
+
+// compilePlan is the host half of Compile: the sandbox plan (mounts, Landlock, network
+// namespace), the stages and the host sockets to hide, for the profile's sections on env's
+// host. Every profile gets the read-only root and Landlock: an empty section is "nothing of
+// that kind" (beyond withBase), never "that layer off".
 func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 	fs := withBase(p.Filesystem, env)
 	dirs := &dirListings{}
-	read, err := c.expandRules("read", fs.Read, env, dirs)
-	if err != nil {
-		return err
-	}
-	write, err := c.expandRules("write", fs.Write, env, dirs)
-	if err != nil {
-		return err
-	}
-	exec, err := c.expandRules("exec", fs.Exec, env, dirs)
-	if err != nil {
-		return err
-	}
-	list, err := c.expandRules("list", fs.List, env, dirs)
-	if err != nil {
-		return err
-	}
-	// Hidden globs inside a private /tmp can only match what is bound into it from the host:
-	// they wait until that is known (listing the host's /tmp for $TMPDIR/ssh-* took ~1 ms).
-	type tmpGlob struct {
-		rule policy.PathRule
-		root string // the private tmp it lies in
-	}
 	hiddenRules, tmpGlobs := fs.Hidden, []tmpGlob(nil)
 	if fs.PrivateTmp {
-		hiddenRules = nil
-		for _, r := range fs.Hidden {
-			if p, err := expand(r.Path, env); err == nil && strings.ContainsAny(p, "*?[") && privateTmpRoot(p) != "" {
-				tmpGlobs = append(tmpGlobs, tmpGlob{r, privateTmpRoot(p)})
-			} else {
-				hiddenRules = append(hiddenRules, r)
-			}
-		}
+		hiddenRules, tmpGlobs = splitTmpGlobs(fs.Hidden, env)
 	}
-	hidden, err := c.expandRules("hidden", hiddenRules, env, dirs)
+	sets, err := c.expandSections(fs, hiddenRules, env, dirs)
 	if err != nil {
 		return err
 	}
@@ -547,135 +535,181 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 	plan.DropCaps = true
 	c.Layers = append(c.Layers, LayerCaps)
 
-	// Every profile gets the read-only root and Landlock: an empty section is "nothing of that
-	// kind" (beyond withBase), never "that layer off".
-	{
-		plan.ReadOnlyRoot = true
-		plan.PrivateTmp = fs.PrivateTmp
-		wg := c.planWrites(write, fs.PrivateTmp, env)
-		write = wg.landlock
-		for _, w := range wg.binds {
-			plan.Writable = append(plan.Writable, w)
+	plan.ReadOnlyRoot = true
+	plan.PrivateTmp = fs.PrivateTmp
+	wg := c.planWrites(sets.write, fs.PrivateTmp, env)
+	plan.Writable = append(plan.Writable, wg.binds...)
+	c.Stages = wg.stages
+	plan.Staged = stagesToPlan(wg.stages)
+	sets.write = slices.Compact(slices.Sorted(slices.Values(wg.landlock)))
+	if fs.PrivateTmp {
+		if err := c.planPrivateTmp(&sets, tmpGlobs, env, dirs); err != nil {
+			return err
 		}
-		c.Stages = wg.stages
-		plan.Staged = stagesToPlan(wg.stages)
-		slices.Sort(write)
-		write = slices.Compact(write)
-		// Read and exec paths inside the private /tmp would vanish under its fresh tmpfs (a
-		// work tree in /tmp). Bind them from the host like writable paths; Landlock, which
-		// has no write rule for them, keeps them read-only (with Landlock degraded they would
-		// be writable: noted).
-		if fs.PrivateTmp {
-			// The working directory must exist inside even when the tool never read it.
-			keep := slices.Concat(read, exec, list)
-			if wd := env.Vars["WORKDIR"]; wd != "" {
-				keep = append(keep, wd)
-			}
-			for _, r := range keep {
-				if privateTmpRoot(r) == "" || paths.CoveredBy(r, plan.Writable) || paths.CoveredBy(r, stageDirsOf(c.Stages)) {
-					continue
-				}
-				if _, err := os.Stat(r); err == nil {
-					// A read-only mount: Landlock's write rule on the tmp root covers it too.
-					plan.ReadOnly = append(plan.ReadOnly, r)
-					c.Notes = append(c.Notes, fmt.Sprintf("filesystem: %s is inside the private %s: bound read-only from the host", r, privateTmpRoot(r)))
-				}
-			}
-			plan.ReadOnly = topLevelPaths(plan.ReadOnly)
-			for _, g := range tmpGlobs {
-				if !slices.ContainsFunc(slices.Concat(plan.Writable, plan.ReadOnly, stageDirsOf(c.Stages)), func(w string) bool { return privateTmpRoot(w) == g.root }) {
-					continue // nothing of the host's is visible in this private tmp
-				}
-				m, err := c.expandRules("hidden", []policy.PathRule{g.rule}, env, dirs)
-				if err != nil {
-					return err
-				}
-				hidden = append(hidden, m...)
-			}
-			slices.Sort(hidden)
-			hidden = slices.Compact(hidden)
-		}
-		for _, h := range hidden {
-			if _, err := os.Lstat(h); err == nil {
-				plan.Hidden = append(plan.Hidden, h)
-			}
-		}
-		c.maskGitConfigs(plan, env)
-		// Pathname unix sockets of daemons outside the sandbox (tmux, docker, dbus, agents) are
-		// reachable through a read-only mount and Landlock has no rule for them: cover each
-		// one the host has now with an empty read-only file, unless the profile connects to it.
-		// They are hidden after the profile's mounts, tolerating sockets that vanish meanwhile.
-		// Every network namespace's sockets count (a path ignores namespaces); many in one
-		// directory the profile does not use hide that directory (one mount, not hundreds).
-		socks, unresolved := daemonSockets(env, p.Network, fs.PrivateTmp, slices.Concat(plan.Writable, plan.ReadOnly, stageDirsOf(c.Stages)))
-		var uncovered, allowedSocks []string
-		for _, sock := range socks {
-			if !paths.CoveredBy(sock, plan.Hidden) {
-				uncovered = append(uncovered, sock)
-			}
-		}
-		for _, e := range slices.Concat(p.Network.Connect, p.Network.Send) {
-			if x, ok := strings.CutPrefix(e.Endpoint, "unix:"); ok {
-				if x, err := expand(x, env); err == nil {
-					allowedSocks = append(allowedSocks, x)
-				}
-			}
-		}
-		var sockDirs []string
-		c.HiddenSockets, sockDirs = groupSockets(uncovered, [][]string{read, write, exec, list, plan.Writable}, allowedSocks)
-		if n := len(c.HiddenSockets) - len(sockDirs); n > 0 {
-			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.hidden: + %d unix socket(s) of daemons outside the sandbox", n))
-		}
-		for _, d := range sockDirs {
-			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.hidden: + %s (unix sockets of daemons outside the sandbox, no rule in it)", d))
-		}
-		for _, u := range unresolved {
-			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.hidden: unix socket bound as %q not located (its holders' working directories are not visible here): not hidden", u))
-		}
-		ll := &sandbox.Landlock{RestrictTCP: true, ScopeSignals: true, ScopeAbstractUnix: true}
-		for _, r := range read {
-			if isDevice(r) {
-				ll.Devices = append(ll.Devices, r)
-				continue
-			}
-			ll.Read = append(ll.Read, r)
-		}
-		for _, w := range write {
-			if isDevice(w) {
-				ll.Devices = append(ll.Devices, w)
-				continue
-			}
-			ll.Write = append(ll.Write, w)
-		}
-		if plan.ProcWritable {
-			ll.Write = append(ll.Write, "/proc") // narrowed by the mounts, see expandRules
-		}
-		ll.Exec = c.execDirs(exec, wg.binds, c.Stages, env)
-		// Writable mounts in which no exec was learned are noexec (the private /tmp too).
-		roots := slices.Concat(topLevelPaths(plan.Writable), stageDirsOf(c.Stages))
-		if fs.PrivateTmp {
-			roots = append(roots, privateTmpDirs...)
-		}
-		slices.Sort(roots)
-		plan.NoExec = noExecRoots(slices.Compact(roots), exec)
-		ll.List = list
-		// The names stay hidden when the host renames or creates a file there during the run
-		// (a mount covers the old file only): see sandbox.Landlock.Hidden.
-		ll.Hidden = slices.Concat(hiddenNames(hiddenRules, hidden, env), maskedPaths(plan.Masked))
-		slices.Sort(ll.Devices)
-		ll.Devices = slices.Compact(ll.Devices)
-		plan.Landlock = ll
-		c.Layers = append(c.Layers, LayerMounts, LayerLandlock)
 	}
+	for _, h := range sets.hidden {
+		if _, err := os.Lstat(h); err == nil {
+			plan.Hidden = append(plan.Hidden, h)
+		}
+	}
+	c.maskGitConfigs(plan, env)
+	c.hideDaemonSockets(p.Network, fs.PrivateTmp, sets, env)
+	plan.Landlock = c.landlock(sets, hiddenNames(hiddenRules, sets.hidden, env), wg.binds, env)
+	// Writable mounts in which no exec was learned are noexec (the private /tmp too).
+	roots := slices.Concat(topLevelPaths(plan.Writable), stageDirsOf(c.Stages))
+	if fs.PrivateTmp {
+		roots = append(roots, privateTmpDirs...)
+	}
+	slices.Sort(roots)
+	plan.NoExec = noExecRoots(slices.Compact(roots), sets.exec)
+	c.Layers = append(c.Layers, LayerMounts, LayerLandlock)
+	return c.planNetwork(p.Network, env)
+}
 
-	n := p.Network
+// splitTmpGlobs sets apart the hidden globs that lie inside a private /tmp (see tmpGlob).
+func splitTmpGlobs(hidden []policy.PathRule, env Env) (rest []policy.PathRule, globs []tmpGlob) {
+	for _, r := range hidden {
+		if p, err := expand(r.Path, env); err == nil && strings.ContainsAny(p, "*?[") && privateTmpRoot(p) != "" {
+			globs = append(globs, tmpGlob{r, privateTmpRoot(p)})
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	return rest, globs
+}
+
+// expandSections expands the read, write, exec and list rules of fs, and the hidden rules.
+func (c *Compiled) expandSections(fs policy.Filesystem, hidden []policy.PathRule, env Env, dirs *dirListings) (pathSets, error) {
+	var sets pathSets
+	for _, s := range []struct {
+		name  string
+		rules []policy.PathRule
+		dst   *[]string
+	}{{"read", fs.Read, &sets.read}, {"write", fs.Write, &sets.write}, {"exec", fs.Exec, &sets.exec},
+		{"list", fs.List, &sets.list}, {"hidden", hidden, &sets.hidden}} {
+		var err error
+		if *s.dst, err = c.expandRules(s.name, s.rules, env, dirs); err != nil {
+			return sets, err
+		}
+	}
+	return sets, nil
+}
+
+// planPrivateTmp binds from the host, read-only, the read and exec paths inside the private
+// /tmp (a work tree in /tmp) that would otherwise vanish under its fresh tmpfs; Landlock, which
+// has no write rule for them, keeps them read-only (with Landlock degraded they would be
+// writable: noted). Then it hides what the hidden globs inside the private /tmp match among
+// what the host's is bound into it.
+func (c *Compiled) planPrivateTmp(sets *pathSets, globs []tmpGlob, env Env, dirs *dirListings) error {
+	plan := &c.Plan
+	// The working directory must exist inside even when the tool never read it.
+	keep := slices.Concat(sets.read, sets.exec, sets.list)
+	if wd := env.Vars["WORKDIR"]; wd != "" {
+		keep = append(keep, wd)
+	}
+	for _, r := range keep {
+		if privateTmpRoot(r) == "" || paths.CoveredBy(r, plan.Writable) || paths.CoveredBy(r, stageDirsOf(c.Stages)) {
+			continue
+		}
+		if _, err := os.Stat(r); err == nil {
+			// A read-only mount: Landlock's write rule on the tmp root covers it too.
+			plan.ReadOnly = append(plan.ReadOnly, r)
+			c.Notes = append(c.Notes, fmt.Sprintf("filesystem: %s is inside the private %s: bound read-only from the host", r, privateTmpRoot(r)))
+		}
+	}
+	plan.ReadOnly = topLevelPaths(plan.ReadOnly)
+	for _, g := range globs {
+		if !slices.ContainsFunc(slices.Concat(plan.Writable, plan.ReadOnly, stageDirsOf(c.Stages)), func(w string) bool { return privateTmpRoot(w) == g.root }) {
+			continue // nothing of the host's is visible in this private tmp
+		}
+		m, err := c.expandRules("hidden", []policy.PathRule{g.rule}, env, dirs)
+		if err != nil {
+			return err
+		}
+		sets.hidden = append(sets.hidden, m...)
+	}
+	slices.Sort(sets.hidden)
+	sets.hidden = slices.Compact(sets.hidden)
+	return nil
+}
+
+// hideDaemonSockets lists the pathname unix sockets of daemons outside the sandbox (tmux,
+// docker, dbus, agents) for the init stage to cover after the plan's mounts: they are reachable
+// through a read-only mount and Landlock has no rule for them. Each one the host has now is
+// covered with an empty read-only file, unless the profile connects to it; sockets that vanish
+// meanwhile are tolerated. Every network namespace's sockets count (a path ignores namespaces);
+// many in one directory the profile does not use hide that directory (one mount, not hundreds).
+func (c *Compiled) hideDaemonSockets(n policy.Network, privateTmp bool, sets pathSets, env Env) {
+	plan := &c.Plan
+	socks, unresolved := daemonSockets(env, n, privateTmp, slices.Concat(plan.Writable, plan.ReadOnly, stageDirsOf(c.Stages)))
+	var uncovered, allowedSocks []string
+	for _, sock := range socks {
+		if !paths.CoveredBy(sock, plan.Hidden) {
+			uncovered = append(uncovered, sock)
+		}
+	}
+	for _, e := range slices.Concat(n.Connect, n.Send) {
+		if x, ok := strings.CutPrefix(e.Endpoint, "unix:"); ok {
+			if x, err := expand(x, env); err == nil {
+				allowedSocks = append(allowedSocks, x)
+			}
+		}
+	}
+	var sockDirs []string
+	c.HiddenSockets, sockDirs = groupSockets(uncovered, [][]string{sets.read, sets.write, sets.exec, sets.list, plan.Writable}, allowedSocks)
+	if n := len(c.HiddenSockets) - len(sockDirs); n > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.hidden: + %d unix socket(s) of daemons outside the sandbox", n))
+	}
+	for _, d := range sockDirs {
+		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.hidden: + %s (unix sockets of daemons outside the sandbox, no rule in it)", d))
+	}
+	for _, u := range unresolved {
+		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.hidden: unix socket bound as %q not located (its holders' working directories are not visible here): not hidden", u))
+	}
+}
+
+// landlock is the plan's Landlock ruleset for the expanded sections: devices apart, /proc
+// writable when the sandbox's own per-process files are (narrowed by the mounts, see
+// expandRules), exec rules as execDirs widens them, and hidden the names that stay
+// unreadable when the host renames or creates a file there during the run (a mount covers the
+// old file only: see sandbox.Landlock.Hidden).
+func (c *Compiled) landlock(sets pathSets, hiddenNames, binds []string, env Env) *sandbox.Landlock {
+	ll := &sandbox.Landlock{RestrictTCP: true, ScopeSignals: true, ScopeAbstractUnix: true}
+	for _, r := range sets.read {
+		if isDevice(r) {
+			ll.Devices = append(ll.Devices, r)
+			continue
+		}
+		ll.Read = append(ll.Read, r)
+	}
+	for _, w := range sets.write {
+		if isDevice(w) {
+			ll.Devices = append(ll.Devices, w)
+			continue
+		}
+		ll.Write = append(ll.Write, w)
+	}
+	if c.Plan.ProcWritable {
+		ll.Write = append(ll.Write, "/proc")
+	}
+	ll.Exec = c.execDirs(sets.exec, binds, c.Stages, env)
+	ll.List = sets.list
+	ll.Hidden = slices.Concat(hiddenNames, maskedPaths(c.Plan.Masked))
+	slices.Sort(ll.Devices)
+	ll.Devices = slices.Compact(ll.Devices)
+	return ll
+}
+
+// planNetwork gives the command a network namespace of its own: with only loopback when the
+// profile has no network section, else (a network allowlist) one whose only way out is the
+// egress proxy (egress.go), as root and as an ordinary user; Landlock holds the TCP ports too.
+func (c *Compiled) planNetwork(n policy.Network, env Env) error {
+	plan := &c.Plan
 	if len(n.Connect)+len(n.Send)+len(n.Bind) == 0 {
 		plan.NetNS = true
 		c.Layers = append(c.Layers, LayerNetNS)
 		return nil
 	}
-	// A network allowlist: a network namespace of its own whose only way out is the egress
-	// proxy (egress.go), as root and as an ordinary user; Landlock holds the TCP ports too.
 	c.Layers = append(c.Layers, LayerNetwork)
 	// Validated here; the egress proxy enforces them (egress.go), for root and users alike.
 	if err := checkEndpoints(n); err != nil {
@@ -684,17 +718,21 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 	if err := compileEgress(c, plan, n, env); err != nil {
 		return err
 	}
-	if plan.Landlock == nil {
-		plan.Landlock = &sandbox.Landlock{RestrictTCP: true, ScopeSignals: true, ScopeAbstractUnix: true}
-	}
+	return c.landlockPorts(n)
+}
+
+// landlockPorts adds the TCP ports of the network section to Landlock's connect and bind rules,
+// and turns abstract-unix scoping off for a profile that connects to an abstract socket.
+func (c *Compiled) landlockPorts(n policy.Network) error {
+	ll := c.Plan.Landlock
 	for _, set := range []struct {
 		name string
 		eps  []policy.Endpoint
 		dst  *[]uint16
-	}{{"connect", n.Connect, &plan.Landlock.ConnectTCP}, {"send", n.Send, nil}, {"bind", n.Bind, &plan.Landlock.BindTCP}} {
+	}{{"connect", n.Connect, &ll.ConnectTCP}, {"send", n.Send, nil}, {"bind", n.Bind, &ll.BindTCP}} {
 		for _, e := range set.eps {
 			if strings.HasPrefix(e.Endpoint, "unix:@") {
-				plan.Landlock.ScopeAbstractUnix = false
+				ll.ScopeAbstractUnix = false
 				c.Notes = append(c.Notes, fmt.Sprintf("network.%s: %s needs abstract unix sockets outside the sandbox: abstract-unix scoping is off", set.name, e.Endpoint))
 			}
 			if strings.HasPrefix(e.Endpoint, "unix:") {
@@ -710,7 +748,7 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 			}
 		}
 	}
-	for _, l := range []*[]uint16{&plan.Landlock.ConnectTCP, &plan.Landlock.BindTCP} {
+	for _, l := range []*[]uint16{&ll.ConnectTCP, &ll.BindTCP} {
 		slices.Sort(*l)
 		*l = slices.Compact(*l)
 	}
