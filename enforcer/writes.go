@@ -48,12 +48,45 @@ type writeGrants struct {
 //   - a tool cache root ($GOCACHE, ...) that is missing is created, as the tool would;
 //   - paths in the private /tmp get the tmpfs, which is private anyway.
 func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGrants {
-	var g writeGrants
 	protected := protectedHostPaths(env)
-	var candidates, keep []string
+	w := c.sortWrites(write, privateTmp, env)
+	binds, staged := c.protectBinds(w.binds, protected, w.keep)
+	stageDirs := c.stageDirs(append(w.stage, staged...), binds, w.keep, env)
+	g := writeGrants{landlock: w.landlock, binds: binds}
+	for _, d := range stageDirs {
+		s := StageSpec{Dir: d, Keep: keepUnder(w.keep, d)}
+		for _, q := range protected {
+			if paths.Within(q, d) && !namesWhole(q, s.Keep) {
+				s.Protected = append(s.Protected, q)
+			}
+		}
+		g.stages = append(g.stages, s)
+		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is staged: only %s are copied back after the run, anything else written there is discarded and reported", d, strings.Join(s.Keep, ", ")))
+	}
+	g.landlock = append(g.landlock, g.binds...)
+	g.landlock = append(g.landlock, stageDirs...)
+	slices.Sort(g.landlock)
+	g.landlock = slices.Compact(g.landlock)
+	return g
+}
+
+// sortedWrites are the write rules sorted by what grants them (sortWrites).
+type sortedWrites struct {
+	landlock []string // devices and private tmp roots: Landlock only
+	binds    []string // existing directories, resolved
+	stage    []string // the directories to stage for files, missing paths and globs
+	keep     []string // what copy-back keeps: every rule that is bound or staged, resolved
+}
+
+// sortWrites decides for each write rule whether Landlock alone grants it (a device, the
+// private /tmp), a writable bind (an existing directory) or a stage of its nearest existing
+// directory (a file, a missing path, a glob). A rule that is not what it was learned as (a
+// symlink, outside its variable's root) is Unenforceable.
+func (c *Compiled) sortWrites(write []string, privateTmp bool, env Env) sortedWrites {
+	var out sortedWrites
 	for _, w := range write {
 		if isDevice(w) {
-			g.landlock = append(g.landlock, w)
+			out.landlock = append(out.landlock, w)
 			continue
 		}
 		if t := hostTempDir(w, privateTmp, env); t != "" {
@@ -74,7 +107,7 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 			if w != root {
 				c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is in the private %s: Landlock allows writes to all of it", w, root))
 			}
-			g.landlock = append(g.landlock, root)
+			out.landlock = append(out.landlock, root)
 			continue
 		}
 		if c.createCacheDir(w, env) {
@@ -82,9 +115,8 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 		}
 
 		if missing {
-			dir := nearestExistingDir(staticPrefix(w))
-			candidates = append(candidates, dir)
-			keep = append(keep, w)
+			out.stage = append(out.stage, nearestExistingDir(staticPrefix(w)))
+			out.keep = append(out.keep, w)
 			continue
 		}
 		resolved, err := c.resolveWritable(w, env)
@@ -93,28 +125,31 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 			continue
 		}
 		if st, err := os.Stat(resolved); err == nil && st.IsDir() {
-			g.binds = append(g.binds, resolved)
-			keep = append(keep, resolved)
+			out.binds = append(out.binds, resolved)
+			out.keep = append(out.keep, resolved)
 			continue
 		}
 		// A file: tools replace files (write a sibling, rename over; unlink and create), which
 		// a bind-mounted file or a Landlock rule on its inode cannot follow.
-		candidates = append(candidates, filepath.Dir(resolved))
-		keep = append(keep, resolved)
+		out.stage = append(out.stage, filepath.Dir(resolved))
+		out.keep = append(out.keep, resolved)
 	}
+	return out
+}
 
-	// Protected paths inside a bound directory: read-only binds when they exist; a missing one
-	// could be created (a .github/workflows in a fresh checkout), so the directory is staged.
-	var binds []string
-	for _, b := range topLevelPaths(g.binds) {
+// protectBinds keeps the protected paths inside a bound directory out of reach: read-only
+// binds when they exist; a missing one could be created (a .github/workflows in a fresh
+// checkout), and one named only in part (.git/index but not .git/hooks) must not be written
+// whole, so such a directory is staged instead (copy-back keeps only what is named). It
+// returns the directories still bound and those to stage.
+func (c *Compiled) protectBinds(bound, protected, keep []string) (binds, stage []string) {
+	for _, b := range topLevelPaths(bound) {
 		var ro []string
 		stageIt := false
 		for _, q := range protected {
 			if q == b || !paths.Within(q, b) || namesWhole(q, keep) {
 				continue
 			}
-			// Missing (it could be created), or named only in part (.git/index but not
-			// .git/hooks): the directory is staged, and copy-back keeps only what is named.
 			if _, err := os.Lstat(q); err != nil || namesPart(q, keep) {
 				stageIt = true
 				break
@@ -122,7 +157,7 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 			ro = append(ro, q)
 		}
 		if stageIt {
-			candidates = append(candidates, b)
+			stage = append(stage, b)
 			continue
 		}
 		binds = append(binds, b)
@@ -131,9 +166,15 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is writable but %s stay read-only (protected; name them in filesystem.write to allow)", b, strings.Join(ro, ", ")))
 		}
 	}
-	// Binds below a staged directory stay binds (the host's own, attached over the overlay);
-	// a candidate inside a bind needs nothing more.
-	var stageDirs []string
+	return binds, stage
+}
+
+// stageDirs are the directories to stage for candidates: the top-level ones not inside a bind
+// (binds below a staged directory stay binds, the host's own attached over the overlay),
+// refusing / and the kernel trees, and a directory that resolves elsewhere (a stage on a
+// symlink would copy back into wherever it points).
+func (c *Compiled) stageDirs(candidates, binds, keep []string, env Env) []string {
+	var out []string
 	for _, d := range topLevelPaths(candidates) {
 		if paths.CoveredBy(d, binds) {
 			continue
@@ -142,8 +183,6 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 			c.Unenforceable = append(c.Unenforceable, fmt.Sprintf("filesystem.write: rules below %s cannot be staged (%s)", d, strings.Join(keepUnder(keep, d), ", ")))
 			continue
 		}
-		// The same check as a writable directory: a stage on a symlink would copy back into
-		// wherever it points.
 		if r, err := c.resolveWritable(d, env); err != nil {
 			c.Unenforceable = append(c.Unenforceable, err.Error())
 			continue
@@ -151,24 +190,9 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 			c.Unenforceable = append(c.Unenforceable, fmt.Sprintf("filesystem.write: %s resolves to %s (a symlink among its directories): refused", d, r))
 			continue
 		}
-		stageDirs = append(stageDirs, d)
+		out = append(out, d)
 	}
-	g.binds = binds
-	for _, d := range stageDirs {
-		s := StageSpec{Dir: d, Keep: keepUnder(keep, d)}
-		for _, q := range protected {
-			if paths.Within(q, d) && !namesWhole(q, s.Keep) {
-				s.Protected = append(s.Protected, q)
-			}
-		}
-		g.stages = append(g.stages, s)
-		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is staged: only %s are copied back after the run, anything else written there is discarded and reported", d, strings.Join(s.Keep, ", ")))
-	}
-	g.landlock = append(g.landlock, g.binds...)
-	g.landlock = append(g.landlock, stageDirs...)
-	slices.Sort(g.landlock)
-	g.landlock = slices.Compact(g.landlock)
-	return g
+	return out
 }
 
 // resolveWritable returns w without symlinks, refusing a w that is a symlink itself or that
