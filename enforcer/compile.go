@@ -195,108 +195,17 @@ var int32Args = sync.OnceValue(func() map[string][]int {
 
 func isInt32Arg(name string, i int) bool { return slices.Contains(int32Args()[name], i) }
 
+// compileSyscalls is the filter's spec for p on host's architecture: one table per ABI the
+// profile may use here, its allowed syscalls with their argument checks and hardening.
 func (c *Compiled) compileSyscalls(p *policy.Profile, host *arch.Info) (*filterSpec, error) {
-	names := map[string]bool{}
-	for _, s := range p.Syscalls.Allow {
-		names[s.Name] = true
-	}
-	for _, s := range alwaysAllowed {
-		names[s] = true
-	}
-	rulesFor := map[string][]policy.ArgRule{}
-	for _, r := range p.Syscalls.Args {
-		rulesFor[r.Syscall] = append(rulesFor[r.Syscall], r)
-	}
-	// clone3 always answers ENOSYS (below), so libc falls back to clone(2): a profile that
-	// learned clone3 (a learn run never sees the fallback) needs clone, whose namespace flags
-	// stay denied. clone can do nothing clone3 could not.
-	if (names["clone3"] || len(rulesFor["clone3"]) > 0) && !names["clone"] {
-		names["clone"] = true
-		c.Notes = append(c.Notes, "syscalls.allow: + clone (the fallback of clone3, which answers ENOSYS)")
-	}
-	archs := slices.Clone(p.Syscalls.Architectures)
-	if len(archs) == 0 {
-		archs = []string{host.Name}
-	}
-	abis := []*arch.Info{host}
-	var others []*arch.Info
-	for _, a := range archs {
-		info, err := arch.GetInfo(a)
-		if err != nil {
-			c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.architectures: %s (unknown)", a))
-			continue
-		}
-		switch {
-		case info == host:
-		case host == arch.X86_64 && (info == arch.I386 || info == arch.X32):
-			abis = append(abis, info)
-		case nativeArch(info):
-			// Another machine's architecture (a profile lists x86_64 and aarch64): nothing
-			// to compile here, and nothing lost.
-			others = append(others, info)
-		default:
-			c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.architectures: %s (cannot run on %s)", a, host.Name))
-		}
-	}
+	names, rulesFor := c.allowedSyscalls(p)
+	abis, others := c.abisOf(p.Syscalls.Architectures, host)
 	hard := hardening(p)
 	spec := &filterSpec{}
 	for _, info := range abis {
-		abi := &abiSpec{info: info, allowed: true, rules: map[uint32]*sysRule{}, known: map[uint32]string{}}
-		mask := uint32(info.SeccompMask)
-		for nr, name := range info.SyscallNumbers {
-			n := uint32(nr) | mask
-			abi.known[n] = name
-			abi.max = max(abi.max, n)
-		}
-		// By number: some tables (x32) give one name several numbers.
-		byName := map[string][]int{}
-		for nr, name := range info.SyscallNumbers {
-			byName[name] = append(byName[name], nr)
-		}
-		for _, name := range sortedKeys(names) {
-			nrs, ok := byName[name]
-			if !ok && info == host && !slices.Contains(alwaysAllowed, name) && !knownOn(others, name) {
-				c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.allow: %s (no such syscall on %s)", name, info.Name))
-			}
-			for _, nr := range nrs {
-				rule := &sysRule{name: name, ret: retAllow}
-				for _, ar := range rulesFor[name] {
-					chk, errnoOnly, err := compileArgRule(ar)
-					if err != nil {
-						return nil, err
-					}
-					if errnoOnly {
-						continue
-					}
-					rule.checks = append(rule.checks, chk)
-				}
-				if h, ok := hard[name]; ok && !explicitlyAllows(rule.checks, h) {
-					rule.checks = append(rule.checks, h)
-					if info == host {
-						c.Notes = append(c.Notes, fmt.Sprintf("%s: denies %s unless the profile's argument rules allow it", name, h.why))
-					}
-				}
-				abi.rules[uint32(nr)|mask] = rule
-			}
-		}
-		// Errno-only rules answer every call of their syscall, allowed or not.
-		for name, rules := range rulesFor {
-			for _, ar := range rules {
-				chk, errnoOnly, err := compileArgRule(ar)
-				if err != nil {
-					return nil, err
-				}
-				for _, nr := range byName[name] {
-					if errnoOnly {
-						abi.rules[uint32(nr)|mask] = &sysRule{name: name, ret: chk.fail}
-					}
-				}
-			}
-		}
-		// clone3 passes its flags in memory that seccomp cannot read, so namespace flags could
-		// not be denied: answer ENOSYS and libc falls back to clone(2), whose flags are checked.
-		for _, nr := range byName["clone3"] {
-			abi.rules[uint32(nr)|mask] = &sysRule{name: "clone3", ret: retErrno(unix.ENOSYS)}
+		abi, err := c.compileABI(info, info == host, others, names, rulesFor, hard)
+		if err != nil {
+			return nil, err
 		}
 		spec.abis = append(spec.abis, abi)
 	}
@@ -313,6 +222,122 @@ func (c *Compiled) compileSyscalls(p *policy.Profile, host *arch.Info) (*filterS
 	}
 	sort.Strings(c.Dropped)
 	return spec, nil
+}
+
+// allowedSyscalls are the names p allows (with alwaysAllowed) and p's argument rules by
+// syscall. clone3 always answers ENOSYS (compileABI), so libc falls back to clone(2): a
+// profile that learned clone3 (a learn run never sees the fallback) gets clone, whose
+// namespace flags stay denied. clone can do nothing clone3 could not.
+func (c *Compiled) allowedSyscalls(p *policy.Profile) (names map[string]bool, rulesFor map[string][]policy.ArgRule) {
+	names = map[string]bool{}
+	for _, s := range p.Syscalls.Allow {
+		names[s.Name] = true
+	}
+	for _, s := range alwaysAllowed {
+		names[s] = true
+	}
+	rulesFor = map[string][]policy.ArgRule{}
+	for _, r := range p.Syscalls.Args {
+		rulesFor[r.Syscall] = append(rulesFor[r.Syscall], r)
+	}
+	if (names["clone3"] || len(rulesFor["clone3"]) > 0) && !names["clone"] {
+		names["clone"] = true
+		c.Notes = append(c.Notes, "syscalls.allow: + clone (the fallback of clone3, which answers ENOSYS)")
+	}
+	return names, rulesFor
+}
+
+// abisOf are the ABIs the filter has tables for on host (host's own first, then i386 and x32
+// on x86_64 when the profile lists them), and the other machines' architectures the profile
+// lists (their syscall names mean nothing here and are not a loss). Architectures that cannot
+// run here are dropped.
+func (c *Compiled) abisOf(archs []string, host *arch.Info) (abis, others []*arch.Info) {
+	if len(archs) == 0 {
+		archs = []string{host.Name}
+	}
+	abis = []*arch.Info{host}
+	for _, a := range archs {
+		info, err := arch.GetInfo(a)
+		if err != nil {
+			c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.architectures: %s (unknown)", a))
+			continue
+		}
+		switch {
+		case info == host:
+		case host == arch.X86_64 && (info == arch.I386 || info == arch.X32):
+			abis = append(abis, info)
+		case nativeArch(info):
+			others = append(others, info)
+		default:
+			c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.architectures: %s (cannot run on %s)", a, host.Name))
+		}
+	}
+	return abis, others
+}
+
+// compileABI is the filter's table for one ABI: every number it knows, the allowed syscalls
+// with their argument checks and the hardening checks the profile's own rules do not override
+// (noted for the host's ABI), the errno-only rules, and clone3's ENOSYS.
+func (c *Compiled) compileABI(info *arch.Info, isHost bool, others []*arch.Info, names map[string]bool,
+	rulesFor map[string][]policy.ArgRule, hard map[string]argCheck) (*abiSpec, error) {
+	abi := &abiSpec{info: info, allowed: true, rules: map[uint32]*sysRule{}, known: map[uint32]string{}}
+	mask := uint32(info.SeccompMask)
+	for nr, name := range info.SyscallNumbers {
+		n := uint32(nr) | mask
+		abi.known[n] = name
+		abi.max = max(abi.max, n)
+	}
+	// By number: some tables (x32) give one name several numbers.
+	byName := map[string][]int{}
+	for nr, name := range info.SyscallNumbers {
+		byName[name] = append(byName[name], nr)
+	}
+	for _, name := range sortedKeys(names) {
+		nrs, ok := byName[name]
+		if !ok && isHost && !slices.Contains(alwaysAllowed, name) && !knownOn(others, name) {
+			c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.allow: %s (no such syscall on %s)", name, info.Name))
+		}
+		for _, nr := range nrs {
+			rule := &sysRule{name: name, ret: retAllow}
+			for _, ar := range rulesFor[name] {
+				chk, errnoOnly, err := compileArgRule(ar)
+				if err != nil {
+					return nil, err
+				}
+				if errnoOnly {
+					continue
+				}
+				rule.checks = append(rule.checks, chk)
+			}
+			if h, ok := hard[name]; ok && !explicitlyAllows(rule.checks, h) {
+				rule.checks = append(rule.checks, h)
+				if isHost {
+					c.Notes = append(c.Notes, fmt.Sprintf("%s: denies %s unless the profile's argument rules allow it", name, h.why))
+				}
+			}
+			abi.rules[uint32(nr)|mask] = rule
+		}
+	}
+	// Errno-only rules answer every call of their syscall, allowed or not.
+	for name, rules := range rulesFor {
+		for _, ar := range rules {
+			chk, errnoOnly, err := compileArgRule(ar)
+			if err != nil {
+				return nil, err
+			}
+			for _, nr := range byName[name] {
+				if errnoOnly {
+					abi.rules[uint32(nr)|mask] = &sysRule{name: name, ret: chk.fail}
+				}
+			}
+		}
+	}
+	// clone3 passes its flags in memory that seccomp cannot read, so namespace flags could
+	// not be denied: answer ENOSYS and libc falls back to clone(2), whose flags are checked.
+	for _, nr := range byName["clone3"] {
+		abi.rules[uint32(nr)|mask] = &sysRule{name: "clone3", ret: retErrno(unix.ENOSYS)}
+	}
+	return abi, nil
 }
 
 // nativeArch reports a 64-bit architecture a machine runs natively (not a compat ABI).
