@@ -67,37 +67,10 @@ type Options struct {
 // Requires Linux 5.14 (cgroup.kill), BTF, root or CAP_BPF+CAP_PERFMON, and a cgroup2 mount.
 // Call Settle before the process exits.
 func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
-	if len(opts.Command) == 0 {
-		return nil, errors.New("no command to run")
-	}
-	env := opts.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	dir := opts.Dir
-	if dir == "" {
-		if dir, err = os.Getwd(); err != nil {
-			return nil, err
-		}
-	}
-	if dir, err = filepath.Abs(dir); err != nil {
-		return nil, err
-	}
-	path, err := resolveCommand(opts.Command[0], dir, env)
+	rs, err := prepareRun(opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPrivileges(); err != nil {
-		return nil, err
-	}
-	ringBytes := opts.RingBufferBytes
-	if ringBytes == 0 {
-		ringBytes = DefaultRingBufferBytes
-	}
-	if page := os.Getpagesize(); ringBytes < page || ringBytes%page != 0 || ringBytes&(ringBytes-1) != 0 {
-		return nil, fmt.Errorf("ring buffer size %d: must be a power of two and a multiple of %d", ringBytes, page)
-	}
-
 	Settle() // the last run's probe is handed on before this one looks for it
 	ph := newPhases()
 	cg, err := newRunCgroup()
@@ -111,7 +84,7 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	}()
 
 	ph.mark("cgroup")
-	p, err := loadProbe(cg.id, cg.dir, ringBytes, opts.Debug, ph)
+	p, err := loadProbe(cg.id, cg.dir, rs.ringBytes, opts.Debug, ph)
 	if err != nil {
 		if os.Geteuid() != 0 && errors.Is(err, unix.EPERM) {
 			return nil, fmt.Errorf("%w: %v", ErrNeedRoot, err)
@@ -135,56 +108,15 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	}
 	start := time.Now()
 	col := newCollector(uint64(ts.Nano()), start)
-	readDone := make(chan error, 1)
-	go func() {
-		// learn.c does not wake us per event (see rb_flags): poll, and drain on every timeout.
-		var rec ringbuf.Record
-		rd.SetDeadline(time.Now().Add(pollInterval))
-		for {
-			err := rd.ReadInto(&rec)
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				col.sortNewPaths(newPathsToSort)
-				rd.SetDeadline(time.Now().Add(pollInterval))
-				continue
-			}
-			if err != nil {
-				if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed) {
-					err = nil
-				}
-				readDone <- err
-				return
-			}
-			col.handle(rec.RawSample)
-		}
-	}()
-	stopReader := func() error {
-		// Flush makes the reader return what is in the ring, then ErrFlushed.
-		if err := rd.Flush(); err != nil {
-			rd.Close()
-		}
-		return <-readDone
-	}
-	readerStopped := false
+	reading := startReading(rd, col)
 	defer func() {
-		if !readerStopped {
-			stopReader()
+		if !reading.stopped {
+			reading.stop()
 			col.hasher.finish()
 		}
 	}()
 
-	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        opts.Command,
-		Dir:         dir,
-		Env:         env,
-		Stdin:       orFile(opts.Stdin, os.Stdin),
-		Stdout:      orWriter(opts.Stdout, os.Stdout),
-		Stderr:      orWriter(opts.Stderr, os.Stderr),
-		SysProcAttr: &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cg.fd},
-		// A daemon the command left behind may hold the output pipes (when Stdout is not an
-		// *os.File); do not wait for it to close them.
-		WaitDelay: leftoverGrace,
-	}
+	cmd := rs.command(opts, cg.fd)
 	sigc := make(chan os.Signal, 8)
 	signal.Notify(sigc, unix.SIGINT, unix.SIGTERM, unix.SIGHUP)
 	defer signal.Stop(sigc)
@@ -202,20 +134,143 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	t := &trace.Trace{
 		Version: trace.Version,
 		Command: append([]string(nil), opts.Command...),
-		Context: Context(dir, env),
+		Context: Context(rs.dir, rs.env),
 		Host:    hostInfo(),
 		Start:   start,
 	}
-	interrupted := ""
+	interrupted := waitCommand(ctx, cmd, cg, sigc)
+	t.ExitCode = exitCode(cmd.ProcessState)
+	ph.mark("command")
+	endLeftovers(ctx, cg, p, t)
+	if interrupted != "" {
+		t.Reasons = append([]string{interrupted}, t.Reasons...)
+	}
+	ph.mark("leftovers")
+	if err := finishTrace(p, col, reading, t, ph); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// runSpec is a learn run's command resolved on this host.
+type runSpec struct {
+	path      string // the executable
+	dir       string // the working directory, absolute
+	env       []string
+	ringBytes int
+}
+
+// prepareRun resolves opts before anything is created: the environment, the working
+// directory, the executable (CommandError), the privileges (ErrNeedRoot) and the ring buffer's
+// size.
+func prepareRun(opts Options) (runSpec, error) {
+	var rs runSpec
+	if len(opts.Command) == 0 {
+		return rs, errors.New("no command to run")
+	}
+	rs.env = opts.Env
+	if rs.env == nil {
+		rs.env = os.Environ()
+	}
+	dir := opts.Dir
+	if dir == "" {
+		var err error
+		if dir, err = os.Getwd(); err != nil {
+			return rs, err
+		}
+	}
+	var err error
+	if rs.dir, err = filepath.Abs(dir); err != nil {
+		return rs, err
+	}
+	if rs.path, err = resolveCommand(opts.Command[0], rs.dir, rs.env); err != nil {
+		return rs, err
+	}
+	if err := checkPrivileges(); err != nil {
+		return rs, err
+	}
+	rs.ringBytes = opts.RingBufferBytes
+	if rs.ringBytes == 0 {
+		rs.ringBytes = DefaultRingBufferBytes
+	}
+	if page := os.Getpagesize(); rs.ringBytes < page || rs.ringBytes%page != 0 || rs.ringBytes&(rs.ringBytes-1) != 0 {
+		return rs, fmt.Errorf("ring buffer size %d: must be a power of two and a multiple of %d", rs.ringBytes, page)
+	}
+	return rs, nil
+}
+
+// command is the command of the run, born into the run's cgroup (cgroupFD).
+func (rs runSpec) command(opts Options, cgroupFD int) *exec.Cmd {
+	return &exec.Cmd{
+		Path:        rs.path,
+		Args:        opts.Command,
+		Dir:         rs.dir,
+		Env:         rs.env,
+		Stdin:       orFile(opts.Stdin, os.Stdin),
+		Stdout:      orWriter(opts.Stdout, os.Stdout),
+		Stderr:      orWriter(opts.Stderr, os.Stderr),
+		SysProcAttr: &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cgroupFD},
+		// A daemon the command left behind may hold the output pipes (when Stdout is not an
+		// *os.File); do not wait for it to close them.
+		WaitDelay: leftoverGrace,
+	}
+}
+
+// ringReading drains the ring buffer into the collector in the background until stop.
+type ringReading struct {
+	rd      *ringbuf.Reader
+	done    chan error
+	stopped bool
+}
+
+// startReading starts draining rd into col. learn.c does not wake the reader per event (see
+// rb_flags): it polls, and drains on every timeout, sorting the new paths meanwhile.
+func startReading(rd *ringbuf.Reader, col *collector) *ringReading {
+	r := &ringReading{rd: rd, done: make(chan error, 1)}
+	go func() {
+		var rec ringbuf.Record
+		rd.SetDeadline(time.Now().Add(pollInterval))
+		for {
+			err := rd.ReadInto(&rec)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				col.sortNewPaths(newPathsToSort)
+				rd.SetDeadline(time.Now().Add(pollInterval))
+				continue
+			}
+			if err != nil {
+				if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed) {
+					err = nil
+				}
+				r.done <- err
+				return
+			}
+			col.handle(rec.RawSample)
+		}
+	}()
+	return r
+}
+
+// stop makes the reader return what is in the ring (Flush), then end, and returns its error.
+func (r *ringReading) stop() error {
+	r.stopped = true
+	if err := r.rd.Flush(); err != nil {
+		r.rd.Close()
+	}
+	return <-r.done
+}
+
+// waitCommand waits for cmd, forwarding the signals sysprof gets (sigc) and ending it when ctx
+// is done: SIGTERM, then after interruptGrace the whole cgroup killed. It returns why the run
+// was interrupted, or "".
+func waitCommand(ctx context.Context, cmd *exec.Cmd, cg *runCgroup, sigc <-chan os.Signal) (interrupted string) {
 	waitc := make(chan error, 1)
 	go func() { waitc <- cmd.Wait() }()
 	var killTimer <-chan time.Time
 	ctxDone := ctx.Done()
-wait:
 	for {
 		select {
 		case <-waitc:
-			break wait
+			return interrupted
 		case s := <-sigc:
 			sig := s.(syscall.Signal)
 			if interrupted == "" {
@@ -235,35 +290,35 @@ wait:
 			cg.kill()
 		}
 	}
-	t.ExitCode = exitCode(cmd.ProcessState)
-	ph.mark("command")
+}
 
-	// The rest of the tree: give it a moment, then end it (double-forked daemons).
-	if !cg.waitEmpty(ctx, leftoverGrace) {
-		if n := len(cg.pids()); n > 0 {
-			t.Reasons = append(t.Reasons, fmt.Sprintf("%d process(es) still running after the command exited were killed: what they did next is not recorded", n))
-		}
-		cg.kill()
-		if !cg.waitEmpty(context.Background(), 5*time.Second) {
-			t.Reasons = append(t.Reasons, "processes in the run cgroup did not exit after cgroup.kill")
-			p.warmable = false // their next syscalls would land in maps handed on as empty
-		}
+// endLeftovers gives the rest of the tree (double-forked daemons) a moment after the command
+// exited, then kills it, and says so in t.
+func endLeftovers(ctx context.Context, cg *runCgroup, p *probe, t *trace.Trace) {
+	if cg.waitEmpty(ctx, leftoverGrace) {
+		return
 	}
-	if interrupted != "" {
-		t.Reasons = append([]string{interrupted}, t.Reasons...)
+	if n := len(cg.pids()); n > 0 {
+		t.Reasons = append(t.Reasons, fmt.Sprintf("%d process(es) still running after the command exited were killed: what they did next is not recorded", n))
 	}
+	cg.kill()
+	if !cg.waitEmpty(context.Background(), 5*time.Second) {
+		t.Reasons = append(t.Reasons, "processes in the run cgroup did not exit after cgroup.kill")
+		p.warmable = false // their next syscalls would land in maps handed on as empty
+	}
+}
 
-	ph.mark("leftovers")
+// finishTrace completes t once the run cgroup is empty: it drains the ring buffer, then reads
+// the in-kernel aggregates while the collector fills in the rest. Once the cgroup is empty
+// nothing produces any more: a probe to be handed on is detached by close, in the background.
+// Others (--debug, processes that outlived cgroup.kill) are detached first.
+func finishTrace(p *probe, col *collector, reading *ringReading, t *trace.Trace, ph *phases) error {
 	p.progStats()
-	// Drain what is in the ring buffer, then read the in-kernel aggregates. Once the cgroup is
-	// empty nothing produces any more: a probe to be handed on is detached by close, in the
-	// background. Others (--debug, processes that outlived cgroup.kill) are detached first.
 	if !p.warmable {
 		p.detach()
 		ph.mark("detach")
 	}
-	readerStopped = true
-	rerr := stopReader()
+	rerr := reading.stop()
 	ph.mark("drain")
 	col.hasher.finish()
 	ph.mark("hash")
@@ -271,14 +326,13 @@ wait:
 	if rerr != nil {
 		t.Reasons = append(t.Reasons, "reading the ring buffer failed: "+rerr.Error())
 	}
-	// The in-kernel aggregates are read while the collector fills in the rest of the trace
-	// (they only share reads of the collector's exe names).
+	// The aggregates only share reads of the collector's exe names with fill.
 	aggregated := make(chan error, 1)
 	go func() { aggregated <- readAggregates(p, col, t) }()
 	col.fill(t)
 	ph.mark("fill")
 	if err := <-aggregated; err != nil {
-		return nil, err
+		return err
 	}
 	p.ended = true
 	addRootExecve(t)
@@ -287,7 +341,7 @@ wait:
 		t.Reasons = append(t.Reasons, fmt.Sprintf("BUG: %d events could not be decoded", col.undecodable))
 	}
 	t.Incomplete = len(t.Reasons) > 0
-	return t, nil
+	return nil
 }
 
 func orFile(r io.Reader, def *os.File) io.Reader {
