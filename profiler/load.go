@@ -223,23 +223,7 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 	spec := copySpec(obj.spec)
 	spec.Maps["events"].MaxEntries = uint32(ringBytes)
 	ph.mark("parse spec")
-
-	// CO-RE: the fixups stored for this kernel, else relocate against the kernel's BTF (parsed
-	// in the background while the maps are created) and store them for the next runs.
-	relocated := make(chan bool, 1)
-	if obj.fixups != nil && obj.fixups.Apply(spec) {
-		relocated <- true
-	} else {
-		progs := spec.Programs // only the programs: the maps are created from spec meanwhile
-		go func() {
-			kernel, err := btf.LoadKernelSpec()
-			if err != nil {
-				relocated <- false // the loader relocates, and reports what fails
-				return
-			}
-			relocated <- obj.fixups.Relocate(&ebpf.CollectionSpec{Programs: progs}, kernel)
-		}()
-	}
+	relocated := relocate(obj, spec)
 
 	opts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{}}
 	if debug {
@@ -268,38 +252,71 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 	}()
 	ph.mark("load programs")
 	p.warmable = warmable
-	if err := p.objs.Run.Put(uint32(0), bpf.LearnRunState{Cgid: cgid, Id: 1}); err != nil {
-		return nil, &LoadError{Step: "set run", Err: err}
-	}
-
-	for name, op := range scOps {
-		nr, ok := arch.X86_64.SyscallNames[name]
-		if !ok {
-			return nil, &LoadError{Step: "syscall table", Err: fmt.Errorf("BUG: no x86_64 number for %s", name)}
-		}
-		if err := p.objs.ScOps.Put(uint32(nr), uint32(op)); err != nil {
-			return nil, &LoadError{Step: "fill sc_ops", Err: err}
-		}
+	if err := p.configure(cgid); err != nil {
+		return nil, err
 	}
 	ph.mark("fill sc_ops")
-	err = p.attach(cgroupDir, ph, func() error {
-		fds, err := bg.takePerf()
-		p.perfFDs = fds
-		if err != nil {
-			return err
-		}
-		names := exitTracepoints()
-		for i, fd := range p.perfFDs {
-			if err := kernrun.SetTracepointProgram(fd, p.objs.SysExitPath); err != nil {
-				return &LoadError{Step: "attach syscalls/" + names[i], Err: err}
-			}
-		}
-		return nil
-	})
+	err = p.attach(cgroupDir, ph, func() error { return p.attachExits(bg) })
 	if err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// relocate applies the CO-RE fixups stored for this kernel to spec, else relocates spec's
+// programs against the kernel's BTF (parsed in the background while the maps are created) and
+// stores the fixups for the next runs. The channel says whether the programs are relocated
+// (false: the loader relocates them, and reports what fails).
+func relocate(obj *learnParsed, spec *ebpf.CollectionSpec) <-chan bool {
+	relocated := make(chan bool, 1)
+	if obj.fixups != nil && obj.fixups.Apply(spec) {
+		relocated <- true
+		return relocated
+	}
+	progs := spec.Programs // only the programs: the maps are created from spec meanwhile
+	go func() {
+		kernel, err := btf.LoadKernelSpec()
+		if err != nil {
+			relocated <- false
+			return
+		}
+		relocated <- obj.fixups.Relocate(&ebpf.CollectionSpec{Programs: progs}, kernel)
+	}()
+	return relocated
+}
+
+// configure enters the run (its cgroup id cgid) and the syscall table learn.c reads.
+func (p *probe) configure(cgid uint64) error {
+	if err := p.objs.Run.Put(uint32(0), bpf.LearnRunState{Cgid: cgid, Id: 1}); err != nil {
+		return &LoadError{Step: "set run", Err: err}
+	}
+	for name, op := range scOps {
+		nr, ok := arch.X86_64.SyscallNames[name]
+		if !ok {
+			return &LoadError{Step: "syscall table", Err: fmt.Errorf("BUG: no x86_64 number for %s", name)}
+		}
+		if err := p.objs.ScOps.Put(uint32(nr), uint32(op)); err != nil {
+			return &LoadError{Step: "fill sc_ops", Err: err}
+		}
+	}
+	return nil
+}
+
+// attachExits takes the perf events of the syscall exit tracepoints bg opened and sets the
+// exit program on each.
+func (p *probe) attachExits(bg *background) error {
+	fds, err := bg.takePerf()
+	p.perfFDs = fds
+	if err != nil {
+		return err
+	}
+	names := exitTracepoints()
+	for i, fd := range p.perfFDs {
+		if err := kernrun.SetTracepointProgram(fd, p.objs.SysExitPath); err != nil {
+			return &LoadError{Step: "attach syscalls/" + names[i], Err: err}
+		}
+	}
+	return nil
 }
 
 // attach attaches p's per-run hooks: the sched tracepoints, then (perf) the program of the
