@@ -135,14 +135,40 @@ func (a *argSet) union() uint64 {
 //   - Errno with nothing else: the syscall is answered with that errno and never runs (clone3
 //     answered ENOSYS: seccomp cannot read struct clone_args, and libc falls back to clone).
 func (s *state) passArgs() []string {
-	sets := map[string]*argSet{} // "syscall/kind/field"
+	sets, execProt := s.argSets()
+	var out argRulesOut
+	s.socketArgRules(sets, &out)
+	clone3NS := sets["clone3/clone3_flags"] != nil && sets["clone3/clone3_flags"].union()&nsMask != 0
+	s.cloneArgRules(sets, clone3NS, &out)
+	s.unshareArgRule(sets, &out)
+	s.valueArgRules(sets, &out)
+	s.ioctlArgRule(sets, &out)
+	if len(execProt) > 0 {
+		slices.Sort(execProt)
+		execProt = slices.Compact(execProt)
+		out.msgs = append(out.msgs, "PROT_EXEC mappings seen (info only, not restricted: JITs and the dynamic loader need them): "+strings.Join(execProt, ", "))
+	}
+	s.argRules = out.rules
+	return out.msgs
+}
+
+// argRulesOut is what passArgs makes, in order: the rules and the lines that explain them.
+type argRulesOut struct {
+	rules []policy.ArgRule
+	msgs  []string
+}
+
+// argSets are the learned argument values by "syscall/kind" ("syscall/socket/field" for
+// socket's domain, type & 0xf and protocol), with who used them; execProt names the
+// executables that mapped memory executable (mmap, mprotect with PROT_EXEC).
+func (s *state) argSets() (sets map[string]*argSet, execProt []string) {
+	sets = map[string]*argSet{}
 	get := func(k string) *argSet {
 		if sets[k] == nil {
 			sets[k] = &argSet{}
 		}
 		return sets[k]
 	}
-	var execProt []string
 	for _, a := range s.args {
 		pr := s.provOf(a.exe)
 		if a.seen > 0 {
@@ -170,18 +196,19 @@ func (s *state) passArgs() []string {
 			get(a.syscall+"/"+a.kind).add(a.value, pr)
 		}
 	}
-	var msgs []string
-	var rules []policy.ArgRule
-	allowed := func(name string) *sysRule { return s.syscalls[name] }
+	return sets, execProt
+}
 
-	// socket and socketpair: domain, type (& 0xf: SOCK_NONBLOCK|SOCK_CLOEXEC dropped), protocol.
+// socketArgRules: socket and socketpair get their domain, type (& 0xf: SOCK_NONBLOCK and
+// SOCK_CLOEXEC dropped) and protocol as seen.
+func (s *state) socketArgRules(sets map[string]*argSet, out *argRulesOut) {
 	for _, sc := range []string{"socket", "socketpair"} {
-		if allowed(sc) == nil {
+		if s.syscalls[sc] == nil {
 			continue
 		}
 		dom := sets[sc+"/socket/domain"]
 		if dom == nil {
-			msgs = append(msgs, sc+": allowed without argument rules (no argument values were recorded)")
+			out.msgs = append(out.msgs, sc+": allowed without argument rules (no argument values were recorded)")
 			continue
 		}
 		inet := true
@@ -190,13 +217,13 @@ func (s *state) passArgs() []string {
 			doms = append(doms, exactSymbol(policy.KindFamily, v))
 			inet = inet && (v == 2 || v == 10)
 		}
-		rules = append(rules, policy.ArgRule{Syscall: sc, Arg: 0, Name: "domain", Values: doms, Provenance: dom.prov().policy()})
+		out.rules = append(out.rules, policy.ArgRule{Syscall: sc, Arg: 0, Name: "domain", Values: doms, Provenance: dom.prov().policy()})
 		if t := sets[sc+"/socket/type"]; t != nil {
 			var ts []string
 			for _, v := range t.sorted() {
 				ts = append(ts, exactSymbol(policy.KindSockType, v))
 			}
-			rules = append(rules, policy.ArgRule{Syscall: sc, Arg: 1, Name: "type", Mask: "0xf", Values: ts, Provenance: t.prov().policy()})
+			out.rules = append(out.rules, policy.ArgRule{Syscall: sc, Arg: 1, Name: "type", Mask: "0xf", Values: ts, Provenance: t.prov().policy()})
 		}
 		if p := sets[sc+"/socket/protocol"]; p != nil {
 			var ps []string
@@ -207,20 +234,22 @@ func (s *state) passArgs() []string {
 					ps = append(ps, numeric(v))
 				}
 			}
-			rules = append(rules, policy.ArgRule{Syscall: sc, Arg: 2, Name: "protocol", Values: ps, Provenance: p.prov().policy()})
+			out.rules = append(out.rules, policy.ArgRule{Syscall: sc, Arg: 2, Name: "protocol", Values: ps, Provenance: p.prov().policy()})
 		}
-		msgs = append(msgs, fmt.Sprintf("%s: domains %s only (AF_ALG, AF_VSOCK, AF_PACKET, raw and MPTCP sockets denied unless listed)", sc, strings.Join(doms, ", ")))
+		out.msgs = append(out.msgs, fmt.Sprintf("%s: domains %s only (AF_ALG, AF_VSOCK, AF_PACKET, raw and MPTCP sockets denied unless listed)", sc, strings.Join(doms, ", ")))
 	}
+}
 
-	// clone3 answered ENOSYS sends libc to clone: a tool seen only with clone3 needs clone too.
-	clone3NS := sets["clone3/clone3_flags"] != nil && sets["clone3/clone3_flags"].union()&nsMask != 0
-	if r := allowed("clone3"); r != nil && !clone3NS && !s.clone3Plain && allowed("clone") == nil {
+// cloneArgRules: clone may use any non-namespace flag and namespace flags only as seen; clone3,
+// whose flags live in a struct seccomp cannot read, answers ENOSYS unless it was seen creating
+// namespaces (clone3NS) or without flags we could read. A tool seen only with clone3 gets clone
+// too: libc falls back to it on ENOSYS.
+func (s *state) cloneArgRules(sets map[string]*argSet, clone3NS bool, out *argRulesOut) {
+	if r := s.syscalls["clone3"]; r != nil && !clone3NS && !s.clone3Plain && s.syscalls["clone"] == nil {
 		s.syscalls["clone"] = &sysRule{prov: r.prov}
-		msgs = append(msgs, "clone allowed: libc falls back to it when clone3 gets ENOSYS")
+		out.msgs = append(out.msgs, "clone allowed: libc falls back to it when clone3 gets ENOSYS")
 	}
-
-	// clone: any non-namespace flag, namespace flags only as seen.
-	if r := allowed("clone"); r != nil {
+	if r := s.syscalls["clone"]; r != nil {
 		set := sets["clone/clone_flags"]
 		if set == nil {
 			set = &argSet{}
@@ -233,16 +262,14 @@ func (s *state) passArgs() []string {
 		if pr.by == "" {
 			pr = r.prov
 		}
-		rules = append(rules, policy.ArgRule{Syscall: "clone", Arg: 0, Name: "flags", Flags: cloneFlagNames(bits, true), Provenance: pr.policy()})
+		out.rules = append(out.rules, policy.ArgRule{Syscall: "clone", Arg: 0, Name: "flags", Flags: cloneFlagNames(bits, true), Provenance: pr.policy()})
 		if ns := set.union() & nsMask &^ 0xff; ns != 0 {
-			msgs = append(msgs, "clone: namespace flags seen and allowed: "+strings.Join(cloneFlagNames(ns, false), ", "))
+			out.msgs = append(out.msgs, "clone: namespace flags seen and allowed: "+strings.Join(cloneFlagNames(ns, false), ", "))
 		} else {
-			msgs = append(msgs, "clone: namespace flags (CLONE_NEWUSER, NEWNS, NEWNET, NEWPID, NEWIPC, NEWUTS, NEWCGROUP) denied: none seen")
+			out.msgs = append(out.msgs, "clone: namespace flags (CLONE_NEWUSER, NEWNS, NEWNET, NEWPID, NEWIPC, NEWUTS, NEWCGROUP) denied: none seen")
 		}
 	}
-
-	// clone3: flags live in a struct seccomp cannot read.
-	if r := allowed("clone3"); r != nil {
+	if r := s.syscalls["clone3"]; r != nil {
 		set := sets["clone3/clone3_flags"]
 		if clone3NS || s.clone3Plain {
 			w := "clone3 allowed without argument checks: it was seen creating namespaces"
@@ -250,33 +277,39 @@ func (s *state) passArgs() []string {
 				w += " (" + strings.Join(cloneFlagNames(set.union()&nsMask, false), ", ") + ")"
 			}
 			w += ", and seccomp cannot inspect its flags"
-			msgs = append(msgs, w)
+			out.msgs = append(out.msgs, w)
 			s.warnings = append(s.warnings, w)
 		} else {
-			rules = append(rules, policy.ArgRule{Syscall: "clone3", Arg: 0, Name: "clone_args", Errno: "ENOSYS", Provenance: r.prov.policy()})
-			msgs = append(msgs, "clone3: answered ENOSYS (seccomp cannot inspect struct clone_args; libc falls back to clone, whose flags are checked)")
+			out.rules = append(out.rules, policy.ArgRule{Syscall: "clone3", Arg: 0, Name: "clone_args", Errno: "ENOSYS", Provenance: r.prov.policy()})
+			out.msgs = append(out.msgs, "clone3: answered ENOSYS (seccomp cannot inspect struct clone_args; libc falls back to clone, whose flags are checked)")
 		}
 	}
+}
 
-	// unshare: only the flags seen.
-	if r := allowed("unshare"); r != nil {
-		set := sets["unshare/unshare_flags"]
-		var bits uint64
-		pr := r.prov
-		if set != nil {
-			bits, pr = set.union(), set.prov()
-		} else {
-			bits = 0x200 | 0x400 | 0x40000 // CLONE_FS|CLONE_FILES|CLONE_SYSVSEM: no namespace
-		}
-		names := cloneFlagNames(bits, false)
-		if bits == 0 {
-			names = []string{"0"}
-		}
-		rules = append(rules, policy.ArgRule{Syscall: "unshare", Arg: 0, Name: "flags", Flags: names, Provenance: pr.policy()})
-		msgs = append(msgs, "unshare: only flags "+strings.Join(names, ", "))
+// unshareArgRule: unshare may use only the flags seen.
+func (s *state) unshareArgRule(sets map[string]*argSet, out *argRulesOut) {
+	r := s.syscalls["unshare"]
+	if r == nil {
+		return
 	}
+	set := sets["unshare/unshare_flags"]
+	var bits uint64
+	pr := r.prov
+	if set != nil {
+		bits, pr = set.union(), set.prov()
+	} else {
+		bits = 0x200 | 0x400 | 0x40000 // CLONE_FS|CLONE_FILES|CLONE_SYSVSEM: no namespace
+	}
+	names := cloneFlagNames(bits, false)
+	if bits == 0 {
+		names = []string{"0"}
+	}
+	out.rules = append(out.rules, policy.ArgRule{Syscall: "unshare", Arg: 0, Name: "flags", Flags: names, Provenance: pr.policy()})
+	out.msgs = append(out.msgs, "unshare: only flags "+strings.Join(names, ", "))
+}
 
-	// setns, personality, prctl: only the values seen.
+// valueArgRules: setns, personality and prctl may use only the values seen.
+func (s *state) valueArgRules(sets map[string]*argSet, out *argRulesOut) {
 	for _, v := range []struct {
 		sc, kind, name string
 		arg            int
@@ -286,12 +319,12 @@ func (s *state) passArgs() []string {
 		{"personality", "personality", "persona", 0, policy.KindPersonality},
 		{"prctl", "prctl_option", "option", 0, policy.KindPrctl},
 	} {
-		if allowed(v.sc) == nil {
+		if s.syscalls[v.sc] == nil {
 			continue
 		}
 		set := sets[v.sc+"/"+v.kind]
 		if set == nil {
-			msgs = append(msgs, v.sc+": allowed without argument rules (no argument values were recorded)")
+			out.msgs = append(out.msgs, v.sc+": allowed without argument rules (no argument values were recorded)")
 			continue
 		}
 		var vals []string
@@ -305,18 +338,24 @@ func (s *state) passArgs() []string {
 				vals = append(vals, strings.Join(cloneFlagNames(x, false), "|"))
 			}
 		}
-		rules = append(rules, policy.ArgRule{Syscall: v.sc, Arg: v.arg, Name: v.name, Values: vals, Provenance: set.prov().policy()})
-		msgs = append(msgs, fmt.Sprintf("%s: only %s", v.sc, strings.Join(vals, ", ")))
+		out.rules = append(out.rules, policy.ArgRule{Syscall: v.sc, Arg: v.arg, Name: v.name, Values: vals, Provenance: set.prov().policy()})
+		out.msgs = append(out.msgs, fmt.Sprintf("%s: only %s", v.sc, strings.Join(vals, ", ")))
 	}
+}
 
-	// ioctl: terminal injection is denied whatever else the tool does with ttys. The request is
-	// an unsigned int: masked to 32 bits so that high garbage cannot slip past the deny list.
-	if r := allowed("ioctl"); r != nil && r.family == terminalFamily {
-		rules = append(rules, policy.ArgRule{Syscall: "ioctl", Arg: 1, Name: "request", Mask: "0xffffffff",
+// ioctlArgRule: terminal injection is denied whatever else the tool does with ttys; a tool of
+// the terminal family gets the terminal probes only. The request is an unsigned int: masked to
+// 32 bits so that high garbage cannot slip past the deny list.
+func (s *state) ioctlArgRule(sets map[string]*argSet, out *argRulesOut) {
+	r := s.syscalls["ioctl"]
+	switch {
+	case r == nil:
+	case r.family == terminalFamily:
+		out.rules = append(out.rules, policy.ArgRule{Syscall: "ioctl", Arg: 1, Name: "request", Mask: "0xffffffff",
 			Values: slices.Clone(terminalProbes)})
-		msgs = append(msgs, "ioctl: only "+strings.Join(terminalProbes, ", ")+" (not learned: the terminal probes alone)")
-	} else if r != nil {
-		rules = append(rules, policy.ArgRule{Syscall: "ioctl", Arg: 1, Name: "request", Mask: "0xffffffff",
+		out.msgs = append(out.msgs, "ioctl: only "+strings.Join(terminalProbes, ", ")+" (not learned: the terminal probes alone)")
+	default:
+		out.rules = append(out.rules, policy.ArgRule{Syscall: "ioctl", Arg: 1, Name: "request", Mask: "0xffffffff",
 			Deny: []string{"TIOCLINUX", "TIOCSTI"}, Provenance: r.prov.policy()})
 		msg := "ioctl: TIOCSTI and TIOCLINUX (terminal input injection) always denied"
 		if set := sets["ioctl/ioctl_request"]; set != nil {
@@ -328,16 +367,8 @@ func (s *state) passArgs() []string {
 				}
 			}
 		}
-		msgs = append(msgs, msg)
+		out.msgs = append(out.msgs, msg)
 	}
-
-	if len(execProt) > 0 {
-		slices.Sort(execProt)
-		execProt = slices.Compact(execProt)
-		msgs = append(msgs, "PROT_EXEC mappings seen (info only, not restricted: JITs and the dynamic loader need them): "+strings.Join(execProt, ", "))
-	}
-	s.argRules = rules
-	return msgs
 }
 
 // argObsFromRules reads argument rules back as the values they allow (Resynthesize). It also
