@@ -119,15 +119,6 @@ func exposedCredential(p string, hidden []PathRule) string {
 	return ""
 }
 
-func underAny(p string, roots []string) bool {
-	for _, r := range roots {
-		if paths.Covers(r, p) {
-			return true
-		}
-	}
-	return false
-}
-
 func systemSecret(p string) string {
 	for _, s := range systemSecrets {
 		if paths.Covers(s, p) {
@@ -228,9 +219,9 @@ func pathRisk(access, p string, n *Profile) (Risk, string) {
 	switch access {
 	case "read", "list":
 		switch {
-		case underAny(p, systemDirs):
+		case paths.CoveredBy(p, systemDirs):
 			return RiskLow, "read-only path under a system directory"
-		case underAny(p, workAreas):
+		case paths.CoveredBy(p, workAreas):
 			return RiskLow, "read in the work tree, temp or a tool cache"
 		}
 		return RiskHigh, "read outside system directories, the work tree and tool caches"
@@ -238,9 +229,9 @@ func pathRisk(access, p string, n *Profile) (Risk, string) {
 		switch {
 		case p == "$WORKDIR":
 			return RiskHigh, "the whole work tree becomes writable, sources included"
-		case underAny(p, harmlessDevices):
+		case paths.CoveredBy(p, harmlessDevices):
 			return RiskLow, "write to a harmless device"
-		case underAny(p, workAreas):
+		case paths.CoveredBy(p, workAreas):
 			return RiskLow, "write in the work tree, temp or a tool cache"
 		}
 		return RiskCritical, "write outside the work tree and tool caches"

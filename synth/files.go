@@ -1116,12 +1116,12 @@ func rollup(set *ruleSet, threshold int, noun string, allowed, blocked func(stri
 	return made
 }
 
-// under1 is paths.Covers(d, p), faster for a glob-free d: p is d or lies below it.
+// under1 is paths.Covers(d, p), faster for a glob-free d (never empty): paths.Within.
 func under1(d, p string) bool {
-	if d == "/" || strings.IndexByte(d, '*') >= 0 {
+	if strings.IndexByte(d, '*') >= 0 {
 		return paths.Covers(d, p)
 	}
-	return p == d || len(p) > len(d) && p[len(d)] == '/' && p[:len(d)] == d
+	return paths.Within(p, d)
 }
 
 // passRollupRead rolls up what the tool only read (or listed) in system trees and toolchain

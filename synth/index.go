@@ -66,13 +66,9 @@ func literalPrefix(p string) string {
 }
 
 // under reports whether the component list of x starts with the components lit (literal, no
-// leading slash).
+// leading slash; "" is the empty list, which every x starts with).
 func under(lit, x string) bool {
-	if lit == "" {
-		return true
-	}
-	x = x[min(paths.ComponentStart(x), len(x)):]
-	return len(x) >= len(lit) && x[:len(lit)] == lit && (len(x) == len(lit) || x[len(lit)] == '/')
+	return lit == "" || paths.Within(x[min(paths.ComponentStart(x), len(x)):], lit)
 }
 
 // firstCovering returns the lowest index i, among the patterns that can cover x (a superset of

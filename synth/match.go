@@ -36,7 +36,7 @@ func Allows(p *policy.Profile, ctx map[string]string, a Access) bool {
 	target := a.Path
 	if a.PID > 0 {
 		pre := "/proc/" + strconv.Itoa(a.PID)
-		if target == pre || strings.HasPrefix(target, pre+"/") {
+		if paths.Within(target, pre) {
 			target = "/proc/self" + target[len(pre):]
 		}
 	}

@@ -2,6 +2,8 @@ package synth
 
 import (
 	"strings"
+
+	"github.com/sysprof/sysprof/paths"
 )
 
 // A role is read-only system data whose exact files depend on the machine, not on what the
@@ -44,7 +46,7 @@ func (s *state) passRoles() []string {
 		used := false
 		for p := range s.read.byPath() {
 			for _, u := range r.under {
-				used = used || p == u || strings.HasPrefix(p, u+"/")
+				used = used || paths.Within(p, u)
 			}
 		}
 		if !used {
