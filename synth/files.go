@@ -303,6 +303,32 @@ func (s *state) secretPattern(a string) string {
 // passCredentials hides the credential stores in every profile and drops any observed access
 // to them, with a loud warning, unless the user allowed that secret.
 func (s *state) passCredentials() []string {
+	msgs := s.hideStores()
+	allowed := s.allowedSecrets()
+	// Accesses are judged against every store, hidden or allowed: allowing
+	// $HOME/.ssh/known_hosts un-hides $HOME/.ssh (a mount cannot hide around one file) but
+	// keeps dropping what the tool did to $HOME/.ssh/id_rsa, so only the named path is allowed.
+	for _, h := range sortedKeys(s.hidden.byPath()) {
+		for _, a := range allowed {
+			if paths.Covers(h, a) || paths.Covers(a, h) {
+				s.hidden.delete(h)
+				msgs = append(msgs, fmt.Sprintf("%s not hidden: --allow-secret %s", h, a))
+				break
+			}
+		}
+	}
+	dropped, warned := s.dropSecretTouches(s.newStoreJudge(allowed))
+	if dropped > 0 {
+		msgs = append(msgs, fmt.Sprintf("dropped %s to credential stores (%d in the warnings; failed probes for missing files are not)", plural(dropped, "access"), warned))
+	}
+	msgs = append(msgs, fmt.Sprintf("%s hidden in every profile (credential stores, ssh-agent socket, .env files)", plural(s.hidden.len(), "path")))
+	return msgs
+}
+
+// hideStores hides every credential store (paths.CredentialStores, the default ssh-agent
+// socket and the one SSH_AUTH_SOCK names) and records them all, hidden already or not, in
+// s.stores.
+func (s *state) hideStores() []string {
 	var msgs []string
 	add := func(p, note string) {
 		if s.hidden.get(p) == nil {
@@ -337,75 +363,94 @@ func (s *state) passCredentials() []string {
 	}
 	s.stores = sortedKeys(stores)
 	s.storeSet = newPatternSet(s.stores)
+	return msgs
+}
+
+// allowedSecrets are the paths --allow-secret names, portable, sorted.
+func (s *state) allowedSecrets() []string {
 	var allowed []string
 	for _, a := range s.opts.AllowSecrets {
 		allowed = append(allowed, s.secretPattern(a))
 	}
 	slices.Sort(allowed)
-	allowed = slices.Compact(allowed)
-	// Accesses are judged against every store, hidden or allowed: allowing
-	// $HOME/.ssh/known_hosts un-hides $HOME/.ssh (a mount cannot hide around one file) but
-	// keeps dropping what the tool did to $HOME/.ssh/id_rsa, so only the named path is allowed.
-	for _, h := range sortedKeys(s.hidden.byPath()) {
-		for _, a := range allowed {
-			if paths.Covers(h, a) || paths.Covers(a, h) {
-				s.hidden.delete(h)
-				msgs = append(msgs, fmt.Sprintf("%s not hidden: --allow-secret %s", h, a))
-				break
-			}
-		}
-	}
-	hostStores := make([]string, len(s.stores))
+	return slices.Compact(allowed)
+}
+
+// storeJudge tells which credential store a path lies in (hiddenBy), for paths that come
+// sorted: most lie where no store can, and a path seen with several access kinds comes again.
+type storeJudge struct {
+	s                    *state
+	allowed              []string
+	hostStores           []string // s.stores expanded on this host
+	portableIdx, hostIdx *patternSet
+	// The last first component judged, and whether no store can lie below it.
+	lastFirst string
+	lastFree  bool
+	// The last path judged, and its store.
+	lastPath, lastStore string
+}
+
+func (s *state) newStoreJudge(allowed []string) *storeJudge {
+	j := &storeJudge{s: s, allowed: allowed, hostStores: make([]string, len(s.stores))}
 	for i, h := range s.stores {
-		hostStores[i] = expandOr(h, s.ctx)
+		j.hostStores[i] = expandOr(h, s.ctx)
 	}
-	portableIdx, hostIdx := s.storeSet, newPatternSet(hostStores)
+	j.portableIdx, j.hostIdx = s.storeSet, newPatternSet(j.hostStores)
+	return j
+}
+
+// hiddenBy returns the store that covers p and that no allowed secret opens, or "".
+func (j *storeJudge) hiddenBy(p string) string {
+	s := j.s
 	// Most paths lie where no store can: no store starts with their first component, portable
 	// or on the host (where a variable is the first component of its value). Sorted paths
 	// repeat their first component: the last one is judged once.
-	lastFirst, lastFree := "", false
-	hiddenBy := func(p string) string {
-		if k, plain := plainFirst(p); plain {
-			if k != lastFirst {
-				lastFirst, lastFree = k, false
-				if portableIdx.coversNoneUnder(k) {
-					hk, ok := hostFirst(k, s.ctx)
-					lastFree = ok && hostIdx.coversNoneUnder(hk)
-				}
-			}
-			// On the host, a path that starts with a variable is its value and the rest
-			// cleaned: it starts with the value's first component if the rest is clean.
-			if lastFree && (k[0] != '$' || cleanRest(p[len(k):])) {
-				return ""
+	if k, plain := plainFirst(p); plain {
+		if k != j.lastFirst {
+			j.lastFirst, j.lastFree = k, false
+			if j.portableIdx.coversNoneUnder(k) {
+				hk, ok := hostFirst(k, s.ctx)
+				j.lastFree = ok && j.hostIdx.coversNoneUnder(hk)
 			}
 		}
-		for _, a := range allowed {
-			if paths.Covers(a, p) {
-				return ""
-			}
-		}
-		hp := expandOr(p, s.ctx)
-		// The first store, in s.stores order, that covers p. Compared on the host too: when two
-		// variables share a value ($TMPDIR or $WORKDIR = $HOME), the portable spelling of a path
-		// may use the other one.
-		covers := func(i int) bool { return paths.Covers(s.stores[i], p) || paths.Covers(hostStores[i], hp) }
-		i := portableIdx.firstCovering(p, covers)
-		if j := hostIdx.firstCovering(hp, covers); j >= 0 && (i < 0 || j < i) {
-			i = j
-		}
-		if i < 0 {
+		// On the host, a path that starts with a variable is its value and the rest
+		// cleaned: it starts with the value's first component if the rest is clean.
+		if j.lastFree && (k[0] != '$' || cleanRest(p[len(k):])) {
 			return ""
 		}
-		return s.stores[i]
 	}
-	// Observations come sorted by path: a path seen with several access kinds is judged once.
-	lastPath, lastStore := "", ""
-	hiddenByCached := func(p string) string {
-		if p != lastPath || p == "" {
-			lastPath, lastStore = p, hiddenBy(p)
+	for _, a := range j.allowed {
+		if paths.Covers(a, p) {
+			return ""
 		}
-		return lastStore
 	}
+	hp := expandOr(p, s.ctx)
+	// The first store, in s.stores order, that covers p. Compared on the host too: when two
+	// variables share a value ($TMPDIR or $WORKDIR = $HOME), the portable spelling of a path
+	// may use the other one.
+	covers := func(i int) bool { return paths.Covers(s.stores[i], p) || paths.Covers(j.hostStores[i], hp) }
+	i := j.portableIdx.firstCovering(p, covers)
+	if k := j.hostIdx.firstCovering(hp, covers); k >= 0 && (i < 0 || k < i) {
+		i = k
+	}
+	if i < 0 {
+		return ""
+	}
+	return s.stores[i]
+}
+
+// cached is hiddenBy for observations, which come sorted by path: a path seen with several
+// access kinds is judged once.
+func (j *storeJudge) cached(p string) string {
+	if p != j.lastPath || p == "" {
+		j.lastPath, j.lastStore = p, j.hiddenBy(p)
+	}
+	return j.lastStore
+}
+
+// dropSecretTouches drops the file accesses and unix socket connects that reach a credential
+// store, each with a warning (once per line), but for failed probes for missing files.
+func (s *state) dropSecretTouches(j *storeJudge) (dropped, warned int) {
 	seen := map[string]bool{}
 	warn := func(exe, what, p, h string) {
 		w := fmt.Sprintf("credential store touched: %s %s %s — the profile does not allow it and keeps %s hidden "+
@@ -416,9 +461,8 @@ func (s *state) passCredentials() []string {
 			s.secretTouches = append(s.secretTouches, SecretTouch{Exe: exe, Access: what, Path: p, Store: h})
 		}
 	}
-	dropped, warned := 0, 0
 	s.keepFiles(func(f *fileObs) bool {
-		h := hiddenByCached(f.path)
+		h := j.cached(f.path)
 		if h == "" {
 			return true
 		}
@@ -437,7 +481,7 @@ func (s *state) passCredentials() []string {
 	keptNet := s.net[:0]
 	for _, n := range s.net {
 		if n.family == "unix" && !strings.HasPrefix(n.path, "@") {
-			if h := hiddenBy(n.path); h != "" {
+			if h := j.hiddenBy(n.path); h != "" {
 				dropped++
 				warned++
 				warn(n.exe, n.op+" to socket", n.path, h)
@@ -447,11 +491,7 @@ func (s *state) passCredentials() []string {
 		keptNet = append(keptNet, n)
 	}
 	s.net = keptNet
-	if dropped > 0 {
-		msgs = append(msgs, fmt.Sprintf("dropped %s to credential stores (%d in the warnings; failed probes for missing files are not)", plural(dropped, "access"), warned))
-	}
-	msgs = append(msgs, fmt.Sprintf("%s hidden in every profile (credential stores, ssh-agent socket, .env files)", plural(s.hidden.len(), "path")))
-	return msgs
+	return dropped, warned
 }
 
 // hostFirst returns the first component on the host of the paths whose portable first
