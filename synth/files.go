@@ -1011,17 +1011,39 @@ func readRollupAllowed(d string) bool {
 // level by level from the deepest, and every rule is visited once. Merging provenance does not
 // depend on the order (earliest keeps the lowest rank and name, and the highest seen count).
 func rollup(set *ruleSet, threshold int, noun string, allowed, blocked func(string) bool) []string {
-	type node struct {
-		path             string
-		rule             *pathRule // nil: no rule at path (any more)
-		firstChild, next int32     // -1: none
-		below            int       // rules strictly below path
+	t := newRollTree(set)
+	r := &roller{tree: t, threshold: threshold, allowed: allowed, blocked: blocked, gone: make([]int32, 0, t.size)}
+	for _, i := range t.roots {
+		r.visit(i)
 	}
+	return t.writeBack(r.gone, r.made, noun)
+}
+
+type rollNode struct {
+	path             string
+	rule             *pathRule // nil: no rule at path (any more)
+	firstChild, next int32     // -1: none
+	below            int       // rules strictly below path
+}
+
+// rollTree is the tree rollup works on: a node for every rule of set (the first size nodes, in
+// sorted order), and one for every ancestor directory that holds no rule.
+type rollTree struct {
+	set    *ruleSet
+	size   int
+	nodes  []rollNode
+	others map[string]int32 // the nodes of directories without a rule
+	roots  []int32
+}
+
+// newRollTree links every rule's node to its parent (the ancestor one level up, which ends at
+// the last slash), making the directories that hold no rule.
+func newRollTree(set *ruleSet) *rollTree {
 	size := set.len()
-	nodes := make([]node, 0, size+size/8)
+	t := &rollTree{set: set, size: size, nodes: make([]rollNode, 0, size+size/8), others: map[string]int32{}}
 	addNode := func(p string, r *pathRule) {
-		r.node = int32(len(nodes))
-		nodes = append(nodes, node{path: p, rule: r, firstChild: -1, next: -1})
+		r.node = int32(len(t.nodes))
+		t.nodes = append(t.nodes, rollNode{path: p, rule: r, firstChild: -1, next: -1})
 	}
 	for _, e := range set.sorted {
 		addNode(e.path, e.rule)
@@ -1029,127 +1051,140 @@ func rollup(set *ruleSet, threshold int, noun string, allowed, blocked func(stri
 	for p, r := range set.rules {
 		addNode(p, r)
 	}
-	// Link every node to its parent (the ancestor one level up, which ends at the last slash),
-	// making the directories that hold no rule.
-	others := map[string]int32{}
-	var roots []int32
-	adopt := func(parent, child int32) {
-		nodes[child].next = nodes[parent].firstChild
-		nodes[parent].firstChild = child
-	}
-	var link func(i int32, d string) int32
-	link = func(i int32, d string) int32 { // links node i to d, looked up; returns d's node
-		var parent int32
-		made := false
-		if r := set.get(d); r != nil {
-			parent = r.node
-		} else if j, ok := others[d]; ok {
-			parent = j
-		} else {
-			parent, made = int32(len(nodes)), true
-			nodes = append(nodes, node{path: d, firstChild: -1, next: -1})
-			others[d] = parent
-		}
-		adopt(parent, i)
-		if slash := strings.LastIndexByte(d, '/'); made && slash > 0 {
-			link(parent, d[:slash])
-		} else if made {
-			roots = append(roots, parent)
-		}
-		return parent
-	}
 	// In sorted order, a node's parent is mostly the node before it or one of that node's
 	// ancestors: those are kept on a stack, shortest first, and the rest looked up.
 	var stack []int32
 	for i := range int32(size) {
-		p := nodes[i].path
+		p := t.nodes[i].path
 		slash := strings.LastIndexByte(p, '/')
 		if slash <= 0 { // depth(p) < 2
-			roots = append(roots, i)
+			t.roots = append(t.roots, i)
 			stack = append(stack[:0], i)
 			continue
 		}
 		d := p[:slash]
 		n := len(stack)
-		for n > 0 && len(nodes[stack[n-1]].path) > len(d) {
+		for n > 0 && len(t.nodes[stack[n-1]].path) > len(d) {
 			n--
 		}
-		if n > 0 && nodes[stack[n-1]].path == d {
+		if n > 0 && t.nodes[stack[n-1]].path == d {
 			stack = stack[:n]
-			adopt(stack[n-1], i)
+			t.adopt(stack[n-1], i)
 		} else {
-			stack = append(stack[:0], link(i, d))
+			stack = append(stack[:0], t.link(i, d))
 		}
 		stack = append(stack, i)
 	}
-	var madeNodes []int32
-	gone := make([]int32, 0, size)
-	var members []*pathRule
-	var collect func(i int32)
-	collect = func(i int32) { // take the rules strictly below node i
-		for c := nodes[i].firstChild; c >= 0; c = nodes[c].next {
-			if r := nodes[c].rule; r != nil {
-				members = append(members, r)
-				gone = append(gone, c)
-				nodes[c].rule = nil
-			}
-			collect(c)
-		}
-	}
-	var visit func(i int32)
-	visit = func(i int32) {
-		count := 0
-		for c := nodes[i].firstChild; c >= 0; c = nodes[c].next {
-			visit(c)
-			count += nodes[c].below
-			if nodes[c].rule != nil {
-				count++
-			}
-		}
-		nodes[i].below = count
-		d := nodes[i].path
-		if count == 0 || count < threshold || depth(d) < 1 || d == "/" || !allowed(d) || blocked(d) {
-			return
-		}
-		members = members[:0]
-		collect(i)
-		r := &pathRule{}
-		if old := nodes[i].rule; old != nil {
-			*r = *old
-		}
-		for _, m := range members {
-			r.prov = earliest(r.prov, m.prov)
-			r.files += max(m.files, 1)
-		}
-		n := &nodes[i]
-		n.rule, n.below, n.firstChild = r, 0, -1
-		madeNodes = append(madeNodes, i)
-	}
-	for _, i := range roots {
-		visit(i)
-	}
-	// Write the result back: a new map when most rules went (cheaper than deleting them).
-	var rules map[string]*pathRule
-	if len(gone) > size/2 {
-		rules = make(map[string]*pathRule, size-len(gone))
-		for i := range nodes {
-			if r := nodes[i].rule; r != nil {
-				rules[nodes[i].path] = r
-			}
-		}
-		set.rules, set.sorted = rules, nil
+	return t
+}
+
+func (t *rollTree) adopt(parent, child int32) {
+	t.nodes[child].next = t.nodes[parent].firstChild
+	t.nodes[parent].firstChild = child
+}
+
+// link links node i to directory d's node, looked up or made (and then linked to its own
+// parent), and returns d's node.
+func (t *rollTree) link(i int32, d string) int32 {
+	var parent int32
+	made := false
+	if r := t.set.get(d); r != nil {
+		parent = r.node
+	} else if j, ok := t.others[d]; ok {
+		parent = j
 	} else {
-		rules = set.byPath()
+		parent, made = int32(len(t.nodes)), true
+		t.nodes = append(t.nodes, rollNode{path: d, firstChild: -1, next: -1})
+		t.others[d] = parent
+	}
+	t.adopt(parent, i)
+	if slash := strings.LastIndexByte(d, '/'); made && slash > 0 {
+		t.link(parent, d[:slash])
+	} else if made {
+		t.roots = append(t.roots, parent)
+	}
+	return parent
+}
+
+// roller rolls a rollTree up, children before parents.
+type roller struct {
+	tree             *rollTree
+	threshold        int
+	allowed, blocked func(string) bool
+	made             []int32     // the nodes that became rules
+	gone             []int32     // the nodes whose rules were rolled up
+	members          []*pathRule // scratch: the rules below the node being rolled up
+}
+
+// visit counts the rules below node i, after rolling up its children, and rolls i up when
+// they are enough and its directory may be granted.
+func (r *roller) visit(i int32) {
+	nodes := r.tree.nodes
+	count := 0
+	for c := nodes[i].firstChild; c >= 0; c = nodes[c].next {
+		r.visit(c)
+		count += nodes[c].below
+		if nodes[c].rule != nil {
+			count++
+		}
+	}
+	nodes[i].below = count
+	d := nodes[i].path
+	if count == 0 || count < r.threshold || depth(d) < 1 || d == "/" || !r.allowed(d) || r.blocked(d) {
+		return
+	}
+	r.members = r.members[:0]
+	r.collect(i)
+	rule := &pathRule{}
+	if old := nodes[i].rule; old != nil {
+		*rule = *old
+	}
+	for _, m := range r.members {
+		rule.prov = earliest(rule.prov, m.prov)
+		rule.files += max(m.files, 1)
+	}
+	n := &nodes[i]
+	n.rule, n.below, n.firstChild = rule, 0, -1
+	r.made = append(r.made, i)
+}
+
+// collect takes the rules strictly below node i.
+func (r *roller) collect(i int32) {
+	nodes := r.tree.nodes
+	for c := nodes[i].firstChild; c >= 0; c = nodes[c].next {
+		if rule := nodes[c].rule; rule != nil {
+			r.members = append(r.members, rule)
+			r.gone = append(r.gone, c)
+			nodes[c].rule = nil
+		}
+		r.collect(c)
+	}
+}
+
+// writeBack puts the rolled-up tree back into its set (a new map when most rules went: cheaper
+// than deleting them) and returns, sorted, the directories made that are still rules.
+func (t *rollTree) writeBack(gone, madeNodes []int32, noun string) []string {
+	var rules map[string]*pathRule
+	if len(gone) > t.size/2 {
+		rules = make(map[string]*pathRule, t.size-len(gone))
+		for i := range t.nodes {
+			if r := t.nodes[i].rule; r != nil {
+				rules[t.nodes[i].path] = r
+			}
+		}
+		t.set.rules, t.set.sorted = rules, nil
+	} else {
+		rules = t.set.byPath()
 		for _, i := range gone {
-			delete(rules, nodes[i].path)
+			delete(rules, t.nodes[i].path)
 		}
 	}
 	var made []string
 	for _, i := range madeNodes {
-		if r := nodes[i].rule; r != nil { // not rolled up further
+		if r := t.nodes[i].rule; r != nil { // not rolled up further
 			r.note = fmt.Sprintf("rolled up from %d %s", r.files, noun)
-			rules[nodes[i].path] = r
-			made = append(made, nodes[i].path)
+			rules[t.nodes[i].path] = r
+			made = append(made, t.nodes[i].path)
 		}
 	}
 	slices.Sort(made)
