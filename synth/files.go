@@ -17,31 +17,50 @@ func (s *state) passPortable() []string {
 	if s.trace == nil {
 		return nil
 	}
-	counts := newPortableCounts()
-	rw := newPathRewriter(s, counts)
-	// Executables are few and repeat.
-	exeOut := map[string]string{}
-	var lastExeIn, lastExeOut string
-	var lastExeCounted lastCounted
-	convExeN := func(p string, uses int) string { // p used as exe uses times
-		if p == "" || !path.IsAbs(p) {
-			return p
-		}
-		if p != lastExeIn {
-			o, ok := exeOut[p]
-			if !ok {
-				o = portablePath(p, s.vars, s.exePIDs[""])
-				exeOut[p] = o
-			}
-			lastExeIn, lastExeOut = p, o
-		}
-		counts.add(p, lastExeOut, uses, &lastExeCounted)
-		return lastExeOut
+	// With many files, the second half is rewritten at once with counts of its own.
+	counts, second := newPortableCounts(), newPortableCounts()
+	s.makePortable(counts, second)
+	return s.portableMsgs(counts, second)
+}
+
+// exeConverter makes executables portable: they are few and repeat.
+type exeConverter struct {
+	s           *state
+	counts      *portableCounts
+	out         map[string]string
+	lastIn      string
+	lastOut     string
+	lastCounted lastCounted
+}
+
+// convN returns p's portable form, counting p as used uses times as an executable.
+func (c *exeConverter) convN(p string, uses int) string {
+	if p == "" || !path.IsAbs(p) {
+		return p
 	}
-	convExe := func(p string) string { return convExeN(p, 1) }
+	if p != c.lastIn {
+		o, ok := c.out[p]
+		if !ok {
+			o = portablePath(p, c.s.vars, c.s.exePIDs[""])
+			c.out[p] = o
+		}
+		c.lastIn, c.lastOut = p, o
+	}
+	c.counts.add(p, c.lastOut, uses, &c.lastCounted)
+	return c.lastOut
+}
+
+func (c *exeConverter) conv(p string) string { return c.convN(p, 1) }
+
+// makePortable rewrites the paths of every observation (files, unix sockets) and every
+// executable (ranks, processes, syscalls, arguments, the command), counting what it did in
+// counts (and the second half of the files in second).
+func (s *state) makePortable(counts, second *portableCounts) {
+	rw := newPathRewriter(s, counts)
+	exe := &exeConverter{s: s, counts: counts, out: map[string]string{}}
 	rank := map[string]int{}
-	for exe, r := range s.rank {
-		pe := convExe(exe)
+	for e, r := range s.rank {
+		pe := exe.conv(e)
 		if cur, ok := rank[pe]; !ok || r < cur {
 			rank[pe] = r
 		}
@@ -50,7 +69,6 @@ func (s *state) passPortable() []string {
 	// with many, the two halves at once, the second with its own memo and counts (its rw
 	// are told apart from the first's at the end).
 	uses, secondUses := make([]int, len(s.exes)), make([]int, len(s.exes))
-	second := newPortableCounts()
 	inHalves(len(s.files),
 		func(lo, hi int) { rw.files(s.files[lo:hi], s.exes, uses) },
 		func(lo, hi int) { newPathRewriter(s, second).files(s.files[lo:hi], s.exes, secondUses) })
@@ -59,31 +77,35 @@ func (s *state) passPortable() []string {
 	for i, n := range secondUses {
 		uses[i] += n
 	}
-	for i, exe := range s.exes {
-		s.exes[i] = convExeN(exe, uses[i])
+	for i, e := range s.exes {
+		s.exes[i] = exe.convN(e, uses[i])
 	}
 	for i := range s.procs {
 		p := &s.procs[i]
-		p.exe, p.parent = convExe(p.exe), convExe(p.parent)
+		p.exe, p.parent = exe.conv(p.exe), exe.conv(p.parent)
 	}
 	for i := range s.sys {
-		s.sys[i].exe = convExe(s.sys[i].exe)
+		s.sys[i].exe = exe.conv(s.sys[i].exe)
 	}
 	for i := range s.args {
-		s.args[i].exe = convExe(s.args[i].exe)
+		s.args[i].exe = exe.conv(s.args[i].exe)
 	}
 	for i := range s.net {
 		n := &s.net[i]
 		if !strings.HasPrefix(n.path, "@") {
 			n.path = rw.rewrite(n.path, n.exe, n.ok)
 		}
-		n.exe = convExe(n.exe)
+		n.exe = exe.conv(n.exe)
 	}
 	for i, a := range s.command {
-		s.command[i] = convExe(a)
+		s.command[i] = exe.conv(a)
 	}
 	s.rank = rank
+}
 
+// portableMsgs says what passPortable did: the paths each variable stands in, the per-run
+// names collapsed into globs, the /proc/<pid> paths.
+func (s *state) portableMsgs(counts, second *portableCounts) []string {
 	var msgs []string
 	perVar := distinctPaths(counts.perVar, second.perVar)
 	for _, v := range s.vars {
@@ -91,11 +113,20 @@ func (s *state) passPortable() []string {
 			msgs = append(msgs, fmt.Sprintf("%s → $%s (%s seen)", v.Value, v.Name, plural(n, "path")))
 		}
 	}
-	// One line per directory: its collapsed names, and how many rw they stand for; sibling
-	// directories beyond a few share a line ($GOCACHE/00 … $GOCACHE/ff → $GOCACHE/*).
+	msgs = append(msgs, collapsedNames(distinctPaths(counts.globbed, second.globbed))...)
+	if counts.procSelf+counts.procAny > 0 {
+		msgs = append(msgs, fmt.Sprintf("/proc/<pid>: %s to the process's own pid → /proc/self, %d to other pids → /proc/*", plural(counts.procSelf, "access"), counts.procAny))
+	}
+	return msgs
+}
+
+// collapsedNames is one line per directory of the globbed paths (how many paths each glob
+// stands for): its collapsed names, and how many paths they stand for; sibling directories
+// beyond a few share a line ($GOCACHE/00 … $GOCACHE/ff → $GOCACHE/*).
+func collapsedNames(globbed map[string]int) []string {
 	byDir := map[string]map[string]bool{}
 	count := map[string]int{}
-	for key, n := range distinctPaths(counts.globbed, second.globbed) {
+	for key, n := range globbed {
 		d := parentDir(key)
 		if byDir[d] == nil {
 			byDir[d] = map[string]bool{}
@@ -121,11 +152,9 @@ func (s *state) passPortable() []string {
 			delete(byDir, d)
 		}
 	}
+	var msgs []string
 	for _, d := range sortedKeys(byDir) {
 		msgs = append(msgs, fmt.Sprintf("per-run names collapsed in %s: %s (%s)", d, strings.Join(sortedKeys(byDir[d]), ", "), plural(count[d], "path")))
-	}
-	if counts.procSelf+counts.procAny > 0 {
-		msgs = append(msgs, fmt.Sprintf("/proc/<pid>: %s to the process's own pid → /proc/self, %d to other pids → /proc/*", plural(counts.procSelf, "access"), counts.procAny))
 	}
 	return msgs
 }
