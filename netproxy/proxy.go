@@ -318,117 +318,25 @@ func addrPort(a net.Addr) netip.AddrPort {
 
 // handle decides one connection from the sandbox and, when it may pass, carries it upstream.
 func (p *Proxy) handle(c *net.TCPConn) {
-	dst, src := addrPort(c.LocalAddr()), addrPort(c.RemoteAddr())
-	port := dst.Port()
-	name, isName := p.plan.byAddr[dst.Addr()]
-	target, targetHost := dst.String(), "" // what the client asked for, as the denial names it
-	if isName {
-		target, targetHost = net.JoinHostPort(name, strconv.Itoa(int(port))), name
-	}
-	lazyWho := sync.OnceValue(func() []who { return p.ownerOf("tcp", src, dst) })
-	if p.opts.LogAllowed {
-		go lazyWho() // while the client is surely there
-	}
-	refuseBy := func(why string, risk report.Risk, w who) {
-		d := report.Denial{Syscall: "connect", What: fmt.Sprintf("connect %s tcp (%s)", target, why), Endpoint: target, Proto: "tcp", Host: targetHost,
-			Suggest: "network.connect: + " + target + " tcp", Risk: risk}
-		p.deny(d, w)
-	}
-	refuse := func(why string, risk report.Risk) { refuseBy(why, risk, first(lazyWho())) }
-	// mismatch refuses a request or ClientHello naming another host than the connection's.
-	mismatch := func(proto, host string) {
-		what := "TLS SNI"
-		if proto == protoHTTP {
-			what = "HTTP Host"
-		}
-		target, targetHost = net.JoinHostPort(host, strconv.Itoa(int(port))), host
-		refuse(fmt.Sprintf("%s %s on a connection resolved for %s", what, host, name), policy.RiskNone)
-	}
-	var rules []Rule
-	for _, r := range p.plan.Rules {
-		if r.Port == port && (isName && r.Host == name || !isName && r.Prefix.IsValid() && r.Prefix.Contains(dst.Addr())) {
-			rules = append(rules, r)
-		}
-	}
+	pc := p.newProxyConn(c)
+	rules := pc.rules()
 	if len(rules) == 0 {
-		switch {
-		case isName:
-			refuse("the profile allows "+name+" on other ports", policy.RiskNone)
-		case linkLocal4.Contains(dst.Addr()) || linkLocal6.Contains(dst.Addr()) || awsMeta6.Contains(dst.Addr()):
-			refuse("link-local or metadata address", report.RiskCritical)
-		default:
-			refuse("raw IP connect: the profile allows this address by no rule", policy.RiskNone)
-		}
+		pc.refuseUnmatched()
 		return
 	}
-
-	// What the client says it is talking to. An address rule allows the address whatever is
-	// spoken; a name is checked against the first bytes.
-	var buf []byte
-	proto := protoUnknown
-	if isName {
-		var host string
-		var err error
-		if buf, proto, host, err = sniffConn(c); err != nil {
-			var rf refusal
-			if errors.As(err, &rf) {
-				refuse(rf.msg, policy.RiskNone)
-			}
-			return
-		}
-		switch {
-		case host != "" && host != name:
-			mismatch(proto, host)
-			return
-		case proto == protoTLS && host == "" && !p.wasAnswered(name):
-			// Without SNI the name is the synthetic address's: accepted only when the stub
-			// gave that address out in this run (not an address found some other way).
-			refuse("TLS ClientHello without SNI to an address the DNS stub did not answer in this run", policy.RiskNone)
-			return
-		case proto == protoUnknown:
-			refuse("neither a TLS ClientHello, an HTTP/1 request, an SSH banner nor a server that speaks first: its destination cannot be checked by name (an address rule allows any protocol)", policy.RiskNone)
-			return
-		}
+	buf, proto, ok := pc.checkFirstBytes()
+	if !ok {
+		return
 	}
-
-	// Per binary: a rule learned by a binary passes for that binary and what runs under it,
-	// when every process holding the socket may use it.
-	var w who
-	if !slices.ContainsFunc(rules, Rule.anyBinary) {
-		// Looked up now, after the first bytes (not the lookup --report starts at accept):
-		// whoever wrote them holds the socket by now.
-		hs := p.ownerOf("tcp", src, dst)
-		var bad who
-		ok := false
-		for _, r := range rules {
-			b, good := mayUse(hs, r.By)
-			if good {
-				ok = true
-				break
-			}
-			if bad.Exe == "" {
-				bad = b
-			}
-		}
-		if !ok {
-			var bys []string
-			for _, r := range rules {
-				bys = append(bys, r.By)
-			}
-			if bad.Exe == "" {
-				bad = first(hs)
-			}
-			refuseBy("allowed only to "+strings.Join(bys, ", "), policy.RiskNone, bad)
-			return
-		}
-		w = first(hs)
+	w, ok := pc.checkBinaries(rules)
+	if !ok {
+		return
 	}
-
-	up, err := p.dial(name, isName, dst, rules)
+	up, err := p.dial(pc.name, pc.isName, pc.dst, rules)
 	if err != nil {
 		var fe forbiddenError
 		if errors.As(err, &fe) {
-			refuse(fe.Error(), report.RiskCritical)
+			pc.refuse(fe.Error(), report.RiskCritical)
 		}
 		return // unreachable upstream: the client sees the connection close
 	}
@@ -438,24 +346,157 @@ func (p *Proxy) handle(c *net.TCPConn) {
 	}
 	defer p.track(up, false)
 	defer up.Close()
+	pc.carry(up, buf, proto, w)
+}
+
+// proxyConn is one connection from the sandbox while handle decides and carries it.
+type proxyConn struct {
+	p        *Proxy
+	c        *net.TCPConn
+	dst, src netip.AddrPort
+	port     uint16
+	name     string // the name the DNS stub gave dst out for, when isName
+	isName   bool
+	// target and targetHost are what the client asked for, as a denial names it.
+	target, targetHost string
+	// holders looks up the socket's holders once (the first lookup may start at accept).
+	holders func() []who
+}
+
+func (p *Proxy) newProxyConn(c *net.TCPConn) *proxyConn {
+	pc := &proxyConn{p: p, c: c, dst: addrPort(c.LocalAddr()), src: addrPort(c.RemoteAddr())}
+	pc.port = pc.dst.Port()
+	pc.name, pc.isName = p.plan.byAddr[pc.dst.Addr()]
+	pc.target = pc.dst.String()
+	if pc.isName {
+		pc.target, pc.targetHost = net.JoinHostPort(pc.name, strconv.Itoa(int(pc.port))), pc.name
+	}
+	pc.holders = sync.OnceValue(func() []who { return p.ownerOf("tcp", pc.src, pc.dst) })
+	if p.opts.LogAllowed {
+		go pc.holders() // while the client is surely there
+	}
+	return pc
+}
+
+// refuseBy reports the connection refused (it is closed when handle returns), as w's.
+func (pc *proxyConn) refuseBy(why string, risk report.Risk, w who) {
+	d := report.Denial{Syscall: "connect", What: fmt.Sprintf("connect %s tcp (%s)", pc.target, why), Endpoint: pc.target, Proto: "tcp", Host: pc.targetHost,
+		Suggest: "network.connect: + " + pc.target + " tcp", Risk: risk}
+	pc.p.deny(d, w)
+}
+
+func (pc *proxyConn) refuse(why string, risk report.Risk) {
+	pc.refuseBy(why, risk, first(pc.holders()))
+}
+
+// mismatch refuses a request or ClientHello naming another host than the connection's.
+func (pc *proxyConn) mismatch(proto, host string) {
+	what := "TLS SNI"
+	if proto == protoHTTP {
+		what = "HTTP Host"
+	}
+	pc.target, pc.targetHost = net.JoinHostPort(host, strconv.Itoa(int(pc.port))), host
+	pc.refuse(fmt.Sprintf("%s %s on a connection resolved for %s", what, host, pc.name), policy.RiskNone)
+}
+
+// rules are the plan's rules for the connection's destination: its name's on its port, or the
+// address rules that contain it.
+func (pc *proxyConn) rules() []Rule {
+	var rules []Rule
+	for _, r := range pc.p.plan.Rules {
+		if r.Port == pc.port && (pc.isName && r.Host == pc.name || !pc.isName && r.Prefix.IsValid() && r.Prefix.Contains(pc.dst.Addr())) {
+			rules = append(rules, r)
+		}
+	}
+	return rules
+}
+
+// refuseUnmatched refuses a connection no rule allows, saying why.
+func (pc *proxyConn) refuseUnmatched() {
+	a := pc.dst.Addr()
+	switch {
+	case pc.isName:
+		pc.refuse("the profile allows "+pc.name+" on other ports", policy.RiskNone)
+	case linkLocal4.Contains(a) || linkLocal6.Contains(a) || awsMeta6.Contains(a):
+		pc.refuse("link-local or metadata address", report.RiskCritical)
+	default:
+		pc.refuse("raw IP connect: the profile allows this address by no rule", policy.RiskNone)
+	}
+}
+
+// checkFirstBytes reads what the client says it is talking to. An address rule allows the
+// address whatever is spoken; a name is checked against the first bytes (which go upstream
+// later: buf). ok is false when the connection was refused or the client went away.
+func (pc *proxyConn) checkFirstBytes() (buf []byte, proto string, ok bool) {
+	if !pc.isName {
+		return nil, protoUnknown, true
+	}
+	buf, proto, host, err := sniffConn(pc.c)
+	if err != nil {
+		var rf refusal
+		if errors.As(err, &rf) {
+			pc.refuse(rf.msg, policy.RiskNone)
+		}
+		return nil, proto, false
+	}
+	switch {
+	case host != "" && host != pc.name:
+		pc.mismatch(proto, host)
+		return nil, proto, false
+	case proto == protoTLS && host == "" && !pc.p.wasAnswered(pc.name):
+		// Without SNI the name is the synthetic address's: accepted only when the stub
+		// gave that address out in this run (not an address found some other way).
+		pc.refuse("TLS ClientHello without SNI to an address the DNS stub did not answer in this run", policy.RiskNone)
+		return nil, proto, false
+	case proto == protoUnknown:
+		pc.refuse("neither a TLS ClientHello, an HTTP/1 request, an SSH banner nor a server that speaks first: its destination cannot be checked by name (an address rule allows any protocol)", policy.RiskNone)
+		return nil, proto, false
+	}
+	return buf, proto, true
+}
+
+// checkBinaries lets the connection pass per binary: a rule learned by a binary passes for that
+// binary and what runs under it, when every process holding the socket may use it. It returns
+// the holder the connection is logged as (none when a rule is for any binary).
+func (pc *proxyConn) checkBinaries(rules []Rule) (who, bool) {
+	if slices.ContainsFunc(rules, Rule.anyBinary) {
+		return who{}, true
+	}
+	// Looked up now, after the first bytes (not the lookup --report starts at accept):
+	// whoever wrote them holds the socket by now.
+	hs := pc.p.ownerOf("tcp", pc.src, pc.dst)
+	var bad who
+	for _, r := range rules {
+		b, good := mayUse(hs, r.By)
+		if good {
+			return first(hs), true
+		}
+		if bad.Exe == "" {
+			bad = b
+		}
+	}
+	var bys []string
+	for _, r := range rules {
+		bys = append(bys, r.By)
+	}
+	if bad.Exe == "" {
+		bad = first(hs)
+	}
+	pc.refuseBy("allowed only to "+strings.Join(bys, ", "), policy.RiskNone, bad)
+	return who{}, false
+}
+
+// carry splices the connection to up both ways until both are done (an HTTP connection's
+// every request checked), and logs it when asked to.
+func (pc *proxyConn) carry(up *net.TCPConn, buf []byte, proto string, w who) {
+	c := pc.c
 	var in, out int64
 	if proto == protoSSH || proto == protoServerFirst {
-		// Nothing of the client's goes upstream before the server has spoken.
-		_ = up.SetReadDeadline(time.Now().Add(serverFirstWait))
-		b := make([]byte, 4096)
-		n, err := up.Read(b)
-		_ = up.SetReadDeadline(time.Time{})
-		if n == 0 {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				refuse(fmt.Sprintf("%s: the server did not speak first within %v (an HTTP server never does)", proto, serverFirstWait), policy.RiskNone)
-			}
+		n, ok := pc.serverFirst(up, proto)
+		if !ok {
 			return
 		}
-		if _, err := c.Write(b[:n]); err != nil {
-			return
-		}
-		in = int64(n)
+		in = n
 	}
 	done := make(chan struct{})
 	go func() {
@@ -464,28 +505,9 @@ func (p *Proxy) handle(c *net.TCPConn) {
 		_ = c.CloseWrite()
 		close(done)
 	}()
-	if isName && proto == protoHTTP {
-		// Every request of the connection is checked, not only the first.
-		s := &httpStream{c: c, up: up, buf: buf}
-		err := s.run(func(req httpRequest) error {
-			if req.host != name {
-				return refusal{msg: "host", host: req.host}
-			}
-			return nil
-		})
-		out = s.out
-		var rf refusal
-		if errors.As(err, &rf) {
-			lazyWho() // while the client is surely there
-			// The answers to the requests that passed still go back; nothing more goes up.
-			_ = up.CloseWrite()
-			_ = up.SetReadDeadline(time.Now().Add(refusedDrain))
-			<-done
-			if rf.host != "" {
-				mismatch(protoHTTP, rf.host)
-			} else {
-				refuse(rf.msg, policy.RiskNone)
-			}
+	if pc.isName && proto == protoHTTP {
+		var ok bool
+		if out, ok = pc.carryHTTP(up, buf, done); !ok {
 			return
 		}
 	} else {
@@ -502,12 +524,61 @@ func (p *Proxy) handle(c *net.TCPConn) {
 	}
 	_ = up.CloseWrite()
 	<-done
-	if p.opts.LogAllowed {
+	if pc.p.opts.LogAllowed {
 		if w.Exe == "" {
-			w = first(lazyWho()) // the client may be gone: then "?"
+			w = first(pc.holders()) // the client may be gone: then "?"
 		}
-		p.logAllowed(target, w.Exe, out, in)
+		pc.p.logAllowed(pc.target, w.Exe, out, in)
 	}
+}
+
+// serverFirst passes what the server says first (SSH, a server that speaks first) to the
+// client: nothing of the client's goes upstream before it. It returns the bytes passed, and
+// false when the server said nothing (refused after serverFirstWait).
+func (pc *proxyConn) serverFirst(up *net.TCPConn, proto string) (int64, bool) {
+	_ = up.SetReadDeadline(time.Now().Add(serverFirstWait))
+	b := make([]byte, 4096)
+	n, err := up.Read(b)
+	_ = up.SetReadDeadline(time.Time{})
+	if n == 0 {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			pc.refuse(fmt.Sprintf("%s: the server did not speak first within %v (an HTTP server never does)", proto, serverFirstWait), policy.RiskNone)
+		}
+		return 0, false
+	}
+	if _, err := pc.c.Write(b[:n]); err != nil {
+		return 0, false
+	}
+	return int64(n), true
+}
+
+// carryHTTP carries the client's requests up (buf: the first bytes, already read), checking
+// every request of the connection, not only the first. On a refused one the answers to the
+// requests that passed still go back (done: the copy back ended) and nothing more goes up; ok
+// is false then.
+func (pc *proxyConn) carryHTTP(up *net.TCPConn, buf []byte, done <-chan struct{}) (out int64, ok bool) {
+	s := &httpStream{c: pc.c, up: up, buf: buf}
+	err := s.run(func(req httpRequest) error {
+		if req.host != pc.name {
+			return refusal{msg: "host", host: req.host}
+		}
+		return nil
+	})
+	var rf refusal
+	if !errors.As(err, &rf) {
+		return s.out, true
+	}
+	pc.holders() // while the client is surely there
+	_ = up.CloseWrite()
+	_ = up.SetReadDeadline(time.Now().Add(refusedDrain))
+	<-done
+	if rf.host != "" {
+		pc.mismatch(protoHTTP, rf.host)
+	} else {
+		pc.refuse(rf.msg, policy.RiskNone)
+	}
+	return s.out, false
 }
 
 // sniffConn reads the client's first bytes until sniff can tell what they are (protoServerFirst:
