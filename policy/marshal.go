@@ -35,8 +35,26 @@ func Marshal(p *Profile) ([]byte, error) {
 	e.raw(header)
 	e.kv(0, "apiVersion", q.APIVersion)
 	e.kv(0, "kind", q.Kind)
+	e.metadata(q.Metadata)
+	e.syscalls(q.Syscalls)
+	e.filesystem(q.Filesystem)
+	e.network(q.Network)
+	if len(q.Env.Pass) > 0 {
+		e.section(0, "env")
+		e.key(1, "pass")
+		e.flowSeq(q.Env.Pass)
+	}
+	e.binaries(q.Binaries)
+	if q.HostRoot {
+		e.kvRaw(0, "hostRoot", "true")
+	}
+	if e.err != nil {
+		return nil, fmt.Errorf("marshal profile: %w", e.err)
+	}
+	return e.buf.Bytes(), nil
+}
 
-	m := q.Metadata
+func (e *emitter) metadata(m Metadata) {
 	e.section(0, "metadata")
 	e.kv(1, "name", m.Name)
 	e.key(1, "command")
@@ -51,8 +69,9 @@ func Marshal(p *Profile) ([]byte, error) {
 		e.key(1, "incompleteReasons")
 		e.flowSeq(m.IncompleteReasons)
 	}
+}
 
-	s := q.Syscalls
+func (e *emitter) syscalls(s Syscalls) {
 	e.section(0, "syscalls")
 	e.key(1, "architectures")
 	e.flowSeq(s.Architectures)
@@ -75,33 +94,39 @@ func Marshal(p *Profile) ([]byte, error) {
 	if len(s.Args) > 0 {
 		e.section(1, "args")
 		for _, a := range s.Args {
-			e.indent(2)
-			e.raw("- ")
-			e.raw("syscall: " + scalar(a.Syscall) + "\n")
-			e.kvRaw(3, "arg", strconv.Itoa(a.Arg))
-			e.kvOpt(3, "name", a.Name)
-			e.kvOpt(3, "mask", a.Mask)
-			if len(a.Values) > 0 {
-				e.key(3, "values")
-				e.flowSeq(a.Values)
-			}
-			if len(a.Flags) > 0 {
-				e.key(3, "flags")
-				e.flowSeq(a.Flags)
-			}
-			if len(a.Deny) > 0 {
-				e.key(3, "deny")
-				e.flowSeq(a.Deny)
-			}
-			e.kvOpt(3, "errno", a.Errno)
-			e.kvOpt(3, "by", a.By)
-			if a.Seen != 0 {
-				e.kvRaw(3, "seen", strconv.Itoa(a.Seen))
-			}
+			e.argRule(a)
 		}
 	}
+}
 
-	fs := q.Filesystem
+// argRule is one entry of syscalls.args: a block, not a flow item (its lists can be long).
+func (e *emitter) argRule(a ArgRule) {
+	e.indent(2)
+	e.raw("- ")
+	e.raw("syscall: " + scalar(a.Syscall) + "\n")
+	e.kvRaw(3, "arg", strconv.Itoa(a.Arg))
+	e.kvOpt(3, "name", a.Name)
+	e.kvOpt(3, "mask", a.Mask)
+	if len(a.Values) > 0 {
+		e.key(3, "values")
+		e.flowSeq(a.Values)
+	}
+	if len(a.Flags) > 0 {
+		e.key(3, "flags")
+		e.flowSeq(a.Flags)
+	}
+	if len(a.Deny) > 0 {
+		e.key(3, "deny")
+		e.flowSeq(a.Deny)
+	}
+	e.kvOpt(3, "errno", a.Errno)
+	e.kvOpt(3, "by", a.By)
+	if a.Seen != 0 {
+		e.kvRaw(3, "seen", strconv.Itoa(a.Seen))
+	}
+}
+
+func (e *emitter) filesystem(fs Filesystem) {
 	e.section(0, "filesystem")
 	for _, l := range []struct {
 		name  string
@@ -120,54 +145,45 @@ func Marshal(p *Profile) ([]byte, error) {
 		}
 	}
 	e.kvRaw(1, "privateTmp", strconv.FormatBool(fs.PrivateTmp))
+}
 
-	n := q.Network
+func (e *emitter) network(n Network) {
 	e.key(0, "network")
 	if len(n.Connect)+len(n.Send)+len(n.Bind) == 0 {
 		e.raw(" {}\n")
-	} else {
-		e.raw("\n")
-		for _, l := range []struct {
-			name string
-			eps  []Endpoint
-		}{{"connect", n.Connect}, {"send", n.Send}, {"bind", n.Bind}} {
-			if len(l.eps) == 0 {
-				continue
+		return
+	}
+	e.raw("\n")
+	for _, l := range []struct {
+		name string
+		eps  []Endpoint
+	}{{"connect", n.Connect}, {"send", n.Send}, {"bind", n.Bind}} {
+		if len(l.eps) == 0 {
+			continue
+		}
+		e.section(1, l.name)
+		for _, ep := range l.eps {
+			f := []field{{"endpoint", ep.Endpoint, false}}
+			if ep.Proto != "" {
+				f = append(f, field{"proto", ep.Proto, false})
 			}
-			e.section(1, l.name)
-			for _, ep := range l.eps {
-				f := []field{{"endpoint", ep.Endpoint, false}}
-				if ep.Proto != "" {
-					f = append(f, field{"proto", ep.Proto, false})
-				}
-				e.flowItem(2, append(f, provFields(ep.Provenance)...))
-			}
+			e.flowItem(2, append(f, provFields(ep.Provenance)...))
 		}
 	}
+}
 
-	if len(q.Env.Pass) > 0 {
-		e.section(0, "env")
-		e.key(1, "pass")
-		e.flowSeq(q.Env.Pass)
+func (e *emitter) binaries(bins []Binary) {
+	if len(bins) == 0 {
+		return
 	}
-
-	if len(q.Binaries) > 0 {
-		e.section(0, "binaries")
-		for _, b := range q.Binaries {
-			f := []field{{"path", b.Path, false}}
-			if b.SHA256 != "" {
-				f = append(f, field{"sha256", strconv.Quote(b.SHA256), true}) // always quoted: hex may look like a number
-			}
-			e.flowItem(1, append(f, provFields(b.Provenance)...))
+	e.section(0, "binaries")
+	for _, b := range bins {
+		f := []field{{"path", b.Path, false}}
+		if b.SHA256 != "" {
+			f = append(f, field{"sha256", strconv.Quote(b.SHA256), true}) // always quoted: hex may look like a number
 		}
+		e.flowItem(1, append(f, provFields(b.Provenance)...))
 	}
-	if q.HostRoot {
-		e.kvRaw(0, "hostRoot", "true")
-	}
-	if e.err != nil {
-		return nil, fmt.Errorf("marshal profile: %w", e.err)
-	}
-	return e.buf.Bytes(), nil
 }
 
 type field struct {
