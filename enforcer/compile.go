@@ -72,8 +72,8 @@ type Compiled struct {
 	// Notes say what compile added or widened: hardening rules, clone3's ENOSYS, globs that
 	// became directories.
 	Notes []string `json:"notes,omitempty"`
-	// Unenforceable lists parts of the profile no layer here can enforce (for example network
-	// addresses without cgroup hooks). Run refuses unless degrading.
+	// Unenforceable lists parts of the profile no layer here can enforce (for example UDP other
+	// than DNS, which the egress proxy does not carry). Run refuses unless degrading.
 	Unenforceable []string `json:"unenforceable,omitempty"`
 	// Stages are the staged directories of the plan and what is copied back from each.
 	Stages []StageSpec `json:"stages,omitempty"`

@@ -198,8 +198,8 @@ func TestEgressByNameAsRoot(t *testing.T) {
 	}
 }
 
-// The same design as an ordinary user: the test binary runs itself as nobody (no cgroup
-// hooks, a user namespace), the upstreams stay here.
+// The same design as an ordinary user: the test binary runs itself as nobody (no guard, a
+// user namespace), the upstreams stay here.
 func TestEgressByNameAsOrdinaryUser(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireTool(t, "curl")

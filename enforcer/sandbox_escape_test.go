@@ -156,7 +156,7 @@ func TestSandboxEscapesBlocked(t *testing.T) {
 	}
 }
 
-// Without cgroup hooks (what an ordinary user has) a network allowlist runs, not degraded: the
+// Without the guard (what an ordinary user has) a network allowlist runs, not degraded: the
 // egress proxy holds the addresses, Landlock the ports.
 func TestNetworkAllowlistByPort(t *testing.T) {
 	testutil.RequireRoot(t)
@@ -166,7 +166,7 @@ func TestNetworkAllowlistByPort(t *testing.T) {
 	p := f.profile
 	p.Network.Connect = []policy.Endpoint{{Endpoint: fmt.Sprintf("127.0.0.1:%d", allowed), Proto: "tcp"}}
 	saved := guardAvailable
-	guardAvailable = func() error { return errors.New("test: no cgroup hooks") }
+	guardAvailable = func() error { return errors.New("test: no guard") }
 	defer func() { guardAvailable = saved }()
 	o := f.run(t, p, false, fmt.Sprintf("connect=127.0.0.1:%d", other), fmt.Sprintf("connect=127.0.0.1:%d", allowed))
 	if o.err != nil || o.code != 0 {
@@ -176,7 +176,7 @@ func TestNetworkAllowlistByPort(t *testing.T) {
 		t.Errorf("want the other port refused and the allowed one connected:\n%s", o)
 	}
 	if len(o.rep.Degraded()) != 0 {
-		t.Errorf("degraded layers without hooks:\n%s", o)
+		t.Errorf("degraded layers without the guard:\n%s", o)
 	}
 }
 
