@@ -159,11 +159,12 @@ func TestCoreFixupsNamesDoNotCollide(t *testing.T) {
 
 // TestCoreFixupsSomePrograms: a run that loads only some of the object's programs relocates
 // them and stores the fixups of all of them, so that a run loading all of them (or others) later
-// applies them; a program with no stored fixups is not applied.
+// applies them; a program with no stored fixups is not applied. (The learn object: guard.c has
+// one program.)
 func TestCoreFixupsSomePrograms(t *testing.T) {
 	kernel := kernelBTF(t)
 	withFixupDir(t)
-	parsed, cf := fixupsOf(t, "guard")
+	parsed, cf := fixupsOf(t, "learn")
 	one := parsed.Copy()
 	var kept string
 	for name := range one.Programs {
@@ -177,7 +178,7 @@ func TestCoreFixupsSomePrograms(t *testing.T) {
 		t.Fatal("Relocate of one program left relocations")
 	}
 	all := parsed.Copy()
-	if fresh, _ := NewCoreFixups("guard", parsed); !fresh.Apply(all) || hasRelocations(all) {
+	if fresh, _ := NewCoreFixups("learn", parsed); !fresh.Apply(all) || hasRelocations(all) {
 		t.Fatal("the fixups stored by a run of one program do not serve all programs")
 	}
 	want := parsed.Copy()
@@ -194,7 +195,7 @@ func TestCoreFixupsSomePrograms(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(CoreFixupDir, "*")); len(m) != 0 {
 		t.Errorf("Relocate without a name stored %q", m)
 	}
-	partial := &CoreFixups{name: "guard", key: cf.key, parsed: parsed}
+	partial := &CoreFixups{name: "learn", key: cf.key, parsed: parsed}
 	fixes, err := relocateProgram(parsed.Programs[kept].Copy(), kernel)
 	if err != nil {
 		t.Fatal(err)
@@ -206,11 +207,11 @@ func TestCoreFixupsSomePrograms(t *testing.T) {
 				delete(one.Programs, name)
 			}
 		}
-		if fresh, _ := NewCoreFixups("guard", parsed); !fresh.Apply(one) {
+		if fresh, _ := NewCoreFixups("learn", parsed); !fresh.Apply(one) {
 			t.Error("Apply did not use the fixups of the one program it loads")
 		}
 	}
-	if applyAfresh(t, "guard", parsed) {
+	if applyAfresh(t, "learn", parsed) {
 		t.Error("Apply used fixups that lack programs")
 	}
 }
