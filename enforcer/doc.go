@@ -38,8 +38,9 @@
 // Run is Compile, a pure decision of the run's layers from the compiled profile and the host's
 // facts (decideLayers, table-tested), and the run itself (run_linux.go: report, guard, proxy,
 // stages; session_linux.go: the init stage's protocol). It starts /proc/self/exe with the
-// hidden argument (MaybeInit must be the first call in main) in a new session (no terminal injection into the caller's terminal), with SIGKILL as
-// parent-death signal, and sends it the compiled policy on an inherited pipe. The CLI starts
+// hidden argument (MaybeInit must be the first call in main) in a new session (no terminal
+// injection into the caller's terminal), with SIGKILL as parent-death signal, and sends it the
+// compiled policy on an inherited pipe. The CLI starts
 // that init stage before it loads the profile (StartEarly: the second Go runtime's start, a few
 // ms, overlaps the load and the compile), with the namespaces every sandboxed run has and, as
 // root, in a fresh run cgroup; the network namespace, the one that depends on the profile, the
@@ -135,8 +136,8 @@
 // (enforcer/guard) creates and watches with bpf/guard.c: the file denials (Landlock's EACCES,
 // the read-only mounts' EROFS, ENOENT under hidden paths, executable mappings a noexec mount
 // refused). Run decides what the guard watches (guardConfig) and what the run loses without it
-// (decideLayers); the guard's own lifecycle (pins in bpffs, warm slots, the helper
-// that detaches after a run, run by MaybeInit) is described in package guard.
+// (decideLayers); the guard's own lifecycle (pins in bpffs, warm slots, the helper that
+// detaches after a run, run by MaybeInit) is described in package guard.
 //
 // # Environment
 //
