@@ -15,6 +15,9 @@ type hostFacts struct {
 	Guard   error // why the root-only guard (file-denial observation) cannot run; nil: it can
 	Degrade bool
 	Audit   bool
+	// UIDWeaker: the command's identity is weaker than this caller's case calls for
+	// (sandbox.Identity.Weaker: as root, / cannot be idmapped, so it keeps host uid 0).
+	UIDWeaker string
 }
 
 // layerDecision is what Run executes: refuse, or run with these layers and this much observed.
@@ -48,6 +51,14 @@ func decideLayers(c *Compiled, h hostFacts) layerDecision {
 		}
 	}
 	d.Sandbox = d.Sandbox && h.Sandbox
+	if d.Sandbox && h.UIDWeaker != "" {
+		if !h.Degrade {
+			d.Refuse = &LayerError{Layer: LayerUserNS, Reason: "as root the command must not be host uid 0, but " + h.UIDWeaker +
+				": run sysprof as an ordinary user or under sudo, or pass --degrade to accept uid 0 in a user namespace"}
+			return d
+		}
+		d.Degraded = append(d.Degraded, report.Layer{Name: LayerUserNS, State: report.LayerDegraded, Detail: h.UIDWeaker})
+	}
 	unenforceable := map[string][]string{}
 	for _, u := range c.Unenforceable {
 		layer := LayerNetwork

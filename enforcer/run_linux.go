@@ -129,7 +129,8 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 		rep.Notes = append(rep.Notes, "dropped (means nothing on this host): "+d)
 	}
 	// Which layers run, degrade or refuse: decided from the compiled profile and the host.
-	facts := hostFacts{AsRoot: asRoot, Sandbox: sandboxAvailable, Degrade: opts.Degrade, Audit: opts.Audit}
+	id := identity(opts.Profile.HostRoot)
+	facts := hostFacts{AsRoot: asRoot, Sandbox: sandboxAvailable, Degrade: opts.Degrade, Audit: opts.Audit, UIDWeaker: id.Weaker}
 	if asRoot && sandboxAvailable && compiled.Plan.Landlock != nil {
 		facts.Guard = guardAvailable()
 	}
@@ -176,7 +177,6 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	if g != nil {
 		cgid = g.Cgroup().ID
 	}
-	id := identity(opts.Profile.HostRoot)
 	var staged *stagedRun
 	if dec.Sandbox {
 		if staged, err = prepareStages(compiled, id); err != nil {
@@ -276,7 +276,7 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 		phase.Mark("prepare start")
 		env, stdin, stdout, stderr := stageIO(&opts)
 		var err error
-		if st, err = spawnStage(attr, dir, env, stdin, stdout, stderr); err != nil {
+		if st, err = spawnStage(attr, dir, env, stdin, stdout, stderr, applySandbox && id.Idmap); err != nil {
 			return res, err
 		}
 		if g != nil {
@@ -298,13 +298,27 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 	if px != nil {
 		cfg.Egress = &c.Egress.Inside
 	}
+	cfg.Replica = st.replica != nil && applySandbox
+	plain, err := st.replicaDone()
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return res, err
+	}
+	if len(plain) > 0 {
+		rep.Notes = append(rep.Notes, "uid: files on these mounts cannot be idmapped and show as owned by nobody to the command: "+strings.Join(plain, ", "))
+	}
 	if err := writeConfig(st.cfgW, cfg); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return res, err
 	}
 	if applySandbox && id.UserNS {
-		rep.SetLayer(report.Layer{Name: LayerUserNS, State: report.LayerApplied, Detail: id.Detail()})
+		state := report.LayerApplied
+		if id.Weaker != "" {
+			state = report.LayerDegraded // decideLayers refused it unless degrading
+		}
+		rep.SetLayer(report.Layer{Name: LayerUserNS, State: state, Detail: id.Detail()})
 	} else if applySandbox {
 		rep.Notes = append(rep.Notes, "uid: "+id.Detail())
 	}

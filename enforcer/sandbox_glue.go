@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/sysprof/sysprof/internal/phase"
@@ -23,8 +24,15 @@ func namespaceAttr(p *sandbox.Plan, id sandbox.Identity) *syscall.SysProcAttr {
 
 // identity is who a run's command is on the host (sandbox.ChooseIdentity for this process).
 func identity(hostRoot bool) sandbox.Identity {
-	return sandbox.ChooseIdentity(os.Geteuid(), os.Getuid(), os.Getgid(), os.Getenv("SUDO_UID"), os.Getenv("SUDO_GID"), hostRoot)
+	var rootIdmap error
+	if os.Geteuid() == 0 {
+		rootIdmap = canIdmapRoot()
+	}
+	return sandbox.ChooseIdentity(os.Geteuid(), os.Getuid(), os.Getgid(), os.Getenv("SUDO_UID"), os.Getenv("SUDO_GID"), hostRoot, rootIdmap)
 }
+
+// canIdmapRoot is sandbox.CanIdmap("/"), once per process.
+var canIdmapRoot = sync.OnceValue(func() error { return sandbox.CanIdmap("/") })
 
 // applySandbox applies the plan one layer at a time, in the sandbox's order, so that with
 // degrade a layer the host cannot apply is skipped and named while the others still apply.

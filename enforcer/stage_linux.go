@@ -35,13 +35,25 @@ type stage struct {
 	model string // the sandbox.Identity it was created for
 	// locked: the spawning goroutine was locked to its thread for Pdeathsig; finish unlocks it.
 	locked bool
+	// replica, for a stage in a root-idmap user namespace: the outcome of sending it the
+	// host's mounts as an idmapped replica (sendReplica), once.
+	replica chan replicaSent
+}
+
+// replicaSent is how sending a stage its mount replica went.
+type replicaSent struct {
+	err   error
+	plain []string // sandbox.Replica.Plain
 }
 
 // spawnStage starts sysprof's init stage with attr (namespaces, cgroup) completed with what
 // every run needs: a new session (no terminal to inject input into) and death with sysprof.
 // Pdeathsig fires when the thread that forked exits: the calling goroutine stays locked to its
-// thread until finish (call finish on the same goroutine).
-func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Reader, stdout, stderr io.Writer) (*stage, error) {
+// thread until finish (call finish on the same goroutine). With idmap (sandbox.Identity.Idmap)
+// the stage gets the host's mounts as an idmapped replica, prepared in the background
+// (stage.replica), and starts in / (dir may be out of its host uid's reach until then; it
+// enters dir again after the mounts).
+func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Reader, stdout, stderr io.Writer, idmap bool) (*stage, error) {
 	cfgR, cfgW, err := blockingPipe()
 	if err != nil {
 		return nil, err
@@ -65,6 +77,28 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 		syncR.Close()
 		statusW.Close()
 	}
+	extra := []*os.File{cfgR, syncR, statusW}
+	var replicaW *os.File // the parent's end of the replica's socket
+	if idmap {
+		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			closeChildEnds()
+			cfgW.Close()
+			syncW.Close()
+			statusR.Close()
+			return nil, fmt.Errorf("replica socket: %w", err)
+		}
+		replicaR := os.NewFile(uintptr(pair[1]), "replica")
+		replicaW = os.NewFile(uintptr(pair[0]), "replica")
+		extra = append(extra, replicaR)
+		closeChildEnds = func() {
+			cfgR.Close()
+			syncR.Close()
+			statusW.Close()
+			replicaR.Close()
+		}
+		dir = "/"
+	}
 	attr.Setsid = true
 	attr.Pdeathsig = syscall.SIGKILL
 	pidfd := -1
@@ -77,7 +111,7 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 		Stdin:       stdin,
 		Stdout:      stdout,
 		Stderr:      stderr,
-		ExtraFiles:  []*os.File{cfgR, syncR, statusW},
+		ExtraFiles:  extra,
 		SysProcAttr: attr,
 		// A child that left the process group may hold stdout open: stop waiting for it.
 		WaitDelay: 2 * time.Second,
@@ -89,12 +123,56 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 		cfgW.Close()
 		syncW.Close()
 		statusR.Close()
+		if replicaW != nil {
+			replicaW.Close()
+		}
 		return nil, fmt.Errorf("start init stage: %w", err)
 	}
 	phase.Mark("cmd.Start (fork/clone)")
 	closeChildEnds()
-	return &stage{cmd: cmd, pid: cmd.Process.Pid, pidfd: pidfd, cfgW: cfgW, syncW: syncW, statusR: statusR,
-		netns: attr.Cloneflags&unix.CLONE_NEWNET != 0, locked: true}, nil
+	st := &stage{cmd: cmd, pid: cmd.Process.Pid, pidfd: pidfd, cfgW: cfgW, syncW: syncW, statusR: statusR,
+		netns: attr.Cloneflags&unix.CLONE_NEWNET != 0, locked: true}
+	if replicaW != nil {
+		st.replica = make(chan replicaSent, 1)
+		go func() { st.replica <- sendReplica(st.pid, replicaW) }()
+	}
+	return st, nil
+}
+
+// sendReplica clones the host's mounts, idmapped with the user namespace of the stage pid
+// (sandbox.PrepareReplica), and sends them over w, which it closes: a stage waiting for them
+// sees EOF when anything failed.
+func sendReplica(pid int, w *os.File) replicaSent {
+	defer w.Close()
+	ns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return replicaSent{err: fmt.Errorf("open the init stage's user namespace: %w", err)}
+	}
+	defer unix.Close(ns)
+	r, err := sandbox.PrepareReplica(ns)
+	if err != nil {
+		return replicaSent{err: err}
+	}
+	defer r.Close()
+	if err := r.Send(int(w.Fd())); err != nil {
+		return replicaSent{err: err}
+	}
+	return replicaSent{plain: r.Plain}
+}
+
+// replicaDone waits for the replica (if the stage gets one) and returns an error when it
+// could not be sent: the stage cannot be the unprivileged root the run was promised.
+func (s *stage) replicaDone() ([]string, error) {
+	if s.replica == nil {
+		return nil, nil
+	}
+	r := <-s.replica
+	s.replica = nil
+	if r.err != nil {
+		return nil, &LayerError{Layer: LayerUserNS, Reason: "the command cannot run as an unprivileged uid owning root's files: " + r.err.Error() +
+			" (run sysprof as an ordinary user or under sudo, or give the profile hostRoot: true)"}
+	}
+	return r.plain, nil
 }
 
 // blockingPipe is os.Pipe without the runtime's poller: a goroutine reading the status pipe
@@ -176,7 +254,7 @@ func StartEarly(opts Options) *Early {
 		phase.Mark("early: cgroup")
 	}
 	env, stdin, stdout, stderr := stageIO(&opts)
-	st, err := spawnStage(attr, opts.Dir, env, stdin, stdout, stderr)
+	st, err := spawnStage(attr, opts.Dir, env, stdin, stdout, stderr, id.Idmap)
 	if err != nil {
 		if cg != nil {
 			cg.Remove()
