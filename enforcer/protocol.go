@@ -31,7 +31,7 @@ type initConfig struct {
 	Plan    sandbox.Plan `json:"plan"`
 	Sockets []string     `json:"sockets,omitempty"` // host daemon sockets to hide after the plan's mounts
 	Sandbox bool         `json:"sandbox"`           // apply Plan (false only when degrading without the sandbox package)
-	Degrade bool         `json:"degrade"`
+	Degrade Degrade      `json:"degrade,omitempty"`
 	// UnshareNet: the stage was started before the profile was known (Early), without
 	// CLONE_NEWNET: it enters a new network namespace itself, on the thread that execs.
 	UnshareNet bool `json:"unshare_net,omitempty"`

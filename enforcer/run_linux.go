@@ -39,9 +39,10 @@ type Options struct {
 	// VerifyBinaries refuses to run (a *BinaryError, exit 125) when a binary of the profile
 	// differs from its learned sha256; without it the change is a warning and a report entry.
 	VerifyBinaries bool
-	// Degrade runs even when a layer the profile needs cannot be applied here; the report lists
-	// the degraded layers. Without it Run refuses with a *LayerError (fail closed).
-	Degrade bool
+	// Degrade names the layers that may degrade when the profile needs them and they cannot be
+	// applied here (DegradeAll: any); the report lists the degraded layers. For any other
+	// layer Run refuses with a *LayerError (fail closed).
+	Degrade Degrade
 
 	// The command's standard streams; nil means sysprof's own (they and the terminal pass
 	// through as file descriptors).

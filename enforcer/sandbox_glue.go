@@ -38,7 +38,7 @@ var canIdmapRoot = sync.OnceValue(func() error { return sandbox.CanIdmap("/") })
 // degrade a layer the host cannot apply is skipped and named while the others still apply.
 // With egress, the stub's and the proxy's sockets are opened in the new network namespace
 // right after lo comes up (before Landlock and the capability drop); that never degrades.
-func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, degrade bool) ([]layerState, []string, []int, error) {
+func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, degrade Degrade) ([]layerState, []string, []int, error) {
 	steps := []struct {
 		name string
 		sub  sandbox.Plan
@@ -48,7 +48,7 @@ func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, de
 			Staged: p.Staged, ReadOnly: p.ReadOnly, NoExec: p.NoExec},
 			p.ReadOnlyRoot || len(p.Writable)+len(p.Hidden)+len(p.Masked)+len(p.Staged) > 0 || p.PrivateTmp},
 		{LayerNetNS, sandbox.Plan{NetNS: p.NetNS}, p.NetNS},
-		{LayerLandlock, sandbox.Plan{Landlock: p.Landlock, Degrade: degrade}, p.Landlock != nil},
+		{LayerLandlock, sandbox.Plan{Landlock: p.Landlock, Degrade: degrade.Allows(LayerLandlock)}, p.Landlock != nil},
 		{LayerCaps, sandbox.Plan{DropCaps: p.DropCaps}, p.DropCaps},
 	}
 	var layers []layerState
@@ -75,7 +75,7 @@ func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, de
 			err = hideSockets(sockets)
 		}
 		if err != nil {
-			if !degrade {
+			if !degrade.Allows(s.name) {
 				return layers, skipped, nil, &LayerError{Layer: s.name, Err: err}
 			}
 			layers = append(layers, layerState{Name: s.name, Degraded: true, Detail: err.Error()})

@@ -671,7 +671,7 @@ func probeIdmapRoot(h *host) Check {
 		c.Optional = true
 		return c
 	}
-	remedy := "enforce under sudo (the invoking user) or as an ordinary user, or pass --degrade to accept uid 0 in a user namespace"
+	remedy := "enforce under sudo (the invoking user) or as an ordinary user, or pass --degrade=userns to accept uid 0 in a user namespace"
 	if err := sandbox.CanIdmap("/"); err != nil {
 		return missing(name, ForEnforce, err.Error(), remedy)
 	}
