@@ -307,7 +307,11 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 		return res, err
 	}
 	if len(plain) > 0 {
-		rep.Notes = append(rep.Notes, "uid: files on these mounts cannot be idmapped and show as owned by nobody to the command: "+strings.Join(plain, ", "))
+		more := ""
+		if len(plain) > 5 {
+			plain, more = plain[:5], fmt.Sprintf(" and %d more", len(plain)-5)
+		}
+		rep.Notes = append(rep.Notes, "uid: files on these mounts cannot be idmapped and show as owned by nobody to the command: "+strings.Join(plain, ", ")+more)
 	}
 	if err := writeConfig(st.cfgW, cfg); err != nil {
 		cmd.Process.Kill()

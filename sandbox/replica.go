@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -146,48 +147,69 @@ func (r *Replica) Close() {
 	r.FDs = nil
 }
 
-// Send passes the replica over the unix socket conn (SOCK_SEQPACKET): the mount points in the
-// message, the clones as SCM_RIGHTS.
+// Send passes the replica over the unix socket conn (SOCK_SEQPACKET): a first message with the
+// number of mounts, then the mounts in messages of at most maxRightsPerMessage, each with its
+// mount points in the payload and its clones as SCM_RIGHTS.
 func (r *Replica) Send(conn int) error {
-	if len(r.FDs) > maxReplicaMounts {
-		return fmt.Errorf("%d mounts: more than the %d the sandbox carries", len(r.FDs), maxReplicaMounts)
-	}
-	if err := unix.Sendmsg(conn, []byte(strings.Join(r.Paths, "\x00")), unix.UnixRights(r.FDs...), nil, 0); err != nil {
+	if err := unix.Sendmsg(conn, []byte(strconv.Itoa(len(r.FDs))), nil, nil, 0); err != nil {
 		return fmt.Errorf("send the mount replica: %w", err)
+	}
+	for i := 0; i < len(r.FDs); i += maxRightsPerMessage {
+		j := min(i+maxRightsPerMessage, len(r.FDs))
+		if err := unix.Sendmsg(conn, []byte(strings.Join(r.Paths[i:j], "\x00")), unix.UnixRights(r.FDs[i:j]...), nil, 0); err != nil {
+			return fmt.Errorf("send the mount replica: %w", err)
+		}
 	}
 	return nil
 }
 
-// maxReplicaMounts is what one SCM_RIGHTS message carries (the kernel's SCM_MAX_FD).
-const maxReplicaMounts = 253
+// maxRightsPerMessage is what one SCM_RIGHTS message may carry (the kernel's SCM_MAX_FD).
+const maxRightsPerMessage = 253
 
 // ReceiveReplica reads what Send sent on conn.
 func ReceiveReplica(conn int) (*Replica, error) {
 	buf := make([]byte, 1<<16)
-	oob := make([]byte, unix.CmsgSpace(4*maxReplicaMounts))
-	n, oobn, flags, _, err := unix.Recvmsg(conn, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	n, _, _, _, err := unix.Recvmsg(conn, buf, nil, 0)
 	if err != nil {
 		return nil, fmt.Errorf("receive the mount replica: %w", err)
+	}
+	total, err := strconv.Atoi(string(buf[:n]))
+	if err != nil || total < 1 {
+		return nil, fmt.Errorf("receive the mount replica: bad header %q", buf[:n])
 	}
 	r := &Replica{}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil {
-		return nil, fmt.Errorf("receive the mount replica: %w", err)
-	}
-	for i := range msgs {
-		fds, err := unix.ParseUnixRights(&msgs[i])
+	oob := make([]byte, unix.CmsgSpace(4*maxRightsPerMessage))
+	for len(r.FDs) < total {
+		n, oobn, flags, _, err := unix.Recvmsg(conn, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err != nil || n == 0 {
+			r.Close()
+			return nil, fmt.Errorf("receive the mount replica: %d of %d mounts: %v", len(r.FDs), total, err)
+		}
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 		if err != nil {
 			r.Close()
 			return nil, fmt.Errorf("receive the mount replica: %w", err)
 		}
+		var fds []int
+		for i := range msgs {
+			got, err := unix.ParseUnixRights(&msgs[i])
+			if err != nil {
+				r.Close()
+				return nil, fmt.Errorf("receive the mount replica: %w", err)
+			}
+			fds = append(fds, got...)
+		}
 		r.FDs = append(r.FDs, fds...)
+		paths := strings.Split(string(buf[:n]), "\x00")
+		r.Paths = append(r.Paths, paths...)
+		if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 || len(paths) != len(fds) {
+			r.Close()
+			return nil, fmt.Errorf("receive the mount replica: %d mount points, %d clones in one message (truncated: %v)", len(paths), len(fds), flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0)
+		}
 	}
-	if n > 0 {
-		r.Paths = strings.Split(string(buf[:n]), "\x00")
-	}
-	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 || len(r.Paths) != len(r.FDs) || len(r.Paths) == 0 || r.Paths[0] != "/" {
+	if len(r.FDs) != total || r.Paths[0] != "/" {
 		r.Close()
-		return nil, fmt.Errorf("receive the mount replica: %d mount points, %d clones (truncated: %v)", len(r.Paths), len(r.FDs), flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0)
+		return nil, fmt.Errorf("receive the mount replica: %d mounts, want %d starting at /", len(r.FDs), total)
 	}
 	return r, nil
 }

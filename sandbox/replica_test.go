@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,12 +25,14 @@ type replicaReport struct {
 	RootOwner string // "uid:gid" of / as it sees it
 	Private   string // the first line of a root-owned 0600 file in a 0700 directory, or the error
 	RootIdmap bool   // / is an idmapped mount in its mount table
+	Mounts    int    // lines of its mountinfo
 }
 
 // TestReplica: a stage whose uid 0 is RootUID on the host enters the host's mounts as an
 // idmapped replica: root's files are its own (a 0600 file in a 0700 directory reads, / is owned
 // by 0), what it creates is owned by 0 on disk, its uid is RootUID on the host, and a mount it
-// makes on a clone of a shared host mount does not propagate back to the host.
+// makes on a clone of a shared host mount does not propagate back to the host. With more mounts
+// than one SCM_RIGHTS message carries, all of them arrive.
 func TestReplica(t *testing.T) {
 	testutil.RequireRoot(t)
 	dir := t.TempDir()
@@ -45,6 +48,23 @@ func TestReplica(t *testing.T) {
 	}
 	t.Cleanup(func() { unix.Unmount(shared, unix.MNT_DETACH) })
 	if err := unix.Mount("", shared, "", unix.MS_SHARED, ""); err != nil {
+		t.Fatal(err)
+	}
+
+	// More mounts than one message carries (maxRightsPerMessage).
+	many := filepath.Join(dir, "many")
+	for i := range maxRightsPerMessage + 20 {
+		m := filepath.Join(many, strconv.Itoa(i))
+		if err := os.MkdirAll(m, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount(m, m, "", unix.MS_BIND, ""); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Unmount(m, unix.MNT_DETACH) })
+	}
+	before, err := mountinfo.Read()
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -98,6 +118,9 @@ func TestReplica(t *testing.T) {
 	if rep.RootOwner != "0:0" || rep.Private != "root only" || !rep.RootIdmap {
 		t.Errorf("inside: / owned by %s, private file %q, / idmapped %v: want root's files its own", rep.RootOwner, rep.Private, rep.RootIdmap)
 	}
+	if rep.Mounts < maxRightsPerMessage+20 || rep.Mounts > len(before)+2 {
+		t.Errorf("the stage sees %d mounts; the host had %d, %d of them bind mounts for the test", rep.Mounts, len(before), maxRightsPerMessage+20)
+	}
 	var st unix.Stat_t
 	if err := unix.Stat(filepath.Join(dir, "made"), &st); err != nil || st.Uid != 0 || st.Gid != 0 {
 		t.Errorf("the file it made: %v owner %d:%d, want owned by 0 on disk", err, st.Uid, st.Gid)
@@ -143,10 +166,11 @@ func replicaMain() {
 		rep.Private = strings.TrimSpace(string(b))
 	}
 	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 			if f := strings.Fields(l); len(f) > 5 && f[4] == "/" && strings.Contains(f[5], "idmapped") {
 				rep.RootIdmap = true
 			}
+			rep.Mounts++
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "made"), nil, 0o644); err != nil {
