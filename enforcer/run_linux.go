@@ -299,25 +299,22 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 	if px != nil {
 		cfg.Egress = &c.Egress.Inside
 	}
-	cfg.Replica = st.replica != nil && applySandbox
-	plain, err := st.replicaDone()
-	if err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return res, err
-	}
-	if len(plain) > 0 {
-		more := ""
-		if len(plain) > 5 {
-			plain, more = plain[:5], fmt.Sprintf(" and %d more", len(plain)-5)
-		}
-		rep.Notes = append(rep.Notes, "uid: files on these mounts cannot be idmapped and show as owned by nobody to the command: "+strings.Join(plain, ", ")+more)
-	}
+	cfg.Replica = st.replicaW != nil && applySandbox
 	if err := writeConfig(st.cfgW, cfg); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return res, err
 	}
+	if cfg.Replica {
+		plain, err := st.sendReplica(append(c.Plan.Reach(), dir))
+		if err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			return res, err
+		}
+		replicaNote(rep, plain)
+	}
+
 	if applySandbox && id.UserNS {
 		state := report.LayerApplied
 		if id.Weaker != "" {
@@ -563,4 +560,16 @@ func writeConfig(w *os.File, cfg initConfig) error {
 		return fmt.Errorf("send the init stage its config: %w", err)
 	}
 	return nil
+}
+
+// replicaNote names (five of) the mounts a root-idmap replica carries without idmapping.
+func replicaNote(rep *report.Report, plain []string) {
+	if len(plain) == 0 {
+		return
+	}
+	more := ""
+	if len(plain) > 5 {
+		plain, more = plain[:5], fmt.Sprintf(" and %d more", len(plain)-5)
+	}
+	rep.Notes = append(rep.Notes, "uid: files on these mounts cannot be idmapped and show as owned by nobody to the command: "+strings.Join(plain, ", ")+more)
 }

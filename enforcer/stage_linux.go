@@ -35,24 +35,17 @@ type stage struct {
 	model string // the sandbox.Identity it was created for
 	// locked: the spawning goroutine was locked to its thread for Pdeathsig; finish unlocks it.
 	locked bool
-	// replica, for a stage in a root-idmap user namespace: the outcome of sending it the
-	// host's mounts as an idmapped replica (sendReplica), once.
-	replica chan replicaSent
-}
-
-// replicaSent is how sending a stage its mount replica went.
-type replicaSent struct {
-	err   error
-	plain []string // sandbox.Replica.Plain
+	// replicaW, for a stage in a root-idmap user namespace: where it expects the host's mounts
+	// as an idmapped replica (sendReplica).
+	replicaW *os.File
 }
 
 // spawnStage starts sysprof's init stage with attr (namespaces, cgroup) completed with what
 // every run needs: a new session (no terminal to inject input into) and death with sysprof.
 // Pdeathsig fires when the thread that forked exits: the calling goroutine stays locked to its
 // thread until finish (call finish on the same goroutine). With idmap (sandbox.Identity.Idmap)
-// the stage gets the host's mounts as an idmapped replica, prepared in the background
-// (stage.replica), and starts in / (dir may be out of its host uid's reach until then; it
-// enters dir again after the mounts).
+// the stage expects the host's mounts as an idmapped replica (sendReplica), and starts in /
+// (dir may be out of its host uid's reach until then; it enters dir again after the mounts).
 func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Reader, stdout, stderr io.Writer, idmap bool) (*stage, error) {
 	cfgR, cfgW, err := blockingPipe()
 	if err != nil {
@@ -132,47 +125,36 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 	closeChildEnds()
 	st := &stage{cmd: cmd, pid: cmd.Process.Pid, pidfd: pidfd, cfgW: cfgW, syncW: syncW, statusR: statusR,
 		netns: attr.Cloneflags&unix.CLONE_NEWNET != 0, locked: true}
-	if replicaW != nil {
-		st.replica = make(chan replicaSent, 1)
-		go func() { st.replica <- sendReplica(st.pid, replicaW) }()
-	}
+	st.replicaW = replicaW
 	return st, nil
 }
 
-// sendReplica clones the host's mounts, idmapped with the user namespace of the stage pid
-// (sandbox.PrepareReplica), and sends them over w, which it closes: a stage waiting for them
-// sees EOF when anything failed.
-func sendReplica(pid int, w *os.File) replicaSent {
+// sendReplica clones the host's mounts that reach names (sandbox.PrepareReplica), idmapped with
+// the stage's user namespace, and sends them; it closes the socket either way (a stage waiting
+// for them sees EOF when anything failed). It returns the mounts that could not be idmapped, or
+// an error: the stage cannot be the unprivileged root the run was promised.
+func (s *stage) sendReplica(reach []string) ([]string, error) {
+	w := s.replicaW
+	s.replicaW = nil
 	defer w.Close()
-	ns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fail := func(err error) ([]string, error) {
+		return nil, &LayerError{Layer: LayerUserNS, Reason: "the command cannot run as an unprivileged uid owning root's files: " + err.Error() +
+			" (run sysprof as an ordinary user or under sudo, or give the profile hostRoot: true)"}
+	}
+	ns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", s.pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return replicaSent{err: fmt.Errorf("open the init stage's user namespace: %w", err)}
+		return fail(fmt.Errorf("open the init stage's user namespace: %w", err))
 	}
 	defer unix.Close(ns)
-	r, err := sandbox.PrepareReplica(ns)
+	r, err := sandbox.PrepareReplica(ns, reach)
 	if err != nil {
-		return replicaSent{err: err}
+		return fail(err)
 	}
 	defer r.Close()
 	if err := r.Send(int(w.Fd())); err != nil {
-		return replicaSent{err: err}
+		return fail(err)
 	}
-	return replicaSent{plain: r.Plain}
-}
-
-// replicaDone waits for the replica (if the stage gets one) and returns an error when it
-// could not be sent: the stage cannot be the unprivileged root the run was promised.
-func (s *stage) replicaDone() ([]string, error) {
-	if s.replica == nil {
-		return nil, nil
-	}
-	r := <-s.replica
-	s.replica = nil
-	if r.err != nil {
-		return nil, &LayerError{Layer: LayerUserNS, Reason: "the command cannot run as an unprivileged uid owning root's files: " + r.err.Error() +
-			" (run sysprof as an ordinary user or under sudo, or give the profile hostRoot: true)"}
-	}
-	return r.plain, nil
+	return r.Plain, nil
 }
 
 // blockingPipe is os.Pipe without the runtime's poller: a goroutine reading the status pipe
@@ -198,6 +180,9 @@ func (s *stage) finish() {
 	s.cfgW.Close()
 	s.syncW.Close()
 	s.statusR.Close()
+	if s.replicaW != nil {
+		s.replicaW.Close()
+	}
 	if s.pidfd >= 0 {
 		unix.Close(s.pidfd)
 		s.pidfd = -1

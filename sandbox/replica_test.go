@@ -91,7 +91,7 @@ func TestReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := PrepareReplica(ns)
+	r, err := PrepareReplica(ns, nil)
 	unix.Close(ns)
 	if err != nil {
 		cmd.Process.Kill()
