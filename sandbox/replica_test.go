@@ -186,3 +186,36 @@ func replicaMain() {
 		rep.Err = "mount on the shared mount's clone: " + err.Error()
 	}
 }
+
+// TestReachesMount: a mount is carried when a path of the plan is at or below it, or it lies
+// on the way to one; a sibling tree is not.
+func TestReachesMount(t *testing.T) {
+	reach := []string{"/home/u/src/proj", "/usr", "/etc/resolv.conf"}
+	for _, tc := range []struct {
+		mount string
+		want  bool
+	}{
+		{"/home", true},                  // on the way
+		{"/home/u/src/proj/build", true}, // below a path
+		{"/usr/local", true},             // below a path
+		{"/etc/resolv.conf", true},       // the path itself
+		{"/var/lib/docker/overlay2/x", false},
+		{"/home/u/other", false},
+		{"/usrx", false},
+	} {
+		if got := reaches(tc.mount, reach); got != tc.want {
+			t.Errorf("reaches(%s) = %v, want %v", tc.mount, got, tc.want)
+		}
+	}
+	p := &Plan{Writable: []string{"/w"}, PrivateTmp: true, Staged: []Stage{{Path: "/s", Upper: "/tmp/u", Work: "/tmp/w"}},
+		Landlock: &Landlock{Read: []string{"/r"}, Exec: []string{"/x"}}}
+	got := strings.Join(p.Reach(), " ")
+	for _, want := range []string{"/w", "/s", "/tmp/u", "/r", "/x"} {
+		if !strings.Contains(" "+got+" ", " "+want+" ") {
+			t.Errorf("Reach() = %s: lacks %s", got, want)
+		}
+	}
+	if strings.Contains(" "+got+" ", " /tmp ") {
+		t.Errorf("Reach() = %s: the private tmp covers the host's /tmp, it needs no mount of it", got)
+	}
+}
