@@ -218,7 +218,7 @@ func TestFailClosedWithoutSandbox(t *testing.T) {
 	if !strings.Contains(err.Error(), "--degrade") {
 		t.Errorf("error does not say how to run anyway: %v", err)
 	}
-	rep, code, err := Run(context.Background(), Options{Profile: p, Command: []string{testutil.BuildC(t, "escape/escape.c"), "ok"}, Degrade: true})
+	rep, code, err := Run(context.Background(), Options{Profile: p, Command: []string{testutil.BuildC(t, "escape/escape.c"), "ok"}, Degrade: DegradeAll})
 	if err != nil || code != 0 {
 		t.Fatalf("degraded run: code %d err %v", code, err)
 	}

@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sysprof/sysprof/report"
@@ -13,8 +14,11 @@ type hostFacts struct {
 	AsRoot  bool
 	Sandbox bool  // namespaces, mounts and Landlock can be applied (sandboxAvailable)
 	Guard   error // why the root-only guard (file-denial observation) cannot run; nil: it can
-	Degrade bool
+	Degrade Degrade
 	Audit   bool
+	// UIDWeaker: the command's identity is weaker than this caller's case calls for
+	// (sandbox.Identity.Weaker: as root, / cannot be idmapped, so it keeps host uid 0).
+	UIDWeaker string
 }
 
 // layerDecision is what Run executes: refuse, or run with these layers and this much observed.
@@ -40,7 +44,7 @@ func decideLayers(c *Compiled, h hostFacts) layerDecision {
 		}
 		d.Sandbox = true
 		if !h.Sandbox {
-			if !h.Degrade {
+			if !h.Degrade.Allows(l) {
 				d.Refuse = &LayerError{Layer: l, Reason: errSandboxMissing.Error()}
 				return d
 			}
@@ -48,13 +52,21 @@ func decideLayers(c *Compiled, h hostFacts) layerDecision {
 		}
 	}
 	d.Sandbox = d.Sandbox && h.Sandbox
+	if d.Sandbox && h.UIDWeaker != "" {
+		if !h.Degrade.Allows(LayerUserNS) {
+			d.Refuse = &LayerError{Layer: LayerUserNS, Reason: "as root the command must not be host uid 0, but " + h.UIDWeaker +
+				": run sysprof as an ordinary user or under sudo, or pass --degrade=userns to accept uid 0 in a user namespace"}
+			return d
+		}
+		d.Degraded = append(d.Degraded, report.Layer{Name: LayerUserNS, State: report.LayerDegraded, Detail: h.UIDWeaker})
+	}
 	unenforceable := map[string][]string{}
 	for _, u := range c.Unenforceable {
 		layer := LayerNetwork
 		if strings.HasPrefix(u, "filesystem.") {
 			layer = LayerFileRules
 		}
-		if !h.Degrade {
+		if !h.Degrade.Allows(layer) {
 			d.Refuse = &LayerError{Layer: layer, Reason: u}
 			return d
 		}
@@ -96,4 +108,39 @@ func unobservable(guardUp bool) []string {
 		files = "file denials that are not an error (a hidden file reads as empty) or that name no path the sandbox hides (ENOENT of relative or symlinked paths)"
 	}
 	return []string{files, "network denials by Landlock or the empty network namespace (the call fails; no record)"}
+}
+
+// Degrade names the layers a run may go without when this host cannot apply them (enforce
+// --degrade[=LAYER,...]): nil, none (fail closed); DegradeAll, any. Degrading never widens what
+// the profile allows: a layer that cannot apply is left out and reported, and an allowance no
+// layer can enforce (network.*, filesystem.write) is dropped, not granted.
+type Degrade []string
+
+// DegradeAll lets every layer that cannot apply degrade (a bare --degrade).
+var DegradeAll = Degrade{"all"}
+
+// DegradableLayers are the names --degrade=LAYER accepts (seccomp never degrades: the filter is
+// installed or the run fails).
+var DegradableLayers = []string{LayerMounts, LayerNetNS, LayerLandlock, LayerCaps, LayerUserNS, LayerFileRules, LayerNetwork}
+
+// Allows reports whether layer may degrade.
+func (d Degrade) Allows(layer string) bool {
+	return slices.Contains(d, "all") || slices.Contains(d, layer)
+}
+
+// ParseDegrade reads --degrade's value: "all", or layer names separated by commas.
+func ParseDegrade(s string) (Degrade, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var d Degrade
+	for _, l := range strings.Split(s, ",") {
+		l = strings.TrimSpace(l)
+		if l == "all" || slices.Contains(DegradableLayers, l) {
+			d = append(d, l)
+			continue
+		}
+		return nil, fmt.Errorf("--degrade=%s: no layer %q that can degrade (all, %s)", s, l, strings.Join(DegradableLayers, ", "))
+	}
+	return d, nil
 }

@@ -30,14 +30,26 @@ func TestDecideLayers(t *testing.T) {
 			sandbox: true, noteMatch: "not observed: no bpffs"},
 		{name: "no sandbox: refused", c: withLL(Compiled{Layers: fsLayers}), h: hostFacts{AsRoot: true},
 			refuse: "capabilities"},
-		{name: "no sandbox, degrade: every sandbox layer degraded, no guard", c: withLL(Compiled{Layers: fsLayers}), h: hostFacts{AsRoot: true, Degrade: true},
+		{name: "no sandbox, degrade: every sandbox layer degraded, no guard", c: withLL(Compiled{Layers: fsLayers}), h: hostFacts{AsRoot: true, Degrade: DegradeAll},
 			degraded: []string{LayerCaps, LayerMounts, LayerLandlock, LayerNetNS}},
 		{name: "unenforceable file rule: refused", c: withLL(Compiled{Layers: fsLayers, Unenforceable: []string{"filesystem.write: x is a symlink"}}), h: hostFacts{Sandbox: true},
 			refuse: "symlink"},
-		{name: "unenforceable file rule, degrade", c: withLL(Compiled{Layers: fsLayers, Unenforceable: []string{"filesystem.write: x is a symlink"}}), h: hostFacts{Sandbox: true, Degrade: true},
+		{name: "unenforceable file rule, degrade", c: withLL(Compiled{Layers: fsLayers, Unenforceable: []string{"filesystem.write: x is a symlink"}}), h: hostFacts{Sandbox: true, Degrade: DegradeAll},
 			sandbox: true, degraded: []string{LayerFileRules}},
-		{name: "egress without the sandbox never degrades", c: withLL(Compiled{Layers: append(fsLayers, LayerNetwork), Egress: &netproxy.Plan{}}), h: hostFacts{Degrade: true},
+		{name: "egress without the sandbox never degrades", c: withLL(Compiled{Layers: append(fsLayers, LayerNetwork), Egress: &netproxy.Plan{}}), h: hostFacts{Degrade: DegradeAll},
 			refuse: "egress by name"},
+		{name: "no sandbox, only landlock named: the first other layer refuses", c: withLL(Compiled{Layers: fsLayers}), h: hostFacts{AsRoot: true, Degrade: Degrade{LayerLandlock}},
+			refuse: LayerCaps},
+		{name: "unenforceable network rule, only filesystem-rules named: refused", c: withLL(Compiled{Layers: fsLayers, Unenforceable: []string{"network.allow: 1.2.3.4:53 udp"}}), h: hostFacts{Sandbox: true, Degrade: Degrade{LayerFileRules}},
+			refuse: "1.2.3.4:53 udp"},
+		{name: "unenforceable network rule, network named: dropped", c: withLL(Compiled{Layers: fsLayers, Unenforceable: []string{"network.allow: 1.2.3.4:53 udp"}}), h: hostFacts{Sandbox: true, Degrade: Degrade{LayerNetwork}},
+			sandbox: true, degraded: []string{LayerNetwork}},
+		{name: "root where / cannot be idmapped: refused", c: withLL(Compiled{Layers: fsLayers}), h: hostFacts{AsRoot: true, Sandbox: true, UIDWeaker: "/ is on overlayfs"},
+			refuse: "--degrade=userns"},
+		{name: "root where / cannot be idmapped, userns named: degraded", c: withLL(Compiled{Layers: fsLayers}), h: hostFacts{AsRoot: true, Sandbox: true, UIDWeaker: "/ is on overlayfs", Degrade: Degrade{LayerUserNS}},
+			sandbox: true, guard: true, degraded: []string{LayerUserNS}},
+		{name: "root where / cannot be idmapped, landlock named: refused", c: withLL(Compiled{Layers: fsLayers}), h: hostFacts{AsRoot: true, Sandbox: true, UIDWeaker: "/ is on overlayfs", Degrade: Degrade{LayerLandlock}},
+			refuse: "host uid 0"},
 		{name: "audit says what still enforces", c: withLL(Compiled{Layers: fsLayers, Egress: &netproxy.Plan{}}), h: hostFacts{Sandbox: true, Audit: true},
 			sandbox: true, noteMatch: "allowlist still enforces"},
 	} {
@@ -66,5 +78,34 @@ func TestDecideLayers(t *testing.T) {
 				t.Errorf("notes %q lack %q", d.Notes, tc.noteMatch)
 			}
 		})
+	}
+}
+
+func TestParseDegrade(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Degrade
+		err  string
+	}{
+		{"", nil, ""},
+		{"all", DegradeAll, ""},
+		{"userns", Degrade{LayerUserNS}, ""},
+		{"landlock, network-allowlist", Degrade{LayerLandlock, LayerNetwork}, ""},
+		{"seccomp", nil, "no layer \"seccomp\""},
+		{"landlok", nil, "no layer \"landlok\""},
+	} {
+		got, err := ParseDegrade(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseDegrade(%q) = %v, %v: want error %q", tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("ParseDegrade(%q) = %v, %v: want %v", tc.in, got, err, tc.want)
+		}
+	}
+	if (Degrade{LayerUserNS}).Allows(LayerLandlock) || !(Degrade{LayerUserNS}).Allows(LayerUserNS) || !DegradeAll.Allows(LayerMounts) || Degrade(nil).Allows(LayerMounts) {
+		t.Error("Allows: a named layer only, all for all, none for nil")
 	}
 }

@@ -61,8 +61,11 @@
 // (degraded) the init stage execs the command itself, in no PID namespace.
 //
 // Who the command is (sandbox.ChooseIdentity): an ordinary user's own uid; as root under sudo
-// the invoking user's; as plain root uid 0 in a user namespace mapping every id to itself (no
-// host capabilities); real host root only with the profile's hostRoot.
+// the invoking user's; as plain root uid 0 only inside its user namespace (sandbox.RootUID on
+// the host), with the host's mounts as an idmapped replica that the parent prepares and sends
+// over fdReplica (spawnStage, sendReplica) and the init stage enters before anything else;
+// where / cannot be idmapped, uid 0 mapped to itself only with --degrade=userns (decideLayers); real
+// host root only with the profile's hostRoot.
 //
 // # What compile adds to the sandbox plan
 //
@@ -163,7 +166,8 @@
 // # Fail closed
 //
 // A layer the profile needs that this host or build cannot apply makes Run return a
-// *LayerError (exit 125) unless Options.Degrade; then the report lists the layer as degraded.
+// *LayerError (exit 125) unless Options.Degrade names it (--degrade=LAYER; bare --degrade: any);
+// then the report lists the layer as degraded.
 //
 // Requires Linux 5.9 (USER_NOTIF with CONTINUE, close_range, pidfd_getfd).
 package enforcer

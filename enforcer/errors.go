@@ -3,6 +3,7 @@ package enforcer
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 var errSandboxMissing = errors.New("this sysprof was built without the sandbox layers")
@@ -19,7 +20,10 @@ type LayerError struct {
 }
 
 func (e *LayerError) Error() string {
-	return fmt.Sprintf("cannot apply the %s layer: %s (rerun with --degrade to run without it)", e.Layer, e.reason())
+	if !slices.Contains(DegradableLayers, e.Layer) {
+		return fmt.Sprintf("cannot apply the %s layer: %s", e.Layer, e.reason())
+	}
+	return fmt.Sprintf("cannot apply the %s layer: %s (rerun with --degrade=%s to run without it)", e.Layer, e.reason(), e.Layer)
 }
 
 func (e *LayerError) Unwrap() error { return e.Err }

@@ -12,7 +12,7 @@ import (
 // status pipe names the layer once.
 func TestLayerErrorWrapsTheSandboxs(t *testing.T) {
 	// Validate refuses a relative path before anything is mounted.
-	_, _, _, err := applySandbox(&sandbox.Plan{Writable: []string{"relative"}}, nil, nil, false)
+	_, _, _, err := applySandbox(&sandbox.Plan{Writable: []string{"relative"}}, nil, nil, nil)
 	var le *LayerError
 	var se *sandbox.LayerError
 	if !errors.As(err, &le) || le.Layer != LayerMounts || ExitCode(err) != 125 {
@@ -22,7 +22,7 @@ func TestLayerErrorWrapsTheSandboxs(t *testing.T) {
 		t.Errorf("applySandbox = %#v, want it to wrap a *sandbox.LayerError", err)
 	}
 	back := initFailure(&initStatus{Stage: "sandbox", Layer: le.Layer, Error: le.reason()}, "cmd")
-	want := `cannot apply the mounts layer: sandbox mounts: writable path "relative" is not absolute (rerun with --degrade to run without it)`
+	want := `cannot apply the mounts layer: sandbox mounts: writable path "relative" is not absolute (rerun with --degrade=mounts to run without it)`
 	if !errors.As(back, &le) || back.Error() != want {
 		t.Errorf("initFailure = %q, want %q", back, want)
 	}

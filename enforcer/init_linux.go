@@ -86,6 +86,19 @@ func initStage() int {
 	}
 
 	phase.Mark("config")
+	if cfg.Replica {
+		// Root-idmap: the host's mounts, idmapped, become this stage's root before any layer
+		// is built on them.
+		r, err := sandbox.ReceiveReplica(fdReplica)
+		if err == nil {
+			err = r.Enter()
+		}
+		unix.Close(fdReplica)
+		if err != nil {
+			return fail(initStatus{Stage: "sandbox", Layer: LayerUserNS, Error: err.Error()})
+		}
+		phase.Mark("replica")
+	}
 	if cfg.UnshareNet {
 		// Namespaces are per thread: this one (locked) execs the command.
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {

@@ -17,6 +17,8 @@ import (
 
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/sandbox"
 )
 
 // nobodyEnv names a helper of this file that TestMain runs when the test binary is re-executed
@@ -168,11 +170,12 @@ func procChecks(victim, work string) error {
 	return nil
 }
 
-// TestCommandHostUID: as root the command is never host root unless the profile asks:
-// without hostRoot it is uid 0 only inside a user namespace (a file it creates is owned by 0,
-// and it holds no capability on the host); under sudo it is the invoking user; with hostRoot
-// it is host root with no user namespace. Checked by the owner of a file it writes and by its
-// user namespace.
+// TestCommandHostUID: as root the command is never host root unless the profile asks. Plain
+// root is uid 0 only inside its user namespace: its host uid is sandbox.RootUID (the uid_map),
+// yet root's files are its own (it reads a file in a root-owned 0700 directory, and what it
+// writes is owned by 0 on disk) through the idmapped replica of the host's mounts. Under sudo
+// it is the invoking user; with hostRoot it is host root with no user namespace. The report
+// says which.
 func TestCommandHostUID(t *testing.T) {
 	testutil.RequireRoot(t)
 	hostNS, err := os.Readlink("/proc/self/ns/user")
@@ -183,13 +186,14 @@ func TestCommandHostUID(t *testing.T) {
 		name       string
 		sudo       bool
 		hostRoot   bool
-		uid        int
+		uid        int    // owner of the work tree, and on disk of what the command writes
+		uidMap     string // the command's /proc/self/uid_map: who uid 0 (or the user) is outside
 		ownUserNS  bool
 		identModel string
 	}{
-		{"root", false, false, 0, true, "root-userns"},
-		{"sudo", true, false, 65534, true, "sudo"},
-		{"hostRoot", false, true, 0, false, "host-root"},
+		{"root", false, false, 0, fmt.Sprintf("0 %d 1", sandbox.RootUID), true, "root-idmap"},
+		{"sudo", true, false, 65534, "65534 65534 1", true, "sudo"},
+		{"hostRoot", false, true, 0, "0 0 4294967295", false, "host-root"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.sudo {
@@ -200,11 +204,23 @@ func TestCommandHostUID(t *testing.T) {
 				t.Setenv("SUDO_GID", "")
 			}
 			victim, work := processBox(t, tc.uid, tc.uid)
+			// A directory only its owner may enter, like root's $HOME.
+			private := filepath.Join(work, "private")
+			if err := os.Mkdir(private, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			testutil.WriteFile(t, filepath.Join(private, "conf"), "owner only\n", 0o600)
+			if err := os.Chown(filepath.Join(private, "conf"), tc.uid, tc.uid); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(private, tc.uid, tc.uid); err != nil {
+				t.Fatal(err)
+			}
 			p := processProfile(victim)
 			p.HostRoot = tc.hostRoot
 			var out strings.Builder
 			rep, code, err := Run(context.Background(), Options{Profile: p, Dir: work, Stdout: &out, Stderr: &out,
-				Command: []string{victim, "write=out/f", "readlink=/proc/self/ns/user"}})
+				Command: []string{victim, "write=out/f", "readlink=/proc/self/ns/user", "cat=/proc/self/uid_map", "cat=private/conf"}})
 			if err != nil || code != 0 {
 				t.Fatalf("run: exit %d err %v\n%s", code, err, out.String())
 			}
@@ -212,17 +228,27 @@ func TestCommandHostUID(t *testing.T) {
 			if err := unix.Stat(filepath.Join(work, "out", "f"), &st); err != nil {
 				t.Fatalf("the command's file: %v\n%s", err, out.String())
 			}
-			if int(st.Uid) != tc.uid {
-				t.Errorf("the command's file is owned by host uid %d, want %d", st.Uid, tc.uid)
+			if int(st.Uid) != tc.uid || int(st.Gid) != tc.uid {
+				t.Errorf("the command's file is owned by host uid/gid %d/%d, want %d", st.Uid, st.Gid, tc.uid)
 			}
-			ns := strings.TrimPrefix(strings.SplitN(out.String(), "\n", 3)[1], "readlink: ")
+			lines := strings.Split(out.String(), "\n")
+			if len(lines) < 5 {
+				t.Fatalf("output %q", out.String())
+			}
+			ns := strings.TrimPrefix(lines[1], "readlink: ")
 			if (ns != hostNS) != tc.ownUserNS {
 				t.Errorf("command's user namespace %q, host's %q: want own namespace %v", ns, hostNS, tc.ownUserNS)
+			}
+			if got := strings.Join(strings.Fields(strings.TrimSuffix(strings.TrimPrefix(lines[2], "cat: ["), "]")), " "); got != tc.uidMap {
+				t.Errorf("the command's uid_map is %q, want %q: who it is on the host", got, tc.uidMap)
+			}
+			if lines[3] != "cat: [owner only]" {
+				t.Errorf("a file in its owner's 0700 directory: %q, want it readable (the owner's own)", lines[3])
 			}
 			want := identity(tc.hostRoot).Detail()
 			found := false
 			for _, l := range rep.Layers {
-				found = found || l.Name == LayerUserNS && l.Detail == want
+				found = found || l.Name == LayerUserNS && l.Detail == want && l.State == report.LayerApplied
 			}
 			for _, n := range rep.Notes {
 				found = found || n == "uid: "+want

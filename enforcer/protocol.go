@@ -18,6 +18,9 @@ const (
 	fdConfig = 3 // read end of a pipe: initConfig as JSON, then EOF
 	fdSync   = 4 // read end: the parent writes one byte once it holds the seccomp listener
 	fdStatus = 5 // write end, close-on-exec: JSON status lines; EOF without an error = exec done
+	// fdReplica is a SOCK_SEQPACKET socket (root-idmap only): the host's mounts as idmapped
+	// clones (sandbox.Replica).
+	fdReplica = 6
 )
 
 // initConfig is what the init stage receives: everything it needs, nothing it must compute.
@@ -28,10 +31,13 @@ type initConfig struct {
 	Plan    sandbox.Plan `json:"plan"`
 	Sockets []string     `json:"sockets,omitempty"` // host daemon sockets to hide after the plan's mounts
 	Sandbox bool         `json:"sandbox"`           // apply Plan (false only when degrading without the sandbox package)
-	Degrade bool         `json:"degrade"`
+	Degrade Degrade      `json:"degrade,omitempty"`
 	// UnshareNet: the stage was started before the profile was known (Early), without
 	// CLONE_NEWNET: it enters a new network namespace itself, on the thread that execs.
 	UnshareNet bool `json:"unshare_net,omitempty"`
+	// Replica: enter the host's mounts as an idmapped replica (fdReplica) before anything else
+	// of the sandbox (root-idmap).
+	Replica bool `json:"replica,omitempty"`
 	// UnsetEnv names the variables the command does not get (policy.ScrubEnv of the stage's
 	// environment): the stage may have been started with the caller's whole environment
 	// before the profile was known, so it removes them itself, right before exec.

@@ -17,6 +17,7 @@ import (
 	"github.com/sysprof/sysprof/netproxy"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/sandbox"
 )
 
 // Options is one enforced run.
@@ -33,9 +34,10 @@ type Options struct {
 	// VerifyBinaries refuses to run (a *BinaryError, exit 125) when a binary of the profile
 	// differs from its learned sha256; without it the change is a warning and a report entry.
 	VerifyBinaries bool
-	// Degrade runs even when a layer the profile needs cannot be applied here; the report lists
-	// the degraded layers. Without it Run refuses with a *LayerError (fail closed).
-	Degrade bool
+	// Degrade names the layers that may degrade when the profile needs them and they cannot be
+	// applied here (DegradeAll: any); the report lists the degraded layers. For any other
+	// layer Run refuses with a *LayerError (fail closed).
+	Degrade Degrade
 
 	// The command's standard streams; nil means sysprof's own (they and the terminal pass
 	// through as file descriptors).
@@ -148,7 +150,8 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	for _, d := range c.Dropped {
 		r.rep.Notes = append(r.rep.Notes, "dropped (means nothing on this host): "+d)
 	}
-	dec := r.decide()
+	id := identity(r.opts.Profile.HostRoot)
+	dec := r.decide(id)
 	if dec.Refuse != nil {
 		return r.rep, 125, dec.Refuse
 	}
@@ -162,7 +165,6 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 		r.px = &egress{Proxy: netproxy.New(c.Egress, netproxy.Options{Resolve: r.opts.Resolve, LogAllowed: r.opts.LogAllowed})}
 		defer r.px.close(r.rep, nil)
 	}
-	id := identity(r.opts.Profile.HostRoot)
 	plan := c.Plan
 	var staged *stagedRun
 	if dec.Sandbox {
@@ -215,10 +217,10 @@ func (r *enforcedRun) checkBinaries() error {
 	return nil
 }
 
-// decide gathers the host's facts and decides which layers run, degrade or refuse
+// decide gathers the host's facts (id: who the command will be) and decides which layers run, degrade or refuse
 // (decideLayers), noting the decision in the report.
-func (r *enforcedRun) decide() layerDecision {
-	facts := hostFacts{AsRoot: r.asRoot, Sandbox: sandboxAvailable, Degrade: r.opts.Degrade, Audit: r.opts.Audit}
+func (r *enforcedRun) decide(id sandbox.Identity) layerDecision {
+	facts := hostFacts{AsRoot: r.asRoot, Sandbox: sandboxAvailable, Degrade: r.opts.Degrade, Audit: r.opts.Audit, UIDWeaker: id.Weaker}
 	if r.asRoot && sandboxAvailable && r.c.Plan.Landlock != nil {
 		facts.Guard = guardAvailable()
 	}

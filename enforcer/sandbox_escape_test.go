@@ -64,7 +64,7 @@ func (f *fsFixture) run(t *testing.T, p *policy.Profile, degrade bool, args ...s
 	var stdout, stderr bytes.Buffer
 	rep, code, err := Run(context.Background(), Options{
 		Profile: p, Command: append([]string{f.victim}, args...), Dir: f.work, Vars: f.vars,
-		Degrade: degrade, Stdout: &stdout, Stderr: &stderr,
+		Degrade: degradeIf(degrade), Stdout: &stdout, Stderr: &stderr,
 	})
 	return runOut{rep, code, err, stdout.String(), stderr.String()}
 }
@@ -197,4 +197,12 @@ func TestWorkTreeInsidePrivateTmp(t *testing.T) {
 	if !strings.Contains(o.stdout, "read: ok\nwrite: EROFS\nwrite: ok\nok\n") {
 		t.Errorf("want the tree readable, read-only, and out/ writable, by relative paths:\n%s", o)
 	}
+}
+
+// degradeIf is DegradeAll when degrade, else nil (fail closed).
+func degradeIf(degrade bool) Degrade {
+	if degrade {
+		return DegradeAll
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/sysprof/sysprof/internal/phase"
@@ -23,14 +24,21 @@ func namespaceAttr(p *sandbox.Plan, id sandbox.Identity) *syscall.SysProcAttr {
 
 // identity is who a run's command is on the host (sandbox.ChooseIdentity for this process).
 func identity(hostRoot bool) sandbox.Identity {
-	return sandbox.ChooseIdentity(os.Geteuid(), os.Getuid(), os.Getgid(), os.Getenv("SUDO_UID"), os.Getenv("SUDO_GID"), hostRoot)
+	var rootIdmap error
+	if os.Geteuid() == 0 {
+		rootIdmap = canIdmapRoot()
+	}
+	return sandbox.ChooseIdentity(os.Geteuid(), os.Getuid(), os.Getgid(), os.Getenv("SUDO_UID"), os.Getenv("SUDO_GID"), hostRoot, rootIdmap)
 }
+
+// canIdmapRoot is sandbox.CanIdmap("/"), once per process.
+var canIdmapRoot = sync.OnceValue(func() error { return sandbox.CanIdmap("/") })
 
 // applySandbox applies the plan one layer at a time, in the sandbox's order, so that with
 // degrade a layer the host cannot apply is skipped and named while the others still apply.
 // With egress, the stub's and the proxy's sockets are opened in the new network namespace
 // right after lo comes up (before Landlock and the capability drop); that never degrades.
-func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, degrade bool) ([]layerState, []string, []int, error) {
+func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, degrade Degrade) ([]layerState, []string, []int, error) {
 	steps := []struct {
 		name string
 		sub  sandbox.Plan
@@ -40,7 +48,7 @@ func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, de
 			Staged: p.Staged, ReadOnly: p.ReadOnly, NoExec: p.NoExec},
 			p.ReadOnlyRoot || len(p.Writable)+len(p.Hidden)+len(p.Masked)+len(p.Staged) > 0 || p.PrivateTmp},
 		{LayerNetNS, sandbox.Plan{NetNS: p.NetNS}, p.NetNS},
-		{LayerLandlock, sandbox.Plan{Landlock: p.Landlock, Degrade: degrade}, p.Landlock != nil},
+		{LayerLandlock, sandbox.Plan{Landlock: p.Landlock, Degrade: degrade.Allows(LayerLandlock)}, p.Landlock != nil},
 		{LayerCaps, sandbox.Plan{DropCaps: p.DropCaps}, p.DropCaps},
 	}
 	var layers []layerState
@@ -67,7 +75,7 @@ func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, de
 			err = hideSockets(sockets)
 		}
 		if err != nil {
-			if !degrade {
+			if !degrade.Allows(s.name) {
 				return layers, skipped, nil, &LayerError{Layer: s.name, Err: err}
 			}
 			layers = append(layers, layerState{Name: s.name, Degraded: true, Detail: err.Error()})

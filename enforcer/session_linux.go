@@ -64,8 +64,20 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 		st.kill()
 		return runResult{}, err
 	}
+	if cfg.Replica {
+		plain, err := st.sendReplica(append(r.plan.Reach(), r.dir))
+		if err != nil {
+			st.kill()
+			return runResult{}, err
+		}
+		replicaNote(r.rep, plain)
+	}
 	if r.sandbox && r.id.UserNS {
-		r.rep.SetLayer(report.Layer{Name: LayerUserNS, State: report.LayerApplied, Detail: r.id.Detail()})
+		state := report.LayerApplied
+		if r.id.Weaker != "" {
+			state = report.LayerDegraded // decideLayers refused it unless degrading
+		}
+		r.rep.SetLayer(report.Layer{Name: LayerUserNS, State: state, Detail: r.id.Detail()})
 	} else if r.sandbox {
 		r.rep.Notes = append(r.rep.Notes, "uid: "+r.id.Detail())
 	}
@@ -109,7 +121,7 @@ func (r runStart) spawn() (*stage, error) {
 	}
 	phase.Mark("prepare start")
 	env, stdin, stdout, stderr := stageIO(&r.opts)
-	st, err := spawnStage(attr, r.dir, env, stdin, stdout, stderr)
+	st, err := spawnStage(attr, r.dir, env, stdin, stdout, stderr, r.sandbox && r.id.Idmap)
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +140,7 @@ func (r runStart) initConfig(st *stage) initConfig {
 	if r.egress != nil {
 		cfg.Egress = &r.c.Egress.Inside
 	}
+	cfg.Replica = st.replicaW != nil && r.sandbox
 	return cfg
 }
 
@@ -426,4 +439,16 @@ func writeConfig(w *os.File, cfg initConfig) error {
 		return fmt.Errorf("send the init stage its config: %w", err)
 	}
 	return nil
+}
+
+// replicaNote names (five of) the mounts a root-idmap replica carries without idmapping.
+func replicaNote(rep *report.Report, plain []string) {
+	if len(plain) == 0 {
+		return
+	}
+	more := ""
+	if len(plain) > 5 {
+		plain, more = plain[:5], fmt.Sprintf(" and %d more", len(plain)-5)
+	}
+	rep.Notes = append(rep.Notes, "uid: files on these mounts cannot be idmapped and show as owned by nobody to the command: "+strings.Join(plain, ", ")+more)
 }

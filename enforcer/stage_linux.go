@@ -35,13 +35,18 @@ type stage struct {
 	model string // the sandbox.Identity it was created for
 	// locked: the spawning goroutine was locked to its thread for Pdeathsig; finish unlocks it.
 	locked bool
+	// replicaW, for a stage in a root-idmap user namespace: where it expects the host's mounts
+	// as an idmapped replica (sendReplica).
+	replicaW *os.File
 }
 
 // spawnStage starts sysprof's init stage with attr (namespaces, cgroup) completed with what
 // every run needs: a new session (no terminal to inject input into) and death with sysprof.
 // Pdeathsig fires when the thread that forked exits: the calling goroutine stays locked to its
-// thread until finish (call finish on the same goroutine).
-func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Reader, stdout, stderr io.Writer) (*stage, error) {
+// thread until finish (call finish on the same goroutine). With idmap (sandbox.Identity.Idmap)
+// the stage expects the host's mounts as an idmapped replica (sendReplica), and starts in /
+// (dir may be out of its host uid's reach until then; it enters dir again after the mounts).
+func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Reader, stdout, stderr io.Writer, idmap bool) (*stage, error) {
 	cfgR, cfgW, err := blockingPipe()
 	if err != nil {
 		return nil, err
@@ -65,6 +70,28 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 		syncR.Close()
 		statusW.Close()
 	}
+	extra := []*os.File{cfgR, syncR, statusW}
+	var replicaW *os.File // the parent's end of the replica's socket
+	if idmap {
+		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			closeChildEnds()
+			cfgW.Close()
+			syncW.Close()
+			statusR.Close()
+			return nil, fmt.Errorf("replica socket: %w", err)
+		}
+		replicaR := os.NewFile(uintptr(pair[1]), "replica")
+		replicaW = os.NewFile(uintptr(pair[0]), "replica")
+		extra = append(extra, replicaR)
+		closeChildEnds = func() {
+			cfgR.Close()
+			syncR.Close()
+			statusW.Close()
+			replicaR.Close()
+		}
+		dir = "/"
+	}
 	attr.Setsid = true
 	attr.Pdeathsig = syscall.SIGKILL
 	pidfd := -1
@@ -77,7 +104,7 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 		Stdin:       stdin,
 		Stdout:      stdout,
 		Stderr:      stderr,
-		ExtraFiles:  []*os.File{cfgR, syncR, statusW},
+		ExtraFiles:  extra,
 		SysProcAttr: attr,
 		// A child that left the process group may hold stdout open: stop waiting for it.
 		WaitDelay: 2 * time.Second,
@@ -89,12 +116,45 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 		cfgW.Close()
 		syncW.Close()
 		statusR.Close()
+		if replicaW != nil {
+			replicaW.Close()
+		}
 		return nil, fmt.Errorf("start init stage: %w", err)
 	}
 	phase.Mark("cmd.Start (fork/clone)")
 	closeChildEnds()
-	return &stage{cmd: cmd, pid: cmd.Process.Pid, pidfd: pidfd, cfgW: cfgW, syncW: syncW, statusR: statusR,
-		netns: attr.Cloneflags&unix.CLONE_NEWNET != 0, locked: true}, nil
+	st := &stage{cmd: cmd, pid: cmd.Process.Pid, pidfd: pidfd, cfgW: cfgW, syncW: syncW, statusR: statusR,
+		netns: attr.Cloneflags&unix.CLONE_NEWNET != 0, locked: true}
+	st.replicaW = replicaW
+	return st, nil
+}
+
+// sendReplica clones the host's mounts that reach names (sandbox.PrepareReplica), idmapped with
+// the stage's user namespace, and sends them; it closes the socket either way (a stage waiting
+// for them sees EOF when anything failed). It returns the mounts that could not be idmapped, or
+// an error: the stage cannot be the unprivileged root the run was promised.
+func (s *stage) sendReplica(reach []string) ([]string, error) {
+	w := s.replicaW
+	s.replicaW = nil
+	defer w.Close()
+	fail := func(err error) ([]string, error) {
+		return nil, &LayerError{Layer: LayerUserNS, Reason: "the command cannot run as an unprivileged uid owning root's files: " + err.Error() +
+			" (run sysprof as an ordinary user or under sudo, or give the profile hostRoot: true)"}
+	}
+	ns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", s.pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fail(fmt.Errorf("open the init stage's user namespace: %w", err))
+	}
+	defer unix.Close(ns)
+	r, err := sandbox.PrepareReplica(ns, reach)
+	if err != nil {
+		return fail(err)
+	}
+	defer r.Close()
+	if err := r.Send(int(w.Fd())); err != nil {
+		return fail(err)
+	}
+	return r.Plain, nil
 }
 
 // blockingPipe is os.Pipe without the runtime's poller: a goroutine reading the status pipe
@@ -120,6 +180,9 @@ func (s *stage) finish() {
 	s.cfgW.Close()
 	s.syncW.Close()
 	s.statusR.Close()
+	if s.replicaW != nil {
+		s.replicaW.Close()
+	}
 	if s.pidfd >= 0 {
 		unix.Close(s.pidfd)
 		s.pidfd = -1
@@ -176,7 +239,7 @@ func StartEarly(opts Options) *Early {
 		phase.Mark("early: cgroup")
 	}
 	env, stdin, stdout, stderr := stageIO(&opts)
-	st, err := spawnStage(attr, opts.Dir, env, stdin, stdout, stderr)
+	st, err := spawnStage(attr, opts.Dir, env, stdin, stdout, stderr, id.Idmap)
 	if err != nil {
 		if cg != nil {
 			cg.Remove()

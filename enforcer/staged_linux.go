@@ -76,12 +76,12 @@ func prepareStages(stages []StageSpec, id sandbox.Identity) (*stagedRun, error) 
 				return nil, fmt.Errorf("stage %s: %w", s.Dir, err)
 			}
 		}
-		if os.Geteuid() == 0 && id.UID != 0 {
+		if os.Geteuid() == 0 && id.FileUID != 0 {
 			err := filepath.WalkDir(top, func(p string, _ os.DirEntry, err error) error {
 				if err != nil {
 					return err
 				}
-				return os.Lchown(p, id.UID, id.GID)
+				return os.Lchown(p, id.FileUID, id.FileGID)
 			})
 			if err != nil {
 				sr.remove()

@@ -95,9 +95,22 @@
 // # User namespaces
 //
 // As root, [ChooseIdentity] also puts the init stage in a user namespace unless the caller asks
-// for real root: one mapping every id to itself (uid 0 keeps file ownership but its capabilities
-// are the namespace's, and the host's mounts are locked), or under sudo one mapping the
-// invoking user's uid and gid, the init stage switching to them with no supplementary groups.
+// for real root. Plain root gets one in which uid and gid 0 are [RootUID] on the host, with no
+// supplementary groups: the command is root inside and an unprivileged id outside. For root's
+// files to stay its own (a 0700 $HOME, root-owned work trees and caches), the init stage runs on
+// a [Replica] of the host's mounts: the host-root parent clones each visible mount
+// ([PrepareReplica]: open_tree, one mount each, made private so that nothing mounted on a clone
+// propagates back to the host) and idmaps the clones with the init stage's user namespace
+// (mount_setattr MOUNT_ATTR_IDMAP, which needs CAP_SYS_ADMIN on the host); the init stage
+// receives them over a socket and, before anything else of the sandbox, attaches them over /
+// and pivots into them ([Replica.Enter]). Every layer Apply then builds (binds, stages, covers)
+// is cut from idmapped mounts: files owned by host 0 read as its own, and what it creates is
+// owned by 0 on disk. Kernel pseudo filesystems (/proc, /sys, /dev) travel as one plain
+// recursive clone each. Where / cannot be idmapped ([CanIdmap]: overlayfs, NFS, FUSE),
+// ChooseIdentity falls back to one mapping every id to itself (uid 0 keeps file ownership, its
+// capabilities are the namespace's, the host's mounts are locked) and marks it Weaker; the
+// enforcer runs that only when degrading. Under sudo the user namespace maps the invoking
+// user's uid and gid, the init stage switching to them with no supplementary groups.
 //
 // When sysprof does not run as root, the init stage runs in a new user namespace in which the
 // caller's uid and gid are mapped to themselves (not to root), so files the tool creates keep
@@ -121,7 +134,8 @@
 //
 // # Kernel requirements
 //
-// Linux 5.12 for mount_setattr, 5.2 for open_tree/move_mount/fsopen, Landlock ABI 1 (5.13) for
+// Linux 5.12 for mount_setattr and idmapped mounts (ext4, xfs, btrfs; tmpfs since 6.3), 5.2 for
+// open_tree/move_mount/fsopen, Landlock ABI 1 (5.13) for
 // any filesystem rule, ABI 2 (5.19) for Write paths (refer), ABI 3 (6.2) truncate, ABI 4 (6.7)
 // TCP ports, ABI 5 (6.10) ioctl_dev, ABI 6 (6.12) signal and abstract unix socket scoping.
 package sandbox

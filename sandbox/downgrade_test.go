@@ -231,41 +231,56 @@ func TestCloneFlagsAndMappings(t *testing.T) {
 		!slices.Equal(g, []syscall.SysProcIDMap{{ContainerID: 100, HostID: 100, Size: 1}}) {
 		t.Errorf("mappings %+v %+v", u, g)
 	}
-	a := p.NamespaceAttr(ChooseIdentity(1000, 1000, 100, "", "", false))
+	a := p.NamespaceAttr(ChooseIdentity(1000, 1000, 100, "", "", false, nil))
 	if a.GidMappingsEnableSetgroups || len(a.AmbientCaps) != 5 || a.Cloneflags&unix.CLONE_NEWUSER == 0 {
 		t.Errorf("NamespaceAttr(user) = %+v", a)
 	}
-	if a := p.NamespaceAttr(ChooseIdentity(0, 0, 0, "", "", true)); a.UidMappings != nil || a.AmbientCaps != nil || a.Cloneflags&unix.CLONE_NEWUSER != 0 {
+	if a := p.NamespaceAttr(ChooseIdentity(0, 0, 0, "", "", true, nil)); a.UidMappings != nil || a.AmbientCaps != nil || a.Cloneflags&unix.CLONE_NEWUSER != 0 {
 		t.Errorf("NamespaceAttr(host root) = %+v", a)
 	}
 }
 
-// TestChooseIdentity: as root the command never runs as host root unless the profile says so.
+// TestChooseIdentity: as root the command never runs as host root unless the profile says so:
+// plain root is uid 0 only inside its user namespace (RootUID on the host, root's files its own
+// through the idmapped replica), and where / cannot be idmapped the weaker model says so.
 func TestChooseIdentity(t *testing.T) {
+	noIdmap := errors.New("/ is on overlayfs")
 	for _, tc := range []struct {
 		name             string
 		euid, uid, gid   int
 		sudoUID, sudoGID string
 		hostRoot         bool
+		rootIdmap        error
 		model            string
 		userNS           bool
-		hostUID          int
+		hostUID, fileUID int
+		weaker           bool
 	}{
-		{"ordinary user", 1000, 1000, 100, "", "", false, "user", true, 1000},
-		{"ordinary user, hostRoot ignored", 1000, 1000, 100, "", "", true, "user", true, 1000},
-		{"root", 0, 0, 0, "", "", false, "root-userns", true, 0},
-		{"root asks for real root", 0, 0, 0, "", "", true, "host-root", false, 0},
-		{"sudo", 0, 0, 0, "1000", "1000", false, "sudo", true, 1000},
-		{"sudo from root", 0, 0, 0, "0", "0", false, "root-userns", true, 0},
-		{"sudo garbage", 0, 0, 0, "x", "1000", false, "root-userns", true, 0},
-		{"sudo, real root asked", 0, 0, 0, "1000", "1000", true, "host-root", false, 0},
+		{"ordinary user", 1000, 1000, 100, "", "", false, nil, "user", true, 1000, 1000, false},
+		{"ordinary user, hostRoot ignored", 1000, 1000, 100, "", "", true, nil, "user", true, 1000, 1000, false},
+		{"root", 0, 0, 0, "", "", false, nil, "root-idmap", true, RootUID, 0, false},
+		{"root, / not idmappable", 0, 0, 0, "", "", false, noIdmap, "root-userns", true, 0, 0, true},
+		{"root asks for real root", 0, 0, 0, "", "", true, nil, "host-root", false, 0, 0, false},
+		{"sudo", 0, 0, 0, "1000", "1000", false, nil, "sudo", true, 1000, 1000, false},
+		{"sudo, / not idmappable", 0, 0, 0, "1000", "1000", false, noIdmap, "sudo", true, 1000, 1000, false},
+		{"sudo from root", 0, 0, 0, "0", "0", false, nil, "root-idmap", true, RootUID, 0, false},
+		{"sudo garbage", 0, 0, 0, "x", "1000", false, nil, "root-idmap", true, RootUID, 0, false},
+		{"sudo, real root asked", 0, 0, 0, "1000", "1000", true, nil, "host-root", false, 0, 0, false},
 	} {
-		id := ChooseIdentity(tc.euid, tc.uid, tc.gid, tc.sudoUID, tc.sudoGID, tc.hostRoot)
-		if id.Model != tc.model || id.UserNS != tc.userNS || id.UID != tc.hostUID {
-			t.Errorf("%s: %+v, want model %s userns %v uid %d", tc.name, id, tc.model, tc.userNS, tc.hostUID)
+		id := ChooseIdentity(tc.euid, tc.uid, tc.gid, tc.sudoUID, tc.sudoGID, tc.hostRoot, tc.rootIdmap)
+		if id.Model != tc.model || id.UserNS != tc.userNS || id.UID != tc.hostUID || id.FileUID != tc.fileUID || (id.Weaker != "") != tc.weaker {
+			t.Errorf("%s: %+v, want model %s userns %v uid %d file uid %d weaker %v", tc.name, id, tc.model, tc.userNS, tc.hostUID, tc.fileUID, tc.weaker)
 		}
-		if id.Model == "sudo" && (id.Cred == nil || id.Cred.Uid != 1000 || len(id.Cred.Groups) != 0 || id.Cred.NoSetGroups) {
-			t.Errorf("%s: credential %+v: must switch to the user and drop root's groups", tc.name, id.Cred)
+		if (id.Model == "sudo" || id.Model == "root-idmap") && (id.Cred == nil || len(id.Cred.Groups) != 0 || id.Cred.NoSetGroups) {
+			t.Errorf("%s: credential %+v: must drop root's supplementary groups", tc.name, id.Cred)
+		}
+		if id.Model == "root-idmap" {
+			if !id.Idmap || len(id.Uids) != 1 || id.Uids[0] != (syscall.SysProcIDMap{ContainerID: 0, HostID: RootUID, Size: 1}) || id.Gids[0].HostID != RootUID {
+				t.Errorf("%s: mappings %+v %+v: root inside must be RootUID outside, and only that", tc.name, id.Uids, id.Gids)
+			}
+			if a := (&Plan{}).NamespaceAttr(id); !a.GidMappingsEnableSetgroups || a.Credential == nil {
+				t.Errorf("%s: NamespaceAttr %+v: the stage must drop root's groups", tc.name, a)
+			}
 		}
 		if id.Detail() == id.Model {
 			t.Errorf("%s: no detail", tc.name)

@@ -74,6 +74,8 @@ func TestMain(m *testing.M) {
 		initMain()
 	case "probe":
 		probeMain()
+	case "replica":
+		replicaMain()
 	}
 	os.Exit(m.Run())
 }
@@ -94,12 +96,16 @@ func startInit(s spec, asRoot bool) *exec.Cmd {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	// The harness's init stage execs the probe, which would be PID 1 of a new PID namespace
 	// (the enforcer's stays PID 1 and forks): only tests that ask get one.
-	cmd.SysProcAttr = s.Plan.NamespaceAttr(ChooseIdentity(os.Geteuid(), os.Getuid(), os.Getgid(), "", "", asRoot))
+	// As root: ids mapped to themselves (root-userns). The harness tests the layers; the
+	// idmapped replica of root-idmap is TestReplica's and the enforcer's.
+	cmd.SysProcAttr = s.Plan.NamespaceAttr(ChooseIdentity(os.Geteuid(), os.Getuid(), os.Getgid(), "", "", asRoot, errHarnessNoReplica))
 	cmd.SysProcAttr.Cloneflags &^= syscall.CLONE_NEWPID
 	cmd.SysProcAttr.Cloneflags |= s.ExtraClone
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	return cmd
 }
+
+var errHarnessNoReplica = errors.New("the sandbox harness makes no replica")
 
 func launcherMain() {
 	cmd := startInit(readSpec(), false)

@@ -37,19 +37,29 @@ func (p *Plan) CloneFlags(userNS bool) uintptr {
 
 // Identity models who the init stage and the command are on the host. ChooseIdentity picks it.
 type Identity struct {
-	// Model names the case, for reports and `sysprof show`: "user", "sudo", "root-userns" or
-	// "host-root".
+	// Model names the case, for reports and `sysprof show`: "user", "sudo", "root-idmap",
+	// "root-userns" or "host-root".
 	Model string
 	// UserNS: the init stage is created in a new user namespace with these mappings.
 	UserNS     bool
 	Uids, Gids []syscall.SysProcIDMap
 	// UID and GID are the command's ids on the host.
 	UID, GID int
+	// FileUID and FileGID own, on disk, what the command creates (root-idmap: 0, through the
+	// idmapped mounts, although the command's host uid is RootUID).
+	FileUID, FileGID int
 	// Cred, when set, is the uid/gid the init stage switches to inside the namespace (sudo).
 	Cred *syscall.Credential
 	// Ambient are capabilities the init stage needs raised across its own execve because its
 	// uid inside is not 0 (InitAmbientCaps); Apply drops them before the command runs.
 	Ambient []uintptr
+	// Idmap: the init stage needs the host's mounts as an idmapped Replica (root-idmap), which
+	// only the host-root parent can make.
+	Idmap bool
+	// Weaker says why this identity is weaker than the caller's case calls for (root-userns: /
+	// cannot be idmapped, so the command keeps host uid 0 for file ownership); a run refuses it
+	// unless degrading.
+	Weaker string
 }
 
 // Detail is one line saying what uid the command has, for reports.
@@ -59,8 +69,10 @@ func (id Identity) Detail() string {
 		return fmt.Sprintf("unprivileged: uid/gid %d/%d mapped to themselves", id.UID, id.GID)
 	case "sudo":
 		return fmt.Sprintf("root under sudo: the invoking user's uid/gid %d/%d (mapped to themselves), no root at all", id.UID, id.GID)
+	case "root-idmap":
+		return fmt.Sprintf("root: uid 0 only inside a user namespace, host uid/gid %d/%d without any capability on the host; root's files are its own through idmapped mounts (what it creates is owned by 0)", id.UID, id.GID)
 	case "root-userns":
-		return "root: a user namespace with host ids mapped to themselves (host uid 0 without any capability on the host; mounts locked)"
+		return "root: a user namespace with host ids mapped to themselves (host uid 0 without any capability on the host; mounts locked): " + id.Weaker
 	case "host-root":
 		return "root: the profile asks for real root (hostRoot: true): host uid 0, capabilities dropped, no user namespace"
 	}
@@ -72,34 +84,46 @@ var fullRange = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 -
 
 // ChooseIdentity decides who the command runs as. euid, uid and gid are the caller's
 // (os.Geteuid, os.Getuid, os.Getgid); sudoUID and sudoGID are $SUDO_UID and $SUDO_GID; hostRoot
-// is the profile's explicit request for real root. It is pure.
+// is the profile's explicit request for real root; rootIdmap is CanIdmap("/") (nil: the root
+// filesystem can be idmapped). It is pure.
 //
 //   - Not root: a user namespace mapping the caller's uid and gid to themselves (UserNSMappings).
 //   - Root, hostRoot: no user namespace; host uid 0 whose capabilities Apply drops.
 //   - Root under sudo (SUDO_UID and SUDO_GID set, numeric, non-zero): a user namespace mapping
 //     the invoking user's uid and gid to themselves, the init stage switching to them (with no
 //     supplementary groups): the command is that user on the host.
-//   - Root otherwise: a user namespace mapping every id to itself. The command is uid 0 for file
-//     ownership ($HOME=/root mode 0700, root-owned work trees and caches stay usable), but every
-//     capability it could hold is relative to that namespace, never the host's, and mounts
-//     inherited from the host are locked.
-func ChooseIdentity(euid, uid, gid int, sudoUID, sudoGID string, hostRoot bool) Identity {
+//   - Root otherwise (root-idmap): a user namespace in which uid and gid 0 are RootUID on the
+//     host, no supplementary groups, and the host's mounts as an idmapped Replica: files owned
+//     by host root are the command's own (root's 0700 $HOME, its caches and work trees stay
+//     usable; what it creates is owned by 0 on disk), but its host uid is not 0: whatever
+//     checks the uid and not a file (a sysctl's mode bits, a device node, a daemon's peer
+//     credentials, a file on a filesystem that cannot be idmapped) sees an unprivileged id.
+//   - Root, / cannot be idmapped (rootIdmap != nil, e.g. a container on overlayfs):
+//     root-userns, every id mapped to itself (host uid 0 without capabilities, mounts locked),
+//     marked Weaker: a run refuses it unless degrading.
+func ChooseIdentity(euid, uid, gid int, sudoUID, sudoGID string, hostRoot bool, rootIdmap error) Identity {
 	if euid != 0 {
 		u, g := UserNSMappings(uid, gid)
-		return Identity{Model: "user", UserNS: true, Uids: u, Gids: g, UID: uid, GID: gid, Ambient: InitAmbientCaps(false)}
+		return Identity{Model: "user", UserNS: true, Uids: u, Gids: g, UID: uid, GID: gid, FileUID: uid, FileGID: gid, Ambient: InitAmbientCaps(false)}
 	}
 	if hostRoot {
-		return Identity{Model: "host-root", UID: 0, GID: gid}
+		return Identity{Model: "host-root", UID: 0, GID: gid, FileGID: gid}
 	}
 	su, errU := strconv.ParseUint(sudoUID, 10, 31)
 	sg, errG := strconv.ParseUint(sudoGID, 10, 31)
 	if errU == nil && errG == nil && su != 0 && sg != 0 {
 		u, g := UserNSMappings(int(su), int(sg))
-		return Identity{Model: "sudo", UserNS: true, Uids: u, Gids: g, UID: int(su), GID: int(sg),
+		return Identity{Model: "sudo", UserNS: true, Uids: u, Gids: g, UID: int(su), GID: int(sg), FileUID: int(su), FileGID: int(sg),
 			Cred:    &syscall.Credential{Uid: uint32(su), Gid: uint32(sg), Groups: []uint32{}},
 			Ambient: InitAmbientCaps(false)}
 	}
-	return Identity{Model: "root-userns", UserNS: true, Uids: fullRange, Gids: fullRange, UID: 0, GID: gid}
+	if rootIdmap != nil {
+		return Identity{Model: "root-userns", UserNS: true, Uids: fullRange, Gids: fullRange, UID: 0, GID: gid, FileGID: gid,
+			Weaker: "the command keeps host uid 0 for file ownership, because " + rootIdmap.Error()}
+	}
+	rootMap := []syscall.SysProcIDMap{{ContainerID: 0, HostID: RootUID, Size: 1}}
+	return Identity{Model: "root-idmap", UserNS: true, Uids: rootMap, Gids: rootMap, UID: RootUID, GID: RootUID,
+		Cred: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}, Idmap: true}
 }
 
 // UserNSMappings maps the caller's uid and gid to themselves inside the new user namespace (one

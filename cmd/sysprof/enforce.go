@@ -25,7 +25,8 @@ type enforceOptions struct {
 	Command []string
 	Profile string
 	Audit   bool
-	Degrade bool
+	// Degrade is --degrade[=LAYER,...]: the layers that may degrade (a bare --degrade: all).
+	Degrade enforcer.Degrade
 	Report  string
 	// Resolve are --resolve NAME=ADDR[,ADDR]: where the egress proxy dials an allowed name.
 	Resolve []string
@@ -53,7 +54,9 @@ func newEnforceCmd(s streams, runF func(context.Context, *enforceOptions) error)
 root with the profile's writable directories, hidden credential stores, a private /tmp, Landlock,
 a seccomp allowlist with argument rules, and the network allowlist. Every denial is collected and
 printed on stderr at exit with the one-line profile change that would allow it. If a layer the
-profile needs cannot be applied on this host, enforce refuses to run (exit 125) unless --degrade.
+profile needs cannot be applied on this host, enforce refuses to run (exit 125) unless you name
+it: --degrade=LAYER[,LAYER...] lets those layers go (a bare --degrade: any), and the report lists
+what was dropped.
 The exit status is CMD's; with --fail-on-denial it is 1 when CMD succeeded but something was
 denied (or would have been, under --audit), and when CMD failed with no denial reported enforce
 says in one line which kinds of denial this run could not observe.
@@ -87,7 +90,8 @@ failOnDenial: true in sysprof.yaml does for steps what --fail-on-denial does (th
 	f.StringVarP(&o.Profile, "profile", "p", "", "profile file (default .sysprof/<name>.yaml)")
 	f.BoolVar(&o.Audit, "audit", false, "complain mode: allow everything, report what would have been denied")
 	f.BoolVar(&o.VerifyBinaries, "verify-binaries", false, "refuse to run when a binary differs from the sha256 learn recorded (exit 125)")
-	f.BoolVar(&o.Degrade, "degrade", false, "run with fewer layers when this host cannot apply all of them (reported)")
+	f.Var(degradeFlag{&o.Degrade}, "degrade", "run without the named layers when this host cannot apply them (reported): LAYER[,LAYER...] of "+strings.Join(enforcer.DegradableLayers, ", ")+"; bare --degrade: any")
+	f.Lookup("degrade").NoOptDefVal = "all"
 	f.StringVar(&o.Report, "report", "", "write the denial report as JSON to `FILE` (input for sysprof refine)")
 	f.StringArrayVar(&o.Resolve, "resolve", nil, "NAME=ADDR[,ADDR...]: the egress proxy dials ADDR for the allowed NAME instead of resolving it (like curl's --resolve; loopback allowed)")
 	f.BoolVar(&o.FailOnDenial, "fail-on-denial", false, "exit 1 when CMD succeeded but something was denied (a gate: no denial passes silently)")
@@ -237,3 +241,24 @@ func commandErrorEnforce(code int, err error) error {
 	}
 	return withCode(exitSysprof, err)
 }
+
+// degradeFlag is --degrade[=LAYER,...] (enforcer.ParseDegrade).
+type degradeFlag struct{ d *enforcer.Degrade }
+
+func (f degradeFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return strings.Join(*f.d, ",")
+}
+
+func (f degradeFlag) Set(s string) error {
+	d, err := enforcer.ParseDegrade(s)
+	if err != nil {
+		return err
+	}
+	*f.d = append(*f.d, d...)
+	return nil
+}
+
+func (degradeFlag) Type() string { return "layers" }

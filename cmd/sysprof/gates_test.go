@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 
+	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/report"
@@ -248,7 +249,7 @@ func TestGateTable(t *testing.T) {
 // enforce's flags reach enforcer.Run for a step as for a plain command: --verify-binaries,
 // --resolve and --report's log of allowed connections once did not for --step/--all.
 func TestEnforceRunOptions(t *testing.T) {
-	o := &enforceOptions{Audit: true, Degrade: true, VerifyBinaries: true, Report: "r.json"}
+	o := &enforceOptions{Audit: true, Degrade: enforcer.DegradeAll, VerifyBinaries: true, Report: "r.json"}
 	resolve := map[string][]netip.Addr{"registry.example.com": {netip.MustParseAddr("127.0.0.1")}}
 	p := &policy.Profile{}
 	st := project.Step{Name: "build", Command: []string{"make"}, Profile: "/p/build.yaml", Workdir: "/p/sub", Env: []string{"A=b"}}
@@ -265,7 +266,7 @@ func TestEnforceRunOptions(t *testing.T) {
 		if got.Profile != p || got.ProfilePath != "/p/build.yaml" || !slices.Equal(got.Command, []string{"make"}) || got.Dir != tc.wantDir {
 			t.Errorf("%s: target %+v", tc.name, got)
 		}
-		if !got.Audit || !got.Degrade || !got.VerifyBinaries || !got.LogAllowed || len(got.Resolve) != 1 {
+		if !got.Audit || got.Degrade == nil || !got.VerifyBinaries || !got.LogAllowed || len(got.Resolve) != 1 {
 			t.Errorf("%s: flags not passed on: audit %v degrade %v verify-binaries %v log-allowed %v resolve %v",
 				tc.name, got.Audit, got.Degrade, got.VerifyBinaries, got.LogAllowed, got.Resolve)
 		}

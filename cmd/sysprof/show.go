@@ -12,6 +12,7 @@ import (
 	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/sandbox"
 )
 
 // dockerDefaultAllowsX86_64 is how many x86_64 syscalls Docker's default seccomp profile allows
@@ -138,7 +139,7 @@ func uidModel(p *policy.Profile) string {
 	if p.HostRoot {
 		return "as root: real host root (hostRoot: true; capabilities dropped, no user namespace); under sudo too; as an ordinary user: that user"
 	}
-	return "as root: uid 0 in a user namespace (no host capabilities); under sudo: the invoking user; as an ordinary user: that user"
+	return fmt.Sprintf("as root: uid 0 only inside a user namespace, host uid %d with no capabilities (root's files its own through idmapped mounts); under sudo: the invoking user; as an ordinary user: that user", sandbox.RootUID)
 }
 
 func section(w io.Writer, title string, rules []policy.PathRule) {

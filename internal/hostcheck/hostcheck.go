@@ -77,6 +77,7 @@ const (
 	CheckNetns            = "network namespaces"
 	CheckMountns          = "mount namespaces"
 	CheckPidfdGetfd       = "pidfd_getfd"
+	CheckIdmapRoot        = "idmapped mounts (root)"
 	runAsRoot             = "run as root to check"
 	remedyRoot            = "run sysprof as root (sudo)"
 	remedyRootOrCaps      = "run as root, or grant CAP_BPF and CAP_PERFMON: sudo setcap cap_bpf,cap_perfmon+ep $(command -v sysprof)"

@@ -220,7 +220,7 @@ func TestRunOnThisHost(t *testing.T) {
 	for _, name := range []string{
 		CheckPrivLearn, CheckPrivEnforce, CheckBTF, CheckTracefs, CheckTracepoints, CheckCgroup2,
 		CheckRingBuf, CheckCgroupSockAddr, CheckLandlock, CheckSeccompNotif, CheckUserns,
-		CheckNetns, CheckMountns, CheckPidfdGetfd,
+		CheckNetns, CheckMountns, CheckPidfdGetfd, CheckIdmapRoot,
 	} {
 		c, ok := Find(cs, name)
 		if !ok {

@@ -97,6 +97,7 @@ func runAll() []Check {
 		probeNsClone(h, CheckNetns, unix.CLONE_NEWNET, userns),
 		probeNsClone(h, CheckMountns, unix.CLONE_NEWNS, userns),
 		probePidfdGetfd(),
+		probeIdmapRoot(h),
 	}
 	return cs
 }
@@ -658,4 +659,48 @@ func probePidfdGetfd() Check {
 		}
 	}
 	return available(name, ForEnforce, detail)
+}
+
+// probeIdmapRoot: as root, enforce runs the command as an unprivileged uid and hands it the
+// host's mounts idmapped (sandbox.PrepareReplica): it needs / to allow idmapped mounts. Tried
+// for real: a clone of / idmapped with the user namespace of a short-lived child.
+func probeIdmapRoot(h *host) Check {
+	const name = CheckIdmapRoot
+	if !h.root {
+		c := unknown(name, ForEnforce, "only plain root's runs use it", runAsRoot)
+		c.Optional = true
+		return c
+	}
+	remedy := "enforce under sudo (the invoking user) or as an ordinary user, or pass --degrade=userns to accept uid 0 in a user namespace"
+	if err := sandbox.CanIdmap("/"); err != nil {
+		return missing(name, ForEnforce, err.Error(), remedy)
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		return available(name, ForEnforce, "/ is on a filesystem that allows them (not tried: no sleep(1))")
+	}
+	cmd := exec.Command(sleep, "10")
+	m := []syscall.SysProcIDMap{{ContainerID: 0, HostID: sandbox.RootUID, Size: 1}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWUSER, UidMappings: m, GidMappings: m, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return unknown(name, ForEnforce, "start a process in a user namespace: "+err.Error(), "")
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	ns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return unknown(name, ForEnforce, "open its user namespace: "+err.Error(), "")
+	}
+	defer unix.Close(ns)
+	fd, err := unix.OpenTree(unix.AT_FDCWD, "/", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return missing(name, ForEnforce, "open_tree(/): "+err.Error(), remedy)
+	}
+	defer unix.Close(fd)
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(ns)}); err != nil {
+		return missing(name, ForEnforce, "idmap a clone of / (mount_setattr): "+err.Error(), remedy)
+	}
+	return available(name, ForEnforce, fmt.Sprintf("/ can be idmapped: plain root's command runs as host uid %d", sandbox.RootUID))
 }
