@@ -82,6 +82,9 @@ type Compiled struct {
 	HiddenSockets []string `json:"hiddenSockets,omitempty"`
 	// Egress is the DNS stub's and the proxy's plan for a network allowlist (egress.go).
 	Egress *netproxy.Plan `json:"egress,omitempty"`
+	// ProcWrites are the per-process /proc files the profile writes, which the supervisor
+	// grants file by file (procwrite.go).
+	ProcWrites []ProcWrite `json:"procWrites,omitempty"`
 
 	spec *filterSpec
 	// profile is what was compiled (read only): denials are rated against it.
@@ -132,6 +135,12 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 // looks at nothing on the host, so `export --format bpf` and StandaloneFilter do not pay for (or
 // depend on) the host walk. The result has no plan.
 func CompileSeccomp(p *policy.Profile, archName string) (*Compiled, error) {
+	return compileSeccomp(p, archName, true)
+}
+
+// compileSeccomp is CompileSeccomp; supervised adds what only sysprof's supervisor answers (the
+// opens for writing of a profile with /proc/self writes, procwrite.go).
+func compileSeccomp(p *policy.Profile, archName string, supervised bool) (*Compiled, error) {
 	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
 		return nil, errors.New("seccomp compile: big-endian hosts are not supported")
 	}
@@ -143,6 +152,9 @@ func CompileSeccomp(p *policy.Profile, archName string) (*Compiled, error) {
 		return nil, fmt.Errorf("seccomp compile: %w", err)
 	}
 	c := &Compiled{Arch: host.Name, profile: p}
+	if supervised {
+		c.ProcWrites = procWrites(p)
+	}
 	spec, err := c.compileSyscalls(p, host)
 	if err != nil {
 		return nil, err
@@ -167,8 +179,9 @@ func mptcpLearned(p *policy.Profile) bool {
 }
 
 // hardening are argument checks compile adds to allowed syscalls unless the profile has its own
-// rule for the same argument: they close known bypasses of the other layers.
-func hardening(p *policy.Profile) map[string]argCheck {
+// rule for the same argument: they close known bypasses of the other layers; procWrites sends
+// opens for writing to the supervisor when it grants a /proc file.
+func hardening(p *policy.Profile, procWrites []ProcWrite) map[string]argCheck {
 	h := map[string]argCheck{
 		"clone": {arg: 0, width32: true, mask: ^uint64(0), denyBits: namespaceFlags, fail: retNotify,
 			why: "namespace flags (new namespaces escape the sandbox's view)"},
@@ -178,6 +191,14 @@ func hardening(p *policy.Profile) map[string]argCheck {
 	if !mptcpLearned(p) {
 		h["socket"] = argCheck{arg: 2, width32: true, mask: ^uint64(0), denyValues: []uint64{ipprotoMPTCP}, fail: retNotify,
 			why: "IPPROTO_MPTCP (bypasses Landlock TCP rules)"}
+	}
+	if slices.ContainsFunc(procWrites, func(w ProcWrite) bool { return w.Granted }) {
+		// Opens for writing go to the supervisor, which grants the learned /proc files
+		// (procwrite.go) and lets every other one go on to the mounts and Landlock.
+		for name, arg := range map[string]int{"open": 1, "openat": 2} {
+			h[name] = argCheck{arg: arg, width32: true, mask: unix.O_ACCMODE, values: []uint64{unix.O_RDONLY}, hasValues: true,
+				fail: retNotify, why: procWriteWhy}
+		}
 	}
 	return h
 }
@@ -200,7 +221,7 @@ func isInt32Arg(name string, i int) bool { return slices.Contains(int32Args()[na
 func (c *Compiled) compileSyscalls(p *policy.Profile, host *arch.Info) (*filterSpec, error) {
 	names, rulesFor := c.allowedSyscalls(p)
 	abis, others := c.abisOf(p.Syscalls.Architectures, host)
-	hard := hardening(p)
+	hard := hardening(p, c.ProcWrites)
 	spec := &filterSpec{}
 	for _, info := range abis {
 		abi, err := c.compileABI(info, info == host, others, names, rulesFor, hard)
@@ -400,14 +421,13 @@ func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env,
 			return nil, fmt.Errorf("filesystem.%s: %w", section, err)
 		}
 		if section == "write" && kernelTree(p) {
-			// Never /proc as such: the mounts keep all of it read-only but the sandbox's own
-			// per-process files (sandbox.MountProc), which is what a /proc/self write needs
-			// (Landlock cannot name /proc/self for other processes: /proc is its rule).
-			if procSelf(p) {
-				c.Plan.ProcWritable = true
-				c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s granted as the sandbox's own per-process files (/proc/<pid>/...); the rest of /proc stays read-only", r.Path))
+			// Never /proc as such: it stays read-only. A learned per-process file is granted
+			// by the supervisor, that file only (procwrite.go).
+			_, name, ok := procFile(p)
+			if ok && slices.ContainsFunc(c.ProcWrites, func(w ProcWrite) bool { return w.Name == name && w.Granted }) {
+				c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s granted by the supervisor: that file of the writing process only; the rest of /proc stays read-only", r.Path))
 			} else {
-				c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s refused: /proc and /sys stay read-only outside the sandbox's own /proc/<pid>", r.Path))
+				c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s refused: /proc and /sys stay read-only (the supervisor grants only %s of a process of the sandbox)", r.Path, strings.Join(procWritable, ", ")))
 			}
 			continue
 		}
@@ -713,9 +733,6 @@ func (c *Compiled) landlock(sets pathSets, hiddenNames, binds []string, env Env)
 			continue
 		}
 		ll.Write = append(ll.Write, w)
-	}
-	if c.Plan.ProcWritable {
-		ll.Write = append(ll.Write, "/proc")
 	}
 	ll.Exec = c.execDirs(sets.exec, binds, c.Stages, env)
 	ll.List = sets.list

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/policy"
@@ -43,13 +42,7 @@ func (c *Compiled) suggestDenial(d *report.Denial, abi, name string, auditArch, 
 // suggest returns the profile change that would allow a reported call, and how the report
 // says it (the change as printed, but for MPTCP, whose better answer is an endpoint).
 func (c *Compiled) suggest(abi, name string, auditArch, nr uint32, args [6]uint64) (policy.Grant, string) {
-	var spec *abiSpec
-	for _, a := range c.spec.abis {
-		isX32Call := auditArch == uint32(arch.X86_64.ID) && nr&x32Bit != 0
-		if uint32(a.info.ID) == auditArch && (a.info.SeccompMask != 0) == isX32Call {
-			spec = a
-		}
-	}
+	spec := c.spec.abiFor(auditArch, nr)
 	if spec == nil {
 		g := policy.Grant{Section: policy.SectionArchitectures, Item: abi}
 		return g, g.String()

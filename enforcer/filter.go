@@ -462,3 +462,23 @@ func emitChecks(a *asm, r *sysRule) {
 		a.ret(r.checks[i].fail)
 	}
 }
+
+// abiFor is the ABI table a call of auditArch and nr is decided by, or nil (an architecture the
+// filter has no table for).
+func (s *filterSpec) abiFor(auditArch, nr uint32) *abiSpec {
+	isX32Call := auditArch == uint32(arch.X86_64.ID) && nr&x32Bit != 0
+	for _, a := range s.abis {
+		if uint32(a.info.ID) == auditArch && (a.info.SeccompMask != 0) == isX32Call {
+			return a
+		}
+	}
+	return nil
+}
+
+// ruleFor is the rule a call of auditArch and nr meets, or nil (not allowed).
+func (s *filterSpec) ruleFor(auditArch, nr uint32) *sysRule {
+	if a := s.abiFor(auditArch, nr); a != nil {
+		return a.rules[nr]
+	}
+	return nil
+}

@@ -107,7 +107,7 @@ func initStage() int {
 	}
 	if cfg.Sandbox && asInit {
 		// The namespace's own /proc, whatever else the plan mounts.
-		if err := sandbox.MountProc(cfg.Plan.ProcWritable); err != nil {
+		if err := sandbox.MountProc(); err != nil {
 			return fail(initStatus{Stage: "sandbox", Layer: LayerMounts, Error: err.Error()})
 		}
 	}

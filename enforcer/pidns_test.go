@@ -135,8 +135,10 @@ func processChecks(victim, work string) error {
 
 // TestProcSysReadOnly: whatever the profile says, /proc/sys stays read-only (uid 0 needs no
 // capability to write /proc/sys/kernel/core_pattern, whose "|program" runs as host root),
-// while a learned write to /proc/self/oom_score_adj works. The victim writes each file's own
-// content back, harmless should it get through. Root and ordinary user.
+// while a learned write to /proc/self/oom_score_adj works, for the command and its child, and
+// for that file only: its own /proc/self/timerslack_ns and the init stage's oom_score_adj stay
+// read-only. The victim writes each file's own content back, harmless should it get through.
+// Root and ordinary user.
 func TestProcSysReadOnly(t *testing.T) {
 	testutil.RequireRoot(t)
 	t.Run("root", func(t *testing.T) {
@@ -156,16 +158,19 @@ func procChecks(victim, work string) error {
 	p.Filesystem.Write = append(p.Filesystem.Write, policy.PathRule{Path: "/proc/self/oom_score_adj"}, policy.PathRule{Path: "/proc/sys/kernel/core_pattern"})
 	var out strings.Builder
 	_, code, err := Run(context.Background(), Options{Profile: p, Dir: work, Stdout: &out, Stderr: &out,
-		Command: []string{victim, "rewrite=/proc/self/oom_score_adj", "rewrite=/proc/sys/kernel/core_pattern", "fork", "rewrite=/proc/self/oom_score_adj"}})
+		Command: []string{victim, "rewrite=/proc/self/oom_score_adj", "rewrite=/proc/sys/kernel/core_pattern",
+			"rewrite=/proc/self/timerslack_ns", "rewrite=/proc/1/oom_score_adj", "fork", "rewrite=/proc/self/oom_score_adj"}})
 	if err != nil || code != 0 {
 		return fmt.Errorf("run: exit %d err %v\n%s", code, err, out.String())
 	}
 	lines := strings.Split(out.String(), "\n")
-	if len(lines) < 3 || lines[0] != "rewrite: ok" || lines[2] != "rewrite: ok" {
+	if len(lines) < 5 || lines[0] != "rewrite: ok" || lines[4] != "rewrite: ok" {
 		return fmt.Errorf("the learned /proc/self/oom_score_adj write failed (command and its child):\n%s", out.String())
 	}
-	if got := lines[1]; got != "rewrite: EROFS" && got != "rewrite: EACCES" {
-		return fmt.Errorf("/proc/sys/kernel/core_pattern write: %s, want EROFS or EACCES", got)
+	for i, what := range map[int]string{1: "/proc/sys/kernel/core_pattern", 2: "/proc/self/timerslack_ns (its own, not learned)", 3: "/proc/1/oom_score_adj (the init stage's)"} {
+		if got := lines[i]; got != "rewrite: EROFS" && got != "rewrite: EACCES" {
+			return fmt.Errorf("%s write: %s, want EROFS or EACCES\n%s", what, got, out.String())
+		}
 	}
 	return nil
 }

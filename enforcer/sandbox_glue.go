@@ -44,7 +44,7 @@ func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, de
 		sub  sandbox.Plan
 		want bool
 	}{
-		{LayerMounts, sandbox.Plan{ReadOnlyRoot: p.ReadOnlyRoot, Writable: p.Writable, Hidden: p.Hidden, Masked: p.Masked, PrivateTmp: p.PrivateTmp, ProcWritable: p.ProcWritable,
+		{LayerMounts, sandbox.Plan{ReadOnlyRoot: p.ReadOnlyRoot, Writable: p.Writable, Hidden: p.Hidden, Masked: p.Masked, PrivateTmp: p.PrivateTmp,
 			Staged: p.Staged, ReadOnly: p.ReadOnly, NoExec: p.NoExec},
 			p.ReadOnlyRoot || len(p.Writable)+len(p.Hidden)+len(p.Masked)+len(p.Staged) > 0 || p.PrivateTmp},
 		{LayerNetNS, sandbox.Plan{NetNS: p.NetNS}, p.NetNS},

@@ -58,3 +58,29 @@ func TestCompileSeccompIsPure(t *testing.T) {
 		t.Errorf("StandaloneFilter needs the host plan: %v", err)
 	}
 }
+
+// A profile with a /proc/self write sends opens for writing to sysprof's supervisor; the
+// standalone program, with no supervisor, lets them through instead of failing every one.
+func TestStandaloneFilterOpensForWriting(t *testing.T) {
+	p := testProfile()
+	p.Filesystem.Write = append(p.Filesystem.Write, policy.PathRule{Path: "/proc/self/oom_score_adj"})
+	b, err := StandaloneFilter(p, Env{Arch: "x86_64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := make([]bpf.RawInstruction, 0, len(b)/8)
+	for i := 0; i < len(b); i += 8 {
+		raw = append(raw, bpf.RawInstruction{Op: binary.LittleEndian.Uint16(b[i:]), Jt: b[i+2], Jf: b[i+3], K: binary.LittleEndian.Uint32(b[i+4:])})
+	}
+	write := [6]uint64{0, 0, unix.O_WRONLY}
+	if got := newVM(t, raw).run(t, x86, nr64("openat"), write); got != retAllow {
+		t.Errorf("standalone openat(O_WRONLY) = %s, want ALLOW", actionName(got))
+	}
+	c, err := CompileSeccomp(p, "x86_64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := newVM(t, c.Filter).run(t, x86, nr64("openat"), write); got != retNotify {
+		t.Errorf("supervised openat(O_WRONLY) = %s, want NOTIFY", actionName(got))
+	}
+}

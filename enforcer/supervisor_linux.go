@@ -106,6 +106,9 @@ func (s *supervisor) handle(n *seccompNotif) {
 		_ = notifSend(s.listener, &resp)
 		return
 	}
+	if len(s.compiled.ProcWrites) > 0 && s.procWriteOpen(n) {
+		return
+	}
 	d := s.explain(n)
 	valid := notifIDValid(s.listener, n.ID) // what explain read from /proc belongs to this task
 	if s.audit {

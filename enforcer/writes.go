@@ -447,7 +447,7 @@ func (c *Compiled) writesExact(env Env) error {
 	stages := stageDirsOf(c.Stages)
 	for _, w := range pl.Landlock.Write {
 		ok := slices.Contains(pl.Writable, w) || slices.Contains(stages, w) || isDevice(w) ||
-			(pl.PrivateTmp && slices.Contains(privateTmpDirs, w)) || (w == "/proc" && pl.ProcWritable)
+			(pl.PrivateTmp && slices.Contains(privateTmpDirs, w))
 		if !ok {
 			return fmt.Errorf("BUG: compile: Landlock write rule %s is neither a writable directory nor a stage; refusing to run", w)
 		}

@@ -88,9 +88,8 @@
 // [MountProc] mounts the PID namespace's own /proc (only its processes are visible), binds
 // [ProcReadOnly] (/proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus) read-only over it and
 // makes /sys read-only, whatever the plan says: uid 0 without capabilities may still write
-// most sysctls by their mode bits. With Plan.ProcWritable every top-level /proc entry but the
-// per-process directories is bound read-only, and /proc stays writable under the read-only
-// root: the sandbox's own /proc/<pid>/... files are what remains writable.
+// most sysctls by their mode bits. The read-only root covers the rest of /proc: a learned
+// /proc/self write is granted by the enforcer's supervisor, file by file, not by a mount.
 //
 // # User namespaces
 //

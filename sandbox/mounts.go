@@ -228,7 +228,7 @@ func (p *Plan) applyMounts(res *Result) error {
 
 	// 6. /proc for a new PID namespace (done already when the enforcer called MountProc).
 	if os.Getpid() == 1 {
-		if err := MountProc(p.ProcWritable); err != nil {
+		if err := MountProc(); err != nil {
 			return err
 		}
 	}
@@ -237,12 +237,6 @@ func (p *Plan) applyMounts(res *Result) error {
 	if p.ReadOnlyRoot {
 		if err := readOnlyExcept(append(writableRoots, tmpRoots...), hiddenMounts); err != nil {
 			return err
-		}
-		if p.ProcWritable && os.Getpid() == 1 {
-			// /proc itself only: the read-only binds below it are mounts of their own.
-			if err := unix.MountSetattr(unix.AT_FDCWD, "/proc", 0, &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}); err != nil {
-				return fmt.Errorf("keep /proc's per-process files writable (mount_setattr): %w", err)
-			}
 		}
 	}
 	var noExec []string
@@ -264,13 +258,12 @@ var procMounted bool
 
 // MountProc gives PID 1 of a new PID namespace (and so the whole sandbox) a /proc of its own,
 // which shows the namespace's processes only, with ProcReadOnly bound read-only over it and /sys
-// made read-only (recursively). With procWritable every top-level /proc entry but the
-// per-process directories (/proc/<pid>, and the self and thread-self links to them) is bound
-// read-only, so that a writable /proc leaves exactly the sandbox's own per-process files
-// writable. It makes every mount private first (nothing may propagate to the host). Runs once
-// per process; later calls do nothing. Needs CAP_SYS_ADMIN in the user namespace owning the
-// PID namespace (create both in one clone).
-func MountProc(procWritable bool) error {
+// made read-only (recursively); the read-only root then covers the rest of /proc too (a learned
+// /proc/self write is the enforcer's supervisor's to grant, file by file). It makes every mount
+// private first (nothing may propagate to the host). Runs once per process; later calls do
+// nothing. Needs CAP_SYS_ADMIN in the user namespace owning the PID namespace (create both in
+// one clone).
+func MountProc() error {
 	if procMounted {
 		return nil
 	}
@@ -280,21 +273,7 @@ func MountProc(procWritable bool) error {
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc for the new PID namespace: %w", err)
 	}
-	ro := ProcReadOnly
-	if procWritable {
-		ro = nil
-		ents, err := os.ReadDir("/proc")
-		if err != nil {
-			return fmt.Errorf("list /proc: %w", err)
-		}
-		for _, e := range ents {
-			if e.Type()&os.ModeSymlink != 0 || isPID(e.Name()) {
-				continue // self, thread-self, mounts, net: links into a per-process directory
-			}
-			ro = append(ro, "/proc/"+e.Name())
-		}
-	}
-	for _, path := range ro {
+	for _, path := range ProcReadOnly {
 		if err := bindReadOnly(path); err != nil {
 			if errors.Is(err, unix.ENOENT) {
 				continue // not in this kernel (e.g. /proc/bus without PCI)
@@ -321,15 +300,6 @@ func bindReadOnly(path string) error {
 		return err
 	}
 	return unix.MoveMount(fd, "", unix.AT_FDCWD, path, unix.MOVE_MOUNT_F_EMPTY_PATH)
-}
-
-func isPID(name string) bool {
-	for _, r := range name {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return name != ""
 }
 
 // mountHidden covers each existing hidden path with an empty read-only directory or file, and

@@ -20,9 +20,6 @@ type Plan struct {
 	// NoExec lists writable mounts (writable paths, stages, private tmp dirs) in which no exec
 	// was learned: mounted noexec, so no file written there can run or be mapped executable.
 	NoExec []string `json:"no_exec,omitempty"`
-	// ProcWritable keeps the per-process files of the sandbox's own /proc (/proc/<pid>/...)
-	// writable under the read-only root; every other /proc entry stays read-only (MountProc).
-	ProcWritable bool `json:"proc_writable,omitempty"`
 
 	// Network.
 	NetNS bool `json:"netns"` // the process is in a new network namespace: bring loopback up

@@ -1,0 +1,198 @@
+package enforcer
+
+import (
+	"bufio"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// seccompNotifAddfd is struct seccomp_notif_addfd (24 bytes).
+type seccompNotifAddfd struct {
+	ID         uint64
+	Flags      uint32
+	Srcfd      uint32
+	Newfd      uint32
+	NewfdFlags uint32
+}
+
+// ioctlNotifAddfd is SECCOMP_IOCTL_NOTIF_ADDFD: _IOW('!', 3, struct seccomp_notif_addfd).
+const ioctlNotifAddfd = 0x40182103
+
+// procWriteOpen answers a notification the filter sent only because it opens for writing
+// (procWriteWhy) and reports whether it did. The learned /proc/<pid>/NAME of a process of the
+// sandbox gets a descriptor the supervisor opened (procTarget decides which); every other such
+// open goes on (CONTINUE) to the read-only mounts and Landlock, which decide it as any open:
+// nothing this answers widens what they allow. Requires Linux 5.14 (SECCOMP_ADDFD_FLAG_SEND).
+func (s *supervisor) procWriteOpen(n *seccompNotif) bool {
+	name, _ := SyscallName(n.Data.Arch, uint32(n.Data.Nr))
+	pathArg, flagsArg := 0, 1
+	switch name {
+	case "open":
+	case "openat":
+		pathArg, flagsArg = 1, 2
+	default:
+		return false
+	}
+	if !s.compiled.onlyProcWriteFails(n) {
+		return false
+	}
+	resp := seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
+	if fd, ok := s.openProcFile(n, name, pathArg); ok {
+		defer unix.Close(fd)
+		add := seccompNotifAddfd{ID: n.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(fd)}
+		if n.Data.Args[flagsArg]&unix.O_CLOEXEC != 0 {
+			add.NewfdFlags = unix.O_CLOEXEC
+		}
+		_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(s.listener), ioctlNotifAddfd, uintptr(unsafe.Pointer(&add)))
+		if errno == 0 {
+			return true // the fd is the call's result
+		}
+		// The task is gone (ENOENT), or the kernel cannot add fds: the open goes on, and is
+		// refused by the read-only /proc.
+	}
+	_ = notifSend(s.listener, &resp)
+	return true
+}
+
+// onlyProcWriteFails reports whether the call n is allowed but for the check that sends opens
+// for writing to the supervisor.
+func (c *Compiled) onlyProcWriteFails(n *seccompNotif) bool {
+	rule := c.spec.ruleFor(n.Data.Arch, uint32(n.Data.Nr))
+	if rule == nil || rule.ret != retAllow {
+		return false
+	}
+	sent := false
+	for i := range rule.checks {
+		chk := &rule.checks[i]
+		if chk.ok(n.Data.Args[chk.arg]) {
+			continue
+		}
+		if chk.why != procWriteWhy {
+			return false
+		}
+		sent = true
+	}
+	return sent
+}
+
+// openProcFile opens, for writing, the /proc file the task of n asks for when the profile
+// grants it (procTarget), and returns the descriptor. The path is read from the task's memory
+// and resolved against its working directory or directory descriptor as the task sees them; the
+// file is opened through the host's /proc, by the host pid of a process that is in the
+// sandbox's PID namespace and still alive after the open.
+func (s *supervisor) openProcFile(n *seccompNotif, name string, pathArg int) (int, bool) {
+	tid := int(n.Pid)
+	p, ok := readString(tid, n.Data.Args[pathArg])
+	if !ok || p == "" {
+		return -1, false
+	}
+	if !path.IsAbs(p) {
+		base := "/proc/" + strconv.Itoa(tid) + "/cwd"
+		if dirfd := int32(n.Data.Args[0]); name == "openat" && dirfd != unix.AT_FDCWD {
+			base = "/proc/" + strconv.Itoa(tid) + "/fd/" + strconv.Itoa(int(dirfd))
+		}
+		dir, err := os.Readlink(base)
+		if err != nil || !path.IsAbs(dir) {
+			return -1, false
+		}
+		p = path.Join(dir, p)
+	}
+	nsTgid, nsTid, hostTgid, ok := nsIDs(tid)
+	if !ok {
+		return -1, false
+	}
+	pid, file, ok := procTarget(s.compiled.ProcWrites, p, nsTgid, nsTid)
+	if !ok {
+		return -1, false
+	}
+	host := hostTgid
+	if pid != nsTgid {
+		if host, ok = s.hostPID(pid); !ok {
+			return -1, false
+		}
+	}
+	pidfd, err := unix.PidfdOpen(host, 0)
+	if err != nil {
+		return -1, false
+	}
+	defer unix.Close(pidfd)
+	if !s.inSandbox(host) {
+		return -1, false
+	}
+	fd, err := unix.Open("/proc/"+strconv.Itoa(host)+"/"+file, unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return -1, false
+	}
+	// Still alive after the open: the /proc directory opened was that process's (a pid is not
+	// reused while its process lives).
+	if unix.PidfdSendSignal(pidfd, 0, nil, 0) != nil || !notifIDValid(s.listener, n.ID) {
+		unix.Close(fd)
+		return -1, false
+	}
+	return fd, true
+}
+
+// nsIDs are the thread group and thread ids of host thread tid in its innermost PID namespace,
+// and its host thread group id (/proc/TID/status: Tgid, NStgid, NSpid).
+func nsIDs(tid int) (nsTgid, nsTid, hostTgid int, ok bool) {
+	f, err := os.Open("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	defer f.Close()
+	last := func(v string) int {
+		fs := strings.Fields(v)
+		if len(fs) == 0 {
+			return 0
+		}
+		n, _ := strconv.Atoi(fs[len(fs)-1])
+		return n
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), ":")
+		switch k {
+		case "Tgid":
+			hostTgid = last(v)
+		case "NStgid":
+			nsTgid = last(v)
+		case "NSpid":
+			nsTid = last(v)
+		}
+	}
+	return nsTgid, nsTid, hostTgid, nsTgid > 0 && nsTid > 0 && hostTgid > 0
+}
+
+// hostPID finds the host pid of the sandbox's process nsPID (in the sandbox's PID namespace).
+func (s *supervisor) hostPID(nsPID int) (int, bool) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, false
+	}
+	for _, e := range ents {
+		host, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ns, _, _, ok := nsIDs(host); ok && ns == nsPID && s.inSandbox(host) {
+			return host, true
+		}
+	}
+	return 0, false
+}
+
+// inSandbox reports whether host pid is in the PID namespace of the sandbox (its init stage's),
+// and is not the init stage itself.
+func (s *supervisor) inSandbox(host int) bool {
+	if host == s.rootPid {
+		return false
+	}
+	want, err1 := os.Readlink("/proc/" + strconv.Itoa(s.rootPid) + "/ns/pid")
+	got, err2 := os.Readlink("/proc/" + strconv.Itoa(host) + "/ns/pid")
+	return err1 == nil && err2 == nil && want == got
+}
