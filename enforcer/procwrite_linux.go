@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"bufio"
+	"bytes"
 	"os"
 	"path"
 	"strconv"
@@ -87,9 +88,12 @@ func (c *Compiled) onlyProcWriteFails(n *seccompNotif) bool {
 // sandbox's PID namespace and still alive after the open.
 func (s *supervisor) openProcFile(n *seccompNotif, name string, pathArg int) (int, bool) {
 	tid := int(n.Pid)
-	p, ok := readString(tid, n.Data.Args[pathArg])
+	p, ok := readPathFast(tid, n.Data.Args[pathArg])
 	if !ok || p == "" {
 		return -1, false
+	}
+	if path.IsAbs(p) && !strings.HasPrefix(p, "/proc/") {
+		return -1, false // most opens: nothing more to look at
 	}
 	if !path.IsAbs(p) {
 		base := "/proc/" + strconv.Itoa(tid) + "/cwd"
@@ -195,4 +199,21 @@ func (s *supervisor) inSandbox(host int) bool {
 	want, err1 := os.Readlink("/proc/" + strconv.Itoa(s.rootPid) + "/ns/pid")
 	got, err2 := os.Readlink("/proc/" + strconv.Itoa(host) + "/ns/pid")
 	return err1 == nil && err2 == nil && want == got
+}
+
+// readPathFast reads a NUL-terminated path of up to 512 bytes from tid's memory with one
+// process_vm_readv (no open of /proc/TID/mem: this runs for every open for writing).
+func readPathFast(tid int, addr uint64) (string, bool) {
+	var buf [512]byte
+	local := []unix.Iovec{{Base: &buf[0], Len: uint64(len(buf))}}
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
+	n, err := unix.ProcessVMReadv(tid, local, remote, 0)
+	if err != nil || n <= 0 {
+		// The page may end before 512 bytes: fall back to the careful read.
+		return readString(tid, addr)
+	}
+	if i := bytes.IndexByte(buf[:n], 0); i >= 0 {
+		return string(buf[:i]), true
+	}
+	return readString(tid, addr) // longer than 512 bytes
 }
