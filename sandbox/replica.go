@@ -48,11 +48,11 @@ type Replica struct {
 // the command would then not be able to use root's files as their owner. Requires Linux 5.12
 // and CAP_SYS_ADMIN in the initial user namespace. Close the Replica when it has been sent.
 //
-// reach are the paths the sandbox's plan names (Plan.Reach, plus the working directory and the
-// command; nil: carry every mount). On a host with more than pruneAbove mounts (hundreds of container mounts), a mount
-// neither at or below one of them nor on the way to one (symlinks resolved) is left out: what
-// its mount point then shows, the directory below it, is as far out of the command's reach (no
-// rule names it). Below that, every mount is carried (a clone costs ~25 µs).
+// reach are the paths the sandbox's plan names (Plan.Reach, plus the working directory; nil:
+// carry every mount). On a host with more than pruneAbove mounts (hundreds of container
+// mounts), a mount neither at or below one of them nor on the way to one (symlinks resolved)
+// is left out: what its mount point then shows, the directory below it, is as far out of the
+// command's reach (no rule names it). Below that, every mount is carried.
 func PrepareReplica(usernsFD int, reach []string) (*Replica, error) {
 	mounts, err := mountinfo.Read()
 	if err != nil {
