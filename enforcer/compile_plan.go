@@ -640,10 +640,6 @@ func privateTmpRoot(p string) string {
 	return ""
 }
 
-// grantRoots are the directories below (or at) which widening a rule to an existing ancestor
-// is harmless: the work tree, temp and the tool caches (paths.GrantRoots), and private /tmp.
-func grantRoots(env Env) []string { return append(paths.GrantRoots(env.Vars), privateTmpDirs...) }
-
 // createCacheDir creates a missing write rule that is exactly a tool cache root ($GOCACHE,
 // $CARGO_HOME, ...: directories by definition), as the tool itself would on its first run, owned
 // like its nearest existing parent. Without it a fresh $HOME widened the rule to $HOME, which
