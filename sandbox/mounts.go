@@ -293,7 +293,8 @@ func (p *Plan) cover(res *Result) ([]string, error) {
 // writable mounts of the plan's NoExec.
 func (p *Plan) setMountFlags(writableRoots, tmpRoots, readOnly []string) error {
 	if p.ReadOnlyRoot {
-		if err := readOnlyExcept(append(writableRoots, tmpRoots...), readOnly); err != nil {
+		// A new slice: readOnlyExcept sorts it, and must not reorder writableRoots.
+		if err := readOnlyExcept(slices.Concat(writableRoots, tmpRoots), readOnly); err != nil {
 			return err
 		}
 	}
