@@ -16,6 +16,13 @@ import (
 	"github.com/sysprof/sysprof/sandbox"
 )
 
+// The host half of Compile. compilePlan turns the profile's filesystem and network sections
+// into this host's sandbox.Plan: rules expanded (globs matched against the host's directories),
+// the base added (withBase), writes planned (writes.go), the private /tmp, the daemon sockets to
+// hide, Landlock's rules and the network namespace; notWeaker refuses a plan weaker than the
+// profile. It reads the host (stat, directory listings, /proc/net/unix) and may create a
+// missing tool cache directory.
+
 // expand is paths.Expand with this host's values.
 func expand(path string, env Env) (string, error) { return paths.Expand(path, env.Vars) }
 

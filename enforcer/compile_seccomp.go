@@ -18,6 +18,11 @@ import (
 	"github.com/sysprof/sysprof/policy"
 )
 
+// The pure half of Compile. CompileSeccomp turns the profile's syscall section into the
+// filter's spec for one architecture (filter.go assembles the program from it), with the notes
+// and the dropped rules; SyscallName and Dump read numbers and programs back. Nothing here looks
+// at the host: StandaloneFilter (`export --format bpf`) calls this half alone.
+
 // alwaysAllowed cannot widen what a process reaches and only crash it when denied.
 // rt_sigaction and rt_sigprocmask change the caller's own signal state only; the command's
 // process makes ~60 of them between the init stage's fork and its exec (Go's child resets the
