@@ -97,7 +97,7 @@ func decideLayers(c *Compiled, h hostFacts) layerDecision {
 }
 
 func guardLostNote(why error) string {
-	return fmt.Sprintf("file and network denials are not observed: %v", why)
+	return fmt.Sprintf("file denials are not observed: %v", why)
 }
 
 // unobservable says which denials a run cannot report: with the guard up, only file denials

@@ -27,7 +27,7 @@ func TestDecideLayers(t *testing.T) {
 		{name: "ordinary user: no guard, nothing lost", c: withLL(Compiled{Layers: fsLayers}), h: hostFacts{Sandbox: true},
 			sandbox: true},
 		{name: "root without the guard runs unobserved", c: withLL(Compiled{Layers: fsLayers}), h: hostFacts{AsRoot: true, Sandbox: true, Guard: errors.New("no bpffs")},
-			sandbox: true, noteMatch: "not observed: no bpffs"},
+			sandbox: true, noteMatch: "file denials are not observed: no bpffs"},
 		{name: "no sandbox: refused", c: withLL(Compiled{Layers: fsLayers}), h: hostFacts{AsRoot: true},
 			refuse: "capabilities"},
 		{name: "no sandbox, degrade: every sandbox layer degraded, no guard", c: withLL(Compiled{Layers: fsLayers}), h: hostFacts{AsRoot: true, Degrade: DegradeAll},

@@ -6,14 +6,15 @@
 //
 // # Compiling
 //
-// Compile never modifies the profile, and Run never modifies what Compile returned (a test
-// says so): what one run adds, its stages' overlay directories, goes into the run's copy of the
-// plan. CompileSeccomp is the pure half (the filter from the profile and an architecture); the
-// rest is the host plan (paths, mounts, sockets). Syscall names become numbers from
-// go-seccomp-bpf's tables (never a hand-kept table). The BPF program is generated here, not by
-// go-seccomp-bpf's assembler, because enforcement needs what that library cannot express:
-// masked argument compares, several ABIs in one program, USER_NOTIF as the default and ENOSYS
-// for unknown numbers. The program:
+// Compile never modifies the profile, and Run never modifies what Compile returned (a test says
+// so): what one run adds, its stages' overlay directories, goes into the run's copy of the plan.
+// Compile (compile.go) is two halves, a file each: CompileSeccomp (compile_seccomp.go) is the
+// pure one, the filter from the profile and an architecture (filter.go assembles the program);
+// compilePlan (compile_plan.go) is the host plan (paths, mounts, sockets). Syscall names become
+// numbers from go-seccomp-bpf's tables (never a hand-kept table). The BPF program is generated
+// here, not by go-seccomp-bpf's assembler, because enforcement needs what that library cannot
+// express: masked argument compares, several ABIs in one program, USER_NOTIF as the default and
+// ENOSYS for unknown numbers. The program:
 //
 //   - checks the audit arch first: x86_64, plus i386 and x32 only when the profile lists them;
 //     any other arch (int 0x80 from a 64-bit process when i386 is not listed) is reported;
@@ -37,28 +38,28 @@
 //
 // Run is Compile, a pure decision of the run's layers from the compiled profile and the host's
 // facts (decideLayers, table-tested), and the run itself (run_linux.go: report, guard, proxy,
-// stages; session_linux.go: the init stage's protocol). It starts /proc/self/exe with the
-// hidden argument (MaybeInit must be the first call in main) in a new session (no terminal
-// injection into the caller's terminal), with SIGKILL as parent-death signal, and sends it the
-// compiled policy on an inherited pipe. The CLI starts
-// that init stage before it loads the profile (StartEarly: the second Go runtime's start, a few
-// ms, overlaps the load and the compile), with the namespaces every sandboxed run has and, as
-// root, in a fresh run cgroup; the network namespace, the one that depends on the profile, the
-// stage then unshares itself on the thread that execs. A run that does not fit an early stage
-// (another directory, environment or streams; no sandbox; another cgroup, or none, for the
-// guard; another identity, see below) kills it and starts its own. The init stage is PID 1 of
-// a new PID namespace: it mounts the namespace's /proc (sandbox.MountProc), applies the
-// sandbox plan, marks every fd above 2 close-on-exec, sets no_new_privs, installs the filter on
-// its locked thread with SECCOMP_FILTER_FLAG_NEW_LISTENER, and blocks on a sync pipe. The parent
-// takes the listener with pidfd_getfd (it cannot deadlock: the child only waits), starts the
-// supervisor and releases the child. The init stage then stops being dumpable, forks the
-// command from the locked thread (which carries the filter, Landlock, no_new_privs and the empty
-// capability sets into it), forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT, reaps orphans and exits
-// with the command's status (128+N for a signal): the kernel then kills what is left in the
-// namespace. Calls made in the init stage's address space (its filtered thread, and Go's vfork
-// child before the command's exec) are let through unrecorded: the supervisor recognises them
-// with kcmp(KCMP_VM); nothing the command runs shares that address space. Without the sandbox
-// (degraded) the init stage execs the command itself, in no PID namespace.
+// stages; session_linux.go: the init stage's protocol; init_linux.go: the stage's own side). It
+// starts /proc/self/exe with the hidden argument (MaybeInit must be the first call in main) in a
+// new session (no terminal injection into the caller's terminal), with SIGKILL as parent-death
+// signal, and sends it the compiled policy on an inherited pipe. The CLI starts that init stage
+// before it loads the profile (StartEarly: the second Go runtime's start, a few ms, overlaps the
+// load and the compile), with the namespaces every sandboxed run has and, as root, in a fresh
+// run cgroup; the network namespace, the one that depends on the profile, the stage then
+// unshares itself on the thread that execs. A run that does not fit an early stage (another
+// directory, environment or streams; no sandbox; another cgroup, or none, for the guard; another
+// identity, see below) kills it and starts its own. The init stage is PID 1 of a new PID
+// namespace: it mounts the namespace's /proc (sandbox.MountProc), applies the sandbox plan,
+// marks every fd above 2 close-on-exec, sets no_new_privs, installs the filter on its locked
+// thread with SECCOMP_FILTER_FLAG_NEW_LISTENER, and blocks on a sync pipe. The parent takes the
+// listener with pidfd_getfd (it cannot deadlock: the child only waits), starts the supervisor
+// and releases the child. The init stage then stops being dumpable, forks the command from the
+// locked thread (which carries the filter, Landlock, no_new_privs and the empty capability sets
+// into it), forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT, reaps orphans and exits with the command's
+// status (128+N for a signal): the kernel then kills what is left in the namespace. Calls made
+// in the init stage's address space (its filtered thread, and Go's vfork child before the
+// command's exec) are let through unrecorded: the supervisor recognises them with kcmp(KCMP_VM);
+// nothing the command runs shares that address space. Without the sandbox (degraded) the init
+// stage execs the command itself, in no PID namespace.
 //
 // Who the command is (sandbox.ChooseIdentity): an ordinary user's own uid; as root under sudo
 // the invoking user's; as plain root uid 0 only inside its user namespace (sandbox.RootUID on

@@ -44,37 +44,19 @@ func MaybeInit() {
 
 // initStage runs inside the new namespaces: sandbox layers, close-on-exec for every inherited
 // fd but 0-2, no_new_privs, seccomp with a listener, wait for the parent to take the listener,
-// exec. It returns the exit status only when it could not exec.
+// exec. It returns the exit status only when it could not exec. Each step returns the status
+// to fail with, or nil.
 func initStage() int {
-	status := os.NewFile(fdStatus, "status")
-	unix.CloseOnExec(fdStatus)
-	enc := json.NewEncoder(status)
-	fail := func(st initStatus) int {
-		if st.Exit == 0 {
-			st.Exit = 125
-		}
-		_ = enc.Encode(st)
-		return st.Exit
-	}
-
-	cfgFile := os.NewFile(fdConfig, "config")
-	b, err := io.ReadAll(cfgFile)
-	cfgFile.Close()
-	if err != nil {
-		return fail(initStatus{Stage: "config", Error: err.Error()})
-	}
-	var cfg initConfig
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return fail(initStatus{Stage: "config", Error: err.Error()})
-	}
-	if len(cfg.Argv) == 0 {
-		return fail(initStatus{Stage: "config", Error: "BUG: empty command"})
+	s := openStatus()
+	cfg, st := readInitConfig()
+	if st != nil {
+		return s.fail(*st)
 	}
 
 	// The sandbox dies with sysprof. (Go set it at fork; set it again in case creds changed.)
 	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
 	if os.Getppid() == 1 {
-		return fail(initStatus{Stage: "config", Error: "sysprof exited before the sandbox started"})
+		return s.fail(initStatus{Stage: "config", Error: "sysprof exited before the sandbox started"})
 	}
 	// PID 1 of the sandbox's PID namespace: the namespace dies with it. As its init it gets only
 	// the signals it handles: catch those sysprof forwards, to pass them on to the command.
@@ -86,6 +68,87 @@ func initStage() int {
 	}
 
 	phase.Mark("config")
+	if st := enterNamespaces(cfg, asInit); st != nil {
+		return s.fail(*st)
+	}
+	var egress []int // the egress sockets, handed to the parent (pidfd_getfd) before the sync
+	if cfg.Sandbox {
+		if egress, st = s.applyLayers(cfg); st != nil {
+			return s.fail(*st)
+		}
+	}
+
+	phase.Mark("sandbox")
+	if st := reenterDir(cfg.Dir); st != nil {
+		return s.fail(*st)
+	}
+	// Resolve the command in the sandbox's view of the filesystem, before seccomp.
+	path, err := exec.LookPath(cfg.Argv[0])
+	if err != nil {
+		return s.fail(initStatus{Stage: "lookup", Error: err.Error(), Exit: lookupExit(err)})
+	}
+	listener, st := s.installSeccomp(cfg.Filter)
+	if st != nil {
+		return s.fail(*st)
+	}
+	// From here on every syscall goes through the filter; the parent's supervisor lets this
+	// stage's own calls through until the exec (it sees the status pipe close).
+	phase.Mark("lookup, seccomp")
+	if st := s.handOver(listener, egress); st != nil {
+		return s.fail(*st)
+	}
+	phase.Mark("sync")
+	env := withoutVars(os.Environ(), cfg.UnsetEnv)
+	if asInit {
+		return runAsInit(path, cfg.Argv, env, s.status, sigs, s.fail)
+	}
+	err = syscall.Exec(path, cfg.Argv, env)
+	return s.fail(initStatus{Stage: "exec", Error: fmt.Sprintf("exec %s: %v", path, err), Exit: execExit(err)})
+}
+
+// stageStatus is the init stage's end of the status pipe (fdStatus, close-on-exec).
+type stageStatus struct {
+	status *os.File
+	enc    *json.Encoder
+}
+
+func openStatus() *stageStatus {
+	status := os.NewFile(fdStatus, "status")
+	unix.CloseOnExec(fdStatus)
+	return &stageStatus{status: status, enc: json.NewEncoder(status)}
+}
+
+// fail sends st, exit status 125 unless it says otherwise, and returns that status.
+func (s *stageStatus) fail(st initStatus) int {
+	if st.Exit == 0 {
+		st.Exit = 125
+	}
+	_ = s.enc.Encode(st)
+	return st.Exit
+}
+
+// readInitConfig reads the stage's config from fdConfig, to EOF.
+func readInitConfig() (*initConfig, *initStatus) {
+	cfgFile := os.NewFile(fdConfig, "config")
+	b, err := io.ReadAll(cfgFile)
+	cfgFile.Close()
+	if err != nil {
+		return nil, &initStatus{Stage: "config", Error: err.Error()}
+	}
+	var cfg initConfig
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, &initStatus{Stage: "config", Error: err.Error()}
+	}
+	if len(cfg.Argv) == 0 {
+		return nil, &initStatus{Stage: "config", Error: "BUG: empty command"}
+	}
+	return &cfg, nil
+}
+
+// enterNamespaces makes the namespaces what the sandbox is built on: the idmapped replica of
+// the host's mounts as root (root-idmap), the network namespace an early stage unshares
+// itself, and the PID namespace's own /proc.
+func enterNamespaces(cfg *initConfig, asInit bool) *initStatus {
 	if cfg.Replica {
 		// Root-idmap: the host's mounts, idmapped, become this stage's root before any layer
 		// is built on them.
@@ -95,77 +158,82 @@ func initStage() int {
 		}
 		unix.Close(fdReplica)
 		if err != nil {
-			return fail(initStatus{Stage: "sandbox", Layer: LayerUserNS, Error: err.Error()})
+			return &initStatus{Stage: "sandbox", Layer: LayerUserNS, Error: err.Error()}
 		}
 		phase.Mark("replica")
 	}
 	if cfg.UnshareNet {
 		// Namespaces are per thread: this one (locked) execs the command.
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return fail(initStatus{Stage: "sandbox", Layer: LayerNetNS, Error: fmt.Sprintf("new network namespace: %v", err)})
+			return &initStatus{Stage: "sandbox", Layer: LayerNetNS, Error: fmt.Sprintf("new network namespace: %v", err)}
 		}
 	}
 	if cfg.Sandbox && asInit {
 		// The namespace's own /proc, whatever else the plan mounts.
 		if err := sandbox.MountProc(); err != nil {
-			return fail(initStatus{Stage: "sandbox", Layer: LayerMounts, Error: err.Error()})
+			return &initStatus{Stage: "sandbox", Layer: LayerMounts, Error: err.Error()}
 		}
 	}
-	var egress []int // the egress sockets, handed to the parent (pidfd_getfd) before the sync
-	if cfg.Sandbox {
-		var layers []layerState
-		var skipped []string
-		var err error
-		layers, skipped, egress, err = applySandbox(&cfg.Plan, cfg.Sockets, cfg.Egress, cfg.Degrade)
-		if err != nil {
-			var le *LayerError
-			st := initStatus{Stage: "sandbox", Error: err.Error()}
-			if errors.As(err, &le) {
-				// The parent builds its own LayerError from these (initFailure).
-				st.Layer, st.Error = le.Layer, le.reason()
-			}
-			return fail(st)
-		}
-		if len(layers) > 0 || len(skipped) > 0 || len(egress) > 0 {
-			_ = enc.Encode(initStatus{Layers: layers, Notes: skipped, Egress: egress})
-		}
-	}
+	return nil
+}
 
-	phase.Mark("sandbox")
-	// The working directory was entered before the mounts: it still points into the host's
-	// mount (read-only now, or covered by the private /tmp). Enter it again through the
-	// sandbox's mount tree so relative paths see the writable binds.
-	if cfg.Dir != "" {
-		if err := os.Chdir(cfg.Dir); err != nil {
-			return fail(initStatus{Stage: "sandbox", Layer: LayerMounts, Error: fmt.Sprintf("working directory %s in the sandbox: %v", cfg.Dir, err)})
-		}
-	}
-
-	// Resolve the command in the sandbox's view of the filesystem, before seccomp.
-	path, err := exec.LookPath(cfg.Argv[0])
+// applyLayers applies the plan's layers (applySandbox), reports what it applied, degraded and
+// skipped, and returns the egress sockets it opened.
+func (s *stageStatus) applyLayers(cfg *initConfig) ([]int, *initStatus) {
+	layers, skipped, egress, err := applySandbox(&cfg.Plan, cfg.Sockets, cfg.Egress, cfg.Degrade)
 	if err != nil {
-		return fail(initStatus{Stage: "lookup", Error: err.Error(), Exit: lookupExit(err)})
+		var le *LayerError
+		st := initStatus{Stage: "sandbox", Error: err.Error()}
+		if errors.As(err, &le) {
+			// The parent builds its own LayerError from these (initFailure).
+			st.Layer, st.Error = le.Layer, le.reason()
+		}
+		return nil, &st
 	}
+	if len(layers) > 0 || len(skipped) > 0 || len(egress) > 0 {
+		_ = s.enc.Encode(initStatus{Layers: layers, Notes: skipped, Egress: egress})
+	}
+	return egress, nil
+}
 
+// reenterDir enters the working directory again: it was entered before the mounts and still
+// points into the host's mount (read-only now, or covered by the private /tmp). Entered
+// through the sandbox's mount tree, relative paths see the writable binds.
+func reenterDir(dir string) *initStatus {
+	if dir == "" {
+		return nil
+	}
+	if err := os.Chdir(dir); err != nil {
+		return &initStatus{Stage: "sandbox", Layer: LayerMounts, Error: fmt.Sprintf("working directory %s in the sandbox: %v", dir, err)}
+	}
+	return nil
+}
+
+// installSeccomp marks every fd but 0, 1, 2 close-on-exec, sets no_new_privs and installs the
+// filter, saying so first; it returns the filter's listener.
+func (s *stageStatus) installSeccomp(filter sockFilter) (int, *initStatus) {
 	// No fd but 0, 1, 2 reaches the command.
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
-		return fail(initStatus{Stage: "seccomp", Error: fmt.Sprintf("close_range: %v", err)})
+		return -1, &initStatus{Stage: "seccomp", Error: fmt.Sprintf("close_range: %v", err)}
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fail(initStatus{Stage: "seccomp", Error: fmt.Sprintf("no_new_privs: %v", err)})
+		return -1, &initStatus{Stage: "seccomp", Error: fmt.Sprintf("no_new_privs: %v", err)}
 	}
-	_ = enc.Encode(initStatus{Installing: true})
-	listener, err := installFilter(cfg.Filter)
+	_ = s.enc.Encode(initStatus{Installing: true})
+	listener, err := installFilter(filter)
 	if err != nil {
-		return fail(initStatus{Stage: "seccomp", Error: err.Error()})
+		return -1, &initStatus{Stage: "seccomp", Error: err.Error()}
 	}
-	// From here on every syscall goes through the filter; the parent's supervisor lets this
-	// stage's own calls through until the exec (it sees the status pipe close).
-	phase.Mark("lookup, seccomp")
-	_ = enc.Encode(initStatus{Ready: true, Listener: listener})
+	return listener, nil
+}
+
+// handOver tells the parent the filter is installed, waits until it holds the listener (and
+// the egress sockets), and closes this stage's copies.
+func (s *stageStatus) handOver(listener int, egress []int) *initStatus {
+	_ = s.enc.Encode(initStatus{Ready: true, Listener: listener})
 	var one [1]byte
 	if n, err := unix.Read(fdSync, one[:]); n != 1 || err != nil {
-		return fail(initStatus{Stage: "sync", Error: "sysprof did not take over the seccomp listener"})
+		return &initStatus{Stage: "sync", Error: "sysprof did not take over the seccomp listener"}
 	}
 	unix.Close(listener) // the parent holds its own copy now
 	// So do the egress sockets: PID 1 outlives the exec in the sandbox's namespaces and must
@@ -173,13 +241,7 @@ func initStage() int {
 	for _, fd := range egress {
 		unix.Close(fd)
 	}
-	phase.Mark("sync")
-	env := withoutVars(os.Environ(), cfg.UnsetEnv)
-	if asInit {
-		return runAsInit(path, cfg.Argv, env, status, sigs, fail)
-	}
-	err = syscall.Exec(path, cfg.Argv, env)
-	return fail(initStatus{Stage: "exec", Error: fmt.Sprintf("exec %s: %v", path, err), Exit: execExit(err)})
+	return nil
 }
 
 // forwarded are the signals sysprof passes on to the command.

@@ -79,9 +79,10 @@
 // (go test's and cargo's build directories, configure checks). That holds for execve only: the
 // ELF interpreter, which every dynamically linked Exec binary needs (Apply adds it, see
 // Result.Implied), can be run directly on any readable binary ("ld.so ./payload") and maps it
-// with read_file alone. Closing that needs noexec on writable mounts, which would break dlopen
-// of build outputs (rustc proc-macros, Python extensions); it is left open and tested as a
-// known limit.
+// with read_file alone. The mounts of Plan.NoExec close that: a writable mount in which no exec
+// was learned is noexec, and mmap(PROT_EXEC) of a file there fails too. One with an exec rule in
+// or above it cannot be noexec without breaking dlopen of build outputs (rustc proc-macros,
+// Python extensions): there it stays open, and Landlock alone is tested as that known limit.
 //
 // # /proc and /sys
 //

@@ -239,6 +239,12 @@ func (o op) run() string {
 	case "stat":
 		_, err := os.Lstat(o.Path)
 		return errno(err)
+	case "noexec":
+		var sfs unix.Statfs_t
+		if err := unix.Statfs(o.Path, &sfs); err != nil {
+			return errno(err)
+		}
+		return fmt.Sprintf("ok:%t", sfs.Flags&unix.ST_NOEXEC != 0)
 	case "symlink":
 		return errno(os.Symlink(o.Arg, o.Path))
 	case "link":

@@ -47,62 +47,85 @@ func (p *Plan) applyMounts(res *Result) error {
 	if err := checkNewMountNS(); err != nil {
 		return err
 	}
+	// 1. Nothing propagates back to the host.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / rprivate: %w", err)
 	}
 
-	// 2. Clone writable trees.
-	type clone struct {
-		path string
-		fd   int
-		dir  bool
-	}
-	var clones []clone
-	defer func() {
-		for _, c := range clones {
-			unix.Close(c.fd)
-		}
-	}()
-	for _, w := range topLevel(p.Writable) {
-		resolved, err := filepath.EvalSymlinks(w)
-		if errors.Is(err, os.ErrNotExist) {
-			res.skip(LayerMounts, w, "writable path does not exist")
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("resolve writable %s: %w", w, err)
-		}
-		if fi, err := os.Lstat(w); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			// The enforcer refuses a writable path that became a symlink; one swapped in since
-			// would make its target (say $HOME) writable.
-			return fmt.Errorf("writable %s is a symlink (to %s): refusing", w, resolved)
-		}
-		var st unix.Stat_t
-		if err := unix.Stat(resolved, &st); err != nil {
-			return fmt.Errorf("stat writable %s: %w", resolved, err)
-		}
-		var sfs unix.Statfs_t
-		if err := unix.Statfs(resolved, &sfs); err != nil {
-			return fmt.Errorf("statfs writable %s: %w", resolved, err)
-		}
-		if sfs.Flags&unix.ST_RDONLY != 0 {
-			res.skip(LayerMounts, w, "read-only on the host: stays read-only")
-			continue
-		}
-		fd, err := unix.OpenTree(unix.AT_FDCWD, resolved, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-		if err != nil {
-			return fmt.Errorf("clone writable %s (open_tree): %w", resolved, err)
-		}
-		clones = append(clones, clone{path: resolved, fd: fd, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR})
+	// 2. Clone writable trees, stages and read-only paths from the host's view.
+	h := &hostClones{}
+	defer h.close()
+	if err := h.take(p, res); err != nil {
+		return err
 	}
 
-	// Stages and read-only paths, from the host's view too.
-	var stages, attached []*stageMount
-	defer func() {
-		for _, s := range slices.Concat(stages, attached) {
-			s.close()
+	// 3. Private tmp.
+	var tmpRoots []string
+	if p.PrivateTmp {
+		var err error
+		if tmpRoots, err = mountPrivateTmp(res); err != nil {
+			return err
 		}
-	}()
+	}
+
+	// 4. Attach the stages, the writable clones and the read-only clones, parents first.
+	writableRoots, readOnlyMounts, err := h.attach(tmpRoots)
+	if err != nil {
+		return err
+	}
+
+	// 5. Hidden paths.
+	hiddenMounts, err := p.cover(res)
+	if err != nil {
+		return err
+	}
+	hiddenMounts = append(hiddenMounts, readOnlyMounts...)
+
+	// 6. /proc for a new PID namespace (done already when the enforcer called MountProc).
+	if os.Getpid() == 1 {
+		if err := MountProc(); err != nil {
+			return err
+		}
+	}
+
+	// 7. Read-only root, noexec.
+	return p.setMountFlags(writableRoots, tmpRoots, hiddenMounts)
+}
+
+// hostClones are what applyMounts takes from the host's view while it is still uncovered
+// (step 2): the writable trees, the stages' overlays (with the host's mounts below them) and
+// the read-only paths inside writable trees. close releases them all, attached or not.
+type hostClones struct {
+	writable []clonedMount
+	stages   []*stageMount
+	readOnly []clonedMount
+}
+
+func (h *hostClones) close() {
+	for _, c := range h.readOnly {
+		unix.Close(c.fd)
+	}
+	for _, s := range h.stages {
+		s.close()
+	}
+	for _, c := range h.writable {
+		unix.Close(c.fd)
+	}
+}
+
+// take clones each writable tree (a writable path under /tmp survives the private tmpfs that
+// way), builds each stage's overlay and clones the read-only paths inside writable trees. What
+// it took before an error is in h for close.
+func (h *hostClones) take(p *Plan, res *Result) error {
+	for _, w := range topLevel(p.Writable) {
+		c, ok, err := cloneWritable(w, res)
+		if err != nil {
+			return err
+		}
+		if ok {
+			h.writable = append(h.writable, c)
+		}
+	}
 	if len(p.Staged) > 0 {
 		mounts, err := mountinfo.Read()
 		if err != nil {
@@ -113,54 +136,89 @@ func (p *Plan) applyMounts(res *Result) error {
 			if err != nil {
 				return err
 			}
-			stages = append(stages, sm)
+			h.stages = append(h.stages, sm)
 		}
 	}
-	readOnly, err := cloneReadOnly(p.ReadOnly, res)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		for _, c := range readOnly {
-			unix.Close(c.fd)
-		}
-	}()
+	var err error
+	h.readOnly, err = cloneReadOnly(p.ReadOnly, res)
+	return err
+}
 
-	// 3. Private tmp.
+// cloneWritable clones the tree at the writable path w (open_tree OPEN_TREE_CLONE|AT_RECURSIVE);
+// ok is false when w is skipped (it does not exist, or is read-only on the host).
+func cloneWritable(w string, res *Result) (c clonedMount, ok bool, err error) {
+	resolved, err := filepath.EvalSymlinks(w)
+	if errors.Is(err, os.ErrNotExist) {
+		res.skip(LayerMounts, w, "writable path does not exist")
+		return c, false, nil
+	}
+	if err != nil {
+		return c, false, fmt.Errorf("resolve writable %s: %w", w, err)
+	}
+	if fi, err := os.Lstat(w); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		// The enforcer refuses a writable path that became a symlink; one swapped in since
+		// would make its target (say $HOME) writable.
+		return c, false, fmt.Errorf("writable %s is a symlink (to %s): refusing", w, resolved)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(resolved, &st); err != nil {
+		return c, false, fmt.Errorf("stat writable %s: %w", resolved, err)
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(resolved, &sfs); err != nil {
+		return c, false, fmt.Errorf("statfs writable %s: %w", resolved, err)
+	}
+	if sfs.Flags&unix.ST_RDONLY != 0 {
+		res.skip(LayerMounts, w, "read-only on the host: stays read-only")
+		return c, false, nil
+	}
+	fd, err := unix.OpenTree(unix.AT_FDCWD, resolved, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
+		return c, false, fmt.Errorf("clone writable %s (open_tree): %w", resolved, err)
+	}
+	return clonedMount{path: resolved, fd: fd, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR}, true, nil
+}
+
+// mountPrivateTmp mounts a fresh tmpfs on each of privateTmpDirs that is a directory (step 3)
+// and returns those it mounted on.
+func mountPrivateTmp(res *Result) ([]string, error) {
 	var tmpRoots []string
-	if p.PrivateTmp {
-		for _, d := range privateTmpDirs {
-			var st unix.Stat_t
-			if err := unix.Lstat(d, &st); err != nil {
-				if errors.Is(err, unix.ENOENT) {
-					continue
-				}
-				return fmt.Errorf("lstat %s: %w", d, err)
-			}
-			if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-				// A symlink (e.g. /var/tmp -> /tmp) leads into a private tmp already, or
-				// somewhere this layer does not own: leave it, say so.
-				res.skip(LayerMounts, d, "not a directory (symlink?): no private tmpfs mounted on it")
+	for _, d := range privateTmpDirs {
+		var st unix.Stat_t
+		if err := unix.Lstat(d, &st); err != nil {
+			if errors.Is(err, unix.ENOENT) {
 				continue
 			}
-			if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
-				return fmt.Errorf("private tmpfs on %s: %w", d, err)
-			}
-			tmpRoots = append(tmpRoots, d)
+			return nil, fmt.Errorf("lstat %s: %w", d, err)
 		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			// A symlink (e.g. /var/tmp -> /tmp) leads into a private tmp already, or
+			// somewhere this layer does not own: leave it, say so.
+			res.skip(LayerMounts, d, "not a directory (symlink?): no private tmpfs mounted on it")
+			continue
+		}
+		if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+			return nil, fmt.Errorf("private tmpfs on %s: %w", d, err)
+		}
+		tmpRoots = append(tmpRoots, d)
 	}
+	return tmpRoots, nil
+}
 
-	// 4. Attach the stages, the writable clones and the read-only clones, parents first (a
-	// stage before a writable directory inside it, a read-only host path in the private tmp
-	// before a writable one inside it, a writable tree before a protected path inside it).
+// attach mounts the stages, the writable clones and the read-only clones on their own paths
+// (step 4), parents first: a stage before a writable directory inside it, a read-only host
+// path in the private tmp before a writable one inside it, a writable tree before a protected
+// path inside it. A mount point inside a private tmpfs (tmpRoots) is made first. It returns
+// the writable roots (stages and writable trees) and the mounts that stay read-only (the
+// read-only paths, and the host's mounts below a stage).
+func (h *hostClones) attach(tmpRoots []string) (writableRoots, readOnlyMounts []string, err error) {
 	type attachment struct {
 		path string
 		rank int // at one path: stage, then writable, then read-only
 		do   func() error
 	}
 	var steps []attachment
-	var writableRoots, readOnlyMounts []string
-	for _, sm := range stages {
+	for _, sm := range h.stages {
 		steps = append(steps, attachment{sm.path, 0, func() error {
 			if err := sm.attach(under(sm.path, tmpRoots)); err != nil {
 				return err
@@ -173,7 +231,7 @@ func (p *Plan) applyMounts(res *Result) error {
 			return nil
 		}})
 	}
-	for _, c := range clones {
+	for _, c := range h.writable {
 		steps = append(steps, attachment{c.path, 1, func() error {
 			if under(c.path, tmpRoots) {
 				if err := makeMountPoint(c.path, c.dir); err != nil {
@@ -187,7 +245,7 @@ func (p *Plan) applyMounts(res *Result) error {
 			return nil
 		}})
 	}
-	for _, c := range readOnly {
+	for _, c := range h.readOnly {
 		steps = append(steps, attachment{c.path, 2, func() error {
 			if under(c.path, tmpRoots) {
 				if err := makeMountPoint(c.path, c.dir); err != nil {
@@ -209,33 +267,34 @@ func (p *Plan) applyMounts(res *Result) error {
 	})
 	for _, st := range steps {
 		if err := st.do(); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
-	attached, stages = stages, nil
+	return writableRoots, readOnlyMounts, nil
+}
 
-	// 5. Hidden paths.
+// cover mounts the covers of the hidden paths and the masked files (step 5), after the writable
+// binds so that a secret inside a writable directory is still hidden, and returns the paths it
+// mounted on.
+func (p *Plan) cover(res *Result) ([]string, error) {
 	hiddenMounts, err := mountHidden(p.Hidden, res)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	masked, err := mountMasked(p.Masked, res)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	hiddenMounts = append(hiddenMounts, masked...)
-	hiddenMounts = append(hiddenMounts, readOnlyMounts...)
+	return append(hiddenMounts, masked...), nil
+}
 
-	// 6. /proc for a new PID namespace (done already when the enforcer called MountProc).
-	if os.Getpid() == 1 {
-		if err := MountProc(); err != nil {
-			return err
-		}
-	}
-
-	// 7. Read-only root.
+// setMountFlags makes the root read-only when the plan asks for it, but for the writable roots
+// and private tmpfs (tmpRoots), keeping readOnly read-only (step 7); then noexec on the
+// writable mounts of the plan's NoExec.
+func (p *Plan) setMountFlags(writableRoots, tmpRoots, readOnly []string) error {
 	if p.ReadOnlyRoot {
-		if err := readOnlyExcept(append(writableRoots, tmpRoots...), hiddenMounts); err != nil {
+		// A new slice: readOnlyExcept sorts it, and must not reorder writableRoots.
+		if err := readOnlyExcept(slices.Concat(writableRoots, tmpRoots), readOnly); err != nil {
 			return err
 		}
 	}

@@ -147,6 +147,30 @@ func TestPrivateTmp(t *testing.T) {
 	}
 }
 
+// TestNoExecOnEveryWritableRoot: every writable mount NoExec names is noexec, and one it does
+// not name is not, with five writable roots beside the private tmpfs (making the root
+// read-only sorted a slice that shared its array with the writable roots, and the last two of
+// five dropped out of the noexec pass).
+func TestNoExecOnEveryWritableRoot(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(t, mode)
+			var roots []string
+			var checks []check
+			for _, name := range []string{"a", "b", "c", "d", "x"} {
+				roots = append(roots, f.dir(t, name))
+				want := "ok:true"
+				if name == "x" {
+					want = "ok:false"
+				}
+				checks = append(checks, check{op{Op: "noexec", Path: roots[len(roots)-1]}, want})
+			}
+			plan := Plan{ReadOnlyRoot: true, PrivateTmp: true, Writable: roots, NoExec: roots[:4], DropCaps: true}
+			runChecks(t, mode, plan, 0, checks)
+		})
+	}
+}
+
 // TestDevTTY: the controlling terminal stays usable under a read-only root, and under Landlock
 // when /dev/tty is in Devices (and only then).
 func TestDevTTY(t *testing.T) {

@@ -11,17 +11,18 @@
 // Each probe answers [Available], [Missing] or [Unknown] ("could not tell", e.g. a probe that needs
 // root run by an ordinary user). A Missing or Unknown [Check] carries a Reason and a Remedy;
 // [Check.Err] turns it into an [*UnsupportedError], which matches [ErrNotSupported] with
-// errors.Is. [Run] runs every probe once per process and caches the answers, so callers
-// (sysprof doctor, the profiler before loading BPF, the enforcer before compiling a profile) can
-// ask freely.
+// errors.Is. [Run] runs every probe once per process and caches the answers, so callers can
+// ask freely; today that is sysprof doctor. The profiler and the enforcer do not ask first: they
+// make the calls they need and say which one failed.
 //
 // # Learning and enforcing
 //
 // Every Check says what it is needed for: "learn" (eBPF recording), "enforce" (seccomp, Landlock,
 // namespaces) or "both". Optional checks are informational (fentry/LSM BPF, the
-// unprivileged_bpf_disabled sysctl): they never make [LearnPossible] false. Which enforce checks
-// a run really needs depends on its profile (no network hooks without network rules), so the
-// enforcer looks up the checks it needs with [Find] and [Check.Err].
+// unprivileged_bpf_disabled sysctl): they never make [LearnPossible] false. What one enforced run
+// really needs depends on its profile and on who runs it: the enforcer decides that itself, from
+// the layers it applies. A single check is looked up with [Find] and turned into an error with
+// [Check.Err].
 //
 // # Privileges
 //
