@@ -357,21 +357,23 @@ func probeRingBuf(h *host) Check {
 	return available(name, ForLearn, "BPF_MAP_TYPE_RINGBUF")
 }
 
+// probeCgroupSockAddr: learn records connect/sendmsg/bind with cgroup sock_addr programs;
+// enforce needs none (egress goes through the sandbox's network namespace and proxy).
 func probeCgroupSockAddr(h *host, mount string, mountErr error) Check {
 	const name = CheckCgroupSockAddr
 	if err := features.HaveProgramType(ebpf.CGroupSockAddr); err != nil {
-		return bpfFailure(name, ForBoth, h, "load cgroup/connect4 program", err)
+		return bpfFailure(name, ForLearn, h, "load cgroup/connect4 program", err)
 	}
 	if mountErr != nil {
-		return unknown(name, ForBoth, "programs load; no cgroup2 mount to attach them to", "see the cgroup2 check")
+		return unknown(name, ForLearn, "programs load; no cgroup2 mount to attach them to", "see the cgroup2 check")
 	}
 	if !h.root {
-		return Check{Name: name, For: ForBoth, Status: Unknown, Detail: "cgroup/connect4 loads",
+		return Check{Name: name, For: ForLearn, Status: Unknown, Detail: "cgroup/connect4 loads",
 			Reason: "attaching needs a cgroup this user may create", Remedy: runAsRoot}
 	}
 	dir, err := tempCgroup(mount)
 	if err != nil {
-		return unknown(name, ForBoth, "programs load; cannot create a cgroup to attach to: "+err.Error(), "see the cgroup2 check")
+		return unknown(name, ForLearn, "programs load; cannot create a cgroup to attach to: "+err.Error(), "see the cgroup2 check")
 	}
 	defer unix.Rmdir(dir)
 	prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
@@ -382,15 +384,15 @@ func probeCgroupSockAddr(h *host, mount string, mountErr error) Check {
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()}, // 1: allow
 	}, ebpf.ProgramOptions{LogDisabled: true})
 	if err != nil {
-		return bpfFailure(name, ForBoth, h, "load cgroup/connect4 program", err)
+		return bpfFailure(name, ForLearn, h, "load cgroup/connect4 program", err)
 	}
 	defer prog.Close()
 	l, err := link.AttachCgroup(link.CgroupOptions{Path: dir, Attach: ebpf.AttachCGroupInet4Connect, Program: prog})
 	if err != nil {
-		return bpfFailure(name, ForBoth, h, "attach cgroup/connect4", err)
+		return bpfFailure(name, ForLearn, h, "attach cgroup/connect4", err)
 	}
 	l.Close()
-	return available(name, ForBoth, "cgroup/connect4 loaded and attached to a temp cgroup")
+	return available(name, ForLearn, "cgroup/connect4 loaded and attached to a temp cgroup")
 }
 
 func probeFentryLSM(h *host) Check {
