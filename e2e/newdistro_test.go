@@ -80,7 +80,7 @@ func lastLines(s string, n int) string {
 func TestNewerDistro(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, tool := range []string{"gcc", "make", "python3", "unshare", "pivot_root"} {
-		requireTool(t, tool)
+		testutil.RequireTools(t, hostPath, tool)
 	}
 	root := newerRoot(t)
 	pivotBin, err := exec.LookPath("pivot_root")
@@ -115,7 +115,7 @@ func TestNewerDistro(t *testing.T) {
 	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + filepath.Join(base, "home"), "TMPDIR=" + filepath.Join(base, "tmp"), "LANG=C", "LC_ALL=C"}
 	// The static binary, inside the chroot.
 	bin := filepath.Join(root, "usr/local/bin/sysprof")
-	b, err := os.ReadFile(sysprofBin)
+	b, err := os.ReadFile(testutil.SysprofBin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +147,8 @@ func TestNewerDistro(t *testing.T) {
 					args = append(args, "--portable")
 				}
 				clean(t, work, c.clean)
-				r := run(t, work, env, append(append([]string{sysprofBin}, args...), append([]string{"--"}, c.argv...)...)...)
-				mustCode(t, "learn here", r, 0)
+				r := testutil.Run(t, work, env, append(append([]string{testutil.SysprofBin}, args...), append([]string{"--"}, c.argv...)...)...)
+				testutil.MustCode(t, "learn here", r, 0)
 				// The chroot sees the profile at the same path.
 				testutil.CopyTree(t, filepath.Dir(profile), filepath.Join(rel, "profiles"))
 
@@ -165,17 +165,17 @@ cd "$root"
 %s . .oldroot
 exec /bin/sh -c 'umount -l /.oldroot && cd "$0" && p=$1 r=$2 && shift 2 && exec /usr/local/bin/sysprof enforce -p "$p" --report "$r" -- "$@"' %q %q %q %s`,
 					root, pivotBin, work, profile, rep, shellQuote(c.argv))
-				r = run(t, "/", env, "/usr/bin/unshare", "-m", "--propagation", "private", "sh", "-c", script)
+				r = testutil.Run(t, "/", env, "/usr/bin/unshare", "-m", "--propagation", "private", "sh", "-c", script)
 				hostRep := filepath.Join(root, rep)
 				if !portable {
 					// The control: version-pinned paths and glibc 2.41's syscalls are refused.
-					if r.Code == 0 && len(readReport(t, hostRep).Denials) == 0 {
+					if r.Code == 0 && len(testutil.ReadReport(t, hostRep).Denials) == 0 {
 						t.Errorf("control: the profile learned without --portable ran in %s with no denial", newerRelease)
 					}
 					continue
 				}
-				mustCode(t, "enforce in "+newerRelease, r, 0)
-				requireNoDenials(t, "enforce in "+newerRelease, hostRep, r)
+				testutil.MustCode(t, "enforce in "+newerRelease, r, 0)
+				testutil.RequireNoDenials(t, "enforce in "+newerRelease, hostRep, r)
 				if f, ok := strings.CutPrefix(c.want, "file:"); ok {
 					if _, err := os.Stat(filepath.Join(rel, "work", f)); err != nil {
 						t.Errorf("enforce in %s did not make %s: %v", newerRelease, f, err)

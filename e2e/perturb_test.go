@@ -49,7 +49,7 @@ type everyday struct {
 	need    []string
 	fixture string
 	argv    []string
-	setup   func(t *testing.T, b *box)
+	setup   func(t *testing.T, b *testutil.Box)
 	clean   []string // removed (in the work dir) before each run
 }
 
@@ -63,17 +63,17 @@ var everydays = []everyday{
 	{name: "git-log", need: []string{"git"}, argv: []string{"git", "log", "--format=%H %s"}, setup: gitRepo},
 }
 
-func writeNotes(t *testing.T, b *box) {
+func writeNotes(t *testing.T, b *testutil.Box) {
 	testutil.WriteFile(t, filepath.Join(b.Work, "notes.txt"), "line three\nline one\nline two\n", 0o644)
 }
 
-func gitRepo(t *testing.T, b *box) {
+func gitRepo(t *testing.T, b *testutil.Box) {
 	writeNotes(t, b)
 	b.Extra = append(b.Extra, "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T",
 		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_AUTHOR_DATE=2026-01-02T03:04:05Z", "GIT_COMMITTER_DATE=2026-01-02T03:04:05Z",
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_PAGER=cat")
 	for _, argv := range [][]string{{"git", "init", "-q", "-b", "main", "."}, {"git", "add", "notes.txt"}, {"git", "commit", "-q", "-m", "notes"}} {
-		mustCode(t, strings.Join(argv, " "), run(t, b.Work, b.environ(), argv...), 0)
+		testutil.MustCode(t, strings.Join(argv, " "), b.Run(t, argv...), 0)
 	}
 }
 
@@ -86,7 +86,7 @@ func TestPerturbations(t *testing.T) {
 	for _, ed := range everydays {
 		t.Run(ed.name, func(t *testing.T) {
 			for _, n := range ed.need {
-				requireTool(t, n)
+				testutil.RequireTools(t, hostPath, n)
 			}
 			root := t.TempDir()
 			b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), ed.fixture)
@@ -102,13 +102,13 @@ func TestPerturbations(t *testing.T) {
 			}
 			clean()
 			learn := perturbation{name: "learn", stdout: "file", stdin: "null"}
-			if r := runPerturbed(t, b, learn, append([]string{sysprofBin, "learn", "-p", profile, "--"}, ed.argv...)); r.Code != 0 {
+			if r := runPerturbed(t, b, learn, append([]string{testutil.SysprofBin, "learn", "-p", profile, "--"}, ed.argv...)); r.Code != 0 {
 				t.Fatalf("learn: %s", r)
 			}
 			for _, pt := range perturbations {
 				t.Run(pt.name, func(t *testing.T) {
 					if len(pt.wrap) > 0 {
-						requireTool(t, pt.wrap[0])
+						testutil.RequireTools(t, hostPath, pt.wrap[0])
 					}
 					if pt.name == "ordinary-user" {
 						// The user's own tree (last perturbation: root runs nothing after it).
@@ -119,14 +119,14 @@ func TestPerturbations(t *testing.T) {
 					want := runPerturbed(t, b, pt, append(slicesClone(pt.wrap), ed.argv...))
 					clean()
 					rep := filepath.Join(root, pt.name+"-report.json")
-					got := runPerturbed(t, b, pt, append(append(slicesClone(pt.wrap), sysprofBin, "enforce", "-p", profile, "--report", rep, "--"), ed.argv...))
+					got := runPerturbed(t, b, pt, append(append(slicesClone(pt.wrap), testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--"), ed.argv...))
 					if got.Code != want.Code {
 						t.Errorf("enforce exit %d, unsandboxed %d\n%s", got.Code, want.Code, got)
 					}
 					if got.Stdout != want.Stdout {
 						t.Errorf("enforce output differs from the unsandboxed run:\n--- enforced:\n%s\n--- unsandboxed:\n%s", got.Stdout, want.Stdout)
 					}
-					for _, d := range readReport(t, rep).Denials {
+					for _, d := range testutil.ReadReport(t, rep).Denials {
 						t.Errorf("denial: [%s] %s by %s (parents %v): suggest %q", d.Kind, d.What, d.Exe, d.Parents, d.Suggest)
 					}
 					if pt.name == "ordinary-user" {
@@ -134,7 +134,7 @@ func TestPerturbations(t *testing.T) {
 					}
 					// drift under the same perturbation: learning again there finds nothing new.
 					clean()
-					dr := runPerturbed(t, b, pt, append(append(slicesClone(pt.wrap), sysprofBin, "drift", "--fail-on", "low", "-p", profile, "--"), ed.argv...))
+					dr := runPerturbed(t, b, pt, append(append(slicesClone(pt.wrap), testutil.SysprofBin, "drift", "--fail-on", "low", "-p", profile, "--"), ed.argv...))
 					if dr.Code != 0 {
 						t.Errorf("drift widened (exit %d):\n%s%s", dr.Code, dr.Stdout, dr.Stderr)
 					}
@@ -149,9 +149,9 @@ func slicesClone(s []string) []string { return append([]string(nil), s...) }
 // runPerturbed runs argv in b under pt and returns what it wrote to stdout (read back from the
 // file or the terminal; CRLF from a terminal made LF) and its exit status. sysprof's own
 // stderr goes to a buffer when stdout is not a terminal.
-func runPerturbed(t *testing.T, b *box, pt perturbation, argv []string) result {
+func runPerturbed(t *testing.T, b *testutil.Box, pt perturbation, argv []string) testutil.Result {
 	t.Helper()
-	cmd, ctx := command(t, b.Work, append(b.environ(), pt.env...), argv...)
+	cmd, ctx := testutil.Command(t, b.Work, append(b.Environ(), pt.env...), argv...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	var out bytes.Buffer
@@ -207,7 +207,7 @@ func runPerturbed(t *testing.T, b *box, pt perturbation, argv []string) result {
 	}
 	err := cmd.Wait()
 	wg.Wait()
-	r := finish(t, ctx, cmd, err, "", stderr.String())
+	r := testutil.Finish(t, ctx, cmd, err, "", stderr.String())
 	switch pt.stdout {
 	case "file":
 		bs, rerr := os.ReadFile(outFile)
@@ -228,7 +228,7 @@ func runPerturbed(t *testing.T, b *box, pt perturbation, argv []string) result {
 		}
 		r.Stdout = strings.Join(keep, "")
 	}
-	t.Logf("%6.2fs exit %d [%s]: %s", time.Since(start).Seconds(), r.Code, pt.name, shortArgs(argv))
+	t.Logf("%6.2fs exit %d [%s]: %s", time.Since(start).Seconds(), r.Code, pt.name, testutil.ShortArgs(argv))
 	return r
 }
 
@@ -278,12 +278,12 @@ func TestIncrementalRebuild(t *testing.T) {
 	for _, ic := range incrementals {
 		t.Run(ic.name, func(t *testing.T) {
 			for _, n := range ic.need {
-				requireTool(t, n)
+				testutil.RequireTools(t, hostPath, n)
 			}
 			root := t.TempDir()
 			b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), ic.fixture)
 			profile := filepath.Join(root, "profile.yaml")
-			mustCode(t, "learn from clean", sysprof(t, b, append([]string{"learn", "-p", profile, "--"}, ic.argv...)...), 0)
+			testutil.MustCode(t, "learn from clean", b.Sysprof(t, append([]string{"learn", "-p", profile, "--"}, ic.argv...)...), 0)
 			f, err := os.OpenFile(filepath.Join(b.Work, ic.edit), os.O_APPEND|os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -293,9 +293,9 @@ func TestIncrementalRebuild(t *testing.T) {
 			}
 			f.Close()
 			rep := filepath.Join(root, "report.json")
-			r := sysprof(t, b, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, ic.argv...)...)
-			mustCode(t, "enforce the incremental rebuild", r, 0)
-			requireNoDenials(t, "enforce the incremental rebuild", rep, r)
+			r := b.Sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, ic.argv...)...)
+			testutil.MustCode(t, "enforce the incremental rebuild", r, 0)
+			testutil.RequireNoDenials(t, "enforce the incremental rebuild", rep, r)
 		})
 	}
 }
@@ -304,20 +304,20 @@ func TestIncrementalRebuild(t *testing.T) {
 // and merges both runs into one profile.
 func TestLearnRuns(t *testing.T) {
 	testutil.RequireRoot(t)
-	requireTool(t, "make")
-	requireTool(t, "gcc")
+	testutil.RequireTools(t, hostPath, "make")
+	testutil.RequireTools(t, hostPath, "gcc")
 	root := t.TempDir()
 	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "cproj")
 	profile := filepath.Join(root, "profile.yaml")
-	r := sysprof(t, b, "learn", "--runs", "2", "--between", "echo '/* edited */' >> greet.c", "-p", profile, "--", "make")
-	mustCode(t, "learn --runs 2", r, 0)
+	r := b.Sysprof(t, "learn", "--runs", "2", "--between", "echo '/* edited */' >> greet.c", "-p", profile, "--", "make")
+	testutil.MustCode(t, "learn --runs 2", r, 0)
 	if p := loadProfile(t, profile); p.Metadata.Runs != 2 {
 		t.Errorf("metadata.runs = %d, want 2", p.Metadata.Runs)
 	}
 	if bs, err := os.ReadFile(filepath.Join(b.Work, "greet.c")); err != nil || !strings.Contains(string(bs), "edited") {
 		t.Errorf("--between did not run before the second run: %v", err)
 	}
-	mustCode(t, "learn --runs 0", sysprof(t, b, "learn", "--runs", "0", "-p", profile, "--", "make"), 125)
+	testutil.MustCode(t, "learn --runs 0", b.Sysprof(t, "learn", "--runs", "0", "-p", profile, "--", "make"), 125)
 }
 
 // openForNobody lets uid 65534 reach and write everything under root (the ordinary-user
