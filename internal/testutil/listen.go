@@ -118,3 +118,23 @@ func (r *Recorder) Received() (int, string) {
 	defer r.mu.Unlock()
 	return r.conns, r.got.String()
 }
+
+// LoopbackUDP binds a free UDP port of 127.0.0.1 until the test ends, reading and dropping
+// every datagram, and returns the port.
+func LoopbackUDP(t testing.TB) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			if _, _, err := c.ReadFrom(buf); err != nil {
+				return
+			}
+		}
+	}()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
