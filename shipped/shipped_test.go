@@ -50,6 +50,9 @@ var shippedRuns = []shippedRun{
 	{profile: "python3", fixture: "shipped/python", need: []string{"python3"}, argv: []string{"python3", "main.py"}, want: "hello, python", clean: "rm -rf __pycache__"},
 	{profile: "npm-install", fixture: "shipped/npm-install", need: []string{"npm", "node"}, argv: []string{"npm", "install"}, want: "postinstall: hello, npm", clean: "rm -rf node_modules package-lock.json generated"},
 	{profile: "eslint", fixture: jsTools, need: []string{"npx", "node"}, argv: []string{"npx", "eslint", "--cache", "--cache-location", "node_modules/.cache/eslint/", "src"}, installed: "node_modules/eslint/bin/eslint.js", clean: "rm -rf node_modules/.cache"},
+	// Without --cache eslint deletes a stale .eslintcache in the work tree, which is not there:
+	// ENOENT unsandboxed, and under enforce too (not the read-only work tree's EROFS).
+	{profile: "eslint", fixture: jsTools, need: []string{"npx", "node"}, argv: []string{"npx", "eslint", "src"}, installed: "node_modules/eslint/bin/eslint.js"},
 	{profile: "prettier", fixture: jsTools, need: []string{"npx", "node"}, argv: []string{"npx", "prettier", "--check", "src"}, want: "All matched files use Prettier code style", installed: "node_modules/prettier/bin/prettier.cjs"},
 	// gopls check: the first run of each user fills a cold gopls cache ($HOME/.cache/gopls), the
 	// second reads it warm.
