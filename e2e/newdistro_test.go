@@ -113,19 +113,16 @@ func TestNewerDistro(t *testing.T) {
 		testutil.WriteFile(t, filepath.Join(r, "work", "Makefile"), mk, 0o644)
 	}
 	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + filepath.Join(base, "home"), "TMPDIR=" + filepath.Join(base, "tmp"), "LANG=C", "LC_ALL=C"}
-	// The static binary, inside the chroot.
-	bin := filepath.Join(root, "usr/local/bin/sysprof")
+	// The static binary, inside the chroot: in this test's own directory, since the cached
+	// root is shared by every test run on the host (another run's binary at one fixed path was
+	// replaced under it: "text file busy").
 	b, err := os.ReadFile(testutil.SysprofBin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(rel, "sysprof"), b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(bin) })
 
 	cases := []struct {
 		name  string
@@ -163,8 +160,8 @@ for d in proc dev sys; do mount --rbind /$d "$root/$d"; mount --make-rslave "$ro
 mkdir -p "$root/.oldroot"
 cd "$root"
 %s . .oldroot
-exec /bin/sh -c 'umount -l /.oldroot && cd "$0" && p=$1 r=$2 && shift 2 && exec /usr/local/bin/sysprof enforce -p "$p" --report "$r" -- "$@"' %q %q %q %s`,
-					root, pivotBin, work, profile, rep, shellQuote(c.argv))
+exec /bin/sh -c 'umount -l /.oldroot && cd "$0" && p=$1 r=$2 && shift 2 && exec %s/sysprof enforce -p "$p" --report "$r" -- "$@"' %q %q %q %s`,
+					root, pivotBin, base, work, profile, rep, shellQuote(c.argv))
 				r = testutil.Run(t, "/", env, "/usr/bin/unshare", "-m", "--propagation", "private", "sh", "-c", script)
 				hostRep := filepath.Join(root, rep)
 				if !portable {
