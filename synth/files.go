@@ -597,13 +597,13 @@ func verbOf(access string) string {
 // already readable or writable path such a rule is redundant, anywhere else it grants what the
 // tool never got.
 //
-// The exception is the delete of a file that is not there (`rm -f stale.lock`, eslint removing
-// a .eslintcache it did not make, Python's `os.unlink` in a `try: … except
-// FileNotFoundError`): unlink, unlinkat and rmdir check that the mount is writable before they
-// look the name up, so in a directory the sandbox mounts read-only the tool gets EROFS instead
-// of ENOENT — reported as a denial, and fatal to a tool that ignores only ENOENT. Such a delete
-// is kept (missingDelete) and passWrite grants that one path: the enforcer stages its directory,
-// where the unlink answers ENOENT again, and copies back nothing but that path.
+// The exception is the delete of a file in the work tree that is not there (`rm -f
+// stale.lock`, eslint removing a .eslintcache it did not make, Python's `os.unlink` in a `try:
+// … except FileNotFoundError`): unlink, unlinkat and rmdir check that the mount is writable
+// before they look the name up, so in a directory the sandbox mounts read-only the tool gets
+// EROFS instead of ENOENT — reported as a denial, and fatal to a tool that ignores only ENOENT.
+// Such a delete is kept (missingDelete) and passWrite grants that one path: the enforcer stages
+// its directory, where the unlink answers ENOENT again, and copies back nothing but that path.
 func (s *state) passFailedProbes() []string {
 	byErrno := map[string]int{}
 	n, kept := 0, 0
@@ -643,20 +643,17 @@ func (s *state) passFailedProbes() []string {
 }
 
 // missingDelete reports a failed delete that passWrite grants as exactly its path (see
-// passFailedProbes): a delete that found no file (ENOENT) where such a write rates low (the
-// work tree, a tool cache: policy.PathRisk). Never a protected path (a missing
-// .git/hooks/pre-commit stays unwritable: the tool gets EROFS there and the denial is
-// reported), a file of the home itself, a path too broad to write, nor one in a temp directory
-// (the private /tmp answers ENOENT anyway, and the enforcer grants a host $TMPDIR whole, which a
-// failed delete must not make writable).
+// passFailedProbes): a delete that found no file (ENOENT) in the work tree, where such a write
+// rates low (policy.PathRisk). Never a protected path (a missing .git/hooks/pre-commit stays
+// unwritable: the tool gets EROFS there and the denial is reported) nor a path too broad to
+// write. Not elsewhere: in the home a write rule on a file rates critical; in a temp directory
+// the private /tmp answers ENOENT anyway, and the enforcer grants a host $TMPDIR whole, which a
+// failed delete must not make writable; in a tool cache the names are hashes, different every
+// run, and the tool writes the cache anyway (then its rule covers the path).
 func missingDelete(f *fileObs) bool {
-	if f.access != trace.AccessDelete || f.errno != errENOENT || strings.ContainsAny(f.path, "*?[") || tooBroadToWrite(f.path) {
+	if f.access != trace.AccessDelete || f.errno != errENOENT || !strings.HasPrefix(f.path, "$WORKDIR/") ||
+		strings.ContainsAny(f.path, "*?[") || tooBroadToWrite(f.path) {
 		return false
-	}
-	for _, t := range tmpRoots {
-		if paths.Covers(t, f.path) {
-			return false
-		}
 	}
 	risk, _ := policy.PathRisk("write", f.path, nil)
 	return risk == policy.RiskLow

@@ -10,11 +10,11 @@ import (
 	"github.com/sysprof/sysprof/trace"
 )
 
-// A delete that found no file (rm -f, eslint's unlink of a .eslintcache it never made) is kept
-// as a write rule of exactly that path where such a write rates low, so that the enforcer
-// stages its directory and the unlink answers ENOENT again instead of the read-only mount's
-// EROFS. Nothing wider: never a protected path, a file of the home, a temp directory or a
-// system path; never rolled up into the directory; a path the tool also wrote keeps its own
+// A delete that found no file in the work tree (rm -f, eslint's unlink of a .eslintcache it
+// never made) is kept as a write rule of exactly that path, so that the enforcer stages its
+// directory and the unlink answers ENOENT again instead of the read-only mount's EROFS.
+// Nothing wider: never a protected path, a file of the home, a tool cache, a temp directory or
+// a system path; never rolled up into the directory; a path the tool also wrote keeps its own
 // rule; and resynthesis keeps the rules as they are.
 func TestDeleteOfMissingFile(t *testing.T) {
 	exe := "/usr/bin/rm"
@@ -33,6 +33,7 @@ func TestDeleteOfMissingFile(t *testing.T) {
 	missing(work + "/.github/workflows/ci.yml")
 	missing(home + "/.bash_logout.lock") // a file of the home itself rates critical
 	missing(home + "/tmp/stale")         // $TMPDIR: granted whole by the enforcer
+	missing(home + "/.cache/tool/ab/cd") // a tool cache: hashed names
 	missing("/tmp/stale")
 	missing("/usr/lib/stale")
 	add(work+"/locked", trace.AccessDelete, false, 13) // EACCES: not a missing file
