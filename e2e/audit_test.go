@@ -18,24 +18,24 @@ func TestAuditLetsEverythingThroughAndRefinesInOneRound(t *testing.T) {
 	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "")
 	testutil.WriteFile(t, filepath.Join(b.Work, "a.txt"), "a\n", 0o644)
 	profile := filepath.Join(root, "profile.yaml")
-	mustCode(t, "learn", sysprof(t, b, "learn", "-p", profile, "--", "sh", "-c", "cat a.txt"), 0)
+	testutil.MustCode(t, "learn", b.Sysprof(t, "learn", "-p", profile, "--", "sh", "-c", "cat a.txt"), 0)
 
 	// More than learned: a new directory and file in the work tree, a listing, other syscalls.
 	more := []string{"sh", "-c", "cat a.txt && mkdir -p out && cat a.txt > out/copy.txt && ls out"}
 	strict := filepath.Join(root, "strict.json")
-	r := sysprof(t, b, append([]string{"enforce", "-p", profile, "--report", strict, "--"}, more...)...)
+	r := b.Sysprof(t, append([]string{"enforce", "-p", profile, "--report", strict, "--"}, more...)...)
 	if r.Code == 0 {
 		t.Fatalf("control: the wider command passed enforcement unchanged: %s", r)
 	}
 	os.RemoveAll(filepath.Join(b.Work, "out"))
 
 	rep := filepath.Join(root, "audit.json")
-	r = sysprof(t, b, append([]string{"enforce", "--audit", "-p", profile, "--report", rep, "--"}, more...)...)
-	mustCode(t, "enforce --audit", r, 0)
+	r = b.Sysprof(t, append([]string{"enforce", "--audit", "-p", profile, "--report", rep, "--"}, more...)...)
+	testutil.MustCode(t, "enforce --audit", r, 0)
 	if _, err := os.Stat(filepath.Join(b.Work, "out", "copy.txt")); err != nil {
 		t.Errorf("audit did not let the write through: %v", err)
 	}
-	ar := readReport(t, rep)
+	ar := testutil.ReadReport(t, rep)
 	if !ar.Audit || len(ar.Denials) == 0 {
 		t.Fatalf("audit report: audit=%v with %d denials, want the would-be denials", ar.Audit, len(ar.Denials))
 	}
@@ -54,9 +54,9 @@ func TestAuditLetsEverythingThroughAndRefinesInOneRound(t *testing.T) {
 			args = append(args, "--only", d.Path)
 		}
 	}
-	mustCode(t, "refine --yes", sysprof(t, b, args...), 0)
+	testutil.MustCode(t, "refine --yes", b.Sysprof(t, args...), 0)
 	final := filepath.Join(root, "final.json")
-	r = sysprof(t, b, append([]string{"enforce", "-p", profile, "--report", final, "--"}, more...)...)
-	mustCode(t, "enforce after one refine round", r, 0)
-	requireNoDenials(t, "enforce after one refine round", final, r)
+	r = b.Sysprof(t, append([]string{"enforce", "-p", profile, "--report", final, "--"}, more...)...)
+	testutil.MustCode(t, "enforce after one refine round", r, 0)
+	testutil.RequireNoDenials(t, "enforce after one refine round", final, r)
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // cliBox is a scratch box for the CLI contract tests: an empty work directory and HOME.
-func cliBox(t *testing.T) *box {
+func cliBox(t *testing.T) *testutil.Box {
 	t.Helper()
 	return newBox(t, t.TempDir(), "cli", "user", "work", "")
 }
@@ -24,14 +24,14 @@ func cliBox(t *testing.T) *box {
 // TestCLIExitStatus checks the exit statuses of DESIGN.md's CLI contract for learn and enforce.
 func TestCLIExitStatus(t *testing.T) {
 	testutil.RequireRoot(t)
-	requireTool(t, "sh")
+	testutil.RequireTools(t, hostPath, "sh")
 	b := cliBox(t)
 	prof := func(name string) string { return filepath.Join(b.Home, "profiles", name+".yaml") }
 
 	t.Run("no-command", func(t *testing.T) {
 		for _, args := range [][]string{{"learn"}, {"learn", "--"}, {"learn", "-p", prof("x")}, {"enforce", "-p", prof("x")}, {"drift", "-p", prof("x")}} {
-			r := sysprof(t, b, args...)
-			mustCode(t, strings.Join(args, " "), r, 125)
+			r := b.Sysprof(t, args...)
+			testutil.MustCode(t, strings.Join(args, " "), r, 125)
 			if !strings.Contains(strings.ToLower(r.Stderr), "usage") {
 				t.Errorf("%s: want a usage message on stderr, got %s", strings.Join(args, " "), r)
 			}
@@ -57,8 +57,8 @@ func TestCLIExitStatus(t *testing.T) {
 			}
 			p = filepath.Join(dir, "p.yaml")
 		}
-		r := sysprof(t, b, "learn", "-p", p, "--", "sh", "-c", "touch "+marker)
-		mustCode(t, "learn with an unwritable profile path", r, 125)
+		r := b.Sysprof(t, "learn", "-p", p, "--", "sh", "-c", "touch "+marker)
+		testutil.MustCode(t, "learn with an unwritable profile path", r, 125)
 		if _, err := os.Stat(marker); err == nil {
 			t.Errorf("the command ran although the profile cannot be written")
 		}
@@ -69,15 +69,15 @@ func TestCLIExitStatus(t *testing.T) {
 
 	t.Run("not-found", func(t *testing.T) {
 		for _, c := range []string{"no-such-command-sysprof-e2e", filepath.Join(b.Tmp, "missing")} {
-			mustCode(t, "learn "+c, sysprof(t, b, "learn", "-p", prof("nf"), "--", c), 127)
+			testutil.MustCode(t, "learn "+c, b.Sysprof(t, "learn", "-p", prof("nf"), "--", c), 127)
 		}
 	})
 
 	t.Run("not-executable", func(t *testing.T) {
 		script := filepath.Join(b.Work, "not-exec.sh")
 		testutil.WriteFile(t, script, "#!/bin/sh\necho ran\n", 0o644)
-		r := sysprof(t, b, "learn", "-p", prof("ne"), "--", script)
-		mustCode(t, "learn of a file without x bits", r, 126)
+		r := b.Sysprof(t, "learn", "-p", prof("ne"), "--", script)
+		testutil.MustCode(t, "learn of a file without x bits", r, 126)
 		if strings.Contains(r.Stdout, "ran") {
 			t.Errorf("the script ran: %s", r)
 		}
@@ -85,28 +85,28 @@ func TestCLIExitStatus(t *testing.T) {
 
 	t.Run("command-status", func(t *testing.T) {
 		p := prof("exit3")
-		mustCode(t, "learn sh -c 'exit 3'", sysprof(t, b, "learn", "-p", p, "--", "sh", "-c", "exit 3"), 3)
+		testutil.MustCode(t, "learn sh -c 'exit 3'", b.Sysprof(t, "learn", "-p", p, "--", "sh", "-c", "exit 3"), 3)
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("a command that fails is still learned: %v", err)
 		}
-		r := sysprof(t, b, "enforce", "-p", p, "--report", filepath.Join(b.Tmp, "exit3.json"), "--", "sh", "-c", "exit 3")
-		mustCode(t, "enforce sh -c 'exit 3'", r, 3)
+		r := b.Sysprof(t, "enforce", "-p", p, "--report", filepath.Join(b.Tmp, "exit3.json"), "--", "sh", "-c", "exit 3")
+		testutil.MustCode(t, "enforce sh -c 'exit 3'", r, 3)
 		requireNoDenialsExit(t, "enforce sh -c 'exit 3'", filepath.Join(b.Tmp, "exit3.json"), r, 3)
 	})
 
 	t.Run("killed-by-signal", func(t *testing.T) {
 		p := prof("sigterm")
 		argv := []string{"sh", "-c", "kill -TERM $$"}
-		mustCode(t, "learn of a command killed by SIGTERM", sysprof(t, b, append([]string{"learn", "-p", p, "--"}, argv...)...), 143)
-		r := sysprof(t, b, append([]string{"enforce", "-p", p, "--report", filepath.Join(b.Tmp, "sigterm.json"), "--"}, argv...)...)
-		mustCode(t, "enforce of a command killed by SIGTERM", r, 143)
+		testutil.MustCode(t, "learn of a command killed by SIGTERM", b.Sysprof(t, append([]string{"learn", "-p", p, "--"}, argv...)...), 143)
+		r := b.Sysprof(t, append([]string{"enforce", "-p", p, "--report", filepath.Join(b.Tmp, "sigterm.json"), "--"}, argv...)...)
+		testutil.MustCode(t, "enforce of a command killed by SIGTERM", r, 143)
 		requireNoDenialsExit(t, "enforce of a command killed by SIGTERM", filepath.Join(b.Tmp, "sigterm.json"), r, 143)
 	})
 
 	t.Run("enforce-missing-profile", func(t *testing.T) {
 		marker := filepath.Join(b.Tmp, "ran-unsandboxed")
-		r := sysprof(t, b, "enforce", "-p", filepath.Join(b.Home, "no-such.yaml"), "--", "sh", "-c", "touch "+marker)
-		mustCode(t, "enforce with a missing profile", r, 125)
+		r := b.Sysprof(t, "enforce", "-p", filepath.Join(b.Home, "no-such.yaml"), "--", "sh", "-c", "touch "+marker)
+		testutil.MustCode(t, "enforce with a missing profile", r, 125)
 		if !strings.Contains(r.Stderr, "sysprof learn") {
 			t.Errorf("want a hint to run `sysprof learn`, got %s", r)
 		}
@@ -117,18 +117,18 @@ func TestCLIExitStatus(t *testing.T) {
 
 	t.Run("enforce-not-found", func(t *testing.T) {
 		p := prof("echo")
-		mustCode(t, "learn echo", sysprof(t, b, "learn", "-p", p, "--", "echo", "hi"), 0)
-		mustCode(t, "enforce of a missing command", sysprof(t, b, "enforce", "-p", p, "--", filepath.Join(b.Tmp, "missing")), 127)
+		testutil.MustCode(t, "learn echo", b.Sysprof(t, "learn", "-p", p, "--", "echo", "hi"), 0)
+		testutil.MustCode(t, "enforce of a missing command", b.Sysprof(t, "enforce", "-p", p, "--", filepath.Join(b.Tmp, "missing")), 127)
 		script := filepath.Join(b.Work, "not-exec-2.sh")
 		testutil.WriteFile(t, script, "#!/bin/sh\necho ran\n", 0o644)
-		mustCode(t, "enforce of a file without x bits", sysprof(t, b, "enforce", "-p", p, "--", script), 126)
+		testutil.MustCode(t, "enforce of a file without x bits", b.Sysprof(t, "enforce", "-p", p, "--", script), 126)
 	})
 }
 
 // requireNoDenialsExit is requireNoDenials for a command that exits with code on purpose.
-func requireNoDenialsExit(t *testing.T, what, path string, r result, code int) {
+func requireNoDenialsExit(t *testing.T, what, path string, r testutil.Result, code int) {
 	t.Helper()
-	rep := readReport(t, path)
+	rep := testutil.ReadReport(t, path)
 	for _, d := range rep.Denials {
 		t.Errorf("%s: denial: %s by %s: suggest %q", what, d.What, d.Exe, d.Suggest)
 	}
@@ -146,8 +146,8 @@ func TestCLIStdoutIsTheCommands(t *testing.T) {
 	testutil.RequireRoot(t)
 	b := cliBox(t)
 	p := filepath.Join(b.Home, "echo.yaml")
-	r := sysprof(t, b, "learn", "-p", p, "--", "echo", "hi")
-	mustCode(t, "learn echo hi", r, 0)
+	r := b.Sysprof(t, "learn", "-p", p, "--", "echo", "hi")
+	testutil.MustCode(t, "learn echo hi", r, 0)
 	if r.Stdout != "hi\n" {
 		t.Errorf("learn -- echo hi: stdout = %q, want %q", r.Stdout, "hi\n")
 	}
@@ -155,14 +155,14 @@ func TestCLIStdoutIsTheCommands(t *testing.T) {
 		t.Errorf("learn -- echo hi: want the learn summary on stderr")
 	}
 	rep := filepath.Join(b.Tmp, "echo.json")
-	r = sysprof(t, b, "enforce", "-p", p, "--report", rep, "--", "echo", "hi")
-	mustCode(t, "enforce echo hi", r, 0)
-	requireNoDenials(t, "enforce echo hi", rep, r)
+	r = b.Sysprof(t, "enforce", "-p", p, "--report", rep, "--", "echo", "hi")
+	testutil.MustCode(t, "enforce echo hi", r, 0)
+	testutil.RequireNoDenials(t, "enforce echo hi", rep, r)
 	if r.Stdout != "hi\n" {
 		t.Errorf("enforce -- echo hi: stdout = %q, want %q", r.Stdout, "hi\n")
 	}
 	// Denials are reported on stderr, never on stdout: sh is a binary the profile never ran.
-	r = sysprof(t, b, "enforce", "-p", p, "--", "sh", "-c", "echo hi")
+	r = b.Sysprof(t, "enforce", "-p", p, "--", "sh", "-c", "echo hi")
 	if r.Code == 0 || r.Stdout != "" || r.Stderr == "" {
 		t.Errorf("enforce of a binary the profile never ran: want a failure, nothing on stdout and the reason on stderr, got %s", r)
 	}
@@ -172,12 +172,12 @@ func TestCLIStdoutIsTheCommands(t *testing.T) {
 // still saved, marked incomplete.
 func TestCLILearnInterrupted(t *testing.T) {
 	testutil.RequireRoot(t)
-	requireTool(t, "sh")
-	requireTool(t, "sleep")
+	testutil.RequireTools(t, hostPath, "sh")
+	testutil.RequireTools(t, hostPath, "sleep")
 	b := cliBox(t)
 	p := filepath.Join(b.Home, "sleep.yaml")
-	argv := []string{sysprofBin, "learn", "-p", p, "--", "sh", "-c", "echo ready; exec sleep 60"}
-	cmd, ctx := command(t, b.Work, b.environ(), argv...)
+	argv := []string{testutil.SysprofBin, "learn", "-p", p, "--", "sh", "-c", "echo ready; exec sleep 60"}
+	cmd, ctx := b.Command(t, argv...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func TestCLILearnInterrupted(t *testing.T) {
 	}
 	wg.Wait()
 	err = cmd.Wait()
-	r := finish(t, ctx, cmd, err, stdout.String(), stderr.String())
+	r := testutil.Finish(t, ctx, cmd, err, stdout.String(), stderr.String())
 	if r.Code != 130 {
 		t.Errorf("learn interrupted by SIGINT: want exit 130 (the command killed by the forwarded SIGINT), got %s", r)
 	}
@@ -236,7 +236,7 @@ func TestCLIDiff(t *testing.T) {
 	testutil.RequireRoot(t) // the base profile is learned
 	b := cliBox(t)
 	narrow := filepath.Join(b.Home, "narrow.yaml")
-	mustCode(t, "learn echo", sysprof(t, b, "learn", "-p", narrow, "--", "echo", "hi"), 0)
+	testutil.MustCode(t, "learn echo", b.Sysprof(t, "learn", "-p", narrow, "--", "echo", "hi"), 0)
 	p := loadProfile(t, narrow)
 	wide := policy.Clone(p)
 	wide.Syscalls.Allow = append(wide.Syscalls.Allow, policy.Syscall{Name: "ptrace"})
@@ -245,32 +245,32 @@ func TestCLIDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := sysprof(t, b, "diff", narrow, widePath)
-	mustCode(t, "diff OLD WIDER", r, 1)
+	r := b.Sysprof(t, "diff", narrow, widePath)
+	testutil.MustCode(t, "diff OLD WIDER", r, 1)
 	if !strings.Contains(r.Stdout, "ptrace") {
 		t.Errorf("diff OLD WIDER: the table should name ptrace: %s", r)
 	}
-	r = sysprof(t, b, "diff", narrow, widePath, "--format", "json")
-	mustCode(t, "diff --format json OLD WIDER", r, 1)
+	r = b.Sysprof(t, "diff", narrow, widePath, "--format", "json")
+	testutil.MustCode(t, "diff --format json OLD WIDER", r, 1)
 	d := parseDiff(t, r.Stdout)
 	w := widening(d.Changes)
 	if !d.Widens || len(w) != 1 || w[0].Item != "ptrace" || w[0].Risk != policy.RiskCritical {
 		t.Errorf("diff --format json OLD WIDER: want one critical widening (ptrace), got\n%s", changesString(d.Changes))
 	}
-	r = sysprof(t, b, "diff", widePath, narrow, "--format", "json")
-	mustCode(t, "diff WIDER OLD (narrowing)", r, 0)
+	r = b.Sysprof(t, "diff", widePath, narrow, "--format", "json")
+	testutil.MustCode(t, "diff WIDER OLD (narrowing)", r, 0)
 	if d := parseDiff(t, r.Stdout); d.Widens || len(d.Changes) != 1 || d.Changes[0].Widens {
 		t.Errorf("diff WIDER OLD: want one narrowing change, got\n%s", changesString(d.Changes))
 	}
-	mustCode(t, "diff OLD OLD", sysprof(t, b, "diff", narrow, narrow), 0)
-	mustCode(t, "diff with a missing file", sysprof(t, b, "diff", narrow, filepath.Join(b.Home, "missing.yaml")), 125)
+	testutil.MustCode(t, "diff OLD OLD", b.Sysprof(t, "diff", narrow, narrow), 0)
+	testutil.MustCode(t, "diff with a missing file", b.Sysprof(t, "diff", narrow, filepath.Join(b.Home, "missing.yaml")), 125)
 }
 
 // TestCLIDoctor: this host (root, BTF, cgroup2, Landlock) supports learning and enforcing.
 func TestCLIDoctor(t *testing.T) {
 	testutil.RequireRoot(t)
-	r := sysprof(t, cliBox(t), "doctor")
-	mustCode(t, "doctor", r, 0)
+	r := cliBox(t).Sysprof(t, "doctor")
+	testutil.MustCode(t, "doctor", r, 0)
 	if !strings.Contains(r.Stdout, "landlock") {
 		t.Errorf("doctor should list the landlock check: %s", r)
 	}

@@ -15,15 +15,15 @@ import (
 // key, with the committed profile learned from `make` (Makefile replaced by base first, when
 // base is set).
 type driftProject struct {
-	box     *box
+	box     *testutil.Box
 	profile string
 }
 
 func newDriftProject(t *testing.T, base string, env ...string) *driftProject {
 	t.Helper()
 	testutil.RequireRoot(t)
-	requireTool(t, "make")
-	requireTool(t, "gcc")
+	testutil.RequireTools(t, hostPath, "make")
+	testutil.RequireTools(t, hostPath, "gcc")
 	root := t.TempDir()
 	b := newBox(t, root, "ci", "runner", "project", "cproj")
 	b.Extra = env
@@ -32,7 +32,7 @@ func newDriftProject(t *testing.T, base string, env ...string) *driftProject {
 	if base != "" {
 		p.useMakefile(t, base)
 	}
-	mustCode(t, "learn", sysprof(t, b, "learn", "-p", p.profile, "--", "make"), 0)
+	testutil.MustCode(t, "learn", b.Sysprof(t, "learn", "-p", p.profile, "--", "make"), 0)
 	return p
 }
 
@@ -48,10 +48,10 @@ func (p *driftProject) useMakefile(t *testing.T, name string) {
 
 // drift cleans the build (so that it does everything again) and runs
 // `sysprof drift -p PROFILE --format json -- make`.
-func (p *driftProject) drift(t *testing.T) (result, diffJSON) {
+func (p *driftProject) drift(t *testing.T) (testutil.Result, diffJSON) {
 	t.Helper()
-	mustCode(t, "make clean", run(t, p.box.Work, p.box.environ(), "make", "clean"), 0)
-	r := sysprof(t, p.box, "drift", "-p", p.profile, "--format", "json", "--", "make")
+	testutil.MustCode(t, "make clean", p.box.Run(t, "make", "clean"), 0)
+	r := p.box.Sysprof(t, "drift", "-p", p.profile, "--format", "json", "--", "make")
 	if r.Code != 0 && r.Code != 1 {
 		t.Fatalf("drift: want exit 0 or 1, got %s", r)
 	}
@@ -68,7 +68,7 @@ func driftJSONPart(stdout string) string {
 }
 
 // requireUnchanged asserts drift's "nothing changed": exit 0 and no change at all.
-func requireUnchanged(t *testing.T, what string, r result, d diffJSON) {
+func requireUnchanged(t *testing.T, what string, r testutil.Result, d diffJSON) {
 	t.Helper()
 	if r.Code != 0 || d.Widens || len(d.Changes) != 0 {
 		t.Fatalf("%s: want exit 0 and an empty diff, got exit %d, widens %v, changes:\n%s\n%s", what, r.Code, d.Widens, changesString(d.Changes), r.Stderr)
@@ -148,8 +148,8 @@ func TestDriftNewLoopbackPort(t *testing.T) {
 // JSON file (SARIF for code scanning likewise), so the command's own stdout cannot share it.
 func TestDriftStdoutIsOnlyTheDiff(t *testing.T) {
 	p := newDriftProject(t, "")
-	mustCode(t, "make clean", run(t, p.box.Work, p.box.environ(), "make", "clean"), 0)
-	r := sysprof(t, p.box, "drift", "-p", p.profile, "--format", "json", "--", "make")
-	mustCode(t, "drift", r, 0)
+	testutil.MustCode(t, "make clean", p.box.Run(t, "make", "clean"), 0)
+	r := p.box.Sysprof(t, "drift", "-p", p.profile, "--format", "json", "--", "make")
+	testutil.MustCode(t, "drift", r, 0)
 	parseDiff(t, r.Stdout)
 }

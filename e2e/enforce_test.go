@@ -15,21 +15,21 @@ import (
 // reading (as with every compiler a build driver starts).
 func TestEnforceProcSelf(t *testing.T) {
 	testutil.RequireRoot(t)
-	requireTool(t, "cat")
-	requireTool(t, "sh")
+	testutil.RequireTools(t, hostPath, "cat")
+	testutil.RequireTools(t, hostPath, "sh")
 	b := cliBox(t)
 	p := filepath.Join(b.Home, "procself.yaml")
 	argv := []string{"sh", "-c", "cat /proc/self/status; exit $?"}
-	r := sysprof(t, b, append([]string{"learn", "-p", p, "--"}, argv...)...)
-	mustCode(t, "learn", r, 0)
+	r := b.Sysprof(t, append([]string{"learn", "-p", p, "--"}, argv...)...)
+	testutil.MustCode(t, "learn", r, 0)
 	rep := filepath.Join(b.Tmp, "procself.json")
-	r = sysprof(t, b, append([]string{"enforce", "-p", p, "--report", rep, "--"}, argv...)...)
-	denials := readReport(t, rep).Denials
+	r = b.Sysprof(t, append([]string{"enforce", "-p", p, "--report", rep, "--"}, argv...)...)
+	denials := testutil.ReadReport(t, rep).Denials
 	if r.Code != 0 && len(denials) == 0 {
 		t.Errorf("enforce: the command failed but the report has no denial (every denial must be explained)")
 	}
-	mustCode(t, "enforce", r, 0)
-	requireNoDenials(t, "enforce", rep, r)
+	testutil.MustCode(t, "enforce", r, 0)
+	testutil.RequireNoDenials(t, "enforce", rep, r)
 	if !strings.Contains(r.Stdout, "Name:\tcat") {
 		t.Errorf("enforce: stdout is not cat's own status:\n%s", r.Stdout)
 	}

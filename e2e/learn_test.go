@@ -21,15 +21,15 @@ import (
 // project is not empty (TestDrift, TestDriftNewLoopbackPort fail now and then).
 func TestLearnRecordsRecycledInodes(t *testing.T) {
 	testutil.RequireRoot(t)
-	requireTool(t, "sh")
+	testutil.RequireTools(t, hostPath, "sh")
 	b := cliBox(t)
 	p := filepath.Join(b.Home, "recycle.yaml")
 	tr := filepath.Join(b.Home, "recycle.trace.json")
 	// Six create/delete rounds: the file system hands a freed inode number out again at once
 	// most of the time, so at least one round reuses one even with other work on the disk.
-	r := sysprof(t, b, "learn", "-p", p, "--trace-out", tr, "--", "sh", "-c",
+	r := b.Sysprof(t, "learn", "-p", p, "--trace-out", tr, "--", "sh", "-c",
 		`for i in 1 2 3 4 5 6; do echo $i > "f$i"; rm "f$i"; done; echo 2 > second`)
-	mustCode(t, "learn", r, 0)
+	testutil.MustCode(t, "learn", r, 0)
 	if _, err := os.Stat(filepath.Join(b.Work, "second")); err != nil {
 		t.Fatalf("the command did not create second: %v", err)
 	}
@@ -84,13 +84,13 @@ func TestLearnRecordsRecycledInodes(t *testing.T) {
 // read rule (which diff would then rate low, as a temp file).
 func TestLearnCredentialReadWhenTmpdirIsHome(t *testing.T) {
 	testutil.RequireRoot(t)
-	requireTool(t, "sh")
+	testutil.RequireTools(t, hostPath, "sh")
 	b := cliBox(t)
 	b.Tmp = b.Home
 	testutil.WriteFile(t, filepath.Join(b.Home, ".ssh", "id_test"), "fake key\n", 0o600)
 	p := filepath.Join(b.Home, "ssh.yaml")
-	r := sysprof(t, b, "learn", "-p", p, "--", "sh", "-c", `read -r key < "$HOME/.ssh/id_test"; echo read`)
-	mustCode(t, "learn", r, 0)
+	r := b.Sysprof(t, "learn", "-p", p, "--", "sh", "-c", `read -r key < "$HOME/.ssh/id_test"; echo read`)
+	testutil.MustCode(t, "learn", r, 0)
 	prof := loadProfile(t, p)
 	for _, rules := range [][]string{pathsOf(prof.Filesystem.Read), pathsOf(prof.Filesystem.Write), pathsOf(prof.Filesystem.List)} {
 		for _, path := range rules {
@@ -119,7 +119,7 @@ func pathsOf(rules []policy.PathRule) []string {
 // $WORKDIR/out has an empty list and passes --strict.
 func TestLearnReviewList(t *testing.T) {
 	testutil.RequireRoot(t)
-	requireTool(t, "bash")
+	testutil.RequireTools(t, hostPath, "bash")
 	port := testutil.LoopbackTCP(t)
 	b := cliBox(t)
 	testutil.WriteFile(t, filepath.Join(b.Home, ".npmrc"), "//registry.example/:_authToken=secret\n", 0o600)
@@ -133,7 +133,7 @@ echo 'on: push' > .github/workflows/ci.yml
 exec 3<>/dev/tcp/127.0.0.1/%d
 echo built > out/app`, port)
 	p := filepath.Join(b.Home, "attack.yaml")
-	r := sysprof(t, b, "learn", "--strict", "-p", p, "--", "bash", "-c", script)
+	r := b.Sysprof(t, "learn", "--strict", "-p", p, "--", "bash", "-c", script)
 	if r.Code != 125 {
 		t.Errorf("learn --strict with risky behaviour: exit %d, want 125\n%s", r.Code, r)
 	}
@@ -161,8 +161,8 @@ echo built > out/app`, port)
 
 	// Control: only the build output.
 	c := filepath.Join(b.Home, "build.yaml")
-	r = sysprof(t, b, "learn", "--strict", "-p", c, "--", "bash", "-c", "mkdir -p out2 && echo built > out2/app")
-	mustCode(t, "learn --strict of a plain build", r, 0)
+	r = b.Sysprof(t, "learn", "--strict", "-p", c, "--", "bash", "-c", "mkdir -p out2 && echo built > out2/app")
+	testutil.MustCode(t, "learn --strict of a plain build", r, 0)
 	if strings.Contains(r.Stderr, "REVIEW") {
 		t.Errorf("a plain build has a review list:\n%s", r.Stderr)
 	}

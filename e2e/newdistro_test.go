@@ -80,7 +80,7 @@ func lastLines(s string, n int) string {
 func TestNewerDistro(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, tool := range []string{"gcc", "make", "python3", "unshare", "pivot_root"} {
-		requireTool(t, tool)
+		testutil.RequireTools(t, hostPath, tool)
 	}
 	root := newerRoot(t)
 	pivotBin, err := exec.LookPath("pivot_root")
@@ -113,19 +113,16 @@ func TestNewerDistro(t *testing.T) {
 		testutil.WriteFile(t, filepath.Join(r, "work", "Makefile"), mk, 0o644)
 	}
 	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + filepath.Join(base, "home"), "TMPDIR=" + filepath.Join(base, "tmp"), "LANG=C", "LC_ALL=C"}
-	// The static binary, inside the chroot.
-	bin := filepath.Join(root, "usr/local/bin/sysprof")
-	b, err := os.ReadFile(sysprofBin)
+	// The static binary, inside the chroot: in this test's own directory, since the cached
+	// root is shared by every test run on the host (another run's binary at one fixed path was
+	// replaced under it: "text file busy").
+	b, err := os.ReadFile(testutil.SysprofBin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(rel, "sysprof"), b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(bin) })
 
 	cases := []struct {
 		name  string
@@ -147,8 +144,8 @@ func TestNewerDistro(t *testing.T) {
 					args = append(args, "--portable")
 				}
 				clean(t, work, c.clean)
-				r := run(t, work, env, append(append([]string{sysprofBin}, args...), append([]string{"--"}, c.argv...)...)...)
-				mustCode(t, "learn here", r, 0)
+				r := testutil.Run(t, work, env, append(append([]string{testutil.SysprofBin}, args...), append([]string{"--"}, c.argv...)...)...)
+				testutil.MustCode(t, "learn here", r, 0)
 				// The chroot sees the profile at the same path.
 				testutil.CopyTree(t, filepath.Dir(profile), filepath.Join(rel, "profiles"))
 
@@ -163,19 +160,19 @@ for d in proc dev sys; do mount --rbind /$d "$root/$d"; mount --make-rslave "$ro
 mkdir -p "$root/.oldroot"
 cd "$root"
 %s . .oldroot
-exec /bin/sh -c 'umount -l /.oldroot && cd "$0" && p=$1 r=$2 && shift 2 && exec /usr/local/bin/sysprof enforce -p "$p" --report "$r" -- "$@"' %q %q %q %s`,
-					root, pivotBin, work, profile, rep, shellQuote(c.argv))
-				r = run(t, "/", env, "/usr/bin/unshare", "-m", "--propagation", "private", "sh", "-c", script)
+exec /bin/sh -c 'umount -l /.oldroot && cd "$0" && p=$1 r=$2 && shift 2 && exec %s/sysprof enforce -p "$p" --report "$r" -- "$@"' %q %q %q %s`,
+					root, pivotBin, base, work, profile, rep, shellQuote(c.argv))
+				r = testutil.Run(t, "/", env, "/usr/bin/unshare", "-m", "--propagation", "private", "sh", "-c", script)
 				hostRep := filepath.Join(root, rep)
 				if !portable {
 					// The control: version-pinned paths and glibc 2.41's syscalls are refused.
-					if r.Code == 0 && len(readReport(t, hostRep).Denials) == 0 {
+					if r.Code == 0 && len(testutil.ReadReport(t, hostRep).Denials) == 0 {
 						t.Errorf("control: the profile learned without --portable ran in %s with no denial", newerRelease)
 					}
 					continue
 				}
-				mustCode(t, "enforce in "+newerRelease, r, 0)
-				requireNoDenials(t, "enforce in "+newerRelease, hostRep, r)
+				testutil.MustCode(t, "enforce in "+newerRelease, r, 0)
+				testutil.RequireNoDenials(t, "enforce in "+newerRelease, hostRep, r)
 				if f, ok := strings.CutPrefix(c.want, "file:"); ok {
 					if _, err := os.Stat(filepath.Join(rel, "work", f)); err != nil {
 						t.Errorf("enforce in %s did not make %s: %v", newerRelease, f, err)

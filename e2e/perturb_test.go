@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,12 @@ type perturbation struct {
 	env   []string // appended to the box's environment
 	// wrap is put before the command (taskset -c 0).
 	wrap []string
+	// place moves every run of the perturbation (everyday.prepare): "cwd" to a fresh checkout
+	// of the project elsewhere, "home" to a fresh HOME (cold caches), "tmpdir" to a fresh
+	// TMPDIR; "" runs in the learn's box.
+	place string
+	// cold empties the tools' caches and the build's kept state before every run.
+	cold bool
 }
 
 var perturbations = []perturbation{
@@ -38,6 +45,10 @@ var perturbations = []perturbation{
 	{name: "stdin-file", stdout: "pipe", stdin: "file"},
 	{name: "utf8-locale", stdout: "pipe", stdin: "null", env: []string{"LANG=C.UTF-8", "LC_ALL=C.UTF-8"}},
 	{name: "one-cpu", stdout: "pipe", stdin: "null", wrap: []string{"taskset", "-c", "0"}},
+	{name: "another-cwd", stdout: "pipe", stdin: "null", place: "cwd"},
+	{name: "another-home", stdout: "pipe", stdin: "null", place: "home"},
+	{name: "another-tmpdir", stdout: "pipe", stdin: "null", place: "tmpdir"},
+	{name: "cold-cache", stdout: "pipe", stdin: "null", cold: true},
 	// Another user: the learn ran as root, this run is an ordinary user's (a user namespace,
 	// no eBPF). The box is made reachable for it (openForNobody).
 	{name: "ordinary-user", stdout: "pipe", stdin: "null", wrap: []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}},
@@ -47,10 +58,22 @@ var perturbations = []perturbation{
 type everyday struct {
 	name    string
 	need    []string
-	fixture string
+	fixture string // testdata/projects/<fixture>, copied into the work dir
 	argv    []string
-	setup   func(t *testing.T, b *box)
+	setup   func(t *testing.T, b *testutil.Box)
 	clean   []string // removed (in the work dir) before each run
+	// state is what the build keeps between runs in the work dir (cargo's target/): kept from
+	// one run to the next (a warm rebuild), removed under cold-cache and before the learn.
+	state []string
+	// program is run (unsandboxed) after each run of a build: its output is part of the run's.
+	program string
+	// timing matches what the command prints that differs run to run (cargo's "Finished ... in
+	// 0.15s" reaches the output at a terminal): it is replaced before comparing.
+	timing *regexp.Regexp
+	// notAs names perturbations this command cannot run under at all, with the reason. Only the
+	// ordinary user, when the toolchain lives in root's own HOME (rustup's default for root):
+	// uid 65534 cannot run cargo there unsandboxed either.
+	notAs func() map[string]string
 }
 
 var everydays = []everyday{
@@ -61,32 +84,55 @@ var everydays = []everyday{
 	{name: "make", need: []string{"make", "gcc"}, fixture: "cproj", argv: []string{"make"}, clean: []string{"hello", "main.o", "greet.o"}},
 	{name: "python3", need: []string{"python3"}, argv: []string{"python3", "-c", "import sys, os; print(sorted(os.listdir('.'))); print(sys.stdout.isatty())"}, setup: writeNotes},
 	{name: "git-log", need: []string{"git"}, argv: []string{"git", "log", "--format=%H %s"}, setup: gitRepo},
+	// The testdata projects' other builds (make builds cproj above).
+	{name: "go-build", need: []string{"go"}, fixture: "gomod", argv: []string{"go", "build", "-o", "app", "."}, clean: []string{"app"}, program: "./app"},
+	{name: "cargo-build", need: []string{"cargo"}, fixture: "crate", argv: []string{"cargo", "build", "--offline"}, state: []string{"target"}, program: "./target/debug/crate", timing: cargoTiming, notAs: cargoUnreachable},
 }
 
-func writeNotes(t *testing.T, b *box) {
+var cargoTiming = regexp.MustCompile(`target\(s\) in [0-9.]+m?s`)
+
+// cargoUnreachable says why uid 65534 cannot run cargo here, when rustup's toolchains or its
+// proxies are in a directory it cannot search (root's 0700 HOME).
+func cargoUnreachable() map[string]string {
+	cargo, err := testutil.LookPath(hostPath, "cargo")
+	if err != nil {
+		return nil
+	}
+	for _, p := range []string{cargo, rustupHome} {
+		for d := filepath.Dir(p); d != "/" && d != "."; d = filepath.Dir(d) {
+			if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o001 == 0 {
+				return map[string]string{"ordinary-user": fmt.Sprintf("%s is under %s (mode %v): uid 65534 cannot run cargo there at all", p, d, st.Mode().Perm())}
+			}
+		}
+	}
+	return nil
+}
+
+func writeNotes(t *testing.T, b *testutil.Box) {
 	testutil.WriteFile(t, filepath.Join(b.Work, "notes.txt"), "line three\nline one\nline two\n", 0o644)
 }
 
-func gitRepo(t *testing.T, b *box) {
+func gitRepo(t *testing.T, b *testutil.Box) {
 	writeNotes(t, b)
 	b.Extra = append(b.Extra, "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T",
 		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_AUTHOR_DATE=2026-01-02T03:04:05Z", "GIT_COMMITTER_DATE=2026-01-02T03:04:05Z",
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_PAGER=cat")
 	for _, argv := range [][]string{{"git", "init", "-q", "-b", "main", "."}, {"git", "add", "notes.txt"}, {"git", "commit", "-q", "-m", "notes"}} {
-		mustCode(t, strings.Join(argv, " "), run(t, b.Work, b.environ(), argv...), 0)
+		testutil.MustCode(t, strings.Join(argv, " "), b.Run(t, argv...), 0)
 	}
 }
 
 // TestPerturbations: a profile learned once with output to a file survives the next ordinary
 // runs: at a terminal, into a pipe or /dev/null, with stdin closed or a file, in a UTF-8 locale,
-// on one CPU. Each enforced run has zero denials and the output of the same run unsandboxed, and
-// drift under the same perturbation finds nothing that widens the profile.
+// on one CPU, from another checkout, HOME or TMPDIR, with cold caches, as an ordinary user.
+// Each enforced run has zero denials and the output of the same run unsandboxed, and drift
+// under the same perturbation finds nothing that widens the profile.
 func TestPerturbations(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, ed := range everydays {
 		t.Run(ed.name, func(t *testing.T) {
 			for _, n := range ed.need {
-				requireTool(t, n)
+				testutil.RequireTools(t, hostPath, n)
 			}
 			root := t.TempDir()
 			b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), ed.fixture)
@@ -95,46 +141,50 @@ func TestPerturbations(t *testing.T) {
 			}
 			profile := filepath.Join(root, "profile.yaml")
 			openForNobody(t, root)
-			clean := func() {
-				for _, c := range ed.clean {
-					os.RemoveAll(filepath.Join(b.Work, c))
-				}
-			}
-			clean()
 			learn := perturbation{name: "learn", stdout: "file", stdin: "null"}
-			if r := runPerturbed(t, b, learn, append([]string{sysprofBin, "learn", "-p", profile, "--"}, ed.argv...)); r.Code != 0 {
+			b = ed.prepare(t, root, b, perturbation{cold: true})
+			if r := runPerturbed(t, b, learn, append([]string{testutil.SysprofBin, "learn", "-p", profile, "--"}, ed.argv...)); r.Code != 0 {
 				t.Fatalf("learn: %s", r)
+			}
+			var notAs map[string]string
+			if ed.notAs != nil {
+				notAs = ed.notAs()
 			}
 			for _, pt := range perturbations {
 				t.Run(pt.name, func(t *testing.T) {
+					if why := notAs[pt.name]; why != "" {
+						// Not a skip of something sysprof could do: the command itself cannot run so.
+						t.Logf("not run: %s", why)
+						return
+					}
 					if len(pt.wrap) > 0 {
-						requireTool(t, pt.wrap[0])
+						testutil.RequireTools(t, hostPath, pt.wrap[0])
 					}
 					if pt.name == "ordinary-user" {
 						// The user's own tree (last perturbation: root runs nothing after it).
 						chownTree(t, b.Work, 65534)
 						chownTree(t, b.Home, 65534)
 					}
-					clean()
-					want := runPerturbed(t, b, pt, append(slicesClone(pt.wrap), ed.argv...))
-					clean()
+					pb := ed.prepare(t, root, b, pt)
+					want := ed.output(t, pb, runPerturbed(t, pb, pt, append(slicesClone(pt.wrap), ed.argv...)))
+					pb = ed.prepare(t, root, b, pt)
 					rep := filepath.Join(root, pt.name+"-report.json")
-					got := runPerturbed(t, b, pt, append(append(slicesClone(pt.wrap), sysprofBin, "enforce", "-p", profile, "--report", rep, "--"), ed.argv...))
+					got := ed.output(t, pb, runPerturbed(t, pb, pt, append(append(slicesClone(pt.wrap), testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--"), ed.argv...)))
 					if got.Code != want.Code {
 						t.Errorf("enforce exit %d, unsandboxed %d\n%s", got.Code, want.Code, got)
 					}
 					if got.Stdout != want.Stdout {
 						t.Errorf("enforce output differs from the unsandboxed run:\n--- enforced:\n%s\n--- unsandboxed:\n%s", got.Stdout, want.Stdout)
 					}
-					for _, d := range readReport(t, rep).Denials {
+					for _, d := range testutil.ReadReport(t, rep).Denials {
 						t.Errorf("denial: [%s] %s by %s (parents %v): suggest %q", d.Kind, d.What, d.Exe, d.Parents, d.Suggest)
 					}
 					if pt.name == "ordinary-user" {
 						return // drift learns: eBPF needs root
 					}
 					// drift under the same perturbation: learning again there finds nothing new.
-					clean()
-					dr := runPerturbed(t, b, pt, append(append(slicesClone(pt.wrap), sysprofBin, "drift", "--fail-on", "low", "-p", profile, "--"), ed.argv...))
+					pb = ed.prepare(t, root, b, pt)
+					dr := runPerturbed(t, pb, pt, append(append(slicesClone(pt.wrap), testutil.SysprofBin, "drift", "--fail-on", "low", "-p", profile, "--"), ed.argv...))
 					if dr.Code != 0 {
 						t.Errorf("drift widened (exit %d):\n%s%s", dr.Code, dr.Stdout, dr.Stderr)
 					}
@@ -144,14 +194,89 @@ func TestPerturbations(t *testing.T) {
 	}
 }
 
+// prepare readies the box of one run under pt so that the unsandboxed, the enforced and the
+// drift run start from the same state: what the last run produced is removed (clean); "cwd"
+// is a fresh checkout of the project elsewhere (same HOME), "home" a fresh, empty HOME (cold
+// caches), "tmpdir" a fresh, empty TMPDIR; cold removes the build's kept state and the caches
+// in HOME ($HOME/.cache with GOCACHE, $CARGO_HOME's registry and git checkouts).
+func (ed everyday) prepare(t *testing.T, root string, b *testutil.Box, pt perturbation) *testutil.Box {
+	t.Helper()
+	fresh := func(d string) {
+		if err := os.RemoveAll(d); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pb := b
+	moved := func() *testutil.Box { c := *b; return &c }
+	switch pt.place {
+	case "":
+	case "cwd":
+		pb = moved()
+		pb.Work, pb.Extra = filepath.Join(root, "x", "elsewhere", "checkout"), nil // setup adds its own
+		fresh(pb.Work)
+		if ed.fixture != "" {
+			pb.CopyFixture(t, "projects", ed.fixture)
+		}
+		if ed.setup != nil {
+			ed.setup(t, pb)
+		}
+	case "home":
+		pb = moved()
+		pb.Home = filepath.Join(root, "x", "bob")
+		fresh(pb.Home)
+	case "tmpdir":
+		pb = moved()
+		pb.Tmp = filepath.Join(root, "x", "tmp2")
+		fresh(pb.Tmp)
+	default:
+		t.Fatalf("BUG: place %q", pt.place)
+	}
+	rm := func(p string) {
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range ed.clean {
+		rm(filepath.Join(pb.Work, c))
+	}
+	if pt.cold {
+		for _, c := range ed.state {
+			rm(filepath.Join(pb.Work, c))
+		}
+		rm(filepath.Join(pb.Home, ".cache"))
+		rm(filepath.Join(pb.Home, ".cargo", "registry"))
+		rm(filepath.Join(pb.Home, ".cargo", "git"))
+	}
+	return pb
+}
+
+// output adds what the built program prints (ed.program, run unsandboxed) to r's stdout, with
+// timings (ed.timing) made constant.
+func (ed everyday) output(t *testing.T, b *testutil.Box, r testutil.Result) testutil.Result {
+	t.Helper()
+	if ed.timing != nil {
+		r.Stdout = ed.timing.ReplaceAllString(r.Stdout, "<timing>")
+	}
+	if ed.program == "" || r.Code != 0 {
+		return r
+	}
+	p := b.Run(t, ed.program)
+	testutil.MustCode(t, "run "+ed.program, p, 0)
+	r.Stdout += "--- " + ed.program + ":\n" + p.Stdout
+	return r
+}
+
 func slicesClone(s []string) []string { return append([]string(nil), s...) }
 
 // runPerturbed runs argv in b under pt and returns what it wrote to stdout (read back from the
 // file or the terminal; CRLF from a terminal made LF) and its exit status. sysprof's own
 // stderr goes to a buffer when stdout is not a terminal.
-func runPerturbed(t *testing.T, b *box, pt perturbation, argv []string) result {
+func runPerturbed(t *testing.T, b *testutil.Box, pt perturbation, argv []string) testutil.Result {
 	t.Helper()
-	cmd, ctx := command(t, b.Work, append(b.environ(), pt.env...), argv...)
+	cmd, ctx := testutil.Command(t, b.Work, append(b.Environ(), pt.env...), argv...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	var out bytes.Buffer
@@ -207,7 +332,7 @@ func runPerturbed(t *testing.T, b *box, pt perturbation, argv []string) result {
 	}
 	err := cmd.Wait()
 	wg.Wait()
-	r := finish(t, ctx, cmd, err, "", stderr.String())
+	r := testutil.Finish(t, ctx, cmd, err, "", stderr.String())
 	switch pt.stdout {
 	case "file":
 		bs, rerr := os.ReadFile(outFile)
@@ -228,7 +353,7 @@ func runPerturbed(t *testing.T, b *box, pt perturbation, argv []string) result {
 		}
 		r.Stdout = strings.Join(keep, "")
 	}
-	t.Logf("%6.2fs exit %d [%s]: %s", time.Since(start).Seconds(), r.Code, pt.name, shortArgs(argv))
+	t.Logf("%6.2fs exit %d [%s]: %s", time.Since(start).Seconds(), r.Code, pt.name, testutil.ShortArgs(argv))
 	return r
 }
 
@@ -278,12 +403,12 @@ func TestIncrementalRebuild(t *testing.T) {
 	for _, ic := range incrementals {
 		t.Run(ic.name, func(t *testing.T) {
 			for _, n := range ic.need {
-				requireTool(t, n)
+				testutil.RequireTools(t, hostPath, n)
 			}
 			root := t.TempDir()
 			b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), ic.fixture)
 			profile := filepath.Join(root, "profile.yaml")
-			mustCode(t, "learn from clean", sysprof(t, b, append([]string{"learn", "-p", profile, "--"}, ic.argv...)...), 0)
+			testutil.MustCode(t, "learn from clean", b.Sysprof(t, append([]string{"learn", "-p", profile, "--"}, ic.argv...)...), 0)
 			f, err := os.OpenFile(filepath.Join(b.Work, ic.edit), os.O_APPEND|os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -293,9 +418,9 @@ func TestIncrementalRebuild(t *testing.T) {
 			}
 			f.Close()
 			rep := filepath.Join(root, "report.json")
-			r := sysprof(t, b, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, ic.argv...)...)
-			mustCode(t, "enforce the incremental rebuild", r, 0)
-			requireNoDenials(t, "enforce the incremental rebuild", rep, r)
+			r := b.Sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, ic.argv...)...)
+			testutil.MustCode(t, "enforce the incremental rebuild", r, 0)
+			testutil.RequireNoDenials(t, "enforce the incremental rebuild", rep, r)
 		})
 	}
 }
@@ -304,20 +429,20 @@ func TestIncrementalRebuild(t *testing.T) {
 // and merges both runs into one profile.
 func TestLearnRuns(t *testing.T) {
 	testutil.RequireRoot(t)
-	requireTool(t, "make")
-	requireTool(t, "gcc")
+	testutil.RequireTools(t, hostPath, "make")
+	testutil.RequireTools(t, hostPath, "gcc")
 	root := t.TempDir()
 	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "cproj")
 	profile := filepath.Join(root, "profile.yaml")
-	r := sysprof(t, b, "learn", "--runs", "2", "--between", "echo '/* edited */' >> greet.c", "-p", profile, "--", "make")
-	mustCode(t, "learn --runs 2", r, 0)
+	r := b.Sysprof(t, "learn", "--runs", "2", "--between", "echo '/* edited */' >> greet.c", "-p", profile, "--", "make")
+	testutil.MustCode(t, "learn --runs 2", r, 0)
 	if p := loadProfile(t, profile); p.Metadata.Runs != 2 {
 		t.Errorf("metadata.runs = %d, want 2", p.Metadata.Runs)
 	}
 	if bs, err := os.ReadFile(filepath.Join(b.Work, "greet.c")); err != nil || !strings.Contains(string(bs), "edited") {
 		t.Errorf("--between did not run before the second run: %v", err)
 	}
-	mustCode(t, "learn --runs 0", sysprof(t, b, "learn", "--runs", "0", "-p", profile, "--", "make"), 125)
+	testutil.MustCode(t, "learn --runs 0", b.Sysprof(t, "learn", "--runs", "0", "-p", profile, "--", "make"), 125)
 }
 
 // openForNobody lets uid 65534 reach and write everything under root (the ordinary-user

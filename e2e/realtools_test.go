@@ -22,12 +22,12 @@ type realTool struct {
 	fixture string   // testdata/projects/<fixture>, copied into each work directory
 	argv    []string
 	// setup prepares a fresh box (files the fixture does not have, config in HOME).
-	setup func(t *testing.T, b *box)
+	setup func(t *testing.T, b *testutil.Box)
 	// clean removes what a run produced so that the next run does the same work again.
-	clean func(t *testing.T, b *box)
+	clean func(t *testing.T, b *testutil.Box)
 	// output is what must be identical between enforced and unsandboxed runs: the command's
 	// stdout (normalized where it holds timings) plus, for builds, what the built program prints.
-	output func(t *testing.T, b *box, stdout string) string
+	output func(t *testing.T, b *testutil.Box, stdout string) string
 }
 
 // Caches: every box has its own HOME with the Go build cache ($HOME/.cache/go-build) and
@@ -50,8 +50,8 @@ var realTools = []realTool{
 		fixture: "gomod",
 		// -count=1: no cached test result, the test binary really runs every time.
 		argv:  []string{"go", "test", "-count=1", "-v", "."},
-		clean: func(*testing.T, *box) {},
-		output: func(t *testing.T, _ *box, stdout string) string {
+		clean: func(*testing.T, *testutil.Box) {},
+		output: func(t *testing.T, _ *testutil.Box, stdout string) string {
 			return goTestLines(t, stdout)
 		},
 	},
@@ -77,7 +77,7 @@ var realTools = []realTool{
 		// One script so that one profile covers the whole session; the dates and identity are
 		// fixed so that the commit hash, printed by git log, is the same in every run.
 		argv: []string{"sh", "-c", `git init -q . && git add README && git commit -q -m "first commit" && git status --short --branch && git log --format="%H %an <%ae> %s"`},
-		setup: func(t *testing.T, b *box) {
+		setup: func(t *testing.T, b *testutil.Box) {
 			user := filepath.Base(b.Home)
 			testutil.WriteFile(t, filepath.Join(b.Work, "README"), "a project under git\n", 0o644)
 			testutil.WriteFile(t, filepath.Join(b.Home, ".gitconfig"), fmt.Sprintf("[user]\n\tname = %s\n\temail = %s@example.com\n[init]\n\tdefaultBranch = main\n", user, user), 0o644)
@@ -88,7 +88,7 @@ var realTools = []realTool{
 			)
 		},
 		clean:  removeAll(".git"),
-		output: func(_ *testing.T, _ *box, stdout string) string { return stdout },
+		output: func(_ *testing.T, _ *testutil.Box, stdout string) string { return stdout },
 	},
 }
 
@@ -102,7 +102,7 @@ func TestNoFalseDenials(t *testing.T) {
 	for _, tool := range realTools {
 		t.Run(tool.name, func(t *testing.T) {
 			for _, n := range tool.need {
-				requireTool(t, n)
+				testutil.RequireTools(t, hostPath, n)
 			}
 			root := t.TempDir()
 			profile := filepath.Join(root, "profiles", tool.name+".yaml")
@@ -112,8 +112,8 @@ func TestNoFalseDenials(t *testing.T) {
 			if tool.setup != nil {
 				tool.setup(t, learner)
 			}
-			r := sysprof(t, learner, append([]string{"learn", "-p", profile, "--"}, argv...)...)
-			mustCode(t, "learn", r, 0)
+			r := learner.Sysprof(t, append([]string{"learn", "-p", profile, "--"}, argv...)...)
+			testutil.MustCode(t, "learn", r, 0)
 			if p := loadProfile(t, profile); p.Metadata.Incomplete {
 				t.Fatalf("learn: profile marked incomplete: %v", p.Metadata.IncompleteReasons)
 			}
@@ -122,17 +122,17 @@ func TestNoFalseDenials(t *testing.T) {
 			var got []string
 			for i := 1; i <= enforceRuns; i++ {
 				rep := filepath.Join(root, fmt.Sprintf("report-%d.json", i))
-				r := sysprof(t, learner, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, argv...)...)
+				r := learner.Sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, argv...)...)
 				what := fmt.Sprintf("enforce #%d", i)
-				mustCode(t, what, r, 0)
-				requireNoDenials(t, what, rep, r)
+				testutil.MustCode(t, what, r, 0)
+				testutil.RequireNoDenials(t, what, rep, r)
 				got = append(got, tool.output(t, learner, r.Stdout))
 				tool.clean(t, learner)
 			}
 
 			// The same command without sysprof, in the same place: the reference output.
-			bare := run(t, learner.Work, learner.environ(), argv...)
-			mustCode(t, "unsandboxed run", bare, 0)
+			bare := learner.Run(t, argv...)
+			testutil.MustCode(t, "unsandboxed run", bare, 0)
 			want := tool.output(t, learner, bare.Stdout)
 			tool.clean(t, learner)
 			for i, g := range got {
@@ -147,9 +147,9 @@ func TestNoFalseDenials(t *testing.T) {
 				tool.setup(t, other)
 			}
 			rep := filepath.Join(root, "report-elsewhere.json")
-			r = sysprof(t, other, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, argv...)...)
-			mustCode(t, "enforce in another work directory and HOME", r, 0)
-			requireNoDenials(t, "enforce in another work directory and HOME", rep, r)
+			r = other.Sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, argv...)...)
+			testutil.MustCode(t, "enforce in another work directory and HOME", r, 0)
+			testutil.RequireNoDenials(t, "enforce in another work directory and HOME", rep, r)
 			if g := tool.output(t, other, r.Stdout); g != want {
 				t.Errorf("enforce in another work directory and HOME: output differs from the unsandboxed run:\n--- enforced:\n%s\n--- unsandboxed:\n%s", g, want)
 			}
@@ -158,8 +158,8 @@ func TestNoFalseDenials(t *testing.T) {
 }
 
 // removeAll returns a clean step that deletes names in the work directory.
-func removeAll(names ...string) func(*testing.T, *box) {
-	return func(t *testing.T, b *box) {
+func removeAll(names ...string) func(*testing.T, *testutil.Box) {
+	return func(t *testing.T, b *testutil.Box) {
 		t.Helper()
 		for _, n := range names {
 			if err := os.RemoveAll(filepath.Join(b.Work, n)); err != nil {
@@ -171,11 +171,11 @@ func removeAll(names ...string) func(*testing.T, *box) {
 
 // stdoutAnd returns an output step: the command's stdout, then what the built program prints
 // when run (unsandboxed) from the work directory.
-func stdoutAnd(program string) func(*testing.T, *box, string) string {
-	return func(t *testing.T, b *box, stdout string) string {
+func stdoutAnd(program string) func(*testing.T, *testutil.Box, string) string {
+	return func(t *testing.T, b *testutil.Box, stdout string) string {
 		t.Helper()
-		r := run(t, b.Work, b.environ(), program)
-		mustCode(t, "run "+program, r, 0)
+		r := b.Run(t, program)
+		testutil.MustCode(t, "run "+program, r, 0)
 		return stdout + "--- " + program + ":\n" + r.Stdout
 	}
 }

@@ -40,8 +40,8 @@ func TestRefineYesKeepsWhatNeedsAPerson(t *testing.T) {
 			if err := policy.Save(p, prof); err != nil {
 				t.Fatal(err)
 			}
-			r := sysprof(t, b, "refine", "-p", p, "--from", repPath, "--yes", "--max-risk", risk)
-			mustCode(t, "refine --yes", r, 0)
+			r := b.Sysprof(t, "refine", "-p", p, "--from", repPath, "--yes", "--max-risk", risk)
+			testutil.MustCode(t, "refine --yes", r, 0)
 			got := loadProfile(t, p)
 			if !slices.ContainsFunc(got.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == "utimensat" }) {
 				t.Errorf("the benign syscall was not accepted:\n%s", r)
@@ -61,8 +61,8 @@ func TestRefineYesKeepsWhatNeedsAPerson(t *testing.T) {
 	if err := policy.Save(p, prof); err != nil {
 		t.Fatal(err)
 	}
-	r := sysprof(t, b, "refine", "-p", p, "--from", repPath, "--workdir", b.Work, "--only", "$WORKDIR/.git/hooks/pre-commit")
-	mustCode(t, "refine --only HOOK", r, 0)
+	r := b.Sysprof(t, "refine", "-p", p, "--from", repPath, "--workdir", b.Work, "--only", "$WORKDIR/.git/hooks/pre-commit")
+	testutil.MustCode(t, "refine --only HOOK", r, 0)
 	got := loadProfile(t, p)
 	if !slices.ContainsFunc(got.Filesystem.Write, func(w policy.PathRule) bool { return w.Path == "$WORKDIR/.git/hooks/pre-commit" }) ||
 		len(got.Filesystem.Exec) > 0 || len(got.Network.Connect) > 0 || len(got.Syscalls.Allow) != 2 {
@@ -83,7 +83,7 @@ func TestRefineExecAndPrivateTmpWrite(t *testing.T) {
 	b.Extra = []string{"TMPDIR=/tmp"} // the private /tmp is $TMPDIR, as on most hosts
 	testutil.WriteFile(t, filepath.Join(b.Work, "a.txt"), "a\n", 0o644)
 	profile := filepath.Join(root, "profile.yaml")
-	mustCode(t, "learn", sysprof(t, b, "learn", "-p", profile, "--", "sh", "-c", "cat a.txt"), 0)
+	testutil.MustCode(t, "learn", b.Sysprof(t, "learn", "-p", profile, "--", "sh", "-c", "cat a.txt"), 0)
 	if p := loadProfile(t, profile); !p.Filesystem.PrivateTmp || slices.ContainsFunc(p.Filesystem.Write, func(r policy.PathRule) bool { return strings.HasPrefix(r.Path, "$TMPDIR") }) {
 		t.Fatalf("control: want a private /tmp and no write rule in it, got privateTmp %v, write %v", p.Filesystem.PrivateTmp, p.Filesystem.Write)
 	}
@@ -95,10 +95,10 @@ func TestRefineExecAndPrivateTmpWrite(t *testing.T) {
 	refinedTmp := false
 	for round := 0; ; round++ {
 		rep := filepath.Join(root, fmt.Sprintf("round%d.json", round))
-		r := sysprof(t, b, append([]string{"enforce", "--verify-binaries", "-p", profile, "--report", rep, "--"}, more...)...)
-		ds := readReport(t, rep).Denials
+		r := b.Sysprof(t, append([]string{"enforce", "--verify-binaries", "-p", profile, "--report", rep, "--"}, more...)...)
+		ds := testutil.ReadReport(t, rep).Denials
 		if len(ds) == 0 {
-			mustCode(t, "enforce after refining", r, 0)
+			testutil.MustCode(t, "enforce after refining", r, 0)
 			break
 		}
 		if round == 6 {
@@ -114,8 +114,8 @@ func TestRefineExecAndPrivateTmpWrite(t *testing.T) {
 				args = append(args, "--only", d.Path)
 			}
 		}
-		rr := sysprof(t, b, args...)
-		mustCode(t, "refine --yes", rr, 0)
+		rr := b.Sysprof(t, args...)
+		testutil.MustCode(t, "refine --yes", rr, 0)
 		if strings.Contains(rr.Stderr, "nothing to refine") {
 			t.Fatalf("round %d: refine found nothing to change for denials it cannot fix: %s\n%s", round, rr, r)
 		}
@@ -123,7 +123,7 @@ func TestRefineExecAndPrivateTmpWrite(t *testing.T) {
 	if !refinedTmp {
 		t.Fatalf("control: no enforce run denied %s", tmpFile)
 	}
-	r := sysprof(t, b, append([]string{"drift", "-p", profile, "--format", "json", "--"}, more...)...)
+	r := b.Sysprof(t, append([]string{"drift", "-p", profile, "--format", "json", "--"}, more...)...)
 	for _, c := range widening(parseDiff(t, driftJSONPart(r.Stdout)).Changes) {
 		if c.Section == policy.SectionBinaries || c.Section == policy.SectionExec {
 			t.Errorf("drift after refine: %s", c)

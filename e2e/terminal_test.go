@@ -22,7 +22,7 @@ func TestControllingTerminalLearnedWithoutOne(t *testing.T) {
 	profile := filepath.Join(root, "profile.yaml")
 	script := `cat notes.txt 2>/dev/null; if [ -t 1 ]; then ( : </dev/tty ) 2>/dev/null; fi; echo done`
 	learn := perturbation{name: "learn", stdout: "file", stdin: "null"}
-	if r := runPerturbed(t, b, learn, []string{sysprofBin, "learn", "-p", profile, "--", "sh", "-c", script}); r.Code != 0 {
+	if r := runPerturbed(t, b, learn, []string{testutil.SysprofBin, "learn", "-p", profile, "--", "sh", "-c", script}); r.Code != 0 {
 		t.Fatalf("learn: %s", r)
 	}
 	if p := loadProfile(t, profile); !strings.Contains(string(mustRead(t, profile)), "/dev/tty") {
@@ -30,12 +30,12 @@ func TestControllingTerminalLearnedWithoutOne(t *testing.T) {
 	}
 	rep := filepath.Join(root, "tty-report.json")
 	tty := perturbation{name: "tty", stdout: "tty", stdin: "tty"}
-	r := runPerturbed(t, b, tty, []string{sysprofBin, "enforce", "-p", profile, "--report", rep, "--", "sh", "-c", script})
-	mustCode(t, "enforce at a terminal", r, 0)
+	r := runPerturbed(t, b, tty, []string{testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--", "sh", "-c", script})
+	testutil.MustCode(t, "enforce at a terminal", r, 0)
 	if !strings.Contains(r.Stdout, "done") {
 		t.Errorf("enforce at a terminal: output lacks done:\n%s", r)
 	}
-	for _, d := range readReport(t, rep).Denials {
+	for _, d := range testutil.ReadReport(t, rep).Denials {
 		t.Errorf("denial at a terminal: [%s] %s by %s: suggest %q", d.Kind, d.What, d.Exe, d.Suggest)
 	}
 }
@@ -62,14 +62,14 @@ func TestPagerHistoryLearnedAtATerminal(t *testing.T) {
 	writeNotes(t, b)
 	profile := filepath.Join(root, "profile.yaml")
 	script := `cat notes.txt && echo '.less-history-file:' >"$HOME/.lesshsQ" && mv "$HOME/.lesshsQ" "$HOME/.lesshst"; echo done`
-	mustCode(t, "learn", sysprof(t, b, "learn", "-p", profile, "--", "sh", "-c", script), 0)
+	testutil.MustCode(t, "learn", b.Sysprof(t, "learn", "-p", profile, "--", "sh", "-c", script), 0)
 	for _, w := range loadProfile(t, profile).Filesystem.Write {
 		if strings.Contains(w.Path, "lesshs") {
 			t.Errorf("learn granted the pager history: write %s", w.Path)
 		}
 	}
 	rep := filepath.Join(root, "report.json")
-	r := sysprof(t, b, "enforce", "-p", profile, "--report", rep, "--", "sh", "-c", script)
+	r := b.Sysprof(t, "enforce", "-p", profile, "--report", rep, "--", "sh", "-c", script)
 	if r.Code == 125 {
 		t.Fatalf("enforce refused the profile: %s", r)
 	}

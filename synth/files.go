@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/sysprof/sysprof/paths"
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/trace"
 )
 
@@ -589,14 +590,23 @@ func verbOf(access string) string {
 	return "wrote"
 }
 
-// passFailedProbes drops every failed access. A failed probe (ENOENT of an optional config
-// file, EEXIST of `mkdir -p`) needs no allowance to fail again: path lookup errors come before
-// any Landlock or mount check, so under enforcement the tool sees the same errno and no false
-// denial. Recording them as rules would only widen the policy — under an already readable or
-// writable path such a rule is redundant, anywhere else it grants what the tool never got.
+// passFailedProbes drops every failed access but one kind. A failed probe (ENOENT of an
+// optional config file, EEXIST of `mkdir -p`) needs no allowance to fail again: path lookup
+// errors come before any Landlock or mount check, so under enforcement the tool sees the same
+// errno and no false denial. Recording them as rules would only widen the policy — under an
+// already readable or writable path such a rule is redundant, anywhere else it grants what the
+// tool never got.
+//
+// The exception is the delete of a file in the work tree that is not there (`rm -f
+// stale.lock`, eslint removing a .eslintcache it did not make, Python's `os.unlink` in a `try:
+// … except FileNotFoundError`): unlink, unlinkat and rmdir check that the mount is writable
+// before they look the name up, so in a directory the sandbox mounts read-only the tool gets
+// EROFS instead of ENOENT — reported as a denial, and fatal to a tool that ignores only ENOENT.
+// Such a delete is kept (missingDelete) and passWrite grants that one path: the enforcer stages
+// its directory, where the unlink answers ENOENT again, and copies back nothing but that path.
 func (s *state) passFailedProbes() []string {
 	byErrno := map[string]int{}
-	n := 0
+	n, kept := 0, 0
 	s.keepFiles(func(f *fileObs) bool {
 		if f.ok {
 			return true
@@ -608,19 +618,45 @@ func (s *state) passFailedProbes() []string {
 			f.ok = true
 			return true
 		}
+		if missingDelete(f) {
+			kept++
+			return true
+		}
 		n++
 		byErrno[errnoName(f.errno)]++
 		return false
 	})
-	if n == 0 {
-		return nil
+	var msgs []string
+	if n > 0 {
+		var parts []string
+		for _, e := range sortedKeys(byErrno) {
+			parts = append(parts, fmt.Sprintf("%s %d", e, byErrno[e]))
+		}
+		msgs = append(msgs, fmt.Sprintf("ignored %s (%s): they fail the same way under enforcement, so they need no rule and cause no false denial",
+			plural(n, "failed access"), strings.Join(parts, ", ")))
 	}
-	var parts []string
-	for _, e := range sortedKeys(byErrno) {
-		parts = append(parts, fmt.Sprintf("%s %d", e, byErrno[e]))
+	if kept > 0 {
+		msgs = append(msgs, fmt.Sprintf("kept %s of a missing file: in a read-only directory the unlink would answer EROFS instead of ENOENT (passWrite grants the path itself)",
+			plural(kept, "delete")))
 	}
-	return []string{fmt.Sprintf("ignored %s (%s): they fail the same way under enforcement, so they need no rule and cause no false denial",
-		plural(n, "failed access"), strings.Join(parts, ", "))}
+	return msgs
+}
+
+// missingDelete reports a failed delete that passWrite grants as exactly its path (see
+// passFailedProbes): a delete that found no file (ENOENT) in the work tree, where such a write
+// rates low (policy.PathRisk). Never a protected path (a missing .git/hooks/pre-commit stays
+// unwritable: the tool gets EROFS there and the denial is reported) nor a path too broad to
+// write. Not elsewhere: in the home a write rule on a file rates critical; in a temp directory
+// the private /tmp answers ENOENT anyway, and the enforcer grants a host $TMPDIR whole, which a
+// failed delete must not make writable; in a tool cache the names are hashes, different every
+// run, and the tool writes the cache anyway (then its rule covers the path).
+func missingDelete(f *fileObs) bool {
+	if f.access != trace.AccessDelete || f.errno != errENOENT || !strings.HasPrefix(f.path, "$WORKDIR/") ||
+		strings.ContainsAny(f.path, "*?[") || tooBroadToWrite(f.path) {
+		return false
+	}
+	risk, _ := policy.PathRisk("write", f.path, nil)
+	return risk == policy.RiskLow
 }
 
 // environmentalDevice reports devices whose failure in a learn run says more about the run's
@@ -838,9 +874,14 @@ func protectedDir(d string) bool {
 func (s *state) passWrite() []string {
 	var n, created, anchored, exact int
 	var refused, pager []string
+	var missing []fileObs
 	provs := s.exeProvs()
 	for _, f := range s.files {
 		if !isWriteKind(f.access) {
+			continue
+		}
+		if !f.ok { // a delete of a missing file (missingDelete): granted below, as itself
+			missing = append(missing, f)
 			continue
 		}
 		if pagerHistory(f.path) {
@@ -862,7 +903,21 @@ func (s *state) passWrite() []string {
 		}
 		s.addRule(s.write, target, provs[f.exe], note)
 	}
+	// After the successful writes: a path the tool also wrote keeps that rule (and its note).
+	added := 0
+	for _, f := range missing {
+		if r := s.write.get(f.path); r != nil {
+			r.prov = earliest(r.prov, provs[f.exe])
+			continue
+		}
+		s.addRule(s.write, f.path, provs[f.exe], noteMissing)
+		added++
+	}
 	var msgs []string
+	if added > 0 {
+		msgs = append(msgs, fmt.Sprintf("%s that the tool deletes only if present: each exactly that path, never rolled up "+
+			"(in a read-only directory the unlink would answer EROFS instead of ENOENT)", plural(added, "write rule")))
+	}
 	if len(pager) > 0 {
 		slices.Sort(pager)
 		msgs = append(msgs, fmt.Sprintf("not granted: the pager's history %s (less saves none when it cannot write, as with LESSHISTFILE=-; "+
@@ -901,6 +956,9 @@ func pagerHistory(p string) bool {
 const (
 	noteCache   = "tool cache"
 	noteCreated = "created by the tool"
+	// noteMissing is the rule of a file the tool deletes if present and found missing
+	// (missingDelete). Such rules are never rolled up: the directory was never written.
+	noteMissing = "deleted if present (missing when learned): this path only"
 )
 
 // writeTarget is the rule one successful write-kind access at p (portable) needs, with its
@@ -1266,13 +1324,29 @@ func (s *state) passRollupRead() []string {
 
 // passRollupWrite rolls up write rules below one unprotected directory ($WORKDIR/target/debug
 // with its deps, build and .fingerprint directories becomes one rule).
+//
+// Rules of files the tool only deletes if present (noteMissing) take no part: nothing was
+// written in their directory, so they never make it writable. They come back afterwards, and
+// passCoverage drops those a rolled-up directory covers.
 func (s *state) passRollupWrite() []string {
 	allowed := func(d string) bool { return !protectedDir(d) }
 	blocked := func(d string) bool { return s.storeSet.touches(d) }
+	held := map[string]*pathRule{}
+	for p, r := range s.write.byPath() {
+		if r.note == noteMissing {
+			held[p] = r
+			s.write.delete(p)
+		}
+	}
 	var msgs []string
 	for _, d := range rollup(s.write, s.opts.RollupThreshold, "files", allowed, blocked) {
 		if r := s.write.get(d); r != nil {
 			msgs = append(msgs, fmt.Sprintf("rolled up %d files under %s → %s (write)", r.files, d, d))
+		}
+	}
+	for _, p := range sortedKeys(held) {
+		if s.write.get(p) == nil {
+			s.write.set(p, held[p])
 		}
 	}
 	return msgs

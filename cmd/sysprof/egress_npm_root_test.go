@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/sysprof/sysprof/internal/npmregistry"
 	"github.com/sysprof/sysprof/internal/testutil"
-	"github.com/sysprof/sysprof/report"
 )
 
 // npmRegistry serves one package, sysprof-probe 1.0.0, whose postinstall script writes
@@ -100,11 +98,7 @@ func TestEgressNpmInstallLearnedThenEnforced(t *testing.T) {
 		if b, err := os.ReadFile(marker); err != nil || string(b) != "ok" {
 			t.Errorf("nobody %v: the postinstall script did not run under enforce: %v\n%s", nobody, err, out)
 		}
-		var rep report.Report
-		b, _ := os.ReadFile(filepath.Join(work, "rep.json"))
-		if err := json.Unmarshal(b, &rep); err != nil {
-			t.Fatalf("nobody %v: %v", nobody, err)
-		}
+		rep := testutil.ReadReport(t, filepath.Join(work, "rep.json"))
 		if len(rep.Denials) != 0 {
 			t.Errorf("nobody %v: want zero denials, got %d:\n%s", nobody, len(rep.Denials), out)
 		}

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -22,26 +19,14 @@ func runSysprofEnv(t *testing.T, dir string, env []string, args ...string) (int,
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
+	var full []string
 	for _, kv := range origEnv {
 		if !strings.HasPrefix(kv, "SUDO_") {
-			cmd.Env = append(cmd.Env, kv)
+			full = append(full, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, out.String(), errb.String()
-	case errors.As(err, &ee):
-		return ee.ExitCode(), out.String(), errb.String()
-	}
-	t.Fatal(err)
-	return 0, "", ""
+	r := testutil.Run(t, dir, append(full, env...), append([]string{bin}, args...)...)
+	return r.Code, r.Stdout, r.Stderr
 }
 
 // denyScript succeeds whatever happens; with ./write present it first tries to write

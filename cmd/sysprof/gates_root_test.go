@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -210,17 +207,8 @@ steps:
 		t.Fatal(err)
 	}
 	sysprof := func(env []string, args ...string) (int, string, string) {
-		cmd := exec.Command(bin, args...)
-		cmd.Dir = dir
-		cmd.Env = append(append(slices.Clone(origEnv), "HOME="+home), env...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatal(err)
-		}
-		return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+		r := testutil.Run(t, dir, append(append(slices.Clone(origEnv), "HOME="+home), env...), append([]string{bin}, args...)...)
+		return r.Code, r.Stdout, r.Stderr
 	}
 	if code, _, stderr := sysprof(nil, "learn", "--step", "read"); code != 0 {
 		t.Fatalf("learn: status %d:\n%s", code, stderr)

@@ -1,15 +1,39 @@
 package testutil
 
 import (
+	"bytes"
+	"fmt"
 	"net"
 	"net/netip"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // Listen listens on network and addr until the test ends, accepting and closing every
 // connection: something a sandboxed command may or may not reach. A TCP address must be on
 // loopback (tests reach nothing else); a unix socket path or @abstract name is taken as it is.
 func Listen(t testing.TB, network, addr string) net.Listener {
+	t.Helper()
+	l := listen(t, network, addr)
+	if l == nil {
+		return nil
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return l
+}
+
+// listen is Listen without the accepting loop.
+func listen(t testing.TB, network, addr string) net.Listener {
 	t.Helper()
 	if network != "unix" {
 		ap, err := netip.ParseAddrPort(addr)
@@ -23,15 +47,6 @@ func Listen(t testing.TB, network, addr string) net.Listener {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
 	return l
 }
 
@@ -43,3 +58,83 @@ func LoopbackTCP(t testing.TB) int {
 
 // Port is a TCP listener's port.
 func Port(l net.Listener) int { return l.Addr().(*net.TCPAddr).Port }
+
+// Recorder is a TCP server on 127.0.0.1 that keeps every byte it receives and answers an HTTP
+// GET with a fixed body: the "attacker" an attack test's command may try to reach.
+type Recorder struct {
+	Port   int
+	ln     net.Listener
+	mu     sync.Mutex
+	conns  int
+	got    bytes.Buffer
+	answer string
+}
+
+// Record listens on a free port of 127.0.0.1 until the test ends; answer(port) is the body of
+// its reply to an HTTP GET (Content-Type text/x-sh: a script an attack fetches).
+func Record(t testing.TB, answer func(port int) string) *Recorder {
+	t.Helper()
+	ln := listen(t, "tcp4", "127.0.0.1:0")
+	port := Port(ln)
+	r := &Recorder{Port: port, ln: ln, answer: answer(port)}
+	go r.serve()
+	return r
+}
+
+func (r *Recorder) serve() {
+	for {
+		c, err := r.ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			r.mu.Lock()
+			r.conns++
+			r.mu.Unlock()
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			buf := make([]byte, 4096)
+			for {
+				n, err := c.Read(buf)
+				r.mu.Lock()
+				r.got.Write(buf[:n])
+				req := r.got.String()
+				r.mu.Unlock()
+				if strings.HasPrefix(req, "GET ") && strings.Contains(req, "\r\n\r\n") {
+					fmt.Fprintf(c, "HTTP/1.0 200 OK\r\nContent-Type: text/x-sh\r\nContent-Length: %d\r\n\r\n%s", len(r.answer), r.answer)
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// Received returns how many connections were accepted and every byte they sent.
+func (r *Recorder) Received() (int, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.conns, r.got.String()
+}
+
+// LoopbackUDP binds a free UDP port of 127.0.0.1 until the test ends, reading and dropping
+// every datagram, and returns the port.
+func LoopbackUDP(t testing.TB) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			if _, _, err := c.ReadFrom(buf); err != nil {
+				return
+			}
+		}
+	}()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}

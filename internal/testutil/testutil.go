@@ -1,7 +1,11 @@
 // Package testutil holds the helpers tests share: the rule for privileged tests (skip with a
 // reason on a laptop when the host lacks a feature or permission, fail under CI=true, fail
-// everywhere on any other error), building the victim programs in testdata, and listeners on
-// loopback or unix sockets (Listen, LoopbackTCP).
+// everywhere on any other error), building the victim programs in testdata, listeners on
+// loopback or unix sockets (Listen, LoopbackTCP, LoopbackUDP, and Record, a TCP "attacker" that
+// keeps what it receives), and the one CLI test harness of e2e/, shipped/ and cmd/sysprof: the
+// built binary (MainWithSysprof), a Box with its own work directory, HOME, TMPDIR and hermetic
+// environment to run it and the tools in (Box.Run, Box.Sysprof; Run and Command anywhere), how a
+// run ended (Result) and its report (ReadReport, RequireNoDenials).
 package testutil
 
 import (

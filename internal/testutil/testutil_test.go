@@ -3,9 +3,12 @@ package testutil
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -84,5 +87,42 @@ func TestListen(t *testing.T) {
 	v := &verdict{}
 	if l := Listen(v, "tcp4", "0.0.0.0:0"); l != nil || !v.failed {
 		t.Error("Listen on 0.0.0.0 did not fail the test")
+	}
+}
+
+func TestRecord(t *testing.T) {
+	r := Record(t, func(port int) string { return fmt.Sprintf("echo %d", port) })
+	c, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", r.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, "GET /x.sh HTTP/1.0\r\nHost: a\r\n\r\n")
+	reply, _ := io.ReadAll(c)
+	if want := fmt.Sprintf("\r\n\r\necho %d", r.Port); !strings.HasSuffix(string(reply), want) {
+		t.Errorf("reply %q does not end with the answer %q", reply, want)
+	}
+	if n, got := r.Received(); n != 1 || !strings.HasPrefix(got, "GET /x.sh ") {
+		t.Errorf("Received() = %d, %q; want the one GET", n, got)
+	}
+}
+
+// A Box's environment is its own (nothing from the test's), commands are looked up in its PATH,
+// and a Result says how the command ended.
+func TestBoxRun(t *testing.T) {
+	sh := RequireTool(t, "sh")
+	t.Setenv("SYSPROF_TESTUTIL_LEAK", "1")
+	root := t.TempDir()
+	b := NewBox(t, &Box{Work: filepath.Join(root, "w"), Home: filepath.Join(root, "h"), Tmp: filepath.Join(root, "t"),
+		Path: filepath.Dir(sh), Env: []string{"A=env"}, Extra: []string{"A=extra"}})
+	r := b.Run(t, "sh", "-c", `echo "$A $HOME $TMPDIR ${SYSPROF_TESTUTIL_LEAK:-none}"; pwd; echo err >&2; exit 3`)
+	if want := fmt.Sprintf("extra %s %s none\n%s\n", b.Home, b.Tmp, b.Work); r.Code != 3 || r.Stdout != want || r.Stderr != "err\n" {
+		t.Errorf("got %s\nwant exit 3 and stdout %q", r, want)
+	}
+	if r := b.Run(t, "sh", "-c", "kill -9 $$"); r.Code != 128+9 {
+		t.Errorf("a command killed by SIGKILL: exit %d, want 137", r.Code)
+	}
+	if _, err := LookPath(b.Path, "sysprof-testutil-no-such-tool"); !Missing(err) {
+		t.Errorf("LookPath of a missing tool: %v, want a missing-program error", err)
 	}
 }
