@@ -903,6 +903,7 @@ func (s *state) passWrite() []string {
 		}
 		s.addRule(s.write, target, provs[f.exe], note)
 	}
+	collapsed := s.collapseTempSiblings()
 	// After the successful writes: a path the tool also wrote keeps that rule (and its note).
 	added := 0
 	for _, f := range missing {
@@ -914,6 +915,10 @@ func (s *state) passWrite() []string {
 		added++
 	}
 	var msgs []string
+	if len(collapsed) > 0 {
+		msgs = append(msgs, fmt.Sprintf("temp names of a sibling the tool also wrote (NAME + 6 random letters and digits, renamed to NAME): %s",
+			strings.Join(collapsed, ", ")))
+	}
 	if added > 0 {
 		msgs = append(msgs, fmt.Sprintf("%s that the tool deletes only if present: each exactly that path, never rolled up "+
 			"(in a read-only directory the unlink would answer EROFS instead of ENOENT)", plural(added, "write rule")))
@@ -934,6 +939,60 @@ func (s *state) passWrite() []string {
 		msgs = append(msgs, fmt.Sprintf("not granted: writing %s itself (too broad; the tool gets EACCES or EROFS there)", strings.Join(refused, ", ")))
 	}
 	return msgs
+}
+
+// collapseTempSiblings turns the write rule of a temp name made for a sibling the tool also
+// wrote into NAME* (Rust's tempfile crate: cargo makes target as targetXXXXXX, then renames it).
+// GlobComponent does this alone when the random part holds a digit; without one (a third of
+// the names) only the sibling tells, and the next run's name would be a new rule. It returns
+// the rules it made.
+func (s *state) collapseTempSiblings() []string {
+	rules := s.write.byPath()
+	written := map[string]bool{} // every rule's path and its directories
+	for p := range rules {
+		for d := p; d != "/" && d != "." && !written[d]; d = path.Dir(d) {
+			written[d] = true
+		}
+	}
+	var made []string
+	for _, p := range sortedKeys(rules) {
+		dir, base := path.Split(p)
+		name, ok := tempSiblingOf(base)
+		if !ok || !written[dir+name] {
+			continue
+		}
+		glob := dir + name + "*"
+		r := rules[p]
+		s.write.delete(p)
+		if g := s.write.get(glob); g != nil {
+			g.prov = earliest(g.prov, r.prov)
+			continue
+		}
+		s.write.set(glob, r)
+		made = append(made, glob)
+	}
+	return made
+}
+
+// tempSiblingOf splits a tempfile-crate name, a lower-case word and 6 random letters and
+// digits holding an upper-case letter or a digit, and returns the word.
+func tempSiblingOf(base string) (string, bool) {
+	if len(base) < 8 {
+		return "", false
+	}
+	word, random := base[:len(base)-6], base[len(base)-6:]
+	if strings.Trim(word, "abcdefghijklmnopqrstuvwxyz") != "" {
+		return "", false
+	}
+	mixed := false
+	for i := 0; i < len(random); i++ {
+		c := random[i]
+		if !isAlnum(c) {
+			return "", false
+		}
+		mixed = mixed || c >= 'A' && c <= 'Z' || isDigit(c)
+	}
+	return word, mixed
 }
 
 // pagerHistory reports less's history file and the temporary file it writes it through

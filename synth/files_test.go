@@ -91,3 +91,35 @@ func TestDeleteOfMissingFile(t *testing.T) {
 		}
 	}
 }
+
+// TestTempSiblingCollapses: cargo makes target as targetXXXXXX (Rust's tempfile crate) and
+// renames it. Without a digit in the random part GlobComponent keeps the name; the sibling the
+// tool also wrote makes it target* all the same, so that the next run's name is no new rule.
+// A name without such a sibling, or whose tail is a plain word, stays exact.
+func TestTempSiblingCollapses(t *testing.T) {
+	exe := "/usr/bin/cargo"
+	const work = "/home/alice/src/p"
+	tr := &trace.Trace{Version: trace.Version, Command: []string{"cargo", "build"},
+		Context:   map[string]string{"HOME": "/home/alice", "WORKDIR": work, "TMPDIR": "/tmp"},
+		Processes: []trace.Process{{ID: 1, PID: 10, Exe: exe}},
+	}
+	for _, p := range []string{work + "/targetcaMppw", work + "/target/debug/crate", work + "/cachesKqWxyz", work + "/reportsummary"} {
+		tr.Files = append(tr.Files, trace.FileAccess{Exe: exe, Path: p, Access: trace.AccessCreate, OK: true})
+	}
+	res, err := Synthesize(tr, testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range res.Profile.Filesystem.Write {
+		got = append(got, r.Path)
+	}
+	for _, want := range []string{"$WORKDIR/target*", "$WORKDIR/cachesKqWxyz", "$WORKDIR/reportsummary"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("write rules %v lack %s", got, want)
+		}
+	}
+	if slices.Contains(got, "$WORKDIR/targetcaMppw") {
+		t.Errorf("write rules %v keep the temp name", got)
+	}
+}
