@@ -104,7 +104,9 @@ func (s *supervisor) openProcFile(n *seccompNotif, name string, pathArg int) (in
 		if err != nil || !path.IsAbs(dir) {
 			return -1, false
 		}
-		p = path.Join(dir, p)
+		if p = path.Join(dir, p); !strings.HasPrefix(p, "/proc/") {
+			return -1, false
+		}
 	}
 	nsTgid, nsTid, hostTgid, ok := nsIDs(tid)
 	if !ok {
