@@ -415,7 +415,8 @@ struct {
 // another is sent again (user space dedupes too; Count is approximate anyway). It replaced a
 // hash map (64k preallocated + 256k on demand) whose lookup-then-insert, two cache-missing
 // bucket walks and a bucket lock per new key, was ~7% of a find(1) run's CPU: here it is one
-// array slot, no lock, and nothing to clear between runs (the run id is in the fingerprint).
+// array slot, no lock, and nothing to clear between runs (the run id is in the fingerprint:
+// a hash of {run, key}, so that no run of a warm take-over sees what an earlier one sent).
 // Two keys sharing a fingerprint is as unlikely as two paths sharing seen_key.a's hash.
 #define SEEN_SLOTS (1 << 18) // 2 MB
 struct {
@@ -573,7 +574,11 @@ static __always_inline __u64 mix64(__u64 z)
 static __always_inline int seen_before(struct seen_key *k)
 {
 	struct run_state *rs = run_get();
-	__u64 h = mix64((rs ? rs->id : 0) ^ k->exe_key);
+	// The run id is mixed on its own first: (id ^ exe_key) made run i of one binary and run
+	// i ^ d of another share fingerprints when their exe_keys differ by d, which for binaries
+	// of one file system is the XOR of small inode numbers (ls and look: 1). A warm take-over
+	// then found the other binary's loader reads (ld.so.cache, libc) "seen" and sent nothing.
+	__u64 h = mix64(mix64(rs ? rs->id : 0) ^ k->exe_key);
 	h = mix64(h ^ ((__u64)k->kind << 32 | (__u32)k->err));
 	h = mix64(h ^ k->a);
 	h = mix64(h ^ k->b) | 1; // never 0, the empty slot
