@@ -882,9 +882,9 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 	if (k.arch != SCARCH_X86_64)
 		return 0;
 	if (st && st->sc.op != SCOP_NONE) {
-		// The thread's last path syscall was stashed but its exit handler never ran: the kernel
-		// skips a tracepoint program while another BPF program runs on the CPU (bpf_prog_active,
-		// also held by a map operation from user space). Its event is lost: count it.
+		// The thread's last path syscall was stashed but its exit program never ran: the kernel
+		// skips a tracepoint program while bpf_prog_active is held on the CPU (by another BPF
+		// program, or on a preemptible kernel by a preempted map operation). Count the loss.
 		count(CNT_EXIT_MISSED);
 		st->sc.op = SCOP_NONE;
 	}
