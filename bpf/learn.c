@@ -156,6 +156,7 @@ enum counter {
 	CNT_TASKS_FULL,        // tasks map full: a process is not recorded
 	CNT_STASH_FULL,        // stash map full: a path syscall is not recorded
 	CNT_SCRATCH_BUSY,      // scratch buffer in use: event dropped
+	CNT_EXIT_MISSED,       // a path syscall whose exit handler did not run: event dropped
 	CNT_MAX,
 };
 
@@ -415,7 +416,8 @@ struct {
 // another is sent again (user space dedupes too; Count is approximate anyway). It replaced a
 // hash map (64k preallocated + 256k on demand) whose lookup-then-insert, two cache-missing
 // bucket walks and a bucket lock per new key, was ~7% of a find(1) run's CPU: here it is one
-// array slot, no lock, and nothing to clear between runs (the run id is in the fingerprint).
+// array slot, no lock, and nothing to clear between runs (the run id is in the fingerprint:
+// a hash of {run, key}, so that no run of a warm take-over sees what an earlier one sent).
 // Two keys sharing a fingerprint is as unlikely as two paths sharing seen_key.a's hash.
 #define SEEN_SLOTS (1 << 18) // 2 MB
 struct {
@@ -573,7 +575,11 @@ static __always_inline __u64 mix64(__u64 z)
 static __always_inline int seen_before(struct seen_key *k)
 {
 	struct run_state *rs = run_get();
-	__u64 h = mix64((rs ? rs->id : 0) ^ k->exe_key);
+	// The run id is mixed on its own first: (id ^ exe_key) made run i of one binary and run
+	// i ^ d of another share fingerprints when their exe_keys differ by d, which for binaries
+	// of one file system is the XOR of small inode numbers (ls and look: 1). A warm take-over
+	// then found the other binary's loader reads (ld.so.cache, libc) "seen" and sent nothing.
+	__u64 h = mix64(mix64(rs ? rs->id : 0) ^ k->exe_key);
 	h = mix64(h ^ ((__u64)k->kind << 32 | (__u32)k->err));
 	h = mix64(h ^ k->a);
 	h = mix64(h ^ k->b) | 1; // never 0, the empty slot
@@ -681,6 +687,9 @@ int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	if (cache) {
 		stash_of_run(cache, rs->id);
 		flush_syscalls(cache, 1); // under the exe that made them
+		// The execve is done (its exit reports only failures), and after a switch to a 32-bit
+		// binary its exit is not traced at all: nothing is pending.
+		cache->sc.op = SCOP_NONE;
 		cache->task_exe_key = ti.exe_key;
 		cache->task_cached = 1;
 	}
@@ -775,8 +784,11 @@ int BPF_PROG(sched_exit, struct task_struct *p, bool group_dead)
 	// p is the current thread.
 	struct stash *st = bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0, 0);
 	struct run_state *rs = run_get();
-	if (st && rs && st->run_id == rs->id)
+	if (st && rs && st->run_id == rs->id) {
+		if (st->sc.op != SCOP_NONE)
+			count(CNT_EXIT_MISSED); // see sys_enter
 		flush_syscalls(st, 0);
+	}
 	if (!group_dead)
 		return 0; // other threads of the group still run
 	__u32 tgid = BPF_CORE_READ(p, tgid);
@@ -869,6 +881,13 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 	}
 	if (k.arch != SCARCH_X86_64)
 		return 0;
+	if (st && st->sc.op != SCOP_NONE) {
+		// The thread's last path syscall was stashed but its exit program never ran: the kernel
+		// skips a tracepoint program while bpf_prog_active is held on the CPU (by another BPF
+		// program, or on a preemptible kernel by a preempted map operation). Count the loss.
+		count(CNT_EXIT_MISSED);
+		st->sc.op = SCOP_NONE;
+	}
 
 	__u32 nr = k.nr;
 	__u32 *opp = bpf_map_lookup_elem(&sc_ops, &nr);
@@ -1303,8 +1322,10 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 		return 0; // stashed in an earlier run
 	struct pending st = sp->sc;
 	sp->sc.op = SCOP_NONE;
-	if (st.nr != (__u32)ctx->nr)
+	if (st.nr != (__u32)ctx->nr) {
+		count(CNT_EXIT_MISSED); // the stashed call's exit was missed (see sys_enter)
 		return 0;
+	}
 	long ret = ctx->ret;
 	__s32 err = ret < 0 ? -ret : 0;
 	if ((st.op == SCOP_RENAME || st.op == SCOP_RENAMEAT) && ret == 0) {

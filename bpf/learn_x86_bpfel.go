@@ -65,7 +65,8 @@ const (
 	LearnCounterCNT_TASKS_FULL    LearnCounter = 3
 	LearnCounterCNT_STASH_FULL    LearnCounter = 4
 	LearnCounterCNT_SCRATCH_BUSY  LearnCounter = 5
-	LearnCounterCNT_MAX           LearnCounter = 6
+	LearnCounterCNT_EXIT_MISSED   LearnCounter = 6
+	LearnCounterCNT_MAX           LearnCounter = 7
 )
 
 type LearnDnsEvent struct {

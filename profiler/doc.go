@@ -30,7 +30,10 @@
 //     HTTP Host (netproxy.FirstName) names NetworkAccess.Host for that binary's connects to
 //     that address and port, before the DNS association (one record per name).
 //   - Every ring buffer reservation that fails is counted per CPU and reported in
-//     Trace.Loss.RingbufDrops; a full map in Loss.MapFull. Either marks the trace Incomplete.
+//     Trace.Loss.RingbufDrops, and so is a path syscall whose exit program the kernel skipped
+//     (it does while another BPF program runs on the CPU: the call stays stashed, and the
+//     thread's next syscall or its exit counts it); a full map in Loss.MapFull. Either marks
+//     the trace Incomplete.
 //
 // When the command exits, what is left in the cgroup (double-forked daemons) gets a short grace
 // period and is then killed through cgroup.kill; the trace says so and is marked Incomplete,

@@ -436,11 +436,15 @@ func readAggregates(p *probe, col *collector, t *trace.Trace) error {
 	if err != nil {
 		return err
 	}
-	t.Loss.RingbufDrops = cnt[bpf.LearnCounterCNT_RINGBUF_DROPS] + cnt[bpf.LearnCounterCNT_SCRATCH_BUSY]
+	ring, missed := cnt[bpf.LearnCounterCNT_RINGBUF_DROPS]+cnt[bpf.LearnCounterCNT_SCRATCH_BUSY], cnt[bpf.LearnCounterCNT_EXIT_MISSED]
+	t.Loss.RingbufDrops = ring + missed
 	t.Loss.MapFull = cnt[bpf.LearnCounterCNT_SYSCALLS_FULL] + cnt[bpf.LearnCounterCNT_ARGS_FULL] +
 		cnt[bpf.LearnCounterCNT_TASKS_FULL] + cnt[bpf.LearnCounterCNT_STASH_FULL]
-	if t.Loss.RingbufDrops > 0 {
-		t.Reasons = append(t.Reasons, fmt.Sprintf("%d events lost: the ring buffer was full", t.Loss.RingbufDrops))
+	if ring > 0 {
+		t.Reasons = append(t.Reasons, fmt.Sprintf("%d events lost: the ring buffer was full", ring))
+	}
+	if missed > 0 {
+		t.Reasons = append(t.Reasons, fmt.Sprintf("%d file accesses lost: the kernel skipped learn's syscall-exit program (another BPF program was running on that CPU)", missed))
 	}
 	if t.Loss.MapFull > 0 {
 		t.Reasons = append(t.Reasons, fmt.Sprintf("%d observations lost: in-kernel maps were full", t.Loss.MapFull))

@@ -377,9 +377,14 @@ func resetRun(objs *bpf.LearnObjects, cgid uint64) error {
 	if err := objs.Run.Lookup(uint32(0), &rs); err != nil {
 		return fmt.Errorf("read run: %w", err)
 	}
-	rs.Cgid, rs.Id = cgid, rs.Id+1
+	rs.Cgid, rs.Id = cgid, nextRunID(rs.Id)
 	return objs.Run.Put(uint32(0), rs)
 }
+
+// nextRunID is the id of the run that takes over a probe whose last run had id prev: one no
+// earlier run of these objects had (the stashes and the dedup table tell runs apart by it).
+// A variable for the tests, which give runs the ids that made two runs' fingerprints collide.
+var nextRunID = func(prev uint64) uint64 { return prev + 1 }
 
 // skipRing moves the ring buffer's consumer position to its producer's: what was left unread is
 // never read.

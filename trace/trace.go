@@ -156,7 +156,7 @@ type DNSAnswer struct {
 
 // Loss counts what the kernel side could not deliver.
 type Loss struct {
-	RingbufDrops uint64 `json:"ringbuf_drops"` // ring buffer reservations that failed
+	RingbufDrops uint64 `json:"ringbuf_drops"` // events the kernel side dropped (ring buffer full, an exit program skipped)
 	MapFull      uint64 `json:"map_full"`      // in-kernel aggregation maps that ran out of room
 }
 
