@@ -43,7 +43,7 @@ func (s *supervisor) procWriteOpen(n *seccompNotif) bool {
 		return false
 	}
 	resp := seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
-	if fd, ok := s.openProcFile(n, name, pathArg); ok {
+	if fd, ok := s.openProcFile(n, name, pathArg, n.Data.Args[flagsArg]&unix.O_ACCMODE); ok {
 		defer unix.Close(fd)
 		add := seccompNotifAddfd{ID: n.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(fd)}
 		if n.Data.Args[flagsArg]&unix.O_CLOEXEC != 0 {
@@ -81,12 +81,13 @@ func (c *Compiled) onlyProcWriteFails(n *seccompNotif) bool {
 	return sent
 }
 
-// openProcFile opens, for writing, the /proc file the task of n asks for when the profile
+// openProcFile opens, for writing (accmode: O_WRONLY or O_RDWR, as the task asked), the /proc
+// file the task of n asks for when the profile
 // grants it (procTarget), and returns the descriptor. The path is read from the task's memory
 // and resolved against its working directory or directory descriptor as the task sees them; the
 // file is opened through the host's /proc, by the host pid of a process that is in the
 // sandbox's PID namespace and still alive after the open.
-func (s *supervisor) openProcFile(n *seccompNotif, name string, pathArg int) (int, bool) {
+func (s *supervisor) openProcFile(n *seccompNotif, name string, pathArg int, accmode uint64) (int, bool) {
 	tid := int(n.Pid)
 	p, ok := readPathFast(tid, n.Data.Args[pathArg])
 	if !ok || p == "" {
@@ -130,7 +131,11 @@ func (s *supervisor) openProcFile(n *seccompNotif, name string, pathArg int) (in
 	if !s.inSandbox(host) {
 		return -1, false
 	}
-	fd, err := unix.Open("/proc/"+strconv.Itoa(host)+"/"+file, unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	mode := unix.O_WRONLY
+	if accmode == unix.O_RDWR {
+		mode = unix.O_RDWR
+	}
+	fd, err := unix.Open("/proc/"+strconv.Itoa(host)+"/"+file, mode|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return -1, false
 	}
