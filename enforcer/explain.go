@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net/netip"
 	"os"
@@ -150,7 +151,22 @@ func readMem(pid int, addr uint64, n int) ([]byte, bool) {
 	return b[:m], m > 0
 }
 
+// readString reads a NUL-terminated string (a path) of pid's memory: one process_vm_readv of
+// 512 bytes for the common short path (no open of /proc/PID/mem: the supervisor reads one for
+// every open for writing of a profile with /proc writes), else the whole PATH_MAX through
+// readMem.
 func readString(pid int, addr uint64) (string, bool) {
+	if addr == 0 {
+		return "", false
+	}
+	var short [512]byte
+	local := []unix.Iovec{{Base: &short[0], Len: uint64(len(short))}}
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(short)}}
+	if n, err := unix.ProcessVMReadv(pid, local, remote, 0); err == nil && n > 0 {
+		if i := bytes.IndexByte(short[:n], 0); i >= 0 {
+			return string(short[:i]), true
+		}
+	}
 	b, ok := readMem(pid, addr, unix.PathMax)
 	if !ok {
 		return "", false

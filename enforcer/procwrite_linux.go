@@ -1,8 +1,6 @@
 package enforcer
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"path"
 	"strconv"
@@ -10,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/kernrun"
 )
 
 // seccompNotifAddfd is struct seccomp_notif_addfd (24 bytes).
@@ -89,7 +89,7 @@ func (c *Compiled) onlyProcWriteFails(n *seccompNotif) bool {
 // sandbox's PID namespace and still alive after the open.
 func (s *supervisor) openProcFile(n *seccompNotif, name string, pathArg int, accmode uint64) (int, bool) {
 	tid := int(n.Pid)
-	p, ok := readPathFast(tid, n.Data.Args[pathArg])
+	p, ok := readString(tid, n.Data.Args[pathArg])
 	if !ok || p == "" {
 		return -1, false
 	}
@@ -109,7 +109,8 @@ func (s *supervisor) openProcFile(n *seccompNotif, name string, pathArg int, acc
 			return -1, false
 		}
 	}
-	nsTgid, nsTid, hostTgid, ok := nsIDs(tid)
+	ids, ok := kernrun.StatusIDs(tid)
+	nsTgid, nsTid, hostTgid := ids.NSTgid, ids.NSPid, ids.Tgid
 	if !ok {
 		return -1, false
 	}
@@ -148,37 +149,6 @@ func (s *supervisor) openProcFile(n *seccompNotif, name string, pathArg int, acc
 	return fd, true
 }
 
-// nsIDs are the thread group and thread ids of host thread tid in its innermost PID namespace,
-// and its host thread group id (/proc/TID/status: Tgid, NStgid, NSpid).
-func nsIDs(tid int) (nsTgid, nsTid, hostTgid int, ok bool) {
-	f, err := os.Open("/proc/" + strconv.Itoa(tid) + "/status")
-	if err != nil {
-		return 0, 0, 0, false
-	}
-	defer f.Close()
-	last := func(v string) int {
-		fs := strings.Fields(v)
-		if len(fs) == 0 {
-			return 0
-		}
-		n, _ := strconv.Atoi(fs[len(fs)-1])
-		return n
-	}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), ":")
-		switch k {
-		case "Tgid":
-			hostTgid = last(v)
-		case "NStgid":
-			nsTgid = last(v)
-		case "NSpid":
-			nsTid = last(v)
-		}
-	}
-	return nsTgid, nsTid, hostTgid, nsTgid > 0 && nsTid > 0 && hostTgid > 0
-}
-
 // hostPID finds the host pid of the sandbox's process nsPID (in the sandbox's PID namespace).
 func (s *supervisor) hostPID(nsPID int) (int, bool) {
 	ents, err := os.ReadDir("/proc")
@@ -190,7 +160,7 @@ func (s *supervisor) hostPID(nsPID int) (int, bool) {
 		if err != nil {
 			continue
 		}
-		if ns, _, _, ok := nsIDs(host); ok && ns == nsPID && s.inSandbox(host) {
+		if ids, ok := kernrun.StatusIDs(host); ok && ids.NSTgid == nsPID && s.inSandbox(host) {
 			return host, true
 		}
 	}
@@ -206,21 +176,4 @@ func (s *supervisor) inSandbox(host int) bool {
 	want, err1 := os.Readlink("/proc/" + strconv.Itoa(s.rootPid) + "/ns/pid")
 	got, err2 := os.Readlink("/proc/" + strconv.Itoa(host) + "/ns/pid")
 	return err1 == nil && err2 == nil && want == got
-}
-
-// readPathFast reads a NUL-terminated path of up to 512 bytes from tid's memory with one
-// process_vm_readv (no open of /proc/TID/mem: this runs for every open for writing).
-func readPathFast(tid int, addr uint64) (string, bool) {
-	var buf [512]byte
-	local := []unix.Iovec{{Base: &buf[0], Len: uint64(len(buf))}}
-	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
-	n, err := unix.ProcessVMReadv(tid, local, remote, 0)
-	if err != nil || n <= 0 {
-		// The page may end before 512 bytes: fall back to the careful read.
-		return readString(tid, addr)
-	}
-	if i := bytes.IndexByte(buf[:n], 0); i >= 0 {
-		return string(buf[:i]), true
-	}
-	return readString(tid, addr) // longer than 512 bytes
 }

@@ -76,18 +76,43 @@ func ParentsOf(rootPid, pid int) []string {
 }
 
 func tgidOf(tid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
-	if err != nil {
-		return tid
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
-			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-				return n
-			}
-		}
+	if ids, ok := StatusIDs(tid); ok {
+		return ids.Tgid
 	}
 	return tid
+}
+
+// IDs are a thread's ids from /proc/TID/status: its thread group on the host, and its thread
+// group and thread id in its innermost PID namespace (the last of NStgid and NSpid).
+type IDs struct{ Tgid, NSTgid, NSPid int }
+
+// StatusIDs reads tid's IDs; ok is false when the thread is gone or a line is missing.
+func StatusIDs(tid int) (IDs, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return IDs{}, false
+	}
+	last := func(v string) int {
+		fs := strings.Fields(v)
+		if len(fs) == 0 {
+			return 0
+		}
+		n, _ := strconv.Atoi(fs[len(fs)-1])
+		return n
+	}
+	var ids IDs
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		switch k {
+		case "Tgid":
+			ids.Tgid = last(v)
+		case "NStgid":
+			ids.NSTgid = last(v)
+		case "NSpid":
+			ids.NSPid = last(v)
+		}
+	}
+	return ids, ids.Tgid > 0 && ids.NSTgid > 0 && ids.NSPid > 0
 }
 
 func ppidOf(pid int) int {

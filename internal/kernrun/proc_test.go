@@ -25,3 +25,13 @@ func TestProcStart(t *testing.T) {
 		t.Error("a start time for no process")
 	}
 }
+
+func TestStatusIDs(t *testing.T) {
+	ids, ok := StatusIDs(os.Getpid())
+	if !ok || ids.Tgid != os.Getpid() || ids.NSTgid != os.Getpid() || ids.NSPid != os.Getpid() {
+		t.Errorf("own ids %+v %v: want this process's pid throughout (the host's PID namespace)", ids, ok)
+	}
+	if _, ok := StatusIDs(-1); ok {
+		t.Error("ids of no process")
+	}
+}
