@@ -27,3 +27,27 @@ func TestLayerErrorWrapsTheSandboxs(t *testing.T) {
 		t.Errorf("initFailure = %q, want %q", back, want)
 	}
 }
+
+// TestInitStageDegradesOnlyWhatIsNamed: the init stage goes without a layer it cannot apply
+// only when --degrade names that layer (or is bare); naming another layer still refuses.
+func TestInitStageDegradesOnlyWhatIsNamed(t *testing.T) {
+	bad := &sandbox.Plan{Writable: []string{"relative"}} // refused by Validate, before any mount
+	for _, tc := range []struct {
+		degrade Degrade
+		refused bool
+	}{
+		{nil, true},
+		{Degrade{LayerLandlock, LayerUserNS}, true},
+		{Degrade{LayerMounts}, false},
+		{DegradeAll, false},
+	} {
+		layers, _, _, err := applySandbox(bad, nil, nil, tc.degrade)
+		if refused := err != nil; refused != tc.refused {
+			t.Errorf("--degrade=%v: err %v, want refused %v", tc.degrade, err, tc.refused)
+			continue
+		}
+		if !tc.refused && (len(layers) != 1 || layers[0].Name != LayerMounts || !layers[0].Degraded) {
+			t.Errorf("--degrade=%v: layers %+v, want mounts degraded", tc.degrade, layers)
+		}
+	}
+}
