@@ -58,21 +58,27 @@ func PrepareReplica(usernsFD int, reach []string) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	visible := visibleMounts(mounts)
-	prune := reach != nil && len(visible) > pruneAbove
+	points, byPoint, byID := mountPoints(mounts)
+	prune := reach != nil && len(points) > pruneAbove
 	if prune {
 		reach = resolved(reach)
 	}
 	r := &Replica{}
 	var subtrees []string // pseudo filesystems cloned with what is below them
-	for _, mp := range visible {
-		if under(mp.MountPoint, subtrees) {
+	for _, p := range points {
+		if under(p, subtrees) {
+			continue
+		}
+		// Pruned before anything is asked of the kernel: a container host's hundreds of
+		// mounts cost one map entry each.
+		if prune && p != "/" && !slices.Contains(pseudoFS, byPoint[p]) && !reaches(p, reach) {
+			continue
+		}
+		mp, ok := visibleAt(p, byID)
+		if !ok {
 			continue
 		}
 		idmap := !slices.Contains(pseudoFS, mp.FSType)
-		if idmap && prune && mp.MountPoint != "/" && !reaches(mp.MountPoint, reach) {
-			continue
-		}
 		flags := unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC
 		if !idmap {
 			flags |= unix.AT_RECURSIVE
@@ -162,35 +168,33 @@ func prepareClone(fd int, idmap bool, usernsFD int) error {
 	return unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr)
 }
 
-// visibleMounts are the mounts a path lookup reaches, one per mount point (the top one where
-// mounts are stacked), parents before children. A mount point covered by a later mount of an
-// ancestor is left out: its path now leads into the covering mount.
-func visibleMounts(ms []mountinfo.Entry) []mountinfo.Entry {
-	byPoint := map[string]mountinfo.Entry{}
+// mountPoints are the distinct mount points of ms, sorted (a parent is a prefix of its children:
+// it comes first), with the filesystem type of the last mount listed at each and the mounts by
+// id.
+func mountPoints(ms []mountinfo.Entry) (points []string, byPoint map[string]string, byID map[uint64]mountinfo.Entry) {
+	byPoint = map[string]string{}
+	byID = make(map[uint64]mountinfo.Entry, len(ms))
 	for _, m := range ms {
-		byPoint[m.MountPoint] = m
+		if _, ok := byPoint[m.MountPoint]; !ok {
+			points = append(points, m.MountPoint)
+		}
+		byPoint[m.MountPoint] = m.FSType
+		byID[uint64(m.ID)] = m
 	}
-	points := make([]string, 0, len(byPoint))
-	for p := range byPoint {
-		points = append(points, p)
-	}
-	// A parent is a prefix of its children: sorted, it comes first.
 	slices.Sort(points)
-	out := make([]mountinfo.Entry, 0, len(points))
-	for _, p := range points {
-		var stx unix.Statx_t
-		if err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &stx); err != nil {
-			continue
-		}
-		top := false
-		for _, m := range ms {
-			top = top || m.MountPoint == p && uint64(m.ID) == stx.Mnt_id
-		}
-		if top {
-			out = append(out, mountinfo.Entry{MountPoint: p, FSType: byPoint[p].FSType})
-		}
+	return points, byPoint, byID
+}
+
+// visibleAt is the mount a path lookup of p reaches, when it is one of the mounts at p (the top
+// one where mounts are stacked); ok is false when p is gone or covered by a later mount of an
+// ancestor (its path then leads into the covering mount).
+func visibleAt(p string, byID map[uint64]mountinfo.Entry) (mountinfo.Entry, bool) {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &stx); err != nil {
+		return mountinfo.Entry{}, false
 	}
-	return out
+	m, ok := byID[stx.Mnt_id]
+	return m, ok && m.MountPoint == p
 }
 
 // Close closes the clones (once they are sent, the receiver holds its own).
