@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -69,6 +70,10 @@ failOnDenial: true in sysprof.yaml does for steps what --fail-on-denial does (th
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.FailOnDenialSet = cmd.Flags().Changed("fail-on-denial")
+			if len(args) > 0 && slices.Contains(enforcer.DegradableLayers, args[0]) && slices.Equal(o.Degrade, enforcer.DegradeAll) {
+				// `--degrade userns -- CMD`: the layer would become the command.
+				return fmt.Errorf("--degrade takes its layers after '=': --degrade=%s", args[0])
+			}
 			if gates, cfg, ok, err := resolveGates(cmd, args, o.Steps, o.All, o.Profile); ok || err != nil {
 				if err != nil {
 					return err

@@ -29,6 +29,7 @@ func TestDegradeFlag(t *testing.T) {
 		{[]string{"--degrade=userns"}, "userns", ""},
 		{[]string{"--degrade=userns,landlock"}, "userns,landlock", ""},
 		{[]string{"--degrade=seccomp"}, "", `no layer "seccomp"`},
+		{[]string{"--degrade", "userns"}, "", "--degrade=userns"}, // else userns would be the command
 	} {
 		got, err := parse(tc.args...)
 		if tc.err != "" {
