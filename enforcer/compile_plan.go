@@ -331,9 +331,9 @@ func (c *Compiled) hideDaemonSockets(n policy.Network, privateTmp bool, sets pat
 	}
 }
 
-// landlock is the plan's Landlock ruleset for the expanded sections: devices apart, /proc
-// writable when the sandbox's own per-process files are (narrowed by the mounts, see
-// expandRules), exec rules as execDirs widens them, and hidden the names that stay
+// landlock is the plan's Landlock ruleset for the expanded sections: devices apart, no write
+// under /proc ever (a learned /proc/self write is the supervisor's to grant, procwrite.go),
+// exec rules as execDirs widens them, and hidden the names that stay
 // unreadable when the host renames or creates a file there during the run (a mount covers the
 // old file only: see sandbox.Landlock.Hidden).
 func (c *Compiled) landlock(sets pathSets, hiddenNames, binds []string, env Env) *sandbox.Landlock {
