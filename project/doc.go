@@ -8,10 +8,12 @@
 //
 //	version: 1                 # required; the only version this sysprof reads
 //	profileDir: .sysprof       # where the steps' default profiles live (relative to the file)
+//	reports: .sysprof/reports  # each enforce/drift/held run leaves a JSON run report here
 //	failOnDenial: true         # enforce fails a step that succeeded with denials
 //	steps:
 //	  - name: build            # --step build; default profile <profileDir>/build.yaml
 //	    command: [go, build, ./...]   # or a string split like a shell splits words, unexpanded
+//	    role: build            # format, lint, build, test, install, language-server, vcs, other
 //	    workdir: .             # relative to the file; $WORKDIR in the profile
 //	    profile: p/build.yaml  # relative to the file
 //	    writable: [out, ~/.cache/x, $TMPDIR/y]   # extra paths the step may write

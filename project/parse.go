@@ -20,8 +20,8 @@ import (
 
 // The fields of the file, in the order the starter file explains them.
 var (
-	TopFields  = []string{"version", "profileDir", "failOnDenial", "steps"}
-	StepFields = []string{"name", "command", "profile", "workdir", "writable", "hosts", "env"}
+	TopFields  = []string{"version", "profileDir", "reports", "failOnDenial", "steps"}
+	StepFields = []string{"name", "command", "role", "profile", "workdir", "writable", "hosts", "env"}
 )
 
 var (
@@ -235,6 +235,14 @@ func (d *decoder) project(p *Project, root *yaml.Node, o Options) {
 		p.ProfileDir = o.ProfileDir
 	}
 
+	if v := top["reports"]; v != nil {
+		if s, ok := str(v); !ok || s == "" {
+			d.errf(v.Line, "reports", "want a directory name (relative to %s), got %s", filepath.Base(p.Path), show(v))
+		} else {
+			p.ReportsDir = resolveFrom(p.Dir, s)
+		}
+	}
+
 	if v := top["failOnDenial"]; v != nil {
 		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" || v.Decode(&p.FailOnDenial) != nil {
 			d.errf(v.Line, "failOnDenial", "want true or false, got %s", show(v))
@@ -300,6 +308,14 @@ func (d *decoder) step(p *Project, n *yaml.Node, field string) (*Step, stepLines
 	}
 
 	d.command(st, n, m["command"], field)
+
+	if v := m["role"]; v != nil {
+		if s, ok := str(v); ok && slices.Contains(Roles, s) {
+			st.Role = s
+		} else {
+			bad(v, "role", "%s is not a role: want one of %s", show(v), strings.Join(Roles, ", "))
+		}
+	}
 
 	if v := m["workdir"]; v != nil {
 		if s, ok := str(v); !ok || s == "" {

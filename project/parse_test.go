@@ -17,10 +17,12 @@ const testFile = "/p/sysprof.yaml"
 func TestParse(t *testing.T) {
 	p, err := Parse(testFile, []byte(`version: 1
 profileDir: policies
+reports: out/reports
 failOnDenial: true
 steps:
   - name: vet
     command: [go, vet, ./..., 1]
+    role: lint
   - name: build
     command: "cc -o 'out dir/a' \"x y\" z\\ w"
     workdir: sub
@@ -36,9 +38,9 @@ steps:
 		t.Fatal(err)
 	}
 	want := &Project{
-		Path: testFile, Dir: "/p", Version: 1, ProfileDir: "/p/policies", FailOnDenial: true,
+		Path: testFile, Dir: "/p", Version: 1, ProfileDir: "/p/policies", FailOnDenial: true, ReportsDir: "/p/out/reports",
 		Steps: []Step{
-			{Name: "vet", Command: []string{"go", "vet", "./...", "1"}, Profile: "/p/policies/vet.yaml", Workdir: "/p"},
+			{Name: "vet", Command: []string{"go", "vet", "./...", "1"}, Role: "lint", Profile: "/p/policies/vet.yaml", Workdir: "/p"},
 			{
 				Name:     "build",
 				Command:  []string{"cc", "-o", "out dir/a", "x y", "z w"},
@@ -89,11 +91,13 @@ func TestParseErrors(t *testing.T) {
 		{"version string", "version: one\n", []string{`1: version: want the number 1, got "one"`}},
 		{"version quoted", "version: \"1\"\n", []string{`1: version: want the number 1, got "1"`}},
 		{"not a mapping", "- a\n- b\n", []string{`1: want a mapping (version: 1, steps: ...), got a list`}},
-		{"unknown top field", "version: 1\nstep: []\n", []string{`2: step: unknown field: did you mean "steps"? (known: version, profileDir, failOnDenial, steps)`}},
-		{"wrong case", "version: 1\nprofiledir: x\n", []string{`2: profiledir: unknown field: did you mean "profileDir"? (known: version, profileDir, failOnDenial, steps)`}},
-		{"unknown, nothing close", "version: 1\ncolour: red\n", []string{`2: colour: unknown field (known: version, profileDir, failOnDenial, steps)`}},
+		{"unknown top field", "version: 1\nstep: []\n", []string{`2: step: unknown field: did you mean "steps"? (known: version, profileDir, reports, failOnDenial, steps)`}},
+		{"wrong case", "version: 1\nprofiledir: x\n", []string{`2: profiledir: unknown field: did you mean "profileDir"? (known: version, profileDir, reports, failOnDenial, steps)`}},
+		{"unknown, nothing close", "version: 1\ncolour: red\n", []string{`2: colour: unknown field (known: version, profileDir, reports, failOnDenial, steps)`}},
 		{"duplicate key", "version: 1\nversion: 1\n", []string{`2: version: duplicate key`}},
 		{"profileDir empty", "version: 1\nprofileDir: \"\"\n", []string{`2: profileDir: want a directory name, got ""`}},
+		{"reports empty", "version: 1\nreports: [a]\n", []string{`2: reports: want a directory name (relative to sysprof.yaml), got a list`}},
+		{"role unknown", "version: 1\nsteps:\n  - name: t\n    command: [x]\n    role: linter\n", []string{`5: steps[0].role: "linter" is not a role: want one of format, lint, build, test, install, language-server, vcs, other`}},
 		{"failOnDenial", "version: 1\nfailOnDenial: sometimes\n", []string{`2: failOnDenial: want true or false, got "sometimes"`}},
 		{"steps not a list", "version: 1\nsteps:\n  a: b\n", []string{`3: steps: want a list of steps (- name: ...), got a mapping`}},
 		{"step not a mapping", "version: 1\nsteps:\n  - vet\n", []string{`3: steps[0]: want a mapping (name: ..., command: ...), got "vet"`}},
@@ -106,7 +110,7 @@ func TestParseErrors(t *testing.T) {
 		{"shell operator", "version: 1\nsteps:\n  - name: t\n    command: cat a | wc\n", []string{`4: steps[0].command: "cat a | wc": "|" needs a shell, and none runs the command: write [sh, -c, "cat a | wc"]`}},
 		{"unterminated quote", "version: 1\nsteps:\n  - name: t\n    command: \"echo 'a\"\n", []string{`4: steps[0].command: "echo 'a": unterminated quote`}},
 		{"command number", "version: 1\nsteps:\n  - name: t\n    command: 3\n", []string{`4: steps[0].command: want a list of strings or a string, got 3`}},
-		{"unknown step field", "version: 1\nsteps:\n  - name: t\n    command: [x]\n    hostz: [a:1]\n", []string{`5: steps[0].hostz: unknown field: did you mean "hosts"? (known: name, command, profile, workdir, writable, hosts, env)`}},
+		{"unknown step field", "version: 1\nsteps:\n  - name: t\n    command: [x]\n    hostz: [a:1]\n", []string{`5: steps[0].hostz: unknown field: did you mean "hosts"? (known: name, command, role, profile, workdir, writable, hosts, env)`}},
 		{"workdir", "version: 1\nsteps:\n  - name: t\n    command: [x]\n    workdir: [a]\n", []string{`5: steps[0].workdir: want a directory (relative to sysprof.yaml), got a list`}},
 		{"profile", "version: 1\nsteps:\n  - name: t\n    command: [x]\n    profile:\n", []string{`5: steps[0].profile: want a file name, got nothing`}},
 		{"duplicate name", "version: 1\nsteps:\n  - {name: t, command: [x]}\n  - {name: t, command: [y]}\n", []string{`4: steps[1].name: "t" is also the name of steps[0]: names must be unique`}},
@@ -124,7 +128,7 @@ func TestParseErrors(t *testing.T) {
 		{"several at once, in file order", "version: 1\nsteps:\n  - name: a\n    command: [x]\n    hosts: [nope]\n  - name: b\n  - name: c\n    command: [z]\n    colour: red\n", []string{
 			`5: steps[0].hosts[0]: "nope" has no port: want host:port, CIDR:port, [v6]:port or unix:/path`,
 			`6: steps[1].command: missing: the command to run, as a list ([go, test, ./...]) or a string`,
-			`9: steps[2].colour: unknown field (known: name, command, profile, workdir, writable, hosts, env)`,
+			`9: steps[2].colour: unknown field (known: name, command, role, profile, workdir, writable, hosts, env)`,
 		}},
 		{"yaml syntax", "version: 1\nsteps: [\n", []string{`2: invalid YAML: did not find expected node content`}},
 		{"two documents", "version: 1\n---\nversion: 1\n", []string{`2: more than one YAML document: sysprof.yaml holds exactly one`}},

@@ -31,13 +31,23 @@ type Project struct {
 	// FailOnDenial (failOnDenial) makes `enforce --step/--all` fail a step whose command
 	// succeeded with denials, as --fail-on-denial does.
 	FailOnDenial bool
-	Steps        []Step
+	// ReportsDir (reports) is where enforce, drift and held changesets leave one run report
+	// each (report.Envelope); empty: nowhere. Absolute.
+	ReportsDir string
+	Steps      []Step
 }
+
+// Roles a step can have (role:): what kind of tool it runs, which is what `sysprof audit`
+// judges an escape against. Without role: the audit guesses it from the step's name and
+// binaries.
+var Roles = []string{"format", "lint", "build", "test", "install", "language-server", "vcs", "other"}
 
 // Step is one gate: a command run in its work directory under its own profile.
 type Step struct {
 	Name    string
 	Command []string
+	// Role is role: of the step (one of Roles), or empty.
+	Role    string
 	Profile string // profile file
 	Workdir string // where the command runs ($WORKDIR)
 	// Writable are extra paths the command may write, in profile form ($WORKDIR/out, $HOME/x,

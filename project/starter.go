@@ -156,6 +156,11 @@ version: 1
 # profileDir: where the learned profiles live (default .sysprof), one per step.
 profileDir: .sysprof
 
+# reports: a directory where every enforce, drift and held changeset leaves one JSON run
+# report (keep it as a CI artifact; sysprof audit DIR reads many). --reports-dir and
+# SYSPROF_REPORTS_DIR override it.
+# reports: .sysprof/reports
+
 # failOnDenial: enforce fails a step whose command succeeded although something was denied
 # (exit 1), as --fail-on-denial does: a denied legitimate action never passes silently.
 failOnDenial: true
@@ -192,6 +197,9 @@ func Starter(kinds []Kind) string {
     # command: what the step runs, as a list or a string split like a shell splits words.
     # Nothing is expanded and no shell runs it: for pipes write [sh, -c, "a | b"].
     command: %[2]s
+    # role: what kind of tool the step runs, which sysprof audit judges escapes against:
+    # format, lint, build, test, install, language-server, vcs, other (default: guessed).
+    # role: build
     # workdir: where the command runs, relative to this file; it is $WORKDIR in the profile.
     workdir: .
     # profile: the profile file, relative to this file (default <profileDir>/<name>.yaml).

@@ -23,13 +23,16 @@ const (
 	keyProfileDir = "profiledir"
 	keyConfig     = "config"
 	keyDebug      = "debug"
+	keyReportsDir = "reportsdir"
 
 	envProfileDir = "SYSPROF_PROFILE_DIR"
 	envConfig     = "SYSPROF_CONFIG"
 	envDebug      = "SYSPROF_DEBUG"
+	envReportsDir = "SYSPROF_REPORTS_DIR"
 
 	flagProfileDir = "profile-dir"
 	flagConfig     = "config"
+	flagReportsDir = "reports-dir"
 )
 
 // config is what flags, SYSPROF_* environment variables, sysprof.yaml and defaults resolve to,
@@ -37,6 +40,10 @@ const (
 type config struct {
 	ProfileDir string // where default profiles live: <ProfileDir>/<name>.yaml
 	Debug      bool
+	// ReportsDir is where runs leave a run report each (report.Envelope): --reports-dir or
+	// SYSPROF_REPORTS_DIR (relative to the current directory), else reports: of sysprof.yaml;
+	// empty: nowhere.
+	ReportsDir string
 	// Project is the sysprof.yaml in force (--config, SYSPROF_CONFIG, or found from the current
 	// directory up); nil when there is none.
 	Project *project.Project
@@ -45,6 +52,7 @@ type config struct {
 // addConfigFlags registers the flags every subcommand shares with sysprof.yaml.
 func addConfigFlags(f *pflag.FlagSet) {
 	f.String(flagConfig, "", "project config (default: "+projectFile+" in the current directory or above, or $"+envConfig+")")
+	f.String(flagReportsDir, "", "directory where enforce, drift and held changesets each leave a JSON run report (default: reports of "+projectFile+"; or $"+envReportsDir+")")
 	f.String(flagProfileDir, "", "directory of default profiles (default: profileDir of "+projectFile+", or "+project.DefaultProfileDir+"; or $"+envProfileDir+")")
 }
 
@@ -53,19 +61,19 @@ func addConfigFlags(f *pflag.FlagSet) {
 func loadConfig(cmd *cobra.Command) (config, error) {
 	v := viper.New()
 	v.SetDefault(keyProfileDir, project.DefaultProfileDir)
-	for key, env := range map[string]string{keyProfileDir: envProfileDir, keyConfig: envConfig, keyDebug: envDebug} {
+	for key, env := range map[string]string{keyProfileDir: envProfileDir, keyConfig: envConfig, keyDebug: envDebug, keyReportsDir: envReportsDir} {
 		if err := v.BindEnv(key, env); err != nil {
 			return config{}, err
 		}
 	}
-	for key, name := range map[string]string{keyProfileDir: flagProfileDir, keyConfig: flagConfig, keyDebug: "debug"} {
+	for key, name := range map[string]string{keyProfileDir: flagProfileDir, keyConfig: flagConfig, keyDebug: "debug", keyReportsDir: flagReportsDir} {
 		if f := cmd.Flags().Lookup(name); f != nil {
 			if err := v.BindPFlag(key, f); err != nil {
 				return config{}, err
 			}
 		}
 	}
-	cfg := config{Debug: v.GetBool(keyDebug), ProfileDir: v.GetString(keyProfileDir)}
+	cfg := config{Debug: v.GetBool(keyDebug), ProfileDir: v.GetString(keyProfileDir), ReportsDir: v.GetString(keyReportsDir)}
 
 	// The config file itself: --config, then SYSPROF_CONFIG, then the nearest sysprof.yaml.
 	path := v.GetString(keyConfig)
@@ -96,6 +104,9 @@ func loadConfig(cmd *cobra.Command) (config, error) {
 		return config{}, withCode(exitSysprof, err)
 	}
 	cfg.Project, cfg.ProfileDir = p, p.ProfileDir
+	if cfg.ReportsDir == "" {
+		cfg.ReportsDir = p.ReportsDir
+	}
 	return cfg, nil
 }
 

@@ -29,7 +29,7 @@ func newProjectDir(t *testing.T, content string) string {
 			t.Fatal(err)
 		}
 	}
-	for _, k := range []string{envProfileDir, envConfig, envDebug} {
+	for _, k := range []string{envProfileDir, envConfig, envDebug, envReportsDir} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
@@ -238,6 +238,33 @@ func TestConfigPrecedence(t *testing.T) {
 		}
 		if _, err := loadConfig(configCmd(t, "--config", filepath.Join(dir, "missing.yaml"))); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 			t.Errorf("missing --config: %v", err)
+		}
+	})
+
+	// reports: flag > SYSPROF_REPORTS_DIR > sysprof.yaml (relative to the file) > nowhere.
+	t.Run("reports dir", func(t *testing.T) {
+		dir := newProjectDir(t, "version: 1\nreports: out/reports\n")
+		get := func(args ...string) string {
+			t.Helper()
+			cfg, err := loadConfig(configCmd(t, args...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cfg.ReportsDir
+		}
+		if got := get(); got != filepath.Join(dir, "out/reports") {
+			t.Errorf("from the file: %q", got)
+		}
+		t.Setenv(envReportsDir, "from-env")
+		if got := get(); got != "from-env" {
+			t.Errorf("env over file: %q", got)
+		}
+		if got := get("--reports-dir", "from-flag"); got != "from-flag" {
+			t.Errorf("flag over env: %q", got)
+		}
+		newProjectDir(t, "")
+		if got := get(); got != "" {
+			t.Errorf("no file, no flag: %q, want none", got)
 		}
 	})
 

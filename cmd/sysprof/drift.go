@@ -9,6 +9,7 @@ import (
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/project"
+	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/synth"
 )
 
@@ -24,6 +25,8 @@ type driftOptions struct {
 	Steps []string
 	All   bool
 	Gates []project.Step
+	// Reports leaves a run report per run in the reports directory (nil: none is set).
+	Reports *runReporter
 }
 
 func init() {
@@ -49,6 +52,9 @@ step widens its profile.`,
 					return err
 				}
 				o.Gates, o.Debug = gates, cfg.Debug
+				if o.Reports, err = newRunReporter(cfg, o.Err); err != nil {
+					return err
+				}
 				return runF(cmd.Context(), o)
 			}
 			cfg, err := commandTarget(cmd, args, &o.Command, &o.Profile)
@@ -56,6 +62,9 @@ step widens its profile.`,
 				return err
 			}
 			o.Debug = cfg.Debug
+			if o.Reports, err = newRunReporter(cfg, o.Err); err != nil {
+				return err
+			}
 			return runF(cmd.Context(), o)
 		},
 	}
@@ -79,6 +88,7 @@ func runDrift(ctx context.Context, o *driftOptions) error {
 	if err != nil {
 		return err
 	}
+	o.Reports.save(report.RunDrift, project.Step{Command: o.Command}, o.Profile, committed, nil, changes)
 	return renderChanges(o.Out, changes, o.Profile, "(this run)", o.Format, o.FailOn)
 }
 

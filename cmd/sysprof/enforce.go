@@ -40,6 +40,8 @@ type enforceOptions struct {
 	Steps []string
 	All   bool
 	Gates []project.Step
+	// Reports leaves a run report per run in the reports directory (nil: none is set).
+	Reports *runReporter
 }
 
 func init() {
@@ -82,9 +84,16 @@ failOnDenial: true in sysprof.yaml does for steps what --fail-on-denial does (th
 				if !o.FailOnDenialSet && cfg.Project != nil {
 					o.FailOnDenial = cfg.Project.FailOnDenial
 				}
+				if o.Reports, err = newRunReporter(cfg, o.Err); err != nil {
+					return err
+				}
 				return runF(cmd.Context(), o)
 			}
-			if _, err := commandTarget(cmd, args, &o.Command, &o.Profile); err != nil {
+			cfg, err := commandTarget(cmd, args, &o.Command, &o.Profile)
+			if err != nil {
+				return err
+			}
+			if o.Reports, err = newRunReporter(cfg, o.Err); err != nil {
 				return err
 			}
 			return runF(cmd.Context(), o)
@@ -163,6 +172,7 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	if err := rep.WriteTable(o.Err); err != nil {
 		return withCode(exitSysprof, err)
 	}
+	o.Reports.save(enforceKind(rep), project.Step{Command: o.Command}, o.Profile, p, rep, nil)
 	if o.Report != "" {
 		if err := rep.Save(o.Report); err != nil {
 			return withCode(exitSysprof, fmt.Errorf("write report: %w", err))

@@ -197,6 +197,7 @@ func runEnforceGates(ctx context.Context, o *enforceOptions) error {
 				return setupErr
 			}
 			results = append(results, gateResult{step: st, rep: rep, code: code})
+			o.Reports.save(enforceKind(rep), st, st.Profile, profiles[i], rep, nil)
 			if o.Report != "" {
 				if err := rep.Save(stepFile(o.Report, st.Name)); err != nil {
 					abort = withCode(exitSysprof, fmt.Errorf("step %s: write report: %w", st.Name, err))
@@ -318,6 +319,7 @@ func runDriftGates(ctx context.Context, o *driftOptions) error {
 				return err
 			}
 			widens = widens || policy.Widens(changes, threshold)
+			o.Reports.save(report.RunDrift, st, st.Profile, committed[i], nil, changes)
 			diffs = append(diffs, diffreport.Step{Name: st.Name, ProfilePath: displayPath(st.Profile), Changes: changes})
 			return nil
 		},
