@@ -1,0 +1,189 @@
+package audit
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+)
+
+// Printable escapes what a name must not carry into a human's terminal or page: control
+// characters and the invisible format characters (bidi overrides, zero-width joiners) that
+// make text read as something else. A name from a report is hostile input: a binary can be
+// called "\u202egnp.exe" or carry an ANSI escape.
+// (A local helper until one shared one exists.)
+func Printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) || r == '\\' }) < 0 {
+		return s
+	}
+	q := strconv.QuoteToGraphic(s)
+	return q[1 : len(q)-1]
+}
+
+// Percent is n of total as a whole percentage ("0%" of nothing).
+func Percent(n, total int) string {
+	if total == 0 {
+		return "0%"
+	}
+	return strconv.Itoa((n*100+total/2)/total) + "%"
+}
+
+// Summary is the one paragraph that heads every format: how much was read and the split.
+func (r *Result) Summary() string {
+	s := r.Split()
+	total, occ := 0, 0
+	for _, c := range Classes {
+		total += s.Findings[c]
+		occ += s.Occurrences[c]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d run report(s) from %d machine(s) and %d project(s)", r.Runs, r.Machines, r.Projects)
+	if !r.First.IsZero() {
+		fmt.Fprintf(&b, ", %s to %s", r.First.UTC().Format(time.DateOnly), r.Last.UTC().Format(time.DateOnly))
+	}
+	fmt.Fprintf(&b, ": %d finding(s) (%d occurrence(s))", total, occ)
+	if total > 0 {
+		var parts []string
+		for _, c := range []Class{Legitimate, Overbroad, Suspicious} {
+			parts = append(parts, fmt.Sprintf("%s %d (%s)", c, s.Findings[c], Percent(s.Occurrences[c], occ)))
+		}
+		fmt.Fprintf(&b, " — %s of occurrences", strings.Join(parts, ", "))
+	}
+	if len(r.Skipped) > 0 {
+		fmt.Fprintf(&b, "; %d report(s) skipped", len(r.Skipped))
+	}
+	return b.String()
+}
+
+// by is "EXE < PARENT < …", escaped.
+func (f *Finding) by() string {
+	s := []string{Printable(f.Exe)}
+	for _, p := range f.Parents {
+		s = append(s, Printable(p))
+	}
+	return strings.Join(s, " < ")
+}
+
+// what is the finding in a few words: access and target, with the DNS name.
+func (f *Finding) what() string {
+	s := f.Access + " " + f.Target
+	if f.Host != "" && !strings.Contains(f.Target, f.Host) {
+		s += " (" + f.Host + ")"
+	}
+	return Printable(strings.TrimSpace(s))
+}
+
+func (f *Finding) where() string {
+	return Printable(strings.Join(f.Steps, ", ")) + " on " + strconv.Itoa(len(f.Machines)) + " machine(s)"
+}
+
+func (f *Finding) seen() string {
+	if f.First.IsZero() {
+		return strconv.Itoa(f.Runs) + " run(s)"
+	}
+	return fmt.Sprintf("%d run(s), %s – %s", f.Runs, f.First.UTC().Format(time.DateOnly), f.Last.UTC().Format(time.DateOnly))
+}
+
+// WriteTable prints the summary, the findings (most urgent first) and the skipped reports.
+func (r *Result) WriteTable(w io.Writer) error {
+	fmt.Fprintln(w, r.Summary())
+	if len(r.Findings) > 0 {
+		t := tablewriter.NewTable(w, tablewriter.WithRenderer(renderer.NewBlueprint()))
+		t.Header("Class", "What", "Binary < parents", "Where", "Seen", "Why", "To do")
+		for _, f := range r.Findings {
+			if err := t.Append(string(f.Class), f.what(), f.by(), f.where(), f.seen(), Printable(f.Reason), actionLine(&f)); err != nil {
+				return fmt.Errorf("table: %w", err)
+			}
+		}
+		if err := t.Render(); err != nil {
+			return fmt.Errorf("table: %w", err)
+		}
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(w, "skipped: %s\n", Printable(s))
+	}
+	return nil
+}
+
+// actionLine is the class's action, with the profile change for a legitimate finding.
+func actionLine(f *Finding) string {
+	switch {
+	case f.Class == Legitimate && f.Change != "":
+		return "refine: " + Printable(f.Change)
+	case f.Class == Legitimate:
+		return "refine (learn the step again)"
+	case f.Class == Overbroad:
+		return "tighten the " + f.Role + " role: keep it denied"
+	default:
+		return "investigate: keep it denied"
+	}
+}
+
+// WriteMarkdown writes the audit as a markdown document (for an issue or a wiki page).
+func (r *Result) WriteMarkdown(w io.Writer) error {
+	fmt.Fprintf(w, "# sysprof escape audit\n\n%s\n\n", mdText(r.Summary()))
+	fmt.Fprintf(w, "What to do: **suspicious**: %s. **overbroad**: %s. **legitimate**: %s.\n\n", Suspicious.Action(), Overbroad.Action(), Legitimate.Action())
+	for _, c := range Classes {
+		var fs []Finding
+		for _, f := range r.Findings {
+			if f.Class == c {
+				fs = append(fs, f)
+			}
+		}
+		if len(fs) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "## %s (%d)\n\n| What | Binary < parents | Where | Seen | Why | To do |\n|---|---|---|---|---|---|\n", c, len(fs))
+		for _, f := range fs {
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", mdCode(f.what()), mdCode(f.by()), mdText(f.where()), f.seen(), mdText(Printable(f.Reason)), mdText(actionLine(&f)))
+		}
+		fmt.Fprintln(w)
+	}
+	if len(r.Skipped) > 0 {
+		fmt.Fprintf(w, "## Skipped reports (%d)\n\n", len(r.Skipped))
+		for _, s := range r.Skipped {
+			fmt.Fprintf(w, "- %s\n", mdText(Printable(s)))
+		}
+	}
+	return nil
+}
+
+// mdText escapes what would break a table cell or be read as markup.
+func mdText(s string) string {
+	r := strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;", "*", `\*`, "_", `\_`, "`", "\\`", "[", `\[`, "]", `\]`)
+	return r.Replace(s)
+}
+
+// mdCode is s as a code span (backticks inside become ').
+func mdCode(s string) string {
+	return "`" + strings.ReplaceAll(strings.ReplaceAll(s, "`", "'"), "|", `\|`) + "`"
+}
+
+// jsonResult is the JSON form: the result with its split, timeline and summary.
+type jsonResult struct {
+	Schema   string     `json:"schema"`
+	Version  int        `json:"version"`
+	Summary  string     `json:"summary"`
+	Split    Split      `json:"split"`
+	Timeline []DaySplit `json:"timeline"`
+	*Result
+}
+
+// JSONSchema and JSONVersion name the JSON output of `sysprof audit --format json`.
+const (
+	JSONSchema  = "sysprof.audit"
+	JSONVersion = 1
+)
+
+// WriteJSON writes the audit as JSON (names are left as they are: JSON escapes them itself).
+func (r *Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(jsonResult{Schema: JSONSchema, Version: JSONVersion, Summary: r.Summary(), Split: r.Split(), Timeline: r.Timeline(), Result: r})
+}
