@@ -61,8 +61,8 @@ func (r *Result) Summary() string {
 	return b.String()
 }
 
-// by is "EXE < PARENT < …", escaped.
-func (f *Finding) by() string {
+// Chain is "EXE < PARENT < …", escaped.
+func (f *Finding) Chain() string {
 	s := []string{Printable(f.Exe)}
 	for _, p := range f.Parents {
 		s = append(s, Printable(p))
@@ -70,8 +70,8 @@ func (f *Finding) by() string {
 	return strings.Join(s, " < ")
 }
 
-// what is the finding in a few words: access and target, with the DNS name.
-func (f *Finding) what() string {
+// Describe is the finding in a few words, escaped: access and target, with the DNS name.
+func (f *Finding) Describe() string {
 	s := f.Access + " " + f.Target
 	if f.Host != "" && !strings.Contains(f.Target, f.Host) {
 		s += " (" + f.Host + ")"
@@ -79,11 +79,13 @@ func (f *Finding) what() string {
 	return Printable(strings.TrimSpace(s))
 }
 
-func (f *Finding) where() string {
+// Where is the project/steps and how many machines, escaped.
+func (f *Finding) Where() string {
 	return Printable(strings.Join(f.Steps, ", ")) + " on " + strconv.Itoa(len(f.Machines)) + " machine(s)"
 }
 
-func (f *Finding) seen() string {
+// Seen is how many runs, first and last day.
+func (f *Finding) Seen() string {
 	if f.First.IsZero() {
 		return strconv.Itoa(f.Runs) + " run(s)"
 	}
@@ -97,7 +99,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 		t := tablewriter.NewTable(w, tablewriter.WithRenderer(renderer.NewBlueprint()))
 		t.Header("Class", "What", "Binary < parents", "Where", "Seen", "Why", "To do")
 		for _, f := range r.Findings {
-			if err := t.Append(string(f.Class), f.what(), f.by(), f.where(), f.seen(), Printable(f.Reason), actionLine(&f)); err != nil {
+			if err := t.Append(string(f.Class), f.Describe(), f.Chain(), f.Where(), f.Seen(), Printable(f.Reason), f.Todo()); err != nil {
 				return fmt.Errorf("table: %w", err)
 			}
 		}
@@ -111,8 +113,8 @@ func (r *Result) WriteTable(w io.Writer) error {
 	return nil
 }
 
-// actionLine is the class's action, with the profile change for a legitimate finding.
-func actionLine(f *Finding) string {
+// Todo is the class's action in short, with the profile change for a legitimate finding.
+func (f *Finding) Todo() string {
 	switch {
 	case f.Class == Legitimate && f.Change != "":
 		return "refine: " + Printable(f.Change)
@@ -141,7 +143,7 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "## %s (%d)\n\n| What | Binary < parents | Where | Seen | Why | To do |\n|---|---|---|---|---|---|\n", c, len(fs))
 		for _, f := range fs {
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", mdCode(f.what()), mdCode(f.by()), mdText(f.where()), f.seen(), mdText(Printable(f.Reason)), mdText(actionLine(&f)))
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", mdCode(f.Describe()), mdCode(f.Chain()), mdText(f.Where()), f.Seen(), mdText(Printable(f.Reason)), mdText(f.Todo()))
 		}
 		fmt.Fprintln(w)
 	}

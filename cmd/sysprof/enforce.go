@@ -19,6 +19,7 @@ import (
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/runview"
 )
 
 type enforceOptions struct {
@@ -29,6 +30,8 @@ type enforceOptions struct {
 	// Degrade is --degrade[=LAYER,...]: the layers that may degrade (a bare --degrade: all).
 	Degrade enforcer.Degrade
 	Report  string
+	// HTML is --html FILE: the run's process tree as one HTML page.
+	HTML string
 	// Resolve are --resolve NAME=ADDR[,ADDR]: where the egress proxy dials an allowed name.
 	Resolve []string
 	// VerifyBinaries refuses a binary whose content differs from the profile's sha256.
@@ -107,6 +110,7 @@ failOnDenial: true in sysprof.yaml does for steps what --fail-on-denial does (th
 	f.Var(degradeFlag{&o.Degrade}, "degrade", "run without the named layers when this host cannot apply them (reported): LAYER[,LAYER...] of "+strings.Join(enforcer.DegradableLayers, ", ")+"; bare --degrade: any")
 	f.Lookup("degrade").NoOptDefVal = "all"
 	f.StringVar(&o.Report, "report", "", "write the denial report as JSON to `FILE` (input for sysprof refine)")
+	f.StringVar(&o.HTML, "html", "", "write the run's process tree, with its denials marked, as one self-contained HTML page to `FILE`")
 	f.StringArrayVar(&o.Resolve, "resolve", nil, "NAME=ADDR[,ADDR...]: the egress proxy dials ADDR for the allowed NAME instead of resolving it (like curl's --resolve; loopback allowed)")
 	f.BoolVar(&o.FailOnDenial, "fail-on-denial", false, "exit 1 when CMD succeeded but something was denied (a gate: no denial passes silently)")
 	addStepFlags(f, &o.Steps, &o.All)
@@ -173,6 +177,13 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		return withCode(exitSysprof, err)
 	}
 	o.Reports.save(enforceKind(rep), project.Step{Command: o.Command}, o.Profile, p, rep, nil)
+	if o.HTML != "" {
+		r := runview.FromProfile(o.Profile, p)
+		r.AddReport(rep)
+		if err := writeRunHTML(o.Err, o.HTML, r); err != nil {
+			return err
+		}
+	}
 	if o.Report != "" {
 		if err := rep.Save(o.Report); err != nil {
 			return withCode(exitSysprof, fmt.Errorf("write report: %w", err))

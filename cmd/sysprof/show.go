@@ -27,12 +27,13 @@ type showOptions struct {
 	streams
 	Profile string
 	Explain bool
+	Picture pictureOptions
 }
 
 func newShowCmd(s streams, runF func(context.Context, *showOptions) error) *cobra.Command {
 	o := &showOptions{streams: s}
 	cmd := &cobra.Command{
-		Use:   "show [-p FILE]",
+		Use:   "show [-p FILE] [--tree] [--html FILE [--report R] [--trace T]]",
 		Short: "Print a readable summary of a profile",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -46,6 +47,7 @@ func newShowCmd(s streams, runF func(context.Context, *showOptions) error) *cobr
 	}
 	cmd.Flags().StringVarP(&o.Profile, "profile", "p", "", "profile file (default: the only file in .sysprof/)")
 	cmd.Flags().BoolVar(&o.Explain, "explain", false, "also print the behaviour-equivalence families and why each syscall they added is allowed")
+	addPictureFlags(cmd.Flags(), &o.Picture)
 	return cmd
 }
 
@@ -53,6 +55,9 @@ func runShow(_ context.Context, o *showOptions) error {
 	p, err := policy.Load(o.Profile)
 	if err != nil {
 		return err
+	}
+	if o.Picture.wanted() {
+		return showPicture(o.streams, o.Profile, p, o.Picture)
 	}
 	writeShow(o.Out, o.Profile, p)
 	if o.Explain {
