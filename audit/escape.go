@@ -90,8 +90,10 @@ func fromDenial(d *report.Denial) Escape {
 	g, hasGrant := d.Suggested()
 	switch d.Kind {
 	case report.KindFile:
+		// The change's path is portable ($WORKDIR/..., $HOME/...): the same escape on two
+		// machines folds into one finding. The denial's own path may be the host's.
 		e.Kind, e.Target = KindFile, d.Path
-		if e.Target == "" && hasGrant {
+		if hasGrant && sectionAccess[g.Section] != "" && g.Item != "" {
 			e.Target = g.Item
 		}
 		if e.Access == "" && hasGrant {

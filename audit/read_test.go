@@ -135,3 +135,21 @@ func TestReadMissingPathIsAnError(t *testing.T) {
 		t.Error("a missing path: no error")
 	}
 }
+
+// A denial's host path (/home/alice/w/.git/...) folds by its portable change, so the same
+// escape on two machines is one finding, judged by its portable path.
+func TestFoldsByPortablePath(t *testing.T) {
+	dir := t.TempDir()
+	for _, h := range []string{"alice", "bob"} {
+		d := report.Denial{Kind: report.KindFile, What: "x", Path: "/tmp/" + h + "/w/.git/hooks/pre-commit", Access: "create", Exe: "/usr/bin/dash",
+			Suggest: "filesystem.write: + $WORKDIR/.git/hooks/pre-commit", Risk: policy.RiskCritical}
+		save(t, dir, envelope(h, "w", "lint", t0, d))
+	}
+	res, err := Read([]string{dir}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Findings) != 1 || res.Findings[0].Class != Suspicious || res.Findings[0].Runs != 2 {
+		t.Errorf("findings %+v, want one suspicious hook write seen twice", res.Findings)
+	}
+}
