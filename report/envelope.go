@@ -197,6 +197,12 @@ func writeAtomic(path string, b []byte) error {
 // Finished time stands in). A report of a newer format wraps ErrFutureVersion; anything else
 // that does not decode (truncated, not JSON, not a report) is an error naming what is wrong.
 func ParseEnvelope(b []byte) (*Envelope, error) {
+	// One decoding pass for what is almost always a current run report; the probe below
+	// only runs when that fails or finds no envelope (an audit reads thousands).
+	var e Envelope
+	if err := json.Unmarshal(b, &e); err == nil && e.Schema == Schema && e.Version <= EnvelopeVersion {
+		return e.check()
+	}
 	var probe struct {
 		Schema  *string          `json:"schema"`
 		Version int              `json:"version"`
@@ -229,10 +235,14 @@ func ParseEnvelope(b []byte) (*Envelope, error) {
 	if probe.Version > EnvelopeVersion {
 		return nil, fmt.Errorf("run report version %d: %w (%d): upgrade sysprof", probe.Version, ErrFutureVersion, EnvelopeVersion)
 	}
-	var e Envelope
 	if err := json.Unmarshal(b, &e); err != nil {
 		return nil, fmt.Errorf("run report: %w", err)
 	}
+	return e.check()
+}
+
+// check validates a decoded envelope.
+func (e *Envelope) check() (*Envelope, error) {
 	if e.Report != nil {
 		if e.Report.Version > Version {
 			return nil, fmt.Errorf("inner report version %d: %w (%d): upgrade sysprof", e.Report.Version, ErrFutureVersion, Version)
@@ -246,5 +256,5 @@ func ParseEnvelope(b []byte) (*Envelope, error) {
 	default:
 		return nil, fmt.Errorf("run report: unknown kind %q (want %s, %s, %s or %s)", e.Kind, RunEnforce, RunAudit, RunDrift, RunHeld)
 	}
-	return &e, nil
+	return e, nil
 }
