@@ -9,6 +9,7 @@ import (
 	"github.com/sysprof/sysprof/audit"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/trace"
 )
 
 // hostile is a binary name that reads as "evil.sh" reversed and clears the terminal.
@@ -86,6 +87,36 @@ func checkSelfContained(t *testing.T, page string) {
 	for _, want := range []string{"default-src 'none'", `\u202e`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// A learn trace gives the real tree: every process under the one that started it, each
+// binary's files and endpoints (by name) under it.
+func TestFromTrace(t *testing.T) {
+	tr := &trace.Trace{Command: []string{"make"}, Processes: []trace.Process{
+		{ID: 1, Exe: "/usr/bin/make"},
+		{ID: 2, Parent: 1, Exe: "/usr/bin/cc"},
+		{ID: 3, Parent: 2, Exe: "/usr/bin/ld"},
+		{ID: 4, Parent: 1, Exe: "/usr/bin/curl"},
+	}, Files: []trace.FileAccess{
+		{Exe: "/usr/bin/cc", Path: "/w/main.c", Access: "read", OK: true},
+		{Exe: "/usr/bin/ld", Path: "/w/a.out", Access: "write", OK: true},
+		{Exe: "/usr/bin/ld", Path: "/w/missing", Access: "read", OK: false},
+	}, Network: []trace.NetworkAccess{{Exe: "/usr/bin/curl", Op: "connect", Family: "inet", Proto: "tcp", Addr: "192.0.2.1", Port: 443, Host: "example.com", OK: true}}}
+	r := FromTrace(tr)
+	var b bytes.Buffer
+	r.WriteTree(&b)
+	want := "/usr/bin/make\n" +
+		"├── /usr/bin/cc  (1 read)\n" +
+		"│   └── /usr/bin/ld  (1 write)\n" +
+		"└── /usr/bin/curl  (1 network)\n"
+	if b.String() != want {
+		t.Errorf("tree:\n%s\nwant:\n%s", b.String(), want)
+	}
+	for _, n := range r.Nodes() {
+		if n.Exe == "/usr/bin/curl" && (len(n.DNS) != 1 || n.DNS[0] != "example.com" || n.Network[0] != "connect example.com (192.0.2.1:443) tcp") {
+			t.Errorf("curl's network %q dns %q", n.Network, n.DNS)
 		}
 	}
 }

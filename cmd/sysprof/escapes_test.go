@@ -82,3 +82,36 @@ func TestAuditCommand(t *testing.T) {
 		t.Errorf("no path, no reports directory: status %d\n%s", code, errs)
 	}
 }
+
+// show --tree draws a profile's tree with a report's denials; --html writes the page.
+func TestShowTreeAndHTML(t *testing.T) {
+	dir := newProjectDir(t, "")
+	prof := filepath.Join(dir, "p.yaml")
+	p := &policy.Profile{Metadata: policy.Metadata{Name: "x", Command: []string{"sh"}, Runs: 1},
+		Syscalls: policy.Syscalls{Architectures: []string{"x86_64"}, Allow: []policy.Syscall{{Name: "read"}}},
+		Binaries: []policy.Binary{{Path: "/usr/bin/sh", Provenance: policy.Provenance{By: "/usr/bin/sh"}}, {Path: "/usr/bin/mkdir", Provenance: policy.Provenance{By: "/usr/bin/sh"}}}}
+	if err := policy.Save(prof, p); err != nil {
+		t.Fatal(err)
+	}
+	rep := report.New([]string{"sh"}, prof, false)
+	rep.Add(report.Denial{Kind: report.KindFile, What: "$WORKDIR/.git/hooks/x write", Path: "$WORKDIR/.git/hooks/x", Access: "write", Exe: "/usr/bin/tee", Parents: []string{"/usr/bin/sh"}})
+	rpath := filepath.Join(dir, "r.json")
+	if err := rep.Save(rpath); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"show", "-p", prof, "--tree", "--report", rpath}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("show --tree: status %d\n%s", code, errb.String())
+	}
+	want := "/usr/bin/sh\n├── /usr/bin/mkdir\n└── /usr/bin/tee  [1 DENIED]\n      ! denied file: $WORKDIR/.git/hooks/x write\n"
+	if out.String() != want {
+		t.Errorf("show --tree:\n%s\nwant:\n%s", out.String(), want)
+	}
+	page := filepath.Join(dir, "tree.html")
+	if code := run([]string{"show", "-p", prof, "--html", page, "--report", rpath}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("show --html: status %d\n%s", code, errb.String())
+	}
+	if b, err := os.ReadFile(page); err != nil || !bytes.Contains(b, []byte(`data-exe="/usr/bin/tee" data-denied="true"`)) {
+		t.Errorf("show --html: %v\n%.400s", err, b)
+	}
+}
