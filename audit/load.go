@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sysprof/sysprof/report"
@@ -122,7 +123,9 @@ func Read(args []string, o Options) (*Result, error) {
 }
 
 func readOne(path string) (*report.Envelope, error) {
-	fh, err := os.Open(path)
+	// Non-blocking: a FIFO planted among the reports must not hang the audit (it is then
+	// refused as not a regular file).
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

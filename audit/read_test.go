@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,5 +152,22 @@ func TestFoldsByPortablePath(t *testing.T) {
 	}
 	if len(res.Findings) != 1 || res.Findings[0].Class != Suspicious || res.Findings[0].Runs != 2 {
 		t.Errorf("findings %+v, want one suspicious hook write seen twice", res.Findings)
+	}
+}
+
+// A FIFO among the reports (or named) is skipped with a line, not waited on.
+func TestReadSkipsFIFO(t *testing.T) {
+	dir := t.TempDir()
+	save(t, dir, envelope("a", "p", "lint", t0, cacheWrite))
+	fifo := filepath.Join(dir, "planted.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Read([]string{dir, fifo}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Runs != 1 || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0], "not a regular file") {
+		t.Errorf("runs %d, skipped %q: want the report read and the named FIFO skipped", res.Runs, res.Skipped)
 	}
 }
