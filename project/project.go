@@ -31,8 +31,8 @@ type Project struct {
 	// FailOnDenial (failOnDenial) makes `enforce --step/--all` fail a step whose command
 	// succeeded with denials, as --fail-on-denial does.
 	FailOnDenial bool
-	// ReportsDir (reports) is where enforce, drift and held changesets leave one run report
-	// each (report.Envelope); empty: nowhere. Absolute.
+	// ReportsDir (reports) is where every enforce (audit-mode too) and drift run leaves one
+	// run report (report.Envelope); empty: nowhere. Absolute.
 	ReportsDir string
 	Steps      []Step
 }

@@ -156,8 +156,8 @@ version: 1
 # profileDir: where the learned profiles live (default .sysprof), one per step.
 profileDir: .sysprof
 
-# reports: a directory where every enforce, drift and held changeset leaves one JSON run
-# report (keep it as a CI artifact; sysprof audit DIR reads many). --reports-dir and
+# reports: a directory where every enforce (audit-mode too) and drift run leaves one JSON
+# run report (keep it as a CI artifact; sysprof audit DIR reads many). --reports-dir and
 # SYSPROF_REPORTS_DIR override it.
 # reports: .sysprof/reports
 

@@ -17,10 +17,10 @@
 // An Envelope wraps one run's result (a Report, or a drift's changes) with who ran it where:
 // kind (enforce, audit, drift, held), host, project, step, role, the sha256 of the profile
 // file, the sysprof version and the time. With a reports directory set (`reports:` in
-// sysprof.yaml, --reports-dir or SYSPROF_REPORTS_DIR) every enforce, audit-mode enforce, drift
-// and held changeset leaves one there (Envelope.SaveIn: atomic, a name that sorts by time and
-// never collides). That JSON is the interface for CI artifacts and fleet collection, and what
-// `sysprof audit` reads: schema "sysprof.run-report", version EnvelopeVersion; fields are
-// added, never renamed. ParseEnvelope also reads a plain Report (`enforce --report FILE`), and
+// sysprof.yaml, --reports-dir or SYSPROF_REPORTS_DIR) every enforce (with the changes it
+// held for review, in its Report), audit-mode enforce and drift run leaves one there
+// (Envelope.SaveIn: atomic, a name that sorts by time and never collides). That JSON is the
+// interface for CI artifacts and fleet collection, and what `sysprof audit` reads: schema
+// "sysprof.run-report", version EnvelopeVersion; fields are added, never renamed. ParseEnvelope also reads a plain Report (`enforce --report FILE`), and
 // refuses a newer version with ErrFutureVersion.
 package report

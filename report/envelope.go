@@ -29,7 +29,7 @@ const (
 	RunEnforce = "enforce" // sysprof enforce: Report holds the denials (and held changes)
 	RunAudit   = "audit"   // sysprof enforce --audit: Report holds what would have been denied
 	RunDrift   = "drift"   // sysprof drift: Drift holds the changes against the committed profile
-	RunHeld    = "held"    // a held changeset: Report holds what was held for review
+	RunHeld    = "held"    // a held changeset applied or dropped later (sysprof changes): Report holds it
 )
 
 // Envelope is one run report as it lasts in a reports directory: who ran what, where, under

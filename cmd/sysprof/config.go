@@ -52,7 +52,7 @@ type config struct {
 // addConfigFlags registers the flags every subcommand shares with sysprof.yaml.
 func addConfigFlags(f *pflag.FlagSet) {
 	f.String(flagConfig, "", "project config (default: "+projectFile+" in the current directory or above, or $"+envConfig+")")
-	f.String(flagReportsDir, "", "directory where enforce, drift and held changesets each leave a JSON run report (default: reports of "+projectFile+"; or $"+envReportsDir+")")
+	f.String(flagReportsDir, "", "directory where every enforce (audit-mode too) and drift run leaves a JSON run report (default: reports of "+projectFile+"; or $"+envReportsDir+")")
 	f.String(flagProfileDir, "", "directory of default profiles (default: profileDir of "+projectFile+", or "+project.DefaultProfileDir+"; or $"+envProfileDir+")")
 }
 
