@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
@@ -88,10 +89,10 @@ func Classify(s Subject) (Class, string) {
 			switch {
 			case addr.IsLinkLocalUnicast():
 				return Suspicious, "raw link-local address " + target + ": the cloud metadata service hands out credentials"
-			case a.IsLoopback() && s.Role == RoleTest:
-				// A test talking to a server it started: normal, handled below.
 			case a.IsLoopback():
-				return Suspicious, "raw loopback address " + target + ": a local service this tool has no business with"
+				// A test's own servers live in the sandbox's network namespace and were
+				// learned: a loopback connect that escapes reaches for a host service.
+				return Suspicious, "raw loopback address " + target + ": a service on the host, outside the sandbox"
 			default:
 				return Suspicious, "raw address " + target + ": no registry or mirror is reached by a bare IP"
 			}
@@ -112,11 +113,18 @@ func Classify(s Subject) (Class, string) {
 		if r, why := policy.SyscallRisk(target); r == policy.RiskCritical {
 			return Suspicious, "privileged syscall " + target + ": " + why
 		}
+		if s.Risk == policy.RiskCritical {
+			return Suspicious, "critical syscall argument: " + strings.TrimSpace(s.What)
+		}
+	}
+
+	quiet := s.Role == RoleFormat || s.Role == RoleLint
+	noun := map[string]string{RoleFormat: "formatter", RoleLint: "linter", RoleLanguageServer: "language server", RoleVCS: "version control tool"}[s.Role]
+	if quiet && s.Kind == KindFile && write && !covered(target, []string{"$WORKDIR"}) && !cacheOrTemp(target) && !harmlessDevice(target) {
+		return Suspicious, fmt.Sprintf("a %s writes outside the project (%s): it edits a tree that is not its own", noun, target)
 	}
 
 	// What the role does not explain.
-	quiet := s.Role == RoleFormat || s.Role == RoleLint
-	noun := map[string]string{RoleFormat: "formatter", RoleLint: "linter", RoleLanguageServer: "language server", RoleVCS: "version control tool"}[s.Role]
 	if sdk := cloudSDK(target); sdk != "" && s.Kind == KindFile && s.Role != RoleBuild && s.Role != RoleInstall && s.Role != RoleTest && s.Role != RoleOther {
 		return Overbroad, fmt.Sprintf("a %s loads a cloud SDK (%s)", noun, sdk)
 	}
@@ -175,11 +183,6 @@ func roleDoes(s Subject, write bool) string {
 		}
 		if s.Kind == KindFile && (inWork || covered(s.Target, scratchDirs)) {
 			return "a build or test writes and runs its outputs (" + s.Target + ")"
-		}
-		if s.Role == RoleTest && s.Kind == KindNetwork {
-			if a, err := policy.ParseEndpoint(s.Target); err == nil && a.IsLoopback() {
-				return "a test talks to a server it started on loopback (" + s.Target + ")"
-			}
 		}
 	case RoleLanguageServer:
 		if namedOut {
@@ -308,8 +311,20 @@ func cacheOrTemp(p string) bool {
 			}
 		}
 	}
-	return covered(p, []string{"$HOME/.cache", "/tmp", "/var/tmp", "/var/cache"})
+	return covered(p, cacheDirs())
 }
+
+// cacheDirs are the user's cache and temp directories, and the home defaults of the cache
+// variables ($HOME/.npm for $NPM_CACHE): a report may name a cache by either.
+var cacheDirs = sync.OnceValue(func() []string {
+	out := []string{"$HOME/.cache", "$HOME/go/pkg", "/tmp", "/var/tmp", "/var/cache"}
+	for _, v := range paths.Vars() {
+		if (v.Role == paths.RoleCache || v.Role == paths.RoleTemp) && strings.HasPrefix(v.Default, "$HOME/") && !strings.Contains(v.Default, " ") {
+			out = append(out, v.Default)
+		}
+	}
+	return out
+})
 
 // systemPath: the read-only system trees (policy rates reading there low).
 func systemPath(p string) bool {
@@ -317,6 +332,10 @@ func systemPath(p string) bool {
 		return false
 	}
 	return covered(p, []string{"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/dev", "/nix/store", "$GOROOT", "$RUSTUP_HOME"})
+}
+
+func harmlessDevice(p string) bool {
+	return covered(p, []string{"/dev/null", "/dev/tty", "/dev/pts", "/dev/shm", "/dev/zero", "/dev/full"})
 }
 
 // gitExecutes: the parts of a repository git runs or obeys (hooks, config with its fsmonitor
