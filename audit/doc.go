@@ -11,8 +11,9 @@
 //     out, loads a cloud SDK, reads outside the project or spawns a shell;
 //   - suspicious: writes to protected paths (policy.ProtectedPath, paths' one list), secret
 //     reads (credential stores, policy's critical reads), stand-in credentials sent elsewhere,
-//     raw addresses, exec of files in scratch directories, loader tricks and critical
-//     syscalls (policy.SyscallRisk).
+//     raw addresses, exec of files in scratch directories, loader tricks, critical syscalls
+//     (policy.SyscallRisk, or the report's own critical rating), a formatter or linter
+//     writing outside the project.
 //
 // A step's role (format, lint, build, test, install, language-server, vcs) is `role:` of
 // sysprof.yaml, carried in each run report, or GuessRole's guess from the step name, the
