@@ -200,6 +200,9 @@ func roleDoes(s Subject, write bool) string {
 			return "a formatter or linter reads and rewrites the project's files (" + s.Target + ")"
 		}
 	}
+	if s.Kind == KindFile && s.Access == "exec" && systemPath(s.Target) {
+		return "runs a system program (" + s.Target + ")"
+	}
 	if s.Kind == KindFile && !write && systemPath(s.Target) {
 		return "system files every program may read (" + s.Target + ")"
 	}

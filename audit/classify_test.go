@@ -94,6 +94,8 @@ func TestClassify(t *testing.T) {
 			Legitimate, "cache"},
 		{"linter writes npm's cache by its home path", Subject{Kind: KindFile, Access: "write", Target: "$HOME/.npm/_cacache/x", Exe: "/usr/bin/node", Role: RoleLint, Risk: policy.RiskLow},
 			Legitimate, "cache"},
+		{"runs a system program", Subject{Kind: KindFile, Access: "exec", Target: "/usr/bin/cat", Exe: "/usr/bin/dash", Role: RoleBuild, Risk: policy.RiskHigh},
+			Legitimate, "system program"},
 		{"harmless syscall", Subject{Kind: KindSyscall, Target: "getrandom", Exe: "/usr/bin/x", Role: RoleBuild, Risk: policy.RiskLow},
 			Legitimate, "low risk"},
 

