@@ -37,6 +37,7 @@ func auditByLearning(ctx context.Context, o *enforceOptions, p *policy.Profile) 
 	if err != nil {
 		return nil, 0, err
 	}
+	o.trace = tr // the real process tree, for --html
 	rep.Finished = time.Now().UTC()
 	rep.ExitCode = tr.ExitCode
 	rep.Notes = append(rep.Notes, "audit: the command ran unsandboxed under eBPF recording (nothing was blocked); every access the profile would have refused is listed, allowed")

@@ -20,6 +20,7 @@ import (
 	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/runview"
+	"github.com/sysprof/sysprof/trace"
 )
 
 type enforceOptions struct {
@@ -32,6 +33,8 @@ type enforceOptions struct {
 	Report  string
 	// HTML is --html FILE: the run's process tree as one HTML page.
 	HTML string
+	// trace is what an audit run as root recorded (nil otherwise): its tree is the real one.
+	trace *trace.Trace
 	// Resolve are --resolve NAME=ADDR[,ADDR]: where the egress proxy dials an allowed name.
 	Resolve []string
 	// VerifyBinaries refuses a binary whose content differs from the profile's sha256.
@@ -179,6 +182,10 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	o.Reports.save(enforceKind(rep), project.Step{Command: o.Command}, o.Profile, p, rep, nil)
 	if o.HTML != "" {
 		r := runview.FromProfile(o.Profile, p)
+		if o.trace != nil {
+			r = runview.FromTrace(o.trace)
+			r.Profile = o.Profile
+		}
 		r.AddReport(rep)
 		if err := writeRunHTML(o.Err, o.HTML, r); err != nil {
 			return err

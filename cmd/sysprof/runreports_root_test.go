@@ -56,8 +56,14 @@ func TestRunReportsAndAudit(t *testing.T) {
 	if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), `class="proc denied"`) {
 		t.Errorf("enforce --html: %v: no binary marked denied", err)
 	}
-	if code, _, stderr := sysprof(append([]string{"enforce", "--audit", "-p", prof, "--"}, argv...)...); code != 0 {
+	auditPage := filepath.Join(dir, "audit-run.html")
+	if code, _, stderr := sysprof(append([]string{"enforce", "--audit", "-p", prof, "--html", auditPage, "--"}, argv...)...); code != 0 {
 		t.Fatalf("enforce --audit: status %d\n%s", code, stderr)
+	}
+	// As root an audit records the run: its page draws the real tree, cat (run only now,
+	// unknown to the profile) under dash, and marks what would have been denied.
+	if b, err := os.ReadFile(auditPage); err != nil || !strings.Contains(string(b), `data-exe="/usr/bin/cat" data-denied="true" data-depth="1"`) {
+		t.Errorf("enforce --audit --html: %v: cat is not drawn under dash with its would-be denial", err)
 	}
 	os.Remove(filepath.Join(dir, ".git/hooks/pre-commit"))
 	if code, _, stderr := sysprof(append([]string{"drift", "-p", prof, "--"}, argv...)...); code != exitWidened {
