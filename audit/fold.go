@@ -178,6 +178,9 @@ type Split struct {
 // Split returns the class split of the findings.
 func (r *Result) Split() Split {
 	s := Split{Findings: map[Class]int{}, Occurrences: map[Class]int{}}
+	for _, c := range Classes { // every class, also at 0, for readers of the JSON
+		s.Findings[c], s.Occurrences[c] = 0, 0
+	}
 	for _, f := range r.Findings {
 		s.Findings[f.Class]++
 		s.Occurrences[f.Class] += f.Runs
@@ -197,7 +200,7 @@ func (r *Result) Timeline() []DaySplit {
 	for _, f := range r.Findings {
 		for d, n := range f.Days {
 			if by[d] == nil {
-				by[d] = map[Class]int{}
+				by[d] = map[Class]int{Suspicious: 0, Overbroad: 0, Legitimate: 0}
 			}
 			by[d][f.Class] += n
 		}
