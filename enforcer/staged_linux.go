@@ -66,11 +66,7 @@ func prepareStages(stages []StageSpec, id sandbox.Identity) (*stagedRun, error) 
 		}
 		sr.tops = append(sr.tops, top)
 		upper, work := filepath.Join(top, "upper"), filepath.Join(top, "work")
-		dirs := []string{upper, work}
-		for _, rel := range s.Precreate {
-			dirs = append(dirs, filepath.Join(upper, rel))
-		}
-		for _, d := range dirs {
+		for _, d := range []string{upper, work} {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				sr.remove()
 				return nil, fmt.Errorf("stage %s: %w", s.Dir, err)
@@ -151,8 +147,6 @@ func (sr *stagedRun) finish(p *policy.Profile, env Env) (denials []report.Denial
 	defer func() { sr.remove(); phase.Mark("stage remove") }()
 	for i, s := range sr.specs {
 		cb := copyBack{spec: s, upper: filepath.Join(sr.tops[i], "upper"), profile: p, env: env}
-		cb.prune()
-		phase.Mark("stage prune")
 		cb.walk("")
 		phase.Mark("stage walk")
 		denials = append(denials, cb.denials...)
@@ -177,19 +171,6 @@ type copyBack struct {
 	more    int
 	kept    int
 	errs    []string
-}
-
-// prune removes the directories made for exec rules (Precreate) that stayed empty.
-func (cb *copyBack) prune() {
-	pre := slices.Clone(cb.spec.Precreate)
-	slices.SortFunc(pre, func(a, b string) int { return len(b) - len(a) })
-	for _, rel := range pre {
-		for d := filepath.Join(cb.upper, rel); d != cb.upper && paths.Within(d, cb.upper); d = filepath.Dir(d) {
-			if os.Remove(d) != nil {
-				break
-			}
-		}
-	}
 }
 
 // keeps reports whether host path h is a learned output: covered by a Keep rule that, when h

@@ -73,3 +73,47 @@ echo done`)
 	}
 	return nil
 }
+
+// TestTreeInsideIsTheHosts is issue 22's "the tree inside is the host's tree": an exec rule
+// below a directory a fresh checkout does not have yet (cargo's target/debug/deps/*) no longer
+// makes that directory appear inside, so `[ -d build ] || setup` takes the host's branch; the
+// learned exec still runs, and the outputs reach the host. As root and as an ordinary user.
+func TestTreeInsideIsTheHosts(t *testing.T) {
+	testutil.RequireRoot(t)
+	t.Run("root", func(t *testing.T) {
+		work, home := writesTree(t, false)
+		if err := hostTreeChecks(work, home); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("ordinary user", func(t *testing.T) {
+		work, home := writesTree(t, true)
+		asNobodyEnv(t, "hosttree", filepath.Dir(work), work, "HOME="+home)
+	})
+}
+
+func init() {
+	nobodyHelpers["hosttree"] = func(_, work string) error { return hostTreeChecks(work, os.Getenv("HOME")) }
+}
+
+func hostTreeChecks(work, home string) error {
+	p := writesProfile("$WORKDIR/build")
+	p.Filesystem.Exec = append(p.Filesystem.Exec, policy.PathRule{Path: "$WORKDIR/build/debug/deps/tool-*"})
+	_, code, out, err := runScript(p, work, home, `if [ -d build ] || [ -d build/debug ]; then echo WRONG-BRANCH; fi
+[ -d build ] || mkdir -p build/debug/deps
+cp /bin/true build/debug/deps/tool-1a2b && build/debug/deps/tool-1a2b && echo ran
+touch build/ok; echo done`)
+	if err != nil || code != 0 || !strings.Contains(out, "done") {
+		return fmt.Errorf("fresh tree: exit %d, err %v\n%s", code, err, out)
+	}
+	if strings.Contains(out, "WRONG-BRANCH") {
+		return fmt.Errorf("fresh tree: build/ exists inside the sandbox but not on the host\n%s", out)
+	}
+	if !strings.Contains(out, "ran") {
+		return fmt.Errorf("fresh tree: the learned exec of build/debug/deps/tool-* did not run\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(work, "build", "ok")); err != nil {
+		return fmt.Errorf("fresh tree: build/ok did not reach the host: %v", err)
+	}
+	return nil
+}

@@ -24,9 +24,6 @@ type StageSpec struct {
 	// rule names whole: below one, only what a Keep rule at or below it covers is copied back
 	// (the work tree's rule never carries a hook in .git; a .git/index rule carries the index).
 	Protected []string `json:"protected,omitempty"`
-	// Precreate are directories (relative to Dir) made in the upper layer before the run: an
-	// exec rule below a directory the tool has not created yet needs an inode to name.
-	Precreate []string `json:"precreate,omitempty"`
 }
 
 // writeGrants is what planWrites decided.
@@ -339,13 +336,15 @@ func forbiddenExecRoot(d string, env Env) bool {
 }
 
 // execDirs keeps exec rules on existing paths. A missing one (a build output such as
-// target/debug/build/*/build-script-build before the first build) gets an inode to name:
-// inside a writable directory, its nearest existing directory; inside a stage, its directory
-// made in the upper layer before the run. It is never widened to the work tree, the home, one
-// of its direct children or a toolchain root: such a rule stays as is (Landlock skips it, the
-// exec is denied and reported) — except for a file directly in a stage root that the profile
-// also writes (go build -o app && ./app in a fresh checkout), where exec is granted on the
-// stage: what runs there was written in this run and reaches the host only as learned outputs.
+// target/debug/build/*/build-script-build before the first build) gets an inode to name: its
+// nearest existing directory, inside a writable directory or a stage. Nothing is made for it:
+// the tree inside is the host's (`[ -d build ] || ./configure` takes the host's branch). It is
+// never widened to the work tree, the home, one of its direct children or a toolchain root:
+// such a rule stays as is (Landlock skips it, the exec is denied and reported) — except inside a
+// stage when the profile also writes what the rule names (a fresh checkout's go build -o app &&
+// ./app, or cargo's target/debug/deps/* with no target/ yet): there exec is granted on the
+// stage's nearest existing directory, the stage root at worst: what runs there was written in
+// this run (or is the host's own file in the tree), and only learned outputs leave it.
 func (c *Compiled) execDirs(exec, binds []string, stages []StageSpec, env Env) []string {
 	var out []string
 	for _, x := range exec {
@@ -355,35 +354,31 @@ func (c *Compiled) execDirs(exec, binds []string, stages []StageSpec, env Env) [
 				continue
 			}
 		}
+		d := staticPrefix(x)
+		if !paths.HasGlob(x) {
+			d = filepath.Dir(x)
+		}
 		if i := slices.IndexFunc(stages, func(s StageSpec) bool { return paths.Within(x, s.Dir) }); i >= 0 {
-			s := &stages[i]
-			d := staticPrefix(x)
-			if !paths.HasGlob(x) {
-				d = filepath.Dir(x)
-			}
-			if d == s.Dir {
-				if coveredByAny(x, s.Keep) {
-					out = append(out, s.Dir)
-					c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s does not exist yet: exec granted on the staged %s (only learned outputs leave it)", x, s.Dir))
-				} else {
-					out = append(out, x)
-				}
+			s := stages[i]
+			if !coveredByAny(x, s.Keep) {
+				out = append(out, x) // not an output of this run: stays as is
 				continue
 			}
-			if rel, err := filepath.Rel(s.Dir, d); err == nil && nearestExistingDir(d) == s.Dir {
-				s.Precreate = append(s.Precreate, rel)
+			n := nearestExistingDir(d)
+			if !paths.Within(n, s.Dir) {
+				n = s.Dir
 			}
-			out = append(out, d)
-			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s does not exist yet: exec granted on %s (made in the stage of %s)", x, d, s.Dir))
+			out = append(out, n)
+			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s does not exist yet: exec granted on %s in the staged %s (only learned outputs leave it)", x, n, s.Dir))
 			continue
 		}
-		d := nearestExistingDir(staticPrefix(x))
-		if !paths.CoveredBy(d, binds) && !slices.Contains(binds, d) || forbiddenExecRoot(d, env) {
+		n := nearestExistingDir(d)
+		if !paths.CoveredBy(n, binds) && !slices.Contains(binds, n) || forbiddenExecRoot(n, env) {
 			out = append(out, x) // stays as is: Landlock skips a missing path
 			continue
 		}
-		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s does not exist yet: exec granted on %s", x, d))
-		out = append(out, d)
+		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s does not exist yet: exec granted on %s", x, n))
+		out = append(out, n)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
