@@ -1,0 +1,155 @@
+package changeset
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+)
+
+const helperEnv = "SYSPROF_CHANGESET_HELPER"
+
+// TestHelperProcess is not a test: the child of TestKilledRunFound (a sysprof that begins a
+// run, writes into its layer and waits to be killed).
+func TestHelperProcess(t *testing.T) {
+	if os.Getenv(helperEnv) != "begin" {
+		return
+	}
+	w := os.Getenv("SYSPROF_TEST_WORK")
+	r, err := Begin(Run{Command: []string{"make"}, WorkDir: w})
+	if err == nil {
+		_, err = r.AddStage(Rules{Dir: w, Tree: w, Keep: []string{w + "/**"}}, os.Getuid(), os.Getgid())
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(r.Stages[0].Upper, "out.txt"), []byte("survived\n"), 0o644)
+	}
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	b, _ := json.Marshal(r.ID)
+	fmt.Printf("ready %s\n", b)
+	select {}
+}
+
+// TestKilledRunFound: a sysprof killed with SIGKILL mid-run leaves its run findable (List says
+// interrupted), and its changes apply.
+func TestKilledRunFound(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "runs")
+	t.Setenv("SYSPROF_STATE_DIR", state)
+	w := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
+	cmd.Env = append(os.Environ(), helperEnv+"=begin", "SYSPROF_TEST_WORK="+w)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if !strings.HasPrefix(line, "ready ") {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("helper: %q %v", line, err)
+	}
+	var id string
+	_ = json.Unmarshal([]byte(strings.TrimPrefix(strings.TrimSpace(line), "ready ")), &id)
+
+	runs, err := List()
+	if err != nil || len(runs) != 1 || runs[0].State != StateRunning {
+		t.Fatalf("while its sysprof lives: %v %v, want one running run", runs, err)
+	}
+	if _, err := runs[0].Apply(ApplyAll, nil); err == nil {
+		t.Fatal("applied a run whose sysprof is alive")
+	}
+	if err := cmd.Process.Signal(unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	runs, err = List()
+	if err != nil || len(runs) != 1 || runs[0].ID != id || runs[0].State != StateInterrupted || runs[0].Alive() {
+		t.Fatalf("after kill -9: %+v %v, want run %s interrupted", runs, err, id)
+	}
+	changes, err := runs[0].Scan()
+	if err != nil || len(changes) != 1 || changes[0].Rel != "out.txt" {
+		t.Fatalf("changes of the interrupted run: %+v %v", changes, err)
+	}
+	res, err := runs[0].Apply(ApplyLearned, nil)
+	if err != nil || len(res.Applied) != 1 {
+		t.Fatalf("apply: %+v %v", res, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w, "out.txt")); string(b) != "survived\n" {
+		t.Fatalf("out.txt = %q", b)
+	}
+}
+
+const nsEnv = "SYSPROF_CHANGESET_IN_NS"
+
+// inMountNS reruns the calling test alone in a private mount namespace of its own and returns
+// false in the parent; it returns true in that child, which may mount what it likes.
+func inMountNS(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(nsEnv) == t.Name() {
+		return true
+	}
+	testutil.RequireRoot(t)
+	cmd := exec.Command("unshare", "-m", "--propagation", "private", os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), nsEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("in a mount namespace: %v\n%s", err, out)
+	}
+	return false
+}
+
+// TestApplyFullDisk: a disk that fills up mid-apply leaves nothing half-applied: each change is
+// there whole or not at all, no temporary file is left, the result says what was applied and
+// what is left, and the rest applies once there is room.
+func TestApplyFullDisk(t *testing.T) {
+	if !inMountNS(t) {
+		return
+	}
+	r, w := newRun(t, nil, []string{"**"})
+	if err := unix.Mount("tmpfs", w, "tmpfs", 0, "size=512k,mode=755"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(w, unix.MNT_DETACH) })
+	up := r.Stages[0].Upper
+	write(t, filepath.Join(up, "a"), strings.Repeat("a", 100<<10), 0o644)
+	write(t, filepath.Join(up, "b"), strings.Repeat("b", 1<<20), 0o644)
+	write(t, filepath.Join(up, "c"), "c\n", 0o644)
+	res, err := r.Apply(ApplyLearned, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Applied) != 1 || res.Applied[0].Rel != "a" || len(res.Held) != 2 || len(res.Errors) == 0 {
+		t.Fatalf("on a full disk: %+v, want a applied, b and c held, an error", res)
+	}
+	ents, _ := os.ReadDir(w)
+	if len(ents) != 1 || ents[0].Name() != "a" {
+		t.Fatalf("host holds %v, want only a (no half-written b, no temporary file)", ents)
+	}
+	if m := scan(t, r); len(m) != 2 {
+		t.Fatalf("left in the changeset: %v, want b and c", keys(m))
+	}
+	if err := unix.Mount("tmpfs", w, "tmpfs", unix.MS_REMOUNT, "size=8m"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = r.Apply(ApplyLearned, nil)
+	if err != nil || len(res.Applied) != 2 || len(res.Errors) > 0 {
+		t.Fatalf("with room again: %+v %v", res, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w, "b")); len(b) != 1<<20 {
+		t.Fatalf("b has %d bytes", len(b))
+	}
+}
