@@ -396,3 +396,46 @@ func TestAddStageSameFS(t *testing.T) {
 		t.Errorf("upper %s inside the staged directory", r.Stages[0].Upper)
 	}
 }
+
+// TestTwoRunsOneTree: two runs of one tree at once each keep their own changeset; whichever
+// applies second finds the first's write as a conflict and overwrites nothing, also when both
+// apply at the same time.
+func TestTwoRunsOneTree(t *testing.T) {
+	r1, w := newRun(t, func(w string) { write(t, filepath.Join(w, "x"), "host\n", 0o644) }, []string{"**"})
+	r2, err := Begin(Run{Command: []string{"make"}, WorkDir: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r2.unlock)
+	if _, err := r2.AddStage(r1.Stages[0].Rules, os.Getuid(), os.Getgid()); err != nil {
+		t.Fatal(err)
+	}
+	if r1.Stages[0].Upper == r2.Stages[0].Upper {
+		t.Fatal("two runs share an upper layer")
+	}
+	inOverlay(t, r1, `echo one > x; echo one > only1`)
+	inOverlay(t, r2, `echo two > x; echo two > only2`)
+	type out struct {
+		res Result
+		err error
+	}
+	ch := make(chan out, 2)
+	for _, r := range []*Run{r1, r2} {
+		go func() { res, err := r.Apply(ApplyLearned, nil); ch <- out{res, err} }()
+	}
+	conflicts, applied := 0, 0
+	for range 2 {
+		o := <-ch
+		if o.err != nil || len(o.res.Errors) > 0 {
+			t.Fatalf("apply: %v %+v", o.err, o.res)
+		}
+		conflicts += len(o.res.Conflicts)
+		applied += len(o.res.Applied)
+	}
+	if got := readFile(t, filepath.Join(w, "x")); conflicts != 1 || applied != 3 || got != "one\n" && got != "two\n" {
+		t.Fatalf("x = %q, %d conflicts, %d applied: want one run's x, the other's a conflict", got, conflicts, applied)
+	}
+	if readFile(t, filepath.Join(w, "only1")) != "one\n" || readFile(t, filepath.Join(w, "only2")) != "two\n" {
+		t.Error("a run's own file was lost")
+	}
+}
