@@ -11,10 +11,24 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/changeset"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/sandbox"
 )
+
+// changesetDirs are where runs' changesets live on this host (changeset.StateDir and the
+// shared layer directories of changeset.AddStage).
+func changesetDirs() []string {
+	out := []string{"/var/tmp/sysprof-changes"}
+	if d, err := changeset.StateDir(); err == nil {
+		out = append(out, d)
+	}
+	if h, err := os.UserCacheDir(); err == nil {
+		out = append(out, filepath.Join(h, "sysprof", "changes"))
+	}
+	return out
+}
 
 // The host half of Compile. compilePlan turns the profile's filesystem and network sections
 // into this host's sandbox.Plan: rules expanded (globs matched against the host's directories),
@@ -527,6 +541,13 @@ func withBase(fs policy.Filesystem, env Env) policy.Filesystem {
 	if x, err := expand("$HOME/.cache/sysprof", env); err == nil && x != d {
 		if _, err := os.Lstat(x); err == nil {
 			out.Hidden = append(out.Hidden, policy.PathRule{Path: "$HOME/.cache/sysprof", Note: "sysprof's own state"})
+		}
+	}
+	// The runs' changesets (manifests and layers): the command must not rewrite what is
+	// applied after it, nor another run's held changes.
+	for _, x := range changesetDirs() {
+		if _, err := os.Lstat(x); err == nil {
+			out.Hidden = append(out.Hidden, policy.PathRule{Path: x, Note: "sysprof's own state (changesets)"})
 		}
 	}
 	out.PrivateTmp = fs.PrivateTmp || empty

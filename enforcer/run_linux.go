@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sysprof/sysprof/changeset"
 	"github.com/sysprof/sysprof/enforcer/guard"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/netproxy"
@@ -54,6 +55,16 @@ type Options struct {
 	// Early is an init stage StartEarly started for this run (Run takes it, or kills it when
 	// the run does not fit it); nil: Run starts one.
 	Early *Early
+
+	// Apply is what of the run's changeset (the writes into staged directories) is applied
+	// when the command ends: changeset.ApplyLearned ("": the default), ApplySafe or ApplyNone.
+	// What is not applied stays held for `sysprof changes`.
+	Apply changeset.ApplyMode
+	// Changeset is a changeset shared by the steps of a gated run (changeset.Begin): this run's
+	// stages join it (a directory an earlier step staged keeps its layers: this step sees what
+	// that one wrote) and nothing is applied; the caller applies it once every step passed
+	// (FinishChangeset). nil: the run has its own, applied as Apply says.
+	Changeset *changeset.Run
 }
 
 // Run runs the command under the profile and returns the report, the command's exit status
@@ -169,7 +180,8 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	var staged *stagedRun
 	if dec.Sandbox {
 		var err error
-		if staged, err = prepareStages(c.Stages, id); err != nil {
+		meta := changeset.Run{Command: r.opts.Command, WorkDir: r.dir, Profile: r.opts.ProfilePath}
+		if staged, err = prepareStages(c.Stages, id, r.opts.Changeset, meta, r.env); err != nil {
 			return r.rep, 125, fmt.Errorf("enforce: %w", err)
 		}
 		defer staged.remove()
@@ -259,13 +271,13 @@ func (r *enforcedRun) closeGuard() {
 }
 
 // collect gathers, once the command and its PID namespace are gone, what the run's observers
-// saw: the writes the stages discarded, the guard's file denials and the proxy's refusals.
+// saw: the changeset of the stages (applied as opts.Apply says, the rest held), the guard's
+// file denials and the proxy's refusals.
 func (r *enforcedRun) collect(res *runResult, staged *stagedRun) {
 	// Nothing writes to the stages any more.
-	stageDenials, stageNotes := staged.finish(r.opts.Profile, r.env)
-	res.denials = append(res.denials, stageDenials...)
-	r.rep.Notes = append(r.rep.Notes, stageNotes...)
-	phase.Mark("stages copied back")
+	changes, notes := staged.finish(r.opts.Apply)
+	r.rep.Changes = changes
+	r.rep.Notes = append(r.rep.Notes, notes...)
 	if r.guard != nil {
 		if why := r.guard.Wait(); why != nil { // the background setup failed
 			r.rep.Notes = append(r.rep.Notes, guardLostNote(why))

@@ -12,16 +12,16 @@ import (
 	"github.com/sysprof/sysprof/sandbox"
 )
 
-// StageSpec is one staged directory of the plan (sandbox.Stage) and what of it is copied back
-// to the host after the run (copyBack). Everything else the command wrote there is discarded
-// and reported as a denial.
+// StageSpec is one staged directory of the plan (sandbox.Stage) and the rules its changeset is
+// classified by (changeset.Rules): what a Keep rule covers is learned and applied after the run;
+// everything else the command wrote there is held for review, never discarded.
 type StageSpec struct {
 	Dir string `json:"dir"` // host path, no symlinks
 	// Keep are the write rules (host paths, globs allowed) at or below Dir: a path they cover
-	// is copied back.
+	// is learned.
 	Keep []string `json:"keep"`
 	// Protected are the protected paths (paths.ProtectedPaths) at or below Dir that no Keep
-	// rule names whole: below one, only what a Keep rule at or below it covers is copied back
+	// rule names whole: below one, only what a Keep rule at or below it covers is learned
 	// (the work tree's rule never carries a hook in .git; a .git/index rule carries the index).
 	Protected []string `json:"protected,omitempty"`
 }
@@ -40,7 +40,7 @@ type writeGrants struct {
 //     read-only (a read-only bind when they exist; when one does not, the directory is staged
 //     instead, so that the tool cannot create it);
 //   - a file, a path that does not exist yet, or a glob is never widened to its directory: its
-//     nearest existing directory is staged (an overlay whose writes are copied back only for
+//     nearest existing directory is staged (an overlay whose writes are applied only for
 //     the rules that cover them);
 //   - a tool cache root ($GOCACHE, ...) that is missing is created, as the tool would;
 //   - paths in the private /tmp get the tmpfs, which is private anyway.
@@ -58,7 +58,7 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 			}
 		}
 		g.stages = append(g.stages, s)
-		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is staged: only %s are copied back after the run, anything else written there is discarded and reported", d, strings.Join(s.Keep, ", ")))
+		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is staged: writes there go to the run's changeset; what %s cover is applied after the run, anything else is held for review (`sysprof changes`)", d, strings.Join(s.Keep, ", ")))
 	}
 	g.landlock = append(g.landlock, g.binds...)
 	g.landlock = append(g.landlock, stageDirs...)
@@ -72,7 +72,7 @@ type sortedWrites struct {
 	landlock []string // devices and private tmp roots: Landlock only
 	binds    []string // existing directories, resolved
 	stage    []string // the directories to stage for files, missing paths and globs
-	keep     []string // what copy-back keeps: every rule that is bound or staged, resolved
+	keep     []string // what the changeset applies: every rule that is bound or staged, resolved
 }
 
 // sortWrites decides for each write rule whether Landlock alone grants it (a device, the
@@ -137,7 +137,7 @@ func (c *Compiled) sortWrites(write []string, privateTmp bool, env Env) sortedWr
 // protectBinds keeps the protected paths inside a bound directory out of reach: read-only
 // binds when they exist; a missing one could be created (a .github/workflows in a fresh
 // checkout), and one named only in part (.git/index but not .git/hooks) must not be written
-// whole, so such a directory is staged instead (copy-back keeps only what is named). It
+// whole, so such a directory is staged instead (the changeset applies only what is named). It
 // returns the directories still bound and those to stage.
 func (c *Compiled) protectBinds(bound, protected, keep []string) (binds, stage []string) {
 	for _, b := range topLevelPaths(bound) {

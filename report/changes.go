@@ -13,6 +13,27 @@ type Changes struct {
 	Run     string   `json:"run"`
 	Applied int      `json:"applied"`
 	Held    []Change `json:"held"`
+	// Apply is the apply mode of the run (learned, safe, none); Gate the gate (step) that
+	// failed in a gated run, which held everything.
+	Apply  string   `json:"apply,omitempty"`
+	Gate   string   `json:"gate,omitempty"`
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Review counts the held changes a reviewer must look at: every one not learned (a learned
+// change held only by the apply mode or a failed gate, or one applied with its set-id bits
+// stripped, is not counted).
+func (c *Changes) Review() int {
+	if c == nil {
+		return 0
+	}
+	n := 0
+	for _, h := range c.Held {
+		if h.Class != "learned" && h.State != ChangeStripped {
+			n++
+		}
+	}
+	return n
 }
 
 // Change is one entry of a run's changeset as a report lists it.
