@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sysprof/sysprof/changeset"
 	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/policy"
@@ -40,6 +41,8 @@ type enforceOptions struct {
 	Steps []string
 	All   bool
 	Gates []project.Step
+	// Apply is --apply: what of the run's changeset is applied when it ends.
+	Apply changeset.ApplyMode
 }
 
 func init() {
@@ -99,7 +102,8 @@ failOnDenial: true in sysprof.yaml does for steps what --fail-on-denial does (th
 	f.Lookup("degrade").NoOptDefVal = "all"
 	f.StringVar(&o.Report, "report", "", "write the denial report as JSON to `FILE` (input for sysprof refine)")
 	f.StringArrayVar(&o.Resolve, "resolve", nil, "NAME=ADDR[,ADDR...]: the egress proxy dials ADDR for the allowed NAME instead of resolving it (like curl's --resolve; loopback allowed)")
-	f.BoolVar(&o.FailOnDenial, "fail-on-denial", false, "exit 1 when CMD succeeded but something was denied (a gate: no denial passes silently)")
+	f.BoolVar(&o.FailOnDenial, "fail-on-denial", false, "exit 1 when CMD succeeded but something was denied or held for review (a gate: no denial passes silently)")
+	f.Var(applyFlag{&o.Apply}, "apply", "what of the run's writes to staged directories is applied when it ends: learned (what the profile's write rules cover), safe (also held ordinary changes inside the work tree, never dangerous ones) or none (a CI job that only verifies); the rest is held for `sysprof changes`")
 	addStepFlags(f, &o.Steps, &o.All)
 	return cmd
 }
@@ -163,6 +167,7 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	if err := rep.WriteTable(o.Err); err != nil {
 		return withCode(exitSysprof, err)
 	}
+	writeChanges(o.Err, "", rep.Changes)
 	if o.Report != "" {
 		if err := rep.Save(o.Report); err != nil {
 			return withCode(exitSysprof, fmt.Errorf("write report: %w", err))
@@ -193,6 +198,7 @@ func (o *enforceOptions) runOptions(p *policy.Profile, st project.Step, resolve 
 		VerifyBinaries: o.VerifyBinaries,
 		Resolve:        resolve,
 		LogAllowed:     o.Report != "",
+		Apply:          o.Apply,
 	}
 	if st.Name != "" {
 		opts.Env = st.Environ()
@@ -222,13 +228,21 @@ func denialVerdict(w io.Writer, prefix string, rep *report.Report, code int) err
 	for _, d := range rep.Denials {
 		n += d.Count
 	}
+	held := rep.Changes.Review()
 	switch {
-	case code == 0 && n > 0:
+	case code == 0 && n+held > 0:
 		verb := "denied"
 		if rep.Audit {
 			verb = "would have been denied (audit)"
 		}
-		return withCode(exitDenied, fmt.Errorf("%s--fail-on-denial: the command succeeded, but %d operation(s) %s (exit %d)", prefix, n, verb, exitDenied))
+		what := fmt.Sprintf("%d operation(s) %s", n, verb)
+		switch {
+		case n == 0:
+			what = fmt.Sprintf("%d change(s) were held for review (run %s)", held, rep.Changes.Run)
+		case held > 0:
+			what += fmt.Sprintf(" and %d change(s) were held for review (run %s)", held, rep.Changes.Run)
+		}
+		return withCode(exitDenied, fmt.Errorf("%s--fail-on-denial: the command succeeded, but %s (exit %d)", prefix, what, exitDenied))
 	case code != 0 && n == 0:
 		unseen := "nothing: every denial is observable in this run"
 		if len(rep.Unobservable) > 0 {
