@@ -71,8 +71,11 @@ var (
 // process holds the run (its enforce still running).
 func (r *Run) Apply(mode ApplyMode, only []string) (Result, error) {
 	var res Result
-	if err := r.takeLock(false); err != nil {
-		return res, err
+	if r.lock == nil {
+		if err := r.takeLock(false); err != nil {
+			return res, err
+		}
+		defer r.unlock() // taken here: given back here (Begin's stays until Finish)
 	}
 	changes, err := r.Scan()
 	if err != nil {

@@ -439,3 +439,47 @@ func TestTwoRunsOneTree(t *testing.T) {
 		t.Error("a run's own file was lost")
 	}
 }
+
+// TestOverlayReplacements: a directory removed and made again (opaque), a file replaced by a
+// directory and a directory by a file come out as the host-level changes they are, and apply
+// to exactly the tree the command saw.
+func TestOverlayReplacements(t *testing.T) {
+	r, w := newRun(t, func(w string) {
+		write(t, filepath.Join(w, "gen/old1"), "1\n", 0o644)
+		write(t, filepath.Join(w, "gen/keep"), "k\n", 0o644)
+		write(t, filepath.Join(w, "gen/sub/deep"), "d\n", 0o644)
+		write(t, filepath.Join(w, "f2d"), "file\n", 0o644)
+		write(t, filepath.Join(w, "d2f/x"), "x\n", 0o644)
+	}, []string{"**"})
+	inOverlay(t, r, `rm -rf gen && mkdir gen && echo new > gen/keep && echo n > gen/new
+		rm f2d && mkdir f2d && echo in > f2d/in
+		rm -r d2f && echo now-a-file > d2f`)
+	m := scan(t, r)
+	wantClass(t, m, "gen", OpMkdir, Learned)
+	wantClass(t, m, "gen/old1", OpDelete, Learned)
+	wantClass(t, m, "gen/sub", OpRmdir, Learned)
+	wantClass(t, m, "gen/keep", OpModify, Learned)
+	wantClass(t, m, "gen/new", OpCreate, Learned)
+	wantClass(t, m, "f2d", OpMkdir, Learned)
+	wantClass(t, m, "d2f", OpModify, Learned)
+	res, err := r.Apply(ApplyLearned, nil)
+	if err != nil || len(res.Errors)+len(res.Conflicts)+len(res.Refused) > 0 {
+		t.Fatalf("apply: %v %+v", err, res)
+	}
+	var got []string
+	_ = filepath.WalkDir(w, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			rel, _ := filepath.Rel(w, p)
+			got = append(got, rel+"="+strings.TrimSpace(string(b)))
+		}
+		return nil
+	})
+	slices.Sort(got)
+	if want := []string{"d2f=now-a-file", "f2d/in=in", "gen/keep=new", "gen/new=n"}; !slices.Equal(got, want) {
+		t.Fatalf("host tree %v, want %v", got, want)
+	}
+	if m := scan(t, r); len(m) != 0 {
+		t.Errorf("left: %v", keys(m))
+	}
+}
