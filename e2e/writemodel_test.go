@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/report"
 )
 
 // TestCargoTestDoctest is issue 22's "an exec rule under $TMPDIR turns the whole private /tmp
@@ -30,5 +33,81 @@ func TestCargoTestDoctest(t *testing.T) {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("enforce: %q missing from the output:\n%s", want, r.Stdout)
 		}
+	}
+}
+
+// gitRebaseRepo makes b's work tree a git repository on branch topic (one commit adding
+// topic.txt) over main, whose last commit adds newfile.txt (add) or changes README.
+func gitRebaseRepo(t *testing.T, b *testutil.Box, add bool) {
+	t.Helper()
+	b.Extra = append(b.Extra, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com",
+		"GIT_AUTHOR_DATE=2026-01-02T03:04:05Z", "GIT_COMMITTER_DATE=2026-01-02T03:04:05Z")
+	last := `echo v2 > README && git commit -qam two`
+	if add {
+		last = `echo new > newfile.txt && git add newfile.txt && git commit -qm add`
+	}
+	b.Sh(t, `set -e; git init -q -b main .; echo v1 > README; git add README; git commit -qm one
+git checkout -qb topic; echo t > topic.txt; git add topic.txt; git commit -qm topic
+git checkout -q main; `+last+`; git checkout -q topic`)
+}
+
+// TestGitRebaseAddedFileIsHeld is issue 22's data loss: `git rebase` that adds a file the learn
+// run did not add. The file is held (not discarded, not rated a denial), the run is listed by
+// `sysprof changes`, `sysprof changes apply --all` restores it and `git status` is clean. As
+// root and as an ordinary user (the learn runs as root).
+func TestGitRebaseAddedFileIsHeld(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "git", "setpriv")
+	for _, user := range []string{"root", "ordinary-user"} {
+		t.Run(user, func(t *testing.T) {
+			root := t.TempDir()
+			learner := newBox(t, root, "x", "alice", "project", "")
+			gitRebaseRepo(t, learner, false)
+			profile := filepath.Join(root, "git-rebase.yaml")
+			argv := []string{"git", "rebase", "-q", "main"}
+			testutil.MustCode(t, "learn", learner.Sysprof(t, append([]string{"learn", "-p", profile, "--"}, argv...)...), 0)
+
+			b := newBox(t, root, "y", "bob", "project", "")
+			gitRebaseRepo(t, b, true)
+			var wrap []string
+			if user != "root" {
+				chownTree(t, root, 65534)
+				openForNobody(t, root)
+				wrap = []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}
+			}
+			sysprof := func(args ...string) testutil.Result {
+				return b.Run(t, append(append(slices.Clone(wrap), testutil.SysprofBin), args...)...)
+			}
+			rep := filepath.Join(root, "report.json")
+			r := sysprof(append([]string{"enforce", "-p", profile, "--report", rep, "--"}, argv...)...)
+			testutil.MustCode(t, "enforce", r, 0)
+			newfile := filepath.Join(b.Work, "newfile.txt")
+			ch := testutil.ReadReport(t, rep).Changes
+			if ch == nil || ch.Run == "" || !slices.ContainsFunc(ch.Held, func(h report.Change) bool {
+				return h.Path == newfile && h.Class == "held" && h.Change != nil && h.Change.Item == "$WORKDIR/newfile.txt"
+			}) {
+				t.Fatalf("enforce: newfile.txt is not held with its write rule in the report: %+v\n%s", ch, r)
+			}
+			if !strings.Contains(r.Stderr, "sysprof changes diff "+ch.Run) {
+				t.Errorf("enforce: stderr does not name `sysprof changes diff %s`:\n%s", ch.Run, r.Stderr)
+			}
+			if _, err := os.Lstat(newfile); err == nil {
+				t.Fatalf("newfile.txt reached the work tree without review")
+			}
+			if l := sysprof("changes"); l.Code != 0 || !strings.Contains(l.Stdout, ch.Run) {
+				t.Fatalf("sysprof changes does not list run %s: %s", ch.Run, l)
+			}
+			if a := sysprof("changes", "apply", ch.Run, "--all"); a.Code != 0 {
+				t.Fatalf("changes apply: %s", a)
+			}
+			if bs, err := os.ReadFile(newfile); err != nil || string(bs) != "new\n" {
+				t.Fatalf("changes apply did not restore newfile.txt: %q %v", bs, err)
+			}
+			st := b.Run(t, append(slices.Clone(wrap), "git", "status", "--short")...)
+			if st.Code != 0 || st.Stdout != "" {
+				t.Errorf("git status after changes apply: want clean, got %s", st)
+			}
+		})
 	}
 }

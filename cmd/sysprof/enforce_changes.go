@@ -60,9 +60,9 @@ func writeChanges(w io.Writer, prefix string, ch *report.Changes) {
 	case ch.Apply == string(changeset.ApplyNone):
 		why = " (--apply none)"
 	}
-	fmt.Fprintf(w, "sysprof: %srun %s: %d change(s) applied, %d held for review%s: %d dangerous, %d held, %d learned; see `sysprof changes diff %s`, then `sysprof changes apply %s` or `sysprof changes drop %s`\n",
-		prefix, report.Printable(ch.Run), ch.Applied, len(ch.Held), why, counts[string(changeset.Dangerous)], counts[string(changeset.Held)], counts[string(changeset.Learned)],
-		report.Printable(ch.Run), report.Printable(ch.Run), report.Printable(ch.Run))
+	id := report.Printable(ch.Run)
+	fmt.Fprintf(w, "sysprof: %srun %s: %d change(s) applied, %d held for review%s: %d dangerous, %d held, %d learned; review with `sysprof changes diff %s`, then `sysprof changes apply %s PATH...|--all` or `sysprof changes drop %s`\n",
+		prefix, id, ch.Applied, len(ch.Held), why, counts[string(changeset.Dangerous)], counts[string(changeset.Held)], counts[string(changeset.Learned)], id, id, id)
 	shown := 0
 	for _, class := range []string{string(changeset.Dangerous), string(changeset.Held)} {
 		for _, h := range ch.Held {
