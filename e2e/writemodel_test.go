@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/report"
@@ -109,5 +110,56 @@ func TestGitRebaseAddedFileIsHeld(t *testing.T) {
 				t.Errorf("git status after changes apply: want clean, got %s", st)
 			}
 		})
+	}
+}
+
+// TestKilledEnforceLeavesItsChanges: sysprof killed with SIGKILL while the command runs (its
+// sandbox dies with it) loses nothing: `sysprof changes` lists the run as interrupted and
+// `sysprof changes apply RUN --all` puts the command's outputs on the host.
+func TestKilledEnforceLeavesItsChanges(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "sh", "sleep")
+	root := t.TempDir()
+	b := newBox(t, root, "x", "alice", "project", "")
+	profile := filepath.Join(root, "p.yaml")
+	testutil.MustCode(t, "learn", b.Sysprof(t, "learn", "-p", profile, "--", "sh", "-c", "echo out > out.txt; echo x > ready; sleep 0"), 0)
+	b.Sh(t, "rm out.txt ready")
+	cmd, _ := b.Command(t, testutil.SysprofBin, "enforce", "-p", profile, "--", "sh", "-c", "echo out > out.txt; echo x > ready; sleep 300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The command wrote its files into the run's layers (not the host's tree) once ready is
+	// there; the layers lie in the run directory under the state dir ($HOME/.local/state).
+	runs := filepath.Join(b.Home, ".local", "state", "sysprof", "runs")
+	var ready []string
+	for range 600 {
+		ready, _ = filepath.Glob(filepath.Join(runs, "*", "stage-*", "upper", "ready"))
+		if len(ready) > 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(ready) == 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the command's ready file never appeared in a stage under %s", runs)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if _, err := os.Lstat(filepath.Join(b.Work, "out.txt")); err == nil {
+		t.Fatalf("out.txt is on the host before any apply")
+	}
+	l := b.Sysprof(t, "changes", "--format", "json")
+	if l.Code != 0 || !strings.Contains(l.Stdout, "interrupted") {
+		t.Fatalf("sysprof changes does not list the killed run as interrupted: %s", l)
+	}
+	id := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(ready[0]))))
+	if a := b.Sysprof(t, "changes", "apply", id, "--all"); a.Code != 0 {
+		t.Fatalf("changes apply: %s", a)
+	}
+	if bs, err := os.ReadFile(filepath.Join(b.Work, "out.txt")); err != nil || string(bs) != "out\n" {
+		t.Fatalf("changes apply did not restore out.txt: %q %v", bs, err)
 	}
 }
