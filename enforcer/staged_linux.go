@@ -22,21 +22,48 @@ type stagedRun struct {
 	specs  []StageSpec
 	run    *changeset.Run
 	stages []changeset.Stage // one per spec
+	extra  []changeset.Stage // a shared changeset's earlier stages no spec of this run uses
 	// shared: the caller's changeset (a gated run's steps): the caller applies and finishes.
 	shared bool
 	done   bool // finish ran: the run is the changeset's to keep
 }
 
 // plan returns p with each stage's overlay layers filled in: the plan the init stage receives
-// for this run. p, and the compiled plan it shares its slices with, stay as they are.
+// for this run. In a shared changeset a stage may be an earlier step's stage of a directory
+// above it (its path then replaces the spec's), and the earlier steps' other stages are
+// mounted too (extra): each step sees what the steps before it wrote. p, and the compiled plan
+// it shares its slices with, stay as they are.
 func (sr *stagedRun) plan(p sandbox.Plan) sandbox.Plan {
 	if sr == nil {
 		return p
 	}
-	p.Staged = slices.Clone(p.Staged)
+	staged := make([]sandbox.Stage, 0, len(sr.stages)+len(sr.extra))
+	p.NoExec = slices.Clone(p.NoExec)
 	for i, st := range sr.stages {
-		p.Staged[i].Upper, p.Staged[i].Work = st.Upper, st.Work
+		path := p.Staged[i].Path
+		if path != st.Rules.Dir { // an earlier step's stage above it
+			if j := slices.Index(p.NoExec, path); j >= 0 {
+				p.NoExec[j] = st.Rules.Dir
+			}
+			path = st.Rules.Dir
+		}
+		if slices.ContainsFunc(staged, func(x sandbox.Stage) bool { return x.Path == path }) {
+			continue // one overlay per layer pair
+		}
+		staged = append(staged, sandbox.Stage{Path: path, Upper: st.Upper, Work: st.Work})
 	}
+	for _, x := range sr.extra {
+		staged = append(staged, sandbox.Stage{Path: x.Rules.Dir, Upper: x.Upper, Work: x.Work})
+		// Exec there only as the mount it lies in allows: none when it lies in none of this
+		// step's writable mounts, or in a noexec one.
+		inExec := slices.ContainsFunc(slices.Concat(p.Writable, stageDirsOf(sr.specs)), func(w string) bool {
+			return paths.Within(x.Rules.Dir, w) && !slices.Contains(p.NoExec, w)
+		})
+		if !inExec {
+			p.NoExec = append(p.NoExec, x.Rules.Dir)
+		}
+	}
+	p.Staged = staged
 	return p
 }
 
@@ -78,42 +105,61 @@ func prepareStages(specs []StageSpec, id sandbox.Identity, shared *changeset.Run
 		}
 		sr.stages = append(sr.stages, st)
 	}
+	if sr.shared {
+		for _, st := range sr.run.Stages {
+			if slices.ContainsFunc(sr.stages, func(x changeset.Stage) bool { return x.Top == st.Top }) {
+				continue
+			}
+			if err := resetWork(st, id); err != nil {
+				return nil, fmt.Errorf("stage %s: reuse its layers: %w", st.Rules.Dir, err)
+			}
+			sr.extra = append(sr.extra, st)
+		}
+	}
 	return sr, nil
 }
 
 // stage returns the changeset stage of s: a new one, or in a shared changeset the one an
-// earlier step made for the same directory (its work directory emptied for the next mount, its
-// rules widened by s's: what any step learned is learned).
+// earlier step made for the same directory or one above it (its work directory emptied for the
+// next mount, its rules widened by s's: what any step learned is learned). A new stage above
+// earlier ones leaves them mounted inside it (extra, see plan).
 func (sr *stagedRun) stage(s StageSpec, id sandbox.Identity, env Env) (changeset.Stage, error) {
 	rules := stageRules(s, env)
-	for i := range sr.run.Stages {
-		st := &sr.run.Stages[i]
-		switch {
-		case st.Rules.Dir == s.Dir:
-			st.Rules.Keep = compactSorted(append(st.Rules.Keep, rules.Keep...))
-			st.Rules.ExecOK = compactSorted(append(st.Rules.ExecOK, rules.ExecOK...))
-			st.Rules.Protected = compactSorted(append(st.Rules.Protected, rules.Protected...))
-			// overlay refuses a work directory a volatile mount used (work/incompat/volatile).
-			chmodDirs(st.Work)
-			if err := os.RemoveAll(st.Work); err != nil {
-				return changeset.Stage{}, fmt.Errorf("stage %s: reuse its layers: %w", s.Dir, err)
-			}
-			if err := os.Mkdir(st.Work, 0o755); err != nil {
-				return changeset.Stage{}, fmt.Errorf("stage %s: reuse its layers: %w", s.Dir, err)
-			}
-			if os.Geteuid() == 0 {
-				_ = os.Lchown(st.Work, id.FileUID, id.FileGID)
-			}
-			return *st, nil
-		case paths.Within(s.Dir, st.Rules.Dir) || paths.Within(st.Rules.Dir, s.Dir):
-			return changeset.Stage{}, fmt.Errorf("stage %s: an earlier step of this run staged %s: steps that stage nested directories cannot share one changeset yet (run them apart)", s.Dir, st.Rules.Dir)
+	i := slices.IndexFunc(sr.run.Stages, func(st changeset.Stage) bool { return st.Rules.Dir == s.Dir })
+	if i < 0 {
+		i = slices.IndexFunc(sr.run.Stages, func(st changeset.Stage) bool { return paths.Within(s.Dir, st.Rules.Dir) })
+	}
+	if i < 0 {
+		st, err := sr.run.AddStage(rules, id.FileUID, id.FileGID)
+		if err != nil {
+			return changeset.Stage{}, fmt.Errorf("stage %s: %w", s.Dir, err)
 		}
+		return st, nil
 	}
-	st, err := sr.run.AddStage(rules, id.FileUID, id.FileGID)
-	if err != nil {
-		return changeset.Stage{}, fmt.Errorf("stage %s: %w", s.Dir, err)
+	st := &sr.run.Stages[i]
+	st.Rules.Keep = compactSorted(append(st.Rules.Keep, rules.Keep...))
+	st.Rules.ExecOK = compactSorted(append(st.Rules.ExecOK, rules.ExecOK...))
+	st.Rules.Protected = compactSorted(append(st.Rules.Protected, rules.Protected...))
+	if err := resetWork(*st, id); err != nil {
+		return changeset.Stage{}, fmt.Errorf("stage %s: reuse the layers of %s: %w", s.Dir, st.Rules.Dir, err)
 	}
-	return st, nil
+	return *st, nil
+}
+
+// resetWork empties a stage's work directory for its next mount: overlay refuses one a
+// volatile mount used (work/incompat/volatile).
+func resetWork(st changeset.Stage, id sandbox.Identity) error {
+	chmodDirs(st.Work)
+	if err := os.RemoveAll(st.Work); err != nil {
+		return err
+	}
+	if err := os.Mkdir(st.Work, 0o755); err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		return os.Lchown(st.Work, id.FileUID, id.FileGID)
+	}
+	return nil
 }
 
 func compactSorted(s []string) []string {

@@ -69,7 +69,15 @@ With --step NAME (repeatable) or --all, enforce runs the steps of sysprof.yaml i
 its workdir under its own profile (format, lint, build and test gates inside the sandbox). It
 stops at the first step that fails, with that step's status, and prints the denials of every
 step that ran in one table; --report FILE writes one report per step, FILE.<step>.json.
-failOnDenial: true in sysprof.yaml does for steps what --fail-on-denial does (the flag wins).`,
+failOnDenial: true in sysprof.yaml does for steps what --fail-on-denial does (the flag wins).
+The steps are a ratchet: they write into one changeset, each sees what the steps before it
+wrote, and nothing is applied until every step passed; a failed gate holds everything (its
+report names the gate) and the end prints the review.
+
+Writes into staged directories (a file rule, a directory that does not exist yet, a tree with
+protected paths in it) go into the run's changeset: --apply learned (the default) applies what
+the profile's write rules cover, safe also held ordinary changes inside the work tree, none
+nothing; everything else is held for review with 'sysprof changes', never discarded.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.FailOnDenialSet = cmd.Flags().Changed("fail-on-denial")

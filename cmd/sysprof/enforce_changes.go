@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/sysprof/sysprof/changeset"
+	"github.com/sysprof/sysprof/enforcer"
+	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -87,4 +89,65 @@ func writeChanges(w io.Writer, prefix string, ch *report.Changes) {
 	for _, e := range ch.Errors {
 		fmt.Fprintf(w, "sysprof: %schangeset %s: %s\n", prefix, report.Printable(ch.Run), report.Printable(e))
 	}
+}
+
+// beginGates begins the one changeset of a gated run (enforce --step/--all).
+func beginGates(steps []project.Step) (*changeset.Run, error) {
+	cmd := []string{"sysprof", "enforce"}
+	for _, st := range steps {
+		cmd = append(cmd, "--step", st.Name)
+	}
+	dir := ""
+	if len(steps) > 0 {
+		dir = steps[0].Workdir
+	}
+	cs, err := changeset.Begin(changeset.Run{Command: cmd, WorkDir: dir})
+	if err != nil {
+		return nil, fmt.Errorf("changeset of the gated run: %w", err)
+	}
+	return cs, nil
+}
+
+// finishGates applies the gated run's changeset once every step ran: as --apply says when
+// every step passed (failed is nil), else nothing (the failed gate holds everything). The
+// changes go into the last step's report (written again when --report asked for one).
+func finishGates(o *enforceOptions, cs *changeset.Run, results []gateResult, failed error) *report.Changes {
+	if cs == nil {
+		return nil
+	}
+	gate := ""
+	if failed != nil {
+		n := len(results)
+		switch {
+		case n > 0 && (results[n-1].code != 0 || results[n-1].denied):
+			gate = results[n-1].step.Name // failed, or failed on denial
+		case n < len(o.Gates):
+			gate = o.Gates[n].Name // could not run
+		case n > 0:
+			gate = results[n-1].step.Name // its report could not be written
+		}
+	}
+	changes, notes := enforcer.FinishChangeset(cs, o.Apply, gate)
+	if n := len(results); n > 0 {
+		last := results[n-1]
+		last.rep.Changes = changes
+		last.rep.Notes = append(last.rep.Notes, notes...)
+		if o.Report != "" {
+			_ = last.rep.Save(stepFile(o.Report, last.step.Name))
+		}
+	}
+	return changes
+}
+
+// writeGateReview prints the end of a gated run: what its changeset holds per class, and the
+// dangerous and held items (writeChanges), or that everything was applied.
+func writeGateReview(w io.Writer, ch *report.Changes) {
+	if ch == nil {
+		return
+	}
+	if len(ch.Held) == 0 {
+		fmt.Fprintf(w, "sysprof: review: %d change(s) applied, nothing held\n", ch.Applied)
+		return
+	}
+	writeChanges(w, "review: ", ch)
 }
