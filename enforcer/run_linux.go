@@ -195,7 +195,7 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	res, err := start(ctx, runStart{opts: r.opts, c: c, plan: plan, dir: r.dir, id: id, sandbox: dec.Sandbox,
 		rep: r.rep, guard: r.guard, stage: st, egress: r.px})
 	phase.Mark("start..wait")
-	r.collect(&res, staged)
+	r.collect(&res, staged, id, dec.Sandbox)
 	r.rep.Finished = time.Now().UTC()
 	for _, d := range res.denials {
 		r.rep.Add(d)
@@ -273,9 +273,19 @@ func (r *enforcedRun) closeGuard() {
 // collect gathers, once the command and its PID namespace are gone, what the run's observers
 // saw: the changeset of the stages (applied as opts.Apply says, the rest held), the guard's
 // file denials and the proxy's refusals.
-func (r *enforcedRun) collect(res *runResult, staged *stagedRun) {
-	// Nothing writes to the stages any more.
+func (r *enforcedRun) collect(res *runResult, staged *stagedRun, id sandbox.Identity, sandboxed bool) {
+	// Nothing writes to the stages or the bound directories any more.
+	var stripped []report.Change
+	if sandboxed {
+		staged, stripped = r.sweepBound(staged, id)
+	}
 	changes, notes := staged.finish(r.opts.Apply)
+	if len(stripped) > 0 {
+		if changes == nil {
+			changes = &report.Changes{Apply: string(r.opts.Apply), Held: []report.Change{}}
+		}
+		changes.Held = append(changes.Held, stripped...)
+	}
 	r.rep.Changes = changes
 	r.rep.Notes = append(r.rep.Notes, notes...)
 	if r.guard != nil {
@@ -291,6 +301,39 @@ func (r *enforcedRun) collect(res *runResult, staged *stagedRun) {
 		r.rep.Notes = append(r.rep.Notes, notes...)
 	}
 	r.px.close(r.rep, res)
+}
+
+// sweepBound checks the directories bound writable for what must not leave the run through them
+// (bound_linux.go): set-id bits and capabilities are stripped (returned, for the report), and a
+// symlink out of its tree or at a protected path is moved into the run's changeset (begun here
+// when the run staged nothing), where it is held. It returns the run's stages.
+func (r *enforcedRun) sweepBound(staged *stagedRun, id sandbox.Identity) (*stagedRun, []report.Change) {
+	var stripped []report.Change
+	for _, b := range topLevelPaths(r.c.Plan.Writable) {
+		f := sweepBound(b, r.rep.Started, r.env)
+		stripped = append(stripped, f.stripped...)
+		r.rep.Notes = append(r.rep.Notes, f.errs...)
+		if len(f.links) == 0 {
+			continue
+		}
+		if staged == nil {
+			staged = &stagedRun{run: r.opts.Changeset, shared: r.opts.Changeset != nil}
+			if staged.run == nil {
+				run, err := changeset.Begin(changeset.Run{Command: r.opts.Command, WorkDir: r.dir, Profile: r.opts.ProfilePath})
+				if err != nil {
+					r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: %d symlink(s) out of the tree left in place: no changeset to hold them (%v)", b, len(f.links), err))
+					staged = nil
+					continue
+				}
+				staged.run = run
+			}
+		}
+		if err := holdBoundLinks(staged.run, f, id.FileUID, id.FileGID); err != nil {
+			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: holding its symlinks out of the tree: %v", b, err))
+		}
+	}
+	phase.Mark("bound sweep")
+	return staged, stripped
 }
 
 // commandPath is the executable argv starts, as the init stage will find it (PATH, or

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
 )
 
 // tmpExecProfile is what `cargo test` with a doctest learns in the private /tmp: rustdoc
@@ -114,6 +115,76 @@ touch build/ok; echo done`)
 	}
 	if _, err := os.Stat(filepath.Join(work, "build", "ok")); err != nil {
 		return fmt.Errorf("fresh tree: build/ok did not reach the host: %v", err)
+	}
+	return nil
+}
+
+// TestBoundWritableLeavesNoSetIDNorOutOfTreeLink: a directory bound writable (an existing
+// directory a rule names) is the host's own, outside the changeset: nothing set-id and no
+// symlink out of the tree may reach the host through it. As plain root (uid 0 inside owns its
+// files on disk through the idmapped mount) and as an ordinary user.
+func TestBoundWritableLeavesNoSetIDNorOutOfTreeLink(t *testing.T) {
+	testutil.RequireRoot(t)
+	t.Run("root", func(t *testing.T) {
+		work, home := writesTree(t, false)
+		if err := boundChecks(work, home); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("ordinary user", func(t *testing.T) {
+		work, home := writesTree(t, true)
+		asNobodyEnv(t, "bound", filepath.Dir(work), work, "HOME="+home)
+	})
+}
+
+func init() {
+	nobodyHelpers["bound"] = func(_, work string) error { return boundChecks(work, os.Getenv("HOME")) }
+}
+
+func boundChecks(work, home string) error {
+	p := writesProfile("$WORKDIR/outdir")
+	rep, code, out, err := runScript(p, work, home, `cp /bin/true outdir/suid; chmod 4755 outdir/suid; chmod 2755 outdir/suid 2>/dev/null
+ls -l outdir/suid
+ln -s "$HOME/.bashrc" outdir/rc-link
+ln -s /etc/passwd outdir/abs-link
+ln -s suid outdir/in-tree
+echo done`)
+	if err != nil || code != 0 || !strings.Contains(out, "done") {
+		return fmt.Errorf("bound dir: exit %d, err %v\n%s", code, err, out)
+	}
+	var errs []string
+	for _, f := range []string{"outdir/suid"} {
+		if st, err := os.Lstat(filepath.Join(work, f)); err == nil && st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+			errs = append(errs, fmt.Sprintf("%s reached the host with mode %v", f, st.Mode()))
+		}
+	}
+	for _, f := range []string{"outdir/rc-link", "outdir/abs-link"} {
+		if t, err := os.Readlink(filepath.Join(work, f)); err == nil {
+			errs = append(errs, fmt.Sprintf("%s reached the host as a symlink to %s", f, t))
+		}
+	}
+	if t, err := os.Readlink(filepath.Join(work, "outdir/in-tree")); err != nil || t != "suid" {
+		errs = append(errs, fmt.Sprintf("the symlink inside the tree was not left alone: %q %v", t, err))
+	}
+	if st, err := os.Stat(filepath.Join(work, "outdir/suid")); err != nil || st.Mode().Perm() != 0o755 {
+		errs = append(errs, fmt.Sprintf("outdir/suid should stay, mode 0755 without its set-id bits: %v %v", st, err))
+	}
+	held := func(path, class, state string) bool {
+		return rep.Changes != nil && slices.ContainsFunc(rep.Changes.Held, func(h report.Change) bool {
+			return h.Path == path && h.Class == class && h.State == state
+		})
+	}
+	// Stripped is said; each link is held in the run's changeset (never discarded).
+	if !held(filepath.Join(work, "outdir/suid"), "dangerous", report.ChangeStripped) {
+		errs = append(errs, fmt.Sprintf("the stripped set-id bits are not reported: %+v", rep.Changes))
+	}
+	for _, f := range []string{"outdir/rc-link", "outdir/abs-link"} {
+		if !held(filepath.Join(work, f), "dangerous", report.ChangeHeld) {
+			errs = append(errs, fmt.Sprintf("%s is not held in the changeset: %+v", f, rep.Changes))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s\n%s", strings.Join(errs, "; "), out)
 	}
 	return nil
 }
