@@ -188,3 +188,65 @@ echo done`)
 	}
 	return nil
 }
+
+// TestStagedDangerousChangesAreHeld: what the command leaves in a staged directory is classified
+// before anything reaches the host: a learned output made set-uid, a symlink replacing a learned
+// output with a link to the home's shell rc, and a *.pth start-up hook dropped into a learned
+// site-packages are held as dangerous (reported with their reason), while the ordinary learned
+// output beside them is applied. As plain root and as an ordinary user.
+func TestStagedDangerousChangesAreHeld(t *testing.T) {
+	testutil.RequireRoot(t)
+	t.Run("root", func(t *testing.T) {
+		work, home := writesTree(t, false)
+		if err := stagedDangerChecks(work, home); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("ordinary user", func(t *testing.T) {
+		work, home := writesTree(t, true)
+		asNobodyEnv(t, "stageddanger", filepath.Dir(work), work, "HOME="+home)
+	})
+}
+
+func init() {
+	nobodyHelpers["stageddanger"] = func(_, work string) error { return stagedDangerChecks(work, os.Getenv("HOME")) }
+}
+
+func stagedDangerChecks(work, home string) error {
+	site := filepath.Join(home, ".local", "lib", "python3.11", "site-packages")
+	if err := os.MkdirAll(site, 0o755); err != nil {
+		return err
+	}
+	p := writesProfile("$WORKDIR/out.bin", "$WORKDIR/lib.a", "$WORKDIR/ok.txt", "$HOME/.local/lib/python3*/site-packages/*")
+	rep, code, out, err := runScript(p, work, home, `set -e
+cp /bin/true out.bin; chmod 4755 out.bin 2>/dev/null || true
+ln -s "$HOME/.bashrc" lib.a
+echo ok > ok.txt
+echo 'import os; os.system("id")' > "$HOME/.local/lib/python3.11/site-packages/evil.pth"
+echo done`)
+	if err != nil || code != 0 || !strings.Contains(out, "done") {
+		return fmt.Errorf("staged: exit %d, err %v\n%s", code, err, out)
+	}
+	var errs []string
+	if b, err := os.ReadFile(filepath.Join(work, "ok.txt")); err != nil || string(b) != "ok\n" {
+		errs = append(errs, fmt.Sprintf("the ordinary learned output ok.txt was not applied: %q %v", b, err))
+	}
+	if st, err := os.Lstat(filepath.Join(work, "out.bin")); err == nil && st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+		errs = append(errs, fmt.Sprintf("out.bin reached the host set-id: %v", st.Mode()))
+	}
+	if t, err := os.Readlink(filepath.Join(work, "lib.a")); err == nil {
+		errs = append(errs, "lib.a reached the host as a symlink to "+t)
+	}
+	if _, err := os.Lstat(filepath.Join(site, "evil.pth")); err == nil {
+		errs = append(errs, "evil.pth reached the host's site-packages")
+	}
+	for _, f := range []string{filepath.Join(work, "lib.a"), filepath.Join(site, "evil.pth")} {
+		if rep.Changes == nil || !slices.ContainsFunc(rep.Changes.Held, func(h report.Change) bool { return h.Path == f && h.Class == "dangerous" }) {
+			errs = append(errs, fmt.Sprintf("%s is not held as dangerous: %+v", f, rep.Changes))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s\n%s", strings.Join(errs, "; "), out)
+	}
+	return nil
+}
