@@ -169,7 +169,7 @@ func (c *Compiled) protectBinds(bound, protected, keep []string) (binds, stage [
 // stageDirs are the directories to stage for candidates: the top-level ones not inside a bind
 // (binds below a staged directory stay binds, the host's own attached over the overlay),
 // refusing / and the kernel trees, and a directory that resolves elsewhere (a stage on a
-// symlink would copy back into wherever it points).
+// symlink would apply into wherever it points).
 func (c *Compiled) stageDirs(candidates, binds, keep []string, env Env) []string {
 	var out []string
 	for _, d := range topLevelPaths(candidates) {

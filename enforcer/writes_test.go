@@ -22,7 +22,7 @@ import (
 // Writable means exactly what was learned (issue 14 items 3, 4, 7), as root and as an ordinary
 // user, each attack next to a benign write that must still land:
 //   - fresh checkout: the learned build/ does not exist yet and out.txt is a file at the top of
-//     the tree; a hook, a workflow, a source edit and a .git/config change are discarded and
+//     the tree; a hook, a workflow, a source edit and a .git/config change are held (changeset) and
 //     reported while build/x and out.txt reach the host;
 //   - a writable work tree keeps .git and .sysprof out of reach (staged);
 //   - a writable $HOME/.cache keeps $HOME/.cache/sysprof read-only (a read-only bind);
@@ -192,7 +192,7 @@ echo done`)
 	}
 
 	// Naming one path below .git (git's index) grants that path, not all of .git: a hook
-	// beside it is still discarded and reported.
+	// beside it is still held and reported.
 	p = writesProfile("$WORKDIR", "$WORKDIR/.git/index")
 	rep, code, out, err = runScript(p, work, home, `echo ok > notes2.txt; cp .git/index .git/index.new && mv .git/index.new .git/index; echo x > .git/hooks/pre-push; echo done`)
 	if err != nil || code != 0 || read(filepath.Join(work, "notes2.txt")) != "ok\n" {
