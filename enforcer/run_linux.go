@@ -85,6 +85,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	}
 	defer opts.Early.Close() // a no-op once the run took it
 	defer r.discardLoad()
+	ensureStateDir()
 	compiled, err := Compile(opts.Profile, r.env)
 	if err != nil {
 		return nil, 125, fmt.Errorf("compile profile: %w", err)
@@ -138,6 +139,24 @@ func newEnforcedRun(opts Options) (*enforcedRun, error) {
 	r.env.Command = commandPath(opts.Command, dir)
 	phase.Mark("host env")
 	return r, nil
+}
+
+// ensureStateDir makes the changesets' state directory when it does not exist yet (a run begun
+// and dropped: made as Begin makes it, owned by the sudo user under sudo), so that Compile
+// hides it from the command (withBase) on the first run too: a run's manifest and layers
+// begin after Compile, and a command with a writable parent of them (a rule on $HOME/.local)
+// must not rewrite what is applied after it.
+func ensureStateDir() {
+	d, err := changeset.StateDir()
+	if err != nil {
+		return
+	}
+	if _, err := os.Lstat(d); err == nil {
+		return
+	}
+	if run, err := changeset.Begin(changeset.Run{Command: []string{"(state directory)"}}); err == nil {
+		_ = run.Drop()
+	}
 }
 
 // discardLoad drops guard.c's load when no guard took it.

@@ -250,3 +250,28 @@ echo done`)
 	}
 	return nil
 }
+
+// TestChangesetStateHiddenFromTheCommand: the runs' state directory (manifests, and layers
+// beside them) is hidden from the command even on the first run in a fresh home, when a
+// profile rule makes a parent of it writable ($HOME/.local): the command cannot rewrite what
+// sysprof applies after it.
+func TestChangesetStateHiddenFromTheCommand(t *testing.T) {
+	testutil.RequireRoot(t)
+	work, home := writesTree(t, false)
+	state := filepath.Join(home, ".local", "state", "sysprof", "runs")
+	t.Setenv("SYSPROF_STATE_DIR", state)
+	p := writesProfile("$HOME/.local", "$WORKDIR/out.txt")
+	_, code, out, err := runScript(p, work, home, `echo ok > out.txt
+[ -n "$(ls -A "$HOME/.local/state/sysprof/runs" 2>/dev/null)" ] && echo STATE-VISIBLE
+touch "$HOME/.local/state/sysprof/runs/planted" 2>/dev/null && echo FORGED
+echo done`)
+	if err != nil || code != 0 || !strings.Contains(out, "done") {
+		t.Fatalf("exit %d, err %v\n%s", code, err, out)
+	}
+	if strings.Contains(out, "STATE-VISIBLE") || strings.Contains(out, "FORGED") {
+		t.Errorf("the command saw or rewrote the changeset state:\n%s", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "out.txt")); err != nil || string(b) != "ok\n" {
+		t.Errorf("the learned out.txt was not applied: %q %v", b, err)
+	}
+}
