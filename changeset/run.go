@@ -39,8 +39,9 @@ type Run struct {
 	State      string    `json:"state"`
 	Stages     []Stage   `json:"stages"`
 
-	dir  string   // RUN directory
-	lock *os.File // RUN/lock, flocked while this process owns the run
+	dir   string         // RUN directory
+	lock  *os.File       // RUN/lock, flocked while this process owns the run
+	roots map[string]int // layer and staged directories OpenNew/OpenOld opened (O_PATH)
 }
 
 // Stage is one staged directory of a run: its rules and its overlay layers.

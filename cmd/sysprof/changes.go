@@ -11,8 +11,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -344,9 +347,10 @@ func describe(r *changeset.Run, c changeset.Change, hosts []string) diffEntry {
 	if e.Old != nil {
 		oldName = "a" + c.Path
 	}
-	e.Diff = unifiedDiff(oldName, "b"+c.Path, oldLines, newLines)
+	ops, ok := myers(oldLines, newLines, maxEdits)
+	e.Diff = renderUnified(oldName, "b"+c.Path, oldLines, newLines, ops, ok)
 	added := map[int]string{}
-	if ops, ok := myers(oldLines, newLines, 20000); ok {
+	if ok {
 		for _, op := range ops {
 			if op.kind == '+' {
 				added[op.b+1] = op.line
@@ -361,6 +365,28 @@ func describe(r *changeset.Run, c changeset.Change, hosts []string) diffEntry {
 	return e
 }
 
+// describeAll describes each change, a few at a time (reading both sides of 10,000 files is
+// mostly waiting for open and read).
+func describeAll(r *changeset.Run, cs []changeset.Change, hosts []string) []diffEntry {
+	entries := make([]diffEntry, len(cs))
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 2 * runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(cs) {
+					return
+				}
+				entries[i] = describe(r, cs[i], hosts)
+			}
+		})
+	}
+	wg.Wait()
+	r.Close()
+	return entries
+}
+
 func changesDiff(o *changesOptions) error {
 	r, cs, err := openRun(o)
 	if err != nil {
@@ -372,10 +398,7 @@ func changesDiff(o *changesOptions) error {
 			hosts = profileHosts(prof)
 		}
 	}
-	entries := make([]diffEntry, 0, len(cs))
-	for _, c := range cs {
-		entries = append(entries, describe(r, c, hosts))
-	}
+	entries := describeAll(r, cs, hosts)
 	switch o.Format {
 	case "json":
 		return writeJSON(o.Out, struct {
