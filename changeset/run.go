@@ -278,6 +278,21 @@ func (r *Run) AddStage(rules Rules, uid, gid int) (Stage, error) {
 	return s, nil
 }
 
+// SetRules replaces stage i's rules (a gated run's later step widening what is learned) and
+// records them in the manifest, so that a later `sysprof changes` classifies by them too.
+func (r *Run) SetRules(i int, rules Rules) error {
+	if i < 0 || i >= len(r.Stages) {
+		return fmt.Errorf("BUG: run %s has no stage %d", r.ID, i)
+	}
+	old := r.Stages[i].Rules
+	r.Stages[i].Rules = rules
+	if err := r.save(); err != nil {
+		r.Stages[i].Rules = old
+		return err
+	}
+	return nil
+}
+
 // layerParent picks where a stage's layers live: the first candidate that is writable, not
 // inside dir (overlay refuses a layer inside a lower one) and not on overlayfs (which cannot
 // hold an upper layer), preferring one on dir's file system. The run's own directory comes
