@@ -70,5 +70,8 @@ func (r *Run) openRegular(root, rel string) (*os.File, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("%s below %s is not a regular file", rel, root)
 	}
+	// Opened non-blocking so that a FIFO could not hang it; a regular file reads blocking
+	// (and os.NewFile then does not try to register it with the poller).
+	_ = unix.SetNonblock(fd, false)
 	return os.NewFile(uintptr(fd), root+"/"+rel), nil
 }
