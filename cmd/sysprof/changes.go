@@ -199,6 +199,7 @@ type runEntry struct {
 	WorkDir    string                  `json:"workDir"`
 	Profile    string                  `json:"profile,omitempty"`
 	SysprofPID int                     `json:"sysprofPID"`
+	Alive      bool                    `json:"alive"` // its sysprof process still exists
 	Counts     map[changeset.Class]int `json:"counts"`
 	Error      string                  `json:"error,omitempty"`
 }
@@ -211,7 +212,7 @@ func changesList(o *changesOptions) error {
 	var entries []runEntry
 	for _, r := range runs {
 		e := runEntry{ID: r.ID, Started: r.Started, State: r.State, Command: r.Command, WorkDir: r.WorkDir,
-			Profile: r.Profile, SysprofPID: r.SysprofPID, Counts: map[changeset.Class]int{}}
+			Profile: r.Profile, SysprofPID: r.SysprofPID, Alive: r.Alive(), Counts: map[changeset.Class]int{}}
 		cs, err := r.Scan()
 		if err != nil {
 			e.Error = err.Error()
@@ -234,8 +235,11 @@ func changesList(o *changesOptions) error {
 	t.Header("RUN", "STARTED", "STATE", "COMMAND", "WORK DIR", "LEARNED", "HELD", "DANGEROUS")
 	for _, e := range entries {
 		state := e.State
-		if e.State == changeset.StateInterrupted {
+		switch {
+		case e.State == changeset.StateInterrupted:
 			state += fmt.Sprintf(" (sysprof %d died)", e.SysprofPID)
+		case e.State == changeset.StateRunning && !e.Alive:
+			state += fmt.Sprintf(" (sysprof %d died; its sandbox still holds the run)", e.SysprofPID)
 		}
 		if e.Error != "" {
 			state += ": " + e.Error
