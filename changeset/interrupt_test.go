@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -151,5 +153,94 @@ func TestApplyFullDisk(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(w, "b")); len(b) != 1<<20 {
 		t.Fatalf("b has %d bytes", len(b))
+	}
+}
+
+// TestAsOrdinaryUser: an ordinary user's run (no root anywhere) begins, finds its layers a
+// place, and applies a hand-made changeset with the same protections: the set-user-ID bit it
+// may set on its own file is stripped, a symlink out of the tree is refused, the rest applies.
+func TestAsOrdinaryUser(t *testing.T) {
+	if os.Getenv(helperEnv) == "nobody" {
+		asNobody(t)
+		return
+	}
+	testutil.RequireRoot(t)
+	dir, err := os.MkdirTemp("", "changeset-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "changeset.test")
+	if err := copyExe(os.Args[0], bin); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o755); err != nil || os.Chmod(dir, 0o755) != nil || os.Chown(home, 65534, 65534) != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestAsOrdinaryUser$", "-test.v")
+	cmd.Dir = home
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home, helperEnv + "=nobody", "CI=" + os.Getenv("CI")}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestAsOrdinaryUser") {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+}
+
+func copyExe(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
+}
+
+func asNobody(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Fatal("the helper runs as root")
+	}
+	home := os.Getenv("HOME")
+	w := filepath.Join(home, "w")
+	write(t, filepath.Join(w, "src.c"), "int main;\n", 0o644)
+	time.Sleep(20 * time.Millisecond)
+	r, err := Begin(Run{Command: []string{"make"}, WorkDir: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(r.Dir(), filepath.Join(home, ".local/state/sysprof/runs")+"/") {
+		t.Errorf("run directory %s is not in the user's state directory", r.Dir())
+	}
+	s, err := r.AddStage(Rules{Dir: w, Tree: w, Keep: []string{w + "/build/**"}, ExecOK: []string{w + "/build"}}, os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(s.Upper, "build/app"), "#!/bin/sh\n", 0o755)
+	if err := os.Chmod(filepath.Join(s.Upper, "build/app"), 0o755|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(s.Upper, "build/ok.o"), "o\n", 0o644)
+	if err := os.Symlink("/etc/shadow", filepath.Join(s.Upper, "build/shadow")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Apply(ApplyAll, []string{filepath.Join(w, "build/app"), filepath.Join(w, "build/shadow")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(w, "build/app"), &st); err != nil || st.Mode&0o6000 != 0 {
+		t.Errorf("build/app: mode %o, %v: the set-user-ID bit reached the host", st.Mode&0o7777, err)
+	}
+	if _, err := os.Lstat(filepath.Join(w, "build/shadow")); err == nil {
+		t.Error("a symlink to /etc/shadow reached the host")
+	}
+	if _, err := os.Stat(filepath.Join(w, "build/ok.o")); err != nil {
+		t.Errorf("the ordinary output did not apply: %+v", res)
+	}
+	if err := r.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if runs, _ := List(); len(runs) != 1 || runs[0].State != StateFinished {
+		t.Errorf("the held symlink's run: %+v", runs)
 	}
 }
