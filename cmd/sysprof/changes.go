@@ -402,9 +402,12 @@ func changesDiff(o *changesOptions) error {
 		return err
 	}
 	var hosts []string
-	if r.Profile != "" {
-		if prof, err := policy.Load(r.Profile); err == nil {
-			hosts = profileHosts(prof)
+	if prof := r.Profile; prof != "" {
+		if !filepath.IsAbs(prof) {
+			prof = filepath.Join(r.WorkDir, prof)
+		}
+		if pp, err := policy.Load(prof); err == nil {
+			hosts = profileHosts(pp)
 		}
 	}
 	entries := describeAll(r, cs, hosts)
