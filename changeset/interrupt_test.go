@@ -244,3 +244,62 @@ func asNobody(t *testing.T) {
 		t.Errorf("the held symlink's run: %+v", runs)
 	}
 }
+
+// TestHelperApplyKilled is not a test: the child of TestApplyKilled (a `sysprof changes apply`
+// killed with SIGKILL after its second change).
+func TestHelperApplyKilled(t *testing.T) {
+	if os.Getenv(helperEnv) != "apply-kill" {
+		return
+	}
+	r, err := Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	testHookBeforeMove = func(int, string) {
+		if n++; n == 3 {
+			_ = unix.Kill(os.Getpid(), unix.SIGKILL)
+			select {}
+		}
+	}
+	_, _ = r.Apply(ApplyLearned, nil)
+	t.Fatal("not killed")
+}
+
+// TestApplyKilled: an apply killed mid-way leaves every change whole on one side (applied, or
+// still in the changeset), and the next apply finishes the rest.
+func TestApplyKilled(t *testing.T) {
+	r, w := newRun(t, nil, []string{"**"})
+	for i := range 6 {
+		write(t, filepath.Join(r.Stages[0].Upper, fmt.Sprintf("d/f%d", i)), strings.Repeat("x", 1000+i), 0o644)
+	}
+	if err := r.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperApplyKilled$")
+	cmd.Env = append(os.Environ(), helperEnv+"=apply-kill")
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("helper: %v, want killed by SIGKILL", err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(w, "d"))
+	if len(ents) != 2 {
+		t.Fatalf("after the kill the host holds %d files, want the 2 applied before it", len(ents))
+	}
+	o, err := Open(r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := scan(t, o); len(m) != 4 { // the directory was made by the first apply
+		t.Fatalf("left in the changeset: %v, want the 4 not applied", keys(m))
+	}
+	res, err := o.Apply(ApplyLearned, nil)
+	if err != nil || len(res.Applied) != 4 || len(res.Conflicts) > 0 {
+		t.Fatalf("the second apply: %v %+v", err, res)
+	}
+	for i := range 6 {
+		if b, err := os.ReadFile(filepath.Join(w, fmt.Sprintf("d/f%d", i))); err != nil || len(b) != 1000+i {
+			t.Errorf("d/f%d: %d bytes, %v", i, len(b), err)
+		}
+	}
+}
