@@ -71,6 +71,7 @@ var (
 // process holds the run (its enforce still running).
 func (r *Run) Apply(mode ApplyMode, only []string) (Result, error) {
 	var res Result
+	owner := r.lock != nil // Begin's: nothing else writes the layers while this process lives
 	if r.lock == nil {
 		if err := r.takeLock(false); err != nil {
 			return res, err
@@ -134,6 +135,9 @@ func (r *Run) Apply(mode ApplyMode, only []string) (Result, error) {
 		a.prune(left)
 		a.close()
 	}
+	// Only an Apply holding the run (Begin's lock: nothing else writes its layers) may tell
+	// Finish what is left.
+	r.left, r.known = len(res.Held)+len(res.Conflicts)+len(res.Refused), owner && len(res.Errors) == 0
 	return res, nil
 }
 

@@ -92,3 +92,25 @@ func BenchmarkApply1GB(b *testing.B) {
 	}
 	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
 }
+
+// BenchmarkRunLifecycle: what every enforce run with a staged directory pays for its changeset
+// when the command wrote nothing: Begin, AddStage, Apply, Finish.
+func BenchmarkRunLifecycle(b *testing.B) {
+	b.Setenv("SYSPROF_STATE_DIR", filepath.Join(b.TempDir(), "runs"))
+	w := b.TempDir()
+	for b.Loop() {
+		r, err := Begin(Run{Command: []string{"true"}, WorkDir: w})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.AddStage(Rules{Dir: w, Tree: w}, os.Getuid(), os.Getgid()); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Apply(ApplyLearned, nil); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Finish(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -42,6 +42,8 @@ type Run struct {
 	dir   string         // RUN directory
 	lock  *os.File       // RUN/lock, flocked while this process owns the run
 	roots map[string]int // layer and staged directories OpenNew/OpenOld opened (O_PATH)
+	left  int            // changes the last Apply left (Finish trusts it: no second scan)
+	known bool           // left is valid: an Apply ran and nothing wrote since
 }
 
 // Stage is one staged directory of a run: its rules and its overlay layers.
@@ -205,7 +207,10 @@ func (r *Run) busy() bool {
 	return errors.Is(err, unix.EWOULDBLOCK)
 }
 
-// save writes run.json atomically (a temporary file, fsync, rename, fsync of the directory).
+// save writes run.json atomically: a temporary file renamed over it, so that a sysprof killed
+// at any point leaves the old manifest or the new one. Not fsynced: a manifest that outlives a
+// power loss would name layers that did not (the overlay is mounted volatile), and each fsync
+// cost every run milliseconds.
 func (r *Run) save() error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -216,9 +221,6 @@ func (r *Run) save() error {
 		return fmt.Errorf("run %s: manifest: %w", r.ID, err)
 	}
 	_, err = tmp.Write(append(b, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -229,10 +231,6 @@ func (r *Run) save() error {
 	if err != nil {
 		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("run %s: manifest: %w", r.ID, err)
-	}
-	if d, err := os.Open(r.dir); err == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }
@@ -350,15 +348,19 @@ func (r *Run) layerParent(dir string, uid, gid int) (string, error) {
 
 // Finish marks the run finished; a run that holds no change any more is removed.
 func (r *Run) Finish() error {
-	changes, err := r.Scan()
-	if err != nil {
-		return err
+	left := r.left
+	if !r.known {
+		changes, err := r.Scan()
+		if err != nil {
+			return err
+		}
+		left = len(changes)
 	}
-	if len(changes) == 0 {
+	if left == 0 {
 		return r.Drop()
 	}
 	r.State = StateFinished
-	err = r.save()
+	err := r.save()
 	r.unlock()
 	return err
 }
