@@ -303,3 +303,49 @@ func TestApplyKilled(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyCopyKeepsMetadata: across file systems a change is copied with its mode (no set-id
+// bit), owner and mtime (make compares them), and nothing is left behind.
+func TestApplyCopyKeepsMetadata(t *testing.T) {
+	if !inMountNS(t) {
+		return
+	}
+	r, w := newRun(t, nil, []string{"**"})
+	if err := unix.Mount("tmpfs", w, "tmpfs", 0, "size=8m,mode=755"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(w, unix.MNT_DETACH) })
+	up := filepath.Join(r.Stages[0].Upper, "bin/tool")
+	write(t, up, "#!/bin/sh\n", 0o755)
+	if err := os.Chmod(up, 0o755|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(up, 1234, 5678); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Date(2001, 2, 3, 4, 5, 6, 7000, time.UTC)
+	if err := os.Chtimes(up, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("tool", filepath.Join(r.Stages[0].Upper, "bin/t")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Apply(ApplyAll, []string{filepath.Join(w, "bin/tool")})
+	if err != nil || len(res.Applied) != 3 {
+		t.Fatalf("apply: %v %+v", err, res)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(w, "bin/tool"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode&0o7777 != 0o755 || st.Uid != 1234 || st.Gid != 5678 || !time.Unix(st.Mtim.Unix()).Equal(mtime) {
+		t.Errorf("copied bin/tool: mode %o uid %d gid %d mtime %v; want 0755 1234 5678 %v", st.Mode&0o7777, st.Uid, st.Gid, time.Unix(st.Mtim.Unix()).UTC(), mtime)
+	}
+	if t2, err := os.Readlink(filepath.Join(w, "bin/t")); err != nil || t2 != "tool" {
+		t.Errorf("bin/t: %q %v", t2, err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(w, "bin"))
+	if len(ents) != 2 {
+		t.Errorf("bin holds %v: a temporary file was left", ents)
+	}
+}
