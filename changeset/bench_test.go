@@ -98,6 +98,7 @@ func BenchmarkApply1GB(b *testing.B) {
 func BenchmarkRunLifecycle(b *testing.B) {
 	b.Setenv("SYSPROF_STATE_DIR", filepath.Join(b.TempDir(), "runs"))
 	w := b.TempDir()
+	cpu := cpuTime()
 	for b.Loop() {
 		r, err := Begin(Run{Command: []string{"true"}, WorkDir: w})
 		if err != nil {
@@ -113,4 +114,5 @@ func BenchmarkRunLifecycle(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 }
