@@ -550,6 +550,15 @@ func changesApply(ctx context.Context, o *changesOptions) error {
 	if len(o.Paths) == 0 && !o.All && !o.interactive() {
 		return withCode(exitSysprof, fmt.Errorf("changes apply: name the PATHs to apply, or --all (every held change; a dangerous one only by its path): stdin is not a terminal, so there is nobody to ask"))
 	}
+	var unmatched []string
+	for _, q := range o.Paths {
+		if !slices.ContainsFunc(cs, func(c changeset.Change) bool { return paths.Within(c.Path, q) }) {
+			unmatched = append(unmatched, q)
+		}
+	}
+	if len(unmatched) > 0 {
+		return withCode(exitNotApplied, fmt.Errorf("run %s holds no change at or below %s: `sysprof changes diff %s` lists them", r.ID, p(strings.Join(unmatched, ", ")), r.ID))
+	}
 	only := slices.Clone(o.Paths)
 	mode := changeset.ApplyNone
 	if o.All {
