@@ -71,6 +71,7 @@ var (
 // process holds the run (its enforce still running).
 func (r *Run) Apply(mode ApplyMode, only []string) (Result, error) {
 	var res Result
+	owner := r.lock != nil // Begin's: nothing else writes the layers while this process lives
 	if r.lock == nil {
 		if err := r.takeLock(false); err != nil {
 			return res, err
@@ -134,6 +135,9 @@ func (r *Run) Apply(mode ApplyMode, only []string) (Result, error) {
 		a.prune(left)
 		a.close()
 	}
+	// Only an Apply holding the run (Begin's lock: nothing else writes its layers) may tell
+	// Finish what is left.
+	r.left, r.known = len(res.Held)+len(res.Conflicts)+len(res.Refused), owner && len(res.Errors) == 0
 	return res, nil
 }
 
@@ -369,8 +373,15 @@ func (a *applier) apply(c *Change) error {
 			return err
 		}
 	}
+	if testHookBeforeMove != nil {
+		testHookBeforeMove(up, name)
+	}
 	return a.move(c, up, host, name, hostNow, &hst)
 }
+
+// testHookBeforeMove lets a test act as a command still writing into the layer between the
+// checks and the move.
+var testHookBeforeMove func(upperDir int, name string)
 
 // unplaceable says why a change can never be placed on the host, even when named.
 func unplaceable(c Change) string {
@@ -446,9 +457,51 @@ func (a *applier) move(c *Change, up, host int, name string, hostNow bool, hst *
 			_ = unix.Unlinkat(host, srcName, 0)
 			return err
 		}
-		return unix.Unlinkat(up, name, 0)
+		err = unix.Unlinkat(up, name, 0)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return a.verifyPlaced(c, host, name)
+}
+
+// verifyPlaced checks what now lies at host/name, where the command cannot reach: a file that
+// is not the type the change said (an entry swapped between the checks and the rename by a
+// command still running) is taken off the host again, and set-id bits or capabilities found on
+// a file are stripped, whatever happened before.
+func (a *applier) verifyPlaced(c *Change, host int, name string) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(host, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("stat %s after placing it: %w", c.Path, err)
+	}
+	if typeOf(st.Mode) != c.Type {
+		_ = unix.Unlinkat(host, name, 0)
+		return fmt.Errorf("%w: %s changed type while applying: taken off the host again", errRefused, c.Path)
+	}
+	if c.Type != TypeFile {
+		return nil
+	}
+	fd, err := openBeneath(host, name, unix.O_RDONLY|unix.O_NONBLOCK)
+	if err != nil {
+		return fmt.Errorf("open %s after placing it: %w", c.Path, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&0o6000 != 0 {
+		if err := unix.Fchmod(fd, st.Mode&0o1777); err != nil {
+			return fmt.Errorf("strip set-id bits of %s: %w", c.Path, err)
+		}
+		c.Stripped = "set-id bits removed"
+	}
+	if n, err := unix.Fgetxattr(fd, "security.capability", nil); err == nil && n > 0 {
+		if err := unix.Fremovexattr(fd, "security.capability"); err != nil {
+			return fmt.Errorf("strip file capabilities of %s: %w", c.Path, err)
+		}
+		c.Stripped = "file capabilities removed"
+	}
+	return nil
 }
 
 // place renames src/srcName to host/name: RENAME_NOREPLACE when the host has none (another

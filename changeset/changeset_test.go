@@ -483,3 +483,26 @@ func TestOverlayReplacements(t *testing.T) {
 		t.Errorf("left: %v", keys(m))
 	}
 }
+
+// TestApplyRaceSetuid: a command still running that sets the set-user-ID bit again (or swaps
+// the file) between Apply's checks and its rename still leaves no set-id file on the host.
+func TestApplyRaceSetuid(t *testing.T) {
+	r, w := newRun(t, nil, []string{"**"})
+	write(t, filepath.Join(r.Stages[0].Upper, "tool"), "#!/bin/sh\n", 0o644)
+	testHookBeforeMove = func(up int, name string) {
+		fd, err := unix.Openat(up, name, unix.O_RDONLY, 0)
+		if err == nil {
+			_ = unix.Fchmod(fd, 0o4755)
+			unix.Close(fd)
+		}
+	}
+	t.Cleanup(func() { testHookBeforeMove = nil })
+	res, err := r.Apply(ApplyLearned, nil)
+	if err != nil || len(res.Applied) != 1 {
+		t.Fatalf("apply: %v %+v", err, res)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(w, "tool"), &st); err != nil || st.Mode&0o6000 != 0 {
+		t.Fatalf("tool on the host: mode %o, %v: a set-id bit set during apply reached the host", st.Mode&0o7777, err)
+	}
+}

@@ -147,6 +147,11 @@ func dangerous(c Change, r Rules, portable string) (why string, grantable bool) 
 	if q := protectedOf(c.Path, portable, r); q != "" && !keepsWithin(c.Path, q, r) {
 		return fmt.Sprintf("protected path %s: what is written there runs outside the sandbox later", q), true
 	}
+	if c.Op == OpRmdir {
+		if q := protectedBelow(c.Path, portable, r); q != "" {
+			return fmt.Sprintf("removes protected path %s with the directory", q), true
+		}
+	}
 	if c.Op == OpSymlink || c.Op == OpHardlink {
 		t := c.Target
 		if c.Op == OpSymlink && !path.IsAbs(t) {
@@ -202,6 +207,20 @@ func protectedOf(p, portable string, r Rules) string {
 	}
 	if q := policy.ProtectedPath(portable); q != "" {
 		return q
+	}
+	return ""
+}
+
+// protectedBelow returns a protected path strictly below host directory p (r.Protected, or the
+// one list for its portable form), or "".
+func protectedBelow(p, portable string, r Rules) string {
+	for _, q := range r.Protected {
+		if q != p && paths.Within(q, p) {
+			return q
+		}
+	}
+	if qs := paths.ProtectedBeneath(portable); len(qs) > 0 {
+		return qs[0]
 	}
 	return ""
 }

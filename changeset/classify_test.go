@@ -75,6 +75,9 @@ func TestClassify(t *testing.T) {
 		{"setuid by mode change", Change{Path: "/w/build/app", Op: OpMode, Type: TypeFile, Mode: 0o4755, HostExists: true, HostMode: 0o755}, testRules, Dangerous, false},
 		{"file capabilities", Change{Path: "/w/build/cap", Op: OpCreate, Type: TypeFile, Mode: 0o755, Caps: true}, testRules, Dangerous, false},
 		{"new executable outside the outputs", file(OpCreate, "/w/src/x.o", 0o755), testRules, Dangerous, false},
+		{"removing a directory holding a protected path", Change{Path: "/home/u/.config", Op: OpRmdir, Type: TypeDir, Mode: 0o755, HostExists: true}, Rules{Dir: "/home/u", Tree: "/home/u", Keep: []string{"/home/u/**"}, Vars: testRules.Vars}, Dangerous, true},
+		{"removing the work tree's .git", Change{Path: "/w/.git", Op: OpRmdir, Type: TypeDir, Mode: 0o755, HostExists: true}, testRules, Dangerous, true},
+		{"removing a directory holding r.Protected", Change{Path: "/w/sub", Op: OpRmdir, Type: TypeDir, Mode: 0o755, HostExists: true}, Rules{Dir: "/w", Tree: "/w", Keep: []string{"/w/**"}, Protected: []string{"/w/sub/.git"}, Vars: testRules.Vars}, Dangerous, true},
 		{"made executable outside the outputs", Change{Path: "/w/run.sh", Op: OpMode, Type: TypeFile, Mode: 0o755, HostExists: true, HostMode: 0o644}, testRules, Dangerous, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

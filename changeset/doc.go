@@ -33,7 +33,12 @@
 // whole or not at all: a rename on one file system (RENAME_NOREPLACE for a new name,
 // RENAME_EXCHANGE and a check of what was swapped out for an existing one), else a copy to a
 // temporary name renamed into place, keeping mode, owner and times. Set-id bits and file
-// capabilities are stripped first. What was applied leaves the changeset; the rest stays.
+// capabilities are stripped before the move and checked again on the host after it (where a
+// command still running cannot reach): a bit set again in between is stripped too. A special
+// file, a hard link with names outside the changeset and a link leaving its tree are refused
+// even when named. What was applied leaves the changeset (its emptied directories too); the
+// rest stays until applied or dropped. An error such as ENOSPC stops the apply: Result says
+// what was applied and what is left.
 //
 // Conflicts: the host side of a change "moved" when its ctime is later than Run.Started (the
 // kernel sets ctime on every write, chmod, link or rename, and nobody can set it back), or when
@@ -41,6 +46,13 @@
 // and is reported. ctime, not a snapshot taken at Begin, because a run may stage a whole tree
 // and Begin must stay cheap; the coarse clock makes a change within a few milliseconds after
 // Begin undetectable, which only a writer racing the run's start can hit.
+//
+// The run state (StateDir) and the layers are the command's to write only through the overlay:
+// the enforcer hides them from the sandbox, and a manifest naming a layer directory that is
+// not one of this run's is not followed by Drop.
+//
+// OpenNew and OpenOld read a change's two sides for a review (`sysprof changes diff`), by the
+// same fds-beneath rule. SetRules records a stage's widened rules (a gated run's later step).
 //
 // Two runs on one tree: each has its own layers and lock; their applies take turns on a flock
 // of the staged directory, and the second finds what the first applied as a conflict.

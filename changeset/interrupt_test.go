@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -151,5 +153,199 @@ func TestApplyFullDisk(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(w, "b")); len(b) != 1<<20 {
 		t.Fatalf("b has %d bytes", len(b))
+	}
+}
+
+// TestAsOrdinaryUser: an ordinary user's run (no root anywhere) begins, finds its layers a
+// place, and applies a hand-made changeset with the same protections: the set-user-ID bit it
+// may set on its own file is stripped, a symlink out of the tree is refused, the rest applies.
+func TestAsOrdinaryUser(t *testing.T) {
+	if os.Getenv(helperEnv) == "nobody" {
+		asNobody(t)
+		return
+	}
+	testutil.RequireRoot(t)
+	dir, err := os.MkdirTemp("", "changeset-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "changeset.test")
+	if err := copyExe(os.Args[0], bin); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o755); err != nil || os.Chmod(dir, 0o755) != nil || os.Chown(home, 65534, 65534) != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestAsOrdinaryUser$", "-test.v")
+	cmd.Dir = home
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home, helperEnv + "=nobody", "CI=" + os.Getenv("CI")}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestAsOrdinaryUser") {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+}
+
+func copyExe(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
+}
+
+func asNobody(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Fatal("the helper runs as root")
+	}
+	home := os.Getenv("HOME")
+	w := filepath.Join(home, "w")
+	write(t, filepath.Join(w, "src.c"), "int main;\n", 0o644)
+	time.Sleep(20 * time.Millisecond)
+	r, err := Begin(Run{Command: []string{"make"}, WorkDir: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(r.Dir(), filepath.Join(home, ".local/state/sysprof/runs")+"/") {
+		t.Errorf("run directory %s is not in the user's state directory", r.Dir())
+	}
+	s, err := r.AddStage(Rules{Dir: w, Tree: w, Keep: []string{w + "/build/**"}, ExecOK: []string{w + "/build"}}, os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(s.Upper, "build/app"), "#!/bin/sh\n", 0o755)
+	if err := os.Chmod(filepath.Join(s.Upper, "build/app"), 0o755|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(s.Upper, "build/ok.o"), "o\n", 0o644)
+	if err := os.Symlink("/etc/shadow", filepath.Join(s.Upper, "build/shadow")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Apply(ApplyAll, []string{filepath.Join(w, "build/app"), filepath.Join(w, "build/shadow")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(w, "build/app"), &st); err != nil || st.Mode&0o6000 != 0 {
+		t.Errorf("build/app: mode %o, %v: the set-user-ID bit reached the host", st.Mode&0o7777, err)
+	}
+	if _, err := os.Lstat(filepath.Join(w, "build/shadow")); err == nil {
+		t.Error("a symlink to /etc/shadow reached the host")
+	}
+	if _, err := os.Stat(filepath.Join(w, "build/ok.o")); err != nil {
+		t.Errorf("the ordinary output did not apply: %+v", res)
+	}
+	if err := r.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if runs, _ := List(); len(runs) != 1 || runs[0].State != StateFinished {
+		t.Errorf("the held symlink's run: %+v", runs)
+	}
+}
+
+// TestHelperApplyKilled is not a test: the child of TestApplyKilled (a `sysprof changes apply`
+// killed with SIGKILL after its second change).
+func TestHelperApplyKilled(t *testing.T) {
+	if os.Getenv(helperEnv) != "apply-kill" {
+		return
+	}
+	r, err := Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	testHookBeforeMove = func(int, string) {
+		if n++; n == 3 {
+			_ = unix.Kill(os.Getpid(), unix.SIGKILL)
+			select {}
+		}
+	}
+	_, _ = r.Apply(ApplyLearned, nil)
+	t.Fatal("not killed")
+}
+
+// TestApplyKilled: an apply killed mid-way leaves every change whole on one side (applied, or
+// still in the changeset), and the next apply finishes the rest.
+func TestApplyKilled(t *testing.T) {
+	r, w := newRun(t, nil, []string{"**"})
+	for i := range 6 {
+		write(t, filepath.Join(r.Stages[0].Upper, fmt.Sprintf("d/f%d", i)), strings.Repeat("x", 1000+i), 0o644)
+	}
+	if err := r.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperApplyKilled$")
+	cmd.Env = append(os.Environ(), helperEnv+"=apply-kill")
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("helper: %v, want killed by SIGKILL", err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(w, "d"))
+	if len(ents) != 2 {
+		t.Fatalf("after the kill the host holds %d files, want the 2 applied before it", len(ents))
+	}
+	o, err := Open(r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := scan(t, o); len(m) != 4 { // the directory was made by the first apply
+		t.Fatalf("left in the changeset: %v, want the 4 not applied", keys(m))
+	}
+	res, err := o.Apply(ApplyLearned, nil)
+	if err != nil || len(res.Applied) != 4 || len(res.Conflicts) > 0 {
+		t.Fatalf("the second apply: %v %+v", err, res)
+	}
+	for i := range 6 {
+		if b, err := os.ReadFile(filepath.Join(w, fmt.Sprintf("d/f%d", i))); err != nil || len(b) != 1000+i {
+			t.Errorf("d/f%d: %d bytes, %v", i, len(b), err)
+		}
+	}
+}
+
+// TestApplyCopyKeepsMetadata: across file systems a change is copied with its mode (no set-id
+// bit), owner and mtime (make compares them), and nothing is left behind.
+func TestApplyCopyKeepsMetadata(t *testing.T) {
+	if !inMountNS(t) {
+		return
+	}
+	r, w := newRun(t, nil, []string{"**"})
+	if err := unix.Mount("tmpfs", w, "tmpfs", 0, "size=8m,mode=755"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(w, unix.MNT_DETACH) })
+	up := filepath.Join(r.Stages[0].Upper, "bin/tool")
+	write(t, up, "#!/bin/sh\n", 0o755)
+	if err := os.Chmod(up, 0o755|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(up, 1234, 5678); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Date(2001, 2, 3, 4, 5, 6, 7000, time.UTC)
+	if err := os.Chtimes(up, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("tool", filepath.Join(r.Stages[0].Upper, "bin/t")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Apply(ApplyAll, []string{filepath.Join(w, "bin/tool")})
+	if err != nil || len(res.Applied) != 3 {
+		t.Fatalf("apply: %v %+v", err, res)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(w, "bin/tool"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode&0o7777 != 0o755 || st.Uid != 1234 || st.Gid != 5678 || !time.Unix(st.Mtim.Unix()).Equal(mtime) {
+		t.Errorf("copied bin/tool: mode %o uid %d gid %d mtime %v; want 0755 1234 5678 %v", st.Mode&0o7777, st.Uid, st.Gid, time.Unix(st.Mtim.Unix()).UTC(), mtime)
+	}
+	if t2, err := os.Readlink(filepath.Join(w, "bin/t")); err != nil || t2 != "tool" {
+		t.Errorf("bin/t: %q %v", t2, err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(w, "bin"))
+	if len(ents) != 2 {
+		t.Errorf("bin holds %v: a temporary file was left", ents)
 	}
 }

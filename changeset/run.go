@@ -39,8 +39,11 @@ type Run struct {
 	State      string    `json:"state"`
 	Stages     []Stage   `json:"stages"`
 
-	dir  string   // RUN directory
-	lock *os.File // RUN/lock, flocked while this process owns the run
+	dir   string         // RUN directory
+	lock  *os.File       // RUN/lock, flocked while this process owns the run
+	roots map[string]int // layer and staged directories OpenNew/OpenOld opened (O_PATH)
+	left  int            // changes the last Apply left (Finish trusts it: no second scan)
+	known bool           // left is valid: an Apply ran and nothing wrote since
 }
 
 // Stage is one staged directory of a run: its rules and its overlay layers.
@@ -204,7 +207,10 @@ func (r *Run) busy() bool {
 	return errors.Is(err, unix.EWOULDBLOCK)
 }
 
-// save writes run.json atomically (a temporary file, fsync, rename, fsync of the directory).
+// save writes run.json atomically: a temporary file renamed over it, so that a sysprof killed
+// at any point leaves the old manifest or the new one. Not fsynced: a manifest that outlives a
+// power loss would name layers that did not (the overlay is mounted volatile), and each fsync
+// cost every run milliseconds.
 func (r *Run) save() error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -215,9 +221,6 @@ func (r *Run) save() error {
 		return fmt.Errorf("run %s: manifest: %w", r.ID, err)
 	}
 	_, err = tmp.Write(append(b, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -228,10 +231,6 @@ func (r *Run) save() error {
 	if err != nil {
 		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("run %s: manifest: %w", r.ID, err)
-	}
-	if d, err := os.Open(r.dir); err == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }
@@ -275,6 +274,21 @@ func (r *Run) AddStage(rules Rules, uid, gid int) (Stage, error) {
 		return Stage{}, err
 	}
 	return s, nil
+}
+
+// SetRules replaces stage i's rules (a gated run's later step widening what is learned) and
+// records them in the manifest, so that a later `sysprof changes` classifies by them too.
+func (r *Run) SetRules(i int, rules Rules) error {
+	if i < 0 || i >= len(r.Stages) {
+		return fmt.Errorf("BUG: run %s has no stage %d", r.ID, i)
+	}
+	old := r.Stages[i].Rules
+	r.Stages[i].Rules = rules
+	if err := r.save(); err != nil {
+		r.Stages[i].Rules = old
+		return err
+	}
+	return nil
 }
 
 // layerParent picks where a stage's layers live: the first candidate that is writable, not
@@ -334,15 +348,19 @@ func (r *Run) layerParent(dir string, uid, gid int) (string, error) {
 
 // Finish marks the run finished; a run that holds no change any more is removed.
 func (r *Run) Finish() error {
-	changes, err := r.Scan()
-	if err != nil {
-		return err
+	left := r.left
+	if !r.known {
+		changes, err := r.Scan()
+		if err != nil {
+			return err
+		}
+		left = len(changes)
 	}
-	if len(changes) == 0 {
+	if left == 0 {
 		return r.Drop()
 	}
 	r.State = StateFinished
-	err = r.save()
+	err := r.save()
 	r.unlock()
 	return err
 }

@@ -7,8 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -322,14 +325,54 @@ func fdPath(dirfd int, name string) string {
 	return "/proc/self/fd/" + strconv.Itoa(dirfd) + "/" + name
 }
 
+// xattrArgs is struct xattr_args of getxattrat(2).
+type xattrArgs struct {
+	value uint64
+	size  uint32
+	flags uint32
+}
+
+// noGetxattrat is set once the kernel said getxattrat (Linux 6.13) is missing.
+var noGetxattrat atomic.Bool
+
+// getxattrAt reads attribute attr of entry name of directory dirfd, not following it, into
+// buf (nil: only the size): getxattrat where the kernel has it, else through fdPath.
+func getxattrAt(dirfd int, name, attr string, buf []byte) (int, error) {
+	if !noGetxattrat.Load() {
+		pn, err := unix.BytePtrFromString(name)
+		if err != nil {
+			return 0, err
+		}
+		an, err := unix.BytePtrFromString(attr)
+		if err != nil {
+			return 0, err
+		}
+		args := xattrArgs{size: uint32(len(buf))}
+		if len(buf) > 0 {
+			args.value = uint64(uintptr(unsafe.Pointer(&buf[0])))
+		}
+		n, _, errno := unix.Syscall6(unix.SYS_GETXATTRAT, uintptr(dirfd), uintptr(unsafe.Pointer(pn)), unix.AT_SYMLINK_NOFOLLOW,
+			uintptr(unsafe.Pointer(an)), uintptr(unsafe.Pointer(&args)), unsafe.Sizeof(args))
+		runtime.KeepAlive(buf)
+		if errno != unix.ENOSYS {
+			if errno != 0 {
+				return 0, errno
+			}
+			return int(n), nil
+		}
+		noGetxattrat.Store(true)
+	}
+	return unix.Lgetxattr(fdPath(dirfd, name), attr, buf)
+}
+
 func hasXattr(dirfd int, name, attr string) bool {
-	n, err := unix.Lgetxattr(fdPath(dirfd, name), attr, nil)
+	n, err := getxattrAt(dirfd, name, attr, nil)
 	return err == nil && n > 0
 }
 
 func xattrIs(dirfd int, name, attr, want string) bool {
 	buf := make([]byte, 8)
-	n, err := unix.Lgetxattr(fdPath(dirfd, name), attr, buf)
+	n, err := getxattrAt(dirfd, name, attr, buf)
 	return err == nil && string(buf[:n]) == want
 }
 

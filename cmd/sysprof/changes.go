@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,8 +12,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -195,6 +199,7 @@ type runEntry struct {
 	WorkDir    string                  `json:"workDir"`
 	Profile    string                  `json:"profile,omitempty"`
 	SysprofPID int                     `json:"sysprofPID"`
+	Alive      bool                    `json:"alive"` // its sysprof process still exists
 	Counts     map[changeset.Class]int `json:"counts"`
 	Error      string                  `json:"error,omitempty"`
 }
@@ -207,7 +212,7 @@ func changesList(o *changesOptions) error {
 	var entries []runEntry
 	for _, r := range runs {
 		e := runEntry{ID: r.ID, Started: r.Started, State: r.State, Command: r.Command, WorkDir: r.WorkDir,
-			Profile: r.Profile, SysprofPID: r.SysprofPID, Counts: map[changeset.Class]int{}}
+			Profile: r.Profile, SysprofPID: r.SysprofPID, Alive: r.Alive(), Counts: map[changeset.Class]int{}}
 		cs, err := r.Scan()
 		if err != nil {
 			e.Error = err.Error()
@@ -230,8 +235,11 @@ func changesList(o *changesOptions) error {
 	t.Header("RUN", "STARTED", "STATE", "COMMAND", "WORK DIR", "LEARNED", "HELD", "DANGEROUS")
 	for _, e := range entries {
 		state := e.State
-		if e.State == changeset.StateInterrupted {
+		switch {
+		case e.State == changeset.StateInterrupted:
 			state += fmt.Sprintf(" (sysprof %d died)", e.SysprofPID)
+		case e.State == changeset.StateRunning && !e.Alive:
+			state += fmt.Sprintf(" (sysprof %d died; its sandbox still holds the run)", e.SysprofPID)
 		}
 		if e.Error != "" {
 			state += ": " + e.Error
@@ -290,35 +298,39 @@ type diffEntry struct {
 // maxTextDiff: larger files are shown by size and hash.
 const maxTextDiff = 1 << 20
 
+// readBufs are the read buffers of readSide (a fresh 32 KiB one per file was most of the
+// cost of diffing 10,000 small files).
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
 func readSide(f *os.File, err error) *fileSide {
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
 	h := sha256.New()
-	var buf strings.Builder
-	n, err := io.Copy(h, io.TeeReader(f, limitWriter{&buf, maxTextDiff + 1}))
-	if err != nil {
-		return nil
+	var data []byte
+	var n int64
+	for {
+		m, err := f.Read(*bp)
+		h.Write((*bp)[:m])
+		if len(data) <= maxTextDiff {
+			data = append(data, (*bp)[:m]...)
+		}
+		n += int64(m)
+		if err == io.EOF || m == 0 && err == nil {
+			break
+		}
+		if err != nil {
+			return nil
+		}
 	}
 	s := &fileSide{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}
-	if n <= maxTextDiff && utf8.ValidString(buf.String()) && !strings.ContainsRune(buf.String(), 0) {
-		s.text, s.isText = buf.String(), true
+	if n <= maxTextDiff && utf8.Valid(data) && !bytes.ContainsRune(data, 0) {
+		s.text, s.isText = string(data), true
 	}
 	return s
-}
-
-// limitWriter keeps the first n bytes written to it and drops the rest.
-type limitWriter struct {
-	b *strings.Builder
-	n int
-}
-
-func (l limitWriter) Write(p []byte) (int, error) {
-	if room := l.n - l.b.Len(); room > 0 {
-		l.b.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
 }
 
 func describe(r *changeset.Run, c changeset.Change, hosts []string) diffEntry {
@@ -344,9 +356,10 @@ func describe(r *changeset.Run, c changeset.Change, hosts []string) diffEntry {
 	if e.Old != nil {
 		oldName = "a" + c.Path
 	}
-	e.Diff = unifiedDiff(oldName, "b"+c.Path, oldLines, newLines)
+	ops, ok := myers(oldLines, newLines, maxEdits)
+	e.Diff = renderUnified(oldName, "b"+c.Path, oldLines, newLines, ops, ok)
 	added := map[int]string{}
-	if ops, ok := myers(oldLines, newLines, 20000); ok {
+	if ok {
 		for _, op := range ops {
 			if op.kind == '+' {
 				added[op.b+1] = op.line
@@ -361,21 +374,43 @@ func describe(r *changeset.Run, c changeset.Change, hosts []string) diffEntry {
 	return e
 }
 
+// describeAll describes each change, a few at a time (reading both sides of 10,000 files is
+// mostly waiting for open and read).
+func describeAll(r *changeset.Run, cs []changeset.Change, hosts []string) []diffEntry {
+	entries := make([]diffEntry, len(cs))
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 2 * runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(cs) {
+					return
+				}
+				entries[i] = describe(r, cs[i], hosts)
+			}
+		})
+	}
+	wg.Wait()
+	r.Close()
+	return entries
+}
+
 func changesDiff(o *changesOptions) error {
 	r, cs, err := openRun(o)
 	if err != nil {
 		return err
 	}
 	var hosts []string
-	if r.Profile != "" {
-		if prof, err := policy.Load(r.Profile); err == nil {
-			hosts = profileHosts(prof)
+	if prof := r.Profile; prof != "" {
+		if !filepath.IsAbs(prof) {
+			prof = filepath.Join(r.WorkDir, prof)
+		}
+		if pp, err := policy.Load(prof); err == nil {
+			hosts = profileHosts(pp)
 		}
 	}
-	entries := make([]diffEntry, 0, len(cs))
-	for _, c := range cs {
-		entries = append(entries, describe(r, c, hosts))
-	}
+	entries := describeAll(r, cs, hosts)
 	switch o.Format {
 	case "json":
 		return writeJSON(o.Out, struct {
@@ -514,6 +549,15 @@ func changesApply(ctx context.Context, o *changesOptions) error {
 	}
 	if len(o.Paths) == 0 && !o.All && !o.interactive() {
 		return withCode(exitSysprof, fmt.Errorf("changes apply: name the PATHs to apply, or --all (every held change; a dangerous one only by its path): stdin is not a terminal, so there is nobody to ask"))
+	}
+	var unmatched []string
+	for _, q := range o.Paths {
+		if !slices.ContainsFunc(cs, func(c changeset.Change) bool { return paths.Within(c.Path, q) }) {
+			unmatched = append(unmatched, q)
+		}
+	}
+	if len(unmatched) > 0 {
+		return withCode(exitNotApplied, fmt.Errorf("run %s holds no change at or below %s: `sysprof changes diff %s` lists them", r.ID, p(strings.Join(unmatched, ", ")), r.ID))
 	}
 	only := slices.Clone(o.Paths)
 	mode := changeset.ApplyNone

@@ -15,7 +15,15 @@ import (
 // are equal. Lines are compared whole (Myers' O(ND) algorithm); a diff needing more than
 // maxEdits edits is summarized instead of computed.
 func unifiedDiff(oldName, newName string, old, new []string) string {
-	ops, ok := myers(old, new, 20000)
+	ops, ok := myers(old, new, maxEdits)
+	return renderUnified(oldName, newName, old, new, ops, ok)
+}
+
+// maxEdits caps the edit script a diff computes.
+const maxEdits = 20000
+
+// renderUnified prints edit script ops (ok false: none, too many changes) as a unified diff.
+func renderUnified(oldName, newName string, old, new []string, ops []editOp, ok bool) string {
 	if !ok {
 		return fmt.Sprintf("--- %s\n+++ %s\n(too many changes to show: %d lines -> %d lines)\n", oldName, newName, len(old), len(new))
 	}
