@@ -3,7 +3,6 @@ package e2e
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/sysprof/sysprof/internal/testutil"
@@ -23,7 +22,7 @@ except FileNotFoundError:
 // .eslintcache, Python's unlink in a try) and found none when learned gets ENOENT under
 // enforcement too, not the read-only work tree's EROFS: no denial, the same output. The
 // profile grants that one path and nothing else: another file the command writes in the work
-// tree is discarded and reported.
+// tree is held for review and reported.
 func TestDeleteOfMissingFile(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, c := range []struct {
@@ -62,8 +61,8 @@ func TestDeleteOfMissingFile(t *testing.T) {
 		})
 	}
 
-	// What the rule grants: that path, copied back when the command makes it; another file the
-	// command writes beside it is discarded and reported.
+	// What the rule grants: that path, applied when the command makes it; another file the
+	// command writes beside it is held for review and reported.
 	t.Run("nothing-wider", func(t *testing.T) {
 		testutil.RequireTools(t, hostPath, "sh", "rm")
 		root := t.TempDir()
@@ -80,14 +79,16 @@ func TestDeleteOfMissingFile(t *testing.T) {
 			t.Errorf("other.txt, which no rule names, reached the work tree")
 		}
 		if bs, err := os.ReadFile(filepath.Join(b.Work, "stale.lock")); err != nil || string(bs) != "lock\n" {
-			t.Errorf("stale.lock, the path the rule names, was not copied back: %q, %v", bs, err)
+			t.Errorf("stale.lock, the path the rule names, was not applied: %q, %v", bs, err)
 		}
 		var reported bool
-		for _, d := range testutil.ReadReport(t, rep).Denials {
-			reported = reported || strings.Contains(d.What, "other.txt")
+		if ch := testutil.ReadReport(t, rep).Changes; ch != nil {
+			for _, h := range ch.Held {
+				reported = reported || h.Path == filepath.Join(b.Work, "other.txt") && h.Class == "held"
+			}
 		}
 		if !reported {
-			t.Errorf("the discarded other.txt is not reported: %s", r)
+			t.Errorf("the held other.txt is not reported: %s", r)
 		}
 	})
 }

@@ -62,7 +62,7 @@ type Compiled struct {
 	// Unenforceable lists parts of the profile no layer here can enforce (for example UDP other
 	// than DNS, which the egress proxy does not carry). Run refuses unless degrading.
 	Unenforceable []string `json:"unenforceable,omitempty"`
-	// Stages are the staged directories of the plan and what is copied back from each.
+	// Stages are the staged directories of the plan and the rules of their changeset.
 	Stages []StageSpec `json:"stages,omitempty"`
 	// HiddenSockets are the host's pathname unix sockets the init stage covers after the
 	// plan's mounts (not part of the plan: they come and go while the sandbox starts).

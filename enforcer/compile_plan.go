@@ -11,10 +11,24 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/changeset"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/sandbox"
 )
+
+// changesetDirs are where runs' changesets live on this host (changeset.StateDir and the
+// shared layer directories of changeset.AddStage).
+func changesetDirs() []string {
+	out := []string{"/var/tmp/sysprof-changes"}
+	if d, err := changeset.StateDir(); err == nil {
+		out = append(out, d)
+	}
+	if h, err := os.UserCacheDir(); err == nil {
+		out = append(out, filepath.Join(h, "sysprof", "changes"))
+	}
+	return out
+}
 
 // The host half of Compile. compilePlan turns the profile's filesystem and network sections
 // into this host's sandbox.Plan: rules expanded (globs matched against the host's directories),
@@ -200,13 +214,14 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 
 	plan.ReadOnlyRoot = true
 	plan.PrivateTmp = fs.PrivateTmp
+	tmpWrites := privateTmpWrites(sets.write, fs.PrivateTmp, env)
 	wg := c.planWrites(sets.write, fs.PrivateTmp, env)
 	plan.Writable = append(plan.Writable, wg.binds...)
 	c.Stages = wg.stages
 	plan.Staged = stagesToPlan(wg.stages)
 	sets.write = slices.Compact(slices.Sorted(slices.Values(wg.landlock)))
 	if fs.PrivateTmp {
-		if err := c.planPrivateTmp(&sets, tmpGlobs, env, dirs); err != nil {
+		if err := c.planPrivateTmp(&sets, tmpGlobs, tmpWrites, env, dirs); err != nil {
 			return err
 		}
 	}
@@ -258,12 +273,30 @@ func (c *Compiled) expandSections(fs policy.Filesystem, hidden []policy.PathRule
 	return sets, nil
 }
 
+// privateTmpWrites are the write rules below a private tmp root that land in its own tmpfs (not
+// a host tree bound into it): what the command writes there itself.
+func privateTmpWrites(write []string, privateTmp bool, env Env) []string {
+	if !privateTmp {
+		return nil
+	}
+	var out []string
+	for _, w := range write {
+		if root := privateTmpRoot(w); root != "" && w != root && !hostTreeInTmp(w, root, env) && hostTempDir(w, privateTmp, env) == "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // planPrivateTmp binds from the host, read-only, the read and exec paths inside the private
 // /tmp (a work tree in /tmp) that would otherwise vanish under its fresh tmpfs; Landlock, which
 // has no write rule for them, keeps them read-only (with Landlock degraded they would be
-// writable: noted). Then it hides what the hidden globs inside the private /tmp match among
-// what the host's is bound into it.
-func (c *Compiled) planPrivateTmp(sets *pathSets, globs []tmpGlob, env Env, dirs *dirListings) error {
+// writable: noted). A private tmp root itself is never bound (a glob's rule there is widened to
+// the root: /tmp/rustdoctest*/rust_out made the whole private /tmp the host's, read-only), nor
+// a path a write rule of the private tmp lies in or below (tmpWrites: what the command writes
+// there is its own, never the host's copy). Then it hides what the hidden globs inside the
+// private /tmp match among what the host's is bound into it.
+func (c *Compiled) planPrivateTmp(sets *pathSets, globs []tmpGlob, tmpWrites []string, env Env, dirs *dirListings) error {
 	plan := &c.Plan
 	// The working directory must exist inside even when the tool never read it.
 	keep := slices.Concat(sets.read, sets.exec, sets.list)
@@ -271,7 +304,13 @@ func (c *Compiled) planPrivateTmp(sets *pathSets, globs []tmpGlob, env Env, dirs
 		keep = append(keep, wd)
 	}
 	for _, r := range keep {
-		if privateTmpRoot(r) == "" || paths.CoveredBy(r, plan.Writable) || paths.CoveredBy(r, stageDirsOf(c.Stages)) {
+		if privateTmpRoot(r) == "" || privateTmpRoot(r) == r || paths.CoveredBy(r, plan.Writable) || paths.CoveredBy(r, stageDirsOf(c.Stages)) {
+			continue
+		}
+		if slices.ContainsFunc(tmpWrites, func(w string) bool {
+			sp := staticPrefix(w)
+			return sp != privateTmpRoot(sp) && paths.Within(sp, r) || paths.Covers(w, r)
+		}) {
 			continue
 		}
 		if _, err := os.Stat(r); err == nil {
@@ -502,6 +541,13 @@ func withBase(fs policy.Filesystem, env Env) policy.Filesystem {
 	if x, err := expand("$HOME/.cache/sysprof", env); err == nil && x != d {
 		if _, err := os.Lstat(x); err == nil {
 			out.Hidden = append(out.Hidden, policy.PathRule{Path: "$HOME/.cache/sysprof", Note: "sysprof's own state"})
+		}
+	}
+	// The runs' changesets (manifests and layers): the command must not rewrite what is
+	// applied after it, nor another run's held changes.
+	for _, x := range changesetDirs() {
+		if _, err := os.Lstat(x); err == nil {
+			out.Hidden = append(out.Hidden, policy.PathRule{Path: x, Note: "sysprof's own state (changesets)"})
 		}
 	}
 	out.PrivateTmp = fs.PrivateTmp || empty

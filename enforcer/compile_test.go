@@ -361,7 +361,7 @@ func TestHiddenGlobLimitNoted(t *testing.T) {
 }
 
 // A file rule, a missing output and a file outside the work tree are never widened to their
-// directory: the directory is staged and only the rules are copied back (issue 14 item 3).
+// directory: the directory is staged and only what the rules cover is applied (issue 14 item 3).
 func TestWriteRulesOnFilesAreStaged(t *testing.T) {
 	work := t.TempDir()
 	os.WriteFile(filepath.Join(work, "hello"), nil, 0o755)

@@ -134,6 +134,20 @@
 //     not coming up refuses the run (exit 125), --degrade or not. The proxy enforces under
 //     --audit too.
 //
+// # Writes: the changeset
+//
+// A directory a write rule names that exists is bound writable; every other write rule stages
+// its nearest existing directory (writes.go). The stages are the run's changeset (package
+// changeset, staged_linux.go): changeset.Begin and AddStage make the run's manifest and empty
+// overlay layers before the init stage gets its plan (a kill -9 of sysprof leaves the run for
+// `sysprof changes`), nothing is made inside them (the tree inside is the host's), and once the
+// command and its PID namespace are gone FinishChangeset applies what Options.Apply selects
+// (learned, by default) and holds the rest, reported in report.Changes. A gated run's steps
+// share one changeset (Options.Changeset): a stage of a directory an earlier step staged reuses
+// its layers, and nothing is applied until the caller finishes it. Directories bound writable
+// are swept when the command ends (bound_linux.go): set-id bits and file capabilities are
+// stripped, a symlink out of its tree or at a protected path is moved into the changeset, held.
+//
 // # The guard (root)
 //
 // As root, Run starts the init stage inside a per-run cgroup2 directory that package guard

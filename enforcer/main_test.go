@@ -11,6 +11,22 @@ import (
 // TestEnforceAsOrdinaryUser's and pidns_test.go's helpers when they run the binary as nobody.
 func TestMain(m *testing.M) {
 	MaybeInit()
+	if os.Getenv("SYSPROF_STATE_DIR") == "" {
+		// The runs' changesets of the tests: never the user's; shared with the helpers that
+		// run as nobody (sticky, like /tmp).
+		d, err := os.MkdirTemp("", "sysprof-enforcer-state-")
+		if err == nil {
+			_ = os.Chmod(d, 0o1777)
+			os.Setenv("SYSPROF_STATE_DIR", d)
+			code := testMain(m)
+			os.RemoveAll(d)
+			os.Exit(code)
+		}
+	}
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
 	if victim := os.Getenv(unprivEnv); victim != "" {
 		helper := unprivilegedHelper
 		if os.Getenv(emptyFSEnv) != "" {
@@ -61,5 +77,5 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	return m.Run()
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sysprof/sysprof/changeset"
 	"github.com/sysprof/sysprof/enforcer/guard"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/netproxy"
@@ -54,6 +55,16 @@ type Options struct {
 	// Early is an init stage StartEarly started for this run (Run takes it, or kills it when
 	// the run does not fit it); nil: Run starts one.
 	Early *Early
+
+	// Apply is what of the run's changeset (the writes into staged directories) is applied
+	// when the command ends: changeset.ApplyLearned ("": the default), ApplySafe or ApplyNone.
+	// What is not applied stays held for `sysprof changes`.
+	Apply changeset.ApplyMode
+	// Changeset is a changeset shared by the steps of a gated run (changeset.Begin): this run's
+	// stages join it (a directory an earlier step staged keeps its layers: this step sees what
+	// that one wrote) and nothing is applied; the caller applies it once every step passed
+	// (FinishChangeset). nil: the run has its own, applied as Apply says.
+	Changeset *changeset.Run
 }
 
 // Run runs the command under the profile and returns the report, the command's exit status
@@ -74,6 +85,7 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 	}
 	defer opts.Early.Close() // a no-op once the run took it
 	defer r.discardLoad()
+	ensureStateDir()
 	compiled, err := Compile(opts.Profile, r.env)
 	if err != nil {
 		return nil, 125, fmt.Errorf("compile profile: %w", err)
@@ -129,6 +141,24 @@ func newEnforcedRun(opts Options) (*enforcedRun, error) {
 	return r, nil
 }
 
+// ensureStateDir makes the changesets' state directory when it does not exist yet (a run begun
+// and dropped: made as Begin makes it, owned by the sudo user under sudo), so that Compile
+// hides it from the command (withBase) on the first run too: a run's manifest and layers
+// begin after Compile, and a command with a writable parent of them (a rule on $HOME/.local)
+// must not rewrite what is applied after it.
+func ensureStateDir() {
+	d, err := changeset.StateDir()
+	if err != nil {
+		return
+	}
+	if _, err := os.Lstat(d); err == nil {
+		return
+	}
+	if run, err := changeset.Begin(changeset.Run{Command: []string{"(state directory)"}}); err == nil {
+		_ = run.Drop()
+	}
+}
+
 // discardLoad drops guard.c's load when no guard took it.
 func (r *enforcedRun) discardLoad() {
 	if r.load != nil {
@@ -169,7 +199,8 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	var staged *stagedRun
 	if dec.Sandbox {
 		var err error
-		if staged, err = prepareStages(c.Stages, id); err != nil {
+		meta := changeset.Run{Command: r.opts.Command, WorkDir: r.dir, Profile: r.opts.ProfilePath}
+		if staged, err = prepareStages(c.Stages, id, r.opts.Changeset, meta, r.env); err != nil {
 			return r.rep, 125, fmt.Errorf("enforce: %w", err)
 		}
 		defer staged.remove()
@@ -183,7 +214,7 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	res, err := start(ctx, runStart{opts: r.opts, c: c, plan: plan, dir: r.dir, id: id, sandbox: dec.Sandbox,
 		rep: r.rep, guard: r.guard, stage: st, egress: r.px})
 	phase.Mark("start..wait")
-	r.collect(&res, staged)
+	r.collect(&res, staged, id, dec.Sandbox)
 	r.rep.Finished = time.Now().UTC()
 	for _, d := range res.denials {
 		r.rep.Add(d)
@@ -259,13 +290,23 @@ func (r *enforcedRun) closeGuard() {
 }
 
 // collect gathers, once the command and its PID namespace are gone, what the run's observers
-// saw: the writes the stages discarded, the guard's file denials and the proxy's refusals.
-func (r *enforcedRun) collect(res *runResult, staged *stagedRun) {
-	// Nothing writes to the stages any more.
-	stageDenials, stageNotes := staged.finish(r.opts.Profile, r.env)
-	res.denials = append(res.denials, stageDenials...)
-	r.rep.Notes = append(r.rep.Notes, stageNotes...)
-	phase.Mark("stages copied back")
+// saw: the changeset of the stages (applied as opts.Apply says, the rest held), the guard's
+// file denials and the proxy's refusals.
+func (r *enforcedRun) collect(res *runResult, staged *stagedRun, id sandbox.Identity, sandboxed bool) {
+	// Nothing writes to the stages or the bound directories any more.
+	var stripped []report.Change
+	if sandboxed {
+		staged, stripped = r.sweepBound(staged, id)
+	}
+	changes, notes := staged.finish(r.opts.Apply)
+	if len(stripped) > 0 {
+		if changes == nil {
+			changes = &report.Changes{Apply: string(r.opts.Apply), Held: []report.Change{}}
+		}
+		changes.Held = append(changes.Held, stripped...)
+	}
+	r.rep.Changes = changes
+	r.rep.Notes = append(r.rep.Notes, notes...)
 	if r.guard != nil {
 		if why := r.guard.Wait(); why != nil { // the background setup failed
 			r.rep.Notes = append(r.rep.Notes, guardLostNote(why))
@@ -279,6 +320,39 @@ func (r *enforcedRun) collect(res *runResult, staged *stagedRun) {
 		r.rep.Notes = append(r.rep.Notes, notes...)
 	}
 	r.px.close(r.rep, res)
+}
+
+// sweepBound checks the directories bound writable for what must not leave the run through them
+// (bound_linux.go): set-id bits and capabilities are stripped (returned, for the report), and a
+// symlink out of its tree or at a protected path is moved into the run's changeset (begun here
+// when the run staged nothing), where it is held. It returns the run's stages.
+func (r *enforcedRun) sweepBound(staged *stagedRun, id sandbox.Identity) (*stagedRun, []report.Change) {
+	var stripped []report.Change
+	for _, b := range topLevelPaths(r.c.Plan.Writable) {
+		f := sweepBound(b, r.rep.Started, r.env)
+		stripped = append(stripped, f.stripped...)
+		r.rep.Notes = append(r.rep.Notes, f.errs...)
+		if len(f.links) == 0 {
+			continue
+		}
+		if staged == nil {
+			staged = &stagedRun{run: r.opts.Changeset, shared: r.opts.Changeset != nil}
+			if staged.run == nil {
+				run, err := changeset.Begin(changeset.Run{Command: r.opts.Command, WorkDir: r.dir, Profile: r.opts.ProfilePath})
+				if err != nil {
+					r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: %d symlink(s) out of the tree left in place: no changeset to hold them (%v)", b, len(f.links), err))
+					staged = nil
+					continue
+				}
+				staged.run = run
+			}
+		}
+		if err := holdBoundLinks(staged.run, f, id.FileUID, id.FileGID); err != nil {
+			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: holding its symlinks out of the tree: %v", b, err))
+		}
+	}
+	phase.Mark("bound sweep")
+	return staged, stripped
 }
 
 // commandPath is the executable argv starts, as the init stage will find it (PATH, or

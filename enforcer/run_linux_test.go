@@ -20,7 +20,7 @@ func TestRunLeavesCompiledUnchanged(t *testing.T) {
 	testutil.RequireRoot(t)
 	f := newFSFixture(t)
 	p := f.profile
-	// A file that does not exist yet: its directory is staged, the file copied back.
+	// A file that does not exist yet: its directory is staged, the file applied after the run.
 	p.Filesystem.Write = append(p.Filesystem.Write, policy.PathRule{Path: "$WORKDIR/new.txt"})
 	var stdout, stderr bytes.Buffer
 	out := filepath.Join(f.work, "new.txt")
@@ -54,7 +54,7 @@ func TestRunLeavesCompiledUnchanged(t *testing.T) {
 		t.Fatalf("run: exit %d, %v\nstdout:\n%s\nstderr:\n%s", code, err, stdout.String(), stderr.String())
 	}
 	if b, err := os.ReadFile(out); err != nil || string(b) != "x" {
-		t.Errorf("the staged write was not copied back: %q %v\n%v", b, err, rep.Notes)
+		t.Errorf("the staged write was not applied: %q %v\n%v", b, err, rep.Notes)
 	}
 	if diff := cmp.Diff(before, snapshot()); diff != "" {
 		t.Errorf("the run changed the compiled profile (-before +after):\n%s", diff)

@@ -12,21 +12,18 @@ import (
 	"github.com/sysprof/sysprof/sandbox"
 )
 
-// StageSpec is one staged directory of the plan (sandbox.Stage) and what of it is copied back
-// to the host after the run (copyBack). Everything else the command wrote there is discarded
-// and reported as a denial.
+// StageSpec is one staged directory of the plan (sandbox.Stage) and the rules its changeset is
+// classified by (changeset.Rules): what a Keep rule covers is learned and applied after the run;
+// everything else the command wrote there is held for review, never discarded.
 type StageSpec struct {
 	Dir string `json:"dir"` // host path, no symlinks
 	// Keep are the write rules (host paths, globs allowed) at or below Dir: a path they cover
-	// is copied back.
+	// is learned.
 	Keep []string `json:"keep"`
 	// Protected are the protected paths (paths.ProtectedPaths) at or below Dir that no Keep
-	// rule names whole: below one, only what a Keep rule at or below it covers is copied back
+	// rule names whole: below one, only what a Keep rule at or below it covers is learned
 	// (the work tree's rule never carries a hook in .git; a .git/index rule carries the index).
 	Protected []string `json:"protected,omitempty"`
-	// Precreate are directories (relative to Dir) made in the upper layer before the run: an
-	// exec rule below a directory the tool has not created yet needs an inode to name.
-	Precreate []string `json:"precreate,omitempty"`
 }
 
 // writeGrants is what planWrites decided.
@@ -43,7 +40,7 @@ type writeGrants struct {
 //     read-only (a read-only bind when they exist; when one does not, the directory is staged
 //     instead, so that the tool cannot create it);
 //   - a file, a path that does not exist yet, or a glob is never widened to its directory: its
-//     nearest existing directory is staged (an overlay whose writes are copied back only for
+//     nearest existing directory is staged (an overlay whose writes are applied only for
 //     the rules that cover them);
 //   - a tool cache root ($GOCACHE, ...) that is missing is created, as the tool would;
 //   - paths in the private /tmp get the tmpfs, which is private anyway.
@@ -61,7 +58,7 @@ func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGra
 			}
 		}
 		g.stages = append(g.stages, s)
-		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is staged: only %s are copied back after the run, anything else written there is discarded and reported", d, strings.Join(s.Keep, ", ")))
+		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is staged: writes there go to the run's changeset; what %s cover is applied after the run, anything else is held for review (`sysprof changes`)", d, strings.Join(s.Keep, ", ")))
 	}
 	g.landlock = append(g.landlock, g.binds...)
 	g.landlock = append(g.landlock, stageDirs...)
@@ -75,7 +72,7 @@ type sortedWrites struct {
 	landlock []string // devices and private tmp roots: Landlock only
 	binds    []string // existing directories, resolved
 	stage    []string // the directories to stage for files, missing paths and globs
-	keep     []string // what copy-back keeps: every rule that is bound or staged, resolved
+	keep     []string // what the changeset applies: every rule that is bound or staged, resolved
 }
 
 // sortWrites decides for each write rule whether Landlock alone grants it (a device, the
@@ -140,7 +137,7 @@ func (c *Compiled) sortWrites(write []string, privateTmp bool, env Env) sortedWr
 // protectBinds keeps the protected paths inside a bound directory out of reach: read-only
 // binds when they exist; a missing one could be created (a .github/workflows in a fresh
 // checkout), and one named only in part (.git/index but not .git/hooks) must not be written
-// whole, so such a directory is staged instead (copy-back keeps only what is named). It
+// whole, so such a directory is staged instead (the changeset applies only what is named). It
 // returns the directories still bound and those to stage.
 func (c *Compiled) protectBinds(bound, protected, keep []string) (binds, stage []string) {
 	for _, b := range topLevelPaths(bound) {
@@ -172,7 +169,7 @@ func (c *Compiled) protectBinds(bound, protected, keep []string) (binds, stage [
 // stageDirs are the directories to stage for candidates: the top-level ones not inside a bind
 // (binds below a staged directory stay binds, the host's own attached over the overlay),
 // refusing / and the kernel trees, and a directory that resolves elsewhere (a stage on a
-// symlink would copy back into wherever it points).
+// symlink would apply into wherever it points).
 func (c *Compiled) stageDirs(candidates, binds, keep []string, env Env) []string {
 	var out []string
 	for _, d := range topLevelPaths(candidates) {
@@ -339,13 +336,15 @@ func forbiddenExecRoot(d string, env Env) bool {
 }
 
 // execDirs keeps exec rules on existing paths. A missing one (a build output such as
-// target/debug/build/*/build-script-build before the first build) gets an inode to name:
-// inside a writable directory, its nearest existing directory; inside a stage, its directory
-// made in the upper layer before the run. It is never widened to the work tree, the home, one
-// of its direct children or a toolchain root: such a rule stays as is (Landlock skips it, the
-// exec is denied and reported) — except for a file directly in a stage root that the profile
-// also writes (go build -o app && ./app in a fresh checkout), where exec is granted on the
-// stage: what runs there was written in this run and reaches the host only as learned outputs.
+// target/debug/build/*/build-script-build before the first build) gets an inode to name: its
+// nearest existing directory, inside a writable directory or a stage. Nothing is made for it:
+// the tree inside is the host's (`[ -d build ] || ./configure` takes the host's branch). It is
+// never widened to the work tree, the home, one of its direct children or a toolchain root:
+// such a rule stays as is (Landlock skips it, the exec is denied and reported) — except inside a
+// stage when the profile also writes what the rule names (a fresh checkout's go build -o app &&
+// ./app, or cargo's target/debug/deps/* with no target/ yet): there exec is granted on the
+// stage's nearest existing directory, the stage root at worst: what runs there was written in
+// this run (or is the host's own file in the tree), and only learned outputs leave it.
 func (c *Compiled) execDirs(exec, binds []string, stages []StageSpec, env Env) []string {
 	var out []string
 	for _, x := range exec {
@@ -355,35 +354,31 @@ func (c *Compiled) execDirs(exec, binds []string, stages []StageSpec, env Env) [
 				continue
 			}
 		}
+		d := staticPrefix(x)
+		if !paths.HasGlob(x) {
+			d = filepath.Dir(x)
+		}
 		if i := slices.IndexFunc(stages, func(s StageSpec) bool { return paths.Within(x, s.Dir) }); i >= 0 {
-			s := &stages[i]
-			d := staticPrefix(x)
-			if !paths.HasGlob(x) {
-				d = filepath.Dir(x)
-			}
-			if d == s.Dir {
-				if coveredByAny(x, s.Keep) {
-					out = append(out, s.Dir)
-					c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s does not exist yet: exec granted on the staged %s (only learned outputs leave it)", x, s.Dir))
-				} else {
-					out = append(out, x)
-				}
+			s := stages[i]
+			if !coveredByAny(x, s.Keep) {
+				out = append(out, x) // not an output of this run: stays as is
 				continue
 			}
-			if rel, err := filepath.Rel(s.Dir, d); err == nil && nearestExistingDir(d) == s.Dir {
-				s.Precreate = append(s.Precreate, rel)
+			n := nearestExistingDir(d)
+			if !paths.Within(n, s.Dir) {
+				n = s.Dir
 			}
-			out = append(out, d)
-			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s does not exist yet: exec granted on %s (made in the stage of %s)", x, d, s.Dir))
+			out = append(out, n)
+			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s does not exist yet: exec granted on %s in the staged %s (only learned outputs leave it)", x, n, s.Dir))
 			continue
 		}
-		d := nearestExistingDir(staticPrefix(x))
-		if !paths.CoveredBy(d, binds) && !slices.Contains(binds, d) || forbiddenExecRoot(d, env) {
+		n := nearestExistingDir(d)
+		if !paths.CoveredBy(n, binds) && !slices.Contains(binds, n) || forbiddenExecRoot(n, env) {
 			out = append(out, x) // stays as is: Landlock skips a missing path
 			continue
 		}
-		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s does not exist yet: exec granted on %s", x, d))
-		out = append(out, d)
+		c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s does not exist yet: exec granted on %s", x, n))
+		out = append(out, n)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)

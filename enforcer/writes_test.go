@@ -22,7 +22,7 @@ import (
 // Writable means exactly what was learned (issue 14 items 3, 4, 7), as root and as an ordinary
 // user, each attack next to a benign write that must still land:
 //   - fresh checkout: the learned build/ does not exist yet and out.txt is a file at the top of
-//     the tree; a hook, a workflow, a source edit and a .git/config change are discarded and
+//     the tree; a hook, a workflow, a source edit and a .git/config change are held (changeset) and
 //     reported while build/x and out.txt reach the host;
 //   - a writable work tree keeps .git and .sysprof out of reach (staged);
 //   - a writable $HOME/.cache keeps $HOME/.cache/sysprof read-only (a read-only bind);
@@ -135,8 +135,15 @@ func runScript(p *policy.Profile, work, home, script string) (*report.Report, in
 	return rep, code, out.String(), err
 }
 
+// deniedWrite reports whether rep reports path: a file denial, or a change held for review.
 func deniedWrite(rep *report.Report, path string) bool {
-	return rep != nil && slices.ContainsFunc(rep.Denials, func(d report.Denial) bool { return d.Kind == report.KindFile && d.Path == path })
+	if rep == nil {
+		return false
+	}
+	if rep.Changes != nil && slices.ContainsFunc(rep.Changes.Held, func(h report.Change) bool { return h.Path == path }) {
+		return true
+	}
+	return slices.ContainsFunc(rep.Denials, func(d report.Denial) bool { return d.Kind == report.KindFile && d.Path == path })
 }
 
 func writesChecks(work, home string) error {
@@ -185,7 +192,7 @@ echo done`)
 	}
 
 	// Naming one path below .git (git's index) grants that path, not all of .git: a hook
-	// beside it is still discarded and reported.
+	// beside it is still held and reported.
 	p = writesProfile("$WORKDIR", "$WORKDIR/.git/index")
 	rep, code, out, err = runScript(p, work, home, `echo ok > notes2.txt; cp .git/index .git/index.new && mv .git/index.new .git/index; echo x > .git/hooks/pre-push; echo done`)
 	if err != nil || code != 0 || read(filepath.Join(work, "notes2.txt")) != "ok\n" {
@@ -262,12 +269,6 @@ true`, libm, ld, ld))
 	_, code, out, err = runScript(p, work, home, `echo x > outdir/x.o`)
 	if err == nil || code != 125 || !strings.Contains(err.Error(), "symlink") || exists(filepath.Join(home, "target", "x.o")) {
 		fail("file rule below a symlinked dir: exit %d, err %v: want a refusal naming the symlink\n%s", code, err, out)
-	}
-	// Nothing of the stages stays on the host.
-	for _, dir := range []string{os.TempDir(), "/var/tmp"} {
-		if left, _ := filepath.Glob(filepath.Join(dir, stagePrefix()+"*")); len(left) > 0 {
-			fail("stages left behind: %v", left)
-		}
 	}
 	return errors.Join(errs...)
 }

@@ -60,6 +60,46 @@ var protected = []string{
 	"$HOME/.config/github-copilot",
 }
 
+// startupHooks are the protected names that can lie anywhere: an interpreter runs them at every
+// start, wherever its site directory is (issue 22 item 2). They are patterns matched against the
+// tail of a path (a .pth file directly in a site-packages or dist-packages directory, a
+// sitecustomize.py or usercustomize.py in any directory), so they are not mount points: they
+// are not in ProtectedPaths, which the enforcer and export bind read-only, but IsProtected
+// and StartupHook name them.
+var startupHooks = []string{
+	"site-packages/*.pth",
+	"dist-packages/*.pth",
+	"sitecustomize.py",
+	"usercustomize.py",
+}
+
+// StartupHook returns the start-up hook pattern (site-packages/*.pth, sitecustomize.py, ...)
+// that path p (absolute or portable, clean) names, or "". A path below one (a directory named
+// x.pth) counts too.
+func StartupHook(p string) string {
+	comps := strings.Split(p, "/")
+	for _, h := range startupHooks {
+		hc := strings.Split(h, "/")
+		// Any suffix window of p's components may match the pattern (p below a hook counts).
+		for end := len(hc); end <= len(comps); end++ {
+			ok := true
+			for i, c := range hc {
+				if !MatchComponent(c, comps[end-len(hc)+i]) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				return h
+			}
+		}
+	}
+	return ""
+}
+
+// StartupHooks returns the start-up hook patterns StartupHook matches.
+func StartupHooks() []string { return append([]string(nil), startupHooks...) }
+
 var sortedProtected = func() []string {
 	s := append([]string(nil), protected...)
 	sort.Strings(s)
@@ -72,13 +112,17 @@ func ProtectedPaths() []string {
 	return append([]string(nil), sortedProtected...)
 }
 
-// IsProtected reports whether portable path p is a protected path or lies beneath one, and
-// which. p must be clean (no trailing slash, no "..").
+// IsProtected reports whether portable path p is a protected path or lies beneath one, or
+// names an interpreter start-up hook (StartupHook), and which. p must be clean (no trailing
+// slash, no "..").
 func IsProtected(p string) (protected string, ok bool) {
 	for _, q := range sortedProtected {
 		if Within(p, q) {
 			return q, true
 		}
+	}
+	if h := StartupHook(p); h != "" {
+		return h, true
 	}
 	return "", false
 }

@@ -75,3 +75,25 @@ func TestProtectedBeneath(t *testing.T) {
 		t.Errorf("ProtectedBeneath($WORKDIR/.git/hooks) = %v, want none (use IsProtected)", got)
 	}
 }
+
+func TestStartupHook(t *testing.T) {
+	for _, c := range []struct{ p, want string }{
+		{"$HOME/.local/lib/python3.12/site-packages/evil.pth", "site-packages/*.pth"},
+		{"/usr/lib/python3/dist-packages/x.pth", "dist-packages/*.pth"},
+		{"$WORKDIR/.venv/lib/python3.11/site-packages/distutils-precedence.pth", "site-packages/*.pth"},
+		{"$WORKDIR/.venv/lib/python3.11/site-packages/sitecustomize.py", "sitecustomize.py"},
+		{"$WORKDIR/usercustomize.py", "usercustomize.py"},
+		{"$WORKDIR/.venv/lib/python3.11/site-packages/x.pth/inside", "site-packages/*.pth"},
+		{"$WORKDIR/.venv/lib/python3.11/site-packages/pkg/x.pth", ""},
+		{"$WORKDIR/.venv/lib/python3.11/site-packages/pkg/__init__.py", ""},
+		{"$WORKDIR/notes.pth", ""},
+		{"$WORKDIR/sitecustomize.pyc", ""},
+	} {
+		if got := StartupHook(c.p); got != c.want {
+			t.Errorf("StartupHook(%q) = %q, want %q", c.p, got, c.want)
+		}
+		if _, ok := IsProtected(c.p); ok != (c.want != "") {
+			t.Errorf("IsProtected(%q) = %v, want %v", c.p, ok, c.want != "")
+		}
+	}
+}

@@ -204,7 +204,7 @@ func Propose(p *policy.Profile, r *report.Report, env map[string]string) ([]Prop
 	policy.Normalize(base)
 	var out []*Proposal
 	index := map[string]*Proposal{}
-	for _, d := range r.Denials {
+	for _, d := range reviewable(r) {
 		pr := propose(base, d, env)
 		k := pr.Exact.key()
 		if pr.Exact.Section == "" {
@@ -239,6 +239,26 @@ func Propose(p *policy.Profile, r *report.Report, env map[string]string) ([]Prop
 		)
 	})
 	return props, nil
+}
+
+// reviewable is what refine proposes changes for: the report's denials, and each change the
+// run's changeset held for review that a write rule would make learned (refine accepts it like
+// any denial; a change no rule may allow, and a learned one held only by the apply mode, is not
+// one).
+func reviewable(r *report.Report) []report.Denial {
+	if r.Changes == nil {
+		return r.Denials
+	}
+	out := slices.Clone(r.Denials)
+	for _, h := range r.Changes.Held {
+		if h.Class == "learned" {
+			continue
+		}
+		if d, ok := h.Denial(r.Finished); ok {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func sectionIndex(s string) int {

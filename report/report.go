@@ -75,6 +75,9 @@ type Report struct {
 	Notes []string `json:"notes,omitempty"`
 	// ChangedBinaries are the profile's binaries whose content is not what learn hashed.
 	ChangedBinaries []ChangedBinary `json:"changedBinaries,omitempty"`
+	// Changes are the run's writes that did not simply apply (issue 22): held, dangerous,
+	// in conflict, refused, or applied with set-id bits or capabilities stripped.
+	Changes *Changes `json:"changes,omitempty"`
 }
 
 // ChangedBinary is a binary whose sha256 differs from the one its profile recorded.

@@ -12,11 +12,11 @@ import (
 )
 
 // Stage is a directory the command sees writable but whose writes land in Upper, an overlay's
-// upper layer on the host: the enforcer copies back only what the profile names once the
-// command is gone (enforcer/stage.go), and reports the rest. It is how a file rule, or a
-// directory that does not exist yet, is granted without making its parent writable: Landlock and
-// bind mounts can only name what exists, and a tool replaces files (rename over, unlink and
-// create).
+// upper layer on the host: the run's changeset (package changeset), which the enforcer
+// classifies once the command is gone, applying what the profile names and holding the rest
+// for review. It is how a file rule, or a directory that does not exist yet, is granted without
+// making its parent writable: Landlock and bind mounts can only name what exists, and a tool
+// replaces files (rename over, unlink and create).
 type Stage struct {
 	Path  string `json:"path"`  // the directory staged (host path, no symlinks)
 	Upper string `json:"upper"` // the overlay's upper and work directories (on one filesystem)
@@ -66,7 +66,9 @@ func openStage(s Stage, mounts []mountinfo.Entry, skip []string) (*stageMount, e
 		}
 	}
 	// volatile: no sync of the upper file system when the overlay goes away with the
-	// namespace (~10 ms of waiting on ext4's journal per run); a stage is never reused.
+	// namespace (~10 ms of waiting on ext4's journal per run). The layers outlive the run
+	// (the changeset), but only a crash of the host, not of sysprof, can lose unsynced data;
+	// a gated run's next step that reuses them empties the work directory first.
 	for _, flag := range []string{"userxattr", "volatile"} {
 		if err := unix.FsconfigSetFlag(fsfd, flag); err != nil {
 			return nil, fmt.Errorf("stage %s: overlay %s: %w", s.Path, flag, err)

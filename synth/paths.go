@@ -343,6 +343,8 @@ var randomPrefixes = []struct {
 	{"tmp.", 6, 16, false}, // mktemp(1): tmp.XXXXXXXXXX
 	{".tmp", 6, 6, false},  // Rust's tempfile crate (cargo): .tmpXXXXXX
 	{"rustc", 6, 6, true},  // rustc's temp dirs: rustcXXXXXX
+	// rustdoc's doctest dirs: rustdoctestXXXXXX (WrEynv: no digit, so the generic rules miss it).
+	{"rustdoctest", 6, 6, false},
 	{"cc", 6, 6, true},     // gcc's temp files: ccXXXXXX.s, ccXXXXXX.o
 	{"ssh-", 6, 16, false}, // ssh-agent's socket dir: ssh-XXXXXXXXXX
 }

@@ -28,6 +28,8 @@ func TestGlobComponent(t *testing.T) {
 		{"tmpfiles.d", "tmpfiles.d"},
 		{"tmplatesdir", "tmplatesdir"},
 		{"rustcXk3Lm9", "rustc*"},
+		{"rustdoctestWrEynv", "rustdoctest*"},
+		{"rustdoctestmuP9LF", "rustdoctest*"},
 		{"ccA1b2C3.o", "cc*.o"},
 		{"ccQz9Yx8.res", "cc*.res"},
 		{"ssh-XXXXk3j9QmZp", "ssh-*"},

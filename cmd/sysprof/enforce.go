@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sysprof/sysprof/changeset"
 	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/policy"
@@ -48,6 +49,8 @@ type enforceOptions struct {
 	Gates []project.Step
 	// Reports leaves a run report per run in the reports directory (nil: none is set).
 	Reports *runReporter
+	// Apply is --apply: what of the run's changeset is applied when it ends.
+	Apply changeset.ApplyMode
 }
 
 func init() {
@@ -74,7 +77,15 @@ With --step NAME (repeatable) or --all, enforce runs the steps of sysprof.yaml i
 its workdir under its own profile (format, lint, build and test gates inside the sandbox). It
 stops at the first step that fails, with that step's status, and prints the denials of every
 step that ran in one table; --report FILE writes one report per step, FILE.<step>.json.
-failOnDenial: true in sysprof.yaml does for steps what --fail-on-denial does (the flag wins).`,
+failOnDenial: true in sysprof.yaml does for steps what --fail-on-denial does (the flag wins).
+The steps are a ratchet: they write into one changeset, each sees what the steps before it
+wrote, and nothing is applied until every step passed; a failed gate holds everything (its
+report names the gate) and the end prints the review.
+
+Writes into staged directories (a file rule, a directory that does not exist yet, a tree with
+protected paths in it) go into the run's changeset: --apply learned (the default) applies what
+the profile's write rules cover, safe also held ordinary changes inside the work tree, none
+nothing; everything else is held for review with 'sysprof changes', never discarded.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.FailOnDenialSet = cmd.Flags().Changed("fail-on-denial")
@@ -115,7 +126,8 @@ failOnDenial: true in sysprof.yaml does for steps what --fail-on-denial does (th
 	f.StringVar(&o.Report, "report", "", "write the denial report as JSON to `FILE` (input for sysprof refine)")
 	f.StringVar(&o.HTML, "html", "", "write the run's process tree, with its denials marked, as one self-contained HTML page to `FILE`")
 	f.StringArrayVar(&o.Resolve, "resolve", nil, "NAME=ADDR[,ADDR...]: the egress proxy dials ADDR for the allowed NAME instead of resolving it (like curl's --resolve; loopback allowed)")
-	f.BoolVar(&o.FailOnDenial, "fail-on-denial", false, "exit 1 when CMD succeeded but something was denied (a gate: no denial passes silently)")
+	f.BoolVar(&o.FailOnDenial, "fail-on-denial", false, "exit 1 when CMD succeeded but something was denied or held for review (a gate: no denial passes silently)")
+	f.Var(applyFlag{&o.Apply}, "apply", "what of the run's writes to staged directories is applied when it ends: learned (what the profile's write rules cover), safe (also held ordinary changes inside the work tree, never dangerous ones) or none (a CI job that only verifies); the rest is held for `sysprof changes`")
 	addStepFlags(f, &o.Steps, &o.All)
 	return cmd
 }
@@ -191,6 +203,7 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 			return err
 		}
 	}
+	writeChanges(o.Err, "", rep.Changes)
 	if o.Report != "" {
 		if err := rep.Save(o.Report); err != nil {
 			return withCode(exitSysprof, fmt.Errorf("write report: %w", err))
@@ -221,6 +234,7 @@ func (o *enforceOptions) runOptions(p *policy.Profile, st project.Step, resolve 
 		VerifyBinaries: o.VerifyBinaries,
 		Resolve:        resolve,
 		LogAllowed:     o.Report != "",
+		Apply:          o.Apply,
 	}
 	if st.Name != "" {
 		opts.Env = st.Environ()
@@ -250,13 +264,21 @@ func denialVerdict(w io.Writer, prefix string, rep *report.Report, code int) err
 	for _, d := range rep.Denials {
 		n += d.Count
 	}
+	held := rep.Changes.Review()
 	switch {
-	case code == 0 && n > 0:
+	case code == 0 && n+held > 0:
 		verb := "denied"
 		if rep.Audit {
 			verb = "would have been denied (audit)"
 		}
-		return withCode(exitDenied, fmt.Errorf("%s--fail-on-denial: the command succeeded, but %d operation(s) %s (exit %d)", prefix, n, verb, exitDenied))
+		what := fmt.Sprintf("%d operation(s) %s", n, verb)
+		switch {
+		case n == 0:
+			what = fmt.Sprintf("%d change(s) were held for review (run %s)", held, rep.Changes.Run)
+		case held > 0:
+			what += fmt.Sprintf(" and %d change(s) were held for review (run %s)", held, rep.Changes.Run)
+		}
+		return withCode(exitDenied, fmt.Errorf("%s--fail-on-denial: the command succeeded, but %s (exit %d)", prefix, what, exitDenied))
 	case code != 0 && n == 0:
 		unseen := "nothing: every denial is observable in this run"
 		if len(rep.Unobservable) > 0 {

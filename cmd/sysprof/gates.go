@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/sysprof/sysprof/changeset"
 	"github.com/sysprof/sysprof/diffreport"
 	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/policy"
@@ -173,6 +174,14 @@ func runEnforceGates(ctx context.Context, o *enforceOptions) error {
 	// setupErr: the step could not run; abort: stop without the table (a report not written).
 	var setupErr, abort error
 	started := false // past the checks
+	// The ratchet (issue 22 item 4): every step writes into one changeset, each sees what the
+	// steps before it wrote, and nothing is applied until every step passed.
+	var cs *changeset.Run
+	defer func() {
+		if cs != nil { // a check failed before any step ran
+			_ = cs.Drop()
+		}
+	}()
 	failed := runSteps(ctx, o.Err, o.Gates, stepRun{
 		verb: "enforce",
 		check: func(i int, st project.Step) error {
@@ -190,8 +199,17 @@ func runEnforceGates(ctx context.Context, o *enforceOptions) error {
 			return nil
 		},
 		run: func(ctx context.Context, i int, st project.Step) error {
+			if !started {
+				var err error
+				if cs, err = beginGates(o.Gates); err != nil {
+					setupErr = withCode(exitSysprof, err)
+					return setupErr
+				}
+			}
 			started = true
-			rep, code, err := enforcer.Run(ctx, o.runOptions(profiles[i], st, resolve))
+			opts := o.runOptions(profiles[i], st, resolve)
+			opts.Changeset = cs
+			rep, code, err := enforcer.Run(ctx, opts)
 			if err != nil {
 				setupErr = commandErrorEnforce(code, fmt.Errorf("step %s: %w", st.Name, err))
 				return setupErr
@@ -217,13 +235,22 @@ func runEnforceGates(ctx context.Context, o *enforceOptions) error {
 			return nil
 		},
 	})
-	if !started || abort != nil {
-		return failed // a check failed, or a report could not be written: no table
+	if !started {
+		return failed // a check failed: no table
+	}
+	changes := finishGates(o, cs, results, failed)
+	cs = nil
+	if abort != nil {
+		return failed // a report could not be written: no table
 	}
 	if err := writeGateTable(o.Err, results); err != nil {
 		return withCode(exitSysprof, err)
 	}
 	writeGateSummary(o.Err, o.Gates, results, setupErr)
+	writeGateReview(o.Err, changes)
+	if failed == nil && o.FailOnDenial && changes.Review() > 0 {
+		failed = withCode(exitDenied, fmt.Errorf("--fail-on-denial: every step passed, but %d change(s) were held for review (run %s) (exit %d)", changes.Review(), changes.Run, exitDenied))
+	}
 	if o.Report != "" {
 		for _, r := range results {
 			fmt.Fprintf(o.Err, "sysprof: report of step %s written to %s\n", r.step.Name, stepFile(o.Report, r.step.Name))

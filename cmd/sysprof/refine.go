@@ -169,7 +169,7 @@ func runRefine(ctx context.Context, o *refineOptions) error {
 		return withCode(exitSysprof, err)
 	}
 	if len(props) == 0 {
-		fmt.Fprintf(o.Err, "sysprof: nothing to refine: %s already allows everything %s reports (%d denials)\n", o.Profile, o.From, len(rep.Denials))
+		fmt.Fprintf(o.Err, "sysprof: nothing to refine: %s already allows everything %s reports (%d denials, %d held changes)\n", o.Profile, o.From, len(rep.Denials), rep.Changes.Review())
 		return nil
 	}
 

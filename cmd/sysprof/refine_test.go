@@ -356,9 +356,18 @@ var binDir string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// The runs' changesets of the tests' enforce runs: never the user's.
+	state, err := os.MkdirTemp("", "sysprof-cmd-state-")
+	if err == nil {
+		os.Setenv("SYSPROF_STATE_DIR", state)
+		origEnv = append(origEnv, "SYSPROF_STATE_DIR="+state)
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
+	}
+	if state != "" {
+		os.RemoveAll(state)
 	}
 	os.Exit(code)
 }

@@ -84,7 +84,7 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 	wd, _ := os.Getwd()
 	fs := enforcer.EffectiveFilesystem(p.Filesystem, enforcer.HostEnv(wd))
 	section(w, "writable", fs.Write)
-	fmt.Fprintln(w, "  (exactly: a file, glob or missing directory stages its directory and only these are copied back;")
+	fmt.Fprintln(w, "  (exactly: a file, glob or missing directory stages its directory: only these are applied, the rest is held for `sysprof changes`;")
 	fmt.Fprintln(w, "   no exec rule in a writable directory: mounted noexec)")
 	fmt.Fprintf(w, "  protected, read-only inside any writable tree unless named above: %s\n", strings.Join(paths.ProtectedPaths(), ", "))
 	section(w, "executable", fs.Exec)

@@ -299,6 +299,13 @@ func RequireNoDenials(t testing.TB, what, path string, r Result) {
 	for _, d := range rep.Denials {
 		t.Errorf("%s: denial: %s by %s (parents %v, count %d): suggest %q (%s)", what, d.What, d.Exe, d.Parents, d.Count, d.Suggest, d.Risk)
 	}
+	if rep.Changes != nil {
+		for _, h := range rep.Changes.Held {
+			if h.Class != "learned" && h.State != report.ChangeStripped {
+				t.Errorf("%s: change held for review: %s %s (%s: %s)", what, h.Op, h.Path, h.Class, h.Reason)
+			}
+		}
+	}
 	for _, l := range rep.Degraded() {
 		t.Errorf("%s: layer %s degraded: %s", what, l.Name, l.Detail)
 	}

@@ -1,0 +1,281 @@
+package changeset
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/sysprof/sysprof/paths"
+	"github.com/sysprof/sysprof/policy"
+)
+
+// Class of one change: what leaves a run. A Class maps to a policy.Risk (Change.Risk): learned
+// none, held the policy rating of the write rule that would allow it, dangerous critical.
+type Class string
+
+// Classes.
+const (
+	Learned   Class = "learned"   // a write rule covers it: applied
+	Held      Class = "held"      // not learned, ordinary: kept, reported, never discarded
+	Dangerous Class = "dangerous" // see Classify: held, critical, whatever a rule says
+)
+
+// Op is what a change does to the host path.
+type Op string
+
+// Ops.
+const (
+	OpCreate   Op = "create"   // a regular file the host does not have
+	OpModify   Op = "modify"   // a regular file's content (or a file replacing another type)
+	OpDelete   Op = "delete"   // a file, symlink or special file removed
+	OpMkdir    Op = "mkdir"    // a directory the host does not have
+	OpRmdir    Op = "rmdir"    // a directory removed, with what it holds
+	OpMode     Op = "mode"     // permission bits only
+	OpSymlink  Op = "symlink"  // a symlink created or replaced
+	OpHardlink Op = "hardlink" // a second name of a file the changeset holds
+	OpSpecial  Op = "special"  // a FIFO, socket or device node
+)
+
+// File types of Change.Type.
+const (
+	TypeFile    = "file"
+	TypeDir     = "dir"
+	TypeSymlink = "symlink"
+	TypeFIFO    = "fifo"
+	TypeSocket  = "socket"
+	TypeChar    = "char"
+	TypeBlock   = "block"
+)
+
+// Change is one entry of a run's changeset, as the command left it in an overlay upper layer.
+type Change struct {
+	Path   string `json:"path"` // host absolute path it would apply to
+	Op     Op     `json:"op"`
+	Type   string `json:"type"`           // file, dir, symlink, fifo, socket, char, block
+	Mode   uint32 `json:"mode"`           // permission bits incl. set-id as found in the upper layer
+	Size   int64  `json:"size,omitempty"` // of a file
+	Target string `json:"target,omitempty"`
+	// Class, Reason, Grant and Risk are Classify's.
+	Class  Class         `json:"class"`
+	Reason string        `json:"reason"`
+	Grant  *policy.Grant `json:"change,omitempty"`
+	Risk   policy.Risk   `json:"risk"`
+
+	// Facts Classify reads (Scan fills them).
+	HostMode   uint32 `json:"hostMode,omitempty"` // the host file's permission bits, when it exists
+	HostExists bool   `json:"hostExists,omitempty"`
+	Caps       bool   `json:"caps,omitempty"` // security.capability xattr set
+	// Links is the file's link count in the upper layer; LinksOutside how many of its links
+	// lie outside the changeset (a name that is not in the upper layer).
+	Links        int `json:"links,omitempty"`
+	LinksOutside int `json:"linksOutside,omitempty"`
+
+	// Stage is the index of the run's stage it belongs to; Rel its path relative to the
+	// stage's directory.
+	Stage int    `json:"stage"`
+	Rel   string `json:"rel"`
+	// Stripped says what Apply removed before installing it ("set-id bits removed").
+	Stripped string `json:"stripped,omitempty"`
+
+	dev, ino uint64 // the upper inode Scan saw (Apply refuses an entry changed since)
+	opaque   bool   // a directory that replaced the host's (user.overlay.opaque)
+}
+
+// Rules is what classification needs about one staged directory (plain data).
+type Rules struct {
+	Dir       string            `json:"dir"`       // the staged host directory (resolved, no symlinks)
+	Tree      string            `json:"tree"`      // the tree a link must stay inside (usually $WORKDIR or Dir)
+	Keep      []string          `json:"keep"`      // write rules (host paths, globs) at or below Dir: covered => learned
+	Protected []string          `json:"protected"` // protected paths (paths.ProtectedPaths, host form) at or below Dir
+	ExecOK    []string          `json:"execOK"`    // learned output directories (host paths, globs) where a new executable is ordinary
+	Vars      map[string]string `json:"vars"`      // for portable suggestions (paths.* vocabulary)
+}
+
+// Classify is the one decision of what leaves a run (issue 22 item 2). It is pure: it reads c's
+// facts and r, and returns c with Class, Reason, Grant and Risk set.
+//
+//   - dangerous (held, critical, whatever a rule says): a protected path (r.Protected, or
+//     paths.IsProtected of its portable form: hooks, CI config, shell rc, .sysprof, agent and
+//     IDE configs, interpreter start-up hooks) that no Keep rule at or below it names; a
+//     symlink or hard link whose target leaves r.Tree or names a protected path; a hard link
+//     with names outside the changeset; a device node, FIFO or socket; set-id bits on a file
+//     or file capabilities; a file that becomes executable outside r.ExecOK.
+//   - learned: a Keep rule covers it (inside a protected path only a rule at or below it).
+//   - held: the rest.
+func Classify(c Change, r Rules) Change {
+	roots := paths.NewRoots(r.Vars)
+	portable := roots.Portable(c.Path)
+	c.Grant, c.Risk, c.Class, c.Reason = nil, policy.RiskNone, "", ""
+	if why, grantable := dangerous(c, r, portable); why != "" {
+		c.Class, c.Reason, c.Risk = Dangerous, why, policy.RiskCritical
+		if grantable {
+			c.Grant = &policy.Grant{Section: policy.SectionWrite, Item: portable}
+		}
+		return c
+	}
+	if keeps(c.Path, portable, r) {
+		c.Class, c.Reason = Learned, "a learned write rule covers it"
+		return c
+	}
+	g := policy.Grant{Section: policy.SectionWrite, Item: portable}
+	risk, why := policy.GrantRisk(nil, g)
+	c.Class, c.Grant, c.Risk = Held, &g, risk
+	c.Reason = fmt.Sprintf("no learned write rule covers it (%s)", why)
+	return c
+}
+
+// dangerous returns why c is dangerous ("" when it is not), and whether a write rule naming it
+// could make it learned (a protected path the profile names on purpose).
+func dangerous(c Change, r Rules, portable string) (why string, grantable bool) {
+	switch c.Type {
+	case TypeFIFO, TypeSocket, TypeChar, TypeBlock:
+		return fmt.Sprintf("a %s: special files never leave a run", typeWord(c.Type)), false
+	}
+	if c.Type == TypeFile && c.Op != OpDelete {
+		switch {
+		case c.Mode&0o4000 != 0:
+			return "set-user-ID bit: never installed on the host", false
+		case c.Mode&0o2000 != 0:
+			return "set-group-ID bit: never installed on the host", false
+		case c.Caps:
+			return "file capabilities (security.capability): never installed on the host", false
+		}
+	}
+	if c.LinksOutside > 0 {
+		return fmt.Sprintf("a hard link with %d name(s) outside the changeset", c.LinksOutside), false
+	}
+	if q := protectedOf(c.Path, portable, r); q != "" && !keepsWithin(c.Path, q, r) {
+		return fmt.Sprintf("protected path %s: what is written there runs outside the sandbox later", q), true
+	}
+	if c.Op == OpRmdir {
+		if q := protectedBelow(c.Path, portable, r); q != "" {
+			return fmt.Sprintf("removes protected path %s with the directory", q), true
+		}
+	}
+	if c.Op == OpSymlink || c.Op == OpHardlink {
+		t := c.Target
+		if c.Op == OpSymlink && !path.IsAbs(t) {
+			t = path.Join(path.Dir(c.Path), t)
+		}
+		t = path.Clean(t)
+		kind := "symlink"
+		if c.Op == OpHardlink {
+			kind = "hard link"
+		}
+		if tree := r.Tree; tree == "" || !paths.Within(t, tree) {
+			return fmt.Sprintf("a %s to %s, outside %s", kind, t, orDir(r)), false
+		}
+		if q := protectedOf(t, roots(r).Portable(t), r); q != "" {
+			return fmt.Sprintf("a %s to protected path %s", kind, q), false
+		}
+	}
+	if c.Type == TypeFile && c.Op != OpDelete && c.Mode&0o111 != 0 && (!c.HostExists || c.HostMode&0o111 == 0) {
+		if !coveredBy(c.Path, r.ExecOK) {
+			return "a new executable outside the learned output directories", false
+		}
+	}
+	return "", false
+}
+
+func roots(r Rules) paths.Roots { return paths.NewRoots(r.Vars) }
+
+func orDir(r Rules) string {
+	if r.Tree != "" {
+		return r.Tree
+	}
+	return "the staged tree"
+}
+
+func typeWord(t string) string {
+	switch t {
+	case TypeChar:
+		return "character device"
+	case TypeBlock:
+		return "block device"
+	}
+	return t
+}
+
+// protectedOf returns the protected path (or start-up hook pattern) host path p lies in: one of
+// r.Protected, or the one list of paths.IsProtected (via policy.ProtectedPath) for its portable
+// form.
+func protectedOf(p, portable string, r Rules) string {
+	for _, q := range r.Protected {
+		if paths.Within(p, q) {
+			return q
+		}
+	}
+	if q := policy.ProtectedPath(portable); q != "" {
+		return q
+	}
+	return ""
+}
+
+// protectedBelow returns a protected path strictly below host directory p (r.Protected, or the
+// one list for its portable form), or "".
+func protectedBelow(p, portable string, r Rules) string {
+	for _, q := range r.Protected {
+		if q != p && paths.Within(q, p) {
+			return q
+		}
+	}
+	if qs := paths.ProtectedBeneath(portable); len(qs) > 0 {
+		return qs[0]
+	}
+	return ""
+}
+
+// keeps reports whether a Keep rule covers p; inside a protected path only a rule at or below
+// it counts (the work tree's rule never carries a hook in .git).
+func keeps(p, portable string, r Rules) bool {
+	if q := protectedOf(p, portable, r); q != "" {
+		return keepsWithin(p, q, r)
+	}
+	return coveredBy(p, r.Keep)
+}
+
+// keepsWithin reports whether a Keep rule at or below protected path q covers p. q is a path
+// (host or portable) or a start-up hook pattern: a rule names a hook only when it names the
+// hook file itself (the hook pattern matches the rule's own path).
+func keepsWithin(p, q string, r Rules) bool {
+	for _, k := range r.Keep {
+		if !paths.Covers(k, p) {
+			continue
+		}
+		sp := staticPrefix(k)
+		switch {
+		case paths.Within(sp, q):
+			return true
+		case paths.StartupHook(q) == q && paths.StartupHook(k) != "":
+			return true
+		case strings.HasPrefix(q, "$"): // portable: compare the rule's portable form
+			if paths.Within(roots(r).Portable(sp), q) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func coveredBy(p string, rules []string) bool {
+	for _, k := range rules {
+		if paths.Covers(k, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// staticPrefix is the part of rule k before its first glob component.
+func staticPrefix(k string) string {
+	comps := strings.Split(k, "/")
+	for i, c := range comps {
+		if paths.HasGlob(c) {
+			if p := strings.Join(comps[:i], "/"); p != "" {
+				return p
+			}
+			return "/"
+		}
+	}
+	return k
+}

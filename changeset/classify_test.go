@@ -1,0 +1,126 @@
+package changeset
+
+import (
+	"testing"
+
+	"github.com/sysprof/sysprof/policy"
+)
+
+// rules of a work tree /w staged whole, with a learned output directory /w/build and a
+// learned .git/index (a rule below the protected .git).
+var testRules = Rules{
+	Dir:       "/w",
+	Tree:      "/w",
+	Keep:      []string{"/w/build/**", "/w/out.txt", "/w/.git/index", "/w/venv/**", "/w/**/*.o"},
+	Protected: []string{"/w/.git", "/w/.github", "/w/.sysprof"},
+	ExecOK:    []string{"/w/build", "/w/venv/bin"},
+	Vars:      map[string]string{"WORKDIR": "/w", "HOME": "/home/u"},
+}
+
+func TestClassify(t *testing.T) {
+	file := func(op Op, p string, mode uint32) Change {
+		return Change{Path: p, Op: op, Type: TypeFile, Mode: mode}
+	}
+	link := func(p, target string) Change {
+		return Change{Path: p, Op: OpSymlink, Type: TypeSymlink, Mode: 0o777, Target: target}
+	}
+	for _, c := range []struct {
+		name  string
+		c     Change
+		r     Rules
+		want  Class
+		grant bool // a Grant is suggested
+	}{
+		// learned: a rule covers it.
+		{"learned output", file(OpCreate, "/w/build/a.o", 0o644), testRules, Learned, false},
+		{"learned exact file", file(OpModify, "/w/out.txt", 0o644), testRules, Learned, false},
+		{"learned glob", file(OpCreate, "/w/src/x.o", 0o644), testRules, Learned, false},
+		{"learned binary in an output dir", file(OpCreate, "/w/build/app", 0o755), testRules, Learned, false},
+		{"learned delete", Change{Path: "/w/build/old.o", Op: OpDelete, Type: TypeFile, Mode: 0o644, HostExists: true}, testRules, Learned, false},
+		{"learned mkdir", Change{Path: "/w/build/sub", Op: OpMkdir, Type: TypeDir, Mode: 0o755}, testRules, Learned, false},
+		{"rule below a protected path", file(OpModify, "/w/.git/index", 0o644), testRules, Learned, false},
+		{"in-tree symlink", link("/w/build/latest", "app-1.2"), testRules, Learned, false},
+		{"in-tree hard link", Change{Path: "/w/build/b", Op: OpHardlink, Type: TypeFile, Mode: 0o644, Target: "/w/build/a", Links: 2}, testRules, Learned, false},
+		{"modified executable that was one", Change{Path: "/w/tool.sh", Op: OpModify, Type: TypeFile, Mode: 0o755, HostExists: true, HostMode: 0o755}, testRules, Held, true},
+
+		// held: ordinary, not learned.
+		{"new file (git rebase)", file(OpCreate, "/w/newfile.txt", 0o644), testRules, Held, true},
+		{"modified source", Change{Path: "/w/src/main.c", Op: OpModify, Type: TypeFile, Mode: 0o644, HostExists: true, HostMode: 0o644}, testRules, Held, true},
+		{"deleted source", Change{Path: "/w/src/old.c", Op: OpDelete, Type: TypeFile, Mode: 0o644, HostExists: true}, testRules, Held, true},
+		{"mode change", Change{Path: "/w/README", Op: OpMode, Type: TypeFile, Mode: 0o600, HostExists: true, HostMode: 0o644}, testRules, Held, true},
+		{"new directory", Change{Path: "/w/builddir", Op: OpMkdir, Type: TypeDir, Mode: 0o755}, testRules, Held, true},
+		{"removed directory", Change{Path: "/w/tmp", Op: OpRmdir, Type: TypeDir, Mode: 0o755, HostExists: true}, testRules, Held, true},
+
+		// dangerous: whatever a rule says.
+		{"git hook", file(OpCreate, "/w/.git/hooks/pre-commit", 0o644), testRules, Dangerous, true},
+		{"git config under the work tree's rule", file(OpModify, "/w/.git/config", 0o644), Rules{Dir: "/w", Tree: "/w", Keep: []string{"/w/**"}, Protected: testRules.Protected, Vars: testRules.Vars}, Dangerous, true},
+		{"workflow", file(OpCreate, "/w/.github/workflows/ci.yml", 0o644), testRules, Dangerous, true},
+		{"profile", file(OpModify, "/w/.sysprof/make.yaml", 0o644), testRules, Dangerous, true},
+		{"protected from the one list, not in Rules.Protected", file(OpModify, "/home/u/.bashrc", 0o644), Rules{Dir: "/home/u", Tree: "/home/u", Keep: []string{"/home/u/**"}, Vars: testRules.Vars}, Dangerous, true},
+		{".pth in a learned site-packages", file(OpCreate, "/w/venv/lib/python3.12/site-packages/evil.pth", 0o644), testRules, Dangerous, true},
+		{".pth in the home site-packages", file(OpCreate, "/home/u/.local/lib/python3.12/site-packages/x.pth", 0o644), Rules{Dir: "/home/u/.local/lib", Tree: "/home/u", Keep: []string{"/home/u/.local/lib/**"}, Vars: testRules.Vars}, Dangerous, true},
+		{"sitecustomize.py", file(OpCreate, "/w/venv/lib/python3.12/site-packages/sitecustomize.py", 0o644), testRules, Dangerous, true},
+		{"usercustomize.py", file(OpCreate, "/w/build/usercustomize.py", 0o644), testRules, Dangerous, true},
+		{"symlink out of the tree", link("/w/build/out", "/home/u/.bashrc"), testRules, Dangerous, false},
+		{"relative symlink out of the tree", link("/w/build/out", "../../etc/passwd"), testRules, Dangerous, false},
+		{"symlink to a protected path", link("/w/build/hook", "../.git/hooks/pre-commit"), testRules, Dangerous, false},
+		{"hard link to a protected path", Change{Path: "/w/build/h", Op: OpHardlink, Type: TypeFile, Mode: 0o644, Target: "/w/.git/config", Links: 2}, testRules, Dangerous, false},
+		{"hard link with names outside", Change{Path: "/w/build/h", Op: OpCreate, Type: TypeFile, Mode: 0o644, Links: 2, LinksOutside: 1}, testRules, Dangerous, false},
+		{"fifo", Change{Path: "/w/build/p", Op: OpSpecial, Type: TypeFIFO, Mode: 0o644}, testRules, Dangerous, false},
+		{"socket", Change{Path: "/w/build/s", Op: OpSpecial, Type: TypeSocket, Mode: 0o755}, testRules, Dangerous, false},
+		{"char device", Change{Path: "/w/build/c", Op: OpSpecial, Type: TypeChar, Mode: 0o666}, testRules, Dangerous, false},
+		{"block device", Change{Path: "/w/build/b", Op: OpSpecial, Type: TypeBlock, Mode: 0o660}, testRules, Dangerous, false},
+		{"setuid in a learned output", file(OpCreate, "/w/build/su", 0o4755), testRules, Dangerous, false},
+		{"setgid", file(OpModify, "/w/build/sg", 0o2755), testRules, Dangerous, false},
+		{"setuid by mode change", Change{Path: "/w/build/app", Op: OpMode, Type: TypeFile, Mode: 0o4755, HostExists: true, HostMode: 0o755}, testRules, Dangerous, false},
+		{"file capabilities", Change{Path: "/w/build/cap", Op: OpCreate, Type: TypeFile, Mode: 0o755, Caps: true}, testRules, Dangerous, false},
+		{"new executable outside the outputs", file(OpCreate, "/w/src/x.o", 0o755), testRules, Dangerous, false},
+		{"removing a directory holding a protected path", Change{Path: "/home/u/.config", Op: OpRmdir, Type: TypeDir, Mode: 0o755, HostExists: true}, Rules{Dir: "/home/u", Tree: "/home/u", Keep: []string{"/home/u/**"}, Vars: testRules.Vars}, Dangerous, true},
+		{"removing the work tree's .git", Change{Path: "/w/.git", Op: OpRmdir, Type: TypeDir, Mode: 0o755, HostExists: true}, testRules, Dangerous, true},
+		{"removing a directory holding r.Protected", Change{Path: "/w/sub", Op: OpRmdir, Type: TypeDir, Mode: 0o755, HostExists: true}, Rules{Dir: "/w", Tree: "/w", Keep: []string{"/w/**"}, Protected: []string{"/w/sub/.git"}, Vars: testRules.Vars}, Dangerous, true},
+		{"made executable outside the outputs", Change{Path: "/w/run.sh", Op: OpMode, Type: TypeFile, Mode: 0o755, HostExists: true, HostMode: 0o644}, testRules, Dangerous, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := Classify(c.c, c.r)
+			if got.Class != c.want {
+				t.Fatalf("Classify(%+v) = %s (%s), want %s", c.c, got.Class, got.Reason, c.want)
+			}
+			if got.Reason == "" {
+				t.Errorf("no reason")
+			}
+			switch got.Class {
+			case Dangerous:
+				if got.Risk != policy.RiskCritical {
+					t.Errorf("dangerous rated %s, want critical", got.Risk)
+				}
+			case Learned:
+				if got.Risk != policy.RiskNone || got.Grant != nil {
+					t.Errorf("learned has risk %s, grant %v", got.Risk, got.Grant)
+				}
+			case Held:
+				if got.Risk == policy.RiskNone {
+					t.Errorf("held rated none")
+				}
+			}
+			if (got.Grant != nil) != c.grant {
+				t.Fatalf("grant %v, want one: %v", got.Grant, c.grant)
+			}
+			if got.Grant != nil {
+				if got.Grant.Section != policy.SectionWrite {
+					t.Errorf("grant %v is not a write rule", got.Grant)
+				}
+				if r, _ := policy.GrantRisk(nil, *got.Grant); got.Class == Held && r != got.Risk {
+					t.Errorf("risk %s is not the policy's rating %s of %v", got.Risk, r, got.Grant)
+				}
+			}
+		})
+	}
+}
+
+// TestClassifyPortableGrant: a held change suggests the portable write rule.
+func TestClassifyPortableGrant(t *testing.T) {
+	got := Classify(Change{Path: "/w/newfile.txt", Op: OpCreate, Type: TypeFile, Mode: 0o644}, testRules)
+	if got.Grant == nil || got.Grant.String() != "filesystem.write: + $WORKDIR/newfile.txt" {
+		t.Fatalf("grant %v, want filesystem.write: + $WORKDIR/newfile.txt", got.Grant)
+	}
+}

@@ -1,0 +1,557 @@
+package changeset
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/paths"
+)
+
+// Run states.
+const (
+	StateRunning     = "running"
+	StateFinished    = "finished"
+	StateInterrupted = "interrupted" // recorded running, but its sysprof is gone (List, Open)
+)
+
+// Run is one enforced run's changeset on disk: RUN/run.json under StateDir, and the overlay
+// layers of its stages (which may lie elsewhere, on each staged directory's file system).
+type Run struct {
+	ID         string    `json:"id"`
+	Started    time.Time `json:"started"`
+	Command    []string  `json:"command"`
+	WorkDir    string    `json:"workDir"`
+	Profile    string    `json:"profile,omitempty"`
+	SysprofPID int       `json:"sysprofPID"`
+	State      string    `json:"state"`
+	Stages     []Stage   `json:"stages"`
+
+	dir   string         // RUN directory
+	lock  *os.File       // RUN/lock, flocked while this process owns the run
+	roots map[string]int // layer and staged directories OpenNew/OpenOld opened (O_PATH)
+	left  int            // changes the last Apply left (Finish trusts it: no second scan)
+	known bool           // left is valid: an Apply ran and nothing wrote since
+}
+
+// Stage is one staged directory of a run: its rules and its overlay layers.
+type Stage struct {
+	Rules Rules  `json:"rules"`
+	Upper string `json:"upper"`
+	Work  string `json:"work"`
+	// Top is the directory holding Upper and Work, removed with the run.
+	Top string `json:"top"`
+}
+
+// StateDir is where runs live: $XDG_STATE_HOME/sysprof/runs, else ~/.local/state/sysprof/runs;
+// as root under sudo, the invoking user's (like the profiles sysprof writes under sudo).
+// SYSPROF_STATE_DIR overrides it (tests, CI).
+func StateDir() (string, error) {
+	if d := os.Getenv("SYSPROF_STATE_DIR"); filepath.IsAbs(d) {
+		return filepath.Clean(d), nil
+	}
+	if uid, _, ok := sudoUser(); ok {
+		u, err := user.LookupId(strconv.Itoa(uid))
+		if err != nil || !filepath.IsAbs(u.HomeDir) {
+			return "", fmt.Errorf("home of sudo user %d: %v: set SYSPROF_STATE_DIR", uid, err)
+		}
+		return filepath.Join(u.HomeDir, ".local", "state", "sysprof", "runs"), nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "sysprof", "runs"), nil
+	}
+	h, err := os.UserHomeDir()
+	if err != nil || !filepath.IsAbs(h) {
+		return "", fmt.Errorf("no home directory for sysprof's run state: set XDG_STATE_HOME or SYSPROF_STATE_DIR")
+	}
+	return filepath.Join(h, ".local", "state", "sysprof", "runs"), nil
+}
+
+// sudoUser is the user sudo started sysprof for, when sysprof runs as root under sudo.
+func sudoUser() (uid, gid int, ok bool) {
+	if os.Geteuid() != 0 {
+		return 0, 0, false
+	}
+	u, err1 := strconv.Atoi(os.Getenv("SUDO_UID"))
+	g, err2 := strconv.Atoi(os.Getenv("SUDO_GID"))
+	if err1 != nil || err2 != nil || u <= 0 || g < 0 {
+		return 0, 0, false
+	}
+	return u, g, true
+}
+
+// Begin makes the run's directory and writes its manifest (state running) before the command
+// starts, so that a kill -9 of sysprof leaves it findable. It holds the run's lock until
+// Finish or Drop (or the process's end); LockFile lets a process that outlives sysprof (the
+// sandbox's init) hold it too. meta's ID, Started, SysprofPID and State are filled in when
+// empty.
+func Begin(meta Run) (*Run, error) {
+	root, err := StateDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := mkdirAllOwned(root); err != nil {
+		return nil, fmt.Errorf("run state %s: %w", root, err)
+	}
+	r := meta
+	r.Stages = slices.Clone(meta.Stages)
+	if r.Started.IsZero() {
+		r.Started = time.Now()
+	}
+	if r.SysprofPID == 0 {
+		r.SysprofPID = os.Getpid()
+	}
+	r.State = StateRunning
+	for range 10 {
+		if r.ID == "" || meta.ID == "" {
+			r.ID = newID(r.Started)
+		}
+		r.dir = filepath.Join(root, r.ID)
+		err = os.Mkdir(r.dir, 0o711) // searchable: a stage's layers may live in it
+		if err == nil || !errors.Is(err, fs.ErrExist) || meta.ID != "" {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	giveToSudoUser(r.dir)
+	if err := r.takeLock(true); err != nil {
+		_ = os.RemoveAll(r.dir)
+		return nil, err
+	}
+	if err := r.save(); err != nil {
+		r.unlock()
+		_ = os.RemoveAll(r.dir)
+		return nil, err
+	}
+	return &r, nil
+}
+
+// newID names a run by its start time (sortable) and 4 random bytes.
+func newID(t time.Time) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return t.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
+}
+
+// Dir is the run's directory (RUN/, holding run.json).
+func (r *Run) Dir() string { return r.dir }
+
+// LockFile is the run's lock, held (flock) by this process when it began or applies the run.
+// An enforcer may pass it to the sandbox's init (without O_CLOEXEC) so that the lock is held as
+// long as anything can still write into the run's layers: Apply and Drop from another process
+// refuse while it is held. nil when this process does not hold it.
+func (r *Run) LockFile() *os.File { return r.lock }
+
+// takeLock flocks RUN/lock (creating it when create): exclusive, not waiting.
+func (r *Run) takeLock(create bool) error {
+	if r.lock != nil {
+		return nil
+	}
+	flags := os.O_RDWR | unix.O_CLOEXEC | unix.O_NOFOLLOW
+	if create {
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(filepath.Join(r.dir, "lock"), flags, 0o600)
+	if err != nil {
+		return fmt.Errorf("run %s: lock: %w", r.ID, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return fmt.Errorf("run %s is in use (its enforce, pid %d, or another `sysprof changes`, is still running): %w", r.ID, r.SysprofPID, ErrBusy)
+		}
+		return fmt.Errorf("run %s: lock: %w", r.ID, err)
+	}
+	if create {
+		giveToSudoUser(f.Name())
+	}
+	r.lock = f
+	return nil
+}
+
+// ErrBusy: the run's lock is held by a live process.
+var ErrBusy = errors.New("run busy")
+
+func (r *Run) unlock() {
+	if r.lock != nil {
+		r.lock.Close()
+		r.lock = nil
+	}
+}
+
+// busy reports whether another process holds the run's lock.
+func (r *Run) busy() bool {
+	if r.lock != nil {
+		return false
+	}
+	f, err := os.OpenFile(filepath.Join(r.dir, "lock"), os.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	return errors.Is(err, unix.EWOULDBLOCK)
+}
+
+// save writes run.json atomically: a temporary file renamed over it, so that a sysprof killed
+// at any point leaves the old manifest or the new one. Not fsynced: a manifest that outlives a
+// power loss would name layers that did not (the overlay is mounted volatile), and each fsync
+// cost every run milliseconds.
+func (r *Run) save() error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(r.dir, ".run.json-*")
+	if err != nil {
+		return fmt.Errorf("run %s: manifest: %w", r.ID, err)
+	}
+	_, err = tmp.Write(append(b, '\n'))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		giveToSudoUser(tmp.Name())
+		err = os.Rename(tmp.Name(), filepath.Join(r.dir, "run.json"))
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("run %s: manifest: %w", r.ID, err)
+	}
+	return nil
+}
+
+// AddStage makes the overlay layers of one staged directory, empty, owned by uid/gid (overlay
+// writes with the mounter's credentials), and records them in the manifest before returning.
+// They lie on rules.Dir's file system when a writable place outside it exists (applying is
+// then a rename), never on a tmpfs that dies with the run; see layerParent.
+func (r *Run) AddStage(rules Rules, uid, gid int) (Stage, error) {
+	n := len(r.Stages)
+	parent, err := r.layerParent(rules.Dir, uid, gid)
+	if err != nil {
+		return Stage{}, err
+	}
+	top := filepath.Join(parent, fmt.Sprintf("stage-%d", n))
+	if parent != r.dir {
+		top = filepath.Join(parent, fmt.Sprintf("%s-stage-%d", r.ID, n))
+	}
+	if err := os.Mkdir(top, 0o700); err != nil {
+		return Stage{}, fmt.Errorf("stage %s: layers: %w", rules.Dir, err)
+	}
+	s := Stage{Rules: rules, Upper: filepath.Join(top, "upper"), Work: filepath.Join(top, "work"), Top: top}
+	for _, d := range []string{s.Upper, s.Work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			_ = os.RemoveAll(top)
+			return Stage{}, fmt.Errorf("stage %s: layers: %w", rules.Dir, err)
+		}
+	}
+	if os.Geteuid() == 0 && (uid != 0 || gid != 0) {
+		for _, d := range []string{top, s.Upper, s.Work} {
+			if err := os.Lchown(d, uid, gid); err != nil {
+				_ = os.RemoveAll(top)
+				return Stage{}, fmt.Errorf("stage %s: chown layers: %w", rules.Dir, err)
+			}
+		}
+	}
+	r.Stages = append(r.Stages, s)
+	if err := r.save(); err != nil {
+		r.Stages = r.Stages[:n]
+		_ = os.RemoveAll(top)
+		return Stage{}, err
+	}
+	return s, nil
+}
+
+// SetRules replaces stage i's rules (a gated run's later step widening what is learned) and
+// records them in the manifest, so that a later `sysprof changes` classifies by them too.
+func (r *Run) SetRules(i int, rules Rules) error {
+	if i < 0 || i >= len(r.Stages) {
+		return fmt.Errorf("BUG: run %s has no stage %d", r.ID, i)
+	}
+	old := r.Stages[i].Rules
+	r.Stages[i].Rules = rules
+	if err := r.save(); err != nil {
+		r.Stages[i].Rules = old
+		return err
+	}
+	return nil
+}
+
+// layerParent picks where a stage's layers live: the first candidate that is writable, not
+// inside dir (overlay refuses a layer inside a lower one) and not on overlayfs (which cannot
+// hold an upper layer), preferring one on dir's file system. The run's own directory comes
+// first; then places that outlive the run (/var/tmp, the user cache), then the temp dirs
+// ($TMPDIR, $XDG_RUNTIME_DIR, /dev/shm: they end at reboot or logout, not with the run).
+//
+// The layers' owner (uid, gid) must be able to reach them: a candidate whose path it cannot
+// search (a run directory under root's 0700 home, for a command mapped to another uid) is
+// skipped.
+func (r *Run) layerParent(dir string, uid, gid int) (string, error) {
+	var cands []string
+	cands = append(cands, r.dir, "/var/tmp/sysprof-changes")
+	if h, err := os.UserCacheDir(); err == nil {
+		cands = append(cands, filepath.Join(h, "sysprof", "changes"))
+	}
+	cands = append(cands, filepath.Join(os.TempDir(), "sysprof-changes"))
+	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+		cands = append(cands, filepath.Join(x, "sysprof-changes"))
+	}
+	cands = append(cands, "/dev/shm/sysprof-changes")
+	var st unix.Stat_t
+	haveDev := unix.Stat(dir, &st) == nil
+	fallback := ""
+	for _, c := range cands {
+		if paths.Within(c, dir) || paths.Within(dir, c) {
+			continue
+		}
+		if c != r.dir {
+			if err := os.MkdirAll(c, 0o711); err != nil {
+				continue
+			}
+			// A shared place (/var/tmp) holds a directory per user: nobody else may swap it.
+			var cs unix.Stat_t
+			if unix.Lstat(c, &cs) != nil || cs.Mode&unix.S_IFMT != unix.S_IFDIR || int(cs.Uid) != os.Geteuid() || cs.Mode&0o022 != 0 {
+				continue
+			}
+		}
+		var cs unix.Stat_t
+		var sfs unix.Statfs_t
+		if unix.Stat(c, &cs) != nil || unix.Access(c, unix.W_OK) != nil || unix.Statfs(c, &sfs) != nil || sfs.Type == unix.OVERLAYFS_SUPER_MAGIC || !searchable(c, uid, gid) {
+			continue
+		}
+		if haveDev && cs.Dev == st.Dev {
+			return c, nil
+		}
+		if fallback == "" {
+			fallback = c
+		}
+	}
+	if fallback == "" {
+		return "", fmt.Errorf("stage %s: no directory for its overlay layers (writable, outside it, not on overlayfs): set SYSPROF_STATE_DIR to one", dir)
+	}
+	return fallback, nil
+}
+
+// Finish marks the run finished; a run that holds no change any more is removed.
+func (r *Run) Finish() error {
+	left := r.left
+	if !r.known {
+		changes, err := r.Scan()
+		if err != nil {
+			return err
+		}
+		left = len(changes)
+	}
+	if left == 0 {
+		return r.Drop()
+	}
+	r.State = StateFinished
+	err := r.save()
+	r.unlock()
+	return err
+}
+
+// Drop removes the run: its manifest and every stage's layers, with what they hold. It refuses
+// while another process holds the run (its enforce still running).
+func (r *Run) Drop() error {
+	if err := r.takeLock(false); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, s := range r.Stages {
+		if !r.ownsTop(s.Top) {
+			return fmt.Errorf("run %s: manifest names %s as a stage: not one of sysprof's layer directories, not removed", r.ID, s.Top)
+		}
+		chmodDirs(s.Work)
+		if err := os.RemoveAll(s.Top); err != nil {
+			return fmt.Errorf("run %s: remove %s: %w", r.ID, s.Top, err)
+		}
+	}
+	err := os.RemoveAll(r.dir)
+	r.unlock()
+	if err != nil {
+		return fmt.Errorf("run %s: remove: %w", r.ID, err)
+	}
+	return nil
+}
+
+// ownsTop reports whether top is a layer directory AddStage would make for this run (a
+// manifest edited to name another directory is not followed into it).
+func (r *Run) ownsTop(top string) bool {
+	b := filepath.Base(top)
+	return filepath.Dir(top) == r.dir && strings.HasPrefix(b, "stage-") ||
+		strings.HasPrefix(b, r.ID+"-stage-") && filepath.Base(filepath.Dir(top)) == "sysprof-changes" ||
+		strings.HasPrefix(b, r.ID+"-stage-") && filepath.Base(filepath.Dir(top)) == "changes"
+}
+
+// chmodDirs makes overlay's work directories (mode 0 leftovers) removable by their owner.
+func chmodDirs(dir string) {
+	if os.Chmod(dir, 0o700) != nil {
+		return
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.IsDir() {
+			chmodDirs(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// Open reads the run id ("" = the newest; a unique prefix is enough). A run recorded running
+// whose lock nobody holds is reported interrupted.
+func Open(id string) (*Run, error) {
+	runs, err := all()
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("no runs with held changes")
+	}
+	if id == "" {
+		return runs[len(runs)-1], nil
+	}
+	var found *Run
+	for _, r := range runs {
+		if r.ID == id {
+			return r, nil
+		}
+		if strings.HasPrefix(r.ID, id) {
+			if found != nil {
+				return nil, fmt.Errorf("run %q is ambiguous: %s, %s, ...", id, found.ID, r.ID)
+			}
+			found = r
+		}
+	}
+	if found == nil {
+		return nil, fmt.Errorf("no run %q: `sysprof changes` lists them", id)
+	}
+	return found, nil
+}
+
+// List returns every run on record, oldest first: finished runs hold changes (a run that held
+// none was removed), running ones belong to a live enforce, interrupted ones to a sysprof that
+// died (their changes survived).
+func List() ([]*Run, error) { return all() }
+
+func all() ([]*Run, error) {
+	root, err := StateDir()
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run state %s: %w", root, err)
+	}
+	var out []*Run
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		r, err := load(filepath.Join(root, e.Name()))
+		if err != nil {
+			continue // a run being made (no manifest yet), or not a run
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b *Run) int {
+		if c := a.Started.Compare(b.Started); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+func load(dir string) (*Run, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		return nil, err
+	}
+	var r Run
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	if r.ID != filepath.Base(dir) {
+		return nil, fmt.Errorf("%s: manifest of run %q", dir, r.ID)
+	}
+	r.dir = dir
+	if r.State == StateRunning && !r.busy() {
+		r.State = StateInterrupted
+	}
+	return &r, nil
+}
+
+// Alive reports whether the run's sysprof process still exists (an interrupted run's does not).
+func (r *Run) Alive() bool {
+	return r.SysprofPID > 0 && unix.Kill(r.SysprofPID, 0) == nil
+}
+
+// searchable reports whether uid/gid may search every directory from / down to dir (root
+// may search anything).
+func searchable(dir string, uid, gid int) bool {
+	if uid == 0 {
+		return true
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		var st unix.Stat_t
+		if unix.Stat(d, &st) != nil {
+			return false
+		}
+		var bit uint32 = 0o001
+		switch {
+		case int(st.Uid) == uid:
+			bit = 0o100
+		case int(st.Gid) == gid:
+			bit = 0o010
+		}
+		if st.Mode&bit == 0 {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
+		}
+	}
+}
+
+func mkdirAllOwned(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	// Make each missing component, handing it to the sudo user (their state, not root's).
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || d == filepath.Dir(d) {
+			break
+		}
+		missing = append(missing, d)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(missing[i], 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		giveToSudoUser(missing[i])
+	}
+	return nil
+}
+
+func giveToSudoUser(p string) {
+	if uid, gid, ok := sudoUser(); ok {
+		_ = os.Lchown(p, uid, gid)
+	}
+}

@@ -1,0 +1,187 @@
+package enforcer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/changeset"
+	"github.com/sysprof/sysprof/paths"
+	"github.com/sysprof/sysprof/report"
+)
+
+// A directory bound writable is the host's own: writes there land at once and are not part of
+// the changeset. Two things must still never leave a run through one (issue 22 item 2): set-id
+// bits or file capabilities, and a symlink out of its tree or at a protected path. seccomp
+// refuses a set-id chmod and a set-id create; what got there anyway, and every such symlink, is
+// found once the command is gone by sweepBound: set-id bits and capabilities are stripped (and
+// reported), such a symlink is moved into the run's changeset, where it is held as dangerous.
+//
+// The sweep reads only what the run can have changed: a directory whose ctime is before the run
+// started gained, lost or renamed no entry during it, so its entries are not looked at (its
+// subdirectories are still walked); a new or renamed-in file changes its directory's ctime.
+
+// boundFinding is what sweepBound found in one bound directory.
+type boundFinding struct {
+	dir      string
+	links    []string        // relative paths of symlinks to hold
+	stripped []report.Change // set-id bits or capabilities removed
+	errs     []string
+	rules    changeset.Rules // the bound directory's rules, to classify by
+}
+
+// sweepSlack is how far before the run's start a ctime still counts as the run's (the kernel's
+// ctime is coarse: a jiffy).
+const sweepSlack = time.Second
+
+// sweepBound walks the bound writable directory dir for what the run may have left there.
+func sweepBound(dir string, started time.Time, env Env) boundFinding {
+	f := boundFinding{dir: dir, rules: boundRules(dir, env)}
+	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		f.errs = append(f.errs, fmt.Sprintf("bound %s: not checked for set-id files and links: %v", dir, err))
+		return f
+	}
+	f.walk(fd, "", started.Add(-sweepSlack))
+	return f
+}
+
+// boundRules are the changeset rules of a bound directory: everything in it is learned (it is
+// bound because a rule names it), links must stay in the work tree (or in it).
+func boundRules(dir string, env Env) changeset.Rules {
+	tree := dir
+	if wd := filepath.Clean(env.Vars["WORKDIR"]); filepath.IsAbs(wd) && paths.Within(dir, wd) {
+		tree = wd
+	}
+	var protected []string
+	for _, q := range protectedHostPaths(env) {
+		if paths.Within(q, dir) {
+			protected = append(protected, q)
+		}
+	}
+	return changeset.Rules{Dir: dir, Tree: tree, Keep: []string{dir}, ExecOK: []string{dir}, Protected: protected, Vars: env.Vars}
+}
+
+// walk looks at directory fd (rel below f.dir) and closes it.
+func (f *boundFinding) walk(fd int, rel string, since time.Time) {
+	dirf := os.NewFile(uintptr(fd), filepath.Join(f.dir, rel))
+	defer dirf.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return
+	}
+	changed := !time.Unix(st.Ctim.Unix()).Before(since)
+	ents, err := dirf.ReadDir(-1)
+	if err != nil {
+		f.errs = append(f.errs, fmt.Sprintf("bound %s: read %s: %v", f.dir, rel, err))
+	}
+	for _, e := range ents {
+		name, r := e.Name(), filepath.Join(rel, e.Name())
+		switch {
+		case e.IsDir():
+			sub, err := unix.Openat2(fd, name, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+			if err == nil {
+				f.walk(sub, r, since)
+			}
+			if changed {
+				f.check(fd, name, r, since)
+			}
+		case changed:
+			f.check(fd, name, r, since)
+		}
+	}
+}
+
+// check classifies one entry the run may have made: a dangerous symlink is queued to be held,
+// set-id bits and capabilities are stripped.
+func (f *boundFinding) check(dirfd int, name, rel string, since time.Time) {
+	var st unix.Stat_t
+	if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || time.Unix(st.Ctim.Unix()).Before(since) {
+		return
+	}
+	host := filepath.Join(f.dir, rel)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		buf := make([]byte, unix.PathMax)
+		n, err := unix.Readlinkat(dirfd, name, buf)
+		if err != nil {
+			return
+		}
+		c := changeset.Classify(changeset.Change{Path: host, Op: changeset.OpSymlink, Type: changeset.TypeSymlink, Target: string(buf[:n])}, f.rules)
+		if c.Class == changeset.Dangerous {
+			f.links = append(f.links, rel)
+		}
+	case unix.S_IFREG:
+		fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
+		if err != nil {
+			return
+		}
+		defer unix.Close(fd)
+		proc := "/proc/self/fd/" + strconv.Itoa(fd)
+		var what []string
+		if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+			if err := unix.Chmod(proc, st.Mode&0o1777); err != nil {
+				f.errs = append(f.errs, fmt.Sprintf("bound %s: could not strip the set-id bits of %s: %v", f.dir, report.Printable(host), err))
+				return
+			}
+			what = append(what, "set-id bits")
+		}
+		if _, err := unix.Getxattr(proc, "security.capability", nil); err == nil {
+			if err := unix.Removexattr(proc, "security.capability"); err != nil {
+				f.errs = append(f.errs, fmt.Sprintf("bound %s: could not strip the file capabilities of %s: %v", f.dir, report.Printable(host), err))
+				return
+			}
+			what = append(what, "file capabilities")
+		}
+		if len(what) > 0 {
+			reason := fmt.Sprintf("%v removed: written in a directory bound writable, never installed on the host", what)
+			f.stripped = append(f.stripped, report.Change{Path: host, Op: string(changeset.OpMode), Type: changeset.TypeFile,
+				Class: string(changeset.Dangerous), State: report.ChangeStripped, Reason: reason, Risk: report.RiskCritical})
+		}
+	}
+}
+
+// holdBoundLinks moves the dangerous symlinks f found into run's changeset (a stage of f.dir
+// in run: an upper layer holding them, the bound directory its lower), where Scan finds each as
+// a dangerous change, held.
+func holdBoundLinks(run *changeset.Run, f boundFinding, uid, gid int) error {
+	if len(f.links) == 0 {
+		return nil
+	}
+	st, err := run.AddStage(f.rules, uid, gid)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, rel := range f.links {
+		src := filepath.Join(f.dir, rel)
+		dst := filepath.Join(st.Upper, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		// Same file system: a rename; else the link is made again and the host's removed.
+		if err := unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE); err != nil {
+			target, rerr := os.Readlink(src)
+			if rerr != nil {
+				errs = append(errs, rerr)
+				continue
+			}
+			if err := os.Symlink(target, dst); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := os.Remove(src); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
