@@ -23,6 +23,7 @@ import (
 	"github.com/sysprof/sysprof/profiler"
 	"github.com/sysprof/sysprof/profiles"
 	"github.com/sysprof/sysprof/project"
+	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/synth"
 	"github.com/sysprof/sysprof/trace"
 )
@@ -327,10 +328,10 @@ func printReview(w io.Writer, review []policy.Change, secrets []synth.SecretTouc
 		if c.By != "" {
 			by = " (by " + c.By + ")"
 		}
-		fmt.Fprintf(w, "  %-8s %s: + %s%s: %s\n", c.Risk, c.Section, c.Item, by, c.Reason)
+		fmt.Fprintf(w, "  %-8s %s: + %s%s: %s\n", c.Risk, c.Section, report.Printable(c.Item), report.Printable(by), report.Printable(c.Reason))
 	}
 	for _, st := range secrets {
-		fmt.Fprintf(w, "  %-8s %s %s %s (by %s): not allowed, %s stays hidden\n", policy.RiskCritical, "secret", st.Access, st.Path, st.Exe, st.Store)
+		fmt.Fprintf(w, "  %-8s %s %s %s (by %s): not allowed, %s stays hidden\n", policy.RiskCritical, "secret", st.Access, report.Printable(st.Path), report.Printable(st.Exe), report.Printable(st.Store))
 	}
 	return n
 }

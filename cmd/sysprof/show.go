@@ -12,6 +12,7 @@ import (
 	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/sandbox"
 )
 
@@ -63,9 +64,9 @@ func runShow(_ context.Context, o *showOptions) error {
 
 func writeShow(w io.Writer, path string, p *policy.Profile) {
 	m := p.Metadata
-	fmt.Fprintf(w, "profile   %s\ncommand   %s\nruns      %d", path, strings.Join(m.Command, " "), m.Runs)
+	fmt.Fprintf(w, "profile   %s\ncommand   %s\nruns      %d", report.Printable(path), report.Printable(strings.Join(m.Command, " ")), m.Runs)
 	if m.Incomplete {
-		fmt.Fprintf(w, "  INCOMPLETE: %s", strings.Join(m.IncompleteReasons, "; "))
+		fmt.Fprintf(w, "  INCOMPLETE: %s", report.Printable(strings.Join(m.IncompleteReasons, "; ")))
 	}
 	fmt.Fprintln(w)
 
@@ -73,7 +74,7 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 	fmt.Fprintf(w, "\nsyscalls  %d allowed (%s), %d fewer than Docker's default profile allows on x86_64\n",
 		n, strings.Join(p.Syscalls.Architectures, ", "), dockerDefaultAllowsX86_64-n)
 	for _, r := range p.Syscalls.Args {
-		fmt.Fprintf(w, "  %s\n", describeArgRule(r))
+		fmt.Fprintf(w, "  %s\n", report.Printable(describeArgRule(r)))
 	}
 	// What enforce applies, not only what the file lists: an empty section is the base only.
 	wd, _ := os.Getwd()
@@ -112,10 +113,10 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 				if l.op == "connect" && !strings.HasPrefix(e.Endpoint, "unix:") {
 					by = "  (any binary)"
 					if e.By != "" && e.By != "any" {
-						by = "  (only " + e.By + " and what it runs)"
+						by = "  (only " + report.Printable(e.By) + " and what it runs)"
 					}
 				}
-				fmt.Fprintf(w, "  %-8s %s %s%s\n", l.op, e.Endpoint, e.Proto, by)
+				fmt.Fprintf(w, "  %-8s %s %s%s\n", l.op, report.Printable(e.Endpoint), report.Printable(e.Proto), by)
 			}
 		}
 	}
@@ -127,10 +128,10 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 func writeShowEnv(w io.Writer, p *policy.Profile, env []string) {
 	fmt.Fprintln(w, "\nenvironment  secret-looking variables are removed (*_TOKEN, *SECRET*, *PASSWORD*, *_API_KEY, AWS_*, key-like *_KEY, token values)")
 	if len(p.Env.Pass) > 0 {
-		fmt.Fprintf(w, "  passed:  %s\n", strings.Join(p.Env.Pass, ", "))
+		fmt.Fprintf(w, "  passed:  %s\n", report.Printable(strings.Join(p.Env.Pass, ", ")))
 	}
 	if _, removed := policy.ScrubEnv(env, p.Env.Pass); len(removed) > 0 {
-		fmt.Fprintf(w, "  removed from this shell's: %s (pass one with env: {pass: [NAME]})\n", strings.Join(removed, ", "))
+		fmt.Fprintf(w, "  removed from this shell's: %s (pass one with env: {pass: [NAME]})\n", report.Printable(strings.Join(removed, ", ")))
 	}
 }
 
@@ -145,7 +146,7 @@ func uidModel(p *policy.Profile) string {
 func section(w io.Writer, title string, rules []policy.PathRule) {
 	fmt.Fprintf(w, "\n%-9s %d\n", title, len(rules))
 	for _, r := range rules {
-		fmt.Fprintf(w, "  %s\n", r.Path)
+		fmt.Fprintf(w, "  %s\n", report.Printable(r.Path))
 	}
 }
 
