@@ -56,8 +56,11 @@ func (e *egress) close(rep *report.Report, res *runResult) {
 	if e.started {
 		for i, u := range rep.Unobservable {
 			if strings.HasPrefix(u, "network denials by Landlock or the empty network namespace") {
-				rep.Unobservable[i] = "connects to ports no network rule names (the sandbox's namespace refuses them; no record)"
+				rep.Unobservable[i] = "connects to ports no network rule names, DNS over TCP included (Landlock refuses them: EACCES, no record)"
 			}
+		}
+		if !e.ObservesDatagrams() {
+			rep.Unobservable = append(rep.Unobservable, "UDP other than DNS, and DNS sent past the stub (the ICMP observer needs CAP_NET_RAW in the sandbox's namespace)")
 		}
 	}
 }
