@@ -91,7 +91,8 @@
 // # Not covered
 //
 //   - Ports no rule names have no listener: a connect there (DNS over TCP included) is
-//     refused by Landlock (EACCES) or the kernel (RST) without a record.
+//     refused by Landlock (EACCES) before the proxy sees it; as root the guard reports it
+//     (package enforcer/guard), as an ordinary user it goes unrecorded.
 //   - ICMP errors are rate limited by the namespace's global ICMP budget (a burst of 50, then
 //     1000 a second): a datagram flood is recorded in part (each kind once is enough).
 //   - What is inside TLS (HTTP/2 streams, a Host header other than the SNI: domain fronting)
