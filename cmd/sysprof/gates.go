@@ -352,6 +352,9 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 		// The committed profile carries the step's sysprof.yaml allowances; so does this run.
 		st.AddAllowances(res.Profile)
 	}
+	// As learn writes it: what the committed profile holds pending is no drift, and a new
+	// persistence or secret allowance shows as PENDING.
+	policy.MarkPending(committed, res.Profile)
 	return append(policy.Diff(committed, res.Profile), secretChanges(res.SecretTouches)...), nil
 }
 

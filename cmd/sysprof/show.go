@@ -78,7 +78,7 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 	}
 	// What enforce applies, not only what the file lists: an empty section is the base only.
 	wd, _ := os.Getwd()
-	fs := enforcer.EffectiveFilesystem(p.Filesystem, enforcer.HostEnv(wd))
+	fs := enforcer.EffectiveFilesystem(policy.WithoutPending(p).Filesystem, enforcer.HostEnv(wd))
 	section(w, "writable", fs.Write)
 	fmt.Fprintln(w, "  (exactly: a file, glob or missing directory stages its directory and only these are copied back;")
 	fmt.Fprintln(w, "   no exec rule in a writable directory: mounted noexec)")
@@ -90,6 +90,12 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 	section(w, "hidden", fs.Hidden)
 	if extra := len(fs.Hidden) - len(p.Filesystem.Hidden); extra > 0 {
 		fmt.Fprintf(w, "  (%d of them credential stores every profile hides)\n", extra)
+	}
+	if pending := policy.Pending(p); len(pending) > 0 {
+		fmt.Fprintf(w, "\npending   %d (learned but not accepted: enforce denies them until `sysprof refine` accepts them)\n", len(pending))
+		for _, c := range pending {
+			fmt.Fprintf(w, "  %s: %s\n", c.Section, report.Printable(c.Item))
+		}
 	}
 	fmt.Fprintf(w, "\nreadable  %d paths, and the base every program needs: %s", len(p.Filesystem.Read), strings.Join(enforcer.BaseRead, ", "))
 	if fs.PrivateTmp {
