@@ -1,10 +1,6 @@
 package policy
 
-import (
-	"slices"
-
-	"github.com/sysprof/sysprof/paths"
-)
+import "slices"
 
 // Learning blesses nothing critical by itself. A poisoned learn run (a step that writes
 // .git/hooks or ~/.bashrc, or runs what it wrote) would otherwise end with a profile that lets
@@ -16,8 +12,8 @@ import (
 // MarkPending marks as pending every filesystem rule new adds to old (nil: a fresh profile)
 // that is of a persistence or secret kind, and returns those additions as Diff rates them: a
 // write to a protected path (.git, .github, shell rc files, ~/.config/systemd, ...), a read of
-// a credential store or system secret, an exec rule on a path that is also writable (code the
-// run wrote). Other widenings (a build directory, a new host) are left granted.
+// a credential store or system secret. Other widenings (a build directory, running what the
+// build built, a new host) are left granted.
 func MarkPending(old, new *Profile) []Change {
 	var marked []Change
 	for _, c := range Diff(old, new) {
@@ -41,11 +37,9 @@ func pendingKind(p *Profile, section, item string) bool {
 		return protectedPath(item) != ""
 	case SectionRead, SectionList:
 		return exposedCredential(item, p.Filesystem.Hidden) != "" || systemSecret(item) != ""
-	case SectionExec:
-		return slices.ContainsFunc(p.Filesystem.Write, func(w PathRule) bool {
-			return paths.Covers(w.Path, item) || paths.Covers(item, w.Path)
-		})
 	}
+	// Not an exec rule on a path the run writes: every build runs what it built (go test's
+	// binaries, cargo's build scripts, configure checks); holding those would fail the job.
 	return false
 }
 

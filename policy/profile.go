@@ -116,7 +116,7 @@ type PathRule struct {
 	// Note is a human reason (e.g. "credential store", "rolled up from 42 files").
 	Note string `yaml:"note,omitempty" json:"note,omitempty"`
 	// Pending marks a critical allowance learn saw but nobody accepted yet (a write to a
-	// protected path, an exec of a written file): enforce treats it as absent until `sysprof
+	// protected path, a read of a credential store): enforce treats it as absent until `sysprof
 	// refine` (or `learn --accept-risky`) accepts it. See MarkPending.
 	Pending bool `yaml:"pending,omitempty" json:"pending,omitempty"`
 }

@@ -116,7 +116,7 @@ non-empty list fails the learn with exit 125 after writing the profile, so CI no
 	f.StringVarP(&o.Profile, "profile", "p", "", "profile file (default .sysprof/<name>.yaml)")
 	f.BoolVar(&o.Fresh, "fresh", false, "replace the profile instead of merging into it")
 	f.StringVar(&o.TraceOut, "trace-out", "", "also write the raw trace (JSON) to this file")
-	f.BoolVar(&o.AcceptRisky, "accept-risky", false, "accept the persistence and secret allowances of this run (writes to protected paths, reads of credential stores, exec of written files) instead of writing them pending until sysprof refine accepts them (scripted flows; learn says what it accepted)")
+	f.BoolVar(&o.AcceptRisky, "accept-risky", false, "accept the persistence and secret allowances of this run (writes to protected paths, reads of credential stores) instead of writing them pending until sysprof refine accepts them (scripted flows; learn says what it accepted)")
 	f.BoolVar(&o.Strict, "strict", false, "fail (exit 125) if any kernel event was lost (profile not written), or if the review list is not empty (profile written)")
 	f.BoolVar(&o.Explain, "explain", false, "print what each synthesis pass did")
 	f.BoolVar(&o.Portable, "portable", false, "add libc-variant syscall families so the profile runs on other distros")
