@@ -5,14 +5,17 @@
 //
 // Attached to the syscalls/sys_exit_<name> tracepoints of the path syscalls only (open*, creat,
 // exec*, mkdir*, mknod*, unlink*, rmdir, rename*, link*, symlink*, truncate, chmod/chown
-// family, utimensat), one program; each slot's instance is attached with the slot as the attach
+// family, utimensat) and connect, one program; each slot's instance is attached with the slot as the attach
 // cookie, and reports for the run slot_cgid[slot] names:
 //
 //   sys_exit_path       a refusal the sandbox gives (-EACCES from Landlock, -EROFS from the
 //                       read-only mounts, -EXDEV from Landlock's refer rule, -EPERM of an
 //                       executable mmap from a noexec mount; -ENOENT only for absolute paths
 //                       under a hidden path) -> file event with the path string as given (or
-//                       the mapped file), the directory it is relative to, and the executable.
+//                       the mapped file), the directory it is relative to, and the executable;
+//                       a failed connect (a unix path with its directory, which user space
+//                       keeps when it is a covered host socket; an IPv4/IPv6 address Landlock
+//                       refused, -EACCES, or had no route, -ENETUNREACH) likewise.
 //
 // A call that succeeds costs one compare, one that fails otherwise or in another cgroup a few
 // more. The arguments are read from the task's saved user registers at exit (they are unchanged
@@ -35,6 +38,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define EACCES 13
 #define EXDEV 18
 #define EROFS 30
+#define ENETUNREACH 101
+#define ECONNREFUSED 111
+#define AF_UNIX 1
+#define AF_INET 2
+#define AF_INET6 10
 
 #define NAME_SZ 256      // one dentry name incl. NUL
 #define PATH_SZ 4096     // one user path incl. NUL
@@ -66,12 +74,14 @@ enum file_op {
 	FOP_SYMLINK,   // target a0, linkpath a1
 	FOP_SYMLINKAT, // target a0, newdirfd a1, linkpath a2
 	FOP_MMAP,      // prot a2, fd a4: an executable mapping refused (EPERM: a noexec mount)
+	FOP_CONNECT,   // fd a0, sockaddr a1, len a2: a covered host unix socket (ECONNREFUSED,
+	               // ENOENT), a TCP port Landlock refused (EACCES), no route (ENETUNREACH)
 };
 
 // One event: this header, then in order the executable's path components (leaf first, each
 // NUL-terminated), the parent's executable likewise, the first path as given (NUL-terminated),
 // the components of the directory it is relative to (when relative), the second path and its
-// directory.
+// directory. A connect to an IPv4 or IPv6 address carries the sockaddr's bytes as its path.
 struct guard_event {
 	__u32 kind;
 	__u32 tgid;
@@ -81,7 +91,7 @@ struct guard_event {
 	char comm[16];
 	__u32 nr;   // x86_64 syscall number
 	__u32 fop;  // enum file_op
-	__u64 flags; // open flags (open, openat, openat2, creat: O_CREAT|O_WRONLY|O_TRUNC)
+	__u64 flags; // open flags (open, openat, openat2, creat: O_CREAT|O_WRONLY|O_TRUNC); connect: the family
 	__u16 exe_len;
 	__u16 path_len;
 	__u16 base_len;
@@ -325,6 +335,26 @@ __noinline __u32 put_path(__u64 off, long dirfd, unsigned long ptr, int resolve,
 	return off + b;
 }
 
+// put_sockaddr copies a connect's IPv4 or IPv6 sockaddr (28 bytes, or 16 when less is
+// readable) into the file event at off as its path and returns the new offset. A global
+// function (see header).
+__noinline __u32 put_sockaddr(__u64 off, unsigned long sa)
+{
+	__u32 slot = SLOT_FILE;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	if (!s || off > SCRATCH_SZ - PATH_SZ * 3)
+		return off;
+	struct guard_event *e = (void *)s->data;
+	__u32 n = 28;
+	if (bpf_probe_read_user(&s->data[off & DATA_MASK], 28, (void *)sa)) {
+		n = 16;
+		if (bpf_probe_read_user(&s->data[off & DATA_MASK], 16, (void *)sa))
+			return off;
+	}
+	e->path_len = n;
+	return off + n;
+}
+
 // hidden_hit reports whether the absolute user path at ptr starts with a hidden path of run
 // cgid (user space checks the component boundary). A global function (see header).
 __noinline int hidden_hit(__u64 cgid, unsigned long ptr)
@@ -372,7 +402,8 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	long ret = ctx->ret;
 	if (ret >= 0) // nearly every call: one compare
 		return 0;
-	if (ret != -EACCES && ret != -EROFS && ret != -EXDEV && ret != -ENOENT && ret != -EPERM)
+	if (ret != -EACCES && ret != -EROFS && ret != -EXDEV && ret != -ENOENT && ret != -EPERM &&
+	    ret != -ECONNREFUSED && ret != -ENETUNREACH)
 		return 0;
 	// Each slot's instance is attached with the slot as the cookie; slot_cgid names the run
 	// that holds the slot: the calls of its command are its own, the others' belong to other
@@ -385,17 +416,22 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	struct run_cfg *cfg = bpf_map_lookup_elem(&runs, &cgid);
 	if (!cfg)
 		return 0;
-	int enoent = 0;
-	if (ret == -ENOENT) {
-		if (cfg->hidden_n == 0)
-			return 0;
-		enoent = 1;
-	}
 	__u32 nr = ctx->nr;
 	__u32 *fopp = bpf_map_lookup_elem(&fops, &nr);
 	if (!fopp)
 		return 0;
 	__u32 fop = *fopp;
+	// A failed connect is rare: user space decides which are the sandbox's (a covered socket).
+	int enoent = 0;
+	if (fop != FOP_CONNECT) {
+		if (ret == -ECONNREFUSED || ret == -ENETUNREACH)
+			return 0;
+		if (ret == -ENOENT) {
+			if (cfg->hidden_n == 0)
+				return 0;
+			enoent = 1;
+		}
+	}
 	// EPERM is seccomp's answer to a path syscall (the supervisor reports it); only an
 	// executable mapping refused by a noexec mount is the sandbox's, and only that is taken.
 	if ((ret == -EPERM) != (fop == FOP_MMAP))
@@ -410,6 +446,7 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	unsigned long p1 = 0, p2 = 0;
 	int resolve1 = 1;
 	long mmap_fd = -1;
+	unsigned long sa = 0; // a connect's IPv4 or IPv6 sockaddr
 	__u64 flags = 0;
 	switch (fop) {
 	case FOP_OPEN:
@@ -467,10 +504,27 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 		if (mmap_fd < 0)
 			return 0;
 		break;
+	case FOP_CONNECT: {
+		__u16 fam = 0;
+		bpf_probe_read_user(&fam, sizeof(fam), (void *)a1);
+		flags = fam;
+		if (fam == AF_UNIX) {
+			char c0 = 0;
+			bpf_probe_read_user(&c0, 1, (void *)(a1 + 2));
+			if (!c0 || ret == -ENETUNREACH) // abstract (Landlock's scope answers EPERM)
+				return 0;
+			p1 = a1 + 2;
+		} else if ((fam == AF_INET || fam == AF_INET6) && (ret == -EACCES || ret == -ENETUNREACH)) {
+			sa = a1;
+		} else {
+			return 0;
+		}
+		break;
+	}
 	default:
 		return 0;
 	}
-	if (!p1 && mmap_fd < 0)
+	if (!p1 && mmap_fd < 0 && !sa)
 		return 0;
 
 	__u32 slot = SLOT_FILE;
@@ -499,6 +553,8 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	e->flags = flags;
 	if (mmap_fd >= 0)
 		off = put_fd(off, mmap_fd);
+	else if (sa)
+		off = put_sockaddr(off, sa);
 	else
 		off = put_path(off, dirfd1, p1, resolve1, 0);
 	if (p2)

@@ -30,6 +30,7 @@ const (
 	GuardFileOpFOP_SYMLINK   GuardFileOp = 11
 	GuardFileOpFOP_SYMLINKAT GuardFileOp = 12
 	GuardFileOpFOP_MMAP      GuardFileOp = 13
+	GuardFileOpFOP_CONNECT   GuardFileOp = 14
 )
 
 type GuardGuardEvent struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
 )
 
 // Formats are the formats Render writes.
@@ -167,7 +168,7 @@ func renderTable(w io.Writer, cs []policy.Change, o *Options) error {
 	)
 	t.Header("RISK", "CHANGE", "SECTION", "ITEM", "REASON", "BY")
 	for _, c := range cs {
-		if err := t.Append(riskWord(c), kindWord(c), c.Section, c.Item, c.Reason, c.By); err != nil {
+		if err := t.Append(riskWord(c), kindWord(c), pr(c.Section), pr(c.Item), pr(c.Reason), pr(c.By)); err != nil {
 			return fmt.Errorf("render table: %w", err)
 		}
 	}
@@ -178,9 +179,13 @@ func renderTable(w io.Writer, cs []policy.Change, o *Options) error {
 	return err
 }
 
-// mdCell escapes what would break a markdown table cell.
+// pr is report.Printable: every name a diff shows (an item, a binary) is escaped.
+func pr(s string) string { return report.Printable(s) }
+
+// mdCell escapes what would break a markdown table cell, and control and bidi characters.
 func mdCell(s string) string {
 	s = strings.ReplaceAll(s, `\`, `\\`)
+	s = pr(s)
 	s = strings.ReplaceAll(s, "|", `\|`)
 	s = strings.ReplaceAll(s, "\n", " ")
 	return s
@@ -390,9 +395,9 @@ func renderSARIF(w io.Writer, cs []policy.Change, o *Options) error {
 				Help:             sarifMessage{Text: "Review the change. If it is expected, commit the new profile; otherwise find out why the tool started doing this."},
 			})
 		}
-		msg := fmt.Sprintf("%s %s: %s (%s risk: %s)", c.Section, c.Kind, c.Item, c.Risk, c.Reason)
+		msg := fmt.Sprintf("%s %s: %s (%s risk: %s)", c.Section, c.Kind, pr(c.Item), c.Risk, pr(c.Reason))
 		if c.By != "" {
-			msg += "; first needed by " + c.By
+			msg += "; first needed by " + pr(c.By)
 		}
 		r := sarifResult{
 			RuleID: c.Section, RuleIndex: idx, Level: sarifLevel(c.Risk),

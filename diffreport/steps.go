@@ -73,7 +73,7 @@ func renderStepsTable(w io.Writer, steps []Step) error {
 		t.Header("STEP", "RISK", "CHANGE", "SECTION", "ITEM", "REASON", "BY")
 		for _, s := range steps {
 			for _, c := range s.Changes {
-				if err := t.Append(s.Name, riskWord(c), kindWord(c), c.Section, c.Item, c.Reason, c.By); err != nil {
+				if err := t.Append(pr(s.Name), riskWord(c), kindWord(c), pr(c.Section), pr(c.Item), pr(c.Reason), pr(c.By)); err != nil {
 					return fmt.Errorf("render table: %w", err)
 				}
 			}
@@ -83,7 +83,7 @@ func renderStepsTable(w io.Writer, steps []Step) error {
 		}
 	}
 	for _, s := range steps {
-		if _, err := fmt.Fprintf(w, "step %s (%s): %s\n", s.Name, s.ProfilePath, Summarize(s.Changes)); err != nil {
+		if _, err := fmt.Fprintf(w, "step %s (%s): %s\n", pr(s.Name), pr(s.ProfilePath), Summarize(s.Changes)); err != nil {
 			return err
 		}
 	}
@@ -197,7 +197,7 @@ func renderStepsSARIF(w io.Writer, steps []Step, o *Options) error {
 					rules = append(rules, rule)
 				}
 				r.RuleIndex = idx
-				r.Message.Text = "step " + s.Name + ": " + r.Message.Text
+				r.Message.Text = "step " + pr(s.Name) + ": " + r.Message.Text
 				r.Properties["step"] = s.Name
 				for k, v := range r.PartialFingerprints {
 					r.PartialFingerprints[k] = s.Name + "|" + v

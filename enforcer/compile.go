@@ -95,6 +95,7 @@ const (
 // Compile turns a profile into what this host runs: the seccomp program (CompileSeccomp) and
 // the host plan (paths, mounts, sockets). It never modifies p.
 func Compile(p *policy.Profile, env Env) (*Compiled, error) {
+	p = policy.WithoutPending(p) // what nobody accepted yet is denied (and reported)
 	c, err := CompileSeccomp(p, env.Arch)
 	if err != nil {
 		return nil, err

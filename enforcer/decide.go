@@ -107,7 +107,14 @@ func unobservable(guardUp bool) []string {
 	if guardUp {
 		files = "file denials that are not an error (a hidden file reads as empty) or that name no path the sandbox hides (ENOENT of relative or symlinked paths)"
 	}
-	return []string{files, "network denials by Landlock or the empty network namespace (the call fails; no record)"}
+	if guardUp {
+		// The guard reports failed connects (a covered host unix socket, a TCP port Landlock
+		// refused, no route); what never calls connect is not seen.
+		return []string{files, "datagrams sent without a connect when the profile has no network (sendto fails ENETUNREACH; no record)"}
+	}
+	return []string{files, "network denials by Landlock or the empty network namespace (the call fails; no record)",
+		"connects to host unix sockets the sandbox covers (relative, other network namespaces, any number: refused without a record)",
+		"ld.so running a file of a noexec mount (the mapping fails EPERM; no record)"}
 }
 
 // Degrade names the layers a run may go without when this host cannot apply them (enforce

@@ -3,6 +3,7 @@ package enforcer
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sysprof/sysprof/internal/kernrun"
@@ -55,9 +56,16 @@ func (e *egress) close(rep *report.Report, res *runResult) {
 	rep.Notes = append(rep.Notes, notes...)
 	if e.started {
 		for i, u := range rep.Unobservable {
-			if strings.HasPrefix(u, "network denials by Landlock or the empty network namespace") {
-				rep.Unobservable[i] = "connects to ports no network rule names (the sandbox's namespace refuses them; no record)"
+			switch {
+			case strings.HasPrefix(u, "network denials by Landlock or the empty network namespace"):
+				rep.Unobservable[i] = "connects to ports no network rule names, DNS over TCP included (Landlock refuses them: EACCES, no record)"
+			case strings.HasPrefix(u, "datagrams sent without a connect") && e.ObservesDatagrams():
+				rep.Unobservable[i] = "" // the ICMP observer sees them
 			}
+		}
+		rep.Unobservable = slices.DeleteFunc(rep.Unobservable, func(u string) bool { return u == "" })
+		if !e.ObservesDatagrams() {
+			rep.Unobservable = append(rep.Unobservable, "UDP other than DNS, and DNS sent past the stub (the ICMP observer needs CAP_NET_RAW in the sandbox's namespace)")
 		}
 	}
 }

@@ -23,12 +23,13 @@ func PinRoot() string { return guard.PinRoot() }
 // guard away to see the ordinary user's fallback).
 var guardAvailable = guard.Available
 
-// guardConfig is what the guard of a run of c reports against: file denials (the network is the
-// egress proxy's); it takes load (from guard.TakeLoad) and cg (the early stage's cgroup, or nil).
+// guardConfig is what the guard of a run of c reports against: file denials and failed connects
+// (a covered host socket, a TCP port Landlock refused; the rest of the network is the egress
+// proxy's); it takes load (from guard.TakeLoad) and cg (the early stage's cgroup, or nil).
 func (c *Compiled) guardConfig(env Env, audit bool, load *guard.Load, cg *kernrun.Cgroup) guard.Config {
 	return guard.Config{
 		Files: true, MayExecute: c.mayExecute, Audit: audit,
-		Hidden: c.Plan.Hidden, Landlock: c.Plan.Landlock, Vars: env.Vars,
+		Hidden: c.Plan.Hidden, Sockets: c.HiddenSockets, Landlock: c.Plan.Landlock, Vars: env.Vars,
 		FileRisk:    func(access, portable string) report.Risk { return fileRisk(c.profile, access, portable) },
 		MaxDistinct: maxDistinct, Load: load, Cgroup: cg,
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
 )
 
 const (
@@ -223,7 +225,31 @@ func hostSocketsCheck(args []string) error {
 			errs = append(errs, fmt.Errorf("layer %s %s: %s", l.Name, l.State, l.Detail))
 		}
 	}
+	// On the record (issue 23 item 5): as root the guard reports each refused connect; as an
+	// ordinary user the report says it cannot.
+	for _, s := range socks {
+		found := slices.ContainsFunc(rep.Denials, func(d report.Denial) bool {
+			return d.Kind == report.KindNetwork && d.Endpoint == "unix:"+s && strings.HasSuffix(d.Exe, filepath.Base(victim)) && d.Suggest != ""
+		})
+		switch {
+		case s == named && found:
+			errs = append(errs, fmt.Errorf("the named socket %s is reported refused", s))
+		case s != named && os.Geteuid() == 0 && !found:
+			errs = append(errs, fmt.Errorf("host socket %s: refused without a denial (denials %q)", s, denialWhats(rep)))
+		}
+	}
+	if os.Geteuid() != 0 && !slices.ContainsFunc(rep.Unobservable, func(u string) bool { return strings.Contains(u, "unix socket") }) {
+		errs = append(errs, fmt.Errorf("as an ordinary user the report does not say that refused unix connects go unrecorded: %q", rep.Unobservable))
+	}
 	return errors.Join(errs...)
+}
+
+func denialWhats(rep *report.Report) []string {
+	var out []string
+	for _, d := range rep.Denials {
+		out = append(out, d.What)
+	}
+	return out
 }
 
 // BenchmarkDaemonSockets is compile's per-run cost of finding the host's unix sockets (every

@@ -60,7 +60,12 @@
 //   - Raw IP connects: a destination that is not a synthetic address passes only under an
 //     IP or CIDR rule of the profile that covers it (then it is dialled as is).
 //   - UDP: only the stub's DNS. QUIC and any other datagram finds no listener (ICMP port
-//     unreachable: the client falls back to TCP).
+//     unreachable: the client falls back to TCP). The init stage opens raw ICMP and ICMPv6
+//     sockets in the namespace (CAP_NET_RAW, also as an ordinary user: it is the namespace's)
+//     and the proxy reads those errors (icmp.go): each datagram that did not leave is a
+//     denial, a DNS query sent straight to a resolver's address with the name it asked.
+//     Datagrams between the sandbox's own loopback sockets are not. Without CAP_NET_RAW
+//     (ObservesDatagrams false) they go unrecorded and the report says so.
 //
 // Private ranges (10/8, 172.16/12, 192.168/16, fc00::/7) are dialled when an allowed name
 // resolves to them: naming an internal host is how a profile allows it.
@@ -85,8 +90,11 @@
 //
 // # Not covered
 //
-//   - Ports no rule names have no listener: a connect there is refused by the kernel (RST)
-//     without a record.
+//   - Ports no rule names have no listener: a connect there (DNS over TCP included) is
+//     refused by Landlock (EACCES) before the proxy sees it; as root the guard reports it
+//     (package enforcer/guard), as an ordinary user it goes unrecorded.
+//   - ICMP errors are rate limited by the namespace's global ICMP budget (a burst of 50, then
+//     1000 a second): a datagram flood is recorded in part (each kind once is enough).
 //   - What is inside TLS (HTTP/2 streams, a Host header other than the SNI: domain fronting)
 //     is not seen; a CDN that routes by Host inside TLS can be reached under an allowed SNI.
 //   - A server that reads less of a request body than its framing says (answers without

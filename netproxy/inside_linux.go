@@ -14,8 +14,9 @@ import (
 // fresh network namespace with lo up and before capabilities are dropped: it makes every
 // destination local, opens the stub's and the proxy's listening sockets and mounts the
 // generated resolv.conf. It returns the sockets' fds (the DNS socket first, then one per
-// port in in.Ports' order, then a sock_diag netlink socket), close-on-exec; the enforcer
-// takes them with pidfd_getfd.
+// port in in.Ports' order, then a sock_diag netlink socket, then raw ICMP and ICMPv6 sockets
+// that see the datagrams no socket took, when CAP_NET_RAW allows them), close-on-exec; the
+// enforcer takes them with pidfd_getfd.
 //
 // Requires Linux 5.2 (fsopen/fsmount/move_mount).
 func SetupInside(in Inside) ([]int, error) {
@@ -52,10 +53,51 @@ func SetupInside(in Inside) ([]int, error) {
 		return fail(fmt.Errorf("egress: sock_diag socket: %w", err))
 	}
 	fds = append(fds, diag)
+	for _, family := range []int{unix.AF_INET, unix.AF_INET6} {
+		if family == unix.AF_INET6 && !v6 {
+			continue
+		}
+		fd, err := icmpObserver(family)
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+			continue // no CAP_NET_RAW here: datagrams go unrecorded (the report says so)
+		}
+		if err != nil {
+			return fail(fmt.Errorf("egress: ICMP observer: %w", err))
+		}
+		fds = append(fds, fd)
+	}
 	if err := mountResolvConf(in.ResolvConf); err != nil {
 		return fail(fmt.Errorf("egress: resolv.conf: %w", err))
 	}
 	return fds, nil
+}
+
+// icmpObserver opens a raw socket of family that receives only "destination unreachable"
+// (the kernel's answer to a datagram no socket took; see icmp.go).
+func icmpObserver(family int) (int, error) {
+	proto, level := unix.IPPROTO_ICMP, unix.SOL_RAW
+	if family == unix.AF_INET6 {
+		proto, level = unix.IPPROTO_ICMPV6, unix.IPPROTO_ICMPV6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_RAW|unix.SOCK_CLOEXEC, proto)
+	if err != nil {
+		return -1, err
+	}
+	// ICMP_FILTER (a 32-bit mask) and ICMP6_FILTER (256 bits): a set bit blocks that type.
+	filter := make([]byte, 4)
+	binary.NativeEndian.PutUint32(filter, ^uint32(1<<3))
+	if family == unix.AF_INET6 {
+		filter = make([]byte, 32)
+		for i := 0; i < 8; i++ {
+			binary.NativeEndian.PutUint32(filter[4*i:], ^uint32(0))
+		}
+		binary.NativeEndian.PutUint32(filter, ^uint32(1<<1))
+	}
+	if err := unix.SetsockoptString(fd, level, 1 /* ICMP_FILTER, ICMP6_FILTER */, string(filter)); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("filter: %w", err)
+	}
+	return fd, nil
 }
 
 // listenTCP listens on every address of the namespace on port: dual-stack when IPv6 works.

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
@@ -57,7 +59,8 @@ type Proxy struct {
 
 	dns  net.PacketConn
 	lns  []net.Listener
-	diag *diag // sock_diag in the sandbox's namespace
+	icmp []net.PacketConn // raw ICMP/ICMPv6 in the sandbox's namespace (icmp.go)
+	diag *diag            // sock_diag in the sandbox's namespace
 	ctx  context.Context
 	end  context.CancelFunc
 	wg   sync.WaitGroup
@@ -113,11 +116,13 @@ func (p *Proxy) Start(fds []int, root int) error {
 			f.Close() // net.File* dup'ed what they keep
 		}
 	}()
-	if len(fds) != 2+len(p.plan.Inside.Ports) {
-		return fmt.Errorf("egress: %d sockets from the sandbox, want %d", len(fds), 2+len(p.plan.Inside.Ports))
+	nports := len(p.plan.Inside.Ports)
+	if len(fds) < 2+nports || len(fds) > 4+nports {
+		return fmt.Errorf("egress: %d sockets from the sandbox, want %d to %d", len(fds), 2+nports, 4+nports)
 	}
-	last := len(files) - 1
+	last := 1 + nports
 	p.diag = &diag{f: files[last]}
+	icmp := files[last+1:]
 	files = files[:last] // kept open: the proxy's until Close
 	p.root = root
 	var err error
@@ -127,24 +132,48 @@ func (p *Proxy) Start(fds []int, root int) error {
 	if p.dns, err = net.FilePacketConn(files[0]); err != nil {
 		return fmt.Errorf("egress: dns stub socket: %w", err)
 	}
+	closeAll := func() {
+		p.dns.Close()
+		for _, l := range p.lns {
+			l.Close()
+		}
+		for _, c := range p.icmp {
+			c.Close()
+		}
+	}
 	for i, f := range files[1:last] {
 		ln, err := net.FileListener(f)
 		if err != nil {
-			p.dns.Close()
-			for _, l := range p.lns {
-				l.Close()
-			}
+			closeAll()
 			return fmt.Errorf("egress: proxy listener for port %d: %w", p.plan.Inside.Ports[i], err)
 		}
 		p.lns = append(p.lns, ln)
 	}
-	p.wg.Add(1 + len(p.lns))
+	var v6 []bool
+	for _, f := range icmp {
+		dom, err := unix.GetsockoptInt(int(f.Fd()), unix.SOL_SOCKET, unix.SO_DOMAIN)
+		c, err2 := net.FilePacketConn(f)
+		if err = errors.Join(err, err2); err != nil {
+			closeAll()
+			return fmt.Errorf("egress: ICMP observer: %w", err)
+		}
+		p.icmp = append(p.icmp, c)
+		v6 = append(v6, dom == unix.AF_INET6)
+	}
+	p.wg.Add(1 + len(p.lns) + len(p.icmp))
 	go p.serveDNS()
 	for _, ln := range p.lns {
 		go p.serve(ln)
 	}
+	for i, c := range p.icmp {
+		go p.serveICMP(c, v6[i])
+	}
 	return nil
 }
+
+// ObservesDatagrams reports whether the datagrams no socket took (UDP other than the stub's
+// DNS, DNS sent past the stub) are recorded: the init stage could open the ICMP observer.
+func (p *Proxy) ObservesDatagrams() bool { return len(p.icmp) > 0 }
 
 // Close stops serving, ends the connections still open and returns the denials (each with
 // its count) and, with LogAllowed, one note per allowed destination and binary.
@@ -155,6 +184,9 @@ func (p *Proxy) Close() ([]report.Denial, []string) {
 	}
 	for _, l := range p.lns {
 		l.Close()
+	}
+	for _, c := range p.icmp {
+		c.Close()
 	}
 	p.mu.Lock()
 	for c := range p.conns {

@@ -141,6 +141,28 @@ func TestProxyHTTPEveryRequestChecked(t *testing.T) {
 		{"space before colon", "GET / HTTP/1.1\r\nHost : other.test\r\nHost: allowed.test\r\n\r\n", "malformed HTTP header", 0},
 		{"TE and CL", "POST / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "both Transfer-Encoding and Content-Length", 0},
 		{"absolute target", "GET http://other.test/ HTTP/1.1\r\n\r\n", "HTTP Host other.test", 0},
+		// Request smuggling (RFC 9112 §6): the proxy and the server must see the same requests.
+		{"chunked body holding a request", "POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			"23\r\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n\r\n0\r\n\r\n" + "GET / HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n", "", 2},
+		{"CL and TE", "POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\nContent-Length: 40\r\n\r\n0\r\n\r\n" + fmt.Sprintf(req, "evil.test"), "both Transfer-Encoding and Content-Length", 0},
+		{"TE not ending in chunked", "POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n" + fmt.Sprintf(req, "evil.test"), "Transfer-Encoding not ending in chunked", 0},
+		{"TE gzip only", "POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: gzip\r\n\r\n" + fmt.Sprintf(req, "evil.test"), "Transfer-Encoding not ending in chunked", 0},
+		{"TE xchunked", "POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: xchunked\r\n\r\n" + fmt.Sprintf(req, "evil.test"), "Transfer-Encoding not ending in chunked", 0},
+		{"TE chunked twice", "POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "chunked applied twice", 0},
+		{"TE in HTTP/1.0", "POST / HTTP/1.0\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "Transfer-Encoding in an HTTP/1.0 request", 0},
+		{"TE folded", "POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n", "folded", 0},
+		{"TE with underscore", "POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer_Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n", "Transfer_Encoding", 0},
+		{"CL with underscore", "POST / HTTP/1.1\r\nHost: allowed.test\r\nContent_Length: 5\r\n\r\nhello", "Content_Length", 0},
+		{"CL disagreeing", "POST / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", "Content-Length values disagree", 0},
+		{"CL signed", "POST / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: +5\r\n\r\nhello", "malformed Content-Length", 0},
+		{"bare LF in a header", "GET / HTTP/1.1\r\nHost: allowed.test\nHost: evil.test\r\n\r\n", "control character", 0},
+		{"bare CR in a header", "GET / HTTP/1.1\r\nHost: allowed.test\rX: 1\r\n\r\n", "control character", 0},
+		{"bare LF ending a chunk size", "POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n" + fmt.Sprintf(req, "evil.test"), "chunk size line ended by a bare LF", 1},
+		{"chunk size 0x", "POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n0x3\r\nabc\r\n0\r\n\r\n" + fmt.Sprintf(req, "evil.test"), "malformed HTTP chunk size", 1},
+		{"chunk size negative", "POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n-3\r\nabc\r\n0\r\n\r\n" + fmt.Sprintf(req, "evil.test"), "malformed HTTP chunk size", 1},
+		{"chunk size overflowing", "POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000003\r\nabc\r\n0\r\n\r\n" + fmt.Sprintf(req, "evil.test"), "malformed HTTP chunk size", 1},
+		{"chunk size with space", "POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n3 \r\nabc\r\n0\r\n\r\n" + fmt.Sprintf(req, "evil.test"), "malformed HTTP chunk size", 1},
+		{"chunk longer than its size", "POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n0\r\n\r\n", "HTTP chunk not ended by CRLF", 1},
 		{"not HTTP, TLS or SSH", "\x00\x01\x02hello\r\n", "neither a TLS ClientHello", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {

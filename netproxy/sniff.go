@@ -227,6 +227,13 @@ func parseRequest(h []byte) (httpRequest, error) {
 			return req, errors.New("malformed HTTP header (or a folded line)")
 		}
 		v = strings.Trim(v, " \t")
+		if lk := strings.ToLower(k); strings.Contains(lk, "_") {
+			// Servers behind CGI-style gateways read _ as - (HTTP_TRANSFER_ENCODING).
+			switch strings.ReplaceAll(lk, "_", "-") {
+			case "host", "content-length", "transfer-encoding", "upgrade":
+				return req, fmt.Errorf("HTTP header %s: a server may read it as %s", k, strings.ReplaceAll(k, "_", "-"))
+			}
+		}
 		switch strings.ToLower(k) {
 		case "host":
 			if host != "" {

@@ -48,6 +48,29 @@ func MatchComponent(pat, s string) bool {
 // one matches only itself.
 func HasGlob(p string) bool { return strings.ContainsAny(p, "*?[") }
 
+// Literal returns the pattern that matches exactly the path component name: name itself when
+// it holds no glob metacharacter, else name with `*`, `?`, `[` and `\` escaped by a backslash
+// (path.Match's escape, which MatchComponent, Covers and Glob honour). A file a tool named `*`
+// or `**` under .git/hooks is then a rule for that one file, never for every hook. Braces need
+// nothing: the matcher has no alternation.
+func Literal(name string) string {
+	if !HasGlob(name) {
+		return name
+	}
+	var b strings.Builder
+	b.Grow(len(name) + 4)
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; c {
+		case '*', '?', '[', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
 // Covers reports whether rule pattern pat covers path p: p matches pat, or lies below a path
 // that does. Both are compared component by component (MatchComponent); a `**` component in
 // pat matches zero or more components. Both may be portable ($HOME/x) or absolute: a variable

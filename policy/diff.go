@@ -411,13 +411,24 @@ func (d *differ) paths() {
 		{SectionExec, "exec", o.Exec, n.Exec},
 		{SectionList, "list", o.List, n.List},
 	} {
+		oldAccepted := slices.DeleteFunc(slices.Clone(s.old), func(r PathRule) bool { return r.Pending })
 		for _, r := range s.new {
-			if coveredBy(r.Path, s.old) || impliedBy(s.access, r.Path, o) || inPrivateTmp(r.Path, o, n) {
+			old := s.old
+			if !r.Pending { // a pending rule does not cover one accepted since
+				old = oldAccepted
+			}
+			if coveredBy(r.Path, old) || impliedBy(s.access, r.Path, o) || inPrivateTmp(r.Path, o, n) {
 				continue
 			}
 			risk, why := pathRisk(s.access, r.Path, d.new)
 			if s.access == "read" && coveredBy(r.Path, n.Hidden) {
 				risk, why = RiskLow, "readable by rule but hidden: nothing is exposed"
+			}
+			switch {
+			case r.Pending:
+				why = "PENDING (enforce denies it until `sysprof refine` accepts it): " + why
+			case coveredBy(r.Path, s.old):
+				why = "accepted (was pending): " + why
 			}
 			d.add(Change{Kind: Added, Section: s.section, Item: r.Path, Widens: true, Risk: risk, Reason: why, By: r.By})
 		}

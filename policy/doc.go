@@ -149,5 +149,6 @@
 // values with the same functions, against the new profile and per value), so the three agree
 // (report.Risk is Risk). Review is the subset of a Diff a
 // person must look at (critical widenings, new network endpoints rated high or above): learn's
-// review list and what learn --strict fails on.
+// review list and what learn --strict fails on. MarkPending writes the critical filesystem
+// ones of a learn pending (PathRule.Pending): enforce compiles WithoutPending, refine Accepts.
 package policy

@@ -141,6 +141,9 @@ func (e *emitter) filesystem(fs Filesystem) {
 			if r.Note != "" {
 				f = append(f, field{"note", r.Note, false})
 			}
+			if r.Pending {
+				f = append(f, field{"pending", "true", true})
+			}
 			e.flowItem(2, f)
 		}
 	}

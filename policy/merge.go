@@ -82,6 +82,7 @@ func Merge(dst, src *Profile) *Profile {
 		return mergeKeyed(a, b, func(r PathRule) string { return r.Path }, func(x *PathRule, y PathRule) {
 			x.Provenance = addProvenance(x.Provenance, y.Provenance)
 			x.Note = firstNonEmpty(x.Note, y.Note)
+			x.Pending = x.Pending || y.Pending // a merge accepts nothing (Accept does)
 		})
 	}
 	out.Filesystem = Filesystem{

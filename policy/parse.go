@@ -433,7 +433,7 @@ func fieldsOf(parent string) []string {
 	case "filesystem":
 		return []string{"read", "write", "exec", "list", "hidden", "privateTmp"}
 	case "filesystem.read[]", "filesystem.write[]", "filesystem.exec[]", "filesystem.list[]", "filesystem.hidden[]":
-		return []string{"path", "by", "seen", "note"}
+		return []string{"path", "by", "seen", "note", "pending"}
 	case "network":
 		return []string{"connect", "send", "bind"}
 	case "network.connect[]", "network.send[]", "network.bind[]":

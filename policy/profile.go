@@ -115,6 +115,10 @@ type PathRule struct {
 	Provenance `yaml:",inline" json:",inline"`
 	// Note is a human reason (e.g. "credential store", "rolled up from 42 files").
 	Note string `yaml:"note,omitempty" json:"note,omitempty"`
+	// Pending marks a critical allowance learn saw but nobody accepted yet (a write to a
+	// protected path, a read of a credential store): enforce treats it as absent until `sysprof
+	// refine` (or `learn --accept-risky`) accepts it. See MarkPending.
+	Pending bool `yaml:"pending,omitempty" json:"pending,omitempty"`
 }
 
 // Network is the network allowlist. Empty means no network at all (a private namespace with

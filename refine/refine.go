@@ -200,7 +200,7 @@ func Propose(p *policy.Profile, r *report.Report, env map[string]string) ([]Prop
 	if r == nil {
 		return nil, fmt.Errorf("refine: no report")
 	}
-	base := clone(p)
+	base := clone(policy.WithoutPending(p)) // a pending rule allows nothing yet
 	policy.Normalize(base)
 	var out []*Proposal
 	index := map[string]*Proposal{}
@@ -632,6 +632,9 @@ func apply(p *policy.Profile, x Patch) error {
 		fs.Hidden = slices.DeleteFunc(fs.Hidden, func(h policy.PathRule) bool { return slices.Contains(x.Unhide, h.Path) })
 	}
 	addPath := func(l *[]policy.PathRule) {
+		if policy.Accept(p, x.Section, x.Item) {
+			return // learned pending: accepting it is all
+		}
 		if !slices.ContainsFunc(*l, func(r policy.PathRule) bool { return r.Path == x.Item }) {
 			*l = append(*l, policy.PathRule{Path: x.Item, Provenance: policy.Provenance{By: x.By}, Note: Note})
 		}

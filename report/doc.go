@@ -5,6 +5,9 @@
 // It is plain data with a stable JSON form (what `sysprof refine` reads) and a table for humans.
 // It does not observe anything itself: the enforcer's supervisor fills it in.
 //
+// Printable is the one escaping of names for humans (control, C1, DEL and bidi characters):
+// every printer of sysprof (this table, diffreport, show, refine, learn, doctor) uses it.
+//
 // # Stability
 //
 // The JSON field names are part of the CLI contract (`--report FILE`); add fields, never rename

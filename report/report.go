@@ -278,7 +278,7 @@ func Parse(b []byte) (*Report, error) {
 	return &r, nil
 }
 
-// WriteTable prints the denials as a table, followed by one line per degraded layer. It prints
+// WriteTable prints the denials as a table (names escaped: Printable), followed by one line per degraded layer. It prints
 // nothing at all when there were no denials and no degraded layers.
 func (r *Report) WriteTable(w io.Writer) error {
 	r.Sort()
@@ -295,7 +295,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		t := tablewriter.NewTable(w, tablewriter.WithRenderer(renderer.NewBlueprint()))
 		t.Header("Kind", "What", "Executable", "Parents", "Count", "Risk", "To allow")
 		for _, d := range r.Denials {
-			if err := t.Append(string(d.Kind), d.What, d.Exe, strings.Join(d.Parents, " < "), strconv.Itoa(d.Count), d.Risk.String(), d.Suggest); err != nil {
+			if err := t.Append(string(d.Kind), Printable(d.What), Printable(d.Exe), Printable(strings.Join(d.Parents, " < ")), strconv.Itoa(d.Count), d.Risk.String(), Printable(d.Suggest)); err != nil {
 				return fmt.Errorf("table: %w", err)
 			}
 		}
@@ -304,10 +304,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	for _, l := range degraded {
-		fmt.Fprintf(w, "sysprof: layer %s was NOT applied (degraded): %s\n", l.Name, l.Detail)
+		fmt.Fprintf(w, "sysprof: layer %s was NOT applied (degraded): %s\n", l.Name, Printable(l.Detail))
 	}
 	if len(r.Denials) > 0 && len(r.Unobservable) > 0 {
-		fmt.Fprintf(w, "sysprof: not observable in this run: %s\n", strings.Join(r.Unobservable, "; "))
+		fmt.Fprintf(w, "sysprof: not observable in this run: %s\n", Printable(strings.Join(r.Unobservable, "; ")))
 	}
 	return nil
 }

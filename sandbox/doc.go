@@ -83,6 +83,10 @@
 // was learned is noexec, and mmap(PROT_EXEC) of a file there fails too. One with an exec rule in
 // or above it cannot be noexec without breaking dlopen of build outputs (rustc proc-macros,
 // Python extensions): there it stays open, and Landlock alone is tested as that known limit.
+// Every writable mount (the writable trees, the stages' overlays, the private tmpfs) is
+// nosuid,nodev ([WritableMountAttrs]): a set-uid binary the tool writes or copies there (as
+// root its files are host root's through the idmapped replica) runs with the caller's ids, and
+// a device node made there does not open.
 //
 // # /proc and /sys
 //

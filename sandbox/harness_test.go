@@ -76,6 +76,9 @@ func TestMain(m *testing.M) {
 		probeMain()
 	case "replica":
 		replicaMain()
+	case "euid":
+		fmt.Print(os.Geteuid())
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -239,6 +242,22 @@ func (o op) run() string {
 	case "stat":
 		_, err := os.Lstat(o.Path)
 		return errno(err)
+	case "suid-exec":
+		// Run Path (a set-uid copy of this binary) as nobody; it prints its effective uid.
+		cmd := exec.Command(o.Path)
+		cmd.Env = append(withoutRole(os.Environ()), envRole+"=euid")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
+		b, err := cmd.Output()
+		if err != nil {
+			return errno(err)
+		}
+		return "ok:euid=" + string(b)
+	case "mountflags":
+		var sfs unix.Statfs_t
+		if err := unix.Statfs(o.Path, &sfs); err != nil {
+			return errno(err)
+		}
+		return fmt.Sprintf("ok:nosuid=%t,nodev=%t", sfs.Flags&unix.ST_NOSUID != 0, sfs.Flags&unix.ST_NODEV != 0)
 	case "noexec":
 		var sfs unix.Statfs_t
 		if err := unix.Statfs(o.Path, &sfs); err != nil {

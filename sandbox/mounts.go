@@ -18,6 +18,12 @@ import (
 // not close.
 var privateTmpDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
 
+// WritableMountAttrs are set on every mount the command can write (the writable trees, the
+// stages' overlays, the private tmpfs; the covers are read-only and noexec besides): no set-id
+// bit or file capability takes effect there and no device node opens. Tests clear it to see
+// their checks fail.
+var WritableMountAttrs uint64 = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+
 func (p *Plan) wantsMounts() bool {
 	return p.ReadOnlyRoot || p.PrivateTmp || len(p.Writable) > 0 || len(p.Hidden) > 0 || len(p.Masked) > 0 || len(p.Staged) > 0
 }
@@ -176,6 +182,13 @@ func cloneWritable(w string, res *Result) (c clonedMount, ok bool, err error) {
 	if err != nil {
 		return c, false, fmt.Errorf("clone writable %s (open_tree): %w", resolved, err)
 	}
+	// What the command writes never runs set-id or opens a device: a setuid-root binary it
+	// copies here (root in the user namespace owns host root's files through the idmapped
+	// replica) would run as host root otherwise.
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: WritableMountAttrs}); err != nil {
+		unix.Close(fd)
+		return c, false, fmt.Errorf("mount writable %s nosuid,nodev (mount_setattr): %w", resolved, err)
+	}
 	return clonedMount{path: resolved, fd: fd, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR}, true, nil
 }
 
@@ -197,7 +210,7 @@ func mountPrivateTmp(res *Result) ([]string, error) {
 			res.skip(LayerMounts, d, "not a directory (symlink?): no private tmpfs mounted on it")
 			continue
 		}
-		if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+		if err := unix.Mount("tmpfs", d, "tmpfs", msFlags(WritableMountAttrs), "mode=1777"); err != nil {
 			return nil, fmt.Errorf("private tmpfs on %s: %w", d, err)
 		}
 		tmpRoots = append(tmpRoots, d)
@@ -668,4 +681,18 @@ func setReadOnly(mfd int) error {
 		_ = unix.Nanosleep(&unix.Timespec{Nsec: 100_000}, nil)
 	}
 	return err
+}
+
+// msFlags is the mount(2) form of mount attributes (nosuid, nodev, noexec).
+func msFlags(attr uint64) uintptr {
+	var f uintptr
+	for _, m := range []struct {
+		attr uint64
+		ms   uintptr
+	}{{unix.MOUNT_ATTR_NOSUID, unix.MS_NOSUID}, {unix.MOUNT_ATTR_NODEV, unix.MS_NODEV}, {unix.MOUNT_ATTR_NOEXEC, unix.MS_NOEXEC}} {
+		if attr&m.attr != 0 {
+			f |= m.ms
+		}
+	}
+	return f
 }

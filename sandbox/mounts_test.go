@@ -252,3 +252,47 @@ func hasSkipped(r *Result, layer, path string) bool {
 	}
 	return false
 }
+
+// TestWritableMountsNoSuidNoDev (issue 23 item 3): every mount the command can write is
+// nosuid,nodev. As root, a set-uid-root binary in a writable directory, run by another uid,
+// keeps that uid; a device node there does not open.
+func TestWritableMountsNoSuidNoDev(t *testing.T) {
+	testutil.RequireRoot(t) // the set-uid binary and the device node are made by host root
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(t, mode)
+			work := f.dir(t, "work")
+			file := f.file(t, "single.log", "")
+			suid := filepath.Join(work, "suid")
+			b, err := os.ReadFile(self)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(suid, b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Chmod(suid, 0o4755); err != nil { // root-owned: set-uid root
+				t.Fatal(err)
+			}
+			null := filepath.Join(work, "null")
+			if err := unix.Mknod(null, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil || unix.Chmod(null, 0o666) != nil {
+				t.Fatal(err)
+			}
+			flags := "ok:nosuid=true,nodev=true"
+			checks := []check{
+				{op{Op: "mountflags", Path: work}, flags},
+				{op{Op: "mountflags", Path: file}, flags},
+				{op{Op: "mountflags", Path: "/var/tmp"}, flags},
+				{op{Op: "openrw", Path: null}, "EACCES"},
+			}
+			if mode == "root" { // the harness's root is host root: set-uid root would be real
+				checks = append(checks, check{op{Op: "suid-exec", Path: suid}, fmt.Sprintf("ok:euid=%d", nobody)})
+			}
+			runChecks(t, mode, Plan{ReadOnlyRoot: true, PrivateTmp: true, Writable: []string{work, file}}, 0, checks)
+		})
+	}
+}

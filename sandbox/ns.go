@@ -142,7 +142,8 @@ func UserNSMappings(uid, gid int) (uids, gids []syscall.SysProcIDMap) {
 // InitAmbientCaps are the capabilities the init stage needs when it runs as a non-root uid in a
 // new user namespace (SysProcAttr.AmbientCaps): CAP_SYS_ADMIN for the mounts, CAP_NET_ADMIN to
 // bring lo up (and route), CAP_NET_BIND_SERVICE for the egress DNS stub's port 53,
-// CAP_SETPCAP to lock securebits and empty the bounding set, CAP_DAC_OVERRIDE for a stage's
+// CAP_SETPCAP to lock securebits and empty the bounding set, CAP_NET_RAW for the egress
+// proxy's ICMP observer (netproxy.SetupInside), CAP_DAC_OVERRIDE for a stage's
 // overlay (overlayfs works in its work/work directory, mode 0, with the mounter's credentials:
 // it only applies to the caller's own files, the only uid mapped). They exist only inside the
 // new user namespace. Not needed (nil) as root.
@@ -150,7 +151,7 @@ func InitAmbientCaps(asRoot bool) []uintptr {
 	if asRoot {
 		return nil
 	}
-	return []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE}
+	return []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE, unix.CAP_NET_RAW}
 }
 
 // NamespaceAttr is a SysProcAttr with the namespace part of starting the init stage filled in

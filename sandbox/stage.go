@@ -77,7 +77,7 @@ func openStage(s Stage, mounts []mountinfo.Entry, skip []string) (*stageMount, e
 	if err := unix.FsconfigCreate(fsfd); err != nil {
 		return nil, fmt.Errorf("stage %s: create overlay (upper %s): %w", s.Path, s.Upper, err)
 	}
-	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, int(WritableMountAttrs))
 	if err != nil {
 		return nil, fmt.Errorf("stage %s: fsmount overlay: %w", s.Path, err)
 	}

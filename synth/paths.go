@@ -228,6 +228,12 @@ func plainName(b string) bool { return b != "" && b != "." && b != ".." }
 // /proc/<pid> and task ids, and terminal numbers, are per run; nothing else there is.
 func portableKernelPath(p string, exePIDs map[string]bool) string {
 	comps := strings.Split(p[1:], "/")
+	if paths.HasGlob(p) { // /dev/shm/* named so: that one file
+		for i, c := range comps {
+			comps[i] = paths.Literal(c)
+		}
+		p = "/" + strings.Join(comps, "/")
+	}
 	switch {
 	case len(comps) >= 2 && comps[0] == "proc" && allDigits(comps[1]):
 		if exePIDs[comps[1]] {
@@ -275,15 +281,19 @@ func cleanAbs(p string) bool {
 
 // mayGlob reports whether GlobComponent could change c: every rule of it needs a run of 4 or
 // more letters and digits holding a digit, or one of the temp-name prefixes, so a name with
-// neither comes back as it is (libc.so.6, x86_64, python3).
+// neither comes back as it is (libc.so.6, x86_64, python3); a name holding a glob
+// metacharacter is escaped.
 func mayGlob(c string) bool {
-	run, digit := 0, false // the current run of letters and digits, and whether it has one
+	run, digit, meta := 0, false, false // the current run of letters and digits, and whether it has one
 	for i := 0; i < len(c); i++ {
 		switch nameByte[c[i]] {
 		case byteDigit:
 			run, digit = run+1, true
 		case byteLetter:
 			run++
+		case byteMeta:
+			run, digit, meta = 0, false, true
+			continue
 		default:
 			run, digit = 0, false
 			continue
@@ -294,6 +304,9 @@ func mayGlob(c string) bool {
 	}
 	if c == "" {
 		return false
+	}
+	if meta { // escaped by GlobComponent
+		return true
 	}
 	if c[0] == 't' && strings.HasPrefix(c, "tmp") {
 		return true // pythonTempName
@@ -316,6 +329,7 @@ var nameByte = func() (t [256]uint8) {
 	for c := 'a'; c <= 'z'; c++ {
 		t[c], t[c-'a'+'A'] = byteLetter, byteLetter
 	}
+	t['*'], t['?'], t['['] = byteMeta, byteMeta, byteMeta
 	return t
 }()
 
@@ -323,6 +337,7 @@ const (
 	byteOther = iota
 	byteLetter
 	byteDigit
+	byteMeta // a glob metacharacter: the name is escaped (paths.Literal)
 )
 
 // randomPrefixFirst holds the first bytes of the randomPrefixes.
@@ -380,7 +395,9 @@ var timestampRE = sync.OnceValue(func() *regexp.Regexp {
 })
 
 // GlobComponent returns one path component with its per-run random parts replaced by `*`, or
-// the component unchanged when nothing in it looks random. It is a heuristic over runs of
+// the component unchanged when nothing in it looks random. A component that holds a glob
+// metacharacter itself (a file named `*`) comes back as paths.Literal of it: a host name never
+// becomes a pattern. It is a heuristic over runs of
 // letters and digits:
 //
 //   - a known temp-name prefix followed by its random run (tmp.XXXXXXXXXX, .tmpXXXXXX,
@@ -397,7 +414,10 @@ var timestampRE = sync.OnceValue(func() *regexp.Regexp {
 //
 // Version numbers (1.75.0, python3.11, x86_64) stay as they are.
 func GlobComponent(c string) string {
-	if c == "" || strings.ContainsAny(c, "*$") {
+	if paths.HasGlob(c) {
+		return paths.Literal(c) // a name that looks like a pattern is that name, exactly
+	}
+	if c == "" || strings.Contains(c, "$") {
 		return c
 	}
 	if countDigits(c) >= 8 { // a stamp holds at least 8 digits: skip the regexp otherwise

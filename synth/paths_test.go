@@ -2,7 +2,9 @@ package synth
 
 import (
 	"math/rand/v2"
+	"os"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,7 +74,12 @@ func TestGlobComponent(t *testing.T) {
 		{"b001", "b001"},
 		{"123", "123"},
 		{"$TMPDIR", "$TMPDIR"},
-		{"go-build*", "go-build*"},
+		// A host name that looks like a pattern is that name exactly, never a glob.
+		{"go-build*", `go-build\*`},
+		{"*", `\*`},
+		{"**", `\*\*`},
+		{"a?[b]\\c", `a\?\[b]\\c`},
+		{"{a,b}", "{a,b}"},
 		{"", ""},
 	} {
 		if got := GlobComponent(c.in); got != c.want {
@@ -329,5 +336,57 @@ func TestHostFirst(t *testing.T) {
 	}
 	if checked < 5000 {
 		t.Fatalf("only %d cases checked", checked)
+	}
+}
+
+// TestPortableNeverGlobsAName: a file a tool named with glob characters under .git/hooks is
+// written as a rule for that one file, which covers no other hook.
+func TestPortableNeverGlobsAName(t *testing.T) {
+	ctx := map[string]string{"WORKDIR": "/w", "HOME": "/home/u"}
+	hooks := []string{"pre-commit", "post-checkout", "*", "x", "[p]re-commit"}
+	for _, name := range []string{"*", "**", "pre-*", "?re-commit", "[p]re-commit", "[a-z]*", `\*`} {
+		host := "/w/.git/hooks/" + name
+		for _, p := range []string{Portable(host, ctx), Portable("/dev/shm/"+name, ctx)} {
+			if strings.Count(p, "/") < 2 {
+				t.Fatalf("Portable(%q) = %q", host, p)
+			}
+		}
+		rule := Portable(host, ctx)
+		for _, other := range hooks {
+			if other == name {
+				continue
+			}
+			if paths.Covers(rule, "$WORKDIR/.git/hooks/"+other) {
+				t.Errorf("the rule %q for the file %q covers the hook %q", rule, name, other)
+			}
+		}
+		if ok, _ := path.Match(path.Base(rule), name); !ok {
+			t.Errorf("the rule %q does not match the file %q itself", rule, name)
+		}
+	}
+	// On a host: the rule expanded and globbed finds the one file.
+	dir := t.TempDir()
+	ctx["WORKDIR"] = dir
+	hooksDir := dir + "/.git/hooks"
+	if err := os.MkdirAll(hooksDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"*", "**", "pre-*", "pre-commit", "[p]re-commit", "p"}
+	for _, n := range names {
+		if err := os.WriteFile(hooksDir+"/"+n, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range names {
+		x, err := paths.Expand(Portable(hooksDir+"/"+n, ctx), ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := paths.Glob(x, 100, paths.Lister{}); !slices.Equal(got, []string{hooksDir + "/" + n}) {
+			t.Errorf("the rule %q for %q finds %q", x, n, got)
+		}
+	}
+	if p := Portable("/dev/shm/*", ctx); p != `/dev/shm/\*` {
+		t.Errorf("Portable(/dev/shm/*) = %q, want /dev/shm/\\*", p)
 	}
 }

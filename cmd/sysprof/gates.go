@@ -280,7 +280,7 @@ func writeGateTable(w io.Writer, results []gateResult) error {
 		t.Header("Step", "Kind", "What", "Executable", "Parents", "Count", "Risk", "To allow")
 		for _, r := range results {
 			for _, d := range r.rep.Denials {
-				if err := t.Append(r.step.Name, string(d.Kind), d.What, d.Exe, strings.Join(d.Parents, " < "), strconv.Itoa(d.Count), d.Risk.String(), d.Suggest); err != nil {
+				if err := t.Append(report.Printable(r.step.Name), string(d.Kind), report.Printable(d.What), report.Printable(d.Exe), report.Printable(strings.Join(d.Parents, " < ")), strconv.Itoa(d.Count), d.Risk.String(), report.Printable(d.Suggest)); err != nil {
 					return fmt.Errorf("table: %w", err)
 				}
 			}
@@ -291,10 +291,10 @@ func writeGateTable(w io.Writer, results []gateResult) error {
 	}
 	for _, r := range results {
 		for _, l := range r.rep.Degraded() {
-			fmt.Fprintf(w, "sysprof: step %s: layer %s was NOT applied (degraded): %s\n", r.step.Name, l.Name, l.Detail)
+			fmt.Fprintf(w, "sysprof: step %s: layer %s was NOT applied (degraded): %s\n", report.Printable(r.step.Name), l.Name, report.Printable(l.Detail))
 		}
 		if len(r.rep.Denials) > 0 && len(r.rep.Unobservable) > 0 {
-			fmt.Fprintf(w, "sysprof: step %s: not observable in this run: %s\n", r.step.Name, strings.Join(r.rep.Unobservable, "; "))
+			fmt.Fprintf(w, "sysprof: step %s: not observable in this run: %s\n", report.Printable(r.step.Name), report.Printable(strings.Join(r.rep.Unobservable, "; ")))
 		}
 	}
 	return nil
@@ -381,6 +381,9 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 		// The committed profile carries the step's sysprof.yaml allowances; so does this run.
 		st.AddAllowances(res.Profile)
 	}
+	// As learn writes it: what the committed profile holds pending is no drift, and a new
+	// persistence or secret allowance shows as PENDING.
+	policy.MarkPending(committed, res.Profile)
 	return append(policy.Diff(committed, res.Profile), secretChanges(res.SecretTouches)...), nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/sysprof/sysprof/profiler"
 	"github.com/sysprof/sysprof/profiles"
 	"github.com/sysprof/sysprof/project"
+	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/synth"
 	"github.com/sysprof/sysprof/trace"
 )
@@ -34,10 +35,13 @@ type learnOptions struct {
 	Fresh    bool
 	TraceOut string
 	Strict   bool
-	Explain  bool
-	Portable bool
-	Exact    bool
-	Arches   []string
+	// AcceptRisky writes the persistence and secret allowances of the run as accepted, not
+	// pending (policy.MarkPending).
+	AcceptRisky bool
+	Explain     bool
+	Portable    bool
+	Exact       bool
+	Arches      []string
 	// Runs and Between: learn the command Runs times, running Between (sh -c) before each run
 	// after the first, and merge what every run saw.
 	Runs         int
@@ -112,6 +116,7 @@ non-empty list fails the learn with exit 125 after writing the profile, so CI no
 	f.StringVarP(&o.Profile, "profile", "p", "", "profile file (default .sysprof/<name>.yaml)")
 	f.BoolVar(&o.Fresh, "fresh", false, "replace the profile instead of merging into it")
 	f.StringVar(&o.TraceOut, "trace-out", "", "also write the raw trace (JSON) to this file")
+	f.BoolVar(&o.AcceptRisky, "accept-risky", false, "accept the persistence and secret allowances of this run (writes to protected paths, reads of credential stores) instead of writing them pending until sysprof refine accepts them (scripted flows; learn says what it accepted)")
 	f.BoolVar(&o.Strict, "strict", false, "fail (exit 125) if any kernel event was lost (profile not written), or if the review list is not empty (profile written)")
 	f.BoolVar(&o.Explain, "explain", false, "print what each synthesis pass did")
 	f.BoolVar(&o.Portable, "portable", false, "add libc-variant syscall families so the profile runs on other distros")
@@ -202,14 +207,15 @@ func learnTarget(ctx context.Context, o *learnOptions, st project.Step, shipped 
 	table := make(chan []byte, 1)
 	go func() { table <- renderLearnSummary(tr, wall) }()
 	clock := phase.NewClock("learn")
-	review, err := saveLearned(st.Profile, learned, o.Fresh, o.Force)
+	review, pending, err := saveLearned(st.Profile, learned, o.Fresh, o.Force, o.AcceptRisky)
 	if err != nil {
 		return withCode(exitSysprof, fmt.Errorf("%s%w", stepPrefix(st), err))
 	}
 	giveToSudoUser(o.Err, st.Profile, st.Profile+".lock")
 	clock.Mark("save")
 	printLearnSummary(o.Err, <-table, tr, st.Profile)
-	n := printReview(o.Err, review, res.SecretTouches)
+	n := printReview(o.Err, review, res.SecretTouches, pendingUnless(pending, o.AcceptRisky))
+	printPending(o.Err, pending, o.AcceptRisky)
 	if o.Debug || os.Getenv("SYSPROF_STATS") != "" {
 		printPeakRSS(o.Err)
 	}
@@ -289,19 +295,31 @@ func learnOnce(ctx context.Context, po profiler.Options, so synth.Options) (*tra
 // never lose each other's observations. With fresh it replaces the profile, still under the lock,
 // without reading (and parsing) what was there. It returns the review list of what the write
 // added (policy.Review against the profile that was there; against nothing with fresh or a new file).
-func saveLearned(path string, learned *policy.Profile, fresh, force bool) ([]policy.Change, error) {
+//
+// Unless acceptRisky, the allowances of persistence and secret kinds are written pending
+// (policy.MarkPending): enforce denies them until refine accepts them. pending lists them
+// (with acceptRisky: what was accepted).
+func saveLearned(path string, learned *policy.Profile, fresh, force, acceptRisky bool) (review, pending []policy.Change, err error) {
+	mark := func(old, p *policy.Profile) {
+		if acceptRisky {
+			p = policy.Clone(p) // only to say what --accept-risky accepted
+		}
+		pending = policy.MarkPending(old, p)
+	}
 	if fresh {
 		unlock, err := policy.Lock(path)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		defer unlock()
-		return policy.Review(nil, learned), policy.Save(path, learned)
+		review = policy.Review(nil, learned)
+		mark(nil, learned)
+		return review, pending, policy.Save(path, learned)
 	}
-	var review []policy.Change
-	err := policy.Update(path, func(old *policy.Profile) (*policy.Profile, error) {
+	err = policy.Update(path, func(old *policy.Profile) (*policy.Profile, error) {
 		if old == nil {
 			review = policy.Review(nil, learned)
+			mark(nil, learned)
 			return learned, nil
 		}
 		if !force && !policy.SameCommand(old, learned) {
@@ -309,14 +327,41 @@ func saveLearned(path string, learned *policy.Profile, fresh, force bool) ([]pol
 		}
 		merged := policy.Merge(old, learned)
 		review = policy.Review(old, merged)
+		mark(old, merged)
 		return merged, nil
 	})
-	return review, err
+	return review, pending, err
+}
+
+// printPending says what the run's critical allowances became: pending (and how to accept
+// them) or, with --accept-risky, accepted.
+func printPending(w io.Writer, pending []policy.Change, acceptRisky bool) {
+	if acceptRisky {
+		var items []string
+		for _, c := range pending {
+			items = append(items, c.Section+": + "+c.Item)
+		}
+		if len(items) > 0 {
+			fmt.Fprintf(w, "sysprof: --accept-risky: accepted %d item(s) that would be pending: %s\n", len(items), report.Printable(strings.Join(items, "; ")))
+		}
+		return
+	}
+	if len(pending) > 0 {
+		fmt.Fprintf(w, "sysprof: %d item(s) written PENDING: enforce denies them until `sysprof refine` accepts them (interactively, or --only naming each), or learn again with --accept-risky\n", len(pending))
+	}
+}
+
+// pendingUnless is pending, or nothing when the items were accepted.
+func pendingUnless(pending []policy.Change, accepted bool) []policy.Change {
+	if accepted {
+		return nil
+	}
+	return pending
 }
 
 // printReview prints learn's review list: the risky allowances just added, worst first, and
 // the credential stores the tool touched (kept hidden). It returns how many items it listed.
-func printReview(w io.Writer, review []policy.Change, secrets []synth.SecretTouch) int {
+func printReview(w io.Writer, review []policy.Change, secrets []synth.SecretTouch, pending []policy.Change) int {
 	n := len(review) + len(secrets)
 	if n == 0 {
 		return 0
@@ -327,10 +372,13 @@ func printReview(w io.Writer, review []policy.Change, secrets []synth.SecretTouc
 		if c.By != "" {
 			by = " (by " + c.By + ")"
 		}
-		fmt.Fprintf(w, "  %-8s %s: + %s%s: %s\n", c.Risk, c.Section, c.Item, by, c.Reason)
+		if slices.ContainsFunc(pending, func(p policy.Change) bool { return p.Section == c.Section && p.Item == c.Item }) {
+			by += " PENDING"
+		}
+		fmt.Fprintf(w, "  %-8s %s: + %s%s: %s\n", c.Risk, c.Section, report.Printable(c.Item), report.Printable(by), report.Printable(c.Reason))
 	}
 	for _, st := range secrets {
-		fmt.Fprintf(w, "  %-8s %s %s %s (by %s): not allowed, %s stays hidden\n", policy.RiskCritical, "secret", st.Access, st.Path, st.Exe, st.Store)
+		fmt.Fprintf(w, "  %-8s %s %s %s (by %s): not allowed, %s stays hidden\n", policy.RiskCritical, "secret", st.Access, report.Printable(st.Path), report.Printable(st.Exe), report.Printable(st.Store))
 	}
 	return n
 }

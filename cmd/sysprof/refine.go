@@ -276,9 +276,9 @@ func acceptAll(o *refineOptions, props []refine.Proposal, maxRisk policy.Risk) [
 			d.Choice = refine.AllowExact
 		}
 		if d.Choice == refine.AllowExact {
-			fmt.Fprintf(o.Err, "sysprof: accepted %-8s %s\n", p.Risk, p.Summary)
+			fmt.Fprintf(o.Err, "sysprof: accepted %-8s %s\n", p.Risk, report.Printable(p.Summary))
 		} else {
-			fmt.Fprintf(o.Err, "sysprof: kept     %-8s %s (%s)\n", p.Risk, p.Summary, why)
+			fmt.Fprintf(o.Err, "sysprof: kept     %-8s %s (%s)\n", p.Risk, report.Printable(p.Summary), report.Printable(why))
 		}
 		out = append(out, d)
 	}
@@ -314,31 +314,31 @@ func askAll(ctx context.Context, o *refineOptions, props []refine.Proposal, env 
 
 // printProposal shows one proposal, risk first, the way a reviewer decides on it.
 func printProposal(w io.Writer, i, n int, p refine.Proposal, env map[string]string) {
-	fmt.Fprintf(w, "\n[%d/%d] %s  %s\n", i, n, strings.ToUpper(p.Risk.String()), p.Summary)
+	fmt.Fprintf(w, "\n[%d/%d] %s  %s\n", i, n, strings.ToUpper(p.Risk.String()), report.Printable(p.Summary))
 	if p.Reason != "" {
-		fmt.Fprintf(w, "  why:     %s\n", p.Reason)
+		fmt.Fprintf(w, "  why:     %s\n", report.Printable(p.Reason))
 	}
-	fmt.Fprintf(w, "  asked by %s\n", strings.Join(p.Exes, ", "))
+	fmt.Fprintf(w, "  asked by %s\n", report.Printable(strings.Join(p.Exes, ", ")))
 	if len(p.Denial.Parents) > 0 {
 		parents := make([]string, len(p.Denial.Parents))
 		for j, x := range p.Denial.Parents {
 			parents[j] = refine.Portable(x, env)
 		}
-		fmt.Fprintf(w, "  under    %s\n", strings.Join(parents, " < "))
+		fmt.Fprintf(w, "  under    %s\n", report.Printable(strings.Join(parents, " < ")))
 	}
 	times := "times"
 	if p.Denial.Count == 1 {
 		times = "time"
 	}
-	fmt.Fprintf(w, "  denied   %d %s: %s\n", p.Denial.Count, times, p.Denial.What)
+	fmt.Fprintf(w, "  denied   %d %s: %s\n", p.Denial.Count, times, report.Printable(p.Denial.What))
 	if p.Exact.Section != "" {
-		fmt.Fprintf(w, "  change   %s\n", p.Exact)
+		fmt.Fprintf(w, "  change   %s\n", report.Printable(p.Exact.String()))
 	}
 	if p.Dir != nil {
-		fmt.Fprintf(w, "  or dir   %s (%s)\n", p.Dir, p.DirRisk)
+		fmt.Fprintf(w, "  or dir   %s (%s)\n", report.Printable(p.Dir.String()), p.DirRisk)
 	}
 	if p.Hide != nil {
-		fmt.Fprintf(w, "  or hide  %s\n", p.Hide)
+		fmt.Fprintf(w, "  or hide  %s\n", report.Printable(p.Hide.String()))
 	}
 }
 

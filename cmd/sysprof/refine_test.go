@@ -20,6 +20,7 @@ import (
 
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/refine"
+	"github.com/sysprof/sysprof/report"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -570,5 +571,20 @@ func TestRefineTerminalQuit(t *testing.T) {
 	type has = struct{ utimensat, curl, sshRead, sshHidden bool }
 	if got, want := profileHas(t, prof), (has{sshRead: true}); got != want {
 		t.Errorf("profile has %+v, want %+v", got, want)
+	}
+}
+
+// TestPrintProposalEscapes: refine's question names a forged file escaped (issue 23 item 6):
+// nothing in it moves the cursor or reorders the text.
+func TestPrintProposalEscapes(t *testing.T) {
+	forged := "\x1b[2K\x1b[1Asysprof: 0 operation(s) denied\x1b[8m\u202e"
+	p := refine.Proposal{Summary: "allow writing $WORKDIR/" + forged, Reason: "why " + forged, Exes: []string{"/w/" + forged},
+		Denial: report.Denial{What: "/w/" + forged + " write", Count: 1, Parents: []string{"/bin/" + forged}},
+		Exact:  refine.Patch{Grant: policy.Grant{Section: "filesystem.write", Item: "$WORKDIR/" + forged}}}
+	var b strings.Builder
+	printProposal(&b, 1, 1, p, nil)
+	out := strings.ReplaceAll(b.String(), "\n", "")
+	if strings.ContainsAny(out, "\x1b\u202e") || !strings.Contains(out, `\x1b[2K\x1b[1Asysprof: 0 operation(s) denied\x1b[8m\u202e`) {
+		t.Errorf("the question is not escaped:\n%q", b.String())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/sandbox"
 )
 
@@ -68,9 +69,9 @@ func runShow(_ context.Context, o *showOptions) error {
 
 func writeShow(w io.Writer, path string, p *policy.Profile) {
 	m := p.Metadata
-	fmt.Fprintf(w, "profile   %s\ncommand   %s\nruns      %d", path, strings.Join(m.Command, " "), m.Runs)
+	fmt.Fprintf(w, "profile   %s\ncommand   %s\nruns      %d", report.Printable(path), report.Printable(strings.Join(m.Command, " ")), m.Runs)
 	if m.Incomplete {
-		fmt.Fprintf(w, "  INCOMPLETE: %s", strings.Join(m.IncompleteReasons, "; "))
+		fmt.Fprintf(w, "  INCOMPLETE: %s", report.Printable(strings.Join(m.IncompleteReasons, "; ")))
 	}
 	fmt.Fprintln(w)
 
@@ -78,11 +79,11 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 	fmt.Fprintf(w, "\nsyscalls  %d allowed (%s), %d fewer than Docker's default profile allows on x86_64\n",
 		n, strings.Join(p.Syscalls.Architectures, ", "), dockerDefaultAllowsX86_64-n)
 	for _, r := range p.Syscalls.Args {
-		fmt.Fprintf(w, "  %s\n", describeArgRule(r))
+		fmt.Fprintf(w, "  %s\n", report.Printable(describeArgRule(r)))
 	}
 	// What enforce applies, not only what the file lists: an empty section is the base only.
 	wd, _ := os.Getwd()
-	fs := enforcer.EffectiveFilesystem(p.Filesystem, enforcer.HostEnv(wd))
+	fs := enforcer.EffectiveFilesystem(policy.WithoutPending(p).Filesystem, enforcer.HostEnv(wd))
 	section(w, "writable", fs.Write)
 	fmt.Fprintln(w, "  (exactly: a file, glob or missing directory stages its directory: only these are applied, the rest is held for `sysprof changes`;")
 	fmt.Fprintln(w, "   no exec rule in a writable directory: mounted noexec)")
@@ -94,6 +95,12 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 	section(w, "hidden", fs.Hidden)
 	if extra := len(fs.Hidden) - len(p.Filesystem.Hidden); extra > 0 {
 		fmt.Fprintf(w, "  (%d of them credential stores every profile hides)\n", extra)
+	}
+	if pending := policy.Pending(p); len(pending) > 0 {
+		fmt.Fprintf(w, "\npending   %d (learned but not accepted: enforce denies them until `sysprof refine` accepts them)\n", len(pending))
+		for _, c := range pending {
+			fmt.Fprintf(w, "  %s: %s\n", c.Section, report.Printable(c.Item))
+		}
 	}
 	fmt.Fprintf(w, "\nreadable  %d paths, and the base every program needs: %s", len(p.Filesystem.Read), strings.Join(enforcer.BaseRead, ", "))
 	if fs.PrivateTmp {
@@ -117,10 +124,10 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 				if l.op == "connect" && !strings.HasPrefix(e.Endpoint, "unix:") {
 					by = "  (any binary)"
 					if e.By != "" && e.By != "any" {
-						by = "  (only " + e.By + " and what it runs)"
+						by = "  (only " + report.Printable(e.By) + " and what it runs)"
 					}
 				}
-				fmt.Fprintf(w, "  %-8s %s %s%s\n", l.op, e.Endpoint, e.Proto, by)
+				fmt.Fprintf(w, "  %-8s %s %s%s\n", l.op, report.Printable(e.Endpoint), report.Printable(e.Proto), by)
 			}
 		}
 	}
@@ -132,10 +139,10 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 func writeShowEnv(w io.Writer, p *policy.Profile, env []string) {
 	fmt.Fprintln(w, "\nenvironment  secret-looking variables are removed (*_TOKEN, *SECRET*, *PASSWORD*, *_API_KEY, AWS_*, key-like *_KEY, token values)")
 	if len(p.Env.Pass) > 0 {
-		fmt.Fprintf(w, "  passed:  %s\n", strings.Join(p.Env.Pass, ", "))
+		fmt.Fprintf(w, "  passed:  %s\n", report.Printable(strings.Join(p.Env.Pass, ", ")))
 	}
 	if _, removed := policy.ScrubEnv(env, p.Env.Pass); len(removed) > 0 {
-		fmt.Fprintf(w, "  removed from this shell's: %s (pass one with env: {pass: [NAME]})\n", strings.Join(removed, ", "))
+		fmt.Fprintf(w, "  removed from this shell's: %s (pass one with env: {pass: [NAME]})\n", report.Printable(strings.Join(removed, ", ")))
 	}
 }
 
@@ -150,7 +157,7 @@ func uidModel(p *policy.Profile) string {
 func section(w io.Writer, title string, rules []policy.PathRule) {
 	fmt.Fprintf(w, "\n%-9s %d\n", title, len(rules))
 	for _, r := range rules {
-		fmt.Fprintf(w, "  %s\n", r.Path)
+		fmt.Fprintf(w, "  %s\n", report.Printable(r.Path))
 	}
 }
 

@@ -2,9 +2,11 @@ package guard
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +24,7 @@ import (
 	"github.com/sysprof/sysprof/bpf"
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/paths"
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/synth"
 )
@@ -41,7 +44,7 @@ var fileOps = sync.OnceValue(func() map[string]bpf.GuardFileOp {
 		"rename":    bpf.GuardFileOpFOP_TWO, "link": bpf.GuardFileOpFOP_TWO,
 		"renameat": bpf.GuardFileOpFOP_TWOAT, "renameat2": bpf.GuardFileOpFOP_TWOAT, "linkat": bpf.GuardFileOpFOP_TWOAT,
 		"symlink": bpf.GuardFileOpFOP_SYMLINK, "symlinkat": bpf.GuardFileOpFOP_SYMLINKAT,
-		"mmap": bpf.GuardFileOpFOP_MMAP,
+		"mmap": bpf.GuardFileOpFOP_MMAP, "connect": bpf.GuardFileOpFOP_CONNECT,
 	}
 })
 
@@ -382,6 +385,9 @@ var errnoNames = map[int32]string{-int32(unix.EACCES): "EACCES", -int32(unix.ERO
 // fileDenials turns a file event into the denials it stands for (a rename is two: the old
 // name's directory loses an entry, the new one gains one).
 func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) []report.Denial {
+	if bpf.GuardFileOp(ev.Fop) == bpf.GuardFileOpFOP_CONNECT {
+		return g.connectDenials(ev, exe, pexe, t)
+	}
 	p1 := t.str(int(ev.PathLen))
 	b1 := t.components(int(ev.BaseLen))
 	p2 := t.str(int(ev.Path2Len))
@@ -453,6 +459,83 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 		out = append(out, d)
 	}
 	return out
+}
+
+// connectDenials turns a failed connect into its denial: a host unix socket the sandbox covers
+// (its cover refuses the connection, or a covered directory has no such entry), a TCP port
+// Landlock refused (no network rule names it: DNS over TCP, a port scan), or an address the
+// sandbox's empty network namespace has no route to. Other failed unix connects are the tool
+// looking for a daemon that is not there: nothing.
+func (g *Guard) connectDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) []report.Denial {
+	raw := t.take(int(ev.PathLen))
+	errName := unix.ErrnoName(syscall.Errno(-ev.Ret))
+	d := report.Denial{Kind: report.KindNetwork, Syscall: "connect", First: time.Now().UTC(), Count: 1}
+	switch ev.Flags {
+	case unix.AF_UNIX:
+		p := resolvePath(string(bytes.TrimRight(raw, "\x00")), t.components(int(ev.BaseLen)))
+		if p == "" || !g.coveredSocket(p) {
+			return nil
+		}
+		d.Endpoint = "unix:" + p
+		d.What = fmt.Sprintf("connect unix:%s (%s: a host socket the sandbox covers)", p, errName)
+		d.Suggest = "network.connect: + unix:" + g.portable(p)
+	case unix.AF_INET, unix.AF_INET6:
+		ap, ok := sockaddrAddrPort(raw)
+		if !ok {
+			return nil
+		}
+		d.Endpoint = ap.String()
+		if ev.Ret == -int32(unix.ENETUNREACH) {
+			d.What = fmt.Sprintf("connect %s (ENETUNREACH: the profile has no network)", d.Endpoint)
+		} else {
+			d.Proto = "tcp"
+			d.What = fmt.Sprintf("connect %s tcp (EACCES: no network rule names port %d)", d.Endpoint, ap.Port())
+		}
+		if ap.Port() == 53 {
+			d.What += ": DNS past sysprof's stub"
+		}
+		d.Suggest = fmt.Sprintf("network.connect: + %s tcp", d.Endpoint)
+	default:
+		return nil
+	}
+	if ev.PathTrunc != 0 {
+		d.What += " (path truncated)"
+	}
+	d.Risk, _ = policy.EndpointRisk(policy.SectionConnect, policy.Endpoint{Endpoint: strings.TrimPrefix(d.Suggest, "network.connect: + "), Proto: d.Proto}, true)
+	if d.Risk == policy.RiskNone {
+		d.Risk = report.RiskHigh
+	}
+	d.Exe, d.Parents = g.who(ev, exe, pexe)
+	return []report.Denial{d}
+}
+
+// coveredSocket reports whether p is a host unix socket the sandbox covers (or lies in a
+// directory covered for its sockets), or a hidden path.
+func (g *Guard) coveredSocket(p string) bool {
+	if paths.CoveredBy(p, g.cfg.Hidden) {
+		return true
+	}
+	return slices.ContainsFunc(g.cfg.Sockets, func(s string) bool {
+		return paths.CoveredBy(p, []string{strings.TrimSuffix(s, "/")})
+	})
+}
+
+// sockaddrAddrPort decodes a sockaddr_in or sockaddr_in6.
+func sockaddrAddrPort(b []byte) (netip.AddrPort, bool) {
+	if len(b) < 8 {
+		return netip.AddrPort{}, false
+	}
+	port := binary.BigEndian.Uint16(b[2:4])
+	switch binary.NativeEndian.Uint16(b) {
+	case unix.AF_INET:
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), port), true
+	case unix.AF_INET6:
+		if len(b) < 24 {
+			return netip.AddrPort{}, false
+		}
+		return netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[8:24])).Unmap(), port), true
+	}
+	return netip.AddrPort{}, false
 }
 
 // hit is one path a refused call touched, with the access it needed.

@@ -116,6 +116,9 @@ type Config struct {
 	// plan's (an EACCES it allows is not the sandbox's).
 	Hidden   []string
 	Landlock *sandbox.Landlock
+	// Sockets are the host unix sockets the sandbox covers, or their directories (a failed
+	// connect to one is a denial).
+	Sockets []string
 	// Vars are the path variables a suggestion is written with (synth.Portable).
 	Vars map[string]string
 	// FileRisk rates a suggestion (nil: unrated).

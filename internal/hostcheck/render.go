@@ -7,6 +7,8 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/sysprof/sysprof/report"
 )
 
 // Render writes the checks as a table: check, for, status, detail, reason/remedy.
@@ -20,7 +22,8 @@ func Render(w io.Writer, cs []Check) error {
 	)
 	t.Header("check", "for", "status", "detail", "reason / remedy")
 	for _, c := range cs {
-		if err := t.Append(c.Name, c.For, statusCell(c), c.Detail, reasonCell(c)); err != nil {
+		// Details and reasons name host paths (mounts, the cgroup, a sudo owner's home).
+		if err := t.Append(c.Name, c.For, statusCell(c), report.Printable(c.Detail), report.Printable(reasonCell(c))); err != nil {
 			return fmt.Errorf("render checks: %w", err)
 		}
 	}
