@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/kernrun"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 // seccompNotifAddfd is struct seccomp_notif_addfd (24 bytes).
@@ -25,7 +26,7 @@ type seccompNotifAddfd struct {
 const ioctlNotifAddfd = 0x40182103
 
 // procWriteOpen answers a notification the filter sent only because it opens for writing
-// (procWriteWhy) and reports whether it did. The learned /proc/<pid>/NAME of a process of the
+// (seccomp.WhyOpenWrites) and reports whether it did. The learned /proc/<pid>/NAME of a process of the
 // sandbox gets a descriptor the supervisor opened (procTarget decides which); every other such
 // open goes on (CONTINUE) to the read-only mounts and Landlock, which decide it as any open:
 // nothing this answers widens what they allow. Requires Linux 5.14 (SECCOMP_ADDFD_FLAG_SEND).
@@ -63,17 +64,17 @@ func (s *supervisor) procWriteOpen(n *seccompNotif) bool {
 // onlyProcWriteFails reports whether the call n is allowed but for the check that sends opens
 // for writing to the supervisor.
 func (c *Compiled) onlyProcWriteFails(n *seccompNotif) bool {
-	rule := c.spec.ruleFor(n.Data.Arch, uint32(n.Data.Nr))
-	if rule == nil || rule.ret != retAllow {
+	rule := c.spec.RuleFor(n.Data.Arch, uint32(n.Data.Nr))
+	if rule == nil || rule.Ret != seccomp.RetAllow {
 		return false
 	}
 	sent := false
-	for i := range rule.checks {
-		chk := &rule.checks[i]
-		if chk.ok(n.Data.Args[chk.arg]) {
+	for i := range rule.Checks {
+		chk := &rule.Checks[i]
+		if chk.OK(n.Data.Args[chk.Arg]) {
 			continue
 		}
-		if chk.why != procWriteWhy {
+		if chk.Why != seccomp.WhyOpenWrites {
 			return false
 		}
 		sent = true
