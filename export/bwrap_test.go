@@ -219,12 +219,12 @@ func TestBwrapSeccomp(t *testing.T) {
 	requireBwrap(t)
 	h := newBwrapHost(t)
 	p := h.profile(`mkdir out/d`)
-	var filter bytes.Buffer
-	if err := Write(&filter, p, "bpf", Options{BPFFilter: denyMkdirFilter}); err != nil {
+	filter, err := denyMkdirFilter(p)
+	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(h.root, "filter.bpf")
-	if err := os.WriteFile(path, filter.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, filter, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	opts := Options{Env: h.env, SeccompFDPath: path}

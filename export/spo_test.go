@@ -59,11 +59,16 @@ func TestNotesIncomplete(t *testing.T) {
 	}
 }
 
+// An architecture the enforcer does not know is left out with a note, as enforce drops it.
 func TestUnknownArchitecture(t *testing.T) {
-	p := &policy.Profile{Syscalls: policy.Syscalls{Architectures: []string{"mips"}, Allow: []policy.Syscall{{Name: "read"}}}}
-	for _, f := range []string{"oci", "spo", "systemd"} {
-		if err := Write(&bytes.Buffer{}, p, f, Options{}); err == nil || !strings.Contains(err.Error(), "mips") {
-			t.Errorf("%s: an unknown architecture gave %v", f, err)
+	p := &policy.Profile{Syscalls: policy.Syscalls{Architectures: []string{"mips", "x86_64"}, Allow: []policy.Syscall{{Name: "read"}}}}
+	for _, f := range []string{"oci", "spo"} {
+		notes, err := Notes(p, f, Options{})
+		if err != nil || !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "mips (unknown)") }) {
+			t.Errorf("%s: an unknown architecture: %v, notes %q", f, err, notes)
 		}
+	}
+	if err := Write(&bytes.Buffer{}, p, "systemd", Options{}); err == nil || !strings.Contains(err.Error(), "mips") {
+		t.Errorf("systemd: an unknown architecture gave %v", err)
 	}
 }
