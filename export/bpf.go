@@ -20,7 +20,7 @@ func renderBPF(p *policy.Profile, opts Options) (result, error) {
 	for _, d := range f.Dropped {
 		notes = append(notes, "left out, as sysprof enforce does: "+d)
 	}
-	notes = append(notes, "runtime: + wait4 (bwrap's init, pid 1 of its pid namespace, runs under the filter and reaps the command)")
+	notes = append(notes, "runtime: + wait4 (bwrap's init, pid 1 of its pid namespace, runs under the filter and reaps the command; allowed to the command too)")
 	notes = append(notes, "denied calls fail with EPERM (sysprof enforce reports them through its supervisor; bwrap has none)")
 	return result{out: seccomp.Standalone(f.Program), notes: append(notes, notSeccompNotes(p)...)}, nil
 }

@@ -80,10 +80,13 @@ type seccompPolicy struct {
 // the command runs: the export adds them (they are not the command's, and learn never sees
 // them). Each name is checked against the consumer's table in the tests.
 var runtimeSyscalls = map[string][]string{
-	// runc's init (1.1) checks that /proc/self/fd is on procfs (fstatfs) after loading the
-	// filter, before it execs; crun loads the filter right before execve.
-	"oci": {"fstatfs"},
-	// bwrap's init (pid 1 of its pid namespace) runs under the filter and reaps its child.
+	// runc's init (1.1) runs under the filter from its load to the exec: it checks that
+	// /proc/self/fd is on procfs (fstatfs), reads it (openat, getdents64, close) to close what
+	// it does not pass on, and execs; its Go runtime may meanwhile park, wake and preempt
+	// threads (futex, nanosleep, sched_yield, getpid, gettid, tgkill, sigaltstack). crun loads
+	// the filter right before execve.
+	"oci": {"fstatfs", "openat", "getdents64", "close", "execve", "futex", "nanosleep", "sched_yield", "getpid", "gettid", "tgkill", "sigaltstack"},
+	// bwrap's init (pid 1 of its pid namespace) runs under the filter and reaps the command.
 	"bwrap": {"wait4"},
 }
 
@@ -128,7 +131,7 @@ func compileFor(p *policy.Profile, consumer string, opts Options) (rules map[str
 		notes = append(notes, "left out, as sysprof enforce does: "+d)
 	}
 	if len(extra) > 0 {
-		notes = append(notes, fmt.Sprintf("runtime: + %s (the %s runtime calls them after it loaded the filter)", strings.Join(extra, " "), consumer))
+		notes = append(notes, fmt.Sprintf("runtime: + %s (the %s runtime's own calls after it loaded the filter; allowed to the command too)", strings.Join(extra, " "), consumer))
 	}
 	return rules, abis, notes, nil
 }
