@@ -393,3 +393,64 @@ func TestOCILoadsInLibseccomp(t *testing.T) {
 		}
 	}
 }
+
+// exportedNames are the syscall names of an oci export's entries.
+func exportedNames(s specs.LinuxSeccomp) []string {
+	var out []string
+	for _, sc := range s.Syscalls {
+		out = append(out, sc.Names...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Every name an export writes is one the consumer's own table knows: libseccomp's (runc, crun,
+// the operator) through scmp_sys_resolver, systemd's through systemd-analyze. A profile with
+// arm64's fstatat (go-seccomp-bpf's name for newfstatat) is the case that broke.
+func TestExportedNamesKnownToConsumers(t *testing.T) {
+	resolver := testutil.RequireTool(t, "scmp_sys_resolver")
+	p := loadFixture(t, "cargo-build.yaml")
+	p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: "fstatat"}, policy.Syscall{Name: "newfstatat"})
+	s := exportOCI(t, p)
+	scArch := map[specs.Arch]string{specs.ArchX86_64: "x86_64", specs.ArchAARCH64: "aarch64", specs.ArchX86: "x86", specs.ArchX32: "x32"}
+	for _, name := range exportedNames(s) {
+		known := false
+		for _, a := range s.Architectures {
+			out, err := exec.Command(resolver, "-a", scArch[a], name).Output()
+			if err != nil {
+				t.Fatalf("scmp_sys_resolver %s: %v", name, err)
+			}
+			if strings.TrimSpace(string(out)) != "-1" {
+				known = true
+			}
+		}
+		if !known {
+			t.Errorf("the oci export names %s, which libseccomp does not know on %v", name, s.Architectures)
+		}
+	}
+	analyze := testutil.RequireTool(t, "systemd-analyze")
+	out, err := exec.Command(analyze, "syscall-filter", "@known").Output()
+	if err != nil {
+		t.Fatalf("systemd-analyze syscall-filter: %v", err)
+	}
+	known := map[string]bool{}
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.TrimSpace(l); f != "" && !strings.HasPrefix(f, "#") && !strings.HasPrefix(f, "@") {
+			known[f] = true
+		}
+	}
+	_, env := fakeHost(t)
+	var buf bytes.Buffer
+	if err := Write(&buf, p, "systemd", Options{Env: env}); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if v, ok := strings.CutPrefix(l, "SystemCallFilter="); ok {
+			for _, name := range strings.Fields(v) {
+				if !known[name] {
+					t.Errorf("the systemd export names %s, which systemd does not know", name)
+				}
+			}
+		}
+	}
+}
