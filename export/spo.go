@@ -44,7 +44,7 @@ type spoArg struct {
 	Op       string `yaml:"op"`
 }
 
-// renderSPO writes a security-profiles-operator.x-k8s.io/v1beta1 SeccompProfile. Its syscall
+// renderSPO writes a security-profiles-operator.x-k8s.io/v1 SeccompProfile (cluster-scoped). Its syscall
 // rules are the same as the oci format's; SPO has no defaultErrnoRet, and SCMP_ACT_ERRNO
 // without one returns EPERM, which is what sysprof wants.
 func renderSPO(p *policy.Profile, opts Options) (result, error) {
@@ -54,7 +54,7 @@ func renderSPO(p *policy.Profile, opts Options) (result, error) {
 	}
 	name := dnsLabel(profileName(p, opts))
 	doc := spoProfile{
-		APIVersion: "security-profiles-operator.x-k8s.io/v1beta1",
+		APIVersion: "security-profiles-operator.x-k8s.io/v1",
 		Kind:       "SeccompProfile",
 		Metadata:   spoMetadata{Name: name},
 		Spec: spoSpec{
