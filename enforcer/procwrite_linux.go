@@ -64,6 +64,11 @@ func (s *supervisor) procWriteOpen(n *seccompNotif) bool {
 // onlyProcWriteFails reports whether the call n is allowed but for the check that sends opens
 // for writing to the supervisor.
 func (c *Compiled) onlyProcWriteFails(n *seccompNotif) bool {
+	return c.onlyFails(n, seccomp.WhyOpenWrites)
+}
+
+// onlyFails reports whether the call n is allowed but for checks marked why.
+func (c *Compiled) onlyFails(n *seccompNotif, why string) bool {
 	rule := c.spec.RuleFor(n.Data.Arch, uint32(n.Data.Nr))
 	if rule == nil || rule.Ret != seccomp.RetAllow {
 		return false
@@ -74,12 +79,27 @@ func (c *Compiled) onlyProcWriteFails(n *seccompNotif) bool {
 		if chk.OK(n.Data.Args[chk.Arg]) {
 			continue
 		}
-		if chk.Why != seccomp.WhyOpenWrites {
+		if chk.Why != why {
 			return false
 		}
 		sent = true
 	}
 	return sent
+}
+
+// setIDModeIgnored reports an open the filter sent only for set-id bits in a mode the kernel
+// does not use (no O_CREAT, no O_TMPFILE: libc passes whatever is in the register): it goes on.
+func (c *Compiled) setIDModeIgnored(n *seccompNotif) bool {
+	name, _ := SyscallName(n.Data.Arch, uint32(n.Data.Nr))
+	flagsArg, ok := map[string]int{"open": 1, "openat": 2}[name]
+	if !ok {
+		return false
+	}
+	flags := n.Data.Args[flagsArg]
+	if flags&unix.O_CREAT != 0 || flags&unix.O_TMPFILE == unix.O_TMPFILE {
+		return false
+	}
+	return c.onlyFails(n, seccomp.WhySetID)
 }
 
 // openProcFile opens, for writing (accmode: O_WRONLY or O_RDWR, as the task asked), the /proc

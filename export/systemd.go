@@ -157,6 +157,9 @@ func renderSystemd(p *policy.Profile, opts Options) (result, error) {
 			set("RestrictNamespaces", sc.namespaces...)
 		}
 	}
+	if sc.noSetID {
+		set("RestrictSUIDSGID", "yes")
+	}
 	set("ProtectSystem", "strict")
 	// One path a line: easy to review, and independent of how long this host's paths are.
 	// "-" ignores a path that does not exist when the unit starts.
@@ -197,6 +200,7 @@ type systemdSyscallSet struct {
 	allow      []string
 	families   []string // RestrictAddressFamilies= from socket's domain rule
 	namespaces []string // RestrictNamespaces= allowed types; nil: no clone/unshare rule
+	noSetID    bool     // RestrictSUIDSGID=yes: enforce refuses set-id modes
 }
 
 // systemdSyscalls maps the compiled rules (package seccomp's, the ones sysprof enforce loads).
@@ -246,6 +250,8 @@ func systemdSyscalls(p *policy.Profile, opts Options) (systemdSyscallSet, []stri
 					}
 					out.families = append(out.families, sym)
 				}
+			case c.Why == seccomp.WhySetID:
+				out.noSetID = true
 			case name == "clone" && c.Arg == 0:
 				if out.namespaces == nil {
 					out.namespaces = []string{}

@@ -86,26 +86,39 @@ func MPTCPLearned(p *policy.Profile) bool {
 // hardening are argument checks compile adds to allowed syscalls unless the profile has its own
 // rule for the same argument: they close known bypasses of the other layers; supervisedOpens
 // sends opens for writing to the supervisor (it grants a /proc file).
-func hardening(p *policy.Profile, supervisedOpens bool) map[string]Check {
-	h := map[string]Check{
-		"clone": {Arg: 0, Width32: true, Mask: ^uint64(0), DenyBits: NamespaceFlags, Fail: RetNotify,
-			Why: "namespace flags (new namespaces escape the sandbox's view)"},
-		"ioctl": {Arg: 1, Width32: true, Mask: ^uint64(0), DenyValues: []uint64{unix.TIOCSTI, unix.TIOCLINUX}, Fail: RetNotify,
-			Why: "TIOCSTI/TIOCLINUX (terminal input injection)"},
+func hardening(p *policy.Profile, supervisedOpens bool) map[string][]Check {
+	h := map[string][]Check{
+		"clone": {{Arg: 0, Width32: true, Mask: ^uint64(0), DenyBits: NamespaceFlags, Fail: RetNotify,
+			Why: "namespace flags (new namespaces escape the sandbox's view)"}},
+		"ioctl": {{Arg: 1, Width32: true, Mask: ^uint64(0), DenyValues: []uint64{unix.TIOCSTI, unix.TIOCLINUX}, Fail: RetNotify,
+			Why: "TIOCSTI/TIOCLINUX (terminal input injection)"}},
 	}
 	if !MPTCPLearned(p) {
-		h["socket"] = Check{Arg: 2, Width32: true, Mask: ^uint64(0), DenyValues: []uint64{IPProtoMPTCP}, Fail: RetNotify,
-			Why: "IPPROTO_MPTCP (bypasses Landlock TCP rules)"}
+		h["socket"] = []Check{{Arg: 2, Width32: true, Mask: ^uint64(0), DenyValues: []uint64{IPProtoMPTCP}, Fail: RetNotify,
+			Why: "IPPROTO_MPTCP (bypasses Landlock TCP rules)"}}
 	}
 	if supervisedOpens {
 		// Opens for writing go to the supervisor, which grants the learned /proc files
 		// (procwrite.go) and lets every other one go on to the mounts and Landlock.
 		for name, arg := range map[string]int{"open": 1, "openat": 2} {
-			h[name] = Check{Arg: arg, Width32: true, Mask: unix.O_ACCMODE, Values: []uint64{unix.O_RDONLY}, HasValues: true,
-				Fail: RetNotify, Why: WhyOpenWrites}
+			h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: unix.O_ACCMODE, Values: []uint64{unix.O_RDONLY}, HasValues: true,
+				Fail: RetNotify, Why: WhyOpenWrites})
 		}
 	}
+	// No set-id file is made inside the sandbox: a mode with S_ISUID or S_ISGID goes to the
+	// supervisor, which reports it and answers EPERM (an open without O_CREAT ignores its
+	// mode: the supervisor lets that one go on).
+	for name, arg := range SetIDModeArgs {
+		h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: ^uint64(0), DenyBits: unix.S_ISUID | unix.S_ISGID, Fail: RetNotify, Why: WhySetID})
+	}
 	return h
+}
+
+// SetIDModeArgs are the syscalls that set a file's mode, by the argument that carries it.
+// openat2's mode is in memory seccomp cannot read: openat2 answers ENOSYS (compileRules).
+var SetIDModeArgs = map[string]int{
+	"chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2,
+	"creat": 1, "open": 2, "openat": 3, "mknod": 1, "mknodat": 2, "mkdir": 1, "mkdirat": 2,
 }
 
 // int32Args marks arguments the kernel reads as 32-bit ints: checks look at the low word only,
@@ -135,6 +148,9 @@ func (c *Filter) compileSyscalls(p *policy.Profile, host *arch.Info, opts Option
 		spec.ABIs = append(spec.ABIs, c.compileABI(info, info == host, others, names, hard))
 	}
 	c.Notes = append(c.Notes, "clone3: answers ENOSYS (its flags cannot be checked; libc falls back to clone)")
+	if names["openat2"] {
+		c.Notes = append(c.Notes, "openat2: answers ENOSYS (its mode cannot be checked for set-id bits; callers fall back to openat)")
+	}
 	for name, rules := range rulesFor {
 		if names[name] {
 			continue
@@ -206,7 +222,7 @@ func (c *Filter) abisOf(archs []string, host *arch.Info) (abis, others []*arch.I
 // compileRules are the rules by name: the allowed syscalls with their argument checks and the
 // hardening checks the profile's own rules do not override, the errno-only rules, and clone3's
 // ENOSYS. They are the same on every ABI.
-func (c *Filter) compileRules(names map[string]bool, rulesFor map[string][]policy.ArgRule, hard map[string]Check) error {
+func (c *Filter) compileRules(names map[string]bool, rulesFor map[string][]policy.ArgRule, hard map[string][]Check) error {
 	c.Rules = map[string]*Rule{}
 	for _, name := range sortedKeys(names) {
 		rule := &Rule{Name: name, Ret: RetAllow}
@@ -220,8 +236,11 @@ func (c *Filter) compileRules(names map[string]bool, rulesFor map[string][]polic
 			}
 			rule.Checks = append(rule.Checks, chk)
 		}
-		if h, ok := hard[name]; ok && !explicitlyAllows(rule.Checks, h) {
-			rule.Checks = append(rule.Checks, h)
+		own := rule.Checks
+		for _, h := range hard[name] {
+			if !explicitlyAllows(own, h) {
+				rule.Checks = append(rule.Checks, h)
+			}
 		}
 		c.Rules[name] = rule
 	}
@@ -239,13 +258,15 @@ func (c *Filter) compileRules(names map[string]bool, rulesFor map[string][]polic
 	}
 	// clone3 passes its flags in memory that seccomp cannot read, so namespace flags could
 	// not be denied: answer ENOSYS and libc falls back to clone(2), whose flags are checked.
+	// openat2's mode (set-id bits) is in memory too: callers fall back to openat.
 	c.Rules["clone3"] = &Rule{Name: "clone3", Ret: RetErrno(unix.ENOSYS)}
+	c.Rules["openat2"] = &Rule{Name: "openat2", Ret: RetErrno(unix.ENOSYS)}
 	return nil
 }
 
 // compileABI is the filter's table for one ABI: every number it knows, and the rules of the
 // names it has (hardening noted for the host's ABI).
-func (c *Filter) compileABI(info *arch.Info, isHost bool, others []*arch.Info, names map[string]bool, hard map[string]Check) *ABI {
+func (c *Filter) compileABI(info *arch.Info, isHost bool, others []*arch.Info, names map[string]bool, hard map[string][]Check) *ABI {
 	abi := &ABI{Info: info, Allowed: true, Rules: map[uint32]*Rule{}, Known: map[uint32]string{}}
 	mask := uint32(info.SeccompMask)
 	for nr, name := range info.SyscallNumbers {
@@ -263,7 +284,10 @@ func (c *Filter) compileABI(info *arch.Info, isHost bool, others []*arch.Info, n
 		if !ok && isHost && !slices.Contains(AlwaysAllowed, name) && !knownOn(others, name) {
 			c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.allow: %s (no such syscall on %s)", name, info.Name))
 		}
-		if h, ok := hard[name]; ok && isHost && slices.ContainsFunc(c.Rules[name].Checks, func(x Check) bool { return x.Why == h.Why }) {
+		for _, h := range hard[name] {
+			if !isHost || !slices.ContainsFunc(c.Rules[name].Checks, func(x Check) bool { return x.Why == h.Why }) {
+				continue
+			}
 			for range nrs {
 				c.Notes = append(c.Notes, fmt.Sprintf("%s: denies %s unless the profile's argument rules allow it", name, h.Why))
 			}

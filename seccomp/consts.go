@@ -14,3 +14,6 @@ const IPProtoMPTCP = 262
 
 // WhyOpenWrites marks the check that sends opens for writing to the supervisor.
 const WhyOpenWrites = "opens for writing (the supervisor grants the profile's /proc/<pid> writes)"
+
+// WhySetID marks the checks that keep set-id modes out of the sandbox.
+const WhySetID = "set-id mode bits (S_ISUID/S_ISGID)"

@@ -37,7 +37,7 @@ func actionName(r uint32) string { return ActionName(r) }
 
 func testProfile() *policy.Profile {
 	p := &policy.Profile{}
-	for _, n := range []string{"read", "write", "openat", "close", "mmap", "execve", "clone", "clone3", "socket", "ioctl", "getpid", "exit_group", "prctl"} {
+	for _, n := range []string{"read", "write", "openat", "close", "mmap", "execve", "clone", "clone3", "socket", "ioctl", "getpid", "exit_group", "prctl", "chmod", "openat2"} {
 		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: n})
 	}
 	p.Syscalls.Args = []policy.ArgRule{
@@ -111,6 +111,12 @@ func TestFilterTable(t *testing.T) {
 		{"ioctl TIOCSTI", x86, nr64("ioctl"), a(0, unix.TIOCSTI), RetNotify},
 		{"ioctl TIOCSTI with high garbage", x86, nr64("ioctl"), a(0, 0xffffffff00000000|unix.TIOCSTI), RetNotify},
 		{"ioctl TIOCLINUX", x86, nr64("ioctl"), a(0, unix.TIOCLINUX), RetNotify},
+		{"chmod 0755", x86, nr64("chmod"), a(0, 0o755), RetAllow},
+		{"chmod 04755", x86, nr64("chmod"), a(0, 0o4755), RetNotify},
+		{"chmod 02755 with high garbage", x86, nr64("chmod"), a(0, 1<<32|0o2755), RetNotify},
+		{"openat O_CREAT 0644", x86, nr64("openat"), a(0, 0, unix.O_CREAT|unix.O_WRONLY, 0o644), RetAllow},
+		{"openat O_CREAT 04755", x86, nr64("openat"), a(0, 0, unix.O_CREAT|unix.O_WRONLY, 0o4755), RetNotify},
+		{"openat2 answers ENOSYS", x86, nr64("openat2"), none, enosys},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := vm.run(t, tc.arch, tc.nr, tc.args)
@@ -188,7 +194,7 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 	if !listed(info.Name) {
 		return RetNotify
 	}
-	if name == "clone3" {
+	if name == "clone3" || name == "openat2" {
 		return RetErrno(unix.ENOSYS)
 	}
 	num := func(s string) uint64 { x, _ := strconv.ParseUint(s, 0, 64); return x }
@@ -289,6 +295,10 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 	case name == "socket" && lo(2) == IPProtoMPTCP && !MPTCPLearned(p) && !lets(2, isMPTCP, 0):
 		return RetNotify
 	}
+	setid := map[string]int{"chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2, "creat": 1, "open": 2, "openat": 3, "mknod": 1, "mknodat": 2, "mkdir": 1, "mkdirat": 2}
+	if i, ok := setid[name]; ok && lo(i)&(unix.S_ISUID|unix.S_ISGID) != 0 && !lets(i, never, unix.S_ISUID|unix.S_ISGID) {
+		return RetNotify
+	}
 	return RetAllow
 }
 
@@ -308,7 +318,7 @@ func TestFilterRandomAgainstModel(t *testing.T) {
 			}
 		}
 		// Argument rules, numeric only, some on syscalls with hardening.
-		interesting := []uint64{0, 1, 2, 3, 0xf, 0x10, 262, unix.TIOCSTI, unix.CLONE_NEWNS, 0xffffffff, 1 << 32, 1<<32 | 2, ^uint64(0)}
+		interesting := []uint64{0, 1, 2, 3, 0xf, 0x10, 262, unix.TIOCSTI, unix.CLONE_NEWNS, 0xffffffff, 1 << 32, 1<<32 | 2, ^uint64(0), 0o4755, 0o2000, 1<<32 | 0o4000}
 		for _, s := range p.Syscalls.Allow {
 			if rng.IntN(4) != 0 && s.Name != "socket" && s.Name != "clone" && s.Name != "ioctl" {
 				continue
