@@ -148,6 +148,9 @@ func (c *Filter) compileSyscalls(p *policy.Profile, host *arch.Info, opts Option
 		spec.ABIs = append(spec.ABIs, c.compileABI(info, info == host, others, names, hard))
 	}
 	c.Notes = append(c.Notes, "clone3: answers ENOSYS (its flags cannot be checked; libc falls back to clone)")
+	if names["io_uring_setup"] {
+		c.Notes = append(c.Notes, "io_uring_setup: allowed because learned: io_uring's OPENAT, SOCKET and CONNECT operations skip every argument check of this filter (Landlock and the mounts still apply)")
+	}
 	if names["openat2"] {
 		c.Notes = append(c.Notes, "openat2: answers ENOSYS (its mode cannot be checked for set-id bits; callers fall back to openat)")
 	}

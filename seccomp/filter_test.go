@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
@@ -419,5 +420,34 @@ func TestAssemblerLongJumps(t *testing.T) {
 				t.Fatalf("%s(%d): filter %s, model %s", n, v, actionName(got), actionName(want))
 			}
 		}
+	}
+}
+
+// io_uring (issue 23 item 8): refused unless learned; learned, the compile says that its
+// operations skip the argument rules, and the review rates it critical with that reason.
+func TestIOURingRefusedUnlessLearned(t *testing.T) {
+	p := testProfile()
+	c, err := Compile(p, "x86_64", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"io_uring_setup", "io_uring_enter", "io_uring_register"} {
+		if got := newVM(t, c.Program).run(t, x86, nr64(n), [6]uint64{}); got != RetNotify {
+			t.Errorf("%s not learned: %s, want NOTIFY (reported, EPERM)", n, actionName(got))
+		}
+	}
+	p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: "io_uring_setup"})
+	c, err = Compile(p, "x86_64", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(c.Notes, func(n string) bool { return strings.Contains(n, "io_uring") && strings.Contains(n, "argument check") }) {
+		t.Errorf("a learned io_uring_setup is not noted as skipping argument checks: %q", c.Notes)
+	}
+	review := policy.Review(nil, p)
+	if !slices.ContainsFunc(review, func(ch policy.Change) bool {
+		return ch.Item == "io_uring_setup" && ch.Risk >= policy.RiskCritical && strings.Contains(ch.Reason, "argument rules")
+	}) {
+		t.Errorf("learn's review does not say io_uring weakens the argument rules: %+v", review)
 	}
 }
