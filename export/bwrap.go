@@ -202,7 +202,6 @@ var bwrapDev = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/
 func bwrapWrites(writes []hostPath, privateTmp bool, env Env) ([]hostPath, []string) {
 	var out []hostPath
 	var notes, dev []string
-	home := filepath.Clean(env["HOME"])
 	for _, w := range writes {
 		if slices.ContainsFunc(bwrapDev, func(d string) bool { return w.path == d || strings.HasPrefix(w.path, d+"/") }) {
 			dev = append(dev, w.rule)
@@ -220,7 +219,7 @@ func bwrapWrites(writes []hostPath, privateTmp bool, env Env) ([]hostPath, []str
 		for !exists(dir) {
 			dir = filepath.Dir(dir)
 		}
-		if dir == "/" || (env["HOME"] != "" && (dir == home || strings.HasPrefix(home, dir+"/"))) {
+		if !widenable(dir, env) {
 			notes = append(notes, fmt.Sprintf("write %s: does not exist on this host and bwrap binds only what exists; left out (its nearest directory, %s, is too broad)", w.rule, dir))
 			continue
 		}
@@ -233,6 +232,25 @@ func bwrapWrites(writes []hostPath, privateTmp bool, env Env) ([]hostPath, []str
 	slices.SortFunc(out, func(a, b hostPath) int { return strings.Compare(a.path, b.path) })
 	out = slices.CompactFunc(out, func(a, b hostPath) bool { return a.path == b.path })
 	return out, notes
+}
+
+// widenable reports whether a missing write path's directory dir may be bound writable: the
+// work tree or a directory in it, or one at least two levels below $HOME or below $TMPDIR
+// (never $HOME, its direct children, system directories or /).
+func widenable(dir string, env Env) bool {
+	below := func(v string, depth int) bool {
+		root := env[v]
+		if root == "" {
+			return false
+		}
+		root = filepath.Clean(root)
+		if dir == root {
+			return depth == 0
+		}
+		rel, ok := strings.CutPrefix(dir, root+"/")
+		return ok && strings.Count(rel, "/")+1 >= depth
+	}
+	return below("WORKDIR", 0) || below("HOME", 2) || below("TMPDIR", 1)
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

@@ -6,7 +6,7 @@
 # note: bwrap mounts the whole filesystem read-only: the read allowlist is not enforced (hidden paths are)
 # note: bwrap cannot limit exec to the listed binaries: everything readable is executable
 # note: write $TMPDIR/rustc*: the glob is expanded to the 1 path(s) present now; paths created later are not covered
-# note: write $CARGO_HOME/git: does not exist yet and bwrap binds only what exists: /host/home/dev/.cargo is writable as a whole (sysprof enforce stages it and keeps only the learned outputs)
+# note: write $CARGO_HOME/git: does not exist on this host and bwrap binds only what exists; left out (its nearest directory, /host/home/dev/.cargo, is too broad)
 # note: hidden $CARGO_HOME/credentials*: the glob is expanded to the 1 path(s) present now; paths created later are not covered
 # note: hidden paths absent on this host, left out: $HOME/.aws $HOME/.docker/config.json $HOME/.netrc
 WORKDIR=$SYSPROF_WORKDIR
@@ -22,11 +22,9 @@ exec bwrap \
 	--dev /dev \
 	--proc /proc \
 	--tmpfs /tmp \
-	--bind /host/home/dev/.cargo /host/home/dev/.cargo \
 	--bind /host/home/dev/.cargo/registry /host/home/dev/.cargo/registry \
 	--bind "$WORKDIR"/target "$WORKDIR"/target \
 	--bind /host/tmp/rustc1a2b3c /host/tmp/rustc1a2b3c \
-	--ro-bind /host/home/dev/.cargo/bin /host/home/dev/.cargo/bin \
 	--ro-bind /dev/null /host/home/dev/.cargo/credentials.toml \
 	--ro-bind /dev/null /host/home/dev/.git-credentials \
 	--tmpfs /host/home/dev/.gnupg \
