@@ -317,6 +317,9 @@ func ArchitectureRisk(a string) (Risk, string) {
 
 // ArgValueRisk rates a newly allowed argument value (or flag bits) of syscall's argument arg.
 func ArgValueRisk(syscall string, arg int, v uint64) (Risk, string) {
+	if i, ok := SetIDModeArgs[syscall]; ok && i == arg && v&0o6000 != 0 {
+		return RiskCritical, "makes a set-id file (S_ISUID/S_ISGID), which runs with its owner's ids after the run"
+	}
 	switch ArgKind(syscall, arg) {
 	case KindFamily:
 		return RiskHigh, "new socket family"
@@ -362,8 +365,18 @@ func ArgValueRisk(syscall string, arg int, v uint64) (Risk, string) {
 	return RiskLow, "argument value"
 }
 
+// SetIDModeArgs are the syscalls that set a file's mode, by the argument that carries it: the
+// seccomp layer denies S_ISUID and S_ISGID there, and allowing them is critical.
+var SetIDModeArgs = map[string]int{
+	"chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2,
+	"creat": 1, "open": 2, "openat": 3, "mknod": 1, "mknodat": 2, "mkdir": 1, "mkdirat": 2,
+}
+
 // ArgAnyRisk rates lifting the restriction on an argument altogether.
 func ArgAnyRisk(syscall string, arg int) (Risk, string) {
+	if i, ok := SetIDModeArgs[syscall]; ok && i == arg {
+		return RiskCritical, "set-id modes (S_ISUID/S_ISGID) are no longer denied"
+	}
 	switch ArgKind(syscall, arg) {
 	case KindFamily:
 		return RiskHigh, "any socket family (AF_PACKET, AF_ALG, AF_VSOCK, ...)"

@@ -108,17 +108,10 @@ func hardening(p *policy.Profile, supervisedOpens bool) map[string][]Check {
 	// No set-id file is made inside the sandbox: a mode with S_ISUID or S_ISGID goes to the
 	// supervisor, which reports it and answers EPERM (an open without O_CREAT ignores its
 	// mode: the supervisor lets that one go on).
-	for name, arg := range SetIDModeArgs {
+	for name, arg := range policy.SetIDModeArgs { // openat2: ENOSYS (compileRules)
 		h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: ^uint64(0), DenyBits: unix.S_ISUID | unix.S_ISGID, Fail: RetNotify, Why: WhySetID})
 	}
 	return h
-}
-
-// SetIDModeArgs are the syscalls that set a file's mode, by the argument that carries it.
-// openat2's mode is in memory seccomp cannot read: openat2 answers ENOSYS (compileRules).
-var SetIDModeArgs = map[string]int{
-	"chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2,
-	"creat": 1, "open": 2, "openat": 3, "mknod": 1, "mknodat": 2, "mkdir": 1, "mkdirat": 2,
 }
 
 // int32Args marks arguments the kernel reads as 32-bit ints: checks look at the low word only,
