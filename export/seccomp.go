@@ -83,11 +83,24 @@ var runtimeSyscalls = map[string][]string{
 	// runc's init (1.1) runs under the filter from its load to the exec: it checks that
 	// /proc/self/fd is on procfs (fstatfs), reads it (openat, getdents64, close) to close what
 	// it does not pass on, and execs; its Go runtime may meanwhile park, wake and preempt
-	// threads (futex, nanosleep, sched_yield, getpid, gettid, tgkill, sigaltstack). crun loads
-	// the filter right before execve.
-	"oci": {"fstatfs", "openat", "getdents64", "close", "execve", "futex", "nanosleep", "sched_yield", "getpid", "gettid", "tgkill", "sigaltstack"},
+	// threads (futex, nanosleep, sched_yield, getpid, gettid, tgkill, sigaltstack, epoll_ctl,
+	// epoll_pwait). With noNewPrivileges false runc loads the filter earlier and then also
+	// reads and sets its capabilities (capget, capset, prctl), ids (setgroups, setgid, setuid,
+	// setresgid, setresuid), flags (fcntl) and directory (chdir, getcwd), checks its parent
+	// (getppid) and looks the command up (faccessat2).
+	// crun loads the filter right before execve.
+	"oci": {"fstatfs", "openat", "getdents64", "close", "execve", "futex", "nanosleep", "sched_yield", "getpid", "gettid", "tgkill", "sigaltstack",
+		"epoll_ctl", "epoll_pwait", "capget", "capset", "fcntl", "chdir", "getcwd", "getppid", "faccessat2", "prctl", "setgroups", "setgid", "setuid", "setresgid", "setresuid"},
 	// bwrap's init (pid 1 of its pid namespace) runs under the filter and reaps the command.
 	"bwrap": {"wait4"},
+}
+
+// runtimeValues are argument values a consumer's own calls pass where a profile may have a
+// value rule: runc's init with noNewPrivileges false drops the bounding set and keeps
+// capabilities across its uid change (prctl PR_CAPBSET_DROP, PR_SET_KEEPCAPS), and sets
+// NO_NEW_PRIVS when asked (PR_SET_NO_NEW_PRIVS) — each only ever narrows what a process holds.
+var runtimeValues = map[string]map[string]map[int][]uint64{
+	"oci": {"prctl": {0: {unix.PR_CAPBSET_DROP, unix.PR_CAPBSET_READ, unix.PR_SET_KEEPCAPS, unix.PR_SET_NO_NEW_PRIVS}}},
 }
 
 // compileFor compiles p's syscall section with package seccomp, the compiler sysprof enforce
@@ -110,7 +123,7 @@ func compileFor(p *policy.Profile, consumer string, opts Options) (rules map[str
 	extra := runtimeSyscalls[consumer]
 	dropped := map[string]bool{}
 	for _, a := range natives {
-		f, err := seccomp.Compile(p, a, seccomp.Options{Extra: extra})
+		f, err := seccomp.Compile(p, a, seccomp.Options{Extra: extra, ExtraValues: runtimeValues[consumer]})
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -129,6 +142,15 @@ func compileFor(p *policy.Profile, consumer string, opts Options) (rules map[str
 	}
 	for _, d := range slices.Sorted(maps.Keys(dropped)) {
 		notes = append(notes, "left out, as sysprof enforce does: "+d)
+	}
+	for name, args := range runtimeValues[consumer] {
+		for arg, vs := range args {
+			var syms []string
+			for _, v := range vs {
+				syms = append(syms, policy.FormatArg(name, arg, v))
+			}
+			notes = append(notes, fmt.Sprintf("runtime: %s arg %d + %s where the profile restricts it (the runtime's own calls)", name, arg, strings.Join(syms, " ")))
+		}
 	}
 	if len(extra) > 0 {
 		notes = append(notes, fmt.Sprintf("runtime: + %s (the %s runtime's own calls after it loaded the filter; allowed to the command too)", strings.Join(extra, " "), consumer))

@@ -32,6 +32,9 @@ type Options struct {
 	// Extra are syscalls the consumer itself makes after the filter is loaded (a container
 	// runtime's init): allowed with no argument check unless the profile has one.
 	Extra []string
+	// ExtraValues are argument values the consumer itself passes (syscall → argument →
+	// values): added to the profile's value rule on that argument, if it has one.
+	ExtraValues map[string]map[int][]uint64
 }
 
 // Filter is a profile's syscall policy compiled for one architecture: the rules as data
@@ -133,7 +136,7 @@ func (c *Filter) compileSyscalls(p *policy.Profile, host *arch.Info, opts Option
 	names, rulesFor := c.allowedSyscalls(p, opts.Extra)
 	abis, others := c.abisOf(p.Syscalls.Architectures, host)
 	hard := hardening(p, opts.SupervisedOpenWrites)
-	if err := c.compileRules(names, rulesFor, hard); err != nil {
+	if err := c.compileRules(names, rulesFor, hard, opts.ExtraValues); err != nil {
 		return nil, err
 	}
 	spec := &Spec{}
@@ -218,7 +221,7 @@ func (c *Filter) abisOf(archs []string, host *arch.Info) (abis, others []*arch.I
 // compileRules are the rules by name: the allowed syscalls with their argument checks and the
 // hardening checks the profile's own rules do not override, the errno-only rules, and clone3's
 // ENOSYS. They are the same on every ABI.
-func (c *Filter) compileRules(names map[string]bool, rulesFor map[string][]policy.ArgRule, hard map[string][]Check) error {
+func (c *Filter) compileRules(names map[string]bool, rulesFor map[string][]policy.ArgRule, hard map[string][]Check, extra map[string]map[int][]uint64) error {
 	c.Rules = map[string]*Rule{}
 	for _, name := range sortedKeys(names) {
 		rule := &Rule{Name: name, Ret: RetAllow}
@@ -229,6 +232,9 @@ func (c *Filter) compileRules(names map[string]bool, rulesFor map[string][]polic
 			}
 			if errnoOnly {
 				continue
+			}
+			if vs := extra[name][chk.Arg]; chk.HasValues && len(vs) > 0 {
+				chk.Values = append(slices.Clone(chk.Values), vs...)
 			}
 			rule.Checks = append(rule.Checks, chk)
 		}
