@@ -339,3 +339,16 @@ func TestBwrapPty(t *testing.T) {
 		t.Errorf("openpty under bwrap: %v\n%s", err, out)
 	}
 }
+
+// A missing write path widens only to the work tree, below $TMPDIR, or two levels below $HOME.
+func TestBwrapWidenable(t *testing.T) {
+	env := Env{"WORKDIR": "/src/app", "HOME": "/home/dev", "TMPDIR": "/tmp/x"}
+	for dir, want := range map[string]bool{
+		"/src/app": true, "/src/app/build": true, "/home/dev/.cache/go": true, "/tmp/x/a": true,
+		"/": false, "/etc": false, "/usr/lib": false, "/home/dev": false, "/home/dev/.cargo": false, "/home": false, "/tmp/x": false, "/src": false,
+	} {
+		if got := widenable(dir, env); got != want {
+			t.Errorf("widenable(%s) = %v, want %v", dir, got, want)
+		}
+	}
+}
