@@ -9,6 +9,7 @@ import (
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/sandbox"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 // Env is what a profile's portable names mean on this host.
@@ -73,7 +74,7 @@ type Compiled struct {
 	// grants file by file (procwrite.go).
 	ProcWrites []ProcWrite `json:"procWrites,omitempty"`
 
-	spec *filterSpec
+	spec *seccomp.Spec
 	// profile is what was compiled (read only): denials are rated against it.
 	profile *policy.Profile
 }

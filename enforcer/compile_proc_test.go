@@ -48,10 +48,10 @@ func TestCompileProcWrites(t *testing.T) {
 	}
 	x86 := uint32(arch.X86_64.ID)
 	openat := uint32(arch.X86_64.SyscallNames["openat"])
-	if got := c.spec.eval(x86, openat, [6]uint64{unix.AT_FDCWD & 0xffffffff, 0, unix.O_RDONLY | unix.O_CLOEXEC}); got != retAllow {
+	if got := c.spec.Eval(x86, openat, [6]uint64{unix.AT_FDCWD & 0xffffffff, 0, unix.O_RDONLY | unix.O_CLOEXEC}); got != retAllow {
 		t.Errorf("openat for reading: %#x, want allowed", got)
 	}
-	if got := c.spec.eval(x86, openat, [6]uint64{0, 0, unix.O_WRONLY}); got != retNotify {
+	if got := c.spec.Eval(x86, openat, [6]uint64{0, 0, unix.O_WRONLY}); got != retNotify {
 		t.Errorf("openat for writing: %#x, want the supervisor", got)
 	}
 	// Without a granted /proc write, opens never go to the supervisor.
@@ -59,7 +59,7 @@ func TestCompileProcWrites(t *testing.T) {
 	if c, err = Compile(p, Env{Vars: map[string]string{"WORKDIR": work, "TMPDIR": "/tmp"}, Arch: "x86_64"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.spec.eval(x86, openat, [6]uint64{0, 0, unix.O_WRONLY}); got != retAllow {
+	if got := c.spec.Eval(x86, openat, [6]uint64{0, 0, unix.O_WRONLY}); got != retAllow {
 		t.Errorf("openat for writing without a granted /proc write: %#x, want allowed", got)
 	}
 }

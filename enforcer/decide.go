@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -72,7 +73,7 @@ func decideLayers(c *Compiled, h hostFacts) layerDecision {
 		}
 		unenforceable[layer] = append(unenforceable[layer], u)
 	}
-	for _, layer := range sortedKeys(unenforceable) {
+	for _, layer := range slices.Sorted(maps.Keys(unenforceable)) {
 		d.Degraded = append(d.Degraded, report.Layer{Name: layer, State: report.LayerDegraded, Detail: strings.Join(unenforceable[layer], "; ")})
 	}
 	if c.Egress != nil {

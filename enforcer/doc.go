@@ -9,30 +9,9 @@
 // Compile never modifies the profile, and Run never modifies what Compile returned (a test says
 // so): what one run adds, its stages' overlay directories, goes into the run's copy of the plan.
 // Compile (compile.go) is two halves, a file each: CompileSeccomp (compile_seccomp.go) is the
-// pure one, the filter from the profile and an architecture (filter.go assembles the program);
-// compilePlan (compile_plan.go) is the host plan (paths, mounts, sockets). Syscall names become
-// numbers from go-seccomp-bpf's tables (never a hand-kept table). The BPF program is generated
-// here, not by go-seccomp-bpf's assembler, because enforcement needs what that library cannot
-// express: masked argument compares, several ABIs in one program, USER_NOTIF as the default and
-// ENOSYS for unknown numbers. The program:
-//
-//   - checks the audit arch first: x86_64, plus i386 and x32 only when the profile lists them;
-//     any other arch (int 0x80 from a 64-bit process when i386 is not listed) is reported;
-//   - x32 numbers (bit 0x40000000) go to their own table, reported unless x32 is listed;
-//   - a binary search over syscall numbers; allowed syscalls without argument rules return
-//     ALLOW on their own (so the kernel's action cache makes them free);
-//   - syscalls in the table but not in the profile go to the supervisor (USER_NOTIF), which
-//     records them and answers EPERM (or lets them continue under audit);
-//   - numbers the table does not know (newer than sysprof) answer ENOSYS so libc falls back;
-//   - clone3 always answers ENOSYS: its flags are in memory seccomp cannot read, and libc then
-//     uses clone(2), whose flags are checked;
-//   - hardening added to allowed syscalls unless the profile's own rules allow it: clone with
-//     namespace flags, ioctl TIOCSTI/TIOCLINUX, and socket(…, IPPROTO_MPTCP) unless the
-//     profile has an mptcp endpoint (MPTCP bypasses Landlock's TCP rules);
-//   - arguments the kernel reads as int are compared on their low 32 bits only.
-//
-// The program is tested without a kernel through golang.org/x/net/bpf's VM, table-driven and
-// against a plain Go model of the profile's meaning.
+// pure one, the filter from the profile and an architecture, made by package seccomp (the one
+// compiler enforce and every export share; its doc says what the program does);
+// compilePlan (compile_plan.go) is the host plan (paths, mounts, sockets).
 //
 // # Running
 //

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 // risk drops the reason: a denial carries the class only.
@@ -43,34 +44,34 @@ func (c *Compiled) suggestDenial(d *report.Denial, abi, name string, auditArch, 
 // suggest returns the profile change that would allow a reported call, and how the report
 // says it (the change as printed, but for MPTCP, whose better answer is an endpoint).
 func (c *Compiled) suggest(abi, name string, auditArch, nr uint32, args [6]uint64) (policy.Grant, string) {
-	spec := c.spec.abiFor(auditArch, nr)
+	spec := c.spec.ABIFor(auditArch, nr)
 	if spec == nil {
 		g := policy.Grant{Section: policy.SectionArchitectures, Item: abi}
 		return g, g.String()
 	}
 	allow := policy.Grant{Section: policy.SectionSyscalls, Item: name}
-	rule := spec.rules[nr]
+	rule := spec.Rules[nr]
 	if rule == nil {
 		return allow, allow.String()
 	}
-	for i := range rule.checks {
-		chk := &rule.checks[i]
-		v := args[chk.arg]
-		if chk.ok(v) {
+	for i := range rule.Checks {
+		chk := &rule.Checks[i]
+		v := args[chk.Arg]
+		if chk.OK(v) {
 			continue
 		}
-		if chk.width32 {
+		if chk.Width32 {
 			v &= 0xffffffff
 		}
-		bad := v & chk.mask
-		if chk.hasAllowedBits || chk.denyBits != 0 {
-			bad = v & chk.mask &^ chk.allowedBits
-			if !chk.hasAllowedBits {
-				bad = v & chk.denyBits
+		bad := v & chk.Mask
+		if chk.HasAllowedBits || chk.DenyBits != 0 {
+			bad = v & chk.Mask &^ chk.AllowedBits
+			if !chk.HasAllowedBits {
+				bad = v & chk.DenyBits
 			}
 		}
-		g := policy.ArgGrant(name, chk.arg, bad)
-		if name == "socket" && chk.arg == 2 && v == ipprotoMPTCP {
+		g := policy.ArgGrant(name, chk.Arg, bad)
+		if name == "socket" && chk.Arg == 2 && v == seccomp.IPProtoMPTCP {
 			return g, "network.connect: + ENDPOINT proto: mptcp (or " + g.String() + ")"
 		}
 		return g, g.String()

@@ -40,16 +40,16 @@ func (c *Compiled) guardConfig(env Env, audit bool, load *guard.Load, cg *kernru
 // supervisor and never gets as far as Landlock or a read-only mount, so its exit tracepoint has
 // nothing to observe. True when unsure (another host ABI, no compiled filter).
 func (c *Compiled) mayExecute(name string) bool {
-	if c == nil || c.spec == nil || len(c.spec.abis) == 0 {
+	if c == nil || c.spec == nil || len(c.spec.ABIs) == 0 {
 		return true
 	}
-	a := c.spec.abis[0]
-	if a.info == nil || a.info.Name != arch.X86_64.Name || !a.allowed {
+	a := c.spec.ABIs[0]
+	if a.Info == nil || a.Info.Name != arch.X86_64.Name || !a.Allowed {
 		return true
 	}
 	nr, ok := arch.X86_64.SyscallNames[name]
 	if !ok {
 		return true
 	}
-	return a.rules[uint32(nr)] != nil
+	return a.Rules[uint32(nr)] != nil
 }

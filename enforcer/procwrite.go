@@ -24,9 +24,6 @@ import (
 // writer's CAP_SYS_RESOURCE), so a descriptor opened by the supervisor grants nothing more.
 var procWritable = []string{"oom_score_adj", "oom_adj"}
 
-// procWriteWhy marks the filter's check that sends opens for writing to the supervisor.
-const procWriteWhy = "opens for writing (the supervisor grants the profile's /proc/<pid> writes)"
-
 // ProcWrite is one per-process /proc file the profile writes.
 type ProcWrite struct {
 	Name    string `json:"name"`              // the file in /proc/<pid>/, e.g. oom_score_adj

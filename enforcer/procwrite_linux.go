@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/kernrun"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 // seccompNotifAddfd is struct seccomp_notif_addfd (24 bytes).
@@ -25,7 +26,7 @@ type seccompNotifAddfd struct {
 const ioctlNotifAddfd = 0x40182103
 
 // procWriteOpen answers a notification the filter sent only because it opens for writing
-// (procWriteWhy) and reports whether it did. The learned /proc/<pid>/NAME of a process of the
+// (seccomp.WhyOpenWrites) and reports whether it did. The learned /proc/<pid>/NAME of a process of the
 // sandbox gets a descriptor the supervisor opened (procTarget decides which); every other such
 // open goes on (CONTINUE) to the read-only mounts and Landlock, which decide it as any open:
 // nothing this answers widens what they allow. Requires Linux 5.14 (SECCOMP_ADDFD_FLAG_SEND).
@@ -63,22 +64,42 @@ func (s *supervisor) procWriteOpen(n *seccompNotif) bool {
 // onlyProcWriteFails reports whether the call n is allowed but for the check that sends opens
 // for writing to the supervisor.
 func (c *Compiled) onlyProcWriteFails(n *seccompNotif) bool {
-	rule := c.spec.ruleFor(n.Data.Arch, uint32(n.Data.Nr))
-	if rule == nil || rule.ret != retAllow {
+	return c.onlyFails(n, seccomp.WhyOpenWrites)
+}
+
+// onlyFails reports whether the call n is allowed but for checks marked why.
+func (c *Compiled) onlyFails(n *seccompNotif, why string) bool {
+	rule := c.spec.RuleFor(n.Data.Arch, uint32(n.Data.Nr))
+	if rule == nil || rule.Ret != seccomp.RetAllow {
 		return false
 	}
 	sent := false
-	for i := range rule.checks {
-		chk := &rule.checks[i]
-		if chk.ok(n.Data.Args[chk.arg]) {
+	for i := range rule.Checks {
+		chk := &rule.Checks[i]
+		if chk.OK(n.Data.Args[chk.Arg]) {
 			continue
 		}
-		if chk.why != procWriteWhy {
+		if chk.Why != why {
 			return false
 		}
 		sent = true
 	}
 	return sent
+}
+
+// setIDModeIgnored reports an open the filter sent only for set-id bits in a mode the kernel
+// does not use (no O_CREAT, no O_TMPFILE: libc passes whatever is in the register): it goes on.
+func (c *Compiled) setIDModeIgnored(n *seccompNotif) bool {
+	name, _ := SyscallName(n.Data.Arch, uint32(n.Data.Nr))
+	flagsArg, ok := map[string]int{"open": 1, "openat": 2}[name]
+	if !ok {
+		return false
+	}
+	flags := n.Data.Args[flagsArg]
+	if flags&unix.O_CREAT != 0 || flags&unix.O_TMPFILE == unix.O_TMPFILE {
+		return false
+	}
+	return c.onlyFails(n, seccomp.WhySetID)
 }
 
 // openProcFile opens, for writing (accmode: O_WRONLY or O_RDWR, as the task asked), the /proc

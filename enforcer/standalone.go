@@ -1,12 +1,8 @@
 package enforcer
 
 import (
-	"encoding/binary"
-
-	"golang.org/x/net/bpf"
-	"golang.org/x/sys/unix"
-
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 // StandaloneFilter compiles p's seccomp program for use without sysprof's supervisor (bwrap
@@ -19,19 +15,5 @@ func StandaloneFilter(p *policy.Profile, env Env) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return encodeStandalone(c.Filter), nil
-}
-
-func encodeStandalone(prog []bpf.RawInstruction) []byte {
-	const retOp = 0x06 // BPF_RET|BPF_K
-	out := make([]byte, 0, 8*len(prog))
-	for _, ins := range prog {
-		if ins.Op == retOp && ins.K == retNotify {
-			ins.K = retErrno(unix.EPERM)
-		}
-		out = binary.LittleEndian.AppendUint16(out, ins.Op)
-		out = append(out, ins.Jt, ins.Jf)
-		out = binary.LittleEndian.AppendUint32(out, ins.K)
-	}
-	return out
+	return seccomp.Standalone(c.Filter), nil
 }

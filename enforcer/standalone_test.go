@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 func TestEncodeStandaloneReplacesNotify(t *testing.T) {
@@ -18,7 +19,7 @@ func TestEncodeStandaloneReplacesNotify(t *testing.T) {
 		{Op: 0x06, K: retNotify},
 		{Op: 0x06, K: retAllow},
 	}
-	b := encodeStandalone(prog)
+	b := seccomp.Standalone(prog)
 	if len(b) != 8*len(prog) {
 		t.Fatalf("len = %d, want %d", len(b), 8*len(prog))
 	}

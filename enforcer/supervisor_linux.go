@@ -109,6 +109,11 @@ func (s *supervisor) handle(n *seccompNotif) {
 	if len(s.compiled.ProcWrites) > 0 && s.procWriteOpen(n) {
 		return
 	}
+	if s.compiled.setIDModeIgnored(n) {
+		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+		_ = notifSend(s.listener, &resp)
+		return
+	}
 	d := s.explain(n)
 	valid := notifIDValid(s.listener, n.ID) // what explain read from /proc belongs to this task
 	if s.audit {

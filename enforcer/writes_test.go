@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,7 +102,7 @@ func writesTree(t *testing.T, nobody bool) (work, home string) {
 // layers use it so that seccomp stays out of their way.
 func unprivilegedProfile() *policy.Profile {
 	p := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind}
-	for _, name := range sortedKeys(arch.X86_64.SyscallNames) {
+	for _, name := range slices.Sorted(maps.Keys(arch.X86_64.SyscallNames)) {
 		if policy.PrivilegedSyscall(name) == "" {
 			p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: name})
 		}

@@ -1,30 +1,26 @@
 package export
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
-// sockFilterSize is sizeof(struct sock_filter): u16 code, u8 jt, u8 jf, u32 k.
-const sockFilterSize = 8
-
-// renderBPF writes the raw filter the caller's compiler (the enforcer's) makes for this host:
-// the struct sock_filter array `bwrap --seccomp FD` reads.
+// renderBPF writes the program sysprof enforce loads (package seccomp's compiler) for
+// Options.Arch, as the struct sock_filter array `bwrap --seccomp FD` reads, with bwrap's
+// runtime set added: every USER_NOTIF answer (sysprof's supervisor) is EPERM, since nothing
+// listens there.
 func renderBPF(p *policy.Profile, opts Options) (result, error) {
-	if opts.BPFFilter == nil {
-		return result{}, errors.New("the raw filter is compiled by the enforcer for this host: pass its compiler as Options.BPFFilter")
-	}
-	b, err := opts.BPFFilter(p)
+	f, err := seccomp.Compile(p, opts.Arch, seccomp.Options{Extra: runtimeSyscalls["bwrap"]})
 	if err != nil {
 		return result{}, fmt.Errorf("compile filter: %w", err)
 	}
-	if len(b) == 0 || len(b)%sockFilterSize != 0 {
-		return result{}, fmt.Errorf("BUG: compiled filter is %d bytes, not a non-empty array of %d-byte struct sock_filter", len(b), sockFilterSize)
+	notes := append([]string{}, f.Notes...)
+	for _, d := range f.Dropped {
+		notes = append(notes, "left out, as sysprof enforce does: "+d)
 	}
-	if n := len(b) / sockFilterSize; n > 4096 {
-		return result{}, fmt.Errorf("compiled filter has %d instructions; the kernel accepts at most 4096", n)
-	}
-	return result{out: b, notes: notSeccompNotes(p)}, nil
+	notes = append(notes, "runtime: + wait4 (bwrap's init, pid 1 of its pid namespace, runs under the filter and reaps the command; allowed to the command too)")
+	notes = append(notes, "denied calls fail with EPERM (sysprof enforce reports them through its supervisor; bwrap has none)")
+	return result{out: seccomp.Standalone(f.Program), notes: append(notes, notSeccompNotes(p)...)}, nil
 }

@@ -54,7 +54,7 @@ func (h bwrapHost) profile(script string) *policy.Profile {
 		Metadata: policy.Metadata{Name: "bwrap-test", Command: []string{"sh", "-c", script}},
 		Filesystem: policy.Filesystem{
 			Read:   []policy.PathRule{{Path: "$WORKDIR"}, {Path: "/usr"}},
-			Write:  []policy.PathRule{{Path: "$WORKDIR/out"}, {Path: "$WORKDIR/not-there"}},
+			Write:  []policy.PathRule{{Path: "$WORKDIR/out"}, {Path: "$WORKDIR/out/not-there"}},
 			Hidden: []policy.PathRule{{Path: "$HOME/.netrc"}, {Path: "$HOME/.ssh"}, {Path: "$WORKDIR/.env"}, {Path: "$WORKDIR/**/.env"}, {Path: "$HOME/.aws"}},
 		},
 	}
@@ -219,12 +219,12 @@ func TestBwrapSeccomp(t *testing.T) {
 	requireBwrap(t)
 	h := newBwrapHost(t)
 	p := h.profile(`mkdir out/d`)
-	var filter bytes.Buffer
-	if err := Write(&filter, p, "bpf", Options{BPFFilter: denyMkdirFilter}); err != nil {
+	filter, err := denyMkdirFilter(p)
+	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(h.root, "filter.bpf")
-	if err := os.WriteFile(path, filter.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, filter, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	opts := Options{Env: h.env, SeccompFDPath: path}
@@ -279,5 +279,76 @@ func TestBwrapProtectedPathsInWritableTree(t *testing.T) {
 	p.Filesystem.Write = append(p.Filesystem.Write, policy.PathRule{Path: "$WORKDIR/.git/hooks"})
 	if out, err := runBwrap(t, p, Options{Env: h.env}); err != nil {
 		t.Errorf("a named protected path must stay writable: %v\n%s", err, out)
+	}
+}
+
+// A build in a fresh tree writes files that did not exist at export time (main.o, the
+// binary): the script makes their directory writable (with a note), and runs from any
+// directory with its arguments passed through, on another copy of the tree.
+func TestBwrapScriptFreshTree(t *testing.T) {
+	requireBwrap(t)
+	h := newBwrapHost(t)
+	p := h.profile(`echo built > main.o`)
+	p.Filesystem.Write = []policy.PathRule{{Path: "$WORKDIR/main.o"}}
+	var script bytes.Buffer
+	if err := Write(&script, p, "bwrap", Options{Env: h.env}); err != nil {
+		t.Fatal(err)
+	}
+	notes, err := Notes(p, "bwrap", Options{Env: h.env})
+	if err != nil || !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "$WORKDIR/main.o: does not exist yet") }) {
+		t.Errorf("notes %q: want the widened write named", notes)
+	}
+	sh := filepath.Join(h.root, "run.sh")
+	if err := os.WriteFile(sh, script.Bytes(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", sh)
+	cmd.Dir = "/"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the script from /: %v\n%s\n%s", err, out, script.String())
+	}
+	if b, _ := os.ReadFile(filepath.Join(h.work, "main.o")); string(b) != "built\n" {
+		t.Errorf("main.o = %q, want the build's output", b)
+	}
+	// Arguments are the command; SYSPROF_WORKDIR points the script at another copy.
+	other := filepath.Join(h.root, "copy")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command("sh", sh, "sh", "-c", `echo "$0 $1" > main.o`, "a b", "c")
+	cmd.Env = append(os.Environ(), "SYSPROF_WORKDIR="+other)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the script with arguments: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(other, "main.o")); string(b) != "a b c\n" {
+		t.Errorf("copy/main.o = %q, want the arguments passed through", b)
+	}
+}
+
+// A learned pty (openpty: /dev/ptmx and /dev/pts) works under bwrap: its own --dev has a
+// devpts of its own, which the host's /dev/ptmx bound over it would break.
+func TestBwrapPty(t *testing.T) {
+	requireBwrap(t)
+	py := testutil.RequireTool(t, "python3")
+	h := newBwrapHost(t)
+	p := h.profile("")
+	p.Metadata.Command = []string{py, "-c", "import os; m, s = os.openpty(); print(os.ttyname(s))"}
+	p.Filesystem.Write = []policy.PathRule{{Path: "/dev/ptmx"}, {Path: "/dev/pts"}}
+	out, err := runBwrap(t, p, Options{Env: h.env})
+	if err != nil || !strings.Contains(out, "/dev/pts/") {
+		t.Errorf("openpty under bwrap: %v\n%s", err, out)
+	}
+}
+
+// A missing write path widens only to the work tree, below $TMPDIR, or two levels below $HOME.
+func TestBwrapWidenable(t *testing.T) {
+	env := Env{"WORKDIR": "/src/app", "HOME": "/home/dev", "TMPDIR": "/tmp/x"}
+	for dir, want := range map[string]bool{
+		"/src/app": true, "/src/app/build": true, "/home/dev/.cache/go": true, "/tmp/x/a": true,
+		"/": false, "/etc": false, "/usr/lib": false, "/home/dev": false, "/home/dev/.cargo": false, "/home": false, "/tmp/x": false, "/src": false,
+	} {
+		if got := widenable(dir, env); got != want {
+			t.Errorf("widenable(%s) = %v, want %v", dir, got, want)
+		}
 	}
 }

@@ -24,11 +24,10 @@ type Options struct {
 	// Name names the result: metadata.name of an spo resource (sanitized to a DNS-1123 label)
 	// and the unit in the systemd header. Empty means the profile's metadata.name.
 	Name string
-	// BPFFilter compiles the profile's seccomp policy into a raw classic-BPF program (an array
-	// of struct sock_filter, native byte order) for this host. The enforcer's compiler is the
-	// one to pass; "bpf" fails without it. The program runs without sysprof's supervisor (under
-	// bwrap), so it must answer denials with an errno, not SECCOMP_RET_USER_NOTIF.
-	BPFFilter func(*policy.Profile) ([]byte, error)
+	// Arch is the architecture (a go-seccomp-bpf name) the seccomp formats compile for when the
+	// profile lists no native one, and the one the "bpf" format compiles for. Empty means this
+	// machine's.
+	Arch string
 	// SeccompFDPath is the file holding the output of the "bpf" format. When set, the bwrap
 	// command line loads it with `--seccomp 3 3<FILE`; when empty it has no seccomp filter
 	// and says so in a note.

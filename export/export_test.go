@@ -8,10 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elastic/go-seccomp-bpf/arch"
 	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/sys/unix"
+
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
-	"go.yaml.in/yaml/v3"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/export")
@@ -68,13 +72,8 @@ func fakeHost(t *testing.T) (string, Env) {
 	return root, env
 }
 
-func fakeFilter(*policy.Profile) ([]byte, error) {
-	// Two instructions: ld [0]; ret ALLOW. Only the bytes matter here.
-	return []byte{0x20, 0, 0, 0, 0, 0, 0, 0, 0x06, 0, 0, 0, 0, 0, 0xff, 0x7f}, nil
-}
-
 func goldenOptions(env Env) Options {
-	return Options{Env: env, BPFFilter: fakeFilter, SeccompFDPath: "/host/home/dev/.sysprof/cargo-build.bpf"}
+	return Options{Env: env, Arch: "x86_64", SeccompFDPath: "/host/home/dev/.sysprof/cargo-build.bpf"}
 }
 
 var goldenExt = map[string]string{"oci": "json", "spo": "yaml", "systemd": "conf", "bwrap": "sh", "bpf": "bpf"}
@@ -153,23 +152,42 @@ func TestUnknownFormat(t *testing.T) {
 	}
 }
 
+// The bpf format is the program sysprof enforce loads (notify answered with EPERM), with
+// bwrap's runtime set: run in the interpreter, it allows what the profile allows, refuses the
+// rest with EPERM, and keeps the hardening.
 func TestBPF(t *testing.T) {
 	p := loadFixture(t, "cargo-build.yaml")
-	err := Write(&bytes.Buffer{}, p, "bpf", Options{})
-	if err == nil || !strings.Contains(err.Error(), "enforcer") {
-		t.Fatalf("bpf without a compiler: got %v, want an error naming the enforcer", err)
-	}
 	var buf bytes.Buffer
-	if err := Write(&buf, p, "bpf", Options{BPFFilter: fakeFilter}); err != nil {
+	if err := Write(&buf, p, "bpf", Options{Arch: "x86_64"}); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := fakeFilter(p)
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("bpf wrote %x, want the compiler's bytes %x", buf.Bytes(), want)
+	raw, err := seccomp.Decode(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
 	}
-	bad := func(*policy.Profile) ([]byte, error) { return []byte{1, 2, 3}, nil }
-	if err := Write(&bytes.Buffer{}, p, "bpf", Options{BPFFilter: bad}); err == nil {
-		t.Error("a filter that is not a whole number of sock_filter instructions was accepted")
+	vm, err := seccomp.NewVM(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nr := func(n string) uint32 { return uint32(arch.X86_64.SyscallNames[n]) }
+	eperm := seccomp.RetErrno(unix.EPERM)
+	for _, tc := range []struct {
+		call string
+		args [6]uint64
+		want uint32
+	}{
+		{"read", [6]uint64{}, seccomp.RetAllow},
+		{"wait4", [6]uint64{}, seccomp.RetAllow},
+		{"ptrace", [6]uint64{}, eperm},
+		{"ioctl", [6]uint64{0, unix.TIOCSTI}, eperm},
+		{"ioctl", [6]uint64{0, 1<<32 | unix.TIOCSTI}, eperm},
+		{"clone", [6]uint64{unix.CLONE_NEWUSER}, eperm},
+		{"socket", [6]uint64{unix.AF_INET, unix.SOCK_STREAM, seccomp.IPProtoMPTCP}, eperm},
+	} {
+		got, err := vm.Run(uint32(arch.X86_64.ID), nr(tc.call), tc.args)
+		if err != nil || got != tc.want {
+			t.Errorf("%s%x = %s (%v), want %s", tc.call, tc.args, seccomp.ActionName(got), err, seccomp.ActionName(tc.want))
+		}
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 
 // renderOCI writes the seccomp JSON of the OCI runtime spec (linux.seccomp), the file Docker
 // (--security-opt seccomp=FILE), Podman, containerd, runc and Kubernetes localhost profiles read.
-func renderOCI(p *policy.Profile, _ Options) (result, error) {
-	sp, err := buildSeccomp(p)
+func renderOCI(p *policy.Profile, opts Options) (result, error) {
+	sp, err := buildSeccomp(p, "oci", opts)
 	if err != nil {
 		return result{}, err
 	}

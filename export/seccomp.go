@@ -1,7 +1,9 @@
 package export
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -9,7 +11,10 @@ import (
 	"sync"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/sys/unix"
+
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 // The libseccomp names used by OCI runtimes and the Security Profiles Operator.
@@ -24,16 +29,12 @@ const (
 // maxEntries bounds the cross product of argument rules for one syscall.
 const maxEntries = 1024
 
-// scArch maps a profile architecture to its libseccomp name and go-seccomp-bpf table.
-var scArch = map[string]struct {
-	scmp string
-	info *arch.Info
-}{
-	"x86_64":  {"SCMP_ARCH_X86_64", arch.X86_64},
-	"i386":    {"SCMP_ARCH_X86", arch.I386},
-	"x32":     {"SCMP_ARCH_X32", arch.X32},
-	"aarch64": {"SCMP_ARCH_AARCH64", arch.AARCH64},
-	"arm":     {"SCMP_ARCH_ARM", arch.ARM},
+// scArch maps a go-seccomp-bpf architecture to its libseccomp name.
+var scArch = map[string]string{
+	arch.X86_64.Name:  "SCMP_ARCH_X86_64",
+	arch.I386.Name:    "SCMP_ARCH_X86",
+	arch.X32.Name:     "SCMP_ARCH_X32",
+	arch.AARCH64.Name: "SCMP_ARCH_AARCH64",
 }
 
 // multiplexedOnX86 are the syscalls i386 also reaches through socketcall(2) or ipc(2), whose
@@ -73,6 +74,326 @@ type seccompPolicy struct {
 	Architectures []string // SCMP_ARCH_*
 	Entries       []scEntry
 	Notes         []string
+}
+
+// runtimeSyscalls are what a consumer's own code calls after it loaded the filter and before
+// the command runs: the export adds them (they are not the command's, and learn never sees
+// them). Each name is checked against the consumer's table in the tests.
+var runtimeSyscalls = map[string][]string{
+	// runc's init (1.1) runs under the filter from its load to the exec: it checks that
+	// /proc/self/fd is on procfs (fstatfs), reads it (openat, getdents64, close) to close what
+	// it does not pass on, and execs; its Go runtime may meanwhile park, wake and preempt
+	// threads (futex, nanosleep, sched_yield, getpid, gettid, tgkill, sigaltstack, epoll_ctl,
+	// epoll_pwait). With noNewPrivileges false runc loads the filter earlier and then also
+	// reads and sets its capabilities (capget, capset, prctl), ids (setgroups, setgid, setuid,
+	// setresgid, setresuid), flags (fcntl) and directory (chdir, getcwd), checks its parent
+	// (getppid) and looks the command up (faccessat2).
+	// crun loads the filter right before execve.
+	"oci": {"fstatfs", "openat", "getdents64", "close", "execve", "futex", "nanosleep", "sched_yield", "getpid", "gettid", "tgkill", "sigaltstack",
+		"epoll_ctl", "epoll_pwait", "capget", "capset", "fcntl", "chdir", "getcwd", "getppid", "faccessat2", "prctl", "setgroups", "setgid", "setuid", "setresgid", "setresuid"},
+	// bwrap's init (pid 1 of its pid namespace) runs under the filter and reaps the command.
+	"bwrap": {"wait4"},
+}
+
+// runtimeValues are argument values a consumer's own calls pass where a profile may have a
+// value rule: runc's init with noNewPrivileges false drops the bounding set and keeps
+// capabilities across its uid change (prctl PR_CAPBSET_DROP, PR_SET_KEEPCAPS), and sets
+// NO_NEW_PRIVS when asked (PR_SET_NO_NEW_PRIVS) — each only ever narrows what a process holds.
+var runtimeValues = map[string]map[string]map[int][]uint64{
+	"oci": {"prctl": {0: {unix.PR_CAPBSET_DROP, unix.PR_CAPBSET_READ, unix.PR_SET_KEEPCAPS, unix.PR_SET_NO_NEW_PRIVS}}},
+}
+
+// compileFor compiles p's syscall section with package seccomp, the compiler sysprof enforce
+// uses, for every native architecture the profile lists (opts.Arch, or this machine's, when
+// it lists none), adding the consumer's runtime set. The rules by name are the same on every
+// architecture.
+//
+// notes are what the compile added (hardening, clone3's ENOSYS: true of formats that carry
+// argument checks), then what it left out and the runtime set (true of every format).
+func compileFor(p *policy.Profile, consumer string, opts Options) (rules map[string]*seccomp.Rule, abis []*arch.Info, notes []string, err error) {
+	var natives []string
+	for _, a := range p.Syscalls.Architectures {
+		if info, err := arch.GetInfo(a); err == nil && (info == arch.X86_64 || info == arch.AARCH64) {
+			natives = append(natives, info.Name)
+		}
+	}
+	if len(natives) == 0 {
+		natives = []string{opts.Arch}
+	}
+	extra := runtimeSyscalls[consumer]
+	dropped := map[string]bool{}
+	for _, a := range natives {
+		f, err := seccomp.Compile(p, a, seccomp.Options{Extra: extra, ExtraValues: runtimeValues[consumer]})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		rules = f.Rules
+		for _, abi := range f.Spec.ABIs {
+			if !slices.Contains(abis, abi.Info) {
+				abis = append(abis, abi.Info)
+			}
+		}
+		if len(notes) == 0 {
+			notes = append(notes, f.Notes...)
+		}
+		for _, d := range f.Dropped {
+			dropped[d] = true
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(dropped)) {
+		notes = append(notes, "left out, as sysprof enforce does: "+d)
+	}
+	for name, args := range runtimeValues[consumer] {
+		for arg, vs := range args {
+			var syms []string
+			for _, v := range vs {
+				syms = append(syms, policy.FormatArg(name, arg, v))
+			}
+			notes = append(notes, fmt.Sprintf("runtime: %s arg %d + %s where the profile restricts it (the runtime's own calls)", name, arg, strings.Join(syms, " ")))
+		}
+	}
+	if len(extra) > 0 {
+		notes = append(notes, fmt.Sprintf("runtime: + %s (the %s runtime's own calls after it loaded the filter; allowed to the command too)", strings.Join(extra, " "), consumer))
+	}
+	return rules, abis, notes, nil
+}
+
+// consumerNames are go-seccomp-bpf names that libseccomp (and so runc, crun, the Security
+// Profiles Operator and systemd) spells otherwise: arm64's syscall 79 is newfstatat in the
+// kernel's and libseccomp's tables. The tests check every exported name against libseccomp's
+// and systemd's own tables.
+var consumerNames = map[string]string{"fstatat": "newfstatat"}
+
+// consumerName is name as libseccomp spells it.
+func consumerName(name string) string {
+	if n, ok := consumerNames[name]; ok {
+		return n
+	}
+	return name
+}
+
+// knownOn reports whether one of abis has the syscall name.
+func knownOn(abis []*arch.Info, name string) bool {
+	return slices.ContainsFunc(abis, func(a *arch.Info) bool { _, ok := a.SyscallNames[name]; return ok })
+}
+
+// errnoOf is the errno a seccomp action answers with; a USER_NOTIF (sysprof's supervisor, which
+// answers EPERM) is EPERM where no supervisor listens.
+func errnoOf(action uint32) uint {
+	if action == seccomp.RetNotify {
+		return errnoEPERM
+	}
+	return uint(action & unix.SECCOMP_RET_DATA)
+}
+
+// checkAlternatives turns one check of the compiled rules into the conditions of which one must
+// hold for the call to pass it. Arguments the kernel reads as int are compared on their low
+// 32 bits (SCMP_CMP_MASKED_EQ with a 32-bit mask), so high garbage neither bypasses a deny nor
+// fails an allow. alone says no other check of the syscall compares this argument, so the
+// complement of a denied set may use LT/GT for its two ends (64-bit arguments only).
+func checkAlternatives(c seccomp.Check, alone bool) ([]cond, error) {
+	mask := c.Mask
+	if c.Width32 {
+		mask &= 0xffffffff
+	}
+	trunc := func(v uint64) uint64 {
+		if c.Width32 {
+			return v & 0xffffffff
+		}
+		return v
+	}
+	var deny []uint64
+	for _, d := range c.DenyValues {
+		if d = trunc(d); d&^mask == 0 {
+			deny = append(deny, d)
+		}
+	}
+	slices.Sort(deny)
+	deny = slices.Compact(deny)
+	var must []cond // conditions every alternative also meets
+	if c.HasAllowedBits {
+		must = append(must, cond{Arg: c.Arg, Mask: mask &^ c.AllowedBits})
+	}
+	if b := c.DenyBits & mask; b != 0 {
+		must = append(must, cond{Arg: c.Arg, Mask: b})
+	}
+	var base [][]cond
+	switch {
+	case c.HasValues:
+		for _, v := range c.Values {
+			if v = trunc(v); v&^mask == 0 && !slices.Contains(deny, v) {
+				base = append(base, []cond{{Arg: c.Arg, Mask: mask, Value: v}})
+			}
+		}
+	case len(deny) > 0:
+		cs, err := complement(c.Arg, mask, deny, alone && len(must) == 0)
+		if err != nil {
+			return nil, fmt.Errorf("arg %d deny: %w", c.Arg, err)
+		}
+		for _, x := range cs {
+			base = append(base, []cond{x})
+		}
+	default:
+		base = [][]cond{nil}
+	}
+	var out []cond
+	for _, b := range base {
+		all := b
+		ok := true
+		for _, m := range must {
+			if all, ok = merge(all, m); !ok {
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		if len(all) == 0 {
+			all = []cond{{Arg: c.Arg}} // passes every value: MASKED_EQ with mask 0
+		}
+		if len(all) != 1 {
+			return nil, fmt.Errorf("BUG: arg %d: %d comparisons for one argument", c.Arg, len(all))
+		}
+		out = append(out, all[0])
+	}
+	return out, nil
+}
+
+// rejectedConds returns conditions matching exactly the calls check c rejects, one comparison
+// each, when that can be written: denied values, or the complement of allowed values.
+func rejectedConds(c seccomp.Check, alone bool) ([]cond, error) {
+	if c.HasAllowedBits || c.DenyBits != 0 {
+		return nil, errors.New("a flags rule rejects any of many bits, one entry each; not written")
+	}
+	mask := c.Mask
+	if c.Width32 {
+		mask &= 0xffffffff
+	}
+	var set []uint64
+	src := c.DenyValues
+	if c.HasValues {
+		src = c.Values
+	}
+	for _, v := range src {
+		if c.Width32 {
+			v &= 0xffffffff
+		}
+		if v&^mask == 0 {
+			set = append(set, v)
+		}
+	}
+	slices.Sort(set)
+	set = slices.Compact(set)
+	if c.HasValues {
+		return complement(c.Arg, mask, set, alone && !c.Width32)
+	}
+	var out []cond
+	for _, d := range set {
+		out = append(out, cond{Arg: c.Arg, Mask: mask, Value: d})
+	}
+	return out, nil
+}
+
+// buildSeccomp translates the compiled rules (package seccomp's, the ones sysprof enforce
+// loads, hardening included) into libseccomp entries: one SCMP_ACT_ALLOW entry with every
+// syscall without checks; per syscall with checks, one entry per allowed combination (the
+// cross product of its checks: checks are ANDed and entries ORed); SCMP_ACT_ERRNO entries for
+// errno answers other than EPERM (clone3's ENOSYS). Everything else gets the default, EPERM.
+func buildSeccomp(p *policy.Profile, consumer string, opts Options) (seccompPolicy, error) {
+	var sp seccompPolicy
+	rules, abis, notes, err := compileFor(p, consumer, opts)
+	if err != nil {
+		return sp, err
+	}
+	sp.Notes = notes
+	for _, a := range abis {
+		sp.Architectures = append(sp.Architectures, scArch[a.Name])
+	}
+	slices.Sort(sp.Architectures)
+	x86 := slices.Contains(abis, arch.I386)
+	var plain []string
+	var errnoEntries []scEntry
+	for _, name := range slices.Sorted(maps.Keys(rules)) {
+		r := rules[name]
+		if !knownOn(abis, name) {
+			continue
+		}
+		if r.Ret != seccomp.RetAllow {
+			if e := errnoOf(r.Ret); e != errnoEPERM {
+				errnoEntries = append(errnoEntries, scEntry{Names: []string{consumerName(name)}, Action: actErrno, ErrnoRet: &e})
+			}
+			continue
+		}
+		if len(r.Checks) == 0 {
+			plain = append(plain, consumerName(name))
+			continue
+		}
+		uses := map[int]int{}
+		for _, c := range r.Checks {
+			uses[c.Arg]++
+		}
+		combos := [][]cond{nil}
+		for _, c := range r.Checks {
+			alts, err := checkAlternatives(c, uses[c.Arg] == 1)
+			if err != nil {
+				return sp, fmt.Errorf("%s %w", name, err)
+			}
+			var next [][]cond
+			for _, cs := range combos {
+				for _, a := range alts {
+					if m, ok := merge(cs, a); ok {
+						next = append(next, m)
+					}
+				}
+			}
+			if len(next) > maxEntries {
+				return sp, fmt.Errorf("%s: argument rules expand to more than %d combinations", name, maxEntries)
+			}
+			combos = next
+		}
+		combos = dedupeCombos(combos)
+		if len(combos) == 0 {
+			sp.Notes = append(sp.Notes, fmt.Sprintf("%s: no argument value satisfies its rules, so it is never allowed", name))
+		}
+		for _, cs := range combos {
+			e := scEntry{Names: []string{consumerName(name)}, Action: actAllow}
+			for _, x := range cs {
+				if x.Mask == 0 && x.Op == "" {
+					continue // passes every value
+				}
+				e.Args = append(e.Args, x.arg())
+			}
+			sp.Entries = append(sp.Entries, e)
+		}
+		// Rejections with another errno than EPERM: entries matching exactly what the check
+		// rejects on its argument, disjoint from the allow entries on that argument.
+		for _, c := range r.Checks {
+			e := errnoOf(c.Fail)
+			if e == errnoEPERM {
+				continue
+			}
+			en := unix.ErrnoName(unix.Errno(e))
+			if x86 && multiplexedOnX86()[name] {
+				sp.Notes = append(sp.Notes, fmt.Sprintf("%s arg %d: rejected calls fail with EPERM, not %s: on i386 libseccomp folds %s into socketcall/ipc and rejects such errno rules (EEXIST)", name, c.Arg, en, name))
+				continue
+			}
+			rejected, err := rejectedConds(c, uses[c.Arg] == 1)
+			if err != nil {
+				sp.Notes = append(sp.Notes, fmt.Sprintf("%s arg %d: rejected calls fail with EPERM, not %s (%v)", name, c.Arg, en, err))
+				continue
+			}
+			for _, x := range rejected {
+				errnoEntries = append(errnoEntries, scEntry{Names: []string{consumerName(name)}, Action: actErrno, ErrnoRet: &e, Args: []scArg{x.arg()}})
+			}
+		}
+	}
+	slices.Sort(plain)
+	plain = slices.Compact(plain)
+	if len(plain) > 0 {
+		sp.Entries = append([]scEntry{{Names: plain, Action: actAllow}}, sp.Entries...)
+	}
+	sp.Entries = append(sp.Entries, errnoEntries...)
+	return sp, nil
 }
 
 // cond says: argument Arg, masked with Mask, equals Value (Op ""), or the whole argument is
@@ -121,101 +442,6 @@ func (c cond) arg() scArg {
 		return scArg{Index: uint(c.Arg), Value: c.Value, Op: cmpEQ}
 	}
 	return scArg{Index: uint(c.Arg), Value: c.Mask, ValueTwo: c.Value, Op: cmpMasked}
-}
-
-func parseValues(ss []string) ([]uint64, error) {
-	out := make([]uint64, 0, len(ss))
-	for _, s := range ss {
-		v, err := policy.ParseValue(s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-// parsedRule is an ArgRule as policy reads it (spec), with what export derives from it.
-type parsedRule struct {
-	policy.ArgRule // as written, for notes
-	spec           policy.ArgSpec
-	mask           uint64
-	values         []uint64 // after dropping denied ones and ones outside the mask
-	deny           []uint64 // masked, sorted, unique
-	flags          *uint64  // allowed bits
-	errno          uint     // 0: EPERM
-}
-
-func parseRule(r policy.ArgRule) (parsedRule, []string, error) {
-	spec, err := policy.ParseArgRule(r)
-	if err != nil {
-		return parsedRule{}, nil, err
-	}
-	pr := parsedRule{ArgRule: r, spec: spec, mask: spec.Mask, errno: errnoRet(spec.Errno)}
-	where := fmt.Sprintf("%s arg %d", r.Syscall, r.Arg)
-	if spec.HasFlags {
-		allowed := spec.Flags
-		pr.flags = &allowed
-	}
-	for _, d := range spec.Deny {
-		pr.deny = append(pr.deny, d&pr.mask)
-	}
-	slices.Sort(pr.deny)
-	pr.deny = slices.Compact(pr.deny)
-	var notes []string
-	for i, v := range spec.Values {
-		switch {
-		case v&^pr.mask != 0:
-			notes = append(notes, fmt.Sprintf("%s: value %s has bits outside mask %s and can never match; left out", where, r.Values[i], r.Mask))
-		case slices.Contains(pr.deny, v):
-			// Denied wins over allowed.
-		default:
-			pr.values = append(pr.values, v)
-		}
-	}
-	slices.Sort(pr.values)
-	pr.values = slices.Compact(pr.values)
-	return pr, notes, nil
-}
-
-// errnoOnly reports a rule that answers every call with its errno.
-func (r parsedRule) errnoOnly() bool { return r.spec.ErrnoOnly() }
-
-// alternatives turns one rule into the conditions of which one must hold for the call to be
-// allowed. alone says no other rule of the syscall compares this argument, so the denied set's
-// complement may use LT/GT for its two ends instead of aligned blocks.
-func alternatives(r parsedRule, alone bool) ([]cond, error) {
-	var flags *cond
-	if r.flags != nil {
-		flags = &cond{Arg: r.Arg, Mask: ^*r.flags}
-	}
-	var base []cond
-	switch {
-	case len(r.Values) > 0:
-		for _, v := range r.values {
-			base = append(base, cond{Arg: r.Arg, Mask: r.mask, Value: v})
-		}
-	case len(r.Deny) > 0:
-		cs, err := complement(r.Arg, r.mask, r.deny, alone && flags == nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s arg %d deny: %w", r.Syscall, r.Arg, err)
-		}
-		base = cs
-	case flags != nil:
-		return []cond{*flags}, nil
-	default:
-		return nil, nil
-	}
-	if flags == nil {
-		return base, nil
-	}
-	var out []cond
-	for _, c := range base {
-		if m, ok := merge([]cond{c}, *flags); ok {
-			out = append(out, m[0])
-		}
-	}
-	return out, nil
 }
 
 // complement returns conditions that together match exactly the arguments whose masked value
@@ -278,217 +504,6 @@ func blocks(arg int, mask, lo, hi uint64) []cond {
 		}
 		lo = next
 	}
-}
-
-// ruleErrno is the errno a rule's failures return; 0 means the default (EPERM).
-func ruleErrno(r policy.ArgRule) (uint, error) {
-	if r.Errno == "" {
-		return 0, nil
-	}
-	e, err := policy.ParseErrno(r.Errno)
-	if err != nil {
-		return 0, fmt.Errorf("%s arg %d errno: %w", r.Syscall, r.Arg, err)
-	}
-	return errnoRet(e), nil
-}
-
-// errnoRet is the errnoRet an entry carries for errno e: 0 (the default, EPERM) for none.
-func errnoRet(e uint16) uint {
-	if e == errnoEPERM {
-		return 0
-	}
-	return uint(e)
-}
-
-// argRulesBySyscall groups rules by syscall name, each group in a stable order.
-func argRulesBySyscall(p *policy.Profile) map[string][]policy.ArgRule {
-	m := map[string][]policy.ArgRule{}
-	for _, r := range p.Syscalls.Args {
-		m[r.Syscall] = append(m[r.Syscall], r)
-	}
-	for _, rs := range m {
-		slices.SortStableFunc(rs, func(a, b policy.ArgRule) int { return a.Arg - b.Arg })
-	}
-	return m
-}
-
-// architectures maps the profile's architectures to libseccomp names, in the profile's
-// (sorted) order.
-func architectures(p *policy.Profile) ([]string, []*arch.Info, error) {
-	var names []string
-	var infos []*arch.Info
-	for _, a := range p.Syscalls.Architectures {
-		m, ok := scArch[a]
-		if !ok {
-			return nil, nil, fmt.Errorf("architecture %q is not one of x86_64, i386, x32, aarch64, arm", a)
-		}
-		names = append(names, m.scmp)
-		infos = append(infos, m.info)
-	}
-	return names, infos, nil
-}
-
-// unknownSyscalls lists allowed names no listed architecture (x86_64 and aarch64 when none
-// are listed) knows.
-func unknownSyscalls(p *policy.Profile, infos []*arch.Info) []string {
-	if len(infos) == 0 {
-		infos = []*arch.Info{arch.X86_64, arch.AARCH64}
-	}
-	var out []string
-	for _, s := range p.Syscalls.Allow {
-		known := false
-		for _, in := range infos {
-			if _, ok := in.SyscallNames[s.Name]; ok {
-				known = true
-				break
-			}
-		}
-		if !known {
-			out = append(out, s.Name)
-		}
-	}
-	return out
-}
-
-// buildSeccomp translates the syscall section: one SCMP_ACT_ALLOW entry with every syscall that
-// has no argument rules; for each syscall with rules, one entry per allowed combination of
-// values (the cross product of its rules, since rules are ANDed and OCI entries are ORed);
-// and an SCMP_ACT_ERRNO entry for a syscall whose rule fails every call with another errno
-// than EPERM (clone3 → ENOSYS, so that libc falls back to clone).
-func buildSeccomp(p *policy.Profile) (seccompPolicy, error) {
-	var sp seccompPolicy
-	archNames, infos, err := architectures(p)
-	if err != nil {
-		return sp, err
-	}
-	sp.Architectures = archNames
-	if len(archNames) == 0 {
-		sp.Notes = append(sp.Notes, "the profile lists no architectures: the runtime allows only its native one")
-	}
-	if unk := unknownSyscalls(p, infos); len(unk) > 0 {
-		sp.Notes = append(sp.Notes, fmt.Sprintf("syscalls unknown on the listed architectures (runtimes skip them): %s", strings.Join(unk, " ")))
-	}
-
-	rules := argRulesBySyscall(p)
-	allowed := map[string]bool{}
-	var plain []string
-	for _, s := range p.Syscalls.Allow {
-		allowed[s.Name] = true
-		if len(rules[s.Name]) == 0 {
-			plain = append(plain, s.Name)
-		}
-	}
-	slices.Sort(plain)
-	plain = slices.Compact(plain)
-	if len(plain) > 0 {
-		sp.Entries = append(sp.Entries, scEntry{Names: plain, Action: actAllow})
-	}
-
-	names := make([]string, 0, len(rules))
-	for n := range rules {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	x86 := slices.Contains(archNames, "SCMP_ARCH_X86")
-	var errnoEntries []scEntry
-	for _, name := range names {
-		var prs []parsedRule
-		argUses := map[int]int{}
-		for _, r := range rules[name] {
-			pr, notes, err := parseRule(r)
-			if err != nil {
-				return sp, err
-			}
-			sp.Notes = append(sp.Notes, notes...)
-			prs = append(prs, pr)
-			argUses[r.Arg]++
-		}
-		// A rule that answers every call with an errno (clone3 → ENOSYS) is the whole policy
-		// for the syscall: one errno entry, nothing allowed.
-		if i := slices.IndexFunc(prs, parsedRule.errnoOnly); i >= 0 {
-			if e := prs[i].errno; e != 0 {
-				errnoEntries = append(errnoEntries, scEntry{Names: []string{name}, Action: actErrno, ErrnoRet: &e})
-			} else if allowed[name] {
-				sp.Notes = append(sp.Notes, fmt.Sprintf("%s: a rule with no values denies every call", name))
-			}
-			continue
-		}
-		if !allowed[name] {
-			sp.Notes = append(sp.Notes, fmt.Sprintf("%s: argument rules for a syscall that is not allowed are ignored (it stays denied)", name))
-			continue
-		}
-		combos := [][]cond{nil}
-		for _, r := range prs {
-			if !r.spec.Restricts() {
-				continue // a rule that restricts nothing (what a merge of values and flags leaves)
-			}
-			alts, err := alternatives(r, argUses[r.Arg] == 1)
-			if err != nil {
-				return sp, err
-			}
-			var next [][]cond
-			for _, c := range combos {
-				for _, a := range alts {
-					if m, ok := merge(c, a); ok {
-						next = append(next, m)
-					}
-				}
-			}
-			if len(next) > maxEntries {
-				return sp, fmt.Errorf("%s: argument rules expand to more than %d combinations", name, maxEntries)
-			}
-			combos = next
-		}
-		combos = dedupeCombos(combos)
-		if len(combos) == 0 {
-			sp.Notes = append(sp.Notes, fmt.Sprintf("%s: no argument value satisfies its rules, so it is never allowed", name))
-		}
-		for _, c := range combos {
-			e := scEntry{Names: []string{name}, Action: actAllow}
-			for _, x := range c {
-				e.Args = append(e.Args, x.arg())
-			}
-			sp.Entries = append(sp.Entries, e)
-		}
-		// Rejections with another errno than EPERM: entries matching exactly what the rule
-		// rejects on its argument. They are disjoint from the allow entries on that argument.
-		for _, r := range prs {
-			if r.errno == 0 {
-				continue
-			}
-			if x86 && multiplexedOnX86()[name] {
-				sp.Notes = append(sp.Notes, fmt.Sprintf("%s arg %d: rejected calls fail with EPERM, not %s: on i386 libseccomp folds %s into socketcall/ipc and rejects such errno rules (EEXIST)", name, r.Arg, r.Errno, name))
-				continue
-			}
-			rejected, err := rejectedSet(r, argUses[r.Arg] == 1)
-			if err != nil {
-				sp.Notes = append(sp.Notes, fmt.Sprintf("%s arg %d: rejected calls fail with EPERM, not %s (%v)", name, r.Arg, r.Errno, err))
-				continue
-			}
-			for _, c := range rejected {
-				e := r.errno
-				errnoEntries = append(errnoEntries, scEntry{Names: []string{name}, Action: actErrno, ErrnoRet: &e, Args: []scArg{c.arg()}})
-			}
-		}
-	}
-	sp.Entries = append(sp.Entries, errnoEntries...)
-	return sp, nil
-}
-
-// rejectedSet returns conditions matching exactly the calls rule r rejects, one comparison
-// each, when that can be written: denied values, or the complement of allowed values.
-func rejectedSet(r parsedRule, alone bool) ([]cond, error) {
-	if r.flags != nil {
-		return nil, fmt.Errorf("a flags rule rejects any of %d bits, one entry each; not written", bits.OnesCount64(^*r.flags))
-	}
-	if len(r.Values) > 0 {
-		return complement(r.Arg, r.mask, r.values, alone)
-	}
-	var out []cond
-	for _, d := range r.deny {
-		out = append(out, cond{Arg: r.Arg, Mask: r.mask, Value: d})
-	}
-	return out, nil
 }
 
 func dedupeCombos(cs [][]cond) [][]cond {

@@ -12,9 +12,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elastic/go-seccomp-bpf/arch"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 // decodeOCI reads an oci export strictly into the runtime-spec type runc itself uses.
@@ -71,8 +75,10 @@ func TestOCIFields(t *testing.T) {
 			t.Errorf("clone3 should answer ENOSYS (38): %+v", sc)
 		}
 	}
-	// socket: 3 domains × 2 types; personality: 2 values; prctl: 3 options; clone: 1 mask.
-	for name, want := range map[string]int{"socket": 6, "personality": 2, "prctl": 3, "clone": 1} {
+	// socket: 3 domains × 2 types × 32 blocks of protocols around IPPROTO_MPTCP (enforce's
+	// hardening); personality: 2 values; prctl: 3 options; clone: 1 mask.
+	// prctl: 3 options + 4 of runc's own (runtimeValues).
+	for name, want := range map[string]int{"socket": 192, "personality": 2, "prctl": 7, "clone": 1} {
 		if count[name] != want {
 			t.Errorf("%s: %d conditional allow entries, want %d", name, count[name], want)
 		}
@@ -158,68 +164,37 @@ func mustValues(t *testing.T, ss []string) []uint64 {
 	return out
 }
 
-// model answers a call from the profile's own definition of ArgRule: allowed when the syscall
-// is allowed and every rule passes; otherwise the errnos any failing rule may answer with.
-func model(t *testing.T, p *policy.Profile, name string, args [6]uint64) (allow bool, errnos []uint) {
-	allowed := slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == name })
-	errnoOf := func(r policy.ArgRule) uint {
-		if r.Errno == "" {
-			return 1
-		}
-		return uint(mustValue(t, r.Errno))
+// enforced answers a call as sysprof enforce's compiled filter does (package seccomp's Spec,
+// itself tested against the BPF it generates), with the oci runtime set: allowed, or the
+// errnos a right export may answer (the failing checks' errnos; EPERM for sysprof's
+// supervisor, and for a flags check whose errno an export cannot write).
+func enforced(t *testing.T, f *seccomp.Filter, name string, args [6]uint64) (allow bool, errnos []uint) {
+	t.Helper()
+	nr, ok := arch.X86_64.SyscallNames[name]
+	if !ok {
+		t.Fatalf("no syscall %s on x86_64", name)
 	}
-	var failing []uint
-	for _, r := range p.Syscalls.Args {
-		if r.Syscall != name {
-			continue
-		}
-		if len(r.Values) == 0 && len(r.Flags) == 0 && len(r.Deny) == 0 {
-			if r.Errno != "" {
-				return false, []uint{errnoOf(r)}
-			}
-			continue // restricts nothing
-		}
-		if !allowed {
-			continue
-		}
-		mask := ^uint64(0)
-		if r.Mask != "" {
-			mask = mustValue(t, r.Mask)
-		}
-		x := args[r.Arg]
-		pass := true
-		if len(r.Values) > 0 && !slices.Contains(mustValues(t, r.Values), x&mask) {
-			pass = false
-		}
-		if len(r.Deny) > 0 && slices.Contains(mustValues(t, r.Deny), x&mask) {
-			pass = false
-		}
-		if len(r.Flags) > 0 {
-			var f uint64
-			for _, v := range mustValues(t, r.Flags) {
-				f |= v
-			}
-			if x&^f != 0 {
-				pass = false
-			}
-		}
-		if !pass {
-			e := errnoOf(r)
-			failing = append(failing, e)
-			if len(r.Flags) > 0 && e != 1 {
-				failing = append(failing, 1) // not expressible: EPERM, with a note
+	got := f.Spec.Eval(uint32(arch.X86_64.ID), uint32(nr), args)
+	if got == seccomp.RetAllow {
+		return true, nil
+	}
+	errnos = []uint{errnoOf(got)}
+	if r := f.Rules[name]; r != nil && r.Ret == seccomp.RetAllow {
+		for _, c := range r.Checks {
+			if !c.OK(args[c.Arg]) {
+				errnos = append(errnos, errnoOf(c.Fail))
+				if c.HasAllowedBits || c.DenyBits != 0 {
+					errnos = append(errnos, errnoEPERM)
+				}
 			}
 		}
 	}
-	if !allowed {
-		return false, []uint{1}
-	}
-	return len(failing) == 0, failing
+	return false, errnos
 }
 
 // interesting returns argument values near the profile's constants for one syscall's rules.
 func interesting(t *testing.T, p *policy.Profile, name string, arg int) []uint64 {
-	vs := []uint64{0, 1, ^uint64(0), 1 << 32, 0xffffffff}
+	vs := []uint64{0, 1, ^uint64(0), 1 << 32, 0xffffffff, unix.TIOCSTI, unix.TIOCLINUX, 1<<32 | unix.TIOCSTI, seccomp.IPProtoMPTCP, 1<<32 | seccomp.IPProtoMPTCP, unix.CLONE_NEWUSER, unix.CLONE_NEWNS | 1<<32}
 	for _, r := range p.Syscalls.Args {
 		if r.Syscall != name || r.Arg != arg {
 			continue
@@ -233,17 +208,21 @@ func interesting(t *testing.T, p *policy.Profile, name string, arg int) []uint64
 	return vs
 }
 
-// TestOCIMatchesModel checks, call by call, that the oci export allows exactly what the
-// profile allows and answers with the rule's errno: table cases first, then random calls
-// built around the profile's constants.
-func TestOCIMatchesModel(t *testing.T) {
+// TestOCIMatchesEnforce checks, call by call, that the oci export allows exactly what sysprof
+// enforce allows (hardening and 32-bit arguments included) and answers with the rule's errno:
+// random calls built around the profile's constants.
+func TestOCIMatchesEnforce(t *testing.T) {
 	for _, fixture := range []string{"cargo-build.yaml", "rules.yaml"} {
 		t.Run(fixture, func(t *testing.T) {
 			p := loadFixture(t, fixture)
 			s := exportOCI(t, p)
+			f, err := seccomp.Compile(p, "x86_64", seccomp.Options{Extra: runtimeSyscalls["oci"]})
+			if err != nil {
+				t.Fatal(err)
+			}
 			check := func(name string, args [6]uint64) {
 				t.Helper()
-				allow, errnos := model(t, p, name, args)
+				allow, errnos := enforced(t, f, name, args)
 				for _, got := range evalOCI(t, s, name, args) {
 					if got.allow != allow {
 						t.Fatalf("%s%x: export allow=%v, profile allow=%v", name, args, got.allow, allow)
@@ -260,7 +239,7 @@ func TestOCIMatchesModel(t *testing.T) {
 			for _, r := range p.Syscalls.Args {
 				names = append(names, r.Syscall)
 			}
-			names = append(names, "ptrace", "mount")
+			names = append(names, "ptrace", "mount", "fstatfs")
 			rng := rand.New(rand.NewPCG(1, 2))
 			for _, name := range names {
 				var pools [6][]uint64
@@ -326,7 +305,11 @@ func TestOCITable(t *testing.T) {
 		{"tcgets", "ioctl", [6]uint64{0, v("TCGETS")}, verdict{allow: true}},
 		{"fcntl denied", "fcntl", [6]uint64{3, 1033}, verdict{errno: 13}},
 		{"fcntl denied, other", "fcntl", [6]uint64{3, 1034}, verdict{errno: 13}},
-		{"fcntl high bits", "fcntl", [6]uint64{3, 1 | 1<<40}, verdict{errno: 1}},
+		{"fcntl high bits (the kernel reads an int)", "fcntl", [6]uint64{3, 1 | 1<<40}, verdict{allow: true}},
+		{"tiocsti with bit 32", "ioctl", [6]uint64{0, 1<<32 | v("TIOCSTI")}, verdict{errno: 1}},
+		{"tiocsti with high garbage", "ioctl", [6]uint64{0, 0xffffffff00000000 | v("TIOCSTI")}, verdict{errno: 1}},
+		{"mptcp with bit 32", "socket", [6]uint64{v("AF_INET"), v("SOCK_STREAM"), 1<<32 | v("IPPROTO_MPTCP")}, verdict{errno: 1}},
+		{"runc's fstatfs", "fstatfs", [6]uint64{3, 0}, verdict{allow: true}},
 		{"fcntl getfd", "fcntl", [6]uint64{3, 1}, verdict{allow: true}},
 		{"mmap rw", "mmap", [6]uint64{0, 4096, 3}, verdict{allow: true}},
 		{"mmap wx", "mmap", [6]uint64{0, 4096, 6}, verdict{errno: 1}},
@@ -408,6 +391,67 @@ func TestOCILoadsInLibseccomp(t *testing.T) {
 		}
 		if err != nil {
 			t.Errorf("%s: libseccomp rejects the oci export: %v\n%s", name, err, out)
+		}
+	}
+}
+
+// exportedNames are the syscall names of an oci export's entries.
+func exportedNames(s specs.LinuxSeccomp) []string {
+	var out []string
+	for _, sc := range s.Syscalls {
+		out = append(out, sc.Names...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Every name an export writes is one the consumer's own table knows: libseccomp's (runc, crun,
+// the operator) through scmp_sys_resolver, systemd's through systemd-analyze. A profile with
+// arm64's fstatat (go-seccomp-bpf's name for newfstatat) is the case that broke.
+func TestExportedNamesKnownToConsumers(t *testing.T) {
+	resolver := testutil.RequireTool(t, "scmp_sys_resolver")
+	p := loadFixture(t, "cargo-build.yaml")
+	p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: "fstatat"}, policy.Syscall{Name: "newfstatat"})
+	s := exportOCI(t, p)
+	scArch := map[specs.Arch]string{specs.ArchX86_64: "x86_64", specs.ArchAARCH64: "aarch64", specs.ArchX86: "x86", specs.ArchX32: "x32"}
+	for _, name := range exportedNames(s) {
+		known := false
+		for _, a := range s.Architectures {
+			out, err := exec.Command(resolver, "-a", scArch[a], name).Output()
+			if err != nil {
+				t.Fatalf("scmp_sys_resolver %s: %v", name, err)
+			}
+			if strings.TrimSpace(string(out)) != "-1" {
+				known = true
+			}
+		}
+		if !known {
+			t.Errorf("the oci export names %s, which libseccomp does not know on %v", name, s.Architectures)
+		}
+	}
+	analyze := testutil.RequireTool(t, "systemd-analyze")
+	out, err := exec.Command(analyze, "syscall-filter", "@known").Output()
+	if err != nil {
+		t.Fatalf("systemd-analyze syscall-filter: %v", err)
+	}
+	known := map[string]bool{}
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.TrimSpace(l); f != "" && !strings.HasPrefix(f, "#") && !strings.HasPrefix(f, "@") {
+			known[f] = true
+		}
+	}
+	_, env := fakeHost(t)
+	var buf bytes.Buffer
+	if err := Write(&buf, p, "systemd", Options{Env: env}); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if v, ok := strings.CutPrefix(l, "SystemCallFilter="); ok {
+			for _, name := range strings.Fields(v) {
+				if !known[name] {
+					t.Errorf("the systemd export names %s, which systemd does not know", name)
+				}
+			}
 		}
 	}
 }

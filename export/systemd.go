@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 // systemdArch maps profile architectures to SystemCallArchitectures= names.
@@ -74,7 +78,7 @@ func renderSystemd(p *policy.Profile, opts Options) (result, error) {
 	if len(archs) == 0 {
 		archs = []string{"native"}
 	}
-	sc, n, err := systemdSyscalls(p)
+	sc, n, err := systemdSyscalls(p, opts)
 	if err != nil {
 		return result{}, err
 	}
@@ -153,6 +157,9 @@ func renderSystemd(p *policy.Profile, opts Options) (result, error) {
 			set("RestrictNamespaces", sc.namespaces...)
 		}
 	}
+	if sc.noSetID {
+		set("RestrictSUIDSGID", "yes")
+	}
 	set("ProtectSystem", "strict")
 	// One path a line: easy to review, and independent of how long this host's paths are.
 	// "-" ignores a path that does not exist when the unit starts.
@@ -193,75 +200,71 @@ type systemdSyscallSet struct {
 	allow      []string
 	families   []string // RestrictAddressFamilies= from socket's domain rule
 	namespaces []string // RestrictNamespaces= allowed types; nil: no clone/unshare rule
+	noSetID    bool     // RestrictSUIDSGID=yes: enforce refuses set-id modes
 }
 
-// systemdSyscalls maps the syscall section. SystemCallFilter= takes names only: a syscall with
-// argument rules is allowed with any arguments, except that socket's domain becomes
-// RestrictAddressFamilies= and clone/unshare namespace flags become RestrictNamespaces=.
-// A syscall whose rules allow no call stays out of the list.
-func systemdSyscalls(p *policy.Profile) (systemdSyscallSet, []string, error) {
+// systemdSyscalls maps the compiled rules (package seccomp's, the ones sysprof enforce loads).
+// SystemCallFilter= takes names only: a syscall with argument checks is allowed with any
+// arguments, except that socket's domain becomes RestrictAddressFamilies= and clone's
+// namespace flags become RestrictNamespaces=; every other check is named in a note. A syscall
+// answered with an errno stays out of the list.
+func systemdSyscalls(p *policy.Profile, opts Options) (systemdSyscallSet, []string, error) {
 	var out systemdSyscallSet
+	rules, abis, all, err := compileFor(p, "systemd", opts)
+	if err != nil {
+		return out, nil, err
+	}
+	// What the compile added is about argument checks, which systemd does not carry: the
+	// checks it cannot write are named below instead.
 	var notes []string
-	rules := argRulesBySyscall(p)
-	var widened []string
-	var nsAllowed uint64
-	nsRule := false
-	for _, s := range p.Syscalls.Allow {
-		rs := rules[s.Name]
-		never := false
-		for _, r := range rs {
-			spec, err := policy.ParseArgRule(r)
-			if err != nil {
-				return out, nil, err
-			}
-			if spec.ErrnoOnly() {
-				never = true
-			}
+	for _, n := range all {
+		if strings.HasPrefix(n, "left out") || strings.HasPrefix(n, "runtime:") {
+			notes = append(notes, n)
 		}
-		if never {
-			msg := fmt.Sprintf("%s is left out of SystemCallFilter= (its rules allow no call): it fails with EPERM", s.Name)
-			for _, r := range rs {
-				if e, err := ruleErrno(r); err == nil && e != 0 {
-					msg = fmt.Sprintf("%s is left out of SystemCallFilter= and fails with EPERM, not %s: systemd allow lists cannot return another errno", s.Name, r.Errno)
-					if s.Name == "clone3" {
-						msg += " (glibc falls back to clone only on ENOSYS: add SystemCallFilter=clone3 if threads fail, accepting unchecked clone3 flags)"
-					}
-				}
-			}
-			notes = append(notes, msg)
+	}
+	var widened []string
+	for _, name := range slices.Sorted(maps.Keys(rules)) {
+		r := rules[name]
+		if !knownOn(abis, name) {
 			continue
 		}
-		out.allow = append(out.allow, s.Name)
-		for _, r := range rs {
-			if len(r.Values) == 0 && len(r.Flags) == 0 && len(r.Deny) == 0 {
-				continue // restricts nothing
-			}
-			switch {
-			case s.Name == "socket" && r.Arg == 0 && len(r.Values) > 0 && len(r.Flags) == 0 && len(r.Deny) == 0:
-				vs, err := parseValues(r.Values)
-				if err != nil {
-					return out, nil, fmt.Errorf("socket arg 0 values: %w", err)
+		if r.Ret != seccomp.RetAllow {
+			if e := errnoOf(r.Ret); e != errnoEPERM {
+				msg := fmt.Sprintf("%s is left out of SystemCallFilter= and fails with EPERM, not %s: systemd allow lists cannot return another errno", name, unix.ErrnoName(unix.Errno(e)))
+				if name == "clone3" {
+					msg += " (glibc falls back to clone only on ENOSYS: add SystemCallFilter=clone3 if threads fail, accepting unchecked clone3 flags)"
 				}
-				for i, v := range vs {
-					sym := policy.Symbol(policy.KindFamily, v)
+				notes = append(notes, msg)
+			}
+			continue
+		}
+		out.allow = append(out.allow, consumerName(name))
+		for _, c := range r.Checks {
+			switch {
+			case name == "socket" && c.Arg == 0 && c.HasValues && !c.HasAllowedBits && c.DenyBits == 0 && len(c.DenyValues) == 0:
+				for _, v := range c.Values {
+					sym := policy.Symbol(policy.KindFamily, v&0xffffffff)
 					if !strings.HasPrefix(sym, "AF_") {
-						notes = append(notes, fmt.Sprintf("socket family %s has no name systemd knows; left out of RestrictAddressFamilies=", r.Values[i]))
+						notes = append(notes, fmt.Sprintf("socket family %d has no name systemd knows; left out of RestrictAddressFamilies=", v))
 						continue
 					}
 					out.families = append(out.families, sym)
 				}
-			case (s.Name == "clone" || s.Name == "unshare") && r.Arg == 0 && len(r.Deny) == 0:
-				vs, err := parseValues(append(slices.Clone(r.Values), r.Flags...))
-				if err != nil {
-					return out, nil, fmt.Errorf("%s arg 0: %w", s.Name, err)
+			case c.Why == seccomp.WhySetID:
+				out.noSetID = true
+			case name == "clone" && c.Arg == 0:
+				if out.namespaces == nil {
+					out.namespaces = []string{}
+					for _, t := range nsTypes {
+						out.namespaces = append(out.namespaces, t.name)
+					}
 				}
-				nsRule = true
-				for _, v := range vs {
-					nsAllowed |= v
+				out.namespaces = slices.DeleteFunc(out.namespaces, func(ns string) bool { return !nsPasses(c, ns) })
+				if c.HasValues || c.HasAllowedBits {
+					notes = append(notes, "clone: only its namespace flags are checked (RestrictNamespaces=); its other flag bits are not")
 				}
-				notes = append(notes, fmt.Sprintf("%s: only its namespace flags are checked (RestrictNamespaces=); its other flag bits are not", s.Name))
 			default:
-				widened = append(widened, fmt.Sprintf("%s(arg %d)", s.Name, r.Arg))
+				widened = append(widened, fmt.Sprintf("%s(arg %d: %s)", name, c.Arg, c.Why))
 			}
 		}
 	}
@@ -269,19 +272,33 @@ func systemdSyscalls(p *policy.Profile) (systemdSyscallSet, []string, error) {
 	out.allow = slices.Compact(out.allow)
 	slices.Sort(out.families)
 	out.families = slices.Compact(out.families)
-	if nsRule {
-		out.namespaces = []string{}
-		for _, t := range nsTypes {
-			if nsAllowed&t.flag != 0 {
-				out.namespaces = append(out.namespaces, t.name)
-			}
-		}
-	}
 	if len(widened) > 0 {
-		notes = append(notes, fmt.Sprintf("systemd cannot filter syscall arguments: these rules are not enforced (any value is allowed): %s", strings.Join(widened, " ")))
+		notes = append(notes, fmt.Sprintf("systemd cannot filter syscall arguments: these checks are not enforced (any value is allowed): %s", strings.Join(widened, " ")))
+		if slices.ContainsFunc(widened, func(w string) bool { return strings.HasPrefix(w, "ioctl(") }) {
+			notes = append(notes, "ioctl: TIOCSTI/TIOCLINUX are not denied: give the unit no terminal (StandardInput=null, systemd's default) so there is none to inject into")
+		}
 	}
 	if len(out.allow) > 0 {
 		notes = append(notes, "systemd adds its @default syscall group (basic process, time and signal calls) to every allow list")
 	}
 	return out, notes, nil
+}
+
+// nsPasses reports whether a clone call creating namespace type ns passes check c.
+func nsPasses(c seccomp.Check, ns string) bool {
+	for _, t := range nsTypes {
+		if t.name != ns {
+			continue
+		}
+		switch {
+		case c.DenyBits&t.flag != 0:
+			return false
+		case c.HasAllowedBits && c.AllowedBits&t.flag == 0:
+			return false
+		case c.HasValues:
+			return slices.ContainsFunc(c.Values, func(v uint64) bool { return v&t.flag != 0 })
+		}
+		return true
+	}
+	return false
 }

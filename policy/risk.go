@@ -263,15 +263,15 @@ func accessWord(access string) string {
 var privilegedSyscalls = sync.OnceValue(func() map[string]string {
 	m := map[string]string{}
 	for why, names := range map[string][]string{
-		"changes the mount table or root directory":                   {"mount", "umount", "umount2", "fsopen", "fsmount", "fsconfig", "fspick", "move_mount", "open_tree", "mount_setattr", "pivot_root", "chroot"},
-		"loads eBPF programs into the kernel":                         {"bpf"},
-		"reads or controls other processes":                           {"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp"},
-		"replaces or reboots the kernel":                              {"kexec_load", "kexec_file_load", "reboot"},
-		"loads or unloads kernel modules":                             {"init_module", "finit_module", "delete_module", "create_module"},
-		"creates or enters namespaces":                                {"unshare", "setns"},
-		"reaches the kernel keyring, where credentials are kept":      {"keyctl", "add_key", "request_key"},
-		"opens the kernel's performance monitoring (side channels)":   {"perf_event_open"},
-		"io_uring performs operations that seccomp cannot see":        {"io_uring_setup", "io_uring_enter", "io_uring_register"},
+		"changes the mount table or root directory":                 {"mount", "umount", "umount2", "fsopen", "fsmount", "fsconfig", "fspick", "move_mount", "open_tree", "mount_setattr", "pivot_root", "chroot"},
+		"loads eBPF programs into the kernel":                       {"bpf"},
+		"reads or controls other processes":                         {"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp"},
+		"replaces or reboots the kernel":                            {"kexec_load", "kexec_file_load", "reboot"},
+		"loads or unloads kernel modules":                           {"init_module", "finit_module", "delete_module", "create_module"},
+		"creates or enters namespaces":                              {"unshare", "setns"},
+		"reaches the kernel keyring, where credentials are kept":    {"keyctl", "add_key", "request_key"},
+		"opens the kernel's performance monitoring (side channels)": {"perf_event_open"},
+		"io_uring weakens the seccomp argument rules: its OPENAT, SOCKET and CONNECT operations skip them (socket families, MPTCP, set-id modes)": {"io_uring_setup", "io_uring_enter", "io_uring_register"},
 		"opens files by handle, bypassing path checks":                {"open_by_handle_at"},
 		"userfaultfd is a common kernel-exploit primitive":            {"userfaultfd"},
 		"changes host-wide state (clock, swap, hostname, accounting)": {"settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "stime", "swapon", "swapoff", "sethostname", "setdomainname", "acct", "quotactl", "quotactl_fd", "vhangup", "nfsservctl", "lookup_dcookie", "uselib"},
@@ -317,6 +317,9 @@ func ArchitectureRisk(a string) (Risk, string) {
 
 // ArgValueRisk rates a newly allowed argument value (or flag bits) of syscall's argument arg.
 func ArgValueRisk(syscall string, arg int, v uint64) (Risk, string) {
+	if i, ok := SetIDModeArgs[syscall]; ok && i == arg && v&0o6000 != 0 {
+		return RiskCritical, "makes a set-id file (S_ISUID/S_ISGID), which runs with its owner's ids after the run"
+	}
 	switch ArgKind(syscall, arg) {
 	case KindFamily:
 		return RiskHigh, "new socket family"
@@ -362,8 +365,18 @@ func ArgValueRisk(syscall string, arg int, v uint64) (Risk, string) {
 	return RiskLow, "argument value"
 }
 
+// SetIDModeArgs are the syscalls that set a file's mode, by the argument that carries it: the
+// seccomp layer denies S_ISUID and S_ISGID there, and allowing them is critical.
+var SetIDModeArgs = map[string]int{
+	"chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2,
+	"creat": 1, "open": 2, "openat": 3, "mknod": 1, "mknodat": 2, "mkdir": 1, "mkdirat": 2,
+}
+
 // ArgAnyRisk rates lifting the restriction on an argument altogether.
 func ArgAnyRisk(syscall string, arg int) (Risk, string) {
+	if i, ok := SetIDModeArgs[syscall]; ok && i == arg {
+		return RiskCritical, "set-id modes (S_ISUID/S_ISGID) are no longer denied"
+	}
 	switch ArgKind(syscall, arg) {
 	case KindFamily:
 		return RiskHigh, "any socket family (AF_PACKET, AF_ALG, AF_VSOCK, ...)"

@@ -451,7 +451,7 @@ func TestPortable(t *testing.T) {
 		"/home/alicex/file":      "/home/alicex/file",
 		"/tmp/rustcAb12Cd/lib":   "$TMPDIR/rustc*/lib",
 		"/proc/4242/status":      "/proc/self/status",
-		"/dev/pts/3":             "/dev/pts/*",
+		"/dev/pts/3":             "/dev/pts",
 		"/sys/fs/cgroup/x/12345": "/sys/fs/cgroup/x/12345",
 		"/usr/bin/../bin/curl":   "/usr/bin/curl",
 		"$HOME/x":                "$HOME/x",

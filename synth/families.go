@@ -73,12 +73,28 @@ const controllingTerminalNote = "controlling terminal (terminal family: opened o
 // coverage pass, which folds the learned reads below it into the rule as it does for a
 // profile read back.
 func (s *state) passTerminal() []string {
+	var msgs []string
+	// openpty opens the terminal's other end with ioctl(TIOCGPTPEER), which learn does not
+	// see as an open; under enforcement that open (and libc's fallback by name) is checked
+	// against /dev/pts, whose entries come and go: the rule is the directory (paths'
+	// vocabulary has no /dev/pts/N), as for every terminal number learn saw.
+	if ptmx := s.write.get(ptyMaster); ptmx != nil && s.write.get(ptyDir) == nil {
+		s.write.set(ptyDir, &pathRule{prov: ptmx.prov, note: ptyNote})
+		msgs = append(msgs, "+ write "+ptyDir+", the terminals "+ptyMaster+" opens (opened through ioctl TIOCGPTPEER, which learn cannot see)")
+	}
 	if s.opts.Exact || s.write.get(controllingTerminal) != nil {
-		return nil
+		return msgs
 	}
 	s.write.set(controllingTerminal, &pathRule{note: controllingTerminalNote})
-	return []string{"+ write " + controllingTerminal + ", the controlling terminal (terminal family: a tool opens it only when it runs at a terminal)"}
+	return append(msgs, "+ write "+controllingTerminal+", the controlling terminal (terminal family: a tool opens it only when it runs at a terminal)")
 }
+
+// The pseudo-terminal multiplexer and the directory of the terminals it makes.
+const (
+	ptyMaster = "/dev/ptmx"
+	ptyDir    = "/dev/pts"
+	ptyNote   = "pseudo-terminals /dev/ptmx makes"
+)
 
 // passFamilies allows every member of each family of which the command used one (unless
 // Options.Exact), and the terminal probes.

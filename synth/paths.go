@@ -225,7 +225,8 @@ func (m *portableMemo) isVarValue(p string) bool {
 func plainName(b string) bool { return b != "" && b != "." && b != ".." }
 
 // portableKernelPath is portablePath for /proc, /sys and /dev (p clean and absolute):
-// /proc/<pid> and task ids, and terminal numbers, are per run; nothing else there is.
+// /proc/<pid> and task ids, and terminal numbers (/dev/pts/N → /dev/pts), are per run; nothing
+// else there is.
 func portableKernelPath(p string, exePIDs map[string]bool) string {
 	comps := strings.Split(p[1:], "/")
 	if paths.HasGlob(p) { // /dev/shm/* named so: that one file
@@ -249,7 +250,9 @@ func portableKernelPath(p string, exePIDs map[string]bool) string {
 		comps[3] = "*"
 		return "/" + strings.Join(comps, "/")
 	case len(comps) == 3 && comps[0] == "dev" && comps[1] == "pts" && allDigits(comps[2]):
-		return "/dev/pts/*"
+		// The directory, not /dev/pts/*: a glob is expanded when enforce compiles, before the
+		// run's terminal exists; a rule on the directory covers the terminals made later.
+		return "/dev/pts"
 	}
 	return p
 }

@@ -130,3 +130,33 @@ func TestPagerHistoryIsNotGranted(t *testing.T) {
 		t.Errorf("the synthesis does not say it left the pager history out:\n%s", ex)
 	}
 }
+
+// openpty (issue 25): learn sees /dev/ptmx opened and /dev/pts/N only looked at (the other end
+// is opened by ioctl TIOCGPTPEER); enforce checks that open, or libc's fallback by name,
+// against /dev/pts. The profile grants the directory, where terminals made later are too.
+func TestOpenptyGrantsTheTerminalDirectory(t *testing.T) {
+	tr := &trace.Trace{
+		Version:   trace.Version,
+		Command:   []string{"python3"},
+		Context:   map[string]string{"WORKDIR": "/w", "HOME": "/home/a", "TMPDIR": "/tmp"},
+		Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
+		Processes: []trace.Process{{ID: 1, PID: 10, Exe: "/usr/bin/python3"}},
+		Files: []trace.FileAccess{
+			{Exe: "/usr/bin/python3", Path: "/dev/ptmx", Access: trace.AccessWrite, OK: true, Count: 1},
+			{Exe: "/usr/bin/python3", Path: "/dev/pts/3", Access: trace.AccessMetadata, OK: true, Count: 1},
+		},
+	}
+	for _, exact := range []bool{false, true} {
+		res, err := Synthesize(tr, Options{Exact: exact})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := map[string]string{"WORKDIR": "/w", "HOME": "/home/b", "TMPDIR": "/tmp"}
+		if !Allows(res.Profile, ctx, Access{Kind: trace.AccessWrite, Path: "/dev/pts/7"}) {
+			t.Errorf("exact=%v: a later terminal /dev/pts/7 is not writable: %v", exact, res.Profile.Filesystem.Write)
+		}
+		if !slices.ContainsFunc(res.Profile.Filesystem.Write, func(r policy.PathRule) bool { return r.Path == "/dev/pts" }) {
+			t.Errorf("exact=%v: want the rule /dev/pts (a glob is expanded before the terminal exists): %v", exact, res.Profile.Filesystem.Write)
+		}
+	}
+}

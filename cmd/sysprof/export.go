@@ -73,7 +73,7 @@ func runExport(_ context.Context, o *exportOptions) error {
 		Env:           export.Env(env.Vars),
 		Name:          p.Metadata.Name,
 		SeccompFDPath: o.SeccompFD,
-		BPFFilter:     func(p *policy.Profile) ([]byte, error) { return enforcer.StandaloneFilter(p, env) },
+		Arch:          env.Arch,
 	}
 	notes, err := export.Notes(p, o.Format, opts)
 	if err != nil {

@@ -1,11 +1,10 @@
-package enforcer
+package seccomp
 
 import (
-	"encoding/binary"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
@@ -15,61 +14,31 @@ import (
 	"github.com/sysprof/sysprof/policy"
 )
 
-// vmInput encodes struct seccomp_data for x/net/bpf's VM. The kernel loads words in host
-// (little-endian) order; the VM loads them big-endian, so each 32-bit word is written
-// big-endian at the offset where the kernel would find it.
-func vmInput(auditArch, nr uint32, args [6]uint64) []byte {
-	b := make([]byte, 64)
-	binary.BigEndian.PutUint32(b[offNr:], nr)
-	binary.BigEndian.PutUint32(b[offArch:], auditArch)
-	for i, a := range args {
-		binary.BigEndian.PutUint32(b[argLo(i):], uint32(a))
-		binary.BigEndian.PutUint32(b[argHi(i):], uint32(a>>32))
-	}
-	return b
-}
-
-type vmFilter struct{ vm *bpf.VM }
+type vmFilter struct{ vm *VM }
 
 func newVM(t testing.TB, raw []bpf.RawInstruction) vmFilter {
 	t.Helper()
-	insns, ok := bpf.Disassemble(raw)
-	if !ok {
-		t.Fatalf("the compiled program has instructions x/net/bpf cannot decode")
-	}
-	vm, err := bpf.NewVM(insns)
+	vm, err := NewVM(raw)
 	if err != nil {
-		t.Fatalf("bpf.NewVM: %v", err)
+		t.Fatal(err)
 	}
 	return vmFilter{vm}
 }
 
 func (v vmFilter) run(t testing.TB, auditArch, nr uint32, args [6]uint64) uint32 {
 	t.Helper()
-	out, err := v.vm.Run(vmInput(auditArch, nr, args))
+	out, err := v.vm.Run(auditArch, nr, args)
 	if err != nil {
 		t.Fatalf("vm: %v", err)
 	}
-	return uint32(out)
+	return out
 }
 
-func actionName(r uint32) string {
-	switch {
-	case r == retAllow:
-		return "ALLOW"
-	case r == retNotify:
-		return "NOTIFY"
-	case r == retKill:
-		return "KILL"
-	case r&unix.SECCOMP_RET_ACTION_FULL == unix.SECCOMP_RET_ERRNO:
-		return "ERRNO(" + unix.ErrnoName(unix.Errno(r&unix.SECCOMP_RET_DATA)) + ")"
-	}
-	return fmt.Sprintf("0x%08x", r)
-}
+func actionName(r uint32) string { return ActionName(r) }
 
 func testProfile() *policy.Profile {
 	p := &policy.Profile{}
-	for _, n := range []string{"read", "write", "openat", "close", "mmap", "execve", "clone", "clone3", "socket", "ioctl", "getpid", "exit_group", "prctl"} {
+	for _, n := range []string{"read", "write", "openat", "close", "mmap", "execve", "clone", "clone3", "socket", "ioctl", "getpid", "exit_group", "prctl", "chmod", "openat2"} {
 		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: n})
 	}
 	p.Syscalls.Args = []policy.ArgRule{
@@ -89,16 +58,16 @@ const (
 
 func nr64(name string) uint32  { return uint32(arch.X86_64.SyscallNames[name]) }
 func nr32(name string) uint32  { return uint32(arch.I386.SyscallNames[name]) }
-func nrx32(name string) uint32 { return uint32(arch.X32.SyscallNames[name]) | x32Bit }
+func nrx32(name string) uint32 { return uint32(arch.X32.SyscallNames[name]) | X32Bit }
 
 func TestFilterTable(t *testing.T) {
 	p := testProfile()
-	c, err := Compile(p, Env{Vars: map[string]string{"HOME": "/h", "WORKDIR": "/w", "TMPDIR": "/tmp"}, Arch: "x86_64"})
+	c, err := Compile(p, "x86_64", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm := newVM(t, c.Filter)
-	enosys, eacces, einval := retErrno(unix.ENOSYS), retErrno(unix.EACCES), retErrno(unix.EINVAL)
+	vm := newVM(t, c.Program)
+	enosys, eacces, einval := RetErrno(unix.ENOSYS), RetErrno(unix.EACCES), RetErrno(unix.EINVAL)
 	var none [6]uint64
 	a := func(xs ...uint64) (r [6]uint64) { copy(r[:], xs); return }
 	for _, tc := range []struct {
@@ -108,48 +77,54 @@ func TestFilterTable(t *testing.T) {
 		args [6]uint64
 		want uint32
 	}{
-		{"allowed read", x86, nr64("read"), none, retAllow},
-		{"always-allowed rt_sigreturn", x86, nr64("rt_sigreturn"), none, retAllow},
-		{"ptrace not in profile", x86, nr64("ptrace"), none, retNotify},
-		{"io_uring_setup not learned", x86, nr64("io_uring_setup"), none, retNotify},
-		{"bpf", x86, nr64("bpf"), none, retNotify},
-		{"unshare", x86, nr64("unshare"), none, retNotify},
+		{"allowed read", x86, nr64("read"), none, RetAllow},
+		{"always-allowed rt_sigreturn", x86, nr64("rt_sigreturn"), none, RetAllow},
+		{"ptrace not in profile", x86, nr64("ptrace"), none, RetNotify},
+		{"io_uring_setup not learned", x86, nr64("io_uring_setup"), none, RetNotify},
+		{"bpf", x86, nr64("bpf"), none, RetNotify},
+		{"unshare", x86, nr64("unshare"), none, RetNotify},
 		{"number newer than the table", x86, 600, none, enosys},
 		{"gap in the table", x86, 400, none, enosys},
 		{"huge native number", x86, 0x3fffffff, none, enosys},
 		{"clone3 answers ENOSYS", x86, nr64("clone3"), none, enosys},
-		{"x32 read when x32 not listed", x86, nrx32("read"), none, retNotify},
-		{"x32 number beyond its table", x86, x32Bit | 0x3000, none, enosys},
+		{"x32 read when x32 not listed", x86, nrx32("read"), none, RetNotify},
+		{"x32 number beyond its table", x86, X32Bit | 0x3000, none, enosys},
 		{"nr -1", x86, 0xffffffff, none, enosys},
-		{"int 0x80 getpid (i386 not listed)", i386, nr32("getpid"), none, retNotify},
-		{"aarch64 audit arch", a64, 172, none, retNotify},
-		{"socket AF_INET stream", x86, nr64("socket"), a(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0), retAllow},
-		{"socket AF_INET tcp", x86, nr64("socket"), a(unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_TCP), retAllow},
-		{"socket MPTCP", x86, nr64("socket"), a(unix.AF_INET, unix.SOCK_STREAM, ipprotoMPTCP), retNotify},
-		{"socket MPTCP with high garbage", x86, nr64("socket"), a(unix.AF_INET, unix.SOCK_STREAM, 1<<32|ipprotoMPTCP), retNotify},
-		{"socket AF_NETLINK", x86, nr64("socket"), a(unix.AF_NETLINK, unix.SOCK_DGRAM, 0), retNotify},
-		{"socket AF_INET with high garbage in domain", x86, nr64("socket"), a(1<<40|unix.AF_INET, unix.SOCK_STREAM, 0), retAllow},
-		{"socket SOCK_RAW", x86, nr64("socket"), a(unix.AF_INET, unix.SOCK_RAW, 0), retNotify},
-		{"mmap PROT_READ|WRITE", x86, nr64("mmap"), a(0, 4096, 3), retAllow},
-		{"mmap PROT_EXEC", x86, nr64("mmap"), a(0, 4096, 5), retAllow},
+		{"int 0x80 getpid (i386 not listed)", i386, nr32("getpid"), none, RetNotify},
+		{"aarch64 audit arch", a64, 172, none, RetNotify},
+		{"socket AF_INET stream", x86, nr64("socket"), a(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0), RetAllow},
+		{"socket AF_INET tcp", x86, nr64("socket"), a(unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_TCP), RetAllow},
+		{"socket MPTCP", x86, nr64("socket"), a(unix.AF_INET, unix.SOCK_STREAM, IPProtoMPTCP), RetNotify},
+		{"socket MPTCP with high garbage", x86, nr64("socket"), a(unix.AF_INET, unix.SOCK_STREAM, 1<<32|IPProtoMPTCP), RetNotify},
+		{"socket AF_NETLINK", x86, nr64("socket"), a(unix.AF_NETLINK, unix.SOCK_DGRAM, 0), RetNotify},
+		{"socket AF_INET with high garbage in domain", x86, nr64("socket"), a(1<<40|unix.AF_INET, unix.SOCK_STREAM, 0), RetAllow},
+		{"socket SOCK_RAW", x86, nr64("socket"), a(unix.AF_INET, unix.SOCK_RAW, 0), RetNotify},
+		{"mmap PROT_READ|WRITE", x86, nr64("mmap"), a(0, 4096, 3), RetAllow},
+		{"mmap PROT_EXEC", x86, nr64("mmap"), a(0, 4096, 5), RetAllow},
 		{"mmap PROT_SEM", x86, nr64("mmap"), a(0, 4096, 0x8), eacces},
 		{"mmap high bit", x86, nr64("mmap"), a(0, 4096, 1<<33), eacces},
-		{"prctl PR_SET_NAME", x86, nr64("prctl"), a(15), retAllow},
+		{"prctl PR_SET_NAME", x86, nr64("prctl"), a(15), RetAllow},
 		{"prctl other", x86, nr64("prctl"), a(38), einval},
-		{"clone thread", x86, nr64("clone"), a(unix.CLONE_VM | unix.CLONE_THREAD | unix.CLONE_SIGHAND), retAllow},
-		{"clone CLONE_NEWNS", x86, nr64("clone"), a(unix.CLONE_NEWNS | uint64(unix.SIGCHLD)), retNotify},
-		{"clone CLONE_NEWUSER", x86, nr64("clone"), a(unix.CLONE_NEWUSER), retNotify},
-		{"ioctl TCGETS", x86, nr64("ioctl"), a(0, unix.TCGETS), retAllow},
-		{"ioctl TIOCSTI", x86, nr64("ioctl"), a(0, unix.TIOCSTI), retNotify},
-		{"ioctl TIOCSTI with high garbage", x86, nr64("ioctl"), a(0, 0xffffffff00000000|unix.TIOCSTI), retNotify},
-		{"ioctl TIOCLINUX", x86, nr64("ioctl"), a(0, unix.TIOCLINUX), retNotify},
+		{"clone thread", x86, nr64("clone"), a(unix.CLONE_VM | unix.CLONE_THREAD | unix.CLONE_SIGHAND), RetAllow},
+		{"clone CLONE_NEWNS", x86, nr64("clone"), a(unix.CLONE_NEWNS | uint64(unix.SIGCHLD)), RetNotify},
+		{"clone CLONE_NEWUSER", x86, nr64("clone"), a(unix.CLONE_NEWUSER), RetNotify},
+		{"ioctl TCGETS", x86, nr64("ioctl"), a(0, unix.TCGETS), RetAllow},
+		{"ioctl TIOCSTI", x86, nr64("ioctl"), a(0, unix.TIOCSTI), RetNotify},
+		{"ioctl TIOCSTI with high garbage", x86, nr64("ioctl"), a(0, 0xffffffff00000000|unix.TIOCSTI), RetNotify},
+		{"ioctl TIOCLINUX", x86, nr64("ioctl"), a(0, unix.TIOCLINUX), RetNotify},
+		{"chmod 0755", x86, nr64("chmod"), a(0, 0o755), RetAllow},
+		{"chmod 04755", x86, nr64("chmod"), a(0, 0o4755), RetNotify},
+		{"chmod 02755 with high garbage", x86, nr64("chmod"), a(0, 1<<32|0o2755), RetNotify},
+		{"openat O_CREAT 0644", x86, nr64("openat"), a(0, 0, unix.O_CREAT|unix.O_WRONLY, 0o644), RetAllow},
+		{"openat O_CREAT 04755", x86, nr64("openat"), a(0, 0, unix.O_CREAT|unix.O_WRONLY, 0o4755), RetNotify},
+		{"openat2 answers ENOSYS", x86, nr64("openat2"), none, enosys},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := vm.run(t, tc.arch, tc.nr, tc.args)
 			if got != tc.want {
 				t.Errorf("filter: %s, want %s", actionName(got), actionName(tc.want))
 			}
-			if m := c.spec.eval(tc.arch, tc.nr, tc.args); m != tc.want {
+			if m := c.Spec.Eval(tc.arch, tc.nr, tc.args); m != tc.want {
 				t.Errorf("spec.eval: %s, want %s", actionName(m), actionName(tc.want))
 			}
 		})
@@ -159,24 +134,24 @@ func TestFilterTable(t *testing.T) {
 func TestFilterForeignArchesWhenListed(t *testing.T) {
 	p := testProfile()
 	p.Syscalls.Architectures = []string{"x86_64", "i386", "x32"}
-	c, err := Compile(p, Env{Arch: "x86_64"})
+	c, err := Compile(p, "x86_64", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm := newVM(t, c.Filter)
+	vm := newVM(t, c.Program)
 	var none [6]uint64
 	for _, tc := range []struct {
 		name     string
 		arch, nr uint32
 		want     uint32
 	}{
-		{"i386 getpid", i386, nr32("getpid"), retAllow},
-		{"i386 ptrace", i386, nr32("ptrace"), retNotify},
-		{"i386 beyond table", i386, 2000, retErrno(unix.ENOSYS)},
-		{"x32 getpid", x86, nrx32("getpid"), retAllow},
-		{"x32 ptrace", x86, nrx32("ptrace"), retNotify},
-		{"x32 clone3", x86, nrx32("clone3"), retErrno(unix.ENOSYS)},
-		{"x86_64 getpid", x86, nr64("getpid"), retAllow},
+		{"i386 getpid", i386, nr32("getpid"), RetAllow},
+		{"i386 ptrace", i386, nr32("ptrace"), RetNotify},
+		{"i386 beyond table", i386, 2000, RetErrno(unix.ENOSYS)},
+		{"x32 getpid", x86, nrx32("getpid"), RetAllow},
+		{"x32 ptrace", x86, nrx32("ptrace"), RetNotify},
+		{"x32 clone3", x86, nrx32("clone3"), RetErrno(unix.ENOSYS)},
+		{"x86_64 getpid", x86, nr64("getpid"), RetAllow},
 	} {
 		if got := vm.run(t, tc.arch, tc.nr, none); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, actionName(got), actionName(tc.want))
@@ -187,12 +162,12 @@ func TestFilterForeignArchesWhenListed(t *testing.T) {
 func TestMPTCPAllowedWhenLearned(t *testing.T) {
 	p := testProfile()
 	p.Network.Connect = []policy.Endpoint{{Endpoint: "127.0.0.1:8080", Proto: "mptcp"}}
-	c, err := Compile(p, Env{Arch: "x86_64"})
+	c, err := Compile(p, "x86_64", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := newVM(t, c.Filter).run(t, x86, nr64("socket"), [6]uint64{unix.AF_INET, unix.SOCK_STREAM, ipprotoMPTCP})
-	if got != retAllow {
+	got := newVM(t, c.Program).run(t, x86, nr64("socket"), [6]uint64{unix.AF_INET, unix.SOCK_STREAM, IPProtoMPTCP})
+	if got != RetAllow {
 		t.Errorf("MPTCP socket with an mptcp endpoint in the profile: %s, want ALLOW", actionName(got))
 	}
 }
@@ -203,33 +178,33 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 	var info *arch.Info
 	listed := func(a string) bool { return a == "x86_64" || slices.Contains(p.Syscalls.Architectures, a) }
 	switch {
-	case auditArch == x86 && nr >= x32Bit:
+	case auditArch == x86 && nr >= X32Bit:
 		info = arch.X32
 	case auditArch == x86:
 		info = arch.X86_64
 	case auditArch == i386 && listed("i386"):
 		info = arch.I386
 	default:
-		return retNotify // a foreign architecture: everything it does is reported
+		return RetNotify // a foreign architecture: everything it does is reported
 	}
 	mask := uint32(info.SeccompMask)
 	name, ok := info.SyscallNumbers[int(nr&^mask)]
 	if !ok || nr&mask != mask {
-		return retErrno(unix.ENOSYS)
+		return RetErrno(unix.ENOSYS)
 	}
 	if !listed(info.Name) {
-		return retNotify
+		return RetNotify
 	}
-	if name == "clone3" {
-		return retErrno(unix.ENOSYS)
+	if name == "clone3" || name == "openat2" {
+		return RetErrno(unix.ENOSYS)
 	}
 	num := func(s string) uint64 { x, _ := strconv.ParseUint(s, 0, 64); return x }
 	errnoOf := func(r policy.ArgRule) uint32 {
 		if r.Errno == "" {
-			return retNotify
+			return RetNotify
 		}
 		e, _ := policy.ParseErrno(r.Errno)
-		return retErrno(unix.Errno(e))
+		return RetErrno(unix.Errno(e))
 	}
 	for _, r := range p.Syscalls.Args {
 		if r.Syscall == name && r.Errno != "" && len(r.Values)+len(r.Flags)+len(r.Deny) == 0 {
@@ -239,13 +214,13 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 	listedName := func(n string) bool {
 		return slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == n })
 	}
-	allowed := slices.Contains(alwaysAllowed, name) || listedName(name)
+	allowed := slices.Contains(AlwaysAllowed, name) || listedName(name)
 	// clone3 answers ENOSYS, so a profile with clone3 gets its fallback, clone.
 	if name == "clone" && (listedName("clone3") || slices.ContainsFunc(p.Syscalls.Args, func(r policy.ArgRule) bool { return r.Syscall == "clone3" })) {
 		allowed = true
 	}
 	if !allowed {
-		return retNotify
+		return RetNotify
 	}
 	// explicit[arg] collects what the profile's rules explicitly let through on an argument.
 	type allowance struct{ values, bits []uint64 }
@@ -312,16 +287,20 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 	}
 	never := func(uint64) bool { return false }
 	isTIOC := func(v uint64) bool { return v == unix.TIOCSTI || v == unix.TIOCLINUX }
-	isMPTCP := func(v uint64) bool { return v == ipprotoMPTCP }
+	isMPTCP := func(v uint64) bool { return v == IPProtoMPTCP }
 	switch {
-	case name == "clone" && lo(0)&namespaceFlags != 0 && !lets(0, never, namespaceFlags):
-		return retNotify
+	case name == "clone" && lo(0)&NamespaceFlags != 0 && !lets(0, never, NamespaceFlags):
+		return RetNotify
 	case name == "ioctl" && isTIOC(lo(1)) && !lets(1, isTIOC, 0):
-		return retNotify
-	case name == "socket" && lo(2) == ipprotoMPTCP && !mptcpLearned(p) && !lets(2, isMPTCP, 0):
-		return retNotify
+		return RetNotify
+	case name == "socket" && lo(2) == IPProtoMPTCP && !MPTCPLearned(p) && !lets(2, isMPTCP, 0):
+		return RetNotify
 	}
-	return retAllow
+	setid := map[string]int{"chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2, "creat": 1, "open": 2, "openat": 3, "mknod": 1, "mknodat": 2, "mkdir": 1, "mkdirat": 2}
+	if i, ok := setid[name]; ok && lo(i)&(unix.S_ISUID|unix.S_ISGID) != 0 && !lets(i, never, unix.S_ISUID|unix.S_ISGID) {
+		return RetNotify
+	}
+	return RetAllow
 }
 
 func TestFilterRandomAgainstModel(t *testing.T) {
@@ -340,7 +319,7 @@ func TestFilterRandomAgainstModel(t *testing.T) {
 			}
 		}
 		// Argument rules, numeric only, some on syscalls with hardening.
-		interesting := []uint64{0, 1, 2, 3, 0xf, 0x10, 262, unix.TIOCSTI, unix.CLONE_NEWNS, 0xffffffff, 1 << 32, 1<<32 | 2, ^uint64(0)}
+		interesting := []uint64{0, 1, 2, 3, 0xf, 0x10, 262, unix.TIOCSTI, unix.CLONE_NEWNS, 0xffffffff, 1 << 32, 1<<32 | 2, ^uint64(0), 0o4755, 0o2000, 1<<32 | 0o4000}
 		for _, s := range p.Syscalls.Allow {
 			if rng.IntN(4) != 0 && s.Name != "socket" && s.Name != "clone" && s.Name != "ioctl" {
 				continue
@@ -368,11 +347,11 @@ func TestFilterRandomAgainstModel(t *testing.T) {
 		if rng.IntN(4) == 0 {
 			p.Network.Connect = []policy.Endpoint{{Endpoint: "127.0.0.1:1", Proto: "mptcp"}}
 		}
-		c, err := Compile(p, Env{Arch: "x86_64"})
+		c, err := Compile(p, "x86_64", Options{})
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		vm := newVM(t, c.Filter)
+		vm := newVM(t, c.Program)
 		for range 3000 {
 			var a, nr uint32
 			switch rng.IntN(10) {
@@ -387,7 +366,7 @@ func TestFilterRandomAgainstModel(t *testing.T) {
 			case 0:
 				nr = rng.Uint32()
 			case 1:
-				nr = x32Bit | uint32(rng.IntN(600))
+				nr = X32Bit | uint32(rng.IntN(600))
 			case 2:
 				nr = uint32(rng.IntN(1000))
 			default:
@@ -409,7 +388,7 @@ func TestFilterRandomAgainstModel(t *testing.T) {
 				t.Fatalf("round %d: arch %#x nr %#x (%s %s) args %#x: filter %s, model %s\nrules: %+v",
 					round, a, nr, abi, name, args, actionName(got), actionName(want), p.Syscalls.Args)
 			}
-			if e := c.spec.eval(a, nr, args); e != want {
+			if e := c.Spec.Eval(a, nr, args); e != want {
 				t.Fatalf("round %d: spec.eval %s, model %s", round, actionName(e), actionName(want))
 			}
 		}
@@ -425,14 +404,14 @@ func TestAssemblerLongJumps(t *testing.T) {
 			p.Syscalls.Args = append(p.Syscalls.Args, policy.ArgRule{Syscall: n, Arg: 1, Values: []string{"1", "2", "3"}})
 		}
 	}
-	c, err := Compile(p, Env{Arch: "x86_64"})
+	c, err := Compile(p, "x86_64", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Filter) < 600 {
-		t.Fatalf("program has %d instructions; the test needs one with long jumps", len(c.Filter))
+	if len(c.Program) < 600 {
+		t.Fatalf("program has %d instructions; the test needs one with long jumps", len(c.Program))
 	}
-	vm := newVM(t, c.Filter)
+	vm := newVM(t, c.Program)
 	for _, n := range sortedKeys(arch.X86_64.SyscallNames) {
 		nr := nr64(n)
 		for _, v := range []uint64{1, 4} {
@@ -441,5 +420,34 @@ func TestAssemblerLongJumps(t *testing.T) {
 				t.Fatalf("%s(%d): filter %s, model %s", n, v, actionName(got), actionName(want))
 			}
 		}
+	}
+}
+
+// io_uring (issue 23 item 8): refused unless learned; learned, the compile says that its
+// operations skip the argument rules, and the review rates it critical with that reason.
+func TestIOURingRefusedUnlessLearned(t *testing.T) {
+	p := testProfile()
+	c, err := Compile(p, "x86_64", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"io_uring_setup", "io_uring_enter", "io_uring_register"} {
+		if got := newVM(t, c.Program).run(t, x86, nr64(n), [6]uint64{}); got != RetNotify {
+			t.Errorf("%s not learned: %s, want NOTIFY (reported, EPERM)", n, actionName(got))
+		}
+	}
+	p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: "io_uring_setup"})
+	c, err = Compile(p, "x86_64", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(c.Notes, func(n string) bool { return strings.Contains(n, "io_uring") && strings.Contains(n, "argument check") }) {
+		t.Errorf("a learned io_uring_setup is not noted as skipping argument checks: %q", c.Notes)
+	}
+	review := policy.Review(nil, p)
+	if !slices.ContainsFunc(review, func(ch policy.Change) bool {
+		return ch.Item == "io_uring_setup" && ch.Risk >= policy.RiskCritical && strings.Contains(ch.Reason, "argument rules")
+	}) {
+		t.Errorf("learn's review does not say io_uring weakens the argument rules: %+v", review)
 	}
 }

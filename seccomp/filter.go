@@ -1,4 +1,4 @@
-package enforcer
+package seccomp
 
 import (
 	"fmt"
@@ -11,15 +11,16 @@ import (
 
 // seccomp return values used by the filter.
 const (
-	retAllow  = unix.SECCOMP_RET_ALLOW
-	retNotify = unix.SECCOMP_RET_USER_NOTIF
-	retKill   = unix.SECCOMP_RET_KILL_PROCESS
+	RetAllow  = unix.SECCOMP_RET_ALLOW
+	RetNotify = unix.SECCOMP_RET_USER_NOTIF // sysprof's supervisor answers; EPERM where none listens
+	RetKill   = unix.SECCOMP_RET_KILL_PROCESS
 )
 
-func retErrno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e)&unix.SECCOMP_RET_DATA }
+// RetErrno is the action that fails a call with e.
+func RetErrno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e)&unix.SECCOMP_RET_DATA }
 
-// x32Bit marks x32-ABI syscall numbers on x86_64 (__X32_SYSCALL_BIT).
-const x32Bit = 0x40000000
+// X32Bit marks x32-ABI syscall numbers on x86_64 (__X32_SYSCALL_BIT).
+const X32Bit = 0x40000000
 
 // offsets into struct seccomp_data (little-endian hosts: the low word of an argument comes first).
 const (
@@ -31,113 +32,114 @@ const (
 func argLo(i int) uint32 { return uint32(offArgs + 8*i) }
 func argHi(i int) uint32 { return uint32(offArgs + 8*i + 4) }
 
-// filterSpec is the compiled syscall policy before it becomes BPF: per ABI, which syscall
+// Spec is the compiled syscall policy before it becomes BPF: per ABI, which syscall
 // numbers are allowed, argument-checked or answered with an errno. A number the ABI's table
 // knows but the spec does not list goes to the supervisor (USER_NOTIF); a number the table does
 // not know (newer than sysprof's table) answers ENOSYS so libc fallbacks work.
-type filterSpec struct {
-	abis []*abiSpec // the native ABI first
+type Spec struct {
+	ABIs []*ABI // the native ABI first
 }
 
-// abiSpec is one syscall ABI: an audit arch plus, for x32, the number bit.
-type abiSpec struct {
-	info    *arch.Info
-	allowed bool                // false: every known syscall of this ABI is reported (arch not in the profile)
-	rules   map[uint32]*sysRule // by number, x32 bit included
-	max     uint32              // highest number in the ABI's table, x32 bit included
-	known   map[uint32]string   // number → name, x32 bit included
+// ABI is one syscall ABI: an audit arch plus, for x32, the number bit.
+type ABI struct {
+	Info    *arch.Info
+	Allowed bool              // false: every known syscall of this ABI is reported (arch not in the profile)
+	Rules   map[uint32]*Rule  // by number, x32 bit included
+	Max     uint32            // highest number in the ABI's table, x32 bit included
+	Known   map[uint32]string // number → name, x32 bit included
 }
 
-// sysRule is what one allowed syscall compiles to.
-type sysRule struct {
-	name   string
-	ret    uint32     // the action when every check passes (ALLOW, or ERRNO for compatibility answers)
-	checks []argCheck // in order; the first failing check decides
+// Rule is what one allowed (or errno-answered) syscall compiles to: plain data, the same on
+// every architecture, which the BPF code generator and every export read.
+type Rule struct {
+	Name   string
+	Ret    uint32  // the action when every check passes (ALLOW, or ERRNO for compatibility answers)
+	Checks []Check // in order; the first failing check decides
 }
 
-// argCheck is one condition on one argument. With v = arg & mask (arg truncated to 32 bits when
-// width32, because the kernel reads that argument as an int): v must equal one of values (when
-// values is non-nil), have no bit outside allowedBits (when hasAllowedBits), have no bit of
-// denyBits, and equal none of denyValues. Otherwise the call gets fail.
-type argCheck struct {
-	arg            int
-	width32        bool
-	mask           uint64
-	values         []uint64
-	hasValues      bool
-	allowedBits    uint64
-	hasAllowedBits bool
-	denyBits       uint64
-	denyValues     []uint64
-	fail           uint32
-	why            string // for the supervisor and notes: "profile rule", "MPTCP", ...
+// Check is one condition on one argument. With v = arg & Mask (arg truncated to 32 bits when
+// Width32, because the kernel reads that argument as an int): v must equal one of Values (when
+// HasValues), have no bit outside AllowedBits (when HasAllowedBits), have no bit of
+// DenyBits, and equal none of DenyValues. Otherwise the call gets Fail.
+type Check struct {
+	Arg            int
+	Width32        bool
+	Mask           uint64
+	Values         []uint64
+	HasValues      bool
+	AllowedBits    uint64
+	HasAllowedBits bool
+	DenyBits       uint64
+	DenyValues     []uint64
+	Fail           uint32
+	Why            string // for the supervisor and notes: "profile rule", "MPTCP", ...
 }
 
-// ok evaluates the check in plain Go (the reference the BPF is tested against).
-func (c *argCheck) ok(arg uint64) bool {
-	mask := c.mask
-	if c.width32 {
+// OK evaluates the check in plain Go (the reference the BPF is tested against).
+func (c *Check) OK(arg uint64) bool {
+	mask := c.Mask
+	if c.Width32 {
 		arg &= 0xffffffff
 		mask &= 0xffffffff
 	}
 	v := arg & mask
 	trunc := func(x uint64) uint64 {
-		if c.width32 {
+		if c.Width32 {
 			return x & 0xffffffff
 		}
 		return x
 	}
-	if c.hasValues && !slices.ContainsFunc(c.values, func(x uint64) bool { return trunc(x) == v }) {
+	if c.HasValues && !slices.ContainsFunc(c.Values, func(x uint64) bool { return trunc(x) == v }) {
 		return false
 	}
-	if c.hasAllowedBits && v&^c.allowedBits != 0 {
+	if c.HasAllowedBits && v&^c.AllowedBits != 0 {
 		return false
 	}
-	if v&c.denyBits != 0 {
+	if v&c.DenyBits != 0 {
 		return false
 	}
-	if slices.ContainsFunc(c.denyValues, func(x uint64) bool { return trunc(x) == v }) {
+	if slices.ContainsFunc(c.DenyValues, func(x uint64) bool { return trunc(x) == v }) {
 		return false
 	}
 	return true
 }
 
-// eval is the plain-Go meaning of the spec for one call; the BPF program must agree with it.
-func (s *filterSpec) eval(auditArch, nr uint32, args [6]uint64) uint32 {
-	for _, a := range s.abis {
-		if uint32(a.info.ID) != auditArch {
+// Eval is the plain-Go meaning of the spec for one call; the BPF program must agree with it.
+func (s *Spec) Eval(auditArch, nr uint32, args [6]uint64) uint32 {
+	for _, a := range s.ABIs {
+		if uint32(a.Info.ID) != auditArch {
 			continue
 		}
-		isX32 := a.info.SeccompMask != 0
-		if auditArch == uint32(arch.X86_64.ID) && (nr >= x32Bit) != isX32 {
+		isX32 := a.Info.SeccompMask != 0
+		if auditArch == uint32(arch.X86_64.ID) && (nr >= X32Bit) != isX32 {
 			continue
 		}
-		if nr > a.max {
-			return retErrno(unix.ENOSYS)
+		if nr > a.Max {
+			return RetErrno(unix.ENOSYS)
 		}
-		if _, ok := a.known[nr]; !ok {
-			return retErrno(unix.ENOSYS)
+		if _, ok := a.Known[nr]; !ok {
+			return RetErrno(unix.ENOSYS)
 		}
-		r := a.rules[nr]
-		if !a.allowed || r == nil {
-			return retNotify
+		r := a.Rules[nr]
+		if !a.Allowed || r == nil {
+			return RetNotify
 		}
-		for i := range r.checks {
-			if !r.checks[i].ok(args[r.checks[i].arg]) {
-				return r.checks[i].fail
+		for i := range r.Checks {
+			if !r.Checks[i].OK(args[r.Checks[i].Arg]) {
+				return r.Checks[i].Fail
 			}
 		}
-		return r.ret
+		return r.Ret
 	}
 	// An x32 number when x32 is not in the profile, or a foreign architecture: if the number
 	// is a real syscall of that ABI, report it; anything else is ENOSYS.
-	if auditArch == uint32(arch.X86_64.ID) && nr >= x32Bit {
-		if _, ok := arch.X32.SyscallNumbers[int(nr&^x32Bit)]; ok {
-			return retNotify
+	if auditArch == uint32(arch.X86_64.ID) && nr >= X32Bit {
+		if _, ok := arch.X32.SyscallNumbers[int(nr&^X32Bit)]; ok {
+			return RetNotify
 		}
-		return retErrno(unix.ENOSYS)
+		return RetErrno(unix.ENOSYS)
 	}
-	return retNotify
+	return RetNotify
 }
 
 // ---- assembler -------------------------------------------------------------------------------
@@ -267,15 +269,15 @@ func (a *asm) assemble() ([]bpf.Instruction, error) {
 
 // ---- code generation -------------------------------------------------------------------------
 
-// program turns the spec into BPF: arch check first, then a binary search over syscall numbers
+// Program turns the spec into BPF: arch check first, then a binary search over syscall numbers
 // whose leaves return an action or run a syscall's argument checks.
-func (s *filterSpec) program() ([]bpf.RawInstruction, error) {
+func (s *Spec) Program() ([]bpf.RawInstruction, error) {
 	a := &asm{}
 	a.load(offArch)
-	byArch := map[uint32][]*abiSpec{}
+	byArch := map[uint32][]*ABI{}
 	var order []uint32
-	for _, abi := range s.abis {
-		id := uint32(abi.info.ID)
+	for _, abi := range s.ABIs {
+		id := uint32(abi.Info.ID)
 		if _, ok := byArch[id]; !ok {
 			order = append(order, id)
 		}
@@ -286,30 +288,30 @@ func (s *filterSpec) program() ([]bpf.RawInstruction, error) {
 		labels[id] = a.newLabel()
 		a.cond(bpf.JumpEqual, id, labels[id], next)
 	}
-	a.ret(retNotify) // foreign architecture: report (e.g. int 0x80 when i386 is not in the profile)
+	a.ret(RetNotify) // foreign architecture: report (e.g. int 0x80 when i386 is not in the profile)
 	for _, id := range order {
 		a.set(labels[id])
 		a.load(offNr)
 		abis := byArch[id]
 		if id == uint32(arch.X86_64.ID) {
-			var native, x32 *abiSpec
+			var native, x32 *ABI
 			for _, abi := range abis {
-				if abi.info.SeccompMask != 0 {
+				if abi.Info.SeccompMask != 0 {
 					x32 = abi
 				} else {
 					native = abi
 				}
 			}
 			lx32 := a.newLabel()
-			a.cond(bpf.JumpGreaterOrEqual, x32Bit, lx32, next)
+			a.cond(bpf.JumpGreaterOrEqual, X32Bit, lx32, next)
 			if native != nil {
-				s.tree(a, native.ranges(0, x32Bit-1))
+				s.tree(a, native.ranges(0, X32Bit-1))
 			} else {
-				a.ret(retNotify)
+				a.ret(RetNotify)
 			}
 			a.set(lx32)
 			if x32 != nil {
-				s.tree(a, x32.ranges(x32Bit, 0xffffffff))
+				s.tree(a, x32.ranges(X32Bit, 0xffffffff))
 			} else {
 				s.tree(a, foreignX32Ranges())
 			}
@@ -338,36 +340,36 @@ func (s *filterSpec) program() ([]bpf.RawInstruction, error) {
 // numRange is [lo, hi] with one outcome: a return value, or a syscall's checks.
 type numRange struct {
 	lo, hi uint32
-	ret    uint32
-	rule   *sysRule
+	Ret    uint32
+	rule   *Rule
 }
 
 // ranges covers [lo, hi] with the ABI's outcomes, merging neighbours with the same return.
-func (abi *abiSpec) ranges(lo, hi uint32) []numRange {
+func (abi *ABI) ranges(lo, hi uint32) []numRange {
 	var out []numRange
 	add := func(r numRange) {
-		if n := len(out); n > 0 && out[n-1].rule == nil && r.rule == nil && out[n-1].ret == r.ret && out[n-1].hi+1 == r.lo {
+		if n := len(out); n > 0 && out[n-1].rule == nil && r.rule == nil && out[n-1].Ret == r.Ret && out[n-1].hi+1 == r.lo {
 			out[n-1].hi = r.hi
 			return
 		}
 		out = append(out, r)
 	}
-	for nr := lo; nr <= abi.max && nr <= hi; nr++ {
+	for nr := lo; nr <= abi.Max && nr <= hi; nr++ {
 		r := numRange{lo: nr, hi: nr}
-		switch rule := abi.rules[nr]; {
-		case abi.known[nr] == "":
-			r.ret = retErrno(unix.ENOSYS)
-		case !abi.allowed || rule == nil:
-			r.ret = retNotify
-		case len(rule.checks) == 0:
-			r.ret = rule.ret
+		switch rule := abi.Rules[nr]; {
+		case abi.Known[nr] == "":
+			r.Ret = RetErrno(unix.ENOSYS)
+		case !abi.Allowed || rule == nil:
+			r.Ret = RetNotify
+		case len(rule.Checks) == 0:
+			r.Ret = rule.Ret
 		default:
 			r.rule = rule
 		}
 		add(r)
 	}
-	if abi.max < hi {
-		add(numRange{lo: max(abi.max+1, lo), hi: hi, ret: retErrno(unix.ENOSYS)})
+	if abi.Max < hi {
+		add(numRange{lo: max(abi.Max+1, lo), hi: hi, Ret: RetErrno(unix.ENOSYS)})
 	}
 	return out
 }
@@ -377,19 +379,19 @@ func foreignX32Ranges() []numRange {
 	known := map[uint32]string{}
 	var hi uint32
 	for nr, name := range arch.X32.SyscallNumbers {
-		known[uint32(nr)|x32Bit] = name
-		hi = max(hi, uint32(nr)|x32Bit)
+		known[uint32(nr)|X32Bit] = name
+		hi = max(hi, uint32(nr)|X32Bit)
 	}
-	abi := &abiSpec{info: arch.X32, allowed: false, known: known, max: hi}
-	return abi.ranges(x32Bit, 0xffffffff)
+	abi := &ABI{Info: arch.X32, Allowed: false, Known: known, Max: hi}
+	return abi.ranges(X32Bit, 0xffffffff)
 }
 
 // tree emits a binary search over contiguous ranges (the first range's lo is implied).
-func (s *filterSpec) tree(a *asm, rs []numRange) {
+func (s *Spec) tree(a *asm, rs []numRange) {
 	if len(rs) == 1 {
 		r := rs[0]
 		if r.rule == nil {
-			a.ret(r.ret)
+			a.ret(r.Ret)
 		} else {
 			emitChecks(a, r.rule)
 		}
@@ -404,39 +406,39 @@ func (s *filterSpec) tree(a *asm, rs []numRange) {
 }
 
 // emitChecks emits a syscall's argument checks; each failure returns its action.
-func emitChecks(a *asm, r *sysRule) {
-	fails := make([]label, len(r.checks))
-	for i := range r.checks {
-		c := &r.checks[i]
+func emitChecks(a *asm, r *Rule) {
+	fails := make([]label, len(r.Checks))
+	for i := range r.Checks {
+		c := &r.Checks[i]
 		fails[i] = a.newLabel()
 		fail := fails[i]
-		mask := c.mask
+		mask := c.Mask
 		lo, hi := uint32(mask), uint32(mask>>32)
 		// Bits that must be clear: denied bits, and bits outside the allowed set.
-		clear := c.denyBits & mask
-		if c.hasAllowedBits {
-			clear |= mask &^ c.allowedBits
+		clear := c.DenyBits & mask
+		if c.HasAllowedBits {
+			clear |= mask &^ c.AllowedBits
 		}
 		if uint32(clear) != 0 {
-			a.load(argLo(c.arg))
+			a.load(argLo(c.Arg))
 			a.cond(bpf.JumpBitsSet, uint32(clear), fail, next)
 		}
-		if !c.width32 && uint32(clear>>32) != 0 {
-			a.load(argHi(c.arg))
+		if !c.Width32 && uint32(clear>>32) != 0 {
+			a.load(argHi(c.Arg))
 			a.cond(bpf.JumpBitsSet, uint32(clear>>32), fail, next)
 		}
 		// matchValue jumps to onMatch when arg&mask == v, else falls through.
 		matchValue := func(v uint64, onMatch label) {
 			miss := a.newLabel()
-			a.load(argLo(c.arg))
+			a.load(argLo(c.Arg))
 			if lo != 0xffffffff {
 				a.and(lo)
 			}
-			if c.width32 {
+			if c.Width32 {
 				a.cond(bpf.JumpEqual, uint32(v), onMatch, next)
 			} else {
 				a.cond(bpf.JumpEqual, uint32(v), next, miss)
-				a.load(argHi(c.arg))
+				a.load(argHi(c.Arg))
 				if hi != 0xffffffff {
 					a.and(hi)
 				}
@@ -444,41 +446,41 @@ func emitChecks(a *asm, r *sysRule) {
 			}
 			a.set(miss)
 		}
-		for _, v := range c.denyValues {
+		for _, v := range c.DenyValues {
 			matchValue(v, fail)
 		}
-		if c.hasValues {
+		if c.HasValues {
 			pass := a.newLabel()
-			for _, v := range c.values {
+			for _, v := range c.Values {
 				matchValue(v, pass)
 			}
 			a.jmp(fail)
 			a.set(pass)
 		}
 	}
-	a.ret(r.ret)
-	for i := range r.checks {
+	a.ret(r.Ret)
+	for i := range r.Checks {
 		a.set(fails[i])
-		a.ret(r.checks[i].fail)
+		a.ret(r.Checks[i].Fail)
 	}
 }
 
-// abiFor is the ABI table a call of auditArch and nr is decided by, or nil (an architecture the
+// ABIFor is the ABI table a call of auditArch and nr is decided by, or nil (an architecture the
 // filter has no table for).
-func (s *filterSpec) abiFor(auditArch, nr uint32) *abiSpec {
-	isX32Call := auditArch == uint32(arch.X86_64.ID) && nr&x32Bit != 0
-	for _, a := range s.abis {
-		if uint32(a.info.ID) == auditArch && (a.info.SeccompMask != 0) == isX32Call {
+func (s *Spec) ABIFor(auditArch, nr uint32) *ABI {
+	isX32Call := auditArch == uint32(arch.X86_64.ID) && nr&X32Bit != 0
+	for _, a := range s.ABIs {
+		if uint32(a.Info.ID) == auditArch && (a.Info.SeccompMask != 0) == isX32Call {
 			return a
 		}
 	}
 	return nil
 }
 
-// ruleFor is the rule a call of auditArch and nr meets, or nil (not allowed).
-func (s *filterSpec) ruleFor(auditArch, nr uint32) *sysRule {
-	if a := s.abiFor(auditArch, nr); a != nil {
-		return a.rules[nr]
+// RuleFor is the rule a call of auditArch and nr meets, or nil (not allowed).
+func (s *Spec) RuleFor(auditArch, nr uint32) *Rule {
+	if a := s.ABIFor(auditArch, nr); a != nil {
+		return a.Rules[nr]
 	}
 	return nil
 }

@@ -1,0 +1,375 @@
+package seccomp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/policy"
+)
+
+// AlwaysAllowed cannot widen what a process reaches and only crash it when denied.
+// rt_sigaction and rt_sigprocmask change the caller's own signal state only; the command's
+// process makes ~60 of them between the init stage's fork and its exec (Go's child resets the
+// runtime's handlers), each a ~20 µs supervisor round trip if they were not allowed here.
+var AlwaysAllowed = []string{"exit", "exit_group", "rt_sigreturn", "restart_syscall", "rt_sigaction", "rt_sigprocmask"}
+
+// Options say what the program's consumer answers beyond the filter.
+type Options struct {
+	// SupervisedOpenWrites sends every open for writing to the supervisor (sysprof enforce,
+	// when the profile writes a per-process /proc file the supervisor grants).
+	SupervisedOpenWrites bool
+	// Extra are syscalls the consumer itself makes after the filter is loaded (a container
+	// runtime's init): allowed with no argument check unless the profile has one.
+	Extra []string
+	// ExtraValues are argument values the consumer itself passes (syscall → argument →
+	// values): added to the profile's value rule on that argument, if it has one.
+	ExtraValues map[string]map[int][]uint64
+}
+
+// Filter is a profile's syscall policy compiled for one architecture: the rules as data
+// (Rules, by name, the same on every ABI; Spec, by number per ABI), the BPF program, and what
+// compile added (Notes) or dropped as meaningless here (Dropped).
+type Filter struct {
+	Arch    string
+	Rules   map[string]*Rule
+	Spec    *Spec
+	Program []bpf.RawInstruction
+	Notes   []string
+	Dropped []string
+}
+
+// Compile compiles p's syscall section for architecture archName (a go-seccomp-bpf name; ""
+// is this machine's). It looks at nothing on the host and does not change p.
+func Compile(p *policy.Profile, archName string, opts Options) (*Filter, error) {
+	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
+		return nil, errors.New("seccomp compile: big-endian hosts are not supported")
+	}
+	if archName == "" {
+		archName = runtime.GOARCH
+	}
+	host, err := arch.GetInfo(archName)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp compile: %w", err)
+	}
+	f := &Filter{Arch: host.Name}
+	spec, err := f.compileSyscalls(p, host, opts)
+	if err != nil {
+		return nil, err
+	}
+	f.Spec = spec
+	if f.Program, err = spec.Program(); err != nil {
+		return nil, fmt.Errorf("seccomp compile: %w", err)
+	}
+	return f, nil
+}
+
+// MPTCPLearned reports whether the profile lets the command use MPTCP.
+func MPTCPLearned(p *policy.Profile) bool {
+	for _, l := range [][]policy.Endpoint{p.Network.Connect, p.Network.Send, p.Network.Bind} {
+		for _, e := range l {
+			if strings.EqualFold(e.Proto, "mptcp") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hardening are argument checks compile adds to allowed syscalls unless the profile has its own
+// rule for the same argument: they close known bypasses of the other layers; supervisedOpens
+// sends opens for writing to the supervisor (it grants a /proc file).
+func hardening(p *policy.Profile, supervisedOpens bool) map[string][]Check {
+	h := map[string][]Check{
+		"clone": {{Arg: 0, Width32: true, Mask: ^uint64(0), DenyBits: NamespaceFlags, Fail: RetNotify,
+			Why: "namespace flags (new namespaces escape the sandbox's view)"}},
+		"ioctl": {{Arg: 1, Width32: true, Mask: ^uint64(0), DenyValues: []uint64{unix.TIOCSTI, unix.TIOCLINUX}, Fail: RetNotify,
+			Why: "TIOCSTI/TIOCLINUX (terminal input injection)"}},
+	}
+	if !MPTCPLearned(p) {
+		h["socket"] = []Check{{Arg: 2, Width32: true, Mask: ^uint64(0), DenyValues: []uint64{IPProtoMPTCP}, Fail: RetNotify,
+			Why: "IPPROTO_MPTCP (bypasses Landlock TCP rules)"}}
+	}
+	if supervisedOpens {
+		// Opens for writing go to the supervisor, which grants the learned /proc files
+		// (procwrite.go) and lets every other one go on to the mounts and Landlock.
+		for name, arg := range map[string]int{"open": 1, "openat": 2} {
+			h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: unix.O_ACCMODE, Values: []uint64{unix.O_RDONLY}, HasValues: true,
+				Fail: RetNotify, Why: WhyOpenWrites})
+		}
+	}
+	// No set-id file is made inside the sandbox: a mode with S_ISUID or S_ISGID goes to the
+	// supervisor, which reports it and answers EPERM (an open without O_CREAT ignores its
+	// mode: the supervisor lets that one go on).
+	for name, arg := range policy.SetIDModeArgs { // openat2: ENOSYS (compileRules)
+		h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: ^uint64(0), DenyBits: unix.S_ISUID | unix.S_ISGID, Fail: RetNotify, Why: WhySetID})
+	}
+	return h
+}
+
+// int32Args marks arguments the kernel reads as 32-bit ints: checks look at the low word only,
+// so that garbage in the high word can neither bypass a deny nor cause a false denial.
+var int32Args = sync.OnceValue(func() map[string][]int {
+	return map[string][]int{
+		"socket": {0, 1, 2}, "socketpair": {0, 1, 2}, "ioctl": {1}, "fcntl": {1}, "setns": {1},
+		"prctl": {0}, "personality": {0}, "kill": {1}, "tkill": {1}, "tgkill": {2}, "clone": {0},
+		"open": {1}, "openat": {2}, "madvise": {2}, "setsockopt": {1, 2}, "getsockopt": {1, 2},
+		"bpf": {0}, "keyctl": {0}, "seccomp": {0}, "flock": {1},
+	}
+})
+
+func isInt32Arg(name string, i int) bool { return slices.Contains(int32Args()[name], i) }
+
+// compileSyscalls is the filter's spec for p on host's architecture: one table per ABI the
+// profile may use here, its allowed syscalls with their argument checks and hardening.
+func (c *Filter) compileSyscalls(p *policy.Profile, host *arch.Info, opts Options) (*Spec, error) {
+	names, rulesFor := c.allowedSyscalls(p, opts.Extra)
+	abis, others := c.abisOf(p.Syscalls.Architectures, host)
+	hard := hardening(p, opts.SupervisedOpenWrites)
+	if err := c.compileRules(names, rulesFor, hard, opts.ExtraValues); err != nil {
+		return nil, err
+	}
+	spec := &Spec{}
+	for _, info := range abis {
+		spec.ABIs = append(spec.ABIs, c.compileABI(info, info == host, others, names, hard))
+	}
+	c.Notes = append(c.Notes, "clone3: answers ENOSYS (its flags cannot be checked; libc falls back to clone)")
+	if names["io_uring_setup"] {
+		c.Notes = append(c.Notes, "io_uring_setup: allowed because learned: io_uring's OPENAT, SOCKET and CONNECT operations skip every argument check of this filter (Landlock and the mounts still apply)")
+	}
+	if names["openat2"] {
+		c.Notes = append(c.Notes, "openat2: answers ENOSYS (its mode cannot be checked for set-id bits; callers fall back to openat)")
+	}
+	for name, rules := range rulesFor {
+		if names[name] {
+			continue
+		}
+		for _, r := range rules {
+			if _, errnoOnly, _ := compileArgRule(r); !errnoOnly {
+				c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.args: rule for %s arg %d, which is not allowed", name, r.Arg))
+			}
+		}
+	}
+	sort.Strings(c.Dropped)
+	return spec, nil
+}
+
+// allowedSyscalls are the names p allows (with alwaysAllowed) and p's argument rules by
+// syscall. clone3 always answers ENOSYS (compileABI), so libc falls back to clone(2): a
+// profile that learned clone3 (a learn run never sees the fallback) gets clone, whose
+// namespace flags stay denied. clone can do nothing clone3 could not.
+func (c *Filter) allowedSyscalls(p *policy.Profile, extra []string) (names map[string]bool, rulesFor map[string][]policy.ArgRule) {
+	names = map[string]bool{}
+	for _, s := range p.Syscalls.Allow {
+		names[s.Name] = true
+	}
+	for _, s := range extra {
+		names[s] = true
+	}
+	for _, s := range AlwaysAllowed {
+		names[s] = true
+	}
+	rulesFor = map[string][]policy.ArgRule{}
+	for _, r := range p.Syscalls.Args {
+		rulesFor[r.Syscall] = append(rulesFor[r.Syscall], r)
+	}
+	if (names["clone3"] || len(rulesFor["clone3"]) > 0) && !names["clone"] {
+		names["clone"] = true
+		c.Notes = append(c.Notes, "syscalls.allow: + clone (the fallback of clone3, which answers ENOSYS)")
+	}
+	return names, rulesFor
+}
+
+// abisOf are the ABIs the filter has tables for on host (host's own first, then i386 and x32
+// on x86_64 when the profile lists them), and the other machines' architectures the profile
+// lists (their syscall names mean nothing here and are not a loss). Architectures that cannot
+// run here are dropped.
+func (c *Filter) abisOf(archs []string, host *arch.Info) (abis, others []*arch.Info) {
+	if len(archs) == 0 {
+		archs = []string{host.Name}
+	}
+	abis = []*arch.Info{host}
+	for _, a := range archs {
+		info, err := arch.GetInfo(a)
+		if err != nil {
+			c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.architectures: %s (unknown)", a))
+			continue
+		}
+		switch {
+		case info == host:
+		case host == arch.X86_64 && (info == arch.I386 || info == arch.X32):
+			abis = append(abis, info)
+		case nativeArch(info):
+			others = append(others, info)
+		default:
+			c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.architectures: %s (cannot run on %s)", a, host.Name))
+		}
+	}
+	return abis, others
+}
+
+// compileRules are the rules by name: the allowed syscalls with their argument checks and the
+// hardening checks the profile's own rules do not override, the errno-only rules, and clone3's
+// ENOSYS. They are the same on every ABI.
+func (c *Filter) compileRules(names map[string]bool, rulesFor map[string][]policy.ArgRule, hard map[string][]Check, extra map[string]map[int][]uint64) error {
+	c.Rules = map[string]*Rule{}
+	for _, name := range sortedKeys(names) {
+		rule := &Rule{Name: name, Ret: RetAllow}
+		for _, ar := range rulesFor[name] {
+			chk, errnoOnly, err := compileArgRule(ar)
+			if err != nil {
+				return err
+			}
+			if errnoOnly {
+				continue
+			}
+			if vs := extra[name][chk.Arg]; chk.HasValues && len(vs) > 0 {
+				chk.Values = append(slices.Clone(chk.Values), vs...)
+			}
+			rule.Checks = append(rule.Checks, chk)
+		}
+		own := rule.Checks
+		for _, h := range hard[name] {
+			if !explicitlyAllows(own, h) {
+				rule.Checks = append(rule.Checks, h)
+			}
+		}
+		c.Rules[name] = rule
+	}
+	// Errno-only rules answer every call of their syscall, allowed or not.
+	for _, name := range sortedKeys(rulesFor) {
+		for _, ar := range rulesFor[name] {
+			chk, errnoOnly, err := compileArgRule(ar)
+			if err != nil {
+				return err
+			}
+			if errnoOnly {
+				c.Rules[name] = &Rule{Name: name, Ret: chk.Fail}
+			}
+		}
+	}
+	// clone3 passes its flags in memory that seccomp cannot read, so namespace flags could
+	// not be denied: answer ENOSYS and libc falls back to clone(2), whose flags are checked.
+	// openat2's mode (set-id bits) is in memory too: callers fall back to openat.
+	c.Rules["clone3"] = &Rule{Name: "clone3", Ret: RetErrno(unix.ENOSYS)}
+	c.Rules["openat2"] = &Rule{Name: "openat2", Ret: RetErrno(unix.ENOSYS)}
+	return nil
+}
+
+// compileABI is the filter's table for one ABI: every number it knows, and the rules of the
+// names it has (hardening noted for the host's ABI).
+func (c *Filter) compileABI(info *arch.Info, isHost bool, others []*arch.Info, names map[string]bool, hard map[string][]Check) *ABI {
+	abi := &ABI{Info: info, Allowed: true, Rules: map[uint32]*Rule{}, Known: map[uint32]string{}}
+	mask := uint32(info.SeccompMask)
+	for nr, name := range info.SyscallNumbers {
+		n := uint32(nr) | mask
+		abi.Known[n] = name
+		abi.Max = max(abi.Max, n)
+	}
+	// By number: some tables (x32) give one name several numbers.
+	byName := map[string][]int{}
+	for nr, name := range info.SyscallNumbers {
+		byName[name] = append(byName[name], nr)
+	}
+	for _, name := range sortedKeys(names) {
+		nrs, ok := byName[name]
+		if !ok && isHost && !slices.Contains(AlwaysAllowed, name) && !knownOn(others, name) {
+			c.Dropped = append(c.Dropped, fmt.Sprintf("syscalls.allow: %s (no such syscall on %s)", name, info.Name))
+		}
+		for _, h := range hard[name] {
+			if !isHost || !slices.ContainsFunc(c.Rules[name].Checks, func(x Check) bool { return x.Why == h.Why }) {
+				continue
+			}
+			for range nrs {
+				c.Notes = append(c.Notes, fmt.Sprintf("%s: denies %s unless the profile's argument rules allow it", name, h.Why))
+			}
+		}
+	}
+	for name, rule := range c.Rules {
+		for _, nr := range byName[name] {
+			abi.Rules[uint32(nr)|mask] = rule
+		}
+	}
+	return abi
+}
+
+// nativeArch reports a 64-bit architecture a machine runs natively (not a compat ABI).
+func nativeArch(info *arch.Info) bool { return info == arch.X86_64 || info == arch.AARCH64 }
+
+// knownOn reports whether name is a syscall of one of infos (a name of another architecture
+// the profile lists, such as arm64's fstatat, means nothing here and is not a loss).
+func knownOn(infos []*arch.Info, name string) bool {
+	for _, info := range infos {
+		if _, ok := info.SyscallNames[name]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// explicitlyAllows reports whether the profile's own checks on the hardened argument let through
+// something the hardening check would deny: then the profile's word wins.
+func explicitlyAllows(checks []Check, h Check) bool {
+	for _, c := range checks {
+		if c.Arg != h.Arg {
+			continue
+		}
+		for _, v := range c.Values {
+			if !h.OK(v & c.Mask) {
+				return true
+			}
+		}
+		if c.HasAllowedBits && c.AllowedBits&c.Mask&h.DenyBits != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SyscallName names syscall nr of the ABI given by an audit arch value (x32 included).
+func SyscallName(auditArch, nr uint32) (name, abi string) {
+	switch {
+	case auditArch == uint32(arch.X86_64.ID) && nr&X32Bit != 0:
+		return arch.X32.SyscallNumbers[int(nr&^X32Bit)], arch.X32.Name
+	case auditArch == uint32(arch.X86_64.ID):
+		return arch.X86_64.SyscallNumbers[int(nr)], arch.X86_64.Name
+	case auditArch == uint32(arch.I386.ID):
+		return arch.I386.SyscallNumbers[int(nr)], arch.I386.Name
+	case auditArch == uint32(arch.AARCH64.ID):
+		return arch.AARCH64.SyscallNumbers[int(nr)], arch.AARCH64.Name
+	}
+	return "", arch.AuditArch(auditArch).String()
+}
+
+// Dump writes a seccomp program as readable BPF, one instruction a line (for --debug).
+func Dump(w io.Writer, prog []bpf.RawInstruction) error {
+	insns, ok := bpf.Disassemble(prog)
+	if !ok {
+		return errors.New("BUG: the compiled program has instructions x/net/bpf cannot decode")
+	}
+	for i, ins := range insns {
+		if _, err := fmt.Fprintf(w, "%4d: %v\n", i, ins); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,19 @@
+package seccomp
+
+import "golang.org/x/sys/unix"
+
+// The values the hardening checks. Argument values of profile rules are read by policy
+// (policy.ParseArgRule) and printed by it (policy.FormatArg).
+
+// NamespaceFlags are clone's flags that make new namespaces (they escape the sandbox's view).
+var NamespaceFlags uint64 = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
+	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWTIME
+
+// IPProtoMPTCP is IPPROTO_MPTCP: MPTCP sockets bypass Landlock's TCP port rules.
+const IPProtoMPTCP = 262
+
+// WhyOpenWrites marks the check that sends opens for writing to the supervisor.
+const WhyOpenWrites = "opens for writing (the supervisor grants the profile's /proc/<pid> writes)"
+
+// WhySetID marks the checks that keep set-id modes out of the sandbox.
+const WhySetID = "set-id mode bits (S_ISUID/S_ISGID)"
