@@ -30,60 +30,30 @@ type layerDecision struct {
 	Notes    []string
 }
 
-// decideLayers turns the compiled profile and the host's facts into the run's layers: every
-// layer the profile needs must apply, or --degrade names what is lost; egress by name never
-// degrades (it needs the sandbox's network namespace).
+// decideLayers turns the compiled profile and the host's facts into the run's layers: each
+// layer of layerTable decides its part in turn (the first refusal wins); every layer the profile
+// needs must apply, or --degrade names what is lost.
 func decideLayers(c *Compiled, h hostFacts) layerDecision {
 	var d layerDecision
 	if h.Audit {
 		d.Notes = append(d.Notes, "audit: only syscalls are let through; the filesystem and network layers still enforce")
 	}
-	for _, l := range c.Layers {
-		if l == LayerSeccomp || l == LayerNetwork {
+	for _, l := range layerTable {
+		if l.Decide == nil {
 			continue
 		}
-		d.Sandbox = true
-		if !h.Sandbox {
-			if !h.Degrade.Allows(l) {
-				d.Refuse = &LayerError{Layer: l, Reason: errSandboxMissing.Error()}
-				return d
-			}
-			d.Degraded = append(d.Degraded, report.Layer{Name: l, State: report.LayerDegraded, Detail: errSandboxMissing.Error()})
+		v := l.Decide(c, h)
+		if v.Refuse != nil {
+			d.Refuse = v.Refuse
+			return d
 		}
+		d.Sandbox = d.Sandbox || v.Sandbox
+		if v.Degraded != "" {
+			d.Degraded = append(d.Degraded, report.Layer{Name: l.Name, State: report.LayerDegraded, Detail: v.Degraded})
+		}
+		d.Notes = append(d.Notes, v.Notes...)
 	}
 	d.Sandbox = d.Sandbox && h.Sandbox
-	if d.Sandbox && h.UIDWeaker != "" {
-		if !h.Degrade.Allows(LayerUserNS) {
-			d.Refuse = &LayerError{Layer: LayerUserNS, Reason: "as root the command must not be host uid 0, but " + h.UIDWeaker +
-				": run sysprof as an ordinary user or under sudo, or pass --degrade=userns to accept uid 0 in a user namespace"}
-			return d
-		}
-		d.Degraded = append(d.Degraded, report.Layer{Name: LayerUserNS, State: report.LayerDegraded, Detail: h.UIDWeaker})
-	}
-	unenforceable := map[string][]string{}
-	for _, u := range c.Unenforceable {
-		layer := LayerNetwork
-		if strings.HasPrefix(u, "filesystem.") {
-			layer = LayerFileRules
-		}
-		if !h.Degrade.Allows(layer) {
-			d.Refuse = &LayerError{Layer: layer, Reason: u}
-			return d
-		}
-		unenforceable[layer] = append(unenforceable[layer], u)
-	}
-	for _, layer := range sortedKeys(unenforceable) {
-		d.Degraded = append(d.Degraded, report.Layer{Name: layer, State: report.LayerDegraded, Detail: strings.Join(unenforceable[layer], "; ")})
-	}
-	if c.Egress != nil {
-		if !h.Sandbox {
-			d.Refuse = &LayerError{Layer: LayerNetwork, Reason: "egress by name needs the sandbox's network namespace: " + errSandboxMissing.Error()}
-			return d
-		}
-		if h.Audit {
-			d.Notes = append(d.Notes, "audit: the network allowlist still enforces (the proxy refuses, and reports, what it does not allow)")
-		}
-	}
 	// As root the guard observes file denials (Landlock's EACCES, the read-only mounts' EROFS)
 	// in the run's cgroup.
 	if h.AsRoot && h.Sandbox && c.Plan.Landlock != nil {
@@ -118,10 +88,6 @@ type Degrade []string
 
 // DegradeAll lets every layer that cannot apply degrade (a bare --degrade).
 var DegradeAll = Degrade{"all"}
-
-// DegradableLayers are the names --degrade=LAYER accepts (seccomp never degrades: the filter is
-// installed or the run fails).
-var DegradableLayers = []string{LayerMounts, LayerNetNS, LayerLandlock, LayerCaps, LayerUserNS, LayerFileRules, LayerNetwork}
 
 // Allows reports whether layer may degrade.
 func (d Degrade) Allows(layer string) bool {

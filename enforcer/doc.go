@@ -37,7 +37,9 @@
 // # Running
 //
 // Run is Compile, a pure decision of the run's layers from the compiled profile and the host's
-// facts (decideLayers, table-tested), and the run itself (run_linux.go: report, guard, proxy,
+// facts (decideLayers, table-tested), and the run itself. Each layer is one entry of layerTable
+// (layers.go): its name, whether it may degrade, its part of the decision and the part of the
+// plan the init stage applies for it; a new layer is a new entry there (run_linux.go: report, guard, proxy,
 // stages; session_linux.go: the init stage's protocol; init_linux.go: the stage's own side). It
 // starts /proc/self/exe with the hidden argument (MaybeInit must be the first call in main) in a
 // new session (no terminal injection into the caller's terminal), with SIGKILL as parent-death
