@@ -16,6 +16,10 @@ type hostFacts struct {
 	Guard   error // why the root-only guard (file-denial observation) cannot run; nil: it can
 	Degrade Degrade
 	Audit   bool
+	// RAM is the host's memory in bytes (the default memory limit is a share of it).
+	RAM int64
+	// LimitCgroup: why the run gets no cgroup to keep its limits in; nil: it does.
+	LimitCgroup error
 	// UIDWeaker: the command's identity is weaker than this caller's case calls for
 	// (sandbox.Identity.Weaker: as root, / cannot be idmapped, so it keeps host uid 0).
 	UIDWeaker string
@@ -28,6 +32,7 @@ type layerDecision struct {
 	Guard    bool           // start the guard's file-denial program (root)
 	Degraded []report.Layer // layers the run goes without (--degrade), as the report lists them
 	Notes    []string
+	Limits   *runLimits // the run's limits (nil: none)
 }
 
 // decideLayers turns the compiled profile and the host's facts into the run's layers: each
@@ -52,6 +57,9 @@ func decideLayers(c *Compiled, h hostFacts) layerDecision {
 			d.Degraded = append(d.Degraded, report.Layer{Name: l.Name, State: report.LayerDegraded, Detail: v.Degraded})
 		}
 		d.Notes = append(d.Notes, v.Notes...)
+		if v.Limits != nil {
+			d.Limits = v.Limits
+		}
 	}
 	d.Sandbox = d.Sandbox && h.Sandbox
 	// As root the guard observes file denials (Landlock's EACCES, the read-only mounts' EROFS)

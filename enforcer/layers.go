@@ -27,6 +27,7 @@ type layerVerdict struct {
 	Sandbox  bool   // the layer needs the init stage's sandbox
 	Degraded string // non-empty: the run goes without (part of) the layer, and why
 	Notes    []string
+	Limits   *runLimits // the limits layer's values (limits.go)
 }
 
 // layerTable lists every layer in the order decideLayers asks them (the first refusal wins).
@@ -40,7 +41,7 @@ var layerTable = []layerDef{
 	{Name: LayerMounts, Degradable: true, Decide: sandboxLayer(LayerMounts),
 		Part: func(p *sandbox.Plan, _ Degrade) (sandbox.Plan, bool) {
 			return sandbox.Plan{ReadOnlyRoot: p.ReadOnlyRoot, Writable: p.Writable, Hidden: p.Hidden, Masked: p.Masked, PrivateTmp: p.PrivateTmp,
-					Staged: p.Staged, ReadOnly: p.ReadOnly, NoExec: p.NoExec},
+					TmpSize: p.TmpSize, Staged: p.Staged, ReadOnly: p.ReadOnly, NoExec: p.NoExec},
 				p.ReadOnlyRoot || len(p.Writable)+len(p.Hidden)+len(p.Masked)+len(p.Staged) > 0 || p.PrivateTmp
 		}},
 	{Name: LayerLandlock, Degradable: true, Decide: sandboxLayer(LayerLandlock),
@@ -54,11 +55,16 @@ var layerTable = []layerDef{
 	{Name: LayerUserNS, Degradable: true, Decide: decideUserNS},
 	{Name: LayerFileRules, Degradable: true, Decide: unenforceableIn(LayerFileRules, "filesystem.")},
 	{Name: LayerNetwork, Degradable: true, Decide: decideNetwork},
+	{Name: LayerLimits, Degradable: true, Decide: decideLimits,
+		Part: func(p *sandbox.Plan, _ Degrade) (sandbox.Plan, bool) {
+			return sandbox.Plan{Rlimits: p.Rlimits}, len(p.Rlimits) > 0
+		}},
 }
 
 // stageOrder is the order in which the init stage applies the layers' parts: the sandbox's
 // (see the sandbox package doc: mounts need the capabilities Landlock and the drop take away).
-var stageOrder = []string{LayerMounts, LayerNetNS, LayerLandlock, LayerCaps}
+// The rlimits come last: lowering one needs no capability, and the stage's own work is done.
+var stageOrder = []string{LayerMounts, LayerNetNS, LayerLandlock, LayerCaps, LayerLimits}
 
 // layerNamed is the table's entry for name.
 func layerNamed(name string) *layerDef {

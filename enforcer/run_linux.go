@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sysprof/sysprof/enforcer/guard"
+	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/netproxy"
 	"github.com/sysprof/sysprof/policy"
@@ -175,14 +176,17 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 		defer staged.remove()
 		plan = staged.plan(c.Plan)
 	}
+	lim := r.applyLimits(dec.Limits, &plan, id)
+	defer lim.remove()
 	var cgid uint64
 	if r.guard != nil {
 		cgid = r.guard.Cgroup().ID
 	}
 	st := r.opts.Early.take(&r.opts, r.dir, dec.Sandbox, cgid, id)
 	res, err := start(ctx, runStart{opts: r.opts, c: c, plan: plan, dir: r.dir, id: id, sandbox: dec.Sandbox,
-		rep: r.rep, guard: r.guard, stage: st, egress: r.px})
+		rep: r.rep, guard: r.guard, stage: st, egress: r.px, limits: lim.group})
 	phase.Mark("start..wait")
+	lim.report(r.rep, &res, r.opts.Profile)
 	r.collect(&res, staged)
 	r.rep.Finished = time.Now().UTC()
 	for _, d := range res.denials {
@@ -224,6 +228,7 @@ func (r *enforcedRun) decide(id sandbox.Identity) layerDecision {
 	if r.asRoot && sandboxAvailable && r.c.Plan.Landlock != nil {
 		facts.Guard = guardAvailable()
 	}
+	facts.RAM, facts.LimitCgroup = hostRAM(), kernrun.LimitsAvailable()
 	dec := decideLayers(r.c, facts)
 	r.rep.Notes = append(r.rep.Notes, dec.Notes...)
 	for _, l := range dec.Degraded {

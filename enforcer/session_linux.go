@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/enforcer/guard"
+	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
@@ -31,9 +32,10 @@ type runStart struct {
 	id      sandbox.Identity
 	sandbox bool // apply the sandbox (else the init stage only installs seccomp)
 	rep     *report.Report
-	guard   *guard.Guard // nil: no guard
-	stage   *stage       // an init stage started early, or nil
-	egress  *egress      // nil: no network allowlist
+	guard   *guard.Guard        // nil: no guard
+	stage   *stage              // an init stage started early, or nil
+	egress  *egress             // nil: no network allowlist
+	limits  *kernrun.LimitGroup // the run's limits to move the stage into (nil: none)
 }
 
 type runResult struct {
@@ -55,6 +57,12 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 	defer st.finish()
 	if r.guard != nil {
 		r.guard.SetRoot(st.pid)
+	}
+	if r.limits != nil {
+		if err := r.limits.Enter(st.pid); err != nil {
+			st.kill()
+			return runResult{}, &LayerError{Layer: LayerLimits, Err: err}
+		}
 	}
 	cfg := r.initConfig(st)
 	if n := len(cfg.UnsetEnv); n > 0 {
