@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // LimitGroup is where a run's pids and memory limits are kept: the run's cgroup2 directory when
@@ -276,4 +278,56 @@ func keyed(path, key string) int64 {
 		}
 	}
 	return 0
+}
+
+// Measure readies g for a process the calling thread starts next: cgroup v1 directories are
+// joined per thread, so the calling thread (locked to its goroutine by the caller) joins them,
+// the child it forks is born in them, and the returned function puts the thread back. A
+// cgroup2 directory is joined at clone (CLONE_INTO_CGROUP) and needs nothing.
+func (g *LimitGroup) Measure() (restore func(), err error) {
+	if g.V2 {
+		if g.own != nil {
+			return nil, errors.New("a cgroup2 directory is joined at clone only: measure in the run's own cgroup")
+		}
+		return func() {}, nil
+	}
+	tid := strconv.Itoa(unix.Gettid())
+	var back []string
+	restore = func() {
+		for _, d := range back {
+			_ = os.WriteFile(filepath.Join(d, "tasks"), []byte(tid), 0)
+		}
+	}
+	for _, d := range []string{g.Pids, g.Memory} {
+		from, err := threadCgroupDir(d)
+		if err != nil {
+			restore()
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(d, "tasks"), []byte(tid), 0); err != nil {
+			restore()
+			return nil, fmt.Errorf("join %s: %w", d, err)
+		}
+		back = append(back, from)
+	}
+	return restore, nil
+}
+
+// threadCgroupDir is the calling thread's directory in the hierarchy dir belongs to.
+func threadCgroupDir(dir string) (string, error) {
+	for _, ctrl := range []string{"pids", "memory"} {
+		if mnt, err := v1Mount(ctrl); err == nil && strings.HasPrefix(dir, mnt+"/") {
+			b, err := os.ReadFile("/proc/thread-self/cgroup")
+			if err != nil {
+				return "", err
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				parts := strings.SplitN(line, ":", 3)
+				if len(parts) == 3 && hasField(parts[1], ctrl) {
+					return filepath.Join(mnt, parts[2]), nil
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("%s: not a cgroup v1 directory this thread is in", dir)
 }
