@@ -169,6 +169,14 @@ func (rg *runLimitGroup) report(rep *report.Report, res *runResult, p *policy.Pr
 	res.denials = append(res.denials, limitDenials(rg.l, rg.group.Stats(), p)...)
 }
 
+// cgroup is where the init stage is moved to (nil: nowhere).
+func (rg *runLimitGroup) cgroup() *kernrun.LimitGroup {
+	if rg == nil {
+		return nil
+	}
+	return rg.group
+}
+
 func (rg *runLimitGroup) remove() {
 	if rg != nil {
 		rg.group.Remove()

@@ -184,7 +184,7 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	}
 	st := r.opts.Early.take(&r.opts, r.dir, dec.Sandbox, cgid, id)
 	res, err := start(ctx, runStart{opts: r.opts, c: c, plan: plan, dir: r.dir, id: id, sandbox: dec.Sandbox,
-		rep: r.rep, guard: r.guard, stage: st, egress: r.px, limits: lim.group})
+		rep: r.rep, guard: r.guard, stage: st, egress: r.px, limits: lim.cgroup()})
 	phase.Mark("start..wait")
 	lim.report(r.rep, &res, r.opts.Profile)
 	r.collect(&res, staged)
