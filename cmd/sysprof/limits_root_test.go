@@ -25,6 +25,9 @@ import (
 const (
 	forkBomb   = `b() { if [ $1 -gt 0 ]; then b $(($1-1)) & b $(($1-1)) & wait; fi; sleep 1; }; b 10`
 	memoryBomb = `x=a; i=0; while [ $i -lt 31 ]; do x="$x$x"; i=$((i+1)); done; echo done`
+	tmpFillFile = "/tmp/sysprof-limits-fill.$$"
+	// tmpFill writes 64 KiB at a time to the private /tmp until it is full (or 64 MiB).
+	tmpFill = `x=a; i=0; while [ $i -lt 16 ]; do x="$x$x"; i=$((i+1)); done; i=0; while [ $i -lt 1024 ]; do echo "$x" >> ` + tmpFillFile + ` || { echo "tmp full after $i"; exit 3; }; i=$((i+1)); done; echo "tmp took all"`
 )
 
 // The run's limits under test, and the test's own bound, far enough above them that a run
@@ -32,6 +35,7 @@ const (
 const (
 	bombPids   = 64
 	bombMemMiB = 256
+	bombTmpMiB = 4
 	boundPids  = 600
 	boundMem   = 1 << 30
 )
@@ -63,7 +67,9 @@ func TestLimitsHoldBombs(t *testing.T) {
 		t.Fatal(err)
 	}
 	prof := filepath.Join(dir, "sh.yaml")
-	learn := exec.Command(exe, "learn", "--fresh", "-p", prof, "--", "sh", "-c", "for i in 1 2 3; do sleep 0 & done; wait; x=a; x=\"$x$x\"; echo $x")
+	// It writes a file of its own to /tmp too (a glob of the private /tmp in the profile).
+	learn := exec.Command(exe, "learn", "--fresh", "-p", prof, "--", "sh", "-c",
+		"for i in 1 2 3; do sleep 0 & done; wait; x=a; x=\"$x$x\"; echo $x > "+tmpFillFile+"; rm -f "+tmpFillFile)
 	learn.Dir, learn.Env = dir, origEnv
 	if out, err := learn.CombinedOutput(); err != nil {
 		t.Fatalf("learn: %v\n%s", err, out)
@@ -75,7 +81,7 @@ func TestLimitsHoldBombs(t *testing.T) {
 	if p.Limits.Pids == 0 || p.Limits.MemoryMiB == 0 {
 		t.Errorf("learn wrote no limits from the run's peaks: %+v", p.Limits)
 	}
-	p.Limits = policy.Limits{Pids: bombPids, MemoryMiB: bombMemMiB}
+	p.Limits = policy.Limits{Pids: bombPids, MemoryMiB: bombMemMiB, TmpMiB: bombTmpMiB}
 	if err := policy.Save(prof, p); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +93,7 @@ func TestLimitsHoldBombs(t *testing.T) {
 			who = "nobody"
 		}
 		t.Run(who+"/fork-bomb", func(t *testing.T) {
-			bound, rep := underBound(t, exe, dir, prof, asUser, forkBomb)
+			bound, rep, _ := underBound(t, exe, dir, prof, asUser, forkBomb)
 			if s := bound.Stats(); s.PidsPeak > bombPids+boundPids/3 || s.PidsRefused > 0 {
 				t.Errorf("the test's cgroup held %d tasks at once (%d refused by its bound of %d): the run's pids limit of %d did not hold",
 					s.PidsPeak, s.PidsRefused, boundPids, bombPids)
@@ -95,20 +101,27 @@ func TestLimitsHoldBombs(t *testing.T) {
 			checkLimitReport(t, rep, asUser, policy.SectionLimitPids)
 		})
 		t.Run(who+"/memory-bomb", func(t *testing.T) {
-			bound, rep := underBound(t, exe, dir, prof, asUser, memoryBomb)
+			bound, rep, _ := underBound(t, exe, dir, prof, asUser, memoryBomb)
 			if s := bound.Stats(); s.MemoryPeak > 2*bombMemMiB<<20 || s.OOMKills > 0 {
 				t.Errorf("the test's cgroup used %d MiB at most (%d OOM kill(s) by its bound of %d MiB): the run's memory limit of %d MiB did not hold",
 					s.MemoryPeak>>20, s.OOMKills, boundMem>>20, bombMemMiB)
 			}
 			checkLimitReport(t, rep, asUser, policy.SectionLimitMemory)
 		})
+		t.Run(who+"/tmp-fill", func(t *testing.T) {
+			_, _, stdout := underBound(t, exe, dir, prof, asUser, tmpFill)
+			// 64 KiB a write: a 4 MiB /tmp is full after 63 or 64 of them.
+			if !strings.Contains(stdout, "tmp full after 6") {
+				t.Errorf("the private /tmp of %d MiB took more: %q", bombTmpMiB, stdout)
+			}
+		})
 	}
 }
 
 // underBound runs `sysprof enforce -p prof -- sh -c script` (as nobody when asUser) inside a
 // fresh cgroup of the test's own, bounded to boundPids tasks and boundMem bytes, and returns
-// that cgroup and the run's report.
-func underBound(t *testing.T, exe, dir, prof string, asUser bool, script string) (*kernrun.LimitGroup, *report.Report) {
+// that cgroup, the run's report and the command's output.
+func underBound(t *testing.T, exe, dir, prof string, asUser bool, script string) (*kernrun.LimitGroup, *report.Report, string) {
 	t.Helper()
 	bound, err := kernrun.NewLimitGroup(nil)
 	testutil.RequireNoErr(t, "a cgroup of the test's own (pids and memory)", err)
@@ -132,8 +145,8 @@ func underBound(t *testing.T, exe, dir, prof string, asUser bool, script string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +167,7 @@ func underBound(t *testing.T, exe, dir, prof string, asUser bool, script string)
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	return bound, &rep
+	return bound, &rep, stdout.String()
 }
 
 // checkLimitReport: as root a hit is a denial naming the limit with a grant raising it; as an
