@@ -23,8 +23,8 @@ import (
 // it), each leaf sleeping a second so the tree stands at once. memoryBomb: a shell string
 // doubled 31 times (2 GiB).
 const (
-	forkBomb   = `b() { if [ $1 -gt 0 ]; then b $(($1-1)) & b $(($1-1)) & wait; fi; sleep 1; }; b 10`
-	memoryBomb = `x=a; i=0; while [ $i -lt 31 ]; do x="$x$x"; i=$((i+1)); done; echo done`
+	forkBomb    = `b() { if [ $1 -gt 0 ]; then b $(($1-1)) & b $(($1-1)) & wait; fi; sleep 1; }; b 10`
+	memoryBomb  = `x=a; i=0; while [ $i -lt 31 ]; do x="$x$x"; i=$((i+1)); done; echo done`
 	tmpFillFile = "/tmp/sysprof-limits-fill.$$"
 	// tmpFill writes 64 KiB at a time to the private /tmp until it is full (or 64 MiB).
 	tmpFill = `x=a; i=0; while [ $i -lt 16 ]; do x="$x$x"; i=$((i+1)); done; i=0; while [ $i -lt 1024 ]; do echo "$x" >> ` + tmpFillFile + ` || { echo "tmp full after $i"; exit 3; }; i=$((i+1)); done; echo "tmp took all"`
