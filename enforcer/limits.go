@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -25,9 +26,9 @@ const mib = 1 << 20
 
 // runLimits is the limits decision: the values, and where they are kept. Cgroup: in the
 // run's cgroup (pids.max, memory.max, no swap), which counts the whole run and records every
-// hit; otherwise as rlimits on the command (RLIMIT_NPROC, per uid of the sandbox's user
-// namespace; RLIMIT_DATA, per process), which bound the run without a record (an rlimit
-// beside the cgroup would refuse first, and the hit would go unrecorded).
+// hit, with rlimits above them as a backstop; otherwise as rlimits on the command
+// (RLIMIT_NPROC, per uid of the sandbox's user namespace; RLIMIT_DATA, per process), which
+// bound the run without a record.
 type runLimits struct {
 	Pids     int   // tasks at once, the init stage's included
 	Memory   int64 // bytes
@@ -112,47 +113,98 @@ func limitDenials(l runLimits, s kernrun.LimitStats, p *policy.Profile) []report
 	return out
 }
 
-// runLimitGroup is the limits as one run applies them: its cgroup (nil: rlimits only) and the
-// values.
+// runLimitGroup is the limits as one run applies them: the values and, when they are kept in
+// a cgroup, that cgroup. Making it and moving the init stage into it (a cgroup v1 move waits
+// for an RCU grace period, ~10 ms) happen in the background, from StartEarly on when the
+// stage starts early, while the profile compiles and the stage sets up its sandbox; start
+// waits for them and writes the limits before it releases the stage to exec the command.
 type runLimitGroup struct {
-	group *kernrun.LimitGroup
 	l     runLimits
+	group *kernrun.LimitGroup // nil: rlimits only
+	made  chan struct{}       // closed once group is made (or could not be); nil: no cgroup
+	moved chan error          // the stage's move into group (nil: not asked, or waited for)
+	asked bool                // enter was called
+	err   error               // why the cgroup does not hold the run
 }
 
-// applyLimits puts the decided limits into the run's plan (rlimits, the private /tmp's size)
-// and, when the decision keeps them in a cgroup, makes it (in the guard's cgroup2 directory
-// when there is one) and sets them there. A cgroup that cannot be made leaves the rlimits,
-// and says so.
-func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.Identity) *runLimitGroup {
+// rlimitMargin: beside a cgroup the rlimits are a backstop only, above the cgroup's limits,
+// so that the cgroup refuses first and the hit is on the record.
+const rlimitMargin = 2
+
+// newLimitGroup starts making the run's limit cgroup (in run, the guard's cgroup2 directory,
+// when there is one).
+func newLimitGroup(run *kernrun.Cgroup) *runLimitGroup {
+	rg := &runLimitGroup{made: make(chan struct{})}
+	go func() {
+		defer close(rg.made)
+		rg.group, rg.err = kernrun.NewLimitGroup(run)
+	}()
+	return rg
+}
+
+// applyLimits puts the decided limits into the run's plan (the private /tmp's size, the
+// rlimits) and, when the decision keeps them in a cgroup, into early's (the early stage's,
+// already under way) or a cgroup of the run's own. A cgroup that cannot be made, entered or
+// written leaves the rlimits, and the report says so.
+func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.Identity, early *runLimitGroup) *runLimitGroup {
 	if l == nil {
+		early.remove()
 		return nil
 	}
 	plan.TmpSize = l.Tmp
-	rg := &runLimitGroup{l: *l}
-	if l.Cgroup {
+	if !l.Cgroup {
+		early.remove()
+		plan.Rlimits = l.rlimits(id.UID == 0)
+		return &runLimitGroup{l: *l}
+	}
+	backstop := *l
+	backstop.Pids, backstop.Memory = l.Pids*rlimitMargin, l.Memory*rlimitMargin
+	plan.Rlimits = backstop.rlimits(id.UID == 0)
+	rg := early
+	if rg == nil {
 		var run *kernrun.Cgroup
 		if r.guard != nil {
 			run = r.guard.Cgroup()
 		}
-		g, err := kernrun.NewLimitGroup(run)
-		if err == nil {
-			if err = g.Set(l.Pids, l.Memory); err != nil {
-				g.Remove()
-			}
-		}
-		if err != nil {
-			rg.l.Cgroup = false
-			plan.Rlimits = l.rlimits(id.UID == 0)
-			rg.l.Detail = strings.Replace(rg.l.Detail, "the run's cgroup", "rlimits only (the run's cgroup: "+err.Error()+")", 1)
-		} else {
-			rg.group = g
-		}
+		rg = newLimitGroup(run)
 	}
-	if !l.Cgroup {
-		plan.Rlimits = l.rlimits(id.UID == 0)
-	}
-	phase.Mark("limits")
+	rg.l = *l
 	return rg
+}
+
+// enter moves the init stage (pid) into the run's cgroup, in the background (once).
+func (rg *runLimitGroup) enter(pid int) {
+	if rg == nil || rg.made == nil || rg.asked {
+		return
+	}
+	rg.asked = true
+	moved := make(chan error, 1)
+	rg.moved = moved
+	go func() {
+		<-rg.made
+		if rg.group == nil {
+			moved <- nil
+			return
+		}
+		moved <- rg.group.Enter(pid)
+	}()
+}
+
+// wait waits for the move and writes the limits; a cgroup that does not hold the stage leaves
+// the rlimits.
+func (rg *runLimitGroup) wait() {
+	if rg == nil || rg.moved == nil {
+		return
+	}
+	err := <-rg.moved
+	rg.moved = nil
+	if err == nil && rg.group != nil {
+		err = rg.group.Set(rg.l.Pids, rg.l.Memory)
+	}
+	if err != nil && rg.err == nil {
+		rg.err = err
+	}
+	phase.Mark("limits: the stage in its cgroup")
 }
 
 // report sets the limits layer's state and adds a denial for each limit the run hit. Without
@@ -161,26 +213,35 @@ func (rg *runLimitGroup) report(rep *report.Report, res *runResult, p *policy.Pr
 	if rg == nil {
 		return
 	}
-	rep.SetLayer(report.Layer{Name: LayerLimits, State: report.LayerApplied, Detail: rg.l.Detail})
-	if rg.group == nil {
+	if rg.made != nil {
+		<-rg.made
+	}
+	if rg.made != nil && !rg.asked {
+		rg.err = errors.New("the stage was not moved into it")
+	}
+	detail := rg.l.Detail
+	if rg.err != nil {
+		detail = strings.Replace(detail, "in the run's cgroup", fmt.Sprintf("as rlimits at %dx only (the run's cgroup: %v)", rlimitMargin, rg.err), 1)
+	}
+	rep.SetLayer(report.Layer{Name: LayerLimits, State: report.LayerApplied, Detail: detail})
+	if rg.group == nil || rg.err != nil {
 		rep.Unobservable = append(rep.Unobservable, "limits reached (rlimits only: a refused fork or allocation leaves no record)")
 		return
 	}
 	res.denials = append(res.denials, limitDenials(rg.l, rg.group.Stats(), p)...)
 }
 
-// cgroup is where the init stage is moved to (nil: nowhere).
-func (rg *runLimitGroup) cgroup() *kernrun.LimitGroup {
-	if rg == nil {
-		return nil
-	}
-	return rg.group
-}
-
 func (rg *runLimitGroup) remove() {
-	if rg != nil {
-		rg.group.Remove()
+	if rg == nil {
+		return
 	}
+	if rg.moved != nil {
+		<-rg.moved
+	}
+	if rg.made != nil {
+		<-rg.made
+	}
+	rg.group.Remove()
 }
 
 // hostRAM is the host's memory in bytes (0: unknown).

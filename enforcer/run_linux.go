@@ -176,15 +176,15 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 		defer staged.remove()
 		plan = staged.plan(c.Plan)
 	}
-	lim := r.applyLimits(dec.Limits, &plan, id)
-	defer lim.remove()
 	var cgid uint64
 	if r.guard != nil {
 		cgid = r.guard.Cgroup().ID
 	}
 	st := r.opts.Early.take(&r.opts, r.dir, dec.Sandbox, cgid, id)
+	lim := r.applyLimits(dec.Limits, &plan, id, r.opts.Early.takeLimits())
+	defer lim.remove()
 	res, err := start(ctx, runStart{opts: r.opts, c: c, plan: plan, dir: r.dir, id: id, sandbox: dec.Sandbox,
-		rep: r.rep, guard: r.guard, stage: st, egress: r.px, limits: lim.cgroup()})
+		rep: r.rep, guard: r.guard, stage: st, egress: r.px, limits: lim})
 	phase.Mark("start..wait")
 	lim.report(r.rep, &res, r.opts.Profile)
 	r.collect(&res, staged)

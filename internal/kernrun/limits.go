@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -27,8 +28,10 @@ type LimitGroup struct {
 }
 
 // LimitsAvailable says why this process cannot keep a run's limits in a cgroup, or nil: as
-// root, with the pids and memory controllers in cgroup2 or as v1 hierarchies.
-func LimitsAvailable() error {
+// root, with the pids and memory controllers in cgroup2 or as v1 hierarchies. Asked once.
+var LimitsAvailable = sync.OnceValue(limitsAvailable)
+
+func limitsAvailable() error {
 	if os.Geteuid() != 0 {
 		return errors.New("an ordinary user has no cgroup of its own to limit here")
 	}
