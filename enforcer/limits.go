@@ -81,7 +81,7 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 	if !l.Cgroup {
 		where = fmt.Sprintf("rlimits only (NPROC per uid, DATA per process; no cgroup: %v)", h.LimitCgroup)
 	}
-	l.Detail = fmt.Sprintf("pids %d, memory %d MiB, /tmp %d MiB, in %s", l.Pids, l.Memory/mib, l.Tmp/mib, where)
+	l.Detail = fmt.Sprintf("pids %d, memory %d MiB, /tmp %d MiB, in %s", l.Pids-stageTasks, l.Memory/mib, l.Tmp/mib, where)
 	if len(l.Defaults) > 0 {
 		l.Detail += "; default: " + strings.Join(l.Defaults, ", ")
 	}
@@ -251,4 +251,9 @@ func hostRAM() int64 {
 		return 0
 	}
 	return int64(si.Totalram) * int64(si.Unit)
+}
+
+// LimitsSummary says what limits enforce applies to p on this host, for `sysprof show`.
+func LimitsSummary(p *policy.Profile) string {
+	return limitsFor(&Compiled{profile: p}, hostFacts{RAM: hostRAM(), LimitCgroup: kernrun.LimitsAvailable()}).Detail
 }
