@@ -77,11 +77,11 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 		l.Defaults = append(l.Defaults, "tmp")
 	}
 	l.Cgroup = h.LimitCgroup == nil
-	where := "the run's cgroup"
+	where := "in the run's cgroup"
 	if !l.Cgroup {
-		where = fmt.Sprintf("rlimits only (NPROC per uid, DATA per process; no cgroup: %v)", h.LimitCgroup)
+		where = fmt.Sprintf("as rlimits only (NPROC per uid, DATA per process; %v)", h.LimitCgroup)
 	}
-	l.Detail = fmt.Sprintf("pids %d, memory %d MiB, /tmp %d MiB, in %s", l.Pids-stageTasks, l.Memory/mib, l.Tmp/mib, where)
+	l.Detail = fmt.Sprintf("pids %d, memory %d MiB, /tmp %d MiB, %s", l.Pids-stageTasks, l.Memory/mib, l.Tmp/mib, where)
 	if len(l.Defaults) > 0 {
 		l.Detail += "; default: " + strings.Join(l.Defaults, ", ")
 	}

@@ -33,7 +33,7 @@ var LimitsAvailable = sync.OnceValue(limitsAvailable)
 
 func limitsAvailable() error {
 	if os.Geteuid() != 0 {
-		return errors.New("an ordinary user has no cgroup of its own to limit here")
+		return delegation()
 	}
 	if mnt, err := Cgroup2Mount(); err == nil {
 		if b, err := os.ReadFile(filepath.Join(mnt, "cgroup.controllers")); err == nil &&
@@ -97,6 +97,37 @@ func NewLimitGroup(run *Cgroup) (*LimitGroup, error) {
 		*h.dir = d
 	}
 	return g, nil
+}
+
+// delegation says why an ordinary user's run gets no cgroup: sysprof does not use a delegated
+// cgroup2 subtree yet (it would first have to move itself into a leaf of it), and says whether
+// this host offers one (the caller's cgroup writable by it, with pids and memory).
+func delegation() error {
+	mnt, err := Cgroup2Mount()
+	if err != nil {
+		return fmt.Errorf("an ordinary user gets no cgroup of its own: %v", err)
+	}
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return err
+	}
+	own := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			own = filepath.Join(mnt, p)
+		}
+	}
+	c, _ := os.ReadFile(filepath.Join(own, "cgroup.controllers"))
+	ctrls := strings.Fields(string(c))
+	switch {
+	case own == "":
+		return errors.New("an ordinary user gets no cgroup of its own: not in the cgroup2 hierarchy")
+	case unix.Access(own, unix.W_OK) != nil:
+		return fmt.Errorf("an ordinary user gets no cgroup of its own: %s is not delegated to it", own)
+	case !slices.Contains(ctrls, "pids") || !slices.Contains(ctrls, "memory"):
+		return fmt.Errorf("an ordinary user gets no cgroup of its own: %s is delegated without the pids and memory controllers", own)
+	}
+	return fmt.Errorf("%s is delegated to this user, but sysprof does not use delegated cgroups yet", own)
 }
 
 // enableControllers turns pids and memory on for the children of dir (and of its ancestors up
