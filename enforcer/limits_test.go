@@ -97,3 +97,11 @@ func TestLimitDenials(t *testing.T) {
 		t.Errorf("a run within its limits has denials: %+v", ds)
 	}
 }
+
+// What the limits decision adds to a run's start on the CLI's path (BENCHMARKS.md, "Limits").
+func BenchmarkDecideLimits(b *testing.B) {
+	c := &Compiled{profile: &policy.Profile{Limits: policy.Limits{Pids: 64}}}
+	for b.Loop() {
+		_ = decideLimits(c, hostFacts{RAM: hostRAM(), LimitCgroup: kernrun.LimitsAvailable()})
+	}
+}

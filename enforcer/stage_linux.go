@@ -252,8 +252,10 @@ func StartEarly(opts Options) *Early {
 	}
 	st.model = id.Model
 	var lim *runLimitGroup
-	if asRoot && kernrun.LimitsAvailable() == nil {
-		// The move into a limits cgroup (v1: an RCU grace period) overlaps the profile's load.
+	if asRoot {
+		// The host check and the move into a limits cgroup (v1: an RCU grace period) overlap
+		// the profile's load; a host without cgroup limits leaves lim without a cgroup.
+		go kernrun.LimitsAvailable()
 		lim = newLimitGroup(cg)
 		lim.enter(st.pid)
 	}

@@ -192,20 +192,37 @@ func hasField(list, name string) bool {
 
 // v1Mount is where the v1 hierarchy of ctrl is mounted.
 func v1Mount(ctrl string) (string, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	mnts, err := v1Mounts()
 	if err != nil {
 		return "", err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(f) < 5 || len(g) < 3 || g[0] != "cgroup" || !hasField(g[2], ctrl) {
-			continue
-		}
-		return f[4], nil
+	if m, ok := mnts[ctrl]; ok {
+		return m, nil
 	}
 	return "", fmt.Errorf("the cgroup v1 %s hierarchy is not mounted", ctrl)
 }
+
+// v1Mounts are the v1 hierarchies' mount points by controller, read once.
+var v1Mounts = sync.OnceValues(func() (map[string]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 3 || g[0] != "cgroup" {
+			continue
+		}
+		for _, ctrl := range strings.Split(g[2], ",") {
+			if _, seen := out[ctrl]; !seen {
+				out[ctrl] = f[4]
+			}
+		}
+	}
+	return out, nil
+})
 
 // Set writes the limits: at most pids tasks, memory bytes of RAM and no swap (0: leave as is).
 func (g *LimitGroup) Set(pids int, memory int64) error {
