@@ -138,3 +138,23 @@ func LimitGrant(section string, v int) Grant {
 func IsLimitSection(section string) bool {
 	return section == SectionLimitPids || section == SectionLimitMemory || section == SectionLimitTmp
 }
+
+// Raise raises the limit of section (SectionLimit*) to v, a number as a grant writes it; a
+// limit already higher stays.
+func (l *Limits) Raise(section, v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("%s: %q is not a positive number", section, v)
+	}
+	switch section {
+	case SectionLimitPids:
+		l.Pids = max(l.Pids, n)
+	case SectionLimitMemory:
+		l.MemoryMiB = max(l.MemoryMiB, n)
+	case SectionLimitTmp:
+		l.TmpMiB = max(l.TmpMiB, n)
+	default:
+		return fmt.Errorf("%q is not a limit", section)
+	}
+	return nil
+}
