@@ -88,6 +88,7 @@ func NewLimitGroup(run *Cgroup) (*LimitGroup, error) {
 			g.Remove()
 			return nil, err
 		}
+		removeStaleV1(parent)
 		d := filepath.Join(parent, name)
 		if err := os.Mkdir(d, 0o755); err != nil {
 			g.Remove()
@@ -97,6 +98,20 @@ func NewLimitGroup(run *Cgroup) (*LimitGroup, error) {
 		*h.dir = d
 	}
 	return g, nil
+}
+
+// removeStaleV1 removes the empty v1 directories of sysprof processes that are gone (killed
+// before they could remove them); a populated one stays (rmdir refuses it).
+func removeStaleV1(parent string) {
+	dirs, _ := filepath.Glob(filepath.Join(parent, "sysprof-run-*-*"))
+	for _, d := range dirs {
+		f := strings.Split(filepath.Base(d), "-")
+		pid, err := strconv.Atoi(f[2])
+		if err != nil || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
+			continue
+		}
+		_ = os.Remove(d)
+	}
 }
 
 // delegation says why an ordinary user's run gets no cgroup: sysprof does not use a delegated

@@ -1,7 +1,10 @@
 package kernrun
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/sysprof/sysprof/internal/testutil"
@@ -62,5 +65,33 @@ func TestLimitGroupCountsRefusals(t *testing.T) {
 	s := g.Stats()
 	if s.PidsRefused == 0 || s.PidsPeak > 3 {
 		t.Errorf("stats %+v: want forks refused and at most 3 tasks at once", s)
+	}
+}
+
+// The v1 directories of a sysprof that was killed before it removed them go with the next
+// run's; a live one's stay.
+func TestLimitGroupRemovesStale(t *testing.T) {
+	testutil.RequireRoot(t)
+	parent, err := v1Dir("pids")
+	testutil.RequireNoErr(t, "the cgroup v1 pids hierarchy", err)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(parent, fmt.Sprintf("sysprof-run-%d-1", dead.Process.Pid))
+	if err := os.Mkdir(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(stale)
+	g, err := NewLimitGroup(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Remove()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("%s of a process that is gone was not removed (%v)", stale, err)
+	}
+	if _, err := os.Stat(g.Pids); err != nil {
+		t.Errorf("this run's own directory: %v", err)
 	}
 }
