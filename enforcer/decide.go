@@ -16,8 +16,10 @@ type hostFacts struct {
 	Guard   error // why the root-only guard (file-denial observation) cannot run; nil: it can
 	Degrade Degrade
 	Audit   bool
-	// RAM is the host's memory in bytes (the default memory limit is a share of it).
-	RAM int64
+	// RAM is the host's memory in bytes (the default memory limit is a share of it), CPUs its
+	// processors (the limits' floors grow with them).
+	RAM  int64
+	CPUs int
 	// LimitCgroup: why the run gets no cgroup to keep its limits in; nil: it does.
 	LimitCgroup error
 	// UIDWeaker: the command's identity is weaker than this caller's case calls for

@@ -3,6 +3,7 @@ package enforcer
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -67,10 +68,21 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 		l.Pids = policy.DefaultPids
 		l.Defaults = append(l.Defaults, "pids")
 	}
+	// A tool's threads and parallel jobs grow with the host's CPUs: a limit learned on a
+	// laptop must not fail the same build on a bigger CI runner.
+	cpus := max(h.CPUs, 1)
+	if floor := policy.PidsPerCPU * cpus; l.Pids < floor {
+		l.Pids = floor
+		l.Defaults = append(l.Defaults, fmt.Sprintf("pids raised to %d per CPU", policy.PidsPerCPU))
+	}
 	l.Pids += stageTasks
 	if l.Memory == 0 {
 		l.Memory = max(h.RAM*policy.DefaultMemoryPercent/100, policy.MinMemoryMiB*mib)
 		l.Defaults = append(l.Defaults, "memory")
+	}
+	if floor := int64(policy.MemoryMiBPerCPU*cpus) * mib; l.Memory < floor {
+		l.Memory = floor
+		l.Defaults = append(l.Defaults, fmt.Sprintf("memory raised to %d MiB per CPU", policy.MemoryMiBPerCPU))
 	}
 	if l.Tmp == 0 {
 		l.Tmp = policy.DefaultTmpMiB * mib
@@ -86,6 +98,18 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 		l.Detail += "; default: " + strings.Join(l.Defaults, ", ")
 	}
 	return l
+}
+
+// thisHost are the facts of this host the limits depend on.
+func thisHost() hostFacts {
+	return hostFacts{RAM: hostRAM(), CPUs: runtime.NumCPU(), LimitCgroup: kernrun.LimitsAvailable()}
+}
+
+// EffectiveLimits are the limits enforce applies to p on this host: tasks (the command's, the
+// init stage's room aside), memory and each private tmpfs in MiB.
+func EffectiveLimits(p *policy.Profile) policy.Limits {
+	l := limitsFor(&Compiled{profile: p}, thisHost())
+	return policy.Limits{Pids: l.Pids - stageTasks, MemoryMiB: int(l.Memory / mib), TmpMiB: int(l.Tmp / mib)}
 }
 
 // limitDenials are the report's entries for each limit the run hit, from what its cgroup
@@ -255,5 +279,5 @@ func hostRAM() int64 {
 
 // LimitsSummary says what limits enforce applies to p on this host, for `sysprof show`.
 func LimitsSummary(p *policy.Profile) string {
-	return limitsFor(&Compiled{profile: p}, hostFacts{RAM: hostRAM(), LimitCgroup: kernrun.LimitsAvailable()}).Detail
+	return limitsFor(&Compiled{profile: p}, thisHost()).Detail
 }

@@ -35,6 +35,8 @@ func TestDecideLimits(t *testing.T) {
 			pids: 100 + stageTasks, memory: 4 * gib, tmp: policy.DefaultTmpMiB * mib, detail: "rlimits only", defaults: "memory, tmp"},
 		{name: "a small host: never below the memory floor", c: prof(policy.Limits{}), h: hostFacts{RAM: 256 * mib},
 			pids: policy.DefaultPids + stageTasks, memory: policy.MinMemoryMiB * mib, tmp: policy.DefaultTmpMiB * mib, cgroup: true},
+		{name: "a big host: the learned limits grow to the per-CPU floors", c: prof(policy.Limits{Pids: 100, MemoryMiB: 512, TmpMiB: 64}), h: hostFacts{AsRoot: true, RAM: 64 * gib, CPUs: 8},
+			pids: 8*policy.PidsPerCPU + stageTasks, memory: 8 * policy.MemoryMiBPerCPU * mib, tmp: 64 * mib, cgroup: true, detail: "pids raised to 32 per CPU, memory raised to 128 MiB per CPU"},
 		{name: "compiled without a profile (tests): the defaults", c: &Compiled{}, h: hostFacts{RAM: 2 * gib},
 			pids: policy.DefaultPids + stageTasks, memory: gib, tmp: policy.DefaultTmpMiB * mib, cgroup: true},
 	} {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/sysprof/sysprof/enforcer/guard"
-	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/netproxy"
 	"github.com/sysprof/sysprof/policy"
@@ -228,7 +227,8 @@ func (r *enforcedRun) decide(id sandbox.Identity) layerDecision {
 	if r.asRoot && sandboxAvailable && r.c.Plan.Landlock != nil {
 		facts.Guard = guardAvailable()
 	}
-	facts.RAM, facts.LimitCgroup = hostRAM(), kernrun.LimitsAvailable()
+	host := thisHost()
+	facts.RAM, facts.CPUs, facts.LimitCgroup = host.RAM, host.CPUs, host.LimitCgroup
 	dec := decideLayers(r.c, facts)
 	r.rep.Notes = append(r.rep.Notes, dec.Notes...)
 	for _, l := range dec.Degraded {

@@ -42,6 +42,11 @@ const (
 	MinMemoryMiB         = 256
 	DefaultMemoryPercent = 50
 	LimitMargin          = 4
+	// PidsPerCPU and MemoryMiBPerCPU are floors the enforcer applies on each host: threads
+	// and parallel jobs grow with the CPUs, so a limit learned on a small machine still fits
+	// a big one.
+	PidsPerCPU      = 32
+	MemoryMiBPerCPU = 128
 )
 
 // LearnedLimits turns what learn saw (peak tasks; peak memory and /tmp bytes, 0: not measured)

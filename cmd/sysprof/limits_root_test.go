@@ -12,16 +12,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
 
-// The bombs, each finite so that a test whose protection fails still ends (bounded by the
-// test's own cgroup meanwhile). forkBomb: a binary tree of depth 10 (2047 shells if nothing stops
-// it), each leaf sleeping a second so the tree stands at once. memoryBomb: a shell string
-// doubled 31 times (2 GiB).
+// The bombs. forkBomb: a binary tree of depth 10 (2047 shells if nothing stops it), each leaf
+// sleeping a second so the tree stands at once, finite so that a test whose protection fails
+// still ends (bounded by the test's own cgroup meanwhile). memoryBomb: a shell string doubled
+// until something stops it (the run's limit, or the test's bound).
 const (
 	forkBomb    = `b() { if [ $1 -gt 0 ]; then b $(($1-1)) & b $(($1-1)) & wait; fi; sleep 1; }; b 10`
 	memoryBomb  = `x=a; i=0; while [ $i -lt 31 ]; do x="$x$x"; i=$((i+1)); done; echo done`
@@ -30,14 +31,13 @@ const (
 	tmpFill = `x=a; i=0; while [ $i -lt 16 ]; do x="$x$x"; i=$((i+1)); done; i=0; while [ $i -lt 1024 ]; do echo "$x" >> ` + tmpFillFile + ` || { echo "tmp full after $i"; exit 3; }; i=$((i+1)); done; echo "tmp took all"`
 )
 
-// The run's limits under test, and the test's own bound, far enough above them that a run
-// kept to its limits stays well below it and one that is not reaches it.
+// The run's limits under test (raised to the per-CPU floors on a bigger host: the test reads
+// what applies), and the test's own bound, far enough above them that a run kept to its limits
+// stays well below it and one that is not reaches it.
 const (
 	bombPids   = 64
 	bombMemMiB = 256
 	bombTmpMiB = 4
-	boundPids  = 600
-	boundMem   = 1 << 30
 )
 
 // The host survives a fork bomb and a memory bomb under enforce, as root (the run's cgroup:
@@ -82,6 +82,8 @@ func TestLimitsHoldBombs(t *testing.T) {
 		t.Errorf("learn wrote no limits from the run's peaks: %+v", p.Limits)
 	}
 	p.Limits = policy.Limits{Pids: bombPids, MemoryMiB: bombMemMiB, TmpMiB: bombTmpMiB}
+	lim := enforcer.EffectiveLimits(p)
+	bnd := bounds{pids: max(600, 4*lim.Pids), memory: max(1<<30, 4*int64(lim.MemoryMiB)<<20)}
 	if err := policy.Save(prof, p); err != nil {
 		t.Fatal(err)
 	}
@@ -93,23 +95,23 @@ func TestLimitsHoldBombs(t *testing.T) {
 			who = "nobody"
 		}
 		t.Run(who+"/fork-bomb", func(t *testing.T) {
-			bound, rep, _ := underBound(t, exe, dir, prof, asUser, forkBomb)
-			if s := bound.Stats(); s.PidsPeak > bombPids+boundPids/3 || s.PidsRefused > 0 {
+			bound, rep, _ := underBound(t, exe, dir, prof, asUser, forkBomb, bnd)
+			if s := bound.Stats(); s.PidsPeak > lim.Pids+bnd.pids/3 || s.PidsRefused > 0 {
 				t.Errorf("the test's cgroup held %d tasks at once (%d refused by its bound of %d): the run's pids limit of %d did not hold",
-					s.PidsPeak, s.PidsRefused, boundPids, bombPids)
+					s.PidsPeak, s.PidsRefused, bnd.pids, lim.Pids)
 			}
 			checkLimitReport(t, rep, asUser, policy.SectionLimitPids)
 		})
 		t.Run(who+"/memory-bomb", func(t *testing.T) {
-			bound, rep, _ := underBound(t, exe, dir, prof, asUser, memoryBomb)
-			if s := bound.Stats(); s.MemoryPeak > 2*bombMemMiB<<20 || s.OOMKills > 0 {
+			bound, rep, _ := underBound(t, exe, dir, prof, asUser, memoryBomb, bnd)
+			if s := bound.Stats(); s.MemoryPeak > 2*int64(lim.MemoryMiB)<<20 || s.OOMKills > 0 {
 				t.Errorf("the test's cgroup used %d MiB at most (%d OOM kill(s) by its bound of %d MiB): the run's memory limit of %d MiB did not hold",
-					s.MemoryPeak>>20, s.OOMKills, boundMem>>20, bombMemMiB)
+					s.MemoryPeak>>20, s.OOMKills, bnd.memory>>20, lim.MemoryMiB)
 			}
 			checkLimitReport(t, rep, asUser, policy.SectionLimitMemory)
 		})
 		t.Run(who+"/tmp-fill", func(t *testing.T) {
-			_, _, stdout := underBound(t, exe, dir, prof, asUser, tmpFill)
+			_, _, stdout := underBound(t, exe, dir, prof, asUser, tmpFill, bnd)
 			// 64 KiB a write: a 4 MiB /tmp is full after 63 or 64 of them.
 			if !strings.Contains(stdout, "tmp full after 6") {
 				t.Errorf("the private /tmp of %d MiB took more: %q", bombTmpMiB, stdout)
@@ -118,15 +120,21 @@ func TestLimitsHoldBombs(t *testing.T) {
 	}
 }
 
+// bounds are the test's own cgroup's limits: tasks, bytes.
+type bounds struct {
+	pids   int
+	memory int64
+}
+
 // underBound runs `sysprof enforce -p prof -- sh -c script` (as nobody when asUser) inside a
-// fresh cgroup of the test's own, bounded to boundPids tasks and boundMem bytes, and returns
-// that cgroup, the run's report and the command's output.
-func underBound(t *testing.T, exe, dir, prof string, asUser bool, script string) (*kernrun.LimitGroup, *report.Report, string) {
+// fresh cgroup of the test's own, bounded by bnd, and returns that cgroup, the run's report and
+// the command's output.
+func underBound(t *testing.T, exe, dir, prof string, asUser bool, script string, bnd bounds) (*kernrun.LimitGroup, *report.Report, string) {
 	t.Helper()
 	bound, err := kernrun.NewLimitGroup(nil)
 	testutil.RequireNoErr(t, "a cgroup of the test's own (pids and memory)", err)
 	t.Cleanup(bound.Remove)
-	if err := bound.Set(boundPids, boundMem); err != nil {
+	if err := bound.Set(bnd.pids, bnd.memory); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "report.json")
@@ -159,12 +167,12 @@ func underBound(t *testing.T, exe, dir, prof string, asUser bool, script string)
 	gate.Close()
 	err = cmd.Wait()
 	t.Logf("enforce: %v\n%s", err, tail(stderr.String(), 600))
-	b, rerr := os.ReadFile(out)
+	data, rerr := os.ReadFile(out)
 	if rerr != nil {
 		t.Fatalf("no report: %v (enforce: %v)", rerr, err)
 	}
 	var rep report.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
+	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}
 	return bound, &rep, stdout.String()
