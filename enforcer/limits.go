@@ -36,7 +36,7 @@ type runLimits struct {
 	Tmp      int64 // bytes each private tmpfs holds
 	Cgroup   bool  // kept in the run's cgroup
 	Detail   string
-	Defaults []string // the limits the profile leaves to their default
+	Defaults []string // what is not the profile's own value: defaults, per-CPU floors
 }
 
 // rlimits are the limits the init stage sets on the command. RLIMIT_NPROC means nothing for a
@@ -179,7 +179,11 @@ func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.I
 	if !l.Cgroup {
 		early.remove()
 		plan.Rlimits = l.rlimits(id.UID == 0)
-		return &runLimitGroup{l: *l}
+		rg := &runLimitGroup{l: *l}
+		if id.UID == 0 {
+			rg.l.Detail += "; tasks unbounded: RLIMIT_NPROC does not bind host uid 0"
+		}
+		return rg
 	}
 	backstop := *l
 	backstop.Pids, backstop.Memory = l.Pids*rlimitMargin, l.Memory*rlimitMargin
