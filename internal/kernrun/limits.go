@@ -100,8 +100,8 @@ func NewLimitGroup(run *Cgroup) (*LimitGroup, error) {
 	return g, nil
 }
 
-// removeStaleV1 removes the empty v1 directories of sysprof processes that are gone (killed
-// before they could remove them); a populated one stays (rmdir refuses it).
+// removeStaleV1 removes the v1 directories of sysprof processes that are gone (killed before
+// they could remove them); a populated one stays (rmdir refuses it).
 func removeStaleV1(parent string) {
 	dirs, _ := filepath.Glob(filepath.Join(parent, "sysprof-run-*-*"))
 	for _, d := range dirs {
@@ -110,7 +110,7 @@ func removeStaleV1(parent string) {
 		if err != nil || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
 			continue
 		}
-		_ = os.Remove(d)
+		removeTree(d, 1) // a populated one stays
 	}
 }
 
@@ -311,15 +311,27 @@ func (g *LimitGroup) Remove() {
 		g.own = nil
 	}
 	for _, d := range g.created {
-		// The last processes may still be exiting: rmdir fails with EBUSY until they are gone.
-		for range 200 {
-			if err := os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		removeTree(d, 200)
 	}
 	g.created = nil
+}
+
+// removeTree removes cgroup directory d, and first the directories below it (a nested sysprof
+// that was killed left its own), trying each up to tries times 10 ms apart: the last processes
+// may still be exiting, and rmdir fails with EBUSY until they are gone.
+func removeTree(d string, tries int) {
+	subs, _ := os.ReadDir(d)
+	for _, e := range subs {
+		if e.IsDir() {
+			removeTree(filepath.Join(d, e.Name()), tries)
+		}
+	}
+	for range tries {
+		if err := os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func readInt(path string) int64 {
