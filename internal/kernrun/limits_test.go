@@ -79,10 +79,11 @@ func TestLimitGroupRemovesStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := filepath.Join(parent, fmt.Sprintf("sysprof-run-%d-1", dead.Process.Pid))
-	if err := os.Mkdir(stale, 0o755); err != nil {
+	// With a nested one below it, as a sysprof run inside a killed one leaves.
+	if err := os.MkdirAll(filepath.Join(stale, "sysprof-run-1-1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	defer os.Remove(stale)
+	defer removeTree(stale, 1)
 	g, err := NewLimitGroup(nil)
 	if err != nil {
 		t.Fatal(err)
