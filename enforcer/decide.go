@@ -2,7 +2,6 @@ package enforcer
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -17,6 +16,12 @@ type hostFacts struct {
 	Guard   error // why the root-only guard (file-denial observation) cannot run; nil: it can
 	Degrade Degrade
 	Audit   bool
+	// RAM is the host's memory in bytes (the default memory limit is a share of it), CPUs its
+	// processors (the limits' floors grow with them).
+	RAM  int64
+	CPUs int
+	// LimitCgroup: why the run gets no cgroup to keep its limits in; nil: it does.
+	LimitCgroup error
 	// UIDWeaker: the command's identity is weaker than this caller's case calls for
 	// (sandbox.Identity.Weaker: as root, / cannot be idmapped, so it keeps host uid 0).
 	UIDWeaker string
@@ -29,62 +34,36 @@ type layerDecision struct {
 	Guard    bool           // start the guard's file-denial program (root)
 	Degraded []report.Layer // layers the run goes without (--degrade), as the report lists them
 	Notes    []string
+	Limits   *runLimits // the run's limits (nil: none)
 }
 
-// decideLayers turns the compiled profile and the host's facts into the run's layers: every
-// layer the profile needs must apply, or --degrade names what is lost; egress by name never
-// degrades (it needs the sandbox's network namespace).
+// decideLayers turns the compiled profile and the host's facts into the run's layers: each
+// layer of layerTable decides its part in turn (the first refusal wins); every layer the profile
+// needs must apply, or --degrade names what is lost.
 func decideLayers(c *Compiled, h hostFacts) layerDecision {
 	var d layerDecision
 	if h.Audit {
 		d.Notes = append(d.Notes, "audit: only syscalls are let through; the filesystem and network layers still enforce")
 	}
-	for _, l := range c.Layers {
-		if l == LayerSeccomp || l == LayerNetwork {
+	for _, l := range layerTable {
+		if l.Decide == nil {
 			continue
 		}
-		d.Sandbox = true
-		if !h.Sandbox {
-			if !h.Degrade.Allows(l) {
-				d.Refuse = &LayerError{Layer: l, Reason: errSandboxMissing.Error()}
-				return d
-			}
-			d.Degraded = append(d.Degraded, report.Layer{Name: l, State: report.LayerDegraded, Detail: errSandboxMissing.Error()})
+		v := l.Decide(c, h)
+		if v.Refuse != nil {
+			d.Refuse = v.Refuse
+			return d
+		}
+		d.Sandbox = d.Sandbox || v.Sandbox
+		if v.Degraded != "" {
+			d.Degraded = append(d.Degraded, report.Layer{Name: l.Name, State: report.LayerDegraded, Detail: v.Degraded})
+		}
+		d.Notes = append(d.Notes, v.Notes...)
+		if v.Limits != nil {
+			d.Limits = v.Limits
 		}
 	}
 	d.Sandbox = d.Sandbox && h.Sandbox
-	if d.Sandbox && h.UIDWeaker != "" {
-		if !h.Degrade.Allows(LayerUserNS) {
-			d.Refuse = &LayerError{Layer: LayerUserNS, Reason: "as root the command must not be host uid 0, but " + h.UIDWeaker +
-				": run sysprof as an ordinary user or under sudo, or pass --degrade=userns to accept uid 0 in a user namespace"}
-			return d
-		}
-		d.Degraded = append(d.Degraded, report.Layer{Name: LayerUserNS, State: report.LayerDegraded, Detail: h.UIDWeaker})
-	}
-	unenforceable := map[string][]string{}
-	for _, u := range c.Unenforceable {
-		layer := LayerNetwork
-		if strings.HasPrefix(u, "filesystem.") {
-			layer = LayerFileRules
-		}
-		if !h.Degrade.Allows(layer) {
-			d.Refuse = &LayerError{Layer: layer, Reason: u}
-			return d
-		}
-		unenforceable[layer] = append(unenforceable[layer], u)
-	}
-	for _, layer := range slices.Sorted(maps.Keys(unenforceable)) {
-		d.Degraded = append(d.Degraded, report.Layer{Name: layer, State: report.LayerDegraded, Detail: strings.Join(unenforceable[layer], "; ")})
-	}
-	if c.Egress != nil {
-		if !h.Sandbox {
-			d.Refuse = &LayerError{Layer: LayerNetwork, Reason: "egress by name needs the sandbox's network namespace: " + errSandboxMissing.Error()}
-			return d
-		}
-		if h.Audit {
-			d.Notes = append(d.Notes, "audit: the network allowlist still enforces (the proxy refuses, and reports, what it does not allow)")
-		}
-	}
 	// As root the guard observes file denials (Landlock's EACCES, the read-only mounts' EROFS)
 	// in the run's cgroup.
 	if h.AsRoot && h.Sandbox && c.Plan.Landlock != nil {
@@ -126,10 +105,6 @@ type Degrade []string
 
 // DegradeAll lets every layer that cannot apply degrade (a bare --degrade).
 var DegradeAll = Degrade{"all"}
-
-// DegradableLayers are the names --degrade=LAYER accepts (seccomp never degrades: the filter is
-// installed or the run fails).
-var DegradableLayers = []string{LayerMounts, LayerNetNS, LayerLandlock, LayerCaps, LayerUserNS, LayerFileRules, LayerNetwork}
 
 // Allows reports whether layer may degrade.
 func (d Degrade) Allows(layer string) bool {

@@ -211,9 +211,12 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 		cgid = r.guard.Cgroup().ID
 	}
 	st := r.opts.Early.take(&r.opts, r.dir, dec.Sandbox, cgid, id)
+	lim := r.applyLimits(dec.Limits, &plan, id, r.opts.Early.takeLimits())
+	defer lim.remove()
 	res, err := start(ctx, runStart{opts: r.opts, c: c, plan: plan, dir: r.dir, id: id, sandbox: dec.Sandbox,
-		rep: r.rep, guard: r.guard, stage: st, egress: r.px})
+		rep: r.rep, guard: r.guard, stage: st, egress: r.px, limits: lim})
 	phase.Mark("start..wait")
+	lim.report(r.rep, &res, r.opts.Profile)
 	r.collect(&res, staged, id, dec.Sandbox)
 	r.rep.Finished = time.Now().UTC()
 	for _, d := range res.denials {
@@ -255,6 +258,8 @@ func (r *enforcedRun) decide(id sandbox.Identity) layerDecision {
 	if r.asRoot && sandboxAvailable && r.c.Plan.Landlock != nil {
 		facts.Guard = guardAvailable()
 	}
+	host := thisHost()
+	facts.RAM, facts.CPUs, facts.LimitCgroup = host.RAM, host.CPUs, host.LimitCgroup
 	dec := decideLayers(r.c, facts)
 	r.rep.Notes = append(r.rep.Notes, dec.Notes...)
 	for _, l := range dec.Degraded {

@@ -34,55 +34,44 @@ func identity(hostRoot bool) sandbox.Identity {
 // canIdmapRoot is sandbox.CanIdmap("/"), once per process.
 var canIdmapRoot = sync.OnceValue(func() error { return sandbox.CanIdmap("/") })
 
-// applySandbox applies the plan one layer at a time, in the sandbox's order, so that with
+// applySandbox applies the plan one layer at a time (each layer's Part), in stageOrder, so that with
 // degrade a layer the host cannot apply is skipped and named while the others still apply.
 // With egress, the stub's and the proxy's sockets are opened in the new network namespace
 // right after lo comes up (before Landlock and the capability drop); that never degrades.
 func applySandbox(p *sandbox.Plan, sockets []string, egress *netproxy.Inside, degrade Degrade) ([]layerState, []string, []int, error) {
-	steps := []struct {
-		name string
-		sub  sandbox.Plan
-		want bool
-	}{
-		{LayerMounts, sandbox.Plan{ReadOnlyRoot: p.ReadOnlyRoot, Writable: p.Writable, Hidden: p.Hidden, Masked: p.Masked, PrivateTmp: p.PrivateTmp,
-			Staged: p.Staged, ReadOnly: p.ReadOnly, NoExec: p.NoExec},
-			p.ReadOnlyRoot || len(p.Writable)+len(p.Hidden)+len(p.Masked)+len(p.Staged) > 0 || p.PrivateTmp},
-		{LayerNetNS, sandbox.Plan{NetNS: p.NetNS}, p.NetNS},
-		{LayerLandlock, sandbox.Plan{Landlock: p.Landlock, Degrade: degrade.Allows(LayerLandlock)}, p.Landlock != nil},
-		{LayerCaps, sandbox.Plan{DropCaps: p.DropCaps}, p.DropCaps},
-	}
 	var layers []layerState
 	var skipped []string
 	var fds []int
-	for _, s := range steps {
-		if !s.want {
+	for _, name := range stageOrder {
+		sub, want := layerNamed(name).Part(p, degrade)
+		if !want {
 			continue
 		}
-		res, err := s.sub.ApplyResult()
+		res, err := sub.ApplyResult()
 		if res != nil {
 			for _, sk := range res.Skipped {
 				skipped = append(skipped, fmt.Sprintf("skipped %s: %s: %s", sk.Layer, sk.Path, sk.Reason))
 			}
 			for _, im := range res.Implied {
-				skipped = append(skipped, "implied "+s.name+": "+im)
+				skipped = append(skipped, "implied "+name+": "+im)
 			}
 			if len(res.Dropped) > 0 {
-				layers = append(layers, layerState{Name: s.name, Degraded: true, Detail: fmt.Sprintf("kernel cannot enforce: %v", res.Dropped)})
+				layers = append(layers, layerState{Name: name, Degraded: true, Detail: fmt.Sprintf("kernel cannot enforce: %v", res.Dropped)})
 				continue
 			}
 		}
-		if err == nil && s.name == LayerMounts {
+		if err == nil && name == LayerMounts {
 			err = hideSockets(sockets)
 		}
 		if err != nil {
-			if !degrade.Allows(s.name) {
-				return layers, skipped, nil, &LayerError{Layer: s.name, Err: err}
+			if !degrade.Allows(name) {
+				return layers, skipped, nil, &LayerError{Layer: name, Err: err}
 			}
-			layers = append(layers, layerState{Name: s.name, Degraded: true, Detail: err.Error()})
+			layers = append(layers, layerState{Name: name, Degraded: true, Detail: err.Error()})
 			continue
 		}
-		layers = append(layers, layerState{Name: s.name})
-		if s.name == LayerNetNS && egress != nil {
+		layers = append(layers, layerState{Name: name})
+		if name == LayerNetNS && egress != nil {
 			phase.Mark("sandbox: up to the network namespace")
 			if fds, err = netproxy.SetupInside(*egress); err != nil {
 				return layers, skipped, nil, &LayerError{Layer: LayerNetwork, Err: err}

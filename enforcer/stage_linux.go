@@ -202,6 +202,7 @@ func (s *stage) finish() {
 type Early struct {
 	st    *stage
 	cg    *kernrun.Cgroup // the cgroup st was born into, until the run's guard takes it
+	lim   *runLimitGroup  // the limits cgroup st is being moved into, until the run takes it
 	opts  Options         // Dir, Env and the streams it was started with
 	taken bool            // Run ran the command in it
 }
@@ -250,7 +251,15 @@ func StartEarly(opts Options) *Early {
 		st.cgid = cg.ID
 	}
 	st.model = id.Model
-	return &Early{st: st, cg: cg, opts: Options{Dir: opts.Dir, Env: opts.Env, Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr}}
+	var lim *runLimitGroup
+	if asRoot {
+		// The host check and the move into a limits cgroup (v1: an RCU grace period) overlap
+		// the profile's load; a host without cgroup limits leaves lim without a cgroup.
+		go kernrun.LimitsAvailable()
+		lim = newLimitGroup(cg)
+		lim.enter(st.pid)
+	}
+	return &Early{st: st, cg: cg, lim: lim, opts: Options{Dir: opts.Dir, Env: opts.Env, Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr}}
 }
 
 // stageIO is the environment and streams of an init stage for opts: sysprof's own where opts
@@ -283,10 +292,22 @@ func (e *Early) Close() {
 		e.st.finish()
 		e.st = nil
 	}
+	e.lim.remove()
+	e.lim = nil
 	if e.cg != nil {
 		e.cg.Remove()
 		e.cg = nil
 	}
+}
+
+// takeLimits hands the run that took the early stage its limits cgroup, or returns nil.
+func (e *Early) takeLimits() *runLimitGroup {
+	if e == nil || !e.taken {
+		return nil
+	}
+	lim := e.lim
+	e.lim = nil
+	return lim
 }
 
 // takeCgroup hands the early stage's cgroup to the run's guard (which removes it when done), or

@@ -40,7 +40,7 @@ const (
 )
 
 // Sections lists every section in file order.
-var Sections = []string{SectionSyscalls, SectionArgs, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden, SectionPrivateTmp, SectionConnect, SectionSend, SectionBind, SectionEnvPass, SectionBinaries, SectionIncomplete, SectionHostRoot}
+var Sections = []string{SectionSyscalls, SectionArgs, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden, SectionPrivateTmp, SectionConnect, SectionSend, SectionBind, SectionEnvPass, SectionBinaries, SectionLimitPids, SectionLimitMemory, SectionLimitTmp, SectionIncomplete, SectionHostRoot}
 
 // Change is one semantic difference between two profiles.
 type Change struct {
@@ -100,6 +100,7 @@ func Diff(old, new *Profile) []Change {
 	d.network()
 	d.env()
 	d.binaries()
+	d.limits()
 	d.incomplete()
 	if !o.HostRoot && n.HostRoot {
 		d.add(Change{Kind: Widened, Section: SectionHostRoot, Item: "hostRoot: true", Widens: true, Risk: RiskCritical,

@@ -52,6 +52,10 @@
 //	  pass: [NPM_TOKEN]                 # secret-looking variables the command still gets
 //	binaries:
 //	  - {path: $CARGO_HOME/bin/cargo, sha256: "…", seen: 3}
+//	limits:                             # left out: the default (Limits)
+//	  pids: 64                          # tasks at once: learn's peak x4, at least 64
+//	  memoryMiB: 256                    # the whole run's memory: peak x4, at least 256
+//	  tmpMiB: 64                        # each private tmpfs (written by hand)
 //
 // The JSON Schema of this format is embedded (Schema, profile.schema.json in the source tree)
 // and checked by Parse, which then checks what a schema cannot: syscall names exist in the

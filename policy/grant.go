@@ -37,6 +37,8 @@ func (g Grant) String() string {
 	switch {
 	case g.Section == "":
 		return "(no change)"
+	case IsLimitSection(g.Section):
+		return fmt.Sprintf("%s: %s", g.Section, g.Item) // raised to Item
 	case g.Section == SectionArgs:
 		s = fmt.Sprintf("%s: %s arg %d: + %s", g.Section, g.Syscall, g.Arg, g.Item)
 	case g.Proto != "":
@@ -87,6 +89,8 @@ func ParseGrant(s string) (Grant, error) {
 				g.Item, g.Proto = ep, proto
 			}
 		}
+	case SectionLimitPids, SectionLimitMemory, SectionLimitTmp:
+		return limitGrant(section, body)
 	default:
 		return Grant{}, fmt.Errorf("%q: section %q takes no additions", s, section)
 	}
@@ -123,6 +127,8 @@ func GrantRisk(base *Profile, g Grant) (Risk, string) {
 		return PathRisk("exec", g.Item, base)
 	case SectionList:
 		return PathRisk("list", g.Item, base)
+	case SectionLimitPids, SectionLimitMemory, SectionLimitTmp:
+		return RiskLow, "the run may use more before the limit stops it"
 	case SectionConnect, SectionSend, SectionBind:
 		return EndpointRisk(g.Section, Endpoint{Endpoint: g.Item, Proto: g.Proto}, Networked(base.Network))
 	}

@@ -45,6 +45,14 @@ func Marshal(p *Profile) ([]byte, error) {
 		e.flowSeq(q.Env.Pass)
 	}
 	e.binaries(q.Binaries)
+	if l := q.Limits; l != (Limits{}) {
+		e.section(0, "limits")
+		for _, f := range l.fields() {
+			if f.value != 0 {
+				e.kvRaw(1, strings.TrimPrefix(f.section, "limits."), strconv.Itoa(f.value))
+			}
+		}
+	}
 	if q.HostRoot {
 		e.kvRaw(0, "hostRoot", "true")
 	}

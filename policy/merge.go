@@ -104,6 +104,7 @@ func Merge(dst, src *Profile) *Profile {
 		Send:    epMerge(dst.Network.Send, src.Network.Send),
 		Bind:    epMerge(dst.Network.Bind, src.Network.Bind),
 	}
+	out.Limits = mergeLimits(dst.Limits, src.Limits)
 	out.Env.Pass = sortedUnique(append(slices.Clone(dst.Env.Pass), src.Env.Pass...))
 	out.Binaries = mergeKeyed(dst.Binaries, src.Binaries,
 		func(b Binary) string { return b.Path + "\x00" + b.SHA256 },

@@ -419,7 +419,9 @@ var indexRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`
 func fieldsOf(parent string) []string {
 	switch indexRE().ReplaceAllString(parent, "[]") {
 	case "":
-		return []string{"apiVersion", "kind", "metadata", "syscalls", "filesystem", "network", "env", "binaries", "hostRoot"}
+		return []string{"apiVersion", "kind", "metadata", "syscalls", "filesystem", "network", "env", "binaries", "limits", "hostRoot"}
+	case "limits":
+		return []string{"pids", "memoryMiB", "tmpMiB"}
 	case "env":
 		return []string{"pass"}
 	case "metadata":

@@ -20,6 +20,8 @@ type Profile struct {
 	Env Env `yaml:"env,omitempty" json:"env,omitzero"`
 	// Binaries lists every executable the command ran, with its hash for provenance.
 	Binaries []Binary `yaml:"binaries,omitempty" json:"binaries,omitempty"`
+	// Limits bounds the run's processes, memory and private /tmp (limits.go).
+	Limits Limits `yaml:"limits,omitempty" json:"limits,omitzero"`
 	// HostRoot runs the command as real host root when sysprof runs as root (capabilities still
 	// dropped). Without it a root sysprof runs the command in a user namespace (or as the sudo
 	// user). Never learned: only a person writes it.

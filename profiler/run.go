@@ -83,6 +83,8 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 		}
 	}()
 
+	pk := newPeaks(cg)
+	defer pk.remove()
 	ph.mark("cgroup")
 	p, err := loadProbe(cg.id, cg.dir, rs.ringBytes, opts.Debug, ph)
 	if err != nil {
@@ -123,7 +125,7 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := pk.start(cmd); err != nil {
 		code := 126
 		if errors.Is(err, os.ErrNotExist) {
 			code = 127
@@ -142,6 +144,7 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	t.ExitCode = exitCode(cmd.ProcessState)
 	ph.mark("command")
 	endLeftovers(ctx, cg, p, t)
+	t.Peaks = pk.read()
 	if interrupted != "" {
 		t.Reasons = append([]string{interrupted}, t.Reasons...)
 	}

@@ -288,6 +288,13 @@ func propose(base *policy.Profile, d report.Denial, env map[string]string) *Prop
 		err = proposeFile(pr, base, d, by, env)
 	case report.KindNetwork:
 		err = proposeNetwork(pr, d, by, env)
+	case report.KindLimit:
+		if g, ok := d.Suggested(); ok && policy.IsLimitSection(g.Section) {
+			pr.Exact = Patch{Grant: g}
+			pr.Summary = fmt.Sprintf("raise %s to %s", g.Section, g.Item)
+		} else {
+			err = fmt.Errorf("no limit to raise")
+		}
 	default:
 		err = fmt.Errorf("unknown denial kind %q", d.Kind)
 	}
@@ -672,6 +679,8 @@ func apply(p *policy.Profile, x Patch) error {
 		addEndpoint(&p.Network.Send)
 	case policy.SectionBind:
 		addEndpoint(&p.Network.Bind)
+	case policy.SectionLimitPids, policy.SectionLimitMemory, policy.SectionLimitTmp:
+		return p.Limits.Raise(x.Section, x.Item)
 	default:
 		return fmt.Errorf("BUG: refine cannot patch section %q", x.Section)
 	}

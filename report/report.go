@@ -29,6 +29,7 @@ const (
 	KindSyscall Kind = "syscall"
 	KindFile    Kind = "file"
 	KindNetwork Kind = "network"
+	KindLimit   Kind = "limit" // a resource limit of the run (pids, memory) was reached
 )
 
 // Risk is how dangerous it would be to allow a denied operation: policy.Risk, as the policy

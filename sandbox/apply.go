@@ -33,7 +33,7 @@ func (r *Result) skip(layer, path, reason string) {
 	r.Skipped = append(r.Skipped, Skipped{Layer: layer, Path: path, Reason: reason})
 }
 
-// Apply applies the plan to the calling process: mounts, network, Landlock, capabilities, in
+// Apply applies the plan to the calling process: mounts, network, Landlock, capabilities, rlimits, in
 // that order (see the package doc for why). It runs inside the init stage, which must already be
 // in the namespaces from CloneFlags. It returns a *LayerError naming the first layer that could
 // not be applied; the caller must then refuse to run the tool. After Apply the calling goroutine
@@ -69,6 +69,9 @@ func (p *Plan) ApplyResult() (*Result, error) {
 		if err := dropCaps(); err != nil {
 			return res, &LayerError{Layer: LayerCaps, Err: err}
 		}
+	}
+	if err := setRlimits(p.Rlimits); err != nil {
+		return res, &LayerError{Layer: LayerLimits, Err: err}
 	}
 	return res, nil
 }

@@ -69,7 +69,7 @@ func (p *Plan) applyMounts(res *Result) error {
 	var tmpRoots []string
 	if p.PrivateTmp {
 		var err error
-		if tmpRoots, err = mountPrivateTmp(res); err != nil {
+		if tmpRoots, err = mountPrivateTmp(p.TmpSize, res); err != nil {
 			return err
 		}
 	}
@@ -193,8 +193,12 @@ func cloneWritable(w string, res *Result) (c clonedMount, ok bool, err error) {
 }
 
 // mountPrivateTmp mounts a fresh tmpfs on each of privateTmpDirs that is a directory (step 3)
-// and returns those it mounted on.
-func mountPrivateTmp(res *Result) ([]string, error) {
+// and returns those it mounted on; size bounds each (0: the kernel's default, half of RAM).
+func mountPrivateTmp(size int64, res *Result) ([]string, error) {
+	opts := "mode=1777"
+	if size > 0 {
+		opts += fmt.Sprintf(",size=%d", size)
+	}
 	var tmpRoots []string
 	for _, d := range privateTmpDirs {
 		var st unix.Stat_t
@@ -210,7 +214,7 @@ func mountPrivateTmp(res *Result) ([]string, error) {
 			res.skip(LayerMounts, d, "not a directory (symlink?): no private tmpfs mounted on it")
 			continue
 		}
-		if err := unix.Mount("tmpfs", d, "tmpfs", msFlags(WritableMountAttrs), "mode=1777"); err != nil {
+		if err := unix.Mount("tmpfs", d, "tmpfs", msFlags(WritableMountAttrs), opts); err != nil {
 			return nil, fmt.Errorf("private tmpfs on %s: %w", d, err)
 		}
 		tmpRoots = append(tmpRoots, d)

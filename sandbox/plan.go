@@ -8,6 +8,7 @@ type Plan struct {
 	Writable     []string `json:"writable,omitempty"` // stay writable under the read-only root
 	Hidden       []string `json:"hidden,omitempty"`   // made empty/absent (tmpfs on dirs, empty file on files)
 	PrivateTmp   bool     `json:"private_tmp"`        // fresh tmpfs on /tmp (and /var/tmp)
+	TmpSize      int64    `json:"tmp_size,omitempty"` // bytes each private tmpfs may hold (0: the kernel's default)
 	// Masked files are covered by a read-only copy with other content (a .git/config without
 	// its credentials): the tool needs the rest of the file.
 	Masked []Masked `json:"masked,omitempty"`
@@ -29,6 +30,9 @@ type Plan struct {
 
 	// DropCaps clears every capability (all sets, ambient, bounding) before exec.
 	DropCaps bool `json:"drop_caps"`
+
+	// Rlimits are set last, on the thread that execs (limits.go).
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
 
 	// Degrade lets Apply continue when the kernel cannot enforce part of the Landlock layer
 	// (see Downgrade); what was dropped is listed in the Result. False (the default) fails

@@ -298,6 +298,7 @@ type state struct {
 	args    []argObs
 	net     []netObs
 	dnsName map[string]string // address → name that resolved to it
+	limits  policy.Limits     // the peaks learn measured, times a margin (policy.LearnedLimits)
 
 	// Rules.
 	read, write, exec, list, hidden *ruleSet
@@ -376,6 +377,7 @@ func (s *state) ingestTrace(t *trace.Trace) {
 	}
 	s.vars = paths.NewRoots(s.ctx)
 	s.command = slices.Clone(t.Command)
+	s.limits = policy.LearnedLimits(t.Peaks.Pids, t.Peaks.Memory, t.Peaks.Tmp)
 
 	procs := slices.Clone(t.Processes)
 	slices.SortStableFunc(procs, func(a, b trace.Process) int {
@@ -519,6 +521,7 @@ func (s *state) ingestProfile(p *policy.Profile) error {
 	s.meta.Command = slices.Clone(p.Metadata.Command)
 	s.meta.IncompleteReasons = slices.Clone(p.Metadata.IncompleteReasons)
 	s.command = slices.Clone(p.Metadata.Command)
+	s.limits = p.Limits
 	fromRules := func(dst *ruleSet, rules []policy.PathRule) {
 		for _, r := range rules {
 			if r.Note == localeNote && r.By == "" {
@@ -575,7 +578,7 @@ func (s *state) ingestProfile(p *policy.Profile) error {
 
 // emit builds the normalized profile from the rules.
 func (s *state) emit() *policy.Profile {
-	p := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind, Metadata: s.meta}
+	p := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind, Metadata: s.meta, Limits: s.limits}
 	for a := range s.arches {
 		p.Syscalls.Architectures = append(p.Syscalls.Architectures, a)
 	}

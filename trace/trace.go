@@ -62,10 +62,21 @@ type Trace struct {
 	DNS       []DNSAnswer     `json:"dns,omitempty"`
 
 	Loss Loss `json:"loss"`
+	// Peaks are the most the run's cgroup held at once (zero: not measured).
+	Peaks Peaks `json:"peaks,omitzero"`
 	// Incomplete is true when the trace may not hold everything the command did: events were
 	// lost, the run was interrupted, or a process was still alive when recording stopped.
 	Incomplete bool     `json:"incomplete"`
 	Reasons    []string `json:"incomplete_reasons,omitempty"`
+}
+
+// Peaks are what the whole process tree held at most at once: tasks (processes and threads)
+// and memory in bytes (its cgroup's pids.peak, memory.peak), and bytes in its temporary
+// directory (Tmp; 0: not measured).
+type Peaks struct {
+	Pids   int   `json:"pids,omitempty"`
+	Memory int64 `json:"memory,omitempty"`
+	Tmp    int64 `json:"tmp,omitempty"`
 }
 
 // Host describes the machine the trace was recorded on.

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sysprof/sysprof/internal/hostcheck"
+	"github.com/sysprof/sysprof/internal/kernrun"
 )
 
 func init() {
@@ -27,7 +28,7 @@ func newDoctorCmd(s streams, runF func(context.Context, *doctorOptions) error) *
 }
 
 func runDoctor(_ context.Context, o *doctorOptions) error {
-	checks := append(hostcheck.Run(), hostState())
+	checks := append(hostcheck.Run(), hostState(), limitsCheck())
 	if err := hostcheck.Render(o.Out, checks); err != nil {
 		return err
 	}
@@ -36,4 +37,29 @@ func runDoctor(_ context.Context, o *doctorOptions) error {
 		return withCode(1, nil)
 	}
 	return nil
+}
+
+// limitsCheck says where enforce keeps a run's limits on this host: in a cgroup of the run's
+// own (made, written and removed here), or as rlimits only.
+func limitsCheck() hostcheck.Check {
+	c := hostcheck.Check{Name: "resource limits", For: hostcheck.ForEnforce, Optional: true}
+	err := kernrun.LimitsAvailable()
+	var g *kernrun.LimitGroup
+	if err == nil {
+		if g, err = kernrun.NewLimitGroup(nil); err == nil {
+			err = g.Set(64, 256<<20)
+			g.Remove()
+		}
+	}
+	if err != nil {
+		c.Status, c.Reason = hostcheck.Missing, err.Error()
+		c.Detail = "rlimits only (RLIMIT_NPROC per uid in the sandbox's user namespace, RLIMIT_DATA per process): a hit is not recorded"
+		c.Remedy = "run enforce as root to keep the limits in the run's cgroup"
+		return c
+	}
+	c.Status, c.Detail = hostcheck.Available, "in the run's cgroup (cgroup2 pids and memory)"
+	if !g.V2 {
+		c.Detail = "in the run's cgroup (the cgroup v1 pids and memory hierarchies)"
+	}
+	return c
 }

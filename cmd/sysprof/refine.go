@@ -43,7 +43,7 @@ func init() {
 	subcommands = append(subcommands, func(s streams) *cobra.Command { return newRefineCmd(s, runRefine) })
 }
 
-var refineKinds = []string{string(report.KindSyscall), string(report.KindFile), string(report.KindNetwork)}
+var refineKinds = []string{string(report.KindSyscall), string(report.KindFile), string(report.KindNetwork), string(report.KindLimit)}
 
 func newRefineCmd(s streams, runF func(context.Context, *refineOptions) error) *cobra.Command {
 	o := &refineOptions{streams: s}
@@ -113,7 +113,7 @@ and --workdir for $WORKDIR. Exit 0 after writing (or when there is nothing to ch
 	f.StringVarP(&o.Profile, "profile", "p", "", "profile file (default .sysprof/<name>.yaml, the name from the report's command)")
 	f.StringVar(&o.From, "from", "", "the `REPORT` to refine from (written by sysprof enforce --report FILE)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "accept every proposal at or below --max-risk without asking")
-	f.StringSliceVar(&o.Only, "only", nil, "accept only proposals of these kinds without asking: syscall, file, network; or the one proposal whose path or endpoint is named (repeat or comma-separate)")
+	f.StringSliceVar(&o.Only, "only", nil, "accept only proposals of these kinds without asking: syscall, file, network, limit; or the one proposal whose path or endpoint is named (repeat or comma-separate)")
 	f.StringVar(&o.MaxRisk, "max-risk", "high", "with --yes or --only: accept proposals up to this risk: low, high or critical")
 	f.BoolVar(&o.Force, "force", false, "refine from a report of a different command than the profile's")
 	f.StringVar(&o.Workdir, "workdir", "", "the directory the command ran in, for $WORKDIR (default: the current directory)")

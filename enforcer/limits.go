@@ -1,0 +1,287 @@
+package enforcer
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/kernrun"
+	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/sandbox"
+)
+
+// LayerLimits bounds the run's processes, memory and private /tmp (policy.Limits).
+const LayerLimits = sandbox.LayerLimits
+
+// stageTasks is room for the init stage's own threads (a Go runtime: PID 1 of the sandbox
+// stays), which the run's pids limit and RLIMIT_NPROC count besides the command's tasks.
+const stageTasks = 16
+
+const mib = 1 << 20
+
+// runLimits is the limits decision: the values, and where they are kept. Cgroup: in the
+// run's cgroup (pids.max, memory.max, no swap), which counts the whole run and records every
+// hit, with rlimits above them as a backstop; otherwise as rlimits on the command
+// (RLIMIT_NPROC, per uid of the sandbox's user namespace; RLIMIT_DATA, per process), which
+// bound the run without a record.
+type runLimits struct {
+	Pids     int   // tasks at once, the init stage's included
+	Memory   int64 // bytes
+	Tmp      int64 // bytes each private tmpfs holds
+	Cgroup   bool  // kept in the run's cgroup
+	Detail   string
+	Defaults []string // what is not the profile's own value: defaults, per-CPU floors
+}
+
+// rlimits are the limits the init stage sets on the command. RLIMIT_NPROC means nothing for a
+// command that is host uid 0 (the kernel exempts it): then only the cgroup bounds the tasks.
+func (l runLimits) rlimits(hostUID0 bool) []sandbox.Rlimit {
+	var out []sandbox.Rlimit
+	if !hostUID0 {
+		out = append(out, sandbox.Rlimit{Resource: unix.RLIMIT_NPROC, Max: uint64(l.Pids)})
+	}
+	return append(out, sandbox.Rlimit{Resource: unix.RLIMIT_DATA, Max: uint64(l.Memory)})
+}
+
+// decideLimits is the limits layer's decision: the profile's limits, or the defaults, kept in
+// the run's cgroup when this host gives the run one (h.LimitCgroup nil), else as rlimits only.
+// Limits never refuse a run: rlimits always apply.
+func decideLimits(c *Compiled, h hostFacts) layerVerdict {
+	l := limitsFor(c, h)
+	return layerVerdict{Limits: &l}
+}
+
+// limitsFor turns the profile's limits and the host into the values a run applies.
+func limitsFor(c *Compiled, h hostFacts) runLimits {
+	var pl policy.Limits
+	if c.profile != nil {
+		pl = c.profile.Limits
+	}
+	l := runLimits{Pids: pl.Pids, Memory: int64(pl.MemoryMiB) * mib, Tmp: int64(pl.TmpMiB) * mib}
+	if l.Pids == 0 {
+		l.Pids = policy.DefaultPids
+		l.Defaults = append(l.Defaults, "pids")
+	}
+	// A tool's threads and parallel jobs grow with the host's CPUs: a limit learned on a
+	// laptop must not fail the same build on a bigger CI runner.
+	cpus := max(h.CPUs, 1)
+	if floor := policy.PidsPerCPU * cpus; l.Pids < floor {
+		l.Pids = floor
+		l.Defaults = append(l.Defaults, fmt.Sprintf("pids raised to %d per CPU", policy.PidsPerCPU))
+	}
+	l.Pids += stageTasks
+	if l.Memory == 0 {
+		l.Memory = max(h.RAM*policy.DefaultMemoryPercent/100, policy.MinMemoryMiB*mib)
+		l.Defaults = append(l.Defaults, "memory")
+	}
+	if floor := int64(policy.MemoryMiBPerCPU*cpus) * mib; l.Memory < floor {
+		l.Memory = floor
+		l.Defaults = append(l.Defaults, fmt.Sprintf("memory raised to %d MiB per CPU", policy.MemoryMiBPerCPU))
+	}
+	if l.Tmp == 0 {
+		l.Tmp = policy.DefaultTmpMiB * mib
+		l.Defaults = append(l.Defaults, "tmp")
+	}
+	l.Cgroup = h.LimitCgroup == nil
+	where := "in the run's cgroup"
+	if !l.Cgroup {
+		where = fmt.Sprintf("as rlimits only (NPROC per uid, DATA per process; %v)", h.LimitCgroup)
+	}
+	l.Detail = fmt.Sprintf("pids %d, memory %d MiB, /tmp %d MiB, %s", l.Pids-stageTasks, l.Memory/mib, l.Tmp/mib, where)
+	if len(l.Defaults) > 0 {
+		l.Detail += "; default: " + strings.Join(l.Defaults, ", ")
+	}
+	return l
+}
+
+// thisHost are the facts of this host the limits depend on.
+func thisHost() hostFacts {
+	return hostFacts{RAM: hostRAM(), CPUs: runtime.NumCPU(), LimitCgroup: kernrun.LimitsAvailable()}
+}
+
+// EffectiveLimits are the limits enforce applies to p on this host: tasks (the command's, the
+// init stage's room aside), memory and each private tmpfs in MiB.
+func EffectiveLimits(p *policy.Profile) policy.Limits {
+	l := limitsFor(&Compiled{profile: p}, thisHost())
+	return policy.Limits{Pids: l.Pids - stageTasks, MemoryMiB: int(l.Memory / mib), TmpMiB: int(l.Tmp / mib)}
+}
+
+// limitDenials are the report's entries for each limit the run hit, from what its cgroup
+// counted: the limit, how often it refused, and the value that would have sufficed (pids:
+// the peak plus every refused fork; memory: unknown beyond the limit, twice it is suggested).
+func limitDenials(l runLimits, s kernrun.LimitStats, p *policy.Profile) []report.Denial {
+	var out []report.Denial
+	now := time.Now().UTC()
+	add := func(section, what string, count, suffice int) {
+		g := policy.LimitGrant(section, suffice)
+		risk, _ := policy.GrantRisk(p, g)
+		out = append(out, report.Denial{Kind: report.KindLimit, What: what, Exe: "(run)", Count: count, First: now,
+			Suggest: g.String(), Change: &g, Risk: risk})
+	}
+	if s.PidsRefused > 0 {
+		suffice := max(s.PidsPeak, l.Pids) + s.PidsRefused - stageTasks
+		add(policy.SectionLimitPids, fmt.Sprintf("pids limit %d reached: %d fork(s) refused (peak %d tasks); %d would have sufficed",
+			l.Pids-stageTasks, s.PidsRefused, s.PidsPeak, suffice), s.PidsRefused, suffice)
+	}
+	if s.OOMKills > 0 {
+		suffice := int(2 * l.Memory / mib)
+		add(policy.SectionLimitMemory, fmt.Sprintf("memory limit %d MiB reached: %d process(es) killed (peak %d MiB); more than %d MiB needed, %d MiB may suffice",
+			l.Memory/mib, s.OOMKills, s.MemoryPeak/mib, l.Memory/mib, suffice), s.OOMKills, suffice)
+	}
+	return out
+}
+
+// runLimitGroup is the limits as one run applies them: the values and, when they are kept in
+// a cgroup, that cgroup. Making it and moving the init stage into it (a cgroup v1 move waits
+// for an RCU grace period, ~10 ms) happen in the background, from StartEarly on when the
+// stage starts early, while the profile compiles and the stage sets up its sandbox; start
+// waits for them and writes the limits before it releases the stage to exec the command.
+type runLimitGroup struct {
+	l     runLimits
+	group *kernrun.LimitGroup // nil: rlimits only
+	made  chan struct{}       // closed once group is made (or could not be); nil: no cgroup
+	moved chan error          // the stage's move into group (nil: not asked, or waited for)
+	asked bool                // enter was called
+	err   error               // why the cgroup does not hold the run
+}
+
+// rlimitMargin: beside a cgroup the rlimits are a backstop only, above the cgroup's limits,
+// so that the cgroup refuses first and the hit is on the record.
+const rlimitMargin = 2
+
+// newLimitGroup starts making the run's limit cgroup (in run, the guard's cgroup2 directory,
+// when there is one).
+func newLimitGroup(run *kernrun.Cgroup) *runLimitGroup {
+	rg := &runLimitGroup{made: make(chan struct{})}
+	go func() {
+		defer close(rg.made)
+		rg.group, rg.err = kernrun.NewLimitGroup(run)
+	}()
+	return rg
+}
+
+// applyLimits puts the decided limits into the run's plan (the private /tmp's size, the
+// rlimits) and, when the decision keeps them in a cgroup, into early's (the early stage's,
+// already under way) or a cgroup of the run's own. A cgroup that cannot be made, entered or
+// written leaves the rlimits, and the report says so.
+func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.Identity, early *runLimitGroup) *runLimitGroup {
+	if l == nil {
+		early.remove()
+		return nil
+	}
+	plan.TmpSize = l.Tmp
+	if !l.Cgroup {
+		early.remove()
+		plan.Rlimits = l.rlimits(id.UID == 0)
+		rg := &runLimitGroup{l: *l}
+		if id.UID == 0 {
+			rg.l.Detail += "; tasks unbounded: RLIMIT_NPROC does not bind host uid 0"
+		}
+		return rg
+	}
+	backstop := *l
+	backstop.Pids, backstop.Memory = l.Pids*rlimitMargin, l.Memory*rlimitMargin
+	plan.Rlimits = backstop.rlimits(id.UID == 0)
+	rg := early
+	if rg == nil {
+		var run *kernrun.Cgroup
+		if r.guard != nil {
+			run = r.guard.Cgroup()
+		}
+		rg = newLimitGroup(run)
+	}
+	rg.l = *l
+	return rg
+}
+
+// enter moves the init stage (pid) into the run's cgroup, in the background (once).
+func (rg *runLimitGroup) enter(pid int) {
+	if rg == nil || rg.made == nil || rg.asked {
+		return
+	}
+	rg.asked = true
+	moved := make(chan error, 1)
+	rg.moved = moved
+	go func() {
+		<-rg.made
+		if rg.group == nil {
+			moved <- nil
+			return
+		}
+		moved <- rg.group.Enter(pid)
+	}()
+}
+
+// wait waits for the move and writes the limits; a cgroup that does not hold the stage leaves
+// the rlimits.
+func (rg *runLimitGroup) wait() {
+	if rg == nil || rg.moved == nil {
+		return
+	}
+	err := <-rg.moved
+	rg.moved = nil
+	if err == nil && rg.group != nil {
+		err = rg.group.Set(rg.l.Pids, rg.l.Memory)
+	}
+	if err != nil && rg.err == nil {
+		rg.err = err
+	}
+	phase.Mark("limits: the stage in its cgroup")
+}
+
+// report sets the limits layer's state and adds a denial for each limit the run hit. Without
+// a cgroup a hit leaves no record (a fork fails with EAGAIN, an allocation with ENOMEM).
+func (rg *runLimitGroup) report(rep *report.Report, res *runResult, p *policy.Profile) {
+	if rg == nil {
+		return
+	}
+	if rg.made != nil {
+		<-rg.made
+	}
+	if rg.made != nil && !rg.asked {
+		rg.err = errors.New("the stage was not moved into it")
+	}
+	detail := rg.l.Detail
+	if rg.err != nil {
+		detail = strings.Replace(detail, "in the run's cgroup", fmt.Sprintf("as rlimits at %dx only (the run's cgroup: %v)", rlimitMargin, rg.err), 1)
+	}
+	rep.SetLayer(report.Layer{Name: LayerLimits, State: report.LayerApplied, Detail: detail})
+	if rg.group == nil || rg.err != nil {
+		rep.Unobservable = append(rep.Unobservable, "limits reached (rlimits only: a refused fork or allocation leaves no record)")
+		return
+	}
+	res.denials = append(res.denials, limitDenials(rg.l, rg.group.Stats(), p)...)
+}
+
+func (rg *runLimitGroup) remove() {
+	if rg == nil {
+		return
+	}
+	if rg.moved != nil {
+		<-rg.moved
+	}
+	if rg.made != nil {
+		<-rg.made
+	}
+	rg.group.Remove()
+}
+
+// hostRAM is the host's memory in bytes (0: unknown).
+func hostRAM() int64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit)
+}
+
+// LimitsSummary says what limits enforce applies to p on this host, for `sysprof show`.
+func LimitsSummary(p *policy.Profile) string {
+	return limitsFor(&Compiled{profile: p}, thisHost()).Detail
+}

@@ -1,0 +1,411 @@
+package kernrun
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// LimitGroup is where a run's pids and memory limits are kept: the run's cgroup2 directory when
+// the pids and memory controllers are on there, else (hybrid hosts, where those controllers
+// are bound to cgroup v1) a directory of the same kind in the v1 pids and memory hierarchies,
+// below sysprof's own cgroup there, so that limits above sysprof's (a test's, a service's)
+// still bound the run.
+type LimitGroup struct {
+	V2           bool
+	Pids, Memory string // the directories (one and the same for cgroup2)
+	created      []string
+	own          *Cgroup // a cgroup2 directory of its own (no run cgroup was given): Enter moves
+}
+
+// LimitsAvailable says why this process cannot keep a run's limits in a cgroup, or nil: as
+// root, with the pids and memory controllers in cgroup2 or as v1 hierarchies. Asked once.
+var LimitsAvailable = sync.OnceValue(limitsAvailable)
+
+func limitsAvailable() error {
+	if os.Geteuid() != 0 {
+		return delegation()
+	}
+	if mnt, err := Cgroup2Mount(); err == nil {
+		if b, err := os.ReadFile(filepath.Join(mnt, "cgroup.controllers")); err == nil &&
+			slices.Contains(strings.Fields(string(b)), "pids") && slices.Contains(strings.Fields(string(b)), "memory") {
+			return nil
+		}
+	}
+	for _, ctrl := range []string{"pids", "memory"} {
+		if _, err := v1Dir(ctrl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LimitStats are what the kernel counted in a LimitGroup: peaks, and how often a limit refused.
+type LimitStats struct {
+	PidsPeak    int   // most tasks at once (pids.peak; 0: not known)
+	PidsRefused int   // forks the pids limit refused (pids.events max)
+	MemoryPeak  int64 // most bytes charged at once (memory.peak; 0: not known)
+	// OOMKills is how many processes the memory limit's OOM killer ended; MemoryHits how often
+	// the limit was reached (memory.events max; v1: memory.failcnt).
+	OOMKills   int
+	MemoryHits int
+}
+
+// NewLimitGroup prepares the limits of a run: in run, its cgroup2 directory (nil: none), when the
+// controllers can be enabled there, else in fresh v1 directories named after run (or after this
+// process). It creates nothing it cannot use: an error means no cgroup limits here.
+func NewLimitGroup(run *Cgroup) (*LimitGroup, error) {
+	if run != nil {
+		if err := enableControllers(filepath.Dir(run.Dir)); err == nil {
+			return &LimitGroup{V2: true, Pids: run.Dir, Memory: run.Dir}, nil
+		}
+	} else if mnt, err := Cgroup2Mount(); err == nil && os.MkdirAll(filepath.Join(mnt, "sysprof"), 0o755) == nil &&
+		enableControllers(filepath.Join(mnt, "sysprof")) == nil {
+		if own, err := NewCgroup(); err == nil {
+			return &LimitGroup{V2: true, Pids: own.Dir, Memory: own.Dir, own: own}, nil
+		}
+	}
+	name := fmt.Sprintf("sysprof-run-%d-%d", os.Getpid(), runSeq.Add(1))
+	if run != nil {
+		name = "sysprof-" + filepath.Base(run.Dir)
+	}
+	g := &LimitGroup{}
+	for _, h := range []struct {
+		ctrl string
+		dir  *string
+	}{{"pids", &g.Pids}, {"memory", &g.Memory}} {
+		parent, err := v1Dir(h.ctrl)
+		if err != nil {
+			g.Remove()
+			return nil, err
+		}
+		removeStaleV1(parent)
+		d := filepath.Join(parent, name)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			g.Remove()
+			return nil, fmt.Errorf("create cgroup %s: %w", d, err)
+		}
+		g.created = append(g.created, d)
+		*h.dir = d
+	}
+	return g, nil
+}
+
+// removeStaleV1 removes the v1 directories of sysprof processes that are gone (killed before
+// they could remove them); a populated one stays (rmdir refuses it).
+func removeStaleV1(parent string) {
+	dirs, _ := filepath.Glob(filepath.Join(parent, "sysprof-run-*-*"))
+	for _, d := range dirs {
+		f := strings.Split(filepath.Base(d), "-")
+		pid, err := strconv.Atoi(f[2])
+		if err != nil || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
+			continue
+		}
+		removeTree(d, 1) // a populated one stays
+	}
+}
+
+// delegation says why an ordinary user's run gets no cgroup: sysprof does not use a delegated
+// cgroup2 subtree yet (it would first have to move itself into a leaf of it), and says whether
+// this host offers one (the caller's cgroup writable by it, with pids and memory).
+func delegation() error {
+	mnt, err := Cgroup2Mount()
+	if err != nil {
+		return fmt.Errorf("an ordinary user gets no cgroup of its own: %v", err)
+	}
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return err
+	}
+	own := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			own = filepath.Join(mnt, p)
+		}
+	}
+	c, _ := os.ReadFile(filepath.Join(own, "cgroup.controllers"))
+	ctrls := strings.Fields(string(c))
+	switch {
+	case own == "":
+		return errors.New("an ordinary user gets no cgroup of its own: not in the cgroup2 hierarchy")
+	case unix.Access(own, unix.W_OK) != nil:
+		return fmt.Errorf("an ordinary user gets no cgroup of its own: %s is not delegated to it", own)
+	case !slices.Contains(ctrls, "pids") || !slices.Contains(ctrls, "memory"):
+		return fmt.Errorf("an ordinary user gets no cgroup of its own: %s is delegated without the pids and memory controllers", own)
+	}
+	return fmt.Errorf("%s is delegated to this user, but sysprof does not use delegated cgroups yet", own)
+}
+
+// enableControllers turns pids and memory on for the children of dir (and of its ancestors up
+// to the mount, which must pass them down).
+func enableControllers(dir string) error {
+	mnt, err := Cgroup2Mount()
+	if err != nil {
+		return err
+	}
+	var chain []string
+	for d := dir; ; d = filepath.Dir(d) {
+		chain = append([]string{d}, chain...)
+		if d == mnt || len(d) <= len(mnt) {
+			break
+		}
+	}
+	for _, d := range chain {
+		b, err := os.ReadFile(filepath.Join(d, "cgroup.subtree_control"))
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), "pids") && strings.Contains(string(b), "memory") {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), []byte("+pids +memory"), 0); err != nil {
+			return fmt.Errorf("enable pids and memory in %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// v1Dir is this process's cgroup directory in the v1 hierarchy of ctrl.
+func v1Dir(ctrl string) (string, error) {
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 || !hasField(parts[1], ctrl) {
+			continue
+		}
+		mnt, err := v1Mount(ctrl)
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(mnt, parts[2]), nil
+	}
+	return "", fmt.Errorf("no cgroup v1 %s hierarchy and no cgroup2 %s controller: no cgroup limits here", ctrl, ctrl)
+}
+
+func hasField(list, name string) bool {
+	for _, f := range strings.Split(list, ",") {
+		if f == name {
+			return true
+		}
+	}
+	return false
+}
+
+// v1Mount is where the v1 hierarchy of ctrl is mounted.
+func v1Mount(ctrl string) (string, error) {
+	mnts, err := v1Mounts()
+	if err != nil {
+		return "", err
+	}
+	if m, ok := mnts[ctrl]; ok {
+		return m, nil
+	}
+	return "", fmt.Errorf("the cgroup v1 %s hierarchy is not mounted", ctrl)
+}
+
+// v1Mounts are the v1 hierarchies' mount points by controller, read once.
+var v1Mounts = sync.OnceValues(func() (map[string]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 3 || g[0] != "cgroup" {
+			continue
+		}
+		for _, ctrl := range strings.Split(g[2], ",") {
+			if _, seen := out[ctrl]; !seen {
+				out[ctrl] = f[4]
+			}
+		}
+	}
+	return out, nil
+})
+
+// Set writes the limits: at most pids tasks, memory bytes of RAM and no swap (0: leave as is).
+func (g *LimitGroup) Set(pids int, memory int64) error {
+	var files [][2]string
+	if pids > 0 {
+		files = append(files, [2]string{filepath.Join(g.Pids, "pids.max"), strconv.Itoa(pids)})
+	}
+	if memory > 0 {
+		m := strconv.FormatInt(memory, 10)
+		if g.V2 {
+			files = append(files, [2]string{filepath.Join(g.Memory, "memory.max"), m}, [2]string{filepath.Join(g.Memory, "memory.swap.max"), "0"})
+		} else {
+			files = append(files, [2]string{filepath.Join(g.Memory, "memory.limit_in_bytes"), m})
+			// RAM plus swap = RAM: no swap (absent without swap accounting).
+			files = append(files, [2]string{filepath.Join(g.Memory, "memory.memsw.limit_in_bytes"), m})
+		}
+	}
+	for _, f := range files {
+		if err := os.WriteFile(f[0], []byte(f[1]), 0); err != nil {
+			if errors.Is(err, os.ErrNotExist) && (strings.Contains(f[0], "swap") || strings.Contains(f[0], "memsw")) {
+				continue // no swap accounting: no swap to limit either
+			}
+			return fmt.Errorf("set %s to %s: %w", f[0], f[1], err)
+		}
+	}
+	return nil
+}
+
+// Enter moves process pid (all its threads) into the v1 directories; born into the cgroup2
+// directory, it is there already.
+func (g *LimitGroup) Enter(pid int) error {
+	dirs := []string{g.Pids, g.Memory}
+	switch {
+	case g.own != nil:
+		dirs = dirs[:1]
+	case g.V2:
+		return nil
+	}
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("move the run into %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// Stats reads what the kernel counted (fields it cannot read stay 0).
+func (g *LimitGroup) Stats() LimitStats {
+	var s LimitStats
+	s.PidsPeak = int(readInt(filepath.Join(g.Pids, "pids.peak")))
+	s.PidsRefused = int(keyed(filepath.Join(g.Pids, "pids.events"), "max"))
+	if g.V2 {
+		s.MemoryPeak = readInt(filepath.Join(g.Memory, "memory.peak"))
+		s.OOMKills = int(keyed(filepath.Join(g.Memory, "memory.events"), "oom_kill"))
+		s.MemoryHits = int(keyed(filepath.Join(g.Memory, "memory.events"), "max"))
+	} else {
+		s.MemoryPeak = readInt(filepath.Join(g.Memory, "memory.max_usage_in_bytes"))
+		s.OOMKills = int(keyed(filepath.Join(g.Memory, "memory.oom_control"), "oom_kill"))
+		s.MemoryHits = int(readInt(filepath.Join(g.Memory, "memory.failcnt")))
+	}
+	return s
+}
+
+// Remove removes the v1 directories it created (once the run's processes are gone).
+func (g *LimitGroup) Remove() {
+	if g == nil {
+		return
+	}
+	if g.own != nil {
+		_ = g.own.Remove()
+		g.own = nil
+	}
+	for _, d := range g.created {
+		removeTree(d, 200)
+	}
+	g.created = nil
+}
+
+// removeTree removes cgroup directory d, and first the directories below it (a nested sysprof
+// that was killed left its own), trying each up to tries times 10 ms apart: the last processes
+// may still be exiting, and rmdir fails with EBUSY until they are gone.
+func removeTree(d string, tries int) {
+	subs, _ := os.ReadDir(d)
+	for _, e := range subs {
+		if e.IsDir() {
+			removeTree(filepath.Join(d, e.Name()), tries)
+		}
+	}
+	for range tries {
+		if err := os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func readInt(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}
+
+// keyed reads the value of key from a "key value" per line file.
+func keyed(path, key string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, key+" "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// Measure readies g for a process the calling thread starts next: cgroup v1 directories are
+// joined per thread, so the calling thread (locked to its goroutine by the caller) joins them,
+// the child it forks is born in them, and the returned function puts the thread back. A
+// cgroup2 directory is joined at clone (CLONE_INTO_CGROUP) and needs nothing.
+func (g *LimitGroup) Measure() (restore func(), err error) {
+	if g.V2 {
+		if g.own != nil {
+			return nil, errors.New("a cgroup2 directory is joined at clone only: measure in the run's own cgroup")
+		}
+		return func() {}, nil
+	}
+	tid := strconv.Itoa(unix.Gettid())
+	var back []string
+	restore = func() {
+		for _, d := range back {
+			_ = os.WriteFile(filepath.Join(d, "tasks"), []byte(tid), 0)
+		}
+	}
+	for _, d := range []string{g.Pids, g.Memory} {
+		from, err := threadCgroupDir(d)
+		if err != nil {
+			restore()
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(d, "tasks"), []byte(tid), 0); err != nil {
+			restore()
+			return nil, fmt.Errorf("join %s: %w", d, err)
+		}
+		back = append(back, from)
+	}
+	return restore, nil
+}
+
+// threadCgroupDir is the calling thread's directory in the hierarchy dir belongs to.
+func threadCgroupDir(dir string) (string, error) {
+	for _, ctrl := range []string{"pids", "memory"} {
+		if mnt, err := v1Mount(ctrl); err == nil && strings.HasPrefix(dir, mnt+"/") {
+			b, err := os.ReadFile("/proc/thread-self/cgroup")
+			if err != nil {
+				return "", err
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				parts := strings.SplitN(line, ":", 3)
+				if len(parts) == 3 && hasField(parts[1], ctrl) {
+					return filepath.Join(mnt, parts[2]), nil
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("%s: not a cgroup v1 directory this thread is in", dir)
+}

@@ -1,0 +1,68 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestLimitsRoundTripMergeDiffGrant(t *testing.T) {
+	p := &Profile{Metadata: Metadata{Name: "x", Command: []string{"x"}, Runs: 1}, Limits: Limits{Pids: 64, MemoryMiB: 512}}
+	b, err := Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "limits:\n  pids: 64\n  memoryMiB: 512\n") {
+		t.Fatalf("marshal:\n%s", b)
+	}
+	q, err := Parse("x.yaml", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Limits != p.Limits {
+		t.Fatalf("round trip: %+v, want %+v", q.Limits, p.Limits)
+	}
+	if _, err := Parse("x.yaml", []byte(strings.Replace(string(b), "pids: 64", "pids: -1", 1))); err == nil {
+		t.Error("a negative pids limit parsed")
+	}
+
+	// Merge takes the larger limit; a default on either side stays the default.
+	m := Merge(p, &Profile{Limits: Limits{Pids: 200, MemoryMiB: 256, TmpMiB: 100}})
+	if want := (Limits{Pids: 200, MemoryMiB: 512}); m.Limits != want {
+		t.Errorf("merge: %+v, want %+v", m.Limits, want)
+	}
+
+	// A raised limit widens; a lowered one narrows; left out is the default.
+	for _, tc := range []struct {
+		old, new Limits
+		section  string
+		widens   bool
+	}{
+		{Limits{Pids: 64}, Limits{Pids: 128}, SectionLimitPids, true},
+		{Limits{Pids: 128}, Limits{Pids: 64}, SectionLimitPids, false},
+		{Limits{Pids: 64}, Limits{}, SectionLimitPids, true}, // back to 1024
+		{Limits{}, Limits{Pids: 2048}, SectionLimitPids, true},
+		{Limits{MemoryMiB: 512}, Limits{}, SectionLimitMemory, true}, // back to a share of the host
+		{Limits{}, Limits{TmpMiB: 64}, SectionLimitTmp, false},
+	} {
+		cs := Diff(&Profile{Limits: tc.old}, &Profile{Limits: tc.new})
+		if len(cs) != 1 || cs[0].Section != tc.section || cs[0].Widens != tc.widens {
+			t.Errorf("Diff(%+v, %+v) = %v, want one %s change widening=%v", tc.old, tc.new, cs, tc.section, tc.widens)
+		}
+	}
+
+	g := LimitGrant(SectionLimitPids, 256)
+	back, err := ParseGrant(g.String())
+	if err != nil || back.Section != g.Section || back.Item != g.Item {
+		t.Errorf("ParseGrant(%q) = %+v, %v", g.String(), back, err)
+	}
+	if _, err := ParseGrant("limits.pids: many"); err == nil {
+		t.Error("a limit grant without a number parsed")
+	}
+
+	if l := LearnedLimits(3, 10<<20, 0); l.Pids != MinPids || l.MemoryMiB != MinMemoryMiB || l.TmpMiB != 0 {
+		t.Errorf("LearnedLimits(3, 10MiB, 0) = %+v: want the floors, tmp left to its default", l)
+	}
+	if l := LearnedLimits(100, 1<<30, 100<<20); l.Pids != 400 || l.MemoryMiB != 4096 || l.TmpMiB != 400 {
+		t.Errorf("LearnedLimits(100, 1GiB, 100MiB) = %+v", l)
+	}
+}
