@@ -17,7 +17,6 @@ import (
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/sandbox"
-	"github.com/sysprof/sysprof/synth"
 )
 
 // stagedRun holds the host directories of one run's stages (see StageSpec): made before the
@@ -319,7 +318,7 @@ func (cb *copyBack) deny(host, access string, count int) {
 		cb.more += count
 		return
 	}
-	portable := synth.Portable(host, cb.env.Vars)
+	portable := paths.Portable(host, cb.env.Vars)
 	d := report.Denial{Kind: report.KindFile, Path: host, Access: access, Count: count, First: time.Now().UTC(),
 		Exe: "(staged)", What: fmt.Sprintf("%s %s (not a learned output of the staged %s: discarded)", host, access, cb.spec.Dir)}
 	g := policy.Grant{Section: policy.SectionWrite, Item: portable}

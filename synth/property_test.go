@@ -163,7 +163,7 @@ func secretFilter(ctx map[string]string, allow []string) func(string) bool {
 // passRead and passWrite): reading /, $HOME, /etc … themselves, writing $WORKDIR, $HOME …
 // themselves.
 func refusedByDesign(f trace.FileAccess, ctx map[string]string) bool {
-	p := portablePath(f.Path, paths.NewRoots(ctx), nil)
+	p := paths.NewRoots(ctx).Generalize(f.Path, nil)
 	switch {
 	case f.Access == trace.AccessRead && !f.Dir:
 		return tooBroadToRead(p)

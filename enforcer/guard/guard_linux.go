@@ -116,7 +116,7 @@ type Config struct {
 	// plan's (an EACCES it allows is not the sandbox's).
 	Hidden   []string
 	Landlock *sandbox.Landlock
-	// Vars are the path variables a suggestion is written with (synth.Portable).
+	// Vars are the path variables a suggestion is written with (paths.Portable).
 	Vars map[string]string
 	// FileRisk rates a suggestion (nil: unrated).
 	FileRisk func(access, portable string) report.Risk
