@@ -41,7 +41,10 @@ func portablePath(p string, vars Roots, exePIDs map[string]bool) string {
 	for i := 0; i <= len(rest); {
 		c, next := Component(rest, i)
 		g := c
-		if mayGlob(c) {
+		switch {
+		case i == 0 && prefix == "$TMPDIR", i > 0 && prefix == "" && tempRoot("/"+rest[:i-1]):
+			g = GlobTempComponent(c)
+		case mayGlob(c):
 			g = globComponentCached(c)
 		}
 		switch {
@@ -178,7 +181,10 @@ func (m *PortableMemo) child(d string, parent *dirMemo) dirMemo {
 	default:
 		base := d[i+1:]
 		g := base
-		if mayGlob(base) {
+		switch {
+		case tempRoot(parent.out):
+			g = GlobTempComponent(base)
+		case mayGlob(base):
 			g = globComponentCached(base)
 		}
 		r.ok = true
@@ -239,6 +245,10 @@ func portableKernelPath(p string, exePIDs map[string]bool) string {
 		return "/" + strings.Join(comps, "/")
 	case len(comps) == 3 && comps[0] == "dev" && comps[1] == "pts" && allDigits(comps[2]):
 		return "/dev/pts/*"
+	case len(comps) >= 3 && comps[0] == "dev" && comps[1] == "shm":
+		// POSIX shared memory and semaphores: their names are a temp root's.
+		comps[2] = GlobTempComponent(comps[2])
+		return "/" + strings.Join(comps, "/")
 	}
 	return p
 }
@@ -290,6 +300,9 @@ func mayGlob(c string) bool {
 	if c == "" {
 		return false
 	}
+	if len(c) >= 36 && strings.Count(c, "-") >= 4 {
+		return true // globUUIDs
+	}
 	if c[0] == 't' && strings.HasPrefix(c, "tmp") {
 		return true // pythonTempName
 	}
@@ -329,41 +342,128 @@ var randomPrefixFirst = func() (t [256]bool) {
 }()
 
 // randomPrefixes are temp-name makers whose random part has no digits often enough that the
-// generic rules would miss it: the prefix is kept and the random run after it becomes `*`.
+// generic rules would miss it: the prefix is kept and the random run after it (of class, from
+// min to max bytes) becomes `*`. A longer prefix comes before a shorter one it starts with.
 var randomPrefixes = []struct {
 	prefix   string
 	min, max int
-	mixed    bool // the run must hold an upper-case letter or a digit (it is mkstemp's alphabet)
+	class    nameClass
 }{
-	{"tmp.", 6, 16, false}, // mktemp(1): tmp.XXXXXXXXXX
-	{".tmp", 6, 6, false},  // Rust's tempfile crate (cargo): .tmpXXXXXX
-	{"rustc", 6, 6, true},  // rustc's temp dirs: rustcXXXXXX
-	{"cc", 6, 6, true},     // gcc's temp files: ccXXXXXX.s, ccXXXXXX.o
-	{"ssh-", 6, 16, false}, // ssh-agent's socket dir: ssh-XXXXXXXXXX
+	{"tmp.", 6, 16, classAlnum},      // mktemp(1): tmp.XXXXXXXXXX
+	{".tmp", 6, 6, classAlnum},       // Rust's tempfile crate (cargo): .tmpXXXXXX
+	{"rustc", 6, 6, classMixed},      // rustc's temp dirs: rustcXXXXXX
+	{"cc", 6, 6, classMixed},         // gcc's temp files: ccXXXXXX.s, ccXXXXXX.o
+	{"ssh-", 6, 16, classAlnum},      // ssh-agent's socket dir: ssh-XXXXXXXXXX
+	{"sem.mp-", 8, 8, classPython},   // Python multiprocessing's semaphores: /dev/shm/sem.mp-XXXXXXXX
+	{"sem.", 6, 6, classAlnum},       // glibc sem_open's temp name: /dev/shm/sem.XXXXXX
+	{"pymp-", 8, 8, classPython},     // Python multiprocessing's temp dir: pymp-XXXXXXXX
+	{"pytest-of-", 1, 32, classUser}, // pytest's base temp dir: pytest-of-USER (the user differs)
+	{"pytest-", 1, 10, classDigits},  // and its numbered session dirs in it: pytest-N (not pytest-7.2.1.dist-info)
+	{"garbage-", 36, 36, classUUID},  // pytest's dirs on their way out: garbage-UUID
+}
+
+// nameClass is the alphabet of a generator's random run.
+type nameClass uint8
+
+const (
+	classAlnum  nameClass = iota // [A-Za-z0-9]
+	classMixed                   // [A-Za-z0-9] holding an upper-case letter or a digit (mkstemp's alphabet)
+	classPython                  // [a-z0-9_] (Python's tempfile)
+	classDigits                  // [0-9], up to the end of the name
+	classUser                    // a user name: [A-Za-z0-9_.-], up to the end of the name
+	classUUID                    // [0-9a-f-]
+)
+
+// runOf returns how many bytes at the start of s are of class k.
+func runOf(s string, k nameClass) int {
+	n := 0
+	for n < len(s) {
+		c := s[n]
+		var ok bool
+		switch k {
+		case classAlnum, classMixed:
+			ok = isAlnum(c)
+		case classPython:
+			ok = c >= 'a' && c <= 'z' || isDigit(c) || c == '_'
+		case classDigits:
+			ok = isDigit(c)
+		case classUser:
+			ok = isAlnum(c) || c == '_' || c == '.' || c == '-'
+		case classUUID:
+			ok = isDigit(c) || c >= 'a' && c <= 'f' || c == '-'
+		}
+		if !ok {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 // pythonTempName reports Python's tempfile names (mkstemp, mkdtemp, NamedTemporaryFile):
-// "tmp" and 8 characters of [a-z0-9_] holding a digit or "_" (all letters in 1 of 16 names,
-// which then stay exact), then the end or a suffix (which it returns).
+// "tmp" and 8 characters of [a-z0-9_], then the end or a suffix (which it returns). All
+// letters is as likely a random name as any other (1 in 16): no 11-letter word is kept apart.
 func pythonTempName(c string) (suffix string, ok bool) {
-	if len(c) < 11 || !strings.HasPrefix(c, "tmp") {
-		return "", false
-	}
-	random := false // a digit or _: "tmp" and 8 letters is as often a word (tmplatesdir)
-	for i := 3; i < 11; i++ {
-		b := c[i]
-		if !(b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '_') {
-			return "", false
-		}
-		random = random || b < 'a'
-	}
-	if !random {
+	if len(c) < 11 || !strings.HasPrefix(c, "tmp") || runOf(c[3:11], classPython) != 8 {
 		return "", false
 	}
 	if len(c) > 11 && (isAlnum(c[11]) || c[11] == '_') {
 		return "", false
 	}
 	return c[11:], true
+}
+
+// tempRoot reports whether a portable directory is a temp root, where generators put their
+// random names (GlobTempComponent).
+func tempRoot(dir string) bool {
+	switch dir {
+	case "$TMPDIR", "/tmp", "/var/tmp", "/dev/shm":
+		return true
+	}
+	return false
+}
+
+// GlobTempComponent is GlobComponent for a name directly in a temp root ($TMPDIR, /tmp,
+// /var/tmp, /dev/shm), where a name's shape alone says which generator made it, also when its
+// random part happens to hold no digit:
+//
+//   - exactly 8 of [a-z0-9_]: Python's tempfile.gettempdir() probe → ????????;
+//   - a prefix ending in "-" or "." and 8 of [a-z0-9_]: Python's mkdtemp(prefix="pip-") → pip-*;
+//   - a prefix and 6 of [A-Za-z0-9] mixing two of upper case, lower case and digits (mkstemp,
+//     mkdtemp, node's fs.mkdtemp: foo-RVUtDz, myappXyZabc) → foo-*, myapp*.
+//
+// Anything else is GlobComponent's.
+func GlobTempComponent(c string) string {
+	if c == "" || strings.ContainsAny(c, "*$?[") {
+		return c
+	}
+	if len(c) == 8 && runOf(c, classPython) == 8 {
+		return "????????"
+	}
+	if i := strings.LastIndexAny(c, "-."); i >= 0 && len(c)-i-1 == 8 && runOf(c[i+1:], classPython) == 8 {
+		return GlobComponent(c[:i+1]) + "*"
+	}
+	g := GlobComponent(c)
+	if strings.HasSuffix(g, "*") {
+		return g
+	}
+	if n := len(c); n >= 6 && runOf(c[n-6:], classAlnum) == 6 {
+		var upper, lower, digit int
+		for i := n - 6; i < n; i++ {
+			switch b := c[i]; {
+			case isDigit(b):
+				digit = 1
+			case b >= 'A' && b <= 'Z':
+				upper = 1
+			default:
+				lower = 1
+			}
+		}
+		if upper+lower+digit >= 2 {
+			return GlobComponent(c[:n-6]) + "*"
+		}
+	}
+	return g
 }
 
 // timestampRE matches a date or date-time stamp in a name (npm's
@@ -377,7 +477,8 @@ var timestampRE = sync.OnceValue(func() *regexp.Regexp {
 // letters and digits:
 //
 //   - a known temp-name prefix followed by its random run (tmp.XXXXXXXXXX, .tmpXXXXXX,
-//     rustcXXXXXX, ccXXXXXX.o, ssh-XXXXXXXXXX);
+//     rustcXXXXXX, ccXXXXXX.o, ssh-XXXXXXXXXX, sem.XXXXXX, sem.mp-XXXXXXXX, pymp-XXXXXXXX,
+//     pytest-of-USER, pytest-N; randomPrefixes), and Python's tempfile names (tmpXXXXXXXX);
 //   - a run of 4 or more digits only (pids, uids, timestamps: agent.12345, 1000);
 //   - a hex run of 8 or more holding both a digit and a letter a-f (build hashes:
 //     serde-1a2b3c4d5e6f7a8b);
@@ -386,15 +487,19 @@ var timestampRE = sync.OnceValue(func() *regexp.Regexp {
 //   - a run of 10 or more with at least 3 digits and 3 letters changing between the two at
 //     least 4 times (base-36 hashes: 00v5zyg4h84nypw5fqyxdz1el);
 //   - inside any other run, a stretch of 6 or more digits (go-build123456789);
-//   - a date or date-time stamp (2026-11-30, 2026-11-30T04_00_00_000Z, 20261130-040000).
+//   - a date or date-time stamp (2026-11-30, 2026-11-30T04_00_00_000Z, 20261130-040000);
+//   - a UUID (bash_tool_d53713f2-eef2-41d1-9991-ab957b398f58 → bash_tool_*).
 //
-// Version numbers (1.75.0, python3.11, x86_64) stay as they are.
+// Names directly in a temp root take GlobTempComponent. Version numbers (1.75.0, python3.11, x86_64) stay as they are.
 func GlobComponent(c string) string {
 	if c == "" || strings.ContainsAny(c, "*$") {
 		return c
 	}
 	if countDigits(c) >= 8 { // a stamp holds at least 8 digits: skip the regexp otherwise
 		c = globStamps(c)
+	}
+	if len(c) >= 36 {
+		c = globUUIDs(c)
 	}
 	if rest, ok := pythonTempName(c); ok {
 		return "tmp*" + GlobComponent(rest)
@@ -404,11 +509,8 @@ func GlobComponent(c string) string {
 			continue
 		}
 		rest := c[len(rp.prefix):]
-		n := 0
-		for n < len(rest) && isAlnum(rest[n]) {
-			n++
-		}
-		if n < rp.min || n > rp.max || rp.mixed && !strings.ContainsFunc(rest[:n], func(r rune) bool {
+		n := runOf(rest, rp.class)
+		if n < rp.min || n > rp.max || (rp.class == classUser || rp.class == classDigits) && n != len(rest) || rp.class == classMixed && !strings.ContainsFunc(rest[:n], func(r rune) bool {
 			return r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
 		}) {
 			continue
@@ -434,6 +536,42 @@ func GlobComponent(c string) string {
 		out = strings.ReplaceAll(out, "**", "*")
 	}
 	return out
+}
+
+// globUUIDs replaces the UUIDs in c (8-4-4-4-12 hex digits, any case) with "*".
+func globUUIDs(c string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i+36 <= len(c); i++ {
+		if i > 0 && isAlnum(c[i-1]) || i+36 < len(c) && isAlnum(c[i+36]) || !isUUID(c[i:i+36]) {
+			continue
+		}
+		b.WriteString(c[last:i])
+		b.WriteByte('*')
+		last = i + 36
+		i += 35
+	}
+	if last == 0 {
+		return c
+	}
+	b.WriteString(c[last:])
+	return b.String()
+}
+
+func isUUID(s string) bool {
+	for i := 0; i < 36; i++ {
+		switch c := s[i]; i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !isDigit(c) && !(c >= 'a' && c <= 'f') && !(c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // globStamps replaces the date stamps in c with "*". A match inside a longer run of digits is

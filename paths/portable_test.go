@@ -23,7 +23,7 @@ func TestGlobComponent(t *testing.T) {
 		{"tmpk3_x9qzp", "tmp*"},         // Python's tempfile.mkstemp / mkdtemp
 		{"tmpabc4efgh.txt", "tmp*.txt"}, // NamedTemporaryFile(suffix=".txt")
 		{"tmpfiles.d", "tmpfiles.d"},
-		{"tmplatesdir", "tmplatesdir"},
+		{"tmplatesdir", "tmp*"}, // tmp + 8 of [a-z0-9_]: Python's, also when all letters
 		{"rustcXk3Lm9", "rustc*"},
 		{"ccA1b2C3.o", "cc*.o"},
 		{"ccQz9Yx8.res", "cc*.res"},
@@ -74,6 +74,74 @@ func TestGlobComponent(t *testing.T) {
 			t.Errorf("GlobComponent(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
+}
+
+// TestRandomNames: the names each common generator made here (collected by running it: Python's
+// tempfile, multiprocessing and gettempdir() probe, glibc's sem_open, mktemp(1), Go's
+// os.CreateTemp/MkdirTemp, node's fs.mkdtemp, pytest's tmp_path, vite's config bundle) become
+// one glob per generator, whatever their random part holds; names that are not random stay.
+func TestRandomNames(t *testing.T) {
+	vars := NewRoots(map[string]string{"WORKDIR": "/home/u/proj", "HOME": "/home/u", "TMPDIR": "/tmp"})
+	for _, c := range []struct{ gen, in, want string }{
+		{"python mkstemp", "/tmp/tmpw2er498j", "$TMPDIR/tmp*"},
+		{"python mkstemp, all letters", "/tmp/tmpcesfittv", "$TMPDIR/tmp*"},
+		{"python mkdtemp", "/tmp/tmp4m6it7vh/x", "$TMPDIR/tmp*/x"},
+		{"python mkdtemp(dir=)", "/home/u/.cache/pip/tmpyeofdoyl", "$HOME/.cache/pip/tmp*"},
+		{"python gettempdir probe", "/tmp/9stpnoua", "$TMPDIR/????????"},
+		{"python gettempdir probe", "/tmp/8tbj1z60", "$TMPDIR/????????"},
+		{"python gettempdir probe, all letters", "/tmp/pqhkrebu", "$TMPDIR/????????"},
+		{"python mkdtemp(prefix=)", "/tmp/pip-build-env-ot20dro6", "$TMPDIR/pip-build-env-*"},
+		{"python multiprocessing dir", "/tmp/pymp-e_k3y3zh", "$TMPDIR/pymp-*"},
+		{"python multiprocessing semaphore", "/dev/shm/sem.mp-6p80vk1t", "/dev/shm/sem.mp-*"},
+		{"glibc sem_open", "/dev/shm/sem.M0Zuzj", "/dev/shm/sem.*"},
+		{"glibc sem_open, no digit", "/dev/shm/sem.ppUjRB", "/dev/shm/sem.*"},
+		{"mktemp(1)", "/tmp/tmp.wdJnIIBFCB", "$TMPDIR/tmp.*"},
+		{"mktemp(1) -d", "/tmp/tmp.TbTtVMafYS/out", "$TMPDIR/tmp.*/out"},
+		{"go os.CreateTemp", "/tmp/app-461457640.txt", "$TMPDIR/app-*.txt"},
+		{"go os.MkdirTemp", "/tmp/build894086069", "$TMPDIR/build*"},
+		{"go os.CreateTemp default", "/tmp/450302555", "$TMPDIR/*"},
+		{"go build", "/tmp/go-build3456484206/b001/exe/a.out", "$TMPDIR/go-build*/b001/exe/a.out"},
+		{"rust tempfile", "/home/u/proj/target/debug/.tmpabcdef", "$WORKDIR/target/debug/.tmp*"},
+		{"node fs.mkdtemp", "/tmp/foo-Y6vMYz", "$TMPDIR/foo-*"},
+		{"node fs.mkdtemp, no digit", "/tmp/foo-RVUtDz", "$TMPDIR/foo-*"},
+		{"node fs.mkdtemp, no digit", "/tmp/foo-PhobUA/a.js", "$TMPDIR/foo-*/a.js"},
+		{"pytest tmp_path", "/tmp/pytest-of-root/pytest-1/test_tmp0/f.txt", "$TMPDIR/pytest-of-*/pytest-*/test_tmp0/f.txt"},
+		{"pytest tmp_path, another user", "/tmp/pytest-of-nobody/pytest-12/test_tmpcurrent", "$TMPDIR/pytest-of-*/pytest-*/test_tmpcurrent"},
+		{"pytest current", "/tmp/pytest-of-root/pytest-current", "$TMPDIR/pytest-of-*/pytest-current"},
+		{"pytest cleanup", "/tmp/pytest-of-root/garbage-d53713f2-eef2-41d1-9991-ab957b398f58", "$TMPDIR/pytest-of-*/garbage-*"},
+		{"vite config bundle", "/home/u/proj/vite.config.ts.timestamp-1796291205708-5e33eea7cd417.mjs", "$WORKDIR/vite.config.ts.timestamp-*-*.mjs"},
+		{"uuid", "/tmp/bash_tool_d53713f2-eef2-41d1-9991-ab957b398f58", "$TMPDIR/bash_tool_*"},
+		// not random
+		{"dist-info", "/usr/lib/python3/dist-packages/pytest-7.2.1.dist-info/METADATA", "/usr/lib/python3/dist-packages/pytest-7.2.1.dist-info/METADATA"},
+		{"word in temp", "/tmp/hsperfdata_root", "$TMPDIR/hsperfdata_root"},
+		{"word in temp", "/tmp/.X11-unix", "$TMPDIR/.X11-unix"},
+		{"word below temp", "/tmp/tmp.TbTtVMafYS/sessions", "$TMPDIR/tmp.*/sessions"},
+		{"word outside temp", "/home/u/proj/abcdefgh", "$WORKDIR/abcdefgh"},
+		{"semaphore-like word", "/home/u/proj/Makefile", "$WORKDIR/Makefile"},
+	} {
+		if got := vars.Generalize(c.in, nil); got != c.want {
+			t.Errorf("%s: Generalize(%q) = %q, want %q", c.gen, c.in, got, c.want)
+		}
+		memo := NewPortableMemo(vars)
+		if got := memo.Path(c.in, func() map[string]bool { return nil }); got != c.want {
+			t.Errorf("%s: PortableMemo.Path(%q) = %q, want %q", c.gen, c.in, got, c.want)
+		}
+		if !coversHost(c.want, vars, c.in) {
+			t.Errorf("%s: %q does not cover %q", c.gen, c.want, c.in)
+		}
+	}
+	// Under another TMPDIR, /tmp and /var/tmp are still temp roots.
+	other := NewRoots(map[string]string{"HOME": "/home/u", "TMPDIR": "/home/u/tmp"})
+	for in, want := range map[string]string{"/tmp/pqhkrebu": "/tmp/????????", "/var/tmp/foo-RVUtDz": "/var/tmp/foo-*", "/home/u/tmp/pqhkrebu": "$TMPDIR/????????"} {
+		if got := other.Generalize(in, nil); got != want {
+			t.Errorf("TMPDIR=/home/u/tmp: Generalize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// coversHost reports whether the portable rule pat covers host path p.
+func coversHost(pat string, rs Roots, p string) bool {
+	return Covers(pat, rs.Portable(p))
 }
 
 func TestPortablePath(t *testing.T) {
