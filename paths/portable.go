@@ -44,6 +44,8 @@ func portablePath(p string, vars Roots, exePIDs map[string]bool) string {
 		switch {
 		case i == 0 && prefix == "$TMPDIR", i > 0 && prefix == "" && tempRoot("/"+rest[:i-1]):
 			g = GlobTempComponent(c)
+		case i == 0 && prefix == "$GOCACHE" && cacheFanOut(c):
+			g = "*"
 		case mayGlob(c):
 			g = globComponentCached(c)
 		}
@@ -184,6 +186,8 @@ func (m *PortableMemo) child(d string, parent *dirMemo) dirMemo {
 		switch {
 		case tempRoot(parent.out):
 			g = GlobTempComponent(base)
+		case parent.out == "$GOCACHE" && cacheFanOut(base):
+			g = "*"
 		case mayGlob(base):
 			g = globComponentCached(base)
 		}
@@ -349,17 +353,18 @@ var randomPrefixes = []struct {
 	min, max int
 	class    nameClass
 }{
-	{"tmp.", 6, 16, classAlnum},      // mktemp(1): tmp.XXXXXXXXXX
-	{".tmp", 6, 6, classAlnum},       // Rust's tempfile crate (cargo): .tmpXXXXXX
-	{"rustc", 6, 6, classMixed},      // rustc's temp dirs: rustcXXXXXX
-	{"cc", 6, 6, classMixed},         // gcc's temp files: ccXXXXXX.s, ccXXXXXX.o
-	{"ssh-", 6, 16, classAlnum},      // ssh-agent's socket dir: ssh-XXXXXXXXXX
-	{"sem.mp-", 8, 8, classPython},   // Python multiprocessing's semaphores: /dev/shm/sem.mp-XXXXXXXX
-	{"sem.", 6, 6, classAlnum},       // glibc sem_open's temp name: /dev/shm/sem.XXXXXX
-	{"pymp-", 8, 8, classPython},     // Python multiprocessing's temp dir: pymp-XXXXXXXX
-	{"pytest-of-", 1, 32, classUser}, // pytest's base temp dir: pytest-of-USER (the user differs)
-	{"pytest-", 1, 10, classDigits},  // and its numbered session dirs in it: pytest-N (not pytest-7.2.1.dist-info)
-	{"garbage-", 36, 36, classUUID},  // pytest's dirs on their way out: garbage-UUID
+	{"tmp.", 6, 16, classAlnum},       // mktemp(1): tmp.XXXXXXXXXX
+	{".tmp", 6, 6, classAlnum},        // Rust's tempfile crate (cargo): .tmpXXXXXX
+	{"rustc", 6, 6, classMixed},       // rustc's temp dirs: rustcXXXXXX
+	{"cc", 6, 6, classMixed},          // gcc's temp files: ccXXXXXX.s, ccXXXXXX.o
+	{"ssh-", 6, 16, classAlnum},       // ssh-agent's socket dir: ssh-XXXXXXXXXX
+	{"sem.mp-", 8, 8, classPython},    // Python multiprocessing's semaphores: /dev/shm/sem.mp-XXXXXXXX
+	{"sem.", 6, 6, classAlnum},        // glibc sem_open's temp name: /dev/shm/sem.XXXXXX
+	{"pymp-", 8, 8, classPython},      // Python multiprocessing's temp dir: pymp-XXXXXXXX
+	{"pytest-of-", 1, 32, classUser},  // pytest's base temp dir: pytest-of-USER (the user differs)
+	{"pytest-", 1, 10, classDigits},   // and its numbered session dirs in it: pytest-N (not pytest-7.2.1.dist-info)
+	{"garbage-", 36, 36, classUUID},   // pytest's dirs on their way out: garbage-UUID
+	{"rustdoctest", 6, 6, classAlnum}, // cargo test's doctests: $TMPDIR/rustdoctestXXXXXX/rust_out
 }
 
 // nameClass is the alphabet of a generator's random run.
@@ -411,6 +416,12 @@ func pythonTempName(c string) (suffix string, ok bool) {
 		return "", false
 	}
 	return c[11:], true
+}
+
+// cacheFanOut reports Go's build cache's first-level directories: the first byte of an entry's
+// hash in hex ($GOCACHE/f8/f8…-d/NAME), a different one for every build.
+func cacheFanOut(c string) bool {
+	return len(c) == 2 && runOf(c, classUUID) == 2 && c[0] != '-' && c[1] != '-'
 }
 
 // tempRoot reports whether a portable directory is a temp root, where generators put their

@@ -3,6 +3,7 @@ package paths
 import (
 	"math/rand/v2"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -81,7 +82,7 @@ func TestGlobComponent(t *testing.T) {
 // os.CreateTemp/MkdirTemp, node's fs.mkdtemp, pytest's tmp_path, vite's config bundle) become
 // one glob per generator, whatever their random part holds; names that are not random stay.
 func TestRandomNames(t *testing.T) {
-	vars := NewRoots(map[string]string{"WORKDIR": "/home/u/proj", "HOME": "/home/u", "TMPDIR": "/tmp"})
+	vars := NewRoots(map[string]string{"WORKDIR": "/home/u/proj", "HOME": "/home/u", "TMPDIR": "/tmp", "GOCACHE": "/home/u/.cache/go-build"})
 	for _, c := range []struct{ gen, in, want string }{
 		{"python mkstemp", "/tmp/tmpw2er498j", "$TMPDIR/tmp*"},
 		{"python mkstemp, all letters", "/tmp/tmpcesfittv", "$TMPDIR/tmp*"},
@@ -110,6 +111,9 @@ func TestRandomNames(t *testing.T) {
 		{"pytest current", "/tmp/pytest-of-root/pytest-current", "$TMPDIR/pytest-of-*/pytest-current"},
 		{"pytest cleanup", "/tmp/pytest-of-root/garbage-d53713f2-eef2-41d1-9991-ab957b398f58", "$TMPDIR/pytest-of-*/garbage-*"},
 		{"vite config bundle", "/home/u/proj/vite.config.ts.timestamp-1796291205708-5e33eea7cd417.mjs", "$WORKDIR/vite.config.ts.timestamp-*-*.mjs"},
+		{"go run, cache hit", "/home/u/.cache/go-build/f8/f8f65b76d39e50da20d2101d3842bf84f3709b6d53585e9a7a2f3a91c7a0dc2c-d/app", "$GOCACHE/*/*-d/app"},
+		{"cargo doctest", "/tmp/rustdoctestQm3xZa/rust_out", "$TMPDIR/rustdoctest*/rust_out"},
+		{"cargo doctest, no digit", "/home/u/proj/target/rustdoctestabcDEF/rust_out", "$WORKDIR/target/rustdoctest*/rust_out"},
 		{"uuid", "/tmp/bash_tool_d53713f2-eef2-41d1-9991-ab957b398f58", "$TMPDIR/bash_tool_*"},
 		// not random
 		{"dist-info", "/usr/lib/python3/dist-packages/pytest-7.2.1.dist-info/METADATA", "/usr/lib/python3/dist-packages/pytest-7.2.1.dist-info/METADATA"},
@@ -155,7 +159,7 @@ func TestPortablePath(t *testing.T) {
 		{"/home/alice/src/proj/main.go", "$WORKDIR/main.go"},
 		{"/home/alice/src/proj", "$WORKDIR"},
 		{"/home/alice/src/projother/x", "$HOME/src/projother/x"},
-		{"/home/alice/.cache/go-build/ab/abc", "$GOCACHE/ab/abc"},
+		{"/home/alice/.cache/go-build/ab/abc", "$GOCACHE/*/abc"}, // the cache's hash fan-out
 		{"/home/alice/.cache/other", "$HOME/.cache/other"},
 		{"/home/alice2/x", "/home/alice2/x"},
 		{"/tmp/go-build3411254890/b001/_pkg_.a", "$TMPDIR/go-build*/b001/_pkg_.a"},
@@ -231,5 +235,22 @@ func TestMayGlob(t *testing.T) {
 	}
 	if skipped < 10000 {
 		t.Fatalf("mayGlob passed over only %d names: the test does not exercise it", skipped)
+	}
+}
+
+func TestExecTwins(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"$TMPDIR/go-build*/b001/exe/app", []string{"$GOCACHE/*/*-d/app"}},
+		{"$GOCACHE/*/*-d/gen", []string{"$TMPDIR/go-build*/b001/exe/gen"}},
+		{"$GOCACHE/*/*-d/sub/x", nil},
+		{"$TMPDIR/go-build*/b001/app.test", nil},
+		{"/usr/bin/go", nil},
+	} {
+		if got := ExecTwins(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("ExecTwins(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }

@@ -1113,7 +1113,22 @@ func (s *state) passExec() []string {
 	if n+len(refused) == 0 {
 		return nil
 	}
+	// A toolchain that runs what it built from its cache on a hit and from its work dir on a
+	// miss (go run) needs both places whatever the learn's cache state was.
+	var twins []string
+	for p, r := range s.exec.byPath() {
+		for _, t := range paths.ExecTwins(p) {
+			if s.exec.get(t) == nil {
+				s.addRule(s.exec, t, r.prov, "")
+				twins = append(twins, t)
+			}
+		}
+	}
 	msgs := []string{fmt.Sprintf("exec only on the %s that ran", plural(s.exec.len(), "binary"))}
+	if len(twins) > 0 {
+		slices.Sort(twins)
+		msgs = append(msgs, "and where the toolchain runs the same binary from on another cache state: "+strings.Join(twins, ", "))
+	}
 	if len(refused) > 0 {
 		slices.Sort(refused)
 		msgs = append(msgs, "not granted: exec on directories "+strings.Join(slices.Compact(refused), ", "))
