@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/sysprof/sysprof/enforcer/guard"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/netproxy"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/sandbox"
@@ -147,6 +149,7 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	}
 	phase.Mark("binaries")
 	r.rep.Notes = append(r.rep.Notes, c.Notes...)
+	r.listHidden(c)
 	for _, d := range c.Dropped {
 		r.rep.Notes = append(r.rep.Notes, "dropped (means nothing on this host): "+d)
 	}
@@ -186,6 +189,10 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	r.collect(&res, staged)
 	r.rep.Finished = time.Now().UTC()
 	for _, d := range res.denials {
+		if hiddenRead(d, c.Plan.Hidden) {
+			r.rep.AddHidden(report.HiddenRead{Path: d.Path, Access: d.Access, Exe: d.Exe, Count: d.Count})
+			continue
+		}
 		r.rep.Add(d)
 	}
 	r.rep.Sort()
@@ -279,6 +286,30 @@ func (r *enforcedRun) collect(res *runResult, staged *stagedRun) {
 		r.rep.Notes = append(r.rep.Notes, notes...)
 	}
 	r.px.close(r.rep, res)
+}
+
+// listHidden lists in the report the secrets the profile says the tool reads (a hidden rule
+// with by:, set by learn) and that are hidden here: they read as empty, in every mode, and
+// are information for the reviewer, not denials.
+func (r *enforcedRun) listHidden(c *Compiled) {
+	for _, h := range r.opts.Profile.Filesystem.Hidden {
+		if h.By == "" {
+			continue
+		}
+		p, err := paths.Expand(h.Path, r.env.Vars)
+		if err != nil || !slices.Contains(c.Plan.Hidden, p) {
+			continue
+		}
+		r.rep.AddHidden(report.HiddenRead{Path: h.Path, Exe: h.By, Count: 1,
+			What: fmt.Sprintf("reads %s (seen when learned): hidden, it reads as empty", h.Path)})
+	}
+}
+
+// hiddenRead reports a file denial at a path the plan hides (a secret whose cover the tool
+// reached past, e.g. a file the host renamed over it): information for the report's Hidden
+// list, not a denial to allow (refine would suggest reading the secret).
+func hiddenRead(d report.Denial, hidden []string) bool {
+	return d.Kind == report.KindFile && d.Path != "" && paths.CoveredBy(d.Path, hidden)
 }
 
 // commandPath is the executable argv starts, as the init stage will find it (PATH, or

@@ -490,6 +490,10 @@ func (s *state) dropSecretTouches(j *storeJudge) (dropped, warned int) {
 			s.warnings = append(s.warnings, w)
 			s.secretTouches = append(s.secretTouches, SecretTouch{Exe: exe, Access: what, Path: p, Store: h})
 		}
+		// The hidden rule says who reached for it: enforce lists it as hidden, not denied.
+		if r := s.hidden.get(h); r != nil && r.prov.by == "" {
+			r.prov = prov{by: exe, seen: 1}
+		}
 	}
 	s.keepFiles(func(f *fileObs) bool {
 		h := j.cached(f.path)
