@@ -87,15 +87,17 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 // enforcedRun is one Run: its options and host, the compiled profile it executes (read only),
 // and what it starts and ends around the command (the guard, the egress proxy, the report).
 type enforcedRun struct {
-	opts   Options
-	dir    string // the working directory ($WORKDIR)
-	env    Env
-	asRoot bool
-	c      *Compiled
-	rep    *report.Report
-	load   *guard.Load  // guard.c loading, until the guard takes it
-	guard  *guard.Guard // nil: no guard, or closed
-	px     *egress      // nil: no network allowlist
+	opts Options
+	dir  string // the working directory ($WORKDIR)
+	env  Env
+	// knownHidden are the host paths of the hidden rules the tool read when learned (listHidden).
+	knownHidden []string
+	asRoot      bool
+	c           *Compiled
+	rep         *report.Report
+	load        *guard.Load  // guard.c loading, until the guard takes it
+	guard       *guard.Guard // nil: no guard, or closed
+	px          *egress      // nil: no network allowlist
 }
 
 // newEnforcedRun checks opts and finds the run's directory and host values. As root it takes
@@ -189,7 +191,7 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	r.collect(&res, staged)
 	r.rep.Finished = time.Now().UTC()
 	for _, d := range res.denials {
-		if hiddenRead(d, c.Plan.Hidden) {
+		if hiddenRead(d, r.knownHidden) {
 			r.rep.AddHidden(report.HiddenRead{Path: d.Path, Access: d.Access, Exe: d.Exe, Count: d.Count})
 			continue
 		}
@@ -300,14 +302,16 @@ func (r *enforcedRun) listHidden(c *Compiled) {
 		if err != nil || !slices.Contains(c.Plan.Hidden, p) {
 			continue
 		}
+		r.knownHidden = append(r.knownHidden, p)
 		r.rep.AddHidden(report.HiddenRead{Path: h.Path, Exe: h.By, Count: 1,
 			What: fmt.Sprintf("reads %s (seen when learned): hidden, it reads as empty", h.Path)})
 	}
 }
 
-// hiddenRead reports a file denial at a path the plan hides (a secret whose cover the tool
-// reached past, e.g. a file the host renamed over it): information for the report's Hidden
-// list, not a denial to allow (refine would suggest reading the secret).
+// hiddenRead reports a file denial at a hidden path the profile says the tool reads (known:
+// the hidden rules with by:): information for the report's Hidden list, not a denial to allow
+// (refine would suggest reading the secret). A secret the tool did not reach for when learned
+// stays a denial: that is new behaviour worth a finding (a build step reading ~/.ssh).
 func hiddenRead(d report.Denial, hidden []string) bool {
 	return d.Kind == report.KindFile && d.Path != "" && paths.CoveredBy(d.Path, hidden)
 }

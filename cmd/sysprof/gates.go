@@ -352,7 +352,7 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 		// The committed profile carries the step's sysprof.yaml allowances; so does this run.
 		st.AddAllowances(res.Profile)
 	}
-	return append(policy.Diff(committed, res.Profile), secretChanges(res.SecretTouches)...), nil
+	return append(policy.Diff(committed, res.Profile), secretChanges(res.SecretTouches, committed)...), nil
 }
 
 // stepError names the step in a learn error and keeps its exit status.
