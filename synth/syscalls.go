@@ -132,6 +132,10 @@ var baseSyscalls = []struct{ name, why string }{
 	{"futex", "glibc aborts when futex fails (locale loading, stdio locks)"},
 	// A contended lock spins and yields before it sleeps on a futex: whether it does is timing.
 	{"sched_yield", "a contended lock yields before its futex wait"},
+	// Shells and runtimes ask the kernel for the cwd only when $PWD is unset or stale (env -i,
+	// a CI runner, a wrapper that exported it): the environment, not the tool, decides. It
+	// tells the process where it already is.
+	{"getcwd", "the cwd asked of the kernel when $PWD is unset or stale (env -i, CI runners)"},
 }
 
 // passBase adds the base syscalls, marked base.
