@@ -1526,14 +1526,21 @@ func (s *state) passPrivateTmp() []string {
 		// A per-run name (collapsed to a glob) cannot have been there before the run, even
 		// when its create was made by a process that did not report it: treating it as
 		// foreign made the choice flip between learns of the same gcc build.
-		case f.access != trace.AccessMetadata && inTmp(f.path) && !strings.Contains(f.path, "*"):
+		// Only content the command needs from the host's /tmp turns the layer off: listing
+		// it or deleting from it (pytest cleaning its older pytest-of-USER/pytest-N) works the
+		// same in an empty private /tmp.
+		case (f.access == trace.AccessRead || f.access == trace.AccessExec || f.access == trace.AccessWrite) && inTmp(f.path) && !strings.Contains(f.path, "*"):
 			used = append(used, f)
 		}
 	}
 	for _, f := range used {
 		if !slices.ContainsFunc(created, func(c string) bool { return paths.Covers(c, f.path) }) {
 			s.privateTmp = false
-			return []string{fmt.Sprintf("no private /tmp: %s used %s, which it did not create", s.exes[f.exe], f.path)}
+			why := fmt.Sprintf("no private /tmp: %s used %s, which it did not create", s.exes[f.exe], f.path)
+			// Never silently: the layer is off for every later run of this profile.
+			s.warnings = append(s.warnings, why+"; the command sees the host's /tmp. If that file was left by an earlier run, "+
+				"remove it and learn again, or set privateTmp: true in the profile")
+			return []string{why}
 		}
 	}
 	s.privateTmp = true
