@@ -247,7 +247,7 @@ func TestPropertyIdempotent(t *testing.T) {
 		r := rand.New(rand.NewPCG(uint64(seed), 0x1de))
 		tr, _ := randomTrace(r)
 		opts := testOpts()
-		opts.Portable = r.IntN(2) == 0
+		opts.Exact = r.IntN(2) == 0
 		first, err := Synthesize(tr, opts)
 		if err != nil {
 			t.Fatal(err)

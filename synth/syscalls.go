@@ -166,7 +166,7 @@ func (s *state) passBase() []string {
 }
 
 // syscallFamilies are the libc-variant groups: one libc (or one version) calls one member,
-// another libc another. With Options.Portable, seeing any member allows all of them.
+// another libc another. Unless Options.Exact, seeing any member allows all of them.
 var syscallFamilies = [][]string{
 	{"open", "openat", "openat2", "creat"},
 	{"stat", "lstat", "fstat", "newfstatat", "fstatat", "statx", "stat64", "lstat64", "fstat64", "fstatat64"},
@@ -278,10 +278,10 @@ func (s *state) addMembers(when, then []string) []string {
 	return added
 }
 
-// passPortableSyscalls adds every member of a family the command used, when Options.Portable
-// asks for it; the explain line states the cost.
+// passPortableSyscalls adds every member of a family the command used, unless Options.Exact;
+// the explain line states the cost.
 func (s *state) passPortableSyscalls() []string {
-	if !s.opts.Portable {
+	if s.opts.Exact {
 		return nil
 	}
 	added := s.addFamilies(syscallFamilies)
