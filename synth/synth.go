@@ -33,6 +33,10 @@ type Options struct {
 	// family the command used and globs versions in paths (python3.11 → python3.*), so that a
 	// profile learned with one libc, gcc or python runs with another.
 	Exact bool
+	// Unportable turns portability off but keeps the families: what learn did before portable
+	// became the default. Drift compares with it too, so that a profile learned so does not
+	// widen by portability alone.
+	Unportable bool
 	// Architectures the profile lists (learn --arch); empty means DefaultArchitectures when
 	// learning, and the profile's own list when resynthesizing.
 	Architectures []string

@@ -281,7 +281,7 @@ func (s *state) addMembers(when, then []string) []string {
 // passPortableSyscalls adds every member of a family the command used, unless Options.Exact;
 // the explain line states the cost.
 func (s *state) passPortableSyscalls() []string {
-	if s.opts.Exact {
+	if s.opts.Exact || s.opts.Unportable {
 		return nil
 	}
 	added := s.addFamilies(syscallFamilies)

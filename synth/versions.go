@@ -47,7 +47,7 @@ func versionless(p string) string {
 
 // passVersions turns the versions in read, list and exec rules into globs (unless Options.Exact).
 func (s *state) passVersions() []string {
-	if s.opts.Exact {
+	if s.opts.Exact || s.opts.Unportable {
 		return nil
 	}
 	n := 0

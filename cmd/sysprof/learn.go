@@ -114,8 +114,7 @@ non-empty list fails the learn with exit 125 after writing the profile, so CI no
 	f.StringVar(&o.TraceOut, "trace-out", "", "also write the raw trace (JSON) to this file")
 	f.BoolVar(&o.Strict, "strict", false, "fail (exit 125) if any kernel event was lost (profile not written), or if the review list is not empty (profile written)")
 	f.BoolVar(&o.Explain, "explain", false, "print what each synthesis pass did")
-	f.BoolVar(&o.Portable, "portable", true, "the default (the profile runs on other distros: libc-variant syscall families, versions globbed); --exact turns it off")
-	_ = f.MarkDeprecated("portable", "portable is the default; --exact opts out")
+	f.BoolVar(&o.Portable, "portable", true, "the profile runs on other distros (libc-variant syscall families, versions globbed): the default; --portable=false or --exact turn it off")
 	f.BoolVar(&o.Exact, "exact", false, "allow only the syscalls seen and the paths as seen: no behaviour-equivalence families (listed by show --explain), no portability (libc variants, versions globbed)")
 	f.StringSliceVar(&o.Arches, "arch", nil, "architectures the profile lists (default x86_64,aarch64)")
 	f.IntVar(&o.Runs, "runs", 1, "learn the command this many times and merge what every run saw")
@@ -176,6 +175,7 @@ func learnTarget(ctx context.Context, o *learnOptions, st project.Step, shipped 
 	}
 	tr, res, wall, err := learnStep(ctx, o.Err, st, o.TraceOut, runs, profiler.Options{RingBufferBytes: o.RingBuf, Debug: o.Debug}, synth.Options{
 		Exact:          o.Exact,
+		Unportable:     !o.Portable,
 		Architectures:  o.Arches,
 		AllowSecrets:   o.AllowSecrets,
 		SysprofVersion: version,
