@@ -73,10 +73,11 @@ func lastLines(s string, n int) string {
 	return strings.Join(l[max(0, len(l)-n):], "\n")
 }
 
-// TestNewerDistro (issue 15 item 8): gcc -c, make and python3 -c learned here (Debian 12:
-// glibc 2.36, gcc 12, python 3.11) with --portable, then enforced inside a Debian trixie chroot
-// (glibc 2.41, gcc 14 with cc1 in /usr/libexec, python 3.13) with zero denials and the same
-// output. The control: the same profiles learned without --portable are denied there.
+// TestNewerDistro (issue 15 item 8, issue 24 item 10): gcc -c, make and python3 -c learned
+// here (Debian 12: glibc 2.36, gcc 12, python 3.11) as a user would, without a flag (portable
+// is the default), then enforced inside a Debian trixie chroot (glibc 2.41, gcc 14 with cc1 in
+// /usr/libexec, python 3.13) with zero denials and the same output. The control: the same
+// profiles learned with --exact are denied there.
 func TestNewerDistro(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, tool := range []string{"gcc", "make", "python3", "unshare", "pivot_root"} {
@@ -140,8 +141,8 @@ func TestNewerDistro(t *testing.T) {
 			for _, portable := range []bool{true, false} {
 				profile := filepath.Join(base, "profiles", fmt.Sprintf("%s-%v.yaml", c.name, portable))
 				args := []string{"learn", "-p", profile}
-				if portable {
-					args = append(args, "--portable")
+				if !portable {
+					args = append(args, "--exact")
 				}
 				clean(t, work, c.clean)
 				r := testutil.Run(t, work, env, append(append([]string{testutil.SysprofBin}, args...), append([]string{"--"}, c.argv...)...)...)
@@ -167,7 +168,7 @@ exec /bin/sh -c 'umount -l /.oldroot && cd "$0" && p=$1 r=$2 && shift 2 && exec 
 				if !portable {
 					// The control: version-pinned paths and glibc 2.41's syscalls are refused.
 					if r.Code == 0 && len(testutil.ReadReport(t, hostRep).Denials) == 0 {
-						t.Errorf("control: the profile learned without --portable ran in %s with no denial", newerRelease)
+						t.Errorf("control: the profile learned with --exact ran in %s with no denial", newerRelease)
 					}
 					continue
 				}

@@ -482,3 +482,38 @@ func chownTree(t *testing.T, root string, uid int) {
 		t.Fatal(err)
 	}
 }
+
+// TestDriftAcrossIOConditions (issue 24 item 8): `sh -c 'cat in.txt'` learned with its output
+// to one place and drifted with it to any other (terminal, pipe, file, /dev/null, stdin closed)
+// finds nothing new: a behaviour family is closed the same way in learn and drift, whichever
+// member the I/O condition picked (cat into a file calls copy_file_range, which once brought
+// the copy-fallback family in: "6 widening").
+func TestDriftAcrossIOConditions(t *testing.T) {
+	testutil.RequireRoot(t)
+	root := t.TempDir()
+	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "")
+	testutil.WriteFile(t, filepath.Join(b.Work, "in.txt"), "some input\n", 0o644)
+	argv := []string{"sh", "-c", "cat in.txt"}
+	conds := []perturbation{
+		{name: "null", stdout: "null", stdin: "null"},
+		{name: "file", stdout: "file", stdin: "null"},
+		{name: "pipe", stdout: "pipe", stdin: "null"},
+		{name: "tty", stdout: "tty", stdin: "tty"},
+		{name: "stdin-closed", stdout: "pipe", stdin: "closed"},
+	}
+	for _, learned := range conds {
+		profile := filepath.Join(root, learned.name+".yaml")
+		if r := runPerturbed(t, b, learned, append([]string{testutil.SysprofBin, "learn", "-p", profile, "--"}, argv...)); r.Code != 0 {
+			t.Fatalf("learn with output to %s: %s", learned.name, r)
+		}
+		for _, pt := range conds {
+			if pt.name == learned.name {
+				continue
+			}
+			dr := runPerturbed(t, b, pt, append([]string{testutil.SysprofBin, "drift", "--fail-on", "low", "-p", profile, "--"}, argv...))
+			if dr.Code != 0 {
+				t.Errorf("learned with output to %s, drift with output to %s widened (exit %d):\n%s%s", learned.name, pt.name, dr.Code, dr.Stdout, dr.Stderr)
+			}
+		}
+	}
+}

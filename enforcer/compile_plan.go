@@ -454,7 +454,9 @@ func (c *Compiled) landlockPorts(n policy.Network) error {
 	return nil
 }
 
-func isDevice(p string) bool { return strings.HasPrefix(p, "/dev/") }
+// isDevice: a path in /dev names a device node (Landlock takes it as it is). /dev/shm is no
+// device but a temp root (POSIX semaphores, shared memory: random names, a private tmpfs).
+func isDevice(p string) bool { return strings.HasPrefix(p, "/dev/") && privateTmpRoot(p) == "" }
 
 // BaseRead is what every profile may read whatever its filesystem section says: what the
 // dynamic loader needs to start any program, and the harmless devices (read and write).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/sysprof/sysprof/enforcer/guard"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/netproxy"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/sandbox"
@@ -97,15 +99,17 @@ func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
 // enforcedRun is one Run: its options and host, the compiled profile it executes (read only),
 // and what it starts and ends around the command (the guard, the egress proxy, the report).
 type enforcedRun struct {
-	opts   Options
-	dir    string // the working directory ($WORKDIR)
-	env    Env
-	asRoot bool
-	c      *Compiled
-	rep    *report.Report
-	load   *guard.Load  // guard.c loading, until the guard takes it
-	guard  *guard.Guard // nil: no guard, or closed
-	px     *egress      // nil: no network allowlist
+	opts Options
+	dir  string // the working directory ($WORKDIR)
+	env  Env
+	// knownHidden are the host paths of the hidden rules the tool read when learned (listHidden).
+	knownHidden []string
+	asRoot      bool
+	c           *Compiled
+	rep         *report.Report
+	load        *guard.Load  // guard.c loading, until the guard takes it
+	guard       *guard.Guard // nil: no guard, or closed
+	px          *egress      // nil: no network allowlist
 }
 
 // newEnforcedRun checks opts and finds the run's directory and host values. As root it takes
@@ -177,6 +181,7 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	}
 	phase.Mark("binaries")
 	r.rep.Notes = append(r.rep.Notes, c.Notes...)
+	r.listHidden(c)
 	for _, d := range c.Dropped {
 		r.rep.Notes = append(r.rep.Notes, "dropped (means nothing on this host): "+d)
 	}
@@ -220,6 +225,10 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	r.collect(&res, staged, id, dec.Sandbox)
 	r.rep.Finished = time.Now().UTC()
 	for _, d := range res.denials {
+		if hiddenRead(d, r.knownHidden) {
+			r.rep.AddHidden(report.HiddenRead{Path: d.Path, Access: d.Access, Exe: d.Exe, Count: d.Count})
+			continue
+		}
 		r.rep.Add(d)
 	}
 	r.rep.Sort()
@@ -358,6 +367,32 @@ func (r *enforcedRun) sweepBound(staged *stagedRun, id sandbox.Identity) (*stage
 	}
 	phase.Mark("bound sweep")
 	return staged, stripped
+}
+
+// listHidden lists in the report the secrets the profile says the tool reads (a hidden rule
+// with by:, set by learn) and that are hidden here: they read as empty, in every mode, and
+// are information for the reviewer, not denials.
+func (r *enforcedRun) listHidden(c *Compiled) {
+	for _, h := range r.opts.Profile.Filesystem.Hidden {
+		if h.By == "" {
+			continue
+		}
+		p, err := paths.Expand(h.Path, r.env.Vars)
+		if err != nil || !slices.Contains(c.Plan.Hidden, p) {
+			continue
+		}
+		r.knownHidden = append(r.knownHidden, p)
+		r.rep.AddHidden(report.HiddenRead{Path: h.Path, Exe: h.By, Count: 1,
+			What: fmt.Sprintf("reads %s (seen when learned): hidden, it reads as empty", h.Path)})
+	}
+}
+
+// hiddenRead reports a file denial at a hidden path the profile says the tool reads (known:
+// the hidden rules with by:): information for the report's Hidden list, not a denial to allow
+// (refine would suggest reading the secret). A secret the tool did not reach for when learned
+// stays a denial: that is new behaviour worth a finding (a build step reading ~/.ssh).
+func hiddenRead(d report.Denial, hidden []string) bool {
+	return d.Kind == report.KindFile && d.Path != "" && paths.CoveredBy(d.Path, hidden)
 }
 
 // commandPath is the executable argv starts, as the init stage will find it (PATH, or

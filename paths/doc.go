@@ -4,8 +4,10 @@
 // matcher, and the lists of credential stores and protected paths. learn, synth, policy,
 // enforce, refine and export all use it, so that a variable learn writes is one enforce reads.
 //
-// It does not own random-name globbing (synth.GlobComponent), risk (policy) or what compile
-// does with a rule on this host (enforcer). It imports no other sysprof package: policy, which
+// It also owns the random-name vocabulary (GlobComponent: which per-run names become a glob)
+// and the one host→profile converter built on it (Portable, Roots.Generalize), which learn,
+// enforce's suggestions and refine all use. It does not own risk (policy) or what compile does
+// with a rule on this host (enforcer). It imports no other sysprof package: policy, which
 // is plain data, may import it.
 //
 // # Variables
@@ -35,7 +37,9 @@
 // Expand replaces a leading $VAR or ${VAR} and cleans the path, failing when the variable has
 // no value. Roots.Portable substitutes the variable with the longest value a path lies under;
 // among equal values the most specific name wins ($WORKDIR over $HOME). For every path p under
-// a root, Expand(Portable(p)) == p.
+// a root, Expand(Roots.Portable(p)) == p. Portable (and Roots.Generalize, with the pids of the
+// process that asked) also globs per-run names (GlobComponent) and /proc/<pid>: what a profile
+// stores.
 //
 // # Matching
 //

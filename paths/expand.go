@@ -118,7 +118,7 @@ func (rs Roots) Cut(abs string) (name, rest string, ok bool) {
 
 // Portable rewrites an absolute host path into its variable form, the longest root first
 // (/home/a/.cache/go-build/x → $GOCACHE/x); a path under no root, or not absolute, comes back
-// cleaned or unchanged. Random per-run names are synth's business (synth.Portable globs them).
+// cleaned or unchanged. Portable also globs random per-run names.
 func (rs Roots) Portable(abs string) string {
 	if !path.IsAbs(abs) {
 		return abs

@@ -10,12 +10,11 @@ import (
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/profiler"
-	"github.com/sysprof/sysprof/synth"
 )
 
 // TestEveryLearnedVariableExpandsInEnforce is the property the package exists for: on one host
 // and environment, every variable learn can write into a profile (profiler.Context, then
-// synth.Portable) expands under enforce (enforcer.HostEnvFor, then Compile) to the very path
+// paths.Portable) expands under enforce (enforcer.HostEnvFor, then Compile) to the very path
 // learn saw. Learned with GOPATH set, enforce once exited 125 ("$GOPATH is not set"); learned
 // with npm_config_cache, enforce expanded $NPM_CACHE to ~/.npm.
 func TestEveryLearnedVariableExpandsInEnforce(t *testing.T) {
@@ -65,7 +64,7 @@ func TestEveryLearnedVariableExpandsInEnforce(t *testing.T) {
 					continue
 				}
 				host := val + "/sysprof-probe/file.txt"
-				port := synth.Portable(host, learned)
+				port := paths.Portable(host, learned)
 				if !strings.HasPrefix(port, "$") {
 					t.Errorf("$%s=%s: learn writes %s as %s, without a variable", name, val, host, port)
 					continue

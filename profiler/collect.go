@@ -397,7 +397,10 @@ func (c *collector) file(e bpf.LearnFileEvent, rest []byte) bool {
 			path = c.resolveParent(path)
 		}
 	}
-	c.addFile(path, access, int(e.Err), e.IsDir == 1, c.exe(e.ExeKey))
+	// A path event carries no file type: a create by mkdir (or mknod: a fifo, a socket) made
+	// the node itself, which is what its rule must name (open's create names its directory).
+	dir := e.IsDir == 1 || access == accessIDs[trace.AccessCreate] && (e.Op == uint32(bpf.LearnScOpSCOP_MKDIR) || e.Op == uint32(bpf.LearnScOpSCOP_MKDIRAT))
+	c.addFile(path, access, int(e.Err), dir, c.exe(e.ExeKey))
 	return true
 }
 

@@ -134,6 +134,10 @@ func TestVictim(t *testing.T) {
 			t.Errorf("missing file access %s %s ok=%v by the victim; it has:\n%q", w.access, w.path, w.ok, filesOf(tr, victim))
 		}
 	}
+	// A directory made and never touched again is still the directory's own rule in synth.
+	if f := findFile(tr, victim, j("newdir"), trace.AccessCreate, true); f != nil && !f.Dir {
+		t.Errorf("mkdir's create of %s is not marked a directory: %+v", j("newdir"), *f)
+	}
 	if f := findFile(tr, victim, j("missing.txt"), trace.AccessRead, false); f != nil && f.Errno != int(unix.ENOENT) {
 		t.Errorf("failed open errno = %d, want ENOENT", f.Errno)
 	}

@@ -21,7 +21,7 @@
 //
 // Paths are made portable with the variables of the host that ran the command ($WORKDIR,
 // $HOME, $TMPDIR, toolchain roots; see package paths) and per-run random names become globs
-// (synth.GlobComponent), so an accepted change matches the next run and the profile stays
+// (paths.GlobComponent), so an accepted change matches the next run and the profile stays
 // free of machine-specific paths. On a merged-/usr host (/bin → usr/bin) a path through /bin,
 // /sbin or /lib* takes its /usr form, the one learn records: a report names the path the tool
 // passed, and `/bin/ls` next to a learned `/usr/bin/ls` would be one binary in two rows.

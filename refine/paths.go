@@ -5,14 +5,14 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/sysprof/sysprof/synth"
+	"github.com/sysprof/sysprof/paths"
 )
 
 // Portable turns a host path from a report into the portable form a profile stores; see
-// synth.Portable. On a merged-/usr host a path through /bin, /sbin or /lib* takes its /usr
+// paths.Portable. On a merged-/usr host a path through /bin, /sbin or /lib* takes its /usr
 // form first (usrForm): learn records what the kernel resolved (/usr/bin/ls), a denial the
 // path the tool passed (/bin/ls), and one binary must not become two rows.
-func Portable(p string, env map[string]string) string { return synth.Portable(usrForm(p), env) }
+func Portable(p string, env map[string]string) string { return paths.Portable(usrForm(p), env) }
 
 // usrMergedDirs are the top-level directories a merged-/usr host links into /usr.
 var usrMergedDirs = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -79,6 +81,43 @@ type Report struct {
 	// Changes are the run's writes that did not simply apply (issue 22): held, dangerous,
 	// in conflict, refused, or applied with set-id bits or capabilities stripped.
 	Changes *Changes `json:"changes,omitempty"`
+	// Hidden are the secrets the command tried to read and was shown empty: information, not
+	// denials (the profile hides them; gates and drift pass on them).
+	Hidden []HiddenRead `json:"hidden,omitempty"`
+}
+
+// HiddenRead is a hidden path (a credential store) the command reached for, by one executable.
+type HiddenRead struct {
+	// What says it for people: "tried to read /home/u/.npmrc: hidden".
+	What   string `json:"what"`
+	Path   string `json:"path"`
+	Access string `json:"access,omitempty"`
+	Exe    string `json:"exe"`
+	Count  int    `json:"count"`
+}
+
+// AddHidden records a hidden read, merged with one of the same path, access and executable.
+func (r *Report) AddHidden(h HiddenRead) {
+	if h.Count == 0 {
+		h.Count = 1
+	}
+	if h.What == "" {
+		verb := h.Access
+		if verb == "" {
+			verb = "read"
+		}
+		h.What = fmt.Sprintf("tried to %s %s: hidden", verb, h.Path)
+	}
+	for i := range r.Hidden {
+		if e := &r.Hidden[i]; e.Path == h.Path && e.Access == h.Access && e.Exe == h.Exe {
+			e.Count += h.Count
+			return
+		}
+	}
+	r.Hidden = append(r.Hidden, h)
+	slices.SortFunc(r.Hidden, func(a, b HiddenRead) int {
+		return strings.Compare(a.Path+"\x00"+a.Exe+"\x00"+a.Access, b.Path+"\x00"+b.Exe+"\x00"+b.Access)
+	})
 }
 
 // ChangedBinary is a binary whose sha256 differs from the one its profile recorded.
@@ -285,6 +324,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	r.Sort()
 	degraded := r.Degraded()
 	if len(r.Denials) == 0 && len(degraded) == 0 {
+		r.writeHidden(w)
 		return nil
 	}
 	if len(r.Denials) > 0 {
@@ -307,10 +347,28 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, l := range degraded {
 		fmt.Fprintf(w, "sysprof: layer %s was NOT applied (degraded): %s\n", l.Name, Printable(l.Detail))
 	}
+	r.writeHidden(w)
 	if len(r.Denials) > 0 && len(r.Unobservable) > 0 {
 		fmt.Fprintf(w, "sysprof: not observable in this run: %s\n", Printable(strings.Join(r.Unobservable, "; ")))
 	}
 	return nil
+}
+
+// writeHidden prints one line per hidden read: information, not a denial.
+func (r *Report) writeHidden(w io.Writer) {
+	for _, h := range r.Hidden {
+		fmt.Fprintf(w, "sysprof: hidden (not a denial): %s %s; the profile keeps the secret hidden (learn --allow-secret to give it)\n",
+			printable(h.Exe), printable(h.What))
+	}
+}
+
+// printable quotes s when it holds anything a terminal would not show as it is (control and
+// bidi characters): names in a report are the command's, and hostile.
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) || r == utf8.RuneError }) >= 0 {
+		return strconv.QuoteToGraphic(s)
+	}
+	return s
 }
 
 func (r *Report) total() int {

@@ -36,6 +36,42 @@ func isMountRoot(p string) bool {
 	return stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
 }
 
+// isCover reports whether p is a cover the mounts put there: the root of a mount of an empty
+// tmpfs file or directory. Never the host's file itself, whatever mounts the host has: a
+// degraded mounts layer leaves the secret in place, and then no read rule is added for it.
+func isCover(p string) bool {
+	if !isMountRoot(p) {
+		return false
+	}
+	var sfs unix.Statfs_t
+	var st unix.Stat_t
+	if unix.Statfs(p, &sfs) != nil || sfs.Type != unix.TMPFS_MAGIC || unix.Lstat(p, &st) != nil {
+		return false
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return st.Size == 0
+	case unix.S_IFDIR:
+		ents, err := os.ReadDir(p)
+		return err == nil && len(ents) == 0
+	}
+	return false
+}
+
+// coverReads gives every hidden name that is covered (a cover the mounts put there) the read
+// rights: a hidden secret reads as an empty file or lists as an empty directory in every mode,
+// whether or not a rule reaches its directory. The rule is on the cover's inode: a file the
+// host renames over the name later matches no rule.
+func coverReads(hidden []string, read uint64, covered func(string) bool) []pathRule {
+	var out []pathRule
+	for _, h := range sortedClean(hidden) {
+		if read != 0 && covered(h) {
+			out = append(out, pathRule{Path: h, Role: "hidden", Access: read})
+		}
+	}
+	return out
+}
+
 // listDir lists a directory for splitForHidden.
 func listDir(dir string) ([]dirEntry, error) {
 	ents, err := os.ReadDir(dir)

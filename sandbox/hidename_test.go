@@ -3,6 +3,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -60,5 +62,31 @@ func TestSplitForHidden(t *testing.T) {
 	got, notes = splitForHidden([]pathRule{{Path: "/x", Role: "read", Access: rightsRead}}, []string{"/x/.env"}, covered, list)
 	if len(got) != 1 || got[0].Path != "/x" || got[0].Access != rightsRead || len(notes) != 1 {
 		t.Errorf("unlistable: got\n%s\nnotes %v", show(got), notes)
+	}
+}
+
+// TestCoverReads: every covered hidden name gets the read rights on its own (the cover's)
+// path, so that a hidden secret reads as empty whether or not a rule reaches its directory; a
+// hidden name without its cover (the mounts degraded, or a name that does not exist) gets none.
+func TestCoverReads(t *testing.T) {
+	covered := func(p string) bool { return p != "/h/.netrc" }
+	got := coverReads([]string{"/h/.npmrc", "/h/.netrc", "/h/.ssh"}, rightsRead, covered)
+	if len(got) != 2 || got[0].Path != "/h/.npmrc" || got[1].Path != "/h/.ssh" || got[0].Access != rightsRead {
+		t.Errorf("coverReads = %+v, want read rules on /h/.npmrc and /h/.ssh only", got)
+	}
+	if got := coverReads([]string{"/h/.npmrc"}, 0, covered); len(got) != 0 {
+		t.Errorf("coverReads without read rights handled = %+v, want none", got)
+	}
+}
+
+// TestIsCover: a file of the host is never taken for a cover (that would give the secret a
+// read rule), even on a tmpfs.
+func TestIsCover(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if isCover(f) {
+		t.Errorf("isCover(%s) = true for a plain (non-mount-root) file", f)
 	}
 }

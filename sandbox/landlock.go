@@ -101,6 +101,7 @@ func applyLandlock(l *Landlock, degrade bool, res *Result) error {
 	res.Implied = append(res.Implied, notes...)
 	paths, skipped := splitForHidden(append(rs.Paths, implied...), kept.Hidden, isMountRoot, listDir)
 	res.Skipped = append(res.Skipped, skipped...)
+	paths = append(paths, coverReads(kept.Hidden, rightsRead&rs.HandledFS, isCover)...)
 	for _, pr := range paths {
 		if err := addPathRule(rulesetFd, pr, res); err != nil {
 			return err

@@ -10,7 +10,7 @@
 // says what it did (Result.Explain, printed by `sysprof learn --explain`):
 //
 //   - portable-paths: $WORKDIR, $HOME, $TMPDIR and toolchain roots replace machine prefixes
-//     (longest wins); per-run random names become globs ($TMPDIR/go-build*, see GlobComponent);
+//     (longest wins); per-run random names become globs ($TMPDIR/go-build*, see paths.GlobComponent);
 //     /proc/<pid> becomes /proc/self or /proc/*.
 //   - credentials: paths.CredentialStores (and the ssh-agent socket) are hidden in every profile; an
 //     access to one is dropped with a loud warning unless Options.AllowSecrets names it.

@@ -18,31 +18,36 @@ type Family struct {
 	Name    string
 	Why     string
 	Members []string
+	// Triggers are the members whose use brings the family in (nil: every member). A member
+	// that is also another family's (copy_file_range: data-copy's) is no trigger: which one a
+	// tool calls depends on its I/O condition, and the other family would come and go with it.
+	Triggers []string
 }
 
 // Families are applied by default; Options.Exact (learn --exact) turns them off. Their order
 // is the order `sysprof show --explain` prints them in.
 var Families = []Family{
 	{"data-copy", "moving bytes between fds the process holds: cat calls copy_file_range into a file, write into a pipe or a terminal, sendfile or splice elsewhere",
-		[]string{"read", "write", "readv", "writev", "pread64", "pwrite64", "copy_file_range", "sendfile", "splice"}},
+		[]string{"read", "write", "readv", "writev", "pread64", "pwrite64", "copy_file_range", "sendfile", "splice"}, nil},
 	{"copy-fallback", "a rename that fails with EXDEV (another file system, or the sandbox's own mounts) falls back to copying: libuv, cargo and go truncate, chmod and copy the destination",
-		[]string{"rename", "renameat", "renameat2", "copy_file_range", "sendfile", "ftruncate", "fchmod", "fstatfs"}},
+		[]string{"rename", "renameat", "renameat2", "copy_file_range", "sendfile", "ftruncate", "fchmod", "fstatfs"},
+		[]string{"rename", "renameat", "renameat2"}},
 	{"dup", "duplicating an fd onto another: dup2 or dup3 by libc version and by whether the target fd is open",
-		[]string{"dup2", "dup3"}},
+		[]string{"dup2", "dup3"}, nil},
 	{"pipe", "making a pipe: libc and runtimes pick pipe or pipe2 by version",
-		[]string{"pipe", "pipe2"}},
+		[]string{"pipe", "pipe2"}, nil},
 	{"wait-for-fds", "waiting for fds to be ready: which call depends on the runtime and on whether stdin is a terminal, a pipe or closed",
-		[]string{"poll", "ppoll", "select", "pselect6"}},
+		[]string{"poll", "ppoll", "select", "pselect6"}, nil},
 	{"wait-for-children", "reaping child processes: wait4 and waitid by libc version and runtime",
-		[]string{"wait4", "waitid"}},
+		[]string{"wait4", "waitid"}, nil},
 	{"timers", "interval timers: which timer API a runtime arms differs by version",
-		[]string{"setitimer", "getitimer", "alarm", "timer_create", "timer_settime", "timer_gettime", "timer_delete"}},
+		[]string{"setitimer", "getitimer", "alarm", "timer_create", "timer_settime", "timer_gettime", "timer_delete"}, nil},
 	{"stat", "file metadata: newer glibc calls fstat where older called newfstatat, and statx where the kernel has it",
-		[]string{"fstat", "newfstatat", "statx"}},
+		[]string{"fstat", "newfstatat", "statx"}, nil},
 	{"access", "checking access to a path: glibc falls back from faccessat2 to faccessat",
-		[]string{"faccessat", "faccessat2"}},
+		[]string{"faccessat", "faccessat2"}, nil},
 	{"rename-at", "renaming: coreutils and libcs try renameat2 and fall back to renameat",
-		[]string{"renameat", "renameat2"}},
+		[]string{"renameat", "renameat2"}, nil},
 }
 
 // terminalProbes are the ioctl requests a tool makes to ask whether an fd is a terminal and how
@@ -131,7 +136,11 @@ func (s *state) passFamilies() []string {
 func (s *state) addFamily(f Family) []string {
 	var pr prov
 	used := false
-	for _, n := range f.Members {
+	triggers := f.Triggers
+	if triggers == nil {
+		triggers = f.Members
+	}
+	for _, n := range triggers {
 		if r := s.syscalls[n]; r != nil && r.family == "" && (!r.base || r.by != "") {
 			// By name, not by process start: a profile read back (Resynthesize) has no start
 			// order, and the family must come back with the same provenance.

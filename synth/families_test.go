@@ -58,3 +58,54 @@ func TestSysprofCacheIsNotAToolCache(t *testing.T) {
 		t.Errorf("writeAnchor($HOME/.cache/gopls/0f/x) = %q (control)", got)
 	}
 }
+
+// TestFamiliesClosed: which member of a family a tool calls depends on its I/O condition (cat
+// into a file calls copy_file_range, into a pipe or /dev/null write). Whatever member a learn
+// saw, the profile allows the same syscalls, so that a drift under another I/O condition finds
+// nothing new (issue 24 item 8: learned to /dev/null, drifted to a file, copy_file_range
+// brought the copy-fallback family in: "6 widening").
+func TestFamiliesClosed(t *testing.T) {
+	allowed := func(seen ...string) map[string]bool {
+		var sc []trace.SyscallCount
+		for _, n := range append([]string{"openat", "close"}, seen...) {
+			sc = append(sc, trace.SyscallCount{Exe: "/usr/bin/cat", Arch: trace.ArchX86_64, Name: n, Count: 1})
+		}
+		tr := &trace.Trace{Version: trace.Version, Command: []string{"cat", "in.txt"},
+			Context:   map[string]string{"HOME": "/home/a", "WORKDIR": "/home/a/p", "TMPDIR": "/tmp"},
+			Processes: []trace.Process{{ID: 1, PID: 10, Exe: "/usr/bin/cat"}}, Syscalls: sc}
+		res, err := Synthesize(tr, testOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, s := range res.Profile.Syscalls.Allow {
+			out[s.Name] = true
+		}
+		return out
+	}
+	for _, f := range Families {
+		first := ""
+		var want map[string]bool
+		triggers := f.Triggers
+		if triggers == nil {
+			triggers = f.Members
+		}
+		for _, m := range triggers {
+			got := allowed("read", m) // every tool reads: the data-copy family is always in
+			if want == nil {
+				first, want = m, got
+				continue
+			}
+			for n := range got {
+				if !want[n] {
+					t.Errorf("family %s: seeing %s allows %s, seeing %s does not", f.Name, m, n, first)
+				}
+			}
+			for n := range want {
+				if !got[n] {
+					t.Errorf("family %s: seeing %s allows %s, seeing %s does not", f.Name, first, n, m)
+				}
+			}
+		}
+	}
+}

@@ -42,7 +42,7 @@ func (c *exeConverter) convN(p string, uses int) string {
 	if p != c.lastIn {
 		o, ok := c.out[p]
 		if !ok {
-			o = portablePath(p, c.s.vars, c.s.exePIDs[""])
+			o = c.s.vars.Generalize(p, c.s.exePIDs[""])
 			c.out[p] = o
 		}
 		c.lastIn, c.lastOut = p, o
@@ -184,7 +184,7 @@ func inHalves(n int, first, second func(lo, hi int)) {
 // rewritten and counted once (the pids of exe matter for /proc/<pid>), and the next path
 // usually lies in the directory of the last (portableMemo).
 type pathRewriter struct {
-	memo                     *portableMemo
+	memo                     *paths.PortableMemo
 	exePIDs                  map[string]map[string]bool
 	counts                   *portableCounts
 	lastIn, lastExe, lastOut string
@@ -192,7 +192,7 @@ type pathRewriter struct {
 }
 
 func newPathRewriter(s *state, counts *portableCounts) *pathRewriter {
-	return &pathRewriter{memo: newPortableMemo(s.vars), exePIDs: s.exePIDs, counts: counts}
+	return &pathRewriter{memo: paths.NewPortableMemo(s.vars), exePIDs: s.exePIDs, counts: counts}
 }
 
 // rewrite returns the portable form of p, accessed by exe (as the trace names it). Failed
@@ -204,7 +204,7 @@ func (w *pathRewriter) rewrite(p, exe string, counted bool) string {
 	}
 	if p != w.lastIn || exe != w.lastExe {
 		w.lastIn, w.lastExe = p, exe
-		w.lastOut = w.memo.path(p, func() map[string]bool { return w.exePIDs[exe] })
+		w.lastOut = w.memo.Path(p, func() map[string]bool { return w.exePIDs[exe] })
 	}
 	if counted {
 		w.counts.add(p, w.lastOut, 1, &w.lastCounted)
@@ -318,7 +318,7 @@ func (s *state) secretPattern(a string) string {
 	case strings.HasPrefix(a, "~/"):
 		a = "$HOME" + a[1:]
 	case path.IsAbs(a):
-		a = portablePath(a, s.vars, nil)
+		a = s.vars.Generalize(a, nil)
 	case !strings.HasPrefix(a, "$"):
 		a = "$WORKDIR/" + a // relative to where the command runs: --allow-secret .env
 	}
@@ -384,7 +384,7 @@ func (s *state) hideStores() []string {
 		}
 	}
 	if sock := s.ctx["SSH_AUTH_SOCK"]; path.IsAbs(sock) {
-		p := portablePath(sock, s.vars, nil)
+		p := s.vars.Generalize(sock, nil)
 		if dir := parentDir(p); depth(dir) >= 2 && !strings.HasPrefix(dir, "$WORKDIR") {
 			p = dir
 		}
@@ -490,6 +490,10 @@ func (s *state) dropSecretTouches(j *storeJudge) (dropped, warned int) {
 			s.warnings = append(s.warnings, w)
 			s.secretTouches = append(s.secretTouches, SecretTouch{Exe: exe, Access: what, Path: p, Store: h})
 		}
+		// The hidden rule says who reached for it: enforce lists it as hidden, not denied.
+		if r := s.hidden.get(h); r != nil && r.prov.by == "" {
+			r.prov = prov{by: exe, seen: 1}
+		}
 	}
 	s.keepFiles(func(f *fileObs) bool {
 		h := j.cached(f.path)
@@ -534,7 +538,7 @@ func hostFirst(k string, ctx map[string]string) (string, bool) {
 	if !ok || v == "" {
 		return k, true // expandOr leaves the path as it is
 	}
-	if v == "/" || !path.IsAbs(v) || !cleanAbs(v) {
+	if v == "/" || !path.IsAbs(v) || !paths.CleanAbs(v) {
 		return "", false
 	}
 	return plainFirst(v)
@@ -542,7 +546,7 @@ func hostFirst(k string, ctx map[string]string) (string, bool) {
 
 // cleanRest reports whether rest, what follows the first component of a path, is empty or
 // clean components after a slash.
-func cleanRest(rest string) bool { return rest == "" || rest[0] == '/' && cleanAbs(rest) }
+func cleanRest(rest string) bool { return rest == "" || rest[0] == '/' && paths.CleanAbs(rest) }
 
 // keepFiles keeps, in order, the file observations keep returns true for (it may change the
 // one it is given). Only those after the first one dropped move.
@@ -943,7 +947,7 @@ func (s *state) passWrite() []string {
 
 // collapseTempSiblings turns the write rule of a temp name made for a sibling the tool also
 // wrote into NAME* (Rust's tempfile crate: cargo makes target as targetXXXXXX, then renames it).
-// GlobComponent does this alone when the random part holds a digit; without one (a third of
+// paths.GlobComponent does this alone when the random part holds a digit; without one (a third of
 // the names) only the sibling tells, and the next run's name would be a new rule. It returns
 // the rules it made.
 func (s *state) collapseTempSiblings() []string {
@@ -1113,7 +1117,22 @@ func (s *state) passExec() []string {
 	if n+len(refused) == 0 {
 		return nil
 	}
+	// A toolchain that runs what it built from its cache on a hit and from its work dir on a
+	// miss (go run) needs both places whatever the learn's cache state was.
+	var twins []string
+	for p, r := range s.exec.byPath() {
+		for _, t := range paths.ExecTwins(p) {
+			if s.exec.get(t) == nil {
+				s.addRule(s.exec, t, r.prov, "")
+				twins = append(twins, t)
+			}
+		}
+	}
 	msgs := []string{fmt.Sprintf("exec only on the %s that ran", plural(s.exec.len(), "binary"))}
+	if len(twins) > 0 {
+		slices.Sort(twins)
+		msgs = append(msgs, "and where the toolchain runs the same binary from on another cache state: "+strings.Join(twins, ", "))
+	}
 	if len(refused) > 0 {
 		slices.Sort(refused)
 		msgs = append(msgs, "not granted: exec on directories "+strings.Join(slices.Compact(refused), ", "))
@@ -1507,14 +1526,21 @@ func (s *state) passPrivateTmp() []string {
 		// A per-run name (collapsed to a glob) cannot have been there before the run, even
 		// when its create was made by a process that did not report it: treating it as
 		// foreign made the choice flip between learns of the same gcc build.
-		case f.access != trace.AccessMetadata && inTmp(f.path) && !strings.Contains(f.path, "*"):
+		// Only content the command needs from the host's /tmp turns the layer off: listing
+		// it or deleting from it (pytest cleaning its older pytest-of-USER/pytest-N) works the
+		// same in an empty private /tmp.
+		case (f.access == trace.AccessRead || f.access == trace.AccessExec || f.access == trace.AccessWrite) && inTmp(f.path) && !strings.Contains(f.path, "*"):
 			used = append(used, f)
 		}
 	}
 	for _, f := range used {
 		if !slices.ContainsFunc(created, func(c string) bool { return paths.Covers(c, f.path) }) {
 			s.privateTmp = false
-			return []string{fmt.Sprintf("no private /tmp: %s used %s, which it did not create", s.exes[f.exe], f.path)}
+			why := fmt.Sprintf("no private /tmp: %s used %s, which it did not create", s.exes[f.exe], f.path)
+			// Never silently: the layer is off for every later run of this profile.
+			s.warnings = append(s.warnings, why+"; the command sees the host's /tmp. If that file was left by an earlier run, "+
+				"remove it and learn again, or set privateTmp: true in the profile")
+			return []string{why}
 		}
 	}
 	s.privateTmp = true

@@ -93,7 +93,7 @@ func TestDeleteOfMissingFile(t *testing.T) {
 }
 
 // TestTempSiblingCollapses: cargo makes target as targetXXXXXX (Rust's tempfile crate) and
-// renames it. Without a digit in the random part GlobComponent keeps the name; the sibling the
+// renames it. Without a digit in the random part paths.GlobComponent keeps the name; the sibling the
 // tool also wrote makes it target* all the same, so that the next run's name is no new rule.
 // A name without such a sibling, or whose tail is a plain word, stays exact.
 func TestTempSiblingCollapses(t *testing.T) {

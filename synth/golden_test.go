@@ -85,7 +85,7 @@ func goldenCases(t *testing.T) []goldenCase {
 		goldenCase{name: "ssh-reader-allowed", trace: "ssh-reader", opts: func(o *Options) {
 			o.AllowSecrets = []string{"~/.npmrc", "/home/alice/.aws/credentials"}
 		}},
-		goldenCase{name: "go-build-portable", trace: "go-build", opts: func(o *Options) { o.Portable = true }},
+		goldenCase{name: "go-build-exact", trace: "go-build", opts: func(o *Options) { o.Exact = true }},
 	)
 }
 

@@ -104,6 +104,11 @@ func (s *state) passMetadata() []string {
 		}
 		k := [2]string{p.exe, sha}
 		s.binaries[k] = earliest(s.binaries[k], s.provOf(p.parent))
+		// Its twins (passExec) are the same binary: listed like the exec rules, never pinned.
+		for _, t := range paths.ExecTwins(p.exe) {
+			k := [2]string{t, ""}
+			s.binaries[k] = earliest(s.binaries[k], s.provOf(p.parent))
+		}
 	}
 	msgs := []string{fmt.Sprintf("name %s, %s with their sha256", s.meta.Name, plural(len(s.binaries), "binary"))}
 	if built > 0 {
@@ -119,10 +124,12 @@ func (s *state) passMetadata() []string {
 	return msgs
 }
 
-// builtByRun reports executables the run wrote: under $TMPDIR or a write rule. A checked-in
+// builtByRun reports executables the run wrote: under $TMPDIR or a write rule, or with a
+// per-run name. A checked-in
 // script of the work tree keeps its hash: a change to it is worth a drift report.
 func (s *state) builtByRun(exe string) bool {
-	if strings.HasPrefix(exe, "$TMPDIR/") {
+	// A glob is a name made per run (go run's $GOCACHE/*/*-d/NAME): no one content to pin.
+	if strings.HasPrefix(exe, "$TMPDIR/") || paths.HasGlob(exe) {
 		return true
 	}
 	for w := range s.write.byPath() {

@@ -163,7 +163,7 @@ func secretFilter(ctx map[string]string, allow []string) func(string) bool {
 // passRead and passWrite): reading /, $HOME, /etc … themselves, writing $WORKDIR, $HOME …
 // themselves.
 func refusedByDesign(f trace.FileAccess, ctx map[string]string) bool {
-	p := portablePath(f.Path, paths.NewRoots(ctx), nil)
+	p := paths.NewRoots(ctx).Generalize(f.Path, nil)
 	switch {
 	case f.Access == trace.AccessRead && !f.Dir:
 		return tooBroadToRead(p)
@@ -247,7 +247,7 @@ func TestPropertyIdempotent(t *testing.T) {
 		r := rand.New(rand.NewPCG(uint64(seed), 0x1de))
 		tr, _ := randomTrace(r)
 		opts := testOpts()
-		opts.Portable = r.IntN(2) == 0
+		opts.Exact = r.IntN(2) == 0
 		first, err := Synthesize(tr, opts)
 		if err != nil {
 			t.Fatal(err)

@@ -21,17 +21,22 @@ type Options struct {
 	// RollupThreshold is the minimum number of distinct paths read (or written) under one
 	// directory before the directory replaces them; 0 means DefaultRollupThreshold.
 	RollupThreshold int
-	// Portable adds the libc-variant syscall families (open/openat, stat/newfstatat/statx, …)
-	// of every family the command used, so that a profile learned with one libc runs with another.
-	Portable bool
 	// AllowSecrets are credential-store paths the user explicitly allows (--allow-secret), as
 	// given: absolute, $HOME/..., ~/..., or relative to the work tree (.env). Allowing a path
 	// inside a store un-hides the store (a mount cannot hide around one file) but keeps every
 	// other access into it dropped, so only the named path becomes allowed.
 	AllowSecrets []string
 	// Exact turns the behaviour-equivalence Families off (learn --exact): only the syscalls
-	// seen, the base set and the terminal probes are allowed.
+	// seen, the base set and the terminal probes are allowed. It also turns portability off,
+	// which is on by default (profiles are committed and shared): without it synthesis adds
+	// the libc-variant syscall families (open/openat, stat/newfstatat/statx, …) of every
+	// family the command used and globs versions in paths (python3.11 → python3.*), so that a
+	// profile learned with one libc, gcc or python runs with another.
 	Exact bool
+	// Unportable turns portability off but keeps the families: what learn did before portable
+	// became the default. Drift compares with it too, so that a profile learned so does not
+	// widen by portability alone.
+	Unportable bool
 	// Architectures the profile lists (learn --arch); empty means DefaultArchitectures when
 	// learning, and the profile's own list when resynthesizing.
 	Architectures []string

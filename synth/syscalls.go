@@ -132,6 +132,10 @@ var baseSyscalls = []struct{ name, why string }{
 	{"futex", "glibc aborts when futex fails (locale loading, stdio locks)"},
 	// A contended lock spins and yields before it sleeps on a futex: whether it does is timing.
 	{"sched_yield", "a contended lock yields before its futex wait"},
+	// Shells and runtimes ask the kernel for the cwd only when $PWD is unset or stale (env -i,
+	// a CI runner, a wrapper that exported it): the environment, not the tool, decides. It
+	// tells the process where it already is.
+	{"getcwd", "the cwd asked of the kernel when $PWD is unset or stale (env -i, CI runners)"},
 }
 
 // passBase adds the base syscalls, marked base.
@@ -162,7 +166,7 @@ func (s *state) passBase() []string {
 }
 
 // syscallFamilies are the libc-variant groups: one libc (or one version) calls one member,
-// another libc another. With Options.Portable, seeing any member allows all of them.
+// another libc another. Unless Options.Exact, seeing any member allows all of them.
 var syscallFamilies = [][]string{
 	{"open", "openat", "openat2", "creat"},
 	{"stat", "lstat", "fstat", "newfstatat", "fstatat", "statx", "stat64", "lstat64", "fstat64", "fstatat64"},
@@ -274,10 +278,10 @@ func (s *state) addMembers(when, then []string) []string {
 	return added
 }
 
-// passPortableSyscalls adds every member of a family the command used, when Options.Portable
-// asks for it; the explain line states the cost.
+// passPortableSyscalls adds every member of a family the command used, unless Options.Exact;
+// the explain line states the cost.
 func (s *state) passPortableSyscalls() []string {
-	if !s.opts.Portable {
+	if s.opts.Exact || s.opts.Unportable {
 		return nil
 	}
 	added := s.addFamilies(syscallFamilies)

@@ -9,8 +9,8 @@ import (
 
 // Version-pinned paths: a toolchain's files carry its version in their names (gcc-12,
 // python3.11, /usr/lib/gcc/x86_64-linux-gnu/12/cc1, ~/.pyenv/versions/3.11.7), and the next
-// distribution release moves them (gcc-14, python3.13, /usr/libexec/gcc/.../14/cc1). With
-// Options.Portable the version becomes a glob in read, list and exec rules; the enforcer grants
+// distribution release moves them (gcc-14, python3.13, /usr/libexec/gcc/.../14/cc1). Unless
+// Options.Exact, the version becomes a glob in read, list and exec rules; the enforcer grants
 // what the glob matches on the host, so a portable profile names the same binaries there and
 // nothing else. Write rules keep their versions: they are the tool's own outputs.
 
@@ -45,9 +45,9 @@ func versionless(p string) string {
 	return strings.Join(c, "/")
 }
 
-// passVersions turns the versions in read, list and exec rules into globs (Options.Portable).
+// passVersions turns the versions in read, list and exec rules into globs (unless Options.Exact).
 func (s *state) passVersions() []string {
-	if !s.opts.Portable {
+	if s.opts.Exact || s.opts.Unportable {
 		return nil
 	}
 	n := 0

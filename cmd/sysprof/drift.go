@@ -92,16 +92,30 @@ func runDrift(ctx context.Context, o *driftOptions) error {
 	return renderChanges(o.Out, changes, o.Profile, "(this run)", o.Format, o.FailOn)
 }
 
-// secretChanges turns the credential-store accesses synthesis kept hidden into critical
-// findings: the profile did not widen, but the command now reaches for a secret.
-func secretChanges(touches []synth.SecretTouch) []policy.Change {
+// secretChanges turns the credential-store accesses synthesis kept hidden into findings. A
+// secret the committed profile says the tool reads (its hidden rule has by:, set by learn) is
+// information, not a widening: it stays hidden and reads as empty (npm and ~/.npmrc, every
+// run). A secret the tool did not reach for when learned is new behaviour: critical. Drift
+// also fails when a profile starts to allow a secret (a hidden path removed: policy.Diff).
+func secretChanges(touches []synth.SecretTouch, committed *policy.Profile) []policy.Change {
+	known := map[string]bool{}
+	for _, h := range committed.Filesystem.Hidden {
+		if h.By != "" {
+			known[h.Path] = true
+		}
+	}
 	var out []policy.Change
 	for _, t := range touches {
-		out = append(out, policy.Change{Kind: policy.Added, Section: policy.SectionHidden,
-			Item:   fmt.Sprintf("%s: %s by %s", t.Path, t.Access, t.Exe),
+		c := policy.Change{Kind: policy.Added, Section: policy.SectionHidden,
+			Item: fmt.Sprintf("%s: %s by %s", t.Path, t.Access, t.Exe), By: t.Exe,
 			Risk:   policy.RiskCritical,
 			Reason: "the command now touches credential store " + t.Store + " (the profile keeps it hidden)",
-			Widens: true, By: t.Exe})
+			Widens: true}
+		if known[t.Store] {
+			c.Risk, c.Widens = policy.RiskLow, false
+			c.Reason = "the command reads credential store " + t.Store + " as when learned: hidden (it reads as empty)"
+		}
+		out = append(out, c)
 	}
 	return out
 }

@@ -384,7 +384,40 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 	// As learn writes it: what the committed profile holds pending is no drift, and a new
 	// persistence or secret allowance shows as PENDING.
 	policy.MarkPending(committed, res.Profile)
-	return append(policy.Diff(committed, res.Profile), secretChanges(res.SecretTouches)...), nil
+	changes := policy.Diff(committed, res.Profile)
+	// A profile learned before portable was the default (or with --portable=false) is
+	// compared with this run synthesized the same way: the run's behaviour, not the default,
+	// decides. The closer of the two wins (fewer widenings, then fewer changes).
+	if old, err := synth.Synthesize(tr, synth.Options{Unportable: true, AllowSecrets: allowedSecrets(committed), SysprofVersion: version}); err == nil {
+		if st.Name != "" {
+			st.AddAllowances(old.Profile)
+		}
+		policy.MarkPending(committed, old.Profile)
+		if alt := policy.Diff(committed, old.Profile); closer(alt, changes) {
+			changes = alt
+		}
+	}
+	return append(changes, secretChanges(res.SecretTouches, committed)...), nil
+}
+
+// closer reports whether diff a is closer to no change than b: fewer widenings, then fewer
+// changes.
+func closer(a, b []policy.Change) bool {
+	wa, wb := 0, 0
+	for _, c := range a {
+		if c.Widens {
+			wa++
+		}
+	}
+	for _, c := range b {
+		if c.Widens {
+			wb++
+		}
+	}
+	if wa != wb {
+		return wa < wb
+	}
+	return len(a) < len(b)
 }
 
 // stepError names the step in a learn error and keeps its exit status.

@@ -119,8 +119,8 @@ non-empty list fails the learn with exit 125 after writing the profile, so CI no
 	f.BoolVar(&o.AcceptRisky, "accept-risky", false, "accept the persistence and secret allowances of this run (writes to protected paths, reads of credential stores) instead of writing them pending until sysprof refine accepts them (scripted flows; learn says what it accepted)")
 	f.BoolVar(&o.Strict, "strict", false, "fail (exit 125) if any kernel event was lost (profile not written), or if the review list is not empty (profile written)")
 	f.BoolVar(&o.Explain, "explain", false, "print what each synthesis pass did")
-	f.BoolVar(&o.Portable, "portable", false, "add libc-variant syscall families so the profile runs on other distros")
-	f.BoolVar(&o.Exact, "exact", false, "allow only the syscalls seen: no behaviour-equivalence families (listed by show --explain)")
+	f.BoolVar(&o.Portable, "portable", true, "the profile runs on other distros (libc-variant syscall families, versions globbed): the default; --portable=false or --exact turn it off")
+	f.BoolVar(&o.Exact, "exact", false, "allow only the syscalls seen and the paths as seen: no behaviour-equivalence families (listed by show --explain), no portability (libc variants, versions globbed)")
 	f.StringSliceVar(&o.Arches, "arch", nil, "architectures the profile lists (default x86_64,aarch64)")
 	f.IntVar(&o.Runs, "runs", 1, "learn the command this many times and merge what every run saw")
 	f.StringVar(&o.Between, "between", "", "shell command run (unsandboxed) before each run after the first, e.g. 'touch main.c' to learn an incremental rebuild")
@@ -179,8 +179,8 @@ func learnTarget(ctx context.Context, o *learnOptions, st project.Step, shipped 
 		return learnRuns(ctx, o, po, so)
 	}
 	tr, res, wall, err := learnStep(ctx, o.Err, st, o.TraceOut, runs, profiler.Options{RingBufferBytes: o.RingBuf, Debug: o.Debug}, synth.Options{
-		Portable:       o.Portable,
 		Exact:          o.Exact,
+		Unportable:     !o.Portable,
 		Architectures:  o.Arches,
 		AllowSecrets:   o.AllowSecrets,
 		SysprofVersion: version,

@@ -26,7 +26,6 @@ import (
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
-	"github.com/sysprof/sysprof/synth"
 )
 
 // fileOps maps the x86_64 path syscalls to what guard.c reads of their arguments. Numbers come
@@ -593,4 +592,4 @@ func (g *Guard) crossMount(hits []hit) bool {
 }
 
 // portable writes path the way a profile would: with variables and per-run names as globs.
-func (g *Guard) portable(path string) string { return synth.Portable(path, g.cfg.Vars) }
+func (g *Guard) portable(path string) string { return paths.Portable(path, g.cfg.Vars) }

@@ -119,7 +119,7 @@ type Config struct {
 	// Sockets are the host unix sockets the sandbox covers, or their directories (a failed
 	// connect to one is a denial).
 	Sockets []string
-	// Vars are the path variables a suggestion is written with (synth.Portable).
+	// Vars are the path variables a suggestion is written with (paths.Portable).
 	Vars map[string]string
 	// FileRisk rates a suggestion (nil: unrated).
 	FileRisk func(access, portable string) report.Risk
