@@ -44,6 +44,7 @@ func Marshal(p *Profile) ([]byte, error) {
 		e.key(1, "pass")
 		e.flowSeq(q.Env.Pass)
 	}
+	e.credentials(q.Credentials)
 	e.binaries(q.Binaries)
 	if q.HostRoot {
 		e.kvRaw(0, "hostRoot", "true")

@@ -419,7 +419,7 @@ var indexRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`
 func fieldsOf(parent string) []string {
 	switch indexRE().ReplaceAllString(parent, "[]") {
 	case "":
-		return []string{"apiVersion", "kind", "metadata", "syscalls", "filesystem", "network", "env", "binaries", "hostRoot"}
+		return []string{"apiVersion", "kind", "metadata", "syscalls", "filesystem", "network", "env", "credentials", "binaries", "hostRoot"}
 	case "env":
 		return []string{"pass"}
 	case "metadata":
@@ -438,6 +438,8 @@ func fieldsOf(parent string) []string {
 		return []string{"connect", "send", "bind"}
 	case "network.connect[]", "network.send[]", "network.bind[]":
 		return []string{"endpoint", "proto", "by", "seen"}
+	case "credentials[]":
+		return []string{"file", "key", "env", "hosts", "how", "by", "seen"}
 	case "binaries[]":
 		return []string{"path", "sha256", "by", "seen"}
 	}

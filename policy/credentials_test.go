@@ -1,0 +1,130 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+const credHead = `apiVersion: sysprof.dev/v1
+kind: Profile
+metadata: {name: npm-install, command: [npm, install], runs: 1, incomplete: false}
+`
+
+func TestCredentialsRoundTrip(t *testing.T) {
+	src := credHead + `credentials:
+  - {file: $HOME/.npmrc, key: "//registry.example.com/:_authToken", hosts: [registry.example.com], how: bearer, by: /usr/bin/node}
+  - {env: GITHUB_TOKEN, hosts: [api.github.example:443], how: "header:X-Api-Key"}
+`
+	p, err := Parse("p.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Parse("out.yaml", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(q.Credentials) != 2 || q.Credentials[1].Source() != "env GITHUB_TOKEN" || q.Credentials[0].How != "header:X-Api-Key" && q.Credentials[1].How != "header:X-Api-Key" {
+		t.Fatalf("round trip: %+v\n%s", q.Credentials, out)
+	}
+	if d := Diff(p, q); len(d) != 0 {
+		t.Fatalf("diff after round trip: %v", d)
+	}
+	m := Merge(p, &Profile{Credentials: []Credential{{Env: "GITHUB_TOKEN", Hosts: []string{"uploads.github.example"}, How: "header:X-Api-Key"}}})
+	for _, c := range m.Credentials {
+		if c.Env == "GITHUB_TOKEN" && len(c.Hosts) != 2 {
+			t.Fatalf("merge did not union the hosts: %+v", c)
+		}
+	}
+}
+
+func TestCredentialsParseErrors(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`credentials:
+  - {file: $HOME/.npmrc, key: "//a.example/:_authToken", hosts: [a.example], how: bearer}
+  - {env: NPM_TOKEN, hosts: [a.example], how: bearer}
+`, `p.yaml:6: credentials[1].hosts[0]: a.example is claimed by credentials[0] too`},
+		{`credentials:
+  - {file: $HOME/.npmrc, key: "//a.example/:_authToken", hosts: [a.example], how: digest}
+`, `p.yaml:5: credentials[0].how`},
+		{`credentials:
+  - {file: $HOME/.npmrc, hosts: [a.example], how: bearer}
+`, `credentials[0].key: missing`},
+		{`credentials:
+  - {file: $HOME/.npmrc, key: k, env: X, hosts: [a.example], how: bearer}
+`, `not both`},
+		{`credentials:
+  - {file: $HOME/.aws/credentials, key: k, hosts: [a.example], how: bearer}
+`, `not a credential store sysprof can rewrite`},
+	} {
+		_, err := Parse("p.yaml", []byte(credHead+tc.body))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.body, err, tc.want)
+		}
+	}
+}
+
+func TestCredentialRisk(t *testing.T) {
+	npm := Credential{File: "$HOME/.npmrc", Key: "//registry.example.com/:_authToken", How: HowBearer}
+	old := &Profile{}
+	for _, tc := range []struct {
+		c    Credential
+		host string
+		want Risk
+	}{
+		{npm, "registry.example.com", RiskLow},
+		{npm, "registry.example.com:443", RiskLow},
+		{npm, "evil.example", RiskCritical},
+		{Credential{File: "$HOME/.npmrc", Key: "//localhost:4873/:_authToken", How: HowBearer}, "localhost:4873", RiskLow},
+		{Credential{File: "$HOME/.npmrc", Key: "//localhost:4873/:_authToken", How: HowBearer}, "localhost:9999", RiskCritical},
+		{Credential{Env: "NPM_TOKEN", How: HowBearer}, "registry.example.com", RiskHigh},
+	} {
+		c := tc.c
+		c.Hosts = []string{tc.host}
+		d := Diff(old, &Profile{Credentials: []Credential{c}})
+		if len(d) != 1 || d[0].Risk != tc.want || !d[0].Widens || d[0].Section != SectionCredent {
+			t.Errorf("%s -> %s: %v, want one %s widening", c.Source(), tc.host, d, tc.want)
+		}
+	}
+	// A host added to an existing rule is a widening too.
+	a := &Profile{Credentials: []Credential{{File: "$HOME/.npmrc", Key: npm.Key, How: HowBearer, Hosts: []string{"registry.example.com"}}}}
+	b := Clone(a)
+	b.Credentials[0].Hosts = append(b.Credentials[0].Hosts, "evil.example")
+	d := Diff(a, b)
+	if len(d) != 1 || d[0].Risk != RiskCritical || d[0].Kind != Widened {
+		t.Fatalf("added host: %v", d)
+	}
+	if d := Diff(b, a); len(d) != 1 || d[0].Widens {
+		t.Fatalf("removed host: %v", d)
+	}
+}
+
+func TestParseStoreNpmrc(t *testing.T) {
+	data := []byte("registry=https://registry.example.com/\n; comment\n//registry.example.com/:_authToken=npm_realtoken\n//other.example/:_authToken = \"other\"\nemail=me@example.com\n")
+	es, err := ParseStore(StoreNpmrc, "/h/.npmrc", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := StoreValue(es, "/h/.npmrc", "//registry.example.com/:_authToken")
+	if err != nil || e.Value != "npm_realtoken" || e.Line != 3 {
+		t.Fatalf("value: %+v %v", e, err)
+	}
+	_, err = StoreValue(es, "/h/.npmrc", "//nope/:_authToken")
+	var se *StoreError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "/h/.npmrc: //nope/:_authToken: no such entry") {
+		t.Fatalf("missing key: %v", err)
+	}
+	_, err = ParseStore(StoreNpmrc, "/h/.npmrc", []byte("registry=x\n//a/:_authToken\n"))
+	if err == nil || err.Error() != "/h/.npmrc:2: //a/:_authToken: not a key = value line" {
+		t.Fatalf("malformed: %v", err)
+	}
+	out := string(RewriteStore(StoreNpmrc, data, map[string]string{"//registry.example.com/:_authToken": "STANDIN"}))
+	if strings.Contains(out, "npm_realtoken") || strings.Contains(out, "other") || strings.Contains(out, "me@example.com") ||
+		!strings.Contains(out, "//registry.example.com/:_authToken=STANDIN\n") || !strings.Contains(out, "registry=https://registry.example.com/\n") {
+		t.Fatalf("rewritten:\n%s", out)
+	}
+}
