@@ -25,6 +25,9 @@ type Options struct {
 	Resolve map[string][]netip.Addr
 	// LogAllowed records every allowed connection (name, port, binary, bytes each way).
 	LogAllowed bool
+	// Broker holds the run's brokered credentials (broker.go): connections to their names are
+	// terminated and rewritten instead of spliced.
+	Broker *Broker
 }
 
 // sniffWait is how long the proxy waits for a client's first bytes before it takes the
@@ -259,6 +262,10 @@ func (p *Proxy) serveDNS() {
 		// other queries must not wait for it).
 		d := report.Denial{Syscall: "dns", What: "resolve " + name + " (not in the profile: NXDOMAIN)", Endpoint: name,
 			Proto: "udp", Host: name, Suggest: fmt.Sprintf("network.connect: + %s:PORT tcp", name)}
+		if c := p.opts.Broker.standInIn([]byte(name)); c != nil {
+			d.What = fmt.Sprintf("tried to send the stand-in of %s in a DNS name (%s): refused, an exfiltration attempt", c.Name, name)
+			d.Risk, d.Suggest = report.RiskCritical, ""
+		}
 		select {
 		case p.dnsSlots <- struct{}{}:
 			p.wg.Add(1)
@@ -330,6 +337,10 @@ func (p *Proxy) handle(c *net.TCPConn) {
 	}
 	w, ok := pc.checkBinaries(rules)
 	if !ok {
+		return
+	}
+	if cred := p.opts.Broker.credFor(pc.name, pc.port); cred != nil && pc.isName && (proto == protoTLS || proto == protoHTTP) {
+		pc.broker(cred, buf, proto, w, rules)
 		return
 	}
 	up, err := p.dial(pc.name, pc.isName, pc.dst, rules)
@@ -563,6 +574,9 @@ func (pc *proxyConn) carryHTTP(up *net.TCPConn, buf []byte, done <-chan struct{}
 		if req.host != pc.name {
 			return refusal{msg: "host", host: req.host}
 		}
+		if c := pc.p.opts.Broker.standInIn(decodedBasicAll(req.header)); c != nil {
+			return refusal{msg: fmt.Sprintf("tried to send the stand-in of %s to %s (in the request header): refused, an exfiltration attempt", c.Name, pc.name), critical: true}
+		}
 		return nil
 	})
 	var rf refusal
@@ -575,6 +589,8 @@ func (pc *proxyConn) carryHTTP(up *net.TCPConn, buf []byte, done <-chan struct{}
 	<-done
 	if rf.host != "" {
 		pc.mismatch(protoHTTP, rf.host)
+	} else if rf.critical {
+		pc.refuse(rf.msg, report.RiskCritical)
 	} else {
 		pc.refuse(rf.msg, policy.RiskNone)
 	}
