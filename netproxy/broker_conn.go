@@ -57,8 +57,8 @@ type scanReader struct {
 	found  error
 	// tripped: found was returned (net/http wraps a body's read error without Unwrap).
 	tripped bool
-	buf    []byte // read, not yet returned
-	eof    error
+	buf     []byte // read, not yet returned
+	eof     error
 }
 
 func (s *scanReader) Read(p []byte) (int, error) {
