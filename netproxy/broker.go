@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sysprof/sysprof/report"
 )
 
 // Credential is one brokered credential as the proxy holds it for a run: the command holds
@@ -86,19 +88,8 @@ type Broker struct {
 	uses  []CredentialUse
 }
 
-// CredentialUse is one request a brokered credential went out with.
-type CredentialUse struct {
-	Time       time.Time `json:"time"`
-	Credential string    `json:"credential"`
-	Binary     string    `json:"binary"`
-	Method     string    `json:"method"`
-	Host       string    `json:"host"`
-	Path       string    `json:"path"`
-	Status     int       `json:"status"`
-	BytesOut   int64     `json:"bytesOut"`
-	BytesIn    int64     `json:"bytesIn"`
-	Note       string    `json:"note,omitempty"` // an upstream refusal said plainly
-}
+// CredentialUse is one request a brokered credential went out with (report's type).
+type CredentialUse = report.CredentialUse
 
 // caValidity bounds the run CA: long enough for a long build, short enough to be useless later.
 const caValidity = 24 * time.Hour

@@ -75,6 +75,8 @@ type Report struct {
 	Notes []string `json:"notes,omitempty"`
 	// ChangedBinaries are the profile's binaries whose content is not what learn hashed.
 	ChangedBinaries []ChangedBinary `json:"changedBinaries,omitempty"`
+	// CredentialUses is every request a brokered credential went out with, in order.
+	CredentialUses []CredentialUse `json:"credentialUses,omitempty"`
 }
 
 // ChangedBinary is a binary whose sha256 differs from the one its profile recorded.
