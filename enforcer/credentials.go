@@ -1,8 +1,10 @@
 package enforcer
 
 import (
+	"cmp"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,6 +87,7 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 	b := &brokered{}
 	var creds []netproxy.Credential
 	stores := map[string]map[string]string{} // expanded file -> key -> stand-in
+	varRef := map[int]string{}               // rule -> the variable its store entry refers to
 	var storeOrder []string
 	for i, cr := range p.Credentials {
 		f := fmt.Sprintf("credentials[%d] (%s)", i, cr.Source())
@@ -119,6 +122,14 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 				return fmt.Errorf("%s: %w", f, err)
 			}
 			real = e.Value
+			if v, ok := policy.VarRef(e.Value); ok {
+				// The store refers to a variable (npm's ${NPM_TOKEN}): the variable holds
+				// the secret, the store line stays as it is.
+				if real, ok = lookup(v); !ok || real == "" {
+					return fmt.Errorf("%s: %s:%d: %s refers to the variable %s, which is not set", f, file, e.Line, cr.Key, v)
+				}
+				varRef[i] = v
+			}
 		}
 		standIn, err := netproxy.NewStandIn(real)
 		if err != nil {
@@ -132,9 +143,11 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 		}
 		creds = append(creds, netproxy.Credential{Name: credentialName(cr), Hosts: cr.Hosts, Header: cr.Header(),
 			Basic: cr.How == policy.HowBasic, By: by, StandIn: standIn, Real: real})
+		if v := cmp.Or(cr.Env, varRef[i]); v != "" {
+			b.env = append(b.env, v+"="+standIn)
+			b.unset = append(b.unset, v)
+		}
 		if cr.Env != "" {
-			b.env = append(b.env, cr.Env+"="+standIn)
-			b.unset = append(b.unset, cr.Env)
 			continue
 		}
 		file, _ := expand(cr.File, env)
@@ -143,6 +156,9 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 			storeOrder = append(storeOrder, file)
 		}
 		stores[file][cr.Key] = standIn
+		if varRef[i] != "" {
+			stores[file][cr.Key] = "${" + varRef[i] + "}"
+		}
 	}
 	for _, file := range storeOrder {
 		data, err := os.ReadFile(file)
@@ -186,12 +202,22 @@ func (c *Compiled) credentialHostAllowed(h string) error {
 		name, port = n, p
 	}
 	name = strings.ToLower(name)
+	addr, aerr := netip.ParseAddr(name)
+	isAddr := aerr == nil
 	for _, r := range c.Egress.Rules {
-		if r.Host == name && (port == "" || strconv.Itoa(int(r.Port)) == port) {
+		if port != "" && strconv.Itoa(int(r.Port)) != port {
+			continue
+		}
+		switch {
+		case r.Host != "" && r.Host == name:
+			return nil
+		case r.Prefix.IsValid() && isAddr && r.Prefix.Contains(addr):
+			return nil // a registry on an address (loopback)
+		case r.Prefix.IsValid() && name == "localhost" && r.Prefix.Addr().IsLoopback():
 			return nil
 		}
 	}
-	return fmt.Errorf("host %s: no network.connect rule allows it by name (add network.connect: + %s:443 tcp, or the port it uses)", h, name)
+	return fmt.Errorf("host %s: no network.connect rule allows it (add network.connect: + %s:443 tcp, or the port it uses)", h, name)
 }
 
 // systemBundle returns the system CA bundle of this host (resolved), "" when none.

@@ -42,7 +42,11 @@ func (c *Credential) forHost(name string, port uint16) bool {
 		if hn, hp, err := net.SplitHostPort(h); err == nil {
 			n, p = hn, hp
 		}
-		if canonName(n) == name && (p == "" || p == strconv.Itoa(int(port))) {
+		n = canonName(n)
+		if n == "localhost" && (name == "127.0.0.1" || name == "::1") {
+			n = name // a loopback address rule: what localhost is inside
+		}
+		if n == name && (p == "" || p == strconv.Itoa(int(port))) {
 			return true
 		}
 	}

@@ -121,7 +121,7 @@ func (pc *proxyConn) broker(cred *Credential, buf []byte, proto string, w who, r
 	var client net.Conn = &prefixConn{Conn: pc.c, buf: buf}
 	if proto == protoTLS {
 		tc := tls.Server(client, &tls.Config{
-			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return b.leaf(pc.name) },
+			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return b.leaf(pc.brokerName()) },
 			NextProtos:     []string{"http/1.1"},
 			MinVersion:     tls.VersionTLS12,
 		})
@@ -153,7 +153,7 @@ func (pc *proxyConn) broker(cred *Credential, buf []byte, proto string, w who, r
 	var up net.Conn = raw
 	if proto == protoTLS {
 		askedCert := false
-		uc := tls.Client(raw, &tls.Config{ServerName: pc.name, RootCAs: b.Roots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12,
+		uc := tls.Client(raw, &tls.Config{ServerName: pc.brokerName(), RootCAs: b.Roots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12,
 			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 				askedCert = true
 				return &tls.Certificate{}, nil
@@ -200,7 +200,7 @@ func (pc *proxyConn) brokerHTTP(client, up net.Conn, cred *Credential, w who) {
 			host = h
 		}
 		switch {
-		case canonName(strings.Trim(host, "[]")) != pc.name:
+		case !pc.brokerHost(canonName(strings.Trim(host, "[]"))):
 			pc.mismatch(protoHTTP, canonName(host))
 			return
 		case req.ProtoMajor != 1:
@@ -296,7 +296,7 @@ func (pc *proxyConn) brokerHTTP(client, up net.Conn, cred *Credential, w who) {
 				Path: req.URL.Path, Status: resp.StatusCode, BytesOut: uw.n - out0, BytesIn: cw.n - in0, Note: upstreamRefusal(resp)})
 		}
 		if errors.Is(err, errRealEchoed) || echoScan != nil && echoScan.tripped {
-			pc.refuse(fmt.Sprintf("%s answered with the real value of %s (an echo): not passed into the sandbox", pc.name, cred.Name), report.RiskCritical)
+			pc.refuse(fmt.Sprintf("%s answered with the real value of %s (an echo): not passed into the sandbox", pc.brokerName(), cred.Name), report.RiskCritical)
 			return
 		}
 		if err != nil || resp.Close || req.Close {
@@ -370,7 +370,7 @@ func decodedBasic(v string) []byte {
 
 // standInRefused reports a stand-in seen where it must not go: an exfiltration attempt.
 func (pc *proxyConn) standInRefused(e errStandIn) {
-	pc.refuse(fmt.Sprintf("tried to send the stand-in of %s to %s (in %s): refused, an exfiltration attempt", e.c.Name, pc.name, e.where), report.RiskCritical)
+	pc.refuse(fmt.Sprintf("tried to send the stand-in of %s to %s (in %s): refused, an exfiltration attempt", e.c.Name, pc.brokerName(), e.where), report.RiskCritical)
 }
 
 // decodedBasicAll returns a raw header with every Basic value's decoded user:password
@@ -387,4 +387,34 @@ func decodedBasicAll(h []byte) []byte {
 		}
 	}
 	return out
+}
+
+// brokerName is what a brokered connection goes to: its name, or the address dialled under an
+// address rule (a registry on loopback).
+func (pc *proxyConn) brokerName() string {
+	if pc.isName {
+		return pc.name
+	}
+	return pc.dst.Addr().String()
+}
+
+// brokerHost reports whether a request's Host is the connection's: its name, or for an
+// address its address (localhost for a loopback one).
+func (pc *proxyConn) brokerHost(h string) bool {
+	return h == pc.brokerName() || !pc.isName && h == "localhost" && pc.dst.Addr().IsLoopback()
+}
+
+// sniffBrokered reads the first bytes of a connection under an address rule with a
+// credentials rule (which address rules otherwise are not): ok is false when it was refused
+// or the client went away.
+func (pc *proxyConn) sniffBrokered() ([]byte, string, string, bool) {
+	buf, proto, host, err := sniffConn(pc.c)
+	if err != nil {
+		var rf refusal
+		if errors.As(err, &rf) {
+			pc.refuse(rf.msg, policy.RiskNone)
+		}
+		return nil, proto, "", false
+	}
+	return buf, proto, host, true
 }

@@ -331,15 +331,21 @@ func (p *Proxy) handle(c *net.TCPConn) {
 		pc.refuseUnmatched()
 		return
 	}
+	cred := p.opts.Broker.credFor(pc.brokerName(), pc.port)
 	buf, proto, ok := pc.checkFirstBytes()
 	if !ok {
 		return
+	}
+	if cred != nil && !pc.isName { // an address rule is not sniffed, but a brokered one is read
+		if buf, proto, _, ok = pc.sniffBrokered(); !ok {
+			return
+		}
 	}
 	w, ok := pc.checkBinaries(rules)
 	if !ok {
 		return
 	}
-	if cred := p.opts.Broker.credFor(pc.name, pc.port); cred != nil && pc.isName && (proto == protoTLS || proto == protoHTTP) {
+	if cred != nil && (proto == protoTLS || proto == protoHTTP) {
 		pc.broker(cred, buf, proto, w, rules)
 		return
 	}
