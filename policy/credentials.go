@@ -374,9 +374,6 @@ func StoreValue(entries []StoreEntry, name, key string) (StoreEntry, error) {
 			if e.Value == "" {
 				return e, &StoreError{File: name, Line: e.Line, Key: key, Msg: "empty value"}
 			}
-			if strings.HasPrefix(e.Value, "${") {
-				return e, &StoreError{File: name, Line: e.Line, Key: key, Msg: "the value is a variable (" + e.Value + "): broker the variable (credentials: env) instead"}
-			}
 			return e, nil
 		}
 	}
@@ -407,6 +404,11 @@ func RewriteStore(format string, data []byte, standIns map[string]string) []byte
 		k, _, ok := strings.Cut(t, "=")
 		k = strings.TrimSpace(k)
 		if ok && t[0] != ';' && t[0] != '#' {
+			_, v, _ := strings.Cut(t, "=")
+			if _, ref := VarRef(strings.TrimSpace(v)); ref && standIns[k] == "" {
+				b.WriteString(l) // a reference to a variable, not a secret
+				continue
+			}
 			if s, brokered := standIns[k]; brokered {
 				b.WriteString(k + "=" + s + "\n")
 				continue
@@ -418,4 +420,42 @@ func RewriteStore(format string, data []byte, standIns map[string]string) []byte
 		b.WriteString(l)
 	}
 	return []byte(b.String())
+}
+
+// SecretEntry is a secret entry of a credential store as learn reports it to synthesis: never
+// its value, only its key, the host its store names for it (StoreHost), how a client presents
+// it, and the variable it refers to when its value is ${VAR}.
+type SecretEntry struct {
+	Key, Host, How, Env string
+}
+
+// SecretEntries lists the brokerable secrets of a parsed store: .npmrc's per-registry
+// //HOST[:port]/…:_authToken entries (bearer).
+func SecretEntries(format string, entries []StoreEntry) []SecretEntry {
+	var out []SecretEntry
+	if format != StoreNpmrc {
+		return nil
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Key, "//") || !strings.HasSuffix(e.Key, ":_authToken") {
+			continue
+		}
+		c := Credential{File: "x", Key: e.Key}
+		se := SecretEntry{Key: e.Key, Host: c.StoreHost(), How: HowBearer}
+		se.Env, _ = VarRef(e.Value)
+		if se.Host != "" {
+			out = append(out, se)
+		}
+	}
+	return out
+}
+
+// VarRef returns NAME when a store's value is a reference to a variable, ${NAME} (npm reads
+// the variable then).
+func VarRef(v string) (string, bool) {
+	n, ok := strings.CutPrefix(v, "${")
+	if !ok || !strings.HasSuffix(n, "}") || envNameProblem(n[:len(n)-1]) != "" {
+		return "", false
+	}
+	return n[:len(n)-1], true
 }

@@ -318,3 +318,81 @@ func allSyscalls() string {
 	slices.Sort(out)
 	return strings.Join(out, ", ")
 }
+
+// learn finds the flow (node reads ~/.npmrc, whose token is scoped to the registry it then
+// connects to) and writes a credentials rule; enforce then installs from the token-protected
+// plain-HTTP registry on loopback with the token brokered.
+func TestCredentialsNpmLearnedLoopback(t *testing.T) {
+	testutil.RequireRoot(t)
+	npm := testutil.RequireTool(t, "npm")
+	bin, err := sysprofBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	work, home := filepath.Join(base, "work"), filepath.Join(base, "home")
+	os.MkdirAll(work, 0o755)
+	os.MkdirAll(home, 0o755)
+	real := "npm_" + strings.Repeat("r3al", 9)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var saw []string
+	url, srv := npmregistry.ServeWith(ln, []string{"sysprof-probe"}, 1, npmregistry.Options{Token: real, Seen: func(m, p, a string) {
+		mu.Lock()
+		saw = append(saw, m+" "+p+" "+a)
+		mu.Unlock()
+	}})
+	defer srv.Close()
+	hostPort := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/")
+	testutil.WriteFile(t, filepath.Join(home, ".npmrc"), "registry="+url+"\n//"+hostPort+"/:_authToken="+real+"\n", 0o600)
+	testutil.WriteFile(t, filepath.Join(work, "package.json"), `{"name":"app","version":"1.0.0","dependencies":{"sysprof-probe":"1.0.0"}}`, 0o644)
+	install := []string{npm, "install", "--no-audit", "--no-fund", "--no-update-notifier", "--cache=" + filepath.Join(work, ".npm-cache")}
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	clean := func() {
+		os.RemoveAll(filepath.Join(work, "node_modules"))
+		os.Remove(filepath.Join(work, "package-lock.json"))
+	}
+	for range 2 { // a cold cache, then a warm one (what the enforced run has)
+		out, err := run(append([]string{"learn", "-p", "npm.yaml", "--"}, install...)...)
+		if err != nil {
+			t.Fatalf("learn: %v\n%s", err, out)
+		}
+		if !strings.Contains(out, "credential flow(s) brokered") {
+			t.Errorf("learn's review does not list the credential flow:\n%s", out)
+		}
+		clean()
+	}
+	prof, _ := os.ReadFile(filepath.Join(work, "npm.yaml"))
+	if !strings.Contains(string(prof), "credentials:\n  - {file: $HOME/.npmrc, key: \"//"+hostPort+"/:_authToken\", hosts: [\""+hostPort+"\"], how: bearer, by: /usr/bin/node") {
+		t.Fatalf("the learned profile has no credentials rule for %s:\n%s", hostPort, prof)
+	}
+	mu.Lock()
+	saw = nil
+	mu.Unlock()
+	out, err := run(append([]string{"enforce", "-p", "npm.yaml", "--report", filepath.Join(base, "rep.json"), "--"}, install...)...)
+	if err != nil {
+		t.Fatalf("enforce: %v\n%s", err, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "node_modules", "sysprof-probe", "postinstall.txt")); err != nil || string(b) != "ok" {
+		t.Errorf("not installed under enforce: %v\n%s", err, out)
+	}
+	mu.Lock()
+	got := strings.Join(saw, "\n")
+	mu.Unlock()
+	if !strings.Contains(got, "GET /sysprof-probe Bearer "+real) {
+		t.Errorf("the registry did not get the real token:\n%s", got)
+	}
+	rep := testutil.ReadReport(t, filepath.Join(base, "rep.json"))
+	if len(rep.CredentialUses) == 0 || rep.CredentialUses[0].Status != 200 {
+		t.Errorf("uses: %+v\n%s", rep.CredentialUses, out)
+	}
+}

@@ -179,6 +179,7 @@ func learnTarget(ctx context.Context, o *learnOptions, st project.Step, shipped 
 		Architectures:  o.Arches,
 		AllowSecrets:   o.AllowSecrets,
 		SysprofVersion: version,
+		Stores:         learnStores(o.Err, st.Workdir),
 	})
 	if err != nil {
 		return err
@@ -210,6 +211,7 @@ func learnTarget(ctx context.Context, o *learnOptions, st project.Step, shipped 
 	clock.Mark("save")
 	printLearnSummary(o.Err, <-table, tr, st.Profile)
 	n := printReview(o.Err, review, res.SecretTouches)
+	printCredentialFlows(o.Err, res.CredentialFlows)
 	if o.Debug || os.Getenv("SYSPROF_STATS") != "" {
 		printPeakRSS(o.Err)
 	}
