@@ -71,6 +71,7 @@ func testCA(name string) (caPEM []byte, leaf tls.Certificate, err error) {
 const credsScript = `N=$1
 npm install --no-audit --no-fund --no-update-notifier --cache="$PWD/.npm-cache" >npm.log 2>&1; echo "npm rc=$?"
 S=$(sed -n 's#^//reg.test/:_authToken=##p' "$HOME/.npmrc")
+case $S in '${NPM_TOKEN}') S=$NPM_TOKEN;; esac
 echo "standin=$S"
 echo "files: $(grep -rlsF -e "$N" "$HOME" "$HOME/.npmrc" "$PWD" /etc /tmp /var /run /root /home /opt /srv /mnt /dev/shm | tr '\n' ' ')"
 echo "env: $(env | grep -cF -e "$N")"
@@ -200,8 +201,6 @@ func credsInNetns(t *testing.T, bin string) error {
 		return fmt.Errorf("copy sysprof: %v", err)
 	}
 	os.WriteFile(filepath.Join(work, "package.json"), []byte(`{"name":"app","version":"1.0.0","dependencies":{"sysprof-probe":"1.0.0"}}`), 0o644)
-	npmrc := "registry=https://reg.test/\n//reg.test/:_authToken=" + real + "\n"
-	os.WriteFile(filepath.Join(home, ".npmrc"), []byte(npmrc), 0o600)
 	os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(fmt.Sprintf(credsProfile, allSyscalls())), 0o644)
 
 	var errs []string
@@ -211,6 +210,13 @@ func credsInNetns(t *testing.T, bin string) error {
 		mu.Unlock()
 		os.RemoveAll(filepath.Join(work, "node_modules"))
 		os.Remove(filepath.Join(work, "package-lock.json"))
+		// As root the token is in the store; as nobody the store refers to $NPM_TOKEN (CI's
+		// habit), which holds it: then the variable is what carries the stand-in.
+		npmrc, tokenEnv := "registry=https://reg.test/\n//reg.test/:_authToken="+real+"\n", "NPM_TOKEN=unused"
+		if nobody {
+			npmrc, tokenEnv = "registry=https://reg.test/\n//reg.test/:_authToken=${NPM_TOKEN}\n", "NPM_TOKEN="+real
+		}
+		os.WriteFile(filepath.Join(home, ".npmrc"), []byte(npmrc), 0o600)
 		// The report (which names the canary's argument) is written outside the work tree.
 		repDir := filepath.Join(base, fmt.Sprintf("rep-%v", nobody))
 		os.Mkdir(repDir, 0o777)
@@ -219,7 +225,7 @@ func credsInNetns(t *testing.T, bin string) error {
 		cmd := exec.Command(pub, "enforce", "-p", "prof.yaml", "--report", repFile,
 			"--resolve", "reg.test="+regAddr, "--resolve", "other.test="+regAddr, "--", "sh", "-c", credsScript, "sh", needle)
 		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "HOME="+home, "SSL_CERT_FILE="+caFile)
+		cmd.Env = append(os.Environ(), "HOME="+home, "SSL_CERT_FILE="+caFile, tokenEnv)
 		if nobody {
 			if out, err := exec.Command("chown", "-R", "65534:65534", work, home).CombinedOutput(); err != nil {
 				return fmt.Errorf("chown: %v %s", err, out)
