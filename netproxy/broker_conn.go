@@ -118,63 +118,96 @@ type scanBody struct {
 // Only HTTP/1.1 is carried.
 func (pc *proxyConn) broker(cred *Credential, buf []byte, proto string, w who, rules []Rule) {
 	b := pc.p.opts.Broker
+	if proto != protoTLS && proto != protoHTTP {
+		pc.refuse(proto+" on a name with a credentials rule: the broker carries HTTP/1.1 (over TLS or not) only", policy.RiskNone)
+		return
+	}
+	// The upstream is dialled and its handshake made while the client's runs: a connection
+	// pays for the slower of the two, not both.
+	ups := make(chan upstreamConn, 1)
+	go func() { ups <- pc.brokerUpstream(proto, rules) }()
 	var client net.Conn = &prefixConn{Conn: pc.c, buf: buf}
+	var clientErr error
 	if proto == protoTLS {
 		tc := tls.Server(client, &tls.Config{
 			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return b.leaf(pc.brokerName()) },
 			NextProtos:     []string{"http/1.1"},
 			MinVersion:     tls.VersionTLS12,
+			// Inside the machine a post-quantum key share buys nothing and costs the most.
+			CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256},
 		})
 		_ = pc.c.SetDeadline(time.Now().Add(handshakeWait))
-		if err := tc.Handshake(); err != nil {
-			pc.refuse("TLS to a brokered name: the client's handshake with the run CA failed ("+err.Error()+"): does the tool trust the sandbox's CA bundle? HTTP/2-only clients are not carried", policy.RiskNone)
-			return
-		}
+		clientErr = tc.Handshake()
 		_ = pc.c.SetDeadline(time.Time{})
 		client = tc
-	} else if proto != protoHTTP {
-		pc.refuse(proto+" on a name with a credentials rule: the broker carries HTTP/1.1 (over TLS or not) only", policy.RiskNone)
-		return
 	}
+	if clientErr != nil {
+		pc.c.Close()
+	}
+	u := <-ups
+	if u.raw != nil {
+		defer pc.p.track(u.raw, false)
+		defer u.raw.Close()
+	}
+	switch {
+	case clientErr != nil:
+		pc.refuse("TLS to a brokered name: the client's handshake with the run CA failed ("+clientErr.Error()+"): does the tool trust the sandbox's CA bundle? HTTP/2-only clients are not carried", policy.RiskNone)
+	case u.why != "":
+		pc.refuse(u.why, u.risk)
+	case u.up != nil:
+		pc.brokerHTTP(client, u.up, cred, w)
+	}
+}
+
+// upstreamConn is a brokered connection's upstream side: up to speak to (raw, the TCP
+// connection under it, to close), or why it was refused ("" and no up: it is unreachable).
+type upstreamConn struct {
+	up   net.Conn
+	raw  *net.TCPConn
+	why  string
+	risk policy.Risk
+}
+
+// brokerUpstream dials the upstream of a brokered connection and, for TLS, makes the
+// handshake: verified against the host's trust, HTTP/1.1 only, no client certificate.
+func (pc *proxyConn) brokerUpstream(proto string, rules []Rule) upstreamConn {
 	raw, err := pc.p.dial(pc.name, pc.isName, pc.dst, rules)
 	if err != nil {
 		var fe forbiddenError
 		if errors.As(err, &fe) {
-			pc.refuse(fe.Error(), report.RiskCritical)
+			return upstreamConn{why: fe.Error(), risk: report.RiskCritical}
 		}
-		return
+		return upstreamConn{}
 	}
 	if !pc.p.track(raw, true) {
 		raw.Close()
-		return
+		return upstreamConn{}
 	}
-	defer pc.p.track(raw, false)
-	defer raw.Close()
-	var up net.Conn = raw
-	if proto == protoTLS {
-		askedCert := false
-		uc := tls.Client(raw, &tls.Config{ServerName: pc.brokerName(), RootCAs: b.Roots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12,
-			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-				askedCert = true
-				return &tls.Certificate{}, nil
-			}})
-		_ = raw.SetDeadline(time.Now().Add(handshakeWait))
-		err := uc.Handshake()
-		if err == nil && uc.ConnectionState().NegotiatedProtocol != "" && uc.ConnectionState().NegotiatedProtocol != "http/1.1" {
-			err = errors.New("the upstream chose " + uc.ConnectionState().NegotiatedProtocol)
-		}
-		if err != nil {
-			why := "the upstream's TLS failed (" + err.Error() + "): it is verified against the host's trust store (SSL_CERT_FILE honoured); an HTTP/2-only upstream is not carried"
-			if askedCert {
-				why = errClientCert.Error()
-			}
-			pc.refuse(why, policy.RiskNone)
-			return
-		}
-		_ = raw.SetDeadline(time.Time{})
-		up = uc
+	u := upstreamConn{up: raw, raw: raw}
+	if proto != protoTLS {
+		return u
 	}
-	pc.brokerHTTP(client, up, cred, w)
+	askedCert := false
+	uc := tls.Client(raw, &tls.Config{ServerName: pc.brokerName(), RootCAs: pc.p.opts.Broker.Roots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			askedCert = true
+			return &tls.Certificate{}, nil
+		}})
+	_ = raw.SetDeadline(time.Now().Add(handshakeWait))
+	err = uc.Handshake()
+	if err == nil && uc.ConnectionState().NegotiatedProtocol != "" && uc.ConnectionState().NegotiatedProtocol != "http/1.1" {
+		err = errors.New("the upstream chose " + uc.ConnectionState().NegotiatedProtocol)
+	}
+	if err != nil {
+		u.up, u.why, u.risk = nil, "the upstream's TLS failed ("+err.Error()+"): it is verified against the host's trust store (SSL_CERT_FILE honoured); an HTTP/2-only upstream is not carried", policy.RiskNone
+		if askedCert {
+			u.why = errClientCert.Error()
+		}
+		return u
+	}
+	_ = raw.SetDeadline(time.Time{})
+	u.up = uc
+	return u
 }
 
 // brokerHTTP carries the requests of one brokered connection.

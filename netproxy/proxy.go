@@ -332,6 +332,9 @@ func (p *Proxy) handle(c *net.TCPConn) {
 		return
 	}
 	cred := p.opts.Broker.credFor(pc.brokerName(), pc.port)
+	if cred != nil && !p.opts.LogAllowed {
+		go pc.holders() // every use is logged with its binary: looked up while the handshakes run
+	}
 	buf, proto, ok := pc.checkFirstBytes()
 	if !ok {
 		return
