@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"net"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +66,9 @@ func (c Credential) StoreHost() string {
 		return ""
 	}
 	k := c.Key
+	if StoreFormat(c.File) == StoreNetrc { // the machine name
+		return strings.ToLower(k)
+	}
 	switch {
 	case strings.HasPrefix(k, "//"): // .npmrc: //host[:port]/path/:_authToken
 		h, _, _ := strings.Cut(k[2:], "/")
@@ -291,23 +293,6 @@ func (e *emitter) credentials(cs []Credential) {
 	}
 }
 
-// Credential store formats sysprof reads and rewrites with stand-ins (StoreFormat).
-const (
-	StoreNpmrc = "npmrc"
-)
-
-var storeNames = []string{".npmrc"}
-
-// StoreFormat returns the format of the credential store at p (by its name), "" when sysprof
-// cannot read and rewrite it.
-func StoreFormat(p string) string {
-	switch path.Base(p) {
-	case ".npmrc", "npmrc":
-		return StoreNpmrc
-	}
-	return ""
-}
-
 // StoreEntry is one key = value of a credential store, with its line.
 type StoreEntry struct {
 	Key, Value string
@@ -334,12 +319,8 @@ func (e *StoreError) Error() string {
 	return s + ": " + e.Msg
 }
 
-// ParseStore reads a credential store of format (StoreFormat) from data; name is for errors.
-// .npmrc is npm's ini: key = value lines, ; and # comments, [sections], quoted values.
-func ParseStore(format, name string, data []byte) ([]StoreEntry, error) {
-	if format != StoreNpmrc {
-		return nil, &StoreError{File: name, Msg: "not a credential store format sysprof reads"}
-	}
+// parseNpmrc reads npm's ini: key = value lines, ; and # comments, [sections], quoted values.
+func parseNpmrc(name string, data []byte) ([]StoreEntry, error) {
 	var out []StoreEntry
 	for i, l := range strings.Split(string(data), "\n") {
 		t := strings.TrimSpace(strings.TrimSuffix(l, "\r"))
@@ -394,10 +375,9 @@ func npmSecretKey(k string) bool {
 	return SecretEnv(last, "") != ""
 }
 
-// RewriteStore returns the store the command sees: every entry kept but the secrets, the
-// brokered keys (standIns: key -> stand-in) holding their stand-in, other secrets dropped.
-// The lines keep their order and layout.
-func RewriteStore(format string, data []byte, standIns map[string]string) []byte {
+// rewriteNpmrc keeps every line but the secrets: the brokered keys hold their stand-in, a
+// reference to a variable stays, other secrets are dropped. The lines keep their order.
+func rewriteNpmrc(data []byte, standIns map[string]string) []byte {
 	var b strings.Builder
 	for _, l := range strings.SplitAfter(string(data), "\n") {
 		t := strings.TrimSpace(l)
@@ -429,13 +409,9 @@ type SecretEntry struct {
 	Key, Host, How, Env string
 }
 
-// SecretEntries lists the brokerable secrets of a parsed store: .npmrc's per-registry
-// //HOST[:port]/…:_authToken entries (bearer).
-func SecretEntries(format string, entries []StoreEntry) []SecretEntry {
+// npmrcSecrets are .npmrc's per-registry //HOST[:port]/…:_authToken entries (bearer).
+func npmrcSecrets(entries []StoreEntry) []SecretEntry {
 	var out []SecretEntry
-	if format != StoreNpmrc {
-		return nil
-	}
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Key, "//") || !strings.HasSuffix(e.Key, ":_authToken") {
 			continue

@@ -128,3 +128,43 @@ func TestParseStoreNpmrc(t *testing.T) {
 		t.Fatalf("rewritten:\n%s", out)
 	}
 }
+
+func TestStoreGitCredentialsAndNetrc(t *testing.T) {
+	gc := []byte("https://me:s3cretPASSWORD123@git.example.com\nhttps://x:other@other.example:8443/org\n")
+	es, err := ParseStore(StoreGitCredentials, "/h/.git-credentials", gc)
+	if err != nil || len(es) != 2 || es[0].Key != "https://me@git.example.com" || es[0].Value != "s3cretPASSWORD123" || es[1].Key != "https://x@other.example:8443/org" {
+		t.Fatalf("git-credentials: %+v %v", es, err)
+	}
+	se := SecretEntries(StoreGitCredentials, es)
+	if len(se) != 2 || se[0].Host != "git.example.com" || se[1].Host != "other.example:8443" || se[0].How != HowBasic {
+		t.Fatalf("git-credentials secrets: %+v", se)
+	}
+	out := string(RewriteStore(StoreGitCredentials, gc, map[string]string{"https://me@git.example.com": "STANDIN"}))
+	if out != "https://me:STANDIN@git.example.com\n" {
+		t.Fatalf("git-credentials rewritten: %q", out)
+	}
+	if _, err := ParseStore(StoreGitCredentials, "/h/.git-credentials", []byte("https://me@host\n")); err == nil || err.Error() != "/h/.git-credentials:1: https://me@host: no password" {
+		t.Fatalf("no password: %v", err)
+	}
+
+	nr := []byte("machine pypi.example.com\n  login me\n  password hunter2hunter2\nmachine other.example login x password y\ndefault login anon password z\n")
+	es, err = ParseStore(StoreNetrc, "/h/.netrc", nr)
+	if err != nil || len(es) != 3 || es[0].Key != "pypi.example.com" || es[0].Value != "hunter2hunter2" || es[0].Line != 1 {
+		t.Fatalf("netrc: %+v %v", es, err)
+	}
+	if se := SecretEntries(StoreNetrc, es); len(se) != 2 || se[0].Host != "pypi.example.com" {
+		t.Fatalf("netrc secrets: %+v", se)
+	}
+	out = string(RewriteStore(StoreNetrc, nr, map[string]string{"pypi.example.com": "STANDIN"}))
+	if out != "machine pypi.example.com login me password STANDIN\n" {
+		t.Fatalf("netrc rewritten: %q", out)
+	}
+	if _, err := ParseStore(StoreNetrc, "/h/.netrc", []byte("machine a\n login x\n passwd y\n")); err == nil || err.Error() != `/h/.netrc:3: passwd: unknown .netrc token "passwd"` {
+		t.Fatalf("bad netrc: %v", err)
+	}
+	// A netrc rule's key is its machine: the store names that host.
+	c := Credential{File: "$HOME/.netrc", Key: "pypi.example.com", How: HowBasic}
+	if r, _ := CredentialRisk(c, "pypi.example.com"); r != RiskLow {
+		t.Fatalf("netrc risk %v", r)
+	}
+}

@@ -16,7 +16,9 @@ import (
 // stand-in and the proxy presents the real value to that host only. The stores' entries come
 // from learn (Options.Stores: keys and hosts, never values); a store entry referring to a
 // variable (${NPM_TOKEN}) is brokered the same way (the variable holds the stand-in). One
-// rule per host: a project store ($WORKDIR) wins over the user's, as npm reads them.
+// rule per host: a project store ($WORKDIR) wins over the user's, as npm reads them. The rule
+// is by the binary that connected (git's helper reads .git-credentials, git-remote-https
+// presents it).
 func (s *state) passCredentialFlows() []string {
 	if s.fromProfile || len(s.opts.Stores) == 0 {
 		return nil
@@ -61,7 +63,7 @@ func (s *state) passCredentialFlows() []string {
 			}
 			claimed[strings.ToLower(e.Host)] = true
 			c := policy.Credential{File: store, Key: e.Key, Hosts: []string{strings.ToLower(e.Host)}, How: e.How,
-				Provenance: policy.Provenance{By: exes[0], Seen: 1}}
+				Provenance: policy.Provenance{By: cmpOr(by, exes[0]), Seen: 1}}
 			s.creds = append(s.creds, c)
 			via := ""
 			if e.Env != "" {
