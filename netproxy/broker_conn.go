@@ -236,6 +236,9 @@ func (pc *proxyConn) brokerHTTP(client, up net.Conn, cred *Credential, w who) {
 		case !pc.brokerHost(canonName(strings.Trim(host, "[]"))):
 			pc.mismatch(protoHTTP, canonName(host))
 			return
+		case len(req.Trailer) > 0:
+			pc.refuse("HTTP trailer fields on a request to a brokered name: not carried (they follow the body, past the checks)", policy.RiskNone)
+			return
 		case req.ProtoMajor != 1:
 			pc.refuse("HTTP/"+req.Proto+" to a brokered name: the broker rewrites HTTP/1.x only", policy.RiskNone)
 			return
@@ -296,18 +299,15 @@ func (pc *proxyConn) brokerHTTP(client, up net.Conn, cred *Credential, w who) {
 			pc.refuse("HTTP 101 from a brokered name: protocol switches are not carried", policy.RiskNone)
 			return
 		}
-		var echoScan *scanReader
-		if swapped {
-			// A response must not carry the real value into the sandbox (an echo endpoint).
-			echoScan = &scanReader{r: resp.Body, needle: []byte(cred.Real), found: errRealEchoed}
-			resp.Body = scanBody{echoScan, resp.Body}
-			for k, vs := range resp.Header {
-				for _, v := range vs {
-					if strings.Contains(v, cred.Real) {
-						err = errRealEchoed
-					}
+		// No answer may carry the real value into the sandbox (an echo endpoint, or one that
+		// gives back what an earlier request sent), with or without the credential this time.
+		echoScan := &scanReader{r: resp.Body, needle: []byte(cred.Real), found: errRealEchoed}
+		resp.Body = scanBody{echoScan, resp.Body}
+		for _, vs := range resp.Header {
+			for _, v := range vs {
+				if strings.Contains(v, cred.Real) {
+					err = errRealEchoed
 				}
-				_ = k
 			}
 		}
 		in0 := cw.n
@@ -328,8 +328,8 @@ func (pc *proxyConn) brokerHTTP(client, up net.Conn, cred *Credential, w who) {
 			b.logUse(CredentialUse{Time: start.UTC(), Credential: cred.Name, Binary: exe, Method: req.Method, Host: pc.target,
 				Path: req.URL.Path, Status: resp.StatusCode, BytesOut: uw.n - out0, BytesIn: cw.n - in0, Note: upstreamRefusal(resp)})
 		}
-		if errors.Is(err, errRealEchoed) || echoScan != nil && echoScan.tripped {
-			pc.refuse(fmt.Sprintf("%s answered with the real value of %s (an echo): not passed into the sandbox", pc.brokerName(), cred.Name), report.RiskCritical)
+		if errors.Is(err, errRealEchoed) || echoScan.tripped {
+			pc.refuseCritical(fmt.Sprintf("%s answered with the real value of %s (an echo): not passed into the sandbox", pc.brokerName(), cred.Name), report.RiskCritical)
 			return
 		}
 		if err != nil || resp.Close || req.Close {
@@ -403,7 +403,7 @@ func decodedBasic(v string) []byte {
 
 // standInRefused reports a stand-in seen where it must not go: an exfiltration attempt.
 func (pc *proxyConn) standInRefused(e errStandIn) {
-	pc.refuse(fmt.Sprintf("tried to send the stand-in of %s to %s (in %s): refused, an exfiltration attempt", e.c.Name, pc.brokerName(), e.where), report.RiskCritical)
+	pc.refuseCritical(fmt.Sprintf("tried to send the stand-in of %s to %s (in %s): refused, an exfiltration attempt", e.c.Name, pc.brokerName(), e.where), report.RiskCritical)
 }
 
 // decodedBasicAll returns a raw header with every Basic value's decoded user:password
@@ -450,4 +450,12 @@ func (pc *proxyConn) sniffBrokered() ([]byte, string, string, bool) {
 		return nil, proto, "", false
 	}
 	return buf, proto, host, true
+}
+
+// refuseCritical reports an exfiltration attempt: critical, and with no profile change that
+// would allow it (allowing the destination would not make it right).
+func (pc *proxyConn) refuseCritical(why string, risk report.Risk) {
+	d := report.Denial{Syscall: "connect", What: fmt.Sprintf("connect %s tcp (%s)", pc.target, why), Endpoint: pc.target, Proto: "tcp",
+		Host: pc.targetHost, Risk: risk}
+	pc.p.deny(d, first(pc.holders()))
 }

@@ -599,7 +599,7 @@ func (pc *proxyConn) carryHTTP(up *net.TCPConn, buf []byte, done <-chan struct{}
 	if rf.host != "" {
 		pc.mismatch(protoHTTP, rf.host)
 	} else if rf.critical {
-		pc.refuse(rf.msg, report.RiskCritical)
+		pc.refuseCritical(rf.msg, report.RiskCritical)
 	} else {
 		pc.refuse(rf.msg, policy.RiskNone)
 	}
