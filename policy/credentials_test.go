@@ -168,3 +168,12 @@ func TestStoreGitCredentialsAndNetrc(t *testing.T) {
 		t.Fatalf("netrc risk %v", r)
 	}
 }
+
+func TestCredentialsPasswordStoresAreBasic(t *testing.T) {
+	_, err := Parse("p.yaml", []byte(credHead+`credentials:
+  - {file: $HOME/.git-credentials, key: "https://me@git.example", hosts: [git.example], how: bearer}
+`))
+	if err == nil || !strings.Contains(err.Error(), "p.yaml:5: credentials[0].how") {
+		t.Fatalf("got %v", err)
+	}
+}
