@@ -198,6 +198,11 @@ func (pc *proxyConn) brokerUpstream(proto string, rules []Rule) upstreamConn {
 	if err == nil && uc.ConnectionState().NegotiatedProtocol != "" && uc.ConnectionState().NegotiatedProtocol != "http/1.1" {
 		err = errors.New("the upstream chose " + uc.ConnectionState().NegotiatedProtocol)
 	}
+	if err == nil && askedCert {
+		// TLS 1.3: the server judges the empty certificate after the client's handshake is
+		// done; nothing is sent to a server that asked for one.
+		err = errClientCert
+	}
 	if err != nil {
 		u.up, u.why, u.risk = nil, "the upstream's TLS failed ("+err.Error()+"): it is verified against the host's trust store (SSL_CERT_FILE honoured); an HTTP/2-only upstream is not carried", policy.RiskNone
 		if askedCert {

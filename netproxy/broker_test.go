@@ -6,12 +6,14 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +31,9 @@ type authUpstream struct {
 	mu   sync.Mutex
 	seen []string
 }
+
+// upstreamTLS, when set (a test), changes the TLS upstream's configuration before it starts.
+var upstreamTLS func(*tls.Config)
 
 func newAuthUpstream(t *testing.T, tlsCert *tls.Certificate) *authUpstream {
 	u := &authUpstream{}
@@ -51,6 +56,9 @@ func newAuthUpstream(t *testing.T, tlsCert *tls.Certificate) *authUpstream {
 	}))
 	if tlsCert != nil {
 		u.TLS = &tls.Config{Certificates: []tls.Certificate{*tlsCert}}
+		if upstreamTLS != nil {
+			upstreamTLS(u.TLS)
+		}
 		u.StartTLS()
 	} else {
 		u.Start()
@@ -270,5 +278,44 @@ func TestBrokerVerifiesUpstream(t *testing.T) {
 	ds := denials(s.p)
 	if !hasDenial(ds, "the upstream's TLS failed") {
 		t.Fatalf("denials: %q", ds)
+	}
+}
+
+// An upstream the broker cannot carry — HTTP/2 only, or one that wants a client certificate —
+// is refused with a sentence naming the limit; it never gets a request.
+func TestBrokerRefusesWhatItCannotCarry(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  func(*tls.Config)
+		want string
+	}{
+		// A server that speaks HTTP/2 only ends a handshake without h2 (Go's own server would
+		// fall back to HTTP/1.1).
+		{"h2 only", func(c *tls.Config) {
+			c.NextProtos = []string{"h2"}
+			c.GetConfigForClient = func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+				if !slices.Contains(h.SupportedProtos, "h2") {
+					return nil, errors.New("h2 only")
+				}
+				return nil, nil
+			}
+		}, "an HTTP/2-only upstream is not carried"},
+		{"client certificate", func(c *tls.Config) { c.ClientAuth = tls.RequireAnyClientCert }, "asks for a client certificate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			upstreamTLS = tc.cfg
+			s := newBrokerSetup(t, false)
+			upstreamTLS = nil
+			code, _, err := s.get(t, fmt.Sprintf("https://reg.test:%d/pkg", s.tlsUp.port()), map[string]string{"Authorization": "Bearer " + s.standIn})
+			if err == nil && code != 0 {
+				t.Fatalf("answered %d", code)
+			}
+			if saw := s.tlsUp.saw(); saw != "" {
+				t.Fatalf("the upstream got a request: %q", saw)
+			}
+			if ds := denials(s.p); !hasDenial(ds, tc.want) {
+				t.Fatalf("denials: %q", ds)
+			}
+		})
 	}
 }
