@@ -166,6 +166,9 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 			return fmt.Errorf("credentials: read the store %s: %w", file, err)
 		}
 		c.Plan.Masked = append(c.Plan.Masked, sandbox.Masked{Path: file, Content: policy.RewriteStore(policy.StoreFormat(file), data, stores[file])})
+		// Masked, not hidden: a store pattern under another variable ($HOME/.cargo/credentials*
+		// for $CARGO_HOME/credentials.toml) matched it too.
+		c.Plan.Hidden = slices.DeleteFunc(c.Plan.Hidden, func(h string) bool { return h == file })
 		c.Notes = append(c.Notes, fmt.Sprintf("credentials: %s is shown with per-run stand-ins for %d brokered entr(ies) and without its other secrets", file, len(stores[file])))
 	}
 	broker, err := netproxy.NewBroker(creds)

@@ -94,3 +94,31 @@ func TestCompileCredentials(t *testing.T) {
 		}
 	}
 }
+
+// cargo's store lies in a store pattern ($CARGO_HOME/credentials*): the brokered file is shown
+// (masked), the rest of the pattern stays hidden.
+func TestCompileCredentialsCargo(t *testing.T) {
+	work, home := t.TempDir(), t.TempDir()
+	cargo := filepath.Join(home, ".cargo")
+	os.MkdirAll(cargo, 0o755)
+	file := filepath.Join(cargo, "credentials.toml")
+	os.WriteFile(file, []byte("[registries.my-reg]\ntoken = \"REALCARGOTOKEN1234567890\"\n"), 0o600)
+	os.WriteFile(filepath.Join(cargo, "credentials"), []byte("[registry]\ntoken = \"legacy\"\n"), 0o600)
+	rule := policy.Credential{File: "$CARGO_HOME/credentials.toml", Key: "registries.my-reg.token", Hosts: []string{"reg.test"}, How: "header:Authorization"}
+	c, err := Compile(credProfile(rule), HostEnvFor(work, []string{"HOME=" + home, "CARGO_HOME=" + cargo}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	masked := ""
+	for _, m := range c.Plan.Masked {
+		if m.Path == file {
+			masked = string(m.Content)
+		}
+	}
+	if !strings.Contains(masked, "token = \""+c.creds.broker.Creds[0].StandIn+"\"") || strings.Contains(masked, "REALCARGO") {
+		t.Errorf("masked store:\n%s", masked)
+	}
+	if !slices.Contains(c.Plan.Hidden, filepath.Join(cargo, "credentials")) || slices.Contains(c.Plan.Hidden, file) {
+		t.Errorf("hidden: %v", c.Plan.Hidden)
+	}
+}

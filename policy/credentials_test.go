@@ -177,3 +177,27 @@ func TestCredentialsPasswordStoresAreBasic(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestStoreCargo(t *testing.T) {
+	if StoreFormat("$CARGO_HOME/credentials.toml") != StoreCargo || StoreFormat("$HOME/.cargo/credentials") != StoreCargo || StoreFormat("$WORKDIR/credentials.toml") != "" {
+		t.Fatal("cargo store names")
+	}
+	data := []byte("[registry]\ntoken = \"cio_REALTOKEN123456789\"\n\n[registries.my-reg]\ntoken = 'other-token' # comment\ncredential-provider = \"cargo:token\"\n")
+	es, err := ParseStore(StoreCargo, "/h/.cargo/credentials.toml", data)
+	if err != nil || len(es) != 3 || es[0].Key != "registry.token" || es[0].Value != "cio_REALTOKEN123456789" || es[1].Key != "registries.my-reg.token" || es[1].Value != "other-token" {
+		t.Fatalf("cargo: %+v %v", es, err)
+	}
+	out := string(RewriteStore(StoreCargo, data, map[string]string{"registries.my-reg.token": "STANDIN"}))
+	if strings.Contains(out, "REALTOKEN") || strings.Contains(out, "other-token") || !strings.Contains(out, "[registries.my-reg]\ntoken = \"STANDIN\"\n") || !strings.Contains(out, "credential-provider") {
+		t.Fatalf("cargo rewritten:\n%s", out)
+	}
+	if _, err := ParseStore(StoreCargo, "/h/c.toml", []byte("[registry]\ntoken \"x\"\n")); err == nil || !strings.Contains(err.Error(), "/h/c.toml:2") {
+		t.Fatalf("bad toml: %v", err)
+	}
+	_, err = Parse("p.yaml", []byte(credHead+`credentials:
+  - {file: $CARGO_HOME/credentials.toml, key: registries.my-reg.token, hosts: [my-reg.example], how: "header:Authorization"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+}

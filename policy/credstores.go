@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -12,9 +14,10 @@ const (
 	StoreNpmrc          = "npmrc"
 	StoreGitCredentials = "git-credentials"
 	StoreNetrc          = "netrc"
+	StoreCargo          = "cargo"
 )
 
-var storeNames = []string{".npmrc", ".git-credentials", ".netrc"}
+var storeNames = []string{".npmrc", ".git-credentials", ".netrc", "cargo's credentials.toml"}
 
 // StoreFormat returns the format of the credential store at p (by its name), "" when sysprof
 // cannot read and rewrite it.
@@ -30,6 +33,9 @@ func StoreFormat(p string) string {
 	if strings.HasSuffix(p, "/git/credentials") {
 		return StoreGitCredentials
 	}
+	if dir := path.Base(path.Dir(p)); (path.Base(p) == "credentials.toml" || path.Base(p) == "credentials") && (dir == ".cargo" || dir == "$CARGO_HOME") {
+		return StoreCargo
+	}
 	return ""
 }
 
@@ -39,7 +45,10 @@ func StoreFormat(p string) string {
 //   - .npmrc: every key = value line;
 //   - .git-credentials: one URL a line, scheme://user:password@host[:port][/path]; the key is
 //     the URL without the password (https://user@host), the value the password;
-//   - .netrc: machine HOST login USER password SECRET; the key is HOST (default: "default").
+//   - .netrc: machine HOST login USER password SECRET; the key is HOST (default: "default");
+//   - cargo's credentials.toml: [registry] token = "…" and [registries.NAME] token = "…"; the
+//     key is the table and the field (registry.token, registries.NAME.token). The file names
+//     no host (config.toml's index does): a rule's hosts are the person's to name.
 func ParseStore(format, name string, data []byte) ([]StoreEntry, error) {
 	switch format {
 	case StoreNpmrc:
@@ -48,6 +57,8 @@ func ParseStore(format, name string, data []byte) ([]StoreEntry, error) {
 		return parseGitCredentials(name, data)
 	case StoreNetrc:
 		return parseNetrc(name, data)
+	case StoreCargo:
+		return parseCargo(name, data)
 	}
 	return nil, &StoreError{File: name, Msg: "not a credential store format sysprof reads"}
 }
@@ -62,6 +73,8 @@ func RewriteStore(format string, data []byte, standIns map[string]string) []byte
 		return rewriteGitCredentials(data, standIns)
 	case StoreNetrc:
 		return rewriteNetrc(data, standIns)
+	case StoreCargo:
+		return rewriteCargo(data, standIns)
 	}
 	return nil
 }
@@ -241,6 +254,87 @@ func rewriteNetrc(data []byte, standIns map[string]string) []byte {
 			b.WriteString(" login " + e.login)
 		}
 		b.WriteString(" password " + s + "\n")
+	}
+	return []byte(b.String())
+}
+
+// cargoSecretFields are credentials.toml fields that hold a secret.
+var cargoSecretFields = []string{"token", "secret-key"}
+
+// cargoLine splits a credentials.toml line: the table of a header ("" when none), or a
+// field's name and its string value.
+func cargoLine(l string) (table, key, value string, isHeader, ok bool) {
+	t := strings.TrimSpace(strings.TrimSuffix(l, "\r"))
+	if t == "" || t[0] == '#' {
+		return "", "", "", false, true
+	}
+	if strings.HasPrefix(t, "[") {
+		end := strings.IndexByte(t, ']')
+		if end < 0 {
+			return "", "", "", false, false
+		}
+		return strings.ReplaceAll(strings.TrimSpace(t[1:end]), `"`, ""), "", "", true, true
+	}
+	k, v, found := strings.Cut(t, "=")
+	if !found {
+		return "", "", "", false, false
+	}
+	k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+	if i := strings.Index(v, " #"); i >= 0 && (v[0] != '"' && v[0] != '\'') {
+		v = strings.TrimSpace(v[:i])
+	}
+	switch {
+	case len(v) >= 2 && v[0] == '\'' && strings.LastIndexByte(v, '\'') > 0:
+		v = v[1:strings.LastIndexByte(v, '\'')]
+	case len(v) >= 2 && v[0] == '"':
+		end := strings.LastIndexByte(v, '"')
+		u, err := strconv.Unquote(v[:end+1])
+		if err != nil {
+			return "", k, "", false, false
+		}
+		v = u
+	}
+	return "", k, v, false, true
+}
+
+func parseCargo(name string, data []byte) ([]StoreEntry, error) {
+	var out []StoreEntry
+	table := ""
+	for i, l := range strings.Split(string(data), "\n") {
+		tb, k, v, header, ok := cargoLine(l)
+		if !ok {
+			return nil, &StoreError{File: name, Line: i + 1, Key: k, Msg: "not a TOML [table] or key = \"value\" line"}
+		}
+		switch {
+		case header:
+			table = tb
+		case k != "":
+			out = append(out, StoreEntry{Key: table + "." + k, Value: v, Line: i + 1})
+		}
+	}
+	return out, nil
+}
+
+func rewriteCargo(data []byte, standIns map[string]string) []byte {
+	var b strings.Builder
+	table := ""
+	for _, l := range strings.SplitAfter(string(data), "\n") {
+		tb, k, _, header, ok := cargoLine(l)
+		switch {
+		case !ok:
+			continue
+		case header:
+			table = tb
+		case k != "":
+			if s, brokered := standIns[table+"."+k]; brokered {
+				b.WriteString(k + " = " + strconv.Quote(s) + "\n")
+				continue
+			}
+			if slices.Contains(cargoSecretFields, k) {
+				continue
+			}
+		}
+		b.WriteString(l)
 	}
 	return []byte(b.String())
 }

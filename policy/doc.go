@@ -105,8 +105,8 @@
 // sandbox the store holds a per-run stand-in; the egress proxy puts the real value in the
 // request's credential header for those hosts only. Diff rates a host the store itself names
 // low, a variable's host high and any other host critical (CredentialRisk); two rules claiming
-// one host are refused. ParseStore/RewriteStore read a store and write the copy the command
-// sees (its other secrets dropped).
+// one host are refused. ParseStore/RewriteStore read a store (.npmrc, .git-credentials, .netrc,
+// cargo's credentials.toml) and write the copy the command sees (its other secrets dropped).
 //
 // # Endpoints
 //
