@@ -41,6 +41,9 @@ func TestCredentialFlowNpmrc(t *testing.T) {
 		cs[0].How != "bearer" || cs[0].By != "/usr/bin/node" {
 		t.Fatalf("credentials: %+v", cs)
 	}
+	if len(res.SecretTouches) != 0 || len(res.Warnings) != 0 {
+		t.Fatalf("a brokered store's read is still a secret touch: %+v %q", res.SecretTouches, res.Warnings)
+	}
 	if len(res.CredentialFlows) != 1 || !strings.Contains(res.CredentialFlows[0], "/usr/bin/node reads $HOME/.npmrc //registry.test/:_authToken") {
 		t.Fatalf("flows: %q", res.CredentialFlows)
 	}
