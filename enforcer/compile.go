@@ -21,6 +21,9 @@ type Env struct {
 	// Command is the executable the run starts (resolved): what a profile without exec rules
 	// may run, and nothing else. Empty: nothing.
 	Command string
+	// Environ is the command's environment (nil: sysprof's own): where brokered variables'
+	// real values come from.
+	Environ []string `json:"-"`
 }
 
 // HostEnv returns the Env of this process for a command run in workdir: the path variables
@@ -33,7 +36,9 @@ func HostEnvFor(workdir string, environ []string) Env {
 	if environ == nil {
 		return HostEnv(workdir)
 	}
-	return hostEnv(workdir, paths.EnvList(environ))
+	e := hostEnv(workdir, paths.EnvList(environ))
+	e.Environ = environ
+	return e
 }
 
 func hostEnv(workdir string, lookup paths.Lookup) Env {
@@ -74,6 +79,9 @@ type Compiled struct {
 	// grants file by file (procwrite.go).
 	ProcWrites []ProcWrite `json:"procWrites,omitempty"`
 
+	// creds are the run's brokered credentials (credentials.go): never marshalled.
+	creds *brokered
+
 	spec *seccomp.Spec
 	// profile is what was compiled (read only): denials are rated against it.
 	profile *policy.Profile
@@ -102,6 +110,9 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 		return nil, err
 	}
 	if err := c.compilePlan(p, env); err != nil {
+		return nil, err
+	}
+	if err := c.compileCredentials(p, env); err != nil {
 		return nil, err
 	}
 	if err := c.writesExact(env); err != nil {

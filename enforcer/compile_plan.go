@@ -197,7 +197,7 @@ type tmpGlob struct {
 // host. Every profile gets the read-only root and Landlock: an empty section is "nothing of
 // that kind" (beyond withBase), never "that layer off".
 func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
-	fs := withBase(p.Filesystem, env)
+	fs := withBase(credentialFiles(p), env)
 	dirs := &dirListings{}
 	hiddenRules, tmpGlobs := fs.Hidden, []tmpGlob(nil)
 	if fs.PrivateTmp {
@@ -475,7 +475,7 @@ func (c *Compiled) notWeaker(p *policy.Profile, env Env) error {
 		return errors.New("BUG: compile: the profile asks for a private /tmp and the plan has none; refusing to run")
 	}
 	// The profile's hidden paths and what withBase adds (credential stores, sysprof's state).
-	for _, h := range withBase(p.Filesystem, env).Hidden {
+	for _, h := range withBase(credentialFiles(p), env).Hidden {
 		x, err := expand(h.Path, env)
 		if err != nil || strings.ContainsAny(x, "*?[") || privateTmpRoot(x) != "" && pl.PrivateTmp && !paths.CoveredBy(x, pl.Writable) {
 			continue // globs hide what matches; a private /tmp hides the host's anyway

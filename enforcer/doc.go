@@ -93,6 +93,16 @@
 //     common config; the submodules' below modules/; the files include.path and
 //     includeIf.*.path name, recursively) that hold credentials are masked: a read-only copy without
 //     http.*.extraHeader, credential.helper and URL passwords covers them (git needs the rest).
+//   - Credentials rules (credentials.go): the real values are read here (the store, or the
+//     command's environment) and stay in this process (netproxy.Broker); each store file a
+//     rule names is masked with its brokered entries holding per-run stand-ins and its other
+//     secrets dropped (a store entry ${VAR} stays and VAR holds the stand-in); a brokered
+//     variable is replaced by its stand-in; the system CA bundle is masked with the host's
+//     bundle (SSL_CERT_FILE's when set) plus the run CA, and SSL_CERT_FILE,
+//     NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE, PIP_CERT, GIT_SSL_CAINFO and CARGO_HTTP_CAINFO
+//     point at it. Each host must be reached by a network.connect rule (a name, or an address
+//     rule for a registry on loopback); a store that does not parse or lacks the entry fails
+//     compile naming its file, line and key.
 //   - Writes mean exactly what was learned (writes.go, staged_linux.go): an existing directory
 //     rule is bound writable (a symlink, or one resolving outside its variable's directory, is
 //     refused); a file rule, a glob or a path that does not exist yet stages its nearest

@@ -14,6 +14,7 @@ import (
 // egress is a run's DNS stub and proxy (package netproxy) as Run drives it.
 type egress struct {
 	*netproxy.Proxy
+	broker          *netproxy.Broker
 	started, closed bool
 }
 
@@ -50,6 +51,8 @@ func (e *egress) close(rep *report.Report, res *runResult) {
 	}
 	e.closed = true
 	denials, notes := e.Close()
+	rep.CredentialUses = append(rep.CredentialUses, e.broker.Uses()...)
+	notes = append(notes, credentialNotes(rep.CredentialUses)...)
 	if res != nil {
 		res.denials = append(res.denials, denials...)
 	}

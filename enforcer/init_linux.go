@@ -98,7 +98,7 @@ func initStage() int {
 		return s.fail(*st)
 	}
 	phase.Mark("sync")
-	env := withoutVars(os.Environ(), cfg.UnsetEnv)
+	env := append(withoutVars(os.Environ(), cfg.UnsetEnv), cfg.SetEnv...)
 	if asInit {
 		return runAsInit(path, cfg.Argv, env, s.status, sigs, s.fail)
 	}

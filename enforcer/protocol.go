@@ -42,6 +42,9 @@ type initConfig struct {
 	// environment): the stage may have been started with the caller's whole environment
 	// before the profile was known, so it removes them itself, right before exec.
 	UnsetEnv []string `json:"unset_env,omitempty"`
+	// SetEnv are NAME=value entries the command gets on top: brokered variables' stand-ins and
+	// the CA bundle variables (credentials.go).
+	SetEnv []string `json:"set_env,omitempty"`
 	// Egress: set up the DNS stub's and the proxy's sockets in the new network namespace
 	// (netproxy.SetupInside) and report their fds (initStatus.Egress).
 	Egress *netproxy.Inside `json:"egress,omitempty"`

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -141,6 +142,10 @@ func (r runStart) initConfig(st *stage) initConfig {
 		Sandbox: r.sandbox, Degrade: r.opts.Degrade, UnshareNet: r.sandbox && r.plan.NetNS && !st.netns}
 	stageEnv, _, _, _ := stageIO(&r.opts) // what the stage, early or not, was started with
 	_, cfg.UnsetEnv = policy.ScrubEnv(stageEnv, r.opts.Profile.Env.Pass)
+	if b := r.c.creds; b != nil {
+		cfg.UnsetEnv = slices.Compact(slices.Sorted(slices.Values(append(cfg.UnsetEnv, b.unset...))))
+		cfg.SetEnv = b.env
+	}
 	if r.egress != nil {
 		cfg.Egress = &r.c.Egress.Inside
 	}

@@ -88,6 +88,25 @@
 // denials and --report's log; a refused query's lookup runs off the stub's goroutine (at
 // most dnsLookups at once; past that the denial has no binary), before its NXDOMAIN is sent.
 //
+// # Brokered credentials
+//
+// A name with a credentials rule (Options.Broker, broker.go) is not spliced: the proxy
+// terminates the client's TLS with a certificate for the name signed by the run's CA (ECDSA
+// P-256, valid 24 h, its key only in this process's memory; the enforcer puts its certificate
+// in the sandbox's trust), dials the upstream itself and verifies it against the host's trust
+// (x509.SystemCertPool: SSL_CERT_FILE and SSL_CERT_DIR honoured), offering only HTTP/1.1.
+// Plain HTTP to such a name is read the same way without TLS. Each request is read whole
+// (net/http's strict reader) and checked: the stand-in of any brokered credential in the
+// target, the Host or a header other than the credential's own header is refused; the
+// credential's header has the stand-in swapped for the real value (Basic: the password inside
+// base64(user:password)); the body is scanned as it is forwarded and the request cut off when
+// the stand-in appears in it; a response that carries the real value back (an echo) is cut off
+// before it. Every request the real value went out with is logged (Broker.Uses: time, binary,
+// method, host, path, status, bytes; a 401 or 403 said plainly). Refused: an upstream that asks
+// for a client certificate, chooses another protocol than HTTP/1.1, fails verification; HTTP
+// Upgrade, CONNECT and 101 answers. A stand-in is refused critical also in a DNS query and in
+// the header of a plain-HTTP request to any other name.
+//
 // # Not covered
 //
 //   - Ports no rule names have no listener: a connect there (DNS over TCP included) is
@@ -95,6 +114,8 @@
 //     (package enforcer/guard), as an ordinary user it goes unrecorded.
 //   - ICMP errors are rate limited by the namespace's global ICMP budget (a burst of 50, then
 //     1000 a second): a datagram flood is recorded in part (each kind once is enough).
+//   - A stand-in sent over TLS to a name without a credentials rule, or in the body of a
+//     plain-HTTP request to one, is not seen (those connections are spliced).
 //   - What is inside TLS (HTTP/2 streams, a Host header other than the SNI: domain fronting)
 //     is not seen; a CDN that routes by Host inside TLS can be reached under an allowed SNI.
 //   - A server that reads less of a request body than its framing says (answers without

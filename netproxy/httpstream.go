@@ -13,6 +13,8 @@ import (
 type refusal struct {
 	msg  string
 	host string // the host the request named, when that is the reason
+	// critical: a stand-in of a brokered credential (an exfiltration attempt).
+	critical bool
 }
 
 func (r refusal) Error() string { return r.msg }
@@ -128,6 +130,7 @@ func (s *httpStream) run(check func(httpRequest) error) error {
 		if err != nil {
 			return refusal{msg: err.Error()}
 		}
+		req.header = s.buf[:end+4]
 		if err := check(req); err != nil {
 			return err
 		}

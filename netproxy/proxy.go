@@ -27,6 +27,9 @@ type Options struct {
 	Resolve map[string][]netip.Addr
 	// LogAllowed records every allowed connection (name, port, binary, bytes each way).
 	LogAllowed bool
+	// Broker holds the run's brokered credentials (broker.go): connections to their names are
+	// terminated and rewritten instead of spliced.
+	Broker *Broker
 }
 
 // sniffWait is how long the proxy waits for a client's first bytes before it takes the
@@ -291,6 +294,10 @@ func (p *Proxy) serveDNS() {
 		// other queries must not wait for it).
 		d := report.Denial{Syscall: "dns", What: "resolve " + name + " (not in the profile: NXDOMAIN)", Endpoint: name,
 			Proto: "udp", Host: name, Suggest: fmt.Sprintf("network.connect: + %s:PORT tcp", name)}
+		if c := p.opts.Broker.standInIn([]byte(name)); c != nil {
+			d.What = fmt.Sprintf("tried to send the stand-in of %s in a DNS name (%s): refused, an exfiltration attempt", c.Name, name)
+			d.Risk, d.Suggest = report.RiskCritical, ""
+		}
 		select {
 		case p.dnsSlots <- struct{}{}:
 			p.wg.Add(1)
@@ -356,12 +363,25 @@ func (p *Proxy) handle(c *net.TCPConn) {
 		pc.refuseUnmatched()
 		return
 	}
+	cred := p.opts.Broker.credFor(pc.brokerName(), pc.port)
+	if cred != nil && !p.opts.LogAllowed {
+		go pc.holders() // every use is logged with its binary: looked up while the handshakes run
+	}
 	buf, proto, ok := pc.checkFirstBytes()
 	if !ok {
 		return
 	}
+	if cred != nil && !pc.isName { // an address rule is not sniffed, but a brokered one is read
+		if buf, proto, _, ok = pc.sniffBrokered(); !ok {
+			return
+		}
+	}
 	w, ok := pc.checkBinaries(rules)
 	if !ok {
+		return
+	}
+	if cred != nil && (proto == protoTLS || proto == protoHTTP) {
+		pc.broker(cred, buf, proto, w, rules)
 		return
 	}
 	up, err := p.dial(pc.name, pc.isName, pc.dst, rules)
@@ -595,6 +615,9 @@ func (pc *proxyConn) carryHTTP(up *net.TCPConn, buf []byte, done <-chan struct{}
 		if req.host != pc.name {
 			return refusal{msg: "host", host: req.host}
 		}
+		if c := pc.p.opts.Broker.standInIn(decodedBasicAll(req.header)); c != nil {
+			return refusal{msg: fmt.Sprintf("tried to send the stand-in of %s to %s (in the request header): refused, an exfiltration attempt", c.Name, pc.name), critical: true}
+		}
 		return nil
 	})
 	var rf refusal
@@ -607,6 +630,8 @@ func (pc *proxyConn) carryHTTP(up *net.TCPConn, buf []byte, done <-chan struct{}
 	<-done
 	if rf.host != "" {
 		pc.mismatch(protoHTTP, rf.host)
+	} else if rf.critical {
+		pc.refuseCritical(rf.msg, report.RiskCritical)
 	} else {
 		pc.refuse(rf.msg, policy.RiskNone)
 	}

@@ -158,6 +158,7 @@ type httpRequest struct {
 	host    string // canonical, without port
 	length  int64  // Content-Length; -1: none
 	chunked bool
+	header  []byte // the whole header as read (httpStream; valid during its check)
 }
 
 // parseRequestLine checks "METHOD SP TARGET SP HTTP/1.x" (line: up to its LF, the CR

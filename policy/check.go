@@ -148,6 +148,7 @@ func check(p *Profile) []*LoadError {
 			add(fmt.Sprintf("env.pass[%d]", i), "%s", msg)
 		}
 	}
+	checkCredentials(p.Credentials, add)
 	for i, b := range p.Binaries {
 		f := fmt.Sprintf("binaries[%d]", i)
 		if msg := pathProblem(b.Path); msg != "" {

@@ -28,5 +28,6 @@ func Clone(p *Profile) *Profile {
 	q.Network.Bind = slices.Clone(p.Network.Bind)
 	q.Binaries = slices.Clone(p.Binaries)
 	q.Env.Pass = slices.Clone(p.Env.Pass)
+	q.Credentials = cloneCredentials(p.Credentials)
 	return &q
 }

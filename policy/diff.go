@@ -40,7 +40,7 @@ const (
 )
 
 // Sections lists every section in file order.
-var Sections = []string{SectionSyscalls, SectionArgs, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden, SectionPrivateTmp, SectionConnect, SectionSend, SectionBind, SectionEnvPass, SectionBinaries, SectionLimitPids, SectionLimitMemory, SectionLimitTmp, SectionIncomplete, SectionHostRoot}
+var Sections = []string{SectionSyscalls, SectionArgs, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden, SectionPrivateTmp, SectionConnect, SectionSend, SectionBind, SectionEnvPass, SectionCredent, SectionBinaries, SectionLimitPids, SectionLimitMemory, SectionLimitTmp, SectionIncomplete, SectionHostRoot}
 
 // Change is one semantic difference between two profiles.
 type Change struct {
@@ -99,6 +99,7 @@ func Diff(old, new *Profile) []Change {
 	d.paths()
 	d.network()
 	d.env()
+	d.credentials()
 	d.binaries()
 	d.limits()
 	d.incomplete()
@@ -721,6 +722,10 @@ func Locator(name string, data []byte) (func(Change) int, error) {
 			})
 		case SectionEnvPass:
 			return find(c.Section, len(p.Env.Pass), func(i int) bool { return p.Env.Pass[i] == c.Item })
+		case SectionCredent:
+			return find(c.Section, len(p.Credentials), func(i int) bool {
+				return strings.HasPrefix(c.Item, p.Credentials[i].Source()+" -> ")
+			})
 		case SectionPrivateTmp, SectionIncomplete, SectionHostRoot:
 			return t.line(c.Section)
 		}

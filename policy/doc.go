@@ -101,6 +101,17 @@
 // that starts like a well-known token (ghp_, glpat-, npm_, AKIA, -----BEGIN ...) or is a URL
 // with a password. env.pass names those that still pass; Diff rates adding one high.
 //
+// # Credentials
+//
+// A credentials rule lets the command use a secret without holding it: its source (file and
+// key, e.g. $HOME/.npmrc and //registry.example.com/:_authToken, or env NPM_TOKEN), the hosts
+// it is presented to (name or name:port) and how (bearer, basic, header:NAME). Inside the
+// sandbox the store holds a per-run stand-in; the egress proxy puts the real value in the
+// request's credential header for those hosts only. Diff rates a host the store itself names
+// low, a variable's host high and any other host critical (CredentialRisk); two rules claiming
+// one host are refused. ParseStore/RewriteStore read a store (.npmrc, .git-credentials, .netrc,
+// cargo's credentials.toml) and write the copy the command sees (its other secrets dropped).
+//
 // # Endpoints
 //
 //	host.example:443        a DNS name and port (proto tcp, udp or mptcp is required)

@@ -44,6 +44,7 @@ func Marshal(p *Profile) ([]byte, error) {
 		e.key(1, "pass")
 		e.flowSeq(q.Env.Pass)
 	}
+	e.credentials(q.Credentials)
 	e.binaries(q.Binaries)
 	if l := q.Limits; l != (Limits{}) {
 		e.section(0, "limits")

@@ -106,6 +106,7 @@ func Merge(dst, src *Profile) *Profile {
 	}
 	out.Limits = mergeLimits(dst.Limits, src.Limits)
 	out.Env.Pass = sortedUnique(append(slices.Clone(dst.Env.Pass), src.Env.Pass...))
+	out.Credentials = mergeCredentials(dst.Credentials, src.Credentials)
 	out.Binaries = mergeKeyed(dst.Binaries, src.Binaries,
 		func(b Binary) string { return b.Path + "\x00" + b.SHA256 },
 		func(x *Binary, y Binary) { x.Provenance = addProvenance(x.Provenance, y.Provenance) })

@@ -33,6 +33,7 @@ func Normalize(p *Profile) {
 		return a.Syscall == b.Syscall && a.Arg == b.Arg && compareArgRule(a, b) == 0
 	})
 	p.Env.Pass = sortedUnique(p.Env.Pass)
+	normalizeCredentials(p.Credentials)
 	for _, l := range []*[]PathRule{&p.Filesystem.Read, &p.Filesystem.Write, &p.Filesystem.Exec, &p.Filesystem.List, &p.Filesystem.Hidden} {
 		slices.SortStableFunc(*l, func(a, b PathRule) int { return strings.Compare(a.Path, b.Path) })
 		*l = slices.CompactFunc(*l, func(a, b PathRule) bool { return a.Path == b.Path })

@@ -419,7 +419,7 @@ var indexRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`
 func fieldsOf(parent string) []string {
 	switch indexRE().ReplaceAllString(parent, "[]") {
 	case "":
-		return []string{"apiVersion", "kind", "metadata", "syscalls", "filesystem", "network", "env", "binaries", "limits", "hostRoot"}
+		return []string{"apiVersion", "kind", "metadata", "syscalls", "filesystem", "network", "env", "credentials", "binaries", "limits", "hostRoot"}
 	case "limits":
 		return []string{"pids", "memoryMiB", "tmpMiB"}
 	case "env":
@@ -440,6 +440,8 @@ func fieldsOf(parent string) []string {
 		return []string{"connect", "send", "bind"}
 	case "network.connect[]", "network.send[]", "network.bind[]":
 		return []string{"endpoint", "proto", "by", "seen"}
+	case "credentials[]":
+		return []string{"file", "key", "env", "hosts", "how", "by", "seen"}
 	case "binaries[]":
 		return []string{"path", "sha256", "by", "seen"}
 	}

@@ -18,6 +18,8 @@ type Profile struct {
 	Network    Network    `yaml:"network" json:"network"`
 	// Env: which secret-looking environment variables still reach the command.
 	Env Env `yaml:"env,omitempty" json:"env,omitzero"`
+	// Credentials the command uses through the egress proxy without holding them.
+	Credentials []Credential `yaml:"credentials,omitempty" json:"credentials,omitempty"`
 	// Binaries lists every executable the command ran, with its hash for provenance.
 	Binaries []Binary `yaml:"binaries,omitempty" json:"binaries,omitempty"`
 	// Limits bounds the run's processes, memory and private /tmp (limits.go).

@@ -84,6 +84,8 @@ type Report struct {
 	// Hidden are the secrets the command tried to read and was shown empty: information, not
 	// denials (the profile hides them; gates and drift pass on them).
 	Hidden []HiddenRead `json:"hidden,omitempty"`
+	// CredentialUses is every request a brokered credential went out with, in order.
+	CredentialUses []CredentialUse `json:"credentialUses,omitempty"`
 }
 
 // HiddenRead is a hidden path (a credential store) the command reached for, by one executable.

@@ -37,7 +37,13 @@
 //     learn run without one rather than being reported as a Landlock denial.
 //   - coverage: rules a broader rule covers are dropped (write implies read implies list).
 //   - private-tmp, syscalls, base, architectures, runtime-variants, families,
-//     portable-syscalls, arch-equivalents, args, network, metadata.
+//     portable-syscalls, arch-equivalents, args, network.
+//   - credential-flows: a binary that read a credential store (a touch the credentials pass
+//     dropped) whose entry names a host the run connected to (.npmrc //HOST/:_authToken,
+//     .git-credentials URLs, .netrc machines; Options.Stores, which learn reads on the host:
+//     keys and hosts, never values) gets a credentials rule for that entry and host, by the
+//     binary that connected; Result.CredentialFlows lists each flow for learn's review.
+//   - metadata.
 //
 // # Families and architectures
 //

@@ -44,6 +44,9 @@ type Options struct {
 	SysprofVersion string
 	// Now gives the metadata timestamps; nil means time.Now.
 	Now func() time.Time
+	// Stores are the brokerable entries of the credential stores on the learn host (portable
+	// store path -> entries: keys and hosts, never values), for the credential-flows pass.
+	Stores map[string][]policy.SecretEntry
 }
 
 // Step is one line of what a pass did, printed by `sysprof learn --explain`.
@@ -61,6 +64,9 @@ type Result struct {
 	// SecretTouches are the credential-store accesses the profile kept hidden: behaviour a
 	// drift check must flag even though the policy did not change.
 	SecretTouches []SecretTouch
+	// CredentialFlows are the credential flows the profile brokers (one line each), for
+	// learn's review.
+	CredentialFlows []string
 }
 
 // SecretTouch is one access to a credential store that synthesis dropped.
@@ -139,6 +145,7 @@ var pipeline = []pass{
 	{"arch-equivalents", (*state).passArchEquivalents},
 	{"args", (*state).passArgs},
 	{"network", (*state).passNetwork},
+	{"credential-flows", (*state).passCredentialFlows},
 	{"metadata", (*state).passMetadata},
 }
 
@@ -152,6 +159,7 @@ func (s *state) run() *Result {
 	res.Profile = s.emit()
 	res.Warnings = s.warnings
 	res.SecretTouches = s.secretTouches
+	res.CredentialFlows = s.flows
 	return res
 }
 
@@ -323,6 +331,8 @@ type state struct {
 	trace         *trace.Trace
 	warnings      []string
 	secretTouches []SecretTouch
+	creds         []policy.Credential
+	flows         []string
 }
 
 type sysRule struct {
@@ -578,6 +588,7 @@ func (s *state) ingestProfile(p *policy.Profile) error {
 		k := [2]string{b.Path, b.SHA256}
 		s.binaries[k] = earliest(s.binaries[k], prov{by: b.By, seen: b.Seen})
 	}
+	s.creds = policy.Clone(&policy.Profile{Credentials: p.Credentials}).Credentials
 	return nil
 }
 
@@ -618,6 +629,7 @@ func (s *state) emit() *policy.Profile {
 	for k, pr := range s.binaries {
 		p.Binaries = append(p.Binaries, policy.Binary{Path: k[0], SHA256: k[1], Provenance: pr.policy()})
 	}
+	p.Credentials = slices.Clone(s.creds)
 	policy.Normalize(p)
 	// Normalize does not know Deny yet; keep it sorted here.
 	for i := range p.Syscalls.Args {

@@ -184,6 +184,7 @@ func learnTarget(ctx context.Context, o *learnOptions, st project.Step, shipped 
 		Architectures:  o.Arches,
 		AllowSecrets:   o.AllowSecrets,
 		SysprofVersion: version,
+		Stores:         learnStores(o.Err, st.Workdir),
 	})
 	if err != nil {
 		return err
@@ -216,6 +217,7 @@ func learnTarget(ctx context.Context, o *learnOptions, st project.Step, shipped 
 	printLearnSummary(o.Err, <-table, tr, st.Profile)
 	n := printReview(o.Err, review, res.SecretTouches, pendingUnless(pending, o.AcceptRisky))
 	printPending(o.Err, pending, o.AcceptRisky)
+	printCredentialFlows(o.Err, res.CredentialFlows)
 	if o.Debug || os.Getenv("SYSPROF_STATS") != "" {
 		printPeakRSS(o.Err)
 	}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -132,7 +134,50 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 			}
 		}
 	}
+	writeShowCredentials(w, p)
 	writeShowEnv(w, p, os.Environ())
+}
+
+// writeShowCredentials lists each credentials rule and where its real value comes from,
+// never the value.
+func writeShowCredentials(w io.Writer, p *policy.Profile) {
+	if len(p.Credentials) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\ncredentials  the command holds a per-run stand-in; the proxy presents the real value to these hosts only")
+	for _, c := range p.Credentials {
+		from := "the variable " + c.Env + " of sysprof's environment"
+		if c.Env == "" {
+			from = "entry " + shown(c.Key) + " of " + shown(c.File) + " (shown inside with the stand-in)"
+		}
+		by := ""
+		if c.By != "" && c.By != "any" {
+			by = ", only for " + shown(c.By)
+		}
+		fmt.Fprintf(w, "  %s to %s (%s%s)\n    real value from %s\n", shown(c.How), strings.Join(c.Hosts, ", "), riskWord(c), by, from)
+	}
+}
+
+// riskWord rates a rule as diff does (policy.CredentialRisk), worst host first.
+func riskWord(c policy.Credential) string {
+	worst := policy.RiskNone
+	for _, h := range c.Hosts {
+		if r, _ := policy.CredentialRisk(c, h); r > worst {
+			worst = r
+		}
+	}
+	return worst.String()
+}
+
+// shown quotes s when it holds anything but printable characters (a name that could
+// rewrite the terminal line).
+func shown(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // writeShowEnv says which environment variables the command does not get: the secret-looking

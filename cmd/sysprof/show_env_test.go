@@ -35,3 +35,20 @@ func TestLearnPassEnvFlag(t *testing.T) {
 		t.Errorf("--pass-env: %q, %v", got, err)
 	}
 }
+
+// show lists each credential rule and where its real value comes from, never the value.
+func TestShowCredentials(t *testing.T) {
+	p := &policy.Profile{Credentials: []policy.Credential{
+		{File: "$HOME/.npmrc", Key: "//registry.example.com/:_authToken", Hosts: []string{"registry.example.com"}, How: "bearer", Provenance: policy.Provenance{By: "/usr/bin/node"}},
+		{Env: "NPM_TOKEN", Hosts: []string{"evil.example"}, How: "bearer"},
+	}}
+	var b strings.Builder
+	writeShowCredentials(&b, p)
+	out := b.String()
+	for _, want := range []string{"bearer to registry.example.com (low, only for /usr/bin/node)\n    real value from entry //registry.example.com/:_authToken of $HOME/.npmrc",
+		"bearer to evil.example (high)\n    real value from the variable NPM_TOKEN"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+}

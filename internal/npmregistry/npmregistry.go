@@ -23,7 +23,27 @@ const Postinstall = `node -e "require('fs').writeFileSync('postinstall.txt','ok'
 // Serve serves version 1.0.0 of each named package on ln until ln closes, and returns the
 // registry's base URL (ending in "/") and the server (Close it to stop).
 func Serve(ln net.Listener, names []string, indexLines int) (string, *http.Server) {
-	base := "http://" + ln.Addr().String()
+	return ServeWith(ln, names, indexLines, Options{})
+}
+
+// Options are a registry's choices beyond its packages.
+type Options struct {
+	// Base is the URL the registry is reached at, without a trailing "/" (tarball URLs name
+	// it); empty: http:// and ln's address. A TLS listener needs it (https://NAME).
+	Base string
+	// Token, when set, is required as "Authorization: Bearer TOKEN": anything else gets a
+	// 401 with WWW-Authenticate, as a private registry answers.
+	Token string
+	// Seen, when set, gets each request's method, path and Authorization header.
+	Seen func(method, path, auth string)
+}
+
+// ServeWith is Serve with Options.
+func ServeWith(ln net.Listener, names []string, indexLines int, o Options) (string, *http.Server) {
+	base := o.Base
+	if base == "" {
+		base = "http://" + ln.Addr().String()
+	}
 	files := map[string][]byte{}
 	for _, name := range names {
 		pkg, _ := json.Marshal(map[string]any{"name": name, "version": "1.0.0", "scripts": map[string]string{"postinstall": Postinstall}})
@@ -41,6 +61,14 @@ func Serve(ln net.Listener, names []string, indexLines int) (string, *http.Serve
 		})
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o.Seen != nil {
+			o.Seen(r.Method, r.URL.Path, r.Header.Get("Authorization"))
+		}
+		if o.Token != "" && r.Header.Get("Authorization") != "Bearer "+o.Token {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="npm"`)
+			http.Error(w, `{"error":"unauthorized"}`, http.StatusUnauthorized)
+			return
+		}
 		b, ok := files[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)

@@ -1,0 +1,124 @@
+package enforcer
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sysprof/sysprof/policy"
+)
+
+// credProfile allows reg.test:443 and brokers ~/.npmrc's token to it.
+func credProfile(creds ...policy.Credential) *policy.Profile {
+	p := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind}
+	p.Syscalls.Architectures = []string{"x86_64"}
+	p.Syscalls.Allow = []policy.Syscall{{Name: "read"}, {Name: "write"}}
+	p.Filesystem.Read = []policy.PathRule{{Path: "/usr"}, {Path: "$WORKDIR"}}
+	p.Network.Connect = []policy.Endpoint{{Endpoint: "reg.test:443", Proto: "tcp"}}
+	p.Credentials = creds
+	return p
+}
+
+// Compile reads the real value on the host, and nothing of it reaches the plan: the store is
+// masked with a stand-in, the CA bundle extended, the variables set; errors name the store's
+// file, line and key.
+func TestCompileCredentials(t *testing.T) {
+	work, home := t.TempDir(), t.TempDir()
+	const real = "npm_REALREALREALREALREALREALREALREAL00"
+	npmrc := filepath.Join(home, ".npmrc")
+	os.WriteFile(npmrc, []byte("registry=https://reg.test/\n//reg.test/:_authToken="+real+"\n//other.test/:_authToken=other-secret\n"), 0o600)
+	env := HostEnvFor(work, []string{"HOME=" + home, "PATH=/usr/bin"})
+	rule := policy.Credential{File: "$HOME/.npmrc", Key: "//reg.test/:_authToken", Hosts: []string{"reg.test"}, How: "bearer"}
+	c, err := Compile(credProfile(rule), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var store, bundle string
+	for _, m := range c.Plan.Masked {
+		switch {
+		case m.Path == npmrc:
+			store = string(m.Content)
+		case strings.Contains(string(m.Content), "BEGIN CERTIFICATE"):
+			bundle = m.Path
+		}
+	}
+	standIn := c.creds.broker.Creds[0].StandIn
+	if !strings.Contains(store, "//reg.test/:_authToken="+standIn+"\n") || strings.Contains(store, real) || strings.Contains(store, "other-secret") ||
+		!strings.Contains(store, "registry=https://reg.test/") {
+		t.Errorf("the store inside:\n%s", store)
+	}
+	if bundle == "" || !slices.Contains(c.creds.env, "NODE_EXTRA_CA_CERTS="+bundle) || !slices.Contains(c.creds.env, "SSL_CERT_FILE="+bundle) {
+		t.Errorf("CA bundle %q, env %q", bundle, c.creds.env)
+	}
+	if !slices.ContainsFunc(c.Plan.Landlock.Read, func(r string) bool { return r == npmrc }) {
+		t.Errorf("the store is not readable inside: %v", c.Plan.Landlock.Read)
+	}
+	if slices.Contains(c.Plan.Hidden, npmrc) {
+		t.Errorf("the store is hidden under its mask")
+	}
+	j, _ := json.Marshal(c)
+	if strings.Contains(string(j), real) {
+		t.Errorf("the compiled plan holds the real token")
+	}
+
+	// ${VAR}: the variable holds the secret and gets the stand-in; the store line stays.
+	os.WriteFile(npmrc, []byte("//reg.test/:_authToken=${NPM_TOKEN}\n"), 0o600)
+	c, err = Compile(credProfile(rule), HostEnvFor(work, []string{"HOME=" + home, "NPM_TOKEN=" + real}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.creds.broker.Creds[0].Real != real || !slices.Contains(c.creds.env, "NPM_TOKEN="+c.creds.broker.Creds[0].StandIn) || !slices.Contains(c.creds.unset, "NPM_TOKEN") {
+		t.Errorf("${NPM_TOKEN}: env %q unset %q", c.creds.env, c.creds.unset)
+	}
+
+	for _, tc := range []struct {
+		name, npmrc string
+		environ     []string
+		rule        policy.Credential
+		want        string
+	}{
+		{"malformed store", "registry=x\n//reg.test/:_authToken\n", nil, rule, npmrc + ":2: //reg.test/:_authToken: not a key = value line"},
+		{"missing entry", "registry=x\n", nil, rule, npmrc + ": //reg.test/:_authToken: no such entry"},
+		{"unset variable", "//reg.test/:_authToken=${NPM_TOKEN}\n", nil, rule, "refers to the variable NPM_TOKEN, which is not set"},
+		{"host without a connect rule", "//reg.test/:_authToken=x\n", nil,
+			policy.Credential{File: "$HOME/.npmrc", Key: "//reg.test/:_authToken", Hosts: []string{"evil.test"}, How: "bearer"}, "host evil.test: no network.connect rule allows it"},
+		{"env not set", "", nil, policy.Credential{Env: "NPM_TOKEN", Hosts: []string{"reg.test"}, How: "bearer"}, "the variable NPM_TOKEN is not set"},
+	} {
+		os.WriteFile(npmrc, []byte(tc.npmrc), 0o600)
+		_, err := Compile(credProfile(tc.rule), HostEnvFor(work, append([]string{"HOME=" + home}, tc.environ...)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// cargo's store lies in a store pattern ($CARGO_HOME/credentials*): the brokered file is shown
+// (masked), the rest of the pattern stays hidden.
+func TestCompileCredentialsCargo(t *testing.T) {
+	work, home := t.TempDir(), t.TempDir()
+	cargo := filepath.Join(home, ".cargo")
+	os.MkdirAll(cargo, 0o755)
+	file := filepath.Join(cargo, "credentials.toml")
+	os.WriteFile(file, []byte("[registries.my-reg]\ntoken = \"REALCARGOTOKEN1234567890\"\n"), 0o600)
+	os.WriteFile(filepath.Join(cargo, "credentials"), []byte("[registry]\ntoken = \"legacy\"\n"), 0o600)
+	rule := policy.Credential{File: "$CARGO_HOME/credentials.toml", Key: "registries.my-reg.token", Hosts: []string{"reg.test"}, How: "header:Authorization"}
+	c, err := Compile(credProfile(rule), HostEnvFor(work, []string{"HOME=" + home, "CARGO_HOME=" + cargo}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	masked := ""
+	for _, m := range c.Plan.Masked {
+		if m.Path == file {
+			masked = string(m.Content)
+		}
+	}
+	if !strings.Contains(masked, "token = \""+c.creds.broker.Creds[0].StandIn+"\"") || strings.Contains(masked, "REALCARGO") {
+		t.Errorf("masked store:\n%s", masked)
+	}
+	if !slices.Contains(c.Plan.Hidden, filepath.Join(cargo, "credentials")) || slices.Contains(c.Plan.Hidden, file) {
+		t.Errorf("hidden: %v", c.Plan.Hidden)
+	}
+}

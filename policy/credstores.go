@@ -1,0 +1,340 @@
+package policy
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Credential store formats sysprof reads and rewrites with stand-ins (StoreFormat).
+const (
+	StoreNpmrc          = "npmrc"
+	StoreGitCredentials = "git-credentials"
+	StoreNetrc          = "netrc"
+	StoreCargo          = "cargo"
+)
+
+var storeNames = []string{".npmrc", ".git-credentials", ".netrc", "cargo's credentials.toml"}
+
+// StoreFormat returns the format of the credential store at p (by its name), "" when sysprof
+// cannot read and rewrite it.
+func StoreFormat(p string) string {
+	switch path.Base(p) {
+	case ".npmrc", "npmrc":
+		return StoreNpmrc
+	case ".git-credentials":
+		return StoreGitCredentials
+	case ".netrc":
+		return StoreNetrc
+	}
+	if strings.HasSuffix(p, "/git/credentials") {
+		return StoreGitCredentials
+	}
+	if dir := path.Base(path.Dir(p)); (path.Base(p) == "credentials.toml" || path.Base(p) == "credentials") && (dir == ".cargo" || dir == "$CARGO_HOME") {
+		return StoreCargo
+	}
+	return ""
+}
+
+// ParseStore reads a credential store of format (StoreFormat) from data; name is for errors.
+// Each entry is a secret's key (as a credentials rule names it) and value, with its line:
+//
+//   - .npmrc: every key = value line;
+//   - .git-credentials: one URL a line, scheme://user:password@host[:port][/path]; the key is
+//     the URL without the password (https://user@host), the value the password;
+//   - .netrc: machine HOST login USER password SECRET; the key is HOST (default: "default");
+//   - cargo's credentials.toml: [registry] token = "…" and [registries.NAME] token = "…"; the
+//     key is the table and the field (registry.token, registries.NAME.token). The file names
+//     no host (config.toml's index does): a rule's hosts are the person's to name.
+func ParseStore(format, name string, data []byte) ([]StoreEntry, error) {
+	switch format {
+	case StoreNpmrc:
+		return parseNpmrc(name, data)
+	case StoreGitCredentials:
+		return parseGitCredentials(name, data)
+	case StoreNetrc:
+		return parseNetrc(name, data)
+	case StoreCargo:
+		return parseCargo(name, data)
+	}
+	return nil, &StoreError{File: name, Msg: "not a credential store format sysprof reads"}
+}
+
+// RewriteStore returns the store the command sees: the brokered keys (standIns: key ->
+// stand-in) holding their stand-in, every other secret dropped, what is not a secret kept.
+func RewriteStore(format string, data []byte, standIns map[string]string) []byte {
+	switch format {
+	case StoreNpmrc:
+		return rewriteNpmrc(data, standIns)
+	case StoreGitCredentials:
+		return rewriteGitCredentials(data, standIns)
+	case StoreNetrc:
+		return rewriteNetrc(data, standIns)
+	case StoreCargo:
+		return rewriteCargo(data, standIns)
+	}
+	return nil
+}
+
+// SecretEntries lists the brokerable secrets of a parsed store with the host each is for.
+func SecretEntries(format string, entries []StoreEntry) []SecretEntry {
+	switch format {
+	case StoreNpmrc:
+		return npmrcSecrets(entries)
+	case StoreGitCredentials, StoreNetrc:
+		var out []SecretEntry
+		for _, e := range entries {
+			h := Credential{File: "/." + format, Key: e.Key}.StoreHost()
+			if h != "" && h != "default" {
+				out = append(out, SecretEntry{Key: e.Key, Host: h, How: HowBasic})
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func parseGitCredentials(name string, data []byte) ([]StoreEntry, error) {
+	var out []StoreEntry
+	for i, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimSpace(strings.TrimSuffix(l, "\r"))
+		if l == "" || l[0] == '#' {
+			continue
+		}
+		u, err := url.Parse(l)
+		if err != nil || u.Host == "" || u.User == nil {
+			return nil, &StoreError{File: name, Line: i + 1, Msg: "not a scheme://user:password@host URL"}
+		}
+		pw, ok := u.User.Password()
+		key := gitCredentialKey(u)
+		if !ok {
+			return nil, &StoreError{File: name, Line: i + 1, Key: key, Msg: "no password"}
+		}
+		out = append(out, StoreEntry{Key: key, Value: pw, Line: i + 1})
+	}
+	return out, nil
+}
+
+// gitCredentialKey is a .git-credentials line's key: its URL without the password.
+func gitCredentialKey(u *url.URL) string {
+	k := u.Scheme + "://" + u.User.Username() + "@" + u.Host
+	if p := strings.TrimSuffix(u.Path, "/"); p != "" {
+		k += p
+	}
+	return k
+}
+
+func rewriteGitCredentials(data []byte, standIns map[string]string) []byte {
+	var b strings.Builder
+	for l := range strings.SplitSeq(string(data), "\n") {
+		u, err := url.Parse(strings.TrimSpace(strings.TrimSuffix(l, "\r")))
+		if err != nil || u.User == nil {
+			continue
+		}
+		if s, ok := standIns[gitCredentialKey(u)]; ok {
+			u.User = url.UserPassword(u.User.Username(), s)
+			b.WriteString(u.String() + "\n")
+		}
+	}
+	return []byte(b.String())
+}
+
+// netrcToken is one whitespace-separated token of a .netrc with its line.
+type netrcToken struct {
+	s    string
+	line int
+}
+
+func netrcTokens(data []byte) []netrcToken {
+	var out []netrcToken
+	for i, l := range strings.Split(string(data), "\n") {
+		for f := range strings.FieldsSeq(l) {
+			out = append(out, netrcToken{f, i + 1})
+		}
+	}
+	return out
+}
+
+// netrcEntry is one machine (or default) of a .netrc.
+type netrcEntry struct {
+	machine, login, password, account string
+	line                              int
+}
+
+func netrcEntries(name string, data []byte) ([]netrcEntry, error) {
+	toks := netrcTokens(data)
+	var out []netrcEntry
+	var cur *netrcEntry
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		next := func() (string, error) {
+			if i+1 >= len(toks) {
+				return "", &StoreError{File: name, Line: t.line, Key: t.s, Msg: "a value is missing"}
+			}
+			i++
+			return toks[i].s, nil
+		}
+		switch t.s {
+		case "machine", "default":
+			out = append(out, netrcEntry{machine: "default", line: t.line})
+			cur = &out[len(out)-1]
+			if t.s == "machine" {
+				v, err := next()
+				if err != nil {
+					return nil, err
+				}
+				cur.machine = v
+			}
+		case "login", "password", "account":
+			v, err := next()
+			if err != nil {
+				return nil, err
+			}
+			if cur == nil {
+				return nil, &StoreError{File: name, Line: t.line, Key: t.s, Msg: "outside a machine entry"}
+			}
+			switch t.s {
+			case "login":
+				cur.login = v
+			case "password":
+				cur.password = v
+			default:
+				cur.account = v
+			}
+		case "macdef": // a macro runs to the next empty line: not a secret, skipped
+			for i+1 < len(toks) && toks[i+1].line == t.line {
+				i++
+			}
+			end := t.line
+			for i+1 < len(toks) && toks[i+1].line == end+1 {
+				i++
+				end++
+			}
+		default:
+			return nil, &StoreError{File: name, Line: t.line, Key: t.s, Msg: fmt.Sprintf("unknown .netrc token %q", t.s)}
+		}
+	}
+	return out, nil
+}
+
+func parseNetrc(name string, data []byte) ([]StoreEntry, error) {
+	es, err := netrcEntries(name, data)
+	if err != nil {
+		return nil, err
+	}
+	var out []StoreEntry
+	for _, e := range es {
+		if e.password != "" {
+			out = append(out, StoreEntry{Key: e.machine, Value: e.password, Line: e.line})
+		}
+	}
+	return out, nil
+}
+
+func rewriteNetrc(data []byte, standIns map[string]string) []byte {
+	es, err := netrcEntries("", data)
+	if err != nil {
+		return nil
+	}
+	var b strings.Builder
+	for _, e := range es {
+		s, ok := standIns[e.machine]
+		if !ok {
+			continue
+		}
+		if e.machine == "default" {
+			b.WriteString("default")
+		} else {
+			b.WriteString("machine " + e.machine)
+		}
+		if e.login != "" {
+			b.WriteString(" login " + e.login)
+		}
+		b.WriteString(" password " + s + "\n")
+	}
+	return []byte(b.String())
+}
+
+// cargoSecretFields are credentials.toml fields that hold a secret.
+var cargoSecretFields = []string{"token", "secret-key"}
+
+// cargoLine splits a credentials.toml line: the table of a header ("" when none), or a
+// field's name and its string value.
+func cargoLine(l string) (table, key, value string, isHeader, ok bool) {
+	t := strings.TrimSpace(strings.TrimSuffix(l, "\r"))
+	if t == "" || t[0] == '#' {
+		return "", "", "", false, true
+	}
+	if strings.HasPrefix(t, "[") {
+		end := strings.IndexByte(t, ']')
+		if end < 0 {
+			return "", "", "", false, false
+		}
+		return strings.ReplaceAll(strings.TrimSpace(t[1:end]), `"`, ""), "", "", true, true
+	}
+	k, v, found := strings.Cut(t, "=")
+	if !found {
+		return "", "", "", false, false
+	}
+	k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+	if i := strings.Index(v, " #"); i >= 0 && (v[0] != '"' && v[0] != '\'') {
+		v = strings.TrimSpace(v[:i])
+	}
+	switch {
+	case len(v) >= 2 && v[0] == '\'' && strings.LastIndexByte(v, '\'') > 0:
+		v = v[1:strings.LastIndexByte(v, '\'')]
+	case len(v) >= 2 && v[0] == '"':
+		end := strings.LastIndexByte(v, '"')
+		u, err := strconv.Unquote(v[:end+1])
+		if err != nil {
+			return "", k, "", false, false
+		}
+		v = u
+	}
+	return "", k, v, false, true
+}
+
+func parseCargo(name string, data []byte) ([]StoreEntry, error) {
+	var out []StoreEntry
+	table := ""
+	for i, l := range strings.Split(string(data), "\n") {
+		tb, k, v, header, ok := cargoLine(l)
+		if !ok {
+			return nil, &StoreError{File: name, Line: i + 1, Key: k, Msg: "not a TOML [table] or key = \"value\" line"}
+		}
+		switch {
+		case header:
+			table = tb
+		case k != "":
+			out = append(out, StoreEntry{Key: table + "." + k, Value: v, Line: i + 1})
+		}
+	}
+	return out, nil
+}
+
+func rewriteCargo(data []byte, standIns map[string]string) []byte {
+	var b strings.Builder
+	table := ""
+	for _, l := range strings.SplitAfter(string(data), "\n") {
+		tb, k, _, header, ok := cargoLine(l)
+		switch {
+		case !ok:
+			continue
+		case header:
+			table = tb
+		case k != "":
+			if s, brokered := standIns[table+"."+k]; brokered {
+				b.WriteString(k + " = " + strconv.Quote(s) + "\n")
+				continue
+			}
+			if slices.Contains(cargoSecretFields, k) {
+				continue
+			}
+		}
+		b.WriteString(l)
+	}
+	return []byte(b.String())
+}
