@@ -13,7 +13,13 @@
 //     (getsockname of the accepted socket) instead of the call failing unseen;
 //   - listens on the stub's address (udp 127.0.0.53:53) and on one dual-stack wildcard TCP
 //     socket per port the profile connects to;
-//   - mounts a generated resolv.conf (only the stub, no search domains) over /etc/resolv.conf.
+//   - mounts a generated resolv.conf (only the stub, no search domains) over /etc/resolv.conf,
+//     and the host's /etc/hosts reduced to its loopback lines over /etc/hosts: a name the
+//     host resolves from the file (an internal registry, a CI service container) is asked of
+//     the stub like any other, instead of being dialled by its raw address (refused). The
+//     proxy resolves it on the host, where the file counts (Go's resolver reads it, as
+//     glibc's files source does). A name the file gives a loopback address keeps it: inside,
+//     that is the sandbox's own loopback, as learn records a loopback connect by address.
 //
 // The listening sockets go to the host-side sysprof process (the enforcer takes them with
 // pidfd_getfd), where the stub and the proxy run: upstream connections are dialled from the
