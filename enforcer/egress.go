@@ -18,8 +18,8 @@ import (
 //     speaks TCP upstream). A rule's "by" binary (its provenance) limits it to that binary
 //     and what runs under it; "by: any" opts out.
 //   - udp to port 53 (a learned resolver): the stub answers instead, nothing leaves.
-//   - any other UDP (connect or send): unenforceable here (no datagram leaves the sandbox's
-//     namespace): refused unless degrading, and degrading keeps it refused.
+//   - any other UDP (connect or send): no datagram leaves the sandbox's namespace: the rule
+//     is dropped (stays refused) and said (Compiled.Refused), and the rest runs.
 //   - bind: works inside the sandbox's namespace only (Landlock holds the ports).
 func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) error {
 	var rules []netproxy.Rule
@@ -41,7 +41,9 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 				c.Notes = append(c.Notes, fmt.Sprintf("network.%s: %s udp: names resolve through sysprof's DNS stub instead (only names the profile allows)", set.name, e.Endpoint))
 				continue
 			case proto == "udp":
-				c.Unenforceable = append(c.Unenforceable, fmt.Sprintf("network.%s: %s udp: only the DNS stub's UDP leaves the sandbox (the proxy carries TCP); with --degrade it stays refused", set.name, e.Endpoint))
+				// The rest of the profile still runs: the tool gets no answer (ICMP port
+				// unreachable), as when the destination is down, and most fall back.
+				c.Refused = append(c.Refused, fmt.Sprintf("network.%s: %s udp: refused (only the DNS stub's UDP leaves the sandbox; the proxy carries TCP)", set.name, e.Endpoint))
 				continue
 			case set.name == "send":
 				continue // tcp send rules mean nothing beyond connect
