@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"net/netip"
 	"os"
 
 	"golang.org/x/net/bpf"
@@ -59,6 +60,8 @@ type Compiled struct {
 	// Notes say what compile added or widened: hardening rules, clone3's ENOSYS, globs that
 	// became directories.
 	Notes []string `json:"notes,omitempty"`
+	// Publish are the sandbox's loopback listeners published to the host (publish.go).
+	Publish []netip.AddrPort `json:"publish,omitempty"`
 	// Refused lists rules the run holds refused instead of allowing (UDP other than DNS, which
 	// the egress proxy does not carry): said on stderr and in the report's notes.
 	Refused []string `json:"refused,omitempty"`

@@ -20,7 +20,8 @@ import (
 //   - udp to port 53 (a learned resolver): the stub answers instead, nothing leaves.
 //   - any other UDP (connect or send): no datagram leaves the sandbox's namespace: the rule
 //     is dropped (stays refused) and said (Compiled.Refused), and the rest runs.
-//   - bind: works inside the sandbox's namespace only (Landlock holds the ports).
+//   - bind: works inside the sandbox's namespace (Landlock holds the ports); a loopback TCP
+//     listener with a fixed port is published to the host (publish.go).
 func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) error {
 	var rules []netproxy.Rule
 	for _, set := range []struct {
@@ -69,8 +70,9 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 		}
 	}
 	if len(n.Bind) > 0 {
-		c.Notes = append(c.Notes, "network.bind: listening works inside the sandbox's own network namespace (reachable from inside only)")
+		c.Notes = append(c.Notes, "network.bind: listening works inside the sandbox's own network namespace; its loopback TCP listeners with a fixed port are published to the host at the same address and port")
 	}
+	c.Publish = publishedListeners(n)
 	p, err := netproxy.NewPlan(rules)
 	if err != nil {
 		return err

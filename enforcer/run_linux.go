@@ -166,7 +166,8 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	// Egress by name: the DNS stub and the proxy serve the sandbox's network namespace from
 	// here (decideLayers refused a run without the sandbox).
 	if c.Egress != nil {
-		r.px = &egress{Proxy: netproxy.New(c.Egress, netproxy.Options{Resolve: r.opts.Resolve, LogAllowed: r.opts.LogAllowed})}
+		r.px = &egress{Proxy: netproxy.New(c.Egress, netproxy.Options{Resolve: r.opts.Resolve, LogAllowed: r.opts.LogAllowed}),
+			publish: c.Publish, warn: r.warn()}
 		defer r.px.close(r.rep, nil)
 	}
 	plan := c.Plan

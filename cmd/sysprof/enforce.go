@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,9 @@ type enforceOptions struct {
 	Report  string
 	// Resolve are --resolve NAME=ADDR[,ADDR]: where the egress proxy dials an allowed name.
 	Resolve []string
+	// Publish are --publish PORT: loopback listeners to publish to the host that the
+	// profile did not learn (each adds a bind rule 127.0.0.1:PORT).
+	Publish []uint16
 	// VerifyBinaries refuses a binary whose content differs from the profile's sha256.
 	VerifyBinaries bool
 	// FailOnDenial: exit exitDenied when CMD succeeded with denials; FailOnDenialSet: the flag
@@ -99,6 +103,7 @@ failOnDenial: true in sysprof.yaml does for steps what --fail-on-denial does (th
 	f.Lookup("degrade").NoOptDefVal = "all"
 	f.StringVar(&o.Report, "report", "", "write the denial report as JSON to `FILE` (input for sysprof refine)")
 	f.StringArrayVar(&o.Resolve, "resolve", nil, "NAME=ADDR[,ADDR...]: the egress proxy dials ADDR for the allowed NAME instead of resolving it (like curl's --resolve; loopback allowed)")
+	f.Var(publishFlag{&o.Publish}, "publish", "let CMD listen on 127.0.0.1:`PORT` and publish it to the host (learned loopback listeners are published without it; repeatable)")
 	f.BoolVar(&o.FailOnDenial, "fail-on-denial", false, "exit 1 when CMD succeeded but something was denied (a gate: no denial passes silently)")
 	addStepFlags(f, &o.Steps, &o.All)
 	return cmd
@@ -137,6 +142,9 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		return withCode(exitSysprof, fmt.Errorf("%w (learn one with `sudo sysprof learn -p %s -- CMD`)", err, o.Profile))
 	}
 	warnIncomplete(o.Err, "", o.Profile, p)
+	for _, port := range o.Publish {
+		p.Network.Bind = append(p.Network.Bind, enforcer.PublishEndpoint(port))
+	}
 	if o.Report != "" {
 		if err := checkWritable(o.Report); err != nil {
 			return withCode(exitSysprof, err)
@@ -267,3 +275,24 @@ func (f degradeFlag) Set(s string) error {
 }
 
 func (degradeFlag) Type() string { return "layers" }
+
+// publishFlag is --publish PORT (repeatable).
+type publishFlag struct{ ports *[]uint16 }
+
+func (f publishFlag) String() string {
+	if f.ports == nil || len(*f.ports) == 0 {
+		return ""
+	}
+	return fmt.Sprint(*f.ports)
+}
+
+func (f publishFlag) Set(s string) error {
+	n, err := strconv.ParseUint(s, 10, 16)
+	if err != nil || n == 0 {
+		return fmt.Errorf("--publish %q: a TCP port, 1-65535 (the command's listener on 127.0.0.1)", s)
+	}
+	*f.ports = append(*f.ports, uint16(n))
+	return nil
+}
+
+func (publishFlag) Type() string { return "PORT" }
