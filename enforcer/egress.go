@@ -20,6 +20,8 @@ import (
 //   - udp to port 53 (a learned resolver): the stub answers instead, nothing leaves.
 //   - any other UDP (connect or send): no datagram leaves the sandbox's namespace: the rule
 //     is dropped (stays refused) and said (Compiled.Refused), and the rest runs.
+//   - resolve (names looked up, never connected to): the stub answers them; a connection to
+//     one is refused (it takes a connect rule).
 //   - bind: works inside the sandbox's namespace (Landlock holds the ports); a loopback TCP
 //     listener with a fixed port is published to the host (publish.go).
 func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) error {
@@ -75,6 +77,14 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 	c.Publish = publishedListeners(n)
 	p, err := netproxy.NewPlan(rules)
 	if err != nil {
+		return err
+	}
+	// Names only looked up when learned: the stub answers them; no rule connects to them.
+	var names []string
+	for _, e := range n.Resolve {
+		names = append(names, e.Endpoint)
+	}
+	if err := p.AddResolveOnly(names); err != nil {
 		return err
 	}
 	c.Egress = p

@@ -102,6 +102,7 @@ func Merge(dst, src *Profile) *Profile {
 		Connect: epMerge(dst.Network.Connect, src.Network.Connect),
 		Send:    epMerge(dst.Network.Send, src.Network.Send),
 		Bind:    epMerge(dst.Network.Bind, src.Network.Bind),
+		Resolve: epMerge(dst.Network.Resolve, src.Network.Resolve),
 	}
 	out.Env.Pass = sortedUnique(append(slices.Clone(dst.Env.Pass), src.Env.Pass...))
 	out.Binaries = mergeKeyed(dst.Binaries, src.Binaries,
