@@ -28,7 +28,9 @@
 // The stub answers each name the profile allows with a synthetic loopback address unique to
 // that name (127.77.0.0/16, assigned in sorted order: Synthetic); AAAA and other types of an
 // allowed name get an empty answer (clients use the A record); every other name is NXDOMAIN
-// and a denial with the name.
+// and a denial with the name. A resolve-only name (Plan.AddResolveOnly: looked up when
+// learned, never connected to) is answered the same way; no rule connects to it, so a
+// connection to its address is refused.
 //
 // The proxy takes the name from the synthetic address dialled, reads the client's first bytes
 // and checks them against it:
