@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"net/netip"
 	"os"
 
 	"golang.org/x/net/bpf"
@@ -65,8 +66,13 @@ type Compiled struct {
 	// Notes say what compile added or widened: hardening rules, clone3's ENOSYS, globs that
 	// became directories.
 	Notes []string `json:"notes,omitempty"`
-	// Unenforceable lists parts of the profile no layer here can enforce (for example UDP other
-	// than DNS, which the egress proxy does not carry). Run refuses unless degrading.
+	// Publish are the sandbox's loopback listeners published to the host (publish.go).
+	Publish []netip.AddrPort `json:"publish,omitempty"`
+	// Refused lists rules the run holds refused instead of allowing (UDP other than DNS, which
+	// the egress proxy does not carry): said on stderr and in the report's notes.
+	Refused []string `json:"refused,omitempty"`
+	// Unenforceable lists parts of the profile no layer here can enforce (a write rule that
+	// cannot be staged). Run refuses unless degrading.
 	Unenforceable []string `json:"unenforceable,omitempty"`
 	// Stages are the staged directories of the plan and the rules of their changeset.
 	Stages []StageSpec `json:"stages,omitempty"`

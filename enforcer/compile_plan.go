@@ -404,7 +404,7 @@ func (c *Compiled) landlock(sets pathSets, hiddenNames, binds []string, env Env)
 // egress proxy (egress.go), as root and as an ordinary user; Landlock holds the TCP ports too.
 func (c *Compiled) planNetwork(n policy.Network, env Env) error {
 	plan := &c.Plan
-	if len(n.Connect)+len(n.Send)+len(n.Bind) == 0 {
+	if len(n.Connect)+len(n.Send)+len(n.Bind)+len(n.Resolve) == 0 {
 		plan.NetNS = true
 		c.Layers = append(c.Layers, LayerNetNS)
 		return nil

@@ -122,8 +122,12 @@
 //     namespace). tcp/mptcp connect rules become proxy rules, by name or by address;
 //     localhost:PORT means 127.0.0.1 and ::1; a rule's "by" binary limits it to that binary
 //     and what runs under it ("by: any" opts out); udp rules to port 53 are served by the
-//     stub; other UDP is unenforceable (refused; --degrade keeps it refused); bind rules work
-//     inside the namespace only. Landlock still holds the TCP ports. The stub or the proxy
+//     stub; other UDP rules are dropped and said (the datagrams stay refused; the rest runs);
+//     resolve names are answered by the stub with no connection allowed; bind rules work
+//     inside the namespace, and a loopback TCP listener with a fixed port is published to the
+//     host at the same address by a forwarder in the namespace (publish_linux.go: nsenter,
+//     which joins the sandbox's user namespace as an ordinary user; --publish PORT adds one).
+//     Landlock still holds the TCP ports. The stub or the proxy
 //     not coming up refuses the run (exit 125), --degrade or not. The proxy enforces under
 //     --audit too.
 //

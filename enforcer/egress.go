@@ -18,9 +18,12 @@ import (
 //     speaks TCP upstream). A rule's "by" binary (its provenance) limits it to that binary
 //     and what runs under it; "by: any" opts out.
 //   - udp to port 53 (a learned resolver): the stub answers instead, nothing leaves.
-//   - any other UDP (connect or send): unenforceable here (no datagram leaves the sandbox's
-//     namespace): refused unless degrading, and degrading keeps it refused.
-//   - bind: works inside the sandbox's namespace only (Landlock holds the ports).
+//   - any other UDP (connect or send): no datagram leaves the sandbox's namespace: the rule
+//     is dropped (stays refused) and said (Compiled.Refused), and the rest runs.
+//   - resolve (names looked up, never connected to): the stub answers them; a connection to
+//     one is refused (it takes a connect rule).
+//   - bind: works inside the sandbox's namespace (Landlock holds the ports); a loopback TCP
+//     listener with a fixed port is published to the host (publish.go).
 func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) error {
 	var rules []netproxy.Rule
 	for _, set := range []struct {
@@ -41,7 +44,9 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 				c.Notes = append(c.Notes, fmt.Sprintf("network.%s: %s udp: names resolve through sysprof's DNS stub instead (only names the profile allows)", set.name, e.Endpoint))
 				continue
 			case proto == "udp":
-				c.Unenforceable = append(c.Unenforceable, fmt.Sprintf("network.%s: %s udp: only the DNS stub's UDP leaves the sandbox (the proxy carries TCP); with --degrade it stays refused", set.name, e.Endpoint))
+				// The rest of the profile still runs: the tool gets no answer (ICMP port
+				// unreachable), as when the destination is down, and most fall back.
+				c.Refused = append(c.Refused, fmt.Sprintf("network.%s: %s udp: refused (only the DNS stub's UDP leaves the sandbox; the proxy carries TCP)", set.name, e.Endpoint))
 				continue
 			case set.name == "send":
 				continue // tcp send rules mean nothing beyond connect
@@ -67,10 +72,19 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 		}
 	}
 	if len(n.Bind) > 0 {
-		c.Notes = append(c.Notes, "network.bind: listening works inside the sandbox's own network namespace (reachable from inside only)")
+		c.Notes = append(c.Notes, "network.bind: listening works inside the sandbox's own network namespace; its loopback TCP listeners with a fixed port are published to the host at the same address and port")
 	}
+	c.Publish = publishedListeners(n)
 	p, err := netproxy.NewPlan(rules)
 	if err != nil {
+		return err
+	}
+	// Names only looked up when learned: the stub answers them; no rule connects to them.
+	var names []string
+	for _, e := range n.Resolve {
+		names = append(names, e.Endpoint)
+	}
+	if err := p.AddResolveOnly(names); err != nil {
 		return err
 	}
 	c.Egress = p

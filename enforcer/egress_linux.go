@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"io"
+	"net/netip"
 	"strings"
 
 	"github.com/sysprof/sysprof/internal/kernrun"
@@ -16,6 +18,12 @@ type egress struct {
 	*netproxy.Proxy
 	broker          *netproxy.Broker
 	started, closed bool
+	// publish are the listeners to publish once the sandbox runs; pub serves them; warn is
+	// where what is published is said (the run's stderr).
+	publish []netip.AddrPort
+	pub     *publisher
+	warn    io.Writer
+	notes   []string
 }
 
 // egressStartFail, when set (tests), makes start fail as if the proxy could not come up.
@@ -40,6 +48,16 @@ func (e *egress) start(pidfd, pid int, nums []int) error {
 		return err
 	}
 	e.started = true
+	if len(e.publish) > 0 {
+		var msgs []string
+		e.pub, msgs = startPublish(pid, e.publish)
+		for _, m := range msgs {
+			if e.warn != nil {
+				fmt.Fprintf(e.warn, "sysprof: %s\n", m)
+			}
+			e.notes = append(e.notes, m)
+		}
+	}
 	return nil
 }
 
@@ -50,9 +68,11 @@ func (e *egress) close(rep *report.Report, res *runResult) {
 		return
 	}
 	e.closed = true
+	e.pub.close()
 	denials, notes := e.Close()
 	rep.CredentialUses = append(rep.CredentialUses, e.broker.Uses()...)
 	notes = append(notes, credentialNotes(rep.CredentialUses)...)
+	rep.Notes = append(rep.Notes, e.notes...)
 	if res != nil {
 		res.denials = append(res.denials, denials...)
 	}

@@ -28,6 +28,9 @@ func MaybeInit() {
 	if len(os.Args) >= 2 && os.Args[1] == guard.HelperArg {
 		os.Exit(guard.Helper(os.Args[2:]))
 	}
+	if len(os.Args) >= 2 && os.Args[1] == publishArg {
+		os.Exit(publishForwarder(os.Args[2:]))
+	}
 	if len(os.Args) < 2 || os.Args[1] != initArg {
 		return
 	}

@@ -182,6 +182,10 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	phase.Mark("binaries")
 	r.rep.Notes = append(r.rep.Notes, c.Notes...)
 	r.listHidden(c)
+	for _, d := range c.Refused {
+		r.rep.Notes = append(r.rep.Notes, d)
+		fmt.Fprintf(r.warn(), "sysprof: %s\n", d)
+	}
 	for _, d := range c.Dropped {
 		r.rep.Notes = append(r.rep.Notes, "dropped (means nothing on this host): "+d)
 	}
@@ -197,8 +201,9 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	// Egress by name: the DNS stub and the proxy serve the sandbox's network namespace from
 	// here (decideLayers refused a run without the sandbox).
 	if c.Egress != nil {
-		r.px = &egress{Proxy: netproxy.New(c.Egress, netproxy.Options{Resolve: r.opts.Resolve, LogAllowed: r.opts.LogAllowed, Broker: c.creds.brokerOrNil()}),
-			broker: c.creds.brokerOrNil()}
+		broker := c.creds.brokerOrNil()
+		r.px = &egress{Proxy: netproxy.New(c.Egress, netproxy.Options{Resolve: r.opts.Resolve, LogAllowed: r.opts.LogAllowed, Broker: broker}),
+			broker: broker, publish: c.Publish, warn: r.warn()}
 		defer r.px.close(r.rep, nil)
 	}
 	plan := c.Plan
@@ -248,10 +253,7 @@ func (r *enforcedRun) checkBinaries() error {
 		return nil
 	}
 	r.rep.ChangedBinaries = changed
-	warn := io.Writer(os.Stderr)
-	if r.opts.Stderr != nil {
-		warn = r.opts.Stderr
-	}
+	warn := r.warn()
 	for _, c := range changed {
 		fmt.Fprintf(warn, "sysprof: warning: binary %s (%s) changed since learn: sha256 %s, learned %s\n", c.Path, c.File, c.Now, c.Learned)
 	}
@@ -259,6 +261,14 @@ func (r *enforcedRun) checkBinaries() error {
 		return &BinaryError{Changed: changed}
 	}
 	return nil
+}
+
+// warn is where sysprof's own warnings go: the run's stderr.
+func (r *enforcedRun) warn() io.Writer {
+	if r.opts.Stderr != nil {
+		return r.opts.Stderr
+	}
+	return os.Stderr
 }
 
 // decide gathers the host's facts (id: who the command will be) and decides which layers run, degrade or refuse

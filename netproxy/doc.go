@@ -13,7 +13,13 @@
 //     (getsockname of the accepted socket) instead of the call failing unseen;
 //   - listens on the stub's address (udp 127.0.0.53:53) and on one dual-stack wildcard TCP
 //     socket per port the profile connects to;
-//   - mounts a generated resolv.conf (only the stub, no search domains) over /etc/resolv.conf.
+//   - mounts a generated resolv.conf (only the stub, no search domains) over /etc/resolv.conf,
+//     and the host's /etc/hosts reduced to its loopback lines over /etc/hosts: a name the
+//     host resolves from the file (an internal registry, a CI service container) is asked of
+//     the stub like any other, instead of being dialled by its raw address (refused). The
+//     proxy resolves it on the host, where the file counts (Go's resolver reads it, as
+//     glibc's files source does). A name the file gives a loopback address keeps it: inside,
+//     that is the sandbox's own loopback, as learn records a loopback connect by address.
 //
 // The listening sockets go to the host-side sysprof process (the enforcer takes them with
 // pidfd_getfd), where the stub and the proxy run: upstream connections are dialled from the
@@ -22,7 +28,9 @@
 // The stub answers each name the profile allows with a synthetic loopback address unique to
 // that name (127.77.0.0/16, assigned in sorted order: Synthetic); AAAA and other types of an
 // allowed name get an empty answer (clients use the A record); every other name is NXDOMAIN
-// and a denial with the name.
+// and a denial with the name. A resolve-only name (Plan.AddResolveOnly: looked up when
+// learned, never connected to) is answered the same way; no rule connects to it, so a
+// connection to its address is refused.
 //
 // The proxy takes the name from the synthetic address dialled, reads the client's first bytes
 // and checks them against it:

@@ -4,9 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"syscall"
 
+	"github.com/sysprof/sysprof/internal/hostsfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -66,8 +69,18 @@ func SetupInside(in Inside) ([]int, error) {
 		}
 		fds = append(fds, fd)
 	}
-	if err := mountResolvConf(in.ResolvConf); err != nil {
+	if err := mountOver("/etc/resolv.conf", in.ResolvConf); err != nil {
 		return fail(fmt.Errorf("egress: resolv.conf: %w", err))
+	}
+	// Names the host's /etc/hosts gives (internal registries, CI service containers) would
+	// otherwise skip the stub and dial their raw address: only the loopback lines stay, and
+	// the stub resolves the rest on the host, where the file still counts.
+	if hosts, err := os.ReadFile(hostsfile.Path); err == nil {
+		if err := mountOver(hostsfile.Path, hostsfile.LoopbackOnly(string(hosts))); err != nil {
+			return fail(fmt.Errorf("egress: hosts: %w", err))
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fail(fmt.Errorf("egress: read %s (names in it must resolve through the DNS stub): %w", hostsfile.Path, err))
 	}
 	return fds, nil
 }
@@ -199,12 +212,12 @@ func ifIndex(name string) (int, error) {
 	return int(ifr.Uint32()), nil
 }
 
-// mountResolvConf mounts a read-only file with content over /etc/resolv.conf (its symlink
-// target, when it is one), from a detached tmpfs: nothing is written on the host.
-func mountResolvConf(content string) error {
-	target, err := filepath.EvalSymlinks("/etc/resolv.conf")
+// mountOver mounts a read-only file with content over path (its symlink target, when it is
+// one), from a detached tmpfs: nothing is written on the host.
+func mountOver(path, content string) error {
+	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return fmt.Errorf("find /etc/resolv.conf in the sandbox (tools read their resolver from it): %w", err)
+		return fmt.Errorf("find %s in the sandbox (tools read their resolver from it): %w", path, err)
 	}
 	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
 	if err != nil {
@@ -222,7 +235,7 @@ func mountResolvConf(content string) error {
 		return fmt.Errorf("fsmount: %w", err)
 	}
 	defer unix.Close(mfd)
-	f, err := unix.Openat(mfd, "resolv.conf", unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	f, err := unix.Openat(mfd, "file", unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
@@ -231,7 +244,7 @@ func mountResolvConf(content string) error {
 	if err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
-	tfd, err := unix.OpenTree(mfd, "resolv.conf", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	tfd, err := unix.OpenTree(mfd, "file", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
 		return fmt.Errorf("open_tree: %w", err)
 	}

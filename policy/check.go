@@ -143,6 +143,11 @@ func check(p *Profile) []*LoadError {
 			}
 		}
 	}
+	for i, e := range p.Network.Resolve {
+		if a, err := ParseEndpoint(e.Endpoint + ":1"); err != nil || a.Host == "" || e.Proto != "" {
+			add(fmt.Sprintf("network.resolve[%d].endpoint", i), "%q: want a DNS name without port or proto (a name looked up, never connected to)", e.Endpoint)
+		}
+	}
 	for i, n := range p.Env.Pass {
 		if msg := envNameProblem(n); msg != "" {
 			add(fmt.Sprintf("env.pass[%d]", i), "%s", msg)

@@ -26,6 +26,7 @@ func Clone(p *Profile) *Profile {
 	q.Network.Connect = slices.Clone(p.Network.Connect)
 	q.Network.Send = slices.Clone(p.Network.Send)
 	q.Network.Bind = slices.Clone(p.Network.Bind)
+	q.Network.Resolve = slices.Clone(p.Network.Resolve)
 	q.Binaries = slices.Clone(p.Binaries)
 	q.Env.Pass = slices.Clone(p.Env.Pass)
 	q.Credentials = cloneCredentials(p.Credentials)

@@ -48,6 +48,7 @@
 //	    - {endpoint: "registry.example:443", proto: tcp, by: $CARGO_HOME/bin/cargo, seen: 2}
 //	  send:   [...]                     # sendmsg/sendto destinations (UDP)
 //	  bind:   [...]                     # port 0: any ephemeral port
+//	  resolve: [{endpoint: cdn.example}]  # looked up, never connected: the stub answers, no connect
 //	env:
 //	  pass: [NPM_TOKEN]                 # secret-looking variables the command still gets
 //	binaries:

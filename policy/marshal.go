@@ -161,7 +161,7 @@ func (e *emitter) filesystem(fs Filesystem) {
 
 func (e *emitter) network(n Network) {
 	e.key(0, "network")
-	if len(n.Connect)+len(n.Send)+len(n.Bind) == 0 {
+	if len(n.Connect)+len(n.Send)+len(n.Bind)+len(n.Resolve) == 0 {
 		e.raw(" {}\n")
 		return
 	}
@@ -169,7 +169,7 @@ func (e *emitter) network(n Network) {
 	for _, l := range []struct {
 		name string
 		eps  []Endpoint
-	}{{"connect", n.Connect}, {"send", n.Send}, {"bind", n.Bind}} {
+	}{{"connect", n.Connect}, {"send", n.Send}, {"bind", n.Bind}, {"resolve", n.Resolve}} {
 		if len(l.eps) == 0 {
 			continue
 		}

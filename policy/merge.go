@@ -103,6 +103,7 @@ func Merge(dst, src *Profile) *Profile {
 		Connect: epMerge(dst.Network.Connect, src.Network.Connect),
 		Send:    epMerge(dst.Network.Send, src.Network.Send),
 		Bind:    epMerge(dst.Network.Bind, src.Network.Bind),
+		Resolve: epMerge(dst.Network.Resolve, src.Network.Resolve),
 	}
 	out.Limits = mergeLimits(dst.Limits, src.Limits)
 	out.Env.Pass = sortedUnique(append(slices.Clone(dst.Env.Pass), src.Env.Pass...))

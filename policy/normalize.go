@@ -38,7 +38,7 @@ func Normalize(p *Profile) {
 		slices.SortStableFunc(*l, func(a, b PathRule) int { return strings.Compare(a.Path, b.Path) })
 		*l = slices.CompactFunc(*l, func(a, b PathRule) bool { return a.Path == b.Path })
 	}
-	for _, l := range []*[]Endpoint{&p.Network.Connect, &p.Network.Send, &p.Network.Bind} {
+	for _, l := range []*[]Endpoint{&p.Network.Connect, &p.Network.Send, &p.Network.Bind, &p.Network.Resolve} {
 		slices.SortStableFunc(*l, func(a, b Endpoint) int {
 			if c := strings.Compare(a.Endpoint, b.Endpoint); c != 0 {
 				return c

@@ -131,6 +131,10 @@ type Network struct {
 	Connect []Endpoint `yaml:"connect,omitempty" json:"connect,omitempty"`
 	Send    []Endpoint `yaml:"send,omitempty" json:"send,omitempty"`
 	Bind    []Endpoint `yaml:"bind,omitempty" json:"bind,omitempty"`
+	// Resolve are names (endpoint: the name, no port) the command looked up but never
+	// connected to: the DNS stub answers them, so the same lookup succeeds under enforce, and
+	// no connection to them is allowed (that takes a connect rule).
+	Resolve []Endpoint `yaml:"resolve,omitempty" json:"resolve,omitempty"`
 }
 
 // Endpoint is host:port, CIDR:port, [v6]:port or unix:PATH (unix:@name for abstract sockets).

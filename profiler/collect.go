@@ -8,6 +8,7 @@ import (
 	"hash/maphash"
 	"maps"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/sysprof/sysprof/bpf"
+	"github.com/sysprof/sysprof/internal/hostsfile"
 	"github.com/sysprof/sysprof/netproxy"
 	"github.com/sysprof/sysprof/trace"
 )
@@ -61,6 +63,9 @@ type collector struct {
 	// directory's path once per thread and then its id (struct base_cache).
 	bases  map[uint32]string
 	hasher *hasher
+	// hostsPath is the hosts file (hostsfile.Path): a connection to an address a tool that
+	// read it got from it is named by the file's names for that address.
+	hostsPath string
 
 	undecodable uint64 // events too short or of an unknown kind (a BUG if ever non-zero)
 }
@@ -140,6 +145,8 @@ func newCollector(mono0 uint64, wall0 time.Time) *collector {
 		bases:   map[uint32]string{},
 		exeIDs:  map[string]uint32{},
 		hasher:  newHasher(),
+
+		hostsPath: hostsfile.Path,
 	}
 }
 
@@ -660,9 +667,21 @@ func (c *collector) fill(t *trace.Trace) {
 		t.Processes[i].SHA256 = c.hasher.sum(t.Processes[i].Exe)
 	}
 	t.Files = c.sortedFiles()
+	fromHosts := c.hostsNames(t)
 	for _, n := range c.nets {
 		if n.Addr != "" {
 			n.Host = c.addrTo[n.Addr]
+		}
+		// No DNS answer named the address and the binary read the hosts file, which does:
+		// one record per name the file gives it (the tool looked up one of them; under
+		// enforce the sandbox asks the stub for it).
+		if names := fromHosts[hostsKey{n.Exe, n.Addr}]; n.Host == "" && n.Op == trace.OpConnect && len(names) > 0 {
+			for _, name := range names {
+				m := *n
+				m.Host = name
+				t.Network = append(t.Network, m)
+			}
+			continue
 		}
 		// The names the binary's connections named themselves win over the DNS answer's:
 		// one record per name (a CDN address serves several).
@@ -690,6 +709,38 @@ func (c *collector) fill(t *trace.Trace) {
 		t.DNS = append(t.DNS, a)
 	}
 	sort.Slice(t.DNS, func(i, j int) bool { return t.DNS[i].Name < t.DNS[j].Name })
+}
+
+type hostsKey struct{ exe, addr string }
+
+// hostsNames maps {exe, address} to the hosts file's names for the address, for the binaries
+// of the trace that read the file (t.Files) and the addresses they connected to.
+func (c *collector) hostsNames(t *trace.Trace) map[hostsKey][]string {
+	readers := map[string]bool{}
+	for _, f := range t.Files {
+		if f.Path == c.hostsPath && f.OK && f.Access == trace.AccessRead {
+			readers[f.Exe] = true
+		}
+	}
+	if len(readers) == 0 || c.hostsPath == "" {
+		return nil
+	}
+	b, err := os.ReadFile(c.hostsPath)
+	if err != nil {
+		return nil
+	}
+	byAddr := hostsfile.Names(string(b))
+	out := map[hostsKey][]string{}
+	for _, n := range c.nets {
+		a, err := netip.ParseAddr(n.Addr)
+		if err != nil || !readers[n.Exe] {
+			continue
+		}
+		if names := byAddr[a.WithZone("").Unmap()]; len(names) > 0 {
+			out[hostsKey{n.Exe, n.Addr}] = slices.Compact(slices.Sorted(slices.Values(names)))
+		}
+	}
+	return out
 }
 
 // sortedFiles returns the file accesses sorted by executable, path, access and errno. Only the

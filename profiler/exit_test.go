@@ -92,16 +92,23 @@ func TestInterruptContext(t *testing.T) {
 	}
 }
 
+// Ctrl-C is how a dev server's learn ends: SIGINT is forwarded, and a command that exits by it
+// ended normally (the trace is complete). SIGTERM is an interruption.
 func TestInterruptSignal(t *testing.T) {
 	testutil.RequireRoot(t)
 	victim := realPath(t, testutil.BuildC(t, "victim/victim.c"))
-	time.AfterFunc(500*time.Millisecond, func() { syscall.Kill(os.Getpid(), syscall.SIGINT) })
-	tr := learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "sleep", "60"}})
-	if !tr.Incomplete || len(tr.Reasons) == 0 || tr.Reasons[0] != "interrupted by SIGINT" {
-		t.Errorf("incomplete %v reasons %q, want interrupted by SIGINT", tr.Incomplete, tr.Reasons)
-	}
-	if tr.ExitCode != 128+int(syscall.SIGINT) {
-		t.Errorf("ExitCode = %d, want %d: SIGINT is forwarded to the command", tr.ExitCode, 128+int(syscall.SIGINT))
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		time.AfterFunc(500*time.Millisecond, func() { syscall.Kill(os.Getpid(), sig) })
+		tr := learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "sleep", "60"}})
+		if sig == syscall.SIGINT && (tr.Incomplete || len(tr.Reasons) > 0) {
+			t.Errorf("SIGINT: incomplete %v reasons %q, want complete (Ctrl-C is a server's normal end)", tr.Incomplete, tr.Reasons)
+		}
+		if sig == syscall.SIGTERM && (!tr.Incomplete || len(tr.Reasons) == 0 || tr.Reasons[0] != "interrupted by SIGTERM") {
+			t.Errorf("SIGTERM: incomplete %v reasons %q, want interrupted by SIGTERM", tr.Incomplete, tr.Reasons)
+		}
+		if tr.ExitCode != 128+int(sig) {
+			t.Errorf("ExitCode = %d, want %d: %v is forwarded to the command", tr.ExitCode, 128+int(sig), sig)
+		}
 	}
 }
 

@@ -265,6 +265,10 @@ func (r *ringReading) stop() error {
 // waitCommand waits for cmd, forwarding the signals sysprof gets (sigc) and ending it when ctx
 // is done: SIGTERM, then after interruptGrace the whole cgroup killed. It returns why the run
 // was interrupted, or "".
+//
+// Ctrl-C (SIGINT alone) is how a dev server's run ends: a command that then exits by itself
+// (by the signal or its own handler) ended normally, and the run is not interrupted. What it
+// left running is still killed and said (endLeftovers).
 func waitCommand(ctx context.Context, cmd *exec.Cmd, cg *runCgroup, sigc <-chan os.Signal) (interrupted string) {
 	waitc := make(chan error, 1)
 	go func() { waitc <- cmd.Wait() }()
@@ -273,10 +277,13 @@ func waitCommand(ctx context.Context, cmd *exec.Cmd, cg *runCgroup, sigc <-chan 
 	for {
 		select {
 		case <-waitc:
+			if interrupted == "interrupted by "+unix.SignalName(unix.SIGINT) {
+				return ""
+			}
 			return interrupted
 		case s := <-sigc:
 			sig := s.(syscall.Signal)
-			if interrupted == "" {
+			if interrupted == "" || sig != unix.SIGINT && strings.HasSuffix(interrupted, unix.SignalName(unix.SIGINT)) {
 				interrupted = "interrupted by " + unix.SignalName(sig)
 			}
 			if !(sig == unix.SIGINT && childGotTTYSignal(cmd.Stdin)) {

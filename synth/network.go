@@ -3,9 +3,11 @@ package synth
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/trace"
 )
 
@@ -111,6 +113,9 @@ func (s *state) passNetwork() []string {
 	if len(dns) > 0 {
 		msgs = append(msgs, "DNS: resolver "+strings.Join(sortedKeys(dns), ", ")+" allowed as seen")
 	}
+	if n := len(s.resolveOnly()); n > 0 {
+		msgs = append(msgs, fmt.Sprintf("resolve: %s looked up but never connected to: the DNS stub answers them under enforce, no connection to them is allowed", plural(n, "name")))
+	}
 	if unexpressed > 0 {
 		msgs = append(msgs, fmt.Sprintf("no endpoint for %s (unnamed unix, raw or packet sockets, port 0): the socket argument rules decide those",
 			plural(unexpressed, "access")))
@@ -119,4 +124,26 @@ func (s *state) passNetwork() []string {
 		msgs = append(msgs, fmt.Sprintf("not granted: %s that failed during learning", plural(failed, "network attempt")))
 	}
 	return msgs
+}
+
+// resolveOnly are the names looked up that no connect or send rule names (sorted): a lookup
+// that is only a probe (a mirror list, a resolve-then-decide) answers the same under enforce.
+// The loopback names resolve from the sandbox's hosts file and need no rule.
+func (s *state) resolveOnly() []string {
+	named := map[string]bool{"localhost": true}
+	for k := range s.endpoints {
+		if a, err := policy.ParseEndpoint(k.endpoint); err == nil && a.Host != "" {
+			named[a.Host] = true
+		}
+	}
+	var out []string
+	for n := range s.resolved {
+		n = strings.ToLower(strings.TrimSuffix(n, "."))
+		if a, err := policy.ParseEndpoint(n + ":1"); err != nil || a.Host == "" || named[n] {
+			continue
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -326,6 +326,7 @@ type state struct {
 	argRules      []policy.ArgRule
 	clone3Plain   bool // a profile read back allows clone3 without the ENOSYS rule
 	endpoints     map[epKey]prov
+	resolved      map[string]prov // names looked up (DNS answers, resolve rules read back)
 	binaries      map[[2]string]prov
 	meta          policy.Metadata
 	trace         *trace.Trace
@@ -354,6 +355,7 @@ func newState(opts Options) *state {
 		rank:      map[string]int{},
 		exePIDs:   map[string]map[string]bool{},
 		dnsName:   map[string]string{},
+		resolved:  map[string]prov{},
 		read:      newRuleSet(),
 		write:     newRuleSet(),
 		exec:      newRuleSet(),
@@ -466,6 +468,9 @@ func (s *state) ingestTrace(t *trace.Trace) {
 			strings.Compare(a.path, b.path), strings.Compare(a.host, b.host), boolCmp(a.ok, b.ok))
 	})
 	for _, d := range t.DNS {
+		if len(d.Addrs) > 0 {
+			s.resolved[d.Name] = prov{}
+		}
 		for _, a := range d.Addrs {
 			if cur, ok := s.dnsName[a]; !ok || d.Name < cur {
 				s.dnsName[a] = d.Name
@@ -584,6 +589,9 @@ func (s *state) ingestProfile(p *policy.Profile) error {
 			s.endpoints[k] = earliest(s.endpoints[k], prov{by: e.By, seen: e.Seen})
 		}
 	}
+	for _, e := range p.Network.Resolve {
+		s.resolved[e.Endpoint] = earliest(s.resolved[e.Endpoint], prov{by: e.By, seen: e.Seen})
+	}
 	for _, b := range p.Binaries {
 		k := [2]string{b.Path, b.SHA256}
 		s.binaries[k] = earliest(s.binaries[k], prov{by: b.By, seen: b.Seen})
@@ -625,6 +633,9 @@ func (s *state) emit() *policy.Profile {
 		case trace.OpBind:
 			p.Network.Bind = append(p.Network.Bind, e)
 		}
+	}
+	for _, name := range s.resolveOnly() {
+		p.Network.Resolve = append(p.Network.Resolve, policy.Endpoint{Endpoint: name, Provenance: s.resolved[name].policy()})
 	}
 	for k, pr := range s.binaries {
 		p.Binaries = append(p.Binaries, policy.Binary{Path: k[0], SHA256: k[1], Provenance: pr.policy()})

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -38,6 +39,9 @@ type enforceOptions struct {
 	trace *trace.Trace
 	// Resolve are --resolve NAME=ADDR[,ADDR]: where the egress proxy dials an allowed name.
 	Resolve []string
+	// Publish are --publish PORT: loopback listeners to publish to the host that the
+	// profile did not learn (each adds a bind rule 127.0.0.1:PORT).
+	Publish []uint16
 	// VerifyBinaries refuses a binary whose content differs from the profile's sha256.
 	VerifyBinaries bool
 	// FailOnDenial: exit exitDenied when CMD succeeded with denials; FailOnDenialSet: the flag
@@ -126,6 +130,7 @@ nothing; everything else is held for review with 'sysprof changes', never discar
 	f.StringVar(&o.Report, "report", "", "write the denial report as JSON to `FILE` (input for sysprof refine)")
 	f.StringVar(&o.HTML, "html", "", "write the run's process tree, with its denials marked, as one self-contained HTML page to `FILE`")
 	f.StringArrayVar(&o.Resolve, "resolve", nil, "NAME=ADDR[,ADDR...]: the egress proxy dials ADDR for the allowed NAME instead of resolving it (like curl's --resolve; loopback allowed)")
+	f.Var(publishFlag{&o.Publish}, "publish", "let CMD listen on 127.0.0.1:`PORT` and publish it to the host (learned loopback listeners are published without it; repeatable)")
 	f.BoolVar(&o.FailOnDenial, "fail-on-denial", false, "exit 1 when CMD succeeded but something was denied or held for review (a gate: no denial passes silently)")
 	f.Var(applyFlag{&o.Apply}, "apply", "what of the run's writes to staged directories is applied when it ends: learned (what the profile's write rules cover), safe (also held ordinary changes inside the work tree, never dangerous ones) or none (a CI job that only verifies); the rest is held for `sysprof changes`")
 	addStepFlags(f, &o.Steps, &o.All)
@@ -165,6 +170,9 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		return withCode(exitSysprof, fmt.Errorf("%w (learn one with `sudo sysprof learn -p %s -- CMD`)", err, o.Profile))
 	}
 	warnIncomplete(o.Err, "", o.Profile, p)
+	for _, port := range o.Publish {
+		p.Network.Bind = append(p.Network.Bind, enforcer.PublishEndpoint(port))
+	}
 	if o.Report != "" {
 		if err := checkWritable(o.Report); err != nil {
 			return withCode(exitSysprof, err)
@@ -317,3 +325,24 @@ func (f degradeFlag) Set(s string) error {
 }
 
 func (degradeFlag) Type() string { return "layers" }
+
+// publishFlag is --publish PORT (repeatable).
+type publishFlag struct{ ports *[]uint16 }
+
+func (f publishFlag) String() string {
+	if f.ports == nil || len(*f.ports) == 0 {
+		return ""
+	}
+	return fmt.Sprint(*f.ports)
+}
+
+func (f publishFlag) Set(s string) error {
+	n, err := strconv.ParseUint(s, 10, 16)
+	if err != nil || n == 0 {
+		return fmt.Errorf("--publish %q: a TCP port, 1-65535 (the command's listener on 127.0.0.1)", s)
+	}
+	*f.ports = append(*f.ports, uint16(n))
+	return nil
+}
+
+func (publishFlag) Type() string { return "PORT" }

@@ -1,0 +1,114 @@
+package enforcer
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
+)
+
+func init() {
+	nobodyHelpers["hostsnames"] = func(_, work string) error { return hostsNamesCheck(work) }
+}
+
+// hostsName is the name the test's own /etc/hosts gives (bind-mounted in a mount namespace
+// of the test's): an internal registry or a CI service container.
+const hostsName = "registry.hosts.test"
+
+// hostsAddr is its address there: not loopback (a loopback line stays in the sandbox's view,
+// as learn records a loopback connect by its address) and nothing listens on it.
+const hostsAddr = "10.255.77.7"
+
+// A name the host resolves from /etc/hosts goes through the DNS stub and the proxy like a DNS
+// name: the sandbox's hosts file has only the loopback lines, so the tool asks the stub and
+// dials the synthetic address (with the host's file in view it dials the raw address, which
+// no rule allows). Root and ordinary user, each in a mount namespace with its own /etc/hosts.
+func TestHostsFileNamesGoThroughTheStub(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTool(t, "curl")
+	testutil.RequireTool(t, "unshare")
+	testutil.RequireTool(t, "setpriv")
+	for _, user := range []string{"root", "nobody"} {
+		t.Run(user, func(t *testing.T) {
+			dir, err := os.MkdirTemp("", "sysprof-hosts-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			os.Chmod(dir, 0o755)
+			hosts := filepath.Join(dir, "hosts")
+			if err := os.WriteFile(hosts, []byte("127.0.0.1 localhost\n::1 localhost\n"+hostsAddr+" "+hostsName+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			self, _ := os.Executable()
+			bin := filepath.Join(dir, "enforcer.test")
+			if err := copyFile(self, bin, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			drop := ""
+			if user == "nobody" {
+				drop = "setpriv --reuid 65534 --regid 65534 --clear-groups "
+			}
+			cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
+				`mount --bind "$1" /etc/hosts && exec `+drop+`"$2"`, "sh", hosts, bin)
+			cmd.Env = append(os.Environ(), nobodyEnv+"=hostsnames", "SYSPROF_TEST_WORK="+dir, "HOME="+dir)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("as %s: %v\n%s", user, err, out)
+			}
+		})
+	}
+}
+
+// hostsNamesCheck runs in the mount namespace whose /etc/hosts names hostsName: curl reaches
+// a loopback upstream by that name under a profile that allows only the name (--resolve
+// points the proxy's upstream at the loopback server instead of hostsAddr). A raw connect to
+// hostsAddr is refused: no rule names the address.
+func hostsNamesCheck(work string) error {
+	if b, err := os.ReadFile("/etc/hosts"); err != nil || !strings.Contains(string(b), hostsName) {
+		return fmt.Errorf("the test's /etc/hosts is not in view (%v): %q", err, b)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "upstream %s", r.Host) }))
+	defer srv.Close()
+	port := netip.MustParseAddrPort(srv.Listener.Addr().String()).Port()
+	p := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind}
+	p.Metadata.Name = "hosts-names"
+	p.Syscalls.Architectures = []string{"x86_64"}
+	p.Syscalls.Allow = []policy.Syscall{{Name: "read"}} // audit: syscalls are not what this tests
+	rules := func(paths ...string) (out []policy.PathRule) {
+		for _, s := range paths {
+			out = append(out, policy.PathRule{Path: s})
+		}
+		return out
+	}
+	p.Filesystem = policy.Filesystem{Read: rules("/usr", "/etc", "/proc", "/dev/urandom", "$WORKDIR"), Write: rules("/dev/null"), Exec: rules("/usr/bin", "/usr/lib")}
+	p.Network.Connect = []policy.Endpoint{{Endpoint: fmt.Sprintf("%s:%d", hostsName, port), Proto: "tcp"}}
+	var out strings.Builder
+	rep, code, err := Run(context.Background(), Options{Profile: p, Audit: true, Dir: work,
+		Command: []string{"curl", "-sS", "-m", "10", fmt.Sprintf("http://%s:%d/", hostsName, port)},
+		Resolve: map[string][]netip.Addr{hostsName: {netip.MustParseAddr("127.0.0.1")}},
+		Stdout:  &out, Stderr: io.Discard})
+	if err != nil || code != 0 {
+		var denials []string
+		if rep != nil {
+			for _, d := range rep.Denials {
+				denials = append(denials, d.What)
+			}
+		}
+		return fmt.Errorf("curl %s under enforce: exit %d, %v: %q; denials %q", hostsName, code, err, out.String(), denials)
+	}
+	if want := fmt.Sprintf("upstream %s:%d", hostsName, port); out.String() != want {
+		return fmt.Errorf("curl %s: %q, want %q", hostsName, out.String(), want)
+	}
+	return nil
+}
