@@ -38,7 +38,8 @@
 // file, a hard link with names outside the changeset and a link leaving its tree are refused
 // even when named. What was applied leaves the changeset (its emptied directories too); the
 // rest stays until applied or dropped. An error such as ENOSPC stops the apply: Result says
-// what was applied and what is left.
+// what was applied and what is left. A directory the command made unreadable stays held whole
+// (Change.Unreadable); the rest of the changeset is still read and applied.
 //
 // Conflicts: the host side of a change "moved" when its ctime is later than Run.Started (the
 // kernel sets ctime on every write, chmod, link or rename, and nobody can set it back), or when
