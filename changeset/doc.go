@@ -11,8 +11,8 @@
 // the command starts, and holds RUN/lock (flock) while the run is alive; AddStage makes one
 // staged directory's empty upper and work layers, owned by the command's uid/gid, on the staged
 // directory's file system where a writable place outside it exists (the run directory, then
-// /var/tmp/sysprof-changes, the user cache, then the temp directories: never a tmpfs that dies
-// with the run), and records them in the manifest (written atomically) before returning. A
+// LayerPlaces: /var/tmp/sysprof-changes, the user cache, then the temp directories; never a
+// tmpfs that dies with the run; a place is made only when chosen), and records them in the manifest (written atomically) before returning. A
 // sysprof killed at any point leaves a manifest List finds: a run recorded running whose lock
 // nobody holds is interrupted, and its changes apply like any other's.
 //
