@@ -1,10 +1,12 @@
 package export
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
 	"math/bits"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,6 +121,12 @@ func compileFor(p *policy.Profile, consumer string, opts Options) (rules map[str
 	}
 	if len(natives) == 0 {
 		natives = []string{opts.Arch}
+	}
+	// The notes are the first compile's: this machine's architecture when the profile has it.
+	if host, err := arch.GetInfo(cmp.Or(opts.Arch, runtime.GOARCH)); err == nil {
+		if i := slices.Index(natives, host.Name); i > 0 {
+			natives[0], natives[i] = natives[i], natives[0]
+		}
 	}
 	extra := runtimeSyscalls[consumer]
 	dropped := map[string]bool{}
