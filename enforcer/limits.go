@@ -25,6 +25,10 @@ const stageTasks = 16
 
 const mib = 1 << 20
 
+// cpuWeight is the run's CPU weight, of the kernel's default 100, where its cgroup has the cpu
+// controller: under contention the host's own work comes first; alone, the run uses every CPU.
+const cpuWeight = 50
+
 // runLimits is the limits decision: the values, and where they are kept. Cgroup: in the
 // run's cgroup (pids.max, memory.max, no swap), which counts the whole run and records every
 // hit, with rlimits above them as a backstop; otherwise as rlimits on the command
@@ -228,6 +232,9 @@ func (rg *runLimitGroup) wait() {
 	rg.moved = nil
 	if err == nil && rg.group != nil {
 		err = rg.group.Set(rg.l.Pids, rg.l.Memory)
+		if err == nil {
+			err = rg.group.SetCPUWeight(cpuWeight)
+		}
 	}
 	if err != nil && rg.err == nil {
 		rg.err = err
@@ -250,6 +257,9 @@ func (rg *runLimitGroup) report(rep *report.Report, res *runResult, p *policy.Pr
 	detail := rg.l.Detail
 	if rg.err != nil {
 		detail = strings.Replace(detail, "in the run's cgroup", fmt.Sprintf("as rlimits at %dx only (the run's cgroup: %v)", rlimitMargin, rg.err), 1)
+	}
+	if rg.err == nil && rg.group != nil && rg.group.CPU != "" {
+		detail += fmt.Sprintf("; cpu weight %d of 100", cpuWeight)
 	}
 	rep.SetLayer(report.Layer{Name: LayerLimits, State: report.LayerApplied, Detail: detail})
 	if rg.group == nil || rg.err != nil {

@@ -23,8 +23,10 @@ import (
 type LimitGroup struct {
 	V2           bool
 	Pids, Memory string // the directories (one and the same for cgroup2)
-	created      []string
-	own          *Cgroup // a cgroup2 directory of its own (no run cgroup was given): Enter moves
+	// CPU is the directory of the cpu controller ("": none here, no CPU weight).
+	CPU     string
+	created []string
+	own     *Cgroup // a cgroup2 directory of its own (no run cgroup was given): Enter moves
 }
 
 // LimitsAvailable says why this process cannot keep a run's limits in a cgroup, or nil: as
@@ -66,12 +68,12 @@ type LimitStats struct {
 func NewLimitGroup(run *Cgroup) (*LimitGroup, error) {
 	if run != nil {
 		if err := enableControllers(filepath.Dir(run.Dir)); err == nil {
-			return &LimitGroup{V2: true, Pids: run.Dir, Memory: run.Dir}, nil
+			return &LimitGroup{V2: true, Pids: run.Dir, Memory: run.Dir, CPU: cpuOf(run.Dir)}, nil
 		}
 	} else if mnt, err := Cgroup2Mount(); err == nil && os.MkdirAll(filepath.Join(mnt, "sysprof"), 0o755) == nil &&
 		enableControllers(filepath.Join(mnt, "sysprof")) == nil {
 		if own, err := NewCgroup(); err == nil {
-			return &LimitGroup{V2: true, Pids: own.Dir, Memory: own.Dir, own: own}, nil
+			return &LimitGroup{V2: true, Pids: own.Dir, Memory: own.Dir, CPU: cpuOf(own.Dir), own: own}, nil
 		}
 	}
 	name := fmt.Sprintf("sysprof-run-%d-%d", os.Getpid(), runSeq.Add(1))
@@ -97,7 +99,40 @@ func NewLimitGroup(run *Cgroup) (*LimitGroup, error) {
 		g.created = append(g.created, d)
 		*h.dir = d
 	}
+	// The CPU weight is best effort: a host without the cpu hierarchy runs without it.
+	if parent, err := v1Dir("cpu"); err == nil {
+		removeStaleV1(parent)
+		if d := filepath.Join(parent, name); os.Mkdir(d, 0o755) == nil {
+			g.created = append(g.created, d)
+			g.CPU = d
+		}
+	}
 	return g, nil
+}
+
+// cpuOf is dir when the cpu controller can be enabled for it in cgroup2, else "".
+func cpuOf(dir string) string {
+	parent := filepath.Dir(dir)
+	b, err := os.ReadFile(filepath.Join(parent, "cgroup.subtree_control"))
+	if err == nil && !slices.Contains(strings.Fields(string(b)), "cpu") {
+		err = os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+cpu"), 0)
+	}
+	if err != nil {
+		return ""
+	}
+	return dir
+}
+
+// SetCPUWeight gives the run weight w of the kernel's default 100 under CPU contention
+// (cgroup2 cpu.weight; v1 cpu.shares, 1024 for 100). Without a cpu controller it does nothing.
+func (g *LimitGroup) SetCPUWeight(w int) error {
+	switch {
+	case g.CPU == "":
+		return nil
+	case g.V2:
+		return os.WriteFile(filepath.Join(g.CPU, "cpu.weight"), []byte(strconv.Itoa(w)), 0)
+	}
+	return os.WriteFile(filepath.Join(g.CPU, "cpu.shares"), []byte(strconv.Itoa(w*1024/100)), 0)
 }
 
 // removeStaleV1 removes the v1 directories of sysprof processes that are gone (killed before
@@ -270,6 +305,9 @@ func (g *LimitGroup) Set(pids int, memory int64) error {
 // directory, it is there already.
 func (g *LimitGroup) Enter(pid int) error {
 	dirs := []string{g.Pids, g.Memory}
+	if g.CPU != "" && !g.V2 {
+		dirs = append(dirs, g.CPU)
+	}
 	switch {
 	case g.own != nil:
 		dirs = dirs[:1]

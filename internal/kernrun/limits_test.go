@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sysprof/sysprof/internal/testutil"
@@ -58,6 +59,21 @@ func TestLimitGroupCountsRefusals(t *testing.T) {
 		p.Kill()
 		p.Wait()
 		t.Fatal(err)
+	}
+	if err := g.SetCPUWeight(50); err != nil {
+		t.Fatal(err)
+	}
+	if g.CPU != "" {
+		file, want := "cpu.shares", "512"
+		if g.V2 {
+			file, want = "cpu.weight", "50"
+		}
+		if b, _ := os.ReadFile(filepath.Join(g.CPU, file)); strings.TrimSpace(string(b)) != want {
+			t.Errorf("%s = %q, want %s", file, b, want)
+		}
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p.Pid)); !strings.Contains(string(b), filepath.Base(g.CPU)) {
+			t.Errorf("the process is not in the cpu directory %s:\n%s", g.CPU, b)
+		}
 	}
 	w.Write([]byte("go\n"))
 	w.Close()
