@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -118,6 +119,9 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 		statusR.Close()
 		if replicaW != nil {
 			replicaW.Close()
+		}
+		if errors.Is(err, unix.EPERM) && attr.Cloneflags&unix.CLONE_NEWUSER != 0 {
+			return nil, userNSRefused(err)
 		}
 		return nil, fmt.Errorf("start init stage: %w", err)
 	}
@@ -348,4 +352,43 @@ func same(a, b any) bool {
 	}
 	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
 	return ta == tb && ta.Comparable() && a == b
+}
+
+// userNSRefused explains an EPERM from starting the init stage in a user namespace: the
+// kernel refuses one to a process in a chroot (sbuild, pbuilder and mock's chroot modes), and
+// where user namespaces are switched off.
+func userNSRefused(err error) error {
+	chroot := "run it outside the chroot, or in a builder that uses a mount namespace and pivot_root " +
+		"instead of chroot (sbuild --chroot-mode=unshare, mock --isolation=nspawn, `unshare -m` and pivot_root)"
+	switch chrooted() {
+	case unix.EACCES:
+		// A chrooted process may not follow init's root: the likely case.
+		return fmt.Errorf("start init stage: %w: the kernel refused a new user namespace, most likely because sysprof runs inside a chroot "+
+			"(it may not see init's root), where the kernel refuses one; %s. Otherwise user namespaces are off here: see sysprof doctor", err, chroot)
+	case nil:
+		return fmt.Errorf("start init stage: %w: sysprof runs inside a chroot, where the kernel refuses a new user namespace; %s", err, chroot)
+	}
+	return fmt.Errorf("start init stage: %w: the kernel refused a new user namespace; check that user namespaces are enabled (sysprof doctor)", err)
+}
+
+// chrooted returns nil when this process's root is not init's (another file, or the same one
+// through another mount: a chroot into a bind mount of /), EACCES when init's root cannot be
+// looked at (what a chrooted process gets), and ENOENT otherwise.
+func chrooted() error {
+	var self, init unix.Statx_t
+	const mask = unix.STATX_INO | unix.STATX_MNT_ID
+	if err := unix.Statx(unix.AT_FDCWD, "/proc/1/root/", 0, mask, &init); err != nil {
+		if errors.Is(err, unix.EACCES) {
+			return unix.EACCES
+		}
+		return unix.ENOENT
+	}
+	if unix.Statx(unix.AT_FDCWD, "/", 0, mask, &self) != nil {
+		return unix.ENOENT
+	}
+	if self.Ino != init.Ino || self.Dev_major != init.Dev_major || self.Dev_minor != init.Dev_minor ||
+		self.Mask&init.Mask&unix.STATX_MNT_ID != 0 && self.Mnt_id != init.Mnt_id {
+		return nil
+	}
+	return unix.ENOENT
 }

@@ -17,7 +17,8 @@ const maxNameLen = 64
 // subcommand-like arguments before the first flag, lower case, with anything but letters,
 // digits, `.` and `_` turned into `-`, capped at 64 characters. Paths and assignments are
 // skipped: `cargo build --release` → cargo-build, `go build -o hello .` → go-build,
-// `go test ./...` → go-test, `/usr/bin/npm run build` → npm-run-build. An empty result is
+// `go test ./...` → go-test, `/usr/bin/npm run build` → npm-run-build; an interpreter's
+// module is a subcommand: `python3 -m pytest -q` → python3-pytest. An empty result is
 // "profile".
 func Name(cmd []string) string {
 	if len(cmd) == 0 {
@@ -27,11 +28,17 @@ func Name(cmd []string) string {
 	if p := sanitizeName(path.Base(cmd[0])); p != "" {
 		parts = append(parts, p)
 	}
-	for _, a := range cmd[1:] {
+	module := moduleFlag(path.Base(cmd[0]))
+	for i := 1; i < len(cmd); i++ {
+		a := cmd[i]
 		if len(parts) == 3 {
 			break
 		}
-		if strings.HasPrefix(a, "-") {
+		if module != "" && a == module && i+1 < len(cmd) {
+			// python3 -m pytest and python3 -m mypy are two tools, not one python3.
+			i++
+			a = cmd[i]
+		} else if strings.HasPrefix(a, "-") {
 			break // subcommands come before flags; what follows a flag may be its value
 		}
 		if strings.ContainsAny(a, "/=") {
@@ -49,6 +56,14 @@ func Name(cmd []string) string {
 		return "profile"
 	}
 	return name
+}
+
+// moduleFlag is the flag with which an interpreter runs a named tool (python3 -m pytest), or "".
+func moduleFlag(argv0 string) string {
+	if strings.HasPrefix(argv0, "python") || strings.HasPrefix(argv0, "pypy") {
+		return "-m"
+	}
+	return ""
 }
 
 func sanitizeName(s string) string {
