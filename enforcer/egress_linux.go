@@ -3,9 +3,9 @@ package enforcer
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"io"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/sysprof/sysprof/internal/kernrun"
