@@ -48,6 +48,9 @@ type Subject struct {
 	Role                              string
 	Risk                              policy.Risk
 	KnownHosts                        []string
+	// Dangerous: the run's changeset classified the write dangerous (a set-id file, a link
+	// leaving its tree, a protected path, a new executable outside the outputs).
+	Dangerous bool
 }
 
 // Classify is the one decision on an escape: legitimate, overbroad or suspicious, with the
@@ -58,6 +61,9 @@ func Classify(s Subject) (Class, string) {
 	write := s.Access == "write" || s.Access == "create" || s.Access == "delete"
 
 	// Suspicious, whatever the role.
+	if s.Dangerous {
+		return Suspicious, "the run's changeset held it as dangerous: " + s.What
+	}
 	if s.Kind == KindFile && write {
 		if p := policy.ProtectedPath(target); p != "" {
 			if s.Role == RoleVCS && p == "$WORKDIR/.git" && !gitExecutes(target) {

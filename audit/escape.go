@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -36,6 +37,8 @@ type Escape struct {
 	Risk    policy.Risk
 	RiskWhy string `json:"riskWhy,omitempty"`
 	Count   int    `json:"count"`
+	// Dangerous: the run's changeset held it as dangerous (changeset.Classify's verdict).
+	Dangerous bool `json:"dangerous,omitempty"`
 }
 
 // Run is what Fold needs of one run report besides its escapes.
@@ -56,6 +59,23 @@ func Escapes(e *report.Envelope) []Escape {
 	if e.Report != nil {
 		for i := range e.Report.Denials {
 			out = append(out, fromDenial(&e.Report.Denials[i]))
+		}
+		// A held change is an escape like a denial: the write the run attempted outside what
+		// was learned. A dangerous one has no rule to suggest and is kept all the same.
+		if ch := e.Report.Changes; ch != nil {
+			for _, h := range ch.Held {
+				if h.State == report.ChangeStripped || h.Class == "learned" {
+					continue
+				}
+				d, ok := h.Denial(e.Report.Finished)
+				if !ok {
+					d = report.Denial{Kind: report.KindFile, Path: h.Path, Access: "write", Exe: "(changeset)", Count: 1,
+						What: fmt.Sprintf("%s %s (%s: %s)", h.Path, h.Op, h.Class, h.Reason), Suggest: "none: " + h.Reason, Risk: h.Risk}
+				}
+				esc := fromDenial(&d)
+				esc.Dangerous = h.Class == "dangerous"
+				out = append(out, esc)
+			}
 		}
 		for _, b := range e.Report.ChangedBinaries {
 			out = append(out, Escape{Kind: KindBinary, Access: "changed", Target: b.Path, Exe: b.Path, Count: 1,

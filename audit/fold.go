@@ -27,6 +27,8 @@ type Finding struct {
 	Parents []string    `json:"parents,omitempty"` // the chain seen first
 	Role    string      `json:"role"`
 	Risk    policy.Risk `json:"risk"`
+	// Dangerous: a run's changeset held it as dangerous.
+	Dangerous bool `json:"dangerous,omitempty"`
 
 	Projects []string `json:"projects"`
 	Steps    []string `json:"steps"` // project/step
@@ -81,7 +83,7 @@ func (f *Folder) Add(r Run, escapes []Escape) {
 		key := strings.Join([]string{e.Kind, e.Access, e.Target, e.Exe, r.Role}, "\x00")
 		fd := f.byKey[key]
 		if fd == nil {
-			fd = &Finding{Kind: e.Kind, Access: e.Access, Target: e.Target, Host: e.Host, Proto: e.Proto, What: e.What,
+			fd = &Finding{Dangerous: e.Dangerous, Kind: e.Kind, Access: e.Access, Target: e.Target, Host: e.Host, Proto: e.Proto, What: e.What,
 				Change: e.Change, Exe: e.Exe, Parents: e.Parents, Role: r.Role, Risk: e.Risk, First: r.Time, Last: r.Time,
 				Days: map[string]int{}, knownHosts: map[string]bool{}}
 			for i := range fd.sets {
@@ -148,7 +150,7 @@ func (f *Folder) Result() *Result {
 		slices.Sort(fd.Sources)
 		fd.Sources = fd.Sources[:min(len(fd.Sources), 3)]
 		fd.Class, fd.Reason = Classify(Subject{Kind: fd.Kind, Access: fd.Access, Target: fd.Target, Host: fd.Host, Proto: fd.Proto,
-			What: fd.What, Change: fd.Change, Exe: fd.Exe, Parents: fd.Parents, Role: fd.Role, Risk: fd.Risk, KnownHosts: sortedKeys(fd.knownHosts)})
+			What: fd.What, Change: fd.Change, Exe: fd.Exe, Parents: fd.Parents, Role: fd.Role, Risk: fd.Risk, KnownHosts: sortedKeys(fd.knownHosts), Dangerous: fd.Dangerous})
 		fd.Action = fd.Class.Action()
 		res.Findings = append(res.Findings, *fd)
 	}

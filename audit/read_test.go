@@ -171,3 +171,30 @@ func TestReadSkipsFIFO(t *testing.T) {
 		t.Errorf("runs %d, skipped %q: want the report read and the named FIFO skipped", res.Runs, res.Skipped)
 	}
 }
+
+// A run's held changes are escapes too: a dangerous one (no rule to suggest) included.
+func TestHeldChangesAreEscapes(t *testing.T) {
+	e := envelope("a", "webapp", "build", t0)
+	g := policy.Grant{Section: policy.SectionWrite, Item: "$WORKDIR/newfile.txt"}
+	e.Report.Changes = &report.Changes{Run: "r1", Held: []report.Change{
+		{Path: "/w/newfile.txt", Op: "create", Type: "file", Class: "held", State: report.ChangeHeld, Reason: "no learned write rule covers it", Change: &g, Risk: policy.RiskLow},
+		{Path: "/w/.git/hooks/pre-commit", Op: "create", Type: "file", Class: "dangerous", State: report.ChangeHeld, Reason: "protected path", Risk: policy.RiskCritical},
+		{Path: "/w/bin/tool", Op: "mode", Type: "file", Class: "learned", State: report.ChangeStripped, Reason: "set-id bits removed"},
+	}}
+	got := Escapes(e)
+	if len(got) != 2 {
+		t.Fatalf("escapes = %d, want the held and the dangerous change (not the stripped one): %+v", len(got), got)
+	}
+	var hook *Escape
+	for i := range got {
+		if strings.Contains(got[i].Target, ".git/hooks") {
+			hook = &got[i]
+		}
+	}
+	if hook == nil {
+		t.Fatalf("the dangerous hook write is not an escape: %+v", got)
+	}
+	if c, why := Classify(Subject{Dangerous: hook.Dangerous, Kind: hook.Kind, Access: hook.Access, Target: hook.Target, What: hook.What, Change: hook.Change, Exe: hook.Exe, Role: "build", Risk: hook.Risk}); c != Suspicious {
+		t.Errorf("held hook write classified %s (%s), want suspicious", c, why)
+	}
+}

@@ -1,6 +1,7 @@
 package runview
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -234,6 +235,18 @@ func (r *Run) AddReport(rep *report.Report) {
 		if d.Kind == report.KindFile && paths.CredentialStore(d.Path) != "" {
 			n.Creds = append(n.Creds, "tried credential store "+d.Path)
 		}
+	}
+	if ch := rep.Changes; ch != nil && len(r.Roots) > 0 {
+		// The changeset is the run's, not one binary's: its held changes hang on the root.
+		for _, h := range ch.Held {
+			if h.State != report.ChangeStripped && h.Class != "learned" {
+				r.Roots[0].Held = append(r.Roots[0].Held, h.Class+": "+h.Op+" "+h.Path+" ("+h.Reason+")")
+			}
+		}
+	}
+	for _, u := range rep.CredentialUses {
+		n := r.node(u.Binary, "")
+		n.Creds = append(n.Creds, fmt.Sprintf("used %s: %s %s%s → %d", u.Credential, u.Method, u.Host, u.Path, u.Status))
 	}
 	for _, b := range rep.ChangedBinaries {
 		n := r.node(b.Path, "")
