@@ -156,11 +156,12 @@
 //
 // # Environment
 //
-// The init stage execs the command without the variables policy.ScrubEnv removes from the
-// environment it was started with (secret-looking ones the profile's env.pass does not name).
-// It is told their names in its config and removes them itself, right before exec: an early
-// stage (StartEarly) starts with the caller's whole environment before the profile is known,
-// and fits a run by that environment. The report notes the names removed.
+// The init stage, early (StartEarly, before the profile is known) or not, is started with the
+// caller's environment minus every secret-looking variable (policy.ScrubEnv, nothing passed):
+// it lives on as PID 1 of the sandbox, so no secret is in its memory or environ. The variables
+// the profile's env.pass names, the brokered variables' stand-ins and the CA bundle variables
+// (credentials.go) come in its config (SetEnv) and are added right before exec; UnsetEnv
+// names the variables removed. The report notes the names removed.
 //
 // # Lifetime
 //

@@ -140,11 +140,27 @@ func (r runStart) spawn() (*stage, error) {
 func (r runStart) initConfig(st *stage) initConfig {
 	cfg := initConfig{Argv: r.opts.Command, Dir: r.dir, Filter: r.c.Filter, Plan: r.plan, Sockets: r.c.HiddenSockets,
 		Sandbox: r.sandbox, Degrade: r.opts.Degrade, UnshareNet: r.sandbox && r.plan.NetNS && !st.netns}
-	stageEnv, _, _, _ := stageIO(&r.opts) // what the stage, early or not, was started with
-	_, cfg.UnsetEnv = policy.ScrubEnv(stageEnv, r.opts.Profile.Env.Pass)
+	// The stage, early or not, was started without any secret-looking variable (stageIO): the
+	// ones env.pass names travel here, brokered ones as their stand-ins (credentials.go).
+	callerEnv := r.opts.Env
+	if callerEnv == nil {
+		callerEnv = os.Environ()
+	}
+	pass := r.opts.Profile.Env.Pass
+	_, cfg.UnsetEnv = policy.ScrubEnv(callerEnv, pass)
+	var brokered []string
 	if b := r.c.creds; b != nil {
+		brokered = b.unset
 		cfg.UnsetEnv = slices.Compact(slices.Sorted(slices.Values(append(cfg.UnsetEnv, b.unset...))))
-		cfg.SetEnv = b.env
+	}
+	for _, kv := range callerEnv {
+		name, value, _ := strings.Cut(kv, "=")
+		if slices.Contains(pass, name) && policy.SecretEnv(name, value) != "" && !slices.Contains(brokered, name) {
+			cfg.SetEnv = append(cfg.SetEnv, kv)
+		}
+	}
+	if b := r.c.creds; b != nil {
+		cfg.SetEnv = append(cfg.SetEnv, b.env...)
 	}
 	if r.egress != nil {
 		cfg.Egress = &r.c.Egress.Inside

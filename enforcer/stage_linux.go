@@ -16,6 +16,7 @@ import (
 
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/sandbox"
 )
 
@@ -273,6 +274,9 @@ func stageIO(opts *Options) (env []string, stdin io.Reader, stdout, stderr io.Wr
 	if env == nil {
 		env = os.Environ()
 	}
+	// No secret-looking variable enters the sandbox's init stage (it lives on as PID 1 there):
+	// those the profile passes, and brokered ones' stand-ins, come with its config.
+	env, _ = policy.ScrubEnv(env, nil)
 	if opts.Stdin != nil {
 		stdin = opts.Stdin
 	}

@@ -35,7 +35,7 @@ type Credential struct {
 	Real    string   `json:"-"`
 }
 
-// for reports whether the credential goes to name on port.
+// forHost reports whether the credential goes to name on port.
 func (c *Credential) forHost(name string, port uint16) bool {
 	for _, h := range c.Hosts {
 		n, p := h, ""

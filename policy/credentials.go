@@ -30,10 +30,10 @@ type Credential struct {
 
 // Ways a credential is presented (Credential.How).
 const (
-	HowBearer      = "bearer"
-	HowBasic       = "basic"
-	HowHeaderPfx   = "header:"
-	SectionCredent = "credentials"
+	HowBearer          = "bearer"
+	HowBasic           = "basic"
+	HowHeaderPfx       = "header:"
+	SectionCredentials = "credentials"
 )
 
 // Source names where the real value comes from, as show and diff print it: "$HOME/.npmrc
@@ -251,10 +251,10 @@ func (d *differ) credentials() {
 			}
 			one := c
 			one.Hosts = []string{h}
-			d.add(Change{Kind: kind, Section: SectionCredent, Item: one.Item(), Widens: true, Risk: r, Reason: why, By: c.By})
+			d.add(Change{Kind: kind, Section: SectionCredentials, Item: one.Item(), Widens: true, Risk: r, Reason: why, By: c.By})
 		}
 		if had && o.How != c.How {
-			d.add(Change{Kind: Widened, Section: SectionCredent, Item: c.Item(), Widens: true, Risk: RiskHigh,
+			d.add(Change{Kind: Widened, Section: SectionCredentials, Item: c.Item(), Widens: true, Risk: RiskHigh,
 				Reason: "presented another way: was " + o.How, By: c.By})
 		}
 		if had {
@@ -262,14 +262,14 @@ func (d *differ) credentials() {
 				if !slices.Contains(c.Hosts, h) {
 					one := o
 					one.Hosts = []string{h}
-					d.narrow(Removed, SectionCredent, one.Item(), "no longer presented to "+h)
+					d.narrow(Removed, SectionCredentials, one.Item(), "no longer presented to "+h)
 				}
 			}
 		}
 	}
 	for _, c := range d.old.Credentials {
 		if !seen[credentialKey(c)] {
-			d.narrow(Removed, SectionCredent, c.Item(), "no longer brokered")
+			d.narrow(Removed, SectionCredentials, c.Item(), "no longer brokered")
 		}
 	}
 }

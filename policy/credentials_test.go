@@ -86,7 +86,7 @@ func TestCredentialRisk(t *testing.T) {
 		c := tc.c
 		c.Hosts = []string{tc.host}
 		d := Diff(old, &Profile{Credentials: []Credential{c}})
-		if len(d) != 1 || d[0].Risk != tc.want || !d[0].Widens || d[0].Section != SectionCredent {
+		if len(d) != 1 || d[0].Risk != tc.want || !d[0].Widens || d[0].Section != SectionCredentials {
 			t.Errorf("%s -> %s: %v, want one %s widening", c.Source(), tc.host, d, tc.want)
 		}
 	}

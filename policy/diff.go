@@ -40,7 +40,7 @@ const (
 )
 
 // Sections lists every section in file order.
-var Sections = []string{SectionSyscalls, SectionArgs, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden, SectionPrivateTmp, SectionConnect, SectionSend, SectionBind, SectionEnvPass, SectionCredent, SectionBinaries, SectionLimitPids, SectionLimitMemory, SectionLimitTmp, SectionIncomplete, SectionHostRoot}
+var Sections = []string{SectionSyscalls, SectionArgs, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden, SectionPrivateTmp, SectionConnect, SectionSend, SectionBind, SectionEnvPass, SectionCredentials, SectionBinaries, SectionLimitPids, SectionLimitMemory, SectionLimitTmp, SectionIncomplete, SectionHostRoot}
 
 // Change is one semantic difference between two profiles.
 type Change struct {
@@ -722,7 +722,7 @@ func Locator(name string, data []byte) (func(Change) int, error) {
 			})
 		case SectionEnvPass:
 			return find(c.Section, len(p.Env.Pass), func(i int) bool { return p.Env.Pass[i] == c.Item })
-		case SectionCredent:
+		case SectionCredentials:
 			return find(c.Section, len(p.Credentials), func(i int) bool {
 				return strings.HasPrefix(c.Item, p.Credentials[i].Source()+" -> ")
 			})

