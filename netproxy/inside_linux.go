@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -48,6 +49,13 @@ func SetupInside(in Inside) ([]int, error) {
 		}
 		fds = append(fds, fd)
 	}
+	for _, dst := range in.UDP {
+		fd, err := bindUDP(dst)
+		if err != nil {
+			return fail(fmt.Errorf("egress: udp relay: bind %s: %w", dst, err))
+		}
+		fds = append(fds, fd)
+	}
 	// sock_diag bound to this namespace: the proxy looks up who owns a connection by its
 	// addresses in O(1) (reading /proc/PID/net/tcp walks the host's whole socket table).
 	diag, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
@@ -69,6 +77,26 @@ func SetupInside(in Inside) ([]int, error) {
 		return fail(fmt.Errorf("egress: read %s (names in it must resolve through the DNS stub): %w", hostsfile.Path, err))
 	}
 	return fds, nil
+}
+
+// bindUDP binds a datagram socket to dst, an address of this namespace like every other
+// (localRoute): the command's datagrams to dst arrive on it.
+func bindUDP(dst netip.AddrPort) (int, error) {
+	family, sa := unix.AF_INET, unix.Sockaddr(&unix.SockaddrInet4{Port: int(dst.Port()), Addr: dst.Addr().Unmap().As4()})
+	if a := dst.Addr(); a.Is6() && !a.Is4In6() {
+		family, sa = unix.AF_INET6, &unix.SockaddrInet6{Port: int(dst.Port()), Addr: a.As16()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	// IPv6 addresses of a local route are not "assigned": bind needs freebind.
+	_ = unix.SetsockoptInt(fd, unix.SOL_IP, unix.IP_FREEBIND, 1)
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }
 
 // listenTCP listens on every address of the namespace on port: dual-stack when IPv6 works.

@@ -57,7 +57,8 @@ type Proxy struct {
 
 	dns  net.PacketConn
 	lns  []net.Listener
-	diag *diag // sock_diag in the sandbox's namespace
+	udp  []net.PacketConn // the UDP relays' sockets, in Inside.UDP's order
+	diag *diag            // sock_diag in the sandbox's namespace
 	ctx  context.Context
 	end  context.CancelFunc
 	wg   sync.WaitGroup
@@ -113,8 +114,8 @@ func (p *Proxy) Start(fds []int, root int) error {
 			f.Close() // net.File* dup'ed what they keep
 		}
 	}()
-	if len(fds) != 2+len(p.plan.Inside.Ports) {
-		return fmt.Errorf("egress: %d sockets from the sandbox, want %d", len(fds), 2+len(p.plan.Inside.Ports))
+	if want := 2 + len(p.plan.Inside.Ports) + len(p.plan.Inside.UDP); len(fds) != want {
+		return fmt.Errorf("egress: %d sockets from the sandbox, want %d", len(fds), want)
 	}
 	last := len(files) - 1
 	p.diag = &diag{f: files[last]}
@@ -127,21 +128,39 @@ func (p *Proxy) Start(fds []int, root int) error {
 	if p.dns, err = net.FilePacketConn(files[0]); err != nil {
 		return fmt.Errorf("egress: dns stub socket: %w", err)
 	}
-	for i, f := range files[1:last] {
+	udpFiles := files[1+len(p.plan.Inside.Ports) : last]
+	for i, f := range udpFiles {
+		c, err := net.FilePacketConn(f)
+		if err != nil {
+			p.dns.Close()
+			for _, u := range p.udp {
+				u.Close()
+			}
+			return fmt.Errorf("egress: udp relay for %s: %w", p.plan.Inside.UDP[i], err)
+		}
+		p.udp = append(p.udp, c)
+	}
+	for i, f := range files[1 : 1+len(p.plan.Inside.Ports)] {
 		ln, err := net.FileListener(f)
 		if err != nil {
 			p.dns.Close()
 			for _, l := range p.lns {
 				l.Close()
 			}
+			for _, u := range p.udp {
+				u.Close()
+			}
 			return fmt.Errorf("egress: proxy listener for port %d: %w", p.plan.Inside.Ports[i], err)
 		}
 		p.lns = append(p.lns, ln)
 	}
-	p.wg.Add(1 + len(p.lns))
+	p.wg.Add(1 + len(p.lns) + len(p.udp))
 	go p.serveDNS()
 	for _, ln := range p.lns {
 		go p.serve(ln)
+	}
+	for i, u := range p.udp {
+		go p.serveUDP(u, p.plan.Inside.UDP[i])
 	}
 	return nil
 }
@@ -155,6 +174,9 @@ func (p *Proxy) Close() ([]report.Denial, []string) {
 	}
 	for _, l := range p.lns {
 		l.Close()
+	}
+	for _, u := range p.udp {
+		u.Close()
 	}
 	p.mu.Lock()
 	for c := range p.conns {
