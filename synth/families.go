@@ -43,8 +43,6 @@ var Families = []Family{
 		[]string{"faccessat", "faccessat2"}},
 	{"rename-at", "renaming: coreutils and libcs try renameat2 and fall back to renameat",
 		[]string{"renameat", "renameat2"}},
-	{"send", "sending on a socket the process holds: glibc's resolver asks A and AAAA at once with sendmmsg on a dual-stack host and sendto on an IPv4-only one; runtimes pick send, sendto or sendmsg (the destinations are the network rules')",
-		[]string{"send", "sendto", "sendmsg", "sendmmsg"}},
 }
 
 // terminalProbes are the ioctl requests a tool makes to ask whether an fd is a terminal and how
