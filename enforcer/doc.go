@@ -122,7 +122,8 @@
 //     namespace). tcp/mptcp connect rules become proxy rules, by name or by address;
 //     localhost:PORT means 127.0.0.1 and ::1; a rule's "by" binary limits it to that binary
 //     and what runs under it ("by: any" opts out); udp rules to port 53 are served by the
-//     stub; other UDP rules are dropped and said (the datagrams stay refused; the rest runs);
+//     stub; other UDP rules to an exact address:port are relayed to it (netproxy udp.go), to a
+//     name or a range dropped and said (the datagrams stay refused; the rest runs);
 //     resolve names are answered by the stub with no connection allowed; bind rules work
 //     inside the namespace, and a loopback TCP listener with a fixed port is published to the
 //     host at the same address by a forwarder in the namespace (publish_linux.go: nsenter,

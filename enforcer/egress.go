@@ -3,6 +3,7 @@ package enforcer
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/sysprof/sysprof/netproxy"
@@ -18,14 +19,17 @@ import (
 //     speaks TCP upstream). A rule's "by" binary (its provenance) limits it to that binary
 //     and what runs under it; "by: any" opts out.
 //   - udp to port 53 (a learned resolver): the stub answers instead, nothing leaves.
-//   - any other UDP (connect or send): no datagram leaves the sandbox's namespace: the rule
-//     is dropped (stays refused) and said (Compiled.Refused), and the rest runs.
+//   - any other UDP (connect or send) to an exact address:port: relayed to exactly that
+//     destination (netproxy udp.go; for every binary: datagrams are not checked per binary);
+//     to a name or a range: the rule is dropped (stays refused) and said (Compiled.Refused),
+//     and the rest runs.
 //   - resolve (names looked up, never connected to): the stub answers them; a connection to
 //     one is refused (it takes a connect rule).
 //   - bind: works inside the sandbox's namespace (Landlock holds the ports); a loopback TCP
 //     listener with a fixed port is published to the host (publish.go).
 func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) error {
 	var rules []netproxy.Rule
+	var udp []netip.AddrPort
 	for _, set := range []struct {
 		name string
 		eps  []policy.Endpoint
@@ -44,9 +48,13 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 				c.Notes = append(c.Notes, fmt.Sprintf("network.%s: %s udp: names resolve through sysprof's DNS stub instead (only names the profile allows)", set.name, e.Endpoint))
 				continue
 			case proto == "udp":
+				if dst, ok := udpRelay(a); ok {
+					udp = append(udp, dst)
+					continue
+				}
 				// The rest of the profile still runs: the tool gets no answer (ICMP port
 				// unreachable), as when the destination is down, and most fall back.
-				c.Refused = append(c.Refused, fmt.Sprintf("network.%s: %s udp: refused (only the DNS stub's UDP leaves the sandbox; the proxy carries TCP)", set.name, e.Endpoint))
+				c.Refused = append(c.Refused, fmt.Sprintf("network.%s: %s udp: refused (UDP is relayed only to an exact address:port, not a name or a range)", set.name, e.Endpoint))
 				continue
 			case set.name == "send":
 				continue // tcp send rules mean nothing beyond connect
@@ -79,6 +87,8 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 	if err != nil {
 		return err
 	}
+	slices.SortFunc(udp, func(a, b netip.AddrPort) int { return a.Compare(b) })
+	p.Inside.UDP = slices.Compact(udp)
 	// Names only looked up when learned: the stub answers them; no rule connects to them.
 	var names []string
 	for _, e := range n.Resolve {
@@ -91,4 +101,17 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 	plan.NetNS = true
 	c.Layers = append(c.Layers, LayerNetNS)
 	return nil
+}
+
+// udpRelay is the destination relayed for a UDP rule: an exact address (not a name, a range,
+// multicast or the unspecified address) and a port.
+func udpRelay(a policy.EndpointAddr) (netip.AddrPort, bool) {
+	if a.Host != "" || !a.Prefix.IsValid() || !a.Prefix.IsSingleIP() || a.Port == 0 {
+		return netip.AddrPort{}, false
+	}
+	ip := a.Prefix.Addr().Unmap()
+	if ip.IsMulticast() || ip.IsUnspecified() {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(ip, uint16(a.Port)), true
 }

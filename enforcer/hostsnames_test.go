@@ -91,7 +91,9 @@ func hostsNamesCheck(work string) error {
 		}
 		return out
 	}
-	p.Filesystem = policy.Filesystem{Read: rules("/usr", "/etc", "/proc", "/dev/urandom", "$WORKDIR"), Write: rules("/dev/null"), Exec: rules("/usr/bin", "/usr/lib")}
+	// /etc/hosts read by an exact rule, as learn writes it: the rule reaches the file mounted
+	// over it.
+	p.Filesystem = policy.Filesystem{Read: rules("/usr", "/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/ld.so.cache", "/etc/gai.conf", "/proc", "/dev/urandom", "$WORKDIR"), Write: rules("/dev/null"), Exec: rules("/usr/bin", "/usr/lib")}
 	p.Network.Connect = []policy.Endpoint{{Endpoint: fmt.Sprintf("%s:%d", hostsName, port), Proto: "tcp"}}
 	var out strings.Builder
 	rep, code, err := Run(context.Background(), Options{Profile: p, Audit: true, Dir: work,

@@ -74,12 +74,28 @@ func startPublish(pid int, addrs []netip.AddrPort) (*publisher, []string) {
 	if err != nil {
 		return fail(err)
 	}
-	args := []string{"--target", strconv.Itoa(pid), "--net"}
-	if ours, _ := os.Readlink("/proc/self/ns/user"); true {
-		if theirs, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/user", pid)); err == nil && theirs != ours {
-			args = append(args, "--user", "--preserve-credentials")
-		}
+	// The namespaces are opened now, while the init stage surely runs (it waits for its
+	// sockets to be taken), and handed to nsenter as fds: a command that exits at once does
+	// not leave nsenter a pid that is gone.
+	netns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		return fail(fmt.Errorf("the sandbox's network namespace: %w", err))
 	}
+	fd := func(f *os.File) string {
+		files = append(files, f)
+		return fmt.Sprintf("/proc/self/fd/%d", 2+len(files))
+	}
+	var args []string
+	ours, _ := os.Readlink("/proc/self/ns/user")
+	if theirs, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/user", pid)); err == nil && theirs != ours {
+		userns, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", pid))
+		if err != nil {
+			netns.Close()
+			return fail(fmt.Errorf("the sandbox's user namespace: %w", err))
+		}
+		args = append(args, "--user="+fd(userns), "--preserve-credentials")
+	}
+	args = append(args, "--net="+fd(netns))
 	args = append(append(args, "--", self, publishArg, strconv.Itoa(os.Getpid())), published...)
 	pb.cmd = exec.Command(nsenter, args...)
 	pb.cmd.ExtraFiles = files

@@ -67,8 +67,11 @@
 //     rebinding to the host's own services); a --resolve override or an IP rule may name it.
 //   - Raw IP connects: a destination that is not a synthetic address passes only under an
 //     IP or CIDR rule of the profile that covers it (then it is dialled as is).
-//   - UDP: only the stub's DNS. QUIC and any other datagram finds no listener (ICMP port
-//     unreachable: the client falls back to TCP). The init stage opens raw ICMP and ICMPv6
+//   - UDP: the stub's DNS, and the exact address:port of each UDP rule (Inside.UDP, udp.go):
+//     the init stage binds a socket to that destination inside, and the host side relays
+//     each client socket's datagrams to it from a socket of its own and the answers back.
+//     Datagrams are not checked per binary. QUIC and any other datagram finds no socket (ICMP
+//     port unreachable: the client falls back to TCP). The init stage opens raw ICMP and ICMPv6
 //     sockets in the namespace (CAP_NET_RAW, also as an ordinary user: it is the namespace's)
 //     and the proxy reads those errors (icmp.go): each datagram that did not leave is a
 //     denial, a DNS query sent straight to a resolver's address with the name it asked.

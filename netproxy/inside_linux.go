@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -46,6 +47,13 @@ func SetupInside(in Inside) ([]int, error) {
 		fd, err := listenTCP(port, v6)
 		if err != nil {
 			return fail(fmt.Errorf("egress: proxy: listen on port %d: %w", port, err))
+		}
+		fds = append(fds, fd)
+	}
+	for _, dst := range in.UDP {
+		fd, err := bindUDP(dst)
+		if err != nil {
+			return fail(fmt.Errorf("egress: udp relay: bind %s: %w", dst, err))
 		}
 		fds = append(fds, fd)
 	}
@@ -109,6 +117,26 @@ func icmpObserver(family int) (int, error) {
 	if err := unix.SetsockoptString(fd, level, 1 /* ICMP_FILTER, ICMP6_FILTER */, string(filter)); err != nil {
 		unix.Close(fd)
 		return -1, fmt.Errorf("filter: %w", err)
+	}
+	return fd, nil
+}
+
+// bindUDP binds a datagram socket to dst, an address of this namespace like every other
+// (localRoute): the command's datagrams to dst arrive on it.
+func bindUDP(dst netip.AddrPort) (int, error) {
+	family, sa := unix.AF_INET, unix.Sockaddr(&unix.SockaddrInet4{Port: int(dst.Port()), Addr: dst.Addr().Unmap().As4()})
+	if a := dst.Addr(); a.Is6() && !a.Is4In6() {
+		family, sa = unix.AF_INET6, &unix.SockaddrInet6{Port: int(dst.Port()), Addr: a.As16()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	// IPv6 addresses of a local route are not "assigned": bind needs freebind.
+	_ = unix.SetsockoptInt(fd, unix.SOL_IP, unix.IP_FREEBIND, 1)
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return -1, err
 	}
 	return fd, nil
 }

@@ -27,9 +27,11 @@ var syntheticBase = netip.MustParseAddr("127.77.0.1")
 
 // Inside is what the init stage sets up in the sandbox's network namespace (SetupInside).
 type Inside struct {
-	DNS        netip.AddrPort `json:"dns"`
-	Ports      []uint16       `json:"ports,omitempty"` // TCP ports to listen on (all addresses)
-	ResolvConf string         `json:"resolv_conf"`
+	DNS   netip.AddrPort `json:"dns"`
+	Ports []uint16       `json:"ports,omitempty"` // TCP ports to listen on (all addresses)
+	// UDP are the exact UDP destinations relayed (udp.go): a socket bound to each.
+	UDP        []netip.AddrPort `json:"udp,omitempty"`
+	ResolvConf string           `json:"resolv_conf"`
 }
 
 // Plan is the egress of one run: the rules, the synthetic address of each name and what the

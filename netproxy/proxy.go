@@ -62,6 +62,7 @@ type Proxy struct {
 
 	dns  net.PacketConn
 	lns  []net.Listener
+	udp  []net.PacketConn // the UDP relays' sockets, in Inside.UDP's order
 	icmp []net.PacketConn // raw ICMP/ICMPv6 in the sandbox's namespace (icmp.go)
 	diag *diag            // sock_diag in the sandbox's namespace
 	ctx  context.Context
@@ -106,8 +107,9 @@ func New(plan *Plan, opts Options) *Proxy {
 	return p
 }
 
-// Start takes the sockets SetupInside opened (this process's fds now: the DNS socket, then one
-// listener per port of the plan) and serves them. root is a process in the sandbox's network
+// Start takes the sockets SetupInside opened (this process's fds now: the DNS socket, one
+// listener per port of the plan, one socket per UDP relay, sock_diag, then the ICMP observers
+// there are) and serves them. root is a process in the sandbox's network
 // namespace. On error the fds are closed and nothing runs.
 func (p *Proxy) Start(fds []int, root int) error {
 	files := make([]*os.File, len(fds))
@@ -119,11 +121,11 @@ func (p *Proxy) Start(fds []int, root int) error {
 			f.Close() // net.File* dup'ed what they keep
 		}
 	}()
-	nports := len(p.plan.Inside.Ports)
-	if len(fds) < 2+nports || len(fds) > 4+nports {
-		return fmt.Errorf("egress: %d sockets from the sandbox, want %d to %d", len(fds), 2+nports, 4+nports)
+	nports, nudp := len(p.plan.Inside.Ports), len(p.plan.Inside.UDP)
+	if len(fds) < 2+nports+nudp || len(fds) > 4+nports+nudp {
+		return fmt.Errorf("egress: %d sockets from the sandbox, want %d to %d", len(fds), 2+nports+nudp, 4+nports+nudp)
 	}
-	last := 1 + nports
+	last := 1 + nports + nudp
 	p.diag = &diag{f: files[last]}
 	icmp := files[last+1:]
 	files = files[:last] // kept open: the proxy's until Close
@@ -140,11 +142,22 @@ func (p *Proxy) Start(fds []int, root int) error {
 		for _, l := range p.lns {
 			l.Close()
 		}
+		for _, u := range p.udp {
+			u.Close()
+		}
 		for _, c := range p.icmp {
 			c.Close()
 		}
 	}
-	for i, f := range files[1:last] {
+	for i, f := range files[1+nports : last] {
+		c, err := net.FilePacketConn(f)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("egress: udp relay for %s: %w", p.plan.Inside.UDP[i], err)
+		}
+		p.udp = append(p.udp, c)
+	}
+	for i, f := range files[1 : 1+nports] {
 		ln, err := net.FileListener(f)
 		if err != nil {
 			closeAll()
@@ -163,10 +176,13 @@ func (p *Proxy) Start(fds []int, root int) error {
 		p.icmp = append(p.icmp, c)
 		v6 = append(v6, dom == unix.AF_INET6)
 	}
-	p.wg.Add(1 + len(p.lns) + len(p.icmp))
+	p.wg.Add(1 + len(p.lns) + len(p.udp) + len(p.icmp))
 	go p.serveDNS()
 	for _, ln := range p.lns {
 		go p.serve(ln)
+	}
+	for i, u := range p.udp {
+		go p.serveUDP(u, p.plan.Inside.UDP[i])
 	}
 	for i, c := range p.icmp {
 		go p.serveICMP(c, v6[i])
@@ -190,6 +206,9 @@ func (p *Proxy) Close() ([]report.Denial, []string) {
 	}
 	for _, c := range p.icmp {
 		c.Close()
+	}
+	for _, u := range p.udp {
+		u.Close()
 	}
 	p.mu.Lock()
 	for c := range p.conns {

@@ -33,6 +33,7 @@ const (
 	SectionConnect       = "network.connect"
 	SectionSend          = "network.send"
 	SectionBind          = "network.bind"
+	SectionResolve       = "network.resolve"
 	SectionBinaries      = "binaries"
 	SectionEnvPass       = "env.pass"
 	SectionIncomplete    = "metadata.incomplete"
@@ -40,7 +41,7 @@ const (
 )
 
 // Sections lists every section in file order.
-var Sections = []string{SectionSyscalls, SectionArgs, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden, SectionPrivateTmp, SectionConnect, SectionSend, SectionBind, SectionEnvPass, SectionCredentials, SectionBinaries, SectionLimitPids, SectionLimitMemory, SectionLimitTmp, SectionIncomplete, SectionHostRoot}
+var Sections = []string{SectionSyscalls, SectionArgs, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden, SectionPrivateTmp, SectionConnect, SectionSend, SectionBind, SectionResolve, SectionEnvPass, SectionCredentials, SectionBinaries, SectionLimitPids, SectionLimitMemory, SectionLimitTmp, SectionIncomplete, SectionHostRoot}
 
 // Change is one semantic difference between two profiles.
 type Change struct {
@@ -577,7 +578,7 @@ func (d *differ) network() {
 	for _, s := range []struct {
 		section  string
 		old, new []Endpoint
-	}{{SectionConnect, o.Connect, n.Connect}, {SectionSend, o.Send, n.Send}, {SectionBind, o.Bind, n.Bind}} {
+	}{{SectionConnect, o.Connect, n.Connect}, {SectionSend, o.Send, n.Send}, {SectionBind, o.Bind, n.Bind}, {SectionResolve, o.Resolve, n.Resolve}} {
 		oldKeys := map[string]bool{}
 		for _, e := range s.old {
 			oldKeys[key(e)] = true
@@ -585,7 +586,7 @@ func (d *differ) network() {
 		newKeys := map[string]bool{}
 		for _, e := range s.new {
 			newKeys[key(e)] = true
-			if oldKeys[key(e)] {
+			if oldKeys[key(e)] || s.section == SectionResolve && answered(o, e.Endpoint) {
 				continue
 			}
 			r, why := GrantRisk(d.old, Grant{Section: s.section, Item: e.Endpoint, Proto: e.Proto})
@@ -597,6 +598,17 @@ func (d *differ) network() {
 			}
 		}
 	}
+}
+
+// answered reports whether the stub already answers name under n: a connect or send rule
+// names it.
+func answered(n Network, name string) bool {
+	for _, e := range append(slices.Clone(n.Connect), n.Send...) {
+		if a, err := ParseEndpoint(e.Endpoint); err == nil && strings.EqualFold(a.Host, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // env rates passing a secret-looking variable high: the command then holds the credential.
@@ -711,8 +723,8 @@ func Locator(name string, data []byte) (func(Change) int, error) {
 			rules := map[string][]PathRule{SectionRead: p.Filesystem.Read, SectionWrite: p.Filesystem.Write,
 				SectionExec: p.Filesystem.Exec, SectionList: p.Filesystem.List, SectionHidden: p.Filesystem.Hidden}[c.Section]
 			return find(c.Section, len(rules), func(i int) bool { return rules[i].Path == c.Item })
-		case SectionConnect, SectionSend, SectionBind:
-			eps := map[string][]Endpoint{SectionConnect: p.Network.Connect, SectionSend: p.Network.Send, SectionBind: p.Network.Bind}[c.Section]
+		case SectionConnect, SectionSend, SectionBind, SectionResolve:
+			eps := map[string][]Endpoint{SectionConnect: p.Network.Connect, SectionSend: p.Network.Send, SectionBind: p.Network.Bind, SectionResolve: p.Network.Resolve}[c.Section]
 			return find(c.Section, len(eps), func(i int) bool { return EndpointItem(eps[i]) == c.Item })
 		case SectionBinaries:
 			path, sha, hasSHA := strings.Cut(c.Item, " sha256:")

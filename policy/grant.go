@@ -131,6 +131,8 @@ func GrantRisk(base *Profile, g Grant) (Risk, string) {
 		return RiskLow, "the run may use more before the limit stops it"
 	case SectionConnect, SectionSend, SectionBind:
 		return EndpointRisk(g.Section, Endpoint{Endpoint: g.Item, Proto: g.Proto}, Networked(base.Network))
+	case SectionResolve:
+		return RiskLow, "a name the DNS stub answers with a local address: no query leaves, no connection to it is allowed"
 	}
 	return RiskNone, ""
 }

@@ -48,6 +48,7 @@ func TestDevServerLearnEnforcePublished(t *testing.T) {
 	serve := func(args ...string) (got string, stderr string) {
 		t.Helper()
 		cmd := exec.Command(bin, append(args, argv...)...)
+		url := fmt.Sprintf("http://127.0.0.1:%s/hello.txt", argv[len(argv)-1])
 		cmd.Dir = dir
 		var errb strings.Builder
 		cmd.Stderr = &errb
@@ -99,5 +100,17 @@ func TestDevServerLearnEnforcePublished(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "published "+want+" → sandbox") {
 		t.Errorf("enforce does not say the listener is published:\n%s", stderr)
+	}
+
+	// Another port: --publish adds the listener the profile did not learn.
+	l, err = net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	argv[len(argv)-1] = other
+	if got, stderr := serve("enforce", "-p", prof, "--publish", other, "--"); got != "200 hello\n" || !strings.Contains(stderr, "published 127.0.0.1:"+other+" → sandbox") {
+		t.Errorf("enforce --publish %s: GET: %q\n%s", other, got, stderr)
 	}
 }
