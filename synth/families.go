@@ -48,8 +48,8 @@ var Families = []Family{
 		[]string{"faccessat", "faccessat2"}, nil},
 	{"rename-at", "renaming: coreutils and libcs try renameat2 and fall back to renameat",
 		[]string{"renameat", "renameat2"}, nil},
-	{"send", "sending on a socket the process holds: glibc's resolver asks A and AAAA at once with sendmmsg on a dual-stack host and sendto on an IPv4-only one; runtimes pick send, sendto or sendmsg (the destinations are the network rules')",
-		[]string{"send", "sendto", "sendmsg", "sendmmsg"}, nil},
+	{"send", "sending on a socket the process holds: glibc's resolver asks A and AAAA at once with sendmmsg on a dual-stack host and sendto on an IPv4-only one; runtimes pick sendto or sendmsg (the destinations are the network rules'; send(2) is sendto on x86_64 and arm64)",
+		[]string{"sendto", "sendmsg", "sendmmsg"}, nil},
 }
 
 // terminalProbes are the ioctl requests a tool makes to ask whether an fd is a terminal and how
