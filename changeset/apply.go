@@ -390,6 +390,8 @@ func unplaceable(c Change) string {
 		return "special files (devices, FIFOs, sockets) are never placed on the host"
 	case c.LinksOutside > 0:
 		return "a hard link with names outside the changeset is never placed on the host"
+	case c.Unreadable != "":
+		return "the directory could not be read in the changeset: " + c.Unreadable
 	case c.Class == Dangerous && (c.Op == OpSymlink || c.Op == OpHardlink) && !strings.HasPrefix(c.Reason, "protected path"):
 		return "no run leaves a link that points out of its tree or at a protected path: " + c.Reason
 	}

@@ -69,6 +69,9 @@ type Change struct {
 	// lie outside the changeset (a name that is not in the upper layer).
 	Links        int `json:"links,omitempty"`
 	LinksOutside int `json:"linksOutside,omitempty"`
+	// Unreadable says why a directory of the changeset could not be read (the command made it
+	// unreadable): it and what it holds stay held.
+	Unreadable string `json:"unreadable,omitempty"`
 
 	// Stage is the index of the run's stage it belongs to; Rel its path relative to the
 	// stage's directory.
@@ -111,6 +114,13 @@ func Classify(c Change, r Rules) Change {
 		if grantable {
 			c.Grant = &policy.Grant{Section: policy.SectionWrite, Item: portable}
 		}
+		return c
+	}
+	if c.Unreadable != "" {
+		g := policy.Grant{Section: policy.SectionWrite, Item: portable}
+		risk, _ := policy.GrantRisk(nil, g)
+		c.Class, c.Grant, c.Risk = Held, &g, risk
+		c.Reason = "the directory cannot be read in the changeset (" + c.Unreadable + "): it and what it holds stay held"
 		return c
 	}
 	if keeps(c.Path, portable, r) {

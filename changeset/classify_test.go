@@ -49,6 +49,7 @@ func TestClassify(t *testing.T) {
 		{"deleted source", Change{Path: "/w/src/old.c", Op: OpDelete, Type: TypeFile, Mode: 0o644, HostExists: true}, testRules, Held, true},
 		{"mode change", Change{Path: "/w/README", Op: OpMode, Type: TypeFile, Mode: 0o600, HostExists: true, HostMode: 0o644}, testRules, Held, true},
 		{"new directory", Change{Path: "/w/builddir", Op: OpMkdir, Type: TypeDir, Mode: 0o755}, testRules, Held, true},
+		{"unreadable directory", Change{Path: "/w/build/locked", Op: OpMkdir, Type: TypeDir, Mode: 0, Unreadable: "permission denied"}, testRules, Held, true},
 		{"removed directory", Change{Path: "/w/tmp", Op: OpRmdir, Type: TypeDir, Mode: 0o755, HostExists: true}, testRules, Held, true},
 
 		// dangerous: whatever a rule says.

@@ -11,8 +11,8 @@
 // the command starts, and holds RUN/lock (flock) while the run is alive; AddStage makes one
 // staged directory's empty upper and work layers, owned by the command's uid/gid, on the staged
 // directory's file system where a writable place outside it exists (the run directory, then
-// /var/tmp/sysprof-changes, the user cache, then the temp directories: never a tmpfs that dies
-// with the run), and records them in the manifest (written atomically) before returning. A
+// LayerPlaces: /var/tmp/sysprof-changes, the user cache, then the temp directories; never a
+// tmpfs that dies with the run; a place is made only when chosen), and records them in the manifest (written atomically) before returning. A
 // sysprof killed at any point leaves a manifest List finds: a run recorded running whose lock
 // nobody holds is interrupted, and its changes apply like any other's.
 //
@@ -38,7 +38,8 @@
 // file, a hard link with names outside the changeset and a link leaving its tree are refused
 // even when named. What was applied leaves the changeset (its emptied directories too); the
 // rest stays until applied or dropped. An error such as ENOSPC stops the apply: Result says
-// what was applied and what is left.
+// what was applied and what is left. A directory the command made unreadable stays held whole
+// (Change.Unreadable); the rest of the changeset is still read and applied.
 //
 // Conflicts: the host side of a change "moved" when its ctime is later than Run.Started (the
 // kernel sets ctime on every write, chmod, link or rename, and nobody can set it back), or when

@@ -237,6 +237,21 @@ func asNobody(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(w, "build/ok.o")); err != nil {
 		t.Errorf("the ordinary output did not apply: %+v", res)
 	}
+	// A directory the command made unreadable does not stop the rest from applying.
+	locked := filepath.Join(s.Upper, "build/locked")
+	write(t, filepath.Join(locked, "x"), "x\n", 0o644)
+	write(t, filepath.Join(s.Upper, "build/after.o"), "o\n", 0o644)
+	if err := os.Chmod(locked, 0); err != nil {
+		t.Fatal(err)
+	}
+	res, err = r.Apply(ApplyLearned, nil)
+	if err != nil {
+		t.Fatalf("apply with an unreadable directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(w, "build/after.o")); err != nil {
+		t.Errorf("build/after.o not applied beside an unreadable directory: %+v", res)
+	}
+	_ = os.Chmod(locked, 0o755) // for the test's cleanup
 	if err := r.Finish(); err != nil {
 		t.Fatal(err)
 	}

@@ -301,16 +301,7 @@ func (r *Run) SetRules(i int, rules Rules) error {
 // search (a run directory under root's 0700 home, for a command mapped to another uid) is
 // skipped.
 func (r *Run) layerParent(dir string, uid, gid int) (string, error) {
-	var cands []string
-	cands = append(cands, r.dir, "/var/tmp/sysprof-changes")
-	if h, err := os.UserCacheDir(); err == nil {
-		cands = append(cands, filepath.Join(h, "sysprof", "changes"))
-	}
-	cands = append(cands, filepath.Join(os.TempDir(), "sysprof-changes"))
-	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
-		cands = append(cands, filepath.Join(x, "sysprof-changes"))
-	}
-	cands = append(cands, "/dev/shm/sysprof-changes")
+	cands := append([]string{r.dir}, LayerPlaces()...)
 	var st unix.Stat_t
 	haveDev := unix.Stat(dir, &st) == nil
 	fallback := ""
@@ -318,25 +309,27 @@ func (r *Run) layerParent(dir string, uid, gid int) (string, error) {
 		if paths.Within(c, dir) || paths.Within(dir, c) {
 			continue
 		}
-		if c != r.dir {
-			if err := os.MkdirAll(c, 0o711); err != nil {
-				continue
+		// Judge c by itself when it exists, else by its nearest existing parent.
+		probe := c
+		for {
+			if _, err := os.Lstat(probe); err == nil || probe == filepath.Dir(probe) {
+				break
 			}
-			// A shared place (/var/tmp) holds a directory per user: nobody else may swap it.
-			var cs unix.Stat_t
-			if unix.Lstat(c, &cs) != nil || cs.Mode&unix.S_IFMT != unix.S_IFDIR || int(cs.Uid) != os.Geteuid() || cs.Mode&0o022 != 0 {
-				continue
-			}
+			probe = filepath.Dir(probe)
 		}
 		var cs unix.Stat_t
 		var sfs unix.Statfs_t
-		if unix.Stat(c, &cs) != nil || unix.Access(c, unix.W_OK) != nil || unix.Statfs(c, &sfs) != nil || sfs.Type == unix.OVERLAYFS_SUPER_MAGIC || !searchable(c, uid, gid) {
+		if unix.Stat(probe, &cs) != nil || unix.Access(probe, unix.W_OK) != nil || unix.Statfs(probe, &sfs) != nil ||
+			sfs.Type == unix.OVERLAYFS_SUPER_MAGIC || !searchable(probe, uid, gid) {
 			continue
 		}
 		if haveDev && cs.Dev == st.Dev {
-			return c, nil
+			if ok := r.ownPlace(c); ok {
+				return c, nil
+			}
+			continue
 		}
-		if fallback == "" {
+		if fallback == "" && r.ownPlace(c) {
 			fallback = c
 		}
 	}
@@ -344,6 +337,35 @@ func (r *Run) layerParent(dir string, uid, gid int) (string, error) {
 		return "", fmt.Errorf("stage %s: no directory for its overlay layers (writable, outside it, not on overlayfs): set SYSPROF_STATE_DIR to one", dir)
 	}
 	return fallback, nil
+}
+
+// LayerPlaces are the directories outside the run state where AddStage may put a stage's
+// layers, in the order it tries them (after the run's own directory): what an enforcer hides
+// from the command besides StateDir. Each is made only when chosen, and used only when it is
+// this user's and nobody else may write it.
+func LayerPlaces() []string {
+	out := []string{"/var/tmp/sysprof-changes"}
+	if h, err := os.UserCacheDir(); err == nil {
+		out = append(out, filepath.Join(h, "sysprof", "changes"))
+	}
+	out = append(out, filepath.Join(os.TempDir(), "sysprof-changes"))
+	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+		out = append(out, filepath.Join(x, "sysprof-changes"))
+	}
+	return append(out, "/dev/shm/sysprof-changes")
+}
+
+// ownPlace makes layer place c when missing and reports whether it is this user's own
+// directory that nobody else may write (so that nobody can swap a layer in it).
+func (r *Run) ownPlace(c string) bool {
+	if c == r.dir {
+		return true
+	}
+	if err := os.MkdirAll(c, 0o711); err != nil {
+		return false
+	}
+	var cs unix.Stat_t
+	return unix.Lstat(c, &cs) == nil && cs.Mode&unix.S_IFMT == unix.S_IFDIR && int(cs.Uid) == os.Geteuid() && cs.Mode&0o022 == 0
 }
 
 // Finish marks the run finished; a run that holds no change any more is removed.
@@ -393,8 +415,7 @@ func (r *Run) Drop() error {
 func (r *Run) ownsTop(top string) bool {
 	b := filepath.Base(top)
 	return filepath.Dir(top) == r.dir && strings.HasPrefix(b, "stage-") ||
-		strings.HasPrefix(b, r.ID+"-stage-") && filepath.Base(filepath.Dir(top)) == "sysprof-changes" ||
-		strings.HasPrefix(b, r.ID+"-stage-") && filepath.Base(filepath.Dir(top)) == "changes"
+		strings.HasPrefix(b, r.ID+"-stage-") && slices.Contains(LayerPlaces(), filepath.Dir(top))
 }
 
 // chmodDirs makes overlay's work directories (mode 0 leftovers) removable by their owner.

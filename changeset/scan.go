@@ -142,6 +142,17 @@ func (sc *scanner) walk(ufd, hfd int, rel string, replace bool) error {
 				sc.out = append(sc.out, c)
 			}
 			cfd, err := openBeneath(ufd, name, unix.O_RDONLY|unix.O_DIRECTORY)
+			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+				// The command made it unreadable (chmod 000): it stays held, whole, and the rest
+				// of the changeset is still read.
+				if n := len(sc.out); n > 0 && sc.out[n-1].Rel == r {
+					sc.out[n-1].Unreadable = err.Error()
+				} else {
+					c.Op, c.Unreadable = OpMode, err.Error()
+					sc.out = append(sc.out, c)
+				}
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("open %s in the changeset: %w", c.Path, err)
 			}

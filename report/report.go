@@ -68,6 +68,9 @@ type Report struct {
 	ExitCode    int       `json:"exitCode"`
 	Layers      []Layer   `json:"layers,omitempty"`
 	Denials     []Denial  `json:"denials"`
+	// Changes are the run's writes that did not simply apply (issue 22): held, dangerous,
+	// in conflict, refused, or applied with set-id bits or capabilities stripped.
+	Changes *Changes `json:"changes,omitempty"`
 	// Unobservable names kinds of denials this run could not see (for example "file denials as
 	// an ordinary user"): an empty Denials list says nothing about them.
 	Unobservable []string `json:"unobservable,omitempty"`
@@ -75,9 +78,6 @@ type Report struct {
 	Notes []string `json:"notes,omitempty"`
 	// ChangedBinaries are the profile's binaries whose content is not what learn hashed.
 	ChangedBinaries []ChangedBinary `json:"changedBinaries,omitempty"`
-	// Changes are the run's writes that did not simply apply (issue 22): held, dangerous,
-	// in conflict, refused, or applied with set-id bits or capabilities stripped.
-	Changes *Changes `json:"changes,omitempty"`
 }
 
 // ChangedBinary is a binary whose sha256 differs from the one its profile recorded.

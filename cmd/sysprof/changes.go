@@ -73,8 +73,9 @@ learned write rule covers is applied when the run ends; the rest is held here, n
 
 RUN is a run id (or a unique prefix of one); the newest run by default. A change whose host side
 changed since the run started is a conflict: it is never overwritten, and stays held. Set-id
-bits and file capabilities never reach the host. Exit 1 when a change named or selected could
-not be applied (a conflict, a refusal).`,
+bits and file capabilities never reach the host. Exit 0 (conflicts and refusals are listed and
+stay held); 125 when sysprof failed (a path that holds no change, a run in use, an I/O error:
+what was applied and what is left is said).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return prepareChanges(cmd, o, args, runF)
@@ -557,7 +558,7 @@ func changesApply(ctx context.Context, o *changesOptions) error {
 		}
 	}
 	if len(unmatched) > 0 {
-		return withCode(exitNotApplied, fmt.Errorf("run %s holds no change at or below %s: `sysprof changes diff %s` lists them", r.ID, p(strings.Join(unmatched, ", ")), r.ID))
+		return withCode(exitSysprof, fmt.Errorf("run %s holds no change at or below %s: `sysprof changes diff %s` lists them", r.ID, p(strings.Join(unmatched, ", ")), r.ID))
 	}
 	only := slices.Clone(o.Paths)
 	mode := changeset.ApplyNone
@@ -604,11 +605,10 @@ func changesApply(ctx context.Context, o *changesOptions) error {
 	if err := printApply(o, out); err != nil {
 		return err
 	}
-	switch {
-	case len(res.Errors) > 0:
+	// Conflicts and refusals are said above and stay held; the exit status is the CLI
+	// contract's (0), sysprof's own failure 125.
+	if len(res.Errors) > 0 {
 		return withCode(exitSysprof, fmt.Errorf("changes apply: %s", strings.Join(res.Errors, "; ")))
-	case len(res.Conflicts) > 0 || len(res.Refused) > 0:
-		return withCode(exitNotApplied, nil)
 	}
 	return nil
 }

@@ -126,7 +126,7 @@ func TestChangesSession(t *testing.T) {
 	if _, _, code := sysprofCLI(t, "", "changes", "apply", r.ID); code != exitSysprof {
 		t.Fatalf("apply with nothing named and no terminal: exit %d, want %d", code, exitSysprof)
 	}
-	if _, errOut, code := sysprofCLI(t, "", "changes", "apply", r.ID, filepath.Join(w, "no-such-file")); code != exitNotApplied || !strings.Contains(errOut, "holds no change") {
+	if _, errOut, code := sysprofCLI(t, "", "changes", "apply", r.ID, filepath.Join(w, "no-such-file")); code != exitSysprof || !strings.Contains(errOut, "holds no change") {
 		t.Fatalf("apply of a path with no change: exit %d, %s", code, errOut)
 	}
 	out, errOut, code = sysprofCLI(t, "", "changes", "apply", r.ID, "--all")

@@ -10,7 +10,6 @@ const (
 	exitOK          = 0
 	exitWidened     = 1   // diff/drift: the new profile widens the old one
 	exitDenied      = 1   // enforce --fail-on-denial: CMD succeeded, but something was denied
-	exitNotApplied  = 1   // changes apply: a change named or selected stayed held (a conflict, a refusal)
 	exitSysprof     = 125 // sysprof's own failure (bad input, missing privilege, BPF unavailable)
 	exitNotExec     = 126 // CMD found but not executable
 	exitNotFound    = 127 // CMD not found
