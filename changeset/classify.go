@@ -267,6 +267,30 @@ func keepsWithin(p, q string, r Rules) bool {
 	return false
 }
 
+// LearnParents is the one rule of Classify that needs the other changes of a stage: a directory
+// the command made on its way to a learned path ($HOME/.config of a learned
+// $HOME/.config/go/telemetry/* in a fresh home) is learned, the directory itself and nothing
+// else it holds; a held new directory holding no learned change stays held (an empty build/
+// must not appear on the host while its files are held). cs is one stage's changes,
+// classified; it is changed in place and returned.
+func LearnParents(cs []Change) []Change {
+	parents := map[string]bool{}
+	for _, c := range cs {
+		if c.Class != Learned {
+			continue
+		}
+		for d := path.Dir(c.Path); d != "/" && d != "." && !parents[d]; d = path.Dir(d) {
+			parents[d] = true
+		}
+	}
+	for i := range cs {
+		if c := &cs[i]; c.Class == Held && c.Op == OpMkdir && parents[c.Path] {
+			c.Class, c.Reason, c.Grant, c.Risk = Learned, "a directory on the way to a learned change", nil, policy.RiskNone
+		}
+	}
+	return cs
+}
+
 func coveredBy(p string, rules []string) bool {
 	for _, k := range rules {
 		if paths.Covers(k, p) {

@@ -125,3 +125,27 @@ func TestClassifyPortableGrant(t *testing.T) {
 		t.Fatalf("grant %v, want filesystem.write: + $WORKDIR/newfile.txt", got.Grant)
 	}
 }
+
+// A held new directory is learned when it holds a learned change (the parents a tool makes on
+// its way to a learned path), the directory only; one holding only held changes stays held.
+func TestLearnParents(t *testing.T) {
+	r := Rules{Dir: "/h", Tree: "/h", Keep: []string{"/h/.config/go/telemetry/*"}, Vars: map[string]string{"HOME": "/h"}}
+	mk := func(p string) Change { return Change{Path: p, Op: OpMkdir, Type: TypeDir, Mode: 0o755} }
+	cs := []Change{mk("/h/.config"), mk("/h/.config/go"), mk("/h/.config/go/telemetry"),
+		{Path: "/h/.config/go/telemetry/mode", Op: OpCreate, Type: TypeFile, Mode: 0o644},
+		mk("/h/build"), {Path: "/h/build/x", Op: OpCreate, Type: TypeFile, Mode: 0o644}}
+	for i := range cs {
+		cs[i] = Classify(cs[i], r)
+	}
+	got := map[string]Class{}
+	for _, c := range LearnParents(cs) {
+		got[c.Path] = c.Class
+	}
+	want := map[string]Class{"/h/.config": Learned, "/h/.config/go": Learned, "/h/.config/go/telemetry": Learned,
+		"/h/.config/go/telemetry/mode": Learned, "/h/build": Held, "/h/build/x": Held}
+	for p, w := range want {
+		if got[p] != w {
+			t.Errorf("%s: %s, want %s", p, got[p], w)
+		}
+	}
+}

@@ -50,9 +50,10 @@ func (r *Run) Scan() ([]Change, error) {
 		if err != nil {
 			return nil, fmt.Errorf("run %s: stage %s: %w", r.ID, s.Rules.Dir, err)
 		}
-		for _, c := range cs {
-			out = append(out, Classify(c, s.Rules))
+		for j, c := range cs {
+			cs[j] = Classify(c, s.Rules)
 		}
+		out = append(out, LearnParents(cs)...)
 	}
 	return out, nil
 }

@@ -79,7 +79,7 @@ func (f *boundFinding) walk(fd int, rel string, since time.Time) {
 	changed := !time.Unix(st.Ctim.Unix()).Before(since)
 	ents, err := dirf.ReadDir(-1)
 	if err != nil {
-		f.errs = append(f.errs, fmt.Sprintf("bound %s: read %s: %v", f.dir, rel, err))
+		f.errs = append(f.errs, fmt.Sprintf("bound %s: read %s: %v", f.dir, report.Printable(rel), err))
 	}
 	for _, e := range ents {
 		name, r := e.Name(), filepath.Join(rel, e.Name())

@@ -17,25 +17,15 @@ import (
 	"github.com/sysprof/sysprof/sandbox"
 )
 
-// changesetDirs are where runs' changesets live on this host (changeset.StateDir and the
-// shared layer directories of changeset.AddStage).
+// changesetDirs are where runs' changesets live on this host: changeset.StateDir and the
+// places changeset.AddStage may put layers (changeset.LayerPlaces).
 func changesetDirs() []string {
-	out := []string{"/var/tmp/sysprof-changes"}
+	out := changeset.LayerPlaces()
 	if d, err := changeset.StateDir(); err == nil {
 		out = append(out, d)
 	}
-	if h, err := os.UserCacheDir(); err == nil {
-		out = append(out, filepath.Join(h, "sysprof", "changes"))
-	}
 	return out
 }
-
-// The host half of Compile. compilePlan turns the profile's filesystem and network sections
-// into this host's sandbox.Plan: rules expanded (globs matched against the host's directories),
-// the base added (withBase), writes planned (writes.go), the private /tmp, the daemon sockets to
-// hide, Landlock's rules and the network namespace; notWeaker refuses a plan weaker than the
-// profile. It reads the host (stat, directory listings, /proc/net/unix) and may create a
-// missing tool cache directory.
 
 // expand is paths.Expand with this host's values.
 func expand(path string, env Env) (string, error) { return paths.Expand(path, env.Vars) }

@@ -357,6 +357,12 @@ func (r *enforcedRun) sweepBound(staged *stagedRun, id sandbox.Identity) (*stage
 		f := sweepBound(b, r.rep.Started, r.env)
 		stripped = append(stripped, f.stripped...)
 		r.rep.Notes = append(r.rep.Notes, f.errs...)
+		if len(f.links) > 0 && b == filepath.Clean(r.env.Vars["TMPDIR"]) {
+			// The host's $TMPDIR is shared with the user's other programs, whose links made
+			// meanwhile look the same: noted, not moved.
+			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s ($TMPDIR): %d symlink(s) out of the tree made during the run left in place: %s", b, len(f.links), report.Printable(strings.Join(f.links, ", "))))
+			continue
+		}
 		if len(f.links) == 0 {
 			continue
 		}

@@ -91,7 +91,7 @@ func prepareStages(specs []StageSpec, id sandbox.Identity, shared *changeset.Run
 	if shared == nil {
 		run, err := changeset.Begin(meta)
 		if err != nil {
-			return nil, fmt.Errorf("changeset: %w", err)
+			return nil, fmt.Errorf("changeset (where this run's writes are kept): %w (set XDG_STATE_HOME or SYSPROF_STATE_DIR to a directory you can write)", err)
 		}
 		sr.run = run
 	}

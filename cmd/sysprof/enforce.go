@@ -132,7 +132,7 @@ nothing; everything else is held for review with 'sysprof changes', never discar
 	f.StringArrayVar(&o.Resolve, "resolve", nil, "NAME=ADDR[,ADDR...]: the egress proxy dials ADDR for the allowed NAME instead of resolving it (like curl's --resolve; loopback allowed)")
 	f.Var(publishFlag{&o.Publish}, "publish", "let CMD listen on 127.0.0.1:`PORT` and publish it to the host (learned loopback listeners are published without it; repeatable)")
 	f.BoolVar(&o.FailOnDenial, "fail-on-denial", false, "exit 1 when CMD succeeded but something was denied or held for review (a gate: no denial passes silently)")
-	f.Var(applyFlag{&o.Apply}, "apply", "what of the run's writes to staged directories is applied when it ends: learned (what the profile's write rules cover), safe (also held ordinary changes inside the work tree, never dangerous ones) or none (a CI job that only verifies); the rest is held for 'sysprof changes'")
+	f.Var(applyFlag{&o.Apply}, "apply", "what of the run's writes to staged directories is applied when it ends: learned (what the profile's write rules cover), safe (also held ordinary changes inside the work tree, never dangerous ones) or none (a CI job that only verifies); the rest is held for review with sysprof changes")
 	addStepFlags(f, &o.Steps, &o.All)
 	return cmd
 }

@@ -360,8 +360,7 @@ func TestMain(m *testing.M) {
 	// The runs' changesets of the tests' enforce runs: never the user's.
 	state, err := os.MkdirTemp("", "sysprof-cmd-state-")
 	if err == nil {
-		// Sticky and world-writable like /tmp: the tests' runs as nobody keep theirs here too.
-		_ = os.Chmod(state, 0o1777)
+		_ = os.Chmod(state, 0o1777) // the tests that run sysprof as nobody share it (sticky, like /tmp)
 		os.Setenv("SYSPROF_STATE_DIR", state)
 		origEnv = append(origEnv, "SYSPROF_STATE_DIR="+state)
 	}
