@@ -50,21 +50,32 @@ const (
 )
 
 // LearnedLimits turns what learn saw (peak tasks; peak memory and /tmp bytes, 0: not measured)
-// into the profile's limits: each peak times LimitMargin, never below the floor. What was not
-// measured stays 0 (the default).
+// into the profile's limits: each peak times LimitMargin, rounded up to a power of two, never
+// below the floor. What was not measured stays 0 (the default). The rounding keeps a limit
+// the same across runs whose peaks differ by chance (a cold cache, another terminal): drift
+// and refine see a limit change only when a run's need doubles.
 func LearnedLimits(peakPids int, peakMemory, peakTmp int64) Limits {
 	var l Limits
 	if peakPids > 0 {
-		l.Pids = max(peakPids*LimitMargin, MinPids)
+		l.Pids = max(pow2(int64(peakPids)*LimitMargin), MinPids)
 	}
 	const mib = 1 << 20
 	if peakMemory > 0 {
-		l.MemoryMiB = max(int((peakMemory*LimitMargin+mib-1)/mib), MinMemoryMiB)
+		l.MemoryMiB = max(pow2((peakMemory*LimitMargin+mib-1)/mib), MinMemoryMiB)
 	}
 	if peakTmp > 0 {
-		l.TmpMiB = max(int((peakTmp*LimitMargin+mib-1)/mib), MinTmpMiB)
+		l.TmpMiB = max(pow2((peakTmp*LimitMargin+mib-1)/mib), MinTmpMiB)
 	}
 	return l
+}
+
+// pow2 is the smallest power of two at or above v (v > 0).
+func pow2(v int64) int {
+	p := int64(1)
+	for p < v {
+		p <<= 1
+	}
+	return int(p)
 }
 
 // mergeLimits takes the larger of each limit; a default (0) on either side wins, as the default
@@ -115,6 +126,12 @@ func (d *differ) limits() {
 		}
 		if en == 0 {
 			en = n.def
+		}
+		if en > eo && en <= 2*eo && ov != 0 && nv != 0 {
+			// Learned limits are powers of two over peaks times LimitMargin: one step up is a
+			// run that needed a little more than the last (still within the old margin), not
+			// a tool doing something new. Merge keeps the larger; drift stays quiet.
+			continue
 		}
 		if en > eo {
 			d.add(Change{Kind: Widened, Section: o.section, Item: item, Widens: true, Risk: RiskLow,

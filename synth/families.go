@@ -287,3 +287,27 @@ func (s *state) passLocale() []string {
 	}
 	return []string{"+ read " + strings.Join(added, ", ") + " (" + localeNote + ")"}
 }
+
+// FamilyMates returns the syscalls a profile allowing allowed already has in effect: every
+// member of each family one of whose triggers it allows (as synthesis would add them). drift
+// uses it so that a family added or widened after a profile was learned (the send family) is
+// not a widening of that profile: it adds no capability a learned member did not give.
+func FamilyMates(allowed []string) map[string]bool {
+	have := map[string]bool{}
+	for _, n := range allowed {
+		have[n] = true
+	}
+	mates := map[string]bool{}
+	for _, f := range Families {
+		triggers := f.Triggers
+		if triggers == nil {
+			triggers = f.Members
+		}
+		if slices.ContainsFunc(triggers, func(n string) bool { return have[n] }) {
+			for _, m := range f.Members {
+				mates[m] = true
+			}
+		}
+	}
+	return mates
+}

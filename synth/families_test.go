@@ -109,3 +109,18 @@ func TestFamiliesClosed(t *testing.T) {
 		}
 	}
 }
+
+// A profile that learned one send call has the others in effect (drift of an older profile).
+func TestFamilyMates(t *testing.T) {
+	m := FamilyMates([]string{"sendto", "openat"})
+	if !m["sendmmsg"] || !m["sendmsg"] {
+		t.Errorf("sendto's family mates = %v, want sendmsg and sendmmsg", m)
+	}
+	if m["ptrace"] || m["connect"] {
+		t.Errorf("mates name a syscall no family holds: %v", m)
+	}
+	// copy_file_range is no trigger of copy-fallback: it does not bring renames in.
+	if m2 := FamilyMates([]string{"copy_file_range"}); m2["renameat2"] {
+		t.Errorf("copy_file_range brings renameat2: %v", m2)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -397,7 +398,22 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 			changes = alt
 		}
 	}
+	changes = dropFamilyMates(changes, committed)
 	return append(changes, secretChanges(res.SecretTouches, committed)...), nil
+}
+
+// dropFamilyMates leaves out the syscalls a family of the committed profile already covers: a
+// profile learned before a family existed (or grew) allowed one member, the run now shows
+// another (glibc's sendmmsg on a dual-stack host where sendto was learned).
+func dropFamilyMates(changes []policy.Change, committed *policy.Profile) []policy.Change {
+	var allowed []string
+	for _, s := range committed.Syscalls.Allow {
+		allowed = append(allowed, s.Name)
+	}
+	mates := synth.FamilyMates(allowed)
+	return slices.DeleteFunc(changes, func(c policy.Change) bool {
+		return c.Widens && c.Section == policy.SectionSyscalls && mates[c.Item]
+	})
 }
 
 // closer reports whether diff a is closer to no change than b: fewer widenings, then fewer

@@ -275,3 +275,15 @@ func TestEnforceRunOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestDriftDropsFamilyMates(t *testing.T) {
+	committed := &policy.Profile{Syscalls: policy.Syscalls{Allow: []policy.Syscall{{Name: "sendto"}}}}
+	changes := []policy.Change{
+		{Kind: policy.Added, Section: policy.SectionSyscalls, Item: "sendmmsg", Widens: true},
+		{Kind: policy.Added, Section: policy.SectionSyscalls, Item: "ptrace", Widens: true},
+	}
+	got := dropFamilyMates(changes, committed)
+	if len(got) != 1 || got[0].Item != "ptrace" {
+		t.Errorf("dropFamilyMates = %+v, want ptrace only", got)
+	}
+}
