@@ -383,6 +383,7 @@ var randomPrefixes = []struct {
 	{"pytest-", 1, 10, classDigits},   // and its numbered session dirs in it: pytest-N (not pytest-7.2.1.dist-info)
 	{"garbage-", 36, 36, classUUID},   // pytest's dirs on their way out: garbage-UUID
 	{"rustdoctest", 6, 6, classAlnum}, // cargo test's doctests: $TMPDIR/rustdoctestXXXXXX/rust_out
+	{"_tmp_", 3, 80, classWord},       // pnpm's hard-link probe at a file system's root: _tmp_<pid>_<hex>
 }
 
 // nameClass is the alphabet of a generator's random run.
@@ -395,6 +396,7 @@ const (
 	classDigits                  // [0-9], up to the end of the name
 	classUser                    // a user name: [A-Za-z0-9_.-], up to the end of the name
 	classUUID                    // [0-9a-f-]
+	classWord                    // [A-Za-z0-9_], up to the end of the name
 )
 
 // runOf returns how many bytes at the start of s are of class k.
@@ -414,6 +416,8 @@ func runOf(s string, k nameClass) int {
 			ok = isAlnum(c) || c == '_' || c == '.' || c == '-'
 		case classUUID:
 			ok = isDigit(c) || c >= 'a' && c <= 'f' || c == '-'
+		case classWord:
+			ok = isAlnum(c) || c == '_'
 		}
 		if !ok {
 			break
@@ -544,7 +548,7 @@ func GlobComponent(c string) string {
 		}
 		rest := c[len(rp.prefix):]
 		n := runOf(rest, rp.class)
-		if n < rp.min || n > rp.max || (rp.class == classUser || rp.class == classDigits) && n != len(rest) || rp.class == classMixed && !strings.ContainsFunc(rest[:n], func(r rune) bool {
+		if n < rp.min || n > rp.max || (rp.class == classUser || rp.class == classDigits || rp.class == classWord) && n != len(rest) || rp.class == classMixed && !strings.ContainsFunc(rest[:n], func(r rune) bool {
 			return r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
 		}) {
 			continue

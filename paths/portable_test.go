@@ -122,6 +122,8 @@ func TestRandomNames(t *testing.T) {
 		{"go run, cache hit", "/home/u/.cache/go-build/f8/f8f65b76d39e50da20d2101d3842bf84f3709b6d53585e9a7a2f3a91c7a0dc2c-d/app", "$GOCACHE/*/*-d/app"},
 		{"cargo doctest", "/tmp/rustdoctestQm3xZa/rust_out", "$TMPDIR/rustdoctest*/rust_out"},
 		{"cargo doctest, no digit", "/home/u/proj/target/rustdoctestabcDEF/rust_out", "$WORKDIR/target/rustdoctest*/rust_out"},
+		{"pnpm hard-link probe", "/_tmp_812_5f8e2a1b9c3d4e5f", "/_tmp_*"},
+		{"pnpm hard-link probe, other pid", "/home/_tmp_31337_0a1b2c3d4e5f6a7b", "/home/_tmp_*"},
 		{"uuid", "/tmp/bash_tool_d53713f2-eef2-41d1-9991-ab957b398f58", "$TMPDIR/bash_tool_*"},
 		// not random
 		{"dist-info", "/usr/lib/python3/dist-packages/pytest-7.2.1.dist-info/METADATA", "/usr/lib/python3/dist-packages/pytest-7.2.1.dist-info/METADATA"},

@@ -308,6 +308,13 @@ func (s *state) unshareArgRule(sets map[string]*argSet, out *argRulesOut) {
 	out.msgs = append(out.msgs, "unshare: only flags "+strings.Join(names, ", "))
 }
 
+// prctlQueries are the prctl options that only read the caller's own state: PR_GET_DUMPABLE,
+// PR_GET_KEEPCAPS, PR_GET_NAME, PR_GET_SECCOMP, PR_CAPBSET_READ, PR_GET_TIMERSLACK,
+// PR_GET_CHILD_SUBREAPER, PR_GET_NO_NEW_PRIVS. A profile that allows prctl allows them all
+// (unless Options.Exact or Unportable): which one a runtime asks depends on the user and
+// environment.
+var prctlQueries = []uint64{3, 7, 16, 21, 23, 30, 37, 39}
+
 // valueArgRules: setns, personality and prctl may use only the values seen.
 func (s *state) valueArgRules(sets map[string]*argSet, out *argRulesOut) {
 	for _, v := range []struct {
@@ -326,6 +333,15 @@ func (s *state) valueArgRules(sets map[string]*argSet, out *argRulesOut) {
 		if set == nil {
 			out.msgs = append(out.msgs, v.sc+": allowed without argument rules (no argument values were recorded)")
 			continue
+		}
+		if v.sc == "prctl" && !s.opts.Exact && !s.opts.Unportable {
+			// Queries that change nothing, which runtimes make by who runs them (pytest as an
+			// ordinary user reads its capability bounding set): the prctl family.
+			for _, q := range prctlQueries {
+				if _, ok := set.vals[q]; !ok {
+					set.add(q, prov{})
+				}
+			}
 		}
 		var vals []string
 		for _, x := range set.sorted() {

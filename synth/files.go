@@ -792,6 +792,9 @@ func (s *state) passRead() []string {
 			dirs++
 		case f.access == trace.AccessRead && tooBroadToRead(f.path):
 			refused++
+		case f.access == trace.AccessRead && slices.Contains(baseDevices, f.path):
+			// Every profile may read them (the enforcer's base): no rule, so that whether a
+			// runtime happened to open one (node and /dev/null, by its stdio) never drifts.
 		case f.access == trace.AccessRead:
 			if !srcTree || !paths.Covers("$WORKDIR", f.path) {
 				s.addRule(s.read, f.path, provs[f.exe], "")
@@ -1139,6 +1142,10 @@ func (s *state) passExec() []string {
 	}
 	return msgs
 }
+
+// baseDevices are the harmless devices every profile may read whatever it says (the
+// enforcer's BaseRead lists them too).
+var baseDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
 // readRoot is a system tree whose read-only files roll up to directories.
 type readRoot struct {
