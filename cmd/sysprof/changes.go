@@ -497,7 +497,9 @@ func diffMarkdown(w io.Writer, r *changeset.Run, entries []diffEntry) error {
 		fmt.Fprintln(bw, "\nno changes")
 	}
 	for _, e := range entries {
-		fmt.Fprintf(bw, "\n### %s %s `%s`\n\n%s\n\n%s\n", e.Class, e.Op, mdCode(e.Path), p(e.Reason), p(sideLine(e)))
+		// The reason and the side line carry names the command chose (a symlink's target): in
+		// code spans, so no markdown in a name (a comment opener, a link, emphasis) renders.
+		fmt.Fprintf(bw, "\n### %s %s `%s`\n\n`%s`\n\n`%s`\n", e.Class, e.Op, mdCode(e.Path), mdCode(e.Reason), mdCode(sideLine(e)))
 		if e.Grant != nil {
 			fmt.Fprintf(bw, "\nto learn it: `%s`\n", mdCode(e.Grant.String()))
 		}
