@@ -318,7 +318,7 @@ func baseOf(rel string) string { return filepath.Base(rel) }
 
 // apply applies one change of this stage.
 func (a *applier) apply(c *Change) error {
-	if why := unplaceable(*c); why != "" {
+	if why := unplaceable(*c, a.stage.Rules); why != "" {
 		return fmt.Errorf("%w: %s", errRefused, why)
 	}
 	name := baseOf(c.Rel)
@@ -384,7 +384,7 @@ func (a *applier) apply(c *Change) error {
 var testHookBeforeMove func(upperDir int, name string)
 
 // unplaceable says why a change can never be placed on the host, even when named.
-func unplaceable(c Change) string {
+func unplaceable(c Change, r Rules) string {
 	switch {
 	case c.Op == OpSpecial:
 		return "special files (devices, FIFOs, sockets) are never placed on the host"
@@ -392,8 +392,9 @@ func unplaceable(c Change) string {
 		return "a hard link with names outside the changeset is never placed on the host"
 	case c.Unreadable != "":
 		return "the directory could not be read in the changeset: " + c.Unreadable
-	case c.Class == Dangerous && (c.Op == OpSymlink || c.Op == OpHardlink) && !strings.HasPrefix(c.Reason, "protected path"):
-		return "no run leaves a link that points out of its tree or at a protected path: " + c.Reason
+	}
+	if why := linkLeaves(c, r); why != "" {
+		return "no run leaves a link that points out of its tree or at a protected path: " + why
 	}
 	return ""
 }

@@ -506,3 +506,22 @@ func TestApplyRaceSetuid(t *testing.T) {
 		t.Fatalf("tool on the host: mode %o, %v: a set-id bit set during apply reached the host", st.Mode&0o7777, err)
 	}
 }
+
+// TestApplyRefusesProtectedLinkOutOfTree: a symlink at a protected path (a hook) that points out
+// of the tree is refused even when named, like any link leaving its tree.
+func TestApplyRefusesProtectedLinkOutOfTree(t *testing.T) {
+	r, w := newRun(t, func(w string) { write(t, filepath.Join(w, ".git/HEAD"), "ref\n", 0o644) }, []string{"build/**"})
+	inOverlay(t, r, `mkdir -p .git/hooks && ln -s /root/.ssh/id_rsa .git/hooks/pre-commit`)
+	m := scan(t, r)
+	wantClass(t, m, ".git/hooks/pre-commit", OpSymlink, Dangerous)
+	res, err := r.Apply(ApplyAll, []string{filepath.Join(w, ".git/hooks/pre-commit")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(w, ".git/hooks/pre-commit")); err == nil {
+		t.Fatal("the hook symlink out of the tree was placed on the host")
+	}
+	if len(res.Refused) != 1 {
+		t.Errorf("refusal not reported: %+v", res)
+	}
+}

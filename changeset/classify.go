@@ -162,22 +162,8 @@ func dangerous(c Change, r Rules, portable string) (why string, grantable bool) 
 			return fmt.Sprintf("removes protected path %s with the directory", q), true
 		}
 	}
-	if c.Op == OpSymlink || c.Op == OpHardlink {
-		t := c.Target
-		if c.Op == OpSymlink && !path.IsAbs(t) {
-			t = path.Join(path.Dir(c.Path), t)
-		}
-		t = path.Clean(t)
-		kind := "symlink"
-		if c.Op == OpHardlink {
-			kind = "hard link"
-		}
-		if tree := r.Tree; tree == "" || !paths.Within(t, tree) {
-			return fmt.Sprintf("a %s to %s, outside %s", kind, t, orDir(r)), false
-		}
-		if q := protectedOf(t, roots(r).Portable(t), r); q != "" {
-			return fmt.Sprintf("a %s to protected path %s", kind, q), false
-		}
+	if why := linkLeaves(c, r); why != "" {
+		return why, false
 	}
 	if c.Type == TypeFile && c.Op != OpDelete && c.Mode&0o111 != 0 && (!c.HostExists || c.HostMode&0o111 == 0) {
 		if !coveredBy(c.Path, r.ExecOK) {
@@ -185,6 +171,32 @@ func dangerous(c Change, r Rules, portable string) (why string, grantable bool) 
 		}
 	}
 	return "", false
+}
+
+// linkLeaves says why a symlink or hard link may never be placed on the host ("" when it may):
+// its target leaves r.Tree or names a protected path. Apply asks it again for every link,
+// whatever else made the change dangerous (a link at a protected path pointing out of the tree
+// is both).
+func linkLeaves(c Change, r Rules) string {
+	if c.Op != OpSymlink && c.Op != OpHardlink {
+		return ""
+	}
+	t := c.Target
+	if c.Op == OpSymlink && !path.IsAbs(t) {
+		t = path.Join(path.Dir(c.Path), t)
+	}
+	t = path.Clean(t)
+	kind := "symlink"
+	if c.Op == OpHardlink {
+		kind = "hard link"
+	}
+	if tree := r.Tree; tree == "" || !paths.Within(t, tree) {
+		return fmt.Sprintf("a %s to %s, outside %s", kind, t, orDir(r))
+	}
+	if q := protectedOf(t, roots(r).Portable(t), r); q != "" {
+		return fmt.Sprintf("a %s to protected path %s", kind, q)
+	}
+	return ""
 }
 
 func roots(r Rules) paths.Roots { return paths.NewRoots(r.Vars) }
