@@ -255,7 +255,7 @@ func (pc *proxyConn) brokerHTTP(client, up net.Conn, cred *Credential, w who) {
 			pc.standInRefused(*si)
 			return
 		}
-		swapped := false
+		swapped, sentForm := false, ""
 		for i, v := range req.Header[header] {
 			if nv, ok := cred.swap(v); ok {
 				if !swapped && cred.By != "" && cred.By != "any" {
@@ -266,8 +266,16 @@ func (pc *proxyConn) brokerHTTP(client, up net.Conn, cred *Credential, w who) {
 				}
 				req.Header[header][i] = nv
 				swapped = true
+				if cred.Basic {
+					// Basic presents base64(user:real): an echo carries that form.
+					_, enc, _ := strings.Cut(nv, " ")
+					sentForm = strings.TrimSpace(enc)
+				}
 			}
 		}
+		// Answers are scanned for the real value as sent: ask for them uncompressed (a gzip
+		// body would carry an echo the scan cannot see).
+		req.Header.Set("Accept-Encoding", "identity")
 		if _, ok := req.Header["User-Agent"]; !ok {
 			req.Header["User-Agent"] = []string{""} // Request.Write adds Go's otherwise
 		}
@@ -307,10 +315,16 @@ func (pc *proxyConn) brokerHTTP(client, up net.Conn, cred *Credential, w who) {
 		// No answer may carry the real value into the sandbox (an echo endpoint, or one that
 		// gives back what an earlier request sent), with or without the credential this time.
 		echoScan := &scanReader{r: resp.Body, needle: []byte(cred.Real), found: errRealEchoed}
-		resp.Body = scanBody{echoScan, resp.Body}
+		var body io.Reader = echoScan
+		var formScan *scanReader
+		if sentForm != "" {
+			formScan = &scanReader{r: echoScan, needle: []byte(sentForm), found: errRealEchoed}
+			body = formScan
+		}
+		resp.Body = scanBody{body, resp.Body}
 		for _, vs := range resp.Header {
 			for _, v := range vs {
-				if strings.Contains(v, cred.Real) {
+				if strings.Contains(v, cred.Real) || (sentForm != "" && strings.Contains(v, sentForm)) {
 					err = errRealEchoed
 				}
 			}
@@ -333,7 +347,7 @@ func (pc *proxyConn) brokerHTTP(client, up net.Conn, cred *Credential, w who) {
 			b.logUse(CredentialUse{Time: start.UTC(), Credential: cred.Name, Binary: exe, Method: req.Method, Host: pc.target,
 				Path: req.URL.Path, Status: resp.StatusCode, BytesOut: uw.n - out0, BytesIn: cw.n - in0, Note: upstreamRefusal(resp)})
 		}
-		if errors.Is(err, errRealEchoed) || echoScan.tripped {
+		if errors.Is(err, errRealEchoed) || echoScan.tripped || (formScan != nil && formScan.tripped) {
 			pc.refuseCritical(fmt.Sprintf("%s answered with the real value of %s (an echo): not passed into the sandbox", pc.brokerName(), cred.Name), report.RiskCritical)
 			return
 		}

@@ -1,6 +1,7 @@
 package netproxy
 
 import (
+	"compress/gzip"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -44,6 +45,14 @@ func newAuthUpstream(t *testing.T, tlsCert *tls.Certificate) *authUpstream {
 		u.mu.Unlock()
 		if r.URL.Path == "/echo" {
 			fmt.Fprint(w, r.Header.Get("Authorization"))
+			return
+		}
+		if r.URL.Path == "/echo-gzip" && strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			// An echo the client asked for compressed: the real value would pass unseen.
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			fmt.Fprint(zw, r.Header.Get("Authorization"))
+			zw.Close()
 			return
 		}
 		user, pass, basic := r.BasicAuth()
@@ -259,8 +268,36 @@ func TestBrokerBasic(t *testing.T) {
 	if err == nil && code != 0 {
 		t.Fatalf("basic stand-in to other.test: %d", code)
 	}
-	if c := criticals(s.p); len(c) != 1 {
-		t.Fatalf("denials: %+v", c)
+	// An echo of the Basic header carries base64(me:real), never the real value as such.
+	code, body, err := s.get(t, fmt.Sprintf("https://reg.test:%d/echo", s.tlsUp.port()), auth)
+	if (err == nil && code != 0) || strings.Contains(body, base64.StdEncoding.EncodeToString([]byte("me:"+realToken))) {
+		t.Errorf("basic echo: answered %d %q", code, body)
+	}
+	// An echo asked for gzip: the broker asks for identity, so it is seen.
+	req, _ := http.NewRequest("GET", fmt.Sprintf("https://reg.test:%d/echo-gzip", s.tlsUp.port()), nil)
+	req.Header.Set("Authorization", auth["Authorization"])
+	req.Header.Set("Accept-Encoding", "gzip")
+	if resp, err := s.client().Do(req); err == nil {
+		var r io.Reader = resp.Body
+		if resp.Header.Get("Content-Encoding") == "gzip" {
+			if zr, err := gzip.NewReader(resp.Body); err == nil {
+				r = zr
+			}
+		}
+		b, _ := io.ReadAll(r)
+		resp.Body.Close()
+		if strings.Contains(string(b), realToken) || strings.Contains(string(b), base64.StdEncoding.EncodeToString([]byte("me:"+realToken))) {
+			t.Errorf("gzip echo reached the client: %q", b)
+		}
+	}
+	echoes := 0
+	for _, d := range criticals(s.p) {
+		if strings.Contains(d.What, "answered with the real value") {
+			echoes += d.Count
+		}
+	}
+	if echoes != 1 {
+		t.Fatalf("echoes refused: %d, want the Basic one (the gzip one is never asked for)", echoes)
 	}
 }
 
