@@ -442,6 +442,15 @@ func (a *applier) sanitize(c *Change, up int, name string) error {
 // host side exchanged, checked to be the entry that was checked, then removed), else a copy
 // to a temporary name in the host directory, renamed the same way.
 func (a *applier) move(c *Change, up, host int, name string, hostNow bool, hst *unix.Stat_t) error {
+	if hostNow && hst.Mode&unix.S_IFMT == unix.S_IFDIR && c.Type != TypeDir {
+		// What replaces a host directory removes all it holds: never what the host changed
+		// there since the run started.
+		if p, err := a.movedBelow(host, name); err != nil {
+			return err
+		} else if p != "" {
+			return fmt.Errorf("%w: %s/%s changed on the host after the run started: %s not replaced", errConflict, c.Path, p, c.Path)
+		}
+	}
 	src, srcName := up, name
 	if !a.sameFS {
 		tmp, err := a.copyIn(c, up, host, name)

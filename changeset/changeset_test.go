@@ -525,3 +525,21 @@ func TestApplyRefusesProtectedLinkOutOfTree(t *testing.T) {
 		t.Errorf("refusal not reported: %+v", res)
 	}
 }
+
+// TestApplyFileOverEditedDirIsConflict: a file the run put where the host has a directory never
+// removes what the host changed inside that directory meanwhile.
+func TestApplyFileOverEditedDirIsConflict(t *testing.T) {
+	r, w := newRun(t, func(w string) { write(t, filepath.Join(w, "d/deep/keep.txt"), "v1\n", 0o644) }, []string{"**"})
+	inOverlay(t, r, `rm -rf d && echo file > d`)
+	write(t, filepath.Join(w, "d/deep/keep.txt"), "the user's edit\n", 0o644) // meanwhile
+	res, err := r.Apply(ApplyLearned, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(w, "d/deep/keep.txt")); got != "the user's edit\n" {
+		t.Fatalf("the user's edit inside the replaced directory is gone (%q): %+v", got, res)
+	}
+	if len(res.Conflicts) != 1 {
+		t.Errorf("conflicts %+v, want d", res.Conflicts)
+	}
+}
