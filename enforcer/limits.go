@@ -153,6 +153,9 @@ type runLimitGroup struct {
 	moved chan error          // the stage's move into group (nil: not asked, or waited for)
 	asked bool                // enter was called
 	err   error               // why the cgroup does not hold the run
+	// unbound: neither a cgroup nor the sandbox's rlimits hold the run (a run without the
+	// sandbox: the rlimits are set by the init stage's sandbox step).
+	unbound bool
 }
 
 // rlimitMargin: beside a cgroup the rlimits are a backstop only, above the cgroup's limits,
@@ -174,7 +177,7 @@ func newLimitGroup(run *kernrun.Cgroup) *runLimitGroup {
 // rlimits) and, when the decision keeps them in a cgroup, into early's (the early stage's,
 // already under way) or a cgroup of the run's own. A cgroup that cannot be made, entered or
 // written leaves the rlimits, and the report says so.
-func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.Identity, early *runLimitGroup) *runLimitGroup {
+func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.Identity, early *runLimitGroup, inSandbox bool) *runLimitGroup {
 	if l == nil {
 		early.remove()
 		return nil
@@ -183,7 +186,7 @@ func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.I
 	if !l.Cgroup {
 		early.remove()
 		plan.Rlimits = l.rlimits(id.UID == 0)
-		rg := &runLimitGroup{l: *l}
+		rg := &runLimitGroup{l: *l, unbound: !inSandbox}
 		if id.UID == 0 {
 			rg.l.Detail += "; tasks unbounded: RLIMIT_NPROC does not bind host uid 0"
 		}
@@ -246,6 +249,10 @@ func (rg *runLimitGroup) wait() {
 // a cgroup a hit leaves no record (a fork fails with EAGAIN, an allocation with ENOMEM).
 func (rg *runLimitGroup) report(rep *report.Report, res *runResult, p *policy.Profile) {
 	if rg == nil {
+		return
+	}
+	if rg.unbound {
+		rep.SetLayer(report.Layer{Name: LayerLimits, State: report.LayerDegraded, Detail: "the run has no sandbox and no cgroup of its own: no limit holds it"})
 		return
 	}
 	if rg.made != nil {

@@ -222,7 +222,7 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 		cgid = r.guard.Cgroup().ID
 	}
 	st := r.opts.Early.take(&r.opts, r.dir, dec.Sandbox, cgid, id)
-	lim := r.applyLimits(dec.Limits, &plan, id, r.opts.Early.takeLimits())
+	lim := r.applyLimits(dec.Limits, &plan, id, r.opts.Early.takeLimits(), dec.Sandbox)
 	defer lim.remove()
 	res, err := start(ctx, runStart{opts: r.opts, c: c, plan: plan, dir: r.dir, id: id, sandbox: dec.Sandbox,
 		rep: r.rep, guard: r.guard, stage: st, egress: r.px, limits: lim})
