@@ -9,6 +9,7 @@ import (
 
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/sandbox"
 )
 
@@ -105,5 +106,14 @@ func BenchmarkDecideLimits(b *testing.B) {
 	c := &Compiled{profile: &policy.Profile{Limits: policy.Limits{Pids: 64}}}
 	for b.Loop() {
 		_ = decideLimits(c, hostFacts{RAM: hostRAM(), LimitCgroup: kernrun.LimitsAvailable()})
+	}
+}
+
+// A run the sandbox does not hold (no rlimits set) and no cgroup bounds says the layer is off.
+func TestLimitsUnboundIsDegraded(t *testing.T) {
+	rep := report.New([]string{"x"}, "", false)
+	(&runLimitGroup{unbound: true}).report(rep, &runResult{}, &policy.Profile{})
+	if d := rep.Degraded(); len(d) != 1 || d[0].Name != LayerLimits {
+		t.Errorf("layers %+v, want limits degraded", rep.Layers)
 	}
 }
