@@ -173,6 +173,7 @@ func (p *Proxy) Start(fds []int, root int) error {
 			closeAll()
 			return fmt.Errorf("egress: ICMP observer: %w", err)
 		}
+		f.Close() // FilePacketConn dup'ed it (the deferred close no longer sees these)
 		p.icmp = append(p.icmp, c)
 		v6 = append(v6, dom == unix.AF_INET6)
 	}
