@@ -112,12 +112,12 @@ func Classify(c Change, r Rules) Change {
 	if why, grantable := dangerous(c, r, portable); why != "" {
 		c.Class, c.Reason, c.Risk = Dangerous, why, policy.RiskCritical
 		if grantable {
-			c.Grant = &policy.Grant{Section: policy.SectionWrite, Item: portable}
+			c.Grant = &policy.Grant{Section: policy.SectionWrite, Item: paths.Literal(portable)}
 		}
 		return c
 	}
 	if c.Unreadable != "" {
-		g := policy.Grant{Section: policy.SectionWrite, Item: portable}
+		g := policy.Grant{Section: policy.SectionWrite, Item: paths.Literal(portable)}
 		risk, _ := policy.GrantRisk(nil, g)
 		c.Class, c.Grant, c.Risk = Held, &g, risk
 		c.Reason = "the directory cannot be read in the changeset (" + c.Unreadable + "): it and what it holds stay held"
@@ -127,7 +127,7 @@ func Classify(c Change, r Rules) Change {
 		c.Class, c.Reason = Learned, "a learned write rule covers it"
 		return c
 	}
-	g := policy.Grant{Section: policy.SectionWrite, Item: portable}
+	g := policy.Grant{Section: policy.SectionWrite, Item: paths.Literal(portable)}
 	risk, why := policy.GrantRisk(nil, g)
 	c.Class, c.Grant, c.Risk = Held, &g, risk
 	c.Reason = fmt.Sprintf("no learned write rule covers it (%s)", why)

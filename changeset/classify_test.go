@@ -1,8 +1,10 @@
 package changeset
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 )
 
@@ -146,6 +148,26 @@ func TestLearnParents(t *testing.T) {
 	for p, w := range want {
 		if got[p] != w {
 			t.Errorf("%s: %s, want %s", p, got[p], w)
+		}
+	}
+}
+
+// A name the command chose is quoted exactly in the suggested rule: a file named `*` under
+// .git/hooks is a rule for that one file, never for every hook.
+func TestClassifyGrantQuotesNames(t *testing.T) {
+	r := Rules{Dir: "/w", Tree: "/w", Protected: []string{"/w/.git"}, Vars: map[string]string{"WORKDIR": "/w"}}
+	for _, name := range []string{"/w/.git/hooks/*", "/w/out/[x]?"} {
+		c := Classify(Change{Path: name, Op: OpCreate, Type: TypeFile, Mode: 0o644}, r)
+		if c.Grant == nil {
+			t.Fatalf("%s: no suggested rule: %+v", name, c)
+		}
+		other := strings.Replace(name, "*", "pre-commit", 1)
+		other = strings.Replace(other, "[x]?", "xy", 1)
+		if paths.Covers(c.Grant.Item, strings.Replace(other, "/w", "$WORKDIR", 1)) {
+			t.Errorf("the rule %q for %s covers %s", c.Grant.Item, name, other)
+		}
+		if !paths.Covers(c.Grant.Item, strings.Replace(paths.Literal(name), "/w", "$WORKDIR", 1)) {
+			t.Errorf("the rule %q does not cover %s itself", c.Grant.Item, name)
 		}
 	}
 }
