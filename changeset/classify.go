@@ -190,6 +190,11 @@ func linkLeaves(c Change, r Rules) string {
 	if c.Op == OpHardlink {
 		kind = "hard link"
 	}
+	if c.Op == OpSymlink && policy.SystemCodePath(t) && !paths.Within(t, r.Tree) {
+		// A venv's bin/python3 -> /usr/bin/python3: the system's own programs, which the
+		// user cannot write through (as root, what writes there unsandboxed could anyway).
+		return ""
+	}
 	if tree := r.Tree; tree == "" || !paths.Within(t, tree) {
 		return fmt.Sprintf("a %s to %s, outside %s", kind, t, orDir(r))
 	}

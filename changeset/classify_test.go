@@ -171,3 +171,24 @@ func TestClassifyGrantQuotesNames(t *testing.T) {
 		}
 	}
 }
+
+// A venv's interpreter link points into the system's programs: ordinary (learned under a rule),
+// while a link to a file in $HOME or /etc stays dangerous.
+func TestClassifySystemCodeLinks(t *testing.T) {
+	r := Rules{Dir: "/w", Tree: "/w", Keep: []string{"/w/venv/**"}, Vars: map[string]string{"WORKDIR": "/w", "HOME": "/home/u"}}
+	for _, tc := range []struct {
+		target string
+		want   Class
+	}{
+		{"/usr/bin/python3", Learned},
+		{"python3", Learned},
+		{"/home/u/.bashrc", Dangerous},
+		{"/etc/passwd", Dangerous},
+		{"/usr/../home/u/.bashrc", Dangerous},
+	} {
+		c := Classify(Change{Path: "/w/venv/bin/python", Op: OpSymlink, Type: TypeSymlink, Target: tc.target}, r)
+		if c.Class != tc.want {
+			t.Errorf("venv/bin/python -> %s: %s (%s), want %s", tc.target, c.Class, c.Reason, tc.want)
+		}
+	}
+}

@@ -66,6 +66,22 @@ var systemSecrets = []string{"/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/et
 // systemDirs are read-only system trees: reading below them is low risk.
 var systemDirs = []string{"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/dev", "/run", "/var/lib", "/var/cache", "/nix/store", "$GOROOT", "$RUSTUP_HOME"}
 
+// systemCode are the system trees that hold programs and libraries: root's, read-only to
+// everyone else, and the same on every later run. A symlink into one (a venv's bin/python3 ->
+// /usr/bin/python3) lets nothing reach what the command could not already read and run.
+var systemCode = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/nix/store"}
+
+// SystemCodePath reports whether host path p (clean, absolute) lies in a system tree of programs
+// and libraries (/usr, /bin, /lib*, /opt): where a link a run leaves behind may point.
+func SystemCodePath(p string) bool {
+	for _, d := range systemCode {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // workAreas are the work tree, temp and tool caches: reading there is low risk, and writing
 // strictly below them too (writing $WORKDIR itself is rated on its own).
 var workAreas = []string{"$WORKDIR", "$TMPDIR", "/tmp", "/var/tmp", "$CARGO_HOME", "$GOCACHE", "$GOMODCACHE", "$NPM_CACHE", "$GOPATH", "$HOME/.cache"}
