@@ -170,9 +170,7 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		return withCode(exitSysprof, fmt.Errorf("%w (learn one with `sudo sysprof learn -p %s -- CMD`)", err, o.Profile))
 	}
 	warnIncomplete(o.Err, "", o.Profile, p)
-	for _, port := range o.Publish {
-		p.Network.Bind = append(p.Network.Bind, enforcer.PublishEndpoint(port))
-	}
+	addPublished(p, o.Publish)
 	if o.Report != "" {
 		if err := checkWritable(o.Report); err != nil {
 			return withCode(exitSysprof, err)
@@ -346,3 +344,11 @@ func (f publishFlag) Set(s string) error {
 }
 
 func (publishFlag) Type() string { return "PORT" }
+
+// addPublished adds a bind rule for each --publish PORT: the command may listen there, and the
+// listener is published to the host like a learned one (plain and --step/--all runs alike).
+func addPublished(p *policy.Profile, ports []uint16) {
+	for _, port := range ports {
+		p.Network.Bind = append(p.Network.Bind, enforcer.PublishEndpoint(port))
+	}
+}

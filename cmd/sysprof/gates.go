@@ -190,6 +190,7 @@ func runEnforceGates(ctx context.Context, o *enforceOptions) error {
 			if err != nil {
 				return withCode(exitSysprof, fmt.Errorf("step %s: %w (learn it with `sudo sysprof learn --step %s`)", st.Name, err, st.Name))
 			}
+			addPublished(p, o.Publish)
 			profiles[i] = p
 			warnIncomplete(o.Err, "step "+st.Name+": ", st.Profile, p)
 			if o.Report != "" {
