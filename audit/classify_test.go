@@ -146,19 +146,3 @@ func TestGuessRole(t *testing.T) {
 		}
 	}
 }
-
-func TestPrintable(t *testing.T) {
-	for in, want := range map[string]string{
-		"/usr/bin/node":    "/usr/bin/node",
-		"evil\u202egnp.sh": `evil\u202egnp.sh`,
-		"a\x1b[31mred":     `a\x1b[31mred`,
-		"new\nline":        `new\nline`,
-		`back\slash`:       `back\\slash`,
-		"zero\u200bwidth":  `zero\u200bwidth`,
-		"naïve/ünïcode":    "naïve/ünïcode",
-	} {
-		if got := Printable(in); got != want {
-			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

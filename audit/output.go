@@ -7,24 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
-)
 
-// Printable escapes what a name must not carry into a human's terminal or page: control
-// characters and the invisible format characters (bidi overrides, zero-width joiners) that
-// make text read as something else. A name from a report is hostile input: a binary can be
-// called "\u202egnp.exe" or carry an ANSI escape.
-// (A local helper until one shared one exists.)
-func Printable(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) || r == '\\' }) < 0 {
-		return s
-	}
-	q := strconv.QuoteToGraphic(s)
-	return q[1 : len(q)-1]
-}
+	"github.com/sysprof/sysprof/report"
+)
 
 // Percent is n of total as a whole percentage ("0%" of nothing).
 func Percent(n, total int) string {
@@ -63,9 +51,9 @@ func (r *Result) Summary() string {
 
 // Chain is "EXE < PARENT < …", escaped.
 func (f *Finding) Chain() string {
-	s := []string{Printable(f.Exe)}
+	s := []string{report.Printable(f.Exe)}
 	for _, p := range f.Parents {
-		s = append(s, Printable(p))
+		s = append(s, report.Printable(p))
 	}
 	return strings.Join(s, " < ")
 }
@@ -76,12 +64,12 @@ func (f *Finding) Describe() string {
 	if f.Host != "" && !strings.Contains(f.Target, f.Host) {
 		s += " (" + f.Host + ")"
 	}
-	return Printable(strings.TrimSpace(s))
+	return report.Printable(strings.TrimSpace(s))
 }
 
 // Where is the project/steps and how many machines, escaped.
 func (f *Finding) Where() string {
-	return Printable(strings.Join(f.Steps, ", ")) + " on " + strconv.Itoa(len(f.Machines)) + " machine(s)"
+	return report.Printable(strings.Join(f.Steps, ", ")) + " on " + strconv.Itoa(len(f.Machines)) + " machine(s)"
 }
 
 // Seen is how many runs, first and last day.
@@ -99,7 +87,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 		t := tablewriter.NewTable(w, tablewriter.WithRenderer(renderer.NewBlueprint()))
 		t.Header("Class", "What", "Binary < parents", "Where", "Seen", "Why", "To do")
 		for _, f := range r.Findings {
-			if err := t.Append(string(f.Class), f.Describe(), f.Chain(), f.Where(), f.Seen(), Printable(f.Reason), f.Todo()); err != nil {
+			if err := t.Append(string(f.Class), f.Describe(), f.Chain(), f.Where(), f.Seen(), report.Printable(f.Reason), f.Todo()); err != nil {
 				return fmt.Errorf("table: %w", err)
 			}
 		}
@@ -108,7 +96,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 		}
 	}
 	for _, s := range r.Skipped {
-		fmt.Fprintf(w, "skipped: %s\n", Printable(s))
+		fmt.Fprintf(w, "skipped: %s\n", report.Printable(s))
 	}
 	return nil
 }
@@ -117,7 +105,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 func (f *Finding) Todo() string {
 	switch {
 	case f.Class == Legitimate && f.Change != "":
-		return "refine: " + Printable(f.Change)
+		return "refine: " + report.Printable(f.Change)
 	case f.Class == Legitimate:
 		return "refine (learn the step again)"
 	case f.Class == Overbroad:
@@ -143,14 +131,14 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "## %s (%d)\n\n| What | Binary < parents | Where | Seen | Why | To do |\n|---|---|---|---|---|---|\n", c, len(fs))
 		for _, f := range fs {
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", mdCode(f.Describe()), mdCode(f.Chain()), mdText(f.Where()), f.Seen(), mdText(Printable(f.Reason)), mdText(f.Todo()))
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", mdCode(f.Describe()), mdCode(f.Chain()), mdText(f.Where()), f.Seen(), mdText(report.Printable(f.Reason)), mdText(f.Todo()))
 		}
 		fmt.Fprintln(w)
 	}
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(w, "## Skipped reports (%d)\n\n", len(r.Skipped))
 		for _, s := range r.Skipped {
-			fmt.Fprintf(w, "- %s\n", mdText(Printable(s)))
+			fmt.Fprintf(w, "- %s\n", mdText(report.Printable(s)))
 		}
 	}
 	return nil

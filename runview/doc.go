@@ -7,7 +7,7 @@
 // The pages embed their template, CSS and a little filtering JavaScript (go:embed) and load
 // nothing: no network, no external assets, and a Content-Security-Policy of default-src
 // 'none' so that a browser would refuse if anything tried. html/template escapes markup;
-// names also go through audit.Printable, for the bidi and control characters markup escaping
+// names also go through report.Printable, for the bidi and control characters markup escaping
 // leaves alone.
 //
 // What a picture cannot show, it says (Run.Missing): a profile keeps one parent per binary

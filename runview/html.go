@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/sysprof/sysprof/audit"
+	"github.com/sysprof/sysprof/report"
 )
 
 //go:embed assets
@@ -31,10 +32,10 @@ func mustRead(name string) string {
 	return string(b)
 }
 
-// p is audit.Printable: names from profiles, traces and reports are hostile input, and
+// p is report.Printable: names from profiles, traces and reports are hostile input, and
 // html/template escapes markup, not the bidi and control characters that make a name read as
 // another.
-var p = audit.Printable
+var p = report.Printable
 
 func ps(s []string) []string {
 	out := make([]string, len(s))

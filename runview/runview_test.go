@@ -33,8 +33,8 @@ func knownRun() (*Run, []string, map[string]bool) {
 	rep.Add(report.Denial{Kind: report.KindFile, What: "$WORKDIR/.git/hooks/pre-commit write", Path: "$WORKDIR/.git/hooks/pre-commit", Access: "write",
 		Exe: hostile, Parents: []string{"/usr/bin/dash", "/usr/bin/node", "/usr/bin/env"}, Suggest: "filesystem.write: + $WORKDIR/.git/hooks/pre-commit", Risk: policy.RiskCritical})
 	r.AddReport(rep)
-	all := []string{"/usr/bin/env", "/usr/bin/node", "/usr/bin/dash", "/usr/bin/curl", audit.Printable(hostile)}
-	denied := map[string]bool{"/usr/bin/curl": true, audit.Printable(hostile): true}
+	all := []string{"/usr/bin/env", "/usr/bin/node", "/usr/bin/dash", "/usr/bin/curl", report.Printable(hostile)}
+	denied := map[string]bool{"/usr/bin/curl": true, report.Printable(hostile): true}
 	return r, all, denied
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sysprof/sysprof/audit"
+	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/runview"
 )
 
@@ -108,7 +109,7 @@ func runEscapes(_ context.Context, o *escapesOptions) error {
 		debug.SetGCPercent(400)
 	}
 	res, err := audit.Read(o.Paths, audit.Options{Since: o.Since, Now: o.Now, Skip: func(line string) {
-		fmt.Fprintf(o.Err, "sysprof: audit: %s\n", audit.Printable(line))
+		fmt.Fprintf(o.Err, "sysprof: audit: %s\n", report.Printable(line))
 	}})
 	if err != nil {
 		return withCode(exitSysprof, fmt.Errorf("%w (name report files or directories)", err))
