@@ -397,7 +397,7 @@ func (r *Run) Drop() error {
 		if !r.ownsTop(s.Top) {
 			return fmt.Errorf("run %s: manifest names %s as a stage: not one of sysprof's layer directories, not removed", r.ID, s.Top)
 		}
-		chmodDirs(s.Work)
+		ChmodDirs(s.Work)
 		if err := os.RemoveAll(s.Top); err != nil {
 			return fmt.Errorf("run %s: remove %s: %w", r.ID, s.Top, err)
 		}
@@ -418,15 +418,17 @@ func (r *Run) ownsTop(top string) bool {
 		strings.HasPrefix(b, r.ID+"-stage-") && slices.Contains(LayerPlaces(), filepath.Dir(top))
 }
 
-// chmodDirs makes overlay's work directories (mode 0 leftovers) removable by their owner.
-func chmodDirs(dir string) {
+// ChmodDirs makes dir and the directories below it searchable again, so their owner can remove
+// them: overlay leaves directories with mode 0 in a work directory (work/work,
+// work/incompat/volatile).
+func ChmodDirs(dir string) {
 	if os.Chmod(dir, 0o700) != nil {
 		return
 	}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		if e.IsDir() {
-			chmodDirs(filepath.Join(dir, e.Name()))
+			ChmodDirs(filepath.Join(dir, e.Name()))
 		}
 	}
 }

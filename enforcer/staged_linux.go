@@ -149,7 +149,7 @@ func (sr *stagedRun) stage(s StageSpec, id sandbox.Identity, env Env) (changeset
 // resetWork empties a stage's work directory for its next mount: overlay refuses one a
 // volatile mount used (work/incompat/volatile).
 func resetWork(st changeset.Stage, id sandbox.Identity) error {
-	chmodDirs(st.Work)
+	changeset.ChmodDirs(st.Work)
 	if err := os.RemoveAll(st.Work); err != nil {
 		return err
 	}
@@ -216,18 +216,4 @@ func FinishChangeset(run *changeset.Run, mode changeset.ApplyMode, gate string) 
 		notes = append(notes, fmt.Sprintf("changeset %s: %d learned change(s) applied", run.ID, out.Applied))
 	}
 	return out, notes
-}
-
-// chmodDirs makes dir and the directories below it searchable again: overlay leaves directories
-// with mode 0 in work/ (work/work, work/incompat/volatile).
-func chmodDirs(dir string) {
-	if os.Chmod(dir, 0o700) != nil {
-		return
-	}
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		if e.IsDir() {
-			chmodDirs(filepath.Join(dir, e.Name()))
-		}
-	}
 }
