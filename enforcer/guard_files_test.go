@@ -2,11 +2,15 @@ package enforcer
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -97,5 +101,37 @@ func TestFileDenialInChildNamesParent(t *testing.T) {
 	d := o.fileDenial(filepath.Join(f.work, "src.txt"), "write")
 	if d == nil || len(d.Parents) == 0 || !strings.HasSuffix(d.Parents[0], "/escape") {
 		t.Errorf("want the victim as the parent: %+v\n%s", d, o)
+	}
+}
+
+// guard.c has room for 16 hidden prefixes: a read under the 17th hidden directory and beyond
+// is on the record too (the guard compares coarser prefixes and checks the path itself).
+func TestFileDenialsBeyondSixteenHidden(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFSFixture(t)
+	p := *f.profile
+	p.Filesystem.Hidden = slices.Clone(p.Filesystem.Hidden)
+	var args, secrets []string
+	for i := range 24 {
+		dir := filepath.Join(f.home, fmt.Sprintf(".cred%02d", i))
+		secret := filepath.Join(dir, "key")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(secret, []byte("secret\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p.Filesystem.Hidden = append(p.Filesystem.Hidden, policy.PathRule{Path: fmt.Sprintf("$HOME/.cred%02d", i)})
+		args = append(args, "read="+secret)
+		secrets = append(secrets, secret)
+	}
+	o := f.run(t, &p, false, append(args, "ok")...)
+	if o.err != nil || o.code != 0 || strings.Count(o.stdout, "read: ENOENT\n") != len(secrets) {
+		t.Fatalf("run (want every read to find an empty directory): %s", o)
+	}
+	for _, s := range secrets {
+		if d := o.fileDenial(s, "read"); d == nil {
+			t.Errorf("no denial for the read of %s (%d hidden directories):\n%s", s, len(secrets), o)
+		}
 	}
 }

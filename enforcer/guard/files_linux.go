@@ -47,16 +47,64 @@ var fileOps = sync.OnceValue(func() map[string]bpf.GuardFileOp {
 	}
 })
 
-// hiddenPrefixes are the hidden paths guard.c compares ENOENT paths with (at most 16, each at
-// most 256 bytes: longer ones are left out, their ENOENTs go unreported).
+// The room guard.c has for a run's hidden paths: hiddenSlots prefixes of at most hiddenBytes.
+var (
+	hiddenSlots = len(bpf.GuardRunCfg{}.Hidden)
+	hiddenBytes = 8 * len(bpf.GuardRunCfg{}.Hidden[0].W)
+)
+
+// hiddenPrefixes are the byte prefixes guard.c compares ENOENT paths with: every hidden path
+// starts with one of them. guard.c has room for hiddenSlots prefixes of hiddenBytes each, so
+// a longer path is cut, and while there are too many, the two with the longest common prefix
+// are replaced by it ($HOME/.aws and $HOME/.azure by "$HOME/.a"). A coarser prefix only sends
+// more events: fileDenials keeps the ENOENTs under a hidden path (paths.CoveredBy), so no
+// hidden path goes unreported, however many the sandbox hides.
 func hiddenPrefixes(hidden []string) []string {
 	var out []string
 	for _, h := range hidden {
-		if len(h) <= 256 && len(out) < 16 {
+		if len(h) > hiddenBytes {
+			h = h[:hiddenBytes]
+		}
+		if strings.HasPrefix(h, "/") { // guard.c compares absolute paths only
 			out = append(out, h)
 		}
 	}
+	slices.Sort(out)
+	out = dropCovered(slices.Compact(out))
+	for len(out) > hiddenSlots {
+		best, bestLen := 0, -1
+		for i := 0; i+1 < len(out); i++ {
+			if n := commonPrefix(out[i], out[i+1]); n > bestLen {
+				best, bestLen = i, n
+			}
+		}
+		out[best] = out[best][:bestLen] // at least "/"
+		out = slices.Delete(out, best+1, best+2)
+		slices.Sort(out)
+		out = dropCovered(out)
+	}
 	return out
+}
+
+// dropCovered removes from sorted prefixes those another one of them starts (the byte prefix
+// sorts first, and what it starts follows it).
+func dropCovered(sorted []string) []string {
+	out := sorted[:0]
+	for _, p := range sorted {
+		if len(out) > 0 && strings.HasPrefix(p, out[len(out)-1]) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // fillFops fills guard.c's syscall table: which x86_64 numbers are path syscalls and what the

@@ -1,7 +1,10 @@
 package guard
 
 import (
+	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -77,5 +80,37 @@ func TestGuardPortableAndLandlockAllows(t *testing.T) {
 	g.cfg.Landlock = &sandbox.Landlock{Read: []string{"/"}}
 	if !g.landlockAllows("read", "/etc/shadow") || g.landlockAllows("write", "/etc/shadow") {
 		t.Errorf("a Landlock read rule on / must cover /etc/shadow (read only)")
+	}
+}
+
+// Every hidden path, however many and however long, starts with one of the at most
+// hiddenSlots prefixes guard.c compares (the 17th and later ones too), and a few short ones
+// are kept exactly.
+func TestHiddenPrefixesCoverEveryHiddenPath(t *testing.T) {
+	long := "/home/u/" + strings.Repeat("d", 300) + "/.env"
+	few := []string{"/home/u/.ssh", "/home/u/.aws", "/home/u/.ssh/id", "/home/u/src/.env"}
+	if got := hiddenPrefixes(few); !slices.Equal(got, []string{"/home/u/.aws", "/home/u/.ssh", "/home/u/src/.env"}) {
+		t.Errorf("a few hidden paths: %q, want them exactly (a path under another left out)", got)
+	}
+	for _, n := range []int{hiddenSlots, hiddenSlots + 1, 40, 300} {
+		var hidden []string
+		for i := range n {
+			hidden = append(hidden, fmt.Sprintf("/home/u/.cred%03d", i), fmt.Sprintf("/w/pkg%d/.env", i))
+		}
+		hidden = append(hidden, long, "relative/x")
+		got := hiddenPrefixes(hidden)
+		if len(got) > hiddenSlots {
+			t.Errorf("%d hidden paths: %d prefixes, guard.c has room for %d", len(hidden), len(got), hiddenSlots)
+		}
+		for _, p := range got {
+			if len(p) > hiddenBytes || !strings.HasPrefix(p, "/") {
+				t.Errorf("prefix %q: not an absolute prefix of at most %d bytes", p, hiddenBytes)
+			}
+		}
+		for _, h := range hidden[:len(hidden)-1] {
+			if !slices.ContainsFunc(got, func(p string) bool { return strings.HasPrefix(h, p) }) {
+				t.Errorf("%d hidden paths: %s starts with none of %q", len(hidden), h, got)
+			}
+		}
 	}
 }
