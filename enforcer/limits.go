@@ -3,6 +3,7 @@ package enforcer
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -264,6 +265,9 @@ func (rg *runLimitGroup) report(rep *report.Report, res *runResult, p *policy.Pr
 	detail := rg.l.Detail
 	if rg.err != nil {
 		detail = strings.Replace(detail, "in the run's cgroup", fmt.Sprintf("as rlimits at %dx only (the run's cgroup: %v)", rlimitMargin, rg.err), 1)
+	}
+	if rg.err == nil && rg.group != nil && rg.group.Delegated {
+		detail += " (in the cgroup subtree delegated to this user: " + filepath.Dir(rg.group.Pids) + ")"
 	}
 	if rg.err == nil && rg.group != nil && rg.group.CPU != "" {
 		detail += fmt.Sprintf("; cpu weight %d of 100", cpuWeight)

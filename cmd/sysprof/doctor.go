@@ -54,12 +54,15 @@ func limitsCheck() hostcheck.Check {
 	if err != nil {
 		c.Status, c.Reason = hostcheck.Missing, err.Error()
 		c.Detail = "rlimits only (RLIMIT_NPROC per uid in the sandbox's user namespace, RLIMIT_DATA per process): a hit is not recorded"
-		c.Remedy = "run enforce as root to keep the limits in the run's cgroup"
+		c.Remedy = "run enforce as root, or as a user with a delegated cgroup subtree (systemd: user@UID.service, Delegate=yes), to keep the limits in the run's cgroup"
 		return c
 	}
 	c.Status, c.Detail = hostcheck.Available, "in the run's cgroup (cgroup2 pids and memory)"
 	if !g.V2 {
 		c.Detail = "in the run's cgroup (the cgroup v1 pids and memory hierarchies)"
+	}
+	if g.Delegated {
+		c.Detail += ", in the subtree delegated to this user"
 	}
 	return c
 }

@@ -27,6 +27,8 @@ type LimitGroup struct {
 	CPU     string
 	created []string
 	own     *Cgroup // a cgroup2 directory of its own (no run cgroup was given): Enter moves
+	// Delegated: an ordinary user's group, made in the subtree delegated to it (Delegation).
+	Delegated bool
 }
 
 // LimitsAvailable says why this process cannot keep a run's limits in a cgroup, or nil: as
@@ -35,7 +37,8 @@ var LimitsAvailable = sync.OnceValue(limitsAvailable)
 
 func limitsAvailable() error {
 	if os.Geteuid() != 0 {
-		return delegation()
+		_, err := Delegation()
+		return err
 	}
 	if mnt, err := Cgroup2Mount(); err == nil {
 		if b, err := os.ReadFile(filepath.Join(mnt, "cgroup.controllers")); err == nil &&
@@ -66,6 +69,9 @@ type LimitStats struct {
 // controllers can be enabled there, else in fresh v1 directories named after run (or after this
 // process). It creates nothing it cannot use: an error means no cgroup limits here.
 func NewLimitGroup(run *Cgroup) (*LimitGroup, error) {
+	if os.Geteuid() != 0 {
+		return newDelegatedGroup()
+	}
 	if run != nil {
 		if err := enableControllers(filepath.Dir(run.Dir)); err == nil {
 			return &LimitGroup{V2: true, Pids: run.Dir, Memory: run.Dir, CPU: cpuOf(run.Dir)}, nil
@@ -149,35 +155,128 @@ func removeStaleV1(parent string) {
 	}
 }
 
-// delegation says why an ordinary user's run gets no cgroup: sysprof does not use a delegated
-// cgroup2 subtree yet (it would first have to move itself into a leaf of it), and says whether
-// this host offers one (the caller's cgroup writable by it, with pids and memory).
-func delegation() error {
+// Delegated is a cgroup subtree delegated to this ordinary user (systemd's user@UID.service
+// with Delegate=yes, or an administrator's chown): the topmost directory above this process,
+// in cgroup2 when the pids and memory controllers are there, else in the v1 pids and memory
+// hierarchies, that the user owns and whose cgroup.procs it may write (moving a process needs
+// that of the common ancestor).
+type Delegated struct {
+	V2           bool
+	Pids, Memory string
+}
+
+// Delegation finds the subtree delegated to this ordinary user that can keep a run's pids and
+// memory limits, or says why there is none.
+func Delegation() (Delegated, error) {
+	uid := os.Geteuid()
 	mnt, err := Cgroup2Mount()
 	if err != nil {
-		return fmt.Errorf("an ordinary user gets no cgroup of its own: %v", err)
+		return Delegated{}, fmt.Errorf("an ordinary user gets no cgroup of its own: %v", err)
 	}
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return err
+	var why2 error
+	if own, err := ownDir("0::", mnt); err != nil {
+		why2 = err
+	} else if d := topDelegated(own, mnt, uid); d == "" {
+		why2 = fmt.Errorf("%s is not delegated to this user", own)
+	} else if c, _ := os.ReadFile(filepath.Join(d, "cgroup.controllers")); !hasFields(string(c), "pids", "memory") {
+		why2 = fmt.Errorf("%s is delegated without the pids and memory controllers", d)
+	} else {
+		return Delegated{V2: true, Pids: d, Memory: d}, nil
 	}
-	own := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			own = filepath.Join(mnt, p)
+	// Hybrid hosts bind pids and memory to v1 hierarchies: delegated there, the same holds.
+	var dl Delegated
+	for _, h := range []struct {
+		ctrl string
+		dir  *string
+	}{{"pids", &dl.Pids}, {"memory", &dl.Memory}} {
+		own, err := v1Dir(h.ctrl)
+		if err != nil {
+			return Delegated{}, fmt.Errorf("an ordinary user gets no cgroup of its own: %v", why2)
+		}
+		mnt, _ := v1Mount(h.ctrl)
+		if *h.dir = topDelegated(own, mnt, uid); *h.dir == "" {
+			return Delegated{}, fmt.Errorf("an ordinary user gets no cgroup of its own: %v, and the cgroup v1 %s directory %s is not delegated to it either", why2, h.ctrl, own)
 		}
 	}
-	c, _ := os.ReadFile(filepath.Join(own, "cgroup.controllers"))
-	ctrls := strings.Fields(string(c))
-	switch {
-	case own == "":
-		return errors.New("an ordinary user gets no cgroup of its own: not in the cgroup2 hierarchy")
-	case unix.Access(own, unix.W_OK) != nil:
-		return fmt.Errorf("an ordinary user gets no cgroup of its own: %s is not delegated to it", own)
-	case !slices.Contains(ctrls, "pids") || !slices.Contains(ctrls, "memory"):
-		return fmt.Errorf("an ordinary user gets no cgroup of its own: %s is delegated without the pids and memory controllers", own)
+	return dl, nil
+}
+
+// topDelegated is the topmost directory from dir up to (not including) the mount mnt that uid
+// owns and may move processes into, each one between them included ("": none).
+func topDelegated(dir, mnt string, uid int) string {
+	top := ""
+	for d := filepath.Clean(dir); len(d) > len(mnt) && strings.HasPrefix(d, mnt+"/"); d = filepath.Dir(d) {
+		var st unix.Stat_t
+		if unix.Stat(d, &st) != nil || int(st.Uid) != uid || unix.Access(filepath.Join(d, "cgroup.procs"), unix.W_OK) != nil {
+			break
+		}
+		top = d
 	}
-	return fmt.Errorf("%s is delegated to this user, but sysprof does not use delegated cgroups yet", own)
+	return top
+}
+
+// ownDir is this process's directory in the hierarchy of /proc/self/cgroup's line with prefix
+// (cgroup2: "0::") mounted at mnt.
+func ownDir(prefix, mnt string) (string, error) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, prefix); ok {
+			return filepath.Join(mnt, p), nil
+		}
+	}
+	return "", errors.New("not in the cgroup2 hierarchy")
+}
+
+func hasFields(list string, names ...string) bool {
+	f := strings.Fields(list)
+	for _, n := range names {
+		if !slices.Contains(f, n) {
+			return false
+		}
+	}
+	return true
+}
+
+// newDelegatedGroup makes an ordinary user's run a cgroup of its own in the subtree delegated
+// to it: a child of the delegated directory (in cgroup2 with pids and memory enabled for its
+// children, which the kernel refuses while the directory holds processes itself: systemd keeps
+// them in leaves), that Enter moves the run into.
+func newDelegatedGroup() (*LimitGroup, error) {
+	dl, err := Delegation()
+	if err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("sysprof-run-%d-%d", os.Getpid(), runSeq.Add(1))
+	g := &LimitGroup{V2: dl.V2, Delegated: true}
+	if dl.V2 {
+		ctl := filepath.Join(dl.Pids, "cgroup.subtree_control")
+		if b, err := os.ReadFile(ctl); err != nil || !hasFields(string(b), "pids", "memory") {
+			if err := os.WriteFile(ctl, []byte("+pids +memory"), 0); err != nil {
+				return nil, fmt.Errorf("enable pids and memory in the delegated %s (it must hold no process itself): %w", dl.Pids, err)
+			}
+		}
+	}
+	for _, h := range []struct {
+		parent string
+		dir    *string
+	}{{dl.Pids, &g.Pids}, {dl.Memory, &g.Memory}} {
+		if *h.dir = filepath.Join(h.parent, name); g.V2 && len(g.created) > 0 {
+			break // one directory for both
+		}
+		removeStaleV1(h.parent)
+		if err := os.Mkdir(*h.dir, 0o755); err != nil {
+			g.Remove()
+			return nil, fmt.Errorf("create cgroup %s in the delegated subtree: %w", *h.dir, err)
+		}
+		g.created = append(g.created, *h.dir)
+	}
+	if g.V2 {
+		g.CPU = cpuOf(g.Pids)
+	}
+	return g, nil
 }
 
 // enableControllers turns pids and memory on for the children of dir (and of its ancestors up
@@ -309,7 +408,7 @@ func (g *LimitGroup) Enter(pid int) error {
 		dirs = append(dirs, g.CPU)
 	}
 	switch {
-	case g.own != nil:
+	case g.V2 && (g.own != nil || g.Delegated):
 		dirs = dirs[:1]
 	case g.V2:
 		return nil
@@ -402,7 +501,7 @@ func keyed(path, key string) int64 {
 // cgroup2 directory is joined at clone (CLONE_INTO_CGROUP) and needs nothing.
 func (g *LimitGroup) Measure() (restore func(), err error) {
 	if g.V2 {
-		if g.own != nil {
+		if g.own != nil || g.Delegated {
 			return nil, errors.New("a cgroup2 directory is joined at clone only: measure in the run's own cgroup")
 		}
 		return func() {}, nil

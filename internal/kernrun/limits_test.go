@@ -112,3 +112,35 @@ func TestLimitGroupRemovesStale(t *testing.T) {
 		t.Errorf("this run's own directory: %v", err)
 	}
 }
+
+// The delegated subtree is the topmost directory above this process's that the user owns and
+// may move processes into, and never the mount or what is above it.
+func TestTopDelegated(t *testing.T) {
+	testutil.RequireRoot(t) // chown
+	mnt := t.TempDir()
+	leaf := filepath.Join(mnt, "user.slice", "user@1000.service", "app.slice", "x.scope")
+	if err := os.MkdirAll(leaf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"user.slice/user@1000.service", "user.slice/user@1000.service/app.slice", "user.slice/user@1000.service/app.slice/x.scope"} {
+		d = filepath.Join(mnt, d)
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{d, filepath.Join(d, "cgroup.procs")} {
+			if err := os.Chown(f, 1000, 1000); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got, want := topDelegated(leaf, mnt, 1000), filepath.Join(mnt, "user.slice", "user@1000.service"); got != want {
+		t.Errorf("delegated to 1000: %q, want %q", got, want)
+	}
+	if got := topDelegated(leaf, mnt, 1001); got != "" {
+		t.Errorf("another user: %q, want none", got)
+	}
+	os.Chown(mnt, 1000, 1000)
+	if got := topDelegated(mnt, mnt, 1000); got != "" {
+		t.Errorf("the mount itself: %q, want none", got)
+	}
+}
