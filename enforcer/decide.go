@@ -34,7 +34,7 @@ type layerDecision struct {
 	Guard    bool           // start the guard's file-denial program (root)
 	Degraded []report.Layer // layers the run goes without (--degrade), as the report lists them
 	Notes    []string
-	Limits   *runLimits // the run's limits (nil: none)
+	Data     map[string]any // each layer's own decision, by name (its verdict's Data)
 }
 
 // decideLayers turns the compiled profile and the host's facts into the run's layers: each
@@ -59,8 +59,11 @@ func decideLayers(c *Compiled, h hostFacts) layerDecision {
 			d.Degraded = append(d.Degraded, report.Layer{Name: l.Name, State: report.LayerDegraded, Detail: v.Degraded})
 		}
 		d.Notes = append(d.Notes, v.Notes...)
-		if v.Limits != nil {
-			d.Limits = v.Limits
+		if v.Data != nil {
+			if d.Data == nil {
+				d.Data = map[string]any{}
+			}
+			d.Data[l.Name] = v.Data
 		}
 	}
 	d.Sandbox = d.Sandbox && h.Sandbox

@@ -4,21 +4,40 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/sandbox"
 )
 
-// layerDef is one layer of a run, in one place: its name (reports, errors, --degrade), whether
-// it may degrade, its part of the run's decision (pure, table-tested through decideLayers) and
-// the part of the plan the init stage applies for it. A new layer is a new entry.
+// layerDef is one layer of a run, in one place: its name (reports, errors, --degrade), what
+// it holds and what --degrade gives up (docs, help and errors read them here), its part of the
+// run's decision (pure, table-tested through decideLayers), the part of the plan the init stage
+// applies for it, its part of the run outside the init stage, and its line in `sysprof show`.
+// A new layer is a new entry (DEVELOPERS.md, "Adding a layer"); TestLayerTable checks each.
 type layerDef struct {
 	Name string
-	// Degradable: --degrade=Name may run without it when this host cannot apply it.
+	// Holds says what the layer enforces, in a line (the layer list in README.md).
+	Holds string
+	// Degradable: --degrade=Name may run without it when this host cannot apply it; Degrade
+	// says what that gives up.
 	Degradable bool
+	Degrade    string
 	// Decide is the layer's part of decideLayers (nil: nothing to decide beyond the others).
 	Decide func(c *Compiled, h hostFacts) layerVerdict
 	// Part is the part of the run's plan the init stage applies for this layer, and whether
-	// the plan asks for it at all (nil: the layer applies nothing in the init stage).
+	// the plan asks for it at all (nil: the layer applies nothing in the init stage). The init
+	// stage reports its state (applied, or degraded and why) for it.
 	Part func(p *sandbox.Plan, degrade Degrade) (sandbox.Plan, bool)
+	// Start is the layer's part of the run outside the init stage (nil: none): given its
+	// verdict's Data, it may complete the plan before the stage starts, and it is told when the
+	// stage started, waited for before the command execs, asked for its report state and
+	// denials when the command ended, and removed.
+	Start func(r *enforcedRun, s layerStart) layerRun
+	// Reports says where the layer's state in the report comes from, when no Part or Start
+	// sets it (the table test: every layer's state is set somewhere).
+	Reports string
+	// Show is the layer's line in `sysprof show` for a profile on this host (nil: none).
+	Show func(p *policy.Profile) string
 }
 
 // layerVerdict is one layer's part of a layerDecision.
@@ -27,35 +46,111 @@ type layerVerdict struct {
 	Sandbox  bool   // the layer needs the init stage's sandbox
 	Degraded string // non-empty: the run goes without (part of) the layer, and why
 	Notes    []string
-	Limits   *runLimits // the limits layer's values (limits.go)
+	Data     any // the layer's own decision, handed to its Start (limits: *runLimits)
 }
+
+// layerStart is what a layer's Start gets: its decision's Data, the run's plan (before the
+// init stage gets it), who the command is and whether the run has the sandbox.
+type layerStart struct {
+	Data    any
+	Plan    *sandbox.Plan
+	ID      sandbox.Identity
+	Sandbox bool
+}
+
+// layerRun is a layer's part of one run outside the init stage. Each method is called on a
+// nil receiver too (the layer decided nothing for this run).
+type layerRun interface {
+	enter(stagePID int)                                           // the init stage started
+	wait()                                                        // before the stage execs the command
+	report(rep *report.Report, res *runResult, p *policy.Profile) // the command ended
+	remove()                                                      // the run is over
+}
+
+// layerRuns are the run's layers' parts outside the init stage, called in table order.
+type layerRuns []layerRun
+
+func (ls layerRuns) enter(pid int) {
+	for _, l := range ls {
+		l.enter(pid)
+	}
+}
+
+func (ls layerRuns) wait() {
+	for _, l := range ls {
+		l.wait()
+	}
+}
+
+func (ls layerRuns) report(rep *report.Report, res *runResult, p *policy.Profile) {
+	for _, l := range ls {
+		l.report(rep, res, p)
+	}
+}
+
+func (ls layerRuns) remove() {
+	for _, l := range ls {
+		l.remove()
+	}
+}
+
+// startLayers starts each layer's part of the run outside the init stage (dec: the run's
+// decision; plan: the plan the stage will get, which a layer may complete).
+func (r *enforcedRun) startLayers(dec layerDecision, plan *sandbox.Plan, id sandbox.Identity) layerRuns {
+	var out layerRuns
+	for _, l := range layerTable {
+		if l.Start != nil {
+			out = append(out, l.Start(r, layerStart{Data: dec.Data[l.Name], Plan: plan, ID: id, Sandbox: dec.Sandbox}))
+		}
+	}
+	return out
+}
+
+// Where the report's state of a layer without a Part or Start comes from.
+const (
+	reportsSession  = "the session: applied once the filter is installed"
+	reportsIdentity = "the session: applied, or degraded when the command keeps host uid 0"
+	reportsDecision = "the decision: degraded, with what was dropped, when a rule cannot be enforced"
+	reportsEgress   = "the decision (rules dropped) and the egress proxy (what it holds)"
+)
 
 // layerTable lists every layer in the order decideLayers asks them (the first refusal wins).
 // The init stage applies the layers with a Part in stageOrder.
 var layerTable = []layerDef{
-	{Name: LayerSeccomp},
+	{Name: LayerSeccomp,
+		Holds: "the syscall allowlist and its argument rules (never degrades)", Reports: reportsSession,
+		Decide: func(*Compiled, hostFacts) layerVerdict { return layerVerdict{} }}, // installed or the run fails
 	{Name: LayerCaps, Degradable: true, Decide: sandboxLayer(LayerCaps),
+		Holds: "every capability dropped, no new privileges", Degrade: "the command keeps the capabilities of its user namespace",
 		Part: func(p *sandbox.Plan, _ Degrade) (sandbox.Plan, bool) {
 			return sandbox.Plan{DropCaps: p.DropCaps}, p.DropCaps
 		}},
 	{Name: LayerMounts, Degradable: true, Decide: sandboxLayer(LayerMounts),
+		Holds: "read-only root, the writable and staged directories, hidden secrets, private /tmp", Degrade: "the mounts (read-only root, hidden secrets, private /tmp): the host's files as they are, Landlock still applies",
 		Part: func(p *sandbox.Plan, _ Degrade) (sandbox.Plan, bool) {
 			return sandbox.Plan{ReadOnlyRoot: p.ReadOnlyRoot, Writable: p.Writable, Hidden: p.Hidden, Masked: p.Masked, PrivateTmp: p.PrivateTmp,
 					TmpSize: p.TmpSize, Staged: p.Staged, ReadOnly: p.ReadOnly, NoExec: p.NoExec},
 				p.ReadOnlyRoot || len(p.Writable)+len(p.Hidden)+len(p.Masked)+len(p.Staged) > 0 || p.PrivateTmp
 		}},
 	{Name: LayerLandlock, Degradable: true, Decide: sandboxLayer(LayerLandlock),
+		Holds: "the read, write, exec and list rules, TCP ports, signal and abstract-unix scoping", Degrade: "the rights this kernel's Landlock cannot enforce, or Landlock altogether",
 		Part: func(p *sandbox.Plan, d Degrade) (sandbox.Plan, bool) {
 			return sandbox.Plan{Landlock: p.Landlock, Degrade: d.Allows(LayerLandlock)}, p.Landlock != nil
 		}},
 	{Name: LayerNetNS, Degradable: true, Decide: sandboxLayer(LayerNetNS),
+		Holds: "a private network namespace with only loopback", Degrade: "loopback in the private namespace (no network at all), or the namespace in a build without the sandbox",
 		Part: func(p *sandbox.Plan, _ Degrade) (sandbox.Plan, bool) {
 			return sandbox.Plan{NetNS: p.NetNS}, p.NetNS
 		}},
-	{Name: LayerUserNS, Degradable: true, Decide: decideUserNS},
-	{Name: LayerFileRules, Degradable: true, Decide: unenforceableIn(LayerFileRules, "filesystem.")},
-	{Name: LayerNetwork, Degradable: true, Decide: decideNetwork},
+	{Name: LayerUserNS, Degradable: true, Decide: decideUserNS,
+		Holds: "the command is never host uid 0 (as root: an unprivileged host uid, idmapped mounts)", Degrade: "uid 0 in a user namespace mapping every id to itself (where / cannot be idmapped)", Reports: reportsIdentity},
+	{Name: LayerFileRules, Degradable: true, Decide: unenforceableIn(LayerFileRules, "filesystem."),
+		Holds: "write rules exactly as the profile names them", Degrade: "the write rules no layer here can enforce (dropped, never granted)", Reports: reportsDecision},
+	{Name: LayerNetwork, Degradable: true, Decide: decideNetwork,
+		Holds: "egress by name through sysprof's DNS stub and proxy, per binary", Degrade: "the network rules no layer here can enforce (dropped, never granted); egress by name never degrades", Reports: reportsEgress},
 	{Name: LayerLimits, Degradable: true, Decide: decideLimits,
+		Holds: "tasks, memory and private /tmp size (the run's cgroup, else rlimits)", Degrade: "the rlimits, when the init stage cannot set them (a cgroup of the run's own still holds it)",
+		Start: startLimits, Show: LimitsSummary,
 		Part: func(p *sandbox.Plan, _ Degrade) (sandbox.Plan, bool) {
 			return sandbox.Plan{Rlimits: p.Rlimits}, len(p.Rlimits) > 0
 		}},
@@ -87,6 +182,37 @@ var DegradableLayers = func() []string {
 	}
 	return out
 }()
+
+// LayerInfo is one layer as people read it: its name, what it holds and what --degrade gives
+// up ("": it never degrades).
+type LayerInfo struct{ Name, Holds, Degrade string }
+
+// Layers lists every layer of a run, in the table's order.
+func Layers() []LayerInfo {
+	out := make([]LayerInfo, len(layerTable))
+	for i, l := range layerTable {
+		out[i] = LayerInfo{Name: l.Name, Holds: l.Holds}
+		if l.Degradable {
+			out[i].Degrade = l.Degrade
+		}
+	}
+	return out
+}
+
+// LayerSummary is a layer's line in `sysprof show`.
+type LayerSummary struct{ Name, Text string }
+
+// ShowLayers are the lines `sysprof show` prints for the layers that have one, for p on this
+// host.
+func ShowLayers(p *policy.Profile) []LayerSummary {
+	var out []LayerSummary
+	for _, l := range layerTable {
+		if l.Show != nil {
+			out = append(out, LayerSummary{l.Name, l.Show(p)})
+		}
+	}
+	return out
+}
 
 // sandboxLayer decides a layer the init stage's sandbox applies: it needs the sandbox when the
 // profile asks for it, and degrades (or refuses) when this build has none.

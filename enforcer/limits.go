@@ -59,7 +59,13 @@ func (l runLimits) rlimits(hostUID0 bool) []sandbox.Rlimit {
 // Limits never refuse a run: rlimits always apply.
 func decideLimits(c *Compiled, h hostFacts) layerVerdict {
 	l := limitsFor(c, h)
-	return layerVerdict{Limits: &l}
+	return layerVerdict{Data: &l}
+}
+
+// startLimits is the limits layer's part of the run outside the init stage (layerDef.Start).
+func startLimits(r *enforcedRun, s layerStart) layerRun {
+	l, _ := s.Data.(*runLimits)
+	return r.applyLimits(l, s.Plan, s.ID, r.opts.Early.takeLimits(), s.Sandbox)
 }
 
 // limitsFor turns the profile's limits and the host into the values a run applies.
@@ -267,7 +273,7 @@ func (rg *runLimitGroup) report(rep *report.Report, res *runResult, p *policy.Pr
 		detail = strings.Replace(detail, "in the run's cgroup", fmt.Sprintf("as rlimits at %dx only (the run's cgroup: %v)", rlimitMargin, rg.err), 1)
 	}
 	if rg.err == nil && rg.group != nil && rg.group.Delegated {
-		detail += " (in the cgroup subtree delegated to this user: " + filepath.Dir(rg.group.Pids) + ")"
+		detail = strings.Replace(detail, "in the run's cgroup", "in the run's cgroup (below the subtree delegated to this user: "+filepath.Dir(rg.group.Pids)+")", 1)
 	}
 	if rg.err == nil && rg.group != nil && rg.group.CPU != "" {
 		detail += fmt.Sprintf("; cpu weight %d of 100", cpuWeight)

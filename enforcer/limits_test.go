@@ -46,7 +46,7 @@ func TestDecideLimits(t *testing.T) {
 			if d.Refuse != nil {
 				t.Fatalf("limits refused a run: %v", d.Refuse)
 			}
-			l := d.Limits
+			l, _ := d.Data[LayerLimits].(*runLimits)
 			if l == nil {
 				t.Fatal("no limits decided")
 			}

@@ -222,12 +222,12 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 		cgid = r.guard.Cgroup().ID
 	}
 	st := r.opts.Early.take(&r.opts, r.dir, dec.Sandbox, cgid, id)
-	lim := r.applyLimits(dec.Limits, &plan, id, r.opts.Early.takeLimits(), dec.Sandbox)
-	defer lim.remove()
+	layers := r.startLayers(dec, &plan, id)
+	defer layers.remove()
 	res, err := start(ctx, runStart{opts: r.opts, c: c, plan: plan, dir: r.dir, id: id, sandbox: dec.Sandbox,
-		rep: r.rep, guard: r.guard, stage: st, egress: r.px, limits: lim})
+		rep: r.rep, guard: r.guard, stage: st, egress: r.px, layers: layers})
 	phase.Mark("start..wait")
-	lim.report(r.rep, &res, r.opts.Profile)
+	layers.report(r.rep, &res, r.opts.Profile)
 	r.collect(&res, staged, id, dec.Sandbox)
 	r.rep.Finished = time.Now().UTC()
 	for _, d := range res.denials {

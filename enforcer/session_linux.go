@@ -32,10 +32,10 @@ type runStart struct {
 	id      sandbox.Identity
 	sandbox bool // apply the sandbox (else the init stage only installs seccomp)
 	rep     *report.Report
-	guard   *guard.Guard   // nil: no guard
-	stage   *stage         // an init stage started early, or nil
-	egress  *egress        // nil: no network allowlist
-	limits  *runLimitGroup // the run's limits: the stage is moved into their cgroup (nil: none)
+	guard   *guard.Guard // nil: no guard
+	stage   *stage       // an init stage started early, or nil
+	egress  *egress      // nil: no network allowlist
+	layers  layerRuns    // the layers' parts outside the init stage (the limits' cgroup the stage is moved into)
 }
 
 type runResult struct {
@@ -58,8 +58,8 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 	if r.guard != nil {
 		r.guard.SetRoot(st.pid)
 	}
-	r.limits.enter(st.pid)
-	defer r.limits.wait() // before the stage is released, or on the way out
+	r.layers.enter(st.pid)
+	defer r.layers.wait() // before the stage is released, or on the way out
 	cfg := r.initConfig(st)
 	if n := len(cfg.UnsetEnv); n > 0 {
 		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("environment: %d secret-looking variable(s) removed: %s (to pass one: env: {pass: [NAME]})", n, strings.Join(cfg.UnsetEnv, ", ")))
@@ -103,7 +103,7 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 		return runResult{}, s.abort(fmt.Errorf("supervisor: %w", err))
 	}
 	go sup.run()
-	r.limits.wait()
+	r.layers.wait()
 	if _, err := st.syncW.Write([]byte{1}); err != nil {
 		sup.stop()
 		return runResult{}, s.abort(fmt.Errorf("release init stage: %w", err))

@@ -55,7 +55,7 @@ const (
 
 // Layer is one sandbox layer and whether it was in force.
 type Layer struct {
-	Name   string `json:"name"`             // enforcer.Layer*: seccomp, mounts, landlock, netns, network-allowlist, capabilities, userns, filesystem-rules
+	Name   string `json:"name"`             // a layer of enforcer's layer table (enforcer.Layers; README.md lists them)
 	State  string `json:"state"`            // applied, degraded, not-requested
 	Detail string `json:"detail,omitempty"` // why it was degraded, or what form it took
 }

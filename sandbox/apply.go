@@ -52,26 +52,10 @@ func (p *Plan) ApplyResult() (*Result, error) {
 	if err := p.Validate(); err != nil {
 		return res, err
 	}
-	if err := p.applyMounts(res); err != nil {
-		return res, &LayerError{Layer: LayerMounts, Err: err}
-	}
-	if p.NetNS {
-		if err := bringUpLoopback(); err != nil {
-			return res, &LayerError{Layer: LayerNetNS, Err: err}
+	for _, s := range steps {
+		if err := s.apply(p, res); err != nil {
+			return res, &LayerError{Layer: s.layer, Err: err}
 		}
-	}
-	if p.Landlock != nil {
-		if err := applyLandlock(p.Landlock, p.Degrade, res); err != nil {
-			return res, &LayerError{Layer: LayerLandlock, Err: err}
-		}
-	}
-	if p.DropCaps {
-		if err := dropCaps(); err != nil {
-			return res, &LayerError{Layer: LayerCaps, Err: err}
-		}
-	}
-	if err := setRlimits(p.Rlimits); err != nil {
-		return res, &LayerError{Layer: LayerLimits, Err: err}
 	}
 	return res, nil
 }

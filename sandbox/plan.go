@@ -68,3 +68,32 @@ type Landlock struct {
 	ScopeSignals      bool `json:"scope_signals"`       // no signals to processes outside the sandbox
 	ScopeAbstractUnix bool `json:"scope_abstract_unix"` // no connect to abstract unix sockets outside
 }
+
+// steps are the plan's layers in the order Apply applies them (see the package doc: mounts
+// need the capabilities Landlock and the drop take away; the rlimits come last, on the thread
+// that execs). A layer's field in Plan and its step here are what a new layer adds to the plan.
+var steps = []struct {
+	layer string
+	apply func(p *Plan, res *Result) error
+}{
+	{LayerMounts, (*Plan).applyMounts},
+	{LayerNetNS, func(p *Plan, _ *Result) error {
+		if !p.NetNS {
+			return nil
+		}
+		return bringUpLoopback()
+	}},
+	{LayerLandlock, func(p *Plan, res *Result) error {
+		if p.Landlock == nil {
+			return nil
+		}
+		return applyLandlock(p.Landlock, p.Degrade, res)
+	}},
+	{LayerCaps, func(p *Plan, _ *Result) error {
+		if !p.DropCaps {
+			return nil
+		}
+		return dropCaps()
+	}},
+	{LayerLimits, func(p *Plan, _ *Result) error { return setRlimits(p.Rlimits) }},
+}

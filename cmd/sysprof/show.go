@@ -111,7 +111,9 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 	fmt.Fprintln(w, "\n          read-only root: everything else is neither readable nor writable")
 
 	fmt.Fprintf(w, "\nuid       %s\n", uidModel(p))
-	fmt.Fprintf(w, "\nlimits    %s\n", enforcer.LimitsSummary(p))
+	for _, l := range enforcer.ShowLayers(p) {
+		fmt.Fprintf(w, "\n%-9s %s\n", l.Name, l.Text)
+	}
 
 	net := p.Network
 	if len(net.Connect)+len(net.Send)+len(net.Bind) == 0 {
