@@ -256,14 +256,12 @@ func StartEarly(opts Options) *Early {
 		st.cgid = cg.ID
 	}
 	st.model = id.Model
-	var lim *runLimitGroup
-	if asRoot {
-		// The host check and the move into a limits cgroup (v1: an RCU grace period) overlap
-		// the profile's load; a host without cgroup limits leaves lim without a cgroup.
-		go kernrun.LimitsAvailable()
-		lim = newLimitGroup(cg)
-		lim.enter(st.pid)
-	}
+	// The host check and the move into a limits cgroup (v1: an RCU grace period) overlap the
+	// profile's load, as root and for an ordinary user with a delegated subtree; a host (or
+	// user) without cgroup limits leaves lim without a cgroup.
+	go kernrun.LimitsAvailable()
+	lim := newLimitGroup(cg)
+	lim.enter(st.pid)
 	return &Early{st: st, cg: cg, lim: lim, opts: Options{Dir: opts.Dir, Env: opts.Env, Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr}}
 }
 
