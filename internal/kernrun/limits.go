@@ -67,9 +67,10 @@ type LimitStats struct {
 
 // NewLimitGroup prepares the limits of a run: in run, its cgroup2 directory (nil: none), when the
 // controllers can be enabled there, else in fresh v1 directories named after run (or after this
-// process). It creates nothing it cannot use: an error means no cgroup limits here.
+// process); for an ordinary user without a run cgroup, below the subtree delegated to it
+// (Delegation). It creates nothing it cannot use: an error means no cgroup limits here.
 func NewLimitGroup(run *Cgroup) (*LimitGroup, error) {
-	if os.Geteuid() != 0 {
+	if os.Geteuid() != 0 && run == nil {
 		return newDelegatedGroup()
 	}
 	if run != nil {
