@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/sandbox"
 )
 
@@ -99,4 +100,19 @@ func TestLayerTable(t *testing.T) {
 		return
 	}
 	t.Errorf("README.md's layer list is not the layer table's (-update-readme rewrites it):\n%s", want.String())
+}
+
+// The layers a run's report lists are the table's, by the table's names.
+func TestReportLayersAreTableLayers(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFSFixture(t)
+	o := f.run(t, f.profile, false, "ok")
+	if o.err != nil || o.code != 0 || len(o.rep.Layers) == 0 {
+		t.Fatalf("run: %s", o)
+	}
+	for _, l := range o.rep.Layers {
+		if layerNamed(l.Name) == nil {
+			t.Errorf("the report lists layer %q, which is not in the layer table", l.Name)
+		}
+	}
 }
