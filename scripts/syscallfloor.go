@@ -19,18 +19,26 @@
 //	profile+tp-exit  both: what enforce as root needs from the kernel
 //	rawtp-enter      an empty raw_tp/sys_enter program: learn's counting hook
 //	enforce, learn   bin/sysprof enforce -p P / learn --fresh
+//
+// Another process's syscall hook (another learn's raw_tp, another enforce's guard) taxes every
+// process on the host, bare ones included: each run waits up to 5 s for none to be attached,
+// and a run that met one is left out and counted under "drops". On a shared machine most runs
+// may be dropped: measure on a quiet one.
 package main
 
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -91,9 +99,13 @@ func main() {
 	defer os.Remove(*prof + ".floor.yaml")
 	defer os.Remove(*prof + ".floor.yaml.lock")
 	res := map[string][]float64{}
+	dirty := map[string]int{}
 	re := regexp.MustCompile(`([0-9.]+) ns/call`)
 	for r := 0; r < *rounds+1; r++ {
 		for _, c := range confs {
+			// Another session's syscall hook taxes every process, bare ones included: wait
+			// for the host to have none (up to 5 s), and drop a run that met one.
+			clean := waitClean(5*time.Second, nil)
 			var l link.Link
 			switch c.hook {
 			case "tp":
@@ -106,6 +118,15 @@ func main() {
 				})
 			}
 			out, err := exec.Command(c.argv[0], c.argv[1:]...).CombinedOutput()
+			own := map[link.ID]bool{}
+			if l != nil {
+				if info, err := l.Info(); err == nil {
+					own[info.ID] = true
+				}
+			}
+			if c.name != "enforce" && c.name != "learn" && foreignHooks(own) > 0 {
+				clean = false // (enforce's guard and learn's probe linger after their run)
+			}
 			if l != nil {
 				l.Close()
 			}
@@ -116,15 +137,65 @@ func main() {
 			if r == 0 {
 				continue // warm-up round
 			}
+			if !clean {
+				dirty[c.name]++
+				continue
+			}
 			v, _ := strconv.ParseFloat(string(m[1]), 64)
 			res[c.name] = append(res[c.name], v)
 		}
 	}
 	base := median(res["bare"])
-	fmt.Printf("%-16s %9s %9s %7s   (%d rounds of %d getppid, ns of thread CPU per call)\n", "", "median", "min", "ratio", *rounds, *n)
+	fmt.Printf("%-16s %9s %9s %7s %6s   (%d rounds of %d getppid, ns of thread CPU per call)\n", "", "median", "min", "ratio", "drops", *rounds, *n)
 	for _, c := range confs {
 		v := res[c.name]
-		fmt.Printf("%-16s %9.1f %9.1f %6.2fx\n", c.name, median(v), slices.Min(v), median(v)/base)
+		if len(v) == 0 {
+			fmt.Printf("%-16s %9s %9s %7s %6d\n", c.name, "-", "-", "-", dirty[c.name])
+			continue
+		}
+		fmt.Printf("%-16s %9.1f %9.1f %6.2fx %6d\n", c.name, median(v), slices.Min(v), median(v)/base, dirty[c.name])
+	}
+	if len(res["bare"]) == 0 {
+		fmt.Println("(no clean bare run: the ratios are NaN)")
+	}
+	fmt.Println("drops: runs left out because another process's syscall hook (a raw_tp on sys_enter/sys_exit, a syscalls/ tracepoint program) was attached")
+}
+
+// foreignHooks counts the programs attached to a syscall hook on the host, but for the links
+// in own: any of them taxes every syscall of every process.
+func foreignHooks(own map[link.ID]bool) int {
+	n := 0
+	it := new(link.Iterator)
+	defer it.Close()
+	for it.Next() {
+		if own[it.ID] {
+			continue
+		}
+		info, err := it.Link.Info()
+		if err != nil {
+			continue
+		}
+		if rt := info.RawTracepoint(); rt != nil && strings.HasPrefix(rt.Name, "sys_") {
+			n++
+		}
+		if pe := info.PerfEvent(); pe != nil {
+			if tp := pe.Tracepoint(); tp != nil && (strings.HasPrefix(tp.Tracepoint, "sys_") || tp.Tracepoint == "") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// waitClean waits up to d for no foreign syscall hook, and reports whether it got there.
+func waitClean(d time.Duration, own map[link.ID]bool) bool {
+	for end := time.Now().Add(d); ; time.Sleep(100 * time.Millisecond) {
+		if foreignHooks(own) == 0 {
+			return true
+		}
+		if time.Now().After(end) {
+			return false
+		}
 	}
 }
 
@@ -167,6 +238,9 @@ func install(file string, argv []string) {
 }
 
 func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
 	s := slices.Clone(v)
 	slices.Sort(s)
 	if len(s)%2 == 1 {
