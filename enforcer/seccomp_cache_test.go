@@ -33,7 +33,8 @@ func TestEnforcedFilterIsCacheServed(t *testing.T) {
 				t.Errorf("proc write %v: %s: served by the action cache %v (%q)", withProc, abi.Known[nr], got, miss)
 			}
 		}
-		for _, n := range []string{"read", "write", "close", "getppid", "futex", "newfstatat", "mmap", "mprotect", "execve"} {
+		// (mmap and mprotect are not here: executable-memory checks may give them an argument check.)
+		for _, n := range []string{"read", "write", "close", "getppid", "futex", "newfstatat", "execve"} {
 			if !seccomp.ConstAllow(c.Filter, uint32(arch.X86_64.ID), uint32(arch.X86_64.SyscallNames[n])) {
 				t.Errorf("proc write %v: %s runs the filter", withProc, n)
 			}
