@@ -26,7 +26,12 @@
 //   - arguments the kernel reads as int are compared on their low 32 bits only.
 //
 // The program is tested without a kernel through golang.org/x/net/bpf's VM, table-driven and
-// against a plain Go model of the profile's meaning.
+// against a plain Go model of the profile's meaning. ConstAllow is the kernel's action-cache
+// emulator (seccomp_is_const_allow): a test holds every arg-free allow of x86_64 and i386 to
+// being served by the cache, so that only syscalls with an argument check (set-id modes on
+// openat, mkdir, chmod, …; a profile's argument rules) ever run the program. A new argument
+// rule keeps this property for the other syscalls as long as its checks are emitted in its own
+// syscall's leaf of the number search (emitChecks), never before the search.
 //
 // VM runs a program in golang.org/x/net/bpf's interpreter (tests of the compiler and of the
 // exports).

@@ -303,6 +303,18 @@ int main(int argc, char **argv)
 			double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
 			fprintf(stderr, "storm-timed: %ld calls, %.1f ns/call\n", n, ns / n);
 			i += 1;
+		} else if (!strcmp(a, "storm-cpu")) {
+			// storm-cpu N: like storm-timed, in the thread's CPU time (kernel time included):
+			// less moved by other load on the machine than the wall clock.
+			long n = atol(ARG(1));
+			struct timespec t0, t1;
+			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+			for (long k = 0; k < n; k++)
+				syscall(SYS_getppid);
+			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+			double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
+			fprintf(stderr, "storm-cpu: %ld calls, %.1f ns/call\n", n, ns / n);
+			i += 1;
 		} else if (!strcmp(a, "forkstorm")) {
 			// forkstorm N PATH: N times fork + exec PATH + wait.
 			long n = atol(ARG(1));
