@@ -11,9 +11,13 @@ import (
 // The guard (package guard) as a run uses it.
 
 // Prewarm starts loading what a root run's guard needs in the background, so that Run finds it
-// loaded (the next Run of this process takes it). It does nothing for an ordinary user (no
-// guard) and is never required: Run starts the load itself otherwise.
-func Prewarm() { guard.Prewarm() }
+// loaded (the next Run of this process takes it), and copies the embedded init program into
+// its sealed memfd (initProgram) meanwhile. Neither is required: Run does both itself
+// otherwise.
+func Prewarm() {
+	guard.Prewarm()
+	go initProgram()
+}
 
 // PinRoot is the bpffs directory where enforce keeps the guard's verified programs between runs
 // (for `sysprof doctor`).
