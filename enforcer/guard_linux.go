@@ -12,11 +12,12 @@ import (
 
 // Prewarm starts loading what a root run's guard needs in the background, so that Run finds it
 // loaded (the next Run of this process takes it), and copies the embedded init program into
-// its sealed memfd (initProgram) meanwhile. Neither is required: Run does both itself
-// otherwise.
+// its sealed memfd (initProgram) and reads the host's unix sockets (PrefetchSockets)
+// meanwhile. None is required: Run does each itself otherwise.
 func Prewarm() {
 	guard.Prewarm()
 	go initProgram()
+	PrefetchSockets()
 }
 
 // PinRoot is the bpffs directory where enforce keeps the guard's verified programs between runs
