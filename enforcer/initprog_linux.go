@@ -1,42 +1,31 @@
 package enforcer
 
 import (
-	"embed"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/phase"
 )
 
-// initbin holds the init stage program (cmd/sysprof-init) when the build put it there (make
-// build, testutil.BuildSysprof: go build -overlay); otherwise only its README.
-//
-//go:embed initbin
-var initbin embed.FS
+// initProgram is what spawnStage executes: the embedded init program (initProgramData) in a
+// sealed memfd (/proc/self/fd/N; N stays open for the process's life, close-on-exec), or
+// /proc/self/exe (sysprof itself, MaybeInit) when the build has none or the memfd cannot be
+// made here. The program is small: its start costs ~2.5 ms less than sysprof's own
+// (BENCHMARKS.md).
+var initProgram = programFrom(func() string { return initProgramData })
 
-// initProgramName is the embedded program's name in initbin.
-const initProgramName = "initbin/sysprof-init"
-
-// initProgram is what spawnStage executes: the embedded init program in a sealed memfd
-// (/proc/self/fd/N; N stays open for the process's life, close-on-exec), or /proc/self/exe
-// (sysprof itself, MaybeInit) when the build has none or the memfd cannot be made here. The
-// program is small: its start costs ~2.5 ms less than sysprof's own (BENCHMARKS.md).
-var initProgram = programFrom(func() (fs.File, error) { return initbin.Open(initProgramName) })
-
-// programFrom makes the memfd of the program open returns, once (a seam for tests).
-func programFrom(open func() (fs.File, error)) func() string {
+// programFrom makes the memfd of the program data returns, once (a seam for tests).
+func programFrom(data func() string) func() string {
 	return sync.OnceValue(func() string {
-		f, err := open()
-		if err != nil {
+		prog := data()
+		if prog == "" {
 			return "/proc/self/exe"
 		}
-		defer f.Close()
-		fd, err := sealedMemfd("sysprof-init", f)
+		fd, err := sealedMemfd("sysprof-init", prog)
 		if err != nil {
 			return "/proc/self/exe"
 		}
@@ -45,12 +34,12 @@ func programFrom(open func() (fs.File, error)) func() string {
 	})
 }
 
-// sealedMemfd copies r into a new memfd and seals it: no write, resize or further seal can
+// sealedMemfd copies data into a new memfd and seals it: no write, resize or further seal can
 // change it (F_SEAL_WRITE, F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_SEAL; F_SEAL_EXEC where the
 // kernel has it), so what runs is what sysprof carries. Its fd is close-on-exec and above the
 // init stage's inherited ones (a child's ExtraFiles are dup2'ed onto 3-6 before the exec that
 // names this fd). Requires Linux 3.17 (memfd_create, sealing).
-func sealedMemfd(name string, r io.Reader) (int, error) {
+func sealedMemfd(name, data string) (int, error) {
 	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
 	if err == unix.EINVAL { // before Linux 6.3 (MFD_EXEC): executable by default
 		fd, err = unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
@@ -59,7 +48,8 @@ func sealedMemfd(name string, r io.Reader) (int, error) {
 		return -1, fmt.Errorf("memfd_create: %w", err)
 	}
 	f := os.NewFile(uintptr(fd), name)
-	if _, err := io.CopyBuffer(struct{ io.Writer }{f}, r, make([]byte, 256<<10)); err != nil {
+	// Straight from the binary's read-only data (no copy on the way: ~3 MB).
+	if _, err := f.Write(unsafe.Slice(unsafe.StringData(data), len(data))); err != nil {
 		f.Close()
 		return -1, fmt.Errorf("write %s memfd: %w", name, err)
 	}

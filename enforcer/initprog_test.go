@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +22,7 @@ import (
 func TestSealedMemfdCannotChange(t *testing.T) {
 	bin, err := os.ReadFile("/usr/bin/true")
 	testutil.RequireNoErr(t, "/usr/bin/true", err)
-	fd, err := sealedMemfd("sysprof-test", bytes.NewReader(bin))
+	fd, err := sealedMemfd("sysprof-test", string(bin))
 	testutil.RequireNoErr(t, "sealed memfd", err)
 	defer unix.Close(fd)
 	if fd <= fdReplica {
@@ -70,7 +69,11 @@ func TestRunWithTheInitProgram(t *testing.T) {
 		t.Fatalf("go build ./cmd/sysprof-init: %v\n%s", err, out)
 	}
 	saved := initProgram
-	initProgram = programFrom(func() (fs.File, error) { return os.Open(prog) })
+	data, err := os.ReadFile(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	initProgram = programFrom(func() string { return string(data) })
 	defer func() { initProgram = saved }()
 	if !strings.HasPrefix(initProgram(), "/proc/self/fd/") {
 		t.Fatalf("init program %q: not a memfd", initProgram())
