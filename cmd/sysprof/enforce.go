@@ -18,6 +18,7 @@ import (
 	"github.com/sysprof/sysprof/changeset"
 	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/internal/profilecache"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/report"
@@ -164,7 +165,8 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	// The init stage starts now: its start overlaps loading and compiling the profile.
 	early := enforcer.StartEarly(enforcer.Options{})
 	defer early.Close()
-	p, err := policy.Load(o.Profile)
+	// What policy.Load made of these bytes before, verified (profilecache), or a load.
+	p, err := profilecache.Load(o.Profile, version)
 	phase.Mark("policy.Load")
 	if err != nil {
 		return withCode(exitSysprof, fmt.Errorf("%w (learn one with `sudo sysprof learn -p %s -- CMD`)", err, o.Profile))
