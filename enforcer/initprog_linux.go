@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -25,11 +26,12 @@ func programFrom(data func() string) func() string {
 		if prog == "" {
 			return "/proc/self/exe"
 		}
+		start := time.Now()
 		fd, err := sealedMemfd("sysprof-init", prog)
 		if err != nil {
 			return "/proc/self/exe"
 		}
-		phase.Mark("init program: sealed memfd")
+		phase.Since("init program: sealed memfd", start)
 		return fmt.Sprintf("/proc/self/fd/%d", fd)
 	})
 }
