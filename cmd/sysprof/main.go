@@ -15,7 +15,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "enforce" {
 		// The init program's memfd, the guard's programs and the host socket scan start before
 		// the CLI parses anything (~1 ms): in a single run the init stage waits for the memfd.
-		enforcer.Prewarm()
+		enforceProcess()
 	}
 	code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	phase.Mark("exit")
