@@ -10,8 +10,9 @@ RACE_PKGS := ./policy/... ./synth/... ./report/... ./diffreport/... ./trace/...
 
 all: build
 
+# The init stage program (cmd/sysprof-init) is built first and embedded (scripts/build.sh).
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sysprof
+	GO='$(GO)' ./scripts/build.sh $(BIN) '$(LDFLAGS)'
 
 vet:
 	$(GO) vet ./...

@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"github.com/sysprof/sysprof/enforcer/initstage"
 	"net/netip"
 	"os"
 
@@ -96,12 +97,12 @@ type Compiled struct {
 // Layer names, as they appear in reports and errors.
 const (
 	LayerSeccomp  = "seccomp"
-	LayerMounts   = "mounts"
+	LayerMounts   = initstage.LayerMounts
 	LayerLandlock = "landlock"
-	LayerNetNS    = "netns"
-	LayerNetwork  = "network-allowlist"
+	LayerNetNS    = initstage.LayerNetNS
+	LayerNetwork  = initstage.LayerNetwork
 	LayerCaps     = "capabilities"
-	LayerUserNS   = "userns"
+	LayerUserNS   = initstage.LayerUserNS
 	// LayerFileRules is the precision of the profile's write rules: degraded when a rule had to
 	// be widened beyond the work tree, temp and cache directories.
 	LayerFileRules = "filesystem-rules"

@@ -601,7 +601,8 @@ func daemonSockets(env Env, n policy.Network, privateTmp bool, binds []string) (
 		dirs = append(dirs, x)
 	}
 	seen := map[string]bool{}
-	bound, unresolved := hostSockets()
+	scan := takeSocketScan()
+	bound, unresolved := scan.bound, scan.unresolved
 	for _, p := range bound {
 		if allowed[p] || seen[p] || hiddenByTmp(p) {
 			continue
@@ -611,9 +612,12 @@ func daemonSockets(env Env, n policy.Network, privateTmp bool, binds []string) (
 		out = append(out, p)
 	}
 	list := func(dir string) {
-		ents, _ := os.ReadDir(dir)
-		for _, e := range ents {
-			if p := filepath.Join(dir, e.Name()); e.Type()&os.ModeSocket != 0 && !allowed[p] && !seen[p] {
+		socks, ok := scan.dirs[dir]
+		if !ok {
+			socks = socketsIn(dir)
+		}
+		for _, p := range socks {
+			if !allowed[p] && !seen[p] {
 				seen[p] = true
 				out = append(out, p)
 			}

@@ -17,15 +17,17 @@
 //
 // Run is Compile, a pure decision of the run's layers from the compiled profile and the host's
 // facts (decideLayers, table-tested), and the run itself (run_linux.go: report, guard, proxy,
-// stages; session_linux.go: the init stage's protocol; init_linux.go: the stage's own side).
+// stages; session_linux.go: the init stage's protocol; package initstage: the stage's own side).
 // Each layer is one entry of layerTable (layers.go): its name, what it holds and what --degrade
 // gives up, its part of the decision, the part of the plan the init stage applies for it, its
 // part of the run outside the init stage (Start: a layerRun), where its report state comes from
 // and its line in `sysprof show`; a new layer is a new entry there (DEVELOPERS.md, "Adding a
 // layer"). The limits layer (limits.go) bounds tasks, memory and the private /tmp: in the run's
 // cgroup as root (made, and the init stage moved into it, in the background from StartEarly on)
-// or below an ordinary user's delegated cgroup subtree, as rlimits otherwise. Run starts /proc/self/exe with the hidden argument (MaybeInit must be the first call in main) in a
-// new session (no terminal injection into the caller's terminal), with SIGKILL as parent-death
+// or below an ordinary user's delegated cgroup subtree, as rlimits otherwise. Run starts the init
+// stage (package initstage: the small program the build embeds, from a sealed memfd, or else
+// /proc/self/exe with the hidden argument, MaybeInit being the first call in main) in a new
+// session (no terminal injection into the caller's terminal), with SIGKILL as parent-death
 // signal, and sends it the compiled policy on an inherited pipe. The CLI starts that init stage
 // before it loads the profile (StartEarly: the second Go runtime's start, a few ms, overlaps the
 // load and the compile), with the namespaces every sandboxed run has and, as root, in a fresh

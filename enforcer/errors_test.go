@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/sysprof/sysprof/enforcer/initstage"
 	"github.com/sysprof/sysprof/sandbox"
 )
 
@@ -12,16 +13,21 @@ import (
 // status pipe names the layer once.
 func TestLayerErrorWrapsTheSandboxs(t *testing.T) {
 	// Validate refuses a relative path before anything is mounted.
-	_, _, _, err := applySandbox(&sandbox.Plan{Writable: []string{"relative"}}, nil, nil, nil)
-	var le *LayerError
+	_, _, _, err := initstage.ApplyParts(stageParts(&sandbox.Plan{ReadOnlyRoot: true, Writable: []string{"relative"}}, nil), nil, nil)
+	var ie *initstage.LayerError
 	var se *sandbox.LayerError
-	if !errors.As(err, &le) || le.Layer != LayerMounts || ExitCode(err) != 125 {
-		t.Fatalf("applySandbox = %v, want an enforcer *LayerError for %s", err, LayerMounts)
+	if !errors.As(err, &ie) || ie.Layer != LayerMounts {
+		t.Fatalf("ApplyParts = %v, want an init stage *LayerError for %s", err, LayerMounts)
 	}
 	if !errors.As(err, &se) || se.Layer != sandbox.LayerMounts {
-		t.Errorf("applySandbox = %#v, want it to wrap a *sandbox.LayerError", err)
+		t.Errorf("ApplyParts = %#v, want it to wrap a *sandbox.LayerError", err)
 	}
-	back := initFailure(&initStatus{Stage: "sandbox", Layer: le.Layer, Error: le.reason()}, "cmd")
+	// What the stage sends (applyLayers), rebuilt by the parent.
+	back := initFailure(&initStatus{Stage: "sandbox", Layer: ie.Layer, Error: ie.Err.Error()}, "cmd")
+	var le *LayerError
+	if !errors.As(back, &le) || le.Layer != LayerMounts || ExitCode(back) != 125 {
+		t.Fatalf("initFailure = %v, want an enforcer *LayerError for %s", back, LayerMounts)
+	}
 	want := `cannot apply the mounts layer: sandbox mounts: writable path "relative" is not absolute (rerun with --degrade=mounts to run without it)`
 	if !errors.As(back, &le) || back.Error() != want {
 		t.Errorf("initFailure = %q, want %q", back, want)
@@ -31,7 +37,7 @@ func TestLayerErrorWrapsTheSandboxs(t *testing.T) {
 // TestInitStageDegradesOnlyWhatIsNamed: the init stage goes without a layer it cannot apply
 // only when --degrade names that layer (or is bare); naming another layer still refuses.
 func TestInitStageDegradesOnlyWhatIsNamed(t *testing.T) {
-	bad := &sandbox.Plan{Writable: []string{"relative"}} // refused by Validate, before any mount
+	bad := &sandbox.Plan{ReadOnlyRoot: true, Writable: []string{"relative"}} // refused by Validate, before any mount
 	for _, tc := range []struct {
 		degrade Degrade
 		refused bool
@@ -41,7 +47,7 @@ func TestInitStageDegradesOnlyWhatIsNamed(t *testing.T) {
 		{Degrade{LayerMounts}, false},
 		{DegradeAll, false},
 	} {
-		layers, _, _, err := applySandbox(bad, nil, nil, tc.degrade)
+		layers, _, _, err := initstage.ApplyParts(stageParts(bad, tc.degrade), nil, nil)
 		if refused := err != nil; refused != tc.refused {
 			t.Errorf("--degrade=%v: err %v, want refused %v", tc.degrade, err, tc.refused)
 			continue

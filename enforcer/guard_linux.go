@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"github.com/elastic/go-seccomp-bpf/arch"
+	"sync"
 
 	"github.com/sysprof/sysprof/enforcer/guard"
 	"github.com/sysprof/sysprof/internal/kernrun"
@@ -11,9 +12,17 @@ import (
 // The guard (package guard) as a run uses it.
 
 // Prewarm starts loading what a root run's guard needs in the background, so that Run finds it
-// loaded (the next Run of this process takes it). It does nothing for an ordinary user (no
-// guard) and is never required: Run starts the load itself otherwise.
-func Prewarm() { guard.Prewarm() }
+// loaded (the next Run of this process takes it), and copies the embedded init program into
+// its sealed memfd (initProgram) and reads the host's unix sockets (PrefetchSockets)
+// meanwhile. None is required: Run does each itself otherwise. Only the first call in a
+// process does anything (the CLI calls it as early as it can, and again in enforce).
+func Prewarm() { prewarmOnce() }
+
+var prewarmOnce = sync.OnceFunc(func() {
+	guard.Prewarm()
+	go initProgram()
+	PrefetchSockets()
+})
 
 // PinRoot is the bpffs directory where enforce keeps the guard's verified programs between runs
 // (for `sysprof doctor`).

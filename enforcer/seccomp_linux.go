@@ -1,13 +1,11 @@
 package enforcer
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"unsafe"
 
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,26 +31,6 @@ type seccompNotifResp struct {
 	Val   int64
 	Error int32
 	Flags uint32
-}
-
-// installFilter installs the program on the calling thread only (no TSYNC) and returns the
-// notification listener. The caller must have set no_new_privs (or hold CAP_SYS_ADMIN) and be
-// locked to its OS thread. Requires Linux 5.0 (SECCOMP_FILTER_FLAG_NEW_LISTENER).
-func installFilter(raw []bpf.RawInstruction) (int, error) {
-	if len(raw) == 0 {
-		return -1, fmt.Errorf("seccomp: empty program")
-	}
-	prog := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		prog[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	fd, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
-	if errno != 0 {
-		return -1, fmt.Errorf("seccomp(SET_MODE_FILTER, NEW_LISTENER): %w", errno)
-	}
-	return int(fd), nil
 }
 
 func notifRecv(fd int, n *seccompNotif) error {

@@ -99,7 +99,7 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 	pidfd := -1
 	attr.PidFD = &pidfd
 	cmd := &exec.Cmd{
-		Path:        "/proc/self/exe",
+		Path:        initProgram(),
 		Args:        []string{"sysprof-init", initArg},
 		Env:         env,
 		Dir:         dir,

@@ -2,6 +2,7 @@ package netproxy
 
 import (
 	"fmt"
+	"github.com/sysprof/sysprof/netproxy/inside"
 	"net/netip"
 	"slices"
 	"strings"
@@ -26,13 +27,10 @@ var StubAddr = netip.MustParseAddrPort("127.0.0.53:53")
 var syntheticBase = netip.MustParseAddr("127.77.0.1")
 
 // Inside is what the init stage sets up in the sandbox's network namespace (SetupInside).
-type Inside struct {
-	DNS   netip.AddrPort `json:"dns"`
-	Ports []uint16       `json:"ports,omitempty"` // TCP ports to listen on (all addresses)
-	// UDP are the exact UDP destinations relayed (udp.go): a socket bound to each.
-	UDP        []netip.AddrPort `json:"udp,omitempty"`
-	ResolvConf string           `json:"resolv_conf"`
-}
+type Inside = inside.Inside
+
+// SetupInside runs in the init stage: see inside.Setup.
+func SetupInside(in Inside) ([]int, error) { return inside.Setup(in) }
 
 // Plan is the egress of one run: the rules, the synthetic address of each name and what the
 // init stage sets up. It is plain data, computed without touching the host.

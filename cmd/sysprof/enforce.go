@@ -12,12 +12,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sysprof/sysprof/changeset"
 	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/internal/profilecache"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/report"
@@ -137,13 +139,10 @@ nothing; everything else is held for review with 'sysprof changes', never discar
 	return cmd
 }
 
-func runEnforce(ctx context.Context, o *enforceOptions) error {
-	// SYSPROF_CPUPROFILE=FILE (undocumented): a Go CPU profile of sysprof itself, for bench work.
-	if f := os.Getenv("SYSPROF_CPUPROFILE"); f != "" {
-		if w, err := os.Create(f); err == nil && pprof.StartCPUProfile(w) == nil {
-			defer func() { pprof.StopCPUProfile(); w.Close() }()
-		}
-	}
+// enforceProcess sets this process up for enforce, once: main calls it before the CLI parses
+// anything (the init program's memfd, the guard's programs and the socket scan then overlap
+// the parsing), runEnforce again.
+var enforceProcess = sync.OnceFunc(func() {
 	// Startup allocates a few MB and keeps little: with the default 4 MB goal a collection
 	// ran in the middle of it on every run. The supervisor's heap stays small afterwards.
 	debug.SetGCPercent(400)
@@ -157,6 +156,16 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	}
 	// As root the guard's BPF programs are opened (or loaded) while the profile loads.
 	enforcer.Prewarm()
+})
+
+func runEnforce(ctx context.Context, o *enforceOptions) error {
+	// SYSPROF_CPUPROFILE=FILE (undocumented): a Go CPU profile of sysprof itself, for bench work.
+	if f := os.Getenv("SYSPROF_CPUPROFILE"); f != "" {
+		if w, err := os.Create(f); err == nil && pprof.StartCPUProfile(w) == nil {
+			defer func() { pprof.StopCPUProfile(); w.Close() }()
+		}
+	}
+	enforceProcess()
 	if len(o.Gates) > 0 {
 		return runEnforceGates(ctx, o)
 	}
@@ -164,7 +173,8 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	// The init stage starts now: its start overlaps loading and compiling the profile.
 	early := enforcer.StartEarly(enforcer.Options{})
 	defer early.Close()
-	p, err := policy.Load(o.Profile)
+	// What policy.Load made of these bytes before, verified (profilecache), or a load.
+	p, err := profilecache.Load(o.Profile, version)
 	phase.Mark("policy.Load")
 	if err != nil {
 		return withCode(exitSysprof, fmt.Errorf("%w (learn one with `sudo sysprof learn -p %s -- CMD`)", err, o.Profile))

@@ -9,14 +9,15 @@ import (
 	"testing"
 )
 
-// BuildSysprof builds ./cmd/sysprof into dir and returns the binary's path: end-to-end tests
-// run the real CLI as a subprocess.
+// BuildSysprof builds ./cmd/sysprof into dir as make does (scripts/build.sh: its init stage
+// program embedded) and returns the binary's path: end-to-end tests run the real CLI as a
+// subprocess.
 func BuildSysprof(dir string) (string, error) {
 	bin := filepath.Join(dir, "sysprof")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/sysprof")
+	build := exec.Command("./scripts/build.sh", bin)
 	build.Dir = RepoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/sysprof: %v\n%s", err, out)
+		return "", fmt.Errorf("scripts/build.sh %s: %v\n%s", bin, err, out)
 	}
 	return bin, nil
 }

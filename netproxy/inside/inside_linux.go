@@ -1,4 +1,9 @@
-package netproxy
+// Package inside is the init stage's side of egress by name (package netproxy): in the
+// sandbox's fresh network namespace it makes every destination local, opens the DNS stub's and
+// the proxy's listening sockets and mounts the generated resolv.conf and hosts. It is apart from
+// netproxy so that the init stage, a small program of its own, does not carry the proxy (HTTP,
+// TLS) with it.
+package inside
 
 import (
 	"encoding/binary"
@@ -14,7 +19,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// SetupInside runs in the init stage, on the thread that execs the command, in the sandbox's
+// Inside is what the init stage sets up in the sandbox's network namespace (Setup).
+type Inside struct {
+	DNS   netip.AddrPort `json:"dns"`
+	Ports []uint16       `json:"ports,omitempty"` // TCP ports to listen on (all addresses)
+	// UDP are the exact UDP destinations relayed (netproxy's udp.go): a socket bound to each.
+	UDP        []netip.AddrPort `json:"udp,omitempty"`
+	ResolvConf string           `json:"resolv_conf"`
+}
+
+// Setup runs in the init stage, on the thread that execs the command, in the sandbox's
 // fresh network namespace with lo up and before capabilities are dropped: it makes every
 // destination local, opens the stub's and the proxy's listening sockets and mounts the
 // generated resolv.conf. It returns the sockets' fds (the DNS socket first, then one per
@@ -23,7 +37,7 @@ import (
 // enforcer takes them with pidfd_getfd.
 //
 // Requires Linux 5.2 (fsopen/fsmount/move_mount).
-func SetupInside(in Inside) ([]int, error) {
+func Setup(in Inside) ([]int, error) {
 	if err := localRoute(unix.AF_INET); err != nil {
 		return nil, fmt.Errorf("egress: make every IPv4 destination local in the sandbox: %w", err)
 	}

@@ -1,0 +1,115 @@
+package enforcer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/report"
+)
+
+// The init program's memfd is sealed before anything runs it: nothing (this process included)
+// can write, resize or unseal it, and it still runs.
+func TestSealedMemfdCannotChange(t *testing.T) {
+	bin, err := os.ReadFile("/usr/bin/true")
+	testutil.RequireNoErr(t, "/usr/bin/true", err)
+	fd, err := sealedMemfd("sysprof-test", string(bin))
+	testutil.RequireNoErr(t, "sealed memfd", err)
+	defer unix.Close(fd)
+	if fd <= fdReplica {
+		t.Errorf("memfd is fd %d: a child's inherited fds (3-%d) would replace it before its exec", fd, fdReplica)
+	}
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct {
+		name string
+		bit  int
+	}{{"write", unix.F_SEAL_WRITE}, {"shrink", unix.F_SEAL_SHRINK}, {"grow", unix.F_SEAL_GROW}, {"seal", unix.F_SEAL_SEAL}} {
+		if seals&s.bit == 0 {
+			t.Errorf("memfd not sealed against %s (seals %#x)", s.name, seals)
+		}
+	}
+	if _, err := unix.Pwrite(fd, []byte{0}, 0); !errors.Is(err, unix.EPERM) {
+		t.Errorf("pwrite into the sealed memfd: %v, want EPERM", err)
+	}
+	if err := unix.Ftruncate(fd, 1); !errors.Is(err, unix.EPERM) {
+		t.Errorf("ftruncate of the sealed memfd: %v, want EPERM", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, 0); !errors.Is(err, unix.EPERM) {
+		t.Errorf("adding seals: %v, want EPERM (F_SEAL_SEAL)", err)
+	}
+	if out, err := exec.Command(procFD(fd)).CombinedOutput(); err != nil {
+		t.Errorf("exec of the sealed memfd: %v %s", err, out)
+	}
+}
+
+func procFD(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// A run whose init stage is the embedded program (what make builds): the stage is the sealed
+// memfd's program, not sysprof re-executed, and a sandboxed command runs through it with every
+// layer. (The test binary embeds no program: the test builds cmd/sysprof-init and uses it.)
+func TestRunWithTheInitProgram(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "sysprof-init")
+	build := exec.Command("go", "build", "-o", prog, "./cmd/sysprof-init")
+	build.Dir = testutil.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/sysprof-init: %v\n%s", err, out)
+	}
+	saved := initProgram
+	data, err := os.ReadFile(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	initProgram = programFrom(func() string { return string(data) })
+	defer func() { initProgram = saved }()
+	if !strings.HasPrefix(initProgram(), "/proc/self/fd/") {
+		t.Fatalf("init program %q: not a memfd", initProgram())
+	}
+
+	var stdout, stderr bytes.Buffer
+	opts := Options{Profile: nsProfile(t, false), Dir: dir, Stdout: &stdout, Stderr: &stderr,
+		Command: []string{"readlink", "/proc/self/ns/net"}}
+	e := StartEarly(opts)
+	if e == nil {
+		t.Fatal("StartEarly: nil as root")
+	}
+	defer e.Close()
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(e.st.pid) + "/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(exe, "/memfd:sysprof-init") {
+		t.Errorf("the init stage runs %q, want the sealed memfd's program", exe)
+	}
+	opts.Early = e
+	rep, code, err := Run(context.Background(), opts)
+	if err != nil || code != 0 {
+		t.Fatalf("run: exit %d %v\n%s%s", code, err, stdout.String(), stderr.String())
+	}
+	host, _ := os.Readlink("/proc/self/ns/net")
+	if got := strings.TrimSpace(stdout.String()); got == "" || got == host {
+		t.Errorf("command's network namespace %q, want its own (host %s)", got, host)
+	}
+	applied := map[string]bool{}
+	for _, l := range rep.Layers {
+		applied[l.Name] = l.State == report.LayerApplied
+	}
+	for _, l := range []string{LayerSeccomp, LayerMounts, LayerLandlock, LayerNetNS, LayerCaps} {
+		if !applied[l] {
+			t.Errorf("layer %s not applied: %+v", l, rep.Layers)
+		}
+	}
+}

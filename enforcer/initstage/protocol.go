@@ -1,0 +1,144 @@
+package initstage
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	"golang.org/x/net/bpf"
+
+	"github.com/sysprof/sysprof/netproxy/inside"
+	"github.com/sysprof/sysprof/sandbox"
+)
+
+// Arg is the hidden first argument that makes sysprof's main (or the embedded program) run
+// the init stage.
+const Arg = "__sysprof_init__"
+
+// Inherited file descriptors of the init stage (exec.Cmd.ExtraFiles start at 3).
+const (
+	FDConfig = 3 // read end of a pipe: Config as JSON, then EOF
+	FDSync   = 4 // read end: the parent writes one byte once it holds the seccomp listener
+	FDStatus = 5 // write end, close-on-exec: JSON status lines; EOF without an error = exec done
+	// FDReplica is a SOCK_SEQPACKET socket (root-idmap only): the host's mounts as idmapped
+	// clones (sandbox.Replica).
+	FDReplica = 6
+)
+
+// The layer names the stage itself reports (package enforcer's layer table names them all and
+// uses these values).
+const (
+	LayerMounts  = "mounts"
+	LayerNetNS   = "netns"
+	LayerNetwork = "network-allowlist"
+	LayerUserNS  = "userns"
+)
+
+// Config is what the init stage receives: everything it needs, nothing it must compute.
+type Config struct {
+	Argv   []string   `json:"argv"`
+	Dir    string     `json:"dir"` // entered again after the mounts: the old cwd is on the host's mount
+	Filter SockFilter `json:"filter"`
+	// Parts are the sandbox layers' parts of the run's plan, in the order the stage applies
+	// them (package enforcer's layer table and stage order decide them).
+	Parts   []Part   `json:"parts,omitempty"`
+	Sockets []string `json:"sockets,omitempty"` // host daemon sockets to hide after the mounts part
+	Sandbox bool     `json:"sandbox"`           // a sandboxed run (false only when degrading without the sandbox package)
+	// UnshareNet: the stage was started before the profile was known (early), without
+	// CLONE_NEWNET: it enters a new network namespace itself, on the thread that execs.
+	UnshareNet bool `json:"unshare_net,omitempty"`
+	// Replica: enter the host's mounts as an idmapped replica (FDReplica) before anything else
+	// of the sandbox (root-idmap).
+	Replica bool `json:"replica,omitempty"`
+	// UnsetEnv names the variables the command does not get (policy.ScrubEnv of the stage's
+	// environment): the stage may have been started with the caller's whole environment
+	// before the profile was known, so it removes them itself, right before exec.
+	UnsetEnv []string `json:"unset_env,omitempty"`
+	// SetEnv are NAME=value entries the command gets on top: brokered variables' stand-ins and
+	// the CA bundle variables.
+	SetEnv []string `json:"set_env,omitempty"`
+	// Egress: set up the DNS stub's and the proxy's sockets in the new network namespace
+	// (inside.Setup, right after the netns part) and report their fds (Status.Egress).
+	Egress *inside.Inside `json:"egress,omitempty"`
+}
+
+// Part is one layer's part of the run's plan.
+type Part struct {
+	Name string       `json:"name"`
+	Plan sandbox.Plan `json:"plan"`
+	// Degrade: the run may go without this layer when it cannot apply (--degrade names it);
+	// the stage then reports it degraded instead of failing.
+	Degrade bool `json:"degrade,omitempty"`
+}
+
+// Status is one line the init stage writes to its parent.
+type Status struct {
+	// Installing: the filter is being installed; its listener appears in /proc/PID/fd in a
+	// moment (the ready message may be held up: the init stage's write goes through the filter,
+	// and with a profile without write it waits for a supervisor).
+	Installing bool `json:"installing,omitempty"`
+	// Ready: the filter is installed; Listener is its fd number in the init stage.
+	Ready    bool `json:"ready,omitempty"`
+	Listener int  `json:"listener,omitempty"`
+	// Layers the init stage applied or degraded.
+	Layers []LayerState `json:"layers,omitempty"`
+	// Notes from the sandbox: skipped paths, implied rules.
+	Notes []string `json:"notes,omitempty"`
+	// Egress are the fds of the sockets inside.Setup opened (the parent takes them with
+	// pidfd_getfd before it releases the stage).
+	Egress []int `json:"egress,omitempty"`
+	// Failure: Stage is sandbox, seccomp, lookup or exec; Exit is the status the init stage
+	// exits with (125 for sysprof's own failures, 126/127 for the command).
+	Stage string `json:"stage,omitempty"`
+	Layer string `json:"layer,omitempty"`
+	Error string `json:"error,omitempty"`
+	Exit  int    `json:"exit,omitempty"`
+}
+
+// LayerState is a layer the stage applied, or degraded and why.
+type LayerState struct {
+	Name     string `json:"name"`
+	Degraded bool   `json:"degraded,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// LayerError is a layer's part the stage could not apply.
+type LayerError struct {
+	Layer string
+	Err   error
+}
+
+func (e *LayerError) Error() string { return e.Layer + ": " + e.Err.Error() }
+func (e *LayerError) Unwrap() error { return e.Err }
+
+// SockFilter is the seccomp program as the kernel's struct sock_filter array (8 bytes an
+// instruction, base64 in the JSON): the init stage decodes it in microseconds, where a JSON
+// object an instruction cost a good part of a millisecond of its start.
+type SockFilter []bpf.RawInstruction
+
+func (f SockFilter) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 8*len(f))
+	for _, ins := range f {
+		b = binary.NativeEndian.AppendUint16(b, ins.Op)
+		b = append(b, ins.Jt, ins.Jf)
+		b = binary.NativeEndian.AppendUint32(b, ins.K)
+	}
+	return json.Marshal(b)
+}
+
+func (f *SockFilter) UnmarshalJSON(data []byte) error {
+	var b []byte
+	if err := json.Unmarshal(data, &b); err != nil {
+		return err
+	}
+	if len(b)%8 != 0 {
+		return fmt.Errorf("seccomp filter of %d bytes: not whole instructions", len(b))
+	}
+	out := make(SockFilter, len(b)/8)
+	for i := range out {
+		x := b[8*i:]
+		out[i] = bpf.RawInstruction{Op: binary.NativeEndian.Uint16(x), Jt: x[2], Jf: x[3], K: binary.NativeEndian.Uint32(x[4:])}
+	}
+	*f = out
+	return nil
+}

@@ -1,0 +1,414 @@
+package initstage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/netproxy/inside"
+	"github.com/sysprof/sysprof/sandbox"
+)
+
+// Main runs the init stage (the process was started with Arg) and returns the status to exit
+// with: it returns only when it could not exec the command, or as PID 1 once the command is
+// gone.
+func Main() int {
+	// Everything that must survive exec (Landlock, capabilities, no_new_privs, the filter) is
+	// per thread: stay on this one.
+	runtime.LockOSThread()
+	// The stage execs within milliseconds, having allocated little: a collection would only
+	// delay it.
+	debug.SetGCPercent(-1)
+	phase.SetName("init")
+	phase.Mark("runtime start to MaybeInit")
+	return initStage()
+}
+
+// initStage runs inside the new namespaces: sandbox layers, close-on-exec for every inherited
+// fd but 0-2, no_new_privs, seccomp with a listener, wait for the parent to take the listener,
+// exec. It returns the exit status only when it could not exec. Each step returns the status
+// to fail with, or nil.
+func initStage() int {
+	s := openStatus()
+	cfg, st := readInitConfig()
+	if st != nil {
+		return s.fail(*st)
+	}
+
+	// The sandbox dies with sysprof. (Go set it at fork; set it again in case creds changed.)
+	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
+	if os.Getppid() == 1 {
+		return s.fail(Status{Stage: "config", Error: "sysprof exited before the sandbox started"})
+	}
+	// PID 1 of the sandbox's PID namespace: the namespace dies with it. As its init it gets only
+	// the signals it handles: catch those sysprof forwards, to pass them on to the command.
+	asInit := os.Getpid() == 1
+	var sigs chan os.Signal
+	if asInit {
+		sigs = make(chan os.Signal, 8)
+		signal.Notify(sigs, forwarded...)
+	}
+
+	phase.Mark("config")
+	if st := enterNamespaces(cfg, asInit); st != nil {
+		return s.fail(*st)
+	}
+	var egress []int // the egress sockets, handed to the parent (pidfd_getfd) before the sync
+	if cfg.Sandbox {
+		if egress, st = s.applyLayers(cfg); st != nil {
+			return s.fail(*st)
+		}
+	}
+
+	phase.Mark("sandbox")
+	if st := reenterDir(cfg.Dir); st != nil {
+		return s.fail(*st)
+	}
+	// Resolve the command in the sandbox's view of the filesystem, before seccomp.
+	path, err := exec.LookPath(cfg.Argv[0])
+	if err != nil {
+		return s.fail(Status{Stage: "lookup", Error: err.Error(), Exit: lookupExit(err)})
+	}
+	listener, st := s.installSeccomp(cfg.Filter)
+	if st != nil {
+		return s.fail(*st)
+	}
+	// From here on every syscall goes through the filter; the parent's supervisor lets this
+	// stage's own calls through until the exec (it sees the status pipe close).
+	phase.Mark("lookup, seccomp")
+	if st := s.handOver(listener, egress); st != nil {
+		return s.fail(*st)
+	}
+	phase.Mark("sync")
+	env := append(withoutVars(os.Environ(), cfg.UnsetEnv), cfg.SetEnv...)
+	if asInit {
+		return runAsInit(path, cfg.Argv, env, s.status, sigs, s.fail)
+	}
+	err = syscall.Exec(path, cfg.Argv, env)
+	return s.fail(Status{Stage: "exec", Error: fmt.Sprintf("exec %s: %v", path, err), Exit: execExit(err)})
+}
+
+// stageStatus is the init stage's end of the status pipe (FDStatus, close-on-exec).
+type stageStatus struct {
+	status *os.File
+	enc    *json.Encoder
+}
+
+func openStatus() *stageStatus {
+	status := os.NewFile(FDStatus, "status")
+	unix.CloseOnExec(FDStatus)
+	return &stageStatus{status: status, enc: json.NewEncoder(status)}
+}
+
+// fail sends st, exit status 125 unless it says otherwise, and returns that status.
+func (s *stageStatus) fail(st Status) int {
+	if st.Exit == 0 {
+		st.Exit = 125
+	}
+	_ = s.enc.Encode(st)
+	return st.Exit
+}
+
+// readInitConfig reads the stage's config from FDConfig, to EOF.
+func readInitConfig() (*Config, *Status) {
+	cfgFile := os.NewFile(FDConfig, "config")
+	b, err := io.ReadAll(cfgFile)
+	cfgFile.Close()
+	if err != nil {
+		return nil, &Status{Stage: "config", Error: err.Error()}
+	}
+	var cfg Config
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, &Status{Stage: "config", Error: err.Error()}
+	}
+	if len(cfg.Argv) == 0 {
+		return nil, &Status{Stage: "config", Error: "BUG: empty command"}
+	}
+	return &cfg, nil
+}
+
+// enterNamespaces makes the namespaces what the sandbox is built on: the idmapped replica of
+// the host's mounts as root (root-idmap), the network namespace an early stage unshares
+// itself, and the PID namespace's own /proc.
+func enterNamespaces(cfg *Config, asInit bool) *Status {
+	if cfg.Replica {
+		// Root-idmap: the host's mounts, idmapped, become this stage's root before any layer
+		// is built on them.
+		r, err := sandbox.ReceiveReplica(FDReplica)
+		if err == nil {
+			err = r.Enter()
+		}
+		unix.Close(FDReplica)
+		if err != nil {
+			return &Status{Stage: "sandbox", Layer: LayerUserNS, Error: err.Error()}
+		}
+		phase.Mark("replica")
+	}
+	if cfg.UnshareNet {
+		// Namespaces are per thread: this one (locked) execs the command.
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return &Status{Stage: "sandbox", Layer: LayerNetNS, Error: fmt.Sprintf("new network namespace: %v", err)}
+		}
+	}
+	if cfg.Sandbox && asInit {
+		// The namespace's own /proc, whatever else the plan mounts.
+		if err := sandbox.MountProc(); err != nil {
+			return &Status{Stage: "sandbox", Layer: LayerMounts, Error: err.Error()}
+		}
+	}
+	return nil
+}
+
+// applyLayers applies the layers' parts (ApplyParts), reports what it applied, degraded and
+// skipped, and returns the egress sockets it opened.
+func (s *stageStatus) applyLayers(cfg *Config) ([]int, *Status) {
+	layers, skipped, egress, err := ApplyParts(cfg.Parts, cfg.Sockets, cfg.Egress)
+	if err != nil {
+		st := Status{Stage: "sandbox", Error: err.Error()}
+		var le *LayerError
+		if errors.As(err, &le) {
+			// The parent builds its own LayerError from these (initFailure).
+			st.Layer, st.Error = le.Layer, le.Err.Error()
+		}
+		return nil, &st
+	}
+	if len(layers) > 0 || len(skipped) > 0 || len(egress) > 0 {
+		_ = s.enc.Encode(Status{Layers: layers, Notes: skipped, Egress: egress})
+	}
+	return egress, nil
+}
+
+// reenterDir enters the working directory again: it was entered before the mounts and still
+// points into the host's mount (read-only now, or covered by the private /tmp). Entered
+// through the sandbox's mount tree, relative paths see the writable binds.
+func reenterDir(dir string) *Status {
+	if dir == "" {
+		return nil
+	}
+	if err := os.Chdir(dir); err != nil {
+		return &Status{Stage: "sandbox", Layer: LayerMounts, Error: fmt.Sprintf("working directory %s in the sandbox: %v", dir, err)}
+	}
+	return nil
+}
+
+// installSeccomp marks every fd but 0, 1, 2 close-on-exec, sets no_new_privs and installs the
+// filter, saying so first; it returns the filter's listener.
+func (s *stageStatus) installSeccomp(filter SockFilter) (int, *Status) {
+	// No fd but 0, 1, 2 reaches the command.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return -1, &Status{Stage: "seccomp", Error: fmt.Sprintf("close_range: %v", err)}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return -1, &Status{Stage: "seccomp", Error: fmt.Sprintf("no_new_privs: %v", err)}
+	}
+	_ = s.enc.Encode(Status{Installing: true})
+	listener, err := installFilter(filter)
+	if err != nil {
+		return -1, &Status{Stage: "seccomp", Error: err.Error()}
+	}
+	return listener, nil
+}
+
+// handOver tells the parent the filter is installed, waits until it holds the listener (and
+// the egress sockets), and closes this stage's copies.
+func (s *stageStatus) handOver(listener int, egress []int) *Status {
+	_ = s.enc.Encode(Status{Ready: true, Listener: listener})
+	var one [1]byte
+	if n, err := unix.Read(FDSync, one[:]); n != 1 || err != nil {
+		return &Status{Stage: "sync", Error: "sysprof did not take over the seccomp listener"}
+	}
+	unix.Close(listener) // the parent holds its own copy now
+	// So do the egress sockets: PID 1 outlives the exec in the sandbox's namespaces and must
+	// hold nothing but 0-2 and the status pipe.
+	for _, fd := range egress {
+		unix.Close(fd)
+	}
+	return nil
+}
+
+// forwarded are the signals sysprof passes on to the command.
+var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT}
+
+// runAsInit runs the command as the only child of this stage, PID 1 of the sandbox's PID
+// namespace, forwards the signals sysprof passes on, reaps orphans, and returns the command's
+// status (128+N for a signal) once the command is gone: exiting then makes the kernel kill
+// whatever is left in the namespace (daemons, double-forked children).
+//
+// The fork happens on this locked thread, so the command inherits its filter, Landlock domain,
+// no_new_privs and empty capability sets. The stage's other threads have none of them; the
+// command cannot reach them: the stage stops being dumpable first (no ptrace, /proc/1/mem,
+// /proc/1/fd or pidfd_getfd without CAP_SYS_PTRACE, which the command does not have), holds no
+// fd but 0-2 and the status pipe (closed once the command runs), and the supervisor lets through
+// only calls made in this stage's address space (kcmp), which the command never shares after
+// its exec.
+func runAsInit(path string, argv, env []string, status *os.File, sigs chan os.Signal, fail func(Status) int) int {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fail(Status{Stage: "exec", Error: fmt.Sprintf("init stage: not dumpable: %v", err)})
+	}
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}})
+	if err != nil {
+		return fail(Status{Stage: "exec", Error: fmt.Sprintf("exec %s: %v", path, err), Exit: execExit(err)})
+	}
+	status.Close() // EOF: the command runs
+	phase.Mark("fork, exec")
+	go func() {
+		for s := range sigs {
+			_ = unix.Kill(pid, s.(syscall.Signal))
+		}
+	}()
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return 125 // BUG: the command is a child until reaped
+		}
+		if got != pid {
+			continue // an orphan
+		}
+		if ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ws.ExitStatus()
+	}
+}
+
+// withoutVars returns env without every entry of the named variables (duplicates included).
+func withoutVars(env, names []string) []string {
+	if len(names) == 0 {
+		return env
+	}
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// lookupExit maps a command lookup failure to a shell's status: 127 not found, 126 otherwise.
+func lookupExit(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return 127
+	}
+	return 126
+}
+
+func execExit(err error) int {
+	if errors.Is(err, syscall.ENOENT) {
+		return 127
+	}
+	return 126
+}
+
+// ApplyParts applies the layers' parts one at a time, in order, so that a layer the host cannot
+// apply and the run may go without (Part.Degrade) is skipped and named while the others still
+// apply; any other failure is a *LayerError. The host daemon sockets are covered right after
+// the mounts part. With egress, the stub's and the proxy's sockets are opened in the new
+// network namespace right after lo comes up (before Landlock and the capability drop); that
+// never degrades.
+func ApplyParts(parts []Part, sockets []string, egress *inside.Inside) ([]LayerState, []string, []int, error) {
+	var layers []LayerState
+	var skipped []string
+	var fds []int
+	for _, part := range parts {
+		name := part.Name
+		res, err := part.Plan.ApplyResult()
+		if res != nil {
+			for _, sk := range res.Skipped {
+				skipped = append(skipped, fmt.Sprintf("skipped %s: %s: %s", sk.Layer, sk.Path, sk.Reason))
+			}
+			for _, im := range res.Implied {
+				skipped = append(skipped, "implied "+name+": "+im)
+			}
+			if len(res.Dropped) > 0 {
+				layers = append(layers, LayerState{Name: name, Degraded: true, Detail: fmt.Sprintf("kernel cannot enforce: %v", res.Dropped)})
+				continue
+			}
+		}
+		if err == nil && name == LayerMounts {
+			err = hideSockets(sockets)
+		}
+		if err != nil {
+			if !part.Degrade {
+				return layers, skipped, nil, &LayerError{Layer: name, Err: err}
+			}
+			layers = append(layers, LayerState{Name: name, Degraded: true, Detail: err.Error()})
+			continue
+		}
+		layers = append(layers, LayerState{Name: name})
+		if name == LayerNetNS && egress != nil {
+			phase.Mark("sandbox: up to the network namespace")
+			if fds, err = inside.Setup(*egress); err != nil {
+				return layers, skipped, nil, &LayerError{Layer: LayerNetwork, Err: err}
+			}
+			phase.Mark("egress: routes, sockets, resolv.conf")
+		}
+	}
+	if egress != nil && fds == nil {
+		return layers, skipped, nil, &LayerError{Layer: LayerNetwork, Err: errors.New("egress: no network namespace to set up (the plan has none)")}
+	}
+	return layers, skipped, fds, nil
+}
+
+// hideSockets covers the host daemon sockets that are still there with the sandbox's empty
+// read-only file, and the directories compile chose to hide whole (many sockets in them) with
+// an empty one. A socket removed while this runs is skipped (it cannot be reached either);
+// a failure caused by one vanishing mid-way is retried with the sockets still uncovered.
+func hideSockets(sockets []string) error {
+	var err error
+	for range 3 {
+		var left []string
+		for _, s := range sockets {
+			dir, isDir := strings.CutSuffix(s, "/")
+			if st, e := os.Lstat(dir); e == nil && (isDir && st.IsDir() || !isDir && st.Mode()&os.ModeSocket != 0) {
+				left = append(left, dir)
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if _, err = (&sandbox.Plan{Hidden: left}).ApplyResult(); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("hide daemon sockets: %w", err)
+}
+
+// installFilter installs the program on the calling thread only (no TSYNC) and returns the
+// notification listener. The caller must have set no_new_privs (or hold CAP_SYS_ADMIN) and be
+// locked to its OS thread. Requires Linux 5.0 (SECCOMP_FILTER_FLAG_NEW_LISTENER).
+func installFilter(raw []bpf.RawInstruction) (int, error) {
+	if len(raw) == 0 {
+		return -1, fmt.Errorf("seccomp: empty program")
+	}
+	prog := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		prog[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	fd, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
+	if errno != 0 {
+		return -1, fmt.Errorf("seccomp(SET_MODE_FILTER, NEW_LISTENER): %w", errno)
+	}
+	return int(fd), nil
+}
