@@ -88,6 +88,7 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 	var creds []netproxy.Credential
 	stores := map[string]map[string]string{} // expanded file -> key -> stand-in
 	varRef := map[int]string{}               // rule -> the variable its store entry refers to
+	urlVar := map[int]string{}               // rule -> its variable's URL, when the password is the secret
 	var storeOrder []string
 	for i, cr := range p.Credentials {
 		f := fmt.Sprintf("credentials[%d] (%s)", i, cr.Source())
@@ -104,6 +105,14 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 				return fmt.Errorf("%s: the variable %s is not set: nothing to broker (set it, or drop the rule)", f, cr.Env)
 			}
 			real = v
+			if pw, ok := policy.URLPassword(v); ok {
+				// PIP_INDEX_URL=https://user:pass@host/…: the password is the secret; the
+				// variable keeps its URL with the stand-in as the password.
+				if cr.How != policy.HowBasic {
+					return fmt.Errorf("%s: %s holds a URL with a password, which a client presents as how: basic (not %s)", f, cr.Env, cr.How)
+				}
+				real, urlVar[i] = pw, v
+			}
 		default:
 			file, err := expand(cr.File, env)
 			if err != nil {
@@ -144,7 +153,11 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 		creds = append(creds, netproxy.Credential{Name: credentialName(cr), Hosts: cr.Hosts, Header: cr.Header(),
 			Basic: cr.How == policy.HowBasic, By: by, StandIn: standIn, Real: real})
 		if v := cmp.Or(cr.Env, varRef[i]); v != "" {
-			b.env = append(b.env, v+"="+standIn)
+			val := standIn
+			if u := urlVar[i]; u != "" {
+				val = policy.WithURLPassword(u, standIn)
+			}
+			b.env = append(b.env, v+"="+val)
 			b.unset = append(b.unset, v)
 		}
 		if cr.Env != "" {

@@ -122,3 +122,45 @@ func TestCompileCredentialsCargo(t *testing.T) {
 		t.Errorf("hidden: %v", c.Plan.Hidden)
 	}
 }
+
+// pip: only the password of an index URL is the secret, in pip.conf and in PIP_INDEX_URL:
+// inside, the same URL holds the stand-in as its password.
+func TestCompileCredentialsPip(t *testing.T) {
+	work, home := t.TempDir(), t.TempDir()
+	const real = "pipREALPASSWORDpipREALPASSWORD42"
+	conf := filepath.Join(home, ".config/pip/pip.conf")
+	os.MkdirAll(filepath.Dir(conf), 0o755)
+	os.WriteFile(conf, []byte("[global]\nindex-url = https://me:"+real+"@reg.test/simple\nextra-index-url = https://x:other-secret@other.test/simple\n"), 0o600)
+	rule := policy.Credential{File: "$HOME/.config/pip/pip.conf", Key: "https://me@reg.test/simple", Hosts: []string{"reg.test"}, How: "basic"}
+	c, err := Compile(credProfile(rule), HostEnvFor(work, []string{"HOME=" + home}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	standIn := c.creds.broker.Creds[0].StandIn
+	var store string
+	for _, m := range c.Plan.Masked {
+		if m.Path == conf {
+			store = string(m.Content)
+		}
+	}
+	if store != "[global]\nindex-url = https://me:"+standIn+"@reg.test/simple\nextra-index-url = https://x@other.test/simple\n" || c.creds.broker.Creds[0].Real != real || !c.creds.broker.Creds[0].Basic {
+		t.Errorf("pip.conf inside:\n%s", store)
+	}
+
+	env := rule
+	env.File, env.Key = "", ""
+	env.Env = "PIP_INDEX_URL"
+	c, err = Compile(credProfile(env), HostEnvFor(work, []string{"HOME=" + home, "PIP_INDEX_URL=https://me:" + real + "@reg.test/simple"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	standIn = c.creds.broker.Creds[0].StandIn
+	if c.creds.broker.Creds[0].Real != real || !slices.Contains(c.creds.env, "PIP_INDEX_URL=https://me:"+standIn+"@reg.test/simple") || strings.Contains(strings.Join(c.creds.env, " "), real) {
+		t.Errorf("PIP_INDEX_URL: env %q", c.creds.env)
+	}
+	env.How = "bearer"
+	if _, err := Compile(credProfile(env), HostEnvFor(work, []string{"HOME=" + home, "PIP_INDEX_URL=https://me:" + real + "@reg.test/simple"})); err == nil ||
+		!strings.Contains(err.Error(), "PIP_INDEX_URL holds a URL with a password, which a client presents as how: basic") {
+		t.Errorf("a URL variable as bearer: %v", err)
+	}
+}

@@ -143,7 +143,7 @@ func checkCredentials(cs []Credential, add func(field, format string, args ...an
 			if c.Key == "" {
 				add(f+".key", "missing: name the entry of %s that holds the secret", c.File)
 			}
-			if fm := StoreFormat(c.File); (fm == StoreGitCredentials || fm == StoreNetrc) && c.How != HowBasic {
+			if fm := StoreFormat(c.File); (fm == StoreGitCredentials || fm == StoreNetrc || fm == StorePip) && c.How != HowBasic {
 				add(f+".how", "%q: a password of %s travels as how: basic", c.How, c.File)
 			}
 		}

@@ -201,3 +201,43 @@ func TestStoreCargo(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// pip.conf: only the password of an index URL is the secret; the copy keeps the file as it
+// was, the brokered URL with its stand-in and any other URL without its password.
+func TestStorePip(t *testing.T) {
+	if StoreFormat("$HOME/.config/pip/pip.conf") != StorePip || StoreFormat("$HOME/.pip/pip.conf") != StorePip {
+		t.Fatal("pip store names")
+	}
+	data := []byte("[global]\nindex-url = https://me:hunter2REALPASS@pypi.example.com/simple\nextra-index-url =\n    https://x:otherPASS@extra.example:8443/simple\n    https://plain.example/simple\ntimeout: 30\n[install]\nfind-links=https://y:thirdPASS@links.example/\n")
+	es, err := ParseStore(StorePip, "/h/pip.conf", data)
+	if err != nil || len(es) != 3 || es[0].Key != "https://me@pypi.example.com/simple" || es[0].Value != "hunter2REALPASS" || es[0].Line != 2 ||
+		es[1].Key != "https://x@extra.example:8443/simple" || es[1].Line != 4 || es[2].Key != "https://y@links.example" || es[2].Value != "thirdPASS" {
+		t.Fatalf("pip: %+v %v", es, err)
+	}
+	se := SecretEntries(StorePip, es)
+	if len(se) != 3 || se[0].Host != "pypi.example.com" || se[1].Host != "extra.example:8443" || se[0].How != HowBasic {
+		t.Fatalf("pip secrets: %+v", se)
+	}
+	out := string(RewriteStore(StorePip, data, map[string]string{"https://me@pypi.example.com/simple": "STANDIN"}))
+	want := "[global]\nindex-url = https://me:STANDIN@pypi.example.com/simple\nextra-index-url =\n    https://x@extra.example:8443/simple\n    https://plain.example/simple\ntimeout: 30\n[install]\nfind-links=https://y@links.example/\n"
+	if out != want {
+		t.Fatalf("pip rewritten:\n%s\nwant:\n%s", out, want)
+	}
+	for _, tc := range []struct{ data, want string }{
+		{"index-url = https://a:b@h/\n", "/h/pip.conf:1: index-url: an option outside a [section]"},
+		{"[global]\nindex-url https://a:b@h/\n", "/h/pip.conf:2: index-url https://a:b@h/: not a [section]"},
+		{"[global]\n  https://a:b@h/\n", "/h/pip.conf:2: an indented line continues no option"},
+		{"[global]\nindex-url = https://a:b@h%zz/\n", "/h/pip.conf:2: global.index-url: a URL that does not parse"},
+	} {
+		if _, err := ParseStore(StorePip, "/h/pip.conf", []byte(tc.data)); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.data, err, tc.want)
+		}
+	}
+	c := Credential{File: "$HOME/.config/pip/pip.conf", Key: "https://me@pypi.example.com/simple", How: HowBasic}
+	if r, _ := CredentialRisk(c, "pypi.example.com"); r != RiskLow {
+		t.Fatalf("pip risk %v", r)
+	}
+	if r, _ := CredentialRisk(c, "evil.example"); r != RiskCritical {
+		t.Fatalf("pip to another host: %v", r)
+	}
+}

@@ -15,9 +15,10 @@ const (
 	StoreGitCredentials = "git-credentials"
 	StoreNetrc          = "netrc"
 	StoreCargo          = "cargo"
+	StorePip            = "pip"
 )
 
-var storeNames = []string{".npmrc", ".git-credentials", ".netrc", "cargo's credentials.toml"}
+var storeNames = []string{".npmrc", ".git-credentials", ".netrc", "cargo's credentials.toml", "pip.conf"}
 
 // StoreFormat returns the format of the credential store at p (by its name), "" when sysprof
 // cannot read and rewrite it.
@@ -29,6 +30,8 @@ func StoreFormat(p string) string {
 		return StoreGitCredentials
 	case ".netrc":
 		return StoreNetrc
+	case "pip.conf", "pip.ini":
+		return StorePip
 	}
 	if strings.HasSuffix(p, "/git/credentials") {
 		return StoreGitCredentials
@@ -48,7 +51,10 @@ func StoreFormat(p string) string {
 //   - .netrc: machine HOST login USER password SECRET; the key is HOST (default: "default");
 //   - cargo's credentials.toml: [registry] token = "…" and [registries.NAME] token = "…"; the
 //     key is the table and the field (registry.token, registries.NAME.token). The file names
-//     no host (config.toml's index does): a rule's hosts are the person's to name.
+//     no host (config.toml's index does): a rule's hosts are the person's to name;
+//   - pip.conf: every URL with a password in an option's value (index-url, extra-index-url,
+//     find-links; any section, continuation lines too); the key is the URL without the
+//     password (https://user@host/simple), as in .git-credentials, the value the password.
 func ParseStore(format, name string, data []byte) ([]StoreEntry, error) {
 	switch format {
 	case StoreNpmrc:
@@ -59,6 +65,8 @@ func ParseStore(format, name string, data []byte) ([]StoreEntry, error) {
 		return parseNetrc(name, data)
 	case StoreCargo:
 		return parseCargo(name, data)
+	case StorePip:
+		return parsePip(name, data)
 	}
 	return nil, &StoreError{File: name, Msg: "not a credential store format sysprof reads"}
 }
@@ -75,6 +83,8 @@ func RewriteStore(format string, data []byte, standIns map[string]string) []byte
 		return rewriteNetrc(data, standIns)
 	case StoreCargo:
 		return rewriteCargo(data, standIns)
+	case StorePip:
+		return rewritePip(data, standIns)
 	}
 	return nil
 }
@@ -84,7 +94,7 @@ func SecretEntries(format string, entries []StoreEntry) []SecretEntry {
 	switch format {
 	case StoreNpmrc:
 		return npmrcSecrets(entries)
-	case StoreGitCredentials, StoreNetrc:
+	case StoreGitCredentials, StoreNetrc, StorePip:
 		var out []SecretEntry
 		for _, e := range entries {
 			h := Credential{File: "/." + format, Key: e.Key}.StoreHost()
@@ -337,4 +347,146 @@ func rewriteCargo(data []byte, standIns map[string]string) []byte {
 		b.WriteString(l)
 	}
 	return []byte(b.String())
+}
+
+// pipLine splits a pip.conf (configparser INI) line: a [section], an option's key and value
+// (= or :), or a continuation of the previous option's value (indented).
+func pipLine(l string) (section, key, value string, kind byte) {
+	t := strings.TrimSpace(strings.TrimSuffix(l, "\r"))
+	switch {
+	case t == "" || t[0] == '#' || t[0] == ';':
+		return "", "", "", ' '
+	case t[0] == '[' && strings.HasSuffix(t, "]"):
+		return strings.TrimSpace(t[1 : len(t)-1]), "", "", '['
+	case l[0] == ' ' || l[0] == '\t':
+		return "", "", t, '+'
+	}
+	i := strings.IndexAny(t, "=:")
+	if i <= 0 || strings.ContainsAny(strings.TrimSpace(t[:i]), " \t") {
+		return "", t, "", '!' // a name with a blank in it: a URL's colon may have cut it
+	}
+	return "", strings.TrimSpace(t[:i]), strings.TrimSpace(t[i+1:]), '='
+}
+
+// pipURL returns a value's word as a URL with a password, nil when it is not one.
+func pipURL(w string) *url.URL {
+	if !strings.Contains(w, "://") || !strings.Contains(w, "@") {
+		return nil
+	}
+	u, err := url.Parse(w)
+	if err != nil || u.User == nil || u.Host == "" {
+		return nil
+	}
+	if _, ok := u.User.Password(); !ok {
+		return nil
+	}
+	return u
+}
+
+func parsePip(name string, data []byte) ([]StoreEntry, error) {
+	var out []StoreEntry
+	section, key := "", ""
+	for i, l := range strings.Split(string(data), "\n") {
+		sec, k, v, kind := pipLine(l)
+		switch kind {
+		case '[':
+			section, key = sec, ""
+			continue
+		case '!':
+			return nil, &StoreError{File: name, Line: i + 1, Key: k, Msg: "not a [section], key = value or indented continuation line"}
+		case '+':
+			if key == "" {
+				return nil, &StoreError{File: name, Line: i + 1, Msg: "an indented line continues no option"}
+			}
+		case '=':
+			if section == "" {
+				return nil, &StoreError{File: name, Line: i + 1, Key: k, Msg: "an option outside a [section] (pip reads [global], [install], [download]…)"}
+			}
+			key = section + "." + k
+		default:
+			continue
+		}
+		for w := range strings.FieldsSeq(v) {
+			if strings.Contains(w, "://") && strings.Contains(w, "@") {
+				if _, err := url.Parse(w); err != nil {
+					return nil, &StoreError{File: name, Line: i + 1, Key: key, Msg: "a URL that does not parse: " + err.Error()}
+				}
+			}
+			if u := pipURL(w); u != nil {
+				pw, _ := u.User.Password()
+				out = append(out, StoreEntry{Key: gitCredentialKey(u), Value: pw, Line: i + 1})
+			}
+		}
+	}
+	return out, nil
+}
+
+// rewritePip keeps every line; in option values a brokered URL holds its stand-in as the
+// password, every other URL loses its password (user@host stays).
+func rewritePip(data []byte, standIns map[string]string) []byte {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(string(data), "\n") {
+		_, _, _, kind := pipLine(l)
+		switch kind {
+		case '=':
+			i := strings.IndexAny(l, "=:")
+			b.WriteString(l[:i+1] + replaceURLPasswords(l[i+1:], standIns))
+		case '+':
+			b.WriteString(replaceURLPasswords(l, standIns))
+		default:
+			b.WriteString(l)
+		}
+	}
+	return []byte(b.String())
+}
+
+// replaceURLPasswords rewrites the URLs with a password among s's whitespace-separated words:
+// a brokered one (standIns by its key, the URL without the password) gets its stand-in, any
+// other loses the password. The rest of s is kept byte for byte.
+func replaceURLPasswords(s string, standIns map[string]string) string {
+	var b strings.Builder
+	for len(s) > 0 {
+		start := strings.IndexFunc(s, func(r rune) bool { return r != ' ' && r != '\t' && r != '\n' && r != '\r' })
+		if start < 0 {
+			b.WriteString(s)
+			break
+		}
+		end := strings.IndexAny(s[start:], " \t\r\n")
+		if end < 0 {
+			end = len(s) - start
+		}
+		w := s[start : start+end]
+		b.WriteString(s[:start])
+		if u := pipURL(w); u != nil {
+			if si, ok := standIns[gitCredentialKey(u)]; ok {
+				u.User = url.UserPassword(u.User.Username(), si)
+			} else {
+				u.User = url.User(u.User.Username())
+			}
+			w = u.String()
+		}
+		b.WriteString(w)
+		s = s[start+end:]
+	}
+	return b.String()
+}
+
+// URLPassword returns the password of v when v is a URL with one (a variable such as
+// PIP_INDEX_URL whose secret is only the password).
+func URLPassword(v string) (string, bool) {
+	u := pipURL(strings.TrimSpace(v))
+	if u == nil {
+		return "", false
+	}
+	return u.User.Password()
+}
+
+// WithURLPassword returns the URL v with its password replaced by pw.
+func WithURLPassword(v, pw string) string {
+	u := pipURL(strings.TrimSpace(v))
+	if u == nil {
+		return v
+	}
+	u.User = url.UserPassword(u.User.Username(), pw)
+	return u.String()
 }
