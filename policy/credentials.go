@@ -66,8 +66,14 @@ func (c Credential) StoreHost() string {
 		return ""
 	}
 	k := c.Key
-	if StoreFormat(c.File) == StoreNetrc { // the machine name
+	switch StoreFormat(c.File) {
+	case StoreNetrc: // the machine name
 		return strings.ToLower(k)
+	case StoreDocker: // auths.REGISTRY.auth
+		if reg, _, ok := dockerKey(k); ok {
+			return dockerRegistryHost(reg)
+		}
+		return ""
 	}
 	switch {
 	case strings.HasPrefix(k, "//"): // .npmrc: //host[:port]/path/:_authToken
@@ -145,6 +151,15 @@ func checkCredentials(cs []Credential, add func(field, format string, args ...an
 			}
 			if fm := StoreFormat(c.File); (fm == StoreGitCredentials || fm == StoreNetrc || fm == StorePip) && c.How != HowBasic {
 				add(f+".how", "%q: a password of %s travels as how: basic", c.How, c.File)
+			} else if fm == StoreDocker && c.Key != "" {
+				switch _, field, ok := dockerKey(c.Key); {
+				case !ok:
+					add(f+".key", "%q: a key of %s is auths.REGISTRY.auth or auths.REGISTRY.identitytoken", c.Key, c.File)
+				case field == dockerAuth && c.How != HowBasic:
+					add(f+".how", "%q: %s's auth is a user:password, which travels as how: basic", c.How, c.File)
+				case field == dockerToken && c.How != HowBearer:
+					add(f+".how", "%q: %s's identitytoken travels as how: bearer", c.How, c.File)
+				}
 			}
 		}
 		switch {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -239,5 +240,68 @@ func TestStorePip(t *testing.T) {
 	}
 	if r, _ := CredentialRisk(c, "evil.example"); r != RiskCritical {
 		t.Fatalf("pip to another host: %v", r)
+	}
+}
+
+// docker's config.json: auths.REGISTRY.auth is base64(user:password), the password the
+// secret (basic); identitytoken a bearer token. The copy keeps the settings, the brokered
+// entries with their stand-ins, and nothing else of the auths or the helpers.
+func TestStoreDocker(t *testing.T) {
+	if StoreFormat("$HOME/.docker/config.json") != StoreDocker || StoreFormat("$WORKDIR/config.json") != "" {
+		t.Fatal("docker store names")
+	}
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	data := []byte(`{
+	"auths": {
+		"registry.example:5000": {"auth": "` + b64("me:dockerREALPASS") + `", "email": "me@example.com"},
+		"https://index.docker.io/v1/": {"auth": "` + b64("hub:hubPASS") + `"},
+		"ghcr.example": {"identitytoken": "tokREALTOKEN"}
+	},
+	"credHelpers": {"gcr.io": "gcloud"},
+	"psFormat": "table {{.ID}}"
+}
+`)
+	es, err := ParseStore(StoreDocker, "/h/.docker/config.json", data)
+	if err != nil || len(es) != 3 || es[0].Key != "auths.registry.example:5000.auth" || es[0].Value != "dockerREALPASS" || es[0].Line != 3 ||
+		es[1].Key != "auths.https://index.docker.io/v1/.auth" || es[2].Key != "auths.ghcr.example.identitytoken" || es[2].Value != "tokREALTOKEN" {
+		t.Fatalf("docker: %+v %v", es, err)
+	}
+	se := SecretEntries(StoreDocker, es)
+	if len(se) != 3 || se[0].Host != "registry.example:5000" || se[0].How != HowBasic || se[1].Host != "index.docker.io" || se[2].Host != "ghcr.example" || se[2].How != HowBearer {
+		t.Fatalf("docker secrets: %+v", se)
+	}
+	out := string(RewriteStore(StoreDocker, data, map[string]string{"auths.registry.example:5000.auth": "STANDIN", "auths.ghcr.example.identitytoken": "TOKSTANDIN"}))
+	for _, bad := range []string{"dockerREALPASS", b64("me:dockerREALPASS"), "hubPASS", b64("hub:hubPASS"), "tokREALTOKEN", "credHelpers", "email"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("rewritten holds %q:\n%s", bad, out)
+		}
+	}
+	if !strings.Contains(out, `"auth": "`+b64("me:STANDIN")+`"`) || !strings.Contains(out, `"identitytoken": "TOKSTANDIN"`) || !strings.Contains(out, `"psFormat"`) {
+		t.Errorf("rewritten:\n%s", out)
+	}
+	for _, tc := range []struct{ data, want string }{
+		{"{\n\"auths\": {\n\"r\": {\"auth\": \"bm9jb2xvbg==\"}}}", "/h/c.json:3: auths.r.auth: not base64 of user:password"},
+		{"{\n\"auths\": {,}}", "/h/c.json:2: not JSON"},
+		{"{\"auths\": [1]}", "/h/c.json:1: auths: not an object"},
+	} {
+		if _, err := ParseStore(StoreDocker, "/h/c.json", []byte(tc.data)); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.data, err, tc.want)
+		}
+	}
+	c := Credential{File: "$HOME/.docker/config.json", Key: "auths.registry.example:5000.auth", How: HowBasic}
+	if r, _ := CredentialRisk(c, "registry.example:5000"); r != RiskLow {
+		t.Fatalf("docker risk %v", r)
+	}
+	if r, _ := CredentialRisk(c, "registry.example:443"); r != RiskCritical {
+		t.Fatalf("docker to another port: %v", r)
+	}
+	for _, tc := range []struct{ rule, want string }{
+		{`{file: $HOME/.docker/config.json, key: "auths.r.example.auth", hosts: [r.example], how: bearer}`, "credentials[0].how"},
+		{`{file: $HOME/.docker/config.json, key: "auths.r.example.identitytoken", hosts: [r.example], how: basic}`, "credentials[0].how"},
+		{`{file: $HOME/.docker/config.json, key: "r.example", hosts: [r.example], how: basic}`, "credentials[0].key"},
+	} {
+		if _, err := Parse("p.yaml", []byte(credHead+"credentials:\n  - "+tc.rule+"\n")); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v", tc.rule, err)
+		}
 	}
 }

@@ -16,9 +16,10 @@ const (
 	StoreNetrc          = "netrc"
 	StoreCargo          = "cargo"
 	StorePip            = "pip"
+	StoreDocker         = "docker"
 )
 
-var storeNames = []string{".npmrc", ".git-credentials", ".netrc", "cargo's credentials.toml", "pip.conf"}
+var storeNames = []string{".npmrc", ".git-credentials", ".netrc", "cargo's credentials.toml", "pip.conf", ".docker/config.json"}
 
 // StoreFormat returns the format of the credential store at p (by its name), "" when sysprof
 // cannot read and rewrite it.
@@ -32,6 +33,9 @@ func StoreFormat(p string) string {
 		return StoreNetrc
 	case "pip.conf", "pip.ini":
 		return StorePip
+	}
+	if path.Base(p) == "config.json" && path.Base(path.Dir(p)) == ".docker" {
+		return StoreDocker
 	}
 	if strings.HasSuffix(p, "/git/credentials") {
 		return StoreGitCredentials
@@ -54,7 +58,9 @@ func StoreFormat(p string) string {
 //     no host (config.toml's index does): a rule's hosts are the person's to name;
 //   - pip.conf: every URL with a password in an option's value (index-url, extra-index-url,
 //     find-links; any section, continuation lines too); the key is the URL without the
-//     password (https://user@host/simple), as in .git-credentials, the value the password.
+//     password (https://user@host/simple), as in .git-credentials, the value the password;
+//   - .docker/config.json: auths.REGISTRY.auth (base64 user:password: the value is the
+//     password, presented how: basic) and auths.REGISTRY.identitytoken (how: bearer).
 func ParseStore(format, name string, data []byte) ([]StoreEntry, error) {
 	switch format {
 	case StoreNpmrc:
@@ -67,6 +73,8 @@ func ParseStore(format, name string, data []byte) ([]StoreEntry, error) {
 		return parseCargo(name, data)
 	case StorePip:
 		return parsePip(name, data)
+	case StoreDocker:
+		return parseDocker(name, data)
 	}
 	return nil, &StoreError{File: name, Msg: "not a credential store format sysprof reads"}
 }
@@ -85,6 +93,8 @@ func RewriteStore(format string, data []byte, standIns map[string]string) []byte
 		return rewriteCargo(data, standIns)
 	case StorePip:
 		return rewritePip(data, standIns)
+	case StoreDocker:
+		return rewriteDocker(data, standIns)
 	}
 	return nil
 }
@@ -100,6 +110,19 @@ func SecretEntries(format string, entries []StoreEntry) []SecretEntry {
 			h := Credential{File: "/." + format, Key: e.Key}.StoreHost()
 			if h != "" && h != "default" {
 				out = append(out, SecretEntry{Key: e.Key, Host: h, How: HowBasic})
+			}
+		}
+		return out
+	case StoreDocker:
+		var out []SecretEntry
+		for _, e := range entries {
+			h := Credential{File: "/.docker/config.json", Key: e.Key}.StoreHost()
+			how := HowBasic
+			if strings.HasSuffix(e.Key, "."+dockerToken) {
+				how = HowBearer
+			}
+			if h != "" {
+				out = append(out, SecretEntry{Key: e.Key, Host: h, How: how})
 			}
 		}
 		return out
