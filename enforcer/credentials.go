@@ -131,6 +131,9 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 				return fmt.Errorf("%s: %w", f, err)
 			}
 			real = e.Value
+			if err := clientCertNamed(file, data, cr, env); err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
 			if v, ok := policy.VarRef(e.Value); ok {
 				// The store refers to a variable (npm's ${NPM_TOKEN}): the variable holds
 				// the secret, the store line stays as it is.
@@ -200,6 +203,32 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 		ll.Hidden = slices.Compact(ll.Hidden)
 	}
 	return nil
+}
+
+// clientCertNamed refuses a credential whose host expects a client certificate, as its store
+// (or docker's certs.d) says: the broker terminates TLS and presents none, so the upstream
+// would refuse every request.
+func clientCertNamed(file string, data []byte, cr policy.Credential, env Env) error {
+	format := policy.StoreFormat(file)
+	where := policy.ClientCert(format, data, cr.Key)
+	if where != "" {
+		where = file + " " + where
+	}
+	if format == policy.StoreDocker {
+		home, _ := expand("$HOME", env)
+		for _, h := range cr.Hosts {
+			for _, dir := range []string{filepath.Join(home, ".docker", "certs.d", h), filepath.Join("/etc/docker/certs.d", h)} {
+				if m, _ := filepath.Glob(filepath.Join(dir, "*.cert")); len(m) > 0 && where == "" {
+					where = m[0]
+				}
+			}
+		}
+	}
+	if where == "" {
+		return nil
+	}
+	return fmt.Errorf("%s gives the client a certificate for %s: the proxy terminates TLS and can present no client certificate, so this credential cannot be brokered (drop the rule and pass the store, or use a token without a client certificate)",
+		where, strings.Join(cr.Hosts, ", "))
 }
 
 // credentialName is what reports call a credential: its source, never its value.

@@ -164,3 +164,43 @@ func TestCompileCredentialsPip(t *testing.T) {
 		t.Errorf("a URL variable as bearer: %v", err)
 	}
 }
+
+// A host that expects a client certificate (the store, or docker's certs.d, gives one) is
+// refused at compile: the proxy terminates TLS and can present none.
+func TestCompileCredentialsClientCert(t *testing.T) {
+	work, home := t.TempDir(), t.TempDir()
+	env := HostEnvFor(work, []string{"HOME=" + home})
+	npmrc := filepath.Join(home, ".npmrc")
+	npm := policy.Credential{File: "$HOME/.npmrc", Key: "//reg.test/:_authToken", Hosts: []string{"reg.test"}, How: "bearer"}
+	for _, tc := range []struct{ data, want string }{
+		{"//reg.test/:_authToken=tok\n//reg.test/:certfile=/h/c.pem\n", npmrc + " //reg.test/:certfile (line 2) gives the client a certificate for reg.test"},
+		{"//reg.test/:_authToken=tok\ncert=\"-----BEGIN CERTIFICATE-----\"\n", npmrc + " cert (line 2)"},
+	} {
+		os.WriteFile(npmrc, []byte(tc.data), 0o600)
+		if _, err := Compile(credProfile(npm), env); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "can present no client certificate") {
+			t.Errorf("%q: %v", tc.data, err)
+		}
+	}
+	os.WriteFile(npmrc, []byte("//reg.test/:_authToken=tok\n//other.test/:certfile=/h/c.pem\n"), 0o600)
+	if _, err := Compile(credProfile(npm), env); err != nil {
+		t.Errorf("another host's certificate: %v", err)
+	}
+	conf := filepath.Join(home, ".config/pip/pip.conf")
+	os.MkdirAll(filepath.Dir(conf), 0o755)
+	os.WriteFile(conf, []byte("[global]\nindex-url = https://me:pw@reg.test/simple\nclient-cert = /h/c.pem\n"), 0o600)
+	pip := policy.Credential{File: "$HOME/.config/pip/pip.conf", Key: "https://me@reg.test/simple", Hosts: []string{"reg.test"}, How: "basic"}
+	if _, err := Compile(credProfile(pip), env); err == nil || !strings.Contains(err.Error(), conf+" global.client-cert (line 3)") {
+		t.Errorf("pip client-cert: %v", err)
+	}
+	dockerCfg := filepath.Join(home, ".docker/config.json")
+	os.MkdirAll(filepath.Join(home, ".docker/certs.d/reg.test"), 0o755)
+	os.WriteFile(dockerCfg, []byte(`{"auths": {"reg.test": {"auth": "bWU6cHc="}}}`), 0o600)
+	docker := policy.Credential{File: "$HOME/.docker/config.json", Key: "auths.reg.test.auth", Hosts: []string{"reg.test"}, How: "basic"}
+	if _, err := Compile(credProfile(docker), env); err != nil {
+		t.Errorf("docker without a client certificate: %v", err)
+	}
+	os.WriteFile(filepath.Join(home, ".docker/certs.d/reg.test/client.cert"), []byte("x"), 0o600)
+	if _, err := Compile(credProfile(docker), env); err == nil || !strings.Contains(err.Error(), "certs.d/reg.test/client.cert gives the client a certificate") {
+		t.Errorf("docker certs.d: %v", err)
+	}
+}

@@ -149,6 +149,11 @@ func checkCredentials(cs []Credential, add func(field, format string, args ...an
 			if c.Key == "" {
 				add(f+".key", "missing: name the entry of %s that holds the secret", c.File)
 			}
+			if fm := StoreFormat(c.File); fm == StoreGitCredentials || fm == StorePip {
+				if s, ok := httpScheme(c.Key); !ok {
+					add(f+".key", "%s: the proxy rewrites HTTP only (http, https), not %s: a %s credential cannot be brokered", c.Key, s, s)
+				}
+			}
 			if fm := StoreFormat(c.File); (fm == StoreGitCredentials || fm == StoreNetrc || fm == StorePip) && c.How != HowBasic {
 				add(f+".how", "%q: a password of %s travels as how: basic", c.How, c.File)
 			} else if fm == StoreDocker && c.Key != "" {

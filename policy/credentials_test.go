@@ -305,3 +305,13 @@ func TestStoreDocker(t *testing.T) {
 		}
 	}
 }
+
+// The broker rewrites HTTP only: a URL-keyed store entry for another protocol is refused.
+func TestCredentialsHTTPOnly(t *testing.T) {
+	_, err := Parse("p.yaml", []byte(credHead+`credentials:
+  - {file: $HOME/.git-credentials, key: "ssh://me@git.example", hosts: [git.example], how: basic}
+`))
+	if err == nil || !strings.Contains(err.Error(), "credentials[0].key: ssh://me@git.example: the proxy rewrites HTTP only (http, https), not ssh") {
+		t.Fatalf("got %v", err)
+	}
+}

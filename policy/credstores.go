@@ -513,3 +513,52 @@ func WithURLPassword(v, pw string) string {
 	u.User = url.UserPassword(u.User.Username(), pw)
 	return u.String()
 }
+
+// ClientCert returns the entry of a store (format, its data) that gives the client a
+// certificate for the host of key: then the upstream expects one, which the broker cannot
+// present; "" when the store names none. (.npmrc's //HOST/:certfile or keyfile, or unscoped
+// cert, key, certfile, keyfile; pip.conf's client-cert.)
+func ClientCert(format string, data []byte, key string) string {
+	switch format {
+	case StoreNpmrc:
+		entries, err := parseNpmrc("", data)
+		if err != nil {
+			return ""
+		}
+		scope := ""
+		if strings.HasPrefix(key, "//") {
+			scope = key[:strings.LastIndexByte(key, ':')+1] // //host/path/:
+		}
+		for _, e := range entries {
+			switch e.Key {
+			case "cert", "key", "certfile", "keyfile", scope + "certfile", scope + "keyfile":
+				if e.Value != "" {
+					return fmt.Sprintf("%s (line %d)", e.Key, e.Line)
+				}
+			}
+		}
+	case StorePip:
+		section := ""
+		for i, l := range strings.Split(string(data), "\n") {
+			sec, k, v, kind := pipLine(l)
+			if kind == '[' {
+				section = sec
+			}
+			if kind == '=' && k == "client-cert" && v != "" {
+				return fmt.Sprintf("%s.client-cert (line %d)", section, i+1)
+			}
+		}
+	}
+	return ""
+}
+
+// httpScheme reports whether a URL-keyed store's key (.git-credentials, pip.conf) is for
+// HTTP, the only protocol the broker rewrites: its scheme ("" when it names none).
+func httpScheme(key string) (string, bool) {
+	s, _, ok := strings.Cut(key, "://")
+	if !ok {
+		return "", true
+	}
+	s = strings.ToLower(s)
+	return s, s == "http" || s == "https"
+}
