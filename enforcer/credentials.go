@@ -102,7 +102,10 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 		case cr.Env != "":
 			v, ok := lookup(cr.Env)
 			if !ok || v == "" {
-				return fmt.Errorf("%s: the variable %s is not set: nothing to broker (set it, or drop the rule)", f, cr.Env)
+				// Nothing to hide and nothing to present: the command runs without it, as it
+				// would outside (a learned GITHUB_TOKEN rule on a machine without one).
+				c.Notes = append(c.Notes, fmt.Sprintf("credentials: $%s is not set: nothing brokered for %s", cr.Env, strings.Join(cr.Hosts, ", ")))
+				continue
 			}
 			real = v
 			if pw, ok := policy.URLPassword(v); ok {

@@ -85,13 +85,26 @@ func TestCompileCredentials(t *testing.T) {
 		{"unset variable", "//reg.test/:_authToken=${NPM_TOKEN}\n", nil, rule, "refers to the variable NPM_TOKEN, which is not set"},
 		{"host without a connect rule", "//reg.test/:_authToken=x\n", nil,
 			policy.Credential{File: "$HOME/.npmrc", Key: "//reg.test/:_authToken", Hosts: []string{"evil.test"}, How: "bearer"}, "host evil.test: no network.connect rule allows it"},
-		{"env not set", "", nil, policy.Credential{Env: "NPM_TOKEN", Hosts: []string{"reg.test"}, How: "bearer"}, "the variable NPM_TOKEN is not set"},
 	} {
 		os.WriteFile(npmrc, []byte(tc.npmrc), 0o600)
 		_, err := Compile(credProfile(tc.rule), HostEnvFor(work, append([]string{"HOME=" + home}, tc.environ...)))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// A brokered variable that is not set brokers nothing, and the run goes on without it.
+func TestCompileCredentialsUnsetVariable(t *testing.T) {
+	work, home := t.TempDir(), t.TempDir()
+	c, err := Compile(credProfile(policy.Credential{Env: "NPM_TOKEN", Hosts: []string{"reg.test"}, How: "bearer"}), HostEnvFor(work, []string{"HOME=" + home}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.creds == nil || len(c.creds.broker.Creds) != 0 || !slices.ContainsFunc(c.Notes, func(n string) bool {
+		return strings.Contains(n, "$NPM_TOKEN is not set: nothing brokered for reg.test")
+	}) {
+		t.Fatalf("notes %q", c.Notes)
 	}
 }
 

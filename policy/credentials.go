@@ -111,6 +111,9 @@ func splitHostPort(h string) (string, string) {
 // never configured.
 func CredentialRisk(c Credential, host string) (Risk, string) {
 	s := c.StoreHost()
+	if tv, ok := WellKnownToken(c.Env); ok && slices.ContainsFunc(tv.Hosts, func(h string) bool { return hostMatches(host, h) }) {
+		return RiskLow, fmt.Sprintf("brokered to %s, where the service of $%s reads it (the command holds a stand-in)", host, c.Env)
+	}
 	switch {
 	case s != "" && hostMatches(host, s):
 		return RiskLow, "brokered to the host its own store names (the command holds a stand-in)"

@@ -83,6 +83,9 @@ func TestCredentialRisk(t *testing.T) {
 		{Credential{File: "$HOME/.npmrc", Key: "//localhost:4873/:_authToken", How: HowBearer}, "localhost:4873", RiskLow},
 		{Credential{File: "$HOME/.npmrc", Key: "//localhost:4873/:_authToken", How: HowBearer}, "localhost:9999", RiskCritical},
 		{Credential{Env: "NPM_TOKEN", How: HowBearer}, "registry.example.com", RiskHigh},
+		{Credential{Env: "NPM_TOKEN", How: HowBearer}, "registry.npmjs.org", RiskLow},
+		{Credential{Env: "GITHUB_TOKEN", How: HowBearer}, "api.github.com:443", RiskLow},
+		{Credential{Env: "GITHUB_TOKEN", How: HowBearer}, "evil.example", RiskHigh},
 	} {
 		c := tc.c
 		c.Hosts = []string{tc.host}

@@ -562,3 +562,30 @@ func httpScheme(key string) (string, bool) {
 	s = strings.ToLower(s)
 	return s, s == "http" || s == "https"
 }
+
+// TokenVar is a well-known variable that holds a service's token: the hosts the service reads
+// it at, and how its clients present it.
+type TokenVar struct {
+	Name  string
+	Hosts []string
+	How   string
+}
+
+// tokenVars are the variables learn brokers when the run connects to their service's hosts.
+// (git over HTTPS presents a GitHub token as a Basic password: not this rule's way.)
+var tokenVars = []TokenVar{
+	{"GITHUB_TOKEN", []string{"api.github.com", "github.com", "uploads.github.com"}, HowBearer},
+	{"GH_TOKEN", []string{"api.github.com", "github.com", "uploads.github.com"}, HowBearer},
+	{"NPM_TOKEN", []string{"registry.npmjs.org"}, HowBearer},
+	{"CARGO_REGISTRY_TOKEN", []string{"crates.io"}, HowHeaderPfx + "Authorization"},
+}
+
+// WellKnownToken returns the token variable name, ok false when it is not one.
+func WellKnownToken(name string) (TokenVar, bool) {
+	for _, v := range tokenVars {
+		if v.Name == name {
+			return v, true
+		}
+	}
+	return TokenVar{}, false
+}
