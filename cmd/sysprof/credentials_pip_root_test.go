@@ -61,6 +61,7 @@ const pipScript = `N=$1
 /usr/bin/python3 -m pip download --no-deps --no-cache-dir --disable-pip-version-check -d dl sptest >pip.log 2>&1; echo "pip rc=$?"
 U=${PIP_INDEX_URL:-$(sed -n 's#^index-url *= *##p' "$HOME/.config/pip/pip.conf" 2>/dev/null)}
 S=$(echo "$U" | sed -n 's#^https://me:\([^@]*\)@pypi.test/simple$#\1#p')
+[ -n "$S" ] || S=$(sed -n 's#^machine pypi.test login me password ##p' "$HOME/.netrc" 2>/dev/null)
 echo "standin=$S"
 echo "files: $(grep -rlsF -e "$N" "$HOME" "$PWD" /etc /tmp /var /run /root /home /opt /srv /mnt /dev/shm | tr '\n' ' ')"
 echo "env: $(env | grep -cF -e "$N")"
@@ -86,7 +87,8 @@ func sptestWheel() []byte {
 }
 
 // pip downloads from an index that wants Basic auth (TLS, a test CA the host trusts), its
-// password brokered from pip.conf's index-url (as root) and from $PIP_INDEX_URL (as nobody):
+// password brokered from pip.conf's index-url (as root), from $PIP_INDEX_URL (as nobody) and
+// from ~/.netrc (as root):
 // pip holds the same URL with a stand-in password, the index gets the real one, the canary
 // finds no trace of it, and the stand-in sent to a second allowed host is refused.
 func TestCredentialsPipBrokered(t *testing.T) {
@@ -189,7 +191,10 @@ func pipInNetns(bin string) error {
 		return fmt.Errorf("copy sysprof: %v", err)
 	}
 	var errs []string
-	for _, nobody := range []bool{false, true} {
+	// root with pip.conf's index-url, root with ~/.netrc (pip's requests reads it for an index
+	// URL without a password), nobody with $PIP_INDEX_URL (last: it owns the trees then).
+	for i, nobody := range []bool{false, false, true} {
+		netrc := i == 1
 		mu.Lock()
 		saw, otherSaw = nil, nil
 		mu.Unlock()
@@ -197,12 +202,18 @@ func pipInNetns(bin string) error {
 		url := "https://me:" + real + "@pypi.test/simple"
 		rule, env, source := `{file: $HOME/.config/pip/pip.conf, key: "https://me@pypi.test/simple", hosts: [pypi.test], how: basic}`, "PIP_NO_INPUT=1", "$HOME/.config/pip/pip.conf https://me@pypi.test/simple"
 		os.WriteFile(filepath.Join(home, ".config", "pip", "pip.conf"), []byte("[global]\nindex-url = "+url+"\ntimeout = 30\n"), 0o600)
-		if nobody {
+		os.Remove(filepath.Join(home, ".netrc"))
+		switch {
+		case nobody:
 			os.Remove(filepath.Join(home, ".config", "pip", "pip.conf"))
 			rule, env, source = `{env: PIP_INDEX_URL, hosts: [pypi.test], how: basic}`, "PIP_INDEX_URL="+url, "$PIP_INDEX_URL"
+		case netrc:
+			os.Remove(filepath.Join(home, ".config", "pip", "pip.conf"))
+			os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine pypi.test login me password "+real+"\nmachine other.example login x password elsewhere\n"), 0o600)
+			rule, env, source = `{file: $HOME/.netrc, key: pypi.test, hosts: [pypi.test], how: basic}`, "PIP_INDEX_URL=https://pypi.test/simple", "$HOME/.netrc pypi.test"
 		}
 		os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(fmt.Sprintf(pipProfile, allSyscalls(), rule)), 0o644)
-		repDir := filepath.Join(base, fmt.Sprintf("rep-%v", nobody))
+		repDir := filepath.Join(base, fmt.Sprintf("rep-%d", i))
 		os.Mkdir(repDir, 0o777)
 		os.Chmod(repDir, 0o777)
 		repFile := filepath.Join(repDir, "rep.json")
@@ -219,7 +230,7 @@ func pipInNetns(bin string) error {
 		}
 		outB, err := cmd.CombinedOutput()
 		out := string(outB)
-		who := map[bool]string{false: "root, pip.conf", true: "nobody, PIP_INDEX_URL"}[nobody]
+		who := []string{"root, pip.conf", "root, .netrc", "nobody, PIP_INDEX_URL"}[i]
 		mu.Lock()
 		server, oth := strings.Join(saw, "\n"), strings.Join(otherSaw, "\n")
 		mu.Unlock()
