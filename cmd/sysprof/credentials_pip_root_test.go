@@ -302,3 +302,95 @@ func pipInNetns(bin string) error {
 	}
 	return nil
 }
+
+// learn finds the flow (pip reads pip.conf, whose index URL with a password names the index
+// it then connects to) and writes a credentials rule; enforce then downloads from the
+// password-protected plain-HTTP index on loopback with the password brokered.
+func TestCredentialsPipLearnedLoopback(t *testing.T) {
+	testutil.RequireRoot(t)
+	if err := exec.Command("/usr/bin/python3", "-m", "pip", "--version").Run(); err != nil {
+		testutil.RequireNoErr(t, "pip", fmt.Errorf("/usr/bin/python3 -m pip: no such program (python3-pip): %w", err))
+	}
+	bin, err := sysprofBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	work, home := filepath.Join(base, "work"), filepath.Join(base, "home")
+	os.MkdirAll(work, 0o755)
+	os.MkdirAll(filepath.Join(home, ".config", "pip"), 0o755)
+	real := strings.Repeat("pw9x", 8)
+	wheel := sptestWheel()
+	sum := sha256.Sum256(wheel)
+	var mu sync.Mutex
+	var saw []string
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, ok := r.BasicAuth()
+		mu.Lock()
+		saw = append(saw, fmt.Sprintf("%s %s %v %s:%s", r.Method, r.URL.Path, ok, user, pass))
+		mu.Unlock()
+		switch {
+		case !ok || user != "me" || pass != real:
+			w.Header().Set("WWW-Authenticate", `Basic realm="pypi"`)
+			w.WriteHeader(http.StatusUnauthorized)
+		case r.URL.Path == "/simple/sptest/":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprintf(w, `<a href="/files/sptest-1.0-py3-none-any.whl#sha256=%x">sptest-1.0-py3-none-any.whl</a>`, sum)
+		case r.URL.Path == "/files/sptest-1.0-py3-none-any.whl":
+			w.Write(wheel)
+		default:
+			http.NotFound(w, r)
+		}
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	hostPort := ln.Addr().String()
+	testutil.WriteFile(t, filepath.Join(home, ".config", "pip", "pip.conf"), "[global]\nindex-url = http://me:"+real+"@"+hostPort+"/simple\ntrusted-host = 127.0.0.1\n", 0o600)
+	download := []string{"/usr/bin/python3", "-m", "pip", "download", "--no-deps", "--no-cache-dir", "--disable-pip-version-check", "-d", "dl", "sptest"}
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = work
+		cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "PIP_") }), "HOME="+home)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for range 2 {
+		os.RemoveAll(filepath.Join(work, "dl"))
+		out, err := run(append([]string{"learn", "-p", "pip.yaml", "--"}, download...)...)
+		if err != nil {
+			t.Fatalf("learn: %v\n%s", err, out)
+		}
+		if !strings.Contains(out, "credential flow(s) brokered") {
+			t.Errorf("learn's review does not list the credential flow:\n%s", out)
+		}
+	}
+	prof, _ := os.ReadFile(filepath.Join(work, "pip.yaml"))
+	if !strings.Contains(string(prof), "credentials:\n  - {file: $HOME/.config/pip/pip.conf, key: \"http://me@"+hostPort+"/simple\", hosts: [\""+hostPort+"\"], how: basic, by: /usr/bin/python3") {
+		t.Fatalf("the learned profile has no credentials rule for %s:\n%s", hostPort, prof)
+	}
+	mu.Lock()
+	saw = nil
+	mu.Unlock()
+	os.RemoveAll(filepath.Join(work, "dl"))
+	out, err := run(append([]string{"enforce", "-p", "pip.yaml", "--report", filepath.Join(base, "rep.json"), "--"}, download...)...)
+	if err != nil {
+		t.Fatalf("enforce: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(work, "dl", "sptest-1.0-py3-none-any.whl")); !bytes.Equal(b, wheel) {
+		t.Errorf("not downloaded under enforce:\n%s", out)
+	}
+	mu.Lock()
+	got := strings.Join(saw, "\n")
+	mu.Unlock()
+	if !strings.Contains(got, "GET /files/sptest-1.0-py3-none-any.whl true me:"+real) {
+		t.Errorf("the index did not get the real password:\n%s", got)
+	}
+	rep := testutil.ReadReport(t, filepath.Join(base, "rep.json"))
+	if len(rep.CredentialUses) == 0 || rep.CredentialUses[0].Status != 200 {
+		t.Errorf("uses: %+v\n%s", rep.CredentialUses, out)
+	}
+}
