@@ -246,3 +246,85 @@ func dockerInNetns(bin string) error {
 	}
 	return nil
 }
+
+// learn finds the flow (a registry client reads ~/.docker/config.json, whose auths entry names
+// the loopback registry it then connects to) and writes a credentials rule; enforce then
+// reaches the registry with the password brokered.
+func TestCredentialsDockerLearnedLoopback(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTool(t, "python3")
+	bin, err := sysprofBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	work, home := filepath.Join(base, "work"), filepath.Join(base, "home")
+	os.MkdirAll(work, 0o755)
+	os.MkdirAll(filepath.Join(home, ".docker"), 0o755)
+	pass := strings.Repeat("d0ck", 8)
+	var mu sync.Mutex
+	var saw []string
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, p, ok := r.BasicAuth()
+		mu.Lock()
+		saw = append(saw, fmt.Sprintf("%s %s %v %s:%s", r.Method, r.URL.Path, ok, user, p))
+		mu.Unlock()
+		if !ok || user != "me" || p != pass {
+			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Docker-Distribution-Api-Version", "registry/2.0")
+		fmt.Fprint(w, "{}")
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	reg := ln.Addr().String()
+	testutil.WriteFile(t, filepath.Join(home, ".docker", "config.json"), `{"auths": {"`+reg+`": {"auth": "`+base64.StdEncoding.EncodeToString([]byte("me:"+pass))+`"}}}`, 0o600)
+	testutil.WriteFile(t, filepath.Join(work, "client.py"), `import json, os, urllib.request
+a = json.load(open(os.path.expanduser("~/.docker/config.json")))["auths"]["`+reg+`"]["auth"]
+with urllib.request.urlopen(urllib.request.Request("http://`+reg+`/v2/", headers={"Authorization": "Basic " + a}), timeout=30) as r:
+    print("status", r.status)
+`, 0o644)
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for range 2 {
+		out, err := run("learn", "-p", "reg.yaml", "--", "/usr/bin/python3", "client.py")
+		if err != nil || !strings.Contains(out, "status 200") {
+			t.Fatalf("learn: %v\n%s", err, out)
+		}
+		if !strings.Contains(out, "credential flow(s) brokered") {
+			t.Errorf("learn's review does not list the credential flow:\n%s", out)
+		}
+	}
+	prof, _ := os.ReadFile(filepath.Join(work, "reg.yaml"))
+	if !strings.Contains(string(prof), "credentials:\n  - {file: $HOME/.docker/config.json, key: \"auths."+reg+".auth\", hosts: [\""+reg+"\"], how: basic, by: /usr/bin/python3") {
+		t.Fatalf("the learned profile has no credentials rule for %s:\n%s", reg, prof)
+	}
+	mu.Lock()
+	saw = nil
+	mu.Unlock()
+	out, err := run("enforce", "-p", "reg.yaml", "--report", filepath.Join(base, "rep.json"), "--", "/usr/bin/python3", "client.py")
+	if err != nil || !strings.Contains(out, "status 200") {
+		t.Fatalf("enforce: %v\n%s", err, out)
+	}
+	mu.Lock()
+	got := strings.Join(saw, "\n")
+	mu.Unlock()
+	if got != "GET /v2/ true me:"+pass {
+		t.Errorf("the registry did not get the real password (once):\n%s", got)
+	}
+	rep := testutil.ReadReport(t, filepath.Join(base, "rep.json"))
+	if len(rep.CredentialUses) != 1 || rep.CredentialUses[0].Status != 200 || rep.CredentialUses[0].Credential != "$HOME/.docker/config.json auths."+reg+".auth" {
+		t.Errorf("uses: %+v\n%s", rep.CredentialUses, out)
+	}
+}
