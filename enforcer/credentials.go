@@ -88,6 +88,7 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 	var creds []netproxy.Credential
 	stores := map[string]map[string]string{} // expanded file -> key -> stand-in
 	varRef := map[int]string{}               // rule -> the variable its store entry refers to
+	urlVar := map[int]string{}               // rule -> its variable's URL, when the password is the secret
 	var storeOrder []string
 	for i, cr := range p.Credentials {
 		f := fmt.Sprintf("credentials[%d] (%s)", i, cr.Source())
@@ -101,9 +102,20 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 		case cr.Env != "":
 			v, ok := lookup(cr.Env)
 			if !ok || v == "" {
-				return fmt.Errorf("%s: the variable %s is not set: nothing to broker (set it, or drop the rule)", f, cr.Env)
+				// Nothing to hide and nothing to present: the command runs without it, as it
+				// would outside (a learned GITHUB_TOKEN rule on a machine without one).
+				c.Notes = append(c.Notes, fmt.Sprintf("credentials: $%s is not set: nothing brokered for %s", cr.Env, strings.Join(cr.Hosts, ", ")))
+				continue
 			}
 			real = v
+			if pw, ok := policy.URLPassword(v); ok {
+				// PIP_INDEX_URL=https://user:pass@host/…: the password is the secret; the
+				// variable keeps its URL with the stand-in as the password.
+				if cr.How != policy.HowBasic {
+					return fmt.Errorf("%s: %s holds a URL with a password, which a client presents as how: basic (not %s)", f, cr.Env, cr.How)
+				}
+				real, urlVar[i] = pw, v
+			}
 		default:
 			file, err := expand(cr.File, env)
 			if err != nil {
@@ -122,6 +134,9 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 				return fmt.Errorf("%s: %w", f, err)
 			}
 			real = e.Value
+			if err := clientCertNamed(file, data, cr, env); err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
 			if v, ok := policy.VarRef(e.Value); ok {
 				// The store refers to a variable (npm's ${NPM_TOKEN}): the variable holds
 				// the secret, the store line stays as it is.
@@ -144,7 +159,11 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 		creds = append(creds, netproxy.Credential{Name: credentialName(cr), Hosts: cr.Hosts, Header: cr.Header(),
 			Basic: cr.How == policy.HowBasic, By: by, StandIn: standIn, Real: real})
 		if v := cmp.Or(cr.Env, varRef[i]); v != "" {
-			b.env = append(b.env, v+"="+standIn)
+			val := standIn
+			if u := urlVar[i]; u != "" {
+				val = policy.WithURLPassword(u, standIn)
+			}
+			b.env = append(b.env, v+"="+val)
 			b.unset = append(b.unset, v)
 		}
 		if cr.Env != "" {
@@ -187,6 +206,32 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 		ll.Hidden = slices.Compact(ll.Hidden)
 	}
 	return nil
+}
+
+// clientCertNamed refuses a credential whose host expects a client certificate, as its store
+// (or docker's certs.d) says: the broker terminates TLS and presents none, so the upstream
+// would refuse every request.
+func clientCertNamed(file string, data []byte, cr policy.Credential, env Env) error {
+	format := policy.StoreFormat(file)
+	where := policy.ClientCert(format, data, cr.Key)
+	if where != "" {
+		where = file + " " + where
+	}
+	if format == policy.StoreDocker {
+		home, _ := expand("$HOME", env)
+		for _, h := range cr.Hosts {
+			for _, dir := range []string{filepath.Join(home, ".docker", "certs.d", h), filepath.Join("/etc/docker/certs.d", h)} {
+				if m, _ := filepath.Glob(filepath.Join(dir, "*.cert")); len(m) > 0 && where == "" {
+					where = m[0]
+				}
+			}
+		}
+	}
+	if where == "" {
+		return nil
+	}
+	return fmt.Errorf("%s gives the client a certificate for %s: the proxy terminates TLS and can present no client certificate, so this credential cannot be brokered (drop the rule and pass the store, or use a token without a client certificate)",
+		where, strings.Join(cr.Hosts, ", "))
 }
 
 // credentialName is what reports call a credential: its source, never its value.

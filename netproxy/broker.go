@@ -87,9 +87,13 @@ type Broker struct {
 
 	ca    *x509.Certificate
 	caKey *ecdsa.PrivateKey
-	mu    sync.Mutex
-	leafs map[string]*tls.Certificate
-	uses  []CredentialUse
+	// sessions resume the proxy's TLS sessions with the upstreams: a registry's next
+	// connection skips the certificate chain's verification and signature (it was verified
+	// when the session was made, and Go checks its expiry again).
+	sessions tls.ClientSessionCache
+	mu       sync.Mutex
+	leafs    map[string]*tls.Certificate
+	uses     []CredentialUse
 }
 
 // CredentialUse is one request a brokered credential went out with (report's type).
@@ -127,7 +131,7 @@ func NewBroker(creds []Credential) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Broker{Creds: creds, ca: ca, caKey: key, leafs: map[string]*tls.Certificate{},
+	return &Broker{Creds: creds, ca: ca, caKey: key, leafs: map[string]*tls.Certificate{}, sessions: tls.NewLRUClientSessionCache(256),
 		CAPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sysprof/sysprof/policy"
@@ -34,6 +35,95 @@ func (c *prefixConn) Read(b []byte) (int, error) {
 		return n, nil
 	}
 	return c.Conn.Read(b)
+}
+
+// rawBuf is what a brokered connection reads from a socket at once and writes to it at once:
+// crypto/tls reads and writes about one record (16 KiB) a system call.
+const rawBuf = 256 << 10
+
+// rawConn is the socket under a brokered TLS connection: reads are served from a large buffer
+// (one read(2) fetches every record the socket holds), and the records of one tlsBatch.Write
+// go out in one write(2).
+type rawConn struct {
+	net.Conn
+	r     *bufio.Reader
+	mu    sync.Mutex
+	batch bool
+	wbuf  []byte
+}
+
+// rawReaders and rawWriters keep the large buffers between connections: allocating (and
+// zeroing) them cost a brokered connection more than its upstream's certificate check.
+var (
+	rawReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, rawBuf) }}
+	rawWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, rawBuf) }}
+)
+
+func newRawConn(c net.Conn) *rawConn {
+	r := rawReaders.Get().(*bufio.Reader)
+	r.Reset(c)
+	return &rawConn{Conn: c, r: r}
+}
+
+func (c *rawConn) Read(b []byte) (int, error) {
+	if c.r == nil {
+		return 0, net.ErrClosed
+	}
+	return c.r.Read(b)
+}
+
+// release gives the read buffer back once nothing reads the connection any more.
+func (c *rawConn) release() {
+	if c == nil || c.r == nil {
+		return
+	}
+	c.r.Reset(nil)
+	rawReaders.Put(c.r)
+	c.r = nil
+}
+
+func (c *rawConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.batch {
+		c.wbuf = append(c.wbuf, b...)
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *rawConn) begin() {
+	c.mu.Lock()
+	c.batch = true
+	c.mu.Unlock()
+}
+
+// flush writes what the batch held (also a record another goroutine wrote meanwhile: an alert).
+func (c *rawConn) flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.batch = false
+	if len(c.wbuf) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(c.wbuf)
+	c.wbuf = c.wbuf[:0]
+	return err
+}
+
+// tlsBatch is a TLS connection whose every Write reaches its socket in one write(2).
+type tlsBatch struct {
+	*tls.Conn
+	raw *rawConn
+}
+
+func (c *tlsBatch) Write(b []byte) (int, error) {
+	c.raw.begin()
+	n, err := c.Conn.Write(b)
+	if ferr := c.raw.flush(); err == nil && ferr != nil {
+		return 0, ferr
+	}
+	return n, err
 }
 
 type countWriter struct {
@@ -129,17 +219,22 @@ func (pc *proxyConn) broker(cred *Credential, buf []byte, proto string, w who, r
 	var client net.Conn = &prefixConn{Conn: pc.c, buf: buf}
 	var clientErr error
 	if proto == protoTLS {
-		tc := tls.Server(client, &tls.Config{
-			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return b.leaf(pc.brokerName()) },
-			NextProtos:     []string{"http/1.1"},
-			MinVersion:     tls.VersionTLS12,
+		rc := newRawConn(client)
+		defer rc.release()
+		tc := tls.Server(rc, &tls.Config{
+			// Full 16 KiB records from the start: the answers are read whole, not streamed
+			// to a browser that would render the first bytes early.
+			DynamicRecordSizingDisabled: true,
+			GetCertificate:              func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return b.leaf(pc.brokerName()) },
+			NextProtos:                  []string{"http/1.1"},
+			MinVersion:                  tls.VersionTLS12,
 			// Inside the machine a post-quantum key share buys nothing and costs the most.
 			CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256},
 		})
 		_ = pc.c.SetDeadline(time.Now().Add(handshakeWait))
 		clientErr = tc.Handshake()
 		_ = pc.c.SetDeadline(time.Time{})
-		client = tc
+		client = &tlsBatch{tc, rc}
 	}
 	if clientErr != nil {
 		pc.c.Close()
@@ -148,6 +243,7 @@ func (pc *proxyConn) broker(cred *Credential, buf []byte, proto string, w who, r
 	if u.raw != nil {
 		defer pc.p.track(u.raw, false)
 		defer u.raw.Close()
+		defer u.rc.release()
 	}
 	switch {
 	case clientErr != nil:
@@ -164,6 +260,7 @@ func (pc *proxyConn) broker(cred *Credential, buf []byte, proto string, w who, r
 type upstreamConn struct {
 	up   net.Conn
 	raw  *net.TCPConn
+	rc   *rawConn // its buffers, when TLS
 	why  string
 	risk policy.Risk
 }
@@ -188,7 +285,10 @@ func (pc *proxyConn) brokerUpstream(proto string, rules []Rule) upstreamConn {
 		return u
 	}
 	askedCert := false
-	uc := tls.Client(raw, &tls.Config{ServerName: pc.brokerName(), RootCAs: pc.p.opts.Broker.Roots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12,
+	rc := newRawConn(raw)
+	u.rc = rc
+	uc := tls.Client(rc, &tls.Config{ServerName: pc.brokerName(), RootCAs: pc.p.opts.Broker.Roots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12,
+		ClientSessionCache: pc.p.opts.Broker.sessions,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			askedCert = true
 			return &tls.Certificate{}, nil
@@ -211,7 +311,7 @@ func (pc *proxyConn) brokerUpstream(proto string, rules []Rule) upstreamConn {
 		return u
 	}
 	_ = raw.SetDeadline(time.Time{})
-	u.up = uc
+	u.up = &tlsBatch{uc, rc}
 	return u
 }
 
@@ -222,8 +322,10 @@ func (pc *proxyConn) brokerHTTP(client, up net.Conn, cred *Credential, w who) {
 	ur := bufio.NewReaderSize(up, 64<<10)
 	cw := &countWriter{w: client}
 	uw := &countWriter{w: up}
-	cbw := bufio.NewWriterSize(cw, 64<<10)
-	ubw := bufio.NewWriterSize(uw, 32<<10)
+	cbw := rawWriters.Get().(*bufio.Writer)
+	cbw.Reset(cw)
+	defer func() { cbw.Reset(nil); rawWriters.Put(cbw) }()
+	ubw := bufio.NewWriterSize(uw, 64<<10)
 	header := textproto.CanonicalMIMEHeaderKey(cred.Header)
 	for {
 		req, err := http.ReadRequest(cr)

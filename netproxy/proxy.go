@@ -218,7 +218,10 @@ func (p *Proxy) Close() ([]report.Denial, []string) {
 	p.mu.Unlock()
 	p.wg.Wait()
 	if p.diag != nil {
+		// An owner lookup started at accept (not in wg) may still be using it.
+		p.diag.mu.Lock()
 		p.diag.f.Close()
+		p.diag.mu.Unlock()
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

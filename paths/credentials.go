@@ -16,6 +16,8 @@ var credentialStores = []string{
 	"$HOME/.npmrc",
 	"$HOME/.yarnrc.yml",
 	"$HOME/.pypirc",
+	"$HOME/.config/pip/pip.conf", // an index URL's password (brokered: policy's pip store)
+	"$HOME/.pip/pip.conf",
 	"$HOME/.cargo/credentials*",
 	"$CARGO_HOME/credentials*",
 	"$HOME/.gnupg",

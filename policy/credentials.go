@@ -66,8 +66,14 @@ func (c Credential) StoreHost() string {
 		return ""
 	}
 	k := c.Key
-	if StoreFormat(c.File) == StoreNetrc { // the machine name
+	switch StoreFormat(c.File) {
+	case StoreNetrc: // the machine name
 		return strings.ToLower(k)
+	case StoreDocker: // auths.REGISTRY.auth
+		if reg, _, ok := dockerKey(k); ok {
+			return dockerRegistryHost(reg)
+		}
+		return ""
 	}
 	switch {
 	case strings.HasPrefix(k, "//"): // .npmrc: //host[:port]/path/:_authToken
@@ -105,6 +111,9 @@ func splitHostPort(h string) (string, string) {
 // never configured.
 func CredentialRisk(c Credential, host string) (Risk, string) {
 	s := c.StoreHost()
+	if tv, ok := WellKnownToken(c.Env); ok && slices.ContainsFunc(tv.Hosts, func(h string) bool { return hostMatches(host, h) }) {
+		return RiskLow, fmt.Sprintf("brokered to %s, where the service of $%s reads it (the command holds a stand-in)", host, c.Env)
+	}
 	switch {
 	case s != "" && hostMatches(host, s):
 		return RiskLow, "brokered to the host its own store names (the command holds a stand-in)"
@@ -143,8 +152,22 @@ func checkCredentials(cs []Credential, add func(field, format string, args ...an
 			if c.Key == "" {
 				add(f+".key", "missing: name the entry of %s that holds the secret", c.File)
 			}
-			if fm := StoreFormat(c.File); (fm == StoreGitCredentials || fm == StoreNetrc) && c.How != HowBasic {
+			if fm := StoreFormat(c.File); fm == StoreGitCredentials || fm == StorePip {
+				if s, ok := httpScheme(c.Key); !ok {
+					add(f+".key", "%s: the proxy rewrites HTTP only (http, https), not %s: a %s credential cannot be brokered", c.Key, s, s)
+				}
+			}
+			if fm := StoreFormat(c.File); (fm == StoreGitCredentials || fm == StoreNetrc || fm == StorePip) && c.How != HowBasic {
 				add(f+".how", "%q: a password of %s travels as how: basic", c.How, c.File)
+			} else if fm == StoreDocker && c.Key != "" {
+				switch _, field, ok := dockerKey(c.Key); {
+				case !ok:
+					add(f+".key", "%q: a key of %s is auths.REGISTRY.auth or auths.REGISTRY.identitytoken", c.Key, c.File)
+				case field == dockerAuth && c.How != HowBasic:
+					add(f+".how", "%q: %s's auth is a user:password, which travels as how: basic", c.How, c.File)
+				case field == dockerToken && c.How != HowBearer:
+					add(f+".how", "%q: %s's identitytoken travels as how: bearer", c.How, c.File)
+				}
 			}
 		}
 		switch {

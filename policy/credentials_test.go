@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -82,6 +83,9 @@ func TestCredentialRisk(t *testing.T) {
 		{Credential{File: "$HOME/.npmrc", Key: "//localhost:4873/:_authToken", How: HowBearer}, "localhost:4873", RiskLow},
 		{Credential{File: "$HOME/.npmrc", Key: "//localhost:4873/:_authToken", How: HowBearer}, "localhost:9999", RiskCritical},
 		{Credential{Env: "NPM_TOKEN", How: HowBearer}, "registry.example.com", RiskHigh},
+		{Credential{Env: "NPM_TOKEN", How: HowBearer}, "registry.npmjs.org", RiskLow},
+		{Credential{Env: "GITHUB_TOKEN", How: HowBearer}, "api.github.com:443", RiskLow},
+		{Credential{Env: "GITHUB_TOKEN", How: HowBearer}, "evil.example", RiskHigh},
 	} {
 		c := tc.c
 		c.Hosts = []string{tc.host}
@@ -199,5 +203,118 @@ func TestStoreCargo(t *testing.T) {
 `))
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// pip.conf: only the password of an index URL is the secret; the copy keeps the file as it
+// was, the brokered URL with its stand-in and any other URL without its password.
+func TestStorePip(t *testing.T) {
+	if StoreFormat("$HOME/.config/pip/pip.conf") != StorePip || StoreFormat("$HOME/.pip/pip.conf") != StorePip {
+		t.Fatal("pip store names")
+	}
+	data := []byte("[global]\nindex-url = https://me:hunter2REALPASS@pypi.example.com/simple\nextra-index-url =\n    https://x:otherPASS@extra.example:8443/simple\n    https://plain.example/simple\ntimeout: 30\n[install]\nfind-links=https://y:thirdPASS@links.example/\n")
+	es, err := ParseStore(StorePip, "/h/pip.conf", data)
+	if err != nil || len(es) != 3 || es[0].Key != "https://me@pypi.example.com/simple" || es[0].Value != "hunter2REALPASS" || es[0].Line != 2 ||
+		es[1].Key != "https://x@extra.example:8443/simple" || es[1].Line != 4 || es[2].Key != "https://y@links.example" || es[2].Value != "thirdPASS" {
+		t.Fatalf("pip: %+v %v", es, err)
+	}
+	se := SecretEntries(StorePip, es)
+	if len(se) != 3 || se[0].Host != "pypi.example.com" || se[1].Host != "extra.example:8443" || se[0].How != HowBasic {
+		t.Fatalf("pip secrets: %+v", se)
+	}
+	out := string(RewriteStore(StorePip, data, map[string]string{"https://me@pypi.example.com/simple": "STANDIN"}))
+	want := "[global]\nindex-url = https://me:STANDIN@pypi.example.com/simple\nextra-index-url =\n    https://x@extra.example:8443/simple\n    https://plain.example/simple\ntimeout: 30\n[install]\nfind-links=https://y@links.example/\n"
+	if out != want {
+		t.Fatalf("pip rewritten:\n%s\nwant:\n%s", out, want)
+	}
+	for _, tc := range []struct{ data, want string }{
+		{"index-url = https://a:b@h/\n", "/h/pip.conf:1: index-url: an option outside a [section]"},
+		{"[global]\nindex-url https://a:b@h/\n", "/h/pip.conf:2: index-url https://a:b@h/: not a [section]"},
+		{"[global]\n  https://a:b@h/\n", "/h/pip.conf:2: an indented line continues no option"},
+		{"[global]\nindex-url = https://a:b@h%zz/\n", "/h/pip.conf:2: global.index-url: a URL that does not parse"},
+	} {
+		if _, err := ParseStore(StorePip, "/h/pip.conf", []byte(tc.data)); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.data, err, tc.want)
+		}
+	}
+	c := Credential{File: "$HOME/.config/pip/pip.conf", Key: "https://me@pypi.example.com/simple", How: HowBasic}
+	if r, _ := CredentialRisk(c, "pypi.example.com"); r != RiskLow {
+		t.Fatalf("pip risk %v", r)
+	}
+	if r, _ := CredentialRisk(c, "evil.example"); r != RiskCritical {
+		t.Fatalf("pip to another host: %v", r)
+	}
+}
+
+// docker's config.json: auths.REGISTRY.auth is base64(user:password), the password the
+// secret (basic); identitytoken a bearer token. The copy keeps the settings, the brokered
+// entries with their stand-ins, and nothing else of the auths or the helpers.
+func TestStoreDocker(t *testing.T) {
+	if StoreFormat("$HOME/.docker/config.json") != StoreDocker || StoreFormat("$WORKDIR/config.json") != "" {
+		t.Fatal("docker store names")
+	}
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	data := []byte(`{
+	"auths": {
+		"registry.example:5000": {"auth": "` + b64("me:dockerREALPASS") + `", "email": "me@example.com"},
+		"https://index.docker.io/v1/": {"auth": "` + b64("hub:hubPASS") + `"},
+		"ghcr.example": {"identitytoken": "tokREALTOKEN"}
+	},
+	"credHelpers": {"gcr.io": "gcloud"},
+	"psFormat": "table {{.ID}}"
+}
+`)
+	es, err := ParseStore(StoreDocker, "/h/.docker/config.json", data)
+	if err != nil || len(es) != 3 || es[0].Key != "auths.registry.example:5000.auth" || es[0].Value != "dockerREALPASS" || es[0].Line != 3 ||
+		es[1].Key != "auths.https://index.docker.io/v1/.auth" || es[2].Key != "auths.ghcr.example.identitytoken" || es[2].Value != "tokREALTOKEN" {
+		t.Fatalf("docker: %+v %v", es, err)
+	}
+	se := SecretEntries(StoreDocker, es)
+	if len(se) != 3 || se[0].Host != "registry.example:5000" || se[0].How != HowBasic || se[1].Host != "index.docker.io" || se[2].Host != "ghcr.example" || se[2].How != HowBearer {
+		t.Fatalf("docker secrets: %+v", se)
+	}
+	out := string(RewriteStore(StoreDocker, data, map[string]string{"auths.registry.example:5000.auth": "STANDIN", "auths.ghcr.example.identitytoken": "TOKSTANDIN"}))
+	for _, bad := range []string{"dockerREALPASS", b64("me:dockerREALPASS"), "hubPASS", b64("hub:hubPASS"), "tokREALTOKEN", "credHelpers", "email"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("rewritten holds %q:\n%s", bad, out)
+		}
+	}
+	if !strings.Contains(out, `"auth": "`+b64("me:STANDIN")+`"`) || !strings.Contains(out, `"identitytoken": "TOKSTANDIN"`) || !strings.Contains(out, `"psFormat"`) {
+		t.Errorf("rewritten:\n%s", out)
+	}
+	for _, tc := range []struct{ data, want string }{
+		{"{\n\"auths\": {\n\"r\": {\"auth\": \"bm9jb2xvbg==\"}}}", "/h/c.json:3: auths.r.auth: not base64 of user:password"},
+		{"{\n\"auths\": {,}}", "/h/c.json:2: not JSON"},
+		{"{\"auths\": [1]}", "/h/c.json:1: auths: not an object"},
+	} {
+		if _, err := ParseStore(StoreDocker, "/h/c.json", []byte(tc.data)); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.data, err, tc.want)
+		}
+	}
+	c := Credential{File: "$HOME/.docker/config.json", Key: "auths.registry.example:5000.auth", How: HowBasic}
+	if r, _ := CredentialRisk(c, "registry.example:5000"); r != RiskLow {
+		t.Fatalf("docker risk %v", r)
+	}
+	if r, _ := CredentialRisk(c, "registry.example:443"); r != RiskCritical {
+		t.Fatalf("docker to another port: %v", r)
+	}
+	for _, tc := range []struct{ rule, want string }{
+		{`{file: $HOME/.docker/config.json, key: "auths.r.example.auth", hosts: [r.example], how: bearer}`, "credentials[0].how"},
+		{`{file: $HOME/.docker/config.json, key: "auths.r.example.identitytoken", hosts: [r.example], how: basic}`, "credentials[0].how"},
+		{`{file: $HOME/.docker/config.json, key: "r.example", hosts: [r.example], how: basic}`, "credentials[0].key"},
+	} {
+		if _, err := Parse("p.yaml", []byte(credHead+"credentials:\n  - "+tc.rule+"\n")); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v", tc.rule, err)
+		}
+	}
+}
+
+// The broker rewrites HTTP only: a URL-keyed store entry for another protocol is refused.
+func TestCredentialsHTTPOnly(t *testing.T) {
+	_, err := Parse("p.yaml", []byte(credHead+`credentials:
+  - {file: $HOME/.git-credentials, key: "ssh://me@git.example", hosts: [git.example], how: basic}
+`))
+	if err == nil || !strings.Contains(err.Error(), "credentials[0].key: ssh://me@git.example: the proxy rewrites HTTP only (http, https), not ssh") {
+		t.Fatalf("got %v", err)
 	}
 }

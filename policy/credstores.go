@@ -15,9 +15,11 @@ const (
 	StoreGitCredentials = "git-credentials"
 	StoreNetrc          = "netrc"
 	StoreCargo          = "cargo"
+	StorePip            = "pip"
+	StoreDocker         = "docker"
 )
 
-var storeNames = []string{".npmrc", ".git-credentials", ".netrc", "cargo's credentials.toml"}
+var storeNames = []string{".npmrc", ".git-credentials", ".netrc", "cargo's credentials.toml", "pip.conf", ".docker/config.json"}
 
 // StoreFormat returns the format of the credential store at p (by its name), "" when sysprof
 // cannot read and rewrite it.
@@ -29,6 +31,11 @@ func StoreFormat(p string) string {
 		return StoreGitCredentials
 	case ".netrc":
 		return StoreNetrc
+	case "pip.conf", "pip.ini":
+		return StorePip
+	}
+	if path.Base(p) == "config.json" && path.Base(path.Dir(p)) == ".docker" {
+		return StoreDocker
 	}
 	if strings.HasSuffix(p, "/git/credentials") {
 		return StoreGitCredentials
@@ -48,7 +55,12 @@ func StoreFormat(p string) string {
 //   - .netrc: machine HOST login USER password SECRET; the key is HOST (default: "default");
 //   - cargo's credentials.toml: [registry] token = "…" and [registries.NAME] token = "…"; the
 //     key is the table and the field (registry.token, registries.NAME.token). The file names
-//     no host (config.toml's index does): a rule's hosts are the person's to name.
+//     no host (config.toml's index does): a rule's hosts are the person's to name;
+//   - pip.conf: every URL with a password in an option's value (index-url, extra-index-url,
+//     find-links; any section, continuation lines too); the key is the URL without the
+//     password (https://user@host/simple), as in .git-credentials, the value the password;
+//   - .docker/config.json: auths.REGISTRY.auth (base64 user:password: the value is the
+//     password, presented how: basic) and auths.REGISTRY.identitytoken (how: bearer).
 func ParseStore(format, name string, data []byte) ([]StoreEntry, error) {
 	switch format {
 	case StoreNpmrc:
@@ -59,6 +71,10 @@ func ParseStore(format, name string, data []byte) ([]StoreEntry, error) {
 		return parseNetrc(name, data)
 	case StoreCargo:
 		return parseCargo(name, data)
+	case StorePip:
+		return parsePip(name, data)
+	case StoreDocker:
+		return parseDocker(name, data)
 	}
 	return nil, &StoreError{File: name, Msg: "not a credential store format sysprof reads"}
 }
@@ -75,6 +91,10 @@ func RewriteStore(format string, data []byte, standIns map[string]string) []byte
 		return rewriteNetrc(data, standIns)
 	case StoreCargo:
 		return rewriteCargo(data, standIns)
+	case StorePip:
+		return rewritePip(data, standIns)
+	case StoreDocker:
+		return rewriteDocker(data, standIns)
 	}
 	return nil
 }
@@ -84,12 +104,25 @@ func SecretEntries(format string, entries []StoreEntry) []SecretEntry {
 	switch format {
 	case StoreNpmrc:
 		return npmrcSecrets(entries)
-	case StoreGitCredentials, StoreNetrc:
+	case StoreGitCredentials, StoreNetrc, StorePip:
 		var out []SecretEntry
 		for _, e := range entries {
 			h := Credential{File: "/." + format, Key: e.Key}.StoreHost()
 			if h != "" && h != "default" {
 				out = append(out, SecretEntry{Key: e.Key, Host: h, How: HowBasic})
+			}
+		}
+		return out
+	case StoreDocker:
+		var out []SecretEntry
+		for _, e := range entries {
+			h := Credential{File: "/.docker/config.json", Key: e.Key}.StoreHost()
+			how := HowBasic
+			if strings.HasSuffix(e.Key, "."+dockerToken) {
+				how = HowBearer
+			}
+			if h != "" {
+				out = append(out, SecretEntry{Key: e.Key, Host: h, How: how})
 			}
 		}
 		return out
@@ -337,4 +370,222 @@ func rewriteCargo(data []byte, standIns map[string]string) []byte {
 		b.WriteString(l)
 	}
 	return []byte(b.String())
+}
+
+// pipLine splits a pip.conf (configparser INI) line: a [section], an option's key and value
+// (= or :), or a continuation of the previous option's value (indented).
+func pipLine(l string) (section, key, value string, kind byte) {
+	t := strings.TrimSpace(strings.TrimSuffix(l, "\r"))
+	switch {
+	case t == "" || t[0] == '#' || t[0] == ';':
+		return "", "", "", ' '
+	case t[0] == '[' && strings.HasSuffix(t, "]"):
+		return strings.TrimSpace(t[1 : len(t)-1]), "", "", '['
+	case l[0] == ' ' || l[0] == '\t':
+		return "", "", t, '+'
+	}
+	i := strings.IndexAny(t, "=:")
+	if i <= 0 || strings.ContainsAny(strings.TrimSpace(t[:i]), " \t") {
+		return "", t, "", '!' // a name with a blank in it: a URL's colon may have cut it
+	}
+	return "", strings.TrimSpace(t[:i]), strings.TrimSpace(t[i+1:]), '='
+}
+
+// pipURL returns a value's word as a URL with a password, nil when it is not one.
+func pipURL(w string) *url.URL {
+	if !strings.Contains(w, "://") || !strings.Contains(w, "@") {
+		return nil
+	}
+	u, err := url.Parse(w)
+	if err != nil || u.User == nil || u.Host == "" {
+		return nil
+	}
+	if _, ok := u.User.Password(); !ok {
+		return nil
+	}
+	return u
+}
+
+func parsePip(name string, data []byte) ([]StoreEntry, error) {
+	var out []StoreEntry
+	section, key := "", ""
+	for i, l := range strings.Split(string(data), "\n") {
+		sec, k, v, kind := pipLine(l)
+		switch kind {
+		case '[':
+			section, key = sec, ""
+			continue
+		case '!':
+			return nil, &StoreError{File: name, Line: i + 1, Key: k, Msg: "not a [section], key = value or indented continuation line"}
+		case '+':
+			if key == "" {
+				return nil, &StoreError{File: name, Line: i + 1, Msg: "an indented line continues no option"}
+			}
+		case '=':
+			if section == "" {
+				return nil, &StoreError{File: name, Line: i + 1, Key: k, Msg: "an option outside a [section] (pip reads [global], [install], [download]…)"}
+			}
+			key = section + "." + k
+		default:
+			continue
+		}
+		for w := range strings.FieldsSeq(v) {
+			if strings.Contains(w, "://") && strings.Contains(w, "@") {
+				if _, err := url.Parse(w); err != nil {
+					return nil, &StoreError{File: name, Line: i + 1, Key: key, Msg: "a URL that does not parse: " + err.Error()}
+				}
+			}
+			if u := pipURL(w); u != nil {
+				pw, _ := u.User.Password()
+				out = append(out, StoreEntry{Key: gitCredentialKey(u), Value: pw, Line: i + 1})
+			}
+		}
+	}
+	return out, nil
+}
+
+// rewritePip keeps every line; in option values a brokered URL holds its stand-in as the
+// password, every other URL loses its password (user@host stays).
+func rewritePip(data []byte, standIns map[string]string) []byte {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(string(data), "\n") {
+		_, _, _, kind := pipLine(l)
+		switch kind {
+		case '=':
+			i := strings.IndexAny(l, "=:")
+			b.WriteString(l[:i+1] + replaceURLPasswords(l[i+1:], standIns))
+		case '+':
+			b.WriteString(replaceURLPasswords(l, standIns))
+		default:
+			b.WriteString(l)
+		}
+	}
+	return []byte(b.String())
+}
+
+// replaceURLPasswords rewrites the URLs with a password among s's whitespace-separated words:
+// a brokered one (standIns by its key, the URL without the password) gets its stand-in, any
+// other loses the password. The rest of s is kept byte for byte.
+func replaceURLPasswords(s string, standIns map[string]string) string {
+	var b strings.Builder
+	for len(s) > 0 {
+		start := strings.IndexFunc(s, func(r rune) bool { return r != ' ' && r != '\t' && r != '\n' && r != '\r' })
+		if start < 0 {
+			b.WriteString(s)
+			break
+		}
+		end := strings.IndexAny(s[start:], " \t\r\n")
+		if end < 0 {
+			end = len(s) - start
+		}
+		w := s[start : start+end]
+		b.WriteString(s[:start])
+		if u := pipURL(w); u != nil {
+			if si, ok := standIns[gitCredentialKey(u)]; ok {
+				u.User = url.UserPassword(u.User.Username(), si)
+			} else {
+				u.User = url.User(u.User.Username())
+			}
+			w = u.String()
+		}
+		b.WriteString(w)
+		s = s[start+end:]
+	}
+	return b.String()
+}
+
+// URLPassword returns the password of v when v is a URL with one (a variable such as
+// PIP_INDEX_URL whose secret is only the password).
+func URLPassword(v string) (string, bool) {
+	u := pipURL(strings.TrimSpace(v))
+	if u == nil {
+		return "", false
+	}
+	return u.User.Password()
+}
+
+// WithURLPassword returns the URL v with its password replaced by pw.
+func WithURLPassword(v, pw string) string {
+	u := pipURL(strings.TrimSpace(v))
+	if u == nil {
+		return v
+	}
+	u.User = url.UserPassword(u.User.Username(), pw)
+	return u.String()
+}
+
+// ClientCert returns the entry of a store (format, its data) that gives the client a
+// certificate for the host of key: then the upstream expects one, which the broker cannot
+// present; "" when the store names none. (.npmrc's //HOST/:certfile or keyfile, or unscoped
+// cert, key, certfile, keyfile; pip.conf's client-cert.)
+func ClientCert(format string, data []byte, key string) string {
+	switch format {
+	case StoreNpmrc:
+		entries, err := parseNpmrc("", data)
+		if err != nil {
+			return ""
+		}
+		scope := ""
+		if strings.HasPrefix(key, "//") {
+			scope = key[:strings.LastIndexByte(key, ':')+1] // //host/path/:
+		}
+		for _, e := range entries {
+			switch e.Key {
+			case "cert", "key", "certfile", "keyfile", scope + "certfile", scope + "keyfile":
+				if e.Value != "" {
+					return fmt.Sprintf("%s (line %d)", e.Key, e.Line)
+				}
+			}
+		}
+	case StorePip:
+		section := ""
+		for i, l := range strings.Split(string(data), "\n") {
+			sec, k, v, kind := pipLine(l)
+			if kind == '[' {
+				section = sec
+			}
+			if kind == '=' && k == "client-cert" && v != "" {
+				return fmt.Sprintf("%s.client-cert (line %d)", section, i+1)
+			}
+		}
+	}
+	return ""
+}
+
+// httpScheme reports whether a URL-keyed store's key (.git-credentials, pip.conf) is for
+// HTTP, the only protocol the broker rewrites: its scheme ("" when it names none).
+func httpScheme(key string) (string, bool) {
+	s, _, ok := strings.Cut(key, "://")
+	if !ok {
+		return "", true
+	}
+	s = strings.ToLower(s)
+	return s, s == "http" || s == "https"
+}
+
+// TokenVar is a well-known variable that holds a service's token: the hosts the service reads
+// it at, and how its clients present it.
+type TokenVar struct {
+	Name  string
+	Hosts []string
+	How   string
+}
+
+// tokenVars are the variables learn brokers when the run connects to their service's hosts.
+// (git over HTTPS presents a GitHub token as a Basic password: not this rule's way.)
+var tokenVars = []TokenVar{
+	{"GITHUB_TOKEN", []string{"api.github.com", "github.com", "uploads.github.com"}, HowBearer},
+	{"GH_TOKEN", []string{"api.github.com", "github.com", "uploads.github.com"}, HowBearer},
+	{"NPM_TOKEN", []string{"registry.npmjs.org"}, HowBearer},
+	{"CARGO_REGISTRY_TOKEN", []string{"crates.io"}, HowHeaderPfx + "Authorization"},
+}
+
+// WellKnownToken returns the token variable name, ok false when it is not one.
+func WellKnownToken(name string) (TokenVar, bool) {
+	for _, v := range tokenVars {
+		if v.Name == name {
+			return v, true
+		}
+	}
+	return TokenVar{}, false
 }

@@ -111,7 +111,9 @@
 // request's credential header for those hosts only. Diff rates a host the store itself names
 // low, a variable's host high and any other host critical (CredentialRisk); two rules claiming
 // one host are refused. ParseStore/RewriteStore read a store (.npmrc, .git-credentials, .netrc,
-// cargo's credentials.toml) and write the copy the command sees (its other secrets dropped).
+// cargo's credentials.toml, pip.conf, .docker/config.json) and write the copy the command sees
+// (same format, its other secrets dropped); a store that does not parse is a StoreError naming
+// its file, line and key.
 //
 // # Endpoints
 //

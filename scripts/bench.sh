@@ -124,6 +124,11 @@ if command -v npm >/dev/null; then
 		-n "bwrap --unshare-all --share-net" "bwrap --unshare-all --share-net --die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind $work $work sh -c '$npmi'")
 fi
 
+echo "== netproxy: HTTPS direct, spliced (no credentials rule) and brokered (TLS terminated, token swapped)"
+# In one test process on loopback: client, proxy and upstream share the CPUs (BENCHMARKS.md).
+(cd "$top" && go test ./netproxy -run - -bench BrokerBulk -benchtime 5x && go test ./netproxy -run - -bench BrokerConnect -benchtime 500x) |
+	grep '^Benchmark' | tee "$out/broker.txt"
+
 echo
 echo "### learn-find, interleaved ($((runs * 4)) rounds, medians)"
 echo

@@ -20,7 +20,7 @@ import (
 // is by the binary that connected (git's helper reads .git-credentials, git-remote-https
 // presents it).
 func (s *state) passCredentialFlows() []string {
-	if s.fromProfile || len(s.opts.Stores) == 0 {
+	if s.fromProfile || len(s.opts.Stores) == 0 && len(s.opts.EnvTokens) == 0 {
 		return nil
 	}
 	readers := map[string][]string{} // store path -> binaries that read it
@@ -76,6 +76,31 @@ func (s *state) passCredentialFlows() []string {
 			s.flows = append(s.flows, flow)
 			msgs = append(msgs, flow)
 		}
+	}
+	// A token variable set for the run whose service's host the run connected to: learn cannot
+	// see the value go there (TLS), but that host is where its clients present it.
+	for _, name := range slices.Sorted(slices.Values(s.opts.EnvTokens)) {
+		tv, ok := policy.WellKnownToken(name)
+		if !ok {
+			continue
+		}
+		var hosts []string
+		by := ""
+		for _, h := range tv.Hosts {
+			if b, ok := connected[h]; ok && !claimed[h] {
+				claimed[h] = true
+				hosts = append(hosts, h)
+				by = cmpOr(by, b)
+			}
+		}
+		if len(hosts) == 0 {
+			continue
+		}
+		s.creds = append(s.creds, policy.Credential{Env: name, Hosts: hosts, How: tv.How, Provenance: policy.Provenance{By: by, Seen: 1}})
+		flow := fmt.Sprintf("$%s is set and %s connects to %s, where its service reads it: brokered (under enforce the variable holds a stand-in; the proxy presents the real value to %s only)",
+			name, by, strings.Join(hosts, ", "), strings.Join(hosts, ", "))
+		s.flows = append(s.flows, flow)
+		msgs = append(msgs, flow)
 	}
 	// Reading a brokered store is what the tool is meant to do (it sees the stand-ins): not a
 	// secret touch for the review or drift.

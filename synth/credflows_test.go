@@ -80,3 +80,42 @@ func hasCredChange(d []policy.Change, r policy.Risk) bool {
 	}
 	return false
 }
+
+// A well-known token variable set for the run, and a connect to its service's host: the
+// variable is brokered to that host (and no other the run reached); a variable whose service
+// the run never reached gets no rule.
+func TestCredentialFlowEnvToken(t *testing.T) {
+	tr := &trace.Trace{
+		Version:   trace.Version,
+		Command:   []string{"gh", "release", "list"},
+		Context:   map[string]string{"WORKDIR": "/w", "HOME": "/home/a", "TMPDIR": "/tmp"},
+		Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
+		Processes: []trace.Process{{ID: 1, PID: 10, Exe: "/usr/bin/gh"}},
+		Network: []trace.NetworkAccess{
+			{Exe: "/usr/bin/gh", Op: trace.OpConnect, Family: "inet", Proto: "tcp", Addr: "198.51.100.7", Port: 443, Host: "api.github.com", OK: true, Count: 1},
+			{Exe: "/usr/bin/gh", Op: trace.OpConnect, Family: "inet", Proto: "tcp", Addr: "198.51.100.8", Port: 443, Host: "objects.example", OK: true, Count: 1},
+		},
+	}
+	res, err := Synthesize(tr, Options{EnvTokens: []string{"NPM_TOKEN", "GITHUB_TOKEN", "NOT_A_TOKEN"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := res.Profile.Credentials
+	if len(cs) != 1 || cs[0].Env != "GITHUB_TOKEN" || strings.Join(cs[0].Hosts, ",") != "api.github.com" || cs[0].How != policy.HowBearer || cs[0].By != "/usr/bin/gh" {
+		t.Fatalf("credentials: %+v", cs)
+	}
+	if len(res.CredentialFlows) != 1 || !strings.Contains(res.CredentialFlows[0], "$GITHUB_TOKEN is set and /usr/bin/gh connects to api.github.com") {
+		t.Fatalf("flows: %q", res.CredentialFlows)
+	}
+	out, err := policy.Marshal(res.Profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Parse("learned.yaml", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if d := policy.Diff(nil, p); !hasCredChange(d, policy.RiskLow) {
+		t.Fatalf("diff: %v", d)
+	}
+}

@@ -47,6 +47,9 @@ type Options struct {
 	// Stores are the brokerable entries of the credential stores on the learn host (portable
 	// store path -> entries: keys and hosts, never values), for the credential-flows pass.
 	Stores map[string][]policy.SecretEntry
+	// EnvTokens are the well-known token variables (policy.WellKnownToken) set in learn's
+	// environment: names only, never values.
+	EnvTokens []string
 }
 
 // Step is one line of what a pass did, printed by `sysprof learn --explain`.

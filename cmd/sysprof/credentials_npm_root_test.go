@@ -38,9 +38,9 @@ import (
 // a network namespace of the test's own, so that no name resolves to the host's loopback.
 const regAddr = "192.0.2.10"
 
-// testCA returns a CA (PEM) and a certificate it signed for name: the registry's, which the
-// host trusts through SSL_CERT_FILE.
-func testCA(name string) (caPEM []byte, leaf tls.Certificate, err error) {
+// testCA returns a CA (PEM) and a certificate it signed for name (and more): the registry's,
+// which the host trusts through SSL_CERT_FILE.
+func testCA(name string, more ...string) (caPEM []byte, leaf tls.Certificate, err error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, leaf, err
@@ -54,7 +54,7 @@ func testCA(name string) (caPEM []byte, leaf tls.Certificate, err error) {
 	}
 	ca, _ := x509.ParseCertificate(caDER)
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	lT := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name}, NotBefore: now.Add(-time.Hour),
+	lT := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: name}, DNSNames: append([]string{name}, more...), NotBefore: now.Add(-time.Hour),
 		NotAfter: now.Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, lT, ca, &key.PublicKey, caKey)
 	if err != nil {

@@ -44,6 +44,19 @@ func learnStores(w io.Writer, workdir string) map[string][]policy.SecretEntry {
 	return out
 }
 
+// learnEnvTokens names the well-known token variables set (not empty) in learn's environment,
+// for the credential-flows pass: names only.
+func learnEnvTokens() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, ok := policy.WellKnownToken(k); ok && v != "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // printCredentialFlows lists the credential flows learn brokered (part of its review).
 func printCredentialFlows(w io.Writer, flows []string) {
 	if len(flows) == 0 {

@@ -372,7 +372,8 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 	// The report is all that goes to stdout (CI redirects it); the command writes to stderr.
 	tr, res, _, err := learnStep(ctx, o.Err, st, o.TraceOut, learnOnce,
 		profiler.Options{Stdout: o.Err, Debug: o.Debug},
-		synth.Options{AllowSecrets: allowedSecrets(committed), SysprofVersion: version, Stores: learnStores(o.Err, st.Workdir)})
+		synth.Options{AllowSecrets: allowedSecrets(committed), SysprofVersion: version, Stores: learnStores(o.Err, st.Workdir),
+			EnvTokens: learnEnvTokens()})
 	if err != nil {
 		return nil, err
 	}

@@ -185,6 +185,7 @@ func learnTarget(ctx context.Context, o *learnOptions, st project.Step, shipped 
 		AllowSecrets:   o.AllowSecrets,
 		SysprofVersion: version,
 		Stores:         learnStores(o.Err, st.Workdir),
+		EnvTokens:      learnEnvTokens(),
 	})
 	if err != nil {
 		return err
