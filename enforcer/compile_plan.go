@@ -295,8 +295,9 @@ func (c *Compiled) planPrivateTmp(sets *pathSets, globs []tmpGlob, tmpWrites []s
 	}
 	// So must a $TMPDIR below a private tmp root (pam_tmpdir's /tmp/user/UID) that the tool
 	// only looked up: node's temp-dir realpaths os.tmpdir() when loaded (pnpm), which no rule
-	// records. Read-only, and only one hostTempDir would grant (no work tree or home below).
-	if t := hostTempDir(env.Vars["TMPDIR"], true, env); t != "" {
+	// records. Read-only, only one hostTempDir would grant (no work tree or home below), and
+	// only when nothing below it is kept (its mount point makes it exist then).
+	if t := hostTempDir(env.Vars["TMPDIR"], true, env); t != "" && !slices.ContainsFunc(keep, func(k string) bool { return paths.Within(k, t) }) {
 		keep = append(keep, t)
 	}
 	for _, r := range keep {
