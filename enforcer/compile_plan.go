@@ -293,6 +293,13 @@ func (c *Compiled) planPrivateTmp(sets *pathSets, globs []tmpGlob, tmpWrites []s
 	if wd := env.Vars["WORKDIR"]; wd != "" {
 		keep = append(keep, wd)
 	}
+	// So must a $TMPDIR below a private tmp root (pam_tmpdir's /tmp/user/UID) that the tool
+	// only looked up: node's temp-dir realpaths os.tmpdir() when loaded (pnpm), which no rule
+	// records. Read-only, only one hostTempDir would grant (no work tree or home below), and
+	// only when nothing below it is kept (its mount point makes it exist then).
+	if t := hostTempDir(env.Vars["TMPDIR"], true, env); t != "" && !slices.ContainsFunc(keep, func(k string) bool { return paths.Within(k, t) }) {
+		keep = append(keep, t)
+	}
 	for _, r := range keep {
 		if privateTmpRoot(r) == "" || privateTmpRoot(r) == r || paths.CoveredBy(r, plan.Writable) || paths.CoveredBy(r, stageDirsOf(c.Stages)) {
 			continue

@@ -114,7 +114,8 @@
 //     the command, only for what the rules cover; the rest is reported as denials. Protected
 //     paths (paths.ProtectedPaths) inside a bound directory get read-only binds, or the
 //     directory is staged when one does not exist yet. A host $TMPDIR outside the private tmp
-//     roots is granted whole (temp names are incidental); a missing tool cache root is
+//     roots is granted whole (temp names are incidental); one below a private tmp root is
+//     there read-only even when the tool only looked it up (node realpaths os.tmpdir()); a missing tool cache root is
 //     created. Writable mounts in which no exec rule lies are noexec; writesExact refuses a
 //     plan whose grants reach further.
 //   - A profile with clone3 also gets clone, the libc fallback of clone3's ENOSYS.

@@ -23,6 +23,7 @@
 //	  runs: 3                           # learn runs merged into this profile
 //	  incomplete: false                 # true when a run lost events or was interrupted
 //	  incompleteReasons: [...]
+//	  exact: true                       # learned --exact: no behaviour families (Families)
 //	syscalls:
 //	  architectures: [aarch64, x86_64]  # x86_64, i386, x32, aarch64, arm; others are denied
 //	  allow:

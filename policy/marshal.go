@@ -78,6 +78,9 @@ func (e *emitter) metadata(m Metadata) {
 		e.key(1, "incompleteReasons")
 		e.flowSeq(m.IncompleteReasons)
 	}
+	if m.Exact {
+		e.kvRaw(1, "exact", "true")
+	}
 }
 
 func (e *emitter) syscalls(s Syscalls) {

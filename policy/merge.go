@@ -58,6 +58,8 @@ func Merge(dst, src *Profile) *Profile {
 		Runs:              dm.Runs + sm.Runs,
 		Incomplete:        dm.Incomplete || sm.Incomplete,
 		IncompleteReasons: sortedUnique(append(slices.Clone(dm.IncompleteReasons), sm.IncompleteReasons...)),
+		// Exact only when every run was: a profile with families closed stays so.
+		Exact: dm.Exact && sm.Exact,
 	}
 	if len(out.Metadata.Command) == 0 {
 		out.Metadata.Command = slices.Clone(sm.Command)

@@ -43,6 +43,10 @@ type Metadata struct {
 	// Incomplete marks a profile that may miss behaviour (lost events, interrupted run).
 	Incomplete        bool     `yaml:"incomplete" json:"incomplete"`
 	IncompleteReasons []string `yaml:"incompleteReasons,omitempty" json:"incompleteReasons,omitempty"`
+	// Exact marks a profile learned with --exact (every merged run): only the syscalls seen.
+	// Every other profile, also one learned before this field existed, has its behaviour
+	// families closed by enforce and drift as learn closes them (Families).
+	Exact bool `yaml:"exact,omitempty" json:"exact,omitempty"`
 }
 
 // Provenance says why an allowance exists: the executable that first needed it and in how many

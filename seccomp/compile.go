@@ -135,6 +135,7 @@ func isInt32Arg(name string, i int) bool { return slices.Contains(int32Args()[na
 func (c *Filter) compileSyscalls(p *policy.Profile, host *arch.Info, opts Options) (*Spec, error) {
 	names, rulesFor := c.allowedSyscalls(p, opts.Extra)
 	abis, others := c.abisOf(p.Syscalls.Architectures, host)
+	c.closeFamilies(p, names, append(slices.Clone(abis), others...))
 	hard := hardening(p, opts.SupervisedOpenWrites)
 	if err := c.compileRules(names, rulesFor, hard, opts.ExtraValues); err != nil {
 		return nil, err
@@ -188,6 +189,27 @@ func (c *Filter) allowedSyscalls(p *policy.Profile, extra []string) (names map[s
 		c.Notes = append(c.Notes, "syscalls.allow: + clone (the fallback of clone3, which answers ENOSYS)")
 	}
 	return names, rulesFor
+}
+
+// closeFamilies allows the behaviour-family mates (policy.FamilyMates) of p's learned syscalls
+// that p lacks, known on one of infos, unless p was learned --exact: as learn closes them, so
+// that a profile learned before a family existed or grew (the send family, the copy
+// fallbacks) runs under every I/O condition a newer learn would.
+func (c *Filter) closeFamilies(p *policy.Profile, names map[string]bool, infos []*arch.Info) {
+	if !p.ClosesFamilies() {
+		return
+	}
+	var added []string
+	for n, fam := range policy.FamilyMates(p.Syscalls.Allow) {
+		if !names[n] && knownOn(infos, n) {
+			names[n] = true
+			added = append(added, n+" ("+fam+")")
+		}
+	}
+	if len(added) > 0 {
+		sort.Strings(added)
+		c.Notes = append(c.Notes, "syscalls.allow: + "+strings.Join(added, ", ")+": behaviour families of the learned syscalls, closed as learn closes them (the profile was not learned --exact)")
+	}
 }
 
 // abisOf are the ABIs the filter has tables for on host (host's own first, then i386 and x32

@@ -3,7 +3,10 @@
 // architecture into a Spec (by number) and a classic-BPF program. sysprof enforce loads the
 // program; every export (raw bpf, OCI, SPO, systemd, bwrap) is derived from the same rules, so an
 // export is as strong as enforce or says what its format cannot carry. It does not load
-// filters, answer notifications or read the host.
+// filters, answer notifications or read the host. The allowed set is the profile's, with the
+// behaviour families of its learned syscalls closed (policy.FamilyMates) unless it was learned
+// --exact: a profile learned before a family existed runs as a newer learn's would (a note
+// says what that added).
 //
 // Syscall names become numbers from go-seccomp-bpf's tables (never a hand-kept table). The BPF program is generated
 // here, not by go-seccomp-bpf's assembler, because enforcement needs what that library cannot

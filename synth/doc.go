@@ -54,7 +54,9 @@
 // capability a learned member does not already give: every member acts on fds the process
 // holds or on paths the filesystem layers decide. Every profile also gets ioctl TCGETS and
 // TIOCGWINSZ alone (isatty, window size) and setitimer/getitimer (family terminal), unless the
-// whole ioctl was learned. Options.Exact turns the families off (learn --exact).
+// whole ioctl was learned. Options.Exact turns the families off (learn --exact) and is
+// recorded as metadata.exact. The table is policy.Families: enforce's seccomp compiler and
+// drift close the same families (policy.FamilyMates) for every profile not learned --exact.
 //
 // A learned profile lists x86_64 and aarch64 (DefaultArchitectures; Options.Architectures
 // chooses): the names compile to each machine's own numbers, and arch-equivalents adds, for

@@ -5,52 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/trace"
 )
-
-// Family is a group of syscalls that do the same thing for a tool: which member it calls is
-// picked by its I/O environment (a terminal, a pipe, a file, /dev/null), its libc or the
-// kernel's fast paths, not by what the tool does. Seeing any member allows all of them, so a
-// profile learned with output to a file still runs at a terminal. A family adds no capability a
-// learned member does not already give: every member acts only on fds the process already
-// holds or on paths the filesystem layers already decide.
-type Family struct {
-	Name    string
-	Why     string
-	Members []string
-	// Triggers are the members whose use brings the family in (nil: every member). A member
-	// that is also another family's (copy_file_range: data-copy's) is no trigger: which one a
-	// tool calls depends on its I/O condition, and the other family would come and go with it.
-	Triggers []string
-}
-
-// Families are applied by default; Options.Exact (learn --exact) turns them off. Their order
-// is the order `sysprof show --explain` prints them in.
-var Families = []Family{
-	{"data-copy", "moving bytes between fds the process holds: cat calls copy_file_range into a file, write into a pipe or a terminal, sendfile or splice elsewhere",
-		[]string{"read", "write", "readv", "writev", "pread64", "pwrite64", "copy_file_range", "sendfile", "splice"}, nil},
-	{"copy-fallback", "a rename that fails with EXDEV (another file system, or the sandbox's own mounts) falls back to copying: libuv, cargo and go truncate, chmod and copy the destination",
-		[]string{"rename", "renameat", "renameat2", "copy_file_range", "sendfile", "ftruncate", "fchmod", "fstatfs"},
-		[]string{"rename", "renameat", "renameat2"}},
-	{"dup", "duplicating an fd onto another: dup2 or dup3 by libc version and by whether the target fd is open",
-		[]string{"dup2", "dup3"}, nil},
-	{"pipe", "making a pipe: libc and runtimes pick pipe or pipe2 by version",
-		[]string{"pipe", "pipe2"}, nil},
-	{"wait-for-fds", "waiting for fds to be ready: which call depends on the runtime and on whether stdin is a terminal, a pipe or closed",
-		[]string{"poll", "ppoll", "select", "pselect6"}, nil},
-	{"wait-for-children", "reaping child processes: wait4 and waitid by libc version and runtime",
-		[]string{"wait4", "waitid"}, nil},
-	{"timers", "interval timers: which timer API a runtime arms differs by version",
-		[]string{"setitimer", "getitimer", "alarm", "timer_create", "timer_settime", "timer_gettime", "timer_delete"}, nil},
-	{"stat", "file metadata: newer glibc calls fstat where older called newfstatat, and statx where the kernel has it",
-		[]string{"fstat", "newfstatat", "statx"}, nil},
-	{"access", "checking access to a path: glibc falls back from faccessat2 to faccessat",
-		[]string{"faccessat", "faccessat2"}, nil},
-	{"rename-at", "renaming: coreutils and libcs try renameat2 and fall back to renameat",
-		[]string{"renameat", "renameat2"}, nil},
-	{"send", "sending on a socket the process holds: glibc's resolver asks A and AAAA at once with sendmmsg on a dual-stack host and sendto on an IPv4-only one; runtimes pick sendto or sendmsg (the destinations are the network rules'; send(2) is sendto on x86_64 and arm64)",
-		[]string{"sendto", "sendmsg", "sendmmsg"}, nil},
-}
 
 // terminalProbes are the ioctl requests a tool makes to ask whether an fd is a terminal and how
 // big it is (isatty, stdio's line buffering, pagers): read-only questions that change nothing.
@@ -110,7 +67,7 @@ func (s *state) passFamilies() []string {
 		return []string{"exact: behaviour-equivalence families off (learn --exact): only the syscalls seen are allowed"}
 	}
 	var msgs []string
-	for _, f := range Families {
+	for _, f := range policy.Families {
 		if added := s.addFamily(f); len(added) > 0 {
 			msgs = append(msgs, fmt.Sprintf("%s: + %s (%s)", f.Name, strings.Join(added, ", "), f.Why))
 		}
@@ -135,14 +92,11 @@ func (s *state) passFamilies() []string {
 // addFamily allows the members of f that the profile's architectures know, when the command
 // used one, with the provenance of the used member whose binary sorts first, and returns what
 // it added.
-func (s *state) addFamily(f Family) []string {
+func (s *state) addFamily(f policy.Family) []string {
 	var pr prov
 	used := false
-	triggers := f.Triggers
-	if triggers == nil {
-		triggers = f.Members
-	}
-	for _, n := range triggers {
+	for _, n := range f.TriggerNames() {
+		// As policy.Syscall.Triggers: learned, not a base syscall nobody was seen making.
 		if r := s.syscalls[n]; r != nil && r.family == "" && (!r.base || r.by != "") {
 			// By name, not by process start: a profile read back (Resynthesize) has no start
 			// order, and the family must come back with the same provenance.
@@ -286,28 +240,4 @@ func (s *state) passLocale() []string {
 		return nil
 	}
 	return []string{"+ read " + strings.Join(added, ", ") + " (" + localeNote + ")"}
-}
-
-// FamilyMates returns the syscalls a profile allowing allowed already has in effect: every
-// member of each family one of whose triggers it allows (as synthesis would add them). drift
-// uses it so that a family added or widened after a profile was learned (the send family) is
-// not a widening of that profile: it adds no capability a learned member did not give.
-func FamilyMates(allowed []string) map[string]bool {
-	have := map[string]bool{}
-	for _, n := range allowed {
-		have[n] = true
-	}
-	mates := map[string]bool{}
-	for _, f := range Families {
-		triggers := f.Triggers
-		if triggers == nil {
-			triggers = f.Members
-		}
-		if slices.ContainsFunc(triggers, func(n string) bool { return have[n] }) {
-			for _, m := range f.Members {
-				mates[m] = true
-			}
-		}
-	}
-	return mates
 }

@@ -1,8 +1,10 @@
 package synth
 
 import (
+	"maps"
 	"testing"
 
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/trace"
 )
 
@@ -83,7 +85,7 @@ func TestFamiliesClosed(t *testing.T) {
 		}
 		return out
 	}
-	for _, f := range Families {
+	for _, f := range policy.Families {
 		first := ""
 		var want map[string]bool
 		triggers := f.Triggers
@@ -110,17 +112,71 @@ func TestFamiliesClosed(t *testing.T) {
 	}
 }
 
-// A profile that learned one send call has the others in effect (drift of an older profile).
-func TestFamilyMates(t *testing.T) {
-	m := FamilyMates([]string{"sendto", "openat"})
-	if !m["sendmmsg"] || !m["sendmsg"] {
-		t.Errorf("sendto's family mates = %v, want sendmsg and sendmmsg", m)
+// TestFamilyMatesAgreeWithLearn: policy.FamilyMates, with which enforce and drift close the
+// families of a profile, adds exactly what learn adds (issue 24 item 8: one way, in learn,
+// enforce and drift), whichever members were learned; and learn --exact is recorded in the
+// profile and survives a resynthesis.
+func TestFamilyMatesAgreeWithLearn(t *testing.T) {
+	synthesize := func(opts Options, seen ...string) *policy.Profile {
+		t.Helper()
+		var sc []trace.SyscallCount
+		for _, n := range append([]string{"openat", "close"}, seen...) {
+			sc = append(sc, trace.SyscallCount{Exe: "/usr/bin/cat", Arch: trace.ArchX86_64, Name: n, Count: 1})
+		}
+		tr := &trace.Trace{Version: trace.Version, Command: []string{"cat", "in.txt"},
+			Context:   map[string]string{"HOME": "/home/a", "WORKDIR": "/home/a/p", "TMPDIR": "/tmp"},
+			Processes: []trace.Process{{ID: 1, PID: 10, Exe: "/usr/bin/cat"}}, Syscalls: sc}
+		res, err := Synthesize(tr, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Profile
 	}
-	if m["ptrace"] || m["connect"] {
-		t.Errorf("mates name a syscall no family holds: %v", m)
+	famNames := map[string]bool{}
+	for _, f := range policy.Families {
+		famNames[f.Name] = true
 	}
-	// copy_file_range is no trigger of copy-fallback: it does not bring renames in.
-	if m2 := FamilyMates([]string{"copy_file_range"}); m2["renameat2"] {
-		t.Errorf("copy_file_range brings renameat2: %v", m2)
+	var cases [][]string
+	for _, f := range policy.Families {
+		for _, m := range f.Members {
+			cases = append(cases, []string{m}, []string{"read", m}, []string{m, "sendto", "rename"})
+		}
+	}
+	for _, seen := range cases {
+		learned := synthesize(testOpts(), seen...)
+		if learned.Metadata.Exact {
+			t.Fatalf("learned %v without --exact: metadata.exact is set", seen)
+		}
+		// What learn added as family members.
+		added := map[string]string{}
+		var plain []policy.Syscall
+		for _, s := range learned.Syscalls.Allow {
+			if famNames[s.Family] {
+				added[s.Name] = s.Family
+			} else {
+				plain = append(plain, s)
+			}
+		}
+		// What closing the families of the profile without them adds.
+		closed := map[string]string{}
+		have := map[string]bool{}
+		for _, s := range plain {
+			have[s.Name] = true
+		}
+		for n, f := range policy.FamilyMates(plain) {
+			if !have[n] {
+				closed[n] = f
+			}
+		}
+		if !maps.Equal(added, closed) {
+			t.Errorf("learned %v: learn added %v, policy.FamilyMates closes %v", seen, added, closed)
+		}
+		exact := synthesize(Options{Exact: true, SysprofVersion: "0.0.0-test", Now: testOpts().Now}, seen...)
+		if !exact.Metadata.Exact {
+			t.Errorf("learned %v with --exact: metadata.exact is not set", seen)
+		}
+		if again, err := Resynthesize(exact, testOpts()); err != nil || !again.Profile.Metadata.Exact || len(again.Profile.Syscalls.Allow) != len(exact.Syscalls.Allow) {
+			t.Errorf("resynthesized --exact profile of %v: err %v, exact %v, %d syscalls (was %d)", seen, err, again != nil && again.Profile.Metadata.Exact, len(again.Profile.Syscalls.Allow), len(exact.Syscalls.Allow))
+		}
 	}
 }

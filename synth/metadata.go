@@ -100,6 +100,7 @@ func (s *state) passMetadata() []string {
 	s.meta.Kernel = t.Host.Kernel
 	s.meta.Created, s.meta.Updated = now, now
 	s.meta.Runs = 1
+	s.meta.Exact = s.opts.Exact
 	s.meta.Incomplete = t.Incomplete || t.Loss.Any()
 	s.meta.IncompleteReasons = slices.Clone(t.Reasons)
 	if t.Loss.Any() {

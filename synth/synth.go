@@ -105,6 +105,8 @@ func Resynthesize(p *policy.Profile, opts Options) (*Result, error) {
 	if p == nil {
 		return nil, fmt.Errorf("resynthesize: nil profile")
 	}
+	// A profile learned --exact stays exact: no pass adds a family it did not have.
+	opts.Exact = opts.Exact || p.Metadata.Exact
 	s := newState(opts)
 	s.fromProfile = true
 	if err := s.ingestProfile(p); err != nil {

@@ -372,8 +372,9 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 	// The report is all that goes to stdout (CI redirects it); the command writes to stderr.
 	tr, res, _, err := learnStep(ctx, o.Err, st, o.TraceOut, learnOnce,
 		profiler.Options{Stdout: o.Err, Debug: o.Debug},
-		synth.Options{AllowSecrets: allowedSecrets(committed), SysprofVersion: version, Stores: learnStores(o.Err, st.Workdir),
-			EnvTokens: learnEnvTokens()})
+		// A profile learned --exact is compared with this run learned so too: no families.
+		synth.Options{Exact: committed.Metadata.Exact, AllowSecrets: allowedSecrets(committed), SysprofVersion: version,
+			Stores: learnStores(o.Err, st.Workdir), EnvTokens: learnEnvTokens()})
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +392,7 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 	// A profile learned before portable was the default (or with --portable=false) is
 	// compared with this run synthesized the same way: the run's behaviour, not the default,
 	// decides. The closer of the two wins (fewer widenings, then fewer changes).
-	if old, err := synth.Synthesize(tr, synth.Options{Unportable: true, AllowSecrets: allowedSecrets(committed), SysprofVersion: version}); err == nil {
+	if old, err := synth.Synthesize(tr, synth.Options{Unportable: true, Exact: committed.Metadata.Exact, AllowSecrets: allowedSecrets(committed), SysprofVersion: version}); err == nil {
 		if st.Name != "" {
 			st.AddAllowances(old.Profile)
 		}
@@ -404,17 +405,18 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 	return append(changes, secretChanges(res.SecretTouches, committed)...), nil
 }
 
-// dropFamilyMates leaves out the syscalls a family of the committed profile already covers: a
-// profile learned before a family existed (or grew) allowed one member, the run now shows
-// another (glibc's sendmmsg on a dual-stack host where sendto was learned).
+// dropFamilyMates leaves out the syscalls a family of the committed profile already covers
+// (policy.FamilyMates, as enforce closes them): a profile learned before a family existed (or
+// grew) allowed one member, the run now shows another (glibc's sendmmsg on a dual-stack host
+// where sendto was learned). A profile learned --exact closes none.
 func dropFamilyMates(changes []policy.Change, committed *policy.Profile) []policy.Change {
-	var allowed []string
-	for _, s := range committed.Syscalls.Allow {
-		allowed = append(allowed, s.Name)
+	if !committed.ClosesFamilies() {
+		return changes
 	}
-	mates := synth.FamilyMates(allowed)
+	mates := policy.FamilyMates(committed.Syscalls.Allow)
 	return slices.DeleteFunc(changes, func(c policy.Change) bool {
-		return c.Widens && c.Section == policy.SectionSyscalls && mates[c.Item]
+		_, ok := mates[c.Item]
+		return c.Widens && c.Section == policy.SectionSyscalls && ok
 	})
 }
 

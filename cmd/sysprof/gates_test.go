@@ -282,8 +282,13 @@ func TestDriftDropsFamilyMates(t *testing.T) {
 		{Kind: policy.Added, Section: policy.SectionSyscalls, Item: "sendmmsg", Widens: true},
 		{Kind: policy.Added, Section: policy.SectionSyscalls, Item: "ptrace", Widens: true},
 	}
-	got := dropFamilyMates(changes, committed)
+	got := dropFamilyMates(slices.Clone(changes), committed)
 	if len(got) != 1 || got[0].Item != "ptrace" {
 		t.Errorf("dropFamilyMates = %+v, want ptrace only", got)
+	}
+	// A profile learned --exact closes no family: sendmmsg is new behaviour there.
+	committed.Metadata.Exact = true
+	if got := dropFamilyMates(slices.Clone(changes), committed); len(got) != 2 {
+		t.Errorf("dropFamilyMates of an --exact profile = %+v, want both", got)
 	}
 }

@@ -6,10 +6,9 @@ import (
 	"strings"
 
 	"github.com/sysprof/sysprof/policy"
-	"github.com/sysprof/sysprof/synth"
 )
 
-// writeFamilies prints the behaviour-equivalence families (synth.Families) with the syscalls
+// writeFamilies prints the behaviour-equivalence families (policy.Families) with the syscalls
 // each added to this profile, so a reviewer sees why a syscall the tool never made is allowed.
 func writeFamilies(w io.Writer, p *policy.Profile) {
 	added := map[string][]string{}
@@ -19,7 +18,7 @@ func writeFamilies(w io.Writer, p *policy.Profile) {
 		}
 	}
 	fmt.Fprintln(w, "\nbehaviour-equivalence families (learn --exact turns them off): seeing one member allows all")
-	for _, f := range synth.Families {
+	for _, f := range policy.Families {
 		fmt.Fprintf(w, "  %-18s %s\n  %-18s   %s", f.Name, strings.Join(f.Members, " "), "", f.Why)
 		if a := added[f.Name]; len(a) > 0 {
 			fmt.Fprintf(w, "\n  %-18s   added here: %s", "", strings.Join(a, ", "))

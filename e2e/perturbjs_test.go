@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+)
+
+// jsTools is the fixture whose pinned dev dependencies (typescript, esbuild, vitest, pnpm:
+// package-lock.json) .ci/run installs with npm ci; app/ is the project the tests copy them into.
+func jsTools(t *testing.T) string {
+	t.Helper()
+	dir := testutil.Testdata("jsworkflows")
+	_, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "tsc"))
+	testutil.RequireNoErr(t, "the fixture's dependencies (npm ci --prefix testdata/jsworkflows, as .ci/run does)", err)
+	return dir
+}
+
+// jsApp copies the TypeScript project and its installed tools into b's work dir (a fresh
+// clone followed by npm ci).
+func jsApp(t *testing.T, b *testutil.Box) {
+	dir := jsTools(t)
+	testutil.CopyTree(t, filepath.Join(dir, "app"), b.Work)
+	testutil.CopyTree(t, filepath.Join(dir, "package.json"), filepath.Join(b.Work, "package.json"))
+	// cp -a: node_modules/.bin holds symlinks and esbuild's native binary its mode.
+	b.Sh(t, "cp -a "+shellQuote([]string{filepath.Join(dir, "node_modules")})+" .")
+}
+
+// jsWorkflow is an everyday JavaScript (or doc) command and the edit a developer makes
+// before running it again.
+type jsWorkflow struct {
+	everyday
+	edit, line string // a file in the work tree that gets line appended ("" none)
+	// check runs (unsandboxed) what the command built; its output is part of the run's.
+	check []string
+}
+
+// output is everyday.output with what check prints added.
+func (w jsWorkflow) output(t *testing.T, b *testutil.Box, r testutil.Result) testutil.Result {
+	t.Helper()
+	// Colours (vitest colours its report under CI=true) are not output that differs.
+	r.Stdout = ansiColour.ReplaceAllString(r.Stdout, "")
+	r = w.everyday.output(t, b, r)
+	if len(w.check) == 0 || r.Code != 0 {
+		return r
+	}
+	c := b.Run(t, w.check...)
+	testutil.MustCode(t, strings.Join(w.check, " "), c, 0)
+	r.Stdout += "--- " + strings.Join(w.check, " ") + ":\n" + c.Stdout
+	return r
+}
+
+var ansiColour = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+var vitestTiming = regexp.MustCompile(`(?m)^\s*(Start at|Duration)\s.*$|\([0-9]+ tests?\) [0-9]+ms|[0-9.]+m?s$`)
+
+func jsWorkflows() []jsWorkflow {
+	return []jsWorkflow{
+		{everyday: everyday{name: "tsc", need: []string{"node"}, argv: []string{"node_modules/.bin/tsc", "-p", "."}, setup: jsApp, clean: []string{"dist"}},
+			edit: "src/greet.ts", line: "\nexport const edited = 1;\n", check: []string{"node", "dist/main.js"}},
+		{everyday: everyday{name: "esbuild", need: []string{"node"}, argv: []string{"node_modules/.bin/esbuild", "src/main.ts", "--bundle", "--platform=node", "--outfile=out/bundle.js", "--log-level=warning"}, setup: jsApp, clean: []string{"out"}},
+			edit: "src/greet.ts", line: "\nexport const edited = 1;\n", check: []string{"node", "out/bundle.js"}},
+		{everyday: everyday{name: "vitest", need: []string{"node"}, argv: []string{"node_modules/.bin/vitest", "run", "--reporter=basic"}, setup: jsApp, timing: vitestTiming},
+			edit: "test/greet.test.ts", line: "\nit(\"edited\", () => expect(1).toBe(1));\n"},
+		// cargo doc: the second run removes the output of the first (target/doc's files).
+		{everyday: everyday{name: "cargo-doc", need: []string{"cargo"}, fixture: "crate", argv: []string{"cargo", "doc", "--offline"}, state: []string{"target"}, timing: cargoTiming, notAs: cargoUnreachable},
+			edit: "src/main.rs", line: "\n/// edited\npub fn edited() {}\n"},
+	}
+}
+
+// jsPerturbations are the next runs a developer makes of a JS workflow: unchanged, after an
+// edit, in a fresh clone, as another user, and in a CI-like environment (env -i with only
+// PATH, HOME and TMPDIR, CI=true, its own session, output to a file).
+var jsPerturbations = []perturbation{
+	{name: "unchanged", stdout: "pipe", stdin: "null"},
+	{name: "edited", stdout: "pipe", stdin: "null"},
+	{name: "another-cwd", stdout: "pipe", stdin: "null", place: "cwd"},
+	{name: "ci-like", stdout: "file", stdin: "null"},
+	{name: "ordinary-user", stdout: "pipe", stdin: "null", wrap: []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}},
+}
+
+// ciLike is the wrapper of the ci-like perturbation in b: a clean environment and a new session.
+func ciLike(b *testutil.Box) []string {
+	w := []string{"env", "-i", "PATH=" + b.Path, "HOME=" + b.Home, "TMPDIR=" + b.Tmp, "CI=true", "CARGO_HOME=" + filepath.Join(b.Home, ".cargo")}
+	if b.Rustup != "" {
+		w = append(w, "RUSTUP_HOME="+b.Rustup)
+	}
+	return append(w, "setsid", "-w")
+}
+
+// TestJSWorkflows (issue 24, "How it is checked", npm): tsc, an esbuild bundle, vitest run,
+// pnpm install --offline from the store and cargo doc, each learned once with output to a
+// file, then enforced unchanged, after an edit, in a fresh clone, in a CI-like environment and
+// as another user: zero denials and the output of the same run unsandboxed; drift under each
+// (but the other user's: eBPF needs root) finds nothing that widens the profile.
+func TestJSWorkflows(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, w := range jsWorkflows() {
+		t.Run(w.name, func(t *testing.T) {
+			for _, n := range w.need {
+				testutil.RequireTools(t, hostPath, n)
+			}
+			root := t.TempDir()
+			b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), w.fixture)
+			if w.setup != nil {
+				w.setup(t, b)
+			}
+			profile := filepath.Join(root, "profile.yaml")
+			openForNobody(t, root)
+			learn := perturbation{name: "learn", stdout: "file", stdin: "null"}
+			b = w.prepare(t, root, b, perturbation{cold: true})
+			if r := runPerturbed(t, b, learn, append([]string{testutil.SysprofBin, "learn", "-p", profile, "--"}, w.argv...)); r.Code != 0 {
+				t.Fatalf("learn: %s", r)
+			}
+			var notAs map[string]string
+			if w.notAs != nil {
+				notAs = w.notAs()
+			}
+			for _, pt := range jsPerturbations {
+				t.Run(pt.name, func(t *testing.T) {
+					if why := notAs[pt.name]; why != "" {
+						t.Logf("not run: %s", why)
+						return
+					}
+					if len(pt.wrap) > 0 {
+						testutil.RequireTools(t, hostPath, pt.wrap[0])
+					}
+					if pt.name == "edited" && w.edit != "" {
+						f, err := os.OpenFile(filepath.Join(b.Work, w.edit), os.O_APPEND|os.O_WRONLY, 0)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if _, err := f.WriteString(w.line); err != nil {
+							t.Fatal(err)
+						}
+						f.Close()
+					}
+					if pt.name == "ordinary-user" {
+						chownTree(t, b.Work, 65534)
+						chownTree(t, b.Home, 65534)
+						chownTree(t, b.Tmp, 65534)
+					}
+					wrap := slicesClone(pt.wrap)
+					if pt.name == "ci-like" {
+						wrap = ciLike(b)
+					}
+					pb := w.prepare(t, root, b, pt)
+					want := w.output(t, pb, runPerturbed(t, pb, pt, append(slicesClone(wrap), w.argv...)))
+					pb = w.prepare(t, root, b, pt)
+					rep := filepath.Join(root, pt.name+"-report.json")
+					got := w.output(t, pb, runPerturbed(t, pb, pt, append(append(slicesClone(wrap), testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--"), w.argv...)))
+					if got.Code != want.Code {
+						t.Errorf("enforce exit %d, unsandboxed %d\n%s", got.Code, want.Code, got)
+					}
+					if got.Stdout != want.Stdout {
+						t.Errorf("enforce output differs from the unsandboxed run:\n--- enforced:\n%s\n--- unsandboxed:\n%s", got.Stdout, want.Stdout)
+					}
+					for _, d := range testutil.ReadReport(t, rep).Denials {
+						t.Errorf("denial: [%s] %s by %s (parents %v): suggest %q", d.Kind, d.What, d.Exe, d.Parents, d.Suggest)
+					}
+					if pt.name == "ordinary-user" {
+						return // drift learns: eBPF needs root
+					}
+					pb = w.prepare(t, root, b, pt)
+					dr := runPerturbed(t, pb, pt, append(append(slicesClone(wrap), testutil.SysprofBin, "drift", "--fail-on", "low", "-p", profile, "--"), w.argv...))
+					if dr.Code != 0 {
+						t.Errorf("drift widened (exit %d):\n%s%s", dr.Code, dr.Stdout, strings.TrimSpace(dr.Stderr))
+					}
+				})
+			}
+		})
+	}
+}

@@ -1,0 +1,94 @@
+package policy
+
+// Family is a group of syscalls that do the same thing for a tool: which member it calls is
+// picked by its I/O environment (a terminal, a pipe, a file, /dev/null), its libc or the
+// kernel's fast paths, not by what the tool does. Seeing any member allows all of them, so a
+// profile learned with output to a file still runs at a terminal. A family adds no capability a
+// learned member does not already give: every member acts only on fds the process already
+// holds or on paths the filesystem layers already decide.
+type Family struct {
+	Name    string
+	Why     string
+	Members []string
+	// Triggers are the members whose use brings the family in (nil: every member). A member
+	// that is also another family's (copy_file_range: data-copy's) is no trigger: which one a
+	// tool calls depends on its I/O condition, and the other family would come and go with it.
+	Triggers []string
+}
+
+// Families is the one table of behaviour-equivalence families: learn adds them (synth), and
+// enforce (the seccomp compiler) and drift close them the same way for every profile not
+// learned --exact (Metadata.Exact), so that a profile learned before a family existed or grew
+// holds under every I/O condition too. Their order is the order `sysprof show --explain`
+// prints them in.
+var Families = []Family{
+	{"data-copy", "moving bytes between fds the process holds: cat calls copy_file_range into a file, write into a pipe or a terminal, sendfile or splice elsewhere",
+		[]string{"read", "write", "readv", "writev", "pread64", "pwrite64", "copy_file_range", "sendfile", "splice"}, nil},
+	{"copy-fallback", "a rename that fails with EXDEV (another file system, or the sandbox's own mounts) falls back to copying: libuv, cargo and go truncate, chmod and copy the destination",
+		[]string{"rename", "renameat", "renameat2", "copy_file_range", "sendfile", "ftruncate", "fchmod", "fstatfs"},
+		[]string{"rename", "renameat", "renameat2"}},
+	{"replace-keeps-owner", "an atomic replace (write a temp file, rename it over the old one) gives the new file the old one's owner and mode: write-file-atomic (npm, pnpm's .modules.yaml) chowns and chmods its temp file only when the target exists, so a first run never shows it; a chown inside the sandbox's user namespace cannot give a file away, set-id modes stay denied and the mounts decide which files it reaches",
+		[]string{"chmod", "fchmod", "fchmodat", "chown", "fchown", "fchownat"},
+		[]string{"rename", "renameat", "renameat2"}},
+	{"dup", "duplicating an fd onto another: dup2 or dup3 by libc version and by whether the target fd is open",
+		[]string{"dup2", "dup3"}, nil},
+	{"pipe", "making a pipe: libc and runtimes pick pipe or pipe2 by version",
+		[]string{"pipe", "pipe2"}, nil},
+	{"wait-for-fds", "waiting for fds to be ready: which call depends on the runtime and on whether stdin is a terminal, a pipe or closed",
+		[]string{"poll", "ppoll", "select", "pselect6"}, nil},
+	{"wait-for-children", "reaping child processes: wait4 and waitid by libc version and runtime",
+		[]string{"wait4", "waitid"}, nil},
+	{"timers", "interval timers: which timer API a runtime arms differs by version",
+		[]string{"setitimer", "getitimer", "alarm", "timer_create", "timer_settime", "timer_gettime", "timer_delete"}, nil},
+	{"stat", "file metadata: newer glibc calls fstat where older called newfstatat, and statx where the kernel has it",
+		[]string{"fstat", "newfstatat", "statx"}, nil},
+	{"access", "checking access to a path: glibc falls back from faccessat2 to faccessat",
+		[]string{"faccessat", "faccessat2"}, nil},
+	{"rename-at", "renaming: coreutils and libcs try renameat2 and fall back to renameat",
+		[]string{"renameat", "renameat2"}, nil},
+	{"send", "sending on a socket the process holds: glibc's resolver asks A and AAAA at once with sendmmsg on a dual-stack host and sendto on an IPv4-only one; runtimes pick sendto or sendmsg (the destinations are the network rules'; send(2) is sendto on x86_64 and arm64)",
+		[]string{"sendto", "sendmsg", "sendmmsg"}, nil},
+}
+
+// TriggerNames are the members whose use brings f in.
+func (f Family) TriggerNames() []string {
+	if f.Triggers == nil {
+		return f.Members
+	}
+	return f.Triggers
+}
+
+// Triggers reports whether s, an allowed syscall, brings its families in: it was learned (not
+// added by a family itself), and is not a base syscall nobody was seen making.
+func (s Syscall) Triggers() bool { return s.Family == "" && (!s.Base || s.By != "") }
+
+// FamilyMates returns the syscalls that allow brings in through Families, each with the
+// family that brings it: every member of each family one of whose triggers allow holds as a
+// learned syscall (Syscall.Triggers), as synthesis adds them. Names allow already holds are
+// included; a caller skips them.
+func FamilyMates(allow []Syscall) map[string]string {
+	have := map[string]bool{}
+	for _, s := range allow {
+		if s.Triggers() {
+			have[s.Name] = true
+		}
+	}
+	mates := map[string]string{}
+	for _, f := range Families {
+		for _, n := range f.TriggerNames() {
+			if have[n] {
+				for _, m := range f.Members {
+					if _, ok := mates[m]; !ok {
+						mates[m] = f.Name
+					}
+				}
+				break
+			}
+		}
+	}
+	return mates
+}
+
+// ClosesFamilies reports whether p's families are closed wherever it is used (enforce, drift):
+// every profile but one learned --exact.
+func (p *Profile) ClosesFamilies() bool { return !p.Metadata.Exact }

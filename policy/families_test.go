@@ -1,0 +1,64 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+// A profile that learned one send call has the others in effect (enforce and drift of a
+// profile learned before the send family existed).
+func TestFamilyMates(t *testing.T) {
+	m := FamilyMates([]Syscall{{Name: "sendto", Provenance: Provenance{By: "/usr/bin/node"}}, {Name: "openat"}})
+	if m["sendmmsg"] != "send" || m["sendmsg"] != "send" {
+		t.Errorf("sendto's family mates = %v, want sendmsg and sendmmsg of family send", m)
+	}
+	if _, ok := m["ptrace"]; ok {
+		t.Errorf("mates name a syscall no family holds: %v", m)
+	}
+	if _, ok := m["connect"]; ok {
+		t.Errorf("mates name a syscall no family holds: %v", m)
+	}
+	// copy_file_range is no trigger of copy-fallback: it does not bring renames in.
+	if m := FamilyMates([]Syscall{{Name: "copy_file_range"}}); m["renameat2"] != "" {
+		t.Errorf("copy_file_range brings renameat2: %v", m)
+	}
+	// A member a family added is no trigger of its own families (as in learn), and neither is
+	// a base syscall nobody was seen making.
+	if m := FamilyMates([]Syscall{{Name: "renameat2", Family: "copy-fallback"}, {Name: "sendto", Base: true}}); len(m) != 0 {
+		t.Errorf("family members and unseen base syscalls bring families in: %v", m)
+	}
+}
+
+// Metadata.Exact is written only when set, read back, and kept by Merge only when both sides
+// were learned --exact.
+func TestExactRoundTripAndMerge(t *testing.T) {
+	p := &Profile{APIVersion: APIVersion, Kind: Kind, Metadata: Metadata{Name: "x", Command: []string{"x"}, Runs: 1, Exact: true}}
+	b, err := Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Parse("p.yaml", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !q.Metadata.Exact || q.ClosesFamilies() {
+		t.Errorf("exact profile read back: exact %v, closes families %v\n%s", q.Metadata.Exact, q.ClosesFamilies(), b)
+	}
+	old := Clone(p)
+	old.Metadata.Exact = false
+	if b, _ := Marshal(old); containsLine(string(b), "exact") {
+		t.Errorf("a profile not learned --exact writes an exact line:\n%s", b)
+	}
+	if Merge(p, p).Metadata.Exact != true || Merge(old, p).Metadata.Exact || Merge(p, old).Metadata.Exact {
+		t.Errorf("Merge keeps exact only when both sides are: %v %v %v", Merge(p, p).Metadata.Exact, Merge(old, p).Metadata.Exact, Merge(p, old).Metadata.Exact)
+	}
+}
+
+func containsLine(s, key string) bool {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), key+":") {
+			return true
+		}
+	}
+	return false
+}
