@@ -86,3 +86,48 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestPagerAtATerminal (issue 24 item 4): git log -p at a terminal pages through less, which
+// reads $HOME/.lesshst and saves it through $HOME/.lesshsQ. Learned once at a terminal, the
+// next runs at a terminal have zero denials: the profile grants no history file (a file rule in
+// $HOME), and the sandbox runs less with LESSHISTFILE=- (it reads and saves none).
+func TestPagerAtATerminal(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "git")
+	testutil.RequireTools(t, hostPath, "less")
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.MkdirTemp(cache, "sysprof-e2e-less-") // a HOME outside /tmp, as a user's is
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "")
+	gitRepo(t, b)
+	profile := filepath.Join(root, "profile.yaml")
+	// git pages with less (LESS=FRX: it prints and exits when the text fits the screen).
+	tty := perturbation{name: "tty", stdout: "tty", stdin: "tty", env: []string{"GIT_PAGER=less", "TERM=xterm"}}
+	argv := []string{"git", "log", "-p"}
+	if r := runPerturbed(t, b, tty, append([]string{testutil.SysprofBin, "learn", "-p", profile, "--"}, argv...)); r.Code != 0 {
+		t.Fatalf("learn at a terminal: %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(b.Home, ".lesshst")); err != nil {
+		t.Fatalf("control: less saved no history in the learn run (%v): the test does not page", err)
+	}
+	for i := range 2 {
+		rep := filepath.Join(root, "report.json")
+		r := runPerturbed(t, b, tty, append([]string{testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--"}, argv...))
+		testutil.MustCode(t, "enforce at a terminal", r, 0)
+		if !strings.Contains(r.Stdout, "notes") {
+			t.Errorf("run %d: the log is not in the output:\n%s", i, r)
+		}
+		for _, d := range testutil.ReadReport(t, rep).Denials {
+			t.Errorf("run %d: denial at a terminal: [%s] %s by %s: suggest %q", i, d.Kind, d.What, d.Exe, d.Suggest)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sysprof/sysprof/enforcer/guard"
 	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/sandbox"
@@ -162,6 +163,9 @@ func (r runStart) initConfig(st *stage) initConfig {
 	if b := r.c.creds; b != nil {
 		cfg.SetEnv = append(cfg.SetEnv, b.env...)
 	}
+	// less keeps no history in the sandbox: synth never grants its history file (a file rule in
+	// $HOME), so its read and its save through $HOME/.lesshsQ would be denied on every paged run.
+	cfg.SetEnv = append(cfg.SetEnv, paths.NoPagerHistory)
 	if r.egress != nil {
 		cfg.Egress = &r.c.Egress.Inside
 	}

@@ -891,7 +891,7 @@ func (s *state) passWrite() []string {
 			missing = append(missing, f)
 			continue
 		}
-		if pagerHistory(f.path) {
+		if paths.PagerHistory(f.path) {
 			pager = append(pager, f.path)
 			continue
 		}
@@ -932,7 +932,7 @@ func (s *state) passWrite() []string {
 	}
 	if len(pager) > 0 {
 		slices.Sort(pager)
-		msgs = append(msgs, fmt.Sprintf("not granted: the pager's history %s (less saves none when it cannot write, as with LESSHISTFILE=-; "+
+		msgs = append(msgs, fmt.Sprintf("not granted: the pager's history %s (the sandbox runs less with "+paths.NoPagerHistory+": it neither reads nor saves one; "+
 			"a write rule on a file in $HOME would make enforce refuse the profile)", strings.Join(slices.Compact(pager), ", ")))
 	}
 	if n == 0 {
@@ -1000,22 +1000,6 @@ func tempSiblingOf(base string) (string, bool) {
 		mixed = mixed || c >= 'A' && c <= 'Z' || isDigit(c)
 	}
 	return word, mixed
-}
-
-// pagerHistory reports less's history file and the temporary file it writes it through
-// ($HOME/.lesshst, $HOME/.lesshsQ; $HOME/.local/state/lesshst where XDG_STATE_HOME is used),
-// learned when a tool paged its output at a terminal (git log). They are not granted: less
-// goes on without saving history when the write fails, and a file rule in $HOME cannot be
-// enforced (enforce would widen it to $HOME and refuse the profile).
-func pagerHistory(p string) bool {
-	dir, name := path.Split(p)
-	switch dir {
-	case "$HOME/":
-		return name == ".lesshst" || name == ".lesshsQ"
-	case "$HOME/.local/state/":
-		return name == "lesshst" || name == "lesshsQ"
-	}
-	return false
 }
 
 // Notes on write rules.
