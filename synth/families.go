@@ -48,6 +48,8 @@ var Families = []Family{
 		[]string{"faccessat", "faccessat2"}, nil},
 	{"rename-at", "renaming: coreutils and libcs try renameat2 and fall back to renameat",
 		[]string{"renameat", "renameat2"}, nil},
+	{"remove", "removing a name: a tool that renames files into place (a cache replacing its entries: mypy's .mypy_cache, pip, ccache) deletes stale ones on a later run, with a cold cache never; a rename over a name removes it already, and which names may go is the filesystem layers' decision",
+		[]string{"unlink", "unlinkat"}, []string{"rename", "renameat", "renameat2"}},
 	{"send", "sending on a socket the process holds: glibc's resolver asks A and AAAA at once with sendmmsg on a dual-stack host and sendto on an IPv4-only one; runtimes pick sendto or sendmsg (the destinations are the network rules'; send(2) is sendto on x86_64 and arm64)",
 		[]string{"sendto", "sendmsg", "sendmmsg"}, nil},
 }

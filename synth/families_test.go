@@ -124,3 +124,33 @@ func TestFamilyMates(t *testing.T) {
 		t.Errorf("copy_file_range brings renameat2: %v", m2)
 	}
 }
+
+// A cache learned cold is only filled (written, renamed into place); a later run with the cache
+// warm drops stale entries (mypy unlinks .mypy_cache/*.meta.json after an edit, or as another
+// user). A tool that renames gets the remove family; one that does not, nothing.
+func TestRenameBringsRemove(t *testing.T) {
+	ctx := map[string]string{"HOME": "/home/a", "WORKDIR": "/w", "TMPDIR": "/tmp"}
+	exe := "/usr/bin/python3.11"
+	for _, renames := range []bool{true, false} {
+		tr := &trace.Trace{Version: trace.Version, Command: []string{"mypy", "."}, Context: ctx,
+			Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
+			Processes: []trace.Process{{ID: 1, PID: 10, Exe: exe}},
+			Syscalls:  []trace.SyscallCount{{Name: "openat", Arch: trace.ArchX86_64, Exe: exe, Count: 1}}}
+		if renames {
+			tr.Syscalls = append(tr.Syscalls, trace.SyscallCount{Name: "rename", Arch: trace.ArchX86_64, Exe: exe, Count: 1})
+		}
+		res, err := Synthesize(tr, testOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []string{"unlink", "unlinkat"} {
+			got := false
+			for _, r := range res.Profile.Syscalls.Allow {
+				got = got || r.Name == n
+			}
+			if got != renames {
+				t.Errorf("renames=%v: %s allowed=%v", renames, n, got)
+			}
+		}
+	}
+}
