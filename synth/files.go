@@ -1146,6 +1146,40 @@ var readRoots = []readRoot{
 	{"$NPM_CACHE", true}, {"$CARGO_HOME", false},
 }
 
+// wholeReadRoots are toolchain roots read whole once the tool reads anything below them: the
+// toolchain is read-only input, and which of its files a build reads depends on the state of
+// its cache, not on the tool (a warm Go cache needs none of $GOROOT/src, a cold one compiles
+// the standard library from it and assembles the runtime with $GOROOT/pkg/include).
+var wholeReadRoots = []string{"$GOROOT"}
+
+// readWhole replaces the read rules below root by root (unless the tool also wrote there) and
+// returns how many it replaced.
+func (s *state) readWhole(root string, blocked func(string) bool) int {
+	var below []string
+	for p := range s.read.byPath() {
+		if p != root && paths.Covers(root, p) {
+			below = append(below, p)
+		}
+	}
+	if len(below) == 0 || blocked(root) {
+		return 0
+	}
+	slices.Sort(below)
+	r := s.read.get(root)
+	if r == nil {
+		r = &pathRule{prov: s.read.get(below[0]).prov}
+		s.read.set(root, r)
+	}
+	for _, p := range below {
+		b := s.read.get(p)
+		r.prov = earliest(r.prov, b.prov)
+		r.files += max(b.files, 1)
+		s.read.delete(p)
+	}
+	r.note = "toolchain root, read-only"
+	return len(below)
+}
+
 func readRollupAllowed(d string) bool {
 	for _, r := range readRoots {
 		if d == r.path {
@@ -1370,6 +1404,12 @@ func (s *state) passRollupRead() []string {
 		return false
 	}
 	var msgs []string
+	for _, root := range wholeReadRoots {
+		if n := s.readWhole(root, blocked); n > 0 {
+			msgs = append(msgs, fmt.Sprintf("%s under %s → %s (read): a toolchain reads what its cache lacks (a cold Go cache assembles the runtime with $GOROOT/pkg/include)",
+				plural(n, "read rule"), root, root))
+		}
+	}
 	for _, d := range rollup(s.read, s.opts.RollupThreshold, "files", readRollupAllowed, blocked) {
 		if r := s.read.get(d); r != nil {
 			msgs = append(msgs, fmt.Sprintf("rolled up %d files under %s → %s (read)", r.files, d, d))
