@@ -131,3 +131,51 @@ func TestPagerAtATerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeReopensItsTerminal (issue 24 item 4): node at a terminal reopens it by name
+// (/dev/pts/N, a number no profile can know) and puts the new descriptor over its stdio with
+// dup3. Learned with its output to a file, it runs at a terminal with zero denials and the same
+// output, as root and as an ordinary user on a terminal of its own (script).
+func TestNodeReopensItsTerminal(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "node")
+	testutil.RequireTools(t, hostPath, "script")
+	testutil.RequireTools(t, hostPath, "setpriv")
+	root := t.TempDir()
+	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "")
+	testutil.WriteFile(t, filepath.Join(b.Work, "a.js"), "console.log('tty', Boolean(process.stdout.isTTY))\n", 0o644)
+	profile := filepath.Join(root, "profile.yaml")
+	argv := []string{"node", "a.js"}
+	learn := perturbation{name: "learn", stdout: "file", stdin: "null"}
+	if r := runPerturbed(t, b, learn, append([]string{testutil.SysprofBin, "learn", "-p", profile, "--"}, argv...)); r.Code != 0 {
+		t.Fatalf("learn: %s", r)
+	}
+	openForNobody(t, root)
+	tty := perturbation{name: "tty", stdout: "tty", stdin: "tty"}
+	rep := filepath.Join(root, "root-report.json")
+	r := runPerturbed(t, b, tty, append([]string{testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--"}, argv...))
+	testutil.MustCode(t, "enforce at a terminal", r, 0)
+	if !strings.Contains(r.Stdout, "tty true") {
+		t.Errorf("enforce at a terminal: node did not see its terminal:\n%s", r)
+	}
+	for _, d := range testutil.ReadReport(t, rep).Denials {
+		t.Errorf("root at a terminal: denial [%s] %s by %s: suggest %q", d.Kind, d.What, d.Exe, d.Suggest)
+	}
+	// An ordinary user's own terminal (script makes one owned by it), running the test's build.
+	if err := os.Chmod(filepath.Dir(testutil.SysprofBin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chownTree(t, b.Work, 65534)
+	chownTree(t, b.Home, 65534)
+	rep = filepath.Join(root, "user-report.json")
+	enforce := strings.Join([]string{testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--", "node", "a.js"}, " ")
+	pipe := perturbation{name: "user-tty", stdout: "pipe", stdin: "null"}
+	r = runPerturbed(t, b, pipe, []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "script", "-qec", enforce, "/dev/null"})
+	testutil.MustCode(t, "enforce at an ordinary user's terminal", r, 0)
+	if !strings.Contains(r.Stdout, "tty true") {
+		t.Errorf("enforce at an ordinary user's terminal: node did not see its terminal:\n%s", r)
+	}
+	for _, d := range testutil.ReadReport(t, rep).Denials {
+		t.Errorf("ordinary user at a terminal: denial [%s] %s by %s: suggest %q", d.Kind, d.What, d.Exe, d.Suggest)
+	}
+}

@@ -53,8 +53,8 @@
 // member allows all of them, each marked `family: NAME` in the profile. A family adds no
 // capability a learned member does not already give: every member acts on fds the process
 // holds or on paths the filesystem layers decide. Every profile also gets ioctl TCGETS and
-// TIOCGWINSZ alone (isatty, window size) and setitimer/getitimer (family terminal), unless the
-// whole ioctl was learned. Options.Exact turns the families off (learn --exact).
+// TIOCGWINSZ alone (isatty, window size), setitimer/getitimer and dup2/dup3 (family terminal),
+// unless the whole ioctl was learned. Options.Exact turns the families off (learn --exact).
 //
 // A learned profile lists x86_64 and aarch64 (DefaultArchitectures; Options.Architectures
 // chooses): the names compile to each machine's own numbers, and arch-equivalents adds, for

@@ -63,9 +63,11 @@ var Families = []Family{
 // runs at a terminal too; the full ioctl is allowed only when it was learned.
 var terminalProbes = []string{"TCGETS", "TIOCGWINSZ"}
 
-// terminalTimers are allowed in every profile for the same reason: git and pagers arm a progress
-// or refresh timer only when stderr is a terminal. A timer signals the process itself.
-var terminalTimers = []string{"setitimer", "getitimer"}
+// terminalCalls are allowed in every profile for the same reason: git and pagers arm a progress
+// or refresh timer only when stderr is a terminal (a timer signals the process itself); node
+// (libuv) reopens its terminal and puts the new descriptor over its stdio with dup3 (or dup2)
+// only at a terminal (the enforcer grants that terminal: its stdio already is).
+var terminalCalls = []string{"setitimer", "getitimer", "dup2", "dup3"}
 
 // terminalFamily marks what is allowed for a terminal that the learn run may not have had.
 const terminalFamily = "terminal"
@@ -125,7 +127,7 @@ func (s *state) passFamilies() []string {
 		s.syscalls["ioctl"] = &sysRule{family: terminalFamily}
 		term = append(term, "ioctl for "+strings.Join(terminalProbes, " and ")+" only (isatty and window size)")
 	}
-	for _, n := range terminalTimers {
+	for _, n := range terminalCalls {
 		if s.syscalls[n] == nil {
 			s.syscalls[n] = &sysRule{family: terminalFamily}
 			term = append(term, n)

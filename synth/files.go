@@ -881,6 +881,7 @@ func protectedDir(d string) bool {
 func (s *state) passWrite() []string {
 	var n, created, anchored, exact int
 	var refused, pager []string
+	terminal := false
 	var missing []fileObs
 	provs := s.exeProvs()
 	for _, f := range s.files {
@@ -898,6 +899,11 @@ func (s *state) passWrite() []string {
 		n++
 		target, note := writeTarget(f.path, f.access, f.dir, s.storeSet)
 		switch {
+		case target == "" && f.path == ptyDir:
+			// A terminal reopened by name (node): the enforcer grants the one the command's
+			// stdio is on, whatever its number; the directory would be every terminal.
+			terminal = true
+			continue
 		case target == "":
 			refused = append(refused, f.path)
 			continue
@@ -934,6 +940,9 @@ func (s *state) passWrite() []string {
 		slices.Sort(pager)
 		msgs = append(msgs, fmt.Sprintf("not granted: the pager's history %s (the sandbox runs less with "+paths.NoPagerHistory+": it neither reads nor saves one; "+
 			"a write rule on a file in $HOME would make enforce refuse the profile)", strings.Join(slices.Compact(pager), ", ")))
+	}
+	if terminal {
+		msgs = append(msgs, "not granted: "+ptyDir+" (a terminal reopened by name): enforce grants the terminal the command's stdio is on, whatever its number")
 	}
 	if n == 0 {
 		return msgs
