@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -177,5 +178,34 @@ func TestNodeReopensItsTerminal(t *testing.T) {
 	}
 	for _, d := range testutil.ReadReport(t, rep).Denials {
 		t.Errorf("ordinary user at a terminal: denial [%s] %s by %s: suggest %q", d.Kind, d.What, d.Exe, d.Suggest)
+	}
+}
+
+// TestPagerLearnedWithoutATerminal (issue 24 item 4): git log -p learned with its output to a
+// file never pages; at a terminal git would start less through a pipe (pipe2, fork, exec: a
+// denial every run). The profile runs no pager, so the sandbox gives git GIT_PAGER=cat: the log
+// goes to the terminal as it went to the file, with zero denials.
+func TestPagerLearnedWithoutATerminal(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "git")
+	root := t.TempDir()
+	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "")
+	gitRepo(t, b)
+	b.Extra = slices.DeleteFunc(b.Extra, func(kv string) bool { return strings.HasPrefix(kv, "GIT_PAGER=") })
+	profile := filepath.Join(root, "profile.yaml")
+	argv := []string{"git", "log", "-p"}
+	learn := perturbation{name: "learn", stdout: "file", stdin: "null"}
+	if r := runPerturbed(t, b, learn, append([]string{testutil.SysprofBin, "learn", "-p", profile, "--"}, argv...)); r.Code != 0 {
+		t.Fatalf("learn: %s", r)
+	}
+	rep := filepath.Join(root, "report.json")
+	tty := perturbation{name: "tty", stdout: "tty", stdin: "tty", env: []string{"TERM=xterm"}}
+	r := runPerturbed(t, b, tty, append([]string{testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--"}, argv...))
+	testutil.MustCode(t, "enforce at a terminal", r, 0)
+	if !strings.Contains(r.Stdout, "notes") {
+		t.Errorf("the log is not in the output:\n%s", r)
+	}
+	for _, d := range testutil.ReadReport(t, rep).Denials {
+		t.Errorf("denial at a terminal: [%s] %s by %s: suggest %q", d.Kind, d.What, d.Exe, d.Suggest)
 	}
 }
