@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/trace"
 )
 
@@ -186,6 +187,30 @@ func TestProcessesBringSessions(t *testing.T) {
 		}
 		if got != forks {
 			t.Errorf("forks=%v: setsid allowed=%v", forks, got)
+		}
+	}
+}
+
+// A warm build cache starts no compiler; a cold one starts one per package in its directory
+// (Go's os/exec Dir: chdir in the child). chdir comes with any process start.
+func TestProcessesBringChdir(t *testing.T) {
+	ctx := map[string]string{"HOME": "/home/a", "WORKDIR": "/w", "TMPDIR": "/tmp"}
+	exe := "/usr/local/go/bin/go"
+	for _, forks := range []bool{true, false} {
+		tr := &trace.Trace{Version: trace.Version, Command: []string{"go", "build"}, Context: ctx,
+			Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
+			Processes: []trace.Process{{ID: 1, PID: 10, Exe: exe}},
+			Syscalls:  []trace.SyscallCount{{Name: "openat", Arch: trace.ArchX86_64, Exe: exe, Count: 1}}}
+		if forks {
+			tr.Syscalls = append(tr.Syscalls, trace.SyscallCount{Name: "clone", Arch: trace.ArchX86_64, Exe: exe, Count: 1})
+		}
+		res, err := Synthesize(tr, testOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := slices.ContainsFunc(res.Profile.Syscalls.Allow, func(r policy.Syscall) bool { return r.Name == "chdir" })
+		if got != forks {
+			t.Errorf("forks=%v: chdir allowed=%v", forks, got)
 		}
 	}
 }
