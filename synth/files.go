@@ -768,7 +768,7 @@ func (s *state) passSourceTree() []string {
 //     them, the path only has to be visible, and it is unless hidden;
 //   - /dev nodes (/dev/null, /dev/tty, /dev/urandom) stay exact rules, never rolled up.
 func (s *state) passRead() []string {
-	var files, dirs, meta, refused int
+	var files, dirs, meta, refused, terminal int
 	// Size the rule sets once: a trace may hold 100k paths.
 	nList, nRead := 0, 0
 	for _, f := range s.files {
@@ -790,6 +790,10 @@ func (s *state) passRead() []string {
 		case f.access == trace.AccessList || f.access == trace.AccessRead && f.dir:
 			s.addRule(s.list, f.path, provs[f.exe], "")
 			dirs++
+		case f.access == trace.AccessRead && f.path == ptyDir:
+			// A terminal read by name (less, node at a terminal): the enforcer grants the one
+			// the command's stdio is on; the directory would be every terminal's keystrokes.
+			terminal++
 		case f.access == trace.AccessRead && tooBroadToRead(f.path):
 			refused++
 		case f.access == trace.AccessRead && slices.Contains(baseDevices, f.path):
@@ -815,6 +819,9 @@ func (s *state) passRead() []string {
 	}
 	if refused > 0 {
 		msgs = append(msgs, fmt.Sprintf("not granted: %s of /, $HOME, /etc, /tmp or the like themselves (a read rule there would expose the whole tree)", plural(refused, "read")))
+	}
+	if terminal > 0 {
+		msgs = append(msgs, "not granted: reading "+ptyDir+" (a terminal read by name): enforce grants the terminal the command's stdio is on, never every terminal")
 	}
 	return msgs
 }
