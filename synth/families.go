@@ -308,6 +308,11 @@ func FamilyMates(allowed []string) map[string]bool {
 		have[n] = true
 	}
 	mates := map[string]bool{}
+	// The terminal calls are in every profile (passFamilies): one committed before they were
+	// is not widened by them.
+	for _, n := range terminalCalls {
+		mates[n] = true
+	}
 	for _, f := range Families {
 		triggers := f.Triggers
 		if triggers == nil {

@@ -1168,6 +1168,20 @@ var readRoots = []readRoot{
 // the standard library from it and assembles the runtime with $GOROOT/pkg/include).
 var wholeReadRoots = []string{"$GOROOT"}
 
+// ReadMates returns the read rules a profile reading reads already has in effect: each
+// toolchain root (wholeReadRoots) one of its read rules lies below, as synthesis would make
+// it now. drift uses it so that a profile learned before a root was read whole is not widened
+// by it.
+func ReadMates(reads []string) map[string]bool {
+	mates := map[string]bool{}
+	for _, root := range wholeReadRoots {
+		if slices.ContainsFunc(reads, func(p string) bool { return p != root && paths.Covers(root, p) }) {
+			mates[root] = true
+		}
+	}
+	return mates
+}
+
 // readWhole replaces the read rules below root by root (unless the tool also wrote there) and
 // returns how many it replaced.
 func (s *state) readWhole(root string, blocked func(string) bool) int {

@@ -405,15 +405,21 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 
 // dropFamilyMates leaves out the syscalls a family of the committed profile already covers: a
 // profile learned before a family existed (or grew) allowed one member, the run now shows
-// another (glibc's sendmmsg on a dual-stack host where sendto was learned).
+// another (glibc's sendmmsg on a dual-stack host where sendto was learned); and a toolchain
+// root now read whole ($GOROOT) where the committed profile read below it.
 func dropFamilyMates(changes []policy.Change, committed *policy.Profile) []policy.Change {
 	var allowed []string
 	for _, s := range committed.Syscalls.Allow {
 		allowed = append(allowed, s.Name)
 	}
 	mates := synth.FamilyMates(allowed)
+	var reads []string
+	for _, r := range committed.Filesystem.Read {
+		reads = append(reads, r.Path)
+	}
+	readMates := synth.ReadMates(reads) // a toolchain root read whole ($GOROOT)
 	return slices.DeleteFunc(changes, func(c policy.Change) bool {
-		return c.Widens && c.Section == policy.SectionSyscalls && mates[c.Item]
+		return c.Widens && (c.Section == policy.SectionSyscalls && mates[c.Item] || c.Section == policy.SectionRead && readMates[c.Item])
 	})
 }
 
