@@ -166,9 +166,15 @@ func renderTable(w io.Writer, cs []policy.Change, o *Options) error {
 		tablewriter.WithHeaderAlignment(tw.AlignLeft),
 		tablewriter.WithRowAlignment(tw.AlignLeft),
 	)
-	t.Header("RISK", "CHANGE", "SECTION", "ITEM", "REASON", "BY")
+	header := []string{"RISK", "CHANGE", "SECTION", "ITEM", "REASON", "BY"}
+	t.Header(header)
+	rows := make([][]string, 0, len(cs))
 	for _, c := range cs {
-		if err := t.Append(riskWord(c), kindWord(c), pr(c.Section), pr(c.Item), pr(c.Reason), pr(c.By)); err != nil {
+		rows = append(rows, []string{riskWord(c), kindWord(c), pr(c.Section), pr(c.Item), pr(c.Reason), pr(c.By)})
+	}
+	// Fitted to the terminal's width (report.Width), wrapped where a name can break.
+	for _, row := range report.Fit(report.Width(w), header, rows) {
+		if err := t.Append(row); err != nil {
 			return fmt.Errorf("render table: %w", err)
 		}
 	}

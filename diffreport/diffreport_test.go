@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -72,6 +73,7 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestGolden(t *testing.T) {
+	t.Setenv("COLUMNS", "") // the golden table is the unlimited one
 	changes, opts := fixture(t)
 	for _, format := range Formats {
 		t.Run(format, func(t *testing.T) {
@@ -81,6 +83,21 @@ func TestGolden(t *testing.T) {
 			}
 			golden(t, goldenNames[format], buf.Bytes())
 		})
+	}
+}
+
+// The drift table at an 80-column terminal ($COLUMNS; report.Width) fits in 80 columns.
+func TestTableFitsTheTerminal(t *testing.T) {
+	t.Setenv("COLUMNS", "80")
+	changes, opts := fixture(t)
+	var buf bytes.Buffer
+	if err := Render(&buf, changes, "table", opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
+		if w := utf8.RuneCountInString(l); w > 80 && strings.HasPrefix(l, "│") {
+			t.Fatalf("a line of %d columns:\n%s", w, buf.String())
+		}
 	}
 }
 

@@ -13,7 +13,13 @@
 //     terminal, into a pipe, a file or /dev/null, with stdin closed or a file, in a UTF-8 locale,
 //     on one CPU, from another checkout, HOME or TMPDIR, with cold caches and as an ordinary user:
 //     zero denials, the unsandboxed output, no widening. Incremental rebuilds after a source edit
-//     are enforced under profiles learned from clean.
+//     are enforced under profiles learned from clean. Debian workflows (issue 24: mypy,
+//     meson+ninja, cmake, pre-commit with a local hook; perturb_debian_test.go) run unchanged,
+//     after an edit, in a fresh clone, CI-like (env -i, fresh HOME, setsid, output to a file)
+//     and as another user.
+//   - Terminals (issue 24 item 4, terminal_test.go): a profile learned without a terminal runs
+//     at one and the reverse: /dev/tty, node reopening its /dev/pts/N, git paging through less
+//     (its history) or, learned to a file, not paging at all; zero denials.
 //   - Drift (issue 5): drift on an unchanged project reports nothing; a build step that reads
 //     ~/.ssh or connects to a new loopback port is reported as exactly that change, critical.
 //   - The CLI contract of DESIGN.md: exit statuses (125, 126, 127, the command's own, 128+N),

@@ -26,6 +26,9 @@ type Env struct {
 	// Environ is the command's environment (nil: sysprof's own): where brokered variables'
 	// real values come from.
 	Environ []string `json:"-"`
+	// Terminal is the pseudo-terminal the command's stdio is on (stdioTerminal), which it may
+	// reopen; empty: none.
+	Terminal string
 }
 
 // HostEnv returns the Env of this process for a command run in workdir: the path variables

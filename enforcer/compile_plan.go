@@ -489,10 +489,11 @@ func (c *Compiled) notWeaker(p *policy.Profile, env Env) error {
 func EffectiveFilesystem(fs policy.Filesystem, env Env) policy.Filesystem { return withBase(fs, env) }
 
 // withBase is the filesystem section compile enforces: fs plus BaseRead; the command itself as
-// the one exec rule when fs has none; every credential store (paths.CredentialStores) hidden
-// unless a rule names it, and when rules name paths inside one, everything else in it hidden
-// (see hideAround); sysprof's own state (the binary-hash cache) hidden; and a private /tmp when
-// fs has no rules at all. fs is not modified.
+// the one exec rule when fs has none; the terminal its stdio is on (env.Terminal) writable;
+// every credential store (paths.CredentialStores) hidden unless a rule names it, and when
+// rules name paths inside one, everything else in it hidden (see hideAround); sysprof's own
+// state (the binary-hash cache) hidden; and a private /tmp when fs has no rules at all. fs is
+// not modified.
 func withBase(fs policy.Filesystem, env Env) policy.Filesystem {
 	empty := len(fs.Read)+len(fs.Write)+len(fs.Exec)+len(fs.List) == 0
 	out := fs
@@ -502,6 +503,9 @@ func withBase(fs policy.Filesystem, env Env) policy.Filesystem {
 	}
 	if len(fs.Exec) == 0 && env.Command != "" {
 		out.Exec = []policy.PathRule{{Path: env.Command, Note: "the command"}}
+	}
+	if env.Terminal != "" && !slices.ContainsFunc(fs.Write, func(r policy.PathRule) bool { return r.Path == env.Terminal }) {
+		out.Write = append(slices.Clone(fs.Write), policy.PathRule{Path: env.Terminal, Note: "the terminal the command's stdio is on"})
 	}
 	out.Hidden = slices.Clone(fs.Hidden)
 	named := slices.Concat(fs.Read, fs.Write, fs.Exec)

@@ -60,9 +60,11 @@
 //   - Every profile gets the read-only root and Landlock (withBase): an empty or missing
 //     filesystem section is "nothing beyond the base", never "layer off". The base is BaseRead
 //     (the loader's cache, library directories, harmless devices), the command itself as the
-//     one exec rule when the profile has none, every credential store (paths.CredentialStores)
-//     hidden unless a rule names it (a rule for a path inside one, $HOME/.aws/config, leaves
-//     that path reachable and hides the rest of the store entry by entry: credstore.go),
+//     one exec rule when the profile has none, the terminal the command's stdio is on
+//     (/dev/pts/N, which node reopens by name: terminal.go), every credential store
+//     (paths.CredentialStores) hidden unless a rule names it (a rule for a path inside one,
+//     $HOME/.aws/config, leaves that path reachable and hides the rest of the store entry by
+//     entry: credstore.go),
 //     sysprof's own state (the binary-hash cache's directory, $HOME/.cache/sysprof) hidden, and
 //     a private /tmp when the section has no rules. Compile refuses a plan weaker than the
 //     profile or the base (notWeaker: every hidden path of either that exists must be hidden).

@@ -141,6 +141,7 @@ func newEnforcedRun(opts Options) (*enforcedRun, error) {
 		r.env.Vars[k] = v
 	}
 	r.env.Command = commandPath(opts.Command, dir)
+	r.env.Terminal = stdioTerminal(opts.Stdin, opts.Stdout, opts.Stderr)
 	phase.Mark("host env")
 	return r, nil
 }

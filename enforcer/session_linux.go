@@ -17,6 +17,7 @@ import (
 
 	"github.com/sysprof/sysprof/enforcer/guard"
 	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/sandbox"
@@ -161,6 +162,17 @@ func (r runStart) initConfig(st *stage) initConfig {
 	}
 	if b := r.c.creds; b != nil {
 		cfg.SetEnv = append(cfg.SetEnv, b.env...)
+	}
+	// less keeps no history in the sandbox: synth never grants its history file (a file rule in
+	// $HOME), so its read and its save through $HOME/.lesshsQ would be denied on every paged run.
+	cfg.SetEnv = append(cfg.SetEnv, paths.NoPagerHistory)
+	// git pages only at a terminal: a profile that runs no pager gets none (paths.NoPager).
+	var execs []string
+	for _, e := range r.opts.Profile.Filesystem.Exec {
+		execs = append(execs, e.Path)
+	}
+	if kv := paths.NoPager(execs, paths.EnvList(callerEnv)); kv != "" {
+		cfg.SetEnv = append(cfg.SetEnv, kv)
 	}
 	if r.egress != nil {
 		cfg.Egress = &r.c.Egress.Inside

@@ -96,3 +96,21 @@ func TestGrantAndCacheRoots(t *testing.T) {
 		t.Error("CacheRoot: want exactly the tool cache roots")
 	}
 }
+
+// git gets GIT_PAGER=cat only when the profile runs no pager: the one $PAGER names, or less.
+func TestNoPager(t *testing.T) {
+	env := EnvList([]string{"PAGER=/usr/local/bin/moar -style x"})
+	for _, c := range []struct {
+		exec []string
+		want string
+	}{
+		{nil, "GIT_PAGER=cat"},
+		{[]string{"/usr/bin/git"}, "GIT_PAGER=cat"},
+		{[]string{"/usr/bin/git", "/usr/bin/less"}, ""},
+		{[]string{"$HOME/bin/moar"}, ""},
+	} {
+		if got := NoPager(c.exec, env); got != c.want {
+			t.Errorf("NoPager(%v) = %q, want %q", c.exec, got, c.want)
+		}
+	}
+}

@@ -46,9 +46,26 @@ var Families = []Family{
 		[]string{"faccessat", "faccessat2"}, nil},
 	{"rename-at", "renaming: coreutils and libcs try renameat2 and fall back to renameat",
 		[]string{"renameat", "renameat2"}, nil},
+	{"process-session", "process groups and sessions of a command that starts processes: a runtime detaches a helper into a session of its own by who runs it and when, not by what the tool does (the go command starts its telemetry child with setsid once a day per user: in a fresh HOME, a CI runner, another user's run); the sandbox's PID namespace ends every process with the run, and the command's session has no terminal to take",
+		[]string{"setsid", "setpgid", "getsid", "getpgid", "getpgrp"},
+		[]string{"setsid", "setpgid", "getsid", "getpgid", "getpgrp", "clone", "clone3", "fork", "vfork"}},
+	{"working-directory", "changing the working directory, which a process that starts others does in the child (Go's os/exec Dir, Python's subprocess cwd=, make -C): a warm build cache starts no compiler, a cold one (another user, a CI runner, a fresh clone) starts one per package in its directory; where a process may go is the filesystem layers' decision",
+		[]string{"chdir", "fchdir"},
+		[]string{"chdir", "fchdir", "clone", "clone3", "fork", "vfork"}},
+	{"remove", "removing a name: a tool that renames files into place (a cache replacing its entries: mypy's .mypy_cache, pip, ccache) deletes stale ones on a later run, with a cold cache never; a rename over a name removes it already, and which names may go is the filesystem layers' decision",
+		[]string{"unlink", "unlinkat"}, []string{"rename", "renameat", "renameat2"}},
 	{"send", "sending on a socket the process holds: glibc's resolver asks A and AAAA at once with sendmmsg on a dual-stack host and sendto on an IPv4-only one; runtimes pick sendto or sendmsg (the destinations are the network rules'; send(2) is sendto on x86_64 and arm64)",
 		[]string{"sendto", "sendmsg", "sendmmsg"}, nil},
 }
+
+// TerminalFamily marks what every profile (but --exact) allows for a terminal the learn run may
+// not have had.
+const TerminalFamily = "terminal"
+
+// TerminalCalls are allowed in every profile (but --exact): git and pagers arm a progress or
+// refresh timer only when stderr is a terminal (a timer signals the process itself), and node
+// puts the terminal it reopens by name over its stdio with dup3.
+var TerminalCalls = []string{"setitimer", "getitimer", "dup2", "dup3"}
 
 // TriggerNames are the members whose use brings f in.
 func (f Family) TriggerNames() []string {
@@ -74,11 +91,15 @@ func FamilyMates(allow []Syscall) map[string]string {
 		}
 	}
 	mates := map[string]string{}
+	// Every profile has the terminal calls: one learned before they were is closed with them.
+	for _, n := range TerminalCalls {
+		mates[n] = TerminalFamily
+	}
 	for _, f := range Families {
 		for _, n := range f.TriggerNames() {
 			if have[n] {
 				for _, m := range f.Members {
-					if _, ok := mates[m]; !ok {
+					if by, ok := mates[m]; !ok || by == TerminalFamily {
 						mates[m] = f.Name
 					}
 				}

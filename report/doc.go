@@ -7,6 +7,8 @@
 //
 // Printable is the one escaping of names for humans (control, C1, DEL and bidi characters):
 // every printer of sysprof (this table, diffreport, show, refine, learn, doctor) uses it.
+// Width and Fit are the one fitting of a table to a terminal (TIOCGWINSZ on the writer, else
+// $COLUMNS, else no limit): cells wrap after '/', ' ' or ',' and never inside an escape.
 //
 // # Stability
 //

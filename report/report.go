@@ -320,7 +320,8 @@ func Parse(b []byte) (*Report, error) {
 	return &r, nil
 }
 
-// WriteTable prints the denials as a table (names escaped: Printable), followed by one line per degraded layer. It prints
+// WriteTable prints the denials as a table (names escaped: Printable; fitted to the terminal's
+// width: Width, Fit), followed by one line per degraded layer. It prints
 // nothing at all when there were no denials and no degraded layers.
 func (r *Report) WriteTable(w io.Writer) error {
 	r.Sort()
@@ -336,9 +337,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "sysprof: %d operation(s) %s:\n", r.total(), verb)
 		t := tablewriter.NewTable(w, tablewriter.WithRenderer(renderer.NewBlueprint()))
-		t.Header("Kind", "What", "Executable", "Parents", "Count", "Risk", "To allow")
+		header := []string{"Kind", "What", "Executable", "Parents", "Count", "Risk", "To allow"}
+		t.Header(header)
+		var rows [][]string
 		for _, d := range r.Denials {
-			if err := t.Append(string(d.Kind), Printable(d.What), Printable(d.Exe), Printable(strings.Join(d.Parents, " < ")), strconv.Itoa(d.Count), d.Risk.String(), Printable(d.Suggest)); err != nil {
+			rows = append(rows, []string{string(d.Kind), Printable(d.What), Printable(d.Exe), Printable(strings.Join(d.Parents, " < ")), strconv.Itoa(d.Count), d.Risk.String(), Printable(d.Suggest)})
+		}
+		for _, row := range Fit(Width(w), header, rows) {
+			if err := t.Append(row); err != nil {
 				return fmt.Errorf("table: %w", err)
 			}
 		}

@@ -23,8 +23,8 @@
 //     metadata needs none; writes are granted on the narrowest directory the tool created or
 //     wrote in, never $WORKDIR, $HOME or $TMPDIR whole; exec only on binaries that ran. The
 //     pager's history ($HOME/.lesshst and the $HOME/.lesshsQ it is written through) gets no
-//     write rule: less goes on without saving history, and a file rule in $HOME would make
-//     enforce refuse the profile.
+//     rule (paths.PagerHistory): a file rule in $HOME would make enforce refuse the profile, and
+//     the enforcer runs less with LESSHISTFILE=- (paths.NoPagerHistory), so it reads and saves none.
 //   - rollup-read, rollup-write: at least RollupThreshold rules under one directory of a system
 //     tree (/usr, /lib, /etc/…, toolchain roots) become that directory, deepest first, until
 //     nothing changes; never / or $HOME. Listings a read rule covers count for no list
@@ -53,8 +53,8 @@
 // member allows all of them, each marked `family: NAME` in the profile. A family adds no
 // capability a learned member does not already give: every member acts on fds the process
 // holds or on paths the filesystem layers decide. Every profile also gets ioctl TCGETS and
-// TIOCGWINSZ alone (isatty, window size) and setitimer/getitimer (family terminal), unless the
-// whole ioctl was learned. Options.Exact turns the families off (learn --exact) and is
+// TIOCGWINSZ alone (isatty, window size), setitimer/getitimer and dup2/dup3 (family terminal),
+// unless the whole ioctl was learned. Options.Exact turns the families off (learn --exact) and is
 // recorded as metadata.exact. The table is policy.Families: enforce's seccomp compiler and
 // drift close the same families (policy.FamilyMates) for every profile not learned --exact.
 //

@@ -15,12 +15,11 @@ import (
 // runs at a terminal too; the full ioctl is allowed only when it was learned.
 var terminalProbes = []string{"TCGETS", "TIOCGWINSZ"}
 
-// terminalTimers are allowed in every profile for the same reason: git and pagers arm a progress
-// or refresh timer only when stderr is a terminal. A timer signals the process itself.
-var terminalTimers = []string{"setitimer", "getitimer"}
+// terminalCalls are allowed in every profile for the same reason (policy.TerminalCalls).
+var terminalCalls = policy.TerminalCalls
 
 // terminalFamily marks what is allowed for a terminal that the learn run may not have had.
-const terminalFamily = "terminal"
+const terminalFamily = policy.TerminalFamily
 
 // controllingTerminal is allowed in every profile (but --exact): a tool opens it only when it
 // runs at a terminal (git's credential prompt, less's keyboard), so a profile learned in CI
@@ -77,7 +76,7 @@ func (s *state) passFamilies() []string {
 		s.syscalls["ioctl"] = &sysRule{family: terminalFamily}
 		term = append(term, "ioctl for "+strings.Join(terminalProbes, " and ")+" only (isatty and window size)")
 	}
-	for _, n := range terminalTimers {
+	for _, n := range terminalCalls {
 		if s.syscalls[n] == nil {
 			s.syscalls[n] = &sysRule{family: terminalFamily}
 			term = append(term, n)

@@ -768,7 +768,7 @@ func (s *state) passSourceTree() []string {
 //     them, the path only has to be visible, and it is unless hidden;
 //   - /dev nodes (/dev/null, /dev/tty, /dev/urandom) stay exact rules, never rolled up.
 func (s *state) passRead() []string {
-	var files, dirs, meta, refused int
+	var files, dirs, meta, refused, terminal int
 	// Size the rule sets once: a trace may hold 100k paths.
 	nList, nRead := 0, 0
 	for _, f := range s.files {
@@ -790,6 +790,10 @@ func (s *state) passRead() []string {
 		case f.access == trace.AccessList || f.access == trace.AccessRead && f.dir:
 			s.addRule(s.list, f.path, provs[f.exe], "")
 			dirs++
+		case f.access == trace.AccessRead && f.path == ptyDir:
+			// A terminal read by name (less, node at a terminal): the enforcer grants the one
+			// the command's stdio is on; the directory would be every terminal's keystrokes.
+			terminal++
 		case f.access == trace.AccessRead && tooBroadToRead(f.path):
 			refused++
 		case f.access == trace.AccessRead && slices.Contains(baseDevices, f.path):
@@ -815,6 +819,9 @@ func (s *state) passRead() []string {
 	}
 	if refused > 0 {
 		msgs = append(msgs, fmt.Sprintf("not granted: %s of /, $HOME, /etc, /tmp or the like themselves (a read rule there would expose the whole tree)", plural(refused, "read")))
+	}
+	if terminal > 0 {
+		msgs = append(msgs, "not granted: reading "+ptyDir+" (a terminal read by name): enforce grants the terminal the command's stdio is on, never every terminal")
 	}
 	return msgs
 }
@@ -881,6 +888,7 @@ func protectedDir(d string) bool {
 func (s *state) passWrite() []string {
 	var n, created, anchored, exact int
 	var refused, pager []string
+	terminal := false
 	var missing []fileObs
 	provs := s.exeProvs()
 	for _, f := range s.files {
@@ -891,13 +899,18 @@ func (s *state) passWrite() []string {
 			missing = append(missing, f)
 			continue
 		}
-		if pagerHistory(f.path) {
+		if paths.PagerHistory(f.path) {
 			pager = append(pager, f.path)
 			continue
 		}
 		n++
 		target, note := writeTarget(f.path, f.access, f.dir, s.storeSet)
 		switch {
+		case target == "" && f.path == ptyDir:
+			// A terminal reopened by name (node): the enforcer grants the one the command's
+			// stdio is on, whatever its number; the directory would be every terminal.
+			terminal = true
+			continue
 		case target == "":
 			refused = append(refused, f.path)
 			continue
@@ -932,8 +945,11 @@ func (s *state) passWrite() []string {
 	}
 	if len(pager) > 0 {
 		slices.Sort(pager)
-		msgs = append(msgs, fmt.Sprintf("not granted: the pager's history %s (less saves none when it cannot write, as with LESSHISTFILE=-; "+
+		msgs = append(msgs, fmt.Sprintf("not granted: the pager's history %s (the sandbox runs less with "+paths.NoPagerHistory+": it neither reads nor saves one; "+
 			"a write rule on a file in $HOME would make enforce refuse the profile)", strings.Join(slices.Compact(pager), ", ")))
+	}
+	if terminal {
+		msgs = append(msgs, "not granted: "+ptyDir+" (a terminal reopened by name): enforce grants the terminal the command's stdio is on, whatever its number")
 	}
 	if n == 0 {
 		return msgs
@@ -1000,22 +1016,6 @@ func tempSiblingOf(base string) (string, bool) {
 		mixed = mixed || c >= 'A' && c <= 'Z' || isDigit(c)
 	}
 	return word, mixed
-}
-
-// pagerHistory reports less's history file and the temporary file it writes it through
-// ($HOME/.lesshst, $HOME/.lesshsQ; $HOME/.local/state/lesshst where XDG_STATE_HOME is used),
-// learned when a tool paged its output at a terminal (git log). They are not granted: less
-// goes on without saving history when the write fails, and a file rule in $HOME cannot be
-// enforced (enforce would widen it to $HOME and refuse the profile).
-func pagerHistory(p string) bool {
-	dir, name := path.Split(p)
-	switch dir {
-	case "$HOME/":
-		return name == ".lesshst" || name == ".lesshsQ"
-	case "$HOME/.local/state/":
-		return name == "lesshst" || name == "lesshsQ"
-	}
-	return false
 }
 
 // Notes on write rules.
@@ -1160,6 +1160,54 @@ var readRoots = []readRoot{
 	{"/proc/self", true}, {"/sys", false},
 	{"$GOROOT", true}, {"$RUSTUP_HOME", true}, {"$GOMODCACHE", true}, {"$GOCACHE", true},
 	{"$NPM_CACHE", true}, {"$CARGO_HOME", false},
+}
+
+// wholeReadRoots are toolchain roots read whole once the tool reads anything below them: the
+// toolchain is read-only input, and which of its files a build reads depends on the state of
+// its cache, not on the tool (a warm Go cache needs none of $GOROOT/src, a cold one compiles
+// the standard library from it and assembles the runtime with $GOROOT/pkg/include).
+var wholeReadRoots = []string{"$GOROOT"}
+
+// ReadMates returns the read rules a profile reading reads already has in effect: each
+// toolchain root (wholeReadRoots) one of its read rules lies below, as synthesis would make
+// it now. drift uses it so that a profile learned before a root was read whole is not widened
+// by it.
+func ReadMates(reads []string) map[string]bool {
+	mates := map[string]bool{}
+	for _, root := range wholeReadRoots {
+		if slices.ContainsFunc(reads, func(p string) bool { return p != root && paths.Covers(root, p) }) {
+			mates[root] = true
+		}
+	}
+	return mates
+}
+
+// readWhole replaces the read rules below root by root (unless the tool also wrote there) and
+// returns how many it replaced.
+func (s *state) readWhole(root string, blocked func(string) bool) int {
+	var below []string
+	for p := range s.read.byPath() {
+		if p != root && paths.Covers(root, p) {
+			below = append(below, p)
+		}
+	}
+	if len(below) == 0 || blocked(root) {
+		return 0
+	}
+	slices.Sort(below)
+	r := s.read.get(root)
+	if r == nil {
+		r = &pathRule{prov: s.read.get(below[0]).prov}
+		s.read.set(root, r)
+	}
+	for _, p := range below {
+		b := s.read.get(p)
+		r.prov = earliest(r.prov, b.prov)
+		r.files += max(b.files, 1)
+		s.read.delete(p)
+	}
+	r.note = "toolchain root, read-only"
+	return len(below)
 }
 
 func readRollupAllowed(d string) bool {
@@ -1386,6 +1434,12 @@ func (s *state) passRollupRead() []string {
 		return false
 	}
 	var msgs []string
+	for _, root := range wholeReadRoots {
+		if n := s.readWhole(root, blocked); n > 0 {
+			msgs = append(msgs, fmt.Sprintf("%s under %s → %s (read): a toolchain reads what its cache lacks (a cold Go cache assembles the runtime with $GOROOT/pkg/include)",
+				plural(n, "read rule"), root, root))
+		}
+	}
 	for _, d := range rollup(s.read, s.opts.RollupThreshold, "files", readRollupAllowed, blocked) {
 		if r := s.read.get(d); r != nil {
 			msgs = append(msgs, fmt.Sprintf("rolled up %d files under %s → %s (read)", r.files, d, d))

@@ -166,7 +166,7 @@ func refusedByDesign(f trace.FileAccess, ctx map[string]string) bool {
 	p := paths.NewRoots(ctx).Generalize(f.Path, nil)
 	switch {
 	case f.Access == trace.AccessRead && !f.Dir:
-		return tooBroadToRead(p)
+		return tooBroadToRead(p) || p == ptyDir // a terminal: the enforcer grants the stdio one
 	case isWriteKind(f.Access):
 		target, _ := writeTarget(p, f.Access, f.Dir, newPatternSet(append(paths.CredentialStores(), sshAgentDefault)))
 		return target == ""

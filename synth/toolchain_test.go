@@ -49,3 +49,29 @@ func TestGoRunBinaryTwins(t *testing.T) {
 		}
 	}
 }
+
+// A go build learned with a warm cache reads a few files of $GOROOT; with a cold cache (another
+// user, a CI runner) it compiles the standard library and assembles the runtime with
+// $GOROOT/pkg/include. The toolchain root is read whole, never written.
+func TestToolchainRootReadWhole(t *testing.T) {
+	ctx := map[string]string{"HOME": "/home/a", "WORKDIR": "/home/a/p", "TMPDIR": "/tmp", "GOROOT": "/usr/local/go"}
+	exe := "/usr/local/go/bin/go"
+	tr := &trace.Trace{Version: trace.Version, Command: []string{"go", "build"}, Context: ctx,
+		Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
+		Processes: []trace.Process{{ID: 1, PID: 10, Exe: exe}},
+		Files: []trace.FileAccess{
+			{Exe: exe, Path: "/usr/local/go/VERSION", Access: trace.AccessRead, OK: true, Count: 1},
+			{Exe: exe, Path: "/usr/local/go/src/fmt/print.go", Access: trace.AccessRead, OK: true, Count: 1},
+		}}
+	res, err := Synthesize(tr, testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold := map[string]string{"HOME": "/home/b", "WORKDIR": "/home/b/p", "TMPDIR": "/tmp", "GOROOT": "/opt/go"}
+	if !Allows(res.Profile, cold, Access{Kind: trace.AccessRead, Path: "/opt/go/pkg/include/textflag.h"}) {
+		t.Errorf("a cold cache's read of $GOROOT/pkg/include is not allowed: %v", res.Profile.Filesystem.Read)
+	}
+	if Allows(res.Profile, cold, Access{Kind: trace.AccessWrite, Path: "/opt/go/pkg/include/textflag.h"}) {
+		t.Errorf("the toolchain root became writable")
+	}
+}

@@ -160,3 +160,30 @@ func TestOpenptyGrantsTheTerminalDirectory(t *testing.T) {
 		}
 	}
 }
+
+// Learned at a terminal, less and node read their terminal by name (/dev/pts/N): a read rule on
+// /dev/pts would let a later run read every terminal of the user (another shell's keystrokes).
+// None is written; the enforcer grants the terminal the command's stdio is on.
+func TestTerminalReadIsNotEveryTerminal(t *testing.T) {
+	tr := &trace.Trace{
+		Version:   trace.Version,
+		Command:   []string{"git", "log", "-p"},
+		Context:   map[string]string{"WORKDIR": "/w", "HOME": "/home/a", "TMPDIR": "/tmp"},
+		Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
+		Processes: []trace.Process{{ID: 1, PID: 10, Exe: "/usr/bin/git"}, {ID: 2, Parent: 1, PID: 11, Exe: "/usr/bin/less"}},
+		Files: []trace.FileAccess{
+			{Exe: "/usr/bin/less", Path: "/dev/pts/3", Access: trace.AccessRead, OK: true, Count: 1},
+			{Exe: "/usr/bin/node", Path: "/dev/pts/3", Access: trace.AccessWrite, OK: true, Count: 1},
+		},
+	}
+	res, err := Synthesize(tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := map[string]string{"WORKDIR": "/w", "HOME": "/home/a", "TMPDIR": "/tmp"}
+	for _, k := range []string{trace.AccessRead, trace.AccessWrite} {
+		if Allows(res.Profile, ctx, Access{Kind: k, Path: "/dev/pts/7"}) {
+			t.Errorf("another terminal /dev/pts/7 is allowed for %s: read %v write %v", k, res.Profile.Filesystem.Read, res.Profile.Filesystem.Write)
+		}
+	}
+}

@@ -408,15 +408,21 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 // dropFamilyMates leaves out the syscalls a family of the committed profile already covers
 // (policy.FamilyMates, as enforce closes them): a profile learned before a family existed (or
 // grew) allowed one member, the run now shows another (glibc's sendmmsg on a dual-stack host
-// where sendto was learned). A profile learned --exact closes none.
+// where sendto was learned); and a toolchain root now read whole ($GOROOT) where the committed
+// profile read below it. A profile learned --exact closes none.
 func dropFamilyMates(changes []policy.Change, committed *policy.Profile) []policy.Change {
 	if !committed.ClosesFamilies() {
 		return changes
 	}
 	mates := policy.FamilyMates(committed.Syscalls.Allow)
+	var reads []string
+	for _, r := range committed.Filesystem.Read {
+		reads = append(reads, r.Path)
+	}
+	readMates := synth.ReadMates(reads) // a toolchain root read whole ($GOROOT)
 	return slices.DeleteFunc(changes, func(c policy.Change) bool {
-		_, ok := mates[c.Item]
-		return c.Widens && c.Section == policy.SectionSyscalls && ok
+		_, mate := mates[c.Item]
+		return c.Widens && (c.Section == policy.SectionSyscalls && mate || c.Section == policy.SectionRead && readMates[c.Item])
 	})
 }
 

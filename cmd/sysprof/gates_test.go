@@ -292,3 +292,16 @@ func TestDriftDropsFamilyMates(t *testing.T) {
 		t.Errorf("dropFamilyMates of an --exact profile = %+v, want both", got)
 	}
 }
+
+// A profile learned before $GOROOT was read whole read below it: the whole root is not a
+// widening; it is for a profile that read nothing there.
+func TestDriftDropsToolchainRootRead(t *testing.T) {
+	change := policy.Change{Kind: policy.Added, Section: policy.SectionRead, Item: "$GOROOT", Widens: true}
+	below := &policy.Profile{Filesystem: policy.Filesystem{Read: []policy.PathRule{{Path: "$GOROOT/src"}}}}
+	if got := dropFamilyMates([]policy.Change{change}, below); len(got) != 0 {
+		t.Errorf("dropFamilyMates = %+v, want none", got)
+	}
+	if got := dropFamilyMates([]policy.Change{change}, &policy.Profile{}); len(got) != 1 {
+		t.Errorf("dropFamilyMates without a read below $GOROOT = %+v, want the change", got)
+	}
+}
