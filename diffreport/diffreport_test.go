@@ -250,3 +250,34 @@ func TestOptionStyles(t *testing.T) {
 		t.Error("Options{} and With… options render differently")
 	}
 }
+
+// TestMarkdownKeepsHostileNamesInTheirCell: an item the command named (a pipe, a backtick,
+// a newline, a comment opener, ESC, bidi) stays in its own cell of its own row, escaped.
+func TestMarkdownKeepsHostileNamesInTheirCell(t *testing.T) {
+	hostile := "$WORKDIR/a|b`c\n<!-- x\x1b[8m\u202e"
+	cs := []policy.Change{{Kind: policy.Added, Section: "filesystem.write", Item: hostile, Reason: "writes " + hostile, By: "/w/t|ool", Risk: policy.RiskHigh}}
+	var buf bytes.Buffer
+	if err := Render(&buf, cs, "markdown", Options{ProfilePath: "p.yaml"}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	var row string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "filesystem.write") {
+			row = l
+		}
+	}
+	// A row of 6 cells has 7 unescaped pipes.
+	if n := strings.Count(row, "|") - strings.Count(row, `\|`); n != 7 {
+		t.Errorf("the row splits into %d cells, want 6:\n%s", n-1, out)
+	}
+	if strings.ContainsAny(out, "\x1b\u202e") || strings.Count(out, "\n") != 5 {
+		t.Errorf("raw control characters or line breaks in the markdown:\n%q", out)
+	}
+	if !strings.Contains(row, `writes \$WORKDIR/a\|b\`+"`"+`c\\n\<\!-- x\\x1b\[8m\\u202e`) {
+		t.Errorf("the reason is not escaped as markdown text:\n%s", row)
+	}
+	if !strings.Contains(row, "``$WORKDIR/a\\|b`c\\n<!-- x\\x1b[8m\\u202e``") {
+		t.Errorf("the item is not one code span:\n%s", row)
+	}
+}

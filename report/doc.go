@@ -7,6 +7,8 @@
 //
 // Printable is the one escaping of names for humans (control, C1, DEL and bidi characters):
 // every printer of sysprof (this table, diffreport, show, refine, learn, doctor) uses it.
+// MarkdownText and MarkdownCode are the one markdown escaping built on it (diff and drift
+// markdown, `changes diff --format markdown`, the audit).
 //
 // # Stability
 //
