@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/trace"
 )
 
@@ -13,7 +14,8 @@ import (
 // kernel's fast paths, not by what the tool does. Seeing any member allows all of them, so a
 // profile learned with output to a file still runs at a terminal. A family adds no capability a
 // learned member does not already give: every member acts only on fds the process already
-// holds or on paths the filesystem layers already decide.
+// holds or on paths the filesystem layers already decide; members that can pass those fds to
+// another process (PassFDs) stay out where a process outside could take them.
 type Family struct {
 	Name    string
 	Why     string
@@ -22,34 +24,40 @@ type Family struct {
 	// that is also another family's (copy_file_range: data-copy's) is no trigger: which one a
 	// tool calls depends on its I/O condition, and the other family would come and go with it.
 	Triggers []string
+	// PassFDs are the members that can hand the process's fds to another process (SCM_RIGHTS
+	// in their control data, which seccomp cannot read). In a profile that reaches a pathname
+	// unix socket (a host daemon's, unless it is the sandbox's own) they come in only when
+	// learned: as mates they would let the command pass its fds to that daemon, which the
+	// learned member could not.
+	PassFDs []string
 }
 
 // Families are applied by default; Options.Exact (learn --exact) turns them off. Their order
 // is the order `sysprof show --explain` prints them in.
 var Families = []Family{
 	{"data-copy", "moving bytes between fds the process holds: cat calls copy_file_range into a file, write into a pipe or a terminal, sendfile or splice elsewhere",
-		[]string{"read", "write", "readv", "writev", "pread64", "pwrite64", "copy_file_range", "sendfile", "splice"}, nil},
+		[]string{"read", "write", "readv", "writev", "pread64", "pwrite64", "copy_file_range", "sendfile", "splice"}, nil, nil},
 	{"copy-fallback", "a rename that fails with EXDEV (another file system, or the sandbox's own mounts) falls back to copying: libuv, cargo and go truncate, chmod and copy the destination",
 		[]string{"rename", "renameat", "renameat2", "copy_file_range", "sendfile", "ftruncate", "fchmod", "fstatfs"},
-		[]string{"rename", "renameat", "renameat2"}},
+		[]string{"rename", "renameat", "renameat2"}, nil},
 	{"dup", "duplicating an fd onto another: dup2 or dup3 by libc version and by whether the target fd is open",
-		[]string{"dup2", "dup3"}, nil},
+		[]string{"dup2", "dup3"}, nil, nil},
 	{"pipe", "making a pipe: libc and runtimes pick pipe or pipe2 by version",
-		[]string{"pipe", "pipe2"}, nil},
+		[]string{"pipe", "pipe2"}, nil, nil},
 	{"wait-for-fds", "waiting for fds to be ready: which call depends on the runtime and on whether stdin is a terminal, a pipe or closed",
-		[]string{"poll", "ppoll", "select", "pselect6"}, nil},
+		[]string{"poll", "ppoll", "select", "pselect6"}, nil, nil},
 	{"wait-for-children", "reaping child processes: wait4 and waitid by libc version and runtime",
-		[]string{"wait4", "waitid"}, nil},
+		[]string{"wait4", "waitid"}, nil, nil},
 	{"timers", "interval timers: which timer API a runtime arms differs by version",
-		[]string{"setitimer", "getitimer", "alarm", "timer_create", "timer_settime", "timer_gettime", "timer_delete"}, nil},
+		[]string{"setitimer", "getitimer", "alarm", "timer_create", "timer_settime", "timer_gettime", "timer_delete"}, nil, nil},
 	{"stat", "file metadata: newer glibc calls fstat where older called newfstatat, and statx where the kernel has it",
-		[]string{"fstat", "newfstatat", "statx"}, nil},
+		[]string{"fstat", "newfstatat", "statx"}, nil, nil},
 	{"access", "checking access to a path: glibc falls back from faccessat2 to faccessat",
-		[]string{"faccessat", "faccessat2"}, nil},
+		[]string{"faccessat", "faccessat2"}, nil, nil},
 	{"rename-at", "renaming: coreutils and libcs try renameat2 and fall back to renameat",
-		[]string{"renameat", "renameat2"}, nil},
+		[]string{"renameat", "renameat2"}, nil, nil},
 	{"send", "sending on a socket the process holds: glibc's resolver asks A and AAAA at once with sendmmsg on a dual-stack host and sendto on an IPv4-only one; runtimes pick sendto or sendmsg (the destinations are the network rules'; send(2) is sendto on x86_64 and arm64)",
-		[]string{"sendto", "sendmsg", "sendmmsg"}, nil},
+		[]string{"sendto", "sendmsg", "sendmmsg"}, nil, []string{"sendmsg", "sendmmsg"}},
 }
 
 // terminalProbes are the ioctl requests a tool makes to ask whether an fd is a terminal and how
@@ -111,8 +119,12 @@ func (s *state) passFamilies() []string {
 	}
 	var msgs []string
 	for _, f := range Families {
-		if added := s.addFamily(f); len(added) > 0 {
+		added, withheld := s.addFamily(f)
+		if len(added) > 0 {
 			msgs = append(msgs, fmt.Sprintf("%s: + %s (%s)", f.Name, strings.Join(added, ", "), f.Why))
+		}
+		if len(withheld) > 0 {
+			msgs = append(msgs, fmt.Sprintf("%s: not %s: they can pass fds (SCM_RIGHTS) and the command reaches a unix socket by path, whose listener could take them; learned only", f.Name, strings.Join(withheld, ", ")))
 		}
 	}
 	var term []string
@@ -134,8 +146,8 @@ func (s *state) passFamilies() []string {
 
 // addFamily allows the members of f that the profile's architectures know, when the command
 // used one, with the provenance of the used member whose binary sorts first, and returns what
-// it added.
-func (s *state) addFamily(f Family) []string {
+// it added and what it held back (Family.PassFDs).
+func (s *state) addFamily(f Family) (added, withheld []string) {
 	var pr prov
 	used := false
 	triggers := f.Triggers
@@ -154,16 +166,44 @@ func (s *state) addFamily(f Family) []string {
 		}
 	}
 	if !used {
-		return nil
+		return nil, nil
 	}
-	var added []string
+	unixPath := len(f.PassFDs) > 0 && s.reachesUnixPath()
 	for _, n := range f.Members {
-		if s.syscalls[n] == nil && s.knownName(n) {
-			s.syscalls[n] = &sysRule{prov: pr, family: f.Name}
-			added = append(added, n)
+		if s.syscalls[n] != nil || !s.knownName(n) {
+			continue
+		}
+		if unixPath && slices.Contains(f.PassFDs, n) {
+			withheld = append(withheld, n)
+			continue
+		}
+		s.syscalls[n] = &sysRule{prov: pr, family: f.Name}
+		added = append(added, n)
+	}
+	return added, withheld
+}
+
+// reachesUnixPath reports whether the command connects or sends to a pathname unix socket
+// (seen in the trace, or a rule of the profile read back): a process listening there may take
+// fds from it (Family.PassFDs). Abstract sockets are the sandbox's own (its network namespace).
+func (s *state) reachesUnixPath() bool {
+	for _, n := range s.net {
+		if n.ok && n.op != trace.OpBind && n.family == "unix" && n.path != "" && !strings.HasPrefix(n.path, "@") {
+			return true
 		}
 	}
-	return added
+	for k := range s.endpoints {
+		if k.op != trace.OpBind && unixPathEndpoint(k.endpoint) {
+			return true
+		}
+	}
+	return false
+}
+
+// unixPathEndpoint reports whether a rule's endpoint is a pathname unix socket.
+func unixPathEndpoint(ep string) bool {
+	rest, ok := strings.CutPrefix(ep, "unix:")
+	return ok && rest != "" && !strings.HasPrefix(rest, "@")
 }
 
 // archEquivalents are, for each syscall that exists on one 64-bit architecture but not the
@@ -288,15 +328,18 @@ func (s *state) passLocale() []string {
 	return []string{"+ read " + strings.Join(added, ", ") + " (" + localeNote + ")"}
 }
 
-// FamilyMates returns the syscalls a profile allowing allowed already has in effect: every
-// member of each family one of whose triggers it allows (as synthesis would add them). drift
+// FamilyMates returns the syscalls profile p already has in effect: every member of each
+// family one of whose triggers it allows (as synthesis would add them, Family.PassFDs
+// included only where p reaches no unix socket by path). drift
 // uses it so that a family added or widened after a profile was learned (the send family) is
 // not a widening of that profile: it adds no capability a learned member did not give.
-func FamilyMates(allowed []string) map[string]bool {
+func FamilyMates(p *policy.Profile) map[string]bool {
 	have := map[string]bool{}
-	for _, n := range allowed {
-		have[n] = true
+	for _, sc := range p.Syscalls.Allow {
+		have[sc.Name] = true
 	}
+	unixPath := slices.ContainsFunc(p.Network.Connect, func(e policy.Endpoint) bool { return unixPathEndpoint(e.Endpoint) }) ||
+		slices.ContainsFunc(p.Network.Send, func(e policy.Endpoint) bool { return unixPathEndpoint(e.Endpoint) })
 	mates := map[string]bool{}
 	for _, f := range Families {
 		triggers := f.Triggers
@@ -305,7 +348,9 @@ func FamilyMates(allowed []string) map[string]bool {
 		}
 		if slices.ContainsFunc(triggers, func(n string) bool { return have[n] }) {
 			for _, m := range f.Members {
-				mates[m] = true
+				if !unixPath || !slices.Contains(f.PassFDs, m) {
+					mates[m] = true
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package synth
 import (
 	"testing"
 
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/trace"
 )
 
@@ -112,7 +113,14 @@ func TestFamiliesClosed(t *testing.T) {
 
 // A profile that learned one send call has the others in effect (drift of an older profile).
 func TestFamilyMates(t *testing.T) {
-	m := FamilyMates([]string{"sendto", "openat"})
+	allowing := func(names ...string) *policy.Profile {
+		p := &policy.Profile{}
+		for _, n := range names {
+			p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: n})
+		}
+		return p
+	}
+	m := FamilyMates(allowing("sendto", "openat"))
 	if !m["sendmmsg"] || !m["sendmsg"] {
 		t.Errorf("sendto's family mates = %v, want sendmsg and sendmmsg", m)
 	}
@@ -120,7 +128,13 @@ func TestFamilyMates(t *testing.T) {
 		t.Errorf("mates name a syscall no family holds: %v", m)
 	}
 	// copy_file_range is no trigger of copy-fallback: it does not bring renames in.
-	if m2 := FamilyMates([]string{"copy_file_range"}); m2["renameat2"] {
+	if m2 := FamilyMates(allowing("copy_file_range")); m2["renameat2"] {
 		t.Errorf("copy_file_range brings renameat2: %v", m2)
+	}
+	// A profile that reaches a unix socket by path has no fd-passing mates (drift reports them).
+	p := allowing("sendto")
+	p.Network.Connect = []policy.Endpoint{{Endpoint: "unix:/run/dbus/system_bus_socket"}}
+	if m3 := FamilyMates(p); m3["sendmsg"] || m3["sendmmsg"] || !m3["sendto"] {
+		t.Errorf("sendto's mates with a unix socket rule = %v, want sendto only", m3)
 	}
 }

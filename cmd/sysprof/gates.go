@@ -407,11 +407,7 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 // profile learned before a family existed (or grew) allowed one member, the run now shows
 // another (glibc's sendmmsg on a dual-stack host where sendto was learned).
 func dropFamilyMates(changes []policy.Change, committed *policy.Profile) []policy.Change {
-	var allowed []string
-	for _, s := range committed.Syscalls.Allow {
-		allowed = append(allowed, s.Name)
-	}
-	mates := synth.FamilyMates(allowed)
+	mates := synth.FamilyMates(committed)
 	return slices.DeleteFunc(changes, func(c policy.Change) bool {
 		return c.Widens && c.Section == policy.SectionSyscalls && mates[c.Item]
 	})
