@@ -452,6 +452,9 @@ func sideLine(e diffEntry) string {
 	case e.Op == changeset.OpHardlink:
 		parts = append(parts, "hard link to "+p(e.Target))
 	}
+	if len(e.Names) > 0 && e.LinksOutside == 0 {
+		parts = append(parts, "applies only together with "+strings.Join(report.PrintableAll(e.Names), ", "))
+	}
 	mode := fmt.Sprintf("mode %04o", e.Mode)
 	if e.HostExists && e.HostMode != e.Mode && e.Op != changeset.OpDelete && e.Op != changeset.OpRmdir {
 		mode = fmt.Sprintf("mode %04o -> %04o", e.HostMode, e.Mode)
