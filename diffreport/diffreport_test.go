@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
 )
 
@@ -55,20 +56,7 @@ var goldenNames = map[string]string{
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join(dir, name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./diffreport -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s differs (-want +got); run with -update if intended:\n%s", path, d)
-	}
+	testutil.Golden(t, filepath.Join(dir, name), got, *update)
 }
 
 func TestGolden(t *testing.T) {
@@ -151,7 +139,9 @@ func TestJSONShape(t *testing.T) {
 	}
 }
 
-func TestSARIFValidatesAgainstSchema(t *testing.T) {
+// compiledSARIFSchema is the SARIF 2.1.0 schema (testdata/diffreport), compiled with format checks.
+func compiledSARIFSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
 	f, err := os.Open(filepath.Join(dir, "sarif-schema-2.1.0.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -171,19 +161,30 @@ func TestSARIFValidatesAgainstSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return schema
+}
+
+// validSARIF fails the test when the SARIF log in buf does not validate against schema.
+func validSARIF(t *testing.T, schema *jsonschema.Schema, name string, buf *bytes.Buffer) {
+	t.Helper()
+	inst, err := jsonschema.UnmarshalJSON(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(inst); err != nil {
+		t.Errorf("%s: SARIF output does not validate: %v", name, err)
+	}
+}
+
+func TestSARIFValidatesAgainstSchema(t *testing.T) {
+	schema := compiledSARIFSchema(t)
 	changes, opts := fixture(t)
 	for name, cs := range map[string][]policy.Change{"fixture": changes, "empty": nil} {
 		var buf bytes.Buffer
 		if err := Render(&buf, cs, "sarif", opts); err != nil {
 			t.Fatal(err)
 		}
-		inst, err := jsonschema.UnmarshalJSON(&buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := schema.Validate(inst); err != nil {
-			t.Errorf("%s: SARIF output does not validate: %v", name, err)
-		}
+		validSARIF(t, schema, name, &buf)
 	}
 	// The schema is not a rubber stamp: a broken log fails.
 	bad, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"version":"2.1.0","runs":[{"tool":{"driver":{}},"results":[{"level":"fatal","message":{"text":"x"}}]}]}`))

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/refine"
 	"github.com/sysprof/sysprof/report"
@@ -113,20 +114,7 @@ func asExitError(err error, target **exitError) bool {
 // directory of the profile is replaced by PROFILE_DIR.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join(refineDir, name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got; -update to accept):\n%s", name, diff)
-	}
+	testutil.Golden(t, filepath.Join(refineDir, name), []byte(got), *update)
 }
 
 func normalize(s, profile string) string {
