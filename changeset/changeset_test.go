@@ -65,15 +65,7 @@ func inOverlay(t *testing.T, r *Run, script string) {
 
 func write(t *testing.T, p, content string, mode os.FileMode) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, mode); err != nil {
-		t.Fatal(err)
-	}
+	testutil.WriteFile(t, p, content, mode)
 }
 
 func byPath(cs []Change) map[string]Change {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sysprof/sysprof/changeset"
+	"github.com/sysprof/sysprof/internal/testutil"
 )
 
 // heldRun makes a finished run over a fresh work tree whose upper layer holds what a command
@@ -20,7 +21,7 @@ func heldRun(t *testing.T, upper map[string]string, host map[string]string) (*ch
 	t.Setenv("SYSPROF_STATE_DIR", filepath.Join(t.TempDir(), "runs"))
 	w := filepath.Join(t.TempDir(), "w")
 	for rel, content := range host {
-		writeT(t, filepath.Join(w, rel), content, 0o644)
+		testutil.WriteFile(t, filepath.Join(w, rel), content, 0o644)
 	}
 	if err := os.MkdirAll(w, 0o755); err != nil {
 		t.Fatal(err)
@@ -40,25 +41,12 @@ func heldRun(t *testing.T, upper map[string]string, host map[string]string) (*ch
 		if strings.HasSuffix(rel, "*") {
 			rel, mode = strings.TrimSuffix(rel, "*"), os.ModeSetuid|0o755
 		}
-		writeT(t, filepath.Join(s.Upper, rel), content, mode)
+		testutil.WriteFile(t, filepath.Join(s.Upper, rel), content, mode)
 	}
 	if err := r.Finish(); err != nil {
 		t.Fatal(err)
 	}
 	return r, w
-}
-
-func writeT(t *testing.T, p, content string, mode os.FileMode) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, mode); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func sysprofCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
