@@ -39,7 +39,7 @@ func MarkdownCode(s string) string {
 		return ""
 	}
 	p := strings.ReplaceAll(Printable(s), "|", `\|`)
-	fence := strings.Repeat("`", longestRun(p, '`')+1)
+	fence := MarkdownFence(p, 1)
 	// A span's content that starts or ends with a backtick needs a space beside the fence, and
 	// one space each side is stripped when both are there: pad so that what is shown is p.
 	pad := ""
@@ -47,6 +47,12 @@ func MarkdownCode(s string) string {
 		pad = " "
 	}
 	return fence + pad + p + pad + fence
+}
+
+// MarkdownFence is the run of backticks that opens and closes a code span (min 1) or a fenced
+// block (min 3) around s: longer than any run of backticks in s, so s cannot end it.
+func MarkdownFence(s string, min int) string {
+	return strings.Repeat("`", max(min, longestRun(s, '`')+1))
 }
 
 // longestRun is the length of the longest run of c in s.

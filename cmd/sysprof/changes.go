@@ -514,7 +514,7 @@ func diffMarkdown(w io.Writer, r *changeset.Run, entries []diffEntry) error {
 			}
 		}
 		if e.Diff != "" {
-			fence := strings.Repeat("`", max(3, longestRun(e.Diff, '`')+1))
+			fence := report.MarkdownFence(e.Diff, 3)
 			fmt.Fprintf(bw, "\n%sdiff\n", fence)
 			for _, l := range splitLines(e.Diff) {
 				fmt.Fprintln(bw, p(l))
@@ -523,19 +523,6 @@ func diffMarkdown(w io.Writer, r *changeset.Run, entries []diffEntry) error {
 		}
 	}
 	return bw.Flush()
-}
-
-func longestRun(s string, c byte) int {
-	best, cur := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			cur++
-			best = max(best, cur)
-		} else {
-			cur = 0
-		}
-	}
-	return best
 }
 
 // applyOutput is what `changes apply --format json` prints.
