@@ -117,7 +117,7 @@ func (f *Finding) Todo() string {
 
 // WriteMarkdown writes the audit as a markdown document (for an issue or a wiki page).
 func (r *Result) WriteMarkdown(w io.Writer) error {
-	fmt.Fprintf(w, "# sysprof escape audit\n\n%s\n\n", mdText(r.Summary()))
+	fmt.Fprintf(w, "# sysprof escape audit\n\n%s\n\n", report.MarkdownText(r.Summary()))
 	fmt.Fprintf(w, "What to do: **suspicious**: %s. **overbroad**: %s. **legitimate**: %s.\n\n", Suspicious.Action(), Overbroad.Action(), Legitimate.Action())
 	for _, c := range Classes {
 		var fs []Finding
@@ -131,28 +131,17 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "## %s (%d)\n\n| What | Binary < parents | Where | Seen | Why | To do |\n|---|---|---|---|---|---|\n", c, len(fs))
 		for _, f := range fs {
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", mdCode(f.Describe()), mdCode(f.Chain()), mdText(f.Where()), f.Seen(), mdText(report.Printable(f.Reason)), mdText(f.Todo()))
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", report.MarkdownCode(f.Describe()), report.MarkdownCode(f.Chain()), report.MarkdownText(f.Where()), f.Seen(), report.MarkdownText(f.Reason), report.MarkdownText(f.Todo()))
 		}
 		fmt.Fprintln(w)
 	}
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(w, "## Skipped reports (%d)\n\n", len(r.Skipped))
 		for _, s := range r.Skipped {
-			fmt.Fprintf(w, "- %s\n", mdText(report.Printable(s)))
+			fmt.Fprintf(w, "- %s\n", report.MarkdownText(s))
 		}
 	}
 	return nil
-}
-
-// mdText escapes what would break a table cell or be read as markup.
-func mdText(s string) string {
-	r := strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;", "*", `\*`, "_", `\_`, "`", "\\`", "[", `\[`, "]", `\]`)
-	return r.Replace(s)
-}
-
-// mdCode is s as a code span (backticks inside become ').
-func mdCode(s string) string {
-	return "`" + strings.ReplaceAll(strings.ReplaceAll(s, "`", "'"), "|", `\|`) + "`"
 }
 
 // jsonResult is the JSON form: the result with its split, timeline and summary.

@@ -55,7 +55,9 @@ var (
 
 // Apply applies the run's changes that mode selects, and those only names (host paths: a
 // change at or below a named directory; a dangerous change only when named exactly), and
-// removes what it applied from the changeset; the rest stays held.
+// removes what it applied from the changeset; the rest stays held. The names of one file
+// (hard links made in the run) apply together or not at all: naming one names the others
+// that are not dangerous.
 //
 // The changeset is hostile input (issue 22 item 5): it is scanned and classified again now;
 // every name is opened below a directory fd with openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS
@@ -82,6 +84,7 @@ func (r *Run) Apply(mode ApplyMode, only []string) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	sel, together := selection(changes, mode, only, r.WorkDir)
 	applied := map[string]bool{} // stage/rel
 	stop := false
 	for i, s := range r.Stages {
@@ -101,8 +104,10 @@ func (r *Run) Apply(mode ApplyMode, only []string) (Result, error) {
 			continue
 		}
 		for _, c := range mine {
-			switch {
-			case stop || !selected(c, mode, only, r.WorkDir):
+			if stop || !sel[key(c)] {
+				if why := together[key(c)]; why != "" {
+					c.Reason += "; " + why
+				}
 				res.Held = append(res.Held, c)
 				continue
 			}
@@ -142,6 +147,48 @@ func (r *Run) Apply(mode ApplyMode, only []string) (Result, error) {
 }
 
 func key(c Change) string { return fmt.Sprint(c.Stage) + "/" + c.Rel }
+
+// selection says which changes Apply applies (selected), the names of one file (hard links
+// in the changeset) together: placing one name takes the file out of the changeset, and its
+// other names would be refused for good (a hard link with names outside the changeset).
+// Naming one name names its other names that are not dangerous; a file whose names are not
+// all selected stays held whole, and together says why.
+func selection(changes []Change, mode ApplyMode, only []string, workDir string) (sel map[string]bool, together map[string]string) {
+	sel, together = map[string]bool{}, map[string]string{}
+	named := map[string]bool{}
+	files := map[[3]uint64][]Change{}
+	for _, c := range changes {
+		sel[key(c)] = selected(c, mode, only, workDir)
+		named[key(c)] = selected(c, ApplyNone, only, workDir)
+		if len(c.Names) > 0 && c.LinksOutside == 0 {
+			k := [3]uint64{uint64(c.Stage), c.dev, c.ino}
+			files[k] = append(files[k], c)
+		}
+	}
+	for _, names := range files {
+		if slices.ContainsFunc(names, func(c Change) bool { return named[key(c)] }) {
+			for _, c := range names {
+				if c.Class != Dangerous {
+					sel[key(c)] = true
+				}
+			}
+		}
+		var left []string
+		for _, c := range names {
+			if !sel[key(c)] {
+				left = append(left, c.Path)
+			}
+		}
+		if len(left) == 0 || len(left) == len(names) {
+			continue
+		}
+		for _, c := range names {
+			sel[key(c)] = false
+			together[key(c)] = fmt.Sprintf("a hard link applies with all its names, and %s is not selected: name it too", strings.Join(left, ", "))
+		}
+	}
+	return sel, together
+}
 
 // selected reports whether mode or only selects c.
 func selected(c Change, mode ApplyMode, only []string, workDir string) bool {

@@ -65,15 +65,7 @@ func inOverlay(t *testing.T, r *Run, script string) {
 
 func write(t *testing.T, p, content string, mode os.FileMode) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, mode); err != nil {
-		t.Fatal(err)
-	}
+	testutil.WriteFile(t, p, content, mode)
 }
 
 func byPath(cs []Change) map[string]Change {
@@ -541,5 +533,50 @@ func TestApplyFileOverEditedDirIsConflict(t *testing.T) {
 	}
 	if len(res.Conflicts) != 1 {
 		t.Errorf("conflicts %+v, want d", res.Conflicts)
+	}
+}
+
+// TestHardLinkNamesApplyTogether: the names of one file the command made apply together. A
+// mode that selects one name only (build/l1 learned, l1.txt held) holds both and says why;
+// naming one name applies both, as one inode. Applying one name alone would move the file out
+// of the changeset and leave the other refused for good (a link with names outside it).
+func TestHardLinkNamesApplyTogether(t *testing.T) {
+	r, w := newRun(t, func(w string) {
+		write(t, filepath.Join(w, "build/keep"), "k\n", 0o644)
+	}, []string{"build/**"})
+	inOverlay(t, r, `echo ln > build/l1 && ln build/l1 l1.txt`)
+	m := scan(t, r)
+	wantClass(t, m, "build/l1", OpCreate, Learned)
+	wantClass(t, m, "l1.txt", OpHardlink, Held)
+	if got := m["l1.txt"].Names; len(got) != 1 || got[0] != filepath.Join(w, "build/l1") {
+		t.Errorf("l1.txt's other names = %v, want build/l1", got)
+	}
+
+	res, err := r.Apply(ApplyLearned, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Applied) != 0 || len(res.Held) != 2 || exists(filepath.Join(w, "build/l1")) {
+		t.Fatalf("apply learned placed one name of a hard link: %+v", res)
+	}
+	for _, c := range res.Held {
+		if !strings.Contains(c.Reason, "a hard link applies with all its names") {
+			t.Errorf("%s held without saying why: %q", c.Path, c.Reason)
+		}
+	}
+
+	res, err = r.Apply(ApplyNone, []string{filepath.Join(w, "build/l1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Applied) != 2 || len(res.Refused)+len(res.Held)+len(res.Conflicts)+len(res.Errors) != 0 {
+		t.Fatalf("naming build/l1: want both names applied, got %+v", res)
+	}
+	var a, b unix.Stat_t
+	if unix.Lstat(filepath.Join(w, "build/l1"), &a) != nil || unix.Lstat(filepath.Join(w, "l1.txt"), &b) != nil || a.Ino != b.Ino {
+		t.Error("the two names are not one file on the host")
+	}
+	if left := scan(t, r); len(left) != 0 {
+		t.Errorf("left in the changeset: %v", keys(left))
 	}
 }

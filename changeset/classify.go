@@ -69,6 +69,9 @@ type Change struct {
 	// lie outside the changeset (a name that is not in the upper layer).
 	Links        int `json:"links,omitempty"`
 	LinksOutside int `json:"linksOutside,omitempty"`
+	// Names are the file's other names in the changeset (hard links), which Apply applies
+	// with it or not at all.
+	Names []string `json:"names,omitempty"`
 	// Unreadable says why a directory of the changeset could not be read (the command made it
 	// unreadable): it and what it holds stay held.
 	Unreadable string `json:"unreadable,omitempty"`

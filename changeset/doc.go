@@ -36,7 +36,10 @@
 // capabilities are stripped before the move and checked again on the host after it (where a
 // command still running cannot reach): a bit set again in between is stripped too. A special
 // file, a hard link with names outside the changeset and a link leaving its tree are refused
-// even when named. What was applied leaves the changeset (its emptied directories too); the
+// even when named. The names of one file made in the run (hard links, Change.Names) apply
+// together or stay held together, since one name placed alone would leave the others with a
+// name outside the changeset: naming one names the others that are not dangerous. What was
+// applied leaves the changeset (its emptied directories too); the
 // rest stays until applied or dropped. An error such as ENOSPC stops the apply: Result says
 // what was applied and what is left. A directory the command made unreadable stays held whole
 // (Change.Unreadable); the rest of the changeset is still read and applied.

@@ -244,6 +244,11 @@ func (sc *scanner) linkNames() {
 			if j > 0 {
 				sc.out[i].Op, sc.out[i].Target = OpHardlink, first.Path
 			}
+			for _, o := range idx {
+				if o != i {
+					sc.out[i].Names = append(sc.out[i].Names, sc.out[o].Path)
+				}
+			}
 		}
 	}
 }

@@ -188,30 +188,14 @@ func renderTable(w io.Writer, cs []policy.Change, o *Options) error {
 // pr is report.Printable: every name a diff shows (an item, a binary) is escaped.
 func pr(s string) string { return report.Printable(s) }
 
-// mdCell escapes what would break a markdown table cell, and control and bidi characters.
-func mdCell(s string) string {
-	s = strings.ReplaceAll(s, `\`, `\\`)
-	s = pr(s)
-	s = strings.ReplaceAll(s, "|", `\|`)
-	s = strings.ReplaceAll(s, "\n", " ")
-	return s
-}
-
-func mdCode(s string) string {
-	if s == "" {
-		return ""
-	}
-	return "`" + strings.ReplaceAll(mdCell(s), "`", "'") + "`"
-}
-
 func renderMarkdown(w io.Writer, cs []policy.Change, o *Options) error {
 	s := Summarize(cs)
 	subject := "the profile"
 	if o.ProfilePath != "" {
-		subject = mdCode(o.ProfilePath)
+		subject = report.MarkdownCode(o.ProfilePath)
 	}
 	if o.BasePath != "" {
-		subject += " (against " + mdCode(o.BasePath) + ")"
+		subject += " (against " + report.MarkdownCode(o.BasePath) + ")"
 	}
 	verdict := "does not widen"
 	if s.Widening() > 0 {
@@ -239,7 +223,7 @@ func renderMarkdown(w io.Writer, cs []policy.Change, o *Options) error {
 		if c.Risk == policy.RiskCritical {
 			risk = "**critical**"
 		}
-		if err := t.Append(risk, string(c.Kind), mdCode(c.Section), mdCode(c.Item), mdCell(c.Reason), mdCode(c.By)); err != nil {
+		if err := t.Append(risk, string(c.Kind), report.MarkdownCode(c.Section), report.MarkdownCode(c.Item), report.MarkdownText(c.Reason), report.MarkdownCode(c.By)); err != nil {
 			return fmt.Errorf("render markdown: %w", err)
 		}
 	}

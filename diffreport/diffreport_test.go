@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
 )
 
@@ -56,20 +57,7 @@ var goldenNames = map[string]string{
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join(dir, name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./diffreport -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s differs (-want +got); run with -update if intended:\n%s", path, d)
-	}
+	testutil.Golden(t, filepath.Join(dir, name), got, *update)
 }
 
 func TestGolden(t *testing.T) {
@@ -168,7 +156,9 @@ func TestJSONShape(t *testing.T) {
 	}
 }
 
-func TestSARIFValidatesAgainstSchema(t *testing.T) {
+// compiledSARIFSchema is the SARIF 2.1.0 schema (testdata/diffreport), compiled with format checks.
+func compiledSARIFSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
 	f, err := os.Open(filepath.Join(dir, "sarif-schema-2.1.0.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -188,19 +178,30 @@ func TestSARIFValidatesAgainstSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return schema
+}
+
+// validSARIF fails the test when the SARIF log in buf does not validate against schema.
+func validSARIF(t *testing.T, schema *jsonschema.Schema, name string, buf *bytes.Buffer) {
+	t.Helper()
+	inst, err := jsonschema.UnmarshalJSON(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(inst); err != nil {
+		t.Errorf("%s: SARIF output does not validate: %v", name, err)
+	}
+}
+
+func TestSARIFValidatesAgainstSchema(t *testing.T) {
+	schema := compiledSARIFSchema(t)
 	changes, opts := fixture(t)
 	for name, cs := range map[string][]policy.Change{"fixture": changes, "empty": nil} {
 		var buf bytes.Buffer
 		if err := Render(&buf, cs, "sarif", opts); err != nil {
 			t.Fatal(err)
 		}
-		inst, err := jsonschema.UnmarshalJSON(&buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := schema.Validate(inst); err != nil {
-			t.Errorf("%s: SARIF output does not validate: %v", name, err)
-		}
+		validSARIF(t, schema, name, &buf)
 	}
 	// The schema is not a rubber stamp: a broken log fails.
 	bad, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"version":"2.1.0","runs":[{"tool":{"driver":{}},"results":[{"level":"fatal","message":{"text":"x"}}]}]}`))
@@ -265,5 +266,36 @@ func TestOptionStyles(t *testing.T) {
 	}
 	if a.String() != b.String() {
 		t.Error("Options{} and With… options render differently")
+	}
+}
+
+// TestMarkdownKeepsHostileNamesInTheirCell: an item the command named (a pipe, a backtick,
+// a newline, a comment opener, ESC, bidi) stays in its own cell of its own row, escaped.
+func TestMarkdownKeepsHostileNamesInTheirCell(t *testing.T) {
+	hostile := "$WORKDIR/a|b`c\n<!-- x\x1b[8m\u202e"
+	cs := []policy.Change{{Kind: policy.Added, Section: "filesystem.write", Item: hostile, Reason: "writes " + hostile, By: "/w/t|ool", Risk: policy.RiskHigh}}
+	var buf bytes.Buffer
+	if err := Render(&buf, cs, "markdown", Options{ProfilePath: "p.yaml"}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	var row string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "filesystem.write") {
+			row = l
+		}
+	}
+	// A row of 6 cells has 7 unescaped pipes.
+	if n := strings.Count(row, "|") - strings.Count(row, `\|`); n != 7 {
+		t.Errorf("the row splits into %d cells, want 6:\n%s", n-1, out)
+	}
+	if strings.ContainsAny(out, "\x1b\u202e") || strings.Count(out, "\n") != 5 {
+		t.Errorf("raw control characters or line breaks in the markdown:\n%q", out)
+	}
+	if !strings.Contains(row, `writes \$WORKDIR/a\|b\`+"`"+`c\\n\<\!-- x\\x1b\[8m\\u202e`) {
+		t.Errorf("the reason is not escaped as markdown text:\n%s", row)
+	}
+	if !strings.Contains(row, "``$WORKDIR/a\\|b`c\\n<!-- x\\x1b[8m\\u202e``") {
+		t.Errorf("the item is not one code span:\n%s", row)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
 )
 
 // Step is the diff of one step of a project (a gate in sysprof.yaml): what a new run of the
@@ -95,7 +96,7 @@ func renderStepsMarkdown(w io.Writer, steps []Step) error {
 	n := 0
 	for _, s := range steps {
 		if Summarize(s.Changes).Widening() > 0 {
-			widening = append(widening, mdCode(s.Name))
+			widening = append(widening, report.MarkdownCode(s.Name))
 		}
 		n += len(s.Changes)
 	}
@@ -107,7 +108,7 @@ func renderStepsMarkdown(w io.Writer, steps []Step) error {
 		return err
 	}
 	for _, s := range steps {
-		if _, err := fmt.Fprintf(w, "- %s (%s): %s\n", mdCode(s.Name), mdCode(s.ProfilePath), Summarize(s.Changes)); err != nil {
+		if _, err := fmt.Fprintf(w, "- %s (%s): %s\n", report.MarkdownCode(s.Name), report.MarkdownCode(s.ProfilePath), Summarize(s.Changes)); err != nil {
 			return err
 		}
 	}
@@ -125,7 +126,7 @@ func renderStepsMarkdown(w io.Writer, steps []Step) error {
 			if c.Risk == policy.RiskCritical {
 				risk = "**critical**"
 			}
-			if err := t.Append(mdCode(s.Name), risk, string(c.Kind), mdCode(c.Section), mdCode(c.Item), mdCell(c.Reason), mdCode(c.By)); err != nil {
+			if err := t.Append(report.MarkdownCode(s.Name), risk, string(c.Kind), report.MarkdownCode(c.Section), report.MarkdownCode(c.Item), report.MarkdownText(c.Reason), report.MarkdownCode(c.By)); err != nil {
 				return fmt.Errorf("render markdown: %w", err)
 			}
 		}

@@ -3,12 +3,8 @@ package diffreport
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/sysprof/sysprof/policy"
 )
@@ -89,35 +85,12 @@ func TestStepsContent(t *testing.T) {
 }
 
 func TestStepsSARIFValidatesAgainstSchema(t *testing.T) {
-	f, err := os.Open(filepath.Join(dir, "sarif-schema-2.1.0.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	const url = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-	if err := c.AddResource(url, doc); err != nil {
-		t.Fatal(err)
-	}
-	schema, err := c.Compile(url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema := compiledSARIFSchema(t)
 	for name, steps := range map[string][]Step{"fixture": stepsFixture(t), "none": nil} {
 		var buf bytes.Buffer
 		if err := RenderSteps(&buf, steps, "sarif"); err != nil {
 			t.Fatal(err)
 		}
-		inst, err := jsonschema.UnmarshalJSON(&buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := schema.Validate(inst); err != nil {
-			t.Errorf("%s: SARIF does not validate: %v", name, err)
-		}
+		validSARIF(t, schema, name, &buf)
 	}
 }

@@ -55,16 +55,7 @@ func (p *driftProject) drift(t *testing.T) (testutil.Result, diffJSON) {
 	if r.Code != 0 && r.Code != 1 {
 		t.Fatalf("drift: want exit 0 or 1, got %s", r)
 	}
-	return r, parseDiff(t, driftJSONPart(r.Stdout))
-}
-
-// driftJSONPart is the diff in drift's stdout. drift lets the command's stdout through to its own
-// stdout, so make's echoed recipes come first (see TestDriftStdoutIsOnlyTheDiff).
-func driftJSONPart(stdout string) string {
-	if i := strings.Index(stdout, "{\n  \"format\""); i > 0 {
-		return stdout[i:]
-	}
-	return stdout
+	return r, parseDiff(t, r.Stdout) // stdout is only the diff: TestDriftStdoutIsOnlyTheDiff
 }
 
 // requireUnchanged asserts drift's "nothing changed": exit 0 and no change at all.
@@ -145,11 +136,20 @@ func TestDriftNewLoopbackPort(t *testing.T) {
 }
 
 // TestDriftStdoutIsOnlyTheDiff: `sysprof drift --format json -- make > drift.json` must give a
-// JSON file (SARIF for code scanning likewise), so the command's own stdout cannot share it.
+// JSON file (SARIF for code scanning likewise), so the command's own stdout cannot share it;
+// the default table goes to stderr.
 func TestDriftStdoutIsOnlyTheDiff(t *testing.T) {
 	p := newDriftProject(t, "")
 	testutil.MustCode(t, "make clean", p.box.Run(t, "make", "clean"), 0)
 	r := p.box.Sysprof(t, "drift", "-p", p.profile, "--format", "json", "--", "make")
 	testutil.MustCode(t, "drift", r, 0)
 	parseDiff(t, r.Stdout)
+
+	// The default table is for humans: on stderr, with the build's output; stdout stays empty.
+	testutil.MustCode(t, "make clean", p.box.Run(t, "make", "clean"), 0)
+	r = p.box.Sysprof(t, "drift", "-p", p.profile, "--", "make")
+	testutil.MustCode(t, "drift", r, 0)
+	if r.Stdout != "" || !strings.Contains(strings.ToLower(r.Stderr), "no changes") {
+		t.Errorf("drift's table: want it on stderr and nothing on stdout, got\n%s", r)
+	}
 }

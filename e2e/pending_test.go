@@ -50,7 +50,7 @@ func TestLearnBlessesNothingCritical(t *testing.T) {
 
 	// drift of the same command: what the profile holds pending is no drift.
 	r = b.Sysprof(t, "drift", "-p", p, "--", "sh", "-c", script)
-	if r.Code != 0 || strings.Contains(r.Stdout, "was pending") {
+	if r.Code != 0 || strings.Contains(r.Stderr, "was pending") {
 		t.Errorf("drift of the learned command: exit %d, want 0 (pending items are not drift)\n%s", r.Code, r)
 	}
 

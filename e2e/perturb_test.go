@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sysprof/sysprof/internal/testutil"
 )
 
@@ -335,7 +333,7 @@ func runPerturbed(t *testing.T, b *testutil.Box, pt perturbation, argv []string)
 		cmd.Stdout = nil // /dev/null
 	case "tty":
 		var pts *os.File
-		ptm, pts = openTerminal(t)
+		ptm, pts = testutil.OpenPTY(t)
 		cmd.Stdout, cmd.Stderr = pts, pts
 		defer pts.Close()
 	}
@@ -392,29 +390,6 @@ func runPerturbed(t *testing.T, b *testutil.Box, pt perturbation, argv []string)
 	}
 	t.Logf("%6.2fs exit %d [%s]: %s", time.Since(start).Seconds(), r.Code, pt.name, testutil.ShortArgs(argv))
 	return r
-}
-
-// openTerminal allocates a pseudo-terminal: the master (read by the test) and the terminal end
-// (the child's streams).
-func openTerminal(t *testing.T) (ptm, pts *os.File) {
-	t.Helper()
-	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ptm.Close() })
-	if err := unix.IoctlSetPointerInt(int(ptm.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(ptm.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ptm, pts
 }
 
 // incremental is a build learned from clean and enforced after a source edit.

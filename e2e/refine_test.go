@@ -124,7 +124,7 @@ func TestRefineExecAndPrivateTmpWrite(t *testing.T) {
 		t.Fatalf("control: no enforce run denied %s", tmpFile)
 	}
 	r := b.Sysprof(t, append([]string{"drift", "-p", profile, "--format", "json", "--"}, more...)...)
-	for _, c := range widening(parseDiff(t, driftJSONPart(r.Stdout)).Changes) {
+	for _, c := range widening(parseDiff(t, r.Stdout).Changes) {
 		if c.Section == policy.SectionBinaries || c.Section == policy.SectionExec {
 			t.Errorf("drift after refine: %s", c)
 		}

@@ -77,17 +77,7 @@ func egressRun(httpPort, tlsPort int, work string) (string, *report.Report, erro
 		return "", nil, err
 	}
 	bash, _ = filepath.EvalSymlinks(bash)
-	p := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind}
-	p.Metadata.Name = "egress"
-	p.Syscalls.Architectures = []string{"x86_64"}
-	p.Syscalls.Allow = []policy.Syscall{{Name: "read"}} // audit: syscalls are not what this tests
-	rules := func(paths ...string) (out []policy.PathRule) {
-		for _, s := range paths {
-			out = append(out, policy.PathRule{Path: s})
-		}
-		return out
-	}
-	p.Filesystem = policy.Filesystem{Read: rules("/usr", "/etc", "/proc", "/dev/urandom", "$WORKDIR"), Write: rules("/dev/null"), Exec: rules("/usr/bin", "/usr/lib")}
+	p := toolProfile("egress")
 	p.Network.Connect = []policy.Endpoint{
 		{Endpoint: fmt.Sprintf("allowed.test:%d", httpPort), Proto: "tcp"},
 		{Endpoint: fmt.Sprintf("allowed.test:%d", tlsPort), Proto: "tcp"},

@@ -81,19 +81,9 @@ func hostsNamesCheck(work string) error {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "upstream %s", r.Host) }))
 	defer srv.Close()
 	port := netip.MustParseAddrPort(srv.Listener.Addr().String()).Port()
-	p := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind}
-	p.Metadata.Name = "hosts-names"
-	p.Syscalls.Architectures = []string{"x86_64"}
-	p.Syscalls.Allow = []policy.Syscall{{Name: "read"}} // audit: syscalls are not what this tests
-	rules := func(paths ...string) (out []policy.PathRule) {
-		for _, s := range paths {
-			out = append(out, policy.PathRule{Path: s})
-		}
-		return out
-	}
 	// /etc/hosts read by an exact rule, as learn writes it: the rule reaches the file mounted
 	// over it.
-	p.Filesystem = policy.Filesystem{Read: rules("/usr", "/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/ld.so.cache", "/etc/gai.conf", "/proc", "/dev/urandom", "$WORKDIR"), Write: rules("/dev/null"), Exec: rules("/usr/bin", "/usr/lib")}
+	p := toolProfile("hosts-names", "/usr", "/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/ld.so.cache", "/etc/gai.conf", "/proc", "/dev/urandom", "$WORKDIR")
 	p.Network.Connect = []policy.Endpoint{{Endpoint: fmt.Sprintf("%s:%d", hostsName, port), Proto: "tcp"}}
 	var out strings.Builder
 	rep, code, err := Run(context.Background(), Options{Profile: p, Audit: true, Dir: work,

@@ -61,17 +61,7 @@ func publishCheck(work string) error {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	p := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind}
-	p.Metadata.Name = "publish"
-	p.Syscalls.Architectures = []string{"x86_64"}
-	p.Syscalls.Allow = []policy.Syscall{{Name: "read"}} // audit: syscalls are not what this tests
-	rules := func(paths ...string) (out []policy.PathRule) {
-		for _, s := range paths {
-			out = append(out, policy.PathRule{Path: s})
-		}
-		return out
-	}
-	p.Filesystem = policy.Filesystem{Read: rules("/usr", "/etc", "/proc", "/dev/urandom", "$WORKDIR"), Write: rules("/dev/null"), Exec: rules("/usr/bin", "/usr/lib")}
+	p := toolProfile("publish")
 	p.Network.Bind = []policy.Endpoint{{Endpoint: fmt.Sprintf("127.0.0.1:%d", port), Proto: "tcp"}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

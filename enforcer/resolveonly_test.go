@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 
@@ -27,37 +26,14 @@ func TestResolveOnlyNames(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireTool(t, "curl")
 	testutil.RequireTool(t, "getent")
-	t.Run("root", func(t *testing.T) {
-		if err := resolveOnlyCheck(t.TempDir()); err != nil {
-			t.Fatal(err)
-		}
-	})
-	t.Run("nobody", func(t *testing.T) {
-		dir, err := os.MkdirTemp("", "sysprof-resolve-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer os.RemoveAll(dir)
-		os.Chmod(dir, 0o755)
-		asNobodyEnv(t, "resolveonly", dir, dir, "HOME="+dir)
-	})
+	asRootAndNobody(t, "resolveonly", resolveOnlyCheck)
 }
 
 func resolveOnlyCheck(work string) error {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "upstream %s", r.Host) }))
 	defer srv.Close()
 	port := netip.MustParseAddrPort(srv.Listener.Addr().String()).Port()
-	p := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind}
-	p.Metadata.Name = "resolve-only"
-	p.Syscalls.Architectures = []string{"x86_64"}
-	p.Syscalls.Allow = []policy.Syscall{{Name: "read"}} // audit: syscalls are not what this tests
-	rules := func(paths ...string) (out []policy.PathRule) {
-		for _, s := range paths {
-			out = append(out, policy.PathRule{Path: s})
-		}
-		return out
-	}
-	p.Filesystem = policy.Filesystem{Read: rules("/usr", "/etc", "/proc", "/dev/urandom", "$WORKDIR"), Write: rules("/dev/null"), Exec: rules("/usr/bin", "/usr/lib")}
+	p := toolProfile("resolve-only")
 	p.Network.Connect = []policy.Endpoint{{Endpoint: fmt.Sprintf("allowed.test:%d", port), Proto: "tcp"}}
 	p.Network.Resolve = []policy.Endpoint{{Endpoint: "probe.test"}}
 	script := fmt.Sprintf(`printf 'probe:'; getent hosts probe.test >/dev/null; echo " rc=$?"

@@ -22,20 +22,7 @@ func TestUDPRelayExactDestination(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		testutil.RequireNoErr(t, "python3 (apt-get install python3) sends the datagrams", err)
 	}
-	t.Run("root", func(t *testing.T) {
-		if err := udpRelayCheck(t.TempDir()); err != nil {
-			t.Fatal(err)
-		}
-	})
-	t.Run("nobody", func(t *testing.T) {
-		dir, err := os.MkdirTemp("", "sysprof-udp-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer os.RemoveAll(dir)
-		os.Chmod(dir, 0o755)
-		asNobodyEnv(t, "udprelay", dir, dir, "HOME="+dir)
-	})
+	asRootAndNobody(t, "udprelay", udpRelayCheck)
 }
 
 // udpEcho answers every datagram with "echo " and it, and counts what it got.
@@ -82,17 +69,7 @@ func udpRelayCheck(work string) error {
 	}
 	defer other.Close()
 	ap, op := allowed.LocalAddr().(*net.UDPAddr).Port, other.LocalAddr().(*net.UDPAddr).Port
-	p := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind}
-	p.Metadata.Name = "udp-relay"
-	p.Syscalls.Architectures = []string{"x86_64"}
-	p.Syscalls.Allow = []policy.Syscall{{Name: "read"}} // audit: syscalls are not what this tests
-	rules := func(paths ...string) (out []policy.PathRule) {
-		for _, s := range paths {
-			out = append(out, policy.PathRule{Path: s})
-		}
-		return out
-	}
-	p.Filesystem = policy.Filesystem{Read: rules("/usr", "/etc", "/proc", "/dev/urandom", "$WORKDIR"), Write: rules("/dev/null"), Exec: rules("/usr/bin", "/usr/lib")}
+	p := toolProfile("udp-relay")
 	p.Network.Send = []policy.Endpoint{{Endpoint: fmt.Sprintf("127.0.0.1:%d", ap), Proto: "udp"}}
 	var out, stderr strings.Builder
 	_, code, err := Run(context.Background(), Options{Profile: p, Audit: true, Dir: work,

@@ -80,20 +80,7 @@ var goldenExt = map[string]string{"oci": "json", "spo": "yaml", "systemd": "conf
 
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := testutil.Testdata("export", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./export -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s differs (-want +got; go test ./export -update refreshes):\n%s", name, d)
-	}
+	testutil.Golden(t, testutil.Testdata("export", name), got, *update)
 }
 
 func TestGolden(t *testing.T) {

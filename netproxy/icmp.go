@@ -90,7 +90,7 @@ func (p *Plan) udpDenial(u unreachable) (d report.Denial, ok bool) {
 		if q := dnsQuestion(u.payload); q != "" {
 			d.Host = q
 			d.What = fmt.Sprintf("dns %s to %s udp (not through sysprof's DNS stub: no answer)", q, ep)
-			d.Suggest = fmt.Sprintf("network.connect: + %s:PORT tcp (names resolve through the stub)", q)
+			d.Suggest = fmt.Sprintf("none: names resolve through sysprof's DNS stub (the sandbox's /etc/resolv.conf), not %s; a name the stub should answer is network.resolve: + %s", ep, q)
 			return d, true
 		}
 		d.What = fmt.Sprintf("dns to %s udp (not through sysprof's DNS stub: no answer)", ep)

@@ -315,11 +315,14 @@ func (p *Proxy) serveDNS() {
 		// A refusal names who asked: found before the answer (on NXDOMAIN the client may
 		// close its socket), off this goroutine (the lookup walks the sandbox's processes;
 		// other queries must not wait for it).
+		// A lookup names no port: the rule that lets it through is network.resolve (the stub
+		// answers it); the connection that follows is then refused and reported with its port.
+		g := policy.Grant{Section: policy.SectionResolve, Item: name}
 		d := report.Denial{Syscall: "dns", What: "resolve " + name + " (not in the profile: NXDOMAIN)", Endpoint: name,
-			Proto: "udp", Host: name, Suggest: fmt.Sprintf("network.connect: + %s:PORT tcp", name)}
+			Proto: "udp", Host: name, Change: &g, Suggest: g.String()}
 		if c := p.opts.Broker.standInIn([]byte(name)); c != nil {
 			d.What = fmt.Sprintf("tried to send the stand-in of %s in a DNS name (%s): refused, an exfiltration attempt", c.Name, name)
-			d.Risk, d.Suggest = report.RiskCritical, ""
+			d.Risk, d.Suggest, d.Change = report.RiskCritical, "", nil
 		}
 		select {
 		case p.dnsSlots <- struct{}{}:

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -379,7 +380,11 @@ func TestStubOwnerLookupDoesNotBlock(t *testing.T) {
 	}
 	ds, _ := p.Close()
 	if len(ds) != 1 || ds[0].Exe != "/bin/asker" || ds[0].Kind != report.KindNetwork || !strings.Contains(ds[0].What, "resolve c2vjcmv0.evil.test") {
-		t.Errorf("denials %+v", ds)
+		t.Fatalf("denials %+v", ds)
+	}
+	// A lookup has no port: the rule it suggests is the name for the stub, as data and text.
+	if g, ok := ds[0].Suggested(); !ok || g.Section != policy.SectionResolve || g.Item != "c2vjcmv0.evil.test" || ds[0].Suggest != "network.resolve: + c2vjcmv0.evil.test" {
+		t.Errorf("the refused lookup suggests %q (%+v), want network.resolve: + c2vjcmv0.evil.test", ds[0].Suggest, ds[0].Change)
 	}
 }
 

@@ -1,5 +1,10 @@
 package policy
 
+import (
+	"slices"
+	"strings"
+)
+
 // Family is a group of syscalls that do the same thing for a tool: which member it calls is
 // picked by its I/O environment (a terminal, a pipe, a file, /dev/null), its libc or the
 // kernel's fast paths, not by what the tool does. Seeing any member allows all of them, so a
@@ -14,6 +19,11 @@ type Family struct {
 	// that is also another family's (copy_file_range: data-copy's) is no trigger: which one a
 	// tool calls depends on its I/O condition, and the other family would come and go with it.
 	Triggers []string
+	// PassFDs are the members that can hand the process's fds to another process (SCM_RIGHTS
+	// in their control data, which seccomp cannot read). In a profile that reaches a pathname
+	// unix socket (a host daemon's) they come in only when learned: as mates they would let
+	// the command pass its fds to that daemon, which the learned member could not.
+	PassFDs []string
 }
 
 // Families is the one table of behaviour-equivalence families: learn adds them (synth), and
@@ -23,39 +33,39 @@ type Family struct {
 // prints them in.
 var Families = []Family{
 	{"data-copy", "moving bytes between fds the process holds: cat calls copy_file_range into a file, write into a pipe or a terminal, sendfile or splice elsewhere",
-		[]string{"read", "write", "readv", "writev", "pread64", "pwrite64", "copy_file_range", "sendfile", "splice"}, nil},
+		[]string{"read", "write", "readv", "writev", "pread64", "pwrite64", "copy_file_range", "sendfile", "splice"}, nil, nil},
 	{"copy-fallback", "a rename that fails with EXDEV (another file system, or the sandbox's own mounts) falls back to copying: libuv, cargo and go truncate, chmod and copy the destination",
 		[]string{"rename", "renameat", "renameat2", "copy_file_range", "sendfile", "ftruncate", "fchmod", "fstatfs"},
-		[]string{"rename", "renameat", "renameat2"}},
+		[]string{"rename", "renameat", "renameat2"}, nil},
 	{"replace-keeps-owner", "an atomic replace (write a temp file, rename it over the old one) gives the new file the old one's owner and mode: write-file-atomic (npm, pnpm's .modules.yaml) chowns and chmods its temp file only when the target exists, so a first run never shows it; a chown inside the sandbox's user namespace cannot give a file away, set-id modes stay denied and the mounts decide which files it reaches",
 		[]string{"chmod", "fchmod", "fchmodat", "chown", "fchown", "fchownat"},
-		[]string{"rename", "renameat", "renameat2"}},
+		[]string{"rename", "renameat", "renameat2"}, nil},
 	{"dup", "duplicating an fd onto another: dup2 or dup3 by libc version and by whether the target fd is open",
-		[]string{"dup2", "dup3"}, nil},
+		[]string{"dup2", "dup3"}, nil, nil},
 	{"pipe", "making a pipe: libc and runtimes pick pipe or pipe2 by version",
-		[]string{"pipe", "pipe2"}, nil},
+		[]string{"pipe", "pipe2"}, nil, nil},
 	{"wait-for-fds", "waiting for fds to be ready: which call depends on the runtime and on whether stdin is a terminal, a pipe or closed",
-		[]string{"poll", "ppoll", "select", "pselect6"}, nil},
+		[]string{"poll", "ppoll", "select", "pselect6"}, nil, nil},
 	{"wait-for-children", "reaping child processes: wait4 and waitid by libc version and runtime",
-		[]string{"wait4", "waitid"}, nil},
+		[]string{"wait4", "waitid"}, nil, nil},
 	{"timers", "interval timers: which timer API a runtime arms differs by version",
-		[]string{"setitimer", "getitimer", "alarm", "timer_create", "timer_settime", "timer_gettime", "timer_delete"}, nil},
+		[]string{"setitimer", "getitimer", "alarm", "timer_create", "timer_settime", "timer_gettime", "timer_delete"}, nil, nil},
 	{"stat", "file metadata: newer glibc calls fstat where older called newfstatat, and statx where the kernel has it",
-		[]string{"fstat", "newfstatat", "statx"}, nil},
+		[]string{"fstat", "newfstatat", "statx"}, nil, nil},
 	{"access", "checking access to a path: glibc falls back from faccessat2 to faccessat",
-		[]string{"faccessat", "faccessat2"}, nil},
+		[]string{"faccessat", "faccessat2"}, nil, nil},
 	{"rename-at", "renaming: coreutils and libcs try renameat2 and fall back to renameat",
-		[]string{"renameat", "renameat2"}, nil},
+		[]string{"renameat", "renameat2"}, nil, nil},
 	{"process-session", "process groups and sessions of a command that starts processes: a runtime detaches a helper into a session of its own by who runs it and when, not by what the tool does (the go command starts its telemetry child with setsid once a day per user: in a fresh HOME, a CI runner, another user's run); the sandbox's PID namespace ends every process with the run, and the command's session has no terminal to take",
 		[]string{"setsid", "setpgid", "getsid", "getpgid", "getpgrp"},
-		[]string{"setsid", "setpgid", "getsid", "getpgid", "getpgrp", "clone", "clone3", "fork", "vfork"}},
+		[]string{"setsid", "setpgid", "getsid", "getpgid", "getpgrp", "clone", "clone3", "fork", "vfork"}, nil},
 	{"working-directory", "changing the working directory, which a process that starts others does in the child (Go's os/exec Dir, Python's subprocess cwd=, make -C): a warm build cache starts no compiler, a cold one (another user, a CI runner, a fresh clone) starts one per package in its directory; where a process may go is the filesystem layers' decision",
 		[]string{"chdir", "fchdir"},
-		[]string{"chdir", "fchdir", "clone", "clone3", "fork", "vfork"}},
+		[]string{"chdir", "fchdir", "clone", "clone3", "fork", "vfork"}, nil},
 	{"remove", "removing a name: a tool that renames files into place (a cache replacing its entries: mypy's .mypy_cache, pip, ccache) deletes stale ones on a later run, with a cold cache never; a rename over a name removes it already, and which names may go is the filesystem layers' decision",
-		[]string{"unlink", "unlinkat"}, []string{"rename", "renameat", "renameat2"}},
+		[]string{"unlink", "unlinkat"}, []string{"rename", "renameat", "renameat2"}, nil},
 	{"send", "sending on a socket the process holds: glibc's resolver asks A and AAAA at once with sendmmsg on a dual-stack host and sendto on an IPv4-only one; runtimes pick sendto or sendmsg (the destinations are the network rules'; send(2) is sendto on x86_64 and arm64)",
-		[]string{"sendto", "sendmsg", "sendmmsg"}, nil},
+		[]string{"sendto", "sendmsg", "sendmmsg"}, nil, []string{"sendmsg", "sendmmsg"}},
 }
 
 // TerminalFamily marks what every profile (but --exact) allows for a terminal the learn run may
@@ -79,13 +89,14 @@ func (f Family) TriggerNames() []string {
 // added by a family itself), and is not a base syscall nobody was seen making.
 func (s Syscall) Triggers() bool { return s.Family == "" && (!s.Base || s.By != "") }
 
-// FamilyMates returns the syscalls that allow brings in through Families, each with the
-// family that brings it: every member of each family one of whose triggers allow holds as a
-// learned syscall (Syscall.Triggers), as synthesis adds them. Names allow already holds are
-// included; a caller skips them.
-func FamilyMates(allow []Syscall) map[string]string {
+// FamilyMates returns the syscalls that p's allowed syscalls bring in through Families, each
+// with the family that brings it: every member of each family one of whose triggers p holds as
+// a learned syscall (Syscall.Triggers), as synthesis adds them, Family.PassFDs only where p
+// reaches no unix socket by path. Names p already allows are included; a caller skips them.
+func FamilyMates(p *Profile) map[string]string {
+	unixPath := ReachesUnixPath(p)
 	have := map[string]bool{}
-	for _, s := range allow {
+	for _, s := range p.Syscalls.Allow {
 		if s.Triggers() {
 			have[s.Name] = true
 		}
@@ -99,6 +110,9 @@ func FamilyMates(allow []Syscall) map[string]string {
 		for _, n := range f.TriggerNames() {
 			if have[n] {
 				for _, m := range f.Members {
+					if unixPath && slices.Contains(f.PassFDs, m) {
+						continue
+					}
 					if by, ok := mates[m]; !ok || by == TerminalFamily {
 						mates[m] = f.Name
 					}
@@ -113,3 +127,17 @@ func FamilyMates(allow []Syscall) map[string]string {
 // ClosesFamilies reports whether p's families are closed wherever it is used (enforce, drift):
 // every profile but one learned --exact.
 func (p *Profile) ClosesFamilies() bool { return !p.Metadata.Exact }
+
+// ReachesUnixPath reports whether p connects or sends to a pathname unix socket: a process
+// listening there may take fds from the command (Family.PassFDs). Abstract sockets are the
+// sandbox's own (its network namespace).
+func ReachesUnixPath(p *Profile) bool {
+	return slices.ContainsFunc(p.Network.Connect, func(e Endpoint) bool { return UnixPathEndpoint(e.Endpoint) }) ||
+		slices.ContainsFunc(p.Network.Send, func(e Endpoint) bool { return UnixPathEndpoint(e.Endpoint) })
+}
+
+// UnixPathEndpoint reports whether ep names a pathname unix socket (not an abstract one).
+func UnixPathEndpoint(ep string) bool {
+	rest, ok := strings.CutPrefix(ep, "unix:")
+	return ok && rest != "" && !strings.HasPrefix(rest, "@")
+}

@@ -8,7 +8,7 @@ import (
 // A profile that learned one send call has the others in effect (enforce and drift of a
 // profile learned before the send family existed).
 func TestFamilyMates(t *testing.T) {
-	m := FamilyMates([]Syscall{{Name: "sendto", Provenance: Provenance{By: "/usr/bin/node"}}, {Name: "openat"}})
+	m := FamilyMates(&Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "sendto", Provenance: Provenance{By: "/usr/bin/node"}}, {Name: "openat"}}}})
 	if m["sendmmsg"] != "send" || m["sendmsg"] != "send" {
 		t.Errorf("sendto's family mates = %v, want sendmsg and sendmmsg of family send", m)
 	}
@@ -19,12 +19,12 @@ func TestFamilyMates(t *testing.T) {
 		t.Errorf("mates name a syscall no family holds: %v", m)
 	}
 	// copy_file_range is no trigger of copy-fallback: it does not bring renames in.
-	if m := FamilyMates([]Syscall{{Name: "copy_file_range"}}); m["renameat2"] != "" {
+	if m := FamilyMates(&Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "copy_file_range"}}}}); m["renameat2"] != "" {
 		t.Errorf("copy_file_range brings renameat2: %v", m)
 	}
 	// A member a family added is no trigger of its own families (as in learn), and neither is
 	// a base syscall nobody was seen making: only the terminal calls every profile has remain.
-	m = FamilyMates([]Syscall{{Name: "renameat2", Family: "copy-fallback"}, {Name: "sendto", Base: true}})
+	m = FamilyMates(&Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "renameat2", Family: "copy-fallback"}, {Name: "sendto", Base: true}}}})
 	for n, f := range m {
 		if f != TerminalFamily {
 			t.Errorf("family members and unseen base syscalls bring families in: %s (%s)", n, f)
@@ -32,6 +32,23 @@ func TestFamilyMates(t *testing.T) {
 	}
 	if len(m) != len(TerminalCalls) {
 		t.Errorf("every profile closes the terminal calls %v: got %v", TerminalCalls, m)
+	}
+}
+
+// A profile that reaches a unix socket by path has no fd-passing mates (sendmsg could hand the
+// command's fds to the daemon listening there).
+func TestFamilyMatesPassNoFDsToUnixSockets(t *testing.T) {
+	p := &Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "sendto"}}}}
+	if m := FamilyMates(p); m["sendmsg"] != "send" {
+		t.Fatalf("sendto's mates without a unix socket = %v, want sendmsg", m)
+	}
+	p.Network.Connect = []Endpoint{{Endpoint: "unix:/run/dbus/system_bus_socket"}}
+	if m := FamilyMates(p); m["sendmsg"] != "" || m["sendmmsg"] != "" || m["sendto"] != "send" {
+		t.Errorf("sendto's mates with a unix socket rule = %v, want sendto only", m)
+	}
+	p.Network.Connect = []Endpoint{{Endpoint: "unix:@abstract"}}
+	if m := FamilyMates(p); m["sendmsg"] != "send" {
+		t.Errorf("an abstract socket withholds sendmsg: %v", m)
 	}
 }
 

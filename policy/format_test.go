@@ -88,6 +88,7 @@ func sampleProfile() *Profile {
 	}
 }
 
+// golden is testutil.Golden, which this package cannot import (testutil imports policy).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join(goldenDir, name)

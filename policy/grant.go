@@ -75,7 +75,7 @@ func ParseGrant(s string) (Grant, error) {
 		}
 		g.Syscall, g.Arg, g.Item = name, n, item
 	case SectionSyscalls, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden,
-		SectionConnect, SectionSend, SectionBind:
+		SectionConnect, SectionSend, SectionBind, SectionResolve:
 		item, ok := strings.CutPrefix(body, "+ ")
 		if !ok {
 			return Grant{}, fmt.Errorf("%q is not an addition (%s: + ITEM)", s, section)

@@ -154,6 +154,8 @@ func review(x Patch) string {
 		return "new executable"
 	case policy.SectionConnect, policy.SectionSend:
 		return "new network destination"
+	case policy.SectionResolve:
+		return "new name for the DNS stub" // a refused lookup may be an exfiltration attempt
 	}
 	return ""
 }
@@ -527,6 +529,16 @@ func hiddenCovering(p *policy.Profile, x string) []string {
 }
 
 func proposeNetwork(pr *Proposal, d report.Denial, exe string, env map[string]string) error {
+	if g, ok := d.Suggested(); ok && g.Section == policy.SectionResolve {
+		// A refused lookup knows no port: the stub answers the name, and the connection that
+		// follows is reported with its port.
+		if a, err := policy.ParseEndpoint(g.Item + ":1"); err != nil || a.Host == "" {
+			return fmt.Errorf("%q is not a DNS name", g.Item)
+		}
+		pr.Exact = Patch{Grant: policy.Grant{Section: g.Section, Item: g.Item}, By: exe}
+		pr.Summary = "answer " + g.Item + " in the DNS stub"
+		return nil
+	}
 	section := networkSection(d)
 	ep := d.Endpoint
 	if ep == "" {
@@ -679,6 +691,8 @@ func apply(p *policy.Profile, x Patch) error {
 		addEndpoint(&p.Network.Send)
 	case policy.SectionBind:
 		addEndpoint(&p.Network.Bind)
+	case policy.SectionResolve:
+		addEndpoint(&p.Network.Resolve)
 	case policy.SectionLimitPids, policy.SectionLimitMemory, policy.SectionLimitTmp:
 		return p.Limits.Raise(x.Section, x.Item)
 	default:

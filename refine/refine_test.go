@@ -199,6 +199,13 @@ func TestProposeKinds(t *testing.T) {
 		summary: "allow bind 127.0.0.1:0 tcp",
 		risk:    policy.RiskLow, choices: []Choice{AllowExact, KeepDenied}, def: AllowExact,
 	}, {
+		// A refused lookup names no port: the stub answers the name, reviewed by a person.
+		name:    "refused DNS lookup",
+		d:       report.Denial{Kind: report.KindNetwork, Syscall: "dns", Endpoint: "api.example.test", Host: "api.example.test", Proto: "udp", Exe: "/usr/bin/curl", Change: &policy.Grant{Section: policy.SectionResolve, Item: "api.example.test"}, Suggest: "network.resolve: + api.example.test"},
+		exact:   "network.resolve: + api.example.test",
+		summary: "answer api.example.test in the DNS stub",
+		risk:    policy.RiskLow, choices: []Choice{AllowExact, KeepDenied}, def: KeepDenied,
+	}, {
 		name:    "unix socket path made portable",
 		d:       report.Denial{Kind: report.KindNetwork, Syscall: "connect", Endpoint: "unix:/home/alice/src/hello-rs/.sock", Exe: cargo},
 		exact:   "network.connect: + unix:$WORKDIR/.sock",

@@ -9,6 +9,8 @@
 // every printer of sysprof (this table, diffreport, show, refine, learn, doctor) uses it.
 // Width and Fit are the one fitting of a table to a terminal (TIOCGWINSZ on the writer, else
 // $COLUMNS, else no limit): cells wrap after '/', ' ' or ',' and never inside an escape.
+// MarkdownText and MarkdownCode are the one markdown escaping built on it (diff and drift
+// markdown, `changes diff --format markdown`, the audit).
 //
 // # Stability
 //

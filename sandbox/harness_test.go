@@ -426,23 +426,7 @@ func runChecks(t *testing.T, mode string, plan Plan, extraClone uintptr, checks 
 // sandbox's stdin; both ends are closed when the test ends.
 func openPTY(t *testing.T) *os.File {
 	t.Helper()
-	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ptm.Close() })
-	if err := unix.IoctlSetPointerInt(int(ptm.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(ptm.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pts.Close() })
+	_, pts := testutil.OpenPTY(t)
 	if err := pts.Chown(nobody, -1); err != nil && os.Geteuid() == 0 {
 		t.Fatal(err)
 	}

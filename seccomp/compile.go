@@ -200,7 +200,7 @@ func (c *Filter) closeFamilies(p *policy.Profile, names map[string]bool, infos [
 		return
 	}
 	var added []string
-	for n, fam := range policy.FamilyMates(p.Syscalls.Allow) {
+	for n, fam := range policy.FamilyMates(p) {
 		if !names[n] && knownOn(infos, n) {
 			names[n] = true
 			added = append(added, n+" ("+fam+")")

@@ -216,7 +216,7 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 	}
 	allowed := slices.Contains(AlwaysAllowed, name) || listedName(name)
 	// A profile not learned --exact has its behaviour families closed (policy.Families).
-	if _, mate := policy.FamilyMates(p.Syscalls.Allow)[name]; mate && p.ClosesFamilies() {
+	if _, mate := policy.FamilyMates(p)[name]; mate && p.ClosesFamilies() {
 		allowed = true
 	}
 	// clone3 answers ENOSYS, so a profile with clone3 gets its fallback, clone.

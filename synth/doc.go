@@ -52,11 +52,14 @@
 // sandbox itself provokes (EXDEV), not by what it does. Families lists such groups; seeing any
 // member allows all of them, each marked `family: NAME` in the profile. A family adds no
 // capability a learned member does not already give: every member acts on fds the process
-// holds or on paths the filesystem layers decide. Every profile also gets ioctl TCGETS and
-// TIOCGWINSZ alone (isatty, window size), setitimer/getitimer and dup2/dup3 (family terminal),
-// unless the whole ioctl was learned. Options.Exact turns the families off (learn --exact) and is
-// recorded as metadata.exact. The table is policy.Families: enforce's seccomp compiler and
-// drift close the same families (policy.FamilyMates) for every profile not learned --exact.
+// holds or on paths the filesystem layers decide. The members that can pass those fds to
+// another process (sendmsg, sendmmsg: SCM_RIGHTS, which seccomp cannot read) come in as
+// mates only when the command reaches no unix socket by path (a host daemon could take
+// them); learned, they stay. Every profile also gets ioctl TCGETS and TIOCGWINSZ alone
+// (isatty, window size), setitimer/getitimer and dup2/dup3 (family terminal), unless the whole
+// ioctl was learned. Options.Exact turns the families off (learn --exact) and is recorded as
+// metadata.exact. The table is policy.Families: enforce's seccomp compiler and drift close the
+// same families (policy.FamilyMates) for every profile not learned --exact.
 //
 // A learned profile lists x86_64 and aarch64 (DefaultArchitectures; Options.Architectures
 // chooses): the names compile to each machine's own numbers, and arch-equivalents adds, for

@@ -67,8 +67,12 @@ func (s *state) passFamilies() []string {
 	}
 	var msgs []string
 	for _, f := range policy.Families {
-		if added := s.addFamily(f); len(added) > 0 {
+		added, withheld := s.addFamily(f)
+		if len(added) > 0 {
 			msgs = append(msgs, fmt.Sprintf("%s: + %s (%s)", f.Name, strings.Join(added, ", "), f.Why))
+		}
+		if len(withheld) > 0 {
+			msgs = append(msgs, fmt.Sprintf("%s: not %s: they can pass fds (SCM_RIGHTS) and the command reaches a unix socket by path, whose listener could take them; learned only", f.Name, strings.Join(withheld, ", ")))
 		}
 	}
 	var term []string
@@ -90,8 +94,8 @@ func (s *state) passFamilies() []string {
 
 // addFamily allows the members of f that the profile's architectures know, when the command
 // used one, with the provenance of the used member whose binary sorts first, and returns what
-// it added.
-func (s *state) addFamily(f policy.Family) []string {
+// it added and what it held back (Family.PassFDs).
+func (s *state) addFamily(f policy.Family) (added, withheld []string) {
 	var pr prov
 	used := false
 	for _, n := range f.TriggerNames() {
@@ -107,17 +111,41 @@ func (s *state) addFamily(f policy.Family) []string {
 		}
 	}
 	if !used {
-		return nil
+		return nil, nil
 	}
-	var added []string
+	unixPath := len(f.PassFDs) > 0 && s.reachesUnixPath()
 	for _, n := range f.Members {
-		if s.syscalls[n] == nil && s.knownName(n) {
-			s.syscalls[n] = &sysRule{prov: pr, family: f.Name}
-			added = append(added, n)
+		if s.syscalls[n] != nil || !s.knownName(n) {
+			continue
+		}
+		if unixPath && slices.Contains(f.PassFDs, n) {
+			withheld = append(withheld, n)
+			continue
+		}
+		s.syscalls[n] = &sysRule{prov: pr, family: f.Name}
+		added = append(added, n)
+	}
+	return added, withheld
+}
+
+// reachesUnixPath reports whether the command connects or sends to a pathname unix socket
+// (seen in the trace, or a rule of the profile read back): a process listening there may take
+// fds from it (Family.PassFDs). Abstract sockets are the sandbox's own (its network namespace).
+func (s *state) reachesUnixPath() bool {
+	for _, n := range s.net {
+		if n.ok && n.op != trace.OpBind && n.family == "unix" && n.path != "" && !strings.HasPrefix(n.path, "@") {
+			return true
 		}
 	}
-	return added
+	for k := range s.endpoints {
+		if k.op != trace.OpBind && policy.UnixPathEndpoint(k.endpoint) {
+			return true
+		}
+	}
+	return false
 }
+
+// unixPathEndpoint reports whether a rule's endpoint is a pathname unix socket.
 
 // archEquivalents are, for each syscall that exists on one 64-bit architecture but not the
 // other, the syscalls libc calls there instead. A profile gets them for every architecture it

@@ -170,7 +170,7 @@ func TestFamilyMatesAgreeWithLearn(t *testing.T) {
 		for _, s := range plain {
 			have[s.Name] = true
 		}
-		for n, f := range policy.FamilyMates(plain) {
+		for n, f := range policy.FamilyMates(&policy.Profile{Syscalls: policy.Syscalls{Allow: plain}, Network: learned.Network}) {
 			if !have[n] {
 				closed[n] = f
 			}

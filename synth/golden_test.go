@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/trace"
 )
@@ -108,19 +109,7 @@ func TestGolden(t *testing.T) {
 
 func checkGolden(t *testing.T, file string, got []byte) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(file, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (run go test ./synth -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s differs (-want +got), refresh with go test ./synth -update if intended:\n%s", file, d)
-	}
+	testutil.Golden(t, file, got, *update)
 }
 
 // TestDeterministic: the same trace gives byte-identical profiles, whatever the order of its

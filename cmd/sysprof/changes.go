@@ -452,6 +452,9 @@ func sideLine(e diffEntry) string {
 	case e.Op == changeset.OpHardlink:
 		parts = append(parts, "hard link to "+p(e.Target))
 	}
+	if len(e.Names) > 0 && e.LinksOutside == 0 {
+		parts = append(parts, "applies only together with "+strings.Join(report.PrintableAll(e.Names), ", "))
+	}
 	mode := fmt.Sprintf("mode %04o", e.Mode)
 	if e.HostExists && e.HostMode != e.Mode && e.Op != changeset.OpDelete && e.Op != changeset.OpRmdir {
 		mode = fmt.Sprintf("mode %04o -> %04o", e.HostMode, e.Mode)
@@ -492,26 +495,26 @@ func diffText(w io.Writer, r *changeset.Run, entries []diffEntry) error {
 
 func diffMarkdown(w io.Writer, r *changeset.Run, entries []diffEntry) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "## Changes of run `%s`\n\n`%s` in `%s`, started %s (%s)\n", r.ID, mdCode(strings.Join(r.Command, " ")), mdCode(r.WorkDir), r.Started.UTC().Format(time.RFC3339), r.State)
+	fmt.Fprintf(bw, "## Changes of run %s\n\n%s in %s, started %s (%s)\n", report.MarkdownCode(r.ID), report.MarkdownCode(strings.Join(r.Command, " ")), report.MarkdownCode(r.WorkDir), r.Started.UTC().Format(time.RFC3339), r.State)
 	if len(entries) == 0 {
 		fmt.Fprintln(bw, "\nno changes")
 	}
 	for _, e := range entries {
 		// The reason and the side line carry names the command chose (a symlink's target): in
 		// code spans, so no markdown in a name (a comment opener, a link, emphasis) renders.
-		fmt.Fprintf(bw, "\n### %s %s `%s`\n\n`%s`\n\n`%s`\n", e.Class, e.Op, mdCode(e.Path), mdCode(e.Reason), mdCode(sideLine(e)))
+		fmt.Fprintf(bw, "\n### %s %s %s\n\n%s\n\n%s\n", e.Class, e.Op, report.MarkdownCode(e.Path), report.MarkdownCode(e.Reason), report.MarkdownCode(sideLine(e)))
 		if e.Grant != nil {
-			fmt.Fprintf(bw, "\nto learn it: `%s`\n", mdCode(e.Grant.String()))
+			fmt.Fprintf(bw, "\nto learn it: %s\n", report.MarkdownCode(e.Grant.String()))
 		}
 		for _, h := range e.Highlights {
 			if h.Line > 0 {
-				fmt.Fprintf(bw, "\n> **%s** (line %d): `%s`\n", h.What, h.Line, mdCode(h.Text))
+				fmt.Fprintf(bw, "\n> **%s** (line %d): %s\n", h.What, h.Line, report.MarkdownCode(h.Text))
 			} else {
 				fmt.Fprintf(bw, "\n> **%s**\n", h.What)
 			}
 		}
 		if e.Diff != "" {
-			fence := strings.Repeat("`", max(3, longestRun(e.Diff, '`')+1))
+			fence := report.MarkdownFence(e.Diff, 3)
 			fmt.Fprintf(bw, "\n%sdiff\n", fence)
 			for _, l := range splitLines(e.Diff) {
 				fmt.Fprintln(bw, p(l))
@@ -520,22 +523,6 @@ func diffMarkdown(w io.Writer, r *changeset.Run, entries []diffEntry) error {
 		}
 	}
 	return bw.Flush()
-}
-
-// mdCode escapes s for an inline code span (no backtick can end it early).
-func mdCode(s string) string { return strings.ReplaceAll(p(s), "`", "'") }
-
-func longestRun(s string, c byte) int {
-	best, cur := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			cur++
-			best = max(best, cur)
-		} else {
-			cur = 0
-		}
-	}
-	return best
 }
 
 // applyOutput is what `changes apply --format json` prints.

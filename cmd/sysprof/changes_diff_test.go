@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sysprof/sysprof/changeset"
 )
 
 // TestMyersEditScript: the edit script turns old into new, and is as short as an LCS says.
@@ -105,5 +107,13 @@ func TestHighlights(t *testing.T) {
 	}
 	if hs := highlights("/w/build.rs", true, nil, nil); len(hs) != 1 {
 		t.Errorf("a new build.rs: %v", hs)
+	}
+}
+
+// A hard link's entry names the file's other names, which apply with it (changeset.Apply).
+func TestSideLineNamesHardLinks(t *testing.T) {
+	e := diffEntry{Change: changeset.Change{Op: changeset.OpHardlink, Type: changeset.TypeFile, Mode: 0o644, Target: "/w/build/l1", Links: 2, Names: []string{"/w/build/l1\x1b[8m"}}}
+	if got, want := sideLine(e), `hard link to /w/build/l1, applies only together with /w/build/l1\x1b[8m, file, mode 0644`; got != want {
+		t.Errorf("sideLine = %q, want %q", got, want)
 	}
 }

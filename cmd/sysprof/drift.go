@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -42,9 +43,12 @@ func newDriftCmd(s streams, runF func(context.Context, *driftOptions) error) *co
 when the new behaviour widens the profile at or above --fail-on, so a change that makes a build
 read ~/.ssh or talk to a new host fails the CI job. The command's own failure exits with its status.
 
+The report is a table on stderr; --format markdown, json or sarif writes it on stdout, which
+then holds nothing else (the command's own output goes to stderr): redirect it into a file or a
+job summary.
+
 With --step NAME (repeatable) or --all, drift checks the steps of sysprof.yaml and prints one
-report for all of them on stdout (the steps' own output goes to stderr); it exits 1 when any
-step widens its profile.`,
+report for all of them; it exits 1 when any step widens its profile.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if gates, cfg, ok, err := resolveGates(cmd, args, o.Steps, o.All, o.Profile); ok || err != nil {
@@ -89,7 +93,18 @@ func runDrift(ctx context.Context, o *driftOptions) error {
 		return err
 	}
 	o.Reports.save(report.RunDrift, project.Step{Command: o.Command}, o.Profile, committed, nil, changes)
-	return renderChanges(o.Out, changes, o.Profile, "(this run)", o.Format, o.FailOn)
+	return renderChanges(o.reportOut(), changes, o.Profile, "(this run)", o.Format, o.FailOn)
+}
+
+// reportOut is where drift writes its report. stdout holds only what a machine reads (the
+// markdown, JSON or SARIF a CI job redirects into a file or a job summary); the default table
+// is for humans and goes to stderr, with the command's own output and sysprof's other lines,
+// as enforce's denial table does.
+func (o *driftOptions) reportOut() io.Writer {
+	if o.Format == "table" {
+		return o.Err
+	}
+	return o.Out
 }
 
 // secretChanges turns the credential-store accesses synthesis kept hidden into findings. A

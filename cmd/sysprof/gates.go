@@ -356,7 +356,7 @@ func runDriftGates(ctx context.Context, o *driftOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := diffreport.RenderSteps(o.Out, diffs, o.Format, diffreport.Options{Version: version}); err != nil {
+	if err := diffreport.RenderSteps(o.reportOut(), diffs, o.Format, diffreport.Options{Version: version}); err != nil {
 		return withCode(exitSysprof, err)
 	}
 	if widens {
@@ -369,7 +369,7 @@ func runDriftGates(ctx context.Context, o *driftOptions) error {
 // what it now does beyond its committed profile: the diff, and the credential stores it
 // touched, which synthesis keeps hidden so that no diff shows them.
 func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committed *policy.Profile) ([]policy.Change, error) {
-	// The report is all that goes to stdout (CI redirects it); the command writes to stderr.
+	// The command writes to stderr: stdout is the report's (reportOut).
 	tr, res, _, err := learnStep(ctx, o.Err, st, o.TraceOut, learnOnce,
 		profiler.Options{Stdout: o.Err, Debug: o.Debug},
 		// A profile learned --exact is compared with this run learned so too: no families.
@@ -414,7 +414,7 @@ func dropFamilyMates(changes []policy.Change, committed *policy.Profile) []polic
 	if !committed.ClosesFamilies() {
 		return changes
 	}
-	mates := policy.FamilyMates(committed.Syscalls.Allow)
+	mates := policy.FamilyMates(committed)
 	var reads []string
 	for _, r := range committed.Filesystem.Read {
 		reads = append(reads, r.Path)

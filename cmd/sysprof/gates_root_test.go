@@ -158,8 +158,8 @@ func TestGatesLearnEnforceAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr = runSysprof(t, dir, "drift", "--all")
-	if code != exitWidened || !strings.Contains(stdout, "step check (") {
-		t.Fatalf("drift --all after narrowing a profile: status %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	if code != exitWidened || !strings.Contains(stderr, "step check (") || stdout != "" {
+		t.Fatalf("drift --all after narrowing a profile: status %d, want 1 and the table on stderr only\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 
 	writeFile(t, checkPath, string(checkYAML))

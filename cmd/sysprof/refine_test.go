@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/refine"
 	"github.com/sysprof/sysprof/report"
@@ -113,20 +113,7 @@ func asExitError(err error, target **exitError) bool {
 // directory of the profile is replaced by PROFILE_DIR.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join(refineDir, name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got; -update to accept):\n%s", name, diff)
-	}
+	testutil.Golden(t, filepath.Join(refineDir, name), []byte(got), *update)
 }
 
 func normalize(s, profile string) string {
@@ -374,30 +361,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// openPTY returns the master and slave ends of a new pseudo-terminal.
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("open /dev/ptmx: %v", err)
-	}
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		m.Close()
-		t.Fatalf("unlockpt: %v", err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		m.Close()
-		t.Fatalf("ptsname: %v", err)
-	}
-	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		m.Close()
-		t.Fatalf("open pty slave: %v", err)
-	}
-	return m, s
-}
-
 // terminal is the master side of a session: everything the program printed, and a way to
 // wait for a prompt before answering it.
 type terminal struct {
@@ -456,7 +419,7 @@ func session(t *testing.T, prof string, answers ...string) (string, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	master, slave := openPTY(t)
+	master, slave := testutil.OpenPTY(t)
 	defer master.Close()
 	cmd := exec.Command(bin, "refine", "-p", prof, "--from", refineReport, "--workdir", aliceWorkdir)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TERM=dumb"}

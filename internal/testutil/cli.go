@@ -48,13 +48,16 @@ func CopyTree(t testing.TB, src, dst string) {
 	}
 }
 
-// WriteFile writes content to path with mode, creating its directory.
+// WriteFile writes content to path with exactly mode, creating its directory.
 func WriteFile(t testing.TB, path, content string, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil { // the mode exactly, whatever the umask
 		t.Fatal(err)
 	}
 }

@@ -5,7 +5,8 @@
 // keeps what it receives), and the one CLI test harness of e2e/, shipped/ and cmd/sysprof: the
 // built binary (MainWithSysprof), a Box with its own work directory, HOME, TMPDIR and hermetic
 // environment to run it and the tools in (Box.Run, Box.Sysprof; Run and Command anywhere), how a
-// run ended (Result) and its report (ReadReport, RequireNoDenials).
+// run ended (Result) and its report (ReadReport, RequireNoDenials); Golden, the one golden-file
+// check.
 package testutil
 
 import (
