@@ -41,8 +41,8 @@ var layerTable = []layerDef{
 	{Name: LayerMounts, Degradable: true, Decide: sandboxLayer(LayerMounts),
 		Part: func(p *sandbox.Plan, _ Degrade) (sandbox.Plan, bool) {
 			return sandbox.Plan{ReadOnlyRoot: p.ReadOnlyRoot, Writable: p.Writable, Hidden: p.Hidden, Masked: p.Masked, PrivateTmp: p.PrivateTmp,
-					TmpSize: p.TmpSize, Staged: p.Staged, ReadOnly: p.ReadOnly, NoExec: p.NoExec},
-				p.ReadOnlyRoot || len(p.Writable)+len(p.Hidden)+len(p.Masked)+len(p.Staged) > 0 || p.PrivateTmp
+					TmpSize: p.TmpSize, Staged: p.Staged, ReadOnly: p.ReadOnly, NoExec: p.NoExec, NoExecTrees: p.NoExecTrees, ExecKeep: p.ExecKeep},
+				p.ReadOnlyRoot || len(p.Writable)+len(p.Hidden)+len(p.Masked)+len(p.Staged)+len(p.NoExecTrees) > 0 || p.PrivateTmp
 		}},
 	{Name: LayerLandlock, Degradable: true, Decide: sandboxLayer(LayerLandlock),
 		Part: func(p *sandbox.Plan, d Degrade) (sandbox.Plan, bool) {
