@@ -17,7 +17,7 @@ import (
 // or python's ctypes.CDLL: the read-only work tree is mounted noexec, and only the learned
 // library (mapped executable in the learn run) stays mappable. As root each attempt is a denial
 // in the report naming the file; as an ordinary user it is refused and the report says that kind
-// is not observable.
+// is not observable. Anonymous executable memory is refused unless learned, and reported.
 func TestLoaderExecRefusedAndRecorded(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireTools(t, hostPath, "gcc", "python3", "setpriv")
@@ -41,6 +41,7 @@ int main(void) { puts("EVIL RAN"); return 0; }
 		t.Fatal(err)
 	}
 
+	jit := `python3 -c 'import mmap; mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC); print("EVIL RAN")'`
 	profile := filepath.Join(root, "profile.yaml")
 	// The learn run maps good.so (ctypes, LD_PRELOAD) and runs the loader on /bin/true: the
 	// loader and good.so are learned, evil and evil.so are not.
@@ -55,6 +56,15 @@ int main(void) { puts("EVIL RAN"); return 0; }
 		{"ld.so", ldso + " ./evil"},
 		{"LD_PRELOAD", "LD_PRELOAD=./evil.so /usr/bin/true"},
 		{"ctypes", `python3 -c 'import ctypes; ctypes.CDLL("./evil.so")'`},
+		// Executable memory no file backs (injected code, a JIT): seccomp refuses it unless
+		// learned, and the supervisor reports it in both modes.
+		{"anon-exec", jit},
+	}
+	// A JIT the learn run saw keeps working.
+	jitProfile := filepath.Join(root, "jit.yaml")
+	testutil.MustCode(t, "learn the JIT", b.Sysprof(t, "learn", "-p", jitProfile, "--", "sh", "-c", jit), 0)
+	if r := b.Sysprof(t, "enforce", "-p", jitProfile, "--", "sh", "-c", jit); r.Code != 0 || !strings.Contains(r.Stdout, "EVIL RAN") {
+		t.Errorf("a learned executable mapping is refused: %s", r)
 	}
 	openForNobody(t, root)
 	for _, as := range []struct {
@@ -82,6 +92,12 @@ int main(void) { puts("EVIL RAN"); return 0; }
 					t.Errorf("%s: the unlearned file ran: exit %d, stdout %q\n%s", a.name, r.Code, r.Stdout, r.Stderr)
 				}
 				got := testutil.ReadReport(t, rep)
+				if a.name == "anon-exec" {
+					if !slices.ContainsFunc(got.Denials, func(d report.Denial) bool { return d.Kind == report.KindSyscall && d.Syscall == "mmap" }) {
+						t.Errorf("%s: the report has no mmap denial: %+v", a.name, got.Denials)
+					}
+					continue
+				}
 				if as.name == "root" {
 					if !slices.ContainsFunc(got.Denials, loaderDenial) {
 						t.Errorf("%s: the report has no exec denial of the unlearned file: %+v", a.name, got.Denials)
