@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/mountinfo"
+	"github.com/sysprof/sysprof/internal/phase"
 )
 
 // privateTmpDirs get a fresh tmpfs each when Plan.PrivateTmp is set. /dev/shm is included: it
@@ -103,6 +105,8 @@ func (p *Plan) applyMounts(res *Result) error {
 	}
 
 	// 8. Noexec trees and what stays exec-mappable inside them.
+	start := time.Now()
+	defer phase.Since("mounts: noexec trees", start)
 	return applyNoExecTrees(p.NoExecTrees, p.ExecKeep, res)
 }
 
