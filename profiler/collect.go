@@ -360,7 +360,7 @@ func (c *collector) file(e bpf.LearnFileEvent, rest []byte) bool {
 	mapped := bpf.LearnAccessKind(e.Access) == bpf.LearnAccessKindACC_MAP
 	access, ok := accessOf[bpf.LearnAccessKind(e.Access)]
 	if mapped {
-		access, ok = accessIDs[trace.AccessExec], true
+		access, ok = accessIDs[trace.AccessMap], true
 	}
 	if !ok {
 		return false
@@ -419,8 +419,8 @@ func (c *collector) file(e bpf.LearnFileEvent, rest []byte) bool {
 	return true
 }
 
-// mappedCode reports whether a file mapped executable is recorded as code the command runs (an
-// exec access): one outside the system trees (a venv's .so, a node addon, a rustc proc-macro, a
+// mappedCode reports whether a file mapped executable is recorded as code the command runs (a
+// map access): one outside the system trees (a venv's .so, a node addon, a rustc proc-macro, a
 // toolchain's library in $HOME), which enforce keeps mappable inside its noexec trees. A system
 // library needs no record (the system trees are never noexec), and a memfd has no path to name.
 func mappedCode(path string) bool {
