@@ -179,6 +179,12 @@ func remount(p string, set, clr uint64, res *Result) (ok bool, err error) {
 		res.skip(LayerMounts, p, "does not exist: no exec mount made")
 		return false, nil
 	}
+	if err == unix.EACCES {
+		// Not reachable by this stage's user (a 0700 home of another user under sudo), so not
+		// by the command either, which runs as the same user.
+		res.skip(LayerMounts, p, "not reachable by the command's user: no exec mount made")
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("clone (open_tree): %w", err)
 	}
