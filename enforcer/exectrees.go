@@ -44,9 +44,10 @@ func (c *Compiled) noExecTrees(exec, writableRoots, hidden []string, env Env) (t
 			}
 		}
 	}
+	dirs := map[string]string{} // resolved directories: exec rules share most of theirs
 	for _, x := range exec {
 		p := staticPrefix(x)
-		if r, err := filepath.EvalSymlinks(p); err == nil {
+		if r, err := resolveVia(p, dirs); err == nil {
 			p = r
 		} else {
 			p = nearestExistingDir(p)
@@ -61,6 +62,29 @@ func (c *Compiled) noExecTrees(exec, writableRoots, hidden []string, env Env) (t
 	slices.Sort(trees)
 	slices.Sort(keep)
 	return slices.Compact(trees), slices.Compact(keep)
+}
+
+// resolveVia is filepath.EvalSymlinks(p) with p's directory resolved once per directory
+// (dirs): an EvalSymlinks per rule was ~15 µs of lstats each.
+func resolveVia(p string, dirs map[string]string) (string, error) {
+	dir, base := filepath.Split(filepath.Clean(p))
+	rd, ok := dirs[dir]
+	if !ok {
+		var err error
+		if rd, err = filepath.EvalSymlinks(dir); err != nil {
+			return "", err
+		}
+		dirs[dir] = rd
+	}
+	q := filepath.Join(rd, base)
+	fi, err := os.Lstat(q)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return filepath.EvalSymlinks(q)
+	}
+	return q, nil
 }
 
 // resolvedDir is d with its symlinks resolved when it is an existing directory, else "".
