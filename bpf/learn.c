@@ -41,6 +41,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define TS_COMPAT 0x0002
 #define AT_FDCWD -100
 #define PROT_EXEC 0x4
+#define MAP_ANONYMOUS 0x20
 #define O_ACCMODE 00000003
 #define O_CREAT 00000100
 #define O_TRUNC 00001000
@@ -88,7 +89,6 @@ enum sc_op {
 	SCOP_PRCTL,
 	SCOP_PERSONALITY,
 	SCOP_IOCTL,
-	SCOP_MMAP,
 	SCOP_MPROTECT,
 	// path syscalls (stashed at enter, handled at exit)
 	SCOP_PATH_FIRST,
@@ -116,6 +116,8 @@ enum sc_op {
 	SCOP_BIND,
 	SCOP_SENDTO,               // fd a0, addr a4, len a5
 	SCOP_SENDMSG,              // fd a0, msghdr a1
+	SCOP_MMAP,                 // prot a2, flags a3, fd a4: an anonymous PROT_EXEC mapping is an
+	                           // argument, a file's is stashed (the file it maps, at exit)
 	SCOP_LAST,
 };
 
@@ -141,6 +143,7 @@ enum access_kind {
 	ACC_EXEC,
 	ACC_LIST,
 	ACC_METADATA,
+	ACC_MAP, // mapped executable (mmap PROT_EXEC of the file)
 };
 
 enum arch_kind {
@@ -928,9 +931,13 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 		arg(exe_key, nr, ARGK_IOCTL_REQUEST, a1 & 0xffffffff);
 		return 0;
 	case SCOP_MMAP:
-		if (a2 & PROT_EXEC)
+		if (!(a2 & PROT_EXEC))
+			return 0;
+		if ((r.r10 & MAP_ANONYMOUS) || (int)r.r8 < 0) {
 			arg(exe_key, nr, ARGK_MMAP_PROT, a2);
-		return 0;
+			return 0;
+		}
+		break; // a file mapped executable: its path at exit
 	case SCOP_MPROTECT:
 		if (a2 & PROT_EXEC)
 			arg(exe_key, nr, ARGK_MPROTECT_PROT, a2);
@@ -1447,6 +1454,10 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 		break;
 	case SCOP_CHANGEAT:
 		PATH((int)st.args[0], st.args[1], ACC_WRITE);
+		break;
+	case SCOP_MMAP:
+		if (ret >= 0 || ret < -4095) // an address: the mapping exists
+			emit_fd(s, &st, sp, (int)st.args[4], ACC_MAP);
 		break;
 	}
 	s->busy = 0;

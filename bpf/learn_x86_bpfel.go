@@ -23,6 +23,7 @@ const (
 	LearnAccessKindACC_EXEC     LearnAccessKind = 5
 	LearnAccessKindACC_LIST     LearnAccessKind = 6
 	LearnAccessKindACC_METADATA LearnAccessKind = 7
+	LearnAccessKindACC_MAP      LearnAccessKind = 8
 )
 
 type LearnArchKind uint32
@@ -195,33 +196,33 @@ const (
 	LearnScOpSCOP_PRCTL       LearnScOp = 6
 	LearnScOpSCOP_PERSONALITY LearnScOp = 7
 	LearnScOpSCOP_IOCTL       LearnScOp = 8
-	LearnScOpSCOP_MMAP        LearnScOp = 9
-	LearnScOpSCOP_MPROTECT    LearnScOp = 10
-	LearnScOpSCOP_PATH_FIRST  LearnScOp = 11
-	LearnScOpSCOP_OPEN        LearnScOp = 11
-	LearnScOpSCOP_OPENAT      LearnScOp = 12
-	LearnScOpSCOP_OPENAT2     LearnScOp = 13
-	LearnScOpSCOP_CREAT       LearnScOp = 14
-	LearnScOpSCOP_STAT        LearnScOp = 15
-	LearnScOpSCOP_STATAT      LearnScOp = 16
-	LearnScOpSCOP_EXECVE      LearnScOp = 17
-	LearnScOpSCOP_EXECVEAT    LearnScOp = 18
-	LearnScOpSCOP_UNLINK      LearnScOp = 19
-	LearnScOpSCOP_UNLINKAT    LearnScOp = 20
-	LearnScOpSCOP_RENAME      LearnScOp = 21
-	LearnScOpSCOP_RENAMEAT    LearnScOp = 22
-	LearnScOpSCOP_LINK        LearnScOp = 23
-	LearnScOpSCOP_LINKAT      LearnScOp = 24
-	LearnScOpSCOP_SYMLINK     LearnScOp = 25
-	LearnScOpSCOP_SYMLINKAT   LearnScOp = 26
-	LearnScOpSCOP_MKDIR       LearnScOp = 27
-	LearnScOpSCOP_MKDIRAT     LearnScOp = 28
-	LearnScOpSCOP_CHANGE      LearnScOp = 29
-	LearnScOpSCOP_CHANGEAT    LearnScOp = 30
-	LearnScOpSCOP_CONNECT     LearnScOp = 31
-	LearnScOpSCOP_BIND        LearnScOp = 32
-	LearnScOpSCOP_SENDTO      LearnScOp = 33
-	LearnScOpSCOP_SENDMSG     LearnScOp = 34
+	LearnScOpSCOP_MPROTECT    LearnScOp = 9
+	LearnScOpSCOP_PATH_FIRST  LearnScOp = 10
+	LearnScOpSCOP_OPEN        LearnScOp = 10
+	LearnScOpSCOP_OPENAT      LearnScOp = 11
+	LearnScOpSCOP_OPENAT2     LearnScOp = 12
+	LearnScOpSCOP_CREAT       LearnScOp = 13
+	LearnScOpSCOP_STAT        LearnScOp = 14
+	LearnScOpSCOP_STATAT      LearnScOp = 15
+	LearnScOpSCOP_EXECVE      LearnScOp = 16
+	LearnScOpSCOP_EXECVEAT    LearnScOp = 17
+	LearnScOpSCOP_UNLINK      LearnScOp = 18
+	LearnScOpSCOP_UNLINKAT    LearnScOp = 19
+	LearnScOpSCOP_RENAME      LearnScOp = 20
+	LearnScOpSCOP_RENAMEAT    LearnScOp = 21
+	LearnScOpSCOP_LINK        LearnScOp = 22
+	LearnScOpSCOP_LINKAT      LearnScOp = 23
+	LearnScOpSCOP_SYMLINK     LearnScOp = 24
+	LearnScOpSCOP_SYMLINKAT   LearnScOp = 25
+	LearnScOpSCOP_MKDIR       LearnScOp = 26
+	LearnScOpSCOP_MKDIRAT     LearnScOp = 27
+	LearnScOpSCOP_CHANGE      LearnScOp = 28
+	LearnScOpSCOP_CHANGEAT    LearnScOp = 29
+	LearnScOpSCOP_CONNECT     LearnScOp = 30
+	LearnScOpSCOP_BIND        LearnScOp = 31
+	LearnScOpSCOP_SENDTO      LearnScOp = 32
+	LearnScOpSCOP_SENDMSG     LearnScOp = 33
+	LearnScOpSCOP_MMAP        LearnScOp = 34
 	LearnScOpSCOP_LAST        LearnScOp = 35
 )
 

@@ -230,6 +230,9 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 	}
 	slices.Sort(roots)
 	plan.NoExec = noExecRoots(slices.Compact(roots), sets.exec)
+	// (The private tmp roots are not among them here: a work tree bound into one is a mount of
+	// its own, exec unless its tree is made noexec.)
+	plan.NoExecTrees, plan.ExecKeep = c.noExecTrees(sets.exec, slices.Concat(topLevelPaths(plan.Writable), stageDirsOf(c.Stages)), plan.Hidden, env)
 	c.Layers = append(c.Layers, LayerMounts, LayerLandlock)
 	return c.planNetwork(p.Network, env)
 }

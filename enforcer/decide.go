@@ -97,7 +97,7 @@ func unobservable(guardUp bool) []string {
 	}
 	return []string{files, "network denials by Landlock or the empty network namespace (the call fails; no record)",
 		"connects to host unix sockets the sandbox covers (relative, other network namespaces, any number: refused without a record)",
-		"ld.so running a file of a noexec mount (the mapping fails EPERM; no record)"}
+		"the loader mapping a file no exec rule names (ld.so ./evil, LD_PRELOAD, dlopen in the noexec work tree, home or writable mounts: the mapping fails EPERM; no record)"}
 }
 
 // Degrade names the layers a run may go without when this host cannot apply them (enforce

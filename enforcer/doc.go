@@ -119,7 +119,9 @@
 //     roots is granted whole (temp names are incidental); one below a private tmp root is
 //     there read-only even when the tool only looked it up (node realpaths os.tmpdir()); a missing tool cache root is
 //     created. Writable mounts in which no exec rule lies are noexec; writesExact refuses a
-//     plan whose grants reach further.
+//     plan whose grants reach further. The work tree and the home are noexec trees but for
+//     the exec rules inside them (exectrees.go: the learned binaries and libraries, exec
+//     globs' directories, toolchain roots), so the loader cannot run what sits there unnamed.
 //   - A profile with clone3 also gets clone, the libc fallback of clone3's ENOSYS.
 //   - No network in the profile: a new network namespace with only loopback. A network
 //     allowlist (egress.go): the same namespace, as root and as an ordinary user, whose only

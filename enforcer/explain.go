@@ -57,7 +57,7 @@ func (c *Compiled) suggest(abi, name string, auditArch, nr uint32, args [6]uint6
 	for i := range rule.Checks {
 		chk := &rule.Checks[i]
 		v := args[chk.Arg]
-		if chk.OK(v) {
+		if !chk.Applies(args) || chk.OK(v) {
 			continue
 		}
 		if chk.Width32 {

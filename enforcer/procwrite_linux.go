@@ -76,7 +76,7 @@ func (c *Compiled) onlyFails(n *seccompNotif, why string) bool {
 	sent := false
 	for i := range rule.Checks {
 		chk := &rule.Checks[i]
-		if chk.OK(n.Data.Args[chk.Arg]) {
+		if !chk.Applies(n.Data.Args) || chk.OK(n.Data.Args[chk.Arg]) {
 			continue
 		}
 		if chk.Why != why {

@@ -346,6 +346,9 @@ func buildSeccomp(p *policy.Profile, consumer string, opts Options) (seccompPoli
 			if err != nil {
 				return sp, fmt.Errorf("%s %w", name, err)
 			}
+			if c.When != nil { // a call the check does not apply to passes it
+				alts = append(alts, cond{Arg: c.When.Arg, Mask: uint64(c.When.Bits)})
+			}
 			var next [][]cond
 			for _, cs := range combos {
 				for _, a := range alts {

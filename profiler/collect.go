@@ -22,6 +22,7 @@ import (
 	"github.com/sysprof/sysprof/bpf"
 	"github.com/sysprof/sysprof/internal/hostsfile"
 	"github.com/sysprof/sysprof/netproxy"
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/trace"
 )
 
@@ -356,7 +357,11 @@ func (c *collector) file(e bpf.LearnFileEvent, rest []byte) bool {
 	if int(e.PathLen)+int(e.BaseLen) > len(rest) {
 		return false
 	}
+	mapped := bpf.LearnAccessKind(e.Access) == bpf.LearnAccessKindACC_MAP
 	access, ok := accessOf[bpf.LearnAccessKind(e.Access)]
+	if mapped {
+		access, ok = accessIDs[trace.AccessMap], true
+	}
 	if !ok {
 		return false
 	}
@@ -407,8 +412,19 @@ func (c *collector) file(e bpf.LearnFileEvent, rest []byte) bool {
 	// A path event carries no file type: a create by mkdir (or mknod: a fifo, a socket) made
 	// the node itself, which is what its rule must name (open's create names its directory).
 	dir := e.IsDir == 1 || access == accessIDs[trace.AccessCreate] && (e.Op == uint32(bpf.LearnScOpSCOP_MKDIR) || e.Op == uint32(bpf.LearnScOpSCOP_MKDIRAT))
+	if mapped && !mappedCode(path) {
+		return true
+	}
 	c.addFile(path, access, int(e.Err), dir, c.exe(e.ExeKey))
 	return true
+}
+
+// mappedCode reports whether a file mapped executable is recorded as code the command runs (a
+// map access): one outside the system trees (a venv's .so, a node addon, a rustc proc-macro, a
+// toolchain's library in $HOME), which enforce keeps mappable inside its noexec trees. A system
+// library needs no record (the system trees are never noexec), and a memfd has no path to name.
+func mappedCode(path string) bool {
+	return !policy.SystemCodePath(path) && !strings.HasPrefix(path, "/memfd:") && filepath.IsAbs(path)
 }
 
 // resolveParent resolves symlinks in the directory part of a path the kernel did not resolve

@@ -18,7 +18,10 @@
 //     for the set however fast the command is. Calls through int 0x80 are recorded as i386 and
 //     calls with the x32 bit as x32, each named from its own table.
 //   - Argument domains (socket, clone/clone3 flags, unshare, setns, prctl, personality, ioctl,
-//     PROT_EXEC mappings) are counted the same way.
+//     PROT_EXEC of anonymous mmaps and of mprotect: executable memory) are counted the same way.
+//   - A file mapped executable (mmap PROT_EXEC of a file) is a file event; one outside the
+//     system trees (policy.SystemCodePath) is recorded as an exec access: a library the
+//     command's code comes from, which enforce keeps mappable in its noexec trees.
 //   - Files, unix sockets, inet endpoints, DNS packets and the process tree go through a ring
 //     buffer. File events are deduplicated in the kernel per {executable, access, result,
 //     inode} (or path string and base directory when there is no file), so FileAccess.Count and

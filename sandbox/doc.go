@@ -83,6 +83,12 @@
 // was learned is noexec, and mmap(PROT_EXEC) of a file there fails too. One with an exec rule in
 // or above it cannot be noexec without breaking dlopen of build outputs (rustc proc-macros,
 // Python extensions): there it stays open, and Landlock alone is tested as that known limit.
+// The read-only trees a shipped payload sits in (the work tree, the home) are Plan.NoExecTrees:
+// each is covered by a recursive clone of itself, noexec at its root only (the writable binds
+// and covers below keep their flags), after every other mount step; then each path of
+// Plan.ExecKeep inside them (the learned binaries and libraries, exec globs' directories,
+// toolchain roots) is covered by a clone of itself with noexec cleared. Clearing is allowed: the
+// flag was set in this mount namespace, so the kernel did not lock it.
 // Every writable mount (the writable trees, the stages' overlays, the private tmpfs) is
 // nosuid,nodev ([WritableMountAttrs]): a set-uid binary the tool writes or copies there (as
 // root its files are host root's through the idmapped replica) runs with the caller's ids, and

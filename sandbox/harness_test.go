@@ -264,6 +264,17 @@ func (o op) run() string {
 			return errno(err)
 		}
 		return fmt.Sprintf("ok:%t", sfs.Flags&unix.ST_NOEXEC != 0)
+	case "mapexec": // what the loader does with a library: map it executable
+		fd, err := unix.Open(o.Path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return errno(err)
+		}
+		defer unix.Close(fd)
+		b, err := unix.Mmap(fd, 0, 4096, unix.PROT_READ|unix.PROT_EXEC, unix.MAP_PRIVATE)
+		if err == nil {
+			unix.Munmap(b)
+		}
+		return errno(err)
 	case "symlink":
 		return errno(os.Symlink(o.Arg, o.Path))
 	case "link":

@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/mountinfo"
+	"github.com/sysprof/sysprof/internal/phase"
 )
 
 // privateTmpDirs get a fresh tmpfs each when Plan.PrivateTmp is set. /dev/shm is included: it
@@ -25,7 +27,7 @@ var privateTmpDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
 var WritableMountAttrs uint64 = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
 
 func (p *Plan) wantsMounts() bool {
-	return p.ReadOnlyRoot || p.PrivateTmp || len(p.Writable) > 0 || len(p.Hidden) > 0 || len(p.Masked) > 0 || len(p.Staged) > 0
+	return p.ReadOnlyRoot || p.PrivateTmp || len(p.Writable) > 0 || len(p.Hidden) > 0 || len(p.Masked) > 0 || len(p.Staged) > 0 || len(p.NoExecTrees) > 0
 }
 
 // applyMounts lays out the mount namespace. Steps, and why in this order:
@@ -45,7 +47,10 @@ func (p *Plan) wantsMounts() bool {
 //  6. a fresh /proc when this process is PID 1 of a new PID namespace (MountProc);
 //  7. read-only: mount_setattr(AT_RECURSIVE, RDONLY) on /, then clear it on the writable mounts
 //     and private tmpfs, then put it back on hidden mounts and on mounts below a writable path
-//     that were read-only before; noexec on the writable mounts no exec rule lies in.
+//     that were read-only before; noexec on the writable mounts no exec rule lies in;
+//  8. the noexec trees: each a recursive clone of itself, noexec at its root (the mounts below
+//     keep their own flags), then each kept path a clone of itself with noexec cleared, parents
+//     first. Last, so that the clones copy every mount and flag the steps before made.
 func (p *Plan) applyMounts(res *Result) error {
 	if !p.wantsMounts() {
 		return nil
@@ -95,7 +100,14 @@ func (p *Plan) applyMounts(res *Result) error {
 	}
 
 	// 7. Read-only root, noexec.
-	return p.setMountFlags(writableRoots, tmpRoots, hiddenMounts)
+	if err := p.setMountFlags(writableRoots, tmpRoots, hiddenMounts); err != nil {
+		return err
+	}
+
+	// 8. Noexec trees and what stays exec-mappable inside them.
+	start := time.Now()
+	defer phase.Since("mounts: noexec trees", start)
+	return applyNoExecTrees(p.NoExecTrees, p.ExecKeep, res)
 }
 
 // hostClones are what applyMounts takes from the host's view while it is still uncovered

@@ -171,6 +171,35 @@ func TestNoExecOnEveryWritableRoot(t *testing.T) {
 	}
 }
 
+// TestNoExecTrees: a read-only tree of NoExecTrees cannot be mapped executable (what ld.so,
+// LD_PRELOAD and dlopen do), but for the kept file and directory; a writable mount inside it
+// keeps its own flag, and a cover over a hidden file stays.
+func TestNoExecTrees(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(t, mode)
+			tree := f.dir(t, "tree")
+			evil := f.file(t, "tree/evil.so", "x")
+			kept := f.file(t, "tree/lib/kept.so", "x")
+			other := f.file(t, "tree/lib/other.so", "x")
+			inDir := f.file(t, "tree/venv/ext.so", "x")
+			secret := f.file(t, "tree/secret", "s3cret")
+			w := f.dir(t, "tree/out")
+			plan := Plan{ReadOnlyRoot: true, Writable: []string{w}, Hidden: []string{secret}, DropCaps: true,
+				NoExecTrees: []string{tree}, ExecKeep: []string{kept, filepath.Dir(inDir), f.path("tree/missing")}}
+			runChecks(t, mode, plan, 0, []check{
+				{op{Op: "mapexec", Path: evil}, "EPERM"},
+				{op{Op: "mapexec", Path: other}, "EPERM"},
+				{op{Op: "mapexec", Path: kept}, "ok"},
+				{op{Op: "mapexec", Path: inDir}, "ok"},
+				{op{Op: "noexec", Path: w}, "ok:false"},
+				{op{Op: "write", Path: filepath.Join(w, "new"), Arg: "x"}, "ok"},
+				{op{Op: "read", Path: secret}, "ok:"},
+			})
+		})
+	}
+}
+
 // TestDevTTY: the controlling terminal stays usable under a read-only root, and under Landlock
 // when /dev/tty is in Devices (and only then).
 func TestDevTTY(t *testing.T) {

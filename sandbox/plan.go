@@ -21,6 +21,13 @@ type Plan struct {
 	// NoExec lists writable mounts (writable paths, stages, private tmp dirs) in which no exec
 	// was learned: mounted noexec, so no file written there can run or be mapped executable.
 	NoExec []string `json:"no_exec,omitempty"`
+	// NoExecTrees are read-only trees (the work tree, the home) mounted noexec as a whole, so
+	// that a file shipped there cannot be mapped executable by the loader (`ld.so ./evil`,
+	// LD_PRELOAD, dlopen) although no exec rule names it; ExecKeep are the paths inside them
+	// that stay exec-mappable (each a bind of itself without noexec): the learned binaries and
+	// libraries, the directory before the first wildcard of an exec glob, toolchain roots.
+	NoExecTrees []string `json:"no_exec_trees,omitempty"`
+	ExecKeep    []string `json:"exec_keep,omitempty"`
 
 	// Network.
 	NetNS bool `json:"netns"` // the process is in a new network namespace: bring loopback up

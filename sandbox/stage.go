@@ -137,6 +137,67 @@ func setNoExec(paths []string) error {
 	return nil
 }
 
+// applyNoExecTrees mounts each tree in trees noexec at its root (a recursive clone of itself:
+// the writable binds, covers and stages below keep their own flags) and then each path of keep
+// inside one exec-mappable again (a clone of itself with noexec cleared). A tree or kept path
+// that does not exist is skipped and said. Requires Linux 5.12 (mount_setattr).
+func applyNoExecTrees(trees, keep []string, res *Result) error {
+	var done []string
+	for _, t := range sortedClean(trees) {
+		if under(t, done) {
+			continue
+		}
+		ok, err := remount(t, unix.MOUNT_ATTR_NOEXEC, 0, res)
+		if err != nil {
+			return fmt.Errorf("mount %s noexec: %w", t, err)
+		}
+		if ok {
+			done = append(done, t)
+		}
+	}
+	var kept []string
+	for _, k := range sortedClean(keep) {
+		if !under(k, done) || under(k, kept) {
+			continue
+		}
+		ok, err := remount(k, 0, unix.MOUNT_ATTR_NOEXEC, res)
+		if err != nil {
+			return fmt.Errorf("keep %s exec-mappable: %w", k, err)
+		}
+		if ok {
+			kept = append(kept, k)
+		}
+	}
+	return nil
+}
+
+// remount covers p with a recursive clone of itself whose root mount has the attributes set
+// and clr (the mounts below keep theirs). ok is false when p does not exist.
+func remount(p string, set, clr uint64, res *Result) (ok bool, err error) {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
+	if err == unix.ENOENT {
+		res.skip(LayerMounts, p, "does not exist: no exec mount made")
+		return false, nil
+	}
+	if err == unix.EACCES {
+		// Not reachable by this stage's user (a 0700 home of another user under sudo), so not
+		// by the command either, which runs as the same user.
+		res.skip(LayerMounts, p, "not reachable by the command's user: no exec mount made")
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("clone (open_tree): %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: set, Attr_clr: clr}); err != nil {
+		return false, fmt.Errorf("mount_setattr: %w", err)
+	}
+	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return false, fmt.Errorf("move_mount: %w", err)
+	}
+	return true, nil
+}
+
 // cloneReadOnly clones each existing path in paths (a protected path inside a writable tree)
 // for mounting read-only over itself once the writable trees are attached.
 func cloneReadOnly(paths []string, res *Result) ([]clonedMount, error) {

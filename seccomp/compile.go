@@ -108,6 +108,19 @@ func hardening(p *policy.Profile, supervisedOpens bool) map[string][]Check {
 				Fail: RetNotify, Why: WhyOpenWrites})
 		}
 	}
+	// No code that no file holds runs unless learned: the loader maps files (their mounts
+	// decide: noexec trees), a JIT maps memory, an injected payload does too. mprotect cannot
+	// tell a file's mapping from memory: any PROT_EXEC counts (ld.so adds none). i386's
+	// old mmap passes its arguments in memory: unchecked (an i386 profile is learned).
+	execMem := Check{Arg: 2, Width32: true, Mask: ^uint64(0), DenyBits: unix.PROT_EXEC, Fail: RetNotify, Why: WhyExecMemory}
+	anonExec := execMem
+	anonExec.When = &Cond{Arg: 3, Bits: unix.MAP_ANONYMOUS}
+	h["mmap"] = append(h["mmap"], anonExec)
+	h["mprotect"] = append(h["mprotect"], execMem)
+	h["pkey_mprotect"] = append(h["pkey_mprotect"], execMem)
+	shm := execMem
+	shm.DenyBits = shmExec
+	h["shmat"] = append(h["shmat"], shm)
 	// No set-id file is made inside the sandbox: a mode with S_ISUID or S_ISGID goes to the
 	// supervisor, which reports it and answers EPERM (an open without O_CREAT ignores its
 	// mode: the supervisor lets that one go on).

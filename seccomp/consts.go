@@ -17,3 +17,11 @@ const WhyOpenWrites = "opens for writing (the supervisor grants the profile's /p
 
 // WhySetID marks the checks that keep set-id modes out of the sandbox.
 const WhySetID = "set-id mode bits (S_ISUID/S_ISGID)"
+
+// WhyExecMemory marks the checks that refuse executable memory no file backs (mmap of an
+// anonymous mapping with PROT_EXEC, mprotect/pkey_mprotect adding PROT_EXEC, shmat SHM_EXEC)
+// unless the profile has a rule on prot that lets PROT_EXEC through (learned from a JIT).
+const WhyExecMemory = "executable memory no file backs (PROT_EXEC: a JIT, or injected code; learn saw none)"
+
+// shmExec is SHM_EXEC: shmat maps the segment executable.
+const shmExec = 0o100000

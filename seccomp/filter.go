@@ -73,6 +73,20 @@ type Check struct {
 	DenyValues     []uint64
 	Fail           uint32
 	Why            string // for the supervisor and notes: "profile rule", "MPTCP", ...
+	// When, if set, limits the check to calls whose argument When.Arg has a bit of When.Bits
+	// (mmap's prot checked only for MAP_ANONYMOUS mappings); other calls pass it.
+	When *Cond
+}
+
+// Cond is a precondition of a Check: argument Arg (its low 32 bits) has a bit of Bits set.
+type Cond struct {
+	Arg  int
+	Bits uint32
+}
+
+// Applies reports whether the check applies to a call with args (see When).
+func (c *Check) Applies(args [6]uint64) bool {
+	return c.When == nil || uint32(args[c.When.Arg])&c.When.Bits != 0
 }
 
 // OK evaluates the check in plain Go (the reference the BPF is tested against).
@@ -125,7 +139,7 @@ func (s *Spec) Eval(auditArch, nr uint32, args [6]uint64) uint32 {
 			return RetNotify
 		}
 		for i := range r.Checks {
-			if !r.Checks[i].OK(args[r.Checks[i].Arg]) {
+			if r.Checks[i].Applies(args) && !r.Checks[i].OK(args[r.Checks[i].Arg]) {
 				return r.Checks[i].Fail
 			}
 		}
@@ -412,6 +426,12 @@ func emitChecks(a *asm, r *Rule) {
 		c := &r.Checks[i]
 		fails[i] = a.newLabel()
 		fail := fails[i]
+		skip := next
+		if c.When != nil {
+			skip = a.newLabel()
+			a.load(argLo(c.When.Arg))
+			a.cond(bpf.JumpBitsSet, c.When.Bits, next, skip)
+		}
 		mask := c.Mask
 		lo, hi := uint32(mask), uint32(mask>>32)
 		// Bits that must be clear: denied bits, and bits outside the allowed set.
@@ -456,6 +476,9 @@ func emitChecks(a *asm, r *Rule) {
 			}
 			a.jmp(fail)
 			a.set(pass)
+		}
+		if skip != next {
+			a.set(skip)
 		}
 	}
 	a.ret(r.Ret)

@@ -300,6 +300,10 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 	case name == "socket" && lo(2) == IPProtoMPTCP && !MPTCPLearned(p) && !lets(2, isMPTCP, 0):
 		return RetNotify
 	}
+	execMem := map[string]uint64{"mmap": unix.PROT_EXEC, "mprotect": unix.PROT_EXEC, "pkey_mprotect": unix.PROT_EXEC, "shmat": shmExec}
+	if b, ok := execMem[name]; ok && lo(2)&b != 0 && (name != "mmap" || lo(3)&unix.MAP_ANONYMOUS != 0) && !lets(2, never, b) {
+		return RetNotify
+	}
 	setid := map[string]int{"chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2, "creat": 1, "open": 2, "openat": 3, "mknod": 1, "mknodat": 2, "mkdir": 1, "mkdirat": 2}
 	if i, ok := setid[name]; ok && lo(i)&(unix.S_ISUID|unix.S_ISGID) != 0 && !lets(i, never, unix.S_ISUID|unix.S_ISGID) {
 		return RetNotify
@@ -324,7 +328,7 @@ func TestFilterRandomAgainstModel(t *testing.T) {
 		}
 		p.Metadata.Exact = rng.IntN(2) == 0
 		// Argument rules, numeric only, some on syscalls with hardening.
-		interesting := []uint64{0, 1, 2, 3, 0xf, 0x10, 262, unix.TIOCSTI, unix.CLONE_NEWNS, 0xffffffff, 1 << 32, 1<<32 | 2, ^uint64(0), 0o4755, 0o2000, 1<<32 | 0o4000}
+		interesting := []uint64{0, 1, 2, 3, 0xf, 0x10, 262, unix.TIOCSTI, unix.CLONE_NEWNS, 0xffffffff, 1 << 32, 1<<32 | 2, ^uint64(0), 0o4755, 0o2000, 1<<32 | 0o4000, unix.PROT_EXEC, unix.MAP_ANONYMOUS, unix.PROT_EXEC | unix.PROT_READ, shmExec}
 		for _, s := range p.Syscalls.Allow {
 			if rng.IntN(4) != 0 && s.Name != "socket" && s.Name != "clone" && s.Name != "ioctl" {
 				continue
@@ -454,5 +458,56 @@ func TestIOURingRefusedUnlessLearned(t *testing.T) {
 		return ch.Item == "io_uring_setup" && ch.Risk >= policy.RiskCritical && strings.Contains(ch.Reason, "argument rules")
 	}) {
 		t.Errorf("learn's review does not say io_uring weakens the argument rules: %+v", review)
+	}
+}
+
+// Executable memory no file backs is refused unless the profile has a rule on prot letting
+// PROT_EXEC through (what synth writes when learn saw a JIT); a file's mapping is the mounts'.
+func TestExecMemory(t *testing.T) {
+	anon, file := uint64(unix.MAP_PRIVATE|unix.MAP_ANONYMOUS), uint64(unix.MAP_PRIVATE)
+	rx, rw := uint64(unix.PROT_READ|unix.PROT_EXEC), uint64(unix.PROT_READ|unix.PROT_WRITE)
+	a := func(xs ...uint64) (r [6]uint64) { copy(r[:], xs); return }
+	cases := []struct {
+		name    string
+		nr      uint32
+		args    [6]uint64
+		refused bool
+	}{
+		{"mmap anonymous rx", nr64("mmap"), a(0, 4096, rx, anon, ^uint64(0)), true},
+		{"mmap anonymous rwx, high garbage in flags", nr64("mmap"), a(0, 4096, rx|rw, 1<<40|anon, ^uint64(0)), true},
+		{"mmap anonymous rw", nr64("mmap"), a(0, 4096, rw, anon, ^uint64(0)), false},
+		{"mmap of a file rx (the loader)", nr64("mmap"), a(0, 4096, rx, file, 3), false},
+		{"mprotect rx", nr64("mprotect"), a(0, 4096, rx), true},
+		{"mprotect r (relro)", nr64("mprotect"), a(0, 4096, unix.PROT_READ), false},
+		{"pkey_mprotect rx", nr64("pkey_mprotect"), a(0, 4096, rx, 0), true},
+		{"shmat SHM_EXEC", nr64("shmat"), a(1, 0, shmExec), true},
+		{"shmat", nr64("shmat"), a(1, 0, 0), false},
+	}
+	for _, learned := range []bool{false, true} {
+		p := &policy.Profile{}
+		for _, n := range []string{"mmap", "mprotect", "pkey_mprotect", "shmat"} {
+			p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: n})
+			if learned && n != "shmat" {
+				p.Syscalls.Args = append(p.Syscalls.Args, policy.ArgRule{Syscall: n, Arg: 2, Mask: "PROT_EXEC", Values: []string{"PROT_NONE", "PROT_EXEC"}})
+			}
+		}
+		c, err := Compile(p, "x86_64", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vm := newVM(t, c.Program)
+		for _, tc := range cases {
+			want := uint32(RetAllow)
+			// (learn records no shmat: a rule on its prot-like argument is not PROT_EXEC)
+			if tc.refused && (!learned || tc.nr == nr64("shmat")) {
+				want = RetNotify
+			}
+			if got := vm.run(t, x86, tc.nr, tc.args); got != want {
+				t.Errorf("learned=%v %s: filter %s, want %s", learned, tc.name, actionName(got), actionName(want))
+			}
+			if got := c.Spec.Eval(x86, tc.nr, tc.args); got != want {
+				t.Errorf("learned=%v %s: spec %s, want %s", learned, tc.name, actionName(got), actionName(want))
+			}
+		}
 	}
 }

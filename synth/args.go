@@ -135,7 +135,7 @@ func (a *argSet) union() uint64 {
 //   - Errno with nothing else: the syscall is answered with that errno and never runs (clone3
 //     answered ENOSYS: seccomp cannot read struct clone_args, and libc falls back to clone).
 func (s *state) passArgs() []string {
-	sets, execProt := s.argSets()
+	sets := s.argSets()
 	var out argRulesOut
 	s.socketArgRules(sets, &out)
 	clone3NS := sets["clone3/clone3_flags"] != nil && sets["clone3/clone3_flags"].union()&nsMask != 0
@@ -143,11 +143,7 @@ func (s *state) passArgs() []string {
 	s.unshareArgRule(sets, &out)
 	s.valueArgRules(sets, &out)
 	s.ioctlArgRule(sets, &out)
-	if len(execProt) > 0 {
-		slices.Sort(execProt)
-		execProt = slices.Compact(execProt)
-		out.msgs = append(out.msgs, "PROT_EXEC mappings seen (info only, not restricted: JITs and the dynamic loader need them): "+strings.Join(execProt, ", "))
-	}
+	s.execMemoryRules(sets, &out)
 	s.argRules = out.rules
 	return out.msgs
 }
@@ -159,9 +155,10 @@ type argRulesOut struct {
 }
 
 // argSets are the learned argument values by "syscall/kind" ("syscall/socket/field" for
-// socket's domain, type & 0xf and protocol), with who used them; execProt names the
-// executables that mapped memory executable (mmap, mprotect with PROT_EXEC).
-func (s *state) argSets() (sets map[string]*argSet, execProt []string) {
+// socket's domain, type & 0xf and protocol), with who used them; "mmap/exec_memory" and
+// "mprotect/exec_memory" hold who made memory no file backs executable (learn.c records mmap's
+// prot only for anonymous mappings; any mprotect adding PROT_EXEC counts).
+func (s *state) argSets() (sets map[string]*argSet) {
 	sets = map[string]*argSet{}
 	get := func(k string) *argSet {
 		if sets[k] == nil {
@@ -189,14 +186,14 @@ func (s *state) argSets() (sets map[string]*argSet, execProt []string) {
 				}
 			}
 		case "mmap_prot", "mprotect_prot":
-			if a.value&0x4 != 0 { // PROT_EXEC
-				execProt = append(execProt, a.exe+" "+a.syscall)
+			if a.value&protExec != 0 {
+				get(a.syscall+"/exec_memory").add(protExec, pr)
 			}
 		default:
 			get(a.syscall+"/"+a.kind).add(a.value, pr)
 		}
 	}
-	return sets, execProt
+	return sets
 }
 
 // socketArgRules: socket and socketpair get their domain, type (& 0xf: SOCK_NONBLOCK and
@@ -387,6 +384,28 @@ func (s *state) ioctlArgRule(sets map[string]*argSet, out *argRulesOut) {
 	}
 }
 
+const protExec = 0x4
+
+// execMemoryRules: executable memory no file backs (a JIT's code: node/V8, Java, LuaJIT, PCRE)
+// is refused unless learned (seccomp's hardening, seccomp.WhyExecMemory); a learned one is
+// allowed by a rule on prot that lets PROT_EXEC through, on the syscalls that made it
+// (pkey_mprotect follows mprotect). Plain data, listed in learn's review.
+func (s *state) execMemoryRules(sets map[string]*argSet, out *argRulesOut) {
+	for _, sc := range []string{"mmap", "mprotect", "pkey_mprotect"} {
+		from := sc
+		if sc == "pkey_mprotect" {
+			from = "mprotect"
+		}
+		a := sets[from+"/exec_memory"]
+		if a == nil || s.syscalls[sc] == nil {
+			continue
+		}
+		out.rules = append(out.rules, policy.ArgRule{Syscall: sc, Arg: 2, Name: "prot", Mask: "PROT_EXEC",
+			Values: []string{"PROT_NONE", "PROT_EXEC"}, Provenance: a.prov().policy()})
+		out.msgs = append(out.msgs, fmt.Sprintf("%s may make memory executable (PROT_EXEC without a file: a JIT), as %s did", sc, a.prov().by))
+	}
+}
+
 // argObsFromRules reads argument rules back as the values they allow (Resynthesize). It also
 // reports whether clone3 is allowed without its ENOSYS rule.
 func argObsFromRules(p *policy.Profile) ([]argObs, bool, error) {
@@ -440,6 +459,8 @@ func argObsFromRules(p *policy.Profile) ([]argObs, bool, error) {
 			for _, v := range vals {
 				add("personality", v, nil)
 			}
+		case (r.Syscall == "mmap" || r.Syscall == "mprotect") && r.Arg == 2 && slices.Contains(vals, protExec):
+			add(r.Syscall+"_prot", protExec, nil)
 		case r.Syscall == "prctl":
 			for _, v := range vals {
 				add("prctl_option", v, nil)

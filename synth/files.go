@@ -586,6 +586,8 @@ func verbOf(access string) string {
 		return "looked up"
 	case trace.AccessExec:
 		return "executed"
+	case trace.AccessMap:
+		return "mapped executable"
 	case trace.AccessCreate:
 		return "created"
 	case trace.AccessDelete:
@@ -1097,7 +1099,20 @@ func tooBroadToRead(p string) bool { return slices.Contains(tooBroadToReadPaths,
 // directories (an exec observation names a file; this guards against a bogus one).
 func tooBroadToExec(p string) bool { return tooBroadToRead(p) || tooBroadToWrite(p) }
 
-// passExec grants exec on exactly the binaries that ran.
+// inToolchainRoot reports a portable path inside a toolchain root ($RUSTUP_HOME, $GOROOT):
+// enforce keeps those mappable whole, so a library mapped there needs no rule.
+func inToolchainRoot(p string) bool {
+	for _, v := range paths.Vars() {
+		if v.Role == paths.RoleToolchain && paths.Within(p, "$"+v.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// passExec grants exec on exactly the binaries that ran, and on the libraries mapped executable
+// outside the system trees and the toolchain roots (a map access: a venv's .so, a node addon, a
+// rustc proc-macro), which enforce's noexec trees keep mappable.
 func (s *state) passExec() []string {
 	n := 0
 	for _, p := range s.procs {
@@ -1107,7 +1122,7 @@ func (s *state) passExec() []string {
 	var refused []string
 	provs := s.exeProvs()
 	for _, f := range s.files {
-		if f.access != trace.AccessExec {
+		if f.access != trace.AccessExec && (f.access != trace.AccessMap || inToolchainRoot(f.path)) {
 			continue
 		}
 		if tooBroadToExec(f.path) {
@@ -1590,7 +1605,7 @@ func (s *state) passPrivateTmp() []string {
 		// Only content the command needs from the host's /tmp turns the layer off: listing
 		// it or deleting from it (pytest cleaning its older pytest-of-USER/pytest-N) works the
 		// same in an empty private /tmp.
-		case (f.access == trace.AccessRead || f.access == trace.AccessExec || f.access == trace.AccessWrite) && inTmp(f.path) && !strings.Contains(f.path, "*"):
+		case (f.access == trace.AccessRead || f.access == trace.AccessExec || f.access == trace.AccessMap || f.access == trace.AccessWrite) && inTmp(f.path) && !strings.Contains(f.path, "*"):
 			used = append(used, f)
 		}
 	}

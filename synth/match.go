@@ -69,6 +69,14 @@ func Allows(p *policy.Profile, ctx map[string]string, a Access) bool {
 		return covered(fs.Write)
 	case trace.AccessExec:
 		return covered(fs.Exec)
+	case trace.AccessMap:
+		// A toolchain root stays mappable whole under enforce (see inToolchainRoot).
+		for _, v := range paths.Vars() {
+			if x := ctx[v.Name]; v.Role == paths.RoleToolchain && x != "" && paths.Within(target, x) {
+				return true
+			}
+		}
+		return covered(fs.Exec)
 	}
 	return false
 }

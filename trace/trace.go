@@ -18,10 +18,13 @@ const (
 	AccessExec     = "exec"
 	AccessList     = "list"
 	AccessMetadata = "metadata"
+	// AccessMap: the file was mapped executable (mmap PROT_EXEC): code the command runs
+	// without an exec (a library), recorded only outside the system trees.
+	AccessMap = "map"
 )
 
 // Accesses lists the access kinds, in the order summaries show them.
-var Accesses = []string{AccessRead, AccessWrite, AccessCreate, AccessDelete, AccessExec, AccessList, AccessMetadata}
+var Accesses = []string{AccessRead, AccessWrite, AccessCreate, AccessDelete, AccessExec, AccessList, AccessMetadata, AccessMap}
 
 // Architectures a syscall can be made through. On amd64 a 64-bit process can still enter the
 // kernel through the i386 compat entry (int 0x80) or with the x32 bit set.

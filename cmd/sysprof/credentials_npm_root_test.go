@@ -87,6 +87,8 @@ metadata: {name: npm-install, command: [npm, install], runs: 1, incomplete: fals
 syscalls:
   architectures: [x86_64]
   allow: [%s]
+  args:
+    - {syscall: mprotect, arg: 2, name: prot, mask: PROT_EXEC, values: [PROT_EXEC, PROT_NONE]}
 filesystem:
   read:
     - {path: /etc}

@@ -94,6 +94,7 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 	if len(fs.Exec) == 0 {
 		fmt.Fprintln(w, "  (only the command itself)")
 	}
+	fmt.Fprintln(w, "  (the work tree and $HOME are noexec but for these and the toolchain roots: nothing else there runs through ld.so, LD_PRELOAD or dlopen)")
 	section(w, "hidden", fs.Hidden)
 	if extra := len(fs.Hidden) - len(p.Filesystem.Hidden); extra > 0 {
 		fmt.Fprintf(w, "  (%d of them credential stores every profile hides)\n", extra)
