@@ -459,3 +459,37 @@ func TestCredentialStoresAreValidHiddenPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestExecMemoryRuleIsAWidening: enforce refuses PROT_EXEC on mmap/mprotect unless a rule lets
+// it through, so a profile that gains that rule widens (a tool starts to JIT, or to inject
+// code) and one that loses it narrows; and a merge keeps the rule (no rule is "never", not
+// "any value").
+func TestExecMemoryRuleIsAWidening(t *testing.T) {
+	base := func() *Profile {
+		return &Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "mmap"}, {Name: "mprotect"}}}}
+	}
+	jit := base()
+	jit.Syscalls.Args = []ArgRule{{Syscall: "mprotect", Arg: 2, Name: "prot", Mask: "PROT_EXEC", Values: []string{"PROT_NONE", "PROT_EXEC"}}}
+	widens := func(cs []Change) (n int) {
+		for _, c := range cs {
+			if c.Widens {
+				n++
+				if c.Risk < RiskHigh {
+					t.Errorf("exec memory widening rated %s: %s", c.Risk, c)
+				}
+			}
+		}
+		return n
+	}
+	if n := widens(Diff(base(), jit)); n != 1 {
+		t.Errorf("gaining the exec-memory rule: %d widenings, want 1: %v", n, Diff(base(), jit))
+	}
+	if n := widens(Diff(jit, base())); n != 0 {
+		t.Errorf("losing the exec-memory rule widens: %v", Diff(jit, base()))
+	}
+	for _, m := range []*Profile{Merge(base(), jit), Merge(jit, base())} {
+		if len(m.Syscalls.Args) != 1 || m.Syscalls.Args[0].Syscall != "mprotect" {
+			t.Errorf("merge with a profile without the rule dropped it: %+v", m.Syscalls.Args)
+		}
+	}
+}

@@ -69,6 +69,11 @@ func allowsCall(p *Profile, syscall string, args [6]uint64) bool {
 	if !slices.ContainsFunc(p.Syscalls.Allow, func(s Syscall) bool { return s.Name == syscall }) {
 		return false
 	}
+	// Enforce's exec-memory hardening: without a rule on prot, PROT_EXEC is refused.
+	if i, ok := ExecMemoryArgs[syscall]; ok && args[i]&protExec != 0 &&
+		!slices.ContainsFunc(p.Syscalls.Args, func(r ArgRule) bool { return r.Syscall == syscall && r.Arg == i }) {
+		return false
+	}
 	for _, r := range p.Syscalls.Args {
 		if r.Syscall != syscall {
 			continue

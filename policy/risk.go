@@ -336,6 +336,9 @@ func ArgValueRisk(syscall string, arg int, v uint64) (Risk, string) {
 	if i, ok := SetIDModeArgs[syscall]; ok && i == arg && v&0o6000 != 0 {
 		return RiskCritical, "makes a set-id file (S_ISUID/S_ISGID), which runs with its owner's ids after the run"
 	}
+	if i, ok := ExecMemoryArgs[syscall]; ok && i == arg && v&protExec != 0 {
+		return RiskHigh, "makes memory no file backs executable (a JIT, or injected code)"
+	}
 	switch ArgKind(syscall, arg) {
 	case KindFamily:
 		return RiskHigh, "new socket family"
@@ -380,6 +383,13 @@ func ArgValueRisk(syscall string, arg int, v uint64) (Risk, string) {
 	}
 	return RiskLow, "argument value"
 }
+
+// ExecMemoryArgs are the syscalls that can make memory executable, by their prot argument.
+// Enforce refuses PROT_EXEC there unless a rule lets it through (seccomp's exec-memory
+// hardening): no rule means "never executable", not "any value" (Diff).
+var ExecMemoryArgs = map[string]int{"mmap": 2, "mprotect": 2, "pkey_mprotect": 2}
+
+const protExec = 0x4
 
 // SetIDModeArgs are the syscalls that set a file's mode, by the argument that carries it: the
 // seccomp layer denies S_ISUID and S_ISGID there, and allowing them is critical.
