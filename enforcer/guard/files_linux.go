@@ -475,6 +475,9 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 	if ev.Ret == -int32(unix.EXDEV) && g.crossMount(hits) {
 		return nil
 	}
+	if (name == "link" || name == "linkat") && g.linkProbe(ev.Ret, path1, path2) {
+		return nil
+	}
 	who, parents := g.who(ev, exe, pexe)
 	var out []report.Denial
 	for _, h := range hits {
@@ -637,6 +640,23 @@ func (g *Guard) crossMount(hits []hit) bool {
 		}
 	}
 	return len(hits) > 0
+}
+
+// linkProbe reports whether a failed hard link was a tool probing where it can hard-link: a
+// file it may write, linked to a random per-run name (paths.GlobComponent) in a directory the
+// sandbox keeps read-only. The link creates nothing and the tool goes on without it; it is
+// sent there by the sandbox itself: the writable mounts are separate (EXDEV between them), so
+// pnpm, placing its store, walks the project's file system from / (_tmp_<pid>_<hex>).
+// Granting a write there is what must not be suggested.
+func (g *Guard) linkProbe(ret int32, from, to string) bool {
+	if ret != -int32(unix.EROFS) && ret != -int32(unix.EACCES) {
+		return false
+	}
+	if from == "" || to == "" || !g.landlockAllows("write", from) {
+		return false
+	}
+	base := filepath.Base(to)
+	return paths.GlobComponent(base) != base
 }
 
 // portable writes path the way a profile would: with variables and per-run names as globs.

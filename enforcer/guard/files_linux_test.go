@@ -83,6 +83,29 @@ func TestGuardPortableAndLandlockAllows(t *testing.T) {
 	}
 }
 
+// A failed hard link of a writable file to a random name in a read-only directory (pnpm's
+// probe for where its store can live: /_tmp_<pid>_<hex>) is no denial; a link to a chosen
+// name, of a file the tool may not write, or failing for another reason, is.
+func TestGuardLinkProbe(t *testing.T) {
+	g := &Guard{cfg: Config{Landlock: &sandbox.Landlock{Read: []string{"/"}, Write: []string{"/w"}}}}
+	erofs, eacces, exdev := -int32(unix.EROFS), -int32(unix.EACCES), -int32(unix.EXDEV)
+	for _, c := range []struct {
+		ret      int32
+		from, to string
+		want     bool
+	}{
+		{erofs, "/w/_tmp_9_8acf2942ebd4d7cf8030f088e15e1553", "/_tmp_9_e8f320ac314ec97475791223ef510ecb", true},
+		{eacces, "/w/_tmp_31337_8acf2942ebd4d7cf8030f088e15e1553", "/home/_tmp_31337_e8f320ac314ec97475791223ef510ecb", true},
+		{erofs, "/w/payload", "/usr/bin/evil", false},                                         // a chosen name
+		{erofs, "/home/u/.ssh/id_ed25519", "/_tmp_9_e8f320ac314ec97475791223ef510ecb", false}, // not the tool's to write
+		{exdev, "/w/_tmp_9_8acf2942ebd4d7cf8030f088e15e1553", "/_tmp_9_e8f320ac314ec97475791223ef510ecb", false},
+	} {
+		if got := g.linkProbe(c.ret, c.from, c.to); got != c.want {
+			t.Errorf("linkProbe(%d, %s, %s) = %v, want %v", c.ret, c.from, c.to, got, c.want)
+		}
+	}
+}
+
 // Every hidden path, however many and however long, starts with one of the at most
 // hiddenSlots prefixes guard.c compares (the 17th and later ones too), and a few short ones
 // are kept exactly.
