@@ -459,9 +459,11 @@ func (c *Compiled) landlockPorts(n policy.Network) error {
 func isDevice(p string) bool { return strings.HasPrefix(p, "/dev/") && privateTmpRoot(p) == "" }
 
 // BaseRead is what every profile may read whatever its filesystem section says: what the
-// dynamic loader needs to start any program, and the harmless devices (read and write).
+// dynamic loader needs to start any program, the harmless devices (read and write), and the
+// online CPU list glibc reads on its own (get_nprocs: malloc sizing its arenas when threads
+// contend, which one run does and the next does not).
 var BaseRead = []string{"/etc/ld.so.cache", "/lib", "/lib64", "/usr/lib", "/usr/lib64",
-	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/sys/devices/system/cpu/online"}
 
 // notWeaker refuses a compiled plan that enforces less than p reads: no read-only root or
 // Landlock, no private /tmp asked for, or a hidden path of p or of the base (withBase) that

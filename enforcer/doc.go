@@ -59,7 +59,7 @@
 //
 //   - Every profile gets the read-only root and Landlock (withBase): an empty or missing
 //     filesystem section is "nothing beyond the base", never "layer off". The base is BaseRead
-//     (the loader's cache, library directories, harmless devices), the command itself as the
+//     (the loader's cache, library directories, harmless devices, the online CPU list), the command itself as the
 //     one exec rule when the profile has none, the terminal the command's stdio is on
 //     (/dev/pts/N, which node reopens by name: terminal.go), every credential store
 //     (paths.CredentialStores) hidden unless a rule names it (a rule for a path inside one,

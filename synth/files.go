@@ -798,7 +798,7 @@ func (s *state) passRead() []string {
 			terminal++
 		case f.access == trace.AccessRead && tooBroadToRead(f.path):
 			refused++
-		case f.access == trace.AccessRead && slices.Contains(baseDevices, f.path):
+		case f.access == trace.AccessRead && slices.Contains(baseReads, f.path):
 			// Every profile may read them (the enforcer's base): no rule, so that whether a
 			// runtime happened to open one (node and /dev/null, by its stdio) never drifts.
 		case f.access == trace.AccessRead:
@@ -1158,9 +1158,10 @@ func (s *state) passExec() []string {
 	return msgs
 }
 
-// baseDevices are the harmless devices every profile may read whatever it says (the
-// enforcer's BaseRead lists them too).
-var baseDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+// baseReads are the harmless devices and files every profile may read whatever it says (the
+// enforcer's BaseRead lists them too): glibc reads the online CPU list by itself (malloc's
+// arenas under thread contention), in one run and not the next.
+var baseReads = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/sys/devices/system/cpu/online"}
 
 // readRoot is a system tree whose read-only files roll up to directories.
 type readRoot struct {

@@ -25,7 +25,7 @@ type Access struct {
 //
 //   - a hidden path (or anything below it) is never allowed, whatever else covers it;
 //   - read needs a read or write rule covering the path (write implies read), but for the
-//     harmless devices every profile reads (baseDevices: /dev/null, /dev/urandom, ...);
+//     harmless devices and files every profile reads (baseReads: /dev/null, /dev/urandom, ...);
 //   - list needs a list, read or write rule covering the directory;
 //   - write, create and delete need a write rule covering the path;
 //   - exec needs an exec rule covering the path;
@@ -62,7 +62,7 @@ func Allows(p *policy.Profile, ctx map[string]string, a Access) bool {
 	case trace.AccessMetadata:
 		return true
 	case trace.AccessRead:
-		return covered(fs.Read) || covered(fs.Write) || slices.Contains(baseDevices, target)
+		return covered(fs.Read) || covered(fs.Write) || slices.Contains(baseReads, target)
 	case trace.AccessList:
 		return covered(fs.List) || covered(fs.Read) || covered(fs.Write)
 	case trace.AccessWrite, trace.AccessCreate, trace.AccessDelete:
