@@ -30,6 +30,25 @@ func jsApp(t *testing.T, b *testutil.Box) {
 	b.Sh(t, "cp -a "+shellQuote([]string{filepath.Join(dir, "node_modules")})+" .")
 }
 
+// pnpmInstall is pnpm's offline install, run from the pinned pnpm copied into the project.
+var pnpmInstall = []string{"node", "tools/pnpm/bin/pnpm.cjs", "install", "--offline", "--reporter=silent"}
+
+// pnpmApp makes a project whose one dependency is a local tarball and fills pnpm's store in
+// $HOME with it (an unsandboxed install), as a developer's machine has it before the next run.
+func pnpmApp(t *testing.T, b *testutil.Box) {
+	dir := jsTools(t)
+	b.Sh(t, `mkdir -p dep vendor tools &&
+echo '{"name":"leftpad-local","version":"1.0.0","main":"index.js"}' >dep/package.json &&
+echo 'module.exports = (s, n) => String(s).padStart(n);' >dep/index.js &&
+tar -C dep -czf vendor/leftpad-local-1.0.0.tgz --transform 's,^\.,package,' . && rm -r dep &&
+echo '{"name":"app","version":"1.0.0","private":true,"dependencies":{"leftpad-local":"file:vendor/leftpad-local-1.0.0.tgz"}}' >package.json &&
+echo 'console.log(require("leftpad-local")("ok", 4));' >index.js`)
+	b.Sh(t, "cp -a "+shellQuote([]string{filepath.Join(dir, "node_modules", "pnpm")})+" tools/pnpm")
+	if r := b.Run(t, pnpmInstall...); r.Code != 0 {
+		t.Fatalf("filling pnpm's store: %s", r)
+	}
+}
+
 // jsWorkflow is an everyday JavaScript (or doc) command and the edit a developer makes
 // before running it again.
 type jsWorkflow struct {
@@ -66,6 +85,10 @@ func jsWorkflows() []jsWorkflow {
 			edit: "src/greet.ts", line: "\nexport const edited = 1;\n", check: []string{"node", "out/bundle.js"}},
 		{everyday: everyday{name: "vitest", need: []string{"node"}, argv: []string{"node_modules/.bin/vitest", "run", "--reporter=basic"}, setup: jsApp, timing: vitestTiming},
 			edit: "test/greet.test.ts", line: "\nit(\"edited\", () => expect(1).toBe(1));\n"},
+		// pnpm install from its store (no network): a tarball dependency, hard-linked from the
+		// store in $HOME into node_modules (pnpm first probes where it can hard-link).
+		{everyday: everyday{name: "pnpm", need: []string{"node", "tar"}, argv: pnpmInstall, setup: pnpmApp, clean: []string{"node_modules"}},
+			edit: "index.js", line: "\nconsole.log(\"edited\");\n", check: []string{"node", "index.js"}},
 		// cargo doc: the second run removes the output of the first (target/doc's files).
 		{everyday: everyday{name: "cargo-doc", need: []string{"cargo"}, fixture: "crate", argv: []string{"cargo", "doc", "--offline"}, state: []string{"target"}, timing: cargoTiming, notAs: cargoUnreachable},
 			edit: "src/main.rs", line: "\n/// edited\npub fn edited() {}\n"},
