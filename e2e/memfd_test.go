@@ -55,6 +55,8 @@ int main(void) { puts("EVIL RAN"); return 0; }
 	testutil.MustCode(t, "learn the memfd exec", b.Sysprof(t, "learn", "-p", execProfile, "--", "sh", "-c", exe), 0)
 	if data, err := os.ReadFile(execProfile); err != nil || !strings.Contains(string(data), "syscall: memfd_create") {
 		t.Fatalf("the learn run that executed a memfd has no memfd_create rule (%v):\n%s", err, data)
+	} else if strings.Contains(string(data), "{path: /,") {
+		t.Fatalf("the memfd that ran became an exec rule or a binary on /:\n%s", data)
 	}
 
 	openForNobody(t, root)
