@@ -59,6 +59,13 @@ int main(void) { puts("EVIL RAN"); return 0; }
 		t.Fatalf("the memfd that ran became an exec rule or a binary on /:\n%s", data)
 	}
 
+	// A learn run that maps a memfd executable (dlopen of it) learns the rule too.
+	dl := py(`import os, ctypes; fd = os.memfd_create("x"); os.write(fd, open("./evil.so", "rb").read()); ctypes.CDLL("/proc/self/fd/%d" % fd)`)
+	dlProfile := filepath.Join(root, "memfd-dlopen.yaml")
+	testutil.MustCode(t, "learn the memfd dlopen", b.Sysprof(t, "learn", "-p", dlProfile, "--", "sh", "-c", dl), 0)
+	if data, err := os.ReadFile(dlProfile); err != nil || !strings.Contains(string(data), "syscall: memfd_create") {
+		t.Errorf("the learn run that mapped a memfd executable has no memfd_create rule (%v):\n%s", err, data)
+	}
 	openForNobody(t, root)
 	for _, as := range []struct {
 		name string

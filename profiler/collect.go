@@ -317,7 +317,7 @@ func (c *collector) exec(e bpf.LearnExecEvent, rest []byte) bool {
 	c.exePath[e.ExeKey] = path
 	// A memfd has no name to walk up to: its exe path reads "/" (or "/memfd:..." where the
 	// kernel names it); by whoever ran it.
-	if path == "/" || strings.HasPrefix(path, "/memfd:") {
+	if unnamedFile(path) {
 		by := path
 		if st, ok := c.tgids[e.Tgid]; ok && st.procID != 0 {
 			by = c.procs[st.procID-1].Exe
@@ -426,7 +426,7 @@ func (c *collector) file(e bpf.LearnFileEvent, rest []byte) bool {
 	// the node itself, which is what its rule must name (open's create names its directory).
 	dir := e.IsDir == 1 || access == accessIDs[trace.AccessCreate] && (e.Op == uint32(bpf.LearnScOpSCOP_MKDIR) || e.Op == uint32(bpf.LearnScOpSCOP_MKDIRAT))
 	if mapped && !mappedCode(path) {
-		if strings.HasPrefix(path, "/memfd:") {
+		if unnamedFile(path) {
 			c.memfdCode[c.exe(e.ExeKey)]++
 		}
 		return true
@@ -440,8 +440,12 @@ func (c *collector) file(e bpf.LearnFileEvent, rest []byte) bool {
 // toolchain's library in $HOME), which enforce keeps mappable inside its noexec trees. A system
 // library needs no record (the system trees are never noexec), and a memfd has no path to name.
 func mappedCode(path string) bool {
-	return !policy.SystemCodePath(path) && !strings.HasPrefix(path, "/memfd:") && filepath.IsAbs(path)
+	return !policy.SystemCodePath(path) && !unnamedFile(path) && filepath.IsAbs(path)
 }
+
+// unnamedFile reports the path a memfd resolves to: "/" (its dentry has no parent to walk up
+// to) or "/memfd:..." where the kernel names it.
+func unnamedFile(path string) bool { return path == "/" || strings.HasPrefix(path, "/memfd:") }
 
 // resolveParent resolves symlinks in the directory part of a path the kernel did not resolve
 // for us (the string of a stat, unlink, failed open...), the way the kernel walked it, so that
