@@ -45,7 +45,9 @@
 // status (128+N for a signal): the kernel then kills what is left in the namespace. Calls made
 // in the init stage's address space (its filtered thread, and Go's vfork child before the
 // command's exec) are let through unrecorded: the supervisor recognises them with kcmp(KCMP_VM);
-// nothing the command runs shares that address space. Without the sandbox (degraded) the init
+// nothing the command runs shares that address space. A memfd_create the filter sends (no
+// rule naming MFD_EXEC: learn saw no memfd run) is made by the supervisor with MFD_NOEXEC_SEAL
+// added and placed in the caller as the call's result (memfd_linux.go). Without the sandbox (degraded) the init
 // stage execs the command itself, in no PID namespace.
 //
 // Who the command is (sandbox.ChooseIdentity): an ordinary user's own uid; as root under sudo

@@ -109,6 +109,9 @@ func (s *supervisor) handle(n *seccompNotif) {
 	if len(s.compiled.ProcWrites) > 0 && s.procWriteOpen(n) {
 		return
 	}
+	if s.memfdCreate(n) {
+		return
+	}
 	if s.compiled.setIDModeIgnored(n) {
 		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
 		_ = notifSend(s.listener, &resp)

@@ -178,9 +178,9 @@ func domainOf(p *Profile, allowed map[string]bool, rules map[argKey]*ArgRule, k 
 		return argDomain{none: true}
 	}
 	r := rules[k]
-	if i, ok := ExecMemoryArgs[k.syscall]; ok && i == k.arg && r == nil {
-		// Hardened: without a rule, PROT_EXEC is refused (ExecMemoryArgs).
-		return argDomain{mask: protExec, values: map[uint64]string{0: "PROT_NONE"}}
+	if bit, lets, ok := execBit(k.syscall, k.arg); ok && r == nil {
+		// Hardened: without a rule, PROT_EXEC (MFD_EXEC) is refused (execBit).
+		return argDomain{mask: bit, values: map[uint64]string{0: lets.Values[0]}}
 	}
 	if r == nil || len(r.Values) == 0 && len(r.Flags) == 0 && len(r.Deny) == 0 {
 		return argDomain{any: true}

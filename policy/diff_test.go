@@ -493,3 +493,33 @@ func TestExecMemoryRuleIsAWidening(t *testing.T) {
 		}
 	}
 }
+
+// The memfd rule is the same kind of allowance: enforce makes memfds non-executable unless a
+// rule on memfd_create's flags names MFD_EXEC, so gaining it widens (high) and a merge keeps it.
+func TestMemfdExecRuleIsAWidening(t *testing.T) {
+	base := func() *Profile { return &Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "memfd_create"}}}} }
+	code := base()
+	code.Syscalls.Args = []ArgRule{{Syscall: "memfd_create", Arg: 1, Name: "flags", Mask: "0x10", Values: []string{"0", "0x10"}}}
+	widens := func(cs []Change) (n int) {
+		for _, c := range cs {
+			if c.Widens {
+				n++
+				if c.Risk < RiskHigh {
+					t.Errorf("memfd exec widening rated %s: %s", c.Risk, c)
+				}
+			}
+		}
+		return n
+	}
+	if n := widens(Diff(base(), code)); n != 1 {
+		t.Errorf("gaining the memfd rule: %d widenings, want 1: %v", n, Diff(base(), code))
+	}
+	if n := widens(Diff(code, base())); n != 0 {
+		t.Errorf("losing the memfd rule widens: %v", Diff(code, base()))
+	}
+	for _, m := range []*Profile{Merge(base(), code), Merge(code, base())} {
+		if len(m.Syscalls.Args) != 1 || m.Syscalls.Args[0].Syscall != "memfd_create" {
+			t.Errorf("merge with a profile without the rule dropped it: %+v", m.Syscalls.Args)
+		}
+	}
+}

@@ -188,18 +188,18 @@ func mergeArgs(dst, src *Profile) []ArgRule {
 	for k := range keys {
 		rd, rs := d[k], s[k]
 		// A side that allows the syscall without a rule for this argument lets any value
-		// through: so does the union. On a hardened prot argument (ExecMemoryArgs) no rule
+		// through: so does the union. On a hardened argument (execBit: prot, memfd flags) no rule
 		// lets any value but PROT_EXEC through: the union is the other side's rule if that
 		// allows no PROT_EXEC value (no rule), else every value (the exec-memory rule).
 		if rd == nil && dAllows[k.syscall] || rs == nil && sAllows[k.syscall] {
-			if i, ok := ExecMemoryArgs[k.syscall]; ok && i == k.arg {
+			if bit, lets, ok := execBit(k.syscall, k.arg); ok {
 				other := rd
 				if other == nil {
 					other = rs
 				}
-				if other != nil && allowsExecBit(*other) {
-					out = append(out, ArgRule{Syscall: k.syscall, Arg: k.arg, Name: other.Name, Mask: "PROT_EXEC",
-						Values: []string{"PROT_NONE", "PROT_EXEC"}, Provenance: other.Provenance})
+				if other != nil && allowsExecBit(*other, bit) {
+					lets.Name, lets.Provenance = other.Name, other.Provenance
+					out = append(out, lets)
 				}
 			}
 			continue
@@ -216,18 +216,18 @@ func mergeArgs(dst, src *Profile) []ArgRule {
 	return out
 }
 
-// allowsExecBit reports whether r lets some value with PROT_EXEC through.
-func allowsExecBit(r ArgRule) bool {
+// allowsExecBit reports whether r lets some value with bit (PROT_EXEC, MFD_EXEC) through.
+func allowsExecBit(r ArgRule, bit uint64) bool {
 	if len(r.Values) == 0 && len(r.Flags) == 0 {
 		return true
 	}
 	for v := range argValueSet(r.Values) {
-		if v&protExec != 0 {
+		if v&bit != 0 {
 			return true
 		}
 	}
 	for v := range argValueSet(r.Flags) {
-		if v&protExec != 0 {
+		if v&bit != 0 {
 			return true
 		}
 	}

@@ -339,6 +339,9 @@ func ArgValueRisk(syscall string, arg int, v uint64) (Risk, string) {
 	if i, ok := ExecMemoryArgs[syscall]; ok && i == arg && v&protExec != 0 {
 		return RiskHigh, "makes memory no file backs executable (a JIT, or injected code)"
 	}
+	if bit, _, ok := execBit(syscall, arg); ok && v&bit != 0 {
+		return RiskHigh, "makes memfds executable (code run from memory, which no exec rule names)"
+	}
 	switch ArgKind(syscall, arg) {
 	case KindFamily:
 		return RiskHigh, "new socket family"
@@ -388,6 +391,23 @@ func ArgValueRisk(syscall string, arg int, v uint64) (Risk, string) {
 // Enforce refuses PROT_EXEC there unless a rule lets it through (seccomp's exec-memory
 // hardening): no rule means "never executable", not "any value" (Diff).
 var ExecMemoryArgs = map[string]int{"mmap": 2, "mprotect": 2, "pkey_mprotect": 2}
+
+// execBit is the bit of syscall's argument arg that enforce refuses unless a rule lets it
+// through (no rule there means "never", not "any value"), and the rule that lets it through:
+// PROT_EXEC of ExecMemoryArgs, and memfd_create's MFD_EXEC (enforce makes every memfd
+// non-executable unless learned).
+func execBit(syscall string, arg int) (bit uint64, lets ArgRule, ok bool) {
+	if i, hard := ExecMemoryArgs[syscall]; hard && i == arg {
+		return protExec, ArgRule{Syscall: syscall, Arg: arg, Mask: "PROT_EXEC", Values: []string{"PROT_NONE", "PROT_EXEC"}}, true
+	}
+	if syscall == "memfd_create" && arg == 1 {
+		return mfdExec, ArgRule{Syscall: syscall, Arg: arg, Mask: "0x10", Values: []string{"0", "0x10"}}, true
+	}
+	return 0, ArgRule{}, false
+}
+
+// mfdExec is memfd_create's MFD_EXEC.
+const mfdExec = 0x10
 
 const protExec = 0x4
 

@@ -33,8 +33,11 @@ type collector struct {
 	wall0 time.Time // wall clock at mono0
 
 	exePath map[uint64]string // exe key -> path of the executable
-	procs   []trace.Process
-	tgids   map[uint32]tgidState
+	// memfdCode counts, by executable, memfds mapped executable or executed (enforce makes
+	// memfds non-executable unless learn saw this: the profile's memfd_create rule).
+	memfdCode map[string]uint64
+	procs     []trace.Process
+	tgids     map[uint32]tgidState
 	// The file accesses: the paths, interned (a path is hashed once per event, then everything
 	// is numbers: a map[fileKey] with the path in the key cost a third of the reader's time in
 	// a find(1) run), and the records, by path id, executable, access and errno.
@@ -131,21 +134,22 @@ type dnsName struct {
 
 func newCollector(mono0 uint64, wall0 time.Time) *collector {
 	return &collector{
-		mono0:   mono0,
-		wall0:   wall0,
-		exePath: map[uint64]string{},
-		tgids:   map[uint32]tgidState{},
-		pathIDs: make(map[uint64]uint32, 1024),
-		seed:    maphash.MakeSeed(),
-		files:   make(map[uint64]uint32, 1024),
-		nets:    map[netKey]*trace.NetworkAccess{},
-		dns:     map[string]*dnsName{},
-		addrTo:  map[string]string{},
-		sniffed: map[sniffKey]map[string]bool{},
-		dirs:    map[string]string{},
-		bases:   map[uint32]string{},
-		exeIDs:  map[string]uint32{},
-		hasher:  newHasher(),
+		mono0:     mono0,
+		wall0:     wall0,
+		exePath:   map[uint64]string{},
+		memfdCode: map[string]uint64{},
+		tgids:     map[uint32]tgidState{},
+		pathIDs:   make(map[uint64]uint32, 1024),
+		seed:      maphash.MakeSeed(),
+		files:     make(map[uint64]uint32, 1024),
+		nets:      map[netKey]*trace.NetworkAccess{},
+		dns:       map[string]*dnsName{},
+		addrTo:    map[string]string{},
+		sniffed:   map[sniffKey]map[string]bool{},
+		dirs:      map[string]string{},
+		bases:     map[uint32]string{},
+		exeIDs:    map[string]uint32{},
+		hasher:    newHasher(),
 
 		hostsPath: hostsfile.Path,
 	}
@@ -311,6 +315,15 @@ func (c *collector) exec(e bpf.LearnExecEvent, rest []byte) bool {
 		}
 	}
 	c.exePath[e.ExeKey] = path
+	// A memfd has no name to walk up to: its exe path reads "/" (or "/memfd:..." where the
+	// kernel names it); by whoever ran it.
+	if unnamedFile(path) {
+		by := path
+		if st, ok := c.tgids[e.Tgid]; ok && st.procID != 0 {
+			by = c.procs[st.procID-1].Exe
+		}
+		c.memfdCode[by]++
+	}
 	p := trace.Process{ID: len(c.procs) + 1, PID: int(e.Tgid), Exe: path, Argv0: argv0, Start: c.wall(e.Ts)}
 	if st, ok := c.tgids[e.Tgid]; ok && st.procID != 0 {
 		p.Parent = st.procID
@@ -413,6 +426,9 @@ func (c *collector) file(e bpf.LearnFileEvent, rest []byte) bool {
 	// the node itself, which is what its rule must name (open's create names its directory).
 	dir := e.IsDir == 1 || access == accessIDs[trace.AccessCreate] && (e.Op == uint32(bpf.LearnScOpSCOP_MKDIR) || e.Op == uint32(bpf.LearnScOpSCOP_MKDIRAT))
 	if mapped && !mappedCode(path) {
+		if unnamedFile(path) {
+			c.memfdCode[c.exe(e.ExeKey)]++
+		}
 		return true
 	}
 	c.addFile(path, access, int(e.Err), dir, c.exe(e.ExeKey))
@@ -424,8 +440,12 @@ func (c *collector) file(e bpf.LearnFileEvent, rest []byte) bool {
 // toolchain's library in $HOME), which enforce keeps mappable inside its noexec trees. A system
 // library needs no record (the system trees are never noexec), and a memfd has no path to name.
 func mappedCode(path string) bool {
-	return !policy.SystemCodePath(path) && !strings.HasPrefix(path, "/memfd:") && filepath.IsAbs(path)
+	return !policy.SystemCodePath(path) && !unnamedFile(path) && filepath.IsAbs(path)
 }
+
+// unnamedFile reports the path a memfd resolves to: "/" (its dentry has no parent to walk up
+// to) or "/memfd:..." where the kernel names it.
+func unnamedFile(path string) bool { return path == "/" || strings.HasPrefix(path, "/memfd:") }
 
 // resolveParent resolves symlinks in the directory part of a path the kernel did not resolve
 // for us (the string of a stat, unlink, failed open...), the way the kernel walked it, so that

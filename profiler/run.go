@@ -442,6 +442,9 @@ func readAggregates(p *probe, col *collector, t *trace.Trace) error {
 	if err != nil {
 		return fmt.Errorf("read argument values: %w", err)
 	}
+	for exe, n := range col.memfdCode {
+		t.Args = append(t.Args, trace.ArgValue{Exe: exe, Syscall: "memfd_create", Kind: trace.ArgMemfdExec, Value: unix.MFD_EXEC, Count: n})
+	}
 	cnt, err := p.counters()
 	if err != nil {
 		return err

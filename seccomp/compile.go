@@ -121,6 +121,10 @@ func hardening(p *policy.Profile, supervisedOpens bool) map[string][]Check {
 	shm := execMem
 	shm.DenyBits = shmExec
 	h["shmat"] = append(h["shmat"], shm)
+	// A memfd is code no file rule names (execve of /proc/self/fd/N, dlopen of it): every
+	// memfd_create goes to the supervisor, which makes the memfd non-executable (WhyMemfd).
+	// Values empty: no flags value passes; only a rule whose values name MFD_EXEC lifts it.
+	h["memfd_create"] = append(h["memfd_create"], Check{Arg: 1, Width32: true, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyMemfd})
 	// No set-id file is made inside the sandbox: a mode with S_ISUID or S_ISGID goes to the
 	// supervisor, which reports it and answers EPERM (an open without O_CREAT ignores its
 	// mode: the supervisor lets that one go on).
@@ -360,6 +364,12 @@ func explicitlyAllows(checks []Check, h Check) bool {
 			continue
 		}
 		for _, v := range c.Values {
+			if h.Why == WhyMemfd { // no flags value passes h: a rule naming MFD_EXEC lifts it
+				if v&c.Mask&unix.MFD_EXEC != 0 {
+					return true
+				}
+				continue
+			}
 			if !h.OK(v & c.Mask) {
 				return true
 			}

@@ -25,7 +25,9 @@
 //     uses clone(2), whose flags are checked;
 //   - hardening added to allowed syscalls unless the profile's own rules allow it: clone with
 //     namespace flags, ioctl TIOCSTI/TIOCLINUX, and socket(…, IPPROTO_MPTCP) unless the
-//     profile has an mptcp endpoint (MPTCP bypasses Landlock's TCP rules);
+//     profile has an mptcp endpoint (MPTCP bypasses Landlock's TCP rules); every memfd_create
+//     unless a rule on its flags names MFD_EXEC (the supervisor makes the memfd non-executable:
+//     WhyMemfd);
 //   - arguments the kernel reads as int are compared on their low 32 bits only.
 //
 // The program is tested without a kernel through golang.org/x/net/bpf's VM, table-driven and

@@ -304,6 +304,10 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 	if b, ok := execMem[name]; ok && lo(2)&b != 0 && (name != "mmap" || lo(3)&unix.MAP_ANONYMOUS != 0) && !lets(2, never, b) {
 		return RetNotify
 	}
+	// memfd_create: every call, unless a rule on flags lists a value with MFD_EXEC.
+	if name == "memfd_create" && !lets(1, func(v uint64) bool { return v&unix.MFD_EXEC != 0 }, 0) {
+		return RetNotify
+	}
 	setid := map[string]int{"chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2, "creat": 1, "open": 2, "openat": 3, "mknod": 1, "mknodat": 2, "mkdir": 1, "mkdirat": 2}
 	if i, ok := setid[name]; ok && lo(i)&(unix.S_ISUID|unix.S_ISGID) != 0 && !lets(i, never, unix.S_ISUID|unix.S_ISGID) {
 		return RetNotify
@@ -507,6 +511,41 @@ func TestExecMemory(t *testing.T) {
 			}
 			if got := c.Spec.Eval(x86, tc.nr, tc.args); got != want {
 				t.Errorf("learned=%v %s: spec %s, want %s", learned, tc.name, actionName(got), actionName(want))
+			}
+		}
+	}
+}
+
+// Every memfd_create goes to the supervisor (which makes the memfd MFD_NOEXEC_SEAL) unless the
+// profile has a rule on its flags letting MFD_EXEC through (what synth writes when learn saw a
+// memfd executed or mapped executable).
+func TestMemfdToSupervisor(t *testing.T) {
+	a := func(xs ...uint64) (r [6]uint64) { copy(r[:], xs); return }
+	flags := []uint64{0, unix.MFD_CLOEXEC, unix.MFD_ALLOW_SEALING | unix.MFD_CLOEXEC, unix.MFD_EXEC, unix.MFD_NOEXEC_SEAL, 1<<40 | unix.MFD_CLOEXEC, 0xffffffff}
+	for _, learned := range []bool{false, true} {
+		p := &policy.Profile{}
+		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: "memfd_create"})
+		if learned {
+			p.Syscalls.Args = append(p.Syscalls.Args, policy.ArgRule{Syscall: "memfd_create", Arg: 1, Mask: "0x10", Values: []string{"0", "0x10"}})
+		} else { // a rule that does not name MFD_EXEC keeps the hardening
+			p.Syscalls.Args = append(p.Syscalls.Args, policy.ArgRule{Syscall: "memfd_create", Arg: 1, Flags: []string{"0xffffffff"}})
+		}
+		c, err := Compile(p, "x86_64", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vm := newVM(t, c.Program)
+		for _, f := range flags {
+			want := uint32(RetNotify)
+			if learned {
+				want = RetAllow
+			}
+			args := a(0x1000, f)
+			if got := vm.run(t, x86, nr64("memfd_create"), args); got != want {
+				t.Errorf("learned=%v flags %#x: filter %s, want %s", learned, f, actionName(got), actionName(want))
+			}
+			if got := c.Spec.Eval(x86, nr64("memfd_create"), args); got != want {
+				t.Errorf("learned=%v flags %#x: spec %s, want %s", learned, f, actionName(got), actionName(want))
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/trace"
 )
 
 // Clone flag bits. The namespace flags are the dangerous ones: they are denied unless seen.
@@ -144,6 +145,7 @@ func (s *state) passArgs() []string {
 	s.valueArgRules(sets, &out)
 	s.ioctlArgRule(sets, &out)
 	s.execMemoryRules(sets, &out)
+	s.memfdExecRule(sets, &out)
 	s.argRules = out.rules
 	return out.msgs
 }
@@ -406,6 +408,22 @@ func (s *state) execMemoryRules(sets map[string]*argSet, out *argRulesOut) {
 	}
 }
 
+// memfdExecRule: a memfd is made non-executable by enforce's supervisor (seccomp.WhyMemfd)
+// unless learn saw one executed or mapped executable (trace.ArgMemfdExec); then memfd_create
+// gets a rule on its flags that lets MFD_EXEC through. Plain data, listed in learn's review.
+func (s *state) memfdExecRule(sets map[string]*argSet, out *argRulesOut) {
+	a := sets["memfd_create/"+trace.ArgMemfdExec]
+	if a == nil || s.syscalls["memfd_create"] == nil {
+		return
+	}
+	out.rules = append(out.rules, policy.ArgRule{Syscall: "memfd_create", Arg: 1, Name: "flags", Mask: "0x10",
+		Values: []string{"0", "0x10"}, Provenance: a.prov().policy()})
+	out.msgs = append(out.msgs, fmt.Sprintf("memfd_create may make executable memfds (code run from memory), as %s did", a.prov().by))
+}
+
+// mfdExec is MFD_EXEC.
+const mfdExec = 0x10
+
 // argObsFromRules reads argument rules back as the values they allow (Resynthesize). It also
 // reports whether clone3 is allowed without its ENOSYS rule.
 func argObsFromRules(p *policy.Profile) ([]argObs, bool, error) {
@@ -461,6 +479,8 @@ func argObsFromRules(p *policy.Profile) ([]argObs, bool, error) {
 			}
 		case (r.Syscall == "mmap" || r.Syscall == "mprotect") && r.Arg == 2 && slices.Contains(vals, protExec):
 			add(r.Syscall+"_prot", protExec, nil)
+		case r.Syscall == "memfd_create" && r.Arg == 1 && slices.Contains(vals, mfdExec):
+			add(trace.ArgMemfdExec, mfdExec, nil)
 		case r.Syscall == "prctl":
 			for _, v := range vals {
 				add("prctl_option", v, nil)

@@ -1110,12 +1110,20 @@ func inToolchainRoot(p string) bool {
 	return false
 }
 
+// memfdExe reports the exe path of a memfd that ran: "/" (its dentry has no parent to walk) or
+// "/memfd:...". No rule can name it (an exec rule on "/" would grant every file): the learned
+// memfd_create rule is what lets it run (memfdExecRule).
+func memfdExe(p string) bool { return p == "/" || strings.HasPrefix(p, "/memfd:") }
+
 // passExec grants exec on exactly the binaries that ran, and on the libraries mapped executable
 // outside the system trees and the toolchain roots (a map access: a venv's .so, a node addon, a
 // rustc proc-macro), which enforce's noexec trees keep mappable.
 func (s *state) passExec() []string {
 	n := 0
 	for _, p := range s.procs {
+		if memfdExe(p.exe) {
+			continue
+		}
 		s.addRule(s.exec, p.exe, s.provOf(p.parent), "")
 		n++
 	}

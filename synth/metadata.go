@@ -111,6 +111,9 @@ func (s *state) passMetadata() []string {
 	}
 	built := 0
 	for _, p := range s.procs {
+		if memfdExe(p.exe) {
+			continue
+		}
 		sha := p.sha
 		if s.builtByRun(p.exe) {
 			// The tool built it (a test binary, a build script): its hash changes with every

@@ -118,7 +118,7 @@ type SyscallCount struct {
 // ArgValue is one observed value of a risk-deciding syscall argument.
 // Kind names what Value means: "socket" (Value = domain<<32|type<<16... see Fields), "clone_flags",
 // "clone3_flags", "unshare_flags", "setns_nstype", "prctl_option", "personality",
-// "ioctl_request", "mmap_prot", "mprotect_prot".
+// "ioctl_request", "mmap_prot", "mprotect_prot", ArgMemfdExec.
 type ArgValue struct {
 	Exe     string `json:"exe"`
 	Syscall string `json:"syscall"`
@@ -128,6 +128,10 @@ type ArgValue struct {
 	Fields map[string]uint64 `json:"fields,omitempty"`
 	Count  uint64            `json:"count"`
 }
+
+// ArgMemfdExec is the kind of the ArgValue that says Exe executed or mapped executable a memfd
+// (Syscall "memfd_create", Value MFD_EXEC): enforce lets memfds be executable only then.
+const ArgMemfdExec = "memfd_exec"
 
 // FileAccess is one path accessed by one executable in one way.
 type FileAccess struct {

@@ -503,12 +503,30 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 		}
 		portable := g.portable(h.path)
 		d.Suggest = fmt.Sprintf("filesystem.%s: + %s", section, portable)
+		if h.access == "exec" && fdPath(h.path) {
+			// A file run by descriptor: a memfd the supervisor sealed non-executable (no exec
+			// rule can name it); what lets it run is the learned memfd_create rule.
+			d.Suggest = "syscalls.args: memfd_create arg 1: + 0x10"
+		}
 		if g.cfg.FileRisk != nil {
 			d.Risk = g.cfg.FileRisk(h.access, portable)
 		}
 		out = append(out, d)
 	}
 	return out
+}
+
+// fdPath reports a path that names an open descriptor (/proc/<pid>/fd/N, /dev/fd/N).
+func fdPath(p string) bool {
+	if strings.HasPrefix(p, "/dev/fd/") {
+		return true
+	}
+	rest, ok := strings.CutPrefix(p, "/proc/")
+	if !ok {
+		return false
+	}
+	_, fd, ok := strings.Cut(rest, "/fd/")
+	return ok && fd != "" && !strings.Contains(fd, "/")
 }
 
 // connectDenials turns a failed connect into its denial: a host unix socket the sandbox covers
