@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -10,15 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sysprof/sysprof/internal/testutil"
-	"github.com/sysprof/sysprof/report"
 )
 
 const gitProfile = `apiVersion: sysprof.dev/v1
@@ -69,44 +64,18 @@ func TestCredentialsGitBrokered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	errc := make(chan error, 1)
-	go func() { // a network namespace of the test's own (see TestCredentialsNpmBrokered)
-		runtime.LockOSThread()
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			errc <- testutil.NotAvailable("unshare(CLONE_NEWNET): %v", err)
-			return
-		}
-		errc <- gitInNetns(bin)
-	}()
-	if err := <-errc; err != nil {
+	if err := inOwnNetns(func() error { return gitInNetns(bin) }); err != nil {
 		testutil.RequireNoErr(t, "git credentials run", err)
 	}
 }
 
 func gitInNetns(bin string) error {
-	for _, args := range [][]string{{"link", "set", "lo", "up"}, {"addr", "add", regAddr + "/32", "dev", "lo"}} {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip %v: %v: %s", args, err, out)
-		}
-	}
-	base, err := os.MkdirTemp("", "sysprof-gitcreds-")
+	base, caFile, leaf, err := credsBase("sysprof-gitcreds-", "git.test")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(base)
-	os.Chmod(base, 0o755)
-	caPEM, leaf, err := testCA("git.test")
-	if err != nil {
-		return err
-	}
-	caFile := filepath.Join(base, "ca.pem")
-	os.WriteFile(caFile, caPEM, 0o644)
-	b := make([]byte, 32)
-	rand.Read(b)
-	for i := range b {
-		b[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[int(b[i])%36]
-	}
-	real := string(b)
+	real := randomSecret(32)
 	needle := real[4:20]
 	// A bare repository with one commit, served by git http-backend behind Basic auth.
 	repos := filepath.Join(base, "repos")
@@ -179,11 +148,7 @@ func gitInNetns(bin string) error {
 	if !strings.Contains(server, "true me:"+real) {
 		return fail("the server never got the real password")
 	}
-	data, err := os.ReadFile(repFile)
-	if err != nil {
-		return err
-	}
-	rep, err := report.Parse(data)
+	rep, _, err := readReportFile(repFile)
 	if err != nil {
 		return err
 	}
