@@ -107,59 +107,13 @@ func TestPerturbationsDebian(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, dw := range debianWorkflows {
 		t.Run(dw.name, func(t *testing.T) {
-			for _, n := range dw.need {
-				testutil.RequireTools(t, hostPath, n)
-			}
-			root := t.TempDir()
-			b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "")
-			dw.setup(t, b)
-			profile := filepath.Join(root, "profile.yaml")
-			openForNobody(t, root)
-			b = dw.prepare(t, root, b, perturbation{cold: true})
-			learn := perturbation{name: "learn", stdout: "file", stdin: "null"}
-			if r := runPerturbed(t, b, learn, append([]string{testutil.SysprofBin, "learn", "-p", profile, "--"}, dw.argv...)); r.Code != 0 {
-				t.Fatalf("learn: %s", r)
-			}
-			for _, pt := range debianPerturbations {
-				t.Run(pt.name, func(t *testing.T) {
-					if len(pt.wrap) > 0 {
-						testutil.RequireTools(t, hostPath, pt.wrap[0])
+			learnThenPerturb(t, dw.everyday, debianPerturbations, perturbHooks{
+				edit: func(t *testing.T, b *testutil.Box, pt perturbation) {
+					if pt.name == "edited" {
+						dw.edit(t, b)
 					}
-					if pt.name == "ordinary-user" {
-						chownTree(t, b.Work, 65534)
-						chownTree(t, b.Home, 65534)
-					}
-					prepare := func() *testutil.Box {
-						pb := dw.prepare(t, root, b, pt)
-						if pt.name == "edited" {
-							dw.edit(t, pb)
-						}
-						return pb
-					}
-					pb := prepare()
-					want := dw.output(t, pb, runPerturbed(t, pb, pt, append(slicesClone(pt.wrap), dw.argv...)))
-					pb = prepare()
-					rep := filepath.Join(root, pt.name+"-report.json")
-					got := dw.output(t, pb, runPerturbed(t, pb, pt, append(append(slicesClone(pt.wrap), testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--"), dw.argv...)))
-					if got.Code != want.Code {
-						t.Errorf("enforce exit %d, unsandboxed %d\n%s", got.Code, want.Code, got)
-					}
-					if got.Stdout != want.Stdout {
-						t.Errorf("enforce output differs from the unsandboxed run:\n--- enforced:\n%s\n--- unsandboxed:\n%s", got.Stdout, want.Stdout)
-					}
-					for _, d := range testutil.ReadReport(t, rep).Denials {
-						t.Errorf("denial: [%s] %s by %s (parents %v): suggest %q", d.Kind, d.What, d.Exe, d.Parents, d.Suggest)
-					}
-					if pt.name == "ordinary-user" {
-						return // drift learns: eBPF needs root
-					}
-					pb = prepare()
-					dr := runPerturbed(t, pb, pt, append(append(slicesClone(pt.wrap), testutil.SysprofBin, "drift", "--fail-on", "low", "-p", profile, "--"), dw.argv...))
-					if dr.Code != 0 {
-						t.Errorf("drift widened (exit %d):\n%s%s", dr.Code, dr.Stdout, strings.TrimSpace(dr.Stderr))
-					}
-				})
-			}
+				},
+			})
 		})
 	}
 }

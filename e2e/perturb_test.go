@@ -165,65 +165,101 @@ func gitRepo(t *testing.T, b *testutil.Box) {
 func TestPerturbations(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, ed := range everydays {
-		t.Run(ed.name, func(t *testing.T) {
-			for _, n := range ed.need {
-				testutil.RequireTools(t, hostPath, n)
+		t.Run(ed.name, func(t *testing.T) { learnThenPerturb(t, ed, perturbations, perturbHooks{}) })
+	}
+}
+
+// perturbHooks are what a workflow table adds to learnThenPerturb's runs of an everyday.
+type perturbHooks struct {
+	// output replaces everyday.output (JS: its check program's output added).
+	output func(t *testing.T, b *testutil.Box, r testutil.Result) testutil.Result
+	// edit changes the box of each run under pt after everyday.prepare (an edit to rebuild).
+	edit func(t *testing.T, b *testutil.Box, pt perturbation)
+	// before readies the learn's box once under pt, before its runs.
+	before func(t *testing.T, b *testutil.Box, pt perturbation)
+	// wrap replaces pt.wrap, the box's own (a CI-like environment naming its dirs).
+	wrap func(b *testutil.Box, pt perturbation) []string
+}
+
+// learnThenPerturb learns ed once (output to a file, as root, cold caches), then runs it under
+// each of pts unsandboxed and enforced: the same exit code and output, zero denials; and drift
+// under the same perturbation (but the ordinary user's: eBPF needs root) finds nothing that
+// widens the profile.
+func learnThenPerturb(t *testing.T, ed everyday, pts []perturbation, h perturbHooks) {
+	for _, n := range ed.need {
+		testutil.RequireTools(t, hostPath, n)
+	}
+	output := ed.output
+	if h.output != nil {
+		output = h.output
+	}
+	root := t.TempDir()
+	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), ed.fixture)
+	if ed.setup != nil {
+		ed.setup(t, b)
+	}
+	profile := filepath.Join(root, "profile.yaml")
+	openForNobody(t, root)
+	learn := perturbation{name: "learn", stdout: "file", stdin: "null"}
+	b = ed.prepare(t, root, b, perturbation{cold: true})
+	if r := runPerturbed(t, b, learn, append([]string{testutil.SysprofBin, "learn", "-p", profile, "--"}, ed.argv...)); r.Code != 0 {
+		t.Fatalf("learn: %s", r)
+	}
+	var notAs map[string]string
+	if ed.notAs != nil {
+		notAs = ed.notAs()
+	}
+	for _, pt := range pts {
+		t.Run(pt.name, func(t *testing.T) {
+			if why := notAs[pt.name]; why != "" {
+				// Not a skip of something sysprof could do: the command itself cannot run so.
+				t.Logf("not run: %s", why)
+				return
 			}
-			root := t.TempDir()
-			b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), ed.fixture)
-			if ed.setup != nil {
-				ed.setup(t, b)
+			if len(pt.wrap) > 0 {
+				testutil.RequireTools(t, hostPath, pt.wrap[0])
 			}
-			profile := filepath.Join(root, "profile.yaml")
-			openForNobody(t, root)
-			learn := perturbation{name: "learn", stdout: "file", stdin: "null"}
-			b = ed.prepare(t, root, b, perturbation{cold: true})
-			if r := runPerturbed(t, b, learn, append([]string{testutil.SysprofBin, "learn", "-p", profile, "--"}, ed.argv...)); r.Code != 0 {
-				t.Fatalf("learn: %s", r)
+			if h.before != nil {
+				h.before(t, b, pt)
 			}
-			var notAs map[string]string
-			if ed.notAs != nil {
-				notAs = ed.notAs()
+			if pt.name == "ordinary-user" {
+				// The user's own tree (last perturbation: root runs nothing after it).
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
 			}
-			for _, pt := range perturbations {
-				t.Run(pt.name, func(t *testing.T) {
-					if why := notAs[pt.name]; why != "" {
-						// Not a skip of something sysprof could do: the command itself cannot run so.
-						t.Logf("not run: %s", why)
-						return
-					}
-					if len(pt.wrap) > 0 {
-						testutil.RequireTools(t, hostPath, pt.wrap[0])
-					}
-					if pt.name == "ordinary-user" {
-						// The user's own tree (last perturbation: root runs nothing after it).
-						chownTree(t, b.Work, 65534)
-						chownTree(t, b.Home, 65534)
-					}
-					pb := ed.prepare(t, root, b, pt)
-					want := ed.output(t, pb, runPerturbed(t, pb, pt, append(slicesClone(pt.wrap), ed.argv...)))
-					pb = ed.prepare(t, root, b, pt)
-					rep := filepath.Join(root, pt.name+"-report.json")
-					got := ed.output(t, pb, runPerturbed(t, pb, pt, append(append(slicesClone(pt.wrap), testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--"), ed.argv...)))
-					if got.Code != want.Code {
-						t.Errorf("enforce exit %d, unsandboxed %d\n%s", got.Code, want.Code, got)
-					}
-					if got.Stdout != want.Stdout {
-						t.Errorf("enforce output differs from the unsandboxed run:\n--- enforced:\n%s\n--- unsandboxed:\n%s", got.Stdout, want.Stdout)
-					}
-					for _, d := range testutil.ReadReport(t, rep).Denials {
-						t.Errorf("denial: [%s] %s by %s (parents %v): suggest %q", d.Kind, d.What, d.Exe, d.Parents, d.Suggest)
-					}
-					if pt.name == "ordinary-user" {
-						return // drift learns: eBPF needs root
-					}
-					// drift under the same perturbation: learning again there finds nothing new.
-					pb = ed.prepare(t, root, b, pt)
-					dr := runPerturbed(t, pb, pt, append(append(slicesClone(pt.wrap), testutil.SysprofBin, "drift", "--fail-on", "low", "-p", profile, "--"), ed.argv...))
-					if dr.Code != 0 {
-						t.Errorf("drift widened (exit %d):\n%s%s", dr.Code, dr.Stdout, dr.Stderr)
-					}
-				})
+			wrap := pt.wrap
+			if h.wrap != nil {
+				wrap = h.wrap(b, pt)
+			}
+			prepare := func() *testutil.Box {
+				pb := ed.prepare(t, root, b, pt)
+				if h.edit != nil {
+					h.edit(t, pb, pt)
+				}
+				return pb
+			}
+			pb := prepare()
+			want := output(t, pb, runPerturbed(t, pb, pt, append(slicesClone(wrap), ed.argv...)))
+			pb = prepare()
+			rep := filepath.Join(root, pt.name+"-report.json")
+			got := output(t, pb, runPerturbed(t, pb, pt, append(append(slicesClone(wrap), testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--"), ed.argv...)))
+			if got.Code != want.Code {
+				t.Errorf("enforce exit %d, unsandboxed %d\n%s", got.Code, want.Code, got)
+			}
+			if got.Stdout != want.Stdout {
+				t.Errorf("enforce output differs from the unsandboxed run:\n--- enforced:\n%s\n--- unsandboxed:\n%s", got.Stdout, want.Stdout)
+			}
+			for _, d := range testutil.ReadReport(t, rep).Denials {
+				t.Errorf("denial: [%s] %s by %s (parents %v): suggest %q", d.Kind, d.What, d.Exe, d.Parents, d.Suggest)
+			}
+			if pt.name == "ordinary-user" {
+				return // drift learns: eBPF needs root
+			}
+			// drift under the same perturbation: learning again there finds nothing new.
+			pb = prepare()
+			dr := runPerturbed(t, pb, pt, append(append(slicesClone(wrap), testutil.SysprofBin, "drift", "--fail-on", "low", "-p", profile, "--"), ed.argv...))
+			if dr.Code != 0 {
+				t.Errorf("drift widened (exit %d):\n%s%s", dr.Code, dr.Stdout, strings.TrimSpace(dr.Stderr))
 			}
 		})
 	}

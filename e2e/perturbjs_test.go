@@ -124,34 +124,9 @@ func TestJSWorkflows(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, w := range jsWorkflows() {
 		t.Run(w.name, func(t *testing.T) {
-			for _, n := range w.need {
-				testutil.RequireTools(t, hostPath, n)
-			}
-			root := t.TempDir()
-			b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), w.fixture)
-			if w.setup != nil {
-				w.setup(t, b)
-			}
-			profile := filepath.Join(root, "profile.yaml")
-			openForNobody(t, root)
-			learn := perturbation{name: "learn", stdout: "file", stdin: "null"}
-			b = w.prepare(t, root, b, perturbation{cold: true})
-			if r := runPerturbed(t, b, learn, append([]string{testutil.SysprofBin, "learn", "-p", profile, "--"}, w.argv...)); r.Code != 0 {
-				t.Fatalf("learn: %s", r)
-			}
-			var notAs map[string]string
-			if w.notAs != nil {
-				notAs = w.notAs()
-			}
-			for _, pt := range jsPerturbations {
-				t.Run(pt.name, func(t *testing.T) {
-					if why := notAs[pt.name]; why != "" {
-						t.Logf("not run: %s", why)
-						return
-					}
-					if len(pt.wrap) > 0 {
-						testutil.RequireTools(t, hostPath, pt.wrap[0])
-					}
+			learnThenPerturb(t, w.everyday, jsPerturbations, perturbHooks{
+				output: w.output,
+				before: func(t *testing.T, b *testutil.Box, pt perturbation) {
 					if pt.name == "edited" && w.edit != "" {
 						f, err := os.OpenFile(filepath.Join(b.Work, w.edit), os.O_APPEND|os.O_WRONLY, 0)
 						if err != nil {
@@ -163,38 +138,16 @@ func TestJSWorkflows(t *testing.T) {
 						f.Close()
 					}
 					if pt.name == "ordinary-user" {
-						chownTree(t, b.Work, 65534)
-						chownTree(t, b.Home, 65534)
-						chownTree(t, b.Tmp, 65534)
+						chownTree(t, b.Tmp, 65534) // the work tree and HOME too, as every workflow's
 					}
-					wrap := slicesClone(pt.wrap)
+				},
+				wrap: func(b *testutil.Box, pt perturbation) []string {
 					if pt.name == "ci-like" {
-						wrap = ciLike(b)
+						return ciLike(b)
 					}
-					pb := w.prepare(t, root, b, pt)
-					want := w.output(t, pb, runPerturbed(t, pb, pt, append(slicesClone(wrap), w.argv...)))
-					pb = w.prepare(t, root, b, pt)
-					rep := filepath.Join(root, pt.name+"-report.json")
-					got := w.output(t, pb, runPerturbed(t, pb, pt, append(append(slicesClone(wrap), testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--"), w.argv...)))
-					if got.Code != want.Code {
-						t.Errorf("enforce exit %d, unsandboxed %d\n%s", got.Code, want.Code, got)
-					}
-					if got.Stdout != want.Stdout {
-						t.Errorf("enforce output differs from the unsandboxed run:\n--- enforced:\n%s\n--- unsandboxed:\n%s", got.Stdout, want.Stdout)
-					}
-					for _, d := range testutil.ReadReport(t, rep).Denials {
-						t.Errorf("denial: [%s] %s by %s (parents %v): suggest %q", d.Kind, d.What, d.Exe, d.Parents, d.Suggest)
-					}
-					if pt.name == "ordinary-user" {
-						return // drift learns: eBPF needs root
-					}
-					pb = w.prepare(t, root, b, pt)
-					dr := runPerturbed(t, pb, pt, append(append(slicesClone(wrap), testutil.SysprofBin, "drift", "--fail-on", "low", "-p", profile, "--"), w.argv...))
-					if dr.Code != 0 {
-						t.Errorf("drift widened (exit %d):\n%s%s", dr.Code, dr.Stdout, strings.TrimSpace(dr.Stderr))
-					}
-				})
-			}
+					return pt.wrap
+				},
+			})
 		})
 	}
 }

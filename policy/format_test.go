@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	goldenfile "github.com/sysprof/sysprof/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/policy")
@@ -88,26 +90,10 @@ func sampleProfile() *Profile {
 	}
 }
 
-// golden is testutil.Golden, which this package cannot import (testutil imports policy).
+// golden checks got against testdata/policy/name (internal/golden: testutil imports policy).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join(goldenDir, name)
-	if *update {
-		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./policy -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s differs (-want +got), run with -update if intended:\n%s", path, d)
-	}
+	goldenfile.Check(t, filepath.Join(goldenDir, name), got, *update)
 }
 
 func TestMarshalGolden(t *testing.T) {

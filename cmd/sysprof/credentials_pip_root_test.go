@@ -3,7 +3,6 @@ package main
 import (
 	"archive/zip"
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"fmt"
@@ -13,46 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sysprof/sysprof/internal/testutil"
-	"github.com/sysprof/sysprof/report"
 )
-
-const pipProfile = `apiVersion: sysprof.dev/v1
-kind: Profile
-metadata: {name: pip-download, command: [python3, -m, pip, download], runs: 1, incomplete: false}
-syscalls:
-  architectures: [x86_64]
-  allow: [%s]
-filesystem:
-  read:
-    - {path: /etc}
-    - {path: /usr}
-    - {path: /proc}
-    - {path: /dev/urandom}
-    - {path: $WORKDIR}
-  write:
-    - {path: /dev/null}
-    - {path: $WORKDIR}
-  exec:
-    - {path: /usr/bin}
-    - {path: /usr/lib}
-  privateTmp: true
-network:
-  connect:
-    - {endpoint: "pypi.test:443", proto: tcp}
-    - {endpoint: "other.test:80", proto: tcp}
-credentials:
-  - %s
-`
 
 // pipScript downloads a package from the password-protected index (pip.conf's index-url or
 // $PIP_INDEX_URL), then the canary looks for a piece of the real password ($1) in what it can
@@ -93,53 +59,19 @@ func sptestWheel() []byte {
 // finds no trace of it, and the stand-in sent to a second allowed host is refused.
 func TestCredentialsPipBrokered(t *testing.T) {
 	testutil.RequireRoot(t)
-	testutil.RequireTool(t, "curl")
-	testutil.RequireTool(t, "ip")
 	if err := exec.Command("/usr/bin/python3", "-m", "pip", "--version").Run(); err != nil {
 		testutil.RequireNoErr(t, "pip", fmt.Errorf("/usr/bin/python3 -m pip: no such program (python3-pip): %w", err))
 	}
-	bin, err := sysprofBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() { // a network namespace of the test's own (see TestCredentialsNpmBrokered)
-		runtime.LockOSThread()
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			errc <- testutil.NotAvailable("unshare(CLONE_NEWNET): %v", err)
-			return
-		}
-		errc <- pipInNetns(bin)
-	}()
-	if err := <-errc; err != nil {
-		testutil.RequireNoErr(t, "pip credentials run", err)
-	}
+	brokeredRun(t, "pip credentials run", pipInNetns, "curl")
 }
 
 func pipInNetns(bin string) error {
-	for _, args := range [][]string{{"link", "set", "lo", "up"}, {"addr", "add", regAddr + "/32", "dev", "lo"}} {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip %v: %v: %s", args, err, out)
-		}
-	}
-	base, err := os.MkdirTemp("", "sysprof-pipcreds-")
+	base, caFile, leaf, err := credsBase("sysprof-pipcreds-", "pypi.test")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(base)
-	os.Chmod(base, 0o755)
-	caPEM, leaf, err := testCA("pypi.test")
-	if err != nil {
-		return err
-	}
-	caFile := filepath.Join(base, "ca.pem")
-	os.WriteFile(caFile, caPEM, 0o644)
-	b := make([]byte, 32)
-	rand.Read(b)
-	for i := range b {
-		b[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[int(b[i])%36]
-	}
-	real := string(b)
+	real := randomSecret(32)
 	needle := real[4:20]
 	wheel := sptestWheel()
 	sum := sha256.Sum256(wheel)
@@ -171,24 +103,18 @@ func pipInNetns(bin string) error {
 	})}
 	go srv.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{leaf}}))
 	defer srv.Close()
-	ln2, err := net.Listen("tcp", regAddr+":80")
+	other, err := serveOther(&mu, &otherSaw)
 	if err != nil {
 		return err
 	}
-	other := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		otherSaw = append(otherSaw, fmt.Sprint(r.Method, " ", r.URL, " ", r.Header))
-		mu.Unlock()
-	})}
-	go other.Serve(ln2)
 	defer other.Close()
 
 	work, home := filepath.Join(base, "work"), filepath.Join(base, "home")
 	os.MkdirAll(work, 0o755)
 	os.MkdirAll(filepath.Join(home, ".config", "pip"), 0o755)
-	pub := filepath.Join(base, "sysprof")
-	if b, err := os.ReadFile(bin); err != nil || os.WriteFile(pub, b, 0o755) != nil {
-		return fmt.Errorf("copy sysprof: %v", err)
+	pub, err := publicCopy(bin, base)
+	if err != nil {
+		return err
 	}
 	var errs []string
 	// root with pip.conf's index-url, root with ~/.netrc (pip's requests reads it for an index
@@ -212,21 +138,18 @@ func pipInNetns(bin string) error {
 			os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine pypi.test login me password "+real+"\nmachine other.example login x password elsewhere\n"), 0o600)
 			rule, env, source = `{file: $HOME/.netrc, key: pypi.test, hosts: [pypi.test], how: basic}`, "PIP_INDEX_URL=https://pypi.test/simple", "$HOME/.netrc pypi.test"
 		}
-		os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(fmt.Sprintf(pipProfile, allSyscalls(), rule)), 0o644)
-		repDir := filepath.Join(base, fmt.Sprintf("rep-%d", i))
-		os.Mkdir(repDir, 0o777)
-		os.Chmod(repDir, 0o777)
-		repFile := filepath.Join(repDir, "rep.json")
+		os.WriteFile(filepath.Join(work, "prof.yaml"), []byte(brokerProfile("{name: pip-download, command: [python3, -m, pip, download], runs: 1, incomplete: false}", "",
+			[]string{"pypi.test:443", "other.test:80"}, []string{rule})), 0o644)
+		repFile := reportPath(base, fmt.Sprintf("rep-%d", i))
 		cmd := exec.Command(pub, "enforce", "-p", "prof.yaml", "--report", repFile,
 			"--resolve", "pypi.test="+regAddr, "--resolve", "other.test="+regAddr, "--", "sh", "-c", pipScript, "sh", needle)
 		cmd.Dir = work
 		// This machine's own pip settings (PIP_FIND_LINKS, …) are not the test's.
 		cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "PIP_") }), "HOME="+home, "SSL_CERT_FILE="+caFile, env)
 		if nobody {
-			if out, err := exec.Command("chown", "-R", "65534:65534", work, home).CombinedOutput(); err != nil {
-				return fmt.Errorf("chown: %v %s", err, out)
+			if err := asNobody(cmd, work, home); err != nil {
+				return err
 			}
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		}
 		outB, err := cmd.CombinedOutput()
 		out := string(outB)
@@ -242,14 +165,7 @@ func pipInNetns(bin string) error {
 			fail("enforce: %v", err)
 			continue
 		}
-		lines := map[string]string{}
-		for _, l := range strings.Split(out, "\n") {
-			if k, v, ok := strings.Cut(l, "="); ok && !strings.Contains(k, ":") {
-				lines[k] = v
-			} else if k, v, ok := strings.Cut(l, ": "); ok {
-				lines[k] = strings.TrimSpace(v)
-			}
-		}
+		lines := canaryLines(out)
 		standIn := lines["standin"]
 		switch {
 		case lines["pip rc"] != "0":
@@ -266,31 +182,21 @@ func pipInNetns(bin string) error {
 		if w, _ := os.ReadFile(filepath.Join(work, "dl", "sptest-1.0-py3-none-any.whl")); !bytes.Equal(w, wheel) {
 			fail("the wheel was not downloaded")
 		}
-		data, err := os.ReadFile(repFile)
+		rep, data, err := readReportFile(repFile)
 		if err != nil {
-			fail("report: %v", err)
+			fail("%v", err)
 			continue
 		}
-		rep, err := report.Parse(data)
-		if err != nil || rep == nil {
-			fail("report: %v", err)
-			continue
-		}
-		used, crit := false, false
+		used := false
 		for _, u := range rep.CredentialUses {
 			if u.Credential == source && u.Host == "pypi.test:443" && u.Path == "/simple/sptest/" && u.Status == 200 && strings.Contains(u.Binary, "python3") {
 				used = true
 			}
 		}
-		for _, d := range rep.Denials {
-			if d.Risk == report.RiskCritical && strings.Contains(d.What, "tried to send the stand-in of "+source) {
-				crit = true
-			}
-		}
 		if !used {
 			fail("the credential's use is not logged: %+v", rep.CredentialUses)
 		}
-		if !crit {
+		if !standInDenied(rep, source) {
 			fail("no critical denial for the stand-in sent to other.test: %+v", rep.Denials)
 		}
 		if strings.Contains(string(data), real) {
