@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/phase"
 )
 
@@ -27,7 +28,7 @@ func programFrom(data func() string) func() string {
 			return "/proc/self/exe"
 		}
 		start := time.Now()
-		fd, err := sealedMemfd("sysprof-init", prog)
+		fd, err := sealedMemfd(kernrun.InitProgramName, prog)
 		if err != nil {
 			return "/proc/self/exe"
 		}

@@ -436,7 +436,7 @@ func (g *Guard) read() {
 		tail := newTail(rec.RawSample[hdr:])
 		exe := tail.components(int(ev.ExeLen))
 		pexe := tail.components(int(ev.PexeLen))
-		if root := int(g.rootPid.Load()); exe != "" && exe == kernrun.SelfExe() && (root == 0 || int(ev.Tgid) == root) {
+		if root := int(g.rootPid.Load()); kernrun.IsInitExe(exe) && (root == 0 || int(ev.Tgid) == root) {
 			continue // the init stage (sysprof itself) before it execs the command
 		}
 		if ev.Kind == uint32(bpf.GuardGuardKindGK_FILE) {
@@ -456,7 +456,7 @@ func (g *Guard) who(ev *bpf.GuardGuardEvent, exe, pexe string) (string, []string
 		}
 	}
 	root := int(g.rootPid.Load())
-	if ev.Ptgid > 0 && int(ev.Ptgid) == root && (pexe == kernrun.SelfExe() || pexe == "" && kernrun.ExeOf(root) == kernrun.SelfExe()) {
+	if ev.Ptgid > 0 && int(ev.Ptgid) == root && (kernrun.IsInitExe(pexe) || pexe == "" && kernrun.IsInitExe(kernrun.ExeOf(root))) {
 		return exe, nil // the command itself: its parent is the init stage, PID 1 of the sandbox
 	}
 	if ev.Ptgid > 0 && int(ev.Tgid) != root {

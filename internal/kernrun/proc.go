@@ -48,6 +48,24 @@ var SelfExe = sync.OnceValue(func() string {
 	return p
 })
 
+// InitProgramName names the sealed memfd the init stage's own program runs from (enforcer).
+const InitProgramName = "sysprof-init"
+
+// IsInitExe reports whether exe, as /proc or the guard names it, is the init stage's: this
+// binary re-executed, or the init program from its memfd ("/memfd:sysprof-init", "(deleted)"
+// in /proc). Callers check the pid too (the sandbox's root): a memfd of that name the
+// command makes is no init stage.
+func IsInitExe(exe string) bool {
+	if exe == "" {
+		return false
+	}
+	if exe == SelfExe() {
+		return true
+	}
+	rest, ok := strings.CutPrefix(exe, "/memfd:"+InitProgramName)
+	return ok && (rest == "" || rest == " (deleted)")
+}
+
 // ExeOf is pid's executable, or "(unknown)".
 func ExeOf(pid int) string {
 	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
@@ -66,7 +84,7 @@ func ParentsOf(rootPid, pid int) []string {
 			break
 		}
 		pp := ppidOf(cur)
-		if pp <= 1 || pp == rootPid && ExeOf(pp) == SelfExe() {
+		if pp <= 1 || pp == rootPid && IsInitExe(ExeOf(pp)) {
 			break // the init stage, PID 1 of the sandbox, is nobody's parent in a report
 		}
 		out = append(out, ExeOf(pp))

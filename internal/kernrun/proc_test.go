@@ -35,3 +35,22 @@ func TestStatusIDs(t *testing.T) {
 		t.Error("ids of no process")
 	}
 }
+
+// IsInitExe names the init stage whichever way it started: this binary, or the init program
+// from its sealed memfd as the guard ("/memfd:NAME") and /proc ("... (deleted)") name it; a
+// memfd of a longer name, or any other program, is not it.
+func TestIsInitExe(t *testing.T) {
+	for exe, want := range map[string]bool{
+		SelfExe():                   true,
+		"/memfd:" + InitProgramName: true,
+		"/memfd:" + InitProgramName + " (deleted)": true,
+		"/memfd:" + InitProgramName + "x":          false,
+		"/memfd:evil":                              false,
+		"/usr/bin/sh":                              false,
+		"":                                         false,
+	} {
+		if got := IsInitExe(exe); got != want {
+			t.Errorf("IsInitExe(%q) = %v, want %v", exe, got, want)
+		}
+	}
+}
