@@ -62,39 +62,31 @@ func StoreFormat(p string) string {
 //   - .docker/config.json: auths.REGISTRY.auth (base64 user:password: the value is the
 //     password, presented how: basic) and auths.REGISTRY.identitytoken (how: bearer).
 func ParseStore(format, name string, data []byte) ([]StoreEntry, error) {
-	switch format {
-	case StoreNpmrc:
-		return parseNpmrc(name, data)
-	case StoreGitCredentials:
-		return parseGitCredentials(name, data)
-	case StoreNetrc:
-		return parseNetrc(name, data)
-	case StoreCargo:
-		return parseCargo(name, data)
-	case StorePip:
-		return parsePip(name, data)
-	case StoreDocker:
-		return parseDocker(name, data)
+	if f, ok := storeFormats[format]; ok {
+		return f.parse(name, data)
 	}
 	return nil, &StoreError{File: name, Msg: "not a credential store format sysprof reads"}
+}
+
+// storeFormats are the credential store formats sysprof reads: how each parses and how it is
+// rewritten for the command (RewriteStore).
+var storeFormats = map[string]struct {
+	parse   func(name string, data []byte) ([]StoreEntry, error)
+	rewrite func(data []byte, standIns map[string]string) []byte
+}{
+	StoreNpmrc:          {parseNpmrc, rewriteNpmrc},
+	StoreGitCredentials: {parseGitCredentials, rewriteGitCredentials},
+	StoreNetrc:          {parseNetrc, rewriteNetrc},
+	StoreCargo:          {parseCargo, rewriteCargo},
+	StorePip:            {parsePip, rewritePip},
+	StoreDocker:         {parseDocker, rewriteDocker},
 }
 
 // RewriteStore returns the store the command sees: the brokered keys (standIns: key ->
 // stand-in) holding their stand-in, every other secret dropped, what is not a secret kept.
 func RewriteStore(format string, data []byte, standIns map[string]string) []byte {
-	switch format {
-	case StoreNpmrc:
-		return rewriteNpmrc(data, standIns)
-	case StoreGitCredentials:
-		return rewriteGitCredentials(data, standIns)
-	case StoreNetrc:
-		return rewriteNetrc(data, standIns)
-	case StoreCargo:
-		return rewriteCargo(data, standIns)
-	case StorePip:
-		return rewritePip(data, standIns)
-	case StoreDocker:
-		return rewriteDocker(data, standIns)
+	if f, ok := storeFormats[format]; ok {
+		return f.rewrite(data, standIns)
 	}
 	return nil
 }
