@@ -188,84 +188,43 @@ func TestFamilyMatesAgreeWithLearn(t *testing.T) {
 	}
 }
 
-// A cache learned cold is only filled (written, renamed into place); a later run with the cache
-// warm drops stale entries (mypy unlinks .mypy_cache/*.meta.json after an edit, or as another
-// user). A tool that renames gets the remove family; one that does not, nothing.
-func TestRenameBringsRemove(t *testing.T) {
+// A family comes with its trigger and never without it, whatever else the command did:
+//   - remove with a rename: a cache learned cold is only filled (written, renamed into place); a
+//     later warm run drops stale entries (mypy unlinks .mypy_cache/*.meta.json after an edit, or
+//     as another user);
+//   - process-session with a process start: a command may detach a child into a session of its
+//     own depending on who runs it (the go command's telemetry child: once a day per user);
+//   - working-directory with a process start: a cold build cache starts one compiler per
+//     package in its directory (Go's os/exec Dir: chdir in the child), a warm one none.
+func TestTriggerBringsFamily(t *testing.T) {
 	ctx := map[string]string{"HOME": "/home/a", "WORKDIR": "/w", "TMPDIR": "/tmp"}
-	exe := "/usr/bin/python3.11"
-	for _, renames := range []bool{true, false} {
-		tr := &trace.Trace{Version: trace.Version, Command: []string{"mypy", "."}, Context: ctx,
-			Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
-			Processes: []trace.Process{{ID: 1, PID: 10, Exe: exe}},
-			Syscalls:  []trace.SyscallCount{{Name: "openat", Arch: trace.ArchX86_64, Exe: exe, Count: 1}}}
-		if renames {
-			tr.Syscalls = append(tr.Syscalls, trace.SyscallCount{Name: "rename", Arch: trace.ArchX86_64, Exe: exe, Count: 1})
-		}
-		res, err := Synthesize(tr, testOpts())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range []string{"unlink", "unlinkat"} {
-			got := false
-			for _, r := range res.Profile.Syscalls.Allow {
-				got = got || r.Name == n
+	for _, c := range []struct {
+		exe, trigger string
+		command      []string
+		want         []string
+	}{
+		{"/usr/bin/python3.11", "rename", []string{"mypy", "."}, []string{"unlink", "unlinkat"}},
+		{"/usr/local/go/bin/go", "clone", []string{"go", "test", "-race", "."}, []string{"setsid"}},
+		{"/usr/local/go/bin/go", "clone", []string{"go", "build"}, []string{"chdir"}},
+	} {
+		for _, triggered := range []bool{true, false} {
+			tr := &trace.Trace{Version: trace.Version, Command: c.command, Context: ctx,
+				Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
+				Processes: []trace.Process{{ID: 1, PID: 10, Exe: c.exe}},
+				Syscalls:  []trace.SyscallCount{{Name: "openat", Arch: trace.ArchX86_64, Exe: c.exe, Count: 1}}}
+			if triggered {
+				tr.Syscalls = append(tr.Syscalls, trace.SyscallCount{Name: c.trigger, Arch: trace.ArchX86_64, Exe: c.exe, Count: 1})
 			}
-			if got != renames {
-				t.Errorf("renames=%v: %s allowed=%v", renames, n, got)
+			res, err := Synthesize(tr, testOpts())
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	}
-}
-
-// A command that starts processes may detach one into a session of its own depending on who
-// runs it (the go command's telemetry child: once a day per user): setsid comes with the
-// processes, never for a command that starts none.
-func TestProcessesBringSessions(t *testing.T) {
-	ctx := map[string]string{"HOME": "/home/a", "WORKDIR": "/w", "TMPDIR": "/tmp"}
-	exe := "/usr/local/go/bin/go"
-	for _, forks := range []bool{true, false} {
-		tr := &trace.Trace{Version: trace.Version, Command: []string{"go", "test", "-race", "."}, Context: ctx,
-			Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
-			Processes: []trace.Process{{ID: 1, PID: 10, Exe: exe}},
-			Syscalls:  []trace.SyscallCount{{Name: "openat", Arch: trace.ArchX86_64, Exe: exe, Count: 1}}}
-		if forks {
-			tr.Syscalls = append(tr.Syscalls, trace.SyscallCount{Name: "clone", Arch: trace.ArchX86_64, Exe: exe, Count: 1})
-		}
-		res, err := Synthesize(tr, testOpts())
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := false
-		for _, r := range res.Profile.Syscalls.Allow {
-			got = got || r.Name == "setsid"
-		}
-		if got != forks {
-			t.Errorf("forks=%v: setsid allowed=%v", forks, got)
-		}
-	}
-}
-
-// A warm build cache starts no compiler; a cold one starts one per package in its directory
-// (Go's os/exec Dir: chdir in the child). chdir comes with any process start.
-func TestProcessesBringChdir(t *testing.T) {
-	ctx := map[string]string{"HOME": "/home/a", "WORKDIR": "/w", "TMPDIR": "/tmp"}
-	exe := "/usr/local/go/bin/go"
-	for _, forks := range []bool{true, false} {
-		tr := &trace.Trace{Version: trace.Version, Command: []string{"go", "build"}, Context: ctx,
-			Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
-			Processes: []trace.Process{{ID: 1, PID: 10, Exe: exe}},
-			Syscalls:  []trace.SyscallCount{{Name: "openat", Arch: trace.ArchX86_64, Exe: exe, Count: 1}}}
-		if forks {
-			tr.Syscalls = append(tr.Syscalls, trace.SyscallCount{Name: "clone", Arch: trace.ArchX86_64, Exe: exe, Count: 1})
-		}
-		res, err := Synthesize(tr, testOpts())
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := slices.ContainsFunc(res.Profile.Syscalls.Allow, func(r policy.Syscall) bool { return r.Name == "chdir" })
-		if got != forks {
-			t.Errorf("forks=%v: chdir allowed=%v", forks, got)
+			for _, n := range c.want {
+				got := slices.ContainsFunc(res.Profile.Syscalls.Allow, func(r policy.Syscall) bool { return r.Name == n })
+				if got != triggered {
+					t.Errorf("%v, %s seen=%v: %s allowed=%v", c.command, c.trigger, triggered, n, got)
+				}
+			}
 		}
 	}
 }
