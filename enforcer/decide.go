@@ -98,7 +98,7 @@ func unobservable(guardUp bool) []string {
 	return []string{files, "network denials by Landlock or the empty network namespace (the call fails; no record)",
 		"connects to host unix sockets the sandbox covers (relative, other network namespaces, any number: refused without a record)",
 		"the loader mapping a file no exec rule names (ld.so ./evil, LD_PRELOAD, dlopen in the noexec work tree, home or writable mounts: the mapping fails EPERM; no record)",
-		"execve of a memfd the supervisor made non-executable (MFD_NOEXEC_SEAL: it fails EACCES; no record)"}
+		"execve or an executable mapping of a memfd the supervisor made non-executable (on a noexec tmpfs: they fail EACCES/EPERM; no record)"}
 }
 
 // Degrade names the layers a run may go without when this host cannot apply them (enforce

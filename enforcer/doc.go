@@ -46,8 +46,9 @@
 // in the init stage's address space (its filtered thread, and Go's vfork child before the
 // command's exec) are let through unrecorded: the supervisor recognises them with kcmp(KCMP_VM);
 // nothing the command runs shares that address space. A memfd_create the filter sends (no
-// rule naming MFD_EXEC: learn saw no memfd run) is made by the supervisor with MFD_NOEXEC_SEAL
-// added and placed in the caller as the call's result (memfd_linux.go). Without the sandbox (degraded) the init
+// rule naming MFD_EXEC: learn saw no memfd run) is answered by the supervisor with a file on a
+// detached noexec tmpfs the init stage mounted (neither executable nor mappable executable),
+// placed in the caller as the call's result (memfd_linux.go). Without the sandbox (degraded) the init
 // stage execs the command itself, in no PID namespace.
 //
 // Who the command is (sandbox.ChooseIdentity): an ordinary user's own uid; as root under sudo

@@ -99,9 +99,18 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 			return runResult{}, err
 		}
 	}
+	memfdMnt := -1
+	if cfg.MemfdTmpfs {
+		if memfdMnt, err = s.takeMemfdTmpfs(); err != nil {
+			return runResult{}, err
+		}
+	}
 	sup, err := newSupervisor(listener, st.pid, r.c, r.opts.Audit)
 	if err != nil {
 		return runResult{}, s.abort(fmt.Errorf("supervisor: %w", err))
+	}
+	if memfdMnt >= 0 {
+		sup.useMemfdTmpfs(memfdMnt, r.id.UID, r.id.GID)
 	}
 	go sup.run()
 	r.layers.wait()
@@ -177,6 +186,9 @@ func (r runStart) initConfig(st *stage) initConfig {
 	if r.egress != nil {
 		cfg.Egress = &r.c.Egress.Inside
 	}
+	// The noexec tmpfs memfds are made on (memfd_linux.go): the stage mounts it, in its own user
+	// namespace (an ordinary user's supervisor cannot), and lets the command reach it (Landlock).
+	cfg.MemfdTmpfs = r.sandbox && !r.opts.Audit && r.c.supervisesMemfds()
 	cfg.Replica = st.replicaW != nil && r.sandbox
 	if r.sandbox {
 		cfg.Parts = stageParts(&r.plan, r.opts.Degrade)
@@ -194,6 +206,7 @@ type session struct {
 	msgs      chan initStatus
 	failure   *initStatus
 	egressFDs []int
+	memfdNum  int // the stage's fd of the memfd tmpfs (Config.MemfdTmpfs), 0 before it said
 }
 
 func newSession(st *stage, rep *report.Report, command string) *session {
@@ -217,6 +230,9 @@ func newSession(st *stage, rep *report.Report, command string) *session {
 func (s *session) handle(m initStatus) {
 	if len(m.Egress) > 0 {
 		s.egressFDs = m.Egress
+	}
+	if m.MemfdTmpfs > 0 {
+		s.memfdNum = m.MemfdTmpfs
 	}
 	for _, l := range m.Layers {
 		state := report.Layer{Name: l.Name, State: report.LayerApplied, Detail: l.Detail}
@@ -328,6 +344,29 @@ func findListenerSoon(pid int) (int, bool) {
 	return -1, false
 }
 
+// takeMemfdTmpfs takes the noexec tmpfs the init stage mounted for memfds (Config.MemfdTmpfs).
+// Its message came before the filter's, as startEgress's did.
+func (s *session) takeMemfdTmpfs() (int, error) {
+	for s.memfdNum == 0 && s.failure == nil {
+		m, ok := <-s.msgs
+		if !ok {
+			break
+		}
+		s.handle(m)
+	}
+	if s.failure != nil {
+		return -1, s.failed()
+	}
+	if s.memfdNum == 0 {
+		return -1, s.abort(errors.New("init stage exited before it said where its memfd tmpfs is"))
+	}
+	fd, err := unix.PidfdGetfd(s.st.pidfd, s.memfdNum, 0)
+	if err != nil {
+		return -1, s.abort(fmt.Errorf("take the memfd tmpfs (pidfd_getfd): %w", err))
+	}
+	return fd, nil
+}
+
 // startEgress takes the sockets the init stage opened for the DNS stub and the proxy, and
 // starts them. Their message came before the filter's (it is in the pipe): it is read up to
 // there when the listener was found by looking.
@@ -372,6 +411,9 @@ func (s *session) wait(ctx context.Context, sup *supervisor) (runResult, error) 
 	var res runResult
 	var dropped int
 	res.denials, dropped = sup.take()
+	if note := sup.memfdNote(); note != "" {
+		s.rep.Notes = append(s.rep.Notes, note)
+	}
 	if dropped > 0 {
 		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("%d more denied calls with distinct arguments were counted but not listed (more than %d distinct)", dropped, maxDistinct))
 	}

@@ -24,6 +24,12 @@ type supervisor struct {
 	initCalls atomic.Int64
 	stopR     int
 	stopW     int
+	// The noexec tmpfs memfds are made on (memfd_linux.go), or -1 and why not.
+	memfdOnce sync.Once
+	memfdMnt  int
+	memfdUID  int // the fs ids files are made on it with
+	memfdGID  int
+	memfdWhy  string
 
 	mu      sync.Mutex
 	denials []report.Denial
@@ -81,6 +87,9 @@ func (s *supervisor) stop() {
 	<-s.done
 	unix.Close(s.stopR)
 	unix.Close(s.stopW)
+	if s.memfdMnt > 0 {
+		unix.Close(s.memfdMnt)
+	}
 }
 
 // initTask reports whether the notifying task tid runs the init stage's own code: it shares the

@@ -107,6 +107,12 @@ func applyLandlock(l *Landlock, degrade bool, res *Result) error {
 			return err
 		}
 	}
+	if kept.MemfdTmpfs > 0 {
+		a := llPathBeneathAttr{allowedAccess: (fsReadFile | fsWriteFile | fsTruncate) & rs.HandledFS, parentFd: int32(kept.MemfdTmpfs)}
+		if _, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rulesetFd), llRulePathBeneath, uintptr(unsafe.Pointer(&a)), 0, 0, 0); e != 0 {
+			return fmt.Errorf("landlock_add_rule memfd tmpfs: %w", e)
+		}
+	}
 	for _, pr := range rs.Ports {
 		a := llNetPortAttr{allowedAccess: pr.Access, port: uint64(pr.Port)}
 		_, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rulesetFd), llRuleNetPort, uintptr(unsafe.Pointer(&a)), 0, 0, 0)

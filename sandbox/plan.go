@@ -74,6 +74,11 @@ type Landlock struct {
 
 	ScopeSignals      bool `json:"scope_signals"`       // no signals to processes outside the sandbox
 	ScopeAbstractUnix bool `json:"scope_abstract_unix"` // no connect to abstract unix sockets outside
+
+	// MemfdTmpfs is the fd of the init stage's NoExecTmpfs (0: none): its files stand in for
+	// memfds, which the command reads and writes (also reopened through /proc/self/fd/N), never
+	// executes. Set by the stage that mounted it, never sent as data.
+	MemfdTmpfs int `json:"-"`
 }
 
 // steps are the plan's layers in the order Apply applies them (see the package doc: mounts

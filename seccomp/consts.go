@@ -23,11 +23,11 @@ const WhySetID = "set-id mode bits (S_ISUID/S_ISGID)"
 // unless the profile has a rule on prot that lets PROT_EXEC through (learned from a JIT).
 const WhyExecMemory = "executable memory no file backs (PROT_EXEC: a JIT, or injected code; learn saw none)"
 
-// WhyMemfd marks the check that sends every memfd_create to the supervisor, which makes the
-// memfd itself with MFD_NOEXEC_SEAL (no mount flag or Landlock rule reaches a memfd, so
-// nothing else stops exec or an executable mapping of one), unless the profile has a rule on
-// its flags that lets MFD_EXEC through (learned: a memfd was executed or mapped executable).
-const WhyMemfd = "memfds that can hold code (the supervisor makes them MFD_NOEXEC_SEAL; learn saw no memfd executed)"
+// WhyMemfd marks the check that sends every memfd_create to the supervisor, which answers with
+// a file on a noexec tmpfs instead (no mount flag or Landlock rule reaches a real memfd, so
+// nothing would stop an executable mapping of one), unless the profile has a rule on its
+// flags that lets MFD_EXEC through (learned: a memfd was executed or mapped executable).
+const WhyMemfd = "memfds that can hold code (the supervisor makes them on a noexec tmpfs; learn saw no memfd executed)"
 
 // shmExec is SHM_EXEC: shmat maps the segment executable.
 const shmExec = 0o100000

@@ -516,7 +516,7 @@ func TestExecMemory(t *testing.T) {
 	}
 }
 
-// Every memfd_create goes to the supervisor (which makes the memfd MFD_NOEXEC_SEAL) unless the
+// Every memfd_create goes to the supervisor (which makes it on a noexec tmpfs) unless the
 // profile has a rule on its flags letting MFD_EXEC through (what synth writes when learn saw a
 // memfd executed or mapped executable).
 func TestMemfdToSupervisor(t *testing.T) {

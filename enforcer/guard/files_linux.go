@@ -503,9 +503,9 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 		}
 		portable := g.portable(h.path)
 		d.Suggest = fmt.Sprintf("filesystem.%s: + %s", section, portable)
-		if h.access == "exec" && fdPath(h.path) {
-			// A file run by descriptor: a memfd the supervisor sealed non-executable (no exec
-			// rule can name it); what lets it run is the learned memfd_create rule.
+		if h.access == "exec" && (fdPath(h.path) || strings.HasPrefix(h.path, "/memfd:")) {
+			// A file run by descriptor or mapped: a memfd the supervisor made non-executable
+			// (no exec rule can name it); what lets it run is the learned memfd_create rule.
 			d.Suggest = "syscalls.args: memfd_create arg 1: + 0x10"
 		}
 		if g.cfg.FileRisk != nil {

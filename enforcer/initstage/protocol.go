@@ -60,6 +60,10 @@ type Config struct {
 	// Egress: set up the DNS stub's and the proxy's sockets in the new network namespace
 	// (inside.Setup, right after the netns part) and report their fds (Status.Egress).
 	Egress *inside.Inside `json:"egress,omitempty"`
+	// MemfdTmpfs: mount a detached noexec tmpfs (sandbox.NoExecTmpfs) before the layers and
+	// report its fd (Status.MemfdTmpfs): an ordinary user's supervisor makes the command's
+	// memfds there and cannot mount one itself.
+	MemfdTmpfs bool `json:"memfd_tmpfs,omitempty"`
 }
 
 // Part is one layer's part of the run's plan.
@@ -87,6 +91,8 @@ type Status struct {
 	// Egress are the fds of the sockets inside.Setup opened (the parent takes them with
 	// pidfd_getfd before it releases the stage).
 	Egress []int `json:"egress,omitempty"`
+	// MemfdTmpfs is the fd of the tmpfs Config.MemfdTmpfs asked for (taken like Egress).
+	MemfdTmpfs int `json:"memfd_tmpfs,omitempty"`
 	// Failure: Stage is sandbox, seccomp, lookup or exec; Exit is the status the init stage
 	// exits with (125 for sysprof's own failures, 126/127 for the command).
 	Stage string `json:"stage,omitempty"`

@@ -67,11 +67,26 @@ func initStage() int {
 	if st := enterNamespaces(cfg, asInit); st != nil {
 		return s.fail(*st)
 	}
-	var egress []int // the egress sockets, handed to the parent (pidfd_getfd) before the sync
+	var held []int      // the fds handed to the parent (pidfd_getfd) before the sync: egress sockets, memfd tmpfs
+	if cfg.MemfdTmpfs { // before the layers: they drop the capability a mount needs
+		fd, err := sandbox.NoExecTmpfs()
+		if err != nil {
+			return s.fail(Status{Stage: "sandbox", Layer: LayerMounts, Error: "the noexec tmpfs for memfds: " + err.Error()})
+		}
+		_ = s.enc.Encode(Status{MemfdTmpfs: fd})
+		held = append(held, fd)
+		for _, p := range cfg.Parts {
+			if p.Plan.Landlock != nil {
+				p.Plan.Landlock.MemfdTmpfs = fd
+			}
+		}
+	}
 	if cfg.Sandbox {
-		if egress, st = s.applyLayers(cfg); st != nil {
+		egress, st := s.applyLayers(cfg)
+		if st != nil {
 			return s.fail(*st)
 		}
+		held = append(held, egress...)
 	}
 
 	phase.Mark("sandbox")
@@ -90,7 +105,7 @@ func initStage() int {
 	// From here on every syscall goes through the filter; the parent's supervisor lets this
 	// stage's own calls through until the exec (it sees the status pipe close).
 	phase.Mark("lookup, seccomp")
-	if st := s.handOver(listener, egress); st != nil {
+	if st := s.handOver(listener, held); st != nil {
 		return s.fail(*st)
 	}
 	phase.Mark("sync")
@@ -224,7 +239,7 @@ func (s *stageStatus) installSeccomp(filter SockFilter) (int, *Status) {
 }
 
 // handOver tells the parent the filter is installed, waits until it holds the listener (and
-// the egress sockets), and closes this stage's copies.
+// the other fds it takes: egress sockets, the memfd tmpfs), and closes this stage's copies.
 func (s *stageStatus) handOver(listener int, egress []int) *Status {
 	_ = s.enc.Encode(Status{Ready: true, Listener: listener})
 	var one [1]byte
