@@ -70,6 +70,9 @@ func (c *Compiled) suggest(abi, name string, auditArch, nr uint32, args [6]uint6
 				bad = v & chk.DenyBits
 			}
 		}
+		if chk.Why == seccomp.WhyOldMmap { // its registers hold no prot: the rule that lifts it
+			bad = unix.PROT_EXEC
+		}
 		g := policy.ArgGrant(name, chk.Arg, bad)
 		if name == "socket" && chk.Arg == 2 && v == seccomp.IPProtoMPTCP {
 			return g, "network.connect: + ENDPOINT proto: mptcp (or " + g.String() + ")"

@@ -387,10 +387,11 @@ func ArgValueRisk(syscall string, arg int, v uint64) (Risk, string) {
 	return RiskLow, "argument value"
 }
 
-// ExecMemoryArgs are the syscalls that can make memory executable, by their prot argument.
+// ExecMemoryArgs are the syscalls that can make memory executable, by their prot argument
+// (mmap2: i386's mmap).
 // Enforce refuses PROT_EXEC there unless a rule lets it through (seccomp's exec-memory
 // hardening): no rule means "never executable", not "any value" (Diff).
-var ExecMemoryArgs = map[string]int{"mmap": 2, "mprotect": 2, "pkey_mprotect": 2}
+var ExecMemoryArgs = map[string]int{"mmap": 2, "mmap2": 2, "mprotect": 2, "pkey_mprotect": 2}
 
 // execBit is the bit of syscall's argument arg that enforce refuses unless a rule lets it
 // through (no rule there means "never", not "any value"), and the rule that lets it through:

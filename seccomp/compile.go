@@ -111,11 +111,12 @@ func hardening(p *policy.Profile, supervisedOpens bool) map[string][]Check {
 	// No code that no file holds runs unless learned: the loader maps files (their mounts
 	// decide: noexec trees), a JIT maps memory, an injected payload does too. mprotect cannot
 	// tell a file's mapping from memory: any PROT_EXEC counts (ld.so adds none). i386's
-	// old mmap passes its arguments in memory: unchecked (an i386 profile is learned).
+	// mmap2 takes mmap's arguments; its old mmap passes them in memory (compatOldMmap).
 	execMem := Check{Arg: 2, Width32: true, Mask: ^uint64(0), DenyBits: unix.PROT_EXEC, Fail: RetNotify, Why: WhyExecMemory}
 	anonExec := execMem
 	anonExec.When = &Cond{Arg: 3, Bits: unix.MAP_ANONYMOUS}
 	h["mmap"] = append(h["mmap"], anonExec)
+	h["mmap2"] = append(h["mmap2"], anonExec)
 	h["mprotect"] = append(h["mprotect"], execMem)
 	h["pkey_mprotect"] = append(h["pkey_mprotect"], execMem)
 	shm := execMem
@@ -339,7 +340,30 @@ func (c *Filter) compileABI(info *arch.Info, isHost bool, others []*arch.Info, n
 			abi.Rules[uint32(nr)|mask] = rule
 		}
 	}
+	if info == arch.I386 {
+		if r := c.Rules["mmap"]; r != nil {
+			for _, nr := range byName["mmap"] {
+				abi.Rules[uint32(nr)] = compatOldMmap(r)
+			}
+		}
+	}
 	return abi
+}
+
+// compatOldMmap is the rule of i386's old mmap (number 90, named mmap as x86_64's is) for the
+// rule r of mmap: its one argument points to the others in memory, which seccomp cannot read,
+// so while r refuses executable memory (WhyExecMemory: no profile rule lets PROT_EXEC through)
+// every call that passes r's other checks goes to the supervisor (WhyOldMmap in its place: no
+// value passes). Nothing uses it but old binaries: glibc and musl map with mmap2, whose
+// arguments are checked as mmap's.
+func compatOldMmap(r *Rule) *Rule {
+	i := slices.IndexFunc(r.Checks, func(c Check) bool { return c.Why == WhyExecMemory })
+	if i < 0 {
+		return r
+	}
+	out := &Rule{Name: r.Name, Ret: r.Ret, Checks: slices.Clone(r.Checks)}
+	out.Checks[i] = Check{Arg: 2, Width32: true, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyOldMmap}
+	return out
 }
 
 // nativeArch reports a 64-bit architecture a machine runs natively (not a compat ABI).

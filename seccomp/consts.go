@@ -23,6 +23,11 @@ const WhySetID = "set-id mode bits (S_ISUID/S_ISGID)"
 // unless the profile has a rule on prot that lets PROT_EXEC through (learned from a JIT).
 const WhyExecMemory = "executable memory no file backs (PROT_EXEC: a JIT, or injected code; learn saw none)"
 
+// WhyOldMmap marks the check that sends every call of i386's old mmap to the supervisor when
+// WhyExecMemory applies to mmap: it passes its arguments in memory, which seccomp cannot read,
+// so its prot cannot be checked (glibc and musl use mmap2, whose arguments are in registers).
+const WhyOldMmap = "i386's old mmap (its arguments are in memory: prot cannot be checked; libc uses mmap2)"
+
 // WhyMemfd marks the check that sends every memfd_create to the supervisor, which answers with
 // a file on a noexec tmpfs instead (no mount flag or Landlock rule reaches a real memfd, so
 // nothing would stop an executable mapping of one), unless the profile has a rule on its

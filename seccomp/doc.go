@@ -27,7 +27,9 @@
 //     namespace flags, ioctl TIOCSTI/TIOCLINUX, and socket(…, IPPROTO_MPTCP) unless the
 //     profile has an mptcp endpoint (MPTCP bypasses Landlock's TCP rules); every memfd_create
 //     unless a rule on its flags names MFD_EXEC (the supervisor makes the memfd non-executable:
-//     WhyMemfd);
+//     WhyMemfd); PROT_EXEC on anonymous mmap/mmap2, mprotect, pkey_mprotect and shmat's
+//     SHM_EXEC unless a rule on prot lets it through (WhyExecMemory), and under i386 every old
+//     mmap, whose arguments are in memory (WhyOldMmap);
 //   - arguments the kernel reads as int are compared on their low 32 bits only.
 //
 // The program is tested without a kernel through golang.org/x/net/bpf's VM, table-driven and

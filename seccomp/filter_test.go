@@ -300,8 +300,11 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 	case name == "socket" && lo(2) == IPProtoMPTCP && !MPTCPLearned(p) && !lets(2, isMPTCP, 0):
 		return RetNotify
 	}
-	execMem := map[string]uint64{"mmap": unix.PROT_EXEC, "mprotect": unix.PROT_EXEC, "pkey_mprotect": unix.PROT_EXEC, "shmat": shmExec}
-	if b, ok := execMem[name]; ok && lo(2)&b != 0 && (name != "mmap" || lo(3)&unix.MAP_ANONYMOUS != 0) && !lets(2, never, b) {
+	execMem := map[string]uint64{"mmap": unix.PROT_EXEC, "mmap2": unix.PROT_EXEC, "mprotect": unix.PROT_EXEC, "pkey_mprotect": unix.PROT_EXEC, "shmat": shmExec}
+	if info == arch.I386 && name == "mmap" && !lets(2, never, unix.PROT_EXEC) {
+		return RetNotify // the old mmap: its arguments are in memory, every call is sent
+	}
+	if b, ok := execMem[name]; ok && lo(2)&b != 0 && (!strings.HasPrefix(name, "mmap") || lo(3)&unix.MAP_ANONYMOUS != 0) && !lets(2, never, b) {
 		return RetNotify
 	}
 	// memfd_create: every call, unless a rule on flags lists a value with MFD_EXEC.
@@ -511,6 +514,60 @@ func TestExecMemory(t *testing.T) {
 			}
 			if got := c.Spec.Eval(x86, tc.nr, tc.args); got != want {
 				t.Errorf("learned=%v %s: spec %s, want %s", learned, tc.name, actionName(got), actionName(want))
+			}
+		}
+	}
+}
+
+// The same under i386 (int 0x80 or a 32-bit program, when the profile lists i386): mmap2 and
+// mprotect have their arguments in registers and are checked as on x86_64; the old mmap has
+// them in memory, so every call is sent unless a rule lets PROT_EXEC through.
+func TestExecMemoryCompat(t *testing.T) {
+	anon, file := uint64(unix.MAP_PRIVATE|unix.MAP_ANONYMOUS), uint64(unix.MAP_PRIVATE)
+	rx, rw := uint64(unix.PROT_READ|unix.PROT_EXEC), uint64(unix.PROT_READ|unix.PROT_WRITE)
+	a := func(xs ...uint64) (r [6]uint64) { copy(r[:], xs); return }
+	cases := []struct {
+		name    string
+		nr      uint32
+		args    [6]uint64
+		refused bool
+	}{
+		{"mmap2 anonymous rx", nr32("mmap2"), a(0, 4096, rx, anon, 0xffffffff), true},
+		{"mmap2 anonymous rw", nr32("mmap2"), a(0, 4096, rw, anon, 0xffffffff), false},
+		{"mmap2 of a file rx (the loader)", nr32("mmap2"), a(0, 4096, rx, file, 3), false},
+		{"old mmap, a pointer to its arguments", nr32("mmap"), a(0xffffd000), true},
+		{"old mmap, registers that look harmless", nr32("mmap"), a(0, 4096, rw, file, 3), true},
+		{"mprotect rx", nr32("mprotect"), a(0, 4096, rx), true},
+		{"mprotect r", nr32("mprotect"), a(0, 4096, unix.PROT_READ), false},
+	}
+	for _, learned := range []bool{false, true} {
+		p := &policy.Profile{}
+		p.Syscalls.Architectures = []string{"x86_64", "i386"}
+		for _, n := range []string{"mmap", "mmap2", "mprotect"} {
+			p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: n})
+			if learned {
+				// (numbers: the model reads no names)
+				p.Syscalls.Args = append(p.Syscalls.Args, policy.ArgRule{Syscall: n, Arg: 2, Mask: "0x4", Values: []string{"0x0", "0x4"}})
+			}
+		}
+		c, err := Compile(p, "x86_64", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vm := newVM(t, c.Program)
+		for _, tc := range cases {
+			want := uint32(RetAllow)
+			if tc.refused && !learned {
+				want = RetNotify
+			}
+			if got := vm.run(t, i386, tc.nr, tc.args); got != want {
+				t.Errorf("learned=%v i386 %s: filter %s, want %s", learned, tc.name, actionName(got), actionName(want))
+			}
+			if got := c.Spec.Eval(i386, tc.nr, tc.args); got != want {
+				t.Errorf("learned=%v i386 %s: spec %s, want %s", learned, tc.name, actionName(got), actionName(want))
+			}
+			if got := model(p, i386, tc.nr, tc.args); got != want {
+				t.Errorf("learned=%v i386 %s: model %s, want %s", learned, tc.name, actionName(got), actionName(want))
 			}
 		}
 	}

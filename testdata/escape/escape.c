@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -50,6 +51,31 @@ static long int80_getpid(void) {
 		return -1;
 	}
 	return ret;
+}
+
+// An i386 mapping through the 32-bit entry point: mmap2 (192) with its six arguments in
+// registers, or the old mmap (90) with one pointer to them (below 4 GiB: MAP_32BIT).
+static long int80_mmap(int old, unsigned prot, unsigned flags) {
+	long ret;
+	if (old) {
+		unsigned *a = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+		if (a == MAP_FAILED)
+			return -1;
+		unsigned args[6] = {0, 4096, prot, flags, (unsigned)-1, 0};
+		memcpy(a, args, sizeof args);
+		__asm__ volatile("int $0x80" : "=a"(ret) : "a"(90), "b"((unsigned)(uintptr_t)a) : "memory");
+	} else {
+		// ebp is the sixth argument (the page offset): 0, saved around the call.
+		__asm__ volatile("push %%rbp\n\txor %%ebp, %%ebp\n\tint $0x80\n\tpop %%rbp"
+				 : "=a"(ret)
+				 : "a"(192), "b"(0), "c"(4096), "d"(prot), "S"(flags), "D"(-1)
+				 : "memory");
+	}
+	if (ret < 0 && ret > -4096) {
+		errno = -ret;
+		return -1;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv) {
@@ -141,6 +167,10 @@ int main(int argc, char **argv) {
 			result(name, syscall(SYS_io_uring_setup, 1, params));
 		} else if (!strcmp(name, "int80")) {
 			result(name, int80_getpid());
+		} else if (!strcmp(name, "int80-mmap2-exec") || !strcmp(name, "int80-mmap-exec") || !strcmp(name, "int80-mmap2-rw")) {
+			int exec = strstr(name, "exec") != NULL;
+			result(name, int80_mmap(!strcmp(name, "int80-mmap-exec"), PROT_READ | PROT_WRITE | (exec ? PROT_EXEC : 0),
+					       MAP_PRIVATE | MAP_ANONYMOUS));
 		} else if (!strcmp(name, "x32")) {
 			result(name, syscall(X32_BIT | 39 /* getpid */));
 		} else if (!strcmp(name, "clone-newns")) {
