@@ -89,6 +89,8 @@ int main(void) { puts("EVIL RAN"); return 0; }
 			for _, a := range []struct{ name, script, want string }{
 				{"exec", exe, "Permission denied"},
 				{"dlopen", dl, "failed to map segment"},
+				// A loader of its own: the memfd's fd mapped executable, no path involved.
+				{"mmap-exec", py(`import os, mmap; fd = os.memfd_create("x"); os.write(fd, bytes(4096)); mmap.mmap(fd, 4096, prot=mmap.PROT_READ | mmap.PROT_EXEC); print("EVIL RAN")`), "Operation not permitted"},
 				{"ask-MFD_EXEC", askExec, "Operation not permitted"},
 			} {
 				rep := filepath.Join(root, as.name+"-"+a.name+".json")
