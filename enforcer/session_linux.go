@@ -107,6 +107,9 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 	}
 	sup, err := newSupervisor(listener, st.pid, r.c, r.opts.Audit)
 	if err != nil {
+		if memfdMnt >= 0 {
+			unix.Close(memfdMnt)
+		}
 		return runResult{}, s.abort(fmt.Errorf("supervisor: %w", err))
 	}
 	if memfdMnt >= 0 {

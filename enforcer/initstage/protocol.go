@@ -60,9 +60,9 @@ type Config struct {
 	// Egress: set up the DNS stub's and the proxy's sockets in the new network namespace
 	// (inside.Setup, right after the netns part) and report their fds (Status.Egress).
 	Egress *inside.Inside `json:"egress,omitempty"`
-	// MemfdTmpfs: mount a detached noexec tmpfs (sandbox.NoExecTmpfs) before the layers and
-	// report its fd (Status.MemfdTmpfs): an ordinary user's supervisor makes the command's
-	// memfds there and cannot mount one itself.
+	// MemfdTmpfs: mount a detached noexec tmpfs (sandbox.NoExecTmpfs) before the layers, add
+	// it to the Landlock part's rules and report its fd (Status.MemfdTmpfs): the supervisor
+	// makes the command's memfds there (an ordinary user's could not mount one itself).
 	MemfdTmpfs bool `json:"memfd_tmpfs,omitempty"`
 }
 
