@@ -110,6 +110,8 @@ func Prepare(opts Options) *Prepared {
 		r.discardLoad()
 		return &Prepared{err: fmt.Errorf("compile profile: %w", err)}
 	}
+	// The binaries' hashes too (a file read per binary, or its cached hash).
+	r.changed = checkBinaries(opts.Profile, r.env)
 	return &Prepared{r: r, c: compiled}
 }
 
@@ -147,6 +149,8 @@ type enforcedRun struct {
 	load        *guard.Load  // guard.c loading, until the guard takes it
 	guard       *guard.Guard // nil: no guard, or closed
 	px          *egress      // nil: no network allowlist
+	// changed are the profile's binaries that changed since learn (checkBinaries, in Prepare).
+	changed []report.ChangedBinary
 }
 
 // newEnforcedRun checks opts and finds the run's directory and host values. As root it takes
@@ -285,7 +289,7 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 // checkBinaries warns about every binary of the profile that changed since learn, and refuses
 // the run (a *BinaryError) when opts.VerifyBinaries.
 func (r *enforcedRun) checkBinaries() error {
-	changed := checkBinaries(r.opts.Profile, r.env)
+	changed := r.changed
 	if len(changed) == 0 {
 		return nil
 	}
