@@ -113,15 +113,32 @@ const (
 
 // Compile turns a profile into what this host runs: the seccomp program (CompileSeccomp) and
 // the host plan (paths, mounts, sockets). It never modifies p.
+//
+// The two halves run side by side (the seccomp half is pure and reads only p): the plan half
+// needs of it only the /proc writes, which it finds itself.
 func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 	p = policy.WithoutPending(p) // what nobody accepted yet is denied (and reported)
-	c, err := CompileSeccomp(p, env.Arch)
-	if err != nil {
-		return nil, err
+	type half struct {
+		c   *Compiled
+		err error
 	}
-	if err := c.compilePlan(p, env); err != nil {
-		return nil, err
+	filter := make(chan half, 1)
+	go func() {
+		c, err := CompileSeccomp(p, env.Arch)
+		filter <- half{c, err}
+	}()
+	c := &Compiled{profile: p, ProcWrites: procWrites(p)}
+	planErr := c.compilePlan(p, env)
+	f := <-filter
+	if f.err != nil {
+		return nil, f.err
 	}
+	if planErr != nil {
+		return nil, planErr
+	}
+	c.Arch, c.Filter, c.spec = f.c.Arch, f.c.Filter, f.c.spec
+	c.Notes = append(f.c.Notes, c.Notes...)
+	c.Dropped = append(f.c.Dropped, c.Dropped...)
 	if err := c.compileCredentials(p, env); err != nil {
 		return nil, err
 	}

@@ -29,12 +29,15 @@
 // /proc/self/exe with the hidden argument, MaybeInit being the first call in main) in a new
 // session (no terminal injection into the caller's terminal), with SIGKILL as parent-death
 // signal, and sends it the compiled policy on an inherited pipe. The CLI starts that init stage
-// before it loads the profile (StartEarly: the second Go runtime's start, a few ms, overlaps the
-// load and the compile), with the namespaces every sandboxed run has and, as root, in a fresh
-// run cgroup; the network namespace, the one that depends on the profile, the stage then
-// unshares itself on the thread that execs. A run that does not fit an early stage (another
-// directory, environment or streams; no sandbox; another cgroup, or none, for the guard; another
-// identity, see below) kills it and starts its own. The init stage is PID 1 of a new PID
+// before the profile is known (StartEarly), with the namespaces every sandboxed run has and, as
+// root, in a fresh run cgroup, while another goroutine loads the profile and compiles it
+// (Prepare; Run is Prepare and Prepared.Run): the init program's memfd, the clone and the
+// second Go runtime's start overlap the load and the compile, whose seccomp half runs beside
+// the host plan. The early stage unshares its network namespace on the thread that execs while
+// it waits for its config (initstage.ArgNetNS): every sandboxed plan has one. A run that does
+// not fit an early stage (another directory, environment or streams; no sandbox or no network
+// namespace; another cgroup, or none, for the guard; another identity, see below) kills it and
+// starts its own. The init stage is PID 1 of a new PID
 // namespace: it mounts the namespace's /proc (sandbox.MountProc), applies the sandbox plan,
 // marks every fd above 2 close-on-exec, sets no_new_privs, installs the filter on its locked
 // thread with SECCOMP_FILTER_FLAG_NEW_LISTENER, and blocks on a sync pipe. The parent takes the

@@ -77,23 +77,62 @@ type Options struct {
 //
 // Run compiles the profile (Compile) and then executes the compiled result without changing it:
 // what differs from run to run (the stages' overlay directories) goes into a copy of the plan.
+// Run is Prepare followed by Prepared.Run.
 //
 // Requires Linux 5.9 (SECCOMP_USER_NOTIF_FLAG_CONTINUE, close_range, pidfd_getfd) and the
 // process's main to call MaybeInit first.
 func Run(ctx context.Context, opts Options) (*report.Report, int, error) {
+	p := Prepare(opts)
+	phase.Mark("compile")
+	return p.Run(ctx, opts.Early)
+}
+
+// Prepared is a run made ready ahead of starting anything (Prepare): its host values and its
+// compiled profile.
+type Prepared struct {
+	r   *enforcedRun
+	c   *Compiled
+	err error
+}
+
+// Prepare does what Run does before it starts a process: it checks opts, finds the host's values
+// and compiles the profile. Nothing of it is bound to a goroutine's thread: the CLI prepares on
+// another goroutine while StartEarly's init stage starts, then calls Run on StartEarly's
+// goroutine. opts.Early is not used (Prepared.Run takes the early stage). Call Run or Discard.
+func Prepare(opts Options) *Prepared {
 	r, err := newEnforcedRun(opts)
 	if err != nil {
-		return nil, 125, err
+		return &Prepared{err: err}
 	}
-	defer opts.Early.Close() // a no-op once the run took it
-	defer r.discardLoad()
 	ensureStateDir()
 	compiled, err := Compile(opts.Profile, r.env)
 	if err != nil {
-		return nil, 125, fmt.Errorf("compile profile: %w", err)
+		r.discardLoad()
+		return &Prepared{err: fmt.Errorf("compile profile: %w", err)}
 	}
-	phase.Mark("compile")
-	return r.execute(ctx, compiled)
+	// The binaries' hashes too (a file read per binary, or its cached hash).
+	r.changed = checkBinaries(opts.Profile, r.env)
+	return &Prepared{r: r, c: compiled}
+}
+
+// Run runs the prepared run as Run does, in early when it fits (a stage StartEarly started on
+// this goroutine, or nil), and closes early.
+func (p *Prepared) Run(ctx context.Context, early *Early) (*report.Report, int, error) {
+	defer early.Close() // a no-op once the run took it
+	if p.err != nil {
+		return nil, 125, p.err
+	}
+	r := p.r
+	r.opts.Early = early
+	defer r.discardLoad()
+	return r.execute(ctx, p.c)
+}
+
+// Discard drops a prepared run that will not run (what it holds of the guard's load).
+func (p *Prepared) Discard() {
+	if p != nil && p.r != nil {
+		p.r.discardLoad()
+	}
 }
 
 // enforcedRun is one Run: its options and host, the compiled profile it executes (read only),
@@ -110,6 +149,8 @@ type enforcedRun struct {
 	load        *guard.Load  // guard.c loading, until the guard takes it
 	guard       *guard.Guard // nil: no guard, or closed
 	px          *egress      // nil: no network allowlist
+	// changed are the profile's binaries that changed since learn (checkBinaries, in Prepare).
+	changed []report.ChangedBinary
 }
 
 // newEnforcedRun checks opts and finds the run's directory and host values. As root it takes
@@ -142,7 +183,6 @@ func newEnforcedRun(opts Options) (*enforcedRun, error) {
 	}
 	r.env.Command = commandPath(opts.Command, dir)
 	r.env.Terminal = stdioTerminal(opts.Stdin, opts.Stdout, opts.Stderr)
-	phase.Mark("host env")
 	return r, nil
 }
 
@@ -222,7 +262,7 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	if r.guard != nil {
 		cgid = r.guard.Cgroup().ID
 	}
-	st := r.opts.Early.take(&r.opts, r.dir, dec.Sandbox, cgid, id)
+	st := r.opts.Early.take(&r.opts, r.dir, dec.Sandbox, plan.NetNS, cgid, id)
 	layers := r.startLayers(dec, &plan, id)
 	defer layers.remove()
 	res, err := start(ctx, runStart{opts: r.opts, c: c, plan: plan, dir: r.dir, id: id, sandbox: dec.Sandbox,
@@ -249,7 +289,7 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 // checkBinaries warns about every binary of the profile that changed since learn, and refuses
 // the run (a *BinaryError) when opts.VerifyBinaries.
 func (r *enforcedRun) checkBinaries() error {
-	changed := checkBinaries(r.opts.Profile, r.env)
+	changed := r.changed
 	if len(changed) == 0 {
 		return nil
 	}

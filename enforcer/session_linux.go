@@ -65,10 +65,12 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 	if n := len(cfg.UnsetEnv); n > 0 {
 		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("environment: %d secret-looking variable(s) removed: %s (to pass one: env: {pass: [NAME]})", n, strings.Join(cfg.UnsetEnv, ", ")))
 	}
+	phase.Mark("config: stages, layers, environment")
 	if err := writeConfig(st.cfgW, cfg); err != nil {
 		st.kill()
 		return runResult{}, err
 	}
+	phase.Mark("write config")
 	if cfg.Replica {
 		plain, err := st.sendReplica(append(r.plan.Reach(), r.dir))
 		if err != nil {
@@ -76,6 +78,7 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 			return runResult{}, err
 		}
 		replicaNote(r.rep, plain)
+		phase.Mark("send replica")
 	}
 	if r.sandbox && r.id.UserNS {
 		state := report.LayerApplied
@@ -139,7 +142,7 @@ func (r runStart) spawn() (*stage, error) {
 	}
 	phase.Mark("prepare start")
 	env, stdin, stdout, stderr := stageIO(&r.opts)
-	st, err := spawnStage(attr, r.dir, env, stdin, stdout, stderr, r.sandbox && r.id.Idmap)
+	st, err := spawnStage(attr, r.dir, env, stdin, stdout, stderr, r.sandbox && r.id.Idmap, false)
 	if err != nil {
 		return nil, err
 	}

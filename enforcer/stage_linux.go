@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/enforcer/initstage"
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/policy"
@@ -40,6 +41,9 @@ type stage struct {
 	// replicaW, for a stage in a root-idmap user namespace: where it expects the host's mounts
 	// as an idmapped replica (sendReplica).
 	replicaW *os.File
+	// earlyNet: started with initstage.ArgNetNS, the stage enters a network namespace of its
+	// own before its config arrives; it fits only a plan with one.
+	earlyNet bool
 }
 
 // spawnStage starts sysprof's init stage with attr (namespaces, cgroup) completed with what
@@ -48,7 +52,7 @@ type stage struct {
 // thread until finish (call finish on the same goroutine). With idmap (sandbox.Identity.Idmap)
 // the stage expects the host's mounts as an idmapped replica (sendReplica), and starts in /
 // (dir may be out of its host uid's reach until then; it enters dir again after the mounts).
-func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Reader, stdout, stderr io.Writer, idmap bool) (*stage, error) {
+func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Reader, stdout, stderr io.Writer, idmap, earlyNet bool) (*stage, error) {
 	cfgR, cfgW, err := blockingPipe()
 	if err != nil {
 		return nil, err
@@ -98,9 +102,13 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 	attr.Pdeathsig = syscall.SIGKILL
 	pidfd := -1
 	attr.PidFD = &pidfd
+	args := []string{"sysprof-init", initArg}
+	if earlyNet {
+		args = append(args, initstage.ArgNetNS)
+	}
 	cmd := &exec.Cmd{
 		Path:        initProgram(),
-		Args:        []string{"sysprof-init", initArg},
+		Args:        args,
 		Env:         env,
 		Dir:         dir,
 		Stdin:       stdin,
@@ -129,7 +137,7 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 	phase.Mark("cmd.Start (fork/clone)")
 	closeChildEnds()
 	st := &stage{cmd: cmd, pid: cmd.Process.Pid, pidfd: pidfd, cfgW: cfgW, syncW: syncW, statusR: statusR,
-		netns: attr.Cloneflags&unix.CLONE_NEWNET != 0, locked: true}
+		netns: attr.Cloneflags&unix.CLONE_NEWNET != 0, locked: true, earlyNet: earlyNet}
 	st.replicaW = replicaW
 	return st, nil
 }
@@ -245,7 +253,8 @@ func StartEarly(opts Options) *Early {
 		phase.Mark("early: cgroup")
 	}
 	env, stdin, stdout, stderr := stageIO(&opts)
-	st, err := spawnStage(attr, opts.Dir, env, stdin, stdout, stderr, id.Idmap)
+	// Every sandboxed plan has a network namespace: the stage makes it while it waits.
+	st, err := spawnStage(attr, opts.Dir, env, stdin, stdout, stderr, id.Idmap, attr.Cloneflags&unix.CLONE_NEWNET == 0)
 	if err != nil {
 		if cg != nil {
 			cg.Remove()
@@ -328,15 +337,15 @@ func (e *Early) takeCgroup() *kernrun.Cgroup {
 }
 
 // take returns the early stage for a run that fits it: the same Dir, Env and streams,
-// sandboxed, the same identity (user namespace or real root), and born into the guard's cgroup
-// (cgid; 0 without a guard). Otherwise it kills the
-// stage and returns nil.
-func (e *Early) take(opts *Options, dir string, applySandbox bool, cgid uint64, id sandbox.Identity) *stage {
+// sandboxed, with a network namespace when the stage made one (netns: the plan has one), the
+// same identity (user namespace or real root), and born into the guard's cgroup (cgid; 0
+// without a guard). Otherwise it kills the stage and returns nil.
+func (e *Early) take(opts *Options, dir string, applySandbox, netns bool, cgid uint64, id sandbox.Identity) *stage {
 	if e == nil || e.st == nil {
 		return nil
 	}
 	st := e.st
-	fits := applySandbox && dir == e.opts.Dir && st.cgid == cgid && st.model == id.Model &&
+	fits := applySandbox && (netns || !st.earlyNet) && dir == e.opts.Dir && st.cgid == cgid && st.model == id.Model &&
 		slices.Equal(opts.Env, e.opts.Env) && (opts.Env == nil) == (e.opts.Env == nil) &&
 		same(opts.Stdin, e.opts.Stdin) && same(opts.Stdout, e.opts.Stdout) && same(opts.Stderr, e.opts.Stderr)
 	if !fits {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -170,35 +171,37 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		return runEnforceGates(ctx, o)
 	}
 	phase.Mark("cli")
-	// The init stage starts now: its start overlaps loading and compiling the profile.
+	// The profile loads and compiles on another goroutine while the init stage starts on this
+	// one (it dies with this goroutine's thread): the memfd of its program and its clone take
+	// a few ms, mostly in the kernel.
+	resolve, resolveErr := parseResolve(o.Resolve)
+	prep := make(chan preparedEnforce, 1)
+	go func() { prep <- o.prepare(resolve, resolveErr == nil) }()
 	early := enforcer.StartEarly(enforcer.Options{})
 	defer early.Close()
-	// What policy.Load made of these bytes before, verified (profilecache), or a load.
-	p, err := profilecache.Load(o.Profile, version)
-	phase.Mark("policy.Load")
+	pe := <-prep
+	phase.Mark("policy.Load, compile (wait)")
+	p, err := pe.p, pe.err
 	if err != nil {
 		return withCode(exitSysprof, fmt.Errorf("%w (learn one with `sudo sysprof learn -p %s -- CMD`)", err, o.Profile))
 	}
 	warnIncomplete(o.Err, "", o.Profile, p)
-	addPublished(p, o.Publish)
 	if o.Report != "" {
 		if err := checkWritable(o.Report); err != nil {
+			pe.run.Discard()
 			return withCode(exitSysprof, err)
 		}
 	}
-	resolve, err := parseResolve(o.Resolve)
-	if err != nil {
-		return withCode(exitSysprof, err)
+	if resolveErr != nil {
+		return withCode(exitSysprof, resolveErr)
 	}
 	var rep *report.Report
 	var code int
-	if o.Audit && canAuditByLearning() {
+	if pe.run == nil { // o.Audit && canAuditByLearning()
 		early.Close()
 		rep, code, err = auditByLearning(ctx, o, p)
 	} else {
-		opts := o.runOptions(p, project.Step{Command: o.Command, Profile: o.Profile}, resolve)
-		opts.Early = early
-		rep, code, err = enforcer.Run(ctx, opts)
+		rep, code, err = pe.run.Run(ctx, early)
 	}
 	if err != nil {
 		return commandErrorEnforce(code, err)
@@ -235,6 +238,34 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		return withCode(code, nil)
 	}
 	return nil
+}
+
+// preparedEnforce is the profile of a plain enforce run (p, or err when it did not load) and the
+// run prepared from it (nil for an audit run that learns instead).
+type preparedEnforce struct {
+	p   *policy.Profile
+	run *enforcer.Prepared
+	err error
+}
+
+// prepare loads the profile (what policy.Load made of these bytes before, verified by
+// profilecache, or a load) and, when compile, prepares the run (enforcer.Prepare: host values,
+// compile) unless an audit run learns instead.
+func (o *enforceOptions) prepare(resolve map[string][]netip.Addr, compile bool) preparedEnforce {
+	start := time.Now()
+	p, err := profilecache.Load(o.Profile, version)
+	phase.Since("policy.Load", start)
+	if err != nil {
+		return preparedEnforce{err: err}
+	}
+	addPublished(p, o.Publish)
+	if !compile || o.Audit && canAuditByLearning() {
+		return preparedEnforce{p: p}
+	}
+	start = time.Now()
+	run := enforcer.Prepare(o.runOptions(p, project.Step{Command: o.Command, Profile: o.Profile}, resolve))
+	phase.Since("host env, compile", start)
+	return preparedEnforce{p: p, run: run}
 }
 
 // runOptions is what enforcer.Run gets for a step, or for a plain command (a step without a

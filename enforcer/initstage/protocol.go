@@ -15,6 +15,12 @@ import (
 // the init stage.
 const Arg = "__sysprof_init__"
 
+// ArgNetNS, after Arg, makes a stage started early (before its profile is known) enter a new
+// network namespace of its own while it waits for its config: every sandboxed plan has one
+// (loopback only, or the egress proxy's), and making it costs ~1 ms the run would otherwise
+// wait for. Such a stage then expects UnshareNet in its config and refuses any other.
+const ArgNetNS = "netns"
+
 // Inherited file descriptors of the init stage (exec.Cmd.ExtraFiles start at 3).
 const (
 	FDConfig = 3 // read end of a pipe: Config as JSON, then EOF
@@ -45,7 +51,8 @@ type Config struct {
 	Sockets []string `json:"sockets,omitempty"` // host daemon sockets to hide after the mounts part
 	Sandbox bool     `json:"sandbox"`           // a sandboxed run (false only when degrading without the sandbox package)
 	// UnshareNet: the stage was started before the profile was known (early), without
-	// CLONE_NEWNET: it enters a new network namespace itself, on the thread that execs.
+	// CLONE_NEWNET: it enters a new network namespace itself, on the thread that execs (at
+	// once when started with ArgNetNS).
 	UnshareNet bool `json:"unshare_net,omitempty"`
 	// Replica: enter the host's mounts as an idmapped replica (FDReplica) before anything else
 	// of the sandbox (root-idmap).

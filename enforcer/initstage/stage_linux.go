@@ -35,14 +35,26 @@ func Main() int {
 	debug.SetGCPercent(-1)
 	phase.SetName("init")
 	phase.Mark("runtime start to MaybeInit")
-	return initStage()
+	var net earlyNet
+	if len(os.Args) > 2 && os.Args[2] == ArgNetNS {
+		// Namespaces are per thread: this one (locked) execs the command.
+		net = earlyNet{asked: true, err: unix.Unshare(unix.CLONE_NEWNET)}
+		phase.Mark("network namespace (before the config)")
+	}
+	return initStage(net)
+}
+
+// earlyNet is the network namespace a stage started with ArgNetNS entered before its config.
+type earlyNet struct {
+	asked bool
+	err   error // the unshare's
 }
 
 // initStage runs inside the new namespaces: sandbox layers, close-on-exec for every inherited
 // fd but 0-2, no_new_privs, seccomp with a listener, wait for the parent to take the listener,
 // exec. It returns the exit status only when it could not exec. Each step returns the status
 // to fail with, or nil.
-func initStage() int {
+func initStage(net earlyNet) int {
 	s := openStatus()
 	cfg, st := readInitConfig()
 	if st != nil {
@@ -64,7 +76,7 @@ func initStage() int {
 	}
 
 	phase.Mark("config")
-	if st := enterNamespaces(cfg, asInit); st != nil {
+	if st := enterNamespaces(cfg, asInit, net); st != nil {
 		return s.fail(*st)
 	}
 	var held []int      // the fds handed to the parent (pidfd_getfd) before the sync: egress sockets, memfd tmpfs
@@ -159,7 +171,7 @@ func readInitConfig() (*Config, *Status) {
 // enterNamespaces makes the namespaces what the sandbox is built on: the idmapped replica of
 // the host's mounts as root (root-idmap), the network namespace an early stage unshares
 // itself, and the PID namespace's own /proc.
-func enterNamespaces(cfg *Config, asInit bool) *Status {
+func enterNamespaces(cfg *Config, asInit bool, net earlyNet) *Status {
 	if cfg.Replica {
 		// Root-idmap: the host's mounts, idmapped, become this stage's root before any layer
 		// is built on them.
@@ -173,11 +185,20 @@ func enterNamespaces(cfg *Config, asInit bool) *Status {
 		}
 		phase.Mark("replica")
 	}
-	if cfg.UnshareNet {
+	switch {
+	case cfg.UnshareNet && net.asked:
+		if net.err != nil {
+			return &Status{Stage: "sandbox", Layer: LayerNetNS, Error: fmt.Sprintf("new network namespace: %v", net.err)}
+		}
+	case cfg.UnshareNet:
 		// Namespaces are per thread: this one (locked) execs the command.
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			return &Status{Stage: "sandbox", Layer: LayerNetNS, Error: fmt.Sprintf("new network namespace: %v", err)}
 		}
+	case net.asked:
+		// The parent runs a plan without a network namespace only in a stage it started
+		// without ArgNetNS.
+		return &Status{Stage: "config", Error: "BUG: a stage started with its own network namespace got a plan without one"}
 	}
 	if cfg.Sandbox && asInit {
 		// The namespace's own /proc, whatever else the plan mounts.
@@ -370,6 +391,7 @@ func ApplyParts(parts []Part, sockets []string, egress *inside.Inside) ([]LayerS
 			continue
 		}
 		layers = append(layers, LayerState{Name: name})
+		phase.Mark("part " + name)
 		if name == LayerNetNS && egress != nil {
 			phase.Mark("sandbox: up to the network namespace")
 			if fds, err = inside.Setup(*egress); err != nil {
