@@ -156,6 +156,9 @@ type Guard struct {
 	// rootPid is the init stage (PID 1 of the sandbox, the command's parent; without the sandbox
 	// it execs the command): parent chains end there.
 	rootPid atomic.Int64
+	// rootExe is the init stage's executable when SetRoot named it (before it may exec): an
+	// event read after the run ended (drained at Close) can no longer ask /proc.
+	rootExe atomic.Pointer[string]
 
 	mu      sync.Mutex
 	denials []report.Denial
@@ -235,7 +238,21 @@ func (g *Guard) Wait() error {
 func (g *Guard) Cgroup() *kernrun.Cgroup { return g.cg }
 
 // SetRoot names the init stage's pid: parent chains in the report end there.
-func (g *Guard) SetRoot(pid int) { g.rootPid.Store(int64(pid)) }
+func (g *Guard) SetRoot(pid int) {
+	exe := kernrun.ExeOf(pid)
+	g.rootExe.Store(&exe)
+	g.rootPid.Store(int64(pid))
+}
+
+// rootIsInit reports whether the run's root process is the init stage (not the command it
+// execs without the sandbox), asking /proc while it is there.
+func (g *Guard) rootIsInit(root int) bool {
+	exe := kernrun.ExeOf(root)
+	if p := g.rootExe.Load(); exe == "(unknown)" && p != nil {
+		exe = *p // gone: what it was when the run started
+	}
+	return kernrun.IsInitExe(exe)
+}
 
 // newGuardCgroup creates the run's cgroup (or takes cfg.Cgroup): the command is born into it.
 func newGuardCgroup(cfg Config) (*Guard, error) {
@@ -462,7 +479,7 @@ func (g *Guard) who(ev *bpf.GuardGuardEvent, exe, pexe string) (string, func() [
 	}
 	return exe, func() []string {
 		root := int(g.rootPid.Load())
-		if ev.Ptgid > 0 && int(ev.Ptgid) == root && (kernrun.IsInitExe(pexe) || pexe == "" && kernrun.IsInitExe(kernrun.ExeOf(root))) {
+		if ev.Ptgid > 0 && int(ev.Ptgid) == root && (kernrun.IsInitExe(pexe) || pexe == "" && g.rootIsInit(root)) {
 			return nil // the command itself: its parent is the init stage, PID 1 of the sandbox
 		}
 		if ev.Ptgid > 0 && int(ev.Tgid) != root {
