@@ -52,7 +52,10 @@
 // rule naming MFD_EXEC: learn saw no memfd run) is answered by the supervisor with a file on a
 // detached noexec tmpfs the init stage mounted (neither executable nor mappable executable),
 // placed in the caller as the call's result (memfd_linux.go). Without the sandbox (degraded) the init
-// stage execs the command itself, in no PID namespace.
+// stage execs the command itself, in no PID namespace. A notification is the only per-call
+// cost the supervisor adds, and only for calls the filter sends it: the listener asks for
+// synchronous wake-ups (Linux 6.6; older kernels answer as before), and a denial already listed
+// is only counted, without walking /proc for its parents again.
 //
 // Who the command is (sandbox.ChooseIdentity): an ordinary user's own uid; as root under sudo
 // the invoking user's; as plain root uid 0 only inside its user namespace (sandbox.RootUID on

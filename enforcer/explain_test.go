@@ -63,3 +63,30 @@ func TestSupervisorAggregatesPerSuggestion(t *testing.T) {
 		t.Errorf("got %+v, want one entry, count 3, the first call as example", got)
 	}
 }
+
+// The supervisor walks a caller's parents only for a denial it will list: a repeat (or one past
+// the bound) is only counted, so known says so before the walk.
+func TestSupervisorKnownOnlyForRepeats(t *testing.T) {
+	s := &supervisor{}
+	d := report.Denial{Kind: report.KindSyscall, Syscall: "ptrace", Exe: "/usr/bin/x", Suggest: "syscalls.allow: + ptrace", Count: 1}
+	if s.known(d) {
+		t.Fatal("a first denial is known")
+	}
+	s.record(d)
+	if !s.known(d) {
+		t.Error("a repeat is not known")
+	}
+	other := d
+	other.Exe = "/usr/bin/y"
+	if s.known(other) {
+		t.Error("another executable's denial is known")
+	}
+	for i := range maxDistinct {
+		other.Exe = "/z" + strconv.Itoa(i)
+		s.record(other)
+	}
+	other.Exe = "/past-the-bound"
+	if !s.known(other) {
+		t.Error("a denial past the bound (only counted) is not known")
+	}
+}

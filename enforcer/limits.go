@@ -27,8 +27,10 @@ const stageTasks = 16
 const mib = 1 << 20
 
 // cpuWeight is the run's CPU weight, of the kernel's default 100, where its cgroup has the cpu
-// controller: under contention the host's own work comes first; alone, the run uses every CPU.
-const cpuWeight = 50
+// controller: under contention the whole run, however many tasks it has, gets the share of one
+// ordinary process. Not less: at 50 a command ran at half speed beside any other work (a getppid
+// storm 2x, cc -O0 1.5-2x bare's wall time at the same CPU time, load ~12-20: BENCHMARKS.md).
+const cpuWeight = 100
 
 // runLimits is the limits decision: the values, and where they are kept. Cgroup: in the
 // run's cgroup (pids.max, memory.max, no swap), which counts the whole run and records every

@@ -357,8 +357,11 @@ func (r *enforcedRun) closeGuard() {
 
 // collect gathers, once the command and its PID namespace are gone, what the run's observers
 // saw: the changeset of the stages (applied as opts.Apply says, the rest held), the guard's
-// file denials and the proxy's refusals.
+// file denials and the proxy's refusals. The guard closes (its ring buffer drained, its
+// program handed to the linger helper) while the stages are swept and finished: neither
+// depends on the other, and each is a few ms the user waits for after the command.
 func (r *enforcedRun) collect(res *runResult, staged *stagedRun, id sandbox.Identity, sandboxed bool) {
+	guardDone := r.closeGuardAsync()
 	// Nothing writes to the stages or the bound directories any more.
 	var stripped []report.Change
 	if sandboxed {
@@ -373,19 +376,43 @@ func (r *enforcedRun) collect(res *runResult, staged *stagedRun, id sandbox.Iden
 	}
 	r.rep.Changes = changes
 	r.rep.Notes = append(r.rep.Notes, notes...)
-	if r.guard != nil {
-		if why := r.guard.Wait(); why != nil { // the background setup failed
-			r.rep.Notes = append(r.rep.Notes, guardLostNote(why))
+	if guardDone != nil {
+		g := <-guardDone
+		if g.lost != nil { // the background setup failed
+			r.rep.Notes = append(r.rep.Notes, guardLostNote(g.lost))
 		} else {
 			r.rep.Unobservable = unobservable(true)
 		}
-		denials, notes := r.guard.Close()
-		phase.Mark("guard close")
-		r.guard = nil
-		res.denials = append(res.denials, denials...)
-		r.rep.Notes = append(r.rep.Notes, notes...)
+		res.denials = append(res.denials, g.denials...)
+		r.rep.Notes = append(r.rep.Notes, g.notes...)
 	}
 	r.px.close(r.rep, res)
+}
+
+// guardResult is what a closed guard saw.
+type guardResult struct {
+	lost    error // why its setup failed (then nothing was observed)
+	denials []report.Denial
+	notes   []string
+}
+
+// closeGuardAsync closes the run's guard in the background and returns where its result
+// arrives (nil without a guard).
+func (r *enforcedRun) closeGuardAsync() <-chan guardResult {
+	g := r.guard
+	if g == nil {
+		return nil
+	}
+	r.guard = nil
+	done := make(chan guardResult, 1)
+	go func() {
+		var res guardResult
+		res.lost = g.Wait()
+		res.denials, res.notes = g.Close()
+		phase.Mark("guard close")
+		done <- res
+	}()
+	return done
 }
 
 // sweepBound checks the directories bound writable for what must not leave the run through them

@@ -50,6 +50,18 @@ func notifSend(fd int, r *seccompNotifResp) error {
 	return nil
 }
 
+// ioctlNotifSetFlags is SECCOMP_IOCTL_NOTIF_SET_FLAGS: _IOW('!', 4, __u64).
+const ioctlNotifSetFlags = 0x40082104
+
+// syncWakeUp asks the kernel to hand each notification to the supervisor on the CPU of the task
+// that waits for it, and the reply back on the supervisor's (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
+// Linux 6.6): the task blocks until the answer anyway, so neither side waits for another CPU to
+// be scheduled. Best effort: an older kernel answers EINVAL and keeps ordinary wake-ups.
+func syncWakeUp(fd int) bool {
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), ioctlNotifSetFlags, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
+	return errno == 0
+}
+
 // notifIDValid reports whether the notification is still pending (its task has not died or been
 // replaced), so that what was read from /proc/PID belongs to that task.
 func notifIDValid(fd int, id uint64) bool {

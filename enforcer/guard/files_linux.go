@@ -430,8 +430,9 @@ var errnoNames = map[int32]string{-int32(unix.EACCES): "EACCES", -int32(unix.ERO
 	-int32(unix.ENOENT): "ENOENT", -int32(unix.EPERM): "EPERM"}
 
 // fileDenials turns a file event into the denials it stands for (a rename is two: the old
-// name's directory loses an entry, the new one gains one).
-func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) []report.Denial {
+// name's directory loses an entry, the new one gains one), without their parent chain: parents
+// gives it (see who).
+func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) (ds []report.Denial, parents func() []string) {
 	if bpf.GuardFileOp(ev.Fop) == bpf.GuardFileOpFOP_CONNECT {
 		return g.connectDenials(ev, exe, pexe, t)
 	}
@@ -473,10 +474,10 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 		errName = fmt.Sprintf("errno %d", -ev.Ret)
 	}
 	if ev.Ret == -int32(unix.EXDEV) && g.crossMount(hits) {
-		return nil
+		return nil, nil
 	}
 	if (name == "link" || name == "linkat") && g.linkProbe(ev.Ret, path1, path2) {
-		return nil
+		return nil, nil
 	}
 	who, parents := g.who(ev, exe, pexe)
 	var out []report.Denial
@@ -492,7 +493,7 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 			continue // Landlock allows it: file permissions refused it, not the sandbox
 		}
 		d := report.Denial{Kind: report.KindFile, Path: h.path, Access: h.access, Syscall: name,
-			First: time.Now().UTC(), Count: 1, Exe: who, Parents: parents}
+			First: time.Now().UTC(), Count: 1, Exe: who}
 		d.What = fmt.Sprintf("%s %s (%s: %s)", h.path, h.access, name, errName)
 		if ev.PathTrunc != 0 {
 			d.What += " (path truncated)"
@@ -513,7 +514,7 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 		}
 		out = append(out, d)
 	}
-	return out
+	return out, parents
 }
 
 // fdPath reports a path that names an open descriptor (/proc/<pid>/fd/N, /dev/fd/N).
@@ -534,7 +535,7 @@ func fdPath(p string) bool {
 // Landlock refused (no network rule names it: DNS over TCP, a port scan), or an address the
 // sandbox's empty network namespace has no route to. Other failed unix connects are the tool
 // looking for a daemon that is not there: nothing.
-func (g *Guard) connectDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) []report.Denial {
+func (g *Guard) connectDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) ([]report.Denial, func() []string) {
 	raw := t.take(int(ev.PathLen))
 	errName := unix.ErrnoName(syscall.Errno(-ev.Ret))
 	d := report.Denial{Kind: report.KindNetwork, Syscall: "connect", First: time.Now().UTC(), Count: 1}
@@ -542,7 +543,7 @@ func (g *Guard) connectDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tai
 	case unix.AF_UNIX:
 		p := resolvePath(string(bytes.TrimRight(raw, "\x00")), t.components(int(ev.BaseLen)))
 		if p == "" || !g.coveredSocket(p) {
-			return nil
+			return nil, nil
 		}
 		d.Endpoint = "unix:" + p
 		d.What = fmt.Sprintf("connect unix:%s (%s: a host socket the sandbox covers)", p, errName)
@@ -550,7 +551,7 @@ func (g *Guard) connectDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tai
 	case unix.AF_INET, unix.AF_INET6:
 		ap, ok := sockaddrAddrPort(raw)
 		if !ok {
-			return nil
+			return nil, nil
 		}
 		d.Endpoint = ap.String()
 		if ev.Ret == -int32(unix.ENETUNREACH) {
@@ -564,7 +565,7 @@ func (g *Guard) connectDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tai
 		}
 		d.Suggest = fmt.Sprintf("network.connect: + %s tcp", d.Endpoint)
 	default:
-		return nil
+		return nil, nil
 	}
 	if ev.PathTrunc != 0 {
 		d.What += " (path truncated)"
@@ -573,8 +574,9 @@ func (g *Guard) connectDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tai
 	if d.Risk == policy.RiskNone {
 		d.Risk = report.RiskHigh
 	}
-	d.Exe, d.Parents = g.who(ev, exe, pexe)
-	return []report.Denial{d}
+	var parents func() []string
+	d.Exe, parents = g.who(ev, exe, pexe)
+	return []report.Denial{d}, parents
 }
 
 // coveredSocket reports whether p is a host unix socket the sandbox covers (or lies in a

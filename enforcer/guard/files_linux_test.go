@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/sandbox"
 )
 
@@ -135,5 +136,29 @@ func TestHiddenPrefixesCoverEveryHiddenPath(t *testing.T) {
 				t.Errorf("%d hidden paths: %s starts with none of %q", len(hidden), h, got)
 			}
 		}
+	}
+}
+
+// The guard asks for a caller's parent chain (a walk of /proc) only for a denial it will list:
+// a repeat, or one past MaxDistinct, is only counted.
+func TestGuardKnownOnlyForRepeats(t *testing.T) {
+	g := &Guard{index: map[string]int{}, cfg: Config{MaxDistinct: 2}}
+	d := report.Denial{Kind: report.KindFile, What: "/etc/x write (openat: EROFS)", Exe: "/usr/bin/x", Suggest: "filesystem.write: + /etc/x", Count: 1}
+	if g.known(d) {
+		t.Fatal("a first denial is known")
+	}
+	g.record(d)
+	if !g.known(d) {
+		t.Error("a repeat is not known")
+	}
+	other := d
+	other.Exe = "/usr/bin/y"
+	if g.known(other) {
+		t.Error("another executable's denial is known")
+	}
+	g.record(other)
+	other.Exe = "/usr/bin/z"
+	if !g.known(other) {
+		t.Error("a denial past MaxDistinct (only counted) is not known")
 	}
 }

@@ -156,6 +156,9 @@ type Guard struct {
 	// rootPid is the init stage (PID 1 of the sandbox, the command's parent; without the sandbox
 	// it execs the command): parent chains end there.
 	rootPid atomic.Int64
+	// rootExe is the init stage's executable when SetRoot named it (before it may exec): an
+	// event read after the run ended (drained at Close) can no longer ask /proc.
+	rootExe atomic.Pointer[string]
 
 	mu      sync.Mutex
 	denials []report.Denial
@@ -235,7 +238,21 @@ func (g *Guard) Wait() error {
 func (g *Guard) Cgroup() *kernrun.Cgroup { return g.cg }
 
 // SetRoot names the init stage's pid: parent chains in the report end there.
-func (g *Guard) SetRoot(pid int) { g.rootPid.Store(int64(pid)) }
+func (g *Guard) SetRoot(pid int) {
+	exe := kernrun.ExeOf(pid)
+	g.rootExe.Store(&exe)
+	g.rootPid.Store(int64(pid))
+}
+
+// rootIsInit reports whether the run's root process is the init stage (not the command it
+// execs without the sandbox), asking /proc while it is there.
+func (g *Guard) rootIsInit(root int) bool {
+	exe := kernrun.ExeOf(root)
+	if p := g.rootExe.Load(); exe == "(unknown)" && p != nil {
+		exe = *p // gone: what it was when the run started
+	}
+	return kernrun.IsInitExe(exe)
+}
 
 // newGuardCgroup creates the run's cgroup (or takes cfg.Cgroup): the command is born into it.
 func newGuardCgroup(cfg Config) (*Guard, error) {
@@ -440,34 +457,42 @@ func (g *Guard) read() {
 			continue // the init stage (sysprof itself) before it execs the command
 		}
 		if ev.Kind == uint32(bpf.GuardGuardKindGK_FILE) {
-			for _, d := range g.fileDenials(&ev, exe, pexe, tail) {
+			ds, parents := g.fileDenials(&ev, exe, pexe, tail)
+			for _, d := range ds {
+				if !g.known(d) {
+					d.Parents = parents() // only a new entry keeps its parents
+				}
 				g.record(d)
 			}
 		}
 	}
 }
 
-// who names the executable (as the kernel saw it at the call) and its parent chain; pexe is
-// the parent's executable as the kernel saw it, for when the processes are gone.
-func (g *Guard) who(ev *bpf.GuardGuardEvent, exe, pexe string) (string, []string) {
+// who names the executable (as the kernel saw it at the call) and gives its parent chain; pexe
+// is the parent's executable as the kernel saw it, for when the processes are gone. The chain
+// walks /proc, most of an event's cost: only a denial the report will list asks for it (read).
+func (g *Guard) who(ev *bpf.GuardGuardEvent, exe, pexe string) (string, func() []string) {
 	if exe == "" {
 		if exe = kernrun.ExeOf(int(ev.Tgid)); exe == "(unknown)" {
 			exe = "(exited: " + commString(ev.Comm[:]) + ")"
 		}
 	}
-	root := int(g.rootPid.Load())
-	if ev.Ptgid > 0 && int(ev.Ptgid) == root && (kernrun.IsInitExe(pexe) || pexe == "" && kernrun.IsInitExe(kernrun.ExeOf(root))) {
-		return exe, nil // the command itself: its parent is the init stage, PID 1 of the sandbox
-	}
-	if ev.Ptgid > 0 && int(ev.Tgid) != root {
-		// The first hop is the parent the kernel saw: the caller may be gone (or going) by now,
-		// and /proc would no longer say.
-		if pexe == "" {
-			pexe = kernrun.ExeOf(int(ev.Ptgid))
+	return exe, func() []string {
+		root := int(g.rootPid.Load())
+		if ev.Ptgid > 0 && int(ev.Ptgid) == root && (kernrun.IsInitExe(pexe) || pexe == "" && g.rootIsInit(root)) {
+			return nil // the command itself: its parent is the init stage, PID 1 of the sandbox
 		}
-		return exe, append([]string{pexe}, kernrun.ParentsOf(root, int(ev.Ptgid))...)
+		if ev.Ptgid > 0 && int(ev.Tgid) != root {
+			// The first hop is the parent the kernel saw: the caller may be gone (or going) by
+			// now, and /proc would no longer say.
+			first := pexe
+			if first == "" {
+				first = kernrun.ExeOf(int(ev.Ptgid))
+			}
+			return append([]string{first}, kernrun.ParentsOf(root, int(ev.Ptgid))...)
+		}
+		return kernrun.ParentsOf(root, int(ev.Tgid))
 	}
-	return exe, kernrun.ParentsOf(root, int(ev.Tgid))
 }
 
 func commString(c []int8) string {
@@ -481,9 +506,22 @@ func commString(c []int8) string {
 	return string(b)
 }
 
+// denialKey is what record aggregates a denial under.
+func denialKey(d report.Denial) string {
+	return string(d.Kind) + "\x00" + d.What + "\x00" + d.Exe + "\x00" + d.Suggest
+}
+
+// known reports whether recording d would only count it (its entry exists, or the list is full).
+func (g *Guard) known(d report.Denial) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.index[denialKey(d)]
+	return ok || g.cfg.MaxDistinct > 0 && len(g.denials) >= g.cfg.MaxDistinct
+}
+
 // record aggregates denials per (kind, what, executable, suggestion), at most maxDistinct.
 func (g *Guard) record(d report.Denial) {
-	key := string(d.Kind) + "\x00" + d.What + "\x00" + d.Exe + "\x00" + d.Suggest
+	key := denialKey(d)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if i, ok := g.index[key]; ok {

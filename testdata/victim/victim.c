@@ -23,6 +23,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -315,6 +316,26 @@ int main(int argc, char **argv)
 			double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
 			fprintf(stderr, "storm-cpu: %ld calls, %.1f ns/call\n", n, ns / n);
 			i += 1;
+		} else if (!strcmp(a, "time-child")) {
+			// time-child CMD ARG...: run the rest of the arguments as a command, wait, print its
+			// wall and CPU time (user + system, its children included) to stderr, exit with
+			// its status. Under enforce it times what the command itself pays, start-up apart.
+			struct timespec t0, t1;
+			struct rusage ru;
+			int st = 0;
+			ARG(1);
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			pid_t pid = fork();
+			if (pid == 0) {
+				execvp(argv[i + 1], argv + i + 1);
+				_exit(127);
+			}
+			wait4(pid, &st, 0, &ru);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			long wall = (t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000;
+			long cpu = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+			fprintf(stderr, "time-child: wall_us %ld cpu_us %ld\n", wall, cpu);
+			exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 		} else if (!strcmp(a, "forkstorm")) {
 			// forkstorm N PATH: N times fork + exec PATH + wait.
 			long n = atol(ARG(1));
