@@ -2,6 +2,7 @@ package synth
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -1534,17 +1535,20 @@ func (s *state) passCoverage() []string {
 // and returns how many it removed. A rule is covered by an ancestor (found by walking up) or by
 // a glob rule (tested one by one).
 func dropCovered(set *ruleSet, also map[string]*pathRule) int {
+	all := set.paths() // before byPath: sorted already when the set was filled in order
 	m := set.byPath()
-	globs := func(rules map[string]*pathRule) []string {
+	globs := func(paths []string) []string {
 		var out []string
-		for _, q := range sortedKeys(rules) {
+		for _, q := range paths {
 			if strings.Contains(q, "*") {
 				out = append(out, q)
 			}
 		}
 		return out
 	}
-	mGlobs, alsoGlobs := globs(m), globs(also)
+	alsoGlobs := globs(slices.Collect(maps.Keys(also)))
+	slices.Sort(alsoGlobs)
+	mGlobs := globs(all)
 	coveredBy := func(p string) *pathRule {
 		for d := parentDir(p); d != ""; d = parentDir(d) {
 			if r := also[d]; r != nil {
@@ -1573,7 +1577,7 @@ func dropCovered(set *ruleSet, also map[string]*pathRule) int {
 		return nil
 	}
 	n := 0
-	for _, p := range sortedKeys(m) {
+	for _, p := range all {
 		if into := coveredBy(p); into != nil {
 			into.prov = earliest(into.prov, m[p].prov)
 			set.delete(p)

@@ -236,6 +236,23 @@ func (rs *ruleSet) byPath() map[string]*pathRule {
 	return rs.rules
 }
 
+// paths returns the paths of the rules in increasing order: without a sort while all of them
+// are in sorted.
+func (rs *ruleSet) paths() []string {
+	out := make([]string, 0, rs.len())
+	for _, e := range rs.sorted {
+		out = append(out, e.path)
+	}
+	if len(rs.rules) == 0 {
+		return out
+	}
+	for p := range rs.rules {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // get returns the rule at path p, or nil.
 func (rs *ruleSet) get(p string) *pathRule {
 	if r := rs.rules[p]; r != nil {
