@@ -3,6 +3,7 @@ package synth
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -236,21 +237,21 @@ func (rs *ruleSet) byPath() map[string]*pathRule {
 	return rs.rules
 }
 
-// paths returns the paths of the rules in increasing order: without a sort while all of them
-// are in sorted.
+// paths returns the paths of the rules in increasing order: those in sorted are in order
+// already, so only the map's are sorted, then merged with them (on find /usr's trace, 1.7k
+// instead of 17.5k).
 func (rs *ruleSet) paths() []string {
-	out := make([]string, 0, rs.len())
+	loose := slices.Sorted(maps.Keys(rs.rules))
+	out := make([]string, 0, len(loose)+len(rs.sorted))
+	i := 0
 	for _, e := range rs.sorted {
+		for i < len(loose) && loose[i] < e.path {
+			out = append(out, loose[i])
+			i++
+		}
 		out = append(out, e.path)
 	}
-	if len(rs.rules) == 0 {
-		return out
-	}
-	for p := range rs.rules {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
+	return append(out, loose[i:]...)
 }
 
 // get returns the rule at path p, or nil.
