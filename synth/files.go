@@ -1549,17 +1549,31 @@ func dropCovered(set *ruleSet, also map[string]*pathRule) int {
 	alsoGlobs := globs(slices.Collect(maps.Keys(also)))
 	slices.Sort(alsoGlobs)
 	mGlobs := globs(all)
+	// up returns the nearest rule at d or above it (also's first at each level), remembered
+	// per directory: a directory is visited (and kept or dropped) before every path below it,
+	// which sorts after it, so once asked for, its answer no longer changes.
+	memo := map[string]*pathRule{}
+	var up func(d string) *pathRule
+	up = func(d string) *pathRule {
+		if d == "" {
+			return nil
+		}
+		if r, ok := memo[d]; ok {
+			return r
+		}
+		r := also[d]
+		if r == nil {
+			r = m[d]
+		}
+		if r == nil && d != "/" {
+			r = up(parentDir(d))
+		}
+		memo[d] = r
+		return r
+	}
 	coveredBy := func(p string) *pathRule {
-		for d := parentDir(p); d != ""; d = parentDir(d) {
-			if r := also[d]; r != nil {
-				return r
-			}
-			if r := m[d]; r != nil {
-				return r
-			}
-			if d == "/" {
-				break
-			}
+		if r := up(parentDir(p)); r != nil {
+			return r
 		}
 		if r := also[p]; r != nil {
 			return r
