@@ -6,4 +6,4 @@
 // BTF (`bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux.h`).
 package bpf
 
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -target amd64 -cc clang -cflags "-O2 -g -Wall -Werror" -type exec_event -type fork_event -type exit_event -type file_event -type unix_event -type net_event -type dns_event -type sniff_event -type sc_key -type arg_key -type task_info -type stash -type run_state -type sc_op -type ev_kind -type arg_kind -type access_kind -type arch_kind -type counter Learn learn.c -- -I.
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -target amd64 -cc clang -cflags "-O2 -g -Wall -Werror" -type exec_event -type fork_event -type exit_event -type file_event -type unix_event -type net_event -type dns_event -type sniff_event -type sc_key -type arg_key -type task_info -type stash -type run_state -type cpu_cache -type sc_op -type ev_kind -type arg_kind -type access_kind -type arch_kind -type counter Learn learn.c -- -I.

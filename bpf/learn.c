@@ -11,7 +11,8 @@
 //   sched_process_exec   mark the tgid, record its executable        -> exec event
 //   sched_process_fork   copy the mark to a new process              -> fork event
 //   sched_process_exit   forget the tgid once the whole group is dead -> exit event
-//   raw_syscalls/sys_enter  count {exe, arch, nr} in a hash map (never through the ring buffer),
+//   raw_syscalls/sys_enter  count {exe, arch, nr} in a hash map (never through the ring buffer;
+//                       repeats in a per-thread and a per-CPU cache, see struct cpu_cache),
 //                       aggregate argument domains, stash path-syscall arguments
 //   syscalls/sys_exit_*  (one program, attached to the path syscalls only) read the stashed
 //                       strings, resolve fds and the cwd with a dentry walk   -> file / unix events
@@ -225,6 +226,27 @@ struct stash {
 	__u64 run_id; // the run.id all of the above belongs to
 };
 
+// sys_enter's fast path, per CPU: the recent syscalls of the run's thread that last ran one
+// here, for the syscalls sys_enter does nothing with but count (no argument domain, no path).
+// A hit is one inlined per-CPU array lookup and a few compares, with no helper call but the
+// current task's (the task storage lookup and the calls around it were most of what the program
+// cost a getppid storm: BENCHMARKS.md, "Learning"). The first call of a syscall is counted by the
+// slow path (so the map always has the whole set); the calls after it here, added to the map
+// when the entry changes hands or the slot is taken, or by user space after the run. The owner
+// is a task pointer, which a new task may get once the old one is gone: every exit (and every
+// exec, which changes the exe_key) of a run's thread bumps run_state.gen, and an entry taken
+// under another gen is stale.
+struct cpu_cache {
+	__u64 task;    // struct task_struct *; 0: none
+	__u64 run_id;
+	__u64 gen;
+	__u64 exe_key;
+	__u32 busy; // being rewritten (a preemptible kernel may run another sys_enter here meanwhile)
+	__u32 pad;
+	__u64 tag[SC_CACHE]; // as stash.sc_tag
+	__u64 rep[SC_CACHE];
+};
+
 struct seen_key {
 	__u64 exe_key;
 	__u32 kind; // event kind << 8 | access
@@ -347,6 +369,7 @@ const struct net_event *unused_net __attribute__((unused));
 const struct dns_event *unused_dns __attribute__((unused));
 const struct sniff_event *unused_sniff __attribute__((unused));
 const struct sc_key *unused_sc __attribute__((unused));
+const struct cpu_cache *unused_cc __attribute__((unused));
 const struct arg_key *unused_arg __attribute__((unused));
 const struct task_info *unused_task __attribute__((unused));
 const enum sc_op *unused_op __attribute__((unused));
@@ -363,6 +386,7 @@ const enum counter *unused_cnt __attribute__((unused));
 struct run_state {
 	__u64 cgid;
 	__u64 id;
+	__u64 gen; // bumped by every exec and thread exit of the run (see struct cpu_cache)
 };
 
 struct {
@@ -442,6 +466,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct path_state);
 } path_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_cache);
+} fast SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -563,6 +594,59 @@ static __always_inline void flush_syscalls(struct stash *st, int clear)
 	struct flush_ctx c = {.st = st, .clear = clear};
 	if (st)
 		bpf_loop(SC_CACHE, flush_step, &c, 0);
+}
+
+// fast_flush_slot adds the calls kept in slot i of the CPU's cache to the counts (those of an
+// earlier run are dropped: its user space has read them) and empties the slot.
+static __always_inline void fast_flush_slot(struct cpu_cache *fc, __u32 i, __u64 run_id)
+{
+	i &= SC_CACHE - 1;
+	__u64 n = fc->rep[i], tag = fc->tag[i];
+	if (n && tag && fc->run_id == run_id) {
+		struct sc_key k = {.exe_key = fc->exe_key, .arch = (tag >> 32) - 1, .nr = (__u32)tag};
+		add_n(&syscalls, &k, n, CNT_SYSCALLS_FULL);
+	}
+	fc->rep[i] = 0;
+	fc->tag[i] = 0;
+}
+
+struct fast_flush_ctx {
+	struct cpu_cache *fc;
+	__u64 run_id;
+};
+
+static long fast_flush_step(__u32 i, struct fast_flush_ctx *c)
+{
+	if (!c->fc)
+		return 1;
+	fast_flush_slot(c->fc, i, c->run_id);
+	return 0;
+}
+
+// fast_put caches syscall tag in the CPU's cache for the current thread (task, exe_key), after
+// the slow path counted it: the entry's earlier calls go to the counts first. A global function,
+// verified once (inlined at its two call sites it cost sys_enter ~1,100 verified instructions).
+__attribute__((noinline)) int fast_put(struct cpu_cache *fc, __u64 task, struct run_state *rs, __u64 exe_key,
+				       __u64 tag)
+{
+	if (!fc || !rs || fc->busy)
+		return 0;
+	__u32 slot = (__u32)tag & (SC_CACHE - 1);
+	fc->busy = 1;
+	if (fc->task != task || fc->run_id != rs->id || fc->gen != rs->gen || fc->exe_key != exe_key) {
+		struct fast_flush_ctx c = {.fc = fc, .run_id = rs->id};
+		bpf_loop(SC_CACHE, fast_flush_step, &c, 0);
+		fc->task = task;
+		fc->run_id = rs->id;
+		fc->gen = rs->gen;
+		fc->exe_key = exe_key;
+	} else {
+		fast_flush_slot(fc, slot, rs->id);
+	}
+	fc->tag[slot] = tag;
+	fc->rep[slot] = 0;
+	fc->busy = 0;
+	return 0;
 }
 
 // mix64 is splitmix64's finalizer: a bijection, so chaining it over a key's fields keeps them
@@ -687,6 +771,7 @@ int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	}
 	struct stash *cache = bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0,
 						   BPF_LOCAL_STORAGE_GET_F_CREATE);
+	__sync_fetch_and_add(&rs->gen, 1); // CPU caches hold the old exe_key (struct cpu_cache)
 	if (cache) {
 		stash_of_run(cache, rs->id);
 		flush_syscalls(cache, 1); // under the exe that made them
@@ -791,6 +876,7 @@ int BPF_PROG(sched_exit, struct task_struct *p, bool group_dead)
 		if (st->sc.op != SCOP_NONE)
 			count(CNT_EXIT_MISSED); // see sys_enter
 		flush_syscalls(st, 0);
+		__sync_fetch_and_add(&rs->gen, 1); // its task pointer may be reused (struct cpu_cache)
 	}
 	if (!group_dead)
 		return 0; // other threads of the group still run
@@ -841,50 +927,62 @@ SEC("raw_tp/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
-	struct stash *st = bpf_task_storage_get(&stashes, cur, 0, 0);
 	struct run_state *rs = run_get();
 	if (!rs)
 		return 0;
-	if (st)
-		stash_of_run(st, rs->id);
-	__u64 exe_key;
-	if (st && st->task_cached) {
-		exe_key = st->task_exe_key;
-	} else {
+	// SCARCH_X32 for the x32 bit, else SCARCH_I386 under TS_COMPAT, else SCARCH_X86_64; without
+	// branches, so that the verifier walks the rest once, not once per architecture.
+	__u32 x32 = ((__u64)raw >> 30) & 1;                   // X32_SYSCALL_BIT
+	__u32 compat = (cur->thread_info.status >> 1) & 1; // TS_COMPAT
+	__u32 arch = (compat & (x32 ^ 1)) | (x32 << 1);
+	__u32 nr0 = raw & ~X32_SYSCALL_BIT;
+	__u64 tag = ((__u64)(arch + 1) << 32) | nr0;
+	__u32 slot = nr0 & (SC_CACHE - 1);
+	__u32 zero = 0;
+	struct cpu_cache *fc = bpf_map_lookup_elem(&fast, &zero);
+	if (!fc)
+		return 0; // never: one entry per CPU (and one state for the verifier below, not two)
+	if (fc->task == (__u64)cur && fc->tag[slot] == tag && fc->gen == rs->gen && fc->run_id == rs->id &&
+	    !fc->busy) {
+		fc->rep[slot]++;
+		return 0;
+	}
+
+	__u64 task = bpf_get_current_task(); // cur as a plain number (fast_put is a global function)
+	struct stash *st = bpf_task_storage_get(&stashes, cur, 0, 0);
+	if (!st || st->run_id != rs->id || !st->task_cached) {
 		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 		struct task_info *ti = bpf_map_lookup_elem(&tasks, &tgid);
 		if (!ti)
-			return 0;
-		exe_key = ti->exe_key;
+			return 0; // not the run's
+		__u64 key = ti->exe_key;
 		st = bpf_task_storage_get(&stashes, cur, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (st) {
-			stash_of_run(st, rs->id);
-			st->task_exe_key = exe_key;
-			st->task_cached = 1;
+		if (!st) {
+			// No memory for the thread's stash: its syscall is still counted, but a path
+			// syscall cannot be followed to its exit, which the loss counter says.
+			struct sc_key k = {.exe_key = key, .arch = arch, .nr = nr0};
+			add_count(&syscalls, &k, CNT_SYSCALLS_FULL);
+			count(CNT_STASH_FULL);
+			return 0;
 		}
+		stash_of_run(st, rs->id);
+		st->task_exe_key = key;
+		st->task_cached = 1;
 	}
-	struct sc_key k = {.exe_key = exe_key};
-	if (raw & X32_SYSCALL_BIT) {
-		k.arch = SCARCH_X32;
-		k.nr = raw & ~X32_SYSCALL_BIT;
-	} else {
-		k.arch = (cur->thread_info.status & TS_COMPAT) ? SCARCH_I386 : SCARCH_X86_64;
-		k.nr = raw;
-	}
-	__u64 tag = ((__u64)(k.arch + 1) << 32) | k.nr;
-	__u32 slot = k.nr & (SC_CACHE - 1);
-	if (st && st->sc_tag[slot] == tag) {
+	__u64 exe_key = st->task_exe_key;
+	struct sc_key k = {.exe_key = exe_key, .arch = arch, .nr = nr0};
+	if (st->sc_tag[slot] == tag) {
 		st->sc_rep[slot]++;
 	} else {
-		if (st) {
-			flush_slot(st, slot);
-			st->sc_tag[slot] = tag;
-		}
+		flush_slot(st, slot);
+		st->sc_tag[slot] = tag;
 		add_count(&syscalls, &k, CNT_SYSCALLS_FULL);
 	}
-	if (k.arch != SCARCH_X86_64)
+	if (k.arch != SCARCH_X86_64) {
+		fast_put(fc, task, rs, exe_key, tag);
 		return 0;
-	if (st && st->sc.op != SCOP_NONE) {
+	}
+	if (st->sc.op != SCOP_NONE) {
 		// The thread's last path syscall was stashed but its exit program never ran: the kernel
 		// skips a tracepoint program while bpf_prog_active is held on the CPU (by another BPF
 		// program, or on a preemptible kernel by a preempted map operation). Count the loss.
@@ -894,8 +992,10 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 
 	__u32 nr = k.nr;
 	__u32 *opp = bpf_map_lookup_elem(&sc_ops, &nr);
-	if (!opp || *opp == SCOP_NONE)
+	if (!opp || *opp == SCOP_NONE) {
+		fast_put(fc, task, rs, exe_key, tag);
 		return 0;
+	}
 	__u32 op = *opp;
 	// x86_64 syscall arguments: di, si, dx, r10, r8, r9.
 	struct sc_regs r;
@@ -957,15 +1057,6 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 	}
 	if ((op == SCOP_STATAT || op == SCOP_CHANGEAT || op == SCOP_EXECVEAT) && is_empty_path(a1))
 		return 0;
-	if (!st) {
-		st = bpf_task_storage_get(&stashes, cur, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (st)
-			stash_of_run(st, rs->id);
-	}
-	if (!st) {
-		count(CNT_STASH_FULL);
-		return 0;
-	}
 	st->sc.exe_key = exe_key;
 	st->sc.nr = nr;
 	st->sc.op = op;

@@ -70,6 +70,18 @@ const (
 	LearnCounterCNT_MAX           LearnCounter = 7
 )
 
+type LearnCpuCache struct {
+	_      structs.HostLayout
+	Task   uint64
+	RunId  uint64
+	Gen    uint64
+	ExeKey uint64
+	Busy   uint32
+	Pad    uint32
+	Tag    [16]uint64
+	Rep    [16]uint64
+}
+
 type LearnDnsEvent struct {
 	_      structs.HostLayout
 	Kind   uint32
@@ -175,6 +187,7 @@ type LearnRunState struct {
 	_    structs.HostLayout
 	Cgid uint64
 	Id   uint64
+	Gen  uint64
 }
 
 type LearnScKey struct {
@@ -308,6 +321,7 @@ const (
 	LearnMapConns        = "conns"
 	LearnMapCounters     = "counters"
 	LearnMapEvents       = "events"
+	LearnMapFast         = "fast"
 	LearnMapPathState    = "path_state"
 	LearnMapRun          = "run"
 	LearnMapScOps        = "sc_ops"
@@ -333,6 +347,7 @@ const (
 	LearnVarUnusedArch   = "unused_arch"
 	LearnVarUnusedArg    = "unused_arg"
 	LearnVarUnusedArgk   = "unused_argk"
+	LearnVarUnusedCc     = "unused_cc"
 	LearnVarUnusedCnt    = "unused_cnt"
 	LearnVarUnusedDns    = "unused_dns"
 	LearnVarUnusedExec   = "unused_exec"
@@ -413,6 +428,7 @@ type LearnMapSpecs struct {
 	Conns     *ebpf.MapSpec `ebpf:"conns"`
 	Counters  *ebpf.MapSpec `ebpf:"counters"`
 	Events    *ebpf.MapSpec `ebpf:"events"`
+	Fast      *ebpf.MapSpec `ebpf:"fast"`
 	PathState *ebpf.MapSpec `ebpf:"path_state"`
 	Run       *ebpf.MapSpec `ebpf:"run"`
 	ScOps     *ebpf.MapSpec `ebpf:"sc_ops"`
@@ -431,6 +447,7 @@ type LearnVariableSpecs struct {
 	UnusedArch  *ebpf.VariableSpec `ebpf:"unused_arch"`
 	UnusedArg   *ebpf.VariableSpec `ebpf:"unused_arg"`
 	UnusedArgk  *ebpf.VariableSpec `ebpf:"unused_argk"`
+	UnusedCc    *ebpf.VariableSpec `ebpf:"unused_cc"`
 	UnusedCnt   *ebpf.VariableSpec `ebpf:"unused_cnt"`
 	UnusedDns   *ebpf.VariableSpec `ebpf:"unused_dns"`
 	UnusedExec  *ebpf.VariableSpec `ebpf:"unused_exec"`
@@ -470,6 +487,7 @@ type LearnMaps struct {
 	Conns     *ebpf.Map `ebpf:"conns"`
 	Counters  *ebpf.Map `ebpf:"counters"`
 	Events    *ebpf.Map `ebpf:"events"`
+	Fast      *ebpf.Map `ebpf:"fast"`
 	PathState *ebpf.Map `ebpf:"path_state"`
 	Run       *ebpf.Map `ebpf:"run"`
 	ScOps     *ebpf.Map `ebpf:"sc_ops"`
@@ -486,6 +504,7 @@ func (m *LearnMaps) Close() error {
 		m.Conns,
 		m.Counters,
 		m.Events,
+		m.Fast,
 		m.PathState,
 		m.Run,
 		m.ScOps,
@@ -505,6 +524,7 @@ type LearnVariables struct {
 	UnusedArch  *ebpf.Variable `ebpf:"unused_arch"`
 	UnusedArg   *ebpf.Variable `ebpf:"unused_arg"`
 	UnusedArgk  *ebpf.Variable `ebpf:"unused_argk"`
+	UnusedCc    *ebpf.Variable `ebpf:"unused_cc"`
 	UnusedCnt   *ebpf.Variable `ebpf:"unused_cnt"`
 	UnusedDns   *ebpf.Variable `ebpf:"unused_dns"`
 	UnusedExec  *ebpf.Variable `ebpf:"unused_exec"`

@@ -2,8 +2,8 @@ package bpf
 
 import (
 	"encoding/binary"
+	"reflect"
 	"testing"
-	"unsafe"
 
 	"github.com/cilium/ebpf/btf"
 )
@@ -28,6 +28,8 @@ func TestSharedStructSizes(t *testing.T) {
 		"arg_key":    LearnArgKey{},
 		"task_info":  LearnTaskInfo{},
 		"stash":      LearnStash{},
+		"cpu_cache":  LearnCpuCache{},
+		"run_state":  LearnRunState{},
 	} {
 		var s *btf.Struct
 		if err := spec.Types.TypeByName(name, &s); err != nil {
@@ -44,29 +46,5 @@ func TestSharedStructSizes(t *testing.T) {
 }
 
 func reflectSize(v any) int {
-	switch v := v.(type) {
-	case LearnExecEvent:
-		return int(unsafe.Sizeof(v))
-	case LearnForkEvent:
-		return int(unsafe.Sizeof(v))
-	case LearnExitEvent:
-		return int(unsafe.Sizeof(v))
-	case LearnFileEvent:
-		return int(unsafe.Sizeof(v))
-	case LearnUnixEvent:
-		return int(unsafe.Sizeof(v))
-	case LearnNetEvent:
-		return int(unsafe.Sizeof(v))
-	case LearnDnsEvent:
-		return int(unsafe.Sizeof(v))
-	case LearnScKey:
-		return int(unsafe.Sizeof(v))
-	case LearnArgKey:
-		return int(unsafe.Sizeof(v))
-	case LearnTaskInfo:
-		return int(unsafe.Sizeof(v))
-	case LearnStash:
-		return int(unsafe.Sizeof(v))
-	}
-	return -1
+	return int(reflect.TypeOf(v).Size())
 }

@@ -16,7 +16,11 @@
 //
 //   - Syscalls are counted per {executable, arch, number} in a kernel hash map: nothing is lost
 //     for the set however fast the command is. Calls through int 0x80 are recorded as i386 and
-//     calls with the x32 bit as x32, each named from its own table.
+//     calls with the x32 bit as x32, each named from its own table. A syscall's first call goes
+//     into the map; its next ones into a per-thread cache and, for the syscalls with nothing else
+//     to record, a per-CPU one (learn.c's struct cpu_cache: a repeated getppid costs no helper
+//     call), flushed into the map as entries change hands; what a CPU's cache holds when the
+//     command exits is added after the run (TestStormEndsTheRun).
 //   - Argument domains (socket, clone/clone3 flags, unshare, setns, prctl, personality, ioctl,
 //     PROT_EXEC of anonymous mmaps and of mprotect: executable memory) are counted the same way.
 //   - A file mapped executable (mmap PROT_EXEC of a file) is a file event; one outside the

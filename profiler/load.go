@@ -649,3 +649,29 @@ func (p *probe) counters() ([]uint64, error) {
 	}
 	return out, nil
 }
+
+// cpuCached reads the calls sys_enter's per-CPU caches (learn.c's struct cpu_cache) hold for
+// this run and has not added to the syscalls map yet. Read once the run's threads are gone.
+func (p *probe) cpuCached() (map[bpf.LearnScKey]uint64, error) {
+	var rs bpf.LearnRunState
+	if err := p.objs.Run.Lookup(uint32(0), &rs); err != nil {
+		return nil, fmt.Errorf("read run: %w", err)
+	}
+	var perCPU []bpf.LearnCpuCache
+	if err := p.objs.Fast.Lookup(uint32(0), &perCPU); err != nil {
+		return nil, fmt.Errorf("read the per-CPU syscall caches: %w", err)
+	}
+	out := map[bpf.LearnScKey]uint64{}
+	for _, c := range perCPU {
+		if c.RunId != rs.Id || c.Task == 0 {
+			continue
+		}
+		for i, tag := range c.Tag {
+			if tag != 0 && c.Rep[i] != 0 {
+				k := bpf.LearnScKey{ExeKey: c.ExeKey, Arch: uint32(tag>>32) - 1, Nr: uint32(tag)}
+				out[k] += c.Rep[i]
+			}
+		}
+	}
+	return out, nil
+}

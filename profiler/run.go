@@ -430,11 +430,20 @@ func exitCode(ps *os.ProcessState) int {
 
 // readAggregates reads the syscall and argument maps and the loss counters into t.
 func readAggregates(p *probe, col *collector, t *trace.Trace) error {
-	err := readAll(p.objs.Syscalls, func(k bpf.LearnScKey, n uint64) {
+	cached, err := p.cpuCached()
+	if err != nil {
+		return err
+	}
+	err = readAll(p.objs.Syscalls, func(k bpf.LearnScKey, n uint64) {
+		n += cached[k]
+		delete(cached, k)
 		t.Syscalls = append(t.Syscalls, col.syscall(k, n))
 	})
 	if err != nil {
 		return fmt.Errorf("read syscall counts: %w", err)
+	}
+	for k, n := range cached { // counted in the map first, so none is expected here
+		t.Syscalls = append(t.Syscalls, col.syscall(k, n))
 	}
 	err = readAll(p.objs.Args, func(k bpf.LearnArgKey, n uint64) {
 		t.Args = append(t.Args, col.arg(k, n))

@@ -34,6 +34,18 @@ func TestStorm(t *testing.T) {
 	}
 }
 
+// TestStormEndsTheRun: the calls sys_enter's per-CPU cache holds when the command exits (the
+// storm is the last thing it does) are read after the run, and counted too.
+func TestStormEndsTheRun(t *testing.T) {
+	testutil.RequireRoot(t)
+	victim := realPath(t, testutil.BuildC(t, "victim/victim.c"))
+	const calls = 300_000
+	tr := learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "storm", itoa(calls)}})
+	if n := syscallCount(tr, victim, trace.ArchX86_64, "getppid"); n != calls {
+		t.Errorf("getppid count = %d, want exactly %d", n, calls)
+	}
+}
+
 // TestForcedLoss: a one-page ring buffer and thousands of distinct file events: the drops are
 // counted, and the trace says it is incomplete.
 func TestForcedLoss(t *testing.T) {

@@ -106,7 +106,7 @@ var (
 	learnMapTypes = map[string]ebpf.MapType{
 		"events": ebpf.RingBuf, "tasks": ebpf.Hash, "syscalls": ebpf.Hash, "args": ebpf.Hash,
 		"stashes": ebpf.TaskStorage, "seen": ebpf.Array, "path_state": ebpf.Array,
-		"run": ebpf.Array, "sc_ops": ebpf.Array, "counters": ebpf.PerCPUArray, "scratch": ebpf.PerCPUArray,
+		"run": ebpf.Array, "sc_ops": ebpf.Array, "counters": ebpf.PerCPUArray, "scratch": ebpf.PerCPUArray, "fast": ebpf.PerCPUArray,
 		"conns": ebpf.LRUHash,
 	}
 )

@@ -2,6 +2,7 @@ package synth
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -1534,28 +1535,45 @@ func (s *state) passCoverage() []string {
 // and returns how many it removed. A rule is covered by an ancestor (found by walking up) or by
 // a glob rule (tested one by one).
 func dropCovered(set *ruleSet, also map[string]*pathRule) int {
+	all := set.paths() // before byPath: sorted already when the set was filled in order
 	m := set.byPath()
-	globs := func(rules map[string]*pathRule) []string {
+	globs := func(paths []string) []string {
 		var out []string
-		for _, q := range sortedKeys(rules) {
+		for _, q := range paths {
 			if strings.Contains(q, "*") {
 				out = append(out, q)
 			}
 		}
 		return out
 	}
-	mGlobs, alsoGlobs := globs(m), globs(also)
+	alsoGlobs := globs(slices.Collect(maps.Keys(also)))
+	slices.Sort(alsoGlobs)
+	mGlobs := globs(all)
+	// up returns the nearest rule at d or above it (also's first at each level), remembered
+	// per directory: a directory is visited (and kept or dropped) before every path below it,
+	// which sorts after it, so once asked for, its answer no longer changes.
+	memo := map[string]*pathRule{}
+	var up func(d string) *pathRule
+	up = func(d string) *pathRule {
+		if d == "" {
+			return nil
+		}
+		if r, ok := memo[d]; ok {
+			return r
+		}
+		r := also[d]
+		if r == nil {
+			r = m[d]
+		}
+		if r == nil && d != "/" {
+			r = up(parentDir(d))
+		}
+		memo[d] = r
+		return r
+	}
 	coveredBy := func(p string) *pathRule {
-		for d := parentDir(p); d != ""; d = parentDir(d) {
-			if r := also[d]; r != nil {
-				return r
-			}
-			if r := m[d]; r != nil {
-				return r
-			}
-			if d == "/" {
-				break
-			}
+		if r := up(parentDir(p)); r != nil {
+			return r
 		}
 		if r := also[p]; r != nil {
 			return r
@@ -1573,7 +1591,7 @@ func dropCovered(set *ruleSet, also map[string]*pathRule) int {
 		return nil
 	}
 	n := 0
-	for _, p := range sortedKeys(m) {
+	for _, p := range all {
 		if into := coveredBy(p); into != nil {
 			into.prov = earliest(into.prov, m[p].prov)
 			set.delete(p)

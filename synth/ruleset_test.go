@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestAddRule checks a rule set built by addRule, which keeps the paths greater than all
+// TestAddRule checks a rule set built by addRule (its rules, and its paths in order), which keeps the paths greater than all
 // before it in order instead of in its map, against a plain map: on sequences of paths mostly
 // in order, with repeats, paths out of order and rules put with set.
 func TestAddRule(t *testing.T) {
@@ -41,6 +41,10 @@ func TestAddRule(t *testing.T) {
 			if r := set.get(p); r == nil || r.prov != pr {
 				t.Fatalf("iteration %d: get(%q) = %v, want %v", iter, p, r, pr)
 			}
+		}
+		// paths merges the ordered part with the map's (before byPath makes one map of both).
+		if ps, wantPs := set.paths(), slices.Sorted(maps.Keys(want)); !slices.Equal(ps, wantPs) {
+			t.Fatalf("iteration %d: paths() = %q, want %q", iter, ps, wantPs)
 		}
 		got := map[string]prov{}
 		for p, rule := range set.byPath() {

@@ -3,6 +3,7 @@ package synth
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -234,6 +235,23 @@ func (rs *ruleSet) byPath() map[string]*pathRule {
 		rs.rules, rs.sorted = m, nil
 	}
 	return rs.rules
+}
+
+// paths returns the paths of the rules in increasing order: those in sorted are in order
+// already, so only the map's are sorted, then merged with them (on find /usr's trace, 1.7k
+// instead of 17.5k).
+func (rs *ruleSet) paths() []string {
+	loose := slices.Sorted(maps.Keys(rs.rules))
+	out := make([]string, 0, len(loose)+len(rs.sorted))
+	i := 0
+	for _, e := range rs.sorted {
+		for i < len(loose) && loose[i] < e.path {
+			out = append(out, loose[i])
+			i++
+		}
+		out = append(out, e.path)
+	}
+	return append(out, loose[i:]...)
 }
 
 // get returns the rule at path p, or nil.
