@@ -1,0 +1,147 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/report"
+)
+
+// The red team (issue 23): a profile learned from an ordinary tool's work (testdata/redteam's
+// probe reading and writing files, running sh, asking its limits, signalling itself), then
+// attacks by the same binary under that profile, as root and as an ordinary user. Each attack
+// must be (a) blocked: the probe's line for it is not "ACTION: ok", and (b) on the record: a
+// denial of the report names it, or, as an ordinary user for a kind the kernel refuses
+// without a record, the report lists that kind as not observable.
+
+// redteamAttack is one attack of the probe.
+type redteamAttack struct {
+	action  string // the probe's argument
+	line    string // the probe's output line that says it was blocked
+	syscall string // the denial that records it (a syscall refused by the filter)
+	path    string // or: the file denial that records it (as root)
+	// unobservable: the report's entry that covers it as an ordinary user (a file denial).
+	unobservable string
+}
+
+// redteamAttacks are the attacks on the host and on the sandbox itself (PID 1 is the init
+// stage, which must stay out of reach).
+var redteamAttacks = []redteamAttack{
+	{action: "ptrace=1", line: "ptrace: EPERM", syscall: "ptrace"},
+	{action: "vmwrite=1", line: "vmwrite: EPERM", syscall: "process_vm_writev"},
+	{action: "pidfd-getfd=1", line: "pidfd-getfd: EPERM", syscall: "pidfd_open"},
+	{action: "procmem=1", line: "procmem: E", path: "/proc/1/mem", unobservable: "file denials"},
+	{action: "userfaultfd", line: "userfaultfd: EPERM", syscall: "userfaultfd"},
+	{action: "bpf", line: "bpf: EPERM", syscall: "bpf"},
+	{action: "perf", line: "perf: EPERM", syscall: "perf_event_open"},
+	{action: "add_key", line: "add_key: EPERM", syscall: "add_key"},
+	{action: "keyctl", line: "keyctl: EPERM", syscall: "keyctl"},
+	{action: "open_tree", line: "open_tree: EPERM", syscall: "open_tree"},
+	{action: "fsopen", line: "fsopen: EPERM", syscall: "fsopen"},
+	{action: "personality", line: "personality: EPERM", syscall: "personality"},
+	{action: "tiocsti=0", line: "tiocsti: EPERM", syscall: "ioctl"},
+	{action: "tioclinux=0", line: "tioclinux: EPERM", syscall: "ioctl"},
+	{action: "inotify=/", line: "inotify: EPERM", syscall: "inotify_init1"},
+	{action: "sched", line: "sched: EPERM", syscall: "sched_setscheduler"},
+	{action: "nice", line: "nice: EPERM", syscall: "setpriority"},
+	{action: "abstract=sysprof-redteam", line: "abstract: EPERM", syscall: "socket"},
+	{action: "link=in.txt,hard", line: "link: EPERM", syscall: "link"},
+	{action: "symlink=/etc/shadow,soft", line: "symlink: EPERM", syscall: "symlink"},
+}
+
+// redteamBox builds the probe into a fresh work tree and learns its benign run.
+func redteamBox(t *testing.T) (b *testutil.Box, root, profile string) {
+	t.Helper()
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "setpriv")
+	root = t.TempDir()
+	b = newBox(t, root, "x", "dev", "work", "")
+	data, err := os.ReadFile(testutil.BuildC(t, "redteam/rt.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WriteFile(t, filepath.Join(b.Work, "rt"), string(data), 0o755)
+	testutil.WriteFile(t, filepath.Join(b.Work, "in.txt"), "input\n", 0o644)
+	profile = filepath.Join(root, "profile.yaml")
+	if r := b.Sysprof(t, "learn", "-p", profile, "--", "./rt", "benign"); r.Code != 0 || !strings.Contains(r.Stdout, "benign: ok") {
+		t.Fatalf("learn the probe's benign run: %s", r)
+	}
+	openForNobody(t, root)
+	return b, root, profile
+}
+
+// asUsers are the two ways enforce runs: as root, and as an ordinary user (nobody).
+var asUsers = []struct {
+	name string
+	wrap []string
+}{{"root", nil}, {"ordinary-user", []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}}}
+
+// enforceAs runs `sysprof enforce -p profile --report rep -- argv…` in b as the user as names.
+func enforceAs(t *testing.T, b *testutil.Box, wrap []string, profile, rep string, argv ...string) testutil.Result {
+	t.Helper()
+	full := append(slicesClone(wrap), testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--")
+	return runPerturbed(t, b, perturbation{name: "redteam", stdout: "pipe", stdin: "null"}, append(full, argv...))
+}
+
+// TestRedTeamBlockedAndRecorded runs every attack of redteamAttacks in one enforced run per
+// user, after the benign work (which must still succeed).
+func TestRedTeamBlockedAndRecorded(t *testing.T) {
+	b, root, profile := redteamBox(t)
+	argv := []string{"./rt", "benign"}
+	for _, a := range redteamAttacks {
+		argv = append(argv, a.action)
+	}
+	argv = append(argv, "benign")
+	for _, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			if as.wrap != nil {
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
+			}
+			rep := filepath.Join(root, as.name+".json")
+			r := enforceAs(t, b, as.wrap, profile, rep, argv...)
+			if strings.Count(r.Stdout, "benign: ok") != 2 {
+				t.Errorf("the benign work did not run before and after the attacks: %s", r)
+			}
+			rp := testutil.ReadReport(t, rep)
+			for _, a := range redteamAttacks {
+				name, _, _ := strings.Cut(a.action, "=")
+				if !strings.Contains(r.Stdout, "\n"+a.line) {
+					got := "(no line)"
+					for _, l := range strings.Split(r.Stdout, "\n") {
+						if strings.HasPrefix(l, name+":") {
+							got = l
+						}
+					}
+					t.Errorf("%s: not blocked: want %q, got %q", a.action, a.line, got)
+				}
+				recorded := slices.ContainsFunc(rp.Denials, func(d report.Denial) bool {
+					if a.syscall != "" {
+						return d.Kind == report.KindSyscall && d.Syscall == a.syscall && !d.Allowed
+					}
+					return d.Kind == report.KindFile && d.Path == a.path
+				})
+				switch {
+				case recorded:
+				case a.unobservable != "" && as.wrap != nil:
+					if !slices.ContainsFunc(rp.Unobservable, func(u string) bool { return strings.HasPrefix(u, a.unobservable) }) {
+						t.Errorf("%s: refused without a record, and the report does not list %q as unobservable: %q", a.action, a.unobservable, rp.Unobservable)
+					}
+				default:
+					t.Errorf("%s: blocked, but not on the record (want a %s%s denial)", a.action, a.syscall, a.path)
+				}
+			}
+			if t.Failed() {
+				var lines []string
+				for _, d := range rp.Denials {
+					lines = append(lines, "  "+testutil.DenialString(d))
+				}
+				t.Logf("stdout:\n%s\nreport:\n%s", r.Stdout, strings.Join(lines, "\n"))
+			}
+		})
+	}
+}
