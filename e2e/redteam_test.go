@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -141,6 +143,63 @@ func TestRedTeamBlockedAndRecorded(t *testing.T) {
 					lines = append(lines, "  "+testutil.DenialString(d))
 				}
 				t.Logf("stdout:\n%s\nreport:\n%s", r.Stdout, strings.Join(lines, "\n"))
+			}
+		})
+	}
+}
+
+// TestRedTeamHostResources: what a run may take of the host's shared resources. No core dump
+// leaves the sandbox (RLIMIT_CORE 1: no core file in the work tree's changeset, and no
+// core_pattern pipe helper, systemd-coredump or apport, storing the sandbox's memory on the
+// host), and the run's tasks, each at its open-file limit, hold at most a quarter of the host's
+// file table (fs.file-max: when it is full, no unprivileged program of the host opens a file).
+// Neither limit can be raised from inside.
+func TestRedTeamHostResources(t *testing.T) {
+	b, root, profile := redteamBox(t)
+	data, err := os.ReadFile("/proc/sys/fs/file-max")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fileMax, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := uint64(loadProfile(t, profile).Limits.Pids)
+	for _, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			if as.wrap != nil {
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
+			}
+			rep := filepath.Join(root, as.name+"-resources.json")
+			r := enforceAs(t, b, as.wrap, profile, rep, "./rt", "rlimits", "raise=core", "raise=nofile", "fds", "core")
+			limits := map[string][2]uint64{}
+			for _, l := range strings.Split(r.Stdout, "\n") {
+				var name string
+				var soft, hard uint64
+				if n, _ := fmt.Sscanf(l, "rlimit %s %d %d", &name, &soft, &hard); n == 3 {
+					limits[strings.TrimSuffix(name, ":")] = [2]uint64{soft, hard}
+				}
+			}
+			if core, ok := limits["core"]; !ok || core[1] > 1 {
+				t.Errorf("RLIMIT_CORE in the sandbox is %v, want a hard limit of at most 1:\n%s", core, r.Stdout)
+			}
+			if files, ok := limits["nofile"]; !ok || files[1]*pids > fileMax/4 {
+				t.Errorf("RLIMIT_NOFILE in the sandbox is %v: %d tasks hold more than a quarter of the host's file table (%d):\n%s", files, pids, fileMax, r.Stdout)
+			}
+			if strings.Count(r.Stdout, "raise: ok") > 1 {
+				t.Errorf("a hard limit was raised from inside:\n%s", r.Stdout)
+			}
+			rp := testutil.ReadReport(t, rep)
+			if rp.Changes != nil {
+				for _, h := range rp.Changes.Held {
+					if filepath.Base(h.Path) == "core" || strings.HasPrefix(filepath.Base(h.Path), "core.") {
+						t.Errorf("the crash left a core dump: %s", h.Path)
+					}
+				}
+			}
+			if entries, _ := os.ReadDir(b.Work); slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "core") }) {
+				t.Errorf("the crash left a core dump in the work tree")
 			}
 		})
 	}

@@ -20,6 +20,8 @@ type hostFacts struct {
 	// processors (the limits' floors grow with them).
 	RAM  int64
 	CPUs int
+	// FileMax is fs.file-max (the open-file limit per process is a share of it); 0: unknown.
+	FileMax int64
 	// LimitCgroup: why the run gets no cgroup to keep its limits in; nil: it does.
 	LimitCgroup error
 	// UIDWeaker: the command's identity is weaker than this caller's case calls for
