@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -202,5 +203,37 @@ func TestRedTeamHostResources(t *testing.T) {
 				t.Errorf("the crash left a core dump in the work tree")
 			}
 		})
+	}
+}
+
+// TestRedTeamForgedOutputCannotHideTheRecord: a command shares its terminal with sysprof, and
+// what it prints last may conceal what follows (SGR 8), swallow it into a window title (an
+// unterminated OSC) or claim a clean run. Once the command is gone, sysprof resets the terminal
+// before its own lines: the real denial table follows the forged line, after the reset.
+func TestRedTeamForgedOutputCannotHideTheRecord(t *testing.T) {
+	b, root, profile := redteamBox(t)
+	forged := `say=sysprof: 0 operation(s) denied\x1b[8m\x1b]2;`
+	ptm, pts := testutil.OpenPTY(t)
+	cmd, ctx := testutil.Command(t, b.Work, b.Environ(), testutil.SysprofBin, "enforce", "-p", profile, "--report", filepath.Join(root, "forged.json"), "--", "./rt", forged, "bpf")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, pts, pts
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pts.Close()
+	var out strings.Builder
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = io.Copy(&out, ptm) }()
+	err := cmd.Wait()
+	<-done
+	r := testutil.Finish(t, ctx, cmd, err, "", "")
+	got := out.String()
+	fake := strings.Index(got, "sysprof: 0 operation(s) denied\x1b[8m\x1b]2;")
+	reset := strings.LastIndex(got, report.TerminalReset)
+	real := strings.LastIndex(got, "sysprof: 1 operation(s) denied:")
+	switch {
+	case fake < 0 || real < 0:
+		t.Fatalf("the terminal does not show the forged line and the real table (exit %d):\n%q", r.Code, got)
+	case reset < fake || reset > real:
+		t.Errorf("sysprof's table follows the command's forged output without a terminal reset between them:\n%q", got[fake:])
 	}
 }

@@ -200,6 +200,8 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		opts.Early = early
 		rep, code, err = enforcer.Run(ctx, opts)
 	}
+	// The command is gone: what it left set on the terminal must not hide what follows.
+	report.ResetTerminal(o.Err)
 	if err != nil {
 		return commandErrorEnforce(code, err)
 	}
