@@ -56,12 +56,18 @@ var redteamAttacks = []redteamAttack{
 	{action: "symlink=/etc/shadow,soft", line: "symlink: EPERM", syscall: "symlink"},
 }
 
-// redteamBox builds the probe into a fresh work tree and learns its benign run.
+// redteamBox builds the probe into a fresh work tree and learns its benign run. The box is
+// outside /tmp (under the private /tmp a secret would be absent, not hidden), searchable by
+// uid 65534.
 func redteamBox(t *testing.T) (b *testutil.Box, root, profile string) {
 	t.Helper()
 	testutil.RequireRoot(t)
 	testutil.RequireTools(t, hostPath, "setpriv")
-	root = t.TempDir()
+	root, err := os.MkdirTemp("/var/cache", "sysprof-e2e-redteam-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
 	b = newBox(t, root, "x", "dev", "work", "")
 	data, err := os.ReadFile(testutil.BuildC(t, "redteam/rt.c"))
 	if err != nil {
@@ -235,5 +241,64 @@ func TestRedTeamForgedOutputCannotHideTheRecord(t *testing.T) {
 		t.Fatalf("the terminal does not show the forged line and the real table (exit %d):\n%q", r.Code, got)
 	case reset < fake || reset > real:
 		t.Errorf("sysprof's table follows the command's forged output without a terminal reset between them:\n%q", got[fake:])
+	}
+}
+
+// TestRedTeamHiddenReadsOnTheRecord (issue 23 item 5): a hidden credential file (~/.npmrc,
+// ~/.netrc) or project secret (.env) reads as empty; as root each read the learn run did not
+// make is a denial naming the file and the binary (the guard watches each hidden file's
+// cover), one it made is listed as hidden; as an ordinary user the report says such reads are
+// not observable.
+func TestRedTeamHiddenReadsOnTheRecord(t *testing.T) {
+	b, root, profile := redteamBox(t)
+	secrets := map[string]string{
+		filepath.Join(b.Home, ".npmrc"): "//registry.example/:_authToken=npm_SECRET\n",
+		filepath.Join(b.Home, ".netrc"): "machine example login me password SECRET\n",
+		filepath.Join(b.Work, ".env"):   "API_KEY=SECRET\n",
+	}
+	for p, content := range secrets {
+		testutil.WriteFile(t, p, content, 0o644)
+	}
+	// A tool that reads ~/.npmrc when learned (npm does on every run): that read is information.
+	learned := filepath.Join(root, "learned.yaml")
+	if r := b.Sysprof(t, "learn", "-p", learned, "--", "./rt", "benign", "read="+filepath.Join(b.Home, ".npmrc")); r.Code != 0 {
+		t.Fatalf("learn the reader: %s", r)
+	}
+	openForNobody(t, root)
+	for _, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			if as.wrap != nil {
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
+			}
+			argv := []string{"./rt"}
+			for p := range secrets {
+				argv = append(argv, "read="+p)
+			}
+			rep := filepath.Join(root, as.name+"-hidden.json")
+			r := enforceAs(t, b, as.wrap, profile, rep, argv...)
+			if strings.Contains(r.Stdout, "read: ok") || strings.Count(r.Stdout, "read: empty") != len(secrets) {
+				t.Fatalf("a hidden secret did not read as empty: %s", r)
+			}
+			rp := testutil.ReadReport(t, rep)
+			for p := range secrets {
+				recorded := slices.ContainsFunc(rp.Denials, func(d report.Denial) bool {
+					return d.Kind == report.KindFile && d.Path == p && d.Access == "read" && filepath.Base(d.Exe) == "rt"
+				})
+				switch {
+				case as.wrap == nil && !recorded:
+					t.Errorf("the read of hidden %s is not on the record: %+v", p, rp.Denials)
+				case as.wrap != nil && !slices.ContainsFunc(rp.Unobservable, func(u string) bool { return strings.Contains(u, "hidden file") }):
+					t.Errorf("as an ordinary user the report does not say reads of hidden files are not observable: %q", rp.Unobservable)
+				}
+			}
+			// The learned reader: listed as hidden, no denial.
+			rep = filepath.Join(root, as.name+"-learned.json")
+			r = enforceAs(t, b, as.wrap, learned, rep, "./rt", "benign", "read="+filepath.Join(b.Home, ".npmrc"))
+			rp = testutil.ReadReport(t, rep)
+			if len(rp.Denials) > 0 || !slices.ContainsFunc(rp.Hidden, func(h report.HiddenRead) bool { return strings.HasSuffix(h.Path, ".npmrc") }) {
+				t.Errorf("the learned read of ~/.npmrc: want no denial and a hidden entry, got denials %+v, hidden %+v\n%s", rp.Denials, rp.Hidden, r.Stderr)
+			}
+		})
 	}
 }

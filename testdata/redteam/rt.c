@@ -224,6 +224,28 @@ int main(int argc, char **argv) {
 			setrlimit(RLIMIT_CORE, &rl);
 			fflush(stdout);
 			abort();
+		} else if (!strcmp(name, "read")) {
+			char buf[64];
+			int fd = open(arg, O_RDONLY);
+			long n = fd < 0 ? -1 : read(fd, buf, sizeof buf);
+			if (n > 0) printf("read: ok, %ld bytes\n", n);
+			else if (n == 0) printf("read: empty\n");
+			else result(name, -1);
+			fflush(stdout);
+		} else if (!strcmp(name, "write")) {
+			int fd = open(arg, O_WRONLY | O_CREAT | O_APPEND, 0644);
+			result(name, fd < 0 ? -1 : write(fd, "x\n", 2));
+		} else if (!strcmp(name, "exec")) {
+			fflush(stdout);
+			pid_t pid = fork();
+			if (pid == 0) {
+				execl(arg, arg, (char *)NULL);
+				_exit(errno == EACCES ? 13 : errno == ENOENT ? 2 : errno == EPERM ? 1 : 99);
+			}
+			int st = 0;
+			waitpid(pid, &st, 0);
+			printf("exec: %s\n", WIFEXITED(st) && WEXITSTATUS(st) == 13 ? "EACCES" : WIFEXITED(st) && WEXITSTATUS(st) == 1 ? "EPERM" : WIFEXITED(st) && WEXITSTATUS(st) == 2 ? "ENOENT" : "ran");
+			fflush(stdout);
 		} else if (!strcmp(name, "say")) {
 			// Print arg (unescaped) to stderr as the command's own output: a forged report
 			// line, terminal controls.
