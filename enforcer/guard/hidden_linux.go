@@ -56,8 +56,10 @@ func (g *Guard) WatchHidden(stagePID int) error {
 	for _, h := range g.cfg.Hidden {
 		var st unix.Stat_t
 		p := root + h
-		if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != 0 {
-			continue // not there (stays absent), a directory, or not covered
+		var fs unix.Statfs_t
+		if unix.Stat(p, &st) != nil || st.Mode != unix.S_IFREG|0o444 || st.Size != 0 ||
+			unix.Statfs(p, &fs) != nil || fs.Type != unix.TMPFS_MAGIC {
+			continue // not there (stays absent), a directory, or not covered (sandbox's emptyTmpfs)
 		}
 		if err := unix.FanotifyMark(fd, unix.FAN_MARK_ADD, mask, unix.AT_FDCWD, p); err != nil {
 			errs = append(errs, fmt.Errorf("watch hidden %s: %w", h, err))
