@@ -20,6 +20,8 @@ type hostFacts struct {
 	// processors (the limits' floors grow with them).
 	RAM  int64
 	CPUs int
+	// FileMax is fs.file-max (the open-file limit per process is a share of it); 0: unknown.
+	FileMax int64
 	// LimitCgroup: why the run gets no cgroup to keep its limits in; nil: it does.
 	LimitCgroup error
 	// UIDWeaker: the command's identity is weaker than this caller's case calls for
@@ -84,11 +86,12 @@ func guardLostNote(why error) string {
 }
 
 // unobservable says which denials a run cannot report: with the guard up, only file denials
-// that are no error or name no hidden path; without it, no file denial at all.
+// that name no hidden path (a read of a hidden file, which succeeds empty, is watched);
+// without it, no file denial at all.
 func unobservable(guardUp bool) []string {
-	files := "file denials (Landlock answers EACCES/EROFS without a record the enforcer can read)"
+	files := "file denials (Landlock answers EACCES/EROFS without a record the enforcer can read; a hidden file or directory reads as empty)"
 	if guardUp {
-		files = "file denials that are not an error (a hidden file reads as empty) or that name no path the sandbox hides (ENOENT of relative or symlinked paths)"
+		files = "file denials that name no path the sandbox hides (ENOENT of relative or symlinked paths) or list a hidden directory (it reads as empty)"
 	}
 	if guardUp {
 		// The guard reports failed connects (a covered host unix socket, a TCP port Landlock

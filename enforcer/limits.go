@@ -3,8 +3,10 @@ package enforcer
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +43,7 @@ type runLimits struct {
 	Pids     int   // tasks at once, the init stage's included
 	Memory   int64 // bytes
 	Tmp      int64 // bytes each private tmpfs holds
+	Files    int   // open files per process (RLIMIT_NOFILE); 0: the host's
 	Cgroup   bool  // kept in the run's cgroup
 	Detail   string
 	Defaults []string // what is not the profile's own value: defaults, per-CPU floors
@@ -48,13 +51,29 @@ type runLimits struct {
 
 // rlimits are the limits the init stage sets on the command. RLIMIT_NPROC means nothing for a
 // command that is host uid 0 (the kernel exempts it): then only the cgroup bounds the tasks.
+// RLIMIT_CORE is 1 in every run: no core file is written, and the kernel skips a core_pattern
+// pipe helper (systemd-coredump, apport: host root programs storing the sandbox's memory on
+// the host) for exactly that value.
 func (l runLimits) rlimits(hostUID0 bool) []sandbox.Rlimit {
 	var out []sandbox.Rlimit
 	if !hostUID0 {
 		out = append(out, sandbox.Rlimit{Resource: unix.RLIMIT_NPROC, Max: uint64(l.Pids)})
 	}
+	if l.Files > 0 {
+		out = append(out, sandbox.Rlimit{Resource: unix.RLIMIT_NOFILE, Max: uint64(l.Files)})
+	}
+	out = append(out, sandbox.Rlimit{Resource: unix.RLIMIT_CORE, Max: 1})
 	return append(out, sandbox.Rlimit{Resource: unix.RLIMIT_DATA, Max: uint64(l.Memory)})
 }
+
+// Open files per process: the run's tasks, each at its RLIMIT_NOFILE, hold at most a quarter
+// of the host's file table (fs.file-max; when it is full, the host's own unprivileged
+// programs cannot open a file), within what tools expect.
+const (
+	fileTableShare = 4
+	minFiles       = 1024
+	maxFiles       = 1 << 16
+)
 
 // decideLimits is the limits layer's decision: the profile's limits, or the defaults, kept in
 // the run's cgroup when this host gives the run one (h.LimitCgroup nil), else as rlimits only.
@@ -101,6 +120,9 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 		l.Tmp = policy.DefaultTmpMiB * mib
 		l.Defaults = append(l.Defaults, "tmp")
 	}
+	if h.FileMax > 0 {
+		l.Files = int(min(max(h.FileMax/fileTableShare/int64(l.Pids), minFiles), maxFiles))
+	}
 	l.Cgroup = h.LimitCgroup == nil
 	where := "in the run's cgroup"
 	if !l.Cgroup {
@@ -115,7 +137,17 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 
 // thisHost are the facts of this host the limits depend on.
 func thisHost() hostFacts {
-	return hostFacts{RAM: hostRAM(), CPUs: runtime.NumCPU(), LimitCgroup: kernrun.LimitsAvailable()}
+	return hostFacts{RAM: hostRAM(), CPUs: runtime.NumCPU(), FileMax: hostFileMax(), LimitCgroup: kernrun.LimitsAvailable()}
+}
+
+// hostFileMax is fs.file-max, the host's open-file table (0: unknown).
+func hostFileMax() int64 {
+	b, err := os.ReadFile("/proc/sys/fs/file-max")
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return max(n, 0)
 }
 
 // EffectiveLimits are the limits enforce applies to p on this host: tasks (the command's, the

@@ -80,6 +80,39 @@ func TestLimitRlimits(t *testing.T) {
 	}
 }
 
+// Every run gets RLIMIT_CORE 1 (no core file, no core_pattern pipe helper on the host) and an
+// RLIMIT_NOFILE that keeps the run's tasks to a quarter of the host's file table, within
+// [1024, 65536]; an unknown file table leaves the host's.
+func TestLimitFilesAndCore(t *testing.T) {
+	p := &policy.Profile{Limits: policy.Limits{Pids: 64, MemoryMiB: 256}}
+	for _, tc := range []struct {
+		fileMax int64
+		want    int
+	}{
+		{0, 0},
+		{2466093, 2466093 / 4 / (64 + stageTasks)},
+		{100000, 1024},
+		{9223372036854775807, 1 << 16},
+	} {
+		l := limitsFor(&Compiled{profile: p}, hostFacts{RAM: 8 << 30, CPUs: 2, FileMax: tc.fileMax})
+		if l.Files != tc.want {
+			t.Errorf("file-max %d: files %d, want %d", tc.fileMax, l.Files, tc.want)
+		}
+		var files, core uint64
+		for _, r := range l.rlimits(false) {
+			switch r.Resource {
+			case unix.RLIMIT_NOFILE:
+				files = r.Max
+			case unix.RLIMIT_CORE:
+				core = r.Max
+			}
+		}
+		if int(files) != tc.want || core != 1 {
+			t.Errorf("file-max %d: rlimits NOFILE %d CORE %d, want %d and 1", tc.fileMax, files, core, tc.want)
+		}
+	}
+}
+
 // A hit is a denial naming the limit, the peak and what would have sufficed, with the grant
 // raising it.
 func TestLimitDenials(t *testing.T) {

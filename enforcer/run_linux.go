@@ -320,7 +320,7 @@ func (r *enforcedRun) decide(id sandbox.Identity) layerDecision {
 		facts.Guard = guardAvailable()
 	}
 	host := thisHost()
-	facts.RAM, facts.CPUs, facts.LimitCgroup = host.RAM, host.CPUs, host.LimitCgroup
+	facts.RAM, facts.CPUs, facts.FileMax, facts.LimitCgroup = host.RAM, host.CPUs, host.FileMax, host.LimitCgroup
 	dec := decideLayers(r.c, facts)
 	r.rep.Notes = append(r.rep.Notes, dec.Notes...)
 	for _, l := range dec.Degraded {

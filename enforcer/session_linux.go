@@ -97,6 +97,13 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 	}
 	defer unix.Close(listener)
 	r.rep.SetLayer(report.Layer{Name: LayerSeccomp, State: report.LayerApplied})
+	if r.guard != nil && r.sandbox {
+		// The stage's mounts are in place and the command has not started: a read of a hidden
+		// file from now on is on the record.
+		if err := r.guard.WatchHidden(st.pid); err != nil {
+			r.rep.Notes = append(r.rep.Notes, err.Error()+" (those reads still read as empty, without a record)")
+		}
+	}
 	if r.egress != nil {
 		if err := s.startEgress(r.egress, r.c); err != nil {
 			return runResult{}, err

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -401,6 +402,7 @@ func mountHidden(hidden []string, res *Result) ([]string, error) {
 	var (
 		mfd     = -1
 		mounted []string
+		files   int // covers of files made so far: each file gets its own (an inode of its own)
 	)
 	defer func() {
 		if mfd >= 0 {
@@ -424,13 +426,14 @@ func mountHidden(hidden []string, res *Result) ([]string, error) {
 		}
 		if mfd < 0 {
 			var err error
-			if mfd, err = emptyTmpfs(); err != nil {
+			if mfd, err = emptyTmpfs(len(hidden)); err != nil {
 				return nil, err
 			}
 		}
-		src := "f"
-		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			src = "d"
+		src := "d"
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			src = "f" + strconv.Itoa(files)
+			files++
 		}
 		fd, err := unix.OpenTree(mfd, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 		if err != nil {
@@ -527,16 +530,19 @@ func mountCopy(path string, content []byte) error {
 }
 
 // emptyTmpfs makes a small detached, read-only tmpfs (its root owned by the caller with mode
-// 0755, so that an unprivileged init stage without CAP_DAC_OVERRIDE can fill it) holding an empty directory "d" (mode 0555)
-// and an empty file "f" (mode 0444), and returns its mount fd. It is never attached itself;
-// clones of d and f are mounted over hidden paths.
-func emptyTmpfs() (int, error) {
+// 0755, so that an unprivileged init stage without CAP_DAC_OVERRIDE can fill it) holding an
+// empty directory "d" (mode 0555) and the empty files "f0" … "f<files-1>" (mode 0444), and
+// returns its mount fd. It is never attached itself; clones of d and of one f each are mounted
+// over hidden paths. A hidden file's cover is an inode of its own, so that an open of it names
+// the file it hides (the root run's guard watches each cover: a read of a hidden secret is on
+// the record).
+func emptyTmpfs(files int) (int, error) {
 	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
 	if err != nil {
 		return -1, fmt.Errorf("fsopen tmpfs: %w", err)
 	}
 	defer unix.Close(fsfd)
-	for _, kv := range [][2]string{{"mode", "0755"}, {"size", "4k"}, {"nr_inodes", "8"}} {
+	for _, kv := range [][2]string{{"mode", "0755"}, {"size", "4k"}, {"nr_inodes", strconv.Itoa(files + 8)}} {
 		if err := unix.FsconfigSetString(fsfd, kv[0], kv[1]); err != nil {
 			return -1, fmt.Errorf("fsconfig tmpfs %s=%s: %w", kv[0], kv[1], err)
 		}
@@ -552,12 +558,14 @@ func emptyTmpfs() (int, error) {
 		unix.Close(mfd)
 		return -1, fmt.Errorf("mkdir in empty tmpfs: %w", err)
 	}
-	f, err := unix.Openat(mfd, "f", unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_CLOEXEC, 0o444)
-	if err != nil {
-		unix.Close(mfd)
-		return -1, fmt.Errorf("create in empty tmpfs: %w", err)
+	for i := range files {
+		f, err := unix.Openat(mfd, "f"+strconv.Itoa(i), unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_CLOEXEC, 0o444)
+		if err != nil {
+			unix.Close(mfd)
+			return -1, fmt.Errorf("create in empty tmpfs: %w", err)
+		}
+		unix.Close(f)
 	}
-	unix.Close(f)
 	if err := setReadOnly(mfd); err != nil {
 		unix.Close(mfd)
 		return -1, fmt.Errorf("make empty tmpfs read-only: %w", err)

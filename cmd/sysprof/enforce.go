@@ -203,6 +203,8 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	} else {
 		rep, code, err = pe.run.Run(ctx, early)
 	}
+	// The command is gone: what it left set on the terminal must not hide what follows.
+	report.ResetTerminal(o.Err)
 	if err != nil {
 		return commandErrorEnforce(code, err)
 	}

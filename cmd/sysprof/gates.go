@@ -212,6 +212,7 @@ func runEnforceGates(ctx context.Context, o *enforceOptions) error {
 			opts := o.runOptions(profiles[i], st, resolve)
 			opts.Changeset = cs
 			rep, code, err := enforcer.Run(ctx, opts)
+			report.ResetTerminal(o.Err)
 			if err != nil {
 				setupErr = commandErrorEnforce(code, fmt.Errorf("step %s: %w", st.Name, err))
 				return setupErr

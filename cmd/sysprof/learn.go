@@ -281,6 +281,8 @@ func learnOnce(ctx context.Context, po profiler.Options, so synth.Options) (*tra
 	defer learnGC()()
 	start := time.Now()
 	tr, err := profiler.Run(ctx, po)
+	// The command is gone: what it left set on the terminal must not hide the review list.
+	report.ResetTerminal(os.Stderr)
 	if err != nil {
 		return nil, nil, 0, commandError(err)
 	}

@@ -153,6 +153,8 @@ type Guard struct {
 	// tps: the file-denial program on the path syscalls' exit tracepoints.
 	tps []tpLink
 	rd  *ringbuf.Reader
+	// hidden watches the hidden files' covers (WatchHidden; nil: none).
+	hidden *hiddenWatch
 	// rootPid is the init stage (PID 1 of the sandbox, the command's parent; without the sandbox
 	// it execs the command): parent chains end there.
 	rootPid atomic.Int64
@@ -539,6 +541,7 @@ func (g *Guard) record(d report.Denial) {
 // Close detaches everything, drains the ring buffer, removes the cgroup (killing what is left
 // in it) and returns the denials and notes.
 func (g *Guard) Close() ([]report.Denial, []string) {
+	g.closeHidden()
 	if err := g.Wait(); err != nil {
 		// The background setup failed: nothing is loaded; the caller noted why.
 		var notes []string

@@ -1,0 +1,263 @@
+// rt: the red team's probe for e2e/redteam_test.go. Each argument is one action; for each it
+// prints "ACTION: ok" or "ACTION: ERRNONAME" (some print what they saw) and goes on. "benign"
+// is the ordinary work a learn run sees: it reads and writes files, runs sh, asks its limits,
+// signals itself, asks the terminal's size. The attacks make the same kinds of call with
+// hostile arguments, or calls the benign run never made.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/personality.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+// unescape decodes \xHH and \n in s (in place): names and lines a shell cannot pass as is.
+static char *unescape(char *s) {
+	char *o = s;
+	for (char *c = s; *c; c++) {
+		if (c[0] == '\\' && c[1] == 'x' && c[2] && c[3]) {
+			char hex[3] = {c[2], c[3], 0};
+			*o++ = (char)strtol(hex, NULL, 16);
+			c += 3;
+		} else if (c[0] == '\\' && c[1] == 'n') {
+			*o++ = '\n';
+			c++;
+		} else {
+			*o++ = *c;
+		}
+	}
+	*o = 0;
+	return s;
+}
+
+static void result(const char *what, long rc) {
+	if (rc < 0) {
+		const char *n = strerrorname_np(errno);
+		printf("%s: %s\n", what, n ? n : "E?");
+	} else {
+		printf("%s: ok\n", what);
+	}
+	fflush(stdout);
+}
+
+// benign is what the learn run does.
+static void benign(void) {
+	char buf[64];
+	int fd = open("in.txt", O_RDONLY);
+	if (fd >= 0) { (void)!read(fd, buf, sizeof buf); close(fd); }
+	fd = open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0) { (void)!write(fd, "out\n", 4); close(fd); }
+	struct rlimit rl;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	kill(getpid(), 0);
+	struct winsize ws;
+	ioctl(2, TIOCGWINSZ, &ws);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", "true", (char *)NULL);
+		_exit(127);
+	}
+	if (pid > 0) waitpid(pid, NULL, 0);
+	printf("benign: ok\n");
+	fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		char *arg = strchr(a, '=');
+		char name[64];
+		snprintf(name, sizeof name, "%.*s", arg ? (int)(arg - a) : (int)strlen(a), a);
+		if (arg) arg++;
+		errno = 0;
+		if (!strcmp(name, "benign")) {
+			benign();
+		} else if (!strcmp(name, "procmem")) {
+			// The init stage's (or a sibling's) memory, for writing.
+			char p[64];
+			snprintf(p, sizeof p, "/proc/%s/mem", arg);
+			result(name, open(p, O_RDWR));
+		} else if (!strcmp(name, "pidfd-getfd")) {
+			int pfd = syscall(SYS_pidfd_open, atoi(arg), 0);
+			if (pfd < 0) { result(name, -1); continue; }
+			long got = -1;
+			for (int fd = 0; fd < 16 && got < 0; fd++) got = syscall(SYS_pidfd_getfd, pfd, fd, 0);
+			result(name, got);
+		} else if (!strcmp(name, "vmwrite")) {
+			char buf[8] = {0}, *remote = (char *)0x400000;
+			struct iovec l = {buf, sizeof buf}, r = {remote, sizeof buf};
+			result(name, process_vm_writev(atoi(arg), &l, 1, &r, 1, 0));
+		} else if (!strcmp(name, "ptrace")) {
+			result(name, ptrace(PTRACE_ATTACH, atoi(arg), 0, 0));
+		} else if (!strcmp(name, "kill")) {
+			// kill=PID,SIG
+			char *comma = strchr(arg, ',');
+			result(name, kill(atoi(arg), comma ? atoi(comma + 1) : 0));
+		} else if (!strcmp(name, "prlimit-init")) {
+			// Lower (or raise) the init stage's limits from inside.
+			struct rlimit rl = {0, 0};
+			result(name, prlimit(1, RLIMIT_NOFILE, &rl, NULL));
+		} else if (!strcmp(name, "raise")) {
+			// Raise a hard limit: nofile or nproc or core.
+			int res = !strcmp(arg, "nproc") ? RLIMIT_NPROC : !strcmp(arg, "core") ? RLIMIT_CORE : !strcmp(arg, "data") ? RLIMIT_DATA : RLIMIT_NOFILE;
+			struct rlimit rl;
+			getrlimit(res, &rl);
+			rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
+			result(name, setrlimit(res, &rl));
+		} else if (!strcmp(name, "rlimits")) {
+			struct rlimit rl;
+			int res[] = {RLIMIT_NPROC, RLIMIT_DATA, RLIMIT_NOFILE, RLIMIT_CORE, RLIMIT_FSIZE};
+			const char *n[] = {"nproc", "data", "nofile", "core", "fsize"};
+			for (int k = 0; k < 5; k++) {
+				getrlimit(res[k], &rl);
+				printf("rlimit %s: %llu %llu\n", n[k], (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
+			}
+			fflush(stdout);
+		} else if (!strcmp(name, "personality")) {
+			// READ_IMPLIES_EXEC: a readable anonymous mapping becomes executable without
+			// PROT_EXEC in any argument seccomp sees.
+			long rc = personality(READ_IMPLIES_EXEC);
+			if (rc < 0 || !(personality(0xffffffff) & READ_IMPLIES_EXEC)) { result(name, -1); continue; }
+			unsigned char *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (m == MAP_FAILED) { result(name, -1); continue; }
+			m[0] = 0xb8; m[1] = 42; m[2] = 0; m[3] = 0; m[4] = 0; m[5] = 0xc3; // mov eax,42; ret
+			int (*f)(void) = (int (*)(void))m;
+			printf("personality: ran code, %d\n", f());
+			fflush(stdout);
+		} else if (!strcmp(name, "personality-exec")) {
+			// READ_IMPLIES_EXEC survives execve: set it, then run arg (which maps RW memory).
+			if (personality(READ_IMPLIES_EXEC) < 0) { result(name, -1); continue; }
+			fflush(stdout);
+			execl(arg, arg, "anon-rx", (char *)NULL);
+			result(name, -1);
+		} else if (!strcmp(name, "anon-rx")) {
+			// A plain PROT_READ|PROT_WRITE anonymous mapping: executable only if the
+			// personality makes it so.
+			unsigned char *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (m == MAP_FAILED) { result(name, -1); continue; }
+			FILE *maps = fopen("/proc/self/maps", "r");
+			char line[256], want[32];
+			snprintf(want, sizeof want, "%lx-", (unsigned long)m);
+			int exec = 0;
+			while (maps && fgets(line, sizeof line, maps))
+				if (!strncmp(line, want, strlen(want)) && line[strlen(want) + 8 + 2] == 'x') exec = 1;
+			printf("anon-rx: %s\n", exec ? "executable" : "not executable");
+			fflush(stdout);
+		} else if (!strcmp(name, "userfaultfd")) {
+			result(name, syscall(SYS_userfaultfd, 0));
+		} else if (!strcmp(name, "bpf")) {
+			char attr[128] = {0};
+			result(name, syscall(SYS_bpf, 0, attr, sizeof attr));
+		} else if (!strcmp(name, "perf")) {
+			struct perf_event_attr pe = {.type = PERF_TYPE_SOFTWARE, .size = sizeof pe, .config = PERF_COUNT_SW_CPU_CLOCK};
+			result(name, syscall(SYS_perf_event_open, &pe, 0, -1, -1, 0));
+		} else if (!strcmp(name, "add_key")) {
+			result(name, syscall(SYS_add_key, "user", "rt", "x", 1, -3 /* session */));
+		} else if (!strcmp(name, "keyctl")) {
+			result(name, syscall(SYS_keyctl, 0, -3, 0));
+		} else if (!strcmp(name, "clone3-userns")) {
+			struct { uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls; } ca = {.flags = CLONE_NEWUSER, .exit_signal = SIGCHLD};
+			long pid = syscall(SYS_clone3, &ca, sizeof ca);
+			if (pid == 0) _exit(0);
+			if (pid > 0) waitpid(pid, NULL, 0);
+			result(name, pid);
+		} else if (!strcmp(name, "open_tree")) {
+			result(name, syscall(SYS_open_tree, AT_FDCWD, "/", 1 /* OPEN_TREE_CLONE */ | AT_RECURSIVE));
+		} else if (!strcmp(name, "fsopen")) {
+			result(name, syscall(SYS_fsopen, "tmpfs", 0));
+		} else if (!strcmp(name, "tiocsti")) {
+			char c = 'x';
+			result(name, ioctl(atoi(arg), TIOCSTI, &c));
+		} else if (!strcmp(name, "tioclinux")) {
+			char sub = 6; // TIOCL_GETSHIFTSTATE-ish: harmless
+			result(name, ioctl(atoi(arg), TIOCLINUX, &sub));
+		} else if (!strcmp(name, "inotify")) {
+			int fd = inotify_init1(0);
+			result(name, fd < 0 ? -1 : inotify_add_watch(fd, arg, IN_ALL_EVENTS));
+		} else if (!strcmp(name, "sched")) {
+			struct sched_param sp = {.sched_priority = 1};
+			result(name, sched_setscheduler(0, SCHED_FIFO, &sp));
+		} else if (!strcmp(name, "nice")) {
+			result(name, setpriority(PRIO_PROCESS, 0, -5));
+		} else if (!strcmp(name, "fds")) {
+			// fd exhaustion: open as many as the limit lets us, say how many.
+			int n = 0;
+			while (open("/dev/null", O_RDONLY) >= 0) n++;
+			printf("fds: %d (%s)\n", n, strerrorname_np(errno));
+			fflush(stdout);
+		} else if (!strcmp(name, "link")) {
+			// link=TARGET,NAME: a hard link to a host file.
+			char *comma = strchr(arg, ',');
+			*comma = 0;
+			unlink(comma + 1);
+			result(name, link(arg, comma + 1));
+		} else if (!strcmp(name, "symlink")) {
+			char *comma = strchr(arg, ',');
+			*comma = 0;
+			unlink(comma + 1);
+			result(name, symlink(arg, comma + 1));
+		} else if (!strcmp(name, "abstract")) {
+			struct sockaddr_un sa = {.sun_family = AF_UNIX};
+			strncpy(sa.sun_path + 1, arg, sizeof sa.sun_path - 2);
+			int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+			result(name, fd < 0 ? -1 : connect(fd, (struct sockaddr *)&sa, offsetof(struct sockaddr_un, sun_path) + 1 + strlen(arg)));
+		} else if (!strcmp(name, "core")) {
+			// Dump core where the kernel's core_pattern says.
+			struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
+			setrlimit(RLIMIT_CORE, &rl);
+			fflush(stdout);
+			abort();
+		} else if (!strcmp(name, "read")) {
+			char buf[64];
+			int fd = open(arg, O_RDONLY);
+			long n = fd < 0 ? -1 : read(fd, buf, sizeof buf);
+			if (n > 0) printf("read: ok, %ld bytes\n", n);
+			else if (n == 0) printf("read: empty\n");
+			else result(name, -1);
+			fflush(stdout);
+		} else if (!strcmp(name, "write")) {
+			int fd = open(arg, O_WRONLY | O_CREAT | O_APPEND, 0644);
+			result(name, fd < 0 ? -1 : write(fd, "x\n", 2));
+		} else if (!strcmp(name, "exec")) {
+			fflush(stdout);
+			pid_t pid = fork();
+			if (pid == 0) {
+				execl(arg, arg, (char *)NULL);
+				_exit(errno == EACCES ? 13 : errno == ENOENT ? 2 : errno == EPERM ? 1 : 99);
+			}
+			int st = 0;
+			waitpid(pid, &st, 0);
+			printf("exec: %s\n", WIFEXITED(st) && WEXITSTATUS(st) == 13 ? "EACCES" : WIFEXITED(st) && WEXITSTATUS(st) == 1 ? "EPERM" : WIFEXITED(st) && WEXITSTATUS(st) == 2 ? "ENOENT" : "ran");
+			fflush(stdout);
+		} else if (!strcmp(name, "say")) {
+			// Print arg (unescaped) to stderr as the command's own output: a forged report
+			// line, terminal controls.
+			fprintf(stderr, "%s\n", unescape(arg));
+		} else if (!strcmp(name, "create")) {
+			// Create a file by a name (unescaped) a shell cannot pass.
+			int fd = open(unescape(arg), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			result(name, fd < 0 ? -1 : write(fd, "x", 1));
+		} else {
+			printf("%s: unknown action\n", name);
+			return 2;
+		}
+	}
+	return 0;
+}
