@@ -48,6 +48,8 @@ var Families = []Family{
 		[]string{"poll", "ppoll", "select", "pselect6"}, nil, nil},
 	{"wait-for-children", "reaping child processes: wait4 and waitid by libc version and runtime",
 		[]string{"wait4", "waitid"}, nil, nil},
+	{"sleep", "sleeping: a process that waits for its children with a timeout (Python's subprocess wait and communicate) polls them and sleeps between polls only while one is still running, which the machine's load decides; glibc's sleep calls nanosleep or clock_nanosleep by version; a sleep only gives time away",
+		[]string{"nanosleep", "clock_nanosleep"}, []string{"nanosleep", "clock_nanosleep", "wait4", "waitid"}, nil},
 	{"timers", "interval timers: which timer API a runtime arms differs by version",
 		[]string{"setitimer", "getitimer", "alarm", "timer_create", "timer_settime", "timer_gettime", "timer_delete"}, nil, nil},
 	{"stat", "file metadata: newer glibc calls fstat where older called newfstatat, and statx where the kernel has it",
