@@ -66,6 +66,8 @@ var Families = []Family{
 		[]string{"chdir", "fchdir", "clone", "clone3", "fork", "vfork"}, nil},
 	{"remove", "removing a name: a tool that renames files into place (a cache replacing its entries: mypy's .mypy_cache, pip, ccache) deletes stale ones on a later run, with a cold cache never; a rename over a name removes it already, and which names may go is the filesystem layers' decision",
 		[]string{"unlink", "unlinkat"}, []string{"rename", "renameat", "renameat2"}, nil},
+	{"touch", "refreshing an entry instead of writing it again: a content-addressed store (git's objects, Go's build cache) writes an entry through a temp file linked or renamed into place when it is new, and only sets its times when it exists already (git commit of a tree it has seen; a warm cache); which files may be touched is the mounts' decision (a read-only one answers EROFS)",
+		[]string{"utimensat", "utime", "utimes", "futimesat"}, []string{"link", "linkat", "rename", "renameat", "renameat2"}, nil},
 	{"send", "sending on a socket the process holds: glibc's resolver asks A and AAAA at once with sendmmsg on a dual-stack host and sendto on an IPv4-only one; runtimes pick sendto or sendmsg (the destinations are the network rules'; send(2) is sendto on x86_64 and arm64)",
 		[]string{"sendto", "sendmsg", "sendmmsg"}, nil, []string{"sendmsg", "sendmmsg"}},
 }

@@ -197,7 +197,9 @@ func TestFamilyMatesAgreeWithLearn(t *testing.T) {
 //   - working-directory with a process start: a cold build cache starts one compiler per
 //     package in its directory (Go's os/exec Dir: chdir in the child), a warm one none;
 //   - sleep with a wait for children: Python's subprocess wait with a timeout sleeps between
-//     polls only while the child still runs (a loaded machine: pip --python).
+//     polls only while the child still runs (a loaded machine: pip --python);
+//   - touch with a link or rename into place: git commit writes a new object through a temp
+//     file and link, and only sets the times of one it has already (the same tree again).
 func TestTriggerBringsFamily(t *testing.T) {
 	ctx := map[string]string{"HOME": "/home/a", "WORKDIR": "/w", "TMPDIR": "/tmp"}
 	for _, c := range []struct {
@@ -209,6 +211,7 @@ func TestTriggerBringsFamily(t *testing.T) {
 		{"/usr/local/go/bin/go", "clone", []string{"go", "test", "-race", "."}, []string{"setsid"}},
 		{"/usr/local/go/bin/go", "clone", []string{"go", "build"}, []string{"chdir"}},
 		{"/usr/bin/python3.11", "wait4", []string{"python3", "-m", "pip"}, []string{"nanosleep", "clock_nanosleep"}},
+		{"/usr/bin/git", "link", []string{"git", "commit"}, []string{"utimensat"}},
 	} {
 		for _, triggered := range []bool{true, false} {
 			tr := &trace.Trace{Version: trace.Version, Command: c.command, Context: ctx,
