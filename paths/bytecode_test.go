@@ -2,6 +2,21 @@ package paths
 
 import "testing"
 
+func TestBytecodeCache(t *testing.T) {
+	for p, want := range map[string]bool{
+		"/w/__pycache__": true,
+		"/w/__pycache__/test_a.cpython-311-pytest-7.2.1.pyc.8": true,
+		"$WORKDIR/pkg/__pycache__/a.cpython-311.pyc":           true,
+		"/w/__pycache__/evil.so":                               false,
+		"/w/pkg/a.py":                                          false,
+		"/w/pycache/a.pyc":                                     false,
+	} {
+		if got := BytecodeCache(p); got != want {
+			t.Errorf("BytecodeCache(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
+
 func TestSystemBytecodeCache(t *testing.T) {
 	for p, want := range map[string]bool{
 		"/usr/lib/python3/dist-packages/xdist/__pycache__":                                     true,
