@@ -195,7 +195,13 @@ func TestFamilyMatesAgreeWithLearn(t *testing.T) {
 //   - process-session with a process start: a command may detach a child into a session of its
 //     own depending on who runs it (the go command's telemetry child: once a day per user);
 //   - working-directory with a process start: a cold build cache starts one compiler per
-//     package in its directory (Go's os/exec Dir: chdir in the child), a warm one none.
+//     package in its directory (Go's os/exec Dir: chdir in the child), a warm one none;
+//   - sleep with a wait for children: Python's subprocess wait with a timeout sleeps between
+//     polls only while the child still runs (a loaded machine: pip --python);
+//   - rename-aside with a delete: pytest learned with a warm cache removes and writes, and
+//     renames only once a stale pytest-N goes or a test file changed;
+//   - touch with a link or rename into place: git commit writes a new object through a temp
+//     file and link, and only sets the times of one it has already (the same tree again).
 func TestTriggerBringsFamily(t *testing.T) {
 	ctx := map[string]string{"HOME": "/home/a", "WORKDIR": "/w", "TMPDIR": "/tmp"}
 	for _, c := range []struct {
@@ -206,6 +212,9 @@ func TestTriggerBringsFamily(t *testing.T) {
 		{"/usr/bin/python3.11", "rename", []string{"mypy", "."}, []string{"unlink", "unlinkat"}},
 		{"/usr/local/go/bin/go", "clone", []string{"go", "test", "-race", "."}, []string{"setsid"}},
 		{"/usr/local/go/bin/go", "clone", []string{"go", "build"}, []string{"chdir"}},
+		{"/usr/bin/python3.11", "wait4", []string{"python3", "-m", "pip"}, []string{"nanosleep", "clock_nanosleep"}},
+		{"/usr/bin/git", "link", []string{"git", "commit"}, []string{"utimensat"}},
+		{"/usr/bin/python3.11", "unlink", []string{"pytest-3"}, []string{"rename", "renameat2"}},
 	} {
 		for _, triggered := range []bool{true, false} {
 			tr := &trace.Trace{Version: trace.Version, Command: c.command, Context: ctx,

@@ -890,7 +890,7 @@ func protectedDir(d string) bool {
 //     file is granted, so one go.sum never makes the work tree writable.
 func (s *state) passWrite() []string {
 	var n, created, anchored, exact int
-	var refused, pager []string
+	var refused, pager, bytecode []string
 	terminal := false
 	var missing []fileObs
 	provs := s.exeProvs()
@@ -904,6 +904,10 @@ func (s *state) passWrite() []string {
 		}
 		if paths.PagerHistory(f.path) {
 			pager = append(pager, f.path)
+			continue
+		}
+		if paths.SystemBytecodeCache(f.path) {
+			bytecode = append(bytecode, f.path)
 			continue
 		}
 		n++
@@ -950,6 +954,12 @@ func (s *state) passWrite() []string {
 		slices.Sort(pager)
 		msgs = append(msgs, fmt.Sprintf("not granted: the pager's history %s (the sandbox runs less with "+paths.NoPagerHistory+": it neither reads nor saves one; "+
 			"a write rule on a file in $HOME would make enforce refuse the profile)", strings.Join(slices.Compact(pager), ", ")))
+	}
+	if len(bytecode) > 0 {
+		slices.Sort(bytecode)
+		msgs = append(msgs, fmt.Sprintf("not granted: %s of Python's bytecode cache in a system tree (%s): a first run as root writes it, "+
+			"every other run reads it or goes on without it; a write rule there would let the command plant code every later python runs",
+			plural(len(slices.Compact(bytecode)), "write"), bytecode[0]))
 	}
 	if terminal {
 		msgs = append(msgs, "not granted: "+ptyDir+" (a terminal reopened by name): enforce grants the terminal the command's stdio is on, whatever its number")

@@ -491,6 +491,8 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 			}
 		} else if ev.Ret == -int32(unix.EACCES) && g.landlockAllows(h.access, h.path) {
 			continue // Landlock allows it: file permissions refused it, not the sandbox
+		} else if h.access != "read" && h.access != "list" && h.access != "exec" && paths.BytecodeCache(h.path) {
+			continue // python goes on without its bytecode cache where it cannot write it
 		}
 		d := report.Denial{Kind: report.KindFile, Path: h.path, Access: h.access, Syscall: name,
 			First: time.Now().UTC(), Count: 1, Exe: who}
