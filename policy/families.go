@@ -64,6 +64,10 @@ var Families = []Family{
 		[]string{"chdir", "fchdir", "clone", "clone3", "fork", "vfork"}, nil},
 	{"remove", "removing a name: a tool that renames files into place (a cache replacing its entries: mypy's .mypy_cache, pip, ccache) deletes stale ones on a later run, with a cold cache never; a rename over a name removes it already, and which names may go is the filesystem layers' decision",
 		[]string{"unlink", "unlinkat"}, []string{"rename", "renameat", "renameat2"}, nil},
+	{"clear-output", "emptying an output directory: a tool that makes its output directory on a first run finds it on the next and empties it first (vite build, a build script's rm -rf dist, cargo doc): it lists the directory and removes what it holds; which directories it reaches is the filesystem layers' decision, and it can already overwrite what it removes",
+		[]string{"getdents", "getdents64", "unlink", "unlinkat", "rmdir"}, []string{"mkdir", "mkdirat"}, nil},
+	{"serve", "ending and inspecting an accepted connection: a server shuts its side down when the client half-closes first (a dev server behind the host's published port, a browser) and asks an accepted socket its addresses when it logs a request; all act only on connections its learned listener accepted",
+		[]string{"shutdown", "getpeername", "getsockname"}, []string{"listen", "accept", "accept4"}, nil},
 	{"send", "sending on a socket the process holds: glibc's resolver asks A and AAAA at once with sendmmsg on a dual-stack host and sendto on an IPv4-only one; runtimes pick sendto or sendmsg (the destinations are the network rules'; send(2) is sendto on x86_64 and arm64)",
 		[]string{"sendto", "sendmsg", "sendmmsg"}, nil, []string{"sendmsg", "sendmmsg"}},
 }
