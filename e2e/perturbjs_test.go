@@ -123,31 +123,35 @@ func ciLike(b *testutil.Box) []string {
 func TestJSWorkflows(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, w := range jsWorkflows() {
-		t.Run(w.name, func(t *testing.T) {
-			learnThenPerturb(t, w.everyday, jsPerturbations, perturbHooks{
-				output: w.output,
-				before: func(t *testing.T, b *testutil.Box, pt perturbation) {
-					if pt.name == "edited" && w.edit != "" {
-						f, err := os.OpenFile(filepath.Join(b.Work, w.edit), os.O_APPEND|os.O_WRONLY, 0)
-						if err != nil {
-							t.Fatal(err)
-						}
-						if _, err := f.WriteString(w.line); err != nil {
-							t.Fatal(err)
-						}
-						f.Close()
-					}
-					if pt.name == "ordinary-user" {
-						chownTree(t, b.Tmp, 65534) // the work tree and HOME too, as every workflow's
-					}
-				},
-				wrap: func(b *testutil.Box, pt perturbation) []string {
-					if pt.name == "ci-like" {
-						return ciLike(b)
-					}
-					return pt.wrap
-				},
-			})
-		})
+		t.Run(w.name, func(t *testing.T) { learnThenPerturb(t, w.everyday, jsPerturbations, w.hooks()) })
+	}
+}
+
+// hooks are learnThenPerturb's hooks of a JS workflow: its check program's output, its edit
+// before the edited runs, the other user's tree and the CI-like wrapper.
+func (w jsWorkflow) hooks() perturbHooks {
+	return perturbHooks{
+		output: w.output,
+		before: func(t *testing.T, b *testutil.Box, pt perturbation) {
+			if pt.name == "edited" && w.edit != "" {
+				f, err := os.OpenFile(filepath.Join(b.Work, w.edit), os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.WriteString(w.line); err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+			}
+			if pt.name == "ordinary-user" {
+				chownTree(t, b.Tmp, 65534) // the work tree and HOME too, as every workflow's
+			}
+		},
+		wrap: func(b *testutil.Box, pt perturbation) []string {
+			if pt.name == "ci-like" {
+				return ciLike(b)
+			}
+			return pt.wrap
+		},
 	}
 }

@@ -70,10 +70,6 @@ func startPublish(pid int, addrs []netip.AddrPort) (*publisher, []string) {
 	if err != nil {
 		return fail(errors.New("nsenter (util-linux) is not installed: it enters the sandbox's network namespace"))
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return fail(err)
-	}
 	// The namespaces are opened now, while the init stage surely runs (it waits for its
 	// sockets to be taken), and handed to nsenter as fds: a command that exits at once does
 	// not leave nsenter a pid that is gone.
@@ -96,7 +92,13 @@ func startPublish(pid int, addrs []netip.AddrPort) (*publisher, []string) {
 		args = append(args, "--user="+fd(userns), "--preserve-credentials")
 	}
 	args = append(args, "--net="+fd(netns))
-	args = append(append(args, "--", self, publishArg, strconv.Itoa(os.Getpid())), published...)
+	// The forwarder is this very binary, by fd: its path may not be reachable by the user
+	// nsenter runs as (a directory only root may search) or may name another file by now.
+	self, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return fail(fmt.Errorf("open sysprof's own binary: %w", err))
+	}
+	args = append(append(args, "--", fd(self), publishArg, strconv.Itoa(os.Getpid())), published...)
 	pb.cmd = exec.Command(nsenter, args...)
 	pb.cmd.ExtraFiles = files
 	pb.cmd.Stderr = os.Stderr

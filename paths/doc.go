@@ -28,6 +28,8 @@
 //	$GOCACHE      $GOCACHE, else Go's env file, else $XDG_CACHE_HOME/go-build, else
 //	              $HOME/.cache/go-build
 //	$NPM_CACHE    $npm_config_cache or $NPM_CONFIG_CACHE (what npm reads), else $HOME/.npm
+//	$PNPM_HOME    $PNPM_HOME, else $XDG_DATA_HOME/pnpm, else $HOME/.local/share/pnpm (pnpm's
+//	              store is $PNPM_HOME/store; its global bins are in $PNPM_HOME itself)
 //
 // Only absolute values count; a relative one is as if unset. Host runs no process (`go env`
 // would cost every enforce a fork and exec): a setting only the tool reads, such as a .npmrc's

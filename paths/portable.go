@@ -383,7 +383,24 @@ var randomPrefixes = []struct {
 	{"pytest-", 1, 10, classDigits},   // and its numbered session dirs in it: pytest-N (not pytest-7.2.1.dist-info)
 	{"garbage-", 36, 36, classUUID},   // pytest's dirs on their way out: garbage-UUID
 	{"rustdoctest", 6, 6, classAlnum}, // cargo test's doctests: $TMPDIR/rustdoctestXXXXXX/rust_out
-	{"_tmp_", 3, 80, classWord},       // pnpm's hard-link probe at a file system's root: _tmp_<pid>_<hex>
+	{"_tmp_", 3, 80, classWord},       // pnpm's hard-link probes (a file system's root, $PNPM_HOME): _tmp_<pid>_<hex>
+}
+
+// linkProbes are where a package manager checks, once per run, that it can hard-link from its
+// store: a directory of a per-run name it creates and removes again, beside the store (pnpm:
+// $PNPM_HOME/_tmp_<pid>_<hex>, with a file of the same kind inside).
+var linkProbes = []string{"$PNPM_HOME/_tmp_*"}
+
+// LinkProbe reports whether portable path p is (or lies in) a package manager's hard-link
+// probe beside its store: a write there is granted as the probe's glob, never as the
+// directory it lies in (pnpm's home holds its global bins, on PATH).
+func LinkProbe(p string) bool {
+	for _, q := range linkProbes {
+		if Covers(q, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // nameClass is the alphabet of a generator's random run.

@@ -15,7 +15,7 @@ type Role int
 const (
 	RoleWork      Role = iota // the work tree
 	RoleTemp                  // the temporary directory
-	RoleHome                  // the user's home
+	RoleHome                  // the user's home, or a tool's home that holds programs on PATH ($PNPM_HOME)
 	RoleToolchain             // an installed toolchain ($GOROOT)
 	RoleCache                 // a tool's cache or package store, created by the tool on first use
 )
@@ -50,13 +50,16 @@ var vars = []Var{
 	{Name: "GOCACHE", Env: []string{"GOCACHE"}, Default: "go env file, else $XDG_CACHE_HOME/go-build, else $HOME/.cache/go-build", Role: RoleCache, Grant: true, Create: true},
 	{Name: "NPM_CACHE", Env: []string{"npm_config_cache", "NPM_CONFIG_CACHE"}, Default: "$HOME/.npm", Role: RoleCache, Grant: true, Create: true},
 	{Name: "GOPATH", Env: []string{"GOPATH"}, Default: "go env file, else $HOME/go (the first entry of a list)", Role: RoleCache},
+	// pnpm's home holds its global bins (on PATH) beside its store: not a cache as a whole;
+	// $PNPM_HOME/store is one (policy, synth).
+	{Name: "PNPM_HOME", Env: []string{"PNPM_HOME"}, Default: "$XDG_DATA_HOME/pnpm, else $HOME/.local/share/pnpm", Role: RoleHome},
 }
 
 // rank is the order portable paths prefer variables whose values are equal: the narrower,
 // more specific name first ($WORKDIR over $HOME when the command runs in the home).
 var rank = map[string]int{
 	"WORKDIR": 0, "GOCACHE": 1, "GOMODCACHE": 2, "GOROOT": 3, "CARGO_HOME": 4, "RUSTUP_HOME": 5,
-	"NPM_CACHE": 6, "GOPATH": 7, "TMPDIR": 8, "HOME": 9,
+	"NPM_CACHE": 6, "GOPATH": 7, "PNPM_HOME": 8, "TMPDIR": 9, "HOME": 10,
 }
 
 // Vars returns the path variables, in the order policy lists them. The caller may modify the
@@ -163,6 +166,7 @@ func Host(workdir string, lookup Lookup) map[string]string {
 	set("CARGO_HOME", first(get("CARGO_HOME"), under(home, ".cargo")))
 	set("RUSTUP_HOME", first(get("RUSTUP_HOME"), under(home, ".rustup")))
 	set("NPM_CACHE", first(get("npm_config_cache"), get("NPM_CONFIG_CACHE"), under(home, ".npm")))
+	set("PNPM_HOME", first(get("PNPM_HOME"), under(get("XDG_DATA_HOME"), "pnpm"), under(home, ".local", "share", "pnpm")))
 
 	// Go: the environment, then the file `go env -w` writes, then go's own defaults.
 	var goenv map[string]string

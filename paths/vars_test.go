@@ -20,7 +20,10 @@ func TestHost(t *testing.T) {
 	}{
 		{"defaults", []string{"HOME=" + h, "PATH="}, map[string]string{
 			"WORKDIR": "/w", "HOME": h, "TMPDIR": "/tmp", "CARGO_HOME": h + "/.cargo", "RUSTUP_HOME": h + "/.rustup",
-			"GOPATH": h + "/go", "GOMODCACHE": h + "/go/pkg/mod", "GOCACHE": h + "/.cache/go-build", "NPM_CACHE": h + "/.npm"}},
+			"GOPATH": h + "/go", "GOMODCACHE": h + "/go/pkg/mod", "GOCACHE": h + "/.cache/go-build", "NPM_CACHE": h + "/.npm",
+			"PNPM_HOME": h + "/.local/share/pnpm"}},
+		{"PNPM_HOME", []string{"HOME=" + h, "PNPM_HOME=/p/"}, map[string]string{"PNPM_HOME": "/p"}},
+		{"XDG_DATA_HOME", []string{"HOME=" + h, "XDG_DATA_HOME=/d"}, map[string]string{"PNPM_HOME": "/d/pnpm"}},
 		{"GOPATH set", []string{"HOME=" + h, "GOPATH=/gp/a/"}, map[string]string{"GOPATH": "/gp/a", "GOMODCACHE": "/gp/a/pkg/mod"}},
 		{"GOPATH list", []string{"HOME=" + h, "GOPATH=rel:/gp/a:/gp/b"}, map[string]string{"GOPATH": "/gp/a", "GOMODCACHE": "/gp/a/pkg/mod"}},
 		{"npm_config_cache", []string{"HOME=" + h, "npm_config_cache=/npm/c"}, map[string]string{"NPM_CACHE": "/npm/c"}},

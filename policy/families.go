@@ -70,6 +70,10 @@ var Families = []Family{
 		[]string{"rename", "renameat", "renameat2"}, []string{"unlink", "unlinkat", "rmdir"}, nil},
 	{"touch", "refreshing an entry instead of writing it again: a content-addressed store (git's objects, Go's build cache) writes an entry through a temp file linked or renamed into place when it is new, and only sets its times when it exists already (git commit of a tree it has seen; a warm cache); which files may be touched is the mounts' decision (a read-only one answers EROFS)",
 		[]string{"utimensat", "utime", "utimes", "futimesat"}, []string{"link", "linkat", "rename", "renameat", "renameat2"}, nil},
+	{"clear-output", "emptying an output directory: a tool that makes its output directory on a first run finds it on the next and empties it first (vite build, a build script's rm -rf dist, cargo doc): it lists the directory and removes what it holds; which directories it reaches is the filesystem layers' decision, and it can already overwrite what it removes",
+		[]string{"getdents", "getdents64", "unlink", "unlinkat", "rmdir"}, []string{"mkdir", "mkdirat"}, nil},
+	{"serve", "ending and inspecting an accepted connection: a server shuts its side down when the client half-closes first (a dev server behind the host's published port, a browser) and asks an accepted socket its addresses when it logs a request; all act only on connections its learned listener accepted",
+		[]string{"shutdown", "getpeername", "getsockname"}, []string{"listen", "accept", "accept4"}, nil},
 	{"send", "sending on a socket the process holds: glibc's resolver asks A and AAAA at once with sendmmsg on a dual-stack host and sendto on an IPv4-only one; runtimes pick sendto or sendmsg (the destinations are the network rules'; send(2) is sendto on x86_64 and arm64)",
 		[]string{"sendto", "sendmsg", "sendmmsg"}, nil, []string{"sendmsg", "sendmmsg"}},
 }

@@ -35,6 +35,29 @@ func TestFamilyMates(t *testing.T) {
 	}
 }
 
+// A tool that made a directory may empty it on its next run, and a server ends the
+// connections its listener accepted as their clients do (issue 24: vite build, npm run build,
+// vite's dev server behind a published port).
+func TestFamilyMatesOutputDirAndServe(t *testing.T) {
+	m := FamilyMates(&Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "mkdir"}, {Name: "accept4"}}}})
+	for _, n := range []string{"getdents64", "unlinkat", "rmdir"} {
+		if m[n] != "clear-output" {
+			t.Errorf("mkdir's mate %s = %q, want clear-output", n, m[n])
+		}
+	}
+	if m["shutdown"] != "serve" || m["getpeername"] != "serve" {
+		t.Errorf("accept4's mates = %v, want shutdown and getpeername of family serve", m)
+	}
+	// A client (connect) does not get a server's calls, nor a tool that makes no directory
+	// the removals.
+	m = FamilyMates(&Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "connect"}, {Name: "openat"}}}})
+	for _, n := range []string{"shutdown", "rmdir", "unlink"} {
+		if m[n] != "" {
+			t.Errorf("connect and openat bring %s (%s)", n, m[n])
+		}
+	}
+}
+
 // A profile that reaches a unix socket by path has no fd-passing mates (sendmsg could hand the
 // command's fds to the daemon listening there).
 func TestFamilyMatesPassNoFDsToUnixSockets(t *testing.T) {

@@ -84,7 +84,7 @@ func SystemCodePath(p string) bool {
 
 // workAreas are the work tree, temp and tool caches: reading there is low risk, and writing
 // strictly below them too (writing $WORKDIR itself is rated on its own).
-var workAreas = []string{"$WORKDIR", "$TMPDIR", "/tmp", "/var/tmp", "$CARGO_HOME", "$GOCACHE", "$GOMODCACHE", "$NPM_CACHE", "$GOPATH", "$HOME/.cache"}
+var workAreas = []string{"$WORKDIR", "$TMPDIR", "/tmp", "/var/tmp", "$CARGO_HOME", "$GOCACHE", "$GOMODCACHE", "$NPM_CACHE", "$PNPM_HOME/store", "$GOPATH", "$HOME/.cache"}
 
 // harmlessDevices may be written by anything.
 var harmlessDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/ptmx", "/dev/shm", "/dev/stdout", "/dev/stderr", "/dev/fd", "/proc/self/fd"}
@@ -249,6 +249,8 @@ func pathRisk(access, p string, n *Profile) (Risk, string) {
 			return RiskLow, "write to a harmless device"
 		case paths.CoveredBy(p, workAreas):
 			return RiskLow, "write in the work tree, temp or a tool cache"
+		case paths.LinkProbe(p):
+			return RiskLow, "a package manager's hard-link probe beside its store (a per-run name it creates and removes)"
 		}
 		return RiskCritical, "write outside the work tree and tool caches"
 	default:

@@ -31,6 +31,49 @@ func TestToolCacheRollsUpToItsDirectory(t *testing.T) {
 	}
 }
 
+// pnpm's home holds its global bins (on PATH): its store is a tool cache and its hard-link
+// probe beside the store is granted as the probe's glob, never $PNPM_HOME itself (issue 24:
+// learn made all of $HOME/.local/share/pnpm writable, rated critical).
+func TestPnpmStoreAndProbe(t *testing.T) {
+	ctx := map[string]string{"HOME": "/home/a", "WORKDIR": "/home/a/src/p", "TMPDIR": "/tmp", "PNPM_HOME": "/home/a/.local/share/pnpm"}
+	exe := "/usr/bin/node"
+	tr := &trace.Trace{Version: trace.Version, Command: []string{"pnpm", "install"}, Context: ctx,
+		Processes: []trace.Process{{ID: 1, PID: 10, Exe: exe}}}
+	probe := "/home/a/.local/share/pnpm/_tmp_5267_aae715369491dc8a23d596d2eda1f04a"
+	for _, f := range []trace.FileAccess{
+		{Path: probe, Access: trace.AccessCreate, Dir: true},
+		{Path: probe + "/_tmp_5267_27c994235d30810eea41c94b412ebac4", Access: trace.AccessCreate},
+		{Path: probe + "/_tmp_5267_27c994235d30810eea41c94b412ebac4", Access: trace.AccessDelete},
+		{Path: probe, Access: trace.AccessDelete},
+		{Path: "/home/a/.local/share/pnpm/store/v10/files/c4/5045ce9cd786", Access: trace.AccessCreate},
+		{Path: "/home/a/.local/share/pnpm/store/v10/index/e4/b6af2e6dce44.json", Access: trace.AccessCreate},
+	} {
+		f.Exe, f.OK = exe, true
+		tr.Files = append(tr.Files, f)
+	}
+	res, err := Synthesize(tr, testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rulePaths(res.Profile.Filesystem.Write)
+	want := []string{"$PNPM_HOME/_tmp_*", "$PNPM_HOME/store", "/dev/tty"} // /dev/tty: the terminal family
+	if !sameSet(got, want) {
+		t.Errorf("write rules %q, want %q", got, want)
+	}
+	for _, w := range res.Profile.Filesystem.Write {
+		if r, why := policy.PathRisk("write", w.Path, nil); r > policy.RiskLow {
+			t.Errorf("write %s rated %v (%s), want low", w.Path, r, why)
+		}
+	}
+	// pnpm's home itself (its global bins) stays critical.
+	if r, _ := policy.PathRisk("write", "$PNPM_HOME", nil); r != policy.RiskCritical {
+		t.Errorf("write $PNPM_HOME rated %v, want critical", r)
+	}
+	if r, _ := policy.PathRisk("write", "$PNPM_HOME/eslint", nil); r != policy.RiskCritical {
+		t.Errorf("write $PNPM_HOME/eslint (a global bin) rated %v, want critical", r)
+	}
+}
+
 func TestVersionless(t *testing.T) {
 	for in, want := range map[string]string{
 		"/usr/bin/gcc-12":                                "/usr/bin/gcc-*",

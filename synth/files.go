@@ -832,7 +832,8 @@ func (s *state) passRead() []string {
 // cacheRoots are tool-owned caches granted whole when the tool writes anywhere in them.
 // $CARGO_HOME is not one: it also holds bin/ (installed tools) and credentials, so a write there
 // grants only the first directory below it ($CARGO_HOME/registry, $CARGO_HOME/git).
-var cacheRoots = []string{"$GOCACHE", "$GOMODCACHE", "$NPM_CACHE"}
+// pnpm's store is one; its home is not (it holds pnpm's global bins).
+var cacheRoots = []string{"$GOCACHE", "$GOMODCACHE", "$NPM_CACHE", "$PNPM_HOME/store"}
 
 // writeAnchor returns the directory a write at p is granted on because p lies in a cache.
 func writeAnchor(p string) string {
