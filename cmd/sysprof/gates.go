@@ -283,12 +283,17 @@ func writeGateTable(w io.Writer, results []gateResult) error {
 		}
 		fmt.Fprintf(w, "sysprof: %d operation(s) %s:\n", total, verb)
 		t := tablewriter.NewTable(w, tablewriter.WithRenderer(renderer.NewBlueprint()))
-		t.Header("Step", "Kind", "What", "Executable", "Parents", "Count", "Risk", "To allow")
+		header := []string{"Step", "Kind", "What", "Executable", "Parents", "Count", "Risk", "To allow"}
+		t.Header(header)
+		var rows [][]string
 		for _, r := range results {
 			for _, d := range r.rep.Denials {
-				if err := t.Append(report.Printable(r.step.Name), string(d.Kind), report.Printable(d.What), report.Printable(d.Exe), report.Printable(strings.Join(d.Parents, " < ")), strconv.Itoa(d.Count), d.Risk.String(), report.Printable(d.Suggest)); err != nil {
-					return fmt.Errorf("table: %w", err)
-				}
+				rows = append(rows, []string{report.Printable(r.step.Name), string(d.Kind), report.Printable(d.What), report.Printable(d.Exe), report.Printable(strings.Join(d.Parents, " < ")), strconv.Itoa(d.Count), d.Risk.String(), report.Printable(d.Suggest)})
+			}
+		}
+		for _, row := range report.Fit(report.Width(w), header, rows) {
+			if err := t.Append(row); err != nil {
+				return fmt.Errorf("table: %w", err)
 			}
 		}
 		if err := t.Render(); err != nil {

@@ -208,7 +208,8 @@ func learnTarget(ctx context.Context, o *learnOptions, st project.Step, shipped 
 		st.AddAllowances(learned)
 	}
 	table := make(chan []byte, 1)
-	go func() { table <- renderLearnSummary(tr, wall) }()
+	width := report.Width(o.Err)
+	go func() { table <- renderLearnSummary(tr, wall, width) }()
 	clock := phase.NewClock("learn")
 	review, pending, err := saveLearned(st.Profile, learned, o.Fresh, o.Force, o.AcceptRisky)
 	if err != nil {
