@@ -10,6 +10,7 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/sysprof/sysprof/report"
 )
@@ -84,10 +85,17 @@ func (f *Finding) Seen() string {
 func (r *Result) WriteTable(w io.Writer) error {
 	fmt.Fprintln(w, r.Summary())
 	if len(r.Findings) > 0 {
-		t := tablewriter.NewTable(w, tablewriter.WithRenderer(renderer.NewBlueprint()))
-		t.Header("Class", "What", "Binary < parents", "Where", "Seen", "Why", "To do")
+		// The header as printed (no auto-format, which spaces out "<"): Fit measures it.
+		t := tablewriter.NewTable(w, tablewriter.WithRenderer(renderer.NewBlueprint()), tablewriter.WithHeaderAutoFormat(tw.Off))
+		header := []string{"CLASS", "WHAT", "BINARY < PARENTS", "WHERE", "SEEN", "WHY", "TO DO"}
+		t.Header(header)
+		var rows [][]string
 		for _, f := range r.Findings {
-			if err := t.Append(string(f.Class), f.Describe(), f.Chain(), f.Where(), f.Seen(), report.Printable(f.Reason), f.Todo()); err != nil {
+			rows = append(rows, []string{string(f.Class), f.Describe(), f.Chain(), f.Where(), f.Seen(), report.Printable(f.Reason), f.Todo()})
+		}
+		// Fitted to the terminal's width; whole lines into a file or a pipe.
+		for _, row := range report.Fit(report.Width(w), header, rows) {
+			if err := t.Append(row); err != nil {
 				return fmt.Errorf("table: %w", err)
 			}
 		}

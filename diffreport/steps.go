@@ -71,12 +71,17 @@ func renderStepsTable(w io.Writer, steps []Step) error {
 	}
 	if n > 0 {
 		t := stepTable(w, renderer.NewBlueprint())
-		t.Header("STEP", "RISK", "CHANGE", "SECTION", "ITEM", "REASON", "BY")
+		header := []string{"STEP", "RISK", "CHANGE", "SECTION", "ITEM", "REASON", "BY"}
+		t.Header(header)
+		var rows [][]string
 		for _, s := range steps {
 			for _, c := range s.Changes {
-				if err := t.Append(pr(s.Name), riskWord(c), kindWord(c), pr(c.Section), pr(c.Item), pr(c.Reason), pr(c.By)); err != nil {
-					return fmt.Errorf("render table: %w", err)
-				}
+				rows = append(rows, []string{pr(s.Name), riskWord(c), kindWord(c), pr(c.Section), pr(c.Item), pr(c.Reason), pr(c.By)})
+			}
+		}
+		for _, row := range report.Fit(report.Width(w), header, rows) {
+			if err := t.Append(row); err != nil {
+				return fmt.Errorf("render table: %w", err)
 			}
 		}
 		if err := t.Render(); err != nil {

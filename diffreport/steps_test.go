@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/sysprof/sysprof/policy"
 )
@@ -92,5 +93,19 @@ func TestStepsSARIFValidatesAgainstSchema(t *testing.T) {
 			t.Fatal(err)
 		}
 		validSARIF(t, schema, name, &buf)
+	}
+}
+
+// drift --step's table at an 80-column terminal ($COLUMNS; report.Width) fits in 80 columns.
+func TestStepsTableFitsTheTerminal(t *testing.T) {
+	t.Setenv("COLUMNS", "80")
+	var buf bytes.Buffer
+	if err := RenderSteps(&buf, stepsFixture(t), "table"); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
+		if w := utf8.RuneCountInString(l); w > 80 && strings.HasPrefix(l, "│") {
+			t.Fatalf("a line of %d columns:\n%s", w, buf.String())
+		}
 	}
 }

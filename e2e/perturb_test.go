@@ -9,8 +9,11 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/testutil"
 )
@@ -35,6 +38,9 @@ type perturbation struct {
 	// noDrift leaves out the drift run (a table that drifts under fewer of its perturbations,
 	// for CI time).
 	noDrift bool
+	// ctty makes the terminal of a "tty" run its controlling terminal, 80x24, in a session of
+	// its own (a shell's job at a terminal: /dev/tty opens, pagers page).
+	ctty bool
 }
 
 var perturbations = []perturbation{
@@ -383,6 +389,15 @@ func runPerturbed(t *testing.T, b *testutil.Box, pt perturbation, argv []string)
 		ptm, pts = testutil.OpenPTY(t)
 		cmd.Stdout, cmd.Stderr = pts, pts
 		defer pts.Close()
+		if pt.ctty {
+			if pt.stdin != "tty" {
+				t.Fatal("BUG: a controlling terminal needs tty stdin")
+			}
+			if err := unix.IoctlSetWinsize(int(pts.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 80}); err != nil {
+				t.Fatal(err)
+			}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		}
 	}
 	switch pt.stdin {
 	case "file":

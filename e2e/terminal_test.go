@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
 )
 
 // TestControllingTerminalLearnedWithoutOne (issue 15): a tool that opens /dev/tty only at a
@@ -90,8 +91,8 @@ func mustRead(t *testing.T, path string) []byte {
 
 // TestPagerAtATerminal (issue 24 item 4): git log -p at a terminal pages through less, which
 // reads $HOME/.lesshst and saves it through $HOME/.lesshsQ. Learned once at a terminal, the
-// next runs at a terminal have zero denials: the profile grants no history file (a file rule in
-// $HOME), and the sandbox runs less with LESSHISTFILE=- (it reads and saves none).
+// next runs at a terminal have zero denials: learn and the sandbox run less with
+// LESSHISTFILE=- (it reads and saves none), so the profile asks for nothing in $HOME.
 func TestPagerAtATerminal(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireTools(t, hostPath, "git")
@@ -117,8 +118,13 @@ func TestPagerAtATerminal(t *testing.T) {
 	if r := runPerturbed(t, b, tty, append([]string{testutil.SysprofBin, "learn", "-p", profile, "--"}, argv...)); r.Code != 0 {
 		t.Fatalf("learn at a terminal: %s", r)
 	}
-	if _, err := os.Stat(filepath.Join(b.Home, ".lesshst")); err != nil {
-		t.Fatalf("control: less saved no history in the learn run (%v): the test does not page", err)
+	// learn runs less as enforce does, without a history (paths.LearnEnv): the control is that
+	// it paged at all.
+	if p := loadProfile(t, profile); !slices.ContainsFunc(p.Filesystem.Exec, func(r policy.PathRule) bool { return strings.HasSuffix(r.Path, "/less") }) {
+		t.Fatalf("control: less did not run in the learn run: the test does not page: %v", p.Filesystem.Exec)
+	}
+	if _, err := os.Stat(filepath.Join(b.Home, ".lesshst")); err == nil {
+		t.Errorf("learn let less save a history in $HOME (LESSHISTFILE=- is learn's too)")
 	}
 	for i := range 2 {
 		rep := filepath.Join(root, "report.json")

@@ -186,16 +186,10 @@ func (r runStart) initConfig(st *stage) initConfig {
 		cfg.SetEnv = append(cfg.SetEnv, b.env...)
 	}
 	// less keeps no history in the sandbox: synth never grants its history file (a file rule in
-	// $HOME), so its read and its save through $HOME/.lesshsQ would be denied on every paged run.
-	cfg.SetEnv = append(cfg.SetEnv, paths.NoPagerHistory)
-	// git pages only at a terminal: a profile that runs no pager gets none (paths.NoPager).
-	var execs []string
-	for _, e := range r.opts.Profile.Filesystem.Exec {
-		execs = append(execs, e.Path)
-	}
-	if kv := paths.NoPager(execs, paths.EnvList(callerEnv)); kv != "" {
-		cfg.SetEnv = append(cfg.SetEnv, kv)
-	}
+	// $HOME), so its read and its save through $HOME/.lesshsQ would be denied on every paged run;
+	// git pages only at a terminal: a profile that runs no pager gets none; and git makes no
+	// optional index refresh, a write into .git by timing alone (paths.RunEnv).
+	cfg.SetEnv = append(cfg.SetEnv, paths.RunEnv(r.opts.Profile.ExecPaths(), paths.EnvList(callerEnv))...)
 	if r.egress != nil {
 		cfg.Egress = &r.c.Egress.Inside
 	}

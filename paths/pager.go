@@ -55,3 +55,26 @@ func NoPager(exec []string, lookup Lookup) string {
 	}
 	return "GIT_PAGER=cat"
 }
+
+// NoOptionalLocks keeps git from the index refresh `git status` (and other reading commands)
+// make as a side effect when the index is "racily clean" (a file modified in the second the
+// index was written): a write into .git that a run makes or not by timing alone, and that
+// learn would hold pending as a write to a protected path. git documents the variable for
+// exactly such callers; the commands that must write the index still take its lock.
+const NoOptionalLocks = "GIT_OPTIONAL_LOCKS=0"
+
+// LearnEnv is what learn adds to the command's environment: what every run adds whatever its
+// profile (RunEnv), so that learn sees the command as enforce runs it.
+func LearnEnv() []string { return []string{NoPagerHistory, NoOptionalLocks} }
+
+// RunEnv is what a run held to a profile whose exec rules are exec adds to the command's
+// environment: LearnEnv, and NoPager's entry when the profile runs no pager. enforce (and its
+// audit) and drift give it alike, so that drift at a terminal sees what enforce would run
+// there; learn gives LearnEnv alone (a pager it sees is learned).
+func RunEnv(exec []string, lookup Lookup) []string {
+	env := LearnEnv()
+	if kv := NoPager(exec, lookup); kv != "" {
+		env = append(env, kv)
+	}
+	return env
+}

@@ -117,3 +117,19 @@ func TestNoPager(t *testing.T) {
 		}
 	}
 }
+
+// Every run gets what learn gets (no pager history, no optional git locks); one held to a
+// profile without a pager also gets GIT_PAGER=cat.
+func TestRunEnv(t *testing.T) {
+	env := EnvList(nil)
+	learn := LearnEnv()
+	if !slices.Contains(learn, "LESSHISTFILE=-") || !slices.Contains(learn, "GIT_OPTIONAL_LOCKS=0") {
+		t.Errorf("LearnEnv() = %v", learn)
+	}
+	if got := RunEnv(nil, env); !slices.Equal(got, append(LearnEnv(), "GIT_PAGER=cat")) {
+		t.Errorf("RunEnv(no pager) = %v", got)
+	}
+	if got := RunEnv([]string{"/usr/bin/less"}, env); !slices.Equal(got, LearnEnv()) {
+		t.Errorf("RunEnv(less) = %v", got)
+	}
+}

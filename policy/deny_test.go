@@ -126,3 +126,29 @@ func TestDiffFirstTempFileInAPrivateTmpWidens(t *testing.T) {
 		t.Error("removing the only write rule in a private /tmp must show as narrowing")
 	}
 }
+
+// TestDiffDenyListToValues (issue 24 item 8): a profile whose ioctl passed anything but
+// terminal injection, against one that passes only the terminal probes (the same tool learned
+// where it made no ioctl of its own), narrows: TIOCSTI is still refused, not "no longer denied".
+func TestDiffDenyListToValues(t *testing.T) {
+	old := denyProfile("TIOCSTI", "TIOCLINUX")
+	probes := denyProfile()
+	probes.Syscalls.Args[0].Values = []string{"TCGETS", "TIOCGWINSZ"}
+	if cs := Diff(old, probes); Widens(cs, RiskLow) {
+		t.Errorf("a values list that leaves the denied values out must not widen: %v", cs)
+	}
+	// The other way the values' own list is what widens: any value but the denied ones.
+	if cs := Diff(probes, old); !Widens(cs, RiskLow) {
+		t.Errorf("from the probes to anything but injection must widen: %v", cs)
+	}
+	// A values list that takes a denied value in widens by it.
+	inj := denyProfile()
+	inj.Syscalls.Args[0].Values = []string{"TCGETS", "TIOCSTI"}
+	found := false
+	for _, c := range Diff(old, inj) {
+		found = found || c.Widens && strings.Contains(c.Item, "TIOCSTI")
+	}
+	if !found {
+		t.Errorf("a values list admitting TIOCSTI must name it: %v", Diff(old, inj))
+	}
+}

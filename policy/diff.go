@@ -173,6 +173,28 @@ type argDomain struct {
 	deny   map[uint64]string // values refused whatever else passes
 }
 
+// admits reports whether v passes the domain's values and flags (its deny list aside): a deny
+// list dropped for a list of values that leaves v out still refuses v.
+func (dom argDomain) admits(v uint64) bool {
+	if dom.none {
+		return false
+	}
+	if dom.any {
+		return true
+	}
+	if dom.values != nil {
+		if _, ok := dom.values[v&dom.mask]; !ok {
+			return false
+		}
+	}
+	for bit := uint64(1); dom.flags != nil && bit != 0; bit <<= 1 {
+		if _, ok := dom.flags[bit]; v&bit != 0 && !ok {
+			return false
+		}
+	}
+	return true
+}
+
 func domainOf(p *Profile, allowed map[string]bool, rules map[argKey]*ArgRule, k argKey) argDomain {
 	if !allowed[k.syscall] {
 		return argDomain{none: true}
@@ -308,10 +330,10 @@ func (d *differ) args() {
 				}
 			}
 		}
-		// Deny: a value that was refused and no longer is widens; a newly refused one narrows.
+		// Deny: a value that was refused and now passes widens; a newly refused one narrows.
 		if !od.none {
 			for _, v := range sortedKeys(od.deny) {
-				if _, ok := nd.deny[v]; !ok && !nd.none {
+				if _, ok := nd.deny[v]; !ok && nd.admits(v) {
 					r, why := ArgValueRisk(k.syscall, k.arg, v)
 					d.add(Change{Kind: Widened, Section: SectionArgs, Item: item + ": " + name(v, od.deny[v]) + " no longer denied", Widens: true, Risk: r, Reason: why, By: by})
 				}

@@ -51,7 +51,10 @@ var Families = []Family{
 	{"sleep", "sleeping: a process that waits for its children with a timeout (Python's subprocess wait and communicate) polls them and sleeps between polls only while one is still running, which the machine's load decides; glibc's sleep calls nanosleep or clock_nanosleep by version; a sleep only gives time away",
 		[]string{"nanosleep", "clock_nanosleep"}, []string{"nanosleep", "clock_nanosleep", "wait4", "waitid"}, nil},
 	{"timers", "interval timers: which timer API a runtime arms differs by version",
-		[]string{"setitimer", "getitimer", "alarm", "timer_create", "timer_settime", "timer_gettime", "timer_delete"}, nil, nil},
+		[]string{"setitimer", "getitimer", "alarm", "timer_create", "timer_settime", "timer_gettime", "timer_delete"},
+		// Not setitimer/getitimer: every profile has them (TerminalCalls), and git arms one only
+		// at a terminal, so they would bring the family in at a terminal and not into a file.
+		[]string{"alarm", "timer_create", "timer_settime", "timer_gettime", "timer_delete"}, nil},
 	{"stat", "file metadata: newer glibc calls fstat where older called newfstatat, and statx where the kernel has it",
 		[]string{"fstat", "newfstatat", "statx"}, nil, nil},
 	{"access", "checking access to a path: glibc falls back from faccessat2 to faccessat",
@@ -83,9 +86,45 @@ var Families = []Family{
 const TerminalFamily = "terminal"
 
 // TerminalCalls are allowed in every profile (but --exact): git and pagers arm a progress or
-// refresh timer only when stderr is a terminal (a timer signals the process itself), and node
-// puts the terminal it reopens by name over its stdio with dup3.
-var TerminalCalls = []string{"setitimer", "getitimer", "dup2", "dup3"}
+// refresh timer only when stderr is a terminal (a timer signals the process itself), node
+// puts the terminal it reopens by name over its stdio with dup3, and less flushes its terminal
+// (fsync) after putting it in raw mode.
+var TerminalCalls = []string{"setitimer", "getitimer", "dup2", "dup3", "fsync"}
+
+// TerminalRequests are the ioctl requests every profile (but --exact) allows, learned or not:
+// asking whether an fd is a terminal (isatty, stdio's buffering: TCGETS also on /dev/null) and
+// its size, and setting the modes of a terminal the command holds (a pager's raw mode, a
+// prompt without echo), which a tool does only when it runs at one. None puts input into a
+// terminal (TIOCSTI, TIOCLINUX stay denied everywhere).
+var TerminalRequests = []string{"TCGETS", "TCSETS", "TCSETSF", "TCSETSW", "TIOCGWINSZ"}
+
+// CloseTerminalRequests returns rules with a values rule on ioctl's request that holds terminal
+// requests only widened to all of TerminalRequests: a profile learned before the list grew, or
+// one whose learn made some of them, runs at a terminal as a newer learn's would. enforce (the
+// seccomp compiler) and drift close them for every profile but one learned --exact.
+func CloseTerminalRequests(rules []ArgRule) []ArgRule {
+	out := slices.Clone(rules)
+	for i, r := range out {
+		if r.Syscall != "ioctl" || r.Arg != 1 || len(r.Values) == 0 || len(r.Flags) > 0 || len(r.Deny) > 0 {
+			continue
+		}
+		terminal := true
+		for _, v := range r.Values {
+			terminal = terminal && slices.ContainsFunc(TerminalRequests, func(t string) bool { return sameValue(t, v) })
+		}
+		if terminal {
+			out[i].Values = slices.Clone(TerminalRequests)
+		}
+	}
+	return out
+}
+
+// sameValue reports whether two values as argument rules write them are one number.
+func sameValue(a, b string) bool {
+	x, errA := ParseValue(a)
+	y, errB := ParseValue(b)
+	return errA == nil && errB == nil && x&0xffffffff == y&0xffffffff
+}
 
 // TriggerNames are the members whose use brings f in.
 func (f Family) TriggerNames() []string {
@@ -150,4 +189,13 @@ func ReachesUnixPath(p *Profile) bool {
 func UnixPathEndpoint(ep string) bool {
 	rest, ok := strings.CutPrefix(ep, "unix:")
 	return ok && rest != "" && !strings.HasPrefix(rest, "@")
+}
+
+// ExecPaths are the paths of p's exec rules.
+func (p *Profile) ExecPaths() []string {
+	out := make([]string, 0, len(p.Filesystem.Exec))
+	for _, e := range p.Filesystem.Exec {
+		out = append(out, e.Path)
+	}
+	return out
 }

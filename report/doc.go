@@ -8,7 +8,9 @@
 // Printable is the one escaping of names for humans (control, C1, DEL and bidi characters):
 // every printer of sysprof (this table, diffreport, show, refine, learn, doctor) uses it.
 // Width and Fit are the one fitting of a table to a terminal (TIOCGWINSZ on the writer, else
-// $COLUMNS, else no limit): cells wrap after '/', ' ' or ',' and never inside an escape.
+// $COLUMNS, else no limit): cells wrap after '/', ' ' or ',' and never inside an escape. Every
+// table sysprof prints uses them: denials, diff/drift, the learn summary, changes, the gates,
+// the audit and doctor.
 // MarkdownText and MarkdownCode are the one markdown escaping built on it (diff and drift
 // markdown, `changes diff --format markdown`, the audit).
 //

@@ -199,7 +199,11 @@ func (c *Filter) allowedSyscalls(p *policy.Profile, extra []string) (names map[s
 		names[s] = true
 	}
 	rulesFor = map[string][]policy.ArgRule{}
-	for _, r := range p.Syscalls.Args {
+	args := p.Syscalls.Args
+	if p.ClosesFamilies() {
+		args = policy.CloseTerminalRequests(args) // as closeFamilies: what a newer learn writes
+	}
+	for _, r := range args {
 		rulesFor[r.Syscall] = append(rulesFor[r.Syscall], r)
 	}
 	if (names["clone3"] || len(rulesFor["clone3"]) > 0) && !names["clone"] {

@@ -359,8 +359,11 @@ func (s *state) valueArgRules(sets map[string]*argSet, out *argRulesOut) {
 }
 
 // ioctlArgRule: terminal injection is denied whatever else the tool does with ttys; a tool of
-// the terminal family gets the terminal probes only. The request is an unsigned int: masked to
-// 32 bits so that high garbage cannot slip past the deny list.
+// the terminal family gets the terminal probes only, and so does one whose every learned request
+// was a probe: stdio asks whether /dev/null or a terminal is one (TCGETS) and a pipe or a file
+// not, so which condition the learn ran in must not decide between the probes and every
+// request. The request is an unsigned int: masked to 32 bits so that high garbage cannot slip
+// past the deny list.
 func (s *state) ioctlArgRule(sets map[string]*argSet, out *argRulesOut) {
 	r := s.syscalls["ioctl"]
 	switch {
@@ -369,6 +372,10 @@ func (s *state) ioctlArgRule(sets map[string]*argSet, out *argRulesOut) {
 		out.rules = append(out.rules, policy.ArgRule{Syscall: "ioctl", Arg: 1, Name: "request", Mask: "0xffffffff",
 			Values: slices.Clone(terminalProbes)})
 		out.msgs = append(out.msgs, "ioctl: only "+strings.Join(terminalProbes, ", ")+" (not learned: the terminal probes alone)")
+	case onlyTerminalProbes(sets["ioctl/ioctl_request"]):
+		out.rules = append(out.rules, policy.ArgRule{Syscall: "ioctl", Arg: 1, Name: "request", Mask: "0xffffffff",
+			Values: slices.Clone(terminalProbes), Provenance: r.prov.policy()})
+		out.msgs = append(out.msgs, "ioctl: only "+strings.Join(terminalProbes, ", ")+" (every request learned was a terminal one)")
 	default:
 		out.rules = append(out.rules, policy.ArgRule{Syscall: "ioctl", Arg: 1, Name: "request", Mask: "0xffffffff",
 			Deny: []string{"TIOCLINUX", "TIOCSTI"}, Provenance: r.prov.policy()})
@@ -384,6 +391,19 @@ func (s *state) ioctlArgRule(sets map[string]*argSet, out *argRulesOut) {
 		}
 		out.msgs = append(out.msgs, msg)
 	}
+}
+
+// onlyTerminalProbes reports a learned set of ioctl requests that holds terminal probes only.
+func onlyTerminalProbes(set *argSet) bool {
+	if set == nil || len(set.vals) == 0 {
+		return false // not recorded: every request but injection, as before
+	}
+	for v := range set.vals {
+		if !slices.ContainsFunc(terminalProbes, func(n string) bool { p, ok := symbolValue(n); return ok && p == v&0xffffffff }) {
+			return false
+		}
+	}
+	return true
 }
 
 const protExec = 0x4
@@ -484,6 +504,11 @@ func argObsFromRules(p *policy.Profile) ([]argObs, bool, error) {
 		case r.Syscall == "prctl":
 			for _, v := range vals {
 				add("prctl_option", v, nil)
+			}
+		case r.Syscall == "ioctl" && r.Arg == 1:
+			// Learned requests that were all terminal probes (a deny list: any, not read back).
+			for _, v := range vals {
+				add("ioctl_request", v, nil)
 			}
 		}
 	}

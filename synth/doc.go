@@ -55,9 +55,10 @@
 // holds or on paths the filesystem layers decide. The members that can pass those fds to
 // another process (sendmsg, sendmmsg: SCM_RIGHTS, which seccomp cannot read) come in as
 // mates only when the command reaches no unix socket by path (a host daemon could take
-// them); learned, they stay. Every profile also gets ioctl TCGETS and TIOCGWINSZ alone
-// (isatty, window size), setitimer/getitimer and dup2/dup3 (family terminal), unless the whole
-// ioctl was learned. Options.Exact turns the families off (learn --exact) and is recorded as
+// them); learned, they stay. Every profile also gets the terminal ioctl requests alone
+// (policy.TerminalRequests: isatty, window size, a terminal's modes), setitimer/getitimer,
+// dup2/dup3 and fsync (family terminal); a learn whose every ioctl was one of those requests
+// gets the same rule, and one that made another request every request but injection. Options.Exact turns the families off (learn --exact) and is recorded as
 // metadata.exact. The table is policy.Families: enforce's seccomp compiler and drift close the
 // same families (policy.FamilyMates) for every profile not learned --exact.
 //

@@ -9,11 +9,10 @@ import (
 	"github.com/sysprof/sysprof/trace"
 )
 
-// terminalProbes are the ioctl requests a tool makes to ask whether an fd is a terminal and how
-// big it is (isatty, stdio's line buffering, pagers): read-only questions that change nothing.
-// They are allowed in every profile, because a profile learned with output to a file or a pipe
-// runs at a terminal too; the full ioctl is allowed only when it was learned.
-var terminalProbes = []string{"TCGETS", "TIOCGWINSZ"}
+// terminalProbes are the ioctl requests a tool makes at a terminal (policy.TerminalRequests):
+// allowed in every profile, because a profile learned with output to a file or a pipe runs at
+// a terminal too; the full ioctl is allowed only when a request beyond them was learned.
+var terminalProbes = policy.TerminalRequests
 
 // terminalCalls are allowed in every profile for the same reason (policy.TerminalCalls).
 var terminalCalls = policy.TerminalCalls
@@ -78,7 +77,7 @@ func (s *state) passFamilies() []string {
 	var term []string
 	if s.syscalls["ioctl"] == nil {
 		s.syscalls["ioctl"] = &sysRule{family: terminalFamily}
-		term = append(term, "ioctl for "+strings.Join(terminalProbes, " and ")+" only (isatty and window size)")
+		term = append(term, "ioctl for "+strings.Join(terminalProbes, ", ")+" only (isatty, window size, a terminal's modes)")
 	}
 	for _, n := range terminalCalls {
 		if s.syscalls[n] == nil {

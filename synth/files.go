@@ -1202,7 +1202,19 @@ var readRoots = []readRoot{
 // toolchain is read-only input, and which of its files a build reads depends on the state of
 // its cache, not on the tool (a warm Go cache needs none of $GOROOT/src, a cold one compiles
 // the standard library from it and assembles the runtime with $GOROOT/pkg/include).
-var wholeReadRoots = []string{"$GOROOT"}
+//
+// The terminal databases are read whole for the same reason: which entry a tool reads is
+// $TERM's (xterm-256color at a terminal, dumb or none in a CI job), not the tool's; they are
+// public, read-only data.
+var wholeReadRoots = []string{"$GOROOT", "/etc/terminfo", "/lib/terminfo", "/usr/lib/terminfo", "/usr/share/terminfo"}
+
+// wholeReadWhy says why root is read whole (wholeReadRoots).
+func wholeReadWhy(root string) (note, why string) {
+	if strings.HasSuffix(root, "/terminfo") {
+		return "terminal database, read-only", "the entry read is $TERM's, which differs between a terminal and a CI job"
+	}
+	return "toolchain root, read-only", "a toolchain reads what its cache lacks (a cold Go cache assembles the runtime with $GOROOT/pkg/include)"
+}
 
 // ReadMates returns the read rules a profile reading reads already has in effect: each
 // toolchain root (wholeReadRoots) one of its read rules lies below, as synthesis would make
@@ -1242,7 +1254,7 @@ func (s *state) readWhole(root string, blocked func(string) bool) int {
 		r.files += max(b.files, 1)
 		s.read.delete(p)
 	}
-	r.note = "toolchain root, read-only"
+	r.note, _ = wholeReadWhy(root)
 	return len(below)
 }
 
@@ -1472,8 +1484,8 @@ func (s *state) passRollupRead() []string {
 	var msgs []string
 	for _, root := range wholeReadRoots {
 		if n := s.readWhole(root, blocked); n > 0 {
-			msgs = append(msgs, fmt.Sprintf("%s under %s → %s (read): a toolchain reads what its cache lacks (a cold Go cache assembles the runtime with $GOROOT/pkg/include)",
-				plural(n, "read rule"), root, root))
+			_, why := wholeReadWhy(root)
+			msgs = append(msgs, fmt.Sprintf("%s under %s → %s (read): %s", plural(n, "read rule"), root, root, why))
 		}
 	}
 	for _, d := range rollup(s.read, s.opts.RollupThreshold, "files", readRollupAllowed, blocked) {

@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -185,5 +186,85 @@ func TestTerminalReadIsNotEveryTerminal(t *testing.T) {
 		if Allows(res.Profile, ctx, Access{Kind: k, Path: "/dev/pts/7"}) {
 			t.Errorf("another terminal /dev/pts/7 is allowed for %s: read %v write %v", k, res.Profile.Filesystem.Read, res.Profile.Filesystem.Write)
 		}
+	}
+}
+
+// TestIOConditionDecidesNothing (issue 24 item 8): head into /dev/null asks whether it is a
+// terminal (ioctl TCGETS), into a pipe it does not; git arms a timer (setitimer) only at a
+// terminal. Learned either way, the syscalls and their argument rules are the same: a learned
+// probe is the probes rule (not every request but injection), and setitimer (a terminal call
+// of every profile) brings no timers family in.
+func TestIOConditionDecidesNothing(t *testing.T) {
+	learn := func(sys []string, args []trace.ArgValue) *policy.Profile {
+		tr := &trace.Trace{
+			Version:   trace.Version,
+			Command:   []string{"head"},
+			Context:   map[string]string{"WORKDIR": "/w", "HOME": "/home/a", "TMPDIR": "/tmp"},
+			Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
+			Processes: []trace.Process{{ID: 1, PID: 10, Exe: "/usr/bin/head"}},
+			Args:      args,
+		}
+		for _, n := range append([]string{"read", "write", "openat", "close"}, sys...) {
+			tr.Syscalls = append(tr.Syscalls, trace.SyscallCount{Exe: "/usr/bin/head", Arch: trace.ArchX86_64, Name: n, Count: 1})
+		}
+		res, err := Synthesize(tr, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Profile
+	}
+	rules := func(p *policy.Profile) (names []string, args []string) {
+		for _, s := range p.Syscalls.Allow {
+			names = append(names, s.Name)
+		}
+		for _, r := range p.Syscalls.Args {
+			args = append(args, fmt.Sprintf("%s/%d values=%v deny=%v", r.Syscall, r.Arg, r.Values, r.Deny))
+		}
+		return names, args
+	}
+	pipe := learn(nil, nil)
+	null := learn([]string{"ioctl", "setitimer"}, []trace.ArgValue{{Exe: "/usr/bin/head", Syscall: "ioctl", Kind: "ioctl_request", Value: 0x5401, Count: 1}})
+	pn, pa := rules(pipe)
+	nn, na := rules(null)
+	if !slices.Equal(pn, nn) || !slices.Equal(pa, na) {
+		t.Errorf("the I/O condition decided the profile:\npipe: %v\n      %v\nnull: %v\n      %v", pn, pa, nn, na)
+	}
+	if slices.Contains(nn, "timer_create") {
+		t.Errorf("setitimer brought the timers family in: %v", nn)
+	}
+	// A request that is not a terminal one keeps every request but injection.
+	raw := learn([]string{"ioctl"}, []trace.ArgValue{{Exe: "/usr/bin/head", Syscall: "ioctl", Kind: "ioctl_request", Value: 0x5421, Count: 1}})
+	if _, ra := rules(raw); !slices.ContainsFunc(ra, func(s string) bool { return strings.HasPrefix(s, "ioctl/1") && strings.Contains(s, "TIOCSTI") }) {
+		t.Errorf("a learned FIONBIO must keep the deny list: %v", ra)
+	}
+}
+
+// TestTerminfoReadWhole (issue 24 item 8): less reads $TERM's terminfo entry: x/xterm at a
+// terminal, d/dumb in a CI job. Learned either way, the read rule is the database.
+func TestTerminfoReadWhole(t *testing.T) {
+	reads := func(entry string) []string {
+		tr := &trace.Trace{
+			Version:   trace.Version,
+			Command:   []string{"less"},
+			Context:   map[string]string{"WORKDIR": "/w", "HOME": "/home/a", "TMPDIR": "/tmp"},
+			Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
+			Processes: []trace.Process{{ID: 1, PID: 10, Exe: "/usr/bin/less"}},
+			Files:     []trace.FileAccess{{Exe: "/usr/bin/less", Path: entry, Access: trace.AccessRead, OK: true, Count: 1}},
+		}
+		res, err := Synthesize(tr, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range res.Profile.Filesystem.Read {
+			if strings.Contains(r.Path, "terminfo") {
+				out = append(out, r.Path)
+			}
+		}
+		return out
+	}
+	tty, ci := reads("/usr/lib/terminfo/x/xterm"), reads("/usr/lib/terminfo/d/dumb")
+	if !slices.Equal(tty, ci) || !slices.Equal(tty, []string{"/usr/lib/terminfo"}) {
+		t.Errorf("terminfo reads: at a terminal %v, in CI %v; want [/usr/lib/terminfo] both", tty, ci)
 	}
 }

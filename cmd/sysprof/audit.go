@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/profiler"
 	"github.com/sysprof/sysprof/report"
@@ -26,6 +27,7 @@ func auditByLearning(ctx context.Context, o *enforceOptions, p *policy.Profile) 
 	// The environment enforce would give it: a secret the profile does not pass is not let
 	// through by an audit either (nothing would record its use).
 	env, removed := policy.ScrubEnv(os.Environ(), p.Env.Pass)
+	env = append(env, paths.RunEnv(p.ExecPaths(), paths.EnvList(env))...)
 	if len(removed) > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("environment: %d secret-looking variable(s) removed: %s (to pass one: env: {pass: [NAME]})", len(removed), strings.Join(removed, ", ")))
 	}

@@ -185,6 +185,21 @@ func newTable(w io.Writer, format string) *tablewriter.Table {
 	)
 }
 
+// appendFitted appends rows to t, fitted to the width of the terminal w is (report.Width,
+// report.Fit) for a table; markdown's rows stay whole (a cell cannot hold a line break).
+func appendFitted(t *tablewriter.Table, w io.Writer, format string, header []string, rows [][]string) error {
+	width := report.Width(w)
+	if format == "markdown" {
+		width = 0
+	}
+	for _, row := range report.Fit(width, header, rows) {
+		if err := t.Append(row); err != nil {
+			return fmt.Errorf("table: %w", err)
+		}
+	}
+	return nil
+}
+
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -233,7 +248,9 @@ func changesList(o *changesOptions) error {
 		return nil
 	}
 	t := newTable(o.Out, o.Format)
-	t.Header("RUN", "STARTED", "STATE", "COMMAND", "WORK DIR", "LEARNED", "HELD", "DANGEROUS")
+	header := []string{"RUN", "STARTED", "STATE", "COMMAND", "WORK DIR", "LEARNED", "HELD", "DANGEROUS"}
+	t.Header(header)
+	var rows [][]string
 	for _, e := range entries {
 		state := e.State
 		switch {
@@ -245,10 +262,11 @@ func changesList(o *changesOptions) error {
 		if e.Error != "" {
 			state += ": " + e.Error
 		}
-		if err := t.Append(e.ID, e.Started.Local().Format("2006-01-02 15:04:05"), p(state), p(strings.Join(e.Command, " ")), p(e.WorkDir),
-			fmt.Sprint(e.Counts[changeset.Learned]), fmt.Sprint(e.Counts[changeset.Held]), fmt.Sprint(e.Counts[changeset.Dangerous])); err != nil {
-			return err
-		}
+		rows = append(rows, []string{e.ID, e.Started.Local().Format("2006-01-02 15:04:05"), p(state), p(strings.Join(e.Command, " ")), p(e.WorkDir),
+			fmt.Sprint(e.Counts[changeset.Learned]), fmt.Sprint(e.Counts[changeset.Held]), fmt.Sprint(e.Counts[changeset.Dangerous])})
+	}
+	if err := appendFitted(t, o.Out, o.Format, header, rows); err != nil {
+		return err
 	}
 	if err := t.Render(); err != nil {
 		return err
@@ -647,28 +665,25 @@ func printApply(o *changesOptions, out applyOutput) error {
 		return writeJSON(o.Out, out)
 	}
 	t := newTable(o.Out, o.Format)
-	t.Header("RESULT", "CLASS", "OP", "PATH", "WHY")
-	add := func(what string, cs []changeset.Change) error {
-		for _, c := range cs {
-			why := c.Reason
-			if what == "applied" {
-				why = c.Stripped
-			}
-			if err := t.Append(what, string(c.Class), string(c.Op), p(c.Path), p(why)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	header := []string{"RESULT", "CLASS", "OP", "PATH", "WHY"}
+	t.Header(header)
+	var rows [][]string
 	for _, x := range []struct {
 		what string
 		cs   []changeset.Change
 	}{{"applied", res.Applied}, {"conflict", res.Conflicts}, {"refused", res.Refused}} {
-		if err := add(x.what, x.cs); err != nil {
-			return err
+		for _, c := range x.cs {
+			why := c.Reason
+			if x.what == "applied" {
+				why = c.Stripped
+			}
+			rows = append(rows, []string{x.what, string(c.Class), string(c.Op), p(c.Path), p(why)})
 		}
 	}
-	if len(res.Applied)+len(res.Conflicts)+len(res.Refused) > 0 {
+	if err := appendFitted(t, o.Out, o.Format, header, rows); err != nil {
+		return err
+	}
+	if len(rows) > 0 {
 		if err := t.Render(); err != nil {
 			return err
 		}

@@ -27,8 +27,13 @@ func newDiffCmd(s streams, runF func(context.Context, *diffOptions) error) *cobr
 	cmd := &cobra.Command{
 		Use:   "diff OLD NEW [--format table|markdown|json|sarif]",
 		Short: "Semantic diff of two profiles with a risk class per change",
-		Long:  "diff compares what two profiles allow. Exit 1 when NEW widens OLD at or above --fail-on; narrowing alone exits 0.",
-		Args:  cobra.ExactArgs(2),
+		Long: `diff compares what two profiles allow. Exit 1 when NEW widens OLD at or above --fail-on; narrowing alone exits 0.
+
+diff runs no command: its report, the table included, is its output and goes to stdout, as
+diff(1) and git diff print theirs (sysprof diff a.yaml b.yaml | less, > changes.txt). drift
+and enforce print their tables on stderr because the command they run owns stdout. The table
+fits the terminal's width (or $COLUMNS); into a file or a pipe its lines stay whole.`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Old, o.New = args[0], args[1]
 			return runF(cmd.Context(), o)

@@ -20,10 +20,12 @@ import (
 	"github.com/sysprof/sysprof/changeset"
 	"github.com/sysprof/sysprof/diffreport"
 	"github.com/sysprof/sysprof/enforcer"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/profiler"
 	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/seccomp"
 	"github.com/sysprof/sysprof/synth"
 	"github.com/sysprof/sysprof/trace"
 )
@@ -110,9 +112,11 @@ type learnFunc func(context.Context, profiler.Options, synth.Options) (*trace.Tr
 // profile is res.Profile, without the step's allowances.
 func learnStep(ctx context.Context, w io.Writer, st project.Step, traceOut string, learn learnFunc, po profiler.Options, so synth.Options) (*trace.Trace, *synth.Result, time.Duration, error) {
 	po.Command, po.Dir = st.Command, st.Workdir
+	env := os.Environ()
 	if st.Name != "" {
-		po.Env = st.Environ()
+		env = st.Environ()
 	}
+	po.Env = append(env, po.Env...) // the caller's entries win (paths.RunEnv)
 	tr, res, wall, err := learn(ctx, po, so)
 	if err != nil {
 		return nil, nil, 0, stepError(st, err)
@@ -280,12 +284,17 @@ func writeGateTable(w io.Writer, results []gateResult) error {
 		}
 		fmt.Fprintf(w, "sysprof: %d operation(s) %s:\n", total, verb)
 		t := tablewriter.NewTable(w, tablewriter.WithRenderer(renderer.NewBlueprint()))
-		t.Header("Step", "Kind", "What", "Executable", "Parents", "Count", "Risk", "To allow")
+		header := []string{"Step", "Kind", "What", "Executable", "Parents", "Count", "Risk", "To allow"}
+		t.Header(header)
+		var rows [][]string
 		for _, r := range results {
 			for _, d := range r.rep.Denials {
-				if err := t.Append(report.Printable(r.step.Name), string(d.Kind), report.Printable(d.What), report.Printable(d.Exe), report.Printable(strings.Join(d.Parents, " < ")), strconv.Itoa(d.Count), d.Risk.String(), report.Printable(d.Suggest)); err != nil {
-					return fmt.Errorf("table: %w", err)
-				}
+				rows = append(rows, []string{report.Printable(r.step.Name), string(d.Kind), report.Printable(d.What), report.Printable(d.Exe), report.Printable(strings.Join(d.Parents, " < ")), strconv.Itoa(d.Count), d.Risk.String(), report.Printable(d.Suggest)})
+			}
+		}
+		for _, row := range report.Fit(report.Width(w), header, rows) {
+			if err := t.Append(row); err != nil {
+				return fmt.Errorf("table: %w", err)
 			}
 		}
 		if err := t.Render(); err != nil {
@@ -371,8 +380,11 @@ func runDriftGates(ctx context.Context, o *driftOptions) error {
 // touched, which synthesis keeps hidden so that no diff shows them.
 func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committed *policy.Profile) ([]policy.Change, error) {
 	// The command writes to stderr: stdout is the report's (reportOut).
+	// The environment enforce would give the command under the committed profile: at a
+	// terminal git pages only where the profile runs a pager, less keeps no history.
+	runEnv := paths.RunEnv(committed.ExecPaths(), paths.EnvList(append(os.Environ(), st.Env...)))
 	tr, res, _, err := learnStep(ctx, o.Err, st, o.TraceOut, learnOnce,
-		profiler.Options{Stdout: o.Err, Debug: o.Debug},
+		profiler.Options{Stdout: o.Err, Debug: o.Debug, Env: runEnv},
 		// A profile learned --exact is compared with this run learned so too: no families.
 		synth.Options{Exact: committed.Metadata.Exact, AllowSecrets: allowedSecrets(committed), SysprofVersion: version,
 			Stores: learnStores(o.Err, st.Workdir), EnvTokens: learnEnvTokens()})
@@ -389,7 +401,13 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 	// As learn writes it: what the committed profile holds pending is no drift, and a new
 	// persistence or secret allowance shows as PENDING.
 	policy.MarkPending(committed, res.Profile)
-	changes := policy.Diff(committed, res.Profile)
+	// The committed profile as enforce compiles it: its terminal requests closed.
+	base := committed
+	if committed.ClosesFamilies() {
+		base = policy.Clone(committed)
+		base.Syscalls.Args = policy.CloseTerminalRequests(base.Syscalls.Args)
+	}
+	changes := policy.Diff(base, res.Profile)
 	// A profile learned before portable was the default (or with --portable=false) is
 	// compared with this run synthesized the same way: the run's behaviour, not the default,
 	// decides. The closer of the two wins (fewer widenings, then fewer changes).
@@ -398,7 +416,7 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 			st.AddAllowances(old.Profile)
 		}
 		policy.MarkPending(committed, old.Profile)
-		if alt := policy.Diff(committed, old.Profile); closer(alt, changes) {
+		if alt := policy.Diff(base, old.Profile); closer(alt, changes) {
 			changes = alt
 		}
 	}
@@ -416,6 +434,9 @@ func dropFamilyMates(changes []policy.Change, committed *policy.Profile) []polic
 		return changes
 	}
 	mates := policy.FamilyMates(committed)
+	for _, n := range seccomp.AlwaysAllowed {
+		mates[n] = "always allowed" // every filter allows them (signal handlers at a terminal)
+	}
 	var reads []string
 	for _, r := range committed.Filesystem.Read {
 		reads = append(reads, r.Path)

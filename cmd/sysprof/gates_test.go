@@ -9,14 +9,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/spf13/cobra"
 
 	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/trace"
 )
 
 const gatesYAML = `version: 1
@@ -304,4 +307,46 @@ func TestDriftDropsToolchainRootRead(t *testing.T) {
 	if got := dropFamilyMates([]policy.Change{change}, &policy.Profile{}); len(got) != 1 {
 		t.Errorf("dropFamilyMates without a read below $GOROOT = %+v, want the change", got)
 	}
+}
+
+// The gate table, the learn summary and the changes tables at an 80-column terminal ($COLUMNS;
+// report.Width) take at most 80 columns.
+func TestTablesFitTheTerminal(t *testing.T) {
+	t.Setenv("COLUMNS", "80")
+	fits := func(what, out string) {
+		t.Helper()
+		for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+			if strings.HasPrefix(l, "sysprof:") {
+				continue // prose
+			}
+			if w := twwidth.Width(l); w > 80 {
+				t.Errorf("%s: a line of %d columns:\n%s", what, w, out)
+				return
+			}
+		}
+	}
+	build := report.New([]string{"make"}, ".sysprof/build.yaml", false)
+	build.Add(report.Denial{Kind: report.KindFile, What: "/home/alice/src/some/deeply/nested/project/directory/.git/hooks/pre-commit create (openat: EROFS)",
+		Exe: "/usr/bin/python3.11", Parents: []string{"/usr/bin/make", "/usr/bin/bash"}, Count: 2, Risk: report.RiskCritical,
+		Suggest: "filesystem.write: + $WORKDIR/some/deeply/nested/project/directory/.git/hooks/pre-commit"})
+	var buf bytes.Buffer
+	if err := writeGateTable(&buf, []gateResult{{step: project.Step{Name: "build-and-test-everything"}, rep: build}}); err != nil {
+		t.Fatal(err)
+	}
+	fits("gates", buf.String())
+
+	fits("learn summary", string(renderLearnSummary(&trace.Trace{}, time.Second, report.Width(&buf))))
+
+	buf.Reset()
+	tbl := newTable(&buf, "table")
+	header := []string{"RESULT", "CLASS", "OP", "PATH", "WHY"}
+	tbl.Header(header)
+	if err := appendFitted(tbl, &buf, "table", header, [][]string{{"refused", "dangerous", "create",
+		"/home/alice/src/some/deeply/nested/project/directory/.git/hooks/pre-commit", "a protected path (.git/hooks): held and rated critical, whatever a rule says"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Render(); err != nil {
+		t.Fatal(err)
+	}
+	fits("changes", buf.String())
 }

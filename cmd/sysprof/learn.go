@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/profiler"
 	"github.com/sysprof/sysprof/profiles"
@@ -178,7 +179,7 @@ func learnTarget(ctx context.Context, o *learnOptions, st project.Step, shipped 
 	runs := func(ctx context.Context, po profiler.Options, so synth.Options) (*trace.Trace, *synth.Result, time.Duration, error) {
 		return learnRuns(ctx, o, po, so)
 	}
-	tr, res, wall, err := learnStep(ctx, o.Err, st, o.TraceOut, runs, profiler.Options{RingBufferBytes: o.RingBuf, Debug: o.Debug}, synth.Options{
+	tr, res, wall, err := learnStep(ctx, o.Err, st, o.TraceOut, runs, profiler.Options{RingBufferBytes: o.RingBuf, Debug: o.Debug, Env: paths.LearnEnv()}, synth.Options{
 		Exact:          o.Exact,
 		Unportable:     !o.Portable,
 		Architectures:  o.Arches,
@@ -207,7 +208,8 @@ func learnTarget(ctx context.Context, o *learnOptions, st project.Step, shipped 
 		st.AddAllowances(learned)
 	}
 	table := make(chan []byte, 1)
-	go func() { table <- renderLearnSummary(tr, wall) }()
+	width := report.Width(o.Err)
+	go func() { table <- renderLearnSummary(tr, wall, width) }()
 	clock := phase.NewClock("learn")
 	review, pending, err := saveLearned(st.Profile, learned, o.Fresh, o.Force, o.AcceptRisky)
 	if err != nil {

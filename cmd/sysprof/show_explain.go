@@ -26,7 +26,7 @@ func writeFamilies(w io.Writer, p *policy.Profile) {
 		fmt.Fprintln(w)
 	}
 	for _, f := range []struct{ name, why string }{
-		{"terminal", "ioctl TCGETS/TIOCGWINSZ (isatty, window size) and setitimer/getitimer, in every profile: a tool learned with output to a file or a pipe may run at a terminal"},
+		{"terminal", "ioctl TCGETS/TCSETS*/TIOCGWINSZ (isatty, window size, a terminal's modes), setitimer/getitimer, dup2/dup3 and fsync, in every profile: a tool learned with output to a file or a pipe may run at a terminal"},
 		{"arch", "the equivalents on another architecture the profile lists of a syscall that architecture lacks (open -> openat on aarch64)"},
 	} {
 		fmt.Fprintf(w, "  %-18s %s", f.name, f.why)

@@ -13,6 +13,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 
+	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/synth"
 	"github.com/sysprof/sysprof/trace"
 )
@@ -94,24 +95,28 @@ func countFiles(files []trace.FileAccess) (byAccess map[string]int, failed int) 
 }
 
 // renderLearnSummary renders the table learn prints at the end (learn renders it while the
-// profile is saved and synced).
-func renderLearnSummary(tr *trace.Trace, wall time.Duration) []byte {
+// profile is saved and synced), fitted to width columns (report.Width of where it goes).
+func renderLearnSummary(tr *trace.Trace, wall time.Duration, width int) []byte {
 	s := summarize(tr)
 	var b bytes.Buffer
 	t := tablewriter.NewTable(&b, tablewriter.WithRenderer(renderer.NewBlueprint()))
-	t.Header("learned", "count")
-	t.Append("binaries run", strconv.Itoa(s.Binaries))
-	t.Append("syscalls", strconv.Itoa(s.Syscalls))
+	header := []string{"learned", "count"}
+	t.Header(header)
+	rows := [][]string{{"binaries run", strconv.Itoa(s.Binaries)}, {"syscalls", strconv.Itoa(s.Syscalls)}}
 	for _, k := range trace.Accesses {
 		if n := s.FilesByAccess[k]; n > 0 {
-			t.Append("files: "+k, strconv.Itoa(n))
+			rows = append(rows, []string{"files: " + k, strconv.Itoa(n)})
 		}
 	}
-	t.Append("failed file probes", strconv.Itoa(s.FailedProbes))
-	t.Append("network endpoints", strconv.Itoa(s.Endpoints))
-	t.Append("DNS names", strconv.Itoa(s.DNSNames))
-	t.Append("lost events", strconv.FormatUint(tr.Loss.RingbufDrops+tr.Loss.MapFull, 10))
-	t.Append("wall time", wall.Round(time.Millisecond).String())
+	rows = append(rows,
+		[]string{"failed file probes", strconv.Itoa(s.FailedProbes)},
+		[]string{"network endpoints", strconv.Itoa(s.Endpoints)},
+		[]string{"DNS names", strconv.Itoa(s.DNSNames)},
+		[]string{"lost events", strconv.FormatUint(tr.Loss.RingbufDrops+tr.Loss.MapFull, 10)},
+		[]string{"wall time", wall.Round(time.Millisecond).String()})
+	for _, row := range report.Fit(width, header, rows) {
+		t.Append(row)
+	}
 	t.Render()
 	return b.Bytes()
 }

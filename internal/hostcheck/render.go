@@ -11,19 +11,24 @@ import (
 	"github.com/sysprof/sysprof/report"
 )
 
-// Render writes the checks as a table: check, for, status, detail, reason/remedy.
+// Render writes the checks as a table: check, for, status, detail, reason/remedy, fitted to
+// the terminal's width (report.Width, report.Fit; whole lines into a file or a pipe).
 func Render(w io.Writer, cs []Check) error {
 	ew := &errWriter{w: w}
 	t := tablewriter.NewTable(ew,
 		tablewriter.WithRenderer(renderer.NewBlueprint()),
 		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRowAutoWrap(tw.WrapNormal),
-		tablewriter.WithRowMaxWidth(48),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
 	)
-	t.Header("check", "for", "status", "detail", "reason / remedy")
+	header := []string{"check", "for", "status", "detail", "reason / remedy"}
+	t.Header(header)
+	var rows [][]string
 	for _, c := range cs {
 		// Details and reasons name host paths (mounts, the cgroup, a sudo owner's home).
-		if err := t.Append(c.Name, c.For, statusCell(c), report.Printable(c.Detail), report.Printable(reasonCell(c))); err != nil {
+		rows = append(rows, []string{c.Name, c.For, statusCell(c), report.Printable(c.Detail), report.Printable(reasonCell(c))})
+	}
+	for _, row := range report.Fit(report.Width(w), header, rows) {
+		if err := t.Append(row); err != nil {
 			return fmt.Errorf("render checks: %w", err)
 		}
 	}
