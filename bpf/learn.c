@@ -948,7 +948,6 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 		return 0;
 	}
 
-	__u64 task = bpf_get_current_task(); // cur as a plain number (fast_put is a global function)
 	struct stash *st = bpf_task_storage_get(&stashes, cur, 0, 0);
 	if (!st || st->run_id != rs->id || !st->task_cached) {
 		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
@@ -969,6 +968,9 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 		st->task_exe_key = key;
 		st->task_cached = 1;
 	}
+	// The run's thread (no call for other processes): cur as a plain number, for fast_put (a
+	// global function takes no task pointer).
+	__u64 task = bpf_get_current_task();
 	__u64 exe_key = st->task_exe_key;
 	struct sc_key k = {.exe_key = exe_key, .arch = arch, .nr = nr0};
 	if (st->sc_tag[slot] == tag) {

@@ -20,7 +20,8 @@
 //     into the map; its next ones into a per-thread cache and, for the syscalls with nothing else
 //     to record, a per-CPU one (learn.c's struct cpu_cache: a repeated getppid costs no helper
 //     call), flushed into the map as entries change hands; what a CPU's cache holds when the
-//     command exits is added after the run (TestStormEndsTheRun).
+//     command exits is added after the run (TestStormEndsTheRun); an exec or a thread exit of the
+//     run makes every CPU's entry stale (TestCPUCacheAcrossExec).
 //   - Argument domains (socket, clone/clone3 flags, unshare, setns, prctl, personality, ioctl,
 //     PROT_EXEC of anonymous mmaps and of mprotect: executable memory) are counted the same way.
 //   - A file mapped executable (mmap PROT_EXEC of a file) is a file event; one outside the

@@ -46,6 +46,23 @@ func TestStormEndsTheRun(t *testing.T) {
 	}
 }
 
+// TestCPUCacheAcrossExec: the calls sys_enter's per-CPU cache counts belong to the executable
+// that made them. After an exec in place, the new executable's first syscall is the getppid
+// the old one just made 100,000 times: it is the new one's (the exec makes the caches stale).
+func TestCPUCacheAcrossExec(t *testing.T) {
+	testutil.RequireRoot(t)
+	victim := realPath(t, testutil.BuildC(t, "victim/victim.c"))
+	start := realPath(t, testutil.BuildC(t, "victim/getppid_start.c", "-nostdlib", "-static"))
+	const calls = 100_000
+	tr := learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "storm", itoa(calls), "execv", start}})
+	if n := syscallCount(tr, start, trace.ArchX86_64, "getppid"); n != 1 {
+		t.Errorf("getppid of %s counted %d times, want 1", start, n)
+	}
+	if n := syscallCount(tr, victim, trace.ArchX86_64, "getppid"); n != calls {
+		t.Errorf("getppid of the victim counted %d times, want %d", n, calls)
+	}
+}
+
 // TestForcedLoss: a one-page ring buffer and thousands of distinct file events: the drops are
 // counted, and the trace says it is incomplete.
 func TestForcedLoss(t *testing.T) {

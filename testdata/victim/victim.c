@@ -181,6 +181,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "exec")) {
 			run_and_wait(ARG(1));
 			i += 1;
+		} else if (!strcmp(a, "execv")) { // replace this process with PATH (no arguments)
+			execl(ARG(1), ARG(1), (char *)NULL);
+			return 101;
 		} else if (!strcmp(a, "exec-missing")) {
 			execl(ARG(1), ARG(1), (char *)NULL); // fails: recorded as exec, ok=false
 			i += 1;
