@@ -302,3 +302,22 @@ func TestRedTeamHiddenReadsOnTheRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestRedTeamLearnWarningsEscaped: learn's warnings and its --explain lines name files the
+// command chose (a secret it touched): printed escaped, never raw (a name holding ESC or a bidi
+// override must not rewrite what the reviewer reads).
+func TestRedTeamLearnWarningsEscaped(t *testing.T) {
+	b, root, _ := redteamBox(t)
+	name := "id\x1b[2K\u202ex"
+	testutil.WriteFile(t, filepath.Join(b.Home, ".ssh", name), "key\n", 0o600)
+	r := b.Sysprof(t, "learn", "--explain", "-p", filepath.Join(root, "secret.yaml"), "--", "./rt", "read="+filepath.Join(b.Home, ".ssh", name))
+	if r.Code != 0 {
+		t.Fatalf("learn: %s", r)
+	}
+	if rawControl(r.Stderr) {
+		t.Errorf("learn's stderr holds raw control or bidi characters:\n%q", r.Stderr)
+	}
+	if !strings.Contains(r.Stderr, `WARNING: credential store touched`) || !strings.Contains(r.Stderr, `id\x1b\[2K\u202ex`) {
+		t.Errorf("learn's warning does not name the secret escaped:\n%s", r.Stderr)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 
+	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/synth"
 	"github.com/sysprof/sysprof/trace"
 )
@@ -127,7 +128,7 @@ func printLearnSummary(w io.Writer, table []byte, tr *trace.Trace, profilePath s
 
 func printExplain(w io.Writer, steps []synth.Step) {
 	for _, st := range steps {
-		fmt.Fprintf(w, "  [%s] %s\n", st.Pass, st.Message)
+		fmt.Fprintf(w, "  [%s] %s\n", st.Pass, report.Printable(st.Message))
 	}
 }
 
