@@ -158,6 +158,9 @@ type Guard struct {
 	// rootPid is the init stage (PID 1 of the sandbox, the command's parent; without the sandbox
 	// it execs the command): parent chains end there.
 	rootPid atomic.Int64
+	// rootStays: the root pid stays the init stage for the whole run (the sandbox's PID 1), so a
+	// process whose parent it is was started by the init stage, also once both are gone.
+	rootStays atomic.Bool
 
 	mu      sync.Mutex
 	denials []report.Denial
@@ -238,6 +241,10 @@ func (g *Guard) Cgroup() *kernrun.Cgroup { return g.cg }
 
 // SetRoot names the init stage's pid: parent chains in the report end there.
 func (g *Guard) SetRoot(pid int) { g.rootPid.Store(int64(pid)) }
+
+// RootStays says the root pid is the sandbox's PID 1 for the whole run (it does not exec the
+// command): denials read after it exited still name the command's parent chain right.
+func (g *Guard) RootStays() { g.rootStays.Store(true) }
 
 // newGuardCgroup creates the run's cgroup (or takes cfg.Cgroup): the command is born into it.
 func newGuardCgroup(cfg Config) (*Guard, error) {
@@ -458,7 +465,7 @@ func (g *Guard) who(ev *bpf.GuardGuardEvent, exe, pexe string) (string, []string
 		}
 	}
 	root := int(g.rootPid.Load())
-	if ev.Ptgid > 0 && int(ev.Ptgid) == root && (kernrun.IsInitExe(pexe) || pexe == "" && kernrun.IsInitExe(kernrun.ExeOf(root))) {
+	if ev.Ptgid > 0 && int(ev.Ptgid) == root && (g.rootStays.Load() || kernrun.IsInitExe(pexe) || pexe == "" && kernrun.IsInitExe(kernrun.ExeOf(root))) {
 		return exe, nil // the command itself: its parent is the init stage, PID 1 of the sandbox
 	}
 	if ev.Ptgid > 0 && int(ev.Tgid) != root {
