@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -300,5 +301,45 @@ func TestRedTeamHiddenReadsOnTheRecord(t *testing.T) {
 				t.Errorf("the learned read of ~/.npmrc: want no denial and a hidden entry, got denials %+v, hidden %+v\n%s", rp.Denials, rp.Hidden, r.Stderr)
 			}
 		})
+	}
+}
+
+// TestRedTeamLearnWarningsEscaped: learn's warnings and its --explain lines name files the
+// command chose (a secret it touched): printed escaped, never raw (a name holding ESC or a bidi
+// override must not rewrite what the reviewer reads).
+func TestRedTeamLearnWarningsEscaped(t *testing.T) {
+	b, root, _ := redteamBox(t)
+	name := "id\x1b[2K\u202ex"
+	testutil.WriteFile(t, filepath.Join(b.Home, ".ssh", name), "key\n", 0o600)
+	r := b.Sysprof(t, "learn", "--explain", "-p", filepath.Join(root, "secret.yaml"), "--", "./rt", "read="+filepath.Join(b.Home, ".ssh", name))
+	if r.Code != 0 {
+		t.Fatalf("learn: %s", r)
+	}
+	if rawControl(r.Stderr) {
+		t.Errorf("learn's stderr holds raw control or bidi characters:\n%q", r.Stderr)
+	}
+	if !strings.Contains(r.Stderr, `WARNING: credential store touched`) || !strings.Contains(r.Stderr, `id\x1b\[2K\u202ex`) {
+		t.Errorf("learn's warning does not name the secret escaped:\n%s", r.Stderr)
+	}
+}
+
+// TestRedTeamHostileProfileNamesEscaped: a profile comes with the checkout and is hostile input
+// too: a binary it names with ESC and a bidi override is printed escaped in enforce's warning.
+func TestRedTeamHostileProfileNamesEscaped(t *testing.T) {
+	b, root, profile := redteamBox(t)
+	name := "tool\x1bM\u202ex"
+	testutil.WriteFile(t, filepath.Join(b.Work, name), "#!/bin/sh\n", 0o755)
+	p := loadProfile(t, profile)
+	p.Binaries = append(p.Binaries, policy.Binary{Path: "$WORKDIR/" + name, SHA256: strings.Repeat("0", 64)})
+	hostile := filepath.Join(root, "hostile.yaml")
+	if err := policy.Save(hostile, p); err != nil {
+		t.Fatal(err)
+	}
+	r := b.Sysprof(t, "enforce", "-p", hostile, "--", "./rt", "benign")
+	if !strings.Contains(r.Stderr, "changed since learn") {
+		t.Fatalf("enforce does not warn about the changed binary: %s", r)
+	}
+	if rawControl(r.Stderr) {
+		t.Errorf("enforce's stderr holds raw control or bidi characters:\n%q", r.Stderr)
 	}
 }

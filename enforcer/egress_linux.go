@@ -53,7 +53,7 @@ func (e *egress) start(pidfd, pid int, nums []int) error {
 		e.pub, msgs = startPublish(pid, e.publish)
 		for _, m := range msgs {
 			if e.warn != nil {
-				fmt.Fprintf(e.warn, "sysprof: %s\n", m)
+				fmt.Fprintf(e.warn, "sysprof: %s\n", report.Printable(m))
 			}
 			e.notes = append(e.notes, m)
 		}

@@ -225,7 +225,7 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	r.listHidden(c)
 	for _, d := range c.Refused {
 		r.rep.Notes = append(r.rep.Notes, d)
-		fmt.Fprintf(r.warn(), "sysprof: %s\n", d)
+		fmt.Fprintf(r.warn(), "sysprof: %s\n", report.Printable(d))
 	}
 	for _, d := range c.Dropped {
 		r.rep.Notes = append(r.rep.Notes, "dropped (means nothing on this host): "+d)
@@ -296,7 +296,7 @@ func (r *enforcedRun) checkBinaries() error {
 	r.rep.ChangedBinaries = changed
 	warn := r.warn()
 	for _, c := range changed {
-		fmt.Fprintf(warn, "sysprof: warning: binary %s (%s) changed since learn: sha256 %s, learned %s\n", c.Path, c.File, c.Now, c.Learned)
+		fmt.Fprintf(warn, "sysprof: warning: binary %s (%s) changed since learn: sha256 %s, learned %s\n", report.Printable(c.Path), report.Printable(c.File), report.Printable(c.Now), report.Printable(c.Learned))
 	}
 	if r.opts.VerifyBinaries {
 		return &BinaryError{Changed: changed}

@@ -58,6 +58,9 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 	defer st.finish()
 	if r.guard != nil {
 		r.guard.SetRoot(st.pid)
+		if r.sandbox {
+			r.guard.RootStays()
+		}
 	}
 	r.layers.enter(st.pid)
 	defer r.layers.wait() // before the stage is released, or on the way out

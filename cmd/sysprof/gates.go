@@ -131,7 +131,7 @@ func learnStep(ctx context.Context, w io.Writer, st project.Step, traceOut strin
 		giveToSudoUser(w, traceOut)
 	}
 	for _, m := range res.Warnings {
-		fmt.Fprintf(w, "sysprof: WARNING: %s%s\n", stepPrefix(st), m)
+		fmt.Fprintf(w, "sysprof: WARNING: %s%s\n", stepPrefix(st), report.Printable(m))
 	}
 	return tr, res, wall, nil
 }

@@ -132,7 +132,7 @@ func printLearnSummary(w io.Writer, table []byte, tr *trace.Trace, profilePath s
 
 func printExplain(w io.Writer, steps []synth.Step) {
 	for _, st := range steps {
-		fmt.Fprintf(w, "  [%s] %s\n", st.Pass, st.Message)
+		fmt.Fprintf(w, "  [%s] %s\n", st.Pass, report.Printable(st.Message))
 	}
 }
 

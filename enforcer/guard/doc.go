@@ -23,9 +23,12 @@
 //     (file permissions refused it, not the sandbox) and ENOENT outside hidden paths, and
 //     suggests the profile line with the profile's variables ($WORKDIR/...). EPERM is taken
 //     only from an executable mmap a noexec mount refused: seccomp's denials answer EPERM and
-//     are already reported as syscalls. Not seen:
-//     a hidden file (not directory) reads as empty; ENOENT through a symlink or a relative
-//     path into a hidden directory.
+//     are already reported as syscalls. Not seen: ENOENT through a symlink or a relative
+//     path into a hidden directory; a listing of a hidden directory (it reads as empty).
+//   - Reads of hidden files (hidden_linux.go, WatchHidden): a hidden file reads as empty, so
+//     nothing fails; each one's cover is an inode of its own, watched with fanotify
+//     permission events (FAN_OPEN_PERM, always allowed) once the stage's mounts are in place:
+//     the opener waits until its executable is read. Only opens of hidden files pay that.
 //
 // Cost when nothing is denied: the path syscalls the run's filter allows pay, for every process
 // on the host, the tracepoint dispatch and one compare when the call succeeded (a failed one

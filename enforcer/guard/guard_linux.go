@@ -161,6 +161,9 @@ type Guard struct {
 	// rootExe is the init stage's executable when SetRoot named it (before it may exec): an
 	// event read after the run ended (drained at Close) can no longer ask /proc.
 	rootExe atomic.Pointer[string]
+	// rootStays: the root pid stays the init stage for the whole run (the sandbox's PID 1), so a
+	// process whose parent it is was started by the init stage, also once both are gone.
+	rootStays atomic.Bool
 
 	mu      sync.Mutex
 	denials []report.Denial
@@ -255,6 +258,10 @@ func (g *Guard) rootIsInit(root int) bool {
 	}
 	return kernrun.IsInitExe(exe)
 }
+
+// RootStays says the root pid is the sandbox's PID 1 for the whole run (it does not exec the
+// command): denials read after it exited still name the command's parent chain right.
+func (g *Guard) RootStays() { g.rootStays.Store(true) }
 
 // newGuardCgroup creates the run's cgroup (or takes cfg.Cgroup): the command is born into it.
 func newGuardCgroup(cfg Config) (*Guard, error) {
@@ -481,7 +488,7 @@ func (g *Guard) who(ev *bpf.GuardGuardEvent, exe, pexe string) (string, func() [
 	}
 	return exe, func() []string {
 		root := int(g.rootPid.Load())
-		if ev.Ptgid > 0 && int(ev.Ptgid) == root && (kernrun.IsInitExe(pexe) || pexe == "" && g.rootIsInit(root)) {
+		if ev.Ptgid > 0 && int(ev.Ptgid) == root && (g.rootStays.Load() || kernrun.IsInitExe(pexe) || pexe == "" && g.rootIsInit(root)) {
 			return nil // the command itself: its parent is the init stage, PID 1 of the sandbox
 		}
 		if ev.Ptgid > 0 && int(ev.Tgid) != root {

@@ -27,10 +27,11 @@ const fanotifyMetaLen = int(unsafe.Sizeof(unix.FanotifyEventMetadata{}))
 
 // hiddenWatch is the fanotify group watching the run's hidden-file covers.
 type hiddenWatch struct {
-	fd    int
-	f     *os.File          // fd, read through the poller
-	files map[uint64]string // cover inode → the hidden path it covers
-	done  chan struct{}
+	fd     int
+	f      *os.File          // fd, read through the poller
+	files  map[uint64]string // cover inode → the hidden path it covers
+	done   chan struct{}
+	closed bool // the reader closed f (set before done is closed)
 }
 
 // WatchHidden watches the covers of the hidden files of the sandbox whose init stage is
@@ -76,13 +77,23 @@ func (g *Guard) WatchHidden(stagePID int) error {
 	return errors.Join(errs...)
 }
 
-// readHidden records the opens of covers as they come, until closeHidden stops it.
+// readHidden records the opens of covers as they come, until closeHidden stops it. Should a
+// read fail otherwise, the group is closed at once: the kernel then lets every open waiting on
+// it go on, and no later open waits (the reads stay hidden, without a record).
 func (g *Guard) readHidden(w *hiddenWatch) {
 	defer close(w.done)
 	buf := make([]byte, 4096)
 	for {
 		n, err := w.f.Read(buf)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return
+		}
 		if err != nil {
+			w.f.Close()
+			w.closed = true
+			g.mu.Lock()
+			g.notes = append(g.notes, fmt.Sprintf("reads of hidden files are not recorded from here on: watch: %v", err))
+			g.mu.Unlock()
 			return
 		}
 		g.hiddenEvents(w, buf[:n])
@@ -146,6 +157,9 @@ func (g *Guard) closeHidden() {
 	g.hidden = nil
 	_ = w.f.SetReadDeadline(time.Now())
 	<-w.done
+	if w.closed {
+		return
+	}
 	buf := make([]byte, 4096)
 	for {
 		n, err := unix.Read(w.fd, buf)
