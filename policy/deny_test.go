@@ -152,3 +152,24 @@ func TestDiffDenyListToValues(t *testing.T) {
 		t.Errorf("a values list admitting TIOCSTI must name it: %v", Diff(old, inj))
 	}
 }
+
+// TestDiffTerminalRequestsToDenyList: a tool that starts making an ioctl request beyond the
+// terminal ones widens its rule to every request but injection: a low widening that says
+// injection stays denied, not a critical "any value".
+func TestDiffTerminalRequestsToDenyList(t *testing.T) {
+	probes := denyProfile()
+	probes.Syscalls.Args[0].Values = []string{"TCGETS", "TIOCGWINSZ"}
+	var got []Change
+	for _, c := range Diff(probes, denyProfile("TIOCSTI", "TIOCLINUX")) {
+		if c.Widens {
+			got = append(got, c)
+		}
+	}
+	if len(got) != 1 || got[0].Risk != RiskLow || !strings.Contains(got[0].Item, "any value but TIOCSTI, TIOCLINUX") {
+		t.Errorf("want one low widening to any value but injection, got %+v", got)
+	}
+	// Without the deny list it is injection: critical.
+	if cs := Diff(probes, denyProfile()); !Widens(cs, RiskCritical) {
+		t.Errorf("any ioctl request at all must be critical: %+v", cs)
+	}
+}

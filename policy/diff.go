@@ -295,8 +295,16 @@ func (d *differ) args() {
 		// Values.
 		switch {
 		case nd.values == nil && od.values != nil:
-			r, why := ArgAnyRisk(k.syscall, k.arg)
-			d.add(Change{Kind: kd, Section: SectionArgs, Item: item + ": any value", Widens: true, Risk: r, Reason: why, By: by})
+			r, why := ArgAnyButRisk(k.syscall, k.arg, sortedKeys(nd.deny))
+			what := "any value"
+			if len(nd.deny) > 0 {
+				var but []string
+				for _, v := range sortedKeys(nd.deny) {
+					but = append(but, name(v, nd.deny[v]))
+				}
+				what += " but " + strings.Join(but, ", ")
+			}
+			d.add(Change{Kind: kd, Section: SectionArgs, Item: item + ": " + what, Widens: true, Risk: r, Reason: why, By: by})
 		case nd.values != nil:
 			for _, v := range sortedKeys(nd.values) {
 				if _, ok := od.values[v]; ok && !od.none || od.values == nil && !od.none {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -419,6 +420,16 @@ const protExec = 0x4
 var SetIDModeArgs = map[string]int{
 	"chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2,
 	"creat": 1, "open": 2, "openat": 3, "mknod": 1, "mknodat": 2, "mkdir": 1, "mkdirat": 2,
+}
+
+// ArgAnyButRisk rates lifting the restriction on an argument to any value but deny: as
+// ArgAnyRisk, unless deny keeps refusing what made that critical (ioctl's terminal injection:
+// a tool that starts to make an ioctl request beyond the terminal ones).
+func ArgAnyButRisk(syscall string, arg int, deny []uint64) (Risk, string) {
+	if ArgKind(syscall, arg) == KindIoctl && slices.Contains(deny, 0x5412) && slices.Contains(deny, 0x541C) {
+		return RiskLow, "any ioctl request but terminal injection (TIOCSTI and TIOCLINUX stay denied)"
+	}
+	return ArgAnyRisk(syscall, arg)
 }
 
 // ArgAnyRisk rates lifting the restriction on an argument altogether.

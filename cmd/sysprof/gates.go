@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -428,20 +429,24 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 // (policy.FamilyMates, as enforce closes them): a profile learned before a family existed (or
 // grew) allowed one member, the run now shows another (glibc's sendmmsg on a dual-stack host
 // where sendto was learned); and a toolchain root now read whole ($GOROOT) where the committed
-// profile read below it. A profile learned --exact closes none.
+// profile read below it. A profile learned --exact closes none. The syscalls every filter
+// allows (seccomp.AlwaysAllowed) are dropped for every profile.
 func dropFamilyMates(changes []policy.Change, committed *policy.Profile) []policy.Change {
-	if !committed.ClosesFamilies() {
-		return changes
-	}
-	mates := policy.FamilyMates(committed)
+	// Every filter allows these, --exact or not (less installs its signal handlers only at a
+	// terminal): they are no drift.
+	mates := map[string]string{}
 	for _, n := range seccomp.AlwaysAllowed {
-		mates[n] = "always allowed" // every filter allows them (signal handlers at a terminal)
+		mates[n] = "always allowed"
 	}
-	var reads []string
-	for _, r := range committed.Filesystem.Read {
-		reads = append(reads, r.Path)
+	var readMates map[string]bool
+	if committed.ClosesFamilies() {
+		maps.Copy(mates, policy.FamilyMates(committed))
+		var reads []string
+		for _, r := range committed.Filesystem.Read {
+			reads = append(reads, r.Path)
+		}
+		readMates = synth.ReadMates(reads) // a toolchain root read whole ($GOROOT)
 	}
-	readMates := synth.ReadMates(reads) // a toolchain root read whole ($GOROOT)
 	return slices.DeleteFunc(changes, func(c policy.Change) bool {
 		_, mate := mates[c.Item]
 		return c.Widens && (c.Section == policy.SectionSyscalls && mate || c.Section == policy.SectionRead && readMates[c.Item])
