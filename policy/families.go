@@ -66,8 +66,6 @@ var Families = []Family{
 		[]string{"chdir", "fchdir", "clone", "clone3", "fork", "vfork"}, nil},
 	{"remove", "removing a name: a tool that renames files into place (a cache replacing its entries: mypy's .mypy_cache, pip, ccache) deletes stale ones on a later run, with a cold cache never; a rename over a name removes it already, and which names may go is the filesystem layers' decision",
 		[]string{"unlink", "unlinkat"}, []string{"rename", "renameat", "renameat2"}, nil},
-	{"rename-aside", "renaming a name it removes: a tool that deletes may first rename aside what it deletes, so the removal is atomic (pytest renames a stale pytest-N to garbage-<uuid> before removing it, once more than three are kept), or replace a stale entry with os.replace (pytest's rewritten bytecode after an edit: a warm learn never shows it); a rename gives nothing the delete and create the mounts allow do not",
-		[]string{"rename", "renameat", "renameat2"}, []string{"unlink", "unlinkat", "rmdir"}, nil},
 	{"touch", "refreshing an entry instead of writing it again: a content-addressed store (git's objects, Go's build cache) writes an entry through a temp file linked or renamed into place when it is new, and only sets its times when it exists already (git commit of a tree it has seen; a warm cache); which files may be touched is the mounts' decision (a read-only one answers EROFS)",
 		[]string{"utimensat", "utime", "utimes", "futimesat"}, []string{"link", "linkat", "rename", "renameat", "renameat2"}, nil},
 	{"send", "sending on a socket the process holds: glibc's resolver asks A and AAAA at once with sendmmsg on a dual-stack host and sendto on an IPv4-only one; runtimes pick sendto or sendmsg (the destinations are the network rules'; send(2) is sendto on x86_64 and arm64)",
