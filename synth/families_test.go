@@ -241,8 +241,6 @@ func TestFamilyMatesAgreeWithLearn(t *testing.T) {
 //     package in its directory (Go's os/exec Dir: chdir in the child), a warm one none;
 //   - sleep with a wait for children: Python's subprocess wait with a timeout sleeps between
 //     polls only while the child still runs (a loaded machine: pip --python);
-//   - rename-aside with a delete: pytest learned with a warm cache removes and writes, and
-//     renames only once a stale pytest-N goes or a test file changed;
 //   - touch with a link or rename into place: git commit writes a new object through a temp
 //     file and link, and only sets the times of one it has already (the same tree again).
 func TestTriggerBringsFamily(t *testing.T) {
@@ -257,7 +255,6 @@ func TestTriggerBringsFamily(t *testing.T) {
 		{"/usr/local/go/bin/go", "clone", []string{"go", "build"}, []string{"chdir"}},
 		{"/usr/bin/python3.11", "wait4", []string{"python3", "-m", "pip"}, []string{"nanosleep", "clock_nanosleep"}},
 		{"/usr/bin/git", "link", []string{"git", "commit"}, []string{"utimensat"}},
-		{"/usr/bin/python3.11", "unlink", []string{"pytest-3"}, []string{"rename", "renameat2"}},
 	} {
 		for _, triggered := range []bool{true, false} {
 			tr := &trace.Trace{Version: trace.Version, Command: c.command, Context: ctx,
