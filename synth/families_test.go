@@ -3,6 +3,7 @@ package synth
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sysprof/sysprof/policy"
@@ -47,6 +48,9 @@ func TestPnpmStoreAndProbe(t *testing.T) {
 		{Path: probe, Access: trace.AccessDelete},
 		{Path: "/home/a/.local/share/pnpm/store/v10/files/c4/5045ce9cd786", Access: trace.AccessCreate},
 		{Path: "/home/a/.local/share/pnpm/store/v10/index/e4/b6af2e6dce44.json", Access: trace.AccessCreate},
+		// The index file of a package from a tarball names the project's path: another
+		// checkout reads another one.
+		{Path: "/home/a/.local/share/pnpm/store/v10/index/5a/0c1d-file+vendor+leftpad-1.0.0.tgz.json", Access: trace.AccessRead},
 	} {
 		f.Exe, f.OK = exe, true
 		tr.Files = append(tr.Files, f)
@@ -60,10 +64,23 @@ func TestPnpmStoreAndProbe(t *testing.T) {
 	if !sameSet(got, want) {
 		t.Errorf("write rules %q, want %q", got, want)
 	}
+	for _, r := range rulePaths(res.Profile.Filesystem.Read) {
+		if strings.HasPrefix(r, "$PNPM_HOME/store/") {
+			t.Errorf("read rule %s below the store: the store is read whole", r)
+		}
+	}
 	for _, w := range res.Profile.Filesystem.Write {
 		if r, why := policy.PathRisk("write", w.Path, nil); r > policy.RiskLow {
 			t.Errorf("write %s rated %v (%s), want low", w.Path, r, why)
 		}
+	}
+	// A warm store is only read: its root is the rule.
+	tr.Files = []trace.FileAccess{{Exe: exe, Path: "/home/a/.local/share/pnpm/store/v10/index/5a/0c1d-file+vendor+leftpad-1.0.0.tgz.json", Access: trace.AccessRead, OK: true}}
+	if res, err = Synthesize(tr, testOpts()); err != nil {
+		t.Fatal(err)
+	}
+	if got := rulePaths(res.Profile.Filesystem.Read); !slices.Contains(got, "$PNPM_HOME/store") {
+		t.Errorf("read rules of a warm store %q, want $PNPM_HOME/store", got)
 	}
 	// pnpm's home itself (its global bins) stays critical.
 	if r, _ := policy.PathRisk("write", "$PNPM_HOME", nil); r != policy.RiskCritical {

@@ -802,6 +802,11 @@ func (s *state) passRead() []string {
 		case f.access == trace.AccessRead && slices.Contains(baseReads, f.path):
 			// Every profile may read them (the enforcer's base): no rule, so that whether a
 			// runtime happened to open one (node and /dev/null, by its stdio) never drifts.
+		case f.access == trace.AccessRead && cacheRoot(f.path) != "":
+			// A tool cache's names are hashes of the project and the run (pnpm's index
+			// files name the project's path): its root is read whole.
+			s.addRule(s.read, cacheRoot(f.path), provs[f.exe], noteCache)
+			files++
 		case f.access == trace.AccessRead:
 			if !srcTree || !paths.Covers("$WORKDIR", f.path) {
 				s.addRule(s.read, f.path, provs[f.exe], "")
@@ -835,12 +840,20 @@ func (s *state) passRead() []string {
 // pnpm's store is one; its home is not (it holds pnpm's global bins).
 var cacheRoots = []string{"$GOCACHE", "$GOMODCACHE", "$NPM_CACHE", "$PNPM_HOME/store"}
 
-// writeAnchor returns the directory a write at p is granted on because p lies in a cache.
-func writeAnchor(p string) string {
+// cacheRoot returns the cache root (cacheRoots) p lies in, or "".
+func cacheRoot(p string) string {
 	for _, r := range cacheRoots {
 		if paths.Covers(r, p) {
 			return r
 		}
+	}
+	return ""
+}
+
+// writeAnchor returns the directory a write at p is granted on because p lies in a cache.
+func writeAnchor(p string) string {
+	if r := cacheRoot(p); r != "" {
+		return r
 	}
 	// A tool's own directory in the user cache ($HOME/.cache/gopls/<shard>/...): the shards
 	// and hashes differ every run, the directory is the tool's.
