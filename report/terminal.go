@@ -28,3 +28,36 @@ func ResetTerminal(w io.Writer) {
 	}
 	_, _ = io.WriteString(f, TerminalReset)
 }
+
+// ResetBeforeFirstWrite returns w such that TerminalReset goes out just before the first thing
+// written to it, when w is a terminal: a run that has nothing to say leaves the terminal exactly
+// as the command left it (its output is the same as unsandboxed), and any line of sysprof's
+// is still seen. Width reads through it.
+func ResetBeforeFirstWrite(w io.Writer) io.Writer {
+	f, ok := w.(*os.File)
+	if !ok {
+		return w
+	}
+	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
+		return w
+	}
+	return &resetWriter{f: f}
+}
+
+type resetWriter struct {
+	f    *os.File
+	done bool
+}
+
+func (r *resetWriter) Write(p []byte) (int, error) {
+	if !r.done && len(p) > 0 {
+		r.done = true
+		if _, err := io.WriteString(r.f, TerminalReset); err != nil {
+			return 0, err
+		}
+	}
+	return r.f.Write(p)
+}
+
+// Fd lets Width ask the terminal its size.
+func (r *resetWriter) Fd() uintptr { return r.f.Fd() }

@@ -15,7 +15,7 @@ import (
 // w is one, else $COLUMNS when it is set, else 0: no limit, so that a file or a pipe gets
 // whole lines to grep.
 func Width(w io.Writer) int {
-	if f, ok := w.(*os.File); ok {
+	if f, ok := w.(interface{ Fd() uintptr }); ok {
 		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
 			return int(ws.Col)
 		}

@@ -69,26 +69,7 @@ func TestDenialTableUnlimitedOffTerminal(t *testing.T) {
 
 // Width asks the terminal itself (TIOCGWINSZ) before $COLUMNS.
 func TestWidthOfATerminal(t *testing.T) {
-	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no pseudo-terminal (CI=true: a failure, not a skip): %v", err)
-		}
-		t.Skipf("no pseudo-terminal here: %v", err)
-	}
-	defer ptm.Close()
-	if err := unix.IoctlSetPointerInt(int(ptm.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(ptm.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pts.Close()
+	_, pts := openPty(t)
 	if err := unix.IoctlSetWinsize(int(pts.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 72}); err != nil {
 		t.Fatal(err)
 	}
@@ -137,4 +118,31 @@ func cellsJoined(table string) string {
 		}
 	}
 	return strings.Join(cols, "\n")
+}
+
+// openPty opens a pseudo-terminal pair, closed when the test ends (its terminal end is not the
+// test's controlling terminal).
+func openPty(t *testing.T) (ptm, pts *os.File) {
+	t.Helper()
+	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no pseudo-terminal (CI=true: a failure, not a skip): %v", err)
+		}
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	t.Cleanup(func() { ptm.Close() })
+	if err := unix.IoctlSetPointerInt(int(ptm.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptm.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pts.Close() })
+	return ptm, pts
 }

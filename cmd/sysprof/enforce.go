@@ -203,8 +203,9 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	} else {
 		rep, code, err = pe.run.Run(ctx, early)
 	}
-	// The command is gone: what it left set on the terminal must not hide what follows.
-	report.ResetTerminal(o.Err)
+	// The command is gone: what it left set on the terminal must not hide what follows (and a
+	// run with nothing to say writes nothing).
+	o.Err = report.ResetBeforeFirstWrite(o.Err)
 	if err != nil {
 		return commandErrorEnforce(code, err)
 	}
