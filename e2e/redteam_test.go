@@ -39,6 +39,8 @@ var redteamAttacks = []redteamAttack{
 	{action: "vmwrite=1", line: "vmwrite: EPERM", syscall: "process_vm_writev"},
 	{action: "pidfd-getfd=1", line: "pidfd-getfd: EPERM", syscall: "pidfd_open"},
 	{action: "procmem=1", line: "procmem: E", path: "/proc/1/mem", unobservable: "file denials"},
+	{action: "prlimit-init", line: "prlimit-init: EPERM", syscall: "prlimit64"},
+	{action: "prlimit-read=1", line: "prlimit-read: EPERM", syscall: "prlimit64"},
 	{action: "userfaultfd", line: "userfaultfd: EPERM", syscall: "userfaultfd"},
 	{action: "bpf", line: "bpf: EPERM", syscall: "bpf"},
 	{action: "perf", line: "perf: EPERM", syscall: "perf_event_open"},
@@ -105,7 +107,7 @@ func TestRedTeamBlockedAndRecorded(t *testing.T) {
 	for _, a := range redteamAttacks {
 		argv = append(argv, a.action)
 	}
-	argv = append(argv, "benign")
+	argv = append(argv, "prlimit-self", "benign")
 	for _, as := range asUsers {
 		t.Run(as.name, func(t *testing.T) {
 			if as.wrap != nil {
@@ -116,6 +118,9 @@ func TestRedTeamBlockedAndRecorded(t *testing.T) {
 			r := enforceAs(t, b, as.wrap, profile, rep, argv...)
 			if strings.Count(r.Stdout, "benign: ok") != 2 {
 				t.Errorf("the benign work did not run before and after the attacks: %s", r)
+			}
+			if !strings.Contains(r.Stdout, "\nprlimit-self: ok") {
+				t.Errorf("prlimit64 on the caller's own pid was refused: %s", r)
 			}
 			rp := testutil.ReadReport(t, rep)
 			for _, a := range redteamAttacks {

@@ -114,6 +114,14 @@ int main(int argc, char **argv) {
 			// Lower (or raise) the init stage's limits from inside.
 			struct rlimit rl = {0, 0};
 			result(name, prlimit(1, RLIMIT_NOFILE, &rl, NULL));
+		} else if (!strcmp(name, "prlimit-read")) {
+			// Read another process's limits (prlimit-read=PID).
+			struct rlimit rl;
+			result(name, prlimit(atoi(arg), RLIMIT_NOFILE, NULL, &rl));
+		} else if (!strcmp(name, "prlimit-self")) {
+			// The caller's own limits by its pid, as a tool may: not an attack, it must work.
+			struct rlimit rl;
+			result(name, prlimit(getpid(), RLIMIT_NOFILE, NULL, &rl));
 		} else if (!strcmp(name, "raise")) {
 			// Raise a hard limit: nofile or nproc or core.
 			int res = !strcmp(arg, "nproc") ? RLIMIT_NPROC : !strcmp(arg, "core") ? RLIMIT_CORE : !strcmp(arg, "data") ? RLIMIT_DATA : RLIMIT_NOFILE;
