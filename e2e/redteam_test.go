@@ -46,6 +46,7 @@ var redteamAttacks = []redteamAttack{
 	{action: "perf", line: "perf: EPERM", syscall: "perf_event_open"},
 	{action: "add_key", line: "add_key: EPERM", syscall: "add_key"},
 	{action: "keyctl", line: "keyctl: EPERM", syscall: "keyctl"},
+	{action: "clone3-userns", line: "clone3-userns: ENOSYS", syscall: "clone3", unobservable: "clone3 asking for new namespaces"},
 	{action: "open_tree", line: "open_tree: EPERM", syscall: "open_tree"},
 	{action: "fsopen", line: "fsopen: EPERM", syscall: "fsopen"},
 	{action: "personality", line: "personality: EPERM", syscall: "personality"},
@@ -107,7 +108,7 @@ func TestRedTeamBlockedAndRecorded(t *testing.T) {
 	for _, a := range redteamAttacks {
 		argv = append(argv, a.action)
 	}
-	argv = append(argv, "prlimit-self", "benign")
+	argv = append(argv, "prlimit-self", "thread", "benign")
 	for _, as := range asUsers {
 		t.Run(as.name, func(t *testing.T) {
 			if as.wrap != nil {
@@ -122,7 +123,15 @@ func TestRedTeamBlockedAndRecorded(t *testing.T) {
 			if !strings.Contains(r.Stdout, "\nprlimit-self: ok") {
 				t.Errorf("prlimit64 on the caller's own pid was refused: %s", r)
 			}
+			if !strings.Contains(r.Stdout, "\nthread: ok") {
+				t.Errorf("a thread (glibc: clone3, then clone) failed: %s", r)
+			}
 			rp := testutil.ReadReport(t, rep)
+			for _, d := range rp.Denials {
+				if d.Syscall == "clone3" && !strings.Contains(d.What, "CLONE_NEWUSER") {
+					t.Errorf("a clone3 without namespace flags is on the record: %s", testutil.DenialString(d))
+				}
+			}
 			for _, a := range redteamAttacks {
 				name, _, _ := strings.Cut(a.action, "=")
 				if !strings.Contains(r.Stdout, "\n"+a.line) {

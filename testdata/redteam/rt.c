@@ -5,6 +5,7 @@
 // hostile arguments, or calls the benign run never made.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <sched.h>
@@ -56,6 +57,8 @@ static void result(const char *what, long rc) {
 	}
 	fflush(stdout);
 }
+
+static void *thread_main(void *arg) { return arg; }
 
 // benign is what the learn run does.
 static void benign(void) {
@@ -186,6 +189,13 @@ int main(int argc, char **argv) {
 			if (pid == 0) _exit(0);
 			if (pid > 0) waitpid(pid, NULL, 0);
 			result(name, pid);
+		} else if (!strcmp(name, "thread")) {
+			// Not an attack: glibc 2.34+ tries clone3 first, then clone on ENOSYS.
+			pthread_t th;
+			int e = pthread_create(&th, NULL, thread_main, NULL);
+			if (e == 0) pthread_join(th, NULL);
+			errno = e;
+			result(name, e ? -1 : 0);
 		} else if (!strcmp(name, "open_tree")) {
 			result(name, syscall(SYS_open_tree, AT_FDCWD, "/", 1 /* OPEN_TREE_CLONE */ | AT_RECURSIVE));
 		} else if (!strcmp(name, "fsopen")) {
