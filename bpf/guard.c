@@ -40,6 +40,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define EROFS 30
 #define ENETUNREACH 101
 #define ECONNREFUSED 111
+#define ENOSYS 38
+// CLONE_NEW{NS,CGROUP,UTS,IPC,USER,PID,NET,TIME}: seccomp.NamespaceFlags
+#define NS_FLAGS (0x00020000ULL | 0x02000000ULL | 0x04000000ULL | 0x08000000ULL | 0x10000000ULL | 0x20000000ULL | 0x40000000ULL | 0x00000080ULL)
 #define AF_UNIX 1
 #define AF_INET 2
 #define AF_INET6 10
@@ -76,6 +79,7 @@ enum file_op {
 	FOP_MMAP,      // prot a2, fd a4: an executable mapping refused (EPERM: a noexec mount)
 	FOP_CONNECT,   // fd a0, sockaddr a1, len a2: a covered host unix socket (ECONNREFUSED,
 	               // ENOENT), a TCP port Landlock refused (EACCES), no route (ENETUNREACH)
+	FOP_CLONE3,    // clone_args a0: seccomp's ENOSYS to namespace flags (read here, at exit)
 };
 
 // One event: this header, then in order the executable's path components (leaf first, each
@@ -403,7 +407,7 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	if (ret >= 0) // nearly every call: one compare
 		return 0;
 	if (ret != -EACCES && ret != -EROFS && ret != -EXDEV && ret != -ENOENT && ret != -EPERM &&
-	    ret != -ECONNREFUSED && ret != -ENETUNREACH)
+	    ret != -ECONNREFUSED && ret != -ENETUNREACH && ret != -ENOSYS)
 		return 0;
 	// Each slot's instance is attached with the slot as the cookie; slot_cgid names the run
 	// that holds the slot: the calls of its command are its own, the others' belong to other
@@ -421,6 +425,9 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	if (!fopp)
 		return 0;
 	__u32 fop = *fopp;
+	// ENOSYS is seccomp's answer to every clone3 (its flags are in memory it cannot read).
+	if ((ret == -ENOSYS) != (fop == FOP_CLONE3))
+		return 0;
 	// A failed connect is rare: user space decides which are the sandbox's (a covered socket).
 	int enoent = 0;
 	if (fop != FOP_CONNECT) {
@@ -521,10 +528,15 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 		}
 		break;
 	}
+	case FOP_CLONE3:
+		// Only namespace flags are an attempt: glibc's threads and spawns try clone3 first.
+		if (bpf_probe_read_user(&flags, sizeof(flags), (void *)a0) || !(flags & NS_FLAGS))
+			return 0;
+		break;
 	default:
 		return 0;
 	}
-	if (!p1 && mmap_fd < 0 && !sa)
+	if (!p1 && mmap_fd < 0 && !sa && fop != FOP_CLONE3)
 		return 0;
 
 	__u32 slot = SLOT_FILE;
@@ -555,7 +567,7 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 		off = put_fd(off, mmap_fd);
 	else if (sa)
 		off = put_sockaddr(off, sa);
-	else
+	else if (p1)
 		off = put_path(off, dirfd1, p1, resolve1, 0);
 	if (p2)
 		off = put_path(off, dirfd2, p2, 1, 1);

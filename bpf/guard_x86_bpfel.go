@@ -31,6 +31,7 @@ const (
 	GuardFileOpFOP_SYMLINKAT GuardFileOp = 12
 	GuardFileOpFOP_MMAP      GuardFileOp = 13
 	GuardFileOpFOP_CONNECT   GuardFileOp = 14
+	GuardFileOpFOP_CLONE3    GuardFileOp = 15
 )
 
 type GuardGuardEvent struct {

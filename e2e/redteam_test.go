@@ -39,11 +39,14 @@ var redteamAttacks = []redteamAttack{
 	{action: "vmwrite=1", line: "vmwrite: EPERM", syscall: "process_vm_writev"},
 	{action: "pidfd-getfd=1", line: "pidfd-getfd: EPERM", syscall: "pidfd_open"},
 	{action: "procmem=1", line: "procmem: E", path: "/proc/1/mem", unobservable: "file denials"},
+	{action: "prlimit-init", line: "prlimit-init: EPERM", syscall: "prlimit64"},
+	{action: "prlimit-read=1", line: "prlimit-read: EPERM", syscall: "prlimit64"},
 	{action: "userfaultfd", line: "userfaultfd: EPERM", syscall: "userfaultfd"},
 	{action: "bpf", line: "bpf: EPERM", syscall: "bpf"},
 	{action: "perf", line: "perf: EPERM", syscall: "perf_event_open"},
 	{action: "add_key", line: "add_key: EPERM", syscall: "add_key"},
 	{action: "keyctl", line: "keyctl: EPERM", syscall: "keyctl"},
+	{action: "clone3-userns", line: "clone3-userns: ENOSYS", syscall: "clone3", unobservable: "clone3 asking for new namespaces"},
 	{action: "open_tree", line: "open_tree: EPERM", syscall: "open_tree"},
 	{action: "fsopen", line: "fsopen: EPERM", syscall: "fsopen"},
 	{action: "personality", line: "personality: EPERM", syscall: "personality"},
@@ -105,7 +108,7 @@ func TestRedTeamBlockedAndRecorded(t *testing.T) {
 	for _, a := range redteamAttacks {
 		argv = append(argv, a.action)
 	}
-	argv = append(argv, "benign")
+	argv = append(argv, "prlimit-self", "thread", "benign")
 	for _, as := range asUsers {
 		t.Run(as.name, func(t *testing.T) {
 			if as.wrap != nil {
@@ -117,7 +120,18 @@ func TestRedTeamBlockedAndRecorded(t *testing.T) {
 			if strings.Count(r.Stdout, "benign: ok") != 2 {
 				t.Errorf("the benign work did not run before and after the attacks: %s", r)
 			}
+			if !strings.Contains(r.Stdout, "\nprlimit-self: ok") {
+				t.Errorf("prlimit64 on the caller's own pid was refused: %s", r)
+			}
+			if !strings.Contains(r.Stdout, "\nthread: ok") {
+				t.Errorf("a thread (glibc: clone3, then clone) failed: %s", r)
+			}
 			rp := testutil.ReadReport(t, rep)
+			for _, d := range rp.Denials {
+				if d.Syscall == "clone3" && !strings.Contains(d.What, "CLONE_NEWUSER") {
+					t.Errorf("a clone3 without namespace flags is on the record: %s", testutil.DenialString(d))
+				}
+			}
 			for _, a := range redteamAttacks {
 				name, _, _ := strings.Cut(a.action, "=")
 				if !strings.Contains(r.Stdout, "\n"+a.line) {

@@ -85,9 +85,14 @@ func guardLostNote(why error) string {
 	return fmt.Sprintf("file denials are not observed: %v", why)
 }
 
+// clone3Unobservable is the report's entry for clone3 asking for namespaces without the guard
+// (it reads the flags at the syscall's exit; seccomp cannot read them, and every clone3 answers
+// ENOSYS, glibc's threads and spawns included, so the filter alone cannot tell an attempt).
+const clone3Unobservable = "clone3 asking for new namespaces (it fails ENOSYS as every clone3 does; its flags are in memory seccomp cannot read: no record)"
+
 // unobservable says which denials a run cannot report: with the guard up, only file denials
 // that name no hidden path (a read of a hidden file, which succeeds empty, is watched);
-// without it, no file denial at all.
+// without it, no file denial at all, and no clone3 into namespaces.
 func unobservable(guardUp bool) []string {
 	files := "file denials (Landlock answers EACCES/EROFS without a record the enforcer can read; a hidden file or directory reads as empty)"
 	if guardUp {
@@ -101,7 +106,8 @@ func unobservable(guardUp bool) []string {
 	return []string{files, "network denials by Landlock or the empty network namespace (the call fails; no record)",
 		"connects to host unix sockets the sandbox covers (relative, other network namespaces, any number: refused without a record)",
 		"the loader mapping a file no exec rule names (ld.so ./evil, LD_PRELOAD, dlopen in the noexec work tree, home or writable mounts: the mapping fails EPERM; no record)",
-		"execve or an executable mapping of a memfd the supervisor made non-executable (on a noexec tmpfs: they fail EACCES/EPERM; no record)"}
+		"execve or an executable mapping of a memfd the supervisor made non-executable (on a noexec tmpfs: they fail EACCES/EPERM; no record)",
+		clone3Unobservable}
 }
 
 // Degrade names the layers a run may go without when this host cannot apply them (enforce

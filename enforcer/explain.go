@@ -82,6 +82,17 @@ func (c *Compiled) suggest(abi, name string, auditArch, nr uint32, args [6]uint6
 	return allow, allow.String()
 }
 
+// rlimitName names resource r (RLIMIT_NOFILE), or gives its number.
+func rlimitName(r uint64) string {
+	names := []string{"RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_DATA", "RLIMIT_STACK", "RLIMIT_CORE", "RLIMIT_RSS",
+		"RLIMIT_NPROC", "RLIMIT_NOFILE", "RLIMIT_MEMLOCK", "RLIMIT_AS", "RLIMIT_LOCKS", "RLIMIT_SIGPENDING",
+		"RLIMIT_MSGQUEUE", "RLIMIT_NICE", "RLIMIT_RTPRIO", "RLIMIT_RTTIME"}
+	if r < uint64(len(names)) {
+		return names[r]
+	}
+	return "resource " + strconv.FormatUint(r, 10)
+}
+
 // pathArgs lists the arguments that are pathnames, by syscall (built when a denial is described).
 var pathArgs = sync.OnceValue(func() map[string][]int {
 	return map[string][]int{
@@ -119,6 +130,12 @@ func describeCall(pid int, name string, args [6]uint64) string {
 		parts = []string{"pid " + strconv.FormatInt(int64(int32(args[0])), 10)}
 	case "kill", "tkill":
 		parts = []string{"pid " + strconv.FormatInt(int64(int32(args[0])), 10), policy.FormatArg(name, 1, args[1]&0xff)}
+	case "prlimit64": // another process's limits: which, and read or set
+		op := "read"
+		if args[2] != 0 {
+			op = "set"
+		}
+		parts = []string{"pid " + strconv.FormatInt(int64(int32(args[0])), 10), rlimitName(args[1] & 0xffffffff), op}
 	case "ioctl":
 		parts = []string{policy.FormatArg(name, 1, args[1]&0xffffffff)}
 	case "bpf", "keyctl", "prctl", "personality", "seccomp":

@@ -90,3 +90,19 @@ func TestSupervisorKnownOnlyForRepeats(t *testing.T) {
 		t.Error("a denial past the bound (only counted) is not known")
 	}
 }
+
+// TestDescribePrlimit: a refused prlimit64 says whose limit, which, and whether it was set.
+func TestDescribePrlimit(t *testing.T) {
+	for _, tc := range []struct {
+		args [6]uint64
+		want string
+	}{
+		{[6]uint64{1, unix.RLIMIT_NOFILE, 0x1000, 0}, "prlimit64(pid 1, RLIMIT_NOFILE, set)"},
+		{[6]uint64{4242, unix.RLIMIT_NPROC, 0, 0x1000}, "prlimit64(pid 4242, RLIMIT_NPROC, read)"},
+		{[6]uint64{7, 99, 0, 0x1000}, "prlimit64(pid 7, resource 99, read)"},
+	} {
+		if got := describeCall(0, "prlimit64", tc.args); got != tc.want {
+			t.Errorf("describeCall(%v) = %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}

@@ -122,7 +122,7 @@ func (s *supervisor) handle(n *seccompNotif) {
 	if s.memfdCreate(n) {
 		return
 	}
-	if s.compiled.setIDModeIgnored(n) {
+	if s.compiled.setIDModeIgnored(n) || s.compiled.prlimitSelf(n) {
 		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
 		_ = notifSend(s.listener, &resp)
 		return

@@ -95,6 +95,9 @@ func hardening(p *policy.Profile, supervisedOpens bool) map[string][]Check {
 			Why: "namespace flags (new namespaces escape the sandbox's view)"}},
 		"ioctl": {{Arg: 1, Width32: true, Mask: ^uint64(0), DenyValues: []uint64{unix.TIOCSTI, unix.TIOCLINUX}, Fail: RetNotify,
 			Why: "TIOCSTI/TIOCLINUX (terminal input injection)"}},
+		// pid 0 is the caller; any other pid is another process's limits (a flags rule on pid lifts it).
+		"prlimit64": {{Arg: 0, Width32: true, Mask: ^uint64(0), Values: []uint64{0}, HasValues: true, Fail: RetNotify,
+			Why: WhyPrlimitOther}},
 	}
 	if !MPTCPLearned(p) {
 		h["socket"] = []Check{{Arg: 2, Width32: true, Mask: ^uint64(0), DenyValues: []uint64{IPProtoMPTCP}, Fail: RetNotify,
@@ -142,7 +145,7 @@ var int32Args = sync.OnceValue(func() map[string][]int {
 		"socket": {0, 1, 2}, "socketpair": {0, 1, 2}, "ioctl": {1}, "fcntl": {1}, "setns": {1},
 		"prctl": {0}, "personality": {0}, "kill": {1}, "tkill": {1}, "tgkill": {2}, "clone": {0},
 		"open": {1}, "openat": {2}, "madvise": {2}, "setsockopt": {1, 2}, "getsockopt": {1, 2},
-		"bpf": {0}, "keyctl": {0}, "seccomp": {0}, "flock": {1},
+		"bpf": {0}, "keyctl": {0}, "seccomp": {0}, "flock": {1}, "prlimit64": {0},
 	}
 })
 
@@ -403,6 +406,11 @@ func explicitlyAllows(checks []Check, h Check) bool {
 			}
 		}
 		if c.HasAllowedBits && c.AllowedBits&c.Mask&h.DenyBits != 0 {
+			return true
+		}
+		// A value list (prlimit64's pid 0) is lifted by flags that let another value through
+		// (not memfd's: only MFD_EXEC named as a value lifts it).
+		if c.HasAllowedBits && h.HasValues && h.Why != WhyMemfd && c.AllowedBits&c.Mask != 0 && !h.OK(c.AllowedBits&c.Mask) {
 			return true
 		}
 	}

@@ -18,6 +18,11 @@ const WhyOpenWrites = "opens for writing (the supervisor grants the profile's /p
 // WhySetID marks the checks that keep set-id modes out of the sandbox.
 const WhySetID = "set-id mode bits (S_ISUID/S_ISGID)"
 
+// WhyPrlimitOther marks the check that sends prlimit64 on another process (pid != 0) to the
+// supervisor: reading or lowering the init stage's or a sibling's limits. The supervisor lets
+// a call naming the caller's own pid go on.
+const WhyPrlimitOther = "prlimit64 on another process (the init stage's or a sibling's limits)"
+
 // WhyExecMemory marks the checks that refuse executable memory no file backs (mmap of an
 // anonymous mapping with PROT_EXEC, mprotect/pkey_mprotect adding PROT_EXEC, shmat SHM_EXEC)
 // unless the profile has a rule on prot that lets PROT_EXEC through (learned from a JIT).

@@ -29,7 +29,9 @@
 //     unless a rule on its flags names MFD_EXEC (the supervisor makes the memfd non-executable:
 //     WhyMemfd); PROT_EXEC on anonymous mmap/mmap2, mprotect, pkey_mprotect and shmat's
 //     SHM_EXEC unless a rule on prot lets it through (WhyExecMemory), and under i386 every old
-//     mmap, whose arguments are in memory (WhyOldMmap);
+//     mmap, whose arguments are in memory (WhyOldMmap); prlimit64 on a pid other than 0
+//     (another process's limits: the init stage's, a sibling's) unless a rule on pid lets
+//     other pids through (WhyPrlimitOther; the supervisor lets the caller's own pid go on);
 //   - arguments the kernel reads as int are compared on their low 32 bits only.
 //
 // The program is tested without a kernel through golang.org/x/net/bpf's VM, table-driven and

@@ -300,6 +300,9 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 	case name == "socket" && lo(2) == IPProtoMPTCP && !MPTCPLearned(p) && !lets(2, isMPTCP, 0):
 		return RetNotify
 	}
+	if name == "prlimit64" && lo(0) != 0 && !lets(0, func(v uint64) bool { return v != 0 }, 0xffffffff) {
+		return RetNotify
+	}
 	execMem := map[string]uint64{"mmap": unix.PROT_EXEC, "mmap2": unix.PROT_EXEC, "mprotect": unix.PROT_EXEC, "pkey_mprotect": unix.PROT_EXEC, "shmat": shmExec}
 	if info == arch.I386 && name == "mmap" && !lets(2, never, unix.PROT_EXEC) {
 		return RetNotify // the old mmap: its arguments are in memory, every call is sent
@@ -604,6 +607,45 @@ func TestMemfdToSupervisor(t *testing.T) {
 			if got := c.Spec.Eval(x86, nr64("memfd_create"), args); got != want {
 				t.Errorf("learned=%v flags %#x: spec %s, want %s", learned, f, actionName(got), actionName(want))
 			}
+		}
+	}
+}
+
+// TestPrlimitOtherToSupervisor: prlimit64 on the caller (pid 0) passes; on any other pid
+// (the init stage, a sibling; garbage in the high word does not hide it) it goes to the
+// supervisor, unless the profile's rule on pid lets other pids through.
+func TestPrlimitOtherToSupervisor(t *testing.T) {
+	a := func(xs ...uint64) (r [6]uint64) { copy(r[:], xs); return }
+	for _, tc := range []struct {
+		name string
+		rule *policy.ArgRule
+		pid  uint64
+		want uint32
+	}{
+		{"self", nil, 0, RetAllow},
+		{"self with high garbage", nil, 1 << 32, RetAllow},
+		{"init stage", nil, 1, RetNotify},
+		{"sibling", nil, 4242, RetNotify},
+		{"negative", nil, 0xffffffff, RetNotify},
+		{"sibling, other pids learned", &policy.ArgRule{Syscall: "prlimit64", Arg: 0, Name: "pid", Flags: []string{"0x7fffffff"}}, 4242, RetAllow},
+		{"self, other pids learned", &policy.ArgRule{Syscall: "prlimit64", Arg: 0, Name: "pid", Flags: []string{"0x7fffffff"}}, 0, RetAllow},
+		{"sibling, a rule naming pid 0 only", &policy.ArgRule{Syscall: "prlimit64", Arg: 0, Name: "pid", Values: []string{"0"}}, 4242, RetNotify},
+	} {
+		p := &policy.Profile{}
+		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: "prlimit64"})
+		if tc.rule != nil {
+			p.Syscalls.Args = append(p.Syscalls.Args, *tc.rule)
+		}
+		c, err := Compile(p, "x86_64", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := a(tc.pid, unix.RLIMIT_NOFILE, 0, 0x1000)
+		if got := newVM(t, c.Program).run(t, x86, nr64("prlimit64"), args); got != tc.want {
+			t.Errorf("%s: filter %s, want %s", tc.name, actionName(got), actionName(tc.want))
+		}
+		if got := c.Spec.Eval(x86, nr64("prlimit64"), args); got != tc.want {
+			t.Errorf("%s: spec %s, want %s", tc.name, actionName(got), actionName(tc.want))
 		}
 	}
 }

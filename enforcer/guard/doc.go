@@ -25,6 +25,11 @@
 //     only from an executable mmap a noexec mount refused: seccomp's denials answer EPERM and
 //     are already reported as syscalls. Not seen: ENOENT through a symlink or a relative
 //     path into a hidden directory; a listing of a hidden directory (it reads as empty).
+//   - clone3 into namespaces: the same program on clone3's exit takes the ENOSYS the filter
+//     gives every clone3 and reads the flags from the caller's clone_args (memory seccomp
+//     cannot read; the registers still point at it at exit). Only namespace flags make an
+//     event (a syscall denial suggesting clone's flags rule); glibc's threads and spawns,
+//     which try clone3 first, leave none.
 //   - Reads of hidden files (hidden_linux.go, WatchHidden): a hidden file reads as empty, so
 //     nothing fails; each one's cover is an inode of its own, watched with fanotify
 //     permission events (FAN_OPEN_PERM, always allowed) once the stage's mounts are in place:

@@ -26,6 +26,7 @@ import (
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 // fileOps maps the x86_64 path syscalls to what guard.c reads of their arguments. Numbers come
@@ -44,6 +45,7 @@ var fileOps = sync.OnceValue(func() map[string]bpf.GuardFileOp {
 		"renameat": bpf.GuardFileOpFOP_TWOAT, "renameat2": bpf.GuardFileOpFOP_TWOAT, "linkat": bpf.GuardFileOpFOP_TWOAT,
 		"symlink": bpf.GuardFileOpFOP_SYMLINK, "symlinkat": bpf.GuardFileOpFOP_SYMLINKAT,
 		"mmap": bpf.GuardFileOpFOP_MMAP, "connect": bpf.GuardFileOpFOP_CONNECT,
+		"clone3": bpf.GuardFileOpFOP_CLONE3,
 	}
 })
 
@@ -433,8 +435,11 @@ var errnoNames = map[int32]string{-int32(unix.EACCES): "EACCES", -int32(unix.ERO
 // name's directory loses an entry, the new one gains one), without their parent chain: parents
 // gives it (see who).
 func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) (ds []report.Denial, parents func() []string) {
-	if bpf.GuardFileOp(ev.Fop) == bpf.GuardFileOpFOP_CONNECT {
+	switch bpf.GuardFileOp(ev.Fop) {
+	case bpf.GuardFileOpFOP_CONNECT:
 		return g.connectDenials(ev, exe, pexe, t)
+	case bpf.GuardFileOpFOP_CLONE3:
+		return g.clone3Denials(ev, exe, pexe)
 	}
 	p1 := t.str(int(ev.PathLen))
 	b1 := t.components(int(ev.BaseLen))
@@ -576,6 +581,23 @@ func (g *Guard) connectDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tai
 	if d.Risk == policy.RiskNone {
 		d.Risk = report.RiskHigh
 	}
+	var parents func() []string
+	d.Exe, parents = g.who(ev, exe, pexe)
+	return []report.Denial{d}, parents
+}
+
+// clone3Denials turns a clone3 the filter answered ENOSYS while it asked for namespaces (guard.c
+// reads its flags at exit, where seccomp could not) into a denial. The suggestion is clone's
+// rule: libc falls back to clone(2), whose namespace flags the filter checks.
+func (g *Guard) clone3Denials(ev *bpf.GuardGuardEvent, exe, pexe string) ([]report.Denial, func() []string) {
+	ns := ev.Flags & seccomp.NamespaceFlags
+	if ns == 0 {
+		return nil, nil
+	}
+	gr := policy.ArgGrant("clone", 0, ns)
+	d := report.Denial{Kind: report.KindSyscall, Syscall: "clone3", Arch: arch.X86_64.Name, First: time.Now().UTC(), Count: 1,
+		What: "clone3(" + policy.FormatArg("clone", 0, ns) + ") (ENOSYS: new namespaces)", Change: &gr, Suggest: gr.String()}
+	d.Risk, _ = policy.GrantRisk(nil, gr)
 	var parents func() []string
 	d.Exe, parents = g.who(ev, exe, pexe)
 	return []report.Denial{d}, parents

@@ -5,6 +5,7 @@
 // hostile arguments, or calls the benign run never made.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <sched.h>
@@ -56,6 +57,8 @@ static void result(const char *what, long rc) {
 	}
 	fflush(stdout);
 }
+
+static void *thread_main(void *arg) { return arg; }
 
 // benign is what the learn run does.
 static void benign(void) {
@@ -114,6 +117,14 @@ int main(int argc, char **argv) {
 			// Lower (or raise) the init stage's limits from inside.
 			struct rlimit rl = {0, 0};
 			result(name, prlimit(1, RLIMIT_NOFILE, &rl, NULL));
+		} else if (!strcmp(name, "prlimit-read")) {
+			// Read another process's limits (prlimit-read=PID).
+			struct rlimit rl;
+			result(name, prlimit(atoi(arg), RLIMIT_NOFILE, NULL, &rl));
+		} else if (!strcmp(name, "prlimit-self")) {
+			// The caller's own limits by its pid, as a tool may: not an attack, it must work.
+			struct rlimit rl;
+			result(name, prlimit(getpid(), RLIMIT_NOFILE, NULL, &rl));
 		} else if (!strcmp(name, "raise")) {
 			// Raise a hard limit: nofile or nproc or core.
 			int res = !strcmp(arg, "nproc") ? RLIMIT_NPROC : !strcmp(arg, "core") ? RLIMIT_CORE : !strcmp(arg, "data") ? RLIMIT_DATA : RLIMIT_NOFILE;
@@ -178,6 +189,13 @@ int main(int argc, char **argv) {
 			if (pid == 0) _exit(0);
 			if (pid > 0) waitpid(pid, NULL, 0);
 			result(name, pid);
+		} else if (!strcmp(name, "thread")) {
+			// Not an attack: glibc 2.34+ tries clone3 first, then clone on ENOSYS.
+			pthread_t th;
+			int e = pthread_create(&th, NULL, thread_main, NULL);
+			if (e == 0) pthread_join(th, NULL);
+			errno = e;
+			result(name, e ? -1 : 0);
 		} else if (!strcmp(name, "open_tree")) {
 			result(name, syscall(SYS_open_tree, AT_FDCWD, "/", 1 /* OPEN_TREE_CLONE */ | AT_RECURSIVE));
 		} else if (!strcmp(name, "fsopen")) {
