@@ -92,11 +92,12 @@ var TerminalCalls = []string{"setitimer", "getitimer", "dup2", "dup3", "fsync"}
 // TerminalRequests are the ioctl requests every profile (but --exact) allows, learned or not:
 // asking whether an fd is a terminal (isatty, stdio's buffering: TCGETS also on /dev/null) and
 // its size, and setting the modes of a terminal the command holds (a pager's raw mode, a
-// prompt without echo), which a tool does only when it runs at one; and the fd flags an event
+// prompt without echo), which a tool does only when it runs at one, or whether it is a
+// pseudo-terminal's (TIOCGPTN: libuv asks of a terminal it reopens by name); and the fd flags an event
 // loop sets on its stdio by ioctl rather than fcntl (libuv's FIONBIO on a pipe or a terminal
 // but not on a file: node's stdout into a pipe; FIOCLEX/FIONCLEX), which depend on what the
 // stdio is. None puts input into a terminal (TIOCSTI, TIOCLINUX stay denied everywhere).
-var TerminalRequests = []string{"TCGETS", "TCSETS", "TCSETSF", "TCSETSW", "TIOCGWINSZ", "FIONBIO", "FIOCLEX", "FIONCLEX"}
+var TerminalRequests = []string{"TCGETS", "TCSETS", "TCSETSF", "TCSETSW", "TIOCGWINSZ", "TIOCGPTN", "FIONBIO", "FIOCLEX", "FIONCLEX"}
 
 // CloseTerminalRequests returns rules with a values rule on ioctl's request that holds terminal
 // requests only widened to all of TerminalRequests: a profile learned before the list grew, or

@@ -33,7 +33,10 @@ func TestTerminalRequestsClosed(t *testing.T) {
 		{false, nr64("ioctl"), a(1, unix.TCGETS), true},
 		{false, nr64("fsync"), a(1), true},
 		{false, nr64("ioctl"), a(1, unix.TIOCSTI), false},
-		{false, nr64("ioctl"), a(1, 0x5421), false},
+		{false, nr64("ioctl"), a(1, unix.TIOCSCTTY), false},
+		{false, nr64("ioctl"), a(1, 0x5421 /* FIONBIO */), true},
+		{false, nr64("ioctl"), a(1, unix.TIOCGPTN), true},
+		{true, nr64("ioctl"), a(1, 0x5421 /* FIONBIO */), false},
 		{true, nr64("ioctl"), a(1, unix.TCSETSW), false},
 		{true, nr64("ioctl"), a(1, unix.TCGETS), true},
 	} {

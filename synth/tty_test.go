@@ -233,9 +233,9 @@ func TestIOConditionDecidesNothing(t *testing.T) {
 		t.Errorf("setitimer brought the timers family in: %v", nn)
 	}
 	// A request that is not a terminal one keeps every request but injection.
-	raw := learn([]string{"ioctl"}, []trace.ArgValue{{Exe: "/usr/bin/head", Syscall: "ioctl", Kind: "ioctl_request", Value: 0x5421, Count: 1}})
+	raw := learn([]string{"ioctl"}, []trace.ArgValue{{Exe: "/usr/bin/head", Syscall: "ioctl", Kind: "ioctl_request", Value: 0x541B, Count: 1}})
 	if _, ra := rules(raw); !slices.ContainsFunc(ra, func(s string) bool { return strings.HasPrefix(s, "ioctl/1") && strings.Contains(s, "TIOCSTI") }) {
-		t.Errorf("a learned FIONBIO must keep the deny list: %v", ra)
+		t.Errorf("a learned FIONREAD must keep the deny list: %v", ra)
 	}
 }
 
