@@ -20,7 +20,9 @@ import (
 // (BENCHMARKS.md).
 var initProgram = programFrom(func() string { return initProgramData })
 
-// programFrom makes the memfd of the program data returns, once (a seam for tests).
+// programFrom makes the memfd of the program data returns, once (a seam for tests): a kept
+// one when a keeper holds exactly this program (initkeep_linux.go), else a new one, which it
+// then hands to a keeper for the next runs.
 func programFrom(data func() string) func() string {
 	return sync.OnceValue(func() string {
 		prog := data()
@@ -28,11 +30,22 @@ func programFrom(data func() string) func() string {
 			return "/proc/self/exe"
 		}
 		start := time.Now()
+		dir := keepDir()
+		if fd, ok := takeKept(dir, prog); ok {
+			phase.Since("init program: kept memfd", start)
+			return fmt.Sprintf("/proc/self/fd/%d", fd)
+		}
 		fd, err := sealedMemfd(kernrun.InitProgramName, prog)
 		if err != nil {
 			return "/proc/self/exe"
 		}
 		phase.Since("init program: sealed memfd", start)
+		// Off the critical path: its fork waits for nothing of the run's.
+		go func() {
+			if err := keepProgram(dir, fd, len(prog)); err != nil && phase.On() {
+				fmt.Fprintln(os.Stderr, "sysprof:", err)
+			}
+		}()
 		return fmt.Sprintf("/proc/self/fd/%d", fd)
 	})
 }

@@ -68,6 +68,7 @@ func TestRunWithTheInitProgram(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/sysprof-init: %v\n%s", err, out)
 	}
+	useKeepDir(t) // not the host's kept program: this one
 	saved := initProgram
 	data, err := os.ReadFile(prog)
 	if err != nil {

@@ -1,0 +1,200 @@
+package enforcer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/kernrun"
+)
+
+// The init program's memfd kept between runs. Writing ~3 MB into a new memfd costs every run
+// ~2–4 ms of CPU on the critical path (one shmem page allocation and memcg charge per 4 KB:
+// BENCHMARKS.md). So the first run hands a copy of its sealed memfd to a keeper process
+// (sysprof re-executed with keepArg: it holds the fd and nothing else, in a session of its
+// own, stdio on /dev/null) and publishes it in an escrow file; a run that starts while the
+// keeper lingers takes its own reference (pidfd_getfd) and uses it only when it is exactly the
+// program this binary embeds: a memfd sealed against write, shrink, grow and further seals (so
+// what was checked is what runs), executable, of the program's size, and bytes.Equal to it.
+// Anything else (no keeper, another build's program, a forged or unsealed memfd) and the run
+// makes its own memfd as before. Each run that takes it touches the escrow file: the keeper
+// stays until keepFor after its modification time, then withdraws the file and exits.
+
+// keepArg is the hidden first argument that makes sysprof the keeper of an init memfd (fd 3):
+// keepArg DIR NAME.
+const keepArg = "__sysprof_keep_init__"
+
+// keepFor is how long the keeper stays after the last run that took its memfd (an agent's or
+// a person's next command; its cost is one idle process and the 3 MB it holds).
+var keepFor = 3 * time.Second
+
+// keepLayout names keptInit's layout (a build that writes it differently never matches).
+const keepLayout = "v1"
+
+// keptInit is the escrow file of a kept memfd.
+type keptInit struct {
+	kernrun.Holder
+	FD int `json:"fd"` // the memfd's number in the keeper
+}
+
+// keepDir is where kept memfds are published: root's under /run, an ordinary user's under
+// XDG_RUNTIME_DIR (their own, 0700); "" keeps nothing.
+var keepDir = func() string {
+	if os.Geteuid() == 0 {
+		return "/run/sysprof/init-keep"
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		return filepath.Join(d, "sysprof", "init-keep")
+	}
+	return ""
+}
+
+// keepName names the escrow file of a program of size n (one keeper per size; a build whose
+// program differs at the same size replaces it).
+func keepName(n int) string { return keepLayout + "-" + strconv.Itoa(n) }
+
+// takeKept returns this process's own fd (close-on-exec, above the init stage's inherited
+// ones) of a kept memfd holding exactly data, and moves its keeper's deadline on (touches the
+// file); ok false when there is none to use (then nothing is left open).
+func takeKept(dir, data string) (fd int, ok bool) {
+	if dir == "" {
+		return -1, false
+	}
+	unlock, err := kernrun.LockDir(dir, false)
+	if err != nil {
+		return -1, false // nothing kept
+	}
+	defer unlock()
+	e, name := kernrun.Escrow{Dir: dir}, keepName(len(data))
+	var k keptInit
+	if e.Read(name, &k) != nil {
+		e.Remove(name)
+		return -1, false
+	}
+	pidfd, fds, err := kernrun.Take(k.Holder, []int{k.FD})
+	if err != nil {
+		e.Remove(name) // its keeper is gone
+		return -1, false
+	}
+	unix.Close(pidfd)
+	fd, err = unix.FcntlInt(uintptr(fds[0]), unix.F_DUPFD_CLOEXEC, 100)
+	unix.Close(fds[0])
+	if err != nil {
+		return -1, false
+	}
+	if err := sameProgram(fd, data); err != nil {
+		unix.Close(fd)
+		e.Remove(name) // the keeper exits when it finds the file gone
+		return -1, false
+	}
+	now := time.Now()
+	_ = os.Chtimes(filepath.Join(dir, name), now, now)
+	return fd, true
+}
+
+// sameProgram checks that fd can stand for the program data: sealed so that it cannot change
+// after this check (write, shrink, grow, seal), an executable regular file of data's size, and
+// holding exactly data.
+func sameProgram(fd int, data string) error {
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	if err != nil {
+		return fmt.Errorf("not a sealable memfd: %w", err)
+	}
+	want := unix.F_SEAL_WRITE | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
+	if seals&want != want {
+		return fmt.Errorf("memfd seals %#x, want %#x", seals, want)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o111 == 0 {
+		return fmt.Errorf("memfd mode %#o: not an executable file", st.Mode)
+	}
+	if st.Size != int64(len(data)) {
+		return fmt.Errorf("memfd of %d bytes, want %d", st.Size, len(data))
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	m, err := unix.Mmap(fd, 0, len(data), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return fmt.Errorf("map the memfd: %w", err)
+	}
+	defer unix.Munmap(m)
+	if !bytes.Equal(m, unsafe.Slice(unsafe.StringData(data), len(data))) {
+		return errors.New("memfd holds another program")
+	}
+	return nil
+}
+
+// keepProgram starts a keeper of fd (a sealed memfd of n bytes) and publishes it in dir,
+// unless one is published already. Errors leave nothing published (a keeper that finds no
+// file of its own exits after keepFor).
+func keepProgram(dir string, fd, n int) error {
+	if dir == "" {
+		return nil
+	}
+	unlock, err := kernrun.LockDir(dir, true)
+	if err != nil {
+		return fmt.Errorf("keep the init program: %w", err)
+	}
+	defer unlock()
+	e, name := kernrun.Escrow{Dir: dir}, keepName(n)
+	var k keptInit
+	if e.Read(name, &k) == nil && k.Alive() {
+		return nil // another run's keeper (this run could not use it: it is replaced next time)
+	}
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{"sysprof-keep-init", keepArg, dir, name}}
+	h, nums, err := kernrun.StartHolder(cmd, []int{fd})
+	if err != nil {
+		return fmt.Errorf("keep the init program: %w", err)
+	}
+	k = keptInit{Holder: h, FD: nums[0]}
+	if err := e.Publish(name, k); err != nil {
+		_ = cmd.Process.Kill()
+		return fmt.Errorf("keep the init program: %w", err)
+	}
+	return nil
+}
+
+// keeper is the main of a keeper (keepArg DIR NAME; the memfd is fd 3): it stays while the
+// escrow file names it and was touched less than keepFor ago, then withdraws the file and
+// exits.
+func keeper(args []string) int {
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "sysprof: the init program's keeper is started by sysprof enforce; not meant to be run by hand")
+		return 125
+	}
+	e, name := kernrun.Escrow{Dir: args[0]}, args[1]
+	start, _ := kernrun.ProcStart(os.Getpid())
+	me := kernrun.Holder{Pid: os.Getpid(), Start: start}
+	for wait := keepFor; ; {
+		time.Sleep(wait)
+		unlock, err := e.Lock(false)
+		if err != nil {
+			return 0
+		}
+		var k keptInit
+		st, err := os.Stat(filepath.Join(e.Dir, name))
+		if err != nil || e.Read(name, &k) != nil || k.Holder != me {
+			unlock()
+			return 0 // withdrawn or replaced
+		}
+		if wait = time.Until(st.ModTime().Add(keepFor)); wait > 0 {
+			unlock()
+			continue
+		}
+		e.Remove(name)
+		unlock()
+		return 0
+	}
+}

@@ -1,0 +1,142 @@
+package enforcer
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/kernrun"
+	"github.com/sysprof/sysprof/internal/testutil"
+)
+
+// useKeepDir points the keeper's escrow at a directory of the test's.
+func useKeepDir(t *testing.T) string {
+	dir := filepath.Join(t.TempDir(), "init-keep")
+	saved := keepDir
+	keepDir = func() string { return dir }
+	t.Cleanup(func() { keepDir = saved })
+	return dir
+}
+
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+// The first run's memfd is kept by a keeper process; the next run execs that same memfd
+// instead of writing its own.
+func TestInitProgramKeptBetweenRuns(t *testing.T) {
+	bin, err := os.ReadFile("/usr/bin/true")
+	testutil.RequireNoErr(t, "/usr/bin/true", err)
+	dir := useKeepDir(t)
+	first := programFrom(func() string { return string(bin) })()
+	if !strings.HasPrefix(first, "/proc/self/fd/") {
+		t.Fatalf("first run's program %q: not a memfd", first)
+	}
+	e, name := kernrun.Escrow{Dir: dir}, keepName(len(bin))
+	var k keptInit
+	for i := 0; e.Read(name, &k) != nil; i++ { // the keeper starts beside the run
+		if i == 500 {
+			t.Fatal("no keeper published its memfd")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() { unix.Kill(k.Pid, unix.SIGKILL) })
+	past := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(filepath.Join(dir, name), past, past); err != nil {
+		t.Fatal(err)
+	}
+	published := past
+	if !k.Alive() {
+		t.Fatalf("keeper %d is gone", k.Pid)
+	}
+	second := programFrom(func() string { return string(bin) })()
+	if second == first || !strings.HasPrefix(second, "/proc/self/fd/") {
+		t.Fatalf("second run's program %q (first %q)", second, first)
+	}
+	if inode(t, second) != inode(t, first) {
+		t.Errorf("second run made a memfd of its own: inode %d, kept %d", inode(t, second), inode(t, first))
+	}
+	fd, _ := strconv.Atoi(strings.TrimPrefix(second, "/proc/self/fd/"))
+	if fd <= fdReplica {
+		t.Errorf("kept memfd is fd %d: a child's inherited fds (3-%d) would replace it before its exec", fd, fdReplica)
+	}
+	if out, err := exec.Command(second).CombinedOutput(); err != nil {
+		t.Errorf("exec of the kept memfd: %v %s", err, out)
+	}
+	if st, err := os.Stat(filepath.Join(dir, name)); err != nil || !st.ModTime().After(published) {
+		t.Errorf("taking the memfd did not move the keeper's deadline on (touch its file): %v", err)
+	}
+}
+
+// A kept memfd is used only when it is exactly the embedded program and cannot change any
+// more: a published memfd that differs by a byte, is longer, or is not sealed is refused
+// (and withdrawn), and the run makes its own.
+func TestKeptInitProgramIsChecked(t *testing.T) {
+	bin, err := os.ReadFile("/usr/bin/true")
+	testutil.RequireNoErr(t, "/usr/bin/true", err)
+	prog := string(bin)
+	flipped := []byte(prog)
+	flipped[len(flipped)/2] ^= 0xff
+	sealed := func(data string) int {
+		fd, err := sealedMemfd("sysprof-test", data)
+		testutil.RequireNoErr(t, "sealed memfd", err)
+		return fd
+	}
+	for _, tc := range []struct {
+		name string
+		fd   func() int
+		use  bool
+	}{
+		{"the same program, sealed", func() int { return sealed(prog) }, true},
+		{"one byte differs", func() int { return sealed(string(flipped)) }, false},
+		{"longer", func() int { return sealed(prog + "\x00") }, false},
+		{"not sealed", func() int {
+			fd, err := unix.MemfdCreate("sysprof-test", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+			testutil.RequireNoErr(t, "memfd", err)
+			if _, err := unix.Write(fd, bin); err != nil {
+				t.Fatal(err)
+			}
+			return fd
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := useKeepDir(t)
+			fd := tc.fd()
+			defer unix.Close(fd)
+			// This process is the "keeper" of the published memfd.
+			start, _ := kernrun.ProcStart(os.Getpid())
+			unlock, err := kernrun.LockDir(dir, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, name := kernrun.Escrow{Dir: dir}, keepName(len(prog))
+			err = e.Publish(name, keptInit{Holder: kernrun.Holder{Pid: os.Getpid(), Start: start}, FD: fd})
+			unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := takeKept(dir, prog)
+			if ok {
+				defer unix.Close(got)
+			}
+			if ok != tc.use {
+				t.Fatalf("takeKept used the published memfd: %v, want %v", ok, tc.use)
+			}
+			var k keptInit
+			if published := e.Read(name, &k) == nil; published != tc.use {
+				t.Errorf("escrow file still published: %v, want %v", published, tc.use)
+			}
+		})
+	}
+}
