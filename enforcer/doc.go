@@ -25,7 +25,8 @@
 // layer"). The limits layer (limits.go) bounds tasks, memory and the private /tmp: in the run's
 // cgroup as root (made, and the init stage moved into it, in the background from StartEarly on)
 // or below an ordinary user's delegated cgroup subtree, as rlimits otherwise. Run starts the init
-// stage (package initstage: the small program the build embeds, from a sealed memfd, or else
+// stage (package initstage: the small program the build embeds, from a sealed memfd that a
+// keeper process holds between runs and each run checks byte for byte (initkeep_linux.go), or else
 // /proc/self/exe with the hidden argument, MaybeInit being the first call in main) in a new
 // session (no terminal injection into the caller's terminal), with SIGKILL as parent-death
 // signal, and sends it the compiled policy on an inherited pipe. The CLI starts that init stage

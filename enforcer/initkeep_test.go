@@ -43,6 +43,7 @@ func TestInitProgramKeptBetweenRuns(t *testing.T) {
 	if !strings.HasPrefix(first, "/proc/self/fd/") {
 		t.Fatalf("first run's program %q: not a memfd", first)
 	}
+	startKeeper() // as spawnStage does
 	e, name := kernrun.Escrow{Dir: dir}, keepName(len(bin))
 	var k keptInit
 	for i := 0; e.Read(name, &k) != nil; i++ { // the keeper starts beside the run

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -40,14 +41,24 @@ func programFrom(data func() string) func() string {
 			return "/proc/self/exe"
 		}
 		phase.Since("init program: sealed memfd", start)
-		// Off the critical path: its fork waits for nothing of the run's.
-		go func() {
+		keep := func() {
 			if err := keepProgram(dir, fd, len(prog)); err != nil && phase.On() {
 				fmt.Fprintln(os.Stderr, "sysprof:", err)
 			}
-		}()
+		}
+		pendingKeep.Store(&keep)
 		return fmt.Sprintf("/proc/self/fd/%d", fd)
 	})
+}
+
+// pendingKeep hands a new memfd to a keeper (keepProgram); startKeeper runs it once, in the
+// background, when the init stage has been started.
+var pendingKeep atomic.Pointer[func()]
+
+func startKeeper() {
+	if f := pendingKeep.Swap(nil); f != nil {
+		go (*f)()
+	}
 }
 
 // sealedMemfd copies data into a new memfd and seals it: no write, resize or further seal can

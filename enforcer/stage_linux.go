@@ -136,6 +136,7 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 	}
 	phase.Mark("cmd.Start (fork/clone)")
 	closeChildEnds()
+	startKeeper() // after the stage's fork: the keeper's must not delay it
 	st := &stage{cmd: cmd, pid: cmd.Process.Pid, pidfd: pidfd, cfgW: cfgW, syncW: syncW, statusR: statusR,
 		netns: attr.Cloneflags&unix.CLONE_NEWNET != 0, locked: true, earlyNet: earlyNet}
 	st.replicaW = replicaW
