@@ -13,14 +13,16 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/enforcer/initstage"
 	"github.com/sysprof/sysprof/internal/kernrun"
 )
 
 // The init program's memfd kept between runs. Writing ~3 MB into a new memfd costs every run
 // ~2–4 ms of CPU on the critical path (one shmem page allocation and memcg charge per 4 KB:
-// BENCHMARKS.md). So the first run hands a copy of its sealed memfd to a keeper process
-// (sysprof re-executed with keepArg: it holds the fd and nothing else, in a session of its
-// own, stdio on /dev/null) and publishes it in an escrow file; a run that starts while the
+// BENCHMARKS.md). So the first run hands a copy of its sealed memfd to a keeper process (the
+// init program itself, started from that memfd with initstage.KeepArg: it holds the fd and
+// nothing else, in a session of its own, stdio on /dev/null) and publishes it in an escrow
+// file; a run that starts while the
 // keeper lingers takes its own reference (pidfd_getfd) and uses it only when it is exactly the
 // program this binary embeds: a memfd sealed against write, shrink, grow and further seals (so
 // what was checked is what runs), executable, of the program's size, and bytes.Equal to it.
@@ -28,22 +30,18 @@ import (
 // makes its own memfd as before. Each run that takes it touches the escrow file: the keeper
 // stays until keepFor after its modification time, then withdraws the file and exits.
 
-// keepArg is the hidden first argument that makes sysprof the keeper of an init memfd (fd 3):
-// keepArg DIR NAME.
-const keepArg = "__sysprof_keep_init__"
-
 // keepFor is how long the keeper stays after the last run that took its memfd (an agent's or
-// a person's next command; its cost is one idle process and the 3 MB it holds).
-var keepFor = 3 * time.Second
+// a person's next command): long enough that its start (~2.5 ms of CPU) is paid once for many
+// runs; meanwhile it costs one idle process and the 2.7 MB it holds.
+var keepFor = 10 * time.Second
 
 // keepLayout names keptInit's layout (a build that writes it differently never matches).
 const keepLayout = "v1"
 
-// keptInit is the escrow file of a kept memfd.
-type keptInit struct {
-	kernrun.Holder
-	FD int `json:"fd"` // the memfd's number in the keeper
-}
+// keptInit is the escrow file of a kept memfd (the keeper reads it too).
+type keptInit = initstage.Kept
+
+func holderOf(k keptInit) kernrun.Holder { return kernrun.Holder{Pid: k.Pid, Start: k.Start} }
 
 // keepDir is where kept memfds are published: root's under /run, an ordinary user's under
 // XDG_RUNTIME_DIR (their own, 0700); "" keeps nothing.
@@ -79,7 +77,7 @@ func takeKept(dir, data string) (fd int, ok bool) {
 		e.Remove(name)
 		return -1, false
 	}
-	pidfd, fds, err := kernrun.Take(k.Holder, []int{k.FD})
+	pidfd, fds, err := kernrun.Take(holderOf(k), []int{k.FD})
 	if err != nil {
 		e.Remove(name) // its keeper is gone
 		return -1, false
@@ -138,7 +136,8 @@ func sameProgram(fd int, data string) error {
 	return nil
 }
 
-// keepProgram starts a keeper of fd (a sealed memfd of n bytes) and publishes it in dir,
+// keepProgram starts a keeper of fd (a sealed memfd of n bytes: the init program, which is its
+// own keeper) and publishes it in dir,
 // unless one is published already. Errors leave nothing published (a keeper that finds no
 // file of its own exits after keepFor).
 func keepProgram(dir string, fd, n int) error {
@@ -152,15 +151,16 @@ func keepProgram(dir string, fd, n int) error {
 	defer unlock()
 	e, name := kernrun.Escrow{Dir: dir}, keepName(n)
 	var k keptInit
-	if e.Read(name, &k) == nil && k.Alive() {
+	if e.Read(name, &k) == nil && holderOf(k).Alive() {
 		return nil // another run's keeper (this run could not use it: it is replaced next time)
 	}
-	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{"sysprof-keep-init", keepArg, dir, name}}
+	cmd := &exec.Cmd{Path: procFDPath(fd), Args: []string{"sysprof-keep-init", initstage.KeepArg, dir, name,
+		strconv.FormatInt(keepFor.Milliseconds(), 10)}}
 	h, nums, err := kernrun.StartHolder(cmd, []int{fd})
 	if err != nil {
 		return fmt.Errorf("keep the init program: %w", err)
 	}
-	k = keptInit{Holder: h, FD: nums[0]}
+	k = keptInit{Pid: h.Pid, Start: h.Start, FD: nums[0]}
 	if err := e.Publish(name, k); err != nil {
 		_ = cmd.Process.Kill()
 		return fmt.Errorf("keep the init program: %w", err)
@@ -168,35 +168,5 @@ func keepProgram(dir string, fd, n int) error {
 	return nil
 }
 
-// keeper is the main of a keeper (keepArg DIR NAME; the memfd is fd 3): it stays while the
-// escrow file names it and was touched less than keepFor ago, then withdraws the file and
-// exits.
-func keeper(args []string) int {
-	if len(args) != 2 {
-		fmt.Fprintln(os.Stderr, "sysprof: the init program's keeper is started by sysprof enforce; not meant to be run by hand")
-		return 125
-	}
-	e, name := kernrun.Escrow{Dir: args[0]}, args[1]
-	start, _ := kernrun.ProcStart(os.Getpid())
-	me := kernrun.Holder{Pid: os.Getpid(), Start: start}
-	for wait := keepFor; ; {
-		time.Sleep(wait)
-		unlock, err := e.Lock(false)
-		if err != nil {
-			return 0
-		}
-		var k keptInit
-		st, err := os.Stat(filepath.Join(e.Dir, name))
-		if err != nil || e.Read(name, &k) != nil || k.Holder != me {
-			unlock()
-			return 0 // withdrawn or replaced
-		}
-		if wait = time.Until(st.ModTime().Add(keepFor)); wait > 0 {
-			unlock()
-			continue
-		}
-		e.Remove(name)
-		unlock()
-		return 0
-	}
-}
+// procFDPath is the path that execs fd.
+func procFDPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
