@@ -154,8 +154,9 @@ func keepProgram(dir string, fd, n int) error {
 	if e.Read(name, &k) == nil && holderOf(k).Alive() {
 		return nil // another run's keeper (this run could not use it: it is replaced next time)
 	}
+	// No environment (the caller's may hold secrets) and no hold on the caller's directory.
 	cmd := &exec.Cmd{Path: procFDPath(fd), Args: []string{"sysprof-keep-init", initstage.KeepArg, dir, name,
-		strconv.FormatInt(keepFor.Milliseconds(), 10)}}
+		strconv.FormatInt(keepFor.Milliseconds(), 10)}, Env: []string{}, Dir: "/"}
 	h, nums, err := kernrun.StartHolder(cmd, []int{fd})
 	if err != nil {
 		return fmt.Errorf("keep the init program: %w", err)

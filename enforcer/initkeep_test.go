@@ -72,6 +72,12 @@ func TestInitProgramKeptBetweenRuns(t *testing.T) {
 	if exe, err := os.Readlink("/proc/" + strconv.Itoa(k.Pid) + "/exe"); err != nil || !strings.HasPrefix(exe, "/memfd:") {
 		t.Errorf("keeper runs %q (%v), want the init program's memfd", exe, err)
 	}
+	if cwd, err := os.Readlink("/proc/" + strconv.Itoa(k.Pid) + "/cwd"); err != nil || cwd != "/" {
+		t.Errorf("keeper's directory %q (%v), want / (it must not hold the caller's busy)", cwd, err)
+	}
+	if env, err := os.ReadFile("/proc/" + strconv.Itoa(k.Pid) + "/environ"); err != nil || len(env) != 0 {
+		t.Errorf("keeper's environment %q (%v), want none (the caller's may hold secrets)", env, err)
+	}
 	second := programFrom(func() string { return string(bin) })()
 	if second == first || !strings.HasPrefix(second, "/proc/self/fd/") {
 		t.Fatalf("second run's program %q (first %q)", second, first)
