@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/enforcer/initstage"
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/testutil"
 )
@@ -153,5 +154,34 @@ func TestKeptInitProgramIsChecked(t *testing.T) {
 				t.Errorf("escrow file still published: %v, want %v", published, tc.use)
 			}
 		})
+	}
+}
+
+// The keeper (package initstage, which cannot import kernrun) takes the escrow's own lock: it
+// does not withdraw its file while a run holds the lock (and may be taking the memfd).
+func TestKeeperTakesTheEscrowLock(t *testing.T) {
+	dir := t.TempDir()
+	unlock, err := kernrun.LockDir(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := keepName(1)
+	if err := (kernrun.Escrow{Dir: dir}).Publish(name, keptInit{Pid: os.Getpid(), FD: 3}); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(filepath.Join(dir, name), past, past); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int, 1)
+	go func() { done <- initstage.Keep([]string{dir, name, "50"}) }()
+	time.Sleep(300 * time.Millisecond) // the keeper woke long ago and waits for the lock
+	if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+		t.Fatalf("the keeper withdrew its file while a run held the escrow's lock: %v", err)
+	}
+	unlock()
+	<-done
+	if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+		t.Errorf("the keeper left its file behind once the lock was free: %v", err)
 	}
 }
