@@ -21,11 +21,11 @@ import (
 // ~2–4 ms of CPU on the critical path (one shmem page allocation and memcg charge per 4 KB:
 // BENCHMARKS.md). So the first run hands a copy of its sealed memfd to a keeper process (the
 // init program itself, started from that memfd with initstage.KeepArg: it holds the fd and
-// nothing else, in a session of its own, stdio on /dev/null) and publishes it in an escrow
-// file; a run that starts while the
-// keeper lingers takes its own reference (pidfd_getfd) and uses it only when it is exactly the
-// program this binary embeds: a memfd sealed against write, shrink, grow and further seals (so
-// what was checked is what runs), executable, of the program's size, and bytes.Equal to it.
+// nothing else, in a session of its own, stdio on /dev/null, no environment) and publishes it
+// in an escrow file; a run that starts while the keeper lingers takes its own reference
+// (pidfd_getfd) and uses it only when it is exactly the program this binary embeds: a memfd
+// sealed against write, shrink, grow and further seals (so what was checked is what runs),
+// executable, of the program's size, and bytes.Equal to it.
 // Anything else (no keeper, another build's program, a forged or unsealed memfd) and the run
 // makes its own memfd as before. Each run that takes it touches the escrow file: the keeper
 // stays until keepFor after its modification time, then withdraws the file and exits.
