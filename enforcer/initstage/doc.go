@@ -12,4 +12,7 @@
 // ~4-5 ms sysprof's own binary (its dependencies' package initialisation and size) takes.
 // Without the embedded program (a plain `go build`, or a test binary) sysprof re-executes
 // itself with Arg and Main runs here the same way.
+//
+// Between runs the same program keeps its own memfd (Keep, KeepArg, the escrow record Kept),
+// so that the next run need not write it again; package enforcer checks what it takes back.
 package initstage
