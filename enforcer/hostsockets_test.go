@@ -374,3 +374,28 @@ func TestHostSocketsHiddenUnderAudit(t *testing.T) {
 		t.Errorf("under --audit the host socket %s answered %q: want it unreachable", sock, r)
 	}
 }
+
+// BenchmarkCompileTrue is compile's cost for a profile that addresses no socket (`true`'s
+// allowlist: no scan) and for the same profile with connect (the scan, not prefetched):
+// go test ./enforcer -run '^$' -bench CompileTrue
+func BenchmarkCompileTrue(b *testing.B) {
+	for _, extra := range []string{"", "connect"} {
+		b.Run("extra="+extra, func(b *testing.B) {
+			p := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind}
+			p.Syscalls.Architectures = []string{"x86_64"}
+			for _, s := range []string{"access", "arch_prctl", "brk", "close", "execve", "exit_group", "fstat", "mmap", "mprotect", "munmap", "newfstatat", "openat", "pread64", "read", "write", extra} {
+				if s != "" {
+					p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: s})
+				}
+			}
+			p.Filesystem.Read = []policy.PathRule{{Path: "/usr"}, {Path: "/etc/ld.so.cache"}}
+			p.Filesystem.Exec = []policy.PathRule{{Path: "/usr/bin/true"}}
+			env := HostEnv(b.TempDir())
+			for b.Loop() {
+				if _, err := Compile(p, env); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
