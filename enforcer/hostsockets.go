@@ -28,6 +28,8 @@ import (
 // the kernel leaves a command nothing to reach a host socket with, whatever sockets it holds
 // (an inherited connected socket talks to its one peer), and the scan is skipped: ~2 ms of
 // CPU of each run of such a profile (`true`, a compiler). Opening a socket file fails (ENXIO).
+// What the cover also did there: a host socket inside a directory the run may write could not
+// be removed or renamed (a mount point); without the cover it is a file like any other there.
 var socketAddressing = []string{"connect", "sendto", "sendmsg", "sendmmsg", "socketcall",
 	"io_uring_setup", "io_uring_enter", "io_uring_register"}
 
