@@ -146,8 +146,8 @@ func (e Escrow) Publish(name string, rec any) error {
 // /run is not a tmpfs (ext4 on these VMs) a rename over a file makes ext4 flush the new one at
 // once (auto_da_alloc; so does a truncation to zero): ~1 ms a Publish, on the way out of every
 // run. The record is padded with spaces to the file's size, so nothing of the old one is left
-// (JSON ignores the spaces). A file that is not there, not a regular file with one link, or a
-// symlink is an error (then Publish).
+// (JSON ignores the spaces). A file that is not there, a symlink, or not a regular file with
+// one link, this user's and writable by nobody else, is an error (then Publish replaces it).
 func (e Escrow) Rewrite(name string, rec any) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
@@ -159,8 +159,9 @@ func (e Escrow) Rewrite(name string, rec any) error {
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
-		return fmt.Errorf("rewrite escrow file %s: not a regular file of its own", name)
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 ||
+		int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		return fmt.Errorf("rewrite escrow file %s: not a regular file of this user's own, closed to others' writes", name)
 	}
 	if pad := int(st.Size) - len(b); pad > 0 {
 		b = append(b, bytes.Repeat([]byte(" "), pad)...)

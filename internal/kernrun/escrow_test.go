@@ -152,4 +152,10 @@ func TestEscrowRewrite(t *testing.T) {
 	if b, _ := os.ReadFile(target); string(b) != "keep" {
 		t.Errorf("the symlink's target was written: %q", b)
 	}
+	open := filepath.Join(e.Dir, "open")
+	os.WriteFile(open, []byte("{}"), 0o666)
+	os.Chmod(open, 0o666)
+	if err := e.Rewrite("open", short); err == nil {
+		t.Error("Rewrite wrote into a file others may write")
+	}
 }
