@@ -4,6 +4,7 @@ import (
 	"github.com/sysprof/sysprof/enforcer/initstage"
 	"net/netip"
 	"os"
+	"sync"
 
 	"golang.org/x/net/bpf"
 
@@ -29,6 +30,9 @@ type Env struct {
 	// Terminal is the pseudo-terminal the command's stdio is on (stdioTerminal), which it may
 	// reopen; empty: none.
 	Terminal string
+	// Audit: the run lets refused syscalls continue (enforce --audit), so every syscall may
+	// reach the kernel (the host's sockets are hidden whatever the filter allows).
+	Audit bool `json:"-"`
 }
 
 // HostEnv returns the Env of this process for a command run in workdir: the path variables
@@ -127,9 +131,17 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 		c, err := CompileSeccomp(p, env.Arch)
 		filter <- half{c, err}
 	}()
+	if env.Audit || mayAddressSockets(p) {
+		PrefetchSockets() // likely needed: read them beside the plan
+	}
+	var f half
+	filterDone := sync.OnceFunc(func() { f = <-filter })
 	c := &Compiled{profile: p, ProcWrites: procWrites(p)}
-	planErr := c.compilePlan(p, env)
-	f := <-filter
+	planErr := c.compilePlan(p, env, func() bool {
+		filterDone()
+		return env.Audit || f.err != nil || f.c.addressesSockets()
+	})
+	filterDone()
 	if f.err != nil {
 		return nil, f.err
 	}

@@ -186,7 +186,7 @@ type tmpGlob struct {
 // namespace), the stages and the host sockets to hide, for the profile's sections on env's
 // host. Every profile gets the read-only root and Landlock: an empty section is "nothing of
 // that kind" (beyond withBase), never "that layer off".
-func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
+func (c *Compiled) compilePlan(p *policy.Profile, env Env, reachesSockets func() bool) error {
 	fs := withBase(credentialFiles(p), env)
 	dirs := &dirListings{}
 	hiddenRules, tmpGlobs := fs.Hidden, []tmpGlob(nil)
@@ -221,7 +221,9 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env) error {
 		}
 	}
 	c.maskGitConfigs(plan, env)
-	c.hideDaemonSockets(p.Network, fs.PrivateTmp, sets, env)
+	if reachesSockets() {
+		c.hideDaemonSockets(p.Network, fs.PrivateTmp, sets, env)
+	}
 	plan.Landlock = c.landlock(sets, hiddenNames(hiddenRules, sets.hidden, env), wg.binds, env)
 	// Writable mounts in which no exec was learned are noexec (the private /tmp too).
 	roots := slices.Concat(topLevelPaths(plan.Writable), stageDirsOf(c.Stages))

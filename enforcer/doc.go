@@ -92,7 +92,9 @@
 //     host's sockets there count only below the host directories bound into it. No cap: a directory
 //     with 2+ sockets and no rule in, below or above it is hidden whole (one mount). A socket
 //     that cannot be placed is noted, not hidden. A profile whose socket() rule lacks AF_UNIX
-//     cannot connect to any of them anyway.
+//     cannot connect to any of them anyway. Only a run whose filter lets a call that names a
+//     socket address reach the kernel (or any run under --audit) reads and covers them
+//     (socketAddressing): without one, a socket file is only a file the command cannot open.
 //   - The profile's binaries are compared with their learned sha256 (binaries.go; symlinks
 //     followed, hashes cached by dev/inode/size/mtime/ctime, key and hash from one open file, the
 //     cache hidden from the command): a change is a warning line and a report entry

@@ -13,15 +13,14 @@ import (
 
 // Prewarm starts loading what a root run's guard needs in the background, so that Run finds it
 // loaded (the next Run of this process takes it), and copies the embedded init program into
-// its sealed memfd (initProgram) and reads the host's unix sockets (PrefetchSockets)
-// meanwhile. None is required: Run does each itself otherwise. Only the first call in a
+// its sealed memfd (initProgram) meanwhile. None is required: Run does each itself otherwise.
+// (The host's unix sockets are read by Compile, only for a profile that can address one.) Only the first call in a
 // process does anything (the CLI calls it as early as it can, and again in enforce).
 func Prewarm() { prewarmOnce() }
 
 var prewarmOnce = sync.OnceFunc(func() {
 	guard.Prewarm()
 	go initProgram()
-	PrefetchSockets()
 })
 
 // PinRoot is the bpffs directory where enforce keeps the guard's verified programs between runs

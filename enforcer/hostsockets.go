@@ -3,11 +3,16 @@ package enforcer
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/policy"
 )
 
 // Host unix sockets. A pathname unix socket is reached through its file, whatever network
@@ -17,13 +22,53 @@ import (
 // it was bound so). Every network namespace some process is in is read once; relative paths
 // are resolved through the working directories of the processes holding the socket.
 
+// Only a run that can address a socket needs them covered: a pathname socket is reached by
+// naming its path in connect, sendto, sendmsg or sendmmsg (i386's socketcall multiplexes them,
+// io_uring has its own CONNECT and SENDMSG operations). A filter that lets none of those reach
+// the kernel leaves a command nothing to reach a host socket with, whatever sockets it holds
+// (an inherited connected socket talks to its one peer), and the scan is skipped: ~2 ms of
+// CPU of each run of such a profile (`true`, a compiler). Opening a socket file fails (ENXIO).
+// What the cover also did there: a host socket inside a directory the run may write could not
+// be removed or renamed (a mount point); without the cover it is a file like any other there.
+var socketAddressing = []string{"connect", "sendto", "sendmsg", "sendmmsg", "socketcall",
+	"io_uring_setup", "io_uring_enter", "io_uring_register"}
+
+// addressesSockets reports whether c's filter lets a socket-addressing call reach the kernel
+// on some ABI: allowed, also under argument checks (an ERRNO answer does not reach it, a
+// call of an ABI the profile does not allow goes to the supervisor, which refuses it). The
+// caller adds --audit, under which every call continues.
+func (c *Compiled) addressesSockets() bool {
+	if c == nil || c.spec == nil {
+		return true
+	}
+	for _, a := range c.spec.ABIs {
+		for _, r := range a.Rules {
+			if r != nil && r.Ret&unix.SECCOMP_RET_ACTION_FULL != unix.SECCOMP_RET_ERRNO && slices.Contains(socketAddressing, r.Name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mayAddressSockets guesses addressesSockets from p's own names, before its filter is
+// compiled, to start the scan early; the compiled filter decides.
+func mayAddressSockets(p *policy.Profile) bool {
+	for _, s := range p.Syscalls.Allow {
+		if slices.Contains(socketAddressing, s.Name) {
+			return true
+		}
+	}
+	return false
+}
+
 // procRoot is where the host's processes are listed (a seam for tests).
 var procRoot = "/proc"
 
 // socketScan is what compile reads of the host's unix sockets whatever the profile: the
-// kernel's lists (hostSockets) and the sockets in socketDirs. PrefetchSockets starts one while
-// the CLI loads the profile (~1.5 ms of a run's compile here, with ~100 processes); compile
-// takes it once, or scans itself.
+// kernel's lists (hostSockets) and the sockets in socketDirs. Compile starts one
+// (PrefetchSockets) beside the rest of the plan when the profile names a socket-addressing
+// call (~1.5–2 ms here, with ~100–300 processes) and takes it once, or scans itself.
 type socketScan struct {
 	bound, unresolved []string
 	dirs              map[string][]string // socketDirs entry -> its sockets
@@ -64,7 +109,7 @@ const prefetchFresh = time.Second
 
 // PrefetchSockets starts reading the host's unix sockets for the next compile of this
 // process, in the background. A socket bound after that scan is not hidden, as one bound after
-// compile's own scan never was: the window grows by the profile's load, a few ms.
+// compile's own scan never was.
 func PrefetchSockets() {
 	ch := make(chan socketScan, 1)
 	prefetch.Lock()

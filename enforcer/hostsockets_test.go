@@ -280,3 +280,122 @@ func BenchmarkDaemonSockets(b *testing.B) {
 	}
 	b.ReportMetric(float64(n), "sockets")
 }
+
+// The host's sockets are read and covered exactly when the run's filter lets a call that can
+// address one reach the kernel (socketAddressing), or under --audit, where every call does:
+// compile skips the scan otherwise (its ~2 ms), and only then.
+func TestSocketScanOnlyWhenAddressable(t *testing.T) {
+	dir, err := os.MkdirTemp("", "sysprof-scan-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "daemon.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	base := []string{"read", "write", "close", "exit_group", "socket"}
+	for _, tc := range []struct {
+		name   string
+		extra  []string
+		arches []string
+		exact  bool
+		audit  bool
+		want   bool
+	}{
+		{name: "nothing addresses a socket", want: false},
+		{name: "nothing, under --audit", audit: true, want: true},
+		{name: "connect", extra: []string{"connect"}, want: true},
+		{name: "sendto", extra: []string{"sendto"}, exact: true, want: true},
+		{name: "sendmsg", extra: []string{"sendmsg"}, exact: true, want: true},
+		{name: "sendmmsg", extra: []string{"sendmmsg"}, exact: true, want: true},
+		{name: "i386 socketcall", extra: []string{"socketcall"}, arches: []string{"x86_64", "i386"}, want: true},
+		{name: "io_uring", extra: []string{"io_uring_setup", "io_uring_enter"}, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind}
+			p.Metadata.Exact = tc.exact
+			p.Syscalls.Architectures = []string{"x86_64"}
+			if tc.arches != nil {
+				p.Syscalls.Architectures = tc.arches
+			}
+			for _, s := range append(slices.Clone(base), tc.extra...) {
+				p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: s})
+			}
+			c, err := Compile(p, Env{Vars: map[string]string{"WORKDIR": dir, "TMPDIR": "/tmp"}, Arch: "x86_64", Audit: tc.audit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			covered := slices.ContainsFunc(c.HiddenSockets, func(h string) bool {
+				return h == sock || strings.HasSuffix(h, "/") && strings.HasPrefix(sock, h)
+			})
+			if covered != tc.want {
+				t.Errorf("%s covered: %v, want %v (hidden sockets %q)", sock, covered, tc.want, c.HiddenSockets)
+			}
+		})
+	}
+}
+
+// TestHostSocketsHiddenUnderAudit: under --audit a profile that never connects still gets the
+// host's sockets covered, since the supervisor lets its refused connect continue; without the
+// cover that connect reaches the daemon.
+func TestHostSocketsHiddenUnderAudit(t *testing.T) {
+	testutil.RequireRoot(t)
+	base, err := os.MkdirTemp("", "sysprof-auditsock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	work := filepath.Join(base, "work")
+	os.MkdirAll(work, 0o755)
+	sock := filepath.Join(base, "daemon.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	os.Chmod(sock, 0o777)
+	victim := testutil.BuildC(t, "escape/escape.c")
+	ld, _ := filepath.EvalSymlinks("/lib64/ld-linux-x86-64.so.2")
+	p := victimProfile()
+	p.Syscalls.Allow = slices.DeleteFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == "connect" })
+	p.Filesystem = policy.Filesystem{
+		Read: []policy.PathRule{{Path: "/usr"}, {Path: "/etc"}, {Path: "$WORKDIR"}, {Path: filepath.Dir(victim)}},
+		Exec: []policy.PathRule{{Path: victim}, {Path: ld}},
+	}
+	var out strings.Builder
+	_, code, err := Run(context.Background(), Options{Profile: p, Command: []string{victim, "connect-unix=" + sock}, Dir: work, Stdout: &out, Stderr: &out, Audit: true})
+	if err != nil || code != 0 {
+		t.Fatalf("run: exit %d err %v\n%s", code, err, out.String())
+	}
+	if r := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out.String()), "connect-unix: ")); r != "EACCES" && r != "ENOENT" && r != "ECONNREFUSED" {
+		t.Errorf("under --audit the host socket %s answered %q: want it unreachable", sock, r)
+	}
+}
+
+// BenchmarkCompileTrue is compile's cost for a profile that addresses no socket (`true`'s
+// allowlist: no scan) and for the same profile with connect (the scan, not prefetched):
+// go test ./enforcer -run '^$' -bench CompileTrue
+func BenchmarkCompileTrue(b *testing.B) {
+	for _, extra := range []string{"", "connect"} {
+		b.Run("extra="+extra, func(b *testing.B) {
+			p := &policy.Profile{APIVersion: policy.APIVersion, Kind: policy.Kind}
+			p.Syscalls.Architectures = []string{"x86_64"}
+			for _, s := range []string{"access", "arch_prctl", "brk", "close", "execve", "exit_group", "fstat", "mmap", "mprotect", "munmap", "newfstatat", "openat", "pread64", "read", "write", extra} {
+				if s != "" {
+					p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: s})
+				}
+			}
+			p.Filesystem.Read = []policy.PathRule{{Path: "/usr"}, {Path: "/etc/ld.so.cache"}}
+			p.Filesystem.Exec = []policy.PathRule{{Path: "/usr/bin/true"}}
+			env := HostEnv(b.TempDir())
+			for b.Loop() {
+				if _, err := Compile(p, env); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

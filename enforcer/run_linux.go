@@ -183,6 +183,7 @@ func newEnforcedRun(opts Options) (*enforcedRun, error) {
 	}
 	r.env.Command = commandPath(opts.Command, dir)
 	r.env.Terminal = stdioTerminal(opts.Stdin, opts.Stdout, opts.Stderr)
+	r.env.Audit = opts.Audit
 	return r, nil
 }
 

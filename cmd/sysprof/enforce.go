@@ -141,8 +141,7 @@ nothing; everything else is held for review with 'sysprof changes', never discar
 }
 
 // enforceProcess sets this process up for enforce, once: main calls it before the CLI parses
-// anything (the init program's memfd, the guard's programs and the socket scan then overlap
-// the parsing), runEnforce again.
+// anything (the init program's memfd and the guard's programs then overlap the parsing), runEnforce again.
 var enforceProcess = sync.OnceFunc(func() {
 	// Startup allocates a few MB and keeps little: with the default 4 MB goal a collection
 	// ran in the middle of it on every run. The supervisor's heap stays small afterwards.

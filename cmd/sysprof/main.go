@@ -13,8 +13,8 @@ func main() {
 	enforcer.MaybeInit()
 	phase.Mark("runtime start to main")
 	if len(os.Args) > 1 && os.Args[1] == "enforce" {
-		// The init program's memfd, the guard's programs and the host socket scan start before
-		// the CLI parses anything (~1 ms): in a single run the init stage waits for the memfd.
+		// The init program's memfd and the guard's programs start before the CLI parses
+		// anything (~1 ms): in a single run the init stage waits for the memfd.
 		enforceProcess()
 	}
 	code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

@@ -3,6 +3,7 @@ package kernrun
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -109,5 +110,52 @@ func TestGetFDs(t *testing.T) {
 	bad := 1 << 20 // beyond any open fd
 	if fds, err := GetFDs(pidfd, []int{int(r.Fd()), bad}); err == nil || fds != nil || !strings.Contains(err.Error(), "fd 1048576") {
 		t.Errorf("GetFDs with a closed fd = %v, %v; want nothing and an error naming it", fds, err)
+	}
+}
+
+// Rewrite replaces a published record in place, leaving nothing of a longer old one, and
+// never creates a file or writes through a link (those are Publish's or nobody's).
+func TestEscrowRewrite(t *testing.T) {
+	e := Escrow{Dir: t.TempDir()}
+	type rec struct {
+		Names []string `json:"names"`
+		Pid   int      `json:"pid"`
+	}
+	long := rec{Names: []string{"openat", "execve", "unlinkat", "renameat2", "mkdirat"}, Pid: 1}
+	if err := e.Publish("s", long); err != nil {
+		t.Fatal(err)
+	}
+	st0, _ := os.Stat(filepath.Join(e.Dir, "s"))
+	short := rec{Names: []string{"openat"}, Pid: 2}
+	if err := e.Rewrite("s", short); err != nil {
+		t.Fatal(err)
+	}
+	var got rec
+	if err := e.Read("s", &got); err != nil || got.Pid != 2 || !slices.Equal(got.Names, short.Names) {
+		t.Fatalf("read back %+v (%v), want %+v", got, err, short)
+	}
+	if st1, _ := os.Stat(filepath.Join(e.Dir, "s")); st0 == nil || st1 == nil || !os.SameFile(st0, st1) {
+		t.Error("Rewrite replaced the file instead of writing into it")
+	}
+	if err := e.Rewrite("missing", short); err == nil {
+		t.Error("Rewrite created a file")
+	}
+	if _, err := os.Stat(filepath.Join(e.Dir, "missing")); err == nil {
+		t.Error("Rewrite left a new file")
+	}
+	target := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(target, []byte("keep"), 0o600)
+	os.Symlink(target, filepath.Join(e.Dir, "link"))
+	if err := e.Rewrite("link", short); err == nil {
+		t.Error("Rewrite wrote through a symlink")
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep" {
+		t.Errorf("the symlink's target was written: %q", b)
+	}
+	open := filepath.Join(e.Dir, "open")
+	os.WriteFile(open, []byte("{}"), 0o666)
+	os.Chmod(open, 0o666)
+	if err := e.Rewrite("open", short); err == nil {
+		t.Error("Rewrite wrote into a file others may write")
 	}
 }
