@@ -430,22 +430,13 @@ func outputRule(x string, keep []string) string {
 }
 
 // execRoot is the directory holding what write rule k names: the directory of a plain path
-// (target/ for $WORKDIR/target, the work tree for $WORKDIR/app), the static prefix of a glob
-// ($WORKDIR for $WORKDIR/target*).
+// (the work tree for $WORKDIR/target or $WORKDIR/app), the static prefix of a glob (the work
+// tree for $WORKDIR/target*).
 func execRoot(k string) string {
 	if paths.HasGlob(k) {
 		return staticPrefix(k)
 	}
 	return filepath.Dir(k)
-}
-
-func coveredByAny(p string, rules []string) bool {
-	for _, r := range rules {
-		if paths.Covers(r, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // stagesToPlan lists the stages for the sandbox; Run fills in their upper and work directories.
