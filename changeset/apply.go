@@ -220,10 +220,15 @@ type applier struct {
 	root     bool
 	upDirs   map[string]int // rel dir -> O_PATH fd in the upper layer
 	hostDirs map[string]int // rel dir -> O_PATH fd on the host
+	// unlinked are host inodes (dev, ino) with other names (hard links) that this apply took
+	// one name of, unchanged when it did: removing a name sets the inode's ctime, so without
+	// them the file's next name (cargo's target/debug/app and deps/app-HASH) read as moved.
+	unlinked map[[2]uint64]bool
 }
 
 func (r *Run) openStage(s Stage) (*applier, error) {
-	a := &applier{started: r.Started, stage: s, upper: -1, host: -1, lock: -1, upDirs: map[string]int{}, hostDirs: map[string]int{}}
+	a := &applier{started: r.Started, stage: s, upper: -1, host: -1, lock: -1, upDirs: map[string]int{}, hostDirs: map[string]int{},
+		unlinked: map[[2]uint64]bool{}}
 	var err error
 	if a.upper, err = openRoot(s.Upper, unix.O_PATH); err != nil {
 		return nil, fmt.Errorf("stage %s: %w", s.Rules.Dir, err)
@@ -449,7 +454,15 @@ func unplaceable(c Change, r Rules) string {
 // moved reports whether a host entry changed since the run started (its ctime: set by the
 // kernel on every write, chmod, rename or link, and not settable by anyone).
 func (a *applier) moved(st *unix.Stat_t) bool {
-	return time.Unix(st.Ctim.Unix()).After(a.started)
+	return time.Unix(st.Ctim.Unix()).After(a.started) && !a.unlinked[[2]uint64{st.Dev, st.Ino}]
+}
+
+// unlinking records that this apply is about to take a name of host inode st, checked not
+// moved, which has other names (see applier.unlinked).
+func (a *applier) unlinking(st *unix.Stat_t) {
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
+		a.unlinked[[2]uint64{st.Dev, st.Ino}] = true
+	}
 }
 
 // sanitize strips set-id bits and file capabilities from an upper file before it moves.
@@ -585,6 +598,7 @@ func (a *applier) place(src int, srcName string, host int, name string, hostNow 
 	if old.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return removeAllAt(src, srcName)
 	}
+	a.unlinking(&old)
 	return unix.Unlinkat(src, srcName, 0)
 }
 
@@ -751,6 +765,7 @@ func (a *applier) removeHost(host int, name, path string) error {
 		return err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		a.unlinking(&st)
 		return unix.Unlinkat(host, name, 0)
 	}
 	if p, err := a.movedBelow(host, name); err != nil {

@@ -580,3 +580,49 @@ func TestHardLinkNamesApplyTogether(t *testing.T) {
 		t.Errorf("left in the changeset: %v", keys(left))
 	}
 }
+
+// TestReplacedHardLinksApply: cargo keeps its binary under two names (target/debug/app and
+// deps/app-HASH, one inode), and a rebuild replaces both with a new file of two names. Placing
+// the first name takes a name of the host's old inode, which sets its ctime: the second name
+// must not read as a host change (a conflict). A host file of two names that the user edited
+// after the run started still is one.
+func TestReplacedHardLinksApply(t *testing.T) {
+	r, w := newRun(t, func(w string) {
+		write(t, filepath.Join(w, "build/deps/app-1"), "old\n", 0o755)
+		write(t, filepath.Join(w, "build/x-1"), "old\n", 0o644)
+		for _, l := range [][2]string{{"build/deps/app-1", "build/app"}, {"build/x-1", "build/x"}} {
+			if err := os.Link(filepath.Join(w, l[0]), filepath.Join(w, l[1])); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}, []string{"build"})
+	inOverlay(t, r, `rm -rf build && mkdir -p build/deps && echo new > build/deps/app-1 && chmod 755 build/deps/app-1 && ln build/deps/app-1 build/app
+echo new > build/x-1.tmp && mv build/x-1.tmp build/x-1 && ln -f build/x-1 build/x`)
+	write(t, filepath.Join(w, "build/x-1"), "user edit\n", 0o644) // the user, meanwhile (both names)
+	res, err := r.Apply(ApplyLearned, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"build/app", "build/deps/app-1"} {
+		if got := readFile(t, filepath.Join(w, n)); got != "new\n" {
+			t.Errorf("%s = %q, want the run's new file", n, got)
+		}
+	}
+	var a, b unix.Stat_t
+	if unix.Lstat(filepath.Join(w, "build/app"), &a) != nil || unix.Lstat(filepath.Join(w, "build/deps/app-1"), &b) != nil || a.Ino != b.Ino {
+		t.Error("build/app and build/deps/app-1 are not one file on the host")
+	}
+	for _, n := range []string{"build/x", "build/x-1"} {
+		if got := readFile(t, filepath.Join(w, n)); got != "user edit\n" {
+			t.Errorf("%s = %q: the user's edit was overwritten", n, got)
+		}
+	}
+	var conflicts []string
+	for _, c := range res.Conflicts {
+		conflicts = append(conflicts, c.Rel)
+	}
+	slices.Sort(conflicts)
+	if !slices.Equal(conflicts, []string{"build/x", "build/x-1"}) {
+		t.Errorf("conflicts %v, want only the user's edited build/x and build/x-1", conflicts)
+	}
+}

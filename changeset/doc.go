@@ -46,7 +46,9 @@
 //
 // Conflicts: the host side of a change "moved" when its ctime is later than Run.Started (the
 // kernel sets ctime on every write, chmod, link or rename, and nobody can set it back), or when
-// a name appears or vanishes while applying. Such a change is never overwritten: it stays held
+// a name appears or vanishes while applying. Taking one name of a host file with several (hard
+// links: cargo's target/debug/app and deps/app-HASH) sets its ctime too: an inode this apply
+// took a name of, unmoved when it did, is not moved for its other names. Such a change is never overwritten: it stays held
 // and is reported. ctime, not a snapshot taken at Begin, because a run may stage a whole tree
 // and Begin must stay cheap; the coarse clock makes a change within a few milliseconds after
 // Begin undetectable, which only a writer racing the run's start can hit.

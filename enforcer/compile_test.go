@@ -603,3 +603,53 @@ func TestWritesExactRefusesWiderPlans(t *testing.T) {
 		t.Errorf("a bound work tree with its protected paths writable was not refused: %v", err)
 	}
 }
+
+// An existing output directory in the work tree (dist/, web/build/, target/) is staged with its
+// parent, not bound over itself: a bound directory is a mount point, which a tool's `rm -rf
+// dist`, cargo clean or npm ci cannot remove (EBUSY) nor rename (EXDEV). A directory outside
+// the work tree (a cache in HOME) and one inside a protected path stay bound. An exec rule on
+// an output of the run is granted on the directory holding the output (the new target/ that
+// cargo clean && cargo build makes has new inodes), the stage root at most.
+func TestOutputDirsInTheWorkTreeAreStagedWithTheirParent(t *testing.T) {
+	work, home := t.TempDir(), t.TempDir()
+	for _, d := range []string{"dist", "web/build", "target/debug/build", ".git/objects"} {
+		os.MkdirAll(filepath.Join(work, d), 0o755)
+	}
+	os.MkdirAll(filepath.Join(home, ".cache", "tool"), 0o755)
+	p := testProfile()
+	p.Filesystem.Write = rulesOf("$WORKDIR/dist", "$WORKDIR/web/build", "$WORKDIR/target", "$WORKDIR/.git/objects", "$HOME/.cache/tool")
+	p.Filesystem.Exec = append(p.Filesystem.Exec, rulesOf("$WORKDIR/target/debug/build/app-*/build-script-build")...)
+	c, err := Compile(p, Env{Vars: map[string]string{"WORKDIR": work, "HOME": home, "TMPDIR": "/tmp"}, Arch: "x86_64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBound := []string{filepath.Join(work, ".git/objects"), filepath.Join(home, ".cache/tool")}
+	if got := slices.Sorted(slices.Values(c.Plan.Writable)); !slices.Equal(got, wantBound) {
+		t.Errorf("bound writable %v, want %v (the caches outside the work tree and a protected path's own rule)", got, wantBound)
+	}
+	var stage *StageSpec
+	for i := range c.Stages {
+		if c.Stages[i].Dir == work {
+			stage = &c.Stages[i]
+		}
+	}
+	if stage == nil {
+		t.Fatalf("stages %+v: want the work tree staged for its output directories", c.Stages)
+	}
+	for _, k := range []string{"dist", "web/build", "target"} {
+		if !slices.Contains(stage.Keep, filepath.Join(work, k)) {
+			t.Errorf("stage keep %v: want %s learned", stage.Keep, k)
+		}
+	}
+	if !slices.Contains(c.Plan.Landlock.Exec, work) || slices.Contains(c.Plan.Landlock.Exec, filepath.Join(work, "target/debug/build")) {
+		t.Errorf("landlock exec %v: want the build script's exec on %s (holding target/, which cargo clean removes), not on target/debug/build's inode", c.Plan.Landlock.Exec, work)
+	}
+}
+
+func rulesOf(ps ...string) []policy.PathRule {
+	var out []policy.PathRule
+	for _, p := range ps {
+		out = append(out, policy.PathRule{Path: p})
+	}
+	return out
+}

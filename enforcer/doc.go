@@ -122,7 +122,8 @@
 //     rule for a registry on loopback); a store that does not parse or lacks the entry fails
 //     compile naming its file, line and key.
 //   - Writes mean exactly what was learned (writes.go, staged_linux.go): an existing directory
-//     rule is bound writable (a symlink, or one resolving outside its variable's directory, is
+//     rule outside the work tree is bound writable, one inside it staged with its parent (a
+//     symlink, or one resolving outside its variable's directory, is
 //     refused); a file rule, a glob or a path that does not exist yet stages its nearest
 //     existing directory: an overlay (sandbox.Stage) whose upper layer Run copies back after
 //     the command, only for what the rules cover; the rest is reported as denials. Protected
@@ -155,8 +156,9 @@
 //
 // # Writes: the changeset
 //
-// A directory a write rule names that exists is bound writable; every other write rule stages
-// its nearest existing directory (writes.go). The stages are the run's changeset (package
+// A directory a write rule names that exists is bound writable, unless it lies in the work tree
+// (an output directory a tool removes and makes again: it is staged with its parent, so that it
+// is no mount point); every other write rule stages its nearest existing directory (writes.go). The stages are the run's changeset (package
 // changeset, staged_linux.go): changeset.Begin and AddStage make the run's manifest and empty
 // overlay layers before the init stage gets its plan (a kill -9 of sysprof leaves the run for
 // `sysprof changes`), nothing is made inside them (the tree inside is the host's), and once the

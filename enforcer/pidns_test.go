@@ -46,10 +46,7 @@ func processBox(t *testing.T, uid, gid int) (victim, work string) {
 		t.Fatal(err)
 	}
 	work = filepath.Join(dir, "work")
-	os.MkdirAll(filepath.Join(work, "out"), 0o755)
-	if err := os.Chown(filepath.Join(work, "out"), uid, gid); err != nil {
-		t.Fatal(err)
-	}
+	boundOut(t, work, filepath.Join(dir, "out"), uid, gid)
 	return victim, work
 }
 
@@ -77,7 +74,7 @@ func processProfile(victim string) *policy.Profile {
 	p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: "setsid"}, policy.Syscall{Name: "pipe"}, policy.Syscall{Name: "pipe2"})
 	p.Filesystem = policy.Filesystem{
 		Read:  []policy.PathRule{{Path: "/usr"}, {Path: "/etc"}, {Path: "/proc"}, {Path: "$WORKDIR"}},
-		Write: []policy.PathRule{{Path: "$WORKDIR/out"}, {Path: "/dev/null"}},
+		Write: []policy.PathRule{{Path: filepath.Join(filepath.Dir(victim), "out")}, {Path: "/dev/null"}}, // processBox's out/
 		Exec:  []policy.PathRule{{Path: victim}, {Path: ld}},
 	}
 	return p

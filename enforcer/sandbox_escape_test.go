@@ -18,7 +18,8 @@ import (
 )
 
 // fsFixture is a work tree, a home with a credential store, and a profile that lets the victim
-// read the system and the work tree, write only $WORKDIR/out, and exec only itself.
+// read the system and the work tree, write only out/ ($HOME/out, reached as $WORKDIR/out: see
+// boundOut), and exec only itself.
 type fsFixture struct {
 	work, home, secret, victim string
 	profile                    *policy.Profile
@@ -28,7 +29,8 @@ type fsFixture struct {
 func newFSFixture(t *testing.T) *fsFixture {
 	t.Helper()
 	f := &fsFixture{work: t.TempDir(), home: t.TempDir(), victim: testutil.BuildC(t, "escape/escape.c")}
-	for _, d := range []string{filepath.Join(f.work, "out"), filepath.Join(f.home, ".ssh")} {
+	boundOut(t, f.work, filepath.Join(f.home, "out"), os.Getuid(), os.Getgid())
+	for _, d := range []string{filepath.Join(f.home, ".ssh")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +52,7 @@ func newFSFixture(t *testing.T) *fsFixture {
 	}
 	p.Filesystem = policy.Filesystem{
 		Read:   rules("/usr", "/etc", "/proc", "$WORKDIR", filepath.Dir(f.victim)),
-		Write:  rules("$WORKDIR/out", "/dev/null"),
+		Write:  rules("$HOME/out", "/dev/null"),
 		Exec:   rules(f.victim, ld),
 		Hidden: rules("$HOME/.ssh"),
 	}
@@ -205,4 +207,25 @@ func degradeIf(degrade bool) Degrade {
 		return DegradeAll
 	}
 	return nil
+}
+
+// boundOut makes host (a directory outside the work tree) the victim's writable out/, owned by
+// uid and gid, and work/out a symlink to it: the victim's relative out/ paths reach a directory
+// bound writable while the work tree stays read-only. (An existing directory a rule names inside
+// the work tree is staged with the work tree instead, so that a tool may remove it: writes to
+// the tree's other files then land in the changeset, not on EROFS; see replaceableParent.)
+func boundOut(t testing.TB, work, host string, uid, gid int) {
+	t.Helper()
+	if err := os.MkdirAll(host, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(host, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(host, filepath.Join(work, "out")); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -44,11 +44,8 @@ func TestEnforceAsOrdinaryUser(t *testing.T) {
 		}
 	}
 	work := filepath.Join(dir, "work")
-	os.MkdirAll(filepath.Join(work, "out"), 0o755)
+	boundOut(t, work, filepath.Join(dir, "out"), 65534, 65534)
 	os.WriteFile(filepath.Join(work, "src.txt"), []byte("x"), 0o644)
-	if err := os.Chown(filepath.Join(work, "out"), 65534, 65534); err != nil {
-		t.Fatal(err)
-	}
 	cmd := exec.Command(bin) // TestMain runs unprivilegedHelper when unprivEnv is set
 	cmd.Env = append(os.Environ(), unprivEnv+"="+victim, "HOME="+dir, "SYSPROF_TEST_WORK="+work)
 	cmd.Dir = work
@@ -67,7 +64,7 @@ func unprivilegedHelper(victim string) error {
 	p := victimProfile()
 	p.Filesystem = policy.Filesystem{
 		Read:  []policy.PathRule{{Path: "/usr"}, {Path: "/etc"}, {Path: "/proc"}, {Path: "$WORKDIR"}},
-		Write: []policy.PathRule{{Path: "$WORKDIR/out"}, {Path: "/dev/null"}},
+		Write: []policy.PathRule{{Path: filepath.Join(filepath.Dir(victim), "out")}, {Path: "/dev/null"}}, // boundOut's
 		Exec:  []policy.PathRule{{Path: victim}, {Path: ld}},
 	}
 	// Twice: with an init stage started for the profile, and with one started before it was

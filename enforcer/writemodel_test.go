@@ -141,33 +141,45 @@ func init() {
 	nobodyHelpers["bound"] = func(_, work string) error { return boundChecks(work, os.Getenv("HOME")) }
 }
 
+// boundChecks runs writableChecks on a directory bound writable ($HOME/target: outside the work
+// tree) and on an output directory of the work tree (staged with the work tree, so that a tool
+// may remove it): the same guarantees either way.
 func boundChecks(work, home string) error {
-	p := writesProfile("$WORKDIR/outdir")
-	rep, code, out, err := runScript(p, work, home, `cp /bin/true outdir/suid; chmod 4755 outdir/suid; chmod 2755 outdir/suid 2>/dev/null
-ls -l outdir/suid
-ln -s "$HOME/.bashrc" outdir/rc-link
-ln -s /etc/passwd outdir/abs-link
-ln -s suid outdir/in-tree
+	for _, c := range [][2]string{{"$HOME/target", filepath.Join(home, "target")}, {"$WORKDIR/outdir", filepath.Join(work, "outdir")}} {
+		if err := writableChecks(c[0], c[1], work, home); err != nil {
+			return fmt.Errorf("%s: %w", c[0], err)
+		}
+	}
+	return nil
+}
+
+func writableChecks(rule, dir, work, home string) error {
+	p := writesProfile(rule)
+	rep, code, out, err := runScript(p, work, home, `D=`+dir+`; cp /bin/true $D/suid; chmod 4755 $D/suid; chmod 2755 $D/suid 2>/dev/null
+ls -l $D/suid
+ln -s "$HOME/.bashrc" $D/rc-link
+ln -s /etc/passwd $D/abs-link
+ln -s suid $D/in-tree
 echo done`)
 	if err != nil || code != 0 || !strings.Contains(out, "done") {
 		return fmt.Errorf("bound dir: exit %d, err %v\n%s", code, err, out)
 	}
 	var errs []string
-	for _, f := range []string{"outdir/suid"} {
-		if st, err := os.Lstat(filepath.Join(work, f)); err == nil && st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+	for _, f := range []string{"suid"} {
+		if st, err := os.Lstat(filepath.Join(dir, f)); err == nil && st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
 			errs = append(errs, fmt.Sprintf("%s reached the host with mode %v", f, st.Mode()))
 		}
 	}
-	for _, f := range []string{"outdir/rc-link", "outdir/abs-link"} {
-		if t, err := os.Readlink(filepath.Join(work, f)); err == nil {
+	for _, f := range []string{"rc-link", "abs-link"} {
+		if t, err := os.Readlink(filepath.Join(dir, f)); err == nil {
 			errs = append(errs, fmt.Sprintf("%s reached the host as a symlink to %s", f, t))
 		}
 	}
-	if t, err := os.Readlink(filepath.Join(work, "outdir/in-tree")); err != nil || t != "suid" {
+	if t, err := os.Readlink(filepath.Join(dir, "in-tree")); err != nil || t != "suid" {
 		errs = append(errs, fmt.Sprintf("the symlink inside the tree was not left alone: %q %v", t, err))
 	}
-	if st, err := os.Stat(filepath.Join(work, "outdir/suid")); err != nil || st.Mode().Perm() != 0o755 {
-		errs = append(errs, fmt.Sprintf("outdir/suid should stay, mode 0755 without its set-id bits: %v %v", st, err))
+	if st, err := os.Stat(filepath.Join(dir, "suid")); err != nil || st.Mode().Perm() != 0o755 {
+		errs = append(errs, fmt.Sprintf("suid should stay, mode 0755 without its set-id bits: %v %v", st, err))
 	}
 	held := func(path, class, state string) bool {
 		return rep.Changes != nil && slices.ContainsFunc(rep.Changes.Held, func(h report.Change) bool {
@@ -179,11 +191,11 @@ echo done`)
 	chmodRefused := slices.ContainsFunc(rep.Denials, func(d report.Denial) bool {
 		return d.Kind == report.KindSyscall && strings.Contains(d.Syscall, "chmod")
 	})
-	if !chmodRefused && !held(filepath.Join(work, "outdir/suid"), "dangerous", report.ChangeStripped) {
+	if !chmodRefused && !held(filepath.Join(dir, "suid"), "dangerous", report.ChangeStripped) {
 		errs = append(errs, fmt.Sprintf("the stripped set-id bits are not reported: %+v", rep.Changes))
 	}
-	for _, f := range []string{"outdir/rc-link", "outdir/abs-link"} {
-		if !held(filepath.Join(work, f), "dangerous", report.ChangeHeld) {
+	for _, f := range []string{"rc-link", "abs-link"} {
+		if !held(filepath.Join(dir, f), "dangerous", report.ChangeHeld) {
 			errs = append(errs, fmt.Sprintf("%s is not held in the changeset: %+v", f, rep.Changes))
 		}
 	}

@@ -122,8 +122,13 @@ func (c *Compiled) sortWrites(write []string, privateTmp bool, env Env) sortedWr
 			continue
 		}
 		if st, err := os.Stat(resolved); err == nil && st.IsDir() {
-			out.binds = append(out.binds, resolved)
 			out.keep = append(out.keep, resolved)
+			if p := replaceableParent(resolved, env); p != "" {
+				out.stage = append(out.stage, p)
+				c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is an output directory in the work tree: staged with %s, so that the command may remove and make it again (rm -rf, cargo clean)", resolved, p))
+				continue
+			}
+			out.binds = append(out.binds, resolved)
 			continue
 		}
 		// A file: tools replace files (write a sibling, rename over; unlink and create), which
@@ -132,6 +137,29 @@ func (c *Compiled) sortWrites(write []string, privateTmp bool, env Env) sortedWr
 		out.keep = append(out.keep, resolved)
 	}
 	return out
+}
+
+// replaceableParent returns the directory to stage instead of binding existing directory d
+// ("" to bind it): its parent when d lies below the work tree, outside protected paths. Tools
+// remove and make their output directories again (`rm -rf dist && mkdir dist`, cargo clean,
+// npm ci's node_modules, vite's and tsc's clean, git clean -fdx), and a directory bound over
+// itself is a mount point, which cannot be removed (EBUSY, EROFS) nor renamed (EXDEV); in its
+// parent's stage it is an ordinary directory of the run's writable layer, and its removal and
+// recreation reach the host through the changeset like any other change. Directories outside
+// the work tree (caches such as $GOCACHE, the host's $TMPDIR) stay bound: tools empty them,
+// they do not remove them, and their writes should land at once.
+func replaceableParent(d string, env Env) string {
+	wd := resolvedDir(env.Vars["WORKDIR"])
+	if wd == "" || wd == "/" || d == wd || !paths.Within(d, wd) {
+		return ""
+	}
+	p := filepath.Dir(d)
+	for _, q := range protectedHostPaths(env) {
+		if paths.Within(d, q) || paths.Within(p, q) {
+			return "" // inside .git and the like: the protected path's own rules decide
+		}
+	}
+	return p
 }
 
 // protectBinds keeps the protected paths inside a bound directory out of reach: read-only
@@ -342,12 +370,27 @@ func forbiddenExecRoot(d string, env Env) bool {
 // never widened to the work tree, the home, one of its direct children or a toolchain root:
 // such a rule stays as is (Landlock skips it, the exec is denied and reported) — except inside a
 // stage when the profile also writes what the rule names (a fresh checkout's go build -o app &&
-// ./app, or cargo's target/debug/deps/* with no target/ yet): there exec is granted on the
-// stage's nearest existing directory, the stage root at worst: what runs there was written in
+// ./app, or cargo's target/debug/deps/* with no target/ yet, or a warm one that cargo clean
+// removes first): there exec is granted on the directory holding the learned output (execRoot),
+// the stage root at worst, whether the output exists yet or not. A Landlock rule names an inode,
+// and a tool that removes its output directory and makes it again (cargo clean, rm -rf build)
+// makes new inodes that a rule on the old ones does not reach. What runs there was written in
 // this run (or is the host's own file in the tree), and only learned outputs leave it.
 func (c *Compiled) execDirs(exec, binds []string, stages []StageSpec, env Env) []string {
 	var out []string
 	for _, x := range exec {
+		if i := slices.IndexFunc(stages, func(s StageSpec) bool { return paths.Within(staticPrefix(x), s.Dir) }); i >= 0 {
+			s := stages[i]
+			if k := outputRule(x, s.Keep); k != "" {
+				n := nearestExistingDir(execRoot(k))
+				if !paths.Within(n, s.Dir) {
+					n = s.Dir
+				}
+				out = append(out, n)
+				c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s is an output of this run (%s): exec granted on %s in the staged %s (the tool may remove and make it again; only learned outputs leave it)", x, k, n, s.Dir))
+				continue
+			}
+		}
 		if !paths.HasGlob(x) {
 			if _, err := os.Stat(x); err == nil {
 				out = append(out, x)
@@ -358,18 +401,8 @@ func (c *Compiled) execDirs(exec, binds []string, stages []StageSpec, env Env) [
 		if !paths.HasGlob(x) {
 			d = filepath.Dir(x)
 		}
-		if i := slices.IndexFunc(stages, func(s StageSpec) bool { return paths.Within(x, s.Dir) }); i >= 0 {
-			s := stages[i]
-			if !coveredByAny(x, s.Keep) {
-				out = append(out, x) // not an output of this run: stays as is
-				continue
-			}
-			n := nearestExistingDir(d)
-			if !paths.Within(n, s.Dir) {
-				n = s.Dir
-			}
-			out = append(out, n)
-			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s does not exist yet: exec granted on %s in the staged %s (only learned outputs leave it)", x, n, s.Dir))
+		if slices.ContainsFunc(stages, func(s StageSpec) bool { return paths.Within(x, s.Dir) }) {
+			out = append(out, x) // not an output of this run: stays as is
 			continue
 		}
 		n := nearestExistingDir(d)
@@ -384,13 +417,26 @@ func (c *Compiled) execDirs(exec, binds []string, stages []StageSpec, env Env) [
 	return slices.Compact(out)
 }
 
-func coveredByAny(p string, rules []string) bool {
-	for _, r := range rules {
-		if paths.Covers(r, p) {
-			return true
+// outputRule returns the write rule of keep that covers exec rule x (a glob: its static
+// prefix), the one nearest the root when several do, or "".
+func outputRule(x string, keep []string) string {
+	best := ""
+	for _, k := range keep {
+		if (paths.Covers(k, x) || paths.Covers(k, staticPrefix(x))) && (best == "" || len(staticPrefix(k)) < len(staticPrefix(best))) {
+			best = k
 		}
 	}
-	return false
+	return best
+}
+
+// execRoot is the directory holding what write rule k names: the directory of a plain path
+// (the work tree for $WORKDIR/target or $WORKDIR/app), the static prefix of a glob (the work
+// tree for $WORKDIR/target*).
+func execRoot(k string) string {
+	if paths.HasGlob(k) {
+		return staticPrefix(k)
+	}
+	return filepath.Dir(k)
 }
 
 // stagesToPlan lists the stages for the sandbox; Run fills in their upper and work directories.
