@@ -336,7 +336,7 @@ func buildSeccomp(p *policy.Profile, consumer string, opts Options) (seccompPoli
 		if len(names) == 0 {
 			return false
 		}
-		sp.Notes = append(sp.Notes, fmt.Sprintf("left out: the %s ABI (its calls are refused): its %s %s a rule of its own in sysprof enforce "+
+		sp.Notes = append(sp.Notes, fmt.Sprintf("left out: the %s ABI (its calls fail as an unlisted ABI's do): its %s %s a rule of its own in sysprof enforce "+
 			"(i386's old mmap passes its arguments in memory, so every call goes to the supervisor unless a rule lets PROT_EXEC through), "+
 			"and this format applies one rule per name to every architecture; use --format bpf (bwrap), or allow PROT_EXEC on mmap to keep %s",
 			a.Name, strings.Join(names, ", "), map[bool]string{true: "has", false: "have"}[len(names) == 1], a.Name))
