@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
 )
 
 // The tool as learned: it imports foo (python writes foo's bytecode cache) and, in the staged
@@ -40,7 +41,9 @@ except OSError as e:
 // `python3 -c 'import foo'` must run foo.py, not the payload. Bound: the cache is never
 // granted, so the write is refused (and no denial: python goes on without it). Staged (the
 // tool also writes a file in the work tree, `--apply safe` applies held changes in the work
-// tree): the run's bytecode is dropped from the changeset and the report counts it.
+// tree): the run's bytecode is dropped from the changeset and the report counts it. Granted (a
+// profile that names $WORKDIR/__pycache__, as one learned before or the shipped python3 does,
+// the directory there): it is staged, not bound, and the run's bytecode dropped.
 func TestPlantedBytecodeDoesNotRunLater(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireTools(t, hostPath, "python3")
@@ -48,9 +51,11 @@ func TestPlantedBytecodeDoesNotRunLater(t *testing.T) {
 		name  string
 		argv  []string
 		apply []string
+		grant string // a write rule the test adds to the learned profile
 	}{
-		{"bound", []string{"python3", "tool.py"}, nil},
-		{"staged", []string{"python3", "tool.py", "out"}, []string{"--apply", "safe"}},
+		{"bound", []string{"python3", "tool.py"}, nil, ""},
+		{"staged", []string{"python3", "tool.py", "out"}, []string{"--apply", "safe"}, ""},
+		{"granted", []string{"python3", "tool.py"}, nil, "$WORKDIR/__pycache__"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -60,6 +65,13 @@ func TestPlantedBytecodeDoesNotRunLater(t *testing.T) {
 			profile := filepath.Join(root, "tool.yaml")
 			testutil.MustCode(t, "learn", b.Sysprof(t, append([]string{"learn", "-p", profile, "--"}, c.argv...)...), 0)
 			b.Sh(t, "rm -f out.txt")
+			if c.grant != "" {
+				p := loadProfile(t, profile)
+				p.Filesystem.Write = append(p.Filesystem.Write, policy.PathRule{Path: c.grant})
+				if err := policy.Save(profile, p); err != nil {
+					t.Fatal(err)
+				}
+			}
 
 			testutil.WriteFile(t, filepath.Join(b.Work, "tool.py"), bytecodePlanter, 0o644)
 			rep := filepath.Join(root, "report.json")
@@ -70,7 +82,7 @@ func TestPlantedBytecodeDoesNotRunLater(t *testing.T) {
 			if !strings.Contains(r.Stdout, "tool ran") {
 				t.Fatalf("enforce: the tool did not run:\n%s", r)
 			}
-			if c.name == "staged" {
+			if c.name != "bound" {
 				got := testutil.ReadReport(t, rep)
 				if ch := got.Changes; ch == nil || ch.Dropped == 0 || !strings.Contains(strings.Join(got.Notes, "\n"), "bytecode cache file(s) not kept") {
 					t.Errorf("enforce: the report does not count the bytecode cache not kept: %+v %q\n%s", ch, got.Notes, r)
