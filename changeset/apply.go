@@ -37,10 +37,12 @@ func ParseApplyMode(s string) (ApplyMode, error) {
 
 // Result is what Apply did. Every change of the run is in exactly one list: Applied (gone
 // from the changeset), Held (selected by nobody, or left by an error: still in the changeset),
-// Conflicts (the host side moved since the run started: held, never overwritten) or Refused
-// (cannot be placed safely: held).
+// Conflicts (the host side moved since the run started: held, never overwritten), Refused
+// (cannot be placed safely: held) or Dropped (a regenerable cache: removed from the changeset,
+// never applied, even when named).
 type Result struct {
 	Applied   []Change `json:"applied"`
+	Dropped   []Change `json:"dropped,omitempty"`
 	Held      []Change `json:"held"`
 	Conflicts []Change `json:"conflicts,omitempty"`
 	Refused   []Change `json:"refused,omitempty"`
@@ -104,6 +106,16 @@ func (r *Run) Apply(mode ApplyMode, only []string) (Result, error) {
 			continue
 		}
 		for _, c := range mine {
+			if c.Class == Dropped {
+				if err := a.discard(c); err != nil {
+					res.Errors = append(res.Errors, err.Error())
+					res.Held = append(res.Held, c)
+					continue
+				}
+				applied[key(c)] = true // gone from the changeset, as an applied change is
+				res.Dropped = append(res.Dropped, c)
+				continue
+			}
 			if stop || !sel[key(c)] {
 				if why := together[key(c)]; why != "" {
 					c.Reason += "; " + why
@@ -429,6 +441,22 @@ func (a *applier) apply(c *Change) error {
 		testHookBeforeMove(up, name)
 	}
 	return a.move(c, up, host, name, hostNow, &hst)
+}
+
+// discard removes a dropped change from the upper layer (a directory goes with prune, once
+// empty).
+func (a *applier) discard(c Change) error {
+	if c.Type == TypeDir {
+		return nil
+	}
+	up, err := a.upDir(dirOf(c.Rel))
+	if err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(up, baseOf(c.Rel), 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("drop %s from the changeset: %w", c.Path, err)
+	}
+	return nil
 }
 
 // testHookBeforeMove lets a test act as a command still writing into the layer between the

@@ -315,6 +315,40 @@ func TestApplyPthHeld(t *testing.T) {
 	}
 }
 
+// TestApplyBytecodeDropped: a bytecode cache the run wrote (a new __pycache__ and a .pyc
+// replacing the host's) is never applied, though a Keep rule covers it and it is named or
+// selected by --all, and it leaves the changeset; the source beside it is applied; the host's
+// own .pyc stays as it was.
+func TestApplyBytecodeDropped(t *testing.T) {
+	r, w := newRun(t, func(w string) {
+		write(t, filepath.Join(w, "gen/old.py"), "x = 1\n", 0o644)
+		write(t, filepath.Join(w, "gen/__pycache__/old.cpython-311.pyc"), "host", 0o644)
+	}, []string{"gen/**"})
+	inOverlay(t, r, `mkdir -p gen/new/__pycache__; echo evil > gen/new/__pycache__/foo.cpython-311.pyc; echo evil > gen/__pycache__/old.cpython-311.pyc; echo y=2 > gen/new/foo.py`)
+	m := scan(t, r)
+	wantClass(t, m, "gen/new/__pycache__/foo.cpython-311.pyc", OpCreate, Dropped)
+	wantClass(t, m, "gen/__pycache__/old.cpython-311.pyc", OpModify, Dropped)
+	res, err := r.Apply(ApplyAll, []string{filepath.Join(w, "gen")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exists(filepath.Join(w, "gen/new/__pycache__")) {
+		t.Errorf("the run's bytecode cache reached the host: %+v", res)
+	}
+	if got := readFile(t, filepath.Join(w, "gen/__pycache__/old.cpython-311.pyc")); got != "host" {
+		t.Errorf("the host's .pyc was replaced: %q", got)
+	}
+	if !exists(filepath.Join(w, "gen/new/foo.py")) {
+		t.Errorf("the learned source did not reach the host: %+v", res)
+	}
+	if got := res.Report(r.ID).Dropped; got != 2 {
+		t.Errorf("report: %d bytecode files dropped, want 2: %+v", got, res.Dropped)
+	}
+	if left := scan(t, r); len(left) != 0 {
+		t.Errorf("the changeset still holds %v", keys(left))
+	}
+}
+
 // TestApplyConflict: a host file that changed after the run started is never overwritten, and
 // a file another writer created meanwhile is not replaced.
 func TestApplyConflict(t *testing.T) {

@@ -18,6 +18,9 @@ const (
 	Learned   Class = "learned"   // a write rule covers it: applied
 	Held      Class = "held"      // not learned, ordinary: kept, reported, never discarded
 	Dangerous Class = "dangerous" // see Classify: held, critical, whatever a rule says
+	// Dropped: a regenerable cache of code (Python's bytecode cache): never applied, not held,
+	// discarded with the run; the next import writes it again from its source.
+	Dropped Class = "dropped"
 )
 
 // Op is what a change does to the host path.
@@ -106,6 +109,10 @@ type Rules struct {
 //     symlink or hard link whose target leaves r.Tree or names a protected path; a hard link
 //     with names outside the changeset; a device node, FIFO or socket; set-id bits on a file
 //     or file capabilities; a file that becomes executable outside r.ExecOK.
+//   - dropped: a Python bytecode cache (paths.BytecodeCache) created or changed, whatever a
+//     rule says: a .pyc whose header names its source's mtime and size runs in place of the
+//     source at the next import outside the sandbox, and nobody reviews bytecode; python
+//     writes it again from the source.
 //   - learned: a Keep rule covers it (inside a protected path only a rule at or below it).
 //   - held: the rest.
 func Classify(c Change, r Rules) Change {
@@ -117,6 +124,10 @@ func Classify(c Change, r Rules) Change {
 		if grantable {
 			c.Grant = &policy.Grant{Section: policy.SectionWrite, Item: paths.Literal(portable)}
 		}
+		return c
+	}
+	if c.Op != OpDelete && c.Op != OpRmdir && paths.BytecodeCache(c.Path) {
+		c.Class, c.Reason = Dropped, "Python's bytecode cache: never applied (it would run in place of its source outside the sandbox); the next import writes it again"
 		return c
 	}
 	if c.Unreadable != "" {

@@ -33,6 +33,12 @@ func TestClassify(t *testing.T) {
 		want  Class
 		grant bool // a Grant is suggested
 	}{
+		// dropped: a bytecode cache, whatever a rule says; a delete of one is ordinary.
+		{"bytecode cache under a rule", file(OpCreate, "/w/build/__pycache__/a.cpython-311.pyc", 0o644), testRules, Dropped, false},
+		{"bytecode cache in the tree", file(OpModify, "/w/__pycache__/a.cpython-311.pyc", 0o644), testRules, Dropped, false},
+		{"bytecode cache directory", Change{Path: "/w/pkg/__pycache__", Op: OpMkdir, Type: TypeDir, Mode: 0o755}, testRules, Dropped, false},
+		{"bytecode cache deleted", file(OpDelete, "/w/build/__pycache__/a.cpython-311.pyc", 0), testRules, Learned, false},
+		{"set-id bytecode stays dangerous", file(OpCreate, "/w/__pycache__/a.cpython-311.pyc", 0o4755), testRules, Dangerous, false},
 		// learned: a rule covers it.
 		{"learned output", file(OpCreate, "/w/build/a.o", 0o644), testRules, Learned, false},
 		{"learned exact file", file(OpModify, "/w/out.txt", 0o644), testRules, Learned, false},

@@ -22,8 +22,9 @@
 // including the interpreter start-up hooks paths.StartupHook names — that no Keep rule at or
 // below it names; a symlink or hard link leaving Rules.Tree or naming a protected path; a hard
 // link with names outside the changeset; a device, FIFO or socket; set-id bits or file
-// capabilities; a file becoming executable outside Rules.ExecOK), then learned (a Keep rule
-// covers it), else held. A held change carries the typed write rule (policy.Grant) that would
+// capabilities; a file becoming executable outside Rules.ExecOK), then dropped (Python's
+// bytecode cache, whatever a rule says: Apply removes it from the changeset and never places
+// it, Result.Dropped counts it), then learned (a Keep rule covers it), else held. A held change carries the typed write rule (policy.Grant) that would
 // make it learned and the policy's rating of it; a dangerous one is critical.
 //
 // # Applying

@@ -4,7 +4,8 @@ import (
 	"github.com/sysprof/sysprof/report"
 )
 
-// Report is what a run's report says of its changeset after res: the count applied, and each
+// Report is what a run's report says of its changeset after res: the counts applied and
+// dropped (files of a regenerable cache), and each
 // change that was not simply applied (held, dangerous, in conflict, refused, or applied with
 // set-id bits or capabilities stripped).
 func (res Result) Report(runID string) *report.Changes {
@@ -17,6 +18,11 @@ func (res Result) Report(runID string) *report.Changes {
 				rc.Reason = c.Stripped
 			}
 			out.Held = append(out.Held, rc)
+		}
+	}
+	for _, c := range res.Dropped {
+		if c.Type != TypeDir {
+			out.Dropped++
 		}
 	}
 	add(res.Held, report.ChangeHeld)

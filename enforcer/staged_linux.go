@@ -215,5 +215,8 @@ func FinishChangeset(run *changeset.Run, mode changeset.ApplyMode, gate string) 
 	if out.Applied > 0 {
 		notes = append(notes, fmt.Sprintf("changeset %s: %d learned change(s) applied", run.ID, out.Applied))
 	}
+	if out.Dropped > 0 {
+		notes = append(notes, fmt.Sprintf("changeset %s: %d bytecode cache file(s) not kept (python writes them again from their sources; bytecode written in a run never reaches the host)", run.ID, out.Dropped))
+	}
 	return out, notes
 }

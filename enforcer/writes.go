@@ -121,6 +121,14 @@ func (c *Compiled) sortWrites(write []string, privateTmp bool, env Env) sortedWr
 			c.Unenforceable = append(c.Unenforceable, err.Error())
 			continue
 		}
+		if paths.BytecodeCache(resolved) {
+			// Python's bytecode cache (a profile learned before it was never granted, the
+			// shipped python3): staged, never bound, so the changeset drops what the run
+			// wrote there (changeset.Dropped) instead of a planted .pyc landing on the host.
+			out.stage = append(out.stage, nearestExistingDir(resolved))
+			out.keep = append(out.keep, resolved)
+			continue
+		}
 		if st, err := os.Stat(resolved); err == nil && st.IsDir() {
 			out.keep = append(out.keep, resolved)
 			if p := replaceableParent(resolved, env); p != "" {

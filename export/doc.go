@@ -20,6 +20,10 @@
 // the profile's argument rules plus the hardening (clone namespace flags, TIOCSTI/TIOCLINUX,
 // IPPROTO_MPTCP unless learned, set-id modes), 32-bit arguments compared on their low word,
 // clone3 and openat2 answering ENOSYS, the i386/x32 tables only when the profile lists them.
+// oci and spo name a syscall's rule once for every listed architecture, while enforce maps
+// rules per ABI by number: an ABI whose rule for a name is another (i386's old mmap, every
+// call refused unless a rule lets PROT_EXEC through) is left out of their architectures, with
+// a note (its calls meet the default action); bpf carries it.
 // Each consumer's own calls after it loaded the filter are added as a documented runtime set
 // (runtimeSyscalls: runc's init, bwrap's init), never learned. Names are written as libseccomp
 // spells them (arm64's fstatat is newfstatat); the tests check them against libseccomp's and

@@ -112,7 +112,12 @@ var runtimeValues = map[string]map[string]map[int][]uint64{
 //
 // notes are what the compile added (hardening, clone3's ENOSYS: true of formats that carry
 // argument checks), then what it left out and the runtime set (true of every format).
-func compileFor(p *policy.Profile, consumer string, opts Options) (rules map[string]*seccomp.Rule, abis []*arch.Info, notes []string, err error) {
+//
+// differ names, per ABI, the syscalls whose rule there is not the rule by name (i386's old
+// mmap: its arguments are in memory, so every call goes to the supervisor unless a rule lets
+// PROT_EXEC through): a format that applies one rule per name to every architecture cannot
+// carry them.
+func compileFor(p *policy.Profile, consumer string, opts Options) (rules map[string]*seccomp.Rule, abis []*arch.Info, differ map[*arch.Info][]string, notes []string, err error) {
 	var natives []string
 	for _, a := range p.Syscalls.Architectures {
 		if info, err := arch.GetInfo(a); err == nil && (info == arch.X86_64 || info == arch.AARCH64) {
@@ -133,12 +138,21 @@ func compileFor(p *policy.Profile, consumer string, opts Options) (rules map[str
 	for _, a := range natives {
 		f, err := seccomp.Compile(p, a, seccomp.Options{Extra: extra, ExtraValues: runtimeValues[consumer]})
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		rules = f.Rules
 		for _, abi := range f.Spec.ABIs {
 			if !slices.Contains(abis, abi.Info) {
 				abis = append(abis, abi.Info)
+			}
+			for nr, r := range abi.Rules {
+				if name := abi.Known[nr]; r != f.Rules[name] && !slices.Contains(differ[abi.Info], name) {
+					if differ == nil {
+						differ = map[*arch.Info][]string{}
+					}
+					differ[abi.Info] = append(differ[abi.Info], name)
+					slices.Sort(differ[abi.Info])
+				}
 			}
 		}
 		if len(notes) == 0 {
@@ -163,7 +177,7 @@ func compileFor(p *policy.Profile, consumer string, opts Options) (rules map[str
 	if len(extra) > 0 {
 		notes = append(notes, fmt.Sprintf("runtime: + %s (the %s runtime's own calls after it loaded the filter; allowed to the command too)", strings.Join(extra, " "), consumer))
 	}
-	return rules, abis, notes, nil
+	return rules, abis, differ, notes, nil
 }
 
 // consumerNames are go-seccomp-bpf names that libseccomp (and so runc, crun, the Security
@@ -309,11 +323,25 @@ func rejectedConds(c seccomp.Check, alone bool) ([]cond, error) {
 // errno answers other than EPERM (clone3's ENOSYS). Everything else gets the default, EPERM.
 func buildSeccomp(p *policy.Profile, consumer string, opts Options) (seccompPolicy, error) {
 	var sp seccompPolicy
-	rules, abis, notes, err := compileFor(p, consumer, opts)
+	rules, abis, differ, notes, err := compileFor(p, consumer, opts)
 	if err != nil {
 		return sp, err
 	}
 	sp.Notes = notes
+	// Entries name syscalls for every listed architecture: an ABI whose rule for a name is
+	// another (i386's old mmap) would get the native rule, checking registers that hold no
+	// such argument. It is left out: its calls meet the default action.
+	abis = slices.DeleteFunc(slices.Clone(abis), func(a *arch.Info) bool {
+		names := differ[a]
+		if len(names) == 0 {
+			return false
+		}
+		sp.Notes = append(sp.Notes, fmt.Sprintf("left out: the %s ABI (its calls fail as an unlisted ABI's do): its %s %s a rule of its own in sysprof enforce "+
+			"(i386's old mmap passes its arguments in memory, so every call goes to the supervisor unless a rule lets PROT_EXEC through), "+
+			"and this format applies one rule per name to every architecture; use --format bpf (bwrap), or allow PROT_EXEC on mmap to keep %s",
+			a.Name, strings.Join(names, ", "), map[bool]string{true: "has", false: "have"}[len(names) == 1], a.Name))
+		return true
+	})
 	for _, a := range abis {
 		sp.Architectures = append(sp.Architectures, scArch[a.Name])
 	}

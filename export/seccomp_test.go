@@ -455,3 +455,37 @@ func TestExportedNamesKnownToConsumers(t *testing.T) {
 		}
 	}
 }
+
+// TestCompatRulesPerABI is issue 23's "export formats apply rules by name across ABIs": the
+// formats that name syscalls for every listed architecture (oci, spo) gave an i386 profile
+// x86_64's mmap check on i386's old mmap, whose registers hold no prot (its arguments are in
+// memory): any garbage there passed, where sysprof enforce refuses every such call (its raw
+// BPF maps rules per ABI by number). Such an ABI is left out (its calls meet the default
+// action) and a note says why; once a rule lets PROT_EXEC through, the rules agree and it stays.
+func TestCompatRulesPerABI(t *testing.T) {
+	p := loadFixture(t, "cargo-build.yaml")
+	p.Syscalls.Architectures = []string{"i386", "x86_64"}
+	for _, format := range []string{"oci", "spo"} {
+		var buf bytes.Buffer
+		if err := Write(&buf, p, format, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		notes, err := Notes(p, format, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(buf.String(), "SCMP_ARCH_X86\"") || strings.Contains(buf.String(), "- SCMP_ARCH_X86\n") {
+			t.Errorf("%s: i386 is listed, with x86_64's mmap rule on its old mmap:\n%s", format, buf.String())
+		}
+		if !strings.Contains(strings.Join(notes, "\n"), "left out: the i386 ABI") {
+			t.Errorf("%s: no note says i386 is left out: %q", format, notes)
+		}
+		if format == "oci" {
+			checkGolden(t, "cargo-build-i386.oci.golden.json", buf.Bytes())
+		}
+	}
+	p.Syscalls.Args = append(p.Syscalls.Args, policy.ArgRule{Syscall: "mmap", Arg: 2, Flags: []string{"PROT_READ", "PROT_WRITE", "PROT_EXEC"}})
+	if s := exportOCI(t, p); !slices.Contains(s.Architectures, specs.ArchX86) {
+		t.Errorf("with PROT_EXEC allowed on mmap the rules agree, yet i386 is left out: %v", s.Architectures)
+	}
+}

@@ -20,19 +20,19 @@ func BytecodeCache(p string) bool {
 	return strings.Contains(name, ".pyc") || strings.HasSuffix(name, ".tmp")
 }
 
-// SystemBytecodeCache reports a BytecodeCache in a system tree (/usr, /opt, /lib, …, not
-// below a variable): /usr/lib/python3/dist-packages/xdist/__pycache__/plugin.cpython-311-pytest-7.2.1.pyc.
-// p is portable: a host path below a variable's directory (the work tree, $HOME) is one only
-// once rewritten.
+// KeptBytecodeCache reports a BytecodeCache the host keeps after a run: anywhere but the
+// run's private temporary directory ($TMPDIR, /tmp) and the kernel's trees. p is portable or
+// absolute.
 //
-// Only a first run as root after a package was installed writes one (pytest's rewritten
-// plugins); every other run and every other user reads it or gets EACCES and does the same
-// thing. A profile never grants it: a write rule there would let the command plant code that
-// every later, unsandboxed python runs.
-func SystemBytecodeCache(p string) bool {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "/tmp/") || strings.HasPrefix(p, "/dev/") ||
-		strings.HasPrefix(p, "/proc/") || strings.HasPrefix(p, "/sys/") {
-		return false
+// A profile never grants one, in a system tree or in the work tree alike: python reads the
+// caches that exist and goes on without writing one where it cannot, while a write rule there
+// would let the command plant bytecode (a .pyc whose header names its source's mtime and size)
+// that every later python outside the sandbox runs in place of the source.
+func KeptBytecodeCache(p string) bool {
+	for _, private := range []string{"/tmp/", "$TMPDIR/", "/dev/", "/proc/", "/sys/"} {
+		if strings.HasPrefix(p, private) {
+			return false
+		}
 	}
 	return BytecodeCache(p)
 }

@@ -17,21 +17,23 @@ func TestBytecodeCache(t *testing.T) {
 	}
 }
 
-func TestSystemBytecodeCache(t *testing.T) {
+func TestKeptBytecodeCache(t *testing.T) {
 	for p, want := range map[string]bool{
 		"/usr/lib/python3/dist-packages/xdist/__pycache__":                                     true,
 		"/usr/lib/python3/dist-packages/xdist/__pycache__/plugin.cpython-311-pytest-7.2.1.pyc": true,
 		"/usr/lib/python3/dist-packages/xdist/__pycache__/plugin.cpython-311.pyc.140":          true,
 		"/opt/tool/lib/__pycache__/a.cpython-312.pyc":                                          true,
+		"$WORKDIR/__pycache__/a.cpython-311.pyc":                                               true,
+		"$WORKDIR/pkg/__pycache__":                                                             true,
+		"$HOME/.local/lib/python3.11/site-packages/x/__pycache__/a.cpython-311.pyc":            true,
+		"/home/a/w/__pycache__":                                                                true,
 		"/usr/lib/python3/dist-packages/xdist/plugin.py":                                       false,
 		"/usr/lib/python3/dist-packages/xdist/__pycache__/evil.so":                             false,
-		"$WORKDIR/__pycache__/a.cpython-311.pyc":                                               false,
-		"$HOME/.local/lib/python3.11/site-packages/x/__pycache__/a.cpython-311.pyc":            false,
 		"/tmp/x/__pycache__/a.cpython-311.pyc":                                                 false,
-		"/home/a/w/__pycache__":                                                                true, // not portable: callers rewrite first
+		"$TMPDIR/x/__pycache__/a.cpython-311.pyc":                                              false,
 	} {
-		if got := SystemBytecodeCache(p); got != want {
-			t.Errorf("SystemBytecodeCache(%q) = %v, want %v", p, got, want)
+		if got := KeptBytecodeCache(p); got != want {
+			t.Errorf("KeptBytecodeCache(%q) = %v, want %v", p, got, want)
 		}
 	}
 }

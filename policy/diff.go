@@ -204,6 +204,9 @@ func domainOf(p *Profile, allowed map[string]bool, rules map[argKey]*ArgRule, k 
 		// Hardened: without a rule, PROT_EXEC (MFD_EXEC) is refused (execBit).
 		return argDomain{mask: bit, values: map[uint64]string{0: lets.Values[0]}}
 	}
+	if r == nil && selfOnly(k.syscall, k.arg) {
+		return argDomain{mask: ^uint64(0), values: map[uint64]string{0: "0"}} // pid 0 only (SelfOnlyArgs)
+	}
 	if r == nil || len(r.Values) == 0 && len(r.Flags) == 0 && len(r.Deny) == 0 {
 		return argDomain{any: true}
 	}

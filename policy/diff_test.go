@@ -523,3 +523,31 @@ func TestMemfdExecRuleIsAWidening(t *testing.T) {
 		}
 	}
 }
+
+// prlimit64 on another pid is refused unless a rule names it (refine adds one from a denial's
+// "+ pid" suggestion), so no rule there is "pid 0", not "any value": gaining a pid widens,
+// losing it (a drift whose learn has no rule) narrows, and a merge keeps the rule.
+func TestPrlimitPidRuleIsAWidening(t *testing.T) {
+	base := func() *Profile { return &Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "prlimit64"}}}} }
+	other := base()
+	other.Syscalls.Args = []ArgRule{{Syscall: "prlimit64", Arg: 0, Values: []string{"0x0", "0x1"}}}
+	widens := func(cs []Change) (n int) {
+		for _, c := range cs {
+			if c.Widens {
+				n++
+			}
+		}
+		return n
+	}
+	if n := widens(Diff(base(), other)); n != 1 {
+		t.Errorf("gaining pid 1: %d widenings, want 1: %v", n, Diff(base(), other))
+	}
+	if n := widens(Diff(other, base())); n != 0 {
+		t.Errorf("losing the pid rule widens: %v", Diff(other, base()))
+	}
+	for _, m := range []*Profile{Merge(base(), other), Merge(other, base())} {
+		if len(m.Syscalls.Args) != 1 || m.Syscalls.Args[0].Syscall != "prlimit64" {
+			t.Errorf("merge with a profile without the rule dropped it: %+v", m.Syscalls.Args)
+		}
+	}
+}

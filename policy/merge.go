@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -192,6 +193,15 @@ func mergeArgs(dst, src *Profile) []ArgRule {
 		// lets any value but PROT_EXEC through: the union is the other side's rule if that
 		// allows no PROT_EXEC value (no rule), else every value (the exec-memory rule).
 		if rd == nil && dAllows[k.syscall] || rs == nil && sAllows[k.syscall] {
+			// A pid argument without a rule lets pid 0 through (SelfOnlyArgs): the union is
+			// the other side's rule when that lets 0 through too.
+			if other := cmp.Or(rd, rs); selfOnly(k.syscall, k.arg) && other != nil && slices.ContainsFunc(other.Values, func(v string) bool {
+				n, err := ParseValue(v)
+				return err == nil && n == 0
+			}) {
+				out = append(out, *other)
+				continue
+			}
 			if bit, lets, ok := execBit(k.syscall, k.arg); ok {
 				other := rd
 				if other == nil {

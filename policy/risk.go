@@ -410,6 +410,17 @@ func execBit(syscall string, arg int) (bit uint64, lets ArgRule, ok bool) {
 	return 0, ArgRule{}, false
 }
 
+// SelfOnlyArgs are the pid arguments enforce lets through only as 0 (the caller) unless a
+// rule names other pids (seccomp's WhyPrlimitOther; refine adds such a rule): no rule there
+// means "pid 0", not "any value" (Diff, Merge).
+var SelfOnlyArgs = map[string]int{"prlimit64": 0}
+
+// selfOnly reports a SelfOnlyArgs argument.
+func selfOnly(syscall string, arg int) bool {
+	i, ok := SelfOnlyArgs[syscall]
+	return ok && i == arg
+}
+
 // mfdExec is memfd_create's MFD_EXEC.
 const mfdExec = 0x10
 

@@ -11,6 +11,11 @@
 //	syscall    syscalls.allow: + NAME
 //	           syscalls.architectures: + i386              (a call through another ABI)
 //	           syscalls.args: NAME arg N: + VALUE          (a value an argument rule refused)
+//	                                                       (no rule there: the filter's own
+//	                                                        check refused it, prlimit64 on
+//	                                                        another pid; the rule added lets
+//	                                                        VALUE through besides what that
+//	                                                        check did: seccomp.LiftRule)
 //	file       filesystem.read  + PATH                     (read, list, metadata)
 //	           filesystem.write + PATH                     (write, create, delete)
 //	           filesystem.exec  + PATH                     (exec)

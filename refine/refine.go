@@ -17,6 +17,7 @@ import (
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 // Choice is a reviewer's answer to one proposal. The zero value is KeepDenied: a proposal
@@ -364,6 +365,13 @@ func changesOf(base *policy.Profile, x Patch) []policy.Change {
 			out = append(out, c)
 		}
 	}
+	if len(out) == 0 && x.Section == policy.SectionArgs && len(next.Syscalls.Args) > len(base.Syscalls.Args) {
+		// A rule where the profile had none (applyArg): the diff reads it as a restriction,
+		// but the filter's own check it replaces let less through (prlimit64: pid 0 only).
+		risk, why := policy.GrantRisk(base, x.Grant)
+		out = append(out, policy.Change{Kind: policy.Widened, Section: policy.SectionArgs, Widens: true, Risk: risk, Reason: why, By: x.By,
+			Item: fmt.Sprintf("%s arg %d: %s (beside what the filter's own check lets through)", x.Syscall, x.Arg, x.Item)})
+	}
 	return out
 }
 
@@ -702,8 +710,9 @@ func apply(p *policy.Profile, x Patch) error {
 }
 
 // applyArg lets value x.Item through every rule on x.Syscall's argument x.Arg: it is taken
-// off their deny lists, added to their value lists, and its bits to their flag lists. A
-// syscall without such a rule lets every value through already.
+// off their deny lists, added to their value lists, and its bits to their flag lists. Without
+// such a rule the refused value met the filter's own check: the rule seccomp.LiftRule gives
+// is added.
 func applyArg(p *policy.Profile, x Patch) error {
 	v, err := policy.ParseValue(x.Item)
 	if err != nil {
@@ -712,6 +721,20 @@ func applyArg(p *policy.Profile, x Patch) error {
 	num := func(s string) (uint64, bool) {
 		n, err := policy.ParseValue(s)
 		return n, err == nil
+	}
+	if !slices.ContainsFunc(p.Syscalls.Args, func(r policy.ArgRule) bool { return r.Syscall == x.Syscall && r.Arg == x.Arg }) {
+		// No rule of the profile: the filter's own check refused it (prlimit64 on another
+		// pid). Add the rule that lets v through besides what that check lets through.
+		r, guarded, ok := seccomp.LiftRule(x.Syscall, x.Arg, v)
+		switch {
+		case !guarded:
+			return nil // every value passes already
+		case !ok:
+			return fmt.Errorf("no rule on %s argument %d to widen, and the filter's check there cannot be lifted by one: allow it by hand in syscalls.args", x.Syscall, x.Arg)
+		}
+		r.Provenance = policy.Provenance{By: x.By}
+		p.Syscalls.Args = append(p.Syscalls.Args, r)
+		return nil
 	}
 	for i := range p.Syscalls.Args {
 		r := &p.Syscalls.Args[i]

@@ -10,8 +10,11 @@ import (
 // Changes is the changeset summary of one run: which run holds the changes (`sysprof changes
 // diff RUN`), how many changes were applied, and every change that was not simply applied.
 type Changes struct {
-	Run     string   `json:"run"`
-	Applied int      `json:"applied"`
+	Run     string `json:"run"`
+	Applied int    `json:"applied"`
+	// Dropped counts the files of a regenerable code cache (Python's bytecode) the run wrote
+	// and that were not kept (changeset.Dropped).
+	Dropped int      `json:"dropped,omitempty"`
 	Held    []Change `json:"held"`
 	// Apply is the apply mode of the run (learned, safe, none); Gate the gate (step) that
 	// failed in a gated run, which held everything.

@@ -14,7 +14,7 @@ func compileArgRule(r policy.ArgRule) (chk Check, errnoOnly bool, err error) {
 	if err != nil {
 		return Check{}, false, err
 	}
-	c := Check{Arg: s.Arg, Width32: isInt32Arg(s.Syscall, s.Arg), Mask: s.Mask, Fail: RetNotify, Why: "profile rule",
+	c := Check{Arg: s.Arg, Width32: isInt32Arg(s.Syscall, s.Arg), Mask: s.Mask, Fail: RetNotify, Why: WhyProfileRule,
 		Values: s.Values, HasValues: s.Values != nil, AllowedBits: s.Flags, HasAllowedBits: s.HasFlags, DenyValues: s.Deny}
 	if s.Errno != 0 {
 		c.Fail = RetErrno(syscall.Errno(s.Errno))

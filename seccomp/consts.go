@@ -23,6 +23,9 @@ const WhySetID = "set-id mode bits (S_ISUID/S_ISGID)"
 // a call naming the caller's own pid go on.
 const WhyPrlimitOther = "prlimit64 on another process (the init stage's or a sibling's limits)"
 
+// WhyProfileRule marks the check of a profile's own argument rule.
+const WhyProfileRule = "profile rule"
+
 // WhyExecMemory marks the checks that refuse executable memory no file backs (mmap of an
 // anonymous mapping with PROT_EXEC, mprotect/pkey_mprotect adding PROT_EXEC, shmat SHM_EXEC)
 // unless the profile has a rule on prot that lets PROT_EXEC through (learned from a JIT).

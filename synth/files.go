@@ -920,7 +920,7 @@ func (s *state) passWrite() []string {
 			pager = append(pager, f.path)
 			continue
 		}
-		if paths.SystemBytecodeCache(f.path) {
+		if paths.KeptBytecodeCache(f.path) {
 			bytecode = append(bytecode, f.path)
 			continue
 		}
@@ -971,8 +971,8 @@ func (s *state) passWrite() []string {
 	}
 	if len(bytecode) > 0 {
 		slices.Sort(bytecode)
-		msgs = append(msgs, fmt.Sprintf("not granted: %s of Python's bytecode cache in a system tree (%s): a first run as root writes it, "+
-			"every other run reads it or goes on without it; a write rule there would let the command plant code every later python runs",
+		msgs = append(msgs, fmt.Sprintf("not granted: %s of Python's bytecode cache (%s): python reads the caches that exist and goes on without "+
+			"writing one where it cannot; a write rule there would let the command plant bytecode that a later python outside the sandbox runs in place of its source",
 			plural(len(slices.Compact(bytecode)), "write"), bytecode[0]))
 	}
 	if terminal {
