@@ -205,7 +205,7 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env, reachesSockets func()
 	plan.ReadOnlyRoot = true
 	plan.PrivateTmp = fs.PrivateTmp
 	tmpWrites := privateTmpWrites(sets.write, fs.PrivateTmp, env)
-	wg := c.planWrites(sets.write, fs.PrivateTmp, env)
+	wg := c.planWrites(sets.write, sets.exec, fs.PrivateTmp, env)
 	plan.Writable = append(plan.Writable, wg.binds...)
 	c.Stages = wg.stages
 	plan.Staged = stagesToPlan(wg.stages)

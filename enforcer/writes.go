@@ -44,9 +44,9 @@ type writeGrants struct {
 //     the rules that cover them);
 //   - a tool cache root ($GOCACHE, ...) that is missing is created, as the tool would;
 //   - paths in the private /tmp get the tmpfs, which is private anyway.
-func (c *Compiled) planWrites(write []string, privateTmp bool, env Env) writeGrants {
+func (c *Compiled) planWrites(write, exec []string, privateTmp bool, env Env) writeGrants {
 	protected := protectedHostPaths(env)
-	w := c.sortWrites(write, privateTmp, env)
+	w := c.sortWrites(write, exec, privateTmp, env)
 	binds, staged := c.protectBinds(w.binds, protected, w.keep)
 	stageDirs := c.stageDirs(append(w.stage, staged...), binds, w.keep, env)
 	g := writeGrants{landlock: w.landlock, binds: binds}
@@ -79,7 +79,7 @@ type sortedWrites struct {
 // private /tmp), a writable bind (an existing directory) or a stage of its nearest existing
 // directory (a file, a missing path, a glob). A rule that is not what it was learned as (a
 // symlink, outside its variable's root) is Unenforceable.
-func (c *Compiled) sortWrites(write []string, privateTmp bool, env Env) sortedWrites {
+func (c *Compiled) sortWrites(write, exec []string, privateTmp bool, env Env) sortedWrites {
 	var out sortedWrites
 	for _, w := range write {
 		if isDevice(w) {
@@ -131,7 +131,7 @@ func (c *Compiled) sortWrites(write []string, privateTmp bool, env Env) sortedWr
 		}
 		if st, err := os.Stat(resolved); err == nil && st.IsDir() {
 			out.keep = append(out.keep, resolved)
-			if p := replaceableParent(resolved, env); p != "" {
+			if p := replaceableParent(resolved, env); p != "" && !holdsExec(resolved, exec) {
 				out.stage = append(out.stage, p)
 				c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is an output directory in the work tree: staged with %s, so that the command may remove and make it again (rm -rf, cargo clean)", resolved, p))
 				continue
@@ -168,6 +168,20 @@ func replaceableParent(d string, env Env) string {
 		}
 	}
 	return p
+}
+
+// holdsExec reports whether an exec rule names something inside directory d. Such an output
+// directory stays bound over itself (exec, a mount of its own) rather than staged with its
+// parent: exec in a stage is granted on the directory that holds the output, and for an
+// output directory in the work tree that is the work tree, where files the run never wrote
+// (a package's shipped evil.so, ./evil) would become executable and mappable too.
+func holdsExec(d string, exec []string) bool {
+	for _, x := range exec {
+		if paths.Within(staticPrefix(x), d) || paths.Covers(d, x) {
+			return true
+		}
+	}
+	return false
 }
 
 // protectBinds keeps the protected paths inside a bound directory out of reach: read-only
