@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
 )
 
 // The third red team (issue 23, "a fresh red team will try new classes"): the attacks run under
@@ -116,6 +118,123 @@ func TestRedTeamRealisticProfile(t *testing.T) {
 				t.Errorf("the command inherited a descriptor beyond stdio:\n%s", r.Stdout)
 			}
 			checkAttacks(t, r, testutil.ReadReport(t, rep), attacks, as.wrap != nil)
+		})
+	}
+}
+
+// persistenceFiles are files other programs run or obey later, outside the sandbox: git's hooks
+// and config, hook managers (pre-commit, lefthook, husky), CI definitions, editors' and dev
+// containers' tasks (a devcontainer's initializeCommand runs on the host), direnv, cargo's
+// runner and rustc-wrapper, pnpm's install hooks, mercurial's hooks, sysprof's own profile and
+// project file, a start-up file of the shell (Debian's .bashrc sources ~/.bash_aliases).
+var persistenceFiles = []string{
+	"$WORKDIR/.git/hooks/pre-commit",
+	"$WORKDIR/.git/config",
+	"$WORKDIR/.github/workflows/ci.yml",
+	"$WORKDIR/.vscode/tasks.json",
+	"$WORKDIR/.husky/pre-commit",
+	"$WORKDIR/sysprof.yaml",
+	"$WORKDIR/.sysprof/make.yaml",
+	"$WORKDIR/.pre-commit-config.yaml",
+	"$WORKDIR/lefthook.yml",
+	"$WORKDIR/.lefthook.yml",
+	"$WORKDIR/.envrc",
+	"$WORKDIR/.devcontainer/devcontainer.json",
+	"$WORKDIR/.cargo/config.toml",
+	"$WORKDIR/.circleci/config.yml",
+	"$WORKDIR/.gitlab/ci/build.yml",
+	"$WORKDIR/.travis.yml",
+	"$WORKDIR/Jenkinsfile",
+	"$WORKDIR/azure-pipelines.yml",
+	"$WORKDIR/bitbucket-pipelines.yml",
+	"$WORKDIR/.forgejo/workflows/ci.yml",
+	"$WORKDIR/.gitea/workflows/ci.yml",
+	"$WORKDIR/.buildkite/pipeline.yml",
+	"$WORKDIR/.woodpecker.yml",
+	"$WORKDIR/.drone.yml",
+	"$WORKDIR/.pnpmfile.cjs",
+	"$WORKDIR/.hg/hgrc",
+	"$WORKDIR/.npmrc",
+	"$WORKDIR/.yarnrc.yml",
+	"$HOME/.bash_aliases",
+	"$HOME/.bashrc",
+}
+
+// TestRedTeamPersistence (issue 23, the third red team): under the realistic profile, whose run
+// writes files in the work tree (so the work tree is staged), the command writes every file of
+// persistenceFiles, links a work-tree name to a git hook and renames a file over .git/config.
+// Each must either be refused on the record or end in the changeset as dangerous (critical,
+// never applied, no `refine --yes`): a "held, low" entry is one `changes apply --all` away from
+// running outside the sandbox at the next commit, cd, CI run or editor start.
+func TestRedTeamPersistence(t *testing.T) {
+	b, root, profile := realisticBox(t)
+	for _, d := range []string{".git/hooks", ".github", ".husky", ".vscode", ".sysprof"} {
+		if err := os.MkdirAll(filepath.Join(b.Work, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.WriteFile(t, filepath.Join(b.Work, ".git", "config"), "[core]\n", 0o644)
+	existed := map[string]bool{}
+	argv := []string{"./rt"}
+	for _, f := range persistenceFiles {
+		if _, err := os.Lstat(expandAttack(b, f)); err == nil {
+			existed[expandAttack(b, f)] = true
+		}
+		argv = append(argv, "put="+expandAttack(b, f))
+	}
+	argv = append(argv, "symlink=.git/hooks/post-checkout,hook-link", "rename=in.txt,"+filepath.Join(b.Work, ".git", "config"))
+	for _, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			if as.wrap != nil {
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
+			}
+			rep := filepath.Join(root, as.name+"-persist.json")
+			r := enforceAs(t, b, as.wrap, profile, rep, argv...)
+			rp := testutil.ReadReport(t, rep)
+			lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+			if len(lines) != len(argv)-1 {
+				t.Fatalf("the probe printed %d lines for %d actions: %s", len(lines), len(argv)-1, r)
+			}
+			var held []string
+			if rp.Changes != nil {
+				for _, h := range rp.Changes.Held {
+					held = append(held, fmt.Sprintf("%s %s %s %s", h.Class, h.Risk, h.Op, h.Path))
+				}
+			}
+			targets := slices.Clone(persistenceFiles)
+			targets = append(targets, "$WORKDIR/hook-link", "$WORKDIR/.git/config")
+			for i, f := range targets {
+				p := expandAttack(b, f)
+				refused := !strings.HasSuffix(lines[i], ": ok")
+				denied := slices.ContainsFunc(rp.Denials, func(d report.Denial) bool {
+					return d.Kind == report.KindFile && (d.Path == p || strings.HasPrefix(p, d.Path+"/"))
+				})
+				var entry *report.Change
+				if rp.Changes != nil {
+					for j, h := range rp.Changes.Held {
+						if h.Path == p {
+							entry = &rp.Changes.Held[j]
+						}
+					}
+				}
+				switch {
+				case entry != nil && entry.Class == "dangerous" && entry.Risk == report.RiskCritical && entry.State != report.ChangeStripped:
+				case entry != nil:
+					t.Errorf("%s (%s): in the changeset as %s, %s: what is written there runs outside the sandbox later; want dangerous and critical", f, lines[i], entry.Class, entry.Risk)
+				case refused && (denied || as.wrap != nil):
+				case refused:
+					t.Errorf("%s: refused (%s) without a record", f, lines[i])
+				default:
+					t.Errorf("%s: written (%s) and neither refused nor held as dangerous", f, lines[i])
+				}
+				if _, err := os.Lstat(p); err == nil && !existed[p] && !strings.HasSuffix(p, "/.git/config") {
+					t.Errorf("%s reached the host", p)
+				}
+			}
+			if t.Failed() {
+				t.Logf("stdout:\n%s\nheld:\n  %s", r.Stdout, strings.Join(held, "\n  "))
+			}
 		})
 	}
 }
