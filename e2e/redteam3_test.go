@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
+	"golang.org/x/sys/unix"
 )
 
 // The third red team (issue 23, "a fresh red team will try new classes"): the attacks run under
@@ -234,6 +236,65 @@ func TestRedTeamPersistence(t *testing.T) {
 			}
 			if t.Failed() {
 				t.Logf("stdout:\n%s\nheld:\n  %s", r.Stdout, strings.Join(held, "\n  "))
+			}
+		})
+	}
+}
+
+// TestRedTeamTerminalInjection (bwrap's CVE-2017-5226 class) at a real terminal: the command's
+// stdio is the user's terminal, and another terminal of the same user is open (the shell the
+// user types into next). TIOCSTI and TIOCLINUX on its own terminal (which would type into the
+// user's shell after the run) and writing to the other terminal by name are refused and on the
+// record; the other terminal receives nothing.
+func TestRedTeamTerminalInjection(t *testing.T) {
+	b, root, profile := realisticBox(t)
+	for _, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			ptm, pts := testutil.OpenPTY(t)
+			otherm, other := testutil.OpenPTY(t)
+			if as.wrap != nil {
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
+				for _, f := range []*os.File{pts, other} {
+					if err := os.Chown(f.Name(), 65534, 65534); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			rep := filepath.Join(root, as.name+"-tty.json")
+			argv := append(slices.Clone(as.wrap), testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--",
+				"./rt", "tiocsti=0", "tioclinux=0", "tiocsti=1", "write="+other.Name(), "tty")
+			cmd, ctx := testutil.Command(t, b.Work, b.Environ(), argv...)
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			done := make(chan struct{})
+			go func() { defer close(done); _, _ = io.Copy(&out, ptm) }()
+			err := cmd.Wait()
+			pts.Close()
+			<-done
+			r := testutil.Finish(t, ctx, cmd, err, "", "")
+			got := strings.ReplaceAll(out.String(), "\r\n", "\n")
+			for _, want := range []string{"\ntiocsti: EPERM", "\ntioclinux: EPERM", "\nwrite: EACCES", "\ntty: ENXIO"} {
+				if !strings.Contains("\n"+got, want) {
+					t.Errorf("want %q at the terminal (exit %d):\n%s", strings.TrimPrefix(want, "\n"), r.Code, got)
+				}
+			}
+			fds := []unix.PollFd{{Fd: int32(otherm.Fd()), Events: unix.POLLIN}}
+			if n, _ := unix.Poll(fds, 0); n > 0 {
+				buf := make([]byte, 256)
+				k, _ := otherm.Read(buf)
+				t.Errorf("the user's other terminal received %q", buf[:k])
+			}
+			rp := testutil.ReadReport(t, rep)
+			if !slices.ContainsFunc(rp.Denials, func(d report.Denial) bool { return d.Syscall == "ioctl" && strings.Contains(d.What, "TIOCSTI") }) {
+				t.Errorf("TIOCSTI at the terminal is not on the record: %+v", rp.Denials)
+			}
+			recorded := slices.ContainsFunc(rp.Denials, func(d report.Denial) bool { return d.Kind == report.KindFile && d.Path == other.Name() })
+			if !recorded && (as.wrap == nil || !slices.ContainsFunc(rp.Unobservable, func(u string) bool { return strings.HasPrefix(u, "file denials") })) {
+				t.Errorf("the write to the other terminal %s is not on the record: %+v %q", other.Name(), rp.Denials, rp.Unobservable)
 			}
 		})
 	}
