@@ -84,8 +84,11 @@ var protected = []string{
 	"$HOME/.claude",
 	"$HOME/.claude.json",
 	"$HOME/.codex",
-	// sysprof's own state in the user cache (the binary-hash cache enforce trusts).
+	// sysprof's own state in the user cache (the binary-hash cache enforce trusts) and its
+	// runs' changesets (changeset.StateDir: a run held for review must not be rewritten by a
+	// later run whose profile writes in ~/.local/state).
 	"$HOME/.cache/sysprof",
+	"$HOME/.local/state/sysprof",
 	"$HOME/.cursor",
 	"$HOME/.aider.conf.yml",
 	"$HOME/.config/github-copilot",

@@ -26,7 +26,7 @@ func TestProtectedPathsSortedAndComplete(t *testing.T) {
 		"$WORKDIR/.devcontainer/devcontainer.json", "$WORKDIR/.cargo/config.toml",
 		"$WORKDIR/.pnpmfile.cjs", "$WORKDIR/.npmrc", "$WORKDIR/.yarnrc.yml", "$WORKDIR/.hg/hgrc",
 		"$WORKDIR/.circleci/config.yml", "$WORKDIR/.gitlab/ci.yml", "$WORKDIR/Jenkinsfile",
-		"$HOME/.bash_aliases", "$CARGO_HOME/config.toml",
+		"$HOME/.bash_aliases", "$CARGO_HOME/config.toml", "$HOME/.local/state/sysprof/runs",
 	} {
 		if _, ok := IsProtected(want); !ok {
 			t.Errorf("%s is not protected", want)
