@@ -299,3 +299,35 @@ func TestRedTeamTerminalInjection(t *testing.T) {
 		})
 	}
 }
+
+// TestRedTeamFloodCannotHideTheRecord: the record keeps a bounded number of distinct denials
+// (sysprof's memory), and a command may fill it on purpose: thousands of ioctls with distinct
+// requests (each its own suggestion), thousands of creates in a read-only tree (each its own
+// path), then the attack it wants unseen. The attack is still listed: past the bound, a denial
+// of a kind not listed yet (another syscall, another access or risk) is kept.
+func TestRedTeamFloodCannotHideTheRecord(t *testing.T) {
+	b, root, profile := realisticBox(t)
+	argv := []string{"./rt", "flood=ioctl,5000", "ptrace=1", "flood=create,5000", "put=" + filepath.Join(b.Home, ".bashrc")}
+	for _, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			if as.wrap != nil {
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
+			}
+			rep := filepath.Join(root, as.name+"-flood.json")
+			r := enforceAs(t, b, as.wrap, profile, rep, argv...)
+			if strings.Count(r.Stdout, "flood: 5000 of 5000 refused") != 2 || !strings.Contains(r.Stdout, "ptrace: EPERM") {
+				t.Fatalf("the flood or the attack did not run as planned: %s", r)
+			}
+			rp := testutil.ReadReport(t, rep)
+			if !slices.ContainsFunc(rp.Denials, func(d report.Denial) bool { return d.Syscall == "ptrace" }) {
+				t.Errorf("the ptrace after 5000 distinct ioctl denials is not on the record (%d denials listed)", len(rp.Denials))
+			}
+			if as.wrap == nil && !slices.ContainsFunc(rp.Denials, func(d report.Denial) bool {
+				return d.Kind == report.KindFile && strings.HasSuffix(d.Path, "/.bashrc")
+			}) {
+				t.Errorf("the write to ~/.bashrc after 5000 distinct file denials is not on the record (%d denials listed)", len(rp.Denials))
+			}
+		})
+	}
+}

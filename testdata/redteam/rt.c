@@ -392,6 +392,24 @@ int main(int argc, char **argv) {
 			}
 			int fd = open(arg, O_WRONLY | O_CREAT | O_APPEND, 0644);
 			result(name, fd < 0 ? -1 : write(fd, "x\n", 2));
+		} else if (!strcmp(name, "flood")) {
+			// flood=ioctl,N or flood=create,N: N denials, each distinct (an ioctl request, a file
+			// name in a read-only tree), to push a later attack out of the record.
+			char *comma = strchr(arg, ',');
+			int n = comma ? atoi(comma + 1) : 0, refused = 0;
+			for (int k = 0; k < n; k++) {
+				if (!strncmp(arg, "ioctl", 5)) {
+					refused += ioctl(0, 0xab000000u | (unsigned)k, 0) < 0;
+				} else {
+					char p[64];
+					snprintf(p, sizeof p, "/usr/lib/sysprof-flood-%d", k);
+					int fd = open(p, O_WRONLY | O_CREAT, 0644);
+					refused += fd < 0;
+					if (fd >= 0) close(fd);
+				}
+			}
+			printf("flood: %d of %d refused\n", refused, n);
+			fflush(stdout);
 		} else if (!strcmp(name, "say")) {
 			// Print arg (unescaped) to stderr as the command's own output: a forged report
 			// line, terminal controls.
