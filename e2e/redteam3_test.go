@@ -176,20 +176,25 @@ func TestRedTeamPersistence(t *testing.T) {
 		}
 	}
 	testutil.WriteFile(t, filepath.Join(b.Work, ".git", "config"), "[core]\n", 0o644)
-	existed := map[string]bool{}
 	argv := []string{"./rt"}
 	for _, f := range persistenceFiles {
-		if _, err := os.Lstat(expandAttack(b, f)); err == nil {
-			existed[expandAttack(b, f)] = true
-		}
 		argv = append(argv, "put="+expandAttack(b, f))
 	}
-	argv = append(argv, "symlink=.git/hooks/post-checkout,hook-link", "rename=in.txt,"+filepath.Join(b.Work, ".git", "config"))
+	// Links: a new name to a hook; a learned output (out.txt, which the next build outside the
+	// sandbox writes) and the learned executable (rt) turned into links to a hook and to ~/.bashrc.
+	argv = append(argv, "symlink=.git/hooks/post-checkout,hook-link", "rename=in.txt,"+filepath.Join(b.Work, ".git", "config"),
+		"symlink=.git/hooks/pre-push,out.txt", "symlink="+filepath.Join(b.Home, ".bashrc")+",rt")
 	for _, as := range asUsers {
 		t.Run(as.name, func(t *testing.T) {
 			if as.wrap != nil {
 				chownTree(t, b.Work, 65534)
 				chownTree(t, b.Home, 65534)
+			}
+			existed := map[string]bool{}
+			for _, f := range append(slices.Clone(persistenceFiles), "$WORKDIR/out.txt", "$WORKDIR/rt", "$WORKDIR/.git/config") {
+				if _, err := os.Lstat(expandAttack(b, f)); err == nil {
+					existed[expandAttack(b, f)] = true
+				}
 			}
 			rep := filepath.Join(root, as.name+"-persist.json")
 			r := enforceAs(t, b, as.wrap, profile, rep, argv...)
@@ -205,7 +210,7 @@ func TestRedTeamPersistence(t *testing.T) {
 				}
 			}
 			targets := slices.Clone(persistenceFiles)
-			targets = append(targets, "$WORKDIR/hook-link", "$WORKDIR/.git/config")
+			targets = append(targets, "$WORKDIR/hook-link", "$WORKDIR/.git/config", "$WORKDIR/out.txt", "$WORKDIR/rt")
 			for i, f := range targets {
 				p := expandAttack(b, f)
 				refused := !strings.HasSuffix(lines[i], ": ok")
@@ -230,7 +235,7 @@ func TestRedTeamPersistence(t *testing.T) {
 				default:
 					t.Errorf("%s: written (%s) and neither refused nor held as dangerous", f, lines[i])
 				}
-				if _, err := os.Lstat(p); err == nil && !existed[p] && !strings.HasSuffix(p, "/.git/config") {
+				if fi, err := os.Lstat(p); err == nil && (fi.Mode()&os.ModeSymlink != 0 || !existed[p]) {
 					t.Errorf("%s reached the host", p)
 				}
 			}
