@@ -336,3 +336,92 @@ func TestRedTeamFloodCannotHideTheRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestRedTeamLinkedGitDir: in a `git worktree` (or a submodule) the work tree's .git is a file
+// naming a git directory elsewhere, inside the main repository's .git, where git keeps the hooks
+// and config every checkout shares. A learned `git commit` there writes that .git as a whole
+// (learn lists it for review; it is not a protected path by name, so not pending). Under
+// enforce, its hooks and config stay read-only: the command cannot plant a hook or set
+// core.fsmonitor (which the user's next `git status` would run), and git commit still works.
+func TestRedTeamLinkedGitDir(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "setpriv", "git")
+	root, err := os.MkdirTemp("/var/cache", "sysprof-e2e-redteam3-git-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	b := newBox(t, root, "x", "dev", "work", "")
+	main := filepath.Join(root, "x", "main")
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd, ctx := testutil.Command(t, dir, b.Environ(), append([]string{"git"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil || ctx.Err() != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.MkdirAll(main, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(main, "init", "-q")
+	git(main, "config", "user.email", "dev@example.invalid")
+	git(main, "config", "user.name", "dev")
+	testutil.WriteFile(t, filepath.Join(main, "a"), "a\n", 0o644)
+	git(main, "add", "a")
+	git(main, "commit", "-qm", "a")
+	git(main, "worktree", "add", "-q", b.Work)
+	data, err := os.ReadFile(testutil.BuildC(t, "redteam/rt.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WriteFile(t, filepath.Join(b.Work, "rt"), string(data), 0o755)
+	testutil.WriteFile(t, filepath.Join(b.Work, "in.txt"), "input\n", 0o644)
+	git(b.Work, "add", "rt", "in.txt")
+	testutil.WriteFile(t, filepath.Join(b.Work, "a"), "b\n", 0o644)
+	profile := filepath.Join(root, "commit.yaml")
+	if r := b.Sysprof(t, "learn", "-p", profile, "--", "git", "commit", "-qam", "b"); r.Code != 0 {
+		t.Fatalf("learn git commit in a worktree: %s", r)
+	}
+	if r := b.Sysprof(t, "learn", "--force", "-p", profile, "--", "./rt", "benign"); r.Code != 0 {
+		t.Fatalf("learn the probe into the same profile: %s", r)
+	}
+	if !slices.ContainsFunc(loadProfile(t, profile).Filesystem.Write, func(w policy.PathRule) bool { return strings.HasSuffix(w.Path, "/x/main/.git") }) {
+		t.Fatalf("the learned git commit does not write %s/.git as a whole: the test no longer tries what it should: %+v", main, loadProfile(t, profile).Filesystem.Write)
+	}
+	hook, config := filepath.Join(main, ".git", "hooks", "post-checkout"), filepath.Join(main, ".git", "config")
+	before, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	openForNobody(t, root)
+	for i, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			if as.wrap != nil {
+				chownTree(t, filepath.Join(root, "x"), 65534)
+			}
+			rep := filepath.Join(root, as.name+"-git.json")
+			r := enforceAs(t, b, as.wrap, profile, rep, "./rt", "put="+hook, "write="+config)
+			if !strings.Contains(r.Stdout, "put: EROFS") || !strings.Contains(r.Stdout, "write: EROFS") {
+				t.Errorf("a hook or the config of the main repository was written: %s", r)
+			}
+			if _, err := os.Lstat(hook); err == nil {
+				t.Errorf("the hook %s reached the host", hook)
+			}
+			if after, _ := os.ReadFile(config); string(after) != string(before) {
+				t.Errorf("the main repository's config changed:\n%s", after)
+			}
+			rp := testutil.ReadReport(t, rep)
+			for _, p := range []string{hook, config} {
+				recorded := slices.ContainsFunc(rp.Denials, func(d report.Denial) bool { return d.Kind == report.KindFile && d.Path == p })
+				if !recorded && (as.wrap == nil || !slices.ContainsFunc(rp.Unobservable, func(u string) bool { return strings.HasPrefix(u, "file denials") })) {
+					t.Errorf("the write to %s is not on the record: %+v", p, rp.Denials)
+				}
+			}
+			testutil.WriteFile(t, filepath.Join(b.Work, "a"), fmt.Sprintf("c%d\n", i), 0o644)
+			if r := enforceAs(t, b, as.wrap, profile, filepath.Join(root, as.name+"-commit.json"), "git", "commit", "-qam", as.name); r.Code != 0 {
+				t.Errorf("git commit in the worktree failed under its profile: %s", r)
+			}
+		})
+	}
+}
