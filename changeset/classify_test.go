@@ -66,6 +66,8 @@ func TestClassify(t *testing.T) {
 		{"workflow", file(OpCreate, "/w/.github/workflows/ci.yml", 0o644), testRules, Dangerous, true},
 		{"profile", file(OpModify, "/w/.sysprof/make.yaml", 0o644), testRules, Dangerous, true},
 		{"protected from the one list, not in Rules.Protected", file(OpModify, "/home/u/.bashrc", 0o644), Rules{Dir: "/home/u", Tree: "/home/u", Keep: []string{"/home/u/**"}, Vars: testRules.Vars}, Dangerous, true},
+		{"sysprof's run state under a learned state rule", file(OpModify, "/home/u/.local/state/sysprof/runs/r1/manifest.json", 0o644), Rules{Dir: "/home/u/.local/state", Tree: "/home/u/.local/state", Keep: []string{"/home/u/.local/state/**"}, Vars: testRules.Vars}, Dangerous, true},
+		{"pre-commit config", file(OpCreate, "/w/.pre-commit-config.yaml", 0o644), testRules, Dangerous, true},
 		{".pth in a learned site-packages", file(OpCreate, "/w/venv/lib/python3.12/site-packages/evil.pth", 0o644), testRules, Dangerous, true},
 		{".pth in the home site-packages", file(OpCreate, "/home/u/.local/lib/python3.12/site-packages/x.pth", 0o644), Rules{Dir: "/home/u/.local/lib", Tree: "/home/u", Keep: []string{"/home/u/.local/lib/**"}, Vars: testRules.Vars}, Dangerous, true},
 		{"sitecustomize.py", file(OpCreate, "/w/venv/lib/python3.12/site-packages/sitecustomize.py", 0o644), testRules, Dangerous, true},

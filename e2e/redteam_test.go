@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +29,8 @@ type redteamAttack struct {
 	line    string // the probe's output line that says it was blocked
 	syscall string // the denial that records it (a syscall refused by the filter)
 	path    string // or: the file denial that records it (as root)
+	// endpoint: or the network denial that records it (a host unix socket: "unix:PATH").
+	endpoint string
 	// unobservable: the report's entry that covers it as an ordinary user (a file denial).
 	unobservable string
 }
@@ -58,6 +61,79 @@ var redteamAttacks = []redteamAttack{
 	{action: "abstract=sysprof-redteam", line: "abstract: EPERM", syscall: "socket"},
 	{action: "link=in.txt,hard", line: "link: EPERM", syscall: "link"},
 	{action: "symlink=/etc/shadow,soft", line: "symlink: EPERM", syscall: "symlink"},
+}
+
+// redteam3Attacks are the next round's classes (issue 23, a fresh red team): namespaces and
+// mounts from inside (a new user namespace gives back every capability; umount takes a hidden
+// secret's cover away), the kernel surface a dev tool never needs (io_uring, request_key,
+// fanotify, the kernel log, modules, port I/O, device nodes), the host's IPC (SysV shared
+// memory, POSIX message queues, a daemon's socket by path) and the init stage's environment.
+// Each must be refused whatever the learned profile allows (see TestRedTeamRealisticProfile),
+// so none of them names a call the profiles learn.
+var redteam3Attacks = []redteamAttack{
+	{action: "unshare=10000000", line: "unshare: EPERM", syscall: "unshare"},
+	{action: "io_uring", line: "io_uring: EPERM", syscall: "io_uring_setup"},
+	{action: "request_key", line: "request_key: EPERM", syscall: "request_key"},
+	{action: "mount=/tmp", line: "mount: EPERM", syscall: "mount"},
+	{action: "umount=$HOME/.ssh", line: "umount: EPERM", syscall: "umount2"},
+	{action: "move_mount=/tmp", line: "move_mount: EPERM", syscall: "move_mount"},
+	{action: "pivot_root=/tmp", line: "pivot_root: EPERM", syscall: "pivot_root"},
+	{action: "fanotify=/", line: "fanotify: EPERM", syscall: "fanotify_init"},
+	{action: "syslog", line: "syslog: EPERM", syscall: "syslog"},
+	{action: "finit_module", line: "finit_module: EPERM", syscall: "finit_module"},
+	{action: "iopl", line: "iopl: EPERM", syscall: "iopl"},
+	{action: "mknod=mem", line: "mknod: EPERM", syscall: "mknodat"},
+	{action: "shmget=5359", line: "shmget: EPERM", syscall: "shmget"},
+	{action: "mq_open=/sysprof-rt", line: "mq_open: EPERM", syscall: "mq_open"},
+	{action: "environ=1", line: "environ: EACCES", path: "/proc/1/environ", unobservable: "file denials"},
+}
+
+// expandAttack replaces $HOME and $WORKDIR in an attack's argument with b's.
+func expandAttack(b *testutil.Box, action string) string {
+	return strings.NewReplacer("$HOME", b.Home, "$WORKDIR", b.Work).Replace(action)
+}
+
+// checkAttacks holds the probe's output r and its report rp to attacks: each blocked (its line
+// printed) and on the record (a denial, or, as an ordinary user, its kind listed unobservable).
+func checkAttacks(t *testing.T, r testutil.Result, rp *report.Report, attacks []redteamAttack, ordinary bool) {
+	t.Helper()
+	for _, a := range attacks {
+		name, _, _ := strings.Cut(a.action, "=")
+		if !strings.Contains(r.Stdout, "\n"+a.line) {
+			got := "(no line)"
+			for _, l := range strings.Split(r.Stdout, "\n") {
+				if strings.HasPrefix(l, name+":") {
+					got = l
+				}
+			}
+			t.Errorf("%s: not blocked: want %q, got %q", a.action, a.line, got)
+		}
+		recorded := slices.ContainsFunc(rp.Denials, func(d report.Denial) bool {
+			switch {
+			case a.syscall != "":
+				return d.Kind == report.KindSyscall && d.Syscall == a.syscall && !d.Allowed
+			case a.endpoint != "":
+				return d.Kind == report.KindNetwork && d.Endpoint == a.endpoint
+			}
+			return d.Kind == report.KindFile && d.Path == a.path
+		})
+		switch {
+		case recorded:
+		case a.unobservable != "" && ordinary:
+			if !slices.ContainsFunc(rp.Unobservable, func(u string) bool { return strings.HasPrefix(u, a.unobservable) }) {
+				t.Errorf("%s: refused without a record, and the report does not list %q as unobservable: %q", a.action, a.unobservable, rp.Unobservable)
+			}
+		default:
+			t.Errorf("%s: blocked, but not on the record (want a %s%s%s denial)", a.action, a.syscall, a.path, a.endpoint)
+		}
+	}
+	if t.Failed() {
+		var lines []string
+		for _, d := range rp.Denials {
+			lines = append(lines, "  "+testutil.DenialString(d))
+		}
+		t.Logf("stdout:\n%s\nreport:\n%s", r.Stdout, strings.Join(lines, "\n"))
+	}
 }
 
 // redteamBox builds the probe into a fresh work tree and learns its benign run. The box is
@@ -104,9 +180,9 @@ func enforceAs(t *testing.T, b *testutil.Box, wrap []string, profile, rep string
 // user, after the benign work (which must still succeed).
 func TestRedTeamBlockedAndRecorded(t *testing.T) {
 	b, root, profile := redteamBox(t)
-	argv := []string{"./rt", "benign"}
-	for _, a := range redteamAttacks {
-		argv = append(argv, a.action)
+	argv := []string{"./rt", "benign", "fdleak"}
+	for _, a := range slices.Concat(redteamAttacks, redteam3Attacks) {
+		argv = append(argv, expandAttack(b, a.action))
 	}
 	argv = append(argv, "prlimit-self", "thread", "benign")
 	for _, as := range asUsers {
@@ -132,39 +208,9 @@ func TestRedTeamBlockedAndRecorded(t *testing.T) {
 					t.Errorf("a clone3 without namespace flags is on the record: %s", testutil.DenialString(d))
 				}
 			}
-			for _, a := range redteamAttacks {
-				name, _, _ := strings.Cut(a.action, "=")
-				if !strings.Contains(r.Stdout, "\n"+a.line) {
-					got := "(no line)"
-					for _, l := range strings.Split(r.Stdout, "\n") {
-						if strings.HasPrefix(l, name+":") {
-							got = l
-						}
-					}
-					t.Errorf("%s: not blocked: want %q, got %q", a.action, a.line, got)
-				}
-				recorded := slices.ContainsFunc(rp.Denials, func(d report.Denial) bool {
-					if a.syscall != "" {
-						return d.Kind == report.KindSyscall && d.Syscall == a.syscall && !d.Allowed
-					}
-					return d.Kind == report.KindFile && d.Path == a.path
-				})
-				switch {
-				case recorded:
-				case a.unobservable != "" && as.wrap != nil:
-					if !slices.ContainsFunc(rp.Unobservable, func(u string) bool { return strings.HasPrefix(u, a.unobservable) }) {
-						t.Errorf("%s: refused without a record, and the report does not list %q as unobservable: %q", a.action, a.unobservable, rp.Unobservable)
-					}
-				default:
-					t.Errorf("%s: blocked, but not on the record (want a %s%s denial)", a.action, a.syscall, a.path)
-				}
-			}
-			if t.Failed() {
-				var lines []string
-				for _, d := range rp.Denials {
-					lines = append(lines, "  "+testutil.DenialString(d))
-				}
-				t.Logf("stdout:\n%s\nreport:\n%s", r.Stdout, strings.Join(lines, "\n"))
+			checkAttacks(t, r, rp, slices.Concat(redteamAttacks, redteam3Attacks), as.wrap != nil)
+			if !strings.Contains(r.Stdout, "\nfdleak: none\n") {
+				t.Errorf("the command inherited a descriptor beyond stdio (a listener, a pidfd or a socket of sysprof's would be a way out):\n%s", r.Stdout)
 			}
 		})
 	}
@@ -194,7 +240,7 @@ func TestRedTeamHostResources(t *testing.T) {
 				chownTree(t, b.Home, 65534)
 			}
 			rep := filepath.Join(root, as.name+"-resources.json")
-			r := enforceAs(t, b, as.wrap, profile, rep, "./rt", "rlimits", "raise=core", "raise=nofile", "fds", "core")
+			r := enforceAs(t, b, as.wrap, profile, rep, "./rt", "rlimits", "raise=core", "raise=nofile", "fds", "threads", "core")
 			limits := map[string][2]uint64{}
 			for _, l := range strings.Split(r.Stdout, "\n") {
 				var name string
@@ -208,6 +254,16 @@ func TestRedTeamHostResources(t *testing.T) {
 			}
 			if files, ok := limits["nofile"]; !ok || files[1]*pids > fileMax/4 {
 				t.Errorf("RLIMIT_NOFILE in the sandbox is %v: %d tasks hold more than a quarter of the host's file table (%d):\n%s", files, pids, fileMax, r.Stdout)
+			}
+			var threads uint64
+			for _, l := range strings.Split(r.Stdout, "\n") {
+				fmt.Sscanf(l, "threads: %d", &threads)
+			}
+			// The enforced limit: the profile's, at least policy.PidsPerCPU per CPU, plus the
+			// init stage's own tasks (16).
+			bound := max(pids, policy.PidsPerCPU*uint64(runtime.NumCPU())) + 16
+			if threads == 0 || threads > bound {
+				t.Errorf("the run started %d threads: want some, and at most the pids limit %d (many threads fill the host's task table)", threads, bound)
 			}
 			if strings.Count(r.Stdout, "raise: ok") > 1 {
 				t.Errorf("a hard limit was raised from inside:\n%s", r.Stdout)

@@ -40,16 +40,28 @@ func TestSuggest(t *testing.T) {
 func TestSupervisorAggregatesAndBounds(t *testing.T) {
 	s := &supervisor{}
 	for i := range maxDistinct + 10 {
-		d := report.Denial{Kind: report.KindSyscall, Syscall: "ptrace", What: "ptrace(PTRACE_ATTACH, pid 1)", Exe: "/x" + strconv.Itoa(i), Count: 1}
+		d := report.Denial{Kind: report.KindSyscall, Syscall: "ioctl", What: "ioctl(0x" + strconv.Itoa(i) + ")", Exe: "/x", Suggest: "syscalls.args: ioctl arg 1: + " + strconv.Itoa(i), Count: 1}
 		s.record(d)
 		s.record(d)
 	}
+	// Past the bound, a call of a kind not listed yet is still listed (a ptrace after a flood of
+	// ioctls), up to twice the bound in all.
+	s.record(report.Denial{Kind: report.KindSyscall, Syscall: "ptrace", What: "ptrace(PTRACE_ATTACH, pid 1)", Exe: "/x", Count: 1})
 	got, dropped := s.take()
-	if len(got) != maxDistinct || dropped != 20 {
-		t.Fatalf("kept %d dropped %d, want %d and 20", len(got), dropped, maxDistinct)
+	if len(got) != maxDistinct+1 || dropped != 20 {
+		t.Fatalf("kept %d dropped %d, want %d and 20", len(got), dropped, maxDistinct+1)
 	}
 	if got[0].Count != 2 {
 		t.Errorf("count %d, want 2 (same call twice)", got[0].Count)
+	}
+	if got[maxDistinct].Syscall != "ptrace" {
+		t.Errorf("the ptrace after the flood is not listed: %+v", got[maxDistinct])
+	}
+	for i := range 2*maxDistinct + 10 {
+		s.record(report.Denial{Kind: report.KindSyscall, Syscall: "ptrace", Exe: "/x" + strconv.Itoa(i), Count: 1})
+	}
+	if got, dropped := s.take(); len(got) != 2*maxDistinct || dropped != 10 {
+		t.Fatalf("new kinds without end: kept %d dropped %d, want %d and 10", len(got), dropped, 2*maxDistinct)
 	}
 }
 
@@ -85,9 +97,13 @@ func TestSupervisorKnownOnlyForRepeats(t *testing.T) {
 		other.Exe = "/z" + strconv.Itoa(i)
 		s.record(other)
 	}
-	other.Exe = "/past-the-bound"
+	other.Exe, other.Suggest = "/z0", "syscalls.args: ioctl arg 1: + 0x1"
 	if !s.known(other) {
-		t.Error("a denial past the bound (only counted) is not known")
+		t.Error("a denial past the bound of a kind listed already (only counted) is not known")
+	}
+	other.Exe = "/past-the-bound"
+	if s.known(other) {
+		t.Error("a denial past the bound of a kind not listed yet is only counted")
 	}
 }
 

@@ -33,13 +33,16 @@ type supervisor struct {
 
 	mu      sync.Mutex
 	denials []report.Denial
-	index   map[string]int // aggregation key → position in denials
-	dropped int            // denials past maxDistinct, counted but not kept
+	index   map[string]int  // aggregation key → position in denials
+	kinds   map[string]bool // kindKey of every kept denial
+	dropped int             // denials past maxDistinct, counted but not kept
 	done    chan struct{}
 }
 
 // maxDistinct bounds the distinct denials kept, so that a command looping over denied calls
-// with ever-changing arguments cannot grow sysprof's memory without bound.
+// with ever-changing arguments cannot grow sysprof's memory without bound. Past it, a denial of
+// a kind not listed yet (kindKey) is still kept, up to twice as many in all: a command cannot
+// fill the record with thousands of ioctl requests and then ptrace unseen.
 const maxDistinct = 4096
 
 func newSupervisor(listener, rootPid int, c *Compiled, audit bool) (*supervisor, error) {
@@ -158,15 +161,27 @@ func (s *supervisor) record(d report.Denial) {
 		s.denials[i].Count++
 		return
 	}
-	if len(s.denials) >= maxDistinct {
+	if s.full(d) {
 		s.dropped++
 		return
 	}
 	if s.index == nil {
-		s.index = map[string]int{}
+		s.index, s.kinds = map[string]int{}, map[string]bool{}
 	}
 	s.index[key] = len(s.denials)
+	s.kinds[kindKey(d)] = true
 	s.denials = append(s.denials, d)
+}
+
+// full reports whether a denial not listed yet is only counted (s.mu held): past maxDistinct
+// when its kind is listed already, always past twice that.
+func (s *supervisor) full(d report.Denial) bool {
+	return len(s.denials) >= maxDistinct && (s.kinds[kindKey(d)] || len(s.denials) >= 2*maxDistinct)
+}
+
+// kindKey is a denial's kind: the call and who made it, whatever the arguments.
+func kindKey(d report.Denial) string {
+	return string(d.Kind) + "\x00" + d.Syscall + "\x00" + d.Arch + "\x00" + d.Exe
 }
 
 // denialKey is what record aggregates a denial under.
@@ -180,7 +195,7 @@ func (s *supervisor) known(d report.Denial) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.index[denialKey(d)]
-	return ok || len(s.denials) >= maxDistinct
+	return ok || s.full(d)
 }
 
 // explain turns a notification into a denial (without its parent chain: see handle): who,
@@ -208,7 +223,7 @@ func (s *supervisor) take() ([]report.Denial, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out, dropped := s.denials, s.dropped
-	s.denials, s.index, s.dropped = nil, nil, 0
+	s.denials, s.index, s.kinds, s.dropped = nil, nil, nil, 0
 	return out, dropped
 }
 

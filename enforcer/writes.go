@@ -278,7 +278,9 @@ func varRoot(p string, env Env) string {
 	return best
 }
 
-// protectedHostPaths expands paths.ProtectedPaths for this host (those whose variable is set).
+// protectedHostPaths expands paths.ProtectedPaths for this host (those whose variable is set),
+// with the hooks and config of the work tree's git directory when that lies elsewhere
+// (linkedGitDir).
 func protectedHostPaths(env Env) []string {
 	var out []string
 	for _, q := range paths.ProtectedPaths() {
@@ -286,8 +288,47 @@ func protectedHostPaths(env Env) []string {
 			out = append(out, filepath.Clean(h))
 		}
 	}
+	out = append(out, linkedGitDir(env.Vars["WORKDIR"])...)
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// linkedGitDir returns what runs code in the git directory a work tree's .git file names (a
+// `git worktree`, a submodule): the hooks and config of its common directory, and the
+// worktree's own config.worktree when there is one. They lie outside the work tree, where
+// $WORKDIR/.git does not reach, and a learned `git commit` there writes the main repository's
+// .git as a whole (a core.fsmonitor set in its config ran at the user's next `git status`).
+// Nil when .git is a directory or absent.
+func linkedGitDir(work string) []string {
+	if work == "" {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(work, ".git"))
+	if err != nil {
+		return nil // a directory (EISDIR), or no repository
+	}
+	gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !ok {
+		return nil
+	}
+	abs := func(base, p string) string {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(base, p)
+		}
+		return filepath.Clean(p)
+	}
+	gitdir = abs(work, gitdir)
+	common := gitdir
+	if c, err := os.ReadFile(filepath.Join(gitdir, "commondir")); err == nil {
+		common = abs(gitdir, strings.TrimSpace(string(c)))
+	}
+	out := []string{filepath.Join(common, "hooks"), filepath.Join(common, "config")}
+	for _, d := range []string{gitdir, common} {
+		if _, err := os.Lstat(filepath.Join(d, "config.worktree")); err == nil {
+			out = append(out, filepath.Join(d, "config.worktree"))
+		}
+	}
+	return out
 }
 
 // namesWhole reports whether a rule of keep names protected path q itself (q, or a glob of as

@@ -204,7 +204,11 @@ echo done`)
 	}
 
 	// A writable $HOME/.local: the protected $HOME/.local/bin in it stays read-only (a
-	// read-only bind: it exists, and nothing else protected lies below .local).
+	// read-only bind: it exists, as does sysprof's run state, the other protected path below
+	// .local, once sysprof has run; were one missing, .local would be staged instead).
+	if err := os.MkdirAll(filepath.Join(home, ".local", "state", "sysprof"), 0o755); err != nil {
+		return err
+	}
 	p = writesProfile("$HOME/.local")
 	_, code, out, err = runScript(p, work, home, `echo ok > "$HOME/.local/state.db"; echo evil > "$HOME/.local/bin/ls" && echo planted; true`)
 	if err != nil || code != 0 || read(filepath.Join(home, ".local", "state.db")) != "ok\n" {

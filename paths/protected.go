@@ -21,6 +21,34 @@ var protected = []string{
 	"$WORKDIR/.husky",
 	"$WORKDIR/.claude",
 	"$WORKDIR/.cursor",
+	// Hook managers, direnv, dev containers (initializeCommand runs on the host), cargo's
+	// runner and rustc-wrapper, pnpm's install hooks, npm's and yarn's project config
+	// (node-options, script-shell, yarnPath), mercurial's hooks, other CIs' definitions.
+	"$WORKDIR/.pre-commit-config.yaml",
+	"$WORKDIR/lefthook.yml",
+	"$WORKDIR/.lefthook.yml",
+	"$WORKDIR/lefthook-local.yml",
+	"$WORKDIR/.envrc",
+	"$WORKDIR/.devcontainer",
+	"$WORKDIR/.cargo/config.toml",
+	"$WORKDIR/.cargo/config",
+	"$WORKDIR/.pnpmfile.cjs",
+	"$WORKDIR/.npmrc",
+	"$WORKDIR/.yarnrc",
+	"$WORKDIR/.yarnrc.yml",
+	"$WORKDIR/.hg",
+	"$WORKDIR/.circleci",
+	"$WORKDIR/.gitlab",
+	"$WORKDIR/.forgejo",
+	"$WORKDIR/.gitea",
+	"$WORKDIR/.buildkite",
+	"$WORKDIR/.woodpecker",
+	"$WORKDIR/.woodpecker.yml",
+	"$WORKDIR/.drone.yml",
+	"$WORKDIR/.travis.yml",
+	"$WORKDIR/azure-pipelines.yml",
+	"$WORKDIR/bitbucket-pipelines.yml",
+	"$WORKDIR/Jenkinsfile",
 
 	// Shell start-up files.
 	"$HOME/.bashrc",
@@ -35,6 +63,7 @@ var protected = []string{
 	"$HOME/.zlogout",
 	"$HOME/.config/fish",
 	"$HOME/.inputrc",
+	"$HOME/.bash_aliases", // Debian's and Ubuntu's .bashrc source it
 
 	// Things that run later: user services, autostart, git's own hooks and config, $PATH.
 	"$HOME/.config/systemd",
@@ -46,6 +75,8 @@ var protected = []string{
 	"$HOME/bin",
 	"$HOME/.ssh",
 	"$CARGO_HOME/bin",
+	"$CARGO_HOME/config.toml", // a runner or rustc-wrapper every later cargo run starts
+	"$CARGO_HOME/config",
 	"$GOPATH/bin",
 
 	// Cron and agent configuration.
@@ -53,8 +84,11 @@ var protected = []string{
 	"$HOME/.claude",
 	"$HOME/.claude.json",
 	"$HOME/.codex",
-	// sysprof's own state in the user cache (the binary-hash cache enforce trusts).
+	// sysprof's own state in the user cache (the binary-hash cache enforce trusts) and its
+	// runs' changesets (changeset.StateDir: a run held for review must not be rewritten by a
+	// later run whose profile writes in ~/.local/state).
 	"$HOME/.cache/sysprof",
+	"$HOME/.local/state/sysprof",
 	"$HOME/.cursor",
 	"$HOME/.aider.conf.yml",
 	"$HOME/.config/github-copilot",

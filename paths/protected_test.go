@@ -3,6 +3,7 @@ package paths
 import (
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -19,6 +20,13 @@ func TestProtectedPathsSortedAndComplete(t *testing.T) {
 		"$HOME/.zshrc", "$HOME/.config/fish", "$HOME/.config/systemd", "$HOME/.config/autostart",
 		"$HOME/.config/git", "$HOME/.gitconfig", "$HOME/.local/bin", "$CARGO_HOME/bin",
 		"$GOPATH/bin", "$HOME/.claude", "$HOME/.codex",
+		// The third red team's (issue 23): what hook managers, direnv, dev containers, cargo,
+		// pnpm, npm, yarn, mercurial and other CIs run or obey later.
+		"$WORKDIR/.pre-commit-config.yaml", "$WORKDIR/lefthook.yml", "$WORKDIR/.envrc",
+		"$WORKDIR/.devcontainer/devcontainer.json", "$WORKDIR/.cargo/config.toml",
+		"$WORKDIR/.pnpmfile.cjs", "$WORKDIR/.npmrc", "$WORKDIR/.yarnrc.yml", "$WORKDIR/.hg/hgrc",
+		"$WORKDIR/.circleci/config.yml", "$WORKDIR/.gitlab/ci.yml", "$WORKDIR/Jenkinsfile",
+		"$HOME/.bash_aliases", "$CARGO_HOME/config.toml", "$HOME/.local/state/sysprof/runs",
 	} {
 		if _, ok := IsProtected(want); !ok {
 			t.Errorf("%s is not protected", want)
@@ -47,6 +55,10 @@ func TestIsProtected(t *testing.T) {
 		{"$HOME/.config", "", false},
 		{"$HOME/.cache/go-build/x", "", false},
 		{"$CARGO_HOME/registry/x", "", false},
+		{"$WORKDIR/.cargo/registry/x", "", false},
+		{"$WORKDIR/.cargo/config.toml", "$WORKDIR/.cargo/config.toml", true},
+		{"$WORKDIR/Makefile", "", false},
+		{"$WORKDIR/package.json", "", false},
 	} {
 		got, ok := IsProtected(c.p)
 		if got != c.want || ok != c.ok {
@@ -62,8 +74,14 @@ func TestProtectedBeneath(t *testing.T) {
 	}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ProtectedBeneath($HOME/.config) = %v, want %v", got, want)
 	}
-	if got := ProtectedBeneath("$WORKDIR/"); len(got) != 10 {
-		t.Errorf("ProtectedBeneath($WORKDIR/) = %v, want the 10 work-tree paths", got)
+	inTree := 0
+	for _, q := range protected {
+		if strings.HasPrefix(q, "$WORKDIR/") {
+			inTree++
+		}
+	}
+	if got := ProtectedBeneath("$WORKDIR/"); len(got) != inTree {
+		t.Errorf("ProtectedBeneath($WORKDIR/) = %v, want the %d work-tree paths", got, inTree)
 	}
 	if got := ProtectedBeneath("$WORKDIR/build"); got != nil {
 		t.Errorf("ProtectedBeneath($WORKDIR/build) = %v, want none", got)

@@ -157,8 +157,22 @@ func TestGuardKnownOnlyForRepeats(t *testing.T) {
 		t.Error("another executable's denial is known")
 	}
 	g.record(other)
-	other.Exe = "/usr/bin/z"
+	other.What, other.Suggest = "/etc/y write (openat: EROFS)", "filesystem.write: + /etc/y"
 	if !g.known(other) {
-		t.Error("a denial past MaxDistinct (only counted) is not known")
+		t.Error("a denial past MaxDistinct of a kind listed already (only counted) is not known")
+	}
+	// Past MaxDistinct a new kind is still listed (up to twice as many): a write to a protected
+	// path after a flood of other writes.
+	hook := d
+	hook.What, hook.Suggest = "/w/.git/hooks/pre-commit write (openat: EROFS)", "filesystem.write: + $WORKDIR/.git/hooks/pre-commit"
+	if g.known(hook) {
+		t.Error("a write to a protected path past MaxDistinct is only counted")
+	}
+	g.record(hook)
+	other.Exe = "/usr/bin/z"
+	g.record(other)
+	other.Exe = "/usr/bin/w"
+	if !g.known(other) {
+		t.Error("a denial past twice MaxDistinct is not only counted")
 	}
 }

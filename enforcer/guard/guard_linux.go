@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/sysprof/sysprof/bpf"
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/sandbox"
 )
@@ -168,6 +170,7 @@ type Guard struct {
 	mu      sync.Mutex
 	denials []report.Denial
 	index   map[string]int
+	kinds   map[string]bool // kindKey of every kept denial
 	dropped int
 	notes   []string
 
@@ -265,7 +268,7 @@ func (g *Guard) RootStays() { g.rootStays.Store(true) }
 
 // newGuardCgroup creates the run's cgroup (or takes cfg.Cgroup): the command is born into it.
 func newGuardCgroup(cfg Config) (*Guard, error) {
-	g := &Guard{cfg: cfg, slot: -1, index: map[string]int{}}
+	g := &Guard{cfg: cfg, slot: -1, index: map[string]int{}, kinds: map[string]bool{}}
 	if cfg.Cgroup != nil {
 		g.cg = cfg.Cgroup
 		return g, nil
@@ -525,7 +528,26 @@ func (g *Guard) known(d report.Denial) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	_, ok := g.index[denialKey(d)]
-	return ok || g.cfg.MaxDistinct > 0 && len(g.denials) >= g.cfg.MaxDistinct
+	return ok || g.full(d)
+}
+
+// full reports whether a denial not listed yet is only counted (g.mu held): past MaxDistinct
+// when its kind is listed already, always past twice that. A command cannot fill the record
+// with thousands of refused reads or creates and then write a hook unseen.
+func (g *Guard) full(d report.Denial) bool {
+	n := g.cfg.MaxDistinct
+	return n > 0 && len(g.denials) >= n && (g.kinds[kindKey(d)] || len(g.denials) >= 2*n)
+}
+
+// kindKey is a denial's kind: what was refused and how risky, by whom, and the protected path
+// (paths.IsProtected) it names, whatever the rest of the path: a write to each protected path
+// is listed once at least, however many other critical writes came first.
+func kindKey(d report.Denial) string {
+	var protected string
+	if _, portable, ok := strings.Cut(d.Suggest, " + "); ok {
+		protected, _ = paths.IsProtected(portable)
+	}
+	return string(d.Kind) + "\x00" + d.Syscall + "\x00" + d.Access + "\x00" + d.Risk.String() + "\x00" + d.Exe + "\x00" + protected
 }
 
 // record aggregates denials per (kind, what, executable, suggestion), at most maxDistinct.
@@ -537,11 +559,15 @@ func (g *Guard) record(d report.Denial) {
 		g.denials[i].Count++
 		return
 	}
-	if g.cfg.MaxDistinct > 0 && len(g.denials) >= g.cfg.MaxDistinct {
+	if g.full(d) {
 		g.dropped++
 		return
 	}
 	g.index[key] = len(g.denials)
+	if g.kinds == nil {
+		g.kinds = map[string]bool{}
+	}
+	g.kinds[kindKey(d)] = true
 	g.denials = append(g.denials, d)
 }
 

@@ -7,7 +7,10 @@
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
+#include <dirent.h>
+#include <linux/io_uring.h>
 #include <linux/perf_event.h>
+#include <mqueue.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -15,12 +18,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fanotify.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/klog.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/shm.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -59,6 +68,15 @@ static void result(const char *what, long rc) {
 }
 
 static void *thread_main(void *arg) { return arg; }
+
+// park is locked by main before threads start: thread_park waits on it (a futex) until the
+// process exits.
+static pthread_mutex_t park = PTHREAD_MUTEX_INITIALIZER;
+
+static void *thread_park(void *arg) {
+	pthread_mutex_lock(&park);
+	return arg;
+}
 
 // benign is what the learn run does.
 static void benign(void) {
@@ -263,6 +281,134 @@ int main(int argc, char **argv) {
 			int st = 0;
 			waitpid(pid, &st, 0);
 			printf("exec: %s\n", WIFEXITED(st) && WEXITSTATUS(st) == 13 ? "EACCES" : WIFEXITED(st) && WEXITSTATUS(st) == 1 ? "EPERM" : WIFEXITED(st) && WEXITSTATUS(st) == 2 ? "ENOENT" : "ran");
+			fflush(stdout);
+		} else if (!strcmp(name, "unshare")) {
+			// unshare=FLAGS (hex): a new user namespace gives back every capability inside it.
+			result(name, unshare((int)strtoul(arg, NULL, 16)));
+		} else if (!strcmp(name, "setns")) {
+			// setns=PATH: join the namespace of another process (the init stage's, the host's).
+			int fd = open(arg, O_RDONLY);
+			result(name, fd < 0 ? -1 : setns(fd, 0));
+		} else if (!strcmp(name, "io_uring")) {
+			// An io_uring's IORING_OP_OPENAT/CONNECT never pass seccomp's argument checks.
+			struct io_uring_params p = {0};
+			result(name, syscall(SYS_io_uring_setup, 4, &p));
+		} else if (!strcmp(name, "request_key")) {
+			result(name, syscall(SYS_request_key, "user", "rt", NULL, -3 /* session */));
+		} else if (!strcmp(name, "mount")) {
+			// mount=DIR: a tmpfs over DIR (hide or replace what the sandbox shows).
+			result(name, mount("tmpfs", arg, "tmpfs", 0, NULL));
+		} else if (!strcmp(name, "umount")) {
+			// umount=DIR: take away a cover (a hidden secret) or a read-only bind (a protected path).
+			result(name, umount2(arg, MNT_DETACH));
+		} else if (!strcmp(name, "move_mount")) {
+			result(name, syscall(SYS_move_mount, AT_FDCWD, arg, AT_FDCWD, "/", 0));
+		} else if (!strcmp(name, "pivot_root")) {
+			result(name, syscall(SYS_pivot_root, arg, arg));
+		} else if (!strcmp(name, "fanotify")) {
+			// Watch the host's files (a mount or the whole filesystem) for opens.
+			int fd = fanotify_init(FAN_CLASS_NOTIF, O_RDONLY);
+			result(name, fd < 0 ? -1 : fanotify_mark(fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_OPEN, AT_FDCWD, arg));
+		} else if (!strcmp(name, "shmget")) {
+			// shmget=KEY (hex): attach to a SysV shared memory segment of the host.
+			int id = shmget((key_t)strtoul(arg, NULL, 16), 0, 0);
+			result(name, id < 0 ? -1 : (shmat(id, NULL, SHM_RDONLY) == (void *)-1 ? -1 : 0));
+		} else if (!strcmp(name, "mq_open")) {
+			// mq_open=NAME: a POSIX message queue of the host.
+			result(name, mq_open(arg, O_RDWR));
+		} else if (!strcmp(name, "unix")) {
+			// unix=PATH: connect to a host daemon's socket by path (docker, an ssh agent, D-Bus).
+			struct sockaddr_un sa = {.sun_family = AF_UNIX};
+			strncpy(sa.sun_path, arg, sizeof sa.sun_path - 1);
+			int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+			result(name, fd < 0 ? -1 : connect(fd, (struct sockaddr *)&sa, sizeof sa));
+		} else if (!strcmp(name, "syslog")) {
+			char buf[256];
+			result(name, klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, sizeof buf));
+		} else if (!strcmp(name, "finit_module")) {
+			result(name, syscall(SYS_finit_module, 0, "", 0));
+		} else if (!strcmp(name, "iopl")) {
+			result(name, syscall(SYS_iopl, 3));
+		} else if (!strcmp(name, "mknod")) {
+			// mknod=NAME: /dev/mem's device (1,1) in a writable directory.
+			unlink(arg);
+			result(name, mknod(arg, S_IFCHR | 0666, makedev(1, 1)));
+		} else if (!strcmp(name, "environ")) {
+			// environ=PID: another process's environment (the init stage's: what sysprof passed it).
+			char p[64], buf[256];
+			snprintf(p, sizeof p, "/proc/%s/environ", arg);
+			int fd = open(p, O_RDONLY);
+			result(name, fd < 0 ? -1 : read(fd, buf, sizeof buf));
+		} else if (!strcmp(name, "fdleak")) {
+			// Every fd above stdio the command inherited: a seccomp listener, a pidfd, a socket of
+			// sysprof's would each be a way out. Asked with fcntl (listing /proc/self/fd may be
+			// refused); prints "fdleak: none" or each fd with its file type.
+			int n = 0;
+			printf("fdleak:");
+			for (int fd = 3; fd < 1024; fd++) {
+				struct stat st;
+				if (fcntl(fd, F_GETFD) < 0 || fstat(fd, &st) < 0) continue;
+				printf(" %d=%o", fd, st.st_mode & S_IFMT);
+				n++;
+			}
+			printf("%s\n", n ? "" : " none");
+			fflush(stdout);
+		} else if (!strcmp(name, "threads")) {
+			// Start threads until the kernel refuses one, say how many (held by the pids limit).
+			int n = 0;
+			pthread_t th;
+			pthread_attr_t at;
+			pthread_attr_init(&at);
+			pthread_attr_setstacksize(&at, 65536);
+			pthread_mutex_lock(&park);
+			while (n < 100000 && pthread_create(&th, &at, thread_park, NULL) == 0) n++;
+			printf("threads: %d\n", n);
+			fflush(stdout);
+		} else if (!strcmp(name, "tty")) {
+			// The controlling terminal by name: TIOCSTI/TIOCLINUX through /dev/tty.
+			result(name, open("/dev/tty", O_RDWR));
+		} else if (!strcmp(name, "procs")) {
+			// How many processes this one sees (host processes would each be a target).
+			DIR *d = opendir("/proc");
+			struct dirent *e;
+			int n = 0;
+			while (d && (e = readdir(d))) if (e->d_name[0] >= '0' && e->d_name[0] <= '9') n++;
+			printf("procs: %d\n", n);
+			fflush(stdout);
+		} else if (!strcmp(name, "rename")) {
+			// rename=FROM,TO: replace a file (a protected one) by rename.
+			char *comma = strchr(arg, ',');
+			*comma = 0;
+			result(name, rename(arg, comma + 1));
+		} else if (!strcmp(name, "put")) {
+			// put=PATH: write a file, its directories made first (a hook, an editor task, a config
+			// another tool runs later).
+			char dir[4096];
+			snprintf(dir, sizeof dir, "%s", arg);
+			for (char *c = dir + 1; (c = strchr(c, '/')); c++) {
+				*c = 0;
+				mkdir(dir, 0755);
+				*c = '/';
+			}
+			int fd = open(arg, O_WRONLY | O_CREAT | O_APPEND, 0644);
+			result(name, fd < 0 ? -1 : write(fd, "x\n", 2));
+		} else if (!strcmp(name, "flood")) {
+			// flood=ioctl,N or flood=create,N: N denials, each distinct (an ioctl request, a file
+			// name in a read-only tree), to push a later attack out of the record.
+			char *comma = strchr(arg, ',');
+			int n = comma ? atoi(comma + 1) : 0, refused = 0;
+			for (int k = 0; k < n; k++) {
+				if (!strncmp(arg, "ioctl", 5)) {
+					refused += ioctl(0, 0xab000000u | (unsigned)k, 0) < 0;
+				} else {
+					char p[64];
+					snprintf(p, sizeof p, "/usr/lib/sysprof-flood-%d", k);
+					int fd = open(p, O_WRONLY | O_CREAT, 0644);
+					refused += fd < 0;
+					if (fd >= 0) close(fd);
+				}
+			}
+			printf("flood: %d of %d refused\n", refused, n);
 			fflush(stdout);
 		} else if (!strcmp(name, "say")) {
 			// Print arg (unescaped) to stderr as the command's own output: a forged report
