@@ -70,7 +70,7 @@ func TestNamesMatrix(t *testing.T) {
 	}
 	testutil.WriteFile(t, filepath.Join(dir, "hosts"), namesHosts, 0o644)
 	testutil.WriteFile(t, filepath.Join(dir, "srv", "index.html"), "hello names\n", 0o644)
-	for _, f := range []string{"fetch.py", "lookup.js"} {
+	for _, f := range []string{"fetch.py", "lookup.js", "udp.py"} {
 		b, err := os.ReadFile(testutil.Testdata("names", f))
 		if err != nil {
 			t.Fatal(err)
@@ -117,6 +117,11 @@ git clone -q --bare %[1]s/src %[1]s/srv/repo.git; git -C %[1]s/srv/repo.git upda
 		{name: "resolve-only-connected", argv: []string{"sh", "-c", "getent hosts probe.hosts.test >/dev/null && " + strings.Join(curl("reg4.hosts.test"), " ")},
 			enforceArgv: []string{"sh", "-c", "getent hosts probe.hosts.test >/dev/null && " + strings.Join(curl("probe.hosts.test"), " ") + "; " + strings.Join(curl("reg4.hosts.test"), " ")},
 			want:        "hello names", denials: []string{"connect probe.hosts.test:8080"}},
+		// Issue 24 item 12: a UDP destination other than DNS (a statsd on loopback, one on an
+		// address of the namespace) is relayed to exactly the learned address:port; the
+		// sink's log is checked below.
+		{name: "udp-statsd-loopback", argv: []string{"sh", "-c", python + ` udp.py send 127.0.0.1 8125 "loopback-$(id -u)"`}},
+		{name: "udp-statsd-address", argv: []string{"sh", "-c", python + ` udp.py send 10.77.0.1 8126 "address-$(id -u)"`}},
 		// A name in no rule and in no source: NXDOMAIN, and the lookup on the record.
 		{name: "not-in-profile", argv: []string{"sh", "-c", "getent hosts reg4.hosts.test; " + strings.Join(curl("reg4.hosts.test"), " ")},
 			enforceArgv: []string{"sh", "-c", "getent hosts nowhere.test; " + strings.Join(curl("reg4.hosts.test"), " ")},
@@ -131,6 +136,7 @@ ip addr add fd77::1/64 dev lo; ip addr add fd77::2/64 dev lo
 mount --bind %[1]s/hosts /etc/hosts
 hostname boxhost
 cd %[1]s/srv && %[2]s -m http.server --bind :: 8080 >%[1]s/srv.log 2>&1 &
+%[2]s %[1]s/work/udp.py sink %[1]s/udp.log 127.0.0.1:8125 10.77.0.1:8126 >>%[1]s/srv.log 2>&1 &
 i=0; until curl -s -o /dev/null http://10.77.0.1:8080/ || [ $i -gt 100 ]; do sleep 0.1; i=$((i+1)); done
 set +e
 cd %[1]s/work
@@ -157,6 +163,14 @@ S=%[3]s
 	r := testutil.Run(t, dir, os.Environ(), "unshare", "-n", "-m", "-u", "--propagation", "private", "sh", "-c", script.String())
 	if r.Code != 0 {
 		t.Fatalf("the namespace's script: %v", r)
+	}
+	udpLog, _ := os.ReadFile(filepath.Join(dir, "udp.log"))
+	for _, want := range []string{"loopback-0", "loopback-65534", "address-0", "address-65534"} {
+		// learn's datagram and enforce's as root share a line text: count them.
+		n := strings.Count(string(udpLog), want+"\n")
+		if strings.HasSuffix(want, "-0") && n < 2 || n < 1 {
+			t.Errorf("UDP relay: %q received %d time(s); the sink's log:\n%s", want, n, udpLog)
+		}
 	}
 	read := func(name string) string {
 		b, _ := os.ReadFile(filepath.Join(dir, "out", name))
