@@ -36,6 +36,7 @@ type namesCell struct {
 	name        string
 	argv        []string
 	enforceArgv []string
+	resolvConf  string   // the namespace's resolv.conf options for this cell ("" the default)
 	want        string   // in enforce's stdout
 	denials     []string // as many denials, each with one of these in its What; none when nil
 }
@@ -70,7 +71,7 @@ func TestNamesMatrix(t *testing.T) {
 	}
 	testutil.WriteFile(t, filepath.Join(dir, "hosts"), namesHosts, 0o644)
 	testutil.WriteFile(t, filepath.Join(dir, "srv", "index.html"), "hello names\n", 0o644)
-	for _, f := range []string{"fetch.py", "lookup.js", "udp.py"} {
+	for _, f := range []string{"fetch.py", "lookup.js", "resolve4.js", "udp.py"} {
 		b, err := os.ReadFile(testutil.Testdata("names", f))
 		if err != nil {
 			t.Fatal(err)
@@ -83,6 +84,13 @@ func TestNamesMatrix(t *testing.T) {
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build gofetch: %v\n%s", err, out)
+	}
+	// The namespace's DNS server (for names under dns.test), outside the work tree.
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "dnsd"), testutil.Testdata("names", "dnsd.go")).CombinedOutput(); err != nil {
+		t.Fatalf("build dnsd: %v\n%s", err, out)
+	}
+	for name, opts := range map[string]string{"": "", "single-request": "options single-request\n", "use-vc": "options use-vc\n"} {
+		testutil.WriteFile(t, filepath.Join(dir, "resolv.conf"+name), "nameserver 10.77.0.53\n"+opts, 0o644)
 	}
 	// A repository git reaches over plain (dumb) HTTP.
 	git := fmt.Sprintf(`set -e; export HOME=%[1]s/home; git init -q %[1]s/src; git -C %[1]s/src -c user.email=t@t -c user.name=t commit -q --allow-empty -m one
@@ -122,6 +130,18 @@ git clone -q --bare %[1]s/src %[1]s/srv/repo.git; git -C %[1]s/srv/repo.git upda
 		// sink's log is checked below.
 		{name: "udp-statsd-loopback", argv: []string{"sh", "-c", python + ` udp.py send 127.0.0.1 8125 "loopback-$(id -u)"`}},
 		{name: "udp-statsd-address", argv: []string{"sh", "-c", python + ` udp.py send 10.77.0.1 8126 "address-$(id -u)"`}},
+		// Names from DNS (the namespace's server): glibc asks A and AAAA at once with sendmmsg,
+		// one at a time with send under single-request, over TCP under use-vc or after a
+		// truncated answer; c-ares (node's dns.resolve4) and Go's resolver ask themselves.
+		{name: "dns-curl", argv: curl("www.dns.test"), want: "hello names"},
+		{name: "dns-curl-single-request", argv: curl("www.dns.test"), resolvConf: "single-request", want: "hello names"},
+		{name: "dns-curl-use-vc", argv: curl("www.dns.test"), resolvConf: "use-vc", want: "hello names"},
+		{name: "dns-curl-truncated", argv: curl("tcp.dns.test"), want: "hello names"},
+		{name: "dns-python", argv: []string{python, "fetch.py", url("www.dns.test")}, want: "hello names"},
+		{name: "dns-go-pure-resolver", argv: []string{gofetch, url("www.dns.test")}, want: "hello names"},
+		{name: "dns-node-resolve4", argv: []string{"node", "resolve4.js", "www.dns.test"}, want: "resolve4 1"},
+		{name: "dns-getent", argv: []string{"getent", "ahosts", "www.dns.test"}, want: "STREAM"},
+		{name: "dns-resolve-only", argv: []string{"sh", "-c", "getent hosts probe.dns.test >/dev/null && " + strings.Join(curl("www.dns.test"), " ")}, want: "hello names"},
 		// A name in no rule and in no source: NXDOMAIN, and the lookup on the record.
 		{name: "not-in-profile", argv: []string{"sh", "-c", "getent hosts reg4.hosts.test; " + strings.Join(curl("reg4.hosts.test"), " ")},
 			enforceArgv: []string{"sh", "-c", "getent hosts nowhere.test; " + strings.Join(curl("reg4.hosts.test"), " ")},
@@ -131,9 +151,11 @@ git clone -q --bare %[1]s/src %[1]s/srv/repo.git; git -C %[1]s/srv/repo.git upda
 	var script strings.Builder
 	fmt.Fprintf(&script, `set -e
 ip link set lo up
-for a in 10.77.0.1 10.77.0.2 10.77.0.3 10.77.0.4 10.77.0.9; do ip addr add $a/24 dev lo; done
+for a in 10.77.0.1 10.77.0.2 10.77.0.3 10.77.0.4 10.77.0.9 10.77.0.53; do ip addr add $a/24 dev lo; done
 ip addr add fd77::1/64 dev lo; ip addr add fd77::2/64 dev lo
 mount --bind %[1]s/hosts /etc/hosts
+mount --bind %[1]s/resolv.conf /etc/resolv.conf
+%[1]s/dnsd 10.77.0.53:53 >>%[1]s/srv.log 2>&1 &
 hostname boxhost
 cd %[1]s/srv && %[2]s -m http.server --bind :: 8080 >%[1]s/srv.log 2>&1 &
 %[2]s %[1]s/work/udp.py sink %[1]s/udp.log 127.0.0.1:8125 10.77.0.1:8126 >>%[1]s/srv.log 2>&1 &
@@ -156,9 +178,15 @@ S=%[3]s
 		if c.enforceArgv != nil {
 			enf = c.enforceArgv
 		}
+		if c.resolvConf != "" {
+			fmt.Fprintf(&script, "mount --bind %s/resolv.conf%s /etc/resolv.conf\n", dir, c.resolvConf)
+		}
 		fmt.Fprintf(&script, "$S learn --fresh -p %[1]s.yaml -- %[2]s >%[1]s.learn.out 2>%[1]s.learn.err; echo $? >%[1]s.learn.rc\n", o, q(c.argv))
 		fmt.Fprintf(&script, "$S enforce -p %[1]s.yaml --report %[1]s.root.json -- %[2]s >%[1]s.root.out 2>%[1]s.root.err; echo $? >%[1]s.root.rc\n", o, q(enf))
 		fmt.Fprintf(&script, "chmod 644 %[1]s.yaml; setpriv --reuid=65534 --regid=65534 --clear-groups $S enforce -p %[1]s.yaml --report %[1]s.nobody.json -- %[2]s >%[1]s.nobody.out 2>%[1]s.nobody.err; echo $? >%[1]s.nobody.rc\n", o, q(enf))
+		if c.resolvConf != "" {
+			script.WriteString("umount /etc/resolv.conf\n")
+		}
 	}
 	r := testutil.Run(t, dir, os.Environ(), "unshare", "-n", "-m", "-u", "--propagation", "private", "sh", "-c", script.String())
 	if r.Code != 0 {
