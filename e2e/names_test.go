@@ -140,6 +140,7 @@ git clone -q --bare %[1]s/src %[1]s/srv/repo.git; git -C %[1]s/srv/repo.git upda
 		{name: "dns-python", argv: []string{python, "fetch.py", url("www.dns.test")}, want: "hello names"},
 		{name: "dns-go-pure-resolver", argv: []string{gofetch, url("www.dns.test")}, want: "hello names"},
 		{name: "dns-node-resolve4", argv: []string{"node", "resolve4.js", "www.dns.test"}, want: "resolve4 1"},
+		{name: "dns-python-dot-localhost", argv: []string{python, "fetch.py", url("app.localhost")}, want: "hello names"},
 		{name: "dns-getent", argv: []string{"getent", "ahosts", "www.dns.test"}, want: "STREAM"},
 		{name: "dns-resolve-only", argv: []string{"sh", "-c", "getent hosts probe.dns.test >/dev/null && " + strings.Join(curl("www.dns.test"), " ")}, want: "hello names"},
 		// A name in no rule and in no source: NXDOMAIN, and the lookup on the record.

@@ -1,5 +1,5 @@
 // dnsd is TestNamesMatrix's DNS server (dnsd ADDR): names under dns.test answer A 10.77.0.1 and
-// AAAA fd77::1, over UDP and TCP; tcp.dns.test answers over UDP with the truncated bit and no
+// AAAA fd77::1, over UDP and TCP, names under localhost A 127.0.0.1 (as systemd-resolved); tcp.dns.test answers over UDP with the truncated bit and no
 // records, so a resolver asks again over TCP (what a large answer does); any other name is
 // NXDOMAIN.
 package main
@@ -28,6 +28,8 @@ func answer(q []byte, udp bool) []byte {
 	name := strings.ToLower(qs[0].Name.String())
 	rh := dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired, RecursionAvailable: true}
 	known := strings.HasSuffix(name, ".dns.test.")
+	loopback := strings.HasSuffix(name, ".localhost.") // as systemd-resolved answers
+	known = known || loopback
 	if !known {
 		rh.RCode = dnsmessage.RCodeNameError
 	}
@@ -41,8 +43,15 @@ func answer(q []byte, udp bool) []byte {
 		rr := dnsmessage.ResourceHeader{Name: qs[0].Name, Class: dnsmessage.ClassINET, TTL: 60}
 		switch qs[0].Type {
 		case dnsmessage.TypeA:
-			b.AResource(rr, dnsmessage.AResource{A: [4]byte{10, 77, 0, 1}})
+			a := [4]byte{10, 77, 0, 1}
+			if loopback {
+				a = [4]byte{127, 0, 0, 1}
+			}
+			b.AResource(rr, dnsmessage.AResource{A: a})
 		case dnsmessage.TypeAAAA:
+			if loopback {
+				break
+			}
 			b.AAAAResource(rr, dnsmessage.AAAAResource{AAAA: [16]byte{0xfd, 0x77, 15: 1}})
 		}
 	}
