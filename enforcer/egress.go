@@ -104,7 +104,10 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 		if err != nil {
 			return err
 		}
-		if len(hosts) > 0 {
+		switch {
+		case len(hosts) > maxHostsFileNames:
+			c.Notes = append(c.Notes, fmt.Sprintf("network: %s has %d names: too many to answer through the DNS stub; only the profile's names resolve", hostsFilePath, len(hosts)))
+		case len(hosts) > 0:
 			names = append(names, hosts...)
 			c.Notes = append(c.Notes, fmt.Sprintf("network: %d name(s) of %s resolve through the DNS stub (the profile reads the file; the sandbox's copy keeps only its loopback lines): a connection to one still takes a connect rule", len(hosts), hostsFilePath))
 		}
@@ -131,6 +134,10 @@ func udpRelay(a policy.EndpointAddr) (netip.AddrPort, bool) {
 	return netip.AddrPortFrom(ip, uint16(a.Port)), true
 }
 
+// maxHostsFileNames bounds the hosts file's names the stub answers (each takes a synthetic
+// address of the 65000).
+const maxHostsFileNames = 10000
+
 // hostsFilePath is the host's hosts file (a variable for tests).
 var hostsFilePath = hostsfile.Path
 
@@ -153,8 +160,10 @@ func hostsFileNames(path string) ([]string, error) {
 		return nil, fmt.Errorf("egress: read %s (its names resolve through the DNS stub): %w", path, err)
 	}
 	var out []string
-	for _, names := range hostsfile.Names(string(b)) {
-		out = append(out, names...)
+	for addr, names := range hostsfile.Names(string(b)) {
+		if !addr.IsUnspecified() { // 0.0.0.0 and :: block a name (ad-block lists): nothing to reach
+			out = append(out, names...)
+		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil

@@ -113,7 +113,7 @@ func TestHostsFileNamesResolveOnly(t *testing.T) {
 	old := hostsFilePath
 	hostsFilePath = filepath.Join(dir, "hosts")
 	defer func() { hostsFilePath = old }()
-	testutil.WriteFile(t, hostsFilePath, "127.0.0.1 localhost\n127.0.0.1 lo.hosts.test\n10.0.0.5 Reg.Hosts.Test alias\n10.0.0.9 probe.hosts.test\n", 0o644)
+	testutil.WriteFile(t, hostsFilePath, "127.0.0.1 localhost\n127.0.0.1 lo.hosts.test\n10.0.0.5 Reg.Hosts.Test alias\n10.0.0.9 probe.hosts.test\n0.0.0.0 ads.blocked.test\n", 0o644)
 	compile := func(read ...string) *Compiled {
 		p := toolProfile("hosts-resolve", read...)
 		p.Network.Connect = []policy.Endpoint{{Endpoint: "reg.hosts.test:443", Proto: "tcp"}}
@@ -128,6 +128,9 @@ func TestHostsFileNamesResolveOnly(t *testing.T) {
 		if _, ok := c.Egress.Synthetic(n); !ok {
 			t.Errorf("%s: not answered by the stub; names %v", n, c.Egress.Names)
 		}
+	}
+	if _, ok := c.Egress.Synthetic("ads.blocked.test"); ok {
+		t.Error("a name the file blocks (0.0.0.0) went to the stub")
 	}
 	if _, ok := c.Egress.Synthetic("lo.hosts.test"); ok {
 		t.Error("a loopback line's name went to the stub (the sandbox's hosts file answers it)")
