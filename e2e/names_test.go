@@ -150,16 +150,20 @@ git clone -q --bare %[1]s/src %[1]s/srv/repo.git; git -C %[1]s/srv/repo.git upda
 	}
 
 	var script strings.Builder
+	// The servers are killed when the script ends: they would outlive the namespace's last
+	// process otherwise.
 	fmt.Fprintf(&script, `set -e
+pids=
+trap 'kill $pids 2>/dev/null' EXIT
 ip link set lo up
 for a in 10.77.0.1 10.77.0.2 10.77.0.3 10.77.0.4 10.77.0.9 10.77.0.53; do ip addr add $a/24 dev lo; done
 ip addr add fd77::1/64 dev lo; ip addr add fd77::2/64 dev lo
 mount --bind %[1]s/hosts /etc/hosts
 mount --bind %[1]s/resolv.conf /etc/resolv.conf
-%[1]s/dnsd 10.77.0.53:53 >>%[1]s/srv.log 2>&1 &
+%[1]s/dnsd 10.77.0.53:53 >>%[1]s/srv.log 2>&1 & pids="$pids $!"
 hostname boxhost
-cd %[1]s/srv && %[2]s -m http.server --bind :: 8080 >%[1]s/srv.log 2>&1 &
-%[2]s %[1]s/work/udp.py sink %[1]s/udp.log 127.0.0.1:8125 10.77.0.1:8126 >>%[1]s/srv.log 2>&1 &
+(cd %[1]s/srv && exec %[2]s -m http.server --bind :: 8080 >>%[1]s/srv.log 2>&1) & pids="$pids $!"
+%[2]s %[1]s/work/udp.py sink %[1]s/udp.log 127.0.0.1:8125 10.77.0.1:8126 >>%[1]s/srv.log 2>&1 & pids="$pids $!"
 i=0; until curl -s -o /dev/null http://10.77.0.1:8080/ || [ $i -gt 100 ]; do sleep 0.1; i=$((i+1)); done
 set +e
 cd %[1]s/work
