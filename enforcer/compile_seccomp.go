@@ -29,6 +29,7 @@ func compileSeccomp(p *policy.Profile, archName string, supervised bool) (*Compi
 	}
 	f, err := seccomp.Compile(p, archName, seccomp.Options{
 		SupervisedOpenWrites: slices.ContainsFunc(c.ProcWrites, func(w ProcWrite) bool { return w.Granted }),
+		ResolverStub:         supervised, // enforce's runs resolve through the DNS stub
 	})
 	if err != nil {
 		return nil, err

@@ -146,7 +146,10 @@
 //     and what runs under it ("by: any" opts out); udp rules to port 53 are served by the
 //     stub; other UDP rules to an exact address:port are relayed to it (netproxy udp.go), to a
 //     name or a range dropped and said (the datagrams stay refused; the rest runs);
-//     resolve names are answered by the stub with no connection allowed; bind rules work
+//     resolve names are answered by the stub with no connection allowed, and so are the
+//     names of the host's hosts file when the profile reads it (a lookup there leaves no query
+//     to learn); the seccomp filter then allows what a resolver needs to ask the stub
+//     (policy.CloseResolver), whatever source the learn resolved from; bind rules work
 //     inside the namespace, and a loopback TCP listener with a fixed port is published to the
 //     host at the same address by a forwarder in the namespace (publish_linux.go: nsenter,
 //     which joins the sandbox's user namespace as an ordinary user; --publish PORT adds one).

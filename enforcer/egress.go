@@ -1,12 +1,17 @@
 package enforcer
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 
+	"github.com/sysprof/sysprof/internal/hostsfile"
 	"github.com/sysprof/sysprof/netproxy"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/sandbox"
 )
@@ -94,6 +99,19 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 	for _, e := range n.Resolve {
 		names = append(names, e.Endpoint)
 	}
+	if c.profile != nil && readsHostsFile(c.profile.Filesystem.Read) {
+		hosts, err := hostsFileNames(hostsFilePath)
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(hosts) > maxHostsFileNames:
+			c.Notes = append(c.Notes, fmt.Sprintf("network: %s has %d names: too many to answer through the DNS stub; only the profile's names resolve", hostsFilePath, len(hosts)))
+		case len(hosts) > 0:
+			names = append(names, hosts...)
+			c.Notes = append(c.Notes, fmt.Sprintf("network: %d name(s) of %s resolve through the DNS stub (the profile reads the file; the sandbox's copy keeps only its loopback lines): a connection to one still takes a connect rule", len(hosts), hostsFilePath))
+		}
+	}
 	if err := p.AddResolveOnly(names); err != nil {
 		return err
 	}
@@ -114,4 +132,39 @@ func udpRelay(a policy.EndpointAddr) (netip.AddrPort, bool) {
 		return netip.AddrPort{}, false
 	}
 	return netip.AddrPortFrom(ip, uint16(a.Port)), true
+}
+
+// maxHostsFileNames bounds the hosts file's names the stub answers (each takes a synthetic
+// address of the 65000).
+const maxHostsFileNames = 10000
+
+// hostsFilePath is the host's hosts file (a variable for tests).
+var hostsFilePath = hostsfile.Path
+
+// readsHostsFile reports whether a read rule covers the hosts file.
+func readsHostsFile(read []policy.PathRule) bool {
+	return slices.ContainsFunc(read, func(r policy.PathRule) bool { return paths.Covers(r.Path, hostsfile.Path) })
+}
+
+// hostsFileNames are the names path gives to addresses other than loopback. A tool resolved
+// them from the file on the host, without DNS, so the learn saw no lookup to keep (a
+// resolve-only name of the file is in no profile); in the sandbox they resolve as the host's
+// would, through the stub: a name with no connect rule gets a synthetic address no rule lets
+// through, and the connection is refused and on the record. A missing file gives none.
+func hostsFileNames(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("egress: read %s (its names resolve through the DNS stub): %w", path, err)
+	}
+	var out []string
+	for addr, names := range hostsfile.Names(string(b)) {
+		if !addr.IsUnspecified() { // 0.0.0.0 and :: block a name (ad-block lists): nothing to reach
+			out = append(out, names...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }

@@ -104,3 +104,41 @@ func hostsNamesCheck(work string) error {
 	}
 	return nil
 }
+
+// The names the host's hosts file gives (not its loopback lines) resolve through the stub when
+// the profile reads the file, resolve-only unless a rule connects: the learn resolved them
+// from the file, without a lookup to keep. A profile that does not read the file gets none.
+func TestHostsFileNamesResolveOnly(t *testing.T) {
+	dir := t.TempDir()
+	old := hostsFilePath
+	hostsFilePath = filepath.Join(dir, "hosts")
+	defer func() { hostsFilePath = old }()
+	testutil.WriteFile(t, hostsFilePath, "127.0.0.1 localhost\n127.0.0.1 lo.hosts.test\n10.0.0.5 Reg.Hosts.Test alias\n10.0.0.9 probe.hosts.test\n0.0.0.0 ads.blocked.test\n", 0o644)
+	compile := func(read ...string) *Compiled {
+		p := toolProfile("hosts-resolve", read...)
+		p.Network.Connect = []policy.Endpoint{{Endpoint: "reg.hosts.test:443", Proto: "tcp"}}
+		c, err := Compile(p, Env{Vars: map[string]string{"WORKDIR": dir, "HOME": dir, "TMPDIR": "/tmp"}, Arch: "x86_64"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := compile("/usr", "/etc/hosts")
+	for _, n := range []string{"reg.hosts.test", "alias", "probe.hosts.test"} {
+		if _, ok := c.Egress.Synthetic(n); !ok {
+			t.Errorf("%s: not answered by the stub; names %v", n, c.Egress.Names)
+		}
+	}
+	if _, ok := c.Egress.Synthetic("ads.blocked.test"); ok {
+		t.Error("a name the file blocks (0.0.0.0) went to the stub")
+	}
+	if _, ok := c.Egress.Synthetic("lo.hosts.test"); ok {
+		t.Error("a loopback line's name went to the stub (the sandbox's hosts file answers it)")
+	}
+	c = compile("/usr")
+	for _, n := range []string{"alias", "probe.hosts.test"} {
+		if _, ok := c.Egress.Synthetic(n); ok {
+			t.Errorf("%s answered for a profile that does not read the hosts file", n)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package netproxy
 
 import (
 	"net/netip"
+	"strings"
 
 	"golang.org/x/net/dns/dnsmessage"
 )
@@ -30,7 +31,9 @@ func (p *Plan) answer(msg []byte) (resp []byte, name string, denied bool) {
 	}
 	name = canonName(q.Name.String())
 	addr, ok := p.Names[name]
-	if name == "localhost" {
+	// localhost and every name under it are loopback (RFC 6761; nss-myhostname and
+	// systemd-resolved answer so on the host), also when learned as a resolve-only name.
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
 		addr, ok = netip.MustParseAddr("127.0.0.1"), true
 	}
 	if !ok {

@@ -13,7 +13,8 @@
 //     (getsockname of the accepted socket) instead of the call failing unseen;
 //   - listens on the stub's address (udp 127.0.0.53:53) and on one dual-stack wildcard TCP
 //     socket per port the profile connects to;
-//   - mounts a generated resolv.conf (only the stub, no search domains) over /etc/resolv.conf,
+//   - mounts a generated resolv.conf (only the stub, no search domains, single-request: one
+//     query per datagram, so glibc sends with send rather than sendmmsg) over /etc/resolv.conf,
 //     and the host's /etc/hosts reduced to its loopback lines over /etc/hosts: a name the
 //     host resolves from the file (an internal registry, a CI service container) is asked of
 //     the stub like any other, instead of being dialled by its raw address (refused). The
@@ -30,7 +31,8 @@
 // allowed name get an empty answer (clients use the A record); every other name is NXDOMAIN
 // and a denial with the name. A resolve-only name (Plan.AddResolveOnly: looked up when
 // learned, never connected to) is answered the same way; no rule connects to it, so a
-// connection to its address is refused.
+// connection to its address is refused. localhost and every name under it answer 127.0.0.1
+// (RFC 6761), even when learned as a resolve-only name.
 //
 // The proxy takes the name from the synthetic address dialled, reads the client's first bytes
 // and checks them against it:

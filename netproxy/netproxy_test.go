@@ -137,6 +137,18 @@ func TestPlanSyntheticAndDNS(t *testing.T) {
 	if _, name, denied := p.answer(mustQuery("x.a.test.")); !denied || name != "x.a.test" {
 		t.Errorf("a subdomain of an allowed name must be refused: %q %v", name, denied)
 	}
+	// localhost and the names under it are loopback (RFC 6761), even as resolve-only names.
+	if err := p.AddResolveOnly([]string{"app.localhost"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"localhost.", "app.localhost.", "x.y.localhost."} {
+		if m := query(n, dnsmessage.TypeA); m.RCode != dnsmessage.RCodeSuccess || len(m.Answers) != 1 || m.Answers[0].Body.(*dnsmessage.AResource).A != [4]byte{127, 0, 0, 1} {
+			t.Errorf("%s A: %+v", n, m)
+		}
+	}
+	if m := query("localhost.evil.test.", dnsmessage.TypeA); m.RCode != dnsmessage.RCodeNameError {
+		t.Errorf("localhost.evil.test: %+v", m)
+	}
 }
 
 func mustQuery(name string) []byte {

@@ -3,10 +3,12 @@ package profiler
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"maps"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -57,7 +59,10 @@ type collector struct {
 	addrTo    map[string]string   // address -> the name it was resolved from
 	// {exe, address, port} of a TCP connection -> the names its first bytes named (TLS SNI,
 	// HTTP Host): the name a binary connected to, DNS answer seen or not.
-	sniffed  map[sniffKey]map[string]bool
+	sniffed map[sniffKey]map[string]bool
+	// tcpAsked are the names asked over TCP (tcpQuery); lookup resolves them on the host.
+	tcpAsked map[string]bool
+	lookup   func(ctx context.Context, name string) ([]netip.Addr, error)
 	dirs     map[string]string // directory -> with symlinks resolved (a bounded cache)
 	exeIDs   map[string]uint32 // exe path -> index for fileKey
 	exeNames []string          // index -> exe path
@@ -146,10 +151,14 @@ func newCollector(mono0 uint64, wall0 time.Time) *collector {
 		dns:       map[string]*dnsName{},
 		addrTo:    map[string]string{},
 		sniffed:   map[sniffKey]map[string]bool{},
-		dirs:      map[string]string{},
-		bases:     map[uint32]string{},
-		exeIDs:    map[string]uint32{},
-		hasher:    newHasher(),
+		tcpAsked:  map[string]bool{},
+		lookup: func(ctx context.Context, name string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", name)
+		},
+		dirs:   map[string]string{},
+		bases:  map[uint32]string{},
+		exeIDs: map[string]uint32{},
+		hasher: newHasher(),
 
 		hostsPath: hostsfile.Path,
 	}
@@ -598,7 +607,12 @@ func (c *collector) net(e bpf.LearnNetEvent) {
 
 // sniff records the name a connection's first bytes named.
 func (c *collector) sniff(e bpf.LearnSniffEvent) {
-	name := netproxy.FirstName(e.Data[:min(int(e.Len), len(e.Data))])
+	data := e.Data[:min(int(e.Len), len(e.Data))]
+	if e.Dport == 53 {
+		c.tcpQuery(data)
+		return
+	}
+	name := netproxy.FirstName(data)
 	if name == "" {
 		return
 	}
@@ -614,6 +628,53 @@ func (c *collector) sniff(e bpf.LearnSniffEvent) {
 		c.sniffed[k] = map[string]bool{}
 	}
 	c.sniffed[k][name] = true
+}
+
+// tcpQuery records the name a DNS query over TCP asked (its first bytes: a 2-byte length and
+// the message): options use-vc, or a retry after a truncated answer. The answer is not seen
+// (only UDP payloads are), so fill asks the host's resolver for the name.
+func (c *collector) tcpQuery(data []byte) {
+	if len(data) < 2 {
+		return
+	}
+	var p dnsmessage.Parser
+	if h, err := p.Start(data[2:]); err != nil || h.Response {
+		return
+	}
+	q, err := p.Question()
+	if err != nil {
+		return
+	}
+	if name := strings.TrimSuffix(q.Name.String(), "."); name != "" {
+		c.tcpAsked[name] = true
+	}
+}
+
+// resolveTCPAsked asks the host's resolver for the names asked over TCP that no UDP answer
+// gave addresses: the tool got them over TCP, so its connections are named as after a UDP
+// answer.
+func (c *collector) resolveTCPAsked() {
+	for name := range c.tcpAsked {
+		if d := c.dns[name]; d != nil && len(d.addrs) > 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		addrs, err := c.lookup(ctx, name)
+		cancel()
+		if err != nil {
+			continue
+		}
+		d := c.dns[name]
+		if d == nil {
+			d = &dnsName{addrs: map[string]bool{}}
+			c.dns[name] = d
+		}
+		for _, a := range addrs {
+			s := a.Unmap().String()
+			d.addrs[s] = true
+			c.addrTo[s] = name
+		}
+	}
 }
 
 func (c *collector) addNet(k netKey) {
@@ -703,6 +764,7 @@ func (c *collector) fill(t *trace.Trace) {
 		t.Processes[i].SHA256 = c.hasher.sum(t.Processes[i].Exe)
 	}
 	t.Files = c.sortedFiles()
+	c.resolveTCPAsked()
 	fromHosts := c.hostsNames(t)
 	for _, n := range c.nets {
 		if n.Addr != "" {

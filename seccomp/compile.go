@@ -35,6 +35,10 @@ type Options struct {
 	// ExtraValues are argument values the consumer itself passes (syscall → argument →
 	// values): added to the profile's value rule on that argument, if it has one.
 	ExtraValues map[string]map[int][]uint64
+	// ResolverStub: names resolve through sysprof's DNS stub (sysprof enforce), so a profile
+	// that reaches names gets the resolver's calls (policy.CloseResolver). Exports run under
+	// the host's own resolver and do not.
+	ResolverStub bool
 }
 
 // Filter is a profile's syscall policy compiled for one architecture: the rules as data
@@ -47,6 +51,8 @@ type Filter struct {
 	Program []bpf.RawInstruction
 	Notes   []string
 	Dropped []string
+
+	resolverAdded []string // policy.CloseResolver's additions, kept only where the ABI has them
 }
 
 // Compile compiles p's syscall section for architecture archName (a go-seccomp-bpf name; ""
@@ -154,9 +160,14 @@ func isInt32Arg(name string, i int) bool { return slices.Contains(int32Args()[na
 // compileSyscalls is the filter's spec for p on host's architecture: one table per ABI the
 // profile may use here, its allowed syscalls with their argument checks and hardening.
 func (c *Filter) compileSyscalls(p *policy.Profile, host *arch.Info, opts Options) (*Spec, error) {
-	names, rulesFor := c.allowedSyscalls(p, opts.Extra)
+	names, rulesFor := c.allowedSyscalls(p, opts.Extra, opts.ResolverStub)
 	abis, others := c.abisOf(p.Syscalls.Architectures, host)
 	c.closeFamilies(p, names, append(slices.Clone(abis), others...))
+	for _, n := range c.resolverAdded {
+		if !knownOn(append(slices.Clone(abis), others...), n) {
+			delete(names, n) // poll on aarch64: ppoll is its only one
+		}
+	}
 	hard := hardening(p, opts.SupervisedOpenWrites)
 	if err := c.compileRules(names, rulesFor, hard, opts.ExtraValues); err != nil {
 		return nil, err
@@ -190,7 +201,7 @@ func (c *Filter) compileSyscalls(p *policy.Profile, host *arch.Info, opts Option
 // syscall. clone3 always answers ENOSYS (compileABI), so libc falls back to clone(2): a
 // profile that learned clone3 (a learn run never sees the fallback) gets clone, whose
 // namespace flags stay denied. clone can do nothing clone3 could not.
-func (c *Filter) allowedSyscalls(p *policy.Profile, extra []string) (names map[string]bool, rulesFor map[string][]policy.ArgRule) {
+func (c *Filter) allowedSyscalls(p *policy.Profile, extra []string, stub bool) (names map[string]bool, rulesFor map[string][]policy.ArgRule) {
 	names = map[string]bool{}
 	for _, s := range p.Syscalls.Allow {
 		names[s.Name] = true
@@ -205,6 +216,15 @@ func (c *Filter) allowedSyscalls(p *policy.Profile, extra []string) (names map[s
 	args := p.Syscalls.Args
 	if p.ClosesFamilies() {
 		args = policy.CloseTerminalRequests(args) // as closeFamilies: what a newer learn writes
+	}
+	if stub && policy.UsesResolver(p) {
+		var add []string
+		add, args = policy.CloseResolver(p, args, func(n string) bool { return names[n] })
+		for _, n := range add {
+			names[n] = true
+			c.resolverAdded = append(c.resolverAdded, n)
+		}
+		c.Notes = append(c.Notes, "syscalls: + what a resolver needs to ask sysprof's DNS stub ("+strings.Join(policy.ResolverCalls, ", ")+"; socket AF_INET SOCK_DGRAM, ioctl FIONREAD): names resolve through it whatever source the host used")
 	}
 	for _, r := range args {
 		rulesFor[r.Syscall] = append(rulesFor[r.Syscall], r)

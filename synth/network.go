@@ -75,8 +75,18 @@ func (s *state) endpoint(n netObs) (string, string) {
 // query to the resolver (udp 53) was itself observed as a connect or send and is allowed as
 // seen. Failed attempts (connection refused, unreachable) are not granted.
 func (s *state) passNetwork() []string {
-	failed, unexpressed := 0, 0
+	failed, unexpressed, probes := 0, 0, 0
 	dns := map[string]bool{}
+	// glibc's getaddrinfo sorts several addresses (RFC 6724) by connecting a UDP socket to
+	// each, port included, and sending nothing: a UDP "connect" to the name:port the binary
+	// then reached over TCP is that probe, not a UDP destination. As a rule by name it would
+	// only be refused by enforce (UDP is relayed to exact addresses), with a warning each run.
+	tcpTo := map[[2]string]bool{}
+	for _, n := range s.net {
+		if ep, proto := s.endpoint(n); n.ok && n.op == trace.OpConnect && ep != "" && proto != "udp" {
+			tcpTo[[2]string{n.exe, ep}] = true
+		}
+	}
 	for _, n := range s.net {
 		if !n.ok {
 			failed++
@@ -85,6 +95,10 @@ func (s *state) passNetwork() []string {
 		ep, proto := s.endpoint(n)
 		if ep == "" {
 			unexpressed++
+			continue
+		}
+		if a, err := policy.ParseEndpoint(ep); err == nil && a.Host != "" && proto == "udp" && n.op == trace.OpConnect && a.Port != 53 && tcpTo[[2]string{n.exe, ep}] {
+			probes++
 			continue
 		}
 		k := epKey{n.op, ep, proto}
@@ -122,6 +136,9 @@ func (s *state) passNetwork() []string {
 	}
 	if failed > 0 {
 		msgs = append(msgs, fmt.Sprintf("not granted: %s that failed during learning", plural(failed, "network attempt")))
+	}
+	if probes > 0 {
+		msgs = append(msgs, fmt.Sprintf("not granted: %s to a name:port the same binary then connected to over TCP (getaddrinfo's address-sorting probe: it sends nothing)", plural(probes, "UDP connect")))
 	}
 	return msgs
 }

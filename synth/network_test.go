@@ -1,6 +1,8 @@
 package synth
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sysprof/sysprof/trace"
@@ -37,5 +39,40 @@ func TestConnectNamedBySNI(t *testing.T) {
 	}
 	if len(got) != 3 {
 		t.Errorf("endpoints %v", got)
+	}
+}
+
+// glibc's getaddrinfo connects a UDP socket to each address of a name (port included) to sort
+// them and sends nothing: that UDP connect to the name:port the binary then reached over TCP
+// is no rule (enforce would refuse a UDP rule by name, with a warning every run). A UDP
+// destination of its own, or one by address, stays.
+func TestAddressSortingProbeIsNoUDPRule(t *testing.T) {
+	curl := "/usr/bin/curl"
+	tr := &trace.Trace{
+		Version:   trace.Version,
+		Command:   []string{"curl"},
+		Context:   map[string]string{"WORKDIR": "/w", "HOME": "/home/a", "TMPDIR": "/tmp"},
+		Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
+		Processes: []trace.Process{{ID: 1, PID: 10, Exe: curl}},
+		Network: []trace.NetworkAccess{
+			{Exe: curl, Op: trace.OpConnect, Family: "inet", Proto: "tcp", Addr: "10.77.0.3", Port: 8080, Host: "multi.test", OK: true, Count: 1},
+			{Exe: curl, Op: trace.OpConnect, Family: "inet", Proto: "udp", Addr: "10.77.0.3", Port: 8080, Host: "multi.test", OK: true, Count: 1},
+			{Exe: curl, Op: trace.OpConnect, Family: "inet", Proto: "udp", Addr: "10.77.0.4", Port: 8080, Host: "multi.test", OK: true, Count: 1},
+			{Exe: curl, Op: trace.OpConnect, Family: "inet", Proto: "udp", Addr: "10.77.0.5", Port: 8125, Host: "statsd.test", OK: true, Count: 1},
+			{Exe: curl, Op: trace.OpConnect, Family: "inet", Proto: "udp", Addr: "10.77.0.6", Port: 8080, OK: true, Count: 1},
+		},
+	}
+	res, err := Synthesize(tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range res.Profile.Network.Connect {
+		got = append(got, e.Proto+" "+e.Endpoint)
+	}
+	slices.Sort(got)
+	want := "tcp multi.test:8080, udp 10.77.0.6:8080, udp statsd.test:8125"
+	if g := strings.Join(got, ", "); g != want {
+		t.Errorf("connect rules %q, want %q", g, want)
 	}
 }
