@@ -442,7 +442,8 @@ func forbiddenExecRoot(d string, env Env) bool {
 func (c *Compiled) execDirs(exec, binds []string, stages []StageSpec, env Env) []string {
 	var out []string
 	for _, x := range exec {
-		if i := slices.IndexFunc(stages, func(s StageSpec) bool { return paths.Within(staticPrefix(x), s.Dir) }); i >= 0 {
+		inBind := paths.CoveredBy(staticPrefix(x), binds) || slices.Contains(binds, staticPrefix(x))
+		if i := slices.IndexFunc(stages, func(s StageSpec) bool { return paths.Within(staticPrefix(x), s.Dir) }); i >= 0 && !inBind {
 			s := stages[i]
 			if k := outputRule(x, s.Keep); k != "" {
 				n := nearestExistingDir(execRoot(k))
