@@ -76,7 +76,8 @@ var goTestResult = regexp.MustCompile(`(?m)^(ok\s+\S+\s+)(\(cached\)|[0-9.]+s)`)
 var npmTestNoise = regexp.MustCompile(`duration_ms:? [0-9.]+|\([0-9.]+ms\)|[-\\|/]?\x1b\[1G\x1b\[0K`)
 
 // treeEnvCommands are the everyday commands of the matrix, each in a tree that is a git
-// repository (a worktree and a submodule are made from it).
+// repository (a worktree and a submodule are made from it). The builds run no program after
+// (everyday.program runs in the work dir, a subdirectory here; TestPerturbations runs them).
 var treeEnvCommands = []everyday{
 	{name: "git-status", need: []string{"git"}, argv: []string{"git", "status"}, setup: gitRepo},
 	{name: "git-log", need: []string{"git", "less"}, argv: []string{"git", "log", "--stat"}, setup: gitRepoPaged},
@@ -88,7 +89,7 @@ var treeEnvCommands = []everyday{
 	{name: "node", need: []string{"node"}, argv: []string{"node", "-e", "const fs = require('fs'), os = require('os'), path = require('path'); const d = fs.mkdtempSync(path.join(os.tmpdir(), 'x-')); fs.rmdirSync(d); console.log(fs.readdirSync('.').sort(), Boolean(process.stdout.isTTY), new Date(0).getFullYear())"}, setup: gitTree(writeNotes)},
 	{name: "npm-test", need: []string{"node", "npm"}, argv: []string{"npm", "test"}, setup: gitTree(nodeTestProject), timing: npmTestNoise},
 	{name: "go-test", need: []string{"go"}, fixture: "gomod", argv: []string{"go", "test", "."}, subArgv: []string{"go", "test", ".."}, setup: gitTree(nil), timing: goTestResult},
-	{name: "cargo-build", need: []string{"cargo"}, fixture: "crate", argv: []string{"cargo", "build", "--offline"}, setup: gitTree(nil), state: []string{"target"}, program: "./target/debug/crate", timing: cargoTiming},
+	{name: "cargo-build", need: []string{"cargo"}, fixture: "crate", argv: []string{"cargo", "build", "--offline"}, setup: gitTree(nil), state: []string{"target"}, timing: cargoTiming},
 }
 
 // gitTree makes the tree a git repository with setup's files committed (a user's checkout).
