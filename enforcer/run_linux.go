@@ -171,6 +171,9 @@ func newEnforcedRun(opts Options) (*enforcedRun, error) {
 		}
 		dir = d
 	}
+	// The real path: a work tree reached through a symlink (a $PWD naming the link) is
+	// entered by the path the sandbox's mounts hold.
+	dir = paths.Resolve(dir)
 	r := &enforcedRun{opts: opts, dir: dir, asRoot: os.Geteuid() == 0}
 	// Every profile gets Landlock (an empty filesystem section is the base only, see withBase),
 	// whose refusals the guard reports: a root run always may use it.

@@ -17,6 +17,7 @@ import (
 	"github.com/sysprof/sysprof/enforcer/initstage"
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/sandbox"
 )
@@ -237,6 +238,7 @@ func StartEarly(opts Options) *Early {
 		}
 		opts.Dir = d
 	}
+	opts.Dir = paths.Resolve(opts.Dir) // as Run's
 	asRoot := os.Geteuid() == 0
 	// A profile asking for real root (rare) does not fit this stage: Run then starts its own.
 	id := identity(false)

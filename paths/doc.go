@@ -16,7 +16,8 @@
 // Host gives every variable's value for a command's working directory and environment. Each
 // comes from its environment variable, its aliases, or its tool's default:
 //
-//	$WORKDIR      the command's working directory
+//	$WORKDIR      the top of the git work tree the command runs in (ProjectRoot), else the
+//	              command's working directory
 //	$HOME         $HOME, else the password database
 //	$TMPDIR       $TMPDIR, else /tmp
 //	$CARGO_HOME   $CARGO_HOME, else $HOME/.cargo
@@ -31,7 +32,8 @@
 //	$PNPM_HOME    $PNPM_HOME, else $XDG_DATA_HOME/pnpm, else $HOME/.local/share/pnpm (pnpm's
 //	              store is $PNPM_HOME/store; its global bins are in $PNPM_HOME itself)
 //
-// Only absolute values count; a relative one is as if unset. Host runs no process (`go env`
+// Only absolute values count; a relative one is as if unset. Every value is a real path
+// (Resolve): the kernel reports and checks real paths, whatever link the environment named. Host runs no process (`go env`
 // would cost every enforce a fork and exec): a setting only the tool reads, such as a .npmrc's
 // cache=, is not seen.
 //

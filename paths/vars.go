@@ -117,7 +117,8 @@ func EnvList(env []string) Lookup {
 // Host returns the value of every path variable (names without the `$`) for a command run in
 // workdir with the environment lookup gives. learn and enforce both call it, so a variable
 // learn writes always expands under enforce on the same host with the same environment.
-// A variable with no absolute value is left out (no $HOME: nothing under it).
+// A variable with no absolute value is left out (no $HOME: nothing under it). Values are
+// real paths (Resolve): the same directory has one value however it was reached.
 //
 // It reads the environment, stats a few files (the go on $PATH, Go's env file) and, only when
 // $HOME is unset, the password database: no process is run (`go env` would cost a fork and
@@ -140,7 +141,6 @@ func Host(workdir string, lookup Lookup) map[string]string {
 	if workdir != "" && !filepath.IsAbs(workdir) {
 		workdir, _ = filepath.Abs(workdir)
 	}
-	set("WORKDIR", absClean(workdir))
 	home := get("HOME")
 	if home == "" {
 		if u, err := user.Current(); err == nil {
@@ -148,6 +148,9 @@ func Host(workdir string, lookup Lookup) map[string]string {
 		}
 	}
 	set("HOME", home)
+	if wd := absClean(workdir); wd != "" {
+		set("WORKDIR", ProjectRoot(Resolve(wd), Resolve(home)))
+	}
 	under := func(base string, rel ...string) string {
 		if base == "" {
 			return ""
@@ -199,7 +202,27 @@ func Host(workdir string, lookup Lookup) map[string]string {
 		goroot = absClean(runtime.GOROOT())
 	}
 	set("GOROOT", goroot)
+	for k, v := range out {
+		out[k] = Resolve(v)
+	}
 	return out
+}
+
+// Resolve returns absolute path p with the symlinks of its longest existing ancestor resolved
+// (the rest, not there yet, kept as is): the kernel reports and checks the real path, so a
+// HOME, a work tree or a TMPDIR reached through a link must have its real value, in learn and
+// enforce alike. A path that does not resolve is returned unchanged.
+func Resolve(p string) string {
+	rest := ""
+	for d := p; ; d = filepath.Dir(d) {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if d == "/" || d == "." {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(d), rest)
+	}
 }
 
 // absClean returns v cleaned when it is an absolute path, else "".

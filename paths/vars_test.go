@@ -133,3 +133,31 @@ func TestRunEnv(t *testing.T) {
 		t.Errorf("RunEnv(less) = %v", got)
 	}
 }
+
+// TestHostResolvesLinks: a HOME and a work tree reached through a symlink have their real
+// values, also below them where nothing exists yet ($GOCACHE before go's first run): the
+// kernel reports and checks real paths, so learn and enforce must name those.
+func TestHostResolvesLinks(t *testing.T) {
+	root := t.TempDir()
+	real := filepath.Join(root, "real")
+	for _, d := range []string{filepath.Join(real, "home"), filepath.Join(real, "work")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	got := Host(filepath.Join(link, "work"), EnvList([]string{"HOME=" + filepath.Join(link, "home"), "TMPDIR=" + filepath.Join(link, "tmp")}))
+	for k, want := range map[string]string{
+		"WORKDIR": filepath.Join(real, "work"),
+		"HOME":    filepath.Join(real, "home"),
+		"GOCACHE": filepath.Join(real, "home", ".cache", "go-build"),
+		"TMPDIR":  filepath.Join(real, "tmp"),
+	} {
+		if got[k] != want {
+			t.Errorf("$%s = %q, want %q", k, got[k], want)
+		}
+	}
+}

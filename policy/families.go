@@ -79,6 +79,11 @@ var Families = []Family{
 		[]string{"sendto", "sendmsg", "sendmmsg"}, nil, []string{"sendmsg", "sendmmsg"}},
 }
 
+// EveryProfileFamilies are the families every profile (but --exact) holds, learned or not:
+// whether a command uses them is decided by where it was started, not by the tool (git started
+// below its tree's top goes there; a learn at the top never sees it).
+var EveryProfileFamilies = []string{"working-directory"}
+
 // TerminalFamily marks what every profile (but --exact) allows for a terminal the learn run may
 // not have had.
 const TerminalFamily = "terminal"
@@ -155,6 +160,13 @@ func FamilyMates(p *Profile) map[string]string {
 	// Every profile has the terminal calls: one learned before they were is closed with them.
 	for _, n := range TerminalCalls {
 		mates[n] = TerminalFamily
+	}
+	for _, f := range Families {
+		if slices.Contains(EveryProfileFamilies, f.Name) {
+			for _, m := range f.Members {
+				mates[m] = f.Name
+			}
+		}
 	}
 	for _, f := range Families {
 		for _, n := range f.TriggerNames() {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -23,15 +24,27 @@ func TestFamilyMates(t *testing.T) {
 		t.Errorf("copy_file_range brings renameat2: %v", m)
 	}
 	// A member a family added is no trigger of its own families (as in learn), and neither is
-	// a base syscall nobody was seen making: only the terminal calls every profile has remain.
+	// a base syscall nobody was seen making: only the terminal calls and the families every
+	// profile has remain.
 	m = FamilyMates(&Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "renameat2", Family: "copy-fallback"}, {Name: "sendto", Base: true}}}})
+	every := len(TerminalCalls)
+	for _, f := range Families {
+		if slices.Contains(EveryProfileFamilies, f.Name) {
+			every += len(f.Members)
+			for _, n := range f.Members {
+				if m[n] != f.Name {
+					t.Errorf("every profile closes family %s: %s is %q", f.Name, n, m[n])
+				}
+			}
+		}
+	}
 	for n, f := range m {
-		if f != TerminalFamily {
+		if f != TerminalFamily && !slices.Contains(EveryProfileFamilies, f) {
 			t.Errorf("family members and unseen base syscalls bring families in: %s (%s)", n, f)
 		}
 	}
-	if len(m) != len(TerminalCalls) {
-		t.Errorf("every profile closes the terminal calls %v: got %v", TerminalCalls, m)
+	if len(m) != every {
+		t.Errorf("every profile closes the terminal calls %v and %v: got %v", TerminalCalls, EveryProfileFamilies, m)
 	}
 }
 

@@ -109,7 +109,7 @@ func (s *state) addFamily(f policy.Family) (added, withheld []string) {
 			used = true
 		}
 	}
-	if !used {
+	if !used && !slices.Contains(policy.EveryProfileFamilies, f.Name) {
 		return nil, nil
 	}
 	unixPath := len(f.PassFDs) > 0 && s.reachesUnixPath()
