@@ -49,3 +49,49 @@ func TestCargoStateEitherWay(t *testing.T) {
 		})
 	}
 }
+
+// TestPytestColdAndWarm (issue 24): pytest keeps the newest three of its
+// $TMPDIR/pytest-of-USER/pytest-N directories; once there are enough, a run renames the oldest
+// aside (garbage-*) and removes it. Learned with none (cold) or with three (warm), the profile
+// holds for a run in the other state, enforced and drifted: no denial, nothing widens (the
+// rotate family).
+func TestPytestColdAndWarm(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "pytest-3")
+	root := t.TempDir()
+	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "")
+	testutil.WriteFile(t, filepath.Join(b.Work, "test_tmp.py"), `def test_tmp_path(tmp_path):
+    (tmp_path / "f.txt").write_text("x")
+    assert (tmp_path / "f.txt").read_text() == "x"
+`, 0o644)
+	pytest := []string{"pytest-3", "-q", "-p", "no:cacheprovider", "test_tmp.py"}
+	cold := `rm -rf "$TMPDIR"/pytest-of-*`
+	warm := cold + ` && for i in 1 2 3 4; do pytest-3 -q -p no:cacheprovider test_tmp.py >/dev/null || exit 1; done`
+	// The tests' bytecode is cached (pytest writes it through a rename of its own), as in a
+	// checkout whose tests ran before /tmp was emptied.
+	b.Sh(t, warm)
+	for _, c := range []struct{ name, learnIn, runIn string }{
+		{"learned-cold", cold, warm},
+		{"learned-warm", warm, cold},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			profile := filepath.Join(root, c.name+".yaml")
+			b.Sh(t, c.learnIn)
+			if r := b.Sysprof(t, append([]string{"learn", "-p", profile, "--"}, pytest...)...); r.Code != 0 {
+				t.Fatalf("learn: %s", r)
+			}
+			b.Sh(t, c.runIn)
+			rep := filepath.Join(root, c.name+"-report.json")
+			if r := b.Sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, pytest...)...); r.Code != 0 {
+				t.Errorf("enforce: %s", r)
+			}
+			for _, d := range testutil.ReadReport(t, rep).Denials {
+				t.Errorf("denial: [%s] %s by %s: suggest %q", d.Kind, d.What, d.Exe, d.Suggest)
+			}
+			b.Sh(t, c.runIn)
+			if r := b.Sysprof(t, append([]string{"drift", "--fail-on", "low", "-p", profile, "--"}, pytest...)...); r.Code != 0 {
+				t.Errorf("drift widened: %s", r)
+			}
+		})
+	}
+}
