@@ -132,3 +132,13 @@ func TestFamilyMatesRotateChains(t *testing.T) {
 		t.Errorf("a rename rotate brought closes no rename mates: %v", back)
 	}
 }
+
+// A lookup learned where the network was down (the query's send failed) never reached the
+// resolver's poll for the answer; where the DNS stub answers, glibc polls (next dev's version
+// check under enforce): a send brings the fd waits.
+func TestFamilyMatesSendWaits(t *testing.T) {
+	m := FamilyMates(&Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "sendto"}}}})
+	if m["poll"] != "wait-for-fds" || m["ppoll"] != "wait-for-fds" {
+		t.Errorf("sendto's mates = %v, want poll and ppoll (wait-for-fds)", m)
+	}
+}
