@@ -52,7 +52,7 @@ var perturbations = []perturbation{
 	{name: "stdout-pipe", stdout: "pipe", stdin: "null"},
 	{name: "stdout-file", stdout: "file", stdin: "null"},
 	{name: "stdout-null", stdout: "null", stdin: "null"},
-	{name: "tty", stdout: "tty", stdin: "tty"},
+	{name: "tty", stdout: "tty", stdin: "tty", ctty: true},
 	{name: "stdin-closed", stdout: "pipe", stdin: "closed"},
 	{name: "stdin-file", stdout: "pipe", stdin: "file"},
 	{name: "utf8-locale", stdout: "pipe", stdin: "null", env: []string{"LANG=C.UTF-8", "LC_ALL=C.UTF-8"}},

@@ -26,6 +26,14 @@ type Family struct {
 	PassFDs []string
 }
 
+// chaining are the families whose members, once brought in, are triggers of the families after
+// them as if learned (Family.Chains): a rename a warm run would make brings what a learned
+// rename brings, so that a profile learned in either state closes to the same set.
+var chaining = []string{"rotate"}
+
+// Chains reports whether the members f brings trigger the families after it.
+func (f Family) Chains() bool { return slices.Contains(chaining, f.Name) }
+
 // Families is the one table of behaviour-equivalence families: learn adds them (synth), and
 // enforce (the seccomp compiler) and drift close them the same way for every profile not
 // learned --exact (Metadata.Exact), so that a profile learned before a family existed or grew
@@ -34,6 +42,8 @@ type Family struct {
 var Families = []Family{
 	{"data-copy", "moving bytes between fds the process holds: cat calls copy_file_range into a file, write into a pipe or a terminal, sendfile or splice elsewhere",
 		[]string{"read", "write", "readv", "writev", "pread64", "pwrite64", "copy_file_range", "sendfile", "splice"}, nil, nil},
+	{"rotate", "keeping the newest few of the directories a tool makes one of per run (pytest's pytest-N under pytest-of-USER, three kept): once enough exist, the oldest is renamed aside (garbage-*) and then removed, so a cold run only makes one and a warm one rotates; a rename within what the filesystem layers let it write is no more than the mkdir, write and unlink it already has; its rename brings what a learned one does (chaining)",
+		[]string{"rename", "renameat", "renameat2"}, []string{"mkdir", "mkdirat"}, nil},
 	{"copy-fallback", "a rename that fails with EXDEV (another file system, or the sandbox's own mounts) falls back to copying: libuv, cargo and go truncate, chmod and copy the destination",
 		[]string{"rename", "renameat", "renameat2", "copy_file_range", "sendfile", "ftruncate", "fchmod", "fstatfs"},
 		[]string{"rename", "renameat", "renameat2"}, nil},
@@ -44,8 +54,8 @@ var Families = []Family{
 		[]string{"dup2", "dup3"}, nil, nil},
 	{"pipe", "making a pipe: libc and runtimes pick pipe or pipe2 by version",
 		[]string{"pipe", "pipe2"}, nil, nil},
-	{"wait-for-fds", "waiting for fds to be ready: which call depends on the runtime and on whether stdin is a terminal, a pipe or closed",
-		[]string{"poll", "ppoll", "select", "pselect6"}, nil, nil},
+	{"wait-for-fds", "waiting for fds to be ready: which call depends on the runtime and on whether stdin is a terminal, a pipe or closed; a process that sends on a socket waits for the answer (glibc's resolver polls after its query, which a learn without a network, whose send failed, never reached: next dev's version check)",
+		[]string{"poll", "ppoll", "select", "pselect6"}, []string{"poll", "ppoll", "select", "pselect6", "sendto", "sendmsg", "sendmmsg"}, nil},
 	{"wait-for-children", "reaping child processes: wait4 and waitid by libc version and runtime",
 		[]string{"wait4", "waitid"}, nil, nil},
 	{"sleep", "sleeping: a process that waits for its children with a timeout (Python's subprocess wait and communicate) polls them and sleeps between polls only while one is still running, which the machine's load decides; glibc's sleep calls nanosleep or clock_nanosleep by version; a sleep only gives time away",
@@ -141,8 +151,14 @@ func (f Family) TriggerNames() []string {
 }
 
 // Triggers reports whether s, an allowed syscall, brings its families in: it was learned (not
-// added by a family itself), and is not a base syscall nobody was seen making.
-func (s Syscall) Triggers() bool { return s.Family == "" && (!s.Base || s.By != "") }
+// added by a family itself, but one that Chains), and is not a base syscall nobody was seen
+// making.
+func (s Syscall) Triggers() bool {
+	return (s.Family == "" || chains(s.Family)) && (!s.Base || s.By != "")
+}
+
+// chains reports whether the family named name Chains.
+func chains(name string) bool { return slices.Contains(chaining, name) }
 
 // FamilyMates returns the syscalls that p's allowed syscalls bring in through Families, each
 // with the family that brings it: every member of each family one of whose triggers p holds as
@@ -178,6 +194,7 @@ func FamilyMates(p *Profile) map[string]string {
 					if by, ok := mates[m]; !ok || by == TerminalFamily {
 						mates[m] = f.Name
 					}
+					have[m] = have[m] || f.Chains()
 				}
 				break
 			}

@@ -53,10 +53,13 @@ func TestFamilyMates(t *testing.T) {
 // vite's dev server behind a published port).
 func TestFamilyMatesOutputDirAndServe(t *testing.T) {
 	m := FamilyMates(&Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "mkdir"}, {Name: "accept4"}}}})
-	for _, n := range []string{"getdents64", "unlinkat", "rmdir"} {
+	for _, n := range []string{"getdents64", "rmdir"} {
 		if m[n] != "clear-output" {
 			t.Errorf("mkdir's mate %s = %q, want clear-output", n, m[n])
 		}
+	}
+	if m["unlinkat"] == "" { // remove's, through the rotate family's rename
+		t.Errorf("mkdir has no mate unlinkat: %v", m)
 	}
 	if m["shutdown"] != "serve" || m["getpeername"] != "serve" {
 		t.Errorf("accept4's mates = %v, want shutdown and getpeername of family serve", m)
@@ -120,4 +123,35 @@ func containsLine(s, key string) bool {
 		}
 	}
 	return false
+}
+
+// A tool that makes a directory per run and keeps the newest few (pytest's pytest-N) renames the
+// oldest aside only on a warm run: mkdir brings rename (rotate), and that rename brings what a
+// learned one does, so a profile learned cold closes to what one learned warm has. A profile
+// read back with the rename rotate brought closes the same way.
+func TestFamilyMatesRotateChains(t *testing.T) {
+	cold := FamilyMates(&Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "mkdir"}}}})
+	warm := FamilyMates(&Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "mkdir"}, {Name: "rename"}}}})
+	if cold["rename"] != "rotate" {
+		t.Errorf("mkdir's mate rename = %q, want rotate", cold["rename"])
+	}
+	for n := range warm {
+		if n != "rename" && cold[n] == "" {
+			t.Errorf("learned warm (mkdir, rename) %s is a mate (%s); learned cold (mkdir) it is not", n, warm[n])
+		}
+	}
+	back := FamilyMates(&Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "rename", Family: "rotate"}}}})
+	if back["utimensat"] != "touch" || back["fchown"] == "" {
+		t.Errorf("a rename rotate brought closes no rename mates: %v", back)
+	}
+}
+
+// A lookup learned where the network was down (the query's send failed) never reached the
+// resolver's poll for the answer; where the DNS stub answers, glibc polls (next dev's version
+// check under enforce): a send brings the fd waits.
+func TestFamilyMatesSendWaits(t *testing.T) {
+	m := FamilyMates(&Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "sendto"}}}})
+	if m["poll"] != "wait-for-fds" || m["ppoll"] != "wait-for-fds" {
+		t.Errorf("sendto's mates = %v, want poll and ppoll (wait-for-fds)", m)
+	}
 }

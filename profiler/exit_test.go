@@ -112,6 +112,21 @@ func TestInterruptSignal(t *testing.T) {
 	}
 }
 
+// A server whose worker outlives it by a moment on Ctrl-C (next dev: the main process exits
+// on SIGINT while the server it started is still writing its cache) ended normally: the learn
+// waits for the worker as it would for the command, and the trace is complete.
+func TestInterruptWorkerEndsAfter(t *testing.T) {
+	testutil.RequireRoot(t)
+	script := `sh -c 'trap "sleep 1; exit 0" TERM; while :; do sleep 0.1; done' & c=$!
+trap 'kill -TERM $c; exit 0' INT
+wait`
+	time.AfterFunc(time.Second, func() { syscall.Kill(os.Getpid(), syscall.SIGINT) })
+	tr := learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{"/bin/sh", "-c", script}})
+	if tr.Incomplete || len(tr.Reasons) > 0 {
+		t.Errorf("incomplete %v reasons %q, want complete (the worker ended by itself after the Ctrl-C)", tr.Incomplete, tr.Reasons)
+	}
+}
+
 // TestDaemon: a double-forked, setsid'd grandchild outlives the command; it is killed, the run
 // says so, and the cgroup is gone.
 func TestDaemon(t *testing.T) {

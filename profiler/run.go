@@ -140,10 +140,16 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 		Host:    hostInfo(),
 		Start:   start,
 	}
-	interrupted := waitCommand(ctx, cmd, cg, sigc)
+	interrupted, ctrlC := waitCommand(ctx, cmd, cg, sigc)
 	t.ExitCode = exitCode(cmd.ProcessState)
 	ph.mark("command")
-	endLeftovers(ctx, cg, p, t)
+	grace := leftoverGrace
+	if ctrlC {
+		// The command's workers got the same Ctrl-C (or their parent's word) and may still be
+		// shutting down (next dev's server writes its cache on the way out).
+		grace = interruptGrace
+	}
+	endLeftovers(ctx, cg, p, t, grace)
 	t.Peaks = pk.read()
 	if interrupted != "" {
 		t.Reasons = append([]string{interrupted}, t.Reasons...)
@@ -268,8 +274,8 @@ func (r *ringReading) stop() error {
 //
 // Ctrl-C (SIGINT alone) is how a dev server's run ends: a command that then exits by itself
 // (by the signal or its own handler) ended normally, and the run is not interrupted. What it
-// left running is still killed and said (endLeftovers).
-func waitCommand(ctx context.Context, cmd *exec.Cmd, cg *runCgroup, sigc <-chan os.Signal) (interrupted string) {
+// left running is still killed and said (endLeftovers); ctrlC reports that ending.
+func waitCommand(ctx context.Context, cmd *exec.Cmd, cg *runCgroup, sigc <-chan os.Signal) (interrupted string, ctrlC bool) {
 	waitc := make(chan error, 1)
 	go func() { waitc <- cmd.Wait() }()
 	var killTimer <-chan time.Time
@@ -278,9 +284,9 @@ func waitCommand(ctx context.Context, cmd *exec.Cmd, cg *runCgroup, sigc <-chan 
 		select {
 		case <-waitc:
 			if interrupted == "interrupted by "+unix.SignalName(unix.SIGINT) {
-				return ""
+				return "", true
 			}
-			return interrupted
+			return interrupted, false
 		case s := <-sigc:
 			sig := s.(syscall.Signal)
 			if interrupted == "" || sig != unix.SIGINT && strings.HasSuffix(interrupted, unix.SignalName(unix.SIGINT)) {
@@ -302,10 +308,10 @@ func waitCommand(ctx context.Context, cmd *exec.Cmd, cg *runCgroup, sigc <-chan 
 	}
 }
 
-// endLeftovers gives the rest of the tree (double-forked daemons) a moment after the command
+// endLeftovers gives the rest of the tree (double-forked daemons) grace after the command
 // exited, then kills it, and says so in t.
-func endLeftovers(ctx context.Context, cg *runCgroup, p *probe, t *trace.Trace) {
-	if cg.waitEmpty(ctx, leftoverGrace) {
+func endLeftovers(ctx context.Context, cg *runCgroup, p *probe, t *trace.Trace, grace time.Duration) {
+	if cg.waitEmpty(ctx, grace) {
 		return
 	}
 	if n := len(cg.pids()); n > 0 {

@@ -25,6 +25,10 @@
 //     pager's history ($HOME/.lesshst and the $HOME/.lesshsQ it is written through) gets no
 //     rule (paths.PagerHistory): a file rule in $HOME would make enforce refuse the profile, and
 //     the enforcer runs less with LESSHISTFILE=- (paths.NoPagerHistory), so it reads and saves none.
+//   - tool-state: a tool's own state file rewritten on a clock (paths.ToolStates: cargo's
+//     last-use database, go's trim stamp) is one write rule, with the directory an sqlite
+//     writer syncs listed, whenever the run touched it at all: whether a run writes it depends
+//     on the time since the last run, so learn, drift and enforce must not.
 //   - rollup-read, rollup-write: at least RollupThreshold rules under one directory of a system
 //     tree (/usr, /lib, /etc/…, toolchain roots) become that directory, deepest first, until
 //     nothing changes; never / or $HOME. Listings a read rule covers count for no list

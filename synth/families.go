@@ -99,7 +99,7 @@ func (s *state) addFamily(f policy.Family) (added, withheld []string) {
 	used := false
 	for _, n := range f.TriggerNames() {
 		// As policy.Syscall.Triggers: learned, not a base syscall nobody was seen making.
-		if r := s.syscalls[n]; r != nil && r.family == "" && (!r.base || r.by != "") {
+		if r := s.syscalls[n]; r != nil && (policy.Syscall{Family: r.family, Base: r.base, Provenance: policy.Provenance{By: r.by}}).Triggers() {
 			// By name, not by process start: a profile read back (Resynthesize) has no start
 			// order, and the family must come back with the same provenance.
 			if !used || r.by < pr.by {

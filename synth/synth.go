@@ -133,6 +133,7 @@ var pipeline = []pass{
 	{"source-tree", (*state).passSourceTree},
 	{"read", (*state).passRead},
 	{"write", (*state).passWrite},
+	{"tool-state", (*state).passToolState},
 	{"exec", (*state).passExec},
 	{"roles", (*state).passRoles},
 	{"rollup-read", (*state).passRollupRead},

@@ -32,7 +32,11 @@ func newDiffCmd(s streams, runF func(context.Context, *diffOptions) error) *cobr
 diff runs no command: its report, the table included, is its output and goes to stdout, as
 diff(1) and git diff print theirs (sysprof diff a.yaml b.yaml | less, > changes.txt). drift
 and enforce print their tables on stderr because the command they run owns stdout. The table
-fits the terminal's width (or $COLUMNS); into a file or a pipe its lines stay whole.`,
+fits the terminal's width (or $COLUMNS); into a file or a pipe its lines stay whole.
+
+OLD is compared as enforce compiles it, as drift compares the committed profile: its terminal
+requests and families closed, so a profile learned before either grew is no widening against
+a newer learn of the same behaviour.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Old, o.New = args[0], args[1]
@@ -62,7 +66,21 @@ func runDiff(_ context.Context, o *diffOptions) error {
 
 // renderDiff prints the changes and turns a widening at or above failOn into exit status 1.
 func renderDiff(w io.Writer, oldP, newP *policy.Profile, oldPath, newPath, format, failOn string) error {
-	return renderChanges(w, policy.Diff(oldP, newP), oldPath, newPath, format, failOn)
+	return renderChanges(w, diffAsEnforced(oldP, newP), oldPath, newPath, format, failOn)
+}
+
+// diffAsEnforced is what newP allows beyond oldP as enforce compiles oldP: its terminal
+// requests and its families closed, a toolchain root it reads below read whole, the syscalls
+// every filter allows (dropFamilyMates). diff and drift compare through it alike, so that two
+// profiles of the same behaviour, one learned before a family or the terminal list grew, do
+// not differ by it.
+func diffAsEnforced(oldP, newP *policy.Profile) []policy.Change {
+	base := oldP
+	if oldP.ClosesFamilies() {
+		base = policy.Clone(oldP)
+		base.Syscalls.Args = policy.CloseTerminalRequests(base.Syscalls.Args)
+	}
+	return dropFamilyMates(policy.Diff(base, newP), oldP)
 }
 
 // renderChanges prints changes and turns a widening at or above failOn into exit status 1.

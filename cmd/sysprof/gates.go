@@ -402,13 +402,8 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 	// As learn writes it: what the committed profile holds pending is no drift, and a new
 	// persistence or secret allowance shows as PENDING.
 	policy.MarkPending(committed, res.Profile)
-	// The committed profile as enforce compiles it: its terminal requests closed.
-	base := committed
-	if committed.ClosesFamilies() {
-		base = policy.Clone(committed)
-		base.Syscalls.Args = policy.CloseTerminalRequests(base.Syscalls.Args)
-	}
-	changes := policy.Diff(base, res.Profile)
+	// The committed profile as enforce compiles it (diffAsEnforced, as sysprof diff).
+	changes := diffAsEnforced(committed, res.Profile)
 	// A profile learned before portable was the default (or with --portable=false) is
 	// compared with this run synthesized the same way: the run's behaviour, not the default,
 	// decides. The closer of the two wins (fewer widenings, then fewer changes).
@@ -417,11 +412,10 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 			st.AddAllowances(old.Profile)
 		}
 		policy.MarkPending(committed, old.Profile)
-		if alt := policy.Diff(base, old.Profile); closer(alt, changes) {
+		if alt := diffAsEnforced(committed, old.Profile); closer(alt, changes) {
 			changes = alt
 		}
 	}
-	changes = dropFamilyMates(changes, committed)
 	return append(changes, secretChanges(res.SecretTouches, committed)...), nil
 }
 

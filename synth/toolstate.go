@@ -1,0 +1,66 @@
+package synth
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sysprof/sysprof/paths"
+	"github.com/sysprof/sysprof/trace"
+)
+
+// passToolState grants each tool-state file (paths.ToolStates) the command touched as one write
+// rule, and the directory its sqlite writer syncs as a list rule, whether this run wrote it or
+// only read it: its tool rewrites it on a clock (cargo's last-use database when new and about
+// once a day), so a run a day later writes what the learn run did not, and a run right after
+// writes less. Read back, a rule the pattern covers brings the same rules (unless
+// Options.Exact). The exact rules it covers go in the coverage pass.
+func (s *state) passToolState() []string {
+	if s.opts.Exact {
+		return nil
+	}
+	provs := s.exeProvs()
+	var msgs []string
+	for _, ts := range paths.ToolStates {
+		var pr prov
+		touched := false
+		for _, f := range s.files { // any access, even a failed probe: the tool looks for it
+			if paths.Covers(ts.Files, f.path) {
+				pr = earliest(pr, provs[f.exe])
+				touched = true
+			}
+		}
+		for _, set := range []*ruleSet{s.read, s.write, s.list} {
+			for p, r := range set.byPath() {
+				if paths.Covers(ts.Files, p) {
+					pr = earliest(pr, r.prov)
+					touched = true
+				}
+			}
+		}
+		if !touched {
+			continue
+		}
+		target, note := writeTarget(ts.Files, trace.AccessWrite, false, s.storeSet)
+		if target == "" {
+			continue
+		}
+		if note == "" {
+			note = ts.Why
+		}
+		var added []string
+		if r := s.write.get(target); r == nil {
+			s.write.set(target, &pathRule{prov: pr, note: note, files: 1})
+			added = append(added, "write "+target)
+		} else if r.note == "" || target == ts.Files {
+			r.note = note
+		}
+		if ts.Dir != "" && s.list.get(ts.Dir) == nil {
+			s.list.set(ts.Dir, &pathRule{prov: pr, note: ts.Why, files: 1})
+			added = append(added, "list "+ts.Dir)
+		}
+		if len(added) > 0 {
+			msgs = append(msgs, fmt.Sprintf("+ %s (%s: written or not by the time since its last run)", strings.Join(added, ", "), ts.Why))
+		}
+	}
+	return msgs
+}
