@@ -101,8 +101,11 @@ const TerminalFamily = "terminal"
 // TerminalCalls are allowed in every profile (but --exact): git and pagers arm a progress or
 // refresh timer only when stderr is a terminal (a timer signals the process itself), node
 // puts the terminal it reopens by name over its stdio with dup3, and less flushes its terminal
-// (fsync) after putting it in raw mode.
-var TerminalCalls = []string{"setitimer", "getitimer", "dup2", "dup3", "fsync"}
+// (fsync) after putting it in raw mode. A shell saves its stdout aside before `cmd > file` and
+// restores it after (dash: fcntl F_DUPFD_CLOEXEC; bash: fcntl and dup2) only on the branch of a
+// script that redirects, which the learn may not have taken: an fd's copies and flags reach
+// nothing the process does not hold already.
+var TerminalCalls = []string{"setitimer", "getitimer", "dup", "dup2", "dup3", "fcntl", "fsync"}
 
 // TerminalRequests are the ioctl requests every profile (but --exact) allows, learned or not:
 // asking whether an fd is a terminal (isatty, stdio's buffering: TCGETS also on /dev/null) and

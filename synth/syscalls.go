@@ -258,20 +258,30 @@ func (s *state) addFamilies(families [][]string) []string {
 // provenance of those used, and returns what it added.
 func (s *state) addMembers(when, then []string) []string {
 	var pr prov
-	used := false
+	used, learned := false, false
+	family := ""
 	for _, n := range when {
 		if r := s.syscalls[n]; r != nil && (!r.base || r.by != "") {
 			used = true
 			pr = earliest(pr, r.prov)
+			learned = learned || r.family == ""
+			if family == "" {
+				family = r.family
+			}
 		}
 	}
 	if !used {
 		return nil
 	}
+	if learned || family != terminalFamily {
+		family = ""
+	}
 	var added []string
 	for _, n := range then {
 		if s.syscalls[n] == nil && s.knownName(n) {
-			s.syscalls[n] = &sysRule{prov: pr}
+			// A variant of a call every profile holds (the terminal calls: fcntl's fcntl64)
+			// carries that family: read back, it is no learned syscall.
+			s.syscalls[n] = &sysRule{prov: pr, family: family}
 			added = append(added, n)
 		}
 	}
