@@ -68,8 +68,12 @@ func TestLearnBlessesNothingCritical(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(b.Work, "out", "app")); !strings.Contains(string(got), "built") {
 		t.Errorf("the benign write did not happen:\n%s", r)
 	}
-	ds := testutil.ReadReport(t, rep).Denials
-	if !slices.ContainsFunc(ds, func(d report.Denial) bool { return d.Path == hook }) {
+	// On the record either as a denial (the work tree bound read-only) or as a held change of
+	// the run's changeset (the work tree staged for its output directory out/): refine takes
+	// both.
+	rp := testutil.ReadReport(t, rep)
+	held := rp.Changes != nil && slices.ContainsFunc(rp.Changes.Held, func(c report.Change) bool { return c.Path == hook && c.Class == "dangerous" })
+	if !held && !slices.ContainsFunc(rp.Denials, func(d report.Denial) bool { return d.Path == hook }) {
 		t.Errorf("the hook write is not reported:\n%s", r)
 	}
 
