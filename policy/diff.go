@@ -429,11 +429,14 @@ func writesPrivateTmp(fs Filesystem) bool {
 }
 
 // impliedBy reports whether an old rule of a stronger kind already granted access to p: a
-// writable path can be read and listed, a readable one listed (as the enforcer compiles them).
+// writable path can be read and listed, a readable one listed, an executable one read (as the
+// enforcer compiles them).
 func impliedBy(access, p string, old Filesystem) bool {
 	switch access {
 	case "read":
-		return coveredBy(p, old.Write)
+		// enforce grants an exec rule's files read as well (the loader maps them; a runtime
+		// opens its own executable, node does only in some runs): a read there is no widening.
+		return coveredBy(p, old.Write) || coveredBy(p, old.Exec)
 	case "list":
 		return coveredBy(p, old.Write) || coveredBy(p, old.Read)
 	}

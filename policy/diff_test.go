@@ -551,3 +551,21 @@ func TestPrlimitPidRuleIsAWidening(t *testing.T) {
 		}
 	}
 }
+
+// A read of a file the old profile executes is no widening: enforce grants an exec rule's
+// files read too (node opens its own executable in some runs only: a CI flake of drift).
+func TestReadOfAnExecutableIsNoWidening(t *testing.T) {
+	old := &Profile{Filesystem: Filesystem{Exec: []PathRule{{Path: "/opt/node/bin/node"}, {Path: "$WORKDIR/target/**"}}}}
+	for _, p := range []string{"/opt/node/bin/node", "$WORKDIR/target/debug/app"} {
+		n := Clone(old)
+		n.Filesystem.Read = []PathRule{{Path: p}}
+		if got := Diff(old, n); len(got) != 0 {
+			t.Errorf("read of executable %s: %v, want no change", p, got)
+		}
+	}
+	n := Clone(old)
+	n.Filesystem.Read = []PathRule{{Path: "/opt/node/lib/secret"}}
+	if got := Diff(old, n); len(got) != 1 || !got[0].Widens {
+		t.Errorf("read beside the executable: %v, want one widening", got)
+	}
+}
