@@ -14,13 +14,19 @@
 //
 // Configurations: bare; allow (a one-instruction RET ALLOW filter: what any filter costs);
 // profile (the profile's filter as enforce installs it: getppid served by the kernel's action
-// cache). A guard's syscall tracepoints are the host's: run an enforce of `sleep` as root
-// beside it (bench/stormtax.sh does, in alternate blocks) to see them.
+// cache); each once without and once with a guard's hook attached by this program for the
+// second half of the round (an empty program on syscalls/sys_exit_openat: the guard's kind of
+// hook, which puts every task on the syscall-work path). With another process's syscall hook
+// on the host the kernel already runs that path for everyone, so only the rounds without one
+// show what the hook itself costs.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/bpf.h>
 #include <linux/filter.h>
+#include <linux/perf_event.h>
 #include <linux/seccomp.h>
+#include <sys/ioctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NCONF 3
-static const char *names[NCONF] = {"bare", "allow", "profile"};
+#define NCONF 6 // three filters, without and with the tracepoint
+static const char *names[NCONF] = {"bare", "allow", "profile", "bare+tp", "allow+tp", "profile+tp"};
 
 static void die(const char *what) {
 	fprintf(stderr, "stormtax: %s: %s\n", what, strerror(errno));
@@ -77,6 +83,32 @@ static int hooks(void) {
 	return pclose(p) == -1 ? -1 : k;
 }
 
+// attach puts an empty program on syscalls/sys_exit_openat (as the guard attaches its own) and
+// returns the perf event's fd; closing it detaches.
+static int attach(void) {
+	char buf[32] = {0};
+	int fd = open("/sys/kernel/tracing/events/syscalls/sys_exit_openat/id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, buf, sizeof buf - 1) <= 0)
+		die("tracepoint id");
+	close(fd);
+	struct bpf_insn insns[] = {
+		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
+		{.code = BPF_JMP | BPF_EXIT},
+	};
+	union bpf_attr a = {.prog_type = BPF_PROG_TYPE_TRACEPOINT, .insn_cnt = 2,
+	                    .insns = (unsigned long)insns, .license = (unsigned long)"GPL"};
+	int prog = syscall(SYS_bpf, BPF_PROG_LOAD, &a, sizeof a);
+	if (prog < 0)
+		die("load");
+	struct perf_event_attr pa = {.type = PERF_TYPE_TRACEPOINT, .size = sizeof pa,
+	                             .config = strtoull(buf, NULL, 10), .sample_period = 1, .wakeup_events = 1};
+	int pfd = syscall(SYS_perf_event_open, &pa, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	if (pfd < 0 || ioctl(pfd, PERF_EVENT_IOC_SET_BPF, prog) < 0 || ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+		die("attach");
+	close(prog);
+	return pfd;
+}
+
 static int cmp(const void *a, const void *b) {
 	double x = *(const double *)a, y = *(const double *)b;
 	return (x > y) - (x < y);
@@ -110,7 +142,7 @@ int main(int argc, char **argv) {
 	struct sock_fprog profile = {.len = len / sizeof prog[0], .filter = prog};
 	struct sock_filter allow1[] = {BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
 	struct sock_fprog allow = {.len = 1, .filter = allow1};
-	struct sock_fprog *filters[NCONF] = {NULL, &allow, &profile};
+	struct sock_fprog *filters[NCONF] = {NULL, &allow, &profile, NULL, &allow, &profile};
 
 	int cmd[NCONF], res[NCONF];
 	for (int c = 0; c < NCONF; c++) {
@@ -141,10 +173,15 @@ int main(int argc, char **argv) {
 	for (int r = -1; r < rounds; r++) { // round -1 warms up
 		int h0 = hooks();
 		double v[NCONF];
-		for (int i = 0; i < NCONF; i++) {
-			int c = (i + (r < 0 ? 0 : r)) % NCONF; // a different first each round
-			if (write(cmd[c], &n, sizeof n) != sizeof n || read(res[c], &v[c], sizeof v[c]) != sizeof v[c])
-				die("child");
+		for (int half = 0; half < 2; half++) {
+			int pfd = half ? attach() : -1;
+			for (int i = 0; i < NCONF / 2; i++) {
+				int c = half * NCONF / 2 + (i + (r < 0 ? 0 : r)) % (NCONF / 2); // a different first each round
+				if (write(cmd[c], &n, sizeof n) != sizeof n || read(res[c], &v[c], sizeof v[c]) != sizeof v[c])
+					die("child");
+			}
+			if (pfd >= 0)
+				close(pfd);
 		}
 		int h1 = hooks();
 		if (r < 0)
