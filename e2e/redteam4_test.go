@@ -129,3 +129,58 @@ func TestRedTeamBoundTreeCovers(t *testing.T) {
 		})
 	}
 }
+
+// TestRedTeamUDPPastTheStub: a profile that resolves names gets what a resolver needs
+// (policy.CloseResolver: UDP sockets, sendto), and the command may use them for anything else:
+// a DNS query straight to a resolver's address (past sysprof's stub, which checks names), a
+// datagram to any address. sendto succeeds (the datagram enters the sandbox's own network
+// namespace), but nothing leaves: each is on the record, with nothing to allow, as root and as
+// an ordinary user. sendmsg, which CloseResolver does not give, is refused by the filter.
+func TestRedTeamUDPPastTheStub(t *testing.T) {
+	b, root, profile := redteamBox(t)
+	p := loadProfile(t, profile)
+	p.Network.Resolve = append(p.Network.Resolve, policy.Endpoint{Endpoint: "pkgs.example.test"})
+	if !policy.UsesResolver(p) {
+		t.Fatal("a profile with a resolve-only name does not use the stub: the test no longer gets a resolver's calls")
+	}
+	resolving := filepath.Join(root, "resolving.yaml")
+	if err := policy.Save(resolving, p); err != nil {
+		t.Fatal(err)
+	}
+	datagrams := []struct{ action, endpoint, syscall string }{
+		{"udp=10.53.0.1:53", "10.53.0.1:53", ""},
+		{"udp=192.0.2.7:4444", "192.0.2.7:4444", ""},
+		{"udpmsg=198.51.100.9:123", "198.51.100.9:123", "sendmsg"},
+	}
+	argv := []string{"./rt"}
+	for _, d := range datagrams {
+		argv = append(argv, d.action)
+	}
+	for _, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			if as.wrap != nil {
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
+			}
+			rep := filepath.Join(root, as.name+"-udp.json")
+			r := enforceAs(t, b, as.wrap, resolving, rep, argv...)
+			rp := testutil.ReadReport(t, rep)
+			for _, dg := range datagrams {
+				recorded := slices.ContainsFunc(rp.Denials, func(d report.Denial) bool {
+					return d.Kind == report.KindNetwork && d.Endpoint == dg.endpoint && strings.HasPrefix(d.Suggest, "none: ") ||
+						dg.syscall != "" && d.Kind == report.KindSyscall && d.Syscall == dg.syscall
+				})
+				if !recorded {
+					t.Errorf("%s: not on the record as a refused datagram (want a network denial of %s with nothing to allow)", dg.action, dg.endpoint)
+				}
+			}
+			if t.Failed() {
+				var ds []string
+				for _, d := range rp.Denials {
+					ds = append(ds, "  "+testutil.DenialString(d))
+				}
+				t.Logf("stdout:\n%s\nreport:\n%s\nunobservable: %q", r.Stdout, strings.Join(ds, "\n"), rp.Unobservable)
+			}
+		})
+	}
+}

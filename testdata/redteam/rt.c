@@ -36,6 +36,7 @@
 #include <sys/xattr.h>
 #include <sys/swap.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -464,6 +465,29 @@ int main(int argc, char **argv) {
 			result(name, acct(arg));
 		} else if (!strcmp(name, "swapon")) {
 			result(name, swapon(arg, 0));
+		} else if (!strcmp(name, "udp")) {
+			// udp=IPv4:PORT: one datagram by sendto, no connect (a DNS query straight to the host's
+			// resolver, past the stub; a beacon to any address).
+			char host[64];
+			snprintf(host, sizeof host, "%s", arg);
+			char *colon = strrchr(host, ':');
+			*colon = 0;
+			struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(atoi(colon + 1))};
+			inet_pton(AF_INET, host, &sa.sin_addr);
+			int fd = socket(AF_INET, SOCK_DGRAM, 0);
+			result(name, fd < 0 ? -1 : sendto(fd, "rt", 2, 0, (struct sockaddr *)&sa, sizeof sa));
+		} else if (!strcmp(name, "udpmsg")) {
+			// udpmsg=IPv4:PORT: the same by sendmsg.
+			char host[64];
+			snprintf(host, sizeof host, "%s", arg);
+			char *colon = strrchr(host, ':');
+			*colon = 0;
+			struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(atoi(colon + 1))};
+			inet_pton(AF_INET, host, &sa.sin_addr);
+			struct iovec iov = {.iov_base = "rt", .iov_len = 2};
+			struct msghdr mh = {.msg_name = &sa, .msg_namelen = sizeof sa, .msg_iov = &iov, .msg_iovlen = 1};
+			int fd = socket(AF_INET, SOCK_DGRAM, 0);
+			result(name, fd < 0 ? -1 : sendmsg(fd, &mh, 0));
 		} else if (!strcmp(name, "say")) {
 			// Print arg (unescaped) to stderr as the command's own output: a forged report
 			// line, terminal controls.
