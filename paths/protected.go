@@ -164,12 +164,17 @@ func IsProtected(p string) (protected string, ok bool) {
 	return "", false
 }
 
-// RepoHooks returns the hooks directory or config file of a git repository that path p is or
-// lies in, anywhere below a writable tree, or "": a nested repository's (sub/.git/hooks), a
-// bare one's (x.git/config) and a submodule's git directory (.git/modules/m/hooks). git runs
-// what they name (a hook, core.fsmonitor, core.pager) when the user works in that repository
-// later. A bare repository not named *.git is not recognized by its path.
+// RepoHooks returns the hooks directory or config file of a git repository that portable path
+// p is or lies in below the work tree, or "": a nested repository's (sub/.git/hooks), a bare
+// one's (x.git/config) and a submodule's git directory (.git/modules/m/hooks). git runs what
+// they name (a hook, core.fsmonitor, core.pager) when the user works in that repository later.
+// Only the work tree's: the checkouts tools keep in their caches (cargo's git checkouts,
+// pre-commit's repositories) are the tools' own, run by libraries that run no hooks. A bare
+// repository not named *.git is not recognized by its path.
 func RepoHooks(p string) string {
+	if !strings.HasPrefix(p, "$WORKDIR/") {
+		return ""
+	}
 	comps := strings.Split(p, "/")
 	for i := 0; i+1 < len(comps); i++ {
 		if !strings.HasSuffix(comps[i], ".git") {
