@@ -284,6 +284,14 @@ func TestRedTeamHostResources(t *testing.T) {
 			if core, ok := limits["core"]; !ok || core[1] > 1 {
 				t.Errorf("RLIMIT_CORE in the sandbox is %v, want a hard limit of at most 1:\n%s", core, r.Stdout)
 			}
+			// Per-user counts shared with the host user's other programs (issue 23, the fourth
+			// round): queued signals (sigqueue, timer_create) and message queue bytes.
+			if sp, ok := limits["sigpending"]; !ok || sp[1] > 1024 {
+				t.Errorf("RLIMIT_SIGPENDING in the sandbox is %v, want a hard limit of at most 1024 (the host user's queued-signal count is shared):\n%s", sp, r.Stdout)
+			}
+			if mq, ok := limits["msgqueue"]; !ok || mq[1] > 819200/4 {
+				t.Errorf("RLIMIT_MSGQUEUE in the sandbox is %v, want at most a quarter of the kernel's default:\n%s", mq, r.Stdout)
+			}
 			if files, ok := limits["nofile"]; !ok || files[1]*pids > fileMax/4 {
 				t.Errorf("RLIMIT_NOFILE in the sandbox is %v: %d tasks hold more than a quarter of the host's file table (%d):\n%s", files, pids, fileMax, r.Stdout)
 			}

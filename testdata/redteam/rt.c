@@ -155,9 +155,9 @@ int main(int argc, char **argv) {
 			result(name, setrlimit(res, &rl));
 		} else if (!strcmp(name, "rlimits")) {
 			struct rlimit rl;
-			int res[] = {RLIMIT_NPROC, RLIMIT_DATA, RLIMIT_NOFILE, RLIMIT_CORE, RLIMIT_FSIZE};
-			const char *n[] = {"nproc", "data", "nofile", "core", "fsize"};
-			for (int k = 0; k < 5; k++) {
+			int res[] = {RLIMIT_NPROC, RLIMIT_DATA, RLIMIT_NOFILE, RLIMIT_CORE, RLIMIT_FSIZE, RLIMIT_SIGPENDING, RLIMIT_MSGQUEUE};
+			const char *n[] = {"nproc", "data", "nofile", "core", "fsize", "sigpending", "msgqueue"};
+			for (int k = 0; k < 7; k++) {
 				getrlimit(res[k], &rl);
 				printf("rlimit %s: %llu %llu\n", n[k], (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
 			}
@@ -488,6 +488,18 @@ int main(int argc, char **argv) {
 			struct msghdr mh = {.msg_name = &sa, .msg_namelen = sizeof sa, .msg_iov = &iov, .msg_iovlen = 1};
 			int fd = socket(AF_INET, SOCK_DGRAM, 0);
 			result(name, fd < 0 ? -1 : sendmsg(fd, &mh, 0));
+		} else if (!strcmp(name, "sigflood")) {
+			// sigflood=N: queue up to N real-time signals to itself with sigqueue, blocked (each
+			// pending one is counted against the user's RLIMIT_SIGPENDING, the host user's too),
+			// and say how many.
+			sigset_t set;
+			sigemptyset(&set);
+			sigaddset(&set, SIGRTMIN);
+			sigprocmask(SIG_BLOCK, &set, NULL);
+			int n = atoi(arg), k = 0;
+			while (k < n && sigqueue(getpid(), SIGRTMIN, (union sigval){0}) == 0) k++;
+			printf("sigflood: %d queued\n", k);
+			fflush(stdout);
 		} else if (!strcmp(name, "say")) {
 			// Print arg (unescaped) to stderr as the command's own output: a forged report
 			// line, terminal controls.
