@@ -137,7 +137,7 @@ struct run_cfg {
 	__u32 hidden_n; // entries in hidden
 	__u32 slot;     // its ring buffer in rings (user space owns it in slot_owner)
 	__u64 drops;    // denials that did not fit in the ring buffer (still refused)
-	__u64 busy;     // denials not reported: the scratch buffer was in use
+	__u64 busy;     // denials not reported: the scratch buffer was in use (ENOENT not counted)
 	struct hidden_path hidden[HIDDEN_MAX];
 };
 
@@ -551,7 +551,10 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	__u32 slot = SLOT_FILE;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
 	if (!s || s->busy) {
-		__sync_fetch_and_add(&cfg->busy, 1);
+		// Counted as lost (report.LostRecords) unless it was an ENOENT, nearly always a lookup
+		// of something that is not there rather than a hidden path.
+		if (!enoent)
+			__sync_fetch_and_add(&cfg->busy, 1);
 		return 0;
 	}
 	s->busy = 1;
