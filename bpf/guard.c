@@ -9,7 +9,9 @@
 // cookie, and reports for the run slot_cgid[slot] names:
 //
 //   sys_exit_path       a refusal the sandbox gives (-EACCES from Landlock, -EROFS from the
-//                       read-only mounts, -EXDEV from Landlock's refer rule, -EPERM of an
+//                       read-only mounts, -EXDEV from Landlock's refer rule, -EBUSY of a
+//                       rename or removal of a mount point (a protected file's read-only
+//                       bind: git's config.lock renamed over .git/config), -EPERM of an
 //                       executable mmap from a noexec mount; -ENOENT only for absolute paths
 //                       under a hidden path) -> file event with the path string as given (or
 //                       the mapped file), the directory it is relative to, and the executable;
@@ -35,6 +37,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define AT_FDCWD -100
 #define EPERM 1
 #define ENOENT 2
+#define EBUSY 16
 #define EACCES 13
 #define EXDEV 18
 #define EROFS 30
@@ -119,7 +122,9 @@ const struct run_cfg *unused_run_cfg __attribute__((unused));
 
 #define RUNS_MAX 1024        // runs at the same time on the host
 #define RING_SLOTS 64        // ring buffers, one per run at a time (a run without one is not shared)
-#define RINGBUF_SZ (1 << 20) // a ring buffer
+// A ring buffer: ~16,000 events of ~250 bytes between two reads (a flood of refused creates
+// filled 1 MiB on a loaded machine). Lost events are still counted (run_cfg.drops).
+#define RINGBUF_SZ (4 << 20)
 
 struct hidden_path {
 	__u32 len; // bytes, at most 8 * HIDDEN_WORDS
@@ -132,7 +137,7 @@ struct run_cfg {
 	__u32 hidden_n; // entries in hidden
 	__u32 slot;     // its ring buffer in rings (user space owns it in slot_owner)
 	__u64 drops;    // denials that did not fit in the ring buffer (still refused)
-	__u64 busy;     // denials not reported: the scratch buffer was in use
+	__u64 busy;     // denials not reported: the scratch buffer was in use (ENOENT not counted)
 	struct hidden_path hidden[HIDDEN_MAX];
 };
 
@@ -407,7 +412,7 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	if (ret >= 0) // nearly every call: one compare
 		return 0;
 	if (ret != -EACCES && ret != -EROFS && ret != -EXDEV && ret != -ENOENT && ret != -EPERM &&
-	    ret != -ECONNREFUSED && ret != -ENETUNREACH && ret != -ENOSYS)
+	    ret != -ECONNREFUSED && ret != -ENETUNREACH && ret != -ENOSYS && ret != -EBUSY)
 		return 0;
 	// Each slot's instance is attached with the slot as the cookie; slot_cgid names the run
 	// that holds the slot: the calls of its command are its own, the others' belong to other
@@ -427,6 +432,10 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	__u32 fop = *fopp;
 	// ENOSYS is seccomp's answer to every clone3 (its flags are in memory it cannot read).
 	if ((ret == -ENOSYS) != (fop == FOP_CLONE3))
+		return 0;
+	// EBUSY: every mount point inside the sandbox is the sandbox's; only a rename or a removal
+	// (the path calls) meets one that way. User space keeps those of protected and hidden paths.
+	if (ret == -EBUSY && fop != FOP_TWO && fop != FOP_TWOAT && fop != FOP_PATH && fop != FOP_PATHAT)
 		return 0;
 	// A failed connect is rare: user space decides which are the sandbox's (a covered socket).
 	int enoent = 0;
@@ -542,7 +551,10 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	__u32 slot = SLOT_FILE;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &slot);
 	if (!s || s->busy) {
-		__sync_fetch_and_add(&cfg->busy, 1);
+		// Counted as lost (report.LostRecords) unless it was an ENOENT, nearly always a lookup
+		// of something that is not there rather than a hidden path.
+		if (!enoent)
+			__sync_fetch_and_add(&cfg->busy, 1);
 		return 0;
 	}
 	s->busy = 1;

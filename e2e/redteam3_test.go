@@ -89,12 +89,17 @@ func TestRedTeamRealisticProfile(t *testing.T) {
 	if err := os.Chmod(agent, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	attacks := slices.Concat(redteamAttacks, redteam3Attacks)
+	attacks := slices.Concat(redteamAttacks, redteam3Attacks, redteam4Attacks)
+	plantRepo(t, b)
 	// What this profile learned is no longer refused by seccomp: the probe's link and symlink
 	// attacks go to TestRedTeamPersistence's changeset checks, and an abstract socket of the host
 	// is simply not in the run's network namespace (ECONNREFUSED, nothing to record).
+	// The work tree is staged here: what the fourth round does to its .git (rename over the
+	// config, times, mode, attributes, a linked O_TMPFILE) lands in the changeset, held
+	// dangerous, and TestRedTeamPersistence holds it to that.
 	attacks = slices.DeleteFunc(attacks, func(a redteamAttack) bool {
-		return strings.HasPrefix(a.action, "symlink=") || strings.HasPrefix(a.action, "abstract=")
+		return strings.HasPrefix(a.action, "symlink=") || strings.HasPrefix(a.action, "abstract=") ||
+			strings.Contains(a.action, "$WORKDIR/.git/")
 	})
 	attacks = append(attacks, redteamAttack{action: "unix=" + agent, line: "unix: EACCES", endpoint: "unix:" + agent, unobservable: "file denials"})
 	argv := []string{"./rt", "benign", "fdleak"}
@@ -119,7 +124,7 @@ func TestRedTeamRealisticProfile(t *testing.T) {
 			if !strings.Contains(r.Stdout, "\nfdleak: none\n") {
 				t.Errorf("the command inherited a descriptor beyond stdio:\n%s", r.Stdout)
 			}
-			checkAttacks(t, r, testutil.ReadReport(t, rep), attacks, as.wrap != nil)
+			checkAttacks(t, b, r, testutil.ReadReport(t, rep), attacks, as.wrap != nil)
 		})
 	}
 }
@@ -160,6 +165,14 @@ var persistenceFiles = []string{
 	"$WORKDIR/.yarnrc.yml",
 	"$HOME/.bash_aliases",
 	"$HOME/.bashrc",
+	// Repositories below the work tree (issue 23): a nested one's, a bare one's and a
+	// submodule's git directory run their hooks and obey their config as the outer one does.
+	"$WORKDIR/sub/.git/hooks/pre-commit",
+	"$WORKDIR/sub/.git/config",
+	"$WORKDIR/vendor/lib.git/hooks/post-update",
+	"$WORKDIR/vendor/lib.git/config",
+	"$WORKDIR/.git/modules/m/hooks/post-checkout",
+	"$WORKDIR/sub/.git/modules/m/config",
 }
 
 // TestRedTeamPersistence (issue 23, the third red team): under the realistic profile, whose run
@@ -184,6 +197,11 @@ func TestRedTeamPersistence(t *testing.T) {
 	// sandbox writes) and the learned executable (rt) turned into links to a hook and to ~/.bashrc.
 	argv = append(argv, "symlink=.git/hooks/post-checkout,hook-link", "rename=in.txt,"+filepath.Join(b.Work, ".git", "config"),
 		"symlink=.git/hooks/pre-push,out.txt", "symlink="+filepath.Join(b.Home, ".bashrc")+",rt")
+	// Changes without an open for writing (issue 23, the fourth round): times, mode and
+	// extended attributes of a hook, an O_TMPFILE linked in as a hook.
+	hook := filepath.Join(b.Work, ".git", "hooks", "pre-commit.sample")
+	testutil.WriteFile(t, hook, "#!/bin/sh\n", 0o644)
+	argv = append(argv, "utime="+hook, "chmod="+hook, "xattr="+hook+",user.sysprof", "tmplink=.,"+filepath.Join(b.Work, ".git", "hooks", "post-merge"))
 	for _, as := range asUsers {
 		t.Run(as.name, func(t *testing.T) {
 			if as.wrap != nil {
@@ -191,7 +209,7 @@ func TestRedTeamPersistence(t *testing.T) {
 				chownTree(t, b.Home, 65534)
 			}
 			existed := map[string]bool{}
-			for _, f := range append(slices.Clone(persistenceFiles), "$WORKDIR/out.txt", "$WORKDIR/rt", "$WORKDIR/.git/config") {
+			for _, f := range append(slices.Clone(persistenceFiles), "$WORKDIR/out.txt", "$WORKDIR/rt", "$WORKDIR/.git/config", "$WORKDIR/.git/hooks/pre-commit.sample") {
 				if _, err := os.Lstat(expandAttack(b, f)); err == nil {
 					existed[expandAttack(b, f)] = true
 				}
@@ -210,12 +228,14 @@ func TestRedTeamPersistence(t *testing.T) {
 				}
 			}
 			targets := slices.Clone(persistenceFiles)
-			targets = append(targets, "$WORKDIR/hook-link", "$WORKDIR/.git/config", "$WORKDIR/out.txt", "$WORKDIR/rt")
+			targets = append(targets, "$WORKDIR/hook-link", "$WORKDIR/.git/config", "$WORKDIR/out.txt", "$WORKDIR/rt",
+				"$WORKDIR/.git/hooks/pre-commit.sample", "$WORKDIR/.git/hooks/pre-commit.sample", "$WORKDIR/.git/hooks/pre-commit.sample", "$WORKDIR/.git/hooks/post-merge")
 			for i, f := range targets {
 				p := expandAttack(b, f)
 				refused := !strings.HasSuffix(lines[i], ": ok")
 				denied := slices.ContainsFunc(rp.Denials, func(d report.Denial) bool {
-					return d.Kind == report.KindFile && (d.Path == p || strings.HasPrefix(p, d.Path+"/"))
+					return d.Kind == report.KindFile && (d.Path == p || strings.HasPrefix(p, d.Path+"/")) ||
+						d.Kind == report.KindSyscall && strings.Contains(d.What, p) // a call the profile never learned, on p
 				})
 				var entry *report.Change
 				if rp.Changes != nil {
@@ -334,6 +354,9 @@ func TestRedTeamFloodCannotHideTheRecord(t *testing.T) {
 			// On a loaded machine the guard's ring buffer may fill before user space reads it: those
 			// events are lost in the kernel (the writes still refused), and the report says so.
 			ringFull := slices.ContainsFunc(rp.Notes, func(n string) bool { return strings.Contains(n, "ring buffer was full") })
+			if ringFull && rp.LostRecords == 0 {
+				t.Errorf("the guard's ring buffer overflowed, but the report counts no lost records: %q", rp.Notes)
+			}
 			switch {
 			case as.wrap != nil || listed:
 			case ringFull:

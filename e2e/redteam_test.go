@@ -88,6 +88,38 @@ var redteam3Attacks = []redteamAttack{
 	{action: "environ=1", line: "environ: EACCES", path: "/proc/1/environ", unobservable: "file denials"},
 }
 
+// redteam4Attacks are the fourth round's classes (issue 23): the host's kernel knobs that run a
+// program of the attacker's as root later (core_pattern, modprobe, sysrq), the host's cgroup
+// tree, protected files changed without an open for writing (rename or exchange over git's
+// config: a read-only bind answers EBUSY; a back-dated time, an extended attribute, a mode, an
+// unnamed O_TMPFILE given a hook's name by linkat), a file opened by its handle ("shocker"),
+// and the calls no dev tool makes (vhangup of the user's terminal, chroot, process accounting,
+// swap). plantRepo makes the work tree's .git they aim at.
+var redteam4Attacks = []redteamAttack{
+	{action: "write=/proc/sys/kernel/core_pattern", line: "write: E", path: "/proc/sys/kernel/core_pattern", unobservable: "file denials"},
+	{action: "write=/proc/sys/kernel/randomize_va_space", line: "write: E", path: "/proc/sys/kernel/randomize_va_space", unobservable: "file denials"},
+	{action: "write=/proc/sys/vm/drop_caches", line: "write: E", path: "/proc/sys/vm/drop_caches", unobservable: "file denials"},
+	{action: "write=/sys/fs/cgroup/cgroup.procs", line: "write: E", path: "/sys/fs/cgroup/cgroup.procs", unobservable: "file denials"},
+	{action: "rename=in.txt,$WORKDIR/.git/config", line: "rename: E", syscall: "rename", path: "$WORKDIR/.git/config", unobservable: "file denials"},
+	{action: "renamex=in.txt,$WORKDIR/.git/config", line: "renamex: E", syscall: "renameat2", path: "$WORKDIR/.git/config", unobservable: "file denials"},
+	{action: "utime=$WORKDIR/.git/config", line: "utime: E", syscall: "utimensat", path: "$WORKDIR/.git/config", unobservable: "file denials"},
+	{action: "xattr=$WORKDIR/.git/config,user.sysprof", line: "xattr: E", syscall: "setxattr", path: "$WORKDIR/.git/config", unobservable: "file denials"},
+	{action: "chmod=$WORKDIR/.git/hooks/pre-commit.sample", line: "chmod: E", syscall: "chmod", path: "$WORKDIR/.git/hooks/pre-commit.sample", unobservable: "file denials"},
+	{action: "tmplink=/tmp,$WORKDIR/.git/hooks/pre-commit", line: "tmplink: E", syscall: "linkat", path: "$WORKDIR/.git/hooks/pre-commit|/tmp", unobservable: "file denials"},
+	{action: "handle=/etc/hostname", line: "handle: EPERM", syscall: "name_to_handle_at"},
+	{action: "vhangup", line: "vhangup: EPERM", syscall: "vhangup"},
+	{action: "chroot=/tmp", line: "chroot: EPERM", syscall: "chroot"},
+	{action: "acct=/tmp/acct", line: "acct: EPERM", syscall: "acct"},
+	{action: "swapon=/tmp/swap", line: "swapon: EPERM", syscall: "swapon"},
+}
+
+// plantRepo gives b's work tree the .git redteam4Attacks aim at (a config, a sample hook).
+func plantRepo(t *testing.T, b *testutil.Box) {
+	t.Helper()
+	testutil.WriteFile(t, filepath.Join(b.Work, ".git", "config"), "[core]\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(b.Work, ".git", "hooks", "pre-commit.sample"), "#!/bin/sh\n", 0o644)
+}
+
 // expandAttack replaces $HOME and $WORKDIR in an attack's argument with b's.
 func expandAttack(b *testutil.Box, action string) string {
 	return strings.NewReplacer("$HOME", b.Home, "$WORKDIR", b.Work).Replace(action)
@@ -95,7 +127,7 @@ func expandAttack(b *testutil.Box, action string) string {
 
 // checkAttacks holds the probe's output r and its report rp to attacks: each blocked (its line
 // printed) and on the record (a denial, or, as an ordinary user, its kind listed unobservable).
-func checkAttacks(t *testing.T, r testutil.Result, rp *report.Report, attacks []redteamAttack, ordinary bool) {
+func checkAttacks(t *testing.T, b *testutil.Box, r testutil.Result, rp *report.Report, attacks []redteamAttack, ordinary bool) {
 	t.Helper()
 	for _, a := range attacks {
 		name, _, _ := strings.Cut(a.action, "=")
@@ -108,14 +140,13 @@ func checkAttacks(t *testing.T, r testutil.Result, rp *report.Report, attacks []
 			}
 			t.Errorf("%s: not blocked: want %q, got %q", a.action, a.line, got)
 		}
+		// A row may name a syscall and a path: which layer refuses depends on what the profile
+		// learned (seccomp when the call was never learned, the mounts when it was).
+		paths := strings.Split(expandAttack(b, a.path), "|")
 		recorded := slices.ContainsFunc(rp.Denials, func(d report.Denial) bool {
-			switch {
-			case a.syscall != "":
-				return d.Kind == report.KindSyscall && d.Syscall == a.syscall && !d.Allowed
-			case a.endpoint != "":
-				return d.Kind == report.KindNetwork && d.Endpoint == a.endpoint
-			}
-			return d.Kind == report.KindFile && d.Path == a.path
+			return a.syscall != "" && d.Kind == report.KindSyscall && d.Syscall == a.syscall && !d.Allowed ||
+				a.endpoint != "" && d.Kind == report.KindNetwork && d.Endpoint == a.endpoint ||
+				a.path != "" && d.Kind == report.KindFile && slices.Contains(paths, d.Path)
 		})
 		switch {
 		case recorded:
@@ -181,10 +212,11 @@ func enforceAs(t *testing.T, b *testutil.Box, wrap []string, profile, rep string
 func TestRedTeamBlockedAndRecorded(t *testing.T) {
 	b, root, profile := redteamBox(t)
 	argv := []string{"./rt", "benign", "fdleak"}
-	for _, a := range slices.Concat(redteamAttacks, redteam3Attacks) {
+	for _, a := range slices.Concat(redteamAttacks, redteam3Attacks, redteam4Attacks) {
 		argv = append(argv, expandAttack(b, a.action))
 	}
 	argv = append(argv, "prlimit-self", "thread", "benign")
+	plantRepo(t, b)
 	for _, as := range asUsers {
 		t.Run(as.name, func(t *testing.T) {
 			if as.wrap != nil {
@@ -208,7 +240,7 @@ func TestRedTeamBlockedAndRecorded(t *testing.T) {
 					t.Errorf("a clone3 without namespace flags is on the record: %s", testutil.DenialString(d))
 				}
 			}
-			checkAttacks(t, r, rp, slices.Concat(redteamAttacks, redteam3Attacks), as.wrap != nil)
+			checkAttacks(t, b, r, rp, slices.Concat(redteamAttacks, redteam3Attacks, redteam4Attacks), as.wrap != nil)
 			if !strings.Contains(r.Stdout, "\nfdleak: none\n") {
 				t.Errorf("the command inherited a descriptor beyond stdio (a listener, a pidfd or a socket of sysprof's would be a way out):\n%s", r.Stdout)
 			}
@@ -251,6 +283,14 @@ func TestRedTeamHostResources(t *testing.T) {
 			}
 			if core, ok := limits["core"]; !ok || core[1] > 1 {
 				t.Errorf("RLIMIT_CORE in the sandbox is %v, want a hard limit of at most 1:\n%s", core, r.Stdout)
+			}
+			// Per-user counts shared with the host user's other programs (issue 23, the fourth
+			// round): queued signals (sigqueue, timer_create) and message queue bytes.
+			if sp, ok := limits["sigpending"]; !ok || sp[1] > 1024 {
+				t.Errorf("RLIMIT_SIGPENDING in the sandbox is %v, want a hard limit of at most 1024 (the host user's queued-signal count is shared):\n%s", sp, r.Stdout)
+			}
+			if mq, ok := limits["msgqueue"]; !ok || mq[1] > 819200/4 {
+				t.Errorf("RLIMIT_MSGQUEUE in the sandbox is %v, want at most a quarter of the kernel's default:\n%s", mq, r.Stdout)
 			}
 			if files, ok := limits["nofile"]; !ok || files[1]*pids > fileMax/4 {
 				t.Errorf("RLIMIT_NOFILE in the sandbox is %v: %d tasks hold more than a quarter of the host's file table (%d):\n%s", files, pids, fileMax, r.Stdout)

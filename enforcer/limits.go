@@ -62,9 +62,21 @@ func (l runLimits) rlimits(hostUID0 bool) []sandbox.Rlimit {
 	if l.Files > 0 {
 		out = append(out, sandbox.Rlimit{Resource: unix.RLIMIT_NOFILE, Max: uint64(l.Files)})
 	}
-	out = append(out, sandbox.Rlimit{Resource: unix.RLIMIT_CORE, Max: 1})
+	out = append(out, sandbox.Rlimit{Resource: unix.RLIMIT_CORE, Max: 1},
+		sandbox.Rlimit{Resource: unix.RLIMIT_SIGPENDING, Max: maxSigPending},
+		sandbox.Rlimit{Resource: unix.RLIMIT_MSGQUEUE, Max: maxMsgQueue})
 	return append(out, sandbox.Rlimit{Resource: unix.RLIMIT_DATA, Max: uint64(l.Memory)})
 }
+
+// Queued signals and POSIX message queue bytes are counted per user, up through the user
+// namespaces: an ordinary user's run shares the host user's count with the user's other
+// programs, and a run that fills it (rt signals queued to itself with kill, which profiles
+// learn) leaves them no sigqueue and no timer_create. The run keeps to what no tool needs more
+// than: 1,024 queued signals, a quarter of the kernel's default message queue bytes.
+const (
+	maxSigPending = 1024
+	maxMsgQueue   = 819200 / 4
+)
 
 // Open files per process: the run's tasks, each at its RLIMIT_NOFILE, hold at most a quarter
 // of the host's file table (fs.file-max; when it is full, the host's own unprivileged

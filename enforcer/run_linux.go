@@ -389,15 +389,17 @@ func (r *enforcedRun) collect(res *runResult, staged *stagedRun, id sandbox.Iden
 		}
 		res.denials = append(res.denials, g.denials...)
 		r.rep.Notes = append(r.rep.Notes, g.notes...)
+		r.rep.LostRecords += g.lostRecords
 	}
 	r.px.close(r.rep, res)
 }
 
 // guardResult is what a closed guard saw.
 type guardResult struct {
-	lost    error // why its setup failed (then nothing was observed)
-	denials []report.Denial
-	notes   []string
+	lost        error // why its setup failed (then nothing was observed)
+	denials     []report.Denial
+	notes       []string
+	lostRecords uint64 // refusals counted but not recorded (report.LostRecords)
 }
 
 // closeGuardAsync closes the run's guard in the background and returns where its result
@@ -413,6 +415,7 @@ func (r *enforcedRun) closeGuardAsync() <-chan guardResult {
 		var res guardResult
 		res.lost = g.Wait()
 		res.denials, res.notes = g.Close()
+		res.lostRecords = g.Lost()
 		phase.Mark("guard close")
 		done <- res
 	}()

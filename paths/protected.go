@@ -158,7 +158,37 @@ func IsProtected(p string) (protected string, ok bool) {
 	if h := StartupHook(p); h != "" {
 		return h, true
 	}
+	if r := RepoHooks(p); r != "" {
+		return r, true
+	}
 	return "", false
+}
+
+// RepoHooks returns the hooks directory or config file of a git repository that portable path
+// p is or lies in below the work tree, or "": a nested repository's (sub/.git/hooks), a bare
+// one's (x.git/config) and a submodule's git directory (.git/modules/m/hooks). git runs what
+// they name (a hook, core.fsmonitor, core.pager) when the user works in that repository later.
+// Only the work tree's: the checkouts tools keep in their caches (cargo's git checkouts,
+// pre-commit's repositories) are the tools' own, run by libraries that run no hooks. A bare
+// repository not named *.git is not recognized by its path.
+func RepoHooks(p string) string {
+	if !strings.HasPrefix(p, "$WORKDIR/") {
+		return ""
+	}
+	comps := strings.Split(p, "/")
+	for i := 0; i+1 < len(comps); i++ {
+		if !strings.HasSuffix(comps[i], ".git") {
+			continue
+		}
+		// The git directory itself, or a module's below it (modules/a/modules/b/...).
+		for j := i + 1; j < len(comps); j++ {
+			atGitDir := j == i+1 || (j >= i+3 && comps[j-2] == "modules")
+			if atGitDir && (comps[j] == "hooks" || comps[j] == "config") {
+				return strings.Join(comps[:j+1], "/")
+			}
+		}
+	}
+	return ""
 }
 
 // ProtectedBeneath returns the protected paths that equal or lie beneath portable dir d (what

@@ -115,3 +115,31 @@ func TestStartupHook(t *testing.T) {
 		}
 	}
 }
+
+func TestRepoHooks(t *testing.T) {
+	for _, c := range []struct{ p, want string }{
+		{"$WORKDIR/sub/.git/hooks/pre-commit", "$WORKDIR/sub/.git/hooks"},
+		{"$WORKDIR/sub/.git/config", "$WORKDIR/sub/.git/config"},
+		{"$WORKDIR/vendor/x.git/hooks", "$WORKDIR/vendor/x.git/hooks"},
+		{"$WORKDIR/x.git/config", "$WORKDIR/x.git/config"},
+		{"$WORKDIR/sub/.git/modules/m/hooks/post-checkout", "$WORKDIR/sub/.git/modules/m/hooks"},
+		{"$WORKDIR/sub/.git/modules/a/modules/b/config", "$WORKDIR/sub/.git/modules/a/modules/b/config"},
+		{"$TMPDIR/clone/.git/hooks/pre-push", ""},
+		{"$CARGO_HOME/git/checkouts/dep-1a2b/3c4d/.git/config", ""},
+		{"$HOME/.cache/pre-commit/repo1a2b/.git/hooks/x", ""},
+		{"/abs/sub/.git/hooks/x", ""},
+		{"$WORKDIR/sub/.git/objects/ab/cdef", ""},
+		{"$WORKDIR/sub/.git/refs/heads/config", ""},
+		{"$WORKDIR/sub/.git/HEAD", ""},
+		{"$WORKDIR/src/hooks/config", ""},
+		{"$WORKDIR/legit/hooks/x", ""},
+		{"$WORKDIR/.github/hooks", ""},
+	} {
+		if got := RepoHooks(c.p); got != c.want {
+			t.Errorf("RepoHooks(%q) = %q, want %q", c.p, got, c.want)
+		}
+		if _, ok := IsProtected(c.p); c.want != "" && !ok {
+			t.Errorf("IsProtected(%q) = false, want true", c.p)
+		}
+	}
+}

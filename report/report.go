@@ -77,6 +77,10 @@ type Report struct {
 	// Unobservable names kinds of denials this run could not see (for example "file denials as
 	// an ordinary user"): an empty Denials list says nothing about them.
 	Unobservable []string `json:"unobservable,omitempty"`
+	// LostRecords counts refusals the run's observers could not record (the guard's ring buffer
+	// was full, or its scratch space busy): they were refused, but an empty Denials list does
+	// not mean nothing was. --fail-on-denial fails on them as on a denial.
+	LostRecords uint64 `json:"lostRecords,omitempty"`
 	// Notes are what the compile step did that a reviewer should know (hardening, widening).
 	Notes []string `json:"notes,omitempty"`
 	// ChangedBinaries are the profile's binaries whose content is not what learn hashed.
@@ -328,6 +332,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	degraded := r.Degraded()
 	if len(r.Denials) == 0 && len(degraded) == 0 {
 		r.writeHidden(w)
+		r.writeLost(w)
 		return nil
 	}
 	if len(r.Denials) > 0 {
@@ -359,7 +364,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if len(r.Denials) > 0 && len(r.Unobservable) > 0 {
 		fmt.Fprintf(w, "sysprof: not observable in this run: %s\n", Printable(strings.Join(r.Unobservable, "; ")))
 	}
+	r.writeLost(w)
 	return nil
+}
+
+// writeLost prints, last, how many refusals were not recorded: the table above is incomplete.
+func (r *Report) writeLost(w io.Writer) {
+	if r.LostRecords > 0 {
+		fmt.Fprintf(w, "sysprof: WARNING: %d record(s) lost: that many refusals were not recorded (the guard's ring buffer was full); the list above is incomplete\n", r.LostRecords)
+	}
 }
 
 // writeHidden prints one line per hidden read: information, not a denial.

@@ -171,3 +171,20 @@ func TestChangeRoundTrip(t *testing.T) {
 		t.Errorf("a suggestion that is no change read as %+v", g)
 	}
 }
+
+// TestWriteTableSaysRecordsWereLost: lost records are printed after the table, and also when
+// nothing was listed (an empty table would say the run was clean).
+func TestWriteTableSaysRecordsWereLost(t *testing.T) {
+	for _, r := range []*Report{
+		{Denials: []Denial{}, LostRecords: 3},
+		{Denials: []Denial{{Kind: KindSyscall, What: "bpf", Syscall: "bpf", Count: 1}}, LostRecords: 3},
+	} {
+		var buf bytes.Buffer
+		if err := r.WriteTable(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), "3 record(s) lost") {
+			t.Errorf("lost records not said (%d denials):\n%s", len(r.Denials), buf.String())
+		}
+	}
+}

@@ -315,6 +315,8 @@ func denialVerdict(w io.Writer, prefix string, rep *report.Report, code int) err
 	}
 	held := rep.Changes.Review()
 	switch {
+	case code == 0 && n+held == 0 && rep.LostRecords > 0:
+		return withCode(exitDenied, fmt.Errorf("%s--fail-on-denial: the command succeeded, but %d record(s) of refused operations were lost (exit %d)", prefix, rep.LostRecords, exitDenied))
 	case code == 0 && n+held > 0:
 		verb := "denied"
 		if rep.Audit {

@@ -53,7 +53,7 @@ import (
 //     (processes) that no longer exist.
 //
 // The cost of keeping them: the programs, ~100 kB of maps, and per slot ever used at the same
-// time (usually one or two) 1 MB of ring buffer and a program, until reboot or the next
+// time (usually one or two) 4 MB of ring buffer and a program, until reboot or the next
 // sysprof build.
 
 // pinRoot is where the guard's pins live (in the bpffs mount).
@@ -71,7 +71,7 @@ const fileProgram = "sys_exit_path"
 // What guard.c defines (checked against the object by TestGuardObjectMatchesExpectations).
 const (
 	ringSlots = 64
-	ringbufSz = 1 << 20
+	ringbufSz = 4 << 20
 	runsMax   = 1024
 )
 

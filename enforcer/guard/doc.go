@@ -15,8 +15,10 @@
 //
 //   - File denials: one program on the exit tracepoints of the path syscalls (open, openat,
 //     openat2, creat, execve, execveat, mkdir*, mknod*, unlink*, rmdir, rename*, link*,
-//     symlink*, truncate, chmod/chown family, utimensat) reports calls that failed with
-//     EACCES (Landlock), EROFS (the read-only mounts) or EXDEV (Landlock's refer rule), and
+//     symlink*, truncate, chmod/chown family, utimensat, setxattr/removexattr) reports calls
+//     that failed with EACCES (Landlock), EROFS (the read-only mounts), EXDEV (Landlock's refer
+//     rule, or a protected path's bind: kept only for the cover's end), EBUSY (a rename or
+//     removal that met a mount point: kept only for protected and hidden paths' covers), and
 //     ENOENT for absolute paths under a hidden path, with the path as given, the directory
 //     it is relative to and the executable (walked in the kernel: the process may be gone
 //     when user space reads the event). User space drops EACCES that Landlock's rules allow
@@ -30,6 +32,9 @@
 //     cannot read; the registers still point at it at exit). Only namespace flags make an
 //     event (a syscall denial suggesting clone's flags rule); glibc's threads and spawns,
 //     which try clone3 first, leave none.
+//   - Lost records: an event that found the ring buffer (4 MiB per run) full, or the CPU's
+//     scratch space in use, is counted in the run's entry (ENOENTs excepted for the latter);
+//     Lost gives the sum, the report's lostRecords, which fails --fail-on-denial.
 //   - Reads of hidden files (hidden_linux.go, WatchHidden): a hidden file reads as empty, so
 //     nothing fails; each one's cover is an inode of its own, watched with fanotify
 //     permission events (FAN_OPEN_PERM, always allowed) once the stage's mounts are in place:

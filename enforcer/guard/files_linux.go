@@ -40,8 +40,9 @@ var fileOps = sync.OnceValue(func() map[string]bpf.GuardFileOp {
 		"chown": bpf.GuardFileOpFOP_PATH, "lchown": bpf.GuardFileOpFOP_PATH,
 		"mkdirat": bpf.GuardFileOpFOP_PATHAT, "mknodat": bpf.GuardFileOpFOP_PATHAT, "unlinkat": bpf.GuardFileOpFOP_PATHAT,
 		"fchmodat": bpf.GuardFileOpFOP_PATHAT, "fchmodat2": bpf.GuardFileOpFOP_PATHAT, "fchownat": bpf.GuardFileOpFOP_PATHAT,
-		"utimensat": bpf.GuardFileOpFOP_PATHAT,
-		"rename":    bpf.GuardFileOpFOP_TWO, "link": bpf.GuardFileOpFOP_TWO,
+		"utimensat": bpf.GuardFileOpFOP_PATHAT, "setxattr": bpf.GuardFileOpFOP_PATH, "lsetxattr": bpf.GuardFileOpFOP_PATH,
+		"removexattr": bpf.GuardFileOpFOP_PATH, "lremovexattr": bpf.GuardFileOpFOP_PATH,
+		"rename": bpf.GuardFileOpFOP_TWO, "link": bpf.GuardFileOpFOP_TWO,
 		"renameat": bpf.GuardFileOpFOP_TWOAT, "renameat2": bpf.GuardFileOpFOP_TWOAT, "linkat": bpf.GuardFileOpFOP_TWOAT,
 		"symlink": bpf.GuardFileOpFOP_SYMLINK, "symlinkat": bpf.GuardFileOpFOP_SYMLINKAT,
 		"mmap": bpf.GuardFileOpFOP_MMAP, "connect": bpf.GuardFileOpFOP_CONNECT,
@@ -429,7 +430,7 @@ func resolvePath(p, base string) string {
 }
 
 var errnoNames = map[int32]string{-int32(unix.EACCES): "EACCES", -int32(unix.EROFS): "EROFS", -int32(unix.EXDEV): "EXDEV",
-	-int32(unix.ENOENT): "ENOENT", -int32(unix.EPERM): "EPERM"}
+	-int32(unix.ENOENT): "ENOENT", -int32(unix.EPERM): "EPERM", -int32(unix.EBUSY): "EBUSY"}
 
 // fileDenials turns a file event into the denials it stands for (a rename is two: the old
 // name's directory loses an entry, the new one gains one), without their parent chain: parents
@@ -484,6 +485,9 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 	if (name == "link" || name == "linkat") && g.linkProbe(ev.Ret, path1, path2) {
 		return nil, nil
 	}
+	// An EBUSY, or an EXDEV at a cover, names the cover it met: the rename's other end is fine.
+	coversOnly := ev.Ret == -int32(unix.EBUSY) ||
+		ev.Ret == -int32(unix.EXDEV) && slices.ContainsFunc(hits, func(h hit) bool { return h.path != "" && g.coverBusy(h.path) })
 	who, parents := g.who(ev, exe, pexe)
 	var out []report.Denial
 	for _, h := range hits {
@@ -493,6 +497,10 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 		if ev.Ret == -int32(unix.ENOENT) {
 			if !paths.CoveredBy(h.path, g.cfg.Hidden) {
 				continue // not there, not hidden: the tool looking around
+			}
+		} else if coversOnly {
+			if !g.coverBusy(h.path) {
+				continue // the other end of the rename, or a mount point of the sandbox's own
 			}
 		} else if ev.Ret == -int32(unix.EACCES) && g.landlockAllows(h.access, h.path) {
 			continue // Landlock allows it: file permissions refused it, not the sandbox
@@ -522,6 +530,19 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 		out = append(out, d)
 	}
 	return out, parents
+}
+
+// coverBusy reports whether an EBUSY rename or removal (or an EXDEV one) met path as one of the
+// sandbox's covers:
+// a protected path bound read-only inside a writable tree (git's config.lock renamed over
+// .git/config), or a hidden path's cover. Other mount points (the private /tmp, an output
+// directory bound over itself) are the run's own layout, not a refusal to record.
+func (g *Guard) coverBusy(path string) bool {
+	if paths.CoveredBy(path, g.cfg.Hidden) {
+		return true
+	}
+	_, ok := paths.IsProtected(g.portable(path))
+	return ok
 }
 
 // fdPath reports a path that names an open descriptor (/proc/<pid>/fd/N, /dev/fd/N).
@@ -676,10 +697,12 @@ func (g *Guard) landlockAllows(access, path string) bool {
 
 // crossMount reports whether an EXDEV link or rename had both ends writable under Landlock:
 // then Landlock's refer check passed, and the error is the ordinary cross-mount one (the private
-// /tmp and a bound work tree are different mounts), which tools handle by copying.
+// /tmp and a bound work tree are different mounts), which tools handle by copying. An end at
+// a protected or hidden path is not ordinary: its read-only bind is what refused (a file
+// renamed into .git/hooks of a bound work tree).
 func (g *Guard) crossMount(hits []hit) bool {
 	for _, h := range hits {
-		if h.path == "" || !g.landlockAllows("write", h.path) {
+		if h.path == "" || !g.landlockAllows("write", h.path) || g.coverBusy(h.path) {
 			return false
 		}
 	}

@@ -173,6 +173,7 @@ type Guard struct {
 	kinds   map[string]bool // kindKey of every kept denial
 	dropped int
 	notes   []string
+	lost    uint64 // refusals the kernel side could not record (set by Close)
 
 	wg sync.WaitGroup
 
@@ -571,6 +572,10 @@ func (g *Guard) record(d report.Denial) {
 	g.denials = append(g.denials, d)
 }
 
+// Lost is how many refusals the kernel side counted but could not record (ring buffer full,
+// scratch space busy), known once Close returned.
+func (g *Guard) Lost() uint64 { return g.lost }
+
 // Close detaches everything, drains the ring buffer, removes the cgroup (killing what is left
 // in it) and returns the denials and notes.
 func (g *Guard) Close() ([]report.Denial, []string) {
@@ -593,9 +598,14 @@ func (g *Guard) Close() ([]report.Denial, []string) {
 	g.tps = nil
 	phase.Mark("close: detach and drain")
 	var notes []string
-	if cfg := g.leave(); cfg.Drops > 0 {
+	cfg := g.leave()
+	if cfg.Drops > 0 {
 		notes = append(notes, fmt.Sprintf("%d network/file denials were not reported: the guard's ring buffer was full (they were still refused)", cfg.Drops))
 	}
+	if cfg.Busy > 0 {
+		notes = append(notes, fmt.Sprintf("%d network/file denials were not reported: the guard's scratch space was in use by another of the run's tasks on the same CPU (they were still refused)", cfg.Busy))
+	}
+	g.lost = cfg.Drops + cfg.Busy
 	g.load.close()
 	g.objs = nil
 	phase.Mark("close: collection")

@@ -33,7 +33,10 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
+#include <sys/swap.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -152,9 +155,9 @@ int main(int argc, char **argv) {
 			result(name, setrlimit(res, &rl));
 		} else if (!strcmp(name, "rlimits")) {
 			struct rlimit rl;
-			int res[] = {RLIMIT_NPROC, RLIMIT_DATA, RLIMIT_NOFILE, RLIMIT_CORE, RLIMIT_FSIZE};
-			const char *n[] = {"nproc", "data", "nofile", "core", "fsize"};
-			for (int k = 0; k < 5; k++) {
+			int res[] = {RLIMIT_NPROC, RLIMIT_DATA, RLIMIT_NOFILE, RLIMIT_CORE, RLIMIT_FSIZE, RLIMIT_SIGPENDING, RLIMIT_MSGQUEUE};
+			const char *n[] = {"nproc", "data", "nofile", "core", "fsize", "sigpending", "msgqueue"};
+			for (int k = 0; k < 7; k++) {
 				getrlimit(res[k], &rl);
 				printf("rlimit %s: %llu %llu\n", n[k], (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
 			}
@@ -409,6 +412,93 @@ int main(int argc, char **argv) {
 				}
 			}
 			printf("flood: %d of %d refused\n", refused, n);
+			fflush(stdout);
+		} else if (!strcmp(name, "xattr")) {
+			// xattr=PATH,NAME: set an extended attribute on a file (security.* and trusted.* label
+			// or trust it for the host; user.* is metadata a later tool may obey).
+			char *comma = strchr(arg, ',');
+			*comma = 0;
+			result(name, setxattr(arg, comma + 1, "rt", 2, 0));
+		} else if (!strcmp(name, "utime")) {
+			// utime=PATH: back-date a protected file (make a planted change look old to make,
+			// rsync or a reviewer).
+			struct timespec ts[2] = {{0, 0}, {0, 0}};
+			result(name, utimensat(AT_FDCWD, arg, ts, 0));
+		} else if (!strcmp(name, "chmod")) {
+			// chmod=PATH: make a protected file (a hook) executable.
+			result(name, chmod(arg, 0755));
+		} else if (!strcmp(name, "tmplink")) {
+			// tmplink=DIR,NAME: an unnamed file (O_TMPFILE) in a writable DIR, written, then given
+			// NAME (a hook) by linkat through /proc/self/fd: no open of NAME ever happens.
+			char *comma = strchr(arg, ',');
+			*comma = 0;
+			int fd = open(arg, O_TMPFILE | O_WRONLY, 0755);
+			if (fd < 0) {
+				result(name, -1);
+			} else {
+				char p[64];
+				(void)!write(fd, "#!/bin/sh\n", 10);
+				snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+				result(name, linkat(AT_FDCWD, p, AT_FDCWD, comma + 1, AT_SYMLINK_FOLLOW));
+				close(fd);
+			}
+		} else if (!strcmp(name, "renamex")) {
+			// renamex=A,B: swap two names (RENAME_EXCHANGE): a protected file for one of the run's.
+			char *comma = strchr(arg, ',');
+			*comma = 0;
+			result(name, syscall(SYS_renameat2, AT_FDCWD, arg, AT_FDCWD, comma + 1, 2 /* RENAME_EXCHANGE */));
+		} else if (!strcmp(name, "handle")) {
+			// handle=PATH: open a file by its handle ("shocker"): a handle names an inode on the
+			// host's file system, whatever this mount namespace shows.
+			struct { struct file_handle h; unsigned char b[128]; } fh = {.h.handle_bytes = 128};
+			int mnt = -1;
+			long rc = syscall(SYS_name_to_handle_at, AT_FDCWD, arg, &fh.h, &mnt, 0);
+			if (rc == 0) rc = syscall(SYS_open_by_handle_at, AT_FDCWD, &fh.h, O_RDONLY);
+			result(name, rc);
+		} else if (!strcmp(name, "vhangup")) {
+			// Hang up the user's terminal (the shell sysprof was started from).
+			result(name, syscall(SYS_vhangup));
+		} else if (!strcmp(name, "chroot")) {
+			result(name, chroot(arg));
+		} else if (!strcmp(name, "acct")) {
+			// acct=PATH: the kernel appends a record of every exiting process on the host.
+			result(name, acct(arg));
+		} else if (!strcmp(name, "swapon")) {
+			result(name, swapon(arg, 0));
+		} else if (!strcmp(name, "udp")) {
+			// udp=IPv4:PORT: one datagram by sendto, no connect (a DNS query straight to the host's
+			// resolver, past the stub; a beacon to any address).
+			char host[64];
+			snprintf(host, sizeof host, "%s", arg);
+			char *colon = strrchr(host, ':');
+			*colon = 0;
+			struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(atoi(colon + 1))};
+			inet_pton(AF_INET, host, &sa.sin_addr);
+			int fd = socket(AF_INET, SOCK_DGRAM, 0);
+			result(name, fd < 0 ? -1 : sendto(fd, "rt", 2, 0, (struct sockaddr *)&sa, sizeof sa));
+		} else if (!strcmp(name, "udpmsg")) {
+			// udpmsg=IPv4:PORT: the same by sendmsg.
+			char host[64];
+			snprintf(host, sizeof host, "%s", arg);
+			char *colon = strrchr(host, ':');
+			*colon = 0;
+			struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(atoi(colon + 1))};
+			inet_pton(AF_INET, host, &sa.sin_addr);
+			struct iovec iov = {.iov_base = "rt", .iov_len = 2};
+			struct msghdr mh = {.msg_name = &sa, .msg_namelen = sizeof sa, .msg_iov = &iov, .msg_iovlen = 1};
+			int fd = socket(AF_INET, SOCK_DGRAM, 0);
+			result(name, fd < 0 ? -1 : sendmsg(fd, &mh, 0));
+		} else if (!strcmp(name, "sigflood")) {
+			// sigflood=N: queue up to N real-time signals to itself with sigqueue, blocked (each
+			// pending one is counted against the user's RLIMIT_SIGPENDING, the host user's too),
+			// and say how many.
+			sigset_t set;
+			sigemptyset(&set);
+			sigaddset(&set, SIGRTMIN);
+			sigprocmask(SIG_BLOCK, &set, NULL);
+			int n = atoi(arg), k = 0;
+			while (k < n && sigqueue(getpid(), SIGRTMIN, (union sigval){0}) == 0) k++;
+			printf("sigflood: %d queued\n", k);
 			fflush(stdout);
 		} else if (!strcmp(name, "say")) {
 			// Print arg (unescaped) to stderr as the command's own output: a forged report
