@@ -40,6 +40,12 @@ func moreWorkflows() []wfWorkflow {
 		{everyday: everyday{name: "cargo-build-rs", need: []string{"cargo"}, fixture: "buildrs", argv: []string{"cargo", "build", "--offline"},
 			state: []string{"target"}, program: "./target/debug/buildrs", timing: cargoTiming, notAs: cargoUnreachable},
 			edit: touchAs("greeting.txt")},
+		// python -m build without isolation (nothing fetched): setuptools writes build/ and
+		// *.egg-info in the tree, the wheel in dist/.
+		{everyday: everyday{name: "python-build", need: []string{"python3"}, setup: pyProject,
+			argv:  []string{"sh", "-c", "python3 -m build --no-isolation --wheel --outdir dist . >/dev/null && ls dist"},
+			clean: []string{"dist", "build", "src/hello_pkg.egg-info"}},
+			edit: appendAs("src/hello_pkg/__init__.py", "\nEDITED = 1\n"), coldIsSlow: true},
 		// git: writing .git is git's nature (accepted at learn).
 		{everyday: everyday{name: "git-stash", need: []string{"git"}, setup: gitStashRepo, learnFlags: []string{"--accept-risky"},
 			argv: []string{"sh", "-c", "git stash -q && git stash list --format=%gs && git status --short && git stash pop -q && git status --short"}},
