@@ -12,8 +12,9 @@ import (
 // TestWorkflowsPython and TestPerturbationsDebian do not run: make -j with gcc's -MMD
 // dependency files, an autotools-like configure && make (conftest run, config.status through
 // mktemp -d), cmake with ninja, gcc through ccache, a build script writing OUT_DIR, python -m
-// build, git stash, git bisect run, git worktree add, a clone of a local bare repository and
-// git submodule update. Cells that still fail are open, with the reason.
+// build, git stash, git bisect run, git worktree add, a commit through pre-commit's hook, a
+// clone of a local bare repository and git submodule update. Cells that still fail are open,
+// with the reason.
 func moreWorkflows() []wfWorkflow {
 	return []wfWorkflow{
 		// Dependency files kept between runs (state): unchanged is "up to date" (make reads
@@ -56,6 +57,12 @@ func moreWorkflows() []wfWorkflow {
 		{everyday: everyday{name: "git-worktree-add", need: []string{"git"}, setup: gitHistory, learnFlags: []string{"--accept-risky"},
 			argv: []string{"sh", "-c", "git worktree add -q wt -b feature HEAD~1 && git -C wt log --format=%s && ls wt"}},
 			reset: gitResetWorktreeAt("wt"), edit: gitCommitAs("more.txt")},
+		// git commit whose pre-commit hook is pre-commit's (pre-commit install): a Python tool
+		// run by git, with its store in $HOME/.cache/pre-commit.
+		{everyday: everyday{name: "git-commit-pre-commit", need: []string{"git", "pre-commit"}, setup: preCommitHook, learnFlags: []string{"--accept-risky"},
+			argv: []string{"git", "commit", "-q", "-a", "-m", "update"}},
+			reset: gitReset("echo more >>notes.txt"), edit: gitStage("new.txt"), check: []string{"git", "log", "-1", "--format=%s %T"},
+			open: map[string]string{"ci-like": "drift: + read /usr (rolled up), - list /usr/local/lib/python3.*/dist-packages: pre-commit making its store in a fresh HOME imports a few more modules, and the eighth rule under /usr rolls all of /usr up (synth's read roll-up at its threshold)"}},
 		{everyday: everyday{name: "git-clone-bare", need: []string{"git"}, learnFlags: []string{"--accept-risky"},
 			setup: func(t *testing.T, b *testutil.Box) { gitBareOrigin(t, b, perturbation{}) },
 			argv:  []string{"sh", "-c", "git clone -q ~/repos/origin.git clone && git -C clone log --format='%H %s' && ls clone"}, clean: []string{"clone"}},
@@ -150,6 +157,14 @@ int main(void) { printf("hi from %s (unistd %d)\n", PREFIX, HAVE_UNISTD_H); retu
 func gitStashRepo(t *testing.T, b *testutil.Box) {
 	gitInit(t, b)
 	b.Sh(t, "git tag start && echo more >>notes.txt")
+}
+
+// preCommitHook is preCommitProject committed and tagged start, with pre-commit's hook installed
+// in .git/hooks and notes.txt changed.
+func preCommitHook(t *testing.T, b *testutil.Box) {
+	preCommitProject(t, b)
+	b.Sh(t, `git config user.name T && git config user.email t@example.com && git commit -q -m config && git tag start &&
+pre-commit install >/dev/null && echo more >>notes.txt`)
 }
 
 // gitResetWorktreeAt removes the worktree at dir and the branch a run made, then puts the
