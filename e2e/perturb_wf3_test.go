@@ -11,10 +11,10 @@ import (
 // moreWorkflows are issue 24's everyday C, Rust, Python and git workflows that
 // TestWorkflowsPython and TestPerturbationsDebian do not run: make -j with gcc's -MMD
 // dependency files, an autotools-like configure && make (conftest run, config.status through
-// mktemp -d), cmake with ninja, meson test, ctest, gcc through ccache, a build script writing OUT_DIR, python -m
-// build, git stash, git bisect run, git worktree add, a commit through pre-commit's hook, a
-// clone of a local bare repository and git submodule update. Cells that still fail are open,
-// with the reason.
+// mktemp -d), cmake with ninja, meson test, ctest, gcc through ccache, a build script writing
+// OUT_DIR, python -m build, git stash, git bisect run, git worktree add, a commit through
+// pre-commit's hook, a clone of a local bare repository and git submodule update. Cells that
+// still fail are open, with the reason.
 func moreWorkflows() []wfWorkflow {
 	return []wfWorkflow{
 		// Dependency files kept between runs (state): unchanged is "up to date" (make reads
