@@ -1522,12 +1522,14 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 		PATH((int)st.args[0], st.args[1], ACC_DELETE);
 		PATH((int)st.args[2], st.args[3], ACC_CREATE);
 		break;
+	// A link's source is a read: where the link crosses a mount (EXDEV: a sandbox's staged
+	// tree and a bound $HOME), git's local clone, pnpm and ccache copy it instead.
 	case SCOP_LINK:
-		PATH(AT_FDCWD, st.args[0], ACC_METADATA);
+		PATH(AT_FDCWD, st.args[0], ACC_READ);
 		PATH(AT_FDCWD, st.args[1], ACC_CREATE);
 		break;
 	case SCOP_LINKAT:
-		PATH((int)st.args[0], st.args[1], ACC_METADATA);
+		PATH((int)st.args[0], st.args[1], ACC_READ);
 		PATH((int)st.args[2], st.args[3], ACC_CREATE);
 		break;
 	case SCOP_SYMLINK:

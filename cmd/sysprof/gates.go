@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -384,11 +385,11 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 	// The environment enforce would give the command under the committed profile: at a
 	// terminal git pages only where the profile runs a pager, less keeps no history.
 	runEnv := paths.RunEnv(committed.ExecPaths(), paths.EnvList(append(os.Environ(), st.Env...)))
+	// A profile learned --exact is compared with this run learned so too: no families.
+	so := synth.Options{Exact: committed.Metadata.Exact, AllowSecrets: allowedSecrets(committed), SysprofVersion: version,
+		Stores: learnStores(o.Err, st.Workdir), EnvTokens: learnEnvTokens()}
 	tr, res, _, err := learnStep(ctx, o.Err, st, o.TraceOut, learnOnce,
-		profiler.Options{Stdout: o.Err, Debug: o.Debug, Env: runEnv},
-		// A profile learned --exact is compared with this run learned so too: no families.
-		synth.Options{Exact: committed.Metadata.Exact, AllowSecrets: allowedSecrets(committed), SysprofVersion: version,
-			Stores: learnStores(o.Err, st.Workdir), EnvTokens: learnEnvTokens()})
+		profiler.Options{Stdout: o.Err, Debug: o.Debug, Env: runEnv}, so)
 	if err != nil {
 		return nil, err
 	}
@@ -414,6 +415,21 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 		policy.MarkPending(committed, old.Profile)
 		if alt := diffAsEnforced(committed, old.Profile); closer(alt, changes) {
 			changes = alt
+		}
+	}
+	// A roll-up is a generalization, not behaviour: one rule more under a directory (python
+	// importing a few more modules for a cold cache) rolls all of /usr up where the committed
+	// profile already covers every file this run read. This run without roll-ups is compared
+	// too, and the closer diff wins: a read the committed profile does not cover still shows.
+	flat := so
+	flat.RollupThreshold = math.MaxInt
+	if alt, err := synth.Synthesize(tr, flat); err == nil {
+		if st.Name != "" {
+			st.AddAllowances(alt.Profile)
+		}
+		policy.MarkPending(committed, alt.Profile)
+		if d := diffAsEnforced(committed, alt.Profile); closer(d, changes) {
+			changes = d
 		}
 	}
 	return append(changes, secretChanges(res.SecretTouches, committed)...), nil
