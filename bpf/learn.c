@@ -530,8 +530,8 @@ static __always_inline void stash_of_run(struct stash *st, __u64 run_id)
 
 // rb_flags: no wakeup per event (in a VM each one is an IPI through a trapped APIC write, 20 %
 // of all CPU time in a find(1) run); user space polls every few ms, and is woken only when the
-// ring fills up past a quarter.
-// The ring's size comes with the run (one helper call less per event than asking the ring).
+// ring fills up past a quarter (run_state says how many bytes that is: asking the ring for its
+// size was one more helper call per event).
 static __always_inline __u64 rb_flags(void)
 {
 	struct run_state *rs = run_get();
