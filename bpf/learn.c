@@ -387,6 +387,7 @@ struct run_state {
 	__u64 cgid;
 	__u64 id;
 	__u64 gen; // bumped by every exec and thread exit of the run (see struct cpu_cache)
+	__u64 rb_quarter; // a quarter of the ring buffer's bytes (see rb_flags); 0: ask the ring
 };
 
 struct {
@@ -529,12 +530,16 @@ static __always_inline void stash_of_run(struct stash *st, __u64 run_id)
 
 // rb_flags: no wakeup per event (in a VM each one is an IPI through a trapped APIC write, 20 %
 // of all CPU time in a find(1) run); user space polls every few ms, and is woken only when the
-// ring fills up past a quarter.
+// ring fills up past a quarter (run_state says how many bytes that is: asking the ring for its
+// size was one more helper call per event).
 static __always_inline __u64 rb_flags(void)
 {
+	struct run_state *rs = run_get();
+	__u64 quarter = rs ? rs->rb_quarter : 0;
+	if (!quarter)
+		quarter = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 4;
 	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-	__u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
-	return avail > size / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	return avail > quarter ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline void add_n(void *map, void *key, __u64 n, __u32 full_counter)
@@ -658,9 +663,15 @@ static __always_inline __u64 mix64(__u64 z)
 	return z ^ (z >> 31);
 }
 
-// seen_before records key in this run's dedup table and reports whether it was there.
-static __always_inline int seen_before(struct seen_key *k)
+// In seen_key.kind: seen_key.b is a base id (struct base_cache), not an inode key.
+#define SEEN_BY_ID (1 << 16)
+
+// seen_before records key in this run's dedup table and reports whether it was there. A global
+// function: emit_path calls it twice, and inlined it cost the verifier ~400 instructions.
+__attribute__((noinline)) int seen_before(struct seen_key *k)
 {
+	if (!k)
+		return 0;
 	struct run_state *rs = run_get();
 	// The run id is mixed on its own first: (id ^ exe_key) made run i of one binary and run
 	// i ^ d of another share fingerprints when their exe_keys differ by d, which for binaries
@@ -1229,8 +1240,25 @@ __attribute__((noinline)) int emit_path(struct scratch *s, struct pending *st, s
 	struct hash_ctx hc = {.h = 0xcbf29ce484222325ULL, .s = s, .start = start, .len = n};
 	bpf_loop(PATH_SZ / 8, hash_step, &hc, 0);
 	struct seen_key k = {.exe_key = st->exe_key, .kind = (EV_FILE << 8) | access, .err = err, .a = hc.h};
-	if (has_base)
-		k.b = inode_key(BPF_CORE_READ(base_dentry, d_inode));
+	// The base's identity in the dedup key: the id the reader has its path under when this
+	// thread has one (an id names one path of this run: find's fstatat(dirfd, name) for each
+	// entry then reads no inode), else its inode. A miss sent with the inode marks the id's key
+	// too (below), so that the next repeat, keyed by the id, is not sent again.
+	struct path_state *ps = 0;
+	__u64 mnt = 0, gen = 0;
+	__u32 hit = 0;
+	if (has_base) {
+		ps = path_state_get();
+		gen = ps ? ps->gen : 0;
+		mnt = mount_of(base_mnt);
+		hit = ps ? base_find(sp, (__u64)base_dentry, mnt, gen) : 0;
+		if (hit) {
+			k.kind |= SEEN_BY_ID;
+			k.b = base_at(sp, hit - 1)->id;
+		} else {
+			k.b = inode_key(BPF_CORE_READ(base_dentry, d_inode));
+		}
+	}
 	if (seen_before(&k))
 		return 0;
 
@@ -1250,12 +1278,7 @@ __attribute__((noinline)) int emit_path(struct scratch *s, struct pending *st, s
 	e->def_id = 0;
 	e->pad = 0;
 	__u32 bl = 0;
-	__u64 mnt = 0, gen = 0;
 	if (has_base) {
-		struct path_state *ps = path_state_get();
-		gen = ps ? ps->gen : 0;
-		mnt = mount_of(base_mnt);
-		__u32 hit = ps ? base_find(sp, (__u64)base_dentry, mnt, gen) : 0;
 		if (hit) {
 			e->ref_id = base_at(sp, hit - 1)->id;
 		} else {
@@ -1273,8 +1296,12 @@ __attribute__((noinline)) int emit_path(struct scratch *s, struct pending *st, s
 		count(CNT_RINGBUF_DROPS);
 		return 0;
 	}
-	if (e->def_id)
+	if (e->def_id) {
 		base_put(sp, (__u64)base_dentry, mnt, e->def_id, gen);
+		k.kind |= SEEN_BY_ID;
+		k.b = e->def_id;
+		seen_before(&k);
+	}
 	return 0;
 }
 

@@ -184,10 +184,11 @@ type LearnPathState struct {
 }
 
 type LearnRunState struct {
-	_    structs.HostLayout
-	Cgid uint64
-	Id   uint64
-	Gen  uint64
+	_         structs.HostLayout
+	Cgid      uint64
+	Id        uint64
+	Gen       uint64
+	RbQuarter uint64
 }
 
 type LearnScKey struct {

@@ -52,3 +52,48 @@ func TestKernelDedupesRepeatsNotDistinct(t *testing.T) {
 		}
 	}
 }
+
+// A storm of distinct names under one directory, find(1)'s fstatat(dirfd, name) for each entry
+// (prefix n) and a build's stat("name") in its cwd (prefix c): learn.c keys those by the
+// directory's id once the reader has its path (no inode read), so every distinct name must
+// still arrive, and a second pass over the same names be deduped.
+func TestDistinctNamesUnderADirectoryAllArrive(t *testing.T) {
+	testutil.RequireRoot(t)
+	victim := realPath(t, testutil.BuildC(t, "victim/victim.c"))
+	dir := realPath(t, t.TempDir())
+	const distinct = 5000
+	args := []string{victim, "dirfd-open", dir}
+	for range 2 {
+		args = append(args, "dirfd-stat-many", itoa(distinct), "n", "stat-many", itoa(distinct), "c")
+	}
+	for run := 1; run <= 2; run++ { // the second run may take over the first one's table
+		tr := learn(t, withTimeout(t, time.Minute), profiler.Options{Dir: dir, Command: args})
+		if tr.ExitCode != 0 || tr.Incomplete {
+			t.Fatalf("run %d: exit %d, incomplete %v %q", run, tr.ExitCode, tr.Incomplete, tr.Reasons)
+		}
+		got := map[string]uint64{}
+		for _, f := range tr.Files {
+			if f.Exe == victim && f.Access == trace.AccessMetadata && !f.OK && filepath.Dir(f.Path) == dir {
+				got[filepath.Base(f.Path)] += f.Count
+			}
+		}
+		for _, prefix := range []string{"n", "c"} {
+			missing, sent := 0, uint64(0)
+			for k := range distinct {
+				n := got[fmt.Sprintf("%s%d", prefix, k)]
+				if n == 0 {
+					missing++
+				}
+				sent += n
+			}
+			if missing > 0 {
+				t.Errorf("run %d: %d of %d distinct names %s* under a directory not recorded", run, missing, distinct, prefix)
+			}
+			// Each name twice: an event evicted from the direct-mapped table may come
+			// again, but not most of them (a few percent at this size).
+			if sent > distinct*3/2 {
+				t.Errorf("run %d: %d events reached user space for %d names %s* stat'ed twice each, want about %d", run, sent, distinct, prefix, distinct)
+			}
+		}
+	}
+}

@@ -29,7 +29,8 @@
 //     command's code comes from, which enforce keeps mappable in its noexec trees.
 //   - Files, unix sockets, inet endpoints, DNS packets and the process tree go through a ring
 //     buffer. File events are deduplicated in the kernel per {executable, access, result,
-//     inode} (or path string and base directory when there is no file), so FileAccess.Count and
+//     inode} (or path string and base directory when there is no file: the base's id when
+//     the thread has already sent its path, else its inode), so FileAccess.Count and
 //     NetworkAccess.Count count distinct kernel events, not calls: a compiler opening one header
 //     10,000 times yields one event (a table of fingerprints: a key another one evicted from
 //     its slot is sent again, so Count can exceed one).

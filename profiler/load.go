@@ -287,7 +287,8 @@ func relocate(obj *learnParsed, spec *ebpf.CollectionSpec) <-chan bool {
 
 // configure enters the run (its cgroup id cgid) and the syscall table learn.c reads.
 func (p *probe) configure(cgid uint64) error {
-	if err := p.objs.Run.Put(uint32(0), bpf.LearnRunState{Cgid: cgid, Id: 1}); err != nil {
+	rs := bpf.LearnRunState{Cgid: cgid, Id: 1, RbQuarter: uint64(p.objs.Events.MaxEntries() / 4)}
+	if err := p.objs.Run.Put(uint32(0), rs); err != nil {
 		return &LoadError{Step: "set run", Err: err}
 	}
 	for name, op := range scOps {

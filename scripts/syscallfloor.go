@@ -18,6 +18,8 @@
 //	tp-exit          an empty program on one syscalls/sys_exit_<name> tracepoint: the guard's hook
 //	profile+tp-exit  both: what enforce as root needs from the kernel
 //	rawtp-enter      an empty raw_tp/sys_enter program: learn's counting hook
+//	rawtp+tp-exit    both empty hooks: what learn needs from the kernel (sys_enter and its
+//	                 path syscalls' exit tracepoints)
 //	enforce, learn   bin/sysprof enforce -p P / learn --fresh
 //
 // Another process's syscall hook (another learn's raw_tp, another enforce's guard) taxes every
@@ -84,7 +86,7 @@ func main() {
 	self := "/proc/self/exe"
 	type conf struct {
 		name string
-		hook string // "", "tp", "raw", "tp+"
+		hook string // "", "tp", "raw", "raw+tp"
 		argv []string
 	}
 	confs := []conf{
@@ -94,6 +96,7 @@ func main() {
 		{"tp-exit", "tp", storm},
 		{"profile+tp-exit", "tp", append([]string{self, "__install__", filt.Name()}, storm...)},
 		{"rawtp-enter", "raw", storm},
+		{"rawtp+tp-exit", "raw+tp", storm},
 		{"enforce", "", append([]string{*sysprof, "enforce", "-p", *prof, "--"}, storm...)},
 		{"learn", "", append([]string{*sysprof, "learn", "--fresh", "-p", *prof + ".floor.yaml", "--"}, storm...)},
 	}
@@ -107,20 +110,20 @@ func main() {
 			// Another session's syscall hook taxes every process, bare ones included: wait
 			// for the host to have none (up to 5 s), and drop a run that met one.
 			clean := *keep || waitClean(5*time.Second, nil)
-			var l link.Link
-			switch c.hook {
-			case "tp":
-				l = attach(ebpf.TracePoint, func(prog *ebpf.Program) (link.Link, error) {
+			var ls []link.Link
+			if c.hook == "tp" || c.hook == "raw+tp" {
+				ls = append(ls, attach(ebpf.TracePoint, func(prog *ebpf.Program) (link.Link, error) {
 					return link.Tracepoint("syscalls", "sys_exit_openat", prog, nil)
-				})
-			case "raw":
-				l = attach(ebpf.RawTracepoint, func(prog *ebpf.Program) (link.Link, error) {
+				}))
+			}
+			if c.hook == "raw" || c.hook == "raw+tp" {
+				ls = append(ls, attach(ebpf.RawTracepoint, func(prog *ebpf.Program) (link.Link, error) {
 					return link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sys_enter", Program: prog})
-				})
+				}))
 			}
 			out, err := exec.Command(c.argv[0], c.argv[1:]...).CombinedOutput()
 			own := map[link.ID]bool{}
-			if l != nil {
+			for _, l := range ls {
 				if info, err := l.Info(); err == nil {
 					own[info.ID] = true
 				}
@@ -128,7 +131,7 @@ func main() {
 			if !*keep && c.name != "enforce" && c.name != "learn" && foreignHooks(own) > 0 {
 				clean = false // (enforce's guard and learn's probe linger after their run)
 			}
-			if l != nil {
+			for _, l := range ls {
 				l.Close()
 			}
 			m := re.FindSubmatch(out)

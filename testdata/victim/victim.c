@@ -140,6 +140,15 @@ int main(int argc, char **argv)
 			struct stat st;
 			fstatat(held_dfd, ARG(1), &st, AT_SYMLINK_NOFOLLOW);
 			i += 1;
+		} else if (!strcmp(a, "dirfd-stat-many")) { // fstatat(held dir, PREFIX<k>), k < N
+			long n = atol(ARG(1));
+			char buf[4096];
+			struct stat st;
+			for (long k = 0; k < n; k++) {
+				snprintf(buf, sizeof(buf), "%s%ld", ARG(2), k);
+				fstatat(held_dfd, buf, &st, AT_SYMLINK_NOFOLLOW);
+			}
+			i += 2;
 		} else if (!strcmp(a, "dirfd-sub")) { // openat(held dir, SUB, O_DIRECTORY), fstatat(it, NAME)
 			struct stat st;
 			int sfd = openat(held_dfd, ARG(1), O_RDONLY | O_DIRECTORY);
