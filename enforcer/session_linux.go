@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"slices"
 	"strings"
@@ -165,7 +164,7 @@ func (r runStart) spawn() (*stage, error) {
 // initConfig is what the init stage st receives for this run.
 func (r runStart) initConfig(st *stage) initConfig {
 	cfg := initConfig{Argv: r.opts.Command, Dir: r.dir, Filter: r.c.Filter, Sockets: r.c.HiddenSockets,
-		Sandbox: r.sandbox, UnshareNet: r.sandbox && r.plan.NetNS && !st.netns}
+		Sandbox: r.sandbox, UnshareNet: r.sandbox && r.plan.NetNS && !st.netns, Creds: st.creds}
 	// The stage, early or not, was started without any secret-looking variable (stageIO): the
 	// ones env.pass names travel here, brokered ones as their stand-ins (credentials.go).
 	callerEnv := r.opts.Env
@@ -268,7 +267,7 @@ func (s *session) abort(err error) error {
 
 // failed waits for the init stage that reported a failure and returns that failure.
 func (s *session) failed() error {
-	s.st.cmd.Wait()
+	s.st.wait()
 	return initFailure(s.failure, s.command)
 }
 
@@ -403,8 +402,7 @@ func (s *session) startEgress(px *egress, c *Compiled) error {
 // process group, for what it left), stops the supervisor and returns the exit status and the
 // supervisor's denials.
 func (s *session) wait(ctx context.Context, sup *supervisor) (runResult, error) {
-	cmd := s.st.cmd
-	fw := forwardSignals(ctx, cmd)
+	fw := forwardSignals(ctx, s.st.process())
 	defer fw.release()
 	phase.Mark("take listener, release")
 	for m := range s.msgs { // EOF: the exec happened (or the init stage died)
@@ -412,7 +410,7 @@ func (s *session) wait(ctx context.Context, sup *supervisor) (runResult, error) 
 	}
 	phase.Mark("wait for exec")
 	groupKilled := killGroupOnExit(s.st.pidfd, s.st.pid)
-	werr := cmd.Wait()
+	werr := s.st.wait()
 	<-groupKilled // the process is gone: its pidfd is readable
 	phase.Mark("cmd.Wait")
 	fw.stop()
@@ -427,11 +425,11 @@ func (s *session) wait(ctx context.Context, sup *supervisor) (runResult, error) 
 	if dropped > 0 {
 		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("%d more denied calls with distinct arguments were counted but not listed (more than %d distinct)", dropped, maxDistinct))
 	}
-	res.exit = exitStatus(cmd.ProcessState)
+	res.exit = exitStatus(s.st.processState())
 	if s.failure != nil {
 		return res, initFailure(s.failure, s.command)
 	}
-	if werr != nil && cmd.ProcessState == nil {
+	if werr != nil && s.st.processState() == nil {
 		return res, fmt.Errorf("wait: %w", werr)
 	}
 	return res, nil
@@ -446,16 +444,16 @@ type signalForwarder struct {
 // forwardSignals passes SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to sysprof on to cmd, and
 // kills it when ctx is done, until stop. sysprof keeps catching them (not dying of them) until
 // release.
-func forwardSignals(ctx context.Context, cmd *exec.Cmd) *signalForwarder {
+func forwardSignals(ctx context.Context, proc *os.Process) *signalForwarder {
 	f := &signalForwarder{sigs: make(chan os.Signal, 4), done: make(chan struct{})}
 	signal.Notify(f.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	go func() {
 		for {
 			select {
 			case s := <-f.sigs:
-				cmd.Process.Signal(s)
+				proc.Signal(s)
 			case <-ctx.Done():
-				cmd.Process.Kill()
+				proc.Kill()
 				return
 			case <-f.done:
 				return
