@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -298,12 +299,14 @@ func (s *session) takeListener(ctx context.Context, g *guard.Guard) (int, error)
 
 // waitListener returns the listener's fd number in the init stage: from the ready message, or
 // (when the init stage's write is itself waiting for a supervisor) by looking for it in
-// /proc/PID/fd: every 5 ms, and once the init stage says it is installing the filter, at once
-// and every 20 µs for a while (findListenerSoon).
+// /proc/PID/fd once the init stage says it is installing the filter: at once and every 20 µs
+// for a while (findListenerSoon), then every 5 ms.
 func (s *session) waitListener(ctx context.Context) (int, error) {
 	listenerNum := -1
 	poll := 5 * time.Millisecond
+	// No listener exists before the installing message: the scans start with it.
 	timer := time.NewTimer(poll)
+	timer.Stop()
 	for listenerNum < 0 && s.failure == nil {
 		select {
 		case m, ok := <-s.msgs:
@@ -318,8 +321,10 @@ func (s *session) waitListener(ctx context.Context) (int, error) {
 				listenerNum = m.Listener
 			}
 			if m.Installing {
-				if n, ok := findListenerSoon(s.st.pid); ok {
+				if n, ok := findListenerSoon(s.st.pid, m.Listener); ok {
 					listenerNum = n
+				} else {
+					timer.Reset(poll)
 				}
 			}
 		case <-timer.C:
@@ -341,12 +346,24 @@ func (s *session) waitListener(ctx context.Context) (int, error) {
 
 // findListenerSoon looks for pid's listener at once and every 20 µs for 20 ms: it appears within
 // microseconds of the init stage saying it installs the filter, and the init stage waits for
-// it. The waits sleep this (locked) thread: the runtime's timers would wake it up to a
-// millisecond late.
-func findListenerSoon(pid int) (int, bool) {
-	for deadline := time.Now().Add(20 * time.Millisecond); time.Now().Before(deadline); {
-		if n, err := findListener(pid); err == nil {
-			return n, true
+// it. It reads the one fd the stage expects it at (guess; 0: none) and scans the whole table
+// only every 50th time. The waits sleep this (locked) thread: the runtime's timers would wake
+// it up to a millisecond late. (takeListener checks what it takes either way.)
+func findListenerSoon(pid, guess int) (int, bool) {
+	at := ""
+	if guess > 0 {
+		at = "/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.Itoa(guess)
+	}
+	for i, deadline := 0, time.Now().Add(20*time.Millisecond); time.Now().Before(deadline); i++ {
+		if at != "" {
+			if link, err := os.Readlink(at); err == nil && link == "anon_inode:seccomp notify" {
+				return guess, true
+			}
+		}
+		if at == "" || i%50 == 49 {
+			if n, err := findListener(pid); err == nil {
+				return n, true
+			}
 		}
 		_ = unix.Nanosleep(&unix.Timespec{Nsec: 20_000}, nil)
 	}

@@ -103,6 +103,8 @@ type Status struct {
 	// Installing: the filter is being installed; its listener appears in /proc/PID/fd in a
 	// moment (the ready message may be held up: the init stage's write goes through the filter,
 	// and with a profile without write it waits for a supervisor).
+	// With Installing, Listener is the fd number the listener will most likely get (the lowest
+	// free one just before), 0 when unknown: the parent looks there first.
 	Installing bool `json:"installing,omitempty"`
 	// Ready: the filter is installed; Listener is its fd number in the init stage.
 	Ready    bool `json:"ready,omitempty"`

@@ -302,7 +302,15 @@ func (s *stageStatus) installSeccomp(filter SockFilter) (int, *Status) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return -1, &Status{Stage: "seccomp", Error: fmt.Sprintf("no_new_privs: %v", err)}
 	}
-	_ = s.enc.Encode(Status{Installing: true})
+	// The listener takes the lowest free fd: say which, so that the parent need not scan
+	// /proc/PID/fd for it (another thread opening one meanwhile only sends it to the scan).
+	guess, err := unix.FcntlInt(0, unix.F_DUPFD_CLOEXEC, 3)
+	if err == nil {
+		unix.Close(guess)
+	} else {
+		guess = 0
+	}
+	_ = s.enc.Encode(Status{Installing: true, Listener: guess})
 	listener, err := installFilter(filter)
 	if err != nil {
 		return -1, &Status{Stage: "seccomp", Error: err.Error()}
