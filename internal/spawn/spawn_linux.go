@@ -91,6 +91,11 @@ func Start(a *Attr) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	return start(a, p)
+}
+
+// start clones with the calls p lists for the child.
+func start(a *Attr, p *prepared) (*Process, error) {
 	// On the heap, which does not move: the kernel and the child write them.
 	pidfd, res := new(int32), new(result)
 	*pidfd = -1

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -14,9 +15,9 @@ import (
 	"github.com/sysprof/sysprof/internal/testutil"
 )
 
-// start runs sh -c script with Start in new user, PID and mount namespaces (as root: uid 0 of
+// startSh runs sh -c script with Start in new user, PID and mount namespaces (as root: uid 0 of
 // the namespace is 65534 on the host) and returns what it printed and its exit status.
-func start(t *testing.T, a Attr, script string) (string, int, error) {
+func startSh(t *testing.T, a Attr, script string) (string, int, error) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -93,7 +94,7 @@ func TestStartInNamespaces(t *testing.T) {
 echo pid=$$ dir=$(pwd)
 grep -E '^(CapAmb|CapEff|Uid)' /proc/self/status
 ls /proc/self/fd | tr '\n' ' '`
-	out, code, err := start(t, Attr{Dir: "/usr", Setsid: true, Ambient: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN}}, script)
+	out, code, err := startSh(t, Attr{Dir: "/usr", Setsid: true, Ambient: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN}}, script)
 	requireSpawn(t, err)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, out)
@@ -119,7 +120,7 @@ ls /proc/self/fd | tr '\n' ' '`
 
 // A call of the child that fails is an error naming it, and the child is reaped.
 func TestStartNamesWhatFailed(t *testing.T) {
-	_, _, err := start(t, Attr{Dir: "/no/such/dir"}, "true")
+	_, _, err := startSh(t, Attr{Dir: "/no/such/dir"}, "true")
 	if errors.Is(err, feature.ErrNotSupported) {
 		requireSpawn(t, err)
 	}
@@ -133,5 +134,28 @@ func TestStartNamesWhatFailed(t *testing.T) {
 	var ws unix.WaitStatus
 	if _, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); err != unix.ECHILD {
 		t.Errorf("a child is left: %v", err)
+	}
+}
+
+// No handler of this process runs in the child, which shares its memory: the child sees
+// SIGURG (the Go runtime's preemption signal, handled here) at its default action.
+func TestChildHasNoHandlers(t *testing.T) {
+	var here [4]uint64 // struct sigaction as the kernel has it: handler, flags, restorer, mask
+	if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(unix.SIGURG), 0, uintptr(unsafe.Pointer(&here[0])), 8, 0, 0); e != 0 || here[0] == 0 {
+		t.Fatalf("SIGURG is not handled here (%v): nothing to check", e)
+	}
+	seen := new([4]uint64)
+	seen[0] = 12345
+	p := &prepared{}
+	p.call("rt_sigaction", unix.SYS_RT_SIGACTION, uintptr(unix.SIGURG), 0, uintptr(unsafe.Pointer(seen)), 8)
+	proc, err := start(&Attr{Path: "/bin/true", CgroupFD: -1}, p) // no execve: exits 127 after the list
+	requireSpawn(t, err)
+	defer unix.Close(proc.PidFD)
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(proc.Pid, &ws, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if seen[0] != 0 { // SIG_DFL
+		t.Errorf("the child's SIGURG handler is %#x, want SIG_DFL (this process's is %#x)", seen[0], here[0])
 	}
 }
