@@ -127,17 +127,20 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 		// A child that left the process group may hold stdout open: stop waiting for it.
 		WaitDelay: 2 * time.Second,
 	}
+	failed := func() {
+		runtime.UnlockOSThread()
+		closeChildEnds()
+		cfgW.Close()
+		syncW.Close()
+		statusR.Close()
+		if replicaW != nil {
+			replicaW.Close()
+		}
+	}
 	runtime.LockOSThread()
 	if st, err := vforkStage(cmd, attr); st != nil || err != nil {
 		if err != nil {
-			runtime.UnlockOSThread()
-			closeChildEnds()
-			cfgW.Close()
-			syncW.Close()
-			statusR.Close()
-			if replicaW != nil {
-				replicaW.Close()
-			}
+			failed()
 			return nil, err
 		}
 		phase.Mark("cmd.Start (vfork)")
@@ -148,14 +151,7 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 		return st, nil
 	}
 	if err := cmd.Start(); err != nil {
-		runtime.UnlockOSThread()
-		closeChildEnds()
-		cfgW.Close()
-		syncW.Close()
-		statusR.Close()
-		if replicaW != nil {
-			replicaW.Close()
-		}
+		failed()
 		if errors.Is(err, unix.EPERM) && attr.Cloneflags&unix.CLONE_NEWUSER != 0 {
 			return nil, userNSRefused(err)
 		}
