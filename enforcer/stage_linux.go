@@ -215,6 +215,11 @@ func vforkStage(cmd *exec.Cmd, attr *syscall.SysProcAttr) (*stage, error) {
 	if attr.Cloneflags&unix.CLONE_NEWUSER == 0 {
 		return nil, nil
 	}
+	// What spawn does not do (sysprof asks for none of it) is left to os/exec.
+	if attr.Chroot != "" || attr.Ptrace || attr.Setpgid || attr.Setctty || attr.Noctty || attr.Foreground ||
+		attr.Unshareflags != 0 || (attr.Credential != nil && attr.Credential.NoSetGroups) {
+		return nil, nil
+	}
 	ios, err := stageStreams(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("start init stage: %w", err)
