@@ -29,7 +29,11 @@
 // keeper process holds between runs and each run checks byte for byte (initkeep_linux.go), or else
 // /proc/self/exe with the hidden argument, MaybeInit being the first call in main) in a new
 // session (no terminal injection into the caller's terminal), with SIGKILL as parent-death
-// signal, and sends it the compiled policy on an inherited pipe. The CLI starts that init stage
+// signal, and sends it the compiled policy on an inherited pipe. A stage in a user namespace is
+// started by internal/spawn (clone3 with CLONE_VFORK|CLONE_VM: Go's forkExec fully forks
+// sysprof for a user namespace): it execs before its id maps exist, its capabilities ambient,
+// the parent writes the maps at once, and the stage takes its ids and exactly the capabilities
+// Go's child would have had (initstage.Switch) when its config arrives. The CLI starts that init stage
 // before the profile is known (StartEarly), with the namespaces every sandboxed run has and, as
 // root, in a fresh run cgroup, while another goroutine loads the profile and compiles it
 // (Prepare; Run is Prepare and Prepared.Run): the init program's memfd, the clone and the

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -165,7 +165,7 @@ func (r runStart) spawn() (*stage, error) {
 // initConfig is what the init stage st receives for this run.
 func (r runStart) initConfig(st *stage) initConfig {
 	cfg := initConfig{Argv: r.opts.Command, Dir: r.dir, Filter: r.c.Filter, Sockets: r.c.HiddenSockets,
-		Sandbox: r.sandbox, UnshareNet: r.sandbox && r.plan.NetNS && !st.netns}
+		Sandbox: r.sandbox, UnshareNet: r.sandbox && r.plan.NetNS && !st.netns, Creds: st.creds}
 	// The stage, early or not, was started without any secret-looking variable (stageIO): the
 	// ones env.pass names travel here, brokered ones as their stand-ins (credentials.go).
 	callerEnv := r.opts.Env
@@ -268,7 +268,7 @@ func (s *session) abort(err error) error {
 
 // failed waits for the init stage that reported a failure and returns that failure.
 func (s *session) failed() error {
-	s.st.cmd.Wait()
+	s.st.wait()
 	return initFailure(s.failure, s.command)
 }
 
@@ -299,12 +299,14 @@ func (s *session) takeListener(ctx context.Context, g *guard.Guard) (int, error)
 
 // waitListener returns the listener's fd number in the init stage: from the ready message, or
 // (when the init stage's write is itself waiting for a supervisor) by looking for it in
-// /proc/PID/fd: every 5 ms, and once the init stage says it is installing the filter, at once
-// and every 20 µs for a while (findListenerSoon).
+// /proc/PID/fd once the init stage says it is installing the filter: at once and every 20 µs
+// for a while (findListenerSoon), then every 5 ms.
 func (s *session) waitListener(ctx context.Context) (int, error) {
 	listenerNum := -1
 	poll := 5 * time.Millisecond
+	// No listener exists before the installing message: the scans start with it.
 	timer := time.NewTimer(poll)
+	timer.Stop()
 	for listenerNum < 0 && s.failure == nil {
 		select {
 		case m, ok := <-s.msgs:
@@ -319,8 +321,10 @@ func (s *session) waitListener(ctx context.Context) (int, error) {
 				listenerNum = m.Listener
 			}
 			if m.Installing {
-				if n, ok := findListenerSoon(s.st.pid); ok {
+				if n, ok := findListenerSoon(s.st.pid, m.Listener); ok {
 					listenerNum = n
+				} else {
+					timer.Reset(poll)
 				}
 			}
 		case <-timer.C:
@@ -342,12 +346,24 @@ func (s *session) waitListener(ctx context.Context) (int, error) {
 
 // findListenerSoon looks for pid's listener at once and every 20 µs for 20 ms: it appears within
 // microseconds of the init stage saying it installs the filter, and the init stage waits for
-// it. The waits sleep this (locked) thread: the runtime's timers would wake it up to a
-// millisecond late.
-func findListenerSoon(pid int) (int, bool) {
-	for deadline := time.Now().Add(20 * time.Millisecond); time.Now().Before(deadline); {
-		if n, err := findListener(pid); err == nil {
-			return n, true
+// it. It reads the one fd the stage expects it at (guess; 0: none) and scans the whole table
+// only every 50th time. The waits sleep this (locked) thread: the runtime's timers would wake
+// it up to a millisecond late. (takeListener checks what it takes either way.)
+func findListenerSoon(pid, guess int) (int, bool) {
+	at := ""
+	if guess > 0 {
+		at = "/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.Itoa(guess)
+	}
+	for i, deadline := 0, time.Now().Add(20*time.Millisecond); time.Now().Before(deadline); i++ {
+		if at != "" {
+			if link, err := os.Readlink(at); err == nil && link == "anon_inode:seccomp notify" {
+				return guess, true
+			}
+		}
+		if at == "" || i%50 == 49 {
+			if n, err := findListener(pid); err == nil {
+				return n, true
+			}
 		}
 		_ = unix.Nanosleep(&unix.Timespec{Nsec: 20_000}, nil)
 	}
@@ -403,8 +419,7 @@ func (s *session) startEgress(px *egress, c *Compiled) error {
 // process group, for what it left), stops the supervisor and returns the exit status and the
 // supervisor's denials.
 func (s *session) wait(ctx context.Context, sup *supervisor) (runResult, error) {
-	cmd := s.st.cmd
-	fw := forwardSignals(ctx, cmd)
+	fw := forwardSignals(ctx, s.st.process())
 	defer fw.release()
 	phase.Mark("take listener, release")
 	for m := range s.msgs { // EOF: the exec happened (or the init stage died)
@@ -412,7 +427,7 @@ func (s *session) wait(ctx context.Context, sup *supervisor) (runResult, error) 
 	}
 	phase.Mark("wait for exec")
 	groupKilled := killGroupOnExit(s.st.pidfd, s.st.pid)
-	werr := cmd.Wait()
+	werr := s.st.wait()
 	<-groupKilled // the process is gone: its pidfd is readable
 	phase.Mark("cmd.Wait")
 	fw.stop()
@@ -427,11 +442,11 @@ func (s *session) wait(ctx context.Context, sup *supervisor) (runResult, error) 
 	if dropped > 0 {
 		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("%d more denied calls with distinct arguments were counted but not listed (more than %d distinct)", dropped, maxDistinct))
 	}
-	res.exit = exitStatus(cmd.ProcessState)
+	res.exit = exitStatus(s.st.processState())
 	if s.failure != nil {
 		return res, initFailure(s.failure, s.command)
 	}
-	if werr != nil && cmd.ProcessState == nil {
+	if werr != nil && s.st.processState() == nil {
 		return res, fmt.Errorf("wait: %w", werr)
 	}
 	return res, nil
@@ -446,16 +461,16 @@ type signalForwarder struct {
 // forwardSignals passes SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to sysprof on to cmd, and
 // kills it when ctx is done, until stop. sysprof keeps catching them (not dying of them) until
 // release.
-func forwardSignals(ctx context.Context, cmd *exec.Cmd) *signalForwarder {
+func forwardSignals(ctx context.Context, proc *os.Process) *signalForwarder {
 	f := &signalForwarder{sigs: make(chan os.Signal, 4), done: make(chan struct{})}
 	signal.Notify(f.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	go func() {
 		for {
 			select {
 			case s := <-f.sigs:
-				cmd.Process.Signal(s)
+				proc.Signal(s)
 			case <-ctx.Done():
-				cmd.Process.Kill()
+				proc.Kill()
 				return
 			case <-f.done:
 				return

@@ -15,8 +15,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/enforcer/initstage"
+	"github.com/sysprof/sysprof/internal/feature"
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/internal/spawn"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/sandbox"
@@ -25,11 +27,16 @@ import (
 // stage is a started init stage waiting for its config (fdConfig), before anything of the
 // profile reaches it.
 type stage struct {
-	cmd   *exec.Cmd
-	pid   int
-	pidfd int
-	cfgW  *os.File // write end of the config pipe: the config, then EOF
-	syncW *os.File // one byte releases the stage to exec
+	cmd *exec.Cmd // started by os/exec; or by spawn.Start (vfork): proc
+	// proc, state: a stage started by spawn.Start (vfork); creds: who it becomes (its config's).
+	proc    *os.Process
+	state   *os.ProcessState
+	creds   *initstage.Switch
+	streams *streams
+	pid     int
+	pidfd   int
+	cfgW    *os.File // write end of the config pipe: the config, then EOF
+	syncW   *os.File // one byte releases the stage to exec
 	// statusR is the read end of the status pipe (JSON lines; EOF: exec done).
 	statusR *os.File
 	// netns: the stage was created with CLONE_NEWNET (otherwise it unshares one itself when
@@ -120,8 +127,7 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 		// A child that left the process group may hold stdout open: stop waiting for it.
 		WaitDelay: 2 * time.Second,
 	}
-	runtime.LockOSThread()
-	if err := cmd.Start(); err != nil {
+	failed := func() {
 		runtime.UnlockOSThread()
 		closeChildEnds()
 		cfgW.Close()
@@ -130,6 +136,22 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 		if replicaW != nil {
 			replicaW.Close()
 		}
+	}
+	runtime.LockOSThread()
+	if st, err := vforkStage(cmd, attr); st != nil || err != nil {
+		if err != nil {
+			failed()
+			return nil, err
+		}
+		phase.Mark("cmd.Start (vfork)")
+		closeChildEnds()
+		startKeeper()
+		st.cfgW, st.syncW, st.statusR, st.replicaW = cfgW, syncW, statusR, replicaW
+		st.netns, st.locked, st.earlyNet = attr.Cloneflags&unix.CLONE_NEWNET != 0, true, earlyNet
+		return st, nil
+	}
+	if err := cmd.Start(); err != nil {
+		failed()
 		if errors.Is(err, unix.EPERM) && attr.Cloneflags&unix.CLONE_NEWUSER != 0 {
 			return nil, userNSRefused(err)
 		}
@@ -183,10 +205,197 @@ func blockingPipe() (r, w *os.File, err error) {
 	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
 
+// vforkStage starts the stage cmd describes with spawn.Start when it gets a user namespace
+// (Go's forkExec makes that a full fork of sysprof; spawn's child shares its memory until
+// the execve), writes the id maps Go's child would have waited for, and says what the stage
+// must switch to (Config.Creds). It returns nil and no error when os/exec must start it: not
+// in a user namespace (Go vforks then too), or spawn not available here (clone3 refused
+// included: os/exec then says why).
+func vforkStage(cmd *exec.Cmd, attr *syscall.SysProcAttr) (*stage, error) {
+	if attr.Cloneflags&unix.CLONE_NEWUSER == 0 {
+		return nil, nil
+	}
+	// What spawn does not do (sysprof asks for none of it) is left to os/exec.
+	if attr.Chroot != "" || attr.Ptrace || attr.Setpgid || attr.Setctty || attr.Noctty || attr.Foreground ||
+		attr.Unshareflags != 0 || (attr.Credential != nil && attr.Credential.NoSetGroups) {
+		return nil, nil
+	}
+	ios, err := stageStreams(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("start init stage: %w", err)
+	}
+	files := ios.fds
+	for _, f := range cmd.ExtraFiles {
+		files = append(files, int(f.Fd()))
+	}
+	creds := &initstage.Switch{Cred: attr.Credential, Ambient: attr.AmbientCaps}
+	ambient := attr.AmbientCaps
+	switch {
+	case len(ambient) == 0: // root in its namespace: every capability, as uid 0's execve gives
+		ambient = spawn.AllCaps()
+	case attr.Credential != nil: // and the two that take the ids, dropped once taken
+		ambient = append(slices.Clone(ambient), unix.CAP_SETUID, unix.CAP_SETGID)
+	}
+	a := &spawn.Attr{Path: cmd.Path, Argv: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Files: files,
+		CloneFlags: uint64(attr.Cloneflags), CgroupFD: -1, Setsid: attr.Setsid, Pdeathsig: attr.Pdeathsig, Ambient: ambient}
+	if attr.UseCgroupFD {
+		a.CgroupFD = attr.CgroupFD
+	}
+	p, err := spawn.Start(a)
+	ios.started()
+	var sce *os.SyscallError
+	if errors.Is(err, feature.ErrNotSupported) || errors.As(err, &sce) {
+		ios.abandon()
+		return nil, nil
+	}
+	if err != nil {
+		ios.abandon()
+		return nil, fmt.Errorf("start init stage: %w", err)
+	}
+	proc, err := os.FindProcess(p.Pid)
+	if err == nil {
+		err = spawn.WriteIDMaps(p.Pid, attr.UidMappings, attr.GidMappings, attr.GidMappingsEnableSetgroups)
+	}
+	if err != nil {
+		unix.PidfdSendSignal(p.PidFD, unix.SIGKILL, nil, 0)
+		var ws unix.WaitStatus
+		unix.Wait4(p.Pid, &ws, 0, nil)
+		unix.Close(p.PidFD)
+		ios.wait()
+		return nil, fmt.Errorf("start init stage: %w", err)
+	}
+	return &stage{proc: proc, pid: p.Pid, pidfd: p.PidFD, creds: creds, streams: ios}, nil
+}
+
+// streams are a vfork'd stage's fds 0-2, as os/exec makes them: a file as it is, nil
+// /dev/null, any other reader or writer a pipe copied by a goroutine (one for stdout and
+// stderr when they are the same writer).
+type streams struct {
+	fds    []int
+	child  []*os.File // the child's ends this process opened: closed once it has them
+	copies chan error
+	n      int
+}
+
+func stageStreams(cmd *exec.Cmd) (*streams, error) {
+	s := &streams{copies: make(chan error, 3)}
+	var parent []*os.File
+	fail := func(err error) (*streams, error) {
+		for _, f := range append(parent, s.child...) {
+			f.Close()
+		}
+		return nil, err
+	}
+	for i, x := range []any{cmd.Stdin, cmd.Stdout, cmd.Stderr} {
+		if i == 2 && x != nil && same(x, cmd.Stdout) {
+			// One pipe for both, as os/exec: two copies into one writer would race.
+			s.fds = append(s.fds, s.fds[1])
+			continue
+		}
+		switch f := x.(type) {
+		case *os.File:
+			s.fds = append(s.fds, int(f.Fd()))
+			continue
+		case nil:
+			null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+			if err != nil {
+				return fail(err)
+			}
+			s.child = append(s.child, null)
+			s.fds = append(s.fds, int(null.Fd()))
+			continue
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fail(err)
+		}
+		if i == 0 {
+			s.child, parent = append(s.child, r), append(parent, w)
+			s.fds = append(s.fds, int(r.Fd()))
+			s.n++
+			go func() {
+				_, err := io.Copy(w, x.(io.Reader))
+				w.Close()
+				s.copies <- err
+			}()
+			continue
+		}
+		s.child, parent = append(s.child, w), append(parent, r)
+		s.fds = append(s.fds, int(w.Fd()))
+		s.n++
+		go func() {
+			_, err := io.Copy(x.(io.Writer), r)
+			r.Close()
+			s.copies <- err
+		}()
+	}
+	return s, nil
+}
+
+// started closes the child's ends: it has its own now (or never will).
+func (s *streams) started() {
+	for _, f := range s.child {
+		f.Close()
+	}
+	s.child = nil
+}
+
+// abandon is for a child that was never started: the copies end with the closed ends (a
+// reader's copy when its source ends).
+func (s *streams) abandon() { s.started() }
+
+// wait waits for the copies once the stage is gone: its whole PID namespace is then, so
+// nothing else holds the pipes; the bound is os/exec's WaitDelay of spawnStage.
+func (s *streams) wait() {
+	if s == nil {
+		return
+	}
+	timeout := time.After(2 * time.Second)
+	for ; s.n > 0; s.n-- {
+		select {
+		case <-s.copies:
+		case <-timeout:
+			return
+		}
+	}
+}
+
+// process is the stage's process.
+func (s *stage) process() *os.Process {
+	if s.proc != nil {
+		return s.proc
+	}
+	return s.cmd.Process
+}
+
+// wait waits for the stage's process; processState is its end afterwards.
+func (s *stage) wait() error {
+	if s.proc == nil {
+		return s.cmd.Wait()
+	}
+	if s.state != nil {
+		return errors.New("wait: the init stage was waited for already")
+	}
+	st, err := s.proc.Wait()
+	s.state = st
+	s.streams.wait()
+	if err == nil && !st.Success() {
+		err = &exec.ExitError{ProcessState: st}
+	}
+	return err
+}
+
+func (s *stage) processState() *os.ProcessState {
+	if s.proc != nil {
+		return s.state
+	}
+	return s.cmd.ProcessState
+}
+
 // kill ends a stage that will not run the command and waits for it.
 func (s *stage) kill() {
-	s.cmd.Process.Kill()
-	s.cmd.Wait()
+	s.process().Kill()
+	s.wait()
 }
 
 // finish closes what the supervisor side still holds and unlocks the spawning goroutine's

@@ -13,6 +13,10 @@
 // Without the embedded program (a plain `go build`, or a test binary) sysprof re-executes
 // itself with Arg and Main runs here the same way.
 //
+// A stage in a user namespace is started before its id maps exist (internal/spawn, a vfork):
+// it runs unmapped with its capabilities ambient until its config arrives, and then takes the
+// ids and capabilities the config's Switch names, before anything else.
+//
 // Between runs the same program keeps its own memfd (Keep, KeepArg, the escrow record Kept),
 // so that the next run need not write it again; package enforcer checks what it takes back.
 package initstage

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"syscall"
 
 	"golang.org/x/net/bpf"
 
@@ -71,6 +72,21 @@ type Config struct {
 	// it to the Landlock part's rules and report its fd (Status.MemfdTmpfs): the supervisor
 	// makes the command's memfds there (an ordinary user's could not mount one itself).
 	MemfdTmpfs bool `json:"memfd_tmpfs,omitempty"`
+	// Creds: the stage was started by spawn.Start (vfork), before its user namespace had id
+	// maps: it becomes who Go's forkExec would have made it before its execve (Switch), first
+	// thing once the config, sent after the maps, arrives.
+	Creds *Switch `json:"creds,omitempty"`
+}
+
+// Switch is the credentials of a stage started before its id maps existed: it was exec'd
+// unmapped, with its capabilities ambient (spawn.Start).
+type Switch struct {
+	// Cred: the ids to take (setgroups, setgid, setuid); nil: keep the ids (mapped now).
+	Cred *syscall.Credential `json:"cred,omitempty"`
+	// Ambient are the capabilities the stage keeps ambient, and alone keeps at all (an
+	// unprivileged uid's: sandbox.InitAmbientCaps); empty: it is root in its namespace and
+	// keeps every permitted one, none inheritable or ambient.
+	Ambient []uintptr `json:"ambient,omitempty"`
 }
 
 // Part is one layer's part of the run's plan.
@@ -87,6 +103,8 @@ type Status struct {
 	// Installing: the filter is being installed; its listener appears in /proc/PID/fd in a
 	// moment (the ready message may be held up: the init stage's write goes through the filter,
 	// and with a profile without write it waits for a supervisor).
+	// With Installing, Listener is the fd number the listener will most likely get (the lowest
+	// free one just before), 0 when unknown: the parent looks there first.
 	Installing bool `json:"installing,omitempty"`
 	// Ready: the filter is installed; Listener is its fd number in the init stage.
 	Ready    bool `json:"ready,omitempty"`

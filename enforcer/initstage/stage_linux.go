@@ -44,6 +44,52 @@ func Main() int {
 	return initStage(net)
 }
 
+// switchCreds makes a stage started unmapped (spawn.Start) who Go's forkExec would have made
+// it before its execve: the ids of c.Cred (every thread: syscall's setters), and on this
+// thread, which execs the command, exactly the capabilities it would have had: c.Ambient
+// permitted, effective, inheritable and ambient; or, for root in the namespace, every
+// permitted one and none inheritable or ambient.
+func switchCreds(c *Switch) error {
+	if id := c.Cred; id != nil {
+		groups := make([]int, len(id.Groups))
+		for i, g := range id.Groups {
+			groups[i] = int(g)
+		}
+		if err := syscall.Setgroups(groups); err != nil {
+			return fmt.Errorf("setgroups: %w", err)
+		}
+		if err := syscall.Setgid(int(id.Gid)); err != nil {
+			return fmt.Errorf("setgid %d: %w", id.Gid, err)
+		}
+		if err := syscall.Setuid(int(id.Uid)); err != nil {
+			return fmt.Errorf("setuid %d: %w", id.Uid, err)
+		}
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	if len(c.Ambient) > 0 {
+		data = [2]unix.CapUserData{}
+		for _, cp := range c.Ambient {
+			bit := uint32(1) << (cp % 32)
+			data[cp/32].Permitted |= bit
+			data[cp/32].Effective |= bit
+			data[cp/32].Inheritable |= bit
+		}
+	} else {
+		for i := range data {
+			data[i].Effective, data[i].Inheritable = data[i].Permitted, 0
+		}
+	}
+	// Lowering inheritable or permitted lowers the ambient set with it.
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
+}
+
 // earlyNet is the network namespace a stage started with ArgNetNS entered before its config.
 type earlyNet struct {
 	asked bool
@@ -59,6 +105,11 @@ func initStage(net earlyNet) int {
 	cfg, st := readInitConfig()
 	if st != nil {
 		return s.fail(*st)
+	}
+	if cfg.Creds != nil {
+		if err := switchCreds(cfg.Creds); err != nil {
+			return s.fail(Status{Stage: "config", Layer: LayerUserNS, Error: err.Error()})
+		}
 	}
 
 	// The sandbox dies with sysprof. (Go set it at fork; set it again in case creds changed.)
@@ -251,7 +302,15 @@ func (s *stageStatus) installSeccomp(filter SockFilter) (int, *Status) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return -1, &Status{Stage: "seccomp", Error: fmt.Sprintf("no_new_privs: %v", err)}
 	}
-	_ = s.enc.Encode(Status{Installing: true})
+	// The listener takes the lowest free fd: say which, so that the parent need not scan
+	// /proc/PID/fd for it (another thread opening one meanwhile only sends it to the scan).
+	guess, err := unix.FcntlInt(0, unix.F_DUPFD_CLOEXEC, 3)
+	if err == nil {
+		unix.Close(guess)
+	} else {
+		guess = 0
+	}
+	_ = s.enc.Encode(Status{Installing: true, Listener: guess})
 	listener, err := installFilter(filter)
 	if err != nil {
 		return -1, &Status{Stage: "seccomp", Error: err.Error()}
