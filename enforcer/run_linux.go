@@ -474,6 +474,14 @@ func (r *enforcedRun) listHidden(c *Compiled) {
 		r.rep.AddHidden(report.HiddenRead{Path: h.Path, Exe: h.By, Count: 1,
 			What: fmt.Sprintf("reads %s (seen when learned): hidden, it reads as empty", h.Path)})
 	}
+	// A masked file the profile reads (git reading .git/config) is information too; a tool
+	// that never read it when learned reaching for it is a denial.
+	for _, m := range c.Plan.Masked {
+		port := paths.Portable(m.Path, r.env.Vars)
+		if slices.ContainsFunc(r.opts.Profile.Filesystem.Read, func(pr policy.PathRule) bool { return paths.Covers(pr.Path, port) }) {
+			r.knownHidden = append(r.knownHidden, m.Path)
+		}
+	}
 }
 
 // hiddenRead reports a file denial at a hidden path the profile says the tool reads (known:
