@@ -2,6 +2,7 @@ package netproxy
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -74,6 +75,8 @@ func (s *httpStream) copyBody(n int64) error {
 	return err
 }
 
+var errSmuggled = errors.New("HTTP chunked body carries what parses as a request line (request smuggling)")
+
 // requestLineEnd ends a line a server would read as a request line (RFC 9112 §3).
 var requestLineEnd = regexp.MustCompile(` HTTP/[0-9]\.[0-9]\r?\n`)
 
@@ -91,7 +94,7 @@ func (s *httpStream) copyChunk(n int64, tail *[]byte) error {
 		k := int(min(n, int64(len(s.buf))))
 		seen := append(*tail, s.buf[:k]...)
 		if requestLineEnd.Match(seen) {
-			return refusal{msg: "HTTP chunked body carries what parses as a request line (request smuggling)"}
+			return refusal{msg: errSmuggled.Error()}
 		}
 		*tail = append((*tail)[:0], seen[max(0, len(seen)-16):]...)
 		if err := s.forward(k); err != nil {
