@@ -87,6 +87,9 @@ type Compiled struct {
 	// HiddenSockets are the host's pathname unix sockets the init stage covers after the
 	// plan's mounts (not part of the plan: they come and go while the sandbox starts).
 	HiddenSockets []string `json:"hiddenSockets,omitempty"`
+	// MaskedSecrets are the masked files that held credentials (git configs, brokered stores;
+	// not the CA bundle): the guard records reads of them.
+	MaskedSecrets []string `json:"maskedSecrets,omitempty"`
 	// Egress is the DNS stub's and the proxy's plan for a network allowlist (egress.go).
 	Egress *netproxy.Plan `json:"egress,omitempty"`
 	// ProcWrites are the per-process /proc files the profile writes, which the supervisor

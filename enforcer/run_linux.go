@@ -476,10 +476,11 @@ func (r *enforcedRun) listHidden(c *Compiled) {
 	}
 	// A masked file the profile reads (git reading .git/config) is information too; a tool
 	// that never read it when learned reaching for it is a denial.
-	for _, m := range c.Plan.Masked {
-		port := paths.Portable(m.Path, r.env.Vars)
-		if slices.ContainsFunc(r.opts.Profile.Filesystem.Read, func(pr policy.PathRule) bool { return paths.Covers(pr.Path, port) }) {
-			r.knownHidden = append(r.knownHidden, m.Path)
+	for _, m := range c.MaskedSecrets {
+		port := paths.Portable(m, r.env.Vars)
+		if slices.ContainsFunc(r.opts.Profile.Filesystem.Read, func(pr policy.PathRule) bool { return paths.Covers(pr.Path, port) }) ||
+			slices.ContainsFunc(r.opts.Profile.Filesystem.Hidden, func(h policy.PathRule) bool { return h.By != "" && paths.Covers(h.Path, port) }) {
+			r.knownHidden = append(r.knownHidden, m)
 		}
 	}
 }

@@ -26,12 +26,15 @@ import (
 // fanotifyMetaLen is the size of struct fanotify_event_metadata.
 const fanotifyMetaLen = int(unsafe.Sizeof(unix.FanotifyEventMetadata{}))
 
+// coverID names a cover: each is a tmpfs of its own, whose inode numbers repeat.
+type coverID struct{ dev, ino uint64 }
+
 // hiddenWatch is the fanotify group watching the run's hidden-file covers.
 type hiddenWatch struct {
 	fd     int
-	f      *os.File          // fd, read through the poller
-	files  map[uint64]string // cover inode → the hidden path it covers
-	masked map[uint64]bool   // the covers that are masked copies (not empty)
+	f      *os.File           // fd, read through the poller
+	files  map[coverID]string // cover → the hidden path it covers
+	masked map[coverID]bool   // the covers that are masked copies (not empty)
 	done   chan struct{}
 	closed bool // the reader closed f (set before done is closed)
 }
@@ -53,7 +56,7 @@ func (g *Guard) WatchHidden(stagePID int) error {
 	if err != nil {
 		return fmt.Errorf("watch hidden files (fanotify_init): %w", err)
 	}
-	w := &hiddenWatch{fd: fd, f: os.NewFile(uintptr(fd), "fanotify"), files: map[uint64]string{}, masked: map[uint64]bool{}, done: make(chan struct{})}
+	w := &hiddenWatch{fd: fd, f: os.NewFile(uintptr(fd), "fanotify"), files: map[coverID]string{}, masked: map[coverID]bool{}, done: make(chan struct{})}
 	root := "/proc/" + strconv.Itoa(stagePID) + "/root"
 	var errs []error
 	for i, h := range slices.Concat(g.cfg.Hidden, g.cfg.Masked) {
@@ -69,8 +72,8 @@ func (g *Guard) WatchHidden(stagePID int) error {
 			errs = append(errs, fmt.Errorf("watch hidden %s: %w", h, err))
 			continue
 		}
-		w.files[st.Ino] = h
-		w.masked[st.Ino] = masked
+		w.files[coverID{st.Dev, st.Ino}] = h
+		w.masked[coverID{st.Dev, st.Ino}] = masked
 	}
 	if len(w.files) == 0 {
 		w.f.Close()
@@ -122,9 +125,10 @@ func (g *Guard) hiddenEvents(w *hiddenWatch, b []byte) {
 		}
 		var st unix.Stat_t
 		err := unix.Fstat(int(m.Fd), &st)
-		path, ok := w.files[st.Ino]
+		id := coverID{st.Dev, st.Ino}
+		path, ok := w.files[id]
 		if err == nil && ok && int(m.Pid) != int(g.rootPid.Load()) {
-			g.record(g.hiddenDenial(path, int(m.Pid), w.masked[st.Ino]))
+			g.record(g.hiddenDenial(path, int(m.Pid), w.masked[id]))
 		}
 		if m.Mask&unix.FAN_OPEN_PERM != 0 {
 			// The open goes on: the file is the empty cover.
