@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -372,6 +373,10 @@ func TestSupplyChainBlockedAndRecorded(t *testing.T) {
 					extra := []string{"SUPPLY_ARM=" + strings.Join(arm, "\n"), "SUPPLY_RUN=" + as.name}
 					r := sc.run(t, b, as.wrap, extra, slices.Concat([]string{testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--"}, v.argv)...)
 					checkSupplyRun(t, b, r, arm, rep, sc.sinkLog(t)[logBefore:], before, hostState(b, expand), as.wrap != nil)
+					if v.name == "make" && as.wrap == nil {
+						b.Sh(t, v.again)
+						checkForgedOutputs(t, sc, b, rep, profile, extra, v.argv)
+					}
 				})
 			}
 			t.Logf("%s: %s", v.name, time.Since(start).Round(time.Millisecond))
@@ -439,6 +444,46 @@ func checkSupplyRun(t *testing.T, b *testutil.Box, r testutil.Result, arm []stri
 	}
 }
 
+// checkForgedOutputs holds the other human-facing outputs of the run to the forged hook names
+// (issue 23 item 6): `changes` (table and markdown) and the HTML picture of the run name them
+// escaped; none of them, nor drift's markdown of the armed step, holds a raw control or bidi
+// character.
+func checkForgedOutputs(t *testing.T, sc *supplyEnv, b *testutil.Box, rep, profile string, extra, argv []string) {
+	t.Helper()
+	rp := testutil.ReadReport(t, rep)
+	if rp.Changes == nil || rp.Changes.Run == "" {
+		t.Fatalf("the run held no changeset (the forged hooks): %+v", rp.Changes)
+	}
+	html := filepath.Join(filepath.Dir(rep), "run.html")
+	outputs := map[string]func() string{
+		"changes diff": func() string { return b.Sysprof(t, "changes", "diff", rp.Changes.Run).Stdout },
+		"changes diff --format markdown": func() string {
+			return b.Sysprof(t, "changes", "diff", "--format", "markdown", rp.Changes.Run).Stdout
+		},
+		"show --tree --html --report": func() string {
+			testutil.MustCode(t, "show --html", b.Sysprof(t, "show", "-p", profile, "--tree", "--html", html, "--report", rep), 0)
+			data, err := os.ReadFile(html)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(data)
+		},
+		"drift --format markdown": func() string {
+			return sc.run(t, b, nil, extra, slices.Concat([]string{testutil.SysprofBin, "drift", "-p", profile, "--format", "markdown", "--"}, argv)...).Stdout
+		},
+	}
+	for name, out := range outputs {
+		got := out()
+		if rawControl(got) {
+			t.Errorf("%s holds raw control or bidi characters:\n%q", name, got)
+		}
+		// drift's learn rolls the hook files up into .git/hooks (pending): no names to show.
+		if name != "drift --format markdown" && (!strings.Contains(got, "1Asysprof: 0 operation(s) denied") || !strings.Contains(got, `\u202e`)) {
+			t.Errorf("%s does not name the forged hooks (escaped):\n%s", name, got)
+		}
+	}
+}
+
 // copyFile copies src to dst (its directory made) with mode.
 func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
 	t.Helper()
@@ -447,4 +492,80 @@ func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 	testutil.WriteFile(t, dst, string(data), mode)
+}
+
+// TestSupplyChainPoisonedLearn (issue 23 item 4): the payload is live at learn already. The
+// persistence and secret allowances it made are written pending (the .pth's site-packages
+// too), enforce with the payload live denies them (the host's files stay as they were), and
+// refine --only accepts one.
+func TestSupplyChainPoisonedLearn(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "unshare", "nsenter", "ip", "python3", "git", "make")
+	root, err := os.MkdirTemp("/var/cache", "sysprof-e2e-poisoned-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	sc := startSupplyEnv(t, root)
+	b := newBox(t, root, "make", "dev", "work", "")
+	testutil.CopyTree(t, testutil.Testdata("attacks", "supplychain", "make"), b.Work)
+	for _, f := range []string{"payload.py", "input.txt"} {
+		copyFile(t, testutil.Testdata("attacks", "supplychain", f), filepath.Join(b.Work, "tools", f), 0o644)
+	}
+	plantSecrets(t, b)
+	b.Extra = append(b.Extra, "SUPPLY_WORK="+b.Work, "SUPPLY_REGISTRY=registry.test:8080")
+	site := strings.TrimSpace(b.Run(t, "python3", "-c", "import site; print(site.getusersitepackages())").Stdout)
+	persist := []string{"write=$HOME/.bashrc", "write=$WORKDIR/.git/hooks/pre-push", "write=$WORKDIR/.github/workflows/ci.yml",
+		"write=$HOME/.config/autostart/helper.desktop", "write=$USERSITE/zz-helper.pth", "read=$HOME/.ssh/id_ed25519"}
+	arm := []string{"SUPPLY_ARM=" + strings.Join(persist, "\n")}
+	profile := filepath.Join(root, "make.yaml")
+	r := sc.run(t, b, nil, arm, testutil.SysprofBin, "learn", "-p", profile, "--", "make")
+	testutil.MustCode(t, "learn the live payload", r, 0)
+	var pending []string
+	for _, c := range policy.Pending(loadProfile(t, profile)) {
+		pending = append(pending, c.Item)
+	}
+	for _, want := range []string{"$HOME/.bashrc", "$WORKDIR/.git/hooks", "$WORKDIR/.github", "$HOME/.config/autostart", "$HOME/.local/lib/python3"} {
+		if !slices.ContainsFunc(pending, func(p string) bool { return strings.Contains(p, want) }) {
+			t.Errorf("learn did not write pending what reaches %s: pending %q\n%s", want, pending, r.Stderr)
+		}
+	}
+	// The key is not granted at all (learn keeps a credential store hidden unless
+	// --allow-secret names it), pending or not.
+	for _, rr := range loadProfile(t, profile).Filesystem.Read {
+		if strings.Contains(rr.Path, ".ssh") {
+			t.Errorf("learn granted reading %s", rr.Path)
+		}
+	}
+	// Put the host back as it was before the poisoned learn, then enforce the same payload.
+	plantSecrets(t, b)
+	for _, p := range []string{filepath.Join(b.Work, ".git", "hooks", "pre-push"), filepath.Join(b.Work, ".github"),
+		filepath.Join(b.Home, ".config", "autostart"), filepath.Join(site, "zz-helper.pth"), filepath.Join(b.Work, "out")} {
+		os.RemoveAll(p)
+	}
+	rep := filepath.Join(root, "report.json")
+	r = sc.run(t, b, nil, arm, testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--", "make")
+	for _, p := range []string{filepath.Join(b.Work, ".git", "hooks", "pre-push"), filepath.Join(b.Work, ".github"),
+		filepath.Join(b.Home, ".config", "autostart", "helper.desktop"), filepath.Join(site, "zz-helper.pth")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("enforce let a pending write through: %s exists on the host\n%s", p, r.Stderr)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(b.Home, ".bashrc")); string(got) != "# rc\n" {
+		t.Errorf("enforce let the pending .bashrc write through: %q", got)
+	}
+	if strings.Contains(r.Stdout+r.Stderr, "read=$HOME/.ssh/id_ed25519: LEAKED") {
+		t.Errorf("enforce let the pending read of the key through:\n%s", r.Stderr)
+	}
+	rp := testutil.ReadReport(t, rep)
+	if !slices.ContainsFunc(rp.Denials, func(d report.Denial) bool { return strings.HasSuffix(d.Path, ".bashrc") }) {
+		t.Errorf("the pending .bashrc write is not a denial:\n%s", r.Stderr)
+	}
+	// refine --only accepts the one named: no longer pending, the others stay.
+	r = b.Sysprof(t, "refine", "-p", profile, "--from", rep, "--workdir", b.Work, "--only", "$HOME/.bashrc")
+	testutil.MustCode(t, "refine --only", r, 0)
+	after := policy.Pending(loadProfile(t, profile))
+	if slices.ContainsFunc(after, func(c policy.Change) bool { return c.Item == "$HOME/.bashrc" }) || len(after) != len(pending)-1 {
+		t.Errorf("after refine --only $HOME/.bashrc: pending %v (before %q)\n%s", after, pending, r)
+	}
 }

@@ -63,9 +63,9 @@ while True:
                 # One answer per request head it sees (the registry's 200).
                 for _ in range(data.count(b"\r\n\r\n")):
                     s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
-                if b"Connection: close" in data:
-                    sel.unregister(s)
-                    s.close()
+                # One exchange per connection: the payload reads until the close.
+                sel.unregister(s)
+                s.close()
         else:
             c, _ = s.accept()
             note(what + "-accept")
