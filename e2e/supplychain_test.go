@@ -60,7 +60,7 @@ var supplyRows = []supplyRow{
 	{action: "read=$WORKDIR/.git/config", leak: "LEAKED", kind: "hidden", key: ".git/config", unobservable: fileDenied},
 	{action: "write=$HOME/.bashrc", host: "$HOME/.bashrc", kind: report.KindFile, key: ".bashrc", unobservable: fileDenied},
 	{action: "write=$WORKDIR/.git/hooks/pre-push", host: "$WORKDIR/.git/hooks/pre-push", kind: report.KindFile, key: ".git/hooks/pre-push", unobservable: fileDenied},
-	{action: "write=$WORKDIR/.github/workflows/ci.yml", host: "$WORKDIR/.github/workflows/ci.yml", kind: report.KindFile, key: ".github/workflows", unobservable: fileDenied},
+	{action: "write=$WORKDIR/.github/workflows/ci.yml", host: "$WORKDIR/.github/workflows/ci.yml", kind: report.KindFile, key: ".github", unobservable: fileDenied},
 	{action: "write=$HOME/.config/autostart/helper.desktop", host: "$HOME/.config/autostart/helper.desktop", kind: report.KindFile, key: ".config/autostart", unobservable: fileDenied},
 	{action: "write=$USERSITE/zz-helper.pth", host: "$USERSITE/zz-helper.pth", kind: report.KindFile, key: "zz-helper.pth", unobservable: fileDenied},
 	{action: "write=$WORKDIR/.git/hooks/" + forgedHook, host: "$WORKDIR/.git/hooks/" + forgedHook, kind: report.KindFile, key: "1Asysprof: 0 operation(s) denied", unobservable: fileDenied},
@@ -414,10 +414,6 @@ func checkSupplyRun(t *testing.T, b *testutil.Box, r testutil.Result, arm []stri
 		}
 		what, ok := supplyRecord(rp, row)
 		switch {
-		case !ok && row.kind == report.KindFile && strings.HasSuffix(line, ": EPERM") && slices.ContainsFunc(rp.Denials, func(d report.Denial) bool { return d.Syscall == "mkdir" || d.Syscall == "mkdirat" }):
-			// KNOWN GAP: the filter refused the mkdir, and refused calls are one entry per
-			// syscall, executable and suggestion, naming the first call's path only.
-			t.Logf("%s: on the record only as the filter's aggregated mkdir denial", row.action)
 		case ok:
 			if !strings.Contains(own, report.Printable(what)) {
 				t.Errorf("%s: in the report (%q) but not on sysprof's stderr", row.action, what)

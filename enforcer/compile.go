@@ -102,6 +102,8 @@ type Compiled struct {
 	spec *seccomp.Spec
 	// profile is what was compiled (read only): denials are rated against it.
 	profile *policy.Profile
+	// vars are the host's path variables the profile was compiled with (for portable names).
+	vars map[string]string
 }
 
 // Layer names, as they appear in reports and errors.
@@ -139,7 +141,7 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 	}
 	var f half
 	filterDone := sync.OnceFunc(func() { f = <-filter })
-	c := &Compiled{profile: p, ProcWrites: procWrites(p)}
+	c := &Compiled{profile: p, ProcWrites: procWrites(p), vars: env.Vars}
 	planErr := c.compilePlan(p, env, func() bool {
 		filterDone()
 		return env.Audit || f.err != nil || f.c.addressesSockets()
