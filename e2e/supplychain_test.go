@@ -392,6 +392,11 @@ func checkSupplyRun(t *testing.T, b *testutil.Box, r testutil.Result, arm []stri
 	if rawControl(strings.ReplaceAll(own, "\r\n", "\n")) {
 		t.Errorf("sysprof's stderr holds raw control or bidi characters:\n%q", own)
 	}
+	for _, d := range rp.Denials {
+		if slices.ContainsFunc(d.Parents, func(p string) bool { return strings.Contains(p, "sysprof-init") || p == testutil.SysprofBin }) {
+			t.Errorf("a denial's parents name sysprof's own init stage: %s", testutil.DenialString(d))
+		}
+	}
 	for i, row := range supplyRows {
 		line := "(no line)"
 		// pre-commit and pip print a hook's or a build's output on stdout.
