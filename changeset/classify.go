@@ -241,10 +241,14 @@ func typeWord(t string) string {
 // r.Protected, or the one list of paths.IsProtected (via policy.ProtectedPath) for its portable
 // form.
 func protectedOf(p, portable string, r Rules) string {
+	best := ""
 	for _, q := range r.Protected {
-		if paths.Within(p, q) {
-			return q
+		if paths.Within(p, q) && len(q) > len(best) { // the deepest: .git/hooks inside .git
+			best = q
 		}
+	}
+	if best != "" {
+		return best
 	}
 	if q := policy.ProtectedPath(portable); q != "" {
 		return q

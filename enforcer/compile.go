@@ -87,6 +87,9 @@ type Compiled struct {
 	// HiddenSockets are the host's pathname unix sockets the init stage covers after the
 	// plan's mounts (not part of the plan: they come and go while the sandbox starts).
 	HiddenSockets []string `json:"hiddenSockets,omitempty"`
+	// MaskedSecrets are the masked files that held credentials (git configs, brokered stores;
+	// not the CA bundle): the guard records reads of them.
+	MaskedSecrets []string `json:"maskedSecrets,omitempty"`
 	// Egress is the DNS stub's and the proxy's plan for a network allowlist (egress.go).
 	Egress *netproxy.Plan `json:"egress,omitempty"`
 	// ProcWrites are the per-process /proc files the profile writes, which the supervisor
@@ -99,6 +102,8 @@ type Compiled struct {
 	spec *seccomp.Spec
 	// profile is what was compiled (read only): denials are rated against it.
 	profile *policy.Profile
+	// vars are the host's path variables the profile was compiled with (for portable names).
+	vars map[string]string
 }
 
 // Layer names, as they appear in reports and errors.
@@ -136,7 +141,7 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 	}
 	var f half
 	filterDone := sync.OnceFunc(func() { f = <-filter })
-	c := &Compiled{profile: p, ProcWrites: procWrites(p)}
+	c := &Compiled{profile: p, ProcWrites: procWrites(p), vars: env.Vars}
 	planErr := c.compilePlan(p, env, func() bool {
 		filterDone()
 		return env.Audit || f.err != nil || f.c.addressesSockets()

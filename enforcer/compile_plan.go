@@ -150,6 +150,7 @@ func (c *Compiled) maskGitConfigs(plan *sandbox.Plan, env Env) {
 			continue
 		}
 		plan.Masked = append(plan.Masked, sandbox.Masked{Path: f, Content: masked})
+		c.MaskedSecrets = append(c.MaskedSecrets, f)
 		c.Notes = append(c.Notes, fmt.Sprintf("filesystem: %s is shown without its credentials (%s)", f, strings.Join(slices.Compact(removed), ", ")))
 	}
 }

@@ -185,6 +185,7 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 			return fmt.Errorf("credentials: read the store %s: %w", file, err)
 		}
 		c.Plan.Masked = append(c.Plan.Masked, sandbox.Masked{Path: file, Content: policy.RewriteStore(policy.StoreFormat(file), data, stores[file])})
+		c.MaskedSecrets = append(c.MaskedSecrets, file)
 		// Masked, not hidden: a store pattern under another variable ($HOME/.cargo/credentials*
 		// for $CARGO_HOME/credentials.toml) matched it too.
 		c.Plan.Hidden = slices.DeleteFunc(c.Plan.Hidden, func(h string) bool { return h == file })

@@ -94,7 +94,7 @@ const clone3Unobservable = "clone3 asking for new namespaces (it fails ENOSYS as
 // that name no hidden path (a read of a hidden file, which succeeds empty, is watched);
 // without it, no file denial at all, and no clone3 into namespaces.
 func unobservable(guardUp bool) []string {
-	files := "file denials (Landlock answers EACCES/EROFS without a record the enforcer can read; a hidden file or directory reads as empty)"
+	files := "file denials (Landlock answers EACCES/EROFS without a record the enforcer can read; a hidden file or directory reads as empty, a masked git config without its credentials)"
 	if guardUp {
 		files = "file denials that name no path the sandbox hides (ENOENT of relative or symlinked paths) or list a hidden directory (it reads as empty)"
 	}

@@ -1,6 +1,8 @@
 package enforcer
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -73,6 +75,23 @@ func TestSupervisorAggregatesPerSuggestion(t *testing.T) {
 	got, _ := s.take()
 	if len(got) != 1 || got[0].Count != 3 || got[0].What != `utimensat("a")` {
 		t.Errorf("got %+v, want one entry, count 3, the first call as example", got)
+	}
+}
+
+// A refused call naming a protected path is an entry of its own (the record names each hook
+// or workflow written), while other paths stay one entry per suggestion.
+func TestSupervisorNamesProtectedPaths(t *testing.T) {
+	s := &supervisor{compiled: &Compiled{vars: map[string]string{"WORKDIR": "/w", "HOME": "/h"}}}
+	for _, path := range []string{"/w/a", "/w/.github", "/h/.config/autostart", "/w/b", "/w/.github"} {
+		s.record(report.Denial{Kind: report.KindSyscall, Syscall: "mkdir", What: "mkdir(\"" + path + "\")", Exe: "/usr/bin/python3", Suggest: "syscalls.allow: + mkdir", Count: 1})
+	}
+	got, _ := s.take()
+	var whats []string
+	for _, d := range got {
+		whats = append(whats, fmt.Sprintf("%s %d", d.What, d.Count))
+	}
+	if want := []string{`mkdir("/w/a") 2`, `mkdir("/w/.github") 2`, `mkdir("/h/.config/autostart") 1`}; !slices.Equal(whats, want) {
+		t.Errorf("got %q, want %q", whats, want)
 	}
 }
 

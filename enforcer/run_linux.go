@@ -477,6 +477,15 @@ func (r *enforcedRun) listHidden(c *Compiled) {
 		r.rep.AddHidden(report.HiddenRead{Path: h.Path, Exe: h.By, Count: 1,
 			What: fmt.Sprintf("reads %s (seen when learned): hidden, it reads as empty", h.Path)})
 	}
+	// A masked file the profile reads (git reading .git/config) is information too; a tool
+	// that never read it when learned reaching for it is a denial.
+	for _, m := range c.MaskedSecrets {
+		port := paths.Portable(m, r.env.Vars)
+		if slices.ContainsFunc(r.opts.Profile.Filesystem.Read, func(pr policy.PathRule) bool { return paths.Covers(pr.Path, port) }) ||
+			slices.ContainsFunc(r.opts.Profile.Filesystem.Hidden, func(h policy.PathRule) bool { return h.By != "" && paths.Covers(h.Path, port) }) {
+			r.knownHidden = append(r.knownHidden, m)
+		}
+	}
 }
 
 // hiddenRead reports a file denial at a hidden path the profile says the tool reads (known:

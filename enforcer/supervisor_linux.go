@@ -2,7 +2,9 @@ package enforcer
 
 import (
 	"errors"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/kernrun"
+	"github.com/sysprof/sysprof/paths"
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -154,7 +158,7 @@ func (s *supervisor) handle(n *seccompNotif) {
 // same executable is one entry whatever the arguments (What keeps the first call as the
 // example), so a tool touching a thousand paths with one denied syscall is one line.
 func (s *supervisor) record(d report.Denial) {
-	key := denialKey(d)
+	key := s.key(d)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i, ok := s.index[key]; ok {
@@ -189,12 +193,46 @@ func denialKey(d report.Denial) string {
 	return string(d.Kind) + "\x00" + d.Syscall + "\x00" + d.Arch + "\x00" + d.Exe + "\x00" + d.Suggest
 }
 
+// key is what record aggregates d under: denialKey, and for a call naming a protected path (a
+// hook, a CI workflow, a shell rc file, autostart, a .pth) that path too, so that each such
+// attempt is named on the record, not counted under another path's example.
+func (s *supervisor) key(d report.Denial) string {
+	k := denialKey(d)
+	if p := callPath(d.What); p != "" && s.compiled != nil && s.compiled.protectedHost(p) {
+		k += "\x00" + p
+	}
+	return k
+}
+
+// protectedHost reports whether host path p is (or lies in) a protected path or names a
+// start-up hook.
+func (c *Compiled) protectedHost(p string) bool {
+	return policy.ProtectedPath(paths.Portable(p, c.vars)) != ""
+}
+
+// callPath is the path a described call names first (`mkdir("/a/b")`), or "".
+func callPath(what string) string {
+	_, args, ok := strings.Cut(what, "(")
+	if !ok {
+		return ""
+	}
+	q, err := strconv.QuotedPrefix(args)
+	if err != nil {
+		return ""
+	}
+	p, err := strconv.Unquote(q)
+	if err != nil || !filepath.IsAbs(p) {
+		return ""
+	}
+	return p
+}
+
 // known reports whether recording d would only count it: an entry with its key exists, or the
 // list is full.
 func (s *supervisor) known(d report.Denial) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.index[denialKey(d)]
+	_, ok := s.index[s.key(d)]
 	return ok || s.full(d)
 }
 

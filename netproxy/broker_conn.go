@@ -328,6 +328,15 @@ func (pc *proxyConn) brokerHTTP(client, up net.Conn, cred *Credential, w who) {
 	ubw := bufio.NewWriterSize(uw, 64<<10)
 	header := textproto.CanonicalMIMEHeaderKey(cred.Header)
 	for {
+		// The splice path's strict reading first (RFC 9112: TE with CL, folded lines, bare
+		// LF refused), so that a brokered name is held to the same framing.
+		strict, serr := strictHead(cr)
+		if serr != nil {
+			if r, ok := serr.(refusal); ok {
+				pc.refuse(r.msg+" (to a brokered name)", policy.RiskNone)
+			}
+			return
+		}
 		req, err := http.ReadRequest(cr)
 		if err != nil {
 			if err != io.EOF && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -382,9 +391,15 @@ func (pc *proxyConn) brokerHTTP(client, up net.Conn, cred *Credential, w who) {
 			req.Header["User-Agent"] = []string{""} // Request.Write adds Go's otherwise
 		}
 		var bodyScan *scanReader
+		var lineScan *requestLineScan
 		if req.Body != nil && req.Body != http.NoBody {
 			bodyScan = &scanReader{r: req.Body, needle: []byte(cred.StandIn), fold: true, found: errStandIn{cred, "the request body"}}
-			req.Body = scanBody{bodyScan, req.Body}
+			var body io.Reader = bodyScan
+			if strict.chunked {
+				lineScan = &requestLineScan{r: bodyScan}
+				body = lineScan
+			}
+			req.Body = scanBody{body, req.Body}
 		}
 		out0 := uw.n
 		err = req.Write(ubw)
@@ -394,6 +409,8 @@ func (pc *proxyConn) brokerHTTP(client, up net.Conn, cred *Credential, w who) {
 		if err != nil {
 			if bodyScan != nil && bodyScan.tripped {
 				pc.standInRefused(bodyScan.found.(errStandIn))
+			} else if lineScan != nil && lineScan.tripped {
+				pc.refuse(errSmuggled.Error()+" (to a brokered name)", policy.RiskNone)
 			}
 			return
 		}
@@ -460,6 +477,54 @@ func (pc *proxyConn) brokerHTTP(client, up net.Conn, cred *Credential, w who) {
 }
 
 var errRealEchoed = errors.New("the real credential in a response")
+
+// strictHead checks the next request's header in r (not consumed) as the splice path does:
+// a refusal when it does not parse strictly, io.EOF when the client is done.
+func strictHead(r *bufio.Reader) (httpRequest, error) {
+	if _, err := r.Peek(1); err != nil {
+		return httpRequest{}, err
+	}
+	for {
+		b, _ := r.Peek(r.Buffered())
+		if i := bytes.Index(b, []byte("\r\n\r\n")); i >= 0 {
+			req, err := parseRequest(b[:i+4])
+			if err != nil {
+				return req, refusal{msg: err.Error()}
+			}
+			return req, nil
+		}
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			if _, err := parseRequestLine(b[:i]); err != nil {
+				return httpRequest{}, refusal{msg: err.Error()}
+			}
+		}
+		if len(b) >= maxSniff {
+			return httpRequest{}, refusal{msg: "HTTP request header longer than 16 KiB"}
+		}
+		if _, err := r.Peek(len(b) + 1); err != nil {
+			return httpRequest{}, err
+		}
+	}
+}
+
+// requestLineScan fails a chunked body (decoded) holding a line that ends as a request line
+// does, as httpStream's copyChunk does on the splice path.
+type requestLineScan struct {
+	r       io.Reader
+	tail    []byte
+	tripped bool
+}
+
+func (s *requestLineScan) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	seen := append(s.tail, p[:n]...)
+	if requestLineEnd.Match(seen) {
+		s.tripped = true
+		return 0, errSmuggled
+	}
+	s.tail = append(s.tail[:0], seen[max(0, len(seen)-16):]...)
+	return n, err
+}
 
 // upstreamRefusal says plainly what a 401 or 403 to a brokered request means.
 func upstreamRefusal(resp *http.Response) string {

@@ -356,3 +356,27 @@ func TestBrokerRefusesWhatItCannotCarry(t *testing.T) {
 		})
 	}
 }
+
+// A brokered name is held to the splice path's strict HTTP/1 reading: TE with CL, folded lines,
+// bare LF and a chunked body carrying a request line are refused and reported, and none of
+// them reaches the upstream as a request to another host.
+func TestBrokerParsesStrictly(t *testing.T) {
+	for _, tc := range []struct{ name, raw, want string }{
+		{"TE and CL", "POST / HTTP/1.1\r\nHost: reg.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n", "both Transfer-Encoding and Content-Length"},
+		{"folded", "GET / HTTP/1.1\r\nHost: reg.test\r\nX: a\r\n b\r\n\r\n", "folded"},
+		{"bare LF", "GET / HTTP/1.1\nHost: reg.test\n\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n", "ended by a bare LF"},
+		{"chunked body holding a request", "POST / HTTP/1.1\r\nHost: reg.test\r\nTransfer-Encoding: chunked\r\n\r\n23\r\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n\r\n0\r\n\r\n", "carries what parses as a request line"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newBrokerSetup(t, false)
+			a, _ := s.p.plan.Synthetic("reg.test")
+			exchange(t, netip.AddrPortFrom(a, s.plainUp.port()).String(), tc.raw)
+			if saw := s.plainUp.saw(); strings.Contains(saw, "evil.test") {
+				t.Errorf("the upstream got %q", saw)
+			}
+			if ds := denials(s.p); !hasDenial(ds, tc.want) {
+				t.Errorf("denials %q, want one with %q", ds, tc.want)
+			}
+		})
+	}
+}

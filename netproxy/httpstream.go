@@ -2,9 +2,11 @@ package netproxy
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -71,6 +73,36 @@ func (s *httpStream) copyBody(n int64) error {
 	m, err := io.CopyN(s.up, s.c, n)
 	s.out += m
 	return err
+}
+
+var errSmuggled = errors.New("HTTP chunked body carries what parses as a request line (request smuggling)")
+
+// requestLineEnd ends a line a server would read as a request line (RFC 9112 §3).
+var requestLineEnd = regexp.MustCompile(` HTTP/[0-9]\.[0-9]\r?\n`)
+
+// copyChunk forwards n bytes of chunk data through the buffer, each read checked before it is
+// forwarded: data holding a line that ends as a request line does (a second request smuggled in
+// a body, for an upstream that frames the body otherwise) is refused. tail carries the last
+// bytes of the data between reads and chunks.
+func (s *httpStream) copyChunk(n int64, tail *[]byte) error {
+	for n > 0 {
+		if len(s.buf) == 0 {
+			if err := s.fill(); err != nil {
+				return err
+			}
+		}
+		k := int(min(n, int64(len(s.buf))))
+		seen := append(*tail, s.buf[:k]...)
+		if requestLineEnd.Match(seen) {
+			return refusal{msg: errSmuggled.Error()}
+		}
+		*tail = append((*tail)[:0], seen[max(0, len(seen)-16):]...)
+		if err := s.forward(k); err != nil {
+			return err
+		}
+		n -= int64(k)
+	}
+	return nil
 }
 
 // line returns the length of the next CRLF-ended line in the buffer (CRLF included), reading
@@ -152,6 +184,7 @@ func (s *httpStream) run(check func(httpRequest) error) error {
 
 // chunked forwards a chunked body: chunks, the last chunk, its trailer fields.
 func (s *httpStream) chunked() error {
+	var tail []byte // the end of the chunk data so far (a request line split over reads)
 	for {
 		n, err := s.line(maxChunkLine, "HTTP chunk size line")
 		if err != nil {
@@ -169,7 +202,7 @@ func (s *httpStream) chunked() error {
 		if size == 0 {
 			break
 		}
-		if err := s.copyBody(int64(size)); err != nil {
+		if err := s.copyChunk(int64(size), &tail); err != nil {
 			return err
 		}
 		for len(s.buf) < 2 {

@@ -220,14 +220,26 @@ func describe(pid int, netns string) who {
 	w := who{Pid: pid}
 	w.Exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	for p, i := ppid(pid), 0; p > 1 && i < 16; p, i = ppid(p), i+1 {
-		if ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", p)); ns != netns {
-			break
+		if ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", p)); ns != netns || sandboxInit(p) {
+			break // the sandbox's init stage (its PID 1) is sysprof's, not the command's
 		}
 		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", p))
 		w.Parents = append(w.Parents, exe)
 		w.ppids = append(w.ppids, p)
 	}
 	return w
+}
+
+// sandboxInit reports whether pid is PID 1 of its innermost PID namespace (the init stage).
+func sandboxInit(pid int) bool {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			return len(f) > 1 && f[len(f)-1] == "1"
+		}
+	}
+	return false
 }
 
 func ppid(pid int) int {

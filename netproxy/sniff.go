@@ -165,8 +165,8 @@ type httpRequest struct {
 // included; a line ended by a bare LF is refused: servers differ on those).
 func parseRequestLine(line []byte) (httpRequest, error) {
 	l := string(line)
-	if !strings.HasSuffix(l, "\r") {
-		return httpRequest{}, errors.New("HTTP request line not ended by CRLF")
+	if !strings.HasSuffix(l, "\r") || strings.Contains(l, "\n") {
+		return httpRequest{}, errors.New("HTTP request line ended by a bare LF")
 	}
 	l = strings.TrimSuffix(l, "\r")
 	parts := strings.Split(l, " ")

@@ -11,7 +11,12 @@ import (
 // sysprof profile itself, a shell rc file, a user service, a binary on $PATH, an agent's config.
 var protected = []string{
 	// The work tree: things git, CI, editors, hooks managers, agents and sysprof itself run.
+	// Git's hooks and config stay protected inside a .git a rule names whole (what a learned
+	// git commit writes): a commit never writes them, and both run code later (a hook,
+	// core.fsmonitor, core.hooksPath).
 	"$WORKDIR/.git",
+	"$WORKDIR/.git/hooks",
+	"$WORKDIR/.git/config",
 	"$WORKDIR/.github",
 	"$WORKDIR/.gitlab-ci.yml",
 	"$WORKDIR/.sysprof",
@@ -147,13 +152,17 @@ func ProtectedPaths() []string {
 }
 
 // IsProtected reports whether portable path p is a protected path or lies beneath one, or
-// names an interpreter start-up hook (StartupHook), and which. p must be clean (no trailing
+// names an interpreter start-up hook (StartupHook), and which (the deepest). p must be clean (no trailing
 // slash, no "..").
 func IsProtected(p string) (protected string, ok bool) {
+	// The deepest: .git/hooks inside .git (a rule naming .git does not name its hooks).
 	for _, q := range sortedProtected {
-		if Within(p, q) {
-			return q, true
+		if Within(p, q) && len(q) > len(protected) {
+			protected, ok = q, true
 		}
+	}
+	if ok {
+		return protected, true
 	}
 	if h := StartupHook(p); h != "" {
 		return h, true

@@ -43,7 +43,7 @@ func TestIsProtected(t *testing.T) {
 		p, want string
 		ok      bool
 	}{
-		{"$WORKDIR/.git/hooks/pre-commit", "$WORKDIR/.git", true},
+		{"$WORKDIR/.git/hooks/pre-commit", "$WORKDIR/.git/hooks", true}, {"$WORKDIR/.git/objects/ab", "$WORKDIR/.git", true},
 		{"$WORKDIR/.git", "$WORKDIR/.git", true},
 		{"$WORKDIR/.github/workflows/x.yml", "$WORKDIR/.github", true},
 		{"$WORKDIR/.sysprof/x.yaml", "$WORKDIR/.sysprof", true},
@@ -86,11 +86,12 @@ func TestProtectedBeneath(t *testing.T) {
 	if got := ProtectedBeneath("$WORKDIR/build"); got != nil {
 		t.Errorf("ProtectedBeneath($WORKDIR/build) = %v, want none", got)
 	}
-	if got := ProtectedBeneath("$WORKDIR/.git"); !reflect.DeepEqual(got, []string{"$WORKDIR/.git"}) {
+	// Git's hooks and config stay protected inside a .git named whole.
+	if got := ProtectedBeneath("$WORKDIR/.git"); !reflect.DeepEqual(got, []string{"$WORKDIR/.git", "$WORKDIR/.git/config", "$WORKDIR/.git/hooks"}) {
 		t.Errorf("ProtectedBeneath($WORKDIR/.git) = %v", got)
 	}
-	if got := ProtectedBeneath("$WORKDIR/.git/hooks"); got != nil {
-		t.Errorf("ProtectedBeneath($WORKDIR/.git/hooks) = %v, want none (use IsProtected)", got)
+	if got := ProtectedBeneath("$WORKDIR/.git/objects"); got != nil {
+		t.Errorf("ProtectedBeneath($WORKDIR/.git/objects) = %v, want none (use IsProtected)", got)
 	}
 }
 

@@ -1,6 +1,11 @@
 package policy
 
-import "slices"
+import (
+	"slices"
+	"strings"
+
+	"github.com/sysprof/sysprof/paths"
+)
 
 // Learning blesses nothing critical by itself. A poisoned learn run (a step that writes
 // .git/hooks or ~/.bashrc, or runs what it wrote) would otherwise end with a profile that lets
@@ -34,13 +39,30 @@ func MarkPending(old, new *Profile) []Change {
 func pendingKind(p *Profile, section, item string) bool {
 	switch section {
 	case SectionWrite:
-		return protectedPath(item) != ""
+		return protectedPath(item) != "" || holdsStartupHooks(item)
 	case SectionRead, SectionList:
 		return exposedCredential(item, p.Filesystem.Hidden) != "" || systemSecret(item) != ""
 	}
 	// Not an exec rule on a path the run writes: every build runs what it built (go test's
 	// binaries, cargo's build scripts, configure checks); holding those would fail the job.
 	return false
+}
+
+// holdsStartupHooks reports whether a write rule on item lets a run create an interpreter
+// start-up hook (a .pth) without naming it: a site-packages directory, a glob over one, or a
+// directory above the user site ($HOME/.local/lib/python3.X/site-packages), outside the work
+// tree (bound writable, no changeset). Learn rolls a .pth the run wrote into its directory;
+// that rule would plant the next one.
+func holdsStartupHooks(item string) bool {
+	dir := strings.TrimSuffix(strings.TrimSuffix(item, "/**"), "/*")
+	if paths.Within(dir, "$WORKDIR") {
+		return false // staged: the changeset holds a .pth there as dangerous (a venv's pip install goes on)
+	}
+	if paths.StartupHook(dir+"/x.pth") != "" {
+		return true
+	}
+	const userSite = "$HOME/.local/lib/python3.0/site-packages"
+	return dir != "$HOME" && (paths.Within(userSite, dir) || paths.Covers(dir, "$HOME/.local/lib/python3.0"))
 }
 
 // Accept clears the pending mark of item in section (a filesystem section) and reports

@@ -8,6 +8,27 @@ import (
 // TestPending: a critical allowance learn added is written pending, survives a save, a load and
 // a merge with a run that saw it again, is left out of what enforce compiles, and is shown as
 // pending by Diff; Accept clears it. Network destinations are never marked.
+// A write rule that lets a run plant a .pth without naming it (learn rolled the .pth a
+// poisoned run wrote into its site-packages) is pending; a work-tree output is not.
+func TestPendingStartupHookDirs(t *testing.T) {
+	for item, want := range map[string]bool{
+		"$HOME/.local/lib/python3.11/site-packages":    true,
+		"$HOME/.local/lib/python3.11/site-packages/**": true,
+		"$WORKDIR/.venv/lib/python3.11/site-packages":  false, // staged: a .pth there is held
+		"/usr/lib/python3/dist-packages":               true,
+		"$HOME/.local/lib":                             true,
+		"$HOME/.local":                                 true,
+		"$HOME/.local/lib/python3.*":                   true,
+		"$WORKDIR/out":                                 false,
+		"$HOME/.cache/pip":                             false,
+		"$HOME/.local/share/app":                       false,
+	} {
+		if got := pendingKind(&Profile{}, SectionWrite, item); got != want {
+			t.Errorf("pendingKind(write %s) = %v, want %v", item, got, want)
+		}
+	}
+}
+
 func TestPending(t *testing.T) {
 	old := &Profile{APIVersion: APIVersion, Kind: Kind, Metadata: Metadata{Name: "t", Command: []string{"t"}, Runs: 1},
 		Syscalls:   Syscalls{Architectures: []string{"x86_64"}, Allow: []Syscall{{Name: "read"}}},

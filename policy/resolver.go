@@ -9,9 +9,10 @@ import (
 // (UDP, IPv4, one query per datagram: the stub's resolv.conf says single-request): a tool that
 // learned its names from /etc/hosts (or asked a resolver over IPv6 only, or through a socket
 // type the learn never saw) made none of them, yet under enforce every name the profile
-// allows resolves through the stub. glibc reads the answer's size with ioctl FIONREAD; Go and
-// c-ares check the socket's address with getsockname.
-var ResolverCalls = []string{"socket", "connect", "sendto", "recvfrom", "poll", "ppoll", "getsockname", "ioctl"}
+// allows resolves through the stub. glibc reads the answer's size with ioctl FIONREAD and
+// gives up on a server whose socket refuses IP_RECVERR (setsockopt); Go and c-ares check the
+// socket's address with getsockname.
+var ResolverCalls = []string{"socket", "connect", "sendto", "recvfrom", "poll", "ppoll", "getsockname", "ioctl", "setsockopt"}
 
 // resolverArgs are the argument values of ResolverCalls the stub's queries take, by syscall and
 // argument: a values rule of p on them is widened to hold these.
@@ -20,6 +21,9 @@ var resolverArgs = []ArgRule{
 	{Syscall: "socket", Arg: 1, Name: "type", Mask: "0xf", Values: []string{"SOCK_DGRAM"}},
 	{Syscall: "socket", Arg: 2, Name: "protocol", Values: []string{"0"}},
 	{Syscall: "ioctl", Arg: 1, Name: "request", Mask: "0xffffffff", Values: []string{"FIONREAD"}},
+	// glibc's __res_enable_icmp: IP_RECVERR (SOL_IP 0, 11) or IPV6_RECVERR (SOL_IPV6 41, 25).
+	{Syscall: "setsockopt", Arg: 1, Name: "level", Values: []string{"0", "41"}},
+	{Syscall: "setsockopt", Arg: 2, Name: "optname", Values: []string{"11", "25"}},
 }
 
 // UsesResolver reports whether p's run resolves names through the stub: it connects or sends

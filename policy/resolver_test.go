@@ -33,14 +33,14 @@ func TestCloseResolver(t *testing.T) {
 	}
 	p := named("reg.hosts.test:8080", "10.0.0.1:22")
 	add, rules := CloseResolver(p, p.Syscalls.Args, allowed(p))
-	if want := []string{"recvfrom", "poll", "ppoll", "getsockname"}; !slices.Equal(add, want) {
+	if want := []string{"recvfrom", "poll", "ppoll", "getsockname", "setsockopt"}; !slices.Equal(add, want) {
 		t.Errorf("added %q, want %q", add, want)
 	}
 	var got []string
 	for _, r := range rules {
 		got = append(got, r.Syscall+" "+strings.Join(append(r.Values, r.Flags...), ","))
 	}
-	want := []string{"socket AF_INET6,AF_INET", "socket SOCK_STREAM,SOCK_DGRAM", "socket 6,0", "ioctl TCGETS,FIONREAD", "clone CLONE_VM"}
+	want := []string{"socket AF_INET6,AF_INET", "socket SOCK_STREAM,SOCK_DGRAM", "socket 6,0", "ioctl TCGETS,FIONREAD", "clone CLONE_VM", "setsockopt 0,41", "setsockopt 11,25"}
 	if !slices.Equal(got, want) {
 		t.Errorf("rules %q, want %q", got, want)
 	}

@@ -116,7 +116,10 @@ type Config struct {
 	Audit bool
 	// Hidden are the paths the sandbox hides (an ENOENT under one is a denial); Landlock is the
 	// plan's (an EACCES it allows is not the sandbox's).
-	Hidden   []string
+	Hidden []string
+	// Masked are the files shown without their credentials (a .git/config): an open of one is
+	// a read of what it held, on the record as a hidden file's.
+	Masked   []string
 	Landlock *sandbox.Landlock
 	// Sockets are the host unix sockets the sandbox covers, or their directories (a failed
 	// connect to one is a denial).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 	"unsafe"
@@ -25,11 +26,15 @@ import (
 // fanotifyMetaLen is the size of struct fanotify_event_metadata.
 const fanotifyMetaLen = int(unsafe.Sizeof(unix.FanotifyEventMetadata{}))
 
+// coverID names a cover: each is a tmpfs of its own, whose inode numbers repeat.
+type coverID struct{ dev, ino uint64 }
+
 // hiddenWatch is the fanotify group watching the run's hidden-file covers.
 type hiddenWatch struct {
 	fd     int
-	f      *os.File          // fd, read through the poller
-	files  map[uint64]string // cover inode → the hidden path it covers
+	f      *os.File           // fd, read through the poller
+	files  map[coverID]string // cover → the hidden path it covers
+	masked map[coverID]bool   // the covers that are masked copies (not empty)
 	done   chan struct{}
 	closed bool // the reader closed f (set before done is closed)
 }
@@ -38,7 +43,7 @@ type hiddenWatch struct {
 // stagePID, once its mounts are in place and before the command runs. A cover that cannot be
 // watched is a note (the read is still hidden, only not on the record).
 func (g *Guard) WatchHidden(stagePID int) error {
-	if g == nil || len(g.cfg.Hidden) == 0 {
+	if g == nil || len(g.cfg.Hidden)+len(g.cfg.Masked) == 0 {
 		return nil
 	}
 	mask := uint64(unix.FAN_OPEN_PERM)
@@ -51,22 +56,24 @@ func (g *Guard) WatchHidden(stagePID int) error {
 	if err != nil {
 		return fmt.Errorf("watch hidden files (fanotify_init): %w", err)
 	}
-	w := &hiddenWatch{fd: fd, f: os.NewFile(uintptr(fd), "fanotify"), files: map[uint64]string{}, done: make(chan struct{})}
+	w := &hiddenWatch{fd: fd, f: os.NewFile(uintptr(fd), "fanotify"), files: map[coverID]string{}, masked: map[coverID]bool{}, done: make(chan struct{})}
 	root := "/proc/" + strconv.Itoa(stagePID) + "/root"
 	var errs []error
-	for _, h := range g.cfg.Hidden {
+	for i, h := range slices.Concat(g.cfg.Hidden, g.cfg.Masked) {
+		masked := i >= len(g.cfg.Hidden)
 		var st unix.Stat_t
 		p := root + h
 		var fs unix.Statfs_t
-		if unix.Stat(p, &st) != nil || st.Mode != unix.S_IFREG|0o444 || st.Size != 0 ||
+		if unix.Stat(p, &st) != nil || st.Mode != unix.S_IFREG|0o444 || (st.Size != 0 && !masked) ||
 			unix.Statfs(p, &fs) != nil || fs.Type != unix.TMPFS_MAGIC {
-			continue // not there (stays absent), a directory, or not covered (sandbox's emptyTmpfs)
+			continue // not there (stays absent), a directory, or not covered (sandbox's emptyTmpfs, mountCopy)
 		}
 		if err := unix.FanotifyMark(fd, unix.FAN_MARK_ADD, mask, unix.AT_FDCWD, p); err != nil {
 			errs = append(errs, fmt.Errorf("watch hidden %s: %w", h, err))
 			continue
 		}
-		w.files[st.Ino] = h
+		w.files[coverID{st.Dev, st.Ino}] = h
+		w.masked[coverID{st.Dev, st.Ino}] = masked
 	}
 	if len(w.files) == 0 {
 		w.f.Close()
@@ -118,9 +125,10 @@ func (g *Guard) hiddenEvents(w *hiddenWatch, b []byte) {
 		}
 		var st unix.Stat_t
 		err := unix.Fstat(int(m.Fd), &st)
-		path, ok := w.files[st.Ino]
+		id := coverID{st.Dev, st.Ino}
+		path, ok := w.files[id]
 		if err == nil && ok && int(m.Pid) != int(g.rootPid.Load()) {
-			g.record(g.hiddenDenial(path, int(m.Pid)))
+			g.record(g.hiddenDenial(path, int(m.Pid), w.masked[id]))
 		}
 		if m.Mask&unix.FAN_OPEN_PERM != 0 {
 			// The open goes on: the file is the empty cover.
@@ -131,13 +139,18 @@ func (g *Guard) hiddenEvents(w *hiddenWatch, b []byte) {
 	}
 }
 
-// hiddenDenial is the record of one read of the hidden file path by pid. Run lists it as
-// information when the profile says the tool reads that secret (learned), else as a denial.
-func (g *Guard) hiddenDenial(path string, pid int) report.Denial {
+// hiddenDenial is the record of one read of the hidden (or masked) file path by pid. Run lists
+// it as information when the profile says the tool reads that secret (learned), else as a
+// denial.
+func (g *Guard) hiddenDenial(path string, pid int, masked bool) report.Denial {
 	exe := kernrun.ExeOf(pid)
 	portable := g.portable(path)
+	what := fmt.Sprintf("%s read (hidden: it reads as empty)", path)
+	if masked {
+		what = fmt.Sprintf("%s read (masked: it reads without its credentials)", path)
+	}
 	d := report.Denial{Kind: report.KindFile, Path: path, Access: "read", Syscall: "open",
-		What:  fmt.Sprintf("%s read (hidden: it reads as empty)", path),
+		What:  what,
 		First: time.Now().UTC(), Count: 1, Exe: exe, Parents: kernrun.ParentsOf(int(g.rootPid.Load()), pid),
 		Suggest: "filesystem.read: + " + portable}
 	if g.cfg.FileRisk != nil {

@@ -1,0 +1,3 @@
+module example.com/gogen
+
+go 1.21

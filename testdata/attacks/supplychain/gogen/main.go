@@ -1,0 +1,5 @@
+package main
+
+//go:generate python3 tools/payload.py
+
+func main() {}
