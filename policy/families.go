@@ -52,6 +52,8 @@ var Families = []Family{
 		[]string{"rename", "renameat", "renameat2"}, nil},
 	{"dup", "duplicating an fd onto another: dup2 or dup3 by libc version and by whether the target fd is open",
 		[]string{"dup2", "dup3"}, nil, nil},
+	{"seek", "moving an fd's file offset: glibc's fclose of a stream read only part way seeks the fd back to what was consumed (git reading a worktree's .git file and commondir with stdio), which a run whose reads reach the end of the file never does; an offset is the process's own, on an fd it already holds",
+		[]string{"lseek"}, []string{"lseek", "read", "readv", "pread64"}, nil},
 	{"pipe", "making a pipe: libc and runtimes pick pipe or pipe2 by version",
 		[]string{"pipe", "pipe2"}, nil, nil},
 	{"wait-for-fds", "waiting for fds to be ready: which call depends on the runtime and on whether stdin is a terminal, a pipe or closed; a process that sends on a socket waits for the answer (glibc's resolver polls after its query, which a learn without a network, whose send failed, never reached: next dev's version check)",
