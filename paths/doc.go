@@ -17,7 +17,8 @@
 // comes from its environment variable, its aliases, or its tool's default:
 //
 //	$WORKDIR      the top of the git work tree the command runs in (ProjectRoot), else the
-//	              command's working directory
+//	              command's working directory; $WORKDIR/.git is also the git directory a
+//	              worktree's or a submodule's .git file names (LinkedGitDirs, LinkedGitPaths)
 //	$HOME         $HOME, else the password database
 //	$TMPDIR       $TMPDIR, else /tmp
 //	$CARGO_HOME   $CARGO_HOME, else $HOME/.cargo

@@ -150,6 +150,10 @@ func Host(workdir string, lookup Lookup) map[string]string {
 	set("HOME", home)
 	if wd := absClean(workdir); wd != "" {
 		set("WORKDIR", ProjectRoot(Resolve(wd), Resolve(home)))
+		if gitdir, common, ok := LinkedGitDirs(out["WORKDIR"]); ok {
+			set(GitDirKey, gitdir)
+			set(GitCommonKey, common)
+		}
 	}
 	under := func(base string, rel ...string) string {
 		if base == "" {
