@@ -242,7 +242,6 @@ func treeEnvHalves(heavy bool) (toFile, atTTY []perturbation) {
 var treeEnvOpen = map[string]map[string]string{
 	"git-log":  {"tty": pagerOpen},
 	"git-diff": {"tty": pagerOpen},
-	"go-test":  {"xdg-dirs": "go's telemetry under $XDG_CONFIG_HOME: learned as $HOME/.config/go/telemetry"},
 }
 
 const pagerOpen = "a profile learned without a pager runs git without one (paths.NoPager): less's terminal codes are missing"

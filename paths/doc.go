@@ -32,6 +32,8 @@
 //	$NPM_CACHE    $npm_config_cache or $NPM_CONFIG_CACHE (what npm reads), else $HOME/.npm
 //	$PNPM_HOME    $PNPM_HOME, else $XDG_DATA_HOME/pnpm, else $HOME/.local/share/pnpm (pnpm's
 //	              store is $PNPM_HOME/store; its global bins are in $PNPM_HOME itself)
+//	$GOCONFIG     $XDG_CONFIG_HOME/go, else $HOME/.config/go (the go command's telemetry and
+//	              `go env -w` file; its env file is protected)
 //
 // Only absolute values count; a relative one is as if unset. Every value is a real path
 // (Resolve): the kernel reports and checks real paths, whatever link the environment named. Host runs no process (`go env`

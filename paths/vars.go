@@ -50,6 +50,9 @@ var vars = []Var{
 	{Name: "GOCACHE", Env: []string{"GOCACHE"}, Default: "go env file, else $XDG_CACHE_HOME/go-build, else $HOME/.cache/go-build", Role: RoleCache, Grant: true, Create: true},
 	{Name: "NPM_CACHE", Env: []string{"npm_config_cache", "NPM_CONFIG_CACHE"}, Default: "$HOME/.npm", Role: RoleCache, Grant: true, Create: true},
 	{Name: "GOPATH", Env: []string{"GOPATH"}, Default: "go env file, else $HOME/go (the first entry of a list)", Role: RoleCache},
+	// The go command's own config directory (its telemetry counters, `go env -w`'s env file,
+	// which is protected): it follows $XDG_CONFIG_HOME as go does.
+	{Name: "GOCONFIG", Default: "$XDG_CONFIG_HOME/go, else $HOME/.config/go", Role: RoleCache, Create: true},
 	// pnpm's home holds its global bins (on PATH) beside its store: not a cache as a whole;
 	// $PNPM_HOME/store is one (policy, synth).
 	{Name: "PNPM_HOME", Env: []string{"PNPM_HOME"}, Default: "$XDG_DATA_HOME/pnpm, else $HOME/.local/share/pnpm", Role: RoleHome},
@@ -59,7 +62,7 @@ var vars = []Var{
 // more specific name first ($WORKDIR over $HOME when the command runs in the home).
 var rank = map[string]int{
 	"WORKDIR": 0, "GOCACHE": 1, "GOMODCACHE": 2, "GOROOT": 3, "CARGO_HOME": 4, "RUSTUP_HOME": 5,
-	"NPM_CACHE": 6, "GOPATH": 7, "PNPM_HOME": 8, "TMPDIR": 9, "HOME": 10,
+	"NPM_CACHE": 6, "GOPATH": 7, "PNPM_HOME": 8, "GOCONFIG": 9, "TMPDIR": 10, "HOME": 11,
 }
 
 // Vars returns the path variables, in the order policy lists them. The caller may modify the
@@ -196,6 +199,7 @@ func Host(workdir string, lookup Lookup) map[string]string {
 	gopath = first(gopath, under(home, "go"))
 	set("GOPATH", gopath)
 	set("GOMODCACHE", first(fromGo("GOMODCACHE"), under(gopath, "pkg", "mod")))
+	set("GOCONFIG", goConfigDir(lookup, home))
 	cacheHome := first(get("XDG_CACHE_HOME"), under(home, ".cache"))
 	set("GOCACHE", first(fromGo("GOCACHE"), under(cacheHome, "go-build")))
 	goroot := get("GOROOT")
@@ -258,14 +262,12 @@ func goEnvFile(lookup Lookup, home string) map[string]string {
 	case file == "off":
 		return out
 	case file == "":
-		dir, _ := lookup("XDG_CONFIG_HOME")
-		if dir = absClean(dir); dir == "" {
-			if home == "" {
-				return out
-			}
-			dir = filepath.Join(home, ".config")
+		if dir := goConfigDir(lookup, home); dir != "" {
+			file = filepath.Join(dir, "env")
 		}
-		file = filepath.Join(dir, "go", "env")
+	}
+	if file == "" {
+		return out
 	}
 	f, err := os.Open(file)
 	if err != nil {
@@ -291,6 +293,19 @@ func goEnvFile(lookup Lookup, home string) map[string]string {
 		}
 	}
 	return out
+}
+
+// goConfigDir is the go command's config directory: os.UserConfigDir's go ($XDG_CONFIG_HOME/go,
+// else $HOME/.config/go), or "" with neither.
+func goConfigDir(lookup Lookup, home string) string {
+	dir, _ := lookup("XDG_CONFIG_HOME")
+	if dir = absClean(dir); dir == "" {
+		if home == "" {
+			return ""
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "go")
 }
 
 // gorootOnPath is the root of the go command on $PATH (…/bin/go, symlinks resolved), when
