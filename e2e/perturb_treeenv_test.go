@@ -55,6 +55,9 @@ var envPerturbations = []perturbation{
 	{name: "nice", stdout: "pipe", stdin: "null", wrap: []string{"nice", "-n", "10"}},
 	{name: "ulimit-n-256", stdout: "pipe", stdin: "null", wrap: shWrap("ulimit -n 256")},
 	{name: "setsid", stdout: "pipe", stdin: "null", wrap: []string{"setsid", "-w"}},
+	{name: "lang-utf8", stdout: "pipe", stdin: "null", env: []string{"LANG=C.UTF-8", "LC_ALL=C.UTF-8"}},
+	{name: "home-unset", stdout: "pipe", stdin: "null", unset: []string{"HOME"}},
+	{name: "nohup", stdout: "pipe", stdin: "null", wrap: []string{"nohup"}},
 }
 
 // learnedAtTTY is the learn of the matrix's first half: at a controlling terminal, TERM set.
@@ -240,6 +243,7 @@ func treeEnvHalves(heavy bool) (toFile, atTTY []perturbation) {
 
 // treeEnvOpen are the cells that still fail, per command (all: every command), with why.
 var treeEnvOpen = map[string]map[string]string{
+	"python3":  {"home-unset": "with HOME unset python's site.py asks the user database (pwd): /etc/passwd, /etc/nsswitch.conf and nscd's socket, none of which a learn with HOME set saw"},
 	"git-log":  {"tty": pagerOpen},
 	"git-diff": {"tty": pagerOpen},
 }
