@@ -87,3 +87,14 @@ func TestLinkedGitDirVocabulary(t *testing.T) {
 		t.Errorf("a .git directory has linked git dirs: %q", v)
 	}
 }
+
+// TestCanonical: an older learn's $HOME/.config/go is $GOCONFIG today (a committed profile and a
+// new learn compare equal); nothing else changes.
+func TestCanonical(t *testing.T) {
+	for in, want := range map[string]string{"$HOME/.config/go": "$GOCONFIG", "$HOME/.config/go/telemetry/local": "$GOCONFIG/telemetry/local",
+		"$HOME/.config/gopls": "$HOME/.config/gopls", "$HOME/.config": "$HOME/.config", "/etc/go": "/etc/go"} {
+		if got := Canonical(in); got != want {
+			t.Errorf("Canonical(%s) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -333,3 +333,19 @@ func gorootOnPath(lookup Lookup) string {
 	}
 	return ""
 }
+
+// legacySpellings are the portable forms an older learn wrote for what a variable now names:
+// go's config directory was $HOME/.config/go before $GOCONFIG.
+var legacySpellings = []struct{ old, now string }{{"$HOME/.config/go", "$GOCONFIG"}}
+
+// Canonical returns portable path p in today's vocabulary: a path an older learn wrote below
+// a directory a variable now names starts with that variable ($HOME/.config/go/telemetry →
+// $GOCONFIG/telemetry), so that a committed profile and a new learn name it alike.
+func Canonical(p string) string {
+	for _, l := range legacySpellings {
+		if p == l.old || strings.HasPrefix(p, l.old+"/") {
+			return l.now + p[len(l.old):]
+		}
+	}
+	return p
+}
