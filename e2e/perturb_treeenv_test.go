@@ -8,12 +8,15 @@ import (
 	"slices"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sysprof/sysprof/internal/testutil"
 )
 
 // The tree-and-environment matrix (issue 24, the hidden perturbation matrix's dimensions): what
 // a real second run differs in besides its I/O. Where the work tree is (spaces, non-ASCII,
-// deeper, shallower, through a symlink, a subdirectory of it, a `git worktree`, a submodule),
+// deeper, shallower, through a symlink, a subdirectory of it, a `git worktree`, a submodule, a
+// tmpfs),
 // what the environment says (CI, TERM, colour, width, time zone, umask, XDG directories,
 // TMPDIR, HOME through a symlink, `env -i`, nice, an fd limit, a session of its own), and the
 // two halves: learned at a terminal and run elsewhere, and the reverse.
@@ -28,6 +31,7 @@ var treePlaces = []perturbation{
 	{name: "from-subdir", stdout: "pipe", stdin: "null", place: "subdir"},
 	{name: "git-worktree", stdout: "pipe", stdin: "null", place: "worktree"},
 	{name: "git-submodule", stdout: "pipe", stdin: "null", place: "submodule"},
+	{name: "tree-on-tmpfs", stdout: "pipe", stdin: "null", place: "tmpfs"},
 }
 
 // envMinimal is what `env -i PATH=... HOME=...` leaves out of the box's environment (the
@@ -187,6 +191,17 @@ func (ed everyday) placeTree(t *testing.T, root string, b *testutil.Box, place s
 		git(super, "init", "-q", "-b", "main", ".")
 		git(super, "-c", "protocol.file.allow=always", "submodule", "add", "-q", b.Work, "project")
 		pb.Work = filepath.Join(super, "project")
+	case "tmpfs":
+		// A fresh checkout on a tmpfs of its own (the learn's tree is on the disk's file
+		// system), unmounted when the cell ends.
+		fs := filepath.Join(x, "tmpfs")
+		var st unix.Statfs_t
+		if err := unix.Statfs(fs, &st); err != nil || st.Type != unix.TMPFS_MAGIC {
+			must(os.MkdirAll(fs, 0o755))
+			testutil.RequireNoErr(t, "mount a tmpfs", unix.Mount("tmpfs", fs, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"))
+			t.Cleanup(func() { _ = unix.Unmount(fs, unix.MNT_DETACH) })
+		}
+		checkout(filepath.Join(fs, "project"))
 	case "home-symlink":
 		link(b.Home, filepath.Join(x, "home-link"))
 		pb.Home = filepath.Join(x, "home-link")
