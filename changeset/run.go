@@ -55,7 +55,8 @@ type Stage struct {
 	Top string `json:"top"`
 }
 
-// StateDir is where runs live: $XDG_STATE_HOME/sysprof/runs, else ~/.local/state/sysprof/runs;
+// StateDir is where runs live: $XDG_STATE_HOME/sysprof/runs, else ~/.local/state/sysprof/runs
+// (~ from $HOME, else the password database);
 // as root under sudo, the invoking user's (like the profiles sysprof writes under sudo).
 // SYSPROF_STATE_DIR overrides it (tests, CI).
 func StateDir() (string, error) {
@@ -73,6 +74,13 @@ func StateDir() (string, error) {
 		return filepath.Join(d, "sysprof", "runs"), nil
 	}
 	h, err := os.UserHomeDir()
+	if err != nil || !filepath.IsAbs(h) {
+		// $HOME unset (a cron job, `env -u HOME`): the password database's, as paths.Host
+		// finds $HOME for the profile.
+		if u, uerr := user.Current(); uerr == nil && filepath.IsAbs(u.HomeDir) {
+			h, err = u.HomeDir, nil
+		}
+	}
 	if err != nil || !filepath.IsAbs(h) {
 		return "", fmt.Errorf("no home directory for sysprof's run state: set XDG_STATE_HOME or SYSPROF_STATE_DIR")
 	}

@@ -371,7 +371,7 @@ func TestRedTeamFloodCannotHideTheRecord(t *testing.T) {
 // TestRedTeamLinkedGitDir: in a `git worktree` (or a submodule) the work tree's .git is a file
 // naming a git directory elsewhere, inside the main repository's .git, where git keeps the hooks
 // and config every checkout shares. A learned `git commit` there writes that .git as a whole
-// (learn lists it for review; it is not a protected path by name, so not pending). Under
+// (the profile calls it $WORKDIR/.git, protected: pending unless learned --accept-risky). Under
 // enforce, its hooks and config stay read-only: the command cannot plant a hook or set
 // core.fsmonitor (which the user's next `git status` would run), and git commit still works.
 func TestRedTeamLinkedGitDir(t *testing.T) {
@@ -411,14 +411,18 @@ func TestRedTeamLinkedGitDir(t *testing.T) {
 	git(b.Work, "add", "rt", "in.txt")
 	testutil.WriteFile(t, filepath.Join(b.Work, "a"), "b\n", 0o644)
 	profile := filepath.Join(root, "commit.yaml")
-	if r := b.Sysprof(t, "learn", "-p", profile, "--", "git", "commit", "-qam", "b"); r.Code != 0 {
+	// --accept-risky: writing .git is git commit's nature (as in a checkout, where .git is a
+	// directory): the rule is granted, and the hooks and config must stay out of it.
+	if r := b.Sysprof(t, "learn", "--accept-risky", "-p", profile, "--", "git", "commit", "-qam", "b"); r.Code != 0 {
 		t.Fatalf("learn git commit in a worktree: %s", r)
 	}
 	if r := b.Sysprof(t, "learn", "--force", "-p", profile, "--", "./rt", "benign"); r.Code != 0 {
 		t.Fatalf("learn the probe into the same profile: %s", r)
 	}
-	if !slices.ContainsFunc(loadProfile(t, profile).Filesystem.Write, func(w policy.PathRule) bool { return strings.HasSuffix(w.Path, "/x/main/.git") }) {
-		t.Fatalf("the learned git commit does not write %s/.git as a whole: the test no longer tries what it should: %+v", main, loadProfile(t, profile).Filesystem.Write)
+	// The worktree's git directory is $WORKDIR/.git in the profile (paths.LinkedGitPaths):
+	// written whole, it is the main repository's .git on the host.
+	if !slices.ContainsFunc(loadProfile(t, profile).Filesystem.Write, func(w policy.PathRule) bool { return w.Path == "$WORKDIR/.git" && !w.Pending }) {
+		t.Fatalf("the learned git commit does not write $WORKDIR/.git (%s/.git) as a whole: the test no longer tries what it should: %+v", main, loadProfile(t, profile).Filesystem.Write)
 	}
 	hook, config := filepath.Join(main, ".git", "hooks", "post-checkout"), filepath.Join(main, ".git", "config")
 	before, err := os.ReadFile(config)

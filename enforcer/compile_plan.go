@@ -37,10 +37,19 @@ var globLimit = 20000
 // Landlock cannot express globs), which compile notes as a widening.
 func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env, dirs *dirListings) ([]string, error) {
 	var out []string
+	var linked []policy.PathRule
 	for _, r := range rules {
 		p, err := expand(r.Path, env)
 		if err != nil {
 			return nil, fmt.Errorf("filesystem.%s: %w", section, err)
+		}
+		if section != "hidden" && (section != "write" || paths.Within(p, filepath.Join(env.Vars["WORKDIR"], ".git"))) {
+			// $WORKDIR/.git is also the linked git directory a worktree's .git file names
+			// (paths.LinkedGitPaths). Writing the tree never writes it, as it never writes a
+			// .git directory (protected): only a write rule at or below .git reaches it.
+			for _, g := range paths.LinkedGitPaths(p, env.Vars) {
+				linked = append(linked, policy.PathRule{Path: g})
+			}
 		}
 		if section == "write" && kernelTree(p) {
 			// Never /proc as such: it stays read-only. A learned per-process file is granted
@@ -102,6 +111,13 @@ func (c *Compiled) expandRules(section string, rules []policy.PathRule, env Env,
 			p = dir
 		}
 		out = append(out, p)
+	}
+	if len(linked) > 0 {
+		more, err := c.expandRules(section, linked, env, dirs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more...)
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/sysprof/sysprof/paths"
 )
 
 // maskGitConfig returns a git config file without the entries that carry credentials, and
@@ -111,27 +113,12 @@ func gitConfigFiles(workdir, home string) []string {
 	var out []string
 	common := dotgit
 	if !st.IsDir() {
-		b, err := os.ReadFile(dotgit)
-		if err != nil {
-			return nil
-		}
-		gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+		gitdir, c, ok := paths.LinkedGitDirs(workdir)
 		if !ok {
 			return nil
 		}
-		gitdir = strings.TrimSpace(gitdir)
-		if !filepath.IsAbs(gitdir) {
-			gitdir = filepath.Join(workdir, gitdir)
-		}
 		out = append(out, filepath.Join(gitdir, "config.worktree"))
-		common = gitdir
-		if c, err := os.ReadFile(filepath.Join(gitdir, "commondir")); err == nil {
-			common = strings.TrimSpace(string(c))
-			if !filepath.IsAbs(common) {
-				common = filepath.Join(gitdir, common)
-			}
-		}
-		common = filepath.Clean(common)
+		common = c
 	}
 	out = append(out, filepath.Join(common, "config"))
 	if wts, err := os.ReadDir(filepath.Join(common, "worktrees")); err == nil {

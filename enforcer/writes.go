@@ -279,13 +279,14 @@ func varRoot(p string, env Env) string {
 }
 
 // protectedHostPaths expands paths.ProtectedPaths for this host (those whose variable is set),
-// with the hooks and config of the work tree's git directory when that lies elsewhere
-// (linkedGitDir).
+// $WORKDIR/.git also where a `git worktree`'s or a submodule's .git file leads
+// (paths.LinkedGitPaths), with the hooks and config of that git directory (linkedGitDir).
 func protectedHostPaths(env Env) []string {
 	var out []string
 	for _, q := range paths.ProtectedPaths() {
 		if h, err := expand(q, env); err == nil && filepath.IsAbs(h) {
 			out = append(out, filepath.Clean(h))
+			out = append(out, paths.LinkedGitPaths(filepath.Clean(h), env.Vars)...)
 		}
 	}
 	out = append(out, linkedGitDir(env.Vars["WORKDIR"])...)
@@ -295,32 +296,14 @@ func protectedHostPaths(env Env) []string {
 
 // linkedGitDir returns what runs code in the git directory a work tree's .git file names (a
 // `git worktree`, a submodule): the hooks and config of its common directory, and the
-// worktree's own config.worktree when there is one. They lie outside the work tree, where
-// $WORKDIR/.git does not reach, and a learned `git commit` there writes the main repository's
-// .git as a whole (a core.fsmonitor set in its config ran at the user's next `git status`).
-// Nil when .git is a directory or absent.
+// worktree's own config.worktree when there is one. They lie outside the work tree, and stay
+// protected even from a rule that names $WORKDIR/.git whole (a learned `git commit` writes the
+// main repository's .git: a core.fsmonitor set in its config ran at the user's next `git
+// status`). Nil when .git is a directory or absent.
 func linkedGitDir(work string) []string {
-	if work == "" {
-		return nil
-	}
-	data, err := os.ReadFile(filepath.Join(work, ".git"))
-	if err != nil {
-		return nil // a directory (EISDIR), or no repository
-	}
-	gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	gitdir, common, ok := paths.LinkedGitDirs(work)
 	if !ok {
 		return nil
-	}
-	abs := func(base, p string) string {
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(base, p)
-		}
-		return filepath.Clean(p)
-	}
-	gitdir = abs(work, gitdir)
-	common := gitdir
-	if c, err := os.ReadFile(filepath.Join(gitdir, "commondir")); err == nil {
-		common = abs(gitdir, strings.TrimSpace(string(c)))
 	}
 	out := []string{filepath.Join(common, "hooks"), filepath.Join(common, "config")}
 	for _, d := range []string{gitdir, common} {

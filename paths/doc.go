@@ -17,7 +17,8 @@
 // comes from its environment variable, its aliases, or its tool's default:
 //
 //	$WORKDIR      the top of the git work tree the command runs in (ProjectRoot), else the
-//	              command's working directory
+//	              command's working directory; $WORKDIR/.git is also the git directory a
+//	              worktree's or a submodule's .git file names (LinkedGitDirs, LinkedGitPaths)
 //	$HOME         $HOME, else the password database
 //	$TMPDIR       $TMPDIR, else /tmp
 //	$CARGO_HOME   $CARGO_HOME, else $HOME/.cargo
@@ -31,6 +32,8 @@
 //	$NPM_CACHE    $npm_config_cache or $NPM_CONFIG_CACHE (what npm reads), else $HOME/.npm
 //	$PNPM_HOME    $PNPM_HOME, else $XDG_DATA_HOME/pnpm, else $HOME/.local/share/pnpm (pnpm's
 //	              store is $PNPM_HOME/store; its global bins are in $PNPM_HOME itself)
+//	$GOCONFIG     $XDG_CONFIG_HOME/go, else $HOME/.config/go (the go command's telemetry and
+//	              `go env -w` file; its env file is protected)
 //
 // Only absolute values count; a relative one is as if unset. Every value is a real path
 // (Resolve): the kernel reports and checks real paths, whatever link the environment named. Host runs no process (`go env`

@@ -70,8 +70,10 @@ func Expand(p string, values map[string]string) (string, error) {
 	return path.Clean(val + rest), nil
 }
 
-// Root is a variable with its value on one host, a directory portable paths start from.
-type Root struct{ Name, Value string }
+// Root is a variable with its value on one host, a directory portable paths start from. Sub,
+// when set, is where below the variable the directory stands (a worktree's linked git
+// directory is $WORKDIR/.git: LinkedGitDirs).
+type Root struct{ Name, Value, Sub string }
 
 // Roots are the usable variables of one host, longest value first so that the longest prefix
 // wins ($GOCACHE=/home/a/.cache/go-build beats $HOME=/home/a); among equal values the more
@@ -79,7 +81,8 @@ type Root struct{ Name, Value string }
 type Roots []Root
 
 // NewRoots keeps the path variables of values (names without the `$`) whose value is an
-// absolute directory other than "/", longest first.
+// absolute directory other than "/", and the work tree's linked git directories (as
+// $WORKDIR/.git), longest first.
 func NewRoots(values map[string]string) Roots {
 	var rs Roots
 	for _, v := range vars {
@@ -91,7 +94,14 @@ func NewRoots(values map[string]string) Roots {
 		if !path.IsAbs(c) || c == "/" {
 			continue
 		}
-		rs = append(rs, Root{v.Name, c})
+		rs = append(rs, Root{Name: v.Name, Value: c})
+	}
+	if values["WORKDIR"] != "" {
+		for _, k := range []string{GitDirKey, GitCommonKey} {
+			if c := path.Clean(values[k]); path.IsAbs(values[k]) && c != "/" {
+				rs = append(rs, Root{Name: "WORKDIR", Value: c, Sub: ".git"})
+			}
+		}
 	}
 	slices.SortFunc(rs, func(a, b Root) int {
 		if d := len(b.Value) - len(a.Value); d != 0 {
@@ -103,14 +113,19 @@ func NewRoots(values map[string]string) Roots {
 }
 
 // Cut finds the root abs lies at or below (abs clean and absolute): its name and the rest of
-// abs after the root's value and its slash ("" when abs is the root itself).
+// abs after the root's value and its slash ("" when abs is the root itself), below the root's
+// Sub.
 func (rs Roots) Cut(abs string) (name, rest string, ok bool) {
 	for _, r := range rs {
 		if abs == r.Value {
-			return r.Name, "", true
+			return r.Name, r.Sub, true
 		}
 		if len(abs) > len(r.Value) && abs[len(r.Value)] == '/' && abs[:len(r.Value)] == r.Value {
-			return r.Name, abs[len(r.Value)+1:], true
+			rest = abs[len(r.Value)+1:]
+			if r.Sub != "" {
+				rest = r.Sub + "/" + rest
+			}
+			return r.Name, rest, true
 		}
 	}
 	return "", "", false

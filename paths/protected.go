@@ -83,6 +83,7 @@ var protected = []string{
 	"$CARGO_HOME/config.toml", // a runner or rustc-wrapper every later cargo run starts
 	"$CARGO_HOME/config",
 	"$GOPATH/bin",
+	"$GOCONFIG/env", // go env -w: GOFLAGS=-toolexec=... runs at every later go build
 
 	// Cron and agent configuration.
 	"$HOME/.crontab",

@@ -50,6 +50,9 @@ var vars = []Var{
 	{Name: "GOCACHE", Env: []string{"GOCACHE"}, Default: "go env file, else $XDG_CACHE_HOME/go-build, else $HOME/.cache/go-build", Role: RoleCache, Grant: true, Create: true},
 	{Name: "NPM_CACHE", Env: []string{"npm_config_cache", "NPM_CONFIG_CACHE"}, Default: "$HOME/.npm", Role: RoleCache, Grant: true, Create: true},
 	{Name: "GOPATH", Env: []string{"GOPATH"}, Default: "go env file, else $HOME/go (the first entry of a list)", Role: RoleCache},
+	// The go command's own config directory (its telemetry counters, `go env -w`'s env file,
+	// which is protected): it follows $XDG_CONFIG_HOME as go does.
+	{Name: "GOCONFIG", Default: "$XDG_CONFIG_HOME/go, else $HOME/.config/go", Role: RoleCache, Create: true},
 	// pnpm's home holds its global bins (on PATH) beside its store: not a cache as a whole;
 	// $PNPM_HOME/store is one (policy, synth).
 	{Name: "PNPM_HOME", Env: []string{"PNPM_HOME"}, Default: "$XDG_DATA_HOME/pnpm, else $HOME/.local/share/pnpm", Role: RoleHome},
@@ -59,7 +62,7 @@ var vars = []Var{
 // more specific name first ($WORKDIR over $HOME when the command runs in the home).
 var rank = map[string]int{
 	"WORKDIR": 0, "GOCACHE": 1, "GOMODCACHE": 2, "GOROOT": 3, "CARGO_HOME": 4, "RUSTUP_HOME": 5,
-	"NPM_CACHE": 6, "GOPATH": 7, "PNPM_HOME": 8, "TMPDIR": 9, "HOME": 10,
+	"NPM_CACHE": 6, "GOPATH": 7, "PNPM_HOME": 8, "GOCONFIG": 9, "TMPDIR": 10, "HOME": 11,
 }
 
 // Vars returns the path variables, in the order policy lists them. The caller may modify the
@@ -150,6 +153,10 @@ func Host(workdir string, lookup Lookup) map[string]string {
 	set("HOME", home)
 	if wd := absClean(workdir); wd != "" {
 		set("WORKDIR", ProjectRoot(Resolve(wd), Resolve(home)))
+		if gitdir, common, ok := LinkedGitDirs(out["WORKDIR"]); ok {
+			set(GitDirKey, gitdir)
+			set(GitCommonKey, common)
+		}
 	}
 	under := func(base string, rel ...string) string {
 		if base == "" {
@@ -192,6 +199,7 @@ func Host(workdir string, lookup Lookup) map[string]string {
 	gopath = first(gopath, under(home, "go"))
 	set("GOPATH", gopath)
 	set("GOMODCACHE", first(fromGo("GOMODCACHE"), under(gopath, "pkg", "mod")))
+	set("GOCONFIG", goConfigDir(lookup, home))
 	cacheHome := first(get("XDG_CACHE_HOME"), under(home, ".cache"))
 	set("GOCACHE", first(fromGo("GOCACHE"), under(cacheHome, "go-build")))
 	goroot := get("GOROOT")
@@ -254,14 +262,12 @@ func goEnvFile(lookup Lookup, home string) map[string]string {
 	case file == "off":
 		return out
 	case file == "":
-		dir, _ := lookup("XDG_CONFIG_HOME")
-		if dir = absClean(dir); dir == "" {
-			if home == "" {
-				return out
-			}
-			dir = filepath.Join(home, ".config")
+		if dir := goConfigDir(lookup, home); dir != "" {
+			file = filepath.Join(dir, "env")
 		}
-		file = filepath.Join(dir, "go", "env")
+	}
+	if file == "" {
+		return out
 	}
 	f, err := os.Open(file)
 	if err != nil {
@@ -289,6 +295,19 @@ func goEnvFile(lookup Lookup, home string) map[string]string {
 	return out
 }
 
+// goConfigDir is the go command's config directory: os.UserConfigDir's go ($XDG_CONFIG_HOME/go,
+// else $HOME/.config/go), or "" with neither.
+func goConfigDir(lookup Lookup, home string) string {
+	dir, _ := lookup("XDG_CONFIG_HOME")
+	if dir = absClean(dir); dir == "" {
+		if home == "" {
+			return ""
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "go")
+}
+
 // gorootOnPath is the root of the go command on $PATH (…/bin/go, symlinks resolved), when
 // that root holds Go's sources: a /usr/bin/go that is not a link must not make /usr $GOROOT.
 func gorootOnPath(lookup Lookup) string {
@@ -313,4 +332,20 @@ func gorootOnPath(lookup Lookup) string {
 		return root
 	}
 	return ""
+}
+
+// legacySpellings are the portable forms an older learn wrote for what a variable now names:
+// go's config directory was $HOME/.config/go before $GOCONFIG.
+var legacySpellings = []struct{ old, now string }{{"$HOME/.config/go", "$GOCONFIG"}}
+
+// Canonical returns portable path p in today's vocabulary: a path an older learn wrote below
+// a directory a variable now names starts with that variable ($HOME/.config/go/telemetry →
+// $GOCONFIG/telemetry), so that a committed profile and a new learn name it alike.
+func Canonical(p string) string {
+	for _, l := range legacySpellings {
+		if p == l.old || strings.HasPrefix(p, l.old+"/") {
+			return l.now + p[len(l.old):]
+		}
+	}
+	return p
 }

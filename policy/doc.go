@@ -83,7 +83,7 @@
 //	$WORKDIR     the directory the command runs in (the work tree)
 //	$HOME        the user's home
 //	$TMPDIR      the temporary directory
-//	$CARGO_HOME $RUSTUP_HOME $GOROOT $GOPATH $GOMODCACHE $GOCACHE $NPM_CACHE $PNPM_HOME   toolchain roots, caches and tool homes
+//	$CARGO_HOME $RUSTUP_HOME $GOROOT $GOPATH $GOMODCACHE $GOCACHE $NPM_CACHE $PNPM_HOME $GOCONFIG   toolchain roots, caches and tool homes
 //
 // The variables, how each is found on a host, the expander and the matcher are package paths'
 // (see its doc). A path covers everything below it. A component may be a glob

@@ -52,6 +52,8 @@ var Families = []Family{
 		[]string{"rename", "renameat", "renameat2"}, nil},
 	{"dup", "duplicating an fd onto another: dup2 or dup3 by libc version and by whether the target fd is open",
 		[]string{"dup2", "dup3"}, nil, nil},
+	{"seek", "moving an fd's file offset: glibc's fclose of a stream read only part way seeks the fd back to what was consumed (git reading a worktree's .git file and commondir with stdio), which a run whose reads reach the end of the file never does; an offset is the process's own, on an fd it already holds",
+		[]string{"lseek"}, []string{"lseek", "read", "readv", "pread64"}, nil},
 	{"pipe", "making a pipe: libc and runtimes pick pipe or pipe2 by version",
 		[]string{"pipe", "pipe2"}, nil, nil},
 	{"wait-for-fds", "waiting for fds to be ready: which call depends on the runtime and on whether stdin is a terminal, a pipe or closed; a process that sends on a socket waits for the answer (glibc's resolver polls after its query, which a learn without a network, whose send failed, never reached: next dev's version check)",
@@ -83,6 +85,10 @@ var Families = []Family{
 		[]string{"utimensat", "utime", "utimes", "futimesat"}, []string{"link", "linkat", "rename", "renameat", "renameat2"}, nil},
 	{"clear-output", "emptying an output directory: a tool that makes its output directory on a first run finds it on the next and empties it first (vite build, a build script's rm -rf dist, cargo doc): it lists the directory and removes what it holds; which directories it reaches is the filesystem layers' decision, and it can already overwrite what it removes",
 		[]string{"getdents", "getdents64", "unlink", "unlinkat", "rmdir"}, []string{"mkdir", "mkdirat"}, nil},
+	{"copy-tree", "a rename of a directory that fails with EXDEV (`mv dist dist.old` of a directory the sandbox binds from the host) falls back to copying the tree: coreutils' mv makes the directories, lists them, copies each file (FICLONE first: a TerminalRequests member), advises the kernel of the sequential read, copies the extended attributes and removes the source (copy-fallback, remove and touch bring the rest); each acts on fds the process holds or on names the filesystem layers decide, which the rename already reached",
+		[]string{"mkdir", "mkdirat", "getdents", "getdents64", "rmdir", "fadvise64", "flistxattr", "fgetxattr", "fsetxattr",
+			"fremovexattr", "llistxattr", "lgetxattr", "lsetxattr", "lremovexattr", "listxattr", "getxattr", "setxattr", "removexattr"},
+		[]string{"rename", "renameat", "renameat2"}, nil},
 	{"serve", "ending and inspecting an accepted connection: a server shuts its side down when the client half-closes first (a dev server behind the host's published port, a browser) and asks an accepted socket its addresses when it logs a request; all act only on connections its learned listener accepted",
 		[]string{"shutdown", "getpeername", "getsockname"}, []string{"listen", "accept", "accept4"}, nil},
 	{"send", "sending on a socket the process holds: glibc's resolver asks A and AAAA at once with sendmmsg on a dual-stack host and sendto on an IPv4-only one; runtimes pick sendto or sendmsg (the destinations are the network rules'; send(2) is sendto on x86_64 and arm64)",
@@ -114,8 +120,11 @@ var TerminalCalls = []string{"setitimer", "getitimer", "dup", "dup2", "dup3", "f
 // pseudo-terminal's (TIOCGPTN: libuv asks of a terminal it reopens by name); and the fd flags an event
 // loop sets on its stdio by ioctl rather than fcntl (libuv's FIONBIO on a pipe or a terminal
 // but not on a file: node's stdout into a pipe; FIOCLEX/FIONCLEX), which depend on what the
-// stdio is. None puts input into a terminal (TIOCSTI, TIOCLINUX stay denied everywhere).
-var TerminalRequests = []string{"TCGETS", "TCSETS", "TCSETSF", "TCSETSW", "TIOCGWINSZ", "TIOCGPTN", "FIONBIO", "FIOCLEX", "FIONCLEX"}
+// stdio is; and FICLONE, copy_file_range's ioctl (data-copy: coreutils' mv and cp try it
+// first when a rename falls back to copying, which a learn on one file system never sees), from
+// an fd the process reads to one it writes. None puts input into a terminal (TIOCSTI,
+// TIOCLINUX stay denied everywhere).
+var TerminalRequests = []string{"TCGETS", "TCSETS", "TCSETSF", "TCSETSW", "TIOCGWINSZ", "TIOCGPTN", "FIONBIO", "FIOCLEX", "FIONCLEX", "FICLONE"}
 
 // CloseTerminalRequests returns rules with a values rule on ioctl's request that holds terminal
 // requests only widened to all of TerminalRequests: a profile learned before the list grew, or

@@ -3,10 +3,12 @@ package policy
 import (
 	"slices"
 	"strings"
+
+	"github.com/sysprof/sysprof/paths"
 )
 
 // Normalize sorts every list and drops exact duplicates so that the same policy always
-// serializes to the same bytes. It never removes an allowance. Sorting is stable, so when a
+// serializes to the same bytes, with paths in today's vocabulary (paths.Canonical). It never removes an allowance. Sorting is stable, so when a
 // list holds two entries for one key (two rules for one path) the first one written is kept,
 // whatever order the rest of the list was in; argument rules for the same syscall and argument
 // are ordered by their content.
@@ -35,6 +37,9 @@ func Normalize(p *Profile) {
 	p.Env.Pass = sortedUnique(p.Env.Pass)
 	normalizeCredentials(p.Credentials)
 	for _, l := range []*[]PathRule{&p.Filesystem.Read, &p.Filesystem.Write, &p.Filesystem.Exec, &p.Filesystem.List, &p.Filesystem.Hidden} {
+		for i := range *l {
+			(*l)[i].Path = paths.Canonical((*l)[i].Path) // an older learn's spelling
+		}
 		slices.SortStableFunc(*l, func(a, b PathRule) int { return strings.Compare(a.Path, b.Path) })
 		*l = slices.CompactFunc(*l, func(a, b PathRule) bool { return a.Path == b.Path })
 	}

@@ -34,7 +34,7 @@ EXEC_REPL = [
   (r'^\$WORKDIR/target/debug/deps/[^/]+$', '$WORKDIR/target', "the test binaries cargo builds (target/debug/deps/CRATE-HASH) and runs"),
 ]
 NOTES = {
-  '$HOME/.config/go': "Go's per-user config: telemetry counters (telemetry/local) and `go env -w` settings; no credentials",
+  '$GOCONFIG': "Go's per-user config: telemetry counters (telemetry/local) and `go env -w` settings; no credentials",
   '$GOCACHE': "Go build cache",
   '$TMPDIR/go-build*': "the go command's work directory for one build",
   '$WORKDIR/target': "cargo's build output",
