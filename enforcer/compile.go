@@ -97,6 +97,9 @@ type Compiled struct {
 	creds *brokered
 
 	spec *seccomp.Spec
+	// stageExec are the noexec stages and their exec outputs (execoutputs.go): the guard
+	// reports an exec refused there.
+	stageExec stageExec
 	// profile is what was compiled (read only): denials are rated against it.
 	profile *policy.Profile
 }
