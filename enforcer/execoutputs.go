@@ -81,14 +81,27 @@ func (c *Compiled) narrowStageExec(exec, binds []string, env Env) stageExec {
 
 // missingOutputDir returns the directory to bind exec for exec rule x that write rule k covers
 // (an output of the run), when it does not exist yet: the outermost missing directory of the
-// output directory (k for a plain k that x lies strictly below, the fixed part of a glob k, the
-// directory of a file k; a profile learned in a warm tree names out/app, one learned in a fresh
+// output directory (k for a plain k that x lies strictly below, the directory of x a glob k's
+// first wildcard matches, the directory of a file k; a profile learned in a warm tree names out/app, one learned in a fresh
 // checkout out/). "" when the output directory exists.
 func missingOutputDir(x, k string) string {
 	var o string
 	switch {
 	case paths.HasGlob(k):
-		o = staticPrefix(k)
+		// The directory of x that k's first wildcard component matches ($WORKDIR/target for
+		// a fresh cargo's $WORKDIR/target*), the fixed part when that is all x names.
+		sp, xs := staticPrefix(k), staticPrefix(x)
+		rel, err := filepath.Rel(sp, xs)
+		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			o = sp
+			break
+		}
+		first, rest, _ := strings.Cut(rel, string(filepath.Separator))
+		if rest == "" && !paths.HasGlob(x) {
+			o = sp // x is a file k's wildcard matches: written right in sp
+			break
+		}
+		o = filepath.Join(sp, first)
 	case x != k && paths.Within(staticPrefix(x), k):
 		o = k
 	default:

@@ -83,7 +83,10 @@ func TestMissingOutputDir(t *testing.T) {
 		{w + "/target/x", w + "/target/**", w + "/target"},
 		{w + "/app", w + "/app", ""},   // right in the work tree
 		{w + "/web/x", w + "/web", ""}, // exists
-		{w + "/targetx/y", w + "/target*", ""},
+		{w + "/target/debug/deps/*", w + "/target*", w + "/target"}, // cargo learned in a fresh checkout
+		{w + "/target-x", w + "/target*", ""},                        // a file right in the work tree
+		{w + "/web/build/a/b", w + "/web/*/a", w + "/web/build"},
+		{w + "/web/x/y", w + "/web/**", w + "/web/x"},
 	} {
 		if got := missingOutputDir(c.x, c.k); got != c.want {
 			t.Errorf("missingOutputDir(%s, %s) = %q, want %q", c.x, c.k, got, c.want)

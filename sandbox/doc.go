@@ -94,7 +94,7 @@
 // Plan.ExecOutputs becomes a clone of itself without noexec when the command makes it: an
 // inotify watch on its parent, set before the command starts, served by a goroutine of the init
 // stage on a thread that keeps the user namespace's capabilities (watchExecOutputs). A
-// directory made before the watch or renamed into place stays noexec.
+// directory there before the watch stays noexec.
 // Every writable mount (the writable trees, the stages' overlays, the private tmpfs) is
 // nosuid,nodev ([WritableMountAttrs]): a set-uid binary the tool writes or copies there (as
 // root its files are host root's through the idmapped replica) runs with the caller's ids, and

@@ -17,13 +17,15 @@ import (
 // ] || ./configure`): an inotify watch on its parent sees it appear.
 //
 // The watches are set here, before the command starts; a goroutine binds each directory when
-// its IN_CREATE arrives. It runs on one of the process's other threads, which keep the
+// its IN_CREATE (or IN_MOVED_TO) arrives. It runs on one of the process's other threads, which keep the
 // capabilities of the sandbox's user namespace (the init stage drops them, and applies
 // Landlock and seccomp, on its locked thread only), so it works only in a process that lives
 // as long as the command: the init stage as PID 1. Anywhere else the outputs stay noexec
-// (fail closed). A directory that is there already, or renamed into place (IN_MOVED_TO: it was
-// made elsewhere, possibly of files the tree shipped), stays noexec. What a new directory holds
-// when it is bound (`mkdir -p target/debug` makes both before the bind) the command put there.
+// (fail closed). A directory that is there before the watch stays noexec. One renamed into
+// place is bound too (cargo makes target/ as a temporary directory and renames it): in a stage
+// only a directory made in the run can be renamed (overlayfs without redirect_dir refuses a
+// directory of the lower layer, EXDEV), so what a new directory holds when it is bound (`mkdir
+// -p target/debug` makes both before the bind) the command put there.
 // Requires Linux 5.12 (mount_setattr).
 func watchExecOutputs(outputs []string, res *Result) error {
 	if len(outputs) == 0 {
@@ -40,7 +42,7 @@ func watchExecOutputs(outputs []string, res *Result) error {
 			res.skip(LayerMounts, o, "exists before the command runs: stays noexec")
 			continue
 		}
-		wd, err := unix.InotifyAddWatch(fd, filepath.Dir(o), unix.IN_CREATE|unix.IN_ONLYDIR|unix.IN_DONT_FOLLOW)
+		wd, err := unix.InotifyAddWatch(fd, filepath.Dir(o), unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_ONLYDIR|unix.IN_DONT_FOLLOW)
 		if err != nil {
 			unix.Close(fd)
 			return fmt.Errorf("exec outputs: watch %s: %w", filepath.Dir(o), err)
@@ -75,7 +77,7 @@ func serveExecOutputs(fd int, byWatch map[int32][]string) {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
 			name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
 			off += unix.SizeofInotifyEvent + int(ev.Len)
-			if ev.Mask&unix.IN_ISDIR == 0 || ev.Mask&unix.IN_CREATE == 0 {
+			if ev.Mask&unix.IN_ISDIR == 0 || ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) == 0 {
 				continue
 			}
 			base := unix.ByteSliceToString(name)
