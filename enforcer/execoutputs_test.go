@@ -81,10 +81,10 @@ func TestMissingOutputDir(t *testing.T) {
 		{w + "/out/app", w + "/out/app", w + "/out"},
 		{w + "/web/build/a/b", w + "/web/build/a", w + "/web/build"},
 		{w + "/target/x", w + "/target/**", w + "/target"},
-		{w + "/app", w + "/app", ""},   // right in the work tree
-		{w + "/web/x", w + "/web", ""}, // exists
+		{w + "/app", w + "/app", ""},                                // right in the work tree
+		{w + "/web/x", w + "/web", ""},                              // exists
 		{w + "/target/debug/deps/*", w + "/target*", w + "/target"}, // cargo learned in a fresh checkout
-		{w + "/target-x", w + "/target*", ""},                        // a file right in the work tree
+		{w + "/target-x", w + "/target*", ""},                       // a file right in the work tree
 		{w + "/web/build/a/b", w + "/web/*/a", w + "/web/build"},
 		{w + "/web/x/y", w + "/web/**", w + "/web/x"},
 	} {
