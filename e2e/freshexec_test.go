@@ -25,6 +25,8 @@ type freshBuild struct {
 
 var freshBuilds = []freshBuild{
 	{name: "mkdir", need: []string{"gcc"}, script: "mkdir -p out && gcc -o out/app main.c && ./out/app", ran: "APP RAN", warm: true, asUser: true},
+	// Run at once: the command's mkdir is made and bound by the init stage before it returns.
+	{name: "at-once", need: []string{"cp"}, script: "mkdir out && cp /bin/echo out/app && ./out/app APP RAN", ran: "APP RAN", asUser: true},
 	// Made elsewhere, then renamed into place and built into, as cargo makes target/.
 	{name: "renamed", need: []string{"gcc"}, script: "mkdir -p .out.tmp && mv .out.tmp out && gcc -o out/app main.c && ./out/app", ran: "APP RAN", asUser: true},
 	{name: "cargo", need: []string{"cargo"}, setup: buildCrate, script: "cargo build -q --offline && ./target/debug/crate", ran: "hello, sysprof"},

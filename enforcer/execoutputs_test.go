@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/sysprof/sysprof/paths"
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 // In a fresh checkout an exec rule's output directory (target/, out/, node_modules/) does not
@@ -91,5 +93,36 @@ func TestMissingOutputDir(t *testing.T) {
 		if got := missingOutputDir(c.x, c.k); got != c.want {
 			t.Errorf("missingOutputDir(%s, %s) = %q, want %q", c.x, c.k, got, c.want)
 		}
+	}
+}
+
+// With exec outputs in the plan every mkdir and mkdirat goes to the supervisor (which has the
+// init stage make an output directory and bind it before the call returns); without, none does.
+func TestExecOutputsSuperviseMkdirs(t *testing.T) {
+	work := t.TempDir()
+	env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir(), "TMPDIR": "/tmp"}, Arch: "x86_64"}
+	p := testProfile()
+	for _, n := range []string{"mkdir", "mkdirat"} {
+		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: n})
+	}
+	p.Filesystem.Write = rulesOf("$WORKDIR/out")
+	supervised := func(c *Compiled) bool {
+		a := c.spec.ABIs[0]
+		r := a.Rules[uint32(a.Info.SyscallNames["mkdirat"])]
+		return r != nil && slices.ContainsFunc(r.Checks, func(ch seccomp.Check) bool { return ch.Why == seccomp.WhyMkdir })
+	}
+	c, err := Compile(p, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if supervised(c) {
+		t.Error("mkdirat supervised without exec outputs")
+	}
+	p.Filesystem.Exec = append(p.Filesystem.Exec, rulesOf("$WORKDIR/out/app")...)
+	if c, err = Compile(p, env); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Plan.ExecOutputs) == 0 || !supervised(c) {
+		t.Errorf("exec outputs %v: mkdirat not supervised", c.Plan.ExecOutputs)
 	}
 }

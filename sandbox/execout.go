@@ -50,7 +50,7 @@ func watchExecOutputs(outputs []string, res *Result) error {
 		byWatch[int32(wd)] = append(byWatch[int32(wd)], o)
 		// Made between the check and the watch: bind it now (nothing of the command runs yet).
 		if unix.Lstat(o, &st) == nil {
-			_ = bindExecOutput(o)
+			bindOnce(o)
 		}
 	}
 	if len(byWatch) == 0 {
@@ -83,7 +83,7 @@ func serveExecOutputs(fd int, byWatch map[int32][]string) {
 			base := unix.ByteSliceToString(name)
 			for _, o := range byWatch[ev.Wd] {
 				if filepath.Base(o) == base {
-					_ = bindExecOutput(o)
+					bindOnce(o)
 				}
 			}
 		}
