@@ -60,6 +60,10 @@ func (s *supervisor) outputOf(n *seccompNotif, dirfd int64, pathArg, modeArg uin
 	if !ok || p == "" {
 		return "", 0, false
 	}
+	// Most directories a build makes are not outputs: their last name says so without /proc.
+	if base := filepath.Base(p); !slices.ContainsFunc(s.execOuts, func(o string) bool { return filepath.Base(o) == base }) {
+		return "", 0, false
+	}
 	if !filepath.IsAbs(p) {
 		link := "/proc/" + strconv.Itoa(pid) + "/cwd"
 		if dirfd != unix.AT_FDCWD {
