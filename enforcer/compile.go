@@ -100,6 +100,9 @@ type Compiled struct {
 	creds *brokered
 
 	spec *seccomp.Spec
+	// stageExec are the noexec stages and their exec outputs (execoutputs.go): the guard
+	// reports an exec refused there.
+	stageExec stageExec
 	// profile is what was compiled (read only): denials are rated against it.
 	profile *policy.Profile
 	// vars are the host's path variables the profile was compiled with (for portable names).
@@ -152,6 +155,14 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 	}
 	if planErr != nil {
 		return nil, planErr
+	}
+	if len(c.Plan.ExecOutputs) > 0 {
+		// The init stage makes an exec output directory the command's mkdir names and binds
+		// it before the call returns: every mkdir goes to the supervisor (execoutputs.go).
+		// Without it the inotify watch still binds it, a moment later.
+		if g, err := compileSeccomp(p, env.Arch, true, true); err == nil {
+			f.c = g
+		}
 	}
 	c.Arch, c.Filter, c.spec = f.c.Arch, f.c.Filter, f.c.spec
 	c.Notes = append(f.c.Notes, c.Notes...)

@@ -17,12 +17,13 @@ import (
 // looks at nothing on the host, so `export --format bpf` and StandaloneFilter do not pay for (or
 // depend on) the host walk. The result has no plan.
 func CompileSeccomp(p *policy.Profile, archName string) (*Compiled, error) {
-	return compileSeccomp(p, archName, true)
+	return compileSeccomp(p, archName, true, false)
 }
 
 // compileSeccomp is CompileSeccomp; supervised adds what only sysprof's supervisor answers (the
-// opens for writing of a profile with /proc/self writes, procwrite.go).
-func compileSeccomp(p *policy.Profile, archName string, supervised bool) (*Compiled, error) {
+// opens for writing of a profile with /proc/self writes, procwrite.go), mkdirs every mkdir (a
+// plan with exec outputs: execoutputs.go).
+func compileSeccomp(p *policy.Profile, archName string, supervised, mkdirs bool) (*Compiled, error) {
 	c := &Compiled{profile: p}
 	if supervised {
 		c.ProcWrites = procWrites(p)
@@ -30,6 +31,7 @@ func compileSeccomp(p *policy.Profile, archName string, supervised bool) (*Compi
 	f, err := seccomp.Compile(p, archName, seccomp.Options{
 		SupervisedOpenWrites: slices.ContainsFunc(c.ProcWrites, func(w ProcWrite) bool { return w.Granted }),
 		ResolverStub:         supervised, // enforce's runs resolve through the DNS stub
+		SupervisedMkdirs:     supervised && mkdirs,
 	})
 	if err != nil {
 		return nil, err

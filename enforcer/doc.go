@@ -139,6 +139,12 @@
 //     plan whose grants reach further. The work tree and the home are noexec trees but for
 //     the exec rules inside them (exectrees.go: the learned binaries and libraries, exec
 //     globs' directories, toolchain roots), so the loader cannot run what sits there unnamed.
+//     A stage whose exec rules name outputs in a directory it does not have yet is noexec too
+//     (execoutputs.go): the init stage binds that directory exec when the command makes it
+//     (every mkdir then goes to the supervisor, which has the init stage make an output
+//     directory and bind it before the call returns: execoutputs_linux.go),
+//     so a fresh checkout's shipped files stay unmappable although Landlock's exec rule (which
+//     needs an existing inode) lies on the work tree.
 //   - A profile with clone3 also gets clone, the libc fallback of clone3's ENOSYS.
 //   - No network in the profile: a new network namespace with only loopback. A network
 //     allowlist (egress.go): the same namespace, as root and as an ordinary user, whose only

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sysprof/sysprof/enforcer/initstage"
 	"os"
 	"os/signal"
 	"slices"
@@ -118,15 +119,30 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 			return runResult{}, err
 		}
 	}
+	execOut := -1
+	if len(initstage.ExecOutputs(cfg.Parts)) > 0 {
+		if execOut, err = s.takeExecOutputs(); err != nil {
+			if memfdMnt >= 0 {
+				unix.Close(memfdMnt)
+			}
+			return runResult{}, err
+		}
+	}
 	sup, err := newSupervisor(listener, st.pid, r.c, r.opts.Audit)
 	if err != nil {
 		if memfdMnt >= 0 {
 			unix.Close(memfdMnt)
 		}
+		if execOut >= 0 {
+			unix.Close(execOut)
+		}
 		return runResult{}, s.abort(fmt.Errorf("supervisor: %w", err))
 	}
 	if memfdMnt >= 0 {
 		sup.useMemfdTmpfs(memfdMnt, r.id.UID, r.id.GID)
+	}
+	if execOut >= 0 {
+		sup.useExecOutputs(execOut, initstage.ExecOutputs(cfg.Parts))
 	}
 	go sup.run()
 	r.layers.wait()
@@ -217,6 +233,9 @@ type session struct {
 	failure   *initStatus
 	egressFDs []int
 	memfdNum  int // the stage's fd of the memfd tmpfs (Config.MemfdTmpfs), 0 before it said
+	// execOutNum: the stage's fd of its exec output socket (Status.ExecOutputs), -1 none, 0
+	// before it said.
+	execOutNum int
 }
 
 func newSession(st *stage, rep *report.Report, command string) *session {
@@ -243,6 +262,9 @@ func (s *session) handle(m initStatus) {
 	}
 	if m.MemfdTmpfs > 0 {
 		s.memfdNum = m.MemfdTmpfs
+	}
+	if m.ExecOutputs != 0 {
+		s.execOutNum = m.ExecOutputs
 	}
 	for _, l := range m.Layers {
 		state := report.Layer{Name: l.Name, State: report.LayerApplied, Detail: l.Detail}
@@ -368,6 +390,30 @@ func findListenerSoon(pid, guess int) (int, bool) {
 		_ = unix.Nanosleep(&unix.Timespec{Nsec: 20_000}, nil)
 	}
 	return -1, false
+}
+
+// takeExecOutputs takes the socket on which the init stage makes exec output directories
+// (Status.ExecOutputs), or returns -1 when it has none (the watch alone binds them). Its message
+// came before the filter's, as the memfd tmpfs's did.
+func (s *session) takeExecOutputs() (int, error) {
+	for s.execOutNum == 0 && s.failure == nil {
+		m, ok := <-s.msgs
+		if !ok {
+			break
+		}
+		s.handle(m)
+	}
+	if s.failure != nil {
+		return -1, s.failed()
+	}
+	if s.execOutNum <= 0 {
+		return -1, nil
+	}
+	fd, err := unix.PidfdGetfd(s.st.pidfd, s.execOutNum, 0)
+	if err != nil {
+		return -1, s.abort(fmt.Errorf("take the exec output socket (pidfd_getfd): %w", err))
+	}
+	return fd, nil
 }
 
 // takeMemfdTmpfs takes the noexec tmpfs the init stage mounted for memfds (Config.MemfdTmpfs).

@@ -34,6 +34,10 @@ type supervisor struct {
 	memfdUID  int // the fs ids files are made on it with
 	memfdGID  int
 	memfdWhy  string
+	// The init stage's socket that makes exec output directories (execoutputs_linux.go), or -1.
+	execOutMu sync.Mutex
+	execOutFD int
+	execOuts  []string
 
 	mu      sync.Mutex
 	denials []report.Denial
@@ -56,7 +60,7 @@ func newSupervisor(listener, rootPid int, c *Compiled, audit bool) (*supervisor,
 		return nil, err
 	}
 	return &supervisor{listener: listener, rootPid: rootPid, compiled: c, audit: audit,
-		stopR: p[0], stopW: p[1], done: make(chan struct{})}, nil
+		stopR: p[0], stopW: p[1], done: make(chan struct{}), execOutFD: -1}, nil
 }
 
 // run serves notifications until every task using the filter is gone (the listener reports
@@ -98,6 +102,9 @@ func (s *supervisor) stop() {
 	if s.memfdMnt > 0 {
 		unix.Close(s.memfdMnt)
 	}
+	if s.execOutFD >= 0 {
+		unix.Close(s.execOutFD)
+	}
 }
 
 // initTask reports whether the notifying task tid runs the init stage's own code: it shares the
@@ -127,6 +134,9 @@ func (s *supervisor) handle(n *seccompNotif) {
 		return
 	}
 	if s.memfdCreate(n) {
+		return
+	}
+	if s.execOutputMkdir(n) {
 		return
 	}
 	if s.compiled.setIDModeIgnored(n) || s.compiled.prlimitSelf(n) {

@@ -88,7 +88,15 @@
 // and covers below keep their flags), after every other mount step; then each path of
 // Plan.ExecKeep inside them (the learned binaries and libraries, exec globs' directories,
 // toolchain roots) is covered by a clone of itself with noexec cleared. Clearing is allowed: the
-// flag was set in this mount namespace, so the kernel did not lock it.
+// flag was set in this mount namespace, so the kernel did not lock it. A stage the enforcer
+// marks noexec although exec rules lie in it (a fresh checkout's work tree, staged for a
+// target/ it does not have yet) keeps its ExecKeep paths the same way, and each directory of
+// Plan.ExecOutputs becomes a clone of itself without noexec when the command makes it: the
+// enforcer's supervisor has the init stage make the command's mkdir of it and bind it before
+// the call returns ([ServeExecOutputMkdirs]); an inotify watch on its parent, set before the
+// command starts, binds one made otherwise (renamed into place) a moment later
+// (watchExecOutputs). Both are served by goroutines of the init stage on threads that keep the
+// user namespace's capabilities. A directory there before the watch stays noexec.
 // Every writable mount (the writable trees, the stages' overlays, the private tmpfs) is
 // nosuid,nodev ([WritableMountAttrs]): a set-uid binary the tool writes or copies there (as
 // root its files are host root's through the idmapped replica) runs with the caller's ids, and

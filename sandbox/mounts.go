@@ -28,7 +28,7 @@ var privateTmpDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
 var WritableMountAttrs uint64 = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
 
 func (p *Plan) wantsMounts() bool {
-	return p.ReadOnlyRoot || p.PrivateTmp || len(p.Writable) > 0 || len(p.Hidden) > 0 || len(p.Masked) > 0 || len(p.Staged) > 0 || len(p.NoExecTrees) > 0
+	return p.ReadOnlyRoot || p.PrivateTmp || len(p.Writable) > 0 || len(p.Hidden) > 0 || len(p.Masked) > 0 || len(p.Staged) > 0 || len(p.NoExecTrees) > 0 || len(p.ExecOutputs) > 0
 }
 
 // applyMounts lays out the mount namespace. Steps, and why in this order:
@@ -51,7 +51,9 @@ func (p *Plan) wantsMounts() bool {
 //     that were read-only before; noexec on the writable mounts no exec rule lies in;
 //  8. the noexec trees: each a recursive clone of itself, noexec at its root (the mounts below
 //     keep their own flags), then each kept path a clone of itself with noexec cleared, parents
-//     first. Last, so that the clones copy every mount and flag the steps before made.
+//     first (in a noexec stage too). Last, so that the clones copy every mount and flag the
+//     steps before made;
+//  9. the watch that binds each exec output directory without noexec when the command makes it.
 func (p *Plan) applyMounts(res *Result) error {
 	if !p.wantsMounts() {
 		return nil
@@ -108,7 +110,24 @@ func (p *Plan) applyMounts(res *Result) error {
 	// 8. Noexec trees and what stays exec-mappable inside them.
 	start := time.Now()
 	defer phase.Since("mounts: noexec trees", start)
-	return applyNoExecTrees(p.NoExecTrees, p.ExecKeep, res)
+	if err := applyNoExecTrees(p.NoExecTrees, p.ExecKeep, p.noExecStages(writableRoots), res); err != nil {
+		return err
+	}
+
+	// 9. Exec output directories, bound when the command makes them.
+	return watchExecOutputs(p.ExecOutputs, res)
+}
+
+// noExecStages are the stages mounted noexec (step 7) among the writable roots: kept exec
+// paths inside them are made exec-mappable like those inside a noexec tree.
+func (p *Plan) noExecStages(writableRoots []string) []string {
+	var out []string
+	for _, s := range p.Staged {
+		if slices.Contains(p.NoExec, s.Path) && slices.Contains(writableRoots, s.Path) {
+			out = append(out, s.Path)
+		}
+	}
+	return out
 }
 
 // hostClones are what applyMounts takes from the host's view while it is still uncovered

@@ -28,6 +28,11 @@ type Plan struct {
 	// libraries, the directory before the first wildcard of an exec glob, toolchain roots.
 	NoExecTrees []string `json:"no_exec_trees,omitempty"`
 	ExecKeep    []string `json:"exec_keep,omitempty"`
+	// ExecOutputs are directories missing when the run starts, inside a noexec stage, that an
+	// exec rule lies in (cargo's target/ in a fresh checkout): each becomes a mount of its own
+	// without noexec when the command makes it (watchExecOutputs), so that only what the run
+	// writes there maps executable. ExecKeep paths inside a noexec stage are kept exec too.
+	ExecOutputs []string `json:"exec_outputs,omitempty"`
 
 	// Network.
 	NetNS bool `json:"netns"` // the process is in a new network namespace: bring loopback up

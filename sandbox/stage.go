@@ -139,10 +139,11 @@ func setNoExec(paths []string) error {
 
 // applyNoExecTrees mounts each tree in trees noexec at its root (a recursive clone of itself:
 // the writable binds, covers and stages below keep their own flags) and then each path of keep
-// inside one exec-mappable again (a clone of itself with noexec cleared). A tree or kept path
-// that does not exist is skipped and said. Requires Linux 5.12 (mount_setattr).
-func applyNoExecTrees(trees, keep []string, res *Result) error {
-	var done []string
+// inside one, or inside a mount of noExecMounts (a noexec stage), exec-mappable again (a clone
+// of itself with noexec cleared). A tree or kept path that does not exist is skipped and said.
+// Requires Linux 5.12 (mount_setattr).
+func applyNoExecTrees(trees, keep, noExecMounts []string, res *Result) error {
+	done := slices.Clone(noExecMounts)
 	for _, t := range sortedClean(trees) {
 		if under(t, done) {
 			continue

@@ -39,6 +39,9 @@ type Options struct {
 	// that reaches names gets the resolver's calls (policy.CloseResolver). Exports run under
 	// the host's own resolver and do not.
 	ResolverStub bool
+	// SupervisedMkdirs sends every mkdir and mkdirat to the supervisor (sysprof enforce, when
+	// a fresh checkout's exec output directory is made and bound exec by the init stage).
+	SupervisedMkdirs bool
 }
 
 // Filter is a profile's syscall policy compiled for one architecture: the rules as data
@@ -95,7 +98,7 @@ func MPTCPLearned(p *policy.Profile) bool {
 // hardening are argument checks compile adds to allowed syscalls unless the profile has its own
 // rule for the same argument: they close known bypasses of the other layers; supervisedOpens
 // sends opens for writing to the supervisor (it grants a /proc file).
-func hardening(p *policy.Profile, supervisedOpens bool) map[string][]Check {
+func hardening(p *policy.Profile, supervisedOpens, supervisedMkdirs bool) map[string][]Check {
 	h := map[string][]Check{
 		"clone": {{Arg: 0, Width32: true, Mask: ^uint64(0), DenyBits: NamespaceFlags, Fail: RetNotify,
 			Why: "namespace flags (new namespaces escape the sandbox's view)"}},
@@ -115,6 +118,12 @@ func hardening(p *policy.Profile, supervisedOpens bool) map[string][]Check {
 		for name, arg := range map[string]int{"open": 1, "openat": 2} {
 			h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: unix.O_ACCMODE, Values: []uint64{unix.O_RDONLY}, HasValues: true,
 				Fail: RetNotify, Why: WhyOpenWrites})
+		}
+	}
+	if supervisedMkdirs {
+		// Values empty: no mode passes; the supervisor answers each call (WhyMkdir).
+		for name, arg := range map[string]int{"mkdir": 1, "mkdirat": 2} {
+			h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyMkdir})
 		}
 	}
 	// No code that no file holds runs unless learned: the loader maps files (their mounts
@@ -168,7 +177,7 @@ func (c *Filter) compileSyscalls(p *policy.Profile, host *arch.Info, opts Option
 			delete(names, n) // poll on aarch64: ppoll is its only one
 		}
 	}
-	hard := hardening(p, opts.SupervisedOpenWrites)
+	hard := hardening(p, opts.SupervisedOpenWrites, opts.SupervisedMkdirs)
 	if err := c.compileRules(names, rulesFor, hard, opts.ExtraValues); err != nil {
 		return nil, err
 	}

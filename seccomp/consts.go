@@ -44,3 +44,7 @@ const WhyMemfd = "memfds that can hold code (the supervisor makes them on a noex
 
 // shmExec is SHM_EXEC: shmat maps the segment executable.
 const shmExec = 0o100000
+
+// WhyMkdir: every mkdir goes to the supervisor, which has the init stage make a fresh
+// checkout's exec output directory and bind it exec before the call returns.
+const WhyMkdir = "directories made (an exec output directory is made and bound by the init stage)"

@@ -118,12 +118,25 @@ type Status struct {
 	Egress []int `json:"egress,omitempty"`
 	// MemfdTmpfs is the fd of the tmpfs Config.MemfdTmpfs asked for (taken like Egress).
 	MemfdTmpfs int `json:"memfd_tmpfs,omitempty"`
+	// ExecOutputs is the fd of the socket on which the stage makes exec output directories
+	// (sandbox.ServeExecOutputMkdirs; taken like Egress), or -1 when it could not: sent
+	// exactly when the config's parts have ExecOutputs (ExecOutputs).
+	ExecOutputs int `json:"exec_outputs,omitempty"`
 	// Failure: Stage is sandbox, seccomp, lookup or exec; Exit is the status the init stage
 	// exits with (125 for sysprof's own failures, 126/127 for the command).
 	Stage string `json:"stage,omitempty"`
 	Layer string `json:"layer,omitempty"`
 	Error string `json:"error,omitempty"`
 	Exit  int    `json:"exit,omitempty"`
+}
+
+// ExecOutputs are the exec output directories of cfg's parts (sandbox.Plan.ExecOutputs).
+func ExecOutputs(parts []Part) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p.Plan.ExecOutputs...)
+	}
+	return out
 }
 
 // LayerState is a layer the stage applied, or degraded and why.

@@ -151,6 +151,18 @@ func initStage(net earlyNet) int {
 		}
 		held = append(held, egress...)
 	}
+	if outputs := ExecOutputs(cfg.Parts); len(outputs) > 0 {
+		// The supervisor has the command's mkdir of an output directory made here (as PID 1,
+		// on a thread that keeps the capabilities); anywhere else the watch alone binds them.
+		fd := -1
+		if asInit {
+			if f, err := sandbox.ServeExecOutputMkdirs(outputs); err == nil {
+				fd = f
+				held = append(held, f)
+			}
+		}
+		_ = s.enc.Encode(Status{ExecOutputs: fd})
+	}
 
 	phase.Mark("sandbox")
 	if st := reenterDir(cfg.Dir); st != nil {

@@ -1,0 +1,123 @@
+package enforcer
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// useExecOutputs gives the supervisor the init stage's socket that makes exec output directories
+// (sandbox.ServeExecOutputMkdirs) and the outputs it makes.
+func (s *supervisor) useExecOutputs(fd int, outputs []string) {
+	s.execOutFD, s.execOuts = fd, outputs
+}
+
+// execOutputMkdir answers a mkdir or mkdirat (every one goes to the supervisor when the plan has
+// exec outputs: Compile) of the native ABI without a set-id mode (those are the set-id check's to
+// refuse and report): when its path, absolute or relative to the caller's working directory or
+// dirfd, names an exec output directory, the init stage makes it with the call's mode less the
+// caller's umask and binds it exec before the answer (so a program the command writes there runs
+// at once); any other call goes on unchanged. It reports whether it answered n.
+func (s *supervisor) execOutputMkdir(n *seccompNotif) bool {
+	if len(s.execOuts) == 0 || s.compiled.spec == nil || len(s.compiled.spec.ABIs) == 0 {
+		return false
+	}
+	a := s.compiled.spec.ABIs[0].Info
+	if a == nil || n.Data.Arch != uint32(a.ID) {
+		return false
+	}
+	name := a.SyscallNumbers[int(n.Data.Nr)]
+	dirfd, pathArg, modeArg := int64(unix.AT_FDCWD), n.Data.Args[0], n.Data.Args[1]
+	switch name {
+	case "mkdir":
+	case "mkdirat":
+		dirfd, pathArg, modeArg = int64(int32(n.Data.Args[0])), n.Data.Args[1], n.Data.Args[2]
+	default:
+		return false
+	}
+	if uint32(modeArg)&(unix.S_ISUID|unix.S_ISGID) != 0 {
+		return false
+	}
+	resp := seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
+	if o, mode, ok := s.outputOf(n, dirfd, pathArg, modeArg); ok {
+		if errno, made := s.makeOutput(o, mode); made {
+			resp.Flags, resp.Error = 0, -int32(errno)
+		}
+	}
+	_ = notifSend(s.listener, &resp)
+	return true
+}
+
+// outputOf returns the exec output directory n's path names and the mode to make it with.
+func (s *supervisor) outputOf(n *seccompNotif, dirfd int64, pathArg, modeArg uint64) (string, uint32, bool) {
+	pid := int(n.Pid)
+	p, ok := readString(pid, pathArg)
+	if !ok || p == "" {
+		return "", 0, false
+	}
+	// Most directories a build makes are not outputs: their last name says so without /proc.
+	if base := filepath.Base(p); !slices.ContainsFunc(s.execOuts, func(o string) bool { return filepath.Base(o) == base }) {
+		return "", 0, false
+	}
+	if !filepath.IsAbs(p) {
+		link := "/proc/" + strconv.Itoa(pid) + "/cwd"
+		if dirfd != unix.AT_FDCWD {
+			link = "/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.FormatInt(dirfd, 10)
+		}
+		base, err := os.Readlink(link)
+		if err != nil || !filepath.IsAbs(base) {
+			return "", 0, false
+		}
+		p = filepath.Join(base, p)
+	}
+	p = filepath.Clean(p)
+	if !slices.Contains(s.execOuts, p) {
+		return "", 0, false
+	}
+	umask, ok := procUmask(pid)
+	if !ok || !notifIDValid(s.listener, n.ID) { // what /proc said is this task's
+		return "", 0, false
+	}
+	return p, uint32(modeArg) & 0o1777 &^ umask, true
+}
+
+// makeOutput asks the init stage to make output directory o; made is false when it did not
+// (not reachable without a symlink, or the socket is gone): the call then goes on.
+func (s *supervisor) makeOutput(o string, mode uint32) (unix.Errno, bool) {
+	s.execOutMu.Lock()
+	defer s.execOutMu.Unlock()
+	req := binary.NativeEndian.AppendUint32(nil, mode)
+	req = append(req, o...)
+	if _, err := unix.Write(s.execOutFD, req); err != nil {
+		return 0, false
+	}
+	var ans [4]byte
+	if k, err := unix.Read(s.execOutFD, ans[:]); err != nil || k != 4 {
+		return 0, false
+	}
+	v := int32(binary.NativeEndian.Uint32(ans[:]))
+	if v < 0 {
+		return 0, false
+	}
+	return unix.Errno(v), true
+}
+
+// procUmask reads the Umask line of /proc/PID/status.
+func procUmask(pid int) (uint32, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			u, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
+			return uint32(u), err == nil
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,97 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// boundOutputs are the exec output directories bound so far (by a request or the watch).
+var boundOutputs = struct {
+	sync.Mutex
+	done map[string]bool
+}{done: map[string]bool{}}
+
+// bindOnce binds output directory o (bindExecOutput) unless it is bound already.
+func bindOnce(o string) {
+	boundOutputs.Lock()
+	defer boundOutputs.Unlock()
+	if !boundOutputs.done[o] && bindExecOutput(o) == nil {
+		boundOutputs.done[o] = true
+	}
+}
+
+// ServeExecOutputMkdirs serves, on a goroutine of its own, the requests to make one of
+// outputs (Plan.ExecOutputs) that arrive on the returned socket (the enforcer's supervisor
+// holds it: the command's mkdir of an output directory goes to it): each makes the directory
+// and binds it exec (bindExecOutput) before it answers, so that nothing the command runs from it
+// right away meets the noexec stage. A request is the mode (4 bytes, native order, the caller's
+// umask applied) and the absolute path; the answer the mkdir's errno (4 bytes, 0 when made).
+// A path that is not an output, or whose parent is reached through a symlink, answers
+// -1: the supervisor lets the call go on as the command made it (the inotify watch binds it).
+// Must run in a process whose other threads keep the user namespace's capabilities and that
+// lives as long as the command (the init stage as PID 1).
+func ServeExecOutputMkdirs(outputs []string) (int, error) {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	outputs = sortedClean(outputs)
+	go func() {
+		defer unix.Close(pair[1])
+		buf := make([]byte, 4+unix.PathMax)
+		for {
+			n, err := unix.Read(pair[1], buf)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil || n == 0 {
+				return
+			}
+			answer := int32(-1)
+			if n > 4 {
+				mode, o := binary.NativeEndian.Uint32(buf), filepath.Clean(string(buf[4:n]))
+				if slices.Contains(outputs, o) {
+					if errno, made := makeOutputDir(o, mode&0o1777); made {
+						answer = int32(errno)
+					}
+				}
+			}
+			var out [4]byte
+			binary.NativeEndian.PutUint32(out[:], uint32(answer))
+			if _, err := unix.Write(pair[1], out[:]); err != nil {
+				return
+			}
+		}
+	}()
+	return pair[0], nil
+}
+
+// makeOutputDir makes directory o with mode (this process's umask aside) below its parent
+// reached without a symlink, and binds it exec. made is false when the parent cannot be reached
+// so; errno is the mkdir's.
+func makeOutputDir(o string, mode uint32) (errno unix.Errno, made bool) {
+	pfd, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(o), &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return 0, false
+	}
+	defer unix.Close(pfd)
+	if err := unix.Mkdirat(pfd, filepath.Base(o), mode); err != nil {
+		if e, ok := err.(unix.Errno); ok {
+			return e, true
+		}
+		return unix.EIO, true
+	}
+	if fd, err := unix.Openat(pfd, filepath.Base(o), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+		_ = unix.Fchmod(fd, mode) // the caller's umask is in mode already; this process's is not
+		unix.Close(fd)
+	}
+	bindOnce(o)
+	return 0, true
+}
