@@ -36,16 +36,13 @@ func moreWorkflows() []wfWorkflow {
 			argv:  []string{"sh", "-c", "[ -d build ] || meson setup build >/dev/null; meson test -C build -q --num-processes 2 --print-errorlogs"},
 			setup: cProject(map[string]string{"meson.build": "project('hello', 'c')\nt = executable('hello', 'hello.c')\ntest('runs', t)\ntest('runs again', t)\n"}),
 			state: []string{"build"}, timing: anyTiming},
-			edit: touchAs("hello.c"),
-			open: map[string]string{
-				"edited": "a test binary the run relinks in a build directory that exists (bound over itself for its exec rule) gets EACCES: Landlock's exec rule names the old inode (enforcer execDirs: a bound output, unlike a staged one, keeps the file rule); and the refusal is not reported"}},
+			edit: touchAs("hello.c")},
 		// ctest runs the tests cmake registered.
 		{everyday: everyday{name: "ctest", need: []string{"cmake", "ctest", "make", "gcc"},
 			argv:  []string{"sh", "-c", "[ -d build ] || cmake -S . -B build >/dev/null; cmake --build build >/dev/null && ctest --test-dir build -j2 -Q --output-on-failure"},
 			setup: cProject(map[string]string{"CMakeLists.txt": "cmake_minimum_required(VERSION 3.13)\nproject(hello C)\nenable_testing()\nadd_executable(hello hello.c)\nadd_test(NAME runs COMMAND hello)\n"}),
 			state: []string{"build"}},
-			edit: touchAs("hello.c"),
-			open: map[string]string{"edited": "a test binary the run relinks in a build directory that exists (bound over itself for its exec rule) gets EACCES: Landlock's exec rule names the old inode (enforcer execDirs: a bound output, unlike a staged one, keeps the file rule); and the refusal is not reported"}},
+			edit: touchAs("hello.c")},
 		// ccache keeps its cache in $HOME/.cache/ccache: a miss on a cold one, a hit after.
 		{everyday: everyday{name: "ccache-gcc", need: []string{"ccache", "gcc"}, setup: cProject(nil),
 			argv: []string{"sh", "-c", "ccache gcc -c -o hello.o hello.c && gcc -o hello hello.o"}, clean: []string{"hello", "hello.o"}, program: "./hello"},

@@ -656,3 +656,35 @@ func rulesOf(ps ...string) []policy.PathRule {
 	}
 	return out
 }
+
+// An exec rule on a file inside an output directory bound for it (meson's build/hello) is
+// granted on the directory holding the file: the linker replaces the file after an edit, and a
+// Landlock rule on the old inode refused the new one (EACCES at `meson test`, not reported).
+// A protected path's own bind (.git/objects) and the work tree keep the file rule.
+func TestBoundOutputExecRuleSurvivesARelink(t *testing.T) {
+	work, home := t.TempDir(), t.TempDir()
+	for _, f := range []string{"build/hello", ".git/objects/tool"} {
+		os.MkdirAll(filepath.Join(work, filepath.Dir(f)), 0o755)
+		os.WriteFile(filepath.Join(work, f), []byte("x"), 0o755)
+	}
+	os.WriteFile(filepath.Join(work, "app"), []byte("x"), 0o755)
+	p := testProfile()
+	p.Filesystem.Write = rulesOf("$WORKDIR/build", "$WORKDIR/.git/objects")
+	p.Filesystem.Exec = append(p.Filesystem.Exec, rulesOf("$WORKDIR/build/hello", "$WORKDIR/.git/objects/tool", "$WORKDIR/app")...)
+	c, err := Compile(p, Env{Vars: map[string]string{"WORKDIR": work, "HOME": home, "TMPDIR": "/tmp"}, Arch: "x86_64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := c.Plan.Landlock.Exec
+	if !slices.Contains(ex, filepath.Join(work, "build")) || slices.Contains(ex, filepath.Join(work, "build/hello")) {
+		t.Errorf("landlock exec %v: want build/ (the bound output holding the exec rule), not the file's inode", ex)
+	}
+	for _, keep := range []string{".git/objects/tool", "app"} {
+		if !slices.Contains(ex, filepath.Join(work, keep)) {
+			t.Errorf("landlock exec %v: want the file rule %s kept", ex, keep)
+		}
+	}
+	if slices.Contains(ex, work) || slices.Contains(ex, filepath.Join(work, ".git/objects")) {
+		t.Errorf("landlock exec %v: the work tree and .git/objects must not be executable", ex)
+	}
+}

@@ -439,7 +439,12 @@ func (c *Compiled) execDirs(exec, binds []string, stages []StageSpec, env Env) [
 			}
 		}
 		if !paths.HasGlob(x) {
-			if _, err := os.Stat(x); err == nil {
+			if st, err := os.Stat(x); err == nil {
+				if d := boundOutputExecDir(x, st, binds, env); d != "" {
+					out = append(out, d)
+					c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: %s lies in an output directory bound writable: exec granted on %s (a relink makes a new inode)", x, d))
+					continue
+				}
 				out = append(out, x)
 				continue
 			}
@@ -462,6 +467,27 @@ func (c *Compiled) execDirs(exec, binds []string, stages []StageSpec, env Env) [
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// boundOutputExecDir returns the directory to grant exec on for exec rule x, an existing
+// regular file inside a directory of the work tree bound writable over itself (an output
+// holding an exec rule: meson's or cmake's build/hello): the directory holding it, since a
+// linker replaces the file (a new inode a rule on the old one does not reach: EACCES at the
+// next `meson test` after an edit). The bind is the run's own output and its mount is exec
+// already, so this grants what the mount allows: what the run writes there may run. "" for
+// anything else (the file rule stays).
+func boundOutputExecDir(x string, st os.FileInfo, binds []string, env Env) string {
+	if !st.Mode().IsRegular() {
+		return ""
+	}
+	d := filepath.Dir(x)
+	for _, b := range binds {
+		// An output of the work tree (outside its protected paths) bound for its exec rule.
+		if paths.Within(d, b) && replaceableParent(b, env) != "" && !forbiddenExecRoot(d, env) {
+			return d
+		}
+	}
+	return ""
 }
 
 // outputRule returns the write rule of keep that covers exec rule x (a glob: its static
