@@ -392,11 +392,10 @@ func findListenerSoon(pid, guess int) (int, bool) {
 	return -1, false
 }
 
-// takeExecOutputs takes the socket on which the init stage makes exec output directories
-// (Status.ExecOutputs), or returns -1 when it has none (the watch alone binds them). Its message
-// came before the filter's, as the memfd tmpfs's did.
-func (s *session) takeExecOutputs() (int, error) {
-	for s.execOutNum == 0 && s.failure == nil {
+// awaitStageMessage handles the init stage's messages until got reports what was awaited, the
+// stage fails, or its pipe ends (got still false then: the caller says what is missing).
+func (s *session) awaitStageMessage(got func() bool) error {
+	for !got() && s.failure == nil {
 		m, ok := <-s.msgs
 		if !ok {
 			break
@@ -404,7 +403,17 @@ func (s *session) takeExecOutputs() (int, error) {
 		s.handle(m)
 	}
 	if s.failure != nil {
-		return -1, s.failed()
+		return s.failed()
+	}
+	return nil
+}
+
+// takeExecOutputs takes the socket on which the init stage makes exec output directories
+// (Status.ExecOutputs), or returns -1 when it has none (the watch alone binds them). Its message
+// came before the filter's, as the memfd tmpfs's did.
+func (s *session) takeExecOutputs() (int, error) {
+	if err := s.awaitStageMessage(func() bool { return s.execOutNum != 0 }); err != nil {
+		return -1, err
 	}
 	if s.execOutNum <= 0 {
 		return -1, nil
@@ -419,15 +428,8 @@ func (s *session) takeExecOutputs() (int, error) {
 // takeMemfdTmpfs takes the noexec tmpfs the init stage mounted for memfds (Config.MemfdTmpfs).
 // Its message came before the filter's, as startEgress's did.
 func (s *session) takeMemfdTmpfs() (int, error) {
-	for s.memfdNum == 0 && s.failure == nil {
-		m, ok := <-s.msgs
-		if !ok {
-			break
-		}
-		s.handle(m)
-	}
-	if s.failure != nil {
-		return -1, s.failed()
+	if err := s.awaitStageMessage(func() bool { return s.memfdNum != 0 }); err != nil {
+		return -1, err
 	}
 	if s.memfdNum == 0 {
 		return -1, s.abort(errors.New("init stage exited before it said where its memfd tmpfs is"))
