@@ -346,7 +346,7 @@ func (c *Compiled) planPrivateTmp(sets *pathSets, globs []tmpGlob, tmpWrites []s
 			c.Notes = append(c.Notes, fmt.Sprintf("filesystem: %s is inside the private %s: bound read-only from the host", r, privateTmpRoot(r)))
 		}
 	}
-	plan.ReadOnly = topLevelPaths(plan.ReadOnly)
+	plan.ReadOnly = sandbox.ReadOnlyMounts(plan.ReadOnly, plan.Writable)
 	for _, g := range globs {
 		if !slices.ContainsFunc(slices.Concat(plan.Writable, plan.ReadOnly, stageDirsOf(c.Stages)), func(w string) bool { return privateTmpRoot(w) == g.root }) {
 			continue // nothing of the host's is visible in this private tmp

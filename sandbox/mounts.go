@@ -178,7 +178,7 @@ func (h *hostClones) take(p *Plan, res *Result) error {
 		}
 	}
 	var err error
-	h.readOnly, err = cloneReadOnly(p.ReadOnly, res)
+	h.readOnly, err = cloneReadOnly(p.ReadOnly, p.Writable, res)
 	return err
 }
 
@@ -738,4 +738,23 @@ func msFlags(attr uint64) uintptr {
 		}
 	}
 	return f
+}
+
+// ReadOnlyMounts are the read-only paths of ro that need a mount of their own: one below
+// another is cloned with it, unless a writable path lies between them (a work tree in /tmp
+// bound read-only into the private tmp, its .git bound writable, .git/config covered read-only
+// again: without its own mount the cover would be writable).
+func ReadOnlyMounts(ro, writable []string) []string {
+	var out []string
+	for _, p := range sortedClean(ro) {
+		if !slices.ContainsFunc(out, func(q string) bool {
+			return under(p, []string{q}) && !slices.ContainsFunc(writable, func(w string) bool {
+				w = filepath.Clean(w)
+				return w != q && under(w, []string{q}) && under(p, []string{w})
+			})
+		}) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

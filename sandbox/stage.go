@@ -201,12 +201,9 @@ func remount(p string, set, clr uint64, res *Result) (ok bool, err error) {
 
 // cloneReadOnly clones each existing path in paths (a protected path inside a writable tree)
 // for mounting read-only over itself once the writable trees are attached.
-func cloneReadOnly(paths []string, res *Result) ([]clonedMount, error) {
+func cloneReadOnly(paths, writable []string, res *Result) ([]clonedMount, error) {
 	var out []clonedMount
-	for _, p := range sortedClean(paths) {
-		if slices.ContainsFunc(out, func(c clonedMount) bool { return under(p, []string{c.path}) }) {
-			continue
-		}
+	for _, p := range ReadOnlyMounts(paths, writable) {
 		fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
 		if err != nil {
 			if err == unix.ENOENT {
