@@ -168,7 +168,9 @@ func dangerous(c Change, r Rules, portable string) (why string, grantable bool) 
 	if c.LinksOutside > 0 {
 		return fmt.Sprintf("a hard link with %d name(s) outside the changeset", c.LinksOutside), false
 	}
-	if q := protectedOf(c.Path, portable, r); q != "" && !keepsWithin(c.Path, q, r) {
+	if q := protectedOf(c.Path, portable, r); q != "" && inertHook(c, q) {
+		return "", false // git's sample hooks are 0755 but never run
+	} else if q != "" && !keepsWithin(c.Path, q, r) {
 		return fmt.Sprintf("protected path %s: what is written there runs outside the sandbox later", q), true
 	}
 	if c.Op == OpRmdir {
@@ -274,9 +276,23 @@ func protectedBelow(p, portable string, r Rules) string {
 // it counts (the work tree's rule never carries a hook in .git).
 func keeps(p, portable string, r Rules) bool {
 	if q := protectedOf(p, portable, r); q != "" {
-		return keepsWithin(p, q, r)
+		return keepsWithin(p, q, r) || inertHookPath(p, q) && coveredBy(p, r.Keep)
 	}
 	return coveredBy(p, r.Keep)
+}
+
+// inertHook reports a change in git hooks directory q that runs nothing: the directory made
+// (git init, clone) or a *.sample file in it (git runs a hook only by its event's exact name).
+// Only a new one: a sample the host had, changed in the run, stays dangerous.
+func inertHook(c Change, q string) bool {
+	return (c.Op == OpCreate && c.Type == TypeFile || c.Op == OpMkdir && c.Type == TypeDir) && !c.HostExists && inertHookPath(c.Path, q)
+}
+
+func inertHookPath(p, q string) bool {
+	if path.Base(q) != "hooks" {
+		return false
+	}
+	return p == q || path.Dir(p) == q && strings.HasSuffix(p, ".sample")
 }
 
 // keepsWithin reports whether a Keep rule at or below protected path q covers p. q is a path

@@ -63,6 +63,11 @@ func TestClassify(t *testing.T) {
 		// dangerous: whatever a rule says.
 		{"git hook", file(OpCreate, "/w/.git/hooks/pre-commit", 0o644), testRules, Dangerous, true},
 		{"git config under the work tree's rule", file(OpModify, "/w/.git/config", 0o644), Rules{Dir: "/w", Tree: "/w", Keep: []string{"/w/**"}, Protected: testRules.Protected, Vars: testRules.Vars}, Dangerous, true},
+		{"git hook inside a .git named whole", file(OpCreate, "/w/.git/hooks/pre-push", 0o755), Rules{Dir: "/w", Tree: "/w", Keep: []string{"/w/.git"}, Protected: []string{"/w/.git", "/w/.git/hooks"}, Vars: testRules.Vars}, Dangerous, true},
+		// git init's sample hooks run nothing: a .git rule carries them (and the directory).
+		{"git init's sample hook", file(OpCreate, "/w/.git/hooks/pre-push.sample", 0o755), Rules{Dir: "/w", Tree: "/w", Keep: []string{"/w/.git"}, Protected: []string{"/w/.git", "/w/.git/hooks"}, Vars: testRules.Vars}, Learned, false},
+		{"git init's hooks directory", Change{Path: "/w/.git/hooks", Op: OpMkdir, Type: TypeDir, Mode: 0o755}, Rules{Dir: "/w", Tree: "/w", Keep: []string{"/w/.git"}, Protected: []string{"/w/.git", "/w/.git/hooks"}, Vars: testRules.Vars}, Learned, false},
+		{"a sample hook no rule names", file(OpCreate, "/w/.git/hooks/pre-push.sample", 0o755), Rules{Dir: "/w", Tree: "/w", Keep: []string{"/w/build"}, Protected: []string{"/w/.git", "/w/.git/hooks"}, Vars: testRules.Vars}, Held, true},
 		{"workflow", file(OpCreate, "/w/.github/workflows/ci.yml", 0o644), testRules, Dangerous, true},
 		{"profile", file(OpModify, "/w/.sysprof/make.yaml", 0o644), testRules, Dangerous, true},
 		{"protected from the one list, not in Rules.Protected", file(OpModify, "/home/u/.bashrc", 0o644), Rules{Dir: "/home/u", Tree: "/home/u", Keep: []string{"/home/u/**"}, Vars: testRules.Vars}, Dangerous, true},

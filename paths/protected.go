@@ -11,12 +11,12 @@ import (
 // sysprof profile itself, a shell rc file, a user service, a binary on $PATH, an agent's config.
 var protected = []string{
 	// The work tree: things git, CI, editors, hooks managers, agents and sysprof itself run.
-	// Git's hooks and config stay protected inside a .git a rule names whole (what a learned
-	// git commit writes): a commit never writes them, and both run code later (a hook,
-	// core.fsmonitor, core.hooksPath).
+	// Git's hooks stay protected inside a .git a rule names whole (what a learned git commit
+	// writes): no git command but init writes them (its *.sample files are inert, see
+	// changeset), and they run code later. .git/config is not: submodule update, remote add
+	// and clone write it, and a rule naming .git whole was accepted as such.
 	"$WORKDIR/.git",
 	"$WORKDIR/.git/hooks",
-	"$WORKDIR/.git/config",
 	"$WORKDIR/.github",
 	"$WORKDIR/.gitlab-ci.yml",
 	"$WORKDIR/.sysprof",
