@@ -59,6 +59,9 @@ func TestRedTeamBoundTreeCovers(t *testing.T) {
 		"$HOME/.config/environment.d/a.conf":   "A=1\n",
 		"$HOME/.config/fish/config.fish":       "\n",
 		"$HOME/.config/github-copilot/x.json":  "{}\n",
+		// $GOCONFIG/env: every protected path below the bound directory exists (a missing one
+		// stages the directory instead, and the attacks are held rather than refused).
+		"$HOME/.config/go/env": "GOFLAGS=\n",
 	}
 	for name, data := range protected {
 		testutil.WriteFile(t, expandAttack(b, name), data, 0o644)

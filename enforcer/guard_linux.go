@@ -37,7 +37,7 @@ var guardAvailable = guard.Available
 func (c *Compiled) guardConfig(env Env, audit bool, load *guard.Load, cg *kernrun.Cgroup) guard.Config {
 	return guard.Config{
 		Files: true, MayExecute: c.mayExecute, Audit: audit,
-		Hidden: c.Plan.Hidden, Masked: c.MaskedSecrets, Sockets: c.HiddenSockets, Landlock: c.stageExec.mountExec(c.Plan.Landlock), Vars: env.Vars,
+		Hidden: c.Plan.Hidden, Covers: c.Plan.ReadOnly, Masked: c.MaskedSecrets, Sockets: c.HiddenSockets, Landlock: c.stageExec.mountExec(c.Plan.Landlock), Vars: env.Vars,
 		FileRisk:    func(access, portable string) report.Risk { return fileRisk(c.profile, access, portable) },
 		MaxDistinct: maxDistinct, Load: load, Cgroup: cg,
 	}

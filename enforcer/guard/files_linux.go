@@ -502,6 +502,9 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 			if !g.coverBusy(h.path) {
 				continue // the other end of the rename, or a mount point of the sandbox's own
 			}
+			if ev.Ret == -int32(unix.EBUSY) && (name == "rmdir" || name == "unlinkat") && nonEmptyDir(h.path) {
+				continue // ENOTEMPTY without the cover: git stash's rmdir of .git's parents
+			}
 		} else if ev.Ret == -int32(unix.EACCES) && g.landlockAllows(h.access, h.path) {
 			continue // Landlock allows it: file permissions refused it, not the sandbox
 		} else if h.access != "read" && h.access != "list" && h.access != "exec" && paths.BytecodeCache(h.path) {
@@ -538,11 +541,18 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 // .git/config), or a hidden path's cover. Other mount points (the private /tmp, an output
 // directory bound over itself) are the run's own layout, not a refusal to record.
 func (g *Guard) coverBusy(path string) bool {
-	if paths.CoveredBy(path, g.cfg.Hidden) {
-		return true
+	return paths.CoveredBy(path, g.cfg.Hidden) || paths.CoveredBy(path, g.cfg.Covers)
+}
+
+// nonEmptyDir reports a directory that has an entry: removing it fails whatever covers it.
+func nonEmptyDir(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
 	}
-	_, ok := paths.IsProtected(g.portable(path))
-	return ok
+	defer f.Close()
+	names, _ := f.Readdirnames(1)
+	return len(names) > 0
 }
 
 // fdPath reports a path that names an open descriptor (/proc/<pid>/fd/N, /dev/fd/N).

@@ -117,6 +117,9 @@ type Config struct {
 	// Hidden are the paths the sandbox hides (an ENOENT under one is a denial); Landlock is the
 	// plan's (an EACCES it allows is not the sandbox's).
 	Hidden []string
+	// Covers are the protected paths bound read-only inside writable trees (and the read-only
+	// binds of the private tmp): an EBUSY or EXDEV rename or removal that meets one is a refusal.
+	Covers []string
 	// Masked are the files shown without their credentials (a .git/config): an open of one is
 	// a read of what it held, on the record as a hidden file's.
 	Masked   []string
