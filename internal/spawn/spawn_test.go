@@ -146,7 +146,9 @@ func TestChildHasNoHandlers(t *testing.T) {
 	}
 	seen := new([4]uint64)
 	seen[0] = 12345
-	p := &prepared{}
+	// Kept like every buffer the list names (prepared.keep): on the heap, where it does not
+	// move; a stack copy moved by growth left the child writing to the old place (a flake).
+	p := &prepared{keep: []any{seen}}
 	p.call("rt_sigaction", unix.SYS_RT_SIGACTION, uintptr(unix.SIGURG), 0, uintptr(unsafe.Pointer(seen)), 8)
 	proc, err := start(&Attr{Path: "/bin/true", CgroupFD: -1}, p) // no execve: exits 127 after the list
 	requireSpawn(t, err)
