@@ -11,6 +11,7 @@
 //   sched_process_exec   mark the tgid, record its executable        -> exec event
 //   sched_process_fork   copy the mark to a new process              -> fork event
 //   sched_process_exit   forget the tgid once the whole group is dead -> exit event
+//   cgroup_attach_task   note a task of the run moved out of its cgroup (run_state.escaped)
 //   raw_syscalls/sys_enter  count {exe, arch, nr} in a hash map (never through the ring buffer;
 //                       repeats in a per-thread and a per-CPU cache, see struct cpu_cache),
 //                       aggregate argument domains, stash path-syscall arguments
@@ -388,6 +389,10 @@ struct run_state {
 	__u64 id;
 	__u64 gen; // bumped by every exec and thread exit of the run (see struct cpu_cache)
 	__u64 rb_quarter; // a quarter of the ring buffer's bytes (see rb_flags); 0: ask the ring
+	// Set once a task of the run is outside the run's cgroup (moved by a write to cgroup.procs
+	// or cgroup.threads: cgroup_attach; born elsewhere by clone3's CLONE_INTO_CGROUP:
+	// sched_fork). Until then sys_enter tells the run's tasks by their cgroup alone.
+	__u64 escaped;
 };
 
 struct {
@@ -862,6 +867,9 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 		count(CNT_TASKS_FULL);
 		return 0;
 	}
+	struct run_state *rs = run_get();
+	if (rs && !rs->escaped && BPF_CORE_READ(child, cgroups, dfl_cgrp, kn, id) != rs->cgid)
+		rs->escaped = 1; // clone3 CLONE_INTO_CGROUP: born outside the run's cgroup
 	struct fork_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(CNT_RINGBUF_DROPS);
@@ -874,6 +882,22 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 	e->ts = bpf_ktime_get_ns();
 	e->exe_key = ti.exe_key;
 	bpf_ringbuf_submit(e, rb_flags());
+	return 0;
+}
+
+// A task migrated to another cgroup (a write to cgroup.procs or cgroup.threads, of any
+// hierarchy): when it is one of the run's, sys_enter can no longer skip a task by its cgroup.
+// The tracepoint fires once the move is done: another thread of a process that moves itself may
+// make a syscall or two meanwhile that sys_enter skips.
+SEC("raw_tp/cgroup_attach_task")
+int BPF_PROG(cgroup_attach, struct cgroup *dst, const char *path, struct task_struct *task, bool threadgroup)
+{
+	struct run_state *rs = run_get();
+	if (!rs || rs->escaped)
+		return 0;
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	if (bpf_map_lookup_elem(&tasks, &tgid))
+		rs->escaped = 1;
 	return 0;
 }
 
@@ -958,6 +982,11 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 		fc->rep[slot]++;
 		return 0;
 	}
+	// Every other process on the host while the run lasts returns here, after one helper call
+	// (the thread's stash, its tgid and the tasks map cost it three, and the hash lookup): only a
+	// task in the run's cgroup can be the run's, until one leaves it (run_state.escaped).
+	if (bpf_get_current_cgroup_id() != rs->cgid && !rs->escaped)
+		return 0;
 
 	struct stash *st = bpf_task_storage_get(&stashes, cur, 0, 0);
 	if (!st || st->run_id != rs->id || !st->task_cached) {

@@ -189,6 +189,7 @@ type LearnRunState struct {
 	Id        uint64
 	Gen       uint64
 	RbQuarter uint64
+	Escaped   uint64
 }
 
 type LearnScKey struct {
@@ -318,50 +319,51 @@ type LearnUnixEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	LearnMapArgs         = "args"
-	LearnMapConns        = "conns"
-	LearnMapCounters     = "counters"
-	LearnMapEvents       = "events"
-	LearnMapFast         = "fast"
-	LearnMapPathState    = "path_state"
-	LearnMapRun          = "run"
-	LearnMapScOps        = "sc_ops"
-	LearnMapScratch      = "scratch"
-	LearnMapSeen         = "seen"
-	LearnMapStashes      = "stashes"
-	LearnMapSyscalls     = "syscalls"
-	LearnMapTasks        = "tasks"
-	LearnProgBind4       = "bind4"
-	LearnProgBind6       = "bind6"
-	LearnProgConnect4    = "connect4"
-	LearnProgConnect6    = "connect6"
-	LearnProgDnsEgress   = "dns_egress"
-	LearnProgDnsIngress  = "dns_ingress"
-	LearnProgSchedExec   = "sched_exec"
-	LearnProgSchedExit   = "sched_exit"
-	LearnProgSchedFork   = "sched_fork"
-	LearnProgSendmsg4    = "sendmsg4"
-	LearnProgSendmsg6    = "sendmsg6"
-	LearnProgSysEnter    = "sys_enter"
-	LearnProgSysExitPath = "sys_exit_path"
-	LearnVarUnusedAcc    = "unused_acc"
-	LearnVarUnusedArch   = "unused_arch"
-	LearnVarUnusedArg    = "unused_arg"
-	LearnVarUnusedArgk   = "unused_argk"
-	LearnVarUnusedCc     = "unused_cc"
-	LearnVarUnusedCnt    = "unused_cnt"
-	LearnVarUnusedDns    = "unused_dns"
-	LearnVarUnusedExec   = "unused_exec"
-	LearnVarUnusedExit   = "unused_exit"
-	LearnVarUnusedFile   = "unused_file"
-	LearnVarUnusedFork   = "unused_fork"
-	LearnVarUnusedKind   = "unused_kind"
-	LearnVarUnusedNet    = "unused_net"
-	LearnVarUnusedOp     = "unused_op"
-	LearnVarUnusedSc     = "unused_sc"
-	LearnVarUnusedSniff  = "unused_sniff"
-	LearnVarUnusedTask   = "unused_task"
-	LearnVarUnusedUnix   = "unused_unix"
+	LearnMapArgs          = "args"
+	LearnMapConns         = "conns"
+	LearnMapCounters      = "counters"
+	LearnMapEvents        = "events"
+	LearnMapFast          = "fast"
+	LearnMapPathState     = "path_state"
+	LearnMapRun           = "run"
+	LearnMapScOps         = "sc_ops"
+	LearnMapScratch       = "scratch"
+	LearnMapSeen          = "seen"
+	LearnMapStashes       = "stashes"
+	LearnMapSyscalls      = "syscalls"
+	LearnMapTasks         = "tasks"
+	LearnProgBind4        = "bind4"
+	LearnProgBind6        = "bind6"
+	LearnProgCgroupAttach = "cgroup_attach"
+	LearnProgConnect4     = "connect4"
+	LearnProgConnect6     = "connect6"
+	LearnProgDnsEgress    = "dns_egress"
+	LearnProgDnsIngress   = "dns_ingress"
+	LearnProgSchedExec    = "sched_exec"
+	LearnProgSchedExit    = "sched_exit"
+	LearnProgSchedFork    = "sched_fork"
+	LearnProgSendmsg4     = "sendmsg4"
+	LearnProgSendmsg6     = "sendmsg6"
+	LearnProgSysEnter     = "sys_enter"
+	LearnProgSysExitPath  = "sys_exit_path"
+	LearnVarUnusedAcc     = "unused_acc"
+	LearnVarUnusedArch    = "unused_arch"
+	LearnVarUnusedArg     = "unused_arg"
+	LearnVarUnusedArgk    = "unused_argk"
+	LearnVarUnusedCc      = "unused_cc"
+	LearnVarUnusedCnt     = "unused_cnt"
+	LearnVarUnusedDns     = "unused_dns"
+	LearnVarUnusedExec    = "unused_exec"
+	LearnVarUnusedExit    = "unused_exit"
+	LearnVarUnusedFile    = "unused_file"
+	LearnVarUnusedFork    = "unused_fork"
+	LearnVarUnusedKind    = "unused_kind"
+	LearnVarUnusedNet     = "unused_net"
+	LearnVarUnusedOp      = "unused_op"
+	LearnVarUnusedSc      = "unused_sc"
+	LearnVarUnusedSniff   = "unused_sniff"
+	LearnVarUnusedTask    = "unused_task"
+	LearnVarUnusedUnix    = "unused_unix"
 )
 
 // LoadLearn returns the embedded CollectionSpec for Learn.
@@ -406,19 +408,20 @@ type LearnSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type LearnProgramSpecs struct {
-	Bind4       *ebpf.ProgramSpec `ebpf:"bind4"`
-	Bind6       *ebpf.ProgramSpec `ebpf:"bind6"`
-	Connect4    *ebpf.ProgramSpec `ebpf:"connect4"`
-	Connect6    *ebpf.ProgramSpec `ebpf:"connect6"`
-	DnsEgress   *ebpf.ProgramSpec `ebpf:"dns_egress"`
-	DnsIngress  *ebpf.ProgramSpec `ebpf:"dns_ingress"`
-	SchedExec   *ebpf.ProgramSpec `ebpf:"sched_exec"`
-	SchedExit   *ebpf.ProgramSpec `ebpf:"sched_exit"`
-	SchedFork   *ebpf.ProgramSpec `ebpf:"sched_fork"`
-	Sendmsg4    *ebpf.ProgramSpec `ebpf:"sendmsg4"`
-	Sendmsg6    *ebpf.ProgramSpec `ebpf:"sendmsg6"`
-	SysEnter    *ebpf.ProgramSpec `ebpf:"sys_enter"`
-	SysExitPath *ebpf.ProgramSpec `ebpf:"sys_exit_path"`
+	Bind4        *ebpf.ProgramSpec `ebpf:"bind4"`
+	Bind6        *ebpf.ProgramSpec `ebpf:"bind6"`
+	CgroupAttach *ebpf.ProgramSpec `ebpf:"cgroup_attach"`
+	Connect4     *ebpf.ProgramSpec `ebpf:"connect4"`
+	Connect6     *ebpf.ProgramSpec `ebpf:"connect6"`
+	DnsEgress    *ebpf.ProgramSpec `ebpf:"dns_egress"`
+	DnsIngress   *ebpf.ProgramSpec `ebpf:"dns_ingress"`
+	SchedExec    *ebpf.ProgramSpec `ebpf:"sched_exec"`
+	SchedExit    *ebpf.ProgramSpec `ebpf:"sched_exit"`
+	SchedFork    *ebpf.ProgramSpec `ebpf:"sched_fork"`
+	Sendmsg4     *ebpf.ProgramSpec `ebpf:"sendmsg4"`
+	Sendmsg6     *ebpf.ProgramSpec `ebpf:"sendmsg6"`
+	SysEnter     *ebpf.ProgramSpec `ebpf:"sys_enter"`
+	SysExitPath  *ebpf.ProgramSpec `ebpf:"sys_exit_path"`
 }
 
 // LearnMapSpecs contains maps before they are loaded into the kernel.
@@ -545,25 +548,27 @@ type LearnVariables struct {
 //
 // It can be passed to LoadLearnObjects or ebpf.CollectionSpec.LoadAndAssign.
 type LearnPrograms struct {
-	Bind4       *ebpf.Program `ebpf:"bind4"`
-	Bind6       *ebpf.Program `ebpf:"bind6"`
-	Connect4    *ebpf.Program `ebpf:"connect4"`
-	Connect6    *ebpf.Program `ebpf:"connect6"`
-	DnsEgress   *ebpf.Program `ebpf:"dns_egress"`
-	DnsIngress  *ebpf.Program `ebpf:"dns_ingress"`
-	SchedExec   *ebpf.Program `ebpf:"sched_exec"`
-	SchedExit   *ebpf.Program `ebpf:"sched_exit"`
-	SchedFork   *ebpf.Program `ebpf:"sched_fork"`
-	Sendmsg4    *ebpf.Program `ebpf:"sendmsg4"`
-	Sendmsg6    *ebpf.Program `ebpf:"sendmsg6"`
-	SysEnter    *ebpf.Program `ebpf:"sys_enter"`
-	SysExitPath *ebpf.Program `ebpf:"sys_exit_path"`
+	Bind4        *ebpf.Program `ebpf:"bind4"`
+	Bind6        *ebpf.Program `ebpf:"bind6"`
+	CgroupAttach *ebpf.Program `ebpf:"cgroup_attach"`
+	Connect4     *ebpf.Program `ebpf:"connect4"`
+	Connect6     *ebpf.Program `ebpf:"connect6"`
+	DnsEgress    *ebpf.Program `ebpf:"dns_egress"`
+	DnsIngress   *ebpf.Program `ebpf:"dns_ingress"`
+	SchedExec    *ebpf.Program `ebpf:"sched_exec"`
+	SchedExit    *ebpf.Program `ebpf:"sched_exit"`
+	SchedFork    *ebpf.Program `ebpf:"sched_fork"`
+	Sendmsg4     *ebpf.Program `ebpf:"sendmsg4"`
+	Sendmsg6     *ebpf.Program `ebpf:"sendmsg6"`
+	SysEnter     *ebpf.Program `ebpf:"sys_enter"`
+	SysExitPath  *ebpf.Program `ebpf:"sys_exit_path"`
 }
 
 func (p *LearnPrograms) Close() error {
 	return _LearnClose(
 		p.Bind4,
 		p.Bind6,
+		p.CgroupAttach,
 		p.Connect4,
 		p.Connect6,
 		p.DnsEgress,

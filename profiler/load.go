@@ -145,7 +145,7 @@ var loadGroups = [][]string{
 	{bpf.LearnProgSysExitPath, bpf.LearnProgSchedFork, bpf.LearnProgSchedExit, bpf.LearnProgConnect4, bpf.LearnProgConnect6,
 		bpf.LearnProgSendmsg4},
 	{bpf.LearnProgSysEnter, bpf.LearnProgSchedExec, bpf.LearnProgSendmsg6, bpf.LearnProgBind4, bpf.LearnProgBind6,
-		bpf.LearnProgDnsEgress, bpf.LearnProgDnsIngress},
+		bpf.LearnProgDnsEgress, bpf.LearnProgDnsIngress, bpf.LearnProgCgroupAttach},
 }
 
 // probe is the loaded and attached kernel side of one run.
@@ -339,6 +339,7 @@ func (p *probe) attach(cgroupDir string, ph *phases, perf func() error) error {
 		{"sched_process_exec", p.objs.SchedExec},
 		{"sched_process_fork", p.objs.SchedFork},
 		{"sched_process_exit", p.objs.SchedExit},
+		{"cgroup_attach_task", p.objs.CgroupAttach}, // before sys_enter trusts the cgroup
 	} {
 		if err := attachRaw(tp.name, tp.prog); err != nil {
 			return err

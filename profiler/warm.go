@@ -98,7 +98,7 @@ var warmKey = sync.OnceValues(func() (string, error) {
 var (
 	learnProgTypes = map[string]ebpf.ProgramType{
 		"sys_enter": ebpf.RawTracepoint, "sched_exec": ebpf.RawTracepoint, "sched_fork": ebpf.RawTracepoint,
-		"sched_exit": ebpf.RawTracepoint, "sys_exit_path": ebpf.TracePoint,
+		"sched_exit": ebpf.RawTracepoint, "cgroup_attach": ebpf.RawTracepoint, "sys_exit_path": ebpf.TracePoint,
 		"connect4": ebpf.CGroupSockAddr, "connect6": ebpf.CGroupSockAddr, "sendmsg4": ebpf.CGroupSockAddr,
 		"sendmsg6": ebpf.CGroupSockAddr, "bind4": ebpf.CGroupSockAddr, "bind6": ebpf.CGroupSockAddr,
 		"dns_egress": ebpf.CGroupSKB, "dns_ingress": ebpf.CGroupSKB,
@@ -377,7 +377,7 @@ func resetRun(objs *bpf.LearnObjects, cgid uint64) error {
 	if err := objs.Run.Lookup(uint32(0), &rs); err != nil {
 		return fmt.Errorf("read run: %w", err)
 	}
-	rs.Cgid, rs.Id = cgid, nextRunID(rs.Id)
+	rs.Cgid, rs.Id, rs.Escaped = cgid, nextRunID(rs.Id), 0
 	return objs.Run.Put(uint32(0), rs)
 }
 

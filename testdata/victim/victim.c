@@ -223,6 +223,29 @@ int main(int argc, char **argv)
 				waitpid(pid, NULL, 0);
 			else
 				perror("victim: clone3");
+		} else if (!strcmp(a, "clone3-into")) { // a child born into cgroup DIR stats PATH, exits
+			int cg = open(ARG(1), O_RDONLY | O_DIRECTORY);
+			struct clone_args ca = {.flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD, .cgroup = cg};
+			long pid = cg < 0 ? -1 : syscall(SYS_clone3, &ca, sizeof(ca));
+			if (pid == 0) {
+				struct stat st;
+				stat(ARG(2), &st);
+				syscall(SYS_exit_group, 0);
+			}
+			if (pid > 0)
+				waitpid(pid, NULL, 0);
+			else
+				perror("victim: clone3-into");
+			if (cg >= 0)
+				close(cg);
+			i += 2;
+		} else if (!strcmp(a, "cgroup-move")) { // move this process: "0" into PATH (a cgroup.procs)
+			int fd = open(ARG(1), O_WRONLY);
+			if (fd < 0 || write(fd, "0", 1) != 1)
+				perror("victim: cgroup-move");
+			if (fd >= 0)
+				close(fd);
+			i += 1;
 		} else if (!strcmp(a, "udp-send")) {
 			struct sockaddr_in sa = inet_addr_port(ARG(1), ARG(2));
 			int fd = socket(AF_INET, SOCK_DGRAM, 0);
