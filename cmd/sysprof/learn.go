@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -465,36 +466,42 @@ var learnGCHeapGoal uint64 = 256 << 20
 // (interleaved with the binary before, 16 and 24 rounds; BENCHMARKS.md), 61 -> 63 MB peak RSS. Once the heap goal passes
 // learnGCHeapGoal (a trace of a huge build) the default comes back, so memory stays ~2x what
 // is live rather than 5x. A GOGC the user set (off, or above 400) is kept.
+//
+// The goal changes only when a collection ends, so it is looked at then (a finalizer that
+// re-arms itself each cycle), not on a timer: a 50 ms ticker's ReadMemStats stopped the world
+// 20 times a second and woke sysprof while the command ran.
 func learnGC() (restore func()) {
 	old := debug.SetGCPercent(learnGCPercent)
 	if old < 0 || old >= learnGCPercent {
 		debug.SetGCPercent(old)
 		return func() {}
 	}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		// ReadMemStats stops the world for microseconds; runtime/metrics would not, but its
-		// package init costs every sysprof process (enforce's init stage too) ~0.2 ms.
-		var ms runtime.MemStats
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			if runtime.ReadMemStats(&ms); ms.NextGC > learnGCHeapGoal {
-				debug.SetGCPercent(old)
-				return
-			}
+	var mu sync.Mutex
+	done := false
+	var watch func(*gcSentinel)
+	watch = func(*gcSentinel) {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return
 		}
-	}()
+		var ms runtime.MemStats
+		if runtime.ReadMemStats(&ms); ms.NextGC > learnGCHeapGoal {
+			debug.SetGCPercent(old)
+			done = true
+			return
+		}
+		runtime.SetFinalizer(&gcSentinel{}, watch) // the next collection's
+	}
+	runtime.SetFinalizer(&gcSentinel{}, watch)
 	return func() {
-		close(done)
-		<-stopped
+		mu.Lock()
+		defer mu.Unlock()
+		done = true
 		debug.SetGCPercent(old)
 	}
 }
+
+// gcSentinel is what learnGC's finalizer hangs on: garbage at the next collection (32 bytes:
+// an object of the tiny allocator, under 16, may never be finalized).
+type gcSentinel struct{ _ [32]byte }
