@@ -1470,11 +1470,15 @@ static __attribute__((noinline)) int emit_unix(struct pending *st, long fd, unsi
 SEC("tracepoint/syscalls/sys_exit_path")
 int sys_exit_path(struct sys_exit_ctx *ctx)
 {
+	// Between runs (the warm helper holds these programs, attached: profiler/warm.go) the
+	// cgroup is 0 and every path syscall on the host returns here, with no helper call.
+	struct run_state *rs = run_get();
+	if (!rs || !rs->cgid)
+		return 0;
 	struct stash *sp = bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0, 0);
 	if (!sp || sp->sc.op == SCOP_NONE)
 		return 0;
-	struct run_state *rs = run_get();
-	if (!rs || sp->run_id != rs->id)
+	if (sp->run_id != rs->id)
 		return 0; // stashed in an earlier run
 	struct pending st = sp->sc;
 	sp->sc.op = SCOP_NONE;

@@ -183,9 +183,19 @@ func clearMapByKey[K any](m *ebpf.Map) error {
 
 // handOff gives p's objects and attached perf events to a lingering helper and describes it in
 // warmDir. It reports whether it did; p's own copies are the caller's to close either way.
+// The run's cgroup id is zeroed first: sys_exit_path, still attached, then returns at once for
+// every path syscall on the host until a run takes it over (resetRun).
 func handOff(p *probe) bool {
 	key, err := warmKey()
 	if err != nil || warmDir == "" || len(p.perfFDs) != len(exitTracepoints()) {
+		return false
+	}
+	var rs bpf.LearnRunState
+	if p.objs.Run.Lookup(uint32(0), &rs) != nil {
+		return false
+	}
+	rs.Cgid = 0
+	if p.objs.Run.Put(uint32(0), rs) != nil {
 		return false
 	}
 	sleepPath, err := exec.LookPath("sleep")

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/bpf"
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/profiler"
@@ -147,5 +149,41 @@ func endHelper(rec map[string]any) {
 	unix.Kill(pid, unix.SIGKILL)
 	for i := 0; i < 500 && unix.Kill(pid, 0) == nil; i++ {
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A run hands its programs on idle: the run's cgroup id in the helper's `run` map is 0, so
+// sys_exit_path, still attached to the path syscalls' exit tracepoints while the helper waits,
+// returns for every process on the host before any helper call.
+func TestWarmHelperHoldsAnIdleRun(t *testing.T) {
+	testutil.RequireRoot(t)
+	warm := t.TempDir()
+	t.Cleanup(profiler.SwapWarmDir(warm))
+	victim := realPath(t, testutil.BuildC(t, "victim/victim.c"))
+	learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "storm", "1"}})
+	_, rec := onlyHelper(t, warm)
+	defer endHelper(rec)
+	maps, _ := rec["maps"].(map[string]any)
+	num, ok := maps["run"].(float64)
+	if !ok {
+		t.Fatalf("the helper's record names no run map: %v", rec)
+	}
+	h := kernrun.Holder{Pid: int(rec["pid"].(float64)), Start: uint64(rec["start"].(float64))}
+	pidfd, fds, err := kernrun.Take(h, []int{int(num)})
+	if err != nil {
+		t.Fatalf("take the helper's run map: %v", err)
+	}
+	unix.Close(pidfd)
+	m, err := ebpf.NewMapFromFD(fds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var rs bpf.LearnRunState
+	if err := m.Lookup(uint32(0), &rs); err != nil {
+		t.Fatal(err)
+	}
+	if rs.Cgid != 0 {
+		t.Errorf("the lingering helper's run has cgroup id %d, want 0 (idle)", rs.Cgid)
 	}
 }
