@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/bpf"
@@ -185,5 +186,63 @@ func TestWarmHelperHoldsAnIdleRun(t *testing.T) {
 	}
 	if rs.Cgid != 0 {
 		t.Errorf("the lingering helper's run has cgroup id %d, want 0 (idle)", rs.Cgid)
+	}
+}
+
+// After a run, no link of learn.c's programs is left (raw_tp/sys_enter, the sched and cgroup
+// tracepoints, the cgroup hooks): between runs no process on the host pays for an entry hook.
+// What the warm helper keeps attached is sys_exit_path on the exit tracepoints' perf events
+// (not links), idle (TestWarmHelperHoldsAnIdleRun).
+func TestNoLinkOutlivesARun(t *testing.T) {
+	testutil.RequireRoot(t)
+	warm := t.TempDir()
+	t.Cleanup(profiler.SwapWarmDir(warm))
+	victim := realPath(t, testutil.BuildC(t, "victim/victim.c"))
+	learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "storm", "1"}})
+	_, rec := onlyHelper(t, warm)
+	defer endHelper(rec)
+	progs, _ := rec["progs"].(map[string]any)
+	var names []string
+	var nums []int
+	for name, n := range progs {
+		names = append(names, name)
+		nums = append(nums, int(n.(float64)))
+	}
+	h := kernrun.Holder{Pid: int(rec["pid"].(float64)), Start: uint64(rec["start"].(float64))}
+	pidfd, fds, err := kernrun.Take(h, nums)
+	if err != nil {
+		t.Fatalf("take the helper's programs: %v", err)
+	}
+	unix.Close(pidfd)
+	ids := map[ebpf.ProgramID]string{}
+	for i, fd := range fds {
+		prog, err := ebpf.NewProgramFromFD(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer prog.Close()
+		info, err := prog.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := info.ID()
+		ids[id] = names[i]
+	}
+	if len(ids) != len(names) {
+		t.Fatalf("program ids %v of %q", ids, names)
+	}
+	var it link.Iterator
+	defer it.Close()
+	for it.Next() {
+		info, err := it.Link.Info()
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if name, ok := ids[info.Program]; ok {
+			t.Errorf("learn.c's %s is still attached after the run (link %d, type %v)", name, it.ID, info.Type)
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatalf("list the kernel's links: %v", err)
 	}
 }
