@@ -773,10 +773,14 @@ SEC("raw_tp/sched_process_exec")
 int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	struct run_state *rs = run_get();
-	if (!rs || bpf_get_current_cgroup_id() != rs->cgid)
+	if (!rs || !rs->cgid)
 		return 0;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
+	// A process of the run that left its cgroup (run_state.escaped) is still the run's: its
+	// exec is recorded too, or its next syscalls would count under the old executable.
+	if (bpf_get_current_cgroup_id() != rs->cgid && !(rs->escaped && bpf_map_lookup_elem(&tasks, &tgid)))
+		return 0;
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct file *exe = BPF_CORE_READ(task, mm, exe_file);
 	struct task_info ti = {};

@@ -12,10 +12,10 @@
 // the command's exec (sched_process_exec in the run's cgroup marks the process; forks copy the
 // mark), so nothing sysprof does between fork and exec is attributed to the command. The
 // command's own first execve happens before that gate and is added to the root executable's
-// syscall set in user space. A marked process stays recorded wherever it goes: one that moves
-// to another cgroup, or a child born into one (clone3 CLONE_INTO_CGROUP), too. Until one does,
-// sys_enter skips every other process on the host by its cgroup alone, after one helper call
-// (TestTaskOutsideTheRunCgroupIsRecorded).
+// syscall set in user space. A marked process stays recorded wherever it goes, its execs
+// included: one that moves to another cgroup, or a child born into one (clone3
+// CLONE_INTO_CGROUP), too. Until one does, sys_enter skips every other process on the host by
+// its cgroup alone, after one helper call (TestTaskOutsideTheRunCgroupIsRecorded).
 //
 //   - Syscalls are counted per {executable, arch, number} in a kernel hash map: nothing is lost
 //     for the set however fast the command is. Calls through int 0x80 are recorded as i386 and

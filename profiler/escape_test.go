@@ -17,10 +17,13 @@ import (
 // cgroup after one helper call (the rest of the host pays no more while a run lasts), which is
 // right only while every task of the run is inside it. A task of the run that leaves (a write of
 // "0" to another cgroup's cgroup.procs) or is born elsewhere (clone3 CLONE_INTO_CGROUP) must
-// still be recorded: its syscalls, their arguments and its files.
+// still be recorded: its syscalls, their arguments, its files and what it execs.
 func TestTaskOutsideTheRunCgroupIsRecorded(t *testing.T) {
 	testutil.RequireRoot(t)
 	victim := realPath(t, testutil.BuildC(t, "victim/victim.c"))
+	// The moved victim execs a second binary, whose own syscalls must be its, not the victim's.
+	victim2 := filepath.Join(realPath(t, t.TempDir()), "victim2")
+	copyExecutable(t, victim, victim2)
 	root, err := kernrun.Cgroup2Mount()
 	testutil.RequireNoErr(t, "the cgroup2 mount", err)
 
@@ -31,7 +34,8 @@ func TestTaskOutsideTheRunCgroupIsRecorded(t *testing.T) {
 		prctl bool
 	}{
 		{"moved", func(cg, missing string) []string {
-			return []string{victim, "cgroup-move", filepath.Join(cg, "cgroup.procs"), "prctl", "4242", "stat-missing", missing}
+			return []string{victim, "cgroup-move", filepath.Join(cg, "cgroup.procs"), "prctl", "4242", "stat-missing", missing,
+				"execv", victim2}
 		}, true},
 		{"born", func(cg, missing string) []string {
 			return []string{victim, "clone3-into", cg, missing}
@@ -60,6 +64,10 @@ func TestTaskOutsideTheRunCgroupIsRecorded(t *testing.T) {
 			}
 			if !found {
 				t.Errorf("prctl option 4242, given after the move, is not recorded: %+v", argValues(tr, victim, "prctl_option"))
+			}
+			// victim2 runs with no arguments: its loader's reads and its exit, under its name.
+			if len(processesOf(tr, victim2)) == 0 || syscallCount(tr, victim2, trace.ArchX86_64, "exit_group") == 0 {
+				t.Errorf("the exec of %s after the move is not recorded as its own: processes %v, executables %q", victim2, processesOf(tr, victim2), exes(tr))
 			}
 		})
 	}
