@@ -24,6 +24,7 @@ var prewarmOnce = sync.OnceFunc(func() {
 	guard.Prewarm()
 	go initProgram()
 	go primePidfd()
+	go warmJSON()
 })
 
 // primePidfd runs package os's one-time pidfd check, which clones a child to see that
