@@ -207,3 +207,28 @@ func TestBinaryHashOneOpen(t *testing.T) {
 		t.Errorf("the learned binary: reported %+v, want nothing (benign control)", c)
 	}
 }
+
+// The cache is searched for a key, not parsed whole: the search finds exactly what parsing
+// the file would (the last line of a key; never a sum that does not start its line, nor a key
+// that only ends like the one asked for).
+func TestFindBinHashAgreesWithParsing(t *testing.T) {
+	sum := func(c byte) string { return strings.Repeat(string(c), 64) }
+	key := "2049 1234 5678 1.2 3.4 /usr/bin/my tool"
+	raw := sum('a') + " " + key + "\n" + // an older hash of the same key: the last valid line wins
+		sum('e') + " " + key + "\n" +
+		sum('b') + " 9 " + key + "\n" + // a key ending like it
+		"x" + sum('c') + " " + key + "\n" + // a sum not starting its line (65 characters)
+		sum('d')[:63] + " " + key + "\n" + // too short a sum
+		sum('f') + " other key\n" +
+		sum('g') + " 2049 1 2 3.4 5.6 /no newline"
+	for _, k := range []string{key, "9 " + key, "other key", "my tool", "2049 1 2 3.4 5.6 /no newline", "absent"} {
+		want, wantOK := parseBinHashes([]byte(raw))[k]
+		if k == "2049 1 2 3.4 5.6 /no newline" {
+			want, wantOK = "", false // a line cut short is no entry: the binary is hashed again
+		}
+		got, ok := findBinHash([]byte(raw), k)
+		if got != want || ok != wantOK {
+			t.Errorf("findBinHash(%q) = %q, %v; want %q, %v", k, got, ok, want, wantOK)
+		}
+	}
+}

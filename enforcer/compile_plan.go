@@ -3,6 +3,7 @@ package enforcer
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -347,11 +348,23 @@ func (c *Compiled) planPrivateTmp(sets *pathSets, globs []tmpGlob, tmpWrites []s
 		}
 	}
 	plan.ReadOnly = sandbox.ReadOnlyMounts(plan.ReadOnly, plan.Writable)
+	scoped := map[string]*dirListings{}
 	for _, g := range globs {
-		if !slices.ContainsFunc(slices.Concat(plan.Writable, plan.ReadOnly, stageDirsOf(c.Stages)), func(w string) bool { return privateTmpRoot(w) == g.root }) {
+		var visible []string
+		for _, w := range slices.Concat(plan.Writable, plan.ReadOnly, stageDirsOf(c.Stages)) {
+			if privateTmpRoot(w) == g.root {
+				visible = append(visible, w)
+			}
+		}
+		if len(visible) == 0 {
 			continue // nothing of the host's is visible in this private tmp
 		}
-		m, err := c.expandRules("hidden", []policy.PathRule{g.rule}, env, dirs)
+		// Only what the binds show can be seen (or hidden): the walk lists the host's tmp root
+		// no wider than the way to them (a /tmp of thousands of entries cost ~2 ms a run).
+		if scoped[g.root] == nil {
+			scoped[g.root] = &dirListings{scope: visible}
+		}
+		m, err := c.expandRules("hidden", []policy.PathRule{g.rule}, env, scoped[g.root])
 		if err != nil {
 			return err
 		}
@@ -770,6 +783,9 @@ func (c *Compiled) createCacheDir(w string, env Env) bool {
 // open, getdents and close per directory, syscalls that run in parallel on the host's CPUs.
 // Used from one goroutine; the zero value is ready. globMatches stops the goroutines it started.
 type dirListings struct {
+	// scope, when set, limits what is listed to these paths: a directory above them lists
+	// only the entries on the way to them (lstat'd, never read whole).
+	scope   []string
 	done    map[string]dirListing
 	pending map[string]chan dirListing // prefetched, not yet taken
 	jobs    chan prefetchJob           // nil until the first prefetch
@@ -797,6 +813,8 @@ func (d *dirListings) read(dir string) []os.DirEntry {
 	if c, ok := d.pending[dir]; ok {
 		l = <-c
 		delete(d.pending, dir)
+	} else if d.outOfScope(dir) {
+		l.ents = d.wayTo(dir)
 	} else {
 		l.ents, l.err = os.ReadDir(dir)
 	}
@@ -812,7 +830,7 @@ func (d *dirListings) prefetch(dir string) {
 	if _, ok := d.done[dir]; ok {
 		return
 	}
-	if _, ok := d.pending[dir]; ok {
+	if _, ok := d.pending[dir]; ok || d.outOfScope(dir) {
 		return
 	}
 	if d.pending == nil {
@@ -836,6 +854,32 @@ func (d *dirListings) prefetch(dir string) {
 		d.pending[dir] = out
 	default: // far enough ahead: read lists it when it gets there
 	}
+}
+
+// outOfScope reports whether dir lies outside a scoped listing's paths.
+func (d *dirListings) outOfScope(dir string) bool {
+	return d.scope != nil && !slices.ContainsFunc(d.scope, func(s string) bool { return paths.Within(dir, s) })
+}
+
+// wayTo lists, of dir (outside the scope), the entries that lead to the scope's paths below
+// it, sorted by name.
+func (d *dirListings) wayTo(dir string) []os.DirEntry {
+	var ents []os.DirEntry
+	for _, s := range d.scope {
+		rel, err := filepath.Rel(dir, s)
+		if err != nil || rel == "." || !paths.Within(s, dir) {
+			continue
+		}
+		name, _, _ := strings.Cut(rel, "/")
+		if slices.ContainsFunc(ents, func(e os.DirEntry) bool { return e.Name() == name }) {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			ents = append(ents, fs.FileInfoToDirEntry(fi))
+		}
+	}
+	slices.SortFunc(ents, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return ents
 }
 
 // stop ends the prefetching goroutines once they have listed what is queued (read still takes

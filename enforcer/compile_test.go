@@ -688,3 +688,44 @@ func TestBoundOutputExecRuleSurvivesARelink(t *testing.T) {
 		t.Errorf("landlock exec %v: the work tree and .git/objects must not be executable", ex)
 	}
 }
+
+// A hidden glob of a private /tmp walks the host's tmp root only on the way to what is bound
+// into it: what the binds show is hidden (the bind itself when the glob names it), a sibling
+// the sandbox cannot see is neither listed nor hidden.
+func TestPrivateTmpGlobsWalkOnlyTheBinds(t *testing.T) {
+	root := t.TempDir()
+	if privateTmpRoot(root) == "" {
+		testutil.NotAvailable("the test's temporary directory is not in a private tmp root")
+	}
+	work := filepath.Join(root, "work")
+	for _, p := range []string{"work/ssh-in/agent", "work/sub/ssh-deep", "ssh-sibling/agent", "other/ssh-x"} {
+		full := filepath.Join(root, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		os.WriteFile(full, nil, 0o600)
+	}
+	p := testProfile()
+	p.Filesystem.Read = []policy.PathRule{{Path: "$WORKDIR"}}
+	p.Filesystem.PrivateTmp = true
+	p.Filesystem.Hidden = []policy.PathRule{{Path: root + "/**/ssh-*"}, {Path: root + "/wor?"}}
+	c, err := Compile(p, Env{Vars: map[string]string{"WORKDIR": work, "TMPDIR": "/tmp"}, Arch: "x86_64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range c.Plan.Hidden {
+		if strings.HasPrefix(h, root+"/") {
+			got = append(got, h)
+		}
+	}
+	want := []string{work, filepath.Join(work, "ssh-in"), filepath.Join(work, "sub/ssh-deep")}
+	if !slices.Equal(got, want) {
+		t.Errorf("hidden under %s: %q, want %q", root, got, want)
+	}
+	d := &dirListings{scope: []string{work}}
+	if ents := d.read(root); len(ents) != 1 || ents[0].Name() != "work" || !ents[0].IsDir() {
+		t.Errorf("scoped listing of %s: %v, want only the way to %s", root, ents, work)
+	}
+	if ents := d.read(work); len(ents) != 2 {
+		t.Errorf("scoped listing of %s: %v, want it whole (ssh-in, sub)", work, ents)
+	}
+}

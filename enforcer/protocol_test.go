@@ -6,6 +6,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/bpf"
+
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
 )
 
 // The init config carries the seccomp program as packed sock_filter bytes; every field of every
@@ -31,4 +34,15 @@ func TestInitConfigFilterRoundTrip(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"filter":"AAAA"}`), &bad); err == nil {
 		t.Errorf("a filter of 3 bytes decoded without error: %v", bad.Filter)
 	}
+}
+
+// warmJSON encodes zero values of the run's JSON types at every enforce's start: it must
+// neither panic nor fail on them.
+func TestWarmJSONEncodesZeroValues(t *testing.T) {
+	for _, v := range []any{&policy.Profile{}, &initConfig{}, &report.Envelope{Report: &report.Report{}}} {
+		if _, err := json.Marshal(v); err != nil {
+			t.Errorf("%T: %v", v, err)
+		}
+	}
+	warmJSON()
 }

@@ -237,3 +237,36 @@ func TestGuardMountsBPFFS(t *testing.T) {
 		t.Errorf("%d mounts at %s, want 1", n, mnt)
 	}
 }
+
+// A warm slot's links are checked against the id of the slot's pinned program, read straight
+// from the pin: the same id cilium's loader gives, and an error for a pin that is a map.
+func TestPinnedProgramID(t *testing.T) {
+	withPinRoot(t)
+	o, err := openGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	if !o.pinned() {
+		t.Fatal("not pinned")
+	}
+	prog, err := o.fileProgram(0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := prog.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := info.ID()
+	got, err := pinnedProgramID(filePin(o.dir, 0))
+	if err != nil || got != want {
+		t.Errorf("pinnedProgramID = %d, %v; want %d", got, err, want)
+	}
+	if id, err := pinnedProgramID(mapPin(o.dir, "runs")); err == nil {
+		t.Errorf("a pinned map read as program %d", id)
+	}
+	if _, err := pinnedProgramID(filepath.Join(o.dir, "absent")); err == nil {
+		t.Error("a missing pin read as a program")
+	}
+}

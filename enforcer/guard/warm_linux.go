@@ -1,15 +1,18 @@
 package guard
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -146,17 +149,9 @@ func takeWarm(o *guardObjs, path string, w *WarmSlot) ([]tpLink, *warmKeeper, er
 	if _, err := os.Stat(filePin(o.dir, w.Slot)); err != nil {
 		return nil, nil, err // the links cannot be of this slot's pinned program
 	}
-	prog, err := o.fileProgram(w.Slot, false)
+	progID, err := pinnedProgramID(filePin(o.dir, w.Slot))
 	if err != nil {
 		return nil, nil, err
-	}
-	pinfo, err := prog.Info()
-	if err != nil {
-		return nil, nil, err
-	}
-	progID, ok := pinfo.ID()
-	if !ok {
-		return nil, nil, errors.New("no id for the slot's program")
 	}
 	// Links then perf events, each its own reference (the attachment never depends on the
 	// helper).
@@ -251,6 +246,48 @@ func slotLink(fd int, prog ebpf.ProgramID, w *WarmSlot) bool {
 	}
 	tp := pe.Tracepoint()
 	return tp != nil && tp.Cookie == uint64(w.Slot) && slices.Contains(w.Names, strings.TrimPrefix(tp.Tracepoint, "sys_exit_"))
+}
+
+// pinnedProgramID is the id of the tracepoint program pinned at path, asked of the kernel
+// directly (BPF_OBJ_GET, BPF_OBJ_GET_INFO_BY_FD): ebpf.LoadPinnedProgram and Info also parse
+// the program's fdinfo twice, ~1 ms of CPU a warm run. A pin that is not a tracepoint program
+// is an error.
+func pinnedProgramID(path string) (ebpf.ProgramID, error) {
+	name, err := unix.BytePtrFromString(path)
+	if err != nil {
+		return 0, err
+	}
+	get := struct {
+		pathname  uint64
+		bpfFD     uint32
+		fileFlags uint32
+	}{pathname: uint64(uintptr(unsafe.Pointer(name)))}
+	r, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_OBJ_GET, uintptr(unsafe.Pointer(&get)), unsafe.Sizeof(get))
+	runtime.KeepAlive(name)
+	if errno != 0 {
+		return 0, fmt.Errorf("open the pinned program %s: %w", path, errno)
+	}
+	fd := int(r)
+	defer unix.Close(fd)
+	// A map's info has its type and id in the same places: the fd must be a program's.
+	if kind, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err != nil || kind != "anon_inode:bpf-prog" {
+		return 0, fmt.Errorf("%s is not a pinned program (%q)", path, kind)
+	}
+	var info [64]byte // struct bpf_prog_info's head: type, id, ...
+	get2 := struct {
+		bpfFD   uint32
+		infoLen uint32
+		info    uint64
+	}{uint32(fd), uint32(len(info)), uint64(uintptr(unsafe.Pointer(&info[0])))}
+	_, _, errno = unix.Syscall(unix.SYS_BPF, unix.BPF_OBJ_GET_INFO_BY_FD, uintptr(unsafe.Pointer(&get2)), unsafe.Sizeof(get2))
+	runtime.KeepAlive(&info)
+	if errno != 0 {
+		return 0, fmt.Errorf("the pinned program %s: %w", path, errno)
+	}
+	if typ := binary.NativeEndian.Uint32(info[0:]); typ != uint32(ebpf.TracePoint) {
+		return 0, fmt.Errorf("the pinned program %s is of type %d, not a tracepoint program", path, typ)
+	}
+	return ebpf.ProgramID(binary.NativeEndian.Uint32(info[4:])), nil
 }
 
 func subset(a, b []string) bool {
