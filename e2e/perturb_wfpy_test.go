@@ -32,9 +32,11 @@ type wfWorkflow struct {
 	// noCILike leaves ci-like out (CI time): another workflow of the same toolchain runs it
 	// cold (go test -race, go run).
 	noCILike bool
-	// serve is a dev server's port: a client on the host GETs /hello.txt through it while the
-	// run is up (published from the sandbox), then stops it with SIGINT, its normal end.
+	// serve is a dev server's port: a client on the host GETs fetch through it while the run
+	// is up (published from the sandbox), then stops it with SIGINT, its normal end.
 	serve int
+	// fetch are the paths the client GETs, the first until it answers ("": /hello.txt).
+	fetch []string
 	// open names perturbations that still fail, with the reason: not run, said in the log
 	// (perturbHooks.open; "*": every one).
 	open map[string]string
@@ -311,11 +313,16 @@ func appendFile(t *testing.T, p, text string) {
 }
 
 // serveClient is the wrapper (outside the sandbox) of a dev server's run: a client that GETs
-// /hello.txt once it answers, writes it to out, and stops the run with SIGINT.
-func serveClient(port int, out string) []string {
-	url := fmt.Sprintf("http://127.0.0.1:%d/hello.txt", port)
-	script := `rm -f "$1"; (i=0; while [ $i -lt 600 ] && ! curl -sf --max-time 10 -o "$1.part" "$2"; do sleep 0.1; i=$((i+1)); done; mv "$1.part" "$1"; kill -INT $$) & shift 2; exec "$@"`
-	return []string{"sh", "-c", script, "sh", out, url}
+// the first of paths once it answers, then the others, writes them to out, and stops the run
+// with SIGINT. A first request may compile (next dev's routes): it has a minute.
+func serveClient(port int, out string, paths ...string) []string {
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	script := `out=$1 base=$2 paths=$3; shift 3; rm -f "$out"
+(set -- $paths; i=0; while [ $i -lt 600 ] && ! curl -sf --max-time 60 -o "$out.part" "$base$1"; do sleep 0.1; i=$((i+1)); done
+shift; for p; do printf '\n--- %s\n' "$p" >>"$out.part"; curl -sf --max-time 60 "$base$p" >>"$out.part"; done
+mv "$out.part" "$out"; kill -INT $$) &
+exec "$@"`
+	return []string{"sh", "-c", script, "sh", out, base, strings.Join(paths, " ")}
 }
 
 // TestWorkflowsPython (issue 24: Python, C, git and Go everyday workflows): pytest (also as
@@ -352,7 +359,8 @@ func (w wfWorkflow) learnThenPerturb(t *testing.T) {
 		}
 	}
 	learnThenPerturb(t, w.everyday, pts, perturbHooks{
-		open: open,
+		open:        open,
+		interrupted: w.serve != 0,
 		before: func(t *testing.T, b *testutil.Box, p perturbation) {
 			pt = p
 			if p.name == "ordinary-user" {
@@ -379,7 +387,7 @@ func (w wfWorkflow) learnThenPerturb(t *testing.T) {
 			if w.serve != 0 {
 				// First: its $$ is the pid the rest execs into (setpriv keeps the
 				// capability to reach sysprof's 0700 directory only for its own exec).
-				wrap = append(serveClient(w.serve, w.fetched(b)), wrap...)
+				wrap = append(serveClient(w.serve, w.fetched(b), w.fetchPaths()...), wrap...)
 			}
 			return wrap
 		},
@@ -391,7 +399,7 @@ func (w wfWorkflow) learnThenPerturb(t *testing.T) {
 					t.Errorf("the client on the host got nothing from the server: %v", err)
 				}
 				os.Remove(w.fetched(b))
-				r.Stdout += "--- GET /hello.txt:\n" + string(bs)
+				r.Stdout += "--- GET " + strings.Join(w.fetchPaths(), " ") + ":\n" + string(bs)
 			}
 			if len(w.check) > 0 {
 				c := b.Run(t, asUser(pt, w.check...)...)
@@ -401,6 +409,14 @@ func (w wfWorkflow) learnThenPerturb(t *testing.T) {
 			return r
 		},
 	})
+}
+
+// fetchPaths are the paths the dev server's client GETs.
+func (w wfWorkflow) fetchPaths() []string {
+	if len(w.fetch) == 0 {
+		return []string{"/hello.txt"}
+	}
+	return w.fetch
 }
 
 // fetched is where the dev server's client writes what it got (outside the box's HOME and
