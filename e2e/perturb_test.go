@@ -272,6 +272,9 @@ func learnThenPerturb(t *testing.T, ed everyday, pts []perturbation, h perturbHo
 			}
 			prepare := func() *testutil.Box {
 				pb := ed.prepare(t, root, b, pt)
+				if pt.name == "ordinary-user" && pt.place == "home" {
+					chownTree(t, pb.Home, 65534) // another user's own HOME, made as root
+				}
 				if h.edit != nil {
 					h.edit(t, pb, pt)
 				}

@@ -99,13 +99,15 @@ func jsWorkflows() []jsWorkflow {
 }
 
 // jsPerturbations are the next runs a developer makes of a JS workflow: unchanged, after an
-// edit, in a fresh clone, as another user, and in a CI-like environment (ciLike).
+// edit, in a fresh clone, as another user (a HOME of their own), and in a CI-like environment
+// (ciLike).
 var jsPerturbations = []perturbation{
 	{name: "unchanged", stdout: "pipe", stdin: "null"},
 	{name: "edited", stdout: "pipe", stdin: "null"},
 	{name: "another-cwd", stdout: "pipe", stdin: "null", place: "cwd"},
 	{name: "ci-like", stdout: "file", stdin: "null", place: "home"},
-	{name: "ordinary-user", stdout: "pipe", stdin: "null", wrap: []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}},
+	// Another user, with a HOME of their own.
+	{name: "ordinary-user", stdout: "pipe", stdin: "null", place: "home", wrap: []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}},
 }
 
 // ciLike is the wrapper of the ci-like perturbation: a runner's clean environment (env -i:
