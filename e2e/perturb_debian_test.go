@@ -30,8 +30,9 @@ var debianPerturbations = []perturbation{
 	{name: "fresh-clone", stdout: "pipe", stdin: "null", place: "cwd"},
 	{name: "ci-like", stdout: "file", stdin: "null", place: "home",
 		wrap: []string{"sh", "-c", `exec env -i HOME="$HOME" PATH="$PATH" setsid "$@"`, "sh"}},
-	// Last: the tree is the ordinary user's from here on (root runs nothing after it).
-	{name: "ordinary-user", stdout: "pipe", stdin: "null", wrap: []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}},
+	// Last: the tree is the ordinary user's from here on (root runs nothing after it); its
+	// HOME a fresh one of its own (pre-commit makes its store anew).
+	{name: "ordinary-user", stdout: "pipe", stdin: "null", place: "home", wrap: []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}},
 }
 
 var debianWorkflows = []debianWorkflow{

@@ -432,7 +432,47 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 			changes = d
 		}
 	}
+	changes = dropCoveredHere(changes, committed, tr.Context)
 	return append(changes, secretChanges(res.SecretTouches, committed)...), nil
+}
+
+// dropCoveredHere leaves out a path this run learned under a variable that a literal rule of
+// the committed profile covers on this host, as enforce here compiles it: a tree in /tmp
+// listed as /tmp/... where the learn had TMPDIR elsewhere is $TMPDIR/... in a run where
+// TMPDIR is unset (a CI runner's env -i), the same directory. The reverse (a committed
+// $TMPDIR/x, this run's /tmp/x where TMPDIR is elsewhere) is a real difference and stays.
+func dropCoveredHere(changes []policy.Change, committed *policy.Profile, host map[string]string) []policy.Change {
+	fs := committed.Filesystem
+	literal := func(rules ...[]policy.PathRule) []string {
+		var out []string
+		for _, rs := range rules {
+			for _, r := range rs {
+				if !r.Pending && strings.HasPrefix(r.Path, "/") {
+					out = append(out, r.Path)
+				}
+			}
+		}
+		return out
+	}
+	// What grants each access on the committed side (a write rule lists and reads, an exec
+	// rule reads: as policy.Diff's impliedBy).
+	grants := map[string][]string{
+		policy.SectionRead:  literal(fs.Read, fs.Write, fs.Exec),
+		policy.SectionWrite: literal(fs.Write),
+		policy.SectionExec:  literal(fs.Exec),
+		policy.SectionList:  literal(fs.List, fs.Read, fs.Write),
+	}
+	return slices.DeleteFunc(changes, func(c policy.Change) bool {
+		rules, ok := grants[c.Section]
+		if !ok || !c.Widens || c.Kind != policy.Added || !strings.HasPrefix(c.Item, "$") {
+			return false
+		}
+		abs, err := paths.Expand(c.Item, host)
+		if err != nil || abs == c.Item {
+			return false
+		}
+		return slices.ContainsFunc(rules, func(r string) bool { return paths.Covers(r, abs) })
+	})
 }
 
 // dropFamilyMates leaves out the syscalls a family of the committed profile already covers

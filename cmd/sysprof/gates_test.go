@@ -352,3 +352,30 @@ func TestTablesFitTheTerminal(t *testing.T) {
 	}
 	fits("changes", buf.String())
 }
+
+// A tree in /tmp learned where TMPDIR was elsewhere lists /tmp/...; a CI-like run without
+// TMPDIR learns the same directory as $TMPDIR/...: covered on this host, no widening. The
+// reverse, and a path the literal rule does not cover, stay.
+func TestDriftDropsWhatALiteralRuleCoversHere(t *testing.T) {
+	committed := &policy.Profile{Filesystem: policy.Filesystem{
+		List:  []policy.PathRule{{Path: "/tmp/Test*/001/x/src"}},
+		Write: []policy.PathRule{{Path: "$TMPDIR/cache"}, {Path: "/tmp/Test*/001/x/out"}},
+	}}
+	host := map[string]string{"TMPDIR": "/tmp", "HOME": "/root"}
+	changes := []policy.Change{
+		{Kind: policy.Added, Section: policy.SectionList, Item: "$TMPDIR/Test*/001/x/src", Widens: true},
+		{Kind: policy.Added, Section: policy.SectionRead, Item: "$TMPDIR/Test*/001/x/out/a.o", Widens: true}, // a write rule reads
+		{Kind: policy.Added, Section: policy.SectionWrite, Item: "$TMPDIR/Test*/001/x/src", Widens: true},    // listed only: a write is new
+		{Kind: policy.Added, Section: policy.SectionList, Item: "$HOME/x", Widens: true},
+		{Kind: policy.Added, Section: policy.SectionList, Item: "/tmp/cache", Widens: true}, // literal: a real difference
+	}
+	got := dropCoveredHere(slices.Clone(changes), committed, host)
+	var items []string
+	for _, c := range got {
+		items = append(items, c.Section+" "+c.Item)
+	}
+	want := []string{"filesystem.write $TMPDIR/Test*/001/x/src", "filesystem.list $HOME/x", "filesystem.list /tmp/cache"}
+	if !slices.Equal(items, want) {
+		t.Errorf("dropCoveredHere left %q, want %q", items, want)
+	}
+}

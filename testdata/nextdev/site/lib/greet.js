@@ -1,0 +1,3 @@
+export function greet(name) {
+  return `hello, ${name}`;
+}
