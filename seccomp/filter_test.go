@@ -38,7 +38,7 @@ func actionName(r uint32) string { return ActionName(r) }
 
 func testProfile() *policy.Profile {
 	p := &policy.Profile{}
-	for _, n := range []string{"read", "write", "openat", "close", "mmap", "execve", "clone", "clone3", "socket", "ioctl", "getpid", "exit_group", "prctl", "chmod", "openat2"} {
+	for _, n := range []string{"read", "write", "openat", "close", "mmap", "execve", "clone", "clone3", "socket", "ioctl", "getpid", "exit_group", "prctl", "chmod", "openat2", "kill", "tgkill"} {
 		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: n})
 	}
 	p.Syscalls.Args = []policy.ArgRule{
@@ -112,6 +112,10 @@ func TestFilterTable(t *testing.T) {
 		{"ioctl TIOCSTI", x86, nr64("ioctl"), a(0, unix.TIOCSTI), RetNotify},
 		{"ioctl TIOCSTI with high garbage", x86, nr64("ioctl"), a(0, 0xffffffff00000000|unix.TIOCSTI), RetNotify},
 		{"ioctl TIOCLINUX", x86, nr64("ioctl"), a(0, unix.TIOCLINUX), RetNotify},
+		{"kill of a child", x86, nr64("kill"), [6]uint64{4242, 15}, RetAllow},
+		{"kill of the init stage", x86, nr64("kill"), [6]uint64{1, 6}, RetNotify},
+		{"kill of the init stage, high garbage", x86, nr64("kill"), [6]uint64{1<<32 | 1, 11}, RetNotify},
+		{"tgkill of the init stage", x86, nr64("tgkill"), [6]uint64{1, 2, 11}, RetNotify},
 		{"chmod 0755", x86, nr64("chmod"), a(0, 0o755), RetAllow},
 		{"chmod 04755", x86, nr64("chmod"), a(0, 0o4755), RetNotify},
 		{"chmod 02755 with high garbage", x86, nr64("chmod"), a(0, 1<<32|0o2755), RetNotify},
@@ -299,6 +303,9 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 		return RetNotify
 	case name == "socket" && lo(2) == IPProtoMPTCP && !MPTCPLearned(p) && !lets(2, isMPTCP, 0):
 		return RetNotify
+	case slices.Contains([]string{"kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open"}, name) && lo(0) == 1 &&
+		!lets(0, func(v uint64) bool { return v == 1 }, 0):
+		return RetNotify // the init stage
 	}
 	if name == "prlimit64" && lo(0) != 0 && !lets(0, func(v uint64) bool { return v != 0 }, 0xffffffff) {
 		return RetNotify
