@@ -419,9 +419,11 @@ func (t *tail) str(n int) string {
 	return string(bytes.TrimRight(t.take(n), "\x00"))
 }
 
+// resolvePath is the path p names relative to base (its dirfd's path, or the cwd's). An
+// empty p with a base is the descriptor's own file (AT_EMPTY_PATH: execveat of an fd).
 func resolvePath(p, base string) string {
 	if p == "" {
-		return ""
+		return base
 	}
 	if filepath.IsAbs(p) || base == "" {
 		return filepath.Clean(p)
