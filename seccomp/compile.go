@@ -109,8 +109,9 @@ func hardening(p *policy.Profile, supervisedOpens, supervisedMkdirs bool) map[st
 			Why: WhyPrlimitOther}},
 	}
 	// pid 1 is the init stage: no signal of the command's is for it (it drops them: a fault
-	// signal would crash it). A signal or pidfd aimed at it by pid goes to the supervisor.
-	for _, name := range []string{"kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open"} {
+	// signal would crash it). A signal or pidfd aimed at it by pid (tkill: its main thread's
+	// tid) goes to the supervisor.
+	for _, name := range []string{"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open"} {
 		h[name] = []Check{{Arg: 0, Width32: true, Mask: ^uint64(0), DenyValues: []uint64{1}, Fail: RetNotify, Why: WhyInitSignal}}
 	}
 	if !MPTCPLearned(p) {

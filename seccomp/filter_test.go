@@ -303,7 +303,7 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 		return RetNotify
 	case name == "socket" && lo(2) == IPProtoMPTCP && !MPTCPLearned(p) && !lets(2, isMPTCP, 0):
 		return RetNotify
-	case slices.Contains([]string{"kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open"}, name) && lo(0) == 1 &&
+	case slices.Contains([]string{"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open"}, name) && lo(0) == 1 &&
 		!lets(0, func(v uint64) bool { return v == 1 }, 0):
 		return RetNotify // the init stage
 	}

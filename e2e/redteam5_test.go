@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
+)
+
+// The fifth red team (issue 23, "a fresh red team will try new classes"): code run without an
+// execve of its path (execveat of a descriptor, fexecve of an O_PATH one, a script written for
+// a learned interpreter), code patched in place (this process's text through /proc/self/mem, a
+// child running a learned program through /proc/PID/mem), a forged file handle
+// (open_by_handle_at with no name_to_handle_at), another process's namespaces, the init stage
+// as a target (a signal Go's runtime turns into a crash: the run ended with a traceback on the
+// user's terminal), an inherited read-only descriptor opened again for writing through
+// /proc/self/fd, and the record when the command ends at once after its attacks (exit_group,
+// nothing flushed). The probe is testdata/redteam/rt.c; every run ends with `die`.
+
+// redteam5Attacks run under the probe's learned profile (redteamBox): each must be refused and
+// on the record, root and ordinary user. reopen=0 needs stdin to be a host file the user may
+// write (enforceStdin).
+var redteam5Attacks = []redteamAttack{
+	{action: "selfmem", line: "selfmem: E", path: "/proc/self/mem", unobservable: "file denials"},
+	{action: "execveat=./evil", line: "execveat: EPERM", syscall: "execveat"},
+	{action: "fexecve=./evil", line: "fexecve: EPERM", syscall: "execveat"},
+	{action: "shocker", line: "shocker: EPERM", syscall: "open_by_handle_at"},
+	{action: "setns=/proc/1/ns/mnt", line: "setns: E", path: "/proc/1/ns/mnt", unobservable: "file denials"},
+	{action: "kill=1,6", line: "kill: EPERM", syscall: "kill"},
+	{action: "kill=1,11", line: "kill: EPERM", syscall: "kill"},
+	{action: "initthreads=6", line: "initthreads: 0 sent", syscall: "tkill"},
+	{action: "script=$WORKDIR/x.sh,/bin/sh", line: "script: EACCES", path: "$WORKDIR/x.sh", unobservable: "file denials"},
+	{action: "reopen=0", line: "reopen: EACCES", path: "/proc/self/fd/0", unobservable: "file denials"},
+	{action: "write=$HOME/.bashrc", line: "write: E", path: "$HOME/.bashrc", unobservable: "file denials"},
+}
+
+// redteam5Deeper run under that profile widened by the calls they need (execveat, pipe2):
+// what the next layer does when seccomp lets the call through.
+var redteam5Deeper = []redteamAttack{
+	{action: "execveat=./evil", line: "execveat: EACCES", path: "$WORKDIR/evil", unobservable: "file denials"},
+	{action: "fexecve=./evil", line: "fexecve: EACCES", path: "$WORKDIR/evil", unobservable: "file denials"},
+	{action: "childmem=/bin/sh", line: "childmem: E", path: "/proc/*/mem", unobservable: "file denials"},
+}
+
+// enforceStdin is enforceAs with stdin the file at path (opened read-only, as a shell's `<`).
+func enforceStdin(t *testing.T, b *testutil.Box, wrap []string, stdin, profile, rep string, argv ...string) testutil.Result {
+	t.Helper()
+	f, err := os.Open(stdin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	full := append(append(slicesClone(wrap), testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--"), argv...)
+	cmd, ctx := testutil.Command(t, b.Work, b.Environ(), full...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = f, &stdout, &stderr
+	err = cmd.Run()
+	return testutil.Finish(t, ctx, cmd, err, stdout.String(), stderr.String())
+}
+
+// redteam5Box is redteamBox with a program shipped in the work tree (evil: never learned) and a
+// file the user may write outside the sandbox's writable places (the command's stdin).
+func redteam5Box(t *testing.T) (b *testutil.Box, root, profile, stdin string) {
+	t.Helper()
+	b, root, profile = redteamBox(t)
+	data, err := os.ReadFile(filepath.Join(b.Work, "rt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WriteFile(t, filepath.Join(b.Work, "evil"), string(data), 0o755)
+	stdin = filepath.Join(root, "stdin.txt")
+	testutil.WriteFile(t, stdin, "input\n", 0o666)
+	return b, root, profile, stdin
+}
+
+// checkRunEnded: the run went on to its end (the benign work after the attacks, then die) and
+// the init stage did not crash.
+func checkRunEnded(t *testing.T, r testutil.Result, stdinFile string) {
+	t.Helper()
+	if !strings.HasSuffix(r.Stdout, "benign: ok\n") || r.Code != 0 {
+		t.Errorf("the run did not reach its end (the benign work, then exit 0): exit %d\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if strings.Contains(r.Stderr, "goroutine ") || strings.Contains(r.Stderr, "PC=0x") {
+		t.Errorf("a Go traceback on the terminal: the init stage crashed:\n%s", r.Stderr)
+	}
+	if got, _ := os.ReadFile(stdinFile); string(got) != "input\n" {
+		t.Errorf("the command wrote its read-only stdin through /proc/self/fd/0: %q", got)
+	}
+}
+
+// TestRedTeam5BlockedAndRecorded runs redteam5Attacks under the learned profile, then
+// redteam5Deeper under the widened one, as root and as an ordinary user; each run ends with
+// exit_group right after its attacks (die), so a record that waits for an orderly exit misses.
+// Under the widened profile too, kill(0) sends SIGABRT, SIGSEGV and SIGBUS to the command's
+// process group, the init stage's: the stage must drop them (no record: the filter cannot tell
+// whom a group holds, and nothing happened). (tkill of the stage's other threads is refused by
+// Landlock's signal scope: they are outside the command's domain.)
+func TestRedTeam5BlockedAndRecorded(t *testing.T) {
+	b, root, profile, stdin := redteam5Box(t)
+	p := loadProfile(t, profile)
+	for _, n := range []string{"execveat", "pipe2"} {
+		if slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == n }) {
+			t.Fatalf("the probe's benign run learned %s: the learned-profile rows no longer test what they should", n)
+		}
+		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: n})
+	}
+	wide := filepath.Join(root, "wide.yaml")
+	if err := policy.Save(wide, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			if as.wrap != nil {
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
+				if err := os.Chown(stdin, 65534, 65534); err != nil {
+					t.Fatal(err)
+				}
+			}
+			argv := []string{"./rt", "benign"}
+			for _, a := range redteam5Attacks {
+				argv = append(argv, expandAttack(b, a.action))
+			}
+			rep := filepath.Join(root, as.name+"-rt5.json")
+			r := enforceStdin(t, b, as.wrap, stdin, profile, rep, append(argv, "benign", "die")...)
+			checkRunEnded(t, r, stdin)
+			rp := testutil.ReadReport(t, rep)
+			checkAttacks(t, b, r, rp, redteam5Attacks, as.wrap != nil)
+			for _, d := range rp.Denials {
+				if d.Syscall == "kill" && (d.Change != nil || !strings.HasPrefix(d.Suggest, "none: ") || d.Risk != report.RiskCritical) {
+					t.Errorf("a signal to the init stage suggests a profile change (%q, %s): no rule should let the command signal pid 1", d.Suggest, d.Risk)
+				}
+			}
+
+			argv = []string{"./rt", "benign", "pgkill=6", "pgkill=11", "pgkill=7"}
+			for _, a := range redteam5Deeper {
+				argv = append(argv, expandAttack(b, a.action))
+			}
+			rep = filepath.Join(root, as.name+"-rt5-wide.json")
+			r = enforceStdin(t, b, as.wrap, stdin, wide, rep, append(argv, "benign", "die")...)
+			checkRunEnded(t, r, stdin)
+			if strings.Count(r.Stdout, "pgkill: ok") != 3 {
+				t.Errorf("the signals to the process group were not sent: the test no longer tries what it should:\n%s", r.Stdout)
+			}
+			checkAttacks(t, b, r, testutil.ReadReport(t, rep), redteam5Deeper, as.wrap != nil)
+		})
+	}
+}
