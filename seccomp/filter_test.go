@@ -62,7 +62,7 @@ func nrx32(name string) uint32 { return uint32(arch.X32.SyscallNames[name]) | X3
 
 func TestFilterTable(t *testing.T) {
 	p := testProfile()
-	c, err := Compile(p, "x86_64", Options{})
+	c, err := Compile(p, "x86_64", Options{InitStage: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +132,32 @@ func TestFilterTable(t *testing.T) {
 				t.Errorf("spec.eval: %s, want %s", actionName(m), actionName(tc.want))
 			}
 		})
+	}
+}
+
+// TestInitStageSignals: under enforce (InitStage) a signal naming pid 1 goes to the supervisor;
+// an export's filter lets it through (in a container pid 1 may be the command: abort's tgkill).
+func TestInitStageSignals(t *testing.T) {
+	for _, init := range []bool{true, false} {
+		c, err := Compile(testProfile(), "x86_64", Options{InitStage: init})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := uint32(RetAllow)
+		if init {
+			want = RetNotify
+		}
+		for _, call := range []struct {
+			name string
+			args [6]uint64
+		}{{"kill", [6]uint64{1, 6}}, {"tgkill", [6]uint64{1, 1, 6}}} {
+			if got := newVM(t, c.Program).run(t, x86, nr64(call.name), call.args); got != want {
+				t.Errorf("init stage %v: %s of pid 1: %s, want %s", init, call.name, actionName(got), actionName(want))
+			}
+			if got := newVM(t, c.Program).run(t, x86, nr64(call.name), [6]uint64{4242, 4242, 6}); got != RetAllow {
+				t.Errorf("init stage %v: %s of another pid: %s", init, call.name, actionName(got))
+			}
+		}
 	}
 }
 
@@ -373,7 +399,7 @@ func TestFilterRandomAgainstModel(t *testing.T) {
 		if rng.IntN(4) == 0 {
 			p.Network.Connect = []policy.Endpoint{{Endpoint: "127.0.0.1:1", Proto: "mptcp"}}
 		}
-		c, err := Compile(p, "x86_64", Options{})
+		c, err := Compile(p, "x86_64", Options{InitStage: true})
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
