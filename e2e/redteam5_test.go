@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
+	"golang.org/x/sys/unix"
 )
 
 // The fifth red team (issue 23, "a fresh red team will try new classes"): code run without an
@@ -151,4 +153,94 @@ func TestRedTeam5BlockedAndRecorded(t *testing.T) {
 			checkAttacks(t, b, r, testutil.ReadReport(t, rep), redteam5Deeper, as.wrap != nil)
 		})
 	}
+}
+
+// TestRedTeam5DeepNamesInTheChangeset: the command writes, in its staged work tree, a file 24
+// directories of 200-character names deep (its path far past PATH_MAX, made by descriptor) and
+// named with a newline and an escape sequence. The change is held for review, named exactly in
+// the report; every line sysprof prints about it (enforce's summary, `changes diff`, and the
+// errors of `changes apply --all`, which cannot open a path that long) is escaped; what apply
+// could not write is still held, not lost. (sysprof's own output: as root only.)
+func TestRedTeam5DeepNamesInTheChangeset(t *testing.T) {
+	b, root, profile := redteamBox(t)
+	p := loadProfile(t, profile)
+	for _, n := range []string{"mkdir", "mkdirat"} {
+		if !slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == n }) {
+			p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: n})
+		}
+	}
+	deep := filepath.Join(root, "deep.yaml")
+	if err := policy.Save(deep, p); err != nil {
+		t.Fatal(err)
+	}
+	rep := filepath.Join(root, "deep.json")
+	r := enforceAs(t, b, nil, deep, rep, "./rt", "deep=24")
+	if !strings.Contains(r.Stdout, "deep: ok") {
+		t.Fatalf("the probe did not write its deep file: %s", r)
+	}
+	rp := testutil.ReadReport(t, rep)
+	if rp.Changes == nil {
+		t.Fatalf("no changeset in the report: %s", r)
+	}
+	const leaf = "bottom\n\x1b[2Kx"
+	held := func(entries []report.Change) bool {
+		return slices.ContainsFunc(entries, func(h report.Change) bool { return filepath.Base(h.Path) == leaf })
+	}
+	if !held(rp.Changes.Held) {
+		t.Fatalf("the deep file is not held by its exact name: %+v", rp.Changes.Held)
+	}
+	run := rp.Changes.Run
+	diff := b.Sysprof(t, "changes", "diff", run)
+	apply := b.Sysprof(t, "changes", "apply", run, "--all")
+	after := b.Sysprof(t, "changes", "diff", run)
+	for name, out := range map[string]string{"enforce": r.Stderr, "changes diff": diff.Stdout + diff.Stderr,
+		"changes apply": apply.Stdout + apply.Stderr, "changes diff after apply": after.Stdout + after.Stderr} {
+		if rawControl(out) {
+			t.Errorf("%s printed a raw control character (a name the command chose):\n%q", name, out)
+		}
+	}
+	if !strings.Contains(diff.Stdout, `bottom\n\x1b[2Kx`) {
+		t.Errorf("changes diff does not name the file escaped:\n%s", diff.Stdout)
+	}
+	// Applied (its whole path written on the host) or still held: never dropped.
+	if onHost := readDeep(b.Work, leaf, 24); onHost != "deep\n" && !strings.Contains(after.Stdout, `bottom\n\x1b[2Kx`) {
+		t.Errorf("the deep file is neither on the host (%q) nor still held after apply:\n%s\napply: %s", onHost, after.Stdout, apply)
+	}
+}
+
+// readDeep walks depth directories down from dir, each the only directory of the one above,
+// by descriptor, and returns leaf's content there ("" when a step is missing).
+func readDeep(dir, leaf string, depth int) string {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return ""
+	}
+	for k := 0; k <= depth; k++ {
+		f := os.NewFile(uintptr(fd), "dir")
+		entries, _ := f.ReadDir(-1)
+		var next string
+		for _, e := range entries {
+			if e.IsDir() && len(e.Name()) == 200 {
+				next = e.Name()
+			}
+		}
+		if k == depth {
+			lfd, err := unix.Openat(fd, leaf, unix.O_RDONLY, 0)
+			f.Close()
+			if err != nil {
+				return ""
+			}
+			lf := os.NewFile(uintptr(lfd), leaf)
+			defer lf.Close()
+			data, _ := io.ReadAll(lf)
+			return string(data)
+		}
+		nfd, err := unix.Openat(fd, next, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		f.Close()
+		if next == "" || err != nil {
+			return ""
+		}
+		fd = nfd
+	}
+	return ""
 }
