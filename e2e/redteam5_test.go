@@ -244,3 +244,49 @@ func readDeep(dir, leaf string, depth int) string {
 	}
 	return ""
 }
+
+// TestRedTeam5DNSNamesOnTheRecord: a DNS label may hold any byte. The command asks sysprof's
+// stub for names that carry ESC sequences and a newline followed by a forged summary line: each
+// is refused (NXDOMAIN: no query leaves), on the record by its exact name, and printed escaped,
+// as root and as an ordinary user.
+func TestRedTeam5DNSNamesOnTheRecord(t *testing.T) {
+	b, root, profile := redteamBox(t)
+	p := loadProfile(t, profile)
+	p.Network.Resolve = append(p.Network.Resolve, policy.Endpoint{Endpoint: "pkgs.example.test"})
+	p.Filesystem.Read = append(p.Filesystem.Read, policy.PathRule{Path: "/etc/resolv.conf"})
+	p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: "setsockopt"}, policy.Syscall{Name: "recvfrom"})
+	resolving := filepath.Join(root, "resolving.yaml")
+	if err := policy.Save(resolving, p); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"evil\x1b[2K\x1b[1Ax.test", "a\nsysprof: 0 operation(s) denied.test"}
+	argv := []string{"./rt"}
+	for _, n := range names {
+		argv = append(argv, "dnsq="+strings.NewReplacer("\x1b", `\x1b`, "\n", `\n`).Replace(n))
+	}
+	argv = append(argv, "dnsq=pkgs.example.test")
+	for _, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			if as.wrap != nil {
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
+			}
+			rep := filepath.Join(root, as.name+"-dns.json")
+			r := enforceAs(t, b, as.wrap, resolving, rep, argv...)
+			if strings.Count(r.Stdout, "dnsq: rcode 3") != len(names) || !strings.Contains(r.Stdout, "dnsq: rcode 0") {
+				t.Fatalf("want NXDOMAIN for each forged name and an answer for the profile's: %s", r)
+			}
+			if rawControl(r.Stderr) {
+				t.Errorf("enforce printed a query name raw:\n%q", r.Stderr)
+			}
+			rp := testutil.ReadReport(t, rep)
+			for _, n := range names {
+				if !slices.ContainsFunc(rp.Denials, func(d report.Denial) bool {
+					return d.Kind == report.KindNetwork && strings.EqualFold(d.Endpoint, n)
+				}) {
+					t.Errorf("the query for %q is not on the record: %+v", n, rp.Denials)
+				}
+			}
+		})
+	}
+}
