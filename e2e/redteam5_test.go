@@ -105,6 +105,9 @@ func checkRunEnded(t *testing.T, r testutil.Result, stdinFile string) {
 // Landlock's signal scope: they are outside the command's domain.)
 func TestRedTeam5BlockedAndRecorded(t *testing.T) {
 	b, root, profile, stdin := redteam5Box(t)
+	shm := filepath.Join("/dev/shm", filepath.Base(root))
+	testutil.WriteFile(t, shm, "host shared memory\n", 0o644)
+	t.Cleanup(func() { os.Remove(shm); os.Remove(shm + "-planted") })
 	p := loadProfile(t, profile)
 	for _, n := range []string{"execveat", "pipe2"} {
 		if slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == n }) {
@@ -129,9 +132,18 @@ func TestRedTeam5BlockedAndRecorded(t *testing.T) {
 			for _, a := range redteam5Attacks {
 				argv = append(argv, expandAttack(b, a.action))
 			}
+			// The host's /dev/shm (another program's shared memory, semaphores): the run has
+			// its own; neither the host's file nor a planted one crosses (nothing to record).
+			argv = append(argv, "read="+shm, "put="+shm+"-planted")
 			rep := filepath.Join(root, as.name+"-rt5.json")
 			r := enforceStdin(t, b, as.wrap, stdin, profile, rep, append(argv, "benign", "die")...)
 			checkRunEnded(t, r, stdin)
+			if strings.Contains(r.Stdout, "\nread: ok") {
+				t.Errorf("the host's %s was read in the sandbox", shm)
+			}
+			if _, err := os.Lstat(shm + "-planted"); err == nil {
+				t.Errorf("a file written to the sandbox's /dev/shm reached the host's")
+			}
 			rp := testutil.ReadReport(t, rep)
 			checkAttacks(t, b, r, rp, redteam5Attacks, as.wrap != nil)
 			for _, d := range rp.Denials {
