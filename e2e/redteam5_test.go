@@ -260,7 +260,7 @@ func readDeep(dir, leaf string, depth int) string {
 // TestRedTeam5DNSNamesOnTheRecord: a DNS label may hold any byte. The command asks sysprof's
 // stub for names that carry ESC sequences and a newline followed by a forged summary line: each
 // is refused (NXDOMAIN: no query leaves), on the record by its exact name, and printed escaped,
-// as root and as an ordinary user.
+// as root and as an ordinary user. Signals to every process it can see do not reach the stub.
 func TestRedTeam5DNSNamesOnTheRecord(t *testing.T) {
 	b, root, profile := redteamBox(t)
 	p := loadProfile(t, profile)
@@ -276,7 +276,9 @@ func TestRedTeam5DNSNamesOnTheRecord(t *testing.T) {
 	for _, n := range names {
 		argv = append(argv, "dnsq="+strings.NewReplacer("\x1b", `\x1b`, "\n", `\n`).Replace(n))
 	}
-	argv = append(argv, "dnsq=pkgs.example.test")
+	// Then SIGSTOP and SIGKILL to every process the command can name (kill(-1)): the stub and
+	// the proxy are sysprof's, outside the sandbox's PID namespace, and still answer after.
+	argv = append(argv, "kill=-1,19", "kill=-1,9", "dnsq=pkgs.example.test")
 	for _, as := range asUsers {
 		t.Run(as.name, func(t *testing.T) {
 			if as.wrap != nil {
@@ -285,8 +287,8 @@ func TestRedTeam5DNSNamesOnTheRecord(t *testing.T) {
 			}
 			rep := filepath.Join(root, as.name+"-dns.json")
 			r := enforceAs(t, b, as.wrap, resolving, rep, argv...)
-			if strings.Count(r.Stdout, "dnsq: rcode 3") != len(names) || !strings.Contains(r.Stdout, "dnsq: rcode 0") {
-				t.Fatalf("want NXDOMAIN for each forged name and an answer for the profile's: %s", r)
+			if strings.Count(r.Stdout, "dnsq: rcode 3") != len(names) || !strings.HasSuffix(r.Stdout, "dnsq: rcode 0\n") {
+				t.Fatalf("want NXDOMAIN for each forged name and, after the signals, an answer for the profile's: %s", r)
 			}
 			if rawControl(r.Stderr) {
 				t.Errorf("enforce printed a query name raw:\n%q", r.Stderr)
