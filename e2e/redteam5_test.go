@@ -42,12 +42,15 @@ var redteam5Attacks = []redteamAttack{
 	{action: "write=$HOME/.bashrc", line: "write: E", path: "$HOME/.bashrc", unobservable: "file denials"},
 }
 
-// redteam5Deeper run under that profile widened by the calls they need (execveat, pipe2):
+// redteam5Deeper run under that profile widened by the calls they need (execveat, pipe2, link):
 // what the next layer does when seccomp lets the call through.
 var redteam5Deeper = []redteamAttack{
 	{action: "execveat=./evil", line: "execveat: EACCES", path: "$WORKDIR/evil", unobservable: "file denials"},
 	{action: "fexecve=./evil", line: "fexecve: EACCES", path: "$WORKDIR/evil", unobservable: "file denials"},
 	{action: "childmem=/bin/sh", line: "childmem: E", path: "/proc/*/mem", unobservable: "file denials"},
+	// A hard link of a hidden secret to a name of the run's (to read it, or to carry it out in
+	// the changeset): its cover is a mount of its own.
+	{action: "link=$WORKDIR/.env,leaked", line: "link: EXDEV", path: "$WORKDIR/.env", unobservable: "file denials"},
 }
 
 // enforceStdin is enforceAs with stdin the file at path (opened read-only, as a shell's `<`).
@@ -66,8 +69,9 @@ func enforceStdin(t *testing.T, b *testutil.Box, wrap []string, stdin, profile, 
 	return testutil.Finish(t, ctx, cmd, err, stdout.String(), stderr.String())
 }
 
-// redteam5Box is redteamBox with a program shipped in the work tree (evil: never learned) and a
-// file the user may write outside the sandbox's writable places (the command's stdin).
+// redteam5Box is redteamBox with a program shipped in the work tree (evil: never learned), a
+// project secret (.env) and a file the user may write outside the sandbox's writable places
+// (the command's stdin).
 func redteam5Box(t *testing.T) (b *testutil.Box, root, profile, stdin string) {
 	t.Helper()
 	b, root, profile = redteamBox(t)
@@ -76,6 +80,7 @@ func redteam5Box(t *testing.T) (b *testutil.Box, root, profile, stdin string) {
 		t.Fatal(err)
 	}
 	testutil.WriteFile(t, filepath.Join(b.Work, "evil"), string(data), 0o755)
+	testutil.WriteFile(t, filepath.Join(b.Work, ".env"), "API_KEY=SECRET\n", 0o644)
 	stdin = filepath.Join(root, "stdin.txt")
 	testutil.WriteFile(t, stdin, "input\n", 0o666)
 	return b, root, profile, stdin
@@ -109,7 +114,7 @@ func TestRedTeam5BlockedAndRecorded(t *testing.T) {
 	testutil.WriteFile(t, shm, "host shared memory\n", 0o644)
 	t.Cleanup(func() { os.Remove(shm); os.Remove(shm + "-planted") })
 	p := loadProfile(t, profile)
-	for _, n := range []string{"execveat", "pipe2"} {
+	for _, n := range []string{"execveat", "pipe2", "link"} {
 		if slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == n }) {
 			t.Fatalf("the probe's benign run learned %s: the learned-profile rows no longer test what they should", n)
 		}

@@ -468,6 +468,10 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 	case bpf.GuardFileOpFOP_TWO, bpf.GuardFileOpFOP_TWOAT:
 		if strings.HasPrefix(name, "rename") {
 			hits = append(hits, hit{path1, "delete"})
+		} else if (ev.Ret == -int32(unix.EXDEV) || ev.Ret == -int32(unix.ENOENT)) && paths.CoveredBy(path1, g.cfg.Hidden) {
+			// A hard link of a hidden secret (its cover is a mount of its own: EXDEV; in a
+			// hidden directory: ENOENT) is an attempt to read it.
+			hits = append(hits, hit{path1, "read"})
 		}
 		hits = append(hits, hit{path2, "create"})
 	case bpf.GuardFileOpFOP_SYMLINK, bpf.GuardFileOpFOP_SYMLINKAT:
