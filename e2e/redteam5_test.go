@@ -40,6 +40,7 @@ var redteam5Attacks = []redteamAttack{
 	{action: "script=$WORKDIR/x.sh,/bin/sh", line: "script: EACCES", path: "$WORKDIR/x.sh", unobservable: "file denials"},
 	{action: "reopen=0", line: "reopen: EACCES", path: "/proc/self/fd/0", unobservable: "file denials"},
 	{action: "write=$HOME/.bashrc", line: "write: E", path: "$HOME/.bashrc", unobservable: "file denials"},
+	{action: "read=$HOME/.ssh/id_rsa", line: "read: E", path: "$HOME/.ssh/id_rsa", unobservable: "file denials"},
 }
 
 // redteam5Deeper run under that profile widened by the calls they need (execveat, pipe2, link):
@@ -51,6 +52,7 @@ var redteam5Deeper = []redteamAttack{
 	// A hard link of a hidden secret to a name of the run's (to read it, or to carry it out in
 	// the changeset): its cover is a mount of its own.
 	{action: "link=$WORKDIR/.env,leaked", line: "link: EXDEV", path: "$WORKDIR/.env", unobservable: "file denials"},
+	{action: "link=$HOME/.ssh/id_rsa,leaked-key", line: "link: ENOENT", path: "$HOME/.ssh/id_rsa", unobservable: "file denials"},
 }
 
 // enforceStdin is enforceAs with stdin the file at path (opened read-only, as a shell's `<`).
@@ -81,6 +83,7 @@ func redteam5Box(t *testing.T) (b *testutil.Box, root, profile, stdin string) {
 	}
 	testutil.WriteFile(t, filepath.Join(b.Work, "evil"), string(data), 0o755)
 	testutil.WriteFile(t, filepath.Join(b.Work, ".env"), "API_KEY=SECRET\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(b.Home, ".ssh", "id_rsa"), "KEY\n", 0o600)
 	stdin = filepath.Join(root, "stdin.txt")
 	testutil.WriteFile(t, stdin, "input\n", 0o666)
 	return b, root, profile, stdin
