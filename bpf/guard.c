@@ -320,7 +320,9 @@ __noinline __u32 put_path(__u64 off, long dirfd, unsigned long ptr, int resolve,
 		e->path_len = n;
 	__u8 first = s->data[off & DATA_MASK];
 	off += n;
-	if (!resolve || first == '/' || n <= 1)
+	// An empty path with a descriptor is the descriptor's own file (AT_EMPTY_PATH: execveat of
+	// an fd, fexecve): its "directory" is that file, which names it.
+	if (!resolve || first == '/' || (n <= 1 && dirfd == AT_FDCWD))
 		return off;
 	struct path base = {};
 	if (dirfd == AT_FDCWD) {

@@ -89,7 +89,13 @@ func TestRedTeamRealisticProfile(t *testing.T) {
 	if err := os.Chmod(agent, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	attacks := slices.Concat(redteamAttacks, redteam3Attacks, redteam4Attacks)
+	// The fifth round's too, but for its stdin and shipped-program rows (TestRedTeam5's box)
+	// and the script written in the work tree: make's ./rt is an exec rule on a file the run
+	// writes at the top of the tree, which makes the staged tree exec (README, Known limits).
+	fifth := slices.DeleteFunc(slices.Clone(redteam5Attacks), func(a redteamAttack) bool {
+		return a.action == "reopen=0" || strings.Contains(a.action, "./evil") || strings.HasPrefix(a.action, "script=")
+	})
+	attacks := slices.Concat(redteamAttacks, redteam3Attacks, redteam4Attacks, fifth)
 	plantRepo(t, b)
 	// What this profile learned is no longer refused by seccomp: the probe's link and symlink
 	// attacks go to TestRedTeamPersistence's changeset checks, and an abstract socket of the host

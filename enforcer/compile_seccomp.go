@@ -32,6 +32,7 @@ func compileSeccomp(p *policy.Profile, archName string, supervised, mkdirs bool)
 		SupervisedOpenWrites: slices.ContainsFunc(c.ProcWrites, func(w ProcWrite) bool { return w.Granted }),
 		ResolverStub:         supervised, // enforce's runs resolve through the DNS stub
 		SupervisedMkdirs:     supervised && mkdirs,
+		InitStage:            supervised,
 	})
 	if err != nil {
 		return nil, err

@@ -38,7 +38,33 @@ func fileRisk(p *policy.Profile, access, portable string) report.Risk {
 // the line it prints as (Suggest) and its risk.
 func (c *Compiled) suggestDenial(d *report.Denial, abi, name string, auditArch, nr uint32, args [6]uint64) {
 	g, text := c.suggest(abi, name, auditArch, nr, args)
+	if g.Section == policy.SectionArgs && c.failsOnly(auditArch, nr, args, seccomp.WhyInitSignal) {
+		// The init stage is no process of the command's: no rule should let it be signalled.
+		d.Change, d.Suggest, d.Risk = nil, "none: pid 1 is the sandbox's init stage, not the command's to signal", policy.RiskCritical
+		return
+	}
 	d.Change, d.Suggest, d.Risk = &g, text, risk(policy.GrantRisk(c.profile, g))
+}
+
+// failsOnly reports whether an allowed call was sent to the supervisor by the checks marked
+// why alone.
+func (c *Compiled) failsOnly(auditArch, nr uint32, args [6]uint64, why string) bool {
+	rule := c.spec.RuleFor(auditArch, nr)
+	if rule == nil || rule.Ret != seccomp.RetAllow {
+		return false
+	}
+	sent := false
+	for i := range rule.Checks {
+		chk := &rule.Checks[i]
+		if !chk.Applies(args) || chk.OK(args[chk.Arg]) {
+			continue
+		}
+		if chk.Why != why {
+			return false
+		}
+		sent = true
+	}
+	return sent
 }
 
 // suggest returns the profile change that would allow a reported call, and how the report

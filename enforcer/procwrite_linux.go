@@ -69,22 +69,7 @@ func (c *Compiled) onlyProcWriteFails(n *seccompNotif) bool {
 
 // onlyFails reports whether the call n is allowed but for checks marked why.
 func (c *Compiled) onlyFails(n *seccompNotif, why string) bool {
-	rule := c.spec.RuleFor(n.Data.Arch, uint32(n.Data.Nr))
-	if rule == nil || rule.Ret != seccomp.RetAllow {
-		return false
-	}
-	sent := false
-	for i := range rule.Checks {
-		chk := &rule.Checks[i]
-		if !chk.Applies(n.Data.Args) || chk.OK(n.Data.Args[chk.Arg]) {
-			continue
-		}
-		if chk.Why != why {
-			return false
-		}
-		sent = true
-	}
-	return sent
+	return c.failsOnly(n.Data.Arch, uint32(n.Data.Nr), n.Data.Args, why)
 }
 
 // setIDModeIgnored reports an open the filter sent only for set-id bits in a mode the kernel

@@ -42,6 +42,10 @@ type Options struct {
 	// SupervisedMkdirs sends every mkdir and mkdirat to the supervisor (sysprof enforce, when
 	// a fresh checkout's exec output directory is made and bound exec by the init stage).
 	SupervisedMkdirs bool
+	// InitStage: pid 1 is sysprof's init stage, not the command's (sysprof enforce), so a
+	// signal or pidfd naming it goes to the supervisor. In an export's container pid 1 may be
+	// the command itself (abort's tgkill of its own pid).
+	InitStage bool
 }
 
 // Filter is a profile's syscall policy compiled for one architecture: the rules as data
@@ -96,9 +100,9 @@ func MPTCPLearned(p *policy.Profile) bool {
 }
 
 // hardening are argument checks compile adds to allowed syscalls unless the profile has its own
-// rule for the same argument: they close known bypasses of the other layers; supervisedOpens
-// sends opens for writing to the supervisor (it grants a /proc file).
-func hardening(p *policy.Profile, supervisedOpens, supervisedMkdirs bool) map[string][]Check {
+// rule for the same argument: they close known bypasses of the other layers; opts says what
+// only sysprof's supervisor answers (opens for writing: it grants a /proc file; mkdirs; pid 1).
+func hardening(p *policy.Profile, opts Options) map[string][]Check {
 	h := map[string][]Check{
 		"clone": {{Arg: 0, Width32: true, Mask: ^uint64(0), DenyBits: NamespaceFlags, Fail: RetNotify,
 			Why: "namespace flags (new namespaces escape the sandbox's view)"}},
@@ -108,11 +112,19 @@ func hardening(p *policy.Profile, supervisedOpens, supervisedMkdirs bool) map[st
 		"prlimit64": {{Arg: 0, Width32: true, Mask: ^uint64(0), Values: []uint64{0}, HasValues: true, Fail: RetNotify,
 			Why: WhyPrlimitOther}},
 	}
+	if opts.InitStage {
+		// pid 1 is the init stage: no signal of the command's is for it (it drops them: a
+		// fault signal would crash it). A signal or pidfd aimed at it by pid (tkill: its main
+		// thread's tid) goes to the supervisor.
+		for _, name := range []string{"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open"} {
+			h[name] = []Check{{Arg: 0, Width32: true, Mask: ^uint64(0), DenyValues: []uint64{1}, Fail: RetNotify, Why: WhyInitSignal}}
+		}
+	}
 	if !MPTCPLearned(p) {
 		h["socket"] = []Check{{Arg: 2, Width32: true, Mask: ^uint64(0), DenyValues: []uint64{IPProtoMPTCP}, Fail: RetNotify,
 			Why: "IPPROTO_MPTCP (bypasses Landlock TCP rules)"}}
 	}
-	if supervisedOpens {
+	if opts.SupervisedOpenWrites {
 		// Opens for writing go to the supervisor, which grants the learned /proc files
 		// (procwrite.go) and lets every other one go on to the mounts and Landlock.
 		for name, arg := range map[string]int{"open": 1, "openat": 2} {
@@ -120,7 +132,7 @@ func hardening(p *policy.Profile, supervisedOpens, supervisedMkdirs bool) map[st
 				Fail: RetNotify, Why: WhyOpenWrites})
 		}
 	}
-	if supervisedMkdirs {
+	if opts.SupervisedMkdirs {
 		// Values empty: no mode passes; the supervisor answers each call (WhyMkdir).
 		for name, arg := range map[string]int{"mkdir": 1, "mkdirat": 2} {
 			h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyMkdir})
@@ -177,7 +189,7 @@ func (c *Filter) compileSyscalls(p *policy.Profile, host *arch.Info, opts Option
 			delete(names, n) // poll on aarch64: ppoll is its only one
 		}
 	}
-	hard := hardening(p, opts.SupervisedOpenWrites, opts.SupervisedMkdirs)
+	hard := hardening(p, opts)
 	if err := c.compileRules(names, rulesFor, hard, opts.ExtraValues); err != nil {
 		return nil, err
 	}

@@ -23,6 +23,10 @@ const WhySetID = "set-id mode bits (S_ISUID/S_ISGID)"
 // a call naming the caller's own pid go on.
 const WhyPrlimitOther = "prlimit64 on another process (the init stage's or a sibling's limits)"
 
+// WhyInitSignal marks the check that sends a signal (kill, tkill, tgkill, rt_sigqueueinfo,
+// rt_tgsigqueueinfo) or a pidfd_open naming pid 1, the init stage, to the supervisor.
+const WhyInitSignal = "a signal or pidfd for pid 1 (the init stage, outside the command's reach)"
+
 // WhyProfileRule marks the check of a profile's own argument rule.
 const WhyProfileRule = "profile rule"
 

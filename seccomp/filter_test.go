@@ -38,7 +38,7 @@ func actionName(r uint32) string { return ActionName(r) }
 
 func testProfile() *policy.Profile {
 	p := &policy.Profile{}
-	for _, n := range []string{"read", "write", "openat", "close", "mmap", "execve", "clone", "clone3", "socket", "ioctl", "getpid", "exit_group", "prctl", "chmod", "openat2"} {
+	for _, n := range []string{"read", "write", "openat", "close", "mmap", "execve", "clone", "clone3", "socket", "ioctl", "getpid", "exit_group", "prctl", "chmod", "openat2", "kill", "tgkill"} {
 		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: n})
 	}
 	p.Syscalls.Args = []policy.ArgRule{
@@ -62,7 +62,7 @@ func nrx32(name string) uint32 { return uint32(arch.X32.SyscallNames[name]) | X3
 
 func TestFilterTable(t *testing.T) {
 	p := testProfile()
-	c, err := Compile(p, "x86_64", Options{})
+	c, err := Compile(p, "x86_64", Options{InitStage: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +112,10 @@ func TestFilterTable(t *testing.T) {
 		{"ioctl TIOCSTI", x86, nr64("ioctl"), a(0, unix.TIOCSTI), RetNotify},
 		{"ioctl TIOCSTI with high garbage", x86, nr64("ioctl"), a(0, 0xffffffff00000000|unix.TIOCSTI), RetNotify},
 		{"ioctl TIOCLINUX", x86, nr64("ioctl"), a(0, unix.TIOCLINUX), RetNotify},
+		{"kill of a child", x86, nr64("kill"), [6]uint64{4242, 15}, RetAllow},
+		{"kill of the init stage", x86, nr64("kill"), [6]uint64{1, 6}, RetNotify},
+		{"kill of the init stage, high garbage", x86, nr64("kill"), [6]uint64{1<<32 | 1, 11}, RetNotify},
+		{"tgkill of the init stage", x86, nr64("tgkill"), [6]uint64{1, 2, 11}, RetNotify},
 		{"chmod 0755", x86, nr64("chmod"), a(0, 0o755), RetAllow},
 		{"chmod 04755", x86, nr64("chmod"), a(0, 0o4755), RetNotify},
 		{"chmod 02755 with high garbage", x86, nr64("chmod"), a(0, 1<<32|0o2755), RetNotify},
@@ -128,6 +132,32 @@ func TestFilterTable(t *testing.T) {
 				t.Errorf("spec.eval: %s, want %s", actionName(m), actionName(tc.want))
 			}
 		})
+	}
+}
+
+// TestInitStageSignals: under enforce (InitStage) a signal naming pid 1 goes to the supervisor;
+// an export's filter lets it through (in a container pid 1 may be the command: abort's tgkill).
+func TestInitStageSignals(t *testing.T) {
+	for _, init := range []bool{true, false} {
+		c, err := Compile(testProfile(), "x86_64", Options{InitStage: init})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := uint32(RetAllow)
+		if init {
+			want = RetNotify
+		}
+		for _, call := range []struct {
+			name string
+			args [6]uint64
+		}{{"kill", [6]uint64{1, 6}}, {"tgkill", [6]uint64{1, 1, 6}}} {
+			if got := newVM(t, c.Program).run(t, x86, nr64(call.name), call.args); got != want {
+				t.Errorf("init stage %v: %s of pid 1: %s, want %s", init, call.name, actionName(got), actionName(want))
+			}
+			if got := newVM(t, c.Program).run(t, x86, nr64(call.name), [6]uint64{4242, 4242, 6}); got != RetAllow {
+				t.Errorf("init stage %v: %s of another pid: %s", init, call.name, actionName(got))
+			}
+		}
 	}
 }
 
@@ -299,6 +329,9 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 		return RetNotify
 	case name == "socket" && lo(2) == IPProtoMPTCP && !MPTCPLearned(p) && !lets(2, isMPTCP, 0):
 		return RetNotify
+	case slices.Contains([]string{"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open"}, name) && lo(0) == 1 &&
+		!lets(0, func(v uint64) bool { return v == 1 }, 0):
+		return RetNotify // the init stage
 	}
 	if name == "prlimit64" && lo(0) != 0 && !lets(0, func(v uint64) bool { return v != 0 }, 0xffffffff) {
 		return RetNotify
@@ -366,7 +399,7 @@ func TestFilterRandomAgainstModel(t *testing.T) {
 		if rng.IntN(4) == 0 {
 			p.Network.Connect = []policy.Endpoint{{Endpoint: "127.0.0.1:1", Proto: "mptcp"}}
 		}
-		c, err := Compile(p, "x86_64", Options{})
+		c, err := Compile(p, "x86_64", Options{InitStage: true})
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}

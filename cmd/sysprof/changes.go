@@ -615,7 +615,7 @@ func changesApply(ctx context.Context, o *changesOptions) error {
 	// Conflicts and refusals are said above and stay held; the exit status is the CLI
 	// contract's (0), sysprof's own failure 125.
 	if len(res.Errors) > 0 {
-		return withCode(exitSysprof, fmt.Errorf("changes apply: %s", strings.Join(res.Errors, "; ")))
+		return withCode(exitSysprof, fmt.Errorf("changes apply: %s", report.Printable(strings.Join(res.Errors, "; "))))
 	}
 	return nil
 }

@@ -419,9 +419,11 @@ func (t *tail) str(n int) string {
 	return string(bytes.TrimRight(t.take(n), "\x00"))
 }
 
+// resolvePath is the path p names relative to base (its dirfd's path, or the cwd's). An
+// empty p with a base is the descriptor's own file (AT_EMPTY_PATH: execveat of an fd).
 func resolvePath(p, base string) string {
 	if p == "" {
-		return ""
+		return base
 	}
 	if filepath.IsAbs(p) || base == "" {
 		return filepath.Clean(p)
@@ -466,6 +468,10 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 	case bpf.GuardFileOpFOP_TWO, bpf.GuardFileOpFOP_TWOAT:
 		if strings.HasPrefix(name, "rename") {
 			hits = append(hits, hit{path1, "delete"})
+		} else if (ev.Ret == -int32(unix.EXDEV) || ev.Ret == -int32(unix.ENOENT)) && paths.CoveredBy(path1, g.cfg.Hidden) {
+			// A hard link of a hidden secret (its cover is a mount of its own: EXDEV; in a
+			// hidden directory: ENOENT) is an attempt to read it.
+			hits = append(hits, hit{path1, "read"})
 		}
 		hits = append(hits, hit{path2, "create"})
 	case bpf.GuardFileOpFOP_SYMLINK, bpf.GuardFileOpFOP_SYMLINKAT:

@@ -25,7 +25,7 @@ func TestTailParsing(t *testing.T) {
 	if got := resolvePath(p, base); got != "/tmp/w/out/x.txt" {
 		t.Errorf("path %q (p %q base %q)", got, p, base)
 	}
-	if resolvePath("/a/../b", "/x") != "/b" || resolvePath("", "/x") != "" || tl.components(0) != "" {
+	if resolvePath("/a/../b", "/x") != "/b" || resolvePath("", "/x") != "/x" || resolvePath("", "") != "" || tl.components(0) != "" {
 		t.Error("absolute or empty paths")
 	}
 }

@@ -6,6 +6,9 @@
 // inherited fds) and nothing else: package enforcer compiles the profile, decides the layers,
 // starts this stage and supervises it.
 //
+// As PID 1 the stage is a target the command can name: it notifies every signal (Go's runtime
+// would crash on a SIGABRT or SIGSEGV sent to it) and forwards only those sysprof passes on.
+//
 // It imports only what the stage itself runs (sandbox, netproxy/inside, x/sys), so that it
 // builds into a small program of its own (cmd/sysprof-init): sysprof carries that program
 // embedded and starts it from a sealed memfd, a Go process start of ~1.5 ms instead of the

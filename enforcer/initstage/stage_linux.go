@@ -121,12 +121,16 @@ func initStage(net earlyNet) int {
 		return s.fail(Status{Stage: "config", Error: "sysprof exited before the sandbox started"})
 	}
 	// PID 1 of the sandbox's PID namespace: the namespace dies with it. As its init it gets only
-	// the signals it handles: catch those sysprof forwards, to pass them on to the command.
+	// the signals it handles, and Go handles every signal: a SIGABRT, SIGSEGV or SIGBUS the
+	// command sends (kill(1), kill(0) to its process group, tkill of a stage thread) would crash
+	// the stage and end the run with its traceback on the user's terminal. So every signal is
+	// notified here, where those sysprof forwards are passed on and the rest dropped; a real
+	// fault of the stage still crashes it (Go tells a fault from a sent signal).
 	asInit := os.Getpid() == 1
 	var sigs chan os.Signal
 	if asInit {
 		sigs = make(chan os.Signal, 8)
-		signal.Notify(sigs, forwarded...)
+		signal.Notify(sigs)
 	}
 
 	phase.Mark("config")
@@ -361,7 +365,8 @@ var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 // The fork happens on this locked thread, so the command inherits its filter, Landlock domain,
 // no_new_privs and empty capability sets. The stage's other threads have none of them; the
 // command cannot reach them: the stage stops being dumpable first (no ptrace, /proc/1/mem,
-// /proc/1/fd or pidfd_getfd without CAP_SYS_PTRACE, which the command does not have), holds no
+// /proc/1/fd or pidfd_getfd without CAP_SYS_PTRACE, which the command does not have), drops
+// every signal the command sends it but those it forwards (initStage notifies all), holds no
 // fd but 0-2 and the status pipe (closed once the command runs), and the supervisor lets through
 // only calls made in this stage's address space (kcmp), which the command never shares after
 // its exec.
@@ -377,7 +382,9 @@ func runAsInit(path string, argv, env []string, status *os.File, sigs chan os.Si
 	phase.Mark("fork, exec")
 	go func() {
 		for s := range sigs {
-			_ = unix.Kill(pid, s.(syscall.Signal))
+			if slices.Contains(forwarded, s) {
+				_ = unix.Kill(pid, s.(syscall.Signal))
+			}
 		}
 	}()
 	for {
