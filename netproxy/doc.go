@@ -57,6 +57,14 @@
 //     and reported on a name rule: its destination cannot be checked by name. An address
 //     (CIDR) rule allows the address whatever is spoken on it, unsniffed.
 //
+// A request in a forward proxy's form (an absolute-form target or CONNECT host:port naming
+// another host than the connection's name: http_proxy's proxy) passes when a rule allows its
+// target host:port to the socket's holders, exactly as a connection straight to the target
+// would need (learn writes the target as a rule of its own: ProxyTarget); the proxy named by
+// the connection dials it. What a CONNECT tunnel carries is checked against its target as a
+// connection's first bytes are: a TLS SNI, every HTTP request's Host; an SSH banner or a server
+// that speaks first passes, anything else is refused.
+//
 // It then resolves the name from the host side at connect time (so an address change
 // between the query and the connect, or between two connects, denies nothing;
 // Options.Resolve overrides, like curl's --resolve), dials it, and splices both ways.
@@ -139,6 +147,9 @@
 //     proxy forwarded as body (client-side desync); servers that follow RFC 9112 read or
 //     close.
 //   - HTTP Upgrade (WebSocket over plain HTTP, h2c) is refused, not carried.
+//   - A forward proxy reached by an address rule (http_proxy=http://127.0.0.1:3128: learn
+//     writes a loopback proxy by its address) is not sniffed, so the targets asked of it are
+//     not checked; a proxy reached by name is.
 //   - Holders are checked once per connection: a process that gets the socket afterwards (a
 //     fork without close-on-exec after the first request, SCM_RIGHTS, pidfd_getfd under
 //     ptrace permission, which the learned seccomp filter refuses unless it was learned) is
