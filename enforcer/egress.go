@@ -100,10 +100,11 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 		names = append(names, e.Endpoint)
 	}
 	if c.profile != nil && readsHostsFile(c.profile.Filesystem.Read) {
-		hosts, err := hostsFileNames(hostsFilePath)
+		hosts, has6, no4, err := hostsFileNames(hostsFilePath)
 		if err != nil {
 			return err
 		}
+		p.HostsFamilies(has6, no4)
 		switch {
 		case len(hosts) > maxHostsFileNames:
 			c.Notes = append(c.Notes, fmt.Sprintf("network: %s has %d names: too many to answer through the DNS stub; only the profile's names resolve", hostsFilePath, len(hosts)))
@@ -150,14 +151,15 @@ func readsHostsFile(read []policy.PathRule) bool {
 // them from the file on the host, without DNS, so the learn saw no lookup to keep (a
 // resolve-only name of the file is in no profile); in the sandbox they resolve as the host's
 // would, through the stub: a name with no connect rule gets a synthetic address no rule lets
-// through, and the connection is refused and on the record. A missing file gives none.
-func hostsFileNames(path string) ([]string, error) {
+// through, and the connection is refused and on the record. has6 and no4 say which families the
+// file gives each name (hostsfile.Families: the stub answers in those). A missing file gives none.
+func hostsFileNames(path string) (names, has6, no4 []string, err error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("egress: read %s (its names resolve through the DNS stub): %w", path, err)
+		return nil, nil, nil, fmt.Errorf("egress: read %s (its names resolve through the DNS stub): %w", path, err)
 	}
 	var out []string
 	for addr, names := range hostsfile.Names(string(b)) {
@@ -166,5 +168,6 @@ func hostsFileNames(path string) ([]string, error) {
 		}
 	}
 	slices.Sort(out)
-	return slices.Compact(out), nil
+	has6, no4 = hostsfile.Families(string(b))
+	return slices.Compact(out), has6, no4, nil
 }

@@ -28,7 +28,11 @@
 //
 // The stub answers each name the profile allows with a synthetic loopback address unique to
 // that name (127.77.0.0/16, assigned in sorted order: Synthetic); AAAA and other types of an
-// allowed name get an empty answer (clients use the A record); every other name is NXDOMAIN
+// allowed name get an empty answer (clients use the A record), except for a name of the host's
+// hosts file, answered in the families the file gives it (Plan.HostsFamilies: AAAA with the
+// synthetic address's IPv6 twin in fd00:5359:5350::/96 for an IPv6 line, no A without an IPv4
+// line: curl -6 and getent ahostsv6 get an address, glibc sorts what it sorted on the host);
+// every other name is NXDOMAIN
 // and a denial with the name. A resolve-only name (Plan.AddResolveOnly: looked up when
 // learned, never connected to) is answered the same way; no rule connects to it, so a
 // connection to its address is refused. localhost and every name under it answer 127.0.0.1

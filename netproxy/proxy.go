@@ -444,7 +444,7 @@ type proxyConn struct {
 func (p *Proxy) newProxyConn(c *net.TCPConn) *proxyConn {
 	pc := &proxyConn{p: p, c: c, dst: addrPort(c.LocalAddr()), src: addrPort(c.RemoteAddr())}
 	pc.port = pc.dst.Port()
-	pc.name, pc.isName = p.plan.byAddr[pc.dst.Addr()]
+	pc.name, pc.isName = p.plan.nameAt(pc.dst.Addr())
 	pc.target = pc.dst.String()
 	if pc.isName {
 		pc.target, pc.targetHost = net.JoinHostPort(pc.name, strconv.Itoa(int(pc.port))), pc.name
