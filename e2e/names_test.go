@@ -136,6 +136,18 @@ git clone -q --bare %[1]s/src %[1]s/srv/repo.git; git -C %[1]s/srv/repo.git upda
 		{name: "getent", argv: []string{"getent", "ahosts", "reg4.hosts.test"}, want: "STREAM"},
 		{name: "getent-hosts-ipv6", argv: []string{"getent", "hosts", "reg6.hosts.test"}, want: "reg6.hosts.test"},
 		{name: "curl-mixed-case", argv: curl("REG4.Hosts.Test"), want: "hello names"},
+		// One address family asked for (curl -6, glibc's AI_ADDRCONFIG of getent ahostsv4/v6 and
+		// Python's flag): the stub answers a hosts-file name in the families the file gives it,
+		// and the sandbox's lo has an address of each family for AI_ADDRCONFIG to count.
+		{name: "curl-ipv6-only-asked", argv: []string{"curl", "-6", "-sS", "-m", "10", url("reg6.hosts.test")}, want: "hello names"},
+		{name: "curl-dual-ipv6-asked", argv: []string{"curl", "-6", "-sS", "-m", "10", url("dual.hosts.test")}, want: "hello names"},
+		{name: "getent-ahostsv6", argv: []string{"getent", "ahostsv6", "reg6.hosts.test"}, want: "STREAM reg6.hosts.test"},
+		{name: "getent-ahostsv4", argv: []string{"getent", "ahostsv4", "reg4.hosts.test"}, want: "STREAM reg4.hosts.test"},
+		{name: "python-addrconfig", argv: []string{python, "-c", "import socket; print(socket.getaddrinfo('reg4.hosts.test', 8080, socket.AF_INET, socket.SOCK_STREAM, 0, socket.AI_ADDRCONFIG)[0][0] == socket.AF_INET)"}, want: "True"},
+		// Looked up only (no network in the profile): glibc sorts a name's several addresses
+		// by connecting a UDP socket to each, port 0, sending nothing: no denial.
+		{name: "lookup-only-several", argv: []string{"getent", "ahosts", "multi.hosts.test"}, want: "STREAM multi.hosts.test"},
+		{name: "lookup-only-dual", argv: []string{python, "-c", "import socket; print(len(socket.getaddrinfo('dual.hosts.test', 8080, 0, socket.SOCK_STREAM)))"}, want: "2"},
 		{name: "python-requests", argv: []string{python, "req.py", url("reg4.hosts.test")}, want: "hello names"},
 		{name: "python-asyncio", argv: []string{python, "aio.py", "dual.hosts.test", "8080"}, want: "hello names"},
 		{name: "go-cgo-resolver", argv: []string{"env", "GODEBUG=netdns=cgo", gofetchCgo, url("reg4.hosts.test")}, want: "hello names"},
