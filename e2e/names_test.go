@@ -28,6 +28,7 @@ fd77::2 dual.hosts.test
 127.0.0.1 lo.hosts.test
 10.77.0.5 proxy.hosts.test
 10.77.0.6 ssh.hosts.test
+10.77.0.8 statsd.hosts.test
 10.77.0.9 probe.hosts.test
 `
 
@@ -179,6 +180,8 @@ git clone -q --bare %[1]s/src %[1]s/srv/repo.git; git -C %[1]s/srv/repo.git upda
 		// sink's log is checked below.
 		{name: "udp-statsd-loopback", argv: []string{"sh", "-c", python + ` udp.py send 127.0.0.1 8125 "loopback-$(id -u)"`}},
 		{name: "udp-statsd-address", argv: []string{"sh", "-c", python + ` udp.py send 10.77.0.1 8126 "address-$(id -u)"`}},
+		// A statsd named in /etc/hosts: relayed from the name's synthetic address to the name.
+		{name: "udp-statsd-name", argv: []string{"sh", "-c", python + ` udp.py send statsd.hosts.test 8127 "name-$(id -u)"`}},
 		// Names from DNS (the namespace's server): glibc asks A and AAAA at once with sendmmsg,
 		// one at a time with send under single-request, over TCP under use-vc or after a
 		// truncated answer; c-ares (node's dns.resolve4) and Go's resolver ask themselves.
@@ -205,7 +208,7 @@ git clone -q --bare %[1]s/src %[1]s/srv/repo.git; git -C %[1]s/srv/repo.git upda
 pids=
 trap 'kill $pids 2>/dev/null' EXIT
 ip link set lo up
-for a in 10.77.0.1 10.77.0.2 10.77.0.3 10.77.0.4 10.77.0.5 10.77.0.6 10.77.0.7 10.77.0.9 10.77.0.53; do ip addr add $a/24 dev lo; done
+for a in 10.77.0.1 10.77.0.2 10.77.0.3 10.77.0.4 10.77.0.5 10.77.0.6 10.77.0.7 10.77.0.8 10.77.0.9 10.77.0.53; do ip addr add $a/24 dev lo; done
 ip addr add fd77::1/64 dev lo; ip addr add fd77::2/64 dev lo
 mount --bind %[1]s/hosts /etc/hosts
 mount --bind %[1]s/resolv.conf /etc/resolv.conf
@@ -214,7 +217,7 @@ hostname boxhost
 (cd %[1]s/srv && exec %[2]s -m http.server --bind :: 8080 >>%[1]s/srv.log 2>&1) & pids="$pids $!"
 %[2]s %[1]s/work/fwdproxy.py 10.77.0.5:3128 %[1]s/proxy.log >>%[1]s/srv.log 2>&1 & pids="$pids $!"
 %[2]s %[1]s/work/banner.py 10.77.0.6:2222 %[1]s/banner.log >>%[1]s/srv.log 2>&1 & pids="$pids $!"
-%[2]s %[1]s/work/udp.py sink %[1]s/udp.log 127.0.0.1:8125 10.77.0.1:8126 >>%[1]s/srv.log 2>&1 & pids="$pids $!"
+%[2]s %[1]s/work/udp.py sink %[1]s/udp.log 127.0.0.1:8125 10.77.0.1:8126 10.77.0.8:8127 >>%[1]s/srv.log 2>&1 & pids="$pids $!"
 i=0; until curl -s -o /dev/null http://10.77.0.1:8080/ || [ $i -gt 100 ]; do sleep 0.1; i=$((i+1)); done
 set +e
 cd %[1]s/work
@@ -255,7 +258,7 @@ S=%[3]s
 		t.Fatalf("the namespace's script: %v", r)
 	}
 	udpLog, _ := os.ReadFile(filepath.Join(dir, "udp.log"))
-	for _, want := range []string{"loopback-0", "loopback-65534", "address-0", "address-65534"} {
+	for _, want := range []string{"loopback-0", "loopback-65534", "address-0", "address-65534", "name-0", "name-65534"} {
 		// learn's datagram and enforce's as root share a line text: count them.
 		n := strings.Count(string(udpLog), want+"\n")
 		if strings.HasSuffix(want, "-0") && n < 2 || n < 1 {

@@ -26,8 +26,9 @@ import (
 //   - udp to port 53 (a learned resolver): the stub answers instead, nothing leaves.
 //   - any other UDP (connect or send) to an exact address:port: relayed to exactly that
 //     destination (netproxy udp.go; for every binary: datagrams are not checked per binary);
-//     to a name or a range: the rule is dropped (stays refused) and said (Compiled.Refused),
-//     and the rest runs.
+//     to a name:port (a statsd named in /etc/hosts): relayed from the name's synthetic
+//     address to the name resolved on the host; to a range: the rule is dropped (stays
+//     refused) and said (Compiled.Refused), and the rest runs.
 //   - resolve (names looked up, never connected to): the stub answers them; a connection to
 //     one is refused (it takes a connect rule).
 //   - bind: works inside the sandbox's namespace (Landlock holds the ports); a loopback TCP
@@ -35,6 +36,7 @@ import (
 func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) error {
 	var rules []netproxy.Rule
 	var udp []netip.AddrPort
+	var udpNames []netproxy.UDPName
 	for _, set := range []struct {
 		name string
 		eps  []policy.Endpoint
@@ -57,9 +59,13 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 					udp = append(udp, dst)
 					continue
 				}
+				if a.Host != "" && a.Host != "localhost" && a.Port != 0 {
+					udpNames = append(udpNames, netproxy.UDPName{Name: a.Host, Port: uint16(a.Port)})
+					continue
+				}
 				// The rest of the profile still runs: the tool gets no answer (ICMP port
 				// unreachable), as when the destination is down, and most fall back.
-				c.Refused = append(c.Refused, fmt.Sprintf("network.%s: %s udp: refused (UDP is relayed only to an exact address:port, not a name or a range)", set.name, e.Endpoint))
+				c.Refused = append(c.Refused, fmt.Sprintf("network.%s: %s udp: refused (UDP is relayed only to an exact address:port or name:port, not a range)", set.name, e.Endpoint))
 				continue
 			case set.name == "send":
 				continue // tcp send rules mean nothing beyond connect
@@ -113,9 +119,13 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 			c.Notes = append(c.Notes, fmt.Sprintf("network: %d name(s) of %s resolve through the DNS stub (the profile reads the file; the sandbox's copy keeps only its loopback lines): a connection to one still takes a connect rule", len(hosts), hostsFilePath))
 		}
 	}
+	for _, u := range udpNames {
+		names = append(names, u.Name)
+	}
 	if err := p.AddResolveOnly(names); err != nil {
 		return err
 	}
+	p.RelayUDPNames(udpNames)
 	c.Egress = p
 	plan.NetNS = true
 	c.Layers = append(c.Layers, LayerNetNS)

@@ -81,7 +81,9 @@
 //     rebinding to the host's own services); a --resolve override or an IP rule may name it.
 //   - Raw IP connects: a destination that is not a synthetic address passes only under an
 //     IP or CIDR rule of the profile that covers it (then it is dialled as is).
-//   - UDP: the stub's DNS, and the exact address:port of each UDP rule (Inside.UDP, udp.go):
+//   - UDP: the stub's DNS, the exact address:port of each UDP rule, and the synthetic
+//     address:port of each UDP rule by name (relayed to the name resolved on the host when a
+//     flow starts: RelayUDPNames) (Inside.UDP, udp.go):
 //     the init stage binds a socket to that destination inside, and the host side relays
 //     each client socket's datagrams to it from a socket of its own and the answers back.
 //     Datagrams are not checked per binary. QUIC and any other datagram finds no socket (ICMP

@@ -1,8 +1,11 @@
 package netproxy
 
 import (
+	"io"
+	"net"
 	"net/netip"
 	"testing"
+	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
 )
@@ -66,5 +69,48 @@ func TestStubAnswersTheHostsFileFamilies(t *testing.T) {
 	}
 	if _, ok := p.nameAt(netip.MustParseAddr("fd00:5359:5350::a00:1")); ok {
 		t.Error("an address of the IPv6 range no name has named one")
+	}
+}
+
+// A UDP destination by name (a statsd named in /etc/hosts) is relayed from the name's
+// synthetic address, where the stub sends the client, to the name resolved on the host, and
+// the answers come back; no other datagram is relayed.
+func TestUDPRelayByName(t *testing.T) {
+	sink, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	port := uint16(sink.LocalAddr().(*net.UDPAddr).Port)
+	plan, err := NewPlan(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plan.AddResolveOnly([]string{"statsd.test"}); err != nil {
+		t.Fatal(err)
+	}
+	plan.RelayUDPNames([]UDPName{{Name: "Statsd.Test", Port: port}})
+	syn, _ := plan.Synthetic("statsd.test")
+	if want := netip.AddrPortFrom(syn, port); len(plan.Inside.UDP) != 1 || plan.Inside.UDP[0] != want {
+		t.Fatalf("relays %v, want %v", plan.Inside.UDP, want)
+	}
+	p, _ := startPlan(t, plan, Options{Resolve: map[string][]netip.Addr{"statsd.test": lo}}, nil)
+	defer p.Close()
+	c, err := net.Dial("udp", netip.AddrPortFrom(syn, port).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second)) // a hang fails, not a timing assertion
+	io.WriteString(c, "metric:1|c")
+	buf := make([]byte, 64)
+	sink.SetDeadline(time.Now().Add(20 * time.Second))
+	n, from, err := sink.ReadFrom(buf)
+	if err != nil || string(buf[:n]) != "metric:1|c" {
+		t.Fatalf("the sink read %q, %v", buf[:n], err)
+	}
+	sink.WriteTo([]byte("ack"), from)
+	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "ack" {
+		t.Fatalf("the answer: %q, %v", buf[:n], err)
 	}
 }

@@ -65,6 +65,8 @@ type Plan struct {
 	Inside Inside
 	// has6, no4: names answered AAAA, names not answered A (HostsFamilies).
 	has6, no4 map[string]bool
+	// udpName: the UDP relays by name, by their address inside (RelayUDPNames).
+	udpName map[netip.AddrPort]string
 }
 
 // NewPlan assigns synthetic addresses to the rules' names (sorted, so the same profile gives

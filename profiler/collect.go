@@ -805,14 +805,17 @@ func (c *collector) fill(t *trace.Trace) {
 		}
 		// No DNS answer named the address and the binary read the hosts file, which does:
 		// one record per name the file gives it (the tool looked up one of them; under
-		// enforce the sandbox asks the stub for it).
-		if names := fromHosts[hostsKey{n.Exe, n.Addr}]; n.Host == "" && n.Op == trace.OpConnect && len(names) > 0 {
+		// enforce the sandbox asks the stub for it). A datagram sent (sendto: a statsd
+		// client) keeps its address too: enforce relays both exactly.
+		if names := fromHosts[hostsKey{n.Exe, n.Addr}]; n.Host == "" && (n.Op == trace.OpConnect || n.Op == trace.OpSend) && len(names) > 0 {
 			for _, name := range names {
 				m := *n
 				m.Host = name
 				t.Network = append(t.Network, m)
 			}
-			continue
+			if n.Op == trace.OpConnect {
+				continue
+			}
 		}
 		// The names the binary's connections named themselves win over the DNS answer's:
 		// one record per name (a CDN address serves several).
