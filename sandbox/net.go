@@ -57,11 +57,6 @@ func bringUpLoopback() error {
 
 // addAddr adds prefix a to the interface with index idx (rtnetlink RTM_NEWADDR).
 func addAddr(idx int, a netip.Prefix) error {
-	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(s)
 	family, raw := unix.AF_INET, a.Addr().AsSlice()
 	if a.Addr().Is6() {
 		family = unix.AF_INET6
@@ -69,10 +64,7 @@ func addAddr(idx int, a netip.Prefix) error {
 	attr := 4 + len(raw)
 	msg := make([]byte, unix.SizeofNlMsghdr+unix.SizeofIfAddrmsg+2*attr)
 	ne := binary.NativeEndian
-	ne.PutUint32(msg[0:], uint32(len(msg)))
 	ne.PutUint16(msg[4:], unix.RTM_NEWADDR)
-	ne.PutUint16(msg[6:], unix.NLM_F_REQUEST|unix.NLM_F_ACK|unix.NLM_F_CREATE|unix.NLM_F_EXCL)
-	ne.PutUint32(msg[8:], 1)
 	ifa := msg[unix.SizeofNlMsghdr:]
 	ifa[0] = byte(family)
 	ifa[1] = byte(a.Bits())
@@ -85,6 +77,22 @@ func addAddr(idx int, a netip.Prefix) error {
 		ne.PutUint16(at[i*attr+2:], typ)
 		copy(at[i*attr+4:], raw)
 	}
+	return RouteRequest(msg)
+}
+
+// RouteRequest sends one rtnetlink request that creates something (msg: its header's type
+// set, room for the rest; length, flags and sequence are filled here) and waits for its
+// acknowledgement, in the calling thread's network namespace.
+func RouteRequest(msg []byte) error {
+	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(s)
+	ne := binary.NativeEndian
+	ne.PutUint32(msg[0:], uint32(len(msg)))
+	ne.PutUint16(msg[6:], unix.NLM_F_REQUEST|unix.NLM_F_ACK|unix.NLM_F_CREATE|unix.NLM_F_EXCL)
+	ne.PutUint32(msg[8:], 1)
 	if err := unix.Sendto(s, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return err
 	}
