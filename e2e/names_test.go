@@ -26,8 +26,15 @@ fd77::2 dual.hosts.test
 10.77.0.3 multi.hosts.test
 10.77.0.4 multi.hosts.test
 127.0.0.1 lo.hosts.test
+10.77.0.5 proxy.hosts.test
+10.77.0.6 ssh.hosts.test
+10.77.0.8 statsd.hosts.test
 10.77.0.9 probe.hosts.test
 `
+
+// namesHostsChanged is namesHosts edited between a learn and its enforce runs: reg4.hosts.test
+// moved to another address, and a name the learn never saw added.
+var namesHostsChanged = strings.Replace(namesHosts, "10.77.0.1 reg4.hosts.test reg4alias\n", "10.77.0.2 reg4.hosts.test reg4alias\n10.77.0.7 new.hosts.test\n", 1)
 
 // namesCell is one way a tool resolves and reaches a name: learned once as root, then
 // enforced unchanged as root and as an ordinary user. enforce runs enforceArgv when set (a
@@ -37,6 +44,7 @@ type namesCell struct {
 	argv        []string
 	enforceArgv []string
 	resolvConf  string   // the namespace's resolv.conf options for this cell ("" the default)
+	hostsEdited bool     // enforce runs with namesHostsChanged
 	want        string   // in enforce's stdout
 	denials     []string // as many denials, each with one of these in its What; none when nil
 }
@@ -70,8 +78,9 @@ func TestNamesMatrix(t *testing.T) {
 		}
 	}
 	testutil.WriteFile(t, filepath.Join(dir, "hosts"), namesHosts, 0o644)
+	testutil.WriteFile(t, filepath.Join(dir, "hosts.changed"), namesHostsChanged, 0o644)
 	testutil.WriteFile(t, filepath.Join(dir, "srv", "index.html"), "hello names\n", 0o644)
-	for _, f := range []string{"fetch.py", "lookup.js", "resolve4.js", "udp.py"} {
+	for _, f := range []string{"fetch.py", "lookup.js", "resolve4.js", "udp.py", "aio.py", "req.py", "fwdproxy.py", "banner.py"} {
 		b, err := os.ReadFile(testutil.Testdata("names", f))
 		if err != nil {
 			t.Fatal(err)
@@ -84,6 +93,13 @@ func TestNamesMatrix(t *testing.T) {
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build gofetch: %v\n%s", err, out)
+	}
+	// Go's cgo resolver (glibc's getaddrinfo) under GODEBUG=netdns=cgo.
+	gofetchCgo := filepath.Join(dir, "work", "gofetch-cgo")
+	build = exec.Command("go", "build", "-o", gofetchCgo, testutil.Testdata("names", "gofetch.go"))
+	build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build gofetch with cgo: %v\n%s", err, out)
 	}
 	// The namespace's DNS server (for names under dns.test), outside the work tree.
 	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "dnsd"), testutil.Testdata("names", "dnsd.go")).CombinedOutput(); err != nil {
@@ -119,6 +135,40 @@ git clone -q --bare %[1]s/src %[1]s/srv/repo.git; git -C %[1]s/srv/repo.git upda
 		{name: "go-pure-resolver-dual", argv: []string{gofetch, url("dual.hosts.test")}, want: "hello names"},
 		{name: "node-lookup", argv: []string{"node", "lookup.js", "reg4.hosts.test"}, want: "lookup v4"},
 		{name: "getent", argv: []string{"getent", "ahosts", "reg4.hosts.test"}, want: "STREAM"},
+		{name: "getent-hosts-ipv6", argv: []string{"getent", "hosts", "reg6.hosts.test"}, want: "reg6.hosts.test"},
+		{name: "curl-mixed-case", argv: curl("REG4.Hosts.Test"), want: "hello names"},
+		// One address family asked for (curl -6, glibc's AI_ADDRCONFIG of getent ahostsv4/v6 and
+		// Python's flag): the stub answers a hosts-file name in the families the file gives it,
+		// and the sandbox's lo has an address of each family for AI_ADDRCONFIG to count.
+		{name: "curl-ipv6-only-asked", argv: []string{"curl", "-6", "-sS", "-m", "10", url("reg6.hosts.test")}, want: "hello names"},
+		{name: "curl-dual-ipv6-asked", argv: []string{"curl", "-6", "-sS", "-m", "10", url("dual.hosts.test")}, want: "hello names"},
+		{name: "getent-ahostsv6", argv: []string{"getent", "ahostsv6", "reg6.hosts.test"}, want: "STREAM reg6.hosts.test"},
+		{name: "getent-ahostsv4", argv: []string{"getent", "ahostsv4", "reg4.hosts.test"}, want: "STREAM reg4.hosts.test"},
+		{name: "python-addrconfig", argv: []string{python, "-c", "import socket; print(socket.getaddrinfo('reg4.hosts.test', 8080, socket.AF_INET, socket.SOCK_STREAM, 0, socket.AI_ADDRCONFIG)[0][0] == socket.AF_INET)"}, want: "True"},
+		// Looked up only (no network in the profile): glibc sorts a name's several addresses
+		// by connecting a UDP socket to each, port 0, sending nothing: no denial.
+		{name: "lookup-only-several", argv: []string{"getent", "ahosts", "multi.hosts.test"}, want: "STREAM multi.hosts.test"},
+		{name: "lookup-only-dual", argv: []string{python, "-c", "import socket; print(len(socket.getaddrinfo('dual.hosts.test', 8080, 0, socket.SOCK_STREAM)))"}, want: "2"},
+		{name: "python-requests", argv: []string{python, "req.py", url("reg4.hosts.test")}, want: "hello names"},
+		{name: "python-asyncio", argv: []string{python, "aio.py", "dual.hosts.test", "8080"}, want: "hello names"},
+		{name: "go-cgo-resolver", argv: []string{"env", "GODEBUG=netdns=cgo", gofetchCgo, url("reg4.hosts.test")}, want: "hello names"},
+		// An SSH client (server speaks first; ssh reads /etc/ssh/ssh_config, no secret): the
+		// test's server is no sshd, so ssh fails after the banners (its log is checked below).
+		{name: "ssh", argv: []string{"sh", "-c", "ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -p 2222 ssh.hosts.test true; echo ssh-ended"}, want: "ssh-ended"},
+		// A forward proxy named in /etc/hosts (http_proxy): the proxy's connection and each
+		// target asked through it are learned; a target not learned is refused and recorded.
+		{name: "proxy-env", argv: []string{"env", "http_proxy=http://proxy.hosts.test:3128", "curl", "-sS", "-m", "10", url("www.dns.test")}, want: "hello names"},
+		{name: "proxy-env-hosts-target", argv: []string{"env", "http_proxy=http://proxy.hosts.test:3128", python, "req.py", url("reg4.hosts.test")}, want: "hello names"},
+		{name: "proxy-connect", argv: []string{"env", "http_proxy=http://proxy.hosts.test:3128", "curl", "-sS", "-m", "10", "-p", url("reg4.hosts.test")}, want: "hello names"},
+		{name: "proxy-target-not-learned", argv: []string{"sh", "-c", "export http_proxy=http://proxy.hosts.test:3128; curl -sS -m 10 " + url("reg4.hosts.test")},
+			enforceArgv: []string{"sh", "-c", "export http_proxy=http://proxy.hosts.test:3128; curl -sS -m 10 " + url("www.dns.test") + "; curl -sS -m 10 " + url("reg4.hosts.test")},
+			want:        "hello names", denials: []string{"connect www.dns.test:8080 tcp (through the proxy proxy.hosts.test:3128"}},
+		// /etc/hosts edited between learn and enforce: the learned name at its new address
+		// works; a name added since, never learned, is refused and recorded.
+		{name: "hosts-edited", argv: curl("reg4.hosts.test"), hostsEdited: true, want: "hello names"},
+		{name: "hosts-edited-new-name", argv: []string{"sh", "-c", strings.Join(curl("reg4.hosts.test"), " ")}, hostsEdited: true,
+			enforceArgv: []string{"sh", "-c", strings.Join(curl("new.hosts.test"), " ") + "; " + strings.Join(curl("reg4.hosts.test"), " ")},
+			want:        "hello names", denials: []string{"connect new.hosts.test:8080"}},
 		// Resolve-only: a hosts-file name looked up, never connected to (the learn saw no DNS
 		// query): it resolves under enforce; a connection to it is refused and on the record.
 		{name: "resolve-only", argv: []string{"sh", "-c", "getent hosts probe.hosts.test >/dev/null && " + strings.Join(curl("reg4.hosts.test"), " ")}, want: "hello names"},
@@ -130,6 +180,8 @@ git clone -q --bare %[1]s/src %[1]s/srv/repo.git; git -C %[1]s/srv/repo.git upda
 		// sink's log is checked below.
 		{name: "udp-statsd-loopback", argv: []string{"sh", "-c", python + ` udp.py send 127.0.0.1 8125 "loopback-$(id -u)"`}},
 		{name: "udp-statsd-address", argv: []string{"sh", "-c", python + ` udp.py send 10.77.0.1 8126 "address-$(id -u)"`}},
+		// A statsd named in /etc/hosts: relayed from the name's synthetic address to the name.
+		{name: "udp-statsd-name", argv: []string{"sh", "-c", python + ` udp.py send statsd.hosts.test 8127 "name-$(id -u)"`}},
 		// Names from DNS (the namespace's server): glibc asks A and AAAA at once with sendmmsg,
 		// one at a time with send under single-request, over TCP under use-vc or after a
 		// truncated answer; c-ares (node's dns.resolve4) and Go's resolver ask themselves.
@@ -156,14 +208,16 @@ git clone -q --bare %[1]s/src %[1]s/srv/repo.git; git -C %[1]s/srv/repo.git upda
 pids=
 trap 'kill $pids 2>/dev/null' EXIT
 ip link set lo up
-for a in 10.77.0.1 10.77.0.2 10.77.0.3 10.77.0.4 10.77.0.9 10.77.0.53; do ip addr add $a/24 dev lo; done
+for a in 10.77.0.1 10.77.0.2 10.77.0.3 10.77.0.4 10.77.0.5 10.77.0.6 10.77.0.7 10.77.0.8 10.77.0.9 10.77.0.53; do ip addr add $a/24 dev lo; done
 ip addr add fd77::1/64 dev lo; ip addr add fd77::2/64 dev lo
 mount --bind %[1]s/hosts /etc/hosts
 mount --bind %[1]s/resolv.conf /etc/resolv.conf
 %[1]s/dnsd 10.77.0.53:53 >>%[1]s/srv.log 2>&1 & pids="$pids $!"
 hostname boxhost
 (cd %[1]s/srv && exec %[2]s -m http.server --bind :: 8080 >>%[1]s/srv.log 2>&1) & pids="$pids $!"
-%[2]s %[1]s/work/udp.py sink %[1]s/udp.log 127.0.0.1:8125 10.77.0.1:8126 >>%[1]s/srv.log 2>&1 & pids="$pids $!"
+%[2]s %[1]s/work/fwdproxy.py 10.77.0.5:3128 %[1]s/proxy.log >>%[1]s/srv.log 2>&1 & pids="$pids $!"
+%[2]s %[1]s/work/banner.py 10.77.0.6:2222 %[1]s/banner.log >>%[1]s/srv.log 2>&1 & pids="$pids $!"
+%[2]s %[1]s/work/udp.py sink %[1]s/udp.log 127.0.0.1:8125 10.77.0.1:8126 10.77.0.8:8127 >>%[1]s/srv.log 2>&1 & pids="$pids $!"
 i=0; until curl -s -o /dev/null http://10.77.0.1:8080/ || [ $i -gt 100 ]; do sleep 0.1; i=$((i+1)); done
 set +e
 cd %[1]s/work
@@ -187,10 +241,16 @@ S=%[3]s
 			fmt.Fprintf(&script, "mount --bind %s/resolv.conf%s /etc/resolv.conf\n", dir, c.resolvConf)
 		}
 		fmt.Fprintf(&script, "$S learn --fresh -p %[1]s.yaml -- %[2]s >%[1]s.learn.out 2>%[1]s.learn.err; echo $? >%[1]s.learn.rc\n", o, q(c.argv))
+		if c.hostsEdited {
+			fmt.Fprintf(&script, "umount /etc/hosts; mount --bind %s/hosts.changed /etc/hosts\n", dir)
+		}
 		fmt.Fprintf(&script, "$S enforce -p %[1]s.yaml --report %[1]s.root.json -- %[2]s >%[1]s.root.out 2>%[1]s.root.err; echo $? >%[1]s.root.rc\n", o, q(enf))
 		fmt.Fprintf(&script, "chmod 644 %[1]s.yaml; setpriv --reuid=65534 --regid=65534 --clear-groups $S enforce -p %[1]s.yaml --report %[1]s.nobody.json -- %[2]s >%[1]s.nobody.out 2>%[1]s.nobody.err; echo $? >%[1]s.nobody.rc\n", o, q(enf))
 		if c.resolvConf != "" {
 			script.WriteString("umount /etc/resolv.conf\n")
+		}
+		if c.hostsEdited {
+			fmt.Fprintf(&script, "umount /etc/hosts; mount --bind %s/hosts /etc/hosts\n", dir)
 		}
 	}
 	r := testutil.Run(t, dir, os.Environ(), "unshare", "-n", "-m", "-u", "--propagation", "private", "sh", "-c", script.String())
@@ -198,12 +258,16 @@ S=%[3]s
 		t.Fatalf("the namespace's script: %v", r)
 	}
 	udpLog, _ := os.ReadFile(filepath.Join(dir, "udp.log"))
-	for _, want := range []string{"loopback-0", "loopback-65534", "address-0", "address-65534"} {
+	for _, want := range []string{"loopback-0", "loopback-65534", "address-0", "address-65534", "name-0", "name-65534"} {
 		// learn's datagram and enforce's as root share a line text: count them.
 		n := strings.Count(string(udpLog), want+"\n")
 		if strings.HasSuffix(want, "-0") && n < 2 || n < 1 {
 			t.Errorf("UDP relay: %q received %d time(s); the sink's log:\n%s", want, n, udpLog)
 		}
+	}
+	// ssh reached the server in the learn and both enforce runs (its banner in the log).
+	if b, _ := os.ReadFile(filepath.Join(dir, "banner.log")); strings.Count(string(b), "SSH-2.0-OpenSSH") < 3 {
+		t.Errorf("ssh did not reach its server in every run; the server's log:\n%s", b)
 	}
 	read := func(name string) string {
 		b, _ := os.ReadFile(filepath.Join(dir, "out", name))

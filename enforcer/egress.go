@@ -26,8 +26,9 @@ import (
 //   - udp to port 53 (a learned resolver): the stub answers instead, nothing leaves.
 //   - any other UDP (connect or send) to an exact address:port: relayed to exactly that
 //     destination (netproxy udp.go; for every binary: datagrams are not checked per binary);
-//     to a name or a range: the rule is dropped (stays refused) and said (Compiled.Refused),
-//     and the rest runs.
+//     to a name:port (a statsd named in /etc/hosts): relayed from the name's synthetic
+//     address to the name resolved on the host; to a range: the rule is dropped (stays
+//     refused) and said (Compiled.Refused), and the rest runs.
 //   - resolve (names looked up, never connected to): the stub answers them; a connection to
 //     one is refused (it takes a connect rule).
 //   - bind: works inside the sandbox's namespace (Landlock holds the ports); a loopback TCP
@@ -35,6 +36,7 @@ import (
 func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) error {
 	var rules []netproxy.Rule
 	var udp []netip.AddrPort
+	var udpNames []netproxy.UDPName
 	for _, set := range []struct {
 		name string
 		eps  []policy.Endpoint
@@ -57,9 +59,13 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 					udp = append(udp, dst)
 					continue
 				}
+				if a.Host != "" && a.Host != "localhost" && a.Port != 0 {
+					udpNames = append(udpNames, netproxy.UDPName{Name: a.Host, Port: uint16(a.Port)})
+					continue
+				}
 				// The rest of the profile still runs: the tool gets no answer (ICMP port
 				// unreachable), as when the destination is down, and most fall back.
-				c.Refused = append(c.Refused, fmt.Sprintf("network.%s: %s udp: refused (UDP is relayed only to an exact address:port, not a name or a range)", set.name, e.Endpoint))
+				c.Refused = append(c.Refused, fmt.Sprintf("network.%s: %s udp: refused (UDP is relayed only to an exact address:port or name:port, not a range)", set.name, e.Endpoint))
 				continue
 			case set.name == "send":
 				continue // tcp send rules mean nothing beyond connect
@@ -100,10 +106,11 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 		names = append(names, e.Endpoint)
 	}
 	if c.profile != nil && readsHostsFile(c.profile.Filesystem.Read) {
-		hosts, err := hostsFileNames(hostsFilePath)
+		hosts, has6, no4, err := hostsFileNames(hostsFilePath)
 		if err != nil {
 			return err
 		}
+		p.HostsFamilies(has6, no4)
 		switch {
 		case len(hosts) > maxHostsFileNames:
 			c.Notes = append(c.Notes, fmt.Sprintf("network: %s has %d names: too many to answer through the DNS stub; only the profile's names resolve", hostsFilePath, len(hosts)))
@@ -112,9 +119,13 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 			c.Notes = append(c.Notes, fmt.Sprintf("network: %d name(s) of %s resolve through the DNS stub (the profile reads the file; the sandbox's copy keeps only its loopback lines): a connection to one still takes a connect rule", len(hosts), hostsFilePath))
 		}
 	}
+	for _, u := range udpNames {
+		names = append(names, u.Name)
+	}
 	if err := p.AddResolveOnly(names); err != nil {
 		return err
 	}
+	p.RelayUDPNames(udpNames)
 	c.Egress = p
 	plan.NetNS = true
 	c.Layers = append(c.Layers, LayerNetNS)
@@ -150,14 +161,15 @@ func readsHostsFile(read []policy.PathRule) bool {
 // them from the file on the host, without DNS, so the learn saw no lookup to keep (a
 // resolve-only name of the file is in no profile); in the sandbox they resolve as the host's
 // would, through the stub: a name with no connect rule gets a synthetic address no rule lets
-// through, and the connection is refused and on the record. A missing file gives none.
-func hostsFileNames(path string) ([]string, error) {
+// through, and the connection is refused and on the record. has6 and no4 say which families the
+// file gives each name (hostsfile.Families: the stub answers in those). A missing file gives none.
+func hostsFileNames(path string) (names, has6, no4 []string, err error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("egress: read %s (its names resolve through the DNS stub): %w", path, err)
+		return nil, nil, nil, fmt.Errorf("egress: read %s (its names resolve through the DNS stub): %w", path, err)
 	}
 	var out []string
 	for addr, names := range hostsfile.Names(string(b)) {
@@ -166,5 +178,6 @@ func hostsFileNames(path string) ([]string, error) {
 		}
 	}
 	slices.Sort(out)
-	return slices.Compact(out), nil
+	has6, no4 = hostsfile.Families(string(b))
+	return slices.Compact(out), has6, no4, nil
 }

@@ -271,17 +271,17 @@ func TestEgressFailsClosed(t *testing.T) {
 		t.Fatalf("benign run: %s", o)
 	}
 
-	// A UDP rule the relay cannot hold (a name: udp.go relays exact addresses) does not refuse
-	// the profile: the run goes on with the rule dropped (the datagram stays refused), and
-	// says so on stderr and in the report, with and without --degrade.
+	// A UDP rule the relay cannot hold (a range: udp.go relays exact addresses and names) does
+	// not refuse the profile: the run goes on with the rule dropped (the datagram stays
+	// refused), and says so on stderr and in the report, with and without --degrade.
 	f = newFSFixture(t) // netProfile adds to the fixture's profile
-	p = netProfile(f, policy.Endpoint{Endpoint: fmt.Sprintf("udp.test:%d", udp), Proto: "udp"})
+	p = netProfile(f, policy.Endpoint{Endpoint: fmt.Sprintf("127.0.0.0/8:%d", udp), Proto: "udp"})
 	for _, degrade := range []bool{false, true} {
 		o := f.run(t, p, degrade, fmt.Sprintf("udp=127.0.0.1:%d", udp))
 		if o.err != nil || o.code != 0 {
 			t.Fatalf("degrade %v: a profile with a UDP rule did not run: %s", degrade, o)
 		}
-		said := fmt.Sprintf("network.send: udp.test:%d udp: refused", udp)
+		said := fmt.Sprintf("network.send: 127.0.0.0/8:%d udp: refused", udp)
 		if !strings.Contains(o.stderr, said) || !strings.Contains(strings.Join(o.rep.Notes, "\n"), said) {
 			t.Errorf("degrade %v: the dropped UDP rule is not said (%q): %s", degrade, said, o)
 		}

@@ -11,8 +11,10 @@ import (
 // publishedListeners are the loopback TCP listeners of the profile (network.bind with a fixed
 // port) that a dev server opens inside the sandbox's network namespace: each is published to
 // the host at the same address and port (publish_linux.go), so that a browser or curl on the
-// host reaches it. A wildcard bind (0.0.0.0, [::]) is published on the host's loopback only:
-// the sandbox does not open a port to the network. Ephemeral binds (port 0) and UDP are not.
+// host reaches it. A wildcard bind is published on the host's loopback only (0.0.0.0 on
+// 127.0.0.1, [::], node's default and dual-stack, on 127.0.0.1 and [::1], so that a client that
+// tries ::1 for localhost first reaches it as it did when learned): the sandbox does not open
+// a port to the network. Ephemeral binds (port 0) and UDP are not.
 func publishedListeners(n policy.Network) []netip.AddrPort {
 	var out []netip.AddrPort
 	for _, e := range n.Bind {
@@ -27,6 +29,9 @@ func publishedListeners(n policy.Network) []netip.AddrPort {
 		switch {
 		case a.IsLoopback():
 		case a.IsUnspecified():
+			if a.Is6() {
+				out = append(out, netip.AddrPortFrom(netip.IPv6Loopback(), ap.Port()))
+			}
 			a = netip.MustParseAddr("127.0.0.1")
 		default:
 			continue

@@ -37,6 +37,9 @@ func startPublish(pid int, addrs []netip.AddrPort) (*publisher, []string) {
 	var published []string
 	for _, a := range addrs {
 		ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(a))
+		if err != nil && a.Addr() == netip.IPv6Loopback() && errors.Is(err, unix.EADDRNOTAVAIL) {
+			continue // a host without IPv6: [::] is published on 127.0.0.1 alone
+		}
 		if err != nil {
 			msgs = append(msgs, fmt.Sprintf("not published: %s: listen on the host: %v (free the port, or enforce without it)", a, err))
 			continue

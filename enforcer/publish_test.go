@@ -120,3 +120,25 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Which learned binds are published, and where: loopback ones as learned, a wildcard on the
+// host's loopback only ([::], dual-stack, on both 127.0.0.1 and [::1]); no other address, no
+// ephemeral port, no UDP.
+func TestPublishedListeners(t *testing.T) {
+	n := policy.Network{Bind: []policy.Endpoint{
+		{Endpoint: "[::]:5173", Proto: "tcp"},
+		{Endpoint: "0.0.0.0:8000", Proto: "tcp"},
+		{Endpoint: "127.0.0.1:3000"},
+		{Endpoint: "[::1]:4000", Proto: "tcp"},
+		{Endpoint: "10.0.0.1:80", Proto: "tcp"},
+		{Endpoint: "127.0.0.1:0", Proto: "tcp"},
+		{Endpoint: "127.0.0.1:9000", Proto: "udp"},
+	}}
+	var got []string
+	for _, a := range publishedListeners(n) {
+		got = append(got, a.String())
+	}
+	if want := "127.0.0.1:3000 127.0.0.1:5173 127.0.0.1:8000 [::1]:4000 [::1]:5173"; strings.Join(got, " ") != want {
+		t.Errorf("published %q, want %q", strings.Join(got, " "), want)
+	}
+}

@@ -31,6 +31,11 @@ func startProxy(tb testing.TB, rules []Rule, opts Options, tweak func(*Proxy)) (
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return startPlan(tb, plan, opts, tweak)
+}
+
+// startPlan is startProxy for a plan made already.
+func startPlan(tb testing.TB, plan *Plan, opts Options, tweak func(*Proxy)) (*Proxy, string) {
 	dns, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -61,6 +66,14 @@ func startProxy(tb testing.TB, rules []Rule, opts Options, tweak func(*Proxy)) (
 		}
 		fds = append(fds, fd(ln.(syscall.Conn)))
 		ln.Close()
+	}
+	for _, dst := range plan.Inside.UDP { // the UDP relays' sockets, bound where the init stage binds them
+		pc, err := net.ListenPacket("udp", dst.String())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		fds = append(fds, fd(pc.(syscall.Conn)))
+		pc.Close()
 	}
 	diag, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 4 /* NETLINK_SOCK_DIAG */)
 	if err != nil {

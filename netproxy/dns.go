@@ -8,9 +8,13 @@ import (
 )
 
 // answer builds the stub's reply to one query: the synthetic address for an allowed name's A
-// query, an empty answer for its other types, NXDOMAIN for every other name. name is the
-// name asked for and denied reports whether that is a refusal to record ("" and false for
-// what is not a query). nil: no reply (not a query).
+// query, an empty answer for its other types, NXDOMAIN for every other name. A name of the
+// host's hosts file is answered in the families the file gives it (HostsFamilies): AAAA with
+// the IPv6 twin of its synthetic address (synthetic6) when the file has an IPv6 address for it,
+// and no A when it has no IPv4 one, so that a client gets the families it got on the host (curl
+// -6, getent ahostsv6; glibc sorts what it sorted there), each reaching the same listener.
+// name is the name asked for and denied reports whether that is a refusal to record ("" and
+// false for what is not a query). nil: no reply (not a query).
 func (p *Plan) answer(msg []byte) (resp []byte, name string, denied bool) {
 	var ps dnsmessage.Parser
 	h, err := ps.Start(msg)
@@ -44,8 +48,11 @@ func (p *Plan) answer(msg []byte) (resp []byte, name string, denied bool) {
 	if b.StartQuestions() != nil || b.Question(q) != nil || b.StartAnswers() != nil {
 		return nil, name, !ok
 	}
-	if ok && q.Type == dnsmessage.TypeA && q.Class == dnsmessage.ClassINET {
+	if ok && !p.no4[name] && q.Type == dnsmessage.TypeA && q.Class == dnsmessage.ClassINET {
 		_ = b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 5}, dnsmessage.AResource{A: addr.As4()})
+	}
+	if ok && p.has6[name] && q.Type == dnsmessage.TypeAAAA && q.Class == dnsmessage.ClassINET {
+		_ = b.AAAAResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 5}, dnsmessage.AAAAResource{AAAA: synthetic6Of(addr).As16()})
 	}
 	out, err := b.Finish()
 	if err != nil {

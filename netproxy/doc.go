@@ -28,7 +28,11 @@
 //
 // The stub answers each name the profile allows with a synthetic loopback address unique to
 // that name (127.77.0.0/16, assigned in sorted order: Synthetic); AAAA and other types of an
-// allowed name get an empty answer (clients use the A record); every other name is NXDOMAIN
+// allowed name get an empty answer (clients use the A record), except for a name of the host's
+// hosts file, answered in the families the file gives it (Plan.HostsFamilies: AAAA with the
+// synthetic address's IPv6 twin in fd00:5359:5350::/96 for an IPv6 line, no A without an IPv4
+// line: curl -6 and getent ahostsv6 get an address, glibc sorts what it sorted on the host);
+// every other name is NXDOMAIN
 // and a denial with the name. A resolve-only name (Plan.AddResolveOnly: looked up when
 // learned, never connected to) is answered the same way; no rule connects to it, so a
 // connection to its address is refused. localhost and every name under it answer 127.0.0.1
@@ -57,6 +61,14 @@
 //     and reported on a name rule: its destination cannot be checked by name. An address
 //     (CIDR) rule allows the address whatever is spoken on it, unsniffed.
 //
+// A request in a forward proxy's form (an absolute-form target or CONNECT host:port naming
+// another host than the connection's name: http_proxy's proxy) passes when a rule allows its
+// target host:port to the socket's holders, exactly as a connection straight to the target
+// would need (learn writes the target as a rule of its own: ProxyTarget); the proxy named by
+// the connection dials it. What a CONNECT tunnel carries is checked against its target as a
+// connection's first bytes are: a TLS SNI, every HTTP request's Host; an SSH banner or a server
+// that speaks first passes, anything else is refused.
+//
 // It then resolves the name from the host side at connect time (so an address change
 // between the query and the connect, or between two connects, denies nothing;
 // Options.Resolve overrides, like curl's --resolve), dials it, and splices both ways.
@@ -69,7 +81,9 @@
 //     rebinding to the host's own services); a --resolve override or an IP rule may name it.
 //   - Raw IP connects: a destination that is not a synthetic address passes only under an
 //     IP or CIDR rule of the profile that covers it (then it is dialled as is).
-//   - UDP: the stub's DNS, and the exact address:port of each UDP rule (Inside.UDP, udp.go):
+//   - UDP: the stub's DNS, the exact address:port of each UDP rule, and the synthetic
+//     address:port of each UDP rule by name (relayed to the name resolved on the host when a
+//     flow starts: RelayUDPNames) (Inside.UDP, udp.go):
 //     the init stage binds a socket to that destination inside, and the host side relays
 //     each client socket's datagrams to it from a socket of its own and the answers back.
 //     Datagrams are not checked per binary. QUIC and any other datagram finds no socket (ICMP
@@ -139,6 +153,9 @@
 //     proxy forwarded as body (client-side desync); servers that follow RFC 9112 read or
 //     close.
 //   - HTTP Upgrade (WebSocket over plain HTTP, h2c) is refused, not carried.
+//   - A forward proxy reached by an address rule (http_proxy=http://127.0.0.1:3128: learn
+//     writes a loopback proxy by its address) is not sniffed, so the targets asked of it are
+//     not checked; a proxy reached by name is.
 //   - Holders are checked once per connection: a process that gets the socket afterwards (a
 //     fork without close-on-exec after the first request, SCM_RIGHTS, pidfd_getfd under
 //     ptrace permission, which the learned seccomp filter refuses unless it was learned) is

@@ -15,6 +15,8 @@ import (
 type refusal struct {
 	msg  string
 	host string // the host the request named, when that is the reason
+	// via: the host:port a request through a forward proxy asked for, when no rule allows it.
+	via string
 	// critical: a stand-in of a brokered credential (an exfiltration attempt).
 	critical bool
 }
@@ -74,6 +76,10 @@ func (s *httpStream) copyBody(n int64) error {
 	s.out += m
 	return err
 }
+
+// errTunnel ends run after a CONNECT request was forwarded: the client's bytes that follow go
+// through the tunnel.
+var errTunnel = errors.New("HTTP CONNECT: a tunnel")
 
 var errSmuggled = errors.New("HTTP chunked body carries what parses as a request line (request smuggling)")
 
@@ -168,6 +174,9 @@ func (s *httpStream) run(check func(httpRequest) error) error {
 		}
 		if err := s.forward(end + 4); err != nil {
 			return err
+		}
+		if req.connect {
+			return errTunnel // what follows is the tunnel's, not HTTP to this server
 		}
 		switch {
 		case req.chunked:

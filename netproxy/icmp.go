@@ -77,7 +77,7 @@ func (p *Plan) udpDenial(u unreachable) (d report.Denial, ok bool) {
 	if src == StubAddr.Addr() && u.src.Port() == StubAddr.Port() {
 		return d, false
 	}
-	name, synthetic := p.byAddr[dst]
+	name, synthetic := p.nameAt(dst)
 	if !synthetic && (dst.IsLoopback() || dst.IsUnspecified()) {
 		return d, false
 	}

@@ -26,6 +26,30 @@ var StubAddr = netip.MustParseAddrPort("127.0.0.53:53")
 // syntheticBase is the first synthetic address; names get consecutive addresses from it.
 var syntheticBase = netip.MustParseAddr("127.77.0.1")
 
+// synthetic6 holds the IPv6 twin of each synthetic address (its last 32 bits): what the stub
+// answers an IPv6-only name's AAAA query with. A unique local prefix (RFC 4193): inside, every
+// IPv6 destination is local too, so a connect to it reaches the same listener, also from a
+// socket that takes IPv6 only (IPV6_V6ONLY, wget -6), which an IPv4-mapped address would not.
+var synthetic6 = netip.MustParsePrefix("fd00:5359:5350::/96")
+
+// synthetic6Of returns the IPv6 twin of synthetic address a.
+func synthetic6Of(a netip.Addr) netip.Addr {
+	b := synthetic6.Addr().As16()
+	v4 := a.As4()
+	copy(b[12:], v4[:])
+	return netip.AddrFrom16(b)
+}
+
+// nameAt returns the name whose synthetic address (or its IPv6 twin) a is.
+func (p *Plan) nameAt(a netip.Addr) (string, bool) {
+	if a.Is6() && synthetic6.Contains(a) {
+		b := a.As16()
+		a = netip.AddrFrom4([4]byte(b[12:]))
+	}
+	n, ok := p.byAddr[a.Unmap()]
+	return n, ok
+}
+
 // Inside is what the init stage sets up in the sandbox's network namespace (SetupInside).
 type Inside = inside.Inside
 
@@ -39,6 +63,10 @@ type Plan struct {
 	Names  map[string]netip.Addr // name -> synthetic address
 	byAddr map[netip.Addr]string
 	Inside Inside
+	// has6, no4: names answered AAAA, names not answered A (HostsFamilies).
+	has6, no4 map[string]bool
+	// udpName: the UDP relays by name, by their address inside (RelayUDPNames).
+	udpName map[netip.AddrPort]string
 }
 
 // NewPlan assigns synthetic addresses to the rules' names (sorted, so the same profile gives

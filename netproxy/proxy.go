@@ -444,7 +444,7 @@ type proxyConn struct {
 func (p *Proxy) newProxyConn(c *net.TCPConn) *proxyConn {
 	pc := &proxyConn{p: p, c: c, dst: addrPort(c.LocalAddr()), src: addrPort(c.RemoteAddr())}
 	pc.port = pc.dst.Port()
-	pc.name, pc.isName = p.plan.byAddr[pc.dst.Addr()]
+	pc.name, pc.isName = p.plan.nameAt(pc.dst.Addr())
 	pc.target = pc.dst.String()
 	if pc.isName {
 		pc.target, pc.targetHost = net.JoinHostPort(pc.name, strconv.Itoa(int(pc.port))), pc.name
@@ -517,8 +517,10 @@ func (pc *proxyConn) checkFirstBytes() (buf []byte, proto string, ok bool) {
 		}
 		return nil, proto, false
 	}
+	_, _, proxied := ProxyTarget(buf)
 	switch {
-	case host != "" && host != pc.name:
+	case host != "" && host != pc.name && !(proto == protoHTTP && proxied):
+		// (A request through a forward proxy names its target: carryHTTP checks it.)
 		pc.mismatch(proto, host)
 		return nil, proto, false
 	case proto == protoTLS && host == "" && !pc.p.wasAnswered(pc.name):
@@ -635,17 +637,58 @@ func (pc *proxyConn) serverFirst(up *net.TCPConn, proto string) (int64, bool) {
 // every request of the connection, not only the first. On a refused one the answers to the
 // requests that passed still go back (done: the copy back ended) and nothing more goes up; ok
 // is false then.
+//
+// A request in a forward proxy's form (an absolute target or CONNECT naming another host than
+// the connection's: the name is the proxy, http_proxy's) passes when a rule allows its target
+// host:port for the binary, as if it were dialled directly; the proxy dials it. What a CONNECT
+// tunnel carries is checked against its target as a direct connection's first bytes are: a TLS
+// SNI, every HTTP request's Host; an SSH banner or a server that speaks first passes.
 func (pc *proxyConn) carryHTTP(up *net.TCPConn, buf []byte, done <-chan struct{}) (out int64, ok bool) {
 	s := &httpStream{c: pc.c, up: up, buf: buf}
-	err := s.run(func(req httpRequest) error {
-		if req.host != pc.name {
-			return refusal{msg: "host", host: req.host}
+	name := pc.name
+	var err error
+	for {
+		var tunnel string
+		err = s.run(func(req httpRequest) error {
+			switch {
+			case req.proxied && req.host != name:
+				if via := net.JoinHostPort(req.host, strconv.Itoa(int(req.port))); !pc.allowedVia(req.host, req.port) {
+					return refusal{msg: "via", via: via}
+				}
+			case req.host != name:
+				return refusal{msg: "host", host: req.host}
+			}
+			if c := pc.p.opts.Broker.standInIn(decodedBasicAll(req.header)); c != nil {
+				return refusal{msg: fmt.Sprintf("tried to send the stand-in of %s to %s (in the request header): refused, an exfiltration attempt", c.Name, pc.name), critical: true}
+			}
+			tunnel = req.host
+			return nil
+		})
+		if err != errTunnel {
+			break
 		}
-		if c := pc.p.opts.Broker.standInIn(decodedBasicAll(req.header)); c != nil {
-			return refusal{msg: fmt.Sprintf("tried to send the stand-in of %s to %s (in the request header): refused, an exfiltration attempt", c.Name, pc.name), critical: true}
+		// Through the tunnel: its first bytes say what it carries.
+		var proto, host string
+		s.buf, proto, host, err = sniffFrom(pc.c, s.buf)
+		if err != nil {
+			break
 		}
-		return nil
-	})
+		switch {
+		case proto == protoHTTP:
+			name = tunnel
+			continue
+		case proto == protoTLS && host != "" && host != tunnel:
+			err = refusal{msg: protoTLS, host: host}
+		case proto == protoUnknown:
+			err = refusal{msg: "a CONNECT tunnel to " + tunnel + " carries neither TLS, HTTP/1, an SSH banner nor a server that speaks first: its destination cannot be checked by name"}
+		default:
+			if err = s.forward(len(s.buf)); err == nil {
+				n, _ := io.Copy(up, pc.c)
+				s.out += n
+			}
+		}
+		break
+	}
 	var rf refusal
 	if !errors.As(err, &rf) {
 		return s.out, true
@@ -654,21 +697,61 @@ func (pc *proxyConn) carryHTTP(up *net.TCPConn, buf []byte, done <-chan struct{}
 	_ = up.CloseWrite()
 	_ = up.SetReadDeadline(time.Now().Add(refusedDrain))
 	<-done
-	if rf.host != "" {
+	switch {
+	case rf.via != "":
+		pc.refuseVia(rf.via)
+	case rf.host != "" && rf.msg == protoTLS:
+		pc.mismatch(protoTLS, rf.host)
+	case rf.host != "":
 		pc.mismatch(protoHTTP, rf.host)
-	} else if rf.critical {
+	case rf.critical:
 		pc.refuseCritical(rf.msg, report.RiskCritical)
-	} else {
+	default:
 		pc.refuse(rf.msg, policy.RiskNone)
 	}
 	return s.out, false
+}
+
+// allowedVia reports whether a request through the forward proxy this connection reaches may
+// ask for host:port: a rule of the plan allows that destination to the socket's holders (an
+// address rule an address target, link-local and the host's loopback only under a rule inside
+// them), as a connection straight to it would need.
+func (pc *proxyConn) allowedVia(host string, port uint16) bool {
+	a, aerr := netip.ParseAddr(host)
+	var rules []Rule
+	for _, r := range pc.p.plan.Rules {
+		switch {
+		case r.Port != port:
+		case aerr != nil && r.Host == host:
+			rules = append(rules, r)
+		case aerr == nil && r.Prefix.IsValid() && r.Prefix.Contains(a.Unmap()) && forbiddenForPrefix(r.Prefix, a) == "":
+			rules = append(rules, r)
+		}
+	}
+	if len(rules) == 0 || slices.ContainsFunc(rules, Rule.anyBinary) {
+		return len(rules) > 0
+	}
+	hs := pc.holders()
+	return slices.ContainsFunc(rules, func(r Rule) bool { _, ok := mayUse(hs, r.By); return ok })
+}
+
+// refuseVia reports a request through the forward proxy refused: no rule allows its target.
+func (pc *proxyConn) refuseVia(target string) {
+	host, _, _ := net.SplitHostPort(target)
+	d := report.Denial{Syscall: "connect", What: fmt.Sprintf("connect %s tcp (through the proxy %s: not in the profile)", target, pc.target),
+		Endpoint: target, Proto: "tcp", Host: host, Suggest: "network.connect: + " + target + " tcp"}
+	pc.p.deny(d, first(pc.holders()))
 }
 
 // sniffConn reads the client's first bytes until sniff can tell what they are (protoServerFirst:
 // the client said nothing for sniffWait). A refusal error: the bytes are refused; another
 // error: the client went away.
 func sniffConn(c *net.TCPConn) (buf []byte, proto, host string, err error) {
-	buf = make([]byte, 0, 4096)
+	return sniffFrom(c, make([]byte, 0, 4096))
+}
+
+// sniffFrom is sniffConn with buf already read from c.
+func sniffFrom(c *net.TCPConn, buf []byte) (_ []byte, proto, host string, err error) {
 	_ = c.SetReadDeadline(time.Now().Add(sniffWait))
 	defer c.SetReadDeadline(time.Time{})
 	for {

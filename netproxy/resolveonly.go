@@ -3,6 +3,7 @@ package netproxy
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // AddResolveOnly gives the stub names to answer that no rule connects to (a profile's
@@ -34,4 +35,20 @@ func (p *Plan) AddResolveOnly(names []string) error {
 		a = a.Next()
 	}
 	return nil
+}
+
+// HostsFamilies says which address families the host's hosts file gives names: the stub answers
+// AAAA for those with an IPv6 address (has6) and no A for those without an IPv4 one (no4), as
+// the file would; every other name gets A only. localhost is never one.
+func (p *Plan) HostsFamilies(has6, no4 []string) {
+	if p.has6 == nil {
+		p.has6, p.no4 = map[string]bool{}, map[string]bool{}
+	}
+	for set, names := range map[*map[string]bool][]string{&p.has6: has6, &p.no4: no4} {
+		for _, n := range names {
+			if n = canonName(n); n != "localhost" && !strings.HasSuffix(n, ".localhost") {
+				(*set)[n] = true
+			}
+		}
+	}
 }

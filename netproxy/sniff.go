@@ -96,8 +96,9 @@ func sniff(b []byte) (proto, host string, need int, err error) {
 }
 
 // FirstName returns the host name a connection's first bytes name, "" when none: a TLS
-// ClientHello's SNI or an HTTP/1 request's Host (or absolute target). b may be cut short
-// (learn captures the first KiB): a name within it is found.
+// ClientHello's SNI or an HTTP/1 request's Host; a request in a forward proxy's form (an
+// absolute target, CONNECT) names none: the connection is the proxy's, its target is
+// ProxyTarget's. b may be cut short (learn captures the first KiB): a name within it is found.
 func FirstName(b []byte) string {
 	if len(b) > 5 && b[0] == 0x16 {
 		host, _ := clientHelloSNI(b[5:min(len(b), 5+(int(b[3])<<8|int(b[4])))], true)
@@ -109,8 +110,8 @@ func FirstName(b []byte) string {
 		return ""
 	}
 	req, err := parseRequestLine(rest[:i+1])
-	if err != nil {
-		return ""
+	if err != nil || req.proxied {
+		return "" // a request to a forward proxy names its target, not the proxy (ProxyTarget)
 	}
 	// The header fields that arrived whole; the first Host wins (a request the proxy would
 	// refuse for two is still a name this binary asked for).
@@ -154,11 +155,15 @@ func isToken(b []byte) bool {
 
 // httpRequest is what the proxy needs of one HTTP/1 request header.
 type httpRequest struct {
-	method  string
-	host    string // canonical, without port
-	length  int64  // Content-Length; -1: none
-	chunked bool
-	header  []byte // the whole header as read (httpStream; valid during its check)
+	method string
+	host   string // canonical, without port
+	// proxied: the target is absolute-form or CONNECT's (a request to a forward proxy, or an
+	// absolute-form one to an origin); port is its port then. connect: a CONNECT tunnel.
+	proxied, connect bool
+	port             uint16
+	length           int64 // Content-Length; -1: none
+	chunked          bool
+	header           []byte // the whole header as read (httpStream; valid during its check)
 }
 
 // parseRequestLine checks "METHOD SP TARGET SP HTTP/1.x" (line: up to its LF, the CR
@@ -181,8 +186,14 @@ func parseRequestLine(line []byte) (httpRequest, error) {
 		return httpRequest{}, fmt.Errorf("HTTP version %q (the proxy checks HTTP/1.0 and HTTP/1.1)", v)
 	}
 	req := httpRequest{method: parts[0], length: -1}
-	if req.method == "CONNECT" {
-		return httpRequest{}, errors.New("HTTP CONNECT (not a forward proxy)")
+	if req.method == "CONNECT" { // a tunnel through a forward proxy: host:port
+		h, p, err := net.SplitHostPort(parts[1])
+		port, perr := strconv.ParseUint(p, 10, 16)
+		if err != nil || perr != nil || port == 0 || h == "" || strings.ContainsAny(h, "/@") {
+			return httpRequest{}, errors.New("malformed HTTP CONNECT target")
+		}
+		req.host, req.port, req.proxied, req.connect = canonName(h), uint16(port), true, true
+		return req, nil
 	}
 	switch t := parts[1]; {
 	case strings.HasPrefix(t, "/"):
@@ -192,9 +203,37 @@ func parseRequestLine(line []byte) (httpRequest, error) {
 		if err != nil || (!strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https")) || u.Host == "" {
 			return httpRequest{}, errors.New("malformed HTTP request target")
 		}
-		req.host = canonName(u.Hostname())
+		// Absolute form: what a client sends a forward proxy (origin servers take it too).
+		req.host, req.proxied, req.port = canonName(u.Hostname()), true, 80
+		if strings.EqualFold(u.Scheme, "https") {
+			req.port = 443
+		}
+		if u.Port() != "" {
+			port, err := strconv.ParseUint(u.Port(), 10, 16)
+			if err != nil || port == 0 {
+				return httpRequest{}, errors.New("malformed HTTP request target port")
+			}
+			req.port = uint16(port)
+		}
 	}
 	return req, nil
+}
+
+// ProxyTarget returns the destination a connection's first bytes ask a forward proxy for: an
+// HTTP/1 request's absolute-form target or CONNECT's host:port, with its port (the scheme's by
+// default). ok is false when they ask no proxy. b may be cut short (learn captures the first
+// KiB): the request line must be whole.
+func ProxyTarget(b []byte) (host string, port uint16, ok bool) {
+	rest := skipCRLF(b)
+	i := bytes.Index(rest, []byte("\r\n"))
+	if i < 0 {
+		return "", 0, false
+	}
+	req, err := parseRequestLine(rest[:i+1])
+	if err != nil || !req.proxied {
+		return "", 0, false
+	}
+	return strings.Trim(req.host, "[]"), req.port, true
 }
 
 func hasCTL(s string) bool {

@@ -1,10 +1,13 @@
 package netproxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -14,6 +17,40 @@ import (
 // udpIdle ends a relayed UDP flow (one client socket) after this long without a datagram
 // either way.
 const udpIdle = 2 * time.Minute
+
+// UDPName is a UDP destination of the profile by name (UDP rules by name): relayed from the
+// name's synthetic address (what the stub answers) to the name resolved on the host.
+type UDPName struct {
+	Name string
+	Port uint16
+}
+
+// RelayUDPNames adds the relays of UDP destinations by name: a socket at the name's synthetic
+// address and port inside (and at its IPv6 twin when the stub answers AAAA for it), each
+// relayed to the name resolved on the host when a flow starts. The names must be the plan's
+// (AddResolveOnly); Inside.UDP stays sorted.
+func (p *Plan) RelayUDPNames(us []UDPName) {
+	for _, u := range us {
+		a, ok := p.Synthetic(u.Name)
+		if !ok {
+			continue
+		}
+		if p.udpName == nil {
+			p.udpName = map[netip.AddrPort]string{}
+		}
+		ats := []netip.Addr{a}
+		if p.has6[canonName(u.Name)] {
+			ats = append(ats, synthetic6Of(a))
+		}
+		for _, at := range ats {
+			ap := netip.AddrPortFrom(at, u.Port)
+			p.udpName[ap] = canonName(u.Name)
+			p.Inside.UDP = append(p.Inside.UDP, ap)
+		}
+	}
+	slices.SortFunc(p.Inside.UDP, func(a, b netip.AddrPort) int { return a.Compare(b) })
+	p.Inside.UDP = slices.Compact(p.Inside.UDP)
+}
 
 // udpFlows bounds the flows of one destination at once (each holds a host socket): past it
 // a new client's datagrams are dropped until one ends.
@@ -56,9 +93,9 @@ func (p *Proxy) serveUDP(in net.PacketConn, dst netip.AddrPort) {
 			if full {
 				continue
 			}
-			c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(dst))
+			c, target, err := p.dialUDP(dst)
 			if err != nil {
-				p.deny(report.Denial{Syscall: "sendto", What: fmt.Sprintf("send %s udp (upstream: %v)", dst, err), Endpoint: dst.String(), Proto: "udp"}, who{})
+				p.deny(report.Denial{Syscall: "sendto", What: fmt.Sprintf("send %s udp (upstream: %v)", target, err), Endpoint: target, Proto: "udp"}, who{})
 				continue
 			}
 			up = c
@@ -91,4 +128,34 @@ func (p *Proxy) serveUDP(in net.PacketConn, dst netip.AddrPort) {
 		}
 		_, _ = up.Write(buf[:n])
 	}
+}
+
+// dialUDP opens the upstream socket of a flow to dst (the relay's address inside): dst itself,
+// or for a relay by name the name resolved on the host now (never to an address a name may
+// not reach: forbiddenForName). target is the destination as a denial names it.
+func (p *Proxy) dialUDP(dst netip.AddrPort) (*net.UDPConn, string, error) {
+	name, ok := p.plan.udpName[dst]
+	if !ok {
+		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(dst))
+		return c, dst.String(), err
+	}
+	target := net.JoinHostPort(name, strconv.Itoa(int(dst.Port())))
+	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	defer cancel()
+	addrs, named, err := p.lookup(ctx, name)
+	if err != nil {
+		return nil, target, fmt.Errorf("resolve %s: %w", name, err)
+	}
+	err = errors.New("no address")
+	for _, a := range addrs {
+		if why := forbiddenForName(name, a, named); why != "" {
+			err = fmt.Errorf("%s: %s", a, why)
+			continue
+		}
+		var c *net.UDPConn
+		if c, err = net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(a, dst.Port()))); err == nil {
+			return c, target, nil
+		}
+	}
+	return nil, target, err
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -63,6 +64,11 @@ func (r *Risk) UnmarshalText(b []byte) error {
 // systemSecrets are host files that hold secrets. Reading one of them (or a path inside one)
 // is critical; a roll-up such as /etc that merely covers them is not rated on their account.
 var systemSecrets = []string{"/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh", "/root", "/proc/kcore", "/dev/mem", "/dev/kmem"}
+
+// publicInSecrets are the files of a system secret that every client reads and that hold no
+// secret: ssh's (and git over ssh's) client configuration and the system's known host keys.
+// Only these exact paths: a rule on /etc/ssh or a glob in it still reaches the host keys.
+var publicInSecrets = []string{"/etc/ssh/ssh_config", "/etc/ssh/ssh_config.d", "/etc/ssh/ssh_known_hosts"}
 
 // systemDirs are read-only system trees: reading below them is low risk.
 var systemDirs = []string{"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/dev", "/run", "/var/lib", "/var/cache", "/nix/store", "$GOROOT", "$RUSTUP_HOME"}
@@ -137,6 +143,9 @@ func exposedCredential(p string, hidden []PathRule) string {
 }
 
 func systemSecret(p string) string {
+	if paths.CoveredBy(p, publicInSecrets) && !paths.HasGlob(p) && path.Clean(p) == p {
+		return ""
+	}
 	for _, s := range systemSecrets {
 		if paths.Covers(s, p) {
 			return s

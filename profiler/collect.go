@@ -60,6 +60,9 @@ type collector struct {
 	// {exe, address, port} of a TCP connection -> the names its first bytes named (TLS SNI,
 	// HTTP Host): the name a binary connected to, DNS answer seen or not.
 	sniffed map[sniffKey]map[string]bool
+	// {exe, address, port} of a connection to a forward proxy -> the destinations its first
+	// request asked the proxy for (netproxy.ProxyTarget): connected to through it.
+	proxied map[sniffKey]map[proxyTarget]bool
 	// tcpAsked are the names asked over TCP (tcpQuery); lookup resolves them on the host.
 	tcpAsked map[string]bool
 	lookup   func(ctx context.Context, name string) ([]netip.Addr, error)
@@ -121,6 +124,12 @@ var accessOf = func() map[bpf.LearnAccessKind]accessID {
 	return m
 }()
 
+// proxyTarget is a destination asked of a forward proxy: a name or an address, and a port.
+type proxyTarget struct {
+	host string
+	port int
+}
+
 type sniffKey struct {
 	exe, addr string
 	port      int
@@ -151,6 +160,7 @@ func newCollector(mono0 uint64, wall0 time.Time) *collector {
 		dns:       map[string]*dnsName{},
 		addrTo:    map[string]string{},
 		sniffed:   map[sniffKey]map[string]bool{},
+		proxied:   map[sniffKey]map[proxyTarget]bool{},
 		tcpAsked:  map[string]bool{},
 		lookup: func(ctx context.Context, name string) ([]netip.Addr, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", name)
@@ -612,6 +622,20 @@ func (c *collector) sniff(e bpf.LearnSniffEvent) {
 		c.tcpQuery(data)
 		return
 	}
+	addr := netip.AddrFrom4([4]byte(e.Daddr[:4]))
+	if e.Family == 10 {
+		addr = netip.AddrFrom16(e.Daddr).Unmap()
+	}
+	k := sniffKey{exe: c.exe(e.ExeKey), addr: addr.String(), port: int(e.Dport)}
+	// A request to a forward proxy (http_proxy): the connection keeps the proxy's name, and
+	// its target is a destination of its own (enforce checks it the same way).
+	if host, port, ok := netproxy.ProxyTarget(data); ok {
+		if c.proxied[k] == nil {
+			c.proxied[k] = map[proxyTarget]bool{}
+		}
+		c.proxied[k][proxyTarget{host, int(port)}] = true
+		return
+	}
 	name := netproxy.FirstName(data)
 	if name == "" {
 		return
@@ -619,11 +643,6 @@ func (c *collector) sniff(e bpf.LearnSniffEvent) {
 	if _, err := netip.ParseAddr(name); err == nil {
 		return // an address as the SNI or Host: no name
 	}
-	addr := netip.AddrFrom4([4]byte(e.Daddr[:4]))
-	if e.Family == 10 {
-		addr = netip.AddrFrom16(e.Daddr).Unmap()
-	}
-	k := sniffKey{exe: c.exe(e.ExeKey), addr: addr.String(), port: int(e.Dport)}
 	if c.sniffed[k] == nil {
 		c.sniffed[k] = map[string]bool{}
 	}
@@ -770,16 +789,33 @@ func (c *collector) fill(t *trace.Trace) {
 		if n.Addr != "" {
 			n.Host = c.addrTo[n.Addr]
 		}
+		// What the binary asked a forward proxy for, through this connection: a connect to
+		// the target by its name (no address: the proxy resolved it) or its address.
+		if n.Op == trace.OpConnect {
+			for _, pt := range slices.SortedFunc(maps.Keys(c.proxied[sniffKey{exe: n.Exe, addr: n.Addr, port: n.Port}]), func(a, b proxyTarget) int {
+				return cmp.Or(strings.Compare(a.host, b.host), cmp.Compare(a.port, b.port))
+			}) {
+				m := *n
+				m.Addr, m.Host, m.Port = "", pt.host, pt.port
+				if a, err := netip.ParseAddr(pt.host); err == nil {
+					m.Addr, m.Host = a.Unmap().String(), ""
+				}
+				t.Network = append(t.Network, m)
+			}
+		}
 		// No DNS answer named the address and the binary read the hosts file, which does:
 		// one record per name the file gives it (the tool looked up one of them; under
-		// enforce the sandbox asks the stub for it).
-		if names := fromHosts[hostsKey{n.Exe, n.Addr}]; n.Host == "" && n.Op == trace.OpConnect && len(names) > 0 {
+		// enforce the sandbox asks the stub for it). A datagram sent (sendto: a statsd
+		// client) keeps its address too: enforce relays both exactly.
+		if names := fromHosts[hostsKey{n.Exe, n.Addr}]; n.Host == "" && (n.Op == trace.OpConnect || n.Op == trace.OpSend) && len(names) > 0 {
 			for _, name := range names {
 				m := *n
 				m.Host = name
 				t.Network = append(t.Network, m)
 			}
-			continue
+			if n.Op == trace.OpConnect {
+				continue
+			}
 		}
 		// The names the binary's connections named themselves win over the DNS answer's:
 		// one record per name (a CDN address serves several).

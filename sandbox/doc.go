@@ -21,7 +21,8 @@
 //
 //  1. Mounts (needs CAP_SYS_ADMIN in the mount namespace's user namespace; Landlock would forbid
 //     mount changes once applied).
-//  2. Network: bring lo up in the new network namespace (needs CAP_NET_ADMIN).
+//  2. Network: bring lo up in the new network namespace (needs CAP_NET_ADMIN), with
+//     ConfiguredAddrs beside 127.0.0.1 and ::1 (glibc's AI_ADDRCONFIG counts neither).
 //  3. Landlock (needs no_new_privs or CAP_SYS_ADMIN; it is the irrevocable layer: even a process
 //     that somehow regained capabilities cannot lift it or change mounts). It comes after the
 //     mounts because its rules name inodes: a rule on /tmp must name the private tmpfs, not the

@@ -81,10 +81,27 @@ func (s *state) passNetwork() []string {
 	// each, port included, and sending nothing: a UDP "connect" to the name:port the binary
 	// then reached over TCP is that probe, not a UDP destination. As a rule by name it would
 	// only be refused by enforce (UDP is relayed to exact addresses), with a warning each run.
+	// Looked up only, the same probe names no TCP connect, but it reaches every address of the
+	// name (it sorts two or more): a UDP connect by name to two addresses or more is that.
 	tcpTo := map[[2]string]bool{}
+	udpAddrs := map[[2]string]map[string]bool{}
 	for _, n := range s.net {
-		if ep, proto := s.endpoint(n); n.ok && n.op == trace.OpConnect && ep != "" && proto != "udp" {
+		ep, proto := s.endpoint(n)
+		switch {
+		case !n.ok || n.op != trace.OpConnect || ep == "":
+		case proto != "udp":
 			tcpTo[[2]string{n.exe, ep}] = true
+		default:
+			k := [2]string{n.exe, ep}
+			if udpAddrs[k] == nil {
+				udpAddrs[k] = map[string]bool{}
+			}
+			udpAddrs[k][n.addr] = true
+		}
+	}
+	for k, addrs := range udpAddrs {
+		if len(addrs) >= 2 {
+			tcpTo[k] = true
 		}
 	}
 	for _, n := range s.net {

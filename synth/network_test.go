@@ -45,7 +45,8 @@ func TestConnectNamedBySNI(t *testing.T) {
 // glibc's getaddrinfo connects a UDP socket to each address of a name (port included) to sort
 // them and sends nothing: that UDP connect to the name:port the binary then reached over TCP
 // is no rule (enforce would refuse a UDP rule by name, with a warning every run). A UDP
-// destination of its own, or one by address, stays.
+// destination of its own, or one by address, stays. Looked up only, the probe reaches two
+// addresses or more of the name, and is no rule either.
 func TestAddressSortingProbeIsNoUDPRule(t *testing.T) {
 	curl := "/usr/bin/curl"
 	tr := &trace.Trace{
@@ -60,6 +61,10 @@ func TestAddressSortingProbeIsNoUDPRule(t *testing.T) {
 			{Exe: curl, Op: trace.OpConnect, Family: "inet", Proto: "udp", Addr: "10.77.0.4", Port: 8080, Host: "multi.test", OK: true, Count: 1},
 			{Exe: curl, Op: trace.OpConnect, Family: "inet", Proto: "udp", Addr: "10.77.0.5", Port: 8125, Host: "statsd.test", OK: true, Count: 1},
 			{Exe: curl, Op: trace.OpConnect, Family: "inet", Proto: "udp", Addr: "10.77.0.6", Port: 8080, OK: true, Count: 1},
+			// Looked up only (getaddrinfo with a port, no connect after): the probe reaches
+			// both addresses of the name.
+			{Exe: curl, Op: trace.OpConnect, Family: "inet", Proto: "udp", Addr: "10.77.0.7", Port: 443, Host: "lookup.test", OK: true, Count: 1},
+			{Exe: curl, Op: trace.OpConnect, Family: "inet6", Proto: "udp", Addr: "fd77::7", Port: 443, Host: "lookup.test", OK: true, Count: 1},
 		},
 	}
 	res, err := Synthesize(tr, Options{})

@@ -594,7 +594,15 @@ func (g *Guard) connectDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tai
 		d.Suggest = "network.connect: + unix:" + g.portable(p)
 	case unix.AF_INET, unix.AF_INET6:
 		ap, ok := sockaddrAddrPort(raw)
-		if !ok {
+		if !ok || ap.Port() == 0 {
+			// Port 0 reaches nothing: glibc's getaddrinfo connects a UDP socket to each address
+			// of a name (port 0, nothing sent) to sort them (RFC 6724), a lookup, not egress.
+			return nil, nil
+		}
+		if ev.Ret == -int32(unix.ENETUNREACH) && g.cfg.Landlock != nil && g.cfg.Landlock.RestrictTCP && ap.Port() != 53 {
+			// Landlock refuses a TCP connect before routing (EACCES): this is a datagram
+			// socket's, which sends nothing (getaddrinfo's probe, port included); a datagram
+			// sent goes unrecorded either way (the report says so).
 			return nil, nil
 		}
 		d.Endpoint = ap.String()

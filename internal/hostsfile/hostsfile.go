@@ -6,6 +6,7 @@ package hostsfile
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -69,4 +70,36 @@ func LoopbackOnly(content string) string {
 		b.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost\n")
 	}
 	return b.String()
+}
+
+// Families returns the names content gives an IPv6 address (has6) and those it gives no IPv4
+// address (no4), loopback and unspecified addresses aside: which address families a tool that
+// looked one up got.
+func Families(content string) (has6, no4 []string) {
+	v4, v6, seen := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, e := range Parse(content) {
+		a := e.Addr.Unmap()
+		for _, n := range e.Names {
+			seen[n] = true
+			switch {
+			case a.IsLoopback() || a.IsUnspecified():
+				v4[n] = true // answered by the sandbox's own file, or blocked: not the stub's
+			case a.Is6():
+				v6[n] = true
+			default:
+				v4[n] = true
+			}
+		}
+	}
+	for n := range seen {
+		if v6[n] {
+			has6 = append(has6, n)
+		}
+		if !v4[n] {
+			no4 = append(no4, n)
+		}
+	}
+	slices.Sort(has6)
+	slices.Sort(no4)
+	return has6, no4
 }

@@ -50,3 +50,13 @@ func TestLoopbackOnly(t *testing.T) {
 		t.Errorf("empty hosts file: no localhost line:\n%s", got)
 	}
 }
+
+func TestFamilies(t *testing.T) {
+	has6, no4 := Families("127.0.0.1 localhost lo.test\n::1 localhost ip6-localhost\n10.0.0.1 v4.test dual.test\nfd00::1 v6.test dual.test\nfd00::2 six.test\n0.0.0.0 blocked.test\n::ffff:10.0.0.2 mapped.test\n")
+	if want := []string{"dual.test", "six.test", "v6.test"}; !slices.Equal(has6, want) {
+		t.Errorf("has6 %q, want %q", has6, want)
+	}
+	if want := []string{"six.test", "v6.test"}; !slices.Equal(no4, want) {
+		t.Errorf("no4 %q, want %q", no4, want)
+	}
+}

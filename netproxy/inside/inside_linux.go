@@ -13,9 +13,9 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/sysprof/sysprof/internal/hostsfile"
+	"github.com/sysprof/sysprof/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -189,21 +189,13 @@ func listenTCP(port uint16, v6 bool) (int, error) {
 // address is then this namespace's own, and a connect to any of them reaches the proxy's
 // wildcard listener with the address dialled intact.
 func localRoute(family int) error {
-	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(s)
 	lo, err := ifIndex("lo")
 	if err != nil {
 		return err
 	}
 	msg := make([]byte, unix.SizeofNlMsghdr+unix.SizeofRtMsg+8)
 	ne := binary.NativeEndian
-	ne.PutUint32(msg[0:], uint32(len(msg)))
 	ne.PutUint16(msg[4:], unix.RTM_NEWROUTE)
-	ne.PutUint16(msg[6:], unix.NLM_F_REQUEST|unix.NLM_F_ACK|unix.NLM_F_CREATE|unix.NLM_F_EXCL)
-	ne.PutUint32(msg[8:], 1)
 	rt := msg[unix.SizeofNlMsghdr:]
 	rt[0] = byte(family)
 	rt[1] = 0 // dst_len: the whole family
@@ -215,27 +207,7 @@ func localRoute(family int) error {
 	ne.PutUint16(attr[0:], 8)
 	ne.PutUint16(attr[2:], unix.RTA_OIF)
 	ne.PutUint32(attr[4:], uint32(lo))
-	if err := unix.Sendto(s, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return err
-	}
-	buf := make([]byte, 4096)
-	n, _, err := unix.Recvfrom(s, buf, 0)
-	if err != nil {
-		return err
-	}
-	msgs, err := syscall.ParseNetlinkMessage(buf[:n])
-	if err != nil {
-		return err
-	}
-	for _, m := range msgs {
-		if m.Header.Type == unix.NLMSG_ERROR && len(m.Data) >= 4 {
-			if code := int32(ne.Uint32(m.Data)); code != 0 {
-				return fmt.Errorf("rtnetlink: %w", syscall.Errno(-code))
-			}
-			return nil
-		}
-	}
-	return errors.New("rtnetlink: no acknowledgement")
+	return sandbox.RouteRequest(msg)
 }
 
 func ifIndex(name string) (int, error) {

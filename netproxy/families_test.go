@@ -1,0 +1,116 @@
+package netproxy
+
+import (
+	"io"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+)
+
+// A hosts-file name is answered in the address families the file gives it: AAAA (the IPv6
+// twin of its synthetic address, which maps back to the name) when it has an IPv6 address, no
+// A when it has no IPv4 one; every other name A only. curl -6 and getent ahostsv6 get an
+// address for an IPv6 name, and nothing new is sorted for an IPv4 one.
+func TestStubAnswersTheHostsFileFamilies(t *testing.T) {
+	p, err := NewPlan([]Rule{{Host: "v4.test", Port: 80}, {Host: "v6.test", Port: 80}, {Host: "dual.test", Port: 80}, {Host: "dns.test", Port: 80}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.HostsFamilies([]string{"V6.test", "dual.test", "localhost"}, []string{"v6.test", "localhost"})
+	ask := func(name string, typ dnsmessage.Type) []netip.Addr {
+		b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: 1})
+		b.StartQuestions()
+		b.Question(dnsmessage.Question{Name: dnsmessage.MustNewName(name), Type: typ, Class: dnsmessage.ClassINET})
+		msg, _ := b.Finish()
+		resp, _, denied := p.answer(msg)
+		var m dnsmessage.Message
+		if err := m.Unpack(resp); err != nil || denied || m.RCode != dnsmessage.RCodeSuccess {
+			t.Fatalf("%s %v: %v %v %+v", name, typ, err, denied, m)
+		}
+		var out []netip.Addr
+		for _, a := range m.Answers {
+			switch r := a.Body.(type) {
+			case *dnsmessage.AResource:
+				out = append(out, netip.AddrFrom4(r.A))
+			case *dnsmessage.AAAAResource:
+				out = append(out, netip.AddrFrom16(r.AAAA))
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name    string
+		a, aaaa bool
+	}{
+		{"v4.test.", true, false},
+		{"v6.test.", false, true},
+		{"dual.test.", true, true},
+		{"dns.test.", true, false},
+		{"localhost.", true, false},
+	} {
+		a, aaaa := ask(c.name, dnsmessage.TypeA), ask(c.name, dnsmessage.TypeAAAA)
+		if (len(a) == 1) != c.a || (len(aaaa) == 1) != c.aaaa {
+			t.Errorf("%s: A %v, AAAA %v; want A %v, AAAA %v", c.name, a, aaaa, c.a, c.aaaa)
+			continue
+		}
+		if len(aaaa) == 1 {
+			// The IPv6 twin leads back to the name, as the IPv4 address does.
+			name := canonName(c.name)
+			if got, ok := p.nameAt(aaaa[0]); !ok || got != name || !synthetic6.Contains(aaaa[0]) {
+				t.Errorf("%s: AAAA %v names %q %v", c.name, aaaa[0], got, ok)
+			}
+			if v4, _ := p.Synthetic(name); synthetic6Of(v4) != aaaa[0] {
+				t.Errorf("%s: AAAA %v is not the twin of %v", c.name, aaaa[0], v4)
+			}
+		}
+	}
+	if _, ok := p.nameAt(netip.MustParseAddr("fd00:5359:5350::a00:1")); ok {
+		t.Error("an address of the IPv6 range no name has named one")
+	}
+}
+
+// A UDP destination by name (a statsd named in /etc/hosts) is relayed from the name's
+// synthetic address, where the stub sends the client, to the name resolved on the host, and
+// the answers come back; no other datagram is relayed.
+func TestUDPRelayByName(t *testing.T) {
+	sink, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	port := uint16(sink.LocalAddr().(*net.UDPAddr).Port)
+	plan, err := NewPlan(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plan.AddResolveOnly([]string{"statsd.test"}); err != nil {
+		t.Fatal(err)
+	}
+	plan.RelayUDPNames([]UDPName{{Name: "Statsd.Test", Port: port}})
+	syn, _ := plan.Synthetic("statsd.test")
+	if want := netip.AddrPortFrom(syn, port); len(plan.Inside.UDP) != 1 || plan.Inside.UDP[0] != want {
+		t.Fatalf("relays %v, want %v", plan.Inside.UDP, want)
+	}
+	p, _ := startPlan(t, plan, Options{Resolve: map[string][]netip.Addr{"statsd.test": lo}}, nil)
+	defer p.Close()
+	c, err := net.Dial("udp", netip.AddrPortFrom(syn, port).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second)) // a hang fails, not a timing assertion
+	io.WriteString(c, "metric:1|c")
+	buf := make([]byte, 64)
+	sink.SetDeadline(time.Now().Add(20 * time.Second))
+	n, from, err := sink.ReadFrom(buf)
+	if err != nil || string(buf[:n]) != "metric:1|c" {
+		t.Fatalf("the sink read %q, %v", buf[:n], err)
+	}
+	sink.WriteTo([]byte("ack"), from)
+	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "ack" {
+		t.Fatalf("the answer: %q, %v", buf[:n], err)
+	}
+}
