@@ -21,6 +21,14 @@ type Stage struct {
 	Path  string `json:"path"`  // the directory staged (host path, no symlinks)
 	Upper string `json:"upper"` // the overlay's upper and work directories (on one filesystem)
 	Work  string `json:"work"`
+	// Size and Files bound what the stage's writes may hold (bytes, inodes; 0: unbounded):
+	// the overlay's upper layer is then a tmpfs of that size, copied into Upper when the
+	// command ends (FlushBoundStages), and a write beyond it answers ENOSPC.
+	Size  int64 `json:"size,omitempty"`
+	Files int64 `json:"files,omitempty"`
+	// Shared: the layers hold an earlier step's writes (a gated run's changeset), which a
+	// tmpfs upper would hide: never bounded.
+	Shared bool `json:"shared,omitempty"`
 }
 
 // stageMount is a detached overlay for one stage, and clones of the host's mounts below its
@@ -57,12 +65,21 @@ func openStage(s Stage, mounts []mountinfo.Entry, skip []string) (*stageMount, e
 		return nil, fmt.Errorf("stage %s: fsopen overlay: %w", s.Path, err)
 	}
 	defer unix.Close(fsfd)
-	for _, kv := range [][2]string{{"lowerdir", s.Path}, {"upperdir", s.Upper}, {"workdir", s.Work}} {
+	layers := [][2]string{{"lowerdir", s.Path}, {"upperdir", s.Upper}, {"workdir", s.Work}}
+	if s.Size > 0 {
+		layers = layers[:1]
+	}
+	for _, kv := range layers {
 		if strings.ContainsAny(kv[1], ",:\\") {
 			return nil, fmt.Errorf("stage %s: %s %q holds a character overlayfs options cannot carry", s.Path, kv[0], kv[1])
 		}
 		if err := unix.FsconfigSetString(fsfd, kv[0], kv[1]); err != nil {
 			return nil, fmt.Errorf("stage %s: overlay %s=%s: %w", s.Path, kv[0], kv[1], err)
+		}
+	}
+	if s.Size > 0 {
+		if err := boundUpper(fsfd, s); err != nil {
+			return nil, fmt.Errorf("stage %s: the bounded upper layer: %w", s.Path, err)
 		}
 	}
 	// volatile: no sync of the upper file system when the overlay goes away with the
