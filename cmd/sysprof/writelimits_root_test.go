@@ -23,7 +23,7 @@ const (
 	inodeBomb    = `i=0; while [ $i -lt 10000 ] && printf '' > f$i 2>/dev/null; do i=$((i+1)); done; echo "made $i"`
 	tmpInodeBomb = `i=0; while [ $i -lt 10000 ] && printf '' > ` + tmpFillFile + `$i 2>/dev/null; do i=$((i+1)); done; echo "made $i"`
 	// learnedBuild writes 24 MiB and a few files, as the build learned.
-	learnedBuild = `dd if=/dev/zero of=out.bin bs=1M count=24 2>/dev/null; for i in 1 2 3; do echo $i > o$i; done; echo built`
+	learnedBuild    = `dd if=/dev/zero of=out.bin bs=1M count=24 2>/dev/null; for i in 1 2 3; do echo $i > o$i; done; echo built`
 	writeLimitMiB   = 16
 	writeLimitFiles = 4096
 )
