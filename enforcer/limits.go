@@ -151,6 +151,10 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 		l.Files = policy.DefaultWriteFiles
 		l.Defaults = append(l.Defaults, "files")
 	}
+	if h.WriteBound != nil {
+		// Written to the host's disk unbounded; the private tmpfs keeps its inode limit.
+		l.Write = 0
+	}
 	if h.FileMax > 0 {
 		l.NoFile = int(min(max(h.FileMax/fileTableShare/int64(l.Pids), minFiles), maxFiles))
 	}
@@ -159,7 +163,11 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 	if !l.Cgroup {
 		where = fmt.Sprintf("as rlimits only (NPROC per uid, DATA per process; %v)", h.LimitCgroup)
 	}
-	l.Detail = fmt.Sprintf("pids %d, memory %d MiB, /tmp %d MiB, writes %d MiB and %d files, %s", l.Pids-stageTasks, l.Memory/mib, l.Tmp/mib, l.Write/mib, l.Files, where)
+	writes := fmt.Sprintf("writes %d MiB and %d files", l.Write/mib, l.Files)
+	if h.WriteBound != nil {
+		writes = fmt.Sprintf("writes unbounded (%v), /tmp %d files", h.WriteBound, l.Files)
+	}
+	l.Detail = fmt.Sprintf("pids %d, memory %d MiB, /tmp %d MiB, %s, %s", l.Pids-stageTasks, l.Memory/mib, l.Tmp/mib, writes, where)
 	if len(l.Defaults) > 0 {
 		l.Detail += "; default: " + strings.Join(l.Defaults, ", ")
 	}
@@ -168,7 +176,26 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 
 // thisHost are the facts of this host the limits depend on.
 func thisHost() hostFacts {
-	return hostFacts{RAM: hostRAM(), CPUs: runtime.NumCPU(), FileMax: hostFileMax(), LimitCgroup: kernrun.LimitsAvailable()}
+	return hostFacts{RAM: hostRAM(), CPUs: runtime.NumCPU(), FileMax: hostFileMax(), LimitCgroup: kernrun.LimitsAvailable(), WriteBound: writeBoundAvailable()}
+}
+
+// writeBoundAvailable says why a stage's upper layer cannot be a bounded tmpfs here: overlay
+// takes its layers by fd since Linux 6.13 (user.* xattrs on tmpfs, which it needs in a user
+// namespace, since 6.6). nil: it can.
+func writeBoundAvailable() error {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return errors.New("kernel version unknown")
+	}
+	rel := unix.ByteSliceToString(u.Release[:])
+	var major, minor int
+	if _, err := fmt.Sscanf(rel, "%d.%d", &major, &minor); err != nil {
+		return fmt.Errorf("kernel version %q unknown", rel)
+	}
+	if major < 6 || major == 6 && minor < 13 {
+		return fmt.Errorf("Linux %d.%d: overlayfs takes a tmpfs upper layer by fd since 6.13", major, minor)
+	}
+	return nil
 }
 
 // hostFileMax is fs.file-max, the host's open-file table (0: unknown).
@@ -298,7 +325,7 @@ func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.I
 	plan.TmpSize, plan.TmpFiles = l.Tmp, l.Files
 	plan.Staged = slices.Clone(plan.Staged)
 	for i := range plan.Staged {
-		if !plan.Staged[i].Shared {
+		if !plan.Staged[i].Shared && l.Write > 0 {
 			plan.Staged[i].Size, plan.Staged[i].Files = l.Write, l.Files
 		}
 	}

@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,5 +91,20 @@ func TestWriteLimitDenials(t *testing.T) {
 	if d := ds[1]; d.Change == nil || d.Change.Section != policy.SectionLimitFiles || d.Change.Item != "8192" ||
 		!strings.Contains(d.What, "file limit 4096 reached in $WORKDIR") {
 		t.Errorf("files denial %+v", d)
+	}
+}
+
+// On a kernel that cannot bound a stage (overlay layers by fd: 6.13), the stages are left
+// unbounded and the layer's detail says why; the private tmpfs keeps its inode limit.
+func TestWriteLimitsOnAnOlderKernel(t *testing.T) {
+	h := hostFacts{RAM: 8 << 30, CPUs: 1, WriteBound: errors.New("Linux 6.1: overlayfs takes a tmpfs upper layer by fd since 6.13")}
+	l := limitsFor(&Compiled{profile: &policy.Profile{Limits: policy.Limits{WriteMiB: 64, WriteFiles: 4096}}}, h)
+	if l.Write != 0 || l.Files != 4096 || !strings.Contains(l.Detail, "writes unbounded (Linux 6.1") {
+		t.Errorf("limits %+v, want writes unbounded and said, 4096 files", l)
+	}
+	plan := sandbox.Plan{Staged: []sandbox.Stage{{Path: "/w"}}}
+	(&enforcedRun{}).applyLimits(&l, &plan, sandbox.Identity{UID: 1000}, nil, true)
+	if s := plan.Staged[0]; s.Size != 0 || plan.TmpFiles != 4096 {
+		t.Errorf("stage %+v tmp files %d, want unbounded and 4096", s, plan.TmpFiles)
 	}
 }

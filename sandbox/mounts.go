@@ -170,7 +170,7 @@ func (h *hostClones) take(p *Plan, res *Result) error {
 			return err
 		}
 		for _, s := range p.Staged {
-			sm, err := openStage(s, mounts, p.Writable)
+			sm, err := openStage(s, mounts, p.Writable, res)
 			if err != nil {
 				return err
 			}
