@@ -49,6 +49,10 @@ type runLimits struct {
 	Tmp      int64 // bytes each private tmpfs holds
 	Write    int64 // bytes each staged directory's writes hold (its upper layer, a tmpfs)
 	Files    int64 // inodes each staged directory's writes and each private tmpfs hold
+	// WriteRoom is memory the run's cgroup holds for the stages' writes above Memory: the
+	// profile's own writeMiB (learned: the tool needs it). A default write limit gets none:
+	// those bytes count against Memory, which stays exact for a memory bomb.
+	WriteRoom int64
 	NoFile   int   // open files per process (RLIMIT_NOFILE); 0: the host's
 	Cgroup   bool  // kept in the run's cgroup
 	Detail   string
@@ -154,6 +158,8 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 	if h.WriteBound != nil {
 		// Written to the host's disk unbounded; the private tmpfs keeps its inode limit.
 		l.Write = 0
+	} else if pl.WriteMiB > 0 {
+		l.WriteRoom = l.Write
 	}
 	if h.FileMax > 0 {
 		l.NoFile = int(min(max(h.FileMax/fileTableShare/int64(l.Pids), minFiles), maxFiles))
@@ -339,7 +345,7 @@ func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.I
 		return rg
 	}
 	backstop := *l
-	backstop.Pids, backstop.Memory = l.Pids*rlimitMargin, l.Memory*rlimitMargin
+	backstop.Pids, backstop.Memory = l.Pids*rlimitMargin, (l.Memory+l.WriteRoom)*rlimitMargin
 	plan.Rlimits = backstop.rlimits(id.UID == 0)
 	rg := early
 	if rg == nil {
@@ -381,9 +387,9 @@ func (rg *runLimitGroup) wait() {
 	rg.moved = nil
 	if err == nil && rg.group != nil {
 		// The stages' writes are held in memory (a tmpfs, charged to the run's cgroup, no
-		// swap) until the run ends: room for them besides the run's own, so that a write
-		// beyond its limit answers ENOSPC, not the OOM killer.
-		err = rg.group.Set(rg.l.Pids, rg.l.Memory+rg.l.Write)
+		// swap) until the run ends: room for the learned ones besides the run's own, so
+		// that a write beyond its limit answers ENOSPC, not the OOM killer.
+		err = rg.group.Set(rg.l.Pids, rg.l.Memory+rg.l.WriteRoom)
 		if err == nil {
 			err = rg.group.SetCPUWeight(cpuWeight)
 		}

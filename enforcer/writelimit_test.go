@@ -108,3 +108,16 @@ func TestWriteLimitsOnAnOlderKernel(t *testing.T) {
 		t.Errorf("stage %+v tmp files %d, want unbounded and 4096", s, plan.TmpFiles)
 	}
 }
+
+// The run's cgroup holds room above the memory limit for the profile's own write limit (a
+// learned build's output, in memory until the run ends), none for the default: a memory bomb
+// under a profile without write limits meets exactly memoryMiB.
+func TestWriteRoom(t *testing.T) {
+	h := hostFacts{RAM: 8 << 30, CPUs: 1}
+	if l := limitsFor(&Compiled{profile: &policy.Profile{Limits: policy.Limits{MemoryMiB: 256, WriteMiB: 128}}}, h); l.WriteRoom != 128*mib {
+		t.Errorf("learned writeMiB 128: room %d, want 128 MiB", l.WriteRoom)
+	}
+	if l := limitsFor(&Compiled{profile: &policy.Profile{Limits: policy.Limits{MemoryMiB: 256}}}, h); l.WriteRoom != 0 {
+		t.Errorf("default write limit: room %d, want 0", l.WriteRoom)
+	}
+}
