@@ -44,19 +44,19 @@ const cpuWeight = 100
 // (RLIMIT_NPROC, per uid of the sandbox's user namespace; RLIMIT_DATA, per process), which
 // bound the run without a record.
 type runLimits struct {
-	Pids     int   // tasks at once, the init stage's included
-	Memory   int64 // bytes
-	Tmp      int64 // bytes each private tmpfs holds
-	Write    int64 // bytes each staged directory's writes hold (its upper layer, a tmpfs)
-	Files    int64 // inodes each staged directory's writes and each private tmpfs hold
+	Pids   int   // tasks at once, the init stage's included
+	Memory int64 // bytes
+	Tmp    int64 // bytes each private tmpfs holds
+	Write  int64 // bytes each staged directory's writes hold (its upper layer, a tmpfs)
+	Files  int64 // inodes each staged directory's writes and each private tmpfs hold
 	// WriteRoom is memory the run's cgroup holds for the stages' writes above Memory: the
 	// profile's own writeMiB (learned: the tool needs it). A default write limit gets none:
 	// those bytes count against Memory, which stays exact for a memory bomb.
 	WriteRoom int64
-	NoFile   int   // open files per process (RLIMIT_NOFILE); 0: the host's
-	Cgroup   bool  // kept in the run's cgroup
-	Detail   string
-	Defaults []string // what is not the profile's own value: defaults, per-CPU floors
+	NoFile    int  // open files per process (RLIMIT_NOFILE); 0: the host's
+	Cgroup    bool // kept in the run's cgroup
+	Detail    string
+	Defaults  []string // what is not the profile's own value: defaults, per-CPU floors
 }
 
 // rlimits are the limits the init stage sets on the command. RLIMIT_NPROC means nothing for a
