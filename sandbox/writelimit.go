@@ -19,6 +19,7 @@ type boundStage struct {
 	tmpfs int // the tmpfs's root (a detached mount: no path in any tree)
 	disk  int // Stage.Upper
 	top   int // Stage.Upper's parent: where LimitFile is written
+	lock  int // top, flocked while this process lives
 	size  int64
 	files int64
 }
@@ -69,9 +70,9 @@ func boundUpper(ovl int, s Stage) error {
 	if err != nil {
 		return fmt.Errorf("fsmount tmpfs: %w", err)
 	}
-	b := boundStage{path: s.Path, tmpfs: mfd, disk: -1, top: -1, size: s.Size, files: s.Files}
+	b := boundStage{path: s.Path, tmpfs: mfd, disk: -1, top: -1, lock: -1, size: s.Size, files: s.Files}
 	fail := func(err error) error {
-		for _, fd := range []int{b.tmpfs, b.disk, b.top} {
+		for _, fd := range []int{b.tmpfs, b.disk, b.top, b.lock} {
 			if fd >= 0 {
 				unix.Close(fd)
 			}
@@ -103,6 +104,15 @@ func boundUpper(ovl int, s Stage) error {
 	}
 	if b.disk, err = unix.Openat(b.top, filepath.Base(s.Upper), unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0); err != nil {
 		return fail(fmt.Errorf("open upper %s: %w", s.Upper, err))
+	}
+	// Held until this process ends: `sysprof changes` takes the stage as busy while it may
+	// still copy (changeset.Run's lock is sysprof's, gone first when sysprof is killed).
+	b.lock, err = unix.Openat(b.top, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err == nil {
+		err = unix.Flock(b.lock, unix.LOCK_EX|unix.LOCK_NB)
+	}
+	if err != nil {
+		return fail(fmt.Errorf("lock %s: %w", top, err))
 	}
 	boundStages = append(boundStages, b)
 	return nil

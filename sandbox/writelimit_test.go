@@ -33,7 +33,7 @@ func TestBoundStageFlush(t *testing.T) {
 	testutil.RequireNoErr(t, "a bounded upper layer (Linux 6.13)", boundUpper(ovl, s))
 	b := boundStages[0]
 	defer func() {
-		for _, fd := range []int{b.tmpfs, b.disk, b.top} {
+		for _, fd := range []int{b.tmpfs, b.disk, b.top, b.lock} {
 			unix.Close(fd)
 		}
 	}()
@@ -134,6 +134,7 @@ func BenchmarkBoundUpper(b *testing.B) {
 			unix.Close(bs.tmpfs)
 			unix.Close(bs.disk)
 			unix.Close(bs.top)
+			unix.Close(bs.lock)
 		}
 		unix.Close(ovl)
 		b.StartTimer()
