@@ -147,7 +147,7 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 		// Held in memory until the run ends: never more than a quarter of the host's.
 		l.Write = policy.DefaultWriteMiB * mib
 		if h.RAM > 0 {
-			l.Write = max(min(l.Write, h.RAM/4), policy.MinWriteMiB*mib)
+			l.Write = max(min(l.Write, h.RAM/4), 64*mib)
 		}
 		l.Defaults = append(l.Defaults, "writes")
 	}

@@ -26,7 +26,7 @@ func TestDecideWriteLimits(t *testing.T) {
 	}{
 		{"defaults", policy.Limits{}, 64 * gib, policy.DefaultWriteMiB * mib, policy.DefaultWriteFiles, "writes 4096 MiB and 262144 files"},
 		{"a small host: a quarter of its RAM", policy.Limits{}, 2 * gib, gib / 2, policy.DefaultWriteFiles, "default: pids, memory, tmp, writes, files"},
-		{"a tiny host: never below the floor", policy.Limits{}, 128 * mib, policy.MinWriteMiB * mib, policy.DefaultWriteFiles, "writes 64 MiB"},
+		{"a tiny host: never below 64 MiB", policy.Limits{}, 128 * mib, 64 * mib, policy.DefaultWriteFiles, "writes 64 MiB"},
 		{"learned", policy.Limits{WriteMiB: 128, WriteFiles: 8192}, 64 * gib, 128 * mib, 8192, "writes 128 MiB and 8192 files"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

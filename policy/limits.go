@@ -57,12 +57,14 @@ const (
 	MemoryMiBPerCPU = 128
 	// DefaultWriteMiB and DefaultWriteFiles bound what a run without learned write limits may
 	// write into its changeset: more than a large build's outputs (a cargo target of a big
-	// workspace, a node_modules of 100k files), far less than a disk or an inode table. The
-	// changeset is held in memory (a bounded tmpfs) until the run ends, so the floors are low.
+	// workspace, a node_modules of 100k files), far less than a disk or an inode table.
+	// MinWriteMiB and MinWriteFiles are the floors of a learned limit: a build learned in a
+	// warm tree writes a fraction of what the same build writes in a fresh checkout, which the
+	// margin alone does not cover.
 	DefaultWriteMiB   = 4096
 	DefaultWriteFiles = 1 << 18
-	MinWriteMiB       = 64
-	MinWriteFiles     = 4096
+	MinWriteMiB       = 1024
+	MinWriteFiles     = 1 << 16
 )
 
 // LearnedLimits turns what learn saw (peak tasks; peak memory and /tmp bytes, 0: not measured)

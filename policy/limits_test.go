@@ -98,25 +98,25 @@ func TestWriteLimits(t *testing.T) {
 	if l.WriteMiB != MinWriteMiB || l.WriteFiles != MinWriteFiles {
 		t.Errorf("small writes: %+v, want the floors", l)
 	}
-	l.LearnedWrites(100<<20, 5000)
-	if l.WriteMiB != 512 || l.WriteFiles != 32768 {
-		t.Errorf("100 MiB in 5000 files: %+v, want 512 MiB and 32768 files", l)
+	l.LearnedWrites(300<<20, 20000)
+	if l.WriteMiB != 2048 || l.WriteFiles != 131072 {
+		t.Errorf("300 MiB in 20000 files: %+v, want 2048 MiB and 131072 files", l)
 	}
-	p := &Profile{Metadata: Metadata{Name: "x", Command: []string{"x"}, Runs: 1}, Limits: Limits{WriteMiB: 64, WriteFiles: 4096}}
+	p := &Profile{Metadata: Metadata{Name: "x", Command: []string{"x"}, Runs: 1}, Limits: Limits{WriteMiB: 1024, WriteFiles: 4096}}
 	b, err := Marshal(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), "limits:\n  writeMiB: 64\n  writeFiles: 4096\n") {
+	if !strings.Contains(string(b), "limits:\n  writeMiB: 1024\n  writeFiles: 4096\n") {
 		t.Fatalf("marshal:\n%s", b)
 	}
 	if q, err := Parse("x.yaml", b); err != nil || q.Limits != p.Limits {
 		t.Fatalf("round trip: %+v %v", q, err)
 	}
-	if m := Merge(p, &Profile{Limits: Limits{WriteMiB: 256, WriteFiles: 1024}}); m.Limits.WriteMiB != 256 || m.Limits.WriteFiles != 4096 {
+	if m := Merge(p, &Profile{Limits: Limits{WriteMiB: 2048, WriteFiles: 1024}}); m.Limits.WriteMiB != 2048 || m.Limits.WriteFiles != 4096 {
 		t.Errorf("merge: %+v", m.Limits)
 	}
-	d := Diff(p, &Profile{Limits: Limits{WriteMiB: 1024, WriteFiles: 4096}})
+	d := Diff(p, &Profile{Limits: Limits{WriteMiB: 8192, WriteFiles: 4096}})
 	if len(d) != 1 || d[0].Section != SectionLimitWrite || !d[0].Widens {
 		t.Errorf("diff: %+v, want writeMiB widened", d)
 	}
