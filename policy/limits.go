@@ -88,16 +88,13 @@ func LearnedLimits(peakPids int, peakMemory, peakTmp int64) Limits {
 	return l
 }
 
-// LearnedWrites sets the write limits from what learn saw the run write (bytes and files
-// its writes left, 0: not measured), as LearnedLimits does the others.
+// LearnedWrites sets the write limits from what learn measured the run's writes left (bytes
+// and files; nothing written gives the floors, so that a learn of an up-to-date tree and one
+// that built it compare equal), as LearnedLimits does the others.
 func (l *Limits) LearnedWrites(bytes, files int64) {
 	const mib = 1 << 20
-	if bytes > 0 {
-		l.WriteMiB = max(pow2((bytes*LimitMargin+mib-1)/mib), MinWriteMiB)
-	}
-	if files > 0 {
-		l.WriteFiles = max(pow2(files*LimitMargin), MinWriteFiles)
-	}
+	l.WriteMiB = max(pow2(max((bytes*LimitMargin+mib-1)/mib, 1)), MinWriteMiB)
+	l.WriteFiles = max(pow2(max(files*LimitMargin, 1)), MinWriteFiles)
 }
 
 // pow2 is the smallest power of two at or above v (v > 0).

@@ -94,6 +94,9 @@ func TestLearnedLimitsStableAcrossRuns(t *testing.T) {
 // larger, raising one widens, refine's grant raises it.
 func TestWriteLimits(t *testing.T) {
 	var l Limits
+	if l.LearnedWrites(0, 0); l.WriteMiB != MinWriteMiB || l.WriteFiles != MinWriteFiles {
+		t.Errorf("nothing written: %+v, want the floors", l)
+	}
 	l.LearnedWrites(3<<20, 10)
 	if l.WriteMiB != MinWriteMiB || l.WriteFiles != MinWriteFiles {
 		t.Errorf("small writes: %+v, want the floors", l)

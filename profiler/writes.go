@@ -15,10 +15,10 @@ import (
 // This is what an enforced run's changeset holds for the same work (a file the run only
 // changed is copied up whole there too); what the run wrote and removed again is not seen,
 // which LimitMargin covers.
-func measureWrites(t *trace.Trace) (bytes, files int64) {
+func measureWrites(t *trace.Trace) (bytes, files int64, measured bool) {
 	wd := filepath.Clean(t.Context["WORKDIR"])
 	if !filepath.IsAbs(wd) {
-		return 0, 0
+		return 0, 0, false
 	}
 	seen := map[string]bool{}
 	for _, f := range t.Files {
@@ -38,7 +38,7 @@ func measureWrites(t *trace.Trace) (bytes, files int64) {
 			bytes += (st.Size + pageSize - 1) / pageSize * pageSize
 		}
 	}
-	return bytes, files
+	return bytes, files, true
 }
 
 const pageSize = 4096

@@ -36,11 +36,11 @@ func TestMeasureWrites(t *testing.T) {
 		{Path: filepath.Join(wd, "read"), Access: trace.AccessRead, OK: true},
 		{Path: filepath.Join(other, "c"), Access: trace.AccessWrite, OK: true},
 	}}
-	bytes, files := measureWrites(tr)
-	if bytes != 3*pageSize || files != 3 {
+	bytes, files, measured := measureWrites(tr)
+	if bytes != 3*pageSize || files != 3 || !measured {
 		t.Errorf("measured %d bytes in %d files, want %d bytes in 3 (a, d, d/b)", bytes, files, 3*pageSize)
 	}
-	if b, f := measureWrites(&trace.Trace{}); b != 0 || f != 0 {
+	if b, f, m := measureWrites(&trace.Trace{}); b != 0 || f != 0 || m {
 		t.Errorf("no work tree: %d %d, want nothing measured", b, f)
 	}
 }

@@ -84,6 +84,8 @@ type Peaks struct {
 	Tmp          int64 `json:"tmp,omitempty"`
 	Written      int64 `json:"written,omitempty"`
 	WrittenFiles int64 `json:"writtenFiles,omitempty"`
+	// WritesMeasured: Written and WrittenFiles were measured (zero: the run wrote nothing).
+	WritesMeasured bool `json:"writesMeasured,omitempty"`
 }
 
 // Host describes the machine the trace was recorded on.
