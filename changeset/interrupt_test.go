@@ -3,6 +3,7 @@ package changeset
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -362,5 +363,35 @@ func TestApplyCopyKeepsMetadata(t *testing.T) {
 	ents, _ := os.ReadDir(filepath.Join(w, "bin"))
 	if len(ents) != 2 {
 		t.Errorf("bin holds %v: a temporary file was left", ents)
+	}
+}
+
+// TestStageCopyingIsBusy: a run whose sysprof is gone but whose sandbox still copies a bounded
+// stage's writes out (it holds a lock on the stage's directory) is busy: listed running, not
+// applied or dropped, until the copy is done.
+func TestStageCopyingIsBusy(t *testing.T) {
+	r, _ := newRun(t, nil, []string{"**"})
+	fd, err := unix.Open(r.Stages[0].Top, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	r.unlock() // sysprof gone
+	runs, err := List()
+	if err != nil || len(runs) != 1 || runs[0].State != StateRunning {
+		t.Fatalf("while the stage is copied: %+v %v, want the run running", runs, err)
+	}
+	if _, err := runs[0].Apply(ApplyAll, nil); !errors.Is(err, ErrBusy) {
+		t.Fatalf("apply while the stage is copied: %v, want ErrBusy", err)
+	}
+	unix.Close(fd)
+	runs, err = List()
+	if err != nil || len(runs) != 1 || runs[0].State != StateInterrupted {
+		t.Fatalf("after the copy: %+v %v, want the run interrupted", runs, err)
+	}
+	if err := runs[0].Drop(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -184,6 +184,10 @@ func (r *Run) takeLock(create bool) error {
 		}
 		return fmt.Errorf("run %s: lock: %w", r.ID, err)
 	}
+	if r.stageCopying() {
+		f.Close()
+		return fmt.Errorf("run %s is in use (its sandbox is still copying the command's writes out of their bounded layer; try again in a moment): %w", r.ID, ErrBusy)
+	}
 	if create {
 		giveToSudoUser(f.Name())
 	}
@@ -201,10 +205,30 @@ func (r *Run) unlock() {
 	}
 }
 
-// busy reports whether another process holds the run's lock.
+// stageCopying reports whether a stage's directory is locked by the sandbox that copies the
+// command's writes into it (a bounded stage, once sysprof is gone: see sandbox.Stage.Size).
+func (r *Run) stageCopying() bool {
+	for _, s := range r.Stages {
+		fd, err := unix.Open(s.Top, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		err = unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
+		unix.Close(fd)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return true
+		}
+	}
+	return false
+}
+
+// busy reports whether another process holds the run's lock, or a stage's.
 func (r *Run) busy() bool {
 	if r.lock != nil {
 		return false
+	}
+	if r.stageCopying() {
+		return true
 	}
 	f, err := os.OpenFile(filepath.Join(r.dir, "lock"), os.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {

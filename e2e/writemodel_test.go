@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"os"
 	"path/filepath"
 	"slices"
@@ -116,7 +117,9 @@ func TestGitRebaseAddedFileIsHeld(t *testing.T) {
 
 // TestKilledEnforceLeavesItsChanges: sysprof killed with SIGKILL while the command runs (its
 // sandbox dies with it) loses nothing: `sysprof changes` lists the run as interrupted and
-// `sysprof changes apply RUN --all` puts the command's outputs on the host.
+// `sysprof changes apply RUN --all` puts the command's outputs on the host. The writes sit in
+// the stage's bounded tmpfs while the command runs; the sandbox's PID 1 copies them into the
+// run's layers when sysprof dies (limits.writeMiB).
 func TestKilledEnforceLeavesItsChanges(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireTools(t, hostPath, "sh", "sleep")
@@ -125,36 +128,43 @@ func TestKilledEnforceLeavesItsChanges(t *testing.T) {
 	profile := filepath.Join(root, "p.yaml")
 	testutil.MustCode(t, "learn", b.Sysprof(t, "learn", "-p", profile, "--", "sh", "-c", "echo out > out.txt; echo x > ready; sleep 0"), 0)
 	b.Sh(t, "rm out.txt ready")
-	cmd, _ := b.Command(t, testutil.SysprofBin, "enforce", "-p", profile, "--", "sh", "-c", "echo out > out.txt; echo x > ready; sleep 300")
+	cmd, _ := b.Command(t, testutil.SysprofBin, "enforce", "-p", profile, "--", "sh", "-c", "echo out > out.txt; echo x > ready; echo ready; sleep 300")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The command wrote its files into the run's layers (not the host's tree) once ready is
-	// there; the layers lie in the run directory under the state dir ($HOME/.local/state).
-	runs := filepath.Join(b.Home, ".local", "state", "sysprof", "runs")
-	var ready []string
-	for range 600 {
-		ready, _ = filepath.Glob(filepath.Join(runs, "*", "stage-*", "upper", "ready"))
-		if len(ready) > 0 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if len(ready) == 0 {
+	// The command wrote its files into the run's stage (not the host's tree) once it says
+	// ready; the layers lie in the run directory under the state dir ($HOME/.local/state).
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("the command's ready file never appeared in a stage under %s", runs)
+		t.Fatalf("the command never said ready: %q %v", line, err)
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
+	runs := filepath.Join(b.Home, ".local", "state", "sysprof", "runs")
+	// The sandbox's PID 1 copies the stage out once sysprof is gone (the run is busy, still
+	// "running", until it is done).
+	var ready []string
+	var l testutil.Result
+	for range 200 {
+		l = b.Sysprof(t, "changes", "--format", "json")
+		if strings.Contains(l.Stdout, "interrupted") {
+			ready, _ = filepath.Glob(filepath.Join(runs, "*", "stage-*", "upper", "ready"))
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if l.Code != 0 || len(ready) == 0 {
+		t.Fatalf("sysprof changes does not list the killed run as interrupted with its files (%v): %s", ready, l)
+	}
 	if _, err := os.Lstat(filepath.Join(b.Work, "out.txt")); err == nil {
 		t.Fatalf("out.txt is on the host before any apply")
-	}
-	l := b.Sysprof(t, "changes", "--format", "json")
-	if l.Code != 0 || !strings.Contains(l.Stdout, "interrupted") {
-		t.Fatalf("sysprof changes does not list the killed run as interrupted: %s", l)
 	}
 	id := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(ready[0]))))
 	if a := b.Sysprof(t, "changes", "apply", id, "--all"); a.Code != 0 {

@@ -24,6 +24,8 @@ type hostFacts struct {
 	FileMax int64
 	// LimitCgroup: why the run gets no cgroup to keep its limits in; nil: it does.
 	LimitCgroup error
+	// WriteBound: why the stages' writes cannot be bounded here (limits.writeMiB); nil: they can.
+	WriteBound error
 	// UIDWeaker: the command's identity is weaker than this caller's case calls for
 	// (sandbox.Identity.Weaker: as root, / cannot be idmapped, so it keeps host uid 0).
 	UIDWeaker string

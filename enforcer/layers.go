@@ -129,7 +129,7 @@ var layerTable = []layerDef{
 		Holds: "read-only root, the writable and staged directories, hidden secrets, private /tmp", Degrade: "the mounts (read-only root, hidden secrets, private /tmp): the host's files as they are, Landlock still applies",
 		Part: func(p *sandbox.Plan, _ Degrade) (sandbox.Plan, bool) {
 			return sandbox.Plan{ReadOnlyRoot: p.ReadOnlyRoot, Writable: p.Writable, Hidden: p.Hidden, Masked: p.Masked, PrivateTmp: p.PrivateTmp,
-					TmpSize: p.TmpSize, Staged: p.Staged, ReadOnly: p.ReadOnly, NoExec: p.NoExec, NoExecTrees: p.NoExecTrees, ExecKeep: p.ExecKeep, ExecOutputs: p.ExecOutputs},
+					TmpSize: p.TmpSize, TmpFiles: p.TmpFiles, Staged: p.Staged, ReadOnly: p.ReadOnly, NoExec: p.NoExec, NoExecTrees: p.NoExecTrees, ExecKeep: p.ExecKeep, ExecOutputs: p.ExecOutputs},
 				p.ReadOnlyRoot || len(p.Writable)+len(p.Hidden)+len(p.Masked)+len(p.Staged)+len(p.NoExecTrees) > 0 || p.PrivateTmp
 		}},
 	{Name: LayerLandlock, Degradable: true, Decide: sandboxLayer(LayerLandlock),
@@ -149,7 +149,7 @@ var layerTable = []layerDef{
 	{Name: LayerNetwork, Degradable: true, Decide: decideNetwork,
 		Holds: "egress by name through sysprof's DNS stub and proxy, per binary", Degrade: "the network rules no layer here can enforce (dropped, never granted); egress by name never degrades", Reports: reportsEgress},
 	{Name: LayerLimits, Degradable: true, Decide: decideLimits,
-		Holds: "tasks, memory and private /tmp size (the run's cgroup, else rlimits)", Degrade: "the rlimits, when the init stage cannot set them (a cgroup of the run's own still holds it)",
+		Holds: "tasks, memory, private /tmp size and inodes (the run's cgroup, else rlimits), the bytes and files each staged directory's writes hold (a bounded tmpfs upper layer)", Degrade: "the rlimits, when the init stage cannot set them (a cgroup of the run's own still holds it)",
 		Start: startLimits, Show: LimitsSummary,
 		Part: func(p *sandbox.Plan, _ Degrade) (sandbox.Plan, bool) {
 			return sandbox.Plan{Rlimits: p.Rlimits}, len(p.Rlimits) > 0

@@ -1,19 +1,23 @@
 package enforcer
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/changeset"
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 	"github.com/sysprof/sysprof/sandbox"
@@ -40,13 +44,19 @@ const cpuWeight = 100
 // (RLIMIT_NPROC, per uid of the sandbox's user namespace; RLIMIT_DATA, per process), which
 // bound the run without a record.
 type runLimits struct {
-	Pids     int   // tasks at once, the init stage's included
-	Memory   int64 // bytes
-	Tmp      int64 // bytes each private tmpfs holds
-	Files    int   // open files per process (RLIMIT_NOFILE); 0: the host's
-	Cgroup   bool  // kept in the run's cgroup
-	Detail   string
-	Defaults []string // what is not the profile's own value: defaults, per-CPU floors
+	Pids   int   // tasks at once, the init stage's included
+	Memory int64 // bytes
+	Tmp    int64 // bytes each private tmpfs holds
+	Write  int64 // bytes each staged directory's writes hold (its upper layer, a tmpfs)
+	Files  int64 // inodes each staged directory's writes and each private tmpfs hold
+	// WriteRoom is memory the run's cgroup holds for the stages' writes above Memory: the
+	// profile's own writeMiB (learned: the tool needs it). A default write limit gets none:
+	// those bytes count against Memory, which stays exact for a memory bomb.
+	WriteRoom int64
+	NoFile    int  // open files per process (RLIMIT_NOFILE); 0: the host's
+	Cgroup    bool // kept in the run's cgroup
+	Detail    string
+	Defaults  []string // what is not the profile's own value: defaults, per-CPU floors
 }
 
 // rlimits are the limits the init stage sets on the command. RLIMIT_NPROC means nothing for a
@@ -59,8 +69,8 @@ func (l runLimits) rlimits(hostUID0 bool) []sandbox.Rlimit {
 	if !hostUID0 {
 		out = append(out, sandbox.Rlimit{Resource: unix.RLIMIT_NPROC, Max: uint64(l.Pids)})
 	}
-	if l.Files > 0 {
-		out = append(out, sandbox.Rlimit{Resource: unix.RLIMIT_NOFILE, Max: uint64(l.Files)})
+	if l.NoFile > 0 {
+		out = append(out, sandbox.Rlimit{Resource: unix.RLIMIT_NOFILE, Max: uint64(l.NoFile)})
 	}
 	out = append(out, sandbox.Rlimit{Resource: unix.RLIMIT_CORE, Max: 1},
 		sandbox.Rlimit{Resource: unix.RLIMIT_SIGPENDING, Max: maxSigPending},
@@ -107,7 +117,8 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 	if c.profile != nil {
 		pl = c.profile.Limits
 	}
-	l := runLimits{Pids: pl.Pids, Memory: int64(pl.MemoryMiB) * mib, Tmp: int64(pl.TmpMiB) * mib}
+	l := runLimits{Pids: pl.Pids, Memory: int64(pl.MemoryMiB) * mib, Tmp: int64(pl.TmpMiB) * mib,
+		Write: int64(pl.WriteMiB) * mib, Files: int64(pl.WriteFiles)}
 	if l.Pids == 0 {
 		l.Pids = policy.DefaultPids
 		l.Defaults = append(l.Defaults, "pids")
@@ -132,15 +143,37 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 		l.Tmp = policy.DefaultTmpMiB * mib
 		l.Defaults = append(l.Defaults, "tmp")
 	}
+	if l.Write == 0 {
+		// Held in memory until the run ends: never more than a quarter of the host's.
+		l.Write = policy.DefaultWriteMiB * mib
+		if h.RAM > 0 {
+			l.Write = max(min(l.Write, h.RAM/4), 64*mib)
+		}
+		l.Defaults = append(l.Defaults, "writes")
+	}
+	if l.Files == 0 {
+		l.Files = policy.DefaultWriteFiles
+		l.Defaults = append(l.Defaults, "files")
+	}
+	if h.WriteBound != nil {
+		// Written to the host's disk unbounded; the private tmpfs keeps its inode limit.
+		l.Write = 0
+	} else if pl.WriteMiB > 0 {
+		l.WriteRoom = l.Write
+	}
 	if h.FileMax > 0 {
-		l.Files = int(min(max(h.FileMax/fileTableShare/int64(l.Pids), minFiles), maxFiles))
+		l.NoFile = int(min(max(h.FileMax/fileTableShare/int64(l.Pids), minFiles), maxFiles))
 	}
 	l.Cgroup = h.LimitCgroup == nil
 	where := "in the run's cgroup"
 	if !l.Cgroup {
 		where = fmt.Sprintf("as rlimits only (NPROC per uid, DATA per process; %v)", h.LimitCgroup)
 	}
-	l.Detail = fmt.Sprintf("pids %d, memory %d MiB, /tmp %d MiB, %s", l.Pids-stageTasks, l.Memory/mib, l.Tmp/mib, where)
+	writes := fmt.Sprintf("writes %d MiB and %d files", l.Write/mib, l.Files)
+	if h.WriteBound != nil {
+		writes = fmt.Sprintf("writes unbounded (%v), /tmp %d files", h.WriteBound, l.Files)
+	}
+	l.Detail = fmt.Sprintf("pids %d, memory %d MiB, /tmp %d MiB, %s, %s", l.Pids-stageTasks, l.Memory/mib, l.Tmp/mib, writes, where)
 	if len(l.Defaults) > 0 {
 		l.Detail += "; default: " + strings.Join(l.Defaults, ", ")
 	}
@@ -149,7 +182,26 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 
 // thisHost are the facts of this host the limits depend on.
 func thisHost() hostFacts {
-	return hostFacts{RAM: hostRAM(), CPUs: runtime.NumCPU(), FileMax: hostFileMax(), LimitCgroup: kernrun.LimitsAvailable()}
+	return hostFacts{RAM: hostRAM(), CPUs: runtime.NumCPU(), FileMax: hostFileMax(), LimitCgroup: kernrun.LimitsAvailable(), WriteBound: writeBoundAvailable()}
+}
+
+// writeBoundAvailable says why a stage's upper layer cannot be a bounded tmpfs here: overlay
+// takes its layers by fd since Linux 6.13 (user.* xattrs on tmpfs, which it needs in a user
+// namespace, since 6.6). nil: it can.
+func writeBoundAvailable() error {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return errors.New("kernel version unknown")
+	}
+	rel := unix.ByteSliceToString(u.Release[:])
+	var major, minor int
+	if _, err := fmt.Sscanf(rel, "%d.%d", &major, &minor); err != nil {
+		return fmt.Errorf("kernel version %q unknown", rel)
+	}
+	if major < 6 || major == 6 && minor < 13 {
+		return fmt.Errorf("Linux %d.%d: overlayfs takes a tmpfs upper layer by fd since 6.13", major, minor)
+	}
+	return nil
 }
 
 // hostFileMax is fs.file-max, the host's open-file table (0: unknown).
@@ -166,7 +218,8 @@ func hostFileMax() int64 {
 // init stage's room aside), memory and each private tmpfs in MiB.
 func EffectiveLimits(p *policy.Profile) policy.Limits {
 	l := limitsFor(&Compiled{profile: p}, thisHost())
-	return policy.Limits{Pids: l.Pids - stageTasks, MemoryMiB: int(l.Memory / mib), TmpMiB: int(l.Tmp / mib)}
+	return policy.Limits{Pids: l.Pids - stageTasks, MemoryMiB: int(l.Memory / mib), TmpMiB: int(l.Tmp / mib),
+		WriteMiB: int(l.Write / mib), WriteFiles: int(l.Files)}
 }
 
 // limitDenials are the report's entries for each limit the run hit, from what its cgroup
@@ -190,6 +243,46 @@ func limitDenials(l runLimits, s kernrun.LimitStats, p *policy.Profile) []report
 		suffice := int(2 * l.Memory / mib)
 		add(policy.SectionLimitMemory, fmt.Sprintf("memory limit %d MiB reached: %d process(es) killed (peak %d MiB); more than %d MiB needed, %d MiB may suffice",
 			l.Memory/mib, s.OOMKills, s.MemoryPeak/mib, l.Memory/mib, suffice), s.OOMKills, suffice)
+	}
+	return out
+}
+
+// writeLimitDenials are the report's entries for each bounded stage whose writes reached a
+// limit (the stage's end left sandbox.LimitFile next to its upper layer): the limit, what the
+// stage held, and twice the limit as what may suffice (what the command would have written
+// beyond is not known). A copy that failed is said too.
+func writeLimitDenials(stages []changeset.Stage, p *policy.Profile, env Env) []report.Denial {
+	var out []report.Denial
+	now := time.Now().UTC()
+	for _, st := range stages {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(st.Upper), sandbox.LimitFile))
+		if err != nil {
+			continue
+		}
+		var hit sandbox.LimitHit
+		if json.Unmarshal(b, &hit) != nil {
+			continue
+		}
+		where := paths.Portable(st.Rules.Dir, env.Vars)
+		add := func(section, what string, suffice int) {
+			g := policy.LimitGrant(section, suffice)
+			risk, _ := policy.GrantRisk(p, g)
+			out = append(out, report.Denial{Kind: report.KindLimit, What: what, Exe: "(run)", Count: 1, First: now,
+				Suggest: g.String(), Change: &g, Risk: risk})
+		}
+		if hit.BytesFull {
+			limit := int(hit.Size / mib)
+			add(policy.SectionLimitWrite, fmt.Sprintf("write limit %d MiB reached in %s: writes beyond answered ENOSPC (%d MiB held, kept); more than %d MiB needed, %d MiB may suffice",
+				limit, where, hit.Used/mib, limit, 2*limit), 2*limit)
+		}
+		if hit.FilesFull {
+			add(policy.SectionLimitFiles, fmt.Sprintf("file limit %d reached in %s: new files beyond answered ENOSPC (%d held, kept); more than %d needed, %d may suffice",
+				hit.Files, where, hit.UsedFiles, hit.Files, 2*hit.Files), int(2*hit.Files))
+		}
+		if hit.CopyFailed != "" {
+			out = append(out, report.Denial{Kind: report.KindLimit, What: fmt.Sprintf("writes in %s not all copied out of their bounded layer: %s", where, hit.CopyFailed),
+				Exe: "(run)", Count: 1, First: now})
+		}
 	}
 	return out
 }
@@ -235,7 +328,13 @@ func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.I
 		early.remove()
 		return nil
 	}
-	plan.TmpSize = l.Tmp
+	plan.TmpSize, plan.TmpFiles = l.Tmp, l.Files
+	plan.Staged = slices.Clone(plan.Staged)
+	for i := range plan.Staged {
+		if !plan.Staged[i].Shared && l.Write > 0 {
+			plan.Staged[i].Size, plan.Staged[i].Files = l.Write, l.Files
+		}
+	}
 	if !l.Cgroup {
 		early.remove()
 		plan.Rlimits = l.rlimits(id.UID == 0)
@@ -246,7 +345,7 @@ func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.I
 		return rg
 	}
 	backstop := *l
-	backstop.Pids, backstop.Memory = l.Pids*rlimitMargin, l.Memory*rlimitMargin
+	backstop.Pids, backstop.Memory = l.Pids*rlimitMargin, (l.Memory+l.WriteRoom)*rlimitMargin
 	plan.Rlimits = backstop.rlimits(id.UID == 0)
 	rg := early
 	if rg == nil {
@@ -287,7 +386,10 @@ func (rg *runLimitGroup) wait() {
 	err := <-rg.moved
 	rg.moved = nil
 	if err == nil && rg.group != nil {
-		err = rg.group.Set(rg.l.Pids, rg.l.Memory)
+		// The stages' writes are held in memory (a tmpfs, charged to the run's cgroup, no
+		// swap) until the run ends: room for the learned ones besides the run's own, so
+		// that a write beyond its limit answers ENOSPC, not the OOM killer.
+		err = rg.group.Set(rg.l.Pids, rg.l.Memory+rg.l.WriteRoom)
 		if err == nil {
 			err = rg.group.SetCPUWeight(cpuWeight)
 		}

@@ -95,8 +95,8 @@ func TestLimitFilesAndCore(t *testing.T) {
 		{9223372036854775807, 1 << 16},
 	} {
 		l := limitsFor(&Compiled{profile: p}, hostFacts{RAM: 8 << 30, CPUs: 2, FileMax: tc.fileMax})
-		if l.Files != tc.want {
-			t.Errorf("file-max %d: files %d, want %d", tc.fileMax, l.Files, tc.want)
+		if l.NoFile != tc.want {
+			t.Errorf("file-max %d: files %d, want %d", tc.fileMax, l.NoFile, tc.want)
 		}
 		var files, core uint64
 		for _, r := range l.rlimits(false) {

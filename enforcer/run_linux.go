@@ -273,6 +273,9 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 		rep: r.rep, guard: r.guard, stage: st, egress: r.px, layers: layers})
 	phase.Mark("start..wait")
 	layers.report(r.rep, &res, r.opts.Profile)
+	if staged != nil && !staged.shared {
+		res.denials = append(res.denials, writeLimitDenials(staged.stages, r.opts.Profile, r.env)...)
+	}
 	r.collect(&res, staged, id, dec.Sandbox)
 	r.rep.Finished = time.Now().UTC()
 	for _, d := range res.denials {

@@ -50,10 +50,10 @@ func (sr *stagedRun) plan(p sandbox.Plan) sandbox.Plan {
 		if slices.ContainsFunc(staged, func(x sandbox.Stage) bool { return x.Path == path }) {
 			continue // one overlay per layer pair
 		}
-		staged = append(staged, sandbox.Stage{Path: path, Upper: st.Upper, Work: st.Work})
+		staged = append(staged, sandbox.Stage{Path: path, Upper: st.Upper, Work: st.Work, Shared: sr.shared})
 	}
 	for _, x := range sr.extra {
-		staged = append(staged, sandbox.Stage{Path: x.Rules.Dir, Upper: x.Upper, Work: x.Work})
+		staged = append(staged, sandbox.Stage{Path: x.Rules.Dir, Upper: x.Upper, Work: x.Work, Shared: true})
 		// Exec there only as the mount it lies in allows: none when it lies in none of this
 		// step's writable mounts, or in a noexec one.
 		inExec := slices.ContainsFunc(slices.Concat(p.Writable, stageDirsOf(sr.specs)), func(w string) bool {

@@ -41,7 +41,7 @@ const (
 )
 
 // Sections lists every section in file order.
-var Sections = []string{SectionSyscalls, SectionArgs, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden, SectionPrivateTmp, SectionConnect, SectionSend, SectionBind, SectionResolve, SectionEnvPass, SectionCredentials, SectionBinaries, SectionLimitPids, SectionLimitMemory, SectionLimitTmp, SectionIncomplete, SectionHostRoot}
+var Sections = []string{SectionSyscalls, SectionArgs, SectionArchitectures, SectionRead, SectionWrite, SectionExec, SectionList, SectionHidden, SectionPrivateTmp, SectionConnect, SectionSend, SectionBind, SectionResolve, SectionEnvPass, SectionCredentials, SectionBinaries, SectionLimitPids, SectionLimitMemory, SectionLimitTmp, SectionLimitWrite, SectionLimitFiles, SectionIncomplete, SectionHostRoot}
 
 // Change is one semantic difference between two profiles.
 type Change struct {

@@ -58,6 +58,8 @@
 //	  pids: 64                          # tasks at once: learn's peak x4, at least 64
 //	  memoryMiB: 256                    # the whole run's memory: peak x4, at least 256
 //	  tmpMiB: 64                        # each private tmpfs (written by hand)
+//	  writeMiB: 1024                    # each staged directory's writes: what learn left x4, at least 1024
+//	  writeFiles: 65536                 # files each staged directory and private tmpfs holds
 //
 // The JSON Schema of this format is embedded (Schema, profile.schema.json in the source tree)
 // and checked by Parse, which then checks what a schema cannot: syscall names exist in the

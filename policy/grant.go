@@ -89,7 +89,7 @@ func ParseGrant(s string) (Grant, error) {
 				g.Item, g.Proto = ep, proto
 			}
 		}
-	case SectionLimitPids, SectionLimitMemory, SectionLimitTmp:
+	case SectionLimitPids, SectionLimitMemory, SectionLimitTmp, SectionLimitWrite, SectionLimitFiles:
 		return limitGrant(section, body)
 	default:
 		return Grant{}, fmt.Errorf("%q: section %q takes no additions", s, section)
@@ -127,7 +127,7 @@ func GrantRisk(base *Profile, g Grant) (Risk, string) {
 		return PathRisk("exec", g.Item, base)
 	case SectionList:
 		return PathRisk("list", g.Item, base)
-	case SectionLimitPids, SectionLimitMemory, SectionLimitTmp:
+	case SectionLimitPids, SectionLimitMemory, SectionLimitTmp, SectionLimitWrite, SectionLimitFiles:
 		return RiskLow, "the run may use more before the limit stops it"
 	case SectionConnect, SectionSend, SectionBind:
 		return EndpointRisk(g.Section, Endpoint{Endpoint: g.Item, Proto: g.Proto}, Networked(base.Network))

@@ -17,6 +17,12 @@ type Limits struct {
 	MemoryMiB int `yaml:"memoryMiB,omitempty" json:"memoryMiB,omitempty"`
 	// TmpMiB is the size of the private /tmp (and /var/tmp), in MiB.
 	TmpMiB int `yaml:"tmpMiB,omitempty" json:"tmpMiB,omitempty"`
+	// WriteMiB is the most the run's changeset (each staged directory's upper layer: the work
+	// tree's writes) may hold, in MiB.
+	WriteMiB int `yaml:"writeMiB,omitempty" json:"writeMiB,omitempty"`
+	// WriteFiles is the most files, directories and links the changeset (each staged
+	// directory's upper layer) and each private tmpfs may hold.
+	WriteFiles int `yaml:"writeFiles,omitempty" json:"writeFiles,omitempty"`
 }
 
 // Sections of the limits, as Change.Section and Grant.Section name them.
@@ -24,6 +30,8 @@ const (
 	SectionLimitPids   = "limits.pids"
 	SectionLimitMemory = "limits.memoryMiB"
 	SectionLimitTmp    = "limits.tmpMiB"
+	SectionLimitWrite  = "limits.writeMiB"
+	SectionLimitFiles  = "limits.writeFiles"
 )
 
 // Defaults and floors of the limits, and the margin over what learn saw.
@@ -47,13 +55,24 @@ const (
 	// a big one.
 	PidsPerCPU      = 32
 	MemoryMiBPerCPU = 128
+	// DefaultWriteMiB and DefaultWriteFiles bound what a run without learned write limits may
+	// write into its changeset: more than a large build's outputs (a cargo target of a big
+	// workspace, a node_modules of 100k files), far less than a disk or an inode table.
+	// MinWriteMiB and MinWriteFiles are the floors of a learned limit: a build learned in a
+	// warm tree writes a fraction of what the same build writes in a fresh checkout, which the
+	// margin alone does not cover.
+	DefaultWriteMiB   = 4096
+	DefaultWriteFiles = 1 << 18
+	MinWriteMiB       = 1024
+	MinWriteFiles     = 1 << 16
 )
 
 // LearnedLimits turns what learn saw (peak tasks; peak memory and /tmp bytes, 0: not measured)
 // into the profile's limits: each peak times LimitMargin, rounded up to a power of two, never
 // below the floor. What was not measured stays 0 (the default). The rounding keeps a limit
 // the same across runs whose peaks differ by chance (a cold cache, another terminal): drift
-// and refine see a limit change only when a run's need doubles.
+// and refine see a limit change only when a run's need doubles. Written bytes and files are
+// set with LearnedWrites.
 func LearnedLimits(peakPids int, peakMemory, peakTmp int64) Limits {
 	var l Limits
 	if peakPids > 0 {
@@ -67,6 +86,15 @@ func LearnedLimits(peakPids int, peakMemory, peakTmp int64) Limits {
 		l.TmpMiB = max(pow2((peakTmp*LimitMargin+mib-1)/mib), MinTmpMiB)
 	}
 	return l
+}
+
+// LearnedWrites sets the write limits from what learn measured the run's writes left (bytes
+// and files; nothing written gives the floors, so that a learn of an up-to-date tree and one
+// that built it compare equal), as LearnedLimits does the others.
+func (l *Limits) LearnedWrites(bytes, files int64) {
+	const mib = 1 << 20
+	l.WriteMiB = max(pow2(max((bytes*LimitMargin+mib-1)/mib, 1)), MinWriteMiB)
+	l.WriteFiles = max(pow2(max(files*LimitMargin, 1)), MinWriteFiles)
 }
 
 // pow2 is the smallest power of two at or above v (v > 0).
@@ -87,7 +115,8 @@ func mergeLimits(a, b Limits) Limits {
 		}
 		return max(x, y)
 	}
-	return Limits{Pids: m(a.Pids, b.Pids), MemoryMiB: m(a.MemoryMiB, b.MemoryMiB), TmpMiB: m(a.TmpMiB, b.TmpMiB)}
+	return Limits{Pids: m(a.Pids, b.Pids), MemoryMiB: m(a.MemoryMiB, b.MemoryMiB), TmpMiB: m(a.TmpMiB, b.TmpMiB),
+		WriteMiB: m(a.WriteMiB, b.WriteMiB), WriteFiles: m(a.WriteFiles, b.WriteFiles)}
 }
 
 // fields are the limits by section, with their default's value (memory's depends on the host:
@@ -101,7 +130,8 @@ func (l Limits) fields() []struct {
 		section string
 		value   int
 		def     int
-	}{{SectionLimitPids, l.Pids, DefaultPids}, {SectionLimitMemory, l.MemoryMiB, math.MaxInt}, {SectionLimitTmp, l.TmpMiB, DefaultTmpMiB}}
+	}{{SectionLimitPids, l.Pids, DefaultPids}, {SectionLimitMemory, l.MemoryMiB, math.MaxInt}, {SectionLimitTmp, l.TmpMiB, DefaultTmpMiB},
+		{SectionLimitWrite, l.WriteMiB, DefaultWriteMiB}, {SectionLimitFiles, l.WriteFiles, DefaultWriteFiles}}
 }
 
 // limits reports a raised limit as a widening, a lowered one as a narrowing; a limit left out
@@ -158,7 +188,11 @@ func LimitGrant(section string, v int) Grant {
 
 // IsLimitSection reports whether section is one of the limits.
 func IsLimitSection(section string) bool {
-	return section == SectionLimitPids || section == SectionLimitMemory || section == SectionLimitTmp
+	switch section {
+	case SectionLimitPids, SectionLimitMemory, SectionLimitTmp, SectionLimitWrite, SectionLimitFiles:
+		return true
+	}
+	return false
 }
 
 // Raise raises the limit of section (SectionLimit*) to v, a number as a grant writes it; a
@@ -175,6 +209,10 @@ func (l *Limits) Raise(section, v string) error {
 		l.MemoryMiB = max(l.MemoryMiB, n)
 	case SectionLimitTmp:
 		l.TmpMiB = max(l.TmpMiB, n)
+	case SectionLimitWrite:
+		l.WriteMiB = max(l.WriteMiB, n)
+	case SectionLimitFiles:
+		l.WriteFiles = max(l.WriteFiles, n)
 	default:
 		return fmt.Errorf("%q is not a limit", section)
 	}

@@ -89,3 +89,45 @@ func TestLearnedLimitsStableAcrossRuns(t *testing.T) {
 		t.Errorf("pids %d -> %d is not a widening", b.Pids, far.Limits.Pids)
 	}
 }
+
+// The write limits: learned as the others (x4, a power of two, a floor), parsed, merged to the
+// larger, raising one widens, refine's grant raises it.
+func TestWriteLimits(t *testing.T) {
+	var l Limits
+	if l.LearnedWrites(0, 0); l.WriteMiB != MinWriteMiB || l.WriteFiles != MinWriteFiles {
+		t.Errorf("nothing written: %+v, want the floors", l)
+	}
+	l.LearnedWrites(3<<20, 10)
+	if l.WriteMiB != MinWriteMiB || l.WriteFiles != MinWriteFiles {
+		t.Errorf("small writes: %+v, want the floors", l)
+	}
+	l.LearnedWrites(300<<20, 20000)
+	if l.WriteMiB != 2048 || l.WriteFiles != 131072 {
+		t.Errorf("300 MiB in 20000 files: %+v, want 2048 MiB and 131072 files", l)
+	}
+	p := &Profile{Metadata: Metadata{Name: "x", Command: []string{"x"}, Runs: 1}, Limits: Limits{WriteMiB: 1024, WriteFiles: 4096}}
+	b, err := Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "limits:\n  writeMiB: 1024\n  writeFiles: 4096\n") {
+		t.Fatalf("marshal:\n%s", b)
+	}
+	if q, err := Parse("x.yaml", b); err != nil || q.Limits != p.Limits {
+		t.Fatalf("round trip: %+v %v", q, err)
+	}
+	if m := Merge(p, &Profile{Limits: Limits{WriteMiB: 2048, WriteFiles: 1024}}); m.Limits.WriteMiB != 2048 || m.Limits.WriteFiles != 4096 {
+		t.Errorf("merge: %+v", m.Limits)
+	}
+	d := Diff(p, &Profile{Limits: Limits{WriteMiB: 8192, WriteFiles: 4096}})
+	if len(d) != 1 || d[0].Section != SectionLimitWrite || !d[0].Widens {
+		t.Errorf("diff: %+v, want writeMiB widened", d)
+	}
+	g, err := ParseGrant(SectionLimitFiles + ": 8192")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Limits.Raise(g.Section, g.Item); err != nil || p.Limits.WriteFiles != 8192 {
+		t.Errorf("raise: %+v %v", p.Limits, err)
+	}
+}

@@ -421,7 +421,7 @@ func fieldsOf(parent string) []string {
 	case "":
 		return []string{"apiVersion", "kind", "metadata", "syscalls", "filesystem", "network", "env", "credentials", "binaries", "limits", "hostRoot"}
 	case "limits":
-		return []string{"pids", "memoryMiB", "tmpMiB"}
+		return []string{"pids", "memoryMiB", "tmpMiB", "writeMiB", "writeFiles"}
 	case "env":
 		return []string{"pass"}
 	case "metadata":

@@ -163,6 +163,7 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	if err := finishTrace(p, col, reading, t, ph); err != nil {
 		return nil, err
 	}
+	t.Peaks.Written, t.Peaks.WrittenFiles, t.Peaks.WritesMeasured = measureWrites(t)
 	return t, nil
 }
 

@@ -701,7 +701,7 @@ func apply(p *policy.Profile, x Patch) error {
 		addEndpoint(&p.Network.Bind)
 	case policy.SectionResolve:
 		addEndpoint(&p.Network.Resolve)
-	case policy.SectionLimitPids, policy.SectionLimitMemory, policy.SectionLimitTmp:
+	case policy.SectionLimitPids, policy.SectionLimitMemory, policy.SectionLimitTmp, policy.SectionLimitWrite, policy.SectionLimitFiles:
 		return p.Limits.Raise(x.Section, x.Item)
 	default:
 		return fmt.Errorf("BUG: refine cannot patch section %q", x.Section)

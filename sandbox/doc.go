@@ -98,6 +98,12 @@
 // command starts, binds one made otherwise (renamed into place) a moment later
 // (watchExecOutputs). Both are served by goroutines of the init stage on threads that keep the
 // user namespace's capabilities. A directory there before the watch stays noexec.
+// A stage with a Size (the profile's write limits) gets a tmpfs of that many bytes and Files
+// inodes as its overlay's upper and work directories (given to overlay by fd: Linux 6.13), so
+// that a write past either answers ENOSPC; the stage's layer directories on the host are held
+// through a detached clone of their mount, and [FlushBoundStages] copies what fitted into them
+// once the command is gone (the init stage as PID 1: at the command's end, or when sysprof dies),
+// writing [LimitFile] beside them when a bound was reached.
 // Every writable mount (the writable trees, the stages' overlays, the private tmpfs) is
 // nosuid,nodev ([WritableMountAttrs]): a set-uid binary the tool writes or copies there (as
 // root its files are host root's through the idmapped replica) runs with the caller's ids, and

@@ -77,7 +77,7 @@ func (p *Plan) applyMounts(res *Result) error {
 	var tmpRoots []string
 	if p.PrivateTmp {
 		var err error
-		if tmpRoots, err = mountPrivateTmp(p.TmpSize, res); err != nil {
+		if tmpRoots, err = mountPrivateTmp(p.TmpSize, p.TmpFiles, res); err != nil {
 			return err
 		}
 	}
@@ -170,7 +170,7 @@ func (h *hostClones) take(p *Plan, res *Result) error {
 			return err
 		}
 		for _, s := range p.Staged {
-			sm, err := openStage(s, mounts, p.Writable)
+			sm, err := openStage(s, mounts, p.Writable, res)
 			if err != nil {
 				return err
 			}
@@ -226,10 +226,13 @@ func cloneWritable(w string, res *Result) (c clonedMount, ok bool, err error) {
 
 // mountPrivateTmp mounts a fresh tmpfs on each of privateTmpDirs that is a directory (step 3)
 // and returns those it mounted on; size bounds each (0: the kernel's default, half of RAM).
-func mountPrivateTmp(size int64, res *Result) ([]string, error) {
+func mountPrivateTmp(size, files int64, res *Result) ([]string, error) {
 	opts := "mode=1777"
 	if size > 0 {
 		opts += fmt.Sprintf(",size=%d", size)
+	}
+	if files > 0 {
+		opts += fmt.Sprintf(",nr_inodes=%d", files)
 	}
 	var tmpRoots []string
 	for _, d := range privateTmpDirs {

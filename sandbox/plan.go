@@ -5,10 +5,11 @@ package sandbox
 type Plan struct {
 	// Mounts. The init stage runs in a fresh mount namespace (and user namespace when not root).
 	ReadOnlyRoot bool     `json:"read_only_root"`
-	Writable     []string `json:"writable,omitempty"` // stay writable under the read-only root
-	Hidden       []string `json:"hidden,omitempty"`   // made empty/absent (tmpfs on dirs, empty file on files)
-	PrivateTmp   bool     `json:"private_tmp"`        // fresh tmpfs on /tmp (and /var/tmp)
-	TmpSize      int64    `json:"tmp_size,omitempty"` // bytes each private tmpfs may hold (0: the kernel's default)
+	Writable     []string `json:"writable,omitempty"`  // stay writable under the read-only root
+	Hidden       []string `json:"hidden,omitempty"`    // made empty/absent (tmpfs on dirs, empty file on files)
+	PrivateTmp   bool     `json:"private_tmp"`         // fresh tmpfs on /tmp (and /var/tmp)
+	TmpSize      int64    `json:"tmp_size,omitempty"`  // bytes each private tmpfs may hold (0: the kernel's default)
+	TmpFiles     int64    `json:"tmp_files,omitempty"` // inodes each private tmpfs may hold (0: the kernel's default)
 	// Masked files are covered by a read-only copy with other content (a .git/config without
 	// its credentials): the tool needs the rest of the file.
 	Masked []Masked `json:"masked,omitempty"`

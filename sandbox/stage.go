@@ -21,6 +21,14 @@ type Stage struct {
 	Path  string `json:"path"`  // the directory staged (host path, no symlinks)
 	Upper string `json:"upper"` // the overlay's upper and work directories (on one filesystem)
 	Work  string `json:"work"`
+	// Size and Files bound what the stage's writes may hold (bytes, inodes; 0: unbounded):
+	// the overlay's upper layer is then a tmpfs of that size, copied into Upper when the
+	// command ends (FlushBoundStages), and a write beyond it answers ENOSPC.
+	Size  int64 `json:"size,omitempty"`
+	Files int64 `json:"files,omitempty"`
+	// Shared: the layers hold an earlier step's writes (a gated run's changeset), which a
+	// tmpfs upper would hide: never bounded.
+	Shared bool `json:"shared,omitempty"`
 }
 
 // stageMount is a detached overlay for one stage, and clones of the host's mounts below its
@@ -42,7 +50,7 @@ type clonedMount struct {
 // userxattr keeps overlay's own metadata in user.* attributes, which an overlay mounted in a
 // user namespace needs (trusted.* is for the initial namespace's root only).
 // Mounts at or below a path of skip (writable trees, cloned on their own) are left out.
-func openStage(s Stage, mounts []mountinfo.Entry, skip []string) (*stageMount, error) {
+func openStage(s Stage, mounts []mountinfo.Entry, skip []string, res *Result) (*stageMount, error) {
 	if s.Upper == "" || s.Work == "" {
 		return nil, fmt.Errorf("BUG: stage %s has no upper/work directory", s.Path)
 	}
@@ -57,7 +65,17 @@ func openStage(s Stage, mounts []mountinfo.Entry, skip []string) (*stageMount, e
 		return nil, fmt.Errorf("stage %s: fsopen overlay: %w", s.Path, err)
 	}
 	defer unix.Close(fsfd)
-	for _, kv := range [][2]string{{"lowerdir", s.Path}, {"upperdir", s.Upper}, {"workdir", s.Work}} {
+	layers := [][2]string{{"lowerdir", s.Path}, {"upperdir", s.Upper}, {"workdir", s.Work}}
+	if s.Size > 0 {
+		if err := boundUpper(fsfd, s); err != nil {
+			// An older kernel (overlay layers by fd: 6.13; user xattrs on tmpfs: 6.6): the
+			// writes go to the host's layers unbounded, and the report says so.
+			res.skip(LayerLimits, s.Path, "writes not bounded (limits.writeMiB, writeFiles): "+err.Error())
+		} else {
+			layers = layers[:1]
+		}
+	}
+	for _, kv := range layers {
 		if strings.ContainsAny(kv[1], ",:\\") {
 			return nil, fmt.Errorf("stage %s: %s %q holds a character overlayfs options cannot carry", s.Path, kv[0], kv[1])
 		}

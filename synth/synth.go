@@ -419,6 +419,9 @@ func (s *state) ingestTrace(t *trace.Trace) {
 	s.vars = paths.NewRoots(s.ctx)
 	s.command = slices.Clone(t.Command)
 	s.limits = policy.LearnedLimits(t.Peaks.Pids, t.Peaks.Memory, t.Peaks.Tmp)
+	if t.Peaks.WritesMeasured {
+		s.limits.LearnedWrites(t.Peaks.Written, t.Peaks.WrittenFiles)
+	}
 
 	procs := slices.Clone(t.Processes)
 	slices.SortStableFunc(procs, func(a, b trace.Process) int {

@@ -75,11 +75,17 @@ type Trace struct {
 
 // Peaks are what the whole process tree held at most at once: tasks (processes and threads)
 // and memory in bytes (its cgroup's pids.peak, memory.peak), and bytes in its temporary
-// directory (Tmp; 0: not measured).
+// directory (Tmp; 0: not measured). Written and WrittenFiles are what the run's writes in its
+// work tree left when it ended: bytes allocated and files, directories and links (what an
+// enforced run's changeset holds; 0: not measured).
 type Peaks struct {
-	Pids   int   `json:"pids,omitempty"`
-	Memory int64 `json:"memory,omitempty"`
-	Tmp    int64 `json:"tmp,omitempty"`
+	Pids         int   `json:"pids,omitempty"`
+	Memory       int64 `json:"memory,omitempty"`
+	Tmp          int64 `json:"tmp,omitempty"`
+	Written      int64 `json:"written,omitempty"`
+	WrittenFiles int64 `json:"writtenFiles,omitempty"`
+	// WritesMeasured: Written and WrittenFiles were measured (zero: the run wrote nothing).
+	WritesMeasured bool `json:"writesMeasured,omitempty"`
 }
 
 // Host describes the machine the trace was recorded on.

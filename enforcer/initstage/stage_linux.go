@@ -133,6 +133,10 @@ func initStage(net earlyNet) int {
 		signal.Notify(sigs)
 	}
 
+	if !asInit {
+		// Only PID 1 outlives the command to copy a bounded stage's writes out.
+		unboundStages(cfg.Parts)
+	}
 	phase.Mark("config")
 	if st := enterNamespaces(cfg, asInit, net); st != nil {
 		return s.fail(*st)
@@ -157,6 +161,9 @@ func initStage(net earlyNet) int {
 			return s.fail(*st)
 		}
 		held = append(held, egress...)
+		if sandbox.HasBoundStages() {
+			rescueOnParentDeath()
+		}
 	}
 	if outputs := ExecOutputs(cfg.Parts); len(outputs) > 0 {
 		// The supervisor has the command's mkdir of an output directory made here (as PID 1,
@@ -193,7 +200,9 @@ func initStage(net earlyNet) int {
 	phase.Mark("sync")
 	env := append(withoutVars(os.Environ(), cfg.UnsetEnv), cfg.SetEnv...)
 	if asInit {
-		return runAsInit(path, cfg.Argv, env, s.status, sigs, s.fail)
+		code := runAsInit(path, cfg.Argv, env, s.status, sigs, s.fail)
+		flushStages()
+		return code
 	}
 	err = syscall.Exec(path, cfg.Argv, env)
 	return s.fail(Status{Stage: "exec", Error: fmt.Sprintf("exec %s: %v", path, err), Exit: execExit(err)})
@@ -354,6 +363,57 @@ func (s *stageStatus) handOver(listener int, egress []int) *Status {
 	return nil
 }
 
+// unboundStages leaves every stage's writes unbounded (its upper layer on the host).
+func unboundStages(parts []Part) {
+	for _, p := range parts {
+		for i := range p.Plan.Staged {
+			p.Plan.Staged[i].Size, p.Plan.Staged[i].Files = 0, 0
+		}
+	}
+}
+
+// rescueSignal is the parent-death signal of a stage with bounded stages: sysprof gone, the
+// stage kills the command (and everything else in its namespace) instead of dying at once,
+// and copies what the command wrote out (flushStages), as the end of a run does.
+const rescueSignal = unix.SIGUSR2
+
+func rescueOnParentDeath() {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, rescueSignal)
+	go func() {
+		<-c
+		_ = unix.Kill(-1, unix.SIGKILL)
+	}()
+	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(rescueSignal), 0, 0, 0)
+	if os.Getppid() == 1 { // sysprof died before the signal was armed
+		_ = unix.Kill(-1, unix.SIGKILL)
+	}
+}
+
+// flushStages copies the bounded stages' writes to the host once the command is gone: on
+// another thread (this one, the command's parent, holds its Landlock domain and filter),
+// after killing and reaping whatever else is left in the namespace, so that nothing writes
+// during the copy. What could not be copied is said on stderr (the command's).
+func flushStages() {
+	if !sandbox.HasBoundStages() {
+		return
+	}
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread() // never given back: this thread's state is this goroutine's
+		_ = unix.Kill(-1, unix.SIGKILL)
+		for {
+			if _, err := unix.Wait4(-1, nil, 0, nil); err != nil && !errors.Is(err, unix.EINTR) {
+				break
+			}
+		}
+		done <- sandbox.FlushBoundStages()
+	}()
+	if err := <-done; err != nil {
+		fmt.Fprintf(os.Stderr, "sysprof: %v: what was copied is held in the run's changeset\n", err)
+	}
+}
+
 // forwarded are the signals sysprof passes on to the command.
 var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT}
 
@@ -367,7 +427,8 @@ var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 // command cannot reach them: the stage stops being dumpable first (no ptrace, /proc/1/mem,
 // /proc/1/fd or pidfd_getfd without CAP_SYS_PTRACE, which the command does not have), drops
 // every signal the command sends it but those it forwards (initStage notifies all), holds no
-// fd but 0-2 and the status pipe (closed once the command runs), and the supervisor lets through
+// fd but 0-2, the status pipe (closed once the command runs) and a bounded stage's tmpfs and
+// host layer directories (flushStages), and the supervisor lets through
 // only calls made in this stage's address space (kcmp), which the command never shares after
 // its exec.
 func runAsInit(path string, argv, env []string, status *os.File, sigs chan os.Signal, fail func(Status) int) int {
