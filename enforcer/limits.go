@@ -155,7 +155,14 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 		l.Files = policy.DefaultWriteFiles
 		l.Defaults = append(l.Defaults, "files")
 	}
-	if h.WriteBound != nil {
+	unbounded := h.WriteBound
+	if pl.WriteMiB == 0 && pl.MemoryMiB > 0 && unbounded == nil {
+		// A profile learned before write limits: its writes go to disk as they did. Held in
+		// memory against its learned memoryMiB, a build's fresh outputs would fail where they
+		// ran before (a false denial); learning again records writeMiB.
+		unbounded = errors.New("the profile has no limits.writeMiB: learn again to bound them")
+	}
+	if unbounded != nil {
 		// Written to the host's disk unbounded; the private tmpfs keeps its inode limit.
 		l.Write = 0
 	} else if pl.WriteMiB > 0 {
@@ -170,8 +177,8 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 		where = fmt.Sprintf("as rlimits only (NPROC per uid, DATA per process; %v)", h.LimitCgroup)
 	}
 	writes := fmt.Sprintf("writes %d MiB and %d files", l.Write/mib, l.Files)
-	if h.WriteBound != nil {
-		writes = fmt.Sprintf("writes unbounded (%v), /tmp %d files", h.WriteBound, l.Files)
+	if unbounded != nil {
+		writes = fmt.Sprintf("writes unbounded (%v), /tmp %d files", unbounded, l.Files)
 	}
 	l.Detail = fmt.Sprintf("pids %d, memory %d MiB, /tmp %d MiB, %s, %s", l.Pids-stageTasks, l.Memory/mib, l.Tmp/mib, writes, where)
 	if len(l.Defaults) > 0 {

@@ -28,6 +28,9 @@ func TestDecideWriteLimits(t *testing.T) {
 		{"a small host: a quarter of its RAM", policy.Limits{}, 2 * gib, gib / 2, policy.DefaultWriteFiles, "default: pids, memory, tmp, writes, files"},
 		{"a tiny host: never below 64 MiB", policy.Limits{}, 128 * mib, 64 * mib, policy.DefaultWriteFiles, "writes 64 MiB"},
 		{"learned", policy.Limits{WriteMiB: 128, WriteFiles: 8192}, 64 * gib, 128 * mib, 8192, "writes 128 MiB and 8192 files"},
+		// Learned before write limits (memory learned, writes not): its writes go to disk
+		// as before, not into memory counted against its memoryMiB.
+		{"learned before write limits", policy.Limits{MemoryMiB: 512}, 64 * gib, 0, policy.DefaultWriteFiles, "writes unbounded (the profile has no limits.writeMiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := limitsFor(&Compiled{profile: &policy.Profile{Limits: tc.l}}, hostFacts{RAM: tc.ram, CPUs: 1})
