@@ -80,7 +80,7 @@ func TestNamesMatrix(t *testing.T) {
 	testutil.WriteFile(t, filepath.Join(dir, "hosts"), namesHosts, 0o644)
 	testutil.WriteFile(t, filepath.Join(dir, "hosts.changed"), namesHostsChanged, 0o644)
 	testutil.WriteFile(t, filepath.Join(dir, "srv", "index.html"), "hello names\n", 0o644)
-	for _, f := range []string{"fetch.py", "lookup.js", "resolve4.js", "udp.py", "aio.py", "req.py", "fwdproxy.py", "banner.py"} {
+	for _, f := range []string{"fetch.py", "lookup.js", "resolve4.js", "udp.py", "aio.py", "fwdproxy.py", "banner.py"} {
 		b, err := os.ReadFile(testutil.Testdata("names", f))
 		if err != nil {
 			t.Fatal(err)
@@ -149,7 +149,6 @@ git clone -q --bare %[1]s/src %[1]s/srv/repo.git; git -C %[1]s/srv/repo.git upda
 		// by connecting a UDP socket to each, port 0, sending nothing: no denial.
 		{name: "lookup-only-several", argv: []string{"getent", "ahosts", "multi.hosts.test"}, want: "STREAM multi.hosts.test"},
 		{name: "lookup-only-dual", argv: []string{python, "-c", "import socket; print(len(socket.getaddrinfo('dual.hosts.test', 8080, 0, socket.SOCK_STREAM)))"}, want: "2"},
-		{name: "python-requests", argv: []string{python, "req.py", url("reg4.hosts.test")}, want: "hello names"},
 		{name: "python-asyncio", argv: []string{python, "aio.py", "dual.hosts.test", "8080"}, want: "hello names"},
 		{name: "go-cgo-resolver", argv: []string{"env", "GODEBUG=netdns=cgo", gofetchCgo, url("reg4.hosts.test")}, want: "hello names"},
 		// An SSH client (server speaks first; ssh reads /etc/ssh/ssh_config, no secret): the
@@ -158,7 +157,7 @@ git clone -q --bare %[1]s/src %[1]s/srv/repo.git; git -C %[1]s/srv/repo.git upda
 		// A forward proxy named in /etc/hosts (http_proxy): the proxy's connection and each
 		// target asked through it are learned; a target not learned is refused and recorded.
 		{name: "proxy-env", argv: []string{"env", "http_proxy=http://proxy.hosts.test:3128", "curl", "-sS", "-m", "10", url("www.dns.test")}, want: "hello names"},
-		{name: "proxy-env-hosts-target", argv: []string{"env", "http_proxy=http://proxy.hosts.test:3128", python, "req.py", url("reg4.hosts.test")}, want: "hello names"},
+		{name: "proxy-env-hosts-target", argv: []string{"env", "http_proxy=http://proxy.hosts.test:3128", python, "fetch.py", url("reg4.hosts.test")}, want: "hello names"},
 		{name: "proxy-connect", argv: []string{"env", "http_proxy=http://proxy.hosts.test:3128", "curl", "-sS", "-m", "10", "-p", url("reg4.hosts.test")}, want: "hello names"},
 		{name: "proxy-target-not-learned", argv: []string{"sh", "-c", "export http_proxy=http://proxy.hosts.test:3128; curl -sS -m 10 " + url("reg4.hosts.test")},
 			enforceArgv: []string{"sh", "-c", "export http_proxy=http://proxy.hosts.test:3128; curl -sS -m 10 " + url("www.dns.test") + "; curl -sS -m 10 " + url("reg4.hosts.test")},
