@@ -198,13 +198,22 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 	if name == "clone3" || name == "openat2" {
 		return RetErrno(unix.ENOSYS)
 	}
-	num := func(s string) uint64 { x, _ := strconv.ParseUint(s, 0, 64); return x }
+	num := func(s string) uint64 { x, _ := policy.ParseValue(s); return x } // names too (AF_UNIX)
 	errnoOf := func(r policy.ArgRule) uint32 {
 		if r.Errno == "" {
 			return RetNotify
 		}
 		e, _ := policy.ParseErrno(r.Errno)
 		return RetErrno(unix.Errno(e))
+	}
+	// Every profile gets glibc's nscd probe (policy.CloseUserDatabase).
+	p = policy.Clone(p)
+	add, closed := policy.CloseUserDatabase(p.Syscalls.Args, func(n string) bool {
+		return slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == n })
+	})
+	p.Syscalls.Args = closed
+	for _, n := range add {
+		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: n, Family: "user-database"})
 	}
 	for _, r := range p.Syscalls.Args {
 		if r.Syscall == name && r.Errno != "" && len(r.Values)+len(r.Flags)+len(r.Deny) == 0 {

@@ -1192,8 +1192,9 @@ func (s *state) passExec() []string {
 
 // baseReads are the harmless devices and files every profile may read whatever it says (the
 // enforcer's BaseRead lists them too): glibc reads the online CPU list by itself (malloc's
-// arenas under thread contention), in one run and not the next.
-var baseReads = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/sys/devices/system/cpu/online"}
+// arenas under thread contention), in one run and not the next; glibc reads the user database
+// when the environment makes a program look a user up (HOME unset: policy/userdb.go).
+var baseReads = []string{"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/sys/devices/system/cpu/online"}
 
 // readRoot is a system tree whose read-only files roll up to directories.
 type readRoot struct {

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"io"
-
 	"context"
+	"io"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -75,10 +75,18 @@ func renderDiff(w io.Writer, oldP, newP *policy.Profile, oldPath, newPath, forma
 // profiles of the same behaviour, one learned before a family or the terminal list grew, do
 // not differ by it.
 func diffAsEnforced(oldP, newP *policy.Profile) []policy.Change {
-	base := oldP
+	base := policy.Clone(oldP)
 	if oldP.ClosesFamilies() {
-		base = policy.Clone(oldP)
 		base.Syscalls.Args = policy.CloseTerminalRequests(base.Syscalls.Args)
+	}
+	// Every profile gets glibc's nscd probe (the seccomp compiler): a run that looked a user up
+	// (HOME unset) widens nothing.
+	add, args := policy.CloseUserDatabase(base.Syscalls.Args, func(n string) bool {
+		return slices.ContainsFunc(base.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == n })
+	})
+	base.Syscalls.Args = args
+	for _, n := range add {
+		base.Syscalls.Allow = append(base.Syscalls.Allow, policy.Syscall{Name: n, Family: "user-database"})
 	}
 	return dropFamilyMates(policy.Diff(base, newP), oldP)
 }
