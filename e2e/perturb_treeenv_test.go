@@ -240,7 +240,8 @@ func treeEnvHalves(heavy bool) (toFile, atTTY []perturbation) {
 		toFile = append(toFile, pt)
 	}
 	for _, pt := range envs {
-		pt.noDrift = true
+		// HOME unset drifts: a user database lookup (policy/userdb.go) widens nothing.
+		pt.noDrift = pt.name != "home-unset"
 		toFile = append(toFile, pt)
 	}
 	toFile = append(io("tty"), toFile...)

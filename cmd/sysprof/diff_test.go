@@ -70,3 +70,47 @@ func TestDiffComparesAsEnforced(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffUserDatabase: glibc's nscd probe (socket AF_UNIX SOCK_STREAM 0, connect), which the
+// seccomp compiler closes into every filter, is no widening when a run made it (HOME unset) and
+// no narrowing when it did not; a socket of another family still widens.
+func TestDiffUserDatabase(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const base = "    - {name: ioctl, seen: 1}\n    - {name: read, seen: 1}\n"
+	probe := func(domain string) string {
+		p := diffProfile(base+"    - {name: connect, seen: 1}\n    - {name: socket, seen: 1}\n", "TCGETS")
+		return strings.Replace(p, "  args:\n", `  args:
+    - {syscall: socket, arg: 0, name: domain, values: [`+domain+`]}
+    - {syscall: socket, arg: 1, name: type, mask: "0xf", values: [SOCK_STREAM]}
+    - {syscall: socket, arg: 2, name: protocol, values: ["0"]}
+`, 1)
+	}
+	old := write("old.yaml", diffProfile(base, "TCGETS"))
+	for _, c := range []struct {
+		name, new string
+		widens    bool
+	}{
+		{"same", diffProfile(base, "TCGETS"), false},
+		{"looked-a-user-up", probe("AF_UNIX"), false},
+		{"inet-socket", probe("AF_INET"), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			o := &diffOptions{streams: streams{Out: &out, Err: &out}, Old: old, New: write(c.name+".yaml", c.new), Format: "table", FailOn: "low"}
+			err := runDiff(context.Background(), o)
+			if got := err != nil; got != c.widens {
+				t.Errorf("diff widens: %v (err %v), want %v:\n%s", got, err, c.widens, out.String())
+			}
+			if !c.widens && (strings.Contains(out.String(), "socket") || strings.Contains(out.String(), "connect")) {
+				t.Errorf("diff reports the probe as a change:\n%s", out.String())
+			}
+		})
+	}
+}
