@@ -62,6 +62,9 @@ var envPerturbations = []perturbation{
 	{name: "lang-utf8", stdout: "pipe", stdin: "null", env: []string{"LANG=C.UTF-8", "LC_ALL=C.UTF-8"}},
 	{name: "home-unset", stdout: "pipe", stdin: "null", unset: []string{"HOME"}},
 	{name: "nohup", stdout: "pipe", stdin: "null", wrap: []string{"nohup"}},
+	// HOME on a read-only mount (a locked-down CI image): sysprof keeps its run state elsewhere.
+	{name: "home-read-only", stdout: "pipe", stdin: "null", wrap: []string{"unshare", "-m", "sh", "-c",
+		`mount --bind "$HOME" "$HOME" && mount -o remount,bind,ro "$HOME" && exec "$@"`, "sh"}},
 }
 
 // learnedAtTTY is the learn of the matrix's first half: at a controlling terminal, TERM set.
