@@ -1169,12 +1169,18 @@ func (s *state) passExec() []string {
 	}
 	// A toolchain that runs what it built from its cache on a hit and from its work dir on a
 	// miss (go run) needs both places whatever the learn's cache state was.
-	var twins []string
+	var twins, companions []string
 	for p, r := range s.exec.byPath() {
 		for _, t := range paths.ExecTwins(p) {
 			if s.exec.get(t) == nil {
 				s.addRule(s.exec, t, r.prov, "")
 				twins = append(twins, t)
+			}
+		}
+		for _, c := range paths.Companions(p) {
+			if s.exec.get(c) == nil {
+				s.addRule(s.exec, c, r.prov, noteCompanion)
+				companions = append(companions, c)
 			}
 		}
 	}
@@ -1183,12 +1189,19 @@ func (s *state) passExec() []string {
 		slices.Sort(twins)
 		msgs = append(msgs, "and where the toolchain runs the same binary from on another cache state: "+strings.Join(twins, ", "))
 	}
+	if len(companions) > 0 {
+		slices.Sort(companions)
+		msgs = append(msgs, "and what the tool runs by whether its output is a terminal: "+strings.Join(companions, ", "))
+	}
 	if len(refused) > 0 {
 		slices.Sort(refused)
 		msgs = append(msgs, "not granted: exec on directories "+strings.Join(slices.Compact(refused), ", "))
 	}
 	return msgs
 }
+
+// noteCompanion marks the exec rules of paths.Companions.
+const noteCompanion = "run by the tool only when its output is (or is not) a terminal"
 
 // baseReads are the harmless devices and files every profile may read whatever it says (the
 // enforcer's BaseRead lists them too): glibc reads the online CPU list by itself (malloc's
