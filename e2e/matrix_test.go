@@ -44,6 +44,9 @@ var matrixCommands = []matrixCommand{
 	{name: "cc-c", need: []string{"cc"}, argv: []string{"cc", "-c", "hello.c", "-o", "hello.o"}, setup: helloC, clean: []string{"hello.o"}},
 	{name: "less", need: []string{"less"}, argv: []string{"less", "-FRX", "notes.txt"}, setup: writeNotes},
 	{name: "grep-color", need: []string{"grep"}, argv: []string{"grep", "--color=auto", "-n", "line", "notes.txt"}, setup: writeNotes},
+	// bash opens /dev/tty at start and, where that fails (no controlling terminal in the
+	// sandbox), asks ttyname(0): policy.TerminalCalls.
+	{name: "bash", need: []string{"bash"}, argv: []string{"bash", "-c", "cd .. && echo ~ && ls >/dev/null"}},
 }
 
 // gitRepoPaged is gitRepo with git's default pager (less at a terminal).
