@@ -243,8 +243,7 @@ func treeEnvHalves(heavy bool) (toFile, atTTY []perturbation) {
 		toFile = append(toFile, pt)
 	}
 	for _, pt := range envs {
-		// HOME unset drifts: a user database lookup (policy/userdb.go) widens nothing.
-		pt.noDrift = pt.name != "home-unset"
+		pt.noDrift = true
 		toFile = append(toFile, pt)
 	}
 	toFile = append(io("tty"), toFile...)
@@ -262,9 +261,16 @@ func treeEnvHalves(heavy bool) (toFile, atTTY []perturbation) {
 
 // treeEnvOpen are the cells that still fail, per command (all: every command), with why.
 var treeEnvOpen = map[string]map[string]string{
+	"python3":  {"home-unset": nscdOpen},
+	"node":     {"home-unset": nscdOpen},
 	"git-log":  {"tty": pagerOpen},
 	"git-diff": {"tty": pagerOpen},
 }
+
+// nscdOpen: the user database's files are the base now (node's homedir lookup no longer
+// fails), but glibc's nscd probe before the lookup (socket AF_UNIX, connect) is still refused
+// and recorded: allowing it in every filter unrecords the red team's abstract-socket row.
+const nscdOpen = "with HOME unset glibc asks nscd (socket AF_UNIX SOCK_STREAM, connect) before reading /etc/passwd: one socket denial"
 
 const pagerOpen = "a profile learned without a pager runs git without one (paths.NoPager): less's terminal codes are missing"
 

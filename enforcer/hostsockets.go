@@ -22,8 +22,7 @@ import (
 // it was bound so). Every network namespace some process is in is read once; relative paths
 // are resolved through the working directories of the processes holding the socket.
 
-// Only a run that can address a socket needs them covered (every enforced run now: each filter
-// allows glibc's nscd probe, policy.CloseUserDatabase; exports do not scan): a pathname socket is reached by
+// Only a run that can address a socket needs them covered: a pathname socket is reached by
 // naming its path in connect, sendto, sendmsg or sendmmsg (i386's socketcall multiplexes them,
 // io_uring has its own CONNECT and SENDMSG operations). A filter that lets none of those reach
 // the kernel leaves a command nothing to reach a host socket with, whatever sockets it holds

@@ -305,9 +305,7 @@ func TestSocketScanOnlyWhenAddressable(t *testing.T) {
 		audit  bool
 		want   bool
 	}{
-		// Every filter allows glibc's nscd probe (connect: policy.CloseUserDatabase), so every
-		// run can address a socket: the scan is never skipped under enforce.
-		{name: "nothing but the user database probe", want: true},
+		{name: "nothing addresses a socket", want: false},
 		{name: "nothing, under --audit", audit: true, want: true},
 		{name: "connect", extra: []string{"connect"}, want: true},
 		{name: "sendto", extra: []string{"sendto"}, exact: true, want: true},

@@ -177,8 +177,8 @@ func TestSuggestionRoundTrip(t *testing.T) {
 			want: policy.Grant{Section: policy.SectionArchitectures, Item: "i386"}},
 		{name: "family", abi: "x86_64", call: "socket", arch: x86, nr: nr64("socket"), args: a(unix.AF_NETLINK, unix.SOCK_DGRAM),
 			want: policy.Grant{Section: policy.SectionArgs, Syscall: "socket", Arg: 0, Item: "AF_NETLINK"}},
-		// (AF_UNIX is in every filter: glibc's nscd probe, policy.CloseUserDatabase; AF_NETLINK
-		// above is named so, not by its alias AF_ROUTE.)
+		{name: "unix family", abi: "x86_64", call: "socket", arch: x86, nr: nr64("socket"), args: a(unix.AF_UNIX, unix.SOCK_STREAM),
+			want: policy.Grant{Section: policy.SectionArgs, Syscall: "socket", Arg: 0, Item: "AF_UNIX"}}, // not its alias AF_LOCAL
 		{name: "namespace flags", abi: "x86_64", call: "clone", arch: x86, nr: nr64("clone"), args: a(unix.CLONE_VM | unix.CLONE_NEWUSER | unix.CLONE_NEWNS | 17),
 			want: policy.Grant{Section: policy.SectionArgs, Syscall: "clone", Arg: 0, Item: "CLONE_NEWNS|CLONE_NEWUSER"}},
 		{name: "terminal injection", abi: "x86_64", call: "ioctl", arch: x86, nr: nr64("ioctl"), args: a(1, unix.TIOCSTI),

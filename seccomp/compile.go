@@ -235,16 +235,6 @@ func (c *Filter) allowedSyscalls(p *policy.Profile, extra []string, stub bool) (
 		}
 		c.Notes = append(c.Notes, "syscalls: + what a resolver needs to ask sysprof's DNS stub ("+strings.Join(policy.ResolverCalls, ", ")+"; socket AF_INET SOCK_DGRAM, ioctl FIONREAD): names resolve through it whatever source the host used")
 	}
-	// glibc's nscd probe before a user database lookup (HOME unset, another user): every
-	// profile, as the base reads the files it falls back to.
-	var udb []string
-	udb, args = policy.CloseUserDatabase(args, func(n string) bool { return names[n] })
-	for _, n := range udb {
-		names[n] = true
-	}
-	if len(udb) > 0 {
-		c.Notes = append(c.Notes, "syscalls: + "+strings.Join(udb, ", ")+" (glibc's nscd probe before a user database lookup: socket AF_UNIX SOCK_STREAM)")
-	}
 	for _, r := range args {
 		rulesFor[r.Syscall] = append(rulesFor[r.Syscall], r)
 	}

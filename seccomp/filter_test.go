@@ -206,15 +206,6 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 		e, _ := policy.ParseErrno(r.Errno)
 		return RetErrno(unix.Errno(e))
 	}
-	// Every profile gets glibc's nscd probe (policy.CloseUserDatabase).
-	p = policy.Clone(p)
-	add, closed := policy.CloseUserDatabase(p.Syscalls.Args, func(n string) bool {
-		return slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == n })
-	})
-	p.Syscalls.Args = closed
-	for _, n := range add {
-		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: n, Family: "user-database"})
-	}
 	for _, r := range p.Syscalls.Args {
 		if r.Syscall == name && r.Errno != "" && len(r.Values)+len(r.Flags)+len(r.Deny) == 0 {
 			return errnoOf(r)

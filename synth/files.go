@@ -1206,7 +1206,8 @@ const noteCompanion = "run by the tool only when its output is (or is not) a ter
 // baseReads are the harmless devices and files every profile may read whatever it says (the
 // enforcer's BaseRead lists them too): glibc reads the online CPU list by itself (malloc's
 // arenas under thread contention), in one run and not the next; glibc reads the user database
-// when the environment makes a program look a user up (HOME unset: policy/userdb.go).
+// when the environment makes a program look a user up (python's site.py and node's
+// os.homedir() with HOME unset, ls -l, id): public data, read-only.
 var baseReads = []string{"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/sys/devices/system/cpu/online"}
 
 // readRoot is a system tree whose read-only files roll up to directories.

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"context"
 	"io"
-	"slices"
+
+	"context"
 
 	"github.com/spf13/cobra"
 
@@ -75,26 +75,12 @@ func renderDiff(w io.Writer, oldP, newP *policy.Profile, oldPath, newPath, forma
 // profiles of the same behaviour, one learned before a family or the terminal list grew, do
 // not differ by it.
 func diffAsEnforced(oldP, newP *policy.Profile) []policy.Change {
-	base := withUserDatabase(oldP)
+	base := oldP
 	if oldP.ClosesFamilies() {
+		base = policy.Clone(oldP)
 		base.Syscalls.Args = policy.CloseTerminalRequests(base.Syscalls.Args)
 	}
-	return dropFamilyMates(policy.Diff(base, withUserDatabase(newP)), oldP)
-}
-
-// withUserDatabase is a copy of p with glibc's nscd probe closed in, as the seccomp compiler
-// closes it into every filter (policy.CloseUserDatabase): on both sides of a diff, so that a
-// run that looked a user up (HOME unset) widens nothing and one that did not narrows nothing.
-func withUserDatabase(p *policy.Profile) *policy.Profile {
-	c := policy.Clone(p)
-	add, args := policy.CloseUserDatabase(c.Syscalls.Args, func(n string) bool {
-		return slices.ContainsFunc(c.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == n })
-	})
-	c.Syscalls.Args = args
-	for _, n := range add {
-		c.Syscalls.Allow = append(c.Syscalls.Allow, policy.Syscall{Name: n, Family: "user-database"})
-	}
-	return c
+	return dropFamilyMates(policy.Diff(base, newP), oldP)
 }
 
 // renderChanges prints changes and turns a widening at or above failOn into exit status 1.
