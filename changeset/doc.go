@@ -7,7 +7,9 @@
 // # Runs
 //
 // Begin makes RUN/run.json under StateDir ($XDG_STATE_HOME/sysprof/runs, else
-// ~/.local/state/sysprof/runs; the sudo user's under sudo; SYSPROF_STATE_DIR overrides) before
+// ~/.local/state/sysprof/runs; the sudo user's under sudo; /var/tmp/sysprof-UID/runs, this
+// user's own, when the home cannot be written: read-only, `sudo -u nobody`'s /nonexistent;
+// SYSPROF_STATE_DIR overrides) before
 // the command starts, and holds RUN/lock (flock) while the run is alive; AddStage makes one
 // staged directory's empty upper and work layers, owned by the command's uid/gid, on the staged
 // directory's file system where a writable place outside it exists (the run directory, then

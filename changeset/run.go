@@ -84,7 +84,30 @@ func StateDir() (string, error) {
 	if err != nil || !filepath.IsAbs(h) {
 		return "", fmt.Errorf("no home directory for sysprof's run state: set XDG_STATE_HOME or SYSPROF_STATE_DIR")
 	}
-	return filepath.Join(h, ".local", "state", "sysprof", "runs"), nil
+	d := filepath.Join(h, ".local", "state", "sysprof", "runs")
+	if !canMake(d) {
+		// A home sysprof cannot write (read-only, or `sudo -u nobody`'s /nonexistent): the
+		// runs are kept in a directory of this user's own in /var/tmp (kept across reboots),
+		// so that a run that writes is not refused for where sysprof keeps its state.
+		return filepath.Join(fallbackRoot, fmt.Sprintf("sysprof-%d", os.Geteuid()), "runs"), nil
+	}
+	return d, nil
+}
+
+// fallbackRoot holds the run state of a user whose home sysprof cannot write (a seam for tests).
+var fallbackRoot = "/var/tmp"
+
+// canMake reports whether d exists or its nearest existing parent is writable (access W_OK:
+// a read-only mount answers EROFS, a directory of another user EACCES).
+func canMake(d string) bool {
+	for ; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			return unix.Access(d, unix.W_OK) == nil
+		}
+		if d == filepath.Dir(d) {
+			return false
+		}
+	}
 }
 
 // sudoUser is the user sudo started sysprof for, when sysprof runs as root under sudo.
@@ -112,6 +135,14 @@ func Begin(meta Run) (*Run, error) {
 	}
 	if err := mkdirAllOwned(root); err != nil {
 		return nil, fmt.Errorf("run state %s: %w", root, err)
+	}
+	if top := filepath.Dir(root); filepath.Dir(top) == fallbackRoot {
+		// /var/tmp is everyone's: the fallback is used only when it is this user's own and
+		// nobody else may write it (no link, no directory another user made first).
+		var st unix.Stat_t
+		if err := unix.Lstat(top, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+			return nil, fmt.Errorf("run state %s: not a directory of this user's own that only it may write: set XDG_STATE_HOME or SYSPROF_STATE_DIR", top)
+		}
 	}
 	r := meta
 	r.Stages = slices.Clone(meta.Stages)

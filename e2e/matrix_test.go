@@ -44,6 +44,9 @@ var matrixCommands = []matrixCommand{
 	{name: "cc-c", need: []string{"cc"}, argv: []string{"cc", "-c", "hello.c", "-o", "hello.o"}, setup: helloC, clean: []string{"hello.o"}},
 	{name: "less", need: []string{"less"}, argv: []string{"less", "-FRX", "notes.txt"}, setup: writeNotes},
 	{name: "grep-color", need: []string{"grep"}, argv: []string{"grep", "--color=auto", "-n", "line", "notes.txt"}, setup: writeNotes},
+	// bash opens /dev/tty at start and, where that fails (no controlling terminal in the
+	// sandbox), asks ttyname(0): policy.TerminalCalls.
+	{name: "bash", need: []string{"bash"}, argv: []string{"bash", "-c", "cd .. && echo ~ && ls >/dev/null"}},
 }
 
 // gitRepoPaged is gitRepo with git's default pager (less at a terminal).
@@ -132,5 +135,36 @@ func TestIOMatrix(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestManLearnedAtTerminal: man learned at a terminal runs its page through `col -bpx` into a
+// file, a pipe or /dev/null (paths.Companions): enforced there with zero denials and the
+// unsandboxed run's output, and drift finds nothing new. (Learned into a file and run at a
+// terminal, man hands the page to a pager the learn never saw: not closed.)
+func TestManLearnedAtTerminal(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "man", "col")
+	root := t.TempDir()
+	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "")
+	argv := []string{"man", "-P", "cat", "ls"}
+	profile := filepath.Join(root, "man.yaml")
+	learned := ioConditions[slices.IndexFunc(ioConditions, func(p perturbation) bool { return p.name == "tty" })]
+	if r := runPerturbed(t, b, learned, append([]string{testutil.SysprofBin, "learn", "-p", profile, "--"}, argv...)); r.Code != 0 {
+		t.Fatalf("learn at a terminal: %s", r)
+	}
+	for _, pt := range byName(ioConditions, "file", "pipe", "null") {
+		want := runPerturbed(t, b, pt, argv)
+		rep := filepath.Join(root, pt.name+"-report.json")
+		got := runPerturbed(t, b, pt, append([]string{testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--"}, argv...))
+		if got.Code != want.Code || got.Stdout != want.Stdout {
+			t.Errorf("enforced into %s: exit %d, unsandboxed %d; same output: %v\n%s", pt.name, got.Code, want.Code, got.Stdout == want.Stdout, got.Stderr)
+		}
+		for _, d := range testutil.ReadReport(t, rep).Denials {
+			t.Errorf("enforced into %s: denial [%s] %s by %s: suggest %q", pt.name, d.Kind, d.What, d.Exe, d.Suggest)
+		}
+		if dr := runPerturbed(t, b, pt, append([]string{testutil.SysprofBin, "drift", "--fail-on", "low", "-p", profile, "--"}, argv...)); dr.Code != 0 {
+			t.Errorf("drifted into %s: exit %d:\n%s", pt.name, dr.Code, dr.Stderr)
+		}
 	}
 }

@@ -503,6 +503,7 @@ func isDevice(p string) bool { return strings.HasPrefix(p, "/dev/") && privateTm
 // online CPU list glibc reads on its own (get_nprocs: malloc sizing its arenas when threads
 // contend, which one run does and the next does not).
 var BaseRead = []string{"/etc/ld.so.cache", "/lib", "/lib64", "/usr/lib", "/usr/lib64",
+	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", // the user database (HOME unset: python, node)
 	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/sys/devices/system/cpu/online"}
 
 // notWeaker refuses a compiled plan that enforces less than p reads: no read-only root or

@@ -2,7 +2,9 @@
 // $TMPDIR, $GOPATH, $NPM_CACHE, ...) and how each is found on a host, the one expander
 // (portable → host), the one portable-izer (host → portable, longest root first), the one glob
 // matcher, the lists of credential stores and protected paths, and the pager's (PagerHistory,
-// NoPagerHistory, NoPager: what git and less ask of $HOME at a terminal). learn, synth, policy,
+// NoPagerHistory, NoPager: what git and less ask of $HOME at a terminal), and the programs a
+// tool runs by its cache state or whether its output is a terminal (ExecTwins, Companions).
+// learn, synth, policy,
 // enforce, refine and export all use it, so that a variable learn writes is one enforce reads.
 //
 // It also owns the random-name vocabulary (GlobComponent: which per-run names become a glob)

@@ -1,6 +1,9 @@
 package paths
 
-import "strings"
+import (
+	"path"
+	"strings"
+)
 
 // execTwins are the places one toolchain runs the same binary from, by the state of its cache:
 // a binary seen run from one is run from the others on another day. Each is a directory pattern
@@ -28,6 +31,23 @@ func ExecTwins(p string) []string {
 				}
 			}
 		}
+	}
+	return out
+}
+
+// companions are the programs a tool runs by whether its output is a terminal, not by what the
+// command asks, from the tool's own directory: man-db's man pipes the page through `col -bpx`
+// into a file or a pipe (at a terminal it hands the page to the pager instead), so a profile
+// learned at a terminal never saw col.
+var companions = map[string][]string{"man": {"col"}}
+
+// Companions returns the exec rules that go with portable exec path p (see companions); none
+// for a tool that has none.
+func Companions(p string) []string {
+	dir, name := path.Split(p)
+	var out []string
+	for _, c := range companions[name] {
+		out = append(out, dir+c)
 	}
 	return out
 }

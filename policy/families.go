@@ -110,8 +110,11 @@ const TerminalFamily = "terminal"
 // (fsync) after putting it in raw mode. A shell saves its stdout aside before `cmd > file` and
 // restores it after (dash: fcntl F_DUPFD_CLOEXEC; bash: fcntl and dup2) only on the branch of a
 // script that redirects, which the learn may not have taken: an fd's copies and flags reach
-// nothing the process does not hold already.
-var TerminalCalls = []string{"setitimer", "getitimer", "dup", "dup2", "dup3", "fcntl", "fsync"}
+// nothing the process does not hold already. bash opens /dev/tty at start, and where that
+// fails (the sandboxed command's session has no controlling terminal; a learn's had one) asks
+// glibc's ttyname(0), which reads the link /proc/self/fd/0 (readlink, readlinkat on arm64) and
+// lists /dev/pts only when that is refused: a link's target is a name, not a file's content.
+var TerminalCalls = []string{"setitimer", "getitimer", "dup", "dup2", "dup3", "fcntl", "fsync", "readlink", "readlinkat"}
 
 // TerminalRequests are the ioctl requests every profile (but --exact) allows, learned or not:
 // asking whether an fd is a terminal (isatty, stdio's buffering: TCGETS also on /dev/null) and

@@ -56,15 +56,21 @@ func CloseResolver(p *Profile, rules []ArgRule, allowed func(string) bool) (add 
 	if !UsesResolver(p) {
 		return nil, rules
 	}
-	had := rules
-	rules = slices.Clone(rules)
 	for _, n := range ResolverCalls {
 		if !allowed(n) {
 			add = append(add, n)
 		}
 	}
-	for _, ra := range resolverArgs {
-		// A call newly allowed takes only the stub's values, not any value.
+	return add, widenArgRules(rules, add, resolverArgs)
+}
+
+// widenArgRules returns rules with the values of extra added: a call of add (newly allowed)
+// without a rule of its own takes only extra's values, not any value; a values rule on the same
+// argument (not flags or a deny list, which decide by bits) is widened to hold them.
+func widenArgRules(rules []ArgRule, add []string, extra []ArgRule) []ArgRule {
+	had := rules
+	rules = slices.Clone(rules)
+	for _, ra := range extra {
 		if slices.Contains(add, ra.Syscall) && !slices.ContainsFunc(had, func(r ArgRule) bool { return r.Syscall == ra.Syscall }) {
 			rules = append(rules, ra)
 			continue
@@ -82,5 +88,5 @@ func CloseResolver(p *Profile, rules []ArgRule, allowed func(string) bool) (add 
 			rules[i].Values = vals
 		}
 	}
-	return add, rules
+	return rules
 }

@@ -228,7 +228,7 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 	if name == "clone3" || name == "openat2" {
 		return RetErrno(unix.ENOSYS)
 	}
-	num := func(s string) uint64 { x, _ := strconv.ParseUint(s, 0, 64); return x }
+	num := func(s string) uint64 { x, _ := policy.ParseValue(s); return x } // names too (AF_UNIX)
 	errnoOf := func(r policy.ArgRule) uint32 {
 		if r.Errno == "" {
 			return RetNotify

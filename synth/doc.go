@@ -21,7 +21,9 @@
 //   - source-tree, read, write, exec: reads under $WORKDIR become one read-only $WORKDIR rule;
 //     other reads become exact read rules, listings list rules (names only, no contents), and
 //     metadata needs none; writes are granted on the narrowest directory the tool created or
-//     wrote in, never $WORKDIR, $HOME or $TMPDIR whole; exec only on binaries that ran. The
+//     wrote in, never $WORKDIR, $HOME or $TMPDIR whole; exec only on binaries that ran, their
+//     twins (paths.ExecTwins: go run's cache and work dir) and companions (paths.Companions:
+//     man's col, run only when its output is not a terminal), as exec rules and binaries. The
 //     pager's history ($HOME/.lesshst and the $HOME/.lesshsQ it is written through) gets no
 //     rule (paths.PagerHistory): a file rule in $HOME would make enforce refuse the profile, and
 //     the enforcer runs less with LESSHISTFILE=- (paths.NoPagerHistory), so it reads and saves none.

@@ -1169,12 +1169,18 @@ func (s *state) passExec() []string {
 	}
 	// A toolchain that runs what it built from its cache on a hit and from its work dir on a
 	// miss (go run) needs both places whatever the learn's cache state was.
-	var twins []string
+	var twins, companions []string
 	for p, r := range s.exec.byPath() {
 		for _, t := range paths.ExecTwins(p) {
 			if s.exec.get(t) == nil {
 				s.addRule(s.exec, t, r.prov, "")
 				twins = append(twins, t)
+			}
+		}
+		for _, c := range paths.Companions(p) {
+			if s.exec.get(c) == nil {
+				s.addRule(s.exec, c, r.prov, noteCompanion)
+				companions = append(companions, c)
 			}
 		}
 	}
@@ -1183,6 +1189,10 @@ func (s *state) passExec() []string {
 		slices.Sort(twins)
 		msgs = append(msgs, "and where the toolchain runs the same binary from on another cache state: "+strings.Join(twins, ", "))
 	}
+	if len(companions) > 0 {
+		slices.Sort(companions)
+		msgs = append(msgs, "and what the tool runs by whether its output is a terminal: "+strings.Join(companions, ", "))
+	}
 	if len(refused) > 0 {
 		slices.Sort(refused)
 		msgs = append(msgs, "not granted: exec on directories "+strings.Join(slices.Compact(refused), ", "))
@@ -1190,10 +1200,15 @@ func (s *state) passExec() []string {
 	return msgs
 }
 
+// noteCompanion marks the exec rules of paths.Companions.
+const noteCompanion = "run by the tool only when its output is (or is not) a terminal"
+
 // baseReads are the harmless devices and files every profile may read whatever it says (the
 // enforcer's BaseRead lists them too): glibc reads the online CPU list by itself (malloc's
-// arenas under thread contention), in one run and not the next.
-var baseReads = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/sys/devices/system/cpu/online"}
+// arenas under thread contention), in one run and not the next; glibc reads the user database
+// when the environment makes a program look a user up (python's site.py and node's
+// os.homedir() with HOME unset, ls -l, id): public data, read-only.
+var baseReads = []string{"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/sys/devices/system/cpu/online"}
 
 // readRoot is a system tree whose read-only files roll up to directories.
 type readRoot struct {

@@ -128,6 +128,14 @@ func (s *state) passMetadata() []string {
 			k := [2]string{t, ""}
 			s.binaries[k] = earliest(s.binaries[k], s.provOf(p.parent))
 		}
+		// Its companions (passExec), unless the run ran them: listed, not pinned (synthesis
+		// reads nothing on the host).
+		for _, c := range paths.Companions(p.exe) {
+			if !slices.ContainsFunc(s.procs, func(q procObs) bool { return q.exe == c }) {
+				k := [2]string{c, ""}
+				s.binaries[k] = earliest(s.binaries[k], s.provOf(p.exe))
+			}
+		}
 	}
 	msgs := []string{fmt.Sprintf("name %s, %s with their sha256", s.meta.Name, plural(len(s.binaries), "binary"))}
 	if built > 0 {
