@@ -320,7 +320,8 @@ __noinline __u32 put_path(__u64 off, long dirfd, unsigned long ptr, int resolve,
 		e->path_len = n;
 	__u8 first = s->data[off & DATA_MASK];
 	off += n;
-	if (!resolve || first == '/' || n <= 1)
+	// An empty path names dirfd's file itself (AT_EMPTY_PATH: fexecve of a memfd).
+	if (!resolve || first == '/' || (n <= 1 && dirfd == AT_FDCWD))
 		return off;
 	struct path base = {};
 	if (dirfd == AT_FDCWD) {
