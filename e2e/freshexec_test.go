@@ -30,6 +30,9 @@ var freshBuilds = []freshBuild{
 	// Made elsewhere, then renamed into place and built into, as cargo makes target/.
 	{name: "renamed", need: []string{"gcc"}, script: "mkdir -p .out.tmp && mv .out.tmp out && gcc -o out/app main.c && ./out/app", ran: "APP RAN", asUser: true},
 	{name: "cargo", need: []string{"cargo"}, setup: buildCrate, script: "cargo build -q --offline && ./target/debug/crate", ran: "hello, sysprof"},
+	// Written straight into the work tree, beside the shipped evil: the file alone is bound
+	// exec when the command runs it.
+	{name: "top", need: []string{"gcc"}, script: "gcc -o app main.c && ./app", ran: "APP RAN", warm: true, asUser: true},
 }
 
 // Issue 23 item 2 in a fresh checkout (every CI runner): a build whose exec rule lies in an
@@ -75,7 +78,7 @@ func testFreshBuild(t *testing.T, fb freshBuild, ldso string) {
 	b.Sh(t, "cd "+b.Work+" && gcc -shared -fPIC -o evil.so lib.c && gcc -o evil prog.c && rm lib.c prog.c")
 	fresh := func() {
 		t.Helper()
-		for _, d := range []string{"out", ".out.tmp", "target"} {
+		for _, d := range []string{"out", ".out.tmp", "target", "app"} {
 			if err := os.RemoveAll(filepath.Join(b.Work, d)); err != nil {
 				t.Fatal(err)
 			}

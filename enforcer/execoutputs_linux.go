@@ -12,9 +12,38 @@ import (
 )
 
 // useExecOutputs gives the supervisor the init stage's socket that makes exec output directories
-// (sandbox.ServeExecOutputMkdirs) and the outputs it makes.
-func (s *supervisor) useExecOutputs(fd int, outputs []string) {
-	s.execOutFD, s.execOuts = fd, outputs
+// and binds exec output files (sandbox.ServeExecOutputMkdirs), and the outputs of each kind.
+func (s *supervisor) useExecOutputs(fd int, outputs, files []string) {
+	s.execOutFD, s.execOuts, s.execFiles = fd, outputs, files
+}
+
+// execOutputExec answers an execve or execveat (every one goes to the supervisor when the plan
+// has exec output files: Compile): when its path, absolute or relative to the caller's working
+// directory or dirfd, names an exec output file, the init stage binds that file exec over
+// itself first (the stage around it stays noexec). Every call then goes on unchanged: the
+// mounts and Landlock decide it. It reports whether it answered n.
+func (s *supervisor) execOutputExec(n *seccompNotif) bool {
+	if len(s.execFiles) == 0 {
+		return false
+	}
+	name, _ := SyscallName(n.Data.Arch, uint32(n.Data.Nr))
+	if name != "execve" && name != "execveat" {
+		return false
+	}
+	resp := seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
+	defer func() { _ = notifSend(s.listener, &resp) }()
+	a := s.compiled.spec.ABIs[0].Info
+	if a == nil || n.Data.Arch != uint32(a.ID) {
+		return true // another ABI's exec of an output meets the noexec stage
+	}
+	dirfd, pathArg := int64(unix.AT_FDCWD), n.Data.Args[0]
+	if name == "execveat" {
+		dirfd, pathArg = int64(int32(n.Data.Args[0])), n.Data.Args[1]
+	}
+	if p, ok := s.notifPath(n, dirfd, pathArg, s.execFiles); ok && notifIDValid(s.listener, n.ID) {
+		s.makeOutput(p, 0)
+	}
+	return true
 }
 
 // execOutputMkdir answers a mkdir or mkdirat (every one goes to the supervisor when the plan has
@@ -56,13 +85,29 @@ func (s *supervisor) execOutputMkdir(n *seccompNotif) bool {
 // outputOf returns the exec output directory n's path names and the mode to make it with.
 func (s *supervisor) outputOf(n *seccompNotif, dirfd int64, pathArg, modeArg uint64) (string, uint32, bool) {
 	pid := int(n.Pid)
-	p, ok := readString(pid, pathArg)
-	if !ok || p == "" {
+	p, ok := s.notifPath(n, dirfd, pathArg, s.execOuts)
+	if !ok {
 		return "", 0, false
 	}
-	// Most directories a build makes are not outputs: their last name says so without /proc.
-	if base := filepath.Base(p); !slices.ContainsFunc(s.execOuts, func(o string) bool { return filepath.Base(o) == base }) {
+	umask, ok := procUmask(pid)
+	if !ok || !notifIDValid(s.listener, n.ID) { // what /proc said is this task's
 		return "", 0, false
+	}
+	return p, uint32(modeArg) & 0o1777 &^ umask, true
+}
+
+// notifPath returns the path n's call names (pathArg, relative to dirfd or the caller's working
+// directory) when it is one of outs; the caller checks that n is still valid before trusting it.
+func (s *supervisor) notifPath(n *seccompNotif, dirfd int64, pathArg uint64, outs []string) (string, bool) {
+	pid := int(n.Pid)
+	p, ok := readString(pid, pathArg)
+	if !ok || p == "" {
+		return "", false
+	}
+	// Most directories a build makes, and programs it runs, are not outputs: their last name
+	// says so without /proc.
+	if base := filepath.Base(p); !slices.ContainsFunc(outs, func(o string) bool { return filepath.Base(o) == base }) {
+		return "", false
 	}
 	if !filepath.IsAbs(p) {
 		link := "/proc/" + strconv.Itoa(pid) + "/cwd"
@@ -71,19 +116,12 @@ func (s *supervisor) outputOf(n *seccompNotif, dirfd int64, pathArg, modeArg uin
 		}
 		base, err := os.Readlink(link)
 		if err != nil || !filepath.IsAbs(base) {
-			return "", 0, false
+			return "", false
 		}
 		p = filepath.Join(base, p)
 	}
 	p = filepath.Clean(p)
-	if !slices.Contains(s.execOuts, p) {
-		return "", 0, false
-	}
-	umask, ok := procUmask(pid)
-	if !ok || !notifIDValid(s.listener, n.ID) { // what /proc said is this task's
-		return "", 0, false
-	}
-	return p, uint32(modeArg) & 0o1777 &^ umask, true
+	return p, slices.Contains(outs, p)
 }
 
 // makeOutput asks the init stage to make output directory o; made is false when it did not

@@ -120,7 +120,7 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 		}
 	}
 	execOut := -1
-	if len(initstage.ExecOutputs(cfg.Parts)) > 0 {
+	if len(initstage.ExecOutputs(cfg.Parts))+len(initstage.ExecFiles(cfg.Parts)) > 0 {
 		if execOut, err = s.takeExecOutputs(); err != nil {
 			if memfdMnt >= 0 {
 				unix.Close(memfdMnt)
@@ -142,7 +142,7 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 		sup.useMemfdTmpfs(memfdMnt, r.id.UID, r.id.GID)
 	}
 	if execOut >= 0 {
-		sup.useExecOutputs(execOut, initstage.ExecOutputs(cfg.Parts))
+		sup.useExecOutputs(execOut, initstage.ExecOutputs(cfg.Parts), initstage.ExecFiles(cfg.Parts))
 	}
 	go sup.run()
 	r.layers.wait()

@@ -38,6 +38,7 @@ type supervisor struct {
 	execOutMu sync.Mutex
 	execOutFD int
 	execOuts  []string
+	execFiles []string
 
 	mu      sync.Mutex
 	denials []report.Denial
@@ -136,7 +137,7 @@ func (s *supervisor) handle(n *seccompNotif) {
 	if s.memfdCreate(n) {
 		return
 	}
-	if s.execOutputMkdir(n) {
+	if s.execOutputMkdir(n) || s.execOutputExec(n) {
 		return
 	}
 	if s.compiled.setIDModeIgnored(n) || s.compiled.prlimitSelf(n) {

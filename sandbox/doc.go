@@ -96,7 +96,10 @@
 // the call returns ([ServeExecOutputMkdirs]); an inotify watch on its parent, set before the
 // command starts, binds one made otherwise (renamed into place) a moment later
 // (watchExecOutputs). Both are served by goroutines of the init stage on threads that keep the
-// user namespace's capabilities. A directory there before the watch stays noexec.
+// user namespace's capabilities. A directory there before the watch stays noexec. A program
+// the run writes right in an existing directory of such a stage (Plan.ExecFiles: `go build -o
+// app` at the top of the work tree) is bound exec over itself, the file alone, when the
+// supervisor sees the command exec it (the same socket).
 // Every writable mount (the writable trees, the stages' overlays, the private tmpfs) is
 // nosuid,nodev ([WritableMountAttrs]): a set-uid binary the tool writes or copies there (as
 // root its files are host root's through the idmapped replica) runs with the caller's ids, and

@@ -42,6 +42,10 @@ type Options struct {
 	// SupervisedMkdirs sends every mkdir and mkdirat to the supervisor (sysprof enforce, when
 	// a fresh checkout's exec output directory is made and bound exec by the init stage).
 	SupervisedMkdirs bool
+	// SupervisedExecs sends every execve and execveat to the supervisor (sysprof enforce, when
+	// a program the run writes into an existing directory of a noexec stage is bound exec by
+	// the init stage before it runs); the supervisor lets each go on.
+	SupervisedExecs bool
 }
 
 // Filter is a profile's syscall policy compiled for one architecture: the rules as data
@@ -98,7 +102,7 @@ func MPTCPLearned(p *policy.Profile) bool {
 // hardening are argument checks compile adds to allowed syscalls unless the profile has its own
 // rule for the same argument: they close known bypasses of the other layers; supervisedOpens
 // sends opens for writing to the supervisor (it grants a /proc file).
-func hardening(p *policy.Profile, supervisedOpens, supervisedMkdirs bool) map[string][]Check {
+func hardening(p *policy.Profile, supervisedOpens, supervisedMkdirs, supervisedExecs bool) map[string][]Check {
 	h := map[string][]Check{
 		"clone": {{Arg: 0, Width32: true, Mask: ^uint64(0), DenyBits: NamespaceFlags, Fail: RetNotify,
 			Why: "namespace flags (new namespaces escape the sandbox's view)"}},
@@ -124,6 +128,12 @@ func hardening(p *policy.Profile, supervisedOpens, supervisedMkdirs bool) map[st
 		// Values empty: no mode passes; the supervisor answers each call (WhyMkdir).
 		for name, arg := range map[string]int{"mkdir": 1, "mkdirat": 2} {
 			h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyMkdir})
+		}
+	}
+	if supervisedExecs {
+		// Values empty: every call goes to the supervisor, which lets it go on (WhyExec).
+		for name, arg := range map[string]int{"execve": 0, "execveat": 1} {
+			h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyExec})
 		}
 	}
 	// No code that no file holds runs unless learned: the loader maps files (their mounts
@@ -177,7 +187,7 @@ func (c *Filter) compileSyscalls(p *policy.Profile, host *arch.Info, opts Option
 			delete(names, n) // poll on aarch64: ppoll is its only one
 		}
 	}
-	hard := hardening(p, opts.SupervisedOpenWrites, opts.SupervisedMkdirs)
+	hard := hardening(p, opts.SupervisedOpenWrites, opts.SupervisedMkdirs, opts.SupervisedExecs)
 	if err := c.compileRules(names, rulesFor, hard, opts.ExtraValues); err != nil {
 		return nil, err
 	}

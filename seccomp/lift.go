@@ -17,7 +17,7 @@ import (
 // several checks on one argument).
 func LiftRule(syscall string, arg int, v uint64) (r policy.ArgRule, guarded, ok bool) {
 	var hs []Check
-	for _, h := range hardening(&policy.Profile{}, true, false)[syscall] {
+	for _, h := range hardening(&policy.Profile{}, true, false, false)[syscall] {
 		if h.Arg == arg {
 			hs = append(hs, h)
 		}

@@ -151,12 +151,13 @@ func initStage(net earlyNet) int {
 		}
 		held = append(held, egress...)
 	}
-	if outputs := ExecOutputs(cfg.Parts); len(outputs) > 0 {
-		// The supervisor has the command's mkdir of an output directory made here (as PID 1,
-		// on a thread that keeps the capabilities); anywhere else the watch alone binds them.
+	if outputs, files := ExecOutputs(cfg.Parts), ExecFiles(cfg.Parts); len(outputs)+len(files) > 0 {
+		// The supervisor has the command's mkdir of an output directory made here, and an
+		// output file it execs bound (as PID 1, on a thread that keeps the capabilities);
+		// anywhere else the watch alone binds the directories, and the files stay noexec.
 		fd := -1
 		if asInit {
-			if f, err := sandbox.ServeExecOutputMkdirs(outputs); err == nil {
+			if f, err := sandbox.ServeExecOutputMkdirs(outputs, files); err == nil {
 				fd = f
 				held = append(held, f)
 			}
