@@ -32,6 +32,9 @@ func (s *supervisor) execOutputExec(n *seccompNotif) bool {
 	}
 	resp := seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
 	defer func() { _ = notifSend(s.listener, &resp) }()
+	if s.compiled.spec == nil || len(s.compiled.spec.ABIs) == 0 {
+		return true
+	}
 	a := s.compiled.spec.ABIs[0].Info
 	if a == nil || n.Data.Arch != uint32(a.ID) {
 		return true // another ABI's exec of an output meets the noexec stage
@@ -127,6 +130,9 @@ func (s *supervisor) notifPath(n *seccompNotif, dirfd int64, pathArg uint64, out
 // makeOutput asks the init stage to make output directory o; made is false when it did not
 // (not reachable without a symlink, or the socket is gone): the call then goes on.
 func (s *supervisor) makeOutput(o string, mode uint32) (unix.Errno, bool) {
+	if s.execOutFD < 0 {
+		return 0, false
+	}
 	s.execOutMu.Lock()
 	defer s.execOutMu.Unlock()
 	req := binary.NativeEndian.AppendUint32(nil, mode)
