@@ -169,7 +169,9 @@ func (x stageExec) mountExec(ll *sandbox.Landlock) *sandbox.Landlock {
 			cp.Exec = append(cp.Exec, e)
 		}
 	}
-	cp.Exec = slices.Concat(cp.Exec, x.outputs, x.files, x.keep)
+	// Not the output files: the mount refuses one it would not bind (a hard link, a symlink,
+	// an i386 exec), and that refusal is the sandbox's, on the record.
+	cp.Exec = slices.Concat(cp.Exec, x.outputs, x.keep)
 	slices.Sort(cp.Exec)
 	cp.Exec = slices.Compact(cp.Exec)
 	return &cp

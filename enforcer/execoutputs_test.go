@@ -80,8 +80,8 @@ func TestFreshOutputDirsAreBoundExecWhenMade(t *testing.T) {
 	if !slices.Contains(c.Plan.NoExec, work) || !slices.Equal(c.Plan.ExecFiles, []string{filepath.Join(work, "app")}) || !execSupervised(c) {
 		t.Errorf("noexec %v, exec files %v, execve supervised %v: a program right in the work tree is bound alone at its exec", c.Plan.NoExec, c.Plan.ExecFiles, execSupervised(c))
 	}
-	if ll := c.stageExec.mountExec(c.Plan.Landlock); !slices.Contains(ll.Exec, filepath.Join(work, "app")) {
-		t.Errorf("the guard's exec view %v lacks the program", ll.Exec)
+	if ll := c.stageExec.mountExec(c.Plan.Landlock); slices.ContainsFunc(ll.Exec, func(e string) bool { return paths.Within(filepath.Join(work, "app"), e) }) {
+		t.Errorf("the guard's exec view %v covers the program: a refusal of it would not be on the record", ll.Exec)
 	}
 
 	// A library right in the work tree: the stage stays exec as before, and says so.

@@ -116,8 +116,9 @@ func bindExecOutput(o string) error {
 	return nil
 }
 
-// bindExecFile covers regular file f, reached without a symlink, with a clone of itself without
-// noexec (nosuid and nodev stay): that file alone runs and maps executable in its noexec stage.
+// bindExecFile covers regular file f, reached without a symlink and of one name, with a clone of
+// itself without noexec (nosuid and nodev stay): that file alone runs and maps executable in its
+// noexec stage.
 // Once it is a mount point it cannot be removed or replaced by a rename (EBUSY); a tool that
 // writes it again in the run truncates it (go build -o, ld, cp), which reaches the same file.
 func bindExecFile(f string) error {
@@ -135,6 +136,11 @@ func bindExecFile(f string) error {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("exec output %s: not a regular file: %w", f, unix.EACCES)
+	}
+	if st.Nlink != 1 {
+		// A second name of another file (`ln ./evil app`: the shipped file itself), not an
+		// output a compiler or linker wrote.
+		return fmt.Errorf("exec output %s: %d names: %w", f, st.Nlink, unix.EMLINK)
 	}
 	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 	if err != nil {
