@@ -34,6 +34,9 @@ var freshBuilds = []freshBuild{
 	// exec when the command runs it.
 	// (ln learned: the attack gives the shipped evil the output's name by a hard link.)
 	{name: "top", need: []string{"gcc"}, script: "gcc -o app main.c && ln -f main.c main.l && ./app", ran: "APP RAN", warm: true, asUser: true},
+	// As configure does: run it, remove it, build and run it again (the bind is undone before
+	// its name goes), renamed away and back.
+	{name: "conftest", need: []string{"gcc"}, script: "gcc -o conftest main.c && ./conftest && rm -f conftest && gcc -o conftest main.c && mv conftest c2 && mv c2 conftest && ./conftest", ran: "APP RAN", warm: true, asUser: true},
 }
 
 // Issue 23 item 2 in a fresh checkout (every CI runner): a build whose exec rule lies in an
@@ -79,7 +82,7 @@ func testFreshBuild(t *testing.T, fb freshBuild, ldso string) {
 	b.Sh(t, "cd "+b.Work+" && gcc -shared -fPIC -o evil.so lib.c && gcc -o evil prog.c && rm lib.c prog.c")
 	fresh := func() {
 		t.Helper()
-		for _, d := range []string{"out", ".out.tmp", "target", "app", "main.l"} {
+		for _, d := range []string{"out", ".out.tmp", "target", "app", "main.l", "conftest", "c2"} {
 			if err := os.RemoveAll(filepath.Join(b.Work, d)); err != nil {
 				t.Fatal(err)
 			}

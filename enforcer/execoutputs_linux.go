@@ -9,6 +9,9 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/sandbox"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 // useExecOutputs gives the supervisor the init stage's socket that makes exec output directories
@@ -20,31 +23,51 @@ func (s *supervisor) useExecOutputs(fd int, outputs, files []string) {
 // execOutputExec answers an execve or execveat (every one goes to the supervisor when the plan
 // has exec output files: Compile): when its path, absolute or relative to the caller's working
 // directory or dirfd, names an exec output file, the init stage binds that file exec over
-// itself first (the stage around it stays noexec). Every call then goes on unchanged: the
-// mounts and Landlock decide it. It reports whether it answered n.
+// itself first (the stage around it stays noexec). An unlink or rename naming one (configure's
+// `rm -f conftest`, a linker's rename over its output) has that bind undone first, so that
+// the name can go (a mount point cannot: EBUSY). Every call then goes on unchanged: the mounts
+// and Landlock decide it. It reports whether it answered n.
 func (s *supervisor) execOutputExec(n *seccompNotif) bool {
 	if len(s.execFiles) == 0 {
 		return false
 	}
 	name, _ := SyscallName(n.Data.Arch, uint32(n.Data.Nr))
-	if name != "execve" && name != "execveat" {
+	// The names and their paths' arguments (dirfd, path; -1: AT_FDCWD): an exec binds, a
+	// removal or rename (of either name) unbinds first.
+	var args [][2]int
+	switch name {
+	case "execve", "unlink":
+		args = [][2]int{{-1, 0}}
+	case "execveat", "unlinkat":
+		args = [][2]int{{0, 1}}
+	case "rename":
+		args = [][2]int{{-1, 0}, {-1, 1}}
+	case "renameat", "renameat2":
+		args = [][2]int{{0, 1}, {2, 3}}
+	default:
 		return false
+	}
+	if s.compiled.spec == nil || len(s.compiled.spec.ABIs) == 0 || !s.compiled.onlyFails(n, seccomp.WhyExec) {
+		return false // another check of the filter sent it too: the call is the usual path's
 	}
 	resp := seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
 	defer func() { _ = notifSend(s.listener, &resp) }()
-	if s.compiled.spec == nil || len(s.compiled.spec.ABIs) == 0 {
-		return true
-	}
 	a := s.compiled.spec.ABIs[0].Info
 	if a == nil || n.Data.Arch != uint32(a.ID) {
 		return true // another ABI's exec of an output meets the noexec stage
 	}
-	dirfd, pathArg := int64(unix.AT_FDCWD), n.Data.Args[0]
-	if name == "execveat" {
-		dirfd, pathArg = int64(int32(n.Data.Args[0])), n.Data.Args[1]
+	mode := uint32(0)
+	if !strings.HasPrefix(name, "execve") {
+		mode = sandbox.ExecFileUnbind
 	}
-	if p, ok := s.notifPath(n, dirfd, pathArg, s.execFiles); ok && notifIDValid(s.listener, n.ID) {
-		s.makeOutput(p, 0)
+	for _, a := range args {
+		dirfd := int64(unix.AT_FDCWD)
+		if a[0] >= 0 {
+			dirfd = int64(int32(n.Data.Args[a[0]]))
+		}
+		if p, ok := s.notifPath(n, dirfd, n.Data.Args[a[1]], s.execFiles); ok && notifIDValid(s.listener, n.ID) {
+			s.makeOutput(p, mode)
+		}
 	}
 	return true
 }

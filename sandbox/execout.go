@@ -119,8 +119,8 @@ func bindExecOutput(o string) error {
 // bindExecFile covers regular file f, reached without a symlink and of one name, with a clone of
 // itself without noexec (nosuid and nodev stay): that file alone runs and maps executable in its
 // noexec stage.
-// Once it is a mount point it cannot be removed or replaced by a rename (EBUSY); a tool that
-// writes it again in the run truncates it (go build -o, ld, cp), which reaches the same file.
+// A mount point cannot be removed or replaced by a rename (EBUSY): the supervisor has the bind
+// undone (unbindFile) before the command's unlink or rename of that name.
 func bindExecFile(f string) error {
 	fd, err := unix.Openat2(unix.AT_FDCWD, f, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,

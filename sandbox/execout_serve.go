@@ -25,6 +25,28 @@ func bindOnce(o string) {
 	}
 }
 
+// ExecFileUnbind is the mode of a request that undoes an exec output file's bind (the command is
+// about to remove or replace that name: a mount point cannot be, EBUSY).
+const ExecFileUnbind = 1
+
+// unbindFile detaches the bind of exec output file f when it is bound (the next exec binds what
+// is there then); 0, or the errno.
+func unbindFile(f string) unix.Errno {
+	boundOutputs.Lock()
+	defer boundOutputs.Unlock()
+	if !boundOutputs.done[f] {
+		return 0
+	}
+	if err := unix.Unmount(f, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil {
+		if e, ok := errors.AsType[unix.Errno](err); ok {
+			return e
+		}
+		return unix.EIO
+	}
+	delete(boundOutputs.done, f)
+	return 0
+}
+
 // bindFileOnce binds exec output file f (bindExecFile) unless it is bound already; it returns
 // the errno of a failed bind (0 when bound).
 func bindFileOnce(f string) unix.Errno {
@@ -50,8 +72,9 @@ func bindFileOnce(f string) unix.Errno {
 // right away meets the noexec stage. A request is the mode (4 bytes, native order, the caller's
 // umask applied) and the absolute path; the answer the mkdir's errno (4 bytes, 0 when made).
 // A request naming one of files (Plan.ExecFiles: the command is about to exec it) binds that
-// file exec over itself (bindExecFile; the mode is not used) and answers 0, or the errno when
-// it is not there as a regular file reached without a symlink.
+// file exec over itself (bindExecFile) and answers 0, or the errno when it is not there as a
+// regular file of one name reached without a symlink; with mode ExecFileUnbind (the command
+// is about to remove or rename that name) it detaches that bind.
 // A path that is not an output, or whose parent is reached through a symlink, answers
 // -1: the supervisor lets the call go on as the command made it (the inotify watch binds it).
 // Must run in a process whose other threads keep the user namespace's capabilities and that
@@ -81,7 +104,11 @@ func ServeExecOutputMkdirs(outputs, files []string) (int, error) {
 						answer = int32(errno)
 					}
 				} else if slices.Contains(files, o) {
-					answer = int32(bindFileOnce(o))
+					if mode == ExecFileUnbind {
+						answer = int32(unbindFile(o))
+					} else {
+						answer = int32(bindFileOnce(o))
+					}
 				}
 			}
 			var out [4]byte

@@ -44,7 +44,8 @@ type Options struct {
 	SupervisedMkdirs bool
 	// SupervisedExecs sends every execve and execveat to the supervisor (sysprof enforce, when
 	// a program the run writes into an existing directory of a noexec stage is bound exec by
-	// the init stage before it runs); the supervisor lets each go on.
+	// the init stage before it runs), and every unlink and rename (the bind is undone before
+	// one removes or replaces that name); the supervisor lets each go on.
 	SupervisedExecs bool
 }
 
@@ -132,7 +133,7 @@ func hardening(p *policy.Profile, supervisedOpens, supervisedMkdirs, supervisedE
 	}
 	if supervisedExecs {
 		// Values empty: every call goes to the supervisor, which lets it go on (WhyExec).
-		for name, arg := range map[string]int{"execve": 0, "execveat": 1} {
+		for name, arg := range map[string]int{"execve": 0, "execveat": 1, "unlink": 0, "unlinkat": 1, "rename": 1, "renameat": 3, "renameat2": 3} {
 			h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyExec})
 		}
 	}

@@ -51,4 +51,4 @@ const WhyMkdir = "directories made (an exec output directory is made and bound b
 
 // WhyExec: every execve goes to the supervisor, which has the init stage bind a program the run
 // wrote into a noexec stage exec before it runs.
-const WhyExec = "programs run (an exec output file is bound exec by the init stage)"
+const WhyExec = "programs run, files removed or renamed (an exec output file is bound exec by the init stage, unbound before its name goes)"
