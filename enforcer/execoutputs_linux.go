@@ -28,34 +28,49 @@ func (s *supervisor) useExecOutputs(fd int, outputs, files []string) {
 // the name can go (a mount point cannot: EBUSY). Every call then goes on unchanged: the mounts
 // and Landlock decide it. It reports whether it answered n.
 func (s *supervisor) execOutputExec(n *seccompNotif) bool {
-	if len(s.execFiles) == 0 {
-		return false
-	}
-	name, _ := SyscallName(n.Data.Arch, uint32(n.Data.Nr))
-	// The names and their paths' arguments (dirfd, path; -1: AT_FDCWD): an exec binds, a
-	// removal or rename (of either name) unbinds first.
-	var args [][2]int
-	switch name {
-	case "execve", "unlink":
-		args = [][2]int{{-1, 0}}
-	case "execveat", "unlinkat":
-		args = [][2]int{{0, 1}}
-	case "rename":
-		args = [][2]int{{-1, 0}, {-1, 1}}
-	case "renameat", "renameat2":
-		args = [][2]int{{0, 1}, {2, 3}}
-	default:
+	args := execFileArgs(s, n)
+	if args == nil {
 		return false
 	}
 	if s.compiled.spec == nil || len(s.compiled.spec.ABIs) == 0 || !s.compiled.onlyFails(n, seccomp.WhyExec) {
 		return false // another check of the filter sent it too: the call is the usual path's
 	}
+	s.execFileCall(n, args)
 	resp := seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
-	defer func() { _ = notifSend(s.listener, &resp) }()
-	a := s.compiled.spec.ABIs[0].Info
-	if a == nil || n.Data.Arch != uint32(a.ID) {
-		return true // another ABI's exec of an output meets the noexec stage
+	_ = notifSend(s.listener, &resp)
+	return true
+}
+
+// execFileArgs returns, for an exec, unlink or rename of a plan with exec output files, the
+// arguments naming its paths (dirfd, path; -1: AT_FDCWD; a rename's two names), else nil.
+func execFileArgs(s *supervisor, n *seccompNotif) [][2]int {
+	if len(s.execFiles) == 0 {
+		return nil
 	}
+	name, _ := SyscallName(n.Data.Arch, uint32(n.Data.Nr))
+	switch name {
+	case "execve", "unlink":
+		return [][2]int{{-1, 0}}
+	case "execveat", "unlinkat":
+		return [][2]int{{0, 1}}
+	case "rename":
+		return [][2]int{{-1, 0}, {-1, 1}}
+	case "renameat", "renameat2":
+		return [][2]int{{0, 1}, {2, 3}}
+	}
+	return nil
+}
+
+// execFileCall has the init stage bind the exec output file an exec of the native ABI names,
+// or undo the bind of one an unlink or rename names.
+func (s *supervisor) execFileCall(n *seccompNotif, args [][2]int) {
+	if s.compiled.spec == nil || len(s.compiled.spec.ABIs) == 0 {
+		return
+	}
+	if a := s.compiled.spec.ABIs[0].Info; a == nil || n.Data.Arch != uint32(a.ID) {
+		return // another ABI's exec of an output meets the noexec stage
+	}
+	name, _ := SyscallName(n.Data.Arch, uint32(n.Data.Nr))
 	mode := uint32(0)
 	if !strings.HasPrefix(name, "execve") {
 		mode = sandbox.ExecFileUnbind
@@ -69,7 +84,6 @@ func (s *supervisor) execOutputExec(n *seccompNotif) bool {
 			s.makeOutput(p, mode)
 		}
 	}
-	return true
 }
 
 // execOutputMkdir answers a mkdir or mkdirat (every one goes to the supervisor when the plan has

@@ -127,6 +127,9 @@ func (s *supervisor) handle(n *seccompNotif) {
 	resp := seccompNotifResp{ID: n.ID}
 	if s.initTask(int(n.Pid)) {
 		s.initCalls.Add(1)
+		if args := execFileArgs(s, n); args != nil {
+			s.execFileCall(n, args) // the command itself may be an exec output file (./app)
+		}
 		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
 		_ = notifSend(s.listener, &resp)
 		return

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -63,6 +64,23 @@ func bindFileOnce(f string) unix.Errno {
 	}
 	boundOutputs.done[f] = true
 	return 0
+}
+
+// AskExecFileBind asks, on fd (the socket ServeExecOutputMkdirs returned, used by nobody else
+// yet), for exec output file f to be bound; it returns the answer's error.
+func AskExecFileBind(fd int, f string) error {
+	req := binary.NativeEndian.AppendUint32(nil, 0)
+	if _, err := unix.Write(fd, append(req, f...)); err != nil {
+		return err
+	}
+	var ans [4]byte
+	if n, err := unix.Read(fd, ans[:]); err != nil || n != 4 {
+		return fmt.Errorf("exec output %s: no answer (%v)", f, err)
+	}
+	if e := int32(binary.NativeEndian.Uint32(ans[:])); e != 0 {
+		return fmt.Errorf("exec output %s: %w", f, unix.Errno(e))
+	}
+	return nil
 }
 
 // ServeExecOutputMkdirs serves, on a goroutine of its own, the requests to make one of

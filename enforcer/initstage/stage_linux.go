@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -160,6 +161,16 @@ func initStage(net earlyNet) int {
 			if f, err := sandbox.ServeExecOutputMkdirs(outputs, files); err == nil {
 				fd = f
 				held = append(held, f)
+				// The command itself an output file (./app): bound before the lookup, whose
+				// access check meets the noexec stage (the supervisor binds later execs).
+				if a := cfg.Argv[0]; strings.Contains(a, "/") {
+					if !filepath.IsAbs(a) {
+						a = filepath.Join(cfg.Dir, a)
+					}
+					if a = filepath.Clean(a); slices.Contains(files, a) {
+						_ = sandbox.AskExecFileBind(f, a)
+					}
+				}
 			}
 		}
 		_ = s.enc.Encode(Status{ExecOutputs: fd})
