@@ -36,7 +36,8 @@ var freshBuilds = []freshBuild{
 	{name: "top", need: []string{"gcc"}, script: "gcc -o app main.c && ln -f main.c main.l && ./app", ran: "APP RAN", warm: true, asUser: true},
 	// As configure does: run it, remove it, build and run it again (the bind is undone before
 	// its name goes), renamed away and back.
-	{name: "conftest", need: []string{"gcc"}, script: "gcc -o conftest main.c && ./conftest && rm -f conftest && gcc -o conftest main.c && mv conftest c2 && mv c2 conftest && ./conftest", ran: "APP RAN", warm: true, asUser: true},
+	// (test -x first, as autoconf's link test does: the noexec stage answers X_OK EACCES.)
+	{name: "conftest", need: []string{"gcc"}, script: "gcc -o conftest main.c && test -x conftest && ./conftest && rm -f conftest && gcc -o conftest main.c && mv conftest c2 && mv c2 conftest && ./conftest", ran: "APP RAN", warm: true, asUser: true},
 }
 
 // Issue 23 item 2 in a fresh checkout (every CI runner): a build whose exec rule lies in an

@@ -49,9 +49,9 @@ func execFileArgs(s *supervisor, n *seccompNotif) [][2]int {
 	}
 	name, _ := SyscallName(n.Data.Arch, uint32(n.Data.Nr))
 	switch name {
-	case "execve", "unlink":
+	case "execve", "unlink", "access":
 		return [][2]int{{-1, 0}}
-	case "execveat", "unlinkat":
+	case "execveat", "unlinkat", "faccessat", "faccessat2":
 		return [][2]int{{0, 1}}
 	case "rename":
 		return [][2]int{{-1, 0}, {-1, 1}}
@@ -71,8 +71,8 @@ func (s *supervisor) execFileCall(n *seccompNotif, args [][2]int) {
 		return // another ABI's exec of an output meets the noexec stage
 	}
 	name, _ := SyscallName(n.Data.Arch, uint32(n.Data.Nr))
-	mode := uint32(0)
-	if !strings.HasPrefix(name, "execve") {
+	mode := uint32(0) // an exec or an access check for exec binds
+	if strings.HasPrefix(name, "unlink") || strings.HasPrefix(name, "rename") {
 		mode = sandbox.ExecFileUnbind
 	}
 	for _, a := range args {

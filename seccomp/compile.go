@@ -136,6 +136,11 @@ func hardening(p *policy.Profile, supervisedOpens, supervisedMkdirs, supervisedE
 		for name, arg := range map[string]int{"execve": 0, "execveat": 1, "unlink": 0, "unlinkat": 1, "rename": 1, "renameat": 3, "renameat2": 3} {
 			h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyExec})
 		}
+		// An access check for exec (`test -x conftest`, autoconf's link test) binds it too:
+		// the noexec stage answers X_OK with EACCES.
+		for name, arg := range map[string]int{"access": 1, "faccessat": 2, "faccessat2": 2} {
+			h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: ^uint64(0), DenyBits: unix.X_OK, Fail: RetNotify, Why: WhyExec})
+		}
 	}
 	// No code that no file holds runs unless learned: the loader maps files (their mounts
 	// decide: noexec trees), a JIT maps memory, an injected payload does too. mprotect cannot
