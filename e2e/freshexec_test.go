@@ -30,6 +30,14 @@ var freshBuilds = []freshBuild{
 	// Made elsewhere, then renamed into place and built into, as cargo makes target/.
 	{name: "renamed", need: []string{"gcc"}, script: "mkdir -p .out.tmp && mv .out.tmp out && gcc -o out/app main.c && ./out/app", ran: "APP RAN", asUser: true},
 	{name: "cargo", need: []string{"cargo"}, setup: buildCrate, script: "cargo build -q --offline && ./target/debug/crate", ran: "hello, sysprof"},
+	// Written straight into the work tree, beside the shipped evil: the file alone is bound
+	// exec when the command runs it.
+	// (ln learned: the attack gives the shipped evil the output's name by a hard link.)
+	{name: "top", need: []string{"gcc"}, script: "gcc -o app main.c && ln -f main.c main.l && ./app", ran: "APP RAN", warm: true, asUser: true},
+	// As configure does: run it, remove it, build and run it again (the bind is undone before
+	// its name goes), renamed away and back.
+	// (test -x first, as autoconf's link test does: the noexec stage answers X_OK EACCES.)
+	{name: "conftest", need: []string{"gcc"}, script: "gcc -o conftest main.c && test -x conftest && ./conftest && rm -f conftest && gcc -o conftest main.c && mv conftest c2 && mv c2 conftest && ./conftest", ran: "APP RAN", warm: true, asUser: true},
 }
 
 // Issue 23 item 2 in a fresh checkout (every CI runner): a build whose exec rule lies in an
@@ -75,7 +83,7 @@ func testFreshBuild(t *testing.T, fb freshBuild, ldso string) {
 	b.Sh(t, "cd "+b.Work+" && gcc -shared -fPIC -o evil.so lib.c && gcc -o evil prog.c && rm lib.c prog.c")
 	fresh := func() {
 		t.Helper()
-		for _, d := range []string{"out", ".out.tmp", "target"} {
+		for _, d := range []string{"out", ".out.tmp", "target", "app", "main.l", "conftest", "c2"} {
 			if err := os.RemoveAll(filepath.Join(b.Work, d)); err != nil {
 				t.Fatal(err)
 			}
@@ -95,6 +103,13 @@ func testFreshBuild(t *testing.T, fb freshBuild, ldso string) {
 	}
 	app := strings.TrimPrefix(fb.script[strings.LastIndex(fb.script, "&& ")+3:], "./")
 	attack := fb.script + "; LD_PRELOAD=./evil.so ./" + app + "; " + ldso + " ./evil; ./evil; true"
+	wantDenials := []struct{ base, syscall string }{{"evil.so", "mmap"}, {"evil", "mmap"}, {"evil", "execve"}}
+	if fb.name == "top" {
+		// The learned output's name given to the shipped file itself, by a hard link, before
+		// the build writes it: not bound (two names), refused and reported.
+		attack = "ln -f evil app && ./app; " + attack
+		wantDenials = append(wantDenials, struct{ base, syscall string }{"app", "execve"})
+	}
 	users := []struct {
 		name string
 		wrap []string
@@ -141,7 +156,7 @@ func testFreshBuild(t *testing.T, fb freshBuild, ldso string) {
 				}
 				continue
 			}
-			for _, want := range []struct{ base, syscall string }{{"evil.so", "mmap"}, {"evil", "mmap"}, {"evil", "execve"}} {
+			for _, want := range wantDenials {
 				if !slices.ContainsFunc(got.Denials, func(d report.Denial) bool {
 					return d.Kind == report.KindFile && d.Access == "exec" && filepath.Base(d.Path) == want.base && d.Syscall == want.syscall
 				}) {

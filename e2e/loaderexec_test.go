@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -63,12 +64,25 @@ int main(void) { puts("EVIL RAN"); return 0; }
 		// seccomp refuses it and the supervisor reports it (a learned memfd_create is a known
 		// limit: memfds live on the kernel's internal mount, which no mount flag reaches).
 		{"memfd", `python3 -c 'import os; fd = os.memfd_create("x"); os.write(fd, open("./evil", "rb").read()); os.execv("/proc/self/fd/%d" % fd, ["evil"])'`},
+		// The same through fexecve (execveat(fd, "", AT_EMPTY_PATH)): no path at all.
+		{"memfd-execveat", `python3 -c 'import os; fd = os.memfd_create("x"); os.write(fd, open("./evil", "rb").read()); os.execve(fd, ["evil"], {})'`},
+		// Writable anonymous memory made executable afterwards (a JIT's W^X flip, injected code).
+		{"mprotect", `python3 -c 'import mmap, ctypes; m = mmap.mmap(-1, 4096); a = ctypes.addressof(ctypes.c_char.from_buffer(m)); r = ctypes.CDLL(None).mprotect(ctypes.c_void_p(a), 4096, 7); print("EVIL RAN" if r == 0 else "refused")'`},
 	}
 	// A JIT the learn run saw keeps working.
 	jitProfile := filepath.Join(root, "jit.yaml")
 	testutil.MustCode(t, "learn the JIT", b.Sysprof(t, "learn", "-p", jitProfile, "--", "sh", "-c", jit), 0)
 	if r := b.Sysprof(t, "enforce", "-p", jitProfile, "--", "sh", "-c", jit); r.Code != 0 || !strings.Contains(r.Stdout, "EVIL RAN") {
 		t.Errorf("a learned executable mapping is refused: %s", r)
+	}
+	// A JIT engine (node's V8: executable anonymous memory, mprotect flips) learned so keeps
+	// running, as root and as an ordinary user (below).
+	nodeScript := `node -e 'let s = 0; for (let i = 0; i < 1e6; i++) s += i; console.log("NODE " + s)'`
+	nodeProfile := filepath.Join(root, "node.yaml")
+	if _, err := exec.LookPath("node"); err == nil {
+		testutil.MustCode(t, "learn node", b.Sysprof(t, "learn", "-p", nodeProfile, "--", "sh", "-c", nodeScript), 0)
+	} else {
+		nodeProfile = ""
 	}
 	openForNobody(t, root)
 	for _, as := range []struct {
@@ -84,6 +98,12 @@ int main(void) { puts("EVIL RAN"); return 0; }
 				argv := append(slicesClone(as.wrap), testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--", "sh", "-c", script)
 				return runPerturbed(t, b, perturbation{name: as.name, stdout: "pipe", stdin: "null"}, argv)
 			}
+			if nodeProfile != "" {
+				argv := append(slicesClone(as.wrap), testutil.SysprofBin, "enforce", "-p", nodeProfile, "--", "sh", "-c", nodeScript)
+				if r := runPerturbed(t, b, perturbation{name: as.name, stdout: "pipe", stdin: "null"}, argv); r.Code != 0 || !strings.Contains(r.Stdout, "NODE 499999500000") {
+					t.Errorf("node (a JIT learned) does not run: exit %d, stdout %q\n%s", r.Code, r.Stdout, r.Stderr)
+				}
+			}
 			// The learned library still loads.
 			rep := filepath.Join(root, as.name+"-good.json")
 			if r := run(rep, `python3 -c 'import ctypes; print(ctypes.CDLL("./good.so").f())'`); r.Code != 0 || !strings.Contains(r.Stdout, "42") {
@@ -96,7 +116,7 @@ int main(void) { puts("EVIL RAN"); return 0; }
 					t.Errorf("%s: the unlearned file ran: exit %d, stdout %q\n%s", a.name, r.Code, r.Stdout, r.Stderr)
 				}
 				got := testutil.ReadReport(t, rep)
-				if sc := map[string]string{"anon-exec": "mmap", "memfd": "memfd_create"}[a.name]; sc != "" {
+				if sc := map[string]string{"anon-exec": "mmap", "memfd": "memfd_create", "memfd-execveat": "memfd_create", "mprotect": "mprotect"}[a.name]; sc != "" {
 					if !slices.ContainsFunc(got.Denials, func(d report.Denial) bool { return d.Kind == report.KindSyscall && d.Syscall == sc }) {
 						t.Errorf("%s: the report has no %s denial: %+v", a.name, sc, got.Denials)
 					}

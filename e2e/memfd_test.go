@@ -40,10 +40,11 @@ int main(void) { puts("EVIL RAN"); return 0; }
 	exe := py(`import os; fd = os.memfd_create("x"); os.write(fd, open("./evil", "rb").read()); os.execv("/proc/self/fd/%d" % fd, ["evil"])`)
 	askExec := py(`import os; os.memfd_create("x", 0x10); print("EVIL RAN")`)
 
-	// The learn run uses a memfd without exec, loads a library and execs a program (so that
-	// the attempts below differ from it only in running a memfd).
+	// The learn run uses a memfd without exec, loads a library and execs a program, by path and
+	// by fd (fexecve: execveat learned), so that the attempts below differ from it only in
+	// running a memfd.
 	profile := filepath.Join(root, "profile.yaml")
-	learn := plain + ` && ` + py(`import ctypes; ctypes.CDLL("libm.so.6"); open("./evil", "rb").read(); open("./evil.so", "rb").read()`) + ` && ` + py(`import os; os.execv("/usr/bin/true", ["true"])`)
+	learn := plain + ` && ` + py(`import ctypes; ctypes.CDLL("libm.so.6"); open("./evil", "rb").read(); open("./evil.so", "rb").read()`) + ` && ` + py(`import os; os.execv("/usr/bin/true", ["true"])`) + ` && ` + py(`import os; os.execve(os.open("/usr/bin/true", os.O_RDONLY), ["true"], {})`)
 	if r := b.Sysprof(t, "learn", "-p", profile, "--", "sh", "-c", learn); r.Code != 0 || !strings.Contains(r.Stdout, "PLAIN hello hello hello") {
 		t.Fatalf("learn: %s", r)
 	}
@@ -92,17 +93,26 @@ int main(void) { puts("EVIL RAN"); return 0; }
 				// A loader of its own: the memfd's fd mapped executable, no path involved.
 				{"mmap-exec", py(`import os, mmap; fd = os.memfd_create("x"); os.write(fd, bytes(4096)); mmap.mmap(fd, 4096, prot=mmap.PROT_READ | mmap.PROT_EXEC); print("EVIL RAN")`), "Operation not permitted"},
 				{"ask-MFD_EXEC", askExec, "Operation not permitted"},
+				// fexecve: execveat(fd, "", AT_EMPTY_PATH), no path at all.
+				{"execveat", py(`import os; fd = os.memfd_create("x"); os.write(fd, open("./evil", "rb").read()); os.execve(fd, ["evil"], {})`), "Permission denied"},
+				// Mapped readable, then made executable.
+				{"mprotect", py(`import os, mmap, ctypes; fd = os.memfd_create("x"); os.write(fd, bytes(4096)); m = mmap.mmap(fd, 4096); a = ctypes.addressof(ctypes.c_char.from_buffer(m)); libc = ctypes.CDLL(None, use_errno=True); r = libc.mprotect(ctypes.c_void_p(a), 4096, mmap.PROT_READ | mmap.PROT_EXEC); print("EVIL RAN" if r == 0 else "mprotect: " + os.strerror(ctypes.get_errno())); exit(r != 0)`), "mprotect: "},
 			} {
 				rep := filepath.Join(root, as.name+"-"+a.name+".json")
 				r := run(profile, rep, a.script)
 				if strings.Contains(r.Stdout, "EVIL RAN") || r.Code == 0 {
 					t.Errorf("%s: the memfd's code ran: exit %d, stdout %q\n%s", a.name, r.Code, r.Stdout, r.Stderr)
 				}
-				if !strings.Contains(r.Stderr, a.want) {
+				if !strings.Contains(r.Stderr+r.Stdout, a.want) {
 					t.Errorf("%s: stderr does not say %q:\n%s", a.name, a.want, r.Stderr)
 				}
 				got := testutil.ReadReport(t, rep)
 				switch {
+				case a.name == "mprotect":
+					// Refused by the seccomp argument rule (no PROT_EXEC learned), in both modes.
+					if !slices.ContainsFunc(got.Denials, func(d report.Denial) bool { return d.Syscall == "mprotect" && !d.Allowed }) {
+						t.Errorf("%s: the report has no mprotect denial: %+v", a.name, got.Denials)
+					}
 				case a.name == "ask-MFD_EXEC":
 					if !slices.ContainsFunc(got.Denials, func(d report.Denial) bool { return d.Syscall == "memfd_create" && !d.Allowed }) {
 						t.Errorf("%s: the report has no memfd_create denial: %+v", a.name, got.Denials)

@@ -3,9 +3,11 @@ package enforcer
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -21,6 +23,9 @@ import (
 // refuses a set-id chmod and a set-id create; what got there anyway, and every such symlink, is
 // found once the command is gone by sweepBound: set-id bits and capabilities are stripped (and
 // reported), such a symlink is moved into the run's changeset, where it is held as dangerous.
+// So is what the run wrote at the hooks or config of a git repository nested in the bound
+// directory (paths.RepoHooks: a vendored repository in out/, a `cargo new` inside target/):
+// git runs what they name when the user works there later, as the top repository's.
 //
 // The sweep reads only what the run can have changed: a directory whose ctime is before the run
 // started gained, lost or renamed no entry during it, so its entries are not looked at (its
@@ -29,7 +34,7 @@ import (
 // boundFinding is what sweepBound found in one bound directory.
 type boundFinding struct {
 	dir      string
-	links    []string        // relative paths of symlinks to hold
+	held     []string        // relative paths to hold: dangerous symlinks, nested repositories' hooks and config
 	stripped []report.Change // set-id bits or capabilities removed
 	errs     []string
 	rules    changeset.Rules // the bound directory's rules, to classify by
@@ -84,6 +89,9 @@ func (f *boundFinding) walk(fd int, rel string, since time.Time) {
 	for _, e := range ents {
 		name, r := e.Name(), filepath.Join(rel, e.Name())
 		switch {
+		case !e.IsDir() && f.nestedGit(r):
+			// A file rewritten in place leaves its directory's ctime as it was.
+			f.check(fd, name, r, since)
 		case e.IsDir():
 			sub, err := unix.Openat2(fd, name, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
 				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
@@ -116,9 +124,16 @@ func (f *boundFinding) check(dirfd int, name, rel string, since time.Time) {
 		}
 		c := changeset.Classify(changeset.Change{Path: host, Op: changeset.OpSymlink, Type: changeset.TypeSymlink, Target: string(buf[:n])}, f.rules)
 		if c.Class == changeset.Dangerous {
-			f.links = append(f.links, rel)
+			f.held = append(f.held, rel)
 		}
 	case unix.S_IFREG:
+		if f.nestedGit(rel) && !strings.HasSuffix(name, ".sample") { // git never runs a sample
+			c := changeset.Classify(changeset.Change{Path: host, Op: changeset.OpModify, Type: changeset.TypeFile}, f.rules)
+			if c.Class == changeset.Dangerous {
+				f.held = append(f.held, rel)
+				return
+			}
+		}
 		fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
 		if err != nil {
 			return
@@ -148,11 +163,21 @@ func (f *boundFinding) check(dirfd int, name, rel string, since time.Time) {
 	}
 }
 
-// holdBoundLinks moves the dangerous symlinks f found into run's changeset (a stage of f.dir
-// in run: an upper layer holding them, the bound directory its lower), where Scan finds each as
-// a dangerous change, held.
+// nestedGit reports whether rel, below the bound directory, lies in a git directory of its own
+// (sub/.git/..., x.git/...): not the work tree's, whose protection is the plan's covers (and a
+// .git rule accepted whole is bound as such: its config is git's to write).
+func (f *boundFinding) nestedGit(rel string) bool {
+	if !strings.Contains("/"+rel, ".git/") {
+		return false
+	}
+	return !paths.Within(filepath.Join(f.dir, rel), filepath.Join(f.rules.Tree, ".git"))
+}
+
+// holdBoundLinks moves what f holds (dangerous symlinks, a nested repository's hooks and
+// config) into run's changeset (a stage of f.dir in run: an upper layer holding them, the bound
+// directory its lower), where Scan finds each as a dangerous change, held.
 func holdBoundLinks(run *changeset.Run, f boundFinding, uid, gid int) error {
-	if len(f.links) == 0 {
+	if len(f.held) == 0 {
 		return nil
 	}
 	st, err := run.AddStage(f.rules, uid, gid)
@@ -160,21 +185,16 @@ func holdBoundLinks(run *changeset.Run, f boundFinding, uid, gid int) error {
 		return err
 	}
 	var errs []error
-	for _, rel := range f.links {
+	for _, rel := range f.held {
 		src := filepath.Join(f.dir, rel)
 		dst := filepath.Join(st.Upper, rel)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		// Same file system: a rename; else the link is made again and the host's removed.
+		// Same file system: a rename; else the link or file is made again and the host's removed.
 		if err := unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE); err != nil {
-			target, rerr := os.Readlink(src)
-			if rerr != nil {
-				errs = append(errs, rerr)
-				continue
-			}
-			if err := os.Symlink(target, dst); err != nil {
+			if err := copyHeld(src, dst); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -184,4 +204,37 @@ func holdBoundLinks(run *changeset.Run, f boundFinding, uid, gid int) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// copyHeld makes symlink or regular file src again at dst (mode bits less set-id), not
+// following a link.
+func copyHeld(src, dst string) error {
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		target, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		return os.Symlink(target, dst)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: neither a symlink nor a regular file", report.Printable(src))
+	}
+	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

@@ -3,6 +3,7 @@ package enforcer
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,7 +51,54 @@ func TestSweepBoundStripsSetIDAndQueuesLinks(t *testing.T) {
 	if st, _ := os.Stat(old); st.Mode()&os.ModeSetuid == 0 {
 		t.Errorf("a set-id file older than the run was touched")
 	}
-	if len(f.links) != 1 || f.links[0] != "out-link" {
-		t.Errorf("links queued = %v, want out-link only", f.links)
+	if len(f.held) != 1 || f.held[0] != "out-link" {
+		t.Errorf("links queued = %v, want out-link only", f.held)
+	}
+}
+
+// A git repository nested in a bound directory (a vendored one in out/, a `cargo new` inside
+// target/) runs its hooks and config when the user works there later: what the run wrote there
+// is queued to be held (new or rewritten in place), samples and objects are not, nor what the
+// run did not touch, nor the work tree's own .git (its covers are the plan's).
+func TestSweepBoundHoldsNestedRepositoryHooks(t *testing.T) {
+	work := t.TempDir()
+	dir := filepath.Join(work, "out")
+	for _, d := range []string{"out/vendor/.git/hooks", "out/old/.git", ".git"} {
+		if err := os.MkdirAll(filepath.Join(work, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.WriteFile(t, filepath.Join(dir, "vendor/.git/config"), "[core]\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(dir, "old/.git/config"), "[core]\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(work, ".git/config"), "[core]\n", 0o644)
+	time.Sleep(1100 * time.Millisecond) // ctime granularity: the repositories predate the run
+	started := time.Now().Add(sweepSlack)
+	time.Sleep(1100 * time.Millisecond)
+	// Appended in place: the directory's ctime does not change.
+	for _, p := range []string{filepath.Join(dir, "vendor/.git/config"), filepath.Join(work, ".git/config")} {
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString("\tfsmonitor = ./evil\n")
+		f.Close()
+	}
+	for _, d := range []string{"sub/.git/hooks", "sub/.git/objects/ab", "bare.git/hooks"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+	}
+	testutil.WriteFile(t, filepath.Join(dir, "sub/.git/hooks/pre-commit"), "#!/bin/sh\n", 0o755)
+	testutil.WriteFile(t, filepath.Join(dir, "sub/.git/hooks/pre-commit.sample"), "#!/bin/sh\n", 0o755)
+	testutil.WriteFile(t, filepath.Join(dir, "sub/.git/objects/ab/cdef"), "x", 0o444)
+	testutil.WriteFile(t, filepath.Join(dir, "bare.git/config"), "[core]\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(dir, "sub/main.rs"), "fn main() {}\n", 0o644)
+	env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
+	f := sweepBound(dir, started, env)
+	slices.Sort(f.held)
+	if want := []string{"bare.git/config", "sub/.git/hooks/pre-commit", "vendor/.git/config"}; !slices.Equal(f.held, want) {
+		t.Errorf("held = %v, want %v", f.held, want)
+	}
+	// The work tree bound whole: its own .git is not a nested repository.
+	if f := sweepBound(work, started, env); slices.ContainsFunc(f.held, func(h string) bool { return h == ".git/config" }) {
+		t.Errorf("the work tree's own .git/config is held: %v", f.held)
 	}
 }

@@ -156,11 +156,13 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 	if planErr != nil {
 		return nil, planErr
 	}
-	if len(c.Plan.ExecOutputs) > 0 {
+	if len(c.Plan.ExecOutputs)+len(c.Plan.ExecFiles) > 0 {
 		// The init stage makes an exec output directory the command's mkdir names and binds
 		// it before the call returns: every mkdir goes to the supervisor (execoutputs.go).
-		// Without it the inotify watch still binds it, a moment later.
-		if g, err := compileSeccomp(p, env.Arch, true, true); err == nil {
+		// Without it the inotify watch still binds it, a moment later. An exec output file is
+		// bound when the command execs it: every execve goes to the supervisor.
+		sup := supervise{mkdirs: len(c.Plan.ExecOutputs) > 0, execs: len(c.Plan.ExecFiles) > 0}
+		if g, err := compileSeccomp(p, env.Arch, true, sup); err == nil {
 			f.c = g
 		}
 	}

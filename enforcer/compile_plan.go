@@ -252,9 +252,10 @@ func (c *Compiled) compilePlan(p *policy.Profile, env Env, reachesSockets func()
 	plan.NoExec = noExecRoots(slices.Compact(roots), sets.exec)
 	// A stage whose exec rules name outputs it does not have yet, or existing files, is noexec
 	// too: only those become exec-mappable (execoutputs.go).
-	c.stageExec = c.narrowStageExec(sets.exec, wg.binds, env)
+	c.stageExec = c.narrowStageExec(sets.exec, wg.binds, programPaths(p, env), env)
 	plan.NoExec = slices.Compact(slices.Sorted(slices.Values(slices.Concat(plan.NoExec, c.stageExec.stages))))
 	plan.ExecOutputs = c.stageExec.outputs
+	plan.ExecFiles = c.stageExec.files
 	// (The private tmp roots are not among them here: a work tree bound into one is a mount of
 	// its own, exec unless its tree is made noexec.)
 	plan.NoExecTrees, plan.ExecKeep = c.noExecTrees(sets.exec, slices.Concat(topLevelPaths(plan.Writable), stageDirsOf(c.Stages)), plan.Hidden, env)

@@ -17,13 +17,17 @@ import (
 // looks at nothing on the host, so `export --format bpf` and StandaloneFilter do not pay for (or
 // depend on) the host walk. The result has no plan.
 func CompileSeccomp(p *policy.Profile, archName string) (*Compiled, error) {
-	return compileSeccomp(p, archName, true, false)
+	return compileSeccomp(p, archName, true, supervise{})
 }
 
+// supervise is what compileSeccomp sends to the supervisor beyond its own checks: every mkdir
+// (a plan with exec output directories), every execve (a plan with exec output files).
+type supervise struct{ mkdirs, execs bool }
+
 // compileSeccomp is CompileSeccomp; supervised adds what only sysprof's supervisor answers (the
-// opens for writing of a profile with /proc/self writes, procwrite.go), mkdirs every mkdir (a
-// plan with exec outputs: execoutputs.go).
-func compileSeccomp(p *policy.Profile, archName string, supervised, mkdirs bool) (*Compiled, error) {
+// opens for writing of a profile with /proc/self writes, procwrite.go), and what sup names
+// (execoutputs.go).
+func compileSeccomp(p *policy.Profile, archName string, supervised bool, sup supervise) (*Compiled, error) {
 	c := &Compiled{profile: p}
 	if supervised {
 		c.ProcWrites = procWrites(p)
@@ -31,7 +35,8 @@ func compileSeccomp(p *policy.Profile, archName string, supervised, mkdirs bool)
 	f, err := seccomp.Compile(p, archName, seccomp.Options{
 		SupervisedOpenWrites: slices.ContainsFunc(c.ProcWrites, func(w ProcWrite) bool { return w.Granted }),
 		ResolverStub:         supervised, // enforce's runs resolve through the DNS stub
-		SupervisedMkdirs:     supervised && mkdirs,
+		SupervisedMkdirs:     supervised && sup.mkdirs,
+		SupervisedExecs:      supervised && sup.execs,
 		InitStage:            supervised,
 	})
 	if err != nil {

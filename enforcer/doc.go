@@ -144,7 +144,11 @@
 //     (every mkdir then goes to the supervisor, which has the init stage make an output
 //     directory and bind it before the call returns: execoutputs_linux.go),
 //     so a fresh checkout's shipped files stay unmappable although Landlock's exec rule (which
-//     needs an existing inode) lies on the work tree.
+//     needs an existing inode) lies on the work tree. A program written right in an existing
+//     directory of such a stage (go build -o app) is bound exec alone when the command execs
+//     it (every execve, unlink and rename then goes to the supervisor: an unlink or rename of
+//     that name has the bind undone first). A nested repository's hooks and config written in
+//     a directory bound writable are held in the changeset by the sweep (bound_linux.go).
 //   - A profile with clone3 also gets clone, the libc fallback of clone3's ENOSYS.
 //   - No network in the profile: a new network namespace with only loopback. A network
 //     allowlist (egress.go): the same namespace, as root and as an ordinary user, whose only

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sysprof/sysprof/paths"
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/sandbox"
 )
 
@@ -17,6 +18,7 @@ import (
 type stageExec struct {
 	stages  []string // stage roots mounted noexec as a whole
 	outputs []string // missing output directories: bound exec once made (sandbox.Plan.ExecOutputs)
+	files   []string // programs written into an existing directory: bound exec at their exec (sandbox.Plan.ExecFiles)
 	keep    []string // existing exec rules' paths inside those stages (sandbox.Plan.ExecKeep)
 }
 
@@ -28,13 +30,16 @@ type stageExec struct {
 // directory holding the output (execDirs), runnable. The output directory (its outermost
 // missing directory) becomes a mount of its own without noexec when the command makes it; an
 // existing file or directory an exec rule names (not an output) is bound exec over itself. A
-// stage holding an exec rule this cannot narrow (an output written right in an existing
-// directory, `go build -o app && ./app`, which a tool replaces by a rename a bind would refuse;
+// program the run writes right in an existing directory (`go build -o app && ./app`, `gcc -o
+// prog && ./prog` at the top of the tree: a binary learn saw run) is bound exec over itself,
+// the file alone, when the command execs it (sandbox.Plan.ExecFiles): it has no inode to name
+// before the run writes it. A stage holding an exec rule this cannot narrow (a library written
+// right in an existing directory, which the loader maps without an exec the supervisor sees;
 // a glob whose fixed part is the stage) stays exec as a whole, noted.
-func (c *Compiled) narrowStageExec(exec, binds []string, env Env) stageExec {
+func (c *Compiled) narrowStageExec(exec, binds, programs []string, env Env) stageExec {
 	var out stageExec
 	for _, s := range c.Stages {
-		var outputs, keep []string
+		var outputs, files, keep []string
 		narrow, any := true, false
 		for _, x := range exec {
 			sp := staticPrefix(x)
@@ -49,6 +54,10 @@ func (c *Compiled) narrowStageExec(exec, binds []string, env Env) stageExec {
 			if k := outputRule(x, s.Keep); k != "" {
 				if w := missingOutputDir(x, k); w != "" && paths.Within(w, s.Dir) && w != s.Dir {
 					outputs = append(outputs, w)
+					continue
+				}
+				if outputProgram(x, s.Dir, programs) {
+					files = append(files, x)
 					continue
 				}
 				narrow = false
@@ -67,14 +76,40 @@ func (c *Compiled) narrowStageExec(exec, binds []string, env Env) stageExec {
 		}
 		out.stages = append(out.stages, s.Dir)
 		out.outputs = append(out.outputs, outputs...)
+		out.files = append(out.files, files...)
 		out.keep = append(out.keep, keep...)
 		if len(outputs) > 0 {
 			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: the staged %s is noexec; %s become mappable executable when the command makes them (what the run writes there)", s.Dir, strings.Join(slices.Compact(slices.Sorted(slices.Values(outputs))), ", ")))
 		}
+		if len(files) > 0 {
+			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.exec: the staged %s is noexec; %s run when the command runs them (the file alone: the directory's other files stay noexec)", s.Dir, strings.Join(slices.Compact(slices.Sorted(slices.Values(files))), ", ")))
+		}
 	}
-	for _, p := range []*[]string{&out.stages, &out.outputs, &out.keep} {
+	for _, p := range []*[]string{&out.stages, &out.outputs, &out.files, &out.keep} {
 		slices.Sort(*p)
 		*p = slices.Compact(*p)
+	}
+	return out
+}
+
+// outputProgram reports whether exec rule x, an output of the run in stage dir, is a program
+// (a binary learn saw run) written right into an existing directory of the stage: a plain path
+// whose directory is there.
+func outputProgram(x, dir string, programs []string) bool {
+	if paths.HasGlob(x) || x == dir || !paths.Within(x, dir) || !slices.Contains(programs, x) {
+		return false
+	}
+	st, err := os.Stat(filepath.Dir(x))
+	return err == nil && st.IsDir()
+}
+
+// programPaths are the profile's binaries on this host.
+func programPaths(p *policy.Profile, env Env) []string {
+	var out []string
+	for _, b := range p.Binaries {
+		if h, err := expand(b.Path, env); err == nil && filepath.IsAbs(h) {
+			out = append(out, filepath.Clean(h))
+		}
 	}
 	return out
 }
@@ -134,6 +169,8 @@ func (x stageExec) mountExec(ll *sandbox.Landlock) *sandbox.Landlock {
 			cp.Exec = append(cp.Exec, e)
 		}
 	}
+	// Not the output files: the mount refuses one it would not bind (a hard link, a symlink,
+	// an i386 exec), and that refusal is the sandbox's, on the record.
 	cp.Exec = slices.Concat(cp.Exec, x.outputs, x.keep)
 	slices.Sort(cp.Exec)
 	cp.Exec = slices.Compact(cp.Exec)

@@ -9,12 +9,81 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/sandbox"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 // useExecOutputs gives the supervisor the init stage's socket that makes exec output directories
-// (sandbox.ServeExecOutputMkdirs) and the outputs it makes.
-func (s *supervisor) useExecOutputs(fd int, outputs []string) {
-	s.execOutFD, s.execOuts = fd, outputs
+// and binds exec output files (sandbox.ServeExecOutputMkdirs), and the outputs of each kind.
+func (s *supervisor) useExecOutputs(fd int, outputs, files []string) {
+	s.execOutFD, s.execOuts, s.execFiles = fd, outputs, files
+}
+
+// execOutputExec answers an execve or execveat (every one goes to the supervisor when the plan
+// has exec output files: Compile): when its path, absolute or relative to the caller's working
+// directory or dirfd, names an exec output file, the init stage binds that file exec over
+// itself first (the stage around it stays noexec). An unlink or rename naming one (configure's
+// `rm -f conftest`, a linker's rename over its output) has that bind undone first, so that
+// the name can go (a mount point cannot: EBUSY). Every call then goes on unchanged: the mounts
+// and Landlock decide it. It reports whether it answered n.
+func (s *supervisor) execOutputExec(n *seccompNotif) bool {
+	args := execFileArgs(s, n)
+	if args == nil {
+		return false
+	}
+	if s.compiled.spec == nil || len(s.compiled.spec.ABIs) == 0 || !s.compiled.onlyFails(n, seccomp.WhyExec) {
+		return false // another check of the filter sent it too: the call is the usual path's
+	}
+	s.execFileCall(n, args)
+	resp := seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
+	_ = notifSend(s.listener, &resp)
+	return true
+}
+
+// execFileArgs returns, for an exec, unlink or rename of a plan with exec output files, the
+// arguments naming its paths (dirfd, path; -1: AT_FDCWD; a rename's two names), else nil.
+func execFileArgs(s *supervisor, n *seccompNotif) [][2]int {
+	if len(s.execFiles) == 0 {
+		return nil
+	}
+	name, _ := SyscallName(n.Data.Arch, uint32(n.Data.Nr))
+	switch name {
+	case "execve", "unlink", "access":
+		return [][2]int{{-1, 0}}
+	case "execveat", "unlinkat", "faccessat", "faccessat2":
+		return [][2]int{{0, 1}}
+	case "rename":
+		return [][2]int{{-1, 0}, {-1, 1}}
+	case "renameat", "renameat2":
+		return [][2]int{{0, 1}, {2, 3}}
+	}
+	return nil
+}
+
+// execFileCall has the init stage bind the exec output file an exec of the native ABI names,
+// or undo the bind of one an unlink or rename names.
+func (s *supervisor) execFileCall(n *seccompNotif, args [][2]int) {
+	if s.compiled.spec == nil || len(s.compiled.spec.ABIs) == 0 {
+		return
+	}
+	if a := s.compiled.spec.ABIs[0].Info; a == nil || n.Data.Arch != uint32(a.ID) {
+		return // another ABI's exec of an output meets the noexec stage
+	}
+	name, _ := SyscallName(n.Data.Arch, uint32(n.Data.Nr))
+	mode := uint32(0) // an exec or an access check for exec binds
+	if strings.HasPrefix(name, "unlink") || strings.HasPrefix(name, "rename") {
+		mode = sandbox.ExecFileUnbind
+	}
+	for _, a := range args {
+		dirfd := int64(unix.AT_FDCWD)
+		if a[0] >= 0 {
+			dirfd = int64(int32(n.Data.Args[a[0]]))
+		}
+		if p, ok := s.notifPath(n, dirfd, n.Data.Args[a[1]], s.execFiles); ok && notifIDValid(s.listener, n.ID) {
+			s.makeOutput(p, mode)
+		}
+	}
 }
 
 // execOutputMkdir answers a mkdir or mkdirat (every one goes to the supervisor when the plan has
@@ -56,27 +125,8 @@ func (s *supervisor) execOutputMkdir(n *seccompNotif) bool {
 // outputOf returns the exec output directory n's path names and the mode to make it with.
 func (s *supervisor) outputOf(n *seccompNotif, dirfd int64, pathArg, modeArg uint64) (string, uint32, bool) {
 	pid := int(n.Pid)
-	p, ok := readString(pid, pathArg)
-	if !ok || p == "" {
-		return "", 0, false
-	}
-	// Most directories a build makes are not outputs: their last name says so without /proc.
-	if base := filepath.Base(p); !slices.ContainsFunc(s.execOuts, func(o string) bool { return filepath.Base(o) == base }) {
-		return "", 0, false
-	}
-	if !filepath.IsAbs(p) {
-		link := "/proc/" + strconv.Itoa(pid) + "/cwd"
-		if dirfd != unix.AT_FDCWD {
-			link = "/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.FormatInt(dirfd, 10)
-		}
-		base, err := os.Readlink(link)
-		if err != nil || !filepath.IsAbs(base) {
-			return "", 0, false
-		}
-		p = filepath.Join(base, p)
-	}
-	p = filepath.Clean(p)
-	if !slices.Contains(s.execOuts, p) {
+	p, ok := s.notifPath(n, dirfd, pathArg, s.execOuts)
+	if !ok {
 		return "", 0, false
 	}
 	umask, ok := procUmask(pid)
@@ -86,9 +136,40 @@ func (s *supervisor) outputOf(n *seccompNotif, dirfd int64, pathArg, modeArg uin
 	return p, uint32(modeArg) & 0o1777 &^ umask, true
 }
 
+// notifPath returns the path n's call names (pathArg, relative to dirfd or the caller's working
+// directory) when it is one of outs; the caller checks that n is still valid before trusting it.
+func (s *supervisor) notifPath(n *seccompNotif, dirfd int64, pathArg uint64, outs []string) (string, bool) {
+	pid := int(n.Pid)
+	p, ok := readString(pid, pathArg)
+	if !ok || p == "" {
+		return "", false
+	}
+	// Most directories a build makes, and programs it runs, are not outputs: their last name
+	// says so without /proc.
+	if base := filepath.Base(p); !slices.ContainsFunc(outs, func(o string) bool { return filepath.Base(o) == base }) {
+		return "", false
+	}
+	if !filepath.IsAbs(p) {
+		link := "/proc/" + strconv.Itoa(pid) + "/cwd"
+		if dirfd != unix.AT_FDCWD {
+			link = "/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.FormatInt(dirfd, 10)
+		}
+		base, err := os.Readlink(link)
+		if err != nil || !filepath.IsAbs(base) {
+			return "", false
+		}
+		p = filepath.Join(base, p)
+	}
+	p = filepath.Clean(p)
+	return p, slices.Contains(outs, p)
+}
+
 // makeOutput asks the init stage to make output directory o; made is false when it did not
 // (not reachable without a symlink, or the socket is gone): the call then goes on.
 func (s *supervisor) makeOutput(o string, mode uint32) (unix.Errno, bool) {
+	if s.execOutFD < 0 {
+		return 0, false
+	}
 	s.execOutMu.Lock()
 	defer s.execOutMu.Unlock()
 	req := binary.NativeEndian.AppendUint32(nil, mode)

@@ -18,8 +18,10 @@ import (
 // when the command makes them (ExecOutputs), a shipped file an exec rule names stays
 // exec-mappable (ExecKeep), and nothing else the tree has is. The guard's view of exec is the
 // mounts' (an execve of ./evil refused by noexec is the sandbox's denial, not a file mode's).
-// An output written right in an existing directory (go build -o app) cannot be narrowed so:
-// that stage stays exec, noted.
+// A program written right in an existing directory (go build -o app && ./app) is bound exec,
+// the file alone, when the command execs it (ExecFiles: every execve goes to the supervisor);
+// a library written so (the loader maps it, no exec the supervisor sees) keeps the stage exec,
+// noted.
 func TestFreshOutputDirsAreBoundExecWhenMade(t *testing.T) {
 	work, home := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "configure"), []byte("#!/bin/sh\n"), 0o755); err != nil {
@@ -60,15 +62,37 @@ func TestFreshOutputDirsAreBoundExecWhenMade(t *testing.T) {
 		t.Errorf("the guard's exec view %v lacks target/", ll.Exec)
 	}
 
-	// An output right in the work tree: the stage stays exec as before, and says so.
+	// A program right in the work tree: that file alone, at its exec.
+	execSupervised := func(c *Compiled) bool {
+		a := c.spec.ABIs[0]
+		r := a.Rules[uint32(a.Info.SyscallNames["execve"])]
+		return r != nil && slices.ContainsFunc(r.Checks, func(ch seccomp.Check) bool { return ch.Why == seccomp.WhyExec })
+	}
+	if execSupervised(c) {
+		t.Error("execve supervised without exec output files")
+	}
 	p.Filesystem.Write = append(p.Filesystem.Write, rulesOf("$WORKDIR/app")...)
 	p.Filesystem.Exec = append(p.Filesystem.Exec, rulesOf("$WORKDIR/app")...)
+	p.Binaries = append(p.Binaries, policy.Binary{Path: "$WORKDIR/app"})
+	if c, err = Compile(p, env); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(c.Plan.NoExec, work) || !slices.Equal(c.Plan.ExecFiles, []string{filepath.Join(work, "app")}) || !execSupervised(c) {
+		t.Errorf("noexec %v, exec files %v, execve supervised %v: a program right in the work tree is bound alone at its exec", c.Plan.NoExec, c.Plan.ExecFiles, execSupervised(c))
+	}
+	if ll := c.stageExec.mountExec(c.Plan.Landlock); slices.ContainsFunc(ll.Exec, func(e string) bool { return paths.Within(filepath.Join(work, "app"), e) }) {
+		t.Errorf("the guard's exec view %v covers the program: a refusal of it would not be on the record", ll.Exec)
+	}
+
+	// A library right in the work tree: the stage stays exec as before, and says so.
+	p.Filesystem.Write = append(p.Filesystem.Write, rulesOf("$WORKDIR/lib.so")...)
+	p.Filesystem.Exec = append(p.Filesystem.Exec, rulesOf("$WORKDIR/lib.so")...)
 	c, err = Compile(p, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.Contains(c.Plan.NoExec, work) || len(c.Plan.ExecOutputs) > 0 {
-		t.Errorf("noexec %v, exec outputs %v: an output right in the work tree cannot be narrowed", c.Plan.NoExec, c.Plan.ExecOutputs)
+	if slices.Contains(c.Plan.NoExec, work) || len(c.Plan.ExecOutputs)+len(c.Plan.ExecFiles) > 0 {
+		t.Errorf("noexec %v, exec outputs %v, files %v: a library right in the work tree cannot be narrowed", c.Plan.NoExec, c.Plan.ExecOutputs, c.Plan.ExecFiles)
 	}
 	if !slices.ContainsFunc(c.Notes, func(n string) bool { return strings.Contains(n, "stays mappable executable as a whole") }) {
 		t.Errorf("notes %q: the wide exec is not said", c.Notes)

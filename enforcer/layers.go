@@ -129,7 +129,7 @@ var layerTable = []layerDef{
 		Holds: "read-only root, the writable and staged directories, hidden secrets, private /tmp", Degrade: "the mounts (read-only root, hidden secrets, private /tmp): the host's files as they are, Landlock still applies",
 		Part: func(p *sandbox.Plan, _ Degrade) (sandbox.Plan, bool) {
 			return sandbox.Plan{ReadOnlyRoot: p.ReadOnlyRoot, Writable: p.Writable, Hidden: p.Hidden, Masked: p.Masked, PrivateTmp: p.PrivateTmp,
-					TmpSize: p.TmpSize, TmpFiles: p.TmpFiles, Staged: p.Staged, ReadOnly: p.ReadOnly, NoExec: p.NoExec, NoExecTrees: p.NoExecTrees, ExecKeep: p.ExecKeep, ExecOutputs: p.ExecOutputs},
+					TmpSize: p.TmpSize, TmpFiles: p.TmpFiles, Staged: p.Staged, ReadOnly: p.ReadOnly, NoExec: p.NoExec, NoExecTrees: p.NoExecTrees, ExecKeep: p.ExecKeep, ExecOutputs: p.ExecOutputs, ExecFiles: p.ExecFiles},
 				p.ReadOnlyRoot || len(p.Writable)+len(p.Hidden)+len(p.Masked)+len(p.Staged)+len(p.NoExecTrees) > 0 || p.PrivateTmp
 		}},
 	{Name: LayerLandlock, Degradable: true, Decide: sandboxLayer(LayerLandlock),

@@ -427,21 +427,22 @@ func (r *enforcedRun) closeGuardAsync() <-chan guardResult {
 
 // sweepBound checks the directories bound writable for what must not leave the run through them
 // (bound_linux.go): set-id bits and capabilities are stripped (returned, for the report), and a
-// symlink out of its tree or at a protected path is moved into the run's changeset (begun here
-// when the run staged nothing), where it is held. It returns the run's stages.
+// symlink out of its tree or at a protected path, or a nested repository's hooks and config the
+// run wrote, is moved into the run's changeset (begun here when the run staged nothing), where
+// it is held. It returns the run's stages.
 func (r *enforcedRun) sweepBound(staged *stagedRun, id sandbox.Identity) (*stagedRun, []report.Change) {
 	var stripped []report.Change
 	for _, b := range topLevelPaths(r.c.Plan.Writable) {
 		f := sweepBound(b, r.rep.Started, r.env)
 		stripped = append(stripped, f.stripped...)
 		r.rep.Notes = append(r.rep.Notes, f.errs...)
-		if len(f.links) > 0 && b == filepath.Clean(r.env.Vars["TMPDIR"]) {
+		if len(f.held) > 0 && b == filepath.Clean(r.env.Vars["TMPDIR"]) {
 			// The host's $TMPDIR is shared with the user's other programs, whose links made
 			// meanwhile look the same: noted, not moved.
-			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s ($TMPDIR): %d symlink(s) out of the tree made during the run left in place: %s", b, len(f.links), report.Printable(strings.Join(f.links, ", "))))
+			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s ($TMPDIR): %d symlink(s) out of the tree made during the run left in place: %s", b, len(f.held), report.Printable(strings.Join(f.held, ", "))))
 			continue
 		}
-		if len(f.links) == 0 {
+		if len(f.held) == 0 {
 			continue
 		}
 		if staged == nil {
@@ -449,7 +450,7 @@ func (r *enforcedRun) sweepBound(staged *stagedRun, id sandbox.Identity) (*stage
 			if staged.run == nil {
 				run, err := changeset.Begin(changeset.Run{Command: r.opts.Command, WorkDir: r.dir, Profile: r.opts.ProfilePath})
 				if err != nil {
-					r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: %d symlink(s) out of the tree left in place: no changeset to hold them (%v)", b, len(f.links), err))
+					r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: %d symlink(s) out of the tree or nested repository hook(s) left in place: no changeset to hold them (%v)", b, len(f.held), err))
 					staged = nil
 					continue
 				}
@@ -457,7 +458,7 @@ func (r *enforcedRun) sweepBound(staged *stagedRun, id sandbox.Identity) (*stage
 			}
 		}
 		if err := holdBoundLinks(staged.run, f, id.FileUID, id.FileGID); err != nil {
-			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: holding its symlinks out of the tree: %v", b, err))
+			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: holding its symlinks out of the tree and nested repository hooks: %v", b, err))
 		}
 	}
 	phase.Mark("bound sweep")

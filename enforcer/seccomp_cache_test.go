@@ -22,7 +22,7 @@ func TestEnforcedFilterIsCacheServed(t *testing.T) {
 		if withProc {
 			p.Filesystem.Write = []policy.PathRule{{Path: "/proc/self/oom_score_adj"}}
 		}
-		c, err := compileSeccomp(p, "x86_64", true, false)
+		c, err := compileSeccomp(p, "x86_64", true, supervise{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -120,7 +120,7 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 		}
 	}
 	execOut := -1
-	if len(initstage.ExecOutputs(cfg.Parts)) > 0 {
+	if len(initstage.ExecOutputs(cfg.Parts))+len(initstage.ExecFiles(cfg.Parts)) > 0 {
 		if execOut, err = s.takeExecOutputs(); err != nil {
 			if memfdMnt >= 0 {
 				unix.Close(memfdMnt)
@@ -141,9 +141,9 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 	if memfdMnt >= 0 {
 		sup.useMemfdTmpfs(memfdMnt, r.id.UID, r.id.GID)
 	}
-	if execOut >= 0 {
-		sup.useExecOutputs(execOut, initstage.ExecOutputs(cfg.Parts))
-	}
+	// Also without the socket (-1: the stage is not PID 1): the supervised mkdirs and execs
+	// then go on unchanged, the outputs stay noexec (fail closed), none is refused for it.
+	sup.useExecOutputs(execOut, initstage.ExecOutputs(cfg.Parts), initstage.ExecFiles(cfg.Parts))
 	go sup.run()
 	r.layers.wait()
 	if _, err := st.syncW.Write([]byte{1}); err != nil {

@@ -11,7 +11,7 @@ import (
 // is the runtime's to allow). It returns struct sock_filter entries in host byte order. Only
 // env.Arch is used: the program depends on nothing else of the host.
 func StandaloneFilter(p *policy.Profile, env Env) ([]byte, error) {
-	c, err := compileSeccomp(p, env.Arch, false, false)
+	c, err := compileSeccomp(p, env.Arch, false, supervise{})
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ type supervisor struct {
 	execOutMu sync.Mutex
 	execOutFD int
 	execOuts  []string
+	execFiles []string
 
 	mu      sync.Mutex
 	denials []report.Denial
@@ -126,6 +127,9 @@ func (s *supervisor) handle(n *seccompNotif) {
 	resp := seccompNotifResp{ID: n.ID}
 	if s.initTask(int(n.Pid)) {
 		s.initCalls.Add(1)
+		if args := execFileArgs(s, n); args != nil {
+			s.execFileCall(n, args) // the command itself may be an exec output file (./app)
+		}
 		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
 		_ = notifSend(s.listener, &resp)
 		return
@@ -136,7 +140,7 @@ func (s *supervisor) handle(n *seccompNotif) {
 	if s.memfdCreate(n) {
 		return
 	}
-	if s.execOutputMkdir(n) {
+	if s.execOutputMkdir(n) || s.execOutputExec(n) {
 		return
 	}
 	if s.compiled.setIDModeIgnored(n) || s.compiled.prlimitSelf(n) {

@@ -97,7 +97,10 @@
 // the call returns ([ServeExecOutputMkdirs]); an inotify watch on its parent, set before the
 // command starts, binds one made otherwise (renamed into place) a moment later
 // (watchExecOutputs). Both are served by goroutines of the init stage on threads that keep the
-// user namespace's capabilities. A directory there before the watch stays noexec.
+// user namespace's capabilities. A directory there before the watch stays noexec. A program
+// the run writes right in an existing directory of such a stage (Plan.ExecFiles: `go build -o
+// app` at the top of the work tree) is bound exec over itself, the file alone, when the
+// supervisor sees the command exec it (the same socket).
 // A stage with a Size (the profile's write limits) gets a tmpfs of that many bytes and Files
 // inodes as its overlay's upper and work directories (given to overlay by fd: Linux 6.13), so
 // that a write past either answers ENOSPC; the stage's layer directories on the host are held

@@ -115,3 +115,43 @@ func bindExecOutput(o string) error {
 	}
 	return nil
 }
+
+// bindExecFile covers regular file f, reached without a symlink and of one name, with a clone of
+// itself without noexec (nosuid and nodev stay): that file alone runs and maps executable in its
+// noexec stage.
+// A mount point cannot be removed or replaced by a rename (EBUSY): the supervisor has the bind
+// undone (unbindFile) before the command's unlink or rename of that name.
+func bindExecFile(f string) error {
+	fd, err := unix.Openat2(unix.AT_FDCWD, f, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return fmt.Errorf("exec output %s: %w", f, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("exec output %s: %w", f, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("exec output %s: not a regular file: %w", f, unix.EACCES)
+	}
+	if st.Nlink != 1 {
+		// A second name of another file (`ln ./evil app`: the shipped file itself), not an
+		// output a compiler or linker wrote.
+		return fmt.Errorf("exec output %s: %d names: %w", f, st.Nlink, unix.EMLINK)
+	}
+	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return fmt.Errorf("exec output %s: clone (open_tree): %w", f, err)
+	}
+	defer unix.Close(tree)
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_NOEXEC}); err != nil {
+		return fmt.Errorf("exec output %s: mount_setattr: %w", f, err)
+	}
+	if err := unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return fmt.Errorf("exec output %s: move_mount: %w", f, err)
+	}
+	return nil
+}

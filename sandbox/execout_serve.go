@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -24,22 +26,83 @@ func bindOnce(o string) {
 	}
 }
 
+// ExecFileUnbind is the mode of a request that undoes an exec output file's bind (the command is
+// about to remove or replace that name: a mount point cannot be, EBUSY).
+const ExecFileUnbind = 1
+
+// unbindFile detaches the bind of exec output file f when it is bound (the next exec binds what
+// is there then); 0, or the errno.
+func unbindFile(f string) unix.Errno {
+	boundOutputs.Lock()
+	defer boundOutputs.Unlock()
+	if !boundOutputs.done[f] {
+		return 0
+	}
+	if err := unix.Unmount(f, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil {
+		if e, ok := errors.AsType[unix.Errno](err); ok {
+			return e
+		}
+		return unix.EIO
+	}
+	delete(boundOutputs.done, f)
+	return 0
+}
+
+// bindFileOnce binds exec output file f (bindExecFile) unless it is bound already; it returns
+// the errno of a failed bind (0 when bound).
+func bindFileOnce(f string) unix.Errno {
+	boundOutputs.Lock()
+	defer boundOutputs.Unlock()
+	if boundOutputs.done[f] {
+		return 0
+	}
+	if err := bindExecFile(f); err != nil {
+		if e, ok := errors.AsType[unix.Errno](err); ok {
+			return e
+		}
+		return unix.EIO
+	}
+	boundOutputs.done[f] = true
+	return 0
+}
+
+// AskExecFileBind asks, on fd (the socket ServeExecOutputMkdirs returned, used by nobody else
+// yet), for exec output file f to be bound; it returns the answer's error.
+func AskExecFileBind(fd int, f string) error {
+	req := binary.NativeEndian.AppendUint32(nil, 0)
+	if _, err := unix.Write(fd, append(req, f...)); err != nil {
+		return err
+	}
+	var ans [4]byte
+	if n, err := unix.Read(fd, ans[:]); err != nil || n != 4 {
+		return fmt.Errorf("exec output %s: no answer (%v)", f, err)
+	}
+	if e := int32(binary.NativeEndian.Uint32(ans[:])); e != 0 {
+		return fmt.Errorf("exec output %s: %w", f, unix.Errno(e))
+	}
+	return nil
+}
+
 // ServeExecOutputMkdirs serves, on a goroutine of its own, the requests to make one of
 // outputs (Plan.ExecOutputs) that arrive on the returned socket (the enforcer's supervisor
 // holds it: the command's mkdir of an output directory goes to it): each makes the directory
 // and binds it exec (bindExecOutput) before it answers, so that nothing the command runs from it
 // right away meets the noexec stage. A request is the mode (4 bytes, native order, the caller's
 // umask applied) and the absolute path; the answer the mkdir's errno (4 bytes, 0 when made).
+// A request naming one of files (Plan.ExecFiles: the command is about to exec it) binds that
+// file exec over itself (bindExecFile) and answers 0, or the errno when it is not there as a
+// regular file of one name reached without a symlink; with mode ExecFileUnbind (the command
+// is about to remove or rename that name) it detaches that bind.
 // A path that is not an output, or whose parent is reached through a symlink, answers
 // -1: the supervisor lets the call go on as the command made it (the inotify watch binds it).
 // Must run in a process whose other threads keep the user namespace's capabilities and that
 // lives as long as the command (the init stage as PID 1).
-func ServeExecOutputMkdirs(outputs []string) (int, error) {
+func ServeExecOutputMkdirs(outputs, files []string) (int, error) {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, err
 	}
-	outputs = sortedClean(outputs)
+	outputs, files = sortedClean(outputs), sortedClean(files)
 	go func() {
 		defer unix.Close(pair[1])
 		buf := make([]byte, 4+unix.PathMax)
@@ -57,6 +120,12 @@ func ServeExecOutputMkdirs(outputs []string) (int, error) {
 				if slices.Contains(outputs, o) {
 					if errno, made := makeOutputDir(o, mode&0o1777); made {
 						answer = int32(errno)
+					}
+				} else if slices.Contains(files, o) {
+					if mode == ExecFileUnbind {
+						answer = int32(unbindFile(o))
+					} else {
+						answer = int32(bindFileOnce(o))
 					}
 				}
 			}

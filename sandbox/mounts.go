@@ -28,7 +28,7 @@ var privateTmpDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
 var WritableMountAttrs uint64 = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
 
 func (p *Plan) wantsMounts() bool {
-	return p.ReadOnlyRoot || p.PrivateTmp || len(p.Writable) > 0 || len(p.Hidden) > 0 || len(p.Masked) > 0 || len(p.Staged) > 0 || len(p.NoExecTrees) > 0 || len(p.ExecOutputs) > 0
+	return p.ReadOnlyRoot || p.PrivateTmp || len(p.Writable) > 0 || len(p.Hidden) > 0 || len(p.Masked) > 0 || len(p.Staged) > 0 || len(p.NoExecTrees) > 0 || len(p.ExecOutputs) > 0 || len(p.ExecFiles) > 0
 }
 
 // applyMounts lays out the mount namespace. Steps, and why in this order:

@@ -34,6 +34,11 @@ type Plan struct {
 	// without noexec when the command makes it (watchExecOutputs), so that only what the run
 	// writes there maps executable. ExecKeep paths inside a noexec stage are kept exec too.
 	ExecOutputs []string `json:"exec_outputs,omitempty"`
+	// ExecFiles are learned programs the run writes straight into an existing directory of a
+	// noexec stage (`gcc -o app && ./app` at the top of the work tree): each is bound exec over
+	// itself, the file alone, when the command execs it (ServeExecOutputMkdirs), so that the
+	// files the directory had (a shipped ./evil) stay noexec.
+	ExecFiles []string `json:"exec_files,omitempty"`
 
 	// Network.
 	NetNS bool `json:"netns"` // the process is in a new network namespace: bring loopback up

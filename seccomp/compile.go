@@ -46,6 +46,11 @@ type Options struct {
 	// signal or pidfd naming it goes to the supervisor. In an export's container pid 1 may be
 	// the command itself (abort's tgkill of its own pid).
 	InitStage bool
+	// SupervisedExecs sends every execve and execveat to the supervisor (sysprof enforce, when
+	// a program the run writes into an existing directory of a noexec stage is bound exec by
+	// the init stage before it runs), and every unlink and rename (the bind is undone before
+	// one removes or replaces that name); the supervisor lets each go on.
+	SupervisedExecs bool
 }
 
 // Filter is a profile's syscall policy compiled for one architecture: the rules as data
@@ -136,6 +141,17 @@ func hardening(p *policy.Profile, opts Options) map[string][]Check {
 		// Values empty: no mode passes; the supervisor answers each call (WhyMkdir).
 		for name, arg := range map[string]int{"mkdir": 1, "mkdirat": 2} {
 			h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyMkdir})
+		}
+	}
+	if opts.SupervisedExecs {
+		// Values empty: every call goes to the supervisor, which lets it go on (WhyExec).
+		for name, arg := range map[string]int{"execve": 0, "execveat": 1, "unlink": 0, "unlinkat": 1, "rename": 1, "renameat": 3, "renameat2": 3} {
+			h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyExec})
+		}
+		// An access check for exec (`test -x conftest`, autoconf's link test) binds it too:
+		// the noexec stage answers X_OK with EACCES.
+		for name, arg := range map[string]int{"access": 1, "faccessat": 2, "faccessat2": 2} {
+			h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: ^uint64(0), DenyBits: unix.X_OK, Fail: RetNotify, Why: WhyExec})
 		}
 	}
 	// No code that no file holds runs unless learned: the loader maps files (their mounts

@@ -52,3 +52,7 @@ const shmExec = 0o100000
 // WhyMkdir: every mkdir goes to the supervisor, which has the init stage make a fresh
 // checkout's exec output directory and bind it exec before the call returns.
 const WhyMkdir = "directories made (an exec output directory is made and bound by the init stage)"
+
+// WhyExec: every execve goes to the supervisor, which has the init stage bind a program the run
+// wrote into a noexec stage exec before it runs.
+const WhyExec = "programs run, files removed or renamed (an exec output file is bound exec by the init stage, unbound before its name goes)"

@@ -455,6 +455,9 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 	case bpf.GuardFileOpFOP_OPEN, bpf.GuardFileOpFOP_OPENAT, bpf.GuardFileOpFOP_OPENAT2, bpf.GuardFileOpFOP_CREAT:
 		hits = append(hits, hit{path1, openAccess(ev.Flags, path1)})
 	case bpf.GuardFileOpFOP_EXECVE, bpf.GuardFileOpFOP_EXECVEAT:
+		if p1 == "" {
+			path1 = b1 // AT_EMPTY_PATH: the descriptor's file (fexecve of a memfd)
+		}
 		hits = append(hits, hit{path1, "exec"})
 	case bpf.GuardFileOpFOP_PATH, bpf.GuardFileOpFOP_PATHAT:
 		acc := "write"

@@ -119,8 +119,8 @@ type Status struct {
 	// MemfdTmpfs is the fd of the tmpfs Config.MemfdTmpfs asked for (taken like Egress).
 	MemfdTmpfs int `json:"memfd_tmpfs,omitempty"`
 	// ExecOutputs is the fd of the socket on which the stage makes exec output directories
-	// (sandbox.ServeExecOutputMkdirs; taken like Egress), or -1 when it could not: sent
-	// exactly when the config's parts have ExecOutputs (ExecOutputs).
+	// and binds exec output files (sandbox.ServeExecOutputMkdirs; taken like Egress), or -1
+	// when it could not: sent exactly when the config's parts have ExecOutputs or ExecFiles.
 	ExecOutputs int `json:"exec_outputs,omitempty"`
 	// Failure: Stage is sandbox, seccomp, lookup or exec; Exit is the status the init stage
 	// exits with (125 for sysprof's own failures, 126/127 for the command).
@@ -135,6 +135,15 @@ func ExecOutputs(parts []Part) []string {
 	var out []string
 	for _, p := range parts {
 		out = append(out, p.Plan.ExecOutputs...)
+	}
+	return out
+}
+
+// ExecFiles are the exec output files of cfg's parts (sandbox.Plan.ExecFiles).
+func ExecFiles(parts []Part) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p.Plan.ExecFiles...)
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -165,14 +166,25 @@ func initStage(net earlyNet) int {
 			rescueOnParentDeath()
 		}
 	}
-	if outputs := ExecOutputs(cfg.Parts); len(outputs) > 0 {
-		// The supervisor has the command's mkdir of an output directory made here (as PID 1,
-		// on a thread that keeps the capabilities); anywhere else the watch alone binds them.
+	if outputs, files := ExecOutputs(cfg.Parts), ExecFiles(cfg.Parts); len(outputs)+len(files) > 0 {
+		// The supervisor has the command's mkdir of an output directory made here, and an
+		// output file it execs bound (as PID 1, on a thread that keeps the capabilities);
+		// anywhere else the watch alone binds the directories, and the files stay noexec.
 		fd := -1
 		if asInit {
-			if f, err := sandbox.ServeExecOutputMkdirs(outputs); err == nil {
+			if f, err := sandbox.ServeExecOutputMkdirs(outputs, files); err == nil {
 				fd = f
 				held = append(held, f)
+				// The command itself an output file (./app): bound before the lookup, whose
+				// access check meets the noexec stage (the supervisor binds later execs).
+				if a := cfg.Argv[0]; strings.Contains(a, "/") {
+					if !filepath.IsAbs(a) {
+						a = filepath.Join(cfg.Dir, a)
+					}
+					if a = filepath.Clean(a); slices.Contains(files, a) {
+						_ = sandbox.AskExecFileBind(f, a)
+					}
+				}
 			}
 		}
 		_ = s.enc.Encode(Status{ExecOutputs: fd})
