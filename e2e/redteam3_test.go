@@ -97,6 +97,9 @@ func TestRedTeamRealisticProfile(t *testing.T) {
 	})
 	attacks := slices.Concat(redteamAttacks, redteam3Attacks, redteam4Attacks, fifth)
 	plantRepo(t, b)
+	// The fifth round reads and links the user's key: a secret the host has (a read of one it
+	// lacks is no attempt on anything).
+	testutil.WriteFile(t, filepath.Join(b.Home, ".ssh", "id_rsa"), "KEY\n", 0o600)
 	// What this profile learned is no longer refused by seccomp: the probe's link and symlink
 	// attacks go to TestRedTeamPersistence's changeset checks, and an abstract socket of the host
 	// is simply not in the run's network namespace (ECONNREFUSED, nothing to record).

@@ -116,7 +116,7 @@ func bindExecOutput(o string) error {
 	return nil
 }
 
-// bindExecFile covers regular file f, reached without a symlink and of one name, with a clone of
+// bindExecFile covers regular file f, reached without a symlink, with a clone of
 // itself without noexec (nosuid and nodev stay): that file alone runs and maps executable in its
 // noexec stage.
 // A mount point cannot be removed or replaced by a rename (EBUSY): the supervisor has the bind
@@ -137,11 +137,9 @@ func bindExecFile(f string) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("exec output %s: not a regular file: %w", f, unix.EACCES)
 	}
-	if st.Nlink != 1 {
-		// A second name of another file (`ln ./evil app`: the shipped file itself), not an
-		// output a compiler or linker wrote.
-		return fmt.Errorf("exec output %s: %d names: %w", f, st.Nlink, unix.EMLINK)
-	}
+	// A file of several names is bound too: cargo hard-links target/debug/NAME to its deps/
+	// build, and `ln ./evil app` gains an attacker nothing `cp ./evil app` (a file the command
+	// wrote) does not.
 	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 	if err != nil {
 		return fmt.Errorf("exec output %s: clone (open_tree): %w", f, err)
