@@ -195,6 +195,8 @@ func TestCommandHostUID(t *testing.T) {
 	}{
 		{"root", false, false, 0, fmt.Sprintf("0 %d 1", sandbox.RootUID), true, "root-idmap"},
 		{"sudo", true, false, 65534, "65534 65534 1", true, "sudo"},
+		// Root's own tree under sudo: the command is root's (the unsandboxed one is root).
+		{"sudo, root's tree", true, false, 0, fmt.Sprintf("0 %d 1", sandbox.RootUID), true, "root-idmap"},
 		{"hostRoot", false, true, 0, "0 0 4294967295", false, "host-root"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -206,6 +208,9 @@ func TestCommandHostUID(t *testing.T) {
 				t.Setenv("SUDO_GID", "")
 			}
 			victim, work := processBox(t, tc.uid, tc.uid)
+			if err := os.Chown(work, tc.uid, tc.uid); err != nil { // the user's own tree
+				t.Fatal(err)
+			}
 			// A directory only its owner may enter, like root's $HOME.
 			private := filepath.Join(work, "private")
 			if err := os.Mkdir(private, 0o700); err != nil {
@@ -247,7 +252,7 @@ func TestCommandHostUID(t *testing.T) {
 			if lines[3] != "cat: [owner only]" {
 				t.Errorf("a file in its owner's 0700 directory: %q, want it readable (the owner's own)", lines[3])
 			}
-			want := identity(tc.hostRoot).Detail()
+			want := identity(tc.hostRoot, work).Detail()
 			found := false
 			for _, l := range rep.Layers {
 				found = found || l.Name == LayerUserNS && l.Detail == want && l.State == report.LayerApplied
@@ -255,7 +260,7 @@ func TestCommandHostUID(t *testing.T) {
 			for _, n := range rep.Notes {
 				found = found || n == "uid: "+want
 			}
-			if !found || identity(tc.hostRoot).Model != tc.identModel {
+			if !found || identity(tc.hostRoot, work).Model != tc.identModel {
 				t.Errorf("report does not say %q (%s): %+v %v", want, tc.identModel, rep.Layers, rep.Notes)
 			}
 		})

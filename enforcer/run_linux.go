@@ -234,7 +234,7 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	for _, d := range c.Dropped {
 		r.rep.Notes = append(r.rep.Notes, "dropped (means nothing on this host): "+d)
 	}
-	id := identity(r.opts.Profile.HostRoot)
+	id := identity(r.opts.Profile.HostRoot, r.dir)
 	dec := r.decide(id)
 	if dec.Refuse != nil {
 		return r.rep, 125, dec.Refuse

@@ -2,8 +2,11 @@ package enforcer
 
 import (
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/enforcer/initstage"
 	"github.com/sysprof/sysprof/sandbox"
@@ -18,13 +21,32 @@ func namespaceAttr(p *sandbox.Plan, id sandbox.Identity) *syscall.SysProcAttr {
 	return p.NamespaceAttr(id)
 }
 
-// identity is who a run's command is on the host (sandbox.ChooseIdentity for this process).
-func identity(hostRoot bool) sandbox.Identity {
+// identity is who a run's command in work tree dir is on the host (sandbox.ChooseIdentity for
+// this process).
+func identity(hostRoot bool, dir string) sandbox.Identity {
 	var rootIdmap error
+	owner := -1
 	if os.Geteuid() == 0 {
 		rootIdmap = canIdmapRoot()
+		var st unix.Stat_t
+		if unix.Stat(dir, &st) == nil {
+			owner = int(st.Uid)
+		}
 	}
-	return sandbox.ChooseIdentity(os.Geteuid(), os.Getuid(), os.Getgid(), os.Getenv("SUDO_UID"), os.Getenv("SUDO_GID"), hostRoot, rootIdmap)
+	sudoUID, sudoGID := sudoUser(os.Getenv("SUDO_UID"), os.Getenv("SUDO_GID"), owner)
+	return sandbox.ChooseIdentity(os.Geteuid(), os.Getuid(), os.Getgid(), sudoUID, sudoGID, hostRoot, rootIdmap)
+}
+
+// sudoUser is $SUDO_UID and $SUDO_GID when the work tree belongs to that user (owner, its
+// uid), nothing otherwise: the command then runs as plain root's does. Under sudo the
+// unsandboxed command is root, to whom a root-owned tree is its own (git, which as root with
+// SUDO_UID trusts a repository of either owner); the invoking user in it would be a stranger
+// (git: "dubious ownership"), who could not write it either.
+func sudoUser(sudoUID, sudoGID string, owner int) (string, string) {
+	if u, err := strconv.Atoi(sudoUID); err != nil || u != owner {
+		return "", ""
+	}
+	return sudoUID, sudoGID
 }
 
 // canIdmapRoot is sandbox.CanIdmap("/"), once per process.

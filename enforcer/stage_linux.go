@@ -450,7 +450,7 @@ func StartEarly(opts Options) *Early {
 	opts.Dir = paths.Resolve(opts.Dir) // as Run's
 	asRoot := os.Geteuid() == 0
 	// A profile asking for real root (rare) does not fit this stage: Run then starts its own.
-	id := identity(false)
+	id := identity(false, opts.Dir)
 	attr := (&sandbox.Plan{}).NamespaceAttr(id)
 	var cg *kernrun.Cgroup
 	if asRoot && guardAvailable() == nil {
