@@ -54,6 +54,17 @@ func fifthWorkflows() []wfWorkflow {
 		// Reading history: blame, grep, log -p through a pipe.
 		{everyday: git("git-blame-grep-log", gitHistory, []string{"sh", "-c", "git blame -s notes.txt && git grep -n o && git log -p --format=%s | cat"}),
 			reset: gitReset(""), edit: gitCommitAs("more.txt")},
+		// A commit pushed to the user's bare repository in HOME (a local remote), fetched back.
+		{everyday: git("git-push-fetch", gitPushClone, []string{"sh", "-c", "echo change >>notes.txt && git commit -q -a -m change && " +
+			"git push -q origin main && git fetch -q origin && git log --format=%s origin/main"}),
+			reset: gitPushReset, edit: gitCommitAs("more.txt")},
+		// eslint fixing what it can (prefer-const), with its cache in the tree. Not through npx:
+		// the ci-like run's env -i drops the box's NPM_CONFIG_UPDATE_NOTIFIER=false, and npm
+		// would ask the public registry (TestEverydayWorkflows runs npx eslint).
+		{everyday: everyday{name: "eslint-fix", need: []string{"node"}, setup: eslintFixProject,
+			argv: []string{"node_modules/.bin/eslint", "--fix", "--cache", "--rule", `{"prefer-const": "error"}`, "src"}},
+			reset: writeAs("src/fixme.js", eslintUnfixed), edit: appendAs("src/fixme.js", "let edited = 2;\nconsole.log(edited);\n"),
+			check: []string{"cat", "src/fixme.js"}},
 		// A local clone of a repository that lives in the work tree itself (vendored, or a
 		// test fixture): git hard-links its objects.
 		{everyday: git("git-clone-in-tree", gitVendored, []string{"sh", "-c", "git clone -q vendor/lib.git clone && git -C clone log --format=%s && ls clone"}),
@@ -162,4 +173,26 @@ func TestSudoInRootsTree(t *testing.T) {
 		argv: []string{"sh", "-c", "git status --short --ignored && git log --format=%s && git diff --stat start"}}
 	learn := perturbation{name: "learn", stdout: "file", stdin: "null", env: sudo}
 	learnThenPerturb(t, ed, []perturbation{{name: "sudo", stdout: "pipe", stdin: "null", env: sudo}}, perturbHooks{learn: &learn})
+}
+
+const eslintUnfixed = "let x = 1;\nconsole.log(x);\n"
+
+// eslintFixProject is the web project with a file eslint --fix rewrites.
+func eslintFixProject(t *testing.T, b *testutil.Box) {
+	webApp(t, b)
+	testutil.WriteFile(t, filepath.Join(b.Work, "src", "fixme.js"), eslintUnfixed, 0o644)
+}
+
+// gitPushClone is a clone of the user's bare repository $HOME/repos/origin.git, its last
+// commit of gitBareOrigin's tagged start (a fresh clone's origin may be ahead).
+func gitPushClone(t *testing.T, b *testutil.Box) {
+	gitBareOrigin(t, b, perturbation{})
+	b.Sh(t, `git clone -q "$HOME/repos/origin.git" . && git config user.name T && git config user.email t@example.com &&
+git tag start "$(git rev-list -1 --grep='^three$' HEAD)" && git reset -q --hard start`)
+}
+
+// gitPushReset puts the clone and its origin (made in this HOME when missing) back at start.
+func gitPushReset(t *testing.T, b *testutil.Box, pt perturbation) {
+	gitBareOrigin(t, b, pt)
+	shAs(t, b, pt, `git remote set-url origin "$HOME/repos/origin.git" && git fetch -q origin && git checkout -q main && git reset -q --hard start && git clean -qfd && git push -q -f origin start:main`)
 }
