@@ -111,6 +111,7 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 			return err
 		}
 		p.HostsFamilies(has6, no4)
+		p.HostsNames(hosts)
 		switch {
 		case len(hosts) > maxHostsFileNames:
 			c.Notes = append(c.Notes, fmt.Sprintf("network: %s has %d names: too many to answer through the DNS stub; only the profile's names resolve", hostsFilePath, len(hosts)))
@@ -126,6 +127,7 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 		return err
 	}
 	p.RelayUDPNames(udpNames)
+	p.HostHas6 = netproxy.HostResolves6
 	c.Egress = p
 	plan.NetNS = true
 	c.Layers = append(c.Layers, LayerNetNS)

@@ -12,7 +12,8 @@ import (
 // host's hosts file is answered in the families the file gives it (HostsFamilies): AAAA with
 // the IPv6 twin of its synthetic address (synthetic6) when the file has an IPv6 address for it,
 // and no A when it has no IPv4 one, so that a client gets the families it got on the host (curl
-// -6, getent ahostsv6; glibc sorts what it sorted there), each reaching the same listener.
+// -6, getent ahostsv6; glibc sorts what it sorted there), each reaching the same listener. A
+// name of the DNS gets AAAA when the host gets a reachable IPv6 address for it (HostHas6).
 // name is the name asked for and denied reports whether that is a refusal to record ("" and
 // false for what is not a query). nil: no reply (not a query).
 func (p *Plan) answer(msg []byte) (resp []byte, name string, denied bool) {
@@ -51,7 +52,7 @@ func (p *Plan) answer(msg []byte) (resp []byte, name string, denied bool) {
 	if ok && !p.no4[name] && q.Type == dnsmessage.TypeA && q.Class == dnsmessage.ClassINET {
 		_ = b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 5}, dnsmessage.AResource{A: addr.As4()})
 	}
-	if ok && p.has6[name] && q.Type == dnsmessage.TypeAAAA && q.Class == dnsmessage.ClassINET {
+	if ok && q.Type == dnsmessage.TypeAAAA && q.Class == dnsmessage.ClassINET && p.answers6(name) {
 		_ = b.AAAAResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 5}, dnsmessage.AAAAResource{AAAA: synthetic6Of(addr).As16()})
 	}
 	out, err := b.Finish()

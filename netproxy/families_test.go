@@ -114,3 +114,48 @@ func TestUDPRelayByName(t *testing.T) {
 		t.Fatalf("the answer: %q, %v", buf[:n], err)
 	}
 }
+
+// A name of the DNS is answered AAAA (its synthetic address's IPv6 twin) when the host gets a
+// reachable IPv6 address for it, as a dual-stack client gets on the host; asked once a run,
+// never for a hosts-file name or localhost, and A only without HostHas6.
+func TestStubAnswersTheHostsDNSFamilies(t *testing.T) {
+	p, err := NewPlan([]Rule{{Host: "dual.test", Port: 443}, {Host: "v4.test", Port: 443}, {Host: "file.test", Port: 443}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aaaa := func(name string) int {
+		b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: 1})
+		b.StartQuestions()
+		b.Question(dnsmessage.Question{Name: dnsmessage.MustNewName(name), Type: dnsmessage.TypeAAAA, Class: dnsmessage.ClassINET})
+		msg, _ := b.Finish()
+		resp, _, _ := p.answer(msg)
+		var m dnsmessage.Message
+		if err := m.Unpack(resp); err != nil {
+			t.Fatal(err)
+		}
+		return len(m.Answers)
+	}
+	if n := aaaa("dual.test."); n != 0 {
+		t.Errorf("without HostHas6: %d AAAA answers, want none", n)
+	}
+	asked := map[string]int{}
+	p.HostsNames([]string{"file.test"})
+	p.HostHas6 = func(name string) bool { asked[name]++; return name != "v4.test" }
+	for range 2 {
+		if n := aaaa("dual.test."); n != 1 {
+			t.Errorf("dual.test: %d AAAA answers, want 1", n)
+		}
+		if n := aaaa("v4.test."); n != 0 {
+			t.Errorf("v4.test: %d AAAA answers, want none", n)
+		}
+		if n := aaaa("file.test."); n != 0 {
+			t.Errorf("file.test (the hosts file's, without an IPv6 address there): %d AAAA answers", n)
+		}
+		if n := aaaa("localhost."); n != 0 {
+			t.Errorf("localhost: %d AAAA answers", n)
+		}
+	}
+	if asked["dual.test"] != 1 || asked["v4.test"] != 1 || asked["file.test"] != 0 || asked["localhost"] != 0 {
+		t.Errorf("the host was asked %v: want each name of the DNS once, no other", asked)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Rule is one TCP destination of the profile: a name or an address prefix, and a port.
@@ -65,6 +66,12 @@ type Plan struct {
 	Inside Inside
 	// has6, no4: names answered AAAA, names not answered A (HostsFamilies).
 	has6, no4 map[string]bool
+	// hosts: the names the hosts file gives (HostsFamilies); every other name is the DNS's.
+	hosts map[string]bool
+	// HostHas6 says whether the host gets a reachable IPv6 address for a name of the DNS
+	// (HostResolves6): the stub then answers its AAAA too, once asked. nil: A only.
+	HostHas6 func(name string) bool `json:"-"`
+	has6DNS  sync.Map               // name -> bool: HostHas6's answers, asked once a run
 	// udpName: the UDP relays by name, by their address inside (RelayUDPNames).
 	udpName map[netip.AddrPort]string
 }

@@ -1,9 +1,13 @@
 package netproxy
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"slices"
 	"strings"
+	"time"
 )
 
 // AddResolveOnly gives the stub names to answer that no rule connects to (a profile's
@@ -41,6 +45,7 @@ func (p *Plan) AddResolveOnly(names []string) error {
 // AAAA for those with an IPv6 address (has6) and no A for those without an IPv4 one (no4), as
 // the file would; every other name gets A only. localhost is never one.
 func (p *Plan) HostsFamilies(has6, no4 []string) {
+	p.HostsNames(nil)
 	if p.has6 == nil {
 		p.has6, p.no4 = map[string]bool{}, map[string]bool{}
 	}
@@ -51,4 +56,61 @@ func (p *Plan) HostsFamilies(has6, no4 []string) {
 			}
 		}
 	}
+}
+
+// HostsNames marks names as the hosts file's: their families are HostsFamilies', never the
+// DNS's (HostHas6 is not asked).
+func (p *Plan) HostsNames(names []string) {
+	if p.hosts == nil {
+		p.hosts = map[string]bool{}
+	}
+	for _, n := range names {
+		p.hosts[canonName(n)] = true
+	}
+}
+
+// answers6 says whether the stub answers name's AAAA: a hosts-file name when the file gives
+// it an IPv6 address, a name of the DNS when the host gets a reachable IPv6 address for it
+// (asked once), so that a dual-stack client gets inside the families it gets on the host.
+func (p *Plan) answers6(name string) bool {
+	if p.has6[name] {
+		return true
+	}
+	if p.hosts[name] || p.no4[name] || p.HostHas6 == nil || name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return false
+	}
+	if v, ok := p.has6DNS.Load(name); ok {
+		return v.(bool)
+	}
+	v := p.HostHas6(name)
+	p.has6DNS.Store(name, v)
+	return v
+}
+
+// HostResolves6 is Plan.HostHas6 on this host: the host has a global IPv6 address (as glibc's
+// AI_ADDRCONFIG asks) and its resolver gives name one (within a second).
+func HostResolves6(name string) bool {
+	if !hostHasGlobal6() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip6", name)
+	return err == nil && slices.ContainsFunc(addrs, func(a netip.Addr) bool { return a.Is6() && !a.Is4In6() })
+}
+
+// hostHasGlobal6: an IPv6 address of an interface that is neither loopback nor link-local.
+func hostHasGlobal6() bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if pfx, err := netip.ParsePrefix(a.String()); err == nil {
+			if ip := pfx.Addr(); ip.Is6() && !ip.Is4In6() && ip.IsGlobalUnicast() {
+				return true
+			}
+		}
+	}
+	return false
 }
