@@ -193,6 +193,8 @@ git clone -q --bare %[1]s/src %[1]s/srv/repo.git; git -C %[1]s/srv/repo.git upda
 		{name: "dns-node-resolve4", argv: []string{"node", "resolve4.js", "www.dns.test"}, want: "resolve4 1"},
 		{name: "dns-python-dot-localhost", argv: []string{python, "fetch.py", url("app.localhost")}, want: "hello names"},
 		{name: "dns-getent", argv: []string{"getent", "ahosts", "www.dns.test"}, want: "STREAM"},
+		// The DNS gives the name an IPv6 address too, and this host has one: AAAA inside too.
+		{name: "dns-curl-ipv6-asked", argv: []string{"curl", "-6", "-sS", "-m", "10", url("www.dns.test")}, want: "hello names"},
 		{name: "dns-resolve-only", argv: []string{"sh", "-c", "getent hosts probe.dns.test >/dev/null && " + strings.Join(curl("www.dns.test"), " ")}, want: "hello names"},
 		// A name in no rule and in no source: NXDOMAIN, and the lookup on the record.
 		{name: "not-in-profile", argv: []string{"sh", "-c", "getent hosts reg4.hosts.test; " + strings.Join(curl("reg4.hosts.test"), " ")},
