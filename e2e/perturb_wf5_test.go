@@ -18,11 +18,11 @@ func fifthWorkflows() []wfWorkflow {
 		return everyday{name: name, need: []string{"git"}, setup: setup, learnFlags: []string{"--accept-risky"}, argv: argv}
 	}
 	return []wfWorkflow{
-		// A venv seeing the system's packages (pytest), the project installed editable (its
-		// __editable__ .pth in the venv's site-packages), then its tests.
+		// A venv seeing the system's packages (pytest, pip), the project installed editable
+		// (its __editable__ .pth in the venv's site-packages), then its tests.
 		{everyday: everyday{name: "pip-editable-pytest", need: []string{"python3", "pytest-3"}, setup: editableProject,
 			argv: []string{"sh", "-c", "python3 -m venv --system-site-packages --without-pip venv && " +
-				"python3 -m pip --python venv/bin/python install -q --no-index --no-build-isolation -e . && " +
+				"venv/bin/python -m pip install -q --no-index --no-build-isolation -e . && " +
 				"venv/bin/python -m pytest -q -p no:cacheprovider tests"},
 			clean: []string{"venv", "src/hello_pkg.egg-info", "build"}, timing: pytestTiming},
 			edit: appendAs("tests/test_greet.py", "\ndef test_edited():\n    assert greet('b') == 'hi b'\n")},
