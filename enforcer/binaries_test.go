@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sysprof/sysprof/internal/binhash"
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
 )
@@ -231,4 +232,10 @@ func TestFindBinHashAgreesWithParsing(t *testing.T) {
 			t.Errorf("findBinHash(%q) = %q, %v; want %q, %v", k, got, ok, want, wantOK)
 		}
 	}
+}
+
+// hashFile is the sha256 of path, never from a cache.
+func hashFile(path string) (string, error) {
+	_, sum, _, err := binhash.Sum(path, nil, func(string) (string, bool) { return "", false })
+	return sum, err
 }

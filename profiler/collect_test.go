@@ -52,7 +52,7 @@ func TestUnknownDirectoryID(t *testing.T) {
 	if c.file(e, name) {
 		t.Errorf("a file event relative to unknown directory id 7 was accepted")
 	}
-	c.bases[7] = "/d"
+	c.bases.set(7, "/d")
 	if !c.file(e, name) || len(c.fileRecs) != 1 || c.paths[c.fileRecs[0].path] != "/d/f" {
 		t.Errorf("with id 7 = /d: records %+v", c.fileRecs)
 	}
@@ -255,5 +255,29 @@ func TestSortBatchesGrowWithSorted(t *testing.T) {
 	c.sortNewPaths(newPathsToSort)
 	if want := 64<<10 + 2100; len(c.pathOrder) != want {
 		t.Errorf("a batch of 2100 after 64k: %d sorted, want %d", len(c.pathOrder), want)
+	}
+}
+
+// dirIDs answers as the map it replaced did: ids in order, out of order, far past the end,
+// and ids never set.
+func TestDirIDs(t *testing.T) {
+	var d dirIDs
+	want := map[uint32]string{}
+	set := func(id uint32, dir string) { d.set(id, dir); want[id] = dir }
+	set(2, "/b")
+	set(1, "/a")
+	set(5, "/e")
+	set(1<<30, "/far")
+	set(2, "/b2")
+	set(dirIDsAhead+7, "/ahead")
+	for _, id := range []uint32{0, 1, 2, 3, 4, 5, 6, dirIDsAhead + 7, dirIDsAhead + 8, 1 << 30, 1<<30 + 1, ^uint32(0)} {
+		got, ok := d.get(id)
+		w, wok := want[id]
+		if got != w || ok != wok {
+			t.Errorf("get(%d) = %q, %v; want %q, %v", id, got, ok, w, wok)
+		}
+	}
+	if len(d.byID) > 2*dirIDsAhead {
+		t.Errorf("the slice grew to %d for ids up to %d", len(d.byID), dirIDsAhead+7)
 	}
 }

@@ -1,44 +1,49 @@
 package profiler
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
-	"os"
+	"maps"
 	"sync"
-	"time"
+
+	"github.com/sysprof/sysprof/internal/binhash"
 )
 
 // hasher computes the sha256 of executables in the background while the run goes on (a binary
 // may be gone by the end: build scripts, temp test binaries), so the ring buffer reader never
-// waits for a 30 MB compiler to be read. Results are cached by path, size and mtime.
+// waits for a 30 MB compiler to be read. Sums come from binhash's cache (enforce's too) when the
+// file is unchanged: hashing cc1 again each run was ~16% of sysprof's CPU in a learn of
+// `cc -O0 -c` (perf); new ones are added to it when the run ends.
 type hasher struct {
 	mu    sync.Mutex
 	queue chan string
 	seen  map[string]bool
 	sums  map[string]string // path -> hex sum
 	wg    sync.WaitGroup
+	cache *sumCache
 }
 
-type fileID struct {
+// sumCache is binhash's cache file as one run uses it: read once, searched by key, written back
+// with the run's new sums.
+type sumCache struct {
 	path  string
-	size  int64
-	mtime time.Time
+	once  sync.Once
+	raw   []byte
+	mu    sync.Mutex
+	fresh map[string]string // key -> sum hashed in this run
+	used  map[string]string // key -> sum of every binary of this run
 }
 
-var (
-	hashCacheMu sync.Mutex
-	hashCache   = map[fileID]string{}
-)
+// binHashPath is the cache file learn uses (a seam for tests); "" disables it.
+var binHashPath = binhash.DefaultPath
 
 func newHasher() *hasher {
-	h := &hasher{queue: make(chan string, 4096), seen: map[string]bool{}, sums: map[string]string{}}
+	h := &hasher{queue: make(chan string, 4096), seen: map[string]bool{}, sums: map[string]string{},
+		cache: &sumCache{path: binHashPath(), fresh: map[string]string{}, used: map[string]string{}}}
 	for range 2 {
 		h.wg.Add(1)
 		go func() {
 			defer h.wg.Done()
 			for p := range h.queue {
-				s := hashFile(p)
+				s := h.cache.sum(p)
 				h.mu.Lock()
 				h.sums[p] = s
 				h.mu.Unlock()
@@ -76,40 +81,65 @@ func (h *hasher) sum(path string) string {
 	if ok {
 		return s
 	}
-	s = hashFile(path)
+	s = h.cache.sum(path)
 	h.mu.Lock()
 	h.sums[path] = s
 	h.mu.Unlock()
 	return s
 }
 
-func hashFile(path string) string {
-	f, err := os.Open(path)
+// save writes the run's new sums into the cache file, if there are any. Call once the sums are
+// all taken.
+func (h *hasher) save() { h.cache.save() }
+
+// sum is path's sha256 ("" if it cannot be read): from this process's sums or the cache file
+// when its key (dev, inode, size, mtime, ctime) is there, else read and hashed.
+func (c *sumCache) sum(path string) string {
+	c.once.Do(func() { c.raw = binhash.Read(c.path) })
+	key, s, hashed, err := binhash.Sum(path, nil, func(key string) (string, bool) {
+		hashCacheMu.Lock()
+		s, ok := hashCache[key]
+		hashCacheMu.Unlock()
+		if ok {
+			return s, true
+		}
+		return binhash.Find(c.raw, key)
+	})
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return ""
+	c.mu.Lock()
+	c.used[key] = s
+	if hashed {
+		c.fresh[key] = s
 	}
-	id := fileID{path, st.Size(), st.ModTime()}
+	c.mu.Unlock()
 	hashCacheMu.Lock()
-	s, ok := hashCache[id]
-	hashCacheMu.Unlock()
-	if ok {
-		return s
-	}
-	d := sha256.New()
-	if _, err := io.Copy(d, f); err != nil {
-		return ""
-	}
-	s = hex.EncodeToString(d.Sum(nil))
-	hashCacheMu.Lock()
-	if len(hashCache) > 4096 {
+	if len(hashCache) > binhash.Max {
 		clear(hashCache)
 	}
-	hashCache[id] = s
+	hashCache[key] = s
 	hashCacheMu.Unlock()
 	return s
 }
+
+func (c *sumCache) save() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.fresh) == 0 || c.path == "" {
+		return
+	}
+	m := binhash.Parse(c.raw)
+	maps.Copy(m, c.fresh)
+	if len(m) > binhash.Max {
+		m = c.used // start over with this run's
+	}
+	binhash.Save(c.path, m)
+	clear(c.fresh)
+}
+
+// hashCache holds the sums this process computed or read, by binhash key (learn --runs N).
+var (
+	hashCacheMu sync.Mutex
+	hashCache   = map[string]string{}
+)

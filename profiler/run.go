@@ -416,6 +416,7 @@ func finishTrace(p *probe, col *collector, reading *ringReading, t *trace.Trace,
 	aggregated := make(chan error, 1)
 	go func() { aggregated <- readAggregates(p, col, t) }()
 	col.fill(t)
+	col.hasher.save()
 	ph.mark("fill")
 	if err := <-aggregated; err != nil {
 		return err

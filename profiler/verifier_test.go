@@ -23,7 +23,9 @@ func TestVerifierBudget(t *testing.T) {
 	coll, err := ebpf.NewCollection(spec)
 	testutil.RequireNoErr(t, "load learn.c", err)
 	defer coll.Close()
-	budget := map[string]uint32{"sys_exit_path": 5000, "sys_enter": 2000, "sched_exec": 2000}
+	// sys_exit_path: 4,391 on the kernel of 2026-12-03; 6.18.44's verifier walks ~6,500 for the
+	// same program (main's object, before inode_key's narrower spans: 6,541).
+	budget := map[string]uint32{"sys_exit_path": 7000, "sys_enter": 2000, "sched_exec": 2000}
 	for name, prog := range coll.Programs {
 		info, err := prog.Info()
 		if err != nil {
