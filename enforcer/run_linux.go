@@ -328,6 +328,7 @@ func (r *enforcedRun) decide(id sandbox.Identity) layerDecision {
 	}
 	host := thisHost()
 	facts.RAM, facts.CPUs, facts.FileMax, facts.LimitCgroup = host.RAM, host.CPUs, host.FileMax, host.LimitCgroup
+	facts.UserCounts = host.UserCounts
 	dec := decideLayers(r.c, facts)
 	r.rep.Notes = append(r.rep.Notes, dec.Notes...)
 	for _, l := range dec.Degraded {

@@ -157,6 +157,10 @@ func initStage(net earlyNet) int {
 		}
 	}
 	if cfg.Sandbox {
+		// On this thread, which forks the command.
+		if err := sandbox.JoinOwnKeyring(); err != nil {
+			return s.fail(Status{Stage: "sandbox", Layer: LayerUserNS, Error: err.Error()})
+		}
 		egress, st := s.applyLayers(cfg)
 		if st != nil {
 			return s.fail(*st)
@@ -290,6 +294,13 @@ func enterNamespaces(cfg *Config, asInit bool, net earlyNet) *Status {
 		// The parent runs a plan without a network namespace only in a stage it started
 		// without ArgNetNS.
 		return &Status{Stage: "config", Error: "BUG: a stage started with its own network namespace got a plan without one"}
+	}
+	if cfg.Sandbox {
+		// The user namespace's own counts: before the namespace's /proc (its /proc/sys is
+		// read-only) and the layers (which take CAP_SYS_RESOURCE).
+		if err := sandbox.SetUserCounts(UserCounts(cfg.Parts)); err != nil {
+			return &Status{Stage: "sandbox", Layer: sandbox.LayerLimits, Error: err.Error()}
+		}
 	}
 	if cfg.Sandbox && asInit {
 		// The namespace's own /proc, whatever else the plan mounts.
