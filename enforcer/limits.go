@@ -53,12 +53,12 @@ type runLimits struct {
 	// profile's own writeMiB (learned: the tool needs it). A default write limit gets none:
 	// those bytes count against Memory, which stays exact for a memory bomb.
 	WriteRoom int64
-	NoFile    int  // open files per process (RLIMIT_NOFILE); 0: the host's
+	NoFile    int // open files per process (RLIMIT_NOFILE); 0: the host's
 	// UserCounts bound the run's share of the host user's per-user kernel counts.
 	UserCounts []sandbox.UserCount
-	Cgroup    bool // kept in the run's cgroup
-	Detail    string
-	Defaults  []string // what is not the profile's own value: defaults, per-CPU floors
+	Cgroup     bool // kept in the run's cgroup
+	Detail     string
+	Defaults   []string // what is not the profile's own value: defaults, per-CPU floors
 }
 
 // rlimits are the limits the init stage sets on the command. RLIMIT_NPROC means nothing for a
