@@ -702,6 +702,44 @@ int main(int argc, char **argv) {
 			}
 			printf("fanotifyn: %d of %d, then %s\n", made, n, err ? strerrorname_np(err) : "none");
 			fflush(stdout);
+		} else if (!strcmp(name, "sibling")) {
+			// sibling=PROG,OP: a child runs PROG (a learned program, which per-binary egress
+			// rules may name) stopped on a pipe; the parent takes it over by OP: ptrace
+			// (attach), vmwrite (process_vm_writev into it), getfd (pidfd_getfd of its fds).
+			char *comma = strchr(arg, ',');
+			if (!comma) { result(name, -1); continue; }
+			*comma = 0;
+			const char *op = comma + 1;
+			char what[64];
+			snprintf(what, sizeof what, "sibling-%s", op);
+			int p[2];
+			if (pipe(p) < 0) { result(what, -1); continue; }
+			fflush(stdout);
+			pid_t pid = fork();
+			if (pid == 0) {
+				dup2(p[0], 0);
+				close(p[1]);
+				execl(arg, arg, "-c", "read x", (char *)NULL);
+				_exit(127);
+			}
+			close(p[0]);
+			usleep(200000);
+			long rc = -1;
+			if (!strcmp(op, "ptrace")) {
+				rc = ptrace(PTRACE_SEIZE, pid, 0, 0);
+			} else if (!strcmp(op, "vmwrite")) {
+				char buf[8] = {0};
+				struct iovec l = {buf, sizeof buf}, r = {(char *)0x400000, sizeof buf};
+				rc = process_vm_writev(pid, &l, 1, &r, 1, 0);
+				if (rc < 0 && errno == EFAULT) rc = 0; // allowed: only the address was wrong
+			} else if (!strcmp(op, "getfd")) {
+				int pfd = syscall(SYS_pidfd_open, pid, 0);
+				rc = pfd < 0 ? -1 : syscall(SYS_pidfd_getfd, pfd, 0, 0);
+			}
+			result(what, rc);
+			close(p[1]);
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
 		} else if (!strcmp(name, "die")) {
 			// End at once (no exit handlers, nothing flushed): the record of what came before must
 			// not depend on the command's exit being orderly.
