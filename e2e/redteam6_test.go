@@ -20,14 +20,16 @@ import (
 // program: a process that can drive one reaches what only it may). The probe is
 // testdata/redteam/rt.c.
 
-// redteam6Siblings take over a child running a learned program (/bin/sh), under the learned
-// profile widened by pipe2 (the child waits on a pipe): each refused and on the record, root
-// and ordinary user. A profile that learned the call allows it (between the sandbox's own
-// tasks: nothing outside is reachable, TestRedTeamBlockedAndRecorded).
-var redteam6Siblings = []redteamAttack{
+// redteam6Attacks run under the learned profile widened by pipe2 (a child waits on a pipe):
+// each refused and on the record, root and ordinary user. The first three take over a child
+// running a learned program (/bin/sh); a profile that learned the call allows it (between the
+// sandbox's own tasks: nothing outside is reachable, TestRedTeamBlockedAndRecorded). The last
+// lifts the user namespace's inotify count again.
+var redteam6Attacks = []redteamAttack{
 	{action: "sibling=/bin/sh,ptrace", line: "sibling-ptrace: EPERM", syscall: "ptrace"},
 	{action: "sibling=/bin/sh,vmwrite", line: "sibling-vmwrite: EPERM", syscall: "process_vm_writev"},
 	{action: "sibling=/bin/sh,getfd", line: "sibling-getfd: EPERM", syscall: "pidfd_open"},
+	{action: "write=/proc/sys/user/max_inotify_instances", line: "write: E", path: "/proc/sys/user/max_inotify_instances", unobservable: "file denials"},
 }
 
 // redteam6Calls are what the kernel-state attacks need: the probe's benign run learns none.
@@ -91,7 +93,7 @@ func TestRedTeam6KernelStateOfTheUser(t *testing.T) {
 			argv := append(slicesClone(as.wrap), filepath.Join(b.Work, "rt"), "plantkey=sysprof-rt6,"+secret, "then",
 				sysprof, "enforce", "-p", wide, "--report", rep, "--", "./rt", "benign", "sesskey=sysprof-rt6",
 				"inotifyn="+strconv.Itoa(ask), "fanotifyn="+strconv.Itoa(ask))
-			for _, a := range redteam6Siblings {
+			for _, a := range redteam6Attacks {
 				argv = append(argv, a.action)
 			}
 			r := runPerturbed(t, b, perturbation{name: "redteam6", stdout: "pipe", stdin: "null"}, append(argv, "benign"))
@@ -119,7 +121,7 @@ func TestRedTeam6KernelStateOfTheUser(t *testing.T) {
 			if hostCount("max_inotify_instances") != inotifyMax || hostCount("max_fanotify_groups") != fanotifyMax {
 				t.Errorf("the host's per-user limits changed: the run set its counts outside its own user namespace")
 			}
-			checkAttacks(t, b, r, testutil.ReadReport(t, rep), redteam6Siblings, as.wrap != nil)
+			checkAttacks(t, b, r, testutil.ReadReport(t, rep), redteam6Attacks, as.wrap != nil)
 		})
 	}
 }
