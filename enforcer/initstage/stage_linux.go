@@ -161,6 +161,7 @@ func initStage(net earlyNet) int {
 		if err := sandbox.JoinOwnKeyring(); err != nil {
 			return s.fail(Status{Stage: "sandbox", Layer: LayerUserNS, Error: err.Error()})
 		}
+		phase.Mark("session keyring")
 		egress, st := s.applyLayers(cfg)
 		if st != nil {
 			return s.fail(*st)
@@ -301,6 +302,7 @@ func enterNamespaces(cfg *Config, asInit bool, net earlyNet) *Status {
 		if err := sandbox.SetUserCounts(UserCounts(cfg.Parts)); err != nil {
 			return &Status{Stage: "sandbox", Layer: sandbox.LayerLimits, Error: err.Error()}
 		}
+		phase.Mark("user counts")
 	}
 	if cfg.Sandbox && asInit {
 		// The namespace's own /proc, whatever else the plan mounts.
