@@ -39,8 +39,8 @@ var redteam6Calls = []string{"pipe2", "keyctl", "inotify_init1", "fanotify_init"
 // learned profile widened by redteam6Calls (as a profile that learned them: a tool that watches
 // files, one that reads its own keys), started from a host session keyring holding a secret
 // (plantkey: the login's Kerberos ticket, an ecryptfs or NFS key):
-//   - the host session keyring is not the command's (sesskey: ENOKEY; no record: nothing of the
-//     host's is there to refuse);
+//   - the host session keyring is not the command's, nor can it join it by name (sesskey:
+//     ENOKEY; no record: nothing of the host's is there to refuse);
 //   - it holds at most a quarter of the user's inotify instances and fanotify groups (the rest
 //     stays with the user's editor and desktop), and the host's limits are unchanged after;
 //   - taking over a sibling running a learned program is refused and recorded.
@@ -91,7 +91,7 @@ func TestRedTeam6KernelStateOfTheUser(t *testing.T) {
 			const secret = "HOST-SESSION-SECRET"
 			rep := filepath.Join(root, as.name+"-rt6.json")
 			argv := append(slicesClone(as.wrap), filepath.Join(b.Work, "rt"), "plantkey=sysprof-rt6,"+secret, "then",
-				sysprof, "enforce", "-p", wide, "--report", rep, "--", "./rt", "benign", "sesskey=sysprof-rt6",
+				sysprof, "enforce", "-p", wide, "--report", rep, "--", "./rt", "benign", "sesskey=sysprof-rt6", "joinkey=sysprof-rt6", "sesskey=sysprof-rt6",
 				"inotifyn="+strconv.Itoa(ask), "fanotifyn="+strconv.Itoa(ask))
 			for _, a := range redteam6Attacks {
 				argv = append(argv, a.action)
@@ -100,7 +100,9 @@ func TestRedTeam6KernelStateOfTheUser(t *testing.T) {
 			if !strings.HasPrefix(r.Stdout, "plantkey: ok\n") || !strings.HasSuffix(r.Stdout, "benign: ok\n") {
 				t.Fatalf("the host key was not planted, or the run did not reach its end: %s", r)
 			}
-			if strings.Contains(r.Stdout, secret) || !strings.Contains(r.Stdout, "\nsesskey: ENOKEY\n") {
+			// Twice: in the run's own keyring, then in the one joined by the host keyring's name
+			// (keyring names are the user namespace's own: a new, empty one).
+			if strings.Contains(r.Stdout, secret) || strings.Count(r.Stdout, "\nsesskey: ENOKEY\n") != 2 {
 				t.Errorf("the command reached the host's session keyring (want sesskey: ENOKEY):\n%s", r.Stdout)
 			}
 			got := map[string][]string{}

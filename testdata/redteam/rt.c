@@ -675,6 +675,9 @@ int main(int argc, char **argv) {
 			execvp(argv[i + 1], argv + i + 1);
 			result(name, -1);
 			return 127;
+		} else if (!strcmp(name, "joinkey")) {
+			// joinkey=NAME: join the session keyring called NAME (the host's, by its name).
+			result(name, syscall(SYS_keyctl, 1 /* KEYCTL_JOIN_SESSION_KEYRING */, arg));
 		} else if (!strcmp(name, "sesskey")) {
 			// sesskey=DESC: find a user key DESC through the session keyring this process
 			// possesses and read it ("sesskey: read DATA": the host's keyring reached).
