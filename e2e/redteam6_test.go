@@ -127,3 +127,41 @@ func TestRedTeam6KernelStateOfTheUser(t *testing.T) {
 		})
 	}
 }
+
+// TestRedTeam6ParsedProfileCache: enforce keeps what it parsed of a profile in a cache (root's
+// /var/cache/sysprof/profiles, a user's $XDG_CACHE_HOME/sysprof/profiles) and trusts an entry
+// that names its key and checksum, all of which the command can compute: a planted entry would
+// be the next run's profile, wider than the one reviewed. Under a profile that writes the
+// directory holding that cache (root: /var/cache/sysprof, which a root-idmap command writes as
+// root on disk; an ordinary user: $HOME/.cache), the command's write there is refused and on
+// the record, and nothing reaches the cache.
+func TestRedTeam6ParsedProfileCache(t *testing.T) {
+	b, root, profile := redteamBox(t)
+	for _, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			cacheRule, planted := "/var/cache/sysprof", "/var/cache/sysprof/profiles/planted"
+			if as.wrap != nil {
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
+				cacheRule, planted = "$HOME/.cache", filepath.Join(b.Home, ".cache", "sysprof", "profiles", "planted")
+			}
+			t.Cleanup(func() { os.Remove(planted) })
+			p := loadProfile(t, profile)
+			p.Filesystem.Write = append(p.Filesystem.Write, policy.PathRule{Path: cacheRule})
+			wide := filepath.Join(root, as.name+"-cache.yaml")
+			if err := policy.Save(wide, p); err != nil {
+				t.Fatal(err)
+			}
+			attack := []redteamAttack{{action: "put=" + planted, line: "put: E", path: planted, unobservable: "file denials"}}
+			rep := filepath.Join(root, as.name+"-cache.json")
+			r := enforceAs(t, b, as.wrap, wide, rep, "./rt", "benign", attack[0].action, "benign")
+			if !strings.HasSuffix(r.Stdout, "benign: ok\n") {
+				t.Fatalf("the run did not reach its end: %s", r)
+			}
+			if _, err := os.Lstat(planted); err == nil {
+				t.Errorf("the command planted %s in enforce's cache of parsed profiles", planted)
+			}
+			checkAttacks(t, b, r, testutil.ReadReport(t, rep), attack, as.wrap != nil)
+		})
+	}
+}
