@@ -11,6 +11,7 @@ import (
 
 	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
 )
 
 // The sixth red team (issue 23): what the kernel keeps per user rather than per process, which
@@ -162,6 +163,53 @@ func TestRedTeam6ParsedProfileCache(t *testing.T) {
 				t.Errorf("the command planted %s in enforce's cache of parsed profiles", planted)
 			}
 			checkAttacks(t, b, r, testutil.ReadReport(t, rep), attack, as.wrap != nil)
+		})
+	}
+}
+
+// TestRedTeam6ProfileRewritesItself: the profile a run enforces lies in a directory the profile
+// writes ($HOME/.cache, a tool's cache where a user keeps it): the command rewrites it so that
+// its next run is enforced under a profile of its choosing. The file is protected for the run
+// as a protected path is: the write is refused and recorded, or held in the run's changeset as
+// dangerous by the profile's path; the file on the host is unchanged (root and ordinary user).
+func TestRedTeam6ProfileRewritesItself(t *testing.T) {
+	b, root, profile := redteamBox(t)
+	for _, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			if as.wrap != nil {
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
+			}
+			p := loadProfile(t, profile)
+			p.Filesystem.Write = append(p.Filesystem.Write, policy.PathRule{Path: "$HOME/.cache"})
+			self := filepath.Join(b.Home, ".cache", as.name+"-self.yaml")
+			if err := policy.Save(self, p); err != nil {
+				t.Fatal(err)
+			}
+			if as.wrap != nil {
+				chownTree(t, filepath.Dir(self), 65534)
+			}
+			before, err := os.ReadFile(self)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := filepath.Join(root, as.name+"-self.json")
+			r := enforceAs(t, b, as.wrap, self, rep, "./rt", "benign", "write="+self, "benign")
+			if !strings.HasSuffix(r.Stdout, "benign: ok\n") {
+				t.Fatalf("the run did not reach its end: %s", r)
+			}
+			if after, _ := os.ReadFile(self); string(after) != string(before) {
+				t.Errorf("the command rewrote the profile it runs under (%s): its next run is enforced under the command's own", self)
+			}
+			// $HOME/.cache is bound (the profile a read-only cover in it: refused, a file denial)
+			// or staged (the write held dangerous), as its protected paths decide.
+			rp := testutil.ReadReport(t, rep)
+			if rp.Changes != nil && slices.ContainsFunc(rp.Changes.Held, func(c report.Change) bool {
+				return c.Path == self && c.Class == "dangerous"
+			}) {
+				return
+			}
+			checkAttacks(t, b, r, rp, []redteamAttack{{action: "write=" + self, line: "write: E", path: self, unobservable: "file denials"}}, as.wrap != nil)
 		})
 	}
 }

@@ -33,6 +33,9 @@ type Env struct {
 	// Audit: the run lets refused syscalls continue (enforce --audit), so every syscall may
 	// reach the kernel (the host's sockets are hidden whatever the filter allows).
 	Audit bool `json:"-"`
+	// Profile is the file of the profile the run enforces (absolute; empty: none): protected
+	// as paths.ProtectedPaths are, so that a run never rewrites the profile of its next run.
+	Profile string
 }
 
 // HostEnv returns the Env of this process for a command run in workdir: the path variables

@@ -187,6 +187,11 @@ func newEnforcedRun(opts Options) (*enforcedRun, error) {
 	r.env.Command = commandPath(opts.Command, dir)
 	r.env.Terminal = stdioTerminal(opts.Stdin, opts.Stdout, opts.Stderr)
 	r.env.Audit = opts.Audit
+	if opts.ProfilePath != "" {
+		if p, err := filepath.Abs(opts.ProfilePath); err == nil {
+			r.env.Profile = p
+		}
+	}
 	return r, nil
 }
 

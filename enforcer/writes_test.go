@@ -277,3 +277,26 @@ true`, libm, ld, ld))
 	}
 	return errors.Join(errs...)
 }
+
+// The profile a run enforces is protected for that run (and the file a link to it names): a
+// run must not rewrite the profile of its next run.
+func TestProfileIsProtected(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.yaml")
+	link := filepath.Join(dir, "link.yaml")
+	if err := os.WriteFile(real, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Vars: map[string]string{"HOME": "/nonexistent-home", "WORKDIR": "/nonexistent-work"}, Profile: link}
+	got := protectedHostPaths(env)
+	if !slices.Contains(got, link) || !slices.Contains(got, real) {
+		t.Errorf("protected paths %v: want the profile %s and the file it links to", got, link)
+	}
+	env.Profile = ""
+	if slices.Contains(protectedHostPaths(env), real) {
+		t.Errorf("a run without a profile file protects one")
+	}
+}
