@@ -168,8 +168,9 @@ func TestRedTeam6ParsedProfileCache(t *testing.T) {
 }
 
 // TestRedTeam6ProfileRewritesItself: the profile a run enforces lies in a directory the profile
-// writes ($HOME/.cache, a tool's cache where a user keeps it): the command rewrites it so that
-// its next run is enforced under a profile of its choosing. The file is protected for the run
+// writes ($HOME/.cache, a tool's cache where a user keeps it), and so do the run reports
+// (SYSPROF_REPORTS_DIR): the command rewrites the profile so that its next run is enforced
+// under a profile of its choosing, and adds a report of its own to the record. The file is protected for the run
 // as a protected path is: the write is refused and recorded, or held in the run's changeset as
 // dangerous by the profile's path; the file on the host is unchanged (root and ordinary user).
 func TestRedTeam6ProfileRewritesItself(t *testing.T) {
@@ -193,23 +194,37 @@ func TestRedTeam6ProfileRewritesItself(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The run reports (the record `sysprof audit` reads) in the same directory.
+			reports := filepath.Join(b.Home, ".cache", as.name+"-reports")
+			forged := filepath.Join(reports, "forged.json")
 			rep := filepath.Join(root, as.name+"-self.json")
-			r := enforceAs(t, b, as.wrap, self, rep, "./rt", "benign", "write="+self, "benign")
+			argv := append(slicesClone(as.wrap), testutil.SysprofBin, "enforce", "-p", self, "--report", rep, "--",
+				"./rt", "benign", "write="+self, "put="+forged, "benign")
+			r := runPerturbed(t, b, perturbation{name: "redteam6", stdout: "pipe", stdin: "null", env: []string{"SYSPROF_REPORTS_DIR=" + reports}}, argv)
 			if !strings.HasSuffix(r.Stdout, "benign: ok\n") {
 				t.Fatalf("the run did not reach its end: %s", r)
 			}
 			if after, _ := os.ReadFile(self); string(after) != string(before) {
 				t.Errorf("the command rewrote the profile it runs under (%s): its next run is enforced under the command's own", self)
 			}
-			// $HOME/.cache is bound (the profile a read-only cover in it: refused, a file denial)
-			// or staged (the write held dangerous), as its protected paths decide.
-			rp := testutil.ReadReport(t, rep)
-			if rp.Changes != nil && slices.ContainsFunc(rp.Changes.Held, func(c report.Change) bool {
-				return c.Path == self && c.Class == "dangerous"
-			}) {
-				return
+			if _, err := os.Lstat(forged); err == nil {
+				t.Errorf("the command wrote a run report of its own among sysprof's (%s)", forged)
 			}
-			checkAttacks(t, b, r, rp, []redteamAttack{{action: "write=" + self, line: "write: E", path: self, unobservable: "file denials"}}, as.wrap != nil)
+			// $HOME/.cache is bound (each a read-only cover in it: refused, a file denial) or
+			// staged (the write held dangerous), as its protected paths decide.
+			rp := testutil.ReadReport(t, rep)
+			for _, a := range []redteamAttack{
+				{action: "write=" + self, line: "write: E", path: self, unobservable: "file denials"},
+				{action: "put=" + forged, line: "put: E", path: forged + "|" + reports, unobservable: "file denials"},
+			} {
+				target := strings.Split(a.path, "|")[0]
+				if rp.Changes != nil && slices.ContainsFunc(rp.Changes.Held, func(c report.Change) bool {
+					return c.Path == target && c.Class == "dangerous"
+				}) {
+					continue
+				}
+				checkAttacks(t, b, r, rp, []redteamAttack{a}, as.wrap != nil)
+			}
 		})
 	}
 }

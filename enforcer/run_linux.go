@@ -26,7 +26,10 @@ import (
 // Options is one enforced run.
 type Options struct {
 	Profile     *policy.Profile
-	ProfilePath string   // for the report
+	ProfilePath string   // for the report; protected in the run (Env.Own)
+	// ReportsDir is where sysprof leaves its run reports (the record `sysprof audit` reads):
+	// protected in the run (Env.Own). Empty: none.
+	ReportsDir string
 	Command     []string // argv; Command[0] is looked up in PATH inside the sandbox
 	Dir         string   // working directory ($WORKDIR); empty: the current one
 	Env         []string // the command's environment; nil: sysprof's
@@ -187,9 +190,9 @@ func newEnforcedRun(opts Options) (*enforcedRun, error) {
 	r.env.Command = commandPath(opts.Command, dir)
 	r.env.Terminal = stdioTerminal(opts.Stdin, opts.Stdout, opts.Stderr)
 	r.env.Audit = opts.Audit
-	if opts.ProfilePath != "" {
-		if p, err := filepath.Abs(opts.ProfilePath); err == nil {
-			r.env.Profile = p
+	for _, own := range []string{opts.ProfilePath, opts.ReportsDir} {
+		if p, err := filepath.Abs(own); err == nil && own != "" {
+			r.env.Own = append(r.env.Own, p)
 		}
 	}
 	return r, nil

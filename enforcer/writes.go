@@ -281,7 +281,7 @@ func varRoot(p string, env Env) string {
 // protectedHostPaths expands paths.ProtectedPaths for this host (those whose variable is set),
 // $WORKDIR/.git also where a `git worktree`'s or a submodule's .git file leads
 // (paths.LinkedGitPaths), with the hooks and config of that git directory (linkedGitDir), and
-// the profile the run enforces (Env.Profile).
+// sysprof's own files for the run (Env.Own: its profile, the run reports directory).
 func protectedHostPaths(env Env) []string {
 	var out []string
 	for _, q := range paths.ProtectedPaths() {
@@ -291,9 +291,9 @@ func protectedHostPaths(env Env) []string {
 		}
 	}
 	out = append(out, linkedGitDir(env.Vars["WORKDIR"])...)
-	if env.Profile != "" {
-		out = append(out, env.Profile)
-		if real, err := filepath.EvalSymlinks(env.Profile); err == nil && real != env.Profile {
+	for _, own := range env.Own {
+		out = append(out, own)
+		if real, err := filepath.EvalSymlinks(own); err == nil && real != own {
 			out = append(out, real) // the file a link names is what the next run reads
 		}
 	}

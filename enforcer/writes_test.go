@@ -278,8 +278,9 @@ true`, libm, ld, ld))
 	return errors.Join(errs...)
 }
 
-// The profile a run enforces is protected for that run (and the file a link to it names): a
-// run must not rewrite the profile of its next run.
+// sysprof's own files (the profile a run enforces, the run reports directory) are protected for
+// that run, and the file a link to one names: a run must not rewrite the profile of its next
+// run.
 func TestProfileIsProtected(t *testing.T) {
 	dir := t.TempDir()
 	real := filepath.Join(dir, "real.yaml")
@@ -290,12 +291,12 @@ func TestProfileIsProtected(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	env := Env{Vars: map[string]string{"HOME": "/nonexistent-home", "WORKDIR": "/nonexistent-work"}, Profile: link}
+	env := Env{Vars: map[string]string{"HOME": "/nonexistent-home", "WORKDIR": "/nonexistent-work"}, Own: []string{link}}
 	got := protectedHostPaths(env)
 	if !slices.Contains(got, link) || !slices.Contains(got, real) {
 		t.Errorf("protected paths %v: want the profile %s and the file it links to", got, link)
 	}
-	env.Profile = ""
+	env.Own = nil
 	if slices.Contains(protectedHostPaths(env), real) {
 		t.Errorf("a run without a profile file protects one")
 	}
