@@ -26,13 +26,13 @@ import (
 // Options is one enforced run.
 type Options struct {
 	Profile     *policy.Profile
-	ProfilePath string   // for the report; protected in the run (Env.Own)
+	ProfilePath string // for the report; protected in the run (Env.Own)
 	// ReportsDir is where sysprof leaves its run reports (the record `sysprof audit` reads):
 	// protected in the run (Env.Own). Empty: none.
 	ReportsDir string
-	Command     []string // argv; Command[0] is looked up in PATH inside the sandbox
-	Dir         string   // working directory ($WORKDIR); empty: the current one
-	Env         []string // the command's environment; nil: sysprof's
+	Command    []string // argv; Command[0] is looked up in PATH inside the sandbox
+	Dir        string   // working directory ($WORKDIR); empty: the current one
+	Env        []string // the command's environment; nil: sysprof's
 	// Vars overrides the host values of profile variables ($HOME, $WORKDIR, ...).
 	Vars map[string]string
 	// Audit lets every call the profile does not allow through, and reports it.
