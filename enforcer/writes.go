@@ -292,6 +292,12 @@ func protectedHostPaths(env Env) []string {
 	}
 	out = append(out, linkedGitDir(env.Vars["WORKDIR"])...)
 	for _, own := range env.Own {
+		if privateTmpRoot(own) != "" {
+			// Out of the command's reach behind a private /tmp; a cover there would show
+			// sysprof's own files in it. (A profile without a private /tmp that writes
+			// the host's /tmp whole leaves them unprotected: README, Attacks tried.)
+			continue
+		}
 		out = append(out, own)
 		if real, err := filepath.EvalSymlinks(own); err == nil && real != own {
 			out = append(out, real) // the file a link names is what the next run reads

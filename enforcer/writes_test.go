@@ -280,9 +280,13 @@ true`, libm, ld, ld))
 
 // sysprof's own files (the profile a run enforces, the run reports directory) are protected for
 // that run, and the file a link to one names: a run must not rewrite the profile of its next
-// run.
+// run. Not in a private tmp directory, where the command cannot reach them.
 func TestProfileIsProtected(t *testing.T) {
-	dir := t.TempDir()
+	dir, err := os.MkdirTemp("/var/cache", "sysprof-own-") // outside the private tmp directories
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	real := filepath.Join(dir, "real.yaml")
 	link := filepath.Join(dir, "link.yaml")
 	if err := os.WriteFile(real, []byte("x"), 0o644); err != nil {
@@ -299,5 +303,10 @@ func TestProfileIsProtected(t *testing.T) {
 	env.Own = nil
 	if slices.Contains(protectedHostPaths(env), real) {
 		t.Errorf("a run without a profile file protects one")
+	}
+	// Behind the private /tmp the command cannot reach the host's file: no cover shows it there.
+	env.Own = []string{"/tmp/x/profile.yaml"}
+	if slices.Contains(protectedHostPaths(env), "/tmp/x/profile.yaml") {
+		t.Errorf("a profile in /tmp is covered inside the private /tmp")
 	}
 }
