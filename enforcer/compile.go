@@ -33,6 +33,10 @@ type Env struct {
 	// Audit: the run lets refused syscalls continue (enforce --audit), so every syscall may
 	// reach the kernel (the host's sockets are hidden whatever the filter allows).
 	Audit bool `json:"-"`
+	// Own are sysprof's own files for this run (absolute): the profile it enforces and the run
+	// reports directory. They are protected as paths.ProtectedPaths are: a run must not write
+	// the profile of its next run, nor the record of earlier ones.
+	Own []string
 }
 
 // HostEnv returns the Env of this process for a command run in workdir: the path variables

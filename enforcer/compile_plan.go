@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/changeset"
+	"github.com/sysprof/sysprof/internal/profilecache"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/sandbox"
@@ -587,6 +588,12 @@ func withBase(fs policy.Filesystem, env Env) policy.Filesystem {
 	d := binHashDir()
 	if d != "" {
 		out.Hidden = append(out.Hidden, policy.PathRule{Path: d, Note: "sysprof's own state"})
+	}
+	// enforce's cache of parsed profiles (root's is /var/cache/sysprof/profiles, outside d): an
+	// entry the command planted (as root-idmap its files are root's on disk) would be the next
+	// run's profile. Made first, private, so that there is a directory to hide.
+	if pc := profilecache.Dir(); pc != "" && !paths.Within(pc, d) && os.MkdirAll(pc, 0o700) == nil {
+		out.Hidden = append(out.Hidden, policy.PathRule{Path: pc, Note: "sysprof's own state (parsed profiles)"})
 	}
 	if x, err := expand("$HOME/.cache/sysprof", env); err == nil && x != d {
 		if _, err := os.Lstat(x); err == nil {

@@ -22,6 +22,9 @@ type hostFacts struct {
 	CPUs int
 	// FileMax is fs.file-max (the open-file limit per process is a share of it); 0: unknown.
 	FileMax int64
+	// UserCounts are the host user's per-user counts (/proc/sys/user: inotify, fanotify) by
+	// name: the run may hold a share of each.
+	UserCounts map[string]int
 	// LimitCgroup: why the run gets no cgroup to keep its limits in; nil: it does.
 	LimitCgroup error
 	// WriteBound: why the stages' writes cannot be bounded here (limits.writeMiB); nil: they can.

@@ -143,16 +143,16 @@ var layerTable = []layerDef{
 			return sandbox.Plan{NetNS: p.NetNS}, p.NetNS
 		}},
 	{Name: LayerUserNS, Degradable: true, Decide: decideUserNS,
-		Holds: "the command is never host uid 0 (as root: an unprivileged host uid, idmapped mounts)", Degrade: "uid 0 in a user namespace mapping every id to itself (where / cannot be idmapped)", Reports: reportsIdentity},
+		Holds: "the command is never host uid 0 (as root: an unprivileged host uid, idmapped mounts), and has a session keyring of its own", Degrade: "uid 0 in a user namespace mapping every id to itself (where / cannot be idmapped)", Reports: reportsIdentity},
 	{Name: LayerFileRules, Degradable: true, Decide: unenforceableIn(LayerFileRules, "filesystem."),
 		Holds: "write rules exactly as the profile names them", Degrade: "the write rules no layer here can enforce (dropped, never granted)", Reports: reportsDecision},
 	{Name: LayerNetwork, Degradable: true, Decide: decideNetwork,
 		Holds: "egress by name through sysprof's DNS stub and proxy, per binary", Degrade: "the network rules no layer here can enforce (dropped, never granted); egress by name never degrades", Reports: reportsEgress},
 	{Name: LayerLimits, Degradable: true, Decide: decideLimits,
-		Holds: "tasks, memory, private /tmp size and inodes (the run's cgroup, else rlimits), the bytes and files each staged directory's writes hold (a bounded tmpfs upper layer)", Degrade: "the rlimits, when the init stage cannot set them (a cgroup of the run's own still holds it)",
+		Holds: "tasks, memory, private /tmp size and inodes (the run's cgroup, else rlimits), the bytes and files each staged directory's writes hold (a bounded tmpfs upper layer), a quarter of the host user's inotify and fanotify counts", Degrade: "the rlimits, when the init stage cannot set them (a cgroup of the run's own still holds it)",
 		Start: startLimits, Show: LimitsSummary,
 		Part: func(p *sandbox.Plan, _ Degrade) (sandbox.Plan, bool) {
-			return sandbox.Plan{Rlimits: p.Rlimits}, len(p.Rlimits) > 0
+			return sandbox.Plan{Rlimits: p.Rlimits, UserCounts: p.UserCounts}, len(p.Rlimits)+len(p.UserCounts) > 0
 		}},
 }
 

@@ -53,10 +53,12 @@ type runLimits struct {
 	// profile's own writeMiB (learned: the tool needs it). A default write limit gets none:
 	// those bytes count against Memory, which stays exact for a memory bomb.
 	WriteRoom int64
-	NoFile    int  // open files per process (RLIMIT_NOFILE); 0: the host's
-	Cgroup    bool // kept in the run's cgroup
-	Detail    string
-	Defaults  []string // what is not the profile's own value: defaults, per-CPU floors
+	NoFile    int // open files per process (RLIMIT_NOFILE); 0: the host's
+	// UserCounts bound the run's share of the host user's per-user kernel counts.
+	UserCounts []sandbox.UserCount
+	Cgroup     bool // kept in the run's cgroup
+	Detail     string
+	Defaults   []string // what is not the profile's own value: defaults, per-CPU floors
 }
 
 // rlimits are the limits the init stage sets on the command. RLIMIT_NPROC means nothing for a
@@ -96,6 +98,13 @@ const (
 	minFiles       = 1024
 	maxFiles       = 1 << 16
 )
+
+// The kernel's per-user counts a run may hold a quarter of (as of the host's file table): the
+// host user's other programs (an editor's file watches, a desktop's fanotify) keep the rest.
+// Each is counted per uid through every user namespace up to the host's.
+var userCountShares = []string{"max_inotify_instances", "max_inotify_watches", "max_fanotify_groups", "max_fanotify_marks"}
+
+const userCountShare = 4
 
 // decideLimits is the limits layer's decision: the profile's limits, or the defaults, kept in
 // the run's cgroup when this host gives the run one (h.LimitCgroup nil), else as rlimits only.
@@ -171,6 +180,11 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 	if h.FileMax > 0 {
 		l.NoFile = int(min(max(h.FileMax/fileTableShare/int64(l.Pids), minFiles), maxFiles))
 	}
+	for _, name := range userCountShares {
+		if n := h.UserCounts[name]; n > 0 {
+			l.UserCounts = append(l.UserCounts, sandbox.UserCount{Name: name, Max: max(n/userCountShare, 1)})
+		}
+	}
 	l.Cgroup = h.LimitCgroup == nil
 	where := "in the run's cgroup"
 	if !l.Cgroup {
@@ -189,7 +203,22 @@ func limitsFor(c *Compiled, h hostFacts) runLimits {
 
 // thisHost are the facts of this host the limits depend on.
 func thisHost() hostFacts {
-	return hostFacts{RAM: hostRAM(), CPUs: runtime.NumCPU(), FileMax: hostFileMax(), LimitCgroup: kernrun.LimitsAvailable(), WriteBound: writeBoundAvailable()}
+	return hostFacts{RAM: hostRAM(), CPUs: runtime.NumCPU(), FileMax: hostFileMax(), UserCounts: hostUserCounts(),
+		LimitCgroup: kernrun.LimitsAvailable(), WriteBound: writeBoundAvailable()}
+}
+
+// hostUserCounts are the per-user counts of userCountShares this host has (the values of
+// sysprof's own user namespace, the level above the sandbox's).
+func hostUserCounts() map[string]int {
+	out := map[string]int{}
+	for _, name := range userCountShares {
+		if b, err := os.ReadFile("/proc/sys/user/" + name); err == nil {
+			if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
+				out[name] = n
+			}
+		}
+	}
+	return out
 }
 
 // writeBoundAvailable says why a stage's upper layer cannot be a bounded tmpfs here: overlay
@@ -336,6 +365,9 @@ func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.I
 		return nil
 	}
 	plan.TmpSize, plan.TmpFiles = l.Tmp, l.Files
+	if id.UserNS { // the stage's own namespace's counts; never the host's
+		plan.UserCounts = l.UserCounts
+	}
 	plan.Staged = slices.Clone(plan.Staged)
 	for i := range plan.Staged {
 		if !plan.Staged[i].Shared && l.Write > 0 {

@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,6 +110,28 @@ func TestLimitFilesAndCore(t *testing.T) {
 		}
 		if int(files) != tc.want || core != 1 {
 			t.Errorf("file-max %d: rlimits NOFILE %d CORE %d, want %d and 1", tc.fileMax, files, core, tc.want)
+		}
+	}
+}
+
+// A run holds a quarter of each per-user count the host has (inotify and fanotify: counted per
+// uid up to the host's user namespace, shared with the user's other programs), at least one;
+// a count the host lacks is not set. The plan carries them only into a user namespace of the
+// stage's own (written elsewhere they would be the host's).
+func TestLimitUserCounts(t *testing.T) {
+	p := &policy.Profile{Limits: policy.Limits{Pids: 64, MemoryMiB: 256}}
+	h := hostFacts{RAM: 8 << 30, CPUs: 2, UserCounts: map[string]int{"max_inotify_instances": 128, "max_inotify_watches": 192546, "max_fanotify_groups": 3}}
+	l := limitsFor(&Compiled{profile: p}, h)
+	want := []sandbox.UserCount{{Name: "max_inotify_instances", Max: 32}, {Name: "max_inotify_watches", Max: 48136}, {Name: "max_fanotify_groups", Max: 1}}
+	if !slices.Equal(l.UserCounts, want) {
+		t.Errorf("user counts %v, want %v", l.UserCounts, want)
+	}
+	var r enforcedRun
+	for _, userNS := range []bool{true, false} {
+		var plan sandbox.Plan
+		r.applyLimits(&runLimits{UserCounts: want}, &plan, sandbox.Identity{UserNS: userNS}, nil, true)
+		if got := len(plan.UserCounts) > 0; got != userNS {
+			t.Errorf("user namespace %v: plan's user counts %v", userNS, plan.UserCounts)
 		}
 	}
 }

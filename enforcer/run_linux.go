@@ -26,10 +26,13 @@ import (
 // Options is one enforced run.
 type Options struct {
 	Profile     *policy.Profile
-	ProfilePath string   // for the report
-	Command     []string // argv; Command[0] is looked up in PATH inside the sandbox
-	Dir         string   // working directory ($WORKDIR); empty: the current one
-	Env         []string // the command's environment; nil: sysprof's
+	ProfilePath string // for the report; protected in the run (Env.Own)
+	// ReportsDir is where sysprof leaves its run reports (the record `sysprof audit` reads):
+	// protected in the run (Env.Own). Empty: none.
+	ReportsDir string
+	Command    []string // argv; Command[0] is looked up in PATH inside the sandbox
+	Dir        string   // working directory ($WORKDIR); empty: the current one
+	Env        []string // the command's environment; nil: sysprof's
 	// Vars overrides the host values of profile variables ($HOME, $WORKDIR, ...).
 	Vars map[string]string
 	// Audit lets every call the profile does not allow through, and reports it.
@@ -187,6 +190,11 @@ func newEnforcedRun(opts Options) (*enforcedRun, error) {
 	r.env.Command = commandPath(opts.Command, dir)
 	r.env.Terminal = stdioTerminal(opts.Stdin, opts.Stdout, opts.Stderr)
 	r.env.Audit = opts.Audit
+	for _, own := range []string{opts.ProfilePath, opts.ReportsDir} {
+		if p, err := filepath.Abs(own); err == nil && own != "" {
+			r.env.Own = append(r.env.Own, p)
+		}
+	}
 	return r, nil
 }
 
@@ -328,6 +336,7 @@ func (r *enforcedRun) decide(id sandbox.Identity) layerDecision {
 	}
 	host := thisHost()
 	facts.RAM, facts.CPUs, facts.FileMax, facts.LimitCgroup = host.RAM, host.CPUs, host.FileMax, host.LimitCgroup
+	facts.UserCounts = host.UserCounts
 	dec := decideLayers(r.c, facts)
 	r.rep.Notes = append(r.rep.Notes, dec.Notes...)
 	for _, l := range dec.Degraded {

@@ -280,7 +280,8 @@ func varRoot(p string, env Env) string {
 
 // protectedHostPaths expands paths.ProtectedPaths for this host (those whose variable is set),
 // $WORKDIR/.git also where a `git worktree`'s or a submodule's .git file leads
-// (paths.LinkedGitPaths), with the hooks and config of that git directory (linkedGitDir).
+// (paths.LinkedGitPaths), with the hooks and config of that git directory (linkedGitDir), and
+// sysprof's own files for the run (Env.Own: its profile, the run reports directory).
 func protectedHostPaths(env Env) []string {
 	var out []string
 	for _, q := range paths.ProtectedPaths() {
@@ -290,6 +291,18 @@ func protectedHostPaths(env Env) []string {
 		}
 	}
 	out = append(out, linkedGitDir(env.Vars["WORKDIR"])...)
+	for _, own := range env.Own {
+		if privateTmpRoot(own) != "" {
+			// Out of the command's reach behind a private /tmp; a cover there would show
+			// sysprof's own files in it. (A profile without a private /tmp that writes
+			// the host's /tmp whole leaves them unprotected: README, Attacks tried.)
+			continue
+		}
+		out = append(out, own)
+		if real, err := filepath.EvalSymlinks(own); err == nil && real != own {
+			out = append(out, real) // the file a link names is what the next run reads
+		}
+	}
 	slices.Sort(out)
 	return slices.Compact(out)
 }

@@ -277,3 +277,36 @@ true`, libm, ld, ld))
 	}
 	return errors.Join(errs...)
 }
+
+// sysprof's own files (the profile a run enforces, the run reports directory) are protected for
+// that run, and the file a link to one names: a run must not rewrite the profile of its next
+// run. Not in a private tmp directory, where the command cannot reach them.
+func TestProfileIsProtected(t *testing.T) {
+	dir, err := os.MkdirTemp("/var/cache", "sysprof-own-") // outside the private tmp directories
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	real := filepath.Join(dir, "real.yaml")
+	link := filepath.Join(dir, "link.yaml")
+	if err := os.WriteFile(real, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Vars: map[string]string{"HOME": "/nonexistent-home", "WORKDIR": "/nonexistent-work"}, Own: []string{link}}
+	got := protectedHostPaths(env)
+	if !slices.Contains(got, link) || !slices.Contains(got, real) {
+		t.Errorf("protected paths %v: want the profile %s and the file it links to", got, link)
+	}
+	env.Own = nil
+	if slices.Contains(protectedHostPaths(env), real) {
+		t.Errorf("a run without a profile file protects one")
+	}
+	// Behind the private /tmp the command cannot reach the host's file: no cover shows it there.
+	env.Own = []string{"/tmp/x/profile.yaml"}
+	if slices.Contains(protectedHostPaths(env), "/tmp/x/profile.yaml") {
+		t.Errorf("a profile in /tmp is covered inside the private /tmp")
+	}
+}

@@ -232,7 +232,7 @@ func TestCloneFlagsAndMappings(t *testing.T) {
 		t.Errorf("mappings %+v %+v", u, g)
 	}
 	a := p.NamespaceAttr(ChooseIdentity(1000, 1000, 100, "", "", false, nil))
-	if a.GidMappingsEnableSetgroups || len(a.AmbientCaps) != 6 || a.Cloneflags&unix.CLONE_NEWUSER == 0 {
+	if a.GidMappingsEnableSetgroups || len(a.AmbientCaps) != 7 || a.Cloneflags&unix.CLONE_NEWUSER == 0 {
 		t.Errorf("NamespaceAttr(user) = %+v", a)
 	}
 	if a := p.NamespaceAttr(ChooseIdentity(0, 0, 0, "", "", true, nil)); a.UidMappings != nil || a.AmbientCaps != nil || a.Cloneflags&unix.CLONE_NEWUSER != 0 {

@@ -145,13 +145,14 @@ func UserNSMappings(uid, gid int) (uids, gids []syscall.SysProcIDMap) {
 // CAP_SETPCAP to lock securebits and empty the bounding set, CAP_NET_RAW for the egress
 // proxy's ICMP observer (netproxy.SetupInside), CAP_DAC_OVERRIDE for a stage's
 // overlay (overlayfs works in its work/work directory, mode 0, with the mounter's credentials:
-// it only applies to the caller's own files, the only uid mapped). They exist only inside the
+// it only applies to the caller's own files, the only uid mapped), CAP_SYS_RESOURCE to limit the
+// namespace's own per-user counts (SetUserCounts). They exist only inside the
 // new user namespace. Not needed (nil) as root.
 func InitAmbientCaps(asRoot bool) []uintptr {
 	if asRoot {
 		return nil
 	}
-	return []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE, unix.CAP_NET_RAW}
+	return []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE, unix.CAP_NET_RAW, unix.CAP_SYS_RESOURCE}
 }
 
 // NamespaceAttr is a SysProcAttr with the namespace part of starting the init stage filled in

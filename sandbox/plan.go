@@ -51,6 +51,9 @@ type Plan struct {
 
 	// Rlimits are set last, on the thread that execs (limits.go).
 	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// UserCounts are the user namespace's per-user counts (limits.go): the init stage sets them
+	// before any layer (SetUserCounts), not in Apply.
+	UserCounts []UserCount `json:"user_counts,omitempty"`
 
 	// Degrade lets Apply continue when the kernel cannot enforce part of the Landlock layer
 	// (see Downgrade); what was dropped is listed in the Result. False (the default) fails

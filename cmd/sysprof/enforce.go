@@ -288,6 +288,9 @@ func (o *enforceOptions) runOptions(p *policy.Profile, st project.Step, resolve 
 	if st.Name != "" {
 		opts.Env = st.Environ()
 	}
+	if o.Reports != nil {
+		opts.ReportsDir = o.Reports.dir
+	}
 	return opts
 }
 

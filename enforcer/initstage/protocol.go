@@ -139,6 +139,15 @@ func ExecOutputs(parts []Part) []string {
 	return out
 }
 
+// UserCounts are the per-user counts of cfg's parts (sandbox.Plan.UserCounts).
+func UserCounts(parts []Part) []sandbox.UserCount {
+	var out []sandbox.UserCount
+	for _, p := range parts {
+		out = append(out, p.Plan.UserCounts...)
+	}
+	return out
+}
+
 // ExecFiles are the exec output files of cfg's parts (sandbox.Plan.ExecFiles).
 func ExecFiles(parts []Part) []string {
 	var out []string

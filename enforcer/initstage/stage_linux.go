@@ -94,6 +94,9 @@ func switchCreds(c *Switch) error {
 	return nil
 }
 
+// userCountsSkipped says why the user counts were not set, under --degrade=limits.
+var userCountsSkipped string
+
 // earlyNet is the network namespace a stage started with ArgNetNS entered before its config.
 type earlyNet struct {
 	asked bool
@@ -157,6 +160,11 @@ func initStage(net earlyNet) int {
 		}
 	}
 	if cfg.Sandbox {
+		// On this thread, which forks the command.
+		if err := sandbox.JoinOwnKeyring(); err != nil {
+			return s.fail(Status{Stage: "sandbox", Layer: LayerUserNS, Error: err.Error()})
+		}
+		phase.Mark("session keyring")
 		egress, st := s.applyLayers(cfg)
 		if st != nil {
 			return s.fail(*st)
@@ -291,6 +299,17 @@ func enterNamespaces(cfg *Config, asInit bool, net earlyNet) *Status {
 		// without ArgNetNS.
 		return &Status{Stage: "config", Error: "BUG: a stage started with its own network namespace got a plan without one"}
 	}
+	if cfg.Sandbox {
+		// The user namespace's own counts: before the namespace's /proc (its /proc/sys is
+		// read-only) and the layers (which take CAP_SYS_RESOURCE).
+		if err := sandbox.SetUserCounts(UserCounts(cfg.Parts)); err != nil {
+			if !slices.ContainsFunc(cfg.Parts, func(p Part) bool { return p.Name == sandbox.LayerLimits && p.Degrade }) {
+				return &Status{Stage: "sandbox", Layer: sandbox.LayerLimits, Error: err.Error()}
+			}
+			userCountsSkipped = "skipped " + sandbox.LayerLimits + ": " + err.Error()
+		}
+		phase.Mark("user counts")
+	}
 	if cfg.Sandbox && asInit {
 		// The namespace's own /proc, whatever else the plan mounts.
 		if err := sandbox.MountProc(); err != nil {
@@ -304,6 +323,9 @@ func enterNamespaces(cfg *Config, asInit bool, net earlyNet) *Status {
 // skipped, and returns the egress sockets it opened.
 func (s *stageStatus) applyLayers(cfg *Config) ([]int, *Status) {
 	layers, skipped, egress, err := ApplyParts(cfg.Parts, cfg.Sockets, cfg.Egress)
+	if userCountsSkipped != "" {
+		skipped = append(skipped, userCountsSkipped)
+	}
 	if err != nil {
 		st := Status{Stage: "sandbox", Error: err.Error()}
 		var le *LayerError
