@@ -43,7 +43,9 @@ var perturb6Dims = []perturbation{
 	// how
 	{name: "timeout", stdout: "pipe", stdin: "null", wrap: []string{"timeout", "300"}},
 	{name: "xargs", stdout: "pipe", stdin: "null", wrap: []string{"xargs", "-a", "/dev/null"}},
-	{name: "make-recipe", stdout: "pipe", stdin: "null", wrap: []string{"sh", "-c", shArgs + `exec make -s -f /dev/null --eval 'all: ; @$(value RUN)' RUN="$c"`, "sh"}},
+	// A Makefile's recipe (not --eval: make passes that on to a make the recipe runs).
+	{name: "make-recipe", stdout: "pipe", stdin: "null", wrap: []string{"sh", "-c", shArgs +
+		`mk=$(mktemp) && printf 'all:\n\t@$(value RUN)\n' >"$mk" && make -s -f "$mk" RUN="$c"; r=$?; rm -f "$mk"; exit $r`, "sh"}},
 	{name: "script-pty", stdout: "pipe", stdin: "null", wrap: []string{"sh", "-c", shArgs + `exec script -qec "$c" /dev/null`, "sh"}},
 	{name: "stdout-closed", stdout: "pipe", stdin: "null", wrap: []string{"sh", "-c", `exec >&- "$@"`, "sh"}},
 	{name: "sigpipe-ignored", stdout: "pipe", stdin: "null", wrap: []string{"sh", "-c", `trap '' PIPE; exec "$@"`, "sh"}},
