@@ -164,9 +164,19 @@ func dropSysprofLines(s string) string {
 	return strings.Join(keep, "")
 }
 
-// perturb6Commands are treeEnvCommands' commands this round runs every dimension of; the others
-// (builds and test runners: seconds a run) run perturb6Heavy's.
-var perturb6Light = []string{"git-status", "git-log", "cc", "python3", "node"}
+// perturb6Commands are treeEnvCommands and a git commit (a new commit every run, on whatever
+// HEAD the last run left: -q prints nothing).
+var perturb6Commands = append(slices.Clone(treeEnvCommands), everyday{name: "git-commit", need: []string{"git"},
+	argv: []string{"git", "commit", "-q", "--allow-empty", "-m", "again"}, setup: gitRepo, learnFlags: []string{"--accept-risky"},
+	notAs: func() map[string]string {
+		// Enforced, each run commits in its own stage of .git and both commits land, one on
+		// the other (checked by hand).
+		return map[string]string{"concurrent": "two git commits at once race for .git/index.lock without sysprof: one exits 128"}
+	}})
+
+// perturb6Light are the commands this round runs every dimension of; the others (builds and
+// test runners: seconds a run) run perturb6Heavy's.
+var perturb6Light = []string{"git-status", "git-log", "git-commit", "cc", "python3", "node"}
 
 var perturb6Heavy = []string{"tmpdir-in-tree", "make-recipe", "concurrent", "git-clean-fdx", "future-mtimes", "read-only-files", "bind-mounted"}
 
@@ -174,6 +184,7 @@ var perturb6Heavy = []string{"tmpdir-in-tree", "make-recipe", "concurrent", "git
 var perturb6Open = map[string]map[string]string{
 	"git-status": {"overlay": overlayOpen},
 	"git-log":    {"overlay": overlayOpen, "script-pty": pagerOpen},
+	"git-commit": {"overlay": overlayOpen},
 	"python3":    {"stdout-closed": stdoutClosedOpen},
 }
 
@@ -192,7 +203,7 @@ const stdoutClosedOpen = "stdout closed: Go's runtime opens /dev/null on it befo
 // code and output, zero denials; drift under a few finds nothing that widens.
 func TestPerturbationsSix(t *testing.T) {
 	testutil.RequireRoot(t)
-	for _, ed := range treeEnvCommands {
+	for _, ed := range perturb6Commands {
 		t.Run(ed.name, func(t *testing.T) {
 			if ed.name == "git-diff" {
 				t.Skip("git-status and git-log stand for git here") // not a sysprof limit: CI time
