@@ -183,7 +183,7 @@ var perturb6Heavy = []string{"tmpdir-in-tree", "make-recipe", "concurrent", "git
 // perturb6Open are the cells that still fail, per command, with why.
 var perturb6Open = map[string]map[string]string{
 	"git-status": {"overlay": overlayOpen},
-	"git-log":    {"overlay": overlayOpen, "script-pty": pagerOpen},
+	"git-log":    {"overlay": overlayOpen, "script-pty": pagerOpen, "tty": pagerOpen},
 	"git-commit": {"overlay": overlayOpen},
 	"python3":    {"stdout-closed": stdoutClosedOpen},
 }
@@ -233,6 +233,19 @@ func TestPerturbationsSix(t *testing.T) {
 				th.open = maps.Clone(h.open)
 				maps.DeleteFunc(th.open, func(_, why string) bool { return why == pagerOpen })
 				t.Run("learned-at-tty", func(t *testing.T) { learnThenPerturb(t, ed, atTTY, th) })
+			}
+			if slices.Contains(perturb6Light, ed.name) {
+				// Learned under umask 077 (a hardened account), run under the usual 022.
+				uh := h
+				uh.wrap = func(_ *testutil.Box, pt perturbation) []string {
+					if pt.name == "learn" {
+						return shWrap("umask 077")
+					}
+					return pt.wrap
+				}
+				t.Run("learned-umask-077", func(t *testing.T) {
+					learnThenPerturb(t, ed, byName(treeEnvIO, "pipe", "tty"), uh)
+				})
 			}
 		})
 	}
