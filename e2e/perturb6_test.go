@@ -246,6 +246,12 @@ func TestPerturbationsSix(t *testing.T) {
 				t.Run("learned-umask-077", func(t *testing.T) {
 					learnThenPerturb(t, ed, byName(treeEnvIO, "pipe", "tty"), uh)
 				})
+				// Learned with TMPDIR inside the tree, run where it is the usual one.
+				th := h
+				th.learn = &perturbation{name: "learn", stdout: "file", stdin: "null", envf: byName(perturb6Dims, "tmpdir-in-tree")[0].envf}
+				t.Run("learned-tmpdir-in-tree", func(t *testing.T) {
+					learnThenPerturb(t, ed, append(byName(treeEnvIO, "pipe"), byName(envPerturbations, "tmpdir-var-tmp")...), th)
+				})
 			}
 		})
 	}
