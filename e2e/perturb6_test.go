@@ -40,6 +40,13 @@ var perturb6Dims = []perturbation{
 		}
 		return []string{"TMPDIR=" + d}
 	}},
+	// The tools' caches inside the tree, as a CI service that caches only the project
+	// directory has them (GitLab: CARGO_HOME=$CI_PROJECT_DIR/.cargo and the like).
+	{name: "caches-in-tree", stdout: "pipe", stdin: "null", envf: func(b *testutil.Box) []string {
+		c := filepath.Join(b.Work, ".cache")
+		return []string{"XDG_CACHE_HOME=" + c, "GOCACHE=" + filepath.Join(c, "go-build"), "CARGO_HOME=" + filepath.Join(b.Work, ".cargo"),
+			"npm_config_cache=" + filepath.Join(b.Work, ".npm"), "PIP_CACHE_DIR=" + filepath.Join(c, "pip")}
+	}},
 	// how
 	{name: "timeout", stdout: "pipe", stdin: "null", wrap: []string{"timeout", "300"}},
 	{name: "xargs", stdout: "pipe", stdin: "null", wrap: []string{"xargs", "-a", "/dev/null"}},
@@ -178,7 +185,7 @@ var perturb6Commands = append(slices.Clone(treeEnvCommands), everyday{name: "git
 // test runners: seconds a run) run perturb6Heavy's.
 var perturb6Light = []string{"git-status", "git-log", "git-commit", "cc", "python3", "node"}
 
-var perturb6Heavy = []string{"tmpdir-in-tree", "make-recipe", "concurrent", "git-clean-fdx", "future-mtimes", "read-only-files", "bind-mounted"}
+var perturb6Heavy = []string{"tmpdir-in-tree", "caches-in-tree", "make-recipe", "concurrent", "git-clean-fdx", "future-mtimes", "read-only-files", "bind-mounted"}
 
 // perturb6Open are the cells that still fail, per command, with why.
 var perturb6Open = map[string]map[string]string{
@@ -216,7 +223,7 @@ func TestPerturbationsSix(t *testing.T) {
 			}
 			var toFile, atTTY []perturbation
 			for _, pt := range dims {
-				pt.noDrift = !slices.Contains([]string{"bind-mounted", "tmpdir-in-tree", "git-clean-fdx"}, pt.name)
+				pt.noDrift = !slices.Contains([]string{"bind-mounted", "tmpdir-in-tree", "caches-in-tree", "git-clean-fdx"}, pt.name)
 				toFile = append(toFile, pt)
 				if slices.Contains([]string{"tmpdir-in-tree", "make-recipe", "script-pty", "concurrent", "locale-missing", "git-clean-fdx"}, pt.name) {
 					pt.noDrift = true
