@@ -237,7 +237,7 @@ func TestPerturbationsSix(t *testing.T) {
 				// and the tools' caches inside the tree. Not XDG_CACHE_HOME: an ordinary
 				// user's enforce keeps its parsed profiles in $XDG_CACHE_HOME/sysprof, which
 				// would show in the tree (a listing differs, by timing).
-				nobody := perturbations[len(perturbations)-1]
+				nobody := byName(perturbations, "ordinary-user")[0]
 				nobody.envf = func(b *testutil.Box) []string {
 					env := slices.Concat(byName(perturb6Dims, "tmpdir-in-tree")[0].envf(b), byName(perturb6Dims, "caches-in-tree")[0].envf(b))
 					return slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "XDG_CACHE_HOME=") })
