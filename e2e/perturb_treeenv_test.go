@@ -209,6 +209,9 @@ func (ed everyday) placeTree(t *testing.T, root string, b *testutil.Box, place s
 		link(b.Home, filepath.Join(x, "home-link"))
 		pb.Home = filepath.Join(x, "home-link")
 	default:
+		if pb := perturb6Place(t, root, b, place); pb != nil {
+			return pb
+		}
 		t.Fatalf("BUG: place %q", place)
 	}
 	return pb

@@ -65,6 +65,19 @@ var rank = map[string]int{
 	"NPM_CACHE": 6, "GOPATH": 7, "PNPM_HOME": 8, "GOCONFIG": 9, "TMPDIR": 10, "HOME": 11,
 }
 
+// Movable reports whether variable name (without the `$`) is a directory the environment
+// places anywhere, incidental to what the command does: the temporary directory and the tool
+// caches (TMPDIR or GOCACHE inside the work tree or the home, as CI jobs set them). Not the
+// work tree, the home or a toolchain.
+func Movable(name string) bool {
+	for _, v := range vars {
+		if v.Name == name {
+			return v.Role == RoleTemp || v.Role == RoleCache
+		}
+	}
+	return false
+}
+
 // Vars returns the path variables, in the order policy lists them. The caller may modify the
 // returned slice.
 func Vars() []Var { return append([]Var(nil), vars...) }

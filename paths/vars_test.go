@@ -161,3 +161,14 @@ func TestHostResolvesLinks(t *testing.T) {
 		}
 	}
 }
+
+// Movable is the temporary directory and the caches: never the work tree, the home or a
+// toolchain (a drift comparison moves only these into another variable's rule).
+func TestMovable(t *testing.T) {
+	for name, want := range map[string]bool{"TMPDIR": true, "GOCACHE": true, "CARGO_HOME": true, "NPM_CACHE": true,
+		"WORKDIR": false, "HOME": false, "GOROOT": false, "RUSTUP_HOME": false, "PNPM_HOME": false, "NOPE": false} {
+		if got := Movable(name); got != want {
+			t.Errorf("Movable(%s) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -441,14 +441,26 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 // listed as /tmp/... where the learn had TMPDIR elsewhere is $TMPDIR/... in a run where
 // TMPDIR is unset (a CI runner's env -i), the same directory. The reverse (a committed
 // $TMPDIR/x, this run's /tmp/x where TMPDIR is elsewhere) is a real difference and stays.
+// A movable variable (paths.Movable: TMPDIR, a cache) placed inside a directory a committed
+// variable rule names is covered by that rule expanded here: TMPDIR in the work tree makes
+// git's listing of it $TMPDIR, which the committed `$WORKDIR` read grants here. Only a
+// movable variable: a run naming the work tree or the home is never covered by a rule of
+// another variable that happens to hold it on this host.
 func dropCoveredHere(changes []policy.Change, committed *policy.Profile, host map[string]string) []policy.Change {
 	fs := committed.Filesystem
-	literal := func(rules ...[]policy.PathRule) []string {
-		var out []string
+	type grant struct{ name, path string } // name: the rule's variable, "" for a literal rule
+	expanded := func(rules ...[]policy.PathRule) []grant {
+		var out []grant
 		for _, rs := range rules {
 			for _, r := range rs {
-				if !r.Pending && strings.HasPrefix(r.Path, "/") {
-					out = append(out, r.Path)
+				switch name, _, isVar := paths.Split(r.Path); {
+				case r.Pending:
+				case strings.HasPrefix(r.Path, "/"):
+					out = append(out, grant{path: r.Path})
+				case isVar:
+					if abs, err := paths.Expand(r.Path, host); err == nil && abs != r.Path {
+						out = append(out, grant{name: name, path: abs})
+					}
 				}
 			}
 		}
@@ -456,22 +468,25 @@ func dropCoveredHere(changes []policy.Change, committed *policy.Profile, host ma
 	}
 	// What grants each access on the committed side (a write rule lists and reads, an exec
 	// rule reads: as policy.Diff's impliedBy).
-	grants := map[string][]string{
-		policy.SectionRead:  literal(fs.Read, fs.Write, fs.Exec),
-		policy.SectionWrite: literal(fs.Write),
-		policy.SectionExec:  literal(fs.Exec),
-		policy.SectionList:  literal(fs.List, fs.Read, fs.Write),
+	grants := map[string][]grant{
+		policy.SectionRead:  expanded(fs.Read, fs.Write, fs.Exec),
+		policy.SectionWrite: expanded(fs.Write),
+		policy.SectionExec:  expanded(fs.Exec),
+		policy.SectionList:  expanded(fs.List, fs.Read, fs.Write),
 	}
 	return slices.DeleteFunc(changes, func(c policy.Change) bool {
 		rules, ok := grants[c.Section]
 		if !ok || !c.Widens || c.Kind != policy.Added || !strings.HasPrefix(c.Item, "$") {
 			return false
 		}
+		name, _, _ := paths.Split(c.Item)
 		abs, err := paths.Expand(c.Item, host)
 		if err != nil || abs == c.Item {
 			return false
 		}
-		return slices.ContainsFunc(rules, func(r string) bool { return paths.Covers(r, abs) })
+		return slices.ContainsFunc(rules, func(g grant) bool {
+			return (g.name == "" || paths.Movable(name) && g.name != name) && paths.Covers(g.path, abs)
+		})
 	})
 }
 

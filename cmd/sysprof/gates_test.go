@@ -379,3 +379,32 @@ func TestDriftDropsWhatALiteralRuleCoversHere(t *testing.T) {
 		t.Errorf("dropCoveredHere left %q, want %q", items, want)
 	}
 }
+
+// TMPDIR inside the work tree (or a cache inside the home) is named $TMPDIR by this run: the
+// committed `$WORKDIR` rules cover it here. A run's $WORKDIR path is never covered by another
+// variable's rule that names the same place here ($HOME/src/p/out), nor a write where the
+// committed rule grants only a listing.
+func TestDriftDropsAMovableVariableInsideACommittedOne(t *testing.T) {
+	committed := &policy.Profile{Filesystem: policy.Filesystem{
+		List:  []policy.PathRule{{Path: "$WORKDIR"}},
+		Read:  []policy.PathRule{{Path: "$WORKDIR/.tmp"}},
+		Write: []policy.PathRule{{Path: "$HOME/.cache/x"}, {Path: "$HOME/src/p/out"}},
+	}}
+	host := map[string]string{"WORKDIR": "/home/u/src/p", "TMPDIR": "/home/u/src/p/.tmp", "HOME": "/home/u", "GOCACHE": "/home/u/.cache/x/go-build"}
+	changes := []policy.Change{
+		{Kind: policy.Added, Section: policy.SectionList, Item: "$TMPDIR", Widens: true},
+		{Kind: policy.Added, Section: policy.SectionRead, Item: "$TMPDIR/a", Widens: true},
+		{Kind: policy.Added, Section: policy.SectionWrite, Item: "$GOCACHE/ab/c", Widens: true},
+		{Kind: policy.Added, Section: policy.SectionWrite, Item: "$TMPDIR/b", Widens: true},    // listed and read only
+		{Kind: policy.Added, Section: policy.SectionWrite, Item: "$WORKDIR/out", Widens: true}, // not movable: $HOME/src/p/out never covers it
+	}
+	got := dropCoveredHere(slices.Clone(changes), committed, host)
+	var items []string
+	for _, c := range got {
+		items = append(items, c.Section+" "+c.Item)
+	}
+	want := []string{"filesystem.write $TMPDIR/b", "filesystem.write $WORKDIR/out"}
+	if !slices.Equal(items, want) {
+		t.Errorf("dropCoveredHere left %q, want %q", items, want)
+	}
+}
