@@ -288,7 +288,9 @@ func supplyRecord(rp *report.Report, row supplyRow) (string, bool) {
 			}
 		}
 	}
-	if row.kind == "hidden" {
+	// A write to a hidden or masked secret (a masked .git/config) is on the record as the
+	// hidden file's attempt ("tried to write ...: hidden"), as a read is.
+	if row.kind == "hidden" || row.kind == report.KindFile {
 		for _, h := range rp.Hidden {
 			if strings.HasSuffix(h.Path, key) {
 				return h.What, true
