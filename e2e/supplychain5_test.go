@@ -88,6 +88,9 @@ var supply5Vectors = []supplyVector{
 			b.Sh(t, "npm install --offline --no-audit --no-fund --ignore-scripts >/dev/null")
 		},
 		argv: []string{"npx", "--offline", "--no-install", "helper"}},
+	{name: "cargo-proc-macro", fixture: "procmacro", need: []string{"cargo"}, argv: []string{"cargo", "build", "--offline"},
+		again:    "touch src/main.rs", // the app compiles again: rustc expands the macro again
+		rootOnly: "rustup's toolchains live in root's home, which nobody cannot reach"},
 	{name: "npmrc-node-options", fixture: "npmrcopts", need: []string{"npm", "node"},
 		setup: func(t *testing.T, sc *supplyEnv, b *testutil.Box) {
 			b.Sh(t, "mv npmrc .npmrc && mv hook.js tools/hook.js")
