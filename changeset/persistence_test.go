@@ -91,3 +91,32 @@ func oneListBelow(p, w string) []string {
 	}
 	return out
 }
+
+// A build definition's edit (a Makefile, package.json) is an ordinary change: held when no
+// rule covers it, learned when one does, but its reason says what it is and --apply safe
+// leaves it held (fails with the check in selected removed).
+func TestClassifyBuildDefinitions(t *testing.T) {
+	mk := Change{Path: "/w/Makefile", Op: OpModify, Type: TypeFile, Mode: 0o644, HostExists: true, HostMode: 0o644}
+	got := Classify(mk, testRules)
+	if got.Class != Held || got.BuildDefinition != "Makefile" || !strings.Contains(got.Reason, "build definition") {
+		t.Fatalf("Makefile edit: %s %q (%s), want held as a build definition", got.Class, got.BuildDefinition, got.Reason)
+	}
+	if selected(got, ApplySafe, nil, "/w") {
+		t.Errorf("--apply safe applies a build definition's edit")
+	}
+	if !selected(got, ApplySafe, []string{"/w/Makefile"}, "/w") {
+		t.Errorf("a build definition named by the person is not applied")
+	}
+	other := Classify(Change{Path: "/w/notes.txt", Op: OpCreate, Type: TypeFile, Mode: 0o644}, testRules)
+	if other.BuildDefinition != "" || !selected(other, ApplySafe, nil, "/w") {
+		t.Errorf("an ordinary held file: %+v, not applied by --apply safe", other)
+	}
+	named := testRules
+	named.Keep = append([]string{"/w/Makefile"}, testRules.Keep...)
+	if got := Classify(mk, named); got.Class != Learned || got.BuildDefinition != "" {
+		t.Errorf("a Makefile a rule names: %s %q, want learned (configure writes it)", got.Class, got.BuildDefinition)
+	}
+	if got := Classify(Change{Path: "/w/Makefile", Op: OpDelete, Type: TypeFile, HostExists: true}, testRules); got.BuildDefinition != "" {
+		t.Errorf("a deleted Makefile runs nothing: %+v", got)
+	}
+}
