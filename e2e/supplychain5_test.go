@@ -14,9 +14,10 @@ import (
 )
 
 // The supply-chain suite's fifth round: more ways a package's code comes to run (an in-tree
-// build backend under pip, a Makefile's generated include, go test's TestMain, npm's preinstall
-// of a directory dependency, npx of a local bin, node-options in the project's .npmrc, cargo's
-// proc-macro) and the files a payload writes so that the host runs its code later (an
+// build backend under pip and python -m build, a Makefile's generated include, go test's
+// TestMain, pytest's conftest.py, CMake's execute_process, meson's run_command, npm's
+// preinstall of a directory dependency, npx of a local bin, node-options in the project's
+// .npmrc, cargo's proc-macro) and the files a payload writes so that the host runs its code later (an
 // editor's tasks, direnv, git attributes, hook managers, CIs, interpreter and package-manager
 // config, user units, shell start-up, ssh, git's config). Each persistence write must leave
 // the run only as a dangerous change (or be refused), whatever tree the profile lets the run
@@ -91,6 +92,12 @@ var supply5Vectors = []supplyVector{
 	{name: "cargo-proc-macro", fixture: "procmacro", need: []string{"cargo"}, argv: []string{"cargo", "build", "--offline"},
 		again:    "touch src/main.rs", // the app compiles again: rustc expands the macro again
 		rootOnly: "rustup's toolchains live in root's home, which nobody cannot reach"},
+	{name: "pytest-conftest", fixture: "pytestconf", need: []string{"pytest-3"}, argv: []string{"pytest-3", "-q", "-s", "-p", "no:cacheprovider"}},
+	{name: "cmake-execute_process", fixture: "cmakeexec", need: []string{"cmake"}, argv: []string{"cmake", "-S", ".", "-B", "build"}, again: "rm -rf build"},
+	{name: "meson-run_command", fixture: "mesonrun", need: []string{"meson", "ninja"}, argv: []string{"meson", "setup", "build"}, again: "rm -rf build"},
+	// python -m build of the in-tree backend (Debian's python3-build, without isolation: no index).
+	{name: "python-m-build", fixture: "pybackend", need: []string{"python3"},
+		argv: []string{"python3", "-m", "build", "--no-isolation", "--wheel", "--outdir", "dist", "."}, again: "rm -rf dist build"},
 	{name: "npmrc-node-options", fixture: "npmrcopts", need: []string{"npm", "node"},
 		setup: func(t *testing.T, sc *supplyEnv, b *testutil.Box) {
 			b.Sh(t, "mv npmrc .npmrc && mv hook.js tools/hook.js")
