@@ -21,7 +21,7 @@ type ApplyMode string
 // Apply modes.
 const (
 	ApplyLearned ApplyMode = "learned" // what a learned write rule covers (enforce's default)
-	ApplySafe    ApplyMode = "safe"    // learned, and held ordinary changes inside the run's work tree
+	ApplySafe    ApplyMode = "safe"    // learned, and held ordinary changes inside the run's work tree but build definitions
 	ApplyAll     ApplyMode = "all"     // learned and held; never dangerous ones (`changes apply --all`)
 	ApplyNone    ApplyMode = "none"    // nothing (a CI job that only verifies); named paths still apply
 )
@@ -214,7 +214,7 @@ func selected(c Change, mode ApplyMode, only []string, workDir string) bool {
 	case ApplyLearned:
 		return c.Class == Learned
 	case ApplySafe:
-		return c.Class == Learned || c.Class == Held && workDir != "" && paths.Within(c.Path, workDir)
+		return c.Class == Learned || c.Class == Held && workDir != "" && paths.Within(c.Path, workDir) && c.BuildDefinition == ""
 	case ApplyAll:
 		return c.Class == Learned || c.Class == Held
 	}

@@ -85,6 +85,9 @@ type Change struct {
 	Rel   string `json:"rel"`
 	// Stripped says what Apply removed before installing it ("set-id bits removed").
 	Stripped string `json:"stripped,omitempty"`
+	// BuildDefinition is the build-definition pattern (paths.BuildDefinition) a held change
+	// edits: --apply safe leaves it held.
+	BuildDefinition string `json:"buildDefinition,omitempty"`
 
 	dev, ino uint64 // the upper inode Scan saw (Apply refuses an entry changed since)
 	opaque   bool   // a directory that replaced the host's (user.overlay.opaque)
@@ -118,7 +121,7 @@ type Rules struct {
 func Classify(c Change, r Rules) Change {
 	roots := paths.NewRoots(r.Vars)
 	portable := roots.Portable(c.Path)
-	c.Grant, c.Risk, c.Class, c.Reason = nil, policy.RiskNone, "", ""
+	c.Grant, c.Risk, c.Class, c.Reason, c.BuildDefinition = nil, policy.RiskNone, "", "", ""
 	if why, grantable := dangerous(c, r, portable); why != "" {
 		c.Class, c.Reason, c.Risk = Dangerous, why, policy.RiskCritical
 		if grantable {
@@ -145,6 +148,10 @@ func Classify(c Change, r Rules) Change {
 	risk, why := policy.GrantRisk(nil, g)
 	c.Class, c.Grant, c.Risk = Held, &g, risk
 	c.Reason = fmt.Sprintf("no learned write rule covers it (%s)", why)
+	if bd := paths.BuildDefinition(portable); bd != "" && c.Op != OpDelete {
+		c.BuildDefinition = bd
+		c.Reason = "a build definition: its commands run at the next build, outside the sandbox; review it (never applied by --apply safe); " + c.Reason
+	}
 	return c
 }
 

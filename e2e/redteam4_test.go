@@ -59,6 +59,8 @@ func TestRedTeamBoundTreeCovers(t *testing.T) {
 		"$HOME/.config/environment.d/a.conf":   "A=1\n",
 		"$HOME/.config/fish/config.fish":       "\n",
 		"$HOME/.config/github-copilot/x.json":  "{}\n",
+		"$HOME/.config/direnv/direnvrc":        "\n",
+		"$HOME/.config/pip/pip.conf":           "[global]\n",
 		// $GOCONFIG/env: every protected path below the bound directory exists (a missing one
 		// stages the directory instead, and the attacks are held rather than refused).
 		"$HOME/.config/go/env": "GOFLAGS=\n",

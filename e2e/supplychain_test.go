@@ -94,6 +94,9 @@ type supplyVector struct {
 	again string
 	// rootOnly: why the tool cannot run as an ordinary user here (its attacks run as root).
 	rootOnly string
+	// closed: enforce closes this way in itself (the payload never runs): the record names
+	// the hidden read of this file instead of the rows.
+	closed string
 }
 
 var supplyVectors = []supplyVector{
@@ -222,9 +225,9 @@ func plantSecrets(t *testing.T, b *testutil.Box) {
 }
 
 // hostState reads the row's host files (missing: "").
-func hostState(b *testutil.Box, expand func(string) string) map[string]string {
+func hostState(b *testutil.Box, rows []supplyRow, expand func(string) string) map[string]string {
 	s := map[string]string{}
-	for _, r := range supplyRows {
+	for _, r := range rows {
 		if r.host == "" {
 			continue
 		}
@@ -278,7 +281,16 @@ func supplyRecord(rp *report.Report, row supplyRow) (string, bool) {
 			}
 		}
 	}
-	if row.kind == "hidden" {
+	if row.kind == "held" && rp.Changes != nil {
+		for _, h := range rp.Changes.Held {
+			if strings.HasSuffix(h.Path, key) && h.State == report.ChangeHeld {
+				return h.Path, true
+			}
+		}
+	}
+	// A write to a hidden or masked secret (a masked .git/config) is on the record as the
+	// hidden file's attempt ("tried to write ...: hidden"), as a read is.
+	if row.kind == "hidden" || row.kind == report.KindFile {
 		for _, h := range rp.Hidden {
 			if strings.HasSuffix(h.Path, key) {
 				return h.What, true
@@ -314,6 +326,12 @@ func sysprofLines(stderr string) string {
 }
 
 func TestSupplyChainBlockedAndRecorded(t *testing.T) {
+	runSupplySuite(t, supplyVectors, supplyRows)
+}
+
+// runSupplySuite learns each vector dormant and enforces it with every row live, as root and
+// as an ordinary user, in the suite's network namespace.
+func runSupplySuite(t *testing.T, vectors []supplyVector, rows []supplyRow) {
 	testutil.RequireRoot(t)
 	testutil.RequireTools(t, hostPath, "unshare", "nsenter", "ip", "setpriv", "python3", "git")
 	root, err := os.MkdirTemp("/var/cache", "sysprof-e2e-supply-")
@@ -326,10 +344,10 @@ func TestSupplyChainBlockedAndRecorded(t *testing.T) {
 	os.Chmod(root, 0o755)
 	sc := startSupplyEnv(t, root)
 	var arm []string
-	for _, r := range supplyRows {
+	for _, r := range rows {
 		arm = append(arm, strings.NewReplacer("$SOCKDIR", sc.sockDir, "$NETNSSOCK", sc.netnsSock).Replace(r.action))
 	}
-	for _, v := range supplyVectors {
+	for _, v := range vectors {
 		t.Run(v.name, func(t *testing.T) {
 			testutil.RequireTools(t, hostPath, v.need...)
 			start := time.Now()
@@ -367,12 +385,16 @@ func TestSupplyChainBlockedAndRecorded(t *testing.T) {
 					if v.again != "" {
 						b.Sh(t, v.again)
 					}
-					before := hostState(b, expand)
+					before := hostState(b, rows, expand)
 					logBefore := len(sc.sinkLog(t))
 					rep := filepath.Join(root, v.name, as.name+".json")
 					extra := []string{"SUPPLY_ARM=" + strings.Join(arm, "\n"), "SUPPLY_RUN=" + as.name}
 					r := sc.run(t, b, as.wrap, extra, slices.Concat([]string{testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--"}, v.argv)...)
-					checkSupplyRun(t, b, r, arm, rep, sc.sinkLog(t)[logBefore:], before, hostState(b, expand), as.wrap != nil)
+					if v.closed != "" {
+						checkClosedWay(t, r, v.closed, rep, sc.sinkLog(t)[logBefore:], before, hostState(b, rows, expand), as.wrap != nil)
+						return
+					}
+					checkSupplyRun(t, b, r, rows, arm, rep, sc.sinkLog(t)[logBefore:], before, hostState(b, rows, expand), as.wrap != nil)
 					if v.name == "make" && as.wrap == nil {
 						b.Sh(t, v.again)
 						checkForgedOutputs(t, sc, b, rep, profile, extra, v.argv)
@@ -385,7 +407,7 @@ func TestSupplyChainBlockedAndRecorded(t *testing.T) {
 }
 
 // checkSupplyRun holds one enforced run to every row: blocked, and on the record.
-func checkSupplyRun(t *testing.T, b *testutil.Box, r testutil.Result, arm []string, rep, sinks string, before, after map[string]string, ordinary bool) {
+func checkSupplyRun(t *testing.T, b *testutil.Box, r testutil.Result, rows []supplyRow, arm []string, rep, sinks string, before, after map[string]string, ordinary bool) {
 	t.Helper()
 	rp := testutil.ReadReport(t, rep)
 	own := sysprofLines(r.Stderr)
@@ -397,7 +419,7 @@ func checkSupplyRun(t *testing.T, b *testutil.Box, r testutil.Result, arm []stri
 			t.Errorf("a denial's parents name sysprof's own init stage: %s", testutil.DenialString(d))
 		}
 	}
-	for i, row := range supplyRows {
+	for i, row := range rows {
 		line := "(no line)"
 		// pre-commit and pip print a hook's or a build's output on stdout.
 		for _, l := range strings.Split(r.Stdout+"\n"+r.Stderr, "\n") {
@@ -442,6 +464,29 @@ func checkSupplyRun(t *testing.T, b *testutil.Box, r testutil.Result, arm []stri
 			}
 		}
 		t.Logf("exit %d\nstderr:\n%s\nreport:\n%s\nunobservable: %q", r.Code, r.Stderr, strings.Join(lines, "\n"), rp.Unobservable)
+	}
+}
+
+// checkClosedWay holds a run whose way in enforce closed: the payload printed nothing, nothing
+// reached the sinks or changed on the host, and the record names the hidden read of file.
+func checkClosedWay(t *testing.T, r testutil.Result, file, rep, sinks string, before, after map[string]string, ordinary bool) {
+	t.Helper()
+	if strings.Contains(r.Stdout+r.Stderr, "SC ") {
+		t.Errorf("the payload ran:\n%s", r)
+	}
+	if strings.TrimSpace(sinks) != "" {
+		t.Errorf("the sinks received %q", sinks)
+	}
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s changed on the host: %q", k, after[k])
+		}
+	}
+	rp := testutil.ReadReport(t, rep)
+	seen := slices.ContainsFunc(rp.Hidden, func(h report.HiddenRead) bool { return strings.HasSuffix(h.Path, file) }) ||
+		slices.ContainsFunc(rp.Denials, func(d report.Denial) bool { return strings.HasSuffix(d.Path, file) })
+	if !seen && !(ordinary && slices.ContainsFunc(rp.Unobservable, func(u string) bool { return strings.HasPrefix(u, fileDenied) })) {
+		t.Errorf("the hidden %s is not on the record:\n%s", file, r.Stderr)
 	}
 }
 

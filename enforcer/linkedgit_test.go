@@ -55,7 +55,8 @@ func TestLinkedGitDirGranted(t *testing.T) {
 	common := filepath.Join(root, "main", ".git")
 	gitdir := filepath.Join(common, "worktrees", "wt")
 	work := filepath.Join(root, "wt")
-	for _, d := range []string{gitdir, work, filepath.Join(common, "hooks"), filepath.Join(common, "objects")} {
+	// info/ as git init makes it: a missing protected path below .git stages it instead.
+	for _, d := range []string{gitdir, work, filepath.Join(common, "hooks"), filepath.Join(common, "objects"), filepath.Join(common, "info")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}

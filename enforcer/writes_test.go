@@ -77,7 +77,7 @@ func writesTree(t *testing.T, nobody bool) (work, home string) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
 	work, home = filepath.Join(dir, "work"), filepath.Join(dir, "home")
-	for _, d := range []string{filepath.Join(work, "outdir"), filepath.Join(home, ".cache", "sysprof"), filepath.Join(home, "target"), filepath.Join(home, ".local", "bin")} {
+	for _, d := range []string{filepath.Join(work, "outdir"), filepath.Join(home, ".cache", "sysprof"), filepath.Join(home, "target"), filepath.Join(home, ".local", "bin"), filepath.Join(home, ".local", "share", "systemd")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -204,8 +204,9 @@ echo done`)
 	}
 
 	// A writable $HOME/.local: the protected $HOME/.local/bin in it stays read-only (a
-	// read-only bind: it exists, as does sysprof's run state, the other protected path below
-	// .local, once sysprof has run; were one missing, .local would be staged instead).
+	// read-only bind: it exists, as do the user units' .local/share/systemd and sysprof's run
+	// state, the other protected paths below .local, once sysprof has run; were one missing,
+	// .local would be staged instead).
 	if err := os.MkdirAll(filepath.Join(home, ".local", "state", "sysprof"), 0o755); err != nil {
 		return err
 	}

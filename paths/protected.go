@@ -11,7 +11,7 @@ import (
 // sysprof profile itself, a shell rc file, a user service, a binary on $PATH, an agent's config.
 var protected = []string{
 	// The work tree: things git, CI, editors, hooks managers, agents and sysprof itself run.
-	// Git's hooks stay protected inside a .git a rule names whole (what a learned git commit
+	// Git's hooks (and info/, below) stay protected inside a .git a rule names whole (what a learned git commit
 	// writes): no git command but init writes them (its *.sample files are inert, see
 	// changeset), and they run code later. .git/config is not: submodule update, remote add
 	// and clone write it, and a rule naming .git whole was accepted as such.
@@ -54,6 +54,14 @@ var protected = []string{
 	"$WORKDIR/azure-pipelines.yml",
 	"$WORKDIR/bitbucket-pipelines.yml",
 	"$WORKDIR/Jenkinsfile",
+	// Git attributes pick the filter, diff and merge drivers git runs at checkout, add, diff
+	// and merge (a driver from any config git reads): the work tree's top file, and the
+	// repository's info/attributes, protected as its directory (git init makes it; only
+	// sparse-checkout and update-server-info write there), so that a .git rule keeps a bind
+	// instead of being staged for a missing file. Nested .gitattributes are not covered:
+	// packages ship them in node_modules and registries' checkouts.
+	"$WORKDIR/.gitattributes",
+	"$WORKDIR/.git/info",
 
 	// Shell start-up files.
 	"$HOME/.bashrc",
@@ -74,6 +82,8 @@ var protected = []string{
 	"$HOME/.config/systemd",
 	"$HOME/.config/autostart",
 	"$HOME/.config/environment.d",
+	"$HOME/.local/share/systemd", // user units ($XDG_DATA_HOME/systemd/user), timers too
+	"$HOME/.config/direnv",       // direnvrc runs at every direnv load
 	"$HOME/.config/git",
 	"$HOME/.gitconfig",
 	"$HOME/.local/bin",
@@ -84,6 +94,13 @@ var protected = []string{
 	"$CARGO_HOME/config",
 	"$GOPATH/bin",
 	"$GOCONFIG/env", // go env -w: GOFLAGS=-toolexec=... runs at every later go build
+	// Package managers' user config: npm's script-shell and node-options, yarn's yarnPath run
+	// at every later install or script; pip's index-url chooses the next install's packages.
+	"$HOME/.npmrc",
+	"$HOME/.yarnrc",
+	"$HOME/.yarnrc.yml",
+	"$HOME/.pip",
+	"$HOME/.config/pip",
 
 	// Cron and agent configuration.
 	"$HOME/.crontab",

@@ -49,7 +49,13 @@ func TestIsProtected(t *testing.T) {
 		{"$WORKDIR/.sysprof/x.yaml", "$WORKDIR/.sysprof", true},
 		{"$HOME/.config/git/config", "$HOME/.config/git", true},
 		{"$WORKDIR/.gitignore", "", false},
-		{"$WORKDIR/.gitattributes", "", false},
+		{"$WORKDIR/.gitattributes", "$WORKDIR/.gitattributes", true}, // picks filter and diff drivers
+		{"$WORKDIR/src/.gitattributes", "", false},
+		{"$WORKDIR/.git/info/attributes", "$WORKDIR/.git/info", true},
+		{"$HOME/.npmrc", "$HOME/.npmrc", true},
+		{"$HOME/.pip/pip.conf", "$HOME/.pip", true},
+		{"$HOME/.local/share/systemd/user/x.timer", "$HOME/.local/share/systemd", true},
+		{"$HOME/.local/share/applications/x.desktop", "", false},
 		{"$WORKDIR/build/.git", "", false},
 		{"$WORKDIR/src/main.go", "", false},
 		{"$HOME/.config", "", false},
@@ -69,8 +75,8 @@ func TestIsProtected(t *testing.T) {
 
 func TestProtectedBeneath(t *testing.T) {
 	if got, want := ProtectedBeneath("$HOME/.config"), []string{
-		"$HOME/.config/autostart", "$HOME/.config/environment.d", "$HOME/.config/fish",
-		"$HOME/.config/git", "$HOME/.config/github-copilot", "$HOME/.config/systemd",
+		"$HOME/.config/autostart", "$HOME/.config/direnv", "$HOME/.config/environment.d", "$HOME/.config/fish",
+		"$HOME/.config/git", "$HOME/.config/github-copilot", "$HOME/.config/pip", "$HOME/.config/systemd",
 	}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ProtectedBeneath($HOME/.config) = %v, want %v", got, want)
 	}
@@ -86,8 +92,9 @@ func TestProtectedBeneath(t *testing.T) {
 	if got := ProtectedBeneath("$WORKDIR/build"); got != nil {
 		t.Errorf("ProtectedBeneath($WORKDIR/build) = %v, want none", got)
 	}
-	// Git's hooks stay protected inside a .git named whole (its config does not: git writes it).
-	if got := ProtectedBeneath("$WORKDIR/.git"); !reflect.DeepEqual(got, []string{"$WORKDIR/.git", "$WORKDIR/.git/hooks"}) {
+	// Git's hooks and info/ (attributes) stay protected inside a .git named whole (its config
+	// does not: git writes it).
+	if got := ProtectedBeneath("$WORKDIR/.git"); !reflect.DeepEqual(got, []string{"$WORKDIR/.git", "$WORKDIR/.git/hooks", "$WORKDIR/.git/info"}) {
 		t.Errorf("ProtectedBeneath($WORKDIR/.git) = %v", got)
 	}
 	if got := ProtectedBeneath("$WORKDIR/.git/objects"); got != nil {

@@ -91,8 +91,8 @@ report names the gate) and the end prints the review.
 
 Writes into staged directories (a file rule, a directory that does not exist yet, a tree with
 protected paths in it) go into the run's changeset: --apply learned (the default) applies what
-the profile's write rules cover, safe also held ordinary changes inside the work tree, none
-nothing; everything else is held for review with 'sysprof changes', never discarded.`,
+the profile's write rules cover, safe also held ordinary changes inside the work tree but
+build definitions (a Makefile, package.json), none nothing; everything else is held for review with 'sysprof changes', never discarded.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.FailOnDenialSet = cmd.Flags().Changed("fail-on-denial")
@@ -135,7 +135,7 @@ nothing; everything else is held for review with 'sysprof changes', never discar
 	f.StringArrayVar(&o.Resolve, "resolve", nil, "NAME=ADDR[,ADDR...]: the egress proxy dials ADDR for the allowed NAME instead of resolving it (like curl's --resolve; loopback allowed)")
 	f.Var(publishFlag{&o.Publish}, "publish", "let CMD listen on 127.0.0.1:`PORT` and publish it to the host (learned loopback listeners are published without it; repeatable)")
 	f.BoolVar(&o.FailOnDenial, "fail-on-denial", false, "exit 1 when CMD succeeded but something was denied or held for review (a gate: no denial passes silently)")
-	f.Var(applyFlag{&o.Apply}, "apply", "what of the run's writes to staged directories is applied when it ends: learned (what the profile's write rules cover), safe (also held ordinary changes inside the work tree, never dangerous ones) or none (a CI job that only verifies); the rest is held for review with sysprof changes")
+	f.Var(applyFlag{&o.Apply}, "apply", "what of the run's writes to staged directories is applied when it ends: learned (what the profile's write rules cover), safe (also held ordinary changes inside the work tree, never dangerous ones nor build definitions) or none (a CI job that only verifies); the rest is held for review with sysprof changes")
 	addStepFlags(f, &o.Steps, &o.All)
 	return cmd
 }

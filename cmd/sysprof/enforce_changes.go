@@ -35,8 +35,14 @@ func (f applyFlag) Set(s string) error {
 
 func (applyFlag) Type() string { return "mode" }
 
-// maxHeldShown caps the held changes enforce lists on stderr (`sysprof changes diff` shows all).
-const maxHeldShown = 20
+// maxHeldShown caps the ordinary held changes enforce lists on stderr, maxDangerousShown the
+// dangerous ones (`sysprof changes diff` shows all). One cap of 20 for both let a payload's
+// twenty-first persistence file (and every ordinary held change after it, a Makefile's edit)
+// go unnamed; a flood of dangerous ones still cannot fill the terminal.
+const (
+	maxHeldShown      = 20
+	maxDangerousShown = 200
+)
 
 // writeChanges prints what the run's changeset did on stderr: one summary line naming the run
 // and how to review it, then the dangerous changes and the held ones (capped). prefix names the
@@ -65,15 +71,19 @@ func writeChanges(w io.Writer, prefix string, ch *report.Changes) {
 	id := report.Printable(ch.Run)
 	fmt.Fprintf(w, "sysprof: %srun %s: %d change(s) applied, %d held for review%s: %d dangerous, %d held, %d learned; review with `sysprof changes diff %s`, then `sysprof changes apply %s PATH...|--all` or `sysprof changes drop %s`\n",
 		prefix, id, ch.Applied, len(ch.Held), why, counts[string(changeset.Dangerous)], counts[string(changeset.Held)], counts[string(changeset.Learned)], id, id, id)
-	shown := 0
 	for _, class := range []string{string(changeset.Dangerous), string(changeset.Held)} {
+		limit := map[string]int{string(changeset.Dangerous): maxDangerousShown}[class]
+		if limit == 0 {
+			limit = maxHeldShown
+		}
+		shown := 0
 		for _, h := range ch.Held {
 			if h.Class != class {
 				continue
 			}
-			if shown == maxHeldShown {
-				fmt.Fprintf(w, "  ... (%d more: `sysprof changes diff %s`)\n", ch.Review()-shown, report.Printable(ch.Run))
-				return
+			if shown == limit {
+				fmt.Fprintf(w, "  ... (%d more %s: `sysprof changes diff %s`)\n", counts[class]-shown, class, report.Printable(ch.Run))
+				break
 			}
 			shown++
 			line := fmt.Sprintf("  %-9s %-8s %s: %s", h.Class, h.Op, report.Printable(h.Path), report.Printable(h.Reason))

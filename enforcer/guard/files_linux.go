@@ -514,8 +514,11 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 			if ev.Ret == -int32(unix.EBUSY) && (name == "rmdir" || name == "unlinkat") && nonEmptyDir(h.path) {
 				continue // ENOTEMPTY without the cover: git stash's rmdir of .git's parents
 			}
-		} else if ev.Ret == -int32(unix.EACCES) && g.landlockAllows(h.access, h.path) {
-			continue // Landlock allows it: file permissions refused it, not the sandbox
+		} else if ev.Ret == -int32(unix.EACCES) && g.landlockAllows(h.access, h.path) && !g.coveredSecret(h.path) {
+			// Landlock allows it: file permissions refused it, not the sandbox. A hidden or
+			// masked file's cover refuses by its own mode (a write to a masked .git/config in a
+			// staged work tree): that is the sandbox's.
+			continue
 		} else if h.access != "read" && h.access != "list" && h.access != "exec" && paths.BytecodeCache(h.path) {
 			continue // python goes on without its bytecode cache where it cannot write it
 		}
@@ -542,6 +545,12 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 		out = append(out, d)
 	}
 	return out, parents
+}
+
+// coveredSecret reports a path the sandbox hides or shows masked (a .git/config without its
+// token): its cover is the sandbox's, whatever error it answers.
+func (g *Guard) coveredSecret(path string) bool {
+	return paths.CoveredBy(path, g.cfg.Hidden) || slices.Contains(g.cfg.Masked, path)
 }
 
 // coverBusy reports whether an EBUSY rename or removal (or an EXDEV one) met path as one of the

@@ -1,0 +1,3 @@
+module example.test/helper
+
+go 1.21
