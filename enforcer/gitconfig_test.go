@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sysprof/sysprof/internal/profilecache"
 	"github.com/sysprof/sysprof/policy"
 )
 
@@ -93,8 +94,11 @@ func TestCompileMasksGitConfigAndHidesNames(t *testing.T) {
 	// hides them (withBase).
 	want := []string{filepath.Join(work, ".env"), filepath.Join(work, ".netrc"), filepath.Join(work, ".npmrc"),
 		filepath.Join(work, ".pypirc"), filepath.Join(work, ".yarnrc.yml"), cfg}
-	// (and where this host keeps changesets, sysprof's own: see TestMain and changesetDirs)
-	got := slices.DeleteFunc(slices.Clone(c.Plan.Landlock.Hidden), func(h string) bool { return slices.Contains(changesetDirs(), h) })
+	// (and where this host keeps changesets and parsed profiles, sysprof's own: see TestMain,
+	// changesetDirs and TestProfileIsProtected)
+	got := slices.DeleteFunc(slices.Clone(c.Plan.Landlock.Hidden), func(h string) bool {
+		return slices.Contains(changesetDirs(), h) || h == profilecache.Dir()
+	})
 	if !slices.Equal(got, want) {
 		t.Errorf("landlock hidden %q, want %q", got, want)
 	}
