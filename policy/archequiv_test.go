@@ -1,0 +1,85 @@
+package policy
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/elastic/go-seccomp-bpf/arch"
+)
+
+// TestArchEquivalentsTable: each row names a syscall of one 64-bit architecture that the other
+// lacks (or a name the two number differently) and one that architecture has, or two calls
+// x86_64 has both of (stat → newfstatat: for a profile learned on arm64); argument
+// indexes are 0..5 and an implied argument is none the legacy call sets.
+func TestArchEquivalentsTable(t *testing.T) {
+	known := func(info *arch.Info, n string) bool { _, ok := info.SyscallNames[n]; return ok }
+	for _, e := range ArchEquivalents {
+		if !IsSyscall(e.Legacy) || !IsSyscall(e.Generic) {
+			t.Errorf("%s → %s: not a syscall name", e.Legacy, e.Generic)
+		}
+		lacking := slices.ContainsFunc(nativeArchs, func(i *arch.Info) bool { return !known(i, e.Legacy) && known(i, e.Generic) })
+		if !lacking && !(known(arch.X86_64, e.Legacy) && known(arch.X86_64, e.Generic)) {
+			t.Errorf("%s → %s: no architecture lacks %s and has %s", e.Legacy, e.Generic, e.Legacy, e.Generic)
+		}
+		for i, a := range e.Args {
+			if a < -1 || a > 5 {
+				t.Errorf("%s → %s: argument %d maps to %d", e.Legacy, e.Generic, i, a)
+			}
+			if _, ok := e.Implied[a]; ok {
+				t.Errorf("%s → %s: argument %d is both moved and implied", e.Legacy, e.Generic, a)
+			}
+		}
+	}
+}
+
+// crossProfile is a profile of the same tool learned on one architecture, as learn lists them.
+func crossProfile(names ...string) *Profile {
+	p := &Profile{Syscalls: Syscalls{Architectures: []string{"aarch64", "x86_64"}}}
+	for _, n := range names {
+		p.Syscalls.Allow = append(p.Syscalls.Allow, Syscall{Name: n, Provenance: Provenance{By: "/usr/bin/tool", Seen: 1}})
+	}
+	return p
+}
+
+// TestDriftAcrossArchitectures (issue 24): the same tool learned on amd64 (legacy calls) and
+// on arm64 (their generic equivalents) drifts with 0 widenings either way, and a syscall that
+// is no equivalent still widens.
+func TestDriftAcrossArchitectures(t *testing.T) {
+	amd64 := crossProfile("open", "stat", "lstat", "fork", "dup2", "pipe", "poll", "epoll_wait", "access",
+		"readlink", "rename", "unlink", "mkdir", "rmdir", "getdents", "read", "write", "close")
+	arm64 := crossProfile("openat", "fstatat", "clone", "dup3", "pipe2", "ppoll", "epoll_pwait", "faccessat",
+		"readlinkat", "renameat", "unlinkat", "mkdirat", "getdents64", "read", "write", "close")
+	for _, tc := range []struct {
+		name     string
+		old, new *Profile
+	}{
+		{"amd64 profile, drift on arm64", amd64, arm64},
+		{"arm64 profile, drift on amd64", arm64, amd64},
+	} {
+		for _, c := range Diff(tc.old, tc.new) {
+			if c.Widens {
+				t.Errorf("%s: %s %s %s widens", tc.name, c.Kind, c.Section, c.Item)
+			}
+		}
+	}
+	more := crossProfile("openat", "fstatat", "clone", "dup3", "pipe2", "ppoll", "epoll_pwait", "faccessat",
+		"readlinkat", "renameat", "unlinkat", "mkdirat", "getdents64", "read", "write", "close", "ptrace")
+	if !slices.ContainsFunc(Diff(amd64, more), func(c Change) bool { return c.Widens && c.Item == "ptrace" }) {
+		t.Errorf("ptrace, no equivalent of anything amd64's profile allows, does not widen")
+	}
+}
+
+// TestAcrossArchsBackwardOnlyForAnotherArchitecture: a profile that lists only x86_64 gets no
+// legacy calls for its generic ones on x86_64 (it was learned there and made none).
+func TestAcrossArchsBackwardOnlyForAnotherArchitecture(t *testing.T) {
+	names := map[string]bool{"openat": true, "clone": true}
+	if added, _ := AcrossArchs([]string{"x86_64"}, arch.X86_64, names, nil); len(added) != 0 {
+		t.Errorf("x86_64 only, on x86_64: added %v, want nothing", added)
+	}
+	added, _ := AcrossArchs([]string{"aarch64"}, arch.X86_64, names, nil)
+	for _, n := range []string{"open", "creat", "fork", "vfork"} {
+		if _, ok := added[n]; !ok {
+			t.Errorf("aarch64 profile on x86_64: %s not added (%v)", n, added)
+		}
+	}
+}
