@@ -1,6 +1,7 @@
 package seccomp
 
 import (
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -221,5 +222,38 @@ func TestAcrossArchitecturesNoted(t *testing.T) {
 	notes := strings.Join(f.Notes, "\n")
 	if !strings.Contains(notes, "clone (fork)") || !strings.Contains(notes, "openat (open)") {
 		t.Errorf("notes %q: want clone (fork) and openat (open)", notes)
+	}
+}
+
+// TestAcrossArchitecturesOnThisMachine compiles an amd64-learned profile for the machine the
+// test runs on ("": under `make test-arm64`, aarch64 in qemu-user) and runs it with that
+// machine's audit arch and numbers: open's call is allowed as this machine makes it, and a
+// call the profile never made is not.
+func TestAcrossArchitecturesOnThisMachine(t *testing.T) {
+	f, err := Compile(learnedOn("x86_64", "open", "fork", "read"), "", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := arch.GetInfo(runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := newVM(t, f.Program)
+	audit := uint32(info.ID)
+	call := map[*arch.Info]struct {
+		name string
+		args [6]uint64
+	}{
+		arch.X86_64:  {"open", [6]uint64{0x1000, 0}},
+		arch.AARCH64: {"openat", [6]uint64{0xffffff9c, 0x1000, 0}},
+	}[info]
+	if call.name == "" {
+		t.Skipf("no case for %s", info.Name)
+	}
+	if got := vm.run(t, audit, uint32(info.SyscallNames[call.name]), call.args); got != RetAllow {
+		t.Errorf("%s on %s = %s, want ALLOW", call.name, info.Name, actionName(got))
+	}
+	if got := vm.run(t, audit, uint32(info.SyscallNames["ptrace"]), [6]uint64{}); got != RetNotify {
+		t.Errorf("ptrace on %s = %s, want NOTIFY", info.Name, actionName(got))
 	}
 }
