@@ -29,10 +29,10 @@ cross:
 	GOARCH=$(CROSS_ARCH) $(GO) vet ./...
 
 # The pure-Go packages' tests, built for arm64 and run under qemu-user (Debian's qemu-user,
-# .ci/run): the syscall tables, the seccomp compiler and its VM, synthesis and the paths on the
-# other architecture. policy's TestConcurrentLearnsProcesses re-executes its test binary, which
+# .ci/run): the arm64 eBPF objects' shared struct sizes, the syscall tables, the seccomp compiler
+# and its VM, synthesis and the paths on the other architecture. policy's TestConcurrentLearnsProcesses re-executes its test binary, which
 # the kernel cannot exec without binfmt_misc.
-ARM64_PKGS := ./policy/... ./seccomp/... ./synth/... ./paths/...
+ARM64_PKGS := ./bpf/ ./policy/... ./seccomp/... ./synth/... ./paths/...
 test-arm64:
 	@if [ "$$($(GO) env GOARCH)" = arm64 ]; then echo "test-arm64: this is arm64: make test runs them natively"; \
 	elif ! command -v qemu-aarch64 >/dev/null; then echo "test-arm64: qemu-aarch64 is missing (apt-get install qemu-user)"; exit 1; \

@@ -14,3 +14,14 @@ var ArchTables = map[LearnArchKind]*arch.Info{
 	LearnArchKindSCARCH_X8664: arch.AARCH64,
 	LearnArchKindSCARCH_I386:  arch.ARM,
 }
+
+// NativeNumber is name's number in NativeArch, by its x86_64 name (the kernel's tracepoints
+// are named so on every architecture: sys_exit_newfstatat): go-seccomp-bpf's aarch64 table
+// calls newfstatat fstatat.
+func NativeNumber(name string) (int, bool) {
+	if name == "newfstatat" {
+		name = "fstatat"
+	}
+	nr, ok := NativeArch.SyscallNames[name]
+	return nr, ok
+}

@@ -14,3 +14,10 @@ var ArchTables = map[LearnArchKind]*arch.Info{
 	LearnArchKindSCARCH_I386:  arch.I386,
 	LearnArchKindSCARCH_X32:   arch.X32,
 }
+
+// NativeNumber is name's number in NativeArch, by its x86_64 name (the kernel's tracepoints
+// are named so on every architecture: sys_exit_newfstatat).
+func NativeNumber(name string) (int, bool) {
+	nr, ok := NativeArch.SyscallNames[name]
+	return nr, ok
+}

@@ -85,7 +85,7 @@ var exitTracepoint = map[string]string{
 func exitTracepoints() []string {
 	var names []string
 	for name, op := range scOps {
-		if _, ok := bpf.NativeArch.SyscallNames[name]; ok && op >= bpf.LearnScOpSCOP_PATH_FIRST {
+		if _, ok := bpf.NativeNumber(name); ok && op >= bpf.LearnScOpSCOP_PATH_FIRST {
 			if n, ok := exitTracepoint[name]; ok {
 				name = n
 			}
@@ -291,7 +291,7 @@ func (p *probe) configure(cgid uint64) error {
 		return &LoadError{Step: "set run", Err: err}
 	}
 	for name, op := range scOps {
-		nr, ok := bpf.NativeArch.SyscallNames[name]
+		nr, ok := bpf.NativeNumber(name)
 		if !ok {
 			continue // a legacy call this architecture lacks (open on aarch64)
 		}
