@@ -86,22 +86,25 @@ var ArchEquivalents = []ArchEquivalent{
 var nativeArchs = []*arch.Info{arch.X86_64, arch.AARCH64}
 
 // AcrossArchs is what a profile learned on another 64-bit architecture needs on target so that
-// the same tool does the same there. names are its allowed syscalls, rules its argument rules,
-// listed its architectures. Forward, each allowed name target lacks brings its generic
+// the same tool does the same there. names are p's allowed syscalls as the caller has them,
+// rules its argument rules. Forward, each allowed name target lacks brings its generic
 // equivalents (open → openat on aarch64), with the name's argument rules moved to the
 // generic's arguments and the arguments the legacy call fixes pinned (openat's dirfd to
-// AT_FDCWD: exactly what open could do). Backward, when listed names another native
-// architecture than target (the profile may have been learned there), each allowed generic name
+// AT_FDCWD: exactly what open could do). Backward, when p was learned on another architecture
+// than target (Metadata.LearnedOn; a profile from before it was recorded: when it lists
+// another native architecture, where it may have been learned), each allowed generic name
 // brings the legacy calls target has (clone → fork: a static binary's fork on x86_64) whose
 // fixed arguments its rules admit, with its rules moved back. A name several sources bring gets
 // rules that admit what each does (values and flags joined per argument; an argument one
 // source leaves free is free). Names already allowed keep their own rules. added maps each new
 // name to the names that brought it; out is the rules for the new names only.
-func AcrossArchs(listed []string, target *arch.Info, names map[string]bool, rules []ArgRule) (added map[string][]string, out []ArgRule) {
+func AcrossArchs(p *Profile, target *arch.Info, names map[string]bool, rules []ArgRule) (added map[string][]string, out []ArgRule) {
 	if !slices.Contains(nativeArchs, target) {
 		return nil, nil
 	}
-	backward := slices.ContainsFunc(listed, func(a string) bool { return a != target.Name && isNativeArch(a) })
+	elsewhere := func(a string) bool { return a != target.Name && isNativeArch(a) }
+	backward := slices.ContainsFunc(p.Metadata.LearnedOn, elsewhere) ||
+		len(p.Metadata.LearnedOn) == 0 && slices.ContainsFunc(p.Syscalls.Architectures, elsewhere)
 	byName := map[string][]ArgRule{}
 	for _, r := range rules {
 		if s, err := ParseArgRule(r); err == nil && !s.ErrnoOnly() {

@@ -69,17 +69,28 @@ func TestDriftAcrossArchitectures(t *testing.T) {
 	}
 }
 
-// TestAcrossArchsBackwardOnlyForAnotherArchitecture: a profile that lists only x86_64 gets no
-// legacy calls for its generic ones on x86_64 (it was learned there and made none).
+// TestAcrossArchsBackwardOnlyForAnotherArchitecture: a profile learned on x86_64 (or, not
+// recorded, listing only x86_64) gets no legacy calls for its generic ones on x86_64: it was
+// learned there and made none. One learned on aarch64 does, whatever it lists.
 func TestAcrossArchsBackwardOnlyForAnotherArchitecture(t *testing.T) {
 	names := map[string]bool{"openat": true, "clone": true}
-	if added, _ := AcrossArchs([]string{"x86_64"}, arch.X86_64, names, nil); len(added) != 0 {
-		t.Errorf("x86_64 only, on x86_64: added %v, want nothing", added)
-	}
-	added, _ := AcrossArchs([]string{"aarch64"}, arch.X86_64, names, nil)
-	for _, n := range []string{"open", "creat", "fork", "vfork"} {
-		if _, ok := added[n]; !ok {
-			t.Errorf("aarch64 profile on x86_64: %s not added (%v)", n, added)
+	for _, tc := range []struct {
+		listed, learnedOn []string
+		want              bool
+	}{
+		{[]string{"x86_64"}, nil, false},
+		{[]string{"aarch64", "x86_64"}, []string{"x86_64"}, false},
+		{[]string{"aarch64", "x86_64"}, nil, true},
+		{[]string{"aarch64", "x86_64"}, []string{"aarch64"}, true},
+		{[]string{"x86_64"}, []string{"aarch64"}, true}, // learn --arch x86_64 on an arm64 machine
+		{[]string{"aarch64", "x86_64"}, []string{"aarch64", "x86_64"}, true},
+	} {
+		p := &Profile{Metadata: Metadata{LearnedOn: tc.learnedOn}, Syscalls: Syscalls{Architectures: tc.listed}}
+		added, _ := AcrossArchs(p, arch.X86_64, names, nil)
+		for _, n := range []string{"open", "creat", "fork", "vfork"} {
+			if _, ok := added[n]; ok != tc.want {
+				t.Errorf("listing %v, learned on %v, on x86_64: %s added %v, want %v", tc.listed, tc.learnedOn, n, ok, tc.want)
+			}
 		}
 	}
 }

@@ -177,7 +177,7 @@ func (d *differ) syscalls() {
 
 // acrossArchNames are the names p's syscalls bring on target (AcrossArchs).
 func acrossArchNames(p *Profile, target *arch.Info) map[string][]string {
-	added, _ := AcrossArchs(p.Syscalls.Architectures, target, allowSet(p), p.Syscalls.Args)
+	added, _ := AcrossArchs(p, target, allowSet(p), p.Syscalls.Args)
 	return added
 }
 

@@ -303,14 +303,14 @@ func (c *Filter) closeFamilies(p *policy.Profile, names map[string]bool, infos [
 
 // acrossArchs allows on host what p's syscalls are on the other 64-bit architecture
 // (policy.AcrossArchs: open → openat with its dirfd pinned to AT_FDCWD on aarch64; for a profile
-// that lists aarch64, clone → fork on x86_64), with their argument rules moved, whether or not
+// learned on aarch64, clone → fork on x86_64), with their argument rules moved, whether or not
 // p was learned --exact: the same program makes the other call there.
 func (c *Filter) acrossArchs(p *policy.Profile, host *arch.Info, names map[string]bool, rulesFor map[string][]policy.ArgRule) {
 	var rules []policy.ArgRule
 	for _, n := range sortedKeys(rulesFor) {
 		rules = append(rules, rulesFor[n]...)
 	}
-	added, out := policy.AcrossArchs(p.Syscalls.Architectures, host, names, rules)
+	added, out := policy.AcrossArchs(p, host, names, rules)
 	if len(added) == 0 {
 		return
 	}
@@ -322,7 +322,11 @@ func (c *Filter) acrossArchs(p *policy.Profile, host *arch.Info, names map[strin
 	for _, r := range out {
 		rulesFor[r.Syscall] = append(rulesFor[r.Syscall], r)
 	}
-	c.Notes = append(c.Notes, "syscalls.allow: + "+strings.Join(notes, ", ")+": what those calls are on "+host.Name+" (the profile's architectures: "+strings.Join(p.Syscalls.Architectures, ", ")+")")
+	on := strings.Join(p.Metadata.LearnedOn, ", ")
+	if on == "" {
+		on = "not recorded; it lists " + strings.Join(p.Syscalls.Architectures, ", ")
+	}
+	c.Notes = append(c.Notes, "syscalls.allow: + "+strings.Join(notes, ", ")+": what those calls are on "+host.Name+" (learned on "+on+")")
 }
 
 // abisOf are the ABIs the filter has tables for on host (host's own first, then i386 and x32
