@@ -17,6 +17,7 @@ import (
 func learnedOn(on string, names ...string) *policy.Profile {
 	p := &policy.Profile{Syscalls: policy.Syscalls{Architectures: []string{on}}}
 	p.Metadata.Exact = true
+	p.Metadata.LearnedOn = []string{on}
 	for _, n := range names {
 		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: n, Provenance: policy.Provenance{By: "/usr/bin/tool", Seen: 1}})
 	}
