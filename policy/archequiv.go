@@ -82,6 +82,25 @@ var ArchEquivalents = []ArchEquivalent{
 	{"utimes", "utimensat", []int{1, -1}, map[int]uint64{0: atFDCWD, 3: 0}},
 }
 
+// ArchStartCall is a call every process makes at start on one architecture that another
+// does without a syscall: x86_64 sets its thread pointer with arch_prctl(ARCH_SET_FS), arm64
+// writes a register. A profile learned there gets it, with only these values of Arg.
+type ArchStartCall struct {
+	Name   string
+	Arg    int
+	Values []uint64
+	Why    string
+}
+
+// ArchStartCalls are added for a profile learned on another architecture (AcrossArchs).
+var ArchStartCalls = []ArchStartCall{
+	// ARCH_SET_GS, ARCH_SET_FS, ARCH_GET_FS, ARCH_GET_GS (arch/x86/include/uapi/asm/prctl.h);
+	// ARCH_CET_STATUS (glibc's CET probe); ARCH_SHSTK_ENABLE, _DISABLE, _LOCK, _STATUS: the
+	// caller's own thread pointer and shadow stack.
+	{"arch_prctl", 0, []uint64{0x1001, 0x1002, 0x1003, 0x1004, 0x3001, 0x5001, 0x5002, 0x5003, 0x5005},
+		"x86_64's thread pointer and shadow stack, set by a register on arm64"},
+}
+
 // nativeArchs are the 64-bit architectures a profile is carried between.
 var nativeArchs = []*arch.Info{arch.X86_64, arch.AARCH64}
 
@@ -114,6 +133,17 @@ func AcrossArchs(p *Profile, target *arch.Info, names map[string]bool, rules []A
 	has := func(n string) bool { _, ok := target.SyscallNames[n]; return ok }
 	have := maps.Clone(names)
 	added = map[string][]string{}
+	for _, c := range ArchStartCalls {
+		if backward && has(c.Name) && !have[c.Name] {
+			r := ArgRule{Syscall: c.Name, Arg: c.Arg}
+			for _, v := range c.Values {
+				r.Values = append(r.Values, hexValue(v))
+			}
+			added[c.Name] = []string{c.Why}
+			out = append(out, r)
+			have[c.Name] = true
+		}
+	}
 	// Until nothing more comes: an aarch64 profile's fstatat brings newfstatat on x86_64, which
 	// brings stat and lstat.
 	for {

@@ -258,3 +258,28 @@ func TestAcrossArchitecturesOnThisMachine(t *testing.T) {
 		t.Errorf("ptrace on %s = %s, want NOTIFY", info.Name, actionName(got))
 	}
 }
+
+// TestAcrossArchitecturesThreadPointer: a profile learned on arm64 never saw arch_prctl (arm64
+// sets the thread pointer by register), which every process on x86_64 calls at start: it gets
+// the thread-pointer and shadow-stack codes, not the others.
+func TestAcrossArchitecturesThreadPointer(t *testing.T) {
+	const archSetFS, archSetCPUID = 0x1002, 0x1012
+	f, err := Compile(learnedOn("aarch64", "read"), "x86_64", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := newVM(t, f.Program)
+	if got := vm.run(t, x86, nr64("arch_prctl"), [6]uint64{archSetFS, 0x7f0000000000}); got != RetAllow {
+		t.Errorf("arch_prctl(ARCH_SET_FS) = %s, want ALLOW", actionName(got))
+	}
+	if got := vm.run(t, x86, nr64("arch_prctl"), [6]uint64{archSetCPUID, 0}); got != RetNotify {
+		t.Errorf("arch_prctl(ARCH_SET_CPUID) = %s, want NOTIFY", actionName(got))
+	}
+	f, err = Compile(learnedOn("x86_64", "read"), "x86_64", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := newVM(t, f.Program).run(t, x86, nr64("arch_prctl"), [6]uint64{archSetFS, 0}); got != RetNotify {
+		t.Errorf("learned on x86_64 without arch_prctl: arch_prctl(ARCH_SET_FS) = %s, want NOTIFY (learned where it is made)", actionName(got))
+	}
+}

@@ -194,7 +194,7 @@ var int32Args = sync.OnceValue(func() map[string][]int {
 		"mknodat": {0}, "newfstatat": {0, 3}, "fstatat": {0, 3}, "readlinkat": {0}, "renameat": {0, 2},
 		"renameat2": {0, 2, 4}, "linkat": {0, 2, 4}, "symlinkat": {1}, "utimensat": {0, 3}, "dup3": {2},
 		"pipe2": {1}, "eventfd2": {1}, "epoll_create1": {0}, "inotify_init1": {0}, "signalfd4": {3},
-		"setitimer": {0}, "clock_gettime": {0}, "getpgid": {0},
+		"setitimer": {0}, "clock_gettime": {0}, "getpgid": {0}, "arch_prctl": {0},
 	}
 })
 
