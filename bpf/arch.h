@@ -1,5 +1,6 @@
 // arch.h: the syscall ABI per target architecture (bpf2go's -target defines __TARGET_ARCH_*):
-// where a syscall's six arguments are in struct pt_regs and which ABI a call came through.
+// where a syscall's six arguments are in struct pt_regs, which ABI a call came through, and the
+// open flags whose values differ (O_DIRECTORY).
 // vmlinux.h is x86_64's; arm64's register layout is declared here and CO-RE relocated against
 // the running kernel's BTF like every other field.
 #ifndef SYSPROF_ARCH_H
@@ -17,6 +18,7 @@ struct sc_args {
 // x86_64 passes arguments in di, si, dx, r10, r8, r9. At exit they still hold them (only ax
 // carries the result).
 #define TS_COMPAT 0x0002
+#define O_DIRECTORY 00200000 // asm-generic/fcntl.h
 
 // The argument registers of struct pt_regs, r10 to di: adjacent, in this order (the layout the
 // entry code pushes), so one read gets them all.
@@ -63,6 +65,7 @@ static __always_inline void exit_sc_args(struct pt_regs *regs, unsigned long *a)
 // argument is orig_x0. An AArch32 (compat) task runs with PSR_MODE32_BIT in its saved pstate
 // (uapi asm/ptrace.h): architectural, unlike the thread flag's number.
 #define PSR_MODE32_BIT 0x00000010
+#define O_DIRECTORY 040000 // arm64's own (uapi asm/fcntl.h), as 32-bit arm's
 
 struct user_pt_regs {
 	__u64 regs[31];

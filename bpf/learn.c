@@ -47,7 +47,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define O_ACCMODE 00000003
 #define O_CREAT 00000100
 #define O_TRUNC 00001000
-#define O_DIRECTORY 00200000
 #define O_PATH 010000000
 #define AT_REMOVEDIR 0x200
 #define EEXIST 17
