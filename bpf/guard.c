@@ -31,6 +31,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include "arch.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -96,7 +97,7 @@ struct guard_event {
 	__s32 ret; // file: the syscall's return value (-errno)
 	__u64 ts;
 	char comm[16];
-	__u32 nr;   // x86_64 syscall number
+	__u32 nr;   // the native ABI's syscall number
 	__u32 fop;  // enum file_op
 	__u64 flags; // open flags (open, openat, openat2, creat: O_CREAT|O_WRONLY|O_TRUNC); connect: the family
 	__u16 exe_len;
@@ -457,9 +458,9 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	// x86_64 syscall arguments: di, si, dx, r10, r8.
-	unsigned long a0 = BPF_CORE_READ(regs, di), a1 = BPF_CORE_READ(regs, si), a2 = BPF_CORE_READ(regs, dx),
-		      a3 = BPF_CORE_READ(regs, r10);
+	unsigned long a[5];
+	exit_sc_args(regs, a);
+	unsigned long a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
 	long dirfd1 = AT_FDCWD, dirfd2 = AT_FDCWD;
 	unsigned long p1 = 0, p2 = 0;
 	int resolve1 = 1;
@@ -518,7 +519,7 @@ int sys_exit_path(struct sys_exit_ctx *ctx)
 	case FOP_MMAP:
 		if (!(a2 & 4)) // PROT_EXEC
 			return 0;
-		mmap_fd = (int)BPF_CORE_READ(regs, r8);
+		mmap_fd = (int)a[4];
 		if (mmap_fd < 0)
 			return 0;
 		break;

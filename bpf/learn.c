@@ -23,13 +23,15 @@
 //                       (its start: TLS ClientHello, HTTP request)             -> sniff events
 //
 // Syscall numbers never appear in this file: user space fills `sc_ops` (nr -> op) from the
-// go-seccomp-bpf x86_64 table, so there is no second table to keep in sync.
+// go-seccomp-bpf table of the native ABI (x86_64 or aarch64), so there is no second table to
+// keep in sync. How a syscall's arguments and ABI are read per architecture is arch.h's.
 
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_endian.h>
+#include "arch.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -39,15 +41,12 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define ANON_INODE_FS_MAGIC 0x09041934
 #define NSFS_MAGIC 0x6e736673
 
-#define X32_SYSCALL_BIT 0x40000000
-#define TS_COMPAT 0x0002
 #define AT_FDCWD -100
 #define PROT_EXEC 0x4
 #define MAP_ANONYMOUS 0x20
 #define O_ACCMODE 00000003
 #define O_CREAT 00000100
 #define O_TRUNC 00001000
-#define O_DIRECTORY 00200000
 #define O_PATH 010000000
 #define AT_REMOVEDIR 0x200
 #define EEXIST 17
@@ -148,6 +147,8 @@ enum access_kind {
 	ACC_MAP, // mapped executable (mmap PROT_EXEC of the file)
 };
 
+// The ABI a syscall came through. The names are x86_64's; on arm64 0 is aarch64 and 1 is
+// arm (AArch32 compat); x32 exists on x86_64 only (bpf.ArchTables names them per build).
 enum arch_kind {
 	SCARCH_X86_64 = 0,
 	SCARCH_I386 = 1,
@@ -958,11 +959,6 @@ static __always_inline void arg(__u64 exe_key, __u32 nr, __u32 kind, __u64 value
 	add_count(&args, &k, CNT_ARGS_FULL);
 }
 
-// The syscall argument registers of struct pt_regs, r10 to di: adjacent, in this order, on
-// x86_64 (the layout the entry code pushes), so one read gets them all.
-struct sc_regs {
-	unsigned long r10, r9, r8, ax, cx, dx, si, di;
-};
 
 // is_empty_path reports whether the path argument at ptr is NULL or "": the exit handler does
 // nothing for those (fstat is newfstatat(fd, "", AT_EMPTY_PATH), a third of a find(1) run's
@@ -982,11 +978,9 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 	struct run_state *rs = run_get();
 	if (!rs)
 		return 0;
-	// SCARCH_X32 for the x32 bit, else SCARCH_I386 under TS_COMPAT, else SCARCH_X86_64; without
-	// branches, so that the verifier walks the rest once, not once per architecture.
-	__u32 x32 = ((__u64)raw >> 30) & 1;                   // X32_SYSCALL_BIT
-	__u32 compat = (cur->thread_info.status >> 1) & 1; // TS_COMPAT
-	__u32 arch = (compat & (x32 ^ 1)) | (x32 << 1);
+	// The native ABI, compat (i386; arm on arm64) or x32 (arch.h); without branches, so that
+	// the verifier walks the rest once, not once per architecture.
+	__u32 arch = syscall_abi(cur, regs, raw);
 	__u32 nr0 = raw & ~X32_SYSCALL_BIT;
 	__u64 tag = ((__u64)(arch + 1) << 32) | nr0;
 	__u32 slot = nr0 & (SC_CACHE - 1);
@@ -1056,11 +1050,10 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 		return 0;
 	}
 	__u32 op = *opp;
-	// x86_64 syscall arguments: di, si, dx, r10, r8, r9.
-	struct sc_regs r;
-	if (bpf_probe_read_kernel(&r, sizeof(r), (void *)regs + bpf_core_field_offset(struct pt_regs, r10)))
+	struct sc_args r;
+	if (read_sc_args(regs, &r))
 		return 0;
-	unsigned long a0 = r.di, a1 = r.si, a2 = r.dx;
+	unsigned long a0 = r.a[0], a1 = r.a[1], a2 = r.a[2];
 	switch (op) {
 	case SCOP_SOCKET:
 		arg(exe_key, nr, ARGK_SOCKET, ((__u64)(a0 & 0xffff) << 32) | ((a1 & 0xf) << 16) | (a2 & 0xffff));
@@ -1092,7 +1085,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 	case SCOP_MMAP:
 		if (!(a2 & PROT_EXEC))
 			return 0;
-		if ((r.r10 & MAP_ANONYMOUS) || (int)r.r8 < 0) {
+		if ((r.a[3] & MAP_ANONYMOUS) || (int)r.a[4] < 0) {
 			arg(exe_key, nr, ARGK_MMAP_PROT, a2);
 			return 0;
 		}
@@ -1107,7 +1100,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 	if (op == SCOP_CONNECT || op == SCOP_BIND || op == SCOP_SENDTO) {
 		// Only unix addresses are handled at exit (inet ones by the cgroup hooks): skip the
 		// stash for the rest. The address was just written by the caller, so it is readable.
-		unsigned long addr = op == SCOP_SENDTO ? r.r8 : a1;
+		unsigned long addr = op == SCOP_SENDTO ? r.a[4] : a1;
 		__u16 family = 0;
 		if (!addr)
 			return 0;
@@ -1122,9 +1115,9 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long raw)
 	st->sc.args[0] = a0;
 	st->sc.args[1] = a1;
 	st->sc.args[2] = a2;
-	st->sc.args[3] = r.r10;
-	st->sc.args[4] = r.r8;
-	st->sc.args[5] = r.r9;
+	st->sc.args[3] = r.a[3];
+	st->sc.args[4] = r.a[4];
+	st->sc.args[5] = r.a[5];
 	return 0;
 }
 

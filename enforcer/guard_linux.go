@@ -4,8 +4,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/elastic/go-seccomp-bpf/arch"
-
+	"github.com/sysprof/sysprof/bpf"
 	"github.com/sysprof/sysprof/enforcer/guard"
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/spawn"
@@ -68,10 +67,10 @@ func (c *Compiled) mayExecute(name string) bool {
 		return true
 	}
 	a := c.spec.ABIs[0]
-	if a.Info == nil || a.Info.Name != arch.X86_64.Name || !a.Allowed {
+	if a.Info == nil || a.Info != bpf.NativeArch || !a.Allowed {
 		return true
 	}
-	nr, ok := arch.X86_64.SyscallNames[name]
+	nr, ok := bpf.NativeArch.SyscallNames[name]
 	if !ok {
 		return true
 	}

@@ -107,8 +107,8 @@ var runtimeValues = map[string]map[string]map[int][]uint64{
 
 // compileFor compiles p's syscall section with package seccomp, the compiler sysprof enforce
 // uses, for every native architecture the profile lists (opts.Arch, or this machine's, when
-// it lists none), adding the consumer's runtime set. The rules by name are the same on every
-// architecture.
+// it lists none), adding the consumer's runtime set. The rules by name are the union of the
+// architectures' (each has its equivalents of the other's calls, under names the other lacks).
 //
 // notes are what the compile added (hardening, clone3's ENOSYS: true of formats that carry
 // argument checks), then what it left out and the runtime set (true of every format).
@@ -140,7 +140,17 @@ func compileFor(p *policy.Profile, consumer string, opts Options) (rules map[str
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
-		rules = f.Rules
+		// The rules by name are one set: each architecture's compile adds what the profile's
+		// calls are there (policy.AcrossArchs: openat for open on aarch64, open for openat on
+		// x86_64), names the other compile does not have.
+		if rules == nil {
+			rules = map[string]*seccomp.Rule{}
+		}
+		for name, r := range f.Rules {
+			if _, ok := rules[name]; !ok {
+				rules[name] = r
+			}
+		}
 		for _, abi := range f.Spec.ABIs {
 			if !slices.Contains(abis, abi.Info) {
 				abis = append(abis, abi.Info)

@@ -10,6 +10,7 @@ func Clone(p *Profile) *Profile {
 	q := *p
 	q.Metadata.Command = slices.Clone(p.Metadata.Command)
 	q.Metadata.IncompleteReasons = slices.Clone(p.Metadata.IncompleteReasons)
+	q.Metadata.LearnedOn = slices.Clone(p.Metadata.LearnedOn)
 	q.Syscalls.Architectures = slices.Clone(p.Syscalls.Architectures)
 	q.Syscalls.Allow = slices.Clone(p.Syscalls.Allow)
 	q.Syscalls.Args = slices.Clone(p.Syscalls.Args)

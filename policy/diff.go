@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/elastic/go-seccomp-bpf/arch"
+
 	"github.com/sysprof/sysprof/paths"
 )
 
@@ -148,6 +150,16 @@ func (d *differ) narrow(kind ChangeKind, section, item, reason string) {
 
 func (d *differ) syscalls() {
 	oldSet, newSet := allowSet(d.old), allowSet(d.new)
+	// What old allows on either 64-bit architecture is no widening: the same tool learned on
+	// the other one calls openat for open, clone for fork (AcrossArchs, as enforce compiles it).
+	for _, target := range nativeArchs {
+		for n := range acrossArchNames(d.old, target) {
+			oldSet[n] = true
+		}
+		for n := range acrossArchNames(d.new, target) {
+			newSet[n] = true
+		}
+	}
 	for _, s := range d.new.Syscalls.Allow {
 		if oldSet[s.Name] {
 			continue
@@ -161,6 +173,12 @@ func (d *differ) syscalls() {
 			d.narrow(Removed, SectionSyscalls, s.Name, "syscall no longer allowed")
 		}
 	}
+}
+
+// acrossArchNames are the names p's syscalls bring on target (AcrossArchs).
+func acrossArchNames(p *Profile, target *arch.Info) map[string][]string {
+	added, _ := AcrossArchs(p, target, allowSet(p), p.Syscalls.Args)
+	return added
 }
 
 // argDomain is what one argument may be: anything, or values (after mask) and flag bits.

@@ -261,7 +261,7 @@ func TestParseErrors(t *testing.T) {
 		{"wrong kind", "apiVersion: sysprof.dev/v1\nkind: Pod\n", `x.yaml:2: kind: "Pod" is not a profile; want kind: Profile`},
 		{"missing metadata", "apiVersion: sysprof.dev/v1\nkind: Profile\n", `x.yaml:1: metadata: missing (required)`},
 		{"unknown top field", head + "sycalls: {}\n", `x.yaml:5: sycalls: unknown field (known: apiVersion, kind, metadata, syscalls, filesystem, network, env, credentials, binaries, limits, hostRoot)`},
-		{"unknown nested field", head + "  runz: 3\n", `x.yaml:5: metadata.runz: unknown field (known: name, command, sysprofVersion, kernel, created, updated, runs, incomplete, incompleteReasons, exact)`},
+		{"unknown nested field", head + "  runz: 3\n", `x.yaml:5: metadata.runz: unknown field (known: name, command, sysprofVersion, kernel, learnedOn, created, updated, runs, incomplete, incompleteReasons, exact)`},
 		{"wrong type", head + "  runs: three\n", `x.yaml:5: metadata.runs: must be an integer, not a string`},
 		{"negative runs", head + "  runs: -1\n", `x.yaml:5: metadata.runs: must be at least 0`},
 		{"bad time", head + "  created: yesterday\n", `x.yaml:5: metadata.created: "yesterday" is not an RFC 3339 time (2006-01-02T15:04:05Z)`},

@@ -70,6 +70,10 @@ func (e *emitter) metadata(m Metadata) {
 	e.flowSeq(m.Command)
 	e.kvOpt(1, "sysprofVersion", m.SysprofVersion)
 	e.kvOpt(1, "kernel", m.Kernel)
+	if len(m.LearnedOn) > 0 {
+		e.key(1, "learnedOn")
+		e.flowSeq(m.LearnedOn)
+	}
 	e.kvOpt(1, "created", m.Created)
 	e.kvOpt(1, "updated", m.Updated)
 	e.kvRaw(1, "runs", strconv.Itoa(m.Runs))

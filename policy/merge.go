@@ -54,6 +54,7 @@ func Merge(dst, src *Profile) *Profile {
 		Command:           slices.Clone(dm.Command),
 		SysprofVersion:    firstNonEmpty(sm.SysprofVersion, dm.SysprofVersion),
 		Kernel:            firstNonEmpty(sm.Kernel, dm.Kernel),
+		LearnedOn:         sortedUnique(append(slices.Clone(dm.LearnedOn), sm.LearnedOn...)),
 		Created:           minTime(dm.Created, sm.Created),
 		Updated:           maxTime(dm.Updated, sm.Updated),
 		Runs:              dm.Runs + sm.Runs,

@@ -425,7 +425,7 @@ func fieldsOf(parent string) []string {
 	case "env":
 		return []string{"pass"}
 	case "metadata":
-		return []string{"name", "command", "sysprofVersion", "kernel", "created", "updated", "runs", "incomplete", "incompleteReasons", "exact"}
+		return []string{"name", "command", "sysprofVersion", "kernel", "learnedOn", "created", "updated", "runs", "incomplete", "incompleteReasons", "exact"}
 	case "syscalls":
 		return []string{"architectures", "allow", "args"}
 	case "syscalls.allow[]":

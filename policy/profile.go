@@ -36,8 +36,11 @@ type Metadata struct {
 	Command        []string `yaml:"command" json:"command"`
 	SysprofVersion string   `yaml:"sysprofVersion,omitempty" json:"sysprofVersion,omitempty"`
 	Kernel         string   `yaml:"kernel,omitempty" json:"kernel,omitempty"`
-	Created        string   `yaml:"created,omitempty" json:"created,omitempty"` // RFC 3339, UTC
-	Updated        string   `yaml:"updated,omitempty" json:"updated,omitempty"`
+	// LearnedOn are the architectures the learn runs ran on (x86_64, aarch64): the syscall
+	// names are that machine's, and enforce elsewhere maps them (ArchEquivalents).
+	LearnedOn []string `yaml:"learnedOn,omitempty" json:"learnedOn,omitempty"`
+	Created   string   `yaml:"created,omitempty" json:"created,omitempty"` // RFC 3339, UTC
+	Updated   string   `yaml:"updated,omitempty" json:"updated,omitempty"`
 	// Runs is how many learn runs were merged into this profile; Seen counts are out of it.
 	Runs int `yaml:"runs" json:"runs"`
 	// Incomplete marks a profile that may miss behaviour (lost events, interrupted run).

@@ -1019,16 +1019,6 @@ func compareBool(a, b bool) int {
 	return 1
 }
 
-// Names of the arch tables, by the arch enum of learn.c.
-var archs = map[bpf.LearnArchKind]struct {
-	name string
-	info *arch.Info
-}{
-	bpf.LearnArchKindSCARCH_X8664: {trace.ArchX86_64, arch.X86_64},
-	bpf.LearnArchKindSCARCH_I386:  {trace.ArchI386, arch.I386},
-	bpf.LearnArchKindSCARCH_X32:   {trace.ArchX32, arch.X32},
-}
-
 func syscallName(info *arch.Info, nr int) string {
 	if n, ok := info.SyscallNumbers[nr]; ok {
 		return n
@@ -1050,15 +1040,15 @@ var argKinds = map[bpf.LearnArgKind]string{
 }
 
 func (c *collector) syscall(k bpf.LearnScKey, count uint64) trace.SyscallCount {
-	a, ok := archs[bpf.LearnArchKind(k.Arch)]
+	a, ok := bpf.ArchTables[bpf.LearnArchKind(k.Arch)]
 	if !ok {
-		a = archs[bpf.LearnArchKindSCARCH_X8664]
+		a = bpf.NativeArch
 	}
-	return trace.SyscallCount{Exe: c.exe(k.ExeKey), Arch: a.name, Name: syscallName(a.info, int(k.Nr)), Nr: int(k.Nr), Count: count}
+	return trace.SyscallCount{Exe: c.exe(k.ExeKey), Arch: a.Name, Name: syscallName(a, int(k.Nr)), Nr: int(k.Nr), Count: count}
 }
 
 func (c *collector) arg(k bpf.LearnArgKey, count uint64) trace.ArgValue {
-	v := trace.ArgValue{Exe: c.exe(k.ExeKey), Syscall: syscallName(arch.X86_64, int(k.Nr)),
+	v := trace.ArgValue{Exe: c.exe(k.ExeKey), Syscall: syscallName(bpf.NativeArch, int(k.Nr)),
 		Kind: argKinds[bpf.LearnArgKind(k.Kind)], Value: k.Value, Count: count}
 	if v.Kind == "" {
 		v.Kind = fmt.Sprintf("kind%d", k.Kind)

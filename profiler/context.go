@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/bpf"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/trace"
 )
@@ -44,7 +45,7 @@ func Context(workdir string, env []string) map[string]string {
 
 func hostInfo() trace.Host {
 	var u unix.Utsname
-	h := trace.Host{Arch: trace.ArchX86_64}
+	h := trace.Host{Arch: bpf.NativeArch.Name}
 	if err := unix.Uname(&u); err == nil {
 		h.Kernel = unix.ByteSliceToString(u.Release[:])
 	}

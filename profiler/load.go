@@ -11,7 +11,6 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
-	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/bpf"
@@ -86,7 +85,7 @@ var exitTracepoint = map[string]string{
 func exitTracepoints() []string {
 	var names []string
 	for name, op := range scOps {
-		if op >= bpf.LearnScOpSCOP_PATH_FIRST {
+		if _, ok := bpf.NativeNumber(name); ok && op >= bpf.LearnScOpSCOP_PATH_FIRST {
 			if n, ok := exitTracepoint[name]; ok {
 				name = n
 			}
@@ -292,9 +291,9 @@ func (p *probe) configure(cgid uint64) error {
 		return &LoadError{Step: "set run", Err: err}
 	}
 	for name, op := range scOps {
-		nr, ok := arch.X86_64.SyscallNames[name]
+		nr, ok := bpf.NativeNumber(name)
 		if !ok {
-			return &LoadError{Step: "syscall table", Err: fmt.Errorf("BUG: no x86_64 number for %s", name)}
+			continue // a legacy call this architecture lacks (open on aarch64)
 		}
 		if err := p.objs.ScOps.Put(uint32(nr), uint32(op)); err != nil {
 			return &LoadError{Step: "fill sc_ops", Err: err}

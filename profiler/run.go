@@ -17,7 +17,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
-	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/bpf"
@@ -611,15 +610,15 @@ func addRootExecve(t *trace.Trace) {
 		return
 	}
 	exe := t.Processes[0].Exe
-	nr := arch.X86_64.SyscallNames["execve"]
+	nr := bpf.NativeArch.SyscallNames["execve"]
 	for i := range t.Syscalls {
 		s := &t.Syscalls[i]
-		if s.Exe == exe && s.Arch == trace.ArchX86_64 && s.Nr == nr {
+		if s.Exe == exe && s.Arch == bpf.NativeArch.Name && s.Nr == nr {
 			s.Count++
 			return
 		}
 	}
-	t.Syscalls = append(t.Syscalls, trace.SyscallCount{Exe: exe, Arch: trace.ArchX86_64, Name: "execve", Nr: nr, Count: 1})
+	t.Syscalls = append(t.Syscalls, trace.SyscallCount{Exe: exe, Arch: bpf.NativeArch.Name, Name: "execve", Nr: nr, Count: 1})
 	sort.SliceStable(t.Syscalls, func(i, j int) bool {
 		a, b := t.Syscalls[i], t.Syscalls[j]
 		if a.Exe != b.Exe {

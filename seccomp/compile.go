@@ -187,8 +187,14 @@ var int32Args = sync.OnceValue(func() map[string][]int {
 	return map[string][]int{
 		"socket": {0, 1, 2}, "socketpair": {0, 1, 2}, "ioctl": {1}, "fcntl": {1}, "setns": {1},
 		"prctl": {0}, "personality": {0}, "kill": {1}, "tkill": {1}, "tgkill": {2}, "clone": {0},
-		"open": {1}, "openat": {2}, "madvise": {2}, "setsockopt": {1, 2}, "getsockopt": {1, 2},
+		"open": {1}, "openat": {0, 2}, "madvise": {2}, "setsockopt": {1, 2}, "getsockopt": {1, 2},
 		"bpf": {0}, "keyctl": {0}, "seccomp": {0}, "flock": {1}, "prlimit64": {0},
+		// dirfds and flags of the calls policy.ArchEquivalents pins (open → openat(AT_FDCWD, …)).
+		"faccessat": {0, 2}, "fchmodat": {0}, "fchownat": {0, 4}, "unlinkat": {0, 2}, "mkdirat": {0},
+		"mknodat": {0}, "newfstatat": {0, 3}, "fstatat": {0, 3}, "readlinkat": {0}, "renameat": {0, 2},
+		"renameat2": {0, 2, 4}, "linkat": {0, 2, 4}, "symlinkat": {1}, "utimensat": {0, 3}, "dup3": {2},
+		"pipe2": {1}, "eventfd2": {1}, "epoll_create1": {0}, "inotify_init1": {0}, "signalfd4": {3},
+		"setitimer": {0}, "clock_gettime": {0}, "getpgid": {0}, "arch_prctl": {0},
 	}
 })
 
@@ -205,6 +211,7 @@ func (c *Filter) compileSyscalls(p *policy.Profile, host *arch.Info, opts Option
 			delete(names, n) // poll on aarch64: ppoll is its only one
 		}
 	}
+	c.acrossArchs(p, host, names, rulesFor)
 	hard := hardening(p, opts)
 	if err := c.compileRules(names, rulesFor, hard, opts.ExtraValues); err != nil {
 		return nil, err
@@ -292,6 +299,34 @@ func (c *Filter) closeFamilies(p *policy.Profile, names map[string]bool, infos [
 		sort.Strings(added)
 		c.Notes = append(c.Notes, "syscalls.allow: + "+strings.Join(added, ", ")+": behaviour families of the learned syscalls, closed as learn closes them (the profile was not learned --exact)")
 	}
+}
+
+// acrossArchs allows on host what p's syscalls are on the other 64-bit architecture
+// (policy.AcrossArchs: open → openat with its dirfd pinned to AT_FDCWD on aarch64; for a profile
+// learned on aarch64, clone → fork on x86_64), with their argument rules moved, whether or not
+// p was learned --exact: the same program makes the other call there.
+func (c *Filter) acrossArchs(p *policy.Profile, host *arch.Info, names map[string]bool, rulesFor map[string][]policy.ArgRule) {
+	var rules []policy.ArgRule
+	for _, n := range sortedKeys(rulesFor) {
+		rules = append(rules, rulesFor[n]...)
+	}
+	added, out := policy.AcrossArchs(p, host, names, rules)
+	if len(added) == 0 {
+		return
+	}
+	var notes []string
+	for _, n := range sortedKeys(added) {
+		names[n] = true
+		notes = append(notes, n+" ("+strings.Join(added[n], ", ")+")")
+	}
+	for _, r := range out {
+		rulesFor[r.Syscall] = append(rulesFor[r.Syscall], r)
+	}
+	on := strings.Join(p.Metadata.LearnedOn, ", ")
+	if on == "" {
+		on = "not recorded; it lists " + strings.Join(p.Syscalls.Architectures, ", ")
+	}
+	c.Notes = append(c.Notes, "syscalls.allow: + "+strings.Join(notes, ", ")+": what those calls are on "+host.Name+" (learned on "+on+")")
 }
 
 // abisOf are the ABIs the filter has tables for on host (host's own first, then i386 and x32

@@ -147,24 +147,17 @@ func (s *state) reachesUnixPath() bool {
 // unixPathEndpoint reports whether a rule's endpoint is a pathname unix socket.
 
 // archEquivalents are, for each syscall that exists on one 64-bit architecture but not the
-// other, the syscalls libc calls there instead. A profile gets them for every architecture it
-// lists that lacks an allowed syscall, with or without families (learn --exact): the same
-// program does the same thing there.
-var archEquivalents = map[string][]string{
-	"access": {"faccessat"}, "alarm": {"setitimer"}, "chmod": {"fchmodat"}, "chown": {"fchownat"},
-	"creat": {"openat"}, "dup2": {"dup3"}, "epoll_create": {"epoll_create1"},
-	"epoll_wait": {"epoll_pwait"}, "eventfd": {"eventfd2"}, "fork": {"clone"},
-	"futimesat": {"utimensat"}, "getdents": {"getdents64"}, "getpgrp": {"getpgid"},
-	"inotify_init": {"inotify_init1"}, "lchown": {"fchownat"}, "link": {"linkat"},
-	"lstat": {"fstatat"}, "mkdir": {"mkdirat"}, "mknod": {"mknodat"}, "newfstatat": {"fstatat"},
-	"open": {"openat"}, "pause": {"ppoll", "rt_sigsuspend"}, "pipe": {"pipe2"}, "poll": {"ppoll"},
-	"readlink": {"readlinkat"}, "rename": {"renameat", "renameat2"}, "rmdir": {"unlinkat"},
-	"select": {"pselect6"}, "signalfd": {"signalfd4"}, "stat": {"fstatat"},
-	"symlink": {"symlinkat"}, "time": {"clock_gettime"}, "unlink": {"unlinkat"},
-	"utime": {"utimensat"}, "utimes": {"utimensat"}, "vfork": {"clone"},
-	// arm64's name for newfstatat, which x86_64 calls by its own name.
-	"fstatat": {"newfstatat"},
-}
+// other, the syscalls libc calls there instead (policy.ArchEquivalents, the one table; the
+// seccomp compiler also moves argument rules and maps back). A profile gets them for every
+// architecture it lists that lacks an allowed syscall, with or without families (learn
+// --exact): the same program does the same thing there.
+var archEquivalents = func() map[string][]string {
+	m := map[string][]string{}
+	for _, e := range policy.ArchEquivalents {
+		m[e.Legacy] = append(m[e.Legacy], e.Generic)
+	}
+	return m
+}()
 
 // DefaultArchitectures are what a learned profile lists when Options.Architectures is empty:
 // the architecture it was learned on and the other common 64-bit one, so that a profile

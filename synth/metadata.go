@@ -98,6 +98,9 @@ func (s *state) passMetadata() []string {
 	s.meta.Command = s.command
 	s.meta.SysprofVersion = s.opts.SysprofVersion
 	s.meta.Kernel = t.Host.Kernel
+	if t.Host.Arch != "" {
+		s.meta.LearnedOn = []string{t.Host.Arch}
+	}
 	s.meta.Created, s.meta.Updated = now, now
 	s.meta.Runs = 1
 	s.meta.Exact = s.opts.Exact

@@ -78,8 +78,13 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 	fmt.Fprintln(w)
 
 	n := len(p.Syscalls.Allow)
+	archs := strings.Join(p.Syscalls.Architectures, ", ")
+	if len(m.LearnedOn) > 0 {
+		// The names are that machine's; enforce elsewhere maps them (policy.ArchEquivalents).
+		archs += "; learned on " + strings.Join(m.LearnedOn, ", ")
+	}
 	fmt.Fprintf(w, "\nsyscalls  %d allowed (%s), %d fewer than Docker's default profile allows on x86_64\n",
-		n, strings.Join(p.Syscalls.Architectures, ", "), dockerDefaultAllowsX86_64-n)
+		n, archs, dockerDefaultAllowsX86_64-n)
 	for _, r := range p.Syscalls.Args {
 		fmt.Fprintf(w, "  %s\n", report.Printable(describeArgRule(r)))
 	}

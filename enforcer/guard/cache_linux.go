@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/bpf"
@@ -490,9 +489,9 @@ func liveRunCgroups() map[uint64]bool {
 	return live
 }
 
-// arch64Number is the x86_64 number of a syscall in fileOps (-1 when the table lacks it).
+// arch64Number is the native number of a syscall in fileOps (-1 when the table lacks it).
 func arch64Number(name string) int {
-	if nr, ok := arch.X86_64.SyscallNames[name]; ok {
+	if nr, ok := bpf.NativeArch.SyscallNames[name]; ok {
 		return nr
 	}
 	return -1

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/bpf"
@@ -115,9 +114,9 @@ func commonPrefix(a, b string) int {
 // EPERM before it reaches a path, and EPERM is taken only from mmap), so it is filled at load.
 func fillFops(fops *ebpf.Map) error {
 	for name, op := range fileOps() {
-		nr, ok := arch.X86_64.SyscallNames[name]
+		nr, ok := bpf.NativeArch.SyscallNames[name]
 		if !ok {
-			return fmt.Errorf("BUG: no x86_64 number for %s", name)
+			continue // a legacy call this architecture lacks (open on aarch64)
 		}
 		if err := fops.Put(uint32(nr), uint32(op)); err != nil {
 			return fmt.Errorf("fill fops: %w", err)
@@ -151,6 +150,9 @@ var lingerFor = 250 * time.Millisecond
 func (g *Guard) fileNames() []string {
 	var names []string
 	for _, name := range slices.Sorted(maps.Keys(fileOps())) {
+		if _, ok := bpf.NativeArch.SyscallNames[name]; !ok {
+			continue
+		}
 		if g.cfg.Audit || g.cfg.MayExecute == nil || g.cfg.MayExecute(name) {
 			names = append(names, name)
 		}
@@ -449,7 +451,7 @@ func (g *Guard) fileDenials(ev *bpf.GuardGuardEvent, exe, pexe string, t *tail) 
 	p2 := t.str(int(ev.Path2Len))
 	b2 := t.components(int(ev.Base2Len))
 	path1, path2 := resolvePath(p1, b1), resolvePath(p2, b2)
-	name := arch.X86_64.SyscallNumbers[int(ev.Nr)]
+	name := bpf.NativeArch.SyscallNumbers[int(ev.Nr)]
 	var hits []hit
 	switch bpf.GuardFileOp(ev.Fop) {
 	case bpf.GuardFileOpFOP_OPEN, bpf.GuardFileOpFOP_OPENAT, bpf.GuardFileOpFOP_OPENAT2, bpf.GuardFileOpFOP_CREAT:
@@ -652,7 +654,7 @@ func (g *Guard) clone3Denials(ev *bpf.GuardGuardEvent, exe, pexe string) ([]repo
 		return nil, nil
 	}
 	gr := policy.ArgGrant("clone", 0, ns)
-	d := report.Denial{Kind: report.KindSyscall, Syscall: "clone3", Arch: arch.X86_64.Name, First: time.Now().UTC(), Count: 1,
+	d := report.Denial{Kind: report.KindSyscall, Syscall: "clone3", Arch: bpf.NativeArch.Name, First: time.Now().UTC(), Count: 1,
 		What: "clone3(" + policy.FormatArg("clone", 0, ns) + ") (ENOSYS: new namespaces)", Change: &gr, Suggest: gr.String()}
 	d.Risk, _ = policy.GrantRisk(nil, gr)
 	var parents func() []string
