@@ -24,8 +24,10 @@ func TestVerifierBudget(t *testing.T) {
 	testutil.RequireNoErr(t, "load learn.c", err)
 	defer coll.Close()
 	// sys_exit_path: 4,391 on the kernel of 2026-12-03; 6.18.44's verifier walks ~6,500 for the
-	// same program (main's object, before inode_key's narrower spans: 6,541).
-	budget := map[string]uint32{"sys_exit_path": 7000, "sys_enter": 2000, "sched_exec": 2000}
+	// same program (main's object, before inode_key's narrower spans: 6,541). sys_enter: ~2,090
+	// since arch.h copies the argument registers into one per-architecture array (walked on every
+	// branch that reads arguments; six moves at run time).
+	budget := map[string]uint32{"sys_exit_path": 7000, "sys_enter": 2300, "sched_exec": 2000}
 	for name, prog := range coll.Programs {
 		info, err := prog.Info()
 		if err != nil {
