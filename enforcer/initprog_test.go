@@ -74,7 +74,7 @@ func TestRunWithTheInitProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	initProgram = programFrom(func() string { return string(data) })
+	initProgram = programFrom(func() string { return string(data) }, nil)
 	defer func() { initProgram = saved }()
 	if !strings.HasPrefix(initProgram(), "/proc/self/fd/") {
 		t.Fatalf("init program %q: not a memfd", initProgram())
