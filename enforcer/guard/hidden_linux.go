@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/kernrun"
+	"github.com/sysprof/sysprof/internal/spawn"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -185,19 +185,11 @@ func (g *Guard) closeHidden() {
 	closeAside(w.f)
 }
 
-// closeAside has a short-lived true(1) hold the last reference to f and close it: the last
-// close of a fanotify group waits for an SRCU grace period (fsnotify's mark reaper), 0–22 ms
-// measured at the end of a run, while the user waits. The child pays it after this process
-// went on (it is started through vfork and holds nothing else: no environment, / as its
-// directory, stdio on /dev/null). Without a true to start, f is closed here.
+// closeAside has a short-lived child hold the last reference to f and drop it (spawn.Release):
+// the last close of a fanotify group waits for an SRCU grace period (fsnotify's mark reaper),
+// 0-22 ms measured at the end of a run, while the user waits; the child pays it after this
+// process went on. Where spawn cannot, f is closed here.
 func closeAside(f *os.File) {
-	for _, p := range []string{"/usr/bin/true", "/bin/true"} {
-		cmd := &exec.Cmd{Path: p, Args: []string{"true"}, Env: []string{}, Dir: "/", ExtraFiles: []*os.File{f}}
-		if cmd.Start() == nil {
-			f.Close()
-			go func() { _ = cmd.Wait() }() // reaped only
-			return
-		}
-	}
+	_ = spawn.Release(int(f.Fd()))
 	f.Close()
 }
