@@ -185,11 +185,15 @@ func (g *Guard) closeHidden() {
 	closeAside(w.f)
 }
 
-// closeAside has a short-lived child hold the last reference to f and drop it (spawn.Release):
-// the last close of a fanotify group waits for an SRCU grace period (fsnotify's mark reaper),
-// 0-22 ms measured at the end of a run, while the user waits; the child pays it after this
-// process went on. Where spawn cannot, f is closed here.
+// closeAside closes f, its last close left to a short-lived child (spawn.Release): the last
+// close of a fanotify group waits for an SRCU grace period (fsnotify's mark reaper), 0-22 ms
+// measured at the end of a run, while the user waits; the child pays it after this process
+// went on. Where spawn cannot, f's close is this process's.
 func closeAside(f *os.File) {
-	_ = spawn.Release(int(f.Fd()))
-	f.Close()
+	if fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+		if spawn.Release(fd) != nil {
+			unix.Close(fd)
+		}
+	}
+	f.Close() // not the last reference when the child holds one
 }

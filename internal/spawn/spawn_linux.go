@@ -94,36 +94,63 @@ func Start(a *Attr) (*Process, error) {
 	return start(a, p)
 }
 
-// Release has a child hold the last reference to fd and drop it as it exits, so that a last
-// close that waits is not this process's (a fanotify group's waits for an SRCU grace period,
-// 0-22 ms measured at the end of an enforce run). The child shares this process's memory
-// until it exits (CLONE_VM|CLONE_VFORK: no page tables copied, no program exec'd), closes every
-// other fd of its copy of the table and exits; the caller then closes its own fd, and the
-// child is reaped in the background. An error (spawn unsupported here) leaves fd to the caller.
+// Release closes fd, leaving its last close to a child, so that a last close that waits is not
+// this process's (a fanotify group's waits for an SRCU grace period: 0-22 ms measured at the
+// end of an enforce run). The child shares this process's memory (CLONE_VM: no page tables
+// copied, no program exec'd) but not its thread: it closes every fd of its copy of the table but
+// fd and a pipe's read end, waits on that pipe until this process has closed its fd and the
+// pipe, then exits, dropping fd's last reference. Like Start's child it uses registers only,
+// runs no Go code and no handler (CLONE_CLEAR_SIGHAND). On an error fd is left open to the
+// caller.
 func Release(fd int) error {
 	if !supported {
-		return fmt.Errorf("spawn with CLONE_VFORK on %s: %w", runtime.GOARCH, feature.ErrNotSupported)
+		return fmt.Errorf("spawn with CLONE_VM on %s: %w", runtime.GOARCH, feature.ErrNotSupported)
 	}
 	if fd < 0 {
 		return unix.EBADF
 	}
-	p := &prepared{}
-	if fd > 0 {
-		p.call("close fds below "+strconv.Itoa(fd), unix.SYS_CLOSE_RANGE, 0, uintptr(fd-1), 0)
-	}
-	p.call("close fds above "+strconv.Itoa(fd), unix.SYS_CLOSE_RANGE, uintptr(fd+1), ^uintptr(0), 0)
-	c, err := start(&Attr{Path: "(release of fd " + strconv.Itoa(fd) + ")", CgroupFD: -1}, p)
-	if err != nil {
+	var pw [2]int
+	if err := unix.Pipe2(pw[:], unix.O_CLOEXEC); err != nil {
 		return err
 	}
+	lo, hi := min(fd, pw[0]), max(fd, pw[0])
+	p := &prepared{}
+	gap := func(from, to int) {
+		if from <= to {
+			p.call("close fds", unix.SYS_CLOSE_RANGE, uintptr(from), uintptr(to), 0)
+			p.ops[len(p.ops)-1].ignore = 1
+		}
+	}
+	gap(0, lo-1)
+	gap(lo+1, hi-1)
+	p.call("close fds", unix.SYS_CLOSE_RANGE, uintptr(hi+1), ^uintptr(0), 0)
+	p.ops[len(p.ops)-1].ignore = 1
+	buf := new([8]byte)
+	p.keep = append(p.keep, buf)
+	p.call("wait for the caller's close", unix.SYS_READ, uintptr(pw[0]), uintptr(unsafe.Pointer(buf)), 1)
+	p.ops[len(p.ops)-1].ignore = 1
+	res := new(result)
+	ca := &cloneArgs{flags: unix.CLONE_VM | clearSighand, exitSignal: uint64(unix.SIGCHLD)}
+	pid, errno := rawSpawn(ca, unsafe.Sizeof(*ca), &p.ops[0], uintptr(len(p.ops)), res)
+	if errno != 0 {
+		unix.Close(pw[0])
+		unix.Close(pw[1])
+		return os.NewSyscallError("clone3", syscall.Errno(errno))
+	}
+	unix.Close(fd)
+	unix.Close(pw[1]) // the child's read returns: it exits
+	unix.Close(pw[0])
 	go func() {
 		var ws unix.WaitStatus
 		for {
-			if _, err := unix.Wait4(c.Pid, &ws, 0, nil); err != unix.EINTR {
+			if _, err := unix.Wait4(int(pid), &ws, 0, nil); err != unix.EINTR {
 				break
 			}
 		}
-		unix.Close(c.PidFD)
+		// The child read these until it exited.
+		runtime.KeepAlive(p)
+		runtime.KeepAlive(res)
+		runtime.KeepAlive(ca)
 	}()
 	return nil
 }

@@ -164,8 +164,8 @@ func TestChildHasNoHandlers(t *testing.T) {
 	}
 }
 
-// Release leaves the last reference to an fd to a child that drops it at once: once this
-// process closes its own, the pipe's reader sees EOF (nobody else holds the write end).
+// Release closes an fd and leaves its last reference to a child that drops it at once: the
+// pipe's reader sees EOF (nobody else holds the write end), and the fd is closed here.
 func TestReleaseDropsTheLastReference(t *testing.T) {
 	if !supported {
 		if err := Release(0); !errors.Is(err, feature.ErrNotSupported) {
@@ -182,7 +182,6 @@ func TestReleaseDropsTheLastReference(t *testing.T) {
 		unix.Close(p[1])
 		t.Fatal(err)
 	}
-	unix.Close(p[1])
 	eof := make(chan error, 1)
 	go func() {
 		var b [1]byte
@@ -199,5 +198,8 @@ func TestReleaseDropsTheLastReference(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the write end is still open somewhere: the child kept it")
+	}
+	if _, err := unix.FcntlInt(uintptr(p[1]), unix.F_GETFD, 0); err != unix.EBADF {
+		t.Errorf("fd %d still open here after Release: %v", p[1], err)
 	}
 }
