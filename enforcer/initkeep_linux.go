@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,9 +30,10 @@ import (
 // executable, of the program's size, and either bytes.Equal to it or, without reading it,
 // known to be it: the escrow lies in a directory every sandbox hides (keepTrusted: root's
 // /run/sysprof, where the binary hashes enforce trusts live too), it names this very memfd
-// (device and inode, as fstat of the fd taken says) and the sysprof binary that wrote it is
-// this one (exeKey: device, inode, size, mtime and ctime of /proc/self/exe, stated before and
-// after the write: ctime cannot be set from user space). Reading and comparing 2.7 MB cost
+// (device and inode, as fstat of the fd taken says) and this sysprof binary as one whose
+// program it holds (exeKey: device, inode, size, mtime and ctime of /proc/self/exe; the binary
+// that wrote it, stated before and after the write, or one that compared it byte for byte:
+// ctime cannot be set from user space). Reading and comparing 2.7 MB cost
 // ~1.7 ms of CPU a run. Anything else (no keeper, another build's program, a forged or
 // unsealed memfd) and the run makes its own memfd as before. Each run that takes it touches
 // the escrow file: the keeper stays until keepFor after its modification time, then
@@ -116,7 +118,8 @@ func takeKept(dir, data, key string) (fd int, ok bool) {
 		return -1, false
 	}
 	var known *keptInit // the escrow vouches for the memfd's content
-	if key != "" && k.Exe == key && keepTrusted(dir) {
+	trusted := key != "" && keepTrusted(dir)
+	if trusted && slices.Contains(k.Exes, key) {
 		known = &k
 	}
 	if err := sameProgram(fd, data, known); err != nil {
@@ -124,10 +127,22 @@ func takeKept(dir, data, key string) (fd int, ok bool) {
 		e.Remove(name) // the keeper exits when it finds the file gone
 		return -1, false
 	}
+	if trusted && known == nil && k.Ino != 0 && len(k.Exes) < maxKeptExes {
+		// Compared byte for byte: this binary's next runs need not (another sysprof binary
+		// with the same program wrote it; the record names both).
+		k.Exes = append(k.Exes, key)
+		if e.Rewrite(name, k) == nil {
+			return fd, true // rewritten: its modification time moved on
+		}
+	}
 	now := time.Now()
 	_ = os.Chtimes(filepath.Join(dir, name), now, now)
 	return fd, true
 }
+
+// maxKeptExes bounds the binaries a kept memfd's record names (two or three builds sharing
+// one program is a test machine's case).
+const maxKeptExes = 8
 
 // sameProgram checks that fd can stand for the program data: sealed so that it cannot change
 // after this check (write, shrink, grow, seal), an executable regular file of data's size, and
@@ -203,7 +218,7 @@ func keepProgram(dir string, fd, n int, key string) error {
 	}
 	k = keptInit{Pid: h.Pid, Start: h.Start, FD: nums[0], Dev: st.Dev, Ino: st.Ino}
 	if key != "" && key == exeKey() {
-		k.Exe = key
+		k.Exes = []string{key}
 	}
 	if err := e.Publish(name, k); err != nil {
 		_ = cmd.Process.Kill()

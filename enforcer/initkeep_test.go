@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -249,7 +250,7 @@ func TestKeptInitProgramIdentity(t *testing.T) {
 				t.Fatal(err)
 			}
 			e, name := kernrun.Escrow{Dir: dir}, keepName(len(prog))
-			err = e.Publish(name, keptInit{Pid: os.Getpid(), Start: start, FD: fd, Exe: tc.exe, Dev: st.Dev, Ino: st.Ino})
+			err = e.Publish(name, keptInit{Pid: os.Getpid(), Start: start, FD: fd, Exes: []string{tc.exe}, Dev: st.Dev, Ino: st.Ino})
 			unlock()
 			if err != nil {
 				t.Fatal(err)
@@ -306,7 +307,7 @@ func TestKeepRecordsIdentity(t *testing.T) {
 		if err := unix.Fstat(fd, &st); err != nil {
 			t.Fatal(err)
 		}
-		if k.Exe != tc.want || k.Dev != st.Dev || k.Ino != st.Ino {
+		if want := []string{tc.want}; tc.want == "" && len(k.Exes) != 0 || tc.want != "" && !slices.Equal(k.Exes, want) || k.Dev != st.Dev || k.Ino != st.Ino {
 			t.Errorf("record %+v for key %q: want exe %q, memfd %d:%d", k, tc.key, tc.want, st.Dev, st.Ino)
 		}
 		for i := 0; holderOf(k).Alive(); i++ {
@@ -315,5 +316,54 @@ func TestKeepRecordsIdentity(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+}
+
+// A binary that found another binary's record and compared the memfd byte for byte adds
+// itself to the record (its next runs need not compare); one whose compare fails adds nothing.
+func TestKeptRecordAddsAComparedBinary(t *testing.T) {
+	bin, err := os.ReadFile("/usr/bin/true")
+	testutil.RequireNoErr(t, "/usr/bin/true", err)
+	prog := string(bin)
+	key := exeKey()
+	for _, same := range []bool{true, false} {
+		dir := useKeepDir(t)
+		trustKeepDir(t, true)
+		data := prog
+		if !same {
+			data = prog[:len(prog)-1] + "x"
+		}
+		fd, err := sealedMemfd("sysprof-test", data)
+		testutil.RequireNoErr(t, "sealed memfd", err)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			t.Fatal(err)
+		}
+		start, _ := kernrun.ProcStart(os.Getpid())
+		e, name := kernrun.Escrow{Dir: dir}, keepName(len(prog))
+		unlock, err := kernrun.LockDir(dir, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = e.Publish(name, keptInit{Pid: os.Getpid(), Start: start, FD: fd, Exes: []string{"another"}, Dev: st.Dev, Ino: st.Ino})
+		unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := takeKept(dir, prog, key)
+		if ok {
+			unix.Close(got)
+		}
+		var k keptInit
+		rerr := e.Read(name, &k)
+		switch {
+		case ok != same:
+			t.Errorf("same program %v: takeKept %v", same, ok)
+		case same && (rerr != nil || !slices.Equal(k.Exes, []string{"another", key})):
+			t.Errorf("record after a compare: %+v (%v), want this binary added", k, rerr)
+		case !same && rerr == nil:
+			t.Errorf("record of another program still published: %+v", k)
+		}
+		unix.Close(fd)
 	}
 }
