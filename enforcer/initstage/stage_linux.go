@@ -141,6 +141,26 @@ func initStage(net earlyNet, pipe *configPipe) int {
 	if pipe.switchErr != nil {
 		return s.fail(Status{Stage: "config", Layer: LayerUserNS, Error: pipe.switchErr.Error()})
 	}
+	// PID 1 of the sandbox's PID namespace: the namespace dies with it. As its init it gets only
+	// the signals it handles, and Go handles every signal: a SIGABRT, SIGSEGV or SIGBUS the
+	// command sends (kill(1), kill(0) to its process group, tkill of a stage thread) would crash
+	// the stage and end the run with its traceback on the user's terminal. So every signal is
+	// notified, and those sysprof forwards are passed on and the rest dropped; a real fault of
+	// the stage still crashes it (Go tells a fault from a sent signal). Notifying every signal
+	// takes a round trip between two threads per signal (~2.4 ms here): on another thread while
+	// this one reads the config and builds the sandbox, waited for before the filter.
+	asInit := os.Getpid() == 1
+	var sigs chan os.Signal
+	notified := make(chan struct{})
+	if asInit {
+		sigs = make(chan os.Signal, 8)
+		go func() {
+			signal.Notify(sigs)
+			close(notified)
+		}()
+	} else {
+		close(notified)
+	}
 	cfg, st := readInitConfig(pipe)
 	if st != nil {
 		return s.fail(*st)
@@ -151,19 +171,6 @@ func initStage(net earlyNet, pipe *configPipe) int {
 	if os.Getppid() == 1 {
 		return s.fail(Status{Stage: "config", Error: "sysprof exited before the sandbox started"})
 	}
-	// PID 1 of the sandbox's PID namespace: the namespace dies with it. As its init it gets only
-	// the signals it handles, and Go handles every signal: a SIGABRT, SIGSEGV or SIGBUS the
-	// command sends (kill(1), kill(0) to its process group, tkill of a stage thread) would crash
-	// the stage and end the run with its traceback on the user's terminal. So every signal is
-	// notified here, where those sysprof forwards are passed on and the rest dropped; a real
-	// fault of the stage still crashes it (Go tells a fault from a sent signal).
-	asInit := os.Getpid() == 1
-	var sigs chan os.Signal
-	if asInit {
-		sigs = make(chan os.Signal, 8)
-		signal.Notify(sigs)
-	}
-
 	if !asInit {
 		// Only PID 1 outlives the command to copy a bounded stage's writes out.
 		unboundStages(cfg.Parts)
@@ -224,6 +231,7 @@ func initStage(net earlyNet, pipe *configPipe) int {
 	if st := reenterDir(cfg.Dir); st != nil {
 		return s.fail(*st)
 	}
+	<-notified // before the filter (the stage's own calls meet it from there) and the command
 	// Resolve the command in the sandbox's view of the filesystem, before seccomp.
 	path, err := exec.LookPath(cfg.Argv[0])
 	if err != nil {
