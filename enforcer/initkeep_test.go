@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,7 +49,7 @@ func TestInitProgramKeptBetweenRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := useKeepDir(t)
-	first := programFrom(func() string { return string(bin) })()
+	first := programFrom(func() string { return string(bin) }, nil)()
 	if !strings.HasPrefix(first, "/proc/self/fd/") {
 		t.Fatalf("first run's program %q: not a memfd", first)
 	}
@@ -79,7 +80,7 @@ func TestInitProgramKeptBetweenRuns(t *testing.T) {
 	if env, err := os.ReadFile("/proc/" + strconv.Itoa(k.Pid) + "/environ"); err != nil || len(env) != 0 {
 		t.Errorf("keeper's environment %q (%v), want none (the caller's may hold secrets)", env, err)
 	}
-	second := programFrom(func() string { return string(bin) })()
+	second := programFrom(func() string { return string(bin) }, nil)()
 	if second == first || !strings.HasPrefix(second, "/proc/self/fd/") {
 		t.Fatalf("second run's program %q (first %q)", second, first)
 	}
@@ -142,7 +143,7 @@ func TestKeptInitProgramIsChecked(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := takeKept(dir, prog)
+			got, ok := takeKept(dir, prog, "")
 			if ok {
 				defer unix.Close(got)
 			}
@@ -183,5 +184,186 @@ func TestKeeperTakesTheEscrowLock(t *testing.T) {
 	<-done
 	if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
 		t.Errorf("the keeper left its file behind once the lock was free: %v", err)
+	}
+}
+
+// trustKeepDir makes the test's escrow directory one every sandbox hides (keepTrusted).
+func trustKeepDir(t *testing.T, trusted bool) {
+	saved := keepTrusted
+	keepTrusted = func(string) bool { return trusted }
+	t.Cleanup(func() { keepTrusted = saved })
+}
+
+// A kept memfd is used without reading it only when a trusted escrow names that very memfd
+// (device and inode) and this very binary (exeKey) as the one that wrote it: a record of
+// another binary, a record naming another memfd, or an escrow every sandbox does not hide (an
+// ordinary user's) and the memfd is compared byte for byte, so that one holding another
+// program is refused. Each case's memfd holds another program than the run's.
+func TestKeptInitProgramIdentity(t *testing.T) {
+	bin, err := os.ReadFile("/usr/bin/true")
+	testutil.RequireNoErr(t, "/usr/bin/true", err)
+	prog := string(bin)
+	other := []byte(prog)
+	other[len(other)/2] ^= 0xff
+	key := exeKey()
+	if key == "" {
+		t.Fatal("exeKey: cannot stat /proc/self/exe")
+	}
+	for _, tc := range []struct {
+		name     string
+		trusted  bool
+		data     string // what the memfd holds
+		exe      string // the binary the record names
+		otherIno bool   // the record names another memfd
+		unsealed bool
+		use      bool
+	}{
+		{"trusted record of this binary's memfd", true, prog, key, false, false, true},
+		{"trusted record of another binary", true, string(other), key + "x", false, false, false},
+		{"trusted record naming another memfd", true, string(other), key, true, false, false},
+		{"trusted record of an unsealed memfd", true, prog, key, false, true, false},
+		{"untrusted escrow", false, string(other), key, false, false, false},
+		{"untrusted escrow, the same program", false, prog, key, false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := useKeepDir(t)
+			trustKeepDir(t, tc.trusted)
+			fd, err := sealedMemfd("sysprof-test", tc.data)
+			if tc.unsealed {
+				fd, err = unix.MemfdCreate("sysprof-test", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
+				if err == nil {
+					_, err = unix.Write(fd, []byte(tc.data))
+				}
+			}
+			testutil.RequireNoErr(t, "memfd", err)
+			defer unix.Close(fd)
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				t.Fatal(err)
+			}
+			if tc.otherIno {
+				st.Ino++
+			}
+			start, _ := kernrun.ProcStart(os.Getpid())
+			unlock, err := kernrun.LockDir(dir, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, name := kernrun.Escrow{Dir: dir}, keepName(len(prog))
+			err = e.Publish(name, keptInit{Pid: os.Getpid(), Start: start, FD: fd, Exes: []string{tc.exe}, Dev: st.Dev, Ino: st.Ino})
+			unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := takeKept(dir, prog, key)
+			if ok {
+				defer unix.Close(got)
+			}
+			if ok != tc.use {
+				t.Fatalf("takeKept used the published memfd: %v, want %v", ok, tc.use)
+			}
+		})
+	}
+}
+
+// keepProgram records the memfd's identity and the binary that wrote it, and keepTrusted
+// trusts root's escrow under /run/sysprof (hidden in every sandbox) and nothing else.
+func TestKeepRecordsIdentity(t *testing.T) {
+	if d := binHashDir(); d != "" {
+		if !keepTrusted(filepath.Join(d, "init-keep")) {
+			t.Errorf("keepTrusted(%s/init-keep) = false", d)
+		}
+		if keepTrusted(d+"-x/init-keep") || keepTrusted(t.TempDir()) {
+			t.Error("keepTrusted trusts a directory the sandbox does not hide")
+		}
+	}
+	if os.Geteuid() == 0 && !keepTrusted(keepDir()) {
+		t.Errorf("root's escrow %s is not trusted", keepDir())
+	}
+	prog := filepath.Join(t.TempDir(), "sysprof-init")
+	build := exec.Command("go", "build", "-o", prog, "./cmd/sysprof-init")
+	build.Dir = testutil.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/sysprof-init: %v\n%s", err, out)
+	}
+	bin, err := os.ReadFile(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := useKeepDir(t)
+	fd, err := sealedMemfd("sysprof-test", string(bin))
+	testutil.RequireNoErr(t, "sealed memfd", err)
+	defer unix.Close(fd)
+	for _, tc := range []struct{ key, want string }{{exeKey(), exeKey()}, {"stale", ""}} {
+		if err := keepProgram(dir, fd, len(bin), tc.key); err != nil {
+			t.Fatal(err)
+		}
+		var k keptInit
+		if err := (kernrun.Escrow{Dir: dir}).Read(keepName(len(bin)), &k); err != nil {
+			t.Fatal(err)
+		}
+		unix.Kill(k.Pid, unix.SIGKILL)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{tc.want}; tc.want == "" && len(k.Exes) != 0 || tc.want != "" && !slices.Equal(k.Exes, want) || k.Dev != st.Dev || k.Ino != st.Ino {
+			t.Errorf("record %+v for key %q: want exe %q, memfd %d:%d", k, tc.key, tc.want, st.Dev, st.Ino)
+		}
+		for i := 0; holderOf(k).Alive(); i++ {
+			if i == 500 {
+				t.Fatalf("keeper %d still there after SIGKILL", k.Pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// A binary that found another binary's record and compared the memfd byte for byte adds
+// itself to the record (its next runs need not compare); one whose compare fails adds nothing.
+func TestKeptRecordAddsAComparedBinary(t *testing.T) {
+	bin, err := os.ReadFile("/usr/bin/true")
+	testutil.RequireNoErr(t, "/usr/bin/true", err)
+	prog := string(bin)
+	key := exeKey()
+	for _, same := range []bool{true, false} {
+		dir := useKeepDir(t)
+		trustKeepDir(t, true)
+		data := prog
+		if !same {
+			data = prog[:len(prog)-1] + "x"
+		}
+		fd, err := sealedMemfd("sysprof-test", data)
+		testutil.RequireNoErr(t, "sealed memfd", err)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			t.Fatal(err)
+		}
+		start, _ := kernrun.ProcStart(os.Getpid())
+		e, name := kernrun.Escrow{Dir: dir}, keepName(len(prog))
+		unlock, err := kernrun.LockDir(dir, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = e.Publish(name, keptInit{Pid: os.Getpid(), Start: start, FD: fd, Exes: []string{"another"}, Dev: st.Dev, Ino: st.Ino})
+		unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := takeKept(dir, prog, key)
+		if ok {
+			unix.Close(got)
+		}
+		var k keptInit
+		rerr := e.Read(name, &k)
+		switch {
+		case ok != same:
+			t.Errorf("same program %v: takeKept %v", same, ok)
+		case same && (rerr != nil || !slices.Equal(k.Exes, []string{"another", key})):
+			t.Errorf("record after a compare: %+v (%v), want this binary added", k, rerr)
+		case !same && rerr == nil:
+			t.Errorf("record of another program still published: %+v", k)
+		}
+		unix.Close(fd)
 	}
 }

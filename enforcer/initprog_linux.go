@@ -19,12 +19,13 @@ import (
 // /proc/self/exe (sysprof itself, MaybeInit) when the build has none or the memfd cannot be
 // made here. The program is small: its start costs ~2.5 ms less than sysprof's own
 // (BENCHMARKS.md).
-var initProgram = programFrom(func() string { return initProgramData })
+var initProgram = programFrom(func() string { return initProgramData }, exeKey)
 
 // programFrom makes the memfd of the program data returns, once (a seam for tests): a kept
 // one when a keeper holds exactly this program (initkeep_linux.go), else a new one, which it
-// then hands to a keeper for the next runs.
-func programFrom(data func() string) func() string {
+// then hands to a keeper for the next runs. key names the binary data comes from (exeKey;
+// nil or "": a kept memfd is compared byte for byte).
+func programFrom(data func() string, key func() string) func() string {
 	return sync.OnceValue(func() string {
 		prog := data()
 		if prog == "" {
@@ -32,7 +33,11 @@ func programFrom(data func() string) func() string {
 		}
 		start := time.Now()
 		dir := keepDir()
-		if fd, ok := takeKept(dir, prog); ok {
+		var k string
+		if key != nil {
+			k = key()
+		}
+		if fd, ok := takeKept(dir, prog, k); ok {
 			phase.Since("init program: kept memfd", start)
 			return fmt.Sprintf("/proc/self/fd/%d", fd)
 		}
@@ -42,7 +47,7 @@ func programFrom(data func() string) func() string {
 		}
 		phase.Since("init program: sealed memfd", start)
 		keep := func() {
-			if err := keepProgram(dir, fd, len(prog)); err != nil && phase.On() {
+			if err := keepProgram(dir, fd, len(prog), k); err != nil && phase.On() {
 				fmt.Fprintln(os.Stderr, "sysprof:", err)
 			}
 		}

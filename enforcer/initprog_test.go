@@ -4,16 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -74,7 +77,7 @@ func TestRunWithTheInitProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	initProgram = programFrom(func() string { return string(data) })
+	initProgram = programFrom(func() string { return string(data) }, nil)
 	defer func() { initProgram = saved }()
 	if !strings.HasPrefix(initProgram(), "/proc/self/fd/") {
 		t.Fatalf("init program %q: not a memfd", initProgram())
@@ -112,5 +115,84 @@ func TestRunWithTheInitProgram(t *testing.T) {
 		if !applied[l] {
 			t.Errorf("layer %s not applied: %+v", l, rep.Layers)
 		}
+	}
+}
+
+// buildInitProgram builds cmd/sysprof-init (the test binary embeds no program) and returns it.
+func buildInitProgram(t *testing.T) []byte {
+	t.Helper()
+	prog := filepath.Join(t.TempDir(), "sysprof-init")
+	build := exec.Command("go", "build", "-o", prog, "./cmd/sysprof-init")
+	build.Dir = testutil.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/sysprof-init: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// While the command runs, the init stage (PID 1 of the sandbox, waiting for it) holds only its
+// own descriptors: not the Go runtime's cgroup CPU files, which it kept open before
+// (cmd/sysprof-init's containermaxprocs=0).
+func TestInitStageHoldsNoCgroupFiles(t *testing.T) {
+	testutil.RequireRoot(t)
+	data := buildInitProgram(t)
+	useKeepDir(t)
+	saved := initProgram
+	initProgram = programFrom(func() string { return string(data) }, nil)
+	defer func() { initProgram = saved }()
+	cat, err := filepath.EvalSymlinks("/usr/bin/cat")
+	testutil.RequireNoErr(t, "cat", err)
+	p := nsProfile(t, false)
+	p.Filesystem.Exec = append(p.Filesystem.Exec, policy.PathRule{Path: cat})
+	in, feed, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	defer feed.Close()
+	var stdout, stderr bytes.Buffer
+	opts := Options{Profile: p, Dir: t.TempDir(), Stdin: in, Stdout: &stdout, Stderr: &stderr, Command: []string{"cat"}}
+	e := StartEarly(opts)
+	if e == nil {
+		t.Fatal("StartEarly: nil as root")
+	}
+	defer e.Close()
+	stage := e.st.pid
+	opts.Early = e
+	done := make(chan error, 1)
+	go func() {
+		_, code, err := Run(context.Background(), opts)
+		if err == nil && code != 0 {
+			err = fmt.Errorf("exit %d", code)
+		}
+		done <- err
+	}()
+	// The command runs once the stage has a child (the command is the stage's only child).
+	for i := 0; ; i++ {
+		if kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", stage, stage)); len(bytes.TrimSpace(kids)) > 0 {
+			break
+		}
+		if i == 1000 {
+			t.Fatalf("the command never started\n%s", stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", stage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", stage, fd.Name()))
+		if strings.Contains(l, "cpu.") || strings.Contains(l, "cgroup") {
+			t.Errorf("the init stage holds fd %s -> %s while the command runs", fd.Name(), l)
+		}
+	}
+	feed.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
 }

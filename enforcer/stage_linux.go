@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -147,6 +148,11 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 		closeChildEnds()
 		startKeeper()
 		st.cfgW, st.syncW, st.statusR, st.replicaW = cfgW, syncW, statusR, replicaW
+		if err := sendSwitch(cfgW, st.creds); err != nil {
+			st.kill()
+			st.finish()
+			return nil, err
+		}
 		st.netns, st.locked, st.earlyNet = attr.Cloneflags&unix.CLONE_NEWNET != 0, true, earlyNet
 		return st, nil
 	}
@@ -163,7 +169,25 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 	st := &stage{cmd: cmd, pid: cmd.Process.Pid, pidfd: pidfd, cfgW: cfgW, syncW: syncW, statusR: statusR,
 		netns: attr.Cloneflags&unix.CLONE_NEWNET != 0, locked: true, earlyNet: earlyNet}
 	st.replicaW = replicaW
+	if err := sendSwitch(cfgW, nil); err != nil { // Go's fork set the ids
+		st.kill()
+		st.finish()
+		return nil, err
+	}
 	return st, nil
+}
+
+// sendSwitch sends the stage the ids and capabilities to take (nil: none), the first line on
+// its config pipe, once its id maps are written: it takes them while it waits for its config.
+func sendSwitch(w *os.File, sw *initstage.Switch) error {
+	b, err := json.Marshal(sw)
+	if err == nil {
+		_, err = w.Write(append(b, '\n'))
+	}
+	if err != nil {
+		return fmt.Errorf("send the init stage its ids: %w", err)
+	}
+	return nil
 }
 
 // sendReplica clones the host's mounts that reach names (sandbox.PrepareReplica), idmapped with
@@ -208,7 +232,7 @@ func blockingPipe() (r, w *os.File, err error) {
 // vforkStage starts the stage cmd describes with spawn.Start when it gets a user namespace
 // (Go's forkExec makes that a full fork of sysprof; spawn's child shares its memory until
 // the execve), writes the id maps Go's child would have waited for, and says what the stage
-// must switch to (Config.Creds). It returns nil and no error when os/exec must start it: not
+// must switch to (initstage.Switch, sent by sendSwitch). It returns nil and no error when os/exec must start it: not
 // in a user namespace (Go vforks then too), or spawn not available here (clone3 refused
 // included: os/exec then says why).
 func vforkStage(cmd *exec.Cmd, attr *syscall.SysProcAttr) (*stage, error) {

@@ -2,6 +2,12 @@
 // initstage): sysprof embeds it and starts it from a sealed memfd (see package enforcer). It
 // is not meant to be run by hand: it expects its config on an inherited pipe. Between runs it
 // also keeps its own memfd (initstage.KeepArg).
+//
+// containermaxprocs=0: the Go runtime closes the cgroup CPU files it reads at start instead of
+// keeping them open (fds 7 and 8 on a cgroup v1 host) while the stage, as PID 1, waits for the
+// command; GOMAXPROCS is the CPU count, which is all the stage needs.
+//
+//go:debug containermaxprocs=0
 package main
 
 import (

@@ -142,8 +142,11 @@ type tpLink = kernrun.TracepointLink
 // syscall-work path (+8-17 ns each here), so the moment is short (closing without it kept
 // them registered for a grace period or two per tracepoint anyway). With pins the helper keeps
 // the program attached as well, for a run that takes the slot over (warm_linux.go): then
-// neither run attaches nor detaches anything.
-var lingerFor = 250 * time.Millisecond
+// neither run attaches nor detaches anything. One second, as learn's warm helper: a person
+// typing commands ~0.7 s apart takes the slot over too (250 ms left each such run to attach
+// cold, under the kernel's mutex, and to start a new helper at its end: 74 -> 59 ms median
+// wall, BENCHMARKS.md), and the host's tax still ends a second after the last run.
+var lingerFor = time.Second
 
 // fileNames are the path syscalls whose exit tracepoints the run needs: those the command may
 // execute (every one in audit mode: the supervisor lets refused calls continue).

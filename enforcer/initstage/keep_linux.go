@@ -16,11 +16,17 @@ import (
 const KeepArg = "__sysprof_keep_init__"
 
 // Kept is the escrow file DIR/NAME of a kept memfd: the keeper's pid and start time
-// (/proc/PID/stat, so that a reused pid does not pass for it) and the memfd's number in it.
+// (/proc/PID/stat, so that a reused pid does not pass for it), the memfd's number in it, and
+// what package enforcer needs to trust it without reading it: the memfd's identity (Dev, Ino)
+// and the identities of the sysprof binaries whose embedded program it holds (Exes: the one
+// that wrote it, and those that compared it byte for byte since).
 type Kept struct {
-	Pid   int    `json:"pid"`
-	Start uint64 `json:"start"`
-	FD    int    `json:"fd"`
+	Pid   int      `json:"pid"`
+	Start uint64   `json:"start"`
+	FD    int      `json:"fd"`
+	Exes  []string `json:"exes,omitempty"`
+	Dev   uint64   `json:"dev,omitempty"`
+	Ino   uint64   `json:"ino,omitempty"`
 }
 
 // Keep is the keeper's main: it holds fd 3 while DIR/NAME names it and was touched (each run

@@ -24,7 +24,9 @@ const ArgNetNS = "netns"
 
 // Inherited file descriptors of the init stage (exec.Cmd.ExtraFiles start at 3).
 const (
-	FDConfig = 3 // read end of a pipe: Config as JSON, then EOF
+	// FDConfig is the read end of a pipe: one line, the Switch as JSON ("null": none), sent
+	// as soon as the id maps are written; then Config as JSON, then EOF.
+	FDConfig = 3
 	FDSync   = 4 // read end: the parent writes one byte once it holds the seccomp listener
 	FDStatus = 5 // write end, close-on-exec: JSON status lines; EOF without an error = exec done
 	// FDReplica is a SOCK_SEQPACKET socket (root-idmap only): the host's mounts as idmapped
@@ -72,14 +74,13 @@ type Config struct {
 	// it to the Landlock part's rules and report its fd (Status.MemfdTmpfs): the supervisor
 	// makes the command's memfds there (an ordinary user's could not mount one itself).
 	MemfdTmpfs bool `json:"memfd_tmpfs,omitempty"`
-	// Creds: the stage was started by spawn.Start (vfork), before its user namespace had id
-	// maps: it becomes who Go's forkExec would have made it before its execve (Switch), first
-	// thing once the config, sent after the maps, arrives.
-	Creds *Switch `json:"creds,omitempty"`
 }
 
 // Switch is the credentials of a stage started before its id maps existed: it was exec'd
-// unmapped, with its capabilities ambient (spawn.Start).
+// unmapped, with its capabilities ambient (spawn.Start), and becomes who Go's forkExec would
+// have made it before its execve first thing, once the Switch, sent after the maps, arrives
+// (the first line on FDConfig): while it waits for its config, with no thread of its own but
+// this one yet (each id Go sets stops the world and signals every thread).
 type Switch struct {
 	// Cred: the ids to take (setgroups, setgid, setuid); nil: keep the ids (mapped now).
 	Cred *syscall.Credential `json:"cred,omitempty"`

@@ -1,6 +1,7 @@
 package initstage
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,6 +37,17 @@ func Main() int {
 	debug.SetGCPercent(-1)
 	phase.SetName("init")
 	phase.Mark("runtime start to MaybeInit")
+	cfg := &configPipe{f: os.NewFile(FDConfig, "config")}
+	cfg.r = bufio.NewReader(cfg.f)
+	// The ids first, before this process starts a thread of its own: each id Go sets stops the
+	// world and has every thread make the call (0.3-35 ms measured here after the config,
+	// with the decoder's thread below).
+	sw, err := readSwitch(cfg.r)
+	if err == nil && sw != nil {
+		err = switchCreds(sw)
+	}
+	cfg.switchErr = err
+	phase.Mark("ids")
 	// The config's decoder (encoding/json's field lists, built once per type: ~0.4 ms) is built
 	// on another thread while this one waits for the config.
 	go json.Marshal(&Config{})
@@ -45,7 +57,27 @@ func Main() int {
 		net = earlyNet{asked: true, err: unix.Unshare(unix.CLONE_NEWNET)}
 		phase.Mark("network namespace (before the config)")
 	}
-	return initStage(net)
+	return initStage(net, cfg)
+}
+
+// configPipe is FDConfig: the Switch's line (read in Main), then the config.
+type configPipe struct {
+	f         *os.File
+	r         *bufio.Reader
+	switchErr error // of reading or taking the Switch
+}
+
+// readSwitch reads the Switch's line (nil: the parent's fork set the ids).
+func readSwitch(r *bufio.Reader) (*Switch, error) {
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("read the ids to take: %w", err)
+	}
+	var sw *Switch
+	if err := json.Unmarshal(line, &sw); err != nil {
+		return nil, fmt.Errorf("the ids to take: %w", err)
+	}
+	return sw, nil
 }
 
 // switchCreds makes a stage started unmapped (spawn.Start) who Go's forkExec would have made
@@ -107,16 +139,34 @@ type earlyNet struct {
 // fd but 0-2, no_new_privs, seccomp with a listener, wait for the parent to take the listener,
 // exec. It returns the exit status only when it could not exec. Each step returns the status
 // to fail with, or nil.
-func initStage(net earlyNet) int {
+func initStage(net earlyNet, pipe *configPipe) int {
 	s := openStatus()
-	cfg, st := readInitConfig()
+	if pipe.switchErr != nil {
+		return s.fail(Status{Stage: "config", Layer: LayerUserNS, Error: pipe.switchErr.Error()})
+	}
+	// PID 1 of the sandbox's PID namespace: the namespace dies with it. As its init it gets only
+	// the signals it handles, and Go handles every signal: a SIGABRT, SIGSEGV or SIGBUS the
+	// command sends (kill(1), kill(0) to its process group, tkill of a stage thread) would crash
+	// the stage and end the run with its traceback on the user's terminal. So every signal is
+	// notified, and those sysprof forwards are passed on and the rest dropped; a real fault of
+	// the stage still crashes it (Go tells a fault from a sent signal). Notifying every signal
+	// takes a round trip between two threads per signal (~2.4 ms here): on another thread while
+	// this one reads the config and builds the sandbox, waited for before the filter.
+	asInit := os.Getpid() == 1
+	var sigs chan os.Signal
+	notified := make(chan struct{})
+	if asInit {
+		sigs = make(chan os.Signal, 8)
+		go func() {
+			signal.Notify(sigs)
+			close(notified)
+		}()
+	} else {
+		close(notified)
+	}
+	cfg, st := readInitConfig(pipe)
 	if st != nil {
 		return s.fail(*st)
-	}
-	if cfg.Creds != nil {
-		if err := switchCreds(cfg.Creds); err != nil {
-			return s.fail(Status{Stage: "config", Layer: LayerUserNS, Error: err.Error()})
-		}
 	}
 
 	// The sandbox dies with sysprof. (Go set it at fork; set it again in case creds changed.)
@@ -124,19 +174,6 @@ func initStage(net earlyNet) int {
 	if os.Getppid() == 1 {
 		return s.fail(Status{Stage: "config", Error: "sysprof exited before the sandbox started"})
 	}
-	// PID 1 of the sandbox's PID namespace: the namespace dies with it. As its init it gets only
-	// the signals it handles, and Go handles every signal: a SIGABRT, SIGSEGV or SIGBUS the
-	// command sends (kill(1), kill(0) to its process group, tkill of a stage thread) would crash
-	// the stage and end the run with its traceback on the user's terminal. So every signal is
-	// notified here, where those sysprof forwards are passed on and the rest dropped; a real
-	// fault of the stage still crashes it (Go tells a fault from a sent signal).
-	asInit := os.Getpid() == 1
-	var sigs chan os.Signal
-	if asInit {
-		sigs = make(chan os.Signal, 8)
-		signal.Notify(sigs)
-	}
-
 	if !asInit {
 		// Only PID 1 outlives the command to copy a bounded stage's writes out.
 		unboundStages(cfg.Parts)
@@ -202,6 +239,7 @@ func initStage(net earlyNet) int {
 	if st := reenterDir(cfg.Dir); st != nil {
 		return s.fail(*st)
 	}
+	<-notified // before the filter (the stage's own calls meet it from there) and the command
 	// Resolve the command in the sandbox's view of the filesystem, before seccomp.
 	path, err := exec.LookPath(cfg.Argv[0])
 	if err != nil {
@@ -249,11 +287,10 @@ func (s *stageStatus) fail(st Status) int {
 	return st.Exit
 }
 
-// readInitConfig reads the stage's config from FDConfig, to EOF.
-func readInitConfig() (*Config, *Status) {
-	cfgFile := os.NewFile(FDConfig, "config")
-	b, err := io.ReadAll(cfgFile)
-	cfgFile.Close()
+// readInitConfig reads the stage's config from FDConfig (after the Switch's line), to EOF.
+func readInitConfig(pipe *configPipe) (*Config, *Status) {
+	b, err := io.ReadAll(pipe.r)
+	pipe.f.Close()
 	if err != nil {
 		return nil, &Status{Stage: "config", Error: err.Error()}
 	}

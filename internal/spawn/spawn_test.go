@@ -2,11 +2,13 @@ package spawn
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -159,5 +161,45 @@ func TestChildHasNoHandlers(t *testing.T) {
 	}
 	if seen[0] != 0 { // SIG_DFL
 		t.Errorf("the child's SIGURG handler is %#x, want SIG_DFL (this process's is %#x)", seen[0], here[0])
+	}
+}
+
+// Release closes an fd and leaves its last reference to a child that drops it at once: the
+// pipe's reader sees EOF (nobody else holds the write end), and the fd is closed here.
+func TestReleaseDropsTheLastReference(t *testing.T) {
+	if !supported {
+		if err := Release(0); !errors.Is(err, feature.ErrNotSupported) {
+			t.Fatalf("Release without an implementation: %v, want ErrNotSupported", err)
+		}
+		return
+	}
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	if err := Release(p[1]); err != nil {
+		unix.Close(p[1])
+		t.Fatal(err)
+	}
+	eof := make(chan error, 1)
+	go func() {
+		var b [1]byte
+		n, err := unix.Read(p[0], b[:])
+		if err == nil && n != 0 {
+			err = fmt.Errorf("read %d bytes", n)
+		}
+		eof <- err
+	}()
+	select {
+	case err := <-eof:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write end is still open somewhere: the child kept it")
+	}
+	if _, err := unix.FcntlInt(uintptr(p[1]), unix.F_GETFD, 0); err != unix.EBADF {
+		t.Errorf("fd %d still open here after Release: %v", p[1], err)
 	}
 }
