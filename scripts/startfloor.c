@@ -5,7 +5,7 @@
 //
 //	gcc -O2 -o /tmp/startfloor scripts/startfloor.c
 //	bin/sysprof export -p true.yaml --format bpf -o /tmp/true.bpf
-//	farm-bench -n 40 --warmup 5 --vs "/tmp/startfloor /tmp/true.bpf true" -- bin/sysprof enforce -p true.yaml -- true
+//	python3 scripts/pairbench.py -n 40 --warmup 5 --vs "/tmp/startfloor /tmp/true.bpf true" -- bin/sysprof enforce -p true.yaml -- true
 //
 // Steps, as the init stage does them: clone3 into new user (uid 0 mapped to 65534, as the
 // init stage's unprivileged root), mount, IPC, PID and network namespaces; as PID 1: / private,

@@ -7,7 +7,7 @@
 //
 //	go build -o /tmp/startfloor-go ./bench/startfloor
 //	bin/sysprof export -p true.yaml --format bpf -o /tmp/true.bpf
-//	farm-bench -n 40 --warmup 5 --vs "/tmp/startfloor-go /tmp/true.bpf true" -- bin/sysprof enforce -p true.yaml -- true
+//	python3 scripts/pairbench.py -n 40 --warmup 5 --vs "/tmp/startfloor-go /tmp/true.bpf true" -- bin/sysprof enforce -p true.yaml -- true
 //
 // Steps: the parent starts the stage in new user (uid and gid 0 mapped to 65534 as root, the
 // caller's own ids otherwise, with the stage's capabilities ambient, as sysprof does), mount,
