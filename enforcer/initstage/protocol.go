@@ -76,6 +76,10 @@ type Config struct {
 	// maps: it becomes who Go's forkExec would have made it before its execve (Switch), first
 	// thing once the config, sent after the maps, arrives.
 	Creds *Switch `json:"creds,omitempty"`
+	// Ctty: the stdio that is a terminal is sysprof's relay pty (ptyrelay): the stage takes it
+	// as its session's controlling terminal and runs the command in the foreground process
+	// group of its own (the terminal's signals reach the command, not the stage).
+	Ctty bool `json:"ctty,omitempty"`
 }
 
 // Switch is the credentials of a stage started before its id maps existed: it was exec'd

@@ -54,17 +54,17 @@ func (d Dropped) Total() int {
 type state uint8
 
 const (
-	ground  state = iota
-	escape        // after ESC
-	escInter      // ESC and intermediates (0x20-0x2f), waiting for the final byte
-	csi           // ESC [ ...
-	osc           // ESC ] ..., kept (OSC 8) until its terminator
-	oscSkip       // an OSC being dropped
-	oscEsc        // ESC inside a kept OSC
-	oscSkipEsc    // ESC inside a dropped OSC
-	str           // DCS, SOS, PM, APC: dropped until ST
-	strEsc        // ESC inside one
-	c2            // after 0xC2 in ground: 0x80-0x9F next is a C1 control in UTF-8
+	ground     state = iota
+	escape           // after ESC
+	escInter         // ESC and intermediates (0x20-0x2f), waiting for the final byte
+	csi              // ESC [ ...
+	osc              // ESC ] ..., kept (OSC 8) until its terminator
+	oscSkip          // an OSC being dropped
+	oscEsc           // ESC inside a kept OSC
+	oscSkipEsc       // ESC inside a dropped OSC
+	str              // DCS, SOS, PM, APC: dropped until ST
+	strEsc           // ESC inside one
+	c2               // after 0xC2 in ground: 0x80-0x9F next is a C1 control in UTF-8
 )
 
 // maxSeq bounds a kept sequence (a CSI's parameters, an OSC 8 link): longer is dropped.
@@ -94,6 +94,16 @@ func (f *Filter) Filter(out, p []byte) []byte {
 	for _, b := range p {
 		out = f.step(out, b)
 	}
+	return out
+}
+
+// Flush appends to out what the filter holds that may pass on its own (a UTF-8 lead byte it
+// waited to judge with the next) at the end of the stream; a sequence not ended is dropped.
+func (f *Filter) Flush(out []byte) []byte {
+	if f.st == c2 {
+		out = append(out, 0xc2)
+	}
+	f.st, f.cont, f.seq = ground, 0, f.seq[:0]
 	return out
 }
 

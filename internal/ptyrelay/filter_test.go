@@ -7,7 +7,7 @@ import (
 
 func filterAll(p []byte) ([]byte, Dropped) {
 	f := NewFilter()
-	return f.Filter(nil, p), f.Dropped()
+	return f.Flush(f.Filter(nil, p)), f.Dropped()
 }
 
 func TestFilter(t *testing.T) {
@@ -66,6 +66,7 @@ func TestFilter(t *testing.T) {
 			for i := range len(c.in) {
 				split = f.Filter(split, []byte{c.in[i]})
 			}
+			split = f.Flush(split)
 			if !bytes.Equal(split, got) {
 				t.Errorf("split: %q, whole: %q", split, got)
 			}
@@ -95,7 +96,7 @@ func FuzzFilter(f *testing.F) {
 		}
 		fl := NewFilter()
 		c := min(int(cut), len(in))
-		split := fl.Filter(fl.Filter(nil, in[:c]), in[c:])
+		split := fl.Flush(fl.Filter(fl.Filter(nil, in[:c]), in[c:]))
 		if !bytes.Equal(split, whole) {
 			t.Fatalf("split at %d: %q, whole %q", c, split, whole)
 		}
