@@ -127,7 +127,7 @@ func (f *Filter) step(out []byte, b byte) []byte {
 			return f.restart(out, b)
 		}
 		if b < 0x20 {
-			return append(out, b) // a C0 control inside a sequence is executed at once
+			return f.c0(out, b) // a C0 control inside a sequence is executed at once
 		}
 		f.seq = append(f.seq, b)
 		if b >= 0x20 && b <= 0x2f {
@@ -148,7 +148,7 @@ func (f *Filter) step(out []byte, b byte) []byte {
 			return f.restart(out, b)
 		}
 		if b < 0x20 {
-			return append(out, b)
+			return f.c0(out, b)
 		}
 		f.seq = append(f.seq, b)
 		if b >= 0x40 && b <= 0x7e {
@@ -262,9 +262,9 @@ func (f *Filter) ground(out []byte, b byte) []byte {
 		f.st = escape
 		f.seq = append(f.seq[:0], b)
 		return out
-	case b == 0x05: // ENQ: the answerback comes back as input
-		f.drop(KindQuery)
-		return out
+	case b < 0x20:
+		f.cont = 0
+		return f.c0(out, b)
 	case b < 0x80:
 		f.cont = 0
 		return append(out, b)
@@ -294,6 +294,15 @@ func (f *Filter) ground(out []byte, b byte) []byte {
 	return append(out, b)
 }
 
+// c0 passes a C0 control but ENQ, whose answerback comes back as input.
+func (f *Filter) c0(out []byte, b byte) []byte {
+	if b == 0x05 {
+		f.drop(KindQuery)
+		return out
+	}
+	return append(out, b)
+}
+
 func (f *Filter) escape(out []byte, b byte) []byte {
 	switch {
 	case b == '[':
@@ -313,7 +322,7 @@ func (f *Filter) escape(out []byte, b byte) []byte {
 		f.drop(KindOther)
 		f.seq = append(f.seq[:0], b)
 	case b < 0x20:
-		return append(out, b)
+		return f.c0(out, b)
 	case b >= 0x20 && b <= 0x2f:
 		f.seq = append(f.seq, b)
 		f.st = escInter

@@ -47,6 +47,7 @@ func TestFilter(t *testing.T) {
 		{"osc cut by esc", "\x1b]52;c;x\x1b[1m", "\x1b[1m", KindClipboard},
 		{"csi cut by can", "\x1b[1\x18m", "\x18m", KindOther},
 		{"c0 inside csi", "\x1b[1\r;2H", "\r\x1b[1;2H", ""},
+		{"enq inside a sequence", "\x1b\x05[1m", "\x1b[1m", KindQuery},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, d := filterAll([]byte(c.in))
