@@ -179,6 +179,7 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	resolve, resolveErr := parseResolve(o.Resolve)
 	// At a terminal the command gets a pty of sysprof's (before the early stage: its streams).
 	relay, err := enforcer.OpenTerminalRelay()
+	phase.Mark("terminal relay")
 	if err != nil {
 		fmt.Fprintf(o.Err, "sysprof: %v; the command runs without a terminal of its own\n", err)
 	}
@@ -315,7 +316,9 @@ func (o *enforceOptions) endRelay(rep *report.Report) io.Writer {
 	if o.relay == nil {
 		return o.Err
 	}
+	start := time.Now()
 	o.relay.Close()
+	phase.Since("terminal relay: drain and close", start)
 	if rep != nil {
 		rep.Notes = append(rep.Notes, o.relay.Notes()...)
 	}

@@ -82,7 +82,7 @@ func Open(stdin, stdout, stderr *os.File) (*Relay, error) {
 	}
 	raw := *saved
 	makeRaw(&raw)
-	if err := unix.IoctlSetTermios(user, unix.TCSETSW, &raw); err != nil {
+	if err := unix.IoctlSetTermios(user, unix.TCSETS, &raw); err != nil {
 		r.closeFDs()
 		return nil, fmt.Errorf("terminal relay: raw mode: %w", err)
 	}
