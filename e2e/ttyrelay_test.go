@@ -169,7 +169,7 @@ func (s *ttySession) wait() (int, string) {
 // report says so. As root and as an ordinary user.
 func TestTerminalRelay(t *testing.T) {
 	testutil.RequireRoot(t)
-	testutil.RequireTools(t, hostPath, "sh", "stty", "sleep")
+	testutil.RequireTools(t, hostPath, "sh", "stty", "sleep", "bash")
 	for _, who := range []struct {
 		name string
 		uid  int
@@ -251,6 +251,26 @@ func TestTerminalRelay(t *testing.T) {
 				}
 				if *after != *before {
 					t.Errorf("the terminal's modes were not restored:\nbefore %+v\nafter  %+v", before, after)
+				}
+			})
+			t.Run("job-control", func(t *testing.T) {
+				// A shell with job control: Ctrl-Z stops the run, fg resumes it.
+				s := startAtTTY(t, b, who.uid, 24, 80, "bash", "--norc", "--noprofile", "-i")
+				// What it prints ($((...))) is not in the line the terminal echoes.
+				script := `echo begun-$((1+1)); sleep 2; echo done-$((2+2))`
+				line := strings.Join(enforce(filepath.Join(root, "r6.json"), "SCRIPT"), " ")
+				s.typeIn(strings.Replace(line, "SCRIPT", "'"+script+"'", 1) + "\r")
+				s.waitFor("begun-2")
+				s.typeIn("\x1a")
+				s.waitFor("Stopped")
+				if strings.Contains(s.output(), "done-4") {
+					t.Fatalf("the command went on after Ctrl-Z:\n%q", s.output())
+				}
+				s.typeIn("fg\r")
+				s.waitFor("done-4")
+				s.typeIn("exit\r")
+				if code, out := s.wait(); code != 0 {
+					t.Errorf("the shell: exit %d\n%q", code, out)
 				}
 			})
 			t.Run("exit-status", func(t *testing.T) {

@@ -278,6 +278,18 @@ func (r *Relay) suspendKey(in []byte) bool {
 // terminal back in its modes first; once continued (fg) it is raw again and the command's
 // process group continues too.
 func (r *Relay) suspend() {
+	// The terminal's echo of the key (^Z) first, as a shell's job shows it before "Stopped".
+	buf := make([]byte, 4096)
+	for {
+		if n, _ := unix.Poll([]unix.PollFd{{Fd: int32(r.master), Events: unix.POLLIN}}, 20); n <= 0 {
+			break
+		}
+		k, _ := unix.Read(r.master, buf)
+		if k <= 0 {
+			break
+		}
+		writeAll(r.user, r.filter.Filter(nil, buf[:k]))
+	}
 	_ = unix.IoctlSetTermios(r.user, unix.TCSETSW, r.saved)
 	_ = unix.Kill(0, unix.SIGSTOP)
 	raw := *r.saved
