@@ -33,7 +33,7 @@ type Relay struct {
 
 // Open returns a relay when one of stdin, stdout or stderr is a terminal of which sysprof's
 // process group is the foreground (a background run keeps the terminal as it is: it could not
-// read it or set its modes), or nil. The user's terminal is in raw mode and relayed from the
+// read it or set its modes) and stdout is not piped to another program, or nil. The user's terminal is in raw mode and relayed from the
 // return on: call Close on every path.
 func Open(stdin, stdout, stderr *os.File) (*Relay, error) {
 	std := [3]*os.File{stdin, stdout, stderr}
@@ -55,7 +55,7 @@ func Open(stdin, stdout, stderr *os.File) (*Relay, error) {
 		}
 		at[i] = true
 	}
-	if user < 0 {
+	if user < 0 || (!at[1] && pipeline(stdout)) {
 		return nil, nil
 	}
 	// Output goes to the terminal stream the command wrote to (stdout before stderr), input
@@ -90,6 +90,17 @@ func Open(stdin, stdout, stderr *os.File) (*Relay, error) {
 	signal.Notify(r.winch, unix.SIGWINCH)
 	go r.loop()
 	return r, nil
+}
+
+// pipeline: f is a pipe or a socket, the output of a pipeline (`sysprof enforce -- git log |
+// less`), whose other programs may read the same terminal: a relay would take their keys and
+// fight them over its modes. The command then has the terminal as before, without a relay.
+func pipeline(f *os.File) bool {
+	var st unix.Stat_t
+	if f == nil || unix.Fstat(int(f.Fd()), &st) != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFIFO || st.Mode&unix.S_IFMT == unix.S_IFSOCK
 }
 
 func sameFile(a, b int) bool {
