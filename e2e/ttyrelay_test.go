@@ -304,3 +304,35 @@ func TestTerminalRelayOutputUnchanged(t *testing.T) {
 		t.Errorf("enforced at a terminal (exit %d) printed\n%q\nunsandboxed\n%q", code, got, want)
 	}
 }
+
+// TestTerminalRelayPager: git log -p pages with less at the relay's pty (the alternate screen,
+// the keypad, less's prompt; q read from the terminal) byte for byte as unsandboxed.
+func TestTerminalRelayPager(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "git", "less")
+	root := t.TempDir()
+	b := newBox(t, root, "x", "alice", "work", "")
+	gitRepo(t, b)
+	b.Sh(t, `for i in $(seq 40); do echo "line $i" >>notes.txt; done; git commit -qam more`)
+	b.Extra = append(b.Extra, "TERM=xterm", "GIT_PAGER=less", "LESS=R", "LESSHISTFILE=-")
+	shipped, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "profiles", "git.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile := filepath.Join(root, "git-less.yaml")
+	withLess := strings.Replace(string(shipped), "  exec:\n", "  exec:\n    - {path: /usr/bin/less}\n", 1)
+	if err := os.WriteFile(profile, []byte(withLess), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	page := func(argv ...string) (int, string) {
+		s := startAtTTY(t, b, 0, 10, 80, argv...)
+		s.waitFor(":\x1b[K") // less's prompt
+		s.typeIn("q")
+		return s.wait()
+	}
+	_, want := page("git", "log", "-p")
+	code, got := page(testutil.SysprofBin, "enforce", "-p", profile, "--", "git", "log", "-p")
+	if code != 0 || got != want {
+		t.Errorf("enforced at a terminal (exit %d) printed\n%q\nunsandboxed\n%q", code, got, want)
+	}
+}
