@@ -91,8 +91,19 @@ func (f *Filter) drop(k Kind) { f.dropped[k]++ }
 
 // Filter appends to out what of p may reach the terminal and returns it.
 func (f *Filter) Filter(out, p []byte) []byte {
-	for _, b := range p {
-		out = f.step(out, b)
+	for i := 0; i < len(p); i++ {
+		if f.st == ground && f.cont == 0 {
+			// Printable ASCII, most of any output, in one append.
+			j := i
+			for j < len(p) && p[j] >= 0x20 && p[j] < 0x7f {
+				j++
+			}
+			out = append(out, p[i:j]...)
+			if i = j; i == len(p) {
+				break
+			}
+		}
+		out = f.step(out, p[i])
 	}
 	return out
 }

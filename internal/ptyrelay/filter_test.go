@@ -108,3 +108,15 @@ func FuzzFilter(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkFilter: coloured compiler-like output (what the relay filters most).
+func BenchmarkFilter(b *testing.B) {
+	line := []byte("\x1b[1m\x1b[32m   Compiling\x1b[0m serde v1.0.200 (/home/u/.cargo/registry/src/serde-1.0.200) — ünïcode\r\n")
+	in := bytes.Repeat(line, 32*1024/len(line))
+	f := NewFilter()
+	out := make([]byte, 0, len(in))
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		out = f.Filter(out[:0], in)
+	}
+}
