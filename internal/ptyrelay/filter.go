@@ -393,14 +393,19 @@ func (f *Filter) endOSC(out, term []byte) []byte {
 }
 
 // linkAllowed: OSC 8's "params;URI", the URI empty (the link's end) or http, https or file,
-// printable ASCII only.
+// params and URI printable ASCII only.
 func linkAllowed(s string) bool {
-	_, uri, ok := strings.Cut(s, ";")
+	params, uri, ok := strings.Cut(s, ";")
 	if !ok {
 		return false
 	}
 	for i := 0; i < len(uri); i++ {
 		if uri[i] < 0x21 || uri[i] > 0x7e {
+			return false
+		}
+	}
+	for i := 0; i < len(params); i++ { // id=...: a control inside could end the string early
+		if params[i] < 0x20 || params[i] > 0x7e {
 			return false
 		}
 	}

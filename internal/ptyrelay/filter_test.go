@@ -34,6 +34,7 @@ func TestFilter(t *testing.T) {
 		{"kitty graphics", "\x1b_Gf=100;AAAA\x1b\\", "", KindString},
 		{"iterm file", "\x1b]1337;File=name=eA==:AAAA\x07", "", KindOSC},
 		{"link https", "\x1b]8;;https://x.test/\x1b\\l\x1b]8;;\x1b\\", "\x1b]8;;https://x.test/\x1b\\l\x1b]8;;\x1b\\", ""},
+		{"link control in params", "\x1b]8;id=a\nb;https://x.test/\x07l", "l", KindLink},
 		{"link odd scheme", "\x1b]8;;ssh://x\x07l", "l", KindLink},
 		{"enq", "a\x05b", "ab", KindQuery},
 		{"decid", "\x1bZ", "", KindQuery},
