@@ -336,3 +336,29 @@ func TestTerminalRelayPager(t *testing.T) {
 		t.Errorf("enforced at a terminal (exit %d) printed\n%q\nunsandboxed\n%q", code, got, want)
 	}
 }
+
+// TestTerminalRelaySteps: a step of sysprof.yaml enforced at a terminal gets the relay too (its
+// /dev/tty prompt answered, its OSC 52 dropped and in the step's report).
+func TestTerminalRelaySteps(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "sh")
+	root := t.TempDir()
+	b := newBox(t, root, "x", "alice", "work", "")
+	profile := writeRelayProfile(t, root)
+	testutil.WriteFile(t, filepath.Join(b.Work, "sysprof.yaml"), `version: 1
+steps:
+  - name: ask
+    command: [sh, -c, 'echo ask; read x </dev/tty; echo "got $x"; printf "\033]52;c;eA==\007"']
+    profile: `+profile+"\n", 0o644)
+	rep := filepath.Join(root, "r.json")
+	s := startAtTTY(t, b, 0, 24, 80, testutil.SysprofBin, "enforce", "--step", "ask", "--report", rep)
+	s.waitFor("\nask")
+	s.typeIn("yes\r")
+	code, out := s.wait()
+	if code != 0 || !strings.Contains(out, "got yes") || strings.Contains(out, "\x1b]52") {
+		t.Errorf("the step at a terminal: exit %d\n%q", code, out)
+	}
+	if notes := strings.Join(testutil.ReadReport(t, rep+".ask.json").Notes, "\n"); !strings.Contains(notes, "clipboard (OSC 52): dropped (1)") {
+		t.Errorf("the step's report does not record the OSC 52 write:\n%s", notes)
+	}
+}
