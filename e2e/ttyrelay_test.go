@@ -268,6 +268,18 @@ func TestTerminalRelay(t *testing.T) {
 				}
 				s.typeIn("fg\r")
 				s.waitFor("done-4")
+				// The shell's prompt again: keys typed before it are the relay's, the command's.
+				deadline := time.Now().Add(30 * time.Second)
+				for {
+					out := s.output()
+					if rest := out[strings.LastIndex(out, "done-4"):]; strings.Contains(rest, "# ") || strings.Contains(rest, "$ ") {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("no prompt after the run:\n%q", out)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
 				s.typeIn("exit\r")
 				if code, out := s.wait(); code != 0 {
 					t.Errorf("the shell: exit %d\n%q", code, out)

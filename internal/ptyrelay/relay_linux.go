@@ -23,12 +23,14 @@ type Relay struct {
 	// terminal, nil (sysprof's own) where not.
 	Streams [3]*os.File
 
-	filter  *Filter
-	wake    [2]int // a pipe: Close and SIGWINCH wake the loop
-	winch   chan os.Signal
-	done    chan struct{}
-	once    sync.Once
-	stopped bool // the loop is told to drain and end (wake's 's')
+	filter *Filter
+	wake   [2]int // a pipe: Close and SIGWINCH wake the loop
+	winch  chan os.Signal
+	done   chan struct{}
+	once   sync.Once
+	// winchDone: the goroutine passing SIGWINCH on has ended.
+	winchDone sync.WaitGroup
+	stopped   bool // the loop is told to drain and end (wake's 's')
 }
 
 // Open returns a relay when one of stdin, stdout or stderr is a terminal of which sysprof's
@@ -166,9 +168,16 @@ func (r *Relay) Name() string { return r.slave.Name() }
 // read), the master's output through the filter to the user's terminal.
 func (r *Relay) loop() {
 	defer close(r.done)
+	r.winchDone.Add(1)
 	go func() {
-		for range r.winch {
-			r.poke('w')
+		defer r.winchDone.Done()
+		for {
+			select {
+			case <-r.winch:
+				r.poke('w')
+			case <-r.done:
+				return
+			}
 		}
 	}()
 	buf := make([]byte, 32*1024)
@@ -240,8 +249,10 @@ func (r *Relay) loop() {
 				pending = append(pending, buf[:k]...)
 				if r.suspendKey(buf[:k]) {
 					// The command reads it first (its process group stops), then the run stops.
-					writeAll(r.master, pending)
-					pending = pending[:0]
+					// One write: a full input queue must not hold the relay.
+					if k, _ := unix.Write(r.master, pending); k > 0 {
+						pending = pending[k:]
+					}
 					r.suspend()
 				}
 			}
@@ -324,7 +335,7 @@ func (r *Relay) Close() Dropped {
 		r.poke('s')
 		<-r.done
 		signal.Stop(r.winch)
-		close(r.winch)
+		r.winchDone.Wait() // it pokes the wake pipe: done before the pipe is closed
 		_ = unix.IoctlSetTermios(r.user, unix.TCSETSW, r.saved)
 		r.closeFDs()
 	})
