@@ -49,6 +49,9 @@ type Options struct {
 	// through as file descriptors).
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// RelayTerminal: the streams that are a terminal are the pty of sysprof's terminal relay
+	// (OpenTerminalRelay): the command's session gets it as its controlling terminal.
+	RelayTerminal bool
 
 	// Resolve overrides the host's DNS for names of the network allowlist (the proxy dials
 	// these addresses, loopback included), like curl's --resolve.

@@ -181,7 +181,7 @@ func (r runStart) spawn() (*stage, error) {
 // initConfig is what the init stage st receives for this run.
 func (r runStart) initConfig(st *stage) initConfig {
 	cfg := initConfig{Argv: r.opts.Command, Dir: r.dir, Filter: r.c.Filter, Sockets: r.c.HiddenSockets,
-		Sandbox: r.sandbox, UnshareNet: r.sandbox && r.plan.NetNS && !st.netns}
+		Sandbox: r.sandbox, UnshareNet: r.sandbox && r.plan.NetNS && !st.netns, Ctty: r.opts.RelayTerminal}
 	// The stage, early or not, was started without any secret-looking variable (stageIO): the
 	// ones env.pass names travel here, brokered ones as their stand-ins (credentials.go).
 	callerEnv := r.opts.Env

@@ -21,6 +21,7 @@ import (
 	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/internal/profilecache"
+	"github.com/sysprof/sysprof/internal/ptyrelay"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/project"
 	"github.com/sysprof/sysprof/report"
@@ -58,6 +59,8 @@ type enforceOptions struct {
 	Reports *runReporter
 	// Apply is --apply: what of the run's changeset is applied when it ends.
 	Apply changeset.ApplyMode
+	// relay is the terminal relay of a plain command's run at a terminal (nil: none).
+	relay *ptyrelay.Relay
 }
 
 func init() {
@@ -174,9 +177,21 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	// one (it dies with this goroutine's thread): the memfd of its program and its clone take
 	// a few ms, mostly in the kernel.
 	resolve, resolveErr := parseResolve(o.Resolve)
+	// At a terminal the command gets a pty of sysprof's (before the early stage: its streams).
+	relay, err := enforcer.OpenTerminalRelay()
+	phase.Mark("terminal relay")
+	if err != nil {
+		fmt.Fprintf(o.Err, "sysprof: %v; the command runs without a terminal of its own\n", err)
+	}
+	o.relay = relay
+	defer relay.Close() // the user's terminal gets its modes back on every way out
+	if errTTY, ok := o.Err.(*os.File); ok && relay != nil && errTTY == os.Stderr && relay.Streams[2] != nil {
+		o.Err = relay.Streams[2] // sysprof's lines before the command ends go the command's way
+		defer func() { o.Err = errTTY }()
+	}
 	prep := make(chan preparedEnforce, 1)
 	go func() { prep <- o.prepare(resolve, resolveErr == nil) }()
-	early := enforcer.StartEarly(enforcer.Options{})
+	early := enforcer.StartEarly(enforcer.Relayed(enforcer.Options{}, relay))
 	defer early.Close()
 	pe := <-prep
 	phase.Mark("policy.Load, compile (wait)")
@@ -198,9 +213,11 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	var code int
 	if pe.run == nil { // o.Audit && canAuditByLearning()
 		early.Close()
+		o.Err = o.endRelay(nil)
 		rep, code, err = auditByLearning(ctx, o, p)
 	} else {
 		rep, code, err = pe.run.Run(ctx, early)
+		o.Err = o.endRelay(rep)
 	}
 	// The command is gone: what it left set on the terminal must not hide what follows (and a
 	// run with nothing to say writes nothing).
@@ -287,11 +304,31 @@ func (o *enforceOptions) runOptions(p *policy.Profile, st project.Step, resolve 
 	}
 	if st.Name != "" {
 		opts.Env = st.Environ()
+	} else {
+		opts = enforcer.Relayed(opts, o.relay)
 	}
 	if o.Reports != nil {
 		opts.ReportsDir = o.Reports.dir
 	}
 	return opts
+}
+
+// endRelay closes the terminal relay (the command is gone), records what its filter dropped
+// in rep, and returns where sysprof's own lines go now.
+func (o *enforceOptions) endRelay(rep *report.Report) io.Writer {
+	if o.relay == nil {
+		return o.Err
+	}
+	start := time.Now()
+	o.relay.Close()
+	phase.Since("terminal relay: drain and close", start)
+	if rep != nil {
+		rep.Notes = append(rep.Notes, o.relay.Notes()...)
+	}
+	if f, ok := o.Err.(*os.File); ok && f == o.relay.Streams[2] {
+		return os.Stderr
+	}
+	return o.Err
 }
 
 // warnIncomplete warns that the profile about to be enforced was marked incomplete when learned

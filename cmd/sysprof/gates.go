@@ -215,9 +215,18 @@ func runEnforceGates(ctx context.Context, o *enforceOptions) error {
 				}
 			}
 			started = true
-			opts := o.runOptions(profiles[i], st, resolve)
+			// Each step at a terminal gets a relay of its own (enforce.go's for a command).
+			relay, rerr := enforcer.OpenTerminalRelay()
+			if rerr != nil {
+				fmt.Fprintf(o.Err, "sysprof: step %s: %v; the step runs without a terminal of its own\n", st.Name, rerr)
+			}
+			opts := enforcer.Relayed(o.runOptions(profiles[i], st, resolve), relay)
 			opts.Changeset = cs
 			rep, code, err := enforcer.Run(ctx, opts)
+			relay.Close()
+			if rep != nil {
+				rep.Notes = append(rep.Notes, relay.Notes()...)
+			}
 			report.ResetTerminal(o.Err)
 			if err != nil {
 				setupErr = commandErrorEnforce(code, fmt.Errorf("step %s: %w", st.Name, err))

@@ -74,6 +74,10 @@ type Config struct {
 	// it to the Landlock part's rules and report its fd (Status.MemfdTmpfs): the supervisor
 	// makes the command's memfds there (an ordinary user's could not mount one itself).
 	MemfdTmpfs bool `json:"memfd_tmpfs,omitempty"`
+	// Ctty: the stdio that is a terminal is sysprof's relay pty (ptyrelay): the stage takes it
+	// as its session's controlling terminal and runs the command in the foreground process
+	// group of its own (the terminal's signals reach the command, not the stage).
+	Ctty bool `json:"ctty,omitempty"`
 }
 
 // Switch is the credentials of a stage started before its id maps existed: it was exec'd

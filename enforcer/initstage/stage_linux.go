@@ -169,6 +169,7 @@ func initStage(net earlyNet, pipe *configPipe) int {
 		return s.fail(*st)
 	}
 
+	ctty := takeTerminal(cfg.Ctty)
 	// The sandbox dies with sysprof. (Go set it at fork; set it again in case creds changed.)
 	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
 	if os.Getppid() == 1 {
@@ -258,7 +259,7 @@ func initStage(net earlyNet, pipe *configPipe) int {
 	phase.Mark("sync")
 	env := append(withoutVars(os.Environ(), cfg.UnsetEnv), cfg.SetEnv...)
 	if asInit {
-		code := runAsInit(path, cfg.Argv, env, s.status, sigs, s.fail)
+		code := runAsInit(path, cfg.Argv, env, ctty, s.status, sigs, s.fail)
 		flushStages()
 		return code
 	}
@@ -485,6 +486,21 @@ func flushStages() {
 	}
 }
 
+// takeTerminal makes the first of fds 0-2 that is a terminal the session's controlling
+// terminal when asked (Config.Ctty: sysprof's relay pty, never the user's own terminal, which
+// TIOCSCTTY without force refuses anyway as another session's), and returns it, or -1.
+func takeTerminal(asked bool) int {
+	if !asked {
+		return -1
+	}
+	for fd := 0; fd <= 2; fd++ {
+		if unix.IoctlSetInt(fd, unix.TIOCSCTTY, 0) == nil {
+			return fd
+		}
+	}
+	return -1
+}
+
 // forwarded are the signals sysprof passes on to the command.
 var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT}
 
@@ -502,11 +518,17 @@ var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 // host layer directories (flushStages), and the supervisor lets through
 // only calls made in this stage's address space (kcmp), which the command never shares after
 // its exec.
-func runAsInit(path string, argv, env []string, status *os.File, sigs chan os.Signal, fail func(Status) int) int {
+func runAsInit(path string, argv, env []string, ctty int, status *os.File, sigs chan os.Signal, fail func(Status) int) int {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fail(Status{Stage: "exec", Error: fmt.Sprintf("init stage: not dumpable: %v", err)})
 	}
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}})
+	attr := &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}}
+	if ctty >= 0 {
+		// Its own foreground process group: Ctrl-C and Ctrl-Z reach the command once (the
+		// stage forwards only what sysprof is sent), and it may read the terminal.
+		attr.Sys = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: ctty}
+	}
+	pid, err := syscall.ForkExec(path, argv, attr)
 	if err != nil {
 		return fail(Status{Stage: "exec", Error: fmt.Sprintf("exec %s: %v", path, err), Exit: execExit(err)})
 	}
