@@ -38,6 +38,9 @@ type boundFinding struct {
 	stripped []report.Change // set-id bits or capabilities removed
 	errs     []string
 	rules    changeset.Rules // the bound directory's rules, to classify by
+	// restore are the git configs that gained a code-running setting: what to put back
+	// (nil: remove), by host path (gitconfig_sweep_linux.go).
+	restore map[string]*gitConfigSnap
 }
 
 // sweepSlack is how far before the run's start a ctime still counts as the run's (the kernel's
@@ -45,8 +48,9 @@ type boundFinding struct {
 const sweepSlack = time.Second
 
 // sweepBound walks the bound writable directory dir for what the run may have left there.
-func sweepBound(dir string, started time.Time, env Env) boundFinding {
+func sweepBound(dir string, started time.Time, env Env, snaps *gitConfigSnaps) boundFinding {
 	f := boundFinding{dir: dir, rules: boundRules(dir, env)}
+	f.sweepGitConfigs(snaps, env)
 	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
 	if err != nil {

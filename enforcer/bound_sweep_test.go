@@ -41,7 +41,7 @@ func TestSweepBoundStripsSetIDAndQueuesLinks(t *testing.T) {
 	if err := os.Symlink("suid", filepath.Join(dir, "in-link")); err != nil {
 		t.Fatal(err)
 	}
-	f := sweepBound(dir, started, Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}})
+	f := sweepBound(dir, started, Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}, nil)
 	if st, err := os.Stat(fresh); err != nil || st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
 		t.Errorf("the run's set-id file keeps its bits: %v %v", st.Mode(), err)
 	}
@@ -92,13 +92,13 @@ func TestSweepBoundHoldsNestedRepositoryHooks(t *testing.T) {
 	testutil.WriteFile(t, filepath.Join(dir, "bare.git/config"), "[core]\n", 0o644)
 	testutil.WriteFile(t, filepath.Join(dir, "sub/main.rs"), "fn main() {}\n", 0o644)
 	env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
-	f := sweepBound(dir, started, env)
+	f := sweepBound(dir, started, env, nil)
 	slices.Sort(f.held)
 	if want := []string{"bare.git/config", "sub/.git/hooks/pre-commit", "vendor/.git/config"}; !slices.Equal(f.held, want) {
 		t.Errorf("held = %v, want %v", f.held, want)
 	}
 	// The work tree bound whole: its own .git is not a nested repository.
-	if f := sweepBound(work, started, env); slices.ContainsFunc(f.held, func(h string) bool { return h == ".git/config" }) {
+	if f := sweepBound(work, started, env, nil); slices.ContainsFunc(f.held, func(h string) bool { return h == ".git/config" }) {
 		t.Errorf("the work tree's own .git/config is held: %v", f.held)
 	}
 }
