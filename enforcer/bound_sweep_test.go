@@ -4,11 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/changeset"
 	"github.com/sysprof/sysprof/internal/testutil"
 )
 
@@ -100,5 +102,67 @@ func TestSweepBoundHoldsNestedRepositoryHooks(t *testing.T) {
 	// The work tree bound whole: its own .git is not a nested repository.
 	if f := sweepBound(work, started, env, nil); slices.ContainsFunc(f.held, func(h string) bool { return h == ".git/config" }) {
 		t.Errorf("the work tree's own .git/config is held: %v", f.held)
+	}
+}
+
+// TestSweepBoundGitConfig (issue 23): under a profile that writes the work tree's .git whole,
+// a config that gained core.fsmonitor is put back as it was and the run's file held as a
+// dangerous change of the run's changeset; git's ordinary writes (remote add, a submodule's
+// config) stay on the host. The host's config is the snapshot's, not the run's.
+func TestSweepBoundGitConfig(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv("SYSPROF_STATE_DIR", "")
+	work := t.TempDir()
+	g := filepath.Join(work, ".git")
+	for _, d := range []string{"hooks", "modules/lib"} {
+		if err := os.MkdirAll(filepath.Join(g, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orig := "[core]\n\tbare = false\n"
+	testutil.WriteFile(t, filepath.Join(g, "config"), orig, 0o644)
+	testutil.WriteFile(t, filepath.Join(g, "modules/lib/config"), orig, 0o644)
+	testutil.WriteFile(t, filepath.Join(g, "modules/lib/HEAD"), "ref: refs/heads/main\n", 0o644)
+	env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
+	snaps := snapshotGitConfigs([]string{g}, []string{filepath.Join(g, "hooks")}, env)
+	started := time.Now()
+
+	// The run: git's way (config.lock renamed over config) for the payload, in place for
+	// remote add.
+	evil := orig + "[core]\n\tfsmonitor = \"sh -c 'touch /tmp/pwned'\"\n"
+	testutil.WriteFile(t, filepath.Join(g, "config.lock"), evil, 0o644)
+	if err := os.Rename(filepath.Join(g, "config.lock"), filepath.Join(g, "config")); err != nil {
+		t.Fatal(err)
+	}
+	benign := orig + "[remote \"up\"]\n\turl = https://example.invalid/u.git\n"
+	testutil.WriteFile(t, filepath.Join(g, "modules/lib/config"), benign, 0o644)
+
+	f := sweepBound(g, started, env, snaps)
+	if !slices.Equal(f.held, []string{"config"}) {
+		t.Fatalf("held = %v, want [config]", f.held)
+	}
+	run, err := changeset.Begin(changeset.Run{Command: []string{"git", "commit"}, WorkDir: work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Drop()
+	if err := holdBoundLinks(run, f, os.Getuid(), os.Getgid()); err != nil {
+		t.Fatal(err)
+	}
+	if err := restoreGitConfigs(f); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(g, "config")); string(b) != orig {
+		t.Errorf("host .git/config = %q, want it put back: %q", b, orig)
+	}
+	if b, _ := os.ReadFile(filepath.Join(g, "modules/lib/config")); string(b) != benign {
+		t.Errorf("a submodule's ordinary config write did not stay: %q", b)
+	}
+	cs, err := run.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Path != filepath.Join(g, "config") || cs[0].Class != changeset.Dangerous || !strings.Contains(cs[0].Reason, "core.fsmonitor") {
+		t.Fatalf("changeset = %+v, want .git/config held dangerous for core.fsmonitor", cs)
 	}
 }
