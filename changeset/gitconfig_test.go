@@ -1,6 +1,7 @@
 package changeset
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -148,5 +149,31 @@ func TestIsGitConfig(t *testing.T) {
 		if IsGitConfig(p) != want {
 			t.Errorf("IsGitConfig(%s) != %v", p, want)
 		}
+	}
+}
+
+// TestApplyGitConfigHeld: in a staged work tree whose profile writes .git whole, a config that
+// gains core.fsmonitor is held dangerous, a submodule's config
+// that gains a remote is applied.
+func TestApplyGitConfigHeld(t *testing.T) {
+	base := "[core]\n\tbare = false\n"
+	r, w := newRun(t, func(w string) {
+		write(t, filepath.Join(w, ".git/config"), base, 0o644)
+		write(t, filepath.Join(w, ".git/modules/lib/config"), base, 0o644)
+	}, []string{".git"})
+	inOverlay(t, r, `printf '\tfsmonitor = "sh -c evil"\n' >> .git/config; printf '[remote "o"]\n\turl = https://example.invalid/o\n' >> .git/modules/lib/config`)
+	res, err := r.Apply(ApplyLearned, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(w, ".git/config")); got != base {
+		t.Errorf("the config's fsmonitor reached the host: %q", got)
+	}
+	if got := readFile(t, filepath.Join(w, ".git/modules/lib/config")); !strings.Contains(got, `[remote "o"]`) {
+		t.Errorf("the submodule's remote did not: %q (%+v)", got, res)
+	}
+	c := scan(t, r)[".git/config"]
+	if c.Class != Dangerous || !strings.Contains(c.Reason, "core.fsmonitor") {
+		t.Errorf(".git/config = %+v, want dangerous for core.fsmonitor", c)
 	}
 }
