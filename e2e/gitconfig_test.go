@@ -57,7 +57,6 @@ func TestGitConfigCodeHeld(t *testing.T) {
 			}
 			// The payload: git itself, as a hook or a build step would run it.
 			r, rp := enforce("fsmonitor", "echo "+as.name+" > a && "+git+" commit -qam "+as.name+" && git config core.fsmonitor 'touch PWNED'")
-			t.Logf("stderr: %s", r.Stderr)
 			if after, _ := os.ReadFile(config); string(after) != string(before) {
 				t.Errorf("the host's .git/config changed:\n%s", after)
 			}
@@ -72,6 +71,19 @@ func TestGitConfigCodeHeld(t *testing.T) {
 			}
 			if !strings.Contains(r.Stderr, config) || !strings.Contains(r.Stderr, "core.fsmonitor") {
 				t.Errorf("enforce's stderr does not say the config was held:\n%s", r.Stderr)
+			}
+			if as.wrap == nil && rp.Changes != nil {
+				// A person saying yes: sysprof changes lists it and applies it by its path.
+				if l := b.Sysprof(t, "changes", "diff", rp.Changes.Run); !strings.Contains(l.Stdout+l.Stderr, "fsmonitor") {
+					t.Errorf("sysprof changes diff does not show the held config: %s", l)
+				}
+				if l := b.Sysprof(t, "changes", "apply", rp.Changes.Run, config); l.Code != 0 || strings.Contains(l.Stdout, "conflict:") {
+					t.Errorf("sysprof changes apply RUN %s: %s", config, l)
+				}
+				if got, _ := os.ReadFile(config); !strings.Contains(string(got), "fsmonitor") {
+					t.Errorf("the approved config did not land:\n%s", got)
+				}
+				b.Sh(t, "git -C "+b.Work+" config --unset core.fsmonitor")
 			}
 			if l := b.Run(t, "git", "-C", b.Work, "-c", "safe.directory=*", "log", "-1", "--format=%s"); strings.TrimSpace(l.Stdout) != as.name {
 				t.Errorf("the commit of the same run did not land: %s", l)

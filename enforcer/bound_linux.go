@@ -178,15 +178,16 @@ func (f *boundFinding) nestedGit(rel string) bool {
 }
 
 // holdBoundLinks moves what f holds (dangerous symlinks, a nested repository's hooks and
-// config) into run's changeset (a stage of f.dir in run: an upper layer holding them, the bound
-// directory its lower), where Scan finds each as a dangerous change, held.
+// config, a git config that gained a code-running setting, which is put back) into run's
+// changeset (a stage of f.dir in run: an upper layer holding them, the bound directory its
+// lower), where Scan finds each as a dangerous change, held.
 func holdBoundLinks(run *changeset.Run, f boundFinding, uid, gid int) error {
 	if len(f.held) == 0 {
 		return nil
 	}
 	st, err := run.AddStage(f.rules, uid, gid)
 	if err != nil {
-		return err
+		return errors.Join(err, restoreGitConfigs(f))
 	}
 	var errs []error
 	for _, rel := range f.held {
@@ -205,6 +206,15 @@ func holdBoundLinks(run *changeset.Run, f boundFinding, uid, gid int) error {
 			if err := os.Remove(src); err != nil {
 				errs = append(errs, err)
 			}
+		}
+	}
+	// The configs that gained a code-running setting go back as they were; what a person
+	// approves later replaces them without a conflict.
+	if len(f.restore) > 0 {
+		if err := restoreGitConfigs(f); err != nil {
+			errs = append(errs, err)
+		} else if err := run.SetSince(len(run.Stages)-1, time.Now()); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -149,9 +149,6 @@ func TestSweepBoundGitConfig(t *testing.T) {
 	if err := holdBoundLinks(run, f, os.Getuid(), os.Getgid()); err != nil {
 		t.Fatal(err)
 	}
-	if err := restoreGitConfigs(f); err != nil {
-		t.Fatal(err)
-	}
 	if b, _ := os.ReadFile(filepath.Join(g, "config")); string(b) != orig {
 		t.Errorf("host .git/config = %q, want it put back: %q", b, orig)
 	}

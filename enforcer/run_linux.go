@@ -477,10 +477,7 @@ func (r *enforcedRun) sweepBound(staged *stagedRun, id sandbox.Identity) (*stage
 			}
 		}
 		if err := holdBoundLinks(staged.run, f, id.FileUID, id.FileGID); err != nil {
-			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: holding its symlinks out of the tree and nested repository hooks: %v", b, err))
-		}
-		if err := restoreGitConfigs(f); err != nil {
-			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: %v: check it before running git there", b, err))
+			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: holding its symlinks out of the tree, nested repository hooks and git configs: %v", b, err))
 		}
 	}
 	phase.Mark("bound sweep")
