@@ -163,3 +163,34 @@ func TestSweepBoundGitConfig(t *testing.T) {
 		t.Fatalf("changeset = %+v, want .git/config held dangerous for core.fsmonitor", cs)
 	}
 }
+
+// TestSweepBoundGitConfigWorktree: in a `git worktree` the run's bound .git is the git
+// directory its .git file names: a config.worktree it makes there with core.fsmonitor is held
+// (git reads it under extensions.worktreeConfig), none is left on the host.
+func TestSweepBoundGitConfigWorktree(t *testing.T) {
+	root := t.TempDir()
+	common := filepath.Join(root, "main", ".git")
+	gitdir := filepath.Join(common, "worktrees", "wt")
+	work := filepath.Join(root, "wt")
+	for _, d := range []string{gitdir, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.WriteFile(t, filepath.Join(work, ".git"), "gitdir: ../main/.git/worktrees/wt\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(gitdir, "commondir"), "../..\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(common, "config"), "[extensions]\n\tworktreeConfig = true\n", 0o644)
+	env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
+	snaps := snapshotGitConfigs([]string{gitdir}, []string{filepath.Join(common, "config")}, env)
+	testutil.WriteFile(t, filepath.Join(gitdir, "config.worktree"), "[core]\n\tfsmonitor = ./evil\n", 0o644)
+	f := sweepBound(gitdir, time.Now(), env, snaps)
+	if !slices.Equal(f.held, []string{"config.worktree"}) || f.restore[filepath.Join(gitdir, "config.worktree")] != nil {
+		t.Fatalf("held = %v, restore = %v: want config.worktree held, none put back", f.held, f.restore)
+	}
+	if err := restoreGitConfigs(f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(gitdir, "config.worktree")); err == nil {
+		t.Error("the run's config.worktree is still on the host")
+	}
+}

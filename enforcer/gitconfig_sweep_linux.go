@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -31,17 +32,24 @@ type gitConfigSnap struct {
 	uid, gid int
 }
 
-// repoConfigFiles lists the config files of the work tree's git directory (a directory) that
-// lie in bound directory b: config and config.worktree of it, of each module below
-// modules/ (nested too) and of each worktrees/ entry.
+// repoConfigFiles lists the config files of the work tree's git directory that lie in bound
+// directory b: config and config.worktree of it, of each module below modules/ (nested too)
+// and of each worktrees/ entry. In a `git worktree` or a submodule (.git a file) that is the
+// git directory it names and its common directory.
 func repoConfigFiles(b string, env Env) []string {
 	wd := filepath.Clean(env.Vars["WORKDIR"])
 	if !filepath.IsAbs(wd) {
 		return nil
 	}
-	g := filepath.Join(wd, ".git")
-	if fi, err := os.Lstat(g); err != nil || !fi.IsDir() || !paths.Within(g, b) && !paths.Within(b, g) {
+	gitDirs := []string{filepath.Join(wd, ".git")}
+	if fi, err := os.Lstat(gitDirs[0]); err != nil {
 		return nil
+	} else if !fi.IsDir() {
+		gitdir, common, ok := paths.LinkedGitDirs(wd)
+		if !ok {
+			return nil
+		}
+		gitDirs = []string{gitdir, common}
 	}
 	var out []string
 	var add func(gitdir string, depth int)
@@ -70,8 +78,13 @@ func repoConfigFiles(b string, env Env) []string {
 			}
 		}
 	}
-	add(g, 0)
-	return out
+	for _, g := range gitDirs {
+		if paths.Within(g, b) || paths.Within(b, g) {
+			add(g, 0)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // gitConfigSnaps are the configs as they were before the run (nil: absent), by host path,
