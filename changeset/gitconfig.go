@@ -34,11 +34,15 @@ func IsGitConfig(p string) bool {
 // subsection as written (the deprecated [a.B] form lower-cased, as git does).
 type gitEntry struct {
 	section, sub, key, value string
+	hasSub                   bool // [s "sub"], [s.sub]: sub may be empty ([s ""])
 	hasValue                 bool // "key = value"; a bare "key" is boolean true
 }
 
 func (e gitEntry) name() string {
-	if e.sub != "" {
+	if e.section == "" {
+		return e.key // a variable before any section: git takes it so
+	}
+	if e.hasSub {
 		return e.section + "." + e.sub + "." + e.key
 	}
 	return e.section + "." + e.key
@@ -79,6 +83,20 @@ func GitConfigRuns(older, newer []byte) []string {
 	return out
 }
 
+// GitConfigIncludes returns the path values of a git config's include and includeIf
+// sections, in order (the condition is not evaluated: any of them may apply); none when git
+// could not read the file either.
+func GitConfigIncludes(data []byte) []string {
+	es, _ := parseGitConfig(data)
+	var out []string
+	for _, e := range es {
+		if (e.section == "include" || e.section == "includeif") && e.key == "path" && e.value != "" {
+			out = append(out, e.value)
+		}
+	}
+	return out
+}
+
 // gitBool reports whether v is one of git's boolean spellings.
 func gitBool(e gitEntry) bool {
 	if !e.hasValue {
@@ -110,9 +128,9 @@ func gitRuns(e gitEntry) bool {
 	case "sequence":
 		return k == "editor"
 	case "diff":
-		return e.sub == "" && k == "external" || e.sub != "" && (k == "textconv" || k == "command")
+		return !e.hasSub && k == "external" || e.hasSub && (k == "textconv" || k == "command")
 	case "merge":
-		return e.sub != "" && k == "driver"
+		return e.hasSub && k == "driver"
 	case "filter":
 		return k == "clean" || k == "smudge" || k == "process"
 	case "credential":
@@ -132,7 +150,7 @@ func gitRuns(e gitEntry) bool {
 	case "url":
 		return strings.HasPrefix(strings.ToLower(e.sub), "ext::")
 	case "protocol":
-		return k == "allow" && (e.sub == "" || strings.EqualFold(e.sub, "ext"))
+		return k == "allow" && (!e.hasSub || strings.EqualFold(e.sub, "ext"))
 	case "pager":
 		return !gitBool(e)
 	case "web":
@@ -169,7 +187,7 @@ func parseGitConfig(data []byte) ([]gitEntry, error) {
 	p := gitParser{b: data, line: 1}
 	p.b = bytes.TrimPrefix(p.b, []byte("\xef\xbb\xbf"))
 	var out []gitEntry
-	section, sub := "", ""
+	section, sub, hasSub := "", "", false
 	for {
 		p.skipSpace()
 		c, ok := p.peek()
@@ -184,18 +202,15 @@ func parseGitConfig(data []byte) ([]gitEntry, error) {
 		case c == '[':
 			p.next()
 			var err error
-			if section, sub, err = p.header(); err != nil {
+			if section, sub, hasSub, err = p.header(); err != nil {
 				return nil, err
 			}
 		case isAlpha(c):
-			if section == "" {
-				return nil, fmt.Errorf("line %d: a variable before any section", p.line)
-			}
 			e, err := p.variable()
 			if err != nil {
 				return nil, err
 			}
-			e.section, e.sub = section, sub
+			e.section, e.sub, e.hasSub = section, sub, hasSub
 			out = append(out, e)
 		default:
 			return nil, fmt.Errorf("line %d: unexpected %q", p.line, c)
@@ -242,36 +257,33 @@ func isAlpha(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 func isKeyChar(c byte) bool { return isAlpha(c) || c >= '0' && c <= '9' || c == '-' }
 
 // header reads a section header after its '['.
-func (p *gitParser) header() (section, sub string, err error) {
+func (p *gitParser) header() (section, sub string, hasSub bool, err error) {
 	start := p.i
 	for p.i < len(p.b) && (isKeyChar(p.b[p.i]) || p.b[p.i] == '.') {
 		p.i++
 	}
 	name := string(p.b[start:p.i])
 	if name == "" {
-		return "", "", fmt.Errorf("line %d: a section header without a name", p.line)
+		return "", "", false, fmt.Errorf("line %d: a section header without a name", p.line)
 	}
 	c, ok := p.peek()
 	switch {
 	case ok && c == ']':
 		p.next()
 		// [section.sub]: deprecated, the subsection lower-cased.
-		s, rest, _ := strings.Cut(name, ".")
-		return strings.ToLower(s), strings.ToLower(rest), nil
+		s, rest, dotted := strings.Cut(name, ".")
+		return strings.ToLower(s), strings.ToLower(rest), dotted, nil
 	case ok && (c == ' ' || c == '\t'):
-		if strings.Contains(name, ".") {
-			return "", "", fmt.Errorf("line %d: a dotted section name with a quoted subsection", p.line)
-		}
 		p.skipSpace()
 		if c, ok := p.peek(); !ok || c != '"' {
-			return "", "", fmt.Errorf("line %d: a subsection must be quoted", p.line)
+			return "", "", false, fmt.Errorf("line %d: a subsection must be quoted", p.line)
 		}
 		p.next()
 		var b strings.Builder
 		for {
 			c, ok := p.peek()
 			if !ok || c == '\n' {
-				return "", "", fmt.Errorf("line %d: an unterminated subsection", p.line)
+				return "", "", false, fmt.Errorf("line %d: an unterminated subsection", p.line)
 			}
 			p.next()
 			if c == '"' {
@@ -279,19 +291,23 @@ func (p *gitParser) header() (section, sub string, err error) {
 			}
 			if c == '\\' {
 				if c, ok = p.peek(); !ok || c == '\n' {
-					return "", "", fmt.Errorf("line %d: an unterminated subsection", p.line)
+					return "", "", false, fmt.Errorf("line %d: an unterminated subsection", p.line)
 				}
 				p.next()
 			}
 			b.WriteByte(c)
 		}
 		if c, ok := p.peek(); !ok || c != ']' {
-			return "", "", fmt.Errorf("line %d: a section header not closed by ]", p.line)
+			return "", "", false, fmt.Errorf("line %d: a section header not closed by ]", p.line)
 		}
 		p.next()
-		return strings.ToLower(name), b.String(), nil
+		// [diff.x "y"] is git's diff.x.y.*: the driver "x.y".
+		if s, rest, dotted := strings.Cut(name, "."); dotted {
+			return strings.ToLower(s), strings.ToLower(rest) + "." + b.String(), true, nil
+		}
+		return strings.ToLower(name), b.String(), true, nil
 	}
-	return "", "", fmt.Errorf("line %d: a bad section header", p.line)
+	return "", "", false, fmt.Errorf("line %d: a bad section header", p.line)
 }
 
 // variable reads "name [= value]" up to the end of its (continued) line.
@@ -314,8 +330,7 @@ func (p *gitParser) variable() (gitEntry, error) {
 	e.hasValue = true
 	var b strings.Builder
 	quoted := false
-	pending := 0 // spaces seen outside quotes: kept only when more value follows
-	started := false
+	pending := 0 // spaces seen outside quotes: kept only between parts of the value
 	for {
 		c, ok := p.peek()
 		if !ok || c == '\n' {
@@ -330,7 +345,7 @@ func (p *gitParser) variable() (gitEntry, error) {
 			break
 		}
 		if !quoted && (c == ' ' || c == '\t' || c == '\r') {
-			if started {
+			if b.Len() > 0 {
 				pending++
 			}
 			continue
@@ -338,14 +353,13 @@ func (p *gitParser) variable() (gitEntry, error) {
 		for ; pending > 0; pending-- {
 			b.WriteByte(' ')
 		}
-		started = true
 		switch c {
 		case '"':
 			quoted = !quoted
 		case '\\':
 			d, ok := p.peek()
 			if !ok {
-				return e, fmt.Errorf("line %d: a backslash at the end of the file", p.line)
+				continue // git ends the value there
 			}
 			p.next()
 			switch d {

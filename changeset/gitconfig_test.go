@@ -38,6 +38,7 @@ func TestGitConfigRuns(t *testing.T) {
 		"diff.external":      "[diff]\n\texternal = evil\n",
 		"diff textconv":      "[diff \"bin\"]\n\ttextconv = evil\n",
 		"diff command":       "[diff \"bin\"]\n\tcommand = evil\n",
+		"diff dotted":        "[diff.x \"y\"]\n\ttextconv = evil\n",
 		"merge driver":       "[merge \"m\"]\n\tdriver = evil %A\n",
 		"filter clean":       "[filter \"lfs\"]\n\tclean = evil\n",
 		"filter smudge":      "[filter \"lfs\"]\n\tsmudge = evil\n",
