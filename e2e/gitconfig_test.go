@@ -26,10 +26,21 @@ func TestGitConfigCodeHeld(t *testing.T) {
 	work := git + " commit -qam $1 && git config branch.main.description d && git remote add o$1 https://example.invalid/o.git && git remote remove o$1"
 	testutil.WriteFile(t, filepath.Join(b.Work, "w.sh"), "#!/bin/sh\nset -e\necho $1 > a\n"+work+"\n", 0o755)
 	b.Sh(t, "cd "+b.Work+" && "+git+" add w.sh && "+git+" commit -qm w")
+	// A submodule from a local repository; `submodule update --init` clones it again (and
+	// writes .git/modules/lib/config and core.worktree there).
+	lib := filepath.Join(b.Home, "lib")
+	b.Sh(t, "git init -q "+lib+" && cd "+lib+" && echo l > l && git add l && "+git+" commit -qm l")
+	sub := "git -c protocol.file.allow=always submodule --quiet update --init"
+	deinit := "cd " + b.Work + " && git submodule --quiet deinit -f lib && rm -rf .git/modules/lib"
+	b.Sh(t, "cd "+b.Work+" && git -c protocol.file.allow=always submodule --quiet add "+lib+" lib && "+git+" commit -qm sub && "+deinit)
 	profile := filepath.Join(root, "p.yaml")
 	if r := b.Sysprof(t, "learn", "--accept-risky", "-p", profile, "--", "sh", "w.sh", "b"); r.Code != 0 {
 		t.Fatalf("learn git commit: %s", r)
 	}
+	if r := b.Sysprof(t, "learn", "--accept-risky", "--force", "-p", profile, "--", "sh", "-c", sub); r.Code != 0 {
+		t.Fatalf("learn git submodule update: %s", r)
+	}
+	b.Sh(t, deinit)
 	config := filepath.Join(b.Work, ".git", "config")
 	openForNobody(t, root)
 	for _, as := range asUsers {
@@ -47,12 +58,19 @@ func TestGitConfigCodeHeld(t *testing.T) {
 				return r, testutil.ReadReport(t, rep)
 			}
 			// Git's ordinary config writes land on the host.
-			enforce("remote", "git remote add up-"+as.name+" https://example.invalid/u.git && git config submodule.lib.url https://example.invalid/lib.git")
+			enforce("submodule", sub)
+			if got, err := os.ReadFile(filepath.Join(b.Work, ".git", "modules", "lib", "config")); err != nil || !strings.Contains(string(got), "worktree") {
+				t.Errorf("git submodule update did not write the submodule's config (%v):\n%s", err, got)
+			}
+			if _, err := os.Stat(filepath.Join(b.Work, "lib", "l")); err != nil {
+				t.Errorf("git submodule update did not check the submodule out: %v", err)
+			}
+			enforce("remote", "git remote add up-"+as.name+" https://example.invalid/u.git && git config submodule.lib2.url https://example.invalid/lib.git")
 			before, err := os.ReadFile(config)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(string(before), `[remote "up-`+as.name+`"]`) || !strings.Contains(string(before), `[submodule "lib"]`) {
+			if !strings.Contains(string(before), `[remote "up-`+as.name+`"]`) || !strings.Contains(string(before), `[submodule "lib2"]`) {
 				t.Fatalf("git remote add / a submodule's url did not reach the host's config:\n%s", before)
 			}
 			// The payload: git itself, as a hook or a build step would run it.
@@ -88,6 +106,7 @@ func TestGitConfigCodeHeld(t *testing.T) {
 			if l := b.Run(t, "git", "-C", b.Work, "-c", "safe.directory=*", "log", "-1", "--format=%s"); strings.TrimSpace(l.Stdout) != as.name {
 				t.Errorf("the commit of the same run did not land: %s", l)
 			}
+			b.Sh(t, "cd "+b.Work+" && git -c safe.directory=* submodule --quiet deinit -f lib && rm -rf .git/modules/lib")
 		})
 	}
 }
