@@ -239,7 +239,11 @@ type applier struct {
 }
 
 func (r *Run) openStage(s Stage) (*applier, error) {
-	a := &applier{started: r.Started, stage: s, upper: -1, host: -1, lock: -1, upDirs: map[string]int{}, hostDirs: map[string]int{},
+	started := r.Started
+	if s.Since.After(started) {
+		started = s.Since
+	}
+	a := &applier{started: started, stage: s, upper: -1, host: -1, lock: -1, upDirs: map[string]int{}, hostDirs: map[string]int{},
 		unlinked: map[[2]uint64]bool{}}
 	var err error
 	if a.upper, err = openRoot(s.Upper, unix.O_PATH); err != nil {

@@ -68,6 +68,9 @@ type Change struct {
 	HostMode   uint32 `json:"hostMode,omitempty"` // the host file's permission bits, when it exists
 	HostExists bool   `json:"hostExists,omitempty"`
 	Caps       bool   `json:"caps,omitempty"` // security.capability xattr set
+	// GitConfig are the settings a git config file (IsGitConfig) gains that make git run a
+	// program (GitConfigRuns of the host's file and the new one).
+	GitConfig []string `json:"gitConfig,omitempty"`
 	// Links is the file's link count in the upper layer; LinksOutside how many of its links
 	// lie outside the changeset (a name that is not in the upper layer).
 	Links        int `json:"links,omitempty"`
@@ -111,7 +114,9 @@ type Rules struct {
 //     IDE configs, interpreter start-up hooks) that no Keep rule at or below it names; a
 //     symlink or hard link whose target leaves r.Tree or names a protected path; a hard link
 //     with names outside the changeset; a device node, FIFO or socket; set-id bits on a file
-//     or file capabilities; a file that becomes executable outside r.ExecOK.
+//     or file capabilities; a file that becomes executable outside r.ExecOK; a git
+//     directory's config that gains a setting that makes git run a program (c.GitConfig,
+//     GitConfigRuns).
 //   - dropped: a Python bytecode cache (paths.BytecodeCache) created or changed, whatever a
 //     rule says: a .pyc whose header names its source's mtime and size runs in place of the
 //     source at the next import outside the sandbox, and nobody reviews bytecode; python
@@ -171,6 +176,9 @@ func dangerous(c Change, r Rules, portable string) (why string, grantable bool) 
 		case c.Caps:
 			return "file capabilities (security.capability): never installed on the host", false
 		}
+	}
+	if len(c.GitConfig) > 0 && c.Op != OpDelete {
+		return fmt.Sprintf("git config: %s: git runs what it names at the user's next git command outside the sandbox; apply it only if you mean it", strings.Join(c.GitConfig, ", ")), false
 	}
 	if c.LinksOutside > 0 {
 		return fmt.Sprintf("a hard link with %d name(s) outside the changeset", c.LinksOutside), false

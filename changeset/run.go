@@ -53,6 +53,10 @@ type Stage struct {
 	Work  string `json:"work"`
 	// Top is the directory holding Upper and Work, removed with the run.
 	Top string `json:"top"`
+	// Since, when later than the run's start, is when sysprof itself last set the stage's
+	// host side (the sweep put back a git config it holds here): a host change before it is
+	// no conflict for Apply.
+	Since time.Time `json:"since,omitzero"`
 }
 
 // StateDir is where runs live: $XDG_STATE_HOME/sysprof/runs, else ~/.local/state/sysprof/runs
@@ -349,6 +353,20 @@ func (r *Run) SetRules(i int, rules Rules) error {
 	r.Stages[i].Rules = rules
 	if err := r.save(); err != nil {
 		r.Stages[i].Rules = old
+		return err
+	}
+	return nil
+}
+
+// SetSince records that sysprof set stage i's host side at t (Stage.Since).
+func (r *Run) SetSince(i int, t time.Time) error {
+	if i < 0 || i >= len(r.Stages) {
+		return fmt.Errorf("BUG: run %s has no stage %d", r.ID, i)
+	}
+	old := r.Stages[i].Since
+	r.Stages[i].Since = t
+	if err := r.save(); err != nil {
+		r.Stages[i].Since = old
 		return err
 	}
 	return nil

@@ -180,6 +180,9 @@ func (sc *scanner) walk(ufd, hfd int, rel string, replace bool) error {
 					c.Op = OpMode
 				}
 			}
+			if c.Op != OpMode && IsGitConfig(c.Path) {
+				c.GitConfig = gitConfigChange(ufd, hfd, name, hok)
+			}
 			sc.out = append(sc.out, c)
 			if st.Nlink > 1 {
 				c.Links = int(st.Nlink)
@@ -402,6 +405,31 @@ func isOpaque(dirfd int, name string) bool {
 // isMetacopy: a metadata-only copy-up (metacopy=on): the data is still the lower file's.
 func isMetacopy(dirfd int, name string) bool {
 	return hasXattr(dirfd, name, "user.overlay.metacopy") || hasXattr(dirfd, name, "trusted.overlay.metacopy")
+}
+
+// gitConfigChange is GitConfigRuns of the host's file name in hfd (when it has one) and the
+// upper one in ufd; a file that cannot be read counts as code-running.
+func gitConfigChange(ufd, hfd int, name string, hostExists bool) []string {
+	newer, err := readSmall(ufd, name)
+	if err != nil {
+		return []string{"not readable in the changeset (" + err.Error() + ")"}
+	}
+	var older []byte
+	if hostExists {
+		older, _ = readSmall(hfd, name)
+	}
+	return GitConfigRuns(older, newer)
+}
+
+// readSmall reads file name below dirfd, up to one byte more than maxGitConfig.
+func readSmall(dirfd int, name string) ([]byte, error) {
+	fd, err := openBeneath(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxGitConfig+1))
 }
 
 // sameContent compares file name in upper directory ufd with the one in host directory hfd.

@@ -38,6 +38,9 @@ type boundFinding struct {
 	stripped []report.Change // set-id bits or capabilities removed
 	errs     []string
 	rules    changeset.Rules // the bound directory's rules, to classify by
+	// restore are the git configs that gained a code-running setting: what to put back
+	// (nil: remove), by host path (gitconfig_sweep_linux.go).
+	restore map[string]*gitConfigSnap
 }
 
 // sweepSlack is how far before the run's start a ctime still counts as the run's (the kernel's
@@ -45,8 +48,9 @@ type boundFinding struct {
 const sweepSlack = time.Second
 
 // sweepBound walks the bound writable directory dir for what the run may have left there.
-func sweepBound(dir string, started time.Time, env Env) boundFinding {
+func sweepBound(dir string, started time.Time, env Env, snaps *gitConfigSnaps) boundFinding {
 	f := boundFinding{dir: dir, rules: boundRules(dir, env)}
+	f.sweepGitConfigs(snaps, env)
 	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
 	if err != nil {
@@ -174,15 +178,16 @@ func (f *boundFinding) nestedGit(rel string) bool {
 }
 
 // holdBoundLinks moves what f holds (dangerous symlinks, a nested repository's hooks and
-// config) into run's changeset (a stage of f.dir in run: an upper layer holding them, the bound
-// directory its lower), where Scan finds each as a dangerous change, held.
+// config, a git config that gained a code-running setting, which is put back) into run's
+// changeset (a stage of f.dir in run: an upper layer holding them, the bound directory its
+// lower), where Scan finds each as a dangerous change, held.
 func holdBoundLinks(run *changeset.Run, f boundFinding, uid, gid int) error {
 	if len(f.held) == 0 {
 		return nil
 	}
 	st, err := run.AddStage(f.rules, uid, gid)
 	if err != nil {
-		return err
+		return errors.Join(err, restoreGitConfigs(f))
 	}
 	var errs []error
 	for _, rel := range f.held {
@@ -201,6 +206,15 @@ func holdBoundLinks(run *changeset.Run, f boundFinding, uid, gid int) error {
 			if err := os.Remove(src); err != nil {
 				errs = append(errs, err)
 			}
+		}
+	}
+	// The configs that gained a code-running setting go back as they were; what a person
+	// approves later replaces them without a conflict.
+	if len(f.restore) > 0 {
+		if err := restoreGitConfigs(f); err != nil {
+			errs = append(errs, err)
+		} else if err := run.SetSince(len(run.Stages)-1, time.Now()); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -4,11 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/changeset"
 	"github.com/sysprof/sysprof/internal/testutil"
 )
 
@@ -41,7 +43,7 @@ func TestSweepBoundStripsSetIDAndQueuesLinks(t *testing.T) {
 	if err := os.Symlink("suid", filepath.Join(dir, "in-link")); err != nil {
 		t.Fatal(err)
 	}
-	f := sweepBound(dir, started, Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}})
+	f := sweepBound(dir, started, Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}, nil)
 	if st, err := os.Stat(fresh); err != nil || st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
 		t.Errorf("the run's set-id file keeps its bits: %v %v", st.Mode(), err)
 	}
@@ -92,13 +94,103 @@ func TestSweepBoundHoldsNestedRepositoryHooks(t *testing.T) {
 	testutil.WriteFile(t, filepath.Join(dir, "bare.git/config"), "[core]\n", 0o644)
 	testutil.WriteFile(t, filepath.Join(dir, "sub/main.rs"), "fn main() {}\n", 0o644)
 	env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
-	f := sweepBound(dir, started, env)
+	f := sweepBound(dir, started, env, nil)
 	slices.Sort(f.held)
 	if want := []string{"bare.git/config", "sub/.git/hooks/pre-commit", "vendor/.git/config"}; !slices.Equal(f.held, want) {
 		t.Errorf("held = %v, want %v", f.held, want)
 	}
 	// The work tree bound whole: its own .git is not a nested repository.
-	if f := sweepBound(work, started, env); slices.ContainsFunc(f.held, func(h string) bool { return h == ".git/config" }) {
+	if f := sweepBound(work, started, env, nil); slices.ContainsFunc(f.held, func(h string) bool { return h == ".git/config" }) {
 		t.Errorf("the work tree's own .git/config is held: %v", f.held)
+	}
+}
+
+// TestSweepBoundGitConfig (issue 23): under a profile that writes the work tree's .git whole,
+// a config that gained core.fsmonitor is put back as it was and the run's file held as a
+// dangerous change of the run's changeset; git's ordinary writes (remote add, a submodule's
+// config) stay on the host. The host's config is the snapshot's, not the run's.
+func TestSweepBoundGitConfig(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv("SYSPROF_STATE_DIR", "")
+	work := t.TempDir()
+	g := filepath.Join(work, ".git")
+	for _, d := range []string{"hooks", "modules/lib"} {
+		if err := os.MkdirAll(filepath.Join(g, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orig := "[core]\n\tbare = false\n"
+	testutil.WriteFile(t, filepath.Join(g, "config"), orig, 0o644)
+	testutil.WriteFile(t, filepath.Join(g, "modules/lib/config"), orig, 0o644)
+	testutil.WriteFile(t, filepath.Join(g, "modules/lib/HEAD"), "ref: refs/heads/main\n", 0o644)
+	env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
+	snaps := snapshotGitConfigs([]string{g}, []string{filepath.Join(g, "hooks")}, env)
+	started := time.Now()
+
+	// The run: git's way (config.lock renamed over config) for the payload, in place for
+	// remote add.
+	evil := orig + "[core]\n\tfsmonitor = \"sh -c 'touch /tmp/pwned'\"\n"
+	testutil.WriteFile(t, filepath.Join(g, "config.lock"), evil, 0o644)
+	if err := os.Rename(filepath.Join(g, "config.lock"), filepath.Join(g, "config")); err != nil {
+		t.Fatal(err)
+	}
+	benign := orig + "[remote \"up\"]\n\turl = https://example.invalid/u.git\n"
+	testutil.WriteFile(t, filepath.Join(g, "modules/lib/config"), benign, 0o644)
+
+	f := sweepBound(g, started, env, snaps)
+	if !slices.Equal(f.held, []string{"config"}) {
+		t.Fatalf("held = %v, want [config]", f.held)
+	}
+	run, err := changeset.Begin(changeset.Run{Command: []string{"git", "commit"}, WorkDir: work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Drop()
+	if err := holdBoundLinks(run, f, os.Getuid(), os.Getgid()); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(g, "config")); string(b) != orig {
+		t.Errorf("host .git/config = %q, want it put back: %q", b, orig)
+	}
+	if b, _ := os.ReadFile(filepath.Join(g, "modules/lib/config")); string(b) != benign {
+		t.Errorf("a submodule's ordinary config write did not stay: %q", b)
+	}
+	cs, err := run.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Path != filepath.Join(g, "config") || cs[0].Class != changeset.Dangerous || !strings.Contains(cs[0].Reason, "core.fsmonitor") {
+		t.Fatalf("changeset = %+v, want .git/config held dangerous for core.fsmonitor", cs)
+	}
+}
+
+// TestSweepBoundGitConfigWorktree: in a `git worktree` the run's bound .git is the git
+// directory its .git file names: a config.worktree it makes there with core.fsmonitor is held
+// (git reads it under extensions.worktreeConfig), none is left on the host.
+func TestSweepBoundGitConfigWorktree(t *testing.T) {
+	root := t.TempDir()
+	common := filepath.Join(root, "main", ".git")
+	gitdir := filepath.Join(common, "worktrees", "wt")
+	work := filepath.Join(root, "wt")
+	for _, d := range []string{gitdir, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.WriteFile(t, filepath.Join(work, ".git"), "gitdir: ../main/.git/worktrees/wt\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(gitdir, "commondir"), "../..\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(common, "config"), "[extensions]\n\tworktreeConfig = true\n", 0o644)
+	env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
+	snaps := snapshotGitConfigs([]string{gitdir}, []string{filepath.Join(common, "config")}, env)
+	testutil.WriteFile(t, filepath.Join(gitdir, "config.worktree"), "[core]\n\tfsmonitor = ./evil\n", 0o644)
+	f := sweepBound(gitdir, time.Now(), env, snaps)
+	if !slices.Equal(f.held, []string{"config.worktree"}) || f.restore[filepath.Join(gitdir, "config.worktree")] != nil {
+		t.Fatalf("held = %v, restore = %v: want config.worktree held, none put back", f.held, f.restore)
+	}
+	if err := restoreGitConfigs(f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(gitdir, "config.worktree")); err == nil {
+		t.Error("the run's config.worktree is still on the host")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sysprof/sysprof/changeset"
 	"github.com/sysprof/sysprof/paths"
 )
 
@@ -194,42 +195,7 @@ func submoduleConfigs(modules string) []string {
 }
 
 // gitIncludes returns the path values of a git config's include and includeIf sections (the
-// condition is not evaluated: any of them may apply).
+// condition is not evaluated: any of them may apply), read by changeset's git config parser.
 func gitIncludes(data []byte) []string {
-	var out []string
-	section := ""
-	for _, line := range strings.Split(string(data), "\n") {
-		s := strings.TrimSpace(line)
-		if strings.HasPrefix(s, "[") {
-			end := strings.IndexByte(s, ']')
-			if end < 0 {
-				continue
-			}
-			name, _, _ := strings.Cut(strings.TrimSpace(s[1:end]), " ")
-			name, _, _ = strings.Cut(name, "\"")
-			section = strings.ToLower(strings.TrimSpace(name))
-			s = strings.TrimSpace(s[end+1:])
-		}
-		if section != "include" && section != "includeif" {
-			continue
-		}
-		key, val, ok := strings.Cut(s, "=")
-		if !ok || !strings.EqualFold(strings.TrimSpace(key), "path") {
-			continue
-		}
-		val = strings.TrimSpace(val)
-		if i := strings.IndexAny(val, "#;"); i >= 0 && !strings.HasPrefix(val, "\"") {
-			val = strings.TrimSpace(val[:i])
-		}
-		if len(val) >= 2 && val[0] == '"' {
-			if j := strings.LastIndexByte(val, '"'); j > 0 {
-				val = val[1:j]
-			}
-			val = strings.NewReplacer(`\\`, `\`, `\"`, `"`).Replace(val)
-		}
-		if val != "" {
-			out = append(out, val)
-		}
-	}
-	return out
+	return changeset.GitConfigIncludes(data)
 }

@@ -157,6 +157,9 @@ type enforcedRun struct {
 	px          *egress      // nil: no network allowlist
 	// changed are the profile's binaries that changed since learn (checkBinaries, in Prepare).
 	changed []report.ChangedBinary
+	// gitConfigs are the work tree's git configs in bound directories before the run
+	// (snapshotGitConfigs), by host path.
+	gitConfigs *gitConfigSnaps
 }
 
 // newEnforcedRun checks opts and finds the run's directory and host values. As root it takes
@@ -265,6 +268,7 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	plan := c.Plan
 	var staged *stagedRun
 	if dec.Sandbox {
+		r.gitConfigs = snapshotGitConfigs(topLevelPaths(c.Plan.Writable), c.Plan.ReadOnly, r.env)
 		var err error
 		meta := changeset.Run{Command: r.opts.Command, WorkDir: r.dir, Profile: r.opts.ProfilePath}
 		if staged, err = prepareStages(c.Stages, id, r.opts.Changeset, meta, r.env); err != nil {
@@ -445,13 +449,16 @@ func (r *enforcedRun) closeGuardAsync() <-chan guardResult {
 func (r *enforcedRun) sweepBound(staged *stagedRun, id sandbox.Identity) (*stagedRun, []report.Change) {
 	var stripped []report.Change
 	for _, b := range topLevelPaths(r.c.Plan.Writable) {
-		f := sweepBound(b, r.rep.Started, r.env)
+		f := sweepBound(b, r.rep.Started, r.env, r.gitConfigs)
 		stripped = append(stripped, f.stripped...)
 		r.rep.Notes = append(r.rep.Notes, f.errs...)
 		if len(f.held) > 0 && b == filepath.Clean(r.env.Vars["TMPDIR"]) {
 			// The host's $TMPDIR is shared with the user's other programs, whose links made
 			// meanwhile look the same: noted, not moved.
 			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s ($TMPDIR): %d symlink(s) out of the tree made during the run left in place: %s", b, len(f.held), report.Printable(strings.Join(f.held, ", "))))
+			if err := restoreGitConfigs(f); err != nil {
+				r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: %v: check it before running git there", b, err))
+			}
 			continue
 		}
 		if len(f.held) == 0 {
@@ -463,6 +470,9 @@ func (r *enforcedRun) sweepBound(staged *stagedRun, id sandbox.Identity) (*stage
 				run, err := changeset.Begin(changeset.Run{Command: r.opts.Command, WorkDir: r.dir, Profile: r.opts.ProfilePath})
 				if err != nil {
 					r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: %d symlink(s) out of the tree or nested repository hook(s) left in place: no changeset to hold them (%v)", b, len(f.held), err))
+					if err := restoreGitConfigs(f); err != nil {
+						r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: %v: check it before running git there", b, err))
+					}
 					staged = nil
 					continue
 				}
@@ -470,7 +480,7 @@ func (r *enforcedRun) sweepBound(staged *stagedRun, id sandbox.Identity) (*stage
 			}
 		}
 		if err := holdBoundLinks(staged.run, f, id.FileUID, id.FileGID); err != nil {
-			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: holding its symlinks out of the tree and nested repository hooks: %v", b, err))
+			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: holding its symlinks out of the tree, nested repository hooks and git configs: %v", b, err))
 		}
 	}
 	phase.Mark("bound sweep")

@@ -1,0 +1,221 @@
+package enforcer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/changeset"
+	"github.com/sysprof/sysprof/paths"
+	"github.com/sysprof/sysprof/report"
+)
+
+// A profile that writes the work tree's .git whole (a learned git commit) has it bound
+// writable: git's ordinary config writes (submodule update, remote add, branch
+// --set-upstream-to) land at once. A setting that makes git run a program (core.fsmonitor,
+// an alias with !, a filter: changeset.GitConfigRuns) must not (issue 23): the configs of the
+// work tree's git directory (its own, its modules' and its worktrees') are read before the
+// run, and at the end one that gained such a setting is put back and the run's file held as a
+// dangerous change of the run's changeset. (A nested repository's config is held whatever it
+// gains: nestedGit; a linked worktree's common config is read-only: linkedGitDir.)
+
+// gitConfigSnap is a config file as it was before the run.
+type gitConfigSnap struct {
+	data     []byte
+	mode     os.FileMode
+	uid, gid int
+}
+
+// repoConfigFiles lists the config files of the work tree's git directory that lie in bound
+// directory b: config and config.worktree of it, of each module below modules/ (nested too)
+// and of each worktrees/ entry. In a `git worktree` or a submodule (.git a file) that is the
+// git directory it names and its common directory.
+func repoConfigFiles(b string, env Env) []string {
+	wd := filepath.Clean(env.Vars["WORKDIR"])
+	if !filepath.IsAbs(wd) {
+		return nil
+	}
+	gitDirs := []string{filepath.Join(wd, ".git")}
+	if fi, err := os.Lstat(gitDirs[0]); err != nil {
+		return nil
+	} else if !fi.IsDir() {
+		gitdir, common, ok := paths.LinkedGitDirs(wd)
+		if !ok {
+			return nil
+		}
+		gitDirs = []string{gitdir, common}
+	}
+	var out []string
+	var add func(gitdir string, depth int)
+	add = func(gitdir string, depth int) {
+		for _, n := range []string{"config", "config.worktree"} {
+			if p := filepath.Join(gitdir, n); paths.Within(p, b) {
+				out = append(out, p)
+			}
+		}
+		if depth > 8 {
+			return
+		}
+		for _, sub := range []string{"modules", "worktrees"} {
+			ents, _ := os.ReadDir(filepath.Join(gitdir, sub))
+			for _, e := range ents {
+				if e.IsDir() && e.Type()&os.ModeSymlink == 0 {
+					d := filepath.Join(gitdir, sub, e.Name())
+					if sub == "modules" {
+						if _, err := os.Lstat(filepath.Join(d, "HEAD")); err != nil {
+							add(d, depth+1) // a module named a/b: modules/a/b
+							continue
+						}
+					}
+					add(d, depth+1)
+				}
+			}
+		}
+	}
+	for _, g := range gitDirs {
+		if paths.Within(g, b) || paths.Within(b, g) {
+			add(g, 0)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// gitConfigSnaps are the configs as they were before the run (nil: absent), by host path,
+// and the plan's read-only paths (a config below one is out of the run's reach: the plan's
+// covers, and the host's own edits during the run are the user's).
+type gitConfigSnaps struct {
+	files    map[string]*gitConfigSnap
+	readOnly []string
+}
+
+// snapshotGitConfigs reads the git configs in the bound directories before the run.
+func snapshotGitConfigs(bound, readOnly []string, env Env) *gitConfigSnaps {
+	snaps := &gitConfigSnaps{files: map[string]*gitConfigSnap{}, readOnly: readOnly}
+	for _, b := range bound {
+		for _, p := range repoConfigFiles(b, env) {
+			snaps.files[p] = readGitConfig(p)
+		}
+	}
+	return snaps
+}
+
+// readGitConfig reads config file p, not through a symlink; nil when it is not a regular file.
+func readGitConfig(p string) *gitConfigSnap {
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20+1))
+	if err != nil {
+		return nil
+	}
+	s := &gitConfigSnap{data: data, mode: fi.Mode().Perm(), uid: -1, gid: -1}
+	if st, ok := fi.Sys().(*unix.Stat_t); ok {
+		s.uid, s.gid = int(st.Uid), int(st.Gid)
+	}
+	return s
+}
+
+// sweepGitConfigs queues to hold each git config in f.dir that gained a code-running setting
+// during the run, and remembers the file to put back.
+func (f *boundFinding) sweepGitConfigs(snaps *gitConfigSnaps, env Env) {
+	if snaps == nil {
+		return
+	}
+	for _, p := range repoConfigFiles(f.dir, env) {
+		if paths.CoveredBy(p, snaps.readOnly) {
+			continue
+		}
+		now := readGitConfig(p)
+		if now == nil {
+			continue
+		}
+		old := snaps.files[p]
+		var before []byte
+		if old != nil {
+			before = old.data
+		}
+		runs := changeset.GitConfigRuns(before, now.data)
+		if len(runs) == 0 {
+			continue
+		}
+		rel, err := filepath.Rel(f.dir, p)
+		if err != nil {
+			continue
+		}
+		f.held = append(f.held, rel)
+		if f.restore == nil {
+			f.restore = map[string]*gitConfigSnap{}
+		}
+		f.restore[p] = old
+		f.errs = append(f.errs, fmt.Sprintf("%s gained %s during the run: put back as it was, the run's file held as dangerous (`sysprof changes`)",
+			report.Printable(p), report.Printable(strings.Join(runs, ", "))))
+	}
+}
+
+// restoreGitConfigs puts back the configs f.restore holds: the file as it was before the run,
+// or none when there was none. It runs after holdBoundLinks moved the run's files away, and
+// also when that failed: a payload never stays on the host.
+func restoreGitConfigs(f boundFinding) error {
+	var errs []error
+	for p, old := range f.restore {
+		if err := putBack(p, old); err != nil {
+			errs = append(errs, fmt.Errorf("put back %s: %w", report.Printable(p), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// putBack replaces p with old (removes it when old is nil), through a temporary file renamed
+// into place in p's directory, opened without following links.
+func putBack(p string, old *gitConfigSnap) error {
+	dfd, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(p), &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	name := filepath.Base(p)
+	if old == nil {
+		if err := unix.Unlinkat(dfd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+		return nil
+	}
+	tmp := "." + name + ".sysprof-restore"
+	_ = unix.Unlinkat(dfd, tmp, 0)
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(old.mode))
+	if err != nil {
+		return err
+	}
+	tf := os.NewFile(uintptr(fd), tmp)
+	_, werr := tf.Write(old.data)
+	if werr == nil {
+		werr = tf.Chmod(old.mode)
+	}
+	if werr == nil && old.uid >= 0 && os.Geteuid() == 0 {
+		werr = tf.Chown(old.uid, old.gid)
+	}
+	if cerr := tf.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = unix.Renameat(dfd, tmp, dfd, name)
+	}
+	if werr != nil {
+		_ = unix.Unlinkat(dfd, tmp, 0)
+	}
+	return werr
+}
