@@ -42,6 +42,7 @@ filesystem:
     - {path: /usr/bin/sh}
     - {path: /usr/bin/stty}
     - {path: /usr/bin/sleep}
+    - {path: /usr/bin/tty}
     - {path: /usr/bin/cat}
     - {path: /usr/bin/ls}
     - {path: /usr/bin/printf}
@@ -169,7 +170,7 @@ func (s *ttySession) wait() (int, string) {
 // report says so. As root and as an ordinary user.
 func TestTerminalRelay(t *testing.T) {
 	testutil.RequireRoot(t)
-	testutil.RequireTools(t, hostPath, "sh", "stty", "sleep", "bash")
+	testutil.RequireTools(t, hostPath, "sh", "stty", "sleep", "bash", "tty")
 	for _, who := range []struct {
 		name string
 		uid  int
@@ -200,6 +201,15 @@ func TestTerminalRelay(t *testing.T) {
 				code, out := s.wait()
 				if code != 0 || !strings.Contains(out, "got hello") {
 					t.Errorf("the /dev/tty prompt was not answered: exit %d\n%q", code, out)
+				}
+			})
+			t.Run("reopen-by-name", func(t *testing.T) {
+				// The command's terminal is its own, by name too (node and libuv reopen it): as
+				// root the command is a host uid of its own, to whom a pty of root's is closed.
+				s := startAtTTY(t, b, who.uid, 24, 80, enforce(filepath.Join(root, "r0.json"), `echo x >> "$(tty)" && echo reopened`)...)
+				code, out := s.wait()
+				if code != 0 || !strings.Contains(out, "reopened") {
+					t.Errorf("the command could not reopen its terminal by name: exit %d\n%q", code, out)
 				}
 			})
 			t.Run("osc52", func(t *testing.T) {

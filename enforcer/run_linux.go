@@ -52,6 +52,8 @@ type Options struct {
 	// RelayTerminal: the streams that are a terminal are the pty of sysprof's terminal relay
 	// (OpenTerminalRelay): the command's session gets it as its controlling terminal.
 	RelayTerminal bool
+	// relayPTY is that pty's slave (Relayed): given to the command's host uid (relayTo).
+	relayPTY *os.File
 
 	// Resolve overrides the host's DNS for names of the network allowlist (the proxy dials
 	// these addresses, loopback included), like curl's --resolve.
@@ -249,6 +251,7 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 		r.rep.Notes = append(r.rep.Notes, "dropped (means nothing on this host): "+d)
 	}
 	id := identity(r.opts.Profile.HostRoot, r.dir)
+	relayTo(r.opts.relayPTY, id.UID)
 	dec := r.decide(id)
 	if dec.Refuse != nil {
 		return r.rep, 125, dec.Refuse

@@ -3,6 +3,8 @@ package enforcer
 import (
 	"os"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sysprof/sysprof/internal/ptyrelay"
 )
 
@@ -31,5 +33,20 @@ func Relayed(o Options, r *ptyrelay.Relay) Options {
 		o.Stderr = r.Streams[2]
 	}
 	o.RelayTerminal = true
+	o.relayPTY = r.Slave()
 	return o
+}
+
+// relayTo makes the relay's pty the command's own, as login makes a terminal its user's: the
+// command reopens its terminal by name (`echo >> $(tty)`, node and libuv) and, as root, is a
+// host uid of its own (sandbox.RootUID), to whom a pty of host root's (mode 0620) is closed.
+// The pty is sysprof's and this run's alone; the user's own terminal is never the command's.
+func relayTo(pty *os.File, uid int) {
+	if pty == nil {
+		return
+	}
+	var st unix.Stat_t
+	if unix.Fstat(int(pty.Fd()), &st) == nil && int(st.Uid) != uid {
+		_ = unix.Fchown(int(pty.Fd()), uid, -1)
+	}
 }

@@ -164,6 +164,9 @@ func (r *Relay) resize() {
 // Name is the pty's terminal end, /dev/pts/N.
 func (r *Relay) Name() string { return r.slave.Name() }
 
+// Slave is the pty's slave end: the command's terminal.
+func (r *Relay) Slave() *os.File { return r.slave }
+
 // loop relays until Close: the user's input to the master (held while the command does not
 // read), the master's output through the filter to the user's terminal.
 func (r *Relay) loop() {
