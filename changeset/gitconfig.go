@@ -13,13 +13,17 @@ const maxGitConfig = 1 << 20
 
 // IsGitConfig reports whether host path p is a git directory's config (config or
 // config.worktree directly in a directory whose name ends in .git, or in one below its
-// modules/ or worktrees/): a change there may make git run a program (GitConfigRuns).
+// modules/ or worktrees/) or its info/attributes: a change there may make git run a program
+// (GitRepoFileRuns).
 func IsGitConfig(p string) bool {
 	base := filepath.Base(p)
-	if base != "config" && base != "config.worktree" {
+	dir := filepath.Dir(filepath.Clean(p))
+	if base == "attributes" && filepath.Base(dir) == "info" {
+		dir = filepath.Dir(dir)
+	} else if base != "config" && base != "config.worktree" {
 		return false
 	}
-	comps := strings.Split(filepath.Dir(filepath.Clean(p)), "/")
+	comps := strings.Split(dir, "/")
 	for i := len(comps) - 1; i >= 0; i-- {
 		if strings.HasSuffix(comps[i], ".git") {
 			// The git directory itself, or modules/NAME..., worktrees/NAME below it.
@@ -58,6 +62,19 @@ func (e gitEntry) name() string {
 // url.<base>.insteadOf only redirects where git fetches from, which the user's own
 // credentials and review govern, not what runs: it counts only when <base> is an ext:: URL
 // (a command).
+// GitRepoFileRuns is the decision on a change to git directory file p (IsGitConfig): its
+// config's by GitConfigRuns; info/attributes, which no git command writes and which picks the
+// filter, diff and merge drivers git runs, by any change of its content.
+func GitRepoFileRuns(p string, older, newer []byte) []string {
+	if filepath.Base(p) == "attributes" {
+		if bytes.Equal(older, newer) {
+			return nil
+		}
+		return []string{"info/attributes changed (it picks the filter, diff and merge drivers git runs)"}
+	}
+	return GitConfigRuns(older, newer)
+}
+
 func GitConfigRuns(older, newer []byte) []string {
 	nw, err := parseGitConfig(newer)
 	if err != nil {

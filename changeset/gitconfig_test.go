@@ -178,3 +178,29 @@ func TestApplyGitConfigHeld(t *testing.T) {
 		t.Errorf(".git/config = %+v, want dangerous for core.fsmonitor", c)
 	}
 }
+
+func TestGitRepoFileRunsAttributes(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{
+		{"/w/.git/info/attributes", true},
+		{"/w/.git/modules/lib/info/attributes", true},
+		{"/w/.git/info/exclude", false},
+		{"/w/src/info/attributes", false},
+		{"/w/.git/config", true},
+	} {
+		if got := IsGitConfig(tc.path); got != tc.want {
+			t.Errorf("IsGitConfig(%s) = %v, want %v", tc.path, got, tc.want)
+		}
+	}
+	if got := GitRepoFileRuns("/w/.git/info/attributes", nil, []byte("* filter=x\n")); len(got) != 1 {
+		t.Errorf("a new info/attributes: %v, want held", got)
+	}
+	if got := GitRepoFileRuns("/w/.git/info/attributes", []byte("a\n"), []byte("a\n")); got != nil {
+		t.Errorf("an unchanged info/attributes: %v", got)
+	}
+	if got := GitRepoFileRuns("/w/.git/config", nil, []byte("[remote \"o\"]\n\turl = x\n")); got != nil {
+		t.Errorf("an ordinary config write: %v", got)
+	}
+}

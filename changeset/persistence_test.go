@@ -22,7 +22,6 @@ var persistence = []string{
 	"/w/.idea/workspace.xml",
 	"/w/.envrc",
 	"/w/.gitattributes", // a filter, diff or merge driver's attribute
-	"/w/.git/info/attributes",
 	"/w/.git/hooks/post-checkout",
 	"/w/.husky/pre-commit",
 	"/w/.pre-commit-config.yaml",

@@ -181,7 +181,7 @@ func (sc *scanner) walk(ufd, hfd int, rel string, replace bool) error {
 				}
 			}
 			if c.Op != OpMode && IsGitConfig(c.Path) {
-				c.GitConfig = gitConfigChange(ufd, hfd, name, hok)
+				c.GitConfig = gitConfigChange(ufd, hfd, name, c.Path, hok)
 			}
 			sc.out = append(sc.out, c)
 			if st.Nlink > 1 {
@@ -409,7 +409,7 @@ func isMetacopy(dirfd int, name string) bool {
 
 // gitConfigChange is GitConfigRuns of the host's file name in hfd (when it has one) and the
 // upper one in ufd; a file that cannot be read counts as code-running.
-func gitConfigChange(ufd, hfd int, name string, hostExists bool) []string {
+func gitConfigChange(ufd, hfd int, name, hostPath string, hostExists bool) []string {
 	newer, err := readSmall(ufd, name)
 	if err != nil {
 		return []string{"not readable in the changeset (" + err.Error() + ")"}
@@ -418,7 +418,7 @@ func gitConfigChange(ufd, hfd int, name string, hostExists bool) []string {
 	if hostExists {
 		older, _ = readSmall(hfd, name)
 	}
-	return GitConfigRuns(older, newer)
+	return GitRepoFileRuns(hostPath, older, newer)
 }
 
 // readSmall reads file name below dirfd, up to one byte more than maxGitConfig.

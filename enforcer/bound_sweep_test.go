@@ -194,3 +194,51 @@ func TestSweepBoundGitConfigWorktree(t *testing.T) {
 		t.Error("the run's config.worktree is still on the host")
 	}
 }
+
+// TestSweepBoundGitAttributes: inside a bound .git, info/ is git's (init writes info/exclude,
+// gc's update-server-info info/refs) and stays; an info/attributes the run makes picks the
+// drivers git runs: it is held dangerous and none is left on the host.
+func TestSweepBoundGitAttributes(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv("SYSPROF_STATE_DIR", "")
+	work := t.TempDir()
+	g := filepath.Join(work, ".git")
+	if err := os.MkdirAll(filepath.Join(g, "info"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WriteFile(t, filepath.Join(g, "config"), "[core]\n\tbare = false\n", 0o644)
+	env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
+	snaps := snapshotGitConfigs([]string{g}, nil, env)
+	started := time.Now()
+	testutil.WriteFile(t, filepath.Join(g, "info/exclude"), "*.o\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(g, "info/refs"), "abc\trefs/heads/main\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(g, "info/attributes"), "* filter=lfs diff=x\n", 0o644)
+
+	f := sweepBound(g, started, env, snaps)
+	if !slices.Equal(f.held, []string{"info/attributes"}) {
+		t.Fatalf("held = %v, want [info/attributes]", f.held)
+	}
+	run, err := changeset.Begin(changeset.Run{Command: []string{"git", "gc"}, WorkDir: work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Drop()
+	if err := holdBoundLinks(run, f, os.Getuid(), os.Getgid()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(g, "info/attributes")); !os.IsNotExist(err) {
+		t.Errorf("info/attributes stayed on the host: %v", err)
+	}
+	for _, n := range []string{"info/exclude", "info/refs"} {
+		if _, err := os.Stat(filepath.Join(g, n)); err != nil {
+			t.Errorf("git's own %s did not stay: %v", n, err)
+		}
+	}
+	cs, err := run.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Path != filepath.Join(g, "info/attributes") || cs[0].Class != changeset.Dangerous {
+		t.Fatalf("changeset = %+v, want .git/info/attributes held dangerous", cs)
+	}
+}

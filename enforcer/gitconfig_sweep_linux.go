@@ -54,7 +54,7 @@ func repoConfigFiles(b string, env Env) []string {
 	var out []string
 	var add func(gitdir string, depth int)
 	add = func(gitdir string, depth int) {
-		for _, n := range []string{"config", "config.worktree"} {
+		for _, n := range []string{"config", "config.worktree", "info/attributes"} {
 			if p := filepath.Join(gitdir, n); paths.Within(p, b) {
 				out = append(out, p)
 			}
@@ -147,7 +147,7 @@ func (f *boundFinding) sweepGitConfigs(snaps *gitConfigSnaps, env Env) {
 		if old != nil {
 			before = old.data
 		}
-		runs := changeset.GitConfigRuns(before, now.data)
+		runs := changeset.GitRepoFileRuns(p, before, now.data)
 		if len(runs) == 0 {
 			continue
 		}

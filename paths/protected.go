@@ -11,7 +11,7 @@ import (
 // sysprof profile itself, a shell rc file, a user service, a binary on $PATH, an agent's config.
 var protected = []string{
 	// The work tree: things git, CI, editors, hooks managers, agents and sysprof itself run.
-	// Git's hooks (and info/, below) stay protected inside a .git a rule names whole (what a learned git commit
+	// Git's hooks stay protected inside a .git a rule names whole (what a learned git commit
 	// writes): no git command but init writes them (its *.sample files are inert, see
 	// changeset), and they run code later. .git/config is not: submodule update, remote add
 	// and clone write it, and a rule naming .git whole was accepted as such.
@@ -55,13 +55,12 @@ var protected = []string{
 	"$WORKDIR/bitbucket-pipelines.yml",
 	"$WORKDIR/Jenkinsfile",
 	// Git attributes pick the filter, diff and merge drivers git runs at checkout, add, diff
-	// and merge (a driver from any config git reads): the work tree's top file, and the
-	// repository's info/attributes, protected as its directory (git init makes it; only
-	// sparse-checkout and update-server-info write there), so that a .git rule keeps a bind
-	// instead of being staged for a missing file. Nested .gitattributes are not covered:
+	// and merge (a driver from any config git reads): the work tree's top file. The
+	// repository's info/attributes is judged by its content like its config
+	// (changeset.GitRepoFileRuns: any change is held), not covered: git init writes info/exclude
+	// and gc's update-server-info info/refs there. Nested .gitattributes are not covered:
 	// packages ship them in node_modules and registries' checkouts.
 	"$WORKDIR/.gitattributes",
-	"$WORKDIR/.git/info",
 
 	// Shell start-up files.
 	"$HOME/.bashrc",

@@ -51,7 +51,7 @@ func TestIsProtected(t *testing.T) {
 		{"$WORKDIR/.gitignore", "", false},
 		{"$WORKDIR/.gitattributes", "$WORKDIR/.gitattributes", true}, // picks filter and diff drivers
 		{"$WORKDIR/src/.gitattributes", "", false},
-		{"$WORKDIR/.git/info/attributes", "$WORKDIR/.git/info", true},
+		{"$WORKDIR/.git/info/attributes", "$WORKDIR/.git", true}, // judged by content inside an accepted .git (changeset)
 		{"$HOME/.npmrc", "$HOME/.npmrc", true},
 		{"$HOME/.pip/pip.conf", "$HOME/.pip", true},
 		{"$HOME/.local/share/systemd/user/x.timer", "$HOME/.local/share/systemd", true},
@@ -92,9 +92,9 @@ func TestProtectedBeneath(t *testing.T) {
 	if got := ProtectedBeneath("$WORKDIR/build"); got != nil {
 		t.Errorf("ProtectedBeneath($WORKDIR/build) = %v, want none", got)
 	}
-	// Git's hooks and info/ (attributes) stay protected inside a .git named whole (its config
-	// does not: git writes it).
-	if got := ProtectedBeneath("$WORKDIR/.git"); !reflect.DeepEqual(got, []string{"$WORKDIR/.git", "$WORKDIR/.git/hooks", "$WORKDIR/.git/info"}) {
+	// Git's hooks stay protected inside a .git named whole (its config and info/ do not: git
+	// writes them; their content is judged, changeset.GitRepoFileRuns).
+	if got := ProtectedBeneath("$WORKDIR/.git"); !reflect.DeepEqual(got, []string{"$WORKDIR/.git", "$WORKDIR/.git/hooks"}) {
 		t.Errorf("ProtectedBeneath($WORKDIR/.git) = %v", got)
 	}
 	if got := ProtectedBeneath("$WORKDIR/.git/objects"); got != nil {
