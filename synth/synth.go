@@ -255,6 +255,28 @@ func (rs *ruleSet) paths() []string {
 	return append(out, loose[i:]...)
 }
 
+// under calls fn for each rule at dir or below it (underDir), without making byPath's map:
+// sorted's are one run of it, found by a binary search.
+func (rs *ruleSet) under(dir string, fn func(p string, r *pathRule)) {
+	for p, r := range rs.rules {
+		if underDir(dir, p) {
+			fn(p, r)
+		}
+	}
+	if dir == "" || dir == "/" {
+		for _, e := range rs.sorted {
+			fn(e.path, e.rule)
+		}
+		return
+	}
+	i, _ := slices.BinarySearchFunc(rs.sorted, dir, func(e ruleRef, p string) int { return strings.Compare(e.path, p) })
+	for ; i < len(rs.sorted) && strings.HasPrefix(rs.sorted[i].path, dir); i++ {
+		if underDir(dir, rs.sorted[i].path) {
+			fn(rs.sorted[i].path, rs.sorted[i].rule)
+		}
+	}
+}
+
 // get returns the rule at path p, or nil.
 func (rs *ruleSet) get(p string) *pathRule {
 	if r := rs.rules[p]; r != nil {

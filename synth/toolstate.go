@@ -23,19 +23,20 @@ func (s *state) passToolState() []string {
 	for _, ts := range paths.ToolStates {
 		var pr prov
 		touched := false
+		dir := coverDir(ts.Files)
 		for _, f := range s.files { // any access, even a failed probe: the tool looks for it
-			if paths.Covers(ts.Files, f.path) {
+			if underDir(dir, f.path) && paths.Covers(ts.Files, f.path) {
 				pr = earliest(pr, provs[f.exe])
 				touched = true
 			}
 		}
 		for _, set := range []*ruleSet{s.read, s.write, s.list} {
-			for p, r := range set.byPath() {
+			set.under(dir, func(p string, r *pathRule) {
 				if paths.Covers(ts.Files, p) {
 					pr = earliest(pr, r.prov)
 					touched = true
 				}
-			}
+			})
 		}
 		if !touched {
 			continue
@@ -63,4 +64,24 @@ func (s *state) passToolState() []string {
 		}
 	}
 	return msgs
+}
+
+// coverDir is the literal directory every path pat covers is at or below: its components
+// before the first one with a glob (which match only themselves), or pat when it has none.
+// The passes test Covers only on the paths under it, not on every observation and rule.
+func coverDir(pat string) string {
+	g := strings.IndexAny(pat, "*?[")
+	if g < 0 {
+		return pat
+	}
+	return pat[:max(strings.LastIndexByte(pat[:g], '/'), 0)]
+}
+
+// underDir reports whether p is dir or below it ("" and "/" hold everything).
+func underDir(dir, p string) bool {
+	if dir == "" || dir == "/" {
+		return true
+	}
+	// The first byte first: most paths are absolute and most dirs a $VAR, or the other way.
+	return len(p) >= len(dir) && p[0] == dir[0] && p[:len(dir)] == dir && (len(p) == len(dir) || p[len(dir)] == '/')
 }
