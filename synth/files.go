@@ -2,7 +2,6 @@ package synth
 
 import (
 	"fmt"
-	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -1585,40 +1584,88 @@ func (s *state) passCoverage() []string {
 // and returns how many it removed. A rule is covered by an ancestor (found by walking up) or by
 // a glob rule (tested one by one).
 func dropCovered(set *ruleSet, also map[string]*pathRule) int {
-	all := set.paths() // before byPath: sorted already when the set was filled in order
-	m := set.byPath()
-	globs := func(paths []string) []string {
-		var out []string
-		for _, q := range paths {
-			if strings.Contains(q, "*") {
-				out = append(out, q)
+	// The set is walked in order and left in order (sorted, no map: the roll-up after it
+	// builds its tree faster so); dropped rules are marked, the kept ones are the set again
+	// at the end.
+	all := set.entries()
+	dropped := make([]bool, len(all))
+	// get returns the rule at q, an ancestor of all[cur] (so before it), unless dropped. up
+	// asks for one it has not seen yet: mostly the entry just before (a directory, then its
+	// first child), so a few of those are tried before a binary search.
+	cur := 0
+	get := func(q string) *pathRule {
+		i, ok := -1, false
+		for j := cur - 1; j >= max(cur-4, 0); j-- {
+			if all[j].path == q {
+				i, ok = j, true
+				break
 			}
 		}
-		return out
+		if !ok {
+			i, ok = slices.BinarySearchFunc(all[:cur], q, func(e ruleRef, q string) int { return strings.Compare(e.path, q) })
+		}
+		if ok && !dropped[i] {
+			return all[i].rule
+		}
+		return nil
 	}
-	alsoGlobs := globs(slices.Collect(maps.Keys(also)))
+	var alsoGlobs []string
+	var mGlobs []int // in all
+	for q := range also {
+		if strings.Contains(q, "*") {
+			alsoGlobs = append(alsoGlobs, q)
+		}
+	}
 	slices.Sort(alsoGlobs)
-	mGlobs := globs(all)
-	// up returns the nearest rule at d or above it (also's first at each level), remembered
-	// per directory: a directory is visited (and kept or dropped) before every path below it,
-	// which sorts after it, so once asked for, its answer no longer changes.
-	memo := map[string]*pathRule{}
-	var up func(d string) *pathRule
-	up = func(d string) *pathRule {
+	for i, e := range all {
+		if strings.Contains(e.path, "*") {
+			mGlobs = append(mGlobs, i)
+		}
+	}
+	// up returns the nearest rule at d or above it (also's first at each level). A directory is
+	// visited (and kept or dropped) before every path below it, which sorts after it, so once
+	// asked for, its answer no longer changes: the answers along the last directory asked for
+	// are kept, ancestors first (paths in order mostly ask about the same or a near one; a map of
+	// every directory's answer was a third of the pass on find /usr's 17k listed directories).
+	type upEntry struct {
+		dir string
+		r   *pathRule
+	}
+	var chain []upEntry
+	up := func(d string) *pathRule {
 		if d == "" {
 			return nil
 		}
-		if r, ok := memo[d]; ok {
-			return r
+		for len(chain) > 0 && !atOrBelow(chain[len(chain)-1].dir, d) {
+			chain = chain[:len(chain)-1]
 		}
-		r := also[d]
-		if r == nil {
-			r = m[d]
+		var r *pathRule
+		i := 0 // where d's next level starts
+		if len(chain) > 0 {
+			top := chain[len(chain)-1]
+			if top.dir == d {
+				return top.r
+			}
+			r, i = top.r, len(top.dir)
 		}
-		if r == nil && d != "/" {
-			r = up(parentDir(d))
+		for i < len(d) {
+			var q string
+			switch j := strings.IndexByte(d[i+1:], '/'); {
+			case i == 0 && d[0] == '/' && len(chain) == 0:
+				q = "/" // the root is a level of its own
+			case j < 0:
+				q = d
+			default:
+				q = d[:i+1+j]
+			}
+			if x := also[q]; x != nil {
+				r = x
+			} else if x := get(q); x != nil {
+				r = x
+			}
+			chain = append(chain, upEntry{q, r})
+			i = len(q)
 		}
-		memo[d] = r
 		return r
 	}
 	coveredBy := func(p string) *pathRule {
@@ -1633,21 +1680,29 @@ func dropCovered(set *ruleSet, also map[string]*pathRule) int {
 				return also[q]
 			}
 		}
-		for _, q := range mGlobs {
-			if q != p && m[q] != nil && paths.Covers(q, p) {
-				return m[q]
+		for _, i := range mGlobs {
+			if q := all[i].path; q != p && !dropped[i] && paths.Covers(q, p) {
+				return all[i].rule
 			}
 		}
 		return nil
 	}
 	n := 0
-	for _, p := range all {
-		if into := coveredBy(p); into != nil {
-			into.prov = earliest(into.prov, m[p].prov)
-			set.delete(p)
+	for i, e := range all {
+		cur = i
+		if into := coveredBy(e.path); into != nil {
+			into.prov = earliest(into.prov, e.rule.prov)
+			dropped[i] = true
 			n++
 		}
 	}
+	kept := all[:0]
+	for i, e := range all {
+		if !dropped[i] {
+			kept = append(kept, e)
+		}
+	}
+	set.rules, set.sorted = map[string]*pathRule{}, kept // last stays: no path is greater
 	return n
 }
 
@@ -1698,4 +1753,13 @@ func (s *state) passPrivateTmp() []string {
 	}
 	s.privateTmp = true
 	return []string{"private /tmp: the command only used temp files it created"}
+}
+
+// atOrBelow reports whether p is d or below it (d and p portable: "/" holds the absolute
+// paths, "$HOME" those below $HOME).
+func atOrBelow(d, p string) bool {
+	if d == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return strings.HasPrefix(p, d) && (len(p) == len(d) || p[len(d)] == '/')
 }

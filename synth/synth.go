@@ -255,6 +255,50 @@ func (rs *ruleSet) paths() []string {
 	return append(out, loose[i:]...)
 }
 
+// entries returns the rules in increasing path order, merged as paths does.
+func (rs *ruleSet) entries() []ruleRef {
+	loose := make([]ruleRef, 0, len(rs.rules))
+	for p, r := range rs.rules {
+		loose = append(loose, ruleRef{p, r})
+	}
+	slices.SortFunc(loose, func(a, b ruleRef) int { return strings.Compare(a.path, b.path) })
+	if len(loose) == 0 {
+		return slices.Clone(rs.sorted)
+	}
+	out := make([]ruleRef, 0, len(loose)+len(rs.sorted))
+	i := 0
+	for _, e := range rs.sorted {
+		for i < len(loose) && loose[i].path < e.path {
+			out = append(out, loose[i])
+			i++
+		}
+		out = append(out, e)
+	}
+	return append(out, loose[i:]...)
+}
+
+// under calls fn for each rule at dir or below it (underDir), without making byPath's map:
+// sorted's are one run of it, found by a binary search.
+func (rs *ruleSet) under(dir string, fn func(p string, r *pathRule)) {
+	for p, r := range rs.rules {
+		if underDir(dir, p) {
+			fn(p, r)
+		}
+	}
+	if dir == "" || dir == "/" {
+		for _, e := range rs.sorted {
+			fn(e.path, e.rule)
+		}
+		return
+	}
+	i, _ := slices.BinarySearchFunc(rs.sorted, dir, func(e ruleRef, p string) int { return strings.Compare(e.path, p) })
+	for ; i < len(rs.sorted) && strings.HasPrefix(rs.sorted[i].path, dir); i++ {
+		if underDir(dir, rs.sorted[i].path) {
+			fn(rs.sorted[i].path, rs.sorted[i].rule)
+		}
+	}
+}
+
 // get returns the rule at path p, or nil.
 func (rs *ruleSet) get(p string) *pathRule {
 	if r := rs.rules[p]; r != nil {

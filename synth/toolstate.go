@@ -19,23 +19,46 @@ func (s *state) passToolState() []string {
 		return nil
 	}
 	provs := s.exeProvs()
-	var msgs []string
-	for _, ts := range paths.ToolStates {
-		var pr prov
-		touched := false
-		for _, f := range s.files { // any access, even a failed probe: the tool looks for it
-			if paths.Covers(ts.Files, f.path) {
-				pr = earliest(pr, provs[f.exe])
-				touched = true
+	// The observations, once for all the patterns: any access, even a failed probe (the tool
+	// looks for it). A path is tested only when its first byte is one a pattern's directory
+	// starts with (a $VAR: most observations are absolute paths).
+	n := len(paths.ToolStates)
+	dirs := make([]string, n)
+	var first [256]bool
+	for i, ts := range paths.ToolStates {
+		dirs[i] = coverDir(ts.Files)
+		if dirs[i] == "" || dirs[i] == "/" {
+			first = [256]bool{}
+			for b := range first {
+				first[b] = true
+			}
+			break
+		}
+		first[dirs[i][0]] = true
+	}
+	prs := make([]prov, n)
+	touches := make([]bool, n)
+	for _, f := range s.files {
+		if f.path != "" && !first[f.path[0]] {
+			continue
+		}
+		for i, ts := range paths.ToolStates {
+			if underDir(dirs[i], f.path) && paths.Covers(ts.Files, f.path) {
+				prs[i] = earliest(prs[i], provs[f.exe])
+				touches[i] = true
 			}
 		}
+	}
+	var msgs []string
+	for i, ts := range paths.ToolStates {
+		pr, touched, dir := prs[i], touches[i], dirs[i]
 		for _, set := range []*ruleSet{s.read, s.write, s.list} {
-			for p, r := range set.byPath() {
+			set.under(dir, func(p string, r *pathRule) {
 				if paths.Covers(ts.Files, p) {
 					pr = earliest(pr, r.prov)
 					touched = true
 				}
-			}
+			})
 		}
 		if !touched {
 			continue
@@ -63,4 +86,24 @@ func (s *state) passToolState() []string {
 		}
 	}
 	return msgs
+}
+
+// coverDir is the literal directory every path pat covers is at or below: its components
+// before the first one with a glob (which match only themselves), or pat when it has none.
+// The passes test Covers only on the paths under it, not on every observation and rule.
+func coverDir(pat string) string {
+	g := strings.IndexAny(pat, "*?[")
+	if g < 0 {
+		return pat
+	}
+	return pat[:max(strings.LastIndexByte(pat[:g], '/'), 0)]
+}
+
+// underDir reports whether p is dir or below it ("" and "/" hold everything).
+func underDir(dir, p string) bool {
+	if dir == "" || dir == "/" {
+		return true
+	}
+	// The first byte first: most paths are absolute and most dirs a $VAR, or the other way.
+	return len(p) >= len(dir) && p[0] == dir[0] && p[:len(dir)] == dir && (len(p) == len(dir) || p[len(dir)] == '/')
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/trace"
 )
@@ -82,5 +83,41 @@ func TestToolStateEitherWay(t *testing.T) {
 	}
 	if w, a := rules(warm.Filesystem.Write), rules(again.Profile.Filesystem.Write); !slices.Equal(w, a) {
 		t.Errorf("resynthesized write rules %q, learned %q", a, w)
+	}
+}
+
+// coverDir must hold every path its pattern covers: passToolState tests Covers only below it.
+func TestCoverDirHoldsCovered(t *testing.T) {
+	for _, c := range []struct{ pat, dir string }{
+		{"$CARGO_HOME/.global-cache*", "$CARGO_HOME"},
+		{"$GOCACHE/trim.txt", "$GOCACHE/trim.txt"},
+		{"/a/b*/c", "/a"},
+		{"/a/**", "/a"},
+		{"*", ""},
+		{"/*", ""},
+	} {
+		if got := coverDir(c.pat); got != c.dir {
+			t.Errorf("coverDir(%q) = %q, want %q", c.pat, got, c.dir)
+		}
+	}
+	for _, c := range []struct{ pat, p string }{
+		{"$CARGO_HOME/.global-cache*", "$CARGO_HOME/.global-cache-wal"},
+		{"$GOCACHE/trim.txt", "$GOCACHE/trim.txt"},
+		{"/a/**", "/a"},
+		{"/a/**", "/a/x/y"},
+		{"/a/b*/c", "/a/bz/c/d"},
+		{"/*", "/x"},
+	} {
+		if !paths.Covers(c.pat, c.p) {
+			t.Fatalf("test case: %q does not cover %q", c.pat, c.p)
+		}
+		if !underDir(coverDir(c.pat), c.p) {
+			t.Errorf("%q covers %q, outside coverDir %q", c.pat, c.p, coverDir(c.pat))
+		}
+	}
+	for _, p := range []string{"$CARGO_HOMEX/.global-cache", "/usr/x", "$GOCACHE"} {
+		if underDir("$CARGO_HOME", p) {
+			t.Errorf("underDir($CARGO_HOME, %q)", p)
+		}
 	}
 }
