@@ -31,6 +31,8 @@ type Relay struct {
 	// winchDone: the goroutine passing SIGWINCH on has ended.
 	winchDone sync.WaitGroup
 	stopped   bool // the loop is told to drain and end (wake's 's')
+	// queued is the input the user's terminal held before raw mode (takeQueued), relayed first.
+	queued []byte
 }
 
 // Open returns a relay when one of stdin, stdout or stderr is a terminal of which sysprof's
@@ -82,6 +84,7 @@ func Open(stdin, stdout, stderr *os.File) (*Relay, error) {
 			r.Streams[i] = r.slave
 		}
 	}
+	r.queued = takeQueued(user, saved)
 	raw := *saved
 	makeRaw(&raw)
 	if err := unix.IoctlSetTermios(user, unix.TCSETS, &raw); err != nil {
@@ -92,6 +95,34 @@ func Open(stdin, stdout, stderr *os.File) (*Relay, error) {
 	signal.Notify(r.winch, unix.SIGWINCH)
 	go r.loop()
 	return r, nil
+}
+
+// takeQueued reads what the user's terminal already holds while it is still canonical: lines
+// typed ahead, and the end of file a program driving the terminal sends when its own input
+// ends (script(1) writes VEOF for a stdin at its end): raw mode would turn a pending end of
+// file into a NUL byte, and the command would wait for input for ever. An end of file becomes
+// the pty's own VEOF (its modes are the terminal's), which the command's read sees as one.
+func takeQueued(fd int, t *unix.Termios) []byte {
+	if t.Lflag&unix.ICANON == 0 {
+		return nil
+	}
+	var out []byte
+	buf := make([]byte, 4096)
+	for range 64 {
+		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(p, 0); err != nil || n == 0 || p[0].Revents&unix.POLLIN == 0 {
+			break
+		}
+		n, err := unix.Read(fd, buf)
+		if n == 0 && err == nil {
+			return append(out, t.Cc[unix.VEOF])
+		}
+		if n <= 0 {
+			break
+		}
+		out = append(out, buf[:n]...)
+	}
+	return out
 }
 
 // pipeline: f is a pipe or a socket, the output of a pipeline (`sysprof enforce -- git log |
@@ -185,7 +216,7 @@ func (r *Relay) loop() {
 	}()
 	buf := make([]byte, 32*1024)
 	var out []byte
-	var pending []byte // input the master did not take yet
+	pending := r.queued // input the master did not take yet
 	inputOK := true
 	var drainUntil time.Time
 	defer func() { writeAll(r.user, r.filter.Flush(nil)) }()
