@@ -60,8 +60,8 @@ var Families = []Family{
 		[]string{"poll", "ppoll", "select", "pselect6"}, []string{"poll", "ppoll", "select", "pselect6", "sendto", "sendmsg", "sendmmsg"}, nil},
 	{"wait-for-children", "reaping child processes: wait4 and waitid by libc version and runtime",
 		[]string{"wait4", "waitid"}, nil, nil},
-	{"sleep", "sleeping: a process that waits for its children with a timeout (Python's subprocess wait and communicate) polls them and sleeps between polls only while one is still running, which the machine's load decides; a contended lock spins, yields and sleeps (Go's scheduler sleeps in its spin: `go version` at a terminal did, into a file did not); glibc's sleep calls nanosleep or clock_nanosleep by version; a sleep only gives time away",
-		[]string{"nanosleep", "clock_nanosleep"}, []string{"nanosleep", "clock_nanosleep", "wait4", "waitid", "futex", "sched_yield"}, nil},
+	{"sleep", "sleeping: a process that waits for its children with a timeout (Python's subprocess wait and communicate) polls them and sleeps between polls only while one is still running, which the machine's load decides; glibc's sleep calls nanosleep or clock_nanosleep by version; a sleep only gives time away",
+		[]string{"nanosleep", "clock_nanosleep"}, []string{"nanosleep", "clock_nanosleep", "wait4", "waitid"}, nil},
 	{"timers", "interval timers: which timer API a runtime arms differs by version",
 		[]string{"setitimer", "getitimer", "alarm", "timer_create", "timer_settime", "timer_gettime", "timer_delete"},
 		// Not setitimer/getitimer: every profile has them (TerminalCalls), and git arms one only

@@ -155,13 +155,3 @@ func TestFamilyMatesSendWaits(t *testing.T) {
 		t.Errorf("sendto's mates = %v, want poll and ppoll (wait-for-fds)", m)
 	}
 }
-
-// A runtime with a contended lock (futex, sched_yield: every profile's base) may sleep in its
-// spin (Go's scheduler): the sleep family comes with them, so a learn that never saw the
-// sleep runs where it happens.
-func TestFamilyMatesLockSleeps(t *testing.T) {
-	m := FamilyMates(&Profile{Syscalls: Syscalls{Allow: []Syscall{{Name: "futex"}}}})
-	if m["nanosleep"] != "sleep" || m["clock_nanosleep"] != "sleep" {
-		t.Errorf("futex's mates = %v, want nanosleep and clock_nanosleep (sleep)", m)
-	}
-}
