@@ -44,9 +44,9 @@ var supply5Persist = []supplyRow{
 	persistRow("$WORKDIR/.vscode/settings.json"), // terminal and interpreter paths
 	persistRow("$WORKDIR/.idea/runConfigurations/build.xml"),
 	persistRow("$WORKDIR/.envrc"),
-	persistRow("$WORKDIR/.gitattributes"), // a filter driver's attribute
-	persistRow("$WORKDIR/.git/info/attributes"),
-	persistRow("$WORKDIR/.git/config"), // the driver, core.fsmonitor, core.pager
+	persistRow("$WORKDIR/.gitattributes"),    // a filter driver's attribute
+	heldRow("$WORKDIR/.git/info/attributes"), // judged by content inside a staged or bound .git: held dangerous
+	persistRow("$WORKDIR/.git/config"),       // the driver, core.fsmonitor, core.pager
 	persistRow("$WORKDIR/.husky/pre-commit"),
 	persistRow("$WORKDIR/.pre-commit-config.yaml"),
 	persistRow("$WORKDIR/.gitlab-ci.yml"),
