@@ -119,20 +119,7 @@ func TestSupplyChainNewWaysAndPersistence(t *testing.T) {
 func TestSupplyChainPoisonedLearnPersists(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireTools(t, hostPath, "unshare", "nsenter", "ip", "python3", "git", "make")
-	root, err := os.MkdirTemp("/var/cache", "sysprof-e2e-poisoned5-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	sc := startSupplyEnv(t, root)
-	b := newBox(t, root, "make", "dev", "work", "")
-	testutil.CopyTree(t, testutil.Testdata("attacks", "supplychain", "make"), b.Work)
-	for _, f := range []string{"payload.py", "input.txt"} {
-		copyFile(t, testutil.Testdata("attacks", "supplychain", f), filepath.Join(b.Work, "tools", f), 0o644)
-	}
-	plantSecrets(t, b)
-	b.Extra = append(b.Extra, "SUPPLY_WORK="+b.Work, "SUPPLY_REGISTRY=registry.test:8080")
-	site := strings.TrimSpace(b.Run(t, "python3", "-c", "import site; print(site.getusersitepackages())").Stdout)
+	root, sc, b, site := poisonedMakeBox(t, "sysprof-e2e-poisoned5-")
 	expand := func(s string) string {
 		return strings.NewReplacer("$HOME", b.Home, "$WORKDIR", b.Work, "$USERSITE", site).Replace(s)
 	}

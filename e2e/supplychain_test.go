@@ -547,20 +547,7 @@ func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
 func TestSupplyChainPoisonedLearn(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireTools(t, hostPath, "unshare", "nsenter", "ip", "python3", "git", "make")
-	root, err := os.MkdirTemp("/var/cache", "sysprof-e2e-poisoned-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	sc := startSupplyEnv(t, root)
-	b := newBox(t, root, "make", "dev", "work", "")
-	testutil.CopyTree(t, testutil.Testdata("attacks", "supplychain", "make"), b.Work)
-	for _, f := range []string{"payload.py", "input.txt"} {
-		copyFile(t, testutil.Testdata("attacks", "supplychain", f), filepath.Join(b.Work, "tools", f), 0o644)
-	}
-	plantSecrets(t, b)
-	b.Extra = append(b.Extra, "SUPPLY_WORK="+b.Work, "SUPPLY_REGISTRY=registry.test:8080")
-	site := strings.TrimSpace(b.Run(t, "python3", "-c", "import site; print(site.getusersitepackages())").Stdout)
+	root, sc, b, site := poisonedMakeBox(t, "sysprof-e2e-poisoned-")
 	persist := []string{"write=$HOME/.bashrc", "write=$WORKDIR/.git/hooks/pre-push", "write=$WORKDIR/.github/workflows/ci.yml",
 		"write=$HOME/.config/autostart/helper.desktop", "write=$USERSITE/zz-helper.pth", "read=$HOME/.ssh/id_ed25519"}
 	arm := []string{"SUPPLY_ARM=" + strings.Join(persist, "\n")}
@@ -614,4 +601,26 @@ func TestSupplyChainPoisonedLearn(t *testing.T) {
 	if slices.ContainsFunc(after, func(c policy.Change) bool { return c.Item == "$HOME/.bashrc" }) || len(after) != len(pending)-1 {
 		t.Errorf("after refine --only $HOME/.bashrc: pending %v (before %q)\n%s", after, pending, r)
 	}
+}
+
+// poisonedMakeBox is the make fixture with the supply-chain payload, its secrets planted and
+// its network namespace started, below a new directory of /var/cache named prefix*: the
+// directory, the environment, the box and the user's site-packages directory.
+func poisonedMakeBox(t *testing.T, prefix string) (string, *supplyEnv, *testutil.Box, string) {
+	t.Helper()
+	root, err := os.MkdirTemp("/var/cache", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	sc := startSupplyEnv(t, root)
+	b := newBox(t, root, "make", "dev", "work", "")
+	testutil.CopyTree(t, testutil.Testdata("attacks", "supplychain", "make"), b.Work)
+	for _, f := range []string{"payload.py", "input.txt"} {
+		copyFile(t, testutil.Testdata("attacks", "supplychain", f), filepath.Join(b.Work, "tools", f), 0o644)
+	}
+	plantSecrets(t, b)
+	b.Extra = append(b.Extra, "SUPPLY_WORK="+b.Work, "SUPPLY_REGISTRY=registry.test:8080")
+	site := strings.TrimSpace(b.Run(t, "python3", "-c", "import site; print(site.getusersitepackages())").Stdout)
+	return root, sc, b, site
 }
