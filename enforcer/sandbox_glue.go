@@ -25,16 +25,20 @@ func namespaceAttr(p *sandbox.Plan, id sandbox.Identity) *syscall.SysProcAttr {
 // this process).
 func identity(hostRoot bool, dir string) sandbox.Identity {
 	var rootIdmap error
+	var tree sandbox.Tree
 	owner := -1
 	if os.Geteuid() == 0 {
 		rootIdmap = canIdmapRoot()
 		var st unix.Stat_t
 		if unix.Stat(dir, &st) == nil {
 			owner = int(st.Uid)
+			// Per mount, not only /: the replica idmaps each mount it can, and a tree on one
+			// it cannot (an overlay, NFS, FUSE) would show as nobody's.
+			tree = sandbox.Tree{Idmap: sandbox.CanIdmap(dir), UID: int(st.Uid), GID: int(st.Gid)}
 		}
 	}
 	sudoUID, sudoGID := sudoUser(os.Getenv("SUDO_UID"), os.Getenv("SUDO_GID"), owner)
-	return sandbox.ChooseIdentity(os.Geteuid(), os.Getuid(), os.Getgid(), sudoUID, sudoGID, hostRoot, rootIdmap)
+	return sandbox.ChooseIdentity(os.Geteuid(), os.Getuid(), os.Getgid(), sudoUID, sudoGID, hostRoot, rootIdmap, tree)
 }
 
 // sudoUser is $SUDO_UID and $SUDO_GID when the work tree belongs to that user (owner, its

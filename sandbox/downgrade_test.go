@@ -231,47 +231,58 @@ func TestCloneFlagsAndMappings(t *testing.T) {
 		!slices.Equal(g, []syscall.SysProcIDMap{{ContainerID: 100, HostID: 100, Size: 1}}) {
 		t.Errorf("mappings %+v %+v", u, g)
 	}
-	a := p.NamespaceAttr(ChooseIdentity(1000, 1000, 100, "", "", false, nil))
+	a := p.NamespaceAttr(ChooseIdentity(1000, 1000, 100, "", "", false, nil, Tree{}))
 	if a.GidMappingsEnableSetgroups || len(a.AmbientCaps) != 7 || a.Cloneflags&unix.CLONE_NEWUSER == 0 {
 		t.Errorf("NamespaceAttr(user) = %+v", a)
 	}
-	if a := p.NamespaceAttr(ChooseIdentity(0, 0, 0, "", "", true, nil)); a.UidMappings != nil || a.AmbientCaps != nil || a.Cloneflags&unix.CLONE_NEWUSER != 0 {
+	if a := p.NamespaceAttr(ChooseIdentity(0, 0, 0, "", "", true, nil, Tree{})); a.UidMappings != nil || a.AmbientCaps != nil || a.Cloneflags&unix.CLONE_NEWUSER != 0 {
 		t.Errorf("NamespaceAttr(host root) = %+v", a)
 	}
 }
 
 // TestChooseIdentity: as root the command never runs as host root unless the profile says so:
 // plain root is uid 0 only inside its user namespace (RootUID on the host, root's files its own
-// through the idmapped replica), and where / cannot be idmapped the weaker model says so.
+// through the idmapped replica), and where / cannot be idmapped the weaker model says so. A
+// work tree on a mount that cannot be idmapped (an overlay that is not /) is its owner's: the
+// command is that owner, or, for a tree of root's, the weaker model (never host uid 0 silently).
 func TestChooseIdentity(t *testing.T) {
 	noIdmap := errors.New("/ is on overlayfs")
+	ovl := errors.New("/work is on overlayfs")
 	for _, tc := range []struct {
 		name             string
 		euid, uid, gid   int
 		sudoUID, sudoGID string
 		hostRoot         bool
 		rootIdmap        error
+		tree             Tree
 		model            string
 		userNS           bool
 		hostUID, fileUID int
 		weaker           bool
 	}{
-		{"ordinary user", 1000, 1000, 100, "", "", false, nil, "user", true, 1000, 1000, false},
-		{"ordinary user, hostRoot ignored", 1000, 1000, 100, "", "", true, nil, "user", true, 1000, 1000, false},
-		{"root", 0, 0, 0, "", "", false, nil, "root-idmap", true, RootUID, 0, false},
-		{"root, / not idmappable", 0, 0, 0, "", "", false, noIdmap, "root-userns", true, 0, 0, true},
-		{"root asks for real root", 0, 0, 0, "", "", true, nil, "host-root", false, 0, 0, false},
-		{"sudo", 0, 0, 0, "1000", "1000", false, nil, "sudo", true, 1000, 1000, false},
-		{"sudo, / not idmappable", 0, 0, 0, "1000", "1000", false, noIdmap, "sudo", true, 1000, 1000, false},
-		{"sudo from root", 0, 0, 0, "0", "0", false, nil, "root-idmap", true, RootUID, 0, false},
-		{"sudo garbage", 0, 0, 0, "x", "1000", false, nil, "root-idmap", true, RootUID, 0, false},
-		{"sudo, real root asked", 0, 0, 0, "1000", "1000", true, nil, "host-root", false, 0, 0, false},
+		{"ordinary user", 1000, 1000, 100, "", "", false, nil, Tree{}, "user", true, 1000, 1000, false},
+		{"ordinary user, hostRoot ignored", 1000, 1000, 100, "", "", true, nil, Tree{}, "user", true, 1000, 1000, false},
+		{"root", 0, 0, 0, "", "", false, nil, Tree{}, "root-idmap", true, RootUID, 0, false},
+		{"root, / not idmappable", 0, 0, 0, "", "", false, noIdmap, Tree{}, "root-userns", true, 0, 0, true},
+		{"root asks for real root", 0, 0, 0, "", "", true, nil, Tree{}, "host-root", false, 0, 0, false},
+		{"sudo", 0, 0, 0, "1000", "1000", false, nil, Tree{}, "sudo", true, 1000, 1000, false},
+		{"sudo, / not idmappable", 0, 0, 0, "1000", "1000", false, noIdmap, Tree{}, "sudo", true, 1000, 1000, false},
+		{"sudo from root", 0, 0, 0, "0", "0", false, nil, Tree{}, "root-idmap", true, RootUID, 0, false},
+		{"sudo garbage", 0, 0, 0, "x", "1000", false, nil, Tree{}, "root-idmap", true, RootUID, 0, false},
+		{"sudo, real root asked", 0, 0, 0, "1000", "1000", true, nil, Tree{}, "host-root", false, 0, 0, false},
+		{"root, tree of a user's on an overlay", 0, 0, 0, "", "", false, nil, Tree{Idmap: ovl, UID: 1000, GID: 100}, "root-owner", true, 1000, 1000, false},
+		{"root, tree of root's on an overlay", 0, 0, 0, "", "", false, nil, Tree{Idmap: ovl}, "root-userns", true, 0, 0, true},
+		{"root, tree of a user's, group root, on an overlay", 0, 0, 0, "", "", false, nil, Tree{Idmap: ovl, UID: 1000}, "root-userns", true, 0, 0, true},
+		{"root, tree of a user's on ext4", 0, 0, 0, "", "", false, nil, Tree{UID: 1000, GID: 100}, "root-idmap", true, RootUID, 0, false},
+		{"root, / and a user's tree not idmappable", 0, 0, 0, "", "", false, noIdmap, Tree{Idmap: ovl, UID: 1000, GID: 100}, "root-owner", true, 1000, 1000, false},
+		{"root, overlay tree, real root asked", 0, 0, 0, "", "", true, nil, Tree{Idmap: ovl, UID: 1000, GID: 100}, "host-root", false, 0, 0, false},
+		{"sudo, overlay tree", 0, 0, 0, "1000", "1000", false, nil, Tree{Idmap: ovl, UID: 1000, GID: 100}, "sudo", true, 1000, 1000, false},
 	} {
-		id := ChooseIdentity(tc.euid, tc.uid, tc.gid, tc.sudoUID, tc.sudoGID, tc.hostRoot, tc.rootIdmap)
+		id := ChooseIdentity(tc.euid, tc.uid, tc.gid, tc.sudoUID, tc.sudoGID, tc.hostRoot, tc.rootIdmap, tc.tree)
 		if id.Model != tc.model || id.UserNS != tc.userNS || id.UID != tc.hostUID || id.FileUID != tc.fileUID || (id.Weaker != "") != tc.weaker {
 			t.Errorf("%s: %+v, want model %s userns %v uid %d file uid %d weaker %v", tc.name, id, tc.model, tc.userNS, tc.hostUID, tc.fileUID, tc.weaker)
 		}
-		if (id.Model == "sudo" || id.Model == "root-idmap") && (id.Cred == nil || len(id.Cred.Groups) != 0 || id.Cred.NoSetGroups) {
+		if (id.Model == "sudo" || id.Model == "root-owner" || id.Model == "root-idmap") && (id.Cred == nil || len(id.Cred.Groups) != 0 || id.Cred.NoSetGroups) {
 			t.Errorf("%s: credential %+v: must drop root's supplementary groups", tc.name, id.Cred)
 		}
 		if id.Model == "root-idmap" {

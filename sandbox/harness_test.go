@@ -101,7 +101,7 @@ func startInit(s spec, asRoot bool) *exec.Cmd {
 	// (the enforcer's stays PID 1 and forks): only tests that ask get one.
 	// As root: ids mapped to themselves (root-userns). The harness tests the layers; the
 	// idmapped replica of root-idmap is TestReplica's and the enforcer's.
-	cmd.SysProcAttr = s.Plan.NamespaceAttr(ChooseIdentity(os.Geteuid(), os.Getuid(), os.Getgid(), "", "", asRoot, errHarnessNoReplica))
+	cmd.SysProcAttr = s.Plan.NamespaceAttr(ChooseIdentity(os.Geteuid(), os.Getuid(), os.Getgid(), "", "", asRoot, errHarnessNoReplica, Tree{}))
 	cmd.SysProcAttr.Cloneflags &^= syscall.CLONE_NEWPID
 	cmd.SysProcAttr.Cloneflags |= s.ExtraClone
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL

@@ -38,7 +38,7 @@ func (p *Plan) CloneFlags(userNS bool) uintptr {
 // Identity models who the init stage and the command are on the host. ChooseIdentity picks it.
 type Identity struct {
 	// Model names the case, for reports and `sysprof show`: "user", "sudo", "root-idmap",
-	// "root-userns" or "host-root".
+	// "root-owner", "root-userns" or "host-root".
 	Model string
 	// UserNS: the init stage is created in a new user namespace with these mappings.
 	UserNS     bool
@@ -71,6 +71,8 @@ func (id Identity) Detail() string {
 		return fmt.Sprintf("root under sudo: the invoking user's uid/gid %d/%d (mapped to themselves), no root at all", id.UID, id.GID)
 	case "root-idmap":
 		return fmt.Sprintf("root: uid 0 only inside a user namespace, host uid/gid %d/%d without any capability on the host; root's files are its own through idmapped mounts (what it creates is owned by 0)", id.UID, id.GID)
+	case "root-owner":
+		return fmt.Sprintf("root: the work tree's mount cannot be idmapped, so the command is the tree's owner, uid/gid %d/%d (mapped to themselves), no root at all", id.UID, id.GID)
 	case "root-userns":
 		return "root: a user namespace with host ids mapped to themselves (host uid 0 without any capability on the host; mounts locked): " + id.Weaker
 	case "host-root":
@@ -101,7 +103,12 @@ var fullRange = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 -
 //   - Root, / cannot be idmapped (rootIdmap != nil, e.g. a container on overlayfs):
 //     root-userns, every id mapped to itself (host uid 0 without capabilities, mounts locked),
 //     marked Weaker: a run refuses it unless degrading.
-func ChooseIdentity(euid, uid, gid int, sudoUID, sudoGID string, hostRoot bool, rootIdmap error) Identity {
+//   - Root, the work tree's mount cannot be idmapped (tree.Idmap != nil: a checkout on an
+//     overlay, NFS or FUSE mount), where the replica would show the tree as nobody's: a tree of
+//     an ordinary user's (uid and gid not 0) gives root-owner, the command is that owner mapped
+//     to itself (as under sudo), to whom the tree is its own; a tree of root's root-userns,
+//     Weaker, as above.
+func ChooseIdentity(euid, uid, gid int, sudoUID, sudoGID string, hostRoot bool, rootIdmap error, tree Tree) Identity {
 	if euid != 0 {
 		u, g := UserNSMappings(uid, gid)
 		return Identity{Model: "user", UserNS: true, Uids: u, Gids: g, UID: uid, GID: gid, FileUID: uid, FileGID: gid, Ambient: InitAmbientCaps(false)}
@@ -117,13 +124,31 @@ func ChooseIdentity(euid, uid, gid int, sudoUID, sudoGID string, hostRoot bool, 
 			Cred:    &syscall.Credential{Uid: uint32(su), Gid: uint32(sg), Groups: []uint32{}},
 			Ambient: InitAmbientCaps(false)}
 	}
+	if tree.Idmap != nil && tree.UID > 0 && tree.GID > 0 {
+		u, g := UserNSMappings(tree.UID, tree.GID)
+		return Identity{Model: "root-owner", UserNS: true, Uids: u, Gids: g, UID: tree.UID, GID: tree.GID, FileUID: tree.UID, FileGID: tree.GID,
+			Cred:    &syscall.Credential{Uid: uint32(tree.UID), Gid: uint32(tree.GID), Groups: []uint32{}},
+			Ambient: InitAmbientCaps(false)}
+	}
 	if rootIdmap != nil {
 		return Identity{Model: "root-userns", UserNS: true, Uids: fullRange, Gids: fullRange, UID: 0, GID: gid, FileGID: gid,
 			Weaker: "the command keeps host uid 0 for file ownership, because " + rootIdmap.Error()}
 	}
+	if tree.Idmap != nil {
+		return Identity{Model: "root-userns", UserNS: true, Uids: fullRange, Gids: fullRange, UID: 0, GID: gid, FileGID: gid,
+			Weaker: "the command keeps host uid 0 for file ownership, because the work tree is root's (uid or gid 0) and " + tree.Idmap.Error() +
+				" (give the tree to an ordinary user, or move it to a filesystem that can be idmapped)"}
+	}
 	rootMap := []syscall.SysProcIDMap{{ContainerID: 0, HostID: RootUID, Size: 1}}
 	return Identity{Model: "root-idmap", UserNS: true, Uids: rootMap, Gids: rootMap, UID: RootUID, GID: RootUID,
 		Cred: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}, Idmap: true}
+}
+
+// Tree is the work tree's mount and owner, for ChooseIdentity as root. The zero Tree is a
+// root-owned tree on a mount that can be idmapped.
+type Tree struct {
+	Idmap    error // CanIdmap of the tree's mount (nil: it can be idmapped)
+	UID, GID int   // the tree's owner
 }
 
 // UserNSMappings maps the caller's uid and gid to themselves inside the new user namespace (one

@@ -74,7 +74,7 @@ func TestReplica(t *testing.T) {
 	}
 	child := os.NewFile(uintptr(pair[1]), "replica")
 	defer unix.Close(pair[0])
-	id := ChooseIdentity(0, 0, 0, "", "", false, nil)
+	id := ChooseIdentity(0, 0, 0, "", "", false, nil, Tree{})
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Dir = "/"
 	cmd.Env = append(withoutRole(os.Environ()), envRole+"=replica", envSpec+"="+dir)
