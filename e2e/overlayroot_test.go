@@ -106,4 +106,27 @@ func TestOverlayTreeOfItsOwner(t *testing.T) {
 			}
 		})
 	}
+
+	// A tree of root's there: no uid but host 0 owns it, so the run refuses, saying what to
+	// do, unless --degrade=userns accepts host uid 0 (without capabilities, in a user
+	// namespace); never silently as RootUID, to whom the tree is nobody's.
+	t.Run("roots-tree", func(t *testing.T) {
+		chownTree(t, b.Work, 0)
+		fresh()
+		testutil.RequireNoErr(t, "chown the upper", os.Chown(filepath.Join(o, "upper"), 0, 0))
+		r := c.Sysprof(t, append([]string{"enforce", "-p", profile, "--"}, argv...)...)
+		if r.Code == 0 || !strings.Contains(r.Stderr, "the work tree is root's") || !strings.Contains(r.Stderr, "--degrade=userns") {
+			t.Errorf("enforce in root's tree on an overlay: want a refusal naming the tree and --degrade=userns: %s", r)
+		}
+		if _, err := os.Lstat(filepath.Join(o, "upper", "hello")); err == nil {
+			t.Error("the refused run wrote the tree")
+		}
+		want := c.Run(t, argv...)
+		fresh()
+		testutil.RequireNoErr(t, "chown the upper", os.Chown(filepath.Join(o, "upper"), 0, 0))
+		got := c.Sysprof(t, append([]string{"enforce", "--degrade=userns", "-p", profile, "--"}, argv...)...)
+		if got.Code != want.Code || got.Stdout != want.Stdout {
+			t.Errorf("enforce --degrade=userns (exit %d) differs from unsandboxed (exit %d):\n%s\n%s", got.Code, want.Code, got, want)
+		}
+	})
 }

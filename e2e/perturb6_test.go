@@ -197,10 +197,10 @@ var perturb6Open = map[string]map[string]string{
 	"python3":    {"stdout-closed": stdoutClosedOpen},
 }
 
-// overlayOpen: a root run's init stage sees the host's mounts through idmapped clones
-// (sandbox.PrepareReplica); overlayfs cannot be idmapped, so root's files on an overlay that
-// is not / show as owned by nobody, and git refuses the repository (safe.directory).
-const overlayOpen = "a work tree on an overlay mount (not /) is not idmapped: root's files show as nobody's and git refuses the repository (dubious ownership)"
+// overlayOpen: overlayfs cannot be idmapped, so no uid but host 0 owns root's tree on an
+// overlay that is not /: a root enforce refuses it unless --degrade=userns
+// (sandbox.ChooseIdentity; TestOverlayTreeOfItsOwner runs a user's tree there, and root's).
+const overlayOpen = "root's work tree on an overlay mount (not /) cannot be idmapped: enforce refuses it unless --degrade=userns (host uid 0); a user's tree there runs as its owner (TestOverlayTreeOfItsOwner)"
 
 // stdoutClosedOpen: Go's runtime opens /dev/null on a closed fd 0-2 before sysprof's main
 // (runtime.checkfds), so the command gets an open stdout: print succeeds where the run
