@@ -197,10 +197,11 @@ var perturb6Open = map[string]map[string]string{
 	"python3":    {"stdout-closed": stdoutClosedOpen},
 }
 
-// overlayOpen: overlayfs cannot be idmapped, so no uid but host 0 owns root's tree on an
-// overlay that is not /: a root enforce refuses it unless --degrade=userns
-// (sandbox.ChooseIdentity; TestOverlayTreeOfItsOwner runs a user's tree there, and root's).
-const overlayOpen = "root's work tree on an overlay mount (not /) cannot be idmapped: enforce refuses it unless --degrade=userns (host uid 0); a user's tree there runs as its owner (TestOverlayTreeOfItsOwner)"
+// overlayOpen: overlayfs cannot be idmapped, so a root enforce in root's tree on an overlay
+// that is not / runs as sandbox.RootUID (never host uid 0 unasked), to whom the tree shows as
+// nobody's: git refuses it, and the run says so (sandbox.Identity.Note). cc, python3 and node
+// pass there; TestOverlayTreeOfItsOwner runs root's tree with --degrade=userns and a user's.
+const overlayOpen = "root's work tree on an overlay mount (not /) cannot be idmapped: the command (RootUID) sees it as nobody's and git refuses it (dubious ownership); the run says so, --degrade=userns runs it as host uid 0 (TestOverlayTreeOfItsOwner/roots-tree)"
 
 // stdoutClosedOpen: Go's runtime opens /dev/null on a closed fd 0-2 before sysprof's main
 // (runtime.checkfds), so the command gets an open stdout: print succeeds where the run

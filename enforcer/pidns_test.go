@@ -252,7 +252,7 @@ func TestCommandHostUID(t *testing.T) {
 			if lines[3] != "cat: [owner only]" {
 				t.Errorf("a file in its owner's 0700 directory: %q, want it readable (the owner's own)", lines[3])
 			}
-			want := identity(tc.hostRoot, work).Detail()
+			want := identity(tc.hostRoot, work, nil).Detail()
 			found := false
 			for _, l := range rep.Layers {
 				found = found || l.Name == LayerUserNS && l.Detail == want && l.State == report.LayerApplied
@@ -260,7 +260,7 @@ func TestCommandHostUID(t *testing.T) {
 			for _, n := range rep.Notes {
 				found = found || n == "uid: "+want
 			}
-			if !found || identity(tc.hostRoot, work).Model != tc.identModel {
+			if !found || identity(tc.hostRoot, work, nil).Model != tc.identModel {
 				t.Errorf("report does not say %q (%s): %+v %v", want, tc.identModel, rep.Layers, rep.Notes)
 			}
 		})

@@ -250,11 +250,16 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	for _, d := range c.Dropped {
 		r.rep.Notes = append(r.rep.Notes, "dropped (means nothing on this host): "+d)
 	}
-	id := identity(r.opts.Profile.HostRoot, r.dir)
+	id := identity(r.opts.Profile.HostRoot, r.dir, r.opts.Degrade)
 	relayTo(r.opts.relayPTY, id.UID)
 	dec := r.decide(id)
 	if dec.Refuse != nil {
 		return r.rep, 125, dec.Refuse
+	}
+	if id.Note != "" && dec.Sandbox {
+		// Said, not refused: the run works but for tools that check ownership (git).
+		r.rep.Notes = append(r.rep.Notes, "uid: "+id.Note)
+		fmt.Fprintf(r.warn(), "sysprof: %s\n", id.Note)
 	}
 	if dec.Guard {
 		r.startGuard()

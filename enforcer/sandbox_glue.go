@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -22,8 +23,10 @@ func namespaceAttr(p *sandbox.Plan, id sandbox.Identity) *syscall.SysProcAttr {
 }
 
 // identity is who a run's command in work tree dir is on the host (sandbox.ChooseIdentity for
-// this process).
-func identity(hostRoot bool, dir string) sandbox.Identity {
+// this process). Only a --degrade naming userns (not a bare --degrade) turns root's tree on a
+// mount that cannot be idmapped into host uid 0: that changes who the command is, not
+// only which layer may go.
+func identity(hostRoot bool, dir string, degrade Degrade) sandbox.Identity {
 	var rootIdmap error
 	var tree sandbox.Tree
 	owner := -1
@@ -34,7 +37,7 @@ func identity(hostRoot bool, dir string) sandbox.Identity {
 			owner = int(st.Uid)
 			// Per mount, not only /: the replica idmaps each mount it can, and a tree on one
 			// it cannot (an overlay, NFS, FUSE) would show as nobody's.
-			tree = sandbox.Tree{Idmap: sandbox.CanIdmap(dir), UID: int(st.Uid), GID: int(st.Gid)}
+			tree = sandbox.Tree{Idmap: sandbox.CanIdmap(dir), UID: int(st.Uid), GID: int(st.Gid), HostUID0: slices.Contains(degrade, LayerUserNS)}
 		}
 	}
 	sudoUID, sudoGID := sudoUser(os.Getenv("SUDO_UID"), os.Getenv("SUDO_GID"), owner)

@@ -474,7 +474,7 @@ func StartEarly(opts Options) *Early {
 	opts.Dir = paths.Resolve(opts.Dir) // as Run's
 	asRoot := os.Geteuid() == 0
 	// A profile asking for real root (rare) does not fit this stage: Run then starts its own.
-	id := identity(false, opts.Dir)
+	id := identity(false, opts.Dir, opts.Degrade)
 	attr := (&sandbox.Plan{}).NamespaceAttr(id)
 	var cg *kernrun.Cgroup
 	if asRoot && guardAvailable() == nil {

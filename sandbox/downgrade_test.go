@@ -244,7 +244,8 @@ func TestCloneFlagsAndMappings(t *testing.T) {
 // plain root is uid 0 only inside its user namespace (RootUID on the host, root's files its own
 // through the idmapped replica), and where / cannot be idmapped the weaker model says so. A
 // work tree on a mount that cannot be idmapped (an overlay that is not /) is its owner's: the
-// command is that owner, or, for a tree of root's, the weaker model (never host uid 0 silently).
+// command is that owner; a tree of root's keeps root-idmap with a note (git may refuse it), or
+// the weaker model when --degrade=userns asks for it (never host uid 0 unasked).
 func TestChooseIdentity(t *testing.T) {
 	noIdmap := errors.New("/ is on overlayfs")
 	ovl := errors.New("/work is on overlayfs")
@@ -258,29 +259,36 @@ func TestChooseIdentity(t *testing.T) {
 		model            string
 		userNS           bool
 		hostUID, fileUID int
-		weaker           bool
+		weaker, note     bool
 	}{
-		{"ordinary user", 1000, 1000, 100, "", "", false, nil, Tree{}, "user", true, 1000, 1000, false},
-		{"ordinary user, hostRoot ignored", 1000, 1000, 100, "", "", true, nil, Tree{}, "user", true, 1000, 1000, false},
-		{"root", 0, 0, 0, "", "", false, nil, Tree{}, "root-idmap", true, RootUID, 0, false},
-		{"root, / not idmappable", 0, 0, 0, "", "", false, noIdmap, Tree{}, "root-userns", true, 0, 0, true},
-		{"root asks for real root", 0, 0, 0, "", "", true, nil, Tree{}, "host-root", false, 0, 0, false},
-		{"sudo", 0, 0, 0, "1000", "1000", false, nil, Tree{}, "sudo", true, 1000, 1000, false},
-		{"sudo, / not idmappable", 0, 0, 0, "1000", "1000", false, noIdmap, Tree{}, "sudo", true, 1000, 1000, false},
-		{"sudo from root", 0, 0, 0, "0", "0", false, nil, Tree{}, "root-idmap", true, RootUID, 0, false},
-		{"sudo garbage", 0, 0, 0, "x", "1000", false, nil, Tree{}, "root-idmap", true, RootUID, 0, false},
-		{"sudo, real root asked", 0, 0, 0, "1000", "1000", true, nil, Tree{}, "host-root", false, 0, 0, false},
-		{"root, tree of a user's on an overlay", 0, 0, 0, "", "", false, nil, Tree{Idmap: ovl, UID: 1000, GID: 100}, "root-owner", true, 1000, 1000, false},
-		{"root, tree of root's on an overlay", 0, 0, 0, "", "", false, nil, Tree{Idmap: ovl}, "root-userns", true, 0, 0, true},
-		{"root, tree of a user's, group root, on an overlay", 0, 0, 0, "", "", false, nil, Tree{Idmap: ovl, UID: 1000}, "root-userns", true, 0, 0, true},
-		{"root, tree of a user's on ext4", 0, 0, 0, "", "", false, nil, Tree{UID: 1000, GID: 100}, "root-idmap", true, RootUID, 0, false},
-		{"root, / and a user's tree not idmappable", 0, 0, 0, "", "", false, noIdmap, Tree{Idmap: ovl, UID: 1000, GID: 100}, "root-owner", true, 1000, 1000, false},
-		{"root, overlay tree, real root asked", 0, 0, 0, "", "", true, nil, Tree{Idmap: ovl, UID: 1000, GID: 100}, "host-root", false, 0, 0, false},
-		{"sudo, overlay tree", 0, 0, 0, "1000", "1000", false, nil, Tree{Idmap: ovl, UID: 1000, GID: 100}, "sudo", true, 1000, 1000, false},
+		{"ordinary user", 1000, 1000, 100, "", "", false, nil, Tree{}, "user", true, 1000, 1000, false, false},
+		{"ordinary user, hostRoot ignored", 1000, 1000, 100, "", "", true, nil, Tree{}, "user", true, 1000, 1000, false, false},
+		{"root", 0, 0, 0, "", "", false, nil, Tree{}, "root-idmap", true, RootUID, 0, false, false},
+		{"root, / not idmappable", 0, 0, 0, "", "", false, noIdmap, Tree{}, "root-userns", true, 0, 0, true, false},
+		{"root asks for real root", 0, 0, 0, "", "", true, nil, Tree{}, "host-root", false, 0, 0, false, false},
+		{"sudo", 0, 0, 0, "1000", "1000", false, nil, Tree{}, "sudo", true, 1000, 1000, false, false},
+		{"sudo, / not idmappable", 0, 0, 0, "1000", "1000", false, noIdmap, Tree{}, "sudo", true, 1000, 1000, false, false},
+		{"sudo from root", 0, 0, 0, "0", "0", false, nil, Tree{}, "root-idmap", true, RootUID, 0, false, false},
+		{"sudo garbage", 0, 0, 0, "x", "1000", false, nil, Tree{}, "root-idmap", true, RootUID, 0, false, false},
+		{"sudo, real root asked", 0, 0, 0, "1000", "1000", true, nil, Tree{}, "host-root", false, 0, 0, false, false},
+		{"root, tree of a user's on an overlay", 0, 0, 0, "", "", false, nil, Tree{Idmap: ovl, UID: 1000, GID: 100}, "root-owner", true, 1000, 1000, false, false},
+		{"root, tree of root's on an overlay", 0, 0, 0, "", "", false, nil, Tree{Idmap: ovl}, "root-idmap", true, RootUID, 0, false, true},
+		{"root, tree of root's on an overlay, --degrade=userns", 0, 0, 0, "", "", false, nil, Tree{Idmap: ovl, HostUID0: true}, "root-userns", true, 0, 0, true, false},
+		{"root, tree of root's on ext4, --degrade=userns", 0, 0, 0, "", "", false, nil, Tree{HostUID0: true}, "root-idmap", true, RootUID, 0, false, false},
+		{"root, / and root's tree not idmappable", 0, 0, 0, "", "", false, noIdmap, Tree{Idmap: ovl}, "root-userns", true, 0, 0, true, false},
+		{"root, tree of a user's, group root, on an overlay", 0, 0, 0, "", "", false, nil, Tree{Idmap: ovl, UID: 1000}, "root-idmap", true, RootUID, 0, false, true},
+		{"root, tree of a user's on an overlay, --degrade=userns", 0, 0, 0, "", "", false, nil, Tree{Idmap: ovl, UID: 1000, GID: 100, HostUID0: true}, "root-owner", true, 1000, 1000, false, false},
+		{"root, tree of a user's on ext4", 0, 0, 0, "", "", false, nil, Tree{UID: 1000, GID: 100}, "root-idmap", true, RootUID, 0, false, false},
+		{"root, / and a user's tree not idmappable", 0, 0, 0, "", "", false, noIdmap, Tree{Idmap: ovl, UID: 1000, GID: 100}, "root-owner", true, 1000, 1000, false, false},
+		{"root, overlay tree, real root asked", 0, 0, 0, "", "", true, nil, Tree{Idmap: ovl, UID: 1000, GID: 100}, "host-root", false, 0, 0, false, false},
+		{"sudo, overlay tree", 0, 0, 0, "1000", "1000", false, nil, Tree{Idmap: ovl, UID: 1000, GID: 100}, "sudo", true, 1000, 1000, false, false},
 	} {
 		id := ChooseIdentity(tc.euid, tc.uid, tc.gid, tc.sudoUID, tc.sudoGID, tc.hostRoot, tc.rootIdmap, tc.tree)
-		if id.Model != tc.model || id.UserNS != tc.userNS || id.UID != tc.hostUID || id.FileUID != tc.fileUID || (id.Weaker != "") != tc.weaker {
-			t.Errorf("%s: %+v, want model %s userns %v uid %d file uid %d weaker %v", tc.name, id, tc.model, tc.userNS, tc.hostUID, tc.fileUID, tc.weaker)
+		if id.Model != tc.model || id.UserNS != tc.userNS || id.UID != tc.hostUID || id.FileUID != tc.fileUID || (id.Weaker != "") != tc.weaker || (id.Note != "") != tc.note {
+			t.Errorf("%s: %+v, want model %s userns %v uid %d file uid %d weaker %v note %v", tc.name, id, tc.model, tc.userNS, tc.hostUID, tc.fileUID, tc.weaker, tc.note)
+		}
+		if tc.note && (!strings.Contains(id.Note, "dubious ownership") || !strings.Contains(id.Note, "--degrade=userns") || !strings.Contains(id.Note, ovl.Error())) {
+			t.Errorf("%s: note %q: want why (the mount), what git says and what to do", tc.name, id.Note)
 		}
 		if (id.Model == "sudo" || id.Model == "root-owner" || id.Model == "root-idmap") && (id.Cred == nil || len(id.Cred.Groups) != 0 || id.Cred.NoSetGroups) {
 			t.Errorf("%s: credential %+v: must drop root's supplementary groups", tc.name, id.Cred)

@@ -60,6 +60,10 @@ type Identity struct {
 	// cannot be idmapped, so the command keeps host uid 0 for file ownership); a run refuses it
 	// unless degrading.
 	Weaker string
+	// Note, when set, is one line for the run's stderr and report on what this identity
+	// cannot do here and what to do about it (root-idmap in root's tree on a mount that
+	// cannot be idmapped: git calls the repository of dubious ownership).
+	Note string
 }
 
 // Detail is one line saying what uid the command has, for reports.
@@ -106,8 +110,9 @@ var fullRange = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 -
 //   - Root, the work tree's mount cannot be idmapped (tree.Idmap != nil: a checkout on an
 //     overlay, NFS or FUSE mount), where the replica would show the tree as nobody's: a tree of
 //     an ordinary user's (uid and gid not 0) gives root-owner, the command is that owner mapped
-//     to itself (as under sudo), to whom the tree is its own; a tree of root's root-userns,
-//     Weaker, as above.
+//     to itself (as under sudo), to whom the tree is its own. A tree of root's keeps
+//     root-idmap (never host uid 0 unasked) with a Note: the tree shows as nobody's, so git
+//     calls it of dubious ownership; with tree.HostUID0 (--degrade=userns) root-userns, Weaker.
 func ChooseIdentity(euid, uid, gid int, sudoUID, sudoGID string, hostRoot bool, rootIdmap error, tree Tree) Identity {
 	if euid != 0 {
 		u, g := UserNSMappings(uid, gid)
@@ -134,14 +139,19 @@ func ChooseIdentity(euid, uid, gid int, sudoUID, sudoGID string, hostRoot bool, 
 		return Identity{Model: "root-userns", UserNS: true, Uids: fullRange, Gids: fullRange, UID: 0, GID: gid, FileGID: gid,
 			Weaker: "the command keeps host uid 0 for file ownership, because " + rootIdmap.Error()}
 	}
-	if tree.Idmap != nil {
+	if tree.Idmap != nil && tree.HostUID0 {
 		return Identity{Model: "root-userns", UserNS: true, Uids: fullRange, Gids: fullRange, UID: 0, GID: gid, FileGID: gid,
-			Weaker: "the command keeps host uid 0 for file ownership, because the work tree is root's (uid or gid 0) and " + tree.Idmap.Error() +
-				" (give the tree to an ordinary user, or move it to a filesystem that can be idmapped)"}
+			Weaker: "the command keeps host uid 0 for file ownership, because the work tree is root's (uid or gid 0) and " + tree.Idmap.Error()}
 	}
 	rootMap := []syscall.SysProcIDMap{{ContainerID: 0, HostID: RootUID, Size: 1}}
-	return Identity{Model: "root-idmap", UserNS: true, Uids: rootMap, Gids: rootMap, UID: RootUID, GID: RootUID,
+	id := Identity{Model: "root-idmap", UserNS: true, Uids: rootMap, Gids: rootMap, UID: RootUID, GID: RootUID,
 		Cred: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}, Idmap: true}
+	if tree.Idmap != nil {
+		id.Note = "the work tree is root's (uid or gid 0) and " + tree.Idmap.Error() + ", so inside the sandbox its files show as owned by nobody " +
+			"and git may refuse the repository (\"dubious ownership\"): pass --degrade=userns (host uid 0 without capabilities, in a user namespace), " +
+			"give the tree to an ordinary user, or move it to a filesystem that can be idmapped"
+	}
+	return id
 }
 
 // Tree is the work tree's mount and owner, for ChooseIdentity as root. The zero Tree is a
@@ -149,6 +159,9 @@ func ChooseIdentity(euid, uid, gid int, sudoUID, sudoGID string, hostRoot bool, 
 type Tree struct {
 	Idmap    error // CanIdmap of the tree's mount (nil: it can be idmapped)
 	UID, GID int   // the tree's owner
+	// HostUID0: the caller accepts host uid 0 in a user namespace (--degrade=userns) for a
+	// tree of root's on a mount that cannot be idmapped, where root-idmap shows it as nobody's.
+	HostUID0 bool
 }
 
 // UserNSMappings maps the caller's uid and gid to themselves inside the new user namespace (one

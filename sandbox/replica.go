@@ -325,7 +325,10 @@ func CanIdmap(path string) error {
 		unix.TMPFS_MAGIC, unix.MSDOS_SUPER_MAGIC:
 		return nil
 	case unix.OVERLAYFS_SUPER_MAGIC:
-		return fmt.Errorf("%s is on overlayfs (a container's root?), which cannot be idmapped", path)
+		if path == "/" {
+			return errors.New("/ is on overlayfs (a container's root?), which cannot be idmapped")
+		}
+		return fmt.Errorf("%s is on overlayfs, which cannot be idmapped", path)
 	}
 	return fmt.Errorf("%s is on a filesystem (magic %#x) that cannot be idmapped here", path, uint32(st.Type))
 }

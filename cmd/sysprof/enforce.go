@@ -191,7 +191,7 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	}
 	prep := make(chan preparedEnforce, 1)
 	go func() { prep <- o.prepare(resolve, resolveErr == nil) }()
-	early := enforcer.StartEarly(enforcer.Relayed(enforcer.Options{}, relay))
+	early := enforcer.StartEarly(enforcer.Relayed(enforcer.Options{Degrade: o.Degrade}, relay))
 	defer early.Close()
 	pe := <-prep
 	phase.Mark("policy.Load, compile (wait)")

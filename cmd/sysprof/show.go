@@ -205,7 +205,7 @@ func uidModel(p *policy.Profile) string {
 	if p.HostRoot {
 		return "as root: real host root (hostRoot: true; capabilities dropped, no user namespace); under sudo too; as an ordinary user: that user"
 	}
-	return fmt.Sprintf("as root: uid 0 only inside a user namespace, host uid %d with no capabilities (root's files its own through idmapped mounts; in a work tree on a mount that cannot be idmapped, the tree's owner); under sudo: the invoking user in a work tree of theirs (in root's, as root); as an ordinary user: that user", sandbox.RootUID)
+	return fmt.Sprintf("as root: uid 0 only inside a user namespace, host uid %d with no capabilities (root's files its own through idmapped mounts; in an ordinary user's work tree on a mount that cannot be idmapped, that user); under sudo: the invoking user in a work tree of theirs (in root's, as root); as an ordinary user: that user", sandbox.RootUID)
 }
 
 func section(w io.Writer, title string, rules []policy.PathRule) {
