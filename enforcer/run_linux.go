@@ -149,6 +149,8 @@ type enforcedRun struct {
 	opts Options
 	dir  string // the working directory ($WORKDIR)
 	env  Env
+	// envNote says what sudoEnviron changed in the command's environment (empty: nothing).
+	envNote string
 	// knownHidden are the host paths of the hidden rules the tool read when learned (listHidden).
 	knownHidden []string
 	asRoot      bool
@@ -185,7 +187,13 @@ func newEnforcedRun(opts Options) (*enforcedRun, error) {
 	// The real path: a work tree reached through a symlink (a $PWD naming the link) is
 	// entered by the path the sandbox's mounts hold.
 	dir = paths.Resolve(dir)
-	r := &enforcedRun{opts: opts, dir: dir, asRoot: os.Geteuid() == 0}
+	// Who the command is decides its HOME (sudo's model: the invoking user's), before the
+	// profile's $HOME is expanded.
+	env, envNote := sudoEnviron(opts.Env, identity(opts.Profile.HostRoot, dir, opts.Degrade))
+	if env != nil {
+		opts.Env = env
+	}
+	r := &enforcedRun{opts: opts, dir: dir, asRoot: os.Geteuid() == 0, envNote: envNote}
 	// Every profile gets Landlock (an empty filesystem section is the base only, see withBase),
 	// whose refusals the guard reports: a root run always may use it.
 	if r.asRoot {
@@ -237,6 +245,9 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	r.c = c
 	r.rep = report.New(r.opts.Command, r.opts.ProfilePath, r.opts.Audit)
 	r.rep.Started = time.Now().UTC()
+	if r.envNote != "" {
+		r.rep.Notes = append(r.rep.Notes, r.envNote)
+	}
 	if err := r.checkBinaries(); err != nil {
 		return r.rep, 125, err
 	}

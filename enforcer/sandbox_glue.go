@@ -1,15 +1,22 @@
 package enforcer
 
 import (
+	"cmp"
+	"fmt"
+	"maps"
 	"os"
+	"os/user"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/enforcer/initstage"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/sandbox"
 )
 
@@ -69,4 +76,47 @@ func stageParts(p *sandbox.Plan, degrade Degrade) []initstage.Part {
 		}
 	}
 	return parts
+}
+
+// sudoEnviron is the command's environment (environ; nil: sysprof's own) for a run whose
+// command is id: under sudo's model the command is the invoking user, and sudo's default
+// (env_reset) leaves HOME, USER and LOGNAME root's, a home that user cannot read (git:
+// EACCES on /root/.config/git/attributes on every run). Those name the user then, from the
+// password database, as a login of theirs would; a HOME that is not root's (sudo -E,
+// env_keep, set by hand) is kept. It returns nil, and what it set, when nothing changes.
+func sudoEnviron(environ []string, id sandbox.Identity) ([]string, string) {
+	if id.Model != "sudo" {
+		return nil, ""
+	}
+	if environ == nil {
+		environ = os.Environ()
+	}
+	u, err := user.LookupId(strconv.Itoa(id.UID))
+	if err != nil || !filepath.IsAbs(u.HomeDir) {
+		return nil, "" // sudo itself refuses a user the password database lacks
+	}
+	rootHome := "/root"
+	if r, err := user.LookupId("0"); err == nil && filepath.IsAbs(r.HomeDir) {
+		rootHome = r.HomeDir
+	}
+	get := paths.EnvList(environ)
+	home, _ := get("HOME")
+	if home != "" && paths.Resolve(home) != paths.Resolve(rootHome) {
+		return nil, ""
+	}
+	set := map[string]string{"HOME": u.HomeDir}
+	for _, k := range []string{"USER", "LOGNAME"} {
+		if v, ok := get(k); ok && v == "root" {
+			set[k] = u.Username
+		}
+	}
+	out := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		_, ok := set[k]
+		return ok
+	})
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		out = append(out, k+"="+set[k])
+	}
+	return out, fmt.Sprintf("environment: HOME=%s, the invoking user's: the command runs as uid %d, to whom root's home (%s, sudo's HOME) is closed", u.HomeDir, id.UID, cmp.Or(home, "unset"))
 }

@@ -1,6 +1,14 @@
 package enforcer
 
-import "testing"
+import (
+	"os/user"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sysprof/sysprof/paths"
+	"github.com/sysprof/sysprof/sandbox"
+)
 
 // TestSudoUser: under sudo the command is the invoking user only in a work tree of theirs.
 func TestSudoUser(t *testing.T) {
@@ -18,6 +26,61 @@ func TestSudoUser(t *testing.T) {
 		u, g := sudoUser(tc.uid, tc.gid, tc.owner)
 		if got := u != ""; got != tc.want || (got && (u != tc.uid || g != tc.gid)) {
 			t.Errorf("sudoUser(%q, %q, owner %d) = %q %q, want kept %v", tc.uid, tc.gid, tc.owner, u, g, tc.want)
+		}
+	}
+}
+
+// TestSudoEnviron: where the command is the invoking user (sudo's model), sudo's HOME, USER
+// and LOGNAME of root's become that user's; a HOME of another's choosing stays, and no other
+// model's environment changes.
+func TestSudoEnviron(t *testing.T) {
+	nobody, err := user.LookupId("65534")
+	if err != nil {
+		t.Fatalf("the password database has no uid 65534: %v", err)
+	}
+	rootHome := "/root"
+	if r, err := user.LookupId("0"); err == nil {
+		rootHome = r.HomeDir
+	}
+	sudo := sandbox.Identity{Model: "sudo", UID: 65534, GID: 65534}
+	base := []string{"PATH=/usr/bin:/bin", "SUDO_UID=65534"}
+	for _, tc := range []struct {
+		name    string
+		id      sandbox.Identity
+		environ []string
+		want    map[string]string // nil: unchanged
+	}{
+		{"sudo, root's HOME", sudo, append(slices.Clone(base), "HOME="+rootHome, "USER=root", "LOGNAME=root"),
+			map[string]string{"HOME": nobody.HomeDir, "USER": nobody.Username, "LOGNAME": nobody.Username}},
+		{"sudo, root's HOME, USER kept", sudo, append(slices.Clone(base), "HOME="+rootHome+"/", "USER=someone"),
+			map[string]string{"HOME": nobody.HomeDir, "USER": "someone"}},
+		{"sudo, no HOME", sudo, slices.Clone(base), map[string]string{"HOME": nobody.HomeDir}},
+		{"sudo -E: the user's HOME", sudo, append(slices.Clone(base), "HOME=/home/someone", "USER=root"), nil},
+		{"plain root", sandbox.Identity{Model: "root-idmap"}, append(slices.Clone(base), "HOME="+rootHome), nil},
+		{"root-owner", sandbox.Identity{Model: "root-owner", UID: 65534, GID: 65534}, append(slices.Clone(base), "HOME="+rootHome), nil},
+		{"sudo, a user the password database lacks", sandbox.Identity{Model: "sudo", UID: 1 << 30}, append(slices.Clone(base), "HOME="+rootHome), nil},
+	} {
+		got, note := sudoEnviron(tc.environ, tc.id)
+		if tc.want == nil {
+			if got != nil || note != "" {
+				t.Errorf("%s: changed the environment: %q (%s)", tc.name, got, note)
+			}
+			continue
+		}
+		get := paths.EnvList(got)
+		for k, v := range tc.want {
+			if g, _ := get(k); g != v {
+				t.Errorf("%s: %s=%q, want %q (%q)", tc.name, k, g, v, got)
+			}
+		}
+		if n := slices.IndexFunc(got, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") }); n < 0 || slices.IndexFunc(got[n+1:], func(kv string) bool { return strings.HasPrefix(kv, "HOME=") }) >= 0 {
+			t.Errorf("%s: want HOME once: %q", tc.name, got)
+		}
+		if g, _ := get("PATH"); g != "/usr/bin:/bin" {
+			t.Errorf("%s: PATH %q lost", tc.name, g)
+		}
+		if !strings.Contains(note, "HOME="+nobody.HomeDir) {
+			t.Errorf("%s: note %q does not say the HOME set", tc.name, note)
 		}
 	}
 }
