@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -106,6 +107,37 @@ func TestOverlayTreeOfItsOwner(t *testing.T) {
 			}
 		})
 	}
+
+	// Root's own HOME (a container's root login, HOME=/root): the command, the tree's owner,
+	// cannot read it, so its HOME is the owner's (the password database's) and nothing is
+	// read under root's home (git: EACCES on $HOME/.config/git/attributes, a denial).
+	t.Run("roots-home", func(t *testing.T) {
+		u, err := user.LookupId("65534")
+		if err != nil {
+			t.Fatalf("the password database has no uid %d: %v", owner, err)
+		}
+		rootHome := "/root"
+		if r, err := user.LookupId("0"); err == nil {
+			rootHome = r.HomeDir
+		}
+		fresh()
+		want := c.Run(t, argv...) // trusted through $HOME/.gitconfig's safe.directory, as above
+		fresh()
+		h := c
+		h.Extra = append(slices.Clone(c.Extra), "HOME="+rootHome, "USER=root", "LOGNAME=root")
+		rep := filepath.Join(root, "report-roots-home.json")
+		got := h.Sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, argv...)...)
+		if got.Code != want.Code || got.Stdout != want.Stdout || strings.Contains(got.Stderr, rootHome+"/") {
+			t.Errorf("enforce with HOME=%s (exit %d) differs from the run in the owner's HOME (exit %d), or read under it:\n%s\n%s", rootHome, got.Code, want.Code, got, want)
+		}
+		r := testutil.ReadReport(t, rep)
+		for _, d := range r.Denials {
+			t.Errorf("denial: [%s] %s by %s (%s)", d.Kind, d.What, d.Exe, d.Risk)
+		}
+		if !strings.Contains(strings.Join(r.Notes, "\n"), "environment: HOME="+u.HomeDir) {
+			t.Errorf("the report does not say the command's HOME (%s): %q", u.HomeDir, r.Notes)
+		}
+	})
 
 	// A tree of root's there keeps plain root's run (RootUID, to whom the tree shows as
 	// nobody's): a build, python3 and node run as unsandboxed, and the run says why git may

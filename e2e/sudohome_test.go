@@ -53,7 +53,7 @@ func TestSudoInUsersTree(t *testing.T) {
 	for _, d := range r.Denials {
 		t.Errorf("denial: [%s] %s by %s (%s): suggest %q", d.Kind, d.What, d.Exe, d.Risk, d.Suggest)
 	}
-	note := "environment: HOME=" + u.HomeDir + ", the invoking user's"
+	note := "environment: HOME=" + u.HomeDir + ", the command's user's"
 	if !strings.Contains(strings.Join(r.Notes, "\n"), note) {
 		t.Errorf("the report does not say which HOME the command got (%q): %q", note, r.Notes)
 	}

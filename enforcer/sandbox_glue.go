@@ -79,13 +79,14 @@ func stageParts(p *sandbox.Plan, degrade Degrade) []initstage.Part {
 }
 
 // sudoEnviron is the command's environment (environ; nil: sysprof's own) for a run whose
-// command is id: under sudo's model the command is the invoking user, and sudo's default
-// (env_reset) leaves HOME, USER and LOGNAME root's, a home that user cannot read (git:
+// command is id: where root's command is another user (under sudo the invoking user, in a
+// user's tree on a mount that cannot be idmapped its owner), sudo's default (env_reset) and
+// root's own login leave HOME, USER and LOGNAME root's, a home that user cannot read (git:
 // EACCES on /root/.config/git/attributes on every run). Those name the user then, from the
 // password database, as a login of theirs would; a HOME that is not root's (sudo -E,
 // env_keep, set by hand) is kept. It returns nil, and what it set, when nothing changes.
 func sudoEnviron(environ []string, id sandbox.Identity) ([]string, string) {
-	if id.Model != "sudo" {
+	if id.Model != "sudo" && id.Model != "root-owner" {
 		return nil, ""
 	}
 	if environ == nil {
@@ -118,5 +119,5 @@ func sudoEnviron(environ []string, id sandbox.Identity) ([]string, string) {
 	for _, k := range slices.Sorted(maps.Keys(set)) {
 		out = append(out, k+"="+set[k])
 	}
-	return out, fmt.Sprintf("environment: HOME=%s, the invoking user's: the command runs as uid %d, to whom root's home (%s, sudo's HOME) is closed", u.HomeDir, id.UID, cmp.Or(home, "unset"))
+	return out, fmt.Sprintf("environment: HOME=%s, the command's user's: it runs as uid %d, to whom root's home (%s) is closed", u.HomeDir, id.UID, cmp.Or(home, "unset"))
 }

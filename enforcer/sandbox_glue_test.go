@@ -30,8 +30,8 @@ func TestSudoUser(t *testing.T) {
 	}
 }
 
-// TestSudoEnviron: where the command is the invoking user (sudo's model), sudo's HOME, USER
-// and LOGNAME of root's become that user's; a HOME of another's choosing stays, and no other
+// TestSudoEnviron: where root's command is another user (sudo's invoking user, a tree's owner),
+// HOME, USER and LOGNAME of root's become that user's; a HOME of another's choosing stays, and no other
 // model's environment changes.
 func TestSudoEnviron(t *testing.T) {
 	nobody, err := user.LookupId("65534")
@@ -57,7 +57,9 @@ func TestSudoEnviron(t *testing.T) {
 		{"sudo, no HOME", sudo, slices.Clone(base), map[string]string{"HOME": nobody.HomeDir}},
 		{"sudo -E: the user's HOME", sudo, append(slices.Clone(base), "HOME=/home/someone", "USER=root"), nil},
 		{"plain root", sandbox.Identity{Model: "root-idmap"}, append(slices.Clone(base), "HOME="+rootHome), nil},
-		{"root-owner", sandbox.Identity{Model: "root-owner", UID: 65534, GID: 65534}, append(slices.Clone(base), "HOME="+rootHome), nil},
+		{"root-owner: the tree's owner, root's HOME", sandbox.Identity{Model: "root-owner", UID: 65534, GID: 65534}, append(slices.Clone(base), "HOME="+rootHome, "LOGNAME=root"),
+			map[string]string{"HOME": nobody.HomeDir, "LOGNAME": nobody.Username}},
+		{"root-owner, a CI's HOME", sandbox.Identity{Model: "root-owner", UID: 65534, GID: 65534}, append(slices.Clone(base), "HOME=/github/home"), nil},
 		{"sudo, a user the password database lacks", sandbox.Identity{Model: "sudo", UID: 1 << 30}, append(slices.Clone(base), "HOME="+rootHome), nil},
 	} {
 		got, note := sudoEnviron(tc.environ, tc.id)
