@@ -63,7 +63,7 @@
 // is only counted, without walking /proc for its parents again.
 //
 // Who the command is (sandbox.ChooseIdentity): an ordinary user's own uid; as root under sudo
-// the invoking user's (with that user's HOME where sudo left root's: sudoEnviron, decided
+// the invoking user's (with that user's HOME where sudo left root's: userEnviron, decided
 // before the profile's $HOME is expanded); as plain root uid 0 only inside its user namespace (sandbox.RootUID on
 // the host), with the host's mounts as an idmapped replica that the parent prepares and sends
 // over fdReplica (spawnStage, sendReplica) and the init stage enters before anything else;

@@ -149,7 +149,7 @@ type enforcedRun struct {
 	opts Options
 	dir  string // the working directory ($WORKDIR)
 	env  Env
-	// envNote says what sudoEnviron changed in the command's environment (empty: nothing).
+	// envNote says what userEnviron changed in the command's environment (empty: nothing).
 	envNote string
 	// knownHidden are the host paths of the hidden rules the tool read when learned (listHidden).
 	knownHidden []string
@@ -189,7 +189,7 @@ func newEnforcedRun(opts Options) (*enforcedRun, error) {
 	dir = paths.Resolve(dir)
 	// Who the command is decides its HOME (sudo's model: the invoking user's), before the
 	// profile's $HOME is expanded.
-	env, envNote := sudoEnviron(opts.Env, identity(opts.Profile.HostRoot, dir, opts.Degrade))
+	env, envNote := userEnviron(opts.Env, identity(opts.Profile.HostRoot, dir, opts.Degrade))
 	if env != nil {
 		opts.Env = env
 	}

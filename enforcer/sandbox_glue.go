@@ -78,14 +78,14 @@ func stageParts(p *sandbox.Plan, degrade Degrade) []initstage.Part {
 	return parts
 }
 
-// sudoEnviron is the command's environment (environ; nil: sysprof's own) for a run whose
+// userEnviron is the command's environment (environ; nil: sysprof's own) for a run whose
 // command is id: where root's command is another user (under sudo the invoking user, in a
 // user's tree on a mount that cannot be idmapped its owner), sudo's default (env_reset) and
 // root's own login leave HOME, USER and LOGNAME root's, a home that user cannot read (git:
 // EACCES on /root/.config/git/attributes on every run). Those name the user then, from the
 // password database, as a login of theirs would; a HOME that is not root's (sudo -E,
 // env_keep, set by hand) is kept. It returns nil, and what it set, when nothing changes.
-func sudoEnviron(environ []string, id sandbox.Identity) ([]string, string) {
+func userEnviron(environ []string, id sandbox.Identity) ([]string, string) {
 	if id.Model != "sudo" && id.Model != "root-owner" {
 		return nil, ""
 	}

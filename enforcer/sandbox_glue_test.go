@@ -30,10 +30,10 @@ func TestSudoUser(t *testing.T) {
 	}
 }
 
-// TestSudoEnviron: where root's command is another user (sudo's invoking user, a tree's owner),
+// TestUserEnviron: where root's command is another user (sudo's invoking user, a tree's owner),
 // HOME, USER and LOGNAME of root's become that user's; a HOME of another's choosing stays, and no other
 // model's environment changes.
-func TestSudoEnviron(t *testing.T) {
+func TestUserEnviron(t *testing.T) {
 	nobody, err := user.LookupId("65534")
 	if err != nil {
 		t.Fatalf("the password database has no uid 65534: %v", err)
@@ -62,7 +62,7 @@ func TestSudoEnviron(t *testing.T) {
 		{"root-owner, a CI's HOME", sandbox.Identity{Model: "root-owner", UID: 65534, GID: 65534}, append(slices.Clone(base), "HOME=/github/home"), nil},
 		{"sudo, a user the password database lacks", sandbox.Identity{Model: "sudo", UID: 1 << 30}, append(slices.Clone(base), "HOME="+rootHome), nil},
 	} {
-		got, note := sudoEnviron(tc.environ, tc.id)
+		got, note := userEnviron(tc.environ, tc.id)
 		if tc.want == nil {
 			if got != nil || note != "" {
 				t.Errorf("%s: changed the environment: %q (%s)", tc.name, got, note)
