@@ -191,7 +191,10 @@ func startWaiting(a *Attr) (*Process, error) {
 	proc := &Process{Pid: int(pid), PidFD: int(*pidfd)}
 	err = WriteIDMaps(proc.Pid, a.IDs.Uids, a.IDs.Gids, a.IDs.EnableSetgroups)
 	if err == nil {
-		_, err = unix.Write(release[1], []byte{1})
+		// EPIPE: the child has already failed; its res says how.
+		if _, err = unix.Write(release[1], []byte{1}); err == unix.EPIPE {
+			err = nil
+		}
 	}
 	unix.Close(release[1])
 	if err != nil {
