@@ -147,18 +147,17 @@ func startWaiting(a *Attr) (*Process, error) {
 		if err := unix.Pipe2(q[:], unix.O_CLOEXEC); err != nil {
 			return err
 		}
+		var err error
 		for i := range q {
-			fd, err := unix.FcntlInt(uintptr(q[i]), unix.F_DUPFD_CLOEXEC, len(a.Files))
-			unix.Close(q[i])
-			if err != nil {
-				if i == 1 {
+			if err == nil {
+				p[i], err = unix.FcntlInt(uintptr(q[i]), unix.F_DUPFD_CLOEXEC, len(a.Files))
+				if err != nil && i == 1 {
 					unix.Close(p[0])
 				}
-				return err
 			}
-			p[i] = fd
+			unix.Close(q[i])
 		}
-		return nil
+		return err
 	}
 	if err := pipe(&release); err != nil {
 		return nil, fmt.Errorf("start %s: pipe: %w", a.Path, err)
