@@ -233,9 +233,8 @@ func blockingPipe() (r, w *os.File, err error) {
 // (Go's forkExec makes that a full fork of sysprof; spawn's child shares its memory until
 // the execve, writes the id maps and takes the ids as Go's child would have), and says which
 // capabilities the stage keeps (initstage.Switch, sent by sendSwitch). It returns nil and no
-// error when os/exec must start it: not
-// in a user namespace (Go vforks then too), or spawn not available here (clone3 refused
-// included: os/exec then says why).
+// error when os/exec must start it: not in a user namespace (Go vforks then too), or spawn
+// not available here (clone3 refused included: os/exec then says why).
 func vforkStage(cmd *exec.Cmd, attr *syscall.SysProcAttr) (*stage, error) {
 	if attr.Cloneflags&unix.CLONE_NEWUSER == 0 {
 		return nil, nil
