@@ -231,10 +231,10 @@ func blockingPipe() (r, w *os.File, err error) {
 
 // vforkStage starts the stage cmd describes with spawn.Start when it gets a user namespace
 // (Go's forkExec makes that a full fork of sysprof; spawn's child shares its memory until
-// the execve), writes the id maps Go's child would have waited for, and says what the stage
-// must switch to (initstage.Switch, sent by sendSwitch). It returns nil and no error when os/exec must start it: not
-// in a user namespace (Go vforks then too), or spawn not available here (clone3 refused
-// included: os/exec then says why).
+// the execve, writes the id maps and takes the ids as Go's child would have), and says which
+// capabilities the stage keeps (initstage.Switch, sent by sendSwitch). It returns nil and no
+// error when os/exec must start it: not in a user namespace (Go vforks then too), or spawn
+// not available here (clone3 refused included: os/exec then says why).
 func vforkStage(cmd *exec.Cmd, attr *syscall.SysProcAttr) (*stage, error) {
 	if attr.Cloneflags&unix.CLONE_NEWUSER == 0 {
 		return nil, nil
@@ -252,16 +252,16 @@ func vforkStage(cmd *exec.Cmd, attr *syscall.SysProcAttr) (*stage, error) {
 	for _, f := range cmd.ExtraFiles {
 		files = append(files, int(f.Fd()))
 	}
-	creds := &initstage.Switch{Cred: attr.Credential, Ambient: attr.AmbientCaps}
+	// The ids are the child's to take before its execve (spawn.IDs): the stage sets only this
+	// thread's capabilities.
+	creds := &initstage.Switch{Ambient: attr.AmbientCaps}
 	ambient := attr.AmbientCaps
-	switch {
-	case len(ambient) == 0: // root in its namespace: every capability, as uid 0's execve gives
+	if len(ambient) == 0 { // root in its namespace: every capability, as uid 0's execve gives
 		ambient = spawn.AllCaps()
-	case attr.Credential != nil: // and the two that take the ids, dropped once taken
-		ambient = append(slices.Clone(ambient), unix.CAP_SETUID, unix.CAP_SETGID)
 	}
 	a := &spawn.Attr{Path: cmd.Path, Argv: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Files: files,
-		CloneFlags: uint64(attr.Cloneflags), CgroupFD: -1, Setsid: attr.Setsid, Pdeathsig: attr.Pdeathsig, Ambient: ambient}
+		CloneFlags: uint64(attr.Cloneflags), CgroupFD: -1, Setsid: attr.Setsid, Pdeathsig: attr.Pdeathsig, Ambient: ambient,
+		IDs: &spawn.IDs{Uids: attr.UidMappings, Gids: attr.GidMappings, EnableSetgroups: attr.GidMappingsEnableSetgroups, Cred: attr.Credential}}
 	if attr.UseCgroupFD {
 		a.CgroupFD = attr.CgroupFD
 	}
@@ -277,9 +277,6 @@ func vforkStage(cmd *exec.Cmd, attr *syscall.SysProcAttr) (*stage, error) {
 		return nil, fmt.Errorf("start init stage: %w", err)
 	}
 	proc, err := os.FindProcess(p.Pid)
-	if err == nil {
-		err = spawn.WriteIDMaps(p.Pid, attr.UidMappings, attr.GidMappings, attr.GidMappingsEnableSetgroups)
-	}
 	if err != nil {
 		unix.PidfdSendSignal(p.PidFD, unix.SIGKILL, nil, 0)
 		var ws unix.WaitStatus

@@ -64,7 +64,9 @@ type enforceOptions struct {
 }
 
 func init() {
-	subcommands = append(subcommands, func(s streams) *cobra.Command { return newEnforceCmd(s, runEnforce) })
+	add := func(s streams) *cobra.Command { return newEnforceCmd(s, runEnforce) }
+	subcommands = append(subcommands, add)
+	alone["enforce"] = add
 }
 
 func newEnforceCmd(s streams, runF func(context.Context, *enforceOptions) error) *cobra.Command {

@@ -23,7 +23,12 @@ type streams struct {
 	Out, Err io.Writer
 }
 
-func newRootCmd(s streams) *cobra.Command {
+func newRootCmd(s streams) *cobra.Command { return newRootCmdFor(s, nil) }
+
+// newRootCmdFor is the root command for args: only the subcommand args start with when it is
+// one of alone (a run's start does not build every other command's tree first), every one
+// otherwise.
+func newRootCmdFor(s streams, args []string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "sysprof",
 		Short: "Learn what a dev tool needs from the kernel, then hold it to exactly that",
@@ -43,6 +48,10 @@ minimal seccomp + filesystem + network profile, and enforces it on later runs.
 	root.SetErr(s.Err)
 	root.PersistentFlags().Bool("debug", false, "print full kernel verifier logs and internal detail")
 	addConfigFlags(root.PersistentFlags())
+	if len(args) > 0 && alone[args[0]] != nil {
+		root.AddCommand(alone[args[0]](s))
+		return root
+	}
 	for _, add := range subcommands {
 		root.AddCommand(add(s))
 	}
@@ -52,11 +61,15 @@ minimal seccomp + filesystem + network profile, and enforces it on later runs.
 // subcommands register themselves from their own files.
 var subcommands []func(streams) *cobra.Command
 
+// alone are the subcommands built without the others when named first: enforce, whose start
+// is paid on every run.
+var alone = map[string]func(streams) *cobra.Command{}
+
 // run executes the CLI and returns the process exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGPIPE)
 	defer stop()
-	root := newRootCmd(streams{In: stdin, Out: stdout, Err: stderr})
+	root := newRootCmdFor(streams{In: stdin, Out: stdout, Err: stderr}, args)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	// A learn run's probe (learn, drift, their gates) is closed and handed on to the next run

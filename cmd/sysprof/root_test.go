@@ -25,3 +25,24 @@ func TestFlagValueNames(t *testing.T) {
 	}
 	walk(newRootCmd(streams{}))
 }
+
+// A subcommand built alone (newRootCmdFor) is the one of the whole tree: same help, flags
+// and global flags.
+func TestAloneIsTheSameCommand(t *testing.T) {
+	for name := range alone {
+		help := func(root *cobra.Command) string {
+			var b strings.Builder
+			root.SetOut(&b)
+			root.SetErr(&b)
+			root.SetArgs([]string{name, "--help"})
+			if err := root.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			return b.String()
+		}
+		got, want := help(newRootCmdFor(streams{}, []string{name, "--help"})), help(newRootCmd(streams{}))
+		if got != want || !strings.Contains(got, "Global Flags") {
+			t.Errorf("%s --help built alone:\n%s\nin the whole tree:\n%s", name, got, want)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"syscall"
 
 	"golang.org/x/net/bpf"
 
@@ -80,14 +79,11 @@ type Config struct {
 	Ctty bool `json:"ctty,omitempty"`
 }
 
-// Switch is the credentials of a stage started before its id maps existed: it was exec'd
-// unmapped, with its capabilities ambient (spawn.Start), and becomes who Go's forkExec would
-// have made it before its execve first thing, once the Switch, sent after the maps, arrives
-// (the first line on FDConfig): while it waits for its config, with no thread of its own but
-// this one yet (each id Go sets stops the world and signals every thread).
+// Switch is the capabilities of a stage started with its capabilities ambient (spawn.Start:
+// its child took the ids before the execve, or execs before its maps exist): it keeps exactly
+// those Go's forkExec would have given it, first thing once the Switch, sent after the maps,
+// arrives (the first line on FDConfig).
 type Switch struct {
-	// Cred: the ids to take (setgroups, setgid, setuid); nil: keep the ids (mapped now).
-	Cred *syscall.Credential `json:"cred,omitempty"`
 	// Ambient are the capabilities the stage keeps ambient, and alone keeps at all (an
 	// unprivileged uid's: sandbox.InitAmbientCaps); empty: it is root in its namespace and
 	// keeps every permitted one, none inheritable or ambient.

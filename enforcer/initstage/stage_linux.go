@@ -39,9 +39,7 @@ func Main() int {
 	phase.Mark("runtime start to MaybeInit")
 	cfg := &configPipe{f: os.NewFile(FDConfig, "config")}
 	cfg.r = bufio.NewReader(cfg.f)
-	// The ids first, before this process starts a thread of its own: each id Go sets stops the
-	// world and has every thread make the call (0.3-35 ms measured here after the config,
-	// with the decoder's thread below).
+	// The capabilities first, once the maps exist.
 	sw, err := readSwitch(cfg.r)
 	if err == nil && sw != nil {
 		err = switchCreds(sw)
@@ -80,27 +78,11 @@ func readSwitch(r *bufio.Reader) (*Switch, error) {
 	return sw, nil
 }
 
-// switchCreds makes a stage started unmapped (spawn.Start) who Go's forkExec would have made
-// it before its execve: the ids of c.Cred (every thread: syscall's setters), and on this
-// thread, which execs the command, exactly the capabilities it would have had: c.Ambient
-// permitted, effective, inheritable and ambient; or, for root in the namespace, every
-// permitted one and none inheritable or ambient.
+// switchCreds gives a stage started by spawn.Start (its ids taken by its child, before the
+// execve) on this thread, which execs the command, exactly the capabilities Go's forkExec
+// would have given it: c.Ambient permitted, effective, inheritable and ambient; or, for root
+// in the namespace, every permitted one and none inheritable or ambient.
 func switchCreds(c *Switch) error {
-	if id := c.Cred; id != nil {
-		groups := make([]int, len(id.Groups))
-		for i, g := range id.Groups {
-			groups[i] = int(g)
-		}
-		if err := syscall.Setgroups(groups); err != nil {
-			return fmt.Errorf("setgroups: %w", err)
-		}
-		if err := syscall.Setgid(int(id.Gid)); err != nil {
-			return fmt.Errorf("setgid %d: %w", id.Gid, err)
-		}
-		if err := syscall.Setuid(int(id.Uid)); err != nil {
-			return fmt.Errorf("setuid %d: %w", id.Uid, err)
-		}
-	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {

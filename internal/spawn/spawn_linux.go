@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -52,6 +53,18 @@ type Attr struct {
 	// Ambient capabilities to raise across the execve (the child's uid is unmapped in its new
 	// user namespace then, so no other capability survives it).
 	Ambient []uintptr
+	// IDs: the new user namespace's id maps, which Start writes (nil: the caller does,
+	// WriteIDMaps), and the ids the child takes before its execve.
+	IDs *IDs
+}
+
+// IDs are a new user namespace's maps and the ids its first process takes in it.
+type IDs struct {
+	Uids, Gids      []syscall.SysProcIDMap
+	EnableSetgroups bool // setgroups is not denied in the namespace (WriteIDMaps)
+	// Cred: taken by the child once the maps exist (setgroups unless denied and empty,
+	// setgid, setuid); nil: the child execs at once and Start writes the maps afterwards.
+	Cred *syscall.Credential
 }
 
 // Process is a started child.
@@ -87,11 +100,134 @@ func Start(a *Attr) (*Process, error) {
 	if !supported {
 		return nil, fmt.Errorf("spawn with CLONE_VFORK on %s: %w", runtime.GOARCH, feature.ErrNotSupported)
 	}
-	p, err := plan(a)
+	if a.IDs != nil && a.IDs.Cred != nil {
+		if a.IDs.Cred.NoSetGroups {
+			return nil, fmt.Errorf("start %s: NoSetGroups: %w", a.Path, feature.ErrNotSupported)
+		}
+		return startWaiting(a)
+	}
+	p, err := plan(a, -1)
 	if err != nil {
 		return nil, err
 	}
-	return start(a, p)
+	proc, err := start(a, p)
+	if err == nil && a.IDs != nil {
+		if err = WriteIDMaps(proc.Pid, a.IDs.Uids, a.IDs.Gids, a.IDs.EnableSetgroups); err != nil {
+			kill(proc)
+			return nil, fmt.Errorf("start %s: %w", a.Path, err)
+		}
+	}
+	return proc, err
+}
+
+// kill ends and reaps a started child.
+func kill(p *Process) {
+	unix.PidfdSendSignal(p.PidFD, unix.SIGKILL, nil, 0)
+	reap(p.Pid)
+	unix.Close(p.PidFD)
+}
+
+func reap(pid int) {
+	var ws unix.WaitStatus
+	for {
+		if _, err := unix.Wait4(pid, &ws, 0, nil); err != unix.EINTR {
+			return
+		}
+	}
+}
+
+// startWaiting starts a child that takes a.IDs.Cred before its execve. Without CLONE_VFORK
+// (this thread writes the maps while the child waits), the child still shares this memory
+// until its execve: Start returns once the exec pipe, close-on-exec in the child, reads EOF.
+func startWaiting(a *Attr) (*Process, error) {
+	// Both pipes above the fds the child's list places (a dup3 onto one would replace it).
+	var release, exec [2]int
+	pipe := func(p *[2]int) error {
+		var q [2]int
+		if err := unix.Pipe2(q[:], unix.O_CLOEXEC); err != nil {
+			return err
+		}
+		var err error
+		for i := range q {
+			if err == nil {
+				p[i], err = unix.FcntlInt(uintptr(q[i]), unix.F_DUPFD_CLOEXEC, len(a.Files))
+				if err != nil && i == 1 {
+					unix.Close(p[0])
+				}
+			}
+			unix.Close(q[i])
+		}
+		return err
+	}
+	if err := pipe(&release); err != nil {
+		return nil, fmt.Errorf("start %s: pipe: %w", a.Path, err)
+	}
+	if err := pipe(&exec); err != nil {
+		unix.Close(release[0])
+		unix.Close(release[1])
+		return nil, fmt.Errorf("start %s: pipe: %w", a.Path, err)
+	}
+	closeAll := func(fds ...int) {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	p, err := plan(a, release[0])
+	if err != nil {
+		closeAll(release[0], release[1], exec[0], exec[1])
+		return nil, err
+	}
+	pidfd, res := new(int32), new(result)
+	*pidfd = -1
+	ca := cloneArgsFor(a, pidfd)
+	ca.flags &^= unix.CLONE_VFORK
+	pid, errno := rawSpawn(ca, unsafe.Sizeof(*ca), &p.ops[0], uintptr(len(p.ops)), res)
+	closeAll(release[0], exec[1])
+	if errno != 0 {
+		closeAll(release[1], exec[0])
+		return nil, os.NewSyscallError("clone3", syscall.Errno(errno))
+	}
+	proc := &Process{Pid: int(pid), PidFD: int(*pidfd)}
+	err = WriteIDMaps(proc.Pid, a.IDs.Uids, a.IDs.Gids, a.IDs.EnableSetgroups)
+	if err == nil {
+		// EPIPE: the child has already failed; its res says how.
+		if _, err = unix.Write(release[1], []byte{1}); err == unix.EPIPE {
+			err = nil
+		}
+	}
+	unix.Close(release[1])
+	if err != nil {
+		// The child may be anywhere in its list: it shares this memory until it is gone.
+		kill(proc)
+		unix.Close(exec[0])
+		runtime.KeepAlive(p)
+		return nil, fmt.Errorf("start %s: %w", a.Path, err)
+	}
+	var b [1]byte
+	for {
+		if _, err := unix.Read(exec[0], b[:]); err != unix.EINTR {
+			break
+		}
+	}
+	unix.Close(exec[0])
+	runtime.KeepAlive(p) // the child read the list until its execve or exit
+	if res.errno != 0 {
+		reap(proc.Pid)
+		unix.Close(proc.PidFD)
+		i := len(p.ops) - int(res.left)
+		return nil, fmt.Errorf("start %s: %s: %w", a.Path, p.what[i], syscall.Errno(res.errno))
+	}
+	return proc, nil
+}
+
+func cloneArgsFor(a *Attr, pidfd *int32) *cloneArgs {
+	ca := &cloneArgs{flags: a.CloneFlags | unix.CLONE_VM | unix.CLONE_VFORK | unix.CLONE_PIDFD | clearSighand,
+		pidfd: uint64(uintptr(unsafe.Pointer(pidfd))), exitSignal: uint64(unix.SIGCHLD)}
+	if a.CgroupFD >= 0 {
+		ca.flags |= unix.CLONE_INTO_CGROUP
+		ca.cgroup = uint64(a.CgroupFD)
+	}
+	return ca
 }
 
 // Release closes fd, leaving its last close to a child, so that a last close that waits is not
@@ -160,12 +296,7 @@ func start(a *Attr, p *prepared) (*Process, error) {
 	// On the heap, which does not move: the kernel and the child write them.
 	pidfd, res := new(int32), new(result)
 	*pidfd = -1
-	ca := &cloneArgs{flags: a.CloneFlags | unix.CLONE_VM | unix.CLONE_VFORK | unix.CLONE_PIDFD | clearSighand,
-		pidfd: uint64(uintptr(unsafe.Pointer(pidfd))), exitSignal: uint64(unix.SIGCHLD)}
-	if a.CgroupFD >= 0 {
-		ca.flags |= unix.CLONE_INTO_CGROUP
-		ca.cgroup = uint64(a.CgroupFD)
-	}
+	ca := cloneArgsFor(a, pidfd)
 	pid, errno := rawSpawn(ca, unsafe.Sizeof(*ca), &p.ops[0], uintptr(len(p.ops)), res)
 	runtime.KeepAlive(p)
 	runtime.KeepAlive(pidfd)
@@ -173,12 +304,7 @@ func start(a *Attr, p *prepared) (*Process, error) {
 		return nil, os.NewSyscallError("clone3", syscall.Errno(errno))
 	}
 	if res.errno != 0 {
-		var ws unix.WaitStatus
-		for {
-			if _, err := unix.Wait4(int(pid), &ws, 0, nil); err != unix.EINTR {
-				break
-			}
-		}
+		reap(int(pid))
 		unix.Close(int(*pidfd))
 		i := len(p.ops) - int(res.left)
 		return nil, fmt.Errorf("start %s: %s: %w", a.Path, p.what[i], syscall.Errno(res.errno))
@@ -223,8 +349,9 @@ func (p *prepared) cstrs(ss []string) uintptr {
 
 // plan lists the child's calls: the fds into place (as Go's forkExec: those that a lower
 // target would overwrite moved above every open fd first), the session, the parent-death
-// signal, the ambient capabilities, the directory, execve.
-func plan(a *Attr) (*prepared, error) {
+// signal, with a.IDs.Cred a wait for release (a byte, once the maps exist) and the ids, the
+// ambient capabilities, the directory, execve.
+func plan(a *Attr, release int) (*prepared, error) {
 	for _, s := range append(append([]string{a.Path, a.Dir}, a.Argv...), a.Env...) {
 		for i := 0; i < len(s); i++ {
 			if s[i] == 0 {
@@ -267,6 +394,25 @@ func plan(a *Attr) (*prepared, error) {
 	}
 	if a.Pdeathsig != 0 {
 		p.call("parent-death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(a.Pdeathsig))
+	}
+	if release >= 0 {
+		// EOF (Start failed before the byte) leaves the maps unwritten: the ids below fail.
+		buf := new([8]byte)
+		p.keep = append(p.keep, buf)
+		p.call("wait for the id maps", unix.SYS_READ, uintptr(release), uintptr(unsafe.Pointer(buf)), 1)
+		c := a.IDs.Cred
+		// As Go's forkExec: no setgroups where it is denied and there are none to set.
+		if !(a.IDs.Gids != nil && !a.IDs.EnableSetgroups && len(c.Groups) == 0) {
+			var groups uintptr
+			if len(c.Groups) > 0 {
+				g := slices.Clone(c.Groups)
+				p.keep = append(p.keep, g)
+				groups = uintptr(unsafe.Pointer(&g[0]))
+			}
+			p.call("setgroups", unix.SYS_SETGROUPS, uintptr(len(c.Groups)), groups)
+		}
+		p.call("setgid "+strconv.Itoa(int(c.Gid)), unix.SYS_SETGID, uintptr(c.Gid))
+		p.call("setuid "+strconv.Itoa(int(c.Uid)), unix.SYS_SETUID, uintptr(c.Uid))
 	}
 	if len(a.Ambient) > 0 {
 		// In its new user namespace the child has every capability, none inheritable: make the

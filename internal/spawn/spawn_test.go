@@ -203,3 +203,72 @@ func TestReleaseDropsTheLastReference(t *testing.T) {
 		t.Errorf("fd %d still open here after Release: %v", p[1], err)
 	}
 }
+
+// With IDs.Cred the child takes the ids before its execve, once Start has written the maps:
+// the program starts with them (nothing here waits for the maps), and with the groups asked
+// for where setgroups is allowed.
+func TestStartTakesIDsBeforeExec(t *testing.T) {
+	uid, gid := os.Getuid(), os.Getgid()
+	ids := &IDs{Uids: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		Gids: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+		Cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
+	want := []string{fmt.Sprintf("Uid: %d %d %d %d", uid, uid, uid, uid), fmt.Sprintf("Gid: %d %d %d %d", gid, gid, gid, gid)}
+	if uid == 0 {
+		// Root: uid and gid 0 of the namespace are 65534 on the host, the child's host ids are
+		// 0 (unmapped: the overflow id) until it takes them; its groups are the ones asked for.
+		host := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 65534, Size: 1}}
+		ids = &IDs{Uids: host, Gids: host, EnableSetgroups: true, Cred: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{0}}}
+		want = []string{"Uid: 0 0 0 0", "Gid: 0 0 0 0", "Groups: 0\n"}
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	script := `while read -r k v; do case $k in Uid:|Gid:|Groups:) echo $k $v;; esac; done </proc/self/status`
+	p, err := Start(&Attr{Path: "/bin/sh", Argv: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
+		Files: []int{int(null.Fd()), int(w.Fd()), int(w.Fd())}, CgroupFD: -1,
+		CloneFlags: unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS, IDs: ids})
+	w.Close()
+	requireSpawn(t, err)
+	defer unix.Close(p.PidFD)
+	out, _ := readAll(r)
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(p.Pid, &ws, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ws.ExitStatus() != 0 {
+		t.Fatalf("exit %d: %s", ws.ExitStatus(), out)
+	}
+	for _, s := range want {
+		if !strings.Contains(out, s) {
+			t.Errorf("no %q in:\n%s", s, out)
+		}
+	}
+}
+
+// Maps that cannot be written fail Start with what failed, and the waiting child is gone.
+func TestStartIDsMapsRefused(t *testing.T) {
+	bad := []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}, {ContainerID: 0, HostID: os.Getuid(), Size: 1}}
+	_, err := Start(&Attr{Path: "/bin/true", Argv: []string{"true"}, CgroupFD: -1, CloneFlags: unix.CLONE_NEWUSER,
+		IDs: &IDs{Uids: bad, Cred: &syscall.Credential{}}})
+	if errors.Is(err, feature.ErrNotSupported) {
+		requireSpawn(t, err)
+	}
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		requireSpawn(t, err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "uid_map") {
+		t.Fatalf("err %v, want the uid_map write's", err)
+	}
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); err != unix.ECHILD {
+		t.Errorf("a child is left: %v", err)
+	}
+}
