@@ -378,9 +378,33 @@ __noinline int hidden_hit(__u64 cgid, unsigned long ptr)
 		return 0;
 	__u32 at = sizeof(struct guard_event);
 	long n = bpf_probe_read_user_str(&s->data[at], 8 * HIDDEN_WORDS + 8, (void *)ptr);
+	if (n <= 1 || s->data[at] != '/')
+		return 0;
+	// Nearly every ENOENT is a search (include directories, modules) whose first 8 bytes differ
+	// from every hidden path's: decided here, without match_hidden's loop (a callback and a
+	// helper call per hidden path). The same compare as match_hidden's first word.
+	__u64 w0 = 0;
+	__builtin_memcpy(&w0, &s->data[at], 8);
+	int maybe = 0;
+	for (__u32 k = 0; k < HIDDEN_MAX; k++) {
+		if (k >= cfg->hidden_n)
+			break;
+		__u32 len = cfg->hidden[k].len;
+		__u64 w = w0, want = cfg->hidden[k].w[0];
+		if (len < 8) {
+			__u64 mask = (1ULL << (len * 8)) - 1;
+			w &= mask;
+			want &= mask;
+		}
+		if (w == want) {
+			maybe = 1;
+			break;
+		}
+	}
+	if (!maybe)
+		return 0;
 	struct match_ctx mc = {.cfg = cfg, .off = at};
-	if (n > 1 && s->data[at] == '/')
-		bpf_loop(HIDDEN_MAX, match_hidden, &mc, 0);
+	bpf_loop(HIDDEN_MAX, match_hidden, &mc, 0);
 	return mc.hit;
 }
 

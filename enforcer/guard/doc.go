@@ -45,10 +45,10 @@
 // Cost when nothing is denied: the path syscalls the run's filter allows pay, for every process
 // on the host, the tracepoint dispatch and one compare when the call succeeded (a failed one
 // also an array lookup and a cgroup-id compare; the program returns there for other cgroups);
-// inside the run, an ENOENT pays reading up to 264 bytes of the path and comparing them with
-// the hidden paths (at most 16 byte prefixes of them in the kernel, however many paths are
-// hidden: past 16, the closest are merged into their common prefix and user space checks the
-// path). Nothing is sent, no sys_enter program runs and nothing is stashed: the
+// inside the run, an ENOENT pays reading up to 264 bytes of the path and comparing its first
+// 8 bytes with each hidden path's; only when one agrees are they compared whole (at most 16
+// byte prefixes of them in the kernel, however many paths are hidden: past 16, the closest are
+// merged into their common prefix and user space checks the path). Nothing is sent, no sys_enter program runs and nothing is stashed: the
 // arguments are read from the task's saved registers at exit. Enabling any syscall tracepoint
 // also moves every syscall on the host to the kernel's syscall-work path while the run lasts:
 // +8–17 ns per getppid here, most of what a syscall storm pays under enforce (BENCHMARKS.md). A

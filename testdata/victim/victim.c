@@ -387,6 +387,23 @@ int main(int argc, char **argv)
 				stat(buf, &st);
 			}
 			i += 2;
+		} else if (!strcmp(a, "open-many")) {
+			// open-many N PREFIX: N opens of distinct missing paths PREFIX<k> (ENOENT: what an
+			// include or module search does), then the thread CPU per open to stderr.
+			long n = atol(ARG(1));
+			char buf[4096];
+			struct timespec t0, t1;
+			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+			for (long k = 0; k < n; k++) {
+				snprintf(buf, sizeof(buf), "%s%ld", ARG(2), k);
+				int fd = open(buf, O_RDONLY);
+				if (fd >= 0)
+					close(fd);
+			}
+			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+			double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
+			fprintf(stderr, "open-many: %ld opens, %.1f ns/open\n", n, ns / n);
+			i += 2;
 		} else if (!strcmp(a, "daemon")) {
 			// Double fork + setsid; the grandchild outlives the victim.
 			pid_t pid = fork();
