@@ -392,15 +392,41 @@ func TestStubOwnerLookupDoesNotBlock(t *testing.T) {
 	}
 }
 
-// Every holder of a connection's socket must be allowed a per-binary rule: a child given the
-// allowed binary's socket borrows it, a helper the binary runs that connects itself does not.
+// Every holder of a connection's socket must be allowed a per-binary rule: the rule's very
+// file passes, and its transport helpers under it; a child given the allowed binary's socket
+// does not, nor anything else that runs under the binary (a hook, a process forked before its
+// parent exec'd the binary), nor a copy of its bytes elsewhere, nor a helper's name outside
+// the system directories.
 func TestMayUse(t *testing.T) {
-	git := who{Pid: 10, Exe: "/usr/bin/git", Parents: []string{"/bin/sh"}, ppids: []int{5}}
-	helper := who{Pid: 11, Exe: "/usr/lib/git-core/git-remote-https", Parents: []string{"/usr/bin/git", "/bin/sh"}, ppids: []int{10, 5}}
-	hook := who{Pid: 12, Exe: "/usr/bin/node", Parents: []string{"/usr/bin/git", "/bin/sh"}, ppids: []int{10, 5}}
-	node := who{Pid: 5, Exe: "/usr/bin/node", Parents: []string{"/init"}, ppids: []int{1}}
-	sshFork := who{Pid: 13, Exe: "/usr/bin/ssh", Parents: []string{"/usr/bin/ssh", "/usr/bin/git"}, ppids: []int{14, 10}}
-	ssh := who{Pid: 14, Exe: "/usr/bin/ssh", Parents: []string{"/usr/bin/git"}, ppids: []int{10}}
+	files := map[string]fileID{
+		"/usr/bin/git": {1, 10}, "/usr/lib/git-core/git": {1, 10}, // a hard link: the same file
+		"/usr/lib/git-core/git-remote-https": {1, 11}, "/usr/bin/ssh": {1, 12},
+		"/usr/bin/node": {1, 13}, "/bin/sh": {1, 14}, "/usr/bin/curl": {1, 15},
+		"/tmp/git": {2, 20}, "/work/ssh": {2, 21},
+	}
+	at := func(p string) (fileID, bool) { f, ok := files[p]; return f, ok }
+	proc := func(pid int, exe string, parents ...any) who {
+		w := who{Pid: pid, Exe: exe, id: files[exe]}
+		for i := 0; i < len(parents); i += 2 {
+			w.ppids = append(w.ppids, parents[i].(int))
+			w.Parents = append(w.Parents, parents[i+1].(string))
+			w.pids = append(w.pids, files[parents[i+1].(string)])
+		}
+		return w
+	}
+	git := proc(10, "/usr/bin/git", 5, "/bin/sh")
+	gitCore := proc(15, "/usr/lib/git-core/git", 10, "/usr/bin/git")
+	helper := proc(11, "/usr/lib/git-core/git-remote-https", 10, "/usr/bin/git", 5, "/bin/sh")
+	hook := proc(12, "/usr/bin/node", 10, "/usr/bin/git", 5, "/bin/sh")
+	hookCurl := proc(16, "/usr/bin/curl", 17, "/bin/sh", 10, "/usr/bin/git")
+	node := proc(5, "/usr/bin/node", 1, "/init")
+	ssh := proc(14, "/usr/bin/ssh", 10, "/usr/bin/git")
+	sshFork := proc(13, "/usr/bin/ssh", 14, "/usr/bin/ssh", 10, "/usr/bin/git")
+	sshViaShell := proc(18, "/usr/bin/ssh", 19, "/bin/sh", 10, "/usr/bin/git")
+	copied := proc(20, "/tmp/git", 10, "/usr/bin/git")
+	fakeSSH := proc(21, "/work/ssh", 10, "/usr/bin/git")
+	forkedBefore := proc(22, "/usr/bin/curl", 10, "/usr/bin/git") // its parent exec'd git after the fork
+	gone := who{Pid: 23, Exe: "/usr/bin/git"}                     // no file identity: never passes
 	for _, c := range []struct {
 		name string
 		hs   []who
@@ -408,16 +434,32 @@ func TestMayUse(t *testing.T) {
 		bad  string
 	}{
 		{"the binary", []who{git}, true, ""},
+		{"the binary by a hard link", []who{gitCore}, true, ""},
 		{"a helper that connected", []who{helper}, true, ""},
 		{"a forked copy of a helper", []who{ssh, sshFork}, true, ""},
+		{"a helper through a shell", []who{sshViaShell}, false, "/usr/bin/ssh"},
+		{"a hook", []who{hook}, false, "/usr/bin/node"},
+		{"a hook's child", []who{hookCurl}, false, "/usr/bin/curl"},
+		{"forked before its parent exec'd the binary", []who{forkedBefore}, false, "/usr/bin/curl"},
+		{"a copy of the binary's bytes", []who{copied}, false, "/tmp/git"},
+		{"a helper's name outside the system directories", []who{fakeSSH}, false, "/work/ssh"},
 		{"a child given the binary's socket", []who{git, hook}, false, "/usr/bin/node"},
 		{"an ancestor holding it too", []who{node, git}, false, "/usr/bin/node"},
-		{"another process holding it too", []who{git, {Pid: 20, Exe: "/usr/bin/node", Parents: []string{"/init"}, ppids: []int{1}}}, false, "/usr/bin/node"},
+		{"another process holding it too", []who{git, proc(20, "/usr/bin/node", 1, "/init")}, false, "/usr/bin/node"},
+		{"a process whose file is unknown", []who{gone}, false, "/usr/bin/git"},
 		{"nobody (gone)", nil, false, ""},
 	} {
-		b, ok := mayUse(c.hs, "/usr/bin/git")
+		b, ok := mayUse(c.hs, "/usr/bin/git", at)
 		if ok != c.ok || b.Exe != c.bad {
 			t.Errorf("%s: %v %q", c.name, ok, b.Exe)
 		}
+	}
+	// A rule whose binary is not in the sandbox passes for nobody; a tool without helpers
+	// (node) passes for its own file only.
+	if _, ok := mayUse([]who{git}, "/opt/gone/git", at); ok {
+		t.Error("a rule naming a missing binary passed")
+	}
+	if _, ok := mayUse([]who{proc(30, "/usr/bin/curl", 5, "/usr/bin/node")}, "/usr/bin/node", at); ok {
+		t.Error("a child of node passed node's rule")
 	}
 }
