@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -48,6 +49,9 @@ func fileIn(root int, path string) (fileID, bool) {
 	}
 	defer unix.Close(dir)
 	fd, err := unix.Openat2(dir, path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+	if errors.Is(err, unix.ENOSYS) { // before 5.6: an absolute symlink on the way resolves on the host
+		fd, err = unix.Openat(dir, strings.TrimLeft(path, "/"), unix.O_PATH|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		return fileID{}, false
 	}

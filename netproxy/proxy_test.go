@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -461,5 +463,38 @@ func TestMayUse(t *testing.T) {
 	}
 	if _, ok := mayUse([]who{proc(30, "/usr/bin/curl", 5, "/usr/bin/node")}, "/usr/bin/node", at); ok {
 		t.Error("a child of node passed node's rule")
+	}
+}
+
+// A rule's binary and what a process runs are compared as files: a hard link is the same
+// file, a copy of the same bytes is not, and a process's exe is what its path names.
+func TestFileIdentity(t *testing.T) {
+	dir := t.TempDir()
+	orig, link, cp := filepath.Join(dir, "tool"), filepath.Join(dir, "link"), filepath.Join(dir, "copy")
+	if err := os.WriteFile(orig, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(orig, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cp, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self := os.Getpid()
+	a, ok1 := fileIn(self, orig)
+	b, ok2 := fileIn(self, link)
+	c, ok3 := fileIn(self, cp)
+	if !ok1 || !ok2 || !ok3 || a != b || a == c {
+		t.Errorf("tool %v %v, its hard link %v %v, its copy %v %v", a, ok1, b, ok2, c, ok3)
+	}
+	if _, ok := fileIn(self, filepath.Join(dir, "missing")); ok {
+		t.Error("a missing file has an identity")
+	}
+	if _, ok := fileIn(self, dir); ok {
+		t.Error("a directory passed for a binary")
+	}
+	exe, _ := os.Executable()
+	if f, ok := fileIn(self, exe); !ok || exeID(self) != f || f == (fileID{}) {
+		t.Errorf("this process runs %v, its executable's path names %v %v", exeID(self), f, ok)
 	}
 }
