@@ -393,7 +393,7 @@ func (p *Proxy) handle(c *net.TCPConn) {
 		return
 	}
 	cred := p.opts.Broker.credFor(pc.brokerName(), pc.port)
-	if !p.opts.LogAllowed && (cred != nil || !slices.ContainsFunc(rules, Rule.anyBinary)) {
+	if !p.opts.LogAllowed && (cred != nil || pc.isName && !slices.ContainsFunc(rules, Rule.anyBinary)) {
 		// Every use is logged with its binary, and a per-binary rule checks the holders at
 		// accept too: looked up while the handshakes run.
 		go pc.holders()
@@ -552,7 +552,11 @@ func (pc *proxyConn) checkBinaries(rules []Rule) (who, bool) {
 	// now), and at accept (handle started that lookup): a process that wrote its request and
 	// then exec'd the rule's binary, the socket kept, ran another file at accept.
 	hs := pc.p.ownerOf("tcp", pc.src, pc.dst)
-	for _, at := range [][]who{pc.holders(), hs} {
+	checks := [][]who{hs}
+	if pc.isName { // an address rule is checked at accept: once
+		checks = [][]who{pc.holders(), hs}
+	}
+	for _, at := range checks {
 		if bad, ok := pc.mayUseAny(at, rules); !ok {
 			pc.refuseBy(byRefusal(bad, rules), policy.RiskNone, bad)
 			return who{}, false

@@ -498,3 +498,58 @@ func TestFileIdentity(t *testing.T) {
 		t.Errorf("this process runs %v, its executable's path names %v %v", exeID(self), f, ok)
 	}
 }
+
+// A per-binary rule checks the socket's holders at accept and after the first bytes: a
+// process that connected and wrote its request, then exec'd the rule's binary keeping the
+// socket (so that the binary holds it once the bytes arrive) is refused and on the record.
+func TestPerBinaryCheckedAtAccept(t *testing.T) {
+	u := newUpstream(t, false)
+	P := u.port()
+	files := map[string]fileID{"/usr/bin/tool": {1, 1}}
+	payload := who{Pid: 7, Exe: "/tmp/payload", id: fileID{9, 9}}
+	tool := who{Pid: 7, Exe: "/usr/bin/tool", id: fileID{1, 1}}
+	for _, execs := range []bool{false, true} {
+		var mu sync.Mutex
+		execd := !execs // the benign run: the tool from the start
+		looked := make(chan struct{}, 1)
+		rules := []Rule{{Host: "allowed.test", Port: P, By: "/usr/bin/tool", Endpoint: fmt.Sprintf("allowed.test:%d", P)}}
+		p, _ := startProxy(t, rules, Options{Resolve: map[string][]netip.Addr{"allowed.test": lo}}, func(p *Proxy) {
+			p.fileAt = func(path string) (fileID, bool) { f, ok := files[path]; return f, ok }
+			p.ownerOf = func(string, netip.AddrPort, netip.AddrPort) []who {
+				mu.Lock()
+				defer mu.Unlock()
+				select {
+				case looked <- struct{}{}:
+				default:
+				}
+				if execd {
+					return []who{tool}
+				}
+				return []who{payload}
+			}
+		})
+		c, err := net.Dial("tcp", synth(p, P))
+		if err != nil {
+			t.Fatal(err)
+		}
+		select { // the lookup at accept, before any byte was sent
+		case <-looked:
+		case <-time.After(5 * time.Second): // a hang fails, not a timing assertion
+			t.Errorf("exec'd %v: the holders were not looked up at accept", execs)
+		}
+		mu.Lock()
+		execd = true
+		mu.Unlock()
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n")
+		b, _ := io.ReadAll(c)
+		c.Close()
+		ds := denials(p)
+		switch {
+		case !execs && (!strings.Contains(string(b), "upstream allowed.test") || len(ds) != 0):
+			t.Errorf("the tool's own connection: %q, denials %q", b, ds)
+		case execs && (strings.Contains(string(b), "upstream") || !hasDenial(ds, "(by /tmp/payload: the rule names /usr/bin/tool;")):
+			t.Errorf("connected, wrote, then exec'd the tool: %q, denials %q", b, ds)
+		}
+	}
+}
