@@ -499,57 +499,33 @@ func TestFileIdentity(t *testing.T) {
 	}
 }
 
-// A per-binary rule checks the socket's holders at accept and after the first bytes: a
-// process that connected and wrote its request, then exec'd the rule's binary keeping the
-// socket (so that the binary holds it once the bytes arrive) is refused and on the record.
+// A per-binary rule on a name checks the socket's holders as they were at accept and after the
+// first bytes: a process that connected and wrote its request, then exec'd the rule's binary
+// keeping the socket (so that the binary holds it once the bytes arrive), is refused and on
+// the record; the binary holding it at both passes.
 func TestPerBinaryCheckedAtAccept(t *testing.T) {
-	u := newUpstream(t, false)
-	P := u.port()
 	files := map[string]fileID{"/usr/bin/tool": {1, 1}}
 	payload := who{Pid: 7, Exe: "/tmp/payload", id: fileID{9, 9}}
 	tool := who{Pid: 7, Exe: "/usr/bin/tool", id: fileID{1, 1}}
-	for _, execs := range []bool{false, true} {
-		var mu sync.Mutex
-		execd := !execs // the benign run: the tool from the start
-		looked := make(chan struct{}, 1)
-		rules := []Rule{{Host: "allowed.test", Port: P, By: "/usr/bin/tool", Endpoint: fmt.Sprintf("allowed.test:%d", P)}}
-		p, _ := startProxy(t, rules, Options{Resolve: map[string][]netip.Addr{"allowed.test": lo}}, func(p *Proxy) {
-			p.fileAt = func(path string) (fileID, bool) { f, ok := files[path]; return f, ok }
-			p.ownerOf = func(string, netip.AddrPort, netip.AddrPort) []who {
-				mu.Lock()
-				defer mu.Unlock()
-				select {
-				case looked <- struct{}{}:
-				default:
-				}
-				if execd {
-					return []who{tool}
-				}
-				return []who{payload}
-			}
-		})
-		c, err := net.Dial("tcp", synth(p, P))
-		if err != nil {
-			t.Fatal(err)
-		}
-		select { // the lookup at accept, before any byte was sent
-		case <-looked:
-		case <-time.After(5 * time.Second): // a hang fails, not a timing assertion
-			t.Errorf("exec'd %v: the holders were not looked up at accept", execs)
-		}
-		mu.Lock()
-		execd = true
-		mu.Unlock()
-		c.SetDeadline(time.Now().Add(20 * time.Second))
-		io.WriteString(c, "GET / HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n")
-		b, _ := io.ReadAll(c)
-		c.Close()
+	rules := []Rule{{Host: "allowed.test", Port: 80, By: "/usr/bin/tool", Endpoint: "allowed.test:80"}}
+	plan, err := NewPlan(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		atAccept who
+		ok       bool
+	}{{"the tool from the start", tool, true}, {"connected, wrote, then exec'd the tool", payload, false}} {
+		p := New(plan, Options{})
+		p.fileAt = func(path string) (fileID, bool) { f, ok := files[path]; return f, ok }
+		p.ownerOf = func(string, netip.AddrPort, netip.AddrPort) []who { return []who{tool} } // after the first bytes
+		pc := &proxyConn{p: p, isName: true, name: "allowed.test", port: 80, target: "allowed.test:80", targetHost: "allowed.test",
+			holders: func() []who { return []who{c.atAccept} }}
+		_, ok := pc.checkBinaries(rules)
 		ds := denials(p)
-		switch {
-		case !execs && (!strings.Contains(string(b), "upstream allowed.test") || len(ds) != 0):
-			t.Errorf("the tool's own connection: %q, denials %q", b, ds)
-		case execs && (strings.Contains(string(b), "upstream") || !hasDenial(ds, "(by /tmp/payload: the rule names /usr/bin/tool;")):
-			t.Errorf("connected, wrote, then exec'd the tool: %q, denials %q", b, ds)
+		if ok != c.ok || !ok && !hasDenial(ds, "connect allowed.test:80 tcp (by /tmp/payload: the rule names /usr/bin/tool;") || ok && len(ds) > 0 {
+			t.Errorf("%s: passed %v, denials %q", c.name, ok, ds)
 		}
 	}
 }
