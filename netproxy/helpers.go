@@ -14,8 +14,8 @@ var transportHelpers = []struct {
 	helpers []string // file names, looked up in helperDirs
 	why     string
 }{
-	{"git", []string{"git-remote-http", "git-remote-https", "git-remote-ftp", "git-remote-ftps", "ssh"},
-		"git fetches and pushes over HTTP(S) and FTP through its remote helpers and over SSH through ssh; a GIT_SSH_COMMAND with arguments runs ssh through sh, which is not a helper (learn records ssh itself)"},
+	{"git", []string{"git", "git-remote-http", "git-remote-https", "git-remote-ftp", "git-remote-ftps", "ssh"},
+		"git fetches and pushes over HTTP(S) and FTP through its remote helpers, which it starts through the git of its exec path (a copy of /usr/bin/git on Debian, not a link), and over SSH through ssh; a GIT_SSH_COMMAND with arguments runs ssh through sh, which is not a helper (learn records ssh itself)"},
 	{"cargo", []string{"git", "git-remote-http", "git-remote-https", "ssh"},
 		"with net.git-fetch-with-cli cargo fetches git dependencies and git indexes by running git"},
 	{"go", []string{"git", "git-remote-http", "git-remote-https", "ssh"},

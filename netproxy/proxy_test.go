@@ -401,7 +401,8 @@ func TestStubOwnerLookupDoesNotBlock(t *testing.T) {
 // the system directories.
 func TestMayUse(t *testing.T) {
 	files := map[string]fileID{
-		"/usr/bin/git": {1, 10}, "/usr/lib/git-core/git": {1, 10}, // a hard link: the same file
+		"/usr/bin/git": {1, 10}, "/usr/local/bin/git": {1, 10}, // a hard link: the same file
+		"/usr/lib/git-core/git":              {1, 16}, // a copy (Debian): git's exec path, a helper
 		"/usr/lib/git-core/git-remote-https": {1, 11}, "/usr/bin/ssh": {1, 12},
 		"/usr/bin/node": {1, 13}, "/bin/sh": {1, 14}, "/usr/bin/curl": {1, 15},
 		"/tmp/git": {2, 20}, "/work/ssh": {2, 21},
@@ -417,8 +418,10 @@ func TestMayUse(t *testing.T) {
 		return w
 	}
 	git := proc(10, "/usr/bin/git", 5, "/bin/sh")
-	gitCore := proc(15, "/usr/lib/git-core/git", 10, "/usr/bin/git")
+	gitLink := proc(15, "/usr/local/bin/git", 10, "/usr/bin/git")
 	helper := proc(11, "/usr/lib/git-core/git-remote-https", 10, "/usr/bin/git", 5, "/bin/sh")
+	viaExecPath := proc(24, "/usr/lib/git-core/git-remote-https", 25, "/usr/lib/git-core/git", 10, "/usr/bin/git")
+	hookViaExecPath := proc(26, "/usr/bin/curl", 25, "/usr/lib/git-core/git", 10, "/usr/bin/git")
 	hook := proc(12, "/usr/bin/node", 10, "/usr/bin/git", 5, "/bin/sh")
 	hookCurl := proc(16, "/usr/bin/curl", 17, "/bin/sh", 10, "/usr/bin/git")
 	node := proc(5, "/usr/bin/node", 1, "/init")
@@ -436,8 +439,10 @@ func TestMayUse(t *testing.T) {
 		bad  string
 	}{
 		{"the binary", []who{git}, true, ""},
-		{"the binary by a hard link", []who{gitCore}, true, ""},
+		{"the binary by a hard link", []who{gitLink}, true, ""},
 		{"a helper that connected", []who{helper}, true, ""},
+		{"a helper started through git's exec path", []who{viaExecPath}, true, ""},
+		{"a hook of git's exec path", []who{hookViaExecPath}, false, "/usr/bin/curl"},
 		{"a forked copy of a helper", []who{ssh, sshFork}, true, ""},
 		{"a helper through a shell", []who{sshViaShell}, false, "/usr/bin/ssh"},
 		{"a hook", []who{hook}, false, "/usr/bin/node"},
