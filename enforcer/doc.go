@@ -157,8 +157,8 @@
 //     init stage opens their sockets inside right after lo is up, before Landlock and the
 //     capability drop, and Run takes them with pidfd_getfd and serves them from the host's
 //     namespace). tcp/mptcp connect rules become proxy rules, by name or by address;
-//     localhost:PORT means 127.0.0.1 and ::1; a rule's "by" binary limits it to that binary
-//     and what runs under it ("by: any" opts out); udp rules to port 53 are served by the
+//     localhost:PORT means 127.0.0.1 and ::1; a rule's "by" binary limits it to that very
+//     file and the transport helpers it runs (netproxy helpers.go; "by: any" opts out); udp rules to port 53 are served by the
 //     stub; other UDP rules to an exact address:port are relayed to it (netproxy udp.go), to a
 //     name or a range dropped and said (the datagrams stay refused; the rest runs);
 //     resolve names are answered by the stub with no connection allowed, and so are the

@@ -21,8 +21,8 @@ import (
 // users, and its TCP connects leave through sysprof's DNS stub and name-checking proxy.
 //
 //   - connect tcp/mptcp, host:port or CIDR:port: a proxy rule (MPTCP goes as TCP: the proxy
-//     speaks TCP upstream). A rule's "by" binary (its provenance) limits it to that binary
-//     and what runs under it; "by: any" opts out.
+//     speaks TCP upstream). A rule's "by" binary (its provenance) limits it to that very file
+//     and the transport helpers it runs (netproxy helpers.go); "by: any" opts out.
 //   - udp to port 53 (a learned resolver): the stub answers instead, nothing leaves.
 //   - any other UDP (connect or send) to an exact address:port: relayed to exactly that
 //     destination (netproxy udp.go; for every binary: datagrams are not checked per binary);

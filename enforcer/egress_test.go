@@ -59,6 +59,7 @@ printf 'curl-only-by-bash:'; bash -c 'exec 3<>/dev/tcp/curlonly.test/'$H' && pri
 export REQ='GET / HTTP/1.0\r\nHost: bashonly.test\r\n\r\n'
 printf 'bash-only-by-bash:'; bash -c 'exec 3<>/dev/tcp/bashonly.test/'$H' && printf "$REQ" >&3 && while IFS= read -r l || [ -n "$l" ]; do last=$l; done <&3; printf %s "$last"' 2>/dev/null; echo " rc=$?"
 printf 'bash-only-inherited:'; bash -c 'exec 3<>/dev/tcp/bashonly.test/'$H' || exit 1; sh -c "printf \"\$REQ\" >&3; cat <&3" | tail -1; exit 0' 2>/dev/null; echo " rc=$?"
+printf 'bash-only-forked-before-exec:'; sh -c '( sleep 0.5; curl -sS -m 10 http://bashonly.test:'$H'/ 2>/dev/null; echo " rc=$?" ) & exec bash -c "sleep 2; true"'
 printf 'dns-past-the-stub:'; bash -c 'printf "\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x04leak\x04test\x00\x00\x01\x00\x01" >/dev/udp/10.0.0.2/53'; echo " rc=$?"
 printf 'udp-quic:'; bash -c 'printf x >/dev/udp/192.0.2.7/443'; echo " rc=$?"
 printf 'udp-allowed-name:'; bash -c 'printf x >/dev/udp/allowed.test/'$H; echo " rc=$?"
@@ -123,7 +124,7 @@ func checkEgress(out string, rep *report.Report, httpPort, tlsPort int) error {
 			errs = append(errs, fmt.Errorf("benign %s: %q, want %q", c.key, got, c.want))
 		}
 	}
-	for _, k := range []string{"other-name", "same-address", "tls-other-sni", "metadata-ip", "metadata-name", "metadata-by-name", "metadata-by-cidr", "raw-ip", "curl-only-by-bash", "bash-only-inherited"} {
+	for _, k := range []string{"other-name", "same-address", "tls-other-sni", "metadata-ip", "metadata-name", "metadata-by-name", "metadata-by-cidr", "raw-ip", "curl-only-by-bash", "bash-only-inherited", "bash-only-forked-before-exec"} {
 		if v, ok := lines[k]; !ok || strings.Contains(v, "upstream") || strings.HasSuffix(v, " rc=0") && !strings.Contains(k, "-by-bash") && k != "bash-only-inherited" {
 			errs = append(errs, fmt.Errorf("attack %s got through: %q", k, v))
 		}
@@ -149,8 +150,10 @@ func checkEgress(out string, rep *report.Report, httpPort, tlsPort int) error {
 		{"connect meta.test:" + H + " tcp (meta.test resolves only to addresses never dialled for a name (169.254.169.254: link-local or metadata address))", "/curl"},
 		{"connect 169.254.169.254:" + strconv.Itoa(tlsPort) + " tcp (link-local or metadata address (name it with its own rule))", "/curl"},
 		{"connect 127.0.0.1:" + H + " tcp (raw IP connect", "/curl"},
-		{"connect curlonly.test:" + H + " tcp (allowed only to ", "/bash"},
-		{"connect bashonly.test:" + H + " tcp (allowed only to ", "/" + filepath.Base(sh)},
+		{"connect curlonly.test:" + H + " tcp (by " + bash + ": the rule names ", "/bash"},
+		{"connect bashonly.test:" + H + " tcp (by " + sh + ": the rule names " + bash, "/" + filepath.Base(sh)},
+		// A process forked before its parent exec'd bash runs under bash, but is not bash.
+		{"connect bashonly.test:" + H + " tcp (by ", "/curl"},
 		// Datagrams that did not leave (the ICMP observer); their sender may have exited
 		// before its socket was looked up.
 		{"dns leak.test to 10.0.0.2:53 udp (not through sysprof's DNS stub", ""},
@@ -165,10 +168,10 @@ func checkEgress(out string, rep *report.Report, httpPort, tlsPort int) error {
 	}
 	// The parent chain names the command's ancestry and ends below sysprof's init stage: bash
 	// under the script's shell; the shell given bash's socket under bash.
-	if d := find("connect curlonly.test:"+H+" tcp (allowed only to ", "/bash"); d != nil && !slices.Equal(d.Parents, []string{sh}) {
+	if d := find("connect curlonly.test:"+H+" tcp (by ", "/bash"); d != nil && !slices.Equal(d.Parents, []string{sh}) {
 		errs = append(errs, fmt.Errorf("denial by bash: parents %q, want [%s]", d.Parents, sh))
 	}
-	if d := find("connect bashonly.test:"+H+" tcp (allowed only to ", "/"+filepath.Base(sh)); d != nil && !slices.Equal(d.Parents, []string{bash, sh}) {
+	if d := find("connect bashonly.test:"+H+" tcp (by ", "/"+filepath.Base(sh)); d != nil && !slices.Equal(d.Parents, []string{bash, sh}) {
 		errs = append(errs, fmt.Errorf("denial by the inheriting shell: parents %q, want [%s %s]", d.Parents, bash, sh))
 	}
 	for _, d := range rep.Denials {

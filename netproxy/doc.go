@@ -100,15 +100,21 @@
 // # Per binary
 //
 // A rule learned "by" a binary (policy Provenance.By) passes only for a connection whose
-// client socket is held by that binary or what runs under it (its parent chain, for the
-// transport helpers it executes: git-remote-https, ssh). Every process holding the socket
+// client socket is held by that very file, compared by identity (dev and inode of
+// /proc/PID/exe against the rule's path resolved beneath the sandbox's root: a copy of its
+// bytes elsewhere is another file, a hard link the same, a mount the command made over the
+// path is not looked at), or by one of its transport helpers (helpers.go: git-remote-https,
+// ssh; a system directory's file, run by the binary with only helpers between them).
+// Nothing else that runs under the binary passes: a hook, a lifecycle or build script, a
+// process forked before its parent exec'd the binary. Every process holding the socket
 // must pass, not only the first found: a process outside the binary's tree that got the
 // socket (pidfd_getfd, SCM_RIGHTS) is refused, and so is a descendant that inherited the
-// socket from an ancestor holding it that runs another executable (a child the binary gives
+// socket from an ancestor holding it that runs another file (a child the binary gives
 // its connected socket borrows it; a forked copy of the same program, ssh's mux, does not).
-// The holders are looked up once the client's first bytes arrived (at accept for an address
-// rule): the socket's inode by an exact sock_diag lookup on a netlink socket the init stage
-// opened in the sandbox's namespace (0.5 ms measured on a busy host; reading /proc/PID/net/tcp
+// The holders are looked up at accept and again once the client's first bytes arrived (a
+// process that wrote its request and then exec'd the binary ran another file at accept;
+// for an address rule both right at accept): the socket's inode by an exact sock_diag
+// lookup on a netlink socket the init stage opened in the sandbox's namespace (0.5 ms measured on a busy host; reading /proc/PID/net/tcp
 // walks the host's whole socket table, 3-35 ms), then every process of the sandbox's PID
 // namespace holding it (its init stage's tree: orphans are reparented to it). A rule with by
 // "any" (or none) passes for every binary. The lookup runs only for per-binary rules,

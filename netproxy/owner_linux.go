@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -21,6 +22,45 @@ type who struct {
 	Exe     string
 	Parents []string // executables from the parent up to the sandbox's root process
 	ppids   []int    // their pids, in the same order
+	id      fileID   // the file the process runs (its /proc/PID/exe), zero when unknown
+	pids    []fileID // the files its parents run, in Parents' order
+}
+
+// fileID is a file's identity. A rule's binary and what a process runs are compared by it,
+// not by name: a copy of the binary's bytes elsewhere is another file, a hard link the same.
+type fileID struct{ dev, ino uint64 }
+
+// exeID is the identity of the file pid runs (zero when it is gone or cannot be read).
+func exeID(pid int) fileID {
+	var st unix.Stat_t
+	if unix.Stat(fmt.Sprintf("/proc/%d/exe", pid), &st) != nil {
+		return fileID{}
+	}
+	return fileID{st.Dev, st.Ino}
+}
+
+// fileIn is the identity of path as the sandbox sees it: resolved beneath the root of root
+// (a process of the sandbox), absolute symlinks included, so that the host's file of the same
+// name, or a mount the command made in a namespace of its own, is not what is compared.
+func fileIn(root int, path string) (fileID, bool) {
+	dir, err := unix.Open(fmt.Sprintf("/proc/%d/root", root), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fileID{}, false
+	}
+	defer unix.Close(dir)
+	fd, err := unix.Openat2(dir, path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+	if errors.Is(err, unix.ENOSYS) { // before 5.6: an absolute symlink on the way resolves on the host
+		fd, err = unix.Openat(dir, strings.TrimLeft(path, "/"), unix.O_PATH|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return fileID{}, false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fileID{}, false
+	}
+	return fileID{st.Dev, st.Ino}, true
 }
 
 // first is the holder a denial or a log line names: the one nearest the sandbox's root.
@@ -32,29 +72,70 @@ func first(hs []who) who {
 }
 
 // mayUse reports whether a connection whose client socket hs hold may use a rule learned by
-// the binary by; when not, the holder that may not. Every holder must pass, for it can
-// write on the socket: a process passes when it is by, or runs under by (its transport
-// helpers: git-remote-https, ssh) and did not inherit the socket from an ancestor holding it
-// that runs another executable (a child of the allowed binary given its socket borrows it;
-// a forked copy of the same program does not).
-func mayUse(hs []who, by string) (who, bool) {
+// the binary by (at finds a path's file in the sandbox); when not, the holder that may not.
+// Every holder must pass, for it can write on the socket: a process passes when it runs by's
+// very file, or runs one of by's transport helpers (transportHelpers) under by with only
+// helpers between them; and it did not inherit the socket from an ancestor holding it that
+// runs another file (a child the binary gives its socket borrows it; a forked copy of the same
+// program, ssh's mux, does not). What else runs under by (a hook, a build script, a process
+// forked before its parent exec'd by) does not pass.
+func mayUse(hs []who, by string, at func(string) (fileID, bool)) (who, bool) {
 	if len(hs) == 0 {
 		return who{}, false
 	}
+	b, ok := at(by)
+	if !ok || b == (fileID{}) {
+		return first(hs), false
+	}
+	helper := isHelper(by, at)
 	for _, h := range hs {
-		if h.Exe == by {
+		if h.id == b {
 			continue
 		}
-		if !slices.Contains(h.Parents, by) {
+		if h.id == (fileID{}) || !helper(h.id) || !underVia(h, b, helper) {
 			return h, false
 		}
 		for _, o := range hs {
-			if o.Exe != h.Exe && slices.Contains(h.ppids, o.Pid) {
+			if o.id != h.id && slices.Contains(h.ppids, o.Pid) {
 				return h, false
 			}
 		}
 	}
 	return who{}, true
+}
+
+// underVia reports whether h runs under the file b with only helpers between them.
+func underVia(h who, b fileID, helper func(fileID) bool) bool {
+	for _, p := range h.pids {
+		if p == b {
+			return true
+		}
+		if p == (fileID{}) || !helper(p) {
+			return false
+		}
+	}
+	return false
+}
+
+// isHelper returns whether a file is one of the transport helpers of the tool at by, found
+// in helperDirs (each looked up once).
+func isHelper(by string, at func(string) (fileID, bool)) func(fileID) bool {
+	names := helpersOf(by)
+	var ids []fileID
+	looked := false
+	return func(id fileID) bool {
+		if !looked {
+			looked = true
+			for _, n := range names {
+				for _, d := range helperDirs {
+					if f, ok := at(d + "/" + n); ok {
+						ids = append(ids, f)
+					}
+				}
+			}
+		}
+		return id != (fileID{}) && slices.Contains(ids, id)
+	}
 }
 
 // diag is a NETLINK_SOCK_DIAG socket created in the sandbox's namespace.
@@ -217,7 +298,7 @@ func children(pid int) []int {
 
 // describe names pid's executable and its parents' while they are in the sandbox namespace.
 func describe(pid int, netns string) who {
-	w := who{Pid: pid}
+	w := who{Pid: pid, id: exeID(pid)}
 	w.Exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	for p, i := ppid(pid), 0; p > 1 && i < 16; p, i = ppid(p), i+1 {
 		if ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", p)); ns != netns || sandboxInit(p) {
@@ -226,6 +307,7 @@ func describe(pid int, netns string) who {
 		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", p))
 		w.Parents = append(w.Parents, exe)
 		w.ppids = append(w.ppids, p)
+		w.pids = append(w.pids, exeID(p))
 	}
 	return w
 }

@@ -71,7 +71,9 @@ type Proxy struct {
 
 	// ownerOf finds a client socket's holders; lookup a name's addresses at connect time
 	// (named: from Options.Resolve, which may name loopback). Tests replace them.
-	ownerOf  func(proto string, loc, rem netip.AddrPort) []who
+	ownerOf func(proto string, loc, rem netip.AddrPort) []who
+	// fileAt finds a path's file as the sandbox sees it (a rule's binary, a helper).
+	fileAt   func(path string) (fileID, bool)
 	lookup   func(ctx context.Context, name string) (addrs []netip.Addr, named bool, err error)
 	dnsSlots chan struct{}
 
@@ -97,6 +99,7 @@ func New(plan *Plan, opts Options) *Proxy {
 		denials: map[string]*report.Denial{}, allowed: map[string]*allowedLog{}, answered: map[string]bool{},
 		dnsSlots: make(chan struct{}, dnsLookups)}
 	p.ownerOf = p.owner
+	p.fileAt = func(path string) (fileID, bool) { return fileIn(p.root, path) }
 	p.lookup = func(ctx context.Context, name string) ([]netip.Addr, bool, error) {
 		if a, ok := opts.Resolve[name]; ok {
 			return a, true, nil
@@ -390,8 +393,10 @@ func (p *Proxy) handle(c *net.TCPConn) {
 		return
 	}
 	cred := p.opts.Broker.credFor(pc.brokerName(), pc.port)
-	if cred != nil && !p.opts.LogAllowed {
-		go pc.holders() // every use is logged with its binary: looked up while the handshakes run
+	if !p.opts.LogAllowed && (cred != nil || pc.isName && !slices.ContainsFunc(rules, Rule.anyBinary)) {
+		// Every use is logged with its binary, and a per-binary rule checks the holders at
+		// accept too: looked up while the handshakes run.
+		go pc.holders()
 	}
 	buf, proto, ok := pc.checkFirstBytes()
 	if !ok {
@@ -536,34 +541,63 @@ func (pc *proxyConn) checkFirstBytes() (buf []byte, proto string, ok bool) {
 }
 
 // checkBinaries lets the connection pass per binary: a rule learned by a binary passes for that
-// binary and what runs under it, when every process holding the socket may use it. It returns
-// the holder the connection is logged as (none when a rule is for any binary).
+// very file and the transport helpers it runs, when every process holding the socket may use
+// it, both when the connection was accepted and after its first bytes. It returns the holder
+// the connection is logged as (none when a rule is for any binary).
 func (pc *proxyConn) checkBinaries(rules []Rule) (who, bool) {
 	if slices.ContainsFunc(rules, Rule.anyBinary) {
 		return who{}, true
 	}
-	// Looked up now, after the first bytes (not the lookup --report starts at accept):
-	// whoever wrote them holds the socket by now.
+	// Looked up again now, after the first bytes (whoever wrote them holds the socket by
+	// now), and at accept (handle started that lookup): a process that wrote its request and
+	// then exec'd the rule's binary, the socket kept, ran another file at accept.
 	hs := pc.p.ownerOf("tcp", pc.src, pc.dst)
+	checks := [][]who{hs}
+	if pc.isName { // an address rule is checked at accept: once
+		checks = [][]who{pc.holders(), hs}
+	}
+	for _, at := range checks {
+		if bad, ok := pc.mayUseAny(at, rules); !ok {
+			pc.refuseBy(byRefusal(bad, rules), policy.RiskNone, bad)
+			return who{}, false
+		}
+	}
+	return first(hs), true
+}
+
+// mayUseAny reports whether one of the rules passes for the holders hs; when none does, the
+// holder named.
+func (pc *proxyConn) mayUseAny(hs []who, rules []Rule) (who, bool) {
 	var bad who
 	for _, r := range rules {
-		b, good := mayUse(hs, r.By)
-		if good {
-			return first(hs), true
+		b, ok := mayUse(hs, r.By, pc.p.fileAt)
+		if ok {
+			return who{}, true
 		}
 		if bad.Exe == "" {
 			bad = b
 		}
 	}
+	if bad.Exe == "" {
+		bad = first(hs)
+	}
+	return bad, false
+}
+
+// byRefusal says why the rules learned by binaries refused the connection of w: which file
+// it runs and which binaries the rules name.
+func byRefusal(w who, rules []Rule) string {
 	var bys []string
 	for _, r := range rules {
 		bys = append(bys, r.By)
 	}
-	if bad.Exe == "" {
-		bad = first(hs)
+	slices.Sort(bys)
+	bys = slices.Compact(bys)
+	exe := w.Exe
+	if exe == "" {
+		exe = "a process gone before it was looked up"
 	}
-	pc.refuseBy("allowed only to "+strings.Join(bys, ", "), policy.RiskNone, bad)
-	return who{}, false
+	return fmt.Sprintf("by %s: the rule names %s; it passes for that file and its transport helpers only", exe, strings.Join(bys, ", "))
 }
 
 // carry splices the connection to up both ways until both are done (an HTTP connection's
@@ -732,7 +766,7 @@ func (pc *proxyConn) allowedVia(host string, port uint16) bool {
 		return len(rules) > 0
 	}
 	hs := pc.holders()
-	return slices.ContainsFunc(rules, func(r Rule) bool { _, ok := mayUse(hs, r.By); return ok })
+	return slices.ContainsFunc(rules, func(r Rule) bool { _, ok := mayUse(hs, r.By, pc.p.fileAt); return ok })
 }
 
 // refuseVia reports a request through the forward proxy refused: no rule allows its target.

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -392,15 +394,44 @@ func TestStubOwnerLookupDoesNotBlock(t *testing.T) {
 	}
 }
 
-// Every holder of a connection's socket must be allowed a per-binary rule: a child given the
-// allowed binary's socket borrows it, a helper the binary runs that connects itself does not.
+// Every holder of a connection's socket must be allowed a per-binary rule: the rule's very
+// file passes, and its transport helpers under it; a child given the allowed binary's socket
+// does not, nor anything else that runs under the binary (a hook, a process forked before its
+// parent exec'd the binary), nor a copy of its bytes elsewhere, nor a helper's name outside
+// the system directories.
 func TestMayUse(t *testing.T) {
-	git := who{Pid: 10, Exe: "/usr/bin/git", Parents: []string{"/bin/sh"}, ppids: []int{5}}
-	helper := who{Pid: 11, Exe: "/usr/lib/git-core/git-remote-https", Parents: []string{"/usr/bin/git", "/bin/sh"}, ppids: []int{10, 5}}
-	hook := who{Pid: 12, Exe: "/usr/bin/node", Parents: []string{"/usr/bin/git", "/bin/sh"}, ppids: []int{10, 5}}
-	node := who{Pid: 5, Exe: "/usr/bin/node", Parents: []string{"/init"}, ppids: []int{1}}
-	sshFork := who{Pid: 13, Exe: "/usr/bin/ssh", Parents: []string{"/usr/bin/ssh", "/usr/bin/git"}, ppids: []int{14, 10}}
-	ssh := who{Pid: 14, Exe: "/usr/bin/ssh", Parents: []string{"/usr/bin/git"}, ppids: []int{10}}
+	files := map[string]fileID{
+		"/usr/bin/git": {1, 10}, "/usr/local/bin/git": {1, 10}, // a hard link: the same file
+		"/usr/lib/git-core/git":              {1, 16}, // a copy (Debian): git's exec path, a helper
+		"/usr/lib/git-core/git-remote-https": {1, 11}, "/usr/bin/ssh": {1, 12},
+		"/usr/bin/node": {1, 13}, "/bin/sh": {1, 14}, "/usr/bin/curl": {1, 15},
+		"/tmp/git": {2, 20}, "/work/ssh": {2, 21},
+	}
+	at := func(p string) (fileID, bool) { f, ok := files[p]; return f, ok }
+	proc := func(pid int, exe string, parents ...any) who {
+		w := who{Pid: pid, Exe: exe, id: files[exe]}
+		for i := 0; i < len(parents); i += 2 {
+			w.ppids = append(w.ppids, parents[i].(int))
+			w.Parents = append(w.Parents, parents[i+1].(string))
+			w.pids = append(w.pids, files[parents[i+1].(string)])
+		}
+		return w
+	}
+	git := proc(10, "/usr/bin/git", 5, "/bin/sh")
+	gitLink := proc(15, "/usr/local/bin/git", 10, "/usr/bin/git")
+	helper := proc(11, "/usr/lib/git-core/git-remote-https", 10, "/usr/bin/git", 5, "/bin/sh")
+	viaExecPath := proc(24, "/usr/lib/git-core/git-remote-https", 25, "/usr/lib/git-core/git", 10, "/usr/bin/git")
+	hookViaExecPath := proc(26, "/usr/bin/curl", 25, "/usr/lib/git-core/git", 10, "/usr/bin/git")
+	hook := proc(12, "/usr/bin/node", 10, "/usr/bin/git", 5, "/bin/sh")
+	hookCurl := proc(16, "/usr/bin/curl", 17, "/bin/sh", 10, "/usr/bin/git")
+	node := proc(5, "/usr/bin/node", 1, "/init")
+	ssh := proc(14, "/usr/bin/ssh", 10, "/usr/bin/git")
+	sshFork := proc(13, "/usr/bin/ssh", 14, "/usr/bin/ssh", 10, "/usr/bin/git")
+	sshViaShell := proc(18, "/usr/bin/ssh", 19, "/bin/sh", 10, "/usr/bin/git")
+	copied := proc(20, "/tmp/git", 10, "/usr/bin/git")
+	fakeSSH := proc(21, "/work/ssh", 10, "/usr/bin/git")
+	forkedBefore := proc(22, "/usr/bin/curl", 10, "/usr/bin/git") // its parent exec'd git after the fork
+	gone := who{Pid: 23, Exe: "/usr/bin/git"}                     // no file identity: never passes
 	for _, c := range []struct {
 		name string
 		hs   []who
@@ -408,16 +439,98 @@ func TestMayUse(t *testing.T) {
 		bad  string
 	}{
 		{"the binary", []who{git}, true, ""},
+		{"the binary by a hard link", []who{gitLink}, true, ""},
 		{"a helper that connected", []who{helper}, true, ""},
+		{"a helper started through git's exec path", []who{viaExecPath}, true, ""},
+		{"a hook of git's exec path", []who{hookViaExecPath}, false, "/usr/bin/curl"},
 		{"a forked copy of a helper", []who{ssh, sshFork}, true, ""},
+		{"a helper through a shell", []who{sshViaShell}, false, "/usr/bin/ssh"},
+		{"a hook", []who{hook}, false, "/usr/bin/node"},
+		{"a hook's child", []who{hookCurl}, false, "/usr/bin/curl"},
+		{"forked before its parent exec'd the binary", []who{forkedBefore}, false, "/usr/bin/curl"},
+		{"a copy of the binary's bytes", []who{copied}, false, "/tmp/git"},
+		{"a helper's name outside the system directories", []who{fakeSSH}, false, "/work/ssh"},
 		{"a child given the binary's socket", []who{git, hook}, false, "/usr/bin/node"},
 		{"an ancestor holding it too", []who{node, git}, false, "/usr/bin/node"},
-		{"another process holding it too", []who{git, {Pid: 20, Exe: "/usr/bin/node", Parents: []string{"/init"}, ppids: []int{1}}}, false, "/usr/bin/node"},
+		{"another process holding it too", []who{git, proc(20, "/usr/bin/node", 1, "/init")}, false, "/usr/bin/node"},
+		{"a process whose file is unknown", []who{gone}, false, "/usr/bin/git"},
 		{"nobody (gone)", nil, false, ""},
 	} {
-		b, ok := mayUse(c.hs, "/usr/bin/git")
+		b, ok := mayUse(c.hs, "/usr/bin/git", at)
 		if ok != c.ok || b.Exe != c.bad {
 			t.Errorf("%s: %v %q", c.name, ok, b.Exe)
+		}
+	}
+	// A rule whose binary is not in the sandbox passes for nobody; a tool without helpers
+	// (node) passes for its own file only.
+	if _, ok := mayUse([]who{git}, "/opt/gone/git", at); ok {
+		t.Error("a rule naming a missing binary passed")
+	}
+	if _, ok := mayUse([]who{proc(30, "/usr/bin/curl", 5, "/usr/bin/node")}, "/usr/bin/node", at); ok {
+		t.Error("a child of node passed node's rule")
+	}
+}
+
+// A rule's binary and what a process runs are compared as files: a hard link is the same
+// file, a copy of the same bytes is not, and a process's exe is what its path names.
+func TestFileIdentity(t *testing.T) {
+	dir := t.TempDir()
+	orig, link, cp := filepath.Join(dir, "tool"), filepath.Join(dir, "link"), filepath.Join(dir, "copy")
+	if err := os.WriteFile(orig, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(orig, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cp, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self := os.Getpid()
+	a, ok1 := fileIn(self, orig)
+	b, ok2 := fileIn(self, link)
+	c, ok3 := fileIn(self, cp)
+	if !ok1 || !ok2 || !ok3 || a != b || a == c {
+		t.Errorf("tool %v %v, its hard link %v %v, its copy %v %v", a, ok1, b, ok2, c, ok3)
+	}
+	if _, ok := fileIn(self, filepath.Join(dir, "missing")); ok {
+		t.Error("a missing file has an identity")
+	}
+	if _, ok := fileIn(self, dir); ok {
+		t.Error("a directory passed for a binary")
+	}
+	exe, _ := os.Executable()
+	if f, ok := fileIn(self, exe); !ok || exeID(self) != f || f == (fileID{}) {
+		t.Errorf("this process runs %v, its executable's path names %v %v", exeID(self), f, ok)
+	}
+}
+
+// A per-binary rule on a name checks the socket's holders as they were at accept and after the
+// first bytes: a process that connected and wrote its request, then exec'd the rule's binary
+// keeping the socket (so that the binary holds it once the bytes arrive), is refused and on
+// the record; the binary holding it at both passes.
+func TestPerBinaryCheckedAtAccept(t *testing.T) {
+	files := map[string]fileID{"/usr/bin/tool": {1, 1}}
+	payload := who{Pid: 7, Exe: "/tmp/payload", id: fileID{9, 9}}
+	tool := who{Pid: 7, Exe: "/usr/bin/tool", id: fileID{1, 1}}
+	rules := []Rule{{Host: "allowed.test", Port: 80, By: "/usr/bin/tool", Endpoint: "allowed.test:80"}}
+	plan, err := NewPlan(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		atAccept who
+		ok       bool
+	}{{"the tool from the start", tool, true}, {"connected, wrote, then exec'd the tool", payload, false}} {
+		p := New(plan, Options{})
+		p.fileAt = func(path string) (fileID, bool) { f, ok := files[path]; return f, ok }
+		p.ownerOf = func(string, netip.AddrPort, netip.AddrPort) []who { return []who{tool} } // after the first bytes
+		pc := &proxyConn{p: p, isName: true, name: "allowed.test", port: 80, target: "allowed.test:80", targetHost: "allowed.test",
+			holders: func() []who { return []who{c.atAccept} }}
+		_, ok := pc.checkBinaries(rules)
+		ds := denials(p)
+		if ok != c.ok || !ok && !hasDenial(ds, "connect allowed.test:80 tcp (by /tmp/payload: the rule names /usr/bin/tool;") || ok && len(ds) > 0 {
+			t.Errorf("%s: passed %v, denials %q", c.name, ok, ds)
 		}
 	}
 }
