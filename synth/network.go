@@ -119,7 +119,7 @@ func (s *state) passNetwork() []string {
 			continue
 		}
 		k := epKey{n.op, ep, proto}
-		s.endpoints[k] = earliest(s.endpoints[k], s.provOf(n.exe))
+		s.reached(k, s.provOf(n.exe))
 		if n.port == 53 && n.op != trace.OpBind {
 			dns[ep+" ("+proto+")"] = true
 		}
@@ -140,6 +140,15 @@ func (s *state) passNetwork() []string {
 		msgs = append(msgs, "no network: the command gets a private network namespace with only loopback")
 	} else {
 		msgs = append(msgs, fmt.Sprintf("%s allowed: connect %d, send %d, bind %d", plural(len(s.endpoints), "endpoint"), counts[0], counts[1], counts[2]))
+	}
+	shared := 0
+	for _, p := range s.endpoints {
+		if p.by == anyBinary {
+			shared++
+		}
+	}
+	if shared > 0 {
+		msgs = append(msgs, fmt.Sprintf("%s reached by more than one binary: by: any (a per-binary rule passes for one binary's file and its transport helpers only)", plural(shared, "endpoint")))
 	}
 	if len(dns) > 0 {
 		msgs = append(msgs, "DNS: resolver "+strings.Join(sortedKeys(dns), ", ")+" allowed as seen")
@@ -180,4 +189,26 @@ func (s *state) resolveOnly() []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// anyBinary is the by: of a network rule that passes for every binary.
+const anyBinary = "any"
+
+// reached records that p's binary reached k. Two different binaries make the rule every
+// binary's: a per-binary rule passes for its binary's own file (and its named transport
+// helpers) only, so keeping one of them would deny the other on the next run.
+func (s *state) reached(k epKey, p prov) {
+	old, ok := s.endpoints[k]
+	if !ok {
+		s.endpoints[k] = p
+		return
+	}
+	out := earliest(old, p)
+	switch {
+	case old.by == "" || p.by == "":
+		out.by = ""
+	case old.by != p.by:
+		out.by = anyBinary
+	}
+	s.endpoints[k] = out
 }

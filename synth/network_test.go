@@ -81,3 +81,36 @@ func TestAddressSortingProbeIsNoUDPRule(t *testing.T) {
 		t.Errorf("connect rules %q, want %q", g, want)
 	}
 }
+
+// Two binaries that reached one endpoint make its rule every binary's (by: any): enforce
+// passes a per-binary rule to that binary's own file only, so naming the first would deny the
+// second on the next run. One binary keeps its name, and the review says which went to any.
+func TestEndpointReachedByTwoBinariesIsAny(t *testing.T) {
+	git, node := "/usr/lib/git-core/git-remote-http", "/usr/bin/node"
+	tr := &trace.Trace{
+		Version:   trace.Version,
+		Command:   []string{"sh"},
+		Context:   map[string]string{"WORKDIR": "/w", "HOME": "/home/a", "TMPDIR": "/tmp"},
+		Host:      trace.Host{Kernel: "6.18", Arch: trace.ArchX86_64},
+		Processes: []trace.Process{{ID: 1, PID: 10, Exe: git}, {ID: 2, PID: 11, Exe: node}},
+		Network: []trace.NetworkAccess{
+			{Exe: git, Op: trace.OpConnect, Family: "inet", Proto: "tcp", Addr: "127.0.0.1", Port: 8080, OK: true, Count: 1},
+			{Exe: node, Op: trace.OpConnect, Family: "inet", Proto: "tcp", Addr: "127.0.0.1", Port: 8080, OK: true, Count: 1},
+			{Exe: node, Op: trace.OpConnect, Family: "inet", Proto: "tcp", Addr: "127.0.0.1", Port: 9090, OK: true, Count: 1},
+		},
+	}
+	res, err := Synthesize(tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range res.Profile.Network.Connect {
+		got[e.Endpoint] = e.By
+	}
+	if got["127.0.0.1:8080"] != "any" || got["127.0.0.1:9090"] != node {
+		t.Errorf("by per endpoint %v, want 127.0.0.1:8080 by any, 127.0.0.1:9090 by %s", got, node)
+	}
+	if !slices.ContainsFunc(res.Explain, func(s Step) bool { return strings.Contains(s.Message, "1 endpoint reached by more than one binary") }) {
+		t.Errorf("explain does not say an endpoint went to any: %v", res.Explain)
+	}
+}

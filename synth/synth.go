@@ -657,7 +657,7 @@ func (s *state) ingestProfile(p *policy.Profile) error {
 	}{{trace.OpConnect, p.Network.Connect}, {trace.OpSend, p.Network.Send}, {trace.OpBind, p.Network.Bind}} {
 		for _, e := range l.eps {
 			k := epKey{l.op, e.Endpoint, e.Proto}
-			s.endpoints[k] = earliest(s.endpoints[k], prov{by: e.By, seen: e.Seen})
+			s.reached(k, prov{by: e.By, seen: e.Seen})
 		}
 	}
 	for _, e := range p.Network.Resolve {
