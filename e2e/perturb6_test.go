@@ -194,18 +194,12 @@ var perturb6Open = map[string]map[string]string{
 	"git-status": {"overlay": overlayOpen},
 	"git-log":    {"overlay": overlayOpen, "script-pty": pagerOpen, "tty": pagerOpen},
 	"git-commit": {"overlay": overlayOpen},
-	"python3":    {"stdout-closed": stdoutClosedOpen},
 }
 
 // overlayOpen: a root run's init stage sees the host's mounts through idmapped clones
 // (sandbox.PrepareReplica); overlayfs cannot be idmapped, so root's files on an overlay that
 // is not / show as owned by nobody, and git refuses the repository (safe.directory).
 const overlayOpen = "a work tree on an overlay mount (not /) is not idmapped: root's files show as nobody's and git refuses the repository (dubious ownership)"
-
-// stdoutClosedOpen: Go's runtime opens /dev/null on a closed fd 0-2 before sysprof's main
-// (runtime.checkfds), so the command gets an open stdout: print succeeds where the run
-// without sysprof fails with EBADF (exit 1).
-const stdoutClosedOpen = "stdout closed: Go's runtime opens /dev/null on it before sysprof starts, the command's writes succeed (exit 0, unsandboxed 1)"
 
 // TestPerturbationsSix: each of treeEnvCommands learned once into a file and once at a
 // terminal, then run under this round's dimensions unsandboxed and enforced: the same exit
