@@ -20,7 +20,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/bpf"
-	"github.com/sysprof/sysprof/internal/stdiofds"
 	"github.com/sysprof/sysprof/trace"
 )
 
@@ -221,9 +220,9 @@ func (rs runSpec) command(opts Options, cgroupFD int) *exec.Cmd {
 		Args:        opts.Command,
 		Dir:         rs.dir,
 		Env:         rs.env,
-		Stdin:       orFile(opts.Stdin, os.Stdin, 0),
-		Stdout:      orWriter(opts.Stdout, os.Stdout, 1),
-		Stderr:      orWriter(opts.Stderr, os.Stderr, 2),
+		Stdin:       orFile(opts.Stdin, os.Stdin),
+		Stdout:      orWriter(opts.Stdout, os.Stdout),
+		Stderr:      orWriter(opts.Stderr, os.Stderr),
 		SysProcAttr: &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cgroupFD},
 		// A daemon the command left behind may hold the output pipes (when Stdout is not an
 		// *os.File); do not wait for it to close them.
@@ -431,28 +430,18 @@ func finishTrace(p *probe, col *collector, reading *ringReading, t *trace.Trace,
 	return nil
 }
 
-// orFile is r, or sysprof's own stream def (fd 0-2), or none where sysprof's caller closed
-// it (stdiofds: Go's runtime put /dev/null there): a nil *os.File, which os/exec hands to
-// os.StartProcess as it is and which that closes in the child, as enforce does.
-func orFile(r io.Reader, def *os.File, fd int) io.Reader {
+func orFile(r io.Reader, def *os.File) io.Reader {
 	if r == nil {
-		return ownStream(def, fd)
+		return def
 	}
 	return r
 }
 
-func orWriter(w io.Writer, def *os.File, fd int) io.Writer {
+func orWriter(w io.Writer, def *os.File) io.Writer {
 	if w == nil {
-		return ownStream(def, fd)
+		return def
 	}
 	return w
-}
-
-func ownStream(def *os.File, fd int) *os.File {
-	if stdiofds.Closed(fd) {
-		return nil
-	}
-	return def
 }
 
 // resolveCommand finds the executable like a shell would, relative to dir for names with a
