@@ -194,7 +194,6 @@ var perturb6Open = map[string]map[string]string{
 	"git-status": {"overlay": overlayOpen},
 	"git-log":    {"overlay": overlayOpen, "script-pty": pagerOpen, "tty": pagerOpen},
 	"git-commit": {"overlay": overlayOpen},
-	"python3":    {"stdout-closed": stdoutClosedOpen},
 }
 
 // overlayOpen: overlayfs cannot be idmapped, so a root enforce in root's tree on an overlay
@@ -202,11 +201,6 @@ var perturb6Open = map[string]map[string]string{
 // nobody's: git refuses it, and the run says so (sandbox.Identity.Note). cc, python3 and node
 // pass there; TestOverlayTreeOfItsOwner runs root's tree with --degrade=userns and a user's.
 const overlayOpen = "root's work tree on an overlay mount (not /) cannot be idmapped: the command (RootUID) sees it as nobody's and git refuses it (dubious ownership); the run says so, --degrade=userns runs it as host uid 0 (TestOverlayTreeOfItsOwner/roots-tree)"
-
-// stdoutClosedOpen: Go's runtime opens /dev/null on a closed fd 0-2 before sysprof's main
-// (runtime.checkfds), so the command gets an open stdout: print succeeds where the run
-// without sysprof fails with EBADF (exit 1).
-const stdoutClosedOpen = "stdout closed: Go's runtime opens /dev/null on it before sysprof starts, the command's writes succeed (exit 0, unsandboxed 1)"
 
 // TestPerturbationsSix: each of treeEnvCommands learned once into a file and once at a
 // terminal, then run under this round's dimensions unsandboxed and enforced: the same exit

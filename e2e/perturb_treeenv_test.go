@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -205,6 +206,9 @@ func (ed everyday) placeTree(t *testing.T, root string, b *testutil.Box, place s
 			t.Cleanup(func() { _ = unix.Unmount(fs, unix.MNT_DETACH) })
 		}
 		checkout(filepath.Join(fs, "project"))
+	case "long":
+		// A checkout ~250 bytes deep (a CI runner's builds/<group>/<project>/<pipeline>/...).
+		checkout(filepath.Join(x, "builds", strings.Repeat("a-long-directory-name-", 5), strings.Repeat("another-long-directory-", 4), "project"))
 	case "home-symlink":
 		link(b.Home, filepath.Join(x, "home-link"))
 		pb.Home = filepath.Join(x, "home-link")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sysprof/sysprof/enforcer/guard"
 	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/internal/stdiofds"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
@@ -188,6 +189,7 @@ func (r runStart) initConfig(st *stage) initConfig {
 	if callerEnv == nil {
 		callerEnv = os.Environ()
 	}
+	cfg.CloseStdio = closedStdio(r.opts)
 	pass := r.opts.Profile.Env.Pass
 	_, cfg.UnsetEnv = policy.ScrubEnv(callerEnv, pass)
 	var brokered []string
@@ -606,4 +608,18 @@ func replicaNote(rep *report.Report, plain []string) {
 		plain, more = plain[:5], fmt.Sprintf(" and %d more", len(plain)-5)
 	}
 	rep.Notes = append(rep.Notes, "uid: files on these mounts cannot be idmapped and show as owned by nobody to the command: "+strings.Join(plain, ", ")+more)
+}
+
+// closedStdio are the standard fds the command gets closed: those sysprof's caller closed
+// (Go's runtime opened /dev/null on them: stdiofds) that the run hands on as sysprof's own.
+// A print to a closed stdout fails with EBADF without sysprof, and must under it too.
+func closedStdio(opts Options) []int {
+	var out []int
+	for fd, x := range []any{opts.Stdin, opts.Stdout, opts.Stderr} {
+		own := []*os.File{os.Stdin, os.Stdout, os.Stderr}[fd]
+		if stdiofds.Closed(fd) && (x == nil || same(x, own)) {
+			out = append(out, fd)
+		}
+	}
+	return out
 }

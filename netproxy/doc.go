@@ -120,6 +120,8 @@
 // "any" (or none) passes for every binary. The lookup runs only for per-binary rules,
 // denials and --report's log; a refused query's lookup runs off the stub's goroutine (at
 // most dnsLookups at once; past that the denial has no binary), before its NXDOMAIN is sent.
+// The stub answers each query on a goroutine of its own (at most dnsAnswers at once): one
+// whose answer waits for the host's resolver (Plan.HostHas6) holds up no other.
 //
 // # Brokered credentials
 //

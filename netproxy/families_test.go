@@ -1,6 +1,7 @@
 package netproxy
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -157,5 +158,61 @@ func TestStubAnswersTheHostsDNSFamilies(t *testing.T) {
 	}
 	if asked["dual.test"] != 1 || asked["v4.test"] != 1 || asked["file.test"] != 0 || asked["localhost"] != 0 {
 		t.Errorf("the host was asked %v: want each name of the DNS once, no other", asked)
+	}
+}
+
+// A slow answer holds up no other query (issue 24): while the host's resolver is still asked
+// whether slow.test has an IPv6 address (Plan.HostHas6, up to a second), an A query for
+// fast.test is answered. HostHas6 blocks until the fast answer has arrived, so a stub that
+// answers one query at a time never answers it (the query times out).
+func TestStubSlowNameDelaysNoOther(t *testing.T) {
+	release := make(chan struct{})
+	asked := make(chan string, 4)
+	_, dns := startProxy(t, []Rule{{Host: "slow.test", Port: 443}, {Host: "fast.test", Port: 443}}, Options{}, func(p *Proxy) {
+		p.plan.HostHas6 = func(name string) bool {
+			asked <- name
+			<-release
+			return true
+		}
+	})
+	slow := make(chan error, 1)
+	go func() {
+		c, err := net.Dial("udp", dns)
+		if err != nil {
+			slow <- err
+			return
+		}
+		defer c.Close()
+		b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: 7})
+		b.StartQuestions()
+		b.Question(dnsmessage.Question{Name: dnsmessage.MustNewName("slow.test."), Type: dnsmessage.TypeAAAA, Class: dnsmessage.ClassINET})
+		msg, _ := b.Finish()
+		c.Write(msg)
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		buf := make([]byte, 512)
+		n, err := c.Read(buf)
+		var m dnsmessage.Message
+		if err == nil {
+			err = m.Unpack(buf[:n])
+		}
+		if err == nil && len(m.Answers) != 1 {
+			err = fmt.Errorf("slow.test: %d AAAA answers, want 1", len(m.Answers))
+		}
+		slow <- err
+	}()
+	if n := <-asked; n != "slow.test" {
+		t.Fatalf("the host was asked about %q first", n)
+	}
+	// slow.test's answer waits for release: fast.test must be answered meanwhile.
+	m, err := queryErr(dns, "fast.test.", 8)
+	close(release)
+	if err != nil {
+		t.Fatalf("fast.test unanswered while slow.test's lookup was under way: %v", err)
+	}
+	if len(m.Answers) != 1 || m.Header.RCode != dnsmessage.RCodeSuccess {
+		t.Errorf("fast.test: %v", m)
+	}
+	if err := <-slow; err != nil {
+		t.Error(err)
 	}
 }

@@ -71,7 +71,7 @@ type Plan struct {
 	// HostHas6 says whether the host gets a reachable IPv6 address for a name of the DNS
 	// (HostResolves6): the stub then answers its AAAA too, once asked. nil: A only.
 	HostHas6 func(name string) bool `json:"-"`
-	has6DNS  sync.Map               // name -> bool: HostHas6's answers, asked once a run
+	has6DNS  sync.Map               // name -> *has6Answer: HostHas6's answers, asked once a run
 	// udpName: the UDP relays by name, by their address inside (RelayUDPNames).
 	udpName map[netip.AddrPort]string
 }

@@ -50,6 +50,9 @@ const refusedDrain = 5 * time.Second
 // the stub's goroutine); past it a refusal is recorded without its binary.
 const dnsLookups = 8
 
+// dnsAnswers bounds the queries the stub answers at once (serveDNS).
+const dnsAnswers = 64
+
 // maxDistinct bounds the distinct denials and log lines kept.
 const maxDistinct = 1000
 
@@ -292,10 +295,14 @@ func (p *Proxy) deny(d report.Denial, w who) {
 	p.order = append(p.order, k)
 }
 
+// serveDNS answers each query on a goroutine of its own, at most dnsAnswers at once: an answer
+// may wait for the host's resolver (Plan.HostHas6: up to a second), and the queries behind it
+// must not (a client asks the next name, or A after AAAA, while a slow one is under way).
 func (p *Proxy) serveDNS() {
 	defer p.wg.Done()
-	buf := make([]byte, 4096)
+	slots := make(chan struct{}, dnsAnswers)
 	for {
+		buf := make([]byte, 4096)
 		n, from, err := p.dns.ReadFrom(buf)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) || p.ctx.Err() != nil {
@@ -303,48 +310,59 @@ func (p *Proxy) serveDNS() {
 			}
 			continue
 		}
-		resp, name, denied := p.plan.answer(buf[:n])
-		if !denied {
-			if _, ok := p.plan.Names[name]; ok {
-				p.mu.Lock()
-				p.answered[name] = true
-				p.mu.Unlock()
-			}
+		slots <- struct{}{} // dnsAnswers under way: the next query waits for one to end
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer func() { <-slots }()
+			p.answerDNS(buf[:n], from)
+		}()
+	}
+}
+
+// answerDNS answers one query from from and records a refusal.
+func (p *Proxy) answerDNS(msg []byte, from net.Addr) {
+	resp, name, denied := p.plan.answer(msg)
+	if !denied {
+		if _, ok := p.plan.Names[name]; ok {
+			p.mu.Lock()
+			p.answered[name] = true
+			p.mu.Unlock()
+		}
+		if resp != nil {
+			_, _ = p.dns.WriteTo(resp, from)
+		}
+		return
+	}
+	// A refusal names who asked: found before the answer (on NXDOMAIN the client may
+	// close its socket), off this goroutine (the lookup walks the sandbox's processes;
+	// other queries must not wait for it).
+	// A lookup names no port: the rule that lets it through is network.resolve (the stub
+	// answers it); the connection that follows is then refused and reported with its port.
+	g := policy.Grant{Section: policy.SectionResolve, Item: name}
+	d := report.Denial{Syscall: "dns", What: "resolve " + name + " (not in the profile: NXDOMAIN)", Endpoint: name,
+		Proto: "udp", Host: name, Change: &g, Suggest: g.String()}
+	if c := p.opts.Broker.standInIn([]byte(name)); c != nil {
+		d.What = fmt.Sprintf("tried to send the stand-in of %s in a DNS name (%s): refused, an exfiltration attempt", c.Name, name)
+		d.Risk, d.Suggest, d.Change = report.RiskCritical, "", nil
+	}
+	select {
+	case p.dnsSlots <- struct{}{}:
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer func() { <-p.dnsSlots }()
+			w := first(p.ownerOf("udp", addrPort(from), StubAddr))
 			if resp != nil {
 				_, _ = p.dns.WriteTo(resp, from)
 			}
-			continue
+			p.deny(d, w)
+		}()
+	default: // lookups enough under way: answer now, without the binary
+		if resp != nil {
+			_, _ = p.dns.WriteTo(resp, from)
 		}
-		// A refusal names who asked: found before the answer (on NXDOMAIN the client may
-		// close its socket), off this goroutine (the lookup walks the sandbox's processes;
-		// other queries must not wait for it).
-		// A lookup names no port: the rule that lets it through is network.resolve (the stub
-		// answers it); the connection that follows is then refused and reported with its port.
-		g := policy.Grant{Section: policy.SectionResolve, Item: name}
-		d := report.Denial{Syscall: "dns", What: "resolve " + name + " (not in the profile: NXDOMAIN)", Endpoint: name,
-			Proto: "udp", Host: name, Change: &g, Suggest: g.String()}
-		if c := p.opts.Broker.standInIn([]byte(name)); c != nil {
-			d.What = fmt.Sprintf("tried to send the stand-in of %s in a DNS name (%s): refused, an exfiltration attempt", c.Name, name)
-			d.Risk, d.Suggest, d.Change = report.RiskCritical, "", nil
-		}
-		select {
-		case p.dnsSlots <- struct{}{}:
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
-				defer func() { <-p.dnsSlots }()
-				w := first(p.ownerOf("udp", addrPort(from), StubAddr))
-				if resp != nil {
-					_, _ = p.dns.WriteTo(resp, from)
-				}
-				p.deny(d, w)
-			}()
-		default: // lookups enough under way: answer now, without the binary
-			if resp != nil {
-				_, _ = p.dns.WriteTo(resp, from)
-			}
-			p.deny(d, who{})
-		}
+		p.deny(d, who{})
 	}
 }
 

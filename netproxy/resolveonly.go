@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -79,12 +80,18 @@ func (p *Plan) answers6(name string) bool {
 	if p.hosts[name] || p.no4[name] || p.HostHas6 == nil || name == "localhost" || strings.HasSuffix(name, ".localhost") {
 		return false
 	}
-	if v, ok := p.has6DNS.Load(name); ok {
-		return v.(bool)
-	}
-	v := p.HostHas6(name)
-	p.has6DNS.Store(name, v)
-	return v
+	// Once a name, also when queries for it are answered at once (serveDNS): the second waits
+	// for the first's answer.
+	v, _ := p.has6DNS.LoadOrStore(name, &has6Answer{})
+	a := v.(*has6Answer)
+	a.once.Do(func() { a.yes = p.HostHas6(name) })
+	return a.yes
+}
+
+// has6Answer is HostHas6's answer for one name, asked once.
+type has6Answer struct {
+	once sync.Once
+	yes  bool
 }
 
 // HostResolves6 is Plan.HostHas6 on this host: the host has a global IPv6 address (as glibc's

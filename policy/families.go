@@ -60,8 +60,10 @@ var Families = []Family{
 		[]string{"poll", "ppoll", "select", "pselect6"}, []string{"poll", "ppoll", "select", "pselect6", "sendto", "sendmsg", "sendmmsg"}, nil},
 	{"wait-for-children", "reaping child processes: wait4 and waitid by libc version and runtime",
 		[]string{"wait4", "waitid"}, nil, nil},
-	{"sleep", "sleeping: a process that waits for its children with a timeout (Python's subprocess wait and communicate) polls them and sleeps between polls only while one is still running, which the machine's load decides; glibc's sleep calls nanosleep or clock_nanosleep by version; a sleep only gives time away",
+	{"sleep", "sleeping: a process that waits for its children with a timeout (Python's subprocess wait and communicate) polls them and sleeps between polls only while one is still running, which the machine's load decides; Go's scheduler sleeps in its spin when another thread holds a lock long enough (go version learned at a terminal, denied nanosleep at enforce); glibc's sleep calls nanosleep or clock_nanosleep by version; in every profile: a sleep only gives time away",
 		[]string{"nanosleep", "clock_nanosleep"}, []string{"nanosleep", "clock_nanosleep", "wait4", "waitid"}, nil},
+	{"runtime-timing", "what a language runtime or libc does by timing or by scheduling, not by what the program does: Go's background scavenger and a garbage collector return memory (madvise) when their timers fire, glibc registers a thread's restartable sequence (rseq) only for a thread it starts, a runtime reseeds (getrandom) when its vDSO state runs out, and a contended lock waits on several futexes at once (futex_waitv) where futex is a base syscall; each acts only on the process's own memory, its own threads or the kernel's randomness",
+		[]string{"madvise", "rseq", "getrandom", "futex_waitv"}, nil, nil},
 	{"timers", "interval timers: which timer API a runtime arms differs by version",
 		[]string{"setitimer", "getitimer", "alarm", "timer_create", "timer_settime", "timer_gettime", "timer_delete"},
 		// Not setitimer/getitimer: every profile has them (TerminalCalls), and git arms one only
@@ -96,9 +98,13 @@ var Families = []Family{
 }
 
 // EveryProfileFamilies are the families every profile (but --exact) holds, learned or not:
-// whether a command uses them is decided by where it was started, not by the tool (git started
-// below its tree's top goes there; a learn at the top never sees it).
-var EveryProfileFamilies = []string{"working-directory"}
+// whether a command uses them is decided by where it was started or by timing, not by the tool
+// (git started below its tree's top goes there; a learn at the top never sees it; Go's
+// scheduler sleeps in its spin when another thread holds the lock long enough, which a learn
+// may never see: go version at a terminal). The one place for such calls: a call a runtime
+// makes by timing is a member of sleep or runtime-timing, not a trigger of another family
+// (a futex seen in one run and not in the other would bring a family in and out with it).
+var EveryProfileFamilies = []string{"working-directory", "sleep", "runtime-timing"}
 
 // TerminalFamily marks what every profile (but --exact) allows for a terminal the learn run may
 // not have had.

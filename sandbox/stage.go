@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -75,11 +76,17 @@ func openStage(s Stage, mounts []mountinfo.Entry, skip []string, res *Result) (*
 			layers = layers[:1]
 		}
 	}
+	var layerFDs []int
+	defer func() {
+		for _, fd := range layerFDs {
+			unix.Close(fd)
+		}
+	}()
 	for _, kv := range layers {
 		if strings.ContainsAny(kv[1], ",:\\") {
 			return nil, fmt.Errorf("stage %s: %s %q holds a character overlayfs options cannot carry", s.Path, kv[0], kv[1])
 		}
-		if err := unix.FsconfigSetString(fsfd, kv[0], kv[1]); err != nil {
+		if err := setLayer(fsfd, kv[0], kv[1], &layerFDs); err != nil {
 			return nil, fmt.Errorf("stage %s: overlay %s=%s: %w", s.Path, kv[0], kv[1], err)
 		}
 	}
@@ -115,6 +122,30 @@ func openStage(s Stage, mounts []mountinfo.Entry, skip []string, res *Result) (*
 		sm.subs = append(sm.subs, clonedMount{p, fd, true})
 	}
 	return sm, nil
+}
+
+// setLayer gives the overlay being configured on fsfd one layer. fsconfig takes strings of at
+// most 255 bytes: a longer path (a checkout deep in a CI runner's builds directory) goes by an
+// O_PATH fd, as FSCONFIG_SET_FD (lowerdir+, upperdir, workdir: Linux 6.13) or, before that,
+// as /proc/self/fd/N, looked up like the path. The fd is added to keep, to be closed once the
+// overlay is created.
+func setLayer(fsfd int, key, path string, keep *[]int) error {
+	if len(path) < 256 {
+		return unix.FsconfigSetString(fsfd, key, path)
+	}
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	*keep = append(*keep, fd)
+	byFD := key
+	if key == "lowerdir" {
+		byFD = "lowerdir+"
+	}
+	if unix.FsconfigSetFd(fsfd, byFD, fd) == nil {
+		return nil
+	}
+	return unix.FsconfigSetString(fsfd, key, "/proc/self/fd/"+strconv.Itoa(fd))
 }
 
 // attach mounts the overlay on its path, then the host's mounts below it.

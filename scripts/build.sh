@@ -16,5 +16,10 @@ cd "$top"
 CGO_ENABLED=0 $go build -trimpath -ldflags '-s -w' -o "$init" ./cmd/sysprof-init
 case $init in /*) ;; *) init="$top/$init" ;; esac
 printf '{"Replace":{"%s":"%s"}}\n' "$top/enforcer/initbin/sysprof-init" "$init" >"$overlay"
+# The entry that notes which of fds 0-2 were closed before Go's runtime opens /dev/null on them
+# (internal/stdiofds): the command gets them closed too.
+case $($go env GOOS)/$($go env GOARCH) in
+linux/amd64 | linux/arm64) ldflags="$ldflags -E github.com/sysprof/sysprof/internal/stdiofds.Entry" ;;
+esac
 CGO_ENABLED=0 $go build -trimpath -tags sysprof_init -overlay "$overlay" -ldflags "$ldflags" -o "$out" ./cmd/sysprof
 rm -f "$overlay"

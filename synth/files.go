@@ -923,6 +923,12 @@ func (s *state) passWrite() []string {
 			bytecode = append(bytecode, f.path)
 			continue
 		}
+		if f.access == trace.AccessWrite && baseDevice(f.path) {
+			// A base device (the enforcer grants it whole, read and write): no rule, so that
+			// whether a runtime opened it never drifts (libuv opens /dev/null O_RDWR over a
+			// closed stdin; a shell's `>/dev/null` on one branch of a script).
+			continue
+		}
 		n++
 		target, note := writeTarget(f.path, f.access, f.dir, s.storeSet)
 		switch {
@@ -1208,6 +1214,10 @@ const noteCompanion = "run by the tool only when its output is (or is not) a ter
 // when the environment makes a program look a user up (python's site.py and node's
 // os.homedir() with HOME unset, ls -l, id): public data, read-only.
 var baseReads = []string{"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/sys/devices/system/cpu/online"}
+
+// baseDevice reports whether p is a device of baseReads: the enforcer grants those whole, read
+// and write, in every profile (enforcer.BaseRead, a device rule).
+func baseDevice(p string) bool { return strings.HasPrefix(p, "/dev/") && slices.Contains(baseReads, p) }
 
 // readRoot is a system tree whose read-only files roll up to directories.
 type readRoot struct {

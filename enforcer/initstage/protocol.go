@@ -66,6 +66,9 @@ type Config struct {
 	// SetEnv are NAME=value entries the command gets on top: brokered variables' stand-ins and
 	// the CA bundle variables.
 	SetEnv []string `json:"set_env,omitempty"`
+	// CloseStdio are the standard fds (0-2) the command gets closed, as sysprof's caller left
+	// them (Go's runtime put /dev/null there in sysprof and in this stage: internal/stdiofds).
+	CloseStdio []int `json:"close_stdio,omitempty"`
 	// Egress: set up the DNS stub's and the proxy's sockets in the new network namespace
 	// (inside.Setup, right after the netns part) and report their fds (Status.Egress).
 	Egress *inside.Inside `json:"egress,omitempty"`

@@ -241,9 +241,13 @@ func initStage(net earlyNet, pipe *configPipe) int {
 	phase.Mark("sync")
 	env := append(withoutVars(os.Environ(), cfg.UnsetEnv), cfg.SetEnv...)
 	if asInit {
-		code := runAsInit(path, cfg.Argv, env, ctty, s.status, sigs, s.fail)
+		code := runAsInit(path, cfg.Argv, env, ctty, cfg.CloseStdio, s.status, sigs, s.fail)
 		flushStages()
 		return code
+	}
+	for _, fd := range cfg.CloseStdio {
+		// As sysprof's caller left it (Config.CloseStdio): nothing opens after this.
+		_ = unix.Close(fd)
 	}
 	err = syscall.Exec(path, cfg.Argv, env)
 	return s.fail(Status{Stage: "exec", Error: fmt.Sprintf("exec %s: %v", path, err), Exit: execExit(err)})
@@ -500,11 +504,16 @@ var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 // host layer directories (flushStages), and the supervisor lets through
 // only calls made in this stage's address space (kcmp), which the command never shares after
 // its exec.
-func runAsInit(path string, argv, env []string, ctty int, status *os.File, sigs chan os.Signal, fail func(Status) int) int {
+func runAsInit(path string, argv, env []string, ctty int, closeStdio []int, status *os.File, sigs chan os.Signal, fail func(Status) int) int {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fail(Status{Stage: "exec", Error: fmt.Sprintf("init stage: not dumpable: %v", err)})
 	}
 	attr := &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}}
+	for _, fd := range closeStdio {
+		if fd >= 0 && fd < len(attr.Files) {
+			attr.Files[fd] = ^uintptr(0) // closed in the child (Config.CloseStdio)
+		}
+	}
 	if ctty >= 0 {
 		// Its own foreground process group: Ctrl-C and Ctrl-Z reach the command once (the
 		// stage forwards only what sysprof is sent), and it may read the terminal.
