@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,6 +59,9 @@ func sweepBound(dir string, started time.Time, env Env, snaps *gitConfigSnaps) b
 		return f
 	}
 	f.walk(fd, "", started.Add(-sweepSlack))
+	// A name both passes hold (a config replaced by a dangerous link) is moved once.
+	slices.Sort(f.held)
+	f.held = slices.Compact(f.held)
 	return f
 }
 
@@ -203,7 +207,7 @@ func holdBoundLinks(run *changeset.Run, f boundFinding, uid, gid int) error {
 				errs = append(errs, err)
 				continue
 			}
-			if err := os.Remove(src); err != nil {
+			if err := os.RemoveAll(src); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -234,8 +238,26 @@ func copyHeld(src, dst string) error {
 		}
 		return os.Symlink(target, dst)
 	}
+	if fi.Mode()&os.ModeNamedPipe != 0 {
+		return unix.Mkfifo(dst, uint32(fi.Mode().Perm()))
+	}
+	if fi.IsDir() { // what replaced a git config (sweepGitConfigs)
+		ents, err := os.ReadDir(src)
+		if err != nil {
+			return err
+		}
+		if err := os.Mkdir(dst, fi.Mode().Perm()|0o700); err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if err := copyHeld(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: neither a symlink nor a regular file", report.Printable(src))
+		return fmt.Errorf("%s: neither a symlink, a fifo, a directory nor a regular file", report.Printable(src))
 	}
 	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
