@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/internal/fscopy"
 	"github.com/sysprof/sysprof/paths"
 )
 
@@ -675,7 +676,7 @@ func (a *applier) copyIn(c *Change, up, host int, name string) (string, error) {
 		_ = unix.Unlinkat(host, tmp, 0)
 		return "", fmt.Errorf("copy %s: %w", c.Path, err)
 	}
-	if err := copyData(out, in); err != nil {
+	if err := fscopy.Data(out, in); err != nil { // holes stay holes: a sparse terabyte is not written out
 		return fail(err)
 	}
 	if a.root {
@@ -696,47 +697,6 @@ func (a *applier) copyIn(c *Change, up, host int, name string) (string, error) {
 	}
 	unix.Close(out)
 	return tmp, nil
-}
-
-func copyData(out, in int) error {
-	for {
-		n, err := unix.CopyFileRange(in, nil, out, nil, 1<<30, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			if errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
-				return copyRead(out, in)
-			}
-			return err
-		}
-		if n == 0 {
-			return nil
-		}
-	}
-}
-
-func copyRead(out, in int) error {
-	buf := make([]byte, 1<<20)
-	for {
-		n, err := readFull(in, buf)
-		if err != nil {
-			return err
-		}
-		for w := 0; w < n; {
-			m, err := unix.Write(out, buf[w:n])
-			if err != nil {
-				if err == unix.EINTR {
-					continue
-				}
-				return err
-			}
-			w += m
-		}
-		if n < len(buf) {
-			return nil
-		}
-	}
 }
 
 func tmpName() string {
