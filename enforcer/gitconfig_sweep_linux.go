@@ -262,6 +262,9 @@ func openDirNoLinks(d string, make bool, depth int) (int, error) {
 // into place in p's directory, opened without following links.
 func putBack(p string, old *gitConfigSnap) error {
 	dfd, err := openDirNoLinks(filepath.Dir(p), old != nil, 2)
+	if old == nil && errors.Is(err, unix.ENOENT) {
+		return nil // none before, and its directory is gone (moved into the changeset)
+	}
 	if err != nil {
 		return err
 	}
