@@ -57,8 +57,8 @@ func heldDangerous(rp *report.Report, path string) bool {
 func TestRedTeam7GitConfigReplaced(t *testing.T) {
 	g := gitCommitBox(t)
 	b := g.b
-	wide := widen(t, g.profile, g.root, "wide7.yaml", []string{"symlinkat", "symlink", "mknodat", "mknod", "mkdirat", "mkdir", "unlinkat", "unlink", "rmdir"},
-		[]string{"/usr/bin/ln", "/usr/bin/mkfifo", "/usr/bin/cp", "/usr/bin/mkdir", "/usr/bin/rm"})
+	wide := widen(t, g.profile, g.root, "wide7.yaml", []string{"symlinkat", "symlink", "mknodat", "mknod", "mkdirat", "mkdir", "unlinkat", "unlink", "rmdir", "renameat2", "renameat", "rename", "umask"},
+		[]string{"/usr/bin/ln", "/usr/bin/mkfifo", "/usr/bin/cp", "/usr/bin/mkdir", "/usr/bin/rm", "/usr/bin/mv", "/usr/bin/rmdir"})
 	openForNobody(t, g.root)
 	gitDir := filepath.Join(b.Work, ".git")
 	evil := `printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch PWNED"\n'`
@@ -114,6 +114,31 @@ func TestRedTeam7GitConfigReplaced(t *testing.T) {
 					b.Sh(t, "rm -rf "+filepath.Join(gitDir, "x")+" "+filepath.Join(gitDir, "evil.cfg")+" "+filepath.Join(gitDir, "evilinfo"))
 				})
 			}
+			// A protected path renamed away, written, and renamed back; the host's /dev/shm:
+			// refused and recorded (the covers are mount points; /dev/shm is not the host's).
+			t.Run("renamed-away", func(t *testing.T) {
+				try := func(name, cmd string) string {
+					return "if " + cmd + " 2>/dev/null; then echo " + name + ": ok; else echo " + name + ": refused; fi; "
+				}
+				script := "echo start; mkdir -p .git/x; " +
+					try("hooks-away", "mv .git/hooks .git/h") + try("gitdir-away", "mv .git .g") +
+					try("into-hooks", "mv .git/x .git/hooks/x") + try("shm", "echo x > /dev/shm/sysprof-rt7") + "rmdir .git/x; echo payload-done"
+				rep := filepath.Join(g.root, as.name+"-renamed.json")
+				r := enforceAs(t, b, as.wrap, wide, rep, "sh", "-c", script)
+				if !strings.Contains(r.Stdout, "payload-done") {
+					t.Fatalf("the payload did not run through: %s", r)
+				}
+				checkAttacks(t, b, r, testutil.ReadReport(t, rep), []redteamAttack{
+					{action: "hooks-away", line: "hooks-away: refused", path: "$WORKDIR/.git/hooks", unobservable: "file denials"},
+					{action: "gitdir-away", line: "gitdir-away: refused", path: "$WORKDIR/.git", unobservable: "file denials"},
+					{action: "into-hooks", line: "into-hooks: refused", path: "$WORKDIR/.git/hooks/x", unobservable: "file denials"},
+					{action: "shm", line: "shm: refused", path: "/dev/shm/sysprof-rt7", unobservable: "file denials"},
+				}, as.wrap != nil)
+				if _, err := os.Lstat("/dev/shm/sysprof-rt7"); err == nil {
+					os.Remove("/dev/shm/sysprof-rt7")
+					t.Errorf("the run wrote the host's /dev/shm")
+				}
+			})
 		})
 	}
 }
