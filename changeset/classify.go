@@ -272,13 +272,12 @@ func protectedOf(p, portable string, r Rules) string {
 			best = q
 		}
 	}
-	if best != "" {
-		return best
-	}
-	if q := policy.ProtectedPath(portable); q != "" {
+	// The one list's, when deeper: a submodule's hooks (.git/modules/m/hooks) inside a .git
+	// that r.Protected names whole.
+	if q := policy.ProtectedPath(portable); q != "" && (best == "" || len(q) > len(roots(r).Portable(best))) {
 		return q
 	}
-	return ""
+	return best
 }
 
 // protectedBelow returns a protected path strictly below host directory p (r.Protected, or the

@@ -102,6 +102,8 @@ func TestClassify(t *testing.T) {
 		{"a module's git dir replaced by a symlink", link("/w/.git/modules/lib", "../../x"), gitWhole, Dangerous, false},
 		{"git config replaced by a directory", Change{Path: "/w/.git/config", Op: OpMkdir, Type: TypeDir, Mode: 0o755, HostExists: true}, gitWhole, Dangerous, false},
 		{"a module's git directory made (submodule update)", Change{Path: "/w/.git/modules/lib", Op: OpMkdir, Type: TypeDir, Mode: 0o755}, gitWhole, Learned, false},
+		{"a submodule's hook in a .git written whole", file(OpCreate, "/w/.git/modules/lib/hooks/post-checkout", 0o755), gitWhole, Dangerous, true},
+		{"a submodule's config in a .git written whole (submodule update)", file(OpCreate, "/w/.git/modules/lib/config", 0o644), gitWhole, Learned, false},
 		{"an ordinary symlink in .git", link("/w/.git/refs/x", "../../y"), gitWhole, Learned, false},
 		{"removing the work tree's .git", Change{Path: "/w/.git", Op: OpRmdir, Type: TypeDir, Mode: 0o755, HostExists: true}, testRules, Dangerous, true},
 		{"removing a directory holding r.Protected", Change{Path: "/w/sub", Op: OpRmdir, Type: TypeDir, Mode: 0o755, HostExists: true}, Rules{Dir: "/w", Tree: "/w", Keep: []string{"/w/**"}, Protected: []string{"/w/sub/.git"}, Vars: testRules.Vars}, Dangerous, true},

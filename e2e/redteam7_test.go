@@ -51,14 +51,15 @@ func heldDangerous(rp *report.Report, path string) bool {
 // learned git commit: bound writable), the run replaces a file git reads for what to run
 // with something the content check did not read: .git/config a symlink to a config of the
 // run's (core.fsmonitor) or a fifo (git hangs), .git/info a symlink to an attributes file of
-// the run's, a .git/commondir naming a directory whose config and hooks git then reads. Each
+// the run's, a .git/commondir naming a directory whose config and hooks git then reads; or
+// writes a submodule's hook (.git/modules/lib/hooks), which the top hooks' cover missed. Each
 // is held once as a dangerous change (report and stderr), the host's file is put back as it
 // was (or none, as before), and the user's next `git status` runs nothing (root and nobody).
 func TestRedTeam7GitConfigReplaced(t *testing.T) {
 	g := gitCommitBox(t)
 	b := g.b
-	wide := widen(t, g.profile, g.root, "wide7.yaml", []string{"symlinkat", "symlink", "mknodat", "mknod", "mkdirat", "mkdir", "unlinkat", "unlink", "rmdir", "renameat2", "renameat", "rename", "umask"},
-		[]string{"/usr/bin/ln", "/usr/bin/mkfifo", "/usr/bin/cp", "/usr/bin/mkdir", "/usr/bin/rm", "/usr/bin/mv", "/usr/bin/rmdir"})
+	wide := widen(t, g.profile, g.root, "wide7.yaml", []string{"symlinkat", "symlink", "mknodat", "mknod", "mkdirat", "mkdir", "unlinkat", "unlink", "rmdir", "renameat2", "renameat", "rename", "umask", "fchmodat", "chmod"},
+		[]string{"/usr/bin/ln", "/usr/bin/mkfifo", "/usr/bin/cp", "/usr/bin/mkdir", "/usr/bin/rm", "/usr/bin/mv", "/usr/bin/rmdir", "/usr/bin/chmod"})
 	openForNobody(t, g.root)
 	gitDir := filepath.Join(b.Work, ".git")
 	evil := `printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch PWNED"\n'`
@@ -67,6 +68,9 @@ func TestRedTeam7GitConfigReplaced(t *testing.T) {
 		{"config-fifo", "rm .git/config && mkfifo .git/config", "config"},
 		{"info-symlink", "mkdir -p .git/evilinfo && echo '* filter=x diff=x' > .git/evilinfo/attributes && rm -rf .git/info && ln -s evilinfo .git/info", "info"},
 		{"commondir", "mkdir .git/x && cp -r .git/objects .git/refs .git/HEAD .git/x/ && " + evil + " > .git/x/config && echo x > .git/commondir", "commondir"},
+		// A submodule's hook: git runs it in the submodule (its checkout at the next submodule
+		// update); the top .git/hooks is a cover, this one was not.
+		{"submodule-hook", "mkdir -p .git/modules/lib/hooks && printf '#!/bin/sh\\ntouch PWNED\\n' > .git/modules/lib/hooks/post-checkout && chmod +x .git/modules/lib/hooks/post-checkout", "modules/lib/hooks/post-checkout"},
 	}
 	for _, as := range asUsers {
 		t.Run(as.name, func(t *testing.T) {
@@ -97,6 +101,9 @@ func TestRedTeam7GitConfigReplaced(t *testing.T) {
 						t.Errorf("the run's .git/commondir stayed on the host")
 					}
 					held := filepath.Join(gitDir, row.held)
+					if _, err := os.Lstat(held); err == nil && row.held != "config" {
+						t.Errorf("the run's %s stayed on the host", held)
+					}
 					if !heldDangerous(testutil.ReadReport(t, rep), held) {
 						t.Errorf("the report does not hold %s as dangerous", held)
 					}
@@ -111,7 +118,7 @@ func TestRedTeam7GitConfigReplaced(t *testing.T) {
 						t.Errorf("the host's git status ran the run's fsmonitor")
 						os.Remove(filepath.Join(b.Work, "PWNED"))
 					}
-					b.Sh(t, "rm -rf "+filepath.Join(gitDir, "x")+" "+filepath.Join(gitDir, "evil.cfg")+" "+filepath.Join(gitDir, "evilinfo"))
+					b.Sh(t, "rm -rf "+filepath.Join(gitDir, "x")+" "+filepath.Join(gitDir, "evil.cfg")+" "+filepath.Join(gitDir, "evilinfo")+" "+filepath.Join(gitDir, "modules", "lib"))
 				})
 			}
 			// A protected path renamed away, written, and renamed back; the host's /dev/shm:

@@ -172,13 +172,21 @@ func (f *boundFinding) check(dirfd int, name, rel string, since time.Time) {
 }
 
 // nestedGit reports whether rel, below the bound directory, lies in a git directory of its own
-// (sub/.git/..., x.git/...): not the work tree's, whose protection is the plan's covers (and a
-// .git rule accepted whole is bound as such: its config is git's to write).
+// (sub/.git/..., x.git/...) or in a submodule's hooks in the work tree's own .git
+// (.git/modules/m/hooks: git runs them in the submodule, and no git command but clone writes
+// them, samples only). The rest of the work tree's own .git is not: its hooks are the plan's
+// covers, and a .git rule accepted whole is bound as such (its configs: sweepGitConfigs).
 func (f *boundFinding) nestedGit(rel string) bool {
-	if !strings.Contains("/"+rel, ".git/") {
-		return false
+	host := filepath.Join(f.dir, rel)
+	if own := filepath.Join(f.rules.Tree, ".git"); paths.Within(host, own) {
+		r, err := filepath.Rel(f.rules.Tree, host)
+		if err != nil {
+			return false
+		}
+		h := paths.RepoHooks("$WORKDIR/" + filepath.ToSlash(r))
+		return strings.HasSuffix(h, "/hooks") && h != "$WORKDIR/.git/hooks"
 	}
-	return !paths.Within(filepath.Join(f.dir, rel), filepath.Join(f.rules.Tree, ".git"))
+	return strings.Contains("/"+rel, ".git/")
 }
 
 // holdBoundLinks moves what f holds (dangerous symlinks, a nested repository's hooks and

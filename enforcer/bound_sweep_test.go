@@ -93,7 +93,19 @@ func TestSweepBoundHoldsNestedRepositoryHooks(t *testing.T) {
 	testutil.WriteFile(t, filepath.Join(dir, "sub/.git/objects/ab/cdef"), "x", 0o444)
 	testutil.WriteFile(t, filepath.Join(dir, "bare.git/config"), "[core]\n", 0o644)
 	testutil.WriteFile(t, filepath.Join(dir, "sub/main.rs"), "fn main() {}\n", 0o644)
+	// The work tree's own .git bound whole: a submodule's hooks are held, its config and
+	// sample hooks (what clone writes) are git's.
+	for _, d := range []string{".git/modules/lib/hooks", ".git/modules/a/modules/b/hooks"} {
+		os.MkdirAll(filepath.Join(work, d), 0o755)
+	}
+	testutil.WriteFile(t, filepath.Join(work, ".git/modules/lib/hooks/post-checkout"), "#!/bin/sh\n", 0o755)
+	testutil.WriteFile(t, filepath.Join(work, ".git/modules/lib/hooks/pre-push.sample"), "#!/bin/sh\n", 0o755)
+	testutil.WriteFile(t, filepath.Join(work, ".git/modules/lib/config"), "[core]\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(work, ".git/modules/a/modules/b/hooks/pre-commit"), "#!/bin/sh\n", 0o755)
 	env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
+	if f := sweepBound(filepath.Join(work, ".git"), started, env, nil); !slices.Equal(f.held, []string{"modules/a/modules/b/hooks/pre-commit", "modules/lib/hooks/post-checkout"}) {
+		t.Errorf("bound .git: held = %v, want the submodules' hooks", f.held)
+	}
 	f := sweepBound(dir, started, env, nil)
 	slices.Sort(f.held)
 	if want := []string{"bare.git/config", "sub/.git/hooks/pre-commit", "vendor/.git/config"}; !slices.Equal(f.held, want) {
