@@ -68,6 +68,9 @@ func TestRedTeam7GitConfigReplaced(t *testing.T) {
 		{"config-fifo", "rm .git/config && mkfifo .git/config", "config"},
 		{"info-symlink", "mkdir -p .git/evilinfo && echo '* filter=x diff=x' > .git/evilinfo/attributes && rm -rf .git/info && ln -s evilinfo .git/info", "info"},
 		{"commondir", "mkdir .git/x && cp -r .git/objects .git/refs .git/HEAD .git/x/ && " + evil + " > .git/x/config && echo x > .git/commondir", "commondir"},
+		// A fifo in the bound .git (git hangs on what it opens: ORIG_HEAD at the next reset):
+		// special files never leave a run, bound or staged.
+		{"fifo", "mkfifo .git/ORIG_HEAD", "ORIG_HEAD"},
 		// A submodule's hook: git runs it in the submodule (its checkout at the next submodule
 		// update); the top .git/hooks is a cover, this one was not.
 		{"submodule-hook", "mkdir -p .git/modules/lib/hooks && printf '#!/bin/sh\\ntouch PWNED\\n' > .git/modules/lib/hooks/post-checkout && chmod +x .git/modules/lib/hooks/post-checkout", "modules/lib/hooks/post-checkout"},

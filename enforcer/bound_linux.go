@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -115,8 +116,8 @@ func (f *boundFinding) walk(fd int, rel string, since time.Time) {
 	}
 }
 
-// check classifies one entry the run may have made: a dangerous symlink is queued to be held,
-// set-id bits and capabilities are stripped.
+// check classifies one entry the run may have made: a dangerous symlink, fifo or device node
+// is queued to be held, set-id bits and capabilities are stripped.
 func (f *boundFinding) check(dirfd int, name, rel string, since time.Time) {
 	var st unix.Stat_t
 	if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || time.Unix(st.Ctim.Unix()).Before(since) {
@@ -131,6 +132,15 @@ func (f *boundFinding) check(dirfd int, name, rel string, since time.Time) {
 			return
 		}
 		c := changeset.Classify(changeset.Change{Path: host, Op: changeset.OpSymlink, Type: changeset.TypeSymlink, Target: string(buf[:n])}, f.rules)
+		if c.Class == changeset.Dangerous {
+			f.held = append(f.held, rel)
+		}
+	case unix.S_IFIFO, unix.S_IFCHR, unix.S_IFBLK:
+		// A fifo hangs the host program that opens it (git at .git/HEAD); a device node (a
+		// 0/0 whiteout is all a user namespace can make) never leaves a run either. A socket
+		// is inert once its listener is gone, and may be a host agent's: left.
+		typ := map[uint32]string{unix.S_IFIFO: changeset.TypeFIFO, unix.S_IFCHR: changeset.TypeChar, unix.S_IFBLK: changeset.TypeBlock}[st.Mode&unix.S_IFMT]
+		c := changeset.Classify(changeset.Change{Path: host, Op: changeset.OpSpecial, Type: typ}, f.rules)
 		if c.Class == changeset.Dangerous {
 			f.held = append(f.held, rel)
 		}
@@ -248,6 +258,13 @@ func copyHeld(src, dst string) error {
 	}
 	if fi.Mode()&os.ModeNamedPipe != 0 {
 		return unix.Mkfifo(dst, uint32(fi.Mode().Perm()))
+	}
+	if fi.Mode()&os.ModeDevice != 0 { // as root; a user's run holds it only on one file system
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return fmt.Errorf("%s: no device number", report.Printable(src))
+		}
+		return unix.Mknod(dst, st.Mode, int(st.Rdev))
 	}
 	if fi.IsDir() { // what replaced a git config (sweepGitConfigs)
 		ents, err := os.ReadDir(src)
