@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sysprof/sysprof/internal/fscopy"
 	"github.com/sysprof/sysprof/paths"
 )
 
@@ -497,6 +498,28 @@ func (a *applier) unlinking(st *unix.Stat_t) {
 	}
 }
 
+// strip removes from open file fd (st its stat) what never leaves a run: set-id bits, file
+// capabilities, and POSIX ACLs (a run's grant to other users: the copy of a file that
+// crosses file systems carries none either); it returns what it removed.
+func strip(fd int, st *unix.Stat_t, path string) ([]string, error) {
+	var stripped []string
+	if st.Mode&0o6000 != 0 {
+		if err := unix.Fchmod(fd, st.Mode&0o1777); err != nil {
+			return nil, fmt.Errorf("strip set-id bits of %s: %w", path, err)
+		}
+		stripped = append(stripped, "set-id bits")
+	}
+	for _, x := range []struct{ name, what string }{{"security.capability", "file capabilities"}, {"system.posix_acl_access", "ACL"}, {"system.posix_acl_default", "default ACL"}} {
+		if n, err := unix.Fgetxattr(fd, x.name, nil); err == nil && n > 0 {
+			if err := unix.Fremovexattr(fd, x.name); err != nil {
+				return nil, fmt.Errorf("strip the %s of %s: %w", x.what, path, err)
+			}
+			stripped = append(stripped, x.what)
+		}
+	}
+	return stripped, nil
+}
+
 // sanitize strips set-id bits and file capabilities from an upper file before it moves.
 func (a *applier) sanitize(c *Change, up int, name string) error {
 	fd, err := openBeneath(up, name, unix.O_RDONLY|unix.O_NONBLOCK)
@@ -511,18 +534,9 @@ func (a *applier) sanitize(c *Change, up int, name string) error {
 	if st.Ino != c.ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("%w: %s changed in the changeset while applying", errRefused, c.Path)
 	}
-	var stripped []string
-	if st.Mode&0o6000 != 0 {
-		if err := unix.Fchmod(fd, st.Mode&0o1777); err != nil {
-			return fmt.Errorf("strip set-id bits of %s: %w", c.Path, err)
-		}
-		stripped = append(stripped, "set-id bits")
-	}
-	if n, err := unix.Fgetxattr(fd, "security.capability", nil); err == nil && n > 0 {
-		if err := unix.Fremovexattr(fd, "security.capability"); err != nil {
-			return fmt.Errorf("strip file capabilities of %s: %w", c.Path, err)
-		}
-		stripped = append(stripped, "file capabilities")
+	stripped, err := strip(fd, &st, c.Path)
+	if err != nil {
+		return err
 	}
 	if len(stripped) > 0 {
 		c.Stripped = strings.Join(stripped, " and ") + " removed"
@@ -593,17 +607,12 @@ func (a *applier) verifyPlaced(c *Change, host int, name string) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	if st.Mode&0o6000 != 0 {
-		if err := unix.Fchmod(fd, st.Mode&0o1777); err != nil {
-			return fmt.Errorf("strip set-id bits of %s: %w", c.Path, err)
-		}
-		c.Stripped = "set-id bits removed"
+	stripped, err := strip(fd, &st, c.Path)
+	if err != nil {
+		return err
 	}
-	if n, err := unix.Fgetxattr(fd, "security.capability", nil); err == nil && n > 0 {
-		if err := unix.Fremovexattr(fd, "security.capability"); err != nil {
-			return fmt.Errorf("strip file capabilities of %s: %w", c.Path, err)
-		}
-		c.Stripped = "file capabilities removed"
+	if len(stripped) > 0 {
+		c.Stripped = strings.Join(stripped, " and ") + " removed"
 	}
 	return nil
 }
@@ -675,7 +684,7 @@ func (a *applier) copyIn(c *Change, up, host int, name string) (string, error) {
 		_ = unix.Unlinkat(host, tmp, 0)
 		return "", fmt.Errorf("copy %s: %w", c.Path, err)
 	}
-	if err := copyData(out, in); err != nil {
+	if err := fscopy.Data(out, in); err != nil { // holes stay holes: a sparse terabyte is not written out
 		return fail(err)
 	}
 	if a.root {
@@ -696,47 +705,6 @@ func (a *applier) copyIn(c *Change, up, host int, name string) (string, error) {
 	}
 	unix.Close(out)
 	return tmp, nil
-}
-
-func copyData(out, in int) error {
-	for {
-		n, err := unix.CopyFileRange(in, nil, out, nil, 1<<30, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			if errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
-				return copyRead(out, in)
-			}
-			return err
-		}
-		if n == 0 {
-			return nil
-		}
-	}
-}
-
-func copyRead(out, in int) error {
-	buf := make([]byte, 1<<20)
-	for {
-		n, err := readFull(in, buf)
-		if err != nil {
-			return err
-		}
-		for w := 0; w < n; {
-			m, err := unix.Write(out, buf[w:n])
-			if err != nil {
-				if err == unix.EINTR {
-					continue
-				}
-				return err
-			}
-			w += m
-		}
-		if n < len(buf) {
-			return nil
-		}
-	}
 }
 
 func tmpName() string {

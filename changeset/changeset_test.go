@@ -274,6 +274,33 @@ func TestApplyCapsStripped(t *testing.T) {
 	}
 }
 
+// TestApplyACLStripped (issue 23): a POSIX ACL the run set (a grant to another local user,
+// which ls shows only as a "+") never reaches the host with a learned file; the removal is on
+// the record (Stripped).
+func TestApplyACLStripped(t *testing.T) {
+	r, w := newRun(t, nil, []string{"build/**"})
+	inOverlay(t, r, `mkdir build && echo x > build/acl && chmod 600 build/acl`)
+	up := filepath.Join(r.Stages[0].Upper, "build/acl")
+	// user::rw- user:65534:rw- group::--- mask::rw- other::---
+	acl := []byte{2, 0, 0, 0, 1, 0, 6, 0, 0xff, 0xff, 0xff, 0xff, 2, 0, 6, 0, 0xfe, 0xff, 0, 0, 4, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+		0x10, 0, 6, 0, 0xff, 0xff, 0xff, 0xff, 0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}
+	if err := unix.Setxattr(up, "system.posix_acl_access", acl, 0); err != nil {
+		testutil.RequireNoErr(t, "set an ACL", err)
+	}
+	m := scan(t, r)
+	wantClass(t, m, "build/acl", OpCreate, Learned)
+	res, err := r.Apply(ApplyLearned, nil)
+	if err != nil || len(res.Applied) != 2 {
+		t.Fatalf("apply learned: %v %+v", err, res)
+	}
+	if n, err := unix.Getxattr(filepath.Join(w, "build/acl"), "system.posix_acl_access", nil); err == nil && n > 0 {
+		t.Fatal("the run's ACL reached the host")
+	}
+	if !strings.Contains(res.Applied[1].Stripped, "ACL") {
+		t.Errorf("the ACL's removal is not on the record: %q", res.Applied[1].Stripped)
+	}
+}
+
 // TestApplyRefusesOutOfTreeSymlink: a learned output replaced by a symlink out of the tree (to
 // ~/.bashrc) never lands, even when named.
 func TestApplyRefusesOutOfTreeSymlink(t *testing.T) {

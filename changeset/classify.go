@@ -177,6 +177,12 @@ func dangerous(c Change, r Rules, portable string) (why string, grantable bool) 
 			return "file capabilities (security.capability): never installed on the host", false
 		}
 	}
+	if c.Op != OpDelete && c.Op != OpRmdir && c.Type != TypeFile && IsGitConfig(c.Path) {
+		return fmt.Sprintf("a git directory's %s replaced by a %s: git would read what it names", path.Base(c.Path), typeWord(c.Type)), false
+	}
+	if c.Type == TypeSymlink && c.Op != OpDelete && GitDirOnTheWay(c.Path) {
+		return fmt.Sprintf("a symlink in place of a git directory's %s: git would read the config it holds from where it points", path.Base(c.Path)), false
+	}
 	if len(c.GitConfig) > 0 && c.Op != OpDelete {
 		return fmt.Sprintf("git config: %s: git runs what it names at the user's next git command outside the sandbox; apply it only if you mean it", strings.Join(c.GitConfig, ", ")), false
 	}
@@ -250,6 +256,8 @@ func typeWord(t string) string {
 		return "character device"
 	case TypeBlock:
 		return "block device"
+	case TypeDir:
+		return "directory"
 	}
 	return t
 }
@@ -264,13 +272,12 @@ func protectedOf(p, portable string, r Rules) string {
 			best = q
 		}
 	}
-	if best != "" {
-		return best
-	}
-	if q := policy.ProtectedPath(portable); q != "" {
+	// The one list's, when deeper: a submodule's hooks (.git/modules/m/hooks) inside a .git
+	// that r.Protected names whole.
+	if q := policy.ProtectedPath(portable); q != "" && (best == "" || len(q) > len(roots(r).Portable(best))) {
 		return q
 	}
-	return ""
+	return best
 }
 
 // protectedBelow returns a protected path strictly below host directory p (r.Protected, or the

@@ -19,6 +19,9 @@ var testRules = Rules{
 	Vars:      map[string]string{"WORKDIR": "/w", "HOME": "/home/u"},
 }
 
+// gitWhole: a work tree whose .git a rule names whole.
+var gitWhole = Rules{Dir: "/w", Tree: "/w", Keep: []string{"/w/.git"}, Protected: []string{"/w/.git", "/w/.git/hooks"}, Vars: testRules.Vars}
+
 func TestClassify(t *testing.T) {
 	file := func(op Op, p string, mode uint32) Change {
 		return Change{Path: p, Op: op, Type: TypeFile, Mode: mode}
@@ -92,6 +95,16 @@ func TestClassify(t *testing.T) {
 		{"file capabilities", Change{Path: "/w/build/cap", Op: OpCreate, Type: TypeFile, Mode: 0o755, Caps: true}, testRules, Dangerous, false},
 		{"new executable outside the outputs", file(OpCreate, "/w/src/x.o", 0o755), testRules, Dangerous, false},
 		{"removing a directory holding a protected path", Change{Path: "/home/u/.config", Op: OpRmdir, Type: TypeDir, Mode: 0o755, HostExists: true}, Rules{Dir: "/home/u", Tree: "/home/u", Keep: []string{"/home/u/**"}, Vars: testRules.Vars}, Dangerous, true},
+		// A .git written whole (a learned git commit): git's config files judged by content;
+		// one replaced by another type git would read through (issue 23).
+		{"git config replaced by an in-tree symlink", link("/w/.git/config", "../evil.cfg"), gitWhole, Dangerous, false},
+		{"git info/ replaced by a symlink", link("/w/.git/info", "../evilinfo"), gitWhole, Dangerous, false},
+		{"a module's git dir replaced by a symlink", link("/w/.git/modules/lib", "../../x"), gitWhole, Dangerous, false},
+		{"git config replaced by a directory", Change{Path: "/w/.git/config", Op: OpMkdir, Type: TypeDir, Mode: 0o755, HostExists: true}, gitWhole, Dangerous, false},
+		{"a module's git directory made (submodule update)", Change{Path: "/w/.git/modules/lib", Op: OpMkdir, Type: TypeDir, Mode: 0o755}, gitWhole, Learned, false},
+		{"a submodule's hook in a .git written whole", file(OpCreate, "/w/.git/modules/lib/hooks/post-checkout", 0o755), gitWhole, Dangerous, true},
+		{"a submodule's config in a .git written whole (submodule update)", file(OpCreate, "/w/.git/modules/lib/config", 0o644), gitWhole, Learned, false},
+		{"an ordinary symlink in .git", link("/w/.git/refs/x", "../../y"), gitWhole, Learned, false},
 		{"removing the work tree's .git", Change{Path: "/w/.git", Op: OpRmdir, Type: TypeDir, Mode: 0o755, HostExists: true}, testRules, Dangerous, true},
 		{"removing a directory holding r.Protected", Change{Path: "/w/sub", Op: OpRmdir, Type: TypeDir, Mode: 0o755, HostExists: true}, Rules{Dir: "/w", Tree: "/w", Keep: []string{"/w/**"}, Protected: []string{"/w/sub/.git"}, Vars: testRules.Vars}, Dangerous, true},
 		{"made executable outside the outputs", Change{Path: "/w/run.sh", Op: OpMode, Type: TypeFile, Mode: 0o755, HostExists: true, HostMode: 0o644}, testRules, Dangerous, false},

@@ -13,14 +13,14 @@ const maxGitConfig = 1 << 20
 
 // IsGitConfig reports whether host path p is a git directory's config (config or
 // config.worktree directly in a directory whose name ends in .git, or in one below its
-// modules/ or worktrees/) or its info/attributes: a change there may make git run a program
-// (GitRepoFileRuns).
+// modules/ or worktrees/), its info/attributes or its commondir: a change there may make git
+// run a program (GitRepoFileRuns).
 func IsGitConfig(p string) bool {
 	base := filepath.Base(p)
 	dir := filepath.Dir(filepath.Clean(p))
 	if base == "attributes" && filepath.Base(dir) == "info" {
 		dir = filepath.Dir(dir)
-	} else if base != "config" && base != "config.worktree" {
+	} else if base != "config" && base != "config.worktree" && base != "commondir" {
 		return false
 	}
 	comps := strings.Split(dir, "/")
@@ -64,8 +64,16 @@ func (e gitEntry) name() string {
 // (a command).
 // GitRepoFileRuns is the decision on a change to git directory file p (IsGitConfig): its
 // config's by GitConfigRuns; info/attributes, which no git command writes and which picks the
-// filter, diff and merge drivers git runs, by any change of its content.
+// filter, diff and merge drivers git runs, by any change of its content; commondir, which
+// makes git read the config and hooks of the directory it names, unless it names what `git
+// worktree add` writes there (worktrees/NAME/commondir: the git directory above).
 func GitRepoFileRuns(p string, older, newer []byte) []string {
+	if filepath.Base(p) == "commondir" {
+		if bytes.Equal(older, newer) || ordinaryCommonDir(p, newer) {
+			return nil
+		}
+		return []string{fmt.Sprintf("commondir = %q (git reads the config and hooks of the directory it names)", strings.TrimSpace(string(newer)))}
+	}
 	if filepath.Base(p) == "attributes" {
 		if bytes.Equal(older, newer) {
 			return nil
@@ -73,6 +81,29 @@ func GitRepoFileRuns(p string, older, newer []byte) []string {
 		return []string{"info/attributes changed (it picks the filter, diff and merge drivers git runs)"}
 	}
 	return GitConfigRuns(older, newer)
+}
+
+// GitDirOnTheWay reports whether host path p is a directory git goes through to a config
+// (IsGitConfig) of its git directory: its info/, modules/ and worktrees/ and their entries.
+func GitDirOnTheWay(p string) bool {
+	return IsGitConfig(p+"/attributes") || IsGitConfig(p+"/config") || IsGitConfig(p+"/x/config")
+}
+
+// ordinaryCommonDir: commondir file p of a linked worktree's git directory (C/worktrees/NAME)
+// names C.
+func ordinaryCommonDir(p string, data []byte) bool {
+	d := filepath.Dir(filepath.Clean(p))
+	if filepath.Base(filepath.Dir(d)) != "worktrees" {
+		return false
+	}
+	t := strings.TrimSpace(string(data))
+	if t == "" || strings.ContainsAny(t, "\n\x00") {
+		return false
+	}
+	if !filepath.IsAbs(t) {
+		t = filepath.Join(d, t)
+	}
+	return filepath.Clean(t) == filepath.Dir(filepath.Dir(d))
 }
 
 func GitConfigRuns(older, newer []byte) []string {

@@ -194,6 +194,26 @@ func TestGitRepoFileRunsAttributes(t *testing.T) {
 			t.Errorf("IsGitConfig(%s) = %v, want %v", tc.path, got, tc.want)
 		}
 	}
+	// commondir: git reads the config and hooks of the directory it names; `git worktree
+	// add` writes worktrees/NAME/commondir naming the git directory above.
+	for _, c := range []struct {
+		p, data string
+		runs    bool
+	}{
+		{"/w/.git/commondir", "x\n", true},
+		{"/w/.git/commondir", "/w/.git\n", true},
+		{"/w/.git/worktrees/wt/commondir", "../..\n", false},
+		{"/w/.git/worktrees/wt/commondir", "/w/.git\n", false},
+		{"/w/.git/worktrees/wt/commondir", "../../x\n", true},
+		{"/w/.git/modules/lib/commondir", "../..\n", true},
+	} {
+		if !IsGitConfig(c.p) {
+			t.Errorf("IsGitConfig(%s) = false", c.p)
+		}
+		if got := GitRepoFileRuns(c.p, nil, []byte(c.data)); (len(got) > 0) != c.runs {
+			t.Errorf("GitRepoFileRuns(%s, %q) = %v, want held %v", c.p, c.data, got, c.runs)
+		}
+	}
 	if got := GitRepoFileRuns("/w/.git/info/attributes", nil, []byte("* filter=x\n")); len(got) != 1 {
 		t.Errorf("a new info/attributes: %v, want held", got)
 	}

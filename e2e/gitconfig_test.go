@@ -11,12 +11,17 @@ import (
 	"github.com/sysprof/sysprof/report"
 )
 
-// TestGitConfigCodeHeld (issue 23): a profile that writes the work tree's .git whole (a learned
-// git commit, --accept-risky) binds it writable, and git's own config writes land (remote add).
-// A run that sets core.fsmonitor there (which the user's next `git status` would run) leaves
-// the host's config as it was: the run's file is held as a dangerous change, on the report
-// and on enforce's stderr, as root and as an ordinary user.
-func TestGitConfigCodeHeld(t *testing.T) {
+// gitBox is a work tree with a git repository (a submodule from a local repository, deinit),
+// a profile learned from `git commit` and `git submodule update` (--accept-risky: .git is
+// written whole, so it is bound writable) and the commands to run git as the learn did.
+type gitBox struct {
+	b                *testutil.Box
+	root, profile    string
+	git, sub, deinit string // git with an identity; submodule update; its undoing
+}
+
+func gitCommitBox(t *testing.T) gitBox {
+	t.Helper()
 	testutil.RequireRoot(t)
 	testutil.RequireTools(t, hostPath, "git", "setpriv")
 	root := t.TempDir()
@@ -41,6 +46,17 @@ func TestGitConfigCodeHeld(t *testing.T) {
 		t.Fatalf("learn git submodule update: %s", r)
 	}
 	b.Sh(t, deinit)
+	return gitBox{b: b, root: root, profile: profile, git: git, sub: sub, deinit: deinit}
+}
+
+// TestGitConfigCodeHeld (issue 23): a profile that writes the work tree's .git whole (a learned
+// git commit, --accept-risky) binds it writable, and git's own config writes land (remote add).
+// A run that sets core.fsmonitor there (which the user's next `git status` would run) leaves
+// the host's config as it was: the run's file is held as a dangerous change, on the report
+// and on enforce's stderr, as root and as an ordinary user.
+func TestGitConfigCodeHeld(t *testing.T) {
+	g := gitCommitBox(t)
+	b, root, profile, git, sub := g.b, g.root, g.profile, g.git, g.sub
 	config := filepath.Join(b.Work, ".git", "config")
 	openForNobody(t, root)
 	for _, as := range asUsers {

@@ -6,8 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -58,6 +60,9 @@ func sweepBound(dir string, started time.Time, env Env, snaps *gitConfigSnaps) b
 		return f
 	}
 	f.walk(fd, "", started.Add(-sweepSlack))
+	// A name both passes hold (a config replaced by a dangerous link) is moved once.
+	slices.Sort(f.held)
+	f.held = slices.Compact(f.held)
 	return f
 }
 
@@ -111,8 +116,8 @@ func (f *boundFinding) walk(fd int, rel string, since time.Time) {
 	}
 }
 
-// check classifies one entry the run may have made: a dangerous symlink is queued to be held,
-// set-id bits and capabilities are stripped.
+// check classifies one entry the run may have made: a dangerous symlink, fifo or device node
+// is queued to be held, set-id bits and capabilities are stripped.
 func (f *boundFinding) check(dirfd int, name, rel string, since time.Time) {
 	var st unix.Stat_t
 	if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || time.Unix(st.Ctim.Unix()).Before(since) {
@@ -127,6 +132,15 @@ func (f *boundFinding) check(dirfd int, name, rel string, since time.Time) {
 			return
 		}
 		c := changeset.Classify(changeset.Change{Path: host, Op: changeset.OpSymlink, Type: changeset.TypeSymlink, Target: string(buf[:n])}, f.rules)
+		if c.Class == changeset.Dangerous {
+			f.held = append(f.held, rel)
+		}
+	case unix.S_IFIFO, unix.S_IFCHR, unix.S_IFBLK:
+		// A fifo hangs the host program that opens it (git at .git/HEAD); a device node (a
+		// 0/0 whiteout is all a user namespace can make) never leaves a run either. A socket
+		// is inert once its listener is gone, and may be a host agent's: left.
+		typ := map[uint32]string{unix.S_IFIFO: changeset.TypeFIFO, unix.S_IFCHR: changeset.TypeChar, unix.S_IFBLK: changeset.TypeBlock}[st.Mode&unix.S_IFMT]
+		c := changeset.Classify(changeset.Change{Path: host, Op: changeset.OpSpecial, Type: typ}, f.rules)
 		if c.Class == changeset.Dangerous {
 			f.held = append(f.held, rel)
 		}
@@ -168,13 +182,21 @@ func (f *boundFinding) check(dirfd int, name, rel string, since time.Time) {
 }
 
 // nestedGit reports whether rel, below the bound directory, lies in a git directory of its own
-// (sub/.git/..., x.git/...): not the work tree's, whose protection is the plan's covers (and a
-// .git rule accepted whole is bound as such: its config is git's to write).
+// (sub/.git/..., x.git/...) or in a submodule's hooks in the work tree's own .git
+// (.git/modules/m/hooks: git runs them in the submodule, and no git command but clone writes
+// them, samples only). The rest of the work tree's own .git is not: its hooks are the plan's
+// covers, and a .git rule accepted whole is bound as such (its configs: sweepGitConfigs).
 func (f *boundFinding) nestedGit(rel string) bool {
-	if !strings.Contains("/"+rel, ".git/") {
-		return false
+	host := filepath.Join(f.dir, rel)
+	if own := filepath.Join(f.rules.Tree, ".git"); paths.Within(host, own) {
+		r, err := filepath.Rel(f.rules.Tree, host)
+		if err != nil {
+			return false
+		}
+		h := paths.RepoHooks("$WORKDIR/" + filepath.ToSlash(r))
+		return strings.HasSuffix(h, "/hooks") && h != "$WORKDIR/.git/hooks"
 	}
-	return !paths.Within(filepath.Join(f.dir, rel), filepath.Join(f.rules.Tree, ".git"))
+	return strings.Contains("/"+rel, ".git/")
 }
 
 // holdBoundLinks moves what f holds (dangerous symlinks, a nested repository's hooks and
@@ -203,7 +225,7 @@ func holdBoundLinks(run *changeset.Run, f boundFinding, uid, gid int) error {
 				errs = append(errs, err)
 				continue
 			}
-			if err := os.Remove(src); err != nil {
+			if err := os.RemoveAll(src); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -234,8 +256,33 @@ func copyHeld(src, dst string) error {
 		}
 		return os.Symlink(target, dst)
 	}
+	if fi.Mode()&os.ModeNamedPipe != 0 {
+		return unix.Mkfifo(dst, uint32(fi.Mode().Perm()))
+	}
+	if fi.Mode()&os.ModeDevice != 0 { // as root; a user's run holds it only on one file system
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return fmt.Errorf("%s: no device number", report.Printable(src))
+		}
+		return unix.Mknod(dst, st.Mode, int(st.Rdev))
+	}
+	if fi.IsDir() { // what replaced a git config (sweepGitConfigs)
+		ents, err := os.ReadDir(src)
+		if err != nil {
+			return err
+		}
+		if err := os.Mkdir(dst, fi.Mode().Perm()|0o700); err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if err := copyHeld(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: neither a symlink nor a regular file", report.Printable(src))
+		return fmt.Errorf("%s: neither a symlink, a fifo, a directory nor a regular file", report.Printable(src))
 	}
 	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {

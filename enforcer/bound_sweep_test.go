@@ -43,6 +43,9 @@ func TestSweepBoundStripsSetIDAndQueuesLinks(t *testing.T) {
 	if err := os.Symlink("suid", filepath.Join(dir, "in-link")); err != nil {
 		t.Fatal(err)
 	}
+	if err := unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	f := sweepBound(dir, started, Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}, nil)
 	if st, err := os.Stat(fresh); err != nil || st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
 		t.Errorf("the run's set-id file keeps its bits: %v %v", st.Mode(), err)
@@ -53,8 +56,8 @@ func TestSweepBoundStripsSetIDAndQueuesLinks(t *testing.T) {
 	if st, _ := os.Stat(old); st.Mode()&os.ModeSetuid == 0 {
 		t.Errorf("a set-id file older than the run was touched")
 	}
-	if len(f.held) != 1 || f.held[0] != "out-link" {
-		t.Errorf("links queued = %v, want out-link only", f.held)
+	if !slices.Equal(f.held, []string{"fifo", "out-link"}) {
+		t.Errorf("held = %v, want the fifo and out-link only", f.held)
 	}
 }
 
@@ -93,7 +96,19 @@ func TestSweepBoundHoldsNestedRepositoryHooks(t *testing.T) {
 	testutil.WriteFile(t, filepath.Join(dir, "sub/.git/objects/ab/cdef"), "x", 0o444)
 	testutil.WriteFile(t, filepath.Join(dir, "bare.git/config"), "[core]\n", 0o644)
 	testutil.WriteFile(t, filepath.Join(dir, "sub/main.rs"), "fn main() {}\n", 0o644)
+	// The work tree's own .git bound whole: a submodule's hooks are held, its config and
+	// sample hooks (what clone writes) are git's.
+	for _, d := range []string{".git/modules/lib/hooks", ".git/modules/a/modules/b/hooks"} {
+		os.MkdirAll(filepath.Join(work, d), 0o755)
+	}
+	testutil.WriteFile(t, filepath.Join(work, ".git/modules/lib/hooks/post-checkout"), "#!/bin/sh\n", 0o755)
+	testutil.WriteFile(t, filepath.Join(work, ".git/modules/lib/hooks/pre-push.sample"), "#!/bin/sh\n", 0o755)
+	testutil.WriteFile(t, filepath.Join(work, ".git/modules/lib/config"), "[core]\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(work, ".git/modules/a/modules/b/hooks/pre-commit"), "#!/bin/sh\n", 0o755)
 	env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
+	if f := sweepBound(filepath.Join(work, ".git"), started, env, nil); !slices.Equal(f.held, []string{"modules/a/modules/b/hooks/pre-commit", "modules/lib/hooks/post-checkout"}) {
+		t.Errorf("bound .git: held = %v, want the submodules' hooks", f.held)
+	}
 	f := sweepBound(dir, started, env, nil)
 	slices.Sort(f.held)
 	if want := []string{"bare.git/config", "sub/.git/hooks/pre-commit", "vendor/.git/config"}; !slices.Equal(f.held, want) {
@@ -240,5 +255,117 @@ func TestSweepBoundGitAttributes(t *testing.T) {
 	}
 	if len(cs) != 1 || cs[0].Path != filepath.Join(g, "info/attributes") || cs[0].Class != changeset.Dangerous {
 		t.Fatalf("changeset = %+v, want .git/info/attributes held dangerous", cs)
+	}
+}
+
+// TestSweepBoundGitConfigLink (issue 23): under a profile that writes the work tree's .git
+// whole, a file the sweep judges by content (config, info/attributes) replaced by something
+// git would read otherwise (a symlink to a file holding core.fsmonitor, a fifo git would hang
+// on, a directory) is held once, as a dangerous change, and the host gets its file back as it
+// was: git works after the run and runs nothing the run chose.
+func TestSweepBoundGitConfigLink(t *testing.T) {
+	orig := "[core]\n\tbare = false\n"
+	origAttr := "*.c diff=cpp\n"
+	for _, tc := range []struct {
+		name, rel string
+		replace   func(t *testing.T, p string)
+	}{
+		{"config-symlink", "config", func(t *testing.T, p string) {
+			testutil.WriteFile(t, filepath.Join(filepath.Dir(filepath.Dir(p)), "evil.cfg"), "[core]\n\tfsmonitor = ./evil\n", 0o644)
+			os.Remove(p)
+			if err := os.Symlink("../evil.cfg", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"config-fifo", "config", func(t *testing.T, p string) {
+			os.Remove(p)
+			if err := unix.Mkfifo(p, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"config-dir", "config", func(t *testing.T, p string) {
+			os.Remove(p)
+			if err := os.MkdirAll(filepath.Join(p, "x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"config-symlink-out-of-tree", "config", func(t *testing.T, p string) {
+			// Both passes hold it: the config sweep and the walk's link pass.
+			os.Remove(p)
+			if err := os.Symlink("/etc/passwd", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"info-symlink", "info", func(t *testing.T, p string) {
+			d := filepath.Join(filepath.Dir(filepath.Dir(p)), "evilinfo")
+			testutil.WriteFile(t, filepath.Join(d, "attributes"), "* filter=evil\n", 0o644)
+			os.RemoveAll(p)
+			if err := os.Symlink("../evilinfo", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"commondir", "commondir", func(t *testing.T, p string) {
+			// git reads the config and hooks of the directory it names.
+			testutil.WriteFile(t, p, "x\n", 0o644)
+		}},
+		{"attributes-symlink", "info/attributes", func(t *testing.T, p string) {
+			testutil.WriteFile(t, filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(p))), "evil.attr"), "* filter=evil\n", 0o644)
+			os.Remove(p)
+			if err := os.Symlink("../../evil.attr", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("XDG_STATE_HOME", t.TempDir())
+			t.Setenv("SYSPROF_STATE_DIR", "")
+			work := t.TempDir()
+			g := filepath.Join(work, ".git")
+			if err := os.MkdirAll(filepath.Join(g, "info"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			testutil.WriteFile(t, filepath.Join(g, "config"), orig, 0o644)
+			testutil.WriteFile(t, filepath.Join(g, "info/attributes"), origAttr, 0o644)
+			want, wantPath := map[string]string{"config": orig, "info": origAttr, "info/attributes": origAttr}[tc.rel], filepath.Join(g, tc.rel)
+			if tc.rel == "info" {
+				wantPath = filepath.Join(g, "info/attributes")
+			}
+			env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
+			snaps := snapshotGitConfigs([]string{g}, nil, env)
+			started := time.Now()
+			p := filepath.Join(g, tc.rel)
+			tc.replace(t, p)
+
+			f := sweepBound(g, started, env, snaps)
+			if !slices.Equal(f.held, []string{tc.rel}) {
+				t.Fatalf("held = %v, want [%s] once", f.held, tc.rel)
+			}
+			run, err := changeset.Begin(changeset.Run{Command: []string{"git", "commit"}, WorkDir: work})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer run.Drop()
+			if err := holdBoundLinks(run, f, os.Getuid(), os.Getgid()); err != nil {
+				t.Fatal(err)
+			}
+			if want == "" { // none before the run: none after
+				if _, err := os.Lstat(wantPath); err == nil {
+					t.Errorf("host %s is still there after the run", tc.rel)
+				}
+			} else if fi, err := os.Lstat(wantPath); err != nil || !fi.Mode().IsRegular() {
+				t.Fatalf("host %s after the run: %v %v, want the regular file put back", wantPath, fi, err)
+			} else if b, _ := os.ReadFile(wantPath); string(b) != want {
+				t.Errorf("host %s = %q, want it put back: %q", wantPath, b, want)
+			}
+			cs, err := run.Scan()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// One held change (a directory's entries come with it).
+			if len(cs) == 0 || cs[0].Path != p || cs[0].Class != changeset.Dangerous ||
+				slices.ContainsFunc(cs[1:], func(c changeset.Change) bool { return !strings.HasPrefix(c.Path, p+"/") }) {
+				t.Fatalf("changeset = %+v, want %s held dangerous once", cs, tc.rel)
+			}
+		})
 	}
 }

@@ -54,7 +54,7 @@ func repoConfigFiles(b string, env Env) []string {
 	var out []string
 	var add func(gitdir string, depth int)
 	add = func(gitdir string, depth int) {
-		for _, n := range []string{"config", "config.worktree", "info/attributes"} {
+		for _, n := range []string{"config", "config.worktree", "info/attributes", "commondir"} {
 			if p := filepath.Join(gitdir, n); paths.Within(p, b) {
 				out = append(out, p)
 			}
@@ -129,7 +129,10 @@ func readGitConfig(p string) *gitConfigSnap {
 }
 
 // sweepGitConfigs queues to hold each git config in f.dir that gained a code-running setting
-// during the run, and remembers the file to put back.
+// during the run, or that is no longer a regular file (a symlink git would follow to a file
+// of the run's choosing, a fifo git would hang on, a directory; or a directory on its way
+// replaced so), and remembers the file to put back. A config the run removed stays removed:
+// git runs nothing for it.
 func (f *boundFinding) sweepGitConfigs(snaps *gitConfigSnaps, env Env) {
 	if snaps == nil {
 		return
@@ -138,31 +141,83 @@ func (f *boundFinding) sweepGitConfigs(snaps *gitConfigSnaps, env Env) {
 		if paths.CoveredBy(p, snaps.readOnly) {
 			continue
 		}
-		now := readGitConfig(p)
-		if now == nil {
-			continue
-		}
-		old := snaps.files[p]
-		var before []byte
-		if old != nil {
-			before = old.data
-		}
-		runs := changeset.GitRepoFileRuns(p, before, now.data)
-		if len(runs) == 0 {
-			continue
-		}
 		rel, err := filepath.Rel(f.dir, p)
 		if err != nil {
 			continue
+		}
+		old := snaps.files[p]
+		var what string
+		if bad, kind := nonRegularOnTheWay(f.dir, rel); bad != "" {
+			// Held is what replaced the file (or its directory): the file goes back in its place.
+			rel, what = bad, kind
+		} else if now := readGitConfig(p); now == nil {
+			continue
+		} else {
+			var before []byte
+			if old != nil {
+				before = old.data
+			}
+			runs := changeset.GitRepoFileRuns(p, before, now.data)
+			if len(runs) == 0 {
+				continue
+			}
+			what = "gained " + strings.Join(runs, ", ")
 		}
 		f.held = append(f.held, rel)
 		if f.restore == nil {
 			f.restore = map[string]*gitConfigSnap{}
 		}
 		f.restore[p] = old
-		f.errs = append(f.errs, fmt.Sprintf("%s gained %s during the run: put back as it was, the run's file held as dangerous (`sysprof changes`)",
-			report.Printable(p), report.Printable(strings.Join(runs, ", "))))
+		f.errs = append(f.errs, fmt.Sprintf("%s %s during the run: put back as it was, the run's file held as dangerous (`sysprof changes`)",
+			report.Printable(p), report.Printable(what)))
 	}
+}
+
+// nonRegularOnTheWay returns the first component of rel below dir that is neither a directory
+// (on the way) nor a regular file (rel itself), and what it is; "" when there is none or a
+// component is missing.
+func nonRegularOnTheWay(dir, rel string) (bad, what string) {
+	comps := strings.Split(rel, "/")
+	for i := range comps {
+		r := filepath.Join(comps[:i+1]...)
+		fi, err := os.Lstat(filepath.Join(dir, r))
+		if err != nil {
+			return "", ""
+		}
+		last := i == len(comps)-1
+		if last && fi.Mode().IsRegular() || !last && fi.IsDir() {
+			continue
+		}
+		kind := "a " + fileKind(fi.Mode())
+		if fi.Mode()&os.ModeSymlink != 0 {
+			t, _ := os.Readlink(filepath.Join(dir, r))
+			kind = fmt.Sprintf("a symlink to %s", t)
+		}
+		if !last {
+			return r, fmt.Sprintf("was reached through %s, replaced by %s (git would read what it names)", r, kind)
+		}
+		return r, fmt.Sprintf("was replaced by %s (git would read what it names)", kind)
+	}
+	return "", ""
+}
+
+// fileKind names a file type.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return "symlink"
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeNamedPipe != 0:
+		return "fifo"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeDevice != 0:
+		return "device node"
+	case m.IsRegular():
+		return "regular file"
+	}
+	return "special file"
 }
 
 // restoreGitConfigs puts back the configs f.restore holds: the file as it was before the run,
@@ -178,11 +233,38 @@ func restoreGitConfigs(f boundFinding) error {
 	return errors.Join(errs...)
 }
 
+// openDirNoLinks opens directory d, not through a symlink; with make, it makes d (and up to
+// depth missing parents) again when the run moved it away (info/ replaced by a link, held).
+func openDirNoLinks(d string, make bool, depth int) (int, error) {
+	how := &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(unix.AT_FDCWD, d, how)
+	if !errors.Is(err, unix.ENOENT) || !make || depth == 0 {
+		return fd, err
+	}
+	pfd, err := openDirNoLinks(filepath.Dir(d), make, depth-1)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(pfd)
+	if err := unix.Mkdirat(pfd, filepath.Base(d), 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if os.Geteuid() == 0 && unix.Fstat(pfd, &st) == nil { // its parent's owner, as git made it
+		_ = unix.Fchownat(pfd, filepath.Base(d), int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW)
+	}
+	how.Resolve |= unix.RESOLVE_BENEATH
+	return unix.Openat2(pfd, filepath.Base(d), how)
+}
+
 // putBack replaces p with old (removes it when old is nil), through a temporary file renamed
 // into place in p's directory, opened without following links.
 func putBack(p string, old *gitConfigSnap) error {
-	dfd, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(p), &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	dfd, err := openDirNoLinks(filepath.Dir(p), old != nil, 2)
+	if old == nil && errors.Is(err, unix.ENOENT) {
+		return nil // none before, and its directory is gone (moved into the changeset)
+	}
 	if err != nil {
 		return err
 	}

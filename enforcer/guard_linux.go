@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/sysprof/sysprof/bpf"
@@ -52,10 +53,22 @@ var guardAvailable = guard.Available
 func (c *Compiled) guardConfig(env Env, audit bool, load *guard.Load, cg *kernrun.Cgroup) guard.Config {
 	return guard.Config{
 		Files: true, MayExecute: c.mayExecute, Audit: audit,
-		Hidden: c.Plan.Hidden, Covers: c.Plan.ReadOnly, Masked: c.MaskedSecrets, Sockets: c.HiddenSockets, Landlock: c.stageExec.mountExec(c.Plan.Landlock), Vars: env.Vars,
+		Hidden: c.Plan.Hidden, Covers: c.Plan.ReadOnly, BoundProtected: boundProtected(c.Plan.Writable, env), Masked: c.MaskedSecrets, Sockets: c.HiddenSockets, Landlock: c.stageExec.mountExec(c.Plan.Landlock), Vars: env.Vars,
 		FileRisk:    func(access, portable string) report.Risk { return fileRisk(c.profile, access, portable) },
 		MaxDistinct: maxDistinct, Load: load, Cgroup: cg,
 	}
+}
+
+// boundProtected are the protected paths bound writable whole (a .git a rule accepted as
+// such): renaming or removing one away answers EBUSY (a mount point), a refusal to record.
+func boundProtected(writable []string, env Env) []string {
+	var out []string
+	for _, q := range protectedHostPaths(env) {
+		if slices.Contains(writable, q) {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // mayExecute reports whether the run's seccomp filter can let the x86_64 syscall name reach the

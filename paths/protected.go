@@ -179,6 +179,12 @@ func IsProtected(p string) (protected string, ok bool) {
 		}
 	}
 	if ok {
+		// A submodule's hooks inside the work tree's .git (.git/modules/m/hooks): deeper than
+		// .git, and a rule naming .git whole does not name them. (Its config stays .git's: git
+		// writes it, judged by content as the top config is.)
+		if r := RepoHooks(p); strings.HasSuffix(r, "/hooks") && len(r) > len(protected) {
+			return r, true
+		}
 		return protected, true
 	}
 	if h := StartupHook(p); h != "" {

@@ -45,6 +45,9 @@ func TestIsProtected(t *testing.T) {
 	}{
 		{"$WORKDIR/.git/hooks/pre-commit", "$WORKDIR/.git/hooks", true}, {"$WORKDIR/.git/objects/ab", "$WORKDIR/.git", true},
 		{"$WORKDIR/.git", "$WORKDIR/.git", true},
+		// A submodule's hooks in the work tree's .git: deeper than .git; its config is .git's.
+		{"$WORKDIR/.git/modules/m/hooks/post-checkout", "$WORKDIR/.git/modules/m/hooks", true},
+		{"$WORKDIR/.git/modules/m/config", "$WORKDIR/.git", true},
 		{"$WORKDIR/.github/workflows/x.yml", "$WORKDIR/.github", true},
 		{"$WORKDIR/.sysprof/x.yaml", "$WORKDIR/.sysprof", true},
 		{"$HOME/.config/git/config", "$HOME/.config/git", true},

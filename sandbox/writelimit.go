@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/fscopy"
 )
 
 // boundStage is a stage whose upper layer is a bounded tmpfs (Stage.Size), and the host
@@ -262,7 +263,9 @@ func (c *copier) entry(src, dst int, name, rel string) error {
 		}
 		df := os.NewFile(uintptr(d), rel)
 		defer df.Close()
-		if _, err := io.Copy(df, sf); err != nil {
+		// Holes stay holes: a sparse file takes no room in the bounded tmpfs and must take none
+		// on the disk layer either.
+		if err := fscopy.Data(d, s); err != nil {
 			return fmt.Errorf("copy %s: %w", rel, err)
 		}
 		copyXattrs(s, d)

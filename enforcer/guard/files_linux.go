@@ -564,7 +564,7 @@ func (g *Guard) coveredSecret(path string) bool {
 // .git/config), or a hidden path's cover. Other mount points (the private /tmp, an output
 // directory bound over itself) are the run's own layout, not a refusal to record.
 func (g *Guard) coverBusy(path string) bool {
-	return paths.CoveredBy(path, g.cfg.Hidden) || paths.CoveredBy(path, g.cfg.Covers)
+	return paths.CoveredBy(path, g.cfg.Hidden) || paths.CoveredBy(path, g.cfg.Covers) || slices.Contains(g.cfg.BoundProtected, path)
 }
 
 // nonEmptyDir reports a directory that has an entry: removing it fails whatever covers it.

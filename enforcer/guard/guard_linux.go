@@ -121,6 +121,9 @@ type Config struct {
 	// Covers are the protected paths bound read-only inside writable trees (and the read-only
 	// binds of the private tmp): an EBUSY or EXDEV rename or removal that meets one is a refusal.
 	Covers []string
+	// BoundProtected are protected paths bound writable whole (an accepted .git): an EBUSY
+	// rename or removal of one itself is a refusal too.
+	BoundProtected []string
 	// Masked are the files shown without their credentials (a .git/config): an open of one is
 	// a read of what it held, on the record as a hidden file's.
 	Masked   []string
