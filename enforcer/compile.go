@@ -4,6 +4,7 @@ import (
 	"github.com/sysprof/sysprof/enforcer/initstage"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 
 	"golang.org/x/net/bpf"
@@ -160,12 +161,14 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 	if planErr != nil {
 		return nil, planErr
 	}
-	if len(c.Plan.ExecOutputs)+len(c.Plan.ExecFiles) > 0 {
+	links := len(c.Stages) > 0 && slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == "link" || s.Name == "linkat" })
+	if len(c.Plan.ExecOutputs)+len(c.Plan.ExecFiles) > 0 || links {
 		// The init stage makes an exec output directory the command's mkdir names and binds
 		// it before the call returns: every mkdir goes to the supervisor (execoutputs.go).
 		// Without it the inotify watch still binds it, a moment later. An exec output file is
-		// bound when the command execs it: every execve goes to the supervisor.
-		sup := supervise{mkdirs: len(c.Plan.ExecOutputs) > 0, execs: len(c.Plan.ExecFiles) > 0}
+		// bound when the command execs it: every execve goes to the supervisor. A link out of
+		// a stage's lower layer is answered EXDEV: every link goes to it (stagedlink_linux.go).
+		sup := supervise{mkdirs: len(c.Plan.ExecOutputs) > 0, execs: len(c.Plan.ExecFiles) > 0, links: links}
 		if g, err := compileSeccomp(p, env.Arch, true, sup); err == nil {
 			f.c = g
 		}
