@@ -128,6 +128,13 @@ const (
 	LayerFileRules = "filesystem-rules"
 )
 
+// linksMayStage reports whether p's links go to the supervisor (stagedlink_linux.go): it links
+// and writes, so its plan may stage a directory. Decided from the profile alone, so that the
+// filter compiles once, beside the plan; a run whose plan stages nothing answers them at once.
+func linksMayStage(p *policy.Profile) bool {
+	return len(p.Filesystem.Write) > 0 && slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == "link" || s.Name == "linkat" })
+}
+
 // Compile turns a profile into what this host runs: the seccomp program (CompileSeccomp) and
 // the host plan (paths, mounts, sockets). It never modifies p.
 //
@@ -140,8 +147,9 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 		err error
 	}
 	filter := make(chan half, 1)
+	links := linksMayStage(p)
 	go func() {
-		c, err := CompileSeccomp(p, env.Arch)
+		c, err := compileSeccomp(p, env.Arch, true, supervise{links: links})
 		filter <- half{c, err}
 	}()
 	if env.Audit || mayAddressSockets(p) {
@@ -161,13 +169,11 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 	if planErr != nil {
 		return nil, planErr
 	}
-	links := len(c.Stages) > 0 && slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == "link" || s.Name == "linkat" })
-	if len(c.Plan.ExecOutputs)+len(c.Plan.ExecFiles) > 0 || links {
+	if len(c.Plan.ExecOutputs)+len(c.Plan.ExecFiles) > 0 {
 		// The init stage makes an exec output directory the command's mkdir names and binds
 		// it before the call returns: every mkdir goes to the supervisor (execoutputs.go).
 		// Without it the inotify watch still binds it, a moment later. An exec output file is
-		// bound when the command execs it: every execve goes to the supervisor. A link out of
-		// a stage's lower layer is answered EXDEV: every link goes to it (stagedlink_linux.go).
+		// bound when the command execs it: every execve goes to the supervisor.
 		sup := supervise{mkdirs: len(c.Plan.ExecOutputs) > 0, execs: len(c.Plan.ExecFiles) > 0, links: links}
 		if g, err := compileSeccomp(p, env.Arch, true, sup); err == nil {
 			f.c = g

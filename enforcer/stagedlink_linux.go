@@ -28,7 +28,7 @@ func (s *supervisor) stagedLink(n *seccompNotif) bool {
 		return false
 	}
 	resp := seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
-	if s.linkOutOfLower(n, name) && notifIDValid(s.listener, n.ID) {
+	if len(s.compiled.Stages) > 0 && s.linkOutOfLower(n, name) && notifIDValid(s.listener, n.ID) {
 		resp.Flags, resp.Error = 0, -int32(unix.EXDEV)
 	}
 	_ = notifSend(s.listener, &resp)

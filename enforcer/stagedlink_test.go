@@ -8,8 +8,9 @@ import (
 	"github.com/sysprof/sysprof/seccomp"
 )
 
-// With a stage in the plan every link and linkat goes to the supervisor (which answers a
-// cross-directory link out of the stage's lower layer EXDEV: stagedLink); without, none does.
+// A profile that links and writes (its plan may stage a directory) sends every link and linkat
+// to the supervisor (which answers a cross-directory link out of a stage's lower layer EXDEV:
+// stagedLink); one that writes nothing sends none.
 func TestStagesSuperviseLinks(t *testing.T) {
 	work := t.TempDir()
 	env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir(), "TMPDIR": "/tmp"}, Arch: "x86_64"}
@@ -27,7 +28,7 @@ func TestStagesSuperviseLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(c.Stages) > 0 || supervised(c, "linkat") {
-		t.Errorf("stages %v: linkat supervised without a stage", c.Stages)
+		t.Errorf("stages %v: linkat supervised in a profile that writes nothing", c.Stages)
 	}
 	// A file that does not exist yet in the work tree: its directory is staged.
 	p.Filesystem.Write = rulesOf("$WORKDIR/notes.txt")
