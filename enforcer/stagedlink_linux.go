@@ -60,6 +60,16 @@ func (s *supervisor) linkOutOfLower(n *seccompNotif, name string) bool {
 	if !slices.ContainsFunc(s.compiled.Stages, func(st StageSpec) bool { return paths.Within(from, st.Dir) }) {
 		return false
 	}
+	// The host's file first: most links name a file the run made (git's objects), which the
+	// host does not have, and that needs no look into the task's root.
+	var in, host unix.Stat_t
+	statHost := unix.Lstat
+	if follow {
+		statHost = unix.Stat
+	}
+	if statHost(from, &host) != nil {
+		return false // the run made it: an upper file links as any
+	}
 	root, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false
@@ -74,16 +84,8 @@ func (s *supervisor) linkOutOfLower(n *seccompNotif, name string) bool {
 		return false
 	}
 	defer unix.Close(fd)
-	var in, host unix.Stat_t
 	if unix.Fstat(fd, &in) != nil || in.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return false
-	}
-	statHost := unix.Lstat
-	if follow {
-		statHost = unix.Stat
-	}
-	if statHost(from, &host) != nil {
-		return false // the run made it: an upper file links as any
 	}
 	return in.Ino == host.Ino && in.Mode&unix.S_IFMT == host.Mode&unix.S_IFMT
 }
