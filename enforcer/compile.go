@@ -4,6 +4,7 @@ import (
 	"github.com/sysprof/sysprof/enforcer/initstage"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 
 	"golang.org/x/net/bpf"
@@ -127,6 +128,13 @@ const (
 	LayerFileRules = "filesystem-rules"
 )
 
+// linksMayStage reports whether p's links go to the supervisor (stagedlink_linux.go): it links
+// and writes, so its plan may stage a directory. Decided from the profile alone, so that the
+// filter compiles once, beside the plan; a run whose plan stages nothing answers them at once.
+func linksMayStage(p *policy.Profile) bool {
+	return len(p.Filesystem.Write) > 0 && slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == "link" || s.Name == "linkat" })
+}
+
 // Compile turns a profile into what this host runs: the seccomp program (CompileSeccomp) and
 // the host plan (paths, mounts, sockets). It never modifies p.
 //
@@ -139,8 +147,9 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 		err error
 	}
 	filter := make(chan half, 1)
+	links := linksMayStage(p)
 	go func() {
-		c, err := CompileSeccomp(p, env.Arch)
+		c, err := compileSeccomp(p, env.Arch, true, supervise{links: links})
 		filter <- half{c, err}
 	}()
 	if env.Audit || mayAddressSockets(p) {
@@ -165,7 +174,7 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 		// it before the call returns: every mkdir goes to the supervisor (execoutputs.go).
 		// Without it the inotify watch still binds it, a moment later. An exec output file is
 		// bound when the command execs it: every execve goes to the supervisor.
-		sup := supervise{mkdirs: len(c.Plan.ExecOutputs) > 0, execs: len(c.Plan.ExecFiles) > 0}
+		sup := supervise{mkdirs: len(c.Plan.ExecOutputs) > 0, execs: len(c.Plan.ExecFiles) > 0, links: links}
 		if g, err := compileSeccomp(p, env.Arch, true, sup); err == nil {
 			f.c = g
 		}

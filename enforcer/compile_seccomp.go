@@ -21,8 +21,9 @@ func CompileSeccomp(p *policy.Profile, archName string) (*Compiled, error) {
 }
 
 // supervise is what compileSeccomp sends to the supervisor beyond its own checks: every mkdir
-// (a plan with exec output directories), every execve (a plan with exec output files).
-type supervise struct{ mkdirs, execs bool }
+// (a plan with exec output directories), every execve (a plan with exec output files), every
+// link (a plan with stages: stagedlink_linux.go).
+type supervise struct{ mkdirs, execs, links bool }
 
 // compileSeccomp is CompileSeccomp; supervised adds what only sysprof's supervisor answers (the
 // opens for writing of a profile with /proc/self writes, procwrite.go), and what sup names
@@ -37,6 +38,7 @@ func compileSeccomp(p *policy.Profile, archName string, supervised bool, sup sup
 		ResolverStub:         supervised, // enforce's runs resolve through the DNS stub
 		SupervisedMkdirs:     supervised && sup.mkdirs,
 		SupervisedExecs:      supervised && sup.execs,
+		SupervisedLinks:      supervised && sup.links,
 		InitStage:            supervised,
 	})
 	if err != nil {

@@ -98,13 +98,15 @@ var Families = []Family{
 }
 
 // EveryProfileFamilies are the families every profile (but --exact) holds, learned or not:
-// whether a command uses them is decided by where it was started or by timing, not by the tool
-// (git started below its tree's top goes there; a learn at the top never sees it; Go's
-// scheduler sleeps in its spin when another thread holds the lock long enough, which a learn
-// may never see: go version at a terminal). The one place for such calls: a call a runtime
-// makes by timing is a member of sleep or runtime-timing, not a trigger of another family
-// (a futex seen in one run and not in the other would bring a family in and out with it).
-var EveryProfileFamilies = []string{"working-directory", "sleep", "runtime-timing"}
+// whether a command uses them is decided by where it was started, by what it found or by
+// timing, not by the tool (git started below its tree's top goes there; a learn at the top never
+// sees it; a runtime polls its stdout only before a write, which a linter with nothing to say
+// never makes: shellcheck; Go's scheduler sleeps in its spin when another thread holds the lock
+// long enough, which a learn may never see: go version at a terminal). None of them reaches
+// anything. The one place for such calls: a call a runtime makes by timing is a member of sleep
+// or runtime-timing, not a trigger of another family (a futex seen in one run and not in the
+// other would bring a family in and out with it).
+var EveryProfileFamilies = []string{"working-directory", "wait-for-fds", "sleep", "runtime-timing"}
 
 // TerminalFamily marks what every profile (but --exact) allows for a terminal the learn run may
 // not have had.

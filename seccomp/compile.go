@@ -51,6 +51,10 @@ type Options struct {
 	// the init stage before it runs), and every unlink and rename (the bind is undone before
 	// one removes or replaces that name); the supervisor lets each go on.
 	SupervisedExecs bool
+	// SupervisedLinks sends every link and linkat to the supervisor (sysprof enforce, when the
+	// plan stages a directory: a cross-directory link of a file of the stage's lower layer is
+	// answered EXDEV, WhyLink); the supervisor lets every other one go on.
+	SupervisedLinks bool
 }
 
 // Filter is a profile's syscall policy compiled for one architecture: the rules as data
@@ -152,6 +156,13 @@ func hardening(p *policy.Profile, opts Options) map[string][]Check {
 		// the noexec stage answers X_OK with EACCES.
 		for name, arg := range map[string]int{"access": 1, "faccessat": 2, "faccessat2": 2} {
 			h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: ^uint64(0), DenyBits: unix.X_OK, Fail: RetNotify, Why: WhyExec})
+		}
+	}
+	if opts.SupervisedLinks {
+		// Values empty: every call goes to the supervisor (WhyLink). Arguments 0 and 1 are
+		// the old path's pointer: no profile rules on them.
+		for name, arg := range map[string]int{"link": 0, "linkat": 1} {
+			h[name] = append(h[name], Check{Arg: arg, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyLink})
 		}
 	}
 	// No code that no file holds runs unless learned: the loader maps files (their mounts

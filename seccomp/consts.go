@@ -56,3 +56,10 @@ const WhyMkdir = "directories made (an exec output directory is made and bound b
 // WhyExec: every execve goes to the supervisor, which has the init stage bind a program the run
 // wrote into a noexec stage exec before it runs.
 const WhyExec = "programs run, files removed or renamed (an exec output file is bound exec by the init stage, unbound before its name goes)"
+
+// WhyLink: every link goes to the supervisor, which answers a cross-directory link of a file of
+// a stage's lower layer (the host's, not written by the run) with EXDEV, as Landlock answers
+// one it has no refer right for: overlayfs would copy the file up first (a change of a file
+// the run never wrote) and give the new name the upper inode, so that git's local clone
+// dies "hardlink different from source"; link's callers copy on EXDEV.
+const WhyLink = "hard links (a cross-directory link out of a stage's lower layer is answered EXDEV)"

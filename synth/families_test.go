@@ -295,7 +295,8 @@ func TestTriggerBringsFamily(t *testing.T) {
 // --exact, learned or not: git started below its tree's top goes there (chdir), which a learn
 // at the top never sees (issue 24, the command started from a subdirectory); a cold build cache
 // starts one compiler per package in its directory, a warm one none; Go's scheduler sleeps in
-// its spin by timing (go version learned at a terminal was denied nanosleep at enforce:
+// its spin by timing and a runtime polls its stdout only before a write (shellcheck learned
+// with nothing to report, enforced with findings) (go version learned at a terminal was denied nanosleep at enforce:
 // TestIOMatrix/go-version), a garbage collector returns memory when its timer fires.
 func TestEveryProfileFamilies(t *testing.T) {
 	ctx := map[string]string{"HOME": "/home/a", "WORKDIR": "/w", "TMPDIR": "/tmp"}

@@ -273,14 +273,15 @@ func (s *state) addMembers(when, then []string) []string {
 	if !used {
 		return nil
 	}
-	if learned || family != terminalFamily {
+	if learned || family != terminalFamily && !slices.Contains(policy.EveryProfileFamilies, family) {
 		family = ""
 	}
 	var added []string
 	for _, n := range then {
 		if s.syscalls[n] == nil && s.knownName(n) {
-			// A variant of a call every profile holds (the terminal calls: fcntl's fcntl64)
-			// carries that family: read back, it is no learned syscall.
+			// A variant of a call every profile holds (the terminal calls: fcntl's fcntl64;
+			// EveryProfileFamilies: select's _newselect) carries that family: read back, it
+			// is no learned syscall.
 			s.syscalls[n] = &sysRule{prov: pr, family: family}
 			added = append(added, n)
 		}
