@@ -168,7 +168,7 @@ func (r runStart) spawn() (*stage, error) {
 	}
 	phase.Mark("prepare start")
 	env, stdin, stdout, stderr := stageIO(&r.opts)
-	st, err := spawnStage(attr, r.dir, env, stdin, stdout, stderr, r.sandbox && r.id.Idmap, false)
+	st, err := spawnStage(attr, r.dir, env, stdin, stdout, stderr, r.sandbox && r.id.Idmap, false, nil)
 	if err != nil {
 		return nil, err
 	}
