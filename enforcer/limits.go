@@ -340,8 +340,10 @@ type runLimitGroup struct {
 	unbound bool
 	// self: the stage joined group itself at its start (cgroup v1, initstage.FDJoin): no move.
 	self bool
-	// leftover: a group the stage joined that the run does not use, removed when it is over.
+	// leftover: a group the stage joined that the run does not use, removed when it is over;
+	// idle: that is all there is (no limits decided: nothing to report).
 	leftover *kernrun.LimitGroup
+	idle     bool
 }
 
 // rlimitMargin: beside a cgroup the rlimits are a backstop only, above the cgroup's limits,
@@ -383,7 +385,7 @@ func joinedLimitGroup(run *kernrun.Cgroup) (*runLimitGroup, []*os.File) {
 func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.Identity, early *runLimitGroup, inSandbox bool) *runLimitGroup {
 	if l == nil {
 		if early != nil && early.self { // the stage is in it: removed once the run is over
-			return &runLimitGroup{leftover: early.group}
+			return &runLimitGroup{leftover: early.group, idle: true}
 		}
 		early.remove()
 		return nil
@@ -476,8 +478,8 @@ func (rg *runLimitGroup) wait() {
 // report sets the limits layer's state and adds a denial for each limit the run hit. Without
 // a cgroup a hit leaves no record (a fork fails with EAGAIN, an allocation with ENOMEM).
 func (rg *runLimitGroup) report(rep *report.Report, res *runResult, p *policy.Profile) {
-	if rg == nil || rg.made == nil && rg.l.Detail == "" {
-		return // a leftover only
+	if rg == nil || rg.idle {
+		return
 	}
 	if rg.unbound {
 		rep.SetLayer(report.Layer{Name: LayerLimits, State: report.LayerDegraded, Detail: "the run has no sandbox and no cgroup of its own: no limit holds it"})

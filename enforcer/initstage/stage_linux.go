@@ -34,7 +34,7 @@ func Main() int {
 	// per thread: stay on this one.
 	runtime.LockOSThread()
 	// Into the run's cgroup v1 directories before anything else (FDJoin).
-	joinErr := joinCgroups(os.Args[2:])
+	joinErr := joinCgroups(os.Args[2:], FDJoin)
 	// The stage execs within milliseconds, having allocated little: a collection would only
 	// delay it.
 	debug.SetGCPercent(-1)
@@ -70,9 +70,9 @@ type configPipe struct {
 	joinErr   error // of joining the run's cgroups (FDJoin)
 }
 
-// joinCgroups writes 0 to each file from FDJoin on (ArgJoin in args says how many) and closes
-// it: the calling thread, which execs the command, joins those cgroups.
-func joinCgroups(args []string) error {
+// joinCgroups writes 0 to each file from fd first on (ArgJoin in args says how many) and
+// closes it: the calling thread, which execs the command, joins those cgroups.
+func joinCgroups(args []string, first int) error {
 	n := 0
 	for _, a := range args {
 		if v, ok := strings.CutPrefix(a, ArgJoin); ok {
@@ -82,14 +82,14 @@ func joinCgroups(args []string) error {
 			}
 		}
 	}
-	var first error
-	for fd := FDJoin; fd < FDJoin+n; fd++ {
-		if _, err := unix.Write(fd, []byte("0")); err != nil && first == nil {
-			first = fmt.Errorf("join the run's cgroup (fd %d): %v", fd, err)
+	var failed error
+	for fd := first; fd < first+n; fd++ {
+		if _, err := unix.Write(fd, []byte("0")); err != nil && failed == nil {
+			failed = fmt.Errorf("join the run's cgroup (fd %d): %v", fd, err)
 		}
 		unix.Close(fd)
 	}
-	return first
+	return failed
 }
 
 // readSwitch reads the Switch's line (nil: the parent's fork set the ids).
