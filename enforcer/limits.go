@@ -429,6 +429,21 @@ func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.I
 	return rg
 }
 
+// joinFiles, before the run's own init stage is spawned: the files it joins the cgroup v1
+// directories through (as joinedLimitGroup's), nil when enter is to move it.
+func (rg *runLimitGroup) joinFiles() []*os.File {
+	if rg == nil || rg.made == nil || rg.asked || rg.self {
+		return nil
+	}
+	<-rg.made
+	if rg.group == nil {
+		return nil
+	}
+	join, err := rg.group.JoinFiles()
+	rg.self = err == nil && len(join) > 0
+	return join
+}
+
 // enter moves the init stage (pid) into the run's cgroup, in the background (once).
 func (rg *runLimitGroup) enter(pid int) {
 	if rg == nil || rg.made == nil || rg.asked {
