@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"os"
 	"slices"
 	"strings"
 
@@ -74,6 +75,18 @@ func (ls layerRuns) enter(pid int) {
 	for _, l := range ls {
 		l.enter(pid)
 	}
+}
+
+// joinFiles are the files a layer has the init stage join its cgroups through
+// (initstage.FDJoin), before the stage is spawned; the caller closes them once it is.
+func (ls layerRuns) joinFiles() []*os.File {
+	var out []*os.File
+	for _, l := range ls {
+		if j, ok := l.(interface{ joinFiles() []*os.File }); ok {
+			out = append(out, j.joinFiles()...)
+		}
+	}
+	return out
 }
 
 func (ls layerRuns) wait() {

@@ -338,6 +338,12 @@ type runLimitGroup struct {
 	// unbound: neither a cgroup nor the sandbox's rlimits hold the run (a run without the
 	// sandbox: the rlimits are set by the init stage's sandbox step).
 	unbound bool
+	// self: the stage joined group itself at its start (cgroup v1, initstage.FDJoin): no move.
+	self bool
+	// leftover: a group the stage joined that the run does not use, removed when it is over;
+	// idle: that is all there is (no limits decided: nothing to report).
+	leftover *kernrun.LimitGroup
+	idle     bool
 }
 
 // rlimitMargin: beside a cgroup the rlimits are a backstop only, above the cgroup's limits,
@@ -355,12 +361,32 @@ func newLimitGroup(run *kernrun.Cgroup) *runLimitGroup {
 	return rg
 }
 
+// joinedLimitGroup makes the run's limit cgroup before the init stage starts (in run, the
+// guard's cgroup2 directory, when there is one) and, in cgroup v1, opens the files the stage
+// joins it through (initstage.FDJoin; close them once it started): a move by pid would wait
+// for an RCU grace period, ~10 ms of every run's start. Without them (cgroup2, or the files
+// could not be opened) enter moves the stage.
+func joinedLimitGroup(run *kernrun.Cgroup) (*runLimitGroup, []*os.File) {
+	rg := &runLimitGroup{made: make(chan struct{})}
+	defer close(rg.made)
+	if rg.group, rg.err = kernrun.NewLimitGroup(run); rg.err != nil {
+		return rg, nil
+	}
+	join, err := rg.group.JoinFiles()
+	rg.self = err == nil && len(join) > 0
+	phase.Mark("early: limits cgroup")
+	return rg, join
+}
+
 // applyLimits puts the decided limits into the run's plan (the private /tmp's size, the
 // rlimits) and, when the decision keeps them in a cgroup, into early's (the early stage's,
 // already under way) or a cgroup of the run's own. A cgroup that cannot be made, entered or
 // written leaves the rlimits, and the report says so.
 func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.Identity, early *runLimitGroup, inSandbox bool) *runLimitGroup {
 	if l == nil {
+		if early != nil && early.self { // the stage is in it: removed once the run is over
+			return &runLimitGroup{leftover: early.group, idle: true}
+		}
 		early.remove()
 		return nil
 	}
@@ -375,9 +401,14 @@ func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.I
 		}
 	}
 	if !l.Cgroup {
-		early.remove()
+		var leftover *kernrun.LimitGroup
+		if early != nil && early.self { // the stage is in it: removed once the run is over
+			leftover = early.group
+		} else {
+			early.remove()
+		}
 		plan.Rlimits = l.rlimits(id.UID == 0)
-		rg := &runLimitGroup{l: *l, unbound: !inSandbox}
+		rg := &runLimitGroup{l: *l, unbound: !inSandbox, leftover: leftover}
 		if id.UID == 0 {
 			rg.l.Detail += "; tasks unbounded: RLIMIT_NPROC does not bind host uid 0"
 		}
@@ -398,6 +429,21 @@ func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.I
 	return rg
 }
 
+// joinFiles, before the run's own init stage is spawned: the files it joins the cgroup v1
+// directories through (as joinedLimitGroup's), nil when enter is to move it.
+func (rg *runLimitGroup) joinFiles() []*os.File {
+	if rg == nil || rg.made == nil || rg.asked || rg.self {
+		return nil
+	}
+	<-rg.made
+	if rg.group == nil {
+		return nil
+	}
+	join, err := rg.group.JoinFiles()
+	rg.self = err == nil && len(join) > 0
+	return join
+}
+
 // enter moves the init stage (pid) into the run's cgroup, in the background (once).
 func (rg *runLimitGroup) enter(pid int) {
 	if rg == nil || rg.made == nil || rg.asked {
@@ -406,6 +452,11 @@ func (rg *runLimitGroup) enter(pid int) {
 	rg.asked = true
 	moved := make(chan error, 1)
 	rg.moved = moved
+	if rg.self {
+		// It joined at its start, before anything it runs (or it failed and runs nothing).
+		moved <- nil
+		return
+	}
 	go func() {
 		<-rg.made
 		if rg.group == nil {
@@ -442,7 +493,7 @@ func (rg *runLimitGroup) wait() {
 // report sets the limits layer's state and adds a denial for each limit the run hit. Without
 // a cgroup a hit leaves no record (a fork fails with EAGAIN, an allocation with ENOMEM).
 func (rg *runLimitGroup) report(rep *report.Report, res *runResult, p *policy.Profile) {
-	if rg == nil {
+	if rg == nil || rg.idle {
 		return
 	}
 	if rg.unbound {
@@ -484,6 +535,7 @@ func (rg *runLimitGroup) remove() {
 		<-rg.made
 	}
 	rg.group.Remove()
+	rg.leftover.Remove()
 }
 
 // hostRAM is the host's memory in bytes (0: unknown).

@@ -169,7 +169,11 @@ func (r runStart) spawn() (*stage, error) {
 	}
 	phase.Mark("prepare start")
 	env, stdin, stdout, stderr := stageIO(&r.opts)
-	st, err := spawnStage(attr, r.dir, env, stdin, stdout, stderr, r.sandbox && r.id.Idmap, false)
+	join := r.layers.joinFiles()
+	st, err := spawnStage(attr, r.dir, env, stdin, stdout, stderr, r.sandbox && r.id.Idmap, false, join)
+	for _, f := range join {
+		f.Close()
+	}
 	if err != nil {
 		return nil, err
 	}

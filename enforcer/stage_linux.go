@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -61,7 +62,8 @@ type stage struct {
 // thread until finish (call finish on the same goroutine). With idmap (sandbox.Identity.Idmap)
 // the stage expects the host's mounts as an idmapped replica (sendReplica), and starts in /
 // (dir may be out of its host uid's reach until then; it enters dir again after the mounts).
-func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Reader, stdout, stderr io.Writer, idmap, earlyNet bool) (*stage, error) {
+// join are cgroup v1 tasks files the stage joins first thing (initstage.FDJoin).
+func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Reader, stdout, stderr io.Writer, idmap, earlyNet bool, join []*os.File) (*stage, error) {
 	cfgR, cfgW, err := blockingPipe()
 	if err != nil {
 		return nil, err
@@ -107,6 +109,12 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 		}
 		dir = "/"
 	}
+	if len(join) > 0 {
+		if !idmap {
+			extra = append(extra, nil) // FDReplica: none
+		}
+		extra = append(extra, join...)
+	}
 	attr.Setsid = true
 	attr.Pdeathsig = syscall.SIGKILL
 	pidfd := -1
@@ -114,6 +122,9 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 	args := []string{"sysprof-init", initArg}
 	if earlyNet {
 		args = append(args, initstage.ArgNetNS)
+	}
+	if len(join) > 0 {
+		args = append(args, initstage.ArgJoin+strconv.Itoa(len(join)))
 	}
 	cmd := &exec.Cmd{
 		Path:        initProgram(),
@@ -490,8 +501,17 @@ func StartEarly(opts Options) *Early {
 	}
 	env, stdin, stdout, stderr := stageIO(&opts)
 	// Every sandboxed plan has a network namespace: the stage makes it while it waits.
-	st, err := spawnStage(attr, opts.Dir, env, stdin, stdout, stderr, id.Idmap, attr.Cloneflags&unix.CLONE_NEWNET == 0)
+	// The limits cgroup first: in cgroup v1 the stage joins it itself before anything else
+	// (initstage.FDJoin), as root and for an ordinary user with a delegated subtree; a host
+	// (or user) without cgroup limits leaves lim without a cgroup.
+	go kernrun.LimitsAvailable()
+	lim, join := joinedLimitGroup(cg)
+	st, err := spawnStage(attr, opts.Dir, env, stdin, stdout, stderr, id.Idmap, attr.Cloneflags&unix.CLONE_NEWNET == 0, join)
+	for _, f := range join {
+		f.Close()
+	}
 	if err != nil {
+		lim.remove()
 		if cg != nil {
 			cg.Remove()
 		}
@@ -501,12 +521,7 @@ func StartEarly(opts Options) *Early {
 		st.cgid = cg.ID
 	}
 	st.model = id.Model
-	// The host check and the move into a limits cgroup (v1: an RCU grace period) overlap the
-	// profile's load, as root and for an ordinary user with a delegated subtree; a host (or
-	// user) without cgroup limits leaves lim without a cgroup.
-	go kernrun.LimitsAvailable()
-	lim := newLimitGroup(cg)
-	lim.enter(st.pid)
+	lim.enter(st.pid) // cgroup2 (own or delegated): moved, in the background
 	return &Early{st: st, cg: cg, lim: lim, opts: Options{Dir: opts.Dir, Env: opts.Env, Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr}}
 }
 

@@ -31,7 +31,15 @@ const (
 	// FDReplica is a SOCK_SEQPACKET socket (root-idmap only): the host's mounts as idmapped
 	// clones (sandbox.Replica).
 	FDReplica = 6
+	// FDJoin and on: the run's cgroup v1 tasks files, opened by sysprof (ArgJoin says how
+	// many), that the stage writes 0 to first thing from the thread that execs: a move by pid
+	// would wait for an RCU grace period, this needs no global lock; the command (exec'd or
+	// forked from that thread) and its children are born in them.
+	FDJoin = 7
 )
+
+// ArgJoin, after Arg, followed by a count: that many files from FDJoin on to join (FDJoin).
+const ArgJoin = "join="
 
 // The layer names the stage itself reports (package enforcer's layer table names them all and
 // uses these values).

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -32,6 +33,8 @@ func Main() int {
 	// Everything that must survive exec (Landlock, capabilities, no_new_privs, the filter) is
 	// per thread: stay on this one.
 	runtime.LockOSThread()
+	// Into the run's cgroup v1 directories before anything else (FDJoin).
+	joinErr := joinCgroups(os.Args[2:], FDJoin)
 	// The stage execs within milliseconds, having allocated little: a collection would only
 	// delay it.
 	debug.SetGCPercent(-1)
@@ -45,12 +48,13 @@ func Main() int {
 		err = switchCreds(sw)
 	}
 	cfg.switchErr = err
+	cfg.joinErr = joinErr
 	phase.Mark("ids")
 	// The config's decoder (encoding/json's field lists, built once per type: ~0.4 ms) is built
 	// on another thread while this one waits for the config.
 	go json.Marshal(&Config{})
 	var net earlyNet
-	if len(os.Args) > 2 && os.Args[2] == ArgNetNS {
+	if slices.Contains(os.Args[2:], ArgNetNS) {
 		// Namespaces are per thread: this one (locked) execs the command.
 		net = earlyNet{asked: true, err: unix.Unshare(unix.CLONE_NEWNET)}
 		phase.Mark("network namespace (before the config)")
@@ -63,6 +67,29 @@ type configPipe struct {
 	f         *os.File
 	r         *bufio.Reader
 	switchErr error // of reading or taking the Switch
+	joinErr   error // of joining the run's cgroups (FDJoin)
+}
+
+// joinCgroups writes 0 to each file from fd first on (ArgJoin in args says how many) and
+// closes it: the calling thread, which execs the command, joins those cgroups.
+func joinCgroups(args []string, first int) error {
+	n := 0
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, ArgJoin); ok {
+			var err error
+			if n, err = strconv.Atoi(v); err != nil {
+				return fmt.Errorf("BUG: bad %s%s", ArgJoin, v)
+			}
+		}
+	}
+	var failed error
+	for fd := first; fd < first+n; fd++ {
+		if _, err := unix.Write(fd, []byte("0")); err != nil && failed == nil {
+			failed = fmt.Errorf("join the run's cgroup (fd %d): %v", fd, err)
+		}
+		unix.Close(fd)
+	}
+	return failed
 }
 
 // readSwitch reads the Switch's line (nil: the parent's fork set the ids).
@@ -125,6 +152,9 @@ func initStage(net earlyNet, pipe *configPipe) int {
 	s := openStatus()
 	if pipe.switchErr != nil {
 		return s.fail(Status{Stage: "config", Layer: LayerUserNS, Error: pipe.switchErr.Error()})
+	}
+	if pipe.joinErr != nil { // the limits would not hold the command: never run it unbound
+		return s.fail(Status{Stage: "sandbox", Layer: sandbox.LayerLimits, Error: pipe.joinErr.Error()})
 	}
 	// PID 1 of the sandbox's PID namespace: the namespace dies with it. As its init it gets only
 	// the signals it handles, and Go handles every signal: a SIGABRT, SIGSEGV or SIGBUS the
