@@ -149,19 +149,8 @@ func (s *supervisor) notifPath(n *seccompNotif, dirfd int64, pathArg uint64, out
 	if base := filepath.Base(p); !slices.ContainsFunc(outs, func(o string) bool { return filepath.Base(o) == base }) {
 		return "", false
 	}
-	if !filepath.IsAbs(p) {
-		link := "/proc/" + strconv.Itoa(pid) + "/cwd"
-		if dirfd != unix.AT_FDCWD {
-			link = "/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.FormatInt(dirfd, 10)
-		}
-		base, err := os.Readlink(link)
-		if err != nil || !filepath.IsAbs(base) {
-			return "", false
-		}
-		p = filepath.Join(base, p)
-	}
-	p = filepath.Clean(p)
-	return p, slices.Contains(outs, p)
+	p, ok = absTaskPath(pid, dirfd, p)
+	return p, ok && slices.Contains(outs, p)
 }
 
 // makeOutput asks the init stage to make output directory o; made is false when it did not

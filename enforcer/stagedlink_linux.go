@@ -97,6 +97,12 @@ func taskPath(pid int, dirfd int64, addr uint64) (string, bool) {
 	if !ok || p == "" {
 		return "", false
 	}
+	return absTaskPath(pid, dirfd, p)
+}
+
+// absTaskPath is p, a path a task's call names relative to dirfd (or its working directory),
+// made absolute and clean as the task sees it.
+func absTaskPath(pid int, dirfd int64, p string) (string, bool) {
 	if !filepath.IsAbs(p) {
 		link := "/proc/" + strconv.Itoa(pid) + "/cwd"
 		if dirfd != unix.AT_FDCWD {
