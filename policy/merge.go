@@ -100,7 +100,9 @@ func Merge(dst, src *Profile) *Profile {
 
 	epMerge := func(a, b []Endpoint) []Endpoint {
 		return mergeKeyed(a, b, func(e Endpoint) string { return e.Proto + " " + e.Endpoint }, func(x *Endpoint, y Endpoint) {
+			by := ReachedBy(x.By, y.By)
 			x.Provenance = addProvenance(x.Provenance, y.Provenance)
+			x.By = by
 		})
 	}
 	out.Network = Network{
@@ -140,6 +142,23 @@ func mergeKeyed[T any](a, b []T, key func(T) string, join func(*T, T)) []T {
 		}
 	}
 	return out
+}
+
+// AnyBinary is the by: of a network rule that passes for every binary (as an empty by: does).
+const AnyBinary = "any"
+
+// ReachedBy is who may reach an endpoint that binaries a and b reached: two different binaries
+// make it every binary's (enforce passes a per-binary rule to that binary's own file and its
+// transport helpers only, so keeping one would deny the other on the next run); an empty by
+// (every binary) stays every binary's.
+func ReachedBy(a, b string) string {
+	switch {
+	case a == "" || b == "":
+		return ""
+	case a != b:
+		return AnyBinary
+	}
+	return a
 }
 
 func addProvenance(a, b Provenance) Provenance {

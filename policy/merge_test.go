@@ -298,3 +298,20 @@ func TestMergeNil(t *testing.T) {
 		t.Error("Merge(nil, p) changed runs")
 	}
 }
+
+// Merging runs (learn --runs, learning into a profile, sysprof merge) widens who may reach an
+// endpoint the way one run does (ReachedBy): two binaries make it any binary's, an empty by
+// stays every binary's, one binary keeps its name.
+func TestMergeEndpointBy(t *testing.T) {
+	ep := func(e, by string) Endpoint { return Endpoint{Endpoint: e, Proto: "tcp", Provenance: Provenance{By: by, Seen: 1}} }
+	a := &Profile{Network: Network{Connect: []Endpoint{ep("a.test:443", "/usr/bin/git"), ep("b.test:443", "/usr/bin/curl"), ep("c.test:443", ""), ep("d.test:443", "/usr/bin/node")}}}
+	b := &Profile{Network: Network{Connect: []Endpoint{ep("a.test:443", "/usr/bin/curl"), ep("b.test:443", AnyBinary), ep("c.test:443", "/usr/bin/node"), ep("d.test:443", "/usr/bin/node")}}}
+	got := map[string]string{}
+	for _, e := range Merge(a, b).Network.Connect {
+		got[e.Endpoint] = e.By
+	}
+	want := map[string]string{"a.test:443": AnyBinary, "b.test:443": AnyBinary, "c.test:443": "", "d.test:443": "/usr/bin/node"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("by per endpoint (-want +got):\n%s", d)
+	}
+}

@@ -143,7 +143,7 @@ func (s *state) passNetwork() []string {
 	}
 	shared := 0
 	for _, p := range s.endpoints {
-		if p.by == anyBinary {
+		if p.by == policy.AnyBinary {
 			shared++
 		}
 	}
@@ -191,12 +191,8 @@ func (s *state) resolveOnly() []string {
 	return slices.Compact(out)
 }
 
-// anyBinary is the by: of a network rule that passes for every binary.
-const anyBinary = "any"
-
-// reached records that p's binary reached k. Two different binaries make the rule every
-// binary's: a per-binary rule passes for its binary's own file (and its named transport
-// helpers) only, so keeping one of them would deny the other on the next run.
+// reached records that p's binary reached k (policy.ReachedBy: two binaries make the rule
+// every binary's).
 func (s *state) reached(k epKey, p prov) {
 	old, ok := s.endpoints[k]
 	if !ok {
@@ -204,11 +200,6 @@ func (s *state) reached(k epKey, p prov) {
 		return
 	}
 	out := earliest(old, p)
-	switch {
-	case old.by == "" || p.by == "":
-		out.by = ""
-	case old.by != p.by:
-		out.by = anyBinary
-	}
+	out.by = policy.ReachedBy(old.by, p.by)
 	s.endpoints[k] = out
 }
