@@ -303,7 +303,9 @@ func TestMergeNil(t *testing.T) {
 // endpoint the way one run does (ReachedBy): two binaries make it any binary's, an empty by
 // stays every binary's, one binary keeps its name.
 func TestMergeEndpointBy(t *testing.T) {
-	ep := func(e, by string) Endpoint { return Endpoint{Endpoint: e, Proto: "tcp", Provenance: Provenance{By: by, Seen: 1}} }
+	ep := func(e, by string) Endpoint {
+		return Endpoint{Endpoint: e, Proto: "tcp", Provenance: Provenance{By: by, Seen: 1}}
+	}
 	a := &Profile{Network: Network{Connect: []Endpoint{ep("a.test:443", "/usr/bin/git"), ep("b.test:443", "/usr/bin/curl"), ep("c.test:443", ""), ep("d.test:443", "/usr/bin/node")}}}
 	b := &Profile{Network: Network{Connect: []Endpoint{ep("a.test:443", "/usr/bin/curl"), ep("b.test:443", AnyBinary), ep("c.test:443", "/usr/bin/node"), ep("d.test:443", "/usr/bin/node")}}}
 	got := map[string]string{}
