@@ -534,3 +534,47 @@ func TestPerBinaryCheckedAtAccept(t *testing.T) {
 		}
 	}
 }
+
+// A rule's binary is the file its path named when the proxy started, before the command ran:
+// a command that replaces it where it may write does not make its own file the rule's (the
+// path is not resolved again for each connection); a binary missing then is found once the
+// run made it, and kept.
+func TestRuleBinaryResolvedOnceARun(t *testing.T) {
+	dir := t.TempDir()
+	tool, later := filepath.Join(dir, "tool"), filepath.Join(dir, "later")
+	if err := os.WriteFile(tool, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := NewPlan([]Rule{{Host: "a.test", Port: 80, By: tool}, {Host: "b.test", Port: 80, By: later}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(plan, Options{})
+	p.root = os.Getpid()
+	p.knownFiles()
+	orig, ok := fileIn(p.root, tool)
+	if !ok {
+		t.Fatal("the tool has no identity")
+	}
+	// The command writes its payload and renames it over the rule's binary.
+	if err := os.WriteFile(tool+".new", []byte("#!/bin/sh\necho payload\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tool+".new", tool); err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := fileIn(p.root, tool)
+	if f, ok := p.fileAt(tool); !ok || f != orig || f == payload {
+		t.Errorf("the rule's binary after the command replaced it: %v %v, want the original %v (the payload is %v)", f, ok, orig, payload)
+	}
+	if _, ok := p.fileAt(later); ok {
+		t.Error("a missing binary has an identity")
+	}
+	if err := os.WriteFile(later, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	made, _ := fileIn(p.root, later)
+	if f, ok := p.fileAt(later); !ok || f != made {
+		t.Errorf("a binary the run made: %v %v, want %v", f, ok, made)
+	}
+}
