@@ -46,8 +46,8 @@ var serverFirstWait = 10 * time.Second
 // once a later request is refused.
 const refusedDrain = 5 * time.Second
 
-// dnsLookups bounds the owner lookups of refused queries under way at once (each runs off
-// the stub's goroutine); past it a refusal is recorded without its binary.
+// dnsLookups bounds the owner lookups of refused queries under way at once (each on its
+// query's goroutine, answerDNS); past it a refusal is recorded without its binary.
 const dnsLookups = 8
 
 // dnsAnswers bounds the queries the stub answers at once (serveDNS).
@@ -393,8 +393,8 @@ func (p *Proxy) answerDNS(msg []byte, from net.Addr) {
 		return
 	}
 	// A refusal names who asked: found before the answer (on NXDOMAIN the client may
-	// close its socket), off this goroutine (the lookup walks the sandbox's processes;
-	// other queries must not wait for it).
+	// close its socket), on this query's goroutine (the lookup walks the sandbox's
+	// processes; other queries do not wait for it), at most dnsLookups at once.
 	// A lookup names no port: the rule that lets it through is network.resolve (the stub
 	// answers it); the connection that follows is then refused and reported with its port.
 	g := policy.Grant{Section: policy.SectionResolve, Item: name}
@@ -404,24 +404,17 @@ func (p *Proxy) answerDNS(msg []byte, from net.Addr) {
 		d.What = fmt.Sprintf("tried to send the stand-in of %s in a DNS name (%s): refused, an exfiltration attempt", c.Name, name)
 		d.Risk, d.Suggest, d.Change = report.RiskCritical, "", nil
 	}
+	var w who
 	select {
 	case p.dnsSlots <- struct{}{}:
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			defer func() { <-p.dnsSlots }()
-			w := first(p.ownerOf("udp", addrPort(from), StubAddr))
-			if resp != nil {
-				_, _ = p.dns.WriteTo(resp, from)
-			}
-			p.deny(d, w)
-		}()
-	default: // lookups enough under way: answer now, without the binary
-		if resp != nil {
-			_, _ = p.dns.WriteTo(resp, from)
-		}
-		p.deny(d, who{})
+		w = first(p.ownerOf("udp", addrPort(from), StubAddr))
+		<-p.dnsSlots
+	default: // lookups enough under way: answered without the binary
 	}
+	if resp != nil {
+		_, _ = p.dns.WriteTo(resp, from)
+	}
+	p.deny(d, w)
 }
 
 func (p *Proxy) serve(ln net.Listener) {
