@@ -229,18 +229,17 @@ func (p *Proxy) fileOf(path string) (fileID, bool) {
 func (p *Proxy) knownFiles() {
 	var bys []string
 	for _, r := range p.plan.Rules {
-		if !r.anyBinary() {
-			bys = append(bys, r.By)
-		}
+		bys = append(bys, r.By)
 	}
 	if p.opts.Broker != nil {
 		for _, c := range p.opts.Broker.Creds {
-			if c.By != "" && c.By != "any" {
-				bys = append(bys, c.By)
-			}
+			bys = append(bys, c.By)
 		}
 	}
 	for _, by := range bys {
+		if anyBy(by) {
+			continue
+		}
 		p.fileOf(by)
 		for _, n := range helpersOf(by) {
 			for _, d := range helperDirs {
