@@ -451,6 +451,9 @@ func TestMayUse(t *testing.T) {
 		{"a copy of the binary's bytes", []who{copied}, false, "/tmp/git"},
 		{"a helper's name outside the system directories", []who{fakeSSH}, false, "/work/ssh"},
 		{"a child given the binary's socket", []who{git, hook}, false, "/usr/bin/node"},
+		// A helper passes alone, not with the socket inherited from the binary above it (the
+		// check of the holders' ancestry, which the rows above pass without).
+		{"a helper given the binary's socket", []who{git, helper}, false, "/usr/lib/git-core/git-remote-https"},
 		{"an ancestor holding it too", []who{node, git}, false, "/usr/bin/node"},
 		{"another process holding it too", []who{git, proc(20, "/usr/bin/node", 1, "/init")}, false, "/usr/bin/node"},
 		{"a process whose file is unknown", []who{gone}, false, "/usr/bin/git"},
