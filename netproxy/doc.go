@@ -101,9 +101,10 @@
 //
 // A rule learned "by" a binary (policy Provenance.By) passes only for a connection whose
 // client socket is held by that very file, compared by identity (dev and inode of
-// /proc/PID/exe against the rule's path resolved beneath the sandbox's root: a copy of its
+// /proc/PID/exe against the rule's path resolved beneath the sandbox's root once a run, when
+// the proxy starts, before the command runs (a path missing then: once found): a copy of its
 // bytes elsewhere is another file, a hard link the same, a mount the command made over the
-// path is not looked at), or by one of its transport helpers (helpers.go: git-remote-https,
+// path is not looked at, nor a file it put there later), or by one of its transport helpers (helpers.go: git-remote-https,
 // ssh; a system directory's file, run by the binary with only helpers between them).
 // Nothing else that runs under the binary passes: a hook, a lifecycle or build script, a
 // process forked before its parent exec'd the binary. Every process holding the socket

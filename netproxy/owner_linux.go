@@ -118,7 +118,7 @@ func underVia(h who, b fileID, helper func(fileID) bool) bool {
 }
 
 // isHelper returns whether a file is one of the transport helpers of the tool at by, found
-// in helperDirs (each looked up once).
+// in helperDirs (at: the proxy's fileOf, which resolved them when the run started).
 func isHelper(by string, at func(string) (fileID, bool)) func(fileID) bool {
 	names := helpersOf(by)
 	var ids []fileID

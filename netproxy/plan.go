@@ -19,7 +19,10 @@ type Rule struct {
 }
 
 // anyBinary reports whether the rule is for every binary.
-func (r Rule) anyBinary() bool { return r.By == "" || r.By == "any" }
+func (r Rule) anyBinary() bool { return anyBy(r.By) }
+
+// anyBy reports whether a rule's or a credential's by is every binary's ("" or "any").
+func anyBy(by string) bool { return by == "" || by == "any" }
 
 // StubAddr is where the DNS stub answers inside the sandbox (systemd-resolved's habit).
 var StubAddr = netip.MustParseAddrPort("127.0.0.53:53")

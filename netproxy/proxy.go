@@ -46,8 +46,8 @@ var serverFirstWait = 10 * time.Second
 // once a later request is refused.
 const refusedDrain = 5 * time.Second
 
-// dnsLookups bounds the owner lookups of refused queries under way at once (each runs off
-// the stub's goroutine); past it a refusal is recorded without its binary.
+// dnsLookups bounds the owner lookups of refused queries under way at once (each on its
+// query's goroutine, answerDNS); past it a refusal is recorded without its binary.
 const dnsLookups = 8
 
 // dnsAnswers bounds the queries the stub answers at once (serveDNS).
@@ -75,8 +75,10 @@ type Proxy struct {
 	// ownerOf finds a client socket's holders; lookup a name's addresses at connect time
 	// (named: from Options.Resolve, which may name loopback). Tests replace them.
 	ownerOf func(proto string, loc, rem netip.AddrPort) []who
-	// fileAt finds a path's file as the sandbox sees it (a rule's binary, a helper).
+	// fileAt finds a path's file as the sandbox sees it (a rule's binary, a helper): fileOf,
+	// from files.
 	fileAt   func(path string) (fileID, bool)
+	files    sync.Map // path -> fileEntry: what fileOf found, kept for the run
 	lookup   func(ctx context.Context, name string) (addrs []netip.Addr, named bool, err error)
 	dnsSlots chan struct{}
 
@@ -102,7 +104,7 @@ func New(plan *Plan, opts Options) *Proxy {
 		denials: map[string]*report.Denial{}, allowed: map[string]*allowedLog{}, answered: map[string]bool{},
 		dnsSlots: make(chan struct{}, dnsLookups)}
 	p.ownerOf = p.owner
-	p.fileAt = func(path string) (fileID, bool) { return fileIn(p.root, path) }
+	p.fileAt = p.fileOf
 	p.lookup = func(ctx context.Context, name string) ([]netip.Addr, bool, error) {
 		if a, ok := opts.Resolve[name]; ok {
 			return a, true, nil
@@ -136,6 +138,7 @@ func (p *Proxy) Start(fds []int, root int) error {
 	icmp := files[last+1:]
 	files = files[:last] // kept open: the proxy's until Close
 	p.root = root
+	p.knownFiles() // the command has not started: the rules' binaries as the profile meant them
 	var err error
 	if p.netns, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/net", root)); err != nil {
 		return fmt.Errorf("egress: the sandbox's network namespace: %w", err)
@@ -195,6 +198,60 @@ func (p *Proxy) Start(fds []int, root int) error {
 		go p.serveICMP(c, v6[i])
 	}
 	return nil
+}
+
+// fileEntry is one path's file as fileOf found it.
+type fileEntry struct {
+	id fileID
+	ok bool
+}
+
+// fileOf is a path's file as the sandbox saw it when the proxy started (knownFiles: the rules'
+// binaries and their transport helpers), before the command ran: a command that replaces a
+// rule's binary where it may write, or changes the root of the process the proxy looks
+// through, does not make its own file the rule's. A path missing then (a binary the run
+// builds or installs) is looked for again until found, then kept. Each path is resolved once
+// a run, not once a connection.
+func (p *Proxy) fileOf(path string) (fileID, bool) {
+	if v, ok := p.files.Load(path); ok {
+		e := v.(fileEntry)
+		return e.id, e.ok
+	}
+	f, ok := fileIn(p.root, path)
+	if ok {
+		p.files.Store(path, fileEntry{f, true})
+	}
+	return f, ok
+}
+
+// knownFiles resolves the binary of every per-binary rule and credential and the files of its
+// transport helpers (a helper missing from a system directory now stays missing).
+func (p *Proxy) knownFiles() {
+	var bys []string
+	for _, r := range p.plan.Rules {
+		bys = append(bys, r.By)
+	}
+	if p.opts.Broker != nil {
+		for _, c := range p.opts.Broker.Creds {
+			bys = append(bys, c.By)
+		}
+	}
+	for _, by := range bys {
+		if anyBy(by) {
+			continue
+		}
+		p.fileOf(by)
+		for _, n := range helpersOf(by) {
+			for _, d := range helperDirs {
+				if path := d + "/" + n; path != by {
+					if _, seen := p.files.Load(path); !seen {
+						f, ok := fileIn(p.root, path)
+						p.files.Store(path, fileEntry{f, ok})
+					}
+				}
+			}
+		}
+	}
 }
 
 // ObservesDatagrams reports whether the datagrams no socket took (UDP other than the stub's
@@ -335,8 +392,8 @@ func (p *Proxy) answerDNS(msg []byte, from net.Addr) {
 		return
 	}
 	// A refusal names who asked: found before the answer (on NXDOMAIN the client may
-	// close its socket), off this goroutine (the lookup walks the sandbox's processes;
-	// other queries must not wait for it).
+	// close its socket), on this query's goroutine (the lookup walks the sandbox's
+	// processes; other queries do not wait for it), at most dnsLookups at once.
 	// A lookup names no port: the rule that lets it through is network.resolve (the stub
 	// answers it); the connection that follows is then refused and reported with its port.
 	g := policy.Grant{Section: policy.SectionResolve, Item: name}
@@ -346,24 +403,17 @@ func (p *Proxy) answerDNS(msg []byte, from net.Addr) {
 		d.What = fmt.Sprintf("tried to send the stand-in of %s in a DNS name (%s): refused, an exfiltration attempt", c.Name, name)
 		d.Risk, d.Suggest, d.Change = report.RiskCritical, "", nil
 	}
+	var w who
 	select {
 	case p.dnsSlots <- struct{}{}:
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			defer func() { <-p.dnsSlots }()
-			w := first(p.ownerOf("udp", addrPort(from), StubAddr))
-			if resp != nil {
-				_, _ = p.dns.WriteTo(resp, from)
-			}
-			p.deny(d, w)
-		}()
-	default: // lookups enough under way: answer now, without the binary
-		if resp != nil {
-			_, _ = p.dns.WriteTo(resp, from)
-		}
-		p.deny(d, who{})
+		w = first(p.ownerOf("udp", addrPort(from), StubAddr))
+		<-p.dnsSlots
+	default: // lookups enough under way: answered without the binary
 	}
+	if resp != nil {
+		_, _ = p.dns.WriteTo(resp, from)
+	}
+	p.deny(d, w)
 }
 
 func (p *Proxy) serve(ln net.Listener) {

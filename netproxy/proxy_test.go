@@ -451,6 +451,9 @@ func TestMayUse(t *testing.T) {
 		{"a copy of the binary's bytes", []who{copied}, false, "/tmp/git"},
 		{"a helper's name outside the system directories", []who{fakeSSH}, false, "/work/ssh"},
 		{"a child given the binary's socket", []who{git, hook}, false, "/usr/bin/node"},
+		// A helper passes alone, not with the socket inherited from the binary above it (the
+		// check of the holders' ancestry, which the rows above pass without).
+		{"a helper given the binary's socket", []who{git, helper}, false, "/usr/lib/git-core/git-remote-https"},
 		{"an ancestor holding it too", []who{node, git}, false, "/usr/bin/node"},
 		{"another process holding it too", []who{git, proc(20, "/usr/bin/node", 1, "/init")}, false, "/usr/bin/node"},
 		{"a process whose file is unknown", []who{gone}, false, "/usr/bin/git"},
@@ -532,5 +535,49 @@ func TestPerBinaryCheckedAtAccept(t *testing.T) {
 		if ok != c.ok || !ok && !hasDenial(ds, "connect allowed.test:80 tcp (by /tmp/payload: the rule names /usr/bin/tool;") || ok && len(ds) > 0 {
 			t.Errorf("%s: passed %v, denials %q", c.name, ok, ds)
 		}
+	}
+}
+
+// A rule's binary is the file its path named when the proxy started, before the command ran:
+// a command that replaces it where it may write does not make its own file the rule's (the
+// path is not resolved again for each connection); a binary missing then is found once the
+// run made it, and kept.
+func TestRuleBinaryResolvedOnceARun(t *testing.T) {
+	dir := t.TempDir()
+	tool, later := filepath.Join(dir, "tool"), filepath.Join(dir, "later")
+	if err := os.WriteFile(tool, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := NewPlan([]Rule{{Host: "a.test", Port: 80, By: tool}, {Host: "b.test", Port: 80, By: later}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(plan, Options{})
+	p.root = os.Getpid()
+	p.knownFiles()
+	orig, ok := fileIn(p.root, tool)
+	if !ok {
+		t.Fatal("the tool has no identity")
+	}
+	// The command writes its payload and renames it over the rule's binary.
+	if err := os.WriteFile(tool+".new", []byte("#!/bin/sh\necho payload\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tool+".new", tool); err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := fileIn(p.root, tool)
+	if f, ok := p.fileAt(tool); !ok || f != orig || f == payload {
+		t.Errorf("the rule's binary after the command replaced it: %v %v, want the original %v (the payload is %v)", f, ok, orig, payload)
+	}
+	if _, ok := p.fileAt(later); ok {
+		t.Error("a missing binary has an identity")
+	}
+	if err := os.WriteFile(later, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	made, _ := fileIn(p.root, later)
+	if f, ok := p.fileAt(later); !ok || f != made {
+		t.Errorf("a binary the run made: %v %v, want %v", f, ok, made)
 	}
 }
