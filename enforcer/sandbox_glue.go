@@ -30,25 +30,33 @@ func namespaceAttr(p *sandbox.Plan, id sandbox.Identity) *syscall.SysProcAttr {
 }
 
 // identity is who a run's command in work tree dir is on the host (sandbox.ChooseIdentity for
-// this process). Only a --degrade naming userns (not a bare --degrade) turns root's tree on a
-// mount that cannot be idmapped into host uid 0: that changes who the command is, not
-// only which layer may go.
+// this process).
 func identity(hostRoot bool, dir string, degrade Degrade) sandbox.Identity {
 	var rootIdmap error
 	var tree sandbox.Tree
 	owner := -1
 	if os.Geteuid() == 0 {
 		rootIdmap = canIdmapRoot()
-		var st unix.Stat_t
-		if unix.Stat(dir, &st) == nil {
-			owner = int(st.Uid)
-			// Per mount, not only /: the replica idmaps each mount it can, and a tree on one
-			// it cannot (an overlay, NFS, FUSE) would show as nobody's.
-			tree = sandbox.Tree{Idmap: sandbox.CanIdmap(dir), UID: int(st.Uid), GID: int(st.Gid), HostUID0: slices.Contains(degrade, LayerUserNS)}
+		var ok bool
+		if tree, ok = workTree(dir, degrade); ok {
+			owner = tree.UID
 		}
 	}
 	sudoUID, sudoGID := sudoUser(os.Getenv("SUDO_UID"), os.Getenv("SUDO_GID"), owner)
 	return sandbox.ChooseIdentity(os.Geteuid(), os.Getuid(), os.Getgid(), sudoUID, sudoGID, hostRoot, rootIdmap, tree)
+}
+
+// workTree is work tree dir's mount and owner for sandbox.ChooseIdentity as root (ok false:
+// dir cannot be stat'ed). Per mount, not only /: the replica idmaps each mount it can, and a
+// tree on one it cannot (an overlay, NFS, FUSE) would show as nobody's. Only a --degrade
+// naming userns (not a bare --degrade, "all") turns root's tree on such a mount into host
+// uid 0: that changes who the command is, not only which layer may go (TestWorkTreeHostUID0).
+func workTree(dir string, degrade Degrade) (sandbox.Tree, bool) {
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) != nil {
+		return sandbox.Tree{}, false
+	}
+	return sandbox.Tree{Idmap: sandbox.CanIdmap(dir), UID: int(st.Uid), GID: int(st.Gid), HostUID0: slices.Contains(degrade, LayerUserNS)}, true
 }
 
 // sudoUser is $SUDO_UID and $SUDO_GID when the work tree belongs to that user (owner, its

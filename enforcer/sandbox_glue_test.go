@@ -86,3 +86,25 @@ func TestUserEnviron(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkTreeHostUID0: host uid 0 for root's tree on a mount that cannot be idmapped only when
+// --degrade names userns; a bare --degrade ("all") lets layers go, never changes who the
+// command is.
+func TestWorkTreeHostUID0(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		degrade Degrade
+		want    bool
+	}{
+		{nil, false}, {DegradeAll, false}, {Degrade{LayerLandlock}, false},
+		{Degrade{LayerUserNS}, true}, {Degrade{"all", LayerUserNS}, true},
+	} {
+		tree, ok := workTree(dir, tc.degrade)
+		if !ok || tree.HostUID0 != tc.want {
+			t.Errorf("--degrade=%v: tree %+v (ok %v), want HostUID0 %v", tc.degrade, tree, ok, tc.want)
+		}
+	}
+	if _, ok := workTree(dir+"/missing", Degrade{LayerUserNS}); ok {
+		t.Error("a work tree that is not there gave a tree")
+	}
+}

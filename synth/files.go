@@ -923,10 +923,11 @@ func (s *state) passWrite() []string {
 			bytecode = append(bytecode, f.path)
 			continue
 		}
-		if f.access == trace.AccessWrite && baseDevice(f.path) {
+		if (f.access == trace.AccessWrite || f.access == trace.AccessCreate && !f.dir) && baseDevice(f.path) {
 			// A base device (the enforcer grants it whole, read and write): no rule, so that
 			// whether a runtime opened it never drifts (libuv opens /dev/null O_RDWR over a
-			// closed stdin; a shell's `>/dev/null` on one branch of a script).
+			// closed stdin; a shell's `>/dev/null` on one branch of a script, an open with
+			// O_CREAT the learn records as a create: the device is there, nothing is made).
 			continue
 		}
 		n++

@@ -27,8 +27,9 @@ type Access struct {
 //   - read needs a read or write rule covering the path (write implies read), but for the
 //     harmless devices and files every profile reads (baseReads: /dev/null, /dev/urandom, ...);
 //   - list needs a list, read or write rule covering the directory;
-//   - write, create and delete need a write rule covering the path; a write (not a create
-//     or delete) of a base device (baseDevice: /dev/null, /dev/zero, ...) needs none;
+//   - write, create and delete need a write rule covering the path; a write or create (an
+//     open with O_CREAT: a shell's `>/dev/null`) of a base device (baseDevice: /dev/null,
+//     /dev/zero, ...), which is there whatever the command does, needs none, a delete does;
 //   - exec needs an exec rule covering the path;
 //   - metadata (stat, access) needs only that the path is not hidden: it is visible.
 //
@@ -66,9 +67,9 @@ func Allows(p *policy.Profile, ctx map[string]string, a Access) bool {
 		return covered(fs.Read) || covered(fs.Write) || slices.Contains(baseReads, target)
 	case trace.AccessList:
 		return covered(fs.List) || covered(fs.Read) || covered(fs.Write)
-	case trace.AccessWrite:
+	case trace.AccessWrite, trace.AccessCreate:
 		return covered(fs.Write) || baseDevice(target)
-	case trace.AccessCreate, trace.AccessDelete:
+	case trace.AccessDelete:
 		return covered(fs.Write)
 	case trace.AccessExec:
 		return covered(fs.Exec)
