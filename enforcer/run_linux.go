@@ -164,6 +164,8 @@ type enforcedRun struct {
 	// gitConfigs are the work tree's git configs in bound directories before the run
 	// (snapshotGitConfigs), by host path.
 	gitConfigs *gitConfigSnaps
+	// id is who the command is (identity), decided once: its HOME and the run follow it.
+	id sandbox.Identity
 }
 
 // newEnforcedRun checks opts and finds the run's directory and host values. As root it takes
@@ -189,11 +191,12 @@ func newEnforcedRun(opts Options) (*enforcedRun, error) {
 	dir = paths.Resolve(dir)
 	// Who the command is decides its HOME (sudo's model: the invoking user's), before the
 	// profile's $HOME is expanded.
-	env, envNote := userEnviron(opts.Env, identity(opts.Profile.HostRoot, dir, opts.Degrade))
+	id := identity(opts.Profile.HostRoot, dir, opts.Degrade)
+	env, envNote := userEnviron(opts.Env, id)
 	if env != nil {
 		opts.Env = env
 	}
-	r := &enforcedRun{opts: opts, dir: dir, asRoot: os.Geteuid() == 0, envNote: envNote}
+	r := &enforcedRun{opts: opts, dir: dir, asRoot: os.Geteuid() == 0, envNote: envNote, id: id}
 	// Every profile gets Landlock (an empty filesystem section is the base only, see withBase),
 	// whose refusals the guard reports: a root run always may use it.
 	if r.asRoot {
@@ -261,7 +264,7 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	for _, d := range c.Dropped {
 		r.rep.Notes = append(r.rep.Notes, "dropped (means nothing on this host): "+d)
 	}
-	id := identity(r.opts.Profile.HostRoot, r.dir, r.opts.Degrade)
+	id := r.id
 	relayTo(r.opts.relayPTY, id.UID)
 	dec := r.decide(id)
 	if dec.Refuse != nil {
@@ -270,7 +273,7 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	if id.Note != "" && dec.Sandbox {
 		// Said, not refused: the run works but for tools that check ownership (git).
 		r.rep.Notes = append(r.rep.Notes, "uid: "+id.Note)
-		fmt.Fprintf(r.warn(), "sysprof: %s\n", id.Note)
+		fmt.Fprintf(r.warn(), "sysprof: %s\n", report.Printable(id.Note))
 	}
 	if dec.Guard {
 		r.startGuard()
