@@ -103,15 +103,11 @@ func (s *supervisor) openProcFile(n *seccompNotif, name string, pathArg int, acc
 		return -1, false // most opens: nothing more to look at
 	}
 	if !path.IsAbs(p) {
-		base := "/proc/" + strconv.Itoa(tid) + "/cwd"
-		if dirfd := int32(n.Data.Args[0]); name == "openat" && dirfd != unix.AT_FDCWD {
-			base = "/proc/" + strconv.Itoa(tid) + "/fd/" + strconv.Itoa(int(dirfd))
+		dirfd := int64(unix.AT_FDCWD)
+		if name == "openat" {
+			dirfd = int64(int32(n.Data.Args[0]))
 		}
-		dir, err := os.Readlink(base)
-		if err != nil || !path.IsAbs(dir) {
-			return -1, false
-		}
-		if p = path.Join(dir, p); !strings.HasPrefix(p, "/proc/") {
+		if p, ok = absTaskPath(tid, dirfd, p); !ok || !strings.HasPrefix(p, "/proc/") {
 			return -1, false
 		}
 	}
