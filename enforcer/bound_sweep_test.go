@@ -156,14 +156,7 @@ func TestSweepBoundGitConfig(t *testing.T) {
 	if !slices.Equal(f.held, []string{"config"}) {
 		t.Fatalf("held = %v, want [config]", f.held)
 	}
-	run, err := changeset.Begin(changeset.Run{Command: []string{"git", "commit"}, WorkDir: work})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Drop()
-	if err := holdBoundLinks(run, f, os.Getuid(), os.Getgid()); err != nil {
-		t.Fatal(err)
-	}
+	run := holdInRun(t, work, f, "git", "commit")
 	if b, _ := os.ReadFile(filepath.Join(g, "config")); string(b) != orig {
 		t.Errorf("host .git/config = %q, want it put back: %q", b, orig)
 	}
@@ -233,14 +226,7 @@ func TestSweepBoundGitAttributes(t *testing.T) {
 	if !slices.Equal(f.held, []string{"info/attributes"}) {
 		t.Fatalf("held = %v, want [info/attributes]", f.held)
 	}
-	run, err := changeset.Begin(changeset.Run{Command: []string{"git", "gc"}, WorkDir: work})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Drop()
-	if err := holdBoundLinks(run, f, os.Getuid(), os.Getgid()); err != nil {
-		t.Fatal(err)
-	}
+	run := holdInRun(t, work, f, "git", "gc")
 	if _, err := os.Lstat(filepath.Join(g, "info/attributes")); !os.IsNotExist(err) {
 		t.Errorf("info/attributes stayed on the host: %v", err)
 	}
@@ -340,14 +326,7 @@ func TestSweepBoundGitConfigLink(t *testing.T) {
 			if !slices.Equal(f.held, []string{tc.rel}) {
 				t.Fatalf("held = %v, want [%s] once", f.held, tc.rel)
 			}
-			run, err := changeset.Begin(changeset.Run{Command: []string{"git", "commit"}, WorkDir: work})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer run.Drop()
-			if err := holdBoundLinks(run, f, os.Getuid(), os.Getgid()); err != nil {
-				t.Fatal(err)
-			}
+			run := holdInRun(t, work, f, "git", "commit")
 			if want == "" { // none before the run: none after
 				if _, err := os.Lstat(wantPath); err == nil {
 					t.Errorf("host %s is still there after the run", tc.rel)
@@ -368,4 +347,19 @@ func TestSweepBoundGitConfigLink(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdInRun begins a changeset for command in work (a state directory of the test's: the
+// caller sets XDG_STATE_HOME), dropped when the test ends, and holds what f holds in it.
+func holdInRun(t *testing.T, work string, f boundFinding, command ...string) *changeset.Run {
+	t.Helper()
+	run, err := changeset.Begin(changeset.Run{Command: command, WorkDir: work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run.Drop() })
+	if err := holdBoundLinks(run, f, os.Getuid(), os.Getgid()); err != nil {
+		t.Fatal(err)
+	}
+	return run
 }
