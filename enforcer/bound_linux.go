@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,9 +59,9 @@ func sweepBound(dir string, started time.Time, env Env, snaps *gitConfigSnaps) b
 		return f
 	}
 	f.walk(fd, "", started.Add(-sweepSlack))
-	// A name both passes hold (a config replaced by a dangerous link) is moved once.
-	slices.Sort(f.held)
-	f.held = slices.Compact(f.held)
+	// A name both passes hold (a config replaced by a dangerous link) is moved once, and what
+	// lies below a held directory (one that replaced a config, held whole) moves with it.
+	f.held = topLevelPaths(f.held)
 	return f
 }
 

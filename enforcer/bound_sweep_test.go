@@ -275,6 +275,16 @@ func TestSweepBoundGitConfigLink(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"config-dir-with-link", "config", func(t *testing.T, p string) {
+			// The walk holds the link inside on its own: it moves with the directory, once.
+			os.Remove(p)
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("/etc/passwd", filepath.Join(p, "evil")); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"config-symlink-out-of-tree", "config", func(t *testing.T, p string) {
 			// Both passes hold it: the config sweep and the walk's link pass.
 			os.Remove(p)
