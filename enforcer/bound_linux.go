@@ -51,7 +51,7 @@ const sweepSlack = time.Second
 // sweepBound walks the bound writable directory dir for what the run may have left there.
 func sweepBound(dir string, started time.Time, env Env, snaps *gitConfigSnaps) boundFinding {
 	f := boundFinding{dir: dir, rules: boundRules(dir, env)}
-	f.sweepGitConfigs(snaps, env)
+	f.sweepGitConfigs(snaps, env, started.Add(-sweepSlack))
 	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
 	if err != nil {

@@ -373,3 +373,41 @@ func holdInRun(t *testing.T, work string, f boundFinding, command ...string) *ch
 	}
 	return run
 }
+
+// TestSweepBoundGitConfigHostLinks: a .git whose config and info/ were links before the run
+// (git-new-workdir links them to the main repository's) keeps them: they are the host's, not
+// the run's, and the sweep neither holds them nor puts a file in their place.
+func TestSweepBoundGitConfigHostLinks(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv("SYSPROF_STATE_DIR", "")
+	root := t.TempDir()
+	main, work := filepath.Join(root, "main", ".git"), filepath.Join(root, "wt")
+	testutil.WriteFile(t, filepath.Join(main, "config"), "[remote \"origin\"]\n\turl = x\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(main, "info/attributes"), "*.c diff=cpp\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(main, "info/exclude"), "*.o\n", 0o644)
+	g := filepath.Join(work, ".git")
+	if err := os.MkdirAll(g, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"config", "info"} {
+		if err := os.Symlink(filepath.Join(main, n), filepath.Join(g, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
+	snaps := snapshotGitConfigs([]string{g}, nil, env)
+	time.Sleep(1100 * time.Millisecond) // ctime granularity: the links predate the run
+	started := time.Now().Add(sweepSlack)
+	time.Sleep(1100 * time.Millisecond)
+	testutil.WriteFile(t, filepath.Join(g, "HEAD"), "ref: refs/heads/main\n", 0o644) // the run
+
+	f := sweepBound(g, started, env, snaps)
+	if len(f.held) != 0 || len(f.restore) != 0 {
+		t.Fatalf("held = %v, restore = %v: want the host's links left alone", f.held, f.restore)
+	}
+	for _, n := range []string{"config", "info"} {
+		if fi, err := os.Lstat(filepath.Join(g, n)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("the host's .git/%s link: %v %v", n, fi, err)
+		}
+	}
+}

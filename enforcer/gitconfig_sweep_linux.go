@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -132,8 +134,10 @@ func readGitConfig(p string) *gitConfigSnap {
 // during the run, or that is no longer a regular file (a symlink git would follow to a file
 // of the run's choosing, a fifo git would hang on, a directory; or a directory on its way
 // replaced so), and remembers the file to put back. A config the run removed stays removed:
-// git runs nothing for it.
-func (f *boundFinding) sweepGitConfigs(snaps *gitConfigSnaps, env Env) {
+// git runs nothing for it. What was not a regular file before the run (since: its start, less
+// the slack) is the host's own (git-new-workdir links config and info/ to the main
+// repository's): neither held nor removed.
+func (f *boundFinding) sweepGitConfigs(snaps *gitConfigSnaps, env Env, since time.Time) {
 	if snaps == nil {
 		return
 	}
@@ -147,7 +151,7 @@ func (f *boundFinding) sweepGitConfigs(snaps *gitConfigSnaps, env Env) {
 		}
 		old := snaps.files[p]
 		var what string
-		if bad, kind := nonRegularOnTheWay(f.dir, rel); bad != "" {
+		if bad, kind := nonRegularOnTheWay(f.dir, rel, since); bad != "" {
 			// Held is what replaced the file (or its directory): the file goes back in its place.
 			rel, what = bad, kind
 		} else if now := readGitConfig(p); now == nil {
@@ -174,9 +178,10 @@ func (f *boundFinding) sweepGitConfigs(snaps *gitConfigSnaps, env Env) {
 }
 
 // nonRegularOnTheWay returns the first component of rel below dir that is neither a directory
-// (on the way) nor a regular file (rel itself), and what it is; "" when there is none or a
-// component is missing.
-func nonRegularOnTheWay(dir, rel string) (bad, what string) {
+// (on the way) nor a regular file (rel itself), and what it is; "" when there is none, a
+// component is missing, or the first such component's ctime is before since (the host's own,
+// not the run's: a link the run made or renamed into place has a ctime of the run).
+func nonRegularOnTheWay(dir, rel string, since time.Time) (bad, what string) {
 	comps := strings.Split(rel, "/")
 	for i := range comps {
 		r := filepath.Join(comps[:i+1]...)
@@ -187,6 +192,9 @@ func nonRegularOnTheWay(dir, rel string) (bad, what string) {
 		last := i == len(comps)-1
 		if last && fi.Mode().IsRegular() || !last && fi.IsDir() {
 			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && time.Unix(st.Ctim.Unix()).Before(since) {
+			return "", ""
 		}
 		kind := "a " + fileKind(fi.Mode())
 		if fi.Mode()&os.ModeSymlink != 0 {
