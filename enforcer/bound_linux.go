@@ -3,7 +3,6 @@ package enforcer
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/changeset"
+	"github.com/sysprof/sysprof/internal/fscopy"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/report"
 )
@@ -283,7 +283,7 @@ func copyHeld(src, dst string) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s: neither a symlink, a fifo, a directory nor a regular file", report.Printable(src))
 	}
-	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
@@ -292,7 +292,9 @@ func copyHeld(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	// Holes stay holes: a sparse hook of a terabyte is no room in the run's directory and must
+	// be none in the changeset's either.
+	if err := fscopy.Data(int(out.Fd()), int(in.Fd())); err != nil {
 		out.Close()
 		return err
 	}

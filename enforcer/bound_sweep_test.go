@@ -411,3 +411,33 @@ func TestSweepBoundGitConfigHostLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyHeldKeepsHoles: what the sweep holds across file systems is made again in the
+// changeset; a sparse file (a nested repository's hook of 8 GiB of holes) takes there about
+// the blocks of its data, not 8 GiB of zeros.
+func TestCopyHeldKeepsHoles(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "post-checkout"), filepath.Join(dir, "held")
+	testutil.WriteFile(t, src, "#!/bin/sh\n", 0o755)
+	if err := os.Truncate(src, 8<<30); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyHeld(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(dst, &st); err != nil || st.Size != 8<<30 {
+		t.Fatalf("held copy: %v, size %d", err, st.Size)
+	}
+	if used := st.Blocks * 512; used > 1<<20 {
+		t.Errorf("the held copy allocates %d bytes for a file of 10 bytes of data: its holes were written", used)
+	}
+	f, err := os.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if b := make([]byte, 10); func() error { _, err := f.ReadAt(b, 0); return err }() != nil || string(b) != "#!/bin/sh\n" {
+		t.Errorf("the held copy's data: %q", b)
+	}
+}
