@@ -431,7 +431,7 @@ func (a *applier) apply(c *Change) error {
 	if err := unix.Fstatat(up, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("stat %s in the changeset: %w", c.Path, err)
 	}
-	if st.Dev != c.dev || st.Ino != c.ino || typeOf(st.Mode) != c.Type {
+	if st.Dev != c.dev || st.Ino != c.ino || TypeOf(st.Mode) != c.Type {
 		return fmt.Errorf("%w: %s changed in the changeset while applying", errRefused, c.Path)
 	}
 	if c.Op == OpMode && isMetacopy(up, name) {
@@ -592,7 +592,7 @@ func (a *applier) verifyPlaced(c *Change, host int, name string) error {
 	if err := unix.Fstatat(host, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("stat %s after placing it: %w", c.Path, err)
 	}
-	if typeOf(st.Mode) != c.Type {
+	if TypeOf(st.Mode) != c.Type {
 		_ = unix.Unlinkat(host, name, 0)
 		return fmt.Errorf("%w: %s changed type while applying: taken off the host again", errRefused, c.Path)
 	}

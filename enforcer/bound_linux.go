@@ -124,23 +124,20 @@ func (f *boundFinding) check(dirfd int, name, rel string, since time.Time) {
 	}
 	host := filepath.Join(f.dir, rel)
 	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFLNK:
-		buf := make([]byte, unix.PathMax)
-		n, err := unix.Readlinkat(dirfd, name, buf)
-		if err != nil {
-			return
-		}
-		c := changeset.Classify(changeset.Change{Path: host, Op: changeset.OpSymlink, Type: changeset.TypeSymlink, Target: string(buf[:n])}, f.rules)
-		if c.Class == changeset.Dangerous {
-			f.held = append(f.held, rel)
-		}
-	case unix.S_IFIFO, unix.S_IFCHR, unix.S_IFBLK:
+	case unix.S_IFLNK, unix.S_IFIFO, unix.S_IFCHR, unix.S_IFBLK:
 		// A fifo hangs the host program that opens it (git at .git/HEAD); a device node (a
 		// 0/0 whiteout is all a user namespace can make) never leaves a run either. A socket
 		// is inert once its listener is gone, and may be a host agent's: left.
-		typ := map[uint32]string{unix.S_IFIFO: changeset.TypeFIFO, unix.S_IFCHR: changeset.TypeChar, unix.S_IFBLK: changeset.TypeBlock}[st.Mode&unix.S_IFMT]
-		c := changeset.Classify(changeset.Change{Path: host, Op: changeset.OpSpecial, Type: typ}, f.rules)
-		if c.Class == changeset.Dangerous {
+		c := changeset.Change{Path: host, Op: changeset.OpSpecial, Type: changeset.TypeOf(st.Mode)}
+		if c.Type == changeset.TypeSymlink {
+			buf := make([]byte, unix.PathMax)
+			n, err := unix.Readlinkat(dirfd, name, buf)
+			if err != nil {
+				return
+			}
+			c.Op, c.Target = changeset.OpSymlink, string(buf[:n])
+		}
+		if changeset.Classify(c, f.rules).Class == changeset.Dangerous {
 			f.held = append(f.held, rel)
 		}
 	case unix.S_IFREG:

@@ -193,10 +193,11 @@ func nonRegularOnTheWay(dir, rel string, since time.Time) (bad, what string) {
 		if last && fi.Mode().IsRegular() || !last && fi.IsDir() {
 			continue
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && time.Unix(st.Ctim.Unix()).Before(since) {
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || time.Unix(st.Ctim.Unix()).Before(since) {
 			return "", ""
 		}
-		kind := "a " + fileKind(fi.Mode())
+		kind := "a " + changeset.TypeWord(changeset.TypeOf(st.Mode))
 		if fi.Mode()&os.ModeSymlink != 0 {
 			t, _ := os.Readlink(filepath.Join(dir, r))
 			kind = fmt.Sprintf("a symlink to %s", t)
@@ -207,25 +208,6 @@ func nonRegularOnTheWay(dir, rel string, since time.Time) (bad, what string) {
 		return r, fmt.Sprintf("was replaced by %s (git would read what it names)", kind)
 	}
 	return "", ""
-}
-
-// fileKind names a file type.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m&os.ModeSymlink != 0:
-		return "symlink"
-	case m.IsDir():
-		return "directory"
-	case m&os.ModeNamedPipe != 0:
-		return "fifo"
-	case m&os.ModeSocket != 0:
-		return "socket"
-	case m&os.ModeDevice != 0:
-		return "device node"
-	case m.IsRegular():
-		return "regular file"
-	}
-	return "special file"
 }
 
 // restoreGitConfigs puts back the configs f.restore holds: the file as it was before the run,
