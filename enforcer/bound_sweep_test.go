@@ -441,3 +441,34 @@ func TestCopyHeldKeepsHoles(t *testing.T) {
 		t.Errorf("the held copy's data: %q", b)
 	}
 }
+
+// TestSweepBoundGitConfigLarge: a host config larger than the sweep parses (1 MiB: many
+// remotes and branches) that the run leaves alone stays as it was, whole; one the run adds
+// core.fsmonitor to is held and the host's file put back byte for byte, not cut at 1 MiB.
+func TestSweepBoundGitConfigLarge(t *testing.T) {
+	orig := "[core]\n\tbare = false\n" + strings.Repeat("# a comment line of the host's own config\n", 30000)
+	for _, payload := range []string{"", "[core]\n\tfsmonitor = ./evil\n"} {
+		t.Setenv("XDG_STATE_HOME", t.TempDir())
+		t.Setenv("SYSPROF_STATE_DIR", "")
+		work := t.TempDir()
+		g := filepath.Join(work, ".git")
+		config := filepath.Join(g, "config")
+		testutil.WriteFile(t, config, orig, 0o644)
+		env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
+		snaps := snapshotGitConfigs([]string{g}, nil, env)
+		started := time.Now()
+		if payload != "" {
+			testutil.WriteFile(t, config, orig+payload, 0o644)
+		}
+		f := sweepBound(g, started, env, snaps)
+		if want := map[bool][]string{false: nil, true: {"config"}}[payload != ""]; !slices.Equal(f.held, want) {
+			t.Errorf("payload %q: held = %v, want %v", payload, f.held, want)
+		}
+		if len(f.held) > 0 {
+			holdInRun(t, work, f, "git", "commit")
+		}
+		if b, _ := os.ReadFile(config); string(b) != orig {
+			t.Errorf("payload %q: host .git/config is %d bytes, want the host's %d as they were", payload, len(b), len(orig))
+		}
+	}
+}

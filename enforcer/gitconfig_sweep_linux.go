@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -102,14 +103,15 @@ func snapshotGitConfigs(bound, readOnly []string, env Env) *gitConfigSnaps {
 	snaps := &gitConfigSnaps{files: map[string]*gitConfigSnap{}, readOnly: readOnly}
 	for _, b := range bound {
 		for _, p := range repoConfigFiles(b, env) {
-			snaps.files[p] = readGitConfig(p)
+			snaps.files[p] = readGitConfig(p, -1) // whole: what is put back must be the host's file
 		}
 	}
 	return snaps
 }
 
-// readGitConfig reads config file p, not through a symlink; nil when it is not a regular file.
-func readGitConfig(p string) *gitConfigSnap {
+// readGitConfig reads config file p, not through a symlink, up to limit bytes (all of it when
+// limit < 0); nil when it is not a regular file.
+func readGitConfig(p string, limit int64) *gitConfigSnap {
 	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil
@@ -119,7 +121,11 @@ func readGitConfig(p string) *gitConfigSnap {
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}
-	data, err := io.ReadAll(io.LimitReader(f, 1<<20+1))
+	var r io.Reader = f
+	if limit >= 0 {
+		r = io.LimitReader(f, limit)
+	}
+	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil
 	}
@@ -154,8 +160,8 @@ func (f *boundFinding) sweepGitConfigs(snaps *gitConfigSnaps, env Env, since tim
 		if bad, kind := nonRegularOnTheWay(f.dir, rel, since); bad != "" {
 			// Held is what replaced the file (or its directory): the file goes back in its place.
 			rel, what = bad, kind
-		} else if now := readGitConfig(p); now == nil {
-			continue
+		} else if now := readGitConfig(p, readLimit(old)); now == nil || old != nil && bytes.Equal(now.data, old.data) {
+			continue // none, or as it was: it gained nothing
 		} else {
 			var before []byte
 			if old != nil {
@@ -175,6 +181,16 @@ func (f *boundFinding) sweepGitConfigs(snaps *gitConfigSnaps, env Env, since tim
 		f.errs = append(f.errs, fmt.Sprintf("%s %s during the run: put back as it was, the run's file held as dangerous (`sysprof changes`)",
 			report.Printable(p), report.Printable(what)))
 	}
+}
+
+// readLimit is how much of the run's config the sweep reads: a byte past what GitRepoFileRuns
+// parses (a larger file is held unread), or past the host's own file when that was larger, so
+// that a file left as it was reads as such and is neither held nor put back.
+func readLimit(old *gitConfigSnap) int64 {
+	if old != nil && len(old.data) >= 1<<20 {
+		return int64(len(old.data)) + 1
+	}
+	return 1<<20 + 1
 }
 
 // nonRegularOnTheWay returns the first component of rel below dir that is neither a directory
