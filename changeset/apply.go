@@ -499,9 +499,10 @@ func (a *applier) unlinking(st *unix.Stat_t) {
 }
 
 // strip removes from open file fd (st its stat) what never leaves a run: set-id bits, file
-// capabilities, and POSIX ACLs (a run's grant to other users: the copy of a file that
-// crosses file systems carries none either); it returns what it removed.
-func strip(fd int, st *unix.Stat_t, path string) ([]string, error) {
+// capabilities, and with acls its POSIX ACLs (a run's grant to other users); it returns what
+// it removed. A copy made across file systems carries none of the run's ACLs (copyIn copies
+// no xattrs), only what the host directory's default ACL gives it: the host's, kept.
+func strip(fd int, st *unix.Stat_t, path string, acls bool) ([]string, error) {
 	var stripped []string
 	if st.Mode&0o6000 != 0 {
 		if err := unix.Fchmod(fd, st.Mode&0o1777); err != nil {
@@ -509,7 +510,11 @@ func strip(fd int, st *unix.Stat_t, path string) ([]string, error) {
 		}
 		stripped = append(stripped, "set-id bits")
 	}
-	for _, x := range []struct{ name, what string }{{"security.capability", "file capabilities"}, {"system.posix_acl_access", "ACL"}, {"system.posix_acl_default", "default ACL"}} {
+	xattrs := []struct{ name, what string }{{"security.capability", "file capabilities"}, {"system.posix_acl_access", "ACL"}, {"system.posix_acl_default", "default ACL"}}
+	if !acls {
+		xattrs = xattrs[:1]
+	}
+	for _, x := range xattrs {
 		if n, err := unix.Fgetxattr(fd, x.name, nil); err == nil && n > 0 {
 			if err := unix.Fremovexattr(fd, x.name); err != nil {
 				return nil, fmt.Errorf("strip the %s of %s: %w", x.what, path, err)
@@ -534,7 +539,7 @@ func (a *applier) sanitize(c *Change, up int, name string) error {
 	if st.Ino != c.ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("%w: %s changed in the changeset while applying", errRefused, c.Path)
 	}
-	stripped, err := strip(fd, &st, c.Path)
+	stripped, err := strip(fd, &st, c.Path, true)
 	if err != nil {
 		return err
 	}
@@ -580,14 +585,15 @@ func (a *applier) move(c *Change, up, host int, name string, hostNow bool, hst *
 	if err != nil {
 		return err
 	}
-	return a.verifyPlaced(c, host, name)
+	return a.verifyPlaced(c, host, name, src != up)
 }
 
 // verifyPlaced checks what now lies at host/name, where the command cannot reach: a file that
 // is not the type the change said (an entry swapped between the checks and the rename by a
 // command still running) is taken off the host again, and set-id bits or capabilities found on
-// a file are stripped, whatever happened before.
-func (a *applier) verifyPlaced(c *Change, host int, name string) error {
+// a file are stripped, whatever happened before; so are ACLs on a file renamed in (copied is
+// false), which takes none from the host's directory.
+func (a *applier) verifyPlaced(c *Change, host int, name string, copied bool) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(host, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("stat %s after placing it: %w", c.Path, err)
@@ -607,7 +613,7 @@ func (a *applier) verifyPlaced(c *Change, host int, name string) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	stripped, err := strip(fd, &st, c.Path)
+	stripped, err := strip(fd, &st, c.Path, !copied)
 	if err != nil {
 		return err
 	}
