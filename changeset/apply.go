@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -431,14 +432,14 @@ func (a *applier) apply(c *Change) error {
 	if err := unix.Fstatat(up, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("stat %s in the changeset: %w", c.Path, err)
 	}
-	if st.Dev != c.dev || st.Ino != c.ino || typeOf(st.Mode) != c.Type {
+	if st.Dev != c.dev || st.Ino != c.ino || TypeOf(st.Mode) != c.Type {
 		return fmt.Errorf("%w: %s changed in the changeset while applying", errRefused, c.Path)
 	}
 	if c.Op == OpMode && isMetacopy(up, name) {
 		return a.chmodHost(c, host, name, up)
 	}
 	if c.Type == TypeFile {
-		if err := a.sanitize(c, up, name); err != nil {
+		if err := a.sanitize(c, up, name, !hasDefaultACL(host)); err != nil {
 			return err
 		}
 	}
@@ -499,9 +500,10 @@ func (a *applier) unlinking(st *unix.Stat_t) {
 }
 
 // strip removes from open file fd (st its stat) what never leaves a run: set-id bits, file
-// capabilities, and POSIX ACLs (a run's grant to other users: the copy of a file that
-// crosses file systems carries none either); it returns what it removed.
-func strip(fd int, st *unix.Stat_t, path string) ([]string, error) {
+// capabilities, and with acls its POSIX ACLs (a run's grant to other users); it returns what
+// it removed. A copy made across file systems carries none of the run's ACLs (copyIn copies
+// no xattrs), only what the host directory's default ACL gives it: the host's, kept.
+func strip(fd int, st *unix.Stat_t, path string, acls bool) ([]string, error) {
 	var stripped []string
 	if st.Mode&0o6000 != 0 {
 		if err := unix.Fchmod(fd, st.Mode&0o1777); err != nil {
@@ -509,7 +511,11 @@ func strip(fd int, st *unix.Stat_t, path string) ([]string, error) {
 		}
 		stripped = append(stripped, "set-id bits")
 	}
-	for _, x := range []struct{ name, what string }{{"security.capability", "file capabilities"}, {"system.posix_acl_access", "ACL"}, {"system.posix_acl_default", "default ACL"}} {
+	xattrs := []struct{ name, what string }{{"security.capability", "file capabilities"}, {"system.posix_acl_access", "ACL"}, {"system.posix_acl_default", "default ACL"}}
+	if !acls {
+		xattrs = xattrs[:1]
+	}
+	for _, x := range xattrs {
 		if n, err := unix.Fgetxattr(fd, x.name, nil); err == nil && n > 0 {
 			if err := unix.Fremovexattr(fd, x.name); err != nil {
 				return nil, fmt.Errorf("strip the %s of %s: %w", x.what, path, err)
@@ -520,8 +526,17 @@ func strip(fd int, st *unix.Stat_t, path string) ([]string, error) {
 	return stripped, nil
 }
 
-// sanitize strips set-id bits and file capabilities from an upper file before it moves.
-func (a *applier) sanitize(c *Change, up int, name string) error {
+// hasDefaultACL reports whether directory dir (an O_PATH fd) has a default ACL: a file made
+// in it, in the overlay as on the host, takes its ACL from it.
+func hasDefaultACL(dir int) bool {
+	n, err := unix.Getxattr("/proc/self/fd/"+strconv.Itoa(dir), "system.posix_acl_default", nil)
+	return err == nil && n > 0
+}
+
+// sanitize strips set-id bits and file capabilities from an upper file before it moves, and
+// with acls its ACLs (without: the host directory's default ACL gave it the one it has, and
+// a run in its user namespace can name no other user in one).
+func (a *applier) sanitize(c *Change, up int, name string, acls bool) error {
 	fd, err := openBeneath(up, name, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return fmt.Errorf("open %s in the changeset: %w", c.Path, err)
@@ -534,7 +549,7 @@ func (a *applier) sanitize(c *Change, up int, name string) error {
 	if st.Ino != c.ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("%w: %s changed in the changeset while applying", errRefused, c.Path)
 	}
-	stripped, err := strip(fd, &st, c.Path)
+	stripped, err := strip(fd, &st, c.Path, acls)
 	if err != nil {
 		return err
 	}
@@ -580,19 +595,20 @@ func (a *applier) move(c *Change, up, host int, name string, hostNow bool, hst *
 	if err != nil {
 		return err
 	}
-	return a.verifyPlaced(c, host, name)
+	return a.verifyPlaced(c, host, name, src != up)
 }
 
 // verifyPlaced checks what now lies at host/name, where the command cannot reach: a file that
 // is not the type the change said (an entry swapped between the checks and the rename by a
 // command still running) is taken off the host again, and set-id bits or capabilities found on
-// a file are stripped, whatever happened before.
-func (a *applier) verifyPlaced(c *Change, host int, name string) error {
+// a file are stripped, whatever happened before; so are ACLs on a file renamed in (copied is
+// false) to a directory without a default ACL (sanitize's rule).
+func (a *applier) verifyPlaced(c *Change, host int, name string, copied bool) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(host, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("stat %s after placing it: %w", c.Path, err)
 	}
-	if typeOf(st.Mode) != c.Type {
+	if TypeOf(st.Mode) != c.Type {
 		_ = unix.Unlinkat(host, name, 0)
 		return fmt.Errorf("%w: %s changed type while applying: taken off the host again", errRefused, c.Path)
 	}
@@ -607,7 +623,7 @@ func (a *applier) verifyPlaced(c *Change, host int, name string) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	stripped, err := strip(fd, &st, c.Path)
+	stripped, err := strip(fd, &st, c.Path, !copied && !hasDefaultACL(host))
 	if err != nil {
 		return err
 	}

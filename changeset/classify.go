@@ -165,7 +165,7 @@ func Classify(c Change, r Rules) Change {
 func dangerous(c Change, r Rules, portable string) (why string, grantable bool) {
 	switch c.Type {
 	case TypeFIFO, TypeSocket, TypeChar, TypeBlock:
-		return fmt.Sprintf("a %s: special files never leave a run", typeWord(c.Type)), false
+		return fmt.Sprintf("a %s: special files never leave a run", TypeWord(c.Type)), false
 	}
 	if c.Type == TypeFile && c.Op != OpDelete {
 		switch {
@@ -178,7 +178,7 @@ func dangerous(c Change, r Rules, portable string) (why string, grantable bool) 
 		}
 	}
 	if c.Op != OpDelete && c.Op != OpRmdir && c.Type != TypeFile && IsGitConfig(c.Path) {
-		return fmt.Sprintf("a git directory's %s replaced by a %s: git would read what it names", path.Base(c.Path), typeWord(c.Type)), false
+		return fmt.Sprintf("a git directory's %s replaced by a %s: git would read what it names", path.Base(c.Path), TypeWord(c.Type)), false
 	}
 	if c.Type == TypeSymlink && c.Op != OpDelete && GitDirOnTheWay(c.Path) {
 		return fmt.Sprintf("a symlink in place of a git directory's %s: git would read the config it holds from where it points", path.Base(c.Path)), false
@@ -250,7 +250,8 @@ func orDir(r Rules) string {
 	return "the staged tree"
 }
 
-func typeWord(t string) string {
+// TypeWord names Change type t in a sentence ("character device").
+func TypeWord(t string) string {
 	switch t {
 	case TypeChar:
 		return "character device"

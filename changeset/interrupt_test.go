@@ -395,3 +395,41 @@ func TestStageCopyingIsBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestApplyCopyKeepsHostDefaultACL: across file systems a change is created in the host's
+// directory, where it takes the ACL the host's default ACL gives (a team's shared directory):
+// that ACL is the host's, not the run's, and stays; the run's own ACLs never cross (copyIn
+// copies no xattrs; the same file system's rename strips them: TestApplyACLStripped).
+func TestApplyCopyKeepsHostDefaultACL(t *testing.T) {
+	if !inMountNS(t) {
+		return
+	}
+	r, w := newRun(t, nil, []string{"**"})
+	if err := unix.Mount("tmpfs", w, "tmpfs", 0, "size=8m,mode=755"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(w, unix.MNT_DETACH) })
+	if err := os.Mkdir(filepath.Join(w, "shared"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// default: user::rwx user:65534:rwx group::r-x mask::rwx other::r-x
+	dacl := []byte{2, 0, 0, 0, 1, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, 2, 0, 7, 0, 0xfe, 0xff, 0, 0, 4, 0, 5, 0, 0xff, 0xff, 0xff, 0xff,
+		0x10, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, 0x20, 0, 5, 0, 0xff, 0xff, 0xff, 0xff}
+	testutil.RequireNoErr(t, "set a default ACL on a tmpfs", unix.Setxattr(filepath.Join(w, "shared"), "system.posix_acl_default", dacl, 0))
+	if err := os.Mkdir(filepath.Join(r.Stages[0].Upper, "shared"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(r.Stages[0].Upper, "shared/out"), "x\n", 0o644)
+	res, err := r.Apply(ApplyAll, nil)
+	if err != nil || len(res.Applied) == 0 {
+		t.Fatalf("apply: %v %+v", err, res)
+	}
+	if n, err := unix.Getxattr(filepath.Join(w, "shared/out"), "system.posix_acl_access", nil); err != nil || n == 0 {
+		t.Errorf("shared/out lost the ACL the host's directory gives its files: %v", err)
+	}
+	for _, c := range res.Applied {
+		if c.Stripped != "" {
+			t.Errorf("%s: %q: nothing of the run's was removed", c.Path, c.Stripped)
+		}
+	}
+}

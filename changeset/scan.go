@@ -113,7 +113,7 @@ func (sc *scanner) walk(ufd, hfd int, rel string, replace bool) error {
 		}
 		var hst unix.Stat_t
 		hok := hfd >= 0 && unix.Fstatat(hfd, name, &hst, unix.AT_SYMLINK_NOFOLLOW) == nil
-		c := Change{Path: sc.host(r), Rel: r, Stage: sc.stage, Type: typeOf(st.Mode), Mode: st.Mode & 0o7777,
+		c := Change{Path: sc.host(r), Rel: r, Stage: sc.stage, Type: TypeOf(st.Mode), Mode: st.Mode & 0o7777,
 			dev: st.Dev, ino: st.Ino, HostExists: hok}
 		if hok {
 			c.HostMode = hst.Mode & 0o7777
@@ -123,7 +123,7 @@ func (sc *scanner) walk(ufd, hfd int, rel string, replace bool) error {
 			if !hok {
 				continue // nothing left to delete on the host
 			}
-			c.Type, c.Mode, c.Op = typeOf(hst.Mode), hst.Mode&0o7777, OpDelete
+			c.Type, c.Mode, c.Op = TypeOf(hst.Mode), hst.Mode&0o7777, OpDelete
 			if c.Type == TypeDir {
 				c.Op = OpRmdir
 			}
@@ -226,7 +226,7 @@ func (sc *scanner) deleted(ufd, hfd int, rel string, upper []string) error {
 			continue
 		}
 		r := filepath.Join(rel, name)
-		c := Change{Path: sc.host(r), Rel: r, Stage: sc.stage, Type: typeOf(hst.Mode), Mode: hst.Mode & 0o7777,
+		c := Change{Path: sc.host(r), Rel: r, Stage: sc.stage, Type: TypeOf(hst.Mode), Mode: hst.Mode & 0o7777,
 			Op: OpDelete, HostExists: true, HostMode: hst.Mode & 0o7777}
 		if c.Type == TypeDir {
 			c.Op = OpRmdir
@@ -316,7 +316,8 @@ func readFull(fd int, buf []byte) (int, error) {
 	return n, nil
 }
 
-func typeOf(mode uint32) string {
+// TypeOf is the Change type (TypeFile, TypeDir, ...) of a file of stat mode mode.
+func TypeOf(mode uint32) string {
 	switch mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		return TypeDir

@@ -3,10 +3,8 @@ package enforcer
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/changeset"
+	"github.com/sysprof/sysprof/internal/fscopy"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/report"
 )
@@ -52,7 +51,7 @@ const sweepSlack = time.Second
 // sweepBound walks the bound writable directory dir for what the run may have left there.
 func sweepBound(dir string, started time.Time, env Env, snaps *gitConfigSnaps) boundFinding {
 	f := boundFinding{dir: dir, rules: boundRules(dir, env)}
-	f.sweepGitConfigs(snaps, env)
+	f.sweepGitConfigs(snaps, env, started.Add(-sweepSlack))
 	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
 	if err != nil {
@@ -60,9 +59,9 @@ func sweepBound(dir string, started time.Time, env Env, snaps *gitConfigSnaps) b
 		return f
 	}
 	f.walk(fd, "", started.Add(-sweepSlack))
-	// A name both passes hold (a config replaced by a dangerous link) is moved once.
-	slices.Sort(f.held)
-	f.held = slices.Compact(f.held)
+	// A name both passes hold (a config replaced by a dangerous link) is moved once, and what
+	// lies below a held directory (one that replaced a config, held whole) moves with it.
+	f.held = topLevelPaths(f.held)
 	return f
 }
 
@@ -125,23 +124,20 @@ func (f *boundFinding) check(dirfd int, name, rel string, since time.Time) {
 	}
 	host := filepath.Join(f.dir, rel)
 	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFLNK:
-		buf := make([]byte, unix.PathMax)
-		n, err := unix.Readlinkat(dirfd, name, buf)
-		if err != nil {
-			return
-		}
-		c := changeset.Classify(changeset.Change{Path: host, Op: changeset.OpSymlink, Type: changeset.TypeSymlink, Target: string(buf[:n])}, f.rules)
-		if c.Class == changeset.Dangerous {
-			f.held = append(f.held, rel)
-		}
-	case unix.S_IFIFO, unix.S_IFCHR, unix.S_IFBLK:
+	case unix.S_IFLNK, unix.S_IFIFO, unix.S_IFCHR, unix.S_IFBLK:
 		// A fifo hangs the host program that opens it (git at .git/HEAD); a device node (a
 		// 0/0 whiteout is all a user namespace can make) never leaves a run either. A socket
 		// is inert once its listener is gone, and may be a host agent's: left.
-		typ := map[uint32]string{unix.S_IFIFO: changeset.TypeFIFO, unix.S_IFCHR: changeset.TypeChar, unix.S_IFBLK: changeset.TypeBlock}[st.Mode&unix.S_IFMT]
-		c := changeset.Classify(changeset.Change{Path: host, Op: changeset.OpSpecial, Type: typ}, f.rules)
-		if c.Class == changeset.Dangerous {
+		c := changeset.Change{Path: host, Op: changeset.OpSpecial, Type: changeset.TypeOf(st.Mode)}
+		if c.Type == changeset.TypeSymlink {
+			buf := make([]byte, unix.PathMax)
+			n, err := unix.Readlinkat(dirfd, name, buf)
+			if err != nil {
+				return
+			}
+			c.Op, c.Target = changeset.OpSymlink, string(buf[:n])
+		}
+		if changeset.Classify(c, f.rules).Class == changeset.Dangerous {
 			f.held = append(f.held, rel)
 		}
 	case unix.S_IFREG:
@@ -284,7 +280,7 @@ func copyHeld(src, dst string) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s: neither a symlink, a fifo, a directory nor a regular file", report.Printable(src))
 	}
-	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
@@ -293,7 +289,9 @@ func copyHeld(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	// Holes stay holes: a sparse hook of a terabyte is no room in the run's directory and must
+	// be none in the changeset's either.
+	if err := fscopy.Data(int(out.Fd()), int(in.Fd())); err != nil {
 		out.Close()
 		return err
 	}

@@ -156,14 +156,7 @@ func TestSweepBoundGitConfig(t *testing.T) {
 	if !slices.Equal(f.held, []string{"config"}) {
 		t.Fatalf("held = %v, want [config]", f.held)
 	}
-	run, err := changeset.Begin(changeset.Run{Command: []string{"git", "commit"}, WorkDir: work})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Drop()
-	if err := holdBoundLinks(run, f, os.Getuid(), os.Getgid()); err != nil {
-		t.Fatal(err)
-	}
+	run := holdInRun(t, work, f, "git", "commit")
 	if b, _ := os.ReadFile(filepath.Join(g, "config")); string(b) != orig {
 		t.Errorf("host .git/config = %q, want it put back: %q", b, orig)
 	}
@@ -233,14 +226,7 @@ func TestSweepBoundGitAttributes(t *testing.T) {
 	if !slices.Equal(f.held, []string{"info/attributes"}) {
 		t.Fatalf("held = %v, want [info/attributes]", f.held)
 	}
-	run, err := changeset.Begin(changeset.Run{Command: []string{"git", "gc"}, WorkDir: work})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Drop()
-	if err := holdBoundLinks(run, f, os.Getuid(), os.Getgid()); err != nil {
-		t.Fatal(err)
-	}
+	run := holdInRun(t, work, f, "git", "gc")
 	if _, err := os.Lstat(filepath.Join(g, "info/attributes")); !os.IsNotExist(err) {
 		t.Errorf("info/attributes stayed on the host: %v", err)
 	}
@@ -286,6 +272,16 @@ func TestSweepBoundGitConfigLink(t *testing.T) {
 		{"config-dir", "config", func(t *testing.T, p string) {
 			os.Remove(p)
 			if err := os.MkdirAll(filepath.Join(p, "x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"config-dir-with-link", "config", func(t *testing.T, p string) {
+			// The walk holds the link inside on its own: it moves with the directory, once.
+			os.Remove(p)
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("/etc/passwd", filepath.Join(p, "evil")); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -340,14 +336,7 @@ func TestSweepBoundGitConfigLink(t *testing.T) {
 			if !slices.Equal(f.held, []string{tc.rel}) {
 				t.Fatalf("held = %v, want [%s] once", f.held, tc.rel)
 			}
-			run, err := changeset.Begin(changeset.Run{Command: []string{"git", "commit"}, WorkDir: work})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer run.Drop()
-			if err := holdBoundLinks(run, f, os.Getuid(), os.Getgid()); err != nil {
-				t.Fatal(err)
-			}
+			run := holdInRun(t, work, f, "git", "commit")
 			if want == "" { // none before the run: none after
 				if _, err := os.Lstat(wantPath); err == nil {
 					t.Errorf("host %s is still there after the run", tc.rel)
@@ -367,5 +356,119 @@ func TestSweepBoundGitConfigLink(t *testing.T) {
 				t.Fatalf("changeset = %+v, want %s held dangerous once", cs, tc.rel)
 			}
 		})
+	}
+}
+
+// holdInRun begins a changeset for command in work (a state directory of the test's: the
+// caller sets XDG_STATE_HOME), dropped when the test ends, and holds what f holds in it.
+func holdInRun(t *testing.T, work string, f boundFinding, command ...string) *changeset.Run {
+	t.Helper()
+	run, err := changeset.Begin(changeset.Run{Command: command, WorkDir: work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run.Drop() })
+	if err := holdBoundLinks(run, f, os.Getuid(), os.Getgid()); err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+// TestSweepBoundGitConfigHostLinks: a .git whose config and info/ were links before the run
+// (git-new-workdir links them to the main repository's) keeps them: they are the host's, not
+// the run's, and the sweep neither holds them nor puts a file in their place.
+func TestSweepBoundGitConfigHostLinks(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv("SYSPROF_STATE_DIR", "")
+	root := t.TempDir()
+	main, work := filepath.Join(root, "main", ".git"), filepath.Join(root, "wt")
+	testutil.WriteFile(t, filepath.Join(main, "config"), "[remote \"origin\"]\n\turl = x\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(main, "info/attributes"), "*.c diff=cpp\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(main, "info/exclude"), "*.o\n", 0o644)
+	g := filepath.Join(work, ".git")
+	if err := os.MkdirAll(g, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"config", "info"} {
+		if err := os.Symlink(filepath.Join(main, n), filepath.Join(g, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
+	snaps := snapshotGitConfigs([]string{g}, nil, env)
+	time.Sleep(1100 * time.Millisecond) // ctime granularity: the links predate the run
+	started := time.Now().Add(sweepSlack)
+	time.Sleep(1100 * time.Millisecond)
+	testutil.WriteFile(t, filepath.Join(g, "HEAD"), "ref: refs/heads/main\n", 0o644) // the run
+
+	f := sweepBound(g, started, env, snaps)
+	if len(f.held) != 0 || len(f.restore) != 0 {
+		t.Fatalf("held = %v, restore = %v: want the host's links left alone", f.held, f.restore)
+	}
+	for _, n := range []string{"config", "info"} {
+		if fi, err := os.Lstat(filepath.Join(g, n)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("the host's .git/%s link: %v %v", n, fi, err)
+		}
+	}
+}
+
+// TestCopyHeldKeepsHoles: what the sweep holds across file systems is made again in the
+// changeset; a sparse file (a nested repository's hook of 8 GiB of holes) takes there about
+// the blocks of its data, not 8 GiB of zeros.
+func TestCopyHeldKeepsHoles(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "post-checkout"), filepath.Join(dir, "held")
+	testutil.WriteFile(t, src, "#!/bin/sh\n", 0o755)
+	if err := os.Truncate(src, 8<<30); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyHeld(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(dst, &st); err != nil || st.Size != 8<<30 {
+		t.Fatalf("held copy: %v, size %d", err, st.Size)
+	}
+	if used := st.Blocks * 512; used > 1<<20 {
+		t.Errorf("the held copy allocates %d bytes for a file of 10 bytes of data: its holes were written", used)
+	}
+	f, err := os.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if b := make([]byte, 10); func() error { _, err := f.ReadAt(b, 0); return err }() != nil || string(b) != "#!/bin/sh\n" {
+		t.Errorf("the held copy's data: %q", b)
+	}
+}
+
+// TestSweepBoundGitConfigLarge: a host config larger than the sweep parses (1 MiB: many
+// remotes and branches) that the run leaves alone stays as it was, whole; one the run adds
+// core.fsmonitor to is held and the host's file put back byte for byte, not cut at 1 MiB.
+func TestSweepBoundGitConfigLarge(t *testing.T) {
+	orig := "[core]\n\tbare = false\n" + strings.Repeat("# a comment line of the host's own config\n", 30000)
+	for _, payload := range []string{"", "[core]\n\tfsmonitor = ./evil\n"} {
+		t.Setenv("XDG_STATE_HOME", t.TempDir())
+		t.Setenv("SYSPROF_STATE_DIR", "")
+		work := t.TempDir()
+		g := filepath.Join(work, ".git")
+		config := filepath.Join(g, "config")
+		testutil.WriteFile(t, config, orig, 0o644)
+		env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
+		snaps := snapshotGitConfigs([]string{g}, nil, env)
+		started := time.Now()
+		if payload != "" {
+			testutil.WriteFile(t, config, orig+payload, 0o644)
+		}
+		f := sweepBound(g, started, env, snaps)
+		if want := map[bool][]string{false: nil, true: {"config"}}[payload != ""]; !slices.Equal(f.held, want) {
+			t.Errorf("payload %q: held = %v, want %v", payload, f.held, want)
+		}
+		if len(f.held) > 0 {
+			holdInRun(t, work, f, "git", "commit")
+		}
+		if b, _ := os.ReadFile(config); string(b) != orig {
+			t.Errorf("payload %q: host .git/config is %d bytes, want the host's %d as they were", payload, len(b), len(orig))
+		}
 	}
 }

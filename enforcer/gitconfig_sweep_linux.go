@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -100,14 +103,15 @@ func snapshotGitConfigs(bound, readOnly []string, env Env) *gitConfigSnaps {
 	snaps := &gitConfigSnaps{files: map[string]*gitConfigSnap{}, readOnly: readOnly}
 	for _, b := range bound {
 		for _, p := range repoConfigFiles(b, env) {
-			snaps.files[p] = readGitConfig(p)
+			snaps.files[p] = readGitConfig(p, -1) // whole: what is put back must be the host's file
 		}
 	}
 	return snaps
 }
 
-// readGitConfig reads config file p, not through a symlink; nil when it is not a regular file.
-func readGitConfig(p string) *gitConfigSnap {
+// readGitConfig reads config file p, not through a symlink, up to limit bytes (all of it when
+// limit < 0); nil when it is not a regular file.
+func readGitConfig(p string, limit int64) *gitConfigSnap {
 	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil
@@ -117,7 +121,11 @@ func readGitConfig(p string) *gitConfigSnap {
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}
-	data, err := io.ReadAll(io.LimitReader(f, 1<<20+1))
+	var r io.Reader = f
+	if limit >= 0 {
+		r = io.LimitReader(f, limit)
+	}
+	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil
 	}
@@ -132,8 +140,10 @@ func readGitConfig(p string) *gitConfigSnap {
 // during the run, or that is no longer a regular file (a symlink git would follow to a file
 // of the run's choosing, a fifo git would hang on, a directory; or a directory on its way
 // replaced so), and remembers the file to put back. A config the run removed stays removed:
-// git runs nothing for it.
-func (f *boundFinding) sweepGitConfigs(snaps *gitConfigSnaps, env Env) {
+// git runs nothing for it. What was not a regular file before the run (since: its start, less
+// the slack) is the host's own (git-new-workdir links config and info/ to the main
+// repository's): neither held nor removed.
+func (f *boundFinding) sweepGitConfigs(snaps *gitConfigSnaps, env Env, since time.Time) {
 	if snaps == nil {
 		return
 	}
@@ -147,11 +157,11 @@ func (f *boundFinding) sweepGitConfigs(snaps *gitConfigSnaps, env Env) {
 		}
 		old := snaps.files[p]
 		var what string
-		if bad, kind := nonRegularOnTheWay(f.dir, rel); bad != "" {
+		if bad, kind := nonRegularOnTheWay(f.dir, rel, since); bad != "" {
 			// Held is what replaced the file (or its directory): the file goes back in its place.
 			rel, what = bad, kind
-		} else if now := readGitConfig(p); now == nil {
-			continue
+		} else if now := readGitConfig(p, readLimit(old)); now == nil || old != nil && bytes.Equal(now.data, old.data) {
+			continue // none, or as it was: it gained nothing
 		} else {
 			var before []byte
 			if old != nil {
@@ -173,10 +183,21 @@ func (f *boundFinding) sweepGitConfigs(snaps *gitConfigSnaps, env Env) {
 	}
 }
 
+// readLimit is how much of the run's config the sweep reads: a byte past what GitRepoFileRuns
+// parses (a larger file is held unread), or past the host's own file when that was larger, so
+// that a file left as it was reads as such and is neither held nor put back.
+func readLimit(old *gitConfigSnap) int64 {
+	if old != nil && len(old.data) >= 1<<20 {
+		return int64(len(old.data)) + 1
+	}
+	return 1<<20 + 1
+}
+
 // nonRegularOnTheWay returns the first component of rel below dir that is neither a directory
-// (on the way) nor a regular file (rel itself), and what it is; "" when there is none or a
-// component is missing.
-func nonRegularOnTheWay(dir, rel string) (bad, what string) {
+// (on the way) nor a regular file (rel itself), and what it is; "" when there is none, a
+// component is missing, or the first such component's ctime is before since (the host's own,
+// not the run's: a link the run made or renamed into place has a ctime of the run).
+func nonRegularOnTheWay(dir, rel string, since time.Time) (bad, what string) {
 	comps := strings.Split(rel, "/")
 	for i := range comps {
 		r := filepath.Join(comps[:i+1]...)
@@ -188,7 +209,11 @@ func nonRegularOnTheWay(dir, rel string) (bad, what string) {
 		if last && fi.Mode().IsRegular() || !last && fi.IsDir() {
 			continue
 		}
-		kind := "a " + fileKind(fi.Mode())
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || time.Unix(st.Ctim.Unix()).Before(since) {
+			return "", ""
+		}
+		kind := "a " + changeset.TypeWord(changeset.TypeOf(st.Mode))
 		if fi.Mode()&os.ModeSymlink != 0 {
 			t, _ := os.Readlink(filepath.Join(dir, r))
 			kind = fmt.Sprintf("a symlink to %s", t)
@@ -199,25 +224,6 @@ func nonRegularOnTheWay(dir, rel string) (bad, what string) {
 		return r, fmt.Sprintf("was replaced by %s (git would read what it names)", kind)
 	}
 	return "", ""
-}
-
-// fileKind names a file type.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m&os.ModeSymlink != 0:
-		return "symlink"
-	case m.IsDir():
-		return "directory"
-	case m&os.ModeNamedPipe != 0:
-		return "fifo"
-	case m&os.ModeSocket != 0:
-		return "socket"
-	case m&os.ModeDevice != 0:
-		return "device node"
-	case m.IsRegular():
-		return "regular file"
-	}
-	return "special file"
 }
 
 // restoreGitConfigs puts back the configs f.restore holds: the file as it was before the run,

@@ -255,14 +255,12 @@ func (c *copier) entry(src, dst int, name, rel string) error {
 		if err != nil {
 			return err
 		}
-		sf := os.NewFile(uintptr(s), rel)
-		defer sf.Close()
+		defer unix.Close(s)
 		d, err := unix.Openat(dst, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
 		if err != nil {
 			return fmt.Errorf("create %s: %w", rel, err)
 		}
-		df := os.NewFile(uintptr(d), rel)
-		defer df.Close()
+		defer unix.Close(d)
 		// Holes stay holes: a sparse file takes no room in the bounded tmpfs and must take none
 		// on the disk layer either.
 		if err := fscopy.Data(d, s); err != nil {
