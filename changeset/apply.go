@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -439,7 +438,7 @@ func (a *applier) apply(c *Change) error {
 		return a.chmodHost(c, host, name, up)
 	}
 	if c.Type == TypeFile {
-		if err := a.sanitize(c, up, name, !hasDefaultACL(host)); err != nil {
+		if err := a.sanitize(c, up, name); err != nil {
 			return err
 		}
 	}
@@ -526,17 +525,8 @@ func strip(fd int, st *unix.Stat_t, path string, acls bool) ([]string, error) {
 	return stripped, nil
 }
 
-// hasDefaultACL reports whether directory dir (an O_PATH fd) has a default ACL: a file made
-// in it, in the overlay as on the host, takes its ACL from it.
-func hasDefaultACL(dir int) bool {
-	n, err := unix.Getxattr("/proc/self/fd/"+strconv.Itoa(dir), "system.posix_acl_default", nil)
-	return err == nil && n > 0
-}
-
-// sanitize strips set-id bits and file capabilities from an upper file before it moves, and
-// with acls its ACLs (without: the host directory's default ACL gave it the one it has, and
-// a run in its user namespace can name no other user in one).
-func (a *applier) sanitize(c *Change, up int, name string, acls bool) error {
+// sanitize strips set-id bits and file capabilities from an upper file before it moves.
+func (a *applier) sanitize(c *Change, up int, name string) error {
 	fd, err := openBeneath(up, name, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return fmt.Errorf("open %s in the changeset: %w", c.Path, err)
@@ -549,7 +539,7 @@ func (a *applier) sanitize(c *Change, up int, name string, acls bool) error {
 	if st.Ino != c.ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("%w: %s changed in the changeset while applying", errRefused, c.Path)
 	}
-	stripped, err := strip(fd, &st, c.Path, acls)
+	stripped, err := strip(fd, &st, c.Path, true)
 	if err != nil {
 		return err
 	}
@@ -602,7 +592,7 @@ func (a *applier) move(c *Change, up, host int, name string, hostNow bool, hst *
 // is not the type the change said (an entry swapped between the checks and the rename by a
 // command still running) is taken off the host again, and set-id bits or capabilities found on
 // a file are stripped, whatever happened before; so are ACLs on a file renamed in (copied is
-// false) to a directory without a default ACL (sanitize's rule).
+// false), which takes none from the host's directory.
 func (a *applier) verifyPlaced(c *Change, host int, name string, copied bool) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(host, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -623,7 +613,7 @@ func (a *applier) verifyPlaced(c *Change, host int, name string, copied bool) er
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	stripped, err := strip(fd, &st, c.Path, !copied && !hasDefaultACL(host))
+	stripped, err := strip(fd, &st, c.Path, !copied)
 	if err != nil {
 		return err
 	}

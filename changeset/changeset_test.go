@@ -687,31 +687,3 @@ echo new > build/x-1.tmp && mv build/x-1.tmp build/x-1 && ln -f build/x-1 build/
 		t.Errorf("conflicts %v, want only the user's edited build/x and build/x-1", conflicts)
 	}
 }
-
-// TestApplyKeepsHostDefaultACL: a file the run makes in a host directory with a default ACL
-// (a team's shared directory) takes its ACL from it in the overlay as on the host; that ACL
-// is the host's, kept when the file lands, and no removal is on the record.
-func TestApplyKeepsHostDefaultACL(t *testing.T) {
-	// default: user::rwx user:65534:rwx group::r-x mask::rwx other::r-x
-	dacl := []byte{2, 0, 0, 0, 1, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, 2, 0, 7, 0, 0xfe, 0xff, 0, 0, 4, 0, 5, 0, 0xff, 0xff, 0xff, 0xff,
-		0x10, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, 0x20, 0, 5, 0, 0xff, 0xff, 0xff, 0xff}
-	r, w := newRun(t, func(w string) {
-		if err := os.Mkdir(filepath.Join(w, "shared"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		testutil.RequireNoErr(t, "set a default ACL", unix.Setxattr(filepath.Join(w, "shared"), "system.posix_acl_default", dacl, 0))
-	}, []string{"shared/**"})
-	inOverlay(t, r, `echo x > shared/out`)
-	res, err := r.Apply(ApplyLearned, nil)
-	if err != nil || len(res.Applied) == 0 {
-		t.Fatalf("apply learned: %v %+v", err, res)
-	}
-	if n, err := unix.Getxattr(filepath.Join(w, "shared/out"), "system.posix_acl_access", nil); err != nil || n == 0 {
-		t.Errorf("shared/out lost the ACL the host's directory gives its files: %v", err)
-	}
-	for _, c := range res.Applied {
-		if c.Stripped != "" {
-			t.Errorf("%s: %q: nothing of the run's was removed", c.Path, c.Stripped)
-		}
-	}
-}
