@@ -177,7 +177,9 @@ func startWaiting(a *Attr) (*Process, error) {
 		closeAll(release[0], release[1], exec[0], exec[1])
 		return nil, err
 	}
-	pidfd, res := new(int32), new(result)
+	// The kernel writes pidfd during the clone; the child writes p.res while this goroutine
+	// runs on (its stack may move meanwhile: nothing the child touches is on it).
+	pidfd, res := new(int32), &p.res
 	*pidfd = -1
 	ca := cloneArgsFor(a, pidfd)
 	ca.flags &^= unix.CLONE_VFORK
@@ -265,9 +267,8 @@ func Release(fd int) error {
 	p.keep = append(p.keep, buf)
 	p.call("wait for the caller's close", unix.SYS_READ, uintptr(pw[0]), uintptr(unsafe.Pointer(buf)), 1)
 	p.ops[len(p.ops)-1].ignore = 1
-	res := new(result)
 	ca := &cloneArgs{flags: unix.CLONE_VM | clearSighand, exitSignal: uint64(unix.SIGCHLD)}
-	pid, errno := rawSpawn(ca, unsafe.Sizeof(*ca), &p.ops[0], uintptr(len(p.ops)), res)
+	pid, errno := rawSpawn(ca, unsafe.Sizeof(*ca), &p.ops[0], uintptr(len(p.ops)), &p.res)
 	if errno != 0 {
 		unix.Close(pw[0])
 		unix.Close(pw[1])
@@ -285,16 +286,15 @@ func Release(fd int) error {
 		}
 		// The child read these until it exited.
 		runtime.KeepAlive(p)
-		runtime.KeepAlive(res)
-		runtime.KeepAlive(ca)
 	}()
 	return nil
 }
 
 // start clones with the calls p lists for the child.
 func start(a *Attr, p *prepared) (*Process, error) {
-	// On the heap, which does not move: the kernel and the child write them.
-	pidfd, res := new(int32), new(result)
+	// The kernel writes pidfd during the clone, the child p.res (in p, on the heap: nothing the
+	// child touches may be on a goroutine stack, which moves).
+	pidfd, res := new(int32), &p.res
 	*pidfd = -1
 	ca := cloneArgsFor(a, pidfd)
 	pid, errno := rawSpawn(ca, unsafe.Sizeof(*ca), &p.ops[0], uintptr(len(p.ops)), res)
@@ -313,11 +313,13 @@ func start(a *Attr, p *prepared) (*Process, error) {
 }
 
 // prepared is the child's list of calls and what each is, for errors; it holds every buffer
-// the calls point to.
+// the calls point to, and the result the child leaves (rawSpawn's res): on the heap, since
+// plan returns it, where the child's writes cannot miss (a goroutine stack moves).
 type prepared struct {
 	ops  []op
 	what []string
 	keep []any
+	res  result
 }
 
 func (p *prepared) call(what string, nr uintptr, args ...uintptr) {
