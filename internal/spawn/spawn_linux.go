@@ -7,15 +7,19 @@
 // child waits for the parent to write the id maps, which a vfork parent cannot do while it is
 // suspended): a full fork of a 20 MB, multi-threaded process, whose every page the parent then
 // writes takes a copy-on-write fault and a TLB shootdown (issue 28: ~14% of enforce's parent
-// CPU for `true`). Here the child does not wait: it raises the capabilities its program needs
-// as ambient ones (they survive the execve of an unmapped uid) and execs at once; the caller
-// writes the id maps afterwards (WriteIDMaps) and the program, which waits for its config
-// anyway, switches its credentials itself once they exist.
+// CPU for `true`). Here the child raises the capabilities its program needs as ambient ones
+// (they survive the execve of an unmapped uid). With no ids to take it execs at once and Start
+// writes the id maps afterwards (Attr.IDs, or the caller: WriteIDMaps). With ids to take
+// (IDs.Cred) it is cloned without CLONE_VFORK, still sharing this memory: it waits on a pipe
+// while Start writes the maps, takes the ids with raw setgroups/setgid/setuid and execs, and
+// Start returns once the execve closed the child's end of a second pipe.
 //
 // The child runs a list of raw system calls prepared here by the parent (dup3, setsid, prctl,
-// capset, chdir, execve), walked by a few lines of assembly that use no stack and call nothing:
-// with CLONE_VM it must not touch the parent's goroutine stack or run Go code. CLONE_CLEAR_SIGHAND
-// resets every handled signal in the child, so no Go handler can run there. Requires Linux 5.5
+// read, setgroups, setgid, setuid, capset, chdir, execve), walked by a few lines of assembly
+// that use no stack and call nothing: with CLONE_VM it must not touch the parent's goroutine
+// stack (which moves) or run Go code; what it reads and writes is on the heap and kept alive
+// until it has exec'd or is gone. CLONE_CLEAR_SIGHAND resets every handled signal in the
+// child, so no Go handler can run there. Requires Linux 5.5
 // (clone3 with CLONE_CLEAR_SIGHAND), amd64; elsewhere Start returns an error wrapping
 // feature.ErrNotSupported and the caller uses os/exec.
 package spawn
