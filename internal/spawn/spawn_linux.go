@@ -201,14 +201,15 @@ func startWaiting(a *Attr) (*Process, error) {
 			err = nil
 		}
 	}
-	unix.Close(release[1])
 	if err != nil {
-		// The child may be anywhere in its list: it shares this memory until it is gone.
+		// Killed while it waits (or wherever it is in its list: it shares this memory until it
+		// is gone), before its release's EOF could let it go on with a map half written.
 		kill(proc)
-		unix.Close(exec[0])
+		closeAll(release[1], exec[0])
 		runtime.KeepAlive(p)
 		return nil, fmt.Errorf("start %s: %w", a.Path, err)
 	}
+	unix.Close(release[1])
 	var b [1]byte
 	for {
 		if _, err := unix.Read(exec[0], b[:]); err != unix.EINTR {
