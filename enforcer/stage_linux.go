@@ -287,15 +287,7 @@ func vforkStage(cmd *exec.Cmd, attr *syscall.SysProcAttr) (*stage, error) {
 		ios.abandon()
 		return nil, fmt.Errorf("start init stage: %w", err)
 	}
-	proc, err := os.FindProcess(p.Pid)
-	if err != nil {
-		unix.PidfdSendSignal(p.PidFD, unix.SIGKILL, nil, 0)
-		var ws unix.WaitStatus
-		unix.Wait4(p.Pid, &ws, 0, nil)
-		unix.Close(p.PidFD)
-		ios.wait()
-		return nil, fmt.Errorf("start init stage: %w", err)
-	}
+	proc, _ := os.FindProcess(p.Pid) // never fails on Unix
 	return &stage{proc: proc, pid: p.Pid, pidfd: p.PidFD, creds: creds, streams: ios}, nil
 }
 

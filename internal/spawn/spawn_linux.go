@@ -7,15 +7,19 @@
 // child waits for the parent to write the id maps, which a vfork parent cannot do while it is
 // suspended): a full fork of a 20 MB, multi-threaded process, whose every page the parent then
 // writes takes a copy-on-write fault and a TLB shootdown (issue 28: ~14% of enforce's parent
-// CPU for `true`). Here the child does not wait: it raises the capabilities its program needs
-// as ambient ones (they survive the execve of an unmapped uid) and execs at once; the caller
-// writes the id maps afterwards (WriteIDMaps) and the program, which waits for its config
-// anyway, switches its credentials itself once they exist.
+// CPU for `true`). Here the child raises the capabilities its program needs as ambient ones
+// (they survive the execve of an unmapped uid). With no ids to take it execs at once and Start
+// writes the id maps afterwards (Attr.IDs, or the caller: WriteIDMaps). With ids to take
+// (IDs.Cred) it is cloned without CLONE_VFORK, still sharing this memory: it waits on a pipe
+// while Start writes the maps, takes the ids with raw setgroups/setgid/setuid and execs, and
+// Start returns once the execve closed the child's end of a second pipe.
 //
 // The child runs a list of raw system calls prepared here by the parent (dup3, setsid, prctl,
-// capset, chdir, execve), walked by a few lines of assembly that use no stack and call nothing:
-// with CLONE_VM it must not touch the parent's goroutine stack or run Go code. CLONE_CLEAR_SIGHAND
-// resets every handled signal in the child, so no Go handler can run there. Requires Linux 5.5
+// read, setgroups, setgid, setuid, capset, chdir, execve), walked by a few lines of assembly
+// that use no stack and call nothing: with CLONE_VM it must not touch the parent's goroutine
+// stack (which moves) or run Go code; what it reads and writes is on the heap and kept alive
+// until it has exec'd or is gone. CLONE_CLEAR_SIGHAND resets every handled signal in the
+// child, so no Go handler can run there. Requires Linux 5.5
 // (clone3 with CLONE_CLEAR_SIGHAND), amd64; elsewhere Start returns an error wrapping
 // feature.ErrNotSupported and the caller uses os/exec.
 package spawn
@@ -177,7 +181,9 @@ func startWaiting(a *Attr) (*Process, error) {
 		closeAll(release[0], release[1], exec[0], exec[1])
 		return nil, err
 	}
-	pidfd, res := new(int32), new(result)
+	// The kernel writes pidfd during the clone; the child writes p.res while this goroutine
+	// runs on (its stack may move meanwhile: nothing the child touches is on it).
+	pidfd, res := new(int32), &p.res
 	*pidfd = -1
 	ca := cloneArgsFor(a, pidfd)
 	ca.flags &^= unix.CLONE_VFORK
@@ -195,14 +201,15 @@ func startWaiting(a *Attr) (*Process, error) {
 			err = nil
 		}
 	}
-	unix.Close(release[1])
 	if err != nil {
-		// The child may be anywhere in its list: it shares this memory until it is gone.
+		// Killed while it waits (or wherever it is in its list: it shares this memory until it
+		// is gone), before its release's EOF could let it go on with a map half written.
 		kill(proc)
-		unix.Close(exec[0])
+		closeAll(release[1], exec[0])
 		runtime.KeepAlive(p)
 		return nil, fmt.Errorf("start %s: %w", a.Path, err)
 	}
+	unix.Close(release[1])
 	var b [1]byte
 	for {
 		if _, err := unix.Read(exec[0], b[:]); err != unix.EINTR {
@@ -265,9 +272,8 @@ func Release(fd int) error {
 	p.keep = append(p.keep, buf)
 	p.call("wait for the caller's close", unix.SYS_READ, uintptr(pw[0]), uintptr(unsafe.Pointer(buf)), 1)
 	p.ops[len(p.ops)-1].ignore = 1
-	res := new(result)
 	ca := &cloneArgs{flags: unix.CLONE_VM | clearSighand, exitSignal: uint64(unix.SIGCHLD)}
-	pid, errno := rawSpawn(ca, unsafe.Sizeof(*ca), &p.ops[0], uintptr(len(p.ops)), res)
+	pid, errno := rawSpawn(ca, unsafe.Sizeof(*ca), &p.ops[0], uintptr(len(p.ops)), &p.res)
 	if errno != 0 {
 		unix.Close(pw[0])
 		unix.Close(pw[1])
@@ -285,16 +291,15 @@ func Release(fd int) error {
 		}
 		// The child read these until it exited.
 		runtime.KeepAlive(p)
-		runtime.KeepAlive(res)
-		runtime.KeepAlive(ca)
 	}()
 	return nil
 }
 
 // start clones with the calls p lists for the child.
 func start(a *Attr, p *prepared) (*Process, error) {
-	// On the heap, which does not move: the kernel and the child write them.
-	pidfd, res := new(int32), new(result)
+	// The kernel writes pidfd during the clone, the child p.res (in p, on the heap: nothing the
+	// child touches may be on a goroutine stack, which moves).
+	pidfd, res := new(int32), &p.res
 	*pidfd = -1
 	ca := cloneArgsFor(a, pidfd)
 	pid, errno := rawSpawn(ca, unsafe.Sizeof(*ca), &p.ops[0], uintptr(len(p.ops)), res)
@@ -313,11 +318,13 @@ func start(a *Attr, p *prepared) (*Process, error) {
 }
 
 // prepared is the child's list of calls and what each is, for errors; it holds every buffer
-// the calls point to.
+// the calls point to, and the result the child leaves (rawSpawn's res): on the heap, since
+// plan returns it, where the child's writes cannot miss (a goroutine stack moves).
 type prepared struct {
 	ops  []op
 	what []string
 	keep []any
+	res  result
 }
 
 func (p *prepared) call(what string, nr uintptr, args ...uintptr) {

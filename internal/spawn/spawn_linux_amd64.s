@@ -2,9 +2,10 @@
 
 // func rawSpawn(ca *cloneArgs, size uintptr, ops *op, n uintptr, res *result) (pid uintptr, errno uintptr)
 //
-// The child shares the parent's memory (CLONE_VM) while the parent's thread is suspended
-// (CLONE_VFORK): it uses registers only (R12: the next op, R13: ops left, BX: res), never the
-// stack, and calls nothing; each op is {nr, a0..a5, ignore} (64 bytes).
+// The child shares the parent's memory (CLONE_VM), and without CLONE_VFORK runs beside the
+// parent's thread, whose goroutine stack it starts on and which may move: it uses registers
+// only (R12: the next op, R13: ops left, BX: res, all on the heap), never the stack, and calls
+// nothing; each op is {nr, a0..a5, ignore} (64 bytes).
 TEXT ·rawSpawn(SB),NOSPLIT|NOFRAME,$0-56
 	MOVQ	ca+0(FP), DI
 	MOVQ	size+8(FP), SI

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -271,4 +272,60 @@ func TestStartIDsMapsRefused(t *testing.T) {
 	if _, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); err != unix.ECHILD {
 		t.Errorf("a child is left: %v", err)
 	}
+}
+
+// A child with ids to take that fails after the parent's thread went on (a chdir refused once
+// the maps exist) fails Start with that call: the child writes its result into memory it
+// shares with a parent that runs on meanwhile, which must not be a goroutine stack (the
+// runtime moves one that grows or, here, that a collection shrinks).
+func TestStartIDsChildFailsLate(t *testing.T) {
+	uid, gid := os.Getuid(), os.Getgid()
+	ids := &IDs{Uids: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		Gids: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+		Cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
+	if uid == 0 {
+		host := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 65534, Size: 1}}
+		ids = &IDs{Uids: host, Gids: host, EnableSetgroups: true, Cred: &syscall.Credential{Groups: []uint32{0}}}
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // collections shrink the starting goroutine's mostly unused stack (moving it)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.GC()
+			}
+		}
+	}()
+	for range 100 {
+		errc := make(chan error)
+		go func() {
+			grow(1 << 12) // a large stack, mostly unused while Start runs
+			p, err := Start(&Attr{Path: "/bin/true", Argv: []string{"true"}, Dir: "/nonexistent-sysprof-spawn",
+				CgroupFD: -1, CloneFlags: unix.CLONE_NEWUSER, IDs: ids})
+			if err == nil {
+				reap(p.Pid)
+				unix.Close(p.PidFD)
+			}
+			errc <- err
+		}()
+		err := <-errc
+		if err != nil && !strings.Contains(err.Error(), "chdir") {
+			requireSpawn(t, err)
+		}
+		if err == nil || !errors.Is(err, unix.ENOENT) {
+			t.Fatalf("err %v, want the chdir's ENOENT", err)
+		}
+	}
+}
+
+//go:noinline
+func grow(n int) byte {
+	var b [256]byte
+	if n > 0 {
+		b[n%256] = grow(n - 1)
+	}
+	return b[n%7]
 }
