@@ -438,7 +438,7 @@ func (a *applier) apply(c *Change) error {
 		return a.chmodHost(c, host, name, up)
 	}
 	if c.Type == TypeFile {
-		if err := a.sanitize(c, up, name); err != nil {
+		if err := a.sanitize(c, up, host, name); err != nil {
 			return err
 		}
 	}
@@ -498,35 +498,9 @@ func (a *applier) unlinking(st *unix.Stat_t) {
 	}
 }
 
-// strip removes from open file fd (st its stat) what never leaves a run: set-id bits, file
-// capabilities, and with acls its POSIX ACLs (a run's grant to other users); it returns what
-// it removed. A copy made across file systems carries none of the run's ACLs (copyIn copies
-// no xattrs), only what the host directory's default ACL gives it: the host's, kept.
-func strip(fd int, st *unix.Stat_t, path string, acls bool) ([]string, error) {
-	var stripped []string
-	if st.Mode&0o6000 != 0 {
-		if err := unix.Fchmod(fd, st.Mode&0o1777); err != nil {
-			return nil, fmt.Errorf("strip set-id bits of %s: %w", path, err)
-		}
-		stripped = append(stripped, "set-id bits")
-	}
-	xattrs := []struct{ name, what string }{{"security.capability", "file capabilities"}, {"system.posix_acl_access", "ACL"}, {"system.posix_acl_default", "default ACL"}}
-	if !acls {
-		xattrs = xattrs[:1]
-	}
-	for _, x := range xattrs {
-		if n, err := unix.Fgetxattr(fd, x.name, nil); err == nil && n > 0 {
-			if err := unix.Fremovexattr(fd, x.name); err != nil {
-				return nil, fmt.Errorf("strip the %s of %s: %w", x.what, path, err)
-			}
-			stripped = append(stripped, x.what)
-		}
-	}
-	return stripped, nil
-}
-
-// sanitize strips set-id bits and file capabilities from an upper file before it moves.
-func (a *applier) sanitize(c *Change, up int, name string) error {
+// sanitize strips what never leaves a run (Strip: host is the directory it moves into) from an
+// upper file before it moves.
+func (a *applier) sanitize(c *Change, up, host int, name string) error {
 	fd, err := openBeneath(up, name, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return fmt.Errorf("open %s in the changeset: %w", c.Path, err)
@@ -539,7 +513,14 @@ func (a *applier) sanitize(c *Change, up int, name string) error {
 	if st.Ino != c.ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("%w: %s changed in the changeset while applying", errRefused, c.Path)
 	}
-	stripped, err := strip(fd, &st, c.Path, true)
+	c.before = Before{}
+	if hfd, err := openBeneath(host, name, unix.O_PATH); err == nil {
+		c.before = ReadBefore(hfd)
+		unix.Close(hfd)
+	} else if !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("open %s on the host: %w", c.Path, err)
+	}
+	stripped, err := Strip(fd, &st, host, c.Path, c.before)
 	if err != nil {
 		return err
 	}
@@ -585,15 +566,14 @@ func (a *applier) move(c *Change, up, host int, name string, hostNow bool, hst *
 	if err != nil {
 		return err
 	}
-	return a.verifyPlaced(c, host, name, src != up)
+	return a.verifyPlaced(c, host, name)
 }
 
 // verifyPlaced checks what now lies at host/name, where the command cannot reach: a file that
 // is not the type the change said (an entry swapped between the checks and the rename by a
-// command still running) is taken off the host again, and set-id bits or capabilities found on
-// a file are stripped, whatever happened before; so are ACLs on a file renamed in (copied is
-// false), which takes none from the host's directory.
-func (a *applier) verifyPlaced(c *Change, host int, name string, copied bool) error {
+// command still running) is taken off the host again, and what never leaves a run found on a
+// file (Strip) is stripped, whatever happened before.
+func (a *applier) verifyPlaced(c *Change, host int, name string) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(host, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("stat %s after placing it: %w", c.Path, err)
@@ -613,7 +593,7 @@ func (a *applier) verifyPlaced(c *Change, host int, name string, copied bool) er
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	stripped, err := strip(fd, &st, c.Path, !copied)
+	stripped, err := Strip(fd, &st, host, c.Path, c.before)
 	if err != nil {
 		return err
 	}

@@ -93,6 +93,7 @@ type Change struct {
 	BuildDefinition string `json:"buildDefinition,omitempty"`
 
 	dev, ino uint64 // the upper inode Scan saw (Apply refuses an entry changed since)
+	before   Before // the host entry it replaces, read by Apply before the move (Strip)
 	opaque   bool   // a directory that replaced the host's (user.overlay.opaque)
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -148,32 +147,39 @@ func (f *boundFinding) check(dirfd int, name, rel string, since time.Time) {
 				return
 			}
 		}
-		fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
-		if err != nil {
-			return
-		}
-		defer unix.Close(fd)
-		proc := "/proc/self/fd/" + strconv.Itoa(fd)
-		var what []string
-		if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
-			if err := unix.Chmod(proc, st.Mode&0o1777); err != nil {
-				f.errs = append(f.errs, fmt.Sprintf("bound %s: could not strip the set-id bits of %s: %v", f.dir, report.Printable(host), err))
-				return
-			}
-			what = append(what, "set-id bits")
-		}
-		if _, err := unix.Getxattr(proc, "security.capability", nil); err == nil {
-			if err := unix.Removexattr(proc, "security.capability"); err != nil {
-				f.errs = append(f.errs, fmt.Sprintf("bound %s: could not strip the file capabilities of %s: %v", f.dir, report.Printable(host), err))
-				return
-			}
-			what = append(what, "file capabilities")
-		}
-		if len(what) > 0 {
-			reason := fmt.Sprintf("%v removed: written in a directory bound writable, never installed on the host", what)
-			f.stripped = append(f.stripped, report.Change{Path: host, Op: string(changeset.OpMode), Type: changeset.TypeFile,
-				Class: string(changeset.Dangerous), State: report.ChangeStripped, Reason: reason, Risk: report.RiskCritical})
-		}
+		f.strip(dirfd, name, host, &st, since)
+	case unix.S_IFDIR:
+		f.strip(dirfd, name, host, &st, since) // a default ACL of the run's grants every later file
+	}
+}
+
+// strip removes from entry name of dirfd what never leaves a run (changeset.Strip: set-id
+// bits, file capabilities, an ACL but the host's), recorded. An entry born before the run
+// (statx's birth time; unknown: counted as born before) is the host's, and so are its ACLs as
+// they are: the sweep cannot tell the host's from a change the run made (the supervisor
+// records each ACL the run sets: xattr_linux.go). One the run made keeps only what its
+// directory's default ACL gives it.
+func (f *boundFinding) strip(dirfd int, name, host string, st *unix.Stat_t, since time.Time) {
+	fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	var before changeset.Before
+	var stx unix.Statx_t
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BTIME, &stx) != nil || stx.Mask&unix.STATX_BTIME == 0 ||
+		time.Unix(stx.Btime.Sec, int64(stx.Btime.Nsec)).Before(since) {
+		before = changeset.ReadBefore(fd)
+	}
+	what, err := changeset.Strip(fd, st, dirfd, host, before)
+	if err != nil {
+		f.errs = append(f.errs, fmt.Sprintf("bound %s: %s", f.dir, report.Printable(err.Error())))
+		return
+	}
+	if len(what) > 0 {
+		reason := fmt.Sprintf("%s removed: written in a directory bound writable, never installed on the host", strings.Join(what, " and "))
+		f.stripped = append(f.stripped, report.Change{Path: host, Op: string(changeset.OpMode), Type: changeset.TypeOf(st.Mode),
+			Class: string(changeset.Dangerous), State: report.ChangeStripped, Reason: reason, Risk: report.RiskCritical})
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sysprof/sysprof/changeset"
 	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/report"
 )
 
 // The sweep of a bound directory is the defence behind the syscall layer's set-id refusal
@@ -470,5 +471,61 @@ func TestSweepBoundGitConfigLarge(t *testing.T) {
 		if b, _ := os.ReadFile(config); string(b) != orig {
 			t.Errorf("payload %q: host .git/config is %d bytes, want the host's %d as they were", payload, len(b), len(orig))
 		}
+	}
+}
+
+// TestSweepBoundStripsACL (issue 23): the sweep of a directory bound writable strips ACLs by
+// Apply's rule (changeset.Strip): a file whose ACL the run set (a grant beyond the mode) and a
+// directory given a default ACL of the run's (every later file there) lose them, said; a file
+// made in a host directory with a default ACL keeps what that gives it.
+func TestSweepBoundStripsACL(t *testing.T) {
+	work := t.TempDir()
+	dir := filepath.Join(work, "out")
+	team := filepath.Join(dir, "team")
+	if err := os.MkdirAll(team, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	u := func(tag, perm uint16, id uint32) []byte {
+		return []byte{byte(tag), byte(tag >> 8), byte(perm), 0, byte(id), byte(id >> 8), byte(id >> 16), byte(id >> 24)}
+	}
+	aclOf := func(es ...[]byte) []byte { return append([]byte{2, 0, 0, 0}, slices.Concat(es...)...) }
+	const undef = 0xffffffff
+	// team/: default user::rwx user:65534:rwx group::r-x mask::rwx other::r-x (the host's)
+	def := aclOf(u(1, 7, undef), u(2, 7, 65534), u(4, 5, undef), u(0x10, 7, undef), u(0x20, 5, undef))
+	testutil.RequireNoErr(t, "set a default ACL", unix.Setxattr(team, changeset.ACLDefault, def, 0))
+	time.Sleep(1100 * time.Millisecond)
+	started := time.Now().Add(sweepSlack)
+	time.Sleep(1100 * time.Millisecond)
+	testutil.WriteFile(t, filepath.Join(team, "kept"), "x", 0o644) // inherits team/'s default
+	granted := filepath.Join(dir, "granted")
+	testutil.WriteFile(t, granted, "x", 0o600)
+	// user::rw- group::--- mask::rw- other::rw-: the run's grant beyond its mode
+	testutil.RequireNoErr(t, "set an ACL", unix.Setxattr(granted, changeset.ACLAccess, aclOf(u(1, 6, undef), u(4, 0, undef), u(0x10, 6, undef), u(0x20, 6, undef)), 0))
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testutil.RequireNoErr(t, "set a default ACL", unix.Setxattr(sub, changeset.ACLDefault, def, 0))
+	f := sweepBound(dir, started, Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}, nil)
+	if n, err := unix.Getxattr(granted, changeset.ACLAccess, nil); err == nil && n > 0 {
+		t.Errorf("the run's ACL on %s stayed on the host", granted)
+	}
+	if n, err := unix.Getxattr(sub, changeset.ACLDefault, nil); err == nil && n > 0 {
+		t.Errorf("the run's default ACL on %s stayed on the host", sub)
+	}
+	if n, err := unix.Getxattr(filepath.Join(team, "kept"), changeset.ACLAccess, nil); err != nil || n == 0 {
+		t.Errorf("team/kept lost the ACL the host's directory gives it: %v", err)
+	}
+	var said []string
+	for _, c := range f.stripped {
+		said = append(said, c.Path+": "+c.Reason)
+	}
+	for _, p := range []string{granted, sub} {
+		if !slices.ContainsFunc(f.stripped, func(c report.Change) bool { return c.Path == p && strings.Contains(c.Reason, "ACL") }) {
+			t.Errorf("the removal of %s's ACL is not on the record: %q", p, said)
+		}
+	}
+	if len(f.stripped) != 2 {
+		t.Errorf("stripped: %q: want granted and sub only", said)
 	}
 }
