@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -40,7 +41,8 @@ type boundFinding struct {
 	rules    changeset.Rules // the bound directory's rules, to classify by
 	// restore are the git configs that gained a code-running setting: what to put back
 	// (nil: remove), by host path (gitconfig_sweep_linux.go).
-	restore map[string]*gitConfigSnap
+	restore    map[string]*gitConfigSnap
+	restoreWhy map[string]restoreWhy
 }
 
 // sweepSlack is how far before the run's start a ctime still counts as the run's (the kernel's
@@ -204,16 +206,18 @@ func (f *boundFinding) nestedGit(rel string) bool {
 // holdBoundLinks moves what f holds (dangerous symlinks, a nested repository's hooks and
 // config, a git config that gained a code-running setting, which is put back) into run's
 // changeset (a stage of f.dir in run: an upper layer holding them, the bound directory its
-// lower), where Scan finds each as a dangerous change, held.
-func holdBoundLinks(run *changeset.Run, f boundFinding, uid, gid int) error {
+// lower), where Scan finds each as a dangerous change, held. It returns the notes that say so:
+// a config's says where the run's file went (held, or set aside when it could not be moved).
+func holdBoundLinks(run *changeset.Run, f boundFinding, uid, gid int) ([]string, error) {
 	if len(f.held) == 0 {
-		return nil
+		return nil, nil
 	}
 	st, err := run.AddStage(f.rules, uid, gid)
 	if err != nil {
-		return errors.Join(err, restoreGitConfigs(f))
+		return f.keepAside(err), err
 	}
 	var errs []error
+	moved := map[string]bool{}
 	for _, rel := range f.held {
 		src := filepath.Join(f.dir, rel)
 		dst := filepath.Join(st.Upper, rel)
@@ -231,17 +235,30 @@ func holdBoundLinks(run *changeset.Run, f boundFinding, uid, gid int) error {
 				errs = append(errs, err)
 			}
 		}
+		moved[rel] = true
 	}
 	// The configs that gained a code-running setting go back as they were; what a person
-	// approves later replaces them without a conflict.
+	// approves later replaces them without a conflict. One whose file could not be moved is
+	// set aside first: nothing of the run's is lost, and the note says where it is.
+	var notes []string
+	for p, old := range f.restore {
+		where := ""
+		var err error
+		if !moved[f.restoreWhy[p].rel] {
+			where, err = f.setAside(p)
+		}
+		if perr := putBack(p, old); perr != nil {
+			errs = append(errs, fmt.Errorf("put back %s: %w", report.Printable(p), perr))
+		}
+		notes = append(notes, f.configNote(p, where, err))
+	}
 	if len(f.restore) > 0 {
-		if err := restoreGitConfigs(f); err != nil {
-			errs = append(errs, err)
-		} else if err := run.SetSince(len(run.Stages)-1, time.Now()); err != nil {
+		if err := run.SetSince(len(run.Stages)-1, time.Now()); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	slices.Sort(notes)
+	return notes, errors.Join(errs...)
 }
 
 // copyHeld makes symlink or regular file src again at dst (mode bits less set-id), not

@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -196,8 +197,10 @@ func TestSweepBoundGitConfigWorktree(t *testing.T) {
 	if !slices.Equal(f.held, []string{"config.worktree"}) || f.restore[filepath.Join(gitdir, "config.worktree")] != nil {
 		t.Fatalf("held = %v, restore = %v: want config.worktree held, none put back", f.held, f.restore)
 	}
-	if err := restoreGitConfigs(f); err != nil {
-		t.Fatal(err)
+	for p, old := range f.restore {
+		if err := putBack(p, old); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := os.Lstat(filepath.Join(gitdir, "config.worktree")); err == nil {
 		t.Error("the run's config.worktree is still on the host")
@@ -369,8 +372,14 @@ func holdInRun(t *testing.T, work string, f boundFinding, command ...string) *ch
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { run.Drop() })
-	if err := holdBoundLinks(run, f, os.Getuid(), os.Getgid()); err != nil {
+	notes, err := holdBoundLinks(run, f, os.Getuid(), os.Getgid())
+	if err != nil {
 		t.Fatal(err)
+	}
+	for p := range f.restore {
+		if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, p+" ") && strings.Contains(n, "held as dangerous") }) {
+			t.Errorf("no note says %s's run file is held: %q", p, notes)
+		}
 	}
 	return run
 }
@@ -527,5 +536,39 @@ func TestSweepBoundStripsACL(t *testing.T) {
 	}
 	if len(f.stripped) != 2 {
 		t.Errorf("stripped: %q: want granted and sub only", said)
+	}
+}
+
+// TestSweepBoundGitConfigNoChangeset (issue 23): when no changeset can hold a config that
+// gained core.fsmonitor (none could be begun, or the host's $TMPDIR), the host's config is
+// still put back and the run's file is not lost: it is kept beside it, where git reads
+// nothing, and the note says where (it said "held" while the file was overwritten).
+func TestSweepBoundGitConfigNoChangeset(t *testing.T) {
+	work := t.TempDir()
+	g := filepath.Join(work, ".git")
+	if err := os.MkdirAll(filepath.Join(g, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	orig := "[core]\n\tbare = false\n"
+	testutil.WriteFile(t, filepath.Join(g, "config"), orig, 0o644)
+	env := Env{Vars: map[string]string{"WORKDIR": work, "HOME": t.TempDir()}}
+	snaps := snapshotGitConfigs([]string{g}, []string{filepath.Join(g, "hooks")}, env)
+	started := time.Now()
+	evil := orig + "[core]\n\tfsmonitor = \"touch PWNED\"\n"
+	testutil.WriteFile(t, filepath.Join(g, "config"), evil, 0o644)
+	f := sweepBound(g, started, env, snaps)
+	notes := f.keepAside(errors.New("no state directory"))
+	if b, _ := os.ReadFile(filepath.Join(g, "config")); string(b) != orig {
+		t.Errorf("host .git/config = %q, want it put back", b)
+	}
+	kept, _ := filepath.Glob(filepath.Join(g, "config.sysprof-run-*"))
+	if len(kept) != 1 {
+		t.Fatalf("the run's config was not kept beside the host's: %v", kept)
+	}
+	if b, _ := os.ReadFile(kept[0]); string(b) != evil {
+		t.Errorf("%s = %q, want the run's file", kept[0], b)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "kept as "+kept[0]) || strings.Contains(notes[0], "held") {
+		t.Errorf("notes = %q: want one saying where the run's file is kept, not that it is held", notes)
 	}
 }

@@ -178,9 +178,77 @@ func (f *boundFinding) sweepGitConfigs(snaps *gitConfigSnaps, env Env, since tim
 			f.restore = map[string]*gitConfigSnap{}
 		}
 		f.restore[p] = old
-		f.errs = append(f.errs, fmt.Sprintf("%s %s during the run: put back as it was, the run's file held as dangerous (`sysprof changes`)",
-			report.Printable(p), report.Printable(what)))
+		if f.restoreWhy == nil {
+			f.restoreWhy = map[string]restoreWhy{}
+		}
+		f.restoreWhy[p] = restoreWhy{rel: rel, what: what}
 	}
+}
+
+// restoreWhy is why a config is put back (what the run did to it) and what the sweep holds
+// for it (rel: the file, or what replaced a directory on its way).
+type restoreWhy struct{ rel, what string }
+
+// configNote says what became of config p that the run changed: put back, and the run's file
+// held (where: ""), kept beside it (where: its name) or, when neither worked, lost (err).
+func (f *boundFinding) configNote(p, where string, err error) string {
+	head := fmt.Sprintf("%s %s during the run: put back as it was", report.Printable(p), report.Printable(f.restoreWhy[p].what))
+	switch {
+	case err == nil && where == "":
+		return head + ", the run's file held as dangerous (`sysprof changes`)"
+	case err == nil:
+		return head + fmt.Sprintf(", the run's file kept as %s (git never reads it; no changeset to hold it)", report.Printable(where))
+	}
+	return head + fmt.Sprintf("; the run's file could not be kept: %s", report.Printable(err.Error()))
+}
+
+// setAside renames what f holds for config p (the run's file, or what replaced a directory on
+// its way) beside it as NAME.sysprof-run-TIME, where git reads nothing, for when no changeset
+// can hold it: the config is put back and the run's file is not lost. It returns the new name.
+func (f *boundFinding) setAside(p string) (string, error) {
+	src := filepath.Join(f.dir, f.restoreWhy[p].rel)
+	dst := fmt.Sprintf("%s.sysprof-run-%d", src, time.Now().UnixNano())
+	if err := unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return "", nil // the run removed it: nothing to keep (a config removed stays removed)
+		}
+		return "", err
+	}
+	return dst, nil
+}
+
+// keepAside is the hold of f without a changeset (none could be begun: why): each changed
+// config is set aside and put back, each said; the rest f holds (links, nested hooks) is left
+// in place, said.
+func (f *boundFinding) keepAside(why error) []string {
+	var notes []string
+	configs := map[string]bool{}
+	for p := range f.restore {
+		configs[f.restoreWhy[p].rel] = true
+		where, err := f.setAside(p)
+		if err == nil {
+			err = putBack(p, f.restore[p])
+			if err != nil {
+				err = fmt.Errorf("put back: %w (the run's file is %s)", err, where)
+			}
+		} else if perr := putBack(p, f.restore[p]); perr != nil {
+			err = errors.Join(err, fmt.Errorf("put back: %w: check it before running git there", perr))
+		} else {
+			err = fmt.Errorf("%w: overwritten by the host's", err)
+		}
+		notes = append(notes, f.configNote(p, where, err))
+	}
+	var left []string
+	for _, rel := range f.held {
+		if !configs[rel] {
+			left = append(left, rel)
+		}
+	}
+	if len(left) > 0 {
+		notes = append(notes, fmt.Sprintf("bound %s: %d symlink(s) out of the tree, special file(s) or nested repository hook(s) left in place: no changeset to hold them (%v): %s",
+			f.dir, len(left), why, report.Printable(strings.Join(left, ", "))))
+	}
+	return notes
 }
 
 // readLimit is how much of the run's config the sweep reads: a byte past what GitRepoFileRuns
@@ -224,19 +292,6 @@ func nonRegularOnTheWay(dir, rel string, since time.Time) (bad, what string) {
 		return r, fmt.Sprintf("was replaced by %s (git would read what it names)", kind)
 	}
 	return "", ""
-}
-
-// restoreGitConfigs puts back the configs f.restore holds: the file as it was before the run,
-// or none when there was none. It runs after holdBoundLinks moved the run's files away, and
-// also when that failed: a payload never stays on the host.
-func restoreGitConfigs(f boundFinding) error {
-	var errs []error
-	for p, old := range f.restore {
-		if err := putBack(p, old); err != nil {
-			errs = append(errs, fmt.Errorf("put back %s: %w", report.Printable(p), err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // openDirNoLinks opens directory d, not through a symlink; with make, it makes d (and up to

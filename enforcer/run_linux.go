@@ -476,12 +476,21 @@ func (r *enforcedRun) sweepBound(staged *stagedRun, id sandbox.Identity) (*stage
 		r.rep.Notes = append(r.rep.Notes, f.errs...)
 		if len(f.held) > 0 && b == filepath.Clean(r.env.Vars["TMPDIR"]) {
 			// The host's $TMPDIR is shared with the user's other programs, whose links made
-			// meanwhile look the same: noted, not moved.
-			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s ($TMPDIR): %d symlink(s) out of the tree made during the run left in place: %s", b, len(f.held), report.Printable(strings.Join(f.held, ", "))))
-			if err := restoreGitConfigs(f); err != nil {
-				r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: %v: check it before running git there", b, err))
+			// meanwhile look the same: noted, not moved. A git config of the work tree's that
+			// gained a code-running setting is the run's: held below.
+			var configs, left []string
+			for _, w := range f.restoreWhy {
+				configs = append(configs, w.rel)
 			}
-			continue
+			for _, rel := range f.held {
+				if !slices.Contains(configs, rel) {
+					left = append(left, rel)
+				}
+			}
+			if len(left) > 0 {
+				r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s ($TMPDIR): %d symlink(s) out of the tree, special file(s) or nested repository hook(s) made during the run left in place: %s", b, len(left), report.Printable(strings.Join(left, ", "))))
+			}
+			f.held = topLevelPaths(configs)
 		}
 		if len(f.held) == 0 {
 			continue
@@ -491,18 +500,17 @@ func (r *enforcedRun) sweepBound(staged *stagedRun, id sandbox.Identity) (*stage
 			if staged.run == nil {
 				run, err := changeset.Begin(changeset.Run{Command: r.opts.Command, WorkDir: r.dir, Profile: r.opts.ProfilePath})
 				if err != nil {
-					r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: %d symlink(s) out of the tree or nested repository hook(s) left in place: no changeset to hold them (%v)", b, len(f.held), err))
-					if err := restoreGitConfigs(f); err != nil {
-						r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: %v: check it before running git there", b, err))
-					}
+					r.rep.Notes = append(r.rep.Notes, f.keepAside(err)...)
 					staged = nil
 					continue
 				}
 				staged.run = run
 			}
 		}
-		if err := holdBoundLinks(staged.run, f, id.FileUID, id.FileGID); err != nil {
-			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: holding its symlinks out of the tree, nested repository hooks and git configs: %v", b, err))
+		notes, err := holdBoundLinks(staged.run, f, id.FileUID, id.FileGID)
+		r.rep.Notes = append(r.rep.Notes, notes...)
+		if err != nil {
+			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("bound %s: holding its symlinks out of the tree, special files, nested repository hooks and git configs: %v", b, err))
 		}
 	}
 	phase.Mark("bound sweep")
