@@ -137,7 +137,7 @@ func (s *supervisor) handle(n *seccompNotif) {
 	if len(s.compiled.ProcWrites) > 0 && s.procWriteOpen(n) {
 		return
 	}
-	if s.memfdCreate(n) || s.stagedLink(n) {
+	if s.memfdCreate(n) || s.stagedLink(n) || s.xattrSet(n) {
 		return
 	}
 	if s.execOutputMkdir(n) || s.execOutputExec(n) {

@@ -55,6 +55,9 @@ type Options struct {
 	// plan stages a directory: a cross-directory link of a file of the stage's lower layer is
 	// answered EXDEV, WhyLink); the supervisor lets every other one go on.
 	SupervisedLinks bool
+	// SupervisedXattrs sends every setxattr to the supervisor (sysprof enforce, WhyXattr): the
+	// name and value are in memory, which seccomp cannot read.
+	SupervisedXattrs bool
 }
 
 // Filter is a profile's syscall policy compiled for one architecture: the rules as data
@@ -163,6 +166,13 @@ func hardening(p *policy.Profile, opts Options) map[string][]Check {
 		// the old path's pointer: no profile rules on them.
 		for name, arg := range map[string]int{"link": 0, "linkat": 1} {
 			h[name] = append(h[name], Check{Arg: arg, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyLink})
+		}
+	}
+	if opts.SupervisedXattrs {
+		// Values empty: every call goes to the supervisor (WhyXattr). The argument is the
+		// name's pointer: no profile rules on it.
+		for name, arg := range map[string]int{"setxattr": 1, "lsetxattr": 1, "fsetxattr": 1, "setxattrat": 3} {
+			h[name] = append(h[name], Check{Arg: arg, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyXattr})
 		}
 	}
 	// No code that no file holds runs unless learned: the loader maps files (their mounts

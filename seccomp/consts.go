@@ -63,3 +63,9 @@ const WhyExec = "programs run, files removed or renamed (an exec output file is 
 // the run never wrote) and give the new name the upper inode, so that git's local clone
 // dies "hardlink different from source"; link's callers copy on EXDEV.
 const WhyLink = "hard links (a cross-directory link out of a stage's lower layer is answered EXDEV)"
+
+// WhyXattr: every setxattr goes to the supervisor, which refuses, and records, what the kernel
+// would refuse without a trace or must never leave a run: file capabilities, trusted.* and
+// overlayfs's own attributes (a redirect or metacopy of a staged file), an ACL naming a user
+// or group the sandbox does not map; every other one goes on.
+const WhyXattr = "extended attributes set (file capabilities, trusted and overlay attributes, ACLs naming ids the sandbox lacks: refused and recorded)"
