@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/testutil"
-	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -19,33 +18,6 @@ import (
 // replaced by a symlink, a fifo or a directory on its way; a sparse file whose copy is larger
 // than the run could write; an ACL granting another local user; special files in a learned
 // output directory; file capabilities.
-
-// widen adds to profile what a payload needs beyond the learned run (as a profile that
-// learned them: a tool that makes links, fifos, sets xattrs), saved as name in dir.
-func widen(t *testing.T, profile, dir, name string, calls, exec []string) string {
-	t.Helper()
-	p := loadProfile(t, profile)
-	for _, n := range calls {
-		if !slices.ContainsFunc(p.Syscalls.Allow, func(s policy.Syscall) bool { return s.Name == n }) {
-			p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: n})
-		}
-	}
-	for _, e := range exec {
-		p.Filesystem.Exec = append(p.Filesystem.Exec, policy.PathRule{Path: e})
-	}
-	out := filepath.Join(dir, name)
-	if err := policy.Save(out, p); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// heldDangerous reports whether the run report holds path as a dangerous change.
-func heldDangerous(rp *report.Report, path string) bool {
-	return rp.Changes != nil && slices.ContainsFunc(rp.Changes.Held, func(c report.Change) bool {
-		return c.Path == path && c.Class == "dangerous"
-	})
-}
 
 // TestRedTeam7GitConfigReplaced: under a profile that writes the work tree's .git whole (a
 // learned git commit: bound writable), the run replaces a file git reads for what to run
@@ -163,19 +135,7 @@ func TestRedTeam7GitConfigReplaced(t *testing.T) {
 //   - a fifo and a unix socket: held dangerous, not on the host;
 //   - a file whose security.capability the run sets: refused (no CAP_SETFCAP), none on the host.
 func TestRedTeam7WhatLeavesTheTree(t *testing.T) {
-	testutil.RequireRoot(t)
-	testutil.RequireTools(t, hostPath, "make", "setpriv", "truncate")
-	root := t.TempDir()
-	b := newBox(t, root, "x", "dev", "work", "")
-	py := "/usr/bin/python3"
-	if _, err := os.Stat(py); err != nil {
-		t.Fatalf("%s: %v", py, err)
-	}
-	testutil.WriteFile(t, filepath.Join(b.Work, "Makefile"), "all:\n\tmkdir -p build && echo hi > build/out && truncate -s 1M build/t && rm build/t && "+py+" -c 'open(\"build/py\", \"w\").write(\"x\")'\n", 0o644)
-	profile := filepath.Join(root, "p.yaml")
-	if r := b.Sysprof(t, "learn", "-p", profile, "--", "make"); r.Code != 0 {
-		t.Fatalf("learn make: %s", r)
-	}
+	b, root, profile, py := learnedMakeBox(t, nil)
 	wide := widen(t, profile, root, "wide7.yaml", []string{"setxattr", "fsetxattr", "lsetxattr", "mknodat", "mknod", "socket", "bind", "getsockname", "getpeername"}, nil)
 	testutil.WriteFile(t, filepath.Join(b.Work, "leave.py"), `import os, socket, struct
 os.chdir("build")
