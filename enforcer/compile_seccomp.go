@@ -39,7 +39,7 @@ func compileSeccomp(p *policy.Profile, archName string, supervised bool, sup sup
 		SupervisedMkdirs:     supervised && sup.mkdirs,
 		SupervisedExecs:      supervised && sup.execs,
 		SupervisedLinks:      supervised && sup.links,
-		SupervisedXattrs:     supervised,
+		RecordKernelRefusals: supervised,
 		InitStage:            supervised,
 	})
 	if err != nil {

@@ -43,6 +43,11 @@ func (c *Compiled) suggestDenial(d *report.Denial, abi, name string, auditArch, 
 		d.Change, d.Suggest, d.Risk = nil, "none: pid 1 is the sandbox's init stage, not the command's to signal", policy.RiskCritical
 		return
 	}
+	if g.Section == policy.SectionArgs && c.failsOnly(auditArch, nr, args, seccomp.WhyDevice) {
+		// What the kernel refuses inside the sandbox anyway: no rule should ask for it.
+		d.Change, d.Suggest, d.Risk = nil, "none: device nodes and whiteouts are never made inside the sandbox (a whiteout hides a host file from the run's changeset)", policy.RiskCritical
+		return
+	}
 	d.Change, d.Suggest, d.Risk = &g, text, risk(policy.GrantRisk(c.profile, g))
 }
 

@@ -5,7 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
 )
 
 // aclValue encodes {tag, perm, id} triples as a POSIX ACL xattr.
@@ -55,5 +59,52 @@ func TestXattrRefusal(t *testing.T) {
 	}
 	if idMapped(userMap, 1) || !idMapped(userMap, 0) || idMapped("", 0) {
 		t.Error("idMapped reads uid_map wrong")
+	}
+}
+
+// TestKernelRefusalsGoToTheSupervisor: under enforce the filter sends every setxattr, a device
+// node made and a rename leaving a whiteout to the supervisor (which refuses and records what
+// the kernel would refuse without a trace); a fifo, a file and an ordinary rename go through.
+// A device node's denial suggests no profile change.
+func TestKernelRefusalsGoToTheSupervisor(t *testing.T) {
+	p := testProfile()
+	for _, n := range []string{"setxattr", "fsetxattr", "lsetxattr", "mknod", "mknodat", "renameat2"} {
+		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: n})
+	}
+	c, err := compileSeccomp(p, "x86_64", true, supervise{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x86 := uint32(arch.X86_64.ID)
+	nr := func(n string) uint32 { return uint32(arch.X86_64.SyscallNames[n]) }
+	for _, tc := range []struct {
+		call string
+		args [6]uint64
+		want uint32
+	}{
+		{"setxattr", [6]uint64{1, 2, 3, 4}, retNotify},
+		{"fsetxattr", [6]uint64{3, 2, 3, 4}, retNotify},
+		{"mknod", [6]uint64{1, unix.S_IFCHR | 0o600}, retNotify},
+		{"mknodat", [6]uint64{unix.AT_FDCWD & 0xffffffff, 1, unix.S_IFBLK | 0o600}, retNotify},
+		{"mknodat", [6]uint64{unix.AT_FDCWD & 0xffffffff, 1, unix.S_IFIFO | 0o600}, retAllow},
+		{"mknod", [6]uint64{1, unix.S_IFREG | 0o644}, retAllow},
+		{"renameat2", [6]uint64{0, 1, 0, 2, unix.RENAME_WHITEOUT}, retNotify},
+		{"renameat2", [6]uint64{0, 1, 0, 2, unix.RENAME_NOREPLACE}, retAllow},
+		{"renameat2", [6]uint64{0, 1, 0, 2, unix.RENAME_EXCHANGE}, retAllow},
+	} {
+		if got := c.spec.Eval(x86, nr(tc.call), tc.args); got != tc.want {
+			t.Errorf("%s %v: %#x, want %#x", tc.call, tc.args, got, tc.want)
+		}
+	}
+	var d report.Denial
+	c.suggestDenial(&d, "x86_64", "mknod", x86, nr("mknod"), [6]uint64{1, unix.S_IFCHR})
+	if d.Change != nil || !strings.HasPrefix(d.Suggest, "none: ") {
+		t.Errorf("a device node's denial suggests %q (%+v): want no profile change", d.Suggest, d.Change)
+	}
+	// An export's filter (no supervisor) is not changed.
+	if s, err := compileSeccomp(p, "x86_64", false, supervise{}); err != nil {
+		t.Fatal(err)
+	} else if got := s.spec.Eval(x86, nr("mknod"), [6]uint64{1, unix.S_IFCHR}); got != retAllow {
+		t.Errorf("standalone mknod of a device: %#x, want the profile's allow", got)
 	}
 }

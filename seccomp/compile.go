@@ -55,9 +55,11 @@ type Options struct {
 	// plan stages a directory: a cross-directory link of a file of the stage's lower layer is
 	// answered EXDEV, WhyLink); the supervisor lets every other one go on.
 	SupervisedLinks bool
-	// SupervisedXattrs sends every setxattr to the supervisor (sysprof enforce, WhyXattr): the
-	// name and value are in memory, which seccomp cannot read.
-	SupervisedXattrs bool
+	// RecordKernelRefusals sends to the supervisor (sysprof enforce) what the kernel refuses
+	// inside the sandbox without a trace, for it to refuse and record: every setxattr
+	// (WhyXattr: the name and value are in memory, which seccomp cannot read), device nodes
+	// and whiteouts (WhyDevice).
+	RecordKernelRefusals bool
 }
 
 // Filter is a profile's syscall policy compiled for one architecture: the rules as data
@@ -168,12 +170,17 @@ func hardening(p *policy.Profile, opts Options) map[string][]Check {
 			h[name] = append(h[name], Check{Arg: arg, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyLink})
 		}
 	}
-	if opts.SupervisedXattrs {
+	if opts.RecordKernelRefusals {
 		// Values empty: every call goes to the supervisor (WhyXattr). The argument is the
 		// name's pointer: no profile rules on it.
 		for name, arg := range map[string]int{"setxattr": 1, "lsetxattr": 1, "fsetxattr": 1, "setxattrat": 3} {
 			h[name] = append(h[name], Check{Arg: arg, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyXattr})
 		}
+		// No device node or whiteout is made inside the sandbox (WhyDevice): refused and recorded.
+		for name, arg := range map[string]int{"mknod": 1, "mknodat": 2} {
+			h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: unix.S_IFMT, DenyValues: []uint64{unix.S_IFCHR, unix.S_IFBLK}, Fail: RetNotify, Why: WhyDevice})
+		}
+		h["renameat2"] = append(h["renameat2"], Check{Arg: 4, Width32: true, Mask: ^uint64(0), DenyBits: unix.RENAME_WHITEOUT, Fail: RetNotify, Why: WhyDevice})
 	}
 	// No code that no file holds runs unless learned: the loader maps files (their mounts
 	// decide: noexec trees), a JIT maps memory, an injected payload does too. mprotect cannot

@@ -69,3 +69,10 @@ const WhyLink = "hard links (a cross-directory link out of a stage's lower layer
 // overlayfs's own attributes (a redirect or metacopy of a staged file), an ACL naming a user
 // or group the sandbox does not map; every other one goes on.
 const WhyXattr = "extended attributes set (file capabilities, trusted and overlay attributes, ACLs naming ids the sandbox lacks: refused and recorded)"
+
+// WhyDevice marks the checks that send a device node made (mknod of a character or block
+// device: a 0/0 one is an overlay whiteout, which hides a file of a stage's lower layer) or a
+// rename leaving a whiteout (RENAME_WHITEOUT) to the supervisor, which refuses and records it:
+// the kernel refuses most of them on its own (EPERM without CAP_MKNOD, EINVAL on an overlay),
+// without a trace.
+const WhyDevice = "device nodes and whiteouts (mknod of a character or block device, RENAME_WHITEOUT)"
