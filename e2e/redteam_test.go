@@ -33,6 +33,8 @@ type redteamAttack struct {
 	endpoint string
 	// unobservable: the report's entry that covers it as an ordinary user (a file denial).
 	unobservable string
+	// what: the syscall denial's What names this too (an attribute, a mode).
+	what string
 }
 
 // redteamAttacks are the attacks on the host and on the sandbox itself (PID 1 is the init
@@ -144,7 +146,7 @@ func checkAttacks(t *testing.T, b *testutil.Box, r testutil.Result, rp *report.R
 		// learned (seccomp when the call was never learned, the mounts when it was).
 		paths := strings.Split(expandAttack(b, a.path), "|")
 		recorded := slices.ContainsFunc(rp.Denials, func(d report.Denial) bool {
-			return a.syscall != "" && d.Kind == report.KindSyscall && d.Syscall == a.syscall && !d.Allowed ||
+			return a.syscall != "" && d.Kind == report.KindSyscall && d.Syscall == a.syscall && !d.Allowed && strings.Contains(d.What, a.what) ||
 				a.endpoint != "" && d.Kind == report.KindNetwork && d.Endpoint == a.endpoint ||
 				a.path != "" && d.Kind == report.KindFile && slices.ContainsFunc(paths, func(p string) bool {
 					ok, _ := filepath.Match(p, d.Path) // a pid in the path: /proc/*/mem
