@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -168,4 +169,56 @@ func lineOf(stdout, action string) string {
 		}
 	}
 	return "(none)"
+}
+
+// TestRedTeam8ChangesetFlood: a payload makes a million empty files in the staged work tree
+// (outside what make learned): the changeset's file limit stops it, the denial names the
+// limit, and what the user reviews stays bounded (stderr; `changes diff` folds a directory's
+// ordinary changes). The profile's limit is 8,192 files so that the test is quick; a learned
+// one is at least 65,536 (before the fold, `changes diff` printed 18 MB for those).
+func TestRedTeam8ChangesetFlood(t *testing.T) {
+	b, root, profile, py := learnedMakeBox(t, nil)
+	p := loadProfile(t, widen(t, profile, root, "wide8.yaml", []string{"uname", "mkdir", "mkdirat"}, nil))
+	p.Limits.WriteFiles = 8192
+	wide := filepath.Join(root, "flood8.yaml")
+	if err := policy.Save(wide, p); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WriteFile(t, filepath.Join(b.Work, "flood.py"), `import os
+os.makedirs("flood", exist_ok=True)
+n = 0
+try:
+    for i in range(1000000):
+        d = "flood/%d" % (i // 10000)
+        if i % 10000 == 0:
+            os.makedirs(d, exist_ok=True)
+        open("%s/%d" % (d, i), "w").close()
+        n += 1
+except OSError as e:
+    print("flood: %d files, then %s" % (n, e.strerror))
+else:
+    print("flood: %d files" % n)
+`, 0o644)
+	rep := filepath.Join(root, "flood.json")
+	start := time.Now()
+	r := enforceAs(t, b, nil, wide, rep, py, "flood.py")
+	took := time.Since(start)
+	rp := testutil.ReadReport(t, rep)
+	st, _ := os.Stat(rep)
+	held := 0
+	if rp.Changes != nil {
+		held = len(rp.Changes.Held)
+	}
+	diff := b.Sysprof(t, "changes", "diff", rp.Changes.Run)
+	t.Logf("%s; enforce %v, report %d bytes, %d held, stderr %d bytes, changes diff %d bytes (exit %d)", lineOf(r.Stdout, "flood"), took, st.Size(), held, len(r.Stderr), len(diff.Stdout)+len(diff.Stderr), diff.Code)
+	if !slices.ContainsFunc(rp.Denials, func(d report.Denial) bool { return d.Kind == report.KindLimit }) {
+		t.Errorf("the flood did not meet the file limit on the record: %+v", rp.Denials)
+	}
+	if len(r.Stderr) > 64<<10 {
+		t.Errorf("enforce's stderr is %d bytes for the flood: want it bounded", len(r.Stderr))
+	}
+	if n := len(diff.Stdout); n > 256<<10 || !strings.Contains(diff.Stdout, "more ordinary change(s) in "+filepath.Join(b.Work, "flood")) {
+		t.Errorf("changes diff prints %d bytes for the flood: want its directories folded", n)
+	}
+	b.Sysprof(t, "changes", "drop", rp.Changes.Run)
 }

@@ -312,6 +312,7 @@ type diffEntry struct {
 	New        *fileSide   `json:"new,omitempty"`
 	Diff       string      `json:"diff,omitempty"`
 	Highlights []highlight `json:"highlights,omitempty"`
+	fold       *diffFold   // text output only: ordinary changes folded (foldFlood)
 }
 
 // maxTextDiff: larger files are shown by size and hash.
@@ -439,7 +440,52 @@ func changesDiff(o *changesOptions) error {
 	case "markdown":
 		return diffMarkdown(o.Out, r, entries)
 	}
-	return diffText(o.Out, r, entries)
+	return diffText(o.Out, r, foldFlood(entries, len(o.Paths) == 0))
+}
+
+// maxShownPerDir is how many ordinary changes of one directory `changes diff` shows in full
+// when no path is named: a run that made a million files (the changeset's file limit stops it
+// at writeFiles) must leave a review a person can read. Dangerous changes and those with a
+// highlight are always shown; the rest of a directory is one line naming how to list it.
+const maxShownPerDir = 50
+
+// diffFold stands for the ordinary changes of one directory past maxShownPerDir.
+type diffFold struct {
+	dir   string
+	count int
+	bytes int64
+}
+
+// foldFlood keeps, per directory, the first maxShownPerDir ordinary changes and folds the
+// rest (in place of the first one folded); with fold false it keeps everything.
+func foldFlood(entries []diffEntry, fold bool) []diffEntry {
+	if !fold {
+		return entries
+	}
+	shown := map[string]int{}
+	folds := map[string]*diffFold{}
+	var out []diffEntry
+	for _, e := range entries {
+		dir := filepath.Dir(e.Path)
+		if e.Class == changeset.Dangerous || len(e.Highlights) > 0 || shown[dir] < maxShownPerDir {
+			if e.Class != changeset.Dangerous && len(e.Highlights) == 0 {
+				shown[dir]++
+			}
+			out = append(out, e)
+			continue
+		}
+		f := folds[dir]
+		if f == nil {
+			f = &diffFold{dir: dir}
+			folds[dir] = f
+			out = append(out, diffEntry{fold: f})
+		}
+		f.count++
+		if e.New != nil {
+			f.bytes += e.New.Size
+		}
+	}
+	return out
 }
 
 type runHeader struct {
@@ -494,6 +540,10 @@ func diffText(w io.Writer, r *changeset.Run, entries []diffEntry) error {
 		fmt.Fprintln(bw, "no changes")
 	}
 	for _, e := range entries {
+		if f := e.fold; f != nil {
+			fmt.Fprintf(bw, "\n=== ... %d more ordinary change(s) in %s (%d bytes new): `sysprof changes diff %s %s` lists them\n", f.count, p(f.dir), f.bytes, r.ID, p(f.dir))
+			continue
+		}
 		fmt.Fprintf(bw, "\n=== %s\n    %s\n", summaryLine(e), sideLine(e))
 		for _, h := range e.Highlights {
 			if h.Line > 0 {
