@@ -79,7 +79,7 @@ func TestRedTeam8(t *testing.T) {
 			}
 			t.Run("staged", func(t *testing.T) {
 				b.Sh(t, "rm -rf "+build)
-				actions := []string{"acl-others", "cfr-hidden", "scm-rights", "tmpfile-hook"}
+				actions := []string{"acl-others", "cfr-hidden", "scm-rights", "tmpfile-hook", "badnames", "longname"}
 				for _, a := range redteam8Attacks {
 					actions = append(actions, a.action)
 				}
@@ -119,6 +119,17 @@ func TestRedTeam8(t *testing.T) {
 					t.Errorf("the read of the hidden .env is not on the record")
 				}
 				checkACLStripped(t, rp, filepath.Join(build, "acl-others"))
+				// Two held names that differ only in bytes that are not UTF-8: each is named
+				// exactly (escaped) where a person reads it; a name past NAME_MAX never exists.
+				for _, n := range []string{`held\xfe`, `held\xff`} {
+					if !strings.Contains(r.Stderr, filepath.Join(b.Work, n)+": ") {
+						t.Errorf("enforce's summary does not name %s exactly:\n%s", n, r.Stderr)
+					}
+				}
+				if l := lineOf(r.Stdout, "longname"); l != "longname: ENAMETOOLONG" {
+					t.Errorf("a name past NAME_MAX: %s", l)
+				}
+				b.Sh(t, "rm -f "+filepath.Join(b.Work, "held")+"?")
 				t.Logf("fds in flight (SCM_RIGHTS) the run could hold: %s", lineOf(r.Stdout, "scm-rights"))
 			})
 			// A directory bound writable (outside the work tree: a tool's cache the profile

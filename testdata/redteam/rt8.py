@@ -111,6 +111,9 @@ ACTIONS = {
     "proc-sys": lambda: write_file("/proc/sys/kernel/hostname", b"pwned"),
     "sysfs": lambda: write_file("/sys/kernel/mm/transparent_hugepage/enabled", b"never"),
     "scm-rights": lambda: scm_rights(1 << 20),
+    # two names that differ only in bytes that are not UTF-8, held (the work tree, not build/)
+    "badnames": lambda: [touch(os.fsencode(n)) for n in ("held\udcff", "held\udcfe")] and None,
+    "longname": lambda: touch("x" * 256),
 }
 
 for a in sys.argv[1:]:
