@@ -65,6 +65,7 @@ func TestRedTeam8(t *testing.T) {
 	if err := policy.Save(bound, p); err != nil {
 		t.Fatal(err)
 	}
+	debugger := widen(t, profile, root, "debugger8.yaml", []string{"uname", "ptrace", "process_vm_readv", "kcmp", "getppid"}, nil)
 	data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata/redteam/rt8.py"))
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +132,22 @@ func TestRedTeam8(t *testing.T) {
 				}
 				b.Sh(t, "rm -f "+filepath.Join(b.Work, "held")+"?")
 				t.Logf("fds in flight (SCM_RIGHTS) the run could hold: %s", lineOf(r.Stdout, "scm-rights"))
+			})
+			// Under a profile that learned ptrace, process_vm_readv and kcmp (a debugger's), the
+			// same calls at PID 1, the init stage (also the payload's parent here), are refused
+			// by the supervisor and recorded (the kernel refused them, not dumpable, untraced).
+			t.Run("init-stage", func(t *testing.T) {
+				rep := filepath.Join(root, as.name+"-rt8-init.json")
+				r := enforceAs(t, b, as.wrap, debugger, rep, py, "rt8.py", "longname", "ptrace-init", "ptrace-seize-init", "vmread-init", "kcmp-init")
+				if !strings.Contains(r.Stdout, "payload-done") {
+					t.Fatalf("the payload did not run through: %s", r)
+				}
+				checkAttacks(t, b, r, testutil.ReadReport(t, rep), []redteamAttack{
+					{action: "ptrace-init", line: "ptrace-init: EPERM", syscall: "ptrace"}, // one entry, counted twice
+					{action: "ptrace-seize-init", line: "ptrace-seize-init: EPERM", syscall: "ptrace"},
+					{action: "vmread-init", line: "vmread-init: EPERM", syscall: "process_vm_readv"},
+					{action: "kcmp-init", line: "kcmp-init: EPERM", syscall: "kcmp"},
+				}, as.wrap != nil)
 			})
 			// A directory bound writable (outside the work tree: a tool's cache the profile
 			// writes whole): an ACL the run set there is stripped by the sweep (changeset.Strip,

@@ -38,9 +38,9 @@ func fileRisk(p *policy.Profile, access, portable string) report.Risk {
 // the line it prints as (Suggest) and its risk.
 func (c *Compiled) suggestDenial(d *report.Denial, abi, name string, auditArch, nr uint32, args [6]uint64) {
 	g, text := c.suggest(abi, name, auditArch, nr, args)
-	if g.Section == policy.SectionArgs && c.failsOnly(auditArch, nr, args, seccomp.WhyInitSignal) {
+	if g.Section == policy.SectionArgs && (c.failsOnly(auditArch, nr, args, seccomp.WhyInitSignal) || c.failsOnly(auditArch, nr, args, seccomp.WhyInitAccess)) {
 		// The init stage is no process of the command's: no rule should let it be signalled.
-		d.Change, d.Suggest, d.Risk = nil, "none: pid 1 is the sandbox's init stage, not the command's to signal", policy.RiskCritical
+		d.Change, d.Suggest, d.Risk = nil, "none: pid 1 is the sandbox's init stage, not the command's to signal, trace or read", policy.RiskCritical
 		return
 	}
 	if g.Section == policy.SectionArgs && c.failsOnly(auditArch, nr, args, seccomp.WhyDevice) {

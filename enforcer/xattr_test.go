@@ -108,3 +108,45 @@ func TestKernelRefusalsGoToTheSupervisor(t *testing.T) {
 		t.Errorf("standalone mknod of a device: %#x, want the profile's allow", got)
 	}
 }
+
+// TestInitStageAccessGoesToTheSupervisor: under a profile that learned ptrace,
+// process_vm_readv/writev and kcmp (a debugger's), the same calls naming pid 1, the init
+// stage, go to the supervisor (refused and recorded: the kernel refused them without a trace),
+// with no profile change suggested; other pids go through.
+func TestInitStageAccessGoesToTheSupervisor(t *testing.T) {
+	p := testProfile()
+	for _, n := range []string{"ptrace", "process_vm_readv", "process_vm_writev", "kcmp"} {
+		p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: n})
+	}
+	c, err := compileSeccomp(p, "x86_64", true, supervise{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x86 := uint32(arch.X86_64.ID)
+	nr := func(n string) uint32 { return uint32(arch.X86_64.SyscallNames[n]) }
+	for _, tc := range []struct {
+		call string
+		args [6]uint64
+		want uint32
+	}{
+		{"ptrace", [6]uint64{unix.PTRACE_ATTACH, 1}, retNotify},
+		{"ptrace", [6]uint64{unix.PTRACE_SEIZE, 1}, retNotify},
+		{"ptrace", [6]uint64{unix.PTRACE_ATTACH, 42}, retAllow},
+		{"ptrace", [6]uint64{unix.PTRACE_TRACEME, 0}, retAllow},
+		{"process_vm_readv", [6]uint64{1, 0, 1, 0, 1}, retNotify},
+		{"process_vm_writev", [6]uint64{1, 0, 1, 0, 1}, retNotify},
+		{"process_vm_readv", [6]uint64{42, 0, 1, 0, 1}, retAllow},
+		{"kcmp", [6]uint64{1, 42, 0}, retNotify},
+		{"kcmp", [6]uint64{42, 1, 0}, retNotify},
+		{"kcmp", [6]uint64{42, 43, 0}, retAllow},
+	} {
+		if got := c.spec.Eval(x86, nr(tc.call), tc.args); got != tc.want {
+			t.Errorf("%s %v: %#x, want %#x", tc.call, tc.args, got, tc.want)
+		}
+	}
+	var d report.Denial
+	c.suggestDenial(&d, "x86_64", "ptrace", x86, nr("ptrace"), [6]uint64{unix.PTRACE_ATTACH, 1})
+	if d.Change != nil || !strings.HasPrefix(d.Suggest, "none: ") {
+		t.Errorf("a ptrace of the init stage suggests %q (%+v): want no profile change", d.Suggest, d.Change)
+	}
+}

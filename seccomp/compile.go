@@ -133,6 +133,11 @@ func hardening(p *policy.Profile, opts Options) map[string][]Check {
 		for _, name := range []string{"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open"} {
 			h[name] = []Check{{Arg: 0, Width32: true, Mask: ^uint64(0), DenyValues: []uint64{1}, Fail: RetNotify, Why: WhyInitSignal}}
 		}
+		for name, args := range map[string][]int{"ptrace": {1}, "process_vm_readv": {0}, "process_vm_writev": {0}, "kcmp": {0, 1}} {
+			for _, arg := range args {
+				h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: ^uint64(0), DenyValues: []uint64{1}, Fail: RetNotify, Why: WhyInitAccess})
+			}
+		}
 	}
 	if !MPTCPLearned(p) {
 		h["socket"] = []Check{{Arg: 2, Width32: true, Mask: ^uint64(0), DenyValues: []uint64{IPProtoMPTCP}, Fail: RetNotify,

@@ -27,6 +27,12 @@ const WhyPrlimitOther = "prlimit64 on another process (the init stage's or a sib
 // rt_tgsigqueueinfo) or a pidfd_open naming pid 1, the init stage, to the supervisor.
 const WhyInitSignal = "a signal or pidfd for pid 1 (the init stage, outside the command's reach)"
 
+// WhyInitAccess marks the checks that send a ptrace, a memory read or write
+// (process_vm_readv/writev) or a kcmp naming pid 1, the init stage, to the supervisor: the
+// kernel refuses them (the stage is not dumpable) without a trace when the profile learned the
+// call for the command's own processes.
+const WhyInitAccess = "ptrace, memory access or kcmp of pid 1 (the init stage, outside the command's reach)"
+
 // WhyProfileRule marks the check of a profile's own argument rule.
 const WhyProfileRule = "profile rule"
 

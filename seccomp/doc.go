@@ -33,8 +33,10 @@
 //     (another process's limits: the init stage's, a sibling's) unless a rule on pid lets
 //     other pids through (WhyPrlimitOther; the supervisor lets the caller's own pid go on);
 //     under enforce (Options.InitStage), kill, tkill, tgkill, rt_sigqueueinfo,
-//     rt_tgsigqueueinfo and pidfd_open naming pid 1, the init stage (WhyInitSignal; exports
-//     do not: a container's pid 1 may be the command);
+//     rt_tgsigqueueinfo and pidfd_open naming pid 1, the init stage (WhyInitSignal), and
+//     ptrace, process_vm_readv/writev and kcmp naming it (WhyInitAccess; exports do neither:
+//     a container's pid 1 may be the command); every setxattr, mknod of a device and
+//     RENAME_WHITEOUT (Options.RecordKernelRefusals: WhyXattr, WhyDevice);
 //   - arguments the kernel reads as int are compared on their low 32 bits only.
 //
 // The program is tested without a kernel through golang.org/x/net/bpf's VM, table-driven and

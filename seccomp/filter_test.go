@@ -332,6 +332,15 @@ func model(p *policy.Profile, auditArch, nr uint32, args [6]uint64) uint32 {
 	case slices.Contains([]string{"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open"}, name) && lo(0) == 1 &&
 		!lets(0, func(v uint64) bool { return v == 1 }, 0):
 		return RetNotify // the init stage
+	case slices.Contains([]string{"ptrace", "process_vm_readv", "process_vm_writev", "kcmp"}, name) && func() bool {
+		for _, arg := range map[string][]int{"ptrace": {1}, "process_vm_readv": {0}, "process_vm_writev": {0}, "kcmp": {0, 1}}[name] {
+			if lo(arg) == 1 && !lets(arg, func(v uint64) bool { return v == 1 }, 0) {
+				return true
+			}
+		}
+		return false
+	}():
+		return RetNotify // the init stage
 	}
 	if name == "prlimit64" && lo(0) != 0 && !lets(0, func(v uint64) bool { return v != 0 }, 0xffffffff) {
 		return RetNotify

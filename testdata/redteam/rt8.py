@@ -5,9 +5,9 @@ import ctypes, errno, os, socket, stat, struct, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 NR = {"x86_64": {"renameat2": 316, "copy_file_range": 326, "memfd_secret": 447, "pidfd_open": 434, "pidfd_getfd": 438,
-                 "fanotify_init": 300, "ptrace": 101, "prctl": 157},
+                 "fanotify_init": 300, "ptrace": 101, "prctl": 157, "process_vm_readv": 310, "kcmp": 312},
       "aarch64": {"renameat2": 276, "copy_file_range": 285, "memfd_secret": 447, "pidfd_open": 434, "pidfd_getfd": 438,
-                  "fanotify_init": 262, "ptrace": 117, "prctl": 167}}[os.uname().machine]
+                  "fanotify_init": 262, "ptrace": 117, "prctl": 167, "process_vm_readv": 270, "kcmp": 272}}[os.uname().machine]
 
 
 def sc(name, *args):
@@ -68,6 +68,13 @@ def ficlone(src):
     fcntl.ioctl(d, FICLONERANGE, struct.pack("<qQQQ", s, 0, 0, 0))
 
 
+def vmread(pid):
+    buf = ctypes.create_string_buffer(64)
+    local = (ctypes.c_void_p * 2)(ctypes.cast(buf, ctypes.c_void_p), 64)
+    remote = (ctypes.c_void_p * 2)(0x400000, 64)
+    return sc("process_vm_readv", pid, local, 1, remote, 1, 0)
+
+
 def write_file(p, data=b"x"):
     with open(p, "wb", buffering=0) as f:
         f.write(data)
@@ -104,6 +111,10 @@ ACTIONS = {
     "ficlone-hidden": lambda: ficlone(".env"),
     "fanotify": lambda: sc("fanotify_init", 0, 0),
     "ptrace-parent": lambda: sc("ptrace", 16, os.getppid(), 0, 0),  # PTRACE_ATTACH
+    "ptrace-init": lambda: sc("ptrace", 16, 1, 0, 0),  # the init stage, PID 1
+    "ptrace-seize-init": lambda: sc("ptrace", 0x4206, 1, 0, 0),  # PTRACE_SEIZE
+    "vmread-init": lambda: vmread(1),
+    "kcmp-init": lambda: sc("kcmp", 1, os.getpid(), 0, 0, 0),
     "pidfd-getfd": lambda: sc("pidfd_getfd", sc("pidfd_open", os.getppid(), 0), 3, 0),
     "prctl-mm": lambda: sc("prctl", 35, 1, 0, 0, 0),  # PR_SET_MM, PR_SET_MM_START_CODE
     "memfd-secret": lambda: sc("memfd_secret", 0),
