@@ -48,13 +48,13 @@ func (s *supervisor) xattrSet(n *seccompNotif) bool {
 	var errno unix.Errno
 	var why string
 	if ok {
-		uidMap, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/uid_map")
-		gidMap, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/gid_map")
-		errno, why = xattrRefusal(attr, value, func(gid bool, id uint32) bool {
+		errno, why = xattrRefusal(attr, value, func(gid bool, id uint32) bool { // only an ACL asks
+			m := "/uid_map"
 			if gid {
-				return idMapped(string(gidMap), id)
+				m = "/gid_map"
 			}
-			return idMapped(string(uidMap), id)
+			idMap, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + m)
+			return idMapped(string(idMap), id)
 		})
 	}
 	if errno == 0 || !notifIDValid(s.listener, n.ID) { // what was read belongs to this task
