@@ -12,8 +12,8 @@ import (
 // What never leaves a run, one rule for both ways out: what Apply places from a stage and what
 // the sweep of a directory bound writable finds there (enforcer/bound_linux.go). Set-id bits
 // and file capabilities go; a POSIX ACL stays only as the host had it: a replaced entry's own
-// ACL, or for a new entry what the host directory's default ACL gives it (a file made in such
-// a directory, copied in across file systems, or created in the run in a copy of it). Any
+// ACL, or what the host directory's default ACL gives a new entry (a file made in such a
+// directory, copied in across file systems, or created in the run in a copy of it). Any
 // other ACL (an entry for another user or group, a changed group entry, a default ACL of its
 // own on a directory) is the run's grant to others.
 
@@ -107,7 +107,7 @@ func ReadBefore(fd int) Before {
 
 // Strip removes from entry fd (a regular file or directory, opened O_PATH or otherwise; st its
 // stat) what never leaves a run: set-id bits and file capabilities of a file, and an ACL but
-// the host's (b: the entry it replaces; else the one dirfd's default ACL gives, dirfd the host
+// the host's (b: the entry it replaces, or the one dirfd's default ACL gives, dirfd the host
 // directory it lies or will lie in). It returns what it removed ("set-id bits", "file
 // capabilities", "ACL", "default ACL").
 func Strip(fd int, st *unix.Stat_t, dirfd int, path string, b Before) ([]string, error) {
@@ -130,7 +130,7 @@ func Strip(fd int, st *unix.Stat_t, dirfd int, path string, b Before) ([]string,
 	}
 	parentDef := readACL("/proc/self/fd/"+strconv.Itoa(dirfd), ACLDefault)
 	acc := readACL(proc, ACLAccess)
-	if acc != nil && !(b.Existed && sameACL(acc, b.Access) || !b.Existed && InheritedACL(acc, parentDef)) {
+	if acc != nil && !(b.Existed && sameACL(acc, b.Access) || InheritedACL(acc, parentDef)) {
 		if err := unix.Removexattr(proc, ACLAccess); err != nil {
 			return nil, fmt.Errorf("strip the ACL of %s: %w", path, err)
 		}
