@@ -209,10 +209,7 @@ func (f *boundFinding) setAside(p string) (string, error) {
 	src := filepath.Join(f.dir, f.restoreWhy[p].rel)
 	dst := fmt.Sprintf("%s.sysprof-run-%d", src, time.Now().UnixNano())
 	if err := unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return "", nil // the run removed it: nothing to keep (a config removed stays removed)
-		}
-		return "", err
+		return "", fmt.Errorf("set aside %s: %w", report.Printable(src), err)
 	}
 	return dst, nil
 }
