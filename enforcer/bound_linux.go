@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -244,7 +245,9 @@ func holdBoundLinks(run *changeset.Run, f boundFinding, uid, gid int) ([]string,
 	for p, old := range f.restore {
 		where := ""
 		var err error
-		if !moved[f.restoreWhy[p].rel] {
+		rel := f.restoreWhy[p].rel
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(moved)), func(m string) bool { return rel == m || strings.HasPrefix(rel, m+"/") }) {
+			// not moved, nor with a directory held whole
 			where, err = f.setAside(p)
 		}
 		if perr := putBack(p, old); perr != nil {
