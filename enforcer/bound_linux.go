@@ -3,8 +3,8 @@ package enforcer
 import (
 	"errors"
 	"fmt"
-	"os"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
