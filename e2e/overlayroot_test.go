@@ -124,7 +124,8 @@ func TestOverlayTreeOfItsOwner(t *testing.T) {
 		want := c.Run(t, argv...) // trusted through $HOME/.gitconfig's safe.directory, as above
 		fresh()
 		h := c
-		h.Extra = append(slices.Clone(c.Extra), "HOME="+rootHome, "USER=root", "LOGNAME=root")
+		// The run state goes to the test's directory, not root's real home.
+		h.Extra = append(slices.Clone(c.Extra), "HOME="+rootHome, "USER=root", "LOGNAME=root", "SYSPROF_STATE_DIR="+filepath.Join(root, "state"))
 		rep := filepath.Join(root, "report-roots-home.json")
 		got := h.Sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, argv...)...)
 		if got.Code != want.Code || got.Stdout != want.Stdout || strings.Contains(got.Stderr, rootHome+"/") {
