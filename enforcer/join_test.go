@@ -2,13 +2,14 @@ package enforcer
 
 import (
 	"bufio"
-	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/sysprof/sysprof/enforcer/initstage"
 	"github.com/sysprof/sysprof/sandbox"
 )
 
@@ -34,11 +35,13 @@ func TestStageJoinRefusedRunsNothing(t *testing.T) {
 	}
 	st.syncW.Write([]byte{1})
 	var failed *initStatus
-	sc := bufio.NewScanner(st.statusR)
-	for sc.Scan() {
+	r := bufio.NewReader(st.statusR)
+	for {
 		var m initStatus
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("status %q: %v", sc.Text(), err)
+		if err := initstage.ReadFrame(r, &m); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("status: %v", err)
 		}
 		if m.Error != "" {
 			failed = &m

@@ -1,7 +1,6 @@
 package enforcer
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -188,14 +187,10 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 	return st, nil
 }
 
-// sendSwitch sends the stage the ids and capabilities to take (nil: none), the first line on
+// sendSwitch sends the stage the ids and capabilities to take (nil: none), the first frame on
 // its config pipe, once its id maps are written: it takes them while it waits for its config.
 func sendSwitch(w *os.File, sw *initstage.Switch) error {
-	b, err := json.Marshal(sw)
-	if err == nil {
-		_, err = w.Write(append(b, '\n'))
-	}
-	if err != nil {
+	if err := initstage.WriteFrame(w, &sw); err != nil {
 		return fmt.Errorf("send the init stage its ids: %w", err)
 	}
 	return nil
