@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/sysprof/sysprof/enforcer/initstage"
+	"github.com/sysprof/sysprof/internal/wire"
 	"github.com/sysprof/sysprof/sandbox"
 )
 
@@ -38,7 +38,7 @@ func TestStageJoinRefusedRunsNothing(t *testing.T) {
 	r := bufio.NewReader(st.statusR)
 	for {
 		var m initStatus
-		if err := initstage.ReadFrame(r, &m); err == io.EOF {
+		if err := wire.ReadFrame(r, &m); err == io.EOF {
 			break
 		} else if err != nil {
 			t.Fatalf("status: %v", err)

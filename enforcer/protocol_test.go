@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/bpf"
 
-	"github.com/sysprof/sysprof/enforcer/initstage"
+	"github.com/sysprof/sysprof/internal/wire"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
@@ -21,12 +21,12 @@ func TestInitConfigFilterRoundTrip(t *testing.T) {
 		{Op: 0x15, Jt: 1, Jf: 2, K: 0xc000003e},
 		{Op: 0x06, Jt: 255, Jf: 7, K: 0x7fff0000},
 	}}
-	b, err := initstage.Marshal(&in)
+	b, err := wire.Marshal(&in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out initConfig
-	if err := initstage.Unmarshal(b, &out); err != nil {
+	if err := wire.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff([]bpf.RawInstruction(in.Filter), []bpf.RawInstruction(out.Filter)); d != "" {
@@ -35,7 +35,7 @@ func TestInitConfigFilterRoundTrip(t *testing.T) {
 	// Argv ["true"], Dir "", then the filter: 3 bytes, not a whole instruction.
 	bad := []byte{2, 4, 't', 'r', 'u', 'e', 0, 3, 1, 2, 3}
 	var cut initConfig
-	if err := initstage.Unmarshal(bad, &cut); err == nil || !strings.Contains(err.Error(), "not whole instructions") {
+	if err := wire.Unmarshal(bad, &cut); err == nil || !strings.Contains(err.Error(), "not whole instructions") {
 		t.Errorf("a filter of 3 bytes decoded: %v, %v", cut.Filter, err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/sysprof/sysprof/enforcer/initstage"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/internal/stdiofds"
+	"github.com/sysprof/sysprof/internal/wire"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
@@ -250,7 +251,7 @@ func newSession(st *stage, rep *report.Report, command string) *session {
 		r := bufio.NewReader(st.statusR)
 		for {
 			var m initStatus
-			if err := initstage.ReadFrame(r, &m); err != nil {
+			if err := wire.ReadFrame(r, &m); err != nil {
 				close(s.msgs)
 				return
 			}
@@ -586,10 +587,10 @@ func exitStatus(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// writeConfig sends the init stage its config (initstage.Marshal) and closes the pipe (EOF
+// writeConfig sends the init stage its config (wire.Marshal) and closes the pipe (EOF
 // ends it).
 func writeConfig(w *os.File, cfg initConfig) error {
-	b, err := initstage.Marshal(&cfg)
+	b, err := wire.Marshal(&cfg)
 	if err != nil {
 		return fmt.Errorf("encode init config: %w", err)
 	}

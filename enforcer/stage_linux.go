@@ -20,6 +20,7 @@ import (
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/internal/spawn"
+	"github.com/sysprof/sysprof/internal/wire"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/sandbox"
@@ -190,7 +191,7 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 // sendSwitch sends the stage the ids and capabilities to take (nil: none), the first frame on
 // its config pipe, once its id maps are written: it takes them while it waits for its config.
 func sendSwitch(w *os.File, sw *initstage.Switch) error {
-	if err := initstage.WriteFrame(w, &sw); err != nil {
+	if err := wire.WriteFrame(w, &sw); err != nil {
 		return fmt.Errorf("send the init stage its ids: %w", err)
 	}
 	return nil

@@ -22,11 +22,11 @@ const ArgNetNS = "netns"
 
 // Inherited file descriptors of the init stage (exec.Cmd.ExtraFiles start at 3).
 const (
-	// FDConfig is the read end of a pipe: one frame, the Switch (nil: none; WriteFrame),
-	// sent as soon as the id maps are written; then Config (Marshal), then EOF.
+	// FDConfig is the read end of a pipe: one frame, the Switch (nil: none; wire.WriteFrame),
+	// sent as soon as the id maps are written; then Config (wire.Marshal), then EOF.
 	FDConfig = 3
 	FDSync   = 4 // read end: the parent writes one byte once it holds the seccomp listener
-	FDStatus = 5 // write end, close-on-exec: Status frames (WriteFrame); EOF without an error = exec done
+	FDStatus = 5 // write end, close-on-exec: Status frames (wire.WriteFrame); EOF without an error = exec done
 	// FDReplica is a SOCK_SEQPACKET socket (root-idmap only): the host's mounts as idmapped
 	// clones (sandbox.Replica).
 	FDReplica = 6
@@ -185,7 +185,7 @@ func (e *LayerError) Error() string { return e.Layer + ": " + e.Err.Error() }
 func (e *LayerError) Unwrap() error { return e.Err }
 
 // SockFilter is the seccomp program as the kernel's struct sock_filter array, sent packed (8
-// bytes an instruction, Marshal uses MarshalBinary).
+// bytes an instruction: wire uses MarshalBinary).
 type SockFilter []bpf.RawInstruction
 
 func (f SockFilter) MarshalBinary() ([]byte, error) {

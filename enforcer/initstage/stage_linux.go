@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/internal/wire"
 	"github.com/sysprof/sysprof/netproxy/inside"
 	"github.com/sysprof/sysprof/sandbox"
 )
@@ -91,7 +92,7 @@ func joinCgroups(args []string, first int) error {
 // readSwitch reads the Switch's frame (nil: the parent's fork set the ids).
 func readSwitch(r *bufio.Reader) (*Switch, error) {
 	var sw *Switch
-	if err := ReadFrame(r, &sw); err != nil {
+	if err := wire.ReadFrame(r, &sw); err != nil {
 		return nil, fmt.Errorf("read the ids to take: %w", err)
 	}
 	return sw, nil
@@ -287,7 +288,7 @@ func openStatus() *stageStatus {
 }
 
 // send writes st to the parent (what fails to reach it, the parent sees as the stage's end).
-func (s *stageStatus) send(st Status) { _ = WriteFrame(s.status, &st) }
+func (s *stageStatus) send(st Status) { _ = wire.WriteFrame(s.status, &st) }
 
 // fail sends st, exit status 125 unless it says otherwise, and returns that status.
 func (s *stageStatus) fail(st Status) int {
@@ -306,7 +307,7 @@ func readInitConfig(pipe *configPipe) (*Config, *Status) {
 		return nil, &Status{Stage: "config", Error: err.Error()}
 	}
 	var cfg Config
-	if err := Unmarshal(b, &cfg); err != nil {
+	if err := wire.Unmarshal(b, &cfg); err != nil {
 		return nil, &Status{Stage: "config", Error: err.Error()}
 	}
 	if len(cfg.Argv) == 0 {

@@ -1,4 +1,16 @@
-package initstage
+// Package wire is a compact binary encoding of plain Go values for messages between two
+// copies of one sysprof build (the init stage's protocol, the profile cache keyed by the
+// binary): both sides walk the same types field by field in declaration order, so no names,
+// tags or per-type encoders are needed (encoding/json's reflection costs ~1 ms of CPU a run).
+// A value of a kind this does not know fails the encode. Fields tagged `json:"-"` and
+// unexported fields are not sent. Nothing here trusts its input: lengths are bounded by the
+// bytes left, a cut or trailing byte is an error.
+//
+// Encoding: bool one byte; signed integers zigzag varints, unsigned ones varints; floats their
+// IEEE bits; strings and []byte a length and the bytes; slices and maps 0 for nil, else
+// 1+length and the elements (a map's keys and values in turn); pointers 0 for nil, else 1 and
+// the element; structs their fields; a type with MarshalBinary/UnmarshalBinary its binary form.
+package wire
 
 import (
 	"bufio"
@@ -12,18 +24,6 @@ import (
 	"sync"
 )
 
-// The protocol's messages (Switch, Config, Status) travel in a compact binary form instead of
-// JSON: sysprof and its init stage are built from one tree, so both walk the same types field
-// by field in declaration order, and no names, tags or per-type encoders are needed
-// (encoding/json's reflection cost ~1 ms of CPU a run between the two processes). A field of
-// a kind this does not know fails the encode (TestWireRoundTripsEveryField holds every field).
-// Fields tagged `json:"-"` and unexported fields are not sent.
-//
-// Encoding: bool one byte; signed integers zigzag varints, unsigned ones varints; floats their
-// IEEE bits; strings and []byte a length and the bytes; slices 0 for nil, else 1+length and
-// the elements; pointers 0 for nil, else 1 and the element; structs their fields; a type with
-// MarshalBinary/UnmarshalBinary (netip's) its binary form.
-
 var (
 	binMarshaler   = reflect.TypeFor[encoding.BinaryMarshaler]()
 	binUnmarshaler = reflect.TypeFor[encoding.BinaryUnmarshaler]()
@@ -36,7 +36,7 @@ type wireType struct {
 	fields []int // a struct's fields that are sent
 }
 
-// Marshal encodes *v (v a pointer to a protocol type, as Unmarshal's).
+// Marshal encodes *v (v a pointer, as Unmarshal's).
 func Marshal(v any) ([]byte, error) {
 	return marshalAppend(nil, v)
 }
@@ -96,6 +96,9 @@ func ReadFrame(r *bufio.Reader, v any) error {
 	}
 	return Unmarshal(b, v)
 }
+
+// Fields are the indexes of struct type t's fields that are sent.
+func Fields(t reflect.Type) []int { return typeOf(t).fields }
 
 func typeOf(t reflect.Type) *wireType {
 	if w, ok := wireTypes.Load(t); ok {
@@ -164,6 +167,21 @@ func appendValue(b []byte, v reflect.Value) ([]byte, error) {
 			}
 		}
 		return b, nil
+	case reflect.Map:
+		if v.IsNil() {
+			return append(b, 0), nil
+		}
+		b = binary.AppendUvarint(b, uint64(v.Len())+1)
+		var err error
+		for it := v.MapRange(); it.Next(); {
+			if b, err = appendValue(b, it.Key()); err != nil {
+				return nil, err
+			}
+			if b, err = appendValue(b, it.Value()); err != nil {
+				return nil, err
+			}
+		}
+		return b, nil
 	case reflect.Pointer:
 		if v.IsNil() {
 			return append(b, 0), nil
@@ -178,7 +196,7 @@ func appendValue(b []byte, v reflect.Value) ([]byte, error) {
 		}
 		return b, nil
 	}
-	return nil, fmt.Errorf("BUG: the init stage's protocol cannot carry a %s", t)
+	return nil, fmt.Errorf("BUG: the init stage's protocol wire: cannot carry a %s", t)
 }
 
 type decoder struct {
@@ -299,6 +317,32 @@ func (d *decoder) value(v reflect.Value) {
 		for i := range v.Len() {
 			d.value(v.Index(i))
 		}
+	case reflect.Map:
+		n := d.uvarint()
+		if n == 0 || d.err != nil {
+			v.SetZero()
+			return
+		}
+		n--
+		if n > uint64(len(d.b))/2 { // a key and a value take a byte each at least
+			d.fail("%d map entries with %d bytes left", n, len(d.b))
+			return
+		}
+		m := reflect.MakeMapWithSize(t, int(n))
+		for range n {
+			k, e := reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem()
+			d.value(k)
+			d.value(e)
+			if d.err != nil {
+				return
+			}
+			if m.MapIndex(k).IsValid() {
+				d.fail("a map key twice: %v", k)
+				return
+			}
+			m.SetMapIndex(k, e)
+		}
+		v.Set(m)
 	case reflect.Pointer:
 		switch x := d.bytes(1); {
 		case d.err != nil:
@@ -316,6 +360,6 @@ func (d *decoder) value(v reflect.Value) {
 			d.value(v.Field(i))
 		}
 	default:
-		d.fail("BUG: the init stage's protocol cannot carry a %s", t)
+		d.fail("BUG: the init stage's protocol wire: cannot carry a %s", t)
 	}
 }
