@@ -338,8 +338,12 @@ type runLimitGroup struct {
 	// unbound: neither a cgroup nor the sandbox's rlimits hold the run (a run without the
 	// sandbox: the rlimits are set by the init stage's sandbox step).
 	unbound bool
-	// self: the stage joined group itself at its start (cgroup v1, initstage.FDJoin): no move.
+	// self: the stage joined group itself at its start (cgroup v1, initstage.FDJoin) or was
+	// born into it (cgroup2, CLONE_INTO_CGROUP: birth): no move.
 	self bool
+	// birth: group's cgroup2 directory for the early stage's clone3 (kernrun.BirthDir), until
+	// it is spawned.
+	birth *os.File
 	// leftover: a group the stage joined that the run does not use, removed when it is over;
 	// idle: that is all there is (no limits decided: nothing to report).
 	leftover *kernrun.LimitGroup
@@ -374,6 +378,9 @@ func joinedLimitGroup(run *kernrun.Cgroup) (*runLimitGroup, []*os.File) {
 	}
 	join, err := rg.group.JoinFiles()
 	rg.self = err == nil && len(join) > 0
+	if !rg.self {
+		rg.birth, _ = rg.group.BirthDir() // none: enter moves the stage
+	}
 	phase.Mark("early: limits cgroup")
 	return rg, join
 }
@@ -534,6 +541,7 @@ func (rg *runLimitGroup) remove() {
 	if rg.made != nil {
 		<-rg.made
 	}
+	rg.born(false)
 	rg.group.Remove()
 	rg.leftover.Remove()
 }

@@ -494,7 +494,14 @@ func StartEarly(opts Options) *Early {
 	// (or user) without cgroup limits leaves lim without a cgroup.
 	go kernrun.LimitsAvailable()
 	lim, join := joinedLimitGroup(cg)
+	born := lim.bornInto(attr) // cgroup2 (own or delegated): born into it, no move
 	st, err := spawnStage(attr, opts.Dir, env, stdin, stdout, stderr, id.Idmap, attr.Cloneflags&unix.CLONE_NEWNET == 0, join)
+	if err != nil && born {
+		// A kernel or delegation that refuses the birth still allows the move (enter).
+		attr.UseCgroupFD, born = false, false
+		st, err = spawnStage(attr, opts.Dir, env, stdin, stdout, stderr, id.Idmap, attr.Cloneflags&unix.CLONE_NEWNET == 0, join)
+	}
+	lim.born(born && err == nil)
 	for _, f := range join {
 		f.Close()
 	}
@@ -509,7 +516,7 @@ func StartEarly(opts Options) *Early {
 		st.cgid = cg.ID
 	}
 	st.model = id.Model
-	lim.enter(st.pid) // cgroup2 (own or delegated): moved, in the background
+	lim.enter(st.pid) // cgroup2 (own or delegated), not born into it: moved, in the background
 	return &Early{st: st, cg: cg, lim: lim, opts: Options{Dir: opts.Dir, Env: opts.Env, Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr}}
 }
 
@@ -641,4 +648,26 @@ func chrooted() error {
 		return nil
 	}
 	return unix.ENOENT
+}
+
+// bornInto makes attr's clone3 put the stage into the limits cgroup when it is a cgroup2
+// directory a move would be needed for (birth) and attr names no cgroup yet. Call born with
+// whether the stage was spawned with it.
+func (rg *runLimitGroup) bornInto(attr *syscall.SysProcAttr) bool {
+	if rg == nil || rg.birth == nil || attr.UseCgroupFD {
+		return false
+	}
+	attr.UseCgroupFD = true
+	attr.CgroupFD = int(rg.birth.Fd())
+	return true
+}
+
+// born records whether the stage was spawned into birth (no move then) and closes it.
+func (rg *runLimitGroup) born(ok bool) {
+	if rg == nil || rg.birth == nil {
+		return
+	}
+	rg.birth.Close()
+	rg.birth = nil
+	rg.self = ok
 }

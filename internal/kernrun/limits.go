@@ -431,6 +431,19 @@ func (g *LimitGroup) Enter(pid int) error {
 	return nil
 }
 
+// BirthDir opens the cgroup2 directory a process must be moved into by Enter (a group of its
+// own, or an ordinary user's delegated one), for clone3's CLONE_INTO_CGROUP instead: a move
+// by pid takes cgroup_threadgroup_rwsem for writing (an RCU grace period), a process born
+// into the group takes nothing. Nil, no error: Enter moves nothing here (cgroup v1, whose
+// tasks files JoinFiles opens, or the run's own cgroup2 directory it is born into already).
+// The caller closes the file.
+func (g *LimitGroup) BirthDir() (*os.File, error) {
+	if !g.V2 || (g.own == nil && !g.Delegated) {
+		return nil, nil
+	}
+	return os.OpenFile(g.Pids, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+}
+
 // JoinFiles opens the v1 directories' tasks files for the process that is to be bounded, to
 // join them itself before anything else (0 written from the thread that will exec): a move by
 // pid (Enter) takes the kernel's global cgroup_threadgroup_rwsem, which first waits for an RCU
