@@ -200,9 +200,13 @@ func appendValue(b []byte, v reflect.Value) ([]byte, error) {
 }
 
 type decoder struct {
-	b   []byte
-	err error
+	b     []byte
+	err   error
+	depth int // values open (a recursive type's depth is the data's: bounded)
 }
+
+// maxDepth bounds how deeply values nest in a message.
+const maxDepth = 100
 
 func (d *decoder) fail(format string, args ...any) {
 	if d.err == nil {
@@ -255,6 +259,15 @@ func (d *decoder) value(v reflect.Value) {
 	if d.err != nil {
 		return
 	}
+	if d.depth++; d.depth > maxDepth {
+		d.fail("values nested deeper than %d", maxDepth)
+		return
+	}
+	d.valueIn(v)
+	d.depth--
+}
+
+func (d *decoder) valueIn(v reflect.Value) {
 	t := v.Type()
 	w := typeOf(t)
 	if w.binary {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -91,6 +92,11 @@ func TestWireFramesAndBadInput(t *testing.T) {
 		if err := wire.Unmarshal(tc.b, &c); err == nil {
 			t.Errorf("%s: decoded %+v", tc.name, c)
 		}
+	}
+	// A recursive type nests as deep as the data says: bounded, not the stack's limit.
+	deep := bytes.Repeat([]byte{0, 0, 0, 1}, 1000)
+	if err := wire.Unmarshal(deep, &msg{}); err == nil || !strings.Contains(err.Error(), "deeper") {
+		t.Errorf("1000 nested values: %v", err)
 	}
 	// A frame that says it is huge is refused before anything is allocated for it.
 	if err := wire.ReadFrame(bufio.NewReader(bytes.NewReader([]byte{0xff, 0xff, 0xff, 0xff})), &st); err == nil {
