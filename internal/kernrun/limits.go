@@ -98,7 +98,7 @@ func NewLimitGroup(run *Cgroup) (*LimitGroup, error) {
 			g.Remove()
 			return nil, err
 		}
-		removeStaleV1(parent)
+		sweep(func() { removeStaleV1(parent) })
 		d := filepath.Join(parent, name)
 		if err := os.Mkdir(d, 0o755); err != nil {
 			g.Remove()
@@ -109,7 +109,7 @@ func NewLimitGroup(run *Cgroup) (*LimitGroup, error) {
 	}
 	// The CPU weight is best effort: a host without the cpu hierarchy runs without it.
 	if parent, err := v1Dir("cpu"); err == nil {
-		removeStaleV1(parent)
+		sweep(func() { removeStaleV1(parent) })
 		if d := filepath.Join(parent, name); os.Mkdir(d, 0o755) == nil {
 			g.created = append(g.created, d)
 			g.CPU = d
@@ -268,7 +268,8 @@ func newDelegatedGroup() (*LimitGroup, error) {
 		if *h.dir = filepath.Join(h.parent, name); g.V2 && len(g.created) > 0 {
 			break // one directory for both
 		}
-		removeStaleV1(h.parent)
+		parent := h.parent
+		sweep(func() { removeStaleV1(parent) })
 		if err := os.Mkdir(*h.dir, 0o755); err != nil {
 			g.Remove()
 			return nil, fmt.Errorf("create cgroup %s in the delegated subtree: %w", *h.dir, err)
