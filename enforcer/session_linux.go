@@ -1,11 +1,10 @@
 package enforcer
 
 import (
+	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/sysprof/sysprof/enforcer/initstage"
 	"os"
 	"os/signal"
 	"slices"
@@ -17,8 +16,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/enforcer/guard"
+	"github.com/sysprof/sysprof/enforcer/initstage"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/internal/stdiofds"
+	"github.com/sysprof/sysprof/internal/wire"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
@@ -247,10 +248,10 @@ type session struct {
 func newSession(st *stage, rep *report.Report, command string) *session {
 	s := &session{st: st, rep: rep, command: command, msgs: make(chan initStatus, 16)}
 	go func() {
-		dec := json.NewDecoder(st.statusR)
+		r := bufio.NewReader(st.statusR)
 		for {
 			var m initStatus
-			if err := dec.Decode(&m); err != nil {
+			if err := wire.ReadFrame(r, &m); err != nil {
 				close(s.msgs)
 				return
 			}
@@ -586,9 +587,10 @@ func exitStatus(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// writeConfig sends the init stage its config as JSON and closes the pipe (EOF ends it).
+// writeConfig sends the init stage its config (wire.Marshal) and closes the pipe (EOF
+// ends it).
 func writeConfig(w *os.File, cfg initConfig) error {
-	b, err := json.Marshal(cfg)
+	b, err := wire.Marshal(&cfg)
 	if err != nil {
 		return fmt.Errorf("encode init config: %w", err)
 	}

@@ -1,7 +1,6 @@
 package enforcer
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/internal/spawn"
+	"github.com/sysprof/sysprof/internal/wire"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/sandbox"
@@ -188,14 +188,10 @@ func spawnStage(attr *syscall.SysProcAttr, dir string, env []string, stdin io.Re
 	return st, nil
 }
 
-// sendSwitch sends the stage the ids and capabilities to take (nil: none), the first line on
+// sendSwitch sends the stage the ids and capabilities to take (nil: none), the first frame on
 // its config pipe, once its id maps are written: it takes them while it waits for its config.
 func sendSwitch(w *os.File, sw *initstage.Switch) error {
-	b, err := json.Marshal(sw)
-	if err == nil {
-		_, err = w.Write(append(b, '\n'))
-	}
-	if err != nil {
+	if err := wire.WriteFrame(w, &sw); err != nil {
 		return fmt.Errorf("send the init stage its ids: %w", err)
 	}
 	return nil
@@ -498,7 +494,14 @@ func StartEarly(opts Options) *Early {
 	// (or user) without cgroup limits leaves lim without a cgroup.
 	go kernrun.LimitsAvailable()
 	lim, join := joinedLimitGroup(cg)
+	born := lim.bornInto(attr) // cgroup2 (own or delegated): born into it, no move
 	st, err := spawnStage(attr, opts.Dir, env, stdin, stdout, stderr, id.Idmap, attr.Cloneflags&unix.CLONE_NEWNET == 0, join)
+	if err != nil && born {
+		// A kernel or delegation that refuses the birth still allows the move (enter).
+		attr.UseCgroupFD, born = false, false
+		st, err = spawnStage(attr, opts.Dir, env, stdin, stdout, stderr, id.Idmap, attr.Cloneflags&unix.CLONE_NEWNET == 0, join)
+	}
+	lim.born(born && err == nil)
 	for _, f := range join {
 		f.Close()
 	}
@@ -513,7 +516,7 @@ func StartEarly(opts Options) *Early {
 		st.cgid = cg.ID
 	}
 	st.model = id.Model
-	lim.enter(st.pid) // cgroup2 (own or delegated): moved, in the background
+	lim.enter(st.pid) // cgroup2 (own or delegated), not born into it: moved, in the background
 	return &Early{st: st, cg: cg, lim: lim, opts: Options{Dir: opts.Dir, Env: opts.Env, Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr}}
 }
 
@@ -645,4 +648,26 @@ func chrooted() error {
 		return nil
 	}
 	return unix.ENOENT
+}
+
+// bornInto makes attr's clone3 put the stage into the limits cgroup when it is a cgroup2
+// directory a move would be needed for (birth) and attr names no cgroup yet. Call born with
+// whether the stage was spawned with it.
+func (rg *runLimitGroup) bornInto(attr *syscall.SysProcAttr) bool {
+	if rg == nil || rg.birth == nil || attr.UseCgroupFD {
+		return false
+	}
+	attr.UseCgroupFD = true
+	attr.CgroupFD = int(rg.birth.Fd())
+	return true
+}
+
+// born records whether the stage was spawned into birth (no move then) and closes it.
+func (rg *runLimitGroup) born(ok bool) {
+	if rg == nil || rg.birth == nil {
+		return
+	}
+	rg.birth.Close()
+	rg.birth = nil
+	rg.self = ok
 }

@@ -2,7 +2,6 @@ package initstage
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 
 	"golang.org/x/net/bpf"
@@ -23,11 +22,11 @@ const ArgNetNS = "netns"
 
 // Inherited file descriptors of the init stage (exec.Cmd.ExtraFiles start at 3).
 const (
-	// FDConfig is the read end of a pipe: one line, the Switch as JSON ("null": none), sent
-	// as soon as the id maps are written; then Config as JSON, then EOF.
+	// FDConfig is the read end of a pipe: one frame, the Switch (nil: none; wire.WriteFrame),
+	// sent as soon as the id maps are written; then Config (wire.Marshal), then EOF.
 	FDConfig = 3
 	FDSync   = 4 // read end: the parent writes one byte once it holds the seccomp listener
-	FDStatus = 5 // write end, close-on-exec: JSON status lines; EOF without an error = exec done
+	FDStatus = 5 // write end, close-on-exec: Status frames (wire.WriteFrame); EOF without an error = exec done
 	// FDReplica is a SOCK_SEQPACKET socket (root-idmap only): the host's mounts as idmapped
 	// clones (sandbox.Replica).
 	FDReplica = 6
@@ -110,7 +109,7 @@ type Part struct {
 	Degrade bool `json:"degrade,omitempty"`
 }
 
-// Status is one line the init stage writes to its parent.
+// Status is one message the init stage writes to its parent.
 type Status struct {
 	// Installing: the filter is being installed; its listener appears in /proc/PID/fd in a
 	// moment (the ready message may be held up: the init stage's write goes through the filter,
@@ -185,28 +184,27 @@ type LayerError struct {
 func (e *LayerError) Error() string { return e.Layer + ": " + e.Err.Error() }
 func (e *LayerError) Unwrap() error { return e.Err }
 
-// SockFilter is the seccomp program as the kernel's struct sock_filter array (8 bytes an
-// instruction, base64 in the JSON): the init stage decodes it in microseconds, where a JSON
-// object an instruction cost a good part of a millisecond of its start.
+// SockFilter is the seccomp program as the kernel's struct sock_filter array, sent packed (8
+// bytes an instruction: wire uses MarshalBinary).
 type SockFilter []bpf.RawInstruction
 
-func (f SockFilter) MarshalJSON() ([]byte, error) {
+func (f SockFilter) MarshalBinary() ([]byte, error) {
 	b := make([]byte, 0, 8*len(f))
 	for _, ins := range f {
 		b = binary.NativeEndian.AppendUint16(b, ins.Op)
 		b = append(b, ins.Jt, ins.Jf)
 		b = binary.NativeEndian.AppendUint32(b, ins.K)
 	}
-	return json.Marshal(b)
+	return b, nil
 }
 
-func (f *SockFilter) UnmarshalJSON(data []byte) error {
-	var b []byte
-	if err := json.Unmarshal(data, &b); err != nil {
-		return err
-	}
+func (f *SockFilter) UnmarshalBinary(b []byte) error {
 	if len(b)%8 != 0 {
 		return fmt.Errorf("seccomp filter of %d bytes: not whole instructions", len(b))
+	}
+	if len(b) == 0 {
+		*f = nil
+		return nil
 	}
 	out := make(SockFilter, len(b)/8)
 	for i := range out {

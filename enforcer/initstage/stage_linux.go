@@ -2,7 +2,6 @@ package initstage
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/phase"
+	"github.com/sysprof/sysprof/internal/wire"
 	"github.com/sysprof/sysprof/netproxy/inside"
 	"github.com/sysprof/sysprof/sandbox"
 )
@@ -50,9 +50,6 @@ func Main() int {
 	cfg.switchErr = err
 	cfg.joinErr = joinErr
 	phase.Mark("ids")
-	// The config's decoder (encoding/json's field lists, built once per type: ~0.4 ms) is built
-	// on another thread while this one waits for the config.
-	go json.Marshal(&Config{})
 	var net earlyNet
 	if slices.Contains(os.Args[2:], ArgNetNS) {
 		// Namespaces are per thread: this one (locked) execs the command.
@@ -92,15 +89,11 @@ func joinCgroups(args []string, first int) error {
 	return failed
 }
 
-// readSwitch reads the Switch's line (nil: the parent's fork set the ids).
+// readSwitch reads the Switch's frame (nil: the parent's fork set the ids).
 func readSwitch(r *bufio.Reader) (*Switch, error) {
-	line, err := r.ReadBytes('\n')
-	if err != nil {
-		return nil, fmt.Errorf("read the ids to take: %w", err)
-	}
 	var sw *Switch
-	if err := json.Unmarshal(line, &sw); err != nil {
-		return nil, fmt.Errorf("the ids to take: %w", err)
+	if err := wire.ReadFrame(r, &sw); err != nil {
+		return nil, fmt.Errorf("read the ids to take: %w", err)
 	}
 	return sw, nil
 }
@@ -201,7 +194,7 @@ func initStage(net earlyNet, pipe *configPipe) int {
 		if err != nil {
 			return s.fail(Status{Stage: "sandbox", Layer: LayerMounts, Error: "the noexec tmpfs for memfds: " + err.Error()})
 		}
-		_ = s.enc.Encode(Status{MemfdTmpfs: fd})
+		s.send(Status{MemfdTmpfs: fd})
 		held = append(held, fd)
 		for _, p := range cfg.Parts {
 			if p.Plan.Landlock != nil {
@@ -245,7 +238,7 @@ func initStage(net earlyNet, pipe *configPipe) int {
 				}
 			}
 		}
-		_ = s.enc.Encode(Status{ExecOutputs: fd})
+		s.send(Status{ExecOutputs: fd})
 	}
 
 	phase.Mark("sandbox")
@@ -286,21 +279,23 @@ func initStage(net earlyNet, pipe *configPipe) int {
 // stageStatus is the init stage's end of the status pipe (FDStatus, close-on-exec).
 type stageStatus struct {
 	status *os.File
-	enc    *json.Encoder
 }
 
 func openStatus() *stageStatus {
 	status := os.NewFile(FDStatus, "status")
 	unix.CloseOnExec(FDStatus)
-	return &stageStatus{status: status, enc: json.NewEncoder(status)}
+	return &stageStatus{status: status}
 }
+
+// send writes st to the parent (what fails to reach it, the parent sees as the stage's end).
+func (s *stageStatus) send(st Status) { _ = wire.WriteFrame(s.status, &st) }
 
 // fail sends st, exit status 125 unless it says otherwise, and returns that status.
 func (s *stageStatus) fail(st Status) int {
 	if st.Exit == 0 {
 		st.Exit = 125
 	}
-	_ = s.enc.Encode(st)
+	s.send(st)
 	return st.Exit
 }
 
@@ -312,7 +307,7 @@ func readInitConfig(pipe *configPipe) (*Config, *Status) {
 		return nil, &Status{Stage: "config", Error: err.Error()}
 	}
 	var cfg Config
-	if err := json.Unmarshal(b, &cfg); err != nil {
+	if err := wire.Unmarshal(b, &cfg); err != nil {
 		return nil, &Status{Stage: "config", Error: err.Error()}
 	}
 	if len(cfg.Argv) == 0 {
@@ -390,7 +385,7 @@ func (s *stageStatus) applyLayers(cfg *Config) ([]int, *Status) {
 		return nil, &st
 	}
 	if len(layers) > 0 || len(skipped) > 0 || len(egress) > 0 {
-		_ = s.enc.Encode(Status{Layers: layers, Notes: skipped, Egress: egress})
+		s.send(Status{Layers: layers, Notes: skipped, Egress: egress})
 	}
 	return egress, nil
 }
@@ -426,7 +421,7 @@ func (s *stageStatus) installSeccomp(filter SockFilter) (int, *Status) {
 	} else {
 		guess = 0
 	}
-	_ = s.enc.Encode(Status{Installing: true, Listener: guess})
+	s.send(Status{Installing: true, Listener: guess})
 	listener, err := installFilter(filter)
 	if err != nil {
 		return -1, &Status{Stage: "seccomp", Error: err.Error()}
@@ -437,7 +432,7 @@ func (s *stageStatus) installSeccomp(filter SockFilter) (int, *Status) {
 // handOver tells the parent the filter is installed, waits until it holds the listener (and
 // the other fds it takes: egress sockets, the memfd tmpfs), and closes this stage's copies.
 func (s *stageStatus) handOver(listener int, egress []int) *Status {
-	_ = s.enc.Encode(Status{Ready: true, Listener: listener})
+	s.send(Status{Ready: true, Listener: listener})
 	var one [1]byte
 	if n, err := unix.Read(FDSync, one[:]); n != 1 || err != nil {
 		return &Status{Stage: "sync", Error: "sysprof did not take over the seccomp listener"}

@@ -98,7 +98,7 @@ func NewLimitGroup(run *Cgroup) (*LimitGroup, error) {
 			g.Remove()
 			return nil, err
 		}
-		removeStaleV1(parent)
+		sweep(func() { removeStaleV1(parent) })
 		d := filepath.Join(parent, name)
 		if err := os.Mkdir(d, 0o755); err != nil {
 			g.Remove()
@@ -109,7 +109,7 @@ func NewLimitGroup(run *Cgroup) (*LimitGroup, error) {
 	}
 	// The CPU weight is best effort: a host without the cpu hierarchy runs without it.
 	if parent, err := v1Dir("cpu"); err == nil {
-		removeStaleV1(parent)
+		sweep(func() { removeStaleV1(parent) })
 		if d := filepath.Join(parent, name); os.Mkdir(d, 0o755) == nil {
 			g.created = append(g.created, d)
 			g.CPU = d
@@ -268,7 +268,8 @@ func newDelegatedGroup() (*LimitGroup, error) {
 		if *h.dir = filepath.Join(h.parent, name); g.V2 && len(g.created) > 0 {
 			break // one directory for both
 		}
-		removeStaleV1(h.parent)
+		parent := h.parent
+		sweep(func() { removeStaleV1(parent) })
 		if err := os.Mkdir(*h.dir, 0o755); err != nil {
 			g.Remove()
 			return nil, fmt.Errorf("create cgroup %s in the delegated subtree: %w", *h.dir, err)
@@ -429,6 +430,19 @@ func (g *LimitGroup) Enter(pid int) error {
 		}
 	}
 	return nil
+}
+
+// BirthDir opens the cgroup2 directory a process must be moved into by Enter (a group of its
+// own, or an ordinary user's delegated one), for clone3's CLONE_INTO_CGROUP instead: a move
+// by pid takes cgroup_threadgroup_rwsem for writing (an RCU grace period), a process born
+// into the group takes nothing. Nil, no error: Enter moves nothing here (cgroup v1, whose
+// tasks files JoinFiles opens, or the run's own cgroup2 directory it is born into already).
+// The caller closes the file.
+func (g *LimitGroup) BirthDir() (*os.File, error) {
+	if !g.V2 || (g.own == nil && !g.Delegated) {
+		return nil, nil
+	}
+	return os.OpenFile(g.Pids, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 }
 
 // JoinFiles opens the v1 directories' tasks files for the process that is to be bounded, to

@@ -105,6 +105,7 @@ func TestLimitGroupRemovesStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Remove()
+	sweeps.Wait()
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("%s of a process that is gone was not removed (%v)", stale, err)
 	}

@@ -93,7 +93,7 @@ func TestForgedEntryIsNotTrusted(t *testing.T) {
 		{"private entry (the control)", func(*testing.T, string, string) {}, true},
 		{"entry others may read and write", func(t *testing.T, _, e string) { chmod(t, e, 0o666) }, false},
 		{"directory others may write", func(t *testing.T, d, _ string) { chmod(t, d, 0o777) }, false},
-		{"corrupt entry (still valid JSON)", func(t *testing.T, _, e string) {
+		{"corrupt entry (still decodes)", func(t *testing.T, _, e string) {
 			b, _ := os.ReadFile(e)
 			testutil.WriteFile(t, e, strings.Replace(string(b), "exit_group", "exit_grouq", 1), 0o600)
 		}, false},
