@@ -479,6 +479,9 @@ func (p *Proxy) handle(c *net.TCPConn) {
 	if !ok {
 		return
 	}
+	if !slices.ContainsFunc(rules, Rule.anyBinary) {
+		pc.byRules = rules
+	}
 	if cred != nil && (proto == protoTLS || proto == protoHTTP) {
 		pc.broker(cred, buf, proto, w, rules)
 		return
@@ -512,6 +515,9 @@ type proxyConn struct {
 	target, targetHost string
 	// holders looks up the socket's holders once (the first lookup may start at accept).
 	holders func() []who
+	// byRules are the connection's rules when each names a binary: every HTTP request after
+	// the first is checked against the holders again (a keep-alive socket handed on).
+	byRules []Rule
 }
 
 func (p *Proxy) newProxyConn(c *net.TCPConn) *proxyConn {
@@ -749,12 +755,23 @@ func (pc *proxyConn) carryHTTP(up *net.TCPConn, buf []byte, done <-chan struct{}
 	s := &httpStream{c: pc.c, up: up, buf: buf}
 	name := pc.name
 	var err error
+	var bad who // the holder a per-binary rule refused a later request for
+	requests := 0
 	for {
 		var tunnel string
 		err = s.run(func(req httpRequest) error {
+			requests++
+			if requests > 1 && len(pc.byRules) > 0 && !(req.proxied && req.host != name) {
+				// A keep-alive connection handed to another process (SCM_RIGHTS, pidfd_getfd,
+				// a fork) carries that process's requests: its holders are looked up again.
+				if w, ok := pc.mayUseAny(pc.p.ownerOf("tcp", pc.src, pc.dst), pc.byRules); !ok {
+					bad = w
+					return refusal{msg: byRefusal(w, pc.byRules)}
+				}
+			}
 			switch {
 			case req.proxied && req.host != name:
-				if via := net.JoinHostPort(req.host, strconv.Itoa(int(req.port))); !pc.allowedVia(req.host, req.port) {
+				if via := net.JoinHostPort(req.host, strconv.Itoa(int(req.port))); !pc.allowedVia(req.host, req.port, &bad) {
 					return refusal{msg: "via", via: via}
 				}
 			case req.host != name:
@@ -801,13 +818,15 @@ func (pc *proxyConn) carryHTTP(up *net.TCPConn, buf []byte, done <-chan struct{}
 	<-done
 	switch {
 	case rf.via != "":
-		pc.refuseVia(rf.via)
+		pc.refuseVia(rf.via, bad)
 	case rf.host != "" && rf.msg == protoTLS:
 		pc.mismatch(protoTLS, rf.host)
 	case rf.host != "":
 		pc.mismatch(protoHTTP, rf.host)
 	case rf.critical:
 		pc.refuseCritical(rf.msg, report.RiskCritical)
+	case bad.Exe != "":
+		pc.refuseBy(rf.msg, policy.RiskNone, bad)
 	default:
 		pc.refuse(rf.msg, policy.RiskNone)
 	}
@@ -818,7 +837,7 @@ func (pc *proxyConn) carryHTTP(up *net.TCPConn, buf []byte, done <-chan struct{}
 // ask for host:port: a rule of the plan allows that destination to the socket's holders (an
 // address rule an address target, link-local and the host's loopback only under a rule inside
 // them), as a connection straight to it would need.
-func (pc *proxyConn) allowedVia(host string, port uint16) bool {
+func (pc *proxyConn) allowedVia(host string, port uint16, bad *who) bool {
 	a, aerr := netip.ParseAddr(host)
 	var rules []Rule
 	for _, r := range pc.p.plan.Rules {
@@ -833,16 +852,28 @@ func (pc *proxyConn) allowedVia(host string, port uint16) bool {
 	if len(rules) == 0 || slices.ContainsFunc(rules, Rule.anyBinary) {
 		return len(rules) > 0
 	}
-	hs := pc.holders()
-	return slices.ContainsFunc(rules, func(r Rule) bool { _, ok := mayUse(hs, r.By, pc.p.fileAt); return ok })
+	// Looked up for each request, not once a connection: a keep-alive connection handed to
+	// another process carries that process's requests.
+	w, ok := pc.mayUseAny(pc.p.ownerOf("tcp", pc.src, pc.dst), rules)
+	if !ok {
+		*bad = w
+	}
+	return ok
 }
 
 // refuseVia reports a request through the forward proxy refused: no rule allows its target.
-func (pc *proxyConn) refuseVia(target string) {
+func (pc *proxyConn) refuseVia(target string, bad who) {
 	host, _, _ := net.SplitHostPort(target)
-	d := report.Denial{Syscall: "connect", What: fmt.Sprintf("connect %s tcp (through the proxy %s: not in the profile)", target, pc.target),
+	why := "not in the profile"
+	if bad.Exe != "" {
+		why = "by " + bad.Exe + ": its rules name other binaries"
+	}
+	d := report.Denial{Syscall: "connect", What: fmt.Sprintf("connect %s tcp (through the proxy %s: %s)", target, pc.target, why),
 		Endpoint: target, Proto: "tcp", Host: host, Suggest: "network.connect: + " + target + " tcp"}
-	pc.p.deny(d, first(pc.holders()))
+	if bad.Exe == "" {
+		bad = first(pc.holders())
+	}
+	pc.p.deny(d, bad)
 }
 
 // sniffConn reads the client's first bytes until sniff can tell what they are (protoServerFirst:

@@ -1,0 +1,72 @@
+package netproxy
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// A keep-alive connection under per-binary rules is checked for each request, not once: a
+// connection the rule's binary opened and then handed to another process (SCM_RIGHTS, a fork,
+// pidfd_getfd) carries no request of that process, whether the request goes straight to the
+// connection's name or through a forward proxy (issue 23: the forward proxy checked once).
+func TestKeepAliveCheckedEachRequest(t *testing.T) {
+	fp := newForwardProxy(t)
+	web := newUpstream(t, false)
+	PP, WP := fp.port(), web.port()
+	tool := who{Pid: 7, Exe: "/usr/bin/tool", id: fileID{1, 1}}
+	other := who{Pid: 8, Exe: "/tmp/payload", id: fileID{9, 9}}
+	files := map[string]fileID{"/usr/bin/tool": {1, 1}}
+	rules := []Rule{
+		{Host: "proxy.test", Port: PP, By: "/usr/bin/tool", Endpoint: fmt.Sprintf("proxy.test:%d", PP)},
+		{Host: "web.test", Port: WP, By: "/usr/bin/tool", Endpoint: fmt.Sprintf("web.test:%d", WP)},
+	}
+	get := func(url, host string) string { return fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", url, host) }
+	last := func(url, host string) string { // the upstream closes after it
+		return fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", url, host)
+	}
+	web1 := fmt.Sprintf("web.test:%d", WP)
+	for _, c := range []struct {
+		name, to, raw string
+		// handed: the lookups of the holders that still find the tool (at accept, after the
+		// first bytes, one per request checked); the socket is another process's after them.
+		handed  int64
+		want    string // the last request's answer, read back
+		refused string // in the denial
+	}{
+		{"straight, one holder throughout", "web.test", get("/a", "web.test") + last("/b", "web.test"), 99, "upstream web.test", ""},
+		{"straight, handed on after the first request", "web.test", get("/a", "web.test") + last("/b", "web.test"), 2, "", "connect web.test:" + fmt.Sprint(WP) + " tcp (by /tmp/payload: the rule names /usr/bin/tool"},
+		{"through the forward proxy, one holder throughout", "proxy.test", get("http://"+web1+"/a", web1) + last("http://"+web1+"/b", web1), 99, "proxied http://" + web1 + "/b", ""},
+		{"through the forward proxy, handed on after the first request", "proxy.test", get("http://"+web1+"/a", web1) + last("http://"+web1+"/b", web1), 3, "", "connect " + web1 + " tcp (through the proxy proxy.test:" + fmt.Sprint(PP) + ": by /tmp/payload"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var lookups atomic.Int64
+			p, _ := startProxy(t, rules, Options{Resolve: map[string][]netip.Addr{"proxy.test": lo, "web.test": lo}}, func(p *Proxy) {
+				p.fileAt = func(path string) (fileID, bool) { f, ok := files[path]; return f, ok }
+				p.ownerOf = func(string, netip.AddrPort, netip.AddrPort) []who {
+					if lookups.Add(1) <= c.handed {
+						return []who{tool}
+					}
+					return []who{other}
+				}
+			})
+			a, _ := p.plan.Synthetic(c.to)
+			port := WP
+			if c.to == "proxy.test" {
+				port = PP
+			}
+			before := len(web.saw()) + len(fp.saw())
+			out := exchange(t, netip.AddrPortFrom(a, port).String(), c.raw)
+			ds := denials(p)
+			asked := len(web.saw()) + len(fp.saw()) - before
+			if c.want != "" && !strings.Contains(out, c.want) || c.refused == "" && asked != 2 || c.refused != "" && asked != 1 {
+				t.Errorf("read back %q (%d request(s) went up), want %q", out, asked, c.want)
+			}
+			if c.refused == "" && len(ds) > 0 || c.refused != "" && !hasDenial(ds, c.refused) {
+				t.Errorf("denials %q, want one with %q", ds, c.refused)
+			}
+		})
+	}
+}
