@@ -183,3 +183,16 @@ func hostsFileNames(path string) (names, has6, no4 []string, err error) {
 	has6, no4 = hostsfile.Families(string(b))
 	return slices.Compact(out), has6, no4, nil
 }
+
+// connectsByBinary reports whether p has a network rule or credential learned by a binary: its
+// connects then go to the supervisor (seccomp.WhyConnect), which tells the proxy which program
+// made each (netproxy Options.ConnectsSeen).
+func connectsByBinary(p *policy.Profile) bool {
+	byBinary := func(by string) bool { return by != "" && by != "any" }
+	for _, e := range p.Network.Connect {
+		if !strings.HasPrefix(e.Endpoint, "unix:") && byBinary(e.By) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(p.Credentials, func(c policy.Credential) bool { return byBinary(c.By) })
+}

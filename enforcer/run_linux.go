@@ -283,7 +283,8 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	// here (decideLayers refused a run without the sandbox).
 	if c.Egress != nil {
 		broker := c.creds.brokerOrNil()
-		r.px = &egress{Proxy: netproxy.New(c.Egress, netproxy.Options{Resolve: r.opts.Resolve, LogAllowed: r.opts.LogAllowed, Broker: broker}),
+		r.px = &egress{Proxy: netproxy.New(c.Egress, netproxy.Options{Resolve: r.opts.Resolve, LogAllowed: r.opts.LogAllowed, Broker: broker,
+			ConnectsSeen: c.ConnectsSeen}),
 			broker: broker, publish: c.Publish, warn: r.warn()}
 		defer r.px.close(r.rep, nil)
 	}

@@ -70,3 +70,45 @@ func TestKeepAliveCheckedEachRequest(t *testing.T) {
 		})
 	}
 }
+
+// With the supervisor seeing connects, a per-binary rule also needs the process that made the
+// connect, as it was then, to pass: one that connected, wrote and exec'd the rule's binary
+// before either lookup of the holders is refused, and so is a connect the supervisor never saw
+// (io_uring, TCP Fast Open).
+func TestPerBinaryConnector(t *testing.T) {
+	files := map[string]fileID{"/usr/bin/tool": {1, 1}}
+	payload := who{Pid: 7, Exe: "/usr/bin/bash", id: fileID{9, 9}}
+	tool := who{Pid: 7, Exe: "/usr/bin/tool", id: fileID{1, 1}}
+	rules := []Rule{{Host: "allowed.test", Port: 80, By: "/usr/bin/tool", Endpoint: "allowed.test:80"}}
+	plan, err := NewPlan(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		connector *who
+		ok        bool
+		denial    string
+	}{
+		{"the tool connected", &tool, true, ""},
+		{"bash connected, wrote and exec'd the tool", &payload, false, "connect allowed.test:80 tcp (by /usr/bin/bash: the rule names /usr/bin/tool;"},
+		{"a connect the supervisor did not see", nil, false, "connect allowed.test:80 tcp (its connect was not seen by sysprof's supervisor"},
+	} {
+		p := New(plan, Options{ConnectsSeen: true})
+		p.fileAt = func(path string) (fileID, bool) { f, ok := files[path]; return f, ok }
+		p.ownerOf = func(string, netip.AddrPort, netip.AddrPort) []who { return []who{tool} } // the tool by then
+		p.connectorOf = func(netip.AddrPort, netip.AddrPort) (who, bool) {
+			if c.connector == nil {
+				return who{}, false
+			}
+			return *c.connector, true
+		}
+		pc := &proxyConn{p: p, isName: true, name: "allowed.test", port: 80, target: "allowed.test:80", targetHost: "allowed.test",
+			holders: func() []who { return []who{tool} }}
+		_, ok := pc.checkBinaries(rules)
+		ds := denials(p)
+		if ok != c.ok || !ok && !hasDenial(ds, c.denial) || ok && len(ds) > 0 {
+			t.Errorf("%s: passed %v, denials %q", c.name, ok, ds)
+		}
+	}
+}

@@ -30,6 +30,13 @@ type Options struct {
 	// Broker holds the run's brokered credentials (broker.go): connections to their names are
 	// terminated and rewritten instead of spliced.
 	Broker *Broker
+	// ConnectsSeen: every connect in the sandbox waits in sysprof's supervisor, which tells
+	// the proxy who made it (SawConnect) before the call goes on. A per-binary rule then
+	// passes only when the process that made the connect passed too, as it was then: a
+	// process that connects, writes its request and execs the rule's binary is refused
+	// however fast it execs, and a connection whose connect was not seen (io_uring's, TCP
+	// Fast Open's sendto) is refused.
+	ConnectsSeen bool
 }
 
 // sniffWait is how long the proxy waits for a client's first bytes before it takes the
@@ -75,6 +82,10 @@ type Proxy struct {
 	// ownerOf finds a client socket's holders; lookup a name's addresses at connect time
 	// (named: from Options.Resolve, which may name loopback). Tests replace them.
 	ownerOf func(proto string, loc, rem netip.AddrPort) []who
+	// connectorOf is who made the connect of the TCP client socket loc→rem, as SawConnect
+	// recorded it (ok false: not seen).
+	connectorOf func(loc, rem netip.AddrPort) (who, bool)
+	connects    connectLog
 	// fileAt finds a path's file as the sandbox sees it (a rule's binary, a helper): fileOf,
 	// from files.
 	fileAt   func(path string) (fileID, bool)
@@ -104,6 +115,7 @@ func New(plan *Plan, opts Options) *Proxy {
 		denials: map[string]*report.Denial{}, allowed: map[string]*allowedLog{}, answered: map[string]bool{},
 		dnsSlots: make(chan struct{}, dnsLookups)}
 	p.ownerOf = p.owner
+	p.connectorOf = p.connector
 	p.fileAt = p.fileOf
 	p.lookup = func(ctx context.Context, name string) ([]netip.Addr, bool, error) {
 		if a, ok := opts.Resolve[name]; ok {
@@ -629,6 +641,16 @@ func (pc *proxyConn) checkBinaries(rules []Rule) (who, bool) {
 	checks := [][]who{hs}
 	if pc.isName { // an address rule is checked at accept: once
 		checks = [][]who{pc.holders(), hs}
+	}
+	if pc.p.opts.ConnectsSeen {
+		// Who made the connect, as it was then: a process that connected, wrote and exec'd
+		// the rule's binary may win a race against both lookups of the holders.
+		w, ok := pc.p.connectorOf(pc.src, pc.dst)
+		if !ok {
+			pc.refuseBy("its connect was not seen by sysprof's supervisor (io_uring, TCP Fast Open): a per-binary rule needs it", policy.RiskNone, first(hs))
+			return who{}, false
+		}
+		checks = append([][]who{{w}}, checks...)
 	}
 	for _, at := range checks {
 		if bad, ok := pc.mayUseAny(at, rules); !ok {

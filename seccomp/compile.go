@@ -55,6 +55,9 @@ type Options struct {
 	// plan stages a directory: a cross-directory link of a file of the stage's lower layer is
 	// answered EXDEV, WhyLink); the supervisor lets every other one go on.
 	SupervisedLinks bool
+	// SupervisedConnects sends every connect to the supervisor (sysprof enforce, when a
+	// network rule or credential names a binary: WhyConnect); the supervisor lets each go on.
+	SupervisedConnects bool
 }
 
 // Filter is a profile's syscall policy compiled for one architecture: the rules as data
@@ -164,6 +167,11 @@ func hardening(p *policy.Profile, opts Options) map[string][]Check {
 		for name, arg := range map[string]int{"link": 0, "linkat": 1} {
 			h[name] = append(h[name], Check{Arg: arg, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyLink})
 		}
+	}
+	if opts.SupervisedConnects {
+		// Values empty: every call goes to the supervisor (WhyConnect). Argument 0 is the
+		// socket: no profile rule is on it.
+		h["connect"] = append(h["connect"], Check{Arg: 0, Width32: true, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyConnect})
 	}
 	// No code that no file holds runs unless learned: the loader maps files (their mounts
 	// decide: noexec trees), a JIT maps memory, an injected payload does too. mprotect cannot
@@ -493,6 +501,9 @@ func knownOn(infos []*arch.Info, name string) bool {
 // explicitlyAllows reports whether the profile's own checks on the hardened argument let through
 // something the hardening check would deny: then the profile's word wins.
 func explicitlyAllows(checks []Check, h Check) bool {
+	if h.Why == WhyConnect { // a rule on the socket's fd number says nothing of who connects
+		return false
+	}
 	for _, c := range checks {
 		if c.Arg != h.Arg {
 			continue

@@ -63,3 +63,8 @@ const WhyExec = "programs run, files removed or renamed (an exec output file is 
 // the run never wrote) and give the new name the upper inode, so that git's local clone
 // dies "hardlink different from source"; link's callers copy on EXDEV.
 const WhyLink = "hard links (a cross-directory link out of a stage's lower layer is answered EXDEV)"
+
+// WhyConnect: every connect goes to the supervisor, which tells the egress proxy which process
+// made it (its file as it was then) before the call goes on: a per-binary network rule passes
+// only for the process that connected, not for one that exec'd the rule's binary since.
+const WhyConnect = "connects (the supervisor records which program made each, for the per-binary network rules)"

@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/report"
+)
+
+// connectExecRun connects to the registry at $2 from bash, writes its request, and execs the
+// tool keeping the socket (fd 3), which reads the answer: five times, each racing the proxy's
+// lookups of the socket's holders. $1 is the registry the tool's own fetch reaches.
+const connectExecRun = `P=$1 X=$2
+/usr/bin/python3 tool.py "$P"
+for i in 1 2 3 4 5; do
+bash -c 'trap "" PIPE; exec 3<>/dev/tcp/127.0.0.1/'"$X"' 2>/dev/null; printf "GET /exfil-exec HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" >&3 2>/dev/null; exec /usr/bin/python3 read3.py'
+done
+echo run: done
+`
+
+const connectExecTool = `import sys, urllib.request
+print("tool:", urllib.request.urlopen("http://127.0.0.1:%s/index" % sys.argv[1], timeout=10).read().decode(), flush=True)
+`
+
+// connectExecRead is what the tool runs when exec'd with the socket: it prints what came back.
+const connectExecRead = `import os
+try:
+    print("exec:", os.read(3, 4096).decode(errors="replace").replace("\r\n", " "), flush=True)
+except OSError as e:
+    print("exec: errno", e.errno, flush=True)
+`
+
+// TestPerBinaryConnectThenExec (issue 23): a rule learned by a binary does not pass for a
+// process that connected and wrote its request and then exec'd the binary keeping the socket,
+// however fast it execs: the holders the proxy finds at accept and after the first bytes may
+// already run the binary, but the supervisor saw bash make the connect (every connect waits in
+// it while a rule names a binary). Refused and on the record as bash's, root and ordinary
+// user; the tool's own fetch passes.
+func TestPerBinaryConnectThenExec(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "setpriv", "bash")
+	root, err := os.MkdirTemp("/var/cache", "sysprof-e2e-connexec-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	b := newBox(t, root, "x", "dev", "work", "")
+	testutil.WriteFile(t, filepath.Join(b.Work, "run.sh"), connectExecRun, 0o644)
+	testutil.WriteFile(t, filepath.Join(b.Work, "tool.py"), connectExecTool, 0o644)
+	testutil.WriteFile(t, filepath.Join(b.Work, "read3.py"), connectExecRead, 0o644)
+	reg := testutil.Record(t, func(int) string { return "registry ok" })
+	P := strconv.Itoa(reg.Port)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := testutil.Port(ln) // the attack's connects are refused while learned
+	ln.Close()
+	profile := filepath.Join(root, "profile.yaml")
+	r := b.Sysprof(t, "learn", "-p", profile, "--", "sh", "run.sh", P, strconv.Itoa(closed))
+	if r.Code != 0 || !strings.Contains(r.Stdout, "tool: registry ok") || !strings.Contains(r.Stdout, "run: done") {
+		t.Fatalf("learn: %s", r)
+	}
+	python, err := filepath.EvalSymlinks("/usr/bin/python3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := loadProfile(t, profile)
+	if !slices.ContainsFunc(p.Network.Connect, func(e policy.Endpoint) bool { return e.Endpoint == "127.0.0.1:"+P && e.By == python }) {
+		t.Fatalf("learn: no rule for the registry by %s: %+v", python, p.Network.Connect)
+	}
+	_, before := reg.Received()
+	openForNobody(t, root)
+	for _, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			if as.wrap != nil {
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
+			}
+			rep := filepath.Join(root, as.name+".json")
+			r := enforceAs(t, b, as.wrap, profile, rep, "sh", "run.sh", P, P)
+			if !strings.Contains(r.Stdout, "tool: registry ok") || !strings.Contains(r.Stdout, "run: done") || strings.Count(r.Stdout, "exec:") != 5 {
+				t.Fatalf("the tool's own fetch did not pass, or an attempt did not run: %s", r)
+			}
+			if strings.Contains(r.Stdout, "exec: HTTP") || strings.Contains(strings.SplitN(r.Stdout, "\n", 2)[1], "registry ok") {
+				t.Errorf("an attempt got an answer:\n%s", r.Stdout)
+			}
+			if _, got := reg.Received(); strings.Contains(got[len(before):], "exfil") {
+				t.Errorf("the registry received the attack's request:\n%s", got[len(before):])
+			}
+			rp := testutil.ReadReport(t, rep)
+			if !slices.ContainsFunc(rp.Denials, func(d report.Denial) bool {
+				return d.Kind == report.KindNetwork && d.Endpoint == "127.0.0.1:"+P && strings.HasSuffix(d.Exe, "/bash") &&
+					strings.Contains(d.What, "(by "+d.Exe+": the rule names "+python+";")
+			}) {
+				var lines []string
+				for _, d := range rp.Denials {
+					lines = append(lines, "  "+testutil.DenialString(d))
+				}
+				t.Errorf("no network denial by bash naming the rule's binary %s:\n%s\nstdout:\n%s", python, strings.Join(lines, "\n"), r.Stdout)
+			}
+		})
+	}
+}
