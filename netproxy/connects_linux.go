@@ -30,7 +30,9 @@ type Caller struct{ w who }
 // so that what was read is that task's).
 func DescribeCaller(tid int) Caller {
 	netns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", tid))
-	return Caller{describe(tid, netns)}
+	w := describe(tid, netns)
+	w.connector = true
+	return Caller{w}
 }
 
 // SawConnect records that c made the connect of the socket with inode ino, before the call

@@ -112,3 +112,44 @@ func TestPerBinaryConnector(t *testing.T) {
 		}
 	}
 }
+
+// The process that made a connect (the connector) passes as a transport helper of the rule's
+// binary only when the kernel said its parents' files ran it (who.order): a helper forked
+// before its parent exec'd the binary has the binary's ancestry but not its order, and where
+// the order is not known (an ordinary user's run) no helper passes as the connector.
+func TestMayUseConnectorOrder(t *testing.T) {
+	files := map[string]fileID{"/usr/bin/git": {1, 10}, "/usr/lib/git-core/git": {1, 16}, "/usr/lib/git-core/git-remote-https": {1, 11}}
+	at := func(p string) (fileID, bool) { f, ok := files[p]; return f, ok }
+	helper := func(order []bool, parents ...string) who {
+		w := who{Pid: 11, Exe: "/usr/lib/git-core/git-remote-https", id: files["/usr/lib/git-core/git-remote-https"], connector: true, order: order}
+		for i, p := range parents {
+			w.Parents, w.ppids, w.pids = append(w.Parents, p), append(w.ppids, 20+i), append(w.pids, files[p])
+		}
+		return w
+	}
+	for _, c := range []struct {
+		name string
+		w    who
+		ok   bool
+	}{
+		{"run by git", helper([]bool{true}, "/usr/bin/git"), true},
+		{"run through git's exec path", helper([]bool{true, true}, "/usr/lib/git-core/git", "/usr/bin/git"), true},
+		{"forked before its parent exec'd git", helper([]bool{false}, "/usr/bin/git"), false},
+		{"its exec path's git forked before its parent exec'd git", helper([]bool{true, false}, "/usr/lib/git-core/git", "/usr/bin/git"), false},
+		{"order not known (an ordinary user's run)", helper(nil, "/usr/bin/git"), false},
+		{"git itself, order not known", who{Pid: 10, Exe: "/usr/bin/git", id: files["/usr/bin/git"], connector: true}, true},
+	} {
+		if _, ok := mayUse([]who{c.w}, "/usr/bin/git", at); ok != c.ok {
+			t.Errorf("%s: passed %v, want %v", c.name, ok, c.ok)
+		}
+		// A holder (not the connector) is checked by its ancestry alone, as before.
+		h := c.w
+		h.connector = false
+		if _, ok := mayUse([]who{h}, "/usr/bin/git", at); !ok {
+			t.Errorf("%s: refused as a holder", c.name)
+		}
+	}
+	if why := byRefusal(helper(nil, "/usr/bin/git"), []Rule{{By: "/usr/bin/git"}}); !strings.Contains(why, "only where the order of execs is seen") {
+		t.Errorf("the refusal of a helper without order does not say why: %s", why)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -693,7 +694,11 @@ func byRefusal(w who, rules []Rule) string {
 	if exe == "" {
 		exe = "a process gone before it was looked up"
 	}
-	return fmt.Sprintf("by %s: the rule names %s; it passes for that file and its transport helpers only", exe, strings.Join(bys, ", "))
+	why := fmt.Sprintf("by %s: the rule names %s; it passes for that file and its transport helpers only", exe, strings.Join(bys, ", "))
+	if w.connector && w.order == nil && slices.ContainsFunc(rules, func(r Rule) bool { return slices.Contains(helpersOf(r.By), filepath.Base(w.Exe)) }) {
+		why += ", and for a helper only where the order of execs is seen (a root run): name the helper in the rule"
+	}
+	return why
 }
 
 // carry splices the connection to up both ways until both are done (an HTTP connection's
