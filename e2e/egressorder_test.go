@@ -109,3 +109,108 @@ func TestPerBinaryConnectThenExec(t *testing.T) {
 		})
 	}
 }
+
+// helperRun: git's own fetch ($1: the registry), then the attack (helperAttack) against $2.
+const helperRun = `P=$1 X=$2
+git ls-remote "http://127.0.0.1:$P/legit" >/dev/null 2>&1; echo "legit rc=$?"
+sh attack.sh "$X"
+echo run: done
+`
+
+// helperAttack: a subshell forked before its parent execs git execs git's HTTP helper, whose
+// parent then runs git (its /proc ancestry is git's), and sends it a "list" for $1.
+const helperAttack = `X=$1
+( sleep 1; exec /usr/lib/git-core/git-remote-http origin "http://127.0.0.1:$X/exfil-helper" <list.txt >/dev/null 2>&1 ) &
+exec /usr/bin/git -c 'alias.w=!sleep 3' w
+`
+
+// TestPerBinaryHelperForkedBeforeExec (issue 23): under a rule naming git (`by: /usr/bin/git`,
+// written by hand: learn names the helper that connected), git's HTTP helper run by git passes
+// as root, where execorder.c tells the proxy which file ran the process that connected; one
+// forked before its parent exec'd git is refused and on the record, though /proc shows git as
+// its parent. As an ordinary user the order of execs is not seen: both are refused, and the
+// refusal says a helper passes only where it is seen.
+func TestPerBinaryHelperForkedBeforeExec(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "setpriv", "git")
+	if _, err := os.Stat("/usr/lib/git-core/git-remote-http"); err != nil {
+		testutil.RequireNoErr(t, "git's HTTP helper", err)
+	}
+	root, err := os.MkdirTemp("/var/cache", "sysprof-e2e-helperorder-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	b := newBox(t, root, "x", "dev", "work", "")
+	testutil.WriteFile(t, filepath.Join(b.Work, "run.sh"), helperRun, 0o644)
+	testutil.WriteFile(t, filepath.Join(b.Work, "attack.sh"), helperAttack, 0o644)
+	testutil.WriteFile(t, filepath.Join(b.Work, "list.txt"), "list\n\n", 0o644)
+	reg := testutil.Record(t, func(int) string { return "registry ok" })
+	P := strconv.Itoa(reg.Port)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := testutil.Port(ln)
+	ln.Close()
+	profile := filepath.Join(root, "profile.yaml")
+	r := b.Sysprof(t, "learn", "-p", profile, "--", "sh", "run.sh", P, strconv.Itoa(closed))
+	if r.Code != 0 || !strings.Contains(r.Stdout, "run: done") {
+		t.Fatalf("learn: %s", r)
+	}
+	p := loadProfile(t, profile)
+	named := false
+	for i, e := range p.Network.Connect {
+		if e.Endpoint == "127.0.0.1:"+P {
+			p.Network.Connect[i].By, named = "/usr/bin/git", true
+		}
+	}
+	if !named {
+		t.Fatalf("learn: no rule for the registry: %+v", p.Network.Connect)
+	}
+	if err := policy.Save(profile, p); err != nil {
+		t.Fatal(err)
+	}
+	openForNobody(t, root)
+	for _, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			if as.wrap != nil {
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
+			}
+			_, before := reg.Received()
+			rep := filepath.Join(root, as.name+".json")
+			r := enforceAs(t, b, as.wrap, profile, rep, "sh", "run.sh", P, P)
+			if !strings.Contains(r.Stdout, "run: done") {
+				t.Fatalf("the run did not finish: %s", r)
+			}
+			_, got := reg.Received()
+			got = got[len(before):]
+			if strings.Contains(got, "exfil") {
+				t.Errorf("the registry received the forked helper's request:\n%s", got)
+			}
+			rp := testutil.ReadReport(t, rep)
+			var lines []string
+			for _, d := range rp.Denials {
+				lines = append(lines, "  "+testutil.DenialString(d))
+			}
+			helperDenials := 0
+			for _, d := range rp.Denials {
+				if d.Kind == report.KindNetwork && d.Endpoint == "127.0.0.1:"+P && strings.HasSuffix(d.Exe, "/git-remote-http") &&
+					strings.Contains(d.What, "the rule names /usr/bin/git;") {
+					helperDenials += d.Count
+				}
+			}
+			if as.wrap == nil { // root: git's own helper passes, the forked one does not
+				if !strings.Contains(got, "/legit/info/refs") || helperDenials != 1 {
+					t.Errorf("root: git's helper reached the registry %v (want true), helper refusals %d (want 1, the forked one):\n%s\nregistry:\n%s",
+						strings.Contains(got, "/legit/info/refs"), helperDenials, strings.Join(lines, "\n"), got)
+				}
+				return
+			}
+			if helperDenials != 2 || !slices.ContainsFunc(rp.Denials, func(d report.Denial) bool { return strings.Contains(d.What, "only where the order of execs is seen") }) {
+				t.Errorf("ordinary user: helper refusals %d (want 2, saying why):\n%s", helperDenials, strings.Join(lines, "\n"))
+			}
+		})
+	}
+}

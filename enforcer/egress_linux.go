@@ -29,6 +29,7 @@ type egress struct {
 	pub     *publisher
 	warn    io.Writer
 	notes   []string
+	order   *execOrder // execorder.c on the run's cgroup, or nil
 }
 
 // egressStartFail, when set (tests), makes start fail as if the proxy could not come up.
@@ -74,6 +75,7 @@ func (e *egress) close(rep *report.Report, res *runResult) {
 	}
 	e.closed = true
 	e.pub.close()
+	e.order.close()
 	denials, notes := e.Close()
 	rep.CredentialUses = append(rep.CredentialUses, e.broker.Uses()...)
 	notes = append(notes, credentialNotes(rep.CredentialUses)...)

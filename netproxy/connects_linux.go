@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -31,7 +33,7 @@ type Caller struct{ w who }
 func DescribeCaller(tid int) Caller {
 	netns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", tid))
 	w := describe(tid, netns)
-	w.connector = true
+	w.connector, w.tgid = true, tgidOf(tid)
 	return Caller{w}
 }
 
@@ -59,15 +61,47 @@ func (p *Proxy) connector(loc, rem netip.AddrPort) (who, bool) {
 	if p.diag == nil {
 		return who{}, false
 	}
-	ino, ok := p.diag.inode(unix.IPPROTO_TCP, loc, rem)
+	ino, cookie, ok := p.diag.lookup(unix.IPPROTO_TCP, loc, rem)
 	if !ok || ino == 0 {
 		return who{}, false
 	}
 	l := &p.connects
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	w, ok := l.byIno[uint64(ino)]
+	l.mu.Unlock()
+	if ok && p.opts.ExecOrder != nil {
+		if tgids, ran, found := p.opts.ExecOrder(cookie); found {
+			w.order = orderOf(w, tgids, ran)
+		}
+	}
 	return w, ok
+}
+
+// orderOf is who.order of w (the supervisor's description of the process that made a connect)
+// from what the kernel recorded at that connect: level i is known to have been run by its
+// parent's file when the kernel says so and both processes are the ones w names.
+func orderOf(w who, tgids []uint32, ran []bool) []bool {
+	procs := append([]int{w.tgid}, w.ppids...)
+	order := make([]bool, len(w.ppids))
+	for i := range order {
+		order[i] = i+1 < len(tgids) && i < len(ran) && ran[i] && int(tgids[i]) == procs[i] && int(tgids[i+1]) == procs[i+1]
+	}
+	return order
+}
+
+// tgidOf is the process of thread tid (0 when gone).
+func tgidOf(tid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Tgid:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
 }
 
 // mayUseNow reports whether the socket's holders now, and the process that made its connect

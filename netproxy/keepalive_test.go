@@ -3,6 +3,7 @@ package netproxy
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -151,5 +152,27 @@ func TestMayUseConnectorOrder(t *testing.T) {
 	}
 	if why := byRefusal(helper(nil, "/usr/bin/git"), []Rule{{By: "/usr/bin/git"}}); !strings.Contains(why, "only where the order of execs is seen") {
 		t.Errorf("the refusal of a helper without order does not say why: %s", why)
+	}
+}
+
+// orderOf takes the kernel's word for a level only when its processes are the ones the
+// supervisor described at the connect (a parent gone and its pid reused is not).
+func TestOrderOf(t *testing.T) {
+	w := who{Pid: 12, tgid: 11, ppids: []int{20, 21}}
+	for _, c := range []struct {
+		name  string
+		tgids []uint32
+		ran   []bool
+		want  []bool
+	}{
+		{"both ran", []uint32{11, 20, 21}, []bool{true, true, false}, []bool{true, true}},
+		{"the parent exec'd since the fork", []uint32{11, 20, 21}, []bool{false, true, false}, []bool{false, true}},
+		{"another process at the connect", []uint32{13, 20, 21}, []bool{true, true, false}, []bool{false, true}},
+		{"another parent at the connect", []uint32{11, 30, 21}, []bool{true, true, false}, []bool{false, false}},
+		{"fewer levels recorded", []uint32{11, 20}, []bool{true}, []bool{true, false}},
+	} {
+		if got := orderOf(w, c.tgids, c.ran); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }

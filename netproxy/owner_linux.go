@@ -32,6 +32,7 @@ type who struct {
 	// (a helper forked before its parent exec'd the rule's binary has that binary's ancestry).
 	connector bool
 	order     []bool
+	tgid      int // the connector's process (Pid is the thread that called connect)
 }
 
 // fileID is a file's identity. A rule's binary and what a process runs are compared by it,
@@ -165,6 +166,13 @@ type diag struct {
 
 // inode asks the kernel for the socket loc→rem (exact lookup, not a dump).
 func (d *diag) inode(proto uint8, loc, rem netip.AddrPort) (uint32, bool) {
+	ino, _, ok := d.lookup(proto, loc, rem)
+	return ino, ok
+}
+
+// lookup asks the kernel for the socket loc→rem: its inode and its cookie (the one a cgroup
+// BPF program's bpf_get_socket_cookie gives).
+func (d *diag) lookup(proto uint8, loc, rem netip.AddrPort) (uint32, uint64, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	fd := int(d.f.Fd())
@@ -197,7 +205,7 @@ func (d *diag) inode(proto uint8, loc, rem netip.AddrPort) (uint32, bool) {
 		ne.PutUint32(id[40:], ^uint32(0)) // INET_DIAG_NOCOOKIE
 		ne.PutUint32(id[44:], ^uint32(0))
 		if _, err := unix.Write(fd, req); err != nil {
-			return 0, false
+			return 0, 0, false
 		}
 		buf := make([]byte, 8192)
 		n, err := unix.Read(fd, buf)
@@ -206,10 +214,12 @@ func (d *diag) inode(proto uint8, loc, rem netip.AddrPort) (uint32, bool) {
 		}
 		typ := ne.Uint16(buf[4:])
 		if typ == unix.SOCK_DIAG_BY_FAMILY && n >= unix.SizeofNlMsghdr+72 {
-			return ne.Uint32(buf[unix.SizeofNlMsghdr+68:]), true
+			m := buf[unix.SizeofNlMsghdr:]
+			cookie := uint64(ne.Uint32(m[44:])) | uint64(ne.Uint32(m[48:]))<<32 // idiag_cookie[0], [1]
+			return ne.Uint32(m[68:]), cookie, true
 		}
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // owner finds who holds the client socket loc→rem in the sandbox: sock_diag first, the

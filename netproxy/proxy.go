@@ -38,6 +38,12 @@ type Options struct {
 	// however fast it execs, and a connection whose connect was not seen (io_uring's, TCP
 	// Fast Open's sendto) is refused.
 	ConnectsSeen bool
+	// ExecOrder, when set (a root run with a transport helper rule: the enforcer's eBPF
+	// program on the run's cgroup), says by a client socket's cookie which processes made its
+	// connect (the caller's tgid, then its parents') and whether each one's parent's file ran
+	// it (ran[i]: forked while the parent at i+1 ran its current file, exec'd at most once
+	// since). Without it no transport helper passes as the process that connected.
+	ExecOrder func(cookie uint64) (tgids []uint32, ran []bool, ok bool)
 }
 
 // sniffWait is how long the proxy waits for a client's first bytes before it takes the
