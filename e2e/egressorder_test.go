@@ -214,3 +214,91 @@ func TestPerBinaryHelperForkedBeforeExec(t *testing.T) {
 		})
 	}
 }
+
+// rewriteRun: the tool (a copy of python3 in the work tree) fetches from $1, then curl's bytes
+// are written over bin/$3 in place (the same inode) and run from there against $2.
+const rewriteRun = `P=$1 X=$2 T=$3
+bin/tool fetch.py "$P"
+cat /usr/bin/curl > "bin/$T" 2>/dev/null; echo "rewrite rc=$?"
+printf 'rewritten:'; "bin/$T" -sS -m 10 "http://127.0.0.1:$X/exfil-rewrite" 2>/dev/null; echo " rc=$?"
+echo run: done
+`
+
+// TestPerBinaryRuleBinaryRewritten (issue 23): a rule's binary that lies in a writable path
+// (here $WORKDIR/bin, granted as a directory) keeps its identity when rewritten in place, so a
+// command could write its own program over it and borrow the rule: enforce binds it read-only
+// over itself (the write fails, the rule's binary stays the tool), says so, and the registry
+// sees no request of the rewritten file; root and ordinary user.
+func TestPerBinaryRuleBinaryRewritten(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "setpriv", "curl")
+	root, err := os.MkdirTemp("/var/cache", "sysprof-e2e-rewrite-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	b := newBox(t, root, "x", "dev", "work", "")
+	python, err := filepath.EvalSymlinks("/usr/bin/python3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := filepath.Join(b.Work, "bin", "tool")
+	fresh := func() {
+		body, err := os.ReadFile(python)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.WriteFile(t, tool, string(body), 0o755)
+	}
+	fresh()
+	testutil.WriteFile(t, filepath.Join(b.Work, "run.sh"), rewriteRun, 0o644)
+	testutil.WriteFile(t, filepath.Join(b.Work, "fetch.py"), connectExecTool, 0o644)
+	reg := testutil.Record(t, func(int) string { return "registry ok" })
+	P := strconv.Itoa(reg.Port)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := testutil.Port(ln)
+	ln.Close()
+	profile := filepath.Join(root, "profile.yaml")
+	// Learned against another file (bin/other), so that the profile names no write of the tool.
+	r := b.Sysprof(t, "learn", "--accept-risky", "-p", profile, "--", "sh", "run.sh", P, strconv.Itoa(closed), "other")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "tool: registry ok") || !strings.Contains(r.Stdout, "run: done") {
+		t.Fatalf("learn: %s", r)
+	}
+	p := loadProfile(t, profile)
+	if !slices.ContainsFunc(p.Network.Connect, func(e policy.Endpoint) bool { return e.Endpoint == "127.0.0.1:"+P && e.By == "$WORKDIR/bin/tool" }) {
+		t.Fatalf("learn: no rule for the registry by $WORKDIR/bin/tool: %+v", p.Network.Connect)
+	}
+	p.Filesystem.Write = append(p.Filesystem.Write, policy.PathRule{Path: "$WORKDIR/bin"}) // the directory: the tool lies in it
+	if err := policy.Save(profile, p); err != nil {
+		t.Fatal(err)
+	}
+	openForNobody(t, root)
+	for _, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			fresh()
+			if as.wrap != nil {
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
+			}
+			_, before := reg.Received()
+			rep := filepath.Join(root, as.name+".json")
+			r := enforceAs(t, b, as.wrap, profile, rep, "sh", "run.sh", P, P, "tool")
+			if !strings.Contains(r.Stdout, "tool: registry ok") || !strings.Contains(r.Stdout, "run: done") {
+				t.Fatalf("the tool's own fetch did not pass: %s", r)
+			}
+			if _, got := reg.Received(); strings.Contains(got[len(before):], "exfil") {
+				t.Errorf("the registry received the rewritten file's request:\n%s\nstdout:\n%s", got[len(before):], r.Stdout)
+			}
+			if strings.Contains(r.Stdout, "rewrite rc=0") {
+				t.Errorf("the tool was rewritten in place:\n%s", r.Stdout)
+			}
+			rp := testutil.ReadReport(t, rep)
+			if !slices.ContainsFunc(rp.Notes, func(n string) bool { return strings.Contains(n, "by "+tool+": bound read-only") }) {
+				t.Errorf("no note says the tool is bound read-only: %q", rp.Notes)
+			}
+		})
+	}
+}

@@ -449,6 +449,10 @@ func (c *Filter) compileABI(info *arch.Info, isHost bool, others []*arch.Info, n
 				continue
 			}
 			for range nrs {
+				if h.Why == WhyConnect { // it goes on: recorded, never denied
+					c.Notes = append(c.Notes, fmt.Sprintf("%s: each call waits in the supervisor first, then goes on: %s", name, h.Why))
+					continue
+				}
 				c.Notes = append(c.Notes, fmt.Sprintf("%s: denies %s unless the profile's argument rules allow it", name, h.Why))
 			}
 		}
