@@ -139,7 +139,7 @@ func (s *supervisor) connectSeen(n *seccompNotif) bool {
 		tid := int(n.Pid)
 		link, err := os.Readlink("/proc/" + strconv.Itoa(tid) + "/fd/" + strconv.Itoa(int(int32(n.Data.Args[0]))))
 		if ino, ok := socketInode(link); err == nil && ok {
-			c := netproxy.DescribeCaller(tid)
+			c := s.egress.DescribeCaller(tid)
 			if notifIDValid(s.listener, n.ID) {
 				s.egress.SawConnect(ino, c)
 			}

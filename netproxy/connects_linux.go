@@ -28,9 +28,15 @@ const connectsKept = 8192
 type Caller struct{ w who }
 
 // DescribeCaller describes the process of thread tid, whose connect waits in the supervisor:
-// its file and its parents' (the caller checks the notification is still valid afterwards,
-// so that what was read is that task's).
-func DescribeCaller(tid int) Caller {
+// its file, and its parents' when a rule names a tool with transport helpers (only a helper
+// is judged by them); the caller checks the notification is still valid afterwards, so that
+// what was read is that task's.
+func (p *Proxy) DescribeCaller(tid int) Caller {
+	if !p.helpers {
+		w := who{Pid: tid, id: exeID(tid), connector: true}
+		w.Exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", tid))
+		return Caller{w}
+	}
 	netns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", tid))
 	w := describe(tid, netns)
 	w.connector, w.tgid = true, tgidOf(tid)

@@ -93,6 +93,7 @@ type Proxy struct {
 	// recorded it (ok false: not seen).
 	connectorOf func(loc, rem netip.AddrPort) (who, bool)
 	connects    connectLog
+	helpers     bool // a rule or credential names a tool with transport helpers (NeedsExecOrder)
 	// fileAt finds a path's file as the sandbox sees it (a rule's binary, a helper): fileOf,
 	// from files.
 	fileAt   func(path string) (fileID, bool)
@@ -123,6 +124,7 @@ func New(plan *Plan, opts Options) *Proxy {
 		dnsSlots: make(chan struct{}, dnsLookups)}
 	p.ownerOf = p.owner
 	p.connectorOf = p.connector
+	p.helpers = NeedsExecOrder(plan, opts.Broker)
 	p.fileAt = p.fileOf
 	p.lookup = func(ctx context.Context, name string) ([]netip.Addr, bool, error) {
 		if a, ok := opts.Resolve[name]; ok {
