@@ -14,10 +14,12 @@ import (
 )
 
 type ExecorderExecOrder struct {
-	_    structs.HostLayout
-	N    uint32
-	Tgid [8]uint32
-	Ran  [8]uint8
+	_          structs.HostLayout
+	N          uint32
+	Tgid       [8]uint32
+	_          [4]byte
+	SelfExec   [8]uint64
+	ParentExec [8]uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -2,11 +2,15 @@ package enforcer
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 
 	"github.com/sysprof/sysprof/bpf"
+	"github.com/sysprof/sysprof/internal/kernrun"
+	"github.com/sysprof/sysprof/internal/phase"
 	"github.com/sysprof/sysprof/netproxy"
 )
 
@@ -37,9 +41,11 @@ func (r *enforcedRun) execOrder(c *Compiled, broker *netproxy.Broker) *execOrder
 
 func attachExecOrder(cgroupDir string) (*execOrder, error) {
 	e := &execOrder{}
-	if err := bpf.LoadExecorderObjects(&e.objs, nil); err != nil {
+	phase.Mark("egress: execorder start")
+	if err := loadExecOrder(&e.objs); err != nil {
 		return nil, fmt.Errorf("the order of execs behind connects is not seen (load execorder.c: %w)", err)
 	}
+	phase.Mark("egress: execorder loaded")
 	for _, a := range []struct {
 		prog *ebpf.Program
 		typ  ebpf.AttachType
@@ -50,6 +56,7 @@ func attachExecOrder(cgroupDir string) (*execOrder, error) {
 			return nil, fmt.Errorf("the order of execs behind connects is not seen (attach execorder.c to %s: %w)", cgroupDir, err)
 		}
 		e.links = append(e.links, l)
+		phase.Mark("egress: execorder attached")
 	}
 	return e, nil
 }
@@ -62,8 +69,9 @@ func (e *execOrder) lookup(cookie uint64) ([]uint32, []bool, bool) {
 	}
 	n := min(int(o.N), len(o.Tgid))
 	ran := make([]bool, n)
-	for i := range ran {
-		ran[i] = o.Ran[i] != 0
+	for i := 0; i+1 < n; i++ {
+		// Forked while its parent ran its current file, and exec'd at most once since.
+		ran[i] = o.ParentExec[i] == o.SelfExec[i+1] && o.SelfExec[i]-o.ParentExec[i] <= 1
 	}
 	return o.Tgid[:n:n], ran, true
 }
@@ -76,4 +84,34 @@ func (e *execOrder) close() {
 		l.Close()
 	}
 	e.objs.Close()
+}
+
+// execorder.c's object, parsed once a process, and its CO-RE fixups on this kernel, stored per
+// boot as the guard's are (kernrun.CoreFixups): relocating against the kernel's BTF costs
+// ~50 ms of CPU, which only the first run of a boot pays.
+var (
+	execOrderSpec   = sync.OnceValues(bpf.LoadExecorder)
+	execOrderFixups = sync.OnceValues(func() (*kernrun.CoreFixups, error) {
+		spec, err := execOrderSpec()
+		if err != nil {
+			return nil, err
+		}
+		return kernrun.NewCoreFixups("execorder", spec)
+	})
+)
+
+func loadExecOrder(objs *bpf.ExecorderObjects) error {
+	parsed, err := execOrderSpec()
+	if err != nil {
+		return err
+	}
+	spec := parsed.Copy() // the parsed one stays as CoreFixups keys it
+	var opts ebpf.CollectionOptions
+	if fix, err := execOrderFixups(); err != nil || !fix.Apply(spec) {
+		if k, kerr := btf.LoadKernelSpec(); kerr == nil && !fix.Relocate(spec, k) { // a nil fix stores nothing
+			opts.Programs.KernelTypes = k
+		}
+	}
+	phase.Mark("egress: execorder relocated")
+	return spec.LoadAndAssign(objs, &opts)
 }
