@@ -344,6 +344,11 @@ func (p *Proxy) track(c net.Conn, on bool) bool {
 }
 
 func (p *Proxy) deny(d report.Denial, w who) {
+	if w.connector && w.Parents == nil && w.Pid > 0 {
+		// Described at its connect by its own file alone (DescribeCaller): its parents now
+		// (an exec since changed none of them).
+		w.Parents = describe(w.Pid, p.netns).Parents
+	}
 	d.Kind = report.KindNetwork
 	d.Exe, d.Parents = w.Exe, w.Parents
 	if d.Exe == "" {
