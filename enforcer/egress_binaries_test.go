@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 // What enforce does about a per-binary rule's binary the profile's writes reach, as show says
@@ -29,5 +30,35 @@ func TestRuleBinaryWrites(t *testing.T) {
 		if got := RuleBinaryWrites(p, "$WORKDIR/bin/tool"); got != c.want {
 			t.Errorf("writes %q: %q, want %q", c.writes, got, c.want)
 		}
+	}
+}
+
+// A profile with a per-binary network rule sends every connect to the supervisor (which tells
+// the proxy who made it, then lets it go on), also when the profile has its own rule on the
+// socket argument; one without leaves connect to the filter alone.
+func TestConnectsSupervisedForPerBinaryRules(t *testing.T) {
+	p := testProfile()
+	p.Syscalls.Allow = append(p.Syscalls.Allow, policy.Syscall{Name: "connect"})
+	p.Syscalls.Args = append(p.Syscalls.Args, policy.ArgRule{Syscall: "connect", Arg: 0, Values: []string{"3"}})
+	p.Network.Connect = []policy.Endpoint{{Endpoint: "registry.test:443", Proto: "tcp", Provenance: policy.Provenance{By: "/usr/bin/node"}}}
+	if !connectsByBinary(p) {
+		t.Fatal("a per-binary connect rule does not supervise connects")
+	}
+	for _, sup := range []bool{true, false} {
+		c, err := compileSeccomp(p, "x86_64", true, supervise{connects: sup})
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := [6]uint64{3}
+		if got := newVM(t, c.Filter).run(t, x86, nr64("connect"), args); (got == retNotify) != sup {
+			t.Errorf("supervised %v: connect answered %s", sup, actionName(got))
+		}
+		if sup && !c.failsOnly(x86, nr64("connect"), args, seccomp.WhyConnect) {
+			t.Error("the supervisor does not take the connect as only WhyConnect's")
+		}
+	}
+	p.Network.Connect[0].By = "any"
+	if connectsByBinary(p) {
+		t.Error("by: any supervises connects")
 	}
 }
