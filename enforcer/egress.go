@@ -217,13 +217,21 @@ func (c *Compiled) holdRuleBinaries(plan *sandbox.Plan, rules []netproxy.Rule, e
 			continue // made by the run: the proxy takes the first file there (netproxy fileOf)
 		}
 		if w := c.writeRuleNaming(by, env); w != "" {
-			c.Notes = append(c.Notes, fmt.Sprintf("network.connect: %s: by %s: the profile writes that file (%s), so it stays writable: a program the run writes there passes as %s", r.Endpoint, by, w, by))
+			c.Notes = append(c.Notes, fmt.Sprintf("%s: by %s: the profile writes that file (%s), so it stays writable: a program the run writes there passes as %s", ruleWhere(r), by, w, by))
 			continue
 		}
 		held = append(held, by)
 		plan.ReadOnly = append(plan.ReadOnly, by)
-		c.Notes = append(c.Notes, fmt.Sprintf("network.connect: %s: by %s: bound read-only (it lies in a writable path; rewritten in place it would keep the identity the rule passes for)", r.Endpoint, by))
+		c.Notes = append(c.Notes, fmt.Sprintf("%s: by %s: bound read-only (it lies in a writable path; rewritten in place it would keep the identity the rule passes for)", ruleWhere(r), by))
 	}
+}
+
+// ruleWhere names a rule in a note: a network rule by its endpoint, a credential by its name.
+func ruleWhere(r netproxy.Rule) string {
+	if strings.HasPrefix(r.Endpoint, "credentials ") {
+		return r.Endpoint
+	}
+	return "network.connect: " + r.Endpoint
 }
 
 // writeRuleNaming is the profile's write rule that names path itself (exactly or by a glob,

@@ -1,9 +1,15 @@
 package enforcer
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/sysprof/sysprof/netproxy"
 	"github.com/sysprof/sysprof/policy"
+	"github.com/sysprof/sysprof/sandbox"
 	"github.com/sysprof/sysprof/seccomp"
 )
 
@@ -60,5 +66,38 @@ func TestConnectsSupervisedForPerBinaryRules(t *testing.T) {
 	p.Network.Connect[0].By = "any"
 	if connectsByBinary(p) {
 		t.Error("by: any supervises connects")
+	}
+}
+
+// A rule's (or credential's) binary in a writable path is bound read-only over itself, unless
+// the profile writes that file itself (then a note says so); one outside every writable path,
+// or missing, is left alone.
+func TestHoldRuleBinaries(t *testing.T) {
+	dir := t.TempDir()
+	tool, other, made := filepath.Join(dir, "bin", "tool"), filepath.Join(dir, "bin", "other"), filepath.Join(dir, "bin", "later")
+	for _, f := range []string{tool, other} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("x"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := Env{Vars: map[string]string{"WORKDIR": dir}}
+	p := &policy.Profile{}
+	p.Filesystem.Write = []policy.PathRule{{Path: "$WORKDIR/bin"}, {Path: "$WORKDIR/bin/other"}}
+	c := &Compiled{profile: p}
+	plan := &sandbox.Plan{Writable: []string{filepath.Join(dir, "bin")}}
+	c.holdRuleBinaries(plan, []netproxy.Rule{
+		{By: tool, Endpoint: "a.test:443"}, {By: other, Endpoint: "b.test:443"}, {By: made, Endpoint: "c.test:443"},
+		{By: "/usr/bin/true", Endpoint: "d.test:443"}, {By: "any", Endpoint: "e.test:443"},
+	}, env)
+	if !slices.Equal(plan.ReadOnly, []string{tool}) {
+		t.Errorf("bound read-only: %q, want only %s", plan.ReadOnly, tool)
+	}
+	if !slices.ContainsFunc(c.Notes, func(n string) bool {
+		return strings.Contains(n, "b.test:443: by "+other+": the profile writes that file ($WORKDIR/bin/other)")
+	}) {
+		t.Errorf("no note says %s stays writable: %q", other, c.Notes)
 	}
 }
