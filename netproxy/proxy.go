@@ -344,7 +344,7 @@ func (p *Proxy) track(c net.Conn, on bool) bool {
 }
 
 func (p *Proxy) deny(d report.Denial, w who) {
-	if w.connector && w.Parents == nil && w.Pid > 0 {
+	if w.connector && w.Parents == nil && w.Pid > 0 && p.netns != "" {
 		// Described at its connect by its own file alone (DescribeCaller): its parents now
 		// (an exec since changed none of them).
 		w.Parents = describe(w.Pid, p.netns).Parents
