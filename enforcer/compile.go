@@ -100,6 +100,9 @@ type Compiled struct {
 	// ProcWrites are the per-process /proc files the profile writes, which the supervisor
 	// grants file by file (procwrite.go).
 	ProcWrites []ProcWrite `json:"procWrites,omitempty"`
+	// ConnectsSeen: the filter sends every connect to the supervisor, which tells the proxy
+	// who made it (a per-binary network rule: connectsByBinary).
+	ConnectsSeen bool `json:"connectsSeen,omitempty"`
 
 	// creds are the run's brokered credentials (credentials.go): never marshalled.
 	creds *brokered
@@ -147,9 +150,9 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 		err error
 	}
 	filter := make(chan half, 1)
-	links := linksMayStage(p)
+	links, connects := linksMayStage(p), connectsByBinary(p)
 	go func() {
-		c, err := compileSeccomp(p, env.Arch, true, supervise{links: links})
+		c, err := compileSeccomp(p, env.Arch, true, supervise{links: links, connects: connects})
 		filter <- half{c, err}
 	}()
 	if env.Audit || mayAddressSockets(p) {
@@ -174,12 +177,13 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 		// it before the call returns: every mkdir goes to the supervisor (execoutputs.go).
 		// Without it the inotify watch still binds it, a moment later. An exec output file is
 		// bound when the command execs it: every execve goes to the supervisor.
-		sup := supervise{mkdirs: len(c.Plan.ExecOutputs) > 0, execs: len(c.Plan.ExecFiles) > 0, links: links}
+		sup := supervise{mkdirs: len(c.Plan.ExecOutputs) > 0, execs: len(c.Plan.ExecFiles) > 0, links: links, connects: connects}
 		if g, err := compileSeccomp(p, env.Arch, true, sup); err == nil {
 			f.c = g
 		}
 	}
 	c.Arch, c.Filter, c.spec = f.c.Arch, f.c.Filter, f.c.spec
+	c.ConnectsSeen = connects
 	c.Notes = append(f.c.Notes, c.Notes...)
 	c.Dropped = append(f.c.Dropped, c.Dropped...)
 	if err := c.compileCredentials(p, env); err != nil {

@@ -22,8 +22,9 @@ func CompileSeccomp(p *policy.Profile, archName string) (*Compiled, error) {
 
 // supervise is what compileSeccomp sends to the supervisor beyond its own checks: every mkdir
 // (a plan with exec output directories), every execve (a plan with exec output files), every
-// link (a plan with stages: stagedlink_linux.go).
-type supervise struct{ mkdirs, execs, links bool }
+// link (a plan with stages: stagedlink_linux.go), every connect (a per-binary network rule:
+// egress_linux.go).
+type supervise struct{ mkdirs, execs, links, connects bool }
 
 // compileSeccomp is CompileSeccomp; supervised adds what only sysprof's supervisor answers (the
 // opens for writing of a profile with /proc/self writes, procwrite.go), and what sup names
@@ -40,6 +41,7 @@ func compileSeccomp(p *policy.Profile, archName string, supervised bool, sup sup
 		SupervisedExecs:      supervised && sup.execs,
 		SupervisedLinks:      supervised && sup.links,
 		RecordKernelRefusals: supervised,
+		SupervisedConnects:   supervised && sup.connects,
 		InitStage:            supervised,
 	})
 	if err != nil {

@@ -200,6 +200,12 @@ func (c *Compiled) compileCredentials(p *policy.Profile, env Env) error {
 		return err
 	}
 	c.creds = b
+	// A credential's binary is held as a rule's is: rewritten in place it would get the secret.
+	var byCred []netproxy.Rule
+	for _, cr := range creds {
+		byCred = append(byCred, netproxy.Rule{By: cr.By, Endpoint: "credentials " + cr.Name})
+	}
+	c.holdRuleBinaries(&c.Plan, byCred, env)
 	// The masked files' names stay unreadable if the host renames over them (as hidden ones).
 	if ll := c.Plan.Landlock; ll != nil {
 		ll.Hidden = slices.Concat(ll.Hidden, maskedPaths(c.Plan.Masked))

@@ -94,6 +94,7 @@ func compileEgress(c *Compiled, plan *sandbox.Plan, n policy.Network, env Env) e
 		c.Notes = append(c.Notes, "network.bind: listening works inside the sandbox's own network namespace; its loopback TCP listeners with a fixed port are published to the host at the same address and port")
 	}
 	c.Publish = publishedListeners(n)
+	c.holdRuleBinaries(plan, rules, env)
 	p, err := netproxy.NewPlan(rules)
 	if err != nil {
 		return err
@@ -182,4 +183,90 @@ func hostsFileNames(path string) (names, has6, no4 []string, err error) {
 	slices.Sort(out)
 	has6, no4 = hostsfile.Families(string(b))
 	return slices.Compact(out), has6, no4, nil
+}
+
+// connectsByBinary reports whether p has a network rule or credential learned by a binary: its
+// connects then go to the supervisor (seccomp.WhyConnect), which tells the proxy which program
+// made each (netproxy Options.ConnectsSeen).
+func connectsByBinary(p *policy.Profile) bool {
+	byBinary := func(by string) bool { return by != "" && by != "any" }
+	for _, e := range p.Network.Connect {
+		if !strings.HasPrefix(e.Endpoint, "unix:") && byBinary(e.By) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(p.Credentials, func(c policy.Credential) bool { return byBinary(c.By) })
+}
+
+// holdRuleBinaries keeps the run from rewriting a per-binary rule's binary in place: the rule
+// passes for that file by identity (device and inode), which a write through the same inode
+// keeps, so a command that may write there could make its own code the rule's. A binary in a
+// writable path or a stage that no write rule of the profile names is bound read-only over
+// itself (a write fails EROFS, a rename over it or its removal EBUSY: on the record). One the
+// profile writes itself (a learned rebuild: a write rule names it) cannot be held without
+// breaking that run: the run is told so, and so is `show` (binaryNotHeld).
+func (c *Compiled) holdRuleBinaries(plan *sandbox.Plan, rules []netproxy.Rule, env Env) {
+	writable := slices.Concat(plan.Writable, stageDirsOf(c.Stages))
+	var held []string
+	for _, r := range rules {
+		by := r.By
+		if by == "" || by == "any" || slices.Contains(held, by) || slices.Contains(plan.ReadOnly, by) || !paths.CoveredBy(by, writable) {
+			continue
+		}
+		if st, err := os.Stat(by); err != nil || !st.Mode().IsRegular() {
+			continue // made by the run: the proxy takes the first file there (netproxy fileOf)
+		}
+		if w := c.writeRuleNaming(by, env); w != "" {
+			c.Notes = append(c.Notes, fmt.Sprintf("%s: by %s: the profile writes that file (%s), so it stays writable: a program the run writes there passes as %s", ruleWhere(r), by, w, by))
+			continue
+		}
+		held = append(held, by)
+		plan.ReadOnly = append(plan.ReadOnly, by)
+		c.Notes = append(c.Notes, fmt.Sprintf("%s: by %s: bound read-only (it lies in a writable path; rewritten in place it would keep the identity the rule passes for)", ruleWhere(r), by))
+	}
+}
+
+// ruleWhere names a rule in a note: a network rule by its endpoint, a credential by its name.
+func ruleWhere(r netproxy.Rule) string {
+	if strings.HasPrefix(r.Endpoint, "credentials ") {
+		return r.Endpoint
+	}
+	return "network.connect: " + r.Endpoint
+}
+
+// writeRuleNaming is the profile's write rule that names path itself (exactly or by a glob,
+// not a directory it lies in), or "".
+func (c *Compiled) writeRuleNaming(path string, env Env) string {
+	if c.profile == nil {
+		return ""
+	}
+	for _, w := range c.profile.Filesystem.Write {
+		x, err := expand(w.Path, env)
+		if err != nil {
+			continue
+		}
+		if paths.Covers(x, path) && !(paths.Within(path, x) && path != x) {
+			return w.Path
+		}
+	}
+	return ""
+}
+
+// RuleBinaryWrites says, for `sysprof show`, what enforce does about a per-binary rule's
+// binary by that the profile's writes reach (holdRuleBinaries): "" when none does.
+func RuleBinaryWrites(p *policy.Profile, by string) string {
+	reached := false
+	for _, w := range policy.WithoutPending(p).Filesystem.Write {
+		if !paths.Covers(w.Path, by) {
+			continue
+		}
+		if !(paths.Within(by, w.Path) && by != w.Path) {
+			return "the profile writes that file: a program the run writes there passes as it"
+		}
+		reached = true
+	}
+	if reached {
+		return "in a writable path: bound read-only under enforce"
+	}
+	return ""
 }

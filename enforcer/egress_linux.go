@@ -5,12 +5,17 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/kernrun"
 	"github.com/sysprof/sysprof/netproxy"
 	"github.com/sysprof/sysprof/report"
+	"github.com/sysprof/sysprof/seccomp"
 )
 
 // egress is a run's DNS stub and proxy (package netproxy) as Run drives it.
@@ -24,6 +29,7 @@ type egress struct {
 	pub     *publisher
 	warn    io.Writer
 	notes   []string
+	order   *execOrder // execorder.c on the run's cgroup, or nil
 }
 
 // egressStartFail, when set (tests), makes start fail as if the proxy could not come up.
@@ -69,6 +75,7 @@ func (e *egress) close(rep *report.Report, res *runResult) {
 	}
 	e.closed = true
 	e.pub.close()
+	e.order.close()
 	denials, notes := e.Close()
 	rep.CredentialUses = append(rep.CredentialUses, e.broker.Uses()...)
 	notes = append(notes, credentialNotes(rep.CredentialUses)...)
@@ -116,4 +123,38 @@ func (e *egress) detail(c *Compiled) string {
 		}
 	}
 	return fmt.Sprintf("own network namespace; egress by name through sysprof's DNS stub and splice proxy: %d name rule(s), %d address rule(s), %d name(s)", names, ips, len(c.Egress.Names))
+}
+
+// connectSeen answers a connect the filter sent only for seccomp.WhyConnect (a profile with a
+// per-binary network rule) and reports whether it did: it tells the egress proxy which program
+// made the connect, by the socket's inode, before the call goes on (CONTINUE), so before the
+// proxy can accept it. What it read from /proc is kept only while the notification is still
+// valid afterwards (the task was still in this call: no exec since). It never refuses.
+func (s *supervisor) connectSeen(n *seccompNotif) bool {
+	name, _ := SyscallName(n.Data.Arch, uint32(n.Data.Nr))
+	if name != "connect" || !s.compiled.onlyFails(n, seccomp.WhyConnect) {
+		return false
+	}
+	if s.egress != nil {
+		tid := int(n.Pid)
+		link, err := os.Readlink("/proc/" + strconv.Itoa(tid) + "/fd/" + strconv.Itoa(int(int32(n.Data.Args[0]))))
+		if ino, ok := socketInode(link); err == nil && ok {
+			c := s.egress.DescribeCaller(tid)
+			if notifIDValid(s.listener, n.ID) {
+				s.egress.SawConnect(ino, c)
+			}
+		}
+	}
+	_ = notifSend(s.listener, &seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE})
+	return true
+}
+
+// socketInode parses a socket descriptor's link ("socket:[12345]").
+func socketInode(link string) (uint64, bool) {
+	num, ok := strings.CutPrefix(link, "socket:[")
+	if num, ok = strings.CutSuffix(num, "]"); !ok {
+		return 0, false
+	}
+	ino, err := strconv.ParseUint(num, 10, 64)
+	return ino, err == nil
 }

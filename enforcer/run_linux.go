@@ -283,8 +283,12 @@ func (r *enforcedRun) execute(ctx context.Context, c *Compiled) (*report.Report,
 	// here (decideLayers refused a run without the sandbox).
 	if c.Egress != nil {
 		broker := c.creds.brokerOrNil()
-		r.px = &egress{Proxy: netproxy.New(c.Egress, netproxy.Options{Resolve: r.opts.Resolve, LogAllowed: r.opts.LogAllowed, Broker: broker}),
-			broker: broker, publish: c.Publish, warn: r.warn()}
+		opts := netproxy.Options{Resolve: r.opts.Resolve, LogAllowed: r.opts.LogAllowed, Broker: broker, ConnectsSeen: c.ConnectsSeen}
+		order := r.execOrder(c, broker)
+		if order != nil {
+			opts.ExecOrder = order.lookup
+		}
+		r.px = &egress{Proxy: netproxy.New(c.Egress, opts), broker: broker, publish: c.Publish, warn: r.warn(), order: order}
 		defer r.px.close(r.rep, nil)
 	}
 	plan := c.Plan

@@ -143,6 +143,9 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 	if memfdMnt >= 0 {
 		sup.useMemfdTmpfs(memfdMnt, r.id.UID, r.id.GID)
 	}
+	if r.egress != nil {
+		sup.egress = r.egress.Proxy
+	}
 	// Also without the socket (-1: the stage is not PID 1): the supervised mkdirs and execs
 	// then go on unchanged, the outputs stay noexec (fail closed), none is refused for it.
 	sup.useExecOutputs(execOut, initstage.ExecOutputs(cfg.Parts), initstage.ExecFiles(cfg.Parts))

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/kernrun"
+	"github.com/sysprof/sysprof/netproxy"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
@@ -39,6 +40,8 @@ type supervisor struct {
 	execOutFD int
 	execOuts  []string
 	execFiles []string
+	// The egress proxy told who made each connect (egress_linux.go), or nil.
+	egress *netproxy.Proxy
 
 	mu      sync.Mutex
 	denials []report.Denial
@@ -137,7 +140,7 @@ func (s *supervisor) handle(n *seccompNotif) {
 	if len(s.compiled.ProcWrites) > 0 && s.procWriteOpen(n) {
 		return
 	}
-	if s.memfdCreate(n) || s.stagedLink(n) || s.xattrSet(n) {
+	if s.memfdCreate(n) || s.stagedLink(n) || s.xattrSet(n) || s.connectSeen(n) {
 		return
 	}
 	if s.execOutputMkdir(n) || s.execOutputExec(n) {

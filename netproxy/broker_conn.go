@@ -370,7 +370,7 @@ func (pc *proxyConn) brokerHTTP(client, up net.Conn, cred *Credential, w who) {
 		for i, v := range req.Header[header] {
 			if nv, ok := cred.swap(v); ok {
 				if !swapped && !anyBy(cred.By) {
-					if bad, ok := mayUse(pc.p.ownerOf("tcp", pc.src, pc.dst), cred.By, pc.p.fileAt); !ok {
+					if bad, ok := pc.mayUseNow(cred.By); !ok {
 						pc.refuseBy(fmt.Sprintf("%s is brokered to %s only", cred.Name, cred.By), report.RiskCritical, bad)
 						return
 					}

@@ -112,6 +112,16 @@
 // socket (pidfd_getfd, SCM_RIGHTS) is refused, and so is a descendant that inherited the
 // socket from an ancestor holding it that runs another file (a child the binary gives
 // its connected socket borrows it; a forked copy of the same program, ssh's mux, does not).
+// The process that made the connect must pass too, as it was then (Options.ConnectsSeen:
+// every connect waits in sysprof's supervisor, which tells the proxy who made it, by socket
+// inode, before the call goes on: SawConnect; a connect it did not see is refused): a
+// process that wrote its request and then exec'd the binary can win the race against both
+// lookups of the holders, not against that record. A transport helper passes as that process
+// only when the kernel said its parents' files ran it (Options.ExecOrder: bpf/execorder.c on
+// a root run's cgroup, exec ids by socket cookie): a helper forked before its parent exec'd
+// the binary has the binary as its parent in /proc, not in that record; without the record
+// (an ordinary user) no helper passes as the connector. A keep-alive HTTP connection's holders
+// are looked up again at every request after the first, through a forward proxy too.
 // The holders are looked up at accept and again once the client's first bytes arrived (a
 // process that wrote its request and then exec'd the binary ran another file at accept;
 // for an address rule both right at accept): the socket's inode by an exact sock_diag

@@ -55,6 +55,9 @@ func (f *forwardProxy) handle(c net.Conn) {
 		f.mu.Unlock()
 		if req.Method != "CONNECT" {
 			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\nproxied %s", len("proxied ")+len(req.RequestURI), req.RequestURI)
+			if req.Close {
+				return
+			}
 			continue
 		}
 		_, port, _ := net.SplitHostPort(req.RequestURI)

@@ -40,3 +40,26 @@ func helpersOf(path string) []string {
 	}
 	return nil
 }
+
+// NeedsExecOrder reports whether a per-binary rule of plan or a credential of b names a tool
+// with transport helpers: only then does the proxy need to know which file ran the process
+// that connected (Options.ExecOrder).
+func NeedsExecOrder(plan *Plan, b *Broker) bool {
+	var bys []string
+	if plan != nil {
+		for _, r := range plan.Rules {
+			bys = append(bys, r.By)
+		}
+	}
+	if b != nil {
+		for _, c := range b.Creds {
+			bys = append(bys, c.By)
+		}
+	}
+	for _, by := range bys {
+		if !anyBy(by) && len(helpersOf(by)) > 0 {
+			return true
+		}
+	}
+	return false
+}

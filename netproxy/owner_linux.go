@@ -24,6 +24,15 @@ type who struct {
 	ppids   []int    // their pids, in the same order
 	id      fileID   // the file the process runs (its /proc/PID/exe), zero when unknown
 	pids    []fileID // the files its parents run, in Parents' order
+	// connector: the process that made a connect, as the supervisor saw it then. A transport
+	// helper passes for it only when order says its parents' files ran it: order[0] the
+	// parent's file ran this process's (it was forked while the parent ran that file and
+	// exec'd at most once since), order[i] likewise the parent at i-1 and the one at i. The
+	// kernel says so (exec ids, a root run's guard); nil: not known, and no helper passes
+	// (a helper forked before its parent exec'd the rule's binary has that binary's ancestry).
+	connector bool
+	order     []bool
+	tgid      int // the connector's process (Pid is the thread that called connect)
 }
 
 // fileID is a file's identity. A rule's binary and what a process runs are compared by it,
@@ -92,7 +101,8 @@ func mayUse(hs []who, by string, at func(string) (fileID, bool)) (who, bool) {
 		if h.id == b {
 			continue
 		}
-		if h.id == (fileID{}) || !helper(h.id) || !underVia(h, b, helper) {
+		k, under := underVia(h, b, helper)
+		if h.id == (fileID{}) || !helper(h.id) || !under || h.connector && !ranBy(h, k) {
 			return h, false
 		}
 		for _, o := range hs {
@@ -104,17 +114,27 @@ func mayUse(hs []who, by string, at func(string) (fileID, bool)) (who, bool) {
 	return who{}, true
 }
 
-// underVia reports whether h runs under the file b with only helpers between them.
-func underVia(h who, b fileID, helper func(fileID) bool) bool {
-	for _, p := range h.pids {
+// underVia reports whether h runs under the file b with only helpers between them, and at
+// which of its parents b is.
+func underVia(h who, b fileID, helper func(fileID) bool) (int, bool) {
+	for i, p := range h.pids {
 		if p == b {
-			return true
+			return i, true
 		}
 		if p == (fileID{}) || !helper(p) {
-			return false
+			return 0, false
 		}
 	}
-	return false
+	return 0, false
+}
+
+// ranBy reports whether the kernel said that each of h's parents up to the one at k ran the
+// file of the process below it (who.order).
+func ranBy(h who, k int) bool {
+	if len(h.order) <= k {
+		return false
+	}
+	return !slices.Contains(h.order[:k+1], false)
 }
 
 // isHelper returns whether a file is one of the transport helpers of the tool at by, found
@@ -146,6 +166,13 @@ type diag struct {
 
 // inode asks the kernel for the socket loc→rem (exact lookup, not a dump).
 func (d *diag) inode(proto uint8, loc, rem netip.AddrPort) (uint32, bool) {
+	ino, _, ok := d.lookup(proto, loc, rem)
+	return ino, ok
+}
+
+// lookup asks the kernel for the socket loc→rem: its inode and its cookie (the one a cgroup
+// BPF program's bpf_get_socket_cookie gives).
+func (d *diag) lookup(proto uint8, loc, rem netip.AddrPort) (uint32, uint64, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	fd := int(d.f.Fd())
@@ -178,7 +205,7 @@ func (d *diag) inode(proto uint8, loc, rem netip.AddrPort) (uint32, bool) {
 		ne.PutUint32(id[40:], ^uint32(0)) // INET_DIAG_NOCOOKIE
 		ne.PutUint32(id[44:], ^uint32(0))
 		if _, err := unix.Write(fd, req); err != nil {
-			return 0, false
+			return 0, 0, false
 		}
 		buf := make([]byte, 8192)
 		n, err := unix.Read(fd, buf)
@@ -187,10 +214,12 @@ func (d *diag) inode(proto uint8, loc, rem netip.AddrPort) (uint32, bool) {
 		}
 		typ := ne.Uint16(buf[4:])
 		if typ == unix.SOCK_DIAG_BY_FAMILY && n >= unix.SizeofNlMsghdr+72 {
-			return ne.Uint32(buf[unix.SizeofNlMsghdr+68:]), true
+			m := buf[unix.SizeofNlMsghdr:]
+			cookie := uint64(ne.Uint32(m[44:])) | uint64(ne.Uint32(m[48:]))<<32 // idiag_cookie[0], [1]
+			return ne.Uint32(m[68:]), cookie, true
 		}
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // owner finds who holds the client socket loc→rem in the sandbox: sock_diag first, the

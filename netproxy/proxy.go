@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +31,19 @@ type Options struct {
 	// Broker holds the run's brokered credentials (broker.go): connections to their names are
 	// terminated and rewritten instead of spliced.
 	Broker *Broker
+	// ConnectsSeen: every connect in the sandbox waits in sysprof's supervisor, which tells
+	// the proxy who made it (SawConnect) before the call goes on. A per-binary rule then
+	// passes only when the process that made the connect passed too, as it was then: a
+	// process that connects, writes its request and execs the rule's binary is refused
+	// however fast it execs, and a connection whose connect was not seen (io_uring's, TCP
+	// Fast Open's sendto) is refused.
+	ConnectsSeen bool
+	// ExecOrder, when set (a root run with a transport helper rule: the enforcer's eBPF
+	// program on the run's cgroup), says by a client socket's cookie which processes made its
+	// connect (the caller's tgid, then its parents') and whether each one's parent's file ran
+	// it (ran[i]: forked while the parent at i+1 ran its current file, exec'd at most once
+	// since). Without it no transport helper passes as the process that connected.
+	ExecOrder func(cookie uint64) (tgids []uint32, ran []bool, ok bool)
 }
 
 // sniffWait is how long the proxy waits for a client's first bytes before it takes the
@@ -75,6 +89,11 @@ type Proxy struct {
 	// ownerOf finds a client socket's holders; lookup a name's addresses at connect time
 	// (named: from Options.Resolve, which may name loopback). Tests replace them.
 	ownerOf func(proto string, loc, rem netip.AddrPort) []who
+	// connectorOf is who made the connect of the TCP client socket loc→rem, as SawConnect
+	// recorded it (ok false: not seen).
+	connectorOf func(loc, rem netip.AddrPort) (who, bool)
+	connects    connectLog
+	helpers     bool // a rule or credential names a tool with transport helpers (NeedsExecOrder)
 	// fileAt finds a path's file as the sandbox sees it (a rule's binary, a helper): fileOf,
 	// from files.
 	fileAt   func(path string) (fileID, bool)
@@ -104,6 +123,8 @@ func New(plan *Plan, opts Options) *Proxy {
 		denials: map[string]*report.Denial{}, allowed: map[string]*allowedLog{}, answered: map[string]bool{},
 		dnsSlots: make(chan struct{}, dnsLookups)}
 	p.ownerOf = p.owner
+	p.connectorOf = p.connector
+	p.helpers = NeedsExecOrder(plan, opts.Broker)
 	p.fileAt = p.fileOf
 	p.lookup = func(ctx context.Context, name string) ([]netip.Addr, bool, error) {
 		if a, ok := opts.Resolve[name]; ok {
@@ -323,6 +344,11 @@ func (p *Proxy) track(c net.Conn, on bool) bool {
 }
 
 func (p *Proxy) deny(d report.Denial, w who) {
+	if w.connector && w.Parents == nil && w.Pid > 0 && p.netns != "" {
+		// Described at its connect by its own file alone (DescribeCaller): its parents now
+		// (an exec since changed none of them).
+		w.Parents = describe(w.Pid, p.netns).Parents
+	}
 	d.Kind = report.KindNetwork
 	d.Exe, d.Parents = w.Exe, w.Parents
 	if d.Exe == "" {
@@ -479,6 +505,9 @@ func (p *Proxy) handle(c *net.TCPConn) {
 	if !ok {
 		return
 	}
+	if !slices.ContainsFunc(rules, Rule.anyBinary) {
+		pc.byRules = rules
+	}
 	if cred != nil && (proto == protoTLS || proto == protoHTTP) {
 		pc.broker(cred, buf, proto, w, rules)
 		return
@@ -512,6 +541,9 @@ type proxyConn struct {
 	target, targetHost string
 	// holders looks up the socket's holders once (the first lookup may start at accept).
 	holders func() []who
+	// byRules are the connection's rules when each names a binary: every HTTP request after
+	// the first is checked against the holders again (a keep-alive socket handed on).
+	byRules []Rule
 }
 
 func (p *Proxy) newProxyConn(c *net.TCPConn) *proxyConn {
@@ -624,6 +656,16 @@ func (pc *proxyConn) checkBinaries(rules []Rule) (who, bool) {
 	if pc.isName { // an address rule is checked at accept: once
 		checks = [][]who{pc.holders(), hs}
 	}
+	if pc.p.opts.ConnectsSeen {
+		// Who made the connect, as it was then: a process that connected, wrote and exec'd
+		// the rule's binary may win a race against both lookups of the holders.
+		w, ok := pc.p.connectorOf(pc.src, pc.dst)
+		if !ok {
+			pc.refuseBy("its connect was not seen by sysprof's supervisor (io_uring, TCP Fast Open): a per-binary rule needs it", policy.RiskNone, first(hs))
+			return who{}, false
+		}
+		checks = append([][]who{{w}}, checks...)
+	}
 	for _, at := range checks {
 		if bad, ok := pc.mayUseAny(at, rules); !ok {
 			pc.refuseBy(byRefusal(bad, rules), policy.RiskNone, bad)
@@ -665,7 +707,11 @@ func byRefusal(w who, rules []Rule) string {
 	if exe == "" {
 		exe = "a process gone before it was looked up"
 	}
-	return fmt.Sprintf("by %s: the rule names %s; it passes for that file and its transport helpers only", exe, strings.Join(bys, ", "))
+	why := fmt.Sprintf("by %s: the rule names %s; it passes for that file and its transport helpers only", exe, strings.Join(bys, ", "))
+	if w.connector && w.order == nil && slices.ContainsFunc(rules, func(r Rule) bool { return slices.Contains(helpersOf(r.By), filepath.Base(w.Exe)) }) {
+		why += ", and for a helper only where the order of execs is seen (a root run): name the helper in the rule"
+	}
+	return why
 }
 
 // carry splices the connection to up both ways until both are done (an HTTP connection's
@@ -749,12 +795,23 @@ func (pc *proxyConn) carryHTTP(up *net.TCPConn, buf []byte, done <-chan struct{}
 	s := &httpStream{c: pc.c, up: up, buf: buf}
 	name := pc.name
 	var err error
+	var bad who // the holder a per-binary rule refused a later request for
+	requests := 0
 	for {
 		var tunnel string
 		err = s.run(func(req httpRequest) error {
+			requests++
+			if requests > 1 && len(pc.byRules) > 0 && !(req.proxied && req.host != name) {
+				// A keep-alive connection handed to another process (SCM_RIGHTS, pidfd_getfd,
+				// a fork) carries that process's requests: its holders are looked up again.
+				if w, ok := pc.mayUseAny(pc.p.ownerOf("tcp", pc.src, pc.dst), pc.byRules); !ok {
+					bad = w
+					return refusal{msg: byRefusal(w, pc.byRules)}
+				}
+			}
 			switch {
 			case req.proxied && req.host != name:
-				if via := net.JoinHostPort(req.host, strconv.Itoa(int(req.port))); !pc.allowedVia(req.host, req.port) {
+				if via := net.JoinHostPort(req.host, strconv.Itoa(int(req.port))); !pc.allowedVia(req.host, req.port, &bad) {
 					return refusal{msg: "via", via: via}
 				}
 			case req.host != name:
@@ -801,13 +858,15 @@ func (pc *proxyConn) carryHTTP(up *net.TCPConn, buf []byte, done <-chan struct{}
 	<-done
 	switch {
 	case rf.via != "":
-		pc.refuseVia(rf.via)
+		pc.refuseVia(rf.via, bad)
 	case rf.host != "" && rf.msg == protoTLS:
 		pc.mismatch(protoTLS, rf.host)
 	case rf.host != "":
 		pc.mismatch(protoHTTP, rf.host)
 	case rf.critical:
 		pc.refuseCritical(rf.msg, report.RiskCritical)
+	case bad.Exe != "":
+		pc.refuseBy(rf.msg, policy.RiskNone, bad)
 	default:
 		pc.refuse(rf.msg, policy.RiskNone)
 	}
@@ -818,7 +877,7 @@ func (pc *proxyConn) carryHTTP(up *net.TCPConn, buf []byte, done <-chan struct{}
 // ask for host:port: a rule of the plan allows that destination to the socket's holders (an
 // address rule an address target, link-local and the host's loopback only under a rule inside
 // them), as a connection straight to it would need.
-func (pc *proxyConn) allowedVia(host string, port uint16) bool {
+func (pc *proxyConn) allowedVia(host string, port uint16, bad *who) bool {
 	a, aerr := netip.ParseAddr(host)
 	var rules []Rule
 	for _, r := range pc.p.plan.Rules {
@@ -833,16 +892,28 @@ func (pc *proxyConn) allowedVia(host string, port uint16) bool {
 	if len(rules) == 0 || slices.ContainsFunc(rules, Rule.anyBinary) {
 		return len(rules) > 0
 	}
-	hs := pc.holders()
-	return slices.ContainsFunc(rules, func(r Rule) bool { _, ok := mayUse(hs, r.By, pc.p.fileAt); return ok })
+	// Looked up for each request, not once a connection: a keep-alive connection handed to
+	// another process carries that process's requests.
+	w, ok := pc.mayUseAny(pc.p.ownerOf("tcp", pc.src, pc.dst), rules)
+	if !ok {
+		*bad = w
+	}
+	return ok
 }
 
 // refuseVia reports a request through the forward proxy refused: no rule allows its target.
-func (pc *proxyConn) refuseVia(target string) {
+func (pc *proxyConn) refuseVia(target string, bad who) {
 	host, _, _ := net.SplitHostPort(target)
-	d := report.Denial{Syscall: "connect", What: fmt.Sprintf("connect %s tcp (through the proxy %s: not in the profile)", target, pc.target),
+	why := "not in the profile"
+	if bad.Exe != "" {
+		why = "by " + bad.Exe + ": its rules name other binaries"
+	}
+	d := report.Denial{Syscall: "connect", What: fmt.Sprintf("connect %s tcp (through the proxy %s: %s)", target, pc.target, why),
 		Endpoint: target, Proto: "tcp", Host: host, Suggest: "network.connect: + " + target + " tcp"}
-	pc.p.deny(d, first(pc.holders()))
+	if bad.Exe == "" {
+		bad = first(pc.holders())
+	}
+	pc.p.deny(d, bad)
 }
 
 // sniffConn reads the client's first bytes until sniff can tell what they are (protoServerFirst:

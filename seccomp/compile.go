@@ -60,6 +60,9 @@ type Options struct {
 	// (WhyXattr: the name and value are in memory, which seccomp cannot read), device nodes
 	// and whiteouts (WhyDevice).
 	RecordKernelRefusals bool
+	// SupervisedConnects sends every connect to the supervisor (sysprof enforce, when a
+	// network rule or credential names a binary: WhyConnect); the supervisor lets each go on.
+	SupervisedConnects bool
 }
 
 // Filter is a profile's syscall policy compiled for one architecture: the rules as data
@@ -186,6 +189,11 @@ func hardening(p *policy.Profile, opts Options) map[string][]Check {
 			h[name] = append(h[name], Check{Arg: arg, Width32: true, Mask: unix.S_IFMT, DenyValues: []uint64{unix.S_IFCHR, unix.S_IFBLK}, Fail: RetNotify, Why: WhyDevice})
 		}
 		h["renameat2"] = append(h["renameat2"], Check{Arg: 4, Width32: true, Mask: ^uint64(0), DenyBits: unix.RENAME_WHITEOUT, Fail: RetNotify, Why: WhyDevice})
+	}
+	if opts.SupervisedConnects {
+		// Values empty: every call goes to the supervisor (WhyConnect). Argument 0 is the
+		// socket: no profile rule is on it.
+		h["connect"] = append(h["connect"], Check{Arg: 0, Width32: true, Mask: ^uint64(0), HasValues: true, Fail: RetNotify, Why: WhyConnect})
 	}
 	// No code that no file holds runs unless learned: the loader maps files (their mounts
 	// decide: noexec trees), a JIT maps memory, an injected payload does too. mprotect cannot
@@ -463,6 +471,10 @@ func (c *Filter) compileABI(info *arch.Info, isHost bool, others []*arch.Info, n
 				continue
 			}
 			for range nrs {
+				if h.Why == WhyConnect { // it goes on: recorded, never denied
+					c.Notes = append(c.Notes, fmt.Sprintf("%s: each call waits in the supervisor first, then goes on: %s", name, h.Why))
+					continue
+				}
 				c.Notes = append(c.Notes, fmt.Sprintf("%s: denies %s unless the profile's argument rules allow it", name, h.Why))
 			}
 		}
@@ -515,6 +527,9 @@ func knownOn(infos []*arch.Info, name string) bool {
 // explicitlyAllows reports whether the profile's own checks on the hardened argument let through
 // something the hardening check would deny: then the profile's word wins.
 func explicitlyAllows(checks []Check, h Check) bool {
+	if h.Why == WhyConnect { // a rule on the socket's fd number says nothing of who connects
+		return false
+	}
 	for _, c := range checks {
 		if c.Arg != h.Arg {
 			continue

@@ -82,3 +82,8 @@ const WhyXattr = "extended attributes set (file capabilities, trusted and overla
 // the kernel refuses most of them on its own (EPERM without CAP_MKNOD, EINVAL on an overlay),
 // without a trace.
 const WhyDevice = "device nodes and whiteouts (mknod of a character or block device, RENAME_WHITEOUT)"
+
+// WhyConnect: every connect goes to the supervisor, which tells the egress proxy which process
+// made it (its file as it was then) before the call goes on: a per-binary network rule passes
+// only for the process that connected, not for one that exec'd the rule's binary since.
+const WhyConnect = "connects (the supervisor records which program made each, for the per-binary network rules)"

@@ -135,7 +135,11 @@ func writeShow(w io.Writer, path string, p *policy.Profile) {
 				if l.op == "connect" && !strings.HasPrefix(e.Endpoint, "unix:") {
 					by = "  (any binary)"
 					if e.By != "" && e.By != "any" {
-						by = "  (only " + report.Printable(e.By) + " and what it runs)"
+						by = "  (only " + report.Printable(e.By) + "'s own file and its transport helpers"
+						if held := enforcer.RuleBinaryWrites(p, e.By); held != "" {
+							by += "; " + held
+						}
+						by += ")"
 					}
 				}
 				fmt.Fprintf(w, "  %-8s %s %s%s\n", l.op, report.Printable(e.Endpoint), report.Printable(e.Proto), by)
