@@ -384,6 +384,9 @@ var randomPrefixes = []struct {
 	{"garbage-", 36, 36, classUUID},   // pytest's dirs on their way out: garbage-UUID
 	{"rustdoctest", 6, 6, classAlnum}, // cargo test's doctests: $TMPDIR/rustdoctestXXXXXX/rust_out
 	{"_tmp_", 3, 80, classWord},       // pnpm's hard-link probes (a file system's root, $PNPM_HOME): _tmp_<pid>_<hex>
+	// mkstemp replaces only the last six X's of its template: perl -i's XXXXXXXX leaves
+	// XX + 6 random letters and digits beside each file it edits.
+	{"XX", 6, 6, classAlnum},
 }
 
 // linkProbes are where a package manager checks, once per run, that it can hard-link from its

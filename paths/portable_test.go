@@ -30,6 +30,10 @@ func TestGlobComponent(t *testing.T) {
 		{"rustdoctestWrEynv", "rustdoctest*"},
 		{"rustdoctestmuP9LF", "rustdoctest*"},
 		{"ccA1b2C3.o", "cc*.o"},
+		{"XXjBJtVz", "XX*"}, // perl -i's temp sibling (mkstemp of XXXXXXXX), no digit
+		{"XX8ALB2Z", "XX*"},
+		{"XXX", "XXX"},
+		{"XXL-shirts", "XXL-shirts"},
 		{"ccQz9Yx8.res", "cc*.res"},
 		{"ssh-XXXXk3j9QmZp", "ssh-*"},
 		{"agent.4242", "agent.*"},

@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+)
+
+// seventhWorkflows are everyday workflows no other table runs, chosen for what each tool
+// writes beside its output under a name of its own: zip's ziXXXXXX in the work tree, ar's,
+// strip's and objcopy's stXXXXXX, sort's $TMPDIR/sortXXXXXX spills, perl -i's random sibling,
+// valgrind's per-pid files in $TMPDIR, recursive make's jobserver, tar's gzip child, sqlite's
+// rollback journal, node's test runner (a child per file), ctags' temp file, xz and zstd
+// with threads, diff -r, git format-patch and revert, make install DESTDIR. Each is cheap (C
+// compiles of a line or two, no cold toolchain): seconds of CI a row.
+func seventhWorkflows() []wfWorkflow {
+	git := func(name string, argv []string) everyday {
+		return everyday{name: name, need: []string{"git"}, setup: gitHistory, learnFlags: []string{"--accept-risky"}, argv: argv}
+	}
+	return []wfWorkflow{
+		{everyday: everyday{name: "diff-r", need: []string{"diff"}, setup: treePair,
+			argv: []string{"sh", "-c", `diff -r old new; echo "diff exit $?"`}},
+			edit: appendAs("new/sub/b.txt", "edited\n")},
+		{everyday: everyday{name: "tar-gz-roundtrip", need: []string{"tar", "gzip"}, setup: treePair,
+			argv:  []string{"sh", "-c", "tar -czf tree.tgz old new && mkdir out && tar -xzf tree.tgz -C out && find out -type f | sort && tar -tzf tree.tgz | sort"},
+			clean: []string{"tree.tgz", "out"}},
+			edit: appendAs("new/sub/b.txt", "edited\n")},
+		// zip writes ./ziXXXXXX and renames it to the archive.
+		{everyday: everyday{name: "zip-unzip", need: []string{"zip", "unzip"}, setup: treePair,
+			argv:  []string{"sh", "-c", "zip -qr tree.zip old new && zipinfo -1 tree.zip | sort && unzip -q tree.zip -d out && diff -r old out/old && echo same"},
+			clean: []string{"tree.zip", "out"}},
+			edit: appendAs("old/a.txt", "edited\n")},
+		// Migrations applied in order, each in a rollback journal (app.db-journal).
+		{everyday: everyday{name: "sqlite-migrations", need: []string{"sqlite3"}, setup: migrationsProject,
+			argv:  []string{"sh", "-c", `for f in migrations/*.sql; do sqlite3 app.db <"$f" || exit 1; done && sqlite3 app.db 'select id, name, email from users order by id'`},
+			clean: []string{"app.db", "app.db-journal"}},
+			edit: writeAs("migrations/003_more.sql", "begin; insert into users(name, email) values ('carol', 'c@example.com'); commit;\n")},
+		// Recursive make -j2: the jobserver's pipe (or fifo) handed to the sub-makes.
+		{everyday: everyday{name: "make-jobserver", need: []string{"make", "gcc"}, setup: recursiveMake,
+			argv: []string{"sh", "-c", "make -s -j2 && ./app/app"}, clean: []string{"lib/greet.o", "lib/libgreet.a", "app/app"}},
+			edit: appendAs("lib/greet.c", "\n/* edited */\n")},
+		// ar writes ./stXXXXXX and renames it over the archive.
+		{everyday: everyday{name: "ar-static-lib", need: []string{"gcc", "ar"}, setup: staticLib,
+			argv:  []string{"sh", "-c", "cc -c a.c b.c && ar rcs libab.a a.o b.o && ranlib libab.a && cc -o app main.c -L. -lab && ./app && ar t libab.a"},
+			clean: []string{"a.o", "b.o", "libab.a", "app"}},
+			edit: appendAs("b.c", "\n/* edited */\n")},
+		// objcopy and strip write ./stXXXXXX beside the binary and rename it over it.
+		{everyday: everyday{name: "objcopy-strip", need: []string{"gcc", "objcopy", "strip"}, setup: cProject(nil),
+			argv:  []string{"sh", "-c", "cc -g -o hello hello.c && objcopy --only-keep-debug hello hello.debug && strip --strip-debug hello && objcopy --add-gnu-debuglink=hello.debug hello && ./hello"},
+			clean: []string{"hello", "hello.debug"}},
+			edit: appendAs("hello.c", "\n/* edited */\n")},
+		// sort spills runs to $TMPDIR/sortXXXXXX when they exceed its buffer.
+		{everyday: everyday{name: "sort-spill", need: []string{"sort", "md5sum"}, setup: bigNumbers,
+			argv:  []string{"sh", "-c", "sort -n -S 64K --parallel=2 -o sorted.txt numbers.txt && head -3 sorted.txt && md5sum sorted.txt"},
+			clean: []string{"sorted.txt"}},
+			edit: appendAs("numbers.txt", "-1\n")},
+		// perl -i writes a random sibling and renames it over each file.
+		{everyday: everyday{name: "perl-pi", need: []string{"perl"}, setup: sedProject,
+			argv: []string{"sh", "-c", `perl -pi -e 's/line/LINE/' notes.txt sub/more.txt && cat notes.txt sub/more.txt`}},
+			reset: sedReset, edit: appendAs("sub/more.txt", "line edited\n")},
+		// valgrind: its tool from /usr/libexec, vgdb's files named by pid in $TMPDIR.
+		{everyday: everyday{name: "valgrind-memcheck", need: []string{"gcc", "valgrind"}, setup: cProject(nil),
+			argv:  []string{"sh", "-c", "cc -g -o hello hello.c && valgrind -q --error-exitcode=3 --leak-check=full ./hello"},
+			clean: []string{"hello"}},
+			edit: appendAs("hello.c", "\n/* edited */\n")},
+		// node's test runner: a child process per test file, reporting over a pipe.
+		{everyday: everyday{name: "node-test", need: []string{"node"}, setup: nodeTests, timing: nodeTestTiming,
+			argv: []string{"node", "--test", "--test-reporter=tap"}},
+			edit: writeAs("test/edited.test.js", "const test = require('node:test');\ntest('edited', () => {});\n")},
+		{everyday: everyday{name: "ctags-R", need: []string{"ctags"}, setup: staticLib,
+			argv: []string{"sh", "-c", "ctags -R -f tags . && grep -v '^!_' tags | cut -f1,2 | sort"}, clean: []string{"tags"}},
+			edit: appendAs("b.c", "\nint edited(void) { return 2; }\n")},
+		{everyday: everyday{name: "xz-zstd-threads", need: []string{"xz", "zstd"}, setup: bigNumbers,
+			argv:  []string{"sh", "-c", "xz -T2 -k -f numbers.txt && zstd -q -f -T2 numbers.txt && xz -t numbers.txt.xz && zstd -q -t numbers.txt.zst && echo ok"},
+			clean: []string{"numbers.txt.xz", "numbers.txt.zst"}},
+			edit: appendAs("numbers.txt", "-1\n")},
+		{everyday: git("git-format-patch-revert", []string{"sh", "-c", "git format-patch -q -o patches HEAD~2 && ls patches && git revert --no-edit HEAD >/dev/null && git log --format=%s"}),
+			reset: gitReset("rm -rf patches"), edit: gitCommitAs("more.txt"), check: []string{"git", "log", "-1", "--format=%T"}},
+		{everyday: everyday{name: "make-install-destdir", need: []string{"make", "gcc", "install"}, setup: installProject,
+			argv:  []string{"sh", "-c", "make -s && make -s install DESTDIR=$PWD/stage PREFIX=/usr && find stage | sort"},
+			clean: []string{"hello", "stage"}},
+			edit: appendAs("hello.c", "\n/* edited */\n")},
+	}
+}
+
+// TestWorkflowsSeventh (issue 24): each of seventhWorkflows learned once with output to a
+// file, then enforced unchanged, after an edit, in a fresh clone, CI-like and as another user:
+// zero denials and the output of the same run unsandboxed; drift (unchanged, CI-like) finds
+// nothing wider.
+func TestWorkflowsSeventh(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, w := range seventhWorkflows() {
+		t.Run(w.name, func(t *testing.T) { w.learnThenPerturb(t) })
+	}
+}
+
+// treePair is two versions of a small tree, old and new, that differ in two files.
+func treePair(t *testing.T, b *testutil.Box) {
+	for rel, text := range map[string]string{
+		"old/a.txt": "alpha\n", "old/sub/b.txt": "beta\n", "old/sub/c.txt": "gamma\n",
+		"new/a.txt": "alpha\n", "new/sub/b.txt": "beta, changed\n", "new/sub/d.txt": "delta\n",
+	} {
+		testutil.WriteFile(t, filepath.Join(b.Work, rel), text, 0o644)
+	}
+}
+
+// migrationsProject is two numbered migrations of a users table.
+func migrationsProject(t *testing.T, b *testutil.Box) {
+	testutil.WriteFile(t, filepath.Join(b.Work, "migrations", "001_users.sql"),
+		"begin; create table users(id integer primary key, name text not null); insert into users(name) values ('alice'), ('bob'); commit;\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(b.Work, "migrations", "002_email.sql"),
+		"begin; alter table users add column email text; update users set email = name || '@example.com'; create index users_email on users(email); commit;\n", 0o644)
+}
+
+// recursiveMake is a top Makefile that makes lib (a static library) and app with $(MAKE).
+func recursiveMake(t *testing.T, b *testutil.Box) {
+	for rel, text := range map[string]string{
+		"Makefile":     "all:\n\t$(MAKE) -C lib\n\t$(MAKE) -C app\n.PHONY: all\n",
+		"lib/Makefile": "libgreet.a: greet.o\n\tar rcs $@ $^\n",
+		"lib/greet.c":  "#include <stdio.h>\nvoid greet(void) { puts(\"hello from lib\"); }\n",
+		"app/Makefile": "app: main.c ../lib/libgreet.a\n\t$(CC) -o $@ main.c -L../lib -lgreet\n",
+		"app/main.c":   "void greet(void);\nint main(void) { greet(); return 0; }\n",
+	} {
+		testutil.WriteFile(t, filepath.Join(b.Work, rel), text, 0o644)
+	}
+}
+
+// staticLib is two library sources and a main that calls both.
+func staticLib(t *testing.T, b *testutil.Box) {
+	for rel, text := range map[string]string{
+		"a.c":    "int a(void) { return 1; }\n",
+		"b.c":    "int b(void) { return 2; }\n",
+		"main.c": "#include <stdio.h>\nint a(void); int b(void);\nint main(void) { printf(\"%d\\n\", a() + b()); return 0; }\n",
+	} {
+		testutil.WriteFile(t, filepath.Join(b.Work, rel), text, 0o644)
+	}
+}
+
+// bigNumbers is numbers.txt: 40,000 numbers in a fixed shuffled order (~250 KB: sort -S 64K
+// spills it to temp files).
+func bigNumbers(t *testing.T, b *testutil.Box) {
+	var s strings.Builder
+	for i := range 40000 {
+		fmt.Fprintf(&s, "%d\n", (i*7919)%40000)
+	}
+	testutil.WriteFile(t, filepath.Join(b.Work, "numbers.txt"), s.String(), 0o644)
+}
+
+// nodeTests are two test files for node --test.
+func nodeTests(t *testing.T, b *testutil.Box) {
+	testutil.WriteFile(t, filepath.Join(b.Work, "test", "math.test.js"),
+		"const test = require('node:test');\nconst assert = require('node:assert');\ntest('adds', () => { assert.strictEqual(1 + 2, 3); });\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(b.Work, "test", "str.test.js"),
+		"const test = require('node:test');\nconst assert = require('node:assert');\ntest('joins', () => { assert.strictEqual(['a', 'b'].join('-'), 'a-b'); });\n", 0o644)
+}
+
+// installProject is hello.c with a Makefile whose install target honours DESTDIR and PREFIX.
+func installProject(t *testing.T, b *testutil.Box) {
+	cProject(map[string]string{"Makefile": "PREFIX ?= /usr/local\nhello: hello.c\n\t$(CC) -o $@ $<\ninstall: hello\n\tinstall -D -m 755 hello $(DESTDIR)$(PREFIX)/bin/hello\n\tinstall -D -m 644 hello.c $(DESTDIR)$(PREFIX)/share/doc/hello/hello.c\n.PHONY: install\n"})(t, b)
+}
