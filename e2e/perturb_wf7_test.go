@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -79,12 +80,58 @@ func seventhWorkflows() []wfWorkflow {
 			edit: appendAs("numbers.txt", "-1\n")},
 		{everyday: git("git-format-patch-revert", []string{"sh", "-c", "git format-patch -q -o patches HEAD~2 && ls patches && git revert --no-edit HEAD >/dev/null && git log --format=%s"}),
 			reset: gitReset("rm -rf patches"), edit: gitCommitAs("more.txt"), check: []string{"git", "log", "-1", "--format=%T"}},
+		// A watcher stopped by a signal, its normal end: tsc --watch (inotify) until its first
+		// build is done, then SIGINT; node exits 130.
+		{everyday: everyday{name: "tsc-watch-sigint", need: []string{"node"}, setup: jsApp, timing: clockTime,
+			argv:  []string{"sh", "-c", tscWatch},
+			clean: []string{"dist", "watch.log"}},
+			edit: appendAs("src/greet.ts", "\nexport const edited = 1;\n")},
+		// The sanitizers' runtimes: ASan's shadow memory (a terabyte reserved), UBSan's checks.
+		{everyday: everyday{name: "asan-ubsan", need: []string{"gcc"}, setup: cProject(nil),
+			argv:  []string{"sh", "-c", "cc -g -fsanitize=address,undefined -fno-omit-frame-pointer -o hello hello.c && ./hello"},
+			clean: []string{"hello"}},
+			edit: appendAs("hello.c", "\n/* edited */\n"), open: map[string]string{"ordinary-user": asanNoCgroupOpen}},
+		// gcc -flto=auto: lto-wrapper writes a makefile of its partitions to $TMPDIR and runs
+		// make -j on it (the jobserver's or its own).
+		{everyday: everyday{name: "gcc-lto-auto", need: []string{"gcc", "make"}, setup: staticLib,
+			argv:  []string{"sh", "-c", "cc -O2 -flto=auto -flto-partition=one -o app a.c b.c main.c && ./app"},
+			clean: []string{"app"}},
+			edit: appendAs("b.c", "\n/* edited */\n")},
+		// Coverage: the build's .gcno, the run's .gcda, gcov's report beside the source.
+		{everyday: everyday{name: "gcov", need: []string{"gcc", "gcov"}, setup: cProject(nil),
+			argv:  []string{"sh", "-c", "cc --coverage -o hello hello.c && ./hello && gcov -n hello.c"},
+			clean: []string{"hello", "hello.gcno", "hello.gcda", "hello-hello.gcno", "hello-hello.gcda"}},
+			edit: appendAs("hello.c", "\n/* edited */\n")},
+		{everyday: everyday{name: "jq-transform", need: []string{"jq"}, setup: jqProject,
+			argv:  []string{"sh", "-c", "jq -S '.deps |= sort | .count = (.deps | length)' package.json >out.json && jq -r '.deps[]' out.json && cat out.json"},
+			clean: []string{"out.json"}},
+			edit: writeAs("package.json", `{"name": "p", "deps": ["zeta", "alpha", "mid", "edited"]}`)},
+		{everyday: everyday{name: "sha256sum-check", need: []string{"sha256sum", "find", "sort"}, setup: treePair,
+			argv: []string{"sh", "-c", "find old new -type f | sort | xargs sha256sum >SHA256SUMS && sha256sum -c SHA256SUMS"}, clean: []string{"SHA256SUMS"}},
+			edit: appendAs("new/sub/b.txt", "edited\n")},
+		{everyday: git("git-switch-restore", []string{"sh", "-c", "git switch -q -c topic && echo more >>notes.txt && git add notes.txt && git restore --staged notes.txt && git status --short && git restore notes.txt && git switch -q main && git branch -D -q topic && git status --short"}),
+			reset: gitReset(""), edit: gitCommitAs("more.txt"), check: []string{"git", "branch", "--list"}},
+		{everyday: git("git-mv-rm", []string{"sh", "-c", "git mv two.txt second.txt && git rm -q three.txt && GIT_AUTHOR_DATE=2026-01-04T03:04:05Z GIT_COMMITTER_DATE=2026-01-04T03:04:05Z git commit -q -m moved && git log --stat --format=%s -1"}),
+			reset: gitReset(""), edit: gitCommitAs("more.txt"), check: []string{"git", "log", "-1", "--format=%T"}},
 		{everyday: everyday{name: "make-install-destdir", need: []string{"make", "gcc", "install"}, setup: installProject,
 			argv:  []string{"sh", "-c", "make -s && make -s install DESTDIR=$PWD/stage PREFIX=/usr && find stage | sort"},
 			clean: []string{"hello", "stage"}},
 			edit: appendAs("hello.c", "\n/* edited */\n")},
 	}
 }
+
+// tscWatch runs tsc --watch until its first build is done, then stops it with SIGINT.
+const tscWatch = `node_modules/.bin/tsc --watch --preserveWatchOutput -p . >watch.log 2>&1 & p=$!
+i=0; until grep -q 'Watching for file changes' watch.log 2>/dev/null; do sleep 0.1; i=$((i+1)); [ $i -lt 600 ] || break; done
+kill -INT $p; wait $p; echo "tsc exit $?"; sed 's/^\[[^]]*\] //' watch.log; ls dist`
+
+// asanNoCgroupOpen: an ordinary user's run with no cgroup of its own (no delegated subtree, as
+// on this CI's cgroup v1 host) is bounded by RLIMIT_DATA alone, which ASan's shadow (terabytes
+// reserved) exceeds; beside a cgroup the run has no RLIMIT_DATA (root's cells pass).
+const asanNoCgroupOpen = "an ordinary user's run without a delegated cgroup keeps memory by RLIMIT_DATA, which ASan's reserved shadow exceeds (ENOMEM)"
+
+// clockTime is a time of day (tsc --watch's [10:32:01 PM]).
+var clockTime = regexp.MustCompile(`[0-9]+:[0-9]+:[0-9]+( [AP]M)?`)
 
 // TestWorkflowsSeventh (issue 24): each of seventhWorkflows learned once with output to a
 // file, then enforced unchanged, after an edit, in a fresh clone, CI-like and as another user:
@@ -155,6 +202,11 @@ func nodeTests(t *testing.T, b *testutil.Box) {
 		"const test = require('node:test');\nconst assert = require('node:assert');\ntest('adds', () => { assert.strictEqual(1 + 2, 3); });\n", 0o644)
 	testutil.WriteFile(t, filepath.Join(b.Work, "test", "str.test.js"),
 		"const test = require('node:test');\nconst assert = require('node:assert');\ntest('joins', () => { assert.strictEqual(['a', 'b'].join('-'), 'a-b'); });\n", 0o644)
+}
+
+// jqProject is a package.json with unsorted dependencies.
+func jqProject(t *testing.T, b *testutil.Box) {
+	testutil.WriteFile(t, filepath.Join(b.Work, "package.json"), `{"name": "p", "deps": ["zeta", "alpha", "mid"]}`, 0o644)
 }
 
 // installProject is hello.c with a Makefile whose install target honours DESTDIR and PREFIX.
