@@ -85,7 +85,8 @@ func seventhWorkflows() []wfWorkflow {
 		{everyday: everyday{name: "tsc-watch-sigint", need: []string{"node"}, setup: jsApp, timing: clockTime,
 			argv:  []string{"sh", "-c", tscWatch},
 			clean: []string{"dist", "watch.log"}},
-			edit: appendAs("src/greet.ts", "\nexport const edited = 1;\n")},
+			// CI time (~10 s a run): tsc's ci-like runs are TestJSWorkflows' and tsc-b's.
+			edit: appendAs("src/greet.ts", "\nexport const edited = 1;\n"), noCILike: true},
 		// The sanitizers' runtimes: ASan's shadow memory (a terabyte reserved), UBSan's checks.
 		{everyday: everyday{name: "asan-ubsan", need: []string{"gcc"}, setup: cProject(nil),
 			argv:  []string{"sh", "-c", "cc -g -fsanitize=address,undefined -fno-omit-frame-pointer -o hello hello.c && ./hello"},
