@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/sysprof/sysprof/internal/testutil"
@@ -213,4 +216,36 @@ func jqProject(t *testing.T, b *testutil.Box) {
 // installProject is hello.c with a Makefile whose install target honours DESTDIR and PREFIX.
 func installProject(t *testing.T, b *testutil.Box) {
 	cProject(map[string]string{"Makefile": "PREFIX ?= /usr/local\nhello: hello.c\n\t$(CC) -o $@ $<\ninstall: hello\n\tinstall -D -m 755 hello $(DESTDIR)$(PREFIX)/bin/hello\n\tinstall -D -m 644 hello.c $(DESTDIR)$(PREFIX)/share/doc/hello/hello.c\n.PHONY: install\n"})(t, b)
+}
+
+// TestStagedLinkOfAHostFileSaysWhy (issue 24): `ln` of a host file into another directory of
+// the staged work tree is answered EXDEV (on the overlay the new name would be another inode,
+// which git's local clone refuses; git, cargo, pnpm and cp copy instead), and ln has no copy
+// fallback: it fails, and the run's report says which link, why, and what to do. The host's
+// file is left as it was, linked nowhere.
+func TestStagedLinkOfAHostFileSaysWhy(t *testing.T) {
+	testutil.RequireRoot(t)
+	root := t.TempDir()
+	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "")
+	testutil.WriteFile(t, filepath.Join(b.Work, "a", "f.txt"), "host file\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(b.Work, "b", "keep"), "", 0o644)
+	argv := []string{"sh", "-c", "ln a/f.txt b/g.txt; echo \"ln exit $?\"; echo new >b/new.txt"}
+	profile := filepath.Join(root, "profile.yaml")
+	testutil.MustCode(t, "learn", b.Sysprof(t, append([]string{"learn", "-p", profile, "--"}, argv...)...), 0)
+	testutil.RequireNoErr(t, "reset", os.Remove(filepath.Join(b.Work, "b", "g.txt")))
+	rep := filepath.Join(root, "report.json")
+	r := b.Sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, argv...)...)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "ln exit 1") || !strings.Contains(r.Stderr, "Invalid cross-device link") {
+		t.Fatalf("ln of a host file across directories of the staged tree: want EXDEV (ln's exit 1):\n%s", r)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(b.Work, "a", "f.txt"), &st); err != nil || st.Nlink != 1 {
+		t.Errorf("the host's file: %v, %d links: want 1", err, st.Nlink)
+	}
+	notes := testutil.ReadReport(t, rep).Notes
+	if !slices.ContainsFunc(notes, func(n string) bool {
+		return strings.Contains(n, "EXDEV") && strings.Contains(n, filepath.Join(b.Work, "a", "f.txt")) && strings.Contains(n, "ln -s")
+	}) {
+		t.Errorf("the report does not say which link was answered EXDEV and what to do: %q", notes)
+	}
 }

@@ -39,6 +39,9 @@ type supervisor struct {
 	execOutFD int
 	execOuts  []string
 	execFiles []string
+	// exdevLinks counts the links stagedLink answered EXDEV, exdevFirst names the first.
+	exdevLinks int
+	exdevFirst string
 
 	mu      sync.Mutex
 	denials []report.Denial
