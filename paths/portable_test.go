@@ -30,6 +30,11 @@ func TestGlobComponent(t *testing.T) {
 		{"rustdoctestWrEynv", "rustdoctest*"},
 		{"rustdoctestmuP9LF", "rustdoctest*"},
 		{"ccA1b2C3.o", "cc*.o"},
+		{"stloVngG", "st*"}, // ar's, ranlib's, strip's and objcopy's temp name, no digit
+		{"stYrRDTQ", "st*"},
+		{"stdio.h", "stdio.h"},
+		{"stylesheet", "stylesheet"},
+		{"stable", "stable"},
 		{"XXjBJtVz", "XX*"}, // perl -i's temp sibling (mkstemp of XXXXXXXX), no digit
 		{"XX8ALB2Z", "XX*"},
 		{"XXX", "XXX"},
