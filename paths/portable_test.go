@@ -30,6 +30,9 @@ func TestGlobComponent(t *testing.T) {
 		{"rustdoctestWrEynv", "rustdoctest*"},
 		{"rustdoctestmuP9LF", "rustdoctest*"},
 		{"ccA1b2C3.o", "cc*.o"},
+		{"ziRxVrtN", "zi*"}, // zip's temp archive, no digit
+		{"zip", "zip"},
+		{"zipfile", "zipfile"},
 		{"stloVngG", "st*"}, // ar's, ranlib's, strip's and objcopy's temp name, no digit
 		{"stYrRDTQ", "st*"},
 		{"stdio.h", "stdio.h"},
