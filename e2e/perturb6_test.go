@@ -191,16 +191,8 @@ var perturb6Heavy = []string{"tmpdir-in-tree", "caches-in-tree", "make-recipe", 
 
 // perturb6Open are the cells that still fail, per command, with why.
 var perturb6Open = map[string]map[string]string{
-	"git-status": {"overlay": overlayOpen},
-	"git-log":    {"overlay": overlayOpen, "script-pty": pagerOpen, "tty": pagerOpen},
-	"git-commit": {"overlay": overlayOpen},
+	"git-log": {"script-pty": pagerOpen, "tty": pagerOpen},
 }
-
-// overlayOpen: overlayfs cannot be idmapped, so a root enforce in root's tree on an overlay
-// that is not / runs as sandbox.RootUID (never host uid 0 unasked), to whom the tree shows as
-// nobody's: git refuses it, and the run says so (sandbox.Identity.Note). cc, python3 and node
-// pass there; TestOverlayTreeOfItsOwner runs root's tree with --degrade=userns and a user's.
-const overlayOpen = "root's work tree on an overlay mount (not /) cannot be idmapped: the command (RootUID) sees it as nobody's and git refuses it (dubious ownership); the run says so, --degrade=userns runs it as host uid 0 (TestOverlayTreeOfItsOwner/roots-tree)"
 
 // TestPerturbationsSix: each of treeEnvCommands learned once into a file and once at a
 // terminal, then run under this round's dimensions unsandboxed and enforced: the same exit

@@ -35,7 +35,7 @@ func sixthWorkflows() []wfWorkflow {
 		{everyday: git("git-archive", gitHistory, []string{"sh", "-c", "git archive --format=tar.gz --prefix=proj/ -o proj.tar.gz HEAD && tar tzf proj.tar.gz"}),
 			reset: gitReset("rm -f proj.tar.gz"), edit: gitCommitAs("more.txt")},
 		{everyday: git("git-apply-reverse", gitHistory, []string{"sh", "-c", "git diff HEAD~1 >last.diff && git apply -R last.diff && git status --short && git apply last.diff && git diff --stat"}),
-			reset: gitReset(""), edit: gitCommitAs("more.txt"), open: map[string]string{"*": gitDiffRefreshOpen}},
+			reset: gitReset(""), edit: gitCommitAs("more.txt")},
 		// sed -i writes ./sedXXXXXX beside each file and renames it over the file.
 		{everyday: everyday{name: "sed-i-tree", need: []string{"sed", "find"}, setup: sedProject,
 			argv: []string{"sh", "-c", `find . -name '*.txt' -exec sed -i 's/line/LINE/' {} + && cat notes.txt sub/more.txt`}},
@@ -63,15 +63,6 @@ func sixthWorkflows() []wfWorkflow {
 			edit: appendAs("main.go", "\n// edited\n"), coldIsSlow: true, noCILike: true},
 	}
 }
-
-// gitDiffRefreshOpen: measured (strace, git 2.39): git diff refreshes and writes the index
-// (index.lock renamed over index) when an entry's stat data changed but not its content (a
-// file git apply removed and made again), whatever GIT_OPTIONAL_LOCKS says; whether the learn
-// run met such an entry is timing (racy git), so its profile may hold no rename and no .git
-// write. The output is the same (git goes on without the refresh), but the run reports the
-// rename's denial and drift the .git write.
-const gitDiffRefreshOpen = "git diff's index refresh (index.lock renamed over index) is made or not by timing and " +
-	"ignores GIT_OPTIONAL_LOCKS: a learn that did not meet it holds no rename and no .git write"
 
 // TestWorkflowsSixth (issue 24): each of sixthWorkflows learned once with output to a file,
 // then enforced unchanged, after an edit, in a fresh clone, CI-like and as another user: zero

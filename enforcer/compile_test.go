@@ -689,6 +689,37 @@ func TestBoundOutputExecRuleSurvivesARelink(t *testing.T) {
 	}
 }
 
+// A recursive make's profile: lib/ an output directory staged with the work tree, app/
+// bound writable inside that stage for the program its sub-make links and the recipe runs
+// (app/app, missing before the build). Exec is granted on app/ as for a bind outside a stage
+// (the run's EACCES at ./app/app otherwise); lib/ and the work tree stay without exec.
+func TestMissingExecRuleInABindInsideAStage(t *testing.T) {
+	work, home := t.TempDir(), t.TempDir()
+	for _, d := range []string{"app", "lib"} {
+		os.MkdirAll(filepath.Join(work, d), 0o755)
+		os.WriteFile(filepath.Join(work, d, "src.c"), []byte("x"), 0o644)
+	}
+	p := testProfile()
+	p.Filesystem.Write = rulesOf("$WORKDIR/app", "$WORKDIR/lib")
+	p.Filesystem.Exec = append(p.Filesystem.Exec, rulesOf("$WORKDIR/app/app")...)
+	c, err := Compile(p, Env{Vars: map[string]string{"WORKDIR": work, "HOME": home, "TMPDIR": "/tmp"}, Arch: "x86_64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(c.Stages, func(s StageSpec) bool { return s.Dir == work }) || !slices.Contains(c.Plan.Writable, filepath.Join(work, "app")) {
+		t.Fatalf("stages %v, writable %v: want the work tree staged and app/ bound inside it (what this test is about)", c.Stages, c.Plan.Writable)
+	}
+	ex := c.Plan.Landlock.Exec
+	if !slices.Contains(ex, filepath.Join(work, "app")) {
+		t.Errorf("landlock exec %v: want app/, the bind holding the missing program", ex)
+	}
+	for _, no := range []string{work, filepath.Join(work, "lib")} {
+		if slices.Contains(ex, no) {
+			t.Errorf("landlock exec %v: %s must not be executable", ex, no)
+		}
+	}
+}
+
 // A hidden glob of a private /tmp walks the host's tmp root only on the way to what is bound
 // into it: what the binds show is hidden (the bind itself when the glob names it), a sibling
 // the sandbox cannot see is neither listed nor hidden.

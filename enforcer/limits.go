@@ -77,7 +77,10 @@ func (l runLimits) rlimits(hostUID0 bool) []sandbox.Rlimit {
 	out = append(out, sandbox.Rlimit{Resource: unix.RLIMIT_CORE, Max: 1},
 		sandbox.Rlimit{Resource: unix.RLIMIT_SIGPENDING, Max: maxSigPending},
 		sandbox.Rlimit{Resource: unix.RLIMIT_MSGQUEUE, Max: maxMsgQueue})
-	return append(out, sandbox.Rlimit{Resource: unix.RLIMIT_DATA, Max: uint64(l.Memory)})
+	if l.Memory > 0 {
+		out = append(out, sandbox.Rlimit{Resource: unix.RLIMIT_DATA, Max: uint64(l.Memory)})
+	}
+	return out
 }
 
 // Queued signals and POSIX message queue bytes are counted per user, up through the user
@@ -423,8 +426,12 @@ func (r *enforcedRun) applyLimits(l *runLimits, plan *sandbox.Plan, id sandbox.I
 		}
 		return rg
 	}
+	// No RLIMIT_DATA beside the cgroup: it bounds address space, not memory, and a
+	// sanitizer's shadow (ASan reserves terabytes, MAP_NORESERVE) or an allocator's reserve
+	// counts in it whole; memory.max bounds what the run uses, and a cgroup that fails fails
+	// the run.
 	backstop := *l
-	backstop.Pids, backstop.Memory = l.Pids*rlimitMargin, (l.Memory+l.WriteRoom)*rlimitMargin
+	backstop.Pids, backstop.Memory = l.Pids*rlimitMargin, 0
 	plan.Rlimits = backstop.rlimits(id.UID == 0)
 	rg := early
 	if rg == nil {
@@ -546,7 +553,7 @@ func (rg *runLimitGroup) report(rep *report.Report, res *runResult, p *policy.Pr
 	}
 	detail := rg.l.Detail
 	if rg.err != nil {
-		detail = strings.Replace(detail, "in the run's cgroup", fmt.Sprintf("as rlimits at %dx only (the run's cgroup: %v)", rlimitMargin, rg.err), 1)
+		detail = strings.Replace(detail, "in the run's cgroup", fmt.Sprintf("as rlimits at %dx only, memory not bounded (the run's cgroup: %v)", rlimitMargin, rg.err), 1)
 	}
 	if rg.err == nil && rg.group != nil && rg.group.Delegated {
 		detail = strings.Replace(detail, "in the run's cgroup", "in the run's cgroup (below the subtree delegated to this user: "+filepath.Dir(rg.group.Pids)+")", 1)

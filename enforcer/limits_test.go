@@ -79,6 +79,12 @@ func TestLimitRlimits(t *testing.T) {
 	if rl := l.rlimits(true); has(rl, unix.RLIMIT_NPROC) || !has(rl, unix.RLIMIT_DATA) {
 		t.Errorf("rlimits(host uid 0) = %+v, want DATA only", rl)
 	}
+	// Beside a cgroup (the backstop's Memory 0): no RLIMIT_DATA, whose address space a
+	// sanitizer's shadow fills.
+	l.Memory = 0
+	if rl := l.rlimits(false); has(rl, unix.RLIMIT_DATA) {
+		t.Errorf("rlimits(no memory) = %+v, want no DATA", rl)
+	}
 }
 
 // Every run gets RLIMIT_CORE 1 (no core file, no core_pattern pipe helper on the host) and an

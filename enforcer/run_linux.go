@@ -192,7 +192,7 @@ func newEnforcedRun(opts Options) (*enforcedRun, error) {
 	// Who the command is decides its HOME (sudo's model: the invoking user's), before the
 	// profile's $HOME is expanded.
 	id := identity(opts.Profile.HostRoot, dir, opts.Degrade)
-	env, envNote := userEnviron(opts.Env, id)
+	env, envNote := userEnviron(opts.Env, id, dir)
 	if env != nil {
 		opts.Env = env
 	}

@@ -87,13 +87,17 @@ func stageParts(p *sandbox.Plan, degrade Degrade) []initstage.Part {
 }
 
 // userEnviron is the command's environment (environ; nil: sysprof's own) for a run whose
-// command is id: where root's command is another user (under sudo the invoking user, in a
-// user's tree on a mount that cannot be idmapped its owner), sudo's default (env_reset) and
-// root's own login leave HOME, USER and LOGNAME root's, a home that user cannot read (git:
-// EACCES on /root/.config/git/attributes on every run). Those name the user then, from the
-// password database, as a login of theirs would; a HOME that is not root's (sudo -E,
-// env_keep, set by hand) is kept. It returns nil, and what it set, when nothing changes.
-func userEnviron(environ []string, id sandbox.Identity) ([]string, string) {
+// command is id in work tree dir: where root's command is another user (under sudo the
+// invoking user, in a user's tree on a mount that cannot be idmapped its owner), sudo's default
+// (env_reset) and root's own login leave HOME, USER and LOGNAME root's, a home that user cannot
+// read (git: EACCES on /root/.config/git/attributes on every run). Those name the user then,
+// from the password database, as a login of theirs would; a HOME that is not root's (sudo -E,
+// env_keep, set by hand) is kept. Root's command in root's tree on a mount that cannot be
+// idmapped gets gitSafeTree's. It returns nil, and what it set, when nothing changes.
+func userEnviron(environ []string, id sandbox.Identity, dir string) ([]string, string) {
+	if id.Model == "root-idmap" && id.Note != "" {
+		return gitSafeTree(environ, dir)
+	}
 	if id.Model != "sudo" && id.Model != "root-owner" {
 		return nil, ""
 	}
@@ -128,4 +132,44 @@ func userEnviron(environ []string, id sandbox.Identity) ([]string, string) {
 		out = append(out, k+"="+set[k])
 	}
 	return out, fmt.Sprintf("environment: HOME=%s, the command's user's: it runs as uid %d, to whom root's home (%s) is closed", u.HomeDir, id.UID, cmp.Or(home, "unset"))
+}
+
+// gitSafeTree is environ with git told that the repository holding dir is safe
+// (safe.directory, through GIT_CONFIG_COUNT: command-line scope, which git honours for it),
+// when root's command runs as RootUID in root's tree on a mount that cannot be idmapped:
+// inside, the tree shows as nobody's and git would refuse it ("dubious ownership"), where root
+// unsandboxed, its owner, trusts it. Only that one repository (its top level, the nearest
+// directory above dir holding .git), and only when the host says root owns it and its .git:
+// a repository of anyone else's is one root's git refuses unsandboxed too. The command's uid
+// is unchanged; nil when nothing applies.
+func gitSafeTree(environ []string, dir string) ([]string, string) {
+	top := dir
+	for {
+		var st, gst unix.Stat_t
+		if unix.Lstat(filepath.Join(top, ".git"), &gst) == nil {
+			if unix.Stat(top, &st) != nil || st.Uid != 0 || gst.Uid != 0 {
+				return nil, ""
+			}
+			break
+		}
+		up := filepath.Dir(top)
+		if up == top {
+			return nil, ""
+		}
+		top = up
+	}
+	if environ == nil {
+		environ = os.Environ()
+	}
+	n := 0
+	if v, ok := paths.EnvList(environ)("GIT_CONFIG_COUNT"); ok {
+		c, err := strconv.Atoi(v)
+		if err != nil || c < 0 {
+			return nil, "" // git refuses the run's config itself
+		}
+		n = c
+	}
+	out := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool { return strings.HasPrefix(kv, "GIT_CONFIG_COUNT=") })
+	out = append(out, fmt.Sprintf("GIT_CONFIG_KEY_%d=safe.directory", n), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, top), fmt.Sprintf("GIT_CONFIG_COUNT=%d", n+1))
+	return out, fmt.Sprintf("environment: GIT_CONFIG_COUNT=%d with safe.directory=%s: root's repository shows as nobody's inside, git is told it is safe (the command stays uid %d)", n+1, top, sandbox.RootUID)
 }

@@ -1,11 +1,16 @@
 package enforcer
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"os/user"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sysprof/sysprof/internal/testutil"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/sandbox"
 )
@@ -62,7 +67,7 @@ func TestUserEnviron(t *testing.T) {
 		{"root-owner, a CI's HOME", sandbox.Identity{Model: "root-owner", UID: 65534, GID: 65534}, append(slices.Clone(base), "HOME=/github/home"), nil},
 		{"sudo, a user the password database lacks", sandbox.Identity{Model: "sudo", UID: 1 << 30}, append(slices.Clone(base), "HOME="+rootHome), nil},
 	} {
-		got, note := userEnviron(tc.environ, tc.id)
+		got, note := userEnviron(tc.environ, tc.id, "")
 		if tc.want == nil {
 			if got != nil || note != "" {
 				t.Errorf("%s: changed the environment: %q (%s)", tc.name, got, note)
@@ -106,5 +111,82 @@ func TestWorkTreeHostUID0(t *testing.T) {
 	}
 	if _, ok := workTree(dir+"/missing", Degrade{LayerUserNS}); ok {
 		t.Error("a work tree that is not there gave a tree")
+	}
+}
+
+// Root's command in root's tree on a mount that cannot be idmapped sees the tree as nobody's:
+// git is told that exact repository is safe (safe.directory in command-line scope, which git
+// honours: checked here with git itself as another uid), appended to the caller's own
+// GIT_CONFIG_COUNT. A repository whose top or .git the host says is not root's gets nothing
+// (root's git refuses it unsandboxed too), nor does a directory in no repository, nor another
+// identity.
+func TestGitSafeTree(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, os.Getenv("PATH"), "git", "setpriv")
+	root := t.TempDir()
+	for _, d := range []string{filepath.Dir(root), root} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	top := filepath.Join(root, "repo")
+	sub := filepath.Join(top, "sub")
+	if out, err := exec.Command("sh", "-c", "git init -q "+top+" && mkdir "+sub).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	note := sandbox.Identity{Model: "root-idmap", Note: "the work tree is root's"}
+	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=color.ui", "GIT_CONFIG_VALUE_0=never"}
+	env, msg := userEnviron(base, note, sub)
+	get := paths.EnvList(env)
+	for k, v := range map[string]string{"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "color.ui", "GIT_CONFIG_KEY_1": "safe.directory", "GIT_CONFIG_VALUE_1": top} {
+		if g, _ := get(k); g != v {
+			t.Errorf("%s=%q, want %q (%q)", k, g, v, env)
+		}
+	}
+	if !strings.Contains(msg, "safe.directory="+top) {
+		t.Errorf("the note does not say what was set: %q", msg)
+	}
+	// git itself, as a uid that does not own the tree (what RootUID is inside).
+	git := func(env []string) error {
+		c := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "git", "-C", sub, "status", "--short")
+		c.Env = env
+		out, err := c.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	}
+	if err := git(base); err == nil || !strings.Contains(err.Error(), "dubious ownership") {
+		t.Fatalf("control: git as another uid in root's tree: %v", err)
+	}
+	if err := git(env); err != nil {
+		t.Errorf("git with the safe tree's environment: %v", err)
+	}
+	for _, tc := range []struct {
+		name  string
+		chown string
+		id    sandbox.Identity
+		dir   string
+	}{
+		{"no note (an idmapped tree)", "", sandbox.Identity{Model: "root-idmap"}, sub},
+		{"root-owner", "", sandbox.Identity{Model: "root-owner", UID: 65534, GID: 65534}, sub},
+		{"no repository", "", note, root},
+		{"the top is another uid's", top, note, sub},
+		{"its .git is another uid's", filepath.Join(top, ".git"), note, sub},
+	} {
+		if tc.chown != "" {
+			if err := os.Lchown(tc.chown, 1000, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, msg := userEnviron(base, tc.id, tc.dir)
+		if v, _ := paths.EnvList(got)("GIT_CONFIG_COUNT"); v == "2" || strings.Contains(msg, "safe.directory") {
+			t.Errorf("%s: git told the tree is safe: %q", tc.name, got)
+		}
+		if tc.chown != "" {
+			if err := os.Lchown(tc.chown, 0, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }

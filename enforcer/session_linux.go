@@ -494,8 +494,10 @@ func (s *session) wait(ctx context.Context, sup *supervisor) (runResult, error) 
 	var res runResult
 	var dropped int
 	res.denials, dropped = sup.take()
-	if note := sup.memfdNote(); note != "" {
-		s.rep.Notes = append(s.rep.Notes, note)
+	for _, note := range []string{sup.memfdNote(), sup.linkNote()} {
+		if note != "" {
+			s.rep.Notes = append(s.rep.Notes, note)
+		}
 	}
 	if dropped > 0 {
 		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("%d more denied calls with distinct arguments were counted but not listed (more than %d distinct)", dropped, maxDistinct))

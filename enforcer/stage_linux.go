@@ -471,7 +471,7 @@ func StartEarly(opts Options) *Early {
 	asRoot := os.Geteuid() == 0
 	// A profile asking for real root (rare) does not fit this stage: Run then starts its own.
 	id := identity(false, opts.Dir, opts.Degrade)
-	if env, _ := userEnviron(opts.Env, id); env != nil {
+	if env, _ := userEnviron(opts.Env, id, opts.Dir); env != nil {
 		opts.Env = env // as newEnforcedRun's, so that the run takes this stage
 	}
 	attr := (&sandbox.Plan{}).NamespaceAttr(id)

@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,37 +29,53 @@ func (s *supervisor) stagedLink(n *seccompNotif) bool {
 		return false
 	}
 	resp := seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
-	if len(s.compiled.Stages) > 0 && s.linkOutOfLower(n, name) && notifIDValid(s.listener, n.ID) {
-		resp.Flags, resp.Error = 0, -int32(unix.EXDEV)
+	if len(s.compiled.Stages) > 0 {
+		if from, to, ok := s.linkOutOfLower(n, name); ok && notifIDValid(s.listener, n.ID) {
+			resp.Flags, resp.Error = 0, -int32(unix.EXDEV)
+			if s.exdevLinks++; s.exdevLinks == 1 {
+				s.exdevFirst = from + " → " + to
+			}
+		}
 	}
 	_ = notifSend(s.listener, &resp)
 	return true
 }
 
+// linkNote says, once the run is over, that links were answered EXDEV and what to do, or "":
+// git, cargo, pnpm and cp copy instead, but ln and cp -l have no fallback and fail.
+func (s *supervisor) linkNote() string {
+	if s.exdevLinks == 0 {
+		return ""
+	}
+	return fmt.Sprintf("links: %d hard link(s) of a host file into another directory of a staged tree answered EXDEV (first: %s): "+
+		"the overlay would give the new name another inode (git's local clone refuses that); git, cargo, pnpm and cp copy instead, "+
+		"ln and cp -l fail: link files the run made, use cp or ln -s, or link outside the sandbox", s.exdevLinks, s.exdevFirst)
+}
+
 // linkOutOfLower reports whether n's link names, as its task sees them, a source in a stage
 // that is the host's file there (same inode number: overlayfs keeps the lower inode's number,
-// also after a copy-up) and a new name in another directory.
-func (s *supervisor) linkOutOfLower(n *seccompNotif, name string) bool {
+// also after a copy-up) and a new name in another directory, and the two paths.
+func (s *supervisor) linkOutOfLower(n *seccompNotif, name string) (string, string, bool) {
 	pid := int(n.Pid)
 	oldDir, oldArg, newDir, newArg, follow := int64(unix.AT_FDCWD), n.Data.Args[0], int64(unix.AT_FDCWD), n.Data.Args[1], false
 	if name == "linkat" {
 		flags := n.Data.Args[4]
 		if flags&unix.AT_EMPTY_PATH != 0 {
-			return false // a descriptor's file (O_TMPFILE made into a name): the run's own
+			return "", "", false // a descriptor's file (O_TMPFILE made into a name): the run's own
 		}
 		oldDir, oldArg, newDir, newArg = int64(int32(n.Data.Args[0])), n.Data.Args[1], int64(int32(n.Data.Args[2])), n.Data.Args[3]
 		follow = flags&unix.AT_SYMLINK_FOLLOW != 0
 	}
 	from, ok := taskPath(pid, oldDir, oldArg)
 	if !ok {
-		return false
+		return "", "", false
 	}
 	to, ok := taskPath(pid, newDir, newArg)
 	if !ok || filepath.Dir(from) == filepath.Dir(to) {
-		return false
+		return "", "", false
 	}
 	if !slices.ContainsFunc(s.compiled.Stages, func(st StageSpec) bool { return paths.Within(from, st.Dir) }) {
-		return false
+		return "", "", false
 	}
 	// The host's file first: most links name a file the run made (git's objects), which the
 	// host does not have, and that needs no look into the task's root.
@@ -68,11 +85,11 @@ func (s *supervisor) linkOutOfLower(n *seccompNotif, name string) bool {
 		statHost = unix.Stat
 	}
 	if statHost(from, &host) != nil {
-		return false // the run made it: an upper file links as any
+		return "", "", false // the run made it: an upper file links as any
 	}
 	root, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false
+		return "", "", false
 	}
 	defer unix.Close(root)
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
@@ -81,13 +98,13 @@ func (s *supervisor) linkOutOfLower(n *seccompNotif, name string) bool {
 	}
 	fd, err := unix.Openat2(root, from, &how)
 	if err != nil {
-		return false
+		return "", "", false
 	}
 	defer unix.Close(fd)
 	if unix.Fstat(fd, &in) != nil || in.Mode&unix.S_IFMT == unix.S_IFDIR {
-		return false
+		return "", "", false
 	}
-	return in.Ino == host.Ino && in.Mode&unix.S_IFMT == host.Mode&unix.S_IFMT
+	return from, to, in.Ino == host.Ino && in.Mode&unix.S_IFMT == host.Mode&unix.S_IFMT
 }
 
 // taskPath is the absolute, clean path a task's call names at addr, relative to dirfd (or its

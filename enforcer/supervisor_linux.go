@@ -42,6 +42,9 @@ type supervisor struct {
 	execFiles []string
 	// The egress proxy told who made each connect (egress_linux.go), or nil.
 	egress *netproxy.Proxy
+	// exdevLinks counts the links stagedLink answered EXDEV, exdevFirst names the first.
+	exdevLinks int
+	exdevFirst string
 
 	mu      sync.Mutex
 	denials []report.Denial

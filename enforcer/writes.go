@@ -466,10 +466,12 @@ func (c *Compiled) execDirs(exec, binds []string, stages []StageSpec, env Env) [
 		if !paths.HasGlob(x) {
 			d = filepath.Dir(x)
 		}
-		if slices.ContainsFunc(stages, func(s StageSpec) bool { return paths.Within(x, s.Dir) }) {
+		if !inBind && slices.ContainsFunc(stages, func(s StageSpec) bool { return paths.Within(x, s.Dir) }) {
 			out = append(out, x) // not an output of this run: stays as is
 			continue
 		}
+		// In a directory bound writable inside a stage (a sub-make's app/ holding the program
+		// it links and the recipe runs): granted on the bind's directory, as outside a stage.
 		n := nearestExistingDir(d)
 		if !paths.CoveredBy(n, binds) && !slices.Contains(binds, n) || forbiddenExecRoot(n, env) {
 			out = append(out, x) // stays as is: Landlock skips a missing path

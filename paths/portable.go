@@ -375,6 +375,8 @@ var randomPrefixes = []struct {
 	{".tmp", 6, 6, classAlnum},        // Rust's tempfile crate (cargo): .tmpXXXXXX
 	{"rustc", 6, 6, classMixed},       // rustc's temp dirs: rustcXXXXXX
 	{"cc", 6, 6, classMixed},          // gcc's temp files: ccXXXXXX.s, ccXXXXXX.o
+	{"st", 6, 6, classMixed},          // binutils' ar, ranlib, strip, objcopy: stXXXXXX beside the file they rewrite
+	{"zi", 6, 6, classMixed},          // Info-ZIP's zip: ziXXXXXX beside the archive it writes
 	{"ssh-", 6, 16, classAlnum},       // ssh-agent's socket dir: ssh-XXXXXXXXXX
 	{"sem.mp-", 8, 8, classPython},    // Python multiprocessing's semaphores: /dev/shm/sem.mp-XXXXXXXX
 	{"sem.", 6, 6, classAlnum},        // glibc sem_open's temp name: /dev/shm/sem.XXXXXX
@@ -384,6 +386,9 @@ var randomPrefixes = []struct {
 	{"garbage-", 36, 36, classUUID},   // pytest's dirs on their way out: garbage-UUID
 	{"rustdoctest", 6, 6, classAlnum}, // cargo test's doctests: $TMPDIR/rustdoctestXXXXXX/rust_out
 	{"_tmp_", 3, 80, classWord},       // pnpm's hard-link probes (a file system's root, $PNPM_HOME): _tmp_<pid>_<hex>
+	// mkstemp replaces only the last six X's of its template: perl -i's XXXXXXXX leaves
+	// XX + 6 random letters and digits beside each file it edits.
+	{"XX", 6, 6, classAlnum},
 }
 
 // linkProbes are where a package manager checks, once per run, that it can hard-link from its

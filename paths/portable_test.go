@@ -30,6 +30,18 @@ func TestGlobComponent(t *testing.T) {
 		{"rustdoctestWrEynv", "rustdoctest*"},
 		{"rustdoctestmuP9LF", "rustdoctest*"},
 		{"ccA1b2C3.o", "cc*.o"},
+		{"ziRxVrtN", "zi*"}, // zip's temp archive, no digit
+		{"zip", "zip"},
+		{"zipfile", "zipfile"},
+		{"stloVngG", "st*"}, // ar's, ranlib's, strip's and objcopy's temp name, no digit
+		{"stYrRDTQ", "st*"},
+		{"stdio.h", "stdio.h"},
+		{"stylesheet", "stylesheet"},
+		{"stable", "stable"},
+		{"XXjBJtVz", "XX*"}, // perl -i's temp sibling (mkstemp of XXXXXXXX), no digit
+		{"XX8ALB2Z", "XX*"},
+		{"XXX", "XXX"},
+		{"XXL-shirts", "XXL-shirts"},
 		{"ccQz9Yx8.res", "cc*.res"},
 		{"ssh-XXXXk3j9QmZp", "ssh-*"},
 		{"agent.4242", "agent.*"},

@@ -111,8 +111,9 @@ var fullRange = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 -
 //     overlay, NFS or FUSE mount), where the replica would show the tree as nobody's: a tree of
 //     an ordinary user's (uid and gid not 0) gives root-owner, the command is that owner mapped
 //     to itself (as under sudo), to whom the tree is its own. A tree of root's keeps
-//     root-idmap (never host uid 0 unasked) with a Note: the tree shows as nobody's, so git
-//     calls it of dubious ownership; with tree.HostUID0 (--degrade=userns) root-userns, Weaker.
+//     root-idmap (never host uid 0 unasked) with a Note: the tree shows as nobody's, which
+//     git would call of dubious ownership (the enforcer tells git that repository is safe);
+//     with tree.HostUID0 (--degrade=userns) root-userns, Weaker.
 func ChooseIdentity(euid, uid, gid int, sudoUID, sudoGID string, hostRoot bool, rootIdmap error, tree Tree) Identity {
 	if euid != 0 {
 		u, g := UserNSMappings(uid, gid)
@@ -147,8 +148,9 @@ func ChooseIdentity(euid, uid, gid int, sudoUID, sudoGID string, hostRoot bool, 
 	id := Identity{Model: "root-idmap", UserNS: true, Uids: rootMap, Gids: rootMap, UID: RootUID, GID: RootUID,
 		Cred: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}, Idmap: true}
 	if tree.Idmap != nil {
-		id.Note = "the work tree is root's (uid or gid 0) and " + tree.Idmap.Error() + ", so inside the sandbox its files show as owned by nobody " +
-			"and git may refuse the repository (\"dubious ownership\"): pass --degrade=userns (host uid 0 without capabilities, in a user namespace), " +
+		id.Note = "the work tree is root's (uid or gid 0) and " + tree.Idmap.Error() + ", so inside the sandbox its files show as owned by nobody: " +
+			"git, which would call the repository of \"dubious ownership\", is told that one repository is safe when the host says root owns it " +
+			"(safe.directory); another tool that checks ownership may still refuse it: pass --degrade=userns (host uid 0 without capabilities, in a user namespace), " +
 			"give the tree to an ordinary user, or move it to a filesystem that can be idmapped"
 	}
 	return id

@@ -92,6 +92,9 @@ func Synthesize(t *trace.Trace, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("synthesize: trace format version %d is newer than this sysprof (%d): upgrade sysprof", t.Version, trace.Version)
 	}
 	s := newState(opts)
+	if !opts.Exact {
+		t, s.gitRefresh = withGitIndexRefresh(t)
+	}
 	s.ingestTrace(t)
 	return s.run(), nil
 }
@@ -127,6 +130,7 @@ type pass struct {
 // then shrink the rules (roll-ups run to a fixed point inside their pass; coverage only
 // removes, so nothing after it can enable another roll-up).
 var pipeline = []pass{
+	{"git-index-refresh", func(s *state) []string { return s.gitRefresh }},
 	{"portable-paths", (*state).passPortable},
 	{"credentials", (*state).passCredentials},
 	{"failed-probes", (*state).passFailedProbes},
@@ -402,6 +406,8 @@ type state struct {
 	secretTouches []SecretTouch
 	creds         []policy.Credential
 	flows         []string
+	// gitRefresh says which git index refreshes withGitIndexRefresh added to the trace.
+	gitRefresh []string
 }
 
 type sysRule struct {
