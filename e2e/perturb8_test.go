@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/internal/testutil"
+)
+
+// The eighth perturbation round (issue 24, what the hidden matrices still found, and
+// dimensions the other tables lack): a preload the user set (Debian's faketime wrapper, and
+// LD_PRELOAD of libfaketime by hand), the environment said another way (LANG and LC_ALL
+// unset, TERM=dumb, a HOME with spaces and non-ASCII, GIT_DIR and GIT_WORK_TREE set, a stale
+// PWD, an environment of 100 kB), how the command is started (fds 3..9 inherited open, as a CI
+// runner's; SIGINT ignored by the parent; nice 19; stdin a socket), and another user whose home
+// does not exist; each learned into a file and at a terminal, enforced and drifted.
+
+// faketimeLib is Debian's libfaketime as its faketime wrapper names it ($LIB: the loader's).
+const faketimeLib = "/usr/$LIB/faketime/libfaketime.so.1"
+
+var perturb8Dims = []perturbation{
+	{name: "faketime", stdout: "pipe", stdin: "null", wrap: []string{"faketime", "-f", "-1h"}},
+	{name: "ld-preload-faketime", stdout: "pipe", stdin: "null", env: []string{"LD_PRELOAD=" + faketimeLib, "FAKETIME=-1h"}},
+	{name: "lang-unset", stdout: "pipe", stdin: "null", unset: []string{"LANG", "LC_ALL", "LANGUAGE"}},
+	{name: "term-dumb", stdout: "pipe", stdin: "null", env: []string{"TERM=dumb"}},
+	{name: "home-spaces-unicode", stdout: "pipe", stdin: "null", envf: func(b *testutil.Box) []string {
+		// A fresh HOME (cold caches) of the tree's owner.
+		d := filepath.Join(filepath.Dir(b.Home), "Jürgen Müller")
+		var st unix.Stat_t
+		if err := os.MkdirAll(d, 0o755); err != nil || unix.Stat(b.Work, &st) != nil || os.Lchown(d, int(st.Uid), int(st.Gid)) != nil {
+			panic("make HOME with spaces: " + d)
+		}
+		return []string{"HOME=" + d}
+	}},
+	{name: "git-dir-set", stdout: "pipe", stdin: "null", envf: func(b *testutil.Box) []string {
+		return []string{"GIT_DIR=" + filepath.Join(b.Work, ".git"), "GIT_WORK_TREE=" + b.Work}
+	}},
+	{name: "pwd-stale", stdout: "pipe", stdin: "null", envf: func(b *testutil.Box) []string {
+		return []string{"PWD=" + filepath.Join(filepath.Dir(b.Work), "gone")}
+	}},
+	{name: "env-100kb", stdout: "pipe", stdin: "null", envf: func(*testutil.Box) []string {
+		var env []string
+		for i := range 100 {
+			env = append(env, "CI_VAR_"+strings.Repeat("X", i%7)+string(rune('A'+i%26))+"_"+strings.Repeat("v", 1000))
+		}
+		for i := range env {
+			env[i] = strings.Replace(env[i], "_v", "_"+string(rune('a'+i/26))+"=v", 1)
+		}
+		return env
+	}},
+	{name: "fds-3-to-9", stdout: "pipe", stdin: "null", wrap: shWrap("exec 3</dev/null 4>/dev/null 5</dev/null 6>/dev/null 7</dev/null 8>/dev/null 9</dev/null")},
+	{name: "sigint-ignored", stdout: "pipe", stdin: "null", wrap: []string{"sh", "-c", `trap '' INT; exec "$@"`, "sh"}},
+	{name: "nice-19", stdout: "pipe", stdin: "null", wrap: []string{"nice", "-n", "19"}},
+	{name: "stdin-socket", stdout: "pipe", stdin: "null", wrap: []string{"python3", "-c",
+		"import os, socket, sys; a, b = socket.socketpair(); b.close(); os.dup2(a.fileno(), 0); a.close(); os.execvp(sys.argv[1], sys.argv[1:])"}},
+	// Last: the tree becomes uid 65534's. Its password-database home, /nonexistent, is missing.
+	{name: "user-without-home", stdout: "pipe", stdin: "null", nobody: true, env: []string{"HOME=/nonexistent"},
+		wrap: []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}},
+}
+
+// perturb8Commands: perturb7's (git status and log, cc, python3, node, go version) and make.
+var perturb8Commands = append(slicesCloneEveryday(perturb7Commands), byNameEveryday(treeEnvCommands, "make")...)
+
+func slicesCloneEveryday(eds []everyday) []everyday { return append([]everyday(nil), eds...) }
+
+// TestPerturbationsEight: each command learned once into a file and once at a terminal, then
+// run under this round's dimensions unsandboxed and enforced: the same exit code and output,
+// zero denials, and drift finds nothing that widens the profile.
+func TestPerturbationsEight(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "faketime")
+	for _, ed := range perturb8Commands {
+		t.Run(ed.name, func(t *testing.T) {
+			h := perturbHooks{output: func(t *testing.T, b *testutil.Box, r testutil.Result) testutil.Result {
+				r.Stdout = dropSysprofLines(r.Stdout)
+				return ed.output(t, b, r)
+			}}
+			t.Run("learned-to-file", func(t *testing.T) { learnThenPerturb(t, ed, perturb8Dims, h) })
+			th := h
+			th.learn = &learnedAtTTY
+			t.Run("learned-at-tty", func(t *testing.T) { learnThenPerturb(t, ed, perturb8Dims, th) })
+		})
+	}
+}
