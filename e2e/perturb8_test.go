@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,5 +85,65 @@ func TestPerturbationsEight(t *testing.T) {
 			th.learn = &learnedAtTTY
 			t.Run("learned-at-tty", func(t *testing.T) { learnThenPerturb(t, ed, perturb8Dims, th) })
 		})
+	}
+}
+
+// TestLearnUnderSudoUsersHome: learn under sudo in the user's tree (sudo left HOME, USER and
+// LOGNAME root's) runs the command with the user's, from the password database, as enforce
+// runs it: the learned run sees the user's home, the profile is the one learned for the user
+// (sysprof diff finds nothing either way), and enforce then has no denial and the learn's
+// output. drift under sudo learns the same way: no widening.
+func TestLearnUnderSudoUsersHome(t *testing.T) {
+	testutil.RequireRoot(t)
+	const uid = 65534
+	u, err := user.LookupId("65534")
+	if err != nil {
+		t.Fatalf("the password database has no uid %d: %v", uid, err)
+	}
+	rootHome := "/root"
+	if r, err := user.LookupId("0"); err == nil {
+		rootHome = r.HomeDir
+	}
+	root := t.TempDir()
+	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "")
+	gitRepo(t, b)
+	openForNobody(t, root)
+	for _, d := range []string{b.Work, b.Tmp} {
+		chownTree(t, d, uid)
+	}
+	sudoVars := []string{"SUDO_UID=65534", "SUDO_GID=65534", "SUDO_USER=" + u.Username, "SUDO_COMMAND=/usr/bin/sysprof"}
+	userEnv := append(slicesClone(b.Extra), sudoVars...)
+	b.Extra = append(b.Extra, append(sudoVars, "HOME="+rootHome, "USER=root", "LOGNAME=root")...)
+	argv := []string{"sh", "-c", `git status --short && echo "home $HOME $USER $LOGNAME"`}
+	profile := filepath.Join(root, "sudo.yaml")
+	lr := b.Sysprof(t, append([]string{"learn", "-p", profile, "--"}, argv...)...)
+	testutil.MustCode(t, "learn under sudo", lr, 0)
+	wantLine := "home " + u.HomeDir + " " + u.Username + " " + u.Username + "\n"
+	if !strings.HasSuffix(lr.Stdout, wantLine) {
+		t.Errorf("learn under sudo ran the command with root's HOME/USER/LOGNAME, want %q:\n%s", wantLine, lr)
+	}
+	// The profile learned for the user: the same tree, the user's HOME, USER and LOGNAME set
+	// by hand (sudo -E of a login of theirs; git trusts the tree for SUDO_UID as before).
+	ub := *b
+	ub.Extra = append(userEnv, "HOME="+u.HomeDir, "USER="+u.Username, "LOGNAME="+u.Username)
+	ub.Home = u.HomeDir
+	userProfile := filepath.Join(root, "user.yaml")
+	testutil.MustCode(t, "learn for the user", runPerturbed(t, &ub, perturbation{name: "user", stdout: "pipe", stdin: "null"},
+		append([]string{testutil.SysprofBin, "learn", "-p", userProfile, "--"}, argv...)), 0)
+	for _, pair := range [][2]string{{profile, userProfile}, {userProfile, profile}} {
+		if d := b.Sysprof(t, "diff", "--fail-on", "low", pair[0], pair[1]); d.Code != 0 {
+			t.Errorf("sysprof diff %s %s widens:\n%s", filepath.Base(pair[0]), filepath.Base(pair[1]), d)
+		}
+	}
+	rep := filepath.Join(root, "report.json")
+	got := b.Sysprof(t, append([]string{"enforce", "-p", profile, "--report", rep, "--"}, argv...)...)
+	if got.Code != 0 || dropSysprofLines(got.Stdout) != dropSysprofLines(lr.Stdout) {
+		t.Errorf("enforce under sudo: want exit 0 and the learn's output %q:\n%s", lr.Stdout, got)
+	}
+	for _, d := range testutil.ReadReport(t, rep).Denials {
+		t.Errorf("denial: [%s] %s by %s (%s): suggest %q", d.Kind, d.What, d.Exe, d.Risk, d.Suggest)
+	}
+	if dr := b.Sysprof(t, append([]string{"drift", "--fail-on", "low", "-p", profile, "--"}, argv...)...); dr.Code != 0 {
+		t.Errorf("drift under sudo widened (exit %d):\n%s", dr.Code, dr)
 	}
 }

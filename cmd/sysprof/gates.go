@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -119,7 +120,18 @@ func learnStep(ctx context.Context, w io.Writer, st project.Step, traceOut strin
 		env = st.Environ()
 	}
 	po.Env = append(env, po.Env...) // the caller's entries win (paths.RunEnv)
+	// Under sudo in the user's tree enforce runs the command as the user, with the user's
+	// HOME: learn (and drift) run it with that environment too, or the profile is root's home's.
+	userHome := ""
+	if uenv, note := enforcer.UserEnviron(cmp.Or(st.Workdir, "."), po.Env); uenv != nil {
+		po.Env = uenv
+		userHome, _ = paths.EnvList(uenv)("HOME")
+		fmt.Fprintf(w, "sysprof: %s%s (as enforce runs it)\n", stepPrefix(st), note)
+	}
 	tr, res, wall, err := learn(ctx, po, so)
+	if tr != nil && userHome != "" {
+		giveHomeFilesToSudoUser(tr, userHome)
+	}
 	if err != nil {
 		return nil, nil, 0, stepError(st, err)
 	}
