@@ -14,11 +14,12 @@ import (
 
 // The eighth perturbation round (issue 24, what the hidden matrices still found, and
 // dimensions the other tables lack): a preload the user set (Debian's faketime wrapper, and
-// LD_PRELOAD of libfaketime by hand), the environment said another way (LANG and LC_ALL
-// unset, TERM=dumb, a HOME with spaces and non-ASCII, GIT_DIR and GIT_WORK_TREE set, a stale
-// PWD, an environment of 100 kB), how the command is started (fds 3..9 inherited open, as a CI
-// runner's; SIGINT ignored by the parent; nice 19; stdin a socket), and another user whose home
-// does not exist; each learned into a file and at a terminal, enforced and drifted.
+// LD_PRELOAD of libfaketime by hand), the environment said another way (LANG and LC_ALL unset,
+// a multiplexer's TERM, TZ naming a file, every XDG directory elsewhere, a HOME with spaces and
+// non-ASCII, GIT_DIR and GIT_WORK_TREE set, a stale PWD, an environment of 100 kB), how the
+// command is started (fds 3..9 inherited open, as a CI runner's; SIGINT ignored by the parent;
+// nice 19; stdin a socket; a background job at a terminal), and another user whose home does
+// not exist; each learned into a file and at a terminal, enforced and drifted.
 
 // faketimeLib is Debian's libfaketime as its faketime wrapper names it ($LIB: the loader's).
 const faketimeLib = "/usr/$LIB/faketime/libfaketime.so.1"
@@ -27,7 +28,22 @@ var perturb8Dims = []perturbation{
 	{name: "faketime", stdout: "pipe", stdin: "null", wrap: []string{"faketime", "-f", "-1h"}},
 	{name: "ld-preload-faketime", stdout: "pipe", stdin: "null", env: []string{"LD_PRELOAD=" + faketimeLib, "FAKETIME=-1h"}},
 	{name: "lang-unset", stdout: "pipe", stdin: "null", unset: []string{"LANG", "LC_ALL", "LANGUAGE"}},
-	{name: "term-dumb", stdout: "pipe", stdin: "null", env: []string{"TERM=dumb"}},
+	// The box's TERM is dumb (the learn at a terminal's xterm): a terminal multiplexer's.
+	{name: "term-screen", stdout: "pipe", stdin: "null", env: []string{"TERM=screen-256color"}},
+	{name: "tz-localtime", stdout: "pipe", stdin: "null", env: []string{"TZ=:/etc/localtime"}},
+	{name: "xdg-all", stdout: "pipe", stdin: "null", envf: func(b *testutil.Box) []string {
+		x := filepath.Join(filepath.Dir(b.Home), "xdg8")
+		var env []string
+		for _, v := range []string{"CONFIG", "CACHE", "DATA", "STATE", "RUNTIME"} {
+			env = append(env, "XDG_"+v+"_HOME="+filepath.Join(x, strings.ToLower(v)))
+		}
+		env[4] = "XDG_RUNTIME_DIR=" + filepath.Join(x, "runtime")
+		return env
+	}},
+	// A job in the background of a terminal: its process group is not the terminal's
+	// foreground one (output to the terminal goes on; no pager: it would stop on its read).
+	{name: "background-job", stdout: "tty", stdin: "tty", ctty: true, env: []string{"TERM=xterm", "GIT_PAGER=cat"}, wrap: []string{"python3", "-c",
+		"import os, sys\npid = os.fork()\nif pid == 0:\n    os.setpgid(0, 0)\n    os.execvp(sys.argv[1], sys.argv[1:])\n_, st = os.waitpid(pid, os.WUNTRACED)\nif os.WIFSTOPPED(st):\n    os.kill(pid, 9)\n    sys.exit('stopped by signal %d' % os.WSTOPSIG(st))\nsys.exit(os.waitstatus_to_exitcode(st))"}},
 	{name: "home-spaces-unicode", stdout: "pipe", stdin: "null", envf: func(b *testutil.Box) []string {
 		// A fresh HOME (cold caches) of the tree's owner.
 		d := filepath.Join(filepath.Dir(b.Home), "Jürgen Müller")
