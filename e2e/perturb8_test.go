@@ -18,8 +18,9 @@ import (
 // a multiplexer's TERM, TZ naming a file, every XDG directory elsewhere, a HOME with spaces and
 // non-ASCII, GIT_DIR and GIT_WORK_TREE set, a stale PWD, an environment of 100 kB), how the
 // command is started (fds 3..9 inherited open, as a CI runner's; SIGINT ignored by the parent;
-// nice 19; stdin a socket; a background job at a terminal), and another user whose home does
-// not exist; each learned into a file and at a terminal, enforced and drifted.
+// nice 19; stdin or stdout a socket; a background job at a terminal; LD_LIBRARY_PATH naming
+// the user's directories), and another user whose home does not exist; each learned into a
+// file and at a terminal, enforced and drifted.
 
 // faketimeLib is Debian's libfaketime as its faketime wrapper names it ($LIB: the loader's).
 const faketimeLib = "/usr/$LIB/faketime/libfaketime.so.1"
@@ -74,6 +75,13 @@ var perturb8Dims = []perturbation{
 	{name: "nice-19", stdout: "pipe", stdin: "null", wrap: []string{"nice", "-n", "19"}},
 	{name: "stdin-socket", stdout: "pipe", stdin: "null", wrap: []string{"python3", "-c",
 		"import os, socket, sys; a, b = socket.socketpair(); b.close(); os.dup2(a.fileno(), 0); a.close(); os.execvp(sys.argv[1], sys.argv[1:])"}},
+	// stdout a socket (a supervisor's or a log collector's): the wrapper copies it to its own.
+	{name: "stdout-socket", stdout: "pipe", stdin: "null", wrap: []string{"python3", "-c",
+		"import os, socket, sys\na, b = socket.socketpair()\npid = os.fork()\nif pid == 0:\n    b.close(); os.dup2(a.fileno(), 1); a.close()\n    os.execvp(sys.argv[1], sys.argv[1:])\na.close()\nwhile True:\n    d = b.recv(65536)\n    if not d:\n        break\n    os.write(1, d)\nsys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))"}},
+	// Libraries searched first in the user's own directories (one missing, one empty).
+	{name: "ld-library-path", stdout: "pipe", stdin: "null", envf: func(b *testutil.Box) []string {
+		return []string{"LD_LIBRARY_PATH=" + filepath.Join(b.Home, ".local", "lib") + ":/usr/local/lib"}
+	}},
 	// Last: the tree becomes uid 65534's. Its password-database home, /nonexistent, is missing.
 	{name: "user-without-home", stdout: "pipe", stdin: "null", nobody: true, env: []string{"HOME=/nonexistent"},
 		wrap: []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}},
