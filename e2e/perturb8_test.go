@@ -27,6 +27,7 @@ const faketimeLib = "/usr/$LIB/faketime/libfaketime.so.1"
 
 var perturb8Dims = []perturbation{
 	{name: "faketime", stdout: "pipe", stdin: "null", wrap: []string{"faketime", "-f", "-1h"}},
+	{name: "faketime-tty", stdout: "tty", stdin: "tty", ctty: true, env: []string{"TERM=xterm"}, wrap: []string{"faketime", "-f", "-1h"}},
 	{name: "ld-preload-faketime", stdout: "pipe", stdin: "null", env: []string{"LD_PRELOAD=" + faketimeLib, "FAKETIME=-1h"}},
 	{name: "lang-unset", stdout: "pipe", stdin: "null", unset: []string{"LANG", "LC_ALL", "LANGUAGE"}},
 	// The box's TERM is dumb (the learn at a terminal's xterm): a terminal multiplexer's.
