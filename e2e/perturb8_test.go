@@ -105,7 +105,11 @@ func TestPerturbationsEight(t *testing.T) {
 				r.Stdout = dropSysprofLines(r.Stdout)
 				return ed.output(t, b, r)
 			}}
-			t.Run("learned-to-file", func(t *testing.T) { learnThenPerturb(t, ed, perturb8Dims, h) })
+			fh := h
+			if ed.name == "git-log" {
+				fh.open = map[string]string{"faketime-tty": pagerOpen} // as TestTreeAndEnvironment's tty
+			}
+			t.Run("learned-to-file", func(t *testing.T) { learnThenPerturb(t, ed, perturb8Dims, fh) })
 			th := h
 			th.learn = &learnedAtTTY
 			t.Run("learned-at-tty", func(t *testing.T) { learnThenPerturb(t, ed, perturb8Dims, th) })
