@@ -14,10 +14,10 @@ const PreloadFamily = "preload"
 // PreloadCalls are what a library preloaded into every process does for itself, whatever the
 // tool: it tells a forked child from its parent (getpid, gettid) and keeps its state in a
 // POSIX semaphore or shared-memory object, which glibc's sem_open makes under a temp name,
-// links into place and unlinks (rmdir: libc's variant of unlink), and shm_open's object is sized (ftruncate: libfaketime); with
-// the variants synthesis adds beside those (a runtime's signals to its own threads, touch via
-// link), so that enforce and drift close them alike. Which names they reach is the filesystem
-// layers' decision.
+// links into place and unlinks, and whose size it sets (ftruncate: libfaketime); with the
+// variants synthesis adds beside those (rmdir beside unlink, a runtime's signals to its own
+// threads, touch via link), so that enforce and drift close them alike. Which names they
+// reach is the filesystem layers' decision.
 var PreloadCalls = []string{"getpid", "gettid", "sigaltstack", "tgkill", "link", "linkat", "unlink", "unlinkat", "rmdir",
 	"ftruncate", "utime", "utimes", "futimesat", "utimensat"}
 
