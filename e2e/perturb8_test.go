@@ -4,12 +4,14 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/report"
 )
 
 // The eighth perturbation round (issue 24, what the hidden matrices still found, and
@@ -174,5 +176,53 @@ func TestLearnUnderSudoUsersHome(t *testing.T) {
 	}
 	if dr := b.Sysprof(t, append([]string{"drift", "--fail-on", "low", "-p", profile, "--"}, argv...)...); dr.Code != 0 {
 		t.Errorf("drift under sudo widened (exit %d):\n%s", dr.Code, dr)
+	}
+}
+
+// TestUserPreloadOfTreeFile: the user's LD_PRELOAD of a library in the work tree (not a system
+// library) brings nothing into the run (no preload family, said nowhere) and still cannot be
+// loaded: the constructor never runs and the refusal is a denial; libfaketime's brings the
+// family in and says so.
+func TestUserPreloadOfTreeFile(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "gcc", "faketime")
+	root := t.TempDir()
+	b := newBox(t, root, "x", "dev", "work", "")
+	testutil.WriteFile(t, filepath.Join(b.Work, "lib.c"), `#include <stdio.h>
+__attribute__((constructor)) static void c(void) { puts("EVIL RAN"); fflush(stdout); }
+`, 0o644)
+	b.Sh(t, "cd "+b.Work+" && gcc -shared -fPIC -o evil.so lib.c && rm lib.c")
+	profile := filepath.Join(root, "profile.yaml")
+	argv := []string{"sh", "-c", "echo ok"}
+	testutil.MustCode(t, "learn", b.Sysprof(t, append([]string{"learn", "-p", profile, "--"}, argv...)...), 0)
+	const familyNote = "the preload family allowed for this run"
+	for _, c := range []struct {
+		name, preload string
+		family        bool
+	}{
+		{"tree-file", filepath.Join(b.Work, "evil.so"), false},
+		{"system-and-tree-file", faketimeLib + ":" + filepath.Join(b.Work, "evil.so"), false},
+		{"faketime", faketimeLib, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := filepath.Join(root, c.name+".json")
+			pt := perturbation{name: c.name, stdout: "pipe", stdin: "null", env: []string{"LD_PRELOAD=" + c.preload, "FAKETIME=-1h"}}
+			r := runPerturbed(t, b, pt, append([]string{testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--"}, argv...))
+			if strings.Contains(r.Stdout, "EVIL RAN") || !strings.Contains(r.Stdout, "ok") {
+				t.Errorf("the work tree's library ran, or the command did not: %s", r)
+			}
+			got := testutil.ReadReport(t, rep)
+			if has := strings.Contains(strings.Join(got.Notes, "\n"), familyNote); has != c.family {
+				t.Errorf("LD_PRELOAD=%s: preload family said %v, want %v: %q", c.preload, has, c.family, got.Notes)
+			}
+			if c.family {
+				for _, d := range got.Denials {
+					t.Errorf("denial: [%s] %s by %s", d.Kind, d.What, d.Exe)
+				}
+			} else if !slices.ContainsFunc(got.Denials, func(d report.Denial) bool { return filepath.Base(d.Path) == "evil.so" }) {
+				// A read denial where the profile reads nothing there, an exec one otherwise.
+				t.Errorf("no denial of evil.so: %+v", got.Denials)
+			}
+		})
 	}
 }
