@@ -101,12 +101,14 @@ func slicesCloneEveryday(eds []everyday) []everyday { return append([]everyday(n
 func TestPerturbationsEight(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireTools(t, hostPath, "faketime")
+	before := faketimeObjects()
+	t.Cleanup(func() { removeFaketimeObjects(before) })
 	for _, ed := range perturb8Commands {
 		t.Run(ed.name, func(t *testing.T) {
 			h := perturbHooks{output: func(t *testing.T, b *testutil.Box, r testutil.Result) testutil.Result {
 				r.Stdout = dropSysprofLines(r.Stdout)
 				return ed.output(t, b, r)
-			}}
+			}, edit: func(*testing.T, *testutil.Box, perturbation) { removeFaketimeObjects(before) }}
 			fh := h
 			if ed.name == "git-log" {
 				fh.open = map[string]string{"faketime-tty": pagerOpen} // as TestTreeAndEnvironment's tty
@@ -116,6 +118,30 @@ func TestPerturbationsEight(t *testing.T) {
 			th.learn = &learnedAtTTY
 			t.Run("learned-at-tty", func(t *testing.T) { learnThenPerturb(t, ed, perturb8Dims, th) })
 		})
+	}
+}
+
+// faketimeObjects are libfaketime's semaphores and shared memory in the host's /dev/shm.
+func faketimeObjects() map[string]bool {
+	out := map[string]bool{}
+	for _, pat := range []string{"/dev/shm/faketime_shm_*", "/dev/shm/sem.faketime_sem_*"} {
+		m, _ := filepath.Glob(pat)
+		for _, p := range m {
+			out[p] = true
+		}
+	}
+	return out
+}
+
+// removeFaketimeObjects removes those made since before: libfaketime preloaded by hand makes
+// its own in every process, named by its pid, and never removes them (the unsandboxed and the
+// drift runs use the host's /dev/shm); a later faketime wrapper of the same pid then fails
+// with "sem_open: File exists".
+func removeFaketimeObjects(before map[string]bool) {
+	for p := range faketimeObjects() {
+		if !before[p] {
+			_ = os.Remove(p)
+		}
 	}
 }
 
