@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -212,6 +213,8 @@ func TestLearnUnderSudoUsersHome(t *testing.T) {
 func TestUserPreloadOfTreeFile(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireTools(t, hostPath, "gcc", "faketime")
+	before := faketimeObjects() // the audit runs the command unsandboxed
+	t.Cleanup(func() { removeFaketimeObjects(before) })
 	root := t.TempDir()
 	b := newBox(t, root, "x", "dev", "work", "")
 	testutil.WriteFile(t, filepath.Join(b.Work, "lib.c"), `#include <stdio.h>
@@ -250,5 +253,15 @@ __attribute__((constructor)) static void c(void) { puts("EVIL RAN"); fflush(stdo
 				t.Errorf("no denial of evil.so: %+v", got.Denials)
 			}
 		})
+	}
+	// enforce --audit (the command learned unsandboxed) lists none of the preload's calls.
+	rep := filepath.Join(root, "audit.json")
+	pt := perturbation{name: "audit", stdout: "pipe", stdin: "null", env: []string{"LD_PRELOAD=" + faketimeLib, "FAKETIME=-1h"}}
+	r := runPerturbed(t, b, pt, append([]string{testutil.SysprofBin, "enforce", "--audit", "-p", profile, "--report", rep, "--"}, argv...))
+	testutil.MustCode(t, "enforce --audit", r, 0)
+	for _, d := range testutil.ReadReport(t, rep).Denials {
+		if d.Kind == report.KindSyscall && slices.Contains(policy.PreloadCalls, d.Syscall) {
+			t.Errorf("audit under the user's preload lists %s", d.What)
+		}
 	}
 }
