@@ -19,7 +19,7 @@ import (
 // relative entries, a locale the host lacks by its everyday name (en_US.UTF-8), colour forced
 // by CLICOLOR_FORCE, a checkout ~250 bytes deep, and its files dated an hour back (a second
 // run at another hour); each learned into a file and at a terminal, enforced and drifted.
-// Not here: the clock set back (faketime is not installed) and systemd-run --scope (the
+// Not here: the clock set back (faketime: TestPerturbationsEight) and systemd-run --scope (the
 // machines run no systemd).
 
 var perturb7Dims = []perturbation{

@@ -46,6 +46,9 @@ type perturbation struct {
 	unset []string
 	// envf adds variables naming the box's own directories (XDG_CACHE_HOME elsewhere).
 	envf func(b *testutil.Box) []string
+	// nobody runs as uid 65534 in its own tree, as ordinary-user (last: root runs nothing
+	// after it; no drift: eBPF needs root).
+	nobody bool
 }
 
 var perturbations = []perturbation{
@@ -261,7 +264,7 @@ func learnThenPerturb(t *testing.T, ed everyday, pts []perturbation, h perturbHo
 			if h.before != nil {
 				h.before(t, b, pt)
 			}
-			if pt.name == "ordinary-user" {
+			if pt.name == "ordinary-user" || pt.nobody {
 				// The user's own tree (last perturbation: root runs nothing after it).
 				chownTree(t, b.Work, 65534)
 				chownTree(t, b.Home, 65534)
@@ -298,7 +301,7 @@ func learnThenPerturb(t *testing.T, ed everyday, pts []perturbation, h perturbHo
 			for _, d := range testutil.ReadReport(t, rep).Denials {
 				t.Errorf("denial: [%s] %s by %s (parents %v): suggest %q", d.Kind, d.What, d.Exe, d.Parents, d.Suggest)
 			}
-			if pt.name == "ordinary-user" || pt.noDrift {
+			if pt.name == "ordinary-user" || pt.nobody || pt.noDrift {
 				return // drift learns: eBPF needs root
 			}
 			// drift under the same perturbation: learning again there finds nothing new.

@@ -55,6 +55,14 @@ func HostEnvFor(workdir string, environ []string) Env {
 	return e
 }
 
+// lookup reads the command's environment (Environ, else sysprof's own).
+func (e Env) lookup() paths.Lookup {
+	if e.Environ != nil {
+		return paths.EnvList(e.Environ)
+	}
+	return os.LookupEnv
+}
+
 func hostEnv(workdir string, lookup paths.Lookup) Env {
 	v := paths.Host(workdir, lookup)
 	if x, _ := lookup("XDG_RUNTIME_DIR"); x != "" {
@@ -145,6 +153,8 @@ func linksMayStage(p *policy.Profile) bool {
 // needs of it only the /proc writes, which it finds itself.
 func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 	p = policy.WithoutPending(p) // what nobody accepted yet is denied (and reported)
+	// The user's LD_PRELOAD (faketime) is the run's, not the tool's: its own calls come in.
+	p, preloadNote := policy.WithUserPreload(p, env.lookup())
 	type half struct {
 		c   *Compiled
 		err error
@@ -161,6 +171,9 @@ func Compile(p *policy.Profile, env Env) (*Compiled, error) {
 	var f half
 	filterDone := sync.OnceFunc(func() { f = <-filter })
 	c := &Compiled{profile: p, ProcWrites: procWrites(p), vars: env.Vars}
+	if preloadNote != "" {
+		c.Notes = append(c.Notes, preloadNote)
+	}
 	planErr := c.compilePlan(p, env, func() bool {
 		filterDone()
 		return env.Audit || f.err != nil || f.c.addressesSockets()

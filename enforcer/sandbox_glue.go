@@ -71,6 +71,17 @@ func sudoUser(sudoUID, sudoGID string, owner int) (string, string) {
 	return sudoUID, sudoGID
 }
 
+// UserEnviron is environ as enforce gives it to a command in work tree dir when sysprof runs
+// under sudo (userEnviron for the identity enforce chooses there), and what it changed; nil
+// when nothing changes or sysprof is not root under sudo. learn and drift run their command
+// with it, so that $HOME is the user's in the profile as in the enforced run.
+func UserEnviron(dir string, environ []string) ([]string, string) {
+	if os.Geteuid() != 0 || os.Getenv("SUDO_UID") == "" {
+		return nil, ""
+	}
+	return userEnviron(environ, identity(false, dir, nil))
+}
+
 // canIdmapRoot is sandbox.CanIdmap("/"), once per process.
 var canIdmapRoot = sync.OnceValue(func() error { return sandbox.CanIdmap("/") })
 

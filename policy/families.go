@@ -64,6 +64,8 @@ var Families = []Family{
 		[]string{"nanosleep", "clock_nanosleep"}, []string{"nanosleep", "clock_nanosleep", "wait4", "waitid"}, nil},
 	{"runtime-timing", "what a language runtime or libc does by timing or by scheduling, not by what the program does: Go's background scavenger and a garbage collector return memory (madvise) when their timers fire, glibc registers a thread's restartable sequence (rseq) only for a thread it starts, a runtime reseeds (getrandom) when its vDSO state runs out, and a contended lock waits on several futexes at once (futex_waitv) where futex is a base syscall; each acts only on the process's own memory, its own threads or the kernel's randomness",
 		[]string{"madvise", "rseq", "getrandom", "futex_waitv"}, nil, nil},
+	{"fd-kind", "asking what kind of fd the process holds: libuv (node) asks a stdio fd that is no file, pipe or terminal whether it is a socket (getsockname, getsockopt SO_TYPE), which only a run whose stdin is a socket does (inetd, a CI runner's or a supervisor's socket, systemd socket activation); both only read what the process holds",
+		[]string{"getsockname", "getsockopt"}, nil, nil},
 	{"timers", "interval timers: which timer API a runtime arms differs by version",
 		[]string{"setitimer", "getitimer", "alarm", "timer_create", "timer_settime", "timer_gettime", "timer_delete"},
 		// Not setitimer/getitimer: every profile has them (TerminalCalls), and git arms one only
@@ -102,11 +104,12 @@ var Families = []Family{
 // timing, not by the tool (git started below its tree's top goes there; a learn at the top never
 // sees it; a runtime polls its stdout only before a write, which a linter with nothing to say
 // never makes: shellcheck; Go's scheduler sleeps in its spin when another thread holds the lock
-// long enough, which a learn may never see: go version at a terminal). None of them reaches
+// long enough, which a learn may never see: go version at a terminal; node asks whether its
+// stdin is a socket only when it is one). None of them reaches
 // anything. The one place for such calls: a call a runtime makes by timing is a member of sleep
 // or runtime-timing, not a trigger of another family (a futex seen in one run and not in the
 // other would bring a family in and out with it).
-var EveryProfileFamilies = []string{"working-directory", "wait-for-fds", "sleep", "runtime-timing"}
+var EveryProfileFamilies = []string{"working-directory", "wait-for-fds", "sleep", "runtime-timing", "fd-kind"}
 
 // TerminalFamily marks what every profile (but --exact) allows for a terminal the learn run may
 // not have had.

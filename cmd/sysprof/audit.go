@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sysprof/sysprof/enforcer"
 	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/profiler"
@@ -31,13 +32,28 @@ func auditByLearning(ctx context.Context, o *enforceOptions, p *policy.Profile) 
 	if len(removed) > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("environment: %d secret-looking variable(s) removed: %s (to pass one: env: {pass: [NAME]})", len(removed), strings.Join(removed, ", ")))
 	}
+	// Under sudo in the user's tree, the user's HOME (as enforce and learn give it).
+	userHome := ""
+	if uenv, note := enforcer.UserEnviron(".", env); uenv != nil {
+		env = uenv
+		userHome, _ = paths.EnvList(uenv)("HOME")
+		rep.Notes = append(rep.Notes, note)
+	}
 	tr, res, _, err := learnOnce(ctx, profiler.Options{Command: o.Command, Env: env}, synth.Options{
 		Exact:          true,
 		Architectures:  p.Syscalls.Architectures,
 		SysprofVersion: version,
 	})
+	if tr != nil && userHome != "" {
+		giveHomeFilesToSudoUser(tr, userHome)
+	}
 	if err != nil {
 		return nil, 0, err
+	}
+	// What enforce allows the user's preload is no denial of the audit either.
+	p, note := policy.WithUserPreload(p, paths.EnvList(env))
+	if note != "" {
+		rep.Notes = append(rep.Notes, note)
 	}
 	o.trace = tr // the real process tree, for --html
 	rep.Finished = time.Now().UTC()

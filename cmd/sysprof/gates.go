@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -119,7 +120,18 @@ func learnStep(ctx context.Context, w io.Writer, st project.Step, traceOut strin
 		env = st.Environ()
 	}
 	po.Env = append(env, po.Env...) // the caller's entries win (paths.RunEnv)
+	// Under sudo in the user's tree enforce runs the command as the user, with the user's
+	// HOME: learn (and drift) run it with that environment too, or the profile is root's home's.
+	userHome := ""
+	if uenv, note := enforcer.UserEnviron(cmp.Or(st.Workdir, "."), po.Env); uenv != nil {
+		po.Env = uenv
+		userHome, _ = paths.EnvList(uenv)("HOME")
+		fmt.Fprintf(w, "sysprof: %s%s (as enforce runs it)\n", stepPrefix(st), note)
+	}
 	tr, res, wall, err := learn(ctx, po, so)
+	if tr != nil && userHome != "" {
+		giveHomeFilesToSudoUser(tr, userHome)
+	}
 	if err != nil {
 		return nil, nil, 0, stepError(st, err)
 	}
@@ -393,7 +405,8 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 	// The command writes to stderr: stdout is the report's (reportOut).
 	// The environment enforce would give the command under the committed profile: at a
 	// terminal git pages only where the profile runs a pager, less keeps no history.
-	runEnv := paths.RunEnv(committed.ExecPaths(), paths.EnvList(append(os.Environ(), st.Env...)))
+	environ := paths.EnvList(append(os.Environ(), st.Env...))
+	runEnv := paths.RunEnv(committed.ExecPaths(), environ)
 	// A profile learned --exact is compared with this run learned so too: no families.
 	so := synth.Options{Exact: committed.Metadata.Exact, AllowSecrets: allowedSecrets(committed), SysprofVersion: version,
 		Stores: learnStores(o.Err, st.Workdir), EnvTokens: learnEnvTokens()}
@@ -412,8 +425,10 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 	// As learn writes it: what the committed profile holds pending is no drift, and a new
 	// persistence or secret allowance shows as PENDING.
 	policy.MarkPending(committed, res.Profile)
-	// The committed profile as enforce compiles it (diffAsEnforced, as sysprof diff).
-	changes := diffAsEnforced(committed, res.Profile)
+	// The committed profile as enforce compiles it (diffAsEnforced, as sysprof diff), with
+	// what enforce allows this environment's user preload (policy.WithUserPreload).
+	asRun, _ := policy.WithUserPreload(committed, environ)
+	changes := diffAsEnforced(asRun, res.Profile)
 	// A profile learned before portable was the default (or with --portable=false) is
 	// compared with this run synthesized the same way: the run's behaviour, not the default,
 	// decides. The closer of the two wins (fewer widenings, then fewer changes).
@@ -422,7 +437,7 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 			st.AddAllowances(old.Profile)
 		}
 		policy.MarkPending(committed, old.Profile)
-		if alt := diffAsEnforced(committed, old.Profile); closer(alt, changes) {
+		if alt := diffAsEnforced(asRun, old.Profile); closer(alt, changes) {
 			changes = alt
 		}
 	}
@@ -437,11 +452,11 @@ func driftChanges(ctx context.Context, o *driftOptions, st project.Step, committ
 			st.AddAllowances(alt.Profile)
 		}
 		policy.MarkPending(committed, alt.Profile)
-		if d := diffAsEnforced(committed, alt.Profile); closer(d, changes) {
+		if d := diffAsEnforced(asRun, alt.Profile); closer(d, changes) {
 			changes = d
 		}
 	}
-	changes = dropCoveredHere(changes, committed, tr.Context)
+	changes = dropCoveredHere(changes, asRun, tr.Context)
 	return append(changes, secretChanges(res.SecretTouches, committed)...), nil
 }
 

@@ -180,6 +180,10 @@ func learnTarget(ctx context.Context, o *learnOptions, st project.Step, shipped 
 	runs := func(ctx context.Context, po profiler.Options, so synth.Options) (*trace.Trace, *synth.Result, time.Duration, error) {
 		return learnRuns(ctx, o, po, so)
 	}
+	if libs, _, _ := paths.UserPreload(os.LookupEnv); len(libs) > 0 && st.Name == "" {
+		// The trace cannot tell the preload's calls from the command's.
+		fmt.Fprintf(o.Err, "sysprof: note: LD_PRELOAD=%s is set: what it does in every process is learned as the command's (unset it to learn the command alone; enforce and drift allow a preload of system libraries you set for their run)\n", strings.Join(libs, ":"))
+	}
 	tr, res, wall, err := learnStep(ctx, o.Err, st, o.TraceOut, runs, profiler.Options{RingBufferBytes: o.RingBuf, Debug: o.Debug, Env: paths.LearnEnv()}, synth.Options{
 		Exact:          o.Exact,
 		Unportable:     !o.Portable,

@@ -9,6 +9,9 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sysprof/sysprof/paths"
+	"github.com/sysprof/sysprof/trace"
 )
 
 // Files sysprof writes while running under sudo (profiles, their lock files, traces, reports,
@@ -92,4 +95,33 @@ func missingDirs(dir string) []string {
 		}
 	}
 	return out
+}
+
+// giveHomeFilesToSudoUser hands what a learn's command created or wrote under the user's home
+// (home: the HOME enforcer.UserEnviron gave it; the command itself ran as root) to the user who
+// ran sudo, with the directories between: a cache or a config the tool made there as root would
+// lock the user out of it on the next ordinary run. chownNoFollow's rules: only root-owned
+// directories and single-link regular files, never through a symlink.
+func giveHomeFilesToSudoUser(tr *trace.Trace, home string) {
+	uid, gid, ok := sudoUser()
+	if !ok || !filepath.IsAbs(home) {
+		return
+	}
+	home, err := filepath.EvalSymlinks(home)
+	if err != nil {
+		return
+	}
+	done := map[string]bool{}
+	for _, f := range tr.Files {
+		if !f.OK || f.Access != trace.AccessCreate && f.Access != trace.AccessWrite {
+			continue
+		}
+		for p := filepath.Clean(f.Path); p != home && paths.Within(p, home) && !done[p]; p = filepath.Dir(p) {
+			done[p] = true
+			// Still in the home with its links resolved (chownNoFollow resolves the directories').
+			if real, err := filepath.EvalSymlinks(p); err == nil && real != home && paths.Within(real, home) {
+				_ = chownNoFollow(p, uid, gid) // not ours: left as it is
+			}
+		}
+	}
 }
