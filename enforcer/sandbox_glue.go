@@ -79,7 +79,7 @@ func UserEnviron(dir string, environ []string) ([]string, string) {
 	if os.Geteuid() != 0 || os.Getenv("SUDO_UID") == "" {
 		return nil, ""
 	}
-	return userEnviron(environ, identity(false, dir, nil))
+	return userEnviron(environ, identity(false, dir, nil), dir)
 }
 
 // canIdmapRoot is sandbox.CanIdmap("/"), once per process.
