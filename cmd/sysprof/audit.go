@@ -28,9 +28,7 @@ func auditByLearning(ctx context.Context, o *enforceOptions, p *policy.Profile) 
 	// through by an audit either (nothing would record its use).
 	env, removed := policy.ScrubEnv(os.Environ(), p.Env.Pass)
 	env = append(env, paths.RunEnv(p.ExecPaths(), paths.EnvList(env))...)
-	if len(removed) > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("environment: %d secret-looking variable(s) removed: %s (to pass one: env: {pass: [NAME]})", len(removed), strings.Join(removed, ", ")))
-	}
+	rep.SetEnvRemoved(removed)
 	tr, res, _, err := learnOnce(ctx, profiler.Options{Command: o.Command, Env: env}, synth.Options{
 		Exact:          true,
 		Architectures:  p.Syscalls.Architectures,
