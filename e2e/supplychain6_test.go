@@ -334,3 +334,61 @@ func TestSupplyChainGitPushRedirected(t *testing.T) {
 	}
 	runSupplySuite(t, []supplyVector{v}, redirectRows)
 }
+
+// configRunsLater are files in directories a profile may bind writable whole (a tool's
+// settings under $HOME/.config, its cache under $HOME/.gradle or $HOME/.local/share) that the
+// host runs later: an editor's init, the desktop's file handlers, gradle's init scripts.
+var configRunsLater = []supplyRow{
+	persistRow("$HOME/.config/nvim/init.lua"),
+	persistRow("$HOME/.config/Code/User/settings.json"),
+	persistRow("$HOME/.config/tmux/tmux.conf"),
+	persistRow("$HOME/.config/mimeapps.list"),
+	persistRow("$HOME/.local/share/applications/evil.desktop"),
+	persistRow("$HOME/.gradle/init.d/evil.gradle"),
+	persistRow("$HOME/.config/autostart/evil.desktop"),
+	persistRow("$HOME/.config/git/config"),
+}
+
+// TestSupplyChainConfigDirsBoundWhole: under a profile that writes $HOME/.config,
+// $HOME/.local/share and $HOME/.gradle whole, the files there that run code later stay out of
+// the host (read-only, or held dangerous), and the record names each.
+func TestSupplyChainConfigDirsBoundWhole(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTools(t, hostPath, "unshare", "nsenter", "ip", "setpriv", "python3", "git", "make")
+	root, sc, b, site := poisonedMakeBox(t, "sysprof-e2e-cfgdirs-")
+	for _, d := range []string{".config", ".local/share", ".gradle"} {
+		os.MkdirAll(filepath.Join(b.Home, d), 0o755)
+	}
+	var arm []string
+	for _, r := range configRunsLater {
+		arm = append(arm, r.action)
+	}
+	learned := filepath.Join(root, "make.yaml")
+	testutil.MustCode(t, "learn the dormant package", sc.run(t, b, nil, nil, testutil.SysprofBin, "learn", "-p", learned, "--", "make"), 0)
+	p := loadProfile(t, learned)
+	for _, d := range []string{"$HOME/.config", "$HOME/.local/share", "$HOME/.gradle"} {
+		p.Filesystem.Write = append(p.Filesystem.Write, policy.PathRule{Path: d, Note: "widened: a tool's settings and cache"})
+	}
+	profile := filepath.Join(root, "wide.yaml")
+	if err := policy.Save(profile, p); err != nil {
+		t.Fatal(err)
+	}
+	openForNobody(t, filepath.Join(root, "make"))
+	os.Chmod(profile, 0o644)
+	expand := func(s string) string {
+		return strings.NewReplacer("$HOME", b.Home, "$WORKDIR", b.Work, "$USERSITE", site).Replace(s)
+	}
+	for _, as := range asUsers {
+		t.Run(as.name, func(t *testing.T) {
+			if as.wrap != nil {
+				chownTree(t, b.Work, 65534)
+				chownTree(t, b.Home, 65534)
+			}
+			os.RemoveAll(filepath.Join(b.Work, "out"))
+			before := hostState(b, configRunsLater, expand)
+			rep := filepath.Join(root, "make", as.name+".json")
+			r := sc.run(t, b, as.wrap, []string{"SUPPLY_ARM=" + strings.Join(arm, "\n")}, testutil.SysprofBin, "enforce", "-p", profile, "--report", rep, "--", "make")
+			checkSupplyRun(t, b, r, configRunsLater, arm, rep, "", before, hostState(b, configRunsLater, expand), as.wrap != nil)
+		})
+	}
+}
