@@ -68,6 +68,8 @@ var persistence = []string{
 	"/home/u/.gradle/gradle.properties",
 	"/home/u/.mavenrc",
 	"/home/u/.ipython/profile_default/startup/00-evil.py",
+	"/home/u/.pyenv/shims/git", // a PATH shadow
+	"/home/u/.npm-global/bin/git",
 }
 
 func TestClassifyPersistence(t *testing.T) {

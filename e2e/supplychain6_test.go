@@ -345,18 +345,20 @@ var configRunsLater = []supplyRow{
 	persistRow("$HOME/.config/mimeapps.list"),
 	persistRow("$HOME/.local/share/applications/evil.desktop"),
 	persistRow("$HOME/.gradle/init.d/evil.gradle"),
+	persistRow("$HOME/.pyenv/shims/git"), // a shim directory on the user's PATH
+	persistRow("$HOME/.npm-global/bin/git"),
 	persistRow("$HOME/.config/autostart/evil.desktop"),
 	persistRow("$HOME/.config/git/config"),
 }
 
 // TestSupplyChainConfigDirsBoundWhole: under a profile that writes $HOME/.config,
-// $HOME/.local/share and $HOME/.gradle whole, the files there that run code later stay out of
+// $HOME/.local/share, $HOME/.gradle and version managers' homes whole, the files there that run code later stay out of
 // the host (read-only, or held dangerous), and the record names each.
 func TestSupplyChainConfigDirsBoundWhole(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireTools(t, hostPath, "unshare", "nsenter", "ip", "setpriv", "python3", "git", "make")
 	root, sc, b, site := poisonedMakeBox(t, "sysprof-e2e-cfgdirs-")
-	for _, d := range []string{".config", ".local/share", ".gradle"} {
+	for _, d := range []string{".config", ".local/share", ".gradle", ".pyenv/versions", ".npm-global/lib"} {
 		os.MkdirAll(filepath.Join(b.Home, d), 0o755)
 	}
 	var arm []string
@@ -366,7 +368,7 @@ func TestSupplyChainConfigDirsBoundWhole(t *testing.T) {
 	learned := filepath.Join(root, "make.yaml")
 	testutil.MustCode(t, "learn the dormant package", sc.run(t, b, nil, nil, testutil.SysprofBin, "learn", "-p", learned, "--", "make"), 0)
 	p := loadProfile(t, learned)
-	for _, d := range []string{"$HOME/.config", "$HOME/.local/share", "$HOME/.gradle"} {
+	for _, d := range []string{"$HOME/.config", "$HOME/.local/share", "$HOME/.gradle", "$HOME/.pyenv", "$HOME/.npm-global"} {
 		p.Filesystem.Write = append(p.Filesystem.Write, policy.PathRule{Path: d, Note: "widened: a tool's settings and cache"})
 	}
 	profile := filepath.Join(root, "wide.yaml")

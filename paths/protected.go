@@ -92,6 +92,16 @@ var protected = []string{
 	"$CARGO_HOME/config.toml", // a runner or rustc-wrapper every later cargo run starts
 	"$CARGO_HOME/config",
 	"$GOPATH/bin",
+	// Version managers' shims and global installs' bins, on the user's PATH ahead of the
+	// system's: a planted `git` there runs at the user's next `git`.
+	"$HOME/.pyenv/shims",
+	"$HOME/.rbenv/shims",
+	"$HOME/.asdf/shims",
+	"$HOME/.volta/bin",
+	"$HOME/.npm-global/bin",
+	"$HOME/.yarn/bin",
+	"$HOME/.deno/bin",
+	"$HOME/.bun/bin",
 	"$GOCONFIG/env", // go env -w: GOFLAGS=-toolexec=... runs at every later go build
 	// Package managers' user config: npm's script-shell and node-options, yarn's yarnPath run
 	// at every later install or script; pip's index-url chooses the next install's packages.
