@@ -54,14 +54,16 @@ func (e gitEntry) name() string {
 
 // GitConfigRuns is the one decision on a change to a repository's git config (issue 23): the
 // settings in newer that make git run a program (or read another config file, or reach a
-// remote through a command) and that older does not have with the same value, each as
-// "section.key = value". A config that cannot be read as one (binary, too big, a syntax git
-// refuses) returns why, as a single entry: it is held like a code-running one. Removing a
-// setting, and ordinary writes (remotes, branches, submodule URLs, user.*), return nil.
+// remote through a command), or that send the user's next push or fetch somewhere else, and
+// that older does not have with the same value, each as "section.key = value". A config that
+// cannot be read as one (binary, too big, a syntax git refuses) returns why, as a single
+// entry: it is held like a code-running one. Removing a setting, and ordinary writes (a new
+// remote, branches, submodule URLs, user.*), return nil.
 //
-// url.<base>.insteadOf only redirects where git fetches from, which the user's own
-// credentials and review govern, not what runs: it counts only when <base> is an ext:: URL
-// (a command).
+// Redirects (gitRedirects): a pushurl, a url.<base>.insteadOf or pushInsteadOf, and a URL
+// of a remote the config already had: the user's next `git push`, outside any sandbox and
+// with the user's credentials, would carry the repository to the run's choice (issue 23's
+// supply-chain round six). A new remote is not one: nothing uses it until the user names it.
 // GitRepoFileRuns is the decision on a change to git directory file p (IsGitConfig): its
 // config's by GitConfigRuns; info/attributes, which no git command writes and which picks the
 // filter, diff and merge drivers git runs, by any change of its content; commondir, which
@@ -113,16 +115,18 @@ func GitConfigRuns(older, newer []byte) []string {
 	}
 	old, _ := parseGitConfig(older) // a broken old file: every code-running entry is new
 	had := map[string]bool{}
+	remotes := map[string]bool{} // the remotes older has a URL for
 	for _, e := range old {
-		if gitRuns(e) {
-			had[e.name()+"\x00"+e.value] = true
+		had[e.name()+"\x00"+e.value] = true
+		if e.section == "remote" && e.key == "url" {
+			remotes[e.sub] = true
 		}
 	}
 	var out []string
 	seen := map[string]bool{}
 	for _, e := range nw {
 		k := e.name() + "\x00" + e.value
-		if !gitRuns(e) || had[k] || seen[k] {
+		if !gitRuns(e) && !gitRedirects(e, remotes) || had[k] || seen[k] {
 			continue
 		}
 		seen[k] = true
@@ -217,6 +221,19 @@ func gitRuns(e gitEntry) bool {
 		return k == "command" || k == "cmd"
 	case "hook":
 		return k == "command"
+	}
+	return false
+}
+
+// gitRedirects reports whether entry e sends where git pushes or fetches elsewhere: a
+// pushurl, a url.<base>.insteadOf or pushInsteadOf, or a URL of a remote in remotes (one the
+// config had before: a changed or second URL, which push uses too).
+func gitRedirects(e gitEntry, remotes map[string]bool) bool {
+	switch e.section {
+	case "remote":
+		return e.key == "pushurl" || e.key == "url" && remotes[e.sub]
+	case "url":
+		return e.key == "insteadof" || e.key == "pushinsteadof"
 	}
 	return false
 }

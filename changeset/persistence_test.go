@@ -54,6 +54,22 @@ var persistence = []string{
 	"/home/u/.config/direnv/direnvrc",
 	"/home/u/.local/lib/python3.12/site-packages/zz.pth",
 	"/home/u/.local/bin/git",
+	// Editors, multiplexer, desktop, X session, JVM builds (supply-chain round six).
+	"/home/u/.config/nvim/init.lua",
+	"/home/u/.vimrc",
+	"/home/u/.config/Code/User/settings.json",
+	"/home/u/.config/Code/User/tasks.json",
+	"/home/u/.config/tmux/tmux.conf",
+	"/home/u/.config/mimeapps.list",
+	"/home/u/.local/share/applications/evil.desktop",
+	"/home/u/.xprofile",
+	"/home/u/.pam_environment",
+	"/home/u/.gradle/init.d/evil.gradle",
+	"/home/u/.gradle/gradle.properties",
+	"/home/u/.mavenrc",
+	"/home/u/.ipython/profile_default/startup/00-evil.py",
+	"/home/u/.pyenv/shims/git", // a PATH shadow
+	"/home/u/.npm-global/bin/git",
 }
 
 func TestClassifyPersistence(t *testing.T) {

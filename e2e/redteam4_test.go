@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sysprof/sysprof/internal/testutil"
+	"github.com/sysprof/sysprof/paths"
 	"github.com/sysprof/sysprof/policy"
 	"github.com/sysprof/sysprof/report"
 )
@@ -63,10 +64,21 @@ func TestRedTeamBoundTreeCovers(t *testing.T) {
 		"$HOME/.config/pip/pip.conf":           "[global]\n",
 		// $GOCONFIG/env: every protected path below the bound directory exists (a missing one
 		// stages the directory instead, and the attacks are held rather than refused).
-		"$HOME/.config/go/env": "GOFLAGS=\n",
+		"$HOME/.config/go/env":                   "GOFLAGS=\n",
+		"$HOME/.config/nvim/init.lua":            "\n",
+		"$HOME/.config/Code/User/settings.json":  "{}\n",
+		"$HOME/.config/VSCodium/User/tasks.json": "{}\n",
+		"$HOME/.config/tmux/tmux.conf":           "\n",
+		"$HOME/.config/mimeapps.list":            "[Default Applications]\n",
+		"$HOME/.config/emacs/init.el":            "\n",
 	}
 	for name, data := range protected {
 		testutil.WriteFile(t, expandAttack(b, name), data, 0o644)
+	}
+	for _, q := range paths.ProtectedBeneath("$HOME/.config") {
+		if _, err := os.Lstat(expandAttack(b, q)); err != nil {
+			t.Fatalf("protected %s is missing below the bound directory (add it above: a missing one stages the directory instead): %v", q, err)
+		}
 	}
 	argv := []string{"./rt", "put=" + expandAttack(b, "$HOME/.config/newdir/x"), "put=" + expandAttack(b, "$HOME/.config/new.txt")}
 	for _, a := range boundTreeAttacks {

@@ -68,9 +68,7 @@ func start(ctx context.Context, r runStart) (runResult, error) {
 	r.layers.enter(st.pid)
 	defer r.layers.wait() // before the stage is released, or on the way out
 	cfg := r.initConfig(st)
-	if n := len(cfg.UnsetEnv); n > 0 {
-		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("environment: %d secret-looking variable(s) removed: %s (to pass one: env: {pass: [NAME]})", n, strings.Join(cfg.UnsetEnv, ", ")))
-	}
+	r.rep.SetEnvRemoved(cfg.UnsetEnv)
 	phase.Mark("config: stages, layers, environment")
 	if err := writeConfig(st.cfgW, cfg); err != nil {
 		st.kill()

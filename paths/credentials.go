@@ -28,6 +28,21 @@ var credentialStores = []string{
 	"$HOME/.m2/settings-security.xml",
 	"$HOME/.pgpass",
 	"$HOME/.terraform.d/credentials.tfrc.json",
+	// Browser profiles (saved passwords, session cookies) and shell and REPL histories (a
+	// token typed on a command line): the session's secrets, which no build reads.
+	"$HOME/.mozilla",
+	"$HOME/.config/google-chrome",
+	"$HOME/.config/chromium",
+	"$HOME/.config/BraveSoftware",
+	"$HOME/.config/microsoft-edge",
+	"$HOME/.bash_history",
+	"$HOME/.zsh_history",
+	"$HOME/.local/share/fish/fish_history",
+	"$HOME/.python_history",
+	"$HOME/.node_repl_history",
+	"$HOME/.psql_history",
+	"$HOME/.mysql_history",
+	"$HOME/.sqlite_history",
 	"$WORKDIR/.env",
 	"$WORKDIR/.env.*",
 	// Project-level package manager and netrc credentials (npm's _authToken, twine's password).

@@ -161,6 +161,13 @@ func TestCredentialStore(t *testing.T) {
 		{"$WORKDIR/services/.env.production", "$WORKDIR/**/.env.*"},
 		{"$CARGO_HOME/credentials.toml", "$CARGO_HOME/credentials*"},
 		{"$HOME/.pgpass", "$HOME/.pgpass"},
+		// The session's secrets (issue 23's sixth supply-chain round): hidden inside a rule
+		// that reads $HOME/.config or $HOME whole.
+		{"$HOME/.config/google-chrome/Default/Login Data", "$HOME/.config/google-chrome"},
+		{"$HOME/.mozilla/firefox/p.default/logins.json", "$HOME/.mozilla"},
+		{"$HOME/.bash_history", "$HOME/.bash_history"},
+		{"$HOME/.config/gh/hosts.yml", "$HOME/.config/gh"},
+		{"$HOME/.config/go/env", ""},
 		{"$WORKDIR/.envrc", ""},
 		{"$HOME/.sshx", ""},
 		{"/home/a/.ssh", ""}, // portable forms only

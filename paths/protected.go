@@ -92,6 +92,16 @@ var protected = []string{
 	"$CARGO_HOME/config.toml", // a runner or rustc-wrapper every later cargo run starts
 	"$CARGO_HOME/config",
 	"$GOPATH/bin",
+	// Version managers' shims and global installs' bins, on the user's PATH ahead of the
+	// system's: a planted `git` there runs at the user's next `git`.
+	"$HOME/.pyenv/shims",
+	"$HOME/.rbenv/shims",
+	"$HOME/.asdf/shims",
+	"$HOME/.volta/bin",
+	"$HOME/.npm-global/bin",
+	"$HOME/.yarn/bin",
+	"$HOME/.deno/bin",
+	"$HOME/.bun/bin",
 	"$GOCONFIG/env", // go env -w: GOFLAGS=-toolexec=... runs at every later go build
 	// Package managers' user config: npm's script-shell and node-options, yarn's yarnPath run
 	// at every later install or script; pip's index-url chooses the next install's packages.
@@ -100,6 +110,35 @@ var protected = []string{
 	"$HOME/.yarnrc.yml",
 	"$HOME/.pip",
 	"$HOME/.config/pip",
+
+	// What the user's editors, terminal multiplexer, desktop, X session and JVM builds run
+	// later, found in directories a profile may bind writable whole ($HOME/.config,
+	// $HOME/.local/share, gradle's and maven's homes): an editor's init, VS Code's user
+	// settings and tasks, tmux's run-shell, the desktop's file handlers (a .desktop's Exec),
+	// the session's start-up files and environment (LD_PRELOAD), gradle's init scripts and
+	// JVM arguments (-javaagent), mvn's own rc.
+	"$HOME/.config/nvim",
+	"$HOME/.vimrc",
+	"$HOME/.vim",
+	"$HOME/.emacs",
+	"$HOME/.emacs.d/init.el",
+	"$HOME/.config/emacs/init.el",
+	"$HOME/.config/Code/User",
+	"$HOME/.config/VSCodium/User",
+	"$HOME/.config/tmux",
+	"$HOME/.tmux.conf",
+	"$HOME/.config/mimeapps.list",
+	"$HOME/.local/share/applications",
+	"$HOME/.xprofile",
+	"$HOME/.xsessionrc",
+	"$HOME/.xinitrc",
+	"$HOME/.pam_environment",
+	"$HOME/.gradle/init.d",
+	"$HOME/.gradle/init.gradle",
+	"$HOME/.gradle/init.gradle.kts",
+	"$HOME/.gradle/gradle.properties",
+	"$HOME/.mavenrc",
+	"$HOME/.ipython/profile_default/startup",
 
 	// Cron and agent configuration.
 	"$HOME/.crontab",

@@ -58,7 +58,12 @@ func TestIsProtected(t *testing.T) {
 		{"$HOME/.npmrc", "$HOME/.npmrc", true},
 		{"$HOME/.pip/pip.conf", "$HOME/.pip", true},
 		{"$HOME/.local/share/systemd/user/x.timer", "$HOME/.local/share/systemd", true},
-		{"$HOME/.local/share/applications/x.desktop", "", false},
+		{"$HOME/.local/share/fonts/x.ttf", "", false},
+		// A desktop entry's Exec runs when the user opens a file it handles (round six).
+		{"$HOME/.local/share/applications/x.desktop", "$HOME/.local/share/applications", true},
+		{"$HOME/.config/nvim/init.lua", "$HOME/.config/nvim", true},
+		{"$HOME/.gradle/init.d/x.gradle", "$HOME/.gradle/init.d", true},
+		{"$HOME/.gradle/caches/x", "", false},
 		{"$WORKDIR/build/.git", "", false},
 		{"$WORKDIR/src/main.go", "", false},
 		{"$HOME/.config", "", false},
@@ -78,8 +83,10 @@ func TestIsProtected(t *testing.T) {
 
 func TestProtectedBeneath(t *testing.T) {
 	if got, want := ProtectedBeneath("$HOME/.config"), []string{
-		"$HOME/.config/autostart", "$HOME/.config/direnv", "$HOME/.config/environment.d", "$HOME/.config/fish",
-		"$HOME/.config/git", "$HOME/.config/github-copilot", "$HOME/.config/pip", "$HOME/.config/systemd",
+		"$HOME/.config/Code/User", "$HOME/.config/VSCodium/User", "$HOME/.config/autostart", "$HOME/.config/direnv",
+		"$HOME/.config/emacs/init.el", "$HOME/.config/environment.d", "$HOME/.config/fish", "$HOME/.config/git",
+		"$HOME/.config/github-copilot", "$HOME/.config/mimeapps.list", "$HOME/.config/nvim", "$HOME/.config/pip",
+		"$HOME/.config/systemd", "$HOME/.config/tmux",
 	}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ProtectedBeneath($HOME/.config) = %v, want %v", got, want)
 	}

@@ -90,6 +90,28 @@ type Report struct {
 	Hidden []HiddenRead `json:"hidden,omitempty"`
 	// CredentialUses is every request a brokered credential went out with, in order.
 	CredentialUses []CredentialUse `json:"credentialUses,omitempty"`
+	// EnvRemoved are the secret-looking variables the command did not get (policy.ScrubEnv):
+	// information, not denials. A command that reads them, or its parent's /proc/PID/environ,
+	// finds nothing, and no syscall says it looked: this is the record that they were kept.
+	EnvRemoved []string `json:"envRemoved,omitempty"`
+}
+
+// SetEnvRemoved records the variables removed from the command's environment (sorted names)
+// and adds its note.
+func (r *Report) SetEnvRemoved(names []string) {
+	if len(names) == 0 {
+		return
+	}
+	r.EnvRemoved = names
+	r.Notes = append(r.Notes, "environment: "+r.EnvNote())
+}
+
+// EnvNote says which variables the command did not get and how to pass one, or "".
+func (r *Report) EnvNote() string {
+	if len(r.EnvRemoved) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d secret-looking variable(s) removed: %s (to pass one: env: {pass: [NAME]})", len(r.EnvRemoved), strings.Join(r.EnvRemoved, ", "))
 }
 
 // HiddenRead is a hidden path (a credential store) the command reached for, by one executable.
@@ -332,6 +354,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	degraded := r.Degraded()
 	if len(r.Denials) == 0 && len(degraded) == 0 {
 		r.writeHidden(w)
+		r.writeEnv(w)
 		r.writeLost(w)
 		return nil
 	}
@@ -361,6 +384,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "sysprof: layer %s was NOT applied (degraded): %s\n", l.Name, Printable(l.Detail))
 	}
 	r.writeHidden(w)
+	r.writeEnv(w)
 	if len(r.Denials) > 0 && len(r.Unobservable) > 0 {
 		fmt.Fprintf(w, "sysprof: not observable in this run: %s\n", Printable(strings.Join(r.Unobservable, "; ")))
 	}
@@ -380,6 +404,13 @@ func (r *Report) writeHidden(w io.Writer) {
 	for _, h := range r.Hidden {
 		fmt.Fprintf(w, "sysprof: hidden (not a denial): %s %s; the profile keeps the secret hidden (learn --allow-secret to give it)\n",
 			printable(h.Exe), printable(h.What))
+	}
+}
+
+// writeEnv prints the variables the command did not get: information, not a denial.
+func (r *Report) writeEnv(w io.Writer) {
+	if n := r.EnvNote(); n != "" {
+		fmt.Fprintf(w, "sysprof: environment (not a denial): %s\n", printable(n))
 	}
 }
 

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +187,34 @@ func TestWriteTableSaysRecordsWereLost(t *testing.T) {
 		if !strings.Contains(buf.String(), "3 record(s) lost") {
 			t.Errorf("lost records not said (%d denials):\n%s", len(r.Denials), buf.String())
 		}
+	}
+}
+
+// A secret-looking variable enforce removed is on stderr's record (issue 23: an attack that
+// reads $GITHUB_TOKEN or its parent's /proc/PID/environ makes no syscall a layer can refuse),
+// with or without denials, and never as a denial.
+func TestWriteTableNamesRemovedVariables(t *testing.T) {
+	for _, denials := range []bool{false, true} {
+		r := New([]string{"make"}, "p.yaml", false)
+		r.SetEnvRemoved([]string{"GITHUB_TOKEN", "NPM_TOKEN"})
+		if denials {
+			r.Add(Denial{Kind: KindSyscall, What: "ptrace()", Syscall: "ptrace", Count: 1})
+		}
+		var b strings.Builder
+		if err := r.WriteTable(&b); err != nil {
+			t.Fatal(err)
+		}
+		want := "sysprof: environment (not a denial): 2 secret-looking variable(s) removed: GITHUB_TOKEN, NPM_TOKEN (to pass one: env: {pass: [NAME]})\n"
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("denials %v: stderr does not name the removed variables:\n%s", denials, b.String())
+		}
+		if !slices.Contains(r.Notes, "environment: "+r.EnvNote()) {
+			t.Errorf("the report's notes lack the removal: %q", r.Notes)
+		}
+	}
+	var b strings.Builder
+	New(nil, "", false).WriteTable(&b)
+	if b.Len() != 0 {
+		t.Errorf("nothing removed, yet stderr says %q", b.String())
 	}
 }

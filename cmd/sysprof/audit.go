@@ -29,9 +29,7 @@ func auditByLearning(ctx context.Context, o *enforceOptions, p *policy.Profile) 
 	// through by an audit either (nothing would record its use).
 	env, removed := policy.ScrubEnv(os.Environ(), p.Env.Pass)
 	env = append(env, paths.RunEnv(p.ExecPaths(), paths.EnvList(env))...)
-	if len(removed) > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("environment: %d secret-looking variable(s) removed: %s (to pass one: env: {pass: [NAME]})", len(removed), strings.Join(removed, ", ")))
-	}
+	rep.SetEnvRemoved(removed)
 	// Under sudo in the user's tree, the user's HOME (as enforce and learn give it).
 	userHome := ""
 	if uenv, note := enforcer.UserEnviron(".", env); uenv != nil {
