@@ -85,7 +85,7 @@ var warmKey = sync.OnceValues(func() (string, error) {
 			}
 		}
 	}
-	fmt.Fprintf(h, "ring=%d\x00%s\x00", DefaultRingBufferBytes, strings.Join(exitTracepoints(), ","))
+	fmt.Fprintf(h, "ring=%d,%d\x00%s\x00", EventsRingBytes, DefaultRingBufferBytes, strings.Join(exitTracepoints(), ","))
 	kid, err := kernrun.KernelID()
 	if err != nil {
 		return "", err
@@ -104,7 +104,7 @@ var (
 		"dns_egress": ebpf.CGroupSKB, "dns_ingress": ebpf.CGroupSKB,
 	}
 	learnMapTypes = map[string]ebpf.MapType{
-		"events": ebpf.RingBuf, "tasks": ebpf.Hash, "syscalls": ebpf.Hash, "args": ebpf.Hash,
+		"events": ebpf.RingBuf, "spill": ebpf.RingBuf, "tasks": ebpf.Hash, "syscalls": ebpf.Hash, "args": ebpf.Hash,
 		"stashes": ebpf.TaskStorage, "seen": ebpf.Array, "path_state": ebpf.Array,
 		"run": ebpf.Array, "sc_ops": ebpf.Array, "counters": ebpf.PerCPUArray, "scratch": ebpf.PerCPUArray, "fast": ebpf.PerCPUArray,
 		"conns": ebpf.LRUHash,
@@ -365,7 +365,7 @@ func warmProbe(c *warmClaim, cgid uint64, cgroupDir string, ph *phases) (p *prob
 }
 
 // resetRun readies taken-over maps for the run of cgroup cgid: counters, directory ids and the
-// ring's read position, then the run gets a new id. The hash maps are not cleared again (an
+// rings' read positions, then the run gets a new id and writes to events first. The hash maps are not cleared again (an
 // empty one still costs a walk of all its buckets, 393,216 for the three): a run hands its objects
 // on only after its cgroup emptied and it emptied the maps (probe.close), and without a process
 // of that run nothing inserts (sys_enter and sched_fork need the task in `tasks`, sched_exec
@@ -380,14 +380,16 @@ func resetRun(objs *bpf.LearnObjects, cgid uint64) error {
 	if err := objs.PathState.Put(uint32(0), make([]byte, objs.PathState.ValueSize())); err != nil {
 		return fmt.Errorf("reset path_state: %w", err)
 	}
-	if err := skipRing(objs.Events); err != nil {
-		return fmt.Errorf("skip the ring buffer: %w", err)
+	for _, m := range []*ebpf.Map{objs.Events, objs.Spill} {
+		if err := skipRing(m); err != nil {
+			return fmt.Errorf("skip the ring buffer %s: %w", m, err)
+		}
 	}
 	var rs bpf.LearnRunState
 	if err := objs.Run.Lookup(uint32(0), &rs); err != nil {
 		return fmt.Errorf("read run: %w", err)
 	}
-	rs.Cgid, rs.Id, rs.Escaped = cgid, nextRunID(rs.Id), 0
+	rs.Cgid, rs.Id, rs.Escaped, rs.Spilled = cgid, nextRunID(rs.Id), 0, 0
 	return objs.Run.Put(uint32(0), rs)
 }
 
