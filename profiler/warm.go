@@ -1,6 +1,7 @@
 package profiler
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -316,8 +318,8 @@ func takeWarm(rec *warmRecord) (*warmClaim, error) {
 		}
 		coll.Programs[name] = prog
 		owned++
-		info, err := prog.Info()
-		if err != nil || prog.Type() != learnProgTypes[name] || !strings.HasPrefix(name, info.Name) || info.Name == "" {
+		kname, err := bpfObjName(prog.FD(), true)
+		if err != nil || prog.Type() != learnProgTypes[name] || !strings.HasPrefix(name, kname) || kname == "" {
 			return fail(fmt.Errorf("fd %d of %d is not program %s", rec.Progs[name], rec.Pid, name))
 		}
 	}
@@ -328,8 +330,8 @@ func takeWarm(rec *warmRecord) (*warmClaim, error) {
 		}
 		coll.Maps[name] = m
 		owned++
-		info, err := m.Info()
-		if err != nil || m.Type() != learnMapTypes[name] || !strings.HasPrefix(name, info.Name) || info.Name == "" {
+		kname, err := bpfObjName(m.FD(), false)
+		if err != nil || m.Type() != learnMapTypes[name] || !strings.HasPrefix(name, kname) || kname == "" {
 			return fail(fmt.Errorf("fd %d of %d is not map %s", rec.Maps[name], rec.Pid, name))
 		}
 	}
@@ -342,6 +344,33 @@ func takeWarm(rec *warmRecord) (*warmClaim, error) {
 	}
 	_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
 	return c, nil
+}
+
+// bpfObjName is the name the kernel keeps for the program (prog) or map fd: one
+// BPF_OBJ_GET_INFO_BY_FD for the start of struct bpf_prog_info or bpf_map_info. cilium's Info
+// reads the fd's /proc fdinfo too: for the 27 objects of a take-over that was 6% of a warm
+// `learn -- true`'s CPU.
+func bpfObjName(fd int, prog bool) (string, error) {
+	const progName, mapName, nameLen = 64, 24, 16 // offsetof(..., name), BPF_OBJ_NAME_LEN
+	info := new([progName + nameLen]byte)
+	attr := struct {
+		fd, len uint32
+		info    uint64
+	}{uint32(fd), uint32(len(info)), uint64(uintptr(unsafe.Pointer(info)))}
+	_, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_OBJ_GET_INFO_BY_FD, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	runtime.KeepAlive(info)
+	if errno != 0 {
+		return "", errno
+	}
+	off := mapName
+	if prog {
+		off = progName
+	}
+	name := info[off : off+nameLen]
+	if i := bytes.IndexByte(name, 0); i >= 0 {
+		name = name[:i]
+	}
+	return string(name), nil
 }
 
 // warmProbe makes a probe of a claim for the run of cgroup cgid: it resets what learn.c keeps
