@@ -209,19 +209,18 @@ func (p *probe) ringReader() (*ringbuf.Reader, *spillRing, error) {
 
 // loadProbe loads learn.c for the cgroup with id cgid and attaches it: tracepoints host-wide
 // (the programs filter on the cgroup and the tasks map), cgroup hooks on cgroupDir. A probe of
-// the default shape takes over the last run's when one waits (warm.go) instead of loading.
-func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *phases) (p *probe, err error) {
+// the default shape takes over the last run's objects (w, from startClaim) when there were
+// any, instead of loading.
+func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *phases, w *warmClaim) (p *probe, err error) {
 	// Only a probe of the default shape can be handed from run to run (warm.go).
 	warmable := ringBytes == DefaultRingBufferBytes && eventsRingMax == EventsRingBytes && !debug
-	if warmable {
-		if w := claimWarm(); w != nil {
-			ph.mark("take over a warm probe")
-			p, err := warmProbe(w, cgid, cgroupDir, ph)
-			if err == nil {
-				return p, nil
-			}
-			ph.mark("warm probe unusable: " + err.Error())
+	if w != nil {
+		ph.mark("take over a warm probe")
+		p, err := warmProbe(w, cgid, cgroupDir, ph)
+		if err == nil {
+			return p, nil
 		}
+		ph.mark("warm probe unusable: " + err.Error())
 	}
 	// What does not need the object starts first, in the background: the perf events of the
 	// exit tracepoints (~60 us each, and they wait for the RCU grace periods of a previous

@@ -85,8 +85,12 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	}
 	Settle() // the last run's probe is handed on before this one looks for it
 	ph := newPhases()
+	// A probe of the default shape may be taken over from the last run (warm.go): while the
+	// run's cgroups are made, which the take-over does not need.
+	claim := startClaim(rs.ringBytes == DefaultRingBufferBytes && eventsRingMax == EventsRingBytes && !opts.Debug)
 	cg, err := newRunCgroup()
 	if err != nil {
+		claim.drop()
 		return nil, err
 	}
 	defer func() {
@@ -98,7 +102,7 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	pk := newPeaks(cg)
 	defer pk.remove()
 	ph.mark("cgroup")
-	p, err := loadProbe(cg.id, cg.dir, rs.ringBytes, opts.Debug, ph)
+	p, err := loadProbe(cg.id, cg.dir, rs.ringBytes, opts.Debug, ph, claim.wait())
 	if err != nil {
 		if os.Geteuid() != 0 && errors.Is(err, unix.EPERM) {
 			return nil, fmt.Errorf("%w: %v", ErrNeedRoot, err)

@@ -281,6 +281,39 @@ func claimWarm() *warmClaim {
 	return nil
 }
 
+// claiming is a take-over started in the background (startClaim).
+type claiming struct {
+	c     chan *warmClaim // nil: no take-over for this run
+	taken bool
+}
+
+// startClaim starts claimWarm in the background when warmable.
+func startClaim(warmable bool) *claiming {
+	if !warmable || warmDir == "" {
+		return &claiming{}
+	}
+	c := &claiming{c: make(chan *warmClaim, 1)}
+	go func() { c.c <- claimWarm() }()
+	return c
+}
+
+// wait returns what was taken over, or nil; once.
+func (c *claiming) wait() *warmClaim {
+	if c.c == nil || c.taken {
+		return nil
+	}
+	c.taken = true
+	return <-c.c
+}
+
+// drop closes what was taken over for a run that ends before it loads.
+func (c *claiming) drop() {
+	if w := c.wait(); w != nil {
+		w.objs.Close()
+		kernrun.ClosePerfEvents(w.perfs)
+	}
+}
+
 // takeWarm takes rec's fds (their own references: the helper's exit closes only its copies),
 // checks them, and ends the helper.
 func takeWarm(rec *warmRecord) (*warmClaim, error) {
