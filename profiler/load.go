@@ -172,6 +172,12 @@ func eventsRingBytes(ringBytes int) int { return min(ringBytes, eventsRingMax) }
 // eventsRingMax is EventsRingBytes but in tests that make runs spill.
 var eventsRingMax = EventsRingBytes
 
+// warmShape reports whether a run's probe has the one shape that is handed from run to run
+// (warm.go): the default rings, no verifier log.
+func warmShape(ringBytes int, debug bool) bool {
+	return ringBytes == DefaultRingBufferBytes && eventsRingMax == EventsRingBytes && !debug
+}
+
 // spills counts the runs of this process whose reader mapped the spill ring (for tests).
 var spills atomic.Int64
 
@@ -212,8 +218,7 @@ func (p *probe) ringReader() (*ringbuf.Reader, *spillRing, error) {
 // the default shape takes over the last run's objects (w, from startClaim) when there were
 // any, instead of loading.
 func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *phases, w *warmClaim) (p *probe, err error) {
-	// Only a probe of the default shape can be handed from run to run (warm.go).
-	warmable := ringBytes == DefaultRingBufferBytes && eventsRingMax == EventsRingBytes && !debug
+	warmable := warmShape(ringBytes, debug)
 	if w != nil {
 		ph.mark("take over a warm probe")
 		p, err := warmProbe(w, cgid, cgroupDir, ph)

@@ -87,7 +87,7 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	ph := newPhases()
 	// A probe of the default shape may be taken over from the last run (warm.go): while the
 	// run's cgroups are made, which the take-over does not need.
-	claim := startClaim(rs.ringBytes == DefaultRingBufferBytes && eventsRingMax == EventsRingBytes && !opts.Debug)
+	claim := startClaim(warmShape(rs.ringBytes, opts.Debug))
 	cg, err := newRunCgroup()
 	if err != nil {
 		claim.drop()
