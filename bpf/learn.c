@@ -571,20 +571,21 @@ static __always_inline long rb_output(void *data, __u64 size)
 	if (!rs)
 		return -1;
 	if (!rs->spilled) {
-		if (!bpf_ringbuf_output(&events, data, size, rb_flags()))
+		// rb_flags, with the run_state at hand, but the reader is woken only by the event that
+		// takes the ring past a quarter: with a reader that lags, waking it for every event
+		// past that point cost sys_exit_path a third more (an IPI each, in a VM). A wakeup
+		// two CPUs both miss costs no event: the reader's poll finds them, or spill keeps them.
+		__u64 quarter = rs->rb_quarter;
+		if (!quarter)
+			quarter = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 4;
+		__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+		// avail <= quarter < avail + size, in one compare (past a quarter, the difference wraps)
+		__u64 flags = quarter - avail < size ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+		if (!bpf_ringbuf_output(&events, data, size, flags))
 			return 0;
 		rs->spilled = 1;
 	}
 	return bpf_ringbuf_output(&spill, data, size, BPF_RB_NO_WAKEUP);
-}
-
-// rb_output_scratch is rb_output for an event built in scratch slot s: a function of its own,
-// so that the verifier walks the two rings' branches once, not in every state of its callers.
-__attribute__((noinline)) int rb_output_scratch(struct scratch *s, __u32 size)
-{
-	if (!s)
-		return -1;
-	return rb_output(s->data, size & (SCRATCH_SZ - 1));
 }
 
 // rb_reserve is rb_output's reserve: the event is submitted with bpf_ringbuf_submit(e,
@@ -921,7 +922,7 @@ int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	}
 	off += f;
 	__u32 size = off & (SCRATCH_SZ - 1);
-	if (rb_output_scratch(s, size))
+	if (rb_output(s->data, size))
 		count(CNT_RINGBUF_DROPS);
 	s->busy = 0;
 	return 0;
@@ -1388,7 +1389,7 @@ __attribute__((noinline)) int emit_path(struct scratch *s, struct pending *st, s
 		}
 	}
 	__u32 size = (start + n + bl) & (SCRATCH_SZ - 1);
-	if (rb_output_scratch(s, size)) {
+	if (rb_output(s->data, size)) {
 		count(CNT_RINGBUF_DROPS);
 		return 0;
 	}
@@ -1471,7 +1472,7 @@ __attribute__((noinline)) int emit_fd(struct scratch *s, struct pending *st, str
 	if (is_dir && !trunc && ps)
 		e->def_id = base_new_id(ps);
 	__u32 size = (sizeof(*e) + n) & (SCRATCH_SZ - 1);
-	if (rb_output_scratch(s, size)) {
+	if (rb_output(s->data, size)) {
 		count(CNT_RINGBUF_DROPS);
 		return 0;
 	}
