@@ -394,6 +394,8 @@ struct run_state {
 	// or cgroup.threads: cgroup_attach; born elsewhere by clone3's CLONE_INTO_CGROUP:
 	// sched_fork). Until then sys_enter tells the run's tasks by their cgroup alone.
 	__u64 escaped;
+	// Set once `events` was full: from then on the run writes to `spill` (see rb_output).
+	__u64 spilled;
 };
 
 struct {
@@ -403,10 +405,18 @@ struct {
 	__type(value, struct run_state);
 } run SEC(".maps");
 
+// events is small (user space maps all of a ring's pages at once, twice: 16 MB cost a run
+// ~3 ms of CPU to map and unmap); spill is the big one, which user space maps only once a run
+// has written to it (user space sizes both).
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 << 20); // user space overrides
+	__uint(max_entries, 512 << 10);
 } events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} spill SEC(".maps");
 
 // Allocated on use: an insert is one fork or exec (the ~1 us an allocation costs is nothing
 // there), and preallocating 64k entries cost ~1 ms per run.
@@ -537,16 +547,64 @@ static __always_inline void stash_of_run(struct stash *st, __u64 run_id)
 // rb_flags: no wakeup per event (in a VM each one is an IPI through a trapped APIC write, 20 %
 // of all CPU time in a find(1) run); user space polls every few ms, and is woken only when the
 // ring fills up past a quarter (run_state says how many bytes that is: asking the ring for its
-// size was one more helper call per event).
-static __always_inline __u64 rb_flags(void)
+// size was one more helper call per event). Once the run writes to spill, user space polls it
+// every few ms, never waits for it. A function of its own: the verifier walks it once, not at
+// every event's submit.
+__attribute__((noinline)) __u64 rb_flags(void)
 {
 	struct run_state *rs = run_get();
+	if (rs && rs->spilled)
+		return BPF_RB_NO_WAKEUP;
 	__u64 quarter = rs ? rs->rb_quarter : 0;
 	if (!quarter)
 		quarter = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 4;
 	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
 	return avail > quarter ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
+
+// rb_output writes an event to events, or to spill once events was full: for the rest of the
+// run, so that an event written after another (by the same task, or caused by it) is never in
+// the ring user space reads first. Nonzero: both were full, the event is lost.
+static __always_inline long rb_output(void *data, __u64 size)
+{
+	struct run_state *rs = run_get();
+	if (!rs)
+		return -1;
+	if (!rs->spilled) {
+		// rb_flags, with the run_state at hand, but the reader is woken only by the event that
+		// takes the ring past a quarter: with a reader that lags, waking it for every event
+		// past that point cost sys_exit_path a third more (an IPI each, in a VM). A wakeup
+		// two CPUs both miss costs no event: the reader's poll finds them, or spill keeps them.
+		__u64 quarter = rs->rb_quarter;
+		if (!quarter)
+			quarter = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 4;
+		__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+		// avail <= quarter < avail + size, in one compare (past a quarter, the difference wraps)
+		__u64 flags = quarter - avail < size ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+		if (!bpf_ringbuf_output(&events, data, size, flags))
+			return 0;
+		rs->spilled = 1;
+	}
+	return bpf_ringbuf_output(&spill, data, size, BPF_RB_NO_WAKEUP);
+}
+
+// rb_reserve is rb_output's reserve: the event is submitted with bpf_ringbuf_submit(e,
+// rb_flags()) or discarded, whichever ring it is in. One call site per ring, whichever the run
+// writes to: the verifier walks what follows once per ring.
+#define rb_reserve(size)                                                                           \
+	({                                                                                          \
+		struct run_state *__rs = run_get();                                                 \
+		void *__e = 0;                                                                      \
+		if (__rs) {                                                                         \
+			if (!__rs->spilled)                                                         \
+				__e = bpf_ringbuf_reserve(&events, size, 0);                        \
+			if (!__e) {                                                                 \
+				__rs->spilled = 1;                                                  \
+				__e = bpf_ringbuf_reserve(&spill, size, 0);                         \
+			}                                                                           \
+		}                                                                                   \
+		__e;                                                                                \
+	})
 
 static __always_inline void add_n(void *map, void *key, __u64 n, __u32 full_counter)
 {
@@ -864,7 +922,7 @@ int BPF_PROG(sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	}
 	off += f;
 	__u32 size = off & (SCRATCH_SZ - 1);
-	if (bpf_ringbuf_output(&events, s->data, size, rb_flags()))
+	if (rb_output(s->data, size))
 		count(CNT_RINGBUF_DROPS);
 	s->busy = 0;
 	return 0;
@@ -888,7 +946,7 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 	struct run_state *rs = run_get();
 	if (rs && !rs->escaped && BPF_CORE_READ(child, cgroups, dfl_cgrp, kn, id) != rs->cgid)
 		rs->escaped = 1; // clone3 CLONE_INTO_CGROUP: born outside the run's cgroup
-	struct fork_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct fork_event *e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count(CNT_RINGBUF_DROPS);
 		return 0;
@@ -937,7 +995,7 @@ int BPF_PROG(sched_exit, struct task_struct *p, bool group_dead)
 	if (!bpf_map_lookup_elem(&tasks, &tgid))
 		return 0;
 	bpf_map_delete_elem(&tasks, &tgid);
-	struct exit_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct exit_event *e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count(CNT_RINGBUF_DROPS);
 		return 0;
@@ -1331,7 +1389,7 @@ __attribute__((noinline)) int emit_path(struct scratch *s, struct pending *st, s
 		}
 	}
 	__u32 size = (start + n + bl) & (SCRATCH_SZ - 1);
-	if (bpf_ringbuf_output(&events, s->data, size, rb_flags())) {
+	if (rb_output(s->data, size)) {
 		count(CNT_RINGBUF_DROPS);
 		return 0;
 	}
@@ -1414,7 +1472,7 @@ __attribute__((noinline)) int emit_fd(struct scratch *s, struct pending *st, str
 	if (is_dir && !trunc && ps)
 		e->def_id = base_new_id(ps);
 	__u32 size = (sizeof(*e) + n) & (SCRATCH_SZ - 1);
-	if (bpf_ringbuf_output(&events, s->data, size, rb_flags())) {
+	if (rb_output(s->data, size)) {
 		count(CNT_RINGBUF_DROPS);
 		return 0;
 	}
@@ -1447,7 +1505,7 @@ static __attribute__((noinline)) int emit_unix(struct pending *st, long fd, unsi
 	__u16 family = 0;
 	if (bpf_probe_read_user(&family, sizeof(family), (void *)addr) || family != AF_UNIX)
 		return 0;
-	struct unix_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct unix_event *e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count(CNT_RINGBUF_DROPS);
 		return 0;
@@ -1664,7 +1722,7 @@ static __always_inline void emit_net(struct bpf_sock_addr *ctx, __u32 op, int v6
 	k.b = *(__u64 *)&ev.addr[8] ^ ev.family;
 	if (seen_before(&k))
 		return;
-	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), rb_flags()))
+	if (rb_output(&ev, sizeof(ev)))
 		count(CNT_RINGBUF_DROPS);
 }
 
@@ -1751,7 +1809,7 @@ static __always_inline void dns(struct __sk_buff *skb, __u32 egress)
 	__u32 len = skb->len - off;
 	if (len > DNS_MAX)
 		len = DNS_MAX;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count(CNT_RINGBUF_DROPS);
 		return;
@@ -1816,7 +1874,7 @@ static __noinline int sniff(struct __sk_buff *skb)
 	__u32 len = skb->len - off;
 	if (len > SNIFF_MAX)
 		len = SNIFF_MAX;
-	struct sniff_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct sniff_event *e = rb_reserve(sizeof(*e));
 	if (!e) {
 		count(CNT_RINGBUF_DROPS);
 		return 0;

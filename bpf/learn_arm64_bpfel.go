@@ -190,6 +190,7 @@ type LearnRunState struct {
 	Gen       uint64
 	RbQuarter uint64
 	Escaped   uint64
+	Spilled   uint64
 }
 
 type LearnScKey struct {
@@ -329,6 +330,7 @@ const (
 	LearnMapScOps         = "sc_ops"
 	LearnMapScratch       = "scratch"
 	LearnMapSeen          = "seen"
+	LearnMapSpill         = "spill"
 	LearnMapStashes       = "stashes"
 	LearnMapSyscalls      = "syscalls"
 	LearnMapTasks         = "tasks"
@@ -438,6 +440,7 @@ type LearnMapSpecs struct {
 	ScOps     *ebpf.MapSpec `ebpf:"sc_ops"`
 	Scratch   *ebpf.MapSpec `ebpf:"scratch"`
 	Seen      *ebpf.MapSpec `ebpf:"seen"`
+	Spill     *ebpf.MapSpec `ebpf:"spill"`
 	Stashes   *ebpf.MapSpec `ebpf:"stashes"`
 	Syscalls  *ebpf.MapSpec `ebpf:"syscalls"`
 	Tasks     *ebpf.MapSpec `ebpf:"tasks"`
@@ -497,6 +500,7 @@ type LearnMaps struct {
 	ScOps     *ebpf.Map `ebpf:"sc_ops"`
 	Scratch   *ebpf.Map `ebpf:"scratch"`
 	Seen      *ebpf.Map `ebpf:"seen"`
+	Spill     *ebpf.Map `ebpf:"spill"`
 	Stashes   *ebpf.Map `ebpf:"stashes"`
 	Syscalls  *ebpf.Map `ebpf:"syscalls"`
 	Tasks     *ebpf.Map `ebpf:"tasks"`
@@ -514,6 +518,7 @@ func (m *LearnMaps) Close() error {
 		m.ScOps,
 		m.Scratch,
 		m.Seen,
+		m.Spill,
 		m.Stashes,
 		m.Syscalls,
 		m.Tasks,

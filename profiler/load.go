@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -163,47 +164,72 @@ type probe struct {
 	ring chan ringResult
 }
 
-type ringResult struct {
-	rd  *ringbuf.Reader
-	err error
+// eventsRingBytes is the size of learn.c's first ring (events) for a run whose spill ring has
+// ringBytes: the ring the reader maps at the start of every run (the kernel inserts each of
+// its pages, twice, at mmap: ~3 ms of CPU for 16 MB, ~0.1 ms for this).
+func eventsRingBytes(ringBytes int) int { return min(ringBytes, eventsRingMax) }
+
+// eventsRingMax is EventsRingBytes but in tests that make runs spill.
+var eventsRingMax = EventsRingBytes
+
+// warmShape reports whether a run's probe has the one shape that is handed from run to run
+// (warm.go): the default rings, no verifier log.
+func warmShape(ringBytes int, debug bool) bool {
+	return ringBytes == DefaultRingBufferBytes && eventsRingMax == EventsRingBytes && !debug
 }
 
-// openRing maps the ring buffer for reading in the background, while the hooks attach: the
-// kernel maps all of its 16 MB up front (~1 ms).
+// spills counts the runs of this process whose reader mapped the spill ring (for tests).
+var spills atomic.Int64
+
+type ringResult struct {
+	rd    *ringbuf.Reader
+	spill *spillRing
+	err   error
+}
+
+// openRing maps the events ring for reading in the background, while the hooks attach.
 func (p *probe) openRing() {
 	p.ring = make(chan ringResult, 1)
 	go func() {
 		rd, err := ringbuf.NewReader(p.objs.Events)
-		p.ring <- ringResult{rd, err}
+		if err != nil {
+			p.ring <- ringResult{err: err}
+			return
+		}
+		spill, err := newSpillRing(p.objs.Spill)
+		if err != nil {
+			rd.Close()
+			p.ring <- ringResult{err: err}
+			return
+		}
+		p.ring <- ringResult{rd, spill, nil}
 	}()
 }
 
-// ringReader returns the reader openRing made; the caller closes it.
-func (p *probe) ringReader() (*ringbuf.Reader, error) {
+// ringReader returns the reader and the spill ring openRing made; the caller closes them.
+func (p *probe) ringReader() (*ringbuf.Reader, *spillRing, error) {
 	r := <-p.ring
 	p.ring = nil
-	return r.rd, r.err
+	return r.rd, r.spill, r.err
 }
 
 // loadProbe loads learn.c for the cgroup with id cgid and attaches it: tracepoints host-wide
 // (the programs filter on the cgroup and the tasks map), cgroup hooks on cgroupDir. A probe of
-// the default shape takes over the last run's when one waits (warm.go) instead of loading.
-func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *phases) (p *probe, err error) {
-	// Only a probe of the default shape can be handed from run to run (warm.go).
-	warmable := ringBytes == DefaultRingBufferBytes && !debug
-	if warmable {
-		if w := claimWarm(); w != nil {
-			ph.mark("take over a warm probe")
-			p, err := warmProbe(w, cgid, cgroupDir, ph)
-			if err == nil {
-				return p, nil
-			}
-			ph.mark("warm probe unusable: " + err.Error())
+// the default shape takes over the last run's objects (w, from startClaim) when there were
+// any, instead of loading.
+func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *phases, w *warmClaim) (p *probe, err error) {
+	warmable := warmShape(ringBytes, debug)
+	if w != nil {
+		ph.mark("take over a warm probe")
+		p, err := warmProbe(w, cgid, cgroupDir, ph)
+		if err == nil {
+			return p, nil
 		}
+		ph.mark("warm probe unusable: " + err.Error())
 	}
 	// What does not need the object starts first, in the background: the perf events of the
 	// exit tracepoints (~60 us each, and they wait for the RCU grace periods of a previous
-	// run's closes) and the ring buffer (~4 ms to allocate 16 MB).
+	// run's closes) and the ring buffers (~4 ms to allocate 16 MB).
 	bg := startBackground(ringBytes)
 	defer func() {
 		if err != nil {
@@ -220,7 +246,8 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 		return nil, &LoadError{Step: "parse BPF object", Err: err}
 	}
 	spec := copySpec(obj.spec)
-	spec.Maps["events"].MaxEntries = uint32(ringBytes)
+	spec.Maps["events"].MaxEntries = uint32(eventsRingBytes(ringBytes))
+	spec.Maps["spill"].MaxEntries = uint32(ringBytes)
 	ph.mark("parse spec")
 	relocated := relocate(obj, spec)
 
@@ -385,9 +412,14 @@ func (p *probe) attach(cgroupDir string, ph *phases, perf func() error) error {
 // background is what loadProbe starts before it parses the object.
 type background struct {
 	perf      chan perfResult
-	ring      chan mapResult
+	ring      chan ringsResult
 	perfTaken bool
 	ringTaken bool
+}
+
+type ringsResult struct {
+	events, spill *ebpf.Map
+	err           error
 }
 
 type perfResult struct {
@@ -395,20 +427,22 @@ type perfResult struct {
 	err error
 }
 
-type mapResult struct {
-	m   *ebpf.Map
-	err error
-}
-
 func startBackground(ringBytes int) *background {
-	bg := &background{perf: make(chan perfResult, 1), ring: make(chan mapResult, 1)}
+	bg := &background{perf: make(chan perfResult, 1), ring: make(chan ringsResult, 1)}
 	go func() {
 		fds, err := openExitTracepoints()
 		bg.perf <- perfResult{fds, err}
 	}()
 	go func() {
-		m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "events", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)})
-		bg.ring <- mapResult{m, err}
+		var r ringsResult
+		r.events, r.err = ebpf.NewMap(&ebpf.MapSpec{Name: "events", Type: ebpf.RingBuf, MaxEntries: uint32(eventsRingBytes(ringBytes))})
+		if r.err != nil {
+			r.err = &LoadError{Step: "create map events", Err: r.err}
+		} else if r.spill, r.err = ebpf.NewMap(&ebpf.MapSpec{Name: "spill", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)}); r.err != nil {
+			r.events.Close()
+			r.events, r.err = nil, &LoadError{Step: "create map spill", Err: r.err}
+		}
+		bg.ring <- r
 	}()
 	return bg
 }
@@ -420,11 +454,10 @@ func (bg *background) takePerf() ([]int, error) {
 	return r.fds, r.err
 }
 
-// takeRing waits for the ring buffer map; the caller closes it from then on.
-func (bg *background) takeRing() (*ebpf.Map, error) {
+// takeRings waits for the ring buffer maps; the caller closes them from then on.
+func (bg *background) takeRings() ringsResult {
 	bg.ringTaken = true
-	r := <-bg.ring
-	return r.m, r.err
+	return <-bg.ring
 }
 
 // discard closes what was not taken.
@@ -434,19 +467,20 @@ func (bg *background) discard() {
 		kernrun.ClosePerfEvents(fds)
 	}
 	if !bg.ringTaken {
-		if m, _ := bg.takeRing(); m != nil {
-			m.Close()
+		if r := bg.takeRings(); r.err == nil {
+			r.events.Close()
+			r.spill.Close()
 		}
 	}
 }
 
 // createMaps creates the maps of spec (not the data sections: they are made, and frozen, with
 // the programs) into out, all at once: the big ones take a few ms each to allocate. Maps that
-// do not need them are made without BTF types. The ring buffer comes from bg.
+// do not need them are made without BTF types. The ring buffers come from bg.
 func createMaps(spec *ebpf.CollectionSpec, out map[string]*ebpf.Map, bg *background) error {
 	var names []string
 	for name := range spec.Maps {
-		if !strings.HasPrefix(name, ".") && name != "events" {
+		if !strings.HasPrefix(name, ".") && name != "events" && name != "spill" {
 			names = append(names, name)
 		}
 	}
@@ -467,11 +501,10 @@ func createMaps(spec *ebpf.CollectionSpec, out map[string]*ebpf.Map, bg *backgro
 			maps[i], errs[i] = ebpf.NewMap(ms)
 		}()
 	}
-	ring, err := bg.takeRing()
-	if err != nil {
-		err = &LoadError{Step: "create map events", Err: err}
-	} else {
-		out["events"] = ring
+	rings := bg.takeRings()
+	err := rings.err
+	if err == nil {
+		out["events"], out["spill"] = rings.events, rings.spill
 	}
 	wg.Wait()
 	for i, name := range names {
@@ -573,6 +606,7 @@ func (p *probe) close() {
 	if p.ring != nil { // not taken: the attach failed
 		if r := <-p.ring; r.rd != nil {
 			r.rd.Close()
+			r.spill.close()
 		}
 	}
 	p.detach()

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
@@ -25,6 +26,12 @@ import (
 
 // DefaultRingBufferBytes is the ring buffer size when Options.RingBufferBytes is 0.
 const DefaultRingBufferBytes = 16 << 20
+
+// EventsRingBytes is the most learn.c's first ring holds (events, the one read from the start
+// of a run); the ring buffer of Options.RingBufferBytes (spill) is mapped only when a run fills
+// that one. 512 KiB holds what a compile sends (~45 KB) ten times over; find /usr -xdev sends
+// 3 MB through it without filling it (the reader is woken at a quarter).
+const EventsRingBytes = 512 << 10
 
 // leftoverGrace is how long the rest of the tree may take to finish after the main command
 // exited before what is still running is killed.
@@ -54,8 +61,9 @@ type Options struct {
 	// command as they are (TTY included); other readers and writers are copied.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	// RingBufferBytes is the size of the event ring buffer: a power of two and a multiple of
-	// the page size. 0 means DefaultRingBufferBytes.
+	// RingBufferBytes is the size of the event ring buffer a run spills into once its first
+	// ring (EventsRingBytes, or this size when smaller) is full: a power of two and a multiple
+	// of the page size. 0 means DefaultRingBufferBytes.
 	RingBufferBytes int
 	Debug           bool // put the full verifier log into load errors
 }
@@ -77,8 +85,12 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	}
 	Settle() // the last run's probe is handed on before this one looks for it
 	ph := newPhases()
+	// A probe of the default shape may be taken over from the last run (warm.go): while the
+	// run's cgroups are made, which the take-over does not need.
+	claim := startClaim(warmShape(rs.ringBytes, opts.Debug))
 	cg, err := newRunCgroup()
 	if err != nil {
+		claim.drop()
 		return nil, err
 	}
 	defer func() {
@@ -90,7 +102,7 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	pk := newPeaks(cg)
 	defer pk.remove()
 	ph.mark("cgroup")
-	p, err := loadProbe(cg.id, cg.dir, rs.ringBytes, opts.Debug, ph)
+	p, err := loadProbe(cg.id, cg.dir, rs.ringBytes, opts.Debug, ph, claim.wait())
 	if err != nil {
 		if os.Geteuid() != 0 && errors.Is(err, unix.EPERM) {
 			return nil, fmt.Errorf("%w: %v", ErrNeedRoot, err)
@@ -100,13 +112,18 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	defer closeInBackground(p)
 	ph.mark("attach")
 
-	rd, err := p.ringReader()
+	rd, spill, err := p.ringReader()
 	if err != nil {
 		return nil, &LoadError{Step: "open ring buffer", Err: err}
 	}
-	// Unmapping the 16 MB ring takes ~1 ms: done in the background, once the reader is stopped
+	// Unmapping a 16 MB ring takes ~1 ms: done in the background, once the reader is stopped
 	// (the defer below that stops it runs first).
-	defer func() { go rd.Close() }()
+	defer func() {
+		go func() {
+			rd.Close()
+			spill.close()
+		}()
+	}()
 
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
@@ -114,7 +131,7 @@ func Run(ctx context.Context, opts Options) (tr *trace.Trace, err error) {
 	}
 	start := time.Now()
 	col := newCollector(uint64(ts.Nano()), start)
-	reading := startReading(rd, p.objs.Events, col)
+	reading := startReading(rd, p.objs.Events, spill, col)
 	defer func() {
 		if !reading.stopped {
 			reading.stop()
@@ -233,11 +250,14 @@ func (rs runSpec) command(opts Options, cgroupFD int) *exec.Cmd {
 // ringReading drains the ring buffer into the collector in the background until stop.
 type ringReading struct {
 	rd       *ringbuf.Reader
+	spill    *spillRing
 	waker    *os.File      // the ring in Go's netpoller; nil: a timer only
 	wake     chan struct{} // closed by stop
 	stopping atomic.Bool
 	done     chan error
 	stopped  bool
+	// bytes read from each ring, headers included (SYSPROF_TIMINGS prints them)
+	eventsBytes, spillBytes int
 }
 
 // startReading starts draining ring (read through rd) into col. learn.c does not wake the
@@ -249,8 +269,11 @@ type ringReading struct {
 // system call keeps its P until sysmon takes it back, and one taken back every poll kept sysmon
 // waking every 20 us (10–15% of sysprof's CPU samples in a learn of find). Each look at the ring
 // is an epoll_wait that does not block (a deadline of now).
-func startReading(rd *ringbuf.Reader, ring *ebpf.Map, col *collector) *ringReading {
-	r := &ringReading{rd: rd, waker: ringWaker(ring), wake: make(chan struct{}), done: make(chan error, 1)}
+//
+// Once a run filled ring, learn.c writes to spill instead: each time ring is empty the reader
+// drains spill too, and then polls every pollInterval (learn.c never wakes it for spill).
+func startReading(rd *ringbuf.Reader, ring *ebpf.Map, spill *spillRing, col *collector) *ringReading {
+	r := &ringReading{rd: rd, spill: spill, waker: ringWaker(ring), wake: make(chan struct{}), done: make(chan error, 1)}
 	go func() {
 		var rec ringbuf.Record
 		every, got := pollInterval, false
@@ -258,6 +281,14 @@ func startReading(rd *ringbuf.Reader, ring *ebpf.Map, col *collector) *ringReadi
 			rd.SetDeadline(time.Now())
 			err := rd.ReadInto(&rec)
 			if errors.Is(err, os.ErrDeadlineExceeded) {
+				if err := r.readSpill(col, &rec); err != nil {
+					if r.waker != nil {
+						r.waker.Close()
+					}
+					r.done <- err
+					return
+				}
+				got = got || r.spill.rd != nil
 				col.sortNewPaths(newPathsToSort)
 				if got || r.waker == nil {
 					every = pollInterval
@@ -272,17 +303,90 @@ func startReading(rd *ringbuf.Reader, ring *ebpf.Map, col *collector) *ringReadi
 				r.waker.Close()
 			}
 			if err != nil {
-				if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed) {
+				if errors.Is(err, ringbuf.ErrFlushed) {
+					err = r.readSpill(col, &rec) // the run is over: what spill holds is the last
+				} else if errors.Is(err, os.ErrClosed) {
 					err = nil
 				}
 				r.done <- err
 				return
 			}
 			got = true
+			r.eventsBytes += len(rec.RawSample) + 8
 			col.handle(rec.RawSample)
 		}
 	}()
 	return r
+}
+
+// readSpill hands col what spill holds once the run wrote there, each record after what ring
+// (rd) still holds: a record left in ring was written by a program that found ring not yet
+// full, before anything that followed from it went to spill.
+func (r *ringReading) readSpill(col *collector, rec *ringbuf.Record) error {
+	s := r.spill
+	if s.rd == nil {
+		if !s.written() {
+			return nil
+		}
+		rd, err := ringbuf.NewReader(s.m)
+		if err != nil {
+			return fmt.Errorf("map the spill ring buffer: %w", err)
+		}
+		s.rd = rd
+		spills.Add(1)
+	}
+	s.rd.SetDeadline(time.Now())
+	for {
+		err := s.rd.ReadInto(&s.rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for r.rd.AvailableBytes() > 0 {
+			if err := r.rd.ReadInto(rec); err != nil {
+				break // a deadline (the ring's records are read the next time round) or closed
+			}
+			r.eventsBytes += len(rec.RawSample) + 8
+			col.handle(rec.RawSample)
+		}
+		r.spillBytes += len(s.rec.RawSample) + 8
+		col.handle(s.rec.RawSample)
+	}
+}
+
+// spillRing is learn.c's second ring, which a run writes to once the first (events) is full.
+// Mapping all of it costs what mapping events did when it was 16 MB (the kernel inserts every
+// page at mmap), so it is mapped only once its producer position moved: its first two pages
+// (the positions), mapped alone, say so.
+type spillRing struct {
+	m   *ebpf.Map
+	pos []byte          // the consumer's page, then the producer's (read-only)
+	rd  *ringbuf.Reader // once written
+	rec ringbuf.Record
+}
+
+func newSpillRing(m *ebpf.Map) (*spillRing, error) {
+	pos, err := unix.Mmap(m.FD(), 0, 2*os.Getpagesize(), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("map the spill ring buffer's positions: %w", err)
+	}
+	return &spillRing{m: m, pos: pos}, nil
+}
+
+// written reports whether the ring holds records not read yet.
+func (s *spillRing) written() bool {
+	cons := atomic.LoadUint64((*uint64)(unsafe.Pointer(&s.pos[0])))
+	prod := atomic.LoadUint64((*uint64)(unsafe.Pointer(&s.pos[os.Getpagesize()])))
+	return prod != cons
+}
+
+func (s *spillRing) close() {
+	if s.rd != nil {
+		s.rd.Close()
+	}
+	unix.Munmap(s.pos)
 }
 
 // ringWaker is a copy of ring's fd in Go's netpoller (its readiness is the kernel's wakeup), or
@@ -405,6 +509,7 @@ func finishTrace(p *probe, col *collector, reading *ringReading, t *trace.Trace,
 	}
 	rerr := reading.stop()
 	ph.mark("drain")
+	reading.stats()
 	col.hasher.finish()
 	ph.mark("hash")
 	t.End = time.Now()

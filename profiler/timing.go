@@ -35,3 +35,10 @@ func (p *probe) progStats() {
 		fmt.Fprintf(os.Stderr, "timing prog %-14s runs %8d total %8.2fms %7.0fns/run\n", name, st.RunCount, float64(st.Runtime.Microseconds())/1000, per)
 	}
 }
+
+// stats prints the bytes read from each ring buffer.
+func (r *ringReading) stats() {
+	if phase.On() {
+		fmt.Fprintf(os.Stderr, "timing ring bytes read: events %d, spill %d\n", r.eventsBytes, r.spillBytes)
+	}
+}

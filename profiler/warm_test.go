@@ -246,3 +246,33 @@ func TestNoLinkOutlivesARun(t *testing.T) {
 		t.Fatalf("list the kernel's links: %v", err)
 	}
 }
+
+// A record whose maps of one kind are swapped (syscalls and args are both hash maps, so only
+// their names tell them apart) is not taken over: the next run loads its own objects and
+// counts right.
+func TestWarmRecordOfSwappedMaps(t *testing.T) {
+	testutil.RequireRoot(t)
+	warm := t.TempDir()
+	t.Cleanup(profiler.SwapWarmDir(warm))
+	victim := realPath(t, testutil.BuildC(t, "victim/victim.c"))
+	learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "storm", "1"}})
+	file, rec := onlyHelper(t, warm)
+	defer endHelper(rec)
+	maps, _ := rec["maps"].(map[string]any)
+	if maps["syscalls"] == nil || maps["args"] == nil {
+		t.Fatalf("the helper's record names no syscalls or args map: %v", rec)
+	}
+	maps["syscalls"], maps["args"] = maps["args"], maps["syscalls"]
+	b, _ := json.Marshal(rec)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := profiler.WarmTakeovers.Load()
+	tr := learn(t, withTimeout(t, time.Minute), profiler.Options{Command: []string{victim, "storm", "4"}})
+	if n := syscallCount(tr, victim, trace.ArchX86_64, "getppid"); n != 4 || tr.Incomplete {
+		t.Errorf("getppid %d times, incomplete %v; want 4, complete", n, tr.Incomplete)
+	}
+	if profiler.WarmTakeovers.Load() != before {
+		t.Errorf("a run took over a record with its syscalls and args maps swapped")
+	}
+}
