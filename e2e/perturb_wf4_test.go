@@ -30,7 +30,7 @@ func nextApp(t *testing.T, b *testutil.Box) {
 // vite serves a transformed module. TestDevServerWorkflow runs vite with a kept-alive and a
 // half-closing client.
 func devServerWorkflows(t *testing.T) []wfWorkflow {
-	nextPort, vitePort := freePort(t), freePort(t)
+	nextPort, vitePort := testutil.ServerPort(t), testutil.ServerPort(t)
 	// Telemetry off: it would post to its service on exit (a test reaches only loopback), as
 	// a CI runner's configuration sets it.
 	next := []string{"env", "NEXT_TELEMETRY_DISABLED=1", "node_modules/.bin/next", "dev", "-H", "127.0.0.1", "-p", strconv.Itoa(nextPort)}

@@ -86,12 +86,7 @@ func TestDevServerWorkflow(t *testing.T) {
 	b := newBox(t, root, "x", "alice", filepath.Join("src", "project"), "")
 	webApp(t, b)
 	openForNobody(t, root)
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
+	port := strconv.Itoa(testutil.ServerPort(t))
 	argv := []string{"node_modules/.bin/vite", "--host", "127.0.0.1", "--port", port, "--strictPort"}
 	profile := filepath.Join(root, "vite-dev.yaml")
 

@@ -3,7 +3,6 @@ package e2e
 import (
 	"archive/zip"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -88,7 +87,7 @@ var (
 )
 
 func wfWorkflows(t *testing.T) []wfWorkflow {
-	port := freePort(t)
+	port := testutil.ServerPort(t)
 	py := func(name string, argv []string, setup func(*testing.T, *testutil.Box), edit func(*testing.T, *testutil.Box, perturbation), need ...string) wfWorkflow {
 		return wfWorkflow{everyday: everyday{name: name, need: append(need, argv[0]), argv: argv, setup: setup, timing: anyTiming}, edit: edit}
 	}
@@ -138,14 +137,6 @@ func wfWorkflows(t *testing.T) []wfWorkflow {
 }
 
 // freePort is a loopback TCP port nothing listens on now.
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // appendAs appends text to rel as pt's user (the file keeps its owner), once: the twin, the
 // enforced run and drift each find the same edit.

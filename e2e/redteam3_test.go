@@ -360,18 +360,21 @@ func TestRedTeamFloodCannotHideTheRecord(t *testing.T) {
 			listed := slices.ContainsFunc(rp.Denials, func(d report.Denial) bool {
 				return d.Kind == report.KindFile && strings.HasSuffix(d.Path, "/.bashrc")
 			})
-			// On a loaded machine the guard's ring buffer may fill before user space reads it: those
-			// events are lost in the kernel (the writes still refused), and the report says so.
-			ringFull := slices.ContainsFunc(rp.Notes, func(n string) bool { return strings.Contains(n, "ring buffer was full") })
-			if ringFull && rp.LostRecords == 0 {
-				t.Errorf("the guard's ring buffer overflowed, but the report counts no lost records: %q", rp.Notes)
+			// On a loaded machine the guard's ring buffer may fill before user space reads it, and
+			// another sysprof process on the host may take the run's guard slot: those events are
+			// lost (the writes still refused), and the report says so.
+			lost := slices.ContainsFunc(rp.Notes, func(n string) bool {
+				return strings.Contains(n, "ring buffer was full") || strings.Contains(n, "may be missing from this report")
+			})
+			if lost && rp.LostRecords == 0 {
+				t.Errorf("the guard lost records, but the report counts none: %q", rp.Notes)
 			}
 			switch {
 			case as.wrap != nil || listed:
-			case ringFull:
-				t.Logf("the guard's ring buffer overflowed (the report says so); the cap was not reached: %q", rp.Notes)
+			case lost:
+				t.Logf("the guard lost records (the report says so); the cap was not reached: %q", rp.Notes)
 			default:
-				t.Errorf("the write to ~/.bashrc after 4300 distinct file denials is not on the record (%d denials listed)", len(rp.Denials))
+				t.Errorf("the write to ~/.bashrc after 4300 distinct file denials is not on the record (%d denials listed, %d lost): %q", len(rp.Denials), rp.LostRecords, rp.Notes)
 			}
 		})
 	}

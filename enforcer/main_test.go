@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	if n := os.Getenv(addfdChildEnv); n != "" {
+		os.Exit(addfdChild(n))
+	}
 	if victim := os.Getenv(unprivEnv); victim != "" {
 		helper := unprivilegedHelper
 		if os.Getenv(emptyFSEnv) != "" {

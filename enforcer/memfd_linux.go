@@ -5,7 +5,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -15,7 +14,7 @@ import (
 
 // memfdCreate answers a memfd_create the filter sent only for seccomp.WhyMemfd and that does
 // not ask for MFD_EXEC: the supervisor makes the file itself and puts it in the caller as the
-// call's result (SECCOMP_ADDFD_FLAG_SEND). The file is one on a detached noexec tmpfs
+// call's result (notifAnswerFD). The file is one on a detached noexec tmpfs
 // (sandbox.NoExecMemfd; its link reads /memfd:NAME like a memfd's), so it can be neither
 // executed (execve of /proc/self/fd/N: EACCES) nor mapped executable (dlopen of it: EPERM). When
 // no such mount can be had, a real memfd with MFD_NOEXEC_SEAL (execve refused, an executable
@@ -47,12 +46,7 @@ func (s *supervisor) memfdCreate(n *seccompNotif) bool {
 		return true
 	}
 	defer unix.Close(fd)
-	add := seccompNotifAddfd{ID: n.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(fd)}
-	if flags&unix.MFD_CLOEXEC != 0 {
-		add.NewfdFlags = unix.O_CLOEXEC
-	}
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(s.listener), ioctlNotifAddfd, uintptr(unsafe.Pointer(&add)))
-	if errno != 0 && errno != unix.ENOENT { // ENOENT: the caller is gone
+	if errno := notifAnswerFD(s.listener, n.ID, fd, flags&unix.MFD_CLOEXEC != 0); errno != 0 && errno != unix.ENOENT { // ENOENT: the caller is gone
 		resp.Error = -int32(errno) // EMFILE in the caller, ...
 		_ = notifSend(s.listener, &resp)
 	}

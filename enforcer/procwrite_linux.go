@@ -5,7 +5,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -13,23 +12,11 @@ import (
 	"github.com/sysprof/sysprof/seccomp"
 )
 
-// seccompNotifAddfd is struct seccomp_notif_addfd (24 bytes).
-type seccompNotifAddfd struct {
-	ID         uint64
-	Flags      uint32
-	Srcfd      uint32
-	Newfd      uint32
-	NewfdFlags uint32
-}
-
-// ioctlNotifAddfd is SECCOMP_IOCTL_NOTIF_ADDFD: _IOW('!', 3, struct seccomp_notif_addfd).
-const ioctlNotifAddfd = 0x40182103
-
 // procWriteOpen answers a notification the filter sent only because it opens for writing
 // (seccomp.WhyOpenWrites) and reports whether it did. The learned /proc/<pid>/NAME of a process of the
 // sandbox gets a descriptor the supervisor opened (procTarget decides which); every other such
 // open goes on (CONTINUE) to the read-only mounts and Landlock, which decide it as any open:
-// nothing this answers widens what they allow. Requires Linux 5.14 (SECCOMP_ADDFD_FLAG_SEND).
+// nothing this answers widens what they allow. Requires Linux 5.9 (SECCOMP_IOCTL_NOTIF_ADDFD).
 func (s *supervisor) procWriteOpen(n *seccompNotif) bool {
 	name, _ := SyscallName(n.Data.Arch, uint32(n.Data.Nr))
 	pathArg, flagsArg := 0, 1
@@ -46,12 +33,7 @@ func (s *supervisor) procWriteOpen(n *seccompNotif) bool {
 	resp := seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
 	if fd, ok := s.openProcFile(n, name, pathArg, n.Data.Args[flagsArg]&unix.O_ACCMODE); ok {
 		defer unix.Close(fd)
-		add := seccompNotifAddfd{ID: n.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(fd)}
-		if n.Data.Args[flagsArg]&unix.O_CLOEXEC != 0 {
-			add.NewfdFlags = unix.O_CLOEXEC
-		}
-		_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(s.listener), ioctlNotifAddfd, uintptr(unsafe.Pointer(&add)))
-		if errno == 0 {
+		if notifAnswerFD(s.listener, n.ID, fd, n.Data.Args[flagsArg]&unix.O_CLOEXEC != 0) == 0 {
 			return true // the fd is the call's result
 		}
 		// The task is gone (ENOENT), or the kernel cannot add fds: the open goes on, and is

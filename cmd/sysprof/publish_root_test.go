@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -34,12 +33,7 @@ func TestDevServerLearnEnforcePublished(t *testing.T) {
 	}
 	dir := newProjectDir(t, "version: 1\n")
 	writeFile(t, filepath.Join(dir, "hello.txt"), "hello\n")
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := testutil.ServerPort(t)
 	prof := filepath.Join(dir, "serve.yaml")
 	argv := []string{"/usr/bin/python3", "-m", "http.server", "--bind", "127.0.0.1", strconv.Itoa(port)}
 	url := fmt.Sprintf("http://127.0.0.1:%d/hello.txt", port)
@@ -103,12 +97,7 @@ func TestDevServerLearnEnforcePublished(t *testing.T) {
 	}
 
 	// Another port: --publish adds the listener the profile did not learn.
-	l, err = net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
+	other := strconv.Itoa(testutil.ServerPort(t))
 	argv[len(argv)-1] = other
 	if got, stderr := serve("enforce", "-p", prof, "--publish", other, "--"); got != "200 hello\n" || !strings.Contains(stderr, "published 127.0.0.1:"+other+" → sandbox") {
 		t.Errorf("enforce --publish %s: GET: %q\n%s", other, got, stderr)

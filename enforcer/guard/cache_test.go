@@ -270,3 +270,44 @@ func TestPinnedProgramID(t *testing.T) {
 		t.Error("a missing pin read as a program")
 	}
 }
+
+// A run whose slot another sysprof process took, or whose entry it removed, reported nothing
+// from then on: its report must not pass for complete (slotTaken, counted as lost by Close).
+func TestGuardSlotTakenIsSaid(t *testing.T) {
+	withPinRoot(t)
+	o, err := openGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	cg, err := kernrun.NewCgroup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cg.Remove()
+	g := &Guard{objs: o, cg: cg, slot: 2, inRuns: true}
+	if err := o.maps["runs"].Put(cg.ID, &bpf.GuardRunCfg{Slot: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.maps["slot_cgid"].Put(uint32(2), cg.ID); err != nil {
+		t.Fatal(err)
+	}
+	if s := g.slotTaken(); s != "" {
+		t.Errorf("the run holds its slot, yet: %q", s)
+	}
+	if err := o.maps["slot_cgid"].Put(uint32(2), cg.ID+1); err != nil {
+		t.Fatal(err)
+	}
+	if s := g.slotTaken(); !strings.Contains(s, "took the run's guard slot 2") {
+		t.Errorf("another run's cgroup in the slot is not said: %q", s)
+	}
+	if err := o.maps["slot_cgid"].Put(uint32(2), cg.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.maps["runs"].Delete(cg.ID); err != nil {
+		t.Fatal(err)
+	}
+	if s := g.slotTaken(); !strings.Contains(s, "removed the run's entry") {
+		t.Errorf("the run's entry gone is not said: %q", s)
+	}
+}

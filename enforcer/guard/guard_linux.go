@@ -418,6 +418,24 @@ func (g *Guard) enter() error {
 	return nil
 }
 
+// slotTaken says, once the command is done and before the run gives its slot away, when
+// guard.c no longer reported for the run: its slot names another run's cgroup, or its entry is
+// gone (another sysprof process took the slot or collected the entry), or "".
+func (g *Guard) slotTaken() string {
+	if g.objs == nil || !g.inRuns || g.slot < 0 {
+		return ""
+	}
+	var cfg bpf.GuardRunCfg
+	if err := g.objs.maps["runs"].Lookup(g.cg.ID, &cfg); err != nil {
+		return fmt.Sprintf("another sysprof process removed the run's entry from the guard's maps (%v)", err)
+	}
+	var cur uint64
+	if err := g.objs.maps["slot_cgid"].Lookup(uint32(g.slot), &cur); err != nil || cur != g.cg.ID {
+		return fmt.Sprintf("another sysprof process took the run's guard slot %d (it reports for cgroup %d)", g.slot, cur)
+	}
+	return ""
+}
+
 // leave removes the run's entries from guard.c's maps (after everything is detached and the
 // ring buffer is read) and returns its counters.
 func (g *Guard) leave() (cfg bpf.GuardRunCfg) {
@@ -665,6 +683,7 @@ func (g *Guard) Close() ([]report.Denial, []string) {
 		}
 		return nil, notes
 	}
+	taken := g.slotTaken() // before the hand-off gives the slot away
 	// The file program's hand-off (starting the helper) meanwhile.
 	handed := make(chan bool, 1)
 	go func() { handed <- len(g.tps) > 0 && g.closeTracepoints() }()
@@ -681,6 +700,12 @@ func (g *Guard) Close() ([]report.Denial, []string) {
 		notes = append(notes, fmt.Sprintf("%d network/file denials were not reported: the guard's scratch space was in use by another of the run's tasks on the same CPU (they were still refused)", cfg.Busy))
 	}
 	g.lost += cfg.Drops + cfg.Busy
+	if taken != "" {
+		// How many went unseen is unknown: at least one, so that the record never passes
+		// for complete (report.LostRecords, --fail-on-denial).
+		notes = append(notes, "network/file denials may be missing from this report: "+taken+" (they were still refused)")
+		g.lost++
+	}
 	g.load.close()
 	g.objs = nil
 	phase.Mark("close: collection")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -123,6 +124,7 @@ ls /proc/self/fd | tr '\n' ' '`
 
 // A call of the child that fails is an error naming it, and the child is reaped.
 func TestStartNamesWhatFailed(t *testing.T) {
+	before := ownChildren(t)
 	_, _, err := startSh(t, Attr{Dir: "/no/such/dir"}, "true")
 	if errors.Is(err, feature.ErrNotSupported) {
 		requireSpawn(t, err)
@@ -134,10 +136,7 @@ func TestStartNamesWhatFailed(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "chdir /no/such/dir") || !errors.Is(err, unix.ENOENT) {
 		t.Fatalf("err %v, want chdir /no/such/dir: ENOENT", err)
 	}
-	var ws unix.WaitStatus
-	if _, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); err != unix.ECHILD {
-		t.Errorf("a child is left: %v", err)
-	}
+	noChildLeft(t, before)
 }
 
 // No handler of this process runs in the child, which shares its memory: the child sees
@@ -256,6 +255,7 @@ func TestStartTakesIDsBeforeExec(t *testing.T) {
 // Maps that cannot be written fail Start with what failed, and the waiting child is gone.
 func TestStartIDsMapsRefused(t *testing.T) {
 	bad := []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}, {ContainerID: 0, HostID: os.Getuid(), Size: 1}}
+	before := ownChildren(t)
 	_, err := Start(&Attr{Path: "/bin/true", Argv: []string{"true"}, CgroupFD: -1, CloneFlags: unix.CLONE_NEWUSER,
 		IDs: &IDs{Uids: bad, Cred: &syscall.Credential{}}})
 	if errors.Is(err, feature.ErrNotSupported) {
@@ -268,10 +268,7 @@ func TestStartIDsMapsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "uid_map") {
 		t.Fatalf("err %v, want the uid_map write's", err)
 	}
-	var ws unix.WaitStatus
-	if _, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); err != unix.ECHILD {
-		t.Errorf("a child is left: %v", err)
-	}
+	noChildLeft(t, before)
 }
 
 // A child with ids to take that fails after the parent's thread went on (a chdir refused once
@@ -328,4 +325,39 @@ func grow(n int) byte {
 		b[n%256] = grow(n - 1)
 	}
 	return b[n%7]
+}
+
+// ownChildren is this process's children, running or not reaped (every thread's:
+// /proc/self/task/*/children).
+func ownChildren(t *testing.T) map[int]bool {
+	t.Helper()
+	files, err := filepath.Glob("/proc/self/task/*/children")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no /proc/self/task/*/children (%v)", err)
+	}
+	kids := map[int]bool{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread is gone (its children went to another)
+		}
+		for _, w := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(w); err == nil {
+				kids[pid] = true
+			}
+		}
+	}
+	return kids
+}
+
+// noChildLeft fails t when this process has a child that before did not list: never wait4(-1),
+// which would reap another test's child (Release's goroutine waits for its own) or call one
+// still running a leak.
+func noChildLeft(t *testing.T, before map[int]bool) {
+	t.Helper()
+	for pid := range ownChildren(t) {
+		if !before[pid] {
+			t.Errorf("a child is left: pid %d", pid)
+		}
+	}
 }

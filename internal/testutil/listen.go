@@ -3,8 +3,11 @@ package testutil
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +57,36 @@ func listen(t testing.TB, network, addr string) net.Listener {
 func LoopbackTCP(t testing.TB) int {
 	t.Helper()
 	return Port(Listen(t, "tcp4", "127.0.0.1:0"))
+}
+
+// ServerPort is a free loopback TCP port for a server the test starts later, maybe several
+// times (learn, enforce as root and as nobody), closed in between: one below the kernel's
+// ephemeral range, which no connect and no listen on port 0 (another test's, another
+// package's) is given meanwhile. The kernel's own pick for port 0 was free only until the next
+// outgoing connection took it.
+func ServerPort(t testing.TB) int {
+	t.Helper()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	const from = 10000
+	if low <= from+100 {
+		t.Fatalf("the ephemeral port range starts at %d: no room below it for the test's servers", low)
+	}
+	for range 200 {
+		port := from + rand.IntN(low-from)
+		if l, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			l.Close()
+			return port
+		}
+	}
+	t.Fatalf("no free loopback port in %d-%d", from, low-1)
+	return 0
 }
 
 // Port is a TCP listener's port.
