@@ -475,6 +475,10 @@ func (c *Filter) compileABI(info *arch.Info, isHost bool, others []*arch.Info, n
 					c.Notes = append(c.Notes, fmt.Sprintf("%s: each call waits in the supervisor first, then goes on: %s", name, h.Why))
 					continue
 				}
+				if h.HasValues && len(h.Values) == 0 { // every call: the supervisor decides each
+					c.Notes = append(c.Notes, fmt.Sprintf("%s: each call goes to the supervisor, which decides: %s", name, h.Why))
+					continue
+				}
 				c.Notes = append(c.Notes, fmt.Sprintf("%s: denies %s unless the profile's argument rules allow it", name, h.Why))
 			}
 		}
