@@ -78,6 +78,7 @@ func TestFileDenialsObservedAsRoot(t *testing.T) {
 
 func TestFileBenignRunPrintsNothing(t *testing.T) {
 	testutil.RequireRoot(t)
+	withoutSecretEnv(t)
 	f := newFSFixture(t)
 	o := f.run(t, f.profile, false, "read=src.txt", "write=out/ok.txt", "ok")
 	if o.err != nil || o.code != 0 || o.stdout != "read: ok\nwrite: ok\nok\n" {
@@ -132,6 +133,19 @@ func TestFileDenialsBeyondSixteenHidden(t *testing.T) {
 	for _, s := range secrets {
 		if d := o.fileDenial(s, "read"); d == nil {
 			t.Errorf("no denial for the read of %s (%d hidden directories):\n%s", s, len(secrets), o)
+		}
+	}
+}
+
+// withoutSecretEnv unsets, for the test, the variables enforce would remove from a command's
+// environment (policy.SecretEnv): a run then has nothing to say about them (a CI machine's
+// AWS_CA_BUNDLE would otherwise print its "environment (not a denial)" line).
+func withoutSecretEnv(t *testing.T) {
+	for _, kv := range os.Environ() {
+		name, value, _ := strings.Cut(kv, "=")
+		if policy.SecretEnv(name, value) != "" {
+			t.Setenv(name, "") // restored after the test
+			os.Unsetenv(name)
 		}
 	}
 }

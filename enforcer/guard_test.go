@@ -57,6 +57,7 @@ func TestNetworkHostNameAsRoot(t *testing.T) {
 
 func TestNetworkBenignRunPrintsNothing(t *testing.T) {
 	testutil.RequireRoot(t)
+	withoutSecretEnv(t)
 	f := newFSFixture(t)
 	allowed := testutil.LoopbackTCP(t)
 	p := netProfile(f, policy.Endpoint{Endpoint: fmt.Sprintf("127.0.0.1:%d", allowed), Proto: "tcp"})

@@ -77,7 +77,7 @@ func writesTree(t *testing.T, nobody bool) (work, home string) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
 	work, home = filepath.Join(dir, "work"), filepath.Join(dir, "home")
-	for _, d := range []string{filepath.Join(work, "outdir"), filepath.Join(home, ".cache", "sysprof"), filepath.Join(home, "target"), filepath.Join(home, ".local", "bin"), filepath.Join(home, ".local", "share", "systemd")} {
+	for _, d := range []string{filepath.Join(work, "outdir"), filepath.Join(home, ".cache", "sysprof"), filepath.Join(home, "target"), filepath.Join(home, ".local", "bin"), filepath.Join(home, ".local", "share", "systemd"), filepath.Join(home, ".local", "share", "applications")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
