@@ -62,7 +62,10 @@ var pinRoot = "/sys/fs/bpf/sysprof"
 // (for `sysprof doctor`).
 func PinRoot() string { return pinRoot }
 
-const pinLayout = "sysprof guard pins v1"
+// pinLayout: v2, slot owners hold the slot's lock (slotown_linux.go). The Go side's ownership
+// rules are part of what the pins mean: a build that frees slots by pid alone must not share
+// these maps (it freed live runs' slots from another pid namespace).
+const pinLayout = "sysprof guard pins v2"
 
 // fileProgram observes file denials: guard.c's one program.
 const fileProgram = "sys_exit_path"
