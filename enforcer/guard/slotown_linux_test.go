@@ -123,3 +123,59 @@ func TestGuardSlotOwnerIsItsLock(t *testing.T) {
 		t.Errorf("slot 6's lock taken twice (fd %d, held %v)", fd, held)
 	}
 }
+
+// A warm slot's helper and its claimer compare pids (owner, claimer alive): only runs of the
+// helper's pid namespace take it over. The helper holds the slot's lock while it lingers.
+func TestGuardWarmSlotStaysInItsPidNamespace(t *testing.T) {
+	testutil.RequireRoot(t)
+	withPinRoot(t)
+	t.Cleanup(SwapWarm(t.TempDir(), 2*time.Second))
+	run := func() *Guard {
+		g, err := Start(Config{Files: true})
+		testutil.RequireNoErr(t, "start the guard", err)
+		testutil.RequireNoErr(t, "guard setup", g.Wait())
+		return g
+	}
+	g := run()
+	g.Close()
+	slots, err := PublishedSlots()
+	if err != nil || len(slots) != 1 {
+		t.Fatalf("published slots %+v: %v", slots, err)
+	}
+	w := slots[0]
+	if w.Lock <= 0 || w.PidNS != pidNS() {
+		t.Errorf("the published slot names no lock or another pid namespace: %+v", w)
+	}
+	o, err := openGuard()
+	testutil.RequireNoErr(t, "open the guard", err)
+	defer o.close()
+	if fd, held := o.tryLockSlot(w.Slot); fd >= 0 || !held {
+		t.Errorf("the lingering helper does not hold slot %d's lock (fd %d)", w.Slot, fd)
+		if fd >= 0 {
+			syscall.Close(fd)
+		}
+	}
+
+	setNS := func(ns uint64) {
+		unlock, err := lockWarm(false)
+		testutil.RequireNoErr(t, "lock the warm slots", err)
+		defer unlock()
+		w.PidNS = ns
+		if !publishWarm(warmPath(o.dir, w.Slot), w) {
+			t.Fatal("rewrite the published slot")
+		}
+	}
+	setNS(pidNS() + 1) // as published from another pid namespace
+	before := WarmReuses()
+	g2 := run()
+	if g2.warm || WarmReuses() != before || g2.slot == int(w.Slot) {
+		t.Errorf("a run took over the warm slot %d of another pid namespace (took slot %d, warm %v)", w.Slot, g2.slot, g2.warm)
+	}
+	g2.Close()
+	setNS(pidNS())
+	g3 := run()
+	if !g3.warm {
+		t.Errorf("a run did not take over the warm slot of its own pid namespace")
+	}
+	g3.Close()
+}
