@@ -177,3 +177,17 @@ func locked(dir string) bool {
 	defer unix.Close(fd)
 	return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == unix.EWOULDBLOCK
 }
+
+// lockDir holds an flock on directory d while the returned fd is open (-1: none), so that
+// removeStale and removeStaleV1 leave it alone.
+func lockDir(d string) int {
+	fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return -1
+	}
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		unix.Close(fd)
+		return -1
+	}
+	return fd
+}

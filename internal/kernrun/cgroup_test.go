@@ -44,3 +44,33 @@ func TestRemoveStaleLeavesLiveRunsAcrossPidNamespaces(t *testing.T) {
 		t.Error("the empty cgroup of a run that is gone stays")
 	}
 }
+
+// The same for the v1 directories of a run's limits.
+func TestRemoveStaleV1LeavesLiveRunsAcrossPidNamespaces(t *testing.T) {
+	testutil.RequireRoot(t)
+	parent, err := v1Dir("pids")
+	if err != nil {
+		t.Skipf("no v1 pids hierarchy: %v", err) // cgroup2-only hosts have no v1 directories
+	}
+	done := exec.Command("true")
+	testutil.RequireNoErr(t, "run true", done.Run())
+	live := filepath.Join(parent, "sysprof-run-"+strconv.Itoa(done.Process.Pid)+"-1-live")
+	testutil.RequireNoErr(t, "make a live run's directory", os.Mkdir(live, 0o755))
+	defer os.Remove(live)
+	fd := lockDir(live)
+	if fd < 0 {
+		t.Fatal("lock the live run's directory")
+	}
+	defer unix.Close(fd)
+	dead := filepath.Join(parent, "sysprof-run-"+strconv.Itoa(done.Process.Pid)+"-2-dead")
+	testutil.RequireNoErr(t, "make a dead run's directory", os.Mkdir(dead, 0o755))
+	defer os.Remove(dead)
+
+	removeStaleV1(parent)
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the v1 directory of a live run was removed: %v", err)
+	}
+	if _, err := os.Stat(dead); err == nil {
+		t.Error("the v1 directory of a run that is gone stays")
+	}
+}
