@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -178,4 +179,24 @@ func TestGuardWarmSlotStaysInItsPidNamespace(t *testing.T) {
 		t.Errorf("a run did not take over the warm slot of its own pid namespace")
 	}
 	g3.Close()
+}
+
+// What slot ownership adds to a run (BENCHMARKS.md, issue 23): taking a slot's lock and
+// letting it go; collectDead pays the same per slot in use, off the run's critical path.
+func BenchmarkSlotLock(b *testing.B) {
+	testutil.RequireRoot(b)
+	root := filepath.Join(testutil.BPFFS(b), "sysprof")
+	restore, err := SwapPinRoot(root)
+	b.Cleanup(restore)
+	testutil.RequireNoErr(b, "pins in the test's bpffs", err)
+	o, err := openGuard()
+	testutil.RequireNoErr(b, "open the guard", err)
+	defer o.close()
+	for b.Loop() {
+		fd, _ := o.tryLockSlot(7)
+		if fd < 0 {
+			b.Fatal("lock slot 7")
+		}
+		syscall.Close(fd)
+	}
 }
