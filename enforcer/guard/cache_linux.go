@@ -62,7 +62,10 @@ var pinRoot = "/sys/fs/bpf/sysprof"
 // (for `sysprof doctor`).
 func PinRoot() string { return pinRoot }
 
-const pinLayout = "sysprof guard pins v1"
+// pinLayout: v2, slot owners hold the slot's lock (slotown_linux.go). The Go side's ownership
+// rules are part of what the pins mean: a build that frees slots by pid alone must not share
+// these maps (it freed live runs' slots from another pid namespace).
+const pinLayout = "sysprof guard pins v2"
 
 // fileProgram observes file denials: guard.c's one program.
 const fileProgram = "sys_exit_path"
@@ -430,22 +433,30 @@ func publish(o *guardObjs, dir string) error {
 }
 
 // collectDead removes the entries of runs whose cgroup is gone (killed before they could
-// remove them) from the shared maps, and frees the slots whose owner process is gone. Safe with
+// remove them) from the shared maps, and frees the slots whose owner is gone (see
+// slotown_linux.go: never one whose owner may be alive, in any pid namespace). Safe with
 // runs starting meanwhile: the entries are listed before the live cgroups, and a run creates its
 // cgroup before its entries.
 func (o *guardObjs) collectDead() {
 	runs, owners := o.maps["runs"], o.maps["slot_owner"]
 	var slot uint32
-	var pid uint64
+	var v uint64
 	it := owners.Iterate()
-	var dead []uint32
-	for it.Next(&slot, &pid) {
-		if pid == 0 || unix.Kill(int(pid), 0) == unix.ESRCH {
-			dead = append(dead, slot)
-		}
+	taken := map[uint32]uint64{}
+	for it.Next(&slot, &v) {
+		taken[slot] = v
 	}
-	for _, s := range dead {
-		owners.Delete(s)
+	for s, v := range taken {
+		// Under the slot's lock (free: no owner holds it), and only the entry seen.
+		fd, _ := o.tryLockSlot(s)
+		if fd < 0 {
+			continue
+		}
+		var now uint64
+		if ownerGone(v) && owners.Lookup(s, &now) == nil && now == v {
+			owners.Delete(s)
+		}
+		unix.Close(fd)
 	}
 	seen := map[uint64]bool{}
 	var id uint64

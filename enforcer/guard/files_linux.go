@@ -216,7 +216,7 @@ func (g *Guard) attachTracepoints(names []string, prog *ebpf.Program) error {
 // closeTracepoints detaches the run's file program and closes the perf events, and reports
 // whether a helper releases the run's slot afterwards.
 func (g *Guard) closeTracepoints() bool {
-	rel := &slotRelease{owners: g.objs.maps["slot_owner"], cgids: g.objs.maps["slot_cgid"], slot: uint32(g.slot), names: g.names}
+	rel := &slotRelease{owners: g.objs.maps["slot_owner"], cgids: g.objs.maps["slot_cgid"], slot: uint32(g.slot), names: g.names, lock: g.slotLock}
 	if g.objs.pinned() {
 		rel.warm = warmPath(g.objs.dir, rel.slot)
 	}
@@ -251,6 +251,7 @@ type slotRelease struct {
 	slot          uint32
 	warm          string   // the slot's warm file ("": not published)
 	names         []string // the syscalls asked for
+	lock          int      // the fd holding the slot's lock (-1: none), the helper's too
 }
 
 // closeTracepoints detaches the program and closes the perf events without waiting for the
@@ -304,18 +305,23 @@ const HelperArg = "__sysprof_linger__"
 // here), and makes the helper the slot's owner. It reports false when it did not touch them.
 func handOff(links, perf []int, rel *slotRelease) bool {
 	fds := slices.Concat(links, perf)
-	slot, warm := -1, "-"
+	slot, warm, lock := -1, "-", -1
 	if rel != nil && rel.owners != nil {
 		fds = append(fds, rel.owners.FD())
 		slot = int(rel.slot)
 		if rel.warm != "" {
 			warm = rel.warm
 		}
+		if rel.lock >= 0 {
+			// The helper holds the slot's lock while it owns the slot (slotown_linux.go).
+			lock = 3 + len(fds)
+			fds = append(fds, rel.lock)
+		}
 	}
 	cmd := &exec.Cmd{
 		Path: "/proc/self/exe",
 		Args: []string{"sysprof-linger", HelperArg, strconv.Itoa(len(links)), strconv.Itoa(len(perf)), strconv.Itoa(slot),
-			strconv.FormatInt(lingerFor.Milliseconds(), 10), warm},
+			strconv.FormatInt(lingerFor.Milliseconds(), 10), warm, strconv.Itoa(lock)},
 	}
 	h, nums, err := kernrun.StartHolder(cmd, fds)
 	if err != nil {
@@ -328,10 +334,13 @@ func handOff(links, perf []int, rel *slotRelease) bool {
 		if warm != "-" {
 			unlock, err = lockWarm(true)
 		}
-		_ = rel.owners.Update(uint32(slot), uint64(h.Pid), ebpf.UpdateExist)
+		_ = rel.owners.Update(uint32(slot), ownerValue(h.Pid, lock >= 0), ebpf.UpdateExist)
 		if unlock != nil {
-			w := WarmSlot{Holder: h, Slot: uint32(slot), Names: rel.names,
+			w := WarmSlot{Holder: h, Slot: uint32(slot), Names: rel.names, PidNS: pidNS(),
 				Links: nums[:len(links)], Perfs: nums[len(links) : len(links)+len(perf)]}
+			if lock >= 0 {
+				w.Lock = nums[len(nums)-1]
+			}
 			publishWarm(warm, w)
 			unlock()
 		}
@@ -347,12 +356,17 @@ func handOff(links, perf []int, rel *slotRelease) bool {
 // milliseconds, by `sleep` when there is one, and closed at exit), and when slot >= 0 the
 // slot_owner map, whose entry for slot is deleted once the links are closed. With a warm file
 // (not "-") the slot is published there: the helper keeps the links too, for a run that takes
-// the slot over (lingerWarm).
+// the slot over (lingerWarm). The last argument is the fd that holds the slot's lock (-1:
+// none), closed once the slot is released.
 func Helper(args []string) int {
-	if len(args) != 5 {
+	if len(args) != 6 {
 		return 2
 	}
 	warm := args[4]
+	lock, err := strconv.Atoi(args[5])
+	if err != nil || lock < -1 {
+		return 2
+	}
 	var n [4]int
 	for i, a := range args[:4] {
 		v, err := strconv.Atoi(a)
@@ -373,7 +387,7 @@ func Helper(args []string) int {
 		warmDir = filepath.Dir(warm) // the parent's (tests have their own)
 		owners, err := ebpf.NewMapFromFD(3 + nlinks + nperf)
 		if err == nil {
-			lingerWarm(warm, links, perf, owners, uint32(slot), ms)
+			lingerWarm(warm, links, perf, owners, uint32(slot), ms, lock >= 0)
 			return 0
 		}
 	}
@@ -381,11 +395,14 @@ func Helper(args []string) int {
 	if slot >= 0 {
 		if owners, err := ebpf.NewMapFromFD(3 + nlinks + nperf); err == nil {
 			var pid uint64
-			if owners.Lookup(uint32(slot), &pid) == nil && pid == uint64(os.Getpid()) {
+			if owners.Lookup(uint32(slot), &pid) == nil && pid == ownerValue(os.Getpid(), lock >= 0) {
 				owners.Delete(uint32(slot))
 			}
 			owners.Close()
 		}
+	}
+	if lock >= 0 {
+		unix.Close(lock) // after the entry is gone: the slot is free
 	}
 	// The perf events outlive the exec: a small process keeps them for the rest of the time.
 	secs := strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64)

@@ -155,6 +155,7 @@ type Guard struct {
 	slot int        // -1: none taken
 	// slotHandedOff: the helper that detaches the file program releases the slot.
 	slotHandedOff bool
+	slotLock      int           // the fd holding the slot's lock (-1: none; slotown_linux.go)
 	ownFile       *ebpf.Program // an instance of the file program of this run's own (see attachFiles)
 	// names are the path syscalls the file program is attached to (asked for: those this
 	// kernel has); warm: the run took over a lingering slot with them (warm_linux.go).
@@ -286,7 +287,7 @@ func (g *Guard) RootStays() { g.rootStays.Store(true) }
 
 // newGuardCgroup creates the run's cgroup (or takes cfg.Cgroup): the command is born into it.
 func newGuardCgroup(cfg Config) (*Guard, error) {
-	g := &Guard{cfg: cfg, slot: -1, stopRead: -1, index: map[string]int{}, kinds: map[string]bool{}}
+	g := &Guard{cfg: cfg, slot: -1, slotLock: -1, stopRead: -1, index: map[string]int{}, kinds: map[string]bool{}}
 	if cfg.Cgroup != nil {
 		g.cg = cfg.Cgroup
 		return g, nil
@@ -361,15 +362,27 @@ func (g *Guard) enter() error {
 	// A slot is owned by a process (this one, then the helper that detaches its program). A
 	// slot whose program is still attached for the syscalls this run needs comes first.
 	if len(g.names) > 0 {
-		if slot, tps, names, keeper, ok := claimWarm(g.objs, g.names); ok {
-			g.slot, g.tps, g.names, g.warm, g.keeper = slot, tps, names, true, keeper
+		if slot, tps, names, keeper, lock, ok := claimWarm(g.objs, g.names); ok {
+			g.slot, g.tps, g.names, g.warm, g.keeper, g.slotLock = slot, tps, names, true, keeper, lock
 		}
 	}
 	for attempt := 0; g.slot < 0; attempt++ {
 		for s := uint32(0); s < ringSlots; s++ {
-			if owners.Update(s, uint64(os.Getpid()), ebpf.UpdateNoExist) == nil {
-				g.slot = int(s)
+			var v uint64
+			if owners.Lookup(s, &v) == nil {
+				continue
+			}
+			// The slot's lock first (slotown_linux.go); held: its owner is alive.
+			lock, held := g.objs.tryLockSlot(s)
+			if held {
+				continue
+			}
+			if owners.Update(s, ownerValue(os.Getpid(), lock >= 0), ebpf.UpdateNoExist) == nil {
+				g.slot, g.slotLock = int(s), lock
 				break
+			}
+			if lock >= 0 {
+				unix.Close(lock)
 			}
 		}
 		if g.slot >= 0 {
@@ -456,6 +469,11 @@ func (g *Guard) leave() (cfg bpf.GuardRunCfg) {
 	if g.slot >= 0 && !g.slotHandedOff {
 		_ = g.objs.maps["slot_cgid"].Update(uint32(g.slot), uint64(0), ebpf.UpdateAny)
 		_ = g.objs.maps["slot_owner"].Delete(uint32(g.slot))
+	}
+	if g.slotLock >= 0 {
+		// After the entry is gone (or a helper holds the lock too).
+		unix.Close(g.slotLock)
+		g.slotLock = -1
 	}
 	g.slot = -1
 	return cfg

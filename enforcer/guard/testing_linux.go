@@ -18,10 +18,12 @@ import (
 // SwapPinRoot keeps the pins under root from now on (a bpffs directory of the test's own) and
 // returns what restores the old root, and why root cannot hold pins (nil: it can).
 func SwapPinRoot(root string) (restore func(), err error) {
-	saved := pinRoot
+	saved, savedLocks := pinRoot, slotLockDir
 	pinRoot = root
+	// The slots' locks beside root's mount (a test's temporary directory), not in /run.
+	slotLockDir = filepath.Join(filepath.Dir(filepath.Dir(root)), "guard-slots")
 	_, err = pinDir()
-	return func() { pinRoot = saved }, err
+	return func() { pinRoot, slotLockDir = saved, savedLocks }, err
 }
 
 // SwapWarm publishes warm slots in dir with helpers that linger for linger from now on, and

@@ -48,8 +48,9 @@ import (
 // does a build that writes WarmSlot differently).
 var warmDir = "/run/sysprof/guard-warm"
 
-// warmLayout names WarmSlot's layout (v2: the helper's start time).
-const warmLayout = "v2"
+// warmLayout names WarmSlot's layout (v2: the helper's start time; v3: its pid namespace and
+// the slot's lock).
+const warmLayout = "v3"
 
 // warmReuses counts the runs of this process that took over a warm slot (for tests).
 var warmReuses atomic.Int64
@@ -67,6 +68,11 @@ type WarmSlot struct {
 	// (/proc/PID/stat), so that a reused pid does not pass for it.
 	Claimer      int    `json:"claimer,omitempty"`
 	ClaimerStart uint64 `json:"claimer_start,omitempty"`
+	// PidNS is the helper's pid namespace: its pids (and a claimer's) mean nothing in another,
+	// so only runs of the same one claim the slot. Lock is the fd in the helper that holds the
+	// slot's lock (0: none; slotown_linux.go).
+	PidNS uint64 `json:"pidns"`
+	Lock  int    `json:"lock,omitempty"`
 }
 
 // warmKeeper is the helper of a slot a run took over: the run gives the slot back to it.
@@ -107,13 +113,13 @@ func readWarm(path string, w *WarmSlot) error { return warmEscrow().Read(filepat
 // claimWarm takes over a published slot of o's pins whose syscalls include names, for a run
 // of this process. It returns the slot, its links and the names attached, or ok false (then
 // nothing changed for this run).
-func claimWarm(o *guardObjs, names []string) (slot int, tps []tpLink, attached []string, keeper *warmKeeper, ok bool) {
-	if !o.pinned() {
-		return -1, nil, nil, nil, false
+func claimWarm(o *guardObjs, names []string) (slot int, tps []tpLink, attached []string, keeper *warmKeeper, lock int, ok bool) {
+	if !o.pinned() || pidNS() == 0 {
+		return -1, nil, nil, nil, -1, false
 	}
 	unlock, err := lockWarm(false)
 	if err != nil {
-		return -1, nil, nil, nil, false // nothing published
+		return -1, nil, nil, nil, -1, false // nothing published
 	}
 	defer unlock()
 	for _, name := range warmEscrow().Files(warmPrefix(o.dir) + "*") {
@@ -124,59 +130,71 @@ func claimWarm(o *guardObjs, names []string) (slot int, tps []tpLink, attached [
 			os.Remove(f)
 			continue
 		}
-		if w.Claimer != 0 || !subset(names, w.Names) {
+		if w.Claimer != 0 || w.PidNS != pidNS() || !subset(names, w.Names) {
 			continue
 		}
-		tps, keeper, err := takeWarm(o, f, &w)
+		tps, keeper, lock, err := takeWarm(o, f, &w)
 		if err != nil {
 			os.Remove(f) // stale: its helper is gone or not ours
 			continue
 		}
-		return int(w.Slot), tps, w.Names, keeper, true
+		return int(w.Slot), tps, w.Names, keeper, lock, true
 	}
-	return -1, nil, nil, nil, false
+	return -1, nil, nil, nil, -1, false
 }
 
 // takeWarm takes the slot w publishes in path (see claimWarm; under the lock): the fds, then
 // the ownership, then it marks the file claimed and returns the helper to give the slot back to
 // (nil when the mark failed: then the file is removed and the helper ended, as it cannot tell).
-func takeWarm(o *guardObjs, path string, w *WarmSlot) ([]tpLink, *warmKeeper, error) {
+func takeWarm(o *guardObjs, path string, w *WarmSlot) ([]tpLink, *warmKeeper, int, error) {
 	owners := o.maps["slot_owner"]
+	locked := w.Lock > 0
 	var pid uint64
-	if err := owners.Lookup(w.Slot, &pid); err != nil || pid != uint64(w.Pid) || w.Pid <= 0 {
-		return nil, nil, errors.New("the helper does not own the slot")
+	if err := owners.Lookup(w.Slot, &pid); err != nil || pid != ownerValue(w.Pid, locked) || w.Pid <= 0 {
+		return nil, nil, -1, errors.New("the helper does not own the slot")
 	}
 	if _, err := os.Stat(filePin(o.dir, w.Slot)); err != nil {
-		return nil, nil, err // the links cannot be of this slot's pinned program
+		return nil, nil, -1, err // the links cannot be of this slot's pinned program
 	}
 	progID, err := pinnedProgramID(filePin(o.dir, w.Slot))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, -1, err
 	}
 	// Links then perf events, each its own reference (the attachment never depends on the
-	// helper).
-	pidfd, fds, err := kernrun.Take(w.Holder, slices.Concat(w.Links, w.Perfs))
+	// helper), then the slot's lock (this run holds it too while it owns the slot).
+	nums := slices.Concat(w.Links, w.Perfs)
+	if locked {
+		nums = append(nums, w.Lock)
+	}
+	pidfd, fds, err := kernrun.Take(w.Holder, nums)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, -1, err
+	}
+	lock := -1
+	if locked {
+		lock = fds[len(fds)-1]
 	}
 	n := len(w.Links)
 	tps := make([]tpLink, n)
 	for i := range tps {
 		tps[i] = tpLink{Link: fds[i], Perf: fds[n+i]}
 	}
-	fail := func(err error) ([]tpLink, *warmKeeper, error) {
+	fail := func(err error) ([]tpLink, *warmKeeper, int, error) {
 		unix.Close(pidfd)
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
-		return nil, nil, err
+		return nil, nil, -1, err
 	}
 	for i, tp := range tps {
 		if !slotLink(tp.Link, progID, w) {
 			return fail(fmt.Errorf("fd %d of %d is not a link of slot %d's program to a syscall exit it publishes", w.Links[i], w.Pid, w.Slot))
 		}
 	}
-	if err := owners.Update(w.Slot, uint64(os.Getpid()), ebpf.UpdateExist); err != nil {
+	if locked && !heldLock(lock, slotLockPath(o.dir, w.Slot)) {
+		return fail(fmt.Errorf("fd %d of %d does not hold slot %d's lock", w.Lock, w.Pid, w.Slot))
+	}
+	if err := owners.Update(w.Slot, ownerValue(os.Getpid(), locked), ebpf.UpdateExist); err != nil {
 		return fail(err)
 	}
 	warmReuses.Add(1)
@@ -188,9 +206,9 @@ func takeWarm(o *guardObjs, path string, w *WarmSlot) ([]tpLink, *warmKeeper, er
 		os.Remove(path)
 		_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
 		unix.Close(pidfd)
-		return tps, nil, nil
+		return tps, nil, lock, nil
 	}
-	return tps, &warmKeeper{pidfd: pidfd, path: path, w: *w}, nil
+	return tps, &warmKeeper{pidfd: pidfd, path: path, w: *w}, lock, nil
 }
 
 // giveBack returns the slot to its helper, lingering lingerFor from now, unless the helper is
@@ -212,7 +230,7 @@ func (k *warmKeeper) giveBack(owners, cgids *ebpf.Map) bool {
 		return false
 	}
 	_ = cgids.Update(k.w.Slot, uint64(0), ebpf.UpdateAny)
-	if owners.Update(k.w.Slot, uint64(k.w.Pid), ebpf.UpdateExist) != nil {
+	if owners.Update(k.w.Slot, ownerValue(k.w.Pid, k.w.Lock > 0), ebpf.UpdateExist) != nil {
 		return false
 	}
 	w = k.w
@@ -302,13 +320,13 @@ func subset(a, b []string) bool {
 // lingerWarm is the helper of a published slot (see Helper): it lingers for ms, and then
 // for as long as the slot is claimed by a live run or a run that gave it back set a later
 // deadline; then it withdraws the slot, detaches the links and releases the slot.
-func lingerWarm(path string, links, perf []int, owners *ebpf.Map, slot uint32, ms int) {
+func lingerWarm(path string, links, perf []int, owners *ebpf.Map, slot uint32, ms int, locked bool) {
 	linger := time.Duration(ms) * time.Millisecond
 	for wait := linger; ; {
 		time.Sleep(wait)
 		unlock, err := lockWarm(false) // gone: then nobody can claim the slot either
 		var pid uint64
-		mine := owners.Lookup(slot, &pid) == nil && pid == uint64(os.Getpid())
+		mine := owners.Lookup(slot, &pid) == nil && pid == ownerValue(os.Getpid(), locked)
 		var w WarmSlot
 		published := readWarm(path, &w) == nil && w.Pid == os.Getpid()
 		if err == nil && published {
@@ -322,9 +340,9 @@ func lingerWarm(path string, links, perf []int, owners *ebpf.Map, slot uint32, m
 				unlock()
 				wait = time.Until(time.Unix(0, w.Until))
 				continue
-			case w.Claimer != 0 && pid == uint64(w.Claimer):
+			case w.Claimer != 0 && pid == ownerValue(w.Claimer, locked):
 				// The claimer died holding the slot: nobody reports through it any more.
-				mine = owners.Update(slot, uint64(os.Getpid()), ebpf.UpdateExist) == nil
+				mine = owners.Update(slot, ownerValue(os.Getpid(), locked), ebpf.UpdateExist) == nil
 			}
 		}
 		if mine || published {

@@ -42,7 +42,9 @@ func NewCgroup() (*Cgroup, error) {
 		return nil, fmt.Errorf("create cgroup %s: %w", parent, err)
 	}
 	sweep(func() { removeStale(parent) })
-	dir := filepath.Join(parent, fmt.Sprintf("run-%d-%d", os.Getpid(), runSeq.Add(1)))
+	// The pid alone is not unique: sysprof processes in other pid namespaces have the same
+	// (often 1).
+	dir := filepath.Join(parent, fmt.Sprintf("run-%d-%d-%x", os.Getpid(), runSeq.Add(1), time.Now().UnixNano()))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create cgroup %s: %w", dir, err)
 	}
@@ -56,6 +58,13 @@ func NewCgroup() (*Cgroup, error) {
 		unix.Close(fd)
 		os.Remove(dir)
 		return nil, fmt.Errorf("stat cgroup %s: %w", dir, err)
+	}
+	// Held while fd is open: removeStale leaves the directory of a live run alone, whatever
+	// pid namespace it looks from (a pid it cannot see is not a dead one).
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		os.Remove(dir)
+		return nil, fmt.Errorf("lock cgroup %s: %w", dir, err)
 	}
 	return &Cgroup{Dir: dir, FD: fd, ID: st.Ino}, nil
 }
@@ -82,6 +91,9 @@ func removeStale(parent string) {
 		pid, err := strconv.Atoi(f[1])
 		if err != nil || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
 			continue
+		}
+		if locked(d) {
+			continue // its run is alive (in another pid namespace)
 		}
 		c := Cgroup{Dir: d, FD: -1}
 		if !c.Populated() {
@@ -154,4 +166,28 @@ func (c *Cgroup) Remove() error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return fmt.Errorf("remove cgroup %s: %w", c.Dir, err)
+}
+
+// locked reports whether a run holds dir's lock (see NewCgroup).
+func locked(dir string) bool {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == unix.EWOULDBLOCK
+}
+
+// lockDir holds an flock on directory d while the returned fd is open (-1: none), so that
+// removeStale and removeStaleV1 leave it alone.
+func lockDir(d string) int {
+	fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return -1
+	}
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		unix.Close(fd)
+		return -1
+	}
+	return fd
 }

@@ -27,6 +27,7 @@ type LimitGroup struct {
 	// CPU is the directory of the cpu controller ("": none here, no CPU weight).
 	CPU     string
 	created []string
+	locks   []int   // fds holding flocks on created (see removeStaleV1)
 	own     *Cgroup // a cgroup2 directory of its own (no run cgroup was given): Enter moves
 	// Delegated: an ordinary user's group, made in the subtree delegated to it (Delegation).
 	Delegated bool
@@ -84,7 +85,7 @@ func NewLimitGroup(run *Cgroup) (*LimitGroup, error) {
 			return &LimitGroup{V2: true, Pids: own.Dir, Memory: own.Dir, CPU: cpuOf(own.Dir), own: own}, nil
 		}
 	}
-	name := fmt.Sprintf("sysprof-run-%d-%d", os.Getpid(), runSeq.Add(1))
+	name := fmt.Sprintf("sysprof-run-%d-%d-%x", os.Getpid(), runSeq.Add(1), time.Now().UnixNano())
 	if run != nil {
 		name = "sysprof-" + filepath.Base(run.Dir)
 	}
@@ -105,6 +106,7 @@ func NewLimitGroup(run *Cgroup) (*LimitGroup, error) {
 			return nil, fmt.Errorf("create cgroup %s: %w", d, err)
 		}
 		g.created = append(g.created, d)
+		g.locks = append(g.locks, lockDir(d))
 		*h.dir = d
 	}
 	// The CPU weight is best effort: a host without the cpu hierarchy runs without it.
@@ -112,6 +114,7 @@ func NewLimitGroup(run *Cgroup) (*LimitGroup, error) {
 		sweep(func() { removeStaleV1(parent) })
 		if d := filepath.Join(parent, name); os.Mkdir(d, 0o755) == nil {
 			g.created = append(g.created, d)
+			g.locks = append(g.locks, lockDir(d))
 			g.CPU = d
 		}
 	}
@@ -150,8 +153,8 @@ func removeStaleV1(parent string) {
 	for _, d := range dirs {
 		f := strings.Split(filepath.Base(d), "-")
 		pid, err := strconv.Atoi(f[2])
-		if err != nil || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
-			continue
+		if err != nil || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH || locked(d) {
+			continue // alive (a locked one in another pid namespace)
 		}
 		removeTree(d, 1) // a populated one stays
 	}
@@ -251,7 +254,7 @@ func newDelegatedGroup() (*LimitGroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := fmt.Sprintf("sysprof-run-%d-%d", os.Getpid(), runSeq.Add(1))
+	name := fmt.Sprintf("sysprof-run-%d-%d-%x", os.Getpid(), runSeq.Add(1), time.Now().UnixNano())
 	g := &LimitGroup{V2: dl.V2, Delegated: true}
 	if dl.V2 {
 		ctl := filepath.Join(dl.Pids, "cgroup.subtree_control")
@@ -275,6 +278,7 @@ func newDelegatedGroup() (*LimitGroup, error) {
 			return nil, fmt.Errorf("create cgroup %s in the delegated subtree: %w", *h.dir, err)
 		}
 		g.created = append(g.created, *h.dir)
+		g.locks = append(g.locks, lockDir(*h.dir))
 	}
 	if g.V2 {
 		g.CPU = cpuOf(g.Pids)
@@ -500,6 +504,12 @@ func (g *LimitGroup) Remove() {
 		_ = g.own.Remove()
 		g.own = nil
 	}
+	for _, fd := range g.locks {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+	g.locks = nil
 	for _, d := range g.created {
 		removeTree(d, 200)
 	}
