@@ -70,7 +70,7 @@ type Change struct {
 	// HostParent: the host has the directory that holds the path (an append-only cache's
 	// entry the run adds a file to).
 	HostParent bool `json:"hostParent,omitempty"`
-	Caps       bool   `json:"caps,omitempty"` // security.capability xattr set
+	Caps       bool `json:"caps,omitempty"` // security.capability xattr set
 	// GitConfig are the settings a git config file (IsGitConfig) gains that make git run a
 	// program (GitConfigRuns of the host's file and the new one).
 	GitConfig []string `json:"gitConfig,omitempty"`
