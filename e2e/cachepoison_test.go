@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"archive/tar"
+	"archive/zip"
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
@@ -74,46 +75,156 @@ fn main() {
 	return b
 }
 
-// registryLibs returns the content of every extracted dep-1.0.0/src/lib.rs under home's cargo
-// registry.
-func registryLibs(t *testing.T, b *testutil.Box) []string {
-	t.Helper()
-	m, _ := filepath.Glob(filepath.Join(b.Home, ".cargo", "registry", "src", "*", "dep-1.0.0", "src", "lib.rs"))
-	var out []string
-	for _, p := range m {
-		data, err := os.ReadFile(p)
+// goPoisonBox is a module requiring example.com/dep v1.0.0 from a proxy in a directory
+// (GOPROXY=file://, offline), whose TestMain, when POISON is set, rewrites dep's extracted
+// source in $GOMODCACHE.
+func goPoisonBox(t *testing.T, root string) *testutil.Box {
+	b := newBox(t, root, "side", "user", "work", "")
+	proxy := filepath.Join(b.Work, "proxy")
+	v := filepath.Join(proxy, "example.com", "dep", "@v")
+	testutil.WriteFile(t, filepath.Join(v, "list"), "v1.0.0\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(v, "v1.0.0.info"), `{"Version":"v1.0.0","Time":"2026-01-01T00:00:00Z"}`, 0o644)
+	testutil.WriteFile(t, filepath.Join(v, "v1.0.0.mod"), "module example.com/dep\n", 0o644)
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, body := range map[string]string{"go.mod": "module example.com/dep\n", "dep.go": "package dep\n\nfunc Answer() int { return 42 }\n"} {
+		w, err := zw.Create("example.com/dep@v1.0.0/" + name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, string(data))
+		w.Write([]byte(body))
 	}
-	return out
+	zw.Close()
+	testutil.WriteFile(t, filepath.Join(v, "v1.0.0.zip"), buf.String(), 0o644)
+	b.Env = []string{"GOPROXY=file://" + proxy}
+	testutil.WriteFile(t, filepath.Join(b.Work, "go.mod"), "module example.com/app\n\ngo 1.21\n\nrequire example.com/dep v1.0.0\n", 0o644)
+	testutil.WriteFile(t, filepath.Join(b.Work, "app_test.go"), `package app
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"example.com/dep"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("POISON") != "" {
+		d := filepath.Join(os.Getenv("GOMODCACHE"), "example.com", "dep@v1.0.0")
+		f := filepath.Join(d, "dep.go")
+		os.Chmod(d, 0o755)
+		os.Chmod(f, 0o644)
+		err := os.WriteFile(f, []byte("package dep\n\nfunc Answer() int { return 666 }\n"), 0o644)
+		fmt.Fprintf(os.Stderr, "POISON %s: %v\n", f, err)
+	}
+	os.Exit(m.Run())
 }
 
-func TestCachePoisonCargoRegistry(t *testing.T) {
-	testutil.RequireRoot(t)
-	testutil.RequireTools(t, hostPath, "cargo")
-	b := cargoPoisonBox(t, t.TempDir())
-	p := filepath.Join(b.Home, "profile.yaml")
-	argv := []string{"cargo", "build", "--offline"}
-	testutil.MustCode(t, "learn", b.Sysprof(t, append([]string{"learn", "-p", p, "--"}, argv...)...), 0)
-	if libs := registryLibs(t, b); len(libs) != 1 || !strings.Contains(libs[0], "42") {
-		t.Fatalf("the learned build extracted no dep-1.0.0: %q", libs)
+func TestAnswer(t *testing.T) {
+	if dep.Answer() != 42 {
+		t.Fatal(dep.Answer())
 	}
-	t.Logf("profile writes: %v", pathsOf(loadProfile(t, p).Filesystem.Write))
+}
+`, 0o644)
+	return b
+}
 
-	// Warm: the same build enforced is clean.
-	rep := filepath.Join(b.Tmp, "warm.json")
-	r := b.Sysprof(t, append([]string{"enforce", "-p", p, "--report", rep, "--"}, argv...)...)
-	testutil.MustCode(t, "enforce warm", r, 0)
-	testutil.RequireNoDenials(t, "enforce warm", rep, r)
+// cachePoisonCases are the tools whose cache a payload rewrites: the box, the learned command,
+// the pattern (under HOME) of the cache file the payload rewrites, and what it holds before.
+var cachePoisonCases = []struct {
+	name     string
+	tool     string
+	box      func(t *testing.T, root string) *testutil.Box
+	argv     []string
+	entry    string // the entry's directory, a glob under HOME
+	file     string // the file the payload rewrites, below entry
+	want     string
+	rootOnly string
+}{
+	{name: "cargo-registry", tool: "cargo", box: cargoPoisonBox, argv: []string{"cargo", "build", "--offline", "-vv"},
+		entry: ".cargo/registry/src/*/dep-1.0.0", file: "src/lib.rs", want: "42",
+		rootOnly: "rustup's toolchains live in root's home, which nobody cannot reach"},
+	{name: "go-modcache", tool: "go", box: goPoisonBox, argv: []string{"go", "test", "-v", "-count=1", "."},
+		entry: "go/pkg/mod/example.com/dep@v1.0.0", file: "dep.go", want: "42"},
+}
 
-	// Poisoned: build.rs rewrites dep's extracted source.
-	b.Extra = []string{"POISON=1"}
-	rep = filepath.Join(b.Tmp, "poison.json")
-	r = b.Sysprof(t, append([]string{"enforce", "-p", p, "--report", rep, "--"}, argv...)...)
-	t.Logf("poisoned run: exit %d\n%s", r.Code, r.Stderr)
-	if libs := registryLibs(t, b); len(libs) != 1 || !strings.Contains(libs[0], "42") {
-		t.Fatalf("the poisoned build rewrote dep's extracted source on the host: %q", libs)
+// cacheFile returns the content of the one file matching HOME/entry/file ("" when none).
+func cacheFile(t *testing.T, b *testutil.Box, entry, file string) string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(b.Home, entry, file))
+	if len(m) != 1 {
+		return ""
+	}
+	data, err := os.ReadFile(m[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// TestCachePoison: for each tool, the learned build enforced warm is clean, enforced cold (the
+// entry removed) adds the entry to the host's cache with nothing held, and enforced with the
+// payload armed leaves the host's entry as it was, the rewrite held dangerous; as root and as
+// an ordinary user.
+func TestCachePoison(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, c := range cachePoisonCases {
+		t.Run(c.name, func(t *testing.T) {
+			testutil.RequireTools(t, hostPath, c.tool)
+			for _, as := range asUsers {
+				if as.wrap != nil && c.rootOnly != "" {
+					t.Logf("not run as an ordinary user: %s", c.rootOnly)
+					continue
+				}
+				t.Run(as.name, func(t *testing.T) {
+					root := t.TempDir()
+					b := c.box(t, root)
+					p := filepath.Join(root, "profile.yaml")
+					testutil.MustCode(t, "learn", b.Sysprof(t, append([]string{"learn", "-p", p, "--"}, c.argv...)...), 0)
+					if got := cacheFile(t, b, c.entry, c.file); !strings.Contains(got, c.want) {
+						t.Fatalf("the learned build left no %s/%s: %q", c.entry, c.file, got)
+					}
+					t.Logf("profile writes: %v", pathsOf(loadProfile(t, p).Filesystem.Write))
+					if as.wrap != nil {
+						openForNobody(t, root)
+						chownTree(t, root, 65534)
+					}
+					clean := func(what string) {
+						t.Helper()
+						rep := filepath.Join(root, what+".json")
+						r := enforceAs(t, b, as.wrap, p, rep, c.argv...)
+						testutil.MustCode(t, "enforce "+what, r, 0)
+						testutil.RequireNoDenials(t, "enforce "+what, rep, r)
+						if strings.Contains(r.Stderr, "held for review") {
+							t.Fatalf("enforce %s held a change:\n%s", what, r.Stderr)
+						}
+					}
+					clean("warm")
+					m, _ := filepath.Glob(filepath.Join(b.Home, c.entry))
+					for _, d := range m {
+						b.Run(t, "chmod", "-R", "u+w", d)
+						os.RemoveAll(d)
+					}
+					clean("cold")
+					if got := cacheFile(t, b, c.entry, c.file); !strings.Contains(got, c.want) {
+						t.Fatalf("the cold build did not add %s/%s to the host's cache: %q", c.entry, c.file, got)
+					}
+
+					b.Extra = []string{"POISON=1"}
+					r := enforceAs(t, b, as.wrap, p, filepath.Join(root, "poison.json"), c.argv...)
+					t.Logf("poisoned run: exit %d\n%s", r.Code, r.Stderr)
+					if !strings.Contains(r.Stdout+r.Stderr, "POISON ") {
+						t.Fatalf("the payload did not run:\n%s", r.Stderr)
+					}
+					if got := cacheFile(t, b, c.entry, c.file); !strings.Contains(got, c.want) {
+						t.Fatalf("the payload rewrote %s/%s on the host: %q", c.entry, c.file, got)
+					}
+					if !strings.Contains(r.Stderr, "dangerous") || !strings.Contains(r.Stderr, c.file) {
+						t.Fatalf("the rewrite is not held dangerous:\n%s", r.Stderr)
+					}
+				})
+			}
+		})
 	}
 }
