@@ -3,6 +3,7 @@ package changeset
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/sysprof/sysprof/paths"
@@ -231,6 +232,8 @@ func cacheRewrite(c Change, portable string) string {
 		return "" // a new entry, or one removed whole
 	case portable != entry && !c.HostExists && !c.HostParent:
 		return "" // inside a new entry
+	case c.Type == TypeFile && (c.Op == OpModify || c.Op == OpCreate) && slices.ContainsFunc(ac.Rewritten, func(f string) bool { return portable == entry+"/"+f }):
+		return "" // the tool's own bookkeeping in the entry
 	}
 	return fmt.Sprintf("rewrites %s, an entry the host's cache already has (%s): never applied", entry, ac.Why)
 }

@@ -170,6 +170,8 @@ func TestClassifyAppendOnlyCache(t *testing.T) {
 		{"entry replaced", Change{Path: src + "/dep-1.0.0", Op: OpMkdir, Type: TypeDir, Mode: 0o755, HostExists: true, HostParent: true}, Dangerous},
 		{"entry mode", Change{Path: src + "/dep-1.0.0/src/lib.rs", Op: OpMode, Type: TypeFile, Mode: 0o666, HostExists: true, HostParent: true}, Dangerous},
 		{"npx package rewritten", Change{Path: "/h/.npm/_npx/abc/node_modules/x/cli.js", Op: OpModify, Type: TypeFile, Mode: 0o644, HostExists: true, HostParent: true}, Dangerous},
+		{"npx's lock file rewritten", Change{Path: "/h/.npm/_npx/abc/node_modules/.package-lock.json", Op: OpModify, Type: TypeFile, Mode: 0o644, HostExists: true, HostParent: true}, Learned},
+		{"npx's lock file a symlink", Change{Path: "/h/.npm/_npx/abc/package-lock.json", Op: OpSymlink, Type: TypeSymlink, Mode: 0o777, Target: "x", HostExists: true, HostParent: true}, Dangerous},
 		{"new npx package", Change{Path: "/h/.npm/_npx/def/node_modules/x/cli.js", Op: OpCreate, Type: TypeFile, Mode: 0o644}, Learned},
 	} {
 		got := Classify(c.c, r)

@@ -130,6 +130,42 @@ func TestAnswer(t *testing.T) {
 	return b
 }
 
+// npxPoisonBox is a local package tarball with a bin that npx installs into $NPM_CACHE/_npx
+// (offline) and runs; when POISON is set, the bin rewrites its own file there, which the next
+// npx runs.
+func npxPoisonBox(t *testing.T, root string) *testutil.Box {
+	b := newBox(t, root, "side", "user", "work", "")
+	cli := `#!/usr/bin/env node
+const fs = require("fs");
+if (process.env.POISON) {
+  let r = "ok";
+  try { fs.writeFileSync(__filename, "#!/usr/bin/env node\nconsole.log('xtool 666')\n"); } catch (e) { r = e.code; }
+  console.log("POISON " + __filename + ": " + r);
+}
+console.log("xtool 42");
+`
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, f := range []struct {
+		name, body string
+		mode       int64
+	}{
+		{"package.json", `{"name":"xtool","version":"1.0.0","bin":{"xtool":"cli.js"}}`, 0o644},
+		{"cli.js", cli, 0o755},
+	} {
+		if err := tw.WriteHeader(&tar.Header{Name: "package/" + f.name, Mode: f.mode, Size: int64(len(f.body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(f.body))
+	}
+	tw.Close()
+	zw.Close()
+	testutil.WriteFile(t, filepath.Join(b.Work, "xtool-1.0.0.tgz"), buf.String(), 0o644)
+	b.Env = []string{"npm_config_offline=true", "npm_config_update_notifier=false", "npm_config_audit=false", "npm_config_fund=false"}
+	return b
+}
+
 // cachePoisonCases are the tools whose cache a payload rewrites: the box, the learned command,
 // the pattern (under HOME) of the cache file the payload rewrites, and what it holds before.
 var cachePoisonCases = []struct {
@@ -147,6 +183,8 @@ var cachePoisonCases = []struct {
 		rootOnly: "rustup's toolchains live in root's home, which nobody cannot reach"},
 	{name: "go-modcache", tool: "go", box: goPoisonBox, argv: []string{"go", "test", "-v", "-count=1", "."},
 		entry: "go/pkg/mod/example.com/dep@v1.0.0", file: "dep.go", want: "42"},
+	{name: "npx", tool: "npx", box: npxPoisonBox, argv: []string{"npx", "--yes", "--package=./xtool-1.0.0.tgz", "xtool"},
+		entry: ".npm/_npx/*", file: "node_modules/xtool/cli.js", want: "42"},
 }
 
 // cacheFile returns the content of the one file matching HOME/entry/file ("" when none).

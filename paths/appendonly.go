@@ -15,7 +15,10 @@ type AppendOnlyCache struct {
 	AtVersion bool
 	// Skip are subtrees (portable) that are not entries (Go's download cache of lock files).
 	Skip []string
-	Why  string
+	// Rewritten are files (relative to an entry) the tool itself rewrites in an entry it uses
+	// (npm's lock files of an npx package, on every npx): its bookkeeping, not code it runs.
+	Rewritten []string
+	Why       string
 }
 
 // AppendOnlyCaches is the one list of append-only tool caches.
@@ -24,7 +27,7 @@ var AppendOnlyCaches = []AppendOnlyCache{
 	{Tree: "$CARGO_HOME/registry/cache", Entry: 2, Why: "cargo's downloaded crates, extracted again without a new check"},
 	{Tree: "$CARGO_HOME/git/checkouts", Entry: 2, Why: "cargo's checkouts of git dependencies, compiled by every later build"},
 	{Tree: "$GOMODCACHE", AtVersion: true, Skip: []string{"$GOMODCACHE/cache"}, Why: "go's extracted modules, compiled by every later build without a new check"},
-	{Tree: "$NPM_CACHE/_npx", Entry: 1, Why: "the packages the next npx runs"},
+	{Tree: "$NPM_CACHE/_npx", Entry: 1, Rewritten: []string{"package-lock.json", "node_modules/.package-lock.json"}, Why: "the packages the next npx runs"},
 	{Tree: "$HOME/.cache/pip/wheels", Why: "the wheels pip installs again without building them"},
 }
 
