@@ -150,7 +150,9 @@ func (r *Run) Apply(mode ApplyMode, only []string) (Result, error) {
 				left = append(left, c)
 			}
 		}
+		res.Errors = append(res.Errors, a.setLater()...)
 		a.prune(left)
+		a.restoreUp()
 		a.close()
 	}
 	// Only an Apply holding the run (Begin's lock: nothing else writes its layers) may tell
@@ -237,6 +239,13 @@ type applier struct {
 	// one name of, unchanged when it did: removing a name sets the inode's ctime, so without
 	// them the file's next name (cargo's target/debug/app and deps/app-HASH) read as moved.
 	unlinked map[[2]uint64]bool
+	// later are the modes of directories that deny their owner writing (Go's module cache,
+	// 0555), set once the stage's changes are in them: as an ordinary user nothing could be
+	// added to them after.
+	later map[string]uint32
+	// upModes are the modes of upper directories opened to their owner to move a file out
+	// (openUp), given back once the stage is applied.
+	upModes map[string]uint32
 }
 
 func (r *Run) openStage(s Stage) (*applier, error) {
@@ -245,7 +254,7 @@ func (r *Run) openStage(s Stage) (*applier, error) {
 		started = s.Since
 	}
 	a := &applier{started: started, stage: s, upper: -1, host: -1, lock: -1, upDirs: map[string]int{}, hostDirs: map[string]int{},
-		unlinked: map[[2]uint64]bool{}}
+		unlinked: map[[2]uint64]bool{}, later: map[string]uint32{}, upModes: map[string]uint32{}}
 	var err error
 	if a.upper, err = openRoot(s.Upper, unix.O_PATH); err != nil {
 		return nil, fmt.Errorf("stage %s: %w", s.Rules.Dir, err)
@@ -362,7 +371,66 @@ func (a *applier) mkdirLike(parent int, rel string) error {
 	if a.root {
 		_ = unix.Fchown(fd, int(st.Uid), int(st.Gid))
 	}
-	return unix.Fchmod(fd, dirMode(parent, st.Mode))
+	return a.chmodDir(fd, rel, dirMode(parent, st.Mode))
+}
+
+// openUp gives the owner write access to upper directory rel (fd up) that denies it (a
+// read-only module directory, whose files an ordinary user cannot rename out of it), and
+// reports whether it did; restoreUp gives the mode back.
+func (a *applier) openUp(rel string, up int) bool {
+	if _, done := a.upModes[rel]; done {
+		return false
+	}
+	var st unix.Stat_t
+	if unix.Fstat(up, &st) != nil || st.Mode&0o200 != 0 {
+		return false
+	}
+	if unix.Chmod(fdPath(up, ""), st.Mode&0o7777|0o700) != nil {
+		return false
+	}
+	a.upModes[rel] = st.Mode & 0o7777
+	return true
+}
+
+func (a *applier) restoreUp() {
+	for rel, m := range a.upModes {
+		if fd, err := openBeneath(a.upper, rel, unix.O_PATH|unix.O_DIRECTORY); err == nil {
+			_ = unix.Chmod(fdPath(fd, ""), m)
+			unix.Close(fd)
+		}
+	}
+}
+
+// chmodDir sets directory rel's mode m, or u+rwx now and m once the stage's changes are
+// applied (setLater) when m denies the owner writing or searching it.
+func (a *applier) chmodDir(fd int, rel string, m uint32) error {
+	if m&0o300 == 0o300 {
+		delete(a.later, rel)
+		return unix.Fchmod(fd, m)
+	}
+	a.later[rel] = m
+	return unix.Fchmod(fd, m|0o700)
+}
+
+// setLater sets the modes chmodDir put off, deepest first.
+func (a *applier) setLater() []string {
+	rels := make([]string, 0, len(a.later))
+	for rel := range a.later {
+		rels = append(rels, rel)
+	}
+	slices.SortFunc(rels, func(x, y string) int { return len(y) - len(x) })
+	var errs []string
+	for _, rel := range rels {
+		fd, err := openBeneath(a.host, rel, unix.O_RDONLY|unix.O_DIRECTORY)
+		if err == nil {
+			err = unix.Fchmod(fd, a.later[rel])
+			unix.Close(fd)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: set its mode %#o: %v", filepath.Join(a.stage.Rules.Dir, rel), a.later[rel], err))
+		}
+	}
+	return errs
 }
 
 // dirMode drops set-user-ID and keeps set-group-ID only where the parent has it (inherited).
@@ -556,6 +624,9 @@ func (a *applier) move(c *Change, up, host int, name string, hostNow bool, hst *
 		a.sameFS = false
 		return a.move(c, up, host, name, hostNow, hst)
 	}
+	if errors.Is(err, unix.EACCES) && src == up && a.openUp(dirOf(c.Rel), up) {
+		return a.move(c, up, host, name, hostNow, hst)
+	}
 	if src != up {
 		if err != nil {
 			_ = unix.Unlinkat(host, srcName, 0)
@@ -724,7 +795,7 @@ func (a *applier) applyDir(c *Change, up, host int, name string, hostNow bool, h
 		return err
 	}
 	defer unix.Close(fd)
-	return unix.Fchmod(fd, dirMode(host, st.Mode))
+	return a.chmodDir(fd, c.Rel, dirMode(host, st.Mode))
 }
 
 // chmodHost applies a metadata-only copy-up: the host file's mode, without set-id bits.

@@ -3,6 +3,7 @@ package changeset
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/sysprof/sysprof/paths"
@@ -67,7 +68,10 @@ type Change struct {
 	// Facts Classify reads (Scan fills them).
 	HostMode   uint32 `json:"hostMode,omitempty"` // the host file's permission bits, when it exists
 	HostExists bool   `json:"hostExists,omitempty"`
-	Caps       bool   `json:"caps,omitempty"` // security.capability xattr set
+	// HostParent: the host has the directory that holds the path (an append-only cache's
+	// entry the run adds a file to).
+	HostParent bool `json:"hostParent,omitempty"`
+	Caps       bool `json:"caps,omitempty"` // security.capability xattr set
 	// GitConfig are the settings a git config file (IsGitConfig) gains that make git run a
 	// program (GitConfigRuns of the host's file and the new one).
 	GitConfig []string `json:"gitConfig,omitempty"`
@@ -117,7 +121,8 @@ type Rules struct {
 //     with names outside the changeset; a device node, FIFO or socket; set-id bits on a file
 //     or file capabilities; a file that becomes executable outside r.ExecOK; a git
 //     directory's config that gains a setting that makes git run a program (c.GitConfig,
-//     GitConfigRuns).
+//     GitConfigRuns); a change to an entry of an append-only tool cache the host already has
+//     (paths.AppendOnlyCaches: another crate's extracted source rewritten, a file added to it).
 //   - dropped: a Python bytecode cache (paths.BytecodeCache) created or changed, whatever a
 //     rule says: a .pyc whose header names its source's mtime and size runs in place of the
 //     source at the next import outside the sandbox, and nobody reviews bytecode; python
@@ -190,6 +195,9 @@ func dangerous(c Change, r Rules, portable string) (why string, grantable bool) 
 	if c.LinksOutside > 0 {
 		return fmt.Sprintf("a hard link with %d name(s) outside the changeset", c.LinksOutside), false
 	}
+	if why := cacheRewrite(c, portable); why != "" {
+		return why, false
+	}
 	if q := protectedOf(c.Path, portable, r); q != "" && inertHook(c, q) {
 		return "", false // git's sample hooks are 0755 but never run
 	} else if q != "" && !keepsWithin(c.Path, q, r) {
@@ -209,6 +217,25 @@ func dangerous(c Change, r Rules, portable string) (why string, grantable bool) 
 		}
 	}
 	return "", false
+}
+
+// cacheRewrite says why c rewrites an entry of an append-only tool cache the host has ("" when
+// it does not): the entry itself replaced or changed (its removal whole is the tool's own
+// clean-up), or anything in it changed, added or removed.
+func cacheRewrite(c Change, portable string) string {
+	ac, entry, ok := paths.AppendOnlyEntry(portable)
+	if !ok || entry == "" {
+		return ""
+	}
+	switch {
+	case portable == entry && (!c.HostExists || c.Op == OpRmdir || c.Op == OpDelete):
+		return "" // a new entry, or one removed whole
+	case portable != entry && !c.HostExists && !c.HostParent:
+		return "" // inside a new entry
+	case c.Type == TypeFile && (c.Op == OpModify || c.Op == OpCreate) && slices.ContainsFunc(ac.Rewritten, func(f string) bool { return portable == entry+"/"+f }):
+		return "" // the tool's own bookkeeping in the entry
+	}
+	return fmt.Sprintf("rewrites %s, an entry the host's cache already has (%s): never applied", entry, ac.Why)
 }
 
 // linkLeaves says why a symlink or hard link may never be placed on the host ("" when it may):

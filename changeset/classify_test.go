@@ -147,6 +147,40 @@ func TestClassify(t *testing.T) {
 }
 
 // TestClassifyPortableGrant: a held change suggests the portable write rule.
+// TestClassifyAppendOnlyCache: in a tool cache whose entries later builds use unchecked
+// (paths.AppendOnlyCaches), a new entry is learned and a change to one the host has is
+// dangerous, whatever the learned rule covering the cache says (issue 23).
+func TestClassifyAppendOnlyCache(t *testing.T) {
+	r := Rules{Dir: "/h/.cargo", Tree: "/h/.cargo", Keep: []string{"/h/.cargo/registry", "/h/.npm"},
+		Vars: map[string]string{"HOME": "/h", "CARGO_HOME": "/h/.cargo", "NPM_CACHE": "/h/.npm"}}
+	src := "/h/.cargo/registry/src/index-1"
+	for _, c := range []struct {
+		name string
+		c    Change
+		want Class
+	}{
+		{"new entry", Change{Path: src + "/dep-1.0.0", Op: OpMkdir, Type: TypeDir, Mode: 0o755, HostParent: true}, Learned},
+		{"file of a new entry", Change{Path: src + "/dep-1.0.0/src/lib.rs", Op: OpCreate, Type: TypeFile, Mode: 0o644}, Learned},
+		{"new registry directory", Change{Path: src, Op: OpMkdir, Type: TypeDir, Mode: 0o755}, Learned},
+		{"entry removed whole", Change{Path: src + "/old-0.1.0", Op: OpRmdir, Type: TypeDir, Mode: 0o755, HostExists: true, HostParent: true}, Learned},
+		{"index cache rewritten", Change{Path: "/h/.cargo/registry/index/i/.cache/de/p/dep", Op: OpModify, Type: TypeFile, Mode: 0o644, HostExists: true, HostParent: true}, Learned},
+		{"source rewritten", Change{Path: src + "/dep-1.0.0/src/lib.rs", Op: OpModify, Type: TypeFile, Mode: 0o644, HostExists: true, HostParent: true}, Dangerous},
+		{"build.rs added to an entry", Change{Path: src + "/dep-1.0.0/build.rs", Op: OpCreate, Type: TypeFile, Mode: 0o644, HostParent: true}, Dangerous},
+		{"file removed from an entry", Change{Path: src + "/dep-1.0.0/src/a.rs", Op: OpDelete, Type: TypeFile, Mode: 0o644, HostExists: true, HostParent: true}, Dangerous},
+		{"entry replaced", Change{Path: src + "/dep-1.0.0", Op: OpMkdir, Type: TypeDir, Mode: 0o755, HostExists: true, HostParent: true}, Dangerous},
+		{"entry mode", Change{Path: src + "/dep-1.0.0/src/lib.rs", Op: OpMode, Type: TypeFile, Mode: 0o666, HostExists: true, HostParent: true}, Dangerous},
+		{"npx package rewritten", Change{Path: "/h/.npm/_npx/abc/node_modules/x/cli.js", Op: OpModify, Type: TypeFile, Mode: 0o644, HostExists: true, HostParent: true}, Dangerous},
+		{"npx's lock file rewritten", Change{Path: "/h/.npm/_npx/abc/node_modules/.package-lock.json", Op: OpModify, Type: TypeFile, Mode: 0o644, HostExists: true, HostParent: true}, Learned},
+		{"npx's lock file a symlink", Change{Path: "/h/.npm/_npx/abc/package-lock.json", Op: OpSymlink, Type: TypeSymlink, Mode: 0o777, Target: "x", HostExists: true, HostParent: true}, Dangerous},
+		{"new npx package", Change{Path: "/h/.npm/_npx/def/node_modules/x/cli.js", Op: OpCreate, Type: TypeFile, Mode: 0o644}, Learned},
+	} {
+		got := Classify(c.c, r)
+		if got.Class != c.want {
+			t.Errorf("%s: %s (%s), want %s", c.name, got.Class, got.Reason, c.want)
+		}
+	}
+}
+
 func TestClassifyPortableGrant(t *testing.T) {
 	got := Classify(Change{Path: "/w/newfile.txt", Op: OpCreate, Type: TypeFile, Mode: 0o644}, testRules)
 	if got.Grant == nil || got.Grant.String() != "filesystem.write: + $WORKDIR/newfile.txt" {

@@ -253,6 +253,30 @@ func asNobody(t *testing.T) {
 		t.Errorf("build/after.o not applied beside an unreadable directory: %+v", res)
 	}
 	_ = os.Chmod(locked, 0o755) // for the test's cleanup
+	// A new read-only directory with files (Go's module cache extracts 0555 directories):
+	// the files go in, then the directory gets its mode.
+	ro := filepath.Join(s.Upper, "build/mod@v1")
+	write(t, filepath.Join(ro, "sub", "a.go"), "package a\n", 0o444)
+	for _, d := range []string{filepath.Join(ro, "sub"), ro} {
+		if err := os.Chmod(d, 0o555); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err = r.Apply(ApplyLearned, nil)
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatalf("apply of a read-only directory: %v %v", err, res.Errors)
+	}
+	if st, err := os.Stat(filepath.Join(w, "build/mod@v1/sub")); err != nil || st.Mode().Perm() != 0o555 {
+		t.Errorf("build/mod@v1/sub: %v %v, want 0555", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(w, "build/mod@v1/sub/a.go")); err != nil {
+		t.Errorf("the read-only directory's file did not apply: %+v", res)
+	}
+	_ = os.Chmod(ro, 0o755)
+	_ = os.Chmod(filepath.Join(ro, "sub"), 0o755)
+	for _, d := range []string{"build/mod@v1", "build/mod@v1/sub"} {
+		_ = os.Chmod(filepath.Join(w, d), 0o755) // for the test's cleanup
+	}
 	if err := r.Finish(); err != nil {
 		t.Fatal(err)
 	}

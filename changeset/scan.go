@@ -114,7 +114,7 @@ func (sc *scanner) walk(ufd, hfd int, rel string, replace bool) error {
 		var hst unix.Stat_t
 		hok := hfd >= 0 && unix.Fstatat(hfd, name, &hst, unix.AT_SYMLINK_NOFOLLOW) == nil
 		c := Change{Path: sc.host(r), Rel: r, Stage: sc.stage, Type: TypeOf(st.Mode), Mode: st.Mode & 0o7777,
-			dev: st.Dev, ino: st.Ino, HostExists: hok}
+			dev: st.Dev, ino: st.Ino, HostExists: hok, HostParent: hfd >= 0}
 		if hok {
 			c.HostMode = hst.Mode & 0o7777
 		}
@@ -227,7 +227,7 @@ func (sc *scanner) deleted(ufd, hfd int, rel string, upper []string) error {
 		}
 		r := filepath.Join(rel, name)
 		c := Change{Path: sc.host(r), Rel: r, Stage: sc.stage, Type: TypeOf(hst.Mode), Mode: hst.Mode & 0o7777,
-			Op: OpDelete, HostExists: true, HostMode: hst.Mode & 0o7777}
+			Op: OpDelete, HostExists: true, HostParent: true, HostMode: hst.Mode & 0o7777}
 		if c.Type == TypeDir {
 			c.Op = OpRmdir
 		}

@@ -47,7 +47,7 @@ type writeGrants struct {
 func (c *Compiled) planWrites(write, exec []string, privateTmp bool, env Env) writeGrants {
 	protected := protectedHostPaths(env)
 	w := c.sortWrites(write, exec, privateTmp, env)
-	binds, staged := c.protectBinds(w.binds, protected, w.keep)
+	binds, staged := c.protectBinds(w.binds, protected, w.keep, appendOnlyTrees(env))
 	stageDirs := c.stageDirs(append(w.stage, staged...), binds, w.keep, env)
 	g := writeGrants{landlock: w.landlock, binds: binds}
 	for _, d := range stageDirs {
@@ -189,8 +189,17 @@ func holdsExec(d string, exec []string) bool {
 // checkout), and one named only in part (.git/index but not .git/hooks) must not be written
 // whole, so such a directory is staged instead (the changeset applies only what is named). It
 // returns the directories still bound and those to stage.
-func (c *Compiled) protectBinds(bound, protected, keep []string) (binds, stage []string) {
+//
+// A directory at or above an append-only tool cache (paths.AppendOnlyCaches) the host has, or
+// inside one, is staged too: its new entries are applied after the run, a rewrite of one the
+// host has is held dangerous (changeset.Classify).
+func (c *Compiled) protectBinds(bound, protected, keep, appendOnly []string) (binds, stage []string) {
 	for _, b := range topLevelPaths(bound) {
+		if t := appendOnlyMeets(b, appendOnly); t != "" {
+			stage = append(stage, b)
+			c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is staged, not bound: it holds the tool cache %s, whose existing entries a run may not rewrite", b, t))
+			continue
+		}
 		var ro []string
 		stageIt := false
 		for _, q := range protected {
@@ -214,6 +223,32 @@ func (c *Compiled) protectBinds(bound, protected, keep []string) (binds, stage [
 		}
 	}
 	return binds, stage
+}
+
+// appendOnlyTrees are the append-only tool caches (paths.AppendOnlyCaches) this host has,
+// resolved.
+func appendOnlyTrees(env Env) []string {
+	var out []string
+	for _, ac := range paths.AppendOnlyCaches {
+		h, err := expand(ac.Tree, env)
+		if err != nil || !filepath.IsAbs(h) {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(h); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// appendOnlyMeets returns the tree of trees that directory b holds or lies in, or "".
+func appendOnlyMeets(b string, trees []string) string {
+	for _, t := range trees {
+		if paths.Within(t, b) || paths.Within(b, t) {
+			return t
+		}
+	}
+	return ""
 }
 
 // stageDirs are the directories to stage for candidates: the top-level ones not inside a bind
