@@ -271,9 +271,10 @@ func loadProbe(cgid uint64, cgroupDir string, ringBytes int, debug bool, ph *pha
 		}
 		return nil, &LoadError{Step: "load BPF programs", Err: err}
 	}
+	loaded := p // a failing return sets p to nil before this runs
 	defer func() {
 		if err != nil {
-			p.close()
+			loaded.close()
 		}
 	}()
 	ph.mark("load programs")

@@ -410,10 +410,11 @@ func bpfObjName(fd int, prog bool) (string, error) {
 // per run and attaches the per-run hooks.
 func warmProbe(c *warmClaim, cgid uint64, cgroupDir string, ph *phases) (p *probe, err error) {
 	p = &probe{objs: c.objs, perfFDs: c.perfs, warmable: true}
+	taken := p // a failing return sets p to nil before this runs
 	defer func() {
 		if err != nil {
-			p.warmable = false // not in a known state: the kernel closes it all
-			p.close()
+			taken.warmable = false // not in a known state: the kernel closes it all
+			taken.close()
 		}
 	}()
 	if err := resetRun(&p.objs, cgid); err != nil {
