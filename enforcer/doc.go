@@ -203,7 +203,9 @@
 // it lives on as PID 1 of the sandbox, so no secret is in its memory or environ. The variables
 // the profile's env.pass names, the brokered variables' stand-ins and the CA bundle variables
 // (credentials.go) come in its config (SetEnv) and are added right before exec; UnsetEnv
-// names the variables removed. The report notes the names removed.
+// names the variables removed. The report notes the names removed. The loader variables
+// (paths.LoaderEnv: LD_PRELOAD and the rest) come in SetEnv too: a dynamically linked stage
+// program would run the caller's preload as PID 1 before any layer, with the host's mounts.
 //
 // # Lifetime
 //

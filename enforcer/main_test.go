@@ -48,6 +48,20 @@ func testMain(m *testing.M) int {
 		}
 		os.Exit(0)
 	}
+	if dir := os.Getenv(unprivPrivateShmEnv); dir != "" {
+		if err := privateShmChecks(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "unprivileged private /dev/shm checks:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if dir := os.Getenv(unprivLoaderEnv); dir != "" {
+		if err := loaderEnvChecks(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "unprivileged loader variable checks:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if ports := os.Getenv(egressEnv); ports != "" {
 		if err := egressHelper(ports); err != nil {
 			fmt.Fprintln(os.Stderr, "egress helper:", err)

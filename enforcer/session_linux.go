@@ -212,6 +212,12 @@ func (r runStart) initConfig(st *stage) initConfig {
 	if b := r.c.creds; b != nil {
 		cfg.SetEnv = append(cfg.SetEnv, b.env...)
 	}
+	// The loader variables the stage was started without (stageIO): the command's.
+	for _, kv := range callerEnv {
+		if name, _, _ := strings.Cut(kv, "="); paths.LoaderEnv(name) && !slices.Contains(cfg.UnsetEnv, name) {
+			cfg.SetEnv = append(cfg.SetEnv, kv)
+		}
+	}
 	// less keeps no history in the sandbox: synth never grants its history file (a file rule in
 	// $HOME), so its read and its save through $HOME/.lesshsQ would be denied on every paged run;
 	// git pages only at a terminal: a profile that runs no pager gets none; and git makes no

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -528,8 +529,13 @@ func stageIO(opts *Options) (env []string, stdin io.Reader, stdout, stderr io.Wr
 		env = os.Environ()
 	}
 	// No secret-looking variable enters the sandbox's init stage (it lives on as PID 1 there):
-	// those the profile passes, and brokered ones' stand-ins, come with its config.
+	// those the profile passes, and brokered ones' stand-ins, come with its config. Nor does a
+	// loader variable: where the stage program is dynamically linked (sysprof built without the
+	// embedded one, by plain `go build` or `go install`, re-executes itself), the caller's
+	// LD_PRELOAD would run in PID 1 before any layer, with the host's mounts: libfaketime made
+	// /dev/shm/faketime_shm_1 in the host's /dev/shm as RootUID. They come with the config too.
 	env, _ = policy.ScrubEnv(env, nil)
+	env = slices.DeleteFunc(env, func(kv string) bool { name, _, _ := strings.Cut(kv, "="); return paths.LoaderEnv(name) })
 	if opts.Stdin != nil {
 		stdin = opts.Stdin
 	}

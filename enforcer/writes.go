@@ -86,7 +86,8 @@ func (c *Compiled) sortWrites(write, exec []string, privateTmp bool, env Env) so
 			out.landlock = append(out.landlock, w)
 			continue
 		}
-		if t := hostTempDir(w, privateTmp, env); t != "" {
+		t := hostTempDir(w, privateTmp, env)
+		if t != "" {
 			// A temp file's name is incidental (mkstemp, Python's tempfile): the host's
 			// $TMPDIR is granted as a whole, which no protected path lies in.
 			if w != t {
@@ -97,10 +98,13 @@ func (c *Compiled) sortWrites(write, exec []string, privateTmp bool, env Env) so
 		glob := paths.HasGlob(w)
 		_, statErr := os.Lstat(w)
 		missing := glob || errors.Is(statErr, os.ErrNotExist)
-		if root := privateTmpRoot(w); privateTmp && root != "" && (w == root || missing) && !hostTreeInTmp(w, root, env) {
-			// Inside the private /tmp: binding the host's copy would undo PrivateTmp. The
-			// private tmpfs is writable anyway; Landlock gets its root when the path is not
-			// there yet (a rule needs an existing path).
+		if root := privateTmpRoot(w); privateTmp && root != "" && t == "" && !hostTreeInTmp(w, root, env) {
+			// Inside the private /tmp: binding or staging the host's copy would undo PrivateTmp,
+			// also when the host has one now (another run's /dev/shm/faketime_shm_N, a stale
+			// lock): its parent staged showed the command the host's whole /dev/shm or /tmp.
+			// What the command writes there is its own (privateTmpWrites; the host's $TMPDIR and
+			// the trees bound below /tmp stay the host's). The private tmpfs is writable
+			// anyway; Landlock gets its root (a rule needs an existing path).
 			if w != root {
 				c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is in the private %s: Landlock allows writes to all of it", w, root))
 			}

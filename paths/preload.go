@@ -45,6 +45,13 @@ func UserPreload(lookup Lookup) (libs, files []string, system bool) {
 	return libs, files, true
 }
 
+// LoaderEnv reports whether the dynamic loader acts on the variable name (ld.so's LD_*, glibc's
+// GLIBC_TUNABLES): code or settings the caller gives every dynamically linked program it starts.
+// sysprof's own processes in the sandbox (the init stage) never get them; the command does.
+func LoaderEnv(name string) bool {
+	return strings.HasPrefix(name, "LD_") || name == "GLIBC_TUNABLES"
+}
+
 // needed returns the system libraries the library f names as needed (DT_NEEDED), found in the
 // directory of f or the system library directories (libfaketime needs libm): the loader reads
 // them for the preload, whatever the tool.
