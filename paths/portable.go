@@ -377,6 +377,7 @@ var randomPrefixes = []struct {
 	{"cc", 6, 6, classMixed},          // gcc's temp files: ccXXXXXX.s, ccXXXXXX.o
 	{"st", 6, 6, classMixed},          // binutils' ar, ranlib, strip, objcopy: stXXXXXX beside the file they rewrite
 	{"zi", 6, 6, classMixed},          // Info-ZIP's zip: ziXXXXXX beside the archive it writes
+	{"sed", 6, 6, classMixed},         // GNU sed -i: sedXXXXXX beside each file it edits
 	{"ssh-", 6, 16, classAlnum},       // ssh-agent's socket dir: ssh-XXXXXXXXXX
 	{"sem.mp-", 8, 8, classPython},    // Python multiprocessing's semaphores: /dev/shm/sem.mp-XXXXXXXX
 	{"sem.", 6, 6, classAlnum},        // glibc sem_open's temp name: /dev/shm/sem.XXXXXX

@@ -33,6 +33,9 @@ func TestGlobComponent(t *testing.T) {
 		{"ziRxVrtN", "zi*"}, // zip's temp archive, no digit
 		{"zip", "zip"},
 		{"zipfile", "zipfile"},
+		{"sedqWkPxz", "sed*"}, // sed -i's temp sibling, no digit
+		{"sedentary", "sedentary"},
+		{"sed.1", "sed.1"},
 		{"stloVngG", "st*"}, // ar's, ranlib's, strip's and objcopy's temp name, no digit
 		{"stYrRDTQ", "st*"},
 		{"stdio.h", "stdio.h"},
