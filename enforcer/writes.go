@@ -98,13 +98,15 @@ func (c *Compiled) sortWrites(write, exec []string, privateTmp bool, env Env) so
 		glob := paths.HasGlob(w)
 		_, statErr := os.Lstat(w)
 		missing := glob || errors.Is(statErr, os.ErrNotExist)
-		if root := privateTmpRoot(w); privateTmp && root != "" && t == "" && !hostTreeInTmp(w, root, env) {
+		if root := privateTmpRoot(w); privateTmp && root != "" && t == "" && (w == root || missing || filepath.Dir(w) == root) && !hostTreeInTmp(w, root, env) {
 			// Inside the private /tmp: binding or staging the host's copy would undo PrivateTmp,
-			// also when the host has one now (another run's /dev/shm/faketime_shm_N, a stale
-			// lock): its parent staged showed the command the host's whole /dev/shm or /tmp.
-			// What the command writes there is its own (privateTmpWrites; the host's $TMPDIR and
-			// the trees bound below /tmp stay the host's). The private tmpfs is writable
-			// anyway; Landlock gets its root (a rule needs an existing path).
+			// also for a name right in it the host has now (another run's
+			// /dev/shm/faketime_shm_N, a stale lock): its parent staged showed the command the
+			// host's whole /dev/shm or /tmp. What the command writes there is its own
+			// (privateTmpWrites; the host's $TMPDIR and the trees bound below /tmp stay the
+			// host's, and so does a directory deeper down the host has: a GOPATH under /tmp).
+			// The private tmpfs is writable anyway; Landlock gets its root (a rule needs an
+			// existing path).
 			if w != root {
 				c.Notes = append(c.Notes, fmt.Sprintf("filesystem.write: %s is in the private %s: Landlock allows writes to all of it", w, root))
 			}
