@@ -12,6 +12,9 @@ import (
 func TestUserPreload(t *testing.T) {
 	libc, err := filepath.EvalSymlinks("/lib/x86_64-linux-gnu/libc.so.6")
 	if err != nil {
+		if os.Getenv("CI") != "" { // CI's machine kind is Debian amd64 (also under qemu-user)
+			t.Fatalf("no x86_64 multiarch libc here (CI: a failure, not a skip): %v", err)
+		}
 		t.Skip("no x86_64 multiarch libc here")
 	}
 	dir := t.TempDir()
